@@ -1,0 +1,108 @@
+# kvio — top-level build.  `make` builds $(BUILD)/kvio; `make test` runs the tests;
+# `make deps` installs the Debian packages the build and tests need.
+# Libraries: every <lib>/*.cpp compiles into $(BUILD)/lib<lib>.a; BPF: bpf/*.bpf.c -> skeletons.
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD    ?= build
+CXX      ?= g++
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+V        ?= 0
+Q        := $(if $(filter 1,$(V)),,@)
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
+LDLIBS   := -lbpf -lelf -lz -luring -lpthread
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
+
+LIBS     := replay distiller validate workload common
+LIB_SRCS  = $(wildcard $(1)/*.cpp)
+LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
+LIB_ARCHIVES := $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
+
+CLI_SRCS  := $(wildcard userspace/*.cpp)
+CLI_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(CLI_SRCS))
+CLI_LIB_OBJS := $(filter-out $(BUILD)/userspace/main.o,$(CLI_OBJS))
+
+UNIT_SRCS := $(wildcard tests/unit/*.cpp)
+E2E_SRCS  := $(wildcard tests/e2e/*.cpp)
+UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
+E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
+
+.PHONY: all deps test unit-test e2e-test clean demo bench static
+all: $(BUILD)/kvio
+
+deps:
+	bash scripts/deps.sh
+
+$(BUILD)/vmlinux.h:
+	@test -r $(VMLINUX_BTF) || { echo "kvio: $(VMLINUX_BTF) is missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required to build and run kvio's CO-RE programs)" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	@echo "  BPF      $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@echo "  SKEL     $@"
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(@D)
+	@echo "  CXX      $@"
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# userspace objects include skeletons
+$(CLI_OBJS): $(BPF_SKELS)
+
+define LIB_RULE
+$(BUILD)/lib$(1).a: $(call LIB_OBJS,$(1))
+	@mkdir -p $$(@D)
+	$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach l,$(LIBS),$(eval $(call LIB_RULE,$(l))))
+
+$(BUILD)/libkviocli.a: $(CLI_LIB_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/kvio: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# A fully static binary for QEMU guests that run another kernel (CO-RE objects inside).
+static: $(BUILD)/kvio-static
+$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -luring -lpthread
+
+$(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
+
+$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
+
+$(UNIT_OBJS) $(E2E_OBJS): $(BPF_SKELS)
+
+# The test command README.md gives and .ci/run calls.
+test: deps
+	$(MAKE) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
+	BUILD=$(BUILD) bash tests/run.sh
+
+# Tests without installing packages (a developer's loop).
+check: $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
+	BUILD=$(BUILD) bash tests/run.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,53 @@
+// Reading JSON and JSON-lines files with errors that name file, line and field.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace kvio {
+
+using json = nlohmann::json;
+
+/// Where a JSON value came from, for error messages: "FILE:LINE".
+struct JsonSource {
+    std::string file;
+    size_t line = 0;  ///< 1-based; 0 for a whole-file JSON document
+    std::string where() const { return line ? file + ":" + std::to_string(line) : file; }
+    /// Throws kvio::Error "FILE:LINE: field 'F': MSG".
+    [[noreturn]] void fail(const std::string& field, const std::string& msg) const;
+};
+
+/// Streams a JSONL file one object per line; blank lines are skipped.
+/// Throws kvio::Error on unreadable files and on lines that are not JSON objects.
+class JsonlReader {
+public:
+    explicit JsonlReader(const std::string& path);
+    /// Reads the next object into `out`; false at end of file.
+    bool next(json& out);
+    const JsonSource& source() const { return src_; }
+
+private:
+    std::ifstream in_;
+    JsonSource src_;
+    std::string buf_;
+};
+
+/// Reads a whole JSON document. Throws kvio::Error naming the file on failure.
+json read_json_file(const std::string& path);
+/// Writes `j` (pretty, 2-space indent) to `path`. Throws kvio::Error on failure.
+void write_json_file(const std::string& path, const json& j);
+
+/// Required field accessors: throw "FILE:LINE: field 'NAME': missing" / "expected ...".
+uint64_t get_u64(const json& obj, const char* field, const JsonSource& src);
+int64_t get_i64(const json& obj, const char* field, const JsonSource& src);
+double get_double(const json& obj, const char* field, const JsonSource& src);
+std::string get_string(const json& obj, const char* field, const JsonSource& src);
+/// Optional variants: return `dflt` when the field is absent, throw when present with the wrong type.
+uint64_t get_u64_or(const json& obj, const char* field, uint64_t dflt, const JsonSource& src);
+std::string get_string_or(const json& obj, const char* field, const std::string& dflt, const JsonSource& src);
+
+}  // namespace kvio

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kvio builds and tests with; installs only what is missing.
+set -euo pipefail
+pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
+      libcli11-dev nlohmann-json3-dev libgtest-dev g++ make pkg-config
+      fio e2fsprogs util-linux xfsprogs)
+pkgs+=("$@")
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "kvio deps: missing ${missing[*]}; run 'sudo make deps'" >&2; exit 1
+  fi
+  echo "kvio deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,107 @@
+#include "tests/e2e/helpers.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace kvio::test {
+namespace fs = std::filesystem;
+
+CmdResult run(const std::string& cmd) {
+    TempDir d;
+    std::string full = "( " + cmd + " ) >" + d.file("out") + " 2>" + d.file("err");
+    int st = std::system(full.c_str());
+    CmdResult r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(d.file("out"));
+    r.err = slurp(d.file("err"));
+    return r;
+}
+
+std::string kvio_bin() {
+    const char* b = std::getenv("KVIO_BIN");
+    return b ? b : "build/kvio";
+}
+
+TempDir::TempDir() {
+    char tmpl[] = "/var/tmp/kvio-test-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+}
+
+static std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+LoopDevice::LoopDevice(uint64_t size_bytes, bool direct_io, const std::string& dir) {
+    char tmpl[256];
+    std::snprintf(tmpl, sizeof tmpl, "%s/kvio-loop-XXXXXX", dir.c_str());
+    int fd = mkstemp(tmpl);
+    if (fd < 0) throw std::runtime_error("mkstemp failed in " + dir);
+    if (ftruncate(fd, off_t(size_bytes)) != 0) throw std::runtime_error("ftruncate failed");
+    close(fd);
+    backing = tmpl;
+    auto r = run(std::string("losetup -f --show ") + (direct_io ? "--direct-io=on " : "") + backing);
+    if (r.status != 0) throw std::runtime_error("losetup failed: " + r.err);
+    path = trim(r.out);
+    name = path.substr(path.rfind('/') + 1);
+    majmin = trim(slurp("/sys/block/" + name + "/dev"));
+}
+
+LoopDevice::~LoopDevice() {
+    if (!path.empty()) run("losetup -d " + path);
+    std::error_code ec;
+    fs::remove(backing, ec);
+}
+
+void LoopDevice::set_queue_attr(const std::string& attr, const std::string& value) const {
+    std::ofstream f("/sys/block/" + name + "/queue/" + attr);
+    f << value;
+    f.flush();
+    if (!f) throw std::runtime_error("cannot set " + attr + "=" + value + " on " + name);
+}
+
+Ext4Mount::Ext4Mount(uint64_t size_bytes) : loop(size_bytes) {
+    auto r = run("mkfs.ext4 -q -F " + loop.path);
+    if (r.status != 0) throw std::runtime_error("mkfs.ext4 failed: " + r.err);
+    char tmpl[] = "/var/tmp/kvio-mnt-XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    mnt = tmpl;
+    r = run("mount " + loop.path + " " + mnt);
+    if (r.status != 0) throw std::runtime_error("mount failed: " + r.err);
+}
+
+Ext4Mount::~Ext4Mount() {
+    run("umount " + mnt);
+    std::error_code ec;
+    fs::remove(mnt, ec);
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<nlohmann::json> out;
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+}  // namespace kvio::test

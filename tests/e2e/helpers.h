@@ -1,0 +1,60 @@
+// Shared fixtures for end-to-end tests on real devices of this machine (loop devices over files).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvio::test {
+
+/// Result of a shell command: exit status, stdout and stderr.
+struct CmdResult {
+    int status = -1;
+    std::string out, err;
+};
+
+/// Runs `cmd` with /bin/sh; captures stdout and stderr separately.
+CmdResult run(const std::string& cmd);
+/// Path of the kvio binary under test ($KVIO_BIN, default build/kvio).
+std::string kvio_bin();
+
+/// A temporary directory removed (recursively) at destruction. Under /var/tmp, never tmpfs-only.
+struct TempDir {
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string path;
+    std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+/// A loop device over a sparse file (losetup --direct-io). Detached and removed at destruction.
+struct LoopDevice {
+    /// `size_bytes` of the backing file; `direct_io` sets --direct-io=on; `dir` holds the backing file.
+    LoopDevice(uint64_t size_bytes, bool direct_io = true, const std::string& dir = "/var/tmp");
+    ~LoopDevice();
+    LoopDevice(const LoopDevice&) = delete;
+    LoopDevice& operator=(const LoopDevice&) = delete;
+    std::string path;     ///< /dev/loopN
+    std::string name;     ///< loopN
+    std::string majmin;   ///< "7:N"
+    std::string backing;  ///< backing file
+    /// Writes a sysfs queue attribute of this device (e.g. max_sectors_kb).
+    void set_queue_attr(const std::string& attr, const std::string& value) const;
+};
+
+/// An ext4 filesystem on a fresh loop device, mounted on a temp dir; unmounted at destruction.
+struct Ext4Mount {
+    explicit Ext4Mount(uint64_t size_bytes);
+    ~Ext4Mount();
+    LoopDevice loop;
+    std::string mnt;
+};
+
+/// Parses every line of a JSONL file.
+std::vector<nlohmann::json> read_jsonl(const std::string& path);
+/// Reads a whole file.
+std::string slurp(const std::string& path);
+
+}  // namespace kvio::test

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs kvio's test binaries and prints one closing line: "tests: N passed, N failed, N skipped".
+# Skipped tests are reported as skipped, never as passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export KVIO_BIN=${KVIO_BIN:-$PWD/$BUILD/kvio}
+mkdir -p "$BUILD/test-results"
+passed=0 failed=0 skipped=0 rc=0
+for t in kvio_unit_tests kvio_e2e_tests; do
+  bin="$BUILD/$t"
+  [ -x "$bin" ] || { echo "missing $bin" >&2; rc=1; continue; }
+  echo "=== $t"
+  log="$BUILD/test-results/$t.log"
+  "$bin" --gtest_output="xml:$BUILD/test-results/$t.xml" ${GTEST_ARGS:-} 2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  # GoogleTest's closing block: "[  PASSED  ] N tests." "[  SKIPPED ] N tests," "[  FAILED  ] N tests,"
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -1)
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
+  if [ -z "$p$f" ]; then echo "$t: no GoogleTest summary (crashed?)" >&2; rc=1; failed=$((failed + 1)); fi
+  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+done
+[ "$failed" -gt 0 ] && rc=1
+echo
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+exit $rc

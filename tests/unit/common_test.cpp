@@ -1,0 +1,104 @@
+#include <gtest/gtest.h>
+
+#include "common/devinfo.h"
+#include "common/histogram.h"
+#include "common/jsonl.h"
+
+using namespace kvio;
+
+TEST(DevId, KernelDevRoundTrip) {
+    // include/linux/kdev_t.h: MINORBITS 20
+    EXPECT_EQ(kernel_dev(DevId{259, 3}), (259u << 20) | 3u);
+    EXPECT_EQ(decode_kernel_dev((7u << 20) | 12u), (DevId{7, 12}));
+    EXPECT_EQ(decode_kernel_dev(kernel_dev(DevId{4095, 1048575})), (DevId{4095, 1048575}));
+}
+
+TEST(DevId, ParseAndPrint) {
+    EXPECT_EQ(parse_dev_string("254:0"), (DevId{254, 0}));
+    EXPECT_EQ(dev_string(DevId{7, 3}), "7:3");
+    EXPECT_FALSE(parse_dev_string("254"));
+    EXPECT_FALSE(parse_dev_string("a:b"));
+    EXPECT_FALSE(parse_dev_string("1:2x"));
+    EXPECT_FALSE(parse_dev_string(":2"));
+}
+
+TEST(DevInfo, RootDiskFromSysfs) {
+    auto info = block_dev_info_for_path("/");
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_GE(info.logical_block_size, 512u);
+    EXPECT_GT(info.max_sectors_kb, 0u);
+    EXPECT_GT(info.size_bytes, 0u);
+    auto again = find_block_dev(info.name);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->dev, info.dev);
+    EXPECT_THROW(block_dev_info(DevId{4095, 99999}), Error);
+}
+
+TEST(Histogram, Log2SlotBounds) {
+    EXPECT_EQ(log2_slot(0), 0u);
+    EXPECT_EQ(log2_slot(1), 1u);
+    EXPECT_EQ(log2_slot(2), 2u);
+    EXPECT_EQ(log2_slot(3), 2u);
+    EXPECT_EQ(log2_slot(131072), 18u);
+    Histogram h(HistKind::Log2, "bytes", 64);
+    EXPECT_EQ(h.slot_lo(0), 0u);
+    EXPECT_EQ(h.slot_hi(0), 1u);
+    EXPECT_EQ(h.slot_lo(18), 131072u);
+    EXPECT_EQ(h.slot_hi(18), 262144u);
+    for (size_t i = 1; i < 63; ++i) {
+        EXPECT_EQ(log2_slot(h.slot_lo(i)), i);
+        EXPECT_EQ(log2_slot(h.slot_hi(i) - 1), i);
+    }
+}
+
+TEST(Histogram, LinearClampsAndJsonRoundTrip) {
+    Histogram h(HistKind::Linear, "cmds", 8, 1);
+    h.add(0);
+    h.add(3, 2);
+    h.add(100);  // clamps into the last slot
+    EXPECT_EQ(h.count(), 4u);
+    EXPECT_EQ(h.sum(), 106u);
+    EXPECT_EQ(h.slot(7), 1u);
+    auto j = h.to_json();
+    EXPECT_EQ(j["buckets"].size(), 3u);
+    EXPECT_EQ(j["buckets"][1], nlohmann::json({3, 4, 2}));
+    auto back = Histogram::from_json(j, HistKind::Linear, 8, 1);
+    EXPECT_EQ(back.count(), 4u);
+    EXPECT_EQ(back.slot(3), 2u);
+}
+
+TEST(Histogram, QuantileInterpolates) {
+    Histogram h(HistKind::Linear, "ns", 10, 10);
+    for (int i = 0; i < 10; ++i) h.add(15);  // all in [10,20)
+    EXPECT_DOUBLE_EQ(h.quantile(0.5), 15.0);
+    EXPECT_DOUBLE_EQ(h.quantile(1.0), 20.0);
+}
+
+TEST(Jsonl, ErrorsNameFileLineField) {
+    char path[] = "/tmp/kvio-jsonl-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    std::string text = "{\"a\":1}\n\n{\"a\":-2}\nnot json\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+    close(fd);
+    JsonlReader r(path);
+    json j;
+    ASSERT_TRUE(r.next(j));
+    EXPECT_EQ(get_u64(j, "a", r.source()), 1u);
+    ASSERT_TRUE(r.next(j));
+    EXPECT_EQ(r.source().line, 3u);
+    try {
+        get_u64(j, "a", r.source());
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).find(std::string(path) + ":3: field 'a'"), 0u) << e.what();
+    }
+    try {
+        get_string(j, "missing", r.source());
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("field 'missing': missing"), std::string::npos);
+    }
+    EXPECT_THROW(r.next(j), Error);
+    unlink(path);
+}

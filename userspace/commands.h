@@ -1,0 +1,18 @@
+// Subcommand registration: each `kvio X` lives in userspace/cmd_X.cpp as add_X_command().
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace kvio::cli {
+
+/// Each function adds one subcommand to `app`, with its options and a callback that runs it.
+/// A callback reports failure by throwing kvio::Error (main prints it and exits 1) or by
+/// throwing CLI::RuntimeError(code) for a chosen exit status.
+void add_trace_command(CLI::App& app);
+void add_geometry_command(CLI::App& app);
+void add_gen_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
+void add_distill_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+
+}  // namespace kvio::cli
