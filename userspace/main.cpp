@@ -7,6 +7,7 @@
 // Subcommands in the order `kvio --help` lists them. Each stage adds its line when it lands.
 static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_trace_command,
+    kvio::cli::add_geometry_command,
 };
 
 int main(int argc, char** argv) {

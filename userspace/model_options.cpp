@@ -1,0 +1,34 @@
+#include "userspace/model_options.h"
+
+#include "common/error.h"
+
+namespace kvio::cli {
+
+void add_model_options(CLI::App* sub, ModelOptions& o) {
+    std::string names;
+    for (const auto& n : workload::builtin_model_names()) names += (names.empty() ? "" : ", ") + n;
+    auto* m = sub->add_option("--model", o.model, "Built-in model: " + names);
+    auto* h = sub->add_option("--hf-config", o.hf_config,
+                              "A Hugging Face config.json to read the model shape from instead of --model")
+                  ->check(CLI::ExistingFile);
+    m->excludes(h);
+    sub->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: fp32, fp16, bf16, fp8 (default: the model's torch_dtype)");
+    sub->add_option("--chunk-tokens", o.chunk_tokens, "Tokens per KV chunk (one object per chunk and rank)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--tp", o.tp, "Tensor-parallel ranks: one chunk becomes TP objects holding each rank's KV heads")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+}
+
+workload::Geometry resolve_geometry(const ModelOptions& o) {
+    if (o.model.empty() && o.hf_config.empty()) throw Error("give --model NAME or --hf-config config.json");
+    workload::ModelConfig m = o.hf_config.empty() ? workload::builtin_model(o.model) : workload::model_from_hf_config(o.hf_config);
+    workload::GeometryOptions g;
+    if (!o.kv_dtype.empty()) g.kv_dtype = workload::parse_dtype(o.kv_dtype);
+    g.chunk_tokens = o.chunk_tokens;
+    g.tp = o.tp;
+    return workload::compute_geometry(m, g);
+}
+
+}  // namespace kvio::cli
