@@ -86,7 +86,8 @@ if ! command -v qemu-system-x86_64 >/dev/null || ! [ -x /bin/busybox ] ||
   bash "$ROOT/scripts/deps.sh" >&2 || die "could not install qemu-system-x86 / busybox-static (scripts/deps.sh failed; are you root?)"
 fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is not installed (Debian package qemu-system-x86)"
-file /bin/busybox 2>/dev/null | grep -q 'dynamically linked' && die "/bin/busybox is dynamically linked; install busybox-static"
+is_static() { ! readelf -lW "$1" 2>/dev/null | grep -q 'Requesting program interpreter'; }
+is_static /bin/busybox || die "/bin/busybox is dynamically linked; install busybox-static"
 
 # (2) the guest kernel: vmlinuz + the virtio modules the results disk needs, cached per package.
 VIRTIO_MODS=(drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_legacy_dev
@@ -128,7 +129,7 @@ if [ -z "$KVIO" ]; then
   KVIO=$BUILD_ABS/kvio-static
 fi
 [ -x "$KVIO" ] || die "no executable kvio at $KVIO"
-file -L "$KVIO" 2>/dev/null | grep -q 'statically linked' || die "$KVIO is not statically linked"
+is_static "$KVIO" || die "$KVIO is not statically linked (the guest has no shared libraries)"
 
 # (3) the initramfs.
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/kvio-guest.XXXXXX")
