@@ -1,0 +1,53 @@
+// Executes object ops on an engine: splits each op into transfers of at most max_io_bytes, keeps up to
+// qd transfers in flight, fills stores with the fake pattern and verifies loads against it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "workload/engine.h"
+#include "workload/record.h"
+
+namespace kvio::workload {
+
+/// What happened to one object op. Times are CLOCK_MONOTONIC ns.
+struct OpResult {
+    uint64_t ts_start = 0;   ///< before the op's first transfer was queued
+    uint64_t ts = 0;         ///< after its last transfer completed (and fsync, buffered stores)
+    uint64_t bytes = 0;      ///< bytes transferred (store: header + payload)
+    uint32_t transfers = 0;  ///< engine transfers the op was split into
+    uint64_t checksum = 0;   ///< checksum() of the payload written / read (see pattern.h)
+    std::string error;       ///< empty on success; a load whose bytes differ from the pattern fails here
+};
+
+struct ExecOptions {
+    uint64_t max_io_bytes = 512 * 1024;  ///< transfer cap (multiple of the LBA size)
+    uint32_t qd = 1;                     ///< transfers in flight at most (== buffer pool size)
+    /// Called when an op finished, with the fd its bytes went through still open (for FIEMAP).
+    std::function<void(size_t index, const ObjectOp&, OpResult&, int fd)> on_done;
+};
+
+/// The slot header a store writes at the slot start (zero-padded to header_bytes).
+struct SlotHeader {
+    char magic[8];            ///< "KVIOSLT1"
+    uint64_t object_id;
+    uint64_t payload_bytes;
+    uint64_t io_bytes;
+    uint64_t checksum;        ///< pattern_checksum(object_id, io_bytes)
+    uint32_t trace_id;
+    uint32_t key_len;
+    char key[192];
+};
+
+/// CLOCK_MONOTONIC in ns (the clock bpf_ktime_get_ns() reads).
+uint64_t monotonic_ns();
+
+/// Runs `ops` in order on `engine`. `target` is the device/file (slots) or the directory (files).
+/// A load waits for earlier ops on the same object to finish. Returns one result per op (same order).
+/// Throws kvio::Error when the target or a file cannot be opened or the engine fails; per-transfer
+/// errors and pattern mismatches are reported in OpResult::error.
+std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target, Layout layout,
+                              const ExecOptions& opt);
+
+}  // namespace kvio::workload

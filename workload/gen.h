@@ -1,0 +1,56 @@
+// `kvio gen` as a library call: inspect and check the target, lay objects out, run the object stream
+// on an engine, write the --semantic JSONL and the --record manifest, and summarise.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "workload/geometry.h"
+#include "workload/record.h"
+#include "workload/target.h"
+
+namespace kvio::workload {
+
+struct GenOptions {
+    Geometry geometry;
+    std::string target;                 ///< block device, /dev/ngXnY, regular file or directory
+    std::string engine = "posix";
+    std::optional<Layout> layout;       ///< default: files for a directory, slots otherwise
+    uint64_t num_chunks = 8;            ///< chunks; objects = num_chunks × tp
+    std::string pattern = "store-then-load";
+    uint32_t iters = 1;
+    uint32_t qd = 1;
+    bool buffered = false;
+    uint64_t max_io_bytes = 0;          ///< 0: default_max_io() of the target
+    uint32_t block_align = 4096;
+    std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
+    std::string record_path;            ///< record manifest, empty = none
+    bool force = false;                 ///< overwrite a device holding data in its first MiB
+    std::ostream* progress = nullptr;   ///< progress lines (stderr), at most one per second
+};
+
+/// Per op kind: counts, bytes, op latencies (ts - ts_start) in ns.
+struct OpStats {
+    uint64_t ops = 0, bytes = 0, errors = 0;
+    uint64_t first_start = 0, last_end = 0;  ///< CLOCK_MONOTONIC ns
+    uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
+    double mb_per_s() const;                 ///< bytes / (last_end - first_start), 10^6 bytes per s
+};
+
+struct GenSummary {
+    TargetInfo target;
+    DeviceGeometry device;
+    OpStats store, load;
+    uint64_t elapsed_ns = 0;
+    std::string first_error;                 ///< empty when every op succeeded and verified
+};
+
+/// Runs the whole generation. Throws kvio::Error for refusals (missing/mounted/non-empty target,
+/// engine/target mismatch, too small a target) before any byte is written.
+GenSummary run_gen(const GenOptions& o);
+
+/// Prints the final summary (objects, bytes, MB/s, op latency p50/p99).
+void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s);
+
+}  // namespace kvio::workload

@@ -1,0 +1,39 @@
+// The kvio.semantic/1 JSONL that `kvio gen --semantic` writes (docs/formats.md): one meta line, then
+// one record per object op with the whole-disk byte ranges its bytes reached.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/execute.h"
+#include "workload/record.h"
+#include "workload/target.h"
+
+namespace kvio::workload {
+
+/// The meta line: {"type":"meta","schema":"kvio.semantic/1", model, geometry, engine, layout, target,
+/// dev, lba_bytes, block_align, mdts_bytes, max_io_bytes, header_bytes, slot_bytes, data_base, ...}.
+nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t);
+
+/// One op record: {"op","object_id","trace_id","key","bytes","payload_bytes","dev","dev_off",
+/// "extents":[[dev_off,len],...],"ts_start","ts","engine","transfers","checksum","error"?}.
+nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t, const std::string& engine,
+                           const std::vector<std::pair<uint64_t, uint64_t>>& extents);
+
+/// Streams lines to a file; throws kvio::Error when it cannot be written.
+class SemanticWriter {
+public:
+    explicit SemanticWriter(const std::string& path);
+    void write(const nlohmann::ordered_json& line);
+    void close();
+
+private:
+    std::string path_;
+    std::ofstream out_;
+};
+
+}  // namespace kvio::workload
