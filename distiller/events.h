@@ -1,0 +1,56 @@
+// Reading `kvio trace --events` (kvio.events/1, docs/formats.md) into device commands for the distiller.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvio::distiller {
+
+/// Direction of a device command, as the `op` field names it.
+enum class Op { Read, Write, Flush, Discard, Other };
+
+/// "read", "write", "flush", "discard", "other".
+const char* op_name(Op op);
+
+/// One completed device command (`"type":"cmd"` record). Times are CLOCK_MONOTONIC ns.
+struct Cmd {
+    Op op = Op::Other;
+    uint64_t sector = 0;       ///< start, 512-byte units on the whole disk
+    uint64_t bytes = 0;        ///< bytes transferred
+    uint64_t ts_issue = 0;     ///< block_rq_issue (NVMe: setup)
+    uint64_t ts_complete = 0;  ///< final block_rq_complete
+    uint32_t qd = 0;           ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
+    uint32_t pid = 0, tid = 0; ///< submitter, 0 when unknown
+    bool has_user_data = false;///< io_uring SQE user_data was seen
+    bool passthrough = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
+    bool nvme = false;         ///< `src` "nvme"
+    uint64_t d2c_ns() const { return ts_complete - ts_issue; }
+    uint64_t end_sector() const { return sector + bytes / 512; }
+};
+
+/// Which commands to keep. Empty / zero fields do not filter.
+struct EventFilter {
+    std::string dev;   ///< "MAJ:MIN" or disk name ("loop3"); empty: the only device in the trace
+    uint32_t pid = 0;  ///< keep commands submitted by this pid
+    std::string comm;  ///< keep commands whose submitter comm equals this
+};
+
+/// The commands of one device, sorted by ts_issue, and what the trace said about its own losses.
+struct EventTrace {
+    std::string path;
+    std::string dev;         ///< "MAJ:MIN" of the selected device
+    std::string disk;        ///< its name in the trace
+    std::vector<Cmd> cmds;   ///< filtered, sorted by ts_issue
+    uint64_t records = 0;    ///< cmd records on this device before the pid/comm filter
+    uint64_t filtered_out = 0;
+    bool has_summary = false;
+    uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
+};
+
+/// Reads a kvio.events/1 file and keeps the commands of one device that pass `filter`.
+/// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on malformed records
+/// (missing field, ts_complete < ts_issue, unknown op/type), and a one-sentence error when the trace holds
+/// several devices and `filter.dev` is empty, or when the requested device is absent.
+EventTrace load_events(const std::string& path, const EventFilter& filter);
+
+}  // namespace kvio::distiller

@@ -1,0 +1,249 @@
+#include "distiller/fio_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/histogram.h"
+#include "distiller/rounding.h"
+
+namespace kvio::distiller {
+
+namespace {
+constexpr size_t kBssplitMax = 64;        // fio options.h BSSPLIT_MAX
+constexpr double kMaxLossShare = 0.05;    // refuse traces that lost more than this share of events
+constexpr double kThinkIdleShare = 0.10;  // idle gaps must cover this share of the span to become thinktime
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+std::string pct(double share) { return fmt("%.1f %%", 100.0 * share); }
+std::string us(double ns) { return fmt("%.1f µs", ns / 1e3); }
+uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+}  // namespace
+
+std::string FioJob::get(const std::string& key) const {
+    for (const auto& [k, v] : options)
+        if (k == key) return v;
+    return "";
+}
+
+std::string bssplit_list(const Dist& sizes, uint64_t* dropped) {
+    std::vector<std::pair<uint64_t, uint64_t>> v(sizes.begin(), sizes.end());  // (size, count)
+    std::stable_sort(v.begin(), v.end(), [](auto a, auto b) { return a.second > b.second; });
+    uint64_t lost = 0;
+    if (v.size() > kBssplitMax) {
+        for (size_t i = kBssplitMax; i < v.size(); ++i) lost += v[i].second;
+        v.resize(kBssplitMax);
+    }
+    std::vector<uint64_t> counts;
+    for (auto& e : v) counts.push_back(e.second);
+    auto share = largest_remainder(counts, 100);
+    std::vector<std::pair<uint64_t, uint32_t>> out;
+    for (size_t i = 0; i < v.size(); ++i)
+        if (share[i]) out.emplace_back(v[i].first, share[i]);
+        else lost += v[i].second;
+    std::sort(out.begin(), out.end());
+    std::string s;
+    for (const auto& [size, p] : out) s += (s.empty() ? "" : ":") + human_bytes(size) + "/" + std::to_string(p);
+    if (dropped) *dropped = lost;
+    return s;
+}
+
+FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
+    if (opt.filename.empty()) throw Error("distill: --filename is required: the job needs an explicit target (never a default device)");
+    if (!p.cmds()) throw Error(p.source + ": no read or write commands: empty input, no job");
+    const std::string where = p.source + " (device " + p.dev + (p.disk.empty() ? "" : " " + p.disk) + ")";
+
+    // Trace health: completions ≪ issues means every distribution below is biased.
+    if (p.has_summary) {
+        uint64_t lost = p.dropped + p.unmatched_completes;
+        double denom = double(p.records + p.dropped);
+        if (denom > 0 && double(lost) / denom > kMaxLossShare)
+            throw Error(where + ": the trace lost " + std::to_string(lost) + " of " +
+                        std::to_string(p.records + p.dropped) + " events (dropped " + std::to_string(p.dropped) +
+                        ", unmatched completions " + std::to_string(p.unmatched_completes) +
+                        "): completions ≪ issues, so sizes and queue depths would be biased; re-trace with a larger buffer");
+    }
+
+    FioJob job;
+    std::vector<std::string> why;  // header lines: what each value came from
+    auto set = [&](const std::string& k, const std::string& v, const std::string& reason) {
+        job.options.emplace_back(k, v);
+        if (!reason.empty()) why.push_back(k + "=" + v + ": " + reason);
+    };
+    const bool has_r = p.read.cmds > 0, has_w = p.write.cmds > 0;
+    const uint64_t n = p.cmds();
+
+    // Queue depth: median in-flight at issue (sweep), cross-checked with the kernel's qd and Little's law.
+    // Per-command input: the time-weighted in-flight distribution (robust to simultaneous completions);
+    // histogram input: the qd histogram (at dispatch).
+    const Dist& qdd = p.qd_time.empty() ? p.qd_at_issue : p.qd_time;
+    uint64_t qd_med = dist_quantile(qdd, 0.5), qd_p90 = dist_quantile(qdd, 0.9);
+    double little = p.little_busy();
+    uint32_t cap = opt.nr_requests;
+    auto check_cap = [&](double v, const std::string& what) {
+        if (cap && v > double(cap))
+            throw Error(where + ": " + what + " is " + fmt("%.1f", v) + " but the device has only " +
+                        std::to_string(cap) + " tags (nr_requests, " + opt.nr_requests_source +
+                        "): implausible queue depth, the trace's in-flight tracking is broken; no job written");
+    };
+    check_cap(p.max_inflight, "the maximum in-flight count (issue/complete sweep)");
+    if (!p.qd_field.empty()) check_cap(double(p.qd_field.rbegin()->first), "the kernel's qd field maximum");
+    check_cap(little, "Little's law depth (sum of D2C / busy time)");
+
+    uint32_t numjobs = std::max<uint32_t>(1, p.concurrent_tids);
+    uint32_t depth_total = uint32_t(std::max<uint64_t>(1, qd_med));
+    if (qdd.empty()) {
+        depth_total = uint32_t(std::max<long>(1, std::lround(little)));
+        job.not_inferred.push_back("the in-flight distribution (no qd histogram): iodepth from Little's law alone");
+    }
+    uint32_t iodepth = std::max<uint32_t>(1, uint32_t(std::lround(double(depth_total) / numjobs)));
+    check_cap(double(iodepth) * numjobs, "iodepth × numjobs");
+
+    // Engine.
+    std::string engine = "libaio", engine_why;
+    if (p.any_passthrough) {
+        engine = "io_uring_cmd";
+        engine_why = "the trace holds NVMe passthrough commands (src nvme, rwbs N)";
+    } else if (p.any_user_data) {
+        engine = "io_uring";
+        engine_why = "commands carry io_uring SQE user_data";
+    } else {
+        engine_why = "no io_uring user_data in the trace; libaio is the default asynchronous engine";
+        job.not_inferred.push_back("the submitting API (libaio, psync, io_uring without user_data look alike at the device)");
+    }
+
+    // Direction mix and randomness.
+    double rshare = double(p.read.cmds) / double(n);
+    double byte_rshare = double(p.read.bytes) / double(p.read.bytes + p.write.bytes);
+    uint32_t rwmix = uint32_t(std::lround(100.0 * rshare));
+    auto rand_pct = [](const DirProfile& d) { return uint32_t(std::lround(100.0 * (1.0 - d.seq_share()))); };
+    uint32_t rr = has_r ? rand_pct(p.read) : 0, rw_ = has_w ? rand_pct(p.write) : 0;
+    if (!p.per_command) {
+        rr = rw_ = 100;
+        job.not_inferred.push_back("sequentiality (histograms carry no command order): fully random assumed");
+    }
+    bool sequential = (!has_r || rr == 0) && (!has_w || rw_ == 0);
+    std::string rw = has_r && has_w ? (sequential ? "rw" : "randrw")
+                     : has_r        ? (sequential ? "read" : "randread")
+                                    : (sequential ? "write" : "randwrite");
+    std::string seq_why = "sequential share (command starts where one of the last " + std::to_string(kSeqWindow) +
+                          " same-direction commands ended)";
+    if (has_r) seq_why += ": reads " + pct(p.read.seq_share());
+    if (has_w) seq_why += std::string(has_r ? ", " : ": ") + "writes " + pct(p.write.seq_share());
+    std::string prand = has_r && has_w && rr != rw_ ? std::to_string(rr) + "," + std::to_string(rw_)
+                        : std::to_string(has_r ? rr : rw_);
+
+    // Sizes.
+    uint64_t drop_r = 0, drop_w = 0;
+    std::string bs_r = has_r ? bssplit_list(p.read.sizes, &drop_r) : "";
+    std::string bs_w = has_w ? bssplit_list(p.write.sizes, &drop_w) : "";
+    std::string bssplit = has_r && has_w ? bs_r + "," + bs_w : has_r ? bs_r : bs_w;
+    uint64_t max_bs = 0;
+    for (const auto* d : {&p.read.sizes, &p.write.sizes})
+        if (!d->empty()) max_bs = std::max(max_bs, d->rbegin()->first);
+
+    // LBA range.
+    uint64_t off = round_down(p.lba_lo_bytes, 4096);
+    uint64_t size = std::max(round_up(p.lba_hi_bytes, 4096) - off, round_up(max_bs, 4096));
+
+    // Think time.
+    bool think = !p.think_gaps_ns.empty() && p.span_ns &&
+                 double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
+    uint64_t think_us = 0, think_blocks = 0;
+    if (think) {
+        think_us = std::max<uint64_t>(1, uint64_t(std::llround(double(p.think_gaps_ns[p.think_gaps_ns.size() / 2]) / 1e3)));
+        think_blocks = std::max<uint64_t>(1, p.burst_cmds[p.burst_cmds.size() / 2]);
+    }
+
+    uint32_t runtime = opt.runtime_s ? opt.runtime_s
+                                     : std::max<uint32_t>(1, uint32_t(std::ceil(double(p.span_ns) / 1e9)));
+
+    // ---- job section (order = file order)
+    set("ioengine", engine, engine_why);
+    if (engine == "io_uring_cmd") set("cmd_type", "nvme", "passthrough commands are NVMe commands");
+    set("filename", opt.filename, "given with --filename");
+    set("direct", "1", "device commands bypass the page cache");
+    set("rw", rw, seq_why);
+    if (has_r && has_w)
+        set("rwmixread", std::to_string(rwmix),
+            std::to_string(p.read.cmds) + " of " + std::to_string(n) + " commands are reads (by bytes: " +
+                pct(byte_rshare) + ")");
+    set("percentage_random", prand, p.per_command ? "100 - sequential share, per direction" : "unknown, see below");
+    set("bssplit", bssplit,
+        std::string(p.per_command ? "measured command sizes" : "log2 size-bucket floors (no events)") + " per direction (" + std::to_string(p.read.sizes.size()) + " read, " +
+            std::to_string(p.write.sizes.size()) + " write sizes), largest-remainder rounded to 100" +
+            (drop_r + drop_w ? "; " + std::to_string(drop_r + drop_w) + " commands in sizes below 0.5 % left out" : ""));
+    set("iodepth", std::to_string(iodepth),
+        std::string(p.qd_time.empty() ? "median of the qd histogram " : "median in-flight count over busy time (issue/complete sweep) ") + std::to_string(qd_med) +
+            " (p90 " + std::to_string(qd_p90) + ", max " + std::to_string(p.max_inflight) + ")" +
+            (numjobs > 1 ? " divided over " + std::to_string(numjobs) + " jobs" : "") +
+            (p.qd_field.empty() ? "" : "; kernel qd field median " + std::to_string(dist_quantile(p.qd_field, 0.5))) +
+            "; Little's law: " + fmt("%.0f", p.iops()) + " IOPS × mean D2C " +
+            us(double(p.sum_d2c_ns) / double(n + p.other_cmds)) + " = " + fmt("%.2f", p.iops() * double(p.sum_d2c_ns) / double(n + p.other_cmds) / 1e9) +
+            " over the span, " + fmt("%.2f", little) + " over busy time" +
+            (cap ? "; cap nr_requests " + std::to_string(cap) : "; device tags unknown, not capped"));
+    if (std::fabs(little - double(depth_total)) > std::max(1.0, 0.5 * double(depth_total)))
+        why.push_back("WARNING: Little's law busy-time depth " + fmt("%.2f", little) + " disagrees with the median " +
+                      std::to_string(depth_total) + ": the depth varies a lot over the trace");
+    set("numjobs", std::to_string(numjobs),
+        p.distinct_tids ? std::to_string(p.concurrent_tids) + " submitting threads with overlapping activity (" +
+                              std::to_string(p.distinct_tids) + " distinct tids)"
+                        : "no submitter tids in the trace; 1 assumed");
+    if (!p.per_command) job.not_inferred.push_back("submitting threads (histograms have no tids): numjobs=1");
+    if (!p.distinct_tids && p.per_command) job.not_inferred.push_back("submitting-thread concurrency (no tids): numjobs=1");
+    if (numjobs > 1) set("group_reporting", "1", "");
+    if (p.lba_hi_bytes == 0) {
+        job.not_inferred.push_back("the LBA range (no lba histogram): offset/size not set, fio uses the whole target");
+    } else {
+    set("offset", std::to_string(off), "lowest byte touched (" + std::to_string(p.lba_lo_bytes) + ") rounded down to 4 KiB");
+    set("size", std::to_string(size),
+        "highest byte touched (" + std::to_string(p.lba_hi_bytes) + ") rounded up to 4 KiB, minus offset; the target needs " +
+            std::to_string(off + size) + " bytes");
+    }
+    job.not_inferred.push_back("the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
+    if (think) {
+        set("thinktime", std::to_string(think_us),
+            "median idle gap at the device between bursts (" + std::to_string(p.think_gaps_ns.size()) + " gaps >= " +
+                us(double(kThinkGapNs)) + ", " + pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span idle), µs");
+        set("thinktime_blocks", std::to_string(think_blocks), "median commands per burst between those gaps");
+    } else if (!p.per_command) {
+        job.not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
+    } else {
+        why.push_back("thinktime not set: idle gaps >= " + us(double(kThinkGapNs)) + " cover " +
+                      pct(p.span_ns ? double(p.think_idle_ns) / double(p.span_ns) : 0.0) + " of the span (< " +
+                      pct(kThinkIdleShare) + ")");
+    }
+    set("time_based", "1", "");
+    set("runtime", std::to_string(runtime),
+        opt.runtime_s ? "given with --runtime, s" : "trace span " + fmt("%.3f", double(p.span_ns) / 1e9) + " s rounded up");
+    if (p.other_cmds)
+        job.not_inferred.push_back(std::to_string(p.other_cmds) + " flush/discard/other commands are not reproduced");
+    job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
+
+    // ---- text
+    std::ostringstream o;
+    o << "; fio job distilled by `kvio distill` from a kernel trace\n";
+    o << "; source: " << p.source << " (" << p.format << "), device " << p.dev << (p.disk.empty() ? "" : " (" + p.disk + ")")
+      << ", " << n << " read/write commands over " << fmt("%.3f", double(p.span_ns) / 1e9) << " s";
+    if (p.filtered_out) o << ", " << p.filtered_out << " commands of other processes filtered out";
+    o << "\n";
+    if (has_w && opt.target_is_block)
+        o << "; WARNING: this job WRITES to the block device " << opt.filename << ": its data will be destroyed\n";
+    o << "; derivation (docs/distill.md):\n";
+    for (const auto& w : why) o << ";   " << w << "\n";
+    o << "; not inferred from the trace:\n";
+    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
+    o << "\n[" << opt.job_name << "]\n";
+    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
+    job.text = o.str();
+    return job;
+}
+
+}  // namespace kvio::distiller

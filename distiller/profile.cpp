@@ -1,0 +1,172 @@
+#include "distiller/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace kvio::distiller {
+
+uint64_t dist_total(const Dist& d) {
+    uint64_t n = 0;
+    for (const auto& [v, c] : d) n += c;
+    return n;
+}
+
+uint64_t dist_quantile(const Dist& d, double q) {
+    uint64_t n = dist_total(d);
+    if (!n) return 0;
+    // Nearest rank: the smallest value whose cumulative count reaches ceil(q * n) (at least 1).
+    uint64_t rank = std::max<uint64_t>(1, uint64_t(std::ceil(std::clamp(q, 0.0, 1.0) * double(n))));
+    uint64_t seen = 0;
+    for (const auto& [v, c] : d) {
+        seen += c;
+        if (seen >= rank) return v;
+    }
+    return d.rbegin()->first;
+}
+
+double Profile::d2c_quantile(double q) const {
+    if (d2c_ns.empty()) return 0;
+    size_t rank = std::max<size_t>(1, size_t(std::ceil(std::clamp(q, 0.0, 1.0) * double(d2c_ns.size()))));
+    return double(d2c_ns[rank - 1]);
+}
+
+// In-flight sweep over issue/complete instants: queue depth at each issue, busy time, idle gaps, bursts.
+static void sweep(const std::vector<Cmd>& cmds, Profile& p) {
+    // (time, order, is_issue): at equal times completions go first (order 0), then issues (1),
+    // then completions of zero-length commands (2), so a command never completes before it is issued.
+    std::vector<std::tuple<uint64_t, int, bool>> ev;
+    ev.reserve(cmds.size() * 2);
+    for (const auto& c : cmds) {
+        ev.emplace_back(c.ts_issue, 1, true);
+        ev.emplace_back(c.ts_complete, c.ts_complete == c.ts_issue ? 2 : 0, false);
+    }
+    std::sort(ev.begin(), ev.end());
+    uint32_t inflight = 0;
+    uint64_t busy_start = 0, last_idle_start = 0, burst = 0;
+    bool seen_busy = false;
+    uint64_t prev_t = 0;
+    for (const auto& [t, order, is_issue] : ev) {
+        if (inflight) p.qd_time[inflight] += t - prev_t;
+        prev_t = t;
+        if (is_issue) {
+            if (inflight == 0) {
+                if (seen_busy) {
+                    uint64_t gap = t - last_idle_start;
+                    if (gap >= kThinkGapNs) {
+                        p.think_gaps_ns.push_back(gap);
+                        p.think_idle_ns += gap;
+                        p.burst_cmds.push_back(burst);
+                        burst = 0;
+                    }
+                }
+                busy_start = t;
+                seen_busy = true;
+            }
+            ++inflight;
+            ++burst;
+            ++p.qd_at_issue[inflight];
+            p.max_inflight = std::max(p.max_inflight, inflight);
+        } else {
+            --inflight;
+            if (inflight == 0) {
+                p.busy_ns += t - busy_start;
+                last_idle_start = t;
+            }
+        }
+    }
+    if (burst) p.burst_cmds.push_back(burst);
+    std::erase_if(p.qd_time, [](const auto& kv) { return kv.second == 0; });
+    std::sort(p.think_gaps_ns.begin(), p.think_gaps_ns.end());
+    std::sort(p.burst_cmds.begin(), p.burst_cmds.end());
+}
+
+// Max number of submitting threads whose [first issue, last completion] intervals overlap.
+static void thread_concurrency(const std::vector<Cmd>& cmds, Profile& p) {
+    std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> span;
+    for (const auto& c : cmds) {
+        if (!c.tid) continue;
+        auto [it, fresh] = span.try_emplace(c.tid, c.ts_issue, c.ts_complete);
+        if (!fresh) {
+            it->second.first = std::min(it->second.first, c.ts_issue);
+            it->second.second = std::max(it->second.second, c.ts_complete);
+        }
+    }
+    p.distinct_tids = uint32_t(span.size());
+    std::vector<std::pair<uint64_t, int>> ev;
+    for (const auto& [tid, s] : span) {
+        ev.emplace_back(s.first, 1);
+        ev.emplace_back(s.second, -1);
+    }
+    std::sort(ev.begin(), ev.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
+    int cur = 0;
+    for (const auto& e : ev) {
+        cur += e.second;
+        p.concurrent_tids = std::max<uint32_t>(p.concurrent_tids, uint32_t(std::max(cur, 0)));
+    }
+}
+
+Profile profile_events(const EventTrace& t) {
+    if (t.cmds.empty())
+        throw Error(t.path + ": no commands on device " + t.dev + " after the filters (" + std::to_string(t.records) +
+                    " on the device, " + std::to_string(t.filtered_out) + " removed by --pid/--comm): empty input, no job");
+    Profile p;
+    p.source = t.path;
+    p.format = "kvio.events/1";
+    p.dev = t.dev;
+    p.disk = t.disk;
+    p.records = t.records;
+    p.filtered_out = t.filtered_out;
+    p.has_summary = t.has_summary;
+    p.dropped = t.dropped;
+    p.unmatched_completes = t.unmatched_completes;
+
+    std::deque<uint64_t> recent_end[2];
+    uint64_t first = UINT64_MAX, last = 0;
+    p.lba_lo_bytes = UINT64_MAX;
+    for (const auto& c : t.cmds) {
+        first = std::min(first, c.ts_issue);
+        last = std::max(last, c.ts_complete);
+        p.sum_d2c_ns += c.d2c_ns();
+        p.d2c_ns.push_back(c.d2c_ns());
+        if (c.qd) ++p.qd_field[c.qd];
+        p.any_user_data |= c.has_user_data;
+        p.any_passthrough |= c.passthrough;
+        p.any_nvme |= c.nvme;
+        if (c.op != Op::Read && c.op != Op::Write) {
+            ++p.other_cmds;
+            continue;
+        }
+        int d = c.op == Op::Read ? 0 : 1;
+        DirProfile& dp = d == 0 ? p.read : p.write;
+        ++dp.cmds;
+        dp.bytes += c.bytes;
+        ++dp.sizes[c.bytes];
+        auto& win = recent_end[d];
+        if (!win.empty()) {
+            ++dp.seq_scored;
+            if (std::find(win.begin(), win.end(), c.sector) != win.end()) ++dp.seq_cmds;
+        }
+        win.push_back(c.end_sector());
+        if (win.size() > kSeqWindow) win.pop_front();
+        if (!c.passthrough) {
+            p.lba_lo_bytes = std::min(p.lba_lo_bytes, c.sector * 512);
+            p.lba_hi_bytes = std::max(p.lba_hi_bytes, c.sector * 512 + c.bytes);
+        }
+    }
+    if (p.lba_lo_bytes == UINT64_MAX) p.lba_lo_bytes = 0;
+    p.span_ns = last - first;
+    std::sort(p.d2c_ns.begin(), p.d2c_ns.end());
+    if (!p.cmds())
+        throw Error(t.path + ": device " + t.dev + " has " + std::to_string(p.other_cmds) +
+                    " flush/discard commands but no reads or writes: nothing for a fio job to reproduce");
+    sweep(t.cmds, p);
+    thread_concurrency(t.cmds, p);
+    return p;
+}
+
+}  // namespace kvio::distiller

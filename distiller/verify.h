@@ -1,0 +1,24 @@
+// `kvio distill --verify`: run a distilled job under `kvio trace` and score the replay against the original.
+#pragma once
+#include <string>
+
+#include "distiller/fidelity.h"
+#include "distiller/fio_job.h"
+#include "distiller/profile.h"
+
+namespace kvio::distiller {
+
+/// How to run the closed loop.
+struct VerifyOptions {
+    std::string kvio_exe = "/proc/self/exe";  ///< the kvio binary that provides `trace`
+    std::string job_path;                     ///< where the generated job file is (already written)
+    std::string target;                       ///< block device the job runs on (the job's filename)
+    std::string events_out;                   ///< where the replay trace goes
+};
+
+/// Runs `KVIO trace --events EVENTS -d DISK -- fio --output-format=json --output=FILE JOB` and profiles
+/// the replay trace on the target's whole disk. Throws kvio::Error when the target is not a block
+/// device, is mounted, is the original trace's device, or when trace/fio fail (exit status named).
+Profile run_replay(const Profile& orig, const VerifyOptions& opt);
+
+}  // namespace kvio::distiller

@@ -1,0 +1,304 @@
+// Known-answer tests of the distiller: synthetic kvio.events/1 streams with a known shape.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "distiller/events.h"
+#include "distiller/fidelity.h"
+#include "distiller/fio_job.h"
+#include "distiller/iolog.h"
+#include "distiller/profile.h"
+#include "distiller/rounding.h"
+
+using namespace kvio::distiller;
+using nlohmann::json;
+
+namespace {
+
+// A kvio.events/1 file under /tmp, removed at destruction.
+struct EventsFile {
+    std::string path;
+    std::ofstream out;
+    EventsFile() {
+        char t[] = "/tmp/kvio-distill-XXXXXX";
+        int fd = mkstemp(t);
+        close(fd);
+        path = t;
+        out.open(path);
+    }
+    ~EventsFile() { std::remove(path.c_str()); }
+    void cmd(const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete, uint32_t tid = 100,
+             const char* dev = "7:0", const char* comm = "fio") {
+        json j = {{"type", "cmd"},       {"src", "block"},   {"dev", dev},           {"disk", "loop0"},
+                  {"op", op},            {"rwbs", op[0] == 'r' ? "R" : "W"},      {"sector", sector},
+                  {"bytes", bytes},      {"ts_issue", issue}, {"ts_complete", complete},
+                  {"d2c_ns", complete - issue}, {"pid", tid}, {"tid", tid},   {"comm", comm}};
+        out << j.dump() << "\n";
+    }
+    void raw(const std::string& line) { out << line << "\n"; }
+    EventTrace load(const EventFilter& f = {}) {
+        out.flush();
+        return load_events(path, f);
+    }
+};
+
+JobOptions opts() {
+    JobOptions o;
+    o.filename = "/dev/loop9";
+    o.nr_requests = 128;
+    o.nr_requests_source = "test";
+    return o;
+}
+
+// Closed loop at queue depth `qd`: each slot reissues the moment its command completes.
+// Command i is a read (128 KiB, 200 µs) when i % 10 < 7, else a write (512 KiB, 600 µs); random offsets.
+void closed_loop_70_30(EventsFile& ef, int n, int qd) {
+    std::vector<uint64_t> slot_free(qd, 1'000'000);
+    uint64_t lcg = 12345;
+    for (int i = 0; i < n; ++i) {
+        int s = 0;
+        for (int k = 1; k < qd; ++k)
+            if (slot_free[k] < slot_free[s]) s = k;
+        bool rd = i % 10 < 7;
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t sector = ((lcg >> 33) % 8192) * 1024;  // 512 KiB aligned, within 4 GiB
+        uint64_t t = slot_free[s], d2c = rd ? 200'000 : 600'000;
+        ef.cmd(rd ? "read" : "write", sector, rd ? 131072 : 524288, t, t + d2c);
+        slot_free[s] = t + d2c;
+    }
+}
+
+}  // namespace
+
+TEST(LargestRemainder, SumsToExactly100) {
+    EXPECT_EQ(largest_remainder({1, 1, 1}), (std::vector<uint32_t>{34, 33, 33}));
+    EXPECT_EQ(largest_remainder({7, 3}), (std::vector<uint32_t>{70, 30}));
+    EXPECT_EQ(largest_remainder({0, 0}), (std::vector<uint32_t>{0, 0}));
+    auto v = largest_remainder({1, 2, 3, 4, 5, 6, 7});  // 28 parts: naive rounding sums to 101
+    uint32_t sum = 0;
+    for (auto x : v) sum += x;
+    EXPECT_EQ(sum, 100u);
+    EXPECT_EQ(v, (std::vector<uint32_t>{4, 7, 11, 14, 18, 21, 25}));
+}
+
+TEST(Bssplit, MeasuredSizesNotLog2Floors) {
+    // 96 KiB and 160 KiB share no log2 floor with their neighbours; they must appear as measured.
+    Dist d{{98304, 3}, {163840, 1}, {4096, 0}};
+    EXPECT_EQ(bssplit_list(d), "96k/75:160k/25");
+    EXPECT_EQ(bssplit_list(Dist{{1536, 1}, {4096, 1}, {8192, 1}}), "1536/34:4k/33:8k/33");
+}
+
+TEST(Distill, SeventyThirtyAtQd4) {
+    EventsFile ef;
+    closed_loop_70_30(ef, 2000, 4);
+    Profile p = profile_events(ef.load());
+    EXPECT_EQ(p.read.cmds, 1400u);
+    EXPECT_EQ(p.write.cmds, 600u);
+    EXPECT_EQ(p.max_inflight, 4u);
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("bssplit"), "128k/100,512k/100");
+    EXPECT_EQ(j.get("rwmixread"), "70");
+    EXPECT_EQ(j.get("iodepth"), "4");
+    EXPECT_EQ(j.get("numjobs"), "1");
+    EXPECT_EQ(j.get("rw"), "randrw");
+    EXPECT_EQ(j.get("ioengine"), "libaio");
+    EXPECT_EQ(j.get("direct"), "1");
+    EXPECT_EQ(j.get("time_based"), "1");
+    EXPECT_EQ(j.get("thinktime"), "");  // a busy device has no think time
+    EXPECT_EQ(j.get("filename"), "/dev/loop9");
+    // Little's law over busy time agrees with the sweep: 4 in flight all the time.
+    EXPECT_NEAR(p.little_busy(), 4.0, 0.05);
+    // Byte ratio comment: 1400·128K / (1400·128K + 600·512K) = 36.8 %.
+    EXPECT_NE(j.text.find("by bytes: 36.8 %"), std::string::npos) << j.text;
+    EXPECT_NE(j.text.find("not inferred"), std::string::npos);
+}
+
+TEST(Distill, ThinkTimeFromIdleGaps) {
+    EventsFile ef;
+    // 1-command bursts: 100 µs of I/O, then 5 ms idle.
+    for (int i = 0; i < 200; ++i) {
+        uint64_t t = 1'000'000 + uint64_t(i) * 5'100'000;
+        ef.cmd("read", uint64_t(i) * 77777 % 100000 * 8, 4096, t, t + 100'000);
+    }
+    Profile p = profile_events(ef.load());
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("thinktime"), "5000");
+    EXPECT_EQ(j.get("thinktime_blocks"), "1");
+    EXPECT_EQ(j.get("iodepth"), "1");
+    EXPECT_EQ(j.get("rw"), "randread");
+    EXPECT_EQ(j.get("rwmixread"), "");  // single direction
+}
+
+TEST(Distill, SequentialStream) {
+    EventsFile ef;
+    uint64_t rs = 0, ws = 1 << 20, t = 1000;
+    for (int i = 0; i < 300; ++i, t += 50'000) {
+        if (i % 3 == 2) {
+            ef.cmd("write", ws, 65536, t, t + 40'000);
+            ws += 128;
+        } else {
+            ef.cmd("read", rs, 65536, t, t + 40'000);
+            rs += 128;
+        }
+    }
+    Profile p = profile_events(ef.load());
+    EXPECT_DOUBLE_EQ(p.read.seq_share(), 1.0);
+    EXPECT_DOUBLE_EQ(p.write.seq_share(), 1.0);
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("rw"), "rw");
+    EXPECT_EQ(j.get("percentage_random"), "0");
+    EXPECT_EQ(j.get("rwmixread"), "67");
+    EXPECT_EQ(j.get("offset"), "0");
+    EXPECT_EQ(j.get("size"), std::to_string((1ull << 20) * 512 + 100 * 65536));
+}
+
+TEST(Distill, ThreadsBecomeNumjobs) {
+    EventsFile ef;
+    // Two threads, each at QD 2, overlapping in time: numjobs=2, iodepth=2.
+    for (int i = 0; i < 400; ++i) {
+        uint64_t t = 1000 + uint64_t(i / 4) * 100'000 + (i % 4) * 10;
+        ef.cmd("read", uint64_t(i) * 4099 % 50000 * 8, 4096, t, t + 99'000, i % 2 ? 201 : 202);
+    }
+    Profile p = profile_events(ef.load());
+    EXPECT_EQ(p.distinct_tids, 2u);
+    EXPECT_EQ(p.concurrent_tids, 2u);
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("numjobs"), "2");
+    EXPECT_EQ(j.get("iodepth"), "2");
+}
+
+TEST(Distill, FiltersByPidAndComm) {
+    EventsFile ef;
+    ef.cmd("read", 0, 4096, 1000, 2000, 7, "7:0", "vllm");
+    ef.cmd("write", 8, 8192, 3000, 4000, 8, "7:0", "kworker");
+    ef.cmd("read", 16, 4096, 5000, 6000, 7, "7:1", "vllm");
+    auto t = ef.load({"7:0", 0, "vllm"});
+    ASSERT_EQ(t.cmds.size(), 1u);
+    EXPECT_EQ(t.filtered_out, 1u);
+    EXPECT_EQ(ef.load({"7:0", 8, ""}).cmds.size(), 1u);  // by pid
+    // Two devices and no --dev: a clear message listing them.
+    try {
+        ef.load();
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("choose one with --dev"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Distill, RefusesQueueDepthAboveTags) {
+    EventsFile ef;
+    for (int i = 0; i < 300; ++i) ef.cmd("read", uint64_t(i) * 8, 4096, 1000 + i, 10'000'000);  // 300 in flight
+    Profile p = profile_events(ef.load());
+    try {
+        make_fio_job(p, opts());
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("only 128 tags"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Distill, RefusesLossyTrace) {
+    EventsFile ef;
+    closed_loop_70_30(ef, 100, 2);
+    ef.raw(R"({"type":"summary","events":100,"dropped":900,"unmatched_completes":0,"negative_deltas":0})");
+    Profile p = profile_events(ef.load());
+    try {
+        make_fio_job(p, opts());
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("completions ≪ issues"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Distill, RefusesEmptyInput) {
+    EventsFile ef;
+    ef.cmd("read", 0, 4096, 1000, 2000, 7, "7:0", "other");
+    try {
+        profile_events(ef.load({"", 0, "vllm"}));
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("empty input"), std::string::npos) << e.what();
+    }
+    EventsFile empty;
+    EXPECT_THROW(empty.load(), kvio::Error);
+}
+
+TEST(Distill, MalformedLineNamesFileLineField) {
+    EventsFile ef;
+    ef.cmd("read", 0, 4096, 1000, 2000);
+    ef.raw(R"({"type":"cmd","dev":"7:0","op":"read","sector":8,"bytes":4096,"ts_issue":5000,"ts_complete":4000})");
+    try {
+        ef.load();
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(ef.path + ":2: field 'ts_complete'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Distill, RequiresFilename) {
+    EventsFile ef;
+    closed_loop_70_30(ef, 20, 1);
+    Profile p = profile_events(ef.load());
+    JobOptions o;
+    EXPECT_THROW(make_fio_job(p, o), kvio::Error);
+}
+
+TEST(Distill, WriteJobOnBlockDeviceWarns) {
+    EventsFile ef;
+    closed_loop_70_30(ef, 50, 2);
+    Profile p = profile_events(ef.load());
+    JobOptions o = opts();
+    o.target_is_block = true;
+    EXPECT_NE(make_fio_job(p, o).text.find("WARNING: this job WRITES to the block device /dev/loop9"), std::string::npos);
+}
+
+TEST(Iolog, Version3Format) {
+    std::vector<Cmd> cmds(3);
+    cmds[0] = {Op::Write, 2048, 8192, 5'000'000, 5'100'000};
+    cmds[1] = {Op::Read, 16, 4096, 1'000'000, 1'050'000};
+    cmds[2] = {Op::Flush, 0, 0, 6'000'000, 6'000'100};
+    std::ostringstream os;
+    EXPECT_EQ(write_iolog(os, cmds, "/dev/loop5"), 2u);
+    EXPECT_EQ(os.str(),
+              "fio version 3 iolog\n"
+              "1 /dev/loop5 add\n"
+              "1 /dev/loop5 open\n"
+              "1 /dev/loop5 read 8192 4096\n"
+              "4001 /dev/loop5 write 1048576 8192\n"
+              "4001 /dev/loop5 close\n");
+    EXPECT_THROW(write_iolog(os, cmds, "/tmp/a b"), kvio::Error);
+}
+
+TEST(Fidelity, TotalVariation) {
+    EXPECT_DOUBLE_EQ(tv_distance({{1, 5}}, {{1, 50}}), 0.0);
+    EXPECT_DOUBLE_EQ(tv_distance({{1, 1}}, {{2, 1}}), 1.0);
+    EXPECT_DOUBLE_EQ(tv_distance({{1, 3}, {2, 1}}, {{1, 1}, {2, 1}}), 0.25);
+    EXPECT_DOUBLE_EQ(tv_distance({}, {}), 0.0);
+    EXPECT_DOUBLE_EQ(tv_distance({{1, 1}}, {}), 1.0);
+}
+
+TEST(Fidelity, ScoresShapeDifferences) {
+    EventsFile a, b;
+    closed_loop_70_30(a, 1000, 4);
+    closed_loop_70_30(b, 1000, 2);
+    Profile pa = profile_events(a.load()), pb = profile_events(b.load());
+    Fidelity same = score(pa, pa);
+    EXPECT_DOUBLE_EQ(same.size_tv_read, 0.0);
+    EXPECT_DOUBLE_EQ(same.qd_tv, 0.0);
+    EXPECT_DOUBLE_EQ(same.rwmix_err, 0.0);
+    EXPECT_DOUBLE_EQ(same.d2c_p50_ratio, 1.0);
+    Fidelity f = score(pa, pb);
+    EXPECT_DOUBLE_EQ(f.size_tv_read, 0.0);  // same sizes
+    EXPECT_DOUBLE_EQ(f.rwmix_err, 0.0);     // same mix
+    // QD 4 vs QD 2: 4 in flight nearly all the busy time of a, 2 in b.
+    EXPECT_GT(f.qd_tv, 0.99);
+    auto j = to_json(f);
+    EXPECT_TRUE(j.contains("qd_tv"));
+    EXPECT_TRUE(j["size_tv"].contains("write"));
+}
