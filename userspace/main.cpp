@@ -7,8 +7,10 @@
 // Subcommands in the order `kvio --help` lists them. Each stage adds its line when it lands.
 static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_trace_command,
+    kvio::cli::add_validate_command,
     kvio::cli::add_distill_command,
     kvio::cli::add_geometry_command,
+    kvio::cli::add_gen_command,
 };
 
 int main(int argc, char** argv) {
