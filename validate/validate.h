@@ -1,0 +1,23 @@
+// `kvio validate` as a library call: read, project, join, score.
+#pragma once
+#include <string>
+
+#include "validate/join.h"
+#include "validate/projection.h"
+#include "validate/score.h"
+
+namespace kvio::validate {
+
+struct Options {
+    std::string commands;   ///< kvio.events/1 JSONL (kvio trace --events)
+    std::string semantic;   ///< kvio.semantic/1 JSONL (kvio gen --semantic)
+    std::string record;     ///< optional record manifest (kvio gen --record)
+    GeometryOverrides geometry;
+    JoinMode join = JoinMode::Auto;
+};
+
+/// Runs the whole validation; streams the commands file once (twice for the first 4096 records when
+/// the join mode is Auto). Throws kvio::Error for unreadable or malformed input (FILE:LINE: field ...).
+Report run(const Options& o);
+
+}  // namespace kvio::validate
