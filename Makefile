@@ -2,6 +2,7 @@
 # `make deps` installs the Debian packages the build and tests need.
 # Libraries: every <lib>/*.cpp compiles into $(BUILD)/lib<lib>.a; BPF: bpf/*.bpf.c -> skeletons.
 .DELETE_ON_ERROR:
+.SECONDARY:
 .SUFFIXES:
 
 BUILD    ?= build

@@ -1,9 +1,38 @@
-#include "userspace/commands.h"
+// `kvio trace`: the storage latency stack of whatever runs on the machine.
 #include "common/error.h"
+#include "userspace/commands.h"
+#include "userspace/tracer.h"
 
 namespace kvio::cli {
+
 void add_trace_command(CLI::App& app) {
-    auto* sub = app.add_subcommand("trace", "Trace the storage latency stack (being built)");
-    sub->callback([] { throw kvio::Error("trace: not built yet"); });
+    auto opts = std::make_shared<trace::TraceOptions>();
+    auto* sub = app.add_subcommand(
+        "trace",
+        "Attach CO-RE BPF programs (block, NVMe, syscall, io_uring tracepoints) and report the storage latency\n"
+        "stack: D2C, Q2D, VFS, fsync and gap histograms, command sizes (bssplit), queue depth, LBA heatmap.\n"
+        "Stops on --duration, when COMMAND exits, or on Ctrl-C/SIGTERM; outputs are always flushed.\n"
+        "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini");
+    sub->add_option("-d,--device", opts->devices, "Trace only this disk: name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
+    sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable");
+    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm); repeatable, max 4");
+    sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
+    sub->add_option("--duration", opts->duration_s, "Stop after this many seconds (default: until COMMAND exits or Ctrl-C)")
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--events", opts->events_path, "Write one JSON record per completed device command (kvio.events/1 JSONL)");
+    sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
+    sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
+    sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
+    sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
+        ->transform(CLI::AsSizeValue(false));
+    sub->add_option("command", opts->command, "-- COMMAND [ARGS...]: run it, trace it and its children for its lifetime");
+    sub->positionals_at_end();
+    sub->callback([opts] {
+        auto res = trace::run_trace(*opts);
+        if (!opts->command.empty() && res.command_status != 0)
+            throw CLI::RuntimeError("traced command exited with status " + std::to_string(res.command_status),
+                                    res.command_status);
+    });
 }
+
 }  // namespace kvio::cli

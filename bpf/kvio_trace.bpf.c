@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: GPL-2.0
+/* kvio_trace.bpf.c — the storage latency stack, aggregated in the kernel.
+ * Block: block_getrq (who submitted), block_rq_insert/issue/complete (Q2D, D2C, size, QD, LBA).
+ * NVMe:  nvme_setup_cmd / nvme_complete_rq (raw_tp; autoload off where the driver is absent).
+ * Syscalls: read/write families, fsync/fdatasync, fadvise64, io_uring_enter (VFS latency, gaps).
+ * io_uring: io_uring_submit_req gives the SQE user_data active in the submitting task.
+ * In-flight state is keyed by the kernel object (struct request *), never by (dev, sector). */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/kvio_trace.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+
+/* Set by userspace through the skeleton's rodata before load. */
+const volatile bool rq_has_queue_arg = false; /* pre-5.11 block_rq_insert/issue(q, rq) */
+const volatile bool filter_pid = false;       /* only tgids in pid_filter */
+const volatile bool follow_forks = false;     /* children of filtered tgids join the filter */
+const volatile __u32 targ_ndevs = 0;
+const volatile __u32 targ_devs[KVIO_MAX_DEVS] = {};
+const volatile __u32 targ_ncomms = 0;
+const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] = {};
+const volatile __u64 targ_cgroup = 0;
+const volatile bool emit_events = false;
+const volatile bool emit_syscalls = false;
+const volatile __u64 lba_bucket_bytes = 10ULL << 30;
+
+struct rq_state {
+    __u64 ts_insert, ts_issue;
+    __u64 sector;
+    __u32 dev, opf, bytes, bytes_left, qd;
+    __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
+    __u8 issued;
+    __u8 has_owner;
+    __u8 pad;
+    struct kvio_owner owner;
+};
+
+struct nvme_state {
+    __u64 ts_setup;
+    __u64 slba;
+    __u32 dev, nsid, nlb, qd;
+    __u16 qid, cid;
+    __u8 opcode, ignored, has_owner, pad;
+    struct kvio_owner owner;
+};
+
+struct sys_state {
+    __u64 ts;
+    __u64 offset, count;
+    __s32 fd;
+    __u32 nr;
+};
+
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct rq_state); } rq_starts SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } bio_owner SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, __u64); } uring_req_udata SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } cur_udata SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_PROC_HISTS); __type(key, __u32); __type(value, struct kvio_hist); } proc_hists SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, struct sys_state); } sys_starts SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_write_exit SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_fadvise_exit SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 8192); __type(key, __u32); __type(value, __u8); } pid_filter SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_COUNTERS); __type(key, __u32); __type(value, __u64); } counters SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 16 << 20); } events SEC(".maps");
+
+static const struct kvio_hist zero_hist;
+
+static __always_inline void count(__u32 which)
+{
+    __u64 *c = bpf_map_lookup_elem(&counters, &which);
+    if (c)
+        *c += 1; /* per-CPU: no atomics needed */
+}
+
+/* Slot rule of common/histogram.h: 0 -> 0, v>=1 -> floor(log2(v)) + 1 (bit length). */
+static __always_inline __u32 log2_slot(__u64 v)
+{
+    __u32 r = 0, shift;
+    if (!v)
+        return 0;
+    shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
+    shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
+    shift = (v > 0xff) << 3; v >>= shift; r |= shift;
+    shift = (v > 0xf) << 2; v >>= shift; r |= shift;
+    shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+    r |= (v >> 1);
+    return r + 1;
+}
+
+static __always_inline void hist_put(struct kvio_hist *h, __u32 slot, __u64 value)
+{
+    if (slot >= KVIO_HIST_SLOTS)
+        slot = KVIO_HIST_SLOTS - 1;
+    __sync_fetch_and_add(&h->slots[slot], 1);
+    __sync_fetch_and_add(&h->sum, value);
+}
+
+static __always_inline void dev_hist_add(__u32 dev, __u16 id, __u16 qid, __u64 value, bool linear, __u64 width)
+{
+    struct kvio_hist_key key = {.dev = dev, .id = id, .qid = qid};
+    struct kvio_hist *h = bpf_map_lookup_elem(&dev_hists, &key);
+    if (!h) {
+        bpf_map_update_elem(&dev_hists, &key, &zero_hist, BPF_NOEXIST);
+        h = bpf_map_lookup_elem(&dev_hists, &key);
+        if (!h)
+            return;
+    }
+    hist_put(h, linear ? (__u32)(value / (width ? width : 1)) : log2_slot(value), value);
+}
+
+static __always_inline void proc_hist_add(__u32 id, __u64 value)
+{
+    struct kvio_hist *h = bpf_map_lookup_elem(&proc_hists, &id);
+    if (h)
+        hist_put(h, log2_slot(value), value);
+}
+
+static __always_inline bool comm_matches(const char *comm)
+{
+    if (!targ_ncomms)
+        return true;
+    for (int c = 0; c < KVIO_MAX_COMMS; c++) {
+        if (c >= targ_ncomms)
+            break;
+        bool eq = true;
+        for (int i = 0; i < KVIO_COMM_LEN; i++) {
+            if (comm[i] != targ_comms[c][i]) {
+                eq = false;
+                break;
+            }
+            if (!comm[i])
+                break;
+        }
+        if (eq)
+            return true;
+    }
+    return false;
+}
+
+/* Does the current task pass -p/-c/--cgroup? */
+static __always_inline bool task_passes(void)
+{
+    if (filter_pid) {
+        __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+        if (!bpf_map_lookup_elem(&pid_filter, &tgid))
+            return false;
+    }
+    if (targ_ncomms) {
+        char comm[KVIO_COMM_LEN];
+        bpf_get_current_comm(comm, sizeof(comm));
+        if (!comm_matches(comm))
+            return false;
+    }
+    if (targ_cgroup && bpf_get_current_cgroup_id() != targ_cgroup)
+        return false;
+    return true;
+}
+
+static __always_inline bool task_filter_active(void)
+{
+    return filter_pid || targ_ncomms || targ_cgroup;
+}
+
+static __always_inline bool dev_passes(__u32 dev)
+{
+    if (!targ_ndevs)
+        return true;
+    for (int i = 0; i < KVIO_MAX_DEVS; i++) {
+        if (i >= targ_ndevs)
+            break;
+        if (targ_devs[i] == dev)
+            return true;
+    }
+    return false;
+}
+
+static __always_inline void current_owner(struct kvio_owner *o)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)id;
+    o->pid = id >> 32;
+    o->tid = tid;
+    bpf_get_current_comm(o->comm, sizeof(o->comm));
+    __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
+    o->user_data = ud ? *ud : 0;
+}
+
+static __always_inline bool current_is_kthread(void)
+{
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    return BPF_CORE_READ(t, flags) & PF_KTHREAD;
+}
+
+/* Kernels before 5.15 kept the disk in request->rq_disk. */
+struct request___old {
+    struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+    struct gendisk *disk;
+    if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
+        disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+    else
+        disk = BPF_CORE_READ(rq, q, disk);
+    if (!disk)
+        return 0;
+    return KVIO_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+}
+
+static __always_inline __u32 rq_opf(struct request *rq)
+{
+    __u32 f = BPF_CORE_READ(rq, cmd_flags);
+    __u32 out = f & KVIO_OP_MASK;
+    if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+        out |= KVIO_F_SYNC;
+    if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+        out |= KVIO_F_META;
+    if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+        out |= KVIO_F_FUA;
+    if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)))
+        out |= KVIO_F_PREFLUSH;
+    if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD)))
+        out |= KVIO_F_RAHEAD;
+    return out;
+}
+
+/* Submitter of a request: its first bio's owner from block_getrq, else the current task
+ * when it is not a kernel thread (flushes, passthrough, direct issue). */
+static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o)
+{
+    __u64 bio = (__u64)BPF_CORE_READ(rq, bio);
+    if (bio) {
+        struct kvio_owner *bo = bpf_map_lookup_elem(&bio_owner, &bio);
+        if (bo) {
+            *o = *bo;
+            bpf_map_delete_elem(&bio_owner, &bio);
+            return true;
+        }
+    }
+    if (current_is_kthread())
+        return false;
+    current_owner(o);
+    return true;
+}
+
+static __always_inline bool owner_passes(const struct kvio_owner *o, bool has_owner)
+{
+    if (!task_filter_active())
+        return true;
+    if (!has_owner)
+        return false;
+    if (filter_pid) {
+        __u32 tgid = o->pid;
+        if (!bpf_map_lookup_elem(&pid_filter, &tgid))
+            return false;
+    }
+    if (targ_ncomms && !comm_matches(o->comm))
+        return false;
+    return true; /* cgroup was checked when the owner was recorded */
+}
+
+/* ---------------------------------------------------------------- block */
+
+static __always_inline int on_getrq(struct bio *bio)
+{
+    if (!bio || !task_passes())
+        return 0;
+    struct kvio_owner o = {};
+    current_owner(&o);
+    __u64 key = (__u64)bio;
+    bpf_map_update_elem(&bio_owner, &key, &o, BPF_ANY);
+    return 0;
+}
+
+static __always_inline struct rq_state *rq_state_get(struct request *rq)
+{
+    __u64 key = (__u64)rq;
+    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
+    if (s)
+        return s;
+    __u32 dev = rq_dev(rq);
+    struct rq_state init = {};
+    init.dev = dev;
+    init.ignored = !dev_passes(dev);
+    if (!init.ignored) {
+        init.has_owner = resolve_owner(rq, &init.owner);
+        init.ignored = !owner_passes(&init.owner, init.has_owner);
+    }
+    if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
+        count(KVIO_CNT_MAP_FULL);
+        return 0;
+    }
+    return bpf_map_lookup_elem(&rq_starts, &key);
+}
+
+static __always_inline int on_insert(struct request *rq)
+{
+    struct rq_state *s = rq_state_get(rq);
+    if (s && !s->ignored)
+        s->ts_insert = bpf_ktime_get_ns();
+    return 0;
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+    struct rq_state *s = rq_state_get(rq);
+    if (!s || s->ignored)
+        return 0;
+    s->ts_issue = bpf_ktime_get_ns();
+    s->sector = BPF_CORE_READ(rq, __sector);
+    s->bytes = BPF_CORE_READ(rq, __data_len);
+    s->bytes_left = s->bytes;
+    s->opf = rq_opf(rq);
+    if (!s->issued) { /* a requeued request is not counted twice */
+        s->issued = 1;
+        __u32 dev = s->dev;
+        __s64 one = 1, *n = bpf_map_lookup_elem(&inflight, &dev);
+        if (n) {
+            __sync_fetch_and_add(n, 1);
+            s->qd = *n;
+        } else {
+            bpf_map_update_elem(&inflight, &dev, &one, BPF_ANY);
+            s->qd = 1;
+        }
+    }
+    return 0;
+}
+
+static __always_inline void inflight_dec(__u32 dev)
+{
+    __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+    if (n && *n > 0)
+        __sync_fetch_and_add(n, -1);
+}
+
+static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes)
+{
+    __u64 key = (__u64)rq;
+    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
+    if (!s) {
+        count(KVIO_CNT_UNMATCHED_COMPLETE);
+        return 0;
+    }
+    if (s->ignored || !s->issued) {
+        if (!s->issued && !s->ignored)
+            count(KVIO_CNT_UNMATCHED_COMPLETE);
+        bpf_map_delete_elem(&rq_starts, &key);
+        return 0;
+    }
+    if (nr_bytes && nr_bytes < s->bytes_left) {
+        s->bytes_left -= nr_bytes; /* partial completion: the request goes on */
+        count(KVIO_CNT_PARTIAL_COMPLETE);
+        return 0;
+    }
+    __u64 now = bpf_ktime_get_ns();
+    struct rq_state st = *s;
+    bpf_map_delete_elem(&rq_starts, &key);
+    inflight_dec(st.dev);
+
+    __u32 op = st.opf & KVIO_OP_MASK;
+    bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
+    if (now < st.ts_issue || (st.ts_insert && st.ts_issue < st.ts_insert)) {
+        count(KVIO_CNT_NEGATIVE_DELTA);
+    } else if (is_read || is_write) {
+        dev_hist_add(st.dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, 0, now - st.ts_issue, false, 0);
+        if (st.ts_insert)
+            dev_hist_add(st.dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, 0, st.ts_issue - st.ts_insert, false, 0);
+    }
+    if (is_read || is_write) {
+        dev_hist_add(st.dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, 0, st.bytes, false, 0);
+        dev_hist_add(st.dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, 0, st.qd, true, 1);
+        dev_hist_add(st.dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, 0, st.sector * 512, true, lba_bucket_bytes);
+    } else {
+        dev_hist_add(st.dev, KVIO_H_OTHER_CMDS, 0, st.bytes, false, 0);
+    }
+
+    if (!emit_events)
+        return 0;
+    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count(KVIO_CNT_RB_DROPS);
+        return 0;
+    }
+    __builtin_memset(e, 0, sizeof(*e));
+    e->type = KVIO_EV_CMD;
+    e->src = KVIO_SRC_BLOCK;
+    e->dev = st.dev;
+    e->opf = st.opf;
+    e->bytes = st.bytes;
+    e->sector = st.sector;
+    e->ts_insert = st.ts_insert;
+    e->has_insert = st.ts_insert != 0;
+    e->ts_issue = st.ts_issue;
+    e->ts_complete = now;
+    e->qd = st.qd;
+    e->error = error;
+    e->owner = st.owner;
+    e->has_user_data = st.owner.user_data != 0;
+    bpf_ringbuf_submit(e, 0);
+    count(KVIO_CNT_EVENTS);
+    return 0;
+}
+
+/* tp_btf: args are typed; raw_tp: the same u64 args, read through BPF_CORE_READ. */
+SEC("tp_btf/block_getrq")
+int BPF_PROG(block_getrq_btf, struct bio *bio) { return on_getrq(bio); }
+SEC("raw_tp/block_getrq")
+int BPF_PROG(block_getrq_raw, struct bio *bio) { return on_getrq(bio); }
+
+SEC("tp_btf/block_rq_insert")
+int block_rq_insert_btf(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+SEC("raw_tp/block_rq_insert")
+int block_rq_insert_raw(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+
+SEC("tp_btf/block_rq_issue")
+int block_rq_issue_btf(u64 *ctx) { return on_issue((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+SEC("raw_tp/block_rq_issue")
+int block_rq_issue_raw(u64 *ctx) { return on_issue((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
+{ return on_complete(rq, error, nr_bytes); }
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(block_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
+{ return on_complete(rq, error, nr_bytes); }
+
+/* A request merged into another is freed without completing. */
+SEC("raw_tp/block_rq_merge")
+int block_rq_merge_raw(u64 *ctx)
+{
+    __u64 key = ctx[rq_has_queue_arg ? 1 : 0];
+    bpf_map_delete_elem(&rq_starts, &key);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- io_uring */
+
+SEC("tp/io_uring/io_uring_submit_req")
+int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
+{
+    if (!task_passes())
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64 ud = ctx->user_data;
+    __u64 req = (__u64)ctx->req;
+    bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+    bpf_map_update_elem(&uring_req_udata, &req, &ud, BPF_ANY);
+    return 0;
+}
+
+SEC("tp/io_uring/io_uring_complete")
+int io_uring_complete(struct trace_event_raw_io_uring_complete *ctx)
+{
+    __u64 req = (__u64)ctx->req;
+    bpf_map_delete_elem(&uring_req_udata, &req);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- NVMe */
+
+/* struct nvme_request is the blk-mq PDU right after struct request (drivers/nvme/host/nvme.h). */
+struct nvme_request___kvio {
+    void *cmd;
+    __u64 result;
+    __u8 genctr;
+    __u8 retries;
+    __u8 flags;
+    __u16 status;
+} __attribute__((preserve_access_index));
+
+/* NVMe submission queue entry, NVMe base spec 1.4 figure 105: fixed wire layout. */
+struct kvio_nvme_sqe {
+    __u8 opcode, flags;
+    __u16 cid;
+    __u32 nsid;
+    __u32 cdw2, cdw3;
+    __u64 metadata;
+    __u64 prp1, prp2;
+    __u32 cdw10, cdw11, cdw12, cdw13, cdw14, cdw15;
+};
+
+SEC("raw_tp/nvme_setup_cmd")
+int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
+{
+    __u64 key = (__u64)rq;
+    struct nvme_state st = {};
+    st.dev = rq_dev(rq);
+    st.ignored = !dev_passes(st.dev);
+    if (!st.ignored) {
+        struct rq_state *bs = bpf_map_lookup_elem(&rq_starts, &key);
+        if (bs && bs->has_owner) {
+            st.owner = bs->owner;
+            st.has_owner = 1;
+        } else {
+            st.has_owner = resolve_owner(rq, &st.owner);
+        }
+        st.ignored = !owner_passes(&st.owner, st.has_owner);
+    }
+    if (!st.ignored) {
+        struct kvio_nvme_sqe sqe = {};
+        bpf_probe_read_kernel(&sqe, sizeof(sqe), cmd);
+        st.opcode = sqe.opcode;
+        st.cid = sqe.cid;
+        st.nsid = sqe.nsid;
+        if (sqe.opcode == 0x01 || sqe.opcode == 0x02 || sqe.opcode == 0x08) { /* write, read, write zeroes */
+            st.slba = ((__u64)sqe.cdw11 << 32) | sqe.cdw10;
+            st.nlb = (sqe.cdw12 & 0xffff) + 1;
+        }
+        /* I/O queues are numbered from 1; the admin queue (no namespace) is 0 */
+        if (BPF_CORE_READ(rq, q, queuedata))
+            st.qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
+        __u32 op = BPF_CORE_READ(rq, cmd_flags) & KVIO_OP_MASK;
+        if (op == KVIO_OP_DRV_IN || op == KVIO_OP_DRV_OUT) {
+            /* io_uring passthrough: end_io_data is the io_uring_cmd, the first member of its io_kiocb */
+            __u64 ioucmd = (__u64)BPF_CORE_READ(rq, end_io_data);
+            __u64 *ud = ioucmd ? bpf_map_lookup_elem(&uring_req_udata, &ioucmd) : 0;
+            if (ud)
+                st.owner.user_data = *ud;
+        }
+        st.ts_setup = bpf_ktime_get_ns();
+        __u32 dev = st.dev;
+        __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+        /* the block issue of this request comes right after setup: count it in */
+        st.qd = (n ? (__u32)*n : 0) + 1;
+    }
+    if (bpf_map_update_elem(&nvme_starts, &key, &st, BPF_ANY))
+        count(KVIO_CNT_MAP_FULL);
+    return 0;
+}
+
+SEC("raw_tp/nvme_complete_rq")
+int BPF_PROG(nvme_complete_rq, struct request *rq)
+{
+    __u64 key = (__u64)rq;
+    struct nvme_state *s = bpf_map_lookup_elem(&nvme_starts, &key);
+    if (!s) {
+        count(KVIO_CNT_UNMATCHED_COMPLETE);
+        return 0;
+    }
+    struct nvme_state st = *s;
+    bpf_map_delete_elem(&nvme_starts, &key);
+    if (st.ignored)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    if (now < st.ts_setup) {
+        count(KVIO_CNT_NEGATIVE_DELTA);
+        return 0;
+    }
+    __u64 d2c = now - st.ts_setup;
+    if (st.opcode == 0x02 || st.opcode == 0x01)
+        dev_hist_add(st.dev, st.opcode == 0x02 ? KVIO_H_NVME_D2C_READ : KVIO_H_NVME_D2C_WRITE, 0, d2c, false, 0);
+    dev_hist_add(st.dev, KVIO_H_NVME_D2C_QUEUE, st.qid, d2c, false, 0);
+    if (!emit_events)
+        return 0;
+    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count(KVIO_CNT_RB_DROPS);
+        return 0;
+    }
+    __builtin_memset(e, 0, sizeof(*e));
+    struct nvme_request___kvio *nr = (void *)rq + bpf_core_type_size(struct request);
+    e->type = KVIO_EV_CMD;
+    e->src = KVIO_SRC_NVME;
+    e->dev = st.dev;
+    e->opf = rq_opf(rq);
+    e->sector = st.slba; /* userspace converts LBAs to 512-byte sectors */
+    e->ts_issue = st.ts_setup;
+    e->ts_complete = now;
+    e->qd = st.qd;
+    e->error = BPF_CORE_READ(nr, status);
+    e->owner = st.owner;
+    e->has_user_data = st.owner.user_data != 0;
+    e->qid = st.qid;
+    e->cid = st.cid;
+    e->nsid = st.nsid;
+    e->opcode = st.opcode;
+    e->nlb = st.nlb;
+    e->slba = st.slba;
+    bpf_ringbuf_submit(e, 0);
+    count(KVIO_CNT_EVENTS);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- syscalls */
+
+/* Is fd a regular file or block device of the current task? Pipes, sockets, ttys are not storage. */
+static __always_inline bool fd_is_storage(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    struct file **fdarr = BPF_CORE_READ(t, files, fdt, fd);
+    unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+    if (!fdarr || (unsigned int)fd >= max)
+        return false;
+    struct file *f = 0;
+    bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]);
+    if (!f)
+        return false;
+    unsigned short mode = BPF_CORE_READ(f, f_inode, i_mode);
+    return (mode & S_IFMT) == S_IFREG || (mode & S_IFMT) == S_IFBLK;
+}
+
+static __always_inline bool is_read_call(__u32 nr)
+{
+    return nr == KVIO_SYS_READ || nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_READV || nr == KVIO_SYS_PREADV ||
+           nr == KVIO_SYS_PREADV2;
+}
+
+static __always_inline bool is_write_call(__u32 nr)
+{
+    return nr == KVIO_SYS_WRITE || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_WRITEV || nr == KVIO_SYS_PWRITEV ||
+           nr == KVIO_SYS_PWRITEV2;
+}
+
+/* raw_tp/sys_enter and sys_exit fire for every syscall: sys_nr_map (filled by userspace from
+ * <sys/syscall.h> of the build architecture) picks the traced ones in one array lookup.
+ * Per-syscall tp/syscalls/* need perf-event attachment, which some kernels and sandboxes refuse. */
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_SYSCALL_NR); __type(key, __u32); __type(value, __u8); } sys_nr_map SEC(".maps");
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+    __u32 idx = (__u32)id;
+    __u8 *mapped = bpf_map_lookup_elem(&sys_nr_map, &idx);
+    if (!mapped || *mapped >= KVIO_SYSCALLS)
+        return 0;
+    __u32 nr = *mapped;
+    if (!task_passes())
+        return 0;
+    int fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+    if (nr != KVIO_SYS_IO_URING_ENTER && !fd_is_storage(fd))
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64 now = bpf_ktime_get_ns();
+    struct sys_state st = {.ts = now, .fd = fd, .nr = nr};
+    if (nr == KVIO_SYS_FADVISE64) {
+        st.offset = PT_REGS_PARM2_CORE_SYSCALL(regs);
+        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
+    } else if (nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV ||
+               nr == KVIO_SYS_PWRITEV || nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2) {
+        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
+        st.offset = PT_REGS_PARM4_CORE_SYSCALL(regs);
+    } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
+        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
+    }
+    if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
+        __u64 *w = bpf_map_lookup_elem(&last_write_exit, &tid);
+        if (w) {
+            if (now >= *w)
+                proc_hist_add(KVIO_H_WRITE_FSYNC_GAP, now - *w);
+            bpf_map_delete_elem(&last_write_exit, &tid);
+        }
+    } else if (is_read_call(nr)) {
+        __u64 *a = bpf_map_lookup_elem(&last_fadvise_exit, &tid);
+        if (a) {
+            if (now >= *a)
+                proc_hist_add(KVIO_H_FADVISE_READ_GAP, now - *a);
+            bpf_map_delete_elem(&last_fadvise_exit, &tid);
+        }
+    }
+    bpf_map_update_elem(&sys_starts, &tid, &st, BPF_ANY);
+    return 0;
+}
+
+/* Syscalls do not nest: the state a thread left at enter belongs to this exit. */
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct sys_state *s = bpf_map_lookup_elem(&sys_starts, &tid);
+    if (!s)
+        return 0;
+    struct sys_state st = *s;
+    __u32 nr = st.nr;
+    bpf_map_delete_elem(&sys_starts, &tid);
+    if (nr == KVIO_SYS_IO_URING_ENTER)
+        bpf_map_delete_elem(&cur_udata, &tid);
+    __u64 now = bpf_ktime_get_ns();
+    if (now < st.ts) {
+        count(KVIO_CNT_NEGATIVE_DELTA);
+        return 0;
+    }
+    __u64 lat = now - st.ts;
+    if (is_read_call(nr)) {
+        proc_hist_add(KVIO_H_VFS_READ, lat);
+    } else if (is_write_call(nr)) {
+        proc_hist_add(KVIO_H_VFS_WRITE, lat);
+        bpf_map_update_elem(&last_write_exit, &tid, &now, BPF_ANY);
+    } else if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
+        proc_hist_add(KVIO_H_FSYNC, lat);
+    } else if (nr == KVIO_SYS_FADVISE64) {
+        bpf_map_update_elem(&last_fadvise_exit, &tid, &now, BPF_ANY);
+    }
+    if (!emit_syscalls)
+        return 0;
+    struct kvio_syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count(KVIO_CNT_RB_DROPS);
+        return 0;
+    }
+    __builtin_memset(e, 0, sizeof(*e));
+    e->type = KVIO_EV_SYSCALL;
+    e->nr = nr;
+    e->fd = st.fd;
+    e->ts_enter = st.ts;
+    e->ts_exit = now;
+    e->ret = ret;
+    e->offset = st.offset;
+    e->count = st.count;
+    __u64 id = bpf_get_current_pid_tgid();
+    e->pid = id >> 32;
+    e->tid = (__u32)id;
+    bpf_get_current_comm(e->comm, sizeof(e->comm));
+    bpf_ringbuf_submit(e, 0);
+    count(KVIO_CNT_EVENTS);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- process tree */
+
+SEC("tp/sched/sched_process_fork")
+int sched_process_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+    if (!follow_forks)
+        return 0;
+    __u32 parent = ctx->parent_pid, child = ctx->child_pid;
+    __u8 one = 1;
+    if (bpf_map_lookup_elem(&pid_filter, &parent))
+        bpf_map_update_elem(&pid_filter, &child, &one, BPF_ANY);
+    return 0;
+}

@@ -1,0 +1,131 @@
+/* kvio_trace.h — the contract between kvio_trace.bpf.c and the userspace collector.
+ * Included by both BPF C (vmlinux.h types) and C++ (stdint types); nothing here is defined twice. */
+#ifndef KVIO_TRACE_H
+#define KVIO_TRACE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* __u8 .. __u64, __s32, __s64 */
+#endif
+
+#define KVIO_COMM_LEN 16
+#define KVIO_MAX_DEVS 8     /* -d filters */
+#define KVIO_MAX_COMMS 4    /* -c filters */
+#define KVIO_HIST_SLOTS 128 /* log2 uses 0..64; linear (qd, lba) all, last slot = overflow */
+#define KVIO_MAX_SYSCALL_NR 1024 /* size of the syscall-number -> enum kvio_syscall table */
+#define KVIO_MINORBITS 20   /* include/linux/kdev_t.h */
+#define KVIO_MKDEV(ma, mi) (((__u32)(ma) << KVIO_MINORBITS) | (__u32)(mi))
+
+/* Histogram ids. Per device: key {dev, id, qid}; per process set: index into an array. */
+enum kvio_dev_hist {
+    KVIO_H_D2C_READ,
+    KVIO_H_D2C_WRITE,
+    KVIO_H_Q2D_READ,
+    KVIO_H_Q2D_WRITE,
+    KVIO_H_BSSPLIT_READ,
+    KVIO_H_BSSPLIT_WRITE,
+    KVIO_H_QD_READ,
+    KVIO_H_QD_WRITE,
+    KVIO_H_LBA_READ,
+    KVIO_H_LBA_WRITE,
+    KVIO_H_NVME_D2C_READ,  /* nvme_setup_cmd -> nvme_complete_rq */
+    KVIO_H_NVME_D2C_WRITE,
+    KVIO_H_NVME_D2C_QUEUE, /* per NVMe queue (key.qid), both directions */
+    KVIO_H_OTHER_CMDS,     /* flush/discard/other: bytes (log2), count = commands */
+    KVIO_DEV_HISTS
+};
+
+enum kvio_proc_hist {
+    KVIO_H_VFS_READ,
+    KVIO_H_VFS_WRITE,
+    KVIO_H_FSYNC,
+    KVIO_H_WRITE_FSYNC_GAP,
+    KVIO_H_FADVISE_READ_GAP,
+    KVIO_PROC_HISTS
+};
+
+struct kvio_hist_key {
+    __u32 dev; /* kernel dev_t of the whole disk */
+    __u16 id;  /* enum kvio_dev_hist */
+    __u16 qid; /* NVMe queue for KVIO_H_NVME_D2C_QUEUE, else 0 */
+};
+
+struct kvio_hist {
+    __u64 slots[KVIO_HIST_SLOTS];
+    __u64 sum;
+};
+
+/* Per-CPU counters (PERCPU_ARRAY index). Userspace sums the CPUs and reports each. */
+enum kvio_counter {
+    KVIO_CNT_RB_DROPS,          /* ring buffer full: event lost */
+    KVIO_CNT_UNMATCHED_COMPLETE,/* complete without a seen issue (in flight before start) */
+    KVIO_CNT_NEGATIVE_DELTA,    /* a latency that came out negative: discarded */
+    KVIO_CNT_MAP_FULL,          /* in-flight map update failed */
+    KVIO_CNT_PARTIAL_COMPLETE,  /* block_rq_complete for part of a request */
+    KVIO_CNT_EVENTS,            /* events submitted */
+    KVIO_COUNTERS
+};
+
+/* Normalised request op and flags (kernel REQ_OP_* values are fixed: include/linux/blk_types.h). */
+enum kvio_op { KVIO_OP_READ = 0, KVIO_OP_WRITE = 1, KVIO_OP_FLUSH = 2, KVIO_OP_DISCARD = 3,
+               KVIO_OP_SECURE_ERASE = 5, KVIO_OP_WRITE_ZEROES = 9, KVIO_OP_DRV_IN = 34, KVIO_OP_DRV_OUT = 35 };
+#define KVIO_F_SYNC     (1u << 8)
+#define KVIO_F_META     (1u << 9)
+#define KVIO_F_FUA      (1u << 10)
+#define KVIO_F_PREFLUSH (1u << 11)
+#define KVIO_F_RAHEAD   (1u << 12)
+#define KVIO_OP_MASK    0xffu
+
+enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2 };
+enum kvio_src { KVIO_SRC_BLOCK = 0, KVIO_SRC_NVME = 1 };
+
+/* Who submitted an I/O: the task at block_getrq (or insert/issue outside a kernel thread). */
+struct kvio_owner {
+    __u32 pid; /* tgid */
+    __u32 tid;
+    __u64 user_data; /* io_uring SQE user_data active in that task, 0 if none */
+    char comm[KVIO_COMM_LEN];
+};
+
+/* One completed device command (block request or NVMe command). */
+struct kvio_cmd_event {
+    __u8 type; /* KVIO_EV_CMD */
+    __u8 src;  /* enum kvio_src */
+    __u8 has_insert;
+    __u8 has_user_data;
+    __u32 dev;      /* kernel dev_t, whole disk */
+    __u32 opf;      /* kvio op | KVIO_F_* */
+    __u32 bytes;    /* block: request bytes; nvme: 0 (userspace: nlb * LBA size) */
+    __u64 sector;   /* 512-byte units, whole disk */
+    __u64 ts_insert, ts_issue, ts_complete; /* CLOCK_MONOTONIC ns */
+    __u32 qd;       /* in flight at dispatch, this one included */
+    __s32 error;    /* blk_status_t (block) or NVMe status (nvme) */
+    struct kvio_owner owner;
+    /* NVMe only */
+    __u16 qid, cid;
+    __u32 nsid;
+    __u8 opcode;
+    __u8 pad[3];
+    __u32 nlb;      /* number of LBAs (cdw12[15:0] + 1) */
+    __u64 slba;
+};
+
+enum kvio_syscall {
+    KVIO_SYS_READ, KVIO_SYS_WRITE, KVIO_SYS_PREAD64, KVIO_SYS_PWRITE64, KVIO_SYS_READV, KVIO_SYS_WRITEV,
+    KVIO_SYS_PREADV, KVIO_SYS_PWRITEV, KVIO_SYS_PREADV2, KVIO_SYS_PWRITEV2, KVIO_SYS_FSYNC,
+    KVIO_SYS_FDATASYNC, KVIO_SYS_FADVISE64, KVIO_SYS_IO_URING_ENTER, KVIO_SYSCALLS
+};
+
+struct kvio_syscall_event {
+    __u8 type; /* KVIO_EV_SYSCALL */
+    __u8 nr;   /* enum kvio_syscall */
+    __u8 pad[2];
+    __s32 fd;
+    __u64 ts_enter, ts_exit;
+    __s64 ret;
+    __u64 offset; /* positioned calls; fadvise: offset */
+    __u64 count;  /* bytes requested (read/write), iovcnt (v-calls), fadvise: len */
+    __u32 pid, tid;
+    char comm[KVIO_COMM_LEN];
+};
+
+#endif /* KVIO_TRACE_H */

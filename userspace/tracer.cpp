@@ -1,0 +1,319 @@
+#include "userspace/tracer.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "bpf/kvio_trace.skel.h"
+#include "common/devinfo.h"
+#include "common/error.h"
+#include "userspace/event_format.h"
+#include "userspace/probe.h"
+#include "userspace/trace_report.h"
+
+namespace kvio::trace {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<pid_t> g_child{0};
+
+void on_signal(int sig) {
+    g_stop = true;
+    pid_t c = g_child.load();
+    if (c > 0 && sig == SIGTERM) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
+}
+
+uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+int libbpf_quiet(enum libbpf_print_level level, const char* fmt, va_list args) {
+    if (level == LIBBPF_WARN && std::getenv("KVIO_DEBUG")) return vfprintf(stderr, fmt, args);
+    if (level == LIBBPF_DEBUG) return 0;
+    return std::getenv("KVIO_DEBUG") ? vfprintf(stderr, fmt, args) : 0;
+}
+
+struct SkelDeleter {
+    void operator()(kvio_trace_bpf* s) const { kvio_trace_bpf__destroy(s); }
+};
+
+/// Writes events as they arrive; counts them.
+struct EventSink {
+    std::ofstream out;
+    DevCache devs;
+    uint64_t written = 0;
+};
+
+int on_event(void* ctx, void* data, size_t size) {
+    auto* sink = static_cast<EventSink*>(ctx);
+    if (!sink->out.is_open()) return 0;
+    auto type = *static_cast<const uint8_t*>(data);
+    if (type == KVIO_EV_CMD && size >= sizeof(kvio_cmd_event)) {
+        sink->out << cmd_event_json(*static_cast<const kvio_cmd_event*>(data), sink->devs).dump() << '\n';
+        ++sink->written;
+    } else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event)) {
+        sink->out << syscall_event_json(*static_cast<const kvio_syscall_event*>(data)).dump() << '\n';
+        ++sink->written;
+    }
+    return 0;
+}
+
+std::vector<uint32_t> resolve_devices(const std::vector<std::string>& names) {
+    std::vector<uint32_t> out;
+    for (const auto& n : names) {
+        auto info = find_block_dev(n);
+        if (!info) throw Error("-d " + n + ": no such block device (see /proc/partitions)");
+        if (info->is_partition)
+            std::cerr << "kvio trace: " << n << " is a partition; tracing its disk " << info->whole_disk_name
+                      << " (requests are counted per disk, sectors are whole-disk)\n";
+        out.push_back(kernel_dev(info->whole_disk));
+    }
+    if (out.size() > KVIO_MAX_DEVS) throw Error("at most " + std::to_string(KVIO_MAX_DEVS) + " -d filters");
+    return out;
+}
+
+/// Program pairs attached as tp_btf where BTF describes the tracepoint, else raw_tp.
+void choose_block_programs(kvio_trace_bpf* s) {
+    bool btf = has_btf_tracepoint("block_rq_issue") && has_btf_tracepoint("block_rq_complete") &&
+               has_btf_tracepoint("block_rq_insert") && has_btf_tracepoint("block_getrq");
+    bpf_program__set_autoload(s->progs.block_getrq_btf, btf);
+    bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
+    bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
+    bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
+    bpf_program__set_autoload(s->progs.block_getrq_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_rq_issue_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_rq_complete_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
+    // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
+    s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
+}
+
+void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
+    nvme_present = tracepoint_exists("nvme", "nvme_setup_cmd") && tracepoint_exists("nvme", "nvme_complete_rq");
+    bpf_program__set_autoload(s->progs.nvme_setup_cmd, nvme_present);
+    bpf_program__set_autoload(s->progs.nvme_complete_rq, nvme_present);
+    bool uring = tracepoint_exists("io_uring", "io_uring_submit_req") && tracepoint_exists("io_uring", "io_uring_complete");
+    bpf_program__set_autoload(s->progs.io_uring_submit_req, uring);
+    bpf_program__set_autoload(s->progs.io_uring_complete, uring);
+}
+
+/// Maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall for raw_tp/sys_enter.
+void fill_syscall_map(kvio_trace_bpf* s) {
+    const std::pair<long, uint8_t> table[] = {
+        {SYS_read, KVIO_SYS_READ},           {SYS_write, KVIO_SYS_WRITE},
+        {SYS_pread64, KVIO_SYS_PREAD64},     {SYS_pwrite64, KVIO_SYS_PWRITE64},
+        {SYS_readv, KVIO_SYS_READV},         {SYS_writev, KVIO_SYS_WRITEV},
+        {SYS_preadv, KVIO_SYS_PREADV},       {SYS_pwritev, KVIO_SYS_PWRITEV},
+        {SYS_preadv2, KVIO_SYS_PREADV2},     {SYS_pwritev2, KVIO_SYS_PWRITEV2},
+        {SYS_fsync, KVIO_SYS_FSYNC},         {SYS_fdatasync, KVIO_SYS_FDATASYNC},
+        {SYS_fadvise64, KVIO_SYS_FADVISE64}, {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER},
+    };
+    int fd = bpf_map__fd(s->maps.sys_nr_map);
+    uint8_t none = KVIO_SYSCALLS;
+    for (uint32_t i = 0; i < KVIO_MAX_SYSCALL_NR; ++i) bpf_map_update_elem(fd, &i, &none, BPF_ANY);
+    for (const auto& [nr, kind] : table) {
+        uint32_t key = uint32_t(nr);
+        bpf_map_update_elem(fd, &key, &kind, BPF_ANY);
+    }
+}
+
+/// Forks the command stopped on a pipe, so it is in the filter before it runs.
+pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        close(p[1]);
+        char c;
+        if (read(p[0], &c, 1) != 1) _exit(127);  // the tracer died before releasing us
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        std::fprintf(stderr, "kvio trace: cannot run %s: %s\n", args[0], std::strerror(errno));
+        _exit(127);
+    }
+    close(p[0]);
+    release_fd = p[1];
+    return pid;
+}
+
+void read_maps(kvio_trace_bpf* s, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+    int fd = bpf_map__fd(s->maps.dev_hists);
+    kvio_hist_key key{}, next{};
+    kvio_hist val{};
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        if (bpf_map_lookup_elem(fd, &next, &val) == 0) report.add_dev_hist(next, val);
+        key = next;
+    }
+    fd = bpf_map__fd(s->maps.proc_hists);
+    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i)
+        if (bpf_map_lookup_elem(fd, &i, &val) == 0) report.add_proc_hist(i, val);
+    int ncpu = libbpf_num_possible_cpus();
+    std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
+    fd = bpf_map__fd(s->maps.counters);
+    for (uint32_t i = 0; i < KVIO_COUNTERS; ++i) {
+        counters[i] = 0;
+        if (bpf_map_lookup_elem(fd, &i, percpu.data()) == 0)
+            for (auto v : percpu) counters[i] += v;
+    }
+}
+
+}  // namespace
+
+TraceResult run_trace(const TraceOptions& opts) {
+    ensure_tracing_ready();
+    libbpf_set_print(libbpf_quiet);
+    if (opts.comms.size() > KVIO_MAX_COMMS) throw Error("at most " + std::to_string(KVIO_MAX_COMMS) + " -c filters");
+    for (const auto& c : opts.comms)
+        if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
+    auto devs = resolve_devices(opts.devices);
+
+    std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
+    if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
+    auto* ro = skel->rodata;
+    ro->targ_ndevs = uint32_t(devs.size());
+    for (size_t i = 0; i < devs.size(); ++i) ro->targ_devs[i] = devs[i];
+    ro->targ_ncomms = uint32_t(opts.comms.size());
+    for (size_t i = 0; i < opts.comms.size(); ++i) std::strncpy(ro->targ_comms[i], opts.comms[i].c_str(), KVIO_COMM_LEN - 1);
+    ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
+    ro->follow_forks = !opts.command.empty();
+    ro->emit_events = !opts.events_path.empty();
+    ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
+    ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
+    if (!opts.cgroup.empty()) {
+        struct stat st {};
+        if (stat(opts.cgroup.c_str(), &st) != 0) throw Error("--cgroup " + opts.cgroup + ": does not exist");
+        ro->targ_cgroup = st.st_ino;  // cgroup v2: the directory's inode number is the cgroup id
+    }
+    choose_block_programs(skel.get());
+    bool nvme_present = false;
+    choose_optional_programs(skel.get(), nvme_present);
+    if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
+
+    if (int err = kvio_trace_bpf__load(skel.get()))
+        throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
+                    "); rerun with KVIO_DEBUG=1 for the verifier log");
+    fill_syscall_map(skel.get());
+    uint8_t one = 1;
+    for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
+
+    EventSink sink;
+    if (!opts.events_path.empty()) {
+        sink.out.open(opts.events_path);
+        if (!sink.out) throw Error(opts.events_path + ": cannot write: " + std::strerror(errno));
+    }
+    int release_fd = -1;
+    pid_t child = 0;
+    if (!opts.command.empty()) {
+        child = spawn_stopped(opts.command, release_fd);
+        uint32_t cpid = uint32_t(child);
+        bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
+    }
+    if (int err = kvio_trace_bpf__attach(skel.get())) {
+        if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+        throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
+    }
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
+        ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
+    if (!rb) throw Error("cannot create the ring buffer reader");
+
+    g_stop = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    uint64_t t0 = now_ns();
+    TraceResult res;
+    if (child > 0) {
+        g_child = child;
+        if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
+        close(release_fd);
+    }
+    if (!opts.quiet && child == 0)
+        std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
+                  << "; Ctrl-C to stop\n";
+    while (!g_stop) {
+        ring_buffer__poll(rb.get(), 100);
+        if (opts.duration_s > 0 && double(now_ns() - t0) / 1e9 >= opts.duration_s) break;
+        if (child > 0) {
+            int st = 0;
+            pid_t r = waitpid(child, &st, WNOHANG);
+            if (r == child) {
+                res.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                child = 0;
+                g_child = 0;
+                break;
+            }
+        }
+    }
+    if (child > 0) {  // stopped by a signal or --duration while the command runs: wait for it
+        int st = 0;
+        if (g_stop) kill(child, SIGTERM);
+        waitpid(child, &st, 0);
+        res.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        g_child = 0;
+    }
+    double duration = double(now_ns() - t0) / 1e9;
+    ring_buffer__consume(rb.get());
+    // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
+    usleep(20000);
+    ring_buffer__consume(rb.get());
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+
+    TraceReport report(ro->lba_bucket_bytes);
+    for (uint32_t d : devs) report.touch_device(d);
+    uint64_t counters[KVIO_COUNTERS] = {};
+    read_maps(skel.get(), report, counters);
+    res.summary = report.to_json(duration, counters, nvme_present);
+    res.dropped = counters[KVIO_CNT_RB_DROPS];
+    res.events = sink.written;
+    if (sink.out.is_open()) {
+        sink.out << nlohmann::json{{"type", "summary"},
+                                   {"events", sink.written},
+                                   {"dropped", counters[KVIO_CNT_RB_DROPS]},
+                                   {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
+                                   {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]}}
+                        .dump()
+                 << '\n';
+        sink.out.close();
+        if (!sink.out) throw Error(opts.events_path + ": write failed");
+    }
+    if (!opts.json_path.empty()) {
+        std::ofstream j(opts.json_path);
+        j << res.summary.dump(2) << '\n';
+        if (!j) throw Error(opts.json_path + ": cannot write");
+    }
+    if (!opts.quiet) report.print(std::cout, duration, counters, nvme_present);
+    for (uint32_t d : devs)
+        if (report.device_empty(d))
+            std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
+                      << " (filtered device)\n";
+    if (res.dropped)
+        std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
+    return res;
+}
+
+}  // namespace kvio::trace

@@ -1,0 +1,38 @@
+// `kvio trace`: attach the CO-RE programs of bpf/kvio_trace.bpf.c, collect, report.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvio::trace {
+
+/// What to trace and where the results go. Empty filters mean "everything".
+struct TraceOptions {
+    std::vector<std::string> devices;   ///< names ("loop3") or "MAJ:MIN"; partitions map to their disk
+    std::vector<uint32_t> pids;         ///< tgids; their threads (io_uring workers included) follow
+    std::vector<std::string> comms;     ///< task comm, exact match, at most KVIO_MAX_COMMS
+    std::string cgroup;                 ///< cgroup v2 directory
+    double duration_s = 0;              ///< 0: until the command exits or SIGINT/SIGTERM
+    std::string events_path;            ///< kvio.events/1 JSONL, "" for none
+    bool syscall_events = false;        ///< also write "syscall" records
+    std::string json_path;              ///< kvio.trace/1 summary, "" for none
+    bool quiet = false;                 ///< no human summary on stdout
+    uint64_t lba_bucket_bytes = 10ULL << 30;
+    std::vector<std::string> command;   ///< run this and trace it and its children for its lifetime
+};
+
+/// Outcome of a trace, also written to TraceOptions::json_path.
+struct TraceResult {
+    nlohmann::json summary;   ///< the kvio.trace/1 document
+    uint64_t events = 0;      ///< records written to the events file
+    uint64_t dropped = 0;     ///< ring-buffer reservations that failed (events lost)
+    int command_status = 0;   ///< exit status of the traced command (128+signal when killed)
+};
+
+/// Runs a trace to completion. Throws kvio::Error for missing privileges/BTF/tracefs, an unknown
+/// device, or an unwritable output. Outputs are always flushed, also when stopped by a signal.
+TraceResult run_trace(const TraceOptions& opts);
+
+}  // namespace kvio::trace
