@@ -34,8 +34,8 @@ uint64_t percentile(const std::vector<uint64_t>& v, double p) {
 
 void check_engine_target(const std::string& engine, const TargetInfo& t) {
     if (engine == "uring_cmd" && t.kind != TargetKind::NvmeChar)
-        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target; " + t.path + " is a " +
-                    target_kind_name(t.kind) + " (use --engine posix or io_uring)");
+        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target; " + t.path +
+                    " is not one (its kind: " + target_kind_name(t.kind) + "; use --engine posix or io_uring)");
     if (engine != "uring_cmd" && t.kind == TargetKind::NvmeChar)
         throw Error(t.path + " is an NVMe generic char device: only --engine uring_cmd can drive it (or use /dev/" +
                     t.dev.name + ")");
