@@ -1,0 +1,206 @@
+// kvio trace on real loop devices: exact commands, histogram totals, filters.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+std::vector<json> cmds_of(const std::vector<json>& evs, const std::string& dev, const std::string& op) {
+    std::vector<json> out;
+    for (const auto& e : evs)
+        if (e["type"] == "cmd" && e["dev"] == dev && e["op"] == op) out.push_back(e);
+    return out;
+}
+
+const json* device_entry(const json& summary, const std::string& dev) {
+    for (const auto& d : summary["devices"])
+        if (d["dev"] == dev) return &d;
+    return nullptr;
+}
+
+// One traced run of a known pattern, shared by the tests below.
+class TraceKnownPattern : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        loop_ = new LoopDevice(64 * MiB);
+        dir_ = new TempDir();
+        // 64 x 128 KiB O_DIRECT writes at 0..8 MiB, fsync, fadvise(DONTNEED), 32 x 64 KiB O_DIRECT reads at 16 MiB
+        std::string io = "xfs_io -d -c 'pwrite -q -b 128k 0 8m' -c fsync -c 'fadvise -d 0 8m' "
+                         "-c 'pread -q -b 64k 16m 2m' " + loop_->path;
+        result_ = run(kvio_bin() + " trace -q -d " + loop_->name + " --events " + dir_->file("ev.jsonl") +
+                      " --syscalls --json " + dir_->file("trace.json") + " -- " + io);
+        events_ = read_jsonl(dir_->file("ev.jsonl"));
+        summary_ = json::parse(slurp(dir_->file("trace.json")));
+    }
+    static void TearDownTestSuite() {
+        delete dir_;
+        delete loop_;
+    }
+    static inline LoopDevice* loop_ = nullptr;
+    static inline TempDir* dir_ = nullptr;
+    static inline CmdResult result_;
+    static inline std::vector<json> events_;
+    static inline json summary_;
+};
+
+TEST_F(TraceKnownPattern, ExitsCleanly) {
+    EXPECT_EQ(result_.status, 0) << result_.err;
+    ASSERT_FALSE(events_.empty());
+    EXPECT_EQ(events_.back()["type"], "summary");
+    EXPECT_EQ(events_.back()["dropped"], 0);
+    EXPECT_EQ(summary_["dropped"], 0);
+    EXPECT_EQ(summary_["schema"], "kvio.trace/1");
+}
+
+TEST_F(TraceKnownPattern, ExactWriteCommands) {
+    auto w = cmds_of(events_, loop_->majmin, "write");
+    ASSERT_EQ(w.size(), 64u);
+    std::vector<uint64_t> sectors;
+    for (const auto& c : w) {
+        EXPECT_EQ(c["bytes"], 128 * KiB);
+        EXPECT_EQ(c["src"], "block");
+        EXPECT_EQ(c["disk"], loop_->name);
+        EXPECT_EQ(c["comm"], "xfs_io");
+        EXPECT_NE(std::string(c["rwbs"]).find('W'), std::string::npos);
+        EXPECT_GE(c["ts_complete"].get<uint64_t>(), c["ts_issue"].get<uint64_t>());
+        EXPECT_EQ(c["d2c_ns"].get<uint64_t>(), c["ts_complete"].get<uint64_t>() - c["ts_issue"].get<uint64_t>());
+        EXPECT_GE(c["qd"].get<uint64_t>(), 1u);
+        sectors.push_back(c["sector"]);
+    }
+    std::sort(sectors.begin(), sectors.end());
+    for (size_t i = 0; i < sectors.size(); ++i) EXPECT_EQ(sectors[i], i * 256) << "write " << i;
+}
+
+TEST_F(TraceKnownPattern, ExactReadCommands) {
+    auto r = cmds_of(events_, loop_->majmin, "read");
+    ASSERT_EQ(r.size(), 32u);
+    std::vector<uint64_t> sectors;
+    for (const auto& c : r) {
+        EXPECT_EQ(c["bytes"], 64 * KiB);
+        sectors.push_back(c["sector"]);
+    }
+    std::sort(sectors.begin(), sectors.end());
+    for (size_t i = 0; i < sectors.size(); ++i) EXPECT_EQ(sectors[i], 16 * MiB / 512 + i * 128) << "read " << i;
+}
+
+TEST_F(TraceKnownPattern, HistogramTotalsEqualEventCounts) {
+    const json* d = device_entry(summary_, loop_->majmin);
+    ASSERT_NE(d, nullptr) << summary_.dump();
+    EXPECT_EQ((*d)["disk"], loop_->name);
+    EXPECT_EQ((*d)["write"]["cmds"], 64);
+    EXPECT_EQ((*d)["write"]["bytes"], 8 * MiB);
+    EXPECT_EQ((*d)["read"]["cmds"], 32);
+    EXPECT_EQ((*d)["read"]["bytes"], 2 * MiB);
+    const json& h = (*d)["histograms"];
+    for (const char* name : {"d2c_write", "bssplit_write", "qd_write", "lba_write"}) EXPECT_EQ(h[name]["count"], 64) << name;
+    for (const char* name : {"d2c_read", "bssplit_read", "qd_read", "lba_read"}) EXPECT_EQ(h[name]["count"], 32) << name;
+    EXPECT_EQ(h["bssplit_write"]["buckets"], json::parse("[[131072, 262144, 64]]"));
+    EXPECT_EQ(h["bssplit_read"]["buckets"], json::parse("[[65536, 131072, 32]]"));
+    uint64_t d2c_sum = 0;
+    for (const auto& c : cmds_of(events_, loop_->majmin, "write")) d2c_sum += c["d2c_ns"].get<uint64_t>();
+    EXPECT_EQ(h["d2c_write"]["sum"], d2c_sum);
+    uint64_t bucket_total = 0;
+    for (const auto& b : h["d2c_write"]["buckets"]) bucket_total += b[2].get<uint64_t>();
+    EXPECT_EQ(bucket_total, 64u);
+}
+
+TEST_F(TraceKnownPattern, SyscallSideHistograms) {
+    const json& p = summary_["process"];
+    EXPECT_GE(p["vfs_write"]["count"].get<uint64_t>(), 64u);  // 64 pwrite64 to the device
+    EXPECT_GE(p["vfs_read"]["count"].get<uint64_t>(), 32u);
+    EXPECT_EQ(p["fsync"]["count"], 1);
+    EXPECT_EQ(p["write_fsync_gap"]["count"], 1);
+    EXPECT_EQ(p["fadvise_read_gap"]["count"], 1);
+    size_t pwrites = 0, fsyncs = 0, fadvises = 0;
+    for (const auto& e : events_) {
+        if (e["type"] != "syscall") continue;
+        if (e["name"] == "pwrite64" && e["count"] == 128 * KiB) ++pwrites;
+        if (e["name"] == "fsync") ++fsyncs;
+        if (e["name"] == "fadvise64") ++fadvises;
+    }
+    EXPECT_EQ(pwrites, 64u);
+    EXPECT_EQ(fsyncs, 1u);
+    EXPECT_EQ(fadvises, 1u);
+}
+
+TEST(Trace, ChildFilterSeesOnlyTheTracedCommandTree) {
+    LoopDevice loop(64 * MiB);
+    TempDir dir;
+    // Noise from an untraced process on the same device (second half), running for the whole trace.
+    std::string noise = "(while [ ! -e " + dir.file("stop") + " ]; do dd if=/dev/zero of=" + loop.path +
+                        " bs=64k count=16 seek=512 oflag=direct status=none; echo x >> " + dir.file("noise") +
+                        "; done) & ";
+    std::string traced = kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
+                         " -- sh -c 'sleep 0.2; dd if=/dev/zero of=" + loop.path +
+                         " bs=128k count=32 oflag=direct status=none; sleep 0.2'";
+    auto r = run(noise + traced + "; st=$?; touch " + dir.file("stop") + "; wait; exit $st");
+    EXPECT_GE(slurp(dir.file("noise")).size(), 4u) << "the noise writer did not run alongside the trace";
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto evs = read_jsonl(dir.file("ev.jsonl"));
+    auto w = cmds_of(evs, loop.majmin, "write");
+    ASSERT_EQ(w.size(), 32u);
+    for (const auto& c : w) {
+        EXPECT_EQ(c["comm"], "dd");
+        EXPECT_LT(c["sector"].get<uint64_t>(), 4 * MiB / 512) << "a command of the untraced writer leaked in";
+        EXPECT_EQ(c["bytes"], 128 * KiB);
+    }
+}
+
+TEST(Trace, DeviceFilterExcludesOtherDevices) {
+    LoopDevice a(32 * MiB), b(32 * MiB);
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q -d " + b.name + " --events " + dir.file("ev.jsonl") + " --json " +
+                 dir.file("t.json") + " -- dd if=/dev/zero of=" + a.path + " bs=128k count=16 oflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto evs = read_jsonl(dir.file("ev.jsonl"));
+    for (const auto& e : evs) EXPECT_NE(e["type"], "cmd") << e.dump();
+    EXPECT_NE(r.err.find("no commands seen on " + b.majmin), std::string::npos) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    const json* d = device_entry(s, b.majmin);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ((*d)["write"]["cmds"], 0);
+}
+
+TEST(Trace, DurationStopsAndFlushes) {
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q --duration 0.3 --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_GE(s["duration_s"].get<double>(), 0.3);
+    EXPECT_LT(s["duration_s"].get<double>(), 5.0);
+    auto evs = read_jsonl(dir.file("e.jsonl"));
+    ASSERT_FALSE(evs.empty());
+    EXPECT_EQ(evs.back()["type"], "summary");
+}
+
+TEST(Trace, SigintFlushesCompleteOutputs) {
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl") +
+                 " & p=$!; sleep 1; kill -INT $p; wait $p");
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_EQ(s["schema"], "kvio.trace/1");
+    auto evs = read_jsonl(dir.file("e.jsonl"));
+    ASSERT_FALSE(evs.empty());
+    EXPECT_EQ(evs.back()["type"], "summary");
+}
+
+TEST(Trace, UnknownDeviceIsAClearError) {
+    auto r = run(kvio_bin() + " trace -d no-such-disk --duration 0.1");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("no-such-disk: no such block device"), std::string::npos) << r.err;
+}
+
+TEST(Trace, TracedCommandStatusIsPropagated) {
+    auto r = run(kvio_bin() + " trace -q -- sh -c 'exit 3'");
+    EXPECT_EQ(r.status, 3) << r.err;
+}
+
+}  // namespace
