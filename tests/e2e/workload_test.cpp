@@ -310,3 +310,46 @@ TEST(WorkloadGen, RefusesMountedDeviceEvenWithForce) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("mounted on " + fs.mnt), std::string::npos) << r.err;
 }
+
+TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
+    LoopDevice loop(64 * kMiB);
+    // An MBR with one partition starting at sector 4096 (2 MiB), added with partx (BLKPG).
+    std::vector<unsigned char> mbr(512, 0);
+    const uint32_t start = 4096, sectors = 131072 - 4096;
+    mbr[446 + 4] = 0x83;
+    std::memcpy(&mbr[446 + 8], &start, 4);
+    std::memcpy(&mbr[446 + 12], &sectors, 4);
+    mbr[510] = 0x55;
+    mbr[511] = 0xaa;
+    {
+        int fd = ::open(loop.path.c_str(), O_WRONLY);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::pwrite(fd, mbr.data(), 512, 0), 512);
+        ::close(fd);
+    }
+    auto r = run("partx -a " + loop.path);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string part = loop.path + "p1";
+    TempDir d;
+    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 2 --target " + part + " --semantic " + d.file("s.jsonl"));
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    auto lines = read_jsonl(d.file("s.jsonl"));
+    EXPECT_EQ(lines.size(), 5u);
+    EXPECT_EQ(lines[0]["dev"], loop.majmin);  // the whole disk, not the partition
+    EXPECT_EQ(lines[0]["part_start_bytes"], 2 * kMiB);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        const auto& x = lines[i];
+        uint64_t id = x["object_id"];
+        uint64_t expect = 2 * kMiB + kMiB + id * (4096 + kTinyObject) + (x["op"] == "load" ? 4096 : 0);
+        EXPECT_EQ(x["dev_off"].get<uint64_t>(), expect) << x.dump();
+        if (x["op"] == "load") {
+            auto bytes = read_extents(loop.path, x);  // read through the whole disk
+            EXPECT_EQ(verify_pattern(bytes.data(), id, 0, bytes.size()), UINT64_MAX);
+        }
+    }
+    // The whole disk now holds a partition table in its first MiB: refused without --force.
+    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 1 --target " + loop.path);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("byte 450"), std::string::npos) << r.err;
+    run("partx -d " + loop.path);
+}
