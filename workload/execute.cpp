@@ -92,6 +92,9 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     std::vector<OpResult> res(ops.size());
     if (ops.empty()) return res;
     const uint32_t qd = std::max<uint32_t>(opt.qd, 1);
+    if (uint64_t(qd) * opt.max_io_bytes > (1ull << 30))
+        throw Error("--qd " + std::to_string(qd) + " × transfer cap " + std::to_string(opt.max_io_bytes) +
+                    " bytes needs more than 1 GiB of pinned I/O buffers; lower --qd or --max-io");
     BufferPool pool(qd, opt.max_io_bytes);
     engine.register_buffers(pool.iovecs());
 
