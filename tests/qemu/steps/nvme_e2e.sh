@@ -3,7 +3,7 @@
 # the C++ test asserts on those files.  Keep it short: the guest is emulated (TCG).
 set -u
 T=/sys/kernel/tracing
-step() { n=$1; shift; "$@" > "$n.out" 2>&1; echo $? > "$n.rc"; echo "step $n: rc=$(cat "$n.rc")"; }
+step() { local s=$1; shift; "$@" > "$s.out" 2>&1; echo $? > "$s.rc"; echo "step $s: rc=$(cat "$s.rc") t=$(cut -d' ' -f1 /proc/uptime)"; }
 
 # --- the guest itself: kernel, devices, limits, the static kvio.
 uname -r > uname.txt
@@ -25,4 +25,23 @@ step dd_tracefs dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=1 seek=3 oflag=direc
 echo 0 > $T/events/nvme/enable
 grep -v '^#' $T/trace > tracefs_nvme.txt
 echo > $T/trace
+
+step trace_help kvio trace --help
+
+# --- kvio trace of the same kind of write, at byte offset 5 MiB (KVIO_DEBUG: verifier log on failure).
+step trace_dd env KVIO_DEBUG=1 kvio trace -d nvme0n1 -q --events trace_dd.events.jsonl --json trace_dd.trace.json -- \
+  dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=1 seek=5 oflag=direct
+
+# --- kvio gen under kvio trace, then kvio validate, per engine: llama3.1-8b, 256-token chunks
+# (32 MiB objects), 2 chunks stored then loaded.
+GEN="--model llama3.1-8b --chunk-tokens 256 --num-chunks 2 --force -q"
+gen_validate() {  # NAME ENGINE TARGET JOIN
+  step $1_gen kvio trace -d nvme0n1 -q --events $1.events.jsonl --json $1.trace.json -- \
+    kvio gen $GEN --engine $2 --target $3 --semantic $1.semantic.jsonl --record $1.record.json
+  step $1_validate kvio validate --commands $1.events.jsonl --semantic $1.semantic.jsonl --record $1.record.json \
+    --trace-json $1.trace.json --join $4 --json $1.validate.json
+}
+gen_validate uring_cmd uring_cmd /dev/ng0n1 user_data
+gen_validate io_uring io_uring /dev/nvme0n1 user_data
+gen_validate posix posix /dev/nvme0n1 offset
 exit 0
