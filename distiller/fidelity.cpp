@@ -36,6 +36,8 @@ Fidelity score(const Profile& o, const Profile& r) {
     f.rwmix_replay = rwmix_pct(r);
     f.rwmix_err = std::fabs(f.rwmix_orig - f.rwmix_replay);
     f.qd_tv = tv_distance(o.qd_time, r.qd_time);
+    f.qd_orig = o.qd_time;
+    f.qd_replay = r.qd_time;
     f.seq_orig = seq_pct(o);
     f.seq_replay = seq_pct(r);
     f.seq_err = std::fabs(f.seq_orig - f.seq_replay);
@@ -45,8 +47,16 @@ Fidelity score(const Profile& o, const Profile& r) {
     return f;
 }
 
+// {"depth": share} with shares rounded to 1e-4.
+static nlohmann::json shares(const Dist& d) {
+    nlohmann::json j = nlohmann::json::object();
+    double n = double(dist_total(d));
+    for (const auto& [v, c] : d) j[std::to_string(v)] = std::round(1e4 * double(c) / n) / 1e4;
+    return j;
+}
+
 nlohmann::json to_json(const Fidelity& f) {
-    return {{"size_tv", {{"read", f.size_tv_read}, {"write", f.size_tv_write}}},
+    return {{"qd_share", {{"orig", shares(f.qd_orig)}, {"replay", shares(f.qd_replay)}}},{"size_tv", {{"read", f.size_tv_read}, {"write", f.size_tv_write}}},
             {"rwmixread", {{"orig", f.rwmix_orig}, {"replay", f.rwmix_replay}}},
             {"rwmix_err_points", f.rwmix_err},
             {"qd_tv", f.qd_tv},

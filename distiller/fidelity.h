@@ -20,6 +20,7 @@ struct Fidelity {
     double d2c_p50_ratio = 0;   ///< replay D2C p50 / original (0 when the original has none)
     double d2c_p99_ratio = 0;
     double rwmix_orig = 0, rwmix_replay = 0, seq_orig = 0, seq_replay = 0;  ///< the compared values, percent
+    Dist qd_orig, qd_replay;    ///< the compared queue-depth distributions (depth -> ns)
 };
 
 /// Compares two profiles (typically the same device shape on two devices).

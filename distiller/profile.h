@@ -63,6 +63,7 @@ struct Profile {
     // Trace health.
     uint64_t records = 0, filtered_out = 0, dropped = 0, unmatched_completes = 0;
     bool has_summary = false;
+    uint32_t nr_requests = 0;  ///< the device's tag depth when the trace recorded it (kvio.trace/1), else 0
 
     uint64_t cmds() const { return read.cmds + write.cmds; }
     /// Mean in-flight while busy: sum(D2C) / busy time (Little's law L = lambda * W over the busy time).
@@ -85,8 +86,9 @@ Profile profile_events(const EventTrace& t);
 
 /// Derives a coarser profile from a kvio.trace/1 document (`kvio trace --json`) for one device
 /// (`dev`: "MAJ:MIN" or name; empty: the only one). Uses devices[].read/write {cmds,bytes} and the
-/// histograms size_read/size_write (log2, bytes), qd/qd_read/qd_write (linear, commands), d2c_read/d2c_write
-/// (log2, ns) when present. Throws kvio::Error for a missing device, no commands, empty size histograms,
+/// histograms bssplit_read/bssplit_write (log2, bytes), qd_read/qd_write (linear, commands, at dispatch),
+/// d2c_read/d2c_write (log2, ns) and lba_read/lba_write (linear) as `kvio trace --json` writes them, and the
+/// device's nr_requests. Throws kvio::Error for a missing device, no commands, empty size histograms,
 /// or d2c histograms counting far fewer completions than issued commands.
 Profile profile_trace_json(const std::string& path, const std::string& dev);
 

@@ -52,6 +52,9 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     p.disk = get_string_or(*d, "disk", "", src);
     p.span_ns = uint64_t(std::llround(get_double(doc, "duration_s", src) * 1e9));
     p.dropped = get_u64_or(doc, "dropped", 0, src);
+    p.unmatched_completes = get_u64_or(doc, "unmatched_completes", 0, src);
+    p.has_summary = true;
+    p.nr_requests = uint32_t(get_u64_or(*d, "nr_requests", 0, src));
     const json hs = d->value("histograms", json::object());
     for (int dir = 0; dir < 2; ++dir) {
         const char* name = dir ? "write" : "read";
@@ -60,14 +63,14 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
             dp.cmds = get_u64((*d)[name], "cmds", src);
             dp.bytes = get_u64((*d)[name], "bytes", src);
         }
-        std::string sz = std::string("size_") + name;
+        std::string sz = std::string("bssplit_") + name;
         if (auto h = hist(hs, sz.c_str())) add_buckets(*h, dp.sizes, src, "histograms." + sz);
         if (dp.cmds && dp.sizes.empty())
             throw Error(path + ": device " + p.dev + " has " + std::to_string(dp.cmds) + " " + name +
                         " commands but an empty or missing histograms." + sz + ": no sizes to distill");
     }
     if (!p.cmds()) throw Error(path + ": device " + p.dev + " has no read or write commands: empty input, no job");
-    for (const char* q : {"qd", "qd_read", "qd_write"})
+    for (const char* q : {"qd_read", "qd_write"})
         if (auto h = hist(hs, q)) add_buckets(*h, p.qd_at_issue, src, std::string("histograms.") + q);
     if (!p.qd_at_issue.empty()) p.max_inflight = uint32_t(p.qd_at_issue.rbegin()->first);
     uint64_t completions = 0;

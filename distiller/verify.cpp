@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "common/devinfo.h"
 #include "common/error.h"
@@ -26,7 +27,15 @@ Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
         throw Error("distill --verify: target " + opt.target + " is mounted on " + mp + "; refusing to run a raw job on it");
-    std::string cmd = shq(opt.kvio_exe) + " trace --events " + shq(opt.events_out) + " -d " + shq(info.whole_disk_name) +
+    // /proc/self/exe must be resolved here: inside the shell below it would name the shell.
+    std::string exe = opt.kvio_exe;
+    if (exe == "/proc/self/exe") {
+        std::error_code ec;
+        auto p = std::filesystem::read_symlink(exe, ec);
+        if (ec) throw Error("distill --verify: cannot resolve /proc/self/exe: " + ec.message());
+        exe = p.string();
+    }
+    std::string cmd = shq(exe) + " trace --events " + shq(opt.events_out) + " -d " + shq(info.whole_disk_name) +
                       " -- fio --output-format=json --output=" + shq(opt.events_out + ".fio.json") + " " +
                       shq(opt.job_path) + " >" + shq(opt.events_out + ".log") + " 2>&1";
     int st = std::system(cmd.c_str());

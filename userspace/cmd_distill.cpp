@@ -54,6 +54,9 @@ void run_distill(const DistillArgs& a) {
     if (a.nr_requests) {
         jo.nr_requests = a.nr_requests;
         jo.nr_requests_source = "--nr-requests";
+    } else if (p.nr_requests) {
+        jo.nr_requests = p.nr_requests;
+        jo.nr_requests_source = "recorded in the trace";
     } else if (auto d = parse_dev_string(p.dev)) {
         // The trace's device on this machine, when it is the same disk (name matches).
         try {
@@ -103,7 +106,7 @@ void run_distill(const DistillArgs& a) {
             std::printf("  size TV          read %.4f  write %.4f   (0 = identical size distributions)\n",
                         f.size_tv_read, f.size_tv_write);
             std::printf("  rwmixread        %.1f -> %.1f %%  error %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err);
-            std::printf("  queue depth TV   %.4f   (in-flight at issue)\n", f.qd_tv);
+            std::printf("  queue depth TV   %.4f   (time-weighted in-flight count)\n", f.qd_tv);
             std::printf("  sequential share %.1f -> %.1f %%  error %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err);
             std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
         }

@@ -302,3 +302,19 @@ TEST(Fidelity, ScoresShapeDifferences) {
     EXPECT_TRUE(j.contains("qd_tv"));
     EXPECT_TRUE(j["size_tv"].contains("write"));
 }
+
+TEST(Distill, IrregularIdleIsNotThinkTime) {
+    EventsFile ef;
+    // Bursts of 2..40 commands separated by 0.15..6 ms: a starved submitter, not an application's think time.
+    uint64_t t = 1'000'000, lcg = 7;
+    for (int b = 0; b < 200; ++b) {
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        int n = 2 + int((lcg >> 33) % 39);
+        for (int k = 0; k < n; ++k, t += 100'000) ef.cmd("read", uint64_t(b * 64 + k) * 256, 131072, t, t + 100'000);
+        t += 150'000 + (lcg >> 20) % 6'000'000;
+    }
+    Profile p = profile_events(ef.load());
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("thinktime"), "");
+    EXPECT_NE(j.text.find("are irregular"), std::string::npos) << j.text;
+}
