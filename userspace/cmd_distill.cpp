@@ -79,7 +79,7 @@ void run_distill(const DistillArgs& a) {
         iolog_lines = write_iolog(f, ev.cmds, a.filename);
     }
 
-    nlohmann::json j = {{"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},
+    nlohmann::json j = {{"schema", "kvio.distill/1"}, {"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},
                         {"cmds", {{"read", p.read.cmds}, {"write", p.write.cmds}, {"other", p.other_cmds}}}};
     nlohmann::json opts = nlohmann::json::object();
     for (const auto& [k, v] : job.options) opts[k] = v;
