@@ -94,6 +94,13 @@ $(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 
 $(UNIT_OBJS) $(E2E_OBJS): $(BPF_SKELS)
 
+# Benchmarks against fio and bpftrace (bench/run.sh; figures in docs/performance.md). Installs missing
+# packages, builds, runs as root; about 5 minutes on an idle 2-CPU VM. Not part of `make test`.
+bench:
+	bash scripts/deps.sh bpftrace jq time
+	$(MAKE) $(BUILD)/kvio
+	BUILD=$(BUILD) bash bench/run.sh
+
 # The test command README.md gives and .ci/run calls.
 test: deps
 	$(MAKE) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests

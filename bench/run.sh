@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# bench/run.sh — what `make bench` runs: kvio measured side by side with the tools users would otherwise
+# run (fio, bpftrace), as ratios measured in the same run: the bench machine is shared and noisy, so an
+# absolute number from one run is not comparable with another run's, a ratio within one run is.
+#
+# Stages (docs/performance.md explains each and records the latest figures):
+#   overhead  fio 4 KiB randread QD 32 on a loop device (direct I/O) over a file in a private tmpfs:
+#             untraced / `kvio trace` (histograms) / `kvio trace --events` / bpftrace (bench/bpftrace/
+#             kvio_equiv.bt), interleaved over rounds (the order rotates each round)
+#   gen       `kvio gen` vs fio, same block size (the transfer cap), queue depth and engine, same device:
+#             posix (fio psync) QD 1 and io_uring (fio io_uring, fixedbufs) QD 8
+#   validate  `kvio validate` on validate's synthetic stream: 10 M commands / 100 k objects, plus two
+#             smaller runs that show what the peak RSS grows with
+#   distill   `kvio distill` of the 10 M-record kvio.events/1 file from the validate stage
+# Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
+# (bench/summarize.jq). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
+# KVIO_BENCH_ROUNDS (5), KVIO_BENCH_SECS (5, fio seconds per overhead run), KVIO_BENCH_STAGES
+# ("overhead gen validate distill"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
+# KVIO_BENCH_ENGINE (io_uring, the overhead stage's fio engine; libaio also works).
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROUNDS=${KVIO_BENCH_ROUNDS:-5}
+SECS=${KVIO_BENCH_SECS:-5}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill}
+NCMDS=${KVIO_BENCH_CMDS:-10000000}
+NOBJ=${KVIO_BENCH_OBJECTS:-100000}
+ENGINE=${KVIO_BENCH_ENGINE:-io_uring}
+OUT=$(realpath -m "$BUILD/bench")
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, BPF); run 'sudo make bench'"
+[ -x "$KVIO" ] || die "$KVIO is missing; build it first (make BUILD=$BUILD)"
+for t in fio bpftrace jq /usr/bin/time losetup; do command -v "$t" >/dev/null || die "$t is missing (bash scripts/bench-deps.sh)"; done
+
+mkdir -p "$OUT"
+RAW=$OUT/raw.jsonl
+: > "$RAW"
+WORK=$(mktemp -d /var/tmp/kvio-bench.XXXXXX)   # big synthetic files: disk-backed, not RAM-pinned
+MNT=$WORK/tmpfs
+LOOP=""
+BTPID=""
+cleanup() {
+    set +e
+    [ -n "$BTPID" ] && kill -INT "$BTPID" 2>/dev/null && wait "$BTPID" 2>/dev/null
+    [ -n "$LOOP" ] && losetup -d "$LOOP"
+    mountpoint -q "$MNT" && umount "$MNT"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# record STAGE MODE JSON-OBJECT: one measurement, appended to raw.jsonl
+record() { jq -c -n --arg s "$1" --arg m "$2" --argjson v "$3" '{stage:$s, mode:$m} + $v' >> "$RAW"; }
+# peak RSS (KiB), elapsed (s), user+sys CPU (s) from a /usr/bin/time -v report, as a JSON object
+time_json() {
+    awk -F': ' '/Maximum resident set size/ {rss=$2}
+        /User time/ {u=$2} /System time/ {s=$2}
+        /Elapsed \(wall clock\)/ {n=split($2, p, ":"); e=0; for (i=1;i<=n;i++) e=e*60+p[i]}
+        END {printf "{\"peak_rss_kib\":%d,\"elapsed_s\":%.3f,\"cpu_s\":%.3f}\n", rss, e, u+s}' "$1"
+}
+
+echo "kvio bench: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)," \
+     "$(fio --version), $(bpftrace --version | head -1), rounds $ROUNDS"
+jq -n --arg k "$(uname -r)" --argjson n "$(nproc)" --argjson m "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
+      --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" --arg fio "$(fio --version)" \
+      --arg bt "$(bpftrace --version | head -1)" --arg rev "$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson rounds "$ROUNDS" --argjson secs "$SECS" --arg eng "$ENGINE" \
+      '{kernel:$k, nproc:$n, mem_kib:$m, cpu:$cpu, fio:$fio, bpftrace:$bt, commit:$rev, date:$date,
+        rounds:$rounds, fio_secs:$secs, overhead_engine:$eng}' > "$OUT/machine.json"
+
+has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
+
+if has_stage overhead || has_stage gen; then
+    mkdir -p "$MNT"
+    mount -t tmpfs -o size=1200m kvio-bench "$MNT"
+    truncate -s 1100M "$MNT/disk.img"
+    LOOP=$(losetup -f --show --direct-io=on "$MNT/disk.img")
+    LNAME=${LOOP#/dev/}
+    [ "$(cat /sys/block/$LNAME/loop/dio)" = 1 ] || echo "bench: warning: $LOOP runs without direct I/O" >&2
+    MM=$(cat /sys/block/$LNAME/dev)
+    DEVT=$(( ${MM%:*} << 20 | ${MM#*:} ))   # kernel dev_t, what block tracepoints report
+    dd if=/dev/zero of="$LOOP" bs=1M count=1100 oflag=direct status=none   # allocate every tmpfs page once
+fi
+
+# ---------------------------------------------------------------- overhead
+fio_randread() {  # fio_randread OUTPUT.json
+    fio --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$ENGINE" \
+        --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$1" >/dev/null
+}
+overhead_run() {  # overhead_run MODE ROUND
+    local m=$1 r=$2 f=$WORK/fio.json t=$WORK/trace.json ev=$WORK/events.jsonl iops
+    rm -f "$f" "$t" "$ev"
+    case $m in
+    untraced)
+        fio_randread "$f"
+        record overhead "$m" "$(jq -c --argjson r "$r" '{round:$r, iops:.jobs[0].read.iops}' "$f")" ;;
+    kvio_hist|kvio_events)
+        local extra=()
+        [ "$m" = kvio_events ] && extra=(--events "$ev")
+        "$KVIO" trace -q -d "$LNAME" --json "$t" "${extra[@]}" -- \
+            fio --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$ENGINE" \
+                --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$f" >/dev/null
+        iops=$(jq '.jobs[0].read.iops' "$f")
+        if [ "$m" = kvio_events ]; then
+            local sum
+            sum=$(tail -n 1 "$ev")
+            record overhead "$m" "$(jq -c -n --argjson r "$r" --argjson i "$iops" --argjson s "$sum" --slurpfile t "$t" \
+                '{round:$r, iops:$i, events:$s.events, dropped:$s.dropped, seconds:$t[0].duration_s,
+                  events_per_s:($s.events / $t[0].duration_s), events_bytes:'"$(stat -c %s "$ev")"'}')"
+        else
+            record overhead "$m" "$(jq -c --argjson r "$r" --argjson i "$iops" \
+                '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
+                 {round:$r, iops:$i, events:$n, dropped:.dropped, seconds:.duration_s, events_per_s:($n / .duration_s)}' "$t")"
+        fi ;;
+    bpftrace)
+        local bo=$WORK/bt.out t0 t1 i
+        bpftrace "$HERE/bpftrace/kvio_equiv.bt" "$DEVT" > "$bo" 2> "$WORK/bt.err" &
+        BTPID=$!
+        for ((i = 0; i < 600; i++)); do grep -q '^Attaching' "$bo" && break; sleep 0.1; done
+        grep -q '^Attaching' "$bo" || die "bpftrace did not attach: $(cat "$WORK/bt.err")"
+        sleep 0.5   # "Attaching" is printed before the last probe is attached
+        t0=$(date +%s.%N)
+        fio_randread "$f"
+        t1=$(date +%s.%N)
+        kill -INT "$BTPID"; wait "$BTPID" || true; BTPID=""
+        local n lost
+        n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
+        lost=$(cat "$bo" "$WORK/bt.err" | awk '/Lost [0-9]+ events/ {for (i = 1; i < NF; i++) if ($i == "Lost") s += $(i + 1)} END {print s + 0}')
+        record overhead "$m" "$(jq -c --argjson r "$r" --argjson n "$n" --argjson l "$lost" --argjson s "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" \
+            '{round:$r, iops:.jobs[0].read.iops, events:$n, dropped:$l, seconds:$s, events_per_s:($n / $s)}' "$f")" ;;
+    esac
+}
+if has_stage overhead; then
+    echo "== overhead: fio randread 4 KiB QD 32 ($ENGINE, direct) on $LOOP (loop over tmpfs), ${SECS} s x $ROUNDS rounds"
+    modes=(untraced kvio_hist kvio_events bpftrace)
+    fio_randread "$WORK/warmup.json"   # warm up the device, fio and the page tables once
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for ((k = 0; k < 4; k++)); do
+            m=${modes[$(( (k + r - 1) % 4 ))]}
+            overhead_run "$m" "$r"
+            printf '  round %d %-12s %s\n' "$r" "$m" "$(tail -n 1 "$RAW" | jq -r '"\(.iops|floor) IOPS" + (if .events then ", \(.events) events, \(.dropped) dropped" else "" end)')"
+        done
+    done
+fi
+
+# ---------------------------------------------------------------- gen vs fio
+if has_stage gen; then
+    GEN_MODEL=(--model llama3.1-8b --chunk-tokens 256)
+    GEN_CHUNKS=${KVIO_BENCH_GEN_CHUNKS:-8}
+    echo "== gen: kvio gen vs fio on $LOOP, same bytes, block size = kvio gen's transfer cap, $ROUNDS rounds"
+    for cfg in "posix 1 psync" "io_uring 8 io_uring"; do
+        read -r eng qd fioeng <<< "$cfg"
+        for ((r = 1; r <= ROUNDS; r++)); do
+            "$KVIO" gen "${GEN_MODEL[@]}" --num-chunks "$GEN_CHUNKS" --target "$LOOP" --engine "$eng" --qd "$qd" \
+                --force -q > "$WORK/gen.out"
+            # "..., object B B, transfer cap C B, qd Q" / "  store N objects B bytes ..." / "  total B bytes in S s = M MB/s"
+            cap=$(grep -o 'transfer cap [0-9]*' "$WORK/gen.out" | awk '{print $3}')
+            sbytes=$(awk '$1 == "store" {print $4}' "$WORK/gen.out")
+            lbytes=$(awk '$1 == "load" {print $4}' "$WORK/gen.out")
+            read -r gbytes gsecs <<< "$(awk '$1 == "total" {print $2, $5}' "$WORK/gen.out")"
+            extra=()
+            [ "$fioeng" = io_uring ] && extra=(--fixedbufs=1)
+            fio --filename="$LOOP" --direct=1 --ioengine="$fioeng" --iodepth="$qd" --bs="$cap" --offset=1M "${extra[@]}" \
+                --name=store --rw=write --size="$sbytes" \
+                --name=load --stonewall --rw=read --size="$lbytes" \
+                --output-format=json --output="$WORK/fio.json" >/dev/null
+            record gen "$eng" "$(jq -c --argjson r "$r" --argjson qd "$qd" --arg fe "$fioeng" --argjson cap "$cap" \
+                --argjson gb "$gbytes" --argjson gs "$gsecs" \
+                '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb | ([.jobs[].job_runtime] | add / 1000) as $fs |
+                 {round:$r, qd:$qd, fio_engine:$fe, bs:$cap, gen_bytes:$gb, gen_s:$gs, gen_mbps:($gb / $gs / 1e6),
+                  fio_bytes:$fb, fio_s:$fs, fio_mbps:($fb / $fs / 1e6), ratio:(($gb / $gs) / ($fb / $fs))}' "$WORK/fio.json")"
+            printf '  round %d %-8s QD %d  %s\n' "$r" "$eng" "$qd" "$(tail -n 1 "$RAW" | jq -r '"kvio gen \(.gen_mbps|floor) MB/s, fio \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000)"')"
+        done
+    done
+fi
+if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=""; umount "$MNT"; fi
+
+# ---------------------------------------------------------------- validate
+# synth N_OBJECTS N_COMMANDS DIR: validate's generator; object size chosen so that ops x commands/op ~ N_COMMANDS
+# (a store = 4 KiB header + payload/512 KiB commands + 1 noise write, a load = payload/512 KiB + 1 noise write)
+synth() {
+    local per=$(( $2 / $1 )) chunks
+    chunks=$(( (per - 2) > 1 ? per - 2 : 1 ))
+    mkdir -p "$3"
+    "$KVIO" validate --synth "$3" --synth-objects "$1" --synth-object-bytes $(( chunks * 512 * 1024 )) --synth-noise-per-op 1 >/dev/null
+}
+validate_run() {  # validate_run LABEL DIR OBJECTS
+    /usr/bin/time -v -o "$WORK/time.txt" "$KVIO" validate --commands "$2/events.jsonl" --semantic "$2/semantic.jsonl" \
+        --join offset --json "$WORK/val.json" > /dev/null
+    record validate "$1" "$(jq -c --argjson t "$(time_json "$WORK/time.txt")" --argjson o "$3" \
+        '{objects:$o, commands:.join.records.cmds, exact_match:.exact_match, scored:.objects} + $t |
+         . + {cmds_per_s:(.commands / .elapsed_s), cmds_per_cpu_s:(.commands / .cpu_s)}' "$WORK/val.json")"
+    printf '  %-14s %s\n' "$1" "$(tail -n 1 "$RAW" | jq -r '"\(.commands) commands, \(.objects) objects: \(.elapsed_s) s, \(.cmds_per_s|floor) cmds/s (\(.cmds_per_cpu_s|floor) per CPU-s), peak RSS \(.peak_rss_kib/1024|floor) MiB, exact \(.exact_match)/\(.scored)"')"
+}
+if has_stage validate || has_stage distill; then
+    echo "== validate: synthetic streams from 'kvio validate --synth' (offset join)"
+    synth "$NOBJ" "$NCMDS" "$WORK/big"
+fi
+if has_stage validate; then
+    validate_run big "$WORK/big" "$NOBJ"
+    synth "$NOBJ" $(( NCMDS / 10 )) "$WORK/few_cmds";  validate_run few_cmds "$WORK/few_cmds" "$NOBJ";  rm -rf "$WORK/few_cmds"
+    synth $(( NOBJ / 10 )) $(( NCMDS / 10 )) "$WORK/few_objs"; validate_run few_objs "$WORK/few_objs" $(( NOBJ / 10 )); rm -rf "$WORK/few_objs"
+fi
+
+# ---------------------------------------------------------------- distill
+if has_stage distill; then
+    echo "== distill: kvio distill --events (the validate stage's kvio.events/1 file)"
+    /usr/bin/time -v -o "$WORK/time.txt" "$KVIO" distill --events "$WORK/big/events.jsonl" --filename "$WORK/target" \
+        -o "$WORK/job.ini" > /dev/null
+    record distill events "$(jq -c -n --argjson t "$(time_json "$WORK/time.txt")" \
+        --argjson n "$(grep -c '"type":"cmd"' "$WORK/big/events.jsonl")" --argjson b "$(stat -c %s "$WORK/big/events.jsonl")" \
+        '{records:$n, file_bytes:$b} + $t | . + {records_per_s:(.records / .elapsed_s)}')"
+    printf '  %s\n' "$(tail -n 1 "$RAW" | jq -r '"\(.records) records (\(.file_bytes/1048576|floor) MiB): \(.elapsed_s) s, \(.records_per_s|floor) records/s, peak RSS \(.peak_rss_kib/1024|floor) MiB"')"
+fi
+
+jq -s --slurpfile m "$OUT/machine.json" -f "$HERE/summarize.jq" "$RAW" > "$OUT/results.json"
+jq -r -f "$HERE/table.jq" "$OUT/results.json"
+echo "results: $OUT/results.json (every measurement: $RAW)"
