@@ -102,6 +102,9 @@ static __always_inline void hist_put(struct kvio_hist *h, __u32 slot, __u64 valu
 {
     if (slot >= KVIO_HIST_SLOTS)
         slot = KVIO_HIST_SLOTS - 1;
+    /* older verifiers (6.1) lose the clamp when the compiler indexes with a copy: mask the register used */
+    barrier_var(slot);
+    slot &= KVIO_HIST_SLOTS - 1;
     __sync_fetch_and_add(&h->slots[slot], 1);
     __sync_fetch_and_add(&h->sum, value);
 }
@@ -447,16 +450,32 @@ int block_rq_merge_raw(u64 *ctx)
 
 /* ---------------------------------------------------------------- io_uring */
 
+static __always_inline void remember_user_data(__u64 req, __u64 ud)
+{
+    if (!task_passes())
+        return;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+    bpf_map_update_elem(&uring_req_udata, &req, &ud, BPF_ANY);
+}
+
 SEC("tp/io_uring/io_uring_submit_req")
 int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
 {
-    if (!task_passes())
-        return 0;
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    __u64 ud = ctx->user_data;
-    __u64 req = (__u64)ctx->req;
-    bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
-    bpf_map_update_elem(&uring_req_udata, &req, &ud, BPF_ANY);
+    remember_user_data((__u64)ctx->req, ctx->user_data);
+    return 0;
+}
+
+/* Before 6.4 the same event was io_uring_submit_sqe (ctx, req, user_data, ...). */
+struct trace_event_raw_io_uring_submit_sqe___kvio {
+    void *req;
+    __u64 user_data;
+} __attribute__((preserve_access_index));
+
+SEC("tp/io_uring/io_uring_submit_sqe")
+int io_uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe___kvio *ctx)
+{
+    remember_user_data((__u64)ctx->req, ctx->user_data);
     return 0;
 }
 

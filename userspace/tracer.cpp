@@ -109,9 +109,12 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     nvme_present = tracepoint_exists("nvme", "nvme_setup_cmd") && tracepoint_exists("nvme", "nvme_complete_rq");
     bpf_program__set_autoload(s->progs.nvme_setup_cmd, nvme_present);
     bpf_program__set_autoload(s->progs.nvme_complete_rq, nvme_present);
-    bool uring = tracepoint_exists("io_uring", "io_uring_submit_req") && tracepoint_exists("io_uring", "io_uring_complete");
-    bpf_program__set_autoload(s->progs.io_uring_submit_req, uring);
-    bpf_program__set_autoload(s->progs.io_uring_complete, uring);
+    // io_uring_submit_sqe was renamed io_uring_submit_req in 6.4; tracefs says which this kernel has.
+    bool submit_req = tracepoint_exists("io_uring", "io_uring_submit_req");
+    bool submit_sqe = !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
+    bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req);
+    bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe);
+    bpf_program__set_autoload(s->progs.io_uring_complete, tracepoint_exists("io_uring", "io_uring_complete"));
 }
 
 /// Maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall for raw_tp/sys_enter.
