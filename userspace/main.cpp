@@ -11,6 +11,7 @@ static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_distill_command,
     kvio::cli::add_geometry_command,
     kvio::cli::add_gen_command,
+    kvio::cli::add_run_command,
 };
 
 int main(int argc, char** argv) {

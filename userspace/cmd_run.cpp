@@ -1,0 +1,81 @@
+// `kvio run`: the main job end to end — gen under trace, validate, distill, verify on a second device, report.html.
+#include <csignal>
+#include <cstring>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "common/error.h"
+#include "userspace/commands.h"
+#include "userspace/model_options.h"
+#include "userspace/run_pipeline.h"
+
+namespace kvio::cli {
+
+void add_run_command(CLI::App& app) {
+    struct Opts {
+        ModelOptions model;
+        run::RunOptions run;
+        bool quiet = false;
+    };
+    auto o = std::make_shared<Opts>();
+    o->model.model = "llama3.1-8b";
+    o->run.num_chunks = 8;
+    auto* sub = app.add_subcommand(
+        "run",
+        "The whole story on one device: `kvio gen` under `kvio trace --events`, `kvio validate`, `kvio distill` (fio job and "
+        "iolog) and the job replayed under trace on a second device (fidelity), plus report.html — all in --out.\n"
+        "Without --target it makes a sparse image under --out, attaches it as a loop device with direct I/O and detaches and "
+        "removes it at the end (also on Ctrl-C, SIGTERM or an error); the verify replay always uses a second such device.\n"
+        "Needs root. Example: sudo kvio run --num-chunks 8 --out /tmp/r1");
+    add_model_options(sub, o->model);
+    sub->get_option("--model")->description("Built-in model (default llama3.1-8b): tiny-1b, mistral-7b, llama2-7b, llama3.1-8b, llama3.1-70b-instruct, deepseek-v3, qwen3-32b, gpt-oss-20b, gpt-oss-120b");
+    auto& r = o->run;
+    sub->add_option("--target", r.target,
+                    "Device, file or directory for gen (default: an embedded loop device over a sparse image in --out); "
+                    "its data is overwritten");
+    sub->add_option("--engine", r.engine, "I/O engine of gen: posix, io_uring, uring_cmd")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd"}));
+    sub->add_option("--layout", r.layout, "Object layout: slots, or files (needs --target DIRECTORY)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"slots", "files"}));
+    sub->add_option("--num-chunks", r.num_chunks, "KV chunks to store then load (objects = chunks × --tp); the default takes ~15 s here")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--out", r.out_dir, "Output directory, new or empty (default ./kvio-run-YYYYMMDD-HHMMSS)");
+    sub->add_flag("--keep", r.keep, "Keep the embedded image files (detached) instead of removing them");
+    sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
+    sub->callback([o, sub] {
+        auto& r = o->run;
+        workload::Geometry g = resolve_geometry(o->model);
+        r.object_bytes = g.per_rank_bytes;
+        r.objects = r.num_chunks * g.objects_per_chunk;
+        r.model_args.clear();
+        if (!o->model.hf_config.empty()) r.model_args = {"--hf-config", o->model.hf_config};
+        else r.model_args = {"--model", o->model.model};
+        if (!o->model.kv_dtype.empty()) r.model_args.insert(r.model_args.end(), {"--kv-dtype", o->model.kv_dtype});
+        r.model_args.insert(r.model_args.end(), {"--chunk-tokens", std::to_string(o->model.chunk_tokens), "--tp", std::to_string(o->model.tp)});
+        r.progress = o->quiet ? nullptr : &std::cerr;
+        (void)sub;
+        run::RunResult res;
+        try {
+            res = run::run_all(r);
+        } catch (const run::Interrupted& e) {
+            std::fprintf(stderr, "kvio run: stopped by signal %d (%s); embedded loop devices detached, images removed\n", e.signo,
+                         strsignal(e.signo));
+            throw CLI::RuntimeError(128 + e.signo);
+        }
+        const auto& d = res.doc;
+        const auto& f = d["fidelity"];
+        std::printf("validate: %s\n", res.summary_line.c_str());
+        std::printf("fidelity: size TV read %.4f write %.4f, rwmixread error %.2f points, queue-depth TV %.4f, "
+                    "sequential share error %.2f points, D2C p50 ratio %.2f\n",
+                    f["size_tv"]["read"].get<double>(), f["size_tv"]["write"].get<double>(), f["rwmix_err_points"].get<double>(),
+                    f["qd_tv"].get<double>(), f["seq_err_points"].get<double>(), f["d2c_p50_ratio"].get<double>());
+        std::printf("outputs in %s (%.1f s)\nreport: %s\n", d["out"].get<std::string>().c_str(), d["seconds"].get<double>(),
+                    res.report_path.c_str());
+    });
+}
+
+}  // namespace kvio::cli
