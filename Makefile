@@ -110,6 +110,12 @@ test: deps
 check: $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
 	BUILD=$(BUILD) bash tests/run.sh
 
+# The main job on an embedded loop device: installs missing packages, builds, runs `kvio run` (needs root).
+demo:
+	bash scripts/deps.sh
+	$(MAKE) $(BUILD)/kvio
+	$(BUILD)/kvio run
+
 clean:
 	rm -rf $(BUILD)
 

@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev nlohmann-json3-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs
-      qemu-system-x86 busybox-static)
+      qemu-system-x86 busybox-static
+      chromium)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
