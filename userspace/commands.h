@@ -13,6 +13,7 @@ void add_gen_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_distill_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 
 }  // namespace kvio::cli

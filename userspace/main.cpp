@@ -12,6 +12,8 @@ static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_geometry_command,
     kvio::cli::add_gen_command,
     kvio::cli::add_run_command,
+    kvio::cli::add_replay_command,
+    kvio::cli::add_compare_command,
 };
 
 int main(int argc, char** argv) {

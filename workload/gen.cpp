@@ -32,6 +32,8 @@ uint64_t percentile(const std::vector<uint64_t>& v, double p) {
     return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
+}  // namespace
+
 void check_engine_target(const std::string& engine, const TargetInfo& t) {
     if (engine == "uring_cmd" && t.kind != TargetKind::NvmeChar)
         throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target; " + t.path +
@@ -41,7 +43,6 @@ void check_engine_target(const std::string& engine, const TargetInfo& t) {
                     t.dev.name + ")");
 }
 
-/// Grows a regular-file target with fallocate so every slot is allocated before the run.
 void preallocate(const std::string& path, uint64_t need) {
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
@@ -50,8 +51,6 @@ void preallocate(const std::string& path, uint64_t need) {
     ::close(fd);
     if (r != 0) throw Error("fallocate of " + std::to_string(need) + " bytes on " + path + " failed: " + std::strerror(e));
 }
-
-}  // namespace
 
 GenSummary run_gen(const GenOptions& o) {
     GenSummary s;
@@ -99,12 +98,24 @@ GenSummary run_gen(const GenOptions& o) {
     a.num_chunks = o.num_chunks;
     a.buffered = o.buffered;
     Record rec = make_record(o.geometry, d, a);
+    RunOptions ro;
+    ro.semantic_path = o.semantic_path;
+    ro.progress = o.progress;
+    s = run_record(rec, t, ro);
+    if (!o.record_path.empty()) write_json_file(o.record_path, record_to_json(rec));
+    return s;
+}
+
+GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o) {
+    GenSummary s;
+    const DeviceGeometry& d = rec.device;
+    const Layout layout = d.layout;
     std::vector<ObjectOp> ops = plan_ops(rec);
 
     EngineConfig ec;
-    ec.name = o.engine;
-    ec.qd = o.qd;
-    ec.buffered = o.buffered;
+    ec.name = d.engine;
+    ec.qd = rec.access.qd;
+    ec.buffered = rec.access.buffered;
     ec.lba_bytes = d.lba_bytes;
     std::unique_ptr<Engine> engine = make_engine(ec);
 
@@ -119,7 +130,7 @@ GenSummary run_gen(const GenOptions& o) {
     const uint64_t t0 = monotonic_ns();
     ExecOptions eo;
     eo.max_io_bytes = d.max_io_bytes;
-    eo.qd = o.qd;
+    eo.qd = rec.access.qd;
     eo.on_done = [&](size_t idx, const ObjectOp& op, OpResult& r, int fd) {
         OpStats& st = op.op == OpKind::Store ? s.store : s.load;
         ++st.ops;
@@ -131,11 +142,11 @@ GenSummary run_gen(const GenOptions& o) {
             std::vector<std::pair<uint64_t, uint64_t>> ext;
             uint64_t off = op.offset, len = op.header_bytes + op.io_bytes;
             try {
-                ext = device_extents(t, fd, off, len, layout == Layout::Files ? o.target + "/" + op.file : o.target);
+                ext = device_extents(t, fd, off, len, layout == Layout::Files ? t.path + "/" + op.file : t.path);
             } catch (const Error& e) {
                 if (r.error.empty()) r.error = e.what();
             }
-            sem->write(semantic_op(op, r, t, o.engine, ext));
+            sem->write(semantic_op(op, r, t, d.engine, ext));
         }
         if (!r.error.empty()) {
             ++st.errors;
@@ -146,14 +157,13 @@ GenSummary run_gen(const GenOptions& o) {
         if (o.progress && now - std::max(last_progress, t0) >= 1000000000ull) {
             last_progress = now;
             double secs = double(now - t0) / 1e9;
-            *o.progress << "kvio gen: " << idx + 1 << "/" << ops.size() << " ops, " << done_bytes / 1000000 << " MB, "
+            *o.progress << o.label << ": " << idx + 1 << "/" << ops.size() << " ops, " << done_bytes / 1000000 << " MB, "
                         << uint64_t(double(done_bytes) / secs / 1e6) << " MB/s" << std::endl;
         }
     };
-    execute(ops, *engine, o.target, layout, eo);
+    execute(ops, *engine, t.path, layout, eo);
     s.elapsed_ns = monotonic_ns() - t0;
     if (sem) sem->close();
-    if (!o.record_path.empty()) write_json_file(o.record_path, record_to_json(rec));
 
     for (int k = 0; k < 2; ++k) {
         OpStats& st = k == 0 ? s.store : s.load;

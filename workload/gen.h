@@ -50,6 +50,24 @@ struct GenSummary {
 /// engine/target mismatch, too small a target) before any byte is written.
 GenSummary run_gen(const GenOptions& o);
 
+/// How run_record() runs a planned record (engine, qd and buffering come from the record itself).
+struct RunOptions {
+    std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
+    std::ostream* progress = nullptr;   ///< progress lines, at most one per second
+    std::string label = "kvio gen";     ///< prefix of the progress lines
+};
+
+/// Runs the ops of `rec` (plan_ops) on target `t` with engine rec.device.engine, qd rec.access.qd, and
+/// writes the semantic JSONL. The caller has inspected and checked `t` (check_device_safe, room for the
+/// layout). Used by run_gen() and by `kvio replay --record`. Throws kvio::Error when the engine or target fails.
+GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o);
+
+/// Refuses an engine/target pair that cannot work: uring_cmd needs /dev/ngXnY, the others cannot drive it.
+void check_engine_target(const std::string& engine, const TargetInfo& t);
+
+/// Grows the regular file `path` with fallocate to at least `need` bytes (every slot allocated before a run).
+void preallocate(const std::string& path, uint64_t need);
+
 /// Prints the final summary (objects, bytes, MB/s, op latency p50/p99).
 void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s);
 

@@ -23,6 +23,7 @@ nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t) {
         {"lba_bytes", d.lba_bytes},
         {"block_align", d.block_align},
         {"mdts_bytes", d.mdts_bytes},
+        {"max_sectors_kb", t.dev.max_sectors_kb},  // the block layer's split when the run started (kvio validate)
         {"max_io_bytes", d.max_io_bytes},
         {"header_bytes", d.header_bytes},
         {"io_bytes", d.io_bytes},

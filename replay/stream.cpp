@@ -1,0 +1,42 @@
+#include "replay/stream.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace kvio::replay {
+
+DeviceStream load_stream(const std::string& path, const std::string& dev) {
+    distiller::EventFilter f;
+    f.dev = dev;
+    distiller::EventTrace t;
+    try {
+        t = distiller::load_events(path, f);
+    } catch (const Error& e) {
+        std::string m = e.what();
+        // The distiller's own flag is --dev; ours is --map-dev / --dev-a / --dev-b.
+        if (m.find("several devices") != std::string::npos && dev.empty())
+            throw Error(m.substr(0, m.find("; choose")) + "; say which with --map-dev MAJ:MIN=PATH");
+        throw;
+    }
+    DeviceStream s;
+    s.path = path;
+    s.dev = t.dev;
+    s.disk = t.disk;
+    s.dropped = t.dropped;
+    s.nvme_rows = std::any_of(t.cmds.begin(), t.cmds.end(), [](const distiller::Cmd& c) { return c.nvme; });
+    for (auto& c : t.cmds) {
+        if (c.nvme != s.nvme_rows) {
+            ++s.other_src_rows;
+            continue;
+        }
+        s.cmds.push_back(c);
+    }
+    return s;
+}
+
+bool is_data(const distiller::Cmd& c) {
+    return (c.op == distiller::Op::Read || c.op == distiller::Op::Write) && c.bytes > 0;
+}
+
+}  // namespace kvio::replay

@@ -1,0 +1,86 @@
+// `kvio replay`: reissue a recorded object stream (--record) or a captured device command stream (--events)
+// on another target.
+#include <iostream>
+#include <memory>
+
+#include "common/error.h"
+#include "replay/events_replay.h"
+#include "replay/record_replay.h"
+#include "userspace/commands.h"
+
+namespace kvio::cli {
+
+void add_replay_command(CLI::App& app) {
+    struct Opts {
+        replay::RecordReplayOptions rec;
+        replay::EventsOptions ev;
+        std::string timing = "asis";
+        std::vector<std::string> maps;
+        bool quiet = false;
+    };
+    auto o = std::make_shared<Opts>();
+    auto* sub = app.add_subcommand(
+        "replay",
+        "Reissue a recorded workload on another target: --record REC.json (the object stream of `kvio gen --record`, "
+        "re-split for the target's LBA size and transfer limits) or --events CMDS.jsonl (the device commands of "
+        "`kvio trace --events`: same offsets, sizes, directions and order, like btreplay). Rules: docs/replay.md");
+    auto* rec = sub->add_option("--record", o->rec.record, "Record manifest (schema_version 1) from `kvio gen --record`");
+    auto* ev = sub->add_option("--events", o->ev.events, "Captured device commands, kvio.events/1 JSONL from `kvio trace --events`");
+    rec->excludes(ev);
+    sub->add_option("--target", o->rec.target,
+                    "Where to replay: --record: block device, /dev/ngXnY, regular file (grown as needed) or directory (files "
+                    "layout); --events: block device or regular file for the capture's only device");
+    sub->add_option("--engine", o->rec.engine,
+                    "--record: posix, io_uring or uring_cmd (default: the manifest's); --events: io_uring (default, keeps the "
+                    "captured overlap) or posix (one command at a time)")
+        ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd", "cufile"}));
+    sub->add_option("--iters", o->rec.iters, "--record: rebuild the pattern with N iterations (default: the stream as recorded)")
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--qd", o->rec.qd,
+                    "--record: transfers in flight (default: the manifest's qd); --events: cap on commands in flight (default 64)")
+        ->check(CLI::Range(1, 4096));
+    sub->add_option("--semantic", o->rec.semantic_path, "--record: write the replay's kvio.semantic/1 JSONL (for kvio validate) to FILE");
+    sub->add_option("--timing", o->timing,
+                    "--events: asis (recorded inter-arrival times), afap (as fast as the captured overlap allows) or scale=F "
+                    "(recorded gaps × F, e.g. scale=0.5 runs twice as fast); default asis");
+    sub->add_option("--map-dev", o->maps,
+                    "--events: replay source device MAJ:MIN (or disk name) on PATH: MAJ:MIN=PATH; repeatable; when given, "
+                    "only mapped devices are replayed");
+    sub->add_flag("--force", o->rec.force,
+                  "Write even where the target holds data (first MiB, slots, or where replayed writes land); never a mounted device");
+    sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
+    sub->callback([o] {
+        if (!o->ev.events.empty()) {
+            auto& e = o->ev;
+            e.target = o->rec.target;
+            e.force = o->rec.force;
+            if (!o->rec.engine.empty()) e.engine = o->rec.engine;
+            if (o->rec.qd) e.max_qd = o->rec.qd;
+            if (o->rec.iters || !o->rec.semantic_path.empty())
+                throw Error("--iters and --semantic apply to --record replays, not --events");
+            e.timing = replay::parse_timing(o->timing);
+            for (const auto& m : o->maps) {
+                auto eq = m.find('=');
+                if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+                    throw Error("--map-dev " + m + ": expected MAJ:MIN=PATH");
+                e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
+            }
+            if (!e.maps.empty() && !e.target.empty()) throw Error("give either --target or --map-dev, not both");
+            replay::EventsSummary s = replay::replay_events(e);
+            replay::print_events_summary(std::cout, e, s);
+            if (s.errors) throw Error("replay: " + std::to_string(s.errors) + " commands failed; first: " + s.first_error);
+            return;
+        }
+        if (o->rec.record.empty()) throw Error("replay needs --record REC.json or --events CMDS.jsonl");
+        if (o->rec.target.empty()) throw Error("replay --record needs --target PATH");
+        if (!o->maps.empty() || o->timing != "asis") throw Error("--map-dev and --timing apply to --events replays, not --record");
+        o->rec.progress = o->quiet ? nullptr : &std::cerr;
+        replay::RecordReplayResult r = replay::replay_record(o->rec);
+        replay::print_record_replay(std::cout, o->rec, r);
+        if (!r.summary.first_error.empty())
+            throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) + " ops failed; first: " +
+                        r.summary.first_error);
+    });
+}
+
+}  // namespace kvio::cli
