@@ -9,11 +9,11 @@ namespace kvio::validate {
 
 namespace {
 
-enum Field : uint8_t { F_NONE, F_TYPE, F_SRC, F_DEV, F_OP, F_RWBS, F_SECTOR, F_BYTES, F_TS_ISSUE, F_USER_DATA, F_KEY, F_SLBA, F_NLB, F_DROPPED };
+enum Field : uint8_t { F_NONE, F_TYPE, F_SRC, F_DEV, F_OP, F_RWBS, F_SECTOR, F_BYTES, F_TS_ISSUE, F_USER_DATA, F_KEY, F_SLBA, F_NLB, F_DROPPED, F_UNMATCHED };
 enum Seen : uint32_t { S_SRC = 1, S_DEV = 2, S_OP = 4, S_RWBS = 8, S_SECTOR = 16, S_BYTES = 32, S_TS = 64, S_SLBA = 128, S_NLB = 256, S_TYPE = 512 };
 
 const char* field_name(Field f) {
-    static const char* names[] = {"", "type", "src", "dev", "op", "rwbs", "sector", "bytes", "ts_issue", "user_data", "key", "slba", "nlb", "dropped"};
+    static const char* names[] = {"", "type", "src", "dev", "op", "rwbs", "sector", "bytes", "ts_issue", "user_data", "key", "slba", "nlb", "dropped", "unmatched_completes"};
     return names[f];
 }
 
@@ -27,6 +27,7 @@ Field lookup(const std::string& k) {
     case 7: return k == "dropped" ? F_DROPPED : F_NONE;
     case 8: return k == "ts_issue" ? F_TS_ISSUE : F_NONE;
     case 9: return k == "user_data" ? F_USER_DATA : F_NONE;
+    case 19: return k == "unmatched_completes" ? F_UNMATCHED : F_NONE;
     default: return F_NONE;
     }
 }
@@ -39,13 +40,13 @@ struct Sax final : nlohmann::json_sax<json> {
     Field cur = F_NONE;
     uint32_t seen = 0;
     std::string type, src_name, dev, op, rwbs, key_value;
-    uint64_t sector = 0, bytes = 0, ts_issue = 0, user_data = 0, slba = 0, nlb = 0, dropped = 0;
+    uint64_t sector = 0, bytes = 0, ts_issue = 0, user_data = 0, slba = 0, nlb = 0, dropped = 0, unmatched = 0;
     bool has_user_data = false, has_key = false;
 
     void reset() {
         depth = 0; top_is_object = false; cur = F_NONE; seen = 0;
         type.clear(); key_value.clear(); has_user_data = has_key = false;
-        sector = bytes = ts_issue = user_data = slba = nlb = dropped = 0;
+        sector = bytes = ts_issue = user_data = slba = nlb = dropped = unmatched = 0;
     }
     [[noreturn]] void bad(const char* want) { src->fail(field_name(cur), std::string("expected ") + want); }
     bool take_uint(uint64_t v) {
@@ -58,6 +59,7 @@ struct Sax final : nlohmann::json_sax<json> {
         case F_SLBA: slba = v; seen |= S_SLBA; break;
         case F_NLB: nlb = v; seen |= S_NLB; break;
         case F_DROPPED: dropped = v; break;
+        case F_UNMATCHED: unmatched = v; break;
         case F_NONE: break;
         default: bad("a string");
         }
@@ -182,7 +184,7 @@ bool EventsReader::next(Command& c) {
         if (!sax.top_is_object) throw Error(src_.where() + ": expected a JSON object");
         if (!(sax.seen & S_TYPE)) src_.fail("type", "missing");
         if (sax.type != "cmd") {
-            if (sax.type == "summary") { dropped_ = sax.dropped; saw_summary_ = true; }
+            if (sax.type == "summary") { dropped_ = sax.dropped; unmatched_ = sax.unmatched; saw_summary_ = true; }
             ++other_;
             continue;
         }

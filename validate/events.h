@@ -27,6 +27,9 @@ public:
     const JsonSource& source() const { return src_; }
     /// `dropped` of the trailing summary record (events the tracer lost); 0 when absent.
     uint64_t summary_dropped() const { return dropped_; }
+    /// `unmatched_completes` of the summary: completions whose issue the tracer did not see (commands missing
+    /// from the file); 0 when absent.
+    uint64_t summary_unmatched_completes() const { return unmatched_; }
     bool saw_summary() const { return saw_summary_; }
     /// Records skipped because their type is not "cmd".
     uint64_t other_records() const { return other_; }
@@ -38,7 +41,7 @@ private:
     std::vector<char> buf_;
     size_t pos_ = 0, len_ = 0;
     bool eof_ = false;
-    uint64_t dropped_ = 0, other_ = 0;
+    uint64_t dropped_ = 0, unmatched_ = 0, other_ = 0;
     bool saw_summary_ = false;
 };
 

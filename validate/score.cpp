@@ -113,7 +113,8 @@ nlohmann::json report_json(const Report& r) {
                  {"straddles", cb_json(x.straddles)}, {"direction_mismatch", cb_json(x.direction_mismatch)},
                  {"duplicates", cb_json(x.duplicates)}, {"non_data", cb_json(x.non_data)},
                  {"passthrough_block_skipped", cb_json(x.passthrough_block_skipped)}, {"nvme_rows", x.nvme_rows},
-                 {"tracer_dropped", r.tracer_dropped}, {"events_summary", r.events_summary}};
+                 {"tracer_dropped", r.tracer_dropped}, {"tracer_unmatched_completes", r.tracer_unmatched},
+                 {"events_summary", r.events_summary}};
     const ProjectionRules& p = r.rules;
     j["projection"] = {{"engine", p.engine}, {"layout", p.layout}, {"passthrough", p.passthrough}, {"lba_bytes", p.lba_bytes},
                        {"lba_source", p.lba_source}, {"block_align", p.block_align}, {"header_bytes", p.header_bytes},
@@ -182,6 +183,8 @@ void print_report(std::ostream& os, const Report& r) {
        << "\n";
     if (r.all.failed_ops) os << "note: " << r.all.failed_ops << " ops carry \"error\" and are not scored\n";
     if (r.tracer_dropped) os << "warning: the tracer dropped " << r.tracer_dropped << " events: measured counts are low\n";
+    if (r.tracer_unmatched)
+        os << "warning: the tracer saw " << r.tracer_unmatched << " completions without their issue: those commands are missing from the events\n";
     if (!r.events_summary) os << "warning: the events file has no summary record: the trace may be truncated\n";
     if (r.buffered) os << "warning: posix --buffered: commands come from page-cache writeback, the per-op projection does not apply\n";
 }

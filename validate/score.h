@@ -43,6 +43,7 @@ struct Report {
     std::string join_reason;              ///< why this join mode
     ProjectionRules rules;
     uint64_t tracer_dropped = 0;          ///< `dropped` of the events summary
+    uint64_t tracer_unmatched = 0;        ///< `unmatched_completes` of the events summary (commands missing)
     bool events_summary = false;          ///< the events file ended with a summary record
     bool buffered = false;                ///< posix --buffered: projection is not per-op exact
 };

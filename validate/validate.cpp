@@ -17,6 +17,7 @@ Report run(const Options& o) {
     Report rep = score(t, rules, j.finish());
     rep.join_reason = why;
     rep.tracer_dropped = r.summary_dropped();
+    rep.tracer_unmatched = r.summary_unmatched_completes();
     rep.events_summary = r.saw_summary();
     return rep;
 }
