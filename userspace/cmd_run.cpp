@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "userspace/commands.h"
 #include "userspace/model_options.h"
+#include "userspace/report_html.h"
 #include "userspace/run_pipeline.h"
 
 namespace kvio::cli {
@@ -46,8 +47,16 @@ void add_run_command(CLI::App& app) {
     sub->add_option("--out", r.out_dir, "Output directory, new or empty (default ./kvio-run-YYYYMMDD-HHMMSS)");
     sub->add_flag("--keep", r.keep, "Keep the embedded image files (detached) instead of removing them");
     sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
-    sub->callback([o, sub] {
+    // Hidden: re-render OUT/report.html from an existing run directory (report development).
+    auto report_only = std::make_shared<std::string>();
+    sub->add_option("--report-only", *report_only, "")->group("");
+    sub->callback([o, report_only] {
         auto& r = o->run;
+        if (!report_only->empty()) {
+            run::write_report(*report_only, *report_only + "/report.html");
+            std::printf("report: %s/report.html\n", report_only->c_str());
+            return;
+        }
         workload::Geometry g = resolve_geometry(o->model);
         r.object_bytes = g.per_rank_bytes;
         r.objects = r.num_chunks * g.objects_per_chunk;
@@ -57,7 +66,6 @@ void add_run_command(CLI::App& app) {
         if (!o->model.kv_dtype.empty()) r.model_args.insert(r.model_args.end(), {"--kv-dtype", o->model.kv_dtype});
         r.model_args.insert(r.model_args.end(), {"--chunk-tokens", std::to_string(o->model.chunk_tokens), "--tp", std::to_string(o->model.tp)});
         r.progress = o->quiet ? nullptr : &std::cerr;
-        (void)sub;
         run::RunResult res;
         try {
             res = run::run_all(r);

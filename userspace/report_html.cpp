@@ -1,6 +1,7 @@
 #include "userspace/report_html.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -43,8 +44,16 @@ std::vector<Bucket> buckets_of(const json& h) {
     return out;
 }
 
+/// 4096 -> "4 KiB", 33554432 -> "32 MiB" (human_bytes' k/m/g suffixes are powers of 1024).
+std::string iec(uint64_t b) {
+    std::string h = human_bytes(b);
+    char c = h.empty() ? 0 : h.back();
+    if (c == 'k' || c == 'K' || c == 'm' || c == 'M' || c == 'g' || c == 'G' || c == 't' || c == 'T')
+        return h.substr(0, h.size() - 1) + " " + char(std::toupper(c)) + "iB";
+    return h + " B";
+}
 std::string ns_tick(uint64_t lo, uint64_t) { return human_ns(double(lo)); }
-std::string bytes_tick(uint64_t lo, uint64_t) { return lo ? human_bytes(lo) + "B" : "0"; }
+std::string bytes_tick(uint64_t lo, uint64_t) { return lo ? iec(lo) : "0"; }
 std::string int_tick(uint64_t lo, uint64_t) { return std::to_string(lo); }
 
 std::string pct(double v) {
@@ -122,7 +131,7 @@ void write_report(const std::string& dir, const std::string& path) {
 
     std::ostringstream h;
     h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvio run report</title>\n<style>\n"
-         "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}h1{margin-bottom:4px}"
+         "body{font-family:sans-serif;margin:24px;color:#222;max-width:1160px}h1{margin-bottom:4px}"
          "h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}table{border-collapse:collapse;margin:8px 0}"
          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f0f0f0}td:first-child{text-align:left}"
          ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #e4e4e4;background:#fff}"
@@ -135,14 +144,14 @@ void write_report(const std::string& dir, const std::string& path) {
     auto kv = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>"; };
     kv("model", meta.value("model", ""));
     if (meta.contains("geometry"))
-        kv("object size", human_bytes(meta["geometry"].value("per_rank_bytes", uint64_t(0))) + "B per object (" +
+        kv("object size", iec(meta["geometry"].value("per_rank_bytes", uint64_t(0))) + " per object (" +
                               std::to_string(meta["geometry"].value("bytes_per_token", uint64_t(0))) + " B/token)");
     kv("engine / layout", opt.value("engine", "") + " / " + opt.value("layout", ""));
     kv("chunks", std::to_string(opt.value("num_chunks", uint64_t(0))));
     kv("target", run["target"].value("path", "") + " (" + run["target"].value("disk", "") + ", " + dev + ")" +
                      (run["target"].value("embedded", false) ? ", embedded sparse image on a loop device with direct I/O" : ""));
     kv("max_sectors_kb / max_segments", ju(dinfo, "max_sectors_kb") + " KiB / " + ju(dinfo, "max_segments"));
-    kv("transfer cap (max_io_bytes)", meta.contains("max_io_bytes") ? human_bytes(meta["max_io_bytes"].get<uint64_t>()) + "B" : "n/a");
+    kv("transfer cap (max_io_bytes)", meta.contains("max_io_bytes") ? iec(meta["max_io_bytes"].get<uint64_t>()) : "n/a");
     kv("verify target", run["verify_target"].value("path", ""));
     kv("device commands traced", std::to_string(cmds.size()) + " (trace dropped " + ju(tr, "dropped") + ", unmatched completions " +
                                      ju(tr, "unmatched_completes") + ")");
@@ -258,7 +267,7 @@ void write_report(const std::string& dir, const std::string& path) {
                 s.t1 = double(o.ts - t0) / scale;
                 s.lane = o.store ? 0 : 1;
                 s.color = o.store ? "#c0392b" : "#2e6fb5";
-                s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + human_bytes(o.bytes) + "B, " +
+                s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + iec(o.bytes) + ", " +
                           std::to_string(o.transfers) + " transfers, " + human_ns(double(o.ts - o.ts_start));
                 s.tooltip = true;
                 sp.push_back(s);

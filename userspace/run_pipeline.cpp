@@ -34,12 +34,14 @@ namespace {
 
 // ---- signals: remembered, forwarded to the running stage's process group ----
 volatile sig_atomic_t g_signal = 0;
-volatile pid_t g_child_pgid = 0;
+volatile pid_t g_child_pgid[2] = {0, 0};  // at most two stages run at once (trace and gen)
 
 void on_signal(int sig) {
     if (!g_signal) g_signal = sig;
-    pid_t pg = g_child_pgid;
-    if (pg > 0) ::kill(-pg, sig);
+    for (int i = 0; i < 2; ++i) {
+        pid_t pg = g_child_pgid[i];
+        if (pg > 0) ::kill(-pg, sig);
+    }
 }
 
 /// Installs the handlers for the lifetime of a run, restores the previous ones after.
@@ -47,7 +49,7 @@ struct SignalGuard {
     struct sigaction old_int {}, old_term {};
     SignalGuard() {
         g_signal = 0;
-        g_child_pgid = 0;
+        g_child_pgid[0] = g_child_pgid[1] = 0;
         struct sigaction sa {};
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
@@ -64,10 +66,9 @@ void check_interrupt() {
     if (g_signal) throw Interrupted(g_signal);
 }
 
-/// Runs argv with stdout and stderr appended to `log`. `forward`: the child gets its own process group and
+/// Starts argv with stdout and stderr appended to `log`. `forward`: the child gets its own process group and
 /// SIGINT/SIGTERM reach it (its children too); otherwise it runs to completion and the signal is acted on after.
-/// Returns the exit status (128 + signal when killed).
-int run_child(const std::vector<std::string>& argv, const std::string& log, bool forward) {
+pid_t start_child(const std::vector<std::string>& argv, const std::string& log, bool forward) {
     if (forward) check_interrupt();  // helpers (losetup) still run after a signal: cleanup needs them
     sigset_t block, old;
     sigemptyset(&block);
@@ -105,15 +106,38 @@ int run_child(const std::vector<std::string>& argv, const std::string& log, bool
     }
     if (forward) {
         setpgid(pid, pid);
-        g_child_pgid = pid;
+        g_child_pgid[g_child_pgid[0] ? 1 : 0] = pid;
     }
     sigprocmask(SIG_SETMASK, &old, nullptr);
     if (forward && g_signal) ::kill(-pid, g_signal);  // arrived while blocked: handled above, forward it now
+    return pid;
+}
+
+/// Waits for a child of start_child(); returns its exit status (128 + signal when killed).
+int wait_child(pid_t pid) {
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    g_child_pgid = 0;
+    for (int i = 0; i < 2; ++i)
+        if (g_child_pgid[i] == pid) g_child_pgid[i] = 0;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int run_child(const std::vector<std::string>& argv, const std::string& log, bool forward) {
+    return wait_child(start_child(argv, log, forward));
+}
+
+/// Waits until `log` contains `needle` (true) or the child `pid` exited / `seconds` passed (false).
+bool wait_for_line(const std::string& log, const std::string& needle, pid_t pid, double seconds) {
+    for (int i = 0; i < int(seconds * 50); ++i) {
+        std::ifstream f(log);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        if (ss.str().find(needle) != std::string::npos) return true;
+        if (waitpid(pid, nullptr, WNOHANG) != 0 || g_signal) return false;
+        usleep(20000);
+    }
+    return false;
 }
 
 std::string read_trimmed(const std::string& path) {
@@ -278,13 +302,34 @@ RunResult run_all(const RunOptions& o) {
         // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
         uint64_t disk_bytes = block_dev_info(tinfo.whole_disk).size_bytes;
         uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
-        std::vector<std::string> a = {exe, "trace", "-q", "--events", P("events.jsonl"), "--json", P("trace.json"),
-                                      "--lba-bucket", std::to_string(lba_bucket), "-d", tinfo.whole_disk_name, "--",
-                                      exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", o.layout,
-                                      "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
-                                      "--record", P("record.json")};
-        a.insert(a.end(), o.model_args.begin(), o.model_args.end());
-        int st = run_child(a, P("gen.log"), true);
+        std::vector<std::string> tr = {exe, "trace", "--events", P("events.jsonl"), "--json", P("trace.json"),
+                                       "--lba-bucket", std::to_string(lba_bucket), "-d", tinfo.whole_disk_name};
+        std::vector<std::string> gen = {exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", o.layout,
+                                        "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
+                                        "--record", P("record.json")};
+        gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
+        int st = 0;
+        if (o.target.empty()) {
+            // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
+            // process filter misses requests a kworker issues from the plug's cached requests: no block_getrq).
+            pid_t tp = start_child(tr, P("trace.log"), true);
+            if (!wait_for_line(P("trace.log"), "kvio trace: tracing", tp, 60)) {
+                ::kill(-tp, SIGTERM);
+                int ts = wait_child(tp);
+                check_interrupt();
+                throw Error("stage trace did not start (exit status " + std::to_string(ts) + "); see " + P("trace.log"));
+            }
+            st = run_child(gen, P("gen.log"), true);
+            ::kill(-tp, SIGINT);  // stop tracing: it flushes the events and writes the summary
+            int ts = wait_child(tp);
+            check_interrupt();
+            if (ts != 0 && st == 0) throw Error("stage trace failed (exit status " + std::to_string(ts) + "); see " + P("trace.log"));
+        } else {
+            tr.insert(tr.begin() + 2, "-q");
+            tr.push_back("--");
+            tr.insert(tr.end(), gen.begin(), gen.end());
+            st = run_child(tr, P("gen.log"), true);
+        }
         check_interrupt();
         if (st != 0)
             throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + "); see " + P("gen.log"));

@@ -34,7 +34,7 @@ std::string human_ns(double ns) {
 
 namespace {
 
-constexpr int W = 600, H = 290, ML = 64, MR = 16, MT = 28, MB = 78;
+constexpr int W = 560, H = 270, ML = 64, MR = 16, MT = 28, MB = 78;
 
 std::string num(double v) {
     char b[32];

@@ -1,0 +1,283 @@
+// `kvio run` end to end on embedded loop devices: outputs, scores, cleanup on success, error and signals,
+// and report.html rendered by headless Chromium (screenshot kept in $BUILD/test-results/).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/helpers.h"
+
+namespace kvio::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string results_dir() {
+    fs::path d = fs::path(kvio_bin()).parent_path() / "test-results";
+    fs::create_directories(d);
+    return fs::absolute(d).string();
+}
+
+/// Loop devices whose backing file lies under `dir` (from `losetup -a`).
+std::vector<std::string> loops_under(const std::string& dir) {
+    std::vector<std::string> out;
+    std::istringstream ls(run("losetup -a").out);
+    std::string line;
+    while (std::getline(ls, line))
+        if (line.find(dir) != std::string::npos) out.push_back(line);
+    return out;
+}
+
+/// Image files (*.img) left under `dir`.
+std::vector<std::string> images_under(const std::string& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->path().extension() == ".img") out.push_back(it->path().string());
+    return out;
+}
+
+/// Processes whose command line mentions `s` (a stage left running would).
+std::vector<std::string> procs_mentioning(const std::string& s) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string pid = e.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(getpid())) continue;
+        std::string cmd = slurp(e.path().string() + "/cmdline");
+        for (auto& c : cmd) if (c == '\0') c = ' ';
+        if (cmd.find(s) != std::string::npos) out.push_back(pid + ": " + cmd);
+    }
+    return out;
+}
+
+/// One small run shared by the tests that only read its outputs.
+class RunOutputs : public ::testing::Test {
+protected:
+    static inline TempDir* dir = nullptr;
+    static inline CmdResult res;
+    static inline std::string out;
+    static void SetUpTestSuite() {
+        dir = new TempDir();
+        out = dir->file("out");
+        res = run(kvio_bin() + " run --num-chunks 4 --out " + out);
+    }
+    static void TearDownTestSuite() {
+        delete dir;
+        dir = nullptr;
+    }
+};
+
+TEST_F(RunOutputs, EveryFileExistsAndParses) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    // Stage progress on stderr, summary on stdout.
+    for (const char* s : {"kvio run: gen 4 chunks", "kvio run: validate", "kvio run: distill", "kvio run: verify", "kvio run: report"})
+        EXPECT_NE(res.err.find(s), std::string::npos) << s << "\n" << res.err;
+    EXPECT_NE(res.out.find("report: " + out + "/report.html"), std::string::npos) << res.out;
+
+    json run_doc = json::parse(slurp(out + "/run.json"));
+    EXPECT_EQ(run_doc["schema"], "kvio.run/1");
+    EXPECT_TRUE(run_doc["target"]["embedded"].get<bool>());
+    EXPECT_EQ(run_doc["target"]["path"].get<std::string>().rfind("/dev/loop", 0), 0u);
+    EXPECT_NE(run_doc["verify_target"]["path"], run_doc["target"]["path"]);
+    json trace = json::parse(slurp(out + "/trace.json"));
+    EXPECT_EQ(trace["schema"], "kvio.trace/1");
+    ASSERT_EQ(trace["devices"].size(), 1u);
+    EXPECT_EQ(trace["devices"][0]["disk"], run_doc["target"]["disk"]);
+
+    auto ev = read_jsonl(out + "/events.jsonl");
+    ASSERT_GT(ev.size(), 1u);
+    EXPECT_EQ(ev.back()["type"], "summary");
+    EXPECT_EQ(ev.back()["dropped"], 0);
+    auto sem = read_jsonl(out + "/semantic.jsonl");
+    ASSERT_EQ(sem.size(), 1u + 8u);  // meta + 4 stores + 4 loads
+    EXPECT_EQ(sem[0]["schema"], "kvio.semantic/1");
+    EXPECT_EQ(sem[0]["model"], "llama3.1-8b");
+    json rec = json::parse(slurp(out + "/record.json"));
+    EXPECT_EQ(rec["objects"].size(), 4u);
+    json val = json::parse(slurp(out + "/validate.json"));
+    EXPECT_EQ(val["schema"], "kvio.validate/1");
+    json ver = json::parse(slurp(out + "/verify.json"));
+    EXPECT_GT(ver["replay_cmds"].get<uint64_t>(), 0u);
+    auto rep = read_jsonl(out + "/replay.events.jsonl");
+    EXPECT_GT(rep.size(), 1u);
+
+    std::string job = slurp(out + "/job.fio");
+    EXPECT_NE(job.find("[kvio-distilled]"), std::string::npos) << job;
+    EXPECT_NE(job.find("filename=" + run_doc["verify_target"]["path"].get<std::string>()), std::string::npos) << job;
+    EXPECT_NE(job.find("bssplit="), std::string::npos) << job;
+    std::string iolog = slurp(out + "/job.iolog");
+    EXPECT_EQ(iolog.rfind("fio version 3 iolog\n", 0), 0u);
+    // Every traced read/write command is one iolog line.
+    size_t rw_cmds = 0, io_lines = 0;
+    for (const auto& e : ev)
+        if (e.value("type", "") == "cmd" && (e["op"] == "read" || e["op"] == "write")) ++rw_cmds;
+    std::istringstream il(iolog);
+    std::string line;
+    while (std::getline(il, line))
+        if (line.find(" read ") != std::string::npos || line.find(" write ") != std::string::npos) ++io_lines;
+    EXPECT_EQ(io_lines, rw_cmds);
+    std::string html = slurp(out + "/report.html");
+    EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("http://") , html.find("http://www.w3.org/2000/svg"));  // no link out but the SVG namespace
+}
+
+TEST_F(RunOutputs, ScoresAreExact) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    json val = json::parse(slurp(out + "/validate.json"));
+    EXPECT_EQ(val["objects"], 8);
+    EXPECT_EQ(val["exact_match"], 8);
+    EXPECT_EQ(val["per_cmd_size_match"], 8);
+    EXPECT_EQ(val["wape"].get<double>(), 0.0);
+    EXPECT_EQ(val["size_tv"].get<double>(), 0.0);
+    EXPECT_NE(res.out.find("exact-match 8/8 (100.00%)  WAPE 0.0000%"), std::string::npos) << res.out;
+    EXPECT_NE(res.out.find("size-TV 0.0000"), std::string::npos) << res.out;
+    // The replay of the distilled job has the original's command sizes: 512 KiB transfers (and 4 KiB headers).
+    json ver = json::parse(slurp(out + "/verify.json"));
+    EXPECT_LT(ver["size_tv"]["read"].get<double>(), 0.05);
+    EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.05);
+    EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
+}
+
+TEST_F(RunOutputs, CleansUpLoopDevicesAndImages) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_TRUE(loops_under(out).empty()) << loops_under(out)[0];
+    EXPECT_TRUE(images_under(out).empty()) << images_under(out)[0];
+    json run_doc = json::parse(slurp(out + "/run.json"));
+    std::string a = run_doc["target"]["path"], b = run_doc["verify_target"]["path"];
+    for (const auto& dev : {a, b}) {
+        std::string name = dev.substr(5);
+        // A detached loop device has no backing_file attribute.
+        EXPECT_FALSE(fs::exists("/sys/block/" + name + "/loop/backing_file")) << dev << " still attached";
+    }
+}
+
+TEST_F(RunOutputs, ReportRendersInHeadlessChromium) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    if (run("command -v chromium").status != 0) GTEST_FAIL() << "chromium is not installed (scripts/deps.sh installs it)";
+    std::string res_dir = results_dir();
+    std::string html = res_dir + "/run_report.html", png = res_dir + "/run_report.png";
+    fs::copy_file(out + "/report.html", html, fs::copy_options::overwrite_existing);
+    fs::remove(png);
+    TempDir profile;
+    std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update"
+                        " --disable-sync --no-first-run --user-data-dir=" + profile.path + " ";
+    auto shot = run("timeout 120 chromium" + flags + "--screenshot=" + png + " --window-size=1280,4000 file://" + html);
+    ASSERT_TRUE(fs::exists(png)) << shot.err;
+    // A PNG 1280 × 4000 (IHDR width/height, big-endian at bytes 16..23) with real content (charts compress poorly).
+    std::string p = slurp(png);
+    ASSERT_GT(p.size(), 24u);
+    EXPECT_EQ(p.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    auto be32 = [&](size_t o) { return (uint32_t(uint8_t(p[o])) << 24) | (uint32_t(uint8_t(p[o + 1])) << 16) | (uint32_t(uint8_t(p[o + 2])) << 8) | uint8_t(p[o + 3]); };
+    EXPECT_EQ(be32(16), 1280u);
+    EXPECT_EQ(be32(20), 4000u);
+    EXPECT_GT(p.size(), 100000u) << "screenshot too small to hold the charts";
+
+    auto dom = run("timeout 120 chromium" + flags + "--dump-dom file://" + html);
+    ASSERT_EQ(dom.status, 0) << dom.err;
+    for (const char* id : {"summary", "scores", "latency", "sizes", "qd", "lba", "timeline", "job", "files", "validate-scores", "fidelity-scores"})
+        EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+    std::regex svg_re("<svg[^>]*class=\"chart\"");
+    size_t svgs = std::distance(std::sregex_iterator(dom.out.begin(), dom.out.end(), svg_re), std::sregex_iterator());
+    EXPECT_EQ(svgs, 9u + 2u + 2u + 1u + 3u);  // latency, sizes, qd, heatmap, timelines
+    for (const char* t : {"D2C, writes", "D2C, reads", "Q2D, writes", "VFS write", "fsync", "gap: write → fsync", "write command sizes",
+                          "queue depth, reads", "LBA heatmap", "whole run", "zoom: first store", "latency (log2 bucket, lower bound)",
+                          "time since first op (s)", "device offset (MiB)", "[kvio-distilled]"})
+        EXPECT_NE(dom.out.find(t), std::string::npos) << t;
+    // The D2C charts have bars (the run wrote and read 128 MiB): their SVG holds <rect> bars with <title> counts.
+    EXPECT_NE(dom.out.find("commands"), std::string::npos);
+}
+
+/// Starts `kvio run` with stdout+stderr to `log`; returns its pid.
+pid_t spawn_run(const std::vector<std::string>& args, const std::string& log) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE* f = std::fopen(log.c_str(), "w");
+        if (f) {
+            dup2(fileno(f), 1);
+            dup2(fileno(f), 2);
+        }
+        std::vector<std::string> all = {kvio_bin(), "run"};
+        all.insert(all.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& a : all) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+bool wait_for_file(const std::string& path, double seconds, uint64_t min_size = 1) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+        std::error_code ec;
+        if (fs::exists(path, ec) && fs::file_size(path, ec) >= min_size) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+int wait_status(pid_t pid) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void expect_clean(const std::string& out) {
+    EXPECT_TRUE(loops_under(out).empty()) << loops_under(out)[0];
+    EXPECT_TRUE(images_under(out).empty()) << images_under(out)[0];
+    EXPECT_TRUE(procs_mentioning(out).empty()) << procs_mentioning(out)[0];
+}
+
+TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
+    TempDir d;
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--num-chunks", "16", "--out", out}, log);
+    // Stop it while gen writes under trace: the events file has commands in it.
+    ASSERT_TRUE(wait_for_file(out + "/events.jsonl", 60, 20000)) << slurp(log);
+    ASSERT_EQ(loops_under(out).size(), 1u) << "the target image should be attached while gen runs";
+    kill(pid, SIGTERM);
+    EXPECT_EQ(wait_status(pid), 128 + SIGTERM) << slurp(log);
+    EXPECT_NE(slurp(log).find("stopped by"), std::string::npos) << slurp(log);
+    expect_clean(out);
+}
+
+TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
+    TempDir d;
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--num-chunks", "2", "--out", out}, log);
+    // verify.log appears when the replay's `kvio trace -- fio` starts on the second device.
+    ASSERT_TRUE(wait_for_file(out + "/verify.log", 90, 0)) << slurp(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(loops_under(out).size(), 2u);
+    kill(pid, SIGINT);
+    EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
+    expect_clean(out);
+}
+
+TEST(RunErrors, FailedStageStillCleansUp) {
+    TempDir d;
+    std::string out = d.file("out");
+    // uring_cmd needs an NVMe generic char device: gen refuses the loop device after it was attached.
+    auto r = run(kvio_bin() + " run --num-chunks 1 --engine uring_cmd --out " + out);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("stage gen-under-trace failed"), std::string::npos) << r.err;
+    expect_clean(out);
+    auto r2 = run(kvio_bin() + " run --num-chunks 1 --out " + out);
+    EXPECT_EQ(r2.status, 1);
+    EXPECT_NE(r2.err.find("is not empty"), std::string::npos) << r2.err;
+}
+
+}  // namespace
+}  // namespace kvio::test
