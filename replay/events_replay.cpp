@@ -87,7 +87,10 @@ EventsSummary replay_events(const EventsOptions& o) {
         if (t.kind != workload::TargetKind::BlockDevice && t.kind != workload::TargetKind::RegularFile)
             throw Error("replay target " + path + " is a " + workload::target_kind_name(t.kind) +
                         "; device-level replay needs a block device or a regular file");
-        workload::check_device_safe(t, o.force);
+        {
+            CheckComm comm;  // the check reads the first MiB
+            workload::check_device_safe(t, o.force);
+        }
         DeviceStream st = load_stream(o.events, src_dev);
         DeviceReplay d;
         d.source_dev = st.dev;

@@ -73,7 +73,10 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     if (layout == workload::Layout::Slots && t.kind == workload::TargetKind::Directory)
         throw Error("the manifest uses the slots layout: --target must be a block device or a regular file; " + o.target +
                     " is a directory");
-    workload::check_device_safe(t, o.force);
+    {
+        CheckComm comm;  // the check reads the first MiB
+        workload::check_device_safe(t, o.force);
+    }
     if (!o.semantic_path.empty()) workload::check_offset_mappable(t);
 
     workload::DeviceGeometry d = regeometry(rec, t, engine, r.notes);

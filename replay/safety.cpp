@@ -1,6 +1,7 @@
 #include "replay/safety.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,8 +28,15 @@ std::vector<std::pair<uint64_t, uint64_t>> merge_ranges(std::vector<std::pair<ui
     return out;
 }
 
+CheckComm::CheckComm() {
+    ::prctl(PR_GET_NAME, saved_);
+    ::prctl(PR_SET_NAME, kCheckComm);
+}
+CheckComm::~CheckComm() { ::prctl(PR_SET_NAME, saved_); }
+
 uint64_t check_zero(const std::string& path, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                     const std::string& skip_if_prefix, uint64_t max_bytes) {
+    CheckComm comm;
     // Buffered reads: a block device's page cache is coherent with O_DIRECT writes (they invalidate it).
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error("cannot open " + path + " to check it: " + std::strerror(errno));
