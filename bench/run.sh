@@ -42,9 +42,20 @@ WORK=$(mktemp -d /var/tmp/kvio-bench.XXXXXX)   # big synthetic files: disk-backe
 MNT=$WORK/tmpfs
 LOOP=""
 BTPID=""
+# stop_bpftrace: SIGINT (prints its maps), SIGKILL after 20 s: a bpftrace still compiling ignores SIGINT,
+# and one left behind keeps its raw_syscalls probes on every syscall of the machine, skewing later runs
+stop_bpftrace() {
+    local i
+    [ -n "$BTPID" ] || return 0
+    kill -INT "$BTPID" 2>/dev/null || true
+    for ((i = 0; i < 200; i++)); do kill -0 "$BTPID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$BTPID" 2>/dev/null || true
+    wait "$BTPID" 2>/dev/null || true
+    BTPID=""
+}
 cleanup() {
     set +e
-    [ -n "$BTPID" ] && kill -INT "$BTPID" 2>/dev/null && wait "$BTPID" 2>/dev/null
+    stop_bpftrace
     [ -n "$LOOP" ] && losetup -d "$LOOP"
     mountpoint -q "$MNT" && umount "$MNT"
     rm -rf "$WORK"
@@ -122,7 +133,7 @@ overhead_run() {  # overhead_run MODE ROUND
         # bpftrace compiles the script with LLVM first: seconds when idle, a minute on a loaded machine
         for ((i = 0; i < 1800; i++)); do grep -q '^Attaching' "$bo" && break; sleep 0.1; done
         if ! grep -q '^Attaching' "$bo"; then
-            kill -INT "$BTPID"; wait "$BTPID" || true; BTPID=""
+            stop_bpftrace
             echo "bench: warning: bpftrace did not attach within 180 s, round $r skipped: $(cat "$WORK/bt.err")" >&2
             return 1
         fi
@@ -130,7 +141,7 @@ overhead_run() {  # overhead_run MODE ROUND
         t0=$(date +%s.%N)
         fio_randread "$f"
         t1=$(date +%s.%N)
-        kill -INT "$BTPID"; wait "$BTPID" || true; BTPID=""
+        stop_bpftrace
         local n lost
         n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
         lost=$(cat "$bo" "$WORK/bt.err" | awk '/Lost [0-9]+ events/ {for (i = 1; i < NF; i++) if ($i == "Lost") s += $(i + 1)} END {print s + 0}')
