@@ -33,6 +33,7 @@ const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 
 struct rq_state {
+    __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
     __u64 ts_insert, ts_issue;
     __u64 sector;
     __u32 dev, opf, bytes, bytes_left, qd;
@@ -59,8 +60,9 @@ struct sys_state {
     __u32 nr;
 };
 
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct rq_state); } rq_starts SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
+/* In-flight state: plain hashes (an LRU may evict a live request; a full map is counted instead). */
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct rq_state); } rq_starts SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } bio_owner SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, __u64); } uring_req_udata SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } cur_udata SEC(".maps");
@@ -239,9 +241,10 @@ static __always_inline __u32 rq_opf(struct request *rq)
     return out;
 }
 
-/* Submitter of a request: its first bio's owner from block_getrq, else the current task
- * when it is not a kernel thread (flushes, passthrough, direct issue). */
-static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o)
+/* Submitter of a request: its first bio's owner from block_getrq, else, at insert only, the current
+ * task when it is not a kernel thread (flushes, passthrough). Issue and completion can run in softirq
+ * or on another task's stack, where the current task is whoever was interrupted. */
+static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o, bool allow_current)
 {
     __u64 bio = (__u64)BPF_CORE_READ(rq, bio);
     if (bio) {
@@ -252,7 +255,7 @@ static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner 
             return true;
         }
     }
-    if (current_is_kthread())
+    if (!allow_current || current_is_kthread())
         return false;
     current_owner(o);
     return true;
@@ -287,19 +290,43 @@ static __always_inline int on_getrq(struct bio *bio)
     return 0;
 }
 
-static __always_inline struct rq_state *rq_state_get(struct request *rq)
+static __always_inline void inflight_dec(__u32 dev)
+{
+    __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+    if (n && *n > 0)
+        __sync_fetch_and_add(n, -1);
+}
+
+static __always_inline __u64 rq_generation(struct request *rq)
+{
+    if (bpf_core_field_exists(rq->start_time_ns))
+        return BPF_CORE_READ(rq, start_time_ns);
+    return 0;
+}
+
+static __always_inline struct rq_state *rq_state_get(struct request *rq, bool at_insert)
 {
     __u64 key = (__u64)rq;
+    __u64 gen = rq_generation(rq);
     struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
-    if (s)
-        return s;
+    if (s) {
+        if (s->gen == gen)
+            return s;
+        /* left over from an earlier life of this request that never completed */
+        if (s->issued && !s->ignored)
+            inflight_dec(s->dev);
+        count(KVIO_CNT_STALE);
+    }
     __u32 dev = rq_dev(rq);
     struct rq_state init = {};
+    init.gen = gen;
     init.dev = dev;
     init.ignored = !dev_passes(dev);
     if (!init.ignored) {
-        init.has_owner = resolve_owner(rq, &init.owner);
+        init.has_owner = resolve_owner(rq, &init.owner, at_insert);
         init.ignored = !owner_passes(&init.owner, init.has_owner);
+        if (!init.has_owner && task_filter_active())
+            count(KVIO_CNT_NO_OWNER);
     }
     if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
         count(KVIO_CNT_MAP_FULL);
@@ -310,7 +337,7 @@ static __always_inline struct rq_state *rq_state_get(struct request *rq)
 
 static __always_inline int on_insert(struct request *rq)
 {
-    struct rq_state *s = rq_state_get(rq);
+    struct rq_state *s = rq_state_get(rq, true);
     if (s && !s->ignored)
         s->ts_insert = bpf_ktime_get_ns();
     return 0;
@@ -318,7 +345,7 @@ static __always_inline int on_insert(struct request *rq)
 
 static __always_inline int on_issue(struct request *rq)
 {
-    struct rq_state *s = rq_state_get(rq);
+    struct rq_state *s = rq_state_get(rq, false);
     if (!s || s->ignored)
         return 0;
     s->ts_issue = bpf_ktime_get_ns();
@@ -341,12 +368,6 @@ static __always_inline int on_issue(struct request *rq)
     return 0;
 }
 
-static __always_inline void inflight_dec(__u32 dev)
-{
-    __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
-    if (n && *n > 0)
-        __sync_fetch_and_add(n, -1);
-}
 
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes)
 {
@@ -439,6 +460,19 @@ SEC("raw_tp/block_rq_complete")
 int BPF_PROG(block_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 { return on_complete(rq, error, nr_bytes); }
 
+/* A requeued request will be issued again: it leaves the device's in-flight count until then. */
+SEC("raw_tp/block_rq_requeue")
+int block_rq_requeue_raw(u64 *ctx)
+{
+    __u64 key = ctx[rq_has_queue_arg ? 1 : 0];
+    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
+    if (s && s->issued && !s->ignored) {
+        s->issued = 0;
+        inflight_dec(s->dev);
+    }
+    return 0;
+}
+
 /* A request merged into another is freed without completing. */
 SEC("raw_tp/block_rq_merge")
 int block_rq_merge_raw(u64 *ctx)
@@ -523,7 +557,7 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
             st.owner = bs->owner;
             st.has_owner = 1;
         } else {
-            st.has_owner = resolve_owner(rq, &st.owner);
+            st.has_owner = resolve_owner(rq, &st.owner, false);
         }
         st.ignored = !owner_passes(&st.owner, st.has_owner);
     }

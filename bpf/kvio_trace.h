@@ -62,6 +62,8 @@ enum kvio_counter {
     KVIO_CNT_MAP_FULL,          /* in-flight map update failed */
     KVIO_CNT_PARTIAL_COMPLETE,  /* block_rq_complete for part of a request */
     KVIO_CNT_EVENTS,            /* events submitted */
+    KVIO_CNT_NO_OWNER,          /* -p/-c/--cgroup active, submitter unknown: request not counted */
+    KVIO_CNT_STALE,             /* in-flight entry of an earlier life of a request, replaced */
     KVIO_COUNTERS
 };
 

@@ -129,6 +129,8 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
         {"partial_completes", counters[KVIO_CNT_PARTIAL_COMPLETE]},
         {"map_full", counters[KVIO_CNT_MAP_FULL]},
+        {"unattributed", counters[KVIO_CNT_NO_OWNER]},
+        {"stale_entries", counters[KVIO_CNT_STALE]},
         {"nvme_tracepoints", nvme_present},
         {"devices", devices},
         {"process", proc},
@@ -156,7 +158,8 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
        << (nvme_present ? "attached" : "not present on this kernel (no NVMe driver loaded)") << "\n";
     os << "dropped events: " << counters[KVIO_CNT_RB_DROPS]
        << "  unmatched completes: " << counters[KVIO_CNT_UNMATCHED_COMPLETE]
-       << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA] << "\n";
+       << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]
+       << "  unattributed (filtered out, submitter unknown): " << counters[KVIO_CNT_NO_OWNER] << "\n";
 }
 
 }  // namespace kvio::trace

@@ -101,6 +101,7 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoload(s->progs.block_rq_issue_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_complete_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
+    bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
