@@ -295,7 +295,9 @@ struct Joiner::Impl {
         if ((c.op != CmdOp::Read && c.op != CmdOp::Write) || c.bytes == 0) { res.non_data.add(c.bytes); return; }
         if (recent.seen_before(c)) { res.duplicates.add(c.bytes); return; }
         Sink* s = &main;
-        if (c.passthrough_block) {
+        // On NVMe every command shows twice, as a block row and as an nvme row: block rows wait
+        // until the end and count only when the trace has no nvme rows at all.
+        if (!c.nvme) {
             if (!deferred_used) { deferred.ops.resize(t.ops.size()); deferred_used = true; }
             s = &deferred;
         }

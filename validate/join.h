@@ -56,7 +56,7 @@ struct JoinResult {
     CmdBytes direction_mismatch; ///< user_data/key names an op of the other direction (read for a store, ...)
     CmdBytes duplicates;         ///< the same command recorded again (same src, dev, offset, bytes, ts_issue)
     CmdBytes non_data;           ///< flush, discard, other, or 0 bytes: never joined
-    CmdBytes passthrough_block_skipped;  ///< block rows with 'N' in rwbs, dropped because the trace has nvme rows
+    CmdBytes passthrough_block_skipped;  ///< block rows dropped because the trace has nvme rows (each NVMe command shows as both)
     uint64_t nvme_rows = 0;
 };
 

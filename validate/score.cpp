@@ -173,7 +173,7 @@ void print_report(std::ostream& os, const Report& r) {
     os << "join " << join_mode_name(x.mode) << " (" << r.join_reason << "): " << x.records.cmds << " records; joined " << cb(x.joined)
        << "; untagged " << cb(x.untagged) << "; ties " << cb(x.ties) << "; straddles " << cb(x.straddles)
        << "; direction mismatch " << cb(x.direction_mismatch) << "; duplicates " << cb(x.duplicates) << "; non-data "
-       << cb(x.non_data) << "; passthrough block rows skipped " << cb(x.passthrough_block_skipped) << "\n";
+       << cb(x.non_data) << "; block rows skipped (nvme rows present) " << cb(x.passthrough_block_skipped) << "\n";
     const ProjectionRules& p = r.rules;
     os << "projection: engine " << p.engine << ", layout " << p.layout << ", lba " << p.lba_bytes << " B (" << p.lba_source
        << "), block_align " << p.block_align << " B, header " << p.header_bytes << " B, engine limit "
