@@ -680,7 +680,8 @@ static __always_inline bool is_write_call(__u32 nr)
 
 /* raw_tp/sys_enter and sys_exit fire for every syscall: sys_nr_map (filled by userspace from
  * <sys/syscall.h> of the build architecture) picks the traced ones in one array lookup.
- * Per-syscall tp/syscalls/* need perf-event attachment, which some kernels and sandboxes refuse. */
+ * Per-syscall tracepoints (the tp/syscalls family) need perf-event attachment, which some kernels and
+ * sandboxes refuse. */
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_SYSCALL_NR); __type(key, __u32); __type(value, __u8); } sys_nr_map SEC(".maps");
 
 SEC("raw_tp/sys_enter")
