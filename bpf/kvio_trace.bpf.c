@@ -64,7 +64,8 @@ struct sys_state {
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct rq_state); } rq_starts SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } bio_owner SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, __u64); } uring_req_udata SEC(".maps");
+/* io_kiocb -> submitter and SQE user_data, from io_uring_submit_req (passthrough has no block_getrq) */
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } uring_req_owner SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } cur_udata SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
@@ -448,17 +449,59 @@ int block_rq_insert_btf(u64 *ctx) { return on_insert((struct request *)ctx[rq_ha
 SEC("raw_tp/block_rq_insert")
 int block_rq_insert_raw(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
 
+/* The kernel skips a BPF program that fires again on a CPU where it is already running (an
+ * interrupt completing one request while the program handles another). Issue and complete therefore
+ * have a backup program (the raw_tp twin of the tp_btf one): the primary marks each request it saw on
+ * this CPU, the backup handles only what the primary did not see. */
+const volatile bool backup_programs = false;
+enum { HOOK_ISSUE, HOOK_COMPLETE, HOOKS };
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, HOOKS); __type(key, __u32); __type(value, __u64); } primary_seen SEC(".maps");
+
+static __always_inline void primary_mark(__u32 hook, __u64 rq)
+{
+    __u64 *seen = bpf_map_lookup_elem(&primary_seen, &hook);
+    if (seen)
+        *seen = rq;
+}
+
+static __always_inline bool primary_missed(__u32 hook, __u64 rq)
+{
+    __u64 *seen = bpf_map_lookup_elem(&primary_seen, &hook);
+    if (!seen || *seen == rq)
+        return false;
+    count(KVIO_CNT_RESCUED);
+    return true;
+}
+
 SEC("tp_btf/block_rq_issue")
-int block_rq_issue_btf(u64 *ctx) { return on_issue((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+int block_rq_issue_btf(u64 *ctx)
+{
+    struct request *rq = (struct request *)ctx[rq_has_queue_arg ? 1 : 0];
+    primary_mark(HOOK_ISSUE, (__u64)rq);
+    return on_issue(rq);
+}
 SEC("raw_tp/block_rq_issue")
-int block_rq_issue_raw(u64 *ctx) { return on_issue((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+int block_rq_issue_raw(u64 *ctx)
+{
+    struct request *rq = (struct request *)ctx[rq_has_queue_arg ? 1 : 0];
+    if (backup_programs && !primary_missed(HOOK_ISSUE, (__u64)rq))
+        return 0;
+    return on_issue(rq);
+}
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
-{ return on_complete(rq, error, nr_bytes); }
+{
+    primary_mark(HOOK_COMPLETE, (__u64)rq);
+    return on_complete(rq, error, nr_bytes);
+}
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(block_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
-{ return on_complete(rq, error, nr_bytes); }
+{
+    if (backup_programs && !primary_missed(HOOK_COMPLETE, (__u64)rq))
+        return 0;
+    return on_complete(rq, error, nr_bytes);
+}
 
 /* A requeued request will be issued again: it leaves the device's in-flight count until then. */
 SEC("raw_tp/block_rq_requeue")
@@ -490,7 +533,10 @@ static __always_inline void remember_user_data(__u64 req, __u64 ud)
         return;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
-    bpf_map_update_elem(&uring_req_udata, &req, &ud, BPF_ANY);
+    struct kvio_owner o = {};
+    current_owner(&o);
+    o.user_data = ud;
+    bpf_map_update_elem(&uring_req_owner, &req, &o, BPF_ANY);
 }
 
 SEC("tp/io_uring/io_uring_submit_req")
@@ -517,7 +563,7 @@ SEC("tp/io_uring/io_uring_complete")
 int io_uring_complete(struct trace_event_raw_io_uring_complete *ctx)
 {
     __u64 req = (__u64)ctx->req;
-    bpf_map_delete_elem(&uring_req_udata, &req);
+    bpf_map_delete_elem(&uring_req_owner, &req);
     return 0;
 }
 
@@ -551,15 +597,29 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
     struct nvme_state st = {};
     st.dev = rq_dev(rq);
     st.ignored = !dev_passes(st.dev);
+    __u32 op = BPF_CORE_READ(rq, cmd_flags) & KVIO_OP_MASK;
+    bool passthrough = op == KVIO_OP_DRV_IN || op == KVIO_OP_DRV_OUT;
     if (!st.ignored) {
         struct rq_state *bs = bpf_map_lookup_elem(&rq_starts, &key);
-        if (bs && bs->has_owner) {
+        struct kvio_owner *uo = 0;
+        if (passthrough) {
+            /* io_uring passthrough: end_io_data is the io_uring_cmd, the first member of its io_kiocb */
+            __u64 ioucmd = (__u64)BPF_CORE_READ(rq, end_io_data);
+            uo = ioucmd ? bpf_map_lookup_elem(&uring_req_owner, &ioucmd) : 0;
+        }
+        if (uo) {
+            st.owner = *uo;
+            st.has_owner = 1;
+        } else if (bs && bs->has_owner) {
             st.owner = bs->owner;
             st.has_owner = 1;
         } else {
-            st.has_owner = resolve_owner(rq, &st.owner, false);
+            /* ioctl passthrough runs in its caller; block I/O relies on block_getrq */
+            st.has_owner = resolve_owner(rq, &st.owner, passthrough);
         }
         st.ignored = !owner_passes(&st.owner, st.has_owner);
+        if (!st.has_owner && task_filter_active())
+            count(KVIO_CNT_NO_OWNER);
     }
     if (!st.ignored) {
         struct kvio_nvme_sqe sqe = {};
@@ -574,14 +634,6 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
         /* I/O queues are numbered from 1; the admin queue (no namespace) is 0 */
         if (BPF_CORE_READ(rq, q, queuedata))
             st.qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
-        __u32 op = BPF_CORE_READ(rq, cmd_flags) & KVIO_OP_MASK;
-        if (op == KVIO_OP_DRV_IN || op == KVIO_OP_DRV_OUT) {
-            /* io_uring passthrough: end_io_data is the io_uring_cmd, the first member of its io_kiocb */
-            __u64 ioucmd = (__u64)BPF_CORE_READ(rq, end_io_data);
-            __u64 *ud = ioucmd ? bpf_map_lookup_elem(&uring_req_udata, &ioucmd) : 0;
-            if (ud)
-                st.owner.user_data = *ud;
-        }
         st.ts_setup = bpf_ktime_get_ns();
         __u32 dev = st.dev;
         __s64 *n = bpf_map_lookup_elem(&inflight, &dev);

@@ -64,6 +64,7 @@ enum kvio_counter {
     KVIO_CNT_EVENTS,            /* events submitted */
     KVIO_CNT_NO_OWNER,          /* -p/-c/--cgroup active, submitter unknown: request not counted */
     KVIO_CNT_STALE,             /* in-flight entry of an earlier life of a request, replaced */
+    KVIO_CNT_RESCUED,           /* issue/complete the primary program missed (recursion), handled by the backup */
     KVIO_COUNTERS
 };
 

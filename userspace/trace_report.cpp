@@ -131,6 +131,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"map_full", counters[KVIO_CNT_MAP_FULL]},
         {"unattributed", counters[KVIO_CNT_NO_OWNER]},
         {"stale_entries", counters[KVIO_CNT_STALE]},
+        {"rescued_by_backup", counters[KVIO_CNT_RESCUED]},
         {"nvme_tracepoints", nvme_present},
         {"devices", devices},
         {"process", proc},

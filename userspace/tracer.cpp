@@ -98,8 +98,8 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
     bpf_program__set_autoload(s->progs.block_getrq_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
-    bpf_program__set_autoload(s->progs.block_rq_issue_raw, !btf);
-    bpf_program__set_autoload(s->progs.block_rq_complete_raw, !btf);
+    // raw_tp issue/complete run as backups of the tp_btf ones (see primary_seen in the BPF source)
+    s->rodata->backup_programs = btf;
     bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
     bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
@@ -158,6 +158,21 @@ pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd) {
     close(p[0]);
     release_fd = p[1];
     return pid;
+}
+
+/// Sum of the kernel's per-program recursion_misses (events a program was skipped for because it
+/// was already running on that CPU). Issue/complete misses are covered by the backup programs.
+uint64_t recursion_misses(kvio_trace_bpf* s) {
+    uint64_t total = 0;
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, s->obj) {
+        int fd = bpf_program__fd(p);
+        if (fd < 0) continue;
+        bpf_prog_info info{};
+        uint32_t len = sizeof(info);
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) total += info.recursion_misses;
+    }
+    return total;
 }
 
 void read_maps(kvio_trace_bpf* s, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
@@ -292,6 +307,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     uint64_t counters[KVIO_COUNTERS] = {};
     read_maps(skel.get(), report, counters);
     res.summary = report.to_json(duration, counters, nvme_present);
+    res.summary["recursion_misses"] = recursion_misses(skel.get());
     res.dropped = counters[KVIO_CNT_RB_DROPS];
     res.events = sink.written;
     if (sink.out.is_open()) {
