@@ -60,12 +60,17 @@ LoopDevice::LoopDevice(uint64_t size_bytes, bool direct_io, const std::string& d
 }
 
 LoopDevice::~LoopDevice() {
+    for (auto it = saved_attrs.rbegin(); it != saved_attrs.rend(); ++it) {
+        std::ofstream f("/sys/block/" + name + "/queue/" + it->first);
+        f << it->second;
+    }
     if (!path.empty()) run("losetup -d " + path);
     std::error_code ec;
     fs::remove(backing, ec);
 }
 
-void LoopDevice::set_queue_attr(const std::string& attr, const std::string& value) const {
+void LoopDevice::set_queue_attr(const std::string& attr, const std::string& value) {
+    saved_attrs.emplace_back(attr, trim(slurp("/sys/block/" + name + "/queue/" + attr)));
     std::ofstream f("/sys/block/" + name + "/queue/" + attr);
     f << value;
     f.flush();

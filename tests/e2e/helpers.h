@@ -40,8 +40,10 @@ struct LoopDevice {
     std::string name;     ///< loopN
     std::string majmin;   ///< "7:N"
     std::string backing;  ///< backing file
-    /// Writes a sysfs queue attribute of this device (e.g. max_sectors_kb).
-    void set_queue_attr(const std::string& attr, const std::string& value) const;
+    /// Writes a sysfs queue attribute of this device (e.g. max_sectors_kb). The old value is restored at
+    /// destruction: a loop device's queue settings outlive the detach and would leak into later tests.
+    void set_queue_attr(const std::string& attr, const std::string& value);
+    std::vector<std::pair<std::string, std::string>> saved_attrs;
 };
 
 /// An ext4 filesystem on a fresh loop device, mounted on a temp dir; unmounted at destruction.
