@@ -103,7 +103,7 @@ bench:
 
 # The test command README.md gives and .ci/run calls.
 test: deps
-	$(MAKE) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
+	$(MAKE) -j$$(nproc) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
 	BUILD=$(BUILD) bash tests/run.sh
 
 # Tests without installing packages (a developer's loop).
