@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "workload/engine.h"
+#include "workload/uring_reap.h"
 
 namespace kvio::workload {
 namespace {
@@ -51,18 +52,9 @@ public:
     }
 
     size_t reap(size_t min, std::vector<IoCompletion>& out) override {
-        size_t n = 0;
-        while (true) {
-            io_uring_cqe* cqe = nullptr;
-            int r = n < min ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
-            if (r == -EAGAIN || (r == 0 && !cqe)) break;
-            if (r == -EINTR) continue;
-            if (r < 0) throw Error(std::string("io_uring_wait_cqe failed: ") + std::strerror(-r));
-            out.push_back({io_uring_cqe_get_data64(cqe), cqe->res, 0});
-            io_uring_cqe_seen(&ring_, cqe);
-            ++n;
-        }
-        return n;
+        return reap_cqes(ring_, min, out, [](const io_uring_cqe& cqe) {
+            return IoCompletion{io_uring_cqe_get_data64(&cqe), cqe.res, 0};
+        });
     }
 
     void store_done(int fd) override {

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "workload/engine.h"
+#include "workload/uring_reap.h"
 
 namespace kvio::workload {
 namespace {
@@ -102,29 +103,20 @@ public:
     }
 
     size_t reap(size_t min, std::vector<IoCompletion>& out) override {
-        size_t n = 0;
-        while (true) {
-            io_uring_cqe* cqe = nullptr;
-            int r = n < min ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
-            if (r == -EAGAIN || (r == 0 && !cqe)) break;
-            if (r == -EINTR) continue;
-            if (r < 0) throw Error(std::string("io_uring_wait_cqe failed: ") + std::strerror(-r));
-            IoCompletion c{io_uring_cqe_get_data64(cqe), 0, 0};
+        return reap_cqes(ring_, min, out, [this](const io_uring_cqe& cqe) {
+            IoCompletion c{io_uring_cqe_get_data64(&cqe), 0, 0};
             // res: 0 success, > 0 NVMe status (SCT/SC), < 0 -errno. big_cqe[0] holds result DW0.
-            if (cqe->res > 0) {
+            if (cqe.res > 0) {
                 c.res = -EIO;
-                c.nvme_status = uint32_t(cqe->res);
-            } else if (cqe->res == 0) {
+                c.nvme_status = uint32_t(cqe.res);
+            } else if (cqe.res == 0) {
                 c.res = int64_t(lens_[c.user_data]);  // success moves the whole transfer
             } else {
-                c.res = cqe->res;
+                c.res = cqe.res;
             }
             lens_.erase(c.user_data);
-            out.push_back(c);
-            io_uring_cqe_seen(&ring_, cqe);
-            ++n;
-        }
-        return n;
+            return c;
+        });
     }
 
 private:
