@@ -16,7 +16,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -luring -lpthread
+LDLIBS   := -lbpf -lelf -lz -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
 LIBS     := replay distiller validate workload common
@@ -79,8 +79,13 @@ $(BUILD)/kvio: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
 # A fully static binary for QEMU guests that run another kernel (CO-RE objects inside).
+# Debian ships simdjson as a shared library only: the static binary's kvio.events/1 reader parses with nlohmann_json
+# (common/events_reader.cpp built with -DKVIO_NO_SIMDJSON, linked ahead of libcommon.a's copy).
 static: $(BUILD)/kvio-static
-$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
+$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -luring -lpthread
 

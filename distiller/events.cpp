@@ -4,7 +4,7 @@
 #include <map>
 
 #include "common/error.h"
-#include "common/jsonl.h"
+#include "common/events_reader.h"
 
 namespace kvio::distiller {
 
@@ -18,69 +18,99 @@ const char* op_name(Op op) {
     }
 }
 
-static Op parse_op(const std::string& s, const JsonSource& src) {
+static Op parse_op(std::string_view s, const JsonSource& src) {
     if (s == "read") return Op::Read;
     if (s == "write") return Op::Write;
     if (s == "flush") return Op::Flush;
     if (s == "discard") return Op::Discard;
     if (s == "other") return Op::Other;
-    src.fail("op", "expected read|write|flush|discard|other, got \"" + s + "\"");
+    src.fail("op", "expected read|write|flush|discard|other, got \"" + std::string(s) + "\"");
 }
 
 namespace {
+/// A command this far behind its issue-order place (in the completion-ordered file) stops the in-place insertion.
+constexpr size_t kMaxInsertBack = 4096;
+
 struct DevCmds {
     std::string disk;
     std::vector<Cmd> cmds;
     uint64_t records = 0, filtered_out = 0;
+    bool sorted = true;  // cmds is in stable ts_issue order
 };
+
+// Appends `c` at its place in ts_issue order (after equal ts_issue: what a stable sort of file order gives).
+void insert_in_issue_order(DevCmds& d, const Cmd& c) {
+    auto& v = d.cmds;
+    v.push_back(c);
+    if (!d.sorted) return;
+    size_t i = v.size() - 1;
+    size_t stop = i > kMaxInsertBack ? i - kMaxInsertBack : 0;
+    while (i > stop && v[i - 1].ts_issue > c.ts_issue) {
+        v[i] = v[i - 1];
+        --i;
+    }
+    if (i > 0 && v[i - 1].ts_issue > c.ts_issue) {
+        // Too far back: undo and sort everything once at the end.
+        std::move(v.begin() + i + 1, v.end(), v.begin() + i);
+        v.back() = c;
+        d.sorted = false;
+        return;
+    }
+    v[i] = c;
+}
 }  // namespace
 
 EventTrace load_events(const std::string& path, const EventFilter& filter) {
-    JsonlReader rd(path);
-    std::map<std::string, DevCmds> devs;
+    using F = EventField;
+    EventsReader rd(path);
+    std::map<std::string, DevCmds, std::less<>> devs;
     EventTrace out;
     out.path = path;
-    json j;
-    while (rd.next(j)) {
+    EventRecord r;
+    while (rd.next(r)) {
         const auto& src = rd.source();
-        std::string type = get_string(j, "type", src);
-        if (type == "syscall") continue;
-        if (type == "summary") {
+        rd.require(r, F::Type);
+        if (r.type == "syscall") continue;
+        if (r.type == "summary") {
             out.has_summary = true;
-            out.summary_events = get_u64_or(j, "events", 0, src);
-            out.dropped = get_u64_or(j, "dropped", 0, src);
-            out.unmatched_completes = get_u64_or(j, "unmatched_completes", 0, src);
-            out.negative_deltas = get_u64_or(j, "negative_deltas", 0, src);
+            out.summary_events = r.events;
+            out.dropped = r.dropped;
+            out.unmatched_completes = r.unmatched_completes;
+            out.negative_deltas = r.negative_deltas;
             continue;
         }
-        if (type != "cmd") src.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + type + "\"");
-        std::string dev = get_string(j, "dev", src);
-        auto& d = devs[dev];
-        d.disk = get_string_or(j, "disk", "", src);
+        if (r.type != "cmd")
+            src.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
+        rd.require(r, F::Dev);
+        auto it = devs.find(r.dev);
+        if (it == devs.end()) it = devs.emplace(std::string(r.dev), DevCmds{}).first;
+        auto& d = it->second;
+        if (d.disk != r.disk) d.disk = r.disk;
         ++d.records;
         Cmd c;
-        c.op = parse_op(get_string(j, "op", src), src);
-        c.sector = get_u64(j, "sector", src);
-        c.bytes = get_u64(j, "bytes", src);
-        c.ts_issue = get_u64(j, "ts_issue", src);
-        c.ts_complete = get_u64(j, "ts_complete", src);
+        rd.require(r, F::Op);
+        c.op = parse_op(r.op, src);
+        for (F f : {F::Sector, F::Bytes, F::TsIssue, F::TsComplete}) rd.require(r, f);
+        c.sector = r.sector;
+        c.bytes = r.bytes;
+        c.ts_issue = r.ts_issue;
+        c.ts_complete = r.ts_complete;
         if (c.ts_complete < c.ts_issue)
             src.fail("ts_complete", "is before ts_issue (" + std::to_string(c.ts_complete) + " < " +
                                         std::to_string(c.ts_issue) + ")");
-        c.qd = uint32_t(get_u64_or(j, "qd", 0, src));
-        c.pid = uint32_t(get_u64_or(j, "pid", 0, src));
-        c.tid = uint32_t(get_u64_or(j, "tid", 0, src));
-        c.has_user_data = j.contains("user_data");
-        std::string s = get_string_or(j, "src", "block", src);
-        if (s != "block" && s != "nvme") src.fail("src", "expected \"block\" or \"nvme\", got \"" + s + "\"");
+        c.qd = uint32_t(r.qd);
+        c.pid = uint32_t(r.pid);
+        c.tid = uint32_t(r.tid);
+        c.has_user_data = r.has_field(F::UserData);
+        std::string_view s = r.has_field(F::Src) ? r.src : std::string_view("block");
+        if (s != "block" && s != "nvme") src.fail("src", "expected \"block\" or \"nvme\", got \"" + std::string(s) + "\"");
         c.nvme = s == "nvme";
-        c.passthrough = c.nvme && get_string_or(j, "rwbs", "", src) == "N";
-        std::string comm = get_string_or(j, "comm", "", src);
-        if ((filter.pid && c.pid != filter.pid) || (!filter.comm.empty() && comm != filter.comm)) {
+        c.passthrough = c.nvme && r.rwbs == "N";
+        if ((filter.pid && c.pid != filter.pid) || (!filter.comm.empty() && r.comm != filter.comm)) {
             ++d.filtered_out;
             continue;
         }
-        d.cmds.push_back(c);
+        insert_in_issue_order(d, c);
     }
     if (devs.empty()) throw Error(path + ": no device commands (\"type\":\"cmd\" records) in the trace");
 
@@ -102,8 +132,9 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
     out.records = pick->second.records;
     out.filtered_out = pick->second.filtered_out;
     out.cmds = std::move(pick->second.cmds);
-    std::stable_sort(out.cmds.begin(), out.cmds.end(),
-                     [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
+    if (!pick->second.sorted)
+        std::stable_sort(out.cmds.begin(), out.cmds.end(),
+                         [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
     return out;
 }
 

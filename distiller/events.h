@@ -7,26 +7,27 @@
 namespace kvio::distiller {
 
 /// Direction of a device command, as the `op` field names it.
-enum class Op { Read, Write, Flush, Discard, Other };
+enum class Op : uint8_t { Read, Write, Flush, Discard, Other };
 
 /// "read", "write", "flush", "discard", "other".
 const char* op_name(Op op);
 
 /// One completed device command (`"type":"cmd"` record). Times are CLOCK_MONOTONIC ns.
 struct Cmd {
-    Op op = Op::Other;
     uint64_t sector = 0;       ///< start, 512-byte units on the whole disk
     uint64_t bytes = 0;        ///< bytes transferred
     uint64_t ts_issue = 0;     ///< block_rq_issue (NVMe: setup)
     uint64_t ts_complete = 0;  ///< final block_rq_complete
     uint32_t qd = 0;           ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
     uint32_t pid = 0, tid = 0; ///< submitter, 0 when unknown
+    Op op = Op::Other;
     bool has_user_data = false;///< io_uring SQE user_data was seen
     bool passthrough = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
     bool nvme = false;         ///< `src` "nvme"
     uint64_t d2c_ns() const { return ts_complete - ts_issue; }
     uint64_t end_sector() const { return sector + bytes / 512; }
 };
+static_assert(sizeof(Cmd) == 48, "10 M commands of a trace are held in memory: keep Cmd small");
 
 /// Which commands to keep. Empty / zero fields do not filter.
 struct EventFilter {
@@ -47,7 +48,10 @@ struct EventTrace {
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
 };
 
-/// Reads a kvio.events/1 file and keeps the commands of one device that pass `filter`.
+/// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass
+/// `filter`, 48 bytes each. The file is in completion order; each command is inserted at its issue-order place
+/// from the back (a stable sort by ts_issue costing O(commands in flight) per command); when a command lands
+/// more than 4096 places back, the rest is sorted once at the end instead.
 /// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on malformed records
 /// (missing field, ts_complete < ts_issue, unknown op/type), and a one-sentence error when the trace holds
 /// several devices and `filter.dev` is empty, or when the requested device is absent.

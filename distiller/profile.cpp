@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 
@@ -36,49 +38,64 @@ double Profile::d2c_quantile(double q) const {
 }
 
 // In-flight sweep over issue/complete instants: queue depth at each issue, busy time, idle gaps, bursts.
-static void sweep(const std::vector<Cmd>& cmds, Profile& p) {
-    // (time, order, is_issue): at equal times completions go first (order 0), then issues (1),
-    // then completions of zero-length commands (2), so a command never completes before it is issued.
-    std::vector<std::tuple<uint64_t, int, bool>> ev;
-    ev.reserve(cmds.size() * 2);
-    for (const auto& c : cmds) {
-        ev.emplace_back(c.ts_issue, 1, true);
-        ev.emplace_back(c.ts_complete, c.ts_complete == c.ts_issue ? 2 : 0, false);
+// Events in time order; at equal times completions go first, then issues, then completions of zero-length
+// commands, so a command never completes before it is issued. `cmds` is in ts_issue order, so only the
+// completions of commands in flight are pending (a min-heap as deep as the queue), not 2 events per command.
+static void sweep(const std::vector<Cmd>& in, Profile& p) {
+    auto by_issue = [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; };
+    std::vector<Cmd> copy;  // only for input not already in issue order (load_events' output is)
+    if (!std::is_sorted(in.begin(), in.end(), by_issue)) {
+        copy = in;
+        std::stable_sort(copy.begin(), copy.end(), by_issue);
     }
-    std::sort(ev.begin(), ev.end());
+    const std::vector<Cmd>& cmds = copy.empty() ? in : copy;
+    struct Pending {
+        uint64_t t;
+        bool zero_len;  // completes at its own issue instant: after the issues at that instant
+        bool operator>(const Pending& o) const { return t != o.t ? t > o.t : zero_len > o.zero_len; }
+    };
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending;
     uint32_t inflight = 0;
     uint64_t busy_start = 0, last_idle_start = 0, burst = 0;
     bool seen_busy = false;
     uint64_t prev_t = 0;
-    for (const auto& [t, order, is_issue] : ev) {
+    auto complete = [&](uint64_t t) {
         if (inflight) p.qd_time[inflight] += t - prev_t;
         prev_t = t;
-        if (is_issue) {
-            if (inflight == 0) {
-                if (seen_busy) {
-                    uint64_t gap = t - last_idle_start;
-                    if (gap >= kThinkGapNs) {
-                        p.think_gaps_ns.push_back(gap);
-                        p.think_idle_ns += gap;
-                        p.burst_cmds.push_back(burst);
-                        burst = 0;
-                    }
-                }
-                busy_start = t;
-                seen_busy = true;
-            }
-            ++inflight;
-            ++burst;
-            ++p.qd_at_issue[inflight];
-            p.max_inflight = std::max(p.max_inflight, inflight);
-        } else {
-            --inflight;
-            if (inflight == 0) {
-                p.busy_ns += t - busy_start;
-                last_idle_start = t;
-            }
+        --inflight;
+        if (inflight == 0) {
+            p.busy_ns += t - busy_start;
+            last_idle_start = t;
         }
+    };
+    for (const auto& c : cmds) {
+        const uint64_t t = c.ts_issue;
+        while (!pending.empty() && (pending.top().t < t || (pending.top().t == t && !pending.top().zero_len))) {
+            complete(pending.top().t);
+            pending.pop();
+        }
+        if (inflight) p.qd_time[inflight] += t - prev_t;
+        prev_t = t;
+        if (inflight == 0) {
+            if (seen_busy) {
+                uint64_t gap = t - last_idle_start;
+                if (gap >= kThinkGapNs) {
+                    p.think_gaps_ns.push_back(gap);
+                    p.think_idle_ns += gap;
+                    p.burst_cmds.push_back(burst);
+                    burst = 0;
+                }
+            }
+            busy_start = t;
+            seen_busy = true;
+        }
+        ++inflight;
+        ++burst;
+        ++p.qd_at_issue[inflight];
+        p.max_inflight = std::max(p.max_inflight, inflight);
+        pending.push({c.ts_complete, c.ts_complete == c.ts_issue});
     }
+    for (; !pending.empty(); pending.pop()) complete(pending.top().t);
     if (burst) p.burst_cmds.push_back(burst);
     std::erase_if(p.qd_time, [](const auto& kv) { return kv.second == 0; });
     std::sort(p.think_gaps_ns.begin(), p.think_gaps_ns.end());

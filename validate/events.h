@@ -1,12 +1,10 @@
-// Streaming reader of kvio.events/1 (kvio trace --events): yields device commands one at a time,
-// so memory does not grow with the number of commands.
+// Device commands of a kvio.events/1 file (kvio trace --events) for the join, one at a time, so memory
+// does not grow with the number of commands. Parsing is common/events_reader.h (the one reader of the format).
 #pragma once
 #include <cstdint>
-#include <cstdio>
 #include <string>
-#include <vector>
 
-#include "common/jsonl.h"
+#include "common/events_reader.h"
 #include "validate/types.h"
 
 namespace kvio::validate {
@@ -14,17 +12,14 @@ namespace kvio::validate {
 class EventsReader {
 public:
     /// Opens `path`. Throws kvio::Error when it cannot be read.
-    explicit EventsReader(const std::string& path);
-    ~EventsReader();
-    EventsReader(const EventsReader&) = delete;
-    EventsReader& operator=(const EventsReader&) = delete;
+    explicit EventsReader(const std::string& path) : rd_(path) {}
 
     /// Reads the next `"type":"cmd"` record into `c`; false at end of file. Syscall, summary and
     /// unknown record types are skipped (the summary's `dropped` is kept). Throws kvio::Error
     /// "FILE:LINE: field 'F': ..." on a malformed line or a missing/mistyped required field.
     bool next(Command& c);
 
-    const JsonSource& source() const { return src_; }
+    const JsonSource& source() const { return rd_.source(); }
     /// `dropped` of the trailing summary record (events the tracer lost); 0 when absent.
     uint64_t summary_dropped() const { return dropped_; }
     /// `unmatched_completes` of the summary: completions whose issue the tracer did not see (commands missing
@@ -35,12 +30,11 @@ public:
     uint64_t other_records() const { return other_; }
 
 private:
-    bool read_line(const char*& b, const char*& e);
-    std::FILE* f_ = nullptr;
-    JsonSource src_;
-    std::vector<char> buf_;
-    size_t pos_ = 0, len_ = 0;
-    bool eof_ = false;
+    kvio::EventsReader rd_;
+    EventRecord rec_;
+    std::string last_dev_;   // the last "MAJ:MIN" parsed: a trace is usually about one or two devices
+    uint32_t last_dev_t_ = 0;
+    bool have_dev_ = false;
     uint64_t dropped_ = 0, unmatched_ = 0, other_ = 0;
     bool saw_summary_ = false;
 };

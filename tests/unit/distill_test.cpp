@@ -260,9 +260,9 @@ TEST(Distill, WriteJobOnBlockDeviceWarns) {
 
 TEST(Iolog, Version3Format) {
     std::vector<Cmd> cmds(3);
-    cmds[0] = {Op::Write, 2048, 8192, 5'000'000, 5'100'000};
-    cmds[1] = {Op::Read, 16, 4096, 1'000'000, 1'050'000};
-    cmds[2] = {Op::Flush, 0, 0, 6'000'000, 6'000'100};
+    cmds[0] = {.sector = 2048, .bytes = 8192, .ts_issue = 5'000'000, .ts_complete = 5'100'000, .op = Op::Write};
+    cmds[1] = {.sector = 16, .bytes = 4096, .ts_issue = 1'000'000, .ts_complete = 1'050'000, .op = Op::Read};
+    cmds[2] = {.sector = 0, .bytes = 0, .ts_issue = 6'000'000, .ts_complete = 6'000'100, .op = Op::Flush};
     std::ostringstream os;
     EXPECT_EQ(write_iolog(os, cmds, "/dev/loop5"), 2u);
     EXPECT_EQ(os.str(),

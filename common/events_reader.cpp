@@ -1,0 +1,270 @@
+#include "common/events_reader.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#ifndef KVIO_NO_SIMDJSON
+#include <simdjson.h>
+#endif
+
+namespace kvio {
+
+namespace {
+
+constexpr size_t kBufBytes = 4u << 20;
+constexpr size_t kPadding = 64;  // >= SIMDJSON_PADDING: bytes the parser may read past a line's end
+#ifndef KVIO_NO_SIMDJSON
+static_assert(kPadding >= simdjson::SIMDJSON_PADDING);
+#endif
+
+constexpr const char* kNames[] = {"type", "src", "dev", "disk", "op", "rwbs", "comm", "key",
+                                  "sector", "bytes", "ts_issue", "ts_complete", "qd", "pid", "tid", "user_data", "slba", "nlb",
+                                  "events", "dropped", "unmatched_completes", "negative_deltas"};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(EventField::Count_));
+
+constexpr int kNone = -1;
+constexpr int kFirstUint = int(EventField::Sector);
+
+// Top-level key -> EventField index, kNone for keys no reader interprets.
+int lookup(std::string_view k) {
+    using F = EventField;
+    switch (k.size()) {
+    case 2: return k == "op" ? int(F::Op) : k == "qd" ? int(F::Qd) : kNone;
+    case 3:
+        return k == "src" ? int(F::Src) : k == "dev" ? int(F::Dev) : k == "key" ? int(F::Key) : k == "nlb" ? int(F::Nlb)
+             : k == "pid" ? int(F::Pid) : k == "tid" ? int(F::Tid) : kNone;
+    case 4:
+        return k == "type" ? int(F::Type) : k == "rwbs" ? int(F::Rwbs) : k == "slba" ? int(F::Slba) : k == "disk" ? int(F::Disk)
+             : k == "comm" ? int(F::Comm) : kNone;
+    case 5: return k == "bytes" ? int(F::Bytes) : kNone;
+    case 6: return k == "sector" ? int(F::Sector) : k == "events" ? int(F::Events) : kNone;
+    case 7: return k == "dropped" ? int(F::Dropped) : kNone;
+    case 8: return k == "ts_issue" ? int(F::TsIssue) : kNone;
+    case 9: return k == "user_data" ? int(F::UserData) : kNone;
+    case 11: return k == "ts_complete" ? int(F::TsComplete) : kNone;
+    case 15: return k == "negative_deltas" ? int(F::NegativeDeltas) : kNone;
+    case 19: return k == "unmatched_completes" ? int(F::UnmatchedCompletes) : kNone;
+    default: return kNone;
+    }
+}
+
+std::string_view* string_slot(EventRecord& r, int f) {
+    switch (EventField(f)) {
+    case EventField::Type: return &r.type;
+    case EventField::Src: return &r.src;
+    case EventField::Dev: return &r.dev;
+    case EventField::Disk: return &r.disk;
+    case EventField::Op: return &r.op;
+    case EventField::Rwbs: return &r.rwbs;
+    case EventField::Comm: return &r.comm;
+    default: return &r.key;
+    }
+}
+
+uint64_t* uint_slot(EventRecord& r, int f) {
+    switch (EventField(f)) {
+    case EventField::Sector: return &r.sector;
+    case EventField::Bytes: return &r.bytes;
+    case EventField::TsIssue: return &r.ts_issue;
+    case EventField::TsComplete: return &r.ts_complete;
+    case EventField::Qd: return &r.qd;
+    case EventField::Pid: return &r.pid;
+    case EventField::Tid: return &r.tid;
+    case EventField::UserData: return &r.user_data;
+    case EventField::Slba: return &r.slba;
+    case EventField::Nlb: return &r.nlb;
+    case EventField::Events: return &r.events;
+    case EventField::Dropped: return &r.dropped;
+    case EventField::UnmatchedCompletes: return &r.unmatched_completes;
+    default: return &r.negative_deltas;
+    }
+}
+
+[[noreturn]] void wrong_type(const JsonSource& src, int f, const char* got) {
+    if (f < kFirstUint) src.fail(kNames[f], "expected a string");
+    src.fail(kNames[f], std::string("expected a non-negative integer, got ") + got);
+}
+
+}  // namespace
+
+const char* event_field_name(EventField f) { return kNames[size_t(f)]; }
+
+#ifndef KVIO_NO_SIMDJSON
+
+// simdjson On-Demand: the line is parsed in place in the read buffer (the bytes after it are the padding).
+struct EventsReader::Parser {
+    simdjson::ondemand::parser parser;
+
+    [[noreturn]] static void invalid(const JsonSource& src, simdjson::error_code e) {
+        throw Error(src.where() + ": not valid JSON (" + simdjson::error_message(e) + ")");
+    }
+    static const char* kind(simdjson::ondemand::value& v) {
+        using simdjson::ondemand::json_type;
+        json_type t;
+        if (v.type().get(t)) return "an invalid value";
+        switch (t) {
+        case json_type::array: return "an array";
+        case json_type::object: return "an object";
+        case json_type::string: return "a string";
+        case json_type::boolean: return "a boolean";
+        case json_type::null: return "null";
+        case json_type::number: {
+            simdjson::ondemand::number_type nt;
+            if (v.get_number_type().get(nt)) return "an invalid number";
+            if (nt == simdjson::ondemand::number_type::floating_point_number) return "a fraction";
+            int64_t i;
+            if (nt == simdjson::ondemand::number_type::signed_integer && !v.get_int64().get(i) && i < 0) return "a negative number";
+            return "a number out of range";
+        }
+        }
+        return "an invalid value";
+    }
+
+    void parse(const char* b, size_t len, size_t capacity, EventRecord& r, const JsonSource& src) {
+        using namespace simdjson;
+        ondemand::document doc;
+        if (auto e = parser.iterate(b, len, capacity).get(doc)) invalid(src, e);
+        ondemand::object obj;
+        if (auto e = doc.get_object().get(obj)) {
+            if (e == INCORRECT_TYPE) throw Error(src.where() + ": expected a JSON object");
+            invalid(src, e);
+        }
+        for (auto fr : obj) {
+            ondemand::field fld;
+            if (auto e = std::move(fr).get(fld)) invalid(src, e);
+            // Keys are compared raw (the format's keys hold no escapes): up to the closing quote.
+            const char* k = fld.key().raw();
+            const char* q = static_cast<const char*>(std::memchr(k, '"', size_t(b + len - k)));
+            if (!q) invalid(src, UNCLOSED_STRING);
+            int f = lookup(std::string_view(k, size_t(q - k)));
+            if (f == kNone) continue;  // skipped by the iteration, unchecked
+            ondemand::value v = fld.value();
+            r.has |= 1u << f;
+            if (f < kFirstUint) {
+                std::string_view s;
+                if (auto e = v.get_string().get(s)) {
+                    if (e != INCORRECT_TYPE) invalid(src, e);
+                    wrong_type(src, f, kind(v));
+                }
+                *string_slot(r, f) = s;
+            } else {
+                uint64_t u;
+                if (auto e = v.get_uint64().get(u)) {
+                    if (e != INCORRECT_TYPE && e != NUMBER_OUT_OF_RANGE) invalid(src, e);
+                    wrong_type(src, f, kind(v));
+                }
+                *uint_slot(r, f) = u;
+            }
+        }
+        const char* rest;
+        if (!doc.current_location().get(rest)) throw Error(src.where() + ": not valid JSON (content after the object)");
+    }
+};
+
+#else
+
+// nlohmann_json: one DOM per line (the static build, which has no simdjson archive to link).
+struct EventsReader::Parser {
+    json j;
+    std::string strings[size_t(EventField::Sector)];
+
+    void parse(const char* b, size_t len, size_t, EventRecord& r, const JsonSource& src) {
+        try {
+            j = json::parse(b, b + len);
+        } catch (const json::parse_error& e) {
+            throw Error(src.where() + ": not valid JSON (" + e.what() + ")");
+        }
+        if (!j.is_object()) throw Error(src.where() + ": expected a JSON object");
+        for (auto& [k, v] : j.items()) {
+            int f = lookup(k);
+            if (f == kNone) continue;
+            r.has |= 1u << f;
+            if (f < kFirstUint) {
+                if (!v.is_string()) wrong_type(src, f, "");
+                strings[f] = v.get<std::string>();
+                *string_slot(r, f) = strings[f];
+            } else if (v.is_number_unsigned()) {
+                *uint_slot(r, f) = v.get<uint64_t>();
+            } else {
+                wrong_type(src, f, v.is_number_integer() ? "a negative number" : v.is_number_float() ? "a fraction"
+                                   : v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_null() ? "null"
+                                   : v.is_array() ? "an array" : "an object");
+            }
+        }
+    }
+};
+
+#endif
+
+EventsReader::EventsReader(const std::string& path) : src_{path, 0}, parser_(std::make_unique<Parser>()) {
+    f_ = std::fopen(path.c_str(), "rb");
+    if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
+    cap_ = kBufBytes;
+    buf_ = static_cast<char*>(std::malloc(cap_ + kPadding));
+    if (!buf_) {
+        std::fclose(f_);
+        throw std::bad_alloc();
+    }
+}
+
+EventsReader::~EventsReader() {
+    if (f_) std::fclose(f_);
+    std::free(buf_);
+}
+
+// Next line as [b, e) without the newline; false at end of file.
+bool EventsReader::read_line(const char*& b, const char*& e) {
+    for (;;) {
+        const char* start = buf_ + pos_;
+        const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
+        if (nl) {
+            b = start;
+            e = nl;
+            pos_ = size_t(nl - buf_) + 1;
+            ++src_.line;
+            return true;
+        }
+        if (eof_) {
+            if (pos_ == len_) return false;
+            b = start;  // last line without a newline
+            e = buf_ + len_;
+            pos_ = len_;
+            ++src_.line;
+            return true;
+        }
+        // Move the partial line to the front and refill; double the buffer for a line longer than it.
+        size_t rest = len_ - pos_;
+        std::memmove(buf_, buf_ + pos_, rest);
+        pos_ = 0;
+        len_ = rest;
+        if (len_ == cap_) {
+            char* nb = static_cast<char*>(std::realloc(buf_, 2 * cap_ + kPadding));
+            if (!nb) throw std::bad_alloc();
+            buf_ = nb;
+            cap_ *= 2;
+        }
+        size_t n = std::fread(buf_ + len_, 1, cap_ - len_, f_);
+        if (n == 0) {
+            if (std::ferror(f_)) throw Error(src_.file + ": read error: " + std::strerror(errno));
+            eof_ = true;
+        }
+        len_ += n;
+    }
+}
+
+bool EventsReader::next(EventRecord& r) {
+    const char *b, *e;
+    while (read_line(b, e)) {
+        const char* p = b;
+        while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
+        if (p == e) continue;
+        r = EventRecord{};
+        parser_->parse(p, size_t(e - p), size_t(buf_ + cap_ + kPadding - p), r, src_);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace kvio
