@@ -14,6 +14,7 @@ void add_gen_command(CLI::App& app) {
         ModelOptions model;
         workload::GenOptions gen;
         std::string layout;
+        std::string verify = "stamps";
         bool quiet = false;
     };
     auto o = std::make_shared<Opts>();
@@ -37,7 +38,9 @@ void add_gen_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"store-then-load", "interleaved"}));
     sub->add_option("--iters", g.iters, "Repeat the whole pattern N times")->capture_default_str()->check(CLI::PositiveNumber);
-    sub->add_option("--qd", g.qd, "Transfers in flight (io_uring, uring_cmd); posix runs one at a time")->capture_default_str()->check(CLI::Range(1, 4096));
+    sub->add_option("--qd", g.qd,
+                    "Transfers in flight (io_uring, uring_cmd). posix is synchronous pread/pwrite: always one transfer "
+                    "at a time whatever --qd says (QD 1, like fio's psync engine)")->capture_default_str()->check(CLI::Range(1, 4096));
     sub->add_flag("--buffered", g.buffered, "Page cache instead of O_DIRECT: stores end with fsync, loads start with posix_fadvise(DONTNEED)");
     sub->add_option("--max-io", g.max_io_bytes,
                     "Transfer cap in bytes (default: min(max_sectors_kb×1024, max_segments×PAGE_SIZE) of the device; "
@@ -45,12 +48,20 @@ void add_gen_command(CLI::App& app) {
     sub->add_option("--block-align", g.block_align, "Slot alignment and header size in bytes (multiple of the LBA size)")->capture_default_str();
     sub->add_option("--semantic", g.semantic_path, "Write the kvio.semantic/1 JSONL (one record per object op with device offsets) to FILE");
     sub->add_option("--record", g.record_path, "Write the record manifest (kvio_record.json, for replay) to FILE");
+    sub->add_option("--verify", o->verify,
+                    "How loads are checked: stamps (each 4 KiB payload block starts with a 32-byte stamp: object, offset, "
+                    "store generation; reads only those, so it catches missing, zeroed, stale, misplaced or torn blocks at "
+                    "almost no CPU cost) or full (compares every byte and checksums every word: also catches a flipped byte "
+                    "inside a block, at a CPU cost that slows fast devices). The --semantic checksum covers the same bytes")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"stamps", "full"}));
     sub->add_flag("--force", g.force, "Write a device even if its first MiB holds data (never a mounted one)");
     sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
     sub->callback([o] {
         auto& g = o->gen;
         g.geometry = resolve_geometry(o->model);
         if (!o->layout.empty()) g.layout = workload::parse_layout(o->layout);
+        g.verify = workload::parse_verify(o->verify);
         g.progress = o->quiet ? nullptr : &std::cerr;
         workload::GenSummary s = workload::run_gen(g);
         workload::print_summary(std::cout, g, s);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -30,18 +29,22 @@ std::string hex(uint64_t v) {
 }
 
 /// Page-aligned, pre-touched buffers, kept off transparent huge pages so the physical layout
-/// (and thus segment counts) is page-granular and the same from run to run.
+/// (and thus segment counts) is page-granular and the same from run to run. Each buffer is filled
+/// with the base block once (pattern.h) and remembers how many leading bytes no longer hold it (a
+/// slot header, a load): a store then only rewrites the stamps, unless the buffer is dirty. Stores
+/// take clean buffers and loads dirty ones first, so with 2 × qd buffers and at most qd transfers in
+/// flight a store never has to refill (the dirty ones are at most the loads in flight).
 class BufferPool {
 public:
-    BufferPool(size_t n, size_t bytes) : bytes_(bytes) {
+    BufferPool(size_t n, size_t bytes) : bytes_(bytes), state_(n) {
         const size_t page = size_t(::sysconf(_SC_PAGESIZE));
         for (size_t i = 0; i < n; ++i) {
             void* p = nullptr;
             if (posix_memalign(&p, page, bytes) != 0) throw Error("cannot allocate I/O buffers");
-            ::madvise(p, bytes, MADV_NOHUGEPAGE);
-            std::memset(p, 0, bytes);
             bufs_.push_back(p);
-            free_.push_back(uint16_t(n - 1 - i));
+            ::madvise(p, bytes, MADV_NOHUGEPAGE);
+            fill_base(p, 0, bytes);  // also pre-touches every page
+            clean_.push_back(uint16_t(n - 1 - i));
         }
     }
     ~BufferPool() {
@@ -52,19 +55,44 @@ public:
         for (void* p : bufs_) v.push_back({p, bytes_});
         return v;
     }
-    bool empty() const { return free_.empty(); }
-    uint16_t take() {
-        uint16_t i = free_.back();
-        free_.pop_back();
+    bool empty() const { return clean_.empty() && dirty_.empty(); }
+    /// A buffer for a store (clean first) or a load (dirty first).
+    uint16_t take(bool store) {
+        auto& first = store ? clean_ : dirty_;
+        auto& other = store ? dirty_ : clean_;
+        auto& from = first.empty() ? other : first;
+        uint16_t i = from.back();
+        from.pop_back();
         return i;
     }
-    void give(uint16_t i) { free_.push_back(i); }
+    void give(uint16_t i) { (state_[i].dirty ? dirty_ : clean_).push_back(i); }
     void* at(uint16_t i) const { return bufs_[i]; }
+    /// Bytes [0, len) of buffer i will be overwritten with something else than the base block.
+    void soil(uint16_t i, uint64_t len) { state_[i].dirty = std::max(state_[i].dirty, len); }
+    /// Makes buffer i hold the pattern of payload bytes [off, off + len) of (object, gen).
+    void fill_store(uint16_t i, uint64_t object_id, uint64_t gen, uint64_t off, uint64_t len) {
+        State& s = state_[i];
+        const uint64_t phase = off % kStampBlockBytes;
+        if (s.phase != phase) {
+            fill_base(bufs_[i], off, bytes_);
+            s.phase = phase;
+            s.dirty = 0;
+        } else if (s.dirty) {
+            fill_base(bufs_[i], off, std::min<uint64_t>(s.dirty, bytes_));
+            s.dirty = 0;
+        }
+        stamp_pattern(bufs_[i], object_id, gen, off, len);
+    }
 
 private:
+    struct State {
+        uint64_t dirty = 0;  ///< leading bytes that may not hold the base block
+        uint64_t phase = 0;  ///< payload offset mod 4 KiB of the buffer's first byte
+    };
     size_t bytes_;
     std::vector<void*> bufs_;
-    std::vector<uint16_t> free_;
+    std::vector<State> state_;
+    std::vector<uint16_t> clean_, dirty_;
 };
 
 struct Active {
@@ -75,6 +103,7 @@ struct Active {
     uint64_t total = 0;      ///< header_bytes + io_bytes
     uint32_t outstanding = 0;
     bool finished = false;
+    uint64_t gen = 0;        ///< pattern generation: a store's trace_id; a load: that of the last store before it (0: unknown)
 };
 
 struct Inflight {
@@ -95,12 +124,14 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     if (uint64_t(qd) * opt.max_io_bytes > (1ull << 30))
         throw Error("--qd " + std::to_string(qd) + " × transfer cap " + std::to_string(opt.max_io_bytes) +
                     " bytes needs more than 1 GiB of pinned I/O buffers; lower --qd or --max-io");
-    BufferPool pool(qd, opt.max_io_bytes);
+    // 2 × qd buffers when they fit in 1 GiB (stores then never refill, see BufferPool), else qd.
+    const size_t nbuf = uint64_t(2) * qd * opt.max_io_bytes <= (1ull << 30) && 2 * qd <= 65536 ? 2 * qd : qd;
+    BufferPool pool(nbuf, opt.max_io_bytes);
     engine.register_buffers(pool.iovecs());
 
     int target_fd = -1;
     if (layout == Layout::Slots) target_fd = engine.open(target, OpenFor::Both, false);
-    std::map<uint64_t, uint64_t> header_sums;  // object -> pattern checksum (cached)
+    std::unordered_map<uint64_t, uint64_t> last_gen;  // object -> generation of its latest store started
 
     std::vector<Active> active;                   // index = slot in this vector; finished ones are reused lazily
     std::unordered_map<uint64_t, Inflight> inflight;
@@ -143,7 +174,14 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         } else {
             a.fd = target_fd;
         }
-        if (op.op == OpKind::Load) engine.before_load(a.fd, op.offset, op.io_bytes);
+        if (op.op == OpKind::Load) {
+            engine.before_load(a.fd, op.offset, op.io_bytes);
+            auto it = last_gen.find(op.object_id);
+            a.gen = it == last_gen.end() ? 0 : it->second;
+        } else {
+            a.gen = op.trace_id;
+            last_gen[op.object_id] = op.trace_id;
+        }
         res[next_op].ts_start = monotonic_ns();
         ++next_op;
         // reuse a finished slot so the vector stays small
@@ -165,29 +203,29 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         bool header = pos < op.header_bytes;
         if (header) len = uint32_t(op.header_bytes);  // the header is its own transfer
         else len = uint32_t(std::min<uint64_t>(opt.max_io_bytes, a.total - pos));
-        uint16_t b = pool.take();
+        uint16_t b = pool.take(op.op == OpKind::Store && !header);  // a header overwrites its buffer anyway
         void* buf = pool.at(b);
         if (op.op == OpKind::Store) {
             if (header) {
+                pool.soil(b, len);
                 std::memset(buf, 0, len);
                 SlotHeader h{};
                 std::memcpy(h.magic, "KVIOSLT1", 8);
                 h.object_id = op.object_id;
                 h.payload_bytes = op.payload_bytes;
                 h.io_bytes = op.io_bytes;
-                auto it = header_sums.find(op.object_id);
-                if (it == header_sums.end())
-                    it = header_sums.emplace(op.object_id, pattern_checksum(op.object_id, op.io_bytes)).first;
-                h.checksum = it->second;
+                h.checksum = pattern_checksum(op.object_id, a.gen, op.io_bytes, Verify::Stamps);
                 h.trace_id = op.trace_id;
                 h.key_len = uint32_t(std::min(op.key.size(), sizeof h.key));
                 std::memcpy(h.key, op.key.data(), h.key_len);
                 std::memcpy(buf, &h, std::min<size_t>(sizeof h, len));
             } else {
                 uint64_t poff = pos - op.header_bytes;
-                fill_pattern(buf, op.object_id, poff, len);
-                r.checksum += checksum(buf, poff, len);
+                pool.fill_store(b, op.object_id, a.gen, poff, len);
+                r.checksum += checksum(buf, poff, len, opt.verify);
             }
+        } else {
+            pool.soil(b, len);
         }
         IoUnit u;
         u.fd = a.fd;
@@ -207,7 +245,7 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     while (finished < ops.size()) {
         // Fill the queue: finish queuing the newest op, then start the next one if it does not
         // depend on an op still in flight.
-        while (!pool.empty()) {
+        while (inflight.size() < qd && !pool.empty()) {
             size_t cur = SIZE_MAX;
             for (size_t i = 0; i < active.size(); ++i)
                 if (!active[i].finished && active[i].next < active[i].total) cur = i;
@@ -244,10 +282,12 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
                 r.bytes += f.len;
                 if (op.op == OpKind::Load) {
                     uint64_t poff = f.stream_off - op.header_bytes;
-                    r.checksum += checksum(buf, poff, f.len);
-                    uint64_t bad = verify_pattern(buf, op.object_id, poff, f.len);
+                    if (a.gen == 0) a.gen = stamp_generation(buf, poff, f.len);  // no store before it: adopt
+                    r.checksum += checksum(buf, poff, f.len, opt.verify);
+                    uint64_t bad = verify_pattern(buf, op.object_id, a.gen, poff, f.len, opt.verify);
                     if (bad != UINT64_MAX && r.error.empty())
-                        r.error = "payload mismatch at byte " + std::to_string(bad) + " of object " + std::to_string(op.object_id);
+                        r.error = std::string("payload mismatch (verify ") + verify_name(opt.verify) + ") in object " +
+                                  std::to_string(op.object_id) + ": " + describe_block(buf, op.object_id, a.gen, poff, f.len, bad);
                 }
             }
             pool.give(f.buf);

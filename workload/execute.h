@@ -1,5 +1,6 @@
 // Executes object ops on an engine: splits each op into transfers of at most max_io_bytes, keeps up to
-// qd transfers in flight, fills stores with the fake pattern and verifies loads against it.
+// qd transfers in flight, fills stores with the fake pattern (workload/pattern.h) and verifies loads
+// against it (stamps by default, every byte with Verify::Full).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "workload/engine.h"
+#include "workload/pattern.h"
 #include "workload/record.h"
 
 namespace kvio::workload {
@@ -17,13 +19,17 @@ struct OpResult {
     uint64_t ts = 0;         ///< after its last transfer completed (and fsync, buffered stores)
     uint64_t bytes = 0;      ///< bytes transferred (store: header + payload)
     uint32_t transfers = 0;  ///< engine transfers the op was split into
-    uint64_t checksum = 0;   ///< checksum() of the payload written / read (see pattern.h)
+    uint64_t checksum = 0;   ///< checksum(..., ExecOptions::verify) of the payload written / read (see pattern.h)
     std::string error;       ///< empty on success; a load whose bytes differ from the pattern fails here
 };
 
 struct ExecOptions {
     uint64_t max_io_bytes = 512 * 1024;  ///< transfer cap (multiple of the LBA size)
-    uint32_t qd = 1;                     ///< transfers in flight at most (== buffer pool size)
+    uint32_t qd = 1;                     ///< transfers in flight at most (the buffer pool holds 2 × qd when that fits in 1 GiB)
+    /// How loads are checked (pattern.h): stamps (32 bytes per 4 KiB) or every byte; also what
+    /// OpResult::checksum covers. A store's pattern generation is its trace_id; a load expects the
+    /// generation of the latest store of its object before it (none: whatever it reads first).
+    Verify verify = Verify::Stamps;
     /// Called when an op finished, with the fd its bytes went through still open (for FIEMAP).
     std::function<void(size_t index, const ObjectOp&, OpResult&, int fd)> on_done;
 };
@@ -34,8 +40,8 @@ struct SlotHeader {
     uint64_t object_id;
     uint64_t payload_bytes;
     uint64_t io_bytes;
-    uint64_t checksum;        ///< pattern_checksum(object_id, io_bytes)
-    uint32_t trace_id;
+    uint64_t checksum;        ///< pattern_checksum(object_id, trace_id, io_bytes, Verify::Stamps)
+    uint32_t trace_id;        ///< the store's trace_id = the payload's pattern generation
     uint32_t key_len;
     char key[192];
 };

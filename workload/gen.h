@@ -7,6 +7,7 @@
 #include <string>
 
 #include "workload/geometry.h"
+#include "workload/pattern.h"
 #include "workload/record.h"
 #include "workload/target.h"
 
@@ -27,6 +28,7 @@ struct GenOptions {
     std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
     std::string record_path;            ///< record manifest, empty = none
     bool force = false;                 ///< overwrite a device holding data in its first MiB
+    Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
     std::ostream* progress = nullptr;   ///< progress lines (stderr), at most one per second
 };
 
@@ -42,7 +44,9 @@ struct GenSummary {
     TargetInfo target;
     DeviceGeometry device;
     OpStats store, load;
-    uint64_t elapsed_ns = 0;
+    uint64_t elapsed_ns = 0;                 ///< executor call: buffer setup, opens, all ops (ns)
+    uint64_t io_ns = 0;                      ///< first op's ts_start to last op's ts: what the total MB/s divides by,
+                                             ///< like fio's job runtime (which excludes buffer allocation and open too)
     std::string first_error;                 ///< empty when every op succeeded and verified
 };
 
@@ -55,6 +59,7 @@ struct RunOptions {
     std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
     std::ostream* progress = nullptr;   ///< progress lines, at most one per second
     std::string label = "kvio gen";     ///< prefix of the progress lines
+    Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
 };
 
 /// Runs the ops of `rec` (plan_ops) on target `t` with engine rec.device.engine, qd rec.access.qd, and

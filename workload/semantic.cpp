@@ -6,7 +6,7 @@
 
 namespace kvio::workload {
 
-nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t) {
+nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t, Verify verify) {
     const auto& d = r.device;
     return {
         {"type", "meta"},
@@ -34,6 +34,7 @@ nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t) {
         {"qd", r.access.qd},
         {"buffered", r.access.buffered},
         {"clock", "CLOCK_MONOTONIC"},
+        {"verify", verify_name(verify)},
     };
 }
 

@@ -16,8 +16,9 @@
 namespace kvio::workload {
 
 /// The meta line: {"type":"meta","schema":"kvio.semantic/1", model, geometry, engine, layout, target,
-/// dev, lba_bytes, block_align, mdts_bytes, max_io_bytes, header_bytes, slot_bytes, data_base, ...}.
-nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t);
+/// dev, lba_bytes, block_align, mdts_bytes, max_io_bytes, header_bytes, slot_bytes, data_base, ...,
+/// "verify": what the op records' checksums cover (workload/pattern.h)}.
+nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t, Verify verify = Verify::Stamps);
 
 /// One op record: {"op","object_id","trace_id","key","bytes","payload_bytes","dev","dev_off",
 /// "extents":[[dev_off,len],...],"ts_start","ts","engine","transfers","checksum","error"?}.

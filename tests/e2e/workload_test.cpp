@@ -81,6 +81,7 @@ void check_slots(const std::string& sem, const std::string& dev, const std::stri
     EXPECT_EQ(m["slot_bytes"].get<uint64_t>(), slot);
     size_t stores = 0, loads = 0;
     std::map<uint64_t, std::string> store_sum;
+    std::map<uint64_t, uint64_t> store_gen;  // object -> trace id of its store = pattern generation
     for (size_t i = 1; i < lines.size(); ++i) {
         const json& r = lines[i];
         SCOPED_TRACE(r.dump());
@@ -100,6 +101,7 @@ void check_slots(const std::string& sem, const std::string& dev, const std::stri
                 EXPECT_EQ(r["extents"][0][1].get<uint64_t>(), 4096 + kTinyObject);
             }
             store_sum[id] = r["checksum"];
+            store_gen[id] = r["trace_id"];
         } else {
             ++loads;
             EXPECT_EQ(r["bytes"].get<uint64_t>(), kTinyObject);
@@ -109,11 +111,12 @@ void check_slots(const std::string& sem, const std::string& dev, const std::stri
             }
             // What was read back equals what was stored, which equals the pattern's checksum.
             EXPECT_EQ(r["checksum"], store_sum[id]);
-            EXPECT_EQ(r["checksum"], hex_sum(pattern_checksum(id, kTinyObject)));
+            ASSERT_TRUE(store_gen.count(id));
+            EXPECT_EQ(r["checksum"], hex_sum(pattern_checksum(id, store_gen[id], kTinyObject, Verify::Stamps)));
             if (raw_check) {
                 auto bytes = read_extents(dev, r);
                 ASSERT_EQ(bytes.size(), kTinyObject);
-                EXPECT_EQ(verify_pattern(bytes.data(), id, 0, bytes.size()), UINT64_MAX) << "object " << id;
+                EXPECT_EQ(verify_pattern(bytes.data(), id, store_gen[id], 0, bytes.size()), UINT64_MAX) << "object " << id;
             }
         }
     }
@@ -154,7 +157,8 @@ TEST(WorkloadGen, SlotsOnLoopPosixDirect) {
     EXPECT_EQ(std::string(sh.magic, 8), "KVIOSLT1");
     EXPECT_EQ(sh.object_id, 2u);
     EXPECT_EQ(sh.payload_bytes, kTinyObject);
-    EXPECT_EQ(sh.checksum, pattern_checksum(2, kTinyObject));
+    EXPECT_EQ(sh.trace_id, 3u);  // store-then-load: object 2 is the third store
+    EXPECT_EQ(sh.checksum, pattern_checksum(2, 3, kTinyObject, Verify::Stamps));
 
     // The manifest plans the same ops at the same offsets.
     Record rec = record_from_json(kvio::read_json_file(d.file("rec.json")), "rec.json");
@@ -189,9 +193,9 @@ TEST(WorkloadGen, SlotsOnLoopIoUringQd4Interleaved) {
         uint64_t slot_off = kMiB + id * (4096 + kTinyObject);
         EXPECT_EQ(x["dev_off"].get<uint64_t>(), slot_off + (x["op"] == "load" ? 4096 : 0));
         if (x["op"] == "load") {
-            EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, kTinyObject)));
+            EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, 2 * id + 1, kTinyObject, Verify::Stamps)));
             auto bytes = read_extents(loop.path, x);
-            EXPECT_EQ(verify_pattern(bytes.data(), id, 0, bytes.size()), UINT64_MAX);
+            EXPECT_EQ(verify_pattern(bytes.data(), id, 2 * id + 1, 0, bytes.size()), UINT64_MAX);
         }
     }
 }
@@ -243,8 +247,8 @@ TEST(WorkloadGen, FilesOnExt4MatchFiemapAndDevice) {
             // The bytes at the FIEMAP offsets on the raw device are the object's pattern.
             uint64_t id = x["object_id"];
             auto bytes = read_extents(fs.loop.path, x);
-            EXPECT_EQ(verify_pattern(bytes.data(), id, 0, bytes.size()), UINT64_MAX);
-            EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, kTinyObject)));
+            EXPECT_EQ(verify_pattern(bytes.data(), id, id + 1, 0, bytes.size()), UINT64_MAX);  // store trace id = id + 1
+            EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, id + 1, kTinyObject, Verify::Stamps)));
         }
         EXPECT_EQ(std::filesystem::file_size(dir + "/kvobj-3.bin"), kTinyObject);
     }
@@ -267,7 +271,8 @@ TEST(WorkloadGen, RegularFileSlotsOnExt4) {
         EXPECT_FALSE(x.contains("error")) << x.dump();
         if (x["op"] != "load") continue;
         auto bytes = read_extents(fs.loop.path, x);
-        EXPECT_EQ(verify_pattern(bytes.data(), x["object_id"], 0, bytes.size()), UINT64_MAX) << x.dump();
+        uint64_t id = x["object_id"];
+        EXPECT_EQ(verify_pattern(bytes.data(), id, id + 1, 0, bytes.size()), UINT64_MAX) << x.dump();
     }
 }
 
@@ -344,7 +349,7 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
         EXPECT_EQ(x["dev_off"].get<uint64_t>(), expect) << x.dump();
         if (x["op"] == "load") {
             auto bytes = read_extents(loop.path, x);  // read through the whole disk
-            EXPECT_EQ(verify_pattern(bytes.data(), id, 0, bytes.size()), UINT64_MAX);
+            EXPECT_EQ(verify_pattern(bytes.data(), id, id + 1, 0, bytes.size()), UINT64_MAX);
         }
     }
     // The whole disk now holds a partition table in its first MiB: refused without --force.
@@ -352,4 +357,106 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("byte 450"), std::string::npos) << r.err;
     run("partx -d " + loop.path);
+}
+
+TEST(WorkloadGen, VerifyFullOnLoop) {
+    LoopDevice loop(64 * kMiB);
+    TempDir d;
+    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 3 --engine io_uring --qd 4 --verify full --target " + loop.path +
+                 " --semantic " + d.file("s.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("verified against the pattern: ok (verify full: every byte)"), std::string::npos) << r.out;
+    auto lines = read_jsonl(d.file("s.jsonl"));
+    ASSERT_EQ(lines.size(), 7u);
+    EXPECT_EQ(lines[0]["verify"], "full");
+    for (size_t i = 1; i < lines.size(); ++i) {
+        const auto& x = lines[i];
+        EXPECT_FALSE(x.contains("error")) << x.dump();
+        uint64_t id = x["object_id"];
+        // Full checksums cover every word: store and load both equal the pattern's.
+        EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, id + 1, kTinyObject, Verify::Full))) << x.dump();
+    }
+    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 1 --verify crc --target " + loop.path);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("--verify"), std::string::npos) << r.err;
+}
+
+namespace {
+
+/// Store-then-load of 3 tiny objects (1 MiB payload, 4 KiB header, 128 KiB transfers) on `dev` with
+/// the posix engine (O_DIRECT); after the last store, `between()` runs, then the loads.
+std::vector<OpResult> store_then_load(const std::string& dev, Verify v, const std::function<void()>& between) {
+    constexpr uint64_t io = kMiB, hdr = 4096, slot = hdr + io;
+    std::vector<ObjectOp> ops;
+    for (int k = 0; k < 2; ++k)
+        for (uint64_t id = 0; id < 3; ++id) {
+            ObjectOp o;
+            o.op = k == 0 ? OpKind::Store : OpKind::Load;
+            o.object_id = id;
+            o.trace_id = uint32_t(ops.size() + 1);
+            o.key = "obj" + std::to_string(id);
+            o.payload_bytes = o.io_bytes = io;
+            o.header_bytes = k == 0 ? hdr : 0;
+            o.offset = kMiB + id * slot + (k == 0 ? 0 : hdr);
+            ops.push_back(o);
+        }
+    EngineConfig ec;
+    ec.name = "posix";
+    auto engine = make_engine(ec);
+    ExecOptions eo;
+    eo.max_io_bytes = 128 * 1024;
+    eo.verify = v;
+    eo.on_done = [&](size_t index, const ObjectOp&, OpResult&, int) {
+        if (index == 2) between();
+    };
+    return execute(ops, *engine, dev, Layout::Slots, eo);
+}
+
+/// Overwrites `len` bytes at `off` of the loop device's backing file (not through the loop device).
+void poke_backing(const LoopDevice& loop, uint64_t off, const void* bytes, size_t len) {
+    int fd = ::open(loop.backing.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0) << loop.backing;
+    ASSERT_EQ(::pwrite(fd, bytes, len, off_t(off)), ssize_t(len));
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+}
+
+}  // namespace
+
+// Bytes changed on the medium between a store and its load (here: in the loop device's backing file)
+// fail that load: the default stamps check catches a zeroed 4 KiB block, the full check also a single
+// flipped byte in the middle of a block, which the stamps check cannot see.
+TEST(WorkloadExecute, CorruptionBetweenStoreAndLoadFailsTheLoad) {
+    constexpr uint64_t slot = 4096 + kMiB;
+    auto payload = [&](uint64_t id) { return kMiB + id * slot + 4096; };
+    for (Verify v : {Verify::Stamps, Verify::Full}) {
+        SCOPED_TRACE(verify_name(v));
+        LoopDevice loop(8 * kMiB);
+        auto res = store_then_load(loop.path, v, [&] {
+            std::vector<char> zero(4096, 0);
+            poke_backing(loop, payload(1) + 40 * 4096, zero.data(), zero.size());  // object 1, block 40: lost
+            auto b = read_raw(loop.path, payload(2) + 7 * 4096 + 2048, 512);        // object 2, block 7: one bit
+            b[100] ^= 0x04;
+            poke_backing(loop, payload(2) + 7 * 4096 + 2048, b.data(), b.size());
+        });
+        ASSERT_EQ(res.size(), 6u);
+        for (size_t i = 0; i < 3; ++i) EXPECT_EQ(res[i].error, "") << i;
+        EXPECT_EQ(res[3].error, "");
+        EXPECT_EQ(res[3].checksum, res[0].checksum);
+        EXPECT_NE(res[4].error.find(std::string("payload mismatch (verify ") + verify_name(v) +
+                                    ") in object 1: block at payload byte 163840 holds no valid stamp"),
+                  std::string::npos)
+            << res[4].error;
+        EXPECT_NE(res[4].checksum, res[1].checksum);
+        if (v == Verify::Stamps) {
+            EXPECT_EQ(res[5].error, "");  // the cheap check reads 32 bytes of each block, not byte 2148 of it
+            EXPECT_EQ(res[5].checksum, res[2].checksum);
+        } else {
+            EXPECT_NE(res[5].error.find("in object 2: block at payload byte 28672 holds object 2, offset 28672, generation 3 "
+                                        "(expected object 2, offset 28672, generation 3); first differing byte 30820"),
+                      std::string::npos)
+                << res[5].error;
+            EXPECT_NE(res[5].checksum, res[2].checksum);
+        }
+    }
 }

@@ -1,11 +1,10 @@
-// Slot arithmetic, op planning, the record manifest round trip and the fake-payload pattern.
+// Slot arithmetic, op planning and the record manifest round trip (the payload pattern: workload_pattern_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "common/error.h"
-#include "workload/pattern.h"
 #include "workload/record.h"
 
 using namespace kvio;
@@ -114,23 +113,4 @@ TEST(Record, JsonRoundTripPlansTheSameOps) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("slot_bytes"), std::string::npos) << e.what();
     }
-}
-
-TEST(Pattern, VerifiesAndChecksumsInAnyOrder) {
-    std::vector<uint64_t> buf(1024);
-    fill_pattern(buf.data(), 42, 0, 8192);
-    EXPECT_EQ(verify_pattern(buf.data(), 42, 0, 8192), UINT64_MAX);
-    EXPECT_EQ(verify_pattern(buf.data(), 43, 0, 8192), 0u);  // another object's pattern differs
-    // Checksum of two halves summed equals the whole, equals the pattern checksum.
-    uint64_t whole = checksum(buf.data(), 0, 8192);
-    EXPECT_EQ(checksum(buf.data() + 512, 4096, 4096) + checksum(buf.data(), 0, 4096), whole);
-    EXPECT_EQ(pattern_checksum(42, 8192), whole);
-    buf[100] ^= 1;
-    EXPECT_EQ(verify_pattern(buf.data(), 42, 0, 8192), 800u);
-    EXPECT_NE(checksum(buf.data(), 0, 8192), whole);
-    // Offsets are absolute: a piece filled at offset 4096 equals the second half.
-    std::vector<uint64_t> half(512);
-    fill_pattern(half.data(), 42, 4096, 4096);
-    buf[100] ^= 1;
-    EXPECT_EQ(std::memcmp(half.data(), buf.data() + 512, 4096), 0);
 }
