@@ -28,7 +28,7 @@ void add_gen_command(CLI::App& app) {
                     "Block device (slots layout), NVMe generic char device /dev/ngXnY (uring_cmd), regular file "
                     "(slots, grown with fallocate) or directory (one file per object)")
         ->required();
-    sub->add_option("--engine", g.engine, "I/O engine: posix (pread/pwrite), io_uring (fixed buffers), uring_cmd (NVMe passthrough), cufile")
+    sub->add_option("--engine", g.engine, "I/O engine: posix (pread/pwrite; threads for --qd > 1), io_uring (fixed buffers), uring_cmd (NVMe passthrough), cufile")
         ->capture_default_str()
         ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd", "cufile"}));
     sub->add_option("--layout", o->layout, "Object layout: slots (header + payload in fixed slots after a 1 MiB metadata region; default on devices and files) or files (default on directories)")
@@ -39,8 +39,8 @@ void add_gen_command(CLI::App& app) {
         ->check(CLI::IsMember({"store-then-load", "interleaved"}));
     sub->add_option("--iters", g.iters, "Repeat the whole pattern N times")->capture_default_str()->check(CLI::PositiveNumber);
     sub->add_option("--qd", g.qd,
-                    "Transfers in flight (io_uring, uring_cmd). posix is synchronous pread/pwrite: always one transfer "
-                    "at a time whatever --qd says (QD 1, like fio's psync engine)")->capture_default_str()->check(CLI::Range(1, 4096));
+                    "Transfers in flight. io_uring, uring_cmd: one ring. posix: 1 = synchronous pread/pwrite on the "
+                    "submitting thread (like fio's psync engine); N > 1 = N threads, each with one pread/pwrite in flight")->capture_default_str()->check(CLI::Range(1, 4096));
     sub->add_flag("--buffered", g.buffered, "Page cache instead of O_DIRECT: stores end with fsync, loads start with posix_fadvise(DONTNEED)");
     sub->add_option("--max-io", g.max_io_bytes,
                     "Transfer cap in bytes (default: min(max_sectors_kb×1024, max_segments×PAGE_SIZE) of the device; "

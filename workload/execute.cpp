@@ -125,7 +125,8 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         throw Error("--qd " + std::to_string(qd) + " × transfer cap " + std::to_string(opt.max_io_bytes) +
                     " bytes needs more than 1 GiB of pinned I/O buffers; lower --qd or --max-io");
     // 2 × qd buffers when they fit in 1 GiB (stores then never refill, see BufferPool), else qd.
-    const size_t nbuf = uint64_t(2) * qd * opt.max_io_bytes <= (1ull << 30) && 2 * qd <= 65536 ? 2 * qd : qd;
+    size_t nbuf = uint64_t(2) * qd * opt.max_io_bytes <= (1ull << 30) && 2 * qd <= 65536 ? 2 * qd : qd;
+    if (opt.buffers) nbuf = std::max<size_t>(opt.buffers, qd);
     BufferPool pool(nbuf, opt.max_io_bytes);
     engine.register_buffers(pool.iovecs());
 

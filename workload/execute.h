@@ -30,6 +30,9 @@ struct ExecOptions {
     /// OpResult::checksum covers. A store's pattern generation is its trace_id; a load expects the
     /// generation of the latest store of its object before it (none: whatever it reads first).
     Verify verify = Verify::Stamps;
+    /// I/O buffers in the pool, at least qd: 0 = 2 × qd when they fit in 1 GiB (a store then never has to
+    /// refill a buffer a load dirtied), else qd.
+    uint32_t buffers = 0;
     /// Called when an op finished, with the fd its bytes went through still open (for FIEMAP).
     std::function<void(size_t index, const ObjectOp&, OpResult&, int fd)> on_done;
 };
