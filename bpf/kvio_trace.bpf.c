@@ -29,20 +29,11 @@ const volatile __u32 targ_ncomms = 0;
 const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] = {};
 const volatile __u64 targ_cgroup = 0;
 const volatile bool emit_events = false;
+const volatile bool need_owner = false;       /* events or a task filter: track who submitted each request */
 const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 
-struct rq_state {
-    __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
-    __u64 ts_insert, ts_issue;
-    __u64 sector;
-    __u32 dev, opf, bytes, bytes_left, qd;
-    __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
-    __u8 issued;
-    __u8 has_owner;
-    __u8 pad;
-    struct kvio_owner owner;
-};
+#define rq_state kvio_rq_state
 
 struct nvme_state {
     __u64 ts_setup;
@@ -247,6 +238,8 @@ static __always_inline __u32 rq_opf(struct request *rq)
  * or on another task's stack, where the current task is whoever was interrupted. */
 static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o, bool allow_current)
 {
+    if (!need_owner)
+        return false;
     __u64 bio = (__u64)BPF_CORE_READ(rq, bio);
     if (bio) {
         struct kvio_owner *bo = bpf_map_lookup_elem(&bio_owner, &bio);
@@ -280,9 +273,27 @@ static __always_inline bool owner_passes(const struct kvio_owner *o, bool has_ow
 
 /* ---------------------------------------------------------------- block */
 
+/* Kernels before 5.12 kept the disk in bio->bi_disk. */
+struct bio___old {
+    struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 bio_dev(struct bio *bio)
+{
+    struct gendisk *disk;
+    if (bpf_core_field_exists(((struct bio___old *)0)->bi_disk))
+        disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
+    else
+        disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+    if (!disk)
+        return 0;
+    return KVIO_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+}
+
+/* Loaded only when owners are needed (events or a task filter). */
 static __always_inline int on_getrq(struct bio *bio)
 {
-    if (!bio || !task_passes())
+    if (!bio || !task_passes() || (targ_ndevs && !dev_passes(bio_dev(bio))))
         return 0;
     struct kvio_owner o = {};
     current_owner(&o);
@@ -305,6 +316,9 @@ static __always_inline __u64 rq_generation(struct request *rq)
     return 0;
 }
 
+static __always_inline void account_cmd(const struct rq_state *st, __u64 now, int error, bool lost);
+
+/* State of rq for insert/issue; 0 when rq is not traced (other device, or map full). */
 static __always_inline struct rq_state *rq_state_get(struct request *rq, bool at_insert)
 {
     __u64 key = (__u64)rq;
@@ -313,22 +327,30 @@ static __always_inline struct rq_state *rq_state_get(struct request *rq, bool at
     if (s) {
         if (s->gen == gen)
             return s;
-        /* left over from an earlier life of this request that never completed */
-        if (s->issued && !s->ignored)
-            inflight_dec(s->dev);
-        count(KVIO_CNT_STALE);
+        /* Left over from an earlier life of this request. On some kernels no BPF program runs for a
+         * completion in certain softirq contexts (tracefs still records it, recursion_misses stays 0):
+         * an issued, traced leftover is such a command. Report it without a completion. */
+        if (s->issued && !s->ignored) {
+            struct rq_state old = *s;
+            inflight_dec(old.dev);
+            account_cmd(&old, 0, 0, true);
+        } else {
+            count(KVIO_CNT_STALE);
+        }
     }
     __u32 dev = rq_dev(rq);
+    if (!dev_passes(dev)) {
+        if (s)
+            bpf_map_delete_elem(&rq_starts, &key);
+        return 0;
+    }
     struct rq_state init = {};
     init.gen = gen;
     init.dev = dev;
-    init.ignored = !dev_passes(dev);
-    if (!init.ignored) {
-        init.has_owner = resolve_owner(rq, &init.owner, at_insert);
-        init.ignored = !owner_passes(&init.owner, init.has_owner);
-        if (!init.has_owner && task_filter_active())
-            count(KVIO_CNT_NO_OWNER);
-    }
+    init.has_owner = resolve_owner(rq, &init.owner, at_insert);
+    init.ignored = !owner_passes(&init.owner, init.has_owner);
+    if (!init.has_owner && task_filter_active())
+        count(KVIO_CNT_NO_OWNER);
     if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
         count(KVIO_CNT_MAP_FULL);
         return 0;
@@ -370,12 +392,64 @@ static __always_inline int on_issue(struct request *rq)
 }
 
 
+/* Histograms and the event of one finished command. lost: its completion was never seen (the state
+ * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count. */
+static __always_inline void account_cmd(const struct rq_state *st, __u64 now, int error, bool lost)
+{
+    __u32 op = st->opf & KVIO_OP_MASK;
+    bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
+    if (lost) {
+        count(KVIO_CNT_LOST_COMPLETE);
+    } else if (now < st->ts_issue || (st->ts_insert && st->ts_issue < st->ts_insert)) {
+        count(KVIO_CNT_NEGATIVE_DELTA);
+    } else if (is_read || is_write) {
+        dev_hist_add(st->dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, 0, now - st->ts_issue, false, 0);
+        if (st->ts_insert)
+            dev_hist_add(st->dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, 0, st->ts_issue - st->ts_insert, false, 0);
+    }
+    if (is_read || is_write) {
+        dev_hist_add(st->dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, 0, st->bytes, false, 0);
+        dev_hist_add(st->dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, 0, st->qd, true, 1);
+        dev_hist_add(st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, 0, st->sector * 512, true, lba_bucket_bytes);
+    } else {
+        dev_hist_add(st->dev, KVIO_H_OTHER_CMDS, 0, st->bytes, false, 0);
+    }
+
+    if (!emit_events)
+        return;
+    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        count(KVIO_CNT_RB_DROPS);
+        return;
+    }
+    __builtin_memset(e, 0, sizeof(*e));
+    e->type = KVIO_EV_CMD;
+    e->src = KVIO_SRC_BLOCK;
+    e->dev = st->dev;
+    e->opf = st->opf;
+    e->bytes = st->bytes;
+    e->sector = st->sector;
+    e->ts_insert = st->ts_insert;
+    e->has_insert = st->ts_insert != 0;
+    e->ts_issue = st->ts_issue;
+    e->ts_complete = lost ? 0 : now;
+    e->complete_lost = lost;
+    e->qd = st->qd;
+    e->error = error;
+    e->owner = st->owner;
+    e->has_user_data = st->owner.user_data != 0;
+    bpf_ringbuf_submit(e, 0);
+    count(KVIO_CNT_EVENTS);
+}
+
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes)
 {
     __u64 key = (__u64)rq;
     struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
     if (!s) {
-        count(KVIO_CNT_UNMATCHED_COMPLETE);
+        /* requests of other devices get no state at all */
+        if (dev_passes(rq_dev(rq)))
+            count(KVIO_CNT_UNMATCHED_COMPLETE);
         return 0;
     }
     if (s->ignored || !s->issued) {
@@ -393,48 +467,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     struct rq_state st = *s;
     bpf_map_delete_elem(&rq_starts, &key);
     inflight_dec(st.dev);
-
-    __u32 op = st.opf & KVIO_OP_MASK;
-    bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
-    if (now < st.ts_issue || (st.ts_insert && st.ts_issue < st.ts_insert)) {
-        count(KVIO_CNT_NEGATIVE_DELTA);
-    } else if (is_read || is_write) {
-        dev_hist_add(st.dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, 0, now - st.ts_issue, false, 0);
-        if (st.ts_insert)
-            dev_hist_add(st.dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, 0, st.ts_issue - st.ts_insert, false, 0);
-    }
-    if (is_read || is_write) {
-        dev_hist_add(st.dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, 0, st.bytes, false, 0);
-        dev_hist_add(st.dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, 0, st.qd, true, 1);
-        dev_hist_add(st.dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, 0, st.sector * 512, true, lba_bucket_bytes);
-    } else {
-        dev_hist_add(st.dev, KVIO_H_OTHER_CMDS, 0, st.bytes, false, 0);
-    }
-
-    if (!emit_events)
-        return 0;
-    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count(KVIO_CNT_RB_DROPS);
-        return 0;
-    }
-    __builtin_memset(e, 0, sizeof(*e));
-    e->type = KVIO_EV_CMD;
-    e->src = KVIO_SRC_BLOCK;
-    e->dev = st.dev;
-    e->opf = st.opf;
-    e->bytes = st.bytes;
-    e->sector = st.sector;
-    e->ts_insert = st.ts_insert;
-    e->has_insert = st.ts_insert != 0;
-    e->ts_issue = st.ts_issue;
-    e->ts_complete = now;
-    e->qd = st.qd;
-    e->error = error;
-    e->owner = st.owner;
-    e->has_user_data = st.owner.user_data != 0;
-    bpf_ringbuf_submit(e, 0);
-    count(KVIO_CNT_EVENTS);
+    account_cmd(&st, now, error, false);
     return 0;
 }
 

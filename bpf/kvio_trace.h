@@ -65,6 +65,7 @@ enum kvio_counter {
     KVIO_CNT_NO_OWNER,          /* -p/-c/--cgroup active, submitter unknown: request not counted */
     KVIO_CNT_STALE,             /* in-flight entry of an earlier life of a request, replaced */
     KVIO_CNT_RESCUED,           /* issue/complete the primary program missed (recursion), handled by the backup */
+    KVIO_CNT_LOST_COMPLETE,     /* issued request whose completion no program saw: reported without D2C */
     KVIO_COUNTERS
 };
 
@@ -89,6 +90,19 @@ struct kvio_owner {
     char comm[KVIO_COMM_LEN];
 };
 
+/* In-flight state of one block request, keyed by its struct request * (map rq_starts). Userspace
+ * reads what is left at stop: issued entries are commands whose completion was never seen. */
+struct kvio_rq_state {
+    __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
+    __u64 ts_insert, ts_issue; /* CLOCK_MONOTONIC ns; 0 = not seen */
+    __u64 sector; /* 512-byte units, whole disk */
+    __u32 dev, opf, bytes, bytes_left, qd;
+    __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
+    __u8 issued;
+    __u8 has_owner;
+    __u8 pad;
+    struct kvio_owner owner;
+};
 /* One completed device command (block request or NVMe command). */
 struct kvio_cmd_event {
     __u8 type; /* KVIO_EV_CMD */
@@ -107,7 +121,8 @@ struct kvio_cmd_event {
     __u16 qid, cid;
     __u32 nsid;
     __u8 opcode;
-    __u8 pad[3];
+    __u8 complete_lost; /* the completion was never seen: ts_complete is 0, no D2C */
+    __u8 pad[2];
     __u32 nlb;      /* number of LBAs (cdw12[15:0] + 1) */
     __u64 slba;
 };

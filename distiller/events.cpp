@@ -81,6 +81,10 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         }
         if (r.type != "cmd")
             src.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
+        if (!r.has_field(F::TsComplete)) {  // kvio trace never saw its completion: no timing to use
+            ++out.lost_completes;
+            continue;
+        }
         rd.require(r, F::Dev);
         auto it = devs.find(r.dev);
         if (it == devs.end()) it = devs.emplace(std::string(r.dev), DevCmds{}).first;

@@ -46,6 +46,7 @@ struct EventTrace {
     uint64_t filtered_out = 0;
     bool has_summary = false;
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
+    uint64_t lost_completes = 0;  ///< cmd records without ts_complete ("complete_lost"): skipped
 };
 
 /// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass

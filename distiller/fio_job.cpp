@@ -64,12 +64,13 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
 
     // Trace health: completions ≪ issues means every distribution below is biased.
     if (p.has_summary) {
-        uint64_t lost = p.dropped + p.unmatched_completes;
+        uint64_t lost = p.dropped + p.unmatched_completes + p.lost_completes;
         double denom = double(p.records + p.dropped);
         if (denom > 0 && double(lost) / denom > kMaxLossShare)
             throw Error(where + ": the trace lost " + std::to_string(lost) + " of " +
                         std::to_string(p.records + p.dropped) + " events (dropped " + std::to_string(p.dropped) +
                         ", unmatched completions " + std::to_string(p.unmatched_completes) +
+                        ", completions not seen " + std::to_string(p.lost_completes) +
                         "): completions ≪ issues, so sizes and queue depths would be biased; re-trace with a larger buffer");
     }
 

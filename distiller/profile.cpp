@@ -141,6 +141,7 @@ Profile profile_events(const EventTrace& t) {
     p.has_summary = t.has_summary;
     p.dropped = t.dropped;
     p.unmatched_completes = t.unmatched_completes;
+    p.lost_completes = t.lost_completes;
 
     std::deque<uint64_t> recent_end[2];
     uint64_t first = UINT64_MAX, last = 0;

@@ -61,7 +61,7 @@ struct Profile {
     bool any_user_data = false, any_passthrough = false, any_nvme = false;
 
     // Trace health.
-    uint64_t records = 0, filtered_out = 0, dropped = 0, unmatched_completes = 0;
+    uint64_t records = 0, filtered_out = 0, dropped = 0, unmatched_completes = 0, lost_completes = 0;
     bool has_summary = false;
     uint32_t nr_requests = 0;  ///< the device's tag depth when the trace recorded it (kvio.trace/1), else 0
 

@@ -83,9 +83,13 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
         {"sector", sector},
         {"bytes", bytes},
         {"ts_issue", e.ts_issue},
-        {"ts_complete", e.ts_complete},
-        {"d2c_ns", e.ts_complete - e.ts_issue},
     };
+    if (e.complete_lost) {
+        j["complete_lost"] = true;  // no program saw its completion: no ts_complete, no D2C
+    } else {
+        j["ts_complete"] = e.ts_complete;
+        j["d2c_ns"] = e.ts_complete - e.ts_issue;
+    }
     if (e.has_insert) {
         j["ts_insert"] = e.ts_insert;
         j["q2d_ns"] = e.ts_issue - e.ts_insert;

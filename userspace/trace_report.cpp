@@ -61,6 +61,14 @@ void TraceReport::add_dev_hist(const kvio_hist_key& key, const kvio_hist& h) {
     it->second.add_slots(reinterpret_cast<const uint64_t*>(h.slots), KVIO_HIST_SLOTS, h.sum);
 }
 
+void TraceReport::add_dev_value(uint32_t kdev, uint16_t id, uint64_t value) {
+    auto& m = devs_[kdev];
+    std::string name = dev_hist_name(id, 0);
+    auto it = m.find(name);
+    if (it == m.end()) it = m.emplace(name, make_dev_hist(id, lba_bucket_)).first;
+    it->second.add(value);
+}
+
 void TraceReport::add_proc_hist(uint32_t id, const kvio_hist& h) {
     std::string name = proc_hist_name(id);
     auto it = proc_.find(name);
@@ -131,6 +139,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"map_full", counters[KVIO_CNT_MAP_FULL]},
         {"unattributed", counters[KVIO_CNT_NO_OWNER]},
         {"stale_entries", counters[KVIO_CNT_STALE]},
+        {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
         {"rescued_by_backup", counters[KVIO_CNT_RESCUED]},
         {"nvme_tracepoints", nvme_present},
         {"devices", devices},
@@ -160,7 +169,8 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
     os << "dropped events: " << counters[KVIO_CNT_RB_DROPS]
        << "  unmatched completes: " << counters[KVIO_CNT_UNMATCHED_COMPLETE]
        << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]
-       << "  unattributed (filtered out, submitter unknown): " << counters[KVIO_CNT_NO_OWNER] << "\n";
+       << "  unattributed (filtered out, submitter unknown): " << counters[KVIO_CNT_NO_OWNER]
+       << "  completions not seen: " << counters[KVIO_CNT_LOST_COMPLETE] << "\n";
 }
 
 }  // namespace kvio::trace

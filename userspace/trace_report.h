@@ -28,6 +28,9 @@ public:
     /// Adds one BPF histogram value. `kdev` is the kernel dev_t.
     void add_dev_hist(const kvio_hist_key& key, const kvio_hist& h);
     void add_proc_hist(uint32_t id, const kvio_hist& h);
+    /// Adds one sample (ns, bytes, commands or byte offset, per the histogram's unit) to device
+    /// histogram `id` (enum kvio_dev_hist) of kernel dev_t `kdev`.
+    void add_dev_value(uint32_t kdev, uint16_t id, uint64_t value);
     /// Makes sure a device appears even when it saw nothing (a -d filter).
     void touch_device(uint32_t kdev);
     /// Whether a device saw any command.

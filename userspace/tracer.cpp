@@ -92,11 +92,13 @@ std::vector<uint32_t> resolve_devices(const std::vector<std::string>& names) {
 void choose_block_programs(kvio_trace_bpf* s) {
     bool btf = has_btf_tracepoint("block_rq_issue") && has_btf_tracepoint("block_rq_complete") &&
                has_btf_tracepoint("block_rq_insert") && has_btf_tracepoint("block_getrq");
-    bpf_program__set_autoload(s->progs.block_getrq_btf, btf);
+    // block_getrq only records who submitted a bio: needed for events and task filters, not histograms
+    bool owners = s->rodata->need_owner;
+    bpf_program__set_autoload(s->progs.block_getrq_btf, btf && owners);
     bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
-    bpf_program__set_autoload(s->progs.block_getrq_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_getrq_raw, !btf && owners);
     bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
     // raw_tp issue/complete run as backups of the tp_btf ones (see primary_seen in the BPF source)
     s->rodata->backup_programs = btf;
@@ -111,11 +113,13 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bpf_program__set_autoload(s->progs.nvme_setup_cmd, nvme_present);
     bpf_program__set_autoload(s->progs.nvme_complete_rq, nvme_present);
     // io_uring_submit_sqe was renamed io_uring_submit_req in 6.4; tracefs says which this kernel has.
-    bool submit_req = tracepoint_exists("io_uring", "io_uring_submit_req");
-    bool submit_sqe = !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
+    // They give each request its SQE user_data and passthrough owner: only events and filters use them.
+    bool owners = s->rodata->need_owner;
+    bool submit_req = owners && tracepoint_exists("io_uring", "io_uring_submit_req");
+    bool submit_sqe = owners && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
     bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req);
     bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe);
-    bpf_program__set_autoload(s->progs.io_uring_complete, tracepoint_exists("io_uring", "io_uring_complete"));
+    bpf_program__set_autoload(s->progs.io_uring_complete, owners && tracepoint_exists("io_uring", "io_uring_complete"));
 }
 
 /// Maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall for raw_tp/sys_enter.
@@ -198,6 +202,47 @@ void read_maps(kvio_trace_bpf* s, TraceReport& report, uint64_t (&counters)[KVIO
     }
 }
 
+/// Commands still in rq_starts at stop, issued and traced: their completion was never seen (in flight at
+/// stop, or completed where no BPF program ran). Reported like the kernel reports a lost completion:
+/// size, QD and LBA histograms, an event with "complete_lost", and the lost_completes counter.
+void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+    int fd = bpf_map__fd(s->maps.rq_starts);
+    uint64_t key = 0, next = 0;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        kvio_rq_state st{};
+        if (bpf_map_lookup_elem(fd, &next, &st) != 0 || !st.issued || st.ignored) continue;
+        ++counters[KVIO_CNT_LOST_COMPLETE];
+        uint32_t op = st.opf & KVIO_OP_MASK;
+        if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
+            bool rd = op == KVIO_OP_READ;
+            report.add_dev_value(st.dev, rd ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st.bytes);
+            report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd);
+            report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
+        } else {
+            report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
+        }
+        if (!sink.out.is_open()) continue;
+        kvio_cmd_event e{};
+        e.type = KVIO_EV_CMD;
+        e.src = KVIO_SRC_BLOCK;
+        e.dev = st.dev;
+        e.opf = st.opf;
+        e.bytes = st.bytes;
+        e.sector = st.sector;
+        e.ts_insert = st.ts_insert;
+        e.has_insert = st.ts_insert != 0;
+        e.ts_issue = st.ts_issue;
+        e.complete_lost = 1;
+        e.qd = st.qd;
+        e.owner = st.owner;
+        e.has_user_data = st.owner.user_data != 0;
+        on_event(&sink, &e, sizeof e);
+    }
+}
+
 }  // namespace
 
 TraceResult run_trace(const TraceOptions& opts) {
@@ -218,6 +263,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
     ro->follow_forks = !opts.command.empty();
     ro->emit_events = !opts.events_path.empty();
+    ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty();
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
@@ -306,6 +352,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     for (uint32_t d : devs) report.touch_device(d);
     uint64_t counters[KVIO_COUNTERS] = {};
     read_maps(skel.get(), report, counters);
+    sweep_unfinished(skel.get(), sink, report, counters);
     res.summary = report.to_json(duration, counters, nvme_present);
     res.summary["recursion_misses"] = recursion_misses(skel.get());
     res.dropped = counters[KVIO_CNT_RB_DROPS];
@@ -315,7 +362,8 @@ TraceResult run_trace(const TraceOptions& opts) {
                                    {"events", sink.written},
                                    {"dropped", counters[KVIO_CNT_RB_DROPS]},
                                    {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
-                                   {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]}}
+                                   {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
+                                   {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}}
                         .dump()
                  << '\n';
         sink.out.close();
@@ -331,6 +379,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (report.device_empty(d))
             std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
                       << " (filtered device)\n";
+    if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
+        std::cerr << "kvio trace: warning: " << lost << " commands' completions were not seen (still in flight at stop, or "
+                     "completed where the kernel ran no BPF program); they are reported without D2C\n";
     if (res.dropped)
         std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
     return res;

@@ -25,10 +25,8 @@ struct Traced {
 };
 
 /// Runs `kvio gen GEN_ARGS --semantic` while `kvio trace -d DISK --events --json` traces the whole disk (started
-/// first, stopped with SIGINT after gen exits); asserts both succeed. The disk, not `kvio trace -- CMD`: with a
-/// command the tracer filters by pid and, at the time of writing, sometimes omits one of the command's requests
-/// without counting it anywhere (seen as a missing 512 KiB read that tracefs block_rq_issue shows), which no
-/// validation could score as 100 %. Whole-disk tracing also sees other processes' I/O: it lands in "untagged".
+/// first, stopped with SIGINT after gen exits); asserts both succeed. Whole-disk tracing also sees other
+/// processes' I/O: it lands in "untagged".
 /// When the tracer reports lost commands (`unmatched_completes`, `dropped`) the run is retried, at most 3 times.
 Traced trace_gen(const TempDir& tmp, const std::string& disk, const std::string& gen_args, const std::string& tag) {
     Traced t{tmp.file(tag + ".events.jsonl"), tmp.file(tag + ".sem.jsonl"), tmp.file(tag + ".trace.json")};

@@ -216,6 +216,17 @@ TEST(Distill, RefusesLossyTrace) {
     }
 }
 
+TEST(Distill, LostCompletionsAreSkippedAndCounted) {
+    EventsFile ef;
+    closed_loop_70_30(ef, 100, 2);
+    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"read","rwbs":"R","sector":8,"bytes":4096,"ts_issue":5,"complete_lost":true,"qd":1,"pid":100,"tid":100,"comm":"fio"})");
+    EventTrace t = ef.load();
+    EXPECT_EQ(t.lost_completes, 1u);
+    Profile p = profile_events(t);
+    EXPECT_EQ(p.lost_completes, 1u);
+    EXPECT_EQ(p.cmds(), 100u);
+}
+
 TEST(Distill, RefusesEmptyInput) {
     EventsFile ef;
     ef.cmd("read", 0, 4096, 1000, 2000, 7, "7:0", "other");

@@ -60,6 +60,30 @@ TEST(EventJson, BlockCommand) {
     EXPECT_FALSE(j.contains("slba"));
 }
 
+TEST(EventJson, LostCompletionHasNoCompletionTime) {
+    kvio_cmd_event e{};
+    e.type = KVIO_EV_CMD;
+    e.dev = KVIO_MKDEV(4095, 77);
+    e.opf = KVIO_OP_READ;
+    e.bytes = 524288;
+    e.sector = 4096;
+    e.ts_issue = 150;
+    e.complete_lost = 1;
+    DevCache devs;
+    auto j = cmd_event_json(e, devs);
+    EXPECT_EQ(j["complete_lost"], true);
+    EXPECT_EQ(j["ts_issue"], 150);
+    EXPECT_EQ(j["sector"], 4096);
+    EXPECT_EQ(j["bytes"], 524288);
+    EXPECT_FALSE(j.contains("ts_complete"));
+    EXPECT_FALSE(j.contains("d2c_ns"));
+    e.complete_lost = 0;
+    e.ts_complete = 400;
+    j = cmd_event_json(e, devs);
+    EXPECT_FALSE(j.contains("complete_lost"));
+    EXPECT_EQ(j["d2c_ns"], 250);
+}
+
 TEST(EventJson, NvmeCommandBytesFromLbaSize) {
     kvio_cmd_event e{};
     e.type = KVIO_EV_CMD;
