@@ -123,6 +123,28 @@ static __always_inline void proc_hist_add(__u32 id, __u64 value)
         hist_put(h, log2_slot(value), value);
 }
 
+/* Event reservation: a zeroed record, or NULL with the drop counted (ring buffer full). */
+#define EVENT_RESERVE(type)                                                    \
+    ({                                                                         \
+        type *__e = bpf_ringbuf_reserve(&events, sizeof(type), 0);             \
+        if (__e)                                                               \
+            __builtin_memset(__e, 0, sizeof(type));                            \
+        else                                                                   \
+            count(KVIO_CNT_RB_DROPS);                                          \
+        __e;                                                                   \
+    })
+
+/* The collector is woken only once this much is waiting (a wakeup per event costs more than the event);
+ * it also drains the buffer every 100 ms, so nothing waits longer than that. */
+#define EVENT_WAKEUP_BYTES (256 << 10)
+
+static __always_inline void event_submit(void *e)
+{
+    __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+    bpf_ringbuf_submit(e, pending >= EVENT_WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+    count(KVIO_CNT_EVENTS);
+}
+
 static __always_inline bool comm_matches(const char *comm)
 {
     if (!targ_ncomms)
@@ -417,12 +439,9 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
 
     if (!emit_events)
         return;
-    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count(KVIO_CNT_RB_DROPS);
+    struct kvio_cmd_event *e = EVENT_RESERVE(struct kvio_cmd_event);
+    if (!e)
         return;
-    }
-    __builtin_memset(e, 0, sizeof(*e));
     e->type = KVIO_EV_CMD;
     e->src = KVIO_SRC_BLOCK;
     e->dev = st->dev;
@@ -438,8 +457,7 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
     e->error = error;
     e->owner = st->owner;
     e->has_user_data = st->owner.user_data != 0;
-    bpf_ringbuf_submit(e, 0);
-    count(KVIO_CNT_EVENTS);
+    event_submit(e);
 }
 
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes)
@@ -702,12 +720,9 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
     dev_hist_add(st.dev, KVIO_H_NVME_D2C_QUEUE, st.qid, d2c, false, 0);
     if (!emit_events)
         return 0;
-    struct kvio_cmd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count(KVIO_CNT_RB_DROPS);
+    struct kvio_cmd_event *e = EVENT_RESERVE(struct kvio_cmd_event);
+    if (!e)
         return 0;
-    }
-    __builtin_memset(e, 0, sizeof(*e));
     struct nvme_request___kvio *nr = (void *)rq + bpf_core_type_size(struct request);
     e->type = KVIO_EV_CMD;
     e->src = KVIO_SRC_NVME;
@@ -726,8 +741,7 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
     e->opcode = st.opcode;
     e->nlb = st.nlb;
     e->slba = st.slba;
-    bpf_ringbuf_submit(e, 0);
-    count(KVIO_CNT_EVENTS);
+    event_submit(e);
     return 0;
 }
 
@@ -845,12 +859,9 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
     }
     if (!emit_syscalls)
         return 0;
-    struct kvio_syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    if (!e) {
-        count(KVIO_CNT_RB_DROPS);
+    struct kvio_syscall_event *e = EVENT_RESERVE(struct kvio_syscall_event);
+    if (!e)
         return 0;
-    }
-    __builtin_memset(e, 0, sizeof(*e));
     e->type = KVIO_EV_SYSCALL;
     e->nr = nr;
     e->fd = st.fd;
@@ -863,8 +874,7 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
     e->pid = id >> 32;
     e->tid = (__u32)id;
     bpf_get_current_comm(e->comm, sizeof(e->comm));
-    bpf_ringbuf_submit(e, 0);
-    count(KVIO_CNT_EVENTS);
+    event_submit(e);
     return 0;
 }
 

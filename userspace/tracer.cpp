@@ -320,7 +320,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
                   << "; Ctrl-C to stop\n";
     while (!g_stop) {
+        // Programs wake us only once 256 KiB wait (EVENT_WAKEUP_BYTES): drain what is there on every timeout too.
         ring_buffer__poll(rb.get(), 100);
+        ring_buffer__consume(rb.get());
         if (opts.duration_s > 0 && double(now_ns() - t0) / 1e9 >= opts.duration_s) break;
         if (child > 0) {
             int st = 0;

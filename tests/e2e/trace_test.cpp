@@ -180,6 +180,40 @@ TEST(Trace, DurationStopsAndFlushes) {
     EXPECT_EQ(evs.back()["type"], "summary");
 }
 
+// A command whose completion never comes while the trace runs is still reported, as complete_lost. The
+// write is held in flight by freezing the filesystem that holds the loop device's backing file: the loop
+// worker blocks in the backing write until the thaw, after the trace stopped.
+TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
+    TempDir dir;
+    Ext4Mount fs(64 * MiB);
+    LoopDevice held(16 * MiB, true, fs.mnt);
+    auto fr = run("fsfreeze -f " + fs.mnt);
+    ASSERT_EQ(fr.status, 0) << fr.err;
+    auto r = run(kvio_bin() + " trace -q -d " + held.name + " --duration 1.5 --json " + dir.file("t.json") + " --events " +
+                 dir.file("e.jsonl") + " 2>" + dir.file("trace.err") + " & t=$!; sleep 0.5; dd if=/dev/zero of=" +
+                 held.path + " bs=64k count=1 seek=3 oflag=direct 2>/dev/null & d=$!; wait $t; s=$?; fsfreeze -u " +
+                 fs.mnt + "; wait $d; exit $s");
+    run("fsfreeze -u " + fs.mnt + " 2>/dev/null");
+    ASSERT_EQ(r.status, 0) << r.err << slurp(dir.file("trace.err"));
+    auto evs = read_jsonl(dir.file("e.jsonl"));
+    auto writes = cmds_of(evs, held.majmin, "write");
+    ASSERT_EQ(writes.size(), 1u) << slurp(dir.file("e.jsonl"));
+    EXPECT_EQ(writes[0].value("complete_lost", false), true);
+    EXPECT_EQ(writes[0]["sector"], 3 * 64 * KiB / 512);
+    EXPECT_EQ(writes[0]["bytes"], 64 * KiB);
+    EXPECT_FALSE(writes[0].contains("ts_complete"));
+    EXPECT_FALSE(writes[0].contains("d2c_ns"));
+    EXPECT_GT(writes[0]["ts_issue"].get<uint64_t>(), 0u);
+    EXPECT_EQ(evs.back()["lost_completes"], 1);
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_EQ(s["lost_completes"], 1);
+    const json& d = s["devices"][0];
+    EXPECT_EQ(d["write"]["cmds"], 1);
+    EXPECT_EQ(d["write"]["bytes"], 64 * KiB);
+    EXPECT_EQ(d["histograms"].value("d2c_write", json::object()).value("count", 0), 0);
+    EXPECT_NE(slurp(dir.file("trace.err")).find("completions were not seen"), std::string::npos);
+}
+
 TEST(Trace, SigintFlushesCompleteOutputs) {
     TempDir dir;
     auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl") +
