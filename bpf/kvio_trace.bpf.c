@@ -221,6 +221,14 @@ static __always_inline bool current_is_kthread(void)
     return BPF_CORE_READ(t, flags) & PF_KTHREAD;
 }
 
+/* Kernel dev_t of a whole disk; 0 for none. */
+static __always_inline __u32 gendisk_dev(struct gendisk *disk)
+{
+    if (!disk)
+        return 0;
+    return KVIO_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+}
+
 /* Kernels before 5.15 kept the disk in request->rq_disk. */
 struct request___old {
     struct gendisk *rq_disk;
@@ -233,9 +241,7 @@ static __always_inline __u32 rq_dev(struct request *rq)
         disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
     else
         disk = BPF_CORE_READ(rq, q, disk);
-    if (!disk)
-        return 0;
-    return KVIO_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+    return gendisk_dev(disk);
 }
 
 static __always_inline __u32 rq_opf(struct request *rq)
@@ -307,9 +313,7 @@ static __always_inline __u32 bio_dev(struct bio *bio)
         disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
     else
         disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
-    if (!disk)
-        return 0;
-    return KVIO_MKDEV(BPF_CORE_READ(disk, major), BPF_CORE_READ(disk, first_minor));
+    return gendisk_dev(disk);
 }
 
 /* Loaded only when owners are needed (events or a task filter). */
