@@ -1,6 +1,8 @@
 // Turns the tracer's binary records (bpf/kvio_trace.h) into kvio.events/1 JSON (docs/formats.md).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -35,9 +37,44 @@ private:
     std::unordered_map<uint32_t, Entry> cache_;
 };
 
-/// One "cmd" record. NVMe records get bytes = nlb × LBA size and sector = slba × LBA size / 512.
+/// One "cmd" record as a JSON object: the reference definition of the record's keys and values, used by
+/// the tests to check EventEncoder. NVMe records get bytes = nlb × LBA size and sector = slba × LBA size / 512.
 nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs);
-/// One "syscall" record.
+/// One "syscall" record as a JSON object (reference definition, see cmd_event_json).
 nlohmann::json syscall_event_json(const kvio_syscall_event& e);
+
+/// Serialises kvio.events/1 records as JSONL text (one record + '\n' each) into one growing buffer, with
+/// RapidJSON's SAX Writer: no DOM and, once the buffer has grown, no allocation per record (~10× cheaper
+/// than building cmd_event_json and dumping it). The bytes are exactly
+/// `cmd_event_json(e, devs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'`
+/// (likewise for syscalls): keys in std::map order, nlohmann's escapes (\u001f lowercase, \b \t \n \f \r),
+/// non-ASCII UTF-8 kept as is, and bytes of comm or disk that are not valid UTF-8 replaced by U+FFFD
+/// (a plain dump() would throw). Strings outside printable ASCII take a slower path through nlohmann.
+class EventEncoder {
+public:
+    EventEncoder();
+    ~EventEncoder();
+    EventEncoder(const EventEncoder&) = delete;
+    EventEncoder& operator=(const EventEncoder&) = delete;
+
+    /// Appends one "cmd" record (same values as cmd_event_json).
+    void cmd(const kvio_cmd_event& e, DevCache& devs);
+    /// Appends one "syscall" record (same values as syscall_event_json).
+    void syscall(const kvio_syscall_event& e);
+    /// Appends any other record (e.g. the summary): j.dump() + '\n', invalid UTF-8 replaced by U+FFFD.
+    void line(const nlohmann::json& j);
+
+    /// The text appended since the last clear(); size() in bytes.
+    const char* data() const;
+    size_t size() const;
+    /// Empties the buffer and keeps its memory.
+    void clear();
+    /// Grows the buffer to hold at least `bytes` without reallocating.
+    void reserve(size_t bytes);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kvio::trace

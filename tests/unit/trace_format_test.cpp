@@ -1,6 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/events_reader.h"
 #include "userspace/event_format.h"
+#include "userspace/event_writer.h"
 #include "userspace/trace_report.h"
 
 using namespace kvio::trace;
@@ -137,4 +146,315 @@ TEST(TraceReport, JsonFromMapValues) {
     EXPECT_EQ(j["devices"][0]["write"]["bytes"], 5 * 131072);
     EXPECT_EQ(j["devices"][0]["histograms"]["bssplit_write"]["buckets"], nlohmann::json::parse("[[131072,262144,5]]"));
     EXPECT_TRUE(j["process"].contains("write_fsync_gap"));
+}
+
+// ---- EventEncoder / EventWriter: the fast writer must produce exactly the reference records ----
+
+namespace {
+
+/// The reference line: nlohmann's dump of the reference object, invalid UTF-8 replaced by U+FFFD.
+std::string ref_line(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void set_comm(char (&dst)[KVIO_COMM_LEN], const std::string& c) {
+    std::memset(dst, 0, sizeof dst);
+    std::memcpy(dst, c.data(), std::min(c.size(), sizeof dst));
+}
+
+/// comm values a task can really have (prctl(PR_SET_NAME) takes any bytes but NUL): escapes, control
+/// bytes, DEL, valid multi-byte UTF-8, invalid and truncated UTF-8, all 16 bytes used (no NUL).
+const std::vector<std::string> kComms = {
+    "",
+    "vllm",
+    "fio",
+    "a\"b\\c/d",
+    std::string("\x01\x1f\t\n\b\f\r\x7f", 8),
+    "kv\xe2\x82\xac",      // "kv€"
+    "\xff\xfe",             // not UTF-8 at all
+    "ab\xe2\x82",           // 3-byte sequence cut short by the 16-byte comm
+    "\x80x\xc3(",           // lone continuation byte, bad continuation
+    "\xed\xa0\x80",         // UTF-16 surrogate encoded in UTF-8: invalid
+    "0123456789abcdef",     // 16 bytes: comm not NUL-terminated
+    "\xf0\x9f\x98\x80zzz",  // 4-byte UTF-8 (emoji)
+};
+
+kvio_cmd_event block_cmd() {
+    kvio_cmd_event e{};
+    e.type = KVIO_EV_CMD;
+    e.src = KVIO_SRC_BLOCK;
+    e.dev = KVIO_MKDEV(4095, 77);
+    e.opf = KVIO_OP_READ;
+    e.bytes = 4096;
+    e.sector = 8;
+    e.ts_issue = 1000;
+    e.ts_complete = 5000;
+    e.qd = 1;
+    e.owner.pid = 10;
+    e.owner.tid = 11;
+    return e;
+}
+
+/// A seeded mix of every conditional key: src, lost completions, inserts, user_data, errors, all ops/flags.
+std::vector<kvio_cmd_event> random_cmds(size_t n, uint32_t seed) {
+    std::mt19937_64 rng(seed);
+    auto bit = [&] { return rng() & 1; };
+    const uint32_t ops[] = {KVIO_OP_READ, KVIO_OP_WRITE, KVIO_OP_FLUSH, KVIO_OP_DISCARD, KVIO_OP_SECURE_ERASE,
+                            KVIO_OP_WRITE_ZEROES, KVIO_OP_DRV_IN, KVIO_OP_DRV_OUT};
+    const uint8_t opcodes[] = {0x00, 0x01, 0x02, 0x09, 0x7f};
+    std::vector<kvio_cmd_event> v(n);
+    for (auto& e : v) {
+        e = kvio_cmd_event{};
+        e.type = KVIO_EV_CMD;
+        e.src = bit() ? KVIO_SRC_NVME : KVIO_SRC_BLOCK;
+        e.dev = KVIO_MKDEV(4095, 70 + rng() % 4);
+        e.opf = ops[rng() % 8] | uint32_t(rng() & 0x1f00);
+        e.bytes = uint32_t(rng());
+        e.sector = rng() >> (rng() % 64);
+        e.has_insert = bit();
+        e.ts_insert = rng() >> 8;
+        e.ts_issue = e.ts_insert + (rng() >> 40);
+        e.complete_lost = rng() % 4 == 0;
+        e.ts_complete = e.complete_lost ? 0 : e.ts_issue + (rng() >> 40);
+        if (rng() % 16 == 0) e.ts_complete = e.ts_issue - 1;  // out of order stamps wrap in both writers
+        e.qd = uint32_t(rng() % 1024);
+        e.error = rng() % 8 == 0 ? int32_t(rng()) : 0;
+        e.owner.pid = uint32_t(rng());
+        e.owner.tid = uint32_t(rng());
+        e.has_user_data = bit();
+        e.owner.user_data = rng();
+        set_comm(e.owner.comm, kComms[rng() % kComms.size()]);
+        e.qid = uint16_t(rng());
+        e.cid = uint16_t(rng());
+        e.nsid = uint32_t(rng());
+        e.opcode = opcodes[rng() % 5];
+        e.nlb = uint32_t(rng() % 65536) + 1;
+        e.slba = rng() >> 20;
+    }
+    return v;
+}
+
+std::vector<kvio_syscall_event> random_syscalls(size_t n, uint32_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<kvio_syscall_event> v(n);
+    for (auto& e : v) {
+        e = kvio_syscall_event{};
+        e.type = KVIO_EV_SYSCALL;
+        e.nr = uint8_t(rng() % (KVIO_SYSCALLS + 1));  // one past the table: name "?"
+        e.fd = int32_t(rng() % 1000) - 100;
+        e.ts_enter = rng() >> 4;
+        e.ts_exit = e.ts_enter + (rng() >> 44);
+        e.ret = rng() % 4 == 0 ? -int64_t(rng() % 200) : int64_t(rng() >> 30);
+        e.offset = rng();
+        e.count = rng() >> 20;
+        e.pid = uint32_t(rng());
+        e.tid = uint32_t(rng());
+        set_comm(e.comm, kComms[rng() % kComms.size()]);
+    }
+    return v;
+}
+
+std::string temp_path(const std::string& name) { return testing::TempDir() + "kvio_" + name; }
+
+std::vector<std::string> read_lines(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+}
+
+}  // namespace
+
+TEST(EventEncoder, ByteIdenticalToReferenceForHandPickedCommands) {
+    DevCache devs;
+    EventEncoder enc;
+    std::string want;
+    auto add = [&](const kvio_cmd_event& e) {
+        enc.cmd(e, devs);
+        want += ref_line(cmd_event_json(e, devs));
+    };
+    for (const auto& c : kComms) {
+        auto e = block_cmd();
+        set_comm(e.owner.comm, c);
+        add(e);
+    }
+    auto e = block_cmd();
+    e.has_insert = 1, e.ts_insert = 900;
+    e.opf = KVIO_OP_WRITE | KVIO_F_PREFLUSH | KVIO_F_FUA | KVIO_F_SYNC | KVIO_F_META | KVIO_F_RAHEAD;
+    add(e);
+    e.complete_lost = 1, e.ts_complete = 0;  // lost completion with an insert stamp
+    add(e);
+    e.has_insert = 0;
+    e.error = -5;
+    add(e);
+    auto n = block_cmd();  // NVMe: every NVMe key, a status, user_data
+    n.src = KVIO_SRC_NVME;
+    n.opf = KVIO_OP_DRV_OUT;
+    n.opcode = 0x01, n.qid = 3, n.cid = 65535, n.nsid = 1, n.slba = ~0ull >> 10, n.nlb = 65536;
+    n.error = 0x4002;
+    n.has_user_data = 1, n.owner.user_data = ~0ull;
+    add(n);
+    n.complete_lost = 1;
+    n.error = 0;
+    add(n);
+    auto big = block_cmd();  // extremes of every integer type
+    big.bytes = ~0u, big.sector = ~0ull, big.ts_issue = ~0ull, big.ts_complete = 0, big.qd = ~0u;
+    big.owner.pid = ~0u, big.error = INT32_MIN;
+    add(big);
+    EXPECT_EQ(std::string(enc.data(), enc.size()), want);
+}
+
+TEST(EventEncoder, ByteIdenticalToReferenceForRandomCommandsAndSyscalls) {
+    DevCache devs;
+    EventEncoder enc;
+    std::string want;
+    auto cmds = random_cmds(20000, 1);
+    auto sys = random_syscalls(5000, 2);
+    for (const auto& e : cmds) {
+        enc.cmd(e, devs);
+        want += ref_line(cmd_event_json(e, devs));
+    }
+    for (const auto& e : sys) {
+        enc.syscall(e);
+        want += ref_line(syscall_event_json(e));
+    }
+    std::string got(enc.data(), enc.size());
+    ASSERT_EQ(got.size(), want.size());
+    // Report the first differing line, not 5 MB of text.
+    size_t at = std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+    if (at != got.size()) {
+        size_t b = got.rfind('\n', at) + 1;
+        FAIL() << "line differs:\n got  " << got.substr(b, got.find('\n', at) - b) << "\n want "
+               << want.substr(b, want.find('\n', at) - b);
+    }
+    enc.clear();
+    EXPECT_EQ(enc.size(), 0u);
+}
+
+TEST(EventEncoder, EverySyscallByteIdentical) {
+    EventEncoder enc;
+    std::string want;
+    for (uint32_t nr = 0; nr <= KVIO_SYSCALLS; ++nr) {
+        kvio_syscall_event e{};
+        e.type = KVIO_EV_SYSCALL;
+        e.nr = uint8_t(nr);
+        e.fd = -1, e.ret = INT64_MIN, e.ts_enter = 5, e.ts_exit = 9, e.offset = 4096, e.count = 7;
+        e.pid = 1, e.tid = 2;
+        set_comm(e.comm, kComms[nr % kComms.size()]);
+        enc.syscall(e);
+        want += ref_line(syscall_event_json(e));
+    }
+    EXPECT_EQ(std::string(enc.data(), enc.size()), want);
+    EXPECT_NE(want.find("\"name\":\"fsync\""), std::string::npos);
+}
+
+TEST(EventEncoder, NastyCommsEscapedAndInvalidUtf8Replaced) {
+    DevCache devs;
+    EventEncoder enc;
+    auto e = block_cmd();
+    set_comm(e.owner.comm, std::string("q\"\x01\xff", 4));
+    enc.cmd(e, devs);
+    std::string line(enc.data(), enc.size());
+    // nlohmann's escapes (lower-case hex), U+FFFD for the byte 0xFF, and the line parses as strict JSON.
+    EXPECT_NE(line.find("\"comm\":\"q\\\"\\u0001\xef\xbf\xbd\""), std::string::npos) << line;
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["comm"], "q\"\x01\xef\xbf\xbd");
+    EXPECT_THROW(cmd_event_json(e, devs).dump(), nlohmann::json::type_error);  // why the replace handler
+}
+
+TEST(EventEncoder, LineAppendsSummaryRecord) {
+    EventEncoder enc;
+    nlohmann::json s = {{"type", "summary"}, {"events", 3}, {"dropped", 0}};
+    enc.line(s);
+    EXPECT_EQ(std::string(enc.data(), enc.size()), s.dump() + "\n");
+}
+
+TEST(EventWriter, FileParsesLineByLineAndMatchesReference) {
+    auto path = temp_path("event_writer.jsonl");
+    auto cmds = random_cmds(3000, 3);
+    auto sys = random_syscalls(1000, 4);
+    {
+        EventWriter w(path, 4096);  // small chunks: many write(2) calls, records split across them
+        for (size_t i = 0; i < cmds.size(); ++i) {
+            w.cmd(cmds[i]);
+            if (i % 3 == 0) w.syscall(sys[i / 3]);
+        }
+        EXPECT_EQ(w.written(), cmds.size() + 1000);
+        w.line({{"type", "summary"}, {"events", w.written()}});
+        w.close();
+        w.close();  // idempotent
+        EXPECT_FALSE(w.failed());
+    }
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), cmds.size() + 1000 + 1);
+    DevCache devs;
+    size_t li = 0;
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        auto j = nlohmann::json::parse(lines[li++]);
+        ASSERT_EQ(j, nlohmann::json::parse(ref_line(cmd_event_json(cmds[i], devs)))) << "line " << li;
+        if (i % 3 == 0) {
+            j = nlohmann::json::parse(lines[li++]);
+            ASSERT_EQ(j, nlohmann::json::parse(ref_line(syscall_event_json(sys[i / 3])))) << "line " << li;
+        }
+    }
+    auto summary = nlohmann::json::parse(lines[li]);
+    EXPECT_EQ(summary["type"], "summary");
+    EXPECT_EQ(summary["events"], cmds.size() + 1000);
+
+    // The project's own reader (validate, distill) takes the file as it is.
+    kvio::EventsReader r(path);
+    kvio::EventRecord rec;
+    size_t n_cmd = 0, n_sys = 0, n_sum = 0;
+    while (r.next(rec)) {
+        if (rec.type == "cmd") ++n_cmd;
+        else if (rec.type == "syscall") ++n_sys;
+        else if (rec.type == "summary") ++n_sum;
+    }
+    EXPECT_EQ(n_cmd, cmds.size());
+    EXPECT_EQ(n_sys, 1000u);
+    EXPECT_EQ(n_sum, 1u);
+    std::remove(path.c_str());
+}
+
+TEST(EventWriter, DefaultChunkFlushesEverythingAtClose) {
+    auto path = temp_path("event_writer_small.jsonl");
+    auto e = block_cmd();
+    {
+        EventWriter w(path);
+        w.cmd(e);
+        w.cmd(e);
+    }  // the destructor closes
+    DevCache devs;
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[1] + "\n", ref_line(cmd_event_json(e, devs)));
+    std::remove(path.c_str());
+}
+
+TEST(EventWriter, WriteFailureNamesThePath) {
+    auto e = block_cmd();
+    {  // the failure shows up at the first chunk flush; later records are dropped, close() reports it
+        EventWriter w("/dev/full", 4096);
+        for (int i = 0; i < 100; ++i) w.cmd(e);
+        EXPECT_TRUE(w.failed());
+        EXPECT_EQ(w.written(), 100u);
+        try {
+            w.close();
+            FAIL() << "close() did not throw";
+        } catch (const kvio::Error& err) {
+            EXPECT_EQ(std::string(err.what()), std::string("/dev/full: write failed: ") + std::strerror(ENOSPC));
+        }
+    }
+    {  // less than a chunk: the error comes from close()
+        EventWriter w("/dev/full");
+        w.cmd(e);
+        EXPECT_FALSE(w.failed());
+        EXPECT_THROW(w.close(), kvio::Error);
+    }
+    try {
+        EventWriter w("/nonexistent-dir/x.jsonl");
+        FAIL() << "opened a path in a missing directory";
+    } catch (const kvio::Error& err) {
+        EXPECT_EQ(std::string(err.what()), "/nonexistent-dir/x.jsonl: cannot write: No such file or directory");
+    }
 }

@@ -1,0 +1,59 @@
+// Writes a kvio.events/1 file (docs/formats.md) at ring-buffer speed: records are encoded by EventEncoder
+// into a 1 MiB buffer that goes to the file with write(2) when full and at close().
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bpf/kvio_trace.h"
+#include "userspace/event_format.h"
+
+namespace kvio::trace {
+
+class EventWriter {
+public:
+    /// Creates or truncates `path` (mode 0666 minus umask, like std::ofstream). `chunk_bytes`: buffered
+    /// text written per write(2). Throws kvio::Error "PATH: cannot write: REASON".
+    explicit EventWriter(const std::string& path, size_t chunk_bytes = size_t(1) << 20);
+    /// Flushes and closes if close() was not called; errors are dropped here (call close() to see them).
+    ~EventWriter();
+    EventWriter(const EventWriter&) = delete;
+    EventWriter& operator=(const EventWriter&) = delete;
+
+    /// Appends one "cmd" record (device facts from an internal DevCache) and counts it.
+    /// Never throws for I/O: the first write error is kept, later output dropped, and close() reports it —
+    /// safe to call from a libbpf ring_buffer callback.
+    void cmd(const kvio_cmd_event& e);
+    /// Appends one "syscall" record and counts it; I/O errors as for cmd().
+    void syscall(const kvio_syscall_event& e);
+    /// Appends another record (the summary): j.dump() + '\n'. Not counted in written().
+    void line(const nlohmann::json& j);
+
+    /// cmd + syscall records appended so far (what the summary calls "events").
+    uint64_t written() const { return written_; }
+    /// A write has failed (close() will throw).
+    bool failed() const { return err_ != 0; }
+    const std::string& path() const { return path_; }
+
+    /// Writes what is buffered and closes the file; idempotent.
+    /// Throws kvio::Error "PATH: write failed: REASON" if any write or the close failed.
+    void close();
+
+private:
+    void maybe_flush() {
+        if (enc_.size() >= chunk_) flush();
+    }
+    void flush();
+
+    std::string path_;
+    int fd_ = -1;
+    int err_ = 0;  ///< errno of the first failed write/close, 0 if none
+    size_t chunk_;
+    uint64_t written_ = 0;
+    DevCache devs_;
+    EventEncoder enc_;
+};
+
+}  // namespace kvio::trace
