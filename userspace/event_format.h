@@ -48,7 +48,7 @@ nlohmann::json syscall_event_json(const kvio_syscall_event& e);
 /// than building cmd_event_json and dumping it). The bytes are exactly
 /// `cmd_event_json(e, devs).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'`
 /// (likewise for syscalls): keys in std::map order, nlohmann's escapes (\u001f lowercase, \b \t \n \f \r),
-/// non-ASCII UTF-8 kept as is, and bytes of comm or disk that are not valid UTF-8 replaced by U+FFFD
+/// non-ASCII UTF-8 kept as is, and each invalid UTF-8 sequence in comm or disk replaced by one U+FFFD
 /// (a plain dump() would throw). Strings outside printable ASCII take a slower path through nlohmann.
 class EventEncoder {
 public:
