@@ -16,11 +16,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "bpf/kvio_trace.skel.h"
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "userspace/event_format.h"
+#include "userspace/event_writer.h"
 #include "userspace/probe.h"
 #include "userspace/trace_report.h"
 
@@ -55,22 +57,17 @@ struct SkelDeleter {
 
 /// Writes events as they arrive; counts them.
 struct EventSink {
-    std::ofstream out;
-    DevCache devs;
-    uint64_t written = 0;
+    std::optional<EventWriter> out;  ///< set with --events
 };
 
 int on_event(void* ctx, void* data, size_t size) {
     auto* sink = static_cast<EventSink*>(ctx);
-    if (!sink->out.is_open()) return 0;
+    if (!sink->out) return 0;
     auto type = *static_cast<const uint8_t*>(data);
-    if (type == KVIO_EV_CMD && size >= sizeof(kvio_cmd_event)) {
-        sink->out << cmd_event_json(*static_cast<const kvio_cmd_event*>(data), sink->devs).dump() << '\n';
-        ++sink->written;
-    } else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event)) {
-        sink->out << syscall_event_json(*static_cast<const kvio_syscall_event*>(data)).dump() << '\n';
-        ++sink->written;
-    }
+    if (type == KVIO_EV_CMD && size >= sizeof(kvio_cmd_event))
+        sink->out->cmd(*static_cast<const kvio_cmd_event*>(data));
+    else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event))
+        sink->out->syscall(*static_cast<const kvio_syscall_event*>(data));
     return 0;
 }
 
@@ -224,7 +221,7 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
         } else {
             report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
         }
-        if (!sink.out.is_open()) continue;
+        if (!sink.out) continue;
         kvio_cmd_event e{};
         e.type = KVIO_EV_CMD;
         e.src = KVIO_SRC_BLOCK;
@@ -285,8 +282,7 @@ TraceResult run_trace(const TraceOptions& opts) {
 
     EventSink sink;
     if (!opts.events_path.empty()) {
-        sink.out.open(opts.events_path);
-        if (!sink.out) throw Error(opts.events_path + ": cannot write: " + std::strerror(errno));
+        sink.out.emplace(opts.events_path);
     }
     int release_fd = -1;
     pid_t child = 0;
@@ -323,6 +319,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         // Programs wake us only once 256 KiB wait (EVENT_WAKEUP_BYTES): drain what is there on every timeout too.
         ring_buffer__poll(rb.get(), 100);
         ring_buffer__consume(rb.get());
+        if (sink.out && sink.out->failed()) break;  // close() below reports why
         if (opts.duration_s > 0 && double(now_ns() - t0) / 1e9 >= opts.duration_s) break;
         if (child > 0) {
             int st = 0;
@@ -358,18 +355,15 @@ TraceResult run_trace(const TraceOptions& opts) {
     res.summary = report.to_json(duration, counters, nvme_present);
     res.summary["recursion_misses"] = recursion_misses(skel.get());
     res.dropped = counters[KVIO_CNT_RB_DROPS];
-    res.events = sink.written;
-    if (sink.out.is_open()) {
-        sink.out << nlohmann::json{{"type", "summary"},
-                                   {"events", sink.written},
+    res.events = sink.out ? sink.out->written() : 0;
+    if (sink.out) {
+        sink.out->line(nlohmann::json{{"type", "summary"},
+                                   {"events", sink.out->written()},
                                    {"dropped", counters[KVIO_CNT_RB_DROPS]},
                                    {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
                                    {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
-                                   {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}}
-                        .dump()
-                 << '\n';
-        sink.out.close();
-        if (!sink.out) throw Error(opts.events_path + ": write failed");
+                                   {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
+        sink.out->close();
     }
     if (!opts.json_path.empty()) {
         std::ofstream j(opts.json_path);
