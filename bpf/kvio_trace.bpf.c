@@ -29,6 +29,7 @@ const volatile __u32 targ_ncomms = 0;
 const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] = {};
 const volatile __u64 targ_cgroup = 0;
 const volatile bool emit_events = false;
+const volatile bool uring_owner_by_req = false; /* NVMe present: passthrough commands find their owner by io_kiocb */
 const volatile bool need_owner = false;       /* events or a task filter: track who submitted each request */
 const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
@@ -588,6 +589,8 @@ static __always_inline void remember_user_data(__u64 req, __u64 ud)
         return;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+    if (!uring_owner_by_req)
+        return;
     struct kvio_owner o = {};
     current_owner(&o);
     o.user_data = ud;

@@ -116,7 +116,9 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bool submit_sqe = owners && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
     bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req);
     bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe);
-    bpf_program__set_autoload(s->progs.io_uring_complete, owners && tracepoint_exists("io_uring", "io_uring_complete"));
+    // io_uring_complete only forgets the per-request owner that NVMe passthrough commands look up.
+    s->rodata->uring_owner_by_req = nvme_present;
+    bpf_program__set_autoload(s->progs.io_uring_complete, owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
 }
 
 /// Maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall for raw_tp/sys_enter.
