@@ -488,6 +488,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     }
     __u64 now = bpf_ktime_get_ns();
     struct rq_state st = *s;
+    s->ignored = 1; /* should the delete fail, the leftover must not be reported again as lost */
     bpf_map_delete_elem(&rq_starts, &key);
     inflight_dec(st.dev);
     account_cmd(&st, now, error, false);
