@@ -1,4 +1,6 @@
 // `kvio trace`: the storage latency stack of whatever runs on the machine.
+#include <iostream>
+
 #include "common/error.h"
 #include "userspace/commands.h"
 #include "userspace/tracer.h"
@@ -11,27 +13,34 @@ void add_trace_command(CLI::App& app) {
         "trace",
         "Attach CO-RE BPF programs (block, NVMe, syscall, io_uring tracepoints) and report the storage latency\n"
         "stack: D2C, Q2D, VFS, fsync and gap histograms, command sizes (bssplit), queue depth, LBA heatmap.\n"
-        "Stops on --duration, when COMMAND exits, or on Ctrl-C/SIGTERM; outputs are always flushed.\n"
+        "Stops on --duration, when COMMAND exits, or on Ctrl-C/SIGTERM (a running COMMAND then gets SIGTERM);\n"
+        "outputs are always flushed.\n"
         "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini");
-    sub->add_option("-d,--device", opts->devices, "Trace only this disk: name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
+    sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
     sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable");
-    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm); repeatable, max 4");
+    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4");
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
-    sub->add_option("--duration", opts->duration_s, "Stop after this many seconds (default: until COMMAND exits or Ctrl-C)")
+    sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
         ->check(CLI::NonNegativeNumber);
-    sub->add_option("--events", opts->events_path, "Write one JSON record per completed device command (kvio.events/1 JSONL)");
+    sub->add_option("--events", opts->events_path, "Write one JSON record per device command (kvio.events/1 JSONL), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
     sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
-        ->transform(CLI::AsSizeValue(false));
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
+                               "BYTES>0"));
     sub->add_option("command", opts->command, "-- COMMAND [ARGS...]: run it, trace it and its children for its lifetime");
     sub->positionals_at_end();
     sub->callback([opts] {
+        if (opts->syscall_events && opts->events_path.empty()) throw Error("--syscalls writes syscall records into --events FILE: give --events");
+        if (!opts->events_path.empty() && opts->events_path == opts->json_path)
+            throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
-        if (!opts->command.empty() && res.command_status != 0)
-            throw CLI::RuntimeError("traced command exited with status " + std::to_string(res.command_status),
-                                    res.command_status);
+        if (!opts->command.empty() && res.command_status != 0) {
+            std::cerr << "kvio trace: the traced command exited with status " << res.command_status << "\n";
+            throw CLI::RuntimeError(res.command_status);
+        }
     });
 }
 

@@ -280,11 +280,18 @@ TraceResult run_trace(const TraceOptions& opts) {
                     "); rerun with KVIO_DEBUG=1 for the verifier log");
     fill_syscall_map(skel.get());
     uint8_t one = 1;
+    for (uint32_t pid : opts.pids)
+        if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) throw Error("-p " + std::to_string(pid) + ": no such process");
     for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
 
     EventSink sink;
     if (!opts.events_path.empty()) {
         sink.out.emplace(opts.events_path);
+    }
+    std::ofstream json_out;  // opened now: a bad path fails before the trace, not after it
+    if (!opts.json_path.empty()) {
+        json_out.open(opts.json_path);
+        if (!json_out) throw Error(opts.json_path + ": cannot write: " + std::strerror(errno));
     }
     int release_fd = -1;
     pid_t child = 0;
@@ -334,9 +341,9 @@ TraceResult run_trace(const TraceOptions& opts) {
             }
         }
     }
-    if (child > 0) {  // stopped by a signal or --duration while the command runs: wait for it
+    if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
         int st = 0;
-        if (g_stop) kill(child, SIGTERM);
+        kill(child, SIGTERM);
         waitpid(child, &st, 0);
         res.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         g_child = 0;
@@ -358,19 +365,24 @@ TraceResult run_trace(const TraceOptions& opts) {
     res.summary["recursion_misses"] = recursion_misses(skel.get());
     res.dropped = counters[KVIO_CNT_RB_DROPS];
     res.events = sink.out ? sink.out->written() : 0;
+    std::exception_ptr events_error;  // the JSON summary is still written when the events file fails
     if (sink.out) {
-        sink.out->line(nlohmann::json{{"type", "summary"},
-                                   {"events", sink.out->written()},
-                                   {"dropped", counters[KVIO_CNT_RB_DROPS]},
-                                   {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
-                                   {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
-                                   {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
-        sink.out->close();
+        try {
+            sink.out->line(nlohmann::json{{"type", "summary"},
+                                          {"events", sink.out->written()},
+                                          {"dropped", counters[KVIO_CNT_RB_DROPS]},
+                                          {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
+                                          {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
+                                          {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
+            sink.out->close();
+        } catch (const Error&) {
+            events_error = std::current_exception();
+        }
     }
-    if (!opts.json_path.empty()) {
-        std::ofstream j(opts.json_path);
-        j << res.summary.dump(2) << '\n';
-        if (!j) throw Error(opts.json_path + ": cannot write");
+    if (json_out.is_open()) {
+        json_out << res.summary.dump(2) << '\n';
+        json_out.close();
+        if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
     if (!opts.quiet) report.print(std::cout, duration, counters, nvme_present);
     for (uint32_t d : devs)
@@ -382,6 +394,7 @@ TraceResult run_trace(const TraceOptions& opts) {
                      "completed where the kernel ran no BPF program); they are reported without D2C\n";
     if (res.dropped)
         std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
+    if (events_error) std::rethrow_exception(events_error);
     return res;
 }
 

@@ -226,6 +226,33 @@ TEST(Trace, SigintFlushesCompleteOutputs) {
     EXPECT_EQ(evs.back()["type"], "summary");
 }
 
+TEST(Trace, BadOptionsAreRefusedBeforeTracing) {
+    TempDir dir;
+    const std::pair<std::string, std::string> cases[] = {
+        {"-p 999999999", "-p 999999999: no such process"},
+        {"--events " + dir.file("x") + " --json " + dir.file("x"), "name the same file"},
+        {"--syscalls", "--syscalls writes syscall records into --events FILE"},
+        {"--lba-bucket 0", "--lba-bucket: must be at least 1 byte"},
+        {"--json " + dir.file("no/such/dir/t.json"), "t.json: cannot write: No such file or directory"},
+    };
+    for (const auto& [args, msg] : cases) {
+        auto r = run(kvio_bin() + " trace --duration 5 " + args);  // not -q: "tracing" would show on stderr
+        EXPECT_NE(r.status, 0) << args;
+        EXPECT_NE(r.err.find(msg), std::string::npos) << args << "\n" << r.err;
+        EXPECT_EQ(r.err.find("tracing"), std::string::npos) << args << ": refused only after tracing\n" << r.err;
+    }
+}
+
+TEST(Trace, DurationEndsARunningCommand) {
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q --duration 0.5 --json " + dir.file("t.json") + " -- sleep 30");
+    EXPECT_EQ(r.status, 128 + 15) << r.err;  // the command got SIGTERM
+    EXPECT_NE(r.err.find("the traced command exited with status 143"), std::string::npos) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_GE(s["duration_s"].get<double>(), 0.5);
+    EXPECT_LT(s["duration_s"].get<double>(), 5.0);
+}
+
 TEST(Trace, UnknownDeviceIsAClearError) {
     auto r = run(kvio_bin() + " trace -d no-such-disk --duration 0.1");
     EXPECT_NE(r.status, 0);
