@@ -214,6 +214,7 @@ static __always_inline void current_owner(struct kvio_owner *o)
     bpf_get_current_comm(o->comm, sizeof(o->comm));
     __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
     o->user_data = ud ? *ud : 0;
+    o->passes = task_passes();
 }
 
 static __always_inline bool current_is_kthread(void)
@@ -284,20 +285,13 @@ static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner 
     return true;
 }
 
+/* Owners are recorded for every task (so a filtered-out submitter is known, not "unattributed");
+ * whether it passed the filters was decided when it was recorded. */
 static __always_inline bool owner_passes(const struct kvio_owner *o, bool has_owner)
 {
     if (!task_filter_active())
         return true;
-    if (!has_owner)
-        return false;
-    if (filter_pid) {
-        __u32 tgid = o->pid;
-        if (!bpf_map_lookup_elem(&pid_filter, &tgid))
-            return false;
-    }
-    if (targ_ncomms && !comm_matches(o->comm))
-        return false;
-    return true; /* cgroup was checked when the owner was recorded */
+    return has_owner && o->passes;
 }
 
 /* ---------------------------------------------------------------- block */
@@ -320,7 +314,7 @@ static __always_inline __u32 bio_dev(struct bio *bio)
 /* Loaded only when owners are needed (events or a task filter). */
 static __always_inline int on_getrq(struct bio *bio)
 {
-    if (!bio || !task_passes() || (targ_ndevs && !dev_passes(bio_dev(bio))))
+    if (!bio || (targ_ndevs && !dev_passes(bio_dev(bio))))
         return 0;
     struct kvio_owner o = {};
     current_owner(&o);
@@ -586,8 +580,6 @@ int block_rq_merge_raw(u64 *ctx)
 
 static __always_inline void remember_user_data(__u64 req, __u64 ud)
 {
-    if (!task_passes())
-        return;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
     if (!uring_owner_by_req)

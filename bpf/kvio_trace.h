@@ -88,6 +88,8 @@ struct kvio_owner {
     __u32 tid;
     __u64 user_data; /* io_uring SQE user_data active in that task, 0 if none */
     char comm[KVIO_COMM_LEN];
+    __u32 passes;    /* the task passed -p/-c/--cgroup when it was recorded (1 without filters) */
+    __u32 pad;
 };
 
 /* In-flight state of one block request, keyed by its struct request * (map rq_starts). Userspace

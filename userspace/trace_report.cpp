@@ -169,7 +169,7 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
     os << "dropped events: " << counters[KVIO_CNT_RB_DROPS]
        << "  unmatched completes: " << counters[KVIO_CNT_UNMATCHED_COMPLETE]
        << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]
-       << "  unattributed (filtered out, submitter unknown): " << counters[KVIO_CNT_NO_OWNER]
+       << "  unattributed (submitter unknown, not counted): " << counters[KVIO_CNT_NO_OWNER]
        << "  completions not seen: " << counters[KVIO_CNT_LOST_COMPLETE] << "\n";
 }
 

@@ -137,8 +137,8 @@ TEST(Trace, ChildFilterSeesOnlyTheTracedCommandTree) {
     std::string noise = "(while [ ! -e " + dir.file("stop") + " ]; do dd if=/dev/zero of=" + loop.path +
                         " bs=64k count=16 seek=512 oflag=direct status=none; echo x >> " + dir.file("noise") +
                         "; done) & ";
-    std::string traced = kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
-                         " -- sh -c 'sleep 0.2; dd if=/dev/zero of=" + loop.path +
+    std::string traced = kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") + " --json " +
+                         dir.file("t.json") + " -- sh -c 'sleep 0.2; dd if=/dev/zero of=" + loop.path +
                          " bs=128k count=32 oflag=direct status=none; sleep 0.2'";
     auto r = run(noise + traced + "; st=$?; touch " + dir.file("stop") + "; wait; exit $st");
     EXPECT_GE(slurp(dir.file("noise")).size(), 4u) << "the noise writer did not run alongside the trace";
@@ -151,6 +151,10 @@ TEST(Trace, ChildFilterSeesOnlyTheTracedCommandTree) {
         EXPECT_LT(c["sector"].get<uint64_t>(), 4 * MiB / 512) << "a command of the untraced writer leaked in";
         EXPECT_EQ(c["bytes"], 128 * KiB);
     }
+    // The noise writer's requests are filtered out because their submitter is known not to pass,
+    // not counted as "unattributed" (submitter unknown).
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_EQ(s["unattributed"], 0);
 }
 
 TEST(Trace, DeviceFilterExcludesOtherDevices) {
