@@ -147,7 +147,11 @@ TEST_F(RunOutputs, ScoresAreExact) {
     // The replay of the distilled job has the original's command sizes: 512 KiB transfers (and 4 KiB headers).
     json ver = json::parse(slurp(out + "/verify.json"));
     EXPECT_LT(ver["size_tv"]["read"].get<double>(), 0.05);
-    EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.05);
+    // Writes are sequential with 2 % 4 KiB headers: fio's stream loses its 512 KiB alignment after a 4 KiB
+    // write and, at each wrap of the time-based run, fills the region's tail with 4 KiB writes (measured: 131 of
+    // 151 replayed 4 KiB writes in the last MiB of a 129 MiB region; write TV 0.002-0.096 over runs). Sizes other
+    // than 4 KiB / 512 KiB (fio rounding 512k down, as before bs_unaligned) would give TV near 1.
+    EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.15);
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
 }
 
