@@ -81,10 +81,6 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         }
         if (r.type != "cmd")
             src.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
-        if (!r.has_field(F::TsComplete)) {  // kvio trace never saw its completion: no timing to use
-            ++out.lost_completes;
-            continue;
-        }
         rd.require(r, F::Dev);
         auto it = devs.find(r.dev);
         if (it == devs.end()) it = devs.emplace(std::string(r.dev), DevCmds{}).first;
@@ -94,12 +90,18 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         Cmd c;
         rd.require(r, F::Op);
         c.op = parse_op(r.op, src);
-        for (F f : {F::Sector, F::Bytes, F::TsIssue, F::TsComplete}) rd.require(r, f);
+        for (F f : {F::Sector, F::Bytes, F::TsIssue}) rd.require(r, f);
         c.sector = r.sector;
         c.bytes = r.bytes;
         c.ts_issue = r.ts_issue;
-        c.ts_complete = r.ts_complete;
-        if (c.ts_complete < c.ts_issue)
+        if (!r.has_field(F::TsComplete)) {  // "complete_lost": kvio trace never saw its completion
+            ++out.lost_completes;
+            c.ts_complete = 0;
+        } else {
+            rd.require(r, F::TsComplete);
+            c.ts_complete = r.ts_complete;
+        }
+        if (c.completion_seen() && c.ts_complete < c.ts_issue)
             src.fail("ts_complete", "is before ts_issue (" + std::to_string(c.ts_complete) + " < " +
                                         std::to_string(c.ts_issue) + ")");
         c.qd = uint32_t(r.qd);

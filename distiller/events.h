@@ -17,13 +17,18 @@ struct Cmd {
     uint64_t sector = 0;       ///< start, 512-byte units on the whole disk
     uint64_t bytes = 0;        ///< bytes transferred
     uint64_t ts_issue = 0;     ///< block_rq_issue (NVMe: setup)
-    uint64_t ts_complete = 0;  ///< final block_rq_complete
+    uint64_t ts_complete = 0;  ///< final block_rq_complete; 0 when the trace never saw it ("complete_lost")
     uint32_t qd = 0;           ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
     uint32_t pid = 0, tid = 0; ///< submitter, 0 when unknown
     Op op = Op::Other;
     bool has_user_data = false;///< io_uring SQE user_data was seen
     bool passthrough = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
     bool nvme = false;         ///< `src` "nvme"
+    /// False for a "complete_lost" record: size, op, sector and issue time are real, the completion is unknown.
+    bool completion_seen() const { return ts_complete != 0; }
+    /// When the command left the device as far as the trace knows: ts_complete, or ts_issue when not seen.
+    uint64_t end_ts() const { return completion_seen() ? ts_complete : ts_issue; }
+    /// D2C (ns); only meaningful when completion_seen().
     uint64_t d2c_ns() const { return ts_complete - ts_issue; }
     uint64_t end_sector() const { return sector + bytes / 512; }
 };
@@ -46,7 +51,7 @@ struct EventTrace {
     uint64_t filtered_out = 0;
     bool has_summary = false;
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
-    uint64_t lost_completes = 0;  ///< cmd records without ts_complete ("complete_lost"): skipped
+    uint64_t lost_completes = 0;  ///< cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
 };
 
 /// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass

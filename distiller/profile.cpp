@@ -93,7 +93,7 @@ static void sweep(const std::vector<Cmd>& in, Profile& p) {
         ++burst;
         ++p.qd_at_issue[inflight];
         p.max_inflight = std::max(p.max_inflight, inflight);
-        pending.push({c.ts_complete, c.ts_complete == c.ts_issue});
+        pending.push({c.end_ts(), c.end_ts() == c.ts_issue});
     }
     for (; !pending.empty(); pending.pop()) complete(pending.top().t);
     if (burst) p.burst_cmds.push_back(burst);
@@ -107,10 +107,10 @@ static void thread_concurrency(const std::vector<Cmd>& cmds, Profile& p) {
     std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> span;
     for (const auto& c : cmds) {
         if (!c.tid) continue;
-        auto [it, fresh] = span.try_emplace(c.tid, c.ts_issue, c.ts_complete);
+        auto [it, fresh] = span.try_emplace(c.tid, c.ts_issue, c.end_ts());
         if (!fresh) {
             it->second.first = std::min(it->second.first, c.ts_issue);
-            it->second.second = std::max(it->second.second, c.ts_complete);
+            it->second.second = std::max(it->second.second, c.end_ts());
         }
     }
     p.distinct_tids = uint32_t(span.size());
@@ -148,9 +148,11 @@ Profile profile_events(const EventTrace& t) {
     p.lba_lo_bytes = UINT64_MAX;
     for (const auto& c : t.cmds) {
         first = std::min(first, c.ts_issue);
-        last = std::max(last, c.ts_complete);
-        p.sum_d2c_ns += c.d2c_ns();
-        p.d2c_ns.push_back(c.d2c_ns());
+        last = std::max(last, c.end_ts());
+        if (c.completion_seen()) {
+            p.sum_d2c_ns += c.d2c_ns();
+            p.d2c_ns.push_back(c.d2c_ns());
+        }
         if (c.qd) ++p.qd_field[c.qd];
         p.any_user_data |= c.has_user_data;
         p.any_passthrough |= c.passthrough;

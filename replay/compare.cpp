@@ -45,9 +45,9 @@ StreamStats stream_stats(const DeviceStream& s) {
         if (c.op == distiller::Op::Write) ++st.writes, st.write_bytes += c.bytes;
         else ++st.reads, st.read_bytes += c.bytes;
         ++st.sizes[c.bytes];
-        d2c.push_back(c.d2c_ns());
+        if (c.completion_seen()) d2c.push_back(c.d2c_ns());
         first = std::min(first, c.ts_issue);
-        last = std::max(last, c.ts_complete);
+        last = std::max(last, c.end_ts());
     }
     st.mean_bytes = st.cmds ? double(st.bytes) / double(st.cmds) : 0;
     st.duration_ns = st.cmds ? last - first : 0;

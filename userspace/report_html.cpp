@@ -108,8 +108,9 @@ void write_report(const std::string& dir, const std::string& path) {
             if (j.value("type", "") != "cmd" || j.value("dev", "") != dev) continue;
             std::string op = j.value("op", "");
             if (op != "read" && op != "write") continue;
-            cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()),
-                            get_u64(j, "ts_issue", r.source()), get_u64(j, "ts_complete", r.source())});
+            uint64_t issue = get_u64(j, "ts_issue", r.source());  // a "complete_lost" record has no ts_complete
+            cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()), issue,
+                            get_u64_or(j, "ts_complete", issue, r.source())});
         }
     }
     std::vector<OpRec> ops;

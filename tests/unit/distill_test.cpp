@@ -216,15 +216,19 @@ TEST(Distill, RefusesLossyTrace) {
     }
 }
 
-TEST(Distill, LostCompletionsAreSkippedAndCounted) {
+TEST(Distill, LostCompletionsCountAsCommandsWithoutD2C) {
     EventsFile ef;
     closed_loop_70_30(ef, 100, 2);
     ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"read","rwbs":"R","sector":8,"bytes":4096,"ts_issue":5,"complete_lost":true,"qd":1,"pid":100,"tid":100,"comm":"fio"})");
     EventTrace t = ef.load();
     EXPECT_EQ(t.lost_completes, 1u);
+    size_t lost = 0;
+    for (const auto& c : t.cmds) lost += !c.completion_seen();
+    EXPECT_EQ(lost, 1u);
     Profile p = profile_events(t);
     EXPECT_EQ(p.lost_completes, 1u);
-    EXPECT_EQ(p.cmds(), 100u);
+    EXPECT_EQ(p.cmds(), 101u);          // its size and direction count
+    EXPECT_EQ(p.d2c_ns.size(), 100u);   // its latency does not
 }
 
 TEST(Distill, RefusesEmptyInput) {
