@@ -98,7 +98,6 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
             ++out.lost_completes;
             c.ts_complete = 0;
         } else {
-            rd.require(r, F::TsComplete);
             c.ts_complete = r.ts_complete;
         }
         if (c.completion_seen() && c.ts_complete < c.ts_issue)

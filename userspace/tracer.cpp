@@ -251,6 +251,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     for (const auto& c : opts.comms)
         if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
     auto devs = resolve_devices(opts.devices);
+    for (uint32_t pid : opts.pids)  // before any BPF work, like the other option checks
+        if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) throw Error("-p " + std::to_string(pid) + ": no such process");
 
     std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
     if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
@@ -280,8 +282,6 @@ TraceResult run_trace(const TraceOptions& opts) {
                     "); rerun with KVIO_DEBUG=1 for the verifier log");
     fill_syscall_map(skel.get());
     uint8_t one = 1;
-    for (uint32_t pid : opts.pids)
-        if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) throw Error("-p " + std::to_string(pid) + ": no such process");
     for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
 
     EventSink sink;
