@@ -25,6 +25,7 @@
 #include "distiller/profile.h"
 #include "userspace/report_html.h"
 #include "validate/validate.h"
+#include "workload/target.h"
 
 namespace kvio::run {
 
@@ -308,6 +309,12 @@ RunResult run_all(const RunOptions& o) {
                                         "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
                                         "--record", P("record.json")};
         gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
+        // gen's emptiness check reads the first MiB through the page cache; its readahead (2 to dozens of
+        // commands, depending on what is cached) would become part of the traced workload and of the distilled
+        // job. So the check runs here, untraced, and gen is told --force (mounted devices stay refused). The
+        // embedded image was just created sparse: nothing to read.
+        if (!o.target.empty()) workload::check_device_safe(workload::inspect_target(target), false);
+        gen.push_back("--force");
         int st = 0;
         if (o.target.empty()) {
             // The embedded device is this run's alone: the device filter is exact, no process filter needed (the

@@ -144,14 +144,17 @@ TEST_F(RunOutputs, ScoresAreExact) {
     EXPECT_EQ(val["size_tv"].get<double>(), 0.0);
     EXPECT_NE(res.out.find("exact-match 8/8 (100.00%)  WAPE 0.0000%"), std::string::npos) << res.out;
     EXPECT_NE(res.out.find("size-TV 0.0000"), std::string::npos) << res.out;
+    // gen's first-MiB emptiness check runs before tracing: no readahead commands in the traced workload.
+    EXPECT_EQ(val["untagged_cmds"], 0);
     // The replay of the distilled job has the original's command sizes: 512 KiB transfers (and 4 KiB headers).
+    // Writes are a sequential stream with 2 % 4 KiB headers: the job restarts passes (io_size, loops) so fio never
+    // fills the region's tail with 4 KiB writes (with a time-based wrap: write TV 0.002-0.096, measured).
     json ver = json::parse(slurp(out + "/verify.json"));
     EXPECT_LT(ver["size_tv"]["read"].get<double>(), 0.05);
-    // Writes are sequential with 2 % 4 KiB headers: fio's stream loses its 512 KiB alignment after a 4 KiB
-    // write and, at each wrap of the time-based run, fills the region's tail with 4 KiB writes (measured: 131 of
-    // 151 replayed 4 KiB writes in the last MiB of a 129 MiB region; write TV 0.002-0.096 over runs). Sizes other
-    // than 4 KiB / 512 KiB (fio rounding 512k down, as before bs_unaligned) would give TV near 1.
-    EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.15);
+    EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.05);
+    json run_doc = json::parse(slurp(out + "/run.json"));
+    EXPECT_EQ(run_doc["job"]["options"].value("time_based", ""), "") << run_doc["job"].dump();
+    EXPECT_NE(run_doc["job"]["options"].value("io_size", ""), "") << run_doc["job"].dump();
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
 }
 
@@ -283,6 +286,27 @@ TEST(RunErrors, FailedStageStillCleansUp) {
     auto r2 = run(kvio_bin() + " run --num-chunks 1 --out " + out);
     EXPECT_EQ(r2.status, 1);
     EXPECT_NE(r2.err.find("is not empty"), std::string::npos) << r2.err;
+}
+
+TEST(RunTarget, UserTargetIsCheckedBeforeTracing) {
+    TempDir d;
+    LoopDevice dev(256ull << 20);
+    // Data at byte 100 of the first MiB: refused before anything is traced or written.
+    ASSERT_EQ(run("printf 'data' | dd of=" + dev.path + " bs=1 seek=100 conv=notrunc status=none").status, 0);
+    std::string out = d.file("refused");
+    auto r = run(kvio_bin() + " run --target " + dev.path + " --num-chunks 1 --out " + out);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("holds data at byte 100 of its first MiB"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out + "/events.jsonl"));
+    expect_clean(out);
+    // Empty again: the run's trace holds only the workload's commands, none of the check's readahead.
+    ASSERT_EQ(run("dd if=/dev/zero of=" + dev.path + " bs=1M count=1 oflag=direct status=none").status, 0);
+    out = d.file("ok");
+    r = run(kvio_bin() + " run --target " + dev.path + " --num-chunks 1 --out " + out);
+    ASSERT_EQ(r.status, 0) << r.err;
+    json val = json::parse(slurp(out + "/validate.json"));
+    EXPECT_EQ(val["exact_match"], val["objects"]);
+    EXPECT_EQ(val["untagged_cmds"], 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Known-answer tests of the distiller: synthetic kvio.events/1 streams with a known shape.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -156,6 +157,48 @@ TEST(Distill, SequentialStream) {
     EXPECT_EQ(j.get("rwmixread"), "67");
     EXPECT_EQ(j.get("offset"), "0");
     EXPECT_EQ(j.get("size"), std::to_string((1ull << 20) * 512 + 100 * 65536));
+}
+
+TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
+    // kvio gen's slot stream: a 4 KiB header, then 512 KiB transfers, all contiguous; reads load it back.
+    // A time-based job would wrap at the region's end and fill its tail with 4 KiB writes.
+    EventsFile ef;
+    uint64_t ws = 0, rs = 0, t = 1000;
+    for (int obj = 0; obj < 50; ++obj) {
+        ef.cmd("write", ws, 4096, t, t + 20'000), ws += 8, t += 30'000;
+        for (int k = 0; k < 4; ++k) ef.cmd("write", ws, 524288, t, t + 90'000), ws += 1024, t += 100'000;
+    }
+    for (int obj = 0; obj < 50; ++obj)
+        for (int k = 0; k < 4; ++k) ef.cmd("read", rs + 8, 524288, t, t + 90'000), rs += 1024 + (k == 3 ? 8 : 0), t += 100'000;
+    Profile p = profile_events(ef.load());
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("bssplit"), "512k/100,4k/20:512k/80");
+    EXPECT_EQ(j.get("percentage_random"), "25,0");  // each object's first read follows a skipped header
+    EXPECT_EQ(j.get("time_based"), "");
+    EXPECT_EQ(j.get("loops"), "1000000");
+    EXPECT_EQ(j.get("randrepeat"), "0");
+    const uint64_t size = std::stoull(j.get("size")), io_size = std::stoull(j.get("io_size"));
+    EXPECT_EQ(size, 50ull * (4096 + 4 * 524288));
+    // Writes: 250 of 450 commands (q = 5/9), 50.2 % of the bytes. A pass of `size` bytes holds size / mean size
+    // = 225.9 commands, so the margin is 4·sqrt((1 - q) / (225.9·q)) = 23.8 %, and
+    // io_size = (size - 512 KiB) / (0.502 · 1.238), rounded down to 4 KiB.
+    const double wshare = double(50 * (4096 + 4 * 524288)) / double(50 * (4096 + 8 * 524288));
+    const double m = double(size) / (double(50 * (4096 + 8 * 524288)) / 450.0), q = 250.0 / 450.0;
+    const double margin = 4.0 * std::sqrt((1.0 - q) / (m * q));
+    EXPECT_NEAR(margin, 0.238, 0.001);
+    EXPECT_EQ(io_size, uint64_t(double(size - 524288) / (wshare * (1.0 + margin))) / 4096 * 4096);
+    EXPECT_LE(uint64_t(double(io_size) * wshare * (1.0 + margin)), size - 524288);  // writes stay off the end
+    EXPECT_NE(j.text.find("sequential writes (2 sizes"), std::string::npos) << j.text;
+
+    // The same sizes in random order never run into the tail often: time-based as usual.
+    EventsFile rf;
+    t = 1000;
+    for (int i = 0; i < 400; ++i, t += 100'000)
+        rf.cmd("write", uint64_t(i) * 7919 % 400 * 1032, i % 5 ? 524288 : 4096, t, t + 90'000);
+    FioJob r = make_fio_job(profile_events(rf.load()), opts());
+    EXPECT_EQ(r.get("time_based"), "1");
+    EXPECT_EQ(r.get("io_size"), "");
+    EXPECT_EQ(r.get("loops"), "");
 }
 
 TEST(Distill, ThreadsBecomeNumjobs) {
