@@ -1,9 +1,12 @@
 #include "userspace/event_writer.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -13,6 +16,20 @@ namespace kvio::trace {
 EventWriter::EventWriter(const std::string& path, size_t chunk_bytes) : path_(path), chunk_(chunk_bytes) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd_ < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
+    // O_DIRECT for regular files whose filesystem takes it (never pipes: O_DIRECT makes a pipe packet-mode).
+    // Buffered writes of ~60 MB/s of JSONL cost the traced machine a page-cache page, a delalloc reservation
+    // and a later writeback per 4 KiB (measured on ext4: 0.51 s of system time per 300 MB, 0.11 s direct).
+    struct stat st {};
+    int fl = ::fcntl(fd_, F_GETFL);
+    void* p = nullptr;
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && fl >= 0 &&
+        ::posix_memalign(&p, kDirectAlign, (chunk_ + kDirectAlign - 1) / kDirectAlign * kDirectAlign) == 0) {
+        stage_.reset(static_cast<char*>(p));
+        if (::fcntl(fd_, F_SETFL, fl | O_DIRECT) == 0)
+            chunk_ = (chunk_ + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+        else
+            stage_.reset();
+    }
     enc_.reserve(chunk_ + 4096);  // one record past the threshold fits without growing
 }
 
@@ -40,13 +57,12 @@ void EventWriter::line(const nlohmann::json& j) {
     maybe_flush();
 }
 
-void EventWriter::flush() {
-    const char* p = enc_.data();
-    size_t n = enc_.size();
+void EventWriter::write_all(const char* p, size_t n) {
     while (n && !err_ && fd_ >= 0) {
         ssize_t r = ::write(fd_, p, n);
         if (r < 0) {
             if (errno == EINTR) continue;
+            if (errno == EINVAL && stage_ && buffered()) continue;  // O_DIRECT refused here: buffered from now on
             err_ = errno;
         } else if (r == 0) {
             err_ = EIO;  // no progress on a non-empty write: do not spin
@@ -55,12 +71,48 @@ void EventWriter::flush() {
             n -= size_t(r);
         }
     }
+}
+
+bool EventWriter::buffered() {
+    int fl = ::fcntl(fd_, F_GETFL);
+    if (fl < 0 || !(fl & O_DIRECT)) return false;
+    return ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) == 0;
+}
+
+void EventWriter::flush(bool last) {
+    const char* p = enc_.data();
+    size_t n = enc_.size();
+    if (!stage_) {
+        write_all(p, n);
+        enc_.clear();
+        return;
+    }
+    // Direct I/O: whole aligned chunks from the staging buffer; the tail waits for more text, or, at close,
+    // goes out as its aligned part and then (buffered) the rest.
+    while (n) {
+        size_t k = std::min(n, chunk_ - staged_);
+        std::memcpy(stage_.get() + staged_, p, k);
+        staged_ += k, p += k, n -= k;
+        if (staged_ == chunk_) {
+            write_all(stage_.get(), chunk_);
+            staged_ = 0;
+        }
+    }
     enc_.clear();
+    if (last && staged_) {
+        size_t aligned = staged_ / kDirectAlign * kDirectAlign;
+        write_all(stage_.get(), aligned);
+        if (staged_ > aligned) {
+            buffered();
+            write_all(stage_.get() + aligned, staged_ - aligned);
+        }
+        staged_ = 0;
+    }
 }
 
 void EventWriter::close() {
     if (fd_ >= 0) {
-        flush();
+        flush(true);
         if (::close(fd_) != 0 && !err_) err_ = errno;
         fd_ = -1;
     }

@@ -1,8 +1,11 @@
 // Writes a kvio.events/1 file (docs/formats.md) at ring-buffer speed: records are encoded by EventEncoder
-// into a 1 MiB buffer that goes to the file with write(2) when full and at close().
+// into a 1 MiB buffer that goes to the file with write(2) when full and at close(), with O_DIRECT where the
+// filesystem supports it (whole 4 KiB-aligned chunks; the last partial block is written buffered at close()).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +39,8 @@ public:
     /// A write has failed (close() will throw).
     bool failed() const { return err_ != 0; }
     const std::string& path() const { return path_; }
+    /// The file takes O_DIRECT writes (false: the filesystem refused them, buffered writes instead).
+    bool direct() const { return stage_ != nullptr; }
 
     /// Writes what is buffered and closes the file; idempotent.
     /// Throws kvio::Error "PATH: write failed: REASON" if any write or the close failed.
@@ -43,10 +48,20 @@ public:
 
 private:
     void maybe_flush() {
-        if (enc_.size() >= chunk_) flush();
+        if (enc_.size() >= chunk_) flush(false);
     }
-    void flush();
+    /// Moves the encoded text to the file; `last`: also the partial tail (close()).
+    void flush(bool last);
+    void write_all(const char* p, size_t n);
+    /// Clears O_DIRECT on the file; false if it was not set or cannot be cleared.
+    bool buffered();
 
+    static constexpr size_t kDirectAlign = 4096;  ///< covers 512 B and 4 KiB logical blocks
+    struct FreeDeleter {
+        void operator()(char* p) const { std::free(p); }
+    };
+    std::unique_ptr<char, FreeDeleter> stage_;  ///< aligned staging buffer of chunk_ bytes; null: buffered I/O
+    size_t staged_ = 0;
     std::string path_;
     int fd_ = -1;
     int err_ = 0;  ///< errno of the first failed write/close, 0 if none

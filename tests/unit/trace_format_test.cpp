@@ -1,3 +1,6 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -413,6 +416,28 @@ TEST(EventWriter, FileParsesLineByLineAndMatchesReference) {
     EXPECT_EQ(n_cmd, cmds.size());
     EXPECT_EQ(n_sys, 1000u);
     EXPECT_EQ(n_sum, 1u);
+    std::remove(path.c_str());
+}
+
+TEST(EventWriter, DirectIoChunksAndBufferedTailOnExt4) {
+    // /var/tmp is on the root ext4 filesystem here and in CI: it takes O_DIRECT.
+    std::string path = "/var/tmp/kvio_event_writer_direct_" + std::to_string(getpid()) + ".jsonl";
+    auto cmds = random_cmds(12000, 7);  // about 3 MiB: three aligned 1 MiB chunks and a partial tail
+    {
+        EventWriter w(path);
+        EXPECT_TRUE(w.direct()) << "open(O_DIRECT) refused on /var/tmp";
+        for (const auto& c : cmds) w.cmd(c);
+        w.close();
+    }
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), cmds.size());
+    DevCache devs;
+    for (size_t i = 0; i < cmds.size(); ++i)
+        ASSERT_EQ(lines[i] + "\n", ref_line(cmd_event_json(cmds[i], devs))) << "line " << i + 1;
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    EXPECT_GT(st.st_size, 3 << 20);
+    EXPECT_NE(st.st_size % 4096, 0) << "the test needs a partial last block";
     std::remove(path.c_str());
 }
 
