@@ -103,21 +103,23 @@ fio_randread() {  # fio_randread OUTPUT.json
 }
 overhead_run() {  # overhead_run MODE ROUND
     local m=$1 r=$2 f=$WORK/fio.json t=$WORK/trace.json ev=$WORK/events.jsonl iops
+    [ "$m" = kvio_events_bin ] && ev=$WORK/events.kvb
     rm -f "$f" "$t" "$ev"
     case $m in
     untraced)
         fio_randread "$f"
         record overhead "$m" "$(jq -c --argjson r "$r" '{round:$r, iops:.jobs[0].read.iops}' "$f")" ;;
-    kvio_hist|kvio_events)
+    kvio_hist|kvio_events|kvio_events_bin)
         local extra=()
         [ "$m" = kvio_events ] && extra=(--events "$ev")
+        [ "$m" = kvio_events_bin ] && extra=(--events "$ev" --events-format bin)
         "$KVIO" trace -q -d "$LNAME" --json "$t" "${extra[@]}" -- \
             fio --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$ENGINE" \
                 --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$f" >/dev/null
         iops=$(jq '.jobs[0].read.iops' "$f")
-        if [ "$m" = kvio_events ]; then
+        if [ "$m" != kvio_hist ]; then
             local sum
-            sum=$(tail -n 1 "$ev")
+            if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); else sum=$(tail -n 1 "$ev"); fi
             record overhead "$m" "$(jq -c -n --argjson r "$r" --argjson i "$iops" --argjson s "$sum" --slurpfile t "$t" \
                 '{round:$r, iops:$i, events:$s.events, dropped:$s.dropped, seconds:$t[0].duration_s,
                   events_per_s:($s.events / $t[0].duration_s), events_bytes:'"$(stat -c %s "$ev")"'}')"
@@ -151,11 +153,11 @@ overhead_run() {  # overhead_run MODE ROUND
 }
 if has_stage overhead; then
     echo "== overhead: fio randread 4 KiB QD 32 ($ENGINE, direct) on $LOOP (loop over tmpfs), ${SECS} s x $ROUNDS rounds"
-    modes=(untraced kvio_hist kvio_events bpftrace)
+    modes=(untraced kvio_hist kvio_events kvio_events_bin bpftrace)
     fio_randread "$WORK/warmup.json"   # warm up the device, fio and the page tables once
     for ((r = 1; r <= ROUNDS; r++)); do
-        for ((k = 0; k < 4; k++)); do
-            m=${modes[$(( (k + r - 1) % 4 ))]}
+        for ((k = 0; k < ${#modes[@]}; k++)); do
+            m=${modes[$(( (k + r - 1) % ${#modes[@]} ))]}
             overhead_run "$m" "$r" || continue
             printf '  round %d %-12s %s\n' "$r" "$m" "$(tail -n 1 "$RAW" | jq -r '"\(.iops|floor) IOPS" + (if .events then ", \(.events) events, \(.dropped) dropped" else "" end)')"
         done
@@ -197,14 +199,15 @@ if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=""; umount "$MNT"; fi
 # ---------------------------------------------------------------- validate
 # synth N_OBJECTS N_COMMANDS DIR: validate's generator; object size chosen so that ops x commands/op ~ N_COMMANDS
 # (a store = 4 KiB header + payload/512 KiB commands + 1 noise write, a load = payload/512 KiB + 1 noise write)
-synth() {
+synth() {  # synth N_OBJECTS N_COMMANDS DIR [--synth-bin]
     local per=$(( $2 / $1 )) chunks
     chunks=$(( (per - 2) > 1 ? per - 2 : 1 ))
     mkdir -p "$3"
-    "$KVIO" validate --synth "$3" --synth-objects "$1" --synth-object-bytes $(( chunks * 512 * 1024 )) --synth-noise-per-op 1 >/dev/null
+    "$KVIO" validate --synth "$3" --synth-objects "$1" --synth-object-bytes $(( chunks * 512 * 1024 )) --synth-noise-per-op 1 \
+        ${4:-} >/dev/null
 }
-validate_run() {  # validate_run LABEL DIR OBJECTS
-    /usr/bin/time -v -o "$WORK/time.txt" "$KVIO" validate --commands "$2/events.jsonl" --semantic "$2/semantic.jsonl" \
+validate_run() {  # validate_run LABEL DIR OBJECTS [EVENTS_FILE_NAME]
+    /usr/bin/time -v -o "$WORK/time.txt" "$KVIO" validate --commands "$2/${4:-events.jsonl}" --semantic "$2/semantic.jsonl" \
         --join offset --json "$WORK/val.json" > /dev/null
     record validate "$1" "$(jq -c --argjson t "$(time_json "$WORK/time.txt")" --argjson o "$3" \
         '{objects:$o, commands:.join.records.cmds, exact_match:.exact_match, scored:.objects} + $t |
@@ -217,6 +220,8 @@ if has_stage validate || has_stage distill; then
 fi
 if has_stage validate; then
     validate_run big "$WORK/big" "$NOBJ"
+    # The same commands as a binary capture (kvio.events.bin/1, `kvio trace --events-format bin`).
+    synth "$NOBJ" "$NCMDS" "$WORK/big_bin" --synth-bin; validate_run big_bin "$WORK/big_bin" "$NOBJ" events.kvb; rm -rf "$WORK/big_bin"
     synth "$NOBJ" $(( NCMDS / 10 )) "$WORK/few_cmds";  validate_run few_cmds "$WORK/few_cmds" "$NOBJ";  rm -rf "$WORK/few_cmds"
     synth $(( NOBJ / 10 )) $(( NCMDS / 10 )) "$WORK/few_objs"; validate_run few_objs "$WORK/few_objs" $(( NOBJ / 10 )); rm -rf "$WORK/few_objs"
 fi

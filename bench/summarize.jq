@@ -14,7 +14,7 @@ def r3: if . == null then null else (. * 1000 | round) / 1000 end;
 | {
     schema: "kvio.bench/1",
     machine: $m[0],
-    overhead: (reduce ("untraced", "kvio_hist", "kvio_events", "bpftrace") as $mode ({};
+    overhead: (reduce ("untraced", "kvio_hist", "kvio_events", "kvio_events_bin", "bpftrace") as $mode ({};
         [$o[] | select(.mode == $mode)] as $runs
         | if ($runs | length) == 0 then . else . + {($mode): {
             runs: ($runs | length),
@@ -51,8 +51,14 @@ def r3: if . == null then null else (. * 1000 | round) / 1000 end;
                        met: (if $r.gen.posix then $r.gen.posix.ratio.median >= 0.97 else null end)},
     gen_vs_fio_io_uring: {value: ($r.gen.io_uring.ratio.median | r3), target: ">= 0.97",
                           met: (if $r.gen.io_uring then $r.gen.io_uring.ratio.median >= 0.97 else null end)},
-    validate_cmds_per_cpu_s: {value: ($r.validate.big.cmds_per_cpu_s | if . then floor else null end), target: ">= 5000000 on one core",
+    events_bin_overhead_pct: {value: ($r.overhead.kvio_events_bin.overhead_pct.median | r3), target: "<= 8 with 0 drops (--events-format bin)",
+                              met: (if $r.overhead.kvio_events_bin then
+                                      $r.overhead.kvio_events_bin.overhead_pct.median <= 8 and $r.overhead.kvio_events_bin.dropped.max == 0 else null end)},
+    validate_cmds_per_cpu_s: {value: ($r.validate.big.cmds_per_cpu_s | if . then floor else null end), target: ">= 5000000 on one core (kvio.events/1 JSONL)",
                               met: (if $r.validate.big then $r.validate.big.cmds_per_cpu_s >= 5e6 else null end)},
+    validate_bin_cmds_per_cpu_s: {value: ($r.validate.big_bin.cmds_per_cpu_s | if . then floor else null end),
+                                  target: ">= 5000000 on one core (kvio.events.bin/1 capture)",
+                                  met: (if $r.validate.big_bin then $r.validate.big_bin.cmds_per_cpu_s >= 5e6 else null end)},
     validate_rss_vs_commands: {value: (if $r.validate.big and $r.validate.few_cmds then
                                          ($r.validate.big.peak_rss_kib / $r.validate.few_cmds.peak_rss_kib | r3) else null end),
                                target: "~1 (peak RSS, 10x the commands on the same objects)",

@@ -6,9 +6,9 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 "machine: \(.machine.nproc) CPUs (\(.machine.cpu)), \(.machine.mem_kib / 1048576 | f(1)) GiB, kernel \(.machine.kernel), commit \(.machine.commit), \(.machine.date)",
 "",
 "tracer overhead: fio randread 4 KiB QD 32 (\(.machine.overhead_engine)), \(.machine.rounds) rounds x \(.machine.fio_secs) s; min / median / max",
-"  \("mode" | pad(12)) \("IOPS" | pad(26)) \("overhead % vs untraced" | pad(24)) \("events/s" | pad(26)) dropped",
+"  \("mode" | pad(16)) \("IOPS" | pad(26)) \("overhead % vs untraced" | pad(24)) \("events/s" | pad(26)) dropped",
 (.overhead | to_entries[] |
-  "  \(.key | pad(12)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.events_per_s | mmm(0) | pad(26)) \(.value.dropped | mmm(0))"),
+  "  \(.key | pad(16)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.events_per_s | mmm(0) | pad(26)) \(.value.dropped | mmm(0))"),
 "",
 "workload driver: kvio gen vs fio, same bytes / block size / QD / engine; MB/s min / median / max",
 (.gen | to_entries[] |
@@ -21,4 +21,4 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 (if .distill then "distill: \(.distill.records) records (\(.distill.file_bytes / 1048576 | floor) MiB) in \(.distill.elapsed_s) s (\(.distill.records_per_s | floor) records/s), peak RSS \(.distill.peak_rss_kib / 1024 | f(1)) MiB" else empty end),
 "",
 "targets:",
-(.targets | to_entries[] | "  \(.key | pad(26)) \(.value.value | tostring | pad(10)) target \(.value.target): \(if .value.met == null then "not measured" elif .value.met then "met" else "MISSED" end)")
+(.targets | to_entries[] | "  \(.key | pad(28)) \(.value.value | tostring | pad(10)) target \(.value.target): \(if .value.met == null then "not measured" elif .value.met then "met" else "MISSED" end)")

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include "common/event_names.h"
+#include "common/events_bin.h"
+
 #ifndef KVIO_NO_SIMDJSON
 #include <simdjson.h>
 #endif
@@ -207,6 +210,13 @@ EventsReader::EventsReader(const std::string& path) : src_{path, 0}, parser_(std
         std::fclose(f_);
         throw std::bad_alloc();
     }
+    len_ = std::fread(buf_, 1, sizeof evbin::kMagic, f_);
+    if (evbin::has_magic(buf_, len_)) {
+        std::fclose(f_);
+        f_ = nullptr;
+        len_ = 0;
+        bin_ = std::make_unique<evbin::Reader>(path);
+    }
 }
 
 EventsReader::~EventsReader() {
@@ -254,7 +264,68 @@ bool EventsReader::read_line(const char*& b, const char*& e) {
     }
 }
 
+// A kvio.events.bin record as the kvio.events/1 record `kvio dump` would print for it (the fields readers use).
+bool EventsReader::next_bin(EventRecord& r) {
+    evbin::Kind kind;
+    std::string_view p;
+    while (bin_->next(kind, p)) {
+        src_.line = size_t(bin_->record());
+        r = EventRecord{};
+        using F = EventField;
+        auto set = [&r](F f) { r.has |= 1u << unsigned(f); };
+        switch (kind) {
+        case evbin::Kind::Device: {
+            evbin::DeviceRecord d;
+            std::memcpy(&d, p.data(), sizeof d);
+            BinDev& bd = bin_devs_[d.dev];
+            bd.majmin.assign(d.majmin, strnlen(d.majmin, sizeof d.majmin));
+            bd.disk.assign(d.disk, strnlen(d.disk, sizeof d.disk));
+            bd.lba_bytes = d.lba_bytes ? d.lba_bytes : 512;
+            continue;
+        }
+        case evbin::Kind::Cmd: {
+            kvio_cmd_event e;
+            std::memcpy(&e, p.data(), sizeof e);
+            auto it = bin_devs_.find(e.dev);
+            if (it == bin_devs_.end()) src_.fail("dev", "a cmd record of device " + std::to_string(e.dev) + " before its device record");
+            const BinDev& d = it->second;
+            const bool nvme = e.src == KVIO_SRC_NVME;
+            r.type = "cmd", r.src = nvme ? "nvme" : "block", r.dev = d.majmin, r.disk = d.disk;
+            r.op = nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf);
+            r.rwbs = std::string_view(rwbs_, rwbs_chars(e.opf, rwbs_));
+            std::memcpy(comm_, e.owner.comm, sizeof comm_);
+            r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
+            for (F f : {F::Type, F::Src, F::Dev, F::Disk, F::Op, F::Rwbs, F::Comm, F::Sector, F::Bytes, F::TsIssue, F::Qd, F::Pid, F::Tid})
+                set(f);
+            r.bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
+            r.sector = nvme ? e.slba * (d.lba_bytes / 512) : e.sector;
+            r.ts_issue = e.ts_issue, r.qd = e.qd, r.pid = e.owner.pid, r.tid = e.owner.tid;
+            if (!e.complete_lost) r.ts_complete = e.ts_complete, set(F::TsComplete);
+            if (e.has_user_data) r.user_data = e.owner.user_data, set(F::UserData);
+            if (nvme) r.slba = e.slba, r.nlb = e.nlb, set(F::Slba), set(F::Nlb);
+            return true;
+        }
+        case evbin::Kind::Syscall: {
+            kvio_syscall_event e;
+            std::memcpy(&e, p.data(), sizeof e);
+            std::memcpy(comm_, e.comm, sizeof comm_);
+            r.type = "syscall", r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
+            r.pid = e.pid, r.tid = e.tid;
+            for (F f : {F::Type, F::Comm, F::Pid, F::Tid}) set(f);
+            return true;
+        }
+        case evbin::Kind::Json:
+            json_.assign(p.data(), p.size());
+            json_.append(kPadding, '\0');
+            parser_->parse(json_.data(), p.size(), json_.size(), r, src_);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool EventsReader::next(EventRecord& r) {
+    if (bin_) return next_bin(r);
     const char *b, *e;
     while (read_line(b, e)) {
         const char* p = b;

@@ -1,5 +1,6 @@
-// The one reader of kvio.events/1 (`kvio trace --events`, docs/formats.md): JSONL, one flat record a line.
-// Validate and the distiller both read through it. Parsing uses simdjson's On-Demand API over a large
+// The one reader of kvio.events/1 (`kvio trace --events`, docs/formats.md): JSONL, one flat record a line,
+// or the binary capture kvio.events.bin/1 (common/events_bin.h; recognised by its magic bytes), decoded to the
+// same records. Validate, the distiller and replay all read through it. Parsing uses simdjson's On-Demand API over a large
 // read buffer (lines are parsed in place, no DOM, no per-line allocation); builds without simdjson
 // (the static binary, KVIO_NO_SIMDJSON) parse each line with nlohmann_json instead, with the same results.
 #pragma once
@@ -8,10 +9,15 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "common/jsonl.h"
 
 namespace kvio {
+
+namespace evbin {
+class Reader;
+}
 
 /// The top-level keys of a kvio.events/1 record that readers interpret (bit positions in EventRecord::has).
 /// Other keys (d2c_ns, qid, syscall fields, ...) are skipped unchecked.
@@ -67,12 +73,22 @@ public:
 
 private:
     bool read_line(const char*& b, const char*& e);
+    bool next_bin(EventRecord& r);
     std::FILE* f_ = nullptr;
     JsonSource src_;
     char* buf_ = nullptr;     // cap_ bytes + padding the parser may read past a line's end
     size_t cap_ = 0, pos_ = 0, len_ = 0;
     bool eof_ = false;
     std::unique_ptr<Parser> parser_;
+    // kvio.events.bin input: the record stream, its device table, and storage the string views point into.
+    std::unique_ptr<evbin::Reader> bin_;
+    struct BinDev {
+        std::string majmin, disk;
+        uint32_t lba_bytes = 512;
+    };
+    std::unordered_map<uint32_t, BinDev> bin_devs_;
+    char rwbs_[8] = {}, comm_[16] = {};
+    std::string json_;
 };
 
 }  // namespace kvio

@@ -22,7 +22,14 @@ void add_trace_command(CLI::App& app) {
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
         ->check(CLI::NonNegativeNumber);
-    sub->add_option("--events", opts->events_path, "Write one JSON record per device command (kvio.events/1 JSONL), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
+    auto* events = sub->add_option("--events", opts->events_path, "Write one JSON record per device command (kvio.events/1 JSONL), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
+    sub->add_option_function<std::string>(
+           "--events-format",
+           [opts](const std::string& f) { opts->events_bin = f == "bin"; },
+           "Format of --events: jsonl (default, kvio.events/1) or bin (kvio.events.bin/1: the kernel's records as they are, "
+           "no encoding while tracing; validate, distill and replay read it, `kvio dump` prints it as kvio.events/1)")
+        ->check(CLI::IsMember({"jsonl", "bin"}))
+        ->needs(events);
     sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");

@@ -24,6 +24,7 @@ void add_validate_command(CLI::App& app) {
         bool timing = false;
         std::string synth_dir;
         validate::SynthSpec synth;
+        bool synth_bin = false;
     };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
@@ -52,13 +53,15 @@ void add_validate_command(CLI::App& app) {
     sub->add_option("--synth-slots", opts->synth.slots, "")->group("");
     sub->add_option("--synth-noise-per-op", opts->synth.noise_per_op, "")->group("");
     sub->add_option("--synth-engine", opts->synth.engine, "")->group("");
+    sub->add_flag("--synth-bin", opts->synth_bin, "")->group("");  // DIR/events.kvb (kvio.events.bin/1) instead
 
     sub->callback([opts] {
         auto t0 = std::chrono::steady_clock::now();
         if (!opts->synth_dir.empty()) {
-            uint64_t n = validate::synth_write(opts->synth, opts->synth_dir + "/semantic.jsonl", opts->synth_dir + "/events.jsonl");
-            std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/events.jsonl (%llu commands)\n", opts->synth_dir.c_str(),
-                        (unsigned long long)opts->synth.objects, opts->synth_dir.c_str(), (unsigned long long)n);
+            const std::string ev = opts->synth_bin ? "events.kvb" : "events.jsonl";
+            uint64_t n = validate::synth_write(opts->synth, opts->synth_dir + "/semantic.jsonl", opts->synth_dir + "/" + ev);
+            std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", opts->synth_dir.c_str(),
+                        (unsigned long long)opts->synth.objects, opts->synth_dir.c_str(), ev.c_str(), (unsigned long long)n);
             return;
         }
         if (opts->o.commands.empty() || opts->o.semantic.empty())

@@ -9,19 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "bpf/kvio_trace.h"
+#include "common/event_names.h"
 
 namespace kvio::trace {
 
-/// blktrace-style rwbs for a normalised op|flags word: 'F' (preflush), then R/W/D/DE/F/N for the op,
-/// then F (FUA), A (readahead), S (sync), M (meta) — the order of the kernel's blk_fill_rwbs().
-std::string rwbs_from_opf(uint32_t opf);
-/// "read", "write", "flush", "discard" or "other".
-const char* op_name_from_opf(uint32_t opf);
-/// Same classification from an NVMe I/O opcode (NVMe base spec: 0x00 flush, 0x01 write, 0x02 read,
-/// 0x09 dataset management -> discard).
-const char* op_name_from_nvme_opcode(uint8_t opcode);
-/// Name of a traced syscall (enum kvio_syscall), e.g. "pwrite64".
-const char* syscall_name(uint32_t nr);
+using kvio::op_name_from_nvme_opcode;
+using kvio::op_name_from_opf;
+using kvio::rwbs_chars;
+using kvio::rwbs_from_opf;
+using kvio::syscall_name;
 
 /// Device facts an event needs, cached per kernel dev_t: disk name and LBA size (sysfs).
 class DevCache {
@@ -32,6 +28,8 @@ public:
     };
     /// Throws nothing: an unknown device gets disk "?" and 512-byte LBAs.
     const Entry& get(uint32_t kernel_dev);
+    /// Sets the facts of a device instead of reading sysfs (a capture's device table, `kvio dump`).
+    void put(uint32_t kernel_dev, Entry e) { cache_[kernel_dev] = std::move(e); }
 
 private:
     std::unordered_map<uint32_t, Entry> cache_;

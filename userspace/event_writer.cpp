@@ -13,7 +13,8 @@
 
 namespace kvio::trace {
 
-EventWriter::EventWriter(const std::string& path, size_t chunk_bytes) : path_(path), chunk_(chunk_bytes) {
+EventWriter::EventWriter(const std::string& path, size_t chunk_bytes, EventsFormat format)
+    : path_(path), chunk_(chunk_bytes), bin_(format == EventsFormat::Bin) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd_ < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
     // O_DIRECT for regular files whose filesystem takes it (never pipes: O_DIRECT makes a pipe packet-mode).
@@ -31,6 +32,7 @@ EventWriter::EventWriter(const std::string& path, size_t chunk_bytes) : path_(pa
             stage_.reset();
     }
     enc_.reserve(chunk_ + 4096);  // one record past the threshold fits without growing
+    if (bin_) benc_.reserve(chunk_ + 4096);
 }
 
 EventWriter::~EventWriter() {
@@ -41,19 +43,38 @@ EventWriter::~EventWriter() {
 }
 
 void EventWriter::cmd(const kvio_cmd_event& e) {
-    enc_.cmd(e, devs_);
+    if (bin_) {
+        if (!benc_.has_device(e.dev)) {
+            const auto& d = devs_.get(e.dev);
+            evbin::DeviceRecord r{};
+            r.dev = e.dev;
+            r.lba_bytes = d.lba_bytes;
+            std::strncpy(r.majmin, d.majmin.c_str(), sizeof r.majmin - 1);
+            std::strncpy(r.disk, d.disk.c_str(), sizeof r.disk - 1);
+            benc_.device(r);
+        }
+        benc_.cmd(e);
+    } else {
+        enc_.cmd(e, devs_);
+    }
     ++written_;
     maybe_flush();
 }
 
 void EventWriter::syscall(const kvio_syscall_event& e) {
-    enc_.syscall(e);
+    if (bin_)
+        benc_.syscall(e);
+    else
+        enc_.syscall(e);
     ++written_;
     maybe_flush();
 }
 
 void EventWriter::line(const nlohmann::json& j) {
-    enc_.line(j);
+    if (bin_)
+        benc_.json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    else
+        enc_.line(j);
     maybe_flush();
 }
 
@@ -80,11 +101,11 @@ bool EventWriter::buffered() {
 }
 
 void EventWriter::flush(bool last) {
-    const char* p = enc_.data();
-    size_t n = enc_.size();
+    const char* p = bin_ ? benc_.data() : enc_.data();
+    size_t n = bin_ ? benc_.size() : enc_.size();
     if (!stage_) {
         write_all(p, n);
-        enc_.clear();
+        clear_encoded();
         return;
     }
     // Direct I/O: whole aligned chunks from the staging buffer; the tail waits for more text, or, at close,
@@ -98,7 +119,7 @@ void EventWriter::flush(bool last) {
             staged_ = 0;
         }
     }
-    enc_.clear();
+    clear_encoded();
     if (last && staged_) {
         size_t aligned = staged_ / kDirectAlign * kDirectAlign;
         write_all(stage_.get(), aligned);

@@ -11,15 +11,21 @@
 #include <nlohmann/json.hpp>
 
 #include "bpf/kvio_trace.h"
+#include "common/events_bin.h"
 #include "userspace/event_format.h"
 
 namespace kvio::trace {
+
+/// What `kvio trace --events` writes: kvio.events/1 JSONL, or the binary capture kvio.events.bin/1.
+enum class EventsFormat { Jsonl, Bin };
 
 class EventWriter {
 public:
     /// Creates or truncates `path` (mode 0666 minus umask, like std::ofstream). `chunk_bytes`: buffered
     /// text written per write(2). Throws kvio::Error "PATH: cannot write: REASON".
-    explicit EventWriter(const std::string& path, size_t chunk_bytes = size_t(1) << 20);
+    /// `format`: kvio.events/1 JSONL, or the binary capture kvio.events.bin/1 (common/events_bin.h).
+    explicit EventWriter(const std::string& path, size_t chunk_bytes = size_t(1) << 20,
+                         EventsFormat format = EventsFormat::Jsonl);
     /// Flushes and closes if close() was not called; errors are dropped here (call close() to see them).
     ~EventWriter();
     EventWriter(const EventWriter&) = delete;
@@ -48,7 +54,7 @@ public:
 
 private:
     void maybe_flush() {
-        if (enc_.size() >= chunk_) flush(false);
+        if ((bin_ ? benc_.size() : enc_.size()) >= chunk_) flush(false);
     }
     /// Moves the encoded text to the file; `last`: also the partial tail (close()).
     void flush(bool last);
@@ -68,7 +74,10 @@ private:
     size_t chunk_;
     uint64_t written_ = 0;
     DevCache devs_;
+    void clear_encoded() { bin_ ? benc_.clear() : enc_.clear(); }
+    bool bin_ = false;
     EventEncoder enc_;
+    evbin::Encoder benc_;  ///< starts with the file header: written out with the first chunk
 };
 
 }  // namespace kvio::trace

@@ -286,7 +286,7 @@ TraceResult run_trace(const TraceOptions& opts) {
 
     EventSink sink;
     if (!opts.events_path.empty()) {
-        sink.out.emplace(opts.events_path);
+        sink.out.emplace(opts.events_path, size_t(1) << 20, opts.events_bin ? EventsFormat::Bin : EventsFormat::Jsonl);
     }
     std::ofstream json_out;  // opened now: a bad path fails before the trace, not after it
     if (!opts.json_path.empty()) {

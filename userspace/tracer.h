@@ -15,7 +15,8 @@ struct TraceOptions {
     std::vector<std::string> comms;     ///< task comm, exact match, at most KVIO_MAX_COMMS
     std::string cgroup;                 ///< cgroup v2 directory
     double duration_s = 0;              ///< 0: until the command exits or SIGINT/SIGTERM
-    std::string events_path;            ///< kvio.events/1 JSONL, "" for none
+    std::string events_path;            ///< kvio.events/1 JSONL (or kvio.events.bin/1), "" for none
+    bool events_bin = false;            ///< write events_path as the binary capture kvio.events.bin/1
     bool syscall_events = false;        ///< also write "syscall" records
     std::string json_path;              ///< kvio.trace/1 summary, "" for none
     bool quiet = false;                 ///< no human summary on stdout

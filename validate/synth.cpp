@@ -6,6 +6,7 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/events_bin.h"
 #include "common/jsonl.h"
 #include "validate/projection.h"
 
@@ -105,6 +106,24 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
                 {"sector", 0}, {"bytes", 0}, {"ts_issue", 0}, {"ts_complete", 0}, {"d2c_ns", 500}, {"qd", 1},
                 {"pid", 4242}, {"tid", 4242}, {"comm", "kvio"}};
     const bool tag = s.engine == "io_uring" || s.engine == "uring_cmd";
+    // A path ending in .kvb gets the binary capture (kvio.events.bin/1) of the same commands.
+    const bool bin = events_path.size() > 4 && events_path.compare(events_path.size() - 4, 4, ".kvb") == 0;
+    evbin::Encoder benc;
+    kvio_cmd_event be{};
+    if (bin) {
+        evbin::DeviceRecord d{};
+        d.dev = uint32_t(m.dev);
+        d.lba_bytes = uint32_t(m.lba_bytes);
+        std::strncpy(d.majmin, m.dev_str.c_str(), sizeof d.majmin - 1);
+        std::strncpy(d.disk, "synth0", sizeof d.disk - 1);
+        benc.device(d);
+        be.type = KVIO_EV_CMD;
+        be.src = KVIO_SRC_BLOCK;
+        be.dev = uint32_t(m.dev);
+        be.qd = 1;
+        be.owner.pid = be.owner.tid = 4242;
+        std::strncpy(be.owner.comm, "kvio", sizeof be.owner.comm - 1);
+    }
     std::string line;
     uint64_t n = synth_generate(
         s,
@@ -123,6 +142,21 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
         },
         [&](const Command& c) {
             bool w = c.op == CmdOp::Write;
+            if (bin) {
+                be.opf = w ? (KVIO_OP_WRITE | KVIO_F_SYNC) : KVIO_OP_READ;
+                be.bytes = uint32_t(c.bytes);
+                be.sector = c.offset / 512;
+                be.ts_issue = c.ts_issue;
+                be.ts_complete = c.ts_issue + 500;
+                be.has_user_data = tag && c.has_user_data;
+                be.owner.user_data = be.has_user_data ? c.user_data : 0;
+                benc.cmd(be);
+                if (benc.size() >= (1u << 20)) {
+                    ev.write(benc.data(), std::streamsize(benc.size()));
+                    benc.clear();
+                }
+                return;
+            }
             cmd["op"] = w ? "write" : "read";
             cmd["rwbs"] = w ? "WS" : "R";
             cmd["sector"] = c.offset / 512;
@@ -135,7 +169,13 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
             line += '\n';
             ev.write(line.data(), std::streamsize(line.size()));
         });
-    ev << json{{"type", "summary"}, {"events", n}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}}.dump() << "\n";
+    json summary = {{"type", "summary"}, {"events", n}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}};
+    if (bin) {
+        benc.json(summary.dump());
+        ev.write(benc.data(), std::streamsize(benc.size()));
+    } else {
+        ev << summary.dump() << "\n";
+    }
     if (!sem || !ev) throw Error("synth: write failed (disk full?)");
     return n;
 }

@@ -1,12 +1,18 @@
 // kvio trace on real loop devices: exact commands, histogram totals, filters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <regex>
+#include <sstream>
 
 #include "tests/e2e/helpers.h"
 
 using namespace kvio::test;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -237,6 +243,8 @@ TEST(Trace, BadOptionsAreRefusedBeforeTracing) {
         {"--events " + dir.file("x") + " --json " + dir.file("x"), "name the same file"},
         {"--syscalls", "--syscalls writes syscall records into --events FILE"},
         {"--lba-bucket 0", "--lba-bucket: must be at least 1 byte"},
+        {"--events-format bin", "--events-format requires --events"},
+        {"--events " + dir.file("e") + " --events-format xml", "--events-format: xml not in {jsonl,bin}"},
         {"--json " + dir.file("no/such/dir/t.json"), "t.json: cannot write: No such file or directory"},
     };
     for (const auto& [args, msg] : cases) {
@@ -245,6 +253,55 @@ TEST(Trace, BadOptionsAreRefusedBeforeTracing) {
         EXPECT_NE(r.err.find(msg), std::string::npos) << args << "\n" << r.err;
         EXPECT_EQ(r.err.find("tracing"), std::string::npos) << args << ": refused only after tracing\n" << r.err;
     }
+}
+
+TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
+    // Two traces of the same device at once, one per format, see the same kernel events: `kvio dump` of the
+    // binary capture must give exactly the JSONL records, and validate/distill must read the capture as it is.
+    TempDir dir;
+    LoopDevice loop(64ull << 20);
+    const std::string bin = dir.file("ev.kvb"), jsonl = dir.file("ev.jsonl");
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --duration 4 --events " + bin + " --events-format bin & b=$!; " +
+                 kvio_bin() + " trace -q -d " + loop.name + " --duration 4 --events " + jsonl + " & j=$!; sleep 1.5; " +
+                 "dd if=/dev/zero of=" + loop.path + " bs=256k count=24 oflag=direct status=none && " +
+                 "dd if=" + loop.path + " of=/dev/null bs=64k count=40 iflag=direct status=none; wait $b && wait $j");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto d = run(kvio_bin() + " dump " + bin + " -o " + dir.file("dumped.jsonl"));
+    ASSERT_EQ(d.status, 0) << d.err;
+    // Each trace stamps its own programs' runs: times differ by microseconds, everything else is equal.
+    auto records = [](const std::string& path) {
+        std::map<std::pair<uint64_t, std::string>, json> m;
+        for (auto& j : read_jsonl(path))
+            if (j["type"] == "cmd") m[{j["sector"].get<uint64_t>(), j["op"].get<std::string>()}] = j;
+        return m;
+    };
+    auto a = records(jsonl), b = records(dir.file("dumped.jsonl"));
+    EXPECT_EQ(a.size(), 24u + 40u);
+    ASSERT_EQ(a.size(), b.size());
+    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+        json x = ia->second, y = ib->second;
+        for (const char* t : {"ts_issue", "ts_complete"}) {
+            ASSERT_TRUE(x.contains(t) && y.contains(t)) << x.dump() << "\n" << y.dump();
+            EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 1'000'000) << t << ": " << x.dump() << "\n" << y.dump();
+        }
+        for (auto* j : {&x, &y})
+            for (const char* t : {"ts_issue", "ts_complete", "d2c_ns", "ts_insert", "q2d_ns"}) j->erase(t);
+        EXPECT_EQ(x, y);
+    }
+    EXPECT_EQ(read_jsonl(dir.file("dumped.jsonl")).back()["type"], "summary");
+    EXPECT_LT(fs::file_size(bin), fs::file_size(jsonl));
+    // Readers take the capture like the JSONL: the same distilled job.
+    auto j1 = run(kvio_bin() + " distill --events " + jsonl + " --filename /dev/null -o " + dir.file("a.fio"));
+    auto j2 = run(kvio_bin() + " distill --events " + bin + " --filename /dev/null -o " + dir.file("b.fio"));
+    ASSERT_EQ(j1.status, 0) << j1.err;
+    ASSERT_EQ(j2.status, 0) << j2.err;
+    auto job = [&](const std::string& f) {
+        std::string t = slurp(f);
+        t = t.substr(t.find("\n[kvio-distilled]"));
+        return std::regex_replace(t, std::regex("thinktime=[0-9]+"), "thinktime=N");  // µs from the stamps
+    };
+    EXPECT_EQ(job(dir.file("a.fio")), job(dir.file("b.fio")));
+    EXPECT_NE(job(dir.file("b.fio")).find("bssplit=64k/100,256k/100"), std::string::npos) << job(dir.file("b.fio"));
 }
 
 TEST(Trace, DurationEndsARunningCommand) {

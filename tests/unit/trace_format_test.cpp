@@ -3,16 +3,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/events_bin.h"
 #include "common/events_reader.h"
 #include "userspace/event_format.h"
 #include "userspace/event_writer.h"
+#include "userspace/events_dump.h"
 #include "userspace/trace_report.h"
 
 using namespace kvio::trace;
@@ -482,4 +487,139 @@ TEST(EventWriter, WriteFailureNamesThePath) {
     } catch (const kvio::Error& err) {
         EXPECT_EQ(std::string(err.what()), "/nonexistent-dir/x.jsonl: cannot write: No such file or directory");
     }
+}
+
+// ---- kvio.events.bin/1: the binary capture reads and dumps as the JSONL writer's records ----
+
+namespace {
+
+/// Writes the same records (cmds, every third followed by a syscall, then a summary) in `format`.
+void write_events(const std::string& path, EventsFormat format, const std::vector<kvio_cmd_event>& cmds,
+                  const std::vector<kvio_syscall_event>& sys) {
+    EventWriter w(path, 4096, format);
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        w.cmd(cmds[i]);
+        if (i % 3 == 0) w.syscall(sys[i / 3]);
+    }
+    w.line({{"type", "summary"}, {"events", w.written()}, {"dropped", 0}});
+    w.close();
+}
+
+std::string slurp_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool printable_ascii(std::string_view s) {
+    for (unsigned char c : s)
+        if (c < 0x20 || c >= 0x7f) return false;
+    return true;
+}
+
+}  // namespace
+
+TEST(EventsBin, DumpIsByteIdenticalToTheJsonlWriter) {
+    auto cmds = random_cmds(6000, 11);
+    auto sys = random_syscalls(2000, 12);
+    const auto jsonl = temp_path("same.jsonl"), bin = temp_path("same.kvb"), dumped = temp_path("dumped.jsonl");
+    write_events(jsonl, EventsFormat::Jsonl, cmds, sys);
+    write_events(bin, EventsFormat::Bin, cmds, sys);
+    dump_capture(bin, dumped);
+    std::string a = slurp_file(jsonl), b = slurp_file(dumped);
+    EXPECT_GT(a.size(), 1000000u);
+    EXPECT_TRUE(a == b) << "first difference at byte " << std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+    EXPECT_LT(slurp_file(bin).size(), a.size());
+    for (const auto& p : {jsonl, bin, dumped}) std::remove(p.c_str());
+}
+
+TEST(EventsBin, ReaderGivesTheRecordsOfTheJsonlFile) {
+    auto cmds = random_cmds(3000, 21);
+    auto sys = random_syscalls(1000, 22);
+    const auto jsonl = temp_path("rd.jsonl"), bin = temp_path("rd.kvb");
+    write_events(jsonl, EventsFormat::Jsonl, cmds, sys);
+    write_events(bin, EventsFormat::Bin, cmds, sys);
+    kvio::EventsReader rj(jsonl), rb(bin);
+    kvio::EventRecord a, b;
+    size_t n = 0, lost = 0;
+    while (rj.next(a)) {
+        ASSERT_TRUE(rb.next(b)) << "the capture ends early, record " << n + 1;
+        ++n;
+        SCOPED_TRACE("record " + std::to_string(n));
+        ASSERT_EQ(a.type, b.type);
+        EXPECT_EQ(a.has, b.has);
+        EXPECT_EQ(a.src, b.src);
+        EXPECT_EQ(a.dev, b.dev);
+        EXPECT_EQ(a.disk, b.disk);
+        EXPECT_EQ(a.op, b.op);
+        EXPECT_EQ(a.rwbs, b.rwbs);
+        if (printable_ascii(b.comm)) EXPECT_EQ(a.comm, b.comm);  // JSON replaces invalid UTF-8; the capture keeps bytes
+        EXPECT_EQ(a.sector, b.sector);
+        EXPECT_EQ(a.bytes, b.bytes);
+        EXPECT_EQ(a.ts_issue, b.ts_issue);
+        EXPECT_EQ(a.ts_complete, b.ts_complete);
+        EXPECT_EQ(a.qd, b.qd);
+        EXPECT_EQ(a.pid, b.pid);
+        EXPECT_EQ(a.tid, b.tid);
+        EXPECT_EQ(a.user_data, b.user_data);
+        EXPECT_EQ(a.slba, b.slba);
+        EXPECT_EQ(a.nlb, b.nlb);
+        EXPECT_EQ(a.events, b.events);
+        if (a.type == "cmd" && !a.has_field(kvio::EventField::TsComplete)) ++lost;
+    }
+    EXPECT_FALSE(rb.next(b));
+    EXPECT_EQ(n, 3000u + 1000u + 1u);
+    EXPECT_GT(lost, 500u);  // complete_lost records (no ts_complete) are part of the comparison
+    std::remove(jsonl.c_str());
+    std::remove(bin.c_str());
+}
+
+TEST(EventsBin, TruncatedAndForeignFilesNameTheReason) {
+    auto cmds = random_cmds(100, 31);
+    auto sys = random_syscalls(40, 32);
+    const auto bin = temp_path("cut.kvb"), cut = temp_path("cut2.kvb");
+    write_events(bin, EventsFormat::Bin, cmds, sys);
+    std::string all = slurp_file(bin);
+    // Cut inside record 12 (device, cmd and syscall records interleave: find where it starts).
+    uint64_t start12 = 0, end12 = 0;
+    size_t devices = 0;  // the reader does not return device records
+    {
+        kvio::evbin::Reader raw(bin);
+        kvio::evbin::Kind k;
+        std::string_view p;
+        while (raw.next(k, p) && raw.record() < 12) devices += k == kvio::evbin::Kind::Device;
+        start12 = raw.offset();
+        end12 = start12 + 8 + (p.size() + 7) / 8 * 8;
+    }
+    ASSERT_GT(end12, start12 + 16);
+    {
+        std::ofstream o(cut, std::ios::binary);
+        o.write(all.data(), std::streamsize(end12 - 8));
+    }
+    kvio::EventsReader r(cut);
+    kvio::EventRecord rec;
+    size_t got = 0;
+    try {
+        while (r.next(rec)) ++got;
+        FAIL() << "a truncated capture read to the end";
+    } catch (const kvio::Error& e) {
+        EXPECT_EQ(std::string(e.what()), cut + ": record 12 at byte " + std::to_string(start12) +
+                                             ": truncated record (the trace was cut off?)");
+    }
+    EXPECT_EQ(got, 11 - devices);
+    EXPECT_GT(devices, 0u);
+    // Another version, and records of another size.
+    for (auto [offset, value, why] : {std::tuple{8, 2u, "kvio.events.bin version 2 (this kvio reads 1)"},
+                                      std::tuple{16, 112u, "written by a kvio whose cmd/syscall records are 112/"}}) {
+        std::string mod = all;
+        std::memcpy(&mod[size_t(offset)], &value, 4);
+        std::ofstream(cut, std::ios::binary | std::ios::trunc) << mod;
+        try {
+            kvio::EventsReader bad(cut);
+            FAIL() << "accepted: " << why;
+        } catch (const kvio::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(cut + ": " + why), std::string::npos) << e.what();
+        }
+    }
+    std::remove(bin.c_str());
+    std::remove(cut.c_str());
 }

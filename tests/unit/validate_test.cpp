@@ -472,9 +472,10 @@ TEST(ValidateJoin, SynthRoundTripIsExact) {
     s.object_bytes = 17989632;  // deepseek-v3 chunk
     s.slots = 40;               // slots are reused: the offset join must use the time windows
     s.noise_per_op = 2;
-    for (const char* engine : {"posix", "io_uring"}) {
+    for (auto [engine, events] : {std::pair{"posix", "e.jsonl"}, {"io_uring", "e.jsonl"}, {"posix", "e.kvb"}, {"io_uring", "e.kvb"}}) {
         s.engine = engine;
-        std::string sem = (t.dir / "s.jsonl").string(), ev = (t.dir / "e.jsonl").string();
+        SCOPED_TRACE(std::string(engine) + " " + events);  // .kvb: the binary capture kvio.events.bin/1
+        std::string sem = (t.dir / "s.jsonl").string(), ev = (t.dir / events).string();
         uint64_t n = synth_write(s, sem, ev);
         Report r = run_files(sem, ev);
         EXPECT_EQ(r.join.mode, s.engine == "io_uring" ? JoinMode::UserData : JoinMode::Offset);

@@ -1,0 +1,129 @@
+#include "common/events_bin.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace kvio::evbin {
+
+namespace {
+constexpr size_t kBufBytes = 4u << 20;
+constexpr size_t kPadding = 64;  // readable bytes after a payload (simdjson parses a Json payload in place)
+constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
+constexpr uint32_t kMaxPayload = 1u << 20;  // far above any record; a larger length means a corrupt file
+}  // namespace
+
+Encoder::Encoder() {
+    FileHeader h{};
+    std::memcpy(h.magic, kMagic, sizeof h.magic);
+    h.version = kVersion;
+    h.header_bytes = sizeof h;
+    h.cmd_bytes = sizeof(kvio_cmd_event);
+    h.syscall_bytes = sizeof(kvio_syscall_event);
+    h.byte_order = kByteOrder;
+    buf_.append(reinterpret_cast<const char*>(&h), sizeof h);
+}
+
+void Encoder::device(const DeviceRecord& d) {
+    if (devices_.insert(d.dev).second) record(Kind::Device, &d, sizeof d);
+}
+
+void Encoder::record(Kind k, const void* p, size_t n) {
+    RecordHeader rh{uint32_t(k), uint32_t(n)};
+    buf_.append(reinterpret_cast<const char*>(&rh), sizeof rh);
+    buf_.append(static_cast<const char*>(p), n);
+    buf_.append(pad8(n) - n, '\0');
+}
+
+bool has_magic(const char* p, size_t n) { return n >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) == 0; }
+
+Reader::Reader(const std::string& path) : path_(path) {
+    f_ = std::fopen(path.c_str(), "rb");
+    if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
+    cap_ = kBufBytes;
+    buf_ = static_cast<char*>(std::malloc(cap_ + kPadding));
+    if (!buf_) {
+        std::fclose(f_);
+        throw std::bad_alloc();
+    }
+    try {
+        check_header();
+    } catch (...) {
+        std::fclose(f_);
+        std::free(buf_);
+        throw;
+    }
+}
+
+void Reader::check_header() {
+    const std::string& path = path_;
+    FileHeader h{};
+    if (!fill(sizeof h) || !has_magic(buf_, len_)) throw Error(path + ": not a kvio.events.bin file");
+    std::memcpy(&h, buf_, sizeof h);
+    if (h.byte_order != kByteOrder)
+        throw Error(path + ": kvio.events.bin written on a machine of the other byte order");
+    if (h.version != kVersion)
+        throw Error(path + ": kvio.events.bin version " + std::to_string(h.version) + " (this kvio reads " + std::to_string(kVersion) + ")");
+    if (h.cmd_bytes != sizeof(kvio_cmd_event) || h.syscall_bytes != sizeof(kvio_syscall_event))
+        throw Error(path + ": written by a kvio whose cmd/syscall records are " + std::to_string(h.cmd_bytes) + "/" +
+                    std::to_string(h.syscall_bytes) + " bytes (this one reads " + std::to_string(sizeof(kvio_cmd_event)) + "/" +
+                    std::to_string(sizeof(kvio_syscall_event)) + "): dump it with that kvio");
+    if (h.header_bytes < sizeof h || h.header_bytes > 4096)
+        throw Error(path + ": kvio.events.bin header of " + std::to_string(h.header_bytes) + " bytes");
+    if (!fill(h.header_bytes)) throw Error(path + ": kvio.events.bin header is truncated");
+    pos_ = h.header_bytes;
+}
+
+Reader::~Reader() {
+    if (f_) std::fclose(f_);
+    std::free(buf_);
+}
+
+// Makes `need` bytes from pos_ available in buf_; false if the file ends first.
+bool Reader::fill(size_t need) {
+    if (len_ - pos_ >= need) return true;
+    if (pos_) {
+        std::memmove(buf_, buf_ + pos_, len_ - pos_);
+        consumed_ += pos_;
+        len_ -= pos_;
+        pos_ = 0;
+    }
+    while (len_ < need) {
+        size_t n = std::fread(buf_ + len_, 1, cap_ - len_, f_);
+        if (n == 0) {
+            if (std::ferror(f_)) throw Error(path_ + ": read error: " + std::strerror(errno));
+            return false;
+        }
+        len_ += n;
+    }
+    return true;
+}
+
+bool Reader::next(Kind& kind, std::string_view& payload) {
+    rec_off_ = consumed_ + pos_;
+    if (!fill(1)) return false;
+    ++record_;
+    auto bad = [&](const std::string& why) {
+        throw Error(path_ + ": record " + std::to_string(record_) + " at byte " + std::to_string(rec_off_) + ": " + why);
+    };
+    RecordHeader rh{};
+    if (!fill(sizeof rh)) bad("truncated record header (the trace was cut off?)");
+    std::memcpy(&rh, buf_ + pos_, sizeof rh);
+    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Json)) bad("unknown record kind " + std::to_string(rh.kind));
+    if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
+    const size_t want = rh.kind == uint32_t(Kind::Cmd)       ? sizeof(kvio_cmd_event)
+                        : rh.kind == uint32_t(Kind::Syscall) ? sizeof(kvio_syscall_event)
+                        : rh.kind == uint32_t(Kind::Device)  ? sizeof(DeviceRecord)
+                                                             : rh.bytes;
+    if (rh.bytes != want) bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
+    const size_t total = sizeof rh + pad8(rh.bytes);
+    if (!fill(total)) bad("truncated record (the trace was cut off?)");
+    kind = Kind(rh.kind);
+    payload = std::string_view(buf_ + pos_ + sizeof rh, rh.bytes);
+    pos_ += total;
+    return true;
+}
+
+}  // namespace kvio::evbin

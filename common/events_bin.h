@@ -1,0 +1,116 @@
+// kvio.events.bin/1: the binary capture `kvio trace --events-format bin` writes (docs/formats.md). The tracer's
+// records go to the file as the kernel filled them, with no encoding on the traced machine; readers
+// (common/events_reader: validate, distill, replay) take it like kvio.events/1, and `kvio dump` turns it into
+// the exact kvio.events/1 text the JSONL writer would have produced.
+//
+// Layout, host byte order (the header's byte_order word tells): a 64-byte FileHeader, then records, each a
+// RecordHeader (kind, payload bytes) followed by the payload and zero padding to a multiple of 8 bytes.
+// A Device record precedes the first Cmd record of its device.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+
+#include "bpf/kvio_trace.h"
+
+namespace kvio::evbin {
+
+inline constexpr char kMagic[8] = {'K', 'V', 'I', 'O', 'E', 'V', 'B', '\n'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kByteOrder = 0x01020304;  ///< as written by the producer; read back swapped on the other order
+
+struct FileHeader {
+    char magic[8];
+    uint32_t version;        ///< kVersion
+    uint32_t header_bytes;   ///< sizeof(FileHeader)
+    uint32_t cmd_bytes;      ///< sizeof(kvio_cmd_event) of the producer
+    uint32_t syscall_bytes;  ///< sizeof(kvio_syscall_event) of the producer
+    uint32_t byte_order;     ///< kByteOrder
+    uint32_t reserved[9];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+enum class Kind : uint32_t {
+    Device = 1,   ///< DeviceRecord
+    Cmd = 2,      ///< kvio_cmd_event (bpf/kvio_trace.h), as the kernel filled it
+    Syscall = 3,  ///< kvio_syscall_event
+    Json = 4,     ///< one kvio.events/1 record as JSON text without the newline (the summary)
+};
+
+struct RecordHeader {
+    uint32_t kind;   ///< Kind
+    uint32_t bytes;  ///< payload bytes (padding not included)
+};
+
+/// What a reader needs to know of a device without its sysfs: kvio.events/1's "dev" and "disk", and the LBA
+/// size that turns NVMe slba/nlb into sectors and bytes.
+struct DeviceRecord {
+    uint32_t dev;        ///< kernel dev_t, as in kvio_cmd_event.dev
+    uint32_t lba_bytes;  ///< logical block size
+    char majmin[16];     ///< "259:0", NUL-terminated
+    char disk[32];       ///< "nvme0n1", NUL-terminated ("?" when unknown)
+};
+static_assert(sizeof(DeviceRecord) == 56);
+
+/// Appends kvio.events.bin/1 to a growing byte buffer; the caller writes data()/size() out and clear()s.
+class Encoder {
+public:
+    /// Starts the buffer with the FileHeader.
+    Encoder();
+    /// Appends a Device record unless `d.dev` was appended before.
+    void device(const DeviceRecord& d);
+    /// Appends a Cmd record. The caller appends its device() first.
+    void cmd(const kvio_cmd_event& e) { record(Kind::Cmd, &e, sizeof e); }
+    void syscall(const kvio_syscall_event& e) { record(Kind::Syscall, &e, sizeof e); }
+    /// Appends a Json record holding `text` (one JSON object, no newline).
+    void json(std::string_view text) { record(Kind::Json, text.data(), text.size()); }
+    bool has_device(uint32_t dev) const { return devices_.count(dev) != 0; }
+
+    const char* data() const { return buf_.data(); }
+    size_t size() const { return buf_.size(); }
+    void clear() { buf_.clear(); }
+    void reserve(size_t bytes) { buf_.reserve(bytes); }
+
+private:
+    void record(Kind k, const void* p, size_t n);
+    std::string buf_;
+    std::unordered_set<uint32_t> devices_;
+};
+
+/// True when the first bytes of a file are kvio.events.bin's magic.
+bool has_magic(const char* p, size_t n);
+
+/// Streams the records of a kvio.events.bin/1 file. Memory: one buffer of 4 MiB.
+class Reader {
+public:
+    /// Opens `path` and checks the header. Throws kvio::Error "PATH: cannot open: REASON", "PATH: not a
+    /// kvio.events.bin file", "PATH: kvio.events.bin version V (this kvio reads 1)", or, for records of another
+    /// size, "PATH: written by a kvio whose cmd records are N bytes (this one reads M): dump it with that kvio".
+    explicit Reader(const std::string& path);
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+
+    /// The next record: its kind and payload (valid until the next call); false at a clean end of file.
+    /// Throws kvio::Error "PATH: record N at byte B: REASON" for a truncated or unknown record.
+    bool next(Kind& kind, std::string_view& payload);
+    /// 1-based number of the record last returned, and its byte offset.
+    uint64_t record() const { return record_; }
+    uint64_t offset() const { return rec_off_; }
+    const std::string& path() const { return path_; }
+
+private:
+    void check_header();
+    bool fill(size_t need);
+    std::string path_;
+    std::FILE* f_ = nullptr;
+    char* buf_ = nullptr;
+    size_t cap_ = 0, pos_ = 0, len_ = 0;
+    uint64_t consumed_ = 0;  ///< file offset of buf_[0]
+    uint64_t record_ = 0, rec_off_ = 0;
+};
+
+}  // namespace kvio::evbin
