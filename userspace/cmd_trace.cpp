@@ -22,7 +22,7 @@ void add_trace_command(CLI::App& app) {
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
         ->check(CLI::NonNegativeNumber);
-    auto* events = sub->add_option("--events", opts->events_path, "Write one JSON record per device command (kvio.events/1 JSONL), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
+    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
     sub->add_option_function<std::string>(
            "--events-format",
            [opts](const std::string& f) { opts->events_bin = f == "bin"; },

@@ -28,7 +28,7 @@ void add_validate_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
-    sub->add_option("--commands", o.commands, "Device commands: kvio.events/1 JSONL from `kvio trace --events`");
+    sub->add_option("--commands", o.commands, "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`");
     sub->add_option("--semantic", o.semantic, "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`");
     sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks")
         ->check(CLI::ExistingFile);
