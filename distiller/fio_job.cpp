@@ -37,6 +37,20 @@ std::string FioJob::get(const std::string& key) const {
     return "";
 }
 
+uint64_t FioJob::needs_bytes() const {
+    std::string sz = get("size");
+    return sz.empty() ? 0 : std::stoull(get("offset").empty() ? "0" : get("offset")) + std::stoull(sz);
+}
+
+std::string fio_filename_escape(const std::string& path) {
+    std::string o;
+    for (char c : path) {
+        if (c == ':') o += '\\';
+        o += c;
+    }
+    return o;
+}
+
 std::string bssplit_list(const Dist& sizes, uint64_t* dropped) {
     std::vector<std::pair<uint64_t, uint64_t>> v(sizes.begin(), sizes.end());  // (size, count)
     std::stable_sort(v.begin(), v.end(), [](auto a, auto b) { return a.second > b.second; });
@@ -201,7 +215,10 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
                      pct(byte_share) + " of the bytes, margin " + pct(margin) + ")";
         }
         uint64_t pass = worst > 0 && size > max_bs ? round_down(uint64_t(double(size - max_bs) / worst), 4096) : 0;
-        if (pass >= 4 * max_bs) {  // a region of a few commands: the tail is the whole job, keep time_based
+        if (worst > 0 && pass < 4 * max_bs) {  // a region of a few commands: the tail is the whole job, keep time_based
+            pass_why = "sequential " + risky + " in a region of only " + std::to_string(size) +
+                       " bytes, too small for passes that stay off its end: fio may fill the region's tail with the smallest size";
+        } else if (worst > 0) {
             pass_bytes = pass;
             pass_why = "sequential " + risky + ": a pass of " + std::to_string(pass_bytes) +
                        " bytes keeps each stream at least one largest command (" + human_bytes(max_bs) +
@@ -212,7 +229,9 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
     // ---- job section (order = file order)
     set("ioengine", engine, engine_why);
     if (engine == "io_uring_cmd") set("cmd_type", "nvme", "passthrough commands are NVMe commands");
-    set("filename", opt.filename, "given with --filename");
+    set("filename", fio_filename_escape(opt.filename),
+        opt.filename.find(':') == std::string::npos ? "given with --filename"
+                                                    : "given with --filename; ':' escaped as '\\:' (fio splits filename= at ':')");
     set("direct", "1", "device commands bypass the page cache");
     set("rw", rw, seq_why);
     if (has_r && has_w)
@@ -298,7 +317,7 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
         set("loops", std::to_string(kLoops), "passes restart every stream at offset; runtime ends the job (not time_based: a time-based job never ends a pass)");
         set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
     } else {
-        set("time_based", "1", "");
+        set("time_based", "1", pass_why);
     }
     set("runtime", std::to_string(runtime),
         opt.runtime_s ? "given with --runtime, s" : "trace span " + fmt("%.3f", double(p.span_ns) / 1e9) + " s rounded up");

@@ -27,7 +27,13 @@ struct FioJob {
     std::vector<std::string> not_inferred;                    ///< what the trace could not tell
     /// Value of option `key`, "" when absent.
     std::string get(const std::string& key) const;
+    /// Bytes the target must have: offset + size; 0 when the job sets no size (fio uses the whole target).
+    uint64_t needs_bytes() const;
 };
+
+/// `path` for fio's filename=: fio separates several files with ':', so a ':' in a path (e.g.
+/// /dev/disk/by-path/pci-0000:00:04.0-nvme-1) is written '\:' (fio HOWTO, filename).
+std::string fio_filename_escape(const std::string& path);
 
 /// fio bssplit list of one direction: "SIZE/PCT:SIZE/PCT..." with sizes ascending, sizes as fio
 /// suffixes (128k), percentages from largest_remainder() summing to exactly 100. At most 64 sizes

@@ -1,6 +1,13 @@
 #include "distiller/verify.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,11 +17,55 @@
 
 namespace kvio::distiller {
 
-static std::string shq(const std::string& s) {
-    std::string o = "'";
-    for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return o + "'";
+namespace {
+
+volatile sig_atomic_t g_verify_signal = 0;
+volatile pid_t g_verify_child = 0;
+
+void forward_signal(int sig) {
+    if (!g_verify_signal) g_verify_signal = sig;
+    if (g_verify_child > 0) ::kill(g_verify_child, sig == SIGINT ? SIGINT : SIGTERM);
 }
+
+/// Runs argv with stdout/stderr to `log` and waits. SIGINT/SIGTERM/SIGHUP meanwhile go to the child (kvio trace
+/// ends fio and flushes) instead of ending us with fio still running. Returns the wait status.
+int run_forwarding_signals(const std::vector<std::string>& argv, const std::string& log) {
+    g_verify_signal = 0;
+    struct sigaction sa {}, old_int {}, old_term {}, old_hup {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
+        std::vector<char*> a;
+        for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+        a.push_back(nullptr);
+        ::execv(a[0], a.data());
+        _exit(127);
+    }
+    int st = 0;
+    if (pid > 0) {
+        g_verify_child = pid;
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        g_verify_child = 0;
+    }
+    int err = errno;
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    if (pid < 0) throw Error(std::string("distill --verify: fork: ") + std::strerror(err));
+    return st;
+}
+
+}  // namespace
 
 Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
     if (!is_block_device(opt.target))
@@ -24,6 +75,11 @@ Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
     if (disk_dev == orig.dev)
         throw Error("distill --verify: target " + opt.target + " is the device of the original trace (" + orig.dev +
                     "); use another device so the replay does not overwrite what was traced");
+    const uint64_t have = block_dev_info(info.dev).size_bytes;
+    if (opt.needs_bytes && have < opt.needs_bytes)
+        throw Error("distill --verify: target " + opt.target + " has " + std::to_string(have) + " bytes but the job needs " +
+                    std::to_string(opt.needs_bytes) + " (offset + size); fio would quietly shrink the region and the "
+                    "fidelity would describe another workload: give a larger device");
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
         throw Error("distill --verify: target " + opt.target + " is mounted on " + mp + "; refusing to run a raw job on it");
@@ -35,11 +91,13 @@ Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
         if (ec) throw Error("distill --verify: cannot resolve /proc/self/exe: " + ec.message());
         exe = p.string();
     }
-    std::string cmd = shq(exe) + " trace --events " + shq(opt.events_out) + " -d " + shq(info.whole_disk_name) +
-                      " -- fio --output-format=json --output=" + shq(opt.events_out + ".fio.json") + " " +
-                      shq(opt.job_path) + " >" + shq(opt.events_out + ".log") + " 2>&1";
-    int st = std::system(cmd.c_str());
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    std::vector<std::string> argv = {exe, "trace", "--events", opt.events_out, "-d", info.whole_disk_name, "--",
+                                     "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path};
+    int st = run_forwarding_signals(argv, opt.events_out + ".log");
+    if (g_verify_signal)
+        throw Error("distill --verify: stopped by signal " + std::to_string(g_verify_signal) + " (the traced fio run was ended; see " +
+                    opt.events_out + ".log)");
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         throw Error("distill --verify: the traced fio run failed (exit status " +
                     std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out + ".log");
     EventFilter f;

@@ -14,11 +14,14 @@ struct VerifyOptions {
     std::string job_path;                     ///< where the generated job file is (already written)
     std::string target;                       ///< block device the job runs on (the job's filename)
     std::string events_out;                   ///< where the replay trace goes
+    uint64_t needs_bytes = 0;                 ///< the job's offset + size; a smaller target is refused (0: unchecked)
 };
 
 /// Runs `KVIO trace --events EVENTS -d DISK -- fio --output-format=json --output=FILE JOB` and profiles
 /// the replay trace on the target's whole disk. Throws kvio::Error when the target is not a block
-/// device, is mounted, is the original trace's device, or when trace/fio fail (exit status named).
+/// device, is mounted, is the original trace's device, is smaller than `needs_bytes` (fio would quietly
+/// shrink the job's region), or when trace/fio fail (exit status named). SIGINT, SIGTERM and SIGHUP during
+/// the run are passed on to the traced run (which ends fio and flushes its trace), then rethrown as an Error.
 Profile run_replay(const Profile& orig, const VerifyOptions& opt);
 
 }  // namespace kvio::distiller

@@ -96,6 +96,7 @@ void run_distill(const DistillArgs& a) {
         vo.job_path = job_path;
         vo.target = a.filename;
         vo.events_out = job_path + ".replay.jsonl";
+        vo.needs_bytes = job.needs_bytes();
         Profile r = run_replay(p, vo);
         Fidelity f = score(p, r);
         j["verify"] = to_json(f);

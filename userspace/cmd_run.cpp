@@ -27,7 +27,7 @@ void add_run_command(CLI::App& app) {
         "The whole story on one device: `kvio gen` under `kvio trace --events`, `kvio validate`, `kvio distill` (fio job and "
         "iolog) and the job replayed under trace on a second device (fidelity), plus report.html — all in --out.\n"
         "Without --target it makes a sparse image under --out, attaches it as a loop device with direct I/O and detaches and "
-        "removes it at the end (also on Ctrl-C, SIGTERM or an error); the verify replay always uses a second such device.\n"
+        "removes it at the end (also on Ctrl-C, SIGTERM, SIGHUP or an error); the verify replay always uses a second such device.\n"
         "Needs root. Example: sudo kvio run --num-chunks 8 --out /tmp/r1");
     add_model_options(sub, o->model);
     sub->get_option("--model")->description("Built-in model (default llama3.1-8b): tiny-1b, mistral-7b, llama2-7b, llama3.1-8b, llama3.1-70b-instruct, deepseek-v3, qwen3-32b, gpt-oss-20b, gpt-oss-120b");
@@ -41,11 +41,13 @@ void add_run_command(CLI::App& app) {
     sub->add_option("--layout", r.layout, "Object layout: slots, or files (needs --target DIRECTORY)")
         ->capture_default_str()
         ->check(CLI::IsMember({"slots", "files"}));
-    sub->add_option("--num-chunks", r.num_chunks, "KV chunks to store then load (objects = chunks × --tp); the default takes ~15 s here")
+    sub->add_option("--num-chunks", r.num_chunks, "KV chunks to store then load (objects = chunks × --tp); the default takes a few seconds here")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     sub->add_option("--out", r.out_dir, "Output directory, new or empty (default ./kvio-run-YYYYMMDD-HHMMSS)");
     sub->add_flag("--keep", r.keep, "Keep the embedded image files (detached) instead of removing them");
+    sub->add_flag("--force", r.force, "Write a --target whose first MiB holds data (a filesystem signature or partition table); "
+                                      "a mounted one is always refused");
     sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
     // Hidden: re-render OUT/report.html from an existing run directory (report development).
     auto report_only = std::make_shared<std::string>();

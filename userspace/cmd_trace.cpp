@@ -1,4 +1,5 @@
 // `kvio trace`: the storage latency stack of whatever runs on the machine.
+#include <cmath>
 #include <iostream>
 
 #include "common/error.h"
@@ -21,8 +22,18 @@ void add_trace_command(CLI::App& app) {
     sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4");
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
-        ->check(CLI::NonNegativeNumber);
-    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                double d = 0;
+                try {
+                    d = std::stod(v);
+                } catch (const std::exception&) {
+                    return std::string("not a number of seconds: " + v);
+                }
+                return std::isfinite(d) && d >= 0 ? std::string() : std::string("must be a finite number >= 0, got " + v);
+            },
+            "SECONDS>=0"));
+    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
     sub->add_option_function<std::string>(
            "--events-format",
            [opts](const std::string& f) { opts->events_bin = f == "bin"; },

@@ -16,6 +16,9 @@
 
 namespace kvio::trace {
 
+/// True when `path` is standard output: "-", /dev/stdout, or the file fd 1 points at.
+bool events_on_stdout(const std::string& path);
+
 /// What `kvio trace --events` writes: kvio.events/1 JSONL, or the binary capture kvio.events.bin/1.
 enum class EventsFormat { Jsonl, Bin };
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -47,7 +48,7 @@ void on_signal(int sig) {
 
 /// Installs the handlers for the lifetime of a run, restores the previous ones after.
 struct SignalGuard {
-    struct sigaction old_int {}, old_term {};
+    struct sigaction old_int {}, old_term {}, old_hup {};
     SignalGuard() {
         g_signal = 0;
         g_child_pgid[0] = g_child_pgid[1] = 0;
@@ -56,12 +57,23 @@ struct SignalGuard {
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, &old_int);
         sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGHUP, &sa, &old_hup);  // a closed terminal or SSH session cleans up like SIGTERM
     }
     ~SignalGuard() {
         sigaction(SIGINT, &old_int, nullptr);
         sigaction(SIGTERM, &old_term, nullptr);
+        sigaction(SIGHUP, &old_hup, nullptr);
     }
 };
+
+/// ": REASON" from the last "kvio: REASON" line of a stage's log, "" when there is none.
+std::string last_error_line(const std::string& log) {
+    std::ifstream in(log);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.rfind("kvio: ", 0) == 0) last = line.substr(6);
+    return last.empty() ? "" : ": " + last;
+}
 
 void check_interrupt() {
     if (g_signal) throw Interrupted(g_signal);
@@ -75,6 +87,7 @@ pid_t start_child(const std::vector<std::string>& argv, const std::string& log, 
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &old);
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -85,6 +98,7 @@ pid_t start_child(const std::vector<std::string>& argv, const std::string& log, 
     if (pid == 0) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         if (forward) {
             setpgid(0, 0);
             prctl(PR_SET_PDEATHSIG, SIGTERM);  // a SIGKILLed `kvio run` does not leave its stage running
@@ -261,6 +275,11 @@ RunResult run_all(const RunOptions& o) {
         if (prog) *prog << "kvio run: " << s << std::endl;
     };
 
+    // A --target that is mounted or holds data is refused before anything is created or traced. gen's own check
+    // reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending on what is
+    // cached) would become part of the traced workload: gen is told --force below.
+    if (!o.target.empty()) workload::check_device_safe(workload::inspect_target(o.target), o.force);
+
     std::string out = o.out_dir.empty() ? timestamp_dir() : o.out_dir;
     {
         std::error_code ec;
@@ -309,12 +328,7 @@ RunResult run_all(const RunOptions& o) {
                                         "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
                                         "--record", P("record.json")};
         gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
-        // gen's emptiness check reads the first MiB through the page cache; its readahead (2 to dozens of
-        // commands, depending on what is cached) would become part of the traced workload and of the distilled
-        // job. So the check runs here, untraced, and gen is told --force (mounted devices stay refused). The
-        // embedded image was just created sparse: nothing to read.
-        if (!o.target.empty()) workload::check_device_safe(workload::inspect_target(target), false);
-        gen.push_back("--force");
+        gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
         int st = 0;
         if (o.target.empty()) {
             // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
@@ -339,7 +353,8 @@ RunResult run_all(const RunOptions& o) {
         }
         check_interrupt();
         if (st != 0)
-            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + "); see " + P("gen.log"));
+            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(P("gen.log")) +
+                        "; see " + P("gen.log"));
         stages.push_back({{"name", "trace+gen"}, {"seconds", sw.seconds()}});
     }
 
@@ -362,10 +377,16 @@ RunResult run_all(const RunOptions& o) {
     }
     check_interrupt();
 
+    // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
+    // would quietly shrink it and the fidelity would describe another workload.
+    distiller::EventTrace ev = distiller::load_events(P("events.jsonl"), distiller::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
+    distiller::Profile orig = distiller::profile_events(ev);
+    const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
+
     // ---- second device for the verify replay ----
     {
         Stopwatch sw;
-        img_b = std::make_unique<LoopImage>(P("verify.img"), img_bytes, o.keep, P("losetup.log"));
+        img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep, P("losetup.log"));
         check_interrupt();
         stages.push_back({{"name", "attach-verify"}, {"seconds", sw.seconds()}});
     }
@@ -373,12 +394,9 @@ RunResult run_all(const RunOptions& o) {
     doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
 
     // ---- distill ----
-    distiller::Profile orig;
     {
         Stopwatch sw;
         say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev + ")");
-        distiller::EventTrace ev = distiller::load_events(P("events.jsonl"), distiller::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
-        orig = distiller::profile_events(ev);
         distiller::JobOptions jo;
         jo.filename = vdev;
         jo.target_is_block = true;
@@ -390,7 +408,9 @@ RunResult run_all(const RunOptions& o) {
         distiller::FioJob job = distiller::make_fio_job(orig, jo);
         {
             std::ofstream f(P("job.fio"));
-            f << job.text;
+            f << "; kvio run: filename=" << vdev << " was this run's temporary verify device, detached when the run ended:\n"
+              << "; set filename= to your own device before running this job\n"
+              << job.text;
             if (!f.flush()) throw Error("cannot write " + P("job.fio"));
         }
         std::ofstream il(P("job.iolog"));

@@ -20,11 +20,12 @@ struct RunOptions {
     uint64_t num_chunks = 8;
     std::string out_dir;                ///< created if absent; must be empty if present
     bool keep = false;                  ///< keep the image files (detached) instead of removing them
+    bool force = false;                 ///< write a --target whose first MiB holds data (never a mounted one)
     std::string kvio_exe = "/proc/self/exe";
     std::ostream* progress = nullptr;   ///< one line per stage (stderr)
 };
 
-/// Raised when SIGINT/SIGTERM stopped the run; everything created was already cleaned up.
+/// Raised when SIGINT/SIGTERM/SIGHUP stopped the run; everything created was already cleaned up.
 struct Interrupted : std::exception {
     int signo;
     explicit Interrupted(int s) : signo(s) {}

@@ -36,7 +36,15 @@ std::atomic<pid_t> g_child{0};
 void on_signal(int sig) {
     g_stop = true;
     pid_t c = g_child.load();
-    if (c > 0 && sig == SIGTERM) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
+    if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
+}
+
+/// The traced command's exit status as a shell reports it (128 + signal when killed), except 0 when the trace was
+/// stopping (--duration, Ctrl-C, SIGTERM, SIGHUP) and the command died of the SIGTERM/SIGINT that stop sent it.
+int command_status(int st, bool stopping) {
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (stopping && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT)) return 0;
+    return 128 + WTERMSIG(st);
 }
 
 uint64_t now_ns() {
@@ -313,6 +321,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
+    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
 
     uint64_t t0 = now_ns();
     TraceResult res;
@@ -334,7 +344,7 @@ TraceResult run_trace(const TraceOptions& opts) {
             int st = 0;
             pid_t r = waitpid(child, &st, WNOHANG);
             if (r == child) {
-                res.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                res.command_status = command_status(st, g_stop);
                 child = 0;
                 g_child = 0;
                 break;
@@ -345,7 +355,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         int st = 0;
         kill(child, SIGTERM);
         waitpid(child, &st, 0);
-        res.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        res.command_status = command_status(st, true);
         g_child = 0;
     }
     double duration = double(now_ns() - t0) / 1e9;
@@ -355,6 +365,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     ring_buffer__consume(rb.get());
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
 
     TraceReport report(ro->lba_bucket_bytes);
     for (uint32_t d : devs) report.touch_device(d);
@@ -384,7 +395,8 @@ TraceResult run_trace(const TraceOptions& opts) {
         json_out.close();
         if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
-    if (!opts.quiet) report.print(std::cout, duration, counters, nvme_present);
+    // With the events on stdout the human summary goes to stderr, so the JSONL stream stays clean.
+    if (!opts.quiet) report.print(events_on_stdout(opts.events_path) ? std::cerr : std::cout, duration, counters, nvme_present);
     for (uint32_t d : devs)
         if (report.device_empty(d))
             std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))

@@ -155,6 +155,12 @@ TEST(Distill, RefusesImplausibleTraces) {
     r = run(distill("--events " + d.file("other.jsonl")));
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("--filename"), std::string::npos) << r.err;
+
+    // A verify target smaller than the job's region (fio would shrink the region and score another workload).
+    LoopDevice small(16ull << 20);
+    r = run(distill("--events " + d.file("other.jsonl") + " --filename " + small.path + " -o " + d.file("s.ini") + " --verify"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("target " + small.path + " has 16777216 bytes but the job needs "), std::string::npos) << r.err;
 }
 
 TEST(Distill, HistogramInput) {

@@ -291,22 +291,31 @@ TEST(RunErrors, FailedStageStillCleansUp) {
 TEST(RunTarget, UserTargetIsCheckedBeforeTracing) {
     TempDir d;
     LoopDevice dev(256ull << 20);
-    // Data at byte 100 of the first MiB: refused before anything is traced or written.
+    // Data at byte 100 of the first MiB: refused before anything is created, traced or written.
     ASSERT_EQ(run("printf 'data' | dd of=" + dev.path + " bs=1 seek=100 conv=notrunc status=none").status, 0);
     std::string out = d.file("refused");
     auto r = run(kvio_bin() + " run --target " + dev.path + " --num-chunks 1 --out " + out);
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find("holds data at byte 100 of its first MiB"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(out + "/events.jsonl"));
-    expect_clean(out);
-    // Empty again: the run's trace holds only the workload's commands, none of the check's readahead.
-    ASSERT_EQ(run("dd if=/dev/zero of=" + dev.path + " bs=1M count=1 oflag=direct status=none").status, 0);
-    out = d.file("ok");
-    r = run(kvio_bin() + " run --target " + dev.path + " --num-chunks 1 --out " + out);
+    EXPECT_NE(r.err.find("pass --force"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "--out was created for a refused target";
+    // --force writes it; the trace holds only the workload's commands, none of a check's readahead.
+    out = d.file("forced");
+    r = run(kvio_bin() + " run --target " + dev.path + " --force --num-chunks 1 --out " + out);
     ASSERT_EQ(r.status, 0) << r.err;
     json val = json::parse(slurp(out + "/validate.json"));
     EXPECT_EQ(val["exact_match"], val["objects"]);
     EXPECT_EQ(val["untagged_cmds"], 0);
+    EXPECT_EQ(slurp(out + "/job.fio").rfind("; kvio run: filename=", 0), 0u) << "job.fio must say its device is gone";
+}
+
+TEST(RunErrors, GenRefusalReasonIsInTheError) {
+    TempDir d;
+    LoopDevice small(16ull << 20);
+    auto r = run(kvio_bin() + " run --target " + small.path + " --num-chunks 2 --out " + d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("stage gen-under-trace failed (exit status 1): "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("has room for 16777216 bytes"), std::string::npos) << r.err;
 }
 
 }  // namespace

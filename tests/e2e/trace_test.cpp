@@ -304,14 +304,44 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
     EXPECT_NE(job(dir.file("b.fio")).find("bssplit=64k/100,256k/100"), std::string::npos) << job(dir.file("b.fio"));
 }
 
+TEST(Trace, HangupFlushesAndStdoutStaysClean) {
+    TempDir dir;
+    // SIGHUP (a closed terminal) stops like SIGTERM: outputs flushed, the command ended, exit 0.
+    auto r = run(kvio_bin() + " trace -q --events " + dir.file("h.jsonl") + " -- sleep 30 & p=$!; sleep 1; kill -HUP $p; wait $p");
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto evs = read_jsonl(dir.file("h.jsonl"));
+    ASSERT_FALSE(evs.empty());
+    EXPECT_EQ(evs.back()["type"], "summary");
+    // Events on stdout: appended where stdout points (no truncation), the human summary on stderr.
+    run("echo '{\"type\":\"earlier\"}' > " + dir.file("o.jsonl"));
+    r = run(kvio_bin() + " trace --events - --duration 0.3 >> " + dir.file("o.jsonl"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    evs = read_jsonl(dir.file("o.jsonl"));  // every line parses
+    ASSERT_GE(evs.size(), 2u);
+    EXPECT_EQ(evs.front()["type"], "earlier");
+    EXPECT_EQ(evs.back()["type"], "summary");
+    EXPECT_NE(r.err.find("kvio trace: 0.3"), std::string::npos) << r.err;
+    // A reader that went away: the write error is reported, the JSON summary is still written.
+    r = run(kvio_bin() + " trace -q --events - --json " + dir.file("p.json") + " --duration 0.3 | true");
+    EXPECT_NE(r.err.find("-: write failed: Broken pipe"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(slurp(dir.file("p.json")))["schema"], "kvio.trace/1");
+    r = run(kvio_bin() + " trace --duration nan");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("must be a finite number >= 0"), std::string::npos) << r.err;
+}
+
 TEST(Trace, DurationEndsARunningCommand) {
     TempDir dir;
     auto r = run(kvio_bin() + " trace -q --duration 0.5 --json " + dir.file("t.json") + " -- sleep 30");
-    EXPECT_EQ(r.status, 128 + 15) << r.err;  // the command got SIGTERM
-    EXPECT_NE(r.err.find("the traced command exited with status 143"), std::string::npos) << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;  // the command died of the SIGTERM the trace's stop sent: not its failure
+    EXPECT_EQ(r.err.find("the traced command exited"), std::string::npos) << r.err;
     auto s = json::parse(slurp(dir.file("t.json")));
     EXPECT_GE(s["duration_s"].get<double>(), 0.5);
     EXPECT_LT(s["duration_s"].get<double>(), 5.0);
+    // A command killed by a SIGTERM the trace did not send fails as the shell would report it.
+    r = run(kvio_bin() + " trace -q -- sh -c 'kill -TERM $$'");
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_NE(r.err.find("the traced command exited with status 143"), std::string::npos) << r.err;
 }
 
 TEST(Trace, UnknownDeviceIsAClearError) {

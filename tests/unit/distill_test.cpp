@@ -201,6 +201,18 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
     EXPECT_EQ(r.get("loops"), "");
 }
 
+TEST(Distill, FilenameColonsAreEscapedAndTheRegionSizeIsKnown) {
+    EventsFile ef;
+    for (int i = 0; i < 20; ++i) ef.cmd("write", 2048 + uint64_t(i) * 8, 4096, 1000 + uint64_t(i) * 100'000, 51'000 + uint64_t(i) * 100'000);
+    JobOptions o = opts();
+    o.filename = "/dev/disk/by-path/pci-0000:00:04.0-nvme-1";
+    FioJob j = make_fio_job(profile_events(ef.load()), o);
+    EXPECT_EQ(j.get("filename"), "/dev/disk/by-path/pci-0000\\:00\\:04.0-nvme-1");  // fio splits filename= at ':'
+    EXPECT_EQ(fio_filename_escape("/dev/loop3"), "/dev/loop3");
+    EXPECT_EQ(j.get("offset"), std::to_string(2048 * 512));
+    EXPECT_EQ(j.needs_bytes(), 2048u * 512 + 20 * 4096);
+}
+
 TEST(Distill, ThreadsBecomeNumjobs) {
     EventsFile ef;
     // Two threads, each at QD 2, overlapping in time: numjobs=2, iodepth=2.
