@@ -113,6 +113,35 @@ void choose_block_programs(kvio_trace_bpf* s) {
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
 
+/// Attaches the programs that end a command's life before those that start it (complete, then issue, insert,
+/// getrq; NVMe complete before setup), then the rest through the skeleton, which skips programs already linked.
+/// Attached the other way round, a request issued while its completion program was not yet attached stayed in
+/// flight and came out as complete_lost (measured: 1 to 3 such commands at the start of a 200 k IOPS trace).
+/// Returns 0 or a negative errno.
+int attach_completions_first(kvio_trace_bpf* s) {
+    struct Step {
+        bpf_program* prog;
+        bpf_link** link;
+    };
+    const Step order[] = {
+        {s->progs.block_rq_complete_btf, &s->links.block_rq_complete_btf},
+        {s->progs.block_rq_complete_raw, &s->links.block_rq_complete_raw},
+        {s->progs.nvme_complete_rq, &s->links.nvme_complete_rq},
+        {s->progs.block_rq_issue_btf, &s->links.block_rq_issue_btf},
+        {s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw},
+        {s->progs.nvme_setup_cmd, &s->links.nvme_setup_cmd},
+        {s->progs.block_rq_insert_btf, &s->links.block_rq_insert_btf},
+        {s->progs.block_rq_insert_raw, &s->links.block_rq_insert_raw},
+    };
+    for (const auto& st : order) {
+        if (!bpf_program__autoload(st.prog)) continue;
+        bpf_link* l = bpf_program__attach(st.prog);
+        if (!l) return -errno;
+        *st.link = l;
+    }
+    return kvio_trace_bpf__attach(s);
+}
+
 void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     nvme_present = tracepoint_exists("nvme", "nvme_setup_cmd") && tracepoint_exists("nvme", "nvme_complete_rq");
     bpf_program__set_autoload(s->progs.nvme_setup_cmd, nvme_present);
@@ -308,7 +337,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         uint32_t cpid = uint32_t(child);
         bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
     }
-    if (int err = kvio_trace_bpf__attach(skel.get())) {
+    if (int err = attach_completions_first(skel.get())) {
         if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
