@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -308,6 +309,24 @@ TEST(Distill, MalformedLineNamesFileLineField) {
         FAIL() << "expected an error";
     } catch (const kvio::Error& e) {
         EXPECT_NE(std::string(e.what()).find(ef.path + ":2: field 'ts_complete'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Distill, ImplausibleOffsetsAndSizesNameTheField) {
+    for (auto [field, value, msg] : {std::tuple{"sector", uint64_t(1) << 62, "× 512 bytes is beyond any device"},
+                                     std::tuple{"bytes", uint64_t(1) << 63, "is not a command size (at most 4 GiB)"}}) {
+        EventsFile ef;
+        ef.cmd("write", 0, 4096, 1000, 2000);
+        json bad = {{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "write"}, {"rwbs", "W"},
+                    {"sector", 8}, {"bytes", 4096}, {"ts_issue", 3000}, {"ts_complete", 4000}, {"pid", 1}, {"tid", 1}};
+        bad[field] = value;
+        ef.raw(bad.dump());
+        try {
+            ef.load();
+            FAIL() << field << " " << value << " accepted";
+        } catch (const kvio::Error& e) {
+            EXPECT_EQ(std::string(e.what()), ef.path + ":2: field '" + field + "': " + std::to_string(value) + " " + msg);
+        }
     }
 }
 
