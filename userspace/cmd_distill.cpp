@@ -143,7 +143,8 @@ void add_distill_command(CLI::App& app) {
     sub->add_option("--comm", a->comm, "keep only commands submitted by tasks with this comm");
     sub->add_option("-o,--output", a->out, "write the fio job here (default: print it)");
     sub->add_option("--filename", a->filename, "fio target (file or block device); required, never defaulted")->required();
-    sub->add_option("--runtime", a->runtime, "job runtime in seconds (default: the trace span rounded up, at least 1)");
+    sub->add_option("--runtime", a->runtime, "job runtime in seconds (default: the trace span rounded up, at least 1)")
+        ->check(positive_integer());
     sub->add_option("--nr-requests", a->nr_requests,
                     "the source device's tag count, caps iodepth (default: /sys/block/DISK/queue/nr_requests when the "
                     "traced disk exists here)");

@@ -33,11 +33,11 @@ void add_gen_command(CLI::App& app) {
         ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd", "cufile"}));
     sub->add_option("--layout", o->layout, "Object layout: slots (header + payload in fixed slots after a 1 MiB metadata region; default on devices and files) or files (default on directories)")
         ->check(CLI::IsMember({"slots", "files"}));
-    sub->add_option("--num-chunks", g.num_chunks, "KV chunks to store and load (objects = chunks × --tp)")->capture_default_str()->check(CLI::PositiveNumber);
+    sub->add_option("--num-chunks", g.num_chunks, "KV chunks to store and load (objects = chunks × --tp)")->capture_default_str()->check(positive_integer());
     sub->add_option("--pattern", g.pattern, "store-then-load (all stores, then all loads) or interleaved (store i, load i)")
         ->capture_default_str()
         ->check(CLI::IsMember({"store-then-load", "interleaved"}));
-    sub->add_option("--iters", g.iters, "Repeat the whole pattern N times")->capture_default_str()->check(CLI::PositiveNumber);
+    sub->add_option("--iters", g.iters, "Repeat the whole pattern N times")->capture_default_str()->check(positive_integer());
     sub->add_option("--qd", g.qd,
                     "Transfers in flight. io_uring, uring_cmd: one ring. posix: 1 = synchronous pread/pwrite on the "
                     "submitting thread (like fio's psync engine); N > 1 = N threads, each with one pread/pwrite in flight")->capture_default_str()->check(CLI::Range(1, 4096));

@@ -35,7 +35,7 @@ void add_replay_command(CLI::App& app) {
                     "captured overlap) or posix (one command at a time)")
         ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd", "cufile"}));
     sub->add_option("--iters", o->rec.iters, "--record: rebuild the pattern with N iterations (default: the stream as recorded)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
     sub->add_option("--qd", o->rec.qd,
                     "--record: transfers in flight (default: the manifest's qd); --events: cap on commands in flight (default 64)")
         ->check(CLI::Range(1, 4096));

@@ -43,7 +43,7 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::IsMember({"slots", "files"}));
     sub->add_option("--num-chunks", r.num_chunks, "KV chunks to store then load (objects = chunks × --tp); the default takes a few seconds here")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
     sub->add_option("--out", r.out_dir, "Output directory, new or empty (default ./kvio-run-YYYYMMDD-HHMMSS)");
     sub->add_flag("--keep", r.keep, "Keep the embedded image files (detached) instead of removing them");
     sub->add_flag("--force", r.force, "Write a --target whose first MiB holds data (a filesystem signature or partition table); "

@@ -18,7 +18,8 @@ void add_trace_command(CLI::App& app) {
         "outputs are always flushed.\n"
         "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini");
     sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
-    sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable");
+    sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable")
+        ->check(positive_integer());
     sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4");
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")

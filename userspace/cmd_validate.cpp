@@ -35,7 +35,18 @@ void add_validate_command(CLI::App& app) {
     sub->add_option("--trace-json", o.geometry.trace_json,
                     "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb")
         ->check(CLI::ExistingFile);
-    sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)");
+    sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                unsigned long long n = 0;
+                try {
+                    n = std::stoull(v);
+                } catch (const std::exception&) {
+                }
+                return n >= 512 && n <= 65536 && (n & (n - 1)) == 0 ? std::string()
+                                                                     : "must be a power of two from 512 to 65536, got " + v;
+            },
+            "BYTES"));
     sub->add_option("--mdts-bytes", o.geometry.mdts_bytes, "NVMe MDTS in bytes, the passthrough split (default: meta mdts_bytes)");
     sub->add_option("--max-io-bytes", o.geometry.max_io_bytes, "The engine's userspace transfer cap in bytes (default: meta max_io_bytes)");
     sub->add_option("--max-sectors-kb", o.geometry.max_sectors_kb,

@@ -4,6 +4,22 @@
 
 namespace kvio::cli {
 
+/// Option check: a whole number >= 1 (CLI11's PositiveNumber prints its double range in the error).
+/// Error text: "must be a whole number >= 1, got V".
+inline CLI::Validator positive_integer() {
+    return CLI::Validator(
+        [](std::string& v) {
+            size_t used = 0;
+            unsigned long long n = 0;
+            try {
+                n = std::stoull(v, &used);
+            } catch (const std::exception&) {
+            }
+            return n >= 1 && used == v.size() && v[0] != '-' ? std::string() : "must be a whole number >= 1, got " + v;
+        },
+        "N>=1");
+}
+
 /// Each function adds one subcommand to `app`, with its options and a callback that runs it.
 /// A callback reports failure by throwing kvio::Error (main prints it and exits 1) or by
 /// throwing CLI::RuntimeError(code) for a chosen exit status.

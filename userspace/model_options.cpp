@@ -1,6 +1,7 @@
 #include "userspace/model_options.h"
 
 #include "common/error.h"
+#include "userspace/commands.h"
 
 namespace kvio::cli {
 
@@ -15,10 +16,10 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
     sub->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: fp32, fp16, bf16, fp8 (default: the model's torch_dtype)");
     sub->add_option("--chunk-tokens", o.chunk_tokens, "Tokens per KV chunk (one object per chunk and rank)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
     sub->add_option("--tp", o.tp, "Tensor-parallel ranks: one chunk becomes TP objects holding each rank's KV heads")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
 }
 
 workload::Geometry resolve_geometry(const ModelOptions& o) {

@@ -244,6 +244,7 @@ TEST(Trace, BadOptionsAreRefusedBeforeTracing) {
         {"--syscalls", "--syscalls writes syscall records into --events FILE"},
         {"--lba-bucket 0", "--lba-bucket: must be at least 1 byte"},
         {"--events-format bin", "--events-format requires --events"},
+        {"-p 0", "--pid: must be a whole number >= 1, got 0"},
         {"--events " + dir.file("e") + " --events-format xml", "--events-format: xml not in {jsonl,bin}"},
         {"--json " + dir.file("no/such/dir/t.json"), "t.json: cannot write: No such file or directory"},
     };

@@ -552,7 +552,9 @@ TEST(EventsBin, ReaderGivesTheRecordsOfTheJsonlFile) {
         EXPECT_EQ(a.disk, b.disk);
         EXPECT_EQ(a.op, b.op);
         EXPECT_EQ(a.rwbs, b.rwbs);
-        if (printable_ascii(b.comm)) EXPECT_EQ(a.comm, b.comm);  // JSON replaces invalid UTF-8; the capture keeps bytes
+        if (printable_ascii(b.comm)) {  // JSON replaces invalid UTF-8; the capture keeps bytes
+            EXPECT_EQ(a.comm, b.comm);
+        }
         EXPECT_EQ(a.sector, b.sector);
         EXPECT_EQ(a.bytes, b.bytes);
         EXPECT_EQ(a.ts_issue, b.ts_issue);
