@@ -39,15 +39,20 @@ void Encoder::record(Kind k, const void* p, size_t n) {
 
 bool has_magic(const char* p, size_t n) { return n >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) == 0; }
 
-Reader::Reader(const std::string& path) : path_(path) {
-    f_ = std::fopen(path.c_str(), "rb");
-    if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
-    cap_ = kBufBytes;
-    buf_ = static_cast<char*>(std::malloc(cap_ + kPadding));
-    if (!buf_) {
-        std::fclose(f_);
+void open_buffered(const std::string& path, size_t bytes, std::FILE*& f, char*& buf) {
+    f = std::fopen(path.c_str(), "rb");
+    if (!f) throw Error(path + ": cannot open: " + std::strerror(errno));
+    buf = static_cast<char*>(std::malloc(bytes));
+    if (!buf) {
+        std::fclose(f);
+        f = nullptr;
         throw std::bad_alloc();
     }
+}
+
+Reader::Reader(const std::string& path) : path_(path) {
+    cap_ = kBufBytes;
+    open_buffered(path, cap_ + kPadding, f_, buf_);
     try {
         check_header();
     } catch (...) {

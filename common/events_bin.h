@@ -80,6 +80,10 @@ private:
     std::unordered_set<uint32_t> devices_;
 };
 
+/// Opens `path` for reading and allocates a read buffer of `bytes` (malloc; the caller frees it and fcloses).
+/// Throws kvio::Error "PATH: cannot open: REASON", or std::bad_alloc.
+void open_buffered(const std::string& path, size_t bytes, std::FILE*& f, char*& buf);
+
 /// True when the first bytes of a file are kvio.events.bin's magic.
 bool has_magic(const char* p, size_t n);
 

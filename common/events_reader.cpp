@@ -202,14 +202,8 @@ struct EventsReader::Parser {
 #endif
 
 EventsReader::EventsReader(const std::string& path) : src_{path, 0}, parser_(std::make_unique<Parser>()) {
-    f_ = std::fopen(path.c_str(), "rb");
-    if (!f_) throw Error(path + ": cannot open: " + std::strerror(errno));
     cap_ = kBufBytes;
-    buf_ = static_cast<char*>(std::malloc(cap_ + kPadding));
-    if (!buf_) {
-        std::fclose(f_);
-        throw std::bad_alloc();
-    }
+    evbin::open_buffered(path, cap_ + kPadding, f_, buf_);
     len_ = std::fread(buf_, 1, sizeof evbin::kMagic, f_);
     if (evbin::has_magic(buf_, len_)) {
         std::fclose(f_);
