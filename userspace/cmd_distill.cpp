@@ -1,6 +1,7 @@
 // `kvio distill`: trace -> fio job (+ exact iolog), and the closed-loop fidelity check (--verify).
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -69,14 +70,19 @@ void run_distill(const DistillArgs& a) {
         }
     }
     FioJob job = make_fio_job(p, jo);
+    // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
+    std::ofstream iolog;
+    if (!a.iolog.empty()) {
+        if (a.events.empty()) throw Error("distill --iolog: needs --events (histograms hold no individual commands)");
+        iolog.open(a.iolog);
+        if (!iolog) throw Error("distill: cannot write " + a.iolog + ": " + std::strerror(errno));
+    }
     if (!a.out.empty()) write_file(a.out, job.text);
 
     size_t iolog_lines = 0;
-    if (!a.iolog.empty()) {
-        if (a.events.empty()) throw Error("distill --iolog: needs --events (histograms hold no individual commands)");
-        std::ofstream f(a.iolog);
-        if (!f) throw Error("distill: cannot write " + a.iolog);
-        iolog_lines = write_iolog(f, ev.cmds, a.filename);
+    if (iolog.is_open()) {
+        iolog_lines = write_iolog(iolog, ev.cmds, a.filename);
+        if (!iolog.flush()) throw Error("distill: cannot write " + a.iolog);
     }
 
     nlohmann::json j = {{"schema", "kvio.distill/1"}, {"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},

@@ -1,6 +1,8 @@
 // `kvio validate`: score the device commands each KV object op caused against its projection.
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include <sys/resource.h>
@@ -78,6 +80,10 @@ void add_validate_command(CLI::App& app) {
         if (opts->o.commands.empty() || opts->o.semantic.empty())
             throw kvio::Error("validate needs --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
         opts->o.join = validate::parse_join_mode(opts->join);
+        if (!opts->json_out.empty()) {  // a bad --json path fails before the work, not after the report
+            std::ofstream probe(opts->json_out);
+            if (!probe) throw kvio::Error(opts->json_out + ": cannot write: " + std::strerror(errno));
+        }
         validate::Report r = validate::run(opts->o);
         validate::print_report(std::cout, r);
         if (!opts->json_out.empty()) write_json_file(opts->json_out, validate::report_json(r));

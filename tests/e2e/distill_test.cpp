@@ -156,6 +156,13 @@ TEST(Distill, RefusesImplausibleTraces) {
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("--filename"), std::string::npos) << r.err;
 
+    // Outputs are opened before either is written: a bad --iolog leaves no job behind.
+    r = run(distill("--events " + d.file("other.jsonl") + " --filename " + d.file("t.img") + " -o " + d.file("o.ini") +
+                    " --iolog " + d.file("no/dir/x.log")));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("cannot write " + d.file("no/dir/x.log") + ": No such file or directory"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(d.file("o.ini")));
+
     // A verify target smaller than the job's region (fio would shrink the region and score another workload).
     LoopDevice small(16ull << 20);
     r = run(distill("--events " + d.file("other.jsonl") + " --filename " + small.path + " -o " + d.file("s.ini") + " --verify"));

@@ -202,4 +202,9 @@ TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
     CmdResult r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + sem);
     EXPECT_EQ(r.status, 1);
     EXPECT_EQ(r.err, "kvio: " + ev + ":2: field 'sector': expected a non-negative integer, got a negative number\n");
+    // An unwritable --json fails before any work or output.
+    r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + sem + " --json " + tmp.file("no/dir/v.json"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "kvio: " + tmp.file("no/dir/v.json") + ": cannot write: No such file or directory\n");
 }
