@@ -53,6 +53,22 @@ void open_buffered(const std::string& path, size_t bytes, std::FILE*& f, char*& 
 Reader::Reader(const std::string& path) : path_(path) {
     cap_ = kBufBytes;
     open_buffered(path, cap_ + kPadding, f_, buf_);
+    init();
+}
+
+Reader::Reader(const std::string& path, std::FILE* f, const char* prefix, size_t n) : path_(path), f_(f) {
+    cap_ = kBufBytes;
+    buf_ = static_cast<char*>(std::malloc(cap_ + kPadding));
+    if (!buf_) {
+        std::fclose(f_);
+        throw std::bad_alloc();
+    }
+    std::memcpy(buf_, prefix, n);
+    len_ = n;
+    init();
+}
+
+void Reader::init() {
     try {
         check_header();
     } catch (...) {
@@ -65,7 +81,8 @@ Reader::Reader(const std::string& path) : path_(path) {
 void Reader::check_header() {
     const std::string& path = path_;
     FileHeader h{};
-    if (!fill(sizeof h) || !has_magic(buf_, len_)) throw Error(path + ": not a kvio.events.bin file");
+    if (!fill(sizeof kMagic) || !has_magic(buf_, len_)) throw Error(path + ": not a kvio.events.bin file");
+    if (!fill(sizeof h)) throw Error(path + ": kvio.events.bin header is truncated (the trace was cut off?)");
     std::memcpy(&h, buf_, sizeof h);
     if (h.byte_order != kByteOrder)
         throw Error(path + ": kvio.events.bin written on a machine of the other byte order");

@@ -94,6 +94,8 @@ public:
     /// kvio.events.bin file", "PATH: kvio.events.bin version V (this kvio reads 1)", or, for records of another
     /// size, "PATH: written by a kvio whose cmd records are N bytes (this one reads M): dump it with that kvio".
     explicit Reader(const std::string& path);
+    /// Reads from `f` (taken over; also a pipe), whose first `n` bytes were already read into `prefix`.
+    Reader(const std::string& path, std::FILE* f, const char* prefix, size_t n);
     ~Reader();
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
@@ -107,6 +109,7 @@ public:
     const std::string& path() const { return path_; }
 
 private:
+    void init();
     void check_header();
     bool fill(size_t need);
     std::string path_;

@@ -205,11 +205,16 @@ EventsReader::EventsReader(const std::string& path) : src_{path, 0}, parser_(std
     cap_ = kBufBytes;
     evbin::open_buffered(path, cap_ + kPadding, f_, buf_);
     len_ = std::fread(buf_, 1, sizeof evbin::kMagic, f_);
-    if (evbin::has_magic(buf_, len_)) {
-        std::fclose(f_);
+    if (evbin::has_magic(buf_, len_)) {  // the capture reader takes the stream over: a pipe cannot be reopened
+        std::FILE* f = f_;
         f_ = nullptr;
+        try {
+            bin_ = std::make_unique<evbin::Reader>(path, f, buf_, len_);  // closes f when it throws
+        } catch (...) {
+            std::free(buf_);
+            throw;
+        }
         len_ = 0;
-        bin_ = std::make_unique<evbin::Reader>(path);
     }
 }
 

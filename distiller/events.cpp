@@ -92,10 +92,13 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         rd.require(r, F::Op);
         c.op = parse_op(r.op, src);
         for (F f : {F::Sector, F::Bytes, F::TsIssue}) rd.require(r, f);
-        // Plausibility: a command's byte offset must fit in 64 bits, its size in the kernel's 32-bit request
-        // length (struct request.__data_len); anything else is a corrupt record, not a workload to distill.
-        if (r.sector > (UINT64_MAX >> 9)) src.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");
-        if (r.bytes > UINT32_MAX) src.fail("bytes", std::to_string(r.bytes) + " is not a command size (at most 4 GiB)");
+        // Plausibility of a data command: its byte offset must fit in 64 bits, its size in the kernel's 32-bit
+        // request length (struct request.__data_len); anything else is a corrupt record, not a workload to distill.
+        // (A flush carries no sector: the kernel reports sector -1 for it.)
+        if (c.op == Op::Read || c.op == Op::Write) {
+            if (r.sector > (UINT64_MAX >> 9)) src.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");
+            if (r.bytes > UINT32_MAX) src.fail("bytes", std::to_string(r.bytes) + " is not a command size (at most 4 GiB)");
+        }
         c.sector = r.sector;
         c.bytes = r.bytes;
         c.ts_issue = r.ts_issue;

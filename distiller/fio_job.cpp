@@ -92,6 +92,9 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
 
     FioJob job;
     std::vector<std::string> why;  // header lines: what each value came from
+    if (p.per_command && !p.has_summary)
+        why.push_back("WARNING: the events file has no summary record: the trace was cut off (killed, crashed or out of "
+                      "space), its last commands are missing and its loss check could not be made");
     auto set = [&](const std::string& k, const std::string& v, const std::string& reason) {
         job.options.emplace_back(k, v);
         if (!reason.empty()) why.push_back(k + "=" + v + ": " + reason);

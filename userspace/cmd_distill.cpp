@@ -42,6 +42,9 @@ void run_distill(const DistillArgs& a) {
     if (!a.events.empty()) {
         ev = load_events(a.events, EventFilter{a.dev, a.pid, a.comm});
         p = profile_events(ev);
+        if (!ev.has_summary)
+            std::fprintf(stderr, "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
+                                 "commands are missing and its loss check could not be made\n", a.events.c_str());
     } else {
         if (a.pid || !a.comm.empty())
             throw Error("distill: --pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");

@@ -18,7 +18,7 @@ void add_dump_command(CLI::App& app) {
         "and LBA sizes come from the capture, so it can be dumped on another machine.\n"
         "Example: kvio dump trace.kvb -o trace.jsonl");
     sub->add_option("file", o->in, "The capture (kvio.events.bin/1)")->required();
-    sub->add_option("-o,--output", o->out, "Write here instead of stdout");
+    sub->add_option("-o,--output", o->out, "Write here instead of stdout (- is stdout)");
     sub->callback([o] { trace::dump_capture(o->in, o->out); });
 }
 

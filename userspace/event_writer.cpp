@@ -140,6 +140,19 @@ void EventWriter::flush(bool last) {
     }
 }
 
+void EventWriter::flush_idle(uint64_t now_ns) {
+    if (now_ns - last_flush_ns_ < kIdleFlushNs) return;
+    last_flush_ns_ = now_ns;
+    if ((bin_ ? benc_.size() : enc_.size()) == 0 && staged_ < kDirectAlign) return;
+    flush(false);
+    if (stage_ && staged_ >= kDirectAlign) {  // whole aligned blocks now; the rest (< 4 KiB) waits
+        size_t aligned = staged_ / kDirectAlign * kDirectAlign;
+        write_all(stage_.get(), aligned);
+        std::memmove(stage_.get(), stage_.get() + aligned, staged_ - aligned);
+        staged_ -= aligned;
+    }
+}
+
 void EventWriter::close() {
     if (fd_ >= 0) {
         flush(true);

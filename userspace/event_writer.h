@@ -51,6 +51,12 @@ public:
     /// The file takes O_DIRECT writes (false: the filesystem refused them, buffered writes instead).
     bool direct() const { return stage_ != nullptr; }
 
+    /// Called from the collector's loop: at most once a second (kIdleFlushNs) it writes what is buffered, so a
+    /// quiet device's records reach the file within a second (with O_DIRECT: all but the last partial 4 KiB
+    /// block). `now_ns`: CLOCK_MONOTONIC.
+    void flush_idle(uint64_t now_ns);
+    static constexpr uint64_t kIdleFlushNs = 1'000'000'000;
+
     /// Writes what is buffered and closes the file; idempotent.
     /// Throws kvio::Error "PATH: write failed: REASON" if any write or the close failed.
     void close();
@@ -71,6 +77,7 @@ private:
     };
     std::unique_ptr<char, FreeDeleter> stage_;  ///< aligned staging buffer of chunk_ bytes; null: buffered I/O
     size_t staged_ = 0;
+    uint64_t last_flush_ns_ = 0;
     std::string path_;
     int fd_ = -1;
     int err_ = 0;  ///< errno of the first failed write/close, 0 if none

@@ -1,10 +1,15 @@
 #include "userspace/events_dump.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unordered_set>
 
+#include "common/devinfo.h"
 #include "common/error.h"
 #include "common/events_bin.h"
 #include "userspace/event_format.h"
@@ -20,53 +25,86 @@ void put(std::FILE* f, const char* p, size_t n, const std::string& what) {
 
 }  // namespace
 
-void dump_capture(const std::string& in, const std::string& out) {
-    evbin::Reader r(in);
+void dump_capture(const std::string& in, const std::string& out_arg) {
+    const std::string out = out_arg == "-" ? "" : out_arg;
+    evbin::Reader r(in);  // opened before the output: a bad capture leaves no output file behind
+    if (!out.empty()) {
+        struct stat a {}, b {};
+        if (::stat(in.c_str(), &a) == 0 && ::stat(out.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            throw Error(out + " is the capture itself: writing it would destroy what is being read");
+    }
     std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
     if (!f) throw Error(out + ": cannot write: " + std::strerror(errno));
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(out.empty() ? nullptr : f, std::fclose);
     const std::string what = out.empty() ? "stdout" : out;
-    DevCache devs;  // filled from the capture's device records only: never this machine's sysfs
+    ::signal(SIGPIPE, SIG_IGN);  // a reader that went away: "write failed: Broken pipe", not a silent exit
+    DevCache devs;               // filled from the capture's device records only: never this machine's sysfs
+    std::unordered_set<uint32_t> known;
+    bool summary = false;
+    uint64_t written = 0;  // records written (commands, syscalls, json)
     EventEncoder enc;
     evbin::Kind kind;
     std::string_view p;
-    while (r.next(kind, p)) {
-        switch (kind) {
-        case evbin::Kind::Device: {
-            evbin::DeviceRecord d;
-            std::memcpy(&d, p.data(), sizeof d);
-            devs.put(d.dev, {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)),
-                             std::string(d.disk, strnlen(d.disk, sizeof d.disk)), d.lba_bytes ? d.lba_bytes : 512});
-            break;
+    auto bad = [&](const std::string& why) {
+        throw Error(in + ": record " + std::to_string(r.record()) + " at byte " + std::to_string(r.offset()) + ": " + why);
+    };
+    try {
+        while (r.next(kind, p)) {
+            switch (kind) {
+            case evbin::Kind::Device: {
+                evbin::DeviceRecord d;
+                std::memcpy(&d, p.data(), sizeof d);
+                devs.put(d.dev, {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)),
+                                 std::string(d.disk, strnlen(d.disk, sizeof d.disk)), d.lba_bytes ? d.lba_bytes : 512});
+                known.insert(d.dev);
+                break;
+            }
+            case evbin::Kind::Cmd: {
+                kvio_cmd_event e;
+                std::memcpy(&e, p.data(), sizeof e);
+                if (!known.count(e.dev)) bad("a cmd record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
+                enc.cmd(e, devs);
+                ++written;
+                break;
+            }
+            case evbin::Kind::Syscall: {
+                kvio_syscall_event e;
+                std::memcpy(&e, p.data(), sizeof e);
+                enc.syscall(e);
+                ++written;
+                break;
+            }
+            case evbin::Kind::Json: {
+                auto j = nlohmann::json::parse(p.begin(), p.end(), nullptr, false);
+                if (j.is_discarded() || !j.is_object() || p.find('\n') != std::string_view::npos)
+                    bad("a json record that is not one JSON object");
+                put(f, enc.data(), enc.size(), what);
+                enc.clear();
+                put(f, p.data(), p.size(), what);
+                put(f, "\n", 1, what);
+                summary = summary || j.value("type", "") == "summary";
+                ++written;
+                break;
+            }
+            }
+            if (enc.size() >= (1u << 20)) {
+                put(f, enc.data(), enc.size(), what);
+                enc.clear();
+            }
         }
-        case evbin::Kind::Cmd: {
-            kvio_cmd_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            enc.cmd(e, devs);
-            break;
-        }
-        case evbin::Kind::Syscall: {
-            kvio_syscall_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            enc.syscall(e);
-            break;
-        }
-        case evbin::Kind::Json:
-            put(f, enc.data(), enc.size(), what);
-            enc.clear();
-            put(f, p.data(), p.size(), what);
-            put(f, "\n", 1, what);
-            break;
-        }
-        if (enc.size() >= (1u << 20)) {
-            put(f, enc.data(), enc.size(), what);
-            enc.clear();
-        }
+    } catch (const Error&) {
+        // What was decoded before the damage is written out: dump is how a cut-off capture is salvaged.
+        put(f, enc.data(), enc.size(), what);
+        std::fflush(f);
+        throw;
     }
     put(f, enc.data(), enc.size(), what);
     if (std::fflush(f) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
     if (closer && std::fclose(closer.release()) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
+    if (!summary)
+        std::fprintf(stderr, "kvio dump: warning: %s has no summary record: the capture was cut off (killed, crashed or "
+                             "out of space); its %llu records are written, the commands after them are missing\n",
+                     in.c_str(), (unsigned long long)written);
 }
-
 
 }  // namespace kvio::trace

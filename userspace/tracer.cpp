@@ -188,7 +188,8 @@ void fill_syscall_map(kvio_trace_bpf* s) {
 }
 
 /// Forks the command stopped on a pipe, so it is in the filter before it runs.
-pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd) {
+/// `stdout_to_stderr`: the command's standard output goes to our standard error (the events stream owns stdout).
+pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool stdout_to_stderr) {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
     pid_t pid = fork();
@@ -197,6 +198,7 @@ pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd) {
         close(p[1]);
         char c;
         if (read(p[0], &c, 1) != 1) _exit(127);  // the tracer died before releasing us
+        if (stdout_to_stderr) dup2(2, 1);
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
@@ -342,7 +344,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     int release_fd = -1;
     pid_t child = 0;
     if (!opts.command.empty()) {
-        child = spawn_stopped(opts.command, release_fd);
+        child = spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
         uint32_t cpid = uint32_t(child);
         bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
     }
@@ -376,6 +378,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         // Programs wake us only once 256 KiB wait (EVENT_WAKEUP_BYTES): drain what is there on every timeout too.
         ring_buffer__poll(rb.get(), 100);
         ring_buffer__consume(rb.get());
+        if (sink.out) sink.out->flush_idle(now_ns());
         if (sink.out && sink.out->failed()) break;  // close() below reports why
         if (opts.duration_s > 0 && double(now_ns() - t0) / 1e9 >= opts.duration_s) break;
         if (child > 0) {

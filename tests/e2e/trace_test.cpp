@@ -331,6 +331,40 @@ TEST(Trace, HangupFlushesAndStdoutStaysClean) {
     EXPECT_NE(r.err.find("must be a finite number >= 0"), std::string::npos) << r.err;
 }
 
+bool evbin_magic(const std::string& bytes) { return bytes.rfind("KVIOEVB\n", 0) == 0; }
+
+TEST(Trace, CaptureSurvivesKillAndPipesAndDumpRefusesItself) {
+    TempDir dir;
+    LoopDevice loop(64ull << 20);
+    const std::string cap = dir.file("low.kvb");
+    // A quiet device: 40 reads, then SIGKILL. Records reach the file within a second (all but the last 4 KiB).
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin & t=$!; sleep 1; " +
+                 "for i in $(seq 1 40); do dd if=" + loop.path + " of=/dev/null bs=4k count=1 skip=$i iflag=direct status=none; done; " +
+                 "sleep 2; kill -KILL $t; wait $t; true");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto d = run(kvio_bin() + " dump " + cap + " -o " + dir.file("low.jsonl"));
+    EXPECT_EQ(d.status, 0) << d.err;
+    EXPECT_NE(d.err.find("has no summary record: the capture was cut off"), std::string::npos) << d.err;
+    auto recs = read_jsonl(dir.file("low.jsonl"));
+    EXPECT_GE(recs.size(), 31u);  // 4 KiB: the header, the device record and 31 commands
+    // Readers take a capture from a pipe, and dump refuses to overwrite its input.
+    auto p = run("cat " + cap + " | " + kvio_bin() + " distill --events /dev/stdin --filename /dev/null");
+    EXPECT_EQ(p.status, 0) << p.err;
+    EXPECT_NE(p.out.find("rw=read"), std::string::npos) << p.out;
+    const auto cap_bytes = fs::file_size(cap);
+    auto same = run(kvio_bin() + " dump " + cap + " -o " + cap);
+    EXPECT_EQ(same.status, 1);
+    EXPECT_NE(same.err.find("is the capture itself"), std::string::npos) << same.err;
+    EXPECT_EQ(fs::file_size(cap), cap_bytes);
+    EXPECT_TRUE(evbin_magic(slurp(cap)));
+    // Events on stdout: a traced command's own output goes to stderr, not into the stream.
+    auto o = run(kvio_bin() + " trace -q --events - -- sh -c 'echo from-the-command'");
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(o.out.find("from-the-command"), std::string::npos) << o.out;
+    EXPECT_NE(o.err.find("from-the-command"), std::string::npos) << o.err;
+    EXPECT_EQ(json::parse(o.out)["type"], "summary");
+}
+
 TEST(Trace, DurationEndsARunningCommand) {
     TempDir dir;
     auto r = run(kvio_bin() + " trace -q --duration 0.5 --json " + dir.file("t.json") + " -- sleep 30");

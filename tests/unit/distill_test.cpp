@@ -328,6 +328,14 @@ TEST(Distill, ImplausibleOffsetsAndSizesNameTheField) {
             EXPECT_EQ(std::string(e.what()), ef.path + ":2: field '" + field + "': " + std::to_string(value) + " " + msg);
         }
     }
+    // A flush has no sector: the kernel reports sector -1 (2^64 - 1) and 0 bytes. It is not a corrupt record.
+    EventsFile ef;
+    ef.cmd("write", 0, 4096, 1000, 2000);
+    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"flush","rwbs":"FF","sector":18446744073709551615,)"
+           R"("bytes":0,"ts_issue":3000,"ts_complete":4000,"pid":1,"tid":1})");
+    Profile p = profile_events(ef.load());
+    EXPECT_EQ(p.cmds(), 1u);
+    EXPECT_EQ(p.other_cmds, 1u);
 }
 
 TEST(Distill, RequiresFilename) {
