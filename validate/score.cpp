@@ -184,7 +184,9 @@ void print_report(std::ostream& os, const Report& r) {
     if (r.all.failed_ops) os << "note: " << r.all.failed_ops << " ops carry \"error\" and are not scored\n";
     if (r.tracer_dropped) os << "warning: the tracer dropped " << r.tracer_dropped << " events: measured counts are low\n";
     if (r.tracer_unmatched)
-        os << "warning: the tracer saw " << r.tracer_unmatched << " completions without their issue: those commands are missing from the events\n";
+        os << "warning: the tracer saw " << r.tracer_unmatched << " completions without their issue: requests issued before "
+              "the trace started, requests a device without FUA ends in its flush sequences without issuing them (two per "
+              "O_SYNC write on a loop device), or commands missing from the events\n";
     if (!r.events_summary) os << "warning: the events file has no summary record: the trace may be truncated\n";
     if (r.buffered) os << "warning: posix --buffered: commands come from page-cache writeback, the per-op projection does not apply\n";
 }
