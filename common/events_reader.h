@@ -66,6 +66,8 @@ public:
     void require(const EventRecord& r, EventField f) const {
         if (!r.has_field(f)) src_.fail(event_field_name(f), "missing");
     }
+    /// The file is a binary capture (kvio.events.bin/1), not JSONL.
+    bool is_capture() const { return bin_ != nullptr; }
     /// FILE and the line of the record last returned, for the caller's own field errors.
     const JsonSource& source() const { return src_; }
 

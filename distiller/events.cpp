@@ -67,6 +67,7 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
     std::map<std::string, DevCmds, std::less<>> devs;
     EventTrace out;
     out.path = path;
+    if (rd.is_capture()) out.format = "kvio.events.bin/1";
     EventRecord r;
     while (rd.next(r)) {
         const auto& src = rd.source();

@@ -52,6 +52,7 @@ struct EventTrace {
     bool has_summary = false;
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
     uint64_t lost_completes = 0;  ///< cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
+    std::string format = "kvio.events/1";  ///< or "kvio.events.bin/1" for a binary capture
 };
 
 /// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass

@@ -133,7 +133,7 @@ Profile profile_events(const EventTrace& t) {
                     " on the device, " + std::to_string(t.filtered_out) + " removed by --pid/--comm): empty input, no job");
     Profile p;
     p.source = t.path;
-    p.format = "kvio.events/1";
+    p.format = t.format;
     p.dev = t.dev;
     p.disk = t.disk;
     p.records = t.records;

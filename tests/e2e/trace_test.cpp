@@ -302,6 +302,8 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
         return std::regex_replace(t, std::regex("thinktime=[0-9]+"), "thinktime=N");  // µs from the stamps
     };
     EXPECT_EQ(job(dir.file("a.fio")), job(dir.file("b.fio")));
+    EXPECT_NE(slurp(dir.file("b.fio")).find("(kvio.events.bin/1)"), std::string::npos);
+    EXPECT_NE(slurp(dir.file("a.fio")).find("(kvio.events/1)"), std::string::npos);
     EXPECT_NE(job(dir.file("b.fio")).find("bssplit=64k/100,256k/100"), std::string::npos) << job(dir.file("b.fio"));
 }
 
