@@ -1,6 +1,7 @@
 #include "common/jsonl.h"
 
 #include <cstring>
+#include <filesystem>
 
 namespace kvio {
 
@@ -10,6 +11,8 @@ void JsonSource::fail(const std::string& field, const std::string& msg) const {
 
 JsonlReader::JsonlReader(const std::string& path) : in_(path), src_{path, 0} {
     if (!in_) throw Error(path + ": cannot open: " + std::strerror(errno));
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw Error(path + ": cannot open: " + std::strerror(EISDIR));
 }
 
 bool JsonlReader::next(json& out) {

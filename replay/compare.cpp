@@ -58,7 +58,7 @@ StreamStats stream_stats(const DeviceStream& s) {
 }
 
 Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b, const std::string& dev_b) {
-    DeviceStream sa = load_stream(a, dev_a), sb = load_stream(b, dev_b);
+    DeviceStream sa = load_stream(a, dev_a, "--dev-a MAJ:MIN"), sb = load_stream(b, dev_b, "--dev-b MAJ:MIN");
     Comparison c;
     c.a = stream_stats(sa);
     c.b = stream_stats(sb);

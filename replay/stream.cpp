@@ -6,7 +6,7 @@
 
 namespace kvio::replay {
 
-DeviceStream load_stream(const std::string& path, const std::string& dev) {
+DeviceStream load_stream(const std::string& path, const std::string& dev, const std::string& choose_with) {
     distiller::EventFilter f;
     f.dev = dev;
     distiller::EventTrace t;
@@ -14,9 +14,9 @@ DeviceStream load_stream(const std::string& path, const std::string& dev) {
         t = distiller::load_events(path, f);
     } catch (const Error& e) {
         std::string m = e.what();
-        // The distiller's own flag is --dev; ours is --map-dev / --dev-a / --dev-b.
+        // The distiller's own flag is --dev; the caller's is --map-dev (replay) or --dev-a / --dev-b (compare).
         if (m.find("several devices") != std::string::npos && dev.empty())
-            throw Error(m.substr(0, m.find("; choose")) + "; say which with --map-dev MAJ:MIN=PATH");
+            throw Error(m.substr(0, m.find("; choose")) + "; say which with " + choose_with);
         throw;
     }
     DeviceStream s;

@@ -22,8 +22,9 @@ struct DeviceStream {
 /// Reads device `dev` ("MAJ:MIN" or disk name; empty: the trace's only device) of `path`. On NVMe
 /// traces each command appears twice (block and nvme rows): the nvme rows are kept when the device has
 /// any, else the block rows. Throws kvio::Error (FILE:LINE: field ...) on malformed input, and when `dev`
-/// is empty but the trace holds several devices (naming them).
-DeviceStream load_stream(const std::string& path, const std::string& dev);
+/// is empty but the trace holds several devices (naming them and `choose_with`, the caller's option).
+DeviceStream load_stream(const std::string& path, const std::string& dev,
+                         const std::string& choose_with = "--map-dev MAJ:MIN=PATH");
 
 /// True for a read or write with bytes > 0 (what replay reissues).
 bool is_data(const distiller::Cmd& c);

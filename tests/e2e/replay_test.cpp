@@ -202,4 +202,14 @@ TEST_F(ReplayEvents, MissingTargetAndBadTiming) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("scale=F needs a positive number"), std::string::npos) << r.err;
     EXPECT_EQ(md5(b.path), before);
+    // A capture of two devices: each command names its own option for choosing one.
+    const std::string two = dir_->file("two.jsonl");
+    run("cp " + dir_->file("cap.jsonl") + " " + two + " && head -3 " + dir_->file("cap.jsonl") +
+        " | sed 's/\"dev\":\"[0-9]*:[0-9]*\"/\"dev\":\"7:999\"/' >> " + two);
+    r = run(kvio_bin() + " replay --events " + two + " --target " + b.path);
+    EXPECT_NE(r.err.find("say which with --map-dev MAJ:MIN=PATH"), std::string::npos) << r.err;
+    r = run(kvio_bin() + " compare " + two + " " + dir_->file("cap.jsonl"));
+    EXPECT_NE(r.err.find("say which with --dev-a MAJ:MIN"), std::string::npos) << r.err;
+    r = run(kvio_bin() + " compare " + dir_->file("cap.jsonl") + " " + two);
+    EXPECT_NE(r.err.find("say which with --dev-b MAJ:MIN"), std::string::npos) << r.err;
 }

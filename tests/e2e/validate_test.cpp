@@ -207,4 +207,8 @@ TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
     EXPECT_EQ(r.status, 1);
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, "kvio: " + tmp.file("no/dir/v.json") + ": cannot write: No such file or directory\n");
+    // A directory given as a JSONL file says so (was: "empty").
+    r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + tmp.path);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.err, "kvio: " + tmp.path + ": cannot open: Is a directory\n");
 }
