@@ -28,6 +28,24 @@ Encoder::Encoder() {
 
 void Encoder::device(const DeviceRecord& d) {
     if (devices_.insert(d.dev).second) record(Kind::Device, &d, sizeof d);
+    last_dev_ = d.dev;
+}
+
+DeviceRecord make_device_record(uint32_t dev, uint32_t lba_bytes, const std::string& majmin, const std::string& disk) {
+    DeviceRecord r{};
+    r.dev = dev;
+    r.lba_bytes = lba_bytes;
+    std::strncpy(r.majmin, majmin.c_str(), sizeof r.majmin - 1);
+    std::strncpy(r.disk, disk.c_str(), sizeof r.disk - 1);
+    return r;
+}
+
+DeviceFacts read_device_record(std::string_view payload, uint32_t& dev) {
+    DeviceRecord d;
+    std::memcpy(&d, payload.data(), sizeof d);
+    dev = d.dev;
+    return {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)), std::string(d.disk, strnlen(d.disk, sizeof d.disk)),
+            d.lba_bytes ? d.lba_bytes : 512};
 }
 
 void Encoder::record(Kind k, const void* p, size_t n) {

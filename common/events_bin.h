@@ -55,6 +55,18 @@ struct DeviceRecord {
 };
 static_assert(sizeof(DeviceRecord) == 56);
 
+/// A device record's facts as strings: what readers and `kvio dump` need ("7:0", "loop0", 512).
+struct DeviceFacts {
+    std::string majmin, disk;
+    uint32_t lba_bytes = 512;
+};
+
+/// A DeviceRecord for `dev` (names cut to the record's fields, NUL-terminated).
+DeviceRecord make_device_record(uint32_t dev, uint32_t lba_bytes, const std::string& majmin, const std::string& disk);
+/// The facts of a Device record's payload (sizeof(DeviceRecord) bytes); an LBA size of 0 reads as 512.
+/// Returns the device's kernel dev_t in `dev`.
+DeviceFacts read_device_record(std::string_view payload, uint32_t& dev);
+
 /// Appends kvio.events.bin/1 to a growing byte buffer; the caller writes data()/size() out and clear()s.
 class Encoder {
 public:
@@ -67,7 +79,8 @@ public:
     void syscall(const kvio_syscall_event& e) { record(Kind::Syscall, &e, sizeof e); }
     /// Appends a Json record holding `text` (one JSON object, no newline).
     void json(std::string_view text) { record(Kind::Json, text.data(), text.size()); }
-    bool has_device(uint32_t dev) const { return devices_.count(dev) != 0; }
+    /// Whether device() was called for `dev` (one compare for the device of the last call).
+    bool has_device(uint32_t dev) const { return dev == last_dev_ || devices_.count(dev) != 0; }
 
     const char* data() const { return buf_.data(); }
     size_t size() const { return buf_.size(); }
@@ -78,6 +91,7 @@ private:
     void record(Kind k, const void* p, size_t n);
     std::string buf_;
     std::unordered_set<uint32_t> devices_;
+    uint32_t last_dev_ = UINT32_MAX;  ///< never a dev_t the tracer reports (major 4095, minor 2^20 - 1)
 };
 
 /// Opens `path` for reading and allocates a read buffer of `bytes` (malloc; the caller frees it and fcloses).

@@ -274,12 +274,9 @@ bool EventsReader::next_bin(EventRecord& r) {
         auto set = [&r](F f) { r.has |= 1u << unsigned(f); };
         switch (kind) {
         case evbin::Kind::Device: {
-            evbin::DeviceRecord d;
-            std::memcpy(&d, p.data(), sizeof d);
-            BinDev& bd = bin_devs_[d.dev];
-            bd.majmin.assign(d.majmin, strnlen(d.majmin, sizeof d.majmin));
-            bd.disk.assign(d.disk, strnlen(d.disk, sizeof d.disk));
-            bd.lba_bytes = d.lba_bytes ? d.lba_bytes : 512;
+            uint32_t dev = 0;
+            evbin::DeviceFacts facts = evbin::read_device_record(p, dev);
+            bin_devs_[dev] = std::move(facts);
             continue;
         }
         case evbin::Kind::Cmd: {
@@ -287,7 +284,7 @@ bool EventsReader::next_bin(EventRecord& r) {
             std::memcpy(&e, p.data(), sizeof e);
             auto it = bin_devs_.find(e.dev);
             if (it == bin_devs_.end()) src_.fail("dev", "a cmd record of device " + std::to_string(e.dev) + " before its device record");
-            const BinDev& d = it->second;
+            const evbin::DeviceFacts& d = it->second;
             const bool nvme = e.src == KVIO_SRC_NVME;
             r.type = "cmd", r.src = nvme ? "nvme" : "block", r.dev = d.majmin, r.disk = d.disk;
             r.op = nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf);

@@ -11,13 +11,11 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/events_bin.h"
 #include "common/jsonl.h"
 
 namespace kvio {
 
-namespace evbin {
-class Reader;
-}
 
 /// The top-level keys of a kvio.events/1 record that readers interpret (bit positions in EventRecord::has).
 /// Other keys (d2c_ns, qid, syscall fields, ...) are skipped unchecked.
@@ -84,11 +82,7 @@ private:
     std::unique_ptr<Parser> parser_;
     // kvio.events.bin input: the record stream, its device table, and storage the string views point into.
     std::unique_ptr<evbin::Reader> bin_;
-    struct BinDev {
-        std::string majmin, disk;
-        uint32_t lba_bytes = 512;
-    };
-    std::unordered_map<uint32_t, BinDev> bin_devs_;
+    std::unordered_map<uint32_t, evbin::DeviceFacts> bin_devs_;
     char rwbs_[8] = {}, comm_[16] = {};
     std::string json_;
 };

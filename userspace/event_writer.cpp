@@ -55,12 +55,7 @@ void EventWriter::cmd(const kvio_cmd_event& e) {
     if (bin_) {
         if (!benc_.has_device(e.dev)) {
             const auto& d = devs_.get(e.dev);
-            evbin::DeviceRecord r{};
-            r.dev = e.dev;
-            r.lba_bytes = d.lba_bytes;
-            std::strncpy(r.majmin, d.majmin.c_str(), sizeof r.majmin - 1);
-            std::strncpy(r.disk, d.disk.c_str(), sizeof r.disk - 1);
-            benc_.device(r);
+            benc_.device(evbin::make_device_record(e.dev, d.lba_bytes, d.majmin, d.disk));
         }
         benc_.cmd(e);
     } else {
@@ -109,9 +104,17 @@ bool EventWriter::buffered() {
     return ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) == 0;
 }
 
+void EventWriter::write_aligned_blocks() {
+    size_t aligned = staged_ / kDirectAlign * kDirectAlign;
+    if (!aligned) return;
+    write_all(stage_.get(), aligned);
+    std::memmove(stage_.get(), stage_.get() + aligned, staged_ - aligned);
+    staged_ -= aligned;
+}
+
 void EventWriter::flush(bool last) {
-    const char* p = bin_ ? benc_.data() : enc_.data();
-    size_t n = bin_ ? benc_.size() : enc_.size();
+    const char* p = encoded_data();
+    size_t n = encoded_size();
     if (!stage_) {
         write_all(p, n);
         clear_encoded();
@@ -130,27 +133,21 @@ void EventWriter::flush(bool last) {
     }
     clear_encoded();
     if (last && staged_) {
-        size_t aligned = staged_ / kDirectAlign * kDirectAlign;
-        write_all(stage_.get(), aligned);
-        if (staged_ > aligned) {
+        write_aligned_blocks();
+        if (staged_) {  // the partial last block
             buffered();
-            write_all(stage_.get() + aligned, staged_ - aligned);
+            write_all(stage_.get(), staged_);
+            staged_ = 0;
         }
-        staged_ = 0;
     }
 }
 
 void EventWriter::flush_idle(uint64_t now_ns) {
     if (now_ns - last_flush_ns_ < kIdleFlushNs) return;
     last_flush_ns_ = now_ns;
-    if ((bin_ ? benc_.size() : enc_.size()) == 0 && staged_ < kDirectAlign) return;
+    if (encoded_size() == 0 && staged_ < kDirectAlign) return;
     flush(false);
-    if (stage_ && staged_ >= kDirectAlign) {  // whole aligned blocks now; the rest (< 4 KiB) waits
-        size_t aligned = staged_ / kDirectAlign * kDirectAlign;
-        write_all(stage_.get(), aligned);
-        std::memmove(stage_.get(), stage_.get() + aligned, staged_ - aligned);
-        staged_ -= aligned;
-    }
+    if (stage_) write_aligned_blocks();  // whole blocks now; the rest (< 4 KiB) waits
 }
 
 void EventWriter::close() {

@@ -62,9 +62,14 @@ public:
     void close();
 
 private:
+    const char* encoded_data() const { return bin_ ? benc_.data() : enc_.data(); }
+    size_t encoded_size() const { return bin_ ? benc_.size() : enc_.size(); }
+    void clear_encoded() { bin_ ? benc_.clear() : enc_.clear(); }
     void maybe_flush() {
-        if ((bin_ ? benc_.size() : enc_.size()) >= chunk_) flush(false);
+        if (encoded_size() >= chunk_) flush(false);
     }
+    /// Direct I/O: writes the whole 4 KiB blocks of the staging buffer and moves the rest to its front.
+    void write_aligned_blocks();
     /// Moves the encoded text to the file; `last`: also the partial tail (close()).
     void flush(bool last);
     void write_all(const char* p, size_t n);
@@ -84,7 +89,6 @@ private:
     size_t chunk_;
     uint64_t written_ = 0;
     DevCache devs_;
-    void clear_encoded() { bin_ ? benc_.clear() : enc_.clear(); }
     bool bin_ = false;
     EventEncoder enc_;
     evbin::Encoder benc_;  ///< starts with the file header: written out with the first chunk

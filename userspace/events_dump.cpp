@@ -52,11 +52,10 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
         while (r.next(kind, p)) {
             switch (kind) {
             case evbin::Kind::Device: {
-                evbin::DeviceRecord d;
-                std::memcpy(&d, p.data(), sizeof d);
-                devs.put(d.dev, {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)),
-                                 std::string(d.disk, strnlen(d.disk, sizeof d.disk)), d.lba_bytes ? d.lba_bytes : 512});
-                known.insert(d.dev);
+                uint32_t dev = 0;
+                evbin::DeviceFacts d = evbin::read_device_record(p, dev);
+                devs.put(dev, {d.majmin, d.disk, d.lba_bytes});
+                known.insert(dev);
                 break;
             }
             case evbin::Kind::Cmd: {

@@ -111,12 +111,7 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
     evbin::Encoder benc;
     kvio_cmd_event be{};
     if (bin) {
-        evbin::DeviceRecord d{};
-        d.dev = uint32_t(m.dev);
-        d.lba_bytes = uint32_t(m.lba_bytes);
-        std::strncpy(d.majmin, m.dev_str.c_str(), sizeof d.majmin - 1);
-        std::strncpy(d.disk, "synth0", sizeof d.disk - 1);
-        benc.device(d);
+        benc.device(evbin::make_device_record(uint32_t(m.dev), uint32_t(m.lba_bytes), m.dev_str, "synth0"));
         be.type = KVIO_EV_CMD;
         be.src = KVIO_SRC_BLOCK;
         be.dev = uint32_t(m.dev);
