@@ -16,11 +16,13 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
+LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
-LIBS     := replay distiller validate workload common
-LIB_SRCS  = $(wildcard $(1)/*.cpp)
+# serving (the `kvio simulate` workload) lives in workload/serving/ and links before the stages it calls.
+LIBS     := serving replay distiller validate workload common
+LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
+LIB_SRCS  = $(wildcard $(call LIB_DIR,$(1))/*.cpp)
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
 LIB_ARCHIVES := $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
 
@@ -87,7 +89,7 @@ $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
 $(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"
-	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -luring -lpthread
+	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
 
 $(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"

@@ -2,7 +2,7 @@
 # Installs the Debian packages kvio builds and tests with; installs only what is missing.
 set -euo pipefail
 pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
-      libcli11-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
+      libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs
       qemu-system-x86 busybox-static
       chromium)

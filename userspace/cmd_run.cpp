@@ -30,7 +30,7 @@ void add_run_command(CLI::App& app) {
         "removes it at the end (also on Ctrl-C, SIGTERM, SIGHUP or an error); the verify replay always uses a second such device.\n"
         "Needs root. Example: sudo kvio run --num-chunks 8 --out /tmp/r1");
     add_model_options(sub, o->model);
-    sub->get_option("--model")->description("Built-in model (default llama3.1-8b): tiny-1b, mistral-7b, llama2-7b, llama3.1-8b, llama3.1-70b-instruct, deepseek-v3, qwen3-32b, gpt-oss-20b, gpt-oss-120b");
+    sub->get_option("--model")->description("Built-in model (default llama3.1-8b): tiny-1b (the MLPerf KV benchmark's, 24,576 B/token), llama3.2-1b, mistral-7b, llama2-7b, llama3.1-8b, llama3.1-70b-instruct, deepseek-v3, qwen3-32b, gpt-oss-20b, gpt-oss-120b");
     auto& r = o->run;
     sub->add_option("--target", r.target,
                     "Device, file or directory for gen (default: an embedded loop device over a sparse image in --out); "

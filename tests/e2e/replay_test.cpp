@@ -23,9 +23,9 @@ std::string md5(const std::string& path) {
     return r.out.substr(0, 32);
 }
 
-/// `kvio gen` 4 tiny-1b objects (8 MiB each) on `dev`, writing the manifest to `rec`.
+/// `kvio gen` 4 llama3.2-1b objects (8 MiB each) on `dev`, writing the manifest to `rec`.
 void gen_manifest(const std::string& dev, const std::string& rec) {
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 4 --target " + dev + " --record " + rec);
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --target " + dev + " --record " + rec);
     ASSERT_EQ(r.status, 0) << r.err << r.out;
 }
 

@@ -23,7 +23,7 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kTinyObject = 8 * kMiB;  // tiny-1b: 32,768 B/token × 256 tokens
+constexpr uint64_t kTinyObject = 8 * kMiB;  // llama3.2-1b: 32,768 B/token × 256 tokens
 
 uint64_t sysfs_u64(const std::string& disk, const std::string& attr) {
     return std::stoull(slurp("/sys/block/" + disk + "/queue/" + attr));
@@ -145,7 +145,7 @@ TEST(WorkloadGeometry, CliKnownAnswers) {
 TEST(WorkloadGen, SlotsOnLoopPosixDirect) {
     LoopDevice loop(96 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 4 --target " + loop.path + " --semantic " + d.file("s.jsonl") +
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --target " + loop.path + " --semantic " + d.file("s.jsonl") +
                  " --record " + d.file("rec.json"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("verified against the pattern: ok"), std::string::npos) << r.out;
@@ -177,7 +177,7 @@ TEST(WorkloadGen, SlotsOnLoopPosixDirect) {
 TEST(WorkloadGen, SlotsOnLoopIoUringQd4Interleaved) {
     LoopDevice loop(96 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 4 --engine io_uring --qd 4 --pattern interleaved --target " +
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 4 --pattern interleaved --target " +
                  loop.path + " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
@@ -228,7 +228,7 @@ TEST(WorkloadGen, FilesOnExt4MatchFiemapAndDevice) {
     TempDir d;
     for (std::string engine : {"posix", "io_uring"}) {
         SCOPED_TRACE(engine);
-        auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 4 --qd 4 --engine " + engine + " --target " + dir +
+        auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --qd 4 --engine " + engine + " --target " + dir +
                      " --semantic " + d.file("f.jsonl"));
         ASSERT_EQ(r.status, 0) << r.err << r.out;
         auto lines = read_jsonl(d.file("f.jsonl"));
@@ -260,7 +260,7 @@ TEST(WorkloadGen, RegularFileSlotsOnExt4) {
     { std::ofstream(img).put('\0'); }
     std::filesystem::resize_file(img, 0);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 4 --engine io_uring --qd 2 --target " + img + " --semantic " +
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 2 --target " + img + " --semantic " +
                  d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_GE(std::filesystem::file_size(img), kMiB + 4 * (4096 + kTinyObject));  // fallocate grew it
@@ -285,14 +285,14 @@ TEST(WorkloadGen, Refusals) {
     EXPECT_NE(r.err.find("unknown model 'llama-9000'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("qwen3-32b"), std::string::npos) << r.err;
     // missing target
-    r = run(gen + "--model tiny-1b --target /dev/kvio-no-such-device");
+    r = run(gen + "--model llama3.2-1b --target /dev/kvio-no-such-device");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
     // uring_cmd on a block device; cufile not built
-    r = run(gen + "--model tiny-1b --engine uring_cmd --target " + loop.path);
+    r = run(gen + "--model llama3.2-1b --engine uring_cmd --target " + loop.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("/dev/ngXnY"), std::string::npos) << r.err;
-    r = run(gen + "--model tiny-1b --engine cufile --target " + loop.path);
+    r = run(gen + "--model llama3.2-1b --engine cufile --target " + loop.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("not built in"), std::string::npos) << r.err;
     // too small a device
@@ -301,17 +301,17 @@ TEST(WorkloadGen, Refusals) {
     EXPECT_NE(r.err.find("lower --num-chunks"), std::string::npos) << r.err;
     // non-empty first MiB: refused, then --force writes
     run("printf 'KVIO' | dd of=" + loop.path + " bs=1 seek=5000 conv=notrunc status=none");
-    r = run(gen + "--model tiny-1b --target " + loop.path);
+    r = run(gen + "--model llama3.2-1b --target " + loop.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("byte 5000"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
-    r = run(gen + "--model tiny-1b --force --target " + loop.path);
+    r = run(gen + "--model llama3.2-1b --force --target " + loop.path);
     EXPECT_EQ(r.status, 0) << r.err;
 }
 
 TEST(WorkloadGen, RefusesMountedDeviceEvenWithForce) {
     Ext4Mount fs(32 * kMiB);
-    auto r = run(kvio_bin() + " gen -q --num-chunks 1 --model tiny-1b --force --target " + fs.loop.path);
+    auto r = run(kvio_bin() + " gen -q --num-chunks 1 --model llama3.2-1b --force --target " + fs.loop.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("mounted on " + fs.mnt), std::string::npos) << r.err;
 }
@@ -336,7 +336,7 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
     ASSERT_EQ(r.status, 0) << r.err;
     std::string part = loop.path + "p1";
     TempDir d;
-    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 2 --target " + part + " --semantic " + d.file("s.jsonl"));
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 2 --target " + part + " --semantic " + d.file("s.jsonl"));
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
     EXPECT_EQ(lines.size(), 5u);
@@ -353,7 +353,7 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
         }
     }
     // The whole disk now holds a partition table in its first MiB: refused without --force.
-    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 1 --target " + loop.path);
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 1 --target " + loop.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("byte 450"), std::string::npos) << r.err;
     run("partx -d " + loop.path);
@@ -362,7 +362,7 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
 TEST(WorkloadGen, VerifyFullOnLoop) {
     LoopDevice loop(64 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 3 --engine io_uring --qd 4 --verify full --target " + loop.path +
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 3 --engine io_uring --qd 4 --verify full --target " + loop.path +
                  " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("verified against the pattern: ok (verify full: every byte)"), std::string::npos) << r.out;
@@ -376,7 +376,7 @@ TEST(WorkloadGen, VerifyFullOnLoop) {
         // Full checksums cover every word: store and load both equal the pattern's.
         EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, id + 1, kTinyObject, Verify::Full))) << x.dump();
     }
-    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 1 --verify crc --target " + loop.path);
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 1 --verify crc --target " + loop.path);
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("--verify"), std::string::npos) << r.err;
 }

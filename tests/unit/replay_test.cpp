@@ -117,7 +117,7 @@ namespace {
 kvio::workload::Record small_record() {
     using namespace kvio::workload;
     GeometryOptions go;
-    Geometry g = compute_geometry(builtin_model("tiny-1b"), go);
+    Geometry g = compute_geometry(builtin_model("llama3.2-1b"), go);
     DeviceGeometry d;
     d.engine = "posix";
     d.lba_bytes = 512;

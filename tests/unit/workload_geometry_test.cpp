@@ -19,8 +19,10 @@ Geometry geo(const std::string& name, uint32_t tp = 1, std::optional<KvDtype> dt
 
 // layers × 2 × kv_heads × head_dim × dtype_bytes, by hand:
 TEST(Geometry, BuiltinBytesPerToken) {
-    EXPECT_EQ(geo("tiny-1b").bytes_per_token, 16ull * 2 * 8 * 64 * 2);          // 32,768
-    EXPECT_EQ(geo("tiny-1b").bytes_per_token, 32768u);
+    EXPECT_EQ(geo("llama3.2-1b").bytes_per_token, 16ull * 2 * 8 * 64 * 2);      // 32,768
+    EXPECT_EQ(geo("llama3.2-1b").bytes_per_token, 32768u);
+    // The MLPerf KV-cache benchmark's tiny-1b (kv_cache/models.py): 12 layers × 4 KV heads × 128 × 2 × fp16
+    EXPECT_EQ(geo("tiny-1b").bytes_per_token, 24576u);
     EXPECT_EQ(geo("mistral-7b").bytes_per_token, 131072u);                      // 32·2·8·128·2
     EXPECT_EQ(geo("llama2-7b").bytes_per_token, 524288u);                       // 32·2·32·128·2 (fp16, MHA)
     EXPECT_EQ(geo("llama3.1-8b").bytes_per_token, 131072u);                     // 32·2·8·128·2
@@ -29,7 +31,7 @@ TEST(Geometry, BuiltinBytesPerToken) {
     EXPECT_EQ(geo("qwen3-32b").bytes_per_token, 262144u);                       // 64·2·8·128·2 (head_dim 128, not 5120/64)
     EXPECT_EQ(geo("gpt-oss-20b").bytes_per_token, 49152u);                      // 24·2·8·64·2 (head_dim 64, not 2880/64)
     EXPECT_EQ(geo("gpt-oss-120b").bytes_per_token, 73728u);                     // 36·2·8·64·2
-    EXPECT_EQ(builtin_model_names().size(), 9u);
+    EXPECT_EQ(builtin_model_names().size(), 10u);
 }
 
 TEST(Geometry, ChunkObjectBytes) {

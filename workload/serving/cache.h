@@ -1,0 +1,121 @@
+// The multi-tier KV cache of the serving simulation (spec §5; benchmark cache.py:MultiTierCache): GPU → CPU →
+// storage tiers, placement by the waterfall policy (waterfall.h: capacities, 0.8 target, 0.95 large-entry rule,
+// recursive LRU demotion, LRU deletion at the bottom, no promotion), real I/O through one tier backend per tier
+// (tiers.h), and the benchmark's counters and latency lists with its accounting bugs fixed (docs/simulate.md).
+// Every method is thread-safe; many workers call allocate()/access() at once.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/serving/config.h"
+
+namespace kvio::serving {
+
+enum class Tier { Gpu = 0, Cpu = 1, Storage = 2 };
+/// "gpu" | "cpu" | "storage" (the results' key spelling; the benchmark's code says "nvme" for storage).
+const char* tier_name(Tier t);
+
+/// Phase of a cache operation: PREFILL writes (and prefill-phase reads), DECODE reads. Trace CSV: "Prefill" /
+/// "Decode"; demotion pairs are logged as "Evict".
+enum class CachePhase { Prefill, Decode };
+
+/// Which counter a hit feeds (benchmark access_cache cache_type): system_prompt_hits, common_phrase_hits,
+/// multi_turn_hits, user_cache_hits.
+enum class CacheType { User, System, MultiTurn, CommonPhrase };
+
+/// Times of one backend op, in seconds (the benchmark's unit), CLOCK_MONOTONIC. For GPU and CPU tiers
+/// total = device = host. Storage (spec §4.5 L4): write host = the write() calls into the page cache (or the
+/// O_DIRECT transfers' submission), device = fsync (buffered) or transfer completion (direct); read host = open +
+/// fadvise, device = the read() calls / transfers. Data generation is never included.
+struct OpTiming {
+    double total = 0, host = 0, device = 0;
+};
+
+struct AllocResult {
+    bool ok = false;        ///< false: no tier took it, or the write failed (then nothing is counted as written)
+    bool existed = false;   ///< key was already cached: no I/O, latency 0 (benchmark step 1)
+    Tier tier = Tier::Storage;
+    double latency_s = 0;   ///< timing.total of the write (demotions it caused are not in it, as in the benchmark)
+};
+
+struct AccessResult {
+    bool hit = false;
+    bool ok = false;        ///< hit and the read succeeded
+    Tier tier = Tier::Storage;
+    double latency_s = 0;   ///< timing.total of the read; 0 on a miss
+};
+
+/// Counters and per-op latency lists, a consistent copy (stats()). Byte counters are bytes; lists are seconds.
+/// Names follow summary.cache_stats (spec §9.3) where the benchmark has the figure.
+struct CacheStats {
+    uint64_t cache_hits = 0, cache_misses = 0;
+    uint64_t system_prompt_hits = 0, common_phrase_hits = 0, user_cache_hits = 0, multi_turn_hits = 0;
+    uint64_t prefill_writes = 0, decode_reads = 0;
+    uint64_t read_operations = 0, write_operations = 0;      ///< read_iops / write_iops in the JSON (counts)
+    uint64_t total_read_bytes = 0, total_write_bytes = 0;    ///< completed ops only (kvio fix: the benchmark counts before I/O)
+    uint64_t offloads_cpu = 0, offloads_storage = 0, evictions = 0;
+    double storage_tokens_processed = 0;
+    uint64_t tier_bytes_written[3] = {}, tier_bytes_read[3] = {};  ///< direct ops + demotions (fix #408/#420)
+    uint64_t entries[3] = {};                                      ///< entries present now
+    uint64_t used_bytes[3] = {}, limit_bytes[3] = {};              ///< limit UINT64_MAX = unlimited
+    bool tier_present[3] = {};
+    std::vector<double> read_lat[3], write_lat[3];                 ///< total, per op, direct ops only
+    std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
+    // kvio's additions (the benchmark does not count these: #421)
+    uint64_t demotions[3] = {};            ///< demotions *into* tier t
+    uint64_t demotion_bytes[3] = {};
+    std::vector<double> demotion_lat[3];   ///< read from source + write to destination, s
+    uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
+    uint64_t failed_writes = 0, failed_reads = 0;
+    std::string first_error;               ///< first I/O error seen (empty if none)
+};
+
+class MultiTierCache {
+public:
+    /// Builds the tiers from the config (spec §5.1): GPU = gpu_mem_gb × num_gpus GiB (present only when > 0; the
+    /// model or CUDA tier per c.gpu_tier — never silently dropped: gpu_tier_description() says which runs), CPU =
+    /// cpu_mem_gb GiB of real RAM, storage under c.cache_dir (a directory: one file per entry; a block device: an
+    /// extent allocator on the device, with kvio gen's safety refusals) limited to storage_capacity_gb GiB or
+    /// statvfs f_bavail × f_frsize × 0.95. With c.io_trace_log all tiers are null backends and every op is a CSV
+    /// row. Throws kvio::Error for an unusable cache_dir or device.
+    MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std::ostream* log);
+    ~MultiTierCache();
+    MultiTierCache(const MultiTierCache&) = delete;
+    MultiTierCache& operator=(const MultiTierCache&) = delete;
+
+    /// allocate_cache(key, tokens, phase): size = tokens × bytes_per_token / TP bytes; places and writes it.
+    /// Bounded by --max-concurrent-allocs (a semaphore held across data generation, placement and the write).
+    AllocResult allocate(const std::string& key, int64_t tokens, CachePhase phase = CachePhase::Prefill);
+    /// access_cache(key, phase, cache_type): a full-entry read if present (no promotion), else a miss.
+    AccessResult access(const std::string& key, CachePhase phase, CacheType type);
+    bool contains(const std::string& key) const;
+    /// Keys currently cached whose name starts with `prefix` (decode-only picks among "prepop_").
+    std::vector<std::string> keys_with_prefix(const std::string& prefix) const;
+
+    CacheStats stats() const;
+    /// reset_stats(): counters and lists to zero; entries and usage stay (after precondition / prepopulation).
+    void reset_stats();
+    /// summary.cache_stats (spec §9.3) for a run of `elapsed_s` seconds: every key the benchmark writes, same units,
+    /// percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
+    nlohmann::ordered_json cache_stats_json(double elapsed_s, const std::string& performance_profile) const;
+    /// kvio's additions for the results' kvio object: demotions, deletions, failures, tier limits and backends.
+    nlohmann::ordered_json kvio_json() const;
+    /// "model (64 GB/s host↔GPU, no device)" | "cuda (NVIDIA ...)" | "absent (--gpu-mem-gb 0)".
+    std::string gpu_tier_description() const;
+    /// Storage tier description: path, filesystem or device, I/O mode, limit.
+    std::string storage_description() const;
+    /// bytes per token / TP: the entry size of `tokens` tokens.
+    uint64_t entry_bytes(int64_t tokens) const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvio::serving

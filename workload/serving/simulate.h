@@ -1,0 +1,29 @@
+// `kvio simulate` as a library call: the MLPerf Storage KV Cache Benchmark v3.0 serving workload (spec
+// ../shared/mlperf-kv-benchmark.md §3–§9) run natively: open-loop users, one priority queue, min(users, 500)
+// workers, the per-request steps (prefix → multi-turn reads → prefill write → RAG → decode → generation), the
+// multi-tier cache (cache.h), and the benchmark's results JSON plus a `kvio` object.
+#pragma once
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/serving/config.h"
+
+namespace kvio::serving {
+
+/// What a run produced.
+struct SimResult {
+    nlohmann::ordered_json results;  ///< the document written to --output (spec §9 keys + "kvio")
+    std::string output_path;         ///< where it was written
+    int exit_code = 0;               ///< 0, or 130/143 when stopped by SIGINT/SIGTERM (results still written)
+};
+
+/// Runs the simulation to --duration / --max-requests (or a signal: SIGINT/SIGTERM/SIGHUP stop it early, the
+/// in-flight requests finish, everything measured so far is written). `console` gets the benchmark's report
+/// sections (null: none); `progress` gets one line per c.progress_interval_s (elapsed/total, requests done,
+/// tokens/s, queue length, storage GiB/s). Throws kvio::Error for invalid configs (validate_config's messages)
+/// and unusable cache directories before any request is issued.
+SimResult run_simulation(const SimConfig& c, std::ostream* console, std::ostream* progress);
+
+}  // namespace kvio::serving
