@@ -27,8 +27,12 @@ TEST(GenTarget, ReadOnlyDeviceIsRefusedByGenAndReplay) {
     auto ro = run("losetup --find --show -r " + rw.backing);
     ASSERT_EQ(ro.status, 0) << ro.err;
     std::string dev = ro.out.substr(0, ro.out.find('\n'));
+    std::ofstream(d.file("ev.jsonl")) << R"({"type":"cmd","src":"block","dev":"7:200","disk":"loop200","op":"write","rwbs":"W",)"
+                                      << R"("sector":2048,"bytes":4096,"ts_issue":1000,"ts_complete":2000,"d2c_ns":1000,)"
+                                      << R"("pid":1,"tid":1,"comm":"app"})" << "\n";
     for (const std::string& cmd : {kGen + "--target " + dev, kGen + "--force --target " + dev,
-                                   std::string(" replay -q --force --record ") + d.file("rec.json") + " --target " + dev}) {
+                                   std::string(" replay -q --force --record ") + d.file("rec.json") + " --target " + dev,
+                                   std::string(" replay --force --events ") + d.file("ev.jsonl") + " --target " + dev}) {
         SCOPED_TRACE(cmd);
         auto r = run(kvio_bin() + cmd);
         EXPECT_EQ(r.status, 1) << r.err;
