@@ -1,10 +1,8 @@
 #include "userspace/run_pipeline.h"
 
 #include <fcntl.h>
-#include <sys/statvfs.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <sstream>
 
 #include "common/devinfo.h"
