@@ -38,7 +38,7 @@ E2E_SRCS  := $(wildcard tests/e2e/*.cpp)
 UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
 E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 
-.PHONY: all deps test unit-test e2e-test clean demo bench static
+.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE
 all: $(BUILD)/kvio
 
 deps:
@@ -65,6 +65,15 @@ $(BUILD)/%.o: %.cpp
 
 # userspace objects include skeletons
 $(CLI_OBJS): $(BPF_SKELS)
+
+# `kvio --version`: `git describe` of the source tree at build time ("unknown" outside a git checkout). The header
+# is rewritten only when the text changes, so an unchanged tree rebuilds nothing.
+KVIO_VERSION := $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
+$(BUILD)/kvio_version.h: FORCE
+	@mkdir -p $(@D)
+	@v='#define KVIO_VERSION "$(KVIO_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+$(BUILD)/userspace/main.o: $(BUILD)/kvio_version.h
+FORCE:
 
 define LIB_RULE
 $(BUILD)/lib$(1).a: $(call LIB_OBJS,$(1))

@@ -85,7 +85,7 @@ EventsSummary replay_events(const EventsOptions& o) {
         // Target first: a missing target is refused before the (possibly large) capture is read.
         workload::TargetInfo t = workload::inspect_target(path);
         if (t.kind != workload::TargetKind::BlockDevice && t.kind != workload::TargetKind::RegularFile)
-            throw Error("replay target " + path + " is a " + workload::target_kind_name(t.kind) +
+            throw Error("replay target " + path + " is " + workload::target_kind_phrase(t.kind) +
                         "; device-level replay needs a block device or a regular file");
         {
             CheckComm comm;  // the check reads the first MiB

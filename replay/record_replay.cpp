@@ -68,11 +68,11 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     workload::check_engine_target(engine, t);
     const workload::Layout layout = rec.device.layout;
     if (layout == workload::Layout::Files && t.kind != workload::TargetKind::Directory)
-        throw Error("the manifest uses the files layout: --target must be a directory; " + o.target + " is a " +
-                    workload::target_kind_name(t.kind));
+        throw Error("the manifest uses the files layout: --target must be a directory, but " + o.target + " is " +
+                    workload::target_kind_phrase(t.kind) + ".");
     if (layout == workload::Layout::Slots && t.kind == workload::TargetKind::Directory)
-        throw Error("the manifest uses the slots layout: --target must be a block device or a regular file; " + o.target +
-                    " is a directory");
+        throw Error("the manifest uses the slots layout: --target must be a block device or a regular file, but " + o.target +
+                    " is a directory.");
     {
         CheckComm comm;  // the check reads the first MiB
         workload::check_device_safe(t, o.force);
@@ -107,14 +107,16 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
         t.capacity_bytes = need;
         rec.device.capacity_bytes = need;
     }
-    if (need > t.capacity_bytes)
-        throw Error(o.target + " has room for " + std::to_string(t.capacity_bytes) + " bytes but the recorded " +
+    const uint64_t room = layout == workload::Layout::Files ? workload::files_layout_room(t, nobj) : t.capacity_bytes;
+    if (need > room)
+        throw Error(o.target + " has room for " + std::to_string(room) + " bytes but the recorded " +
                     std::to_string(nobj) + " objects need " + std::to_string(need));
 
     workload::RunOptions ro;
     ro.semantic_path = o.semantic_path;
     ro.progress = o.progress;
     ro.label = "kvio replay";
+    ro.stop = o.stop;
     r.summary = workload::run_record(rec, t, ro);
     r.record = std::move(rec);
     return r;

@@ -21,6 +21,7 @@ struct RecordReplayOptions {
     std::string semantic_path;   ///< kvio.semantic/1 JSONL of the replay, empty = none
     bool force = false;          ///< overwrite data in the first MiB or in the slots (never a mounted device)
     std::ostream* progress = nullptr;
+    const volatile sig_atomic_t* stop = nullptr;  ///< see workload::GenOptions::stop
 };
 
 /// The device geometry for `target` derived from the recorded one: LBA size, MDTS and the transfer cap

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "distiller/events.h"
@@ -33,6 +35,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 void run_distill(const DistillArgs& a) {
     using namespace kvio::distiller;
+    // Before anything is read or written: the replay runs under `kvio trace` (BPF) and writes a raw device.
+    if (a.verify && ::geteuid() != 0)
+        throw Error("distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
+                    "sudo (nothing was written)");
     if (a.events.empty() && a.trace_json.empty())
         throw Error("distill: give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
     if (a.filename.empty())

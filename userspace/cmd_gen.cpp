@@ -1,10 +1,13 @@
 // `kvio gen`: issue the store/load stream of KV-cache offload for a model on a device, file or directory.
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 
 #include "common/error.h"
 #include "userspace/commands.h"
 #include "userspace/model_options.h"
+#include "userspace/stop_signals.h"
 #include "workload/gen.h"
 
 namespace kvio::cli {
@@ -26,7 +29,8 @@ void add_gen_command(CLI::App& app) {
     auto& g = o->gen;
     sub->add_option("--target", g.target,
                     "Block device (slots layout), NVMe generic char device /dev/ngXnY (uring_cmd), regular file "
-                    "(slots, grown with fallocate) or directory (one file per object)")
+                    "(slots; created if absent, grown with fallocate) or directory (one file per object; created if absent "
+                    "with --layout files)")
         ->required();
     sub->add_option("--engine", g.engine, "I/O engine: posix (pread/pwrite; threads for --qd > 1), io_uring (fixed buffers), uring_cmd (NVMe passthrough), cufile")
         ->capture_default_str()
@@ -44,7 +48,8 @@ void add_gen_command(CLI::App& app) {
     sub->add_flag("--buffered", g.buffered, "Page cache instead of O_DIRECT: stores end with fsync, loads start with posix_fadvise(DONTNEED)");
     sub->add_option("--max-io", g.max_io_bytes,
                     "Transfer cap in bytes (default: min(max_sectors_kb×1024, max_segments×PAGE_SIZE) of the device; "
-                    "uring_cmd: MDTS instead of max_sectors_kb)");
+                    "uring_cmd: MDTS instead of max_sectors_kb); a positive multiple of the LBA size")
+        ->check(positive_integer());
     sub->add_option("--block-align", g.block_align, "Slot alignment and header size in bytes (multiple of the LBA size)")->capture_default_str();
     sub->add_option("--semantic", g.semantic_path, "Write the kvio.semantic/1 JSONL (one record per object op with device offsets) to FILE");
     sub->add_option("--record", g.record_path, "Write the record manifest (kvio_record.json, for replay) to FILE");
@@ -63,8 +68,16 @@ void add_gen_command(CLI::App& app) {
         if (!o->layout.empty()) g.layout = workload::parse_layout(o->layout);
         g.verify = workload::parse_verify(o->verify);
         g.progress = o->quiet ? nullptr : &std::cerr;
+        StopOnSignal stop;  // Ctrl-C / SIGTERM: the ops in flight finish, --semantic and --record keep every completed op
+        g.stop = StopOnSignal::flag();
         workload::GenSummary s = workload::run_gen(g);
         workload::print_summary(std::cout, g, s);
+        if (s.stopped_by) {
+            std::fprintf(stderr, "kvio gen: stopped by signal %d (%s) after %zu of %llu ops%s%s\n", s.stopped_by,
+                         strsignal(s.stopped_by), s.done_trace_ids.size(), (unsigned long long)s.ops_planned,
+                         g.semantic_path.empty() ? "" : "; wrote them to ", g.semantic_path.c_str());
+            throw CLI::RuntimeError(128 + s.stopped_by);
+        }
         if (!s.first_error.empty()) throw Error("gen: " + std::to_string(s.store.errors + s.load.errors) + " ops failed; first: " + s.first_error);
     });
 }

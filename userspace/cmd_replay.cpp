@@ -7,6 +7,7 @@
 #include "replay/events_replay.h"
 #include "replay/record_replay.h"
 #include "userspace/commands.h"
+#include "userspace/stop_signals.h"
 
 namespace kvio::cli {
 
@@ -75,8 +76,11 @@ void add_replay_command(CLI::App& app) {
         if (o->rec.target.empty()) throw Error("replay --record needs --target PATH");
         if (!o->maps.empty() || o->timing != "asis") throw Error("--map-dev and --timing apply to --events replays, not --record");
         o->rec.progress = o->quiet ? nullptr : &std::cerr;
+        StopOnSignal stop;  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
+        o->rec.stop = StopOnSignal::flag();
         replay::RecordReplayResult r = replay::replay_record(o->rec);
         replay::print_record_replay(std::cout, o->rec, r);
+        if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
         if (!r.summary.first_error.empty())
             throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) + " ops failed; first: " +
                         r.summary.first_error);

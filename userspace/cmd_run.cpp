@@ -38,8 +38,9 @@ void add_run_command(CLI::App& app) {
     sub->add_option("--engine", r.engine, "I/O engine of gen: posix, io_uring, uring_cmd")
         ->capture_default_str()
         ->check(CLI::IsMember({"posix", "io_uring", "uring_cmd"}));
-    sub->add_option("--layout", r.layout, "Object layout: slots, or files (needs --target DIRECTORY)")
-        ->capture_default_str()
+    sub->add_option("--layout", r.layout,
+                    "Object layout: slots (header + payload in fixed slots; default on devices and files) or files (one "
+                    "file per object; default on a --target DIRECTORY, which it needs)")
         ->check(CLI::IsMember({"slots", "files"}));
     sub->add_option("--num-chunks", r.num_chunks, "KV chunks to store then load (objects = chunks × --tp); the default takes a few seconds here")
         ->capture_default_str()
@@ -72,6 +73,8 @@ void add_run_command(CLI::App& app) {
         try {
             res = run::run_all(r);
         } catch (const run::Interrupted& e) {
+            if (!e.validated.empty())
+                std::fprintf(stderr, "kvio run: the ops gen completed before the stop: validate: %s\n", e.validated.c_str());
             std::fprintf(stderr, "kvio run: stopped by signal %d (%s); embedded loop devices detached, images removed\n", e.signo,
                          strsignal(e.signo));
             throw CLI::RuntimeError(128 + e.signo);

@@ -23,10 +23,27 @@ void put(std::FILE* f, const char* p, size_t n, const std::string& what) {
     if (n && std::fwrite(p, 1, n, f) != n) throw Error(what + ": write failed: " + std::strerror(errno));
 }
 
+/// Throws when regular file `in` starts like JSON: it is kvio.events/1 already, which every command reads as it is.
+/// Pipes and devices are not peeked at (the byte would be lost to the reader).
+void refuse_jsonl(const std::string& in) {
+    struct stat st {};
+    if (::stat(in.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    std::FILE* f = std::fopen(in.c_str(), "rb");
+    if (!f) return;  // the reader says why
+    int c;
+    while ((c = std::fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t') {
+    }
+    std::fclose(f);
+    if (c == '{')
+        throw Error(in + " is a JSONL file (kvio.events/1, what `kvio dump` writes), not a kvio.events.bin capture: it needs "
+                         "no dump; validate, distill, replay and compare read it as it is");
+}
+
 }  // namespace
 
 void dump_capture(const std::string& in, const std::string& out_arg) {
     const std::string out = out_arg == "-" ? "" : out_arg;
+    refuse_jsonl(in);
     evbin::Reader r(in);  // opened before the output: a bad capture leaves no output file behind
     if (!out.empty()) {
         struct stat a {}, b {};

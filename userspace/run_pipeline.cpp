@@ -2,8 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -25,7 +25,9 @@
 #include "distiller/iolog.h"
 #include "distiller/profile.h"
 #include "userspace/report_html.h"
+#include "userspace/stage_process.h"
 #include "validate/validate.h"
+#include "workload/gen.h"
 #include "workload/target.h"
 
 namespace kvio::run {
@@ -34,142 +36,32 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// ---- signals: remembered, forwarded to the running stage's process group ----
-volatile sig_atomic_t g_signal = 0;
-volatile pid_t g_child_pgid[2] = {0, 0};  // at most two stages run at once (trace and gen)
-
-void on_signal(int sig) {
-    if (!g_signal) g_signal = sig;
-    for (int i = 0; i < 2; ++i) {
-        pid_t pg = g_child_pgid[i];
-        if (pg > 0) ::kill(-pg, sig);
-    }
-}
-
-/// Installs the handlers for the lifetime of a run, restores the previous ones after.
-struct SignalGuard {
-    struct sigaction old_int {}, old_term {}, old_hup {};
-    SignalGuard() {
-        g_signal = 0;
-        g_child_pgid[0] = g_child_pgid[1] = 0;
-        struct sigaction sa {};
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        sigaction(SIGHUP, &sa, &old_hup);  // a closed terminal or SSH session cleans up like SIGTERM
-    }
-    ~SignalGuard() {
-        sigaction(SIGINT, &old_int, nullptr);
-        sigaction(SIGTERM, &old_term, nullptr);
-        sigaction(SIGHUP, &old_hup, nullptr);
-    }
-};
-
-/// ": REASON" from the last "kvio: REASON" line of a stage's log, "" when there is none.
-std::string last_error_line(const std::string& log) {
-    std::ifstream in(log);
-    std::string line, last;
-    while (std::getline(in, line))
-        if (line.rfind("kvio: ", 0) == 0) last = line.substr(6);
-    return last.empty() ? "" : ": " + last;
-}
-
 void check_interrupt() {
-    if (g_signal) throw Interrupted(g_signal);
+    if (int sig = signal_received()) throw Interrupted(sig);
 }
 
-/// Starts argv with stdout and stderr appended to `log`. `forward`: the child gets its own process group and
-/// SIGINT/SIGTERM reach it (its children too); otherwise it runs to completion and the signal is acted on after.
-pid_t start_child(const std::vector<std::string>& argv, const std::string& log, bool forward) {
-    if (forward) check_interrupt();  // helpers (losetup) still run after a signal: cleanup needs them
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        sigprocmask(SIG_SETMASK, &old, nullptr);
-        throw Error(std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        if (forward) {
-            setpgid(0, 0);
-            prctl(PR_SET_PDEATHSIG, SIGTERM);  // a SIGKILLed `kvio run` does not leave its stage running
-            if (getppid() != parent) _exit(128 + SIGTERM);
-        }
-        sigprocmask(SIG_SETMASK, &old, nullptr);
-        int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "kvio run: cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
-    }
-    if (forward) {
-        setpgid(pid, pid);
-        g_child_pgid[g_child_pgid[0] ? 1 : 0] = pid;
-    }
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    if (forward && g_signal) ::kill(-pid, g_signal);  // arrived while blocked: handled above, forward it now
-    return pid;
-}
-
-/// Waits for a child of start_child(); returns its exit status (128 + signal when killed).
-int wait_child(pid_t pid) {
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    for (int i = 0; i < 2; ++i)
-        if (g_child_pgid[i] == pid) g_child_pgid[i] = 0;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-int run_child(const std::vector<std::string>& argv, const std::string& log, bool forward) {
-    return wait_child(start_child(argv, log, forward));
-}
-
-/// Waits until `log` contains `needle` (true) or the child `pid` exited / `seconds` passed (false).
-bool wait_for_line(const std::string& log, const std::string& needle, pid_t pid, double seconds) {
+/// Waits until `p` printed `needle` (true) or exited / `seconds` passed / a signal arrived (false).
+bool wait_for_output(StageProcess& p, const std::string& needle, double seconds) {
     for (int i = 0; i < int(seconds * 50); ++i) {
-        std::ifstream f(log);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        if (ss.str().find(needle) != std::string::npos) return true;
-        if (waitpid(pid, nullptr, WNOHANG) != 0 || g_signal) return false;
+        if (p.output().find(needle) != std::string::npos) return true;
+        if (p.exited() || signal_received()) return false;
         usleep(20000);
     }
     return false;
 }
 
-std::string read_trimmed(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string s = ss.str();
+std::string trimmed(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
 }
 
 /// A sparse image file attached as a loop device with direct I/O; detached (and removed unless kept) at destruction.
+/// losetup's answers come through a pipe, never a file: on a full filesystem the detach still finds the device.
 class LoopImage {
 public:
-    LoopImage(const std::string& image, uint64_t bytes, bool keep, const std::string& log) : image_(image), keep_(keep) {
+    LoopImage(const std::string& image, uint64_t bytes, bool keep) : image_(image), keep_(keep) {
         try {
-            attach(bytes, log);
+            attach(bytes);
         } catch (...) {
             cleanup();
             throw;
@@ -182,7 +74,7 @@ public:
     const std::string& name() const { return name_; }  ///< loopN
 
 private:
-    void attach(uint64_t bytes, const std::string& log) {
+    void attach(uint64_t bytes) {
         {
             int fd = open(image_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
             if (fd < 0) throw Error("cannot create " + image_ + ": " + std::strerror(errno));
@@ -191,41 +83,33 @@ private:
             close(fd);
             if (rc != 0) throw Error("cannot size " + image_ + ": " + std::strerror(errno));
         }
-        std::string out = image_ + ".losetup";
-        int st = run_child({"losetup", "--find", "--show", "--direct-io=on", image_}, out, false);
-        dev_ = read_trimmed(out);
-        fs::remove(out);
+        auto [st, out] = run_helper({"losetup", "--find", "--show", "--direct-io=on", image_});
+        dev_ = trimmed(out);
         if (st != 0 || dev_.rfind("/dev/loop", 0) != 0) {
             // losetup may have attached and failed after: detach whatever holds the image_.
-            detach_all(log);
+            detach_all();
             throw Error("losetup --direct-io=on " + image_ + " failed (exit status " + std::to_string(st) + "): " + dev_);
         }
         name_ = dev_.substr(5);
     }
     void cleanup() noexcept {
         try {
-            std::string log = image_ + ".detach.log";
-            detach_all(log);
+            detach_all();
             std::error_code ec;
-            fs::remove(log, ec);
             if (created_ && !keep_) fs::remove(image_, ec);
         } catch (...) {
         }
     }
     /// Detaches every loop device whose backing file is the image (`losetup -j`), retrying while busy.
-    void detach_all(const std::string& log) {
+    void detach_all() {
         for (int attempt = 0; attempt < 50; ++attempt) {
-            std::string out = image_ + ".j";
-            run_child({"losetup", "-j", image_}, out, false);
-            std::string list = read_trimmed(out);
-            std::error_code ec;
-            fs::remove(out, ec);
+            std::string list = trimmed(run_helper({"losetup", "-j", image_}).second);
             if (list.empty()) return;
             std::istringstream ls(list);
             std::string line;
             while (std::getline(ls, line)) {
                 auto colon = line.find(':');
-                if (colon != std::string::npos) run_child({"losetup", "-d", line.substr(0, colon)}, log, false);
+                if (colon != std::string::npos) run_helper({"losetup", "-d", line.substr(0, colon)});
             }
             usleep(100000);
         }
@@ -256,6 +140,36 @@ std::string timestamp_dir() {
     return buf;
 }
 
+/// Fails unless the filesystem that holds (or will hold) `out` has `need` bytes available to us (statvfs f_bavail).
+void check_room_for_run(const std::string& out, uint64_t need) {
+    fs::path p = fs::absolute(out);
+    std::error_code ec;
+    while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+    struct statvfs sv {};
+    if (::statvfs(p.c_str(), &sv) != 0) return;  // nothing to judge by; the stages report what fails
+    const uint64_t avail = uint64_t(sv.f_bavail) * sv.f_frsize;
+    if (avail < need)
+        throw Error("--out " + out + ": its filesystem has " + std::to_string(avail >> 20) + " MiB free, but this run needs about " +
+                    std::to_string((need + (1 << 20) - 1) >> 20) + " MiB there (the sparse images fill as gen and the verify "
+                    "replay write them, plus the traces); free space there, lower --num-chunks or give another --out");
+}
+
+/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json, trace.json for the geometry) and writes
+/// OUT/validate.json and OUT/validate.txt.
+validate::Report validate_run_dir(const std::string& out) {
+    validate::Options vo;
+    vo.commands = out + "/events.jsonl";
+    vo.semantic = out + "/semantic.jsonl";
+    vo.record = out + "/record.json";
+    vo.geometry.trace_json = out + "/trace.json";
+    validate::Report vr = validate::run(vo);
+    write_json_file(out + "/validate.json", validate::report_json(vr));
+    std::ofstream t(out + "/validate.txt");
+    validate::print_report(t, vr);
+    if (!t.flush()) throw Error("cannot write " + out + "/validate.txt");
+    return vr;
+}
+
 }  // namespace
 
 uint64_t image_bytes(uint64_t objects, uint64_t object_bytes) {
@@ -265,46 +179,74 @@ uint64_t image_bytes(uint64_t objects, uint64_t object_bytes) {
     return (b + MiB - 1) / MiB * MiB;
 }
 
+uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_bytes, bool embedded) {
+    const uint64_t img = image_bytes(objects, object_bytes);
+    const uint64_t cap = std::max<uint64_t>(cap_bytes, 4096);
+    // Per object: a store is a 4 KiB header and its payload in transfers of at most `cap`, a load the payload.
+    const uint64_t cmds = objects * (1 + 2 * ((object_bytes + cap - 1) / cap));
+    return (embedded ? img : 0) + img + cmds * kOutputBytesPerCmd + kOutputFixedBytes;
+}
+
 RunResult run_all(const RunOptions& o) {
     if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
-    if (o.target.empty() && o.layout == "files")
-        throw Error("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
-    SignalGuard sig;
-    std::ostream* prog = o.progress;
-    auto say = [&](const std::string& s) {
-        if (prog) *prog << "kvio run: " << s << std::endl;
-    };
-
-    // A --target that is mounted or holds data is refused before anything is created or traced. gen's own check
-    // reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending on what is
-    // cached) would become part of the traced workload: gen is told --force below.
-    if (!o.target.empty()) workload::check_device_safe(workload::inspect_target(o.target), o.force);
+    // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
+    std::string layout = o.layout;
+    uint64_t cap_guess = kEmbeddedCapGuess;
+    if (o.target.empty()) {
+        if (layout == "files")
+            throw Error("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
+        if (o.engine == "uring_cmd")
+            throw Error("--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
+                        "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
+        layout = "slots";
+    } else {
+        // A --target that is mounted, read-only or holds data is refused before anything is created or traced. gen's
+        // own check reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending
+        // on what is cached) would become part of the traced workload: gen is told --force below.
+        workload::TargetInfo t = workload::inspect_target(o.target);
+        workload::check_engine_target(o.engine, t);
+        std::optional<workload::Layout> asked;
+        if (!layout.empty()) asked = workload::parse_layout(layout);
+        layout = workload::layout_name(workload::resolve_layout(asked, t));
+        workload::check_device_safe(t, o.force);
+        cap_guess = workload::default_max_io(t, o.engine == "uring_cmd");
+    }
 
     std::string out = o.out_dir.empty() ? timestamp_dir() : o.out_dir;
     {
         std::error_code ec;
         if (fs::exists(out, ec) && !fs::is_empty(out, ec))
             throw Error("--out " + out + " is not empty; give a new or empty directory");
+    }
+    // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
+    const uint64_t img_bytes = image_bytes(o.objects, o.object_bytes);
+    check_room_for_run(out, run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
+    {
+        std::error_code ec;
         fs::create_directories(out, ec);
         if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
     }
+    SignalGuard sig;
+    std::ostream* prog = o.progress;
+    auto say = [&](const std::string& s) {
+        if (prog) *prog << "kvio run: " << s << std::endl;
+    };
     out = fs::absolute(out).lexically_normal().string();
     auto P = [&](const char* name) { return out + "/" + name; };
     const std::string exe = resolve_exe(o.kvio_exe);
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
-    doc["options"] = {{"target", o.target}, {"model_args", o.model_args}, {"engine", o.engine}, {"layout", o.layout},
+    doc["options"] = {{"target", o.target}, {"model_args", o.model_args}, {"engine", o.engine}, {"layout", layout},
                       {"num_chunks", o.num_chunks}, {"keep", o.keep}};
     nlohmann::json stages = nlohmann::json::array();
     Stopwatch total;
 
     // ---- target ----
-    const uint64_t img_bytes = image_bytes(o.objects, o.object_bytes);
     std::unique_ptr<LoopImage> img_a, img_b;
     std::string target = o.target;
     if (target.empty()) {
         Stopwatch sw;
-        img_a = std::make_unique<LoopImage>(P("target.img"), img_bytes, o.keep, P("losetup.log"));
+        img_a = std::make_unique<LoopImage>(P("target.img"), img_bytes, o.keep);
         check_interrupt();
         target = img_a->dev();
         say("target " + target + " (sparse " + std::to_string(img_bytes >> 20) + " MiB image " + P("target.img") +
@@ -324,37 +266,64 @@ RunResult run_all(const RunOptions& o) {
         uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
         std::vector<std::string> tr = {exe, "trace", "--events", P("events.jsonl"), "--json", P("trace.json"),
                                        "--lba-bucket", std::to_string(lba_bucket), "-d", tinfo.whole_disk_name};
-        std::vector<std::string> gen = {exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", o.layout,
+        std::vector<std::string> gen = {exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", layout,
                                         "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
                                         "--record", P("record.json")};
         gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
         gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
         int st = 0;
+        std::string gen_out, gen_log_error;
         if (o.target.empty()) {
             // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
             // process filter misses requests a kworker issues from the plug's cached requests: no block_getrq).
-            pid_t tp = start_child(tr, P("trace.log"), true);
-            if (!wait_for_line(P("trace.log"), "kvio trace: tracing", tp, 60)) {
-                ::kill(-tp, SIGTERM);
-                int ts = wait_child(tp);
+            StageProcess trace(tr, P("trace.log"), true);
+            if (!wait_for_output(trace, "kvio trace: tracing", 60)) {
+                trace.signal(SIGTERM);
+                int ts = trace.wait();
                 check_interrupt();
-                throw Error("stage trace did not start (exit status " + std::to_string(ts) + "); see " + P("trace.log"));
+                throw Error("stage trace did not start (exit status " + std::to_string(ts) + ")" +
+                            last_error_line(trace.output()) + "; see " + P("trace.log"));
             }
-            st = run_child(gen, P("gen.log"), true);
-            ::kill(-tp, SIGINT);  // stop tracing: it flushes the events and writes the summary
-            int ts = wait_child(tp);
-            check_interrupt();
-            if (ts != 0 && st == 0) throw Error("stage trace failed (exit status " + std::to_string(ts) + "); see " + P("trace.log"));
+            // From here a signal reaches gen alone, and the tracer is stopped once gen exited: it sees every command
+            // of the ops gen completes after the signal.
+            trace.stop_forwarding();
+            try {
+                StageProcess g(gen, P("gen.log"), true);
+                st = g.wait();
+                gen_out = g.output();
+                gen_log_error = g.log_error();
+            } catch (...) {
+                trace.signal(SIGINT);
+                trace.wait();
+                throw;
+            }
+            trace.signal(SIGINT);  // stop tracing: it flushes the events and writes the summary
+            int ts = trace.wait();
+            if (ts != 0 && st == 0 && !signal_received())
+                throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" + last_error_line(trace.output()) +
+                            "; see " + P("trace.log"));
         } else {
             tr.insert(tr.begin() + 2, "-q");
             tr.push_back("--");
             tr.insert(tr.end(), gen.begin(), gen.end());
-            st = run_child(tr, P("gen.log"), true);
+            StageProcess g(tr, P("gen.log"), true);
+            st = g.wait();
+            gen_out = g.output();
+            gen_log_error = g.log_error();
         }
-        check_interrupt();
+        if (int sig = signal_received()) {
+            // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
+            Interrupted stop(sig);
+            try {
+                stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + P("validate.txt") + ")";
+            } catch (const std::exception& e) {
+                stop.validated = std::string("not scored: ") + e.what();
+            }
+            throw stop;
+        }
         if (st != 0)
-            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(P("gen.log")) +
-                        "; see " + P("gen.log"));
+            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
+                        (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
         stages.push_back({{"name", "trace+gen"}, {"seconds", sw.seconds()}});
     }
 
@@ -363,15 +332,7 @@ RunResult run_all(const RunOptions& o) {
     {
         Stopwatch sw;
         say("validate " + P("events.jsonl") + " against " + P("semantic.jsonl"));
-        validate::Options vo;
-        vo.commands = P("events.jsonl");
-        vo.semantic = P("semantic.jsonl");
-        vo.record = P("record.json");
-        vo.geometry.trace_json = P("trace.json");
-        vr = validate::run(vo);
-        write_json_file(P("validate.json"), validate::report_json(vr));
-        std::ofstream t(P("validate.txt"));
-        validate::print_report(t, vr);
+        vr = validate_run_dir(out);
         doc["validate"] = validate::report_json(vr);
         stages.push_back({{"name", "validate"}, {"seconds", sw.seconds()}});
     }
@@ -386,7 +347,7 @@ RunResult run_all(const RunOptions& o) {
     // ---- second device for the verify replay ----
     {
         Stopwatch sw;
-        img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep, P("losetup.log"));
+        img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep);
         check_interrupt();
         stages.push_back({{"name", "attach-verify"}, {"seconds", sw.seconds()}});
     }
@@ -430,7 +391,7 @@ RunResult run_all(const RunOptions& o) {
         std::vector<std::string> a = {exe, "trace", "-q", "--events", P("replay.events.jsonl"), "--json", P("replay.trace.json"),
                                       "-d", img_b->name(), "--", "fio", "--output-format=json",
                                       "--output=" + P("replay.fio.json"), P("job.fio")};
-        int st = run_child(a, P("verify.log"), true);
+        int st = StageProcess(a, P("verify.log"), true).wait();
         check_interrupt();
         if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
         distiller::EventFilter f;

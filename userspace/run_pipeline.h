@@ -16,7 +16,7 @@ struct RunOptions {
     uint64_t object_bytes = 0;          ///< one object's payload (per-rank bytes), sizes the embedded image
     uint64_t objects = 0;               ///< objects gen writes (num_chunks × tp), sizes the embedded image
     std::string engine = "posix";
-    std::string layout = "slots";
+    std::string layout;                 ///< "slots", "files", or "" = files for a directory target, slots otherwise
     uint64_t num_chunks = 8;
     std::string out_dir;                ///< created if absent; must be empty if present
     bool keep = false;                  ///< keep the image files (detached) instead of removing them
@@ -28,6 +28,9 @@ struct RunOptions {
 /// Raised when SIGINT/SIGTERM/SIGHUP stopped the run; everything created was already cleaned up.
 struct Interrupted : std::exception {
     int signo;
+    /// Stopped during gen: validate's summary line of the ops gen completed (OUT/validate.json, validate.txt), or
+    /// "not scored: WHY"; "" when stopped in another stage.
+    std::string validated;
     explicit Interrupted(int s) : signo(s) {}
     const char* what() const noexcept override { return "interrupted"; }
 };
@@ -44,8 +47,24 @@ struct RunResult {
 /// Runs every stage. Embedded devices (sparse OUT/*.img on loop devices with --direct-io=on) are detached
 /// and removed when it returns, throws, or is stopped by SIGINT/SIGTERM (forwarded to the running stage's
 /// process group, then Interrupted is thrown after cleanup). Throws kvio::Error when a stage fails
-/// (naming the stage and its log file), when OUT is not empty, or without root.
+/// (naming the stage, its error and its log file), when OUT is not empty or its filesystem lacks the room
+/// run_dir_bytes() estimates, when the target, engine and layout do not fit (checked before anything is traced),
+/// or without root. Stopped during gen, the ops gen completed are scored first (Interrupted::validated).
 RunResult run_all(const RunOptions& o);
+
+/// Bytes of a run's file outputs per device command (events.jsonl, replay.events.jsonl, job.iolog, report.html),
+/// and the rest (logs, JSON reports). Measured: a 4-chunk llama3.1-8b run wrote 617 KB for 517 commands (1.05 KiB each:
+/// 225 B events, 512 B replay events, 40 B iolog, 273 B report) and 60 KB of the rest; both doubled or more here.
+inline constexpr uint64_t kOutputBytesPerCmd = 2048;
+inline constexpr uint64_t kOutputFixedBytes = 4 << 20;
+/// The command size run_dir_bytes() assumes for the embedded loop device before it exists: 128 KiB, below the
+/// 512 KiB (max_segments 128 × 4 KiB) loop devices split at here, so the estimate errs high.
+inline constexpr uint64_t kEmbeddedCapGuess = 128 * 1024;
+
+/// Bytes a run needs under --out: the sparse target image (embedded only) and the verify image as the writes fill
+/// them (image_bytes each), plus kOutputBytesPerCmd for each of the objects × (1 + 2 × ceil(object_bytes / cap))
+/// commands of the stores and loads, plus kOutputFixedBytes.
+uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_bytes, bool embedded);
 
 /// Bytes of the embedded image for `objects` objects of `object_bytes` in the slots layout
 /// (1 MiB metadata region + objects × round_up(4096 + object_bytes, 4096)), plus 1 MiB, rounded up to 1 MiB.

@@ -243,9 +243,11 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         engine.queue(u);
     };
 
+    auto stopping = [&] { return opt.stop && *opt.stop; };
     while (finished < ops.size()) {
+        if (finished == next_op && stopping()) break;  // every started op is complete
         // Fill the queue: finish queuing the newest op, then start the next one if it does not
-        // depend on an op still in flight.
+        // depend on an op still in flight (none once stopping).
         while (inflight.size() < qd && !pool.empty()) {
             size_t cur = SIZE_MAX;
             for (size_t i = 0; i < active.size(); ++i)
@@ -254,7 +256,7 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
                 queue_one(cur);
                 continue;
             }
-            if (next_op >= ops.size() || busy_object(ops[next_op].object_id)) break;
+            if (next_op >= ops.size() || busy_object(ops[next_op].object_id) || stopping()) break;
             Active* a = start_op();
             if (a->total == 0) finish(*a);
         }

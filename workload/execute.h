@@ -2,6 +2,7 @@
 // qd transfers in flight, fills stores with the fake pattern (workload/pattern.h) and verifies loads
 // against it (stamps by default, every byte with Verify::Full).
 #pragma once
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -35,6 +36,9 @@ struct ExecOptions {
     uint32_t buffers = 0;
     /// Called when an op finished, with the fd its bytes went through still open (for FIEMAP).
     std::function<void(size_t index, const ObjectOp&, OpResult&, int fd)> on_done;
+    /// Polled between transfers (a signal handler's flag): once non-zero no new op starts, and the ops already
+    /// started run to their last transfer, so every op either completed whole or never issued a byte. nullptr: never.
+    const volatile sig_atomic_t* stop = nullptr;
 };
 
 /// The slot header a store writes at the slot start (zero-padded to header_bytes).
@@ -53,7 +57,8 @@ struct SlotHeader {
 uint64_t monotonic_ns();
 
 /// Runs `ops` in order on `engine`. `target` is the device/file (slots) or the directory (files).
-/// A load waits for earlier ops on the same object to finish. Returns one result per op (same order).
+/// A load waits for earlier ops on the same object to finish. Returns one result per op (same order); an op
+/// that never started because ExecOptions::stop was set keeps ts_start 0.
 /// Throws kvio::Error when the target or a file cannot be opened or the engine fails; per-transfer
 /// errors and pattern mismatches are reported in OpResult::error.
 std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target, Layout layout,

@@ -1,6 +1,7 @@
 #include "workload/gen.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +37,8 @@ uint64_t percentile(const std::vector<uint64_t>& v, double p) {
 
 void check_engine_target(const std::string& engine, const TargetInfo& t) {
     if (engine == "uring_cmd" && t.kind != TargetKind::NvmeChar)
-        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target; " + t.path +
-                    " is not one (its kind: " + target_kind_name(t.kind) + "; use --engine posix or io_uring)");
+        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target, but " + t.path + " is " +
+                    target_kind_phrase(t.kind) + "; use --engine posix or io_uring");
     if (engine != "uring_cmd" && t.kind == TargetKind::NvmeChar)
         throw Error(t.path + " is an NVMe generic char device: only --engine uring_cmd can drive it (or use /dev/" +
                     t.dev.name + ")");
@@ -52,15 +53,80 @@ void preallocate(const std::string& path, uint64_t need) {
     if (r != 0) throw Error("fallocate of " + std::to_string(need) + " bytes on " + path + " failed: " + std::strerror(e));
 }
 
+Layout resolve_layout(std::optional<Layout> asked, const TargetInfo& t) {
+    Layout layout = asked.value_or(t.kind == TargetKind::Directory ? Layout::Files : Layout::Slots);
+    if (layout == Layout::Files && t.kind != TargetKind::Directory)
+        throw Error("--layout files needs a directory as --target, but " + t.path + " is " + target_kind_phrase(t.kind) + ".");
+    if (layout == Layout::Slots && t.kind == TargetKind::Directory)
+        throw Error("--layout slots needs a block device or a regular file as --target, but " + t.path + " is a directory.");
+    return layout;
+}
+
+uint64_t files_layout_room(const TargetInfo& t, uint64_t nobj) {
+    uint64_t room = t.capacity_bytes;
+    for (uint64_t i = 0; i < nobj; ++i) {
+        struct stat st {};
+        if (::lstat((t.path + "/" + object_file_name(i)).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+            room += uint64_t(st.st_blocks) * 512;
+    }
+    return room;
+}
+
+namespace {
+
+/// A --target that did not exist, created for the run (a regular file, or a directory for --layout files) and
+/// removed again unless keep() was called: a refused gen leaves nothing behind.
+class CreatedTarget {
+public:
+    CreatedTarget(const std::string& path, bool directory) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0 || errno != ENOENT) return;  // exists (inspect_target judges it)
+        if (path.rfind("/dev/", 0) == 0)
+            throw Error("target " + path + " does not exist (a missing device is not created as a file under /dev)");
+        int rc = directory ? ::mkdir(path.c_str(), 0755) : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (rc < 0)
+            throw Error("target " + path + " does not exist and cannot be created as " + (directory ? "a directory" : "a regular file") +
+                        ": " + std::strerror(errno));
+        if (!directory) ::close(rc);
+        path_ = path;
+        directory_ = directory;
+    }
+    ~CreatedTarget() {
+        if (!path_.empty()) directory_ ? ::rmdir(path_.c_str()) : ::unlink(path_.c_str());
+    }
+    CreatedTarget(const CreatedTarget&) = delete;
+    CreatedTarget& operator=(const CreatedTarget&) = delete;
+    void keep() { path_.clear(); }
+
+private:
+    std::string path_;
+    bool directory_ = false;
+};
+
+/// `rec` with only the ops whose trace_id is in `done`; objects left without an op are dropped.
+Record completed_part(const Record& rec, const std::vector<uint32_t>& done) {
+    std::vector<uint32_t> ids = done;
+    std::sort(ids.begin(), ids.end());
+    Record out = rec;
+    out.objects.clear();
+    for (const auto& ob : rec.objects) {
+        RecordObject o = ob;
+        o.ops.clear();
+        for (const auto& op : ob.ops)
+            if (std::binary_search(ids.begin(), ids.end(), op.trace_id)) o.ops.push_back(op);
+        if (!o.ops.empty()) out.objects.push_back(std::move(o));
+    }
+    return out;
+}
+
+}  // namespace
+
 GenSummary run_gen(const GenOptions& o) {
     GenSummary s;
+    CreatedTarget created(o.target, o.layout == Layout::Files);
     TargetInfo t = inspect_target(o.target);
     check_engine_target(o.engine, t);
-    Layout layout = o.layout.value_or(t.kind == TargetKind::Directory ? Layout::Files : Layout::Slots);
-    if (layout == Layout::Files && t.kind != TargetKind::Directory)
-        throw Error("--layout files needs a directory as --target; " + o.target + " is a " + target_kind_name(t.kind));
-    if (layout == Layout::Slots && t.kind == TargetKind::Directory)
-        throw Error("--layout slots needs a block device or a regular file as --target; " + o.target + " is a directory");
+    const Layout layout = resolve_layout(o.layout, t);
     check_device_safe(t, o.force);
     if (!o.semantic_path.empty()) check_offset_mappable(t);
     if (o.num_chunks == 0) throw Error("--num-chunks must be at least 1");
@@ -86,9 +152,13 @@ GenSummary run_gen(const GenOptions& o) {
         preallocate(o.target, need);
         t.capacity_bytes = need;
     }
-    if (need > t.capacity_bytes)
-        throw Error(o.target + " has room for " + std::to_string(t.capacity_bytes) + " bytes but " + std::to_string(nobj) +
-                    " objects need " + std::to_string(need) + " (lower --num-chunks)");
+    const uint64_t room = layout == Layout::Files ? files_layout_room(t, nobj) : t.capacity_bytes;
+    if (need > room)
+        throw Error(o.target + " has room for " + std::to_string(room) + " bytes" +
+                    (room > t.capacity_bytes ? " (" + std::to_string(t.capacity_bytes) + " free + " +
+                                                   std::to_string(room - t.capacity_bytes) + " in object files it rewrites)"
+                                             : "") +
+                    " but " + std::to_string(nobj) + " objects need " + std::to_string(need) + " (lower --num-chunks)");
     d.capacity_bytes = t.capacity_bytes;
 
     AccessPattern a;
@@ -102,8 +172,11 @@ GenSummary run_gen(const GenOptions& o) {
     ro.semantic_path = o.semantic_path;
     ro.progress = o.progress;
     ro.verify = o.verify;
+    ro.stop = o.stop;
+    created.keep();  // from here on bytes are written: the target holds the run's objects
     s = run_record(rec, t, ro);
-    if (!o.record_path.empty()) write_json_file(o.record_path, record_to_json(rec));
+    if (!o.record_path.empty())
+        write_json_file(o.record_path, record_to_json(s.stopped_by ? completed_part(rec, s.done_trace_ids) : rec));
     return s;
 }
 
@@ -133,7 +206,10 @@ GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& 
     eo.max_io_bytes = d.max_io_bytes;
     eo.qd = rec.access.qd;
     eo.verify = o.verify;
+    eo.stop = o.stop;
+    s.ops_planned = ops.size();
     eo.on_done = [&](size_t idx, const ObjectOp& op, OpResult& r, int fd) {
+        s.done_trace_ids.push_back(op.trace_id);
         OpStats& st = op.op == OpKind::Store ? s.store : s.load;
         ++st.ops;
         st.bytes += r.bytes;
@@ -164,6 +240,7 @@ GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& 
         }
     };
     execute(ops, *engine, t.path, layout, eo);
+    if (s.done_trace_ids.size() < ops.size() && o.stop && *o.stop) s.stopped_by = int(*o.stop);
     s.elapsed_ns = monotonic_ns() - t0;
     {
         uint64_t first = UINT64_MAX, last = 0;
@@ -208,6 +285,10 @@ void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s) {
                   s.first_error.empty() ? "ok" : "FAILED",
                   o.verify == Verify::Full ? "verify full: every byte" : "verify stamps: 32 B of every 4 KiB");
     os << line;
+    if (s.stopped_by)
+        os << "  stopped by signal " << s.stopped_by << " (" << strsignal(s.stopped_by) << ") after " << s.done_trace_ids.size()
+           << " of " << s.ops_planned << " ops: the ops in flight were completed and none was started after them; "
+           << "--semantic and --record hold the completed ops\n";
 }
 
 }  // namespace kvio::workload

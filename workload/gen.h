@@ -1,10 +1,12 @@
 // `kvio gen` as a library call: inspect and check the target, lay objects out, run the object stream
 // on an engine, write the --semantic JSONL and the --record manifest, and summarise.
 #pragma once
+#include <csignal>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "workload/geometry.h"
 #include "workload/pattern.h"
@@ -30,6 +32,9 @@ struct GenOptions {
     bool force = false;                 ///< overwrite a device holding data in its first MiB
     Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
     std::ostream* progress = nullptr;   ///< progress lines (stderr), at most one per second
+    /// A signal handler's flag (ExecOptions::stop): once non-zero the ops in flight finish, no new one starts, and
+    /// --semantic and --record hold exactly the completed ops. nullptr: run to the end.
+    const volatile sig_atomic_t* stop = nullptr;
 };
 
 /// Per op kind: counts, bytes, op latencies (ts - ts_start) in ns.
@@ -48,11 +53,25 @@ struct GenSummary {
     uint64_t io_ns = 0;                      ///< first op's ts_start to last op's ts: what the total MB/s divides by,
                                              ///< like fio's job runtime (which excludes buffer allocation and open too)
     std::string first_error;                 ///< empty when every op succeeded and verified
+    uint64_t ops_planned = 0;                ///< ops of the record
+    std::vector<uint32_t> done_trace_ids;    ///< trace_id of every completed op, in completion order
+    int stopped_by = 0;                      ///< the stop flag's value (a signal number) when ops were left out, else 0
 };
 
-/// Runs the whole generation. Throws kvio::Error for refusals (missing/mounted/non-empty target,
-/// engine/target mismatch, too small a target) before any byte is written.
+/// Runs the whole generation. A missing --target is created: a regular file (slots; not under /dev) or, with
+/// --layout files, a directory; it is removed again when a refusal follows. Throws kvio::Error for refusals
+/// (mounted/read-only/non-empty target, engine/target or layout/target mismatch, too small a target) before any
+/// byte is written. A stop (GenOptions::stop) writes --record with the completed ops only (objects without one
+/// are left out).
 GenSummary run_gen(const GenOptions& o);
+
+/// The layout for target `t`: `asked`, or files for a directory and slots otherwise. Throws kvio::Error when the
+/// two do not fit (files need a directory; slots a block device, /dev/ngXnY or a regular file).
+Layout resolve_layout(std::optional<Layout> asked, const TargetInfo& t);
+
+/// Room for `nobj` objects in directory target `t` (files layout): its free space plus the bytes the object files
+/// kvobj-0..nobj-1.bin already there hold (st_blocks × 512), since a store truncates and rewrites its file.
+uint64_t files_layout_room(const TargetInfo& t, uint64_t nobj);
 
 /// How run_record() runs a planned record (engine, qd and buffering come from the record itself).
 struct RunOptions {
@@ -60,6 +79,7 @@ struct RunOptions {
     std::ostream* progress = nullptr;   ///< progress lines, at most one per second
     std::string label = "kvio gen";     ///< prefix of the progress lines
     Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
+    const volatile sig_atomic_t* stop = nullptr;  ///< see GenOptions::stop
 };
 
 /// Runs the ops of `rec` (plan_ops) on target `t` with engine rec.device.engine, qd rec.access.qd, and

@@ -124,6 +124,10 @@ ModelConfig model_from_hf_json(const nlohmann::json& cfg, const std::string& whe
     m.num_kv_heads = cfg.contains("num_key_value_heads") && !cfg["num_key_value_heads"].is_null()
                          ? req_u32(cfg, "num_key_value_heads", src)
                          : m.num_attention_heads;
+    // GQA/MQA share each KV head among a group of query heads: the attention heads come in whole groups.
+    if (m.num_kv_heads > m.num_attention_heads || m.num_attention_heads % m.num_kv_heads)
+        src.fail("num_key_value_heads", std::to_string(m.num_kv_heads) + " KV heads for " + std::to_string(m.num_attention_heads) +
+                                            " attention heads: num_attention_heads must be a multiple of num_key_value_heads");
     if (cfg.contains("head_dim") && !cfg["head_dim"].is_null()) {
         m.head_dim = req_u32(cfg, "head_dim", src);
     } else {

@@ -1,6 +1,8 @@
 #include "workload/semantic.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "common/error.h"
 
@@ -65,17 +67,18 @@ nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, cons
 }
 
 SemanticWriter::SemanticWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
-    if (!out_) throw Error("cannot write " + path);
+    if (!out_) throw Error(path + ": cannot write: " + std::strerror(errno));
 }
 
 void SemanticWriter::write(const nlohmann::ordered_json& line) {
-    out_ << line.dump() << '\n';
-    if (!out_) throw Error(path_ + ": write failed");
+    // One write per op (an op moves KiB to GiB): a killed gen still leaves every op it completed.
+    out_ << line.dump() << '\n' << std::flush;
+    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
 }
 
 void SemanticWriter::close() {
     out_.flush();
-    if (!out_) throw Error(path_ + ": write failed");
+    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
     out_.close();
 }
 

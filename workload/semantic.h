@@ -25,7 +25,7 @@ nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t, Verif
 nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t, const std::string& engine,
                            const std::vector<std::pair<uint64_t, uint64_t>>& extents);
 
-/// Streams lines to a file; throws kvio::Error when it cannot be written.
+/// Streams lines to a file, each flushed as it is written; throws kvio::Error when it cannot be written.
 class SemanticWriter {
 public:
     explicit SemanticWriter(const std::string& path);

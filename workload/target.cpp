@@ -1,7 +1,9 @@
 #include "workload/target.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -27,6 +29,16 @@ std::string target_kind_name(TargetKind k) {
         case TargetKind::Directory: return "directory";
     }
     return "?";
+}
+
+std::string target_kind_phrase(TargetKind k) {
+    switch (k) {
+        case TargetKind::BlockDevice: return "a block device";
+        case TargetKind::NvmeChar: return "an NVMe generic char device";
+        case TargetKind::RegularFile: return "a regular file";
+        case TargetKind::Directory: return "a directory";
+    }
+    return "of an unknown kind";
 }
 
 static std::string fs_name(long magic) {
@@ -99,7 +111,13 @@ TargetInfo inspect_target(const std::string& path) {
 }
 
 void check_device_safe(const TargetInfo& t, bool force) {
-    if (t.kind != TargetKind::BlockDevice && t.kind != TargetKind::NvmeChar) return;
+    if (t.kind == TargetKind::RegularFile || t.kind == TargetKind::Directory) {
+        // Effective ids, as open() checks them: EROFS for a read-only mount, EPERM for an immutable file.
+        if (::faccessat(AT_FDCWD, t.path.c_str(), W_OK, AT_EACCESS) != 0)
+            throw Error("refusing " + t.path + ": it is " + target_kind_phrase(t.kind) + " this process cannot write (" +
+                        std::strerror(errno) + ")");
+        return;
+    }
     std::string mnt = mount_point_of(t.dev.dev);
     if (!mnt.empty())
         throw Error("refusing " + t.path + ": " + t.dev.name + " is mounted on " + mnt + " (unmount it first; --force does not override this)");
@@ -107,12 +125,24 @@ void check_device_safe(const TargetInfo& t, bool force) {
     int fd = ::open(blk.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
     if (fd < 0 && errno == EBUSY)
         throw Error("refusing " + t.path + ": " + blk + " is in use (mounted, a device-mapper/md member or held open exclusively)");
+    if (fd < 0) fd = ::open(blk.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && t.kind == TargetKind::BlockDevice) fd = ::open(t.path.c_str(), O_RDONLY | O_CLOEXEC);  // no /dev/NAME node
+    if (fd < 0) throw Error("cannot open " + blk + ": " + std::strerror(errno));
+    int ro = 0;
+    if (::ioctl(fd, BLKROGET, &ro) != 0) {
+        int e = errno;
+        ::close(fd);
+        throw Error("cannot tell whether " + blk + " is read-only (BLKROGET failed: " + std::strerror(e) + ")");
+    }
+    if (ro) {
+        ::close(fd);
+        throw Error("refusing " + t.path + ": " + blk + " is read-only (losetup -r or blockdev --setro; `blockdev --setrw " +
+                    blk + "` makes it writable); --force does not override this");
+    }
     if (force) {  // nothing to check: no read, so a trace of a forced run has no commands of this check
-        if (fd >= 0) ::close(fd);
+        ::close(fd);
         return;
     }
-    if (fd < 0) fd = ::open(blk.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error("cannot open " + blk + ": " + std::strerror(errno));
     std::vector<char> buf(1 << 20);
     ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
     int err = errno;

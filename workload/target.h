@@ -13,6 +13,8 @@ enum class TargetKind { BlockDevice, NvmeChar, RegularFile, Directory };
 
 /// "block" | "nvme-char" | "file" | "directory".
 std::string target_kind_name(TargetKind k);
+/// The kind as a sentence takes it: "a block device", "an NVMe generic char device", "a regular file", "a directory".
+std::string target_kind_phrase(TargetKind k);
 
 /// What kvio knows about a target path. Sizes in bytes.
 struct TargetInfo {
@@ -31,9 +33,11 @@ struct TargetInfo {
 /// Inspects `path`. Throws kvio::Error when it does not exist or is not one of the four kinds.
 TargetInfo inspect_target(const std::string& path);
 
-/// Refuses to write a device that is in use or holds data (block and NVMe targets only):
-/// mounted (per /proc/self/mountinfo, or O_EXCL open fails with EBUSY), or non-zero bytes in its
-/// first MiB (a filesystem signature or partition table) unless `force`. Throws kvio::Error.
+/// Refuses to write a target that cannot or must not be written. Block and NVMe targets: read-only
+/// (BLKROGET, e.g. `losetup -r` or `blockdev --setro`), mounted (per /proc/self/mountinfo, or O_EXCL open
+/// fails with EBUSY), or non-zero bytes in its first MiB (a filesystem signature or partition table) unless
+/// `force`. Files and directories: not writable by this process (read-only filesystem, immutable file,
+/// permissions). `force` overrides only the first-MiB check. Throws kvio::Error.
 void check_device_safe(const TargetInfo& t, bool force);
 
 /// Refuses file/directory targets whose FIEMAP offsets are not device offsets: btrfs (logical

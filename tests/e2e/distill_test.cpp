@@ -2,6 +2,7 @@
 // implausible traces are refused with a message, and (with `kvio trace`) the closed loop scores a replay.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -182,6 +183,20 @@ TEST(Distill, RefusesImplausibleTraces) {
     r = run(distill("--events " + d.file("other.jsonl") + " --filename " + small.path + " -o " + d.file("s.ini") + " --verify"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("target " + small.path + " has 16777216 bytes but the job needs "), std::string::npos) << r.err;
+}
+
+TEST(Distill, VerifyAsNonRootIsRefusedBeforeAnythingIsWritten) {
+    TempDir d;
+    std::filesystem::permissions(d.path, std::filesystem::perms::all);  // nobody may write here: nothing must be written
+    mixed(d.file("ev.jsonl"), 20, 1, 64 << 20);
+    LoopDevice target(128ull << 20);
+    auto r = run("cd " + d.path + " && setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                 distill("--events ev.jsonl --filename " + target.path + " -o job.fio --verify"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("kvio: distill --verify needs root", 0), 0u) << r.err;
+    std::vector<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator(d.path)) left.push_back(e.path().filename().string());
+    EXPECT_EQ(left, std::vector<std::string>{"ev.jsonl"}) << "a refused --verify wrote files";
 }
 
 TEST(Distill, HistogramInput) {

@@ -253,13 +253,22 @@ TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     TempDir d;
     std::string out = d.file("out"), log = d.file("log");
     pid_t pid = spawn_run({"--num-chunks", "16", "--out", out}, log);
-    // Stop it while gen writes under trace: the events file has commands in it.
+    // Stop it while gen writes under trace: the events file has commands in it, the semantic file an op or more.
     ASSERT_TRUE(wait_for_file(out + "/events.jsonl", 60, 20000)) << slurp(log);
+    ASSERT_TRUE(wait_for_file(out + "/semantic.jsonl", 60, 1200)) << slurp(log);  // the meta line and an op
     ASSERT_EQ(loops_under(out).size(), 1u) << "the target image should be attached while gen runs";
     kill(pid, SIGTERM);
     EXPECT_EQ(wait_status(pid), 128 + SIGTERM) << slurp(log);
     EXPECT_NE(slurp(log).find("stopped by"), std::string::npos) << slurp(log);
     expect_clean(out);
+    // What gen completed before the stop is scored, and exactly: the tracer ran until gen had finished its ops.
+    EXPECT_NE(slurp(log).find("the ops gen completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    ASSERT_TRUE(fs::exists(out + "/validate.json")) << slurp(log);
+    json v = json::parse(slurp(out + "/validate.json"));
+    EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
+    EXPECT_LT(v["objects"].get<uint64_t>(), 32u) << "gen was not stopped";
+    EXPECT_EQ(v["exact_match"], v["objects"]) << slurp(out + "/validate.txt");
+    EXPECT_EQ(v["untagged_cmds"], 0) << slurp(out + "/validate.txt");
 }
 
 TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
@@ -275,17 +284,75 @@ TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
     expect_clean(out);
 }
 
-TEST(RunErrors, FailedStageStillCleansUp) {
+TEST(RunErrors, EngineThatCannotDriveTheTargetIsRefusedBeforeTracing) {
     TempDir d;
     std::string out = d.file("out");
-    // uring_cmd needs an NVMe generic char device: gen refuses the loop device after it was attached.
+    // uring_cmd needs an NVMe generic char device: the embedded loop device is refused before it is even attached.
     auto r = run(kvio_bin() + " run --num-chunks 1 --engine uring_cmd --out " + out);
     EXPECT_EQ(r.status, 1) << r.err;
-    EXPECT_NE(r.err.find("stage gen-under-trace failed"), std::string::npos) << r.err;
-    expect_clean(out);
+    EXPECT_NE(r.err.find("--engine uring_cmd needs --target /dev/ngXnY"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "--out was created for a refused run";
+    LoopDevice dev(64ull << 20);
+    r = run(kvio_bin() + " run --target " + dev.path + " --num-chunks 1 --engine uring_cmd --out " + out);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target, but " + dev.path +
+                         " is a block device"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    fs::create_directories(out);
+    std::ofstream(out + "/x") << "x";
     auto r2 = run(kvio_bin() + " run --num-chunks 1 --out " + out);
     EXPECT_EQ(r2.status, 1);
     EXPECT_NE(r2.err.find("is not empty"), std::string::npos) << r2.err;
+}
+
+TEST(RunDisk, TooLittleRoomUnderOutIsRefusedUpFront) {
+    Ext4Mount m(80ull << 20);  // ~64 MiB free; 4 chunks fill two sparse images of 131 MiB
+    const std::string out = m.mnt + "/out";
+    auto r = run(kvio_bin() + " run --num-chunks 4 --out " + out);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("its filesystem has "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" MiB free, but this run needs about "), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_TRUE(loops_under(m.mnt).empty()) << loops_under(m.mnt)[0];
+}
+
+TEST(RunDisk, FilesystemFullDuringGenDetachesAndSaysWhy) {
+    Ext4Mount m(80ull << 20);
+    const std::string out = m.mnt + "/out";
+    TempDir d;
+    pid_t pid = spawn_run({"--model", "tiny-1b", "--num-chunks", "2", "--out", out}, d.file("log"));
+    // The up-front check passed; now the filesystem fills before gen writes: every write below --out fails.
+    ASSERT_TRUE(wait_for_file(out + "/target.img", 60, 0)) << slurp(d.file("log"));
+    auto df = run("df -B1 --output=avail " + m.mnt + " | tail -1");
+    ASSERT_EQ(run("fallocate -l " + std::to_string(std::stoull(df.out) - 4096) + " " + m.mnt + "/filler").status, 0);
+    EXPECT_EQ(wait_status(pid), 1) << slurp(d.file("log"));
+    const std::string err = slurp(d.file("log"));
+    EXPECT_NE(err.find("stage "), std::string::npos) << err;
+    EXPECT_NE(err.find("No space left on device"), std::string::npos) << "the stage's reason must reach stderr\n" << err;
+    EXPECT_TRUE(loops_under(m.mnt).empty()) << loops_under(m.mnt)[0];
+    EXPECT_TRUE(images_under(out).empty()) << images_under(out)[0];
+    fs::remove(m.mnt + "/filler");
+}
+
+TEST(RunTarget, DirectoryTargetDefaultsToFilesLayout) {
+    Ext4Mount m(128ull << 20);
+    const std::string dir = m.mnt + "/kv";
+    fs::create_directory(dir);
+    TempDir d;
+    auto r = run(kvio_bin() + " run -q --target " + dir + " --model tiny-1b --num-chunks 2 --out " + d.file("out"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    json doc = json::parse(slurp(d.file("out/run.json")));
+    EXPECT_EQ(doc["options"]["layout"], "files");
+    EXPECT_EQ(doc["validate"]["objects"], 4);
+    // Slots on a directory are refused before anything is traced or created.
+    r = run(kvio_bin() + " run --target " + dir + " --layout slots --model tiny-1b --num-chunks 1 --out " + d.file("slots"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("--layout slots needs a block device or a regular file as --target, but " + dir + " is a directory."),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(d.file("slots")));
 }
 
 TEST(RunTarget, UserTargetIsCheckedBeforeTracing) {

@@ -125,6 +125,24 @@ TEST(HfConfig, MissingKeyIsNamed) {
     EXPECT_EQ(compute_geometry(m, {}).bytes_per_token, 2ull * 2 * 4 * 16 * 4);
 }
 
+TEST(HfConfig, KvHeadsMustDivideAttentionHeads) {
+    // More KV heads than attention heads (32 of 8) or a group that does not divide (3 of 8): refused, naming
+    // the file and the field (both were accepted and gave 4x / 0.375x the real bytes per token).
+    for (int kv : {32, 3}) {
+        nlohmann::json c = {{"num_hidden_layers", 32}, {"num_attention_heads", 8}, {"num_key_value_heads", kv}, {"hidden_size", 4096}};
+        try {
+            model_from_hf_json(c, "cfg/config.json");
+            FAIL() << "num_key_value_heads " << kv << " of 8 heads accepted";
+        } catch (const Error& e) {
+            std::string m = e.what();
+            EXPECT_EQ(m.rfind("cfg/config.json: field 'num_key_value_heads': ", 0), 0u) << m;
+            EXPECT_NE(m.find(std::to_string(kv) + " KV heads for 8 attention heads"), std::string::npos) << m;
+        }
+    }
+    nlohmann::json mqa = {{"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"num_key_value_heads", 1}, {"hidden_size", 64}};
+    EXPECT_EQ(model_from_hf_json(mqa, "mqa.json").num_kv_heads, 1u);
+}
+
 TEST(Geometry, JsonRoundTrip) {
     Geometry g = geo("qwen3-32b", 2, KvDtype::Fp8, 128);
     auto j = geometry_to_json(g);
