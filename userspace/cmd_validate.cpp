@@ -35,11 +35,9 @@ void add_validate_command(CLI::App& app) {
     auto& o = opts->o;
     sub->add_option("--commands", o.commands, "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`");
     sub->add_option("--semantic", o.semantic, "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`");
-    sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks")
-        ->check(CLI::ExistingFile);
+    sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
     sub->add_option("--trace-json", o.geometry.trace_json,
-                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb")
-        ->check(CLI::ExistingFile);
+                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb");
     sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)")
         ->check(CLI::Validator(
             [](std::string& v) {
