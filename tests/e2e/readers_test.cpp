@@ -248,3 +248,32 @@ TEST(ReadersE2E, ReplayRefusesAnImpossiblePayloadBeforeAnyIo) {
         EXPECT_EQ(run("cmp -s " + target + " /dev/zero -n 67108864").status, 0) << "the target was written";
     }
 }
+
+// A capture whose first command's src is neither block nor nvme (was: read as block): every reader of the capture,
+// dump included, stops at that record with the same message.
+TEST(ReadersE2E, CaptureWithAnUnknownSrcSameErrorFromEveryCommand) {
+    TempDir tmp;
+    LoopDevice loop(64ull << 20);
+    const std::string cap = tmp.file("c.kvb"), bad = tmp.file("bad.kvb");
+    CmdResult t = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin --duration 1.5 & t=$!; sleep 0.7; " +
+                      "dd if=" + loop.path + " of=/dev/null bs=4k count=4 iflag=direct status=none; wait $t");
+    ASSERT_EQ(t.status, 0) << t.err;
+    std::string bytes = slurp(cap);
+    // header 64 bytes, then the device record (8 + 56), then the first cmd record: its payload's byte 1 is src.
+    ASSERT_GT(bytes.size(), 64u + 64 + 8 + 2);
+    ASSERT_EQ(bytes[64], 1) << "record 1 is not the device record";
+    ASSERT_EQ(bytes[128], 2) << "record 2 is not a cmd record";
+    bytes[128 + 8 + 1] = 7;
+    std::ofstream(bad, std::ios::binary) << bytes;
+    const std::string want = "kvio: " + bad + ": record 2 at byte 128: field 'src': 7 is neither block (0) nor nvme (1)\n";
+    const std::string sem = tmp.file("s.jsonl");
+    std::ofstream(sem) << json{{"type", "meta"}, {"schema", "kvio.semantic/1"}, {"engine", "posix"}, {"dev", loop.majmin},
+                               {"lba_bytes", 512}, {"max_sectors_kb", 128}}.dump() << "\n";
+    for (const std::string& cmd : {kvio_bin() + " validate --commands " + bad + " --semantic " + sem,
+                                   kvio_bin() + " distill --events " + bad + " --filename /dev/null",
+                                   kvio_bin() + " compare " + bad + " " + cap, kvio_bin() + " dump " + bad + " -o " + tmp.file("d.jsonl")}) {
+        CmdResult r = run(cmd);
+        EXPECT_EQ(r.status, 1) << cmd;
+        EXPECT_EQ(r.err, want) << cmd;
+    }
+}
