@@ -76,13 +76,15 @@ static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSourc
     op.trace_id = get_u64_or(j, "trace_id", 0, src);
     op.key = get_string_or(j, "key", "", src);
     // kvio gen writes `bytes` (moved, header included) and `payload_bytes` (the object); older files only `bytes`.
+    // Both are checked when present, whichever is used.
     const uint64_t moved = j.contains("payload_bytes") ? get_u64_or(j, "bytes", 0, src) : get_u64(j, "bytes", src);
     op.bytes = j.contains("payload_bytes") ? get_u64(j, "payload_bytes", src) : moved;
-    // The projection pads the payload to the LBA size and adds the header: all of it must fit in 64 bits.
-    const uint64_t lba = meta.lba_bytes ? meta.lba_bytes : 512;
+    // The projection pads the payload to the LBA size and adds the (padded) header: all of it must fit in 64 bits.
     const char* bytes_field = j.contains("payload_bytes") ? "payload_bytes" : "bytes";
-    auto padded = checked_round_up(op.bytes, lba);
-    if (!padded || !checked_add(*padded, meta.header_bytes + meta.block_align))
+    auto total = checked_round_up(op.bytes, meta.lba_bytes ? meta.lba_bytes : 512);
+    if (total) total = checked_add(*total, meta.header_bytes);
+    if (total) total = checked_add(*total, meta.block_align);
+    if (!total)
         src.fail(bytes_field, std::to_string(op.bytes) + " is beyond any device (its padded size overflows 64 bits)");
     op.dev = parse_dev_field(j, "dev", src);
     op.ts_start = get_u64(j, "ts_start", src);

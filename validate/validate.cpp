@@ -21,9 +21,13 @@ Report run(const Options& o) {
         mode = choose_join_mode(t, head, why);
     }
     Joiner j(t, mode);
-    for (const Command& h : head) facts.add(h), j.add(h);
+    auto take = [&](const Command& x) {
+        facts.add(x);
+        j.add(x);
+    };
+    for (const Command& h : head) take(h);
     head = {};
-    while (r.next(c)) facts.add(c), j.add(c);
+    while (r.next(c)) take(c);
     Report rep = score(t, rules, j.finish());
     rep.join_reason = why;
     rep.warnings = join_warnings(t, rep.join, facts);
