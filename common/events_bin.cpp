@@ -4,7 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/devinfo.h"
 #include "common/error.h"
+#include "common/input_file.h"
+#include "common/warn.h"
 
 namespace kvio::evbin {
 
@@ -58,8 +61,7 @@ void Encoder::record(Kind k, const void* p, size_t n) {
 bool has_magic(const char* p, size_t n) { return n >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) == 0; }
 
 void open_buffered(const std::string& path, size_t bytes, std::FILE*& f, char*& buf) {
-    f = std::fopen(path.c_str(), "rb");
-    if (!f) throw Error(path + ": cannot open: " + std::strerror(errno));
+    f = open_input(path);
     buf = static_cast<char*>(std::malloc(bytes));
     if (!buf) {
         std::fclose(f);
@@ -96,12 +98,13 @@ void Reader::init() {
     }
 }
 
+// Checks the file header at pos_ and moves past it.
 void Reader::check_header() {
     const std::string& path = path_;
     FileHeader h{};
-    if (!fill(sizeof kMagic) || !has_magic(buf_, len_)) throw Error(path + ": not a kvio.events.bin file");
+    if (!fill(sizeof kMagic) || !has_magic(buf_ + pos_, len_ - pos_)) throw Error(path + ": not a kvio.events.bin file");
     if (!fill(sizeof h)) throw Error(path + ": kvio.events.bin header is truncated (the trace was cut off?)");
-    std::memcpy(&h, buf_, sizeof h);
+    std::memcpy(&h, buf_ + pos_, sizeof h);
     if (h.byte_order != kByteOrder)
         throw Error(path + ": kvio.events.bin written on a machine of the other byte order");
     if (h.version != kVersion)
@@ -113,7 +116,7 @@ void Reader::check_header() {
     if (h.header_bytes < sizeof h || h.header_bytes > 4096)
         throw Error(path + ": kvio.events.bin header of " + std::to_string(h.header_bytes) + " bytes");
     if (!fill(h.header_bytes)) throw Error(path + ": kvio.events.bin header is truncated");
-    pos_ = h.header_bytes;
+    pos_ += h.header_bytes;
 }
 
 Reader::~Reader() {
@@ -144,12 +147,23 @@ bool Reader::fill(size_t need) {
 bool Reader::next(Kind& kind, std::string_view& payload) {
     rec_off_ = consumed_ + pos_;
     if (!fill(1)) return false;
+    if (fill(sizeof kMagic) && has_magic(buf_ + pos_, len_ - pos_)) {  // the next capture of a concatenation
+        check_header();
+        return next(kind, payload);
+    }
     ++record_;
     auto bad = [&](const std::string& why) {
         throw Error(path_ + ": record " + std::to_string(record_) + " at byte " + std::to_string(rec_off_) + ": " + why);
     };
+    // A record cut off by the end of the file can only be the last: the writer was killed. It is dropped with a
+    // warning, like a torn last JSONL line; what came before reads as usual.
+    auto torn = [&](const char* what) {
+        warn(path_ + ": record " + std::to_string(record_) + " at byte " + std::to_string(rec_off_) + ": " + what +
+             " (the trace was cut off?): dropped");
+        return false;
+    };
     RecordHeader rh{};
-    if (!fill(sizeof rh)) bad("truncated record header (the trace was cut off?)");
+    if (!fill(sizeof rh)) return torn("truncated record header");
     std::memcpy(&rh, buf_ + pos_, sizeof rh);
     if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Json)) bad("unknown record kind " + std::to_string(rh.kind));
     if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
@@ -159,9 +173,21 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
                                                              : rh.bytes;
     if (rh.bytes != want) bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
     const size_t total = sizeof rh + pad8(rh.bytes);
-    if (!fill(total)) bad("truncated record (the trace was cut off?)");
+    if (!fill(total)) return torn("truncated record");
     kind = Kind(rh.kind);
     payload = std::string_view(buf_ + pos_ + sizeof rh, rh.bytes);
+    if (kind == Kind::Device) {
+        uint32_t dev = 0;
+        DeviceFacts d = read_device_record(payload, dev);
+        devs_[dev] = std::move(d);
+    } else if (kind == Kind::Cmd) {
+        kvio_cmd_event e;
+        std::memcpy(&e, payload.data(), sizeof e);
+        if (!devs_.count(e.dev)) bad("a cmd record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
+        if (e.src != KVIO_SRC_BLOCK && e.src != KVIO_SRC_NVME)
+            bad("field 'src': " + std::to_string(unsigned(e.src)) + " is neither block (" + std::to_string(KVIO_SRC_BLOCK) +
+                ") nor nvme (" + std::to_string(KVIO_SRC_NVME) + ")");
+    }
     pos_ += total;
     return true;
 }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "bpf/kvio_trace.h"
@@ -101,7 +102,9 @@ void open_buffered(const std::string& path, size_t bytes, std::FILE*& f, char*& 
 /// True when the first bytes of a file are kvio.events.bin's magic.
 bool has_magic(const char* p, size_t n);
 
-/// Streams the records of a kvio.events.bin/1 file. Memory: one buffer of 4 MiB.
+/// Streams the records of a kvio.events.bin/1 file. Memory: one buffer of 4 MiB and the device table.
+/// Captures written one after another into one file (`cat a.kvb b.kvb`) read as one: a file header where a
+/// record would start is checked like the first and skipped.
 class Reader {
 public:
     /// Opens `path` and checks the header. Throws kvio::Error "PATH: cannot open: REASON", "PATH: not a
@@ -114,9 +117,17 @@ public:
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
 
-    /// The next record: its kind and payload (valid until the next call); false at a clean end of file.
-    /// Throws kvio::Error "PATH: record N at byte B: REASON" for a truncated or unknown record.
+    /// The next record: its kind and payload (valid until the next call); false at the end of the file. A last
+    /// record cut off by the end of the file is dropped with a warning (common/warn.h) "PATH: record N at byte
+    /// B: truncated record (the trace was cut off?): dropped". Throws kvio::Error "PATH: record N at byte B: REASON"
+    /// for an unknown record, a cmd record before its device's record, or a cmd whose `src` is neither
+    /// KVIO_SRC_BLOCK nor KVIO_SRC_NVME.
     bool next(Kind& kind, std::string_view& payload);
+    /// The facts of device `dev` from its device record; nullptr before it (never for a returned Cmd record).
+    const DeviceFacts* device(uint32_t dev) const {
+        auto it = devs_.find(dev);
+        return it == devs_.end() ? nullptr : &it->second;
+    }
     /// 1-based number of the record last returned, and its byte offset.
     uint64_t record() const { return record_; }
     uint64_t offset() const { return rec_off_; }
@@ -132,6 +143,7 @@ private:
     size_t cap_ = 0, pos_ = 0, len_ = 0;
     uint64_t consumed_ = 0;  ///< file offset of buf_[0]
     uint64_t record_ = 0, rec_off_ = 0;
+    std::unordered_map<uint32_t, DeviceFacts> devs_;
 };
 
 }  // namespace kvio::evbin

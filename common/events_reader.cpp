@@ -5,8 +5,10 @@
 #include <cstring>
 #include <new>
 
+#include "common/devinfo.h"
 #include "common/event_names.h"
 #include "common/events_bin.h"
+#include "common/warn.h"
 
 #ifndef KVIO_NO_SIMDJSON
 #include <simdjson.h>
@@ -85,6 +87,11 @@ uint64_t* uint_slot(EventRecord& r, int f) {
     }
 }
 
+// A line that is not JSON at all (as opposed to JSON with a wrong field): the kind of damage a cut-off last line has.
+struct JsonSyntaxError : Error {
+    using Error::Error;
+};
+
 [[noreturn]] void wrong_type(const JsonSource& src, int f, const char* got) {
     if (f < kFirstUint) src.fail(kNames[f], "expected a string");
     src.fail(kNames[f], std::string("expected a non-negative integer, got ") + got);
@@ -94,6 +101,17 @@ uint64_t* uint_slot(EventRecord& r, int f) {
 
 const char* event_field_name(EventField f) { return kNames[size_t(f)]; }
 
+const char* io_op_name(IoOp op) {
+    switch (op) {
+    case IoOp::Read: return "read";
+    case IoOp::Write: return "write";
+    case IoOp::Flush: return "flush";
+    case IoOp::Discard: return "discard";
+    case IoOp::Other: break;
+    }
+    return "other";
+}
+
 #ifndef KVIO_NO_SIMDJSON
 
 // simdjson On-Demand: the line is parsed in place in the read buffer (the bytes after it are the padding).
@@ -101,7 +119,7 @@ struct EventsReader::Parser {
     simdjson::ondemand::parser parser;
 
     [[noreturn]] static void invalid(const JsonSource& src, simdjson::error_code e) {
-        throw Error(src.where() + ": not valid JSON (" + simdjson::error_message(e) + ")");
+        throw JsonSyntaxError(src.where() + ": not valid JSON (" + simdjson::error_message(e) + ")");
     }
     static const char* kind(simdjson::ondemand::value& v) {
         using simdjson::ondemand::json_type;
@@ -162,7 +180,7 @@ struct EventsReader::Parser {
             }
         }
         const char* rest;
-        if (!doc.current_location().get(rest)) throw Error(src.where() + ": not valid JSON (content after the object)");
+        if (!doc.current_location().get(rest)) throw JsonSyntaxError(src.where() + ": not valid JSON (content after the object)");
     }
 };
 
@@ -177,7 +195,7 @@ struct EventsReader::Parser {
         try {
             j = json::parse(b, b + len);
         } catch (const json::parse_error& e) {
-            throw Error(src.where() + ": not valid JSON (" + e.what() + ")");
+            throw JsonSyntaxError(src.where() + ": not valid JSON (" + e.what() + ")");
         }
         if (!j.is_object()) throw Error(src.where() + ": expected a JSON object");
         for (auto& [k, v] : j.items()) {
@@ -233,6 +251,7 @@ bool EventsReader::read_line(const char*& b, const char*& e) {
             e = nl;
             pos_ = size_t(nl - buf_) + 1;
             ++src_.line;
+            unterminated_ = false;
             return true;
         }
         if (eof_) {
@@ -241,6 +260,7 @@ bool EventsReader::read_line(const char*& b, const char*& e) {
             e = buf_ + len_;
             pos_ = len_;
             ++src_.line;
+            unterminated_ = true;
             return true;
         }
         // Move the partial line to the front and refill; double the buffer for a line longer than it.
@@ -273,18 +293,11 @@ bool EventsReader::next_bin(EventRecord& r) {
         using F = EventField;
         auto set = [&r](F f) { r.has |= 1u << unsigned(f); };
         switch (kind) {
-        case evbin::Kind::Device: {
-            uint32_t dev = 0;
-            evbin::DeviceFacts facts = evbin::read_device_record(p, dev);
-            bin_devs_[dev] = std::move(facts);
-            continue;
-        }
+        case evbin::Kind::Device: continue;  // the capture reader keeps the device table
         case evbin::Kind::Cmd: {
             kvio_cmd_event e;
             std::memcpy(&e, p.data(), sizeof e);
-            auto it = bin_devs_.find(e.dev);
-            if (it == bin_devs_.end()) src_.fail("dev", "a cmd record of device " + std::to_string(e.dev) + " before its device record");
-            const evbin::DeviceFacts& d = it->second;
+            const evbin::DeviceFacts& d = *bin_->device(e.dev);  // checked by evbin::Reader::next
             const bool nvme = e.src == KVIO_SRC_NVME;
             r.type = "cmd", r.src = nvme ? "nvme" : "block", r.dev = d.majmin, r.disk = d.disk;
             r.op = nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf);
@@ -328,10 +341,66 @@ bool EventsReader::next(EventRecord& r) {
         while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
         if (p == e) continue;
         r = EventRecord{};
-        parser_->parse(p, size_t(e - p), size_t(buf_ + cap_ + kPadding - p), r, src_);
+        try {
+            parser_->parse(p, size_t(e - p), size_t(buf_ + cap_ + kPadding - p), r, src_);
+        } catch (const JsonSyntaxError&) {
+            if (!unterminated_) throw;
+            warn(torn_last_line_warning(src_));
+            return false;
+        }
         return true;
     }
     return false;
+}
+
+bool EventsReader::next_checked(EventRecord& r) {
+    if (!next(r)) return false;
+    check(r);
+    return true;
+}
+
+void EventsReader::check(EventRecord& r) {
+    using F = EventField;
+    require(r, F::Type);
+    if (r.type == "cmd") r.kind = EventType::Cmd;
+    else if (r.type == "syscall") { r.kind = EventType::Syscall; return; }
+    else if (r.type == "summary") { r.kind = EventType::Summary; return; }
+    else src_.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
+    for (F f : {F::Src, F::Dev, F::Op, F::Bytes, F::TsIssue}) require(r, f);
+    if (r.src == "nvme") r.nvme = true;
+    else if (r.src != "block") src_.fail("src", "expected \"block\" or \"nvme\", got \"" + std::string(r.src) + "\"");
+    const std::string_view op = r.op;
+    r.io = op == "read" ? IoOp::Read : op == "write" ? IoOp::Write : op == "flush" ? IoOp::Flush : op == "discard" ? IoOp::Discard
+         : op == "other" ? IoOp::Other
+         : (src_.fail("op", "expected read|write|flush|discard|other, got \"" + std::string(op) + "\""), IoOp::Other);
+    if (!have_dev_ || r.dev != last_dev_) {
+        auto d = parse_dev_string(std::string(r.dev));
+        if (!d) src_.fail("dev", "expected \"MAJ:MIN\", got \"" + std::string(r.dev) + "\"");
+        last_dev_ = r.dev;
+        last_kdev_ = kernel_dev(*d);
+        have_dev_ = true;
+    }
+    r.kdev = last_kdev_;
+    if (r.has_field(F::TsComplete) && r.ts_complete < r.ts_issue)
+        src_.fail("ts_complete", "is before ts_issue (" + std::to_string(r.ts_complete) + " < " + std::to_string(r.ts_issue) + ")");
+    const bool data = r.io == IoOp::Read || r.io == IoOp::Write;
+    if (data && r.bytes > UINT32_MAX)
+        src_.fail("bytes", std::to_string(r.bytes) + " is not a command size (at most 4 GiB)");
+    if (r.nvme) {
+        require(r, F::Slba);
+        require(r, F::Nlb);
+        if (data && r.nlb == 0) src_.fail("nlb", "0 blocks in a " + std::string(op) + " (nlb counts from 1)");
+        if (data && r.bytes % r.nlb) src_.fail("bytes", std::to_string(r.bytes) + " is not a multiple of nlb " + std::to_string(r.nlb));
+        const uint64_t lba = r.nlb ? r.bytes / r.nlb : 0;
+        if (data && lba && r.slba > UINT64_MAX / lba) src_.fail("slba", std::to_string(r.slba) + " × " + std::to_string(lba) + " bytes is beyond any device");
+        r.offset = r.slba * lba;
+        if (!r.has_field(F::Sector)) r.sector = r.offset / 512;
+    } else {
+        require(r, F::Sector);
+        // A flush carries no sector: the kernel reports sector -1 for it.
+        if (data && r.sector > (UINT64_MAX >> 9)) src_.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");
+        r.offset = r.sector << 9;
+    }
 }
 
 }  // namespace kvio

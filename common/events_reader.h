@@ -29,9 +29,23 @@ enum class EventField : uint8_t {
 /// The JSON key of `f` ("ts_issue", "unmatched_completes", ...).
 const char* event_field_name(EventField f);
 
+/// The record types of kvio.events/1 (`type`).
+enum class EventType : uint8_t { Cmd, Syscall, Summary };
+/// Direction of a device command (`op`).
+enum class IoOp : uint8_t { Read, Write, Flush, Discard, Other };
+/// "read", "write", "flush", "discard", "other".
+const char* io_op_name(IoOp op);
+
 /// One record, flattened. String views point into the reader and are valid until its next next().
 /// A field whose bit is not set in `has` was absent (its value is "" / 0).
 struct EventRecord {
+    // Set by EventsReader::next_checked (the format's rules passed), not by next():
+    EventType kind = EventType::Cmd;
+    IoOp io = IoOp::Other;     ///< cmd: `op`
+    bool nvme = false;         ///< cmd: `src` "nvme"
+    uint32_t kdev = 0;         ///< cmd: `dev` as a kernel dev_t (MAJOR << 20 | MINOR)
+    uint64_t offset = 0;       ///< cmd: start byte on the whole disk: sector × 512 (block), slba × bytes/nlb (nvme)
+
     uint32_t has = 0;
     std::string_view type, src, dev, disk, op, rwbs, comm, key;
     uint64_t sector = 0, bytes = 0, ts_issue = 0, ts_complete = 0, qd = 0, pid = 0, tid = 0, user_data = 0;
@@ -57,8 +71,20 @@ public:
     ///   "FILE:LINE: expected a JSON object"                 the line is an array, string, ...
     ///   "FILE:LINE: field 'F': expected a string"           a string field of another type
     ///   "FILE:LINE: field 'F': expected a non-negative integer, got a string|a negative number|a fraction|..."
-    /// It does not check which fields a record type requires: callers do, with require().
+    /// It does not check which fields a record type requires: next_checked() does.
+    /// A last line cut off by the end of the file (no newline, not valid JSON: the tracer was killed) is dropped
+    /// with a warning (common/warn.h, jsonl.h torn_last_line_warning); the same line elsewhere is an error.
     bool next(EventRecord& r);
+
+    /// next() and then the format's rules, the one set every command applies (docs/formats.md, "Reader rules"):
+    ///   `type` present and "cmd", "syscall" or "summary";
+    ///   a cmd has `src` ("block" | "nvme"), `dev` ("MAJ:MIN"), `op` (read|write|flush|discard|other), `bytes`
+    ///   and `ts_issue`; a block cmd has `sector`, an nvme cmd `slba` and `nlb`; `ts_complete`, when present, is
+    ///   not before `ts_issue`; a read or write lies on the disk (sector × 512, slba × LBA bytes fit in 64 bits)
+    ///   and is at most 4 GiB (the kernel's 32-bit request length); an nvme read or write has nlb ≥ 1 and bytes
+    ///   a multiple of nlb.
+    /// Fills kind, io, nvme, kdev and offset. Throws "FILE:LINE: field 'F': missing" / "...: expected ..., got ...".
+    bool next_checked(EventRecord& r);
 
     /// Throws "FILE:LINE: field 'F': missing" when `r` lacks `f` (LINE: the record last returned).
     void require(const EventRecord& r, EventField f) const {
@@ -74,6 +100,11 @@ public:
 private:
     bool read_line(const char*& b, const char*& e);
     bool next_bin(EventRecord& r);
+    void check(EventRecord& r);
+    bool unterminated_ = false;  // the line read_line returned last had no newline (the file's last)
+    std::string last_dev_;       // the last "MAJ:MIN" checked and its dev_t: a trace is about one or two devices
+    uint32_t last_kdev_ = 0;
+    bool have_dev_ = false;
     std::FILE* f_ = nullptr;
     JsonSource src_;
     char* buf_ = nullptr;     // cap_ bytes + padding the parser may read past a line's end
@@ -82,7 +113,6 @@ private:
     std::unique_ptr<Parser> parser_;
     // kvio.events.bin input: the record stream, its device table, and storage the string views point into.
     std::unique_ptr<evbin::Reader> bin_;
-    std::unordered_map<uint32_t, evbin::DeviceFacts> bin_devs_;
     char rwbs_[8] = {}, comm_[16] = {};
     std::string json_;
 };

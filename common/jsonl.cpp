@@ -1,7 +1,12 @@
 #include "common/jsonl.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
+#include <fstream>
+
+#include "common/input_file.h"
+#include "common/warn.h"
 
 namespace kvio {
 
@@ -9,32 +14,45 @@ void JsonSource::fail(const std::string& field, const std::string& msg) const {
     throw Error(where() + ": field '" + field + "': " + msg);
 }
 
-JsonlReader::JsonlReader(const std::string& path) : in_(path), src_{path, 0} {
-    if (!in_) throw Error(path + ": cannot open: " + std::strerror(errno));
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw Error(path + ": cannot open: " + std::strerror(EISDIR));
+std::string torn_last_line_warning(const JsonSource& at) {
+    return at.where() + ": the last line is cut off (the writer was killed?): dropped";
+}
+
+JsonlReader::JsonlReader(const std::string& path) : f_(open_input(path)), src_{path, 0} {}
+
+JsonlReader::~JsonlReader() {
+    std::fclose(f_);
+    std::free(line_);
 }
 
 bool JsonlReader::next(json& out) {
-    while (std::getline(in_, buf_)) {
+    ssize_t n;
+    while ((n = ::getline(&line_, &cap_, f_)) >= 0) {
         ++src_.line;
-        if (buf_.find_first_not_of(" \t\r") == std::string::npos) continue;
+        std::string_view l(line_, size_t(n));
+        const bool newline = !l.empty() && l.back() == '\n';
+        if (newline) l.remove_suffix(1);
+        if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         try {
-            out = json::parse(buf_);
+            out = json::parse(l);
         } catch (const json::parse_error& e) {
+            if (!newline) {
+                warn(torn_last_line_warning(src_));
+                return false;
+            }
             throw Error(src_.where() + ": not valid JSON (" + e.what() + ")");
         }
         if (!out.is_object()) throw Error(src_.where() + ": expected a JSON object");
         return true;
     }
+    if (std::ferror(f_)) throw Error(src_.file + ": read error: " + std::strerror(errno));
     return false;
 }
 
 json read_json_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
+    const std::string text = read_input(path);
     try {
-        return json::parse(in);
+        return json::parse(text);
     } catch (const json::parse_error& e) {
         throw Error(path + ": not valid JSON (" + e.what() + ")");
     }

@@ -1,7 +1,8 @@
 // Reading JSON and JSON-lines files with errors that name file, line and field.
 #pragma once
 #include <cstdint>
-#include <fstream>
+#include <cstdio>
+#include <fstream>  // for includers that write with std::ofstream
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,22 +22,33 @@ struct JsonSource {
     [[noreturn]] void fail(const std::string& field, const std::string& msg) const;
 };
 
-/// Streams a JSONL file one object per line; blank lines are skipped.
-/// Throws kvio::Error on unreadable files and on lines that are not JSON objects.
+/// The message for a last line cut off mid-record (no newline, not valid JSON: the writer was killed or ran out
+/// of space): "FILE:LINE: the last line is cut off (the writer was killed?): dropped". Every JSONL reader warns
+/// with it and drops that line; the same line in the middle of a file is an error.
+std::string torn_last_line_warning(const JsonSource& at);
+
+/// Streams a JSONL file one object per line; blank lines are skipped; a torn last line is dropped with a
+/// warning (torn_last_line_warning). Throws kvio::Error on unreadable files (common/input_file.h) and on lines
+/// that are not JSON objects: "FILE:LINE: not valid JSON (...)", "FILE:LINE: expected a JSON object".
 class JsonlReader {
 public:
     explicit JsonlReader(const std::string& path);
+    ~JsonlReader();
+    JsonlReader(const JsonlReader&) = delete;
+    JsonlReader& operator=(const JsonlReader&) = delete;
     /// Reads the next object into `out`; false at end of file.
     bool next(json& out);
     const JsonSource& source() const { return src_; }
 
 private:
-    std::ifstream in_;
+    std::FILE* f_ = nullptr;
     JsonSource src_;
-    std::string buf_;
+    char* line_ = nullptr;
+    size_t cap_ = 0;
 };
 
-/// Reads a whole JSON document. Throws kvio::Error naming the file on failure.
+/// Reads a whole JSON document. Throws kvio::Error naming the file on failure (as common/input_file.h opens it,
+/// "FILE: not valid JSON (...)").
 json read_json_file(const std::string& path);
 /// Writes `j` (pretty, 2-space indent) to `path`. Throws kvio::Error on failure.
 void write_json_file(const std::string& path, const json& j);

@@ -4,13 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "common/events_reader.h"
+
 namespace kvio::distiller {
 
 /// Direction of a device command, as the `op` field names it.
-enum class Op : uint8_t { Read, Write, Flush, Discard, Other };
+using Op = kvio::IoOp;
 
 /// "read", "write", "flush", "discard", "other".
-const char* op_name(Op op);
+inline const char* op_name(Op op) { return io_op_name(op); }
 
 /// One completed device command (`"type":"cmd"` record). Times are CLOCK_MONOTONIC ns.
 struct Cmd {
@@ -59,8 +61,8 @@ struct EventTrace {
 /// `filter`, 48 bytes each. The file is in completion order; each command is inserted at its issue-order place
 /// from the back (a stable sort by ts_issue costing O(commands in flight) per command); when a command lands
 /// more than 4096 places back, the rest is sorted once at the end instead.
-/// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on malformed records
-/// (missing field, ts_complete < ts_issue, unknown op/type), and a one-sentence error when the trace holds
+/// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on records that break the format's
+/// rules (kvio::EventsReader::next_checked, the same for every command), and a one-sentence error when the trace holds
 /// several devices and `filter.dev` is empty, or when the requested device is absent.
 EventTrace load_events(const std::string& path, const EventFilter& filter);
 

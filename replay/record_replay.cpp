@@ -1,6 +1,9 @@
 #include "replay/record_replay.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <ostream>
 #include <sstream>
 
@@ -94,6 +97,18 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     uint64_t nobj = 0;
     for (const auto& ob : rec.objects) nobj = std::max(nobj, ob.index + 1);
     const uint64_t need = layout == workload::Layout::Slots ? workload::slot_offset(d, nobj) : rec.objects.size() * d.io_bytes;
+    // Room first, before any byte of the target is read or written (a manifest may ask for more than any device).
+    if (t.kind == workload::TargetKind::RegularFile && need > t.capacity_bytes) {
+        struct statvfs fs {};
+        const std::string dir = std::filesystem::path(o.target).parent_path().string();
+        if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 && need - t.capacity_bytes > uint64_t(fs.f_bavail) * fs.f_frsize)
+            throw Error(o.target + " would have to grow from " + std::to_string(t.capacity_bytes) + " to " + std::to_string(need) +
+                        " bytes for the recorded " + std::to_string(nobj) + " objects; its filesystem has " +
+                        std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) + " bytes free");
+    } else if (need > t.capacity_bytes) {
+        throw Error(o.target + " has room for " + std::to_string(t.capacity_bytes) + " bytes but the recorded " +
+                    std::to_string(nobj) + " objects need " + std::to_string(need));
+    }
     if (layout == workload::Layout::Slots && !o.force) {
         // Every slot about to be written must be empty, or one kvio wrote before (its header magic).
         std::vector<std::pair<uint64_t, uint64_t>> slots;

@@ -150,9 +150,8 @@ void add_distill_command(CLI::App& app) {
         "Turn a device trace into a fio job (and an exact fio iolog), and score how faithfully it replays.\n"
         "Every job value is derived from the trace; the job's header says from what, and what could not be inferred.\n"
         "Rules: docs/distill.md.");
-    sub->add_option("--events", a->events, "kvio.events/1 JSONL (or a kvio.events.bin/1 capture) from `kvio trace --events` (preferred)")->check(CLI::ExistingFile);
-    sub->add_option("--trace-json", a->trace_json, "kvio.trace/1 from `kvio trace --json` (histograms; used without --events)")
-        ->check(CLI::ExistingFile);
+    sub->add_option("--events", a->events, "kvio.events/1 JSONL (or a kvio.events.bin/1 capture) from `kvio trace --events` (preferred)");
+    sub->add_option("--trace-json", a->trace_json, "kvio.trace/1 from `kvio trace --json` (histograms; used without --events)");
     sub->add_option("--dev", a->dev, "device to distill, \"MAJ:MIN\" or name (default: the only one in the trace)");
     sub->add_option("--pid", a->pid, "keep only commands submitted by this pid");
     sub->add_option("--comm", a->comm, "keep only commands submitted by tasks with this comm");

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "userspace/commands.h"
+#include "validate/gate.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
 
@@ -20,7 +21,8 @@ void add_validate_command(CLI::App& app) {
     auto* sub = app.add_subcommand(
         "validate",
         "Join traced device commands to the KV object ops that caused them and score them against the projection.\n"
-        "Rules: docs/validate.md. Exit status 0 whenever it scored, whatever the scores; 1 on malformed input.");
+        "Rules: docs/validate.md. Exit status 0 when it scored (whatever the scores, unless --fail-below or --max-wape\n"
+        "is missed); 1 on malformed input or a missed threshold.");
     struct Opts {
         validate::Options o;
         std::string join = "auto", json_out;
@@ -28,16 +30,15 @@ void add_validate_command(CLI::App& app) {
         std::string synth_dir;
         validate::SynthSpec synth;
         bool synth_bin = false;
+        validate::Gate gate;
     };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
     sub->add_option("--commands", o.commands, "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`");
     sub->add_option("--semantic", o.semantic, "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`");
-    sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks")
-        ->check(CLI::ExistingFile);
+    sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
     sub->add_option("--trace-json", o.geometry.trace_json,
-                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb")
-        ->check(CLI::ExistingFile);
+                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb");
     sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)")
         ->check(CLI::Validator(
             [](std::string& v) {
@@ -50,15 +51,25 @@ void add_validate_command(CLI::App& app) {
                                                                      : "must be a power of two from 512 to 65536, got " + v;
             },
             "BYTES"));
-    sub->add_option("--mdts-bytes", o.geometry.mdts_bytes, "NVMe MDTS in bytes, the passthrough split (default: meta mdts_bytes)");
-    sub->add_option("--max-io-bytes", o.geometry.max_io_bytes, "The engine's userspace transfer cap in bytes (default: meta max_io_bytes)");
+    sub->add_option("--mdts-bytes", o.geometry.mdts_bytes, "NVMe MDTS in bytes, the passthrough split (default: meta mdts_bytes)")
+        ->check(positive_integer());
+    sub->add_option("--max-io-bytes", o.geometry.max_io_bytes, "The engine's userspace transfer cap in bytes (default: meta max_io_bytes)")
+        ->check(positive_integer());
     sub->add_option("--max-sectors-kb", o.geometry.max_sectors_kb,
-                    "The device's queue/max_sectors_kb when traced, KiB (default: --trace-json, else meta max_sectors_kb)");
+                    "The device's queue/max_sectors_kb when traced, KiB (default: --trace-json, else meta max_sectors_kb)")
+        ->check(positive_integer());
     sub->add_option_function<uint64_t>("--header-bytes", [opts](uint64_t v) { opts->o.geometry.header_bytes = v; opts->o.geometry.header_bytes_set = true; },
                                        "Slot header bytes a store writes before the payload (default: meta header_bytes)");
     sub->add_option("--join", opts->join, "How commands find their op: auto, user_data, key or offset (default auto)")
         ->check(CLI::IsMember({"auto", "user_data", "key", "offset"}));
     sub->add_option("--json", opts->json_out, "Also write the report as JSON to this file");
+    auto pct = CLI::Range(0.0, 100.0);
+    sub->add_option_function<double>("--fail-below", [opts](double v) { opts->gate.fail_below_pct = v; },
+                                     "Exit 1 when the exact-match share of scored ops is below PCT percent (CI gate)")
+        ->check(pct)->type_name("PCT");
+    sub->add_option_function<double>("--max-wape", [opts](double v) { opts->gate.max_wape_pct = v; },
+                                     "Exit 1 when WAPE over all ops is above PCT percent (CI gate)")
+        ->check(pct)->type_name("PCT");
     sub->add_flag("--timing", opts->timing, "Print elapsed time, records/s and peak RSS to stderr");
     // Synthetic inputs for benchmarks (docs/validate.md, docs/performance.md): listed under their own heading.
     const std::string synth = "Synthetic inputs (benchmarks; docs/validate.md)";
@@ -107,6 +118,9 @@ void add_validate_command(CLI::App& app) {
             std::fprintf(stderr, "validate: %llu command records in %.3f s (%.0f records/s), peak RSS %.1f MiB\n",
                          (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s, double(ru.ru_maxrss) / 1024);
         }
+        std::string missed;
+        for (const auto& m : validate::missed_thresholds(r, opts->gate)) missed += (missed.empty() ? "" : "; ") + m;
+        if (!missed.empty()) throw kvio::Error("validate: " + missed);
     });
 }
 

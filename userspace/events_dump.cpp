@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <unordered_set>
 
 #include "common/devinfo.h"
 #include "common/error.h"
@@ -56,7 +55,6 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
     const std::string what = out.empty() ? "stdout" : out;
     ::signal(SIGPIPE, SIG_IGN);  // a reader that went away: "write failed: Broken pipe", not a silent exit
     DevCache devs;               // filled from the capture's device records only: never this machine's sysfs
-    std::unordered_set<uint32_t> known;
     bool summary = false;
     uint64_t written = 0;  // records written (commands, syscalls, json)
     EventEncoder enc;
@@ -72,13 +70,11 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
                 uint32_t dev = 0;
                 evbin::DeviceFacts d = evbin::read_device_record(p, dev);
                 devs.put(dev, {d.majmin, d.disk, d.lba_bytes});
-                known.insert(dev);
                 break;
             }
             case evbin::Kind::Cmd: {
                 kvio_cmd_event e;
                 std::memcpy(&e, p.data(), sizeof e);
-                if (!known.count(e.dev)) bad("a cmd record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
                 enc.cmd(e, devs);
                 ++written;
                 break;

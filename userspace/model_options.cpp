@@ -10,8 +10,7 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
     for (const auto& n : workload::builtin_model_names()) names += (names.empty() ? "" : ", ") + n;
     auto* m = sub->add_option("--model", o.model, "Built-in model: " + names);
     auto* h = sub->add_option("--hf-config", o.hf_config,
-                              "A Hugging Face config.json to read the model shape from instead of --model")
-                  ->check(CLI::ExistingFile);
+                              "A Hugging Face config.json to read the model shape from instead of --model");
     m->excludes(h);
     sub->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: fp32, fp16, bf16, fp8 (default: the model's torch_dtype)");
     sub->add_option("--chunk-tokens", o.chunk_tokens, "Tokens per KV chunk (one object per chunk and rank)")

@@ -14,9 +14,9 @@ public:
     /// Opens `path`. Throws kvio::Error when it cannot be read.
     explicit EventsReader(const std::string& path) : rd_(path) {}
 
-    /// Reads the next `"type":"cmd"` record into `c`; false at end of file. Syscall, summary and
-    /// unknown record types are skipped (the summary's `dropped` is kept). Throws kvio::Error
-    /// "FILE:LINE: field 'F': ..." on a malformed line or a missing/mistyped required field.
+    /// Reads the next `"type":"cmd"` record into `c`; false at end of file. Syscall and summary records are
+    /// skipped (the summary's `dropped` is kept). Throws kvio::Error "FILE:LINE: field 'F': ..." on a record
+    /// that breaks the format's rules (kvio::EventsReader::next_checked, the same for every command).
     bool next(Command& c);
 
     const JsonSource& source() const { return rd_.source(); }
@@ -26,15 +26,12 @@ public:
     /// from the file); 0 when absent.
     uint64_t summary_unmatched_completes() const { return unmatched_; }
     bool saw_summary() const { return saw_summary_; }
-    /// Records skipped because their type is not "cmd".
+    /// Records skipped because their type is not "cmd" (syscall, summary).
     uint64_t other_records() const { return other_; }
 
 private:
     kvio::EventsReader rd_;
     EventRecord rec_;
-    std::string last_dev_;   // the last "MAJ:MIN" parsed: a trace is usually about one or two devices
-    uint32_t last_dev_t_ = 0;
-    bool have_dev_ = false;
     uint64_t dropped_ = 0, unmatched_ = 0, other_ = 0;
     bool saw_summary_ = false;
 };

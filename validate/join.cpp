@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "common/error.h"
-#include "validate/events.h"
 
 namespace kvio::validate {
 
@@ -26,16 +25,14 @@ JoinMode parse_join_mode(const std::string& s) {
     throw Error("--join: expected auto, user_data, key or offset, got \"" + s + "\"");
 }
 
-JoinMode choose_join_mode(const SemanticTrace& t, const std::string& events_path, std::string& why, size_t peek) {
+JoinMode choose_join_mode(const SemanticTrace& t, const std::vector<Command>& first, std::string& why) {
     bool ops_trace_id = false, ops_key = false;
     for (const auto& op : t.ops) {
         ops_trace_id |= op.trace_id != 0;
         ops_key |= !op.key.empty();
     }
     bool cmd_user_data = false, cmd_key = false;
-    EventsReader r(events_path);
-    Command c;
-    for (size_t n = 0; n < peek && r.next(c); ++n) {
+    for (const Command& c : first) {
         cmd_user_data |= c.has_user_data && c.user_data != 0;
         cmd_key |= !c.key.empty();
     }

@@ -20,8 +20,9 @@ JoinMode parse_join_mode(const std::string& s);
 
 /// Chooses a concrete mode for Auto: `key` when commands carry `key` and ops carry keys; `user_data` when
 /// commands carry `user_data`, ops carry trace_id and the engine is io_uring or uring_cmd; else `offset`.
-/// Looks at the first `peek` command records of `events_path`. `why` receives a one-line reason.
-JoinMode choose_join_mode(const SemanticTrace& t, const std::string& events_path, std::string& why, size_t peek = 4096);
+/// Looks at `first`, the first command records of the events file (validate::run passes up to 4096, which it
+/// then joins: the file is read once, so a pipe works). `why` receives a one-line reason.
+JoinMode choose_join_mode(const SemanticTrace& t, const std::vector<Command>& first, std::string& why);
 
 /// Measured commands of one op: count, bytes, min/max size and an order-free multiset fingerprint
 /// (Σ splitmix64(size) mod 2^64; with count and bytes, two multisets that differ collide with p ≈ 2^-64).

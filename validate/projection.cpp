@@ -68,10 +68,11 @@ static void project_io(const ObjectOp& op, const ProjectionRules& r, uint64_t lo
     uint64_t pos = lo, end = lo + len;
     while (pos < end) {
         uint64_t chunk = r.engine_limit ? std::min(r.engine_limit, end - pos) : end - pos;
-        if (!r.files) {
+        if (op.extents.size() <= 1) {
             cut(chunk, r.kernel_limit, out);
         } else {
-            // Walk the extents in logical order; each piece inside one extent becomes its own bio chain.
+            // Several extents (files layout, or slots on a fragmented regular file): walk them in logical order;
+            // each piece inside one extent becomes its own bio chain.
             uint64_t cpos = pos, cend = pos + chunk, ext_lo = 0;
             for (const Extent& e : op.extents) {
                 uint64_t ext_hi = ext_lo + e.len;

@@ -25,7 +25,7 @@ struct GeometryOverrides {
 struct ProjectionRules {
     std::string engine, layout;
     bool passthrough = false;      ///< uring_cmd: the engine splits at MDTS, the kernel does not split
-    bool files = false;            ///< layout "files": I/Os are also split at FIEMAP extent boundaries
+    bool files = false;            ///< layout "files" (I/Os of an op with several extents are split at their boundaries in any layout)
     uint64_t lba_bytes = 0;        ///< the payload I/O is padded to a multiple of this (kvio gen: io_bytes)
     uint64_t block_align = 0;      ///< the header I/O is padded to a multiple of this (slot alignment)
     uint64_t header_bytes = 0;     ///< a store's header, before padding
@@ -41,8 +41,9 @@ ProjectionRules resolve_rules(const SemanticMeta& meta, const GeometryOverrides&
 /// The command sizes `op` should cause under `rules`, in issue order, written to `out` (cleared first).
 /// A store: header I/O (header_bytes padded to block_align) then payload I/O; a load: payload I/O;
 /// the payload is op.bytes padded to lba_bytes. Each I/O is cut into engine_limit chunks from its start;
-/// for files each chunk is cut at the op's extent boundaries (the extents list the op's bytes in order:
-/// header first); each piece is cut into kernel_limit commands.
+/// when the op has several extents (files layout, or slots on a regular file FIEMAP maps in pieces) each chunk
+/// is cut at the extent boundaries (the extents list the op's bytes in order: header first); each piece is cut
+/// into kernel_limit commands.
 void project(const ObjectOp& op, const ProjectionRules& rules, std::vector<uint64_t>& out);
 
 /// Rounds `v` up to a multiple of `a` (a > 0).

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,7 @@ struct Report {
     std::array<Scores, kOpKinds> per_op;  ///< indexed by OpKind
     JoinResult join;                      ///< counters (ops tallies moved out)
     std::string join_reason;              ///< why this join mode
+    std::vector<std::string> warnings;    ///< why nothing joined (validate/diagnose.h), printed as "warning: ..."
     ProjectionRules rules;
     uint64_t tracer_dropped = 0;          ///< `dropped` of the events summary
     uint64_t tracer_unmatched = 0;        ///< `unmatched_completes` of the events summary (commands missing)

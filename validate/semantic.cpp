@@ -1,5 +1,6 @@
 #include "validate/semantic.h"
 
+#include "common/checked_math.h"
 #include "common/devinfo.h"
 #include "common/jsonl.h"
 
@@ -10,6 +11,29 @@ static uint32_t parse_dev_field(const json& j, const char* field, const JsonSour
     auto d = parse_dev_string(s);
     if (!d) src.fail(field, "expected \"MAJ:MIN\", got \"" + s + "\"");
     return kernel_dev(*d);
+}
+
+static bool known_engine(const std::string& e) { return e == "posix" || e == "io_uring" || e == "uring_cmd" || e == "cufile"; }
+
+// The meta's geometry, whether from the semantic meta or a record manifest: values no device or engine can have
+// are errors here, not wrong projections later.
+static void check_geometry(const SemanticMeta& m, const JsonSource& src) {
+    if (!m.engine.empty() && !known_engine(m.engine))
+        src.fail("engine", "expected posix, io_uring, uring_cmd or cufile, got \"" + m.engine + "\"");
+    if (m.lba_bytes && !valid_lba_bytes(m.lba_bytes))
+        src.fail("lba_bytes", std::to_string(m.lba_bytes) + " is not a power of two from 512 to 65536");
+    if (m.block_align && m.lba_bytes && m.block_align % m.lba_bytes)
+        src.fail("block_align", std::to_string(m.block_align) + " is not a multiple of lba_bytes " + std::to_string(m.lba_bytes));
+    if (m.block_align % 512) src.fail("block_align", std::to_string(m.block_align) + " is not a multiple of 512");
+    // Transfer limits: a whole number of 512-byte sectors, at most 4 GiB (the kernel's 32-bit request length).
+    auto limit = [&](uint64_t v, const char* field, uint64_t unit) {
+        if (v && (v > (uint64_t(UINT32_MAX) + 1) / unit || (unit == 1 && v % 512)))
+            src.fail(field, std::to_string(v) + (unit == 1 ? " is not a multiple of 512 up to 4 GiB" : " KiB is above 4 GiB"));
+    };
+    limit(m.mdts_bytes, "mdts_bytes", 1);
+    limit(m.max_io_bytes, "max_io_bytes", 1);
+    limit(m.max_sectors_kb, "max_sectors_kb", 1024);
+    if (m.header_bytes > (uint64_t(1) << 32)) src.fail("header_bytes", std::to_string(m.header_bytes) + " is above 4 GiB");
 }
 
 static SemanticMeta read_meta(const json& j, const JsonSource& src) {
@@ -30,6 +54,9 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     m.max_io_bytes = get_u64_or(j, "max_io_bytes", 0, src);
     m.header_bytes = get_u64_or(j, "header_bytes", 0, src);
     m.max_sectors_kb = get_u64_or(j, "max_sectors_kb", 0, src);
+    if (j.contains("max_sectors_kb") && !m.max_sectors_kb) src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
+    if (j.contains("lba_bytes") && !m.lba_bytes) src.fail("lba_bytes", "0 is not a power of two from 512 to 65536");
+    check_geometry(m, src);
     if (j.contains("buffered")) {
         if (!j["buffered"].is_boolean()) src.fail("buffered", "expected true or false");
         m.buffered = j["buffered"].get<bool>();
@@ -39,7 +66,7 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     return m;
 }
 
-static ObjectOp read_op(const json& j, const JsonSource& src) {
+static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSource& src) {
     ObjectOp op;
     std::string kind = get_string(j, "op", src);
     if (kind == "store") op.kind = OpKind::Store;
@@ -49,7 +76,16 @@ static ObjectOp read_op(const json& j, const JsonSource& src) {
     op.trace_id = get_u64_or(j, "trace_id", 0, src);
     op.key = get_string_or(j, "key", "", src);
     // kvio gen writes `bytes` (moved, header included) and `payload_bytes` (the object); older files only `bytes`.
-    op.bytes = j.contains("payload_bytes") ? get_u64(j, "payload_bytes", src) : get_u64(j, "bytes", src);
+    // Both are checked when present, whichever is used.
+    const uint64_t moved = j.contains("payload_bytes") ? get_u64_or(j, "bytes", 0, src) : get_u64(j, "bytes", src);
+    op.bytes = j.contains("payload_bytes") ? get_u64(j, "payload_bytes", src) : moved;
+    // The projection pads the payload to the LBA size and adds the (padded) header: all of it must fit in 64 bits.
+    const char* bytes_field = j.contains("payload_bytes") ? "payload_bytes" : "bytes";
+    auto total = checked_round_up(op.bytes, meta.lba_bytes ? meta.lba_bytes : 512);
+    if (total) total = checked_add(*total, meta.header_bytes);
+    if (total) total = checked_add(*total, meta.block_align);
+    if (!total)
+        src.fail(bytes_field, std::to_string(op.bytes) + " is beyond any device (its padded size overflows 64 bits)");
     op.dev = parse_dev_field(j, "dev", src);
     op.ts_start = get_u64(j, "ts_start", src);
     op.ts = get_u64(j, "ts", src);
@@ -66,6 +102,13 @@ static ObjectOp read_op(const json& j, const JsonSource& src) {
             op.extents.push_back({e[0].get<uint64_t>(), e[1].get<uint64_t>()});
         }
     }
+    uint64_t mapped = 0;
+    for (const Extent& e : op.extents) {
+        if (!checked_add(e.off, e.len)) src.fail(it == j.end() ? "dev_off" : "extents", "[" + std::to_string(e.off) + ", " + std::to_string(e.len) + "] ends beyond 2^64 bytes");
+        mapped = checked_add(mapped, e.len).value_or(UINT64_MAX);
+    }
+    if (it != j.end() && op.bytes > mapped)
+        src.fail(bytes_field, std::to_string(op.bytes) + " is more than its extents hold (" + std::to_string(mapped) + " bytes)");
     if (j.contains("error")) op.failed = !(j["error"].is_null() || (j["error"].is_string() && j["error"].get<std::string>().empty()));
     op.line = src.line;
     return op;
@@ -78,7 +121,7 @@ SemanticTrace read_semantic(const std::string& path) {
     json j;
     if (!r.next(j)) throw Error(path + ": empty: expected a kvio.semantic/1 meta line");
     t.meta = read_meta(j, r.source());
-    while (r.next(j)) t.ops.push_back(read_op(j, r.source()));
+    while (r.next(j)) t.ops.push_back(read_op(j, t.meta, r.source()));
     return t;
 }
 
@@ -101,6 +144,7 @@ void merge_record_manifest(SemanticMeta& meta, const std::string& record_path) {
     fill(meta.header_bytes, "header_bytes");
     fill(meta.max_io_bytes, "max_io_bytes");
     fill(meta.max_sectors_kb, "max_sectors_kb");
+    check_geometry(meta, JsonSource{record_path + ": device_geometry", 0});
 }
 
 uint64_t max_sectors_kb_from_trace_json(const std::string& path, uint32_t dev) {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "common/events_reader.h"
+
 namespace kvio::validate {
 
 /// Direction of an object op. A store writes (header + payload), a load reads (payload).
@@ -32,7 +34,7 @@ struct ObjectOp {
 };
 
 /// Direction of a device command (kvio.events/1 `op`).
-enum class CmdOp : uint8_t { Read, Write, Flush, Discard, Other };
+using CmdOp = kvio::IoOp;
 
 /// One device command (kvio.events/1 `"type":"cmd"`), reduced to what the join needs.
 struct Command {

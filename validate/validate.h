@@ -16,8 +16,8 @@ struct Options {
     JoinMode join = JoinMode::Auto;
 };
 
-/// Runs the whole validation; streams the commands file once (twice for the first 4096 records when
-/// the join mode is Auto). Throws kvio::Error for unreadable or malformed input (FILE:LINE: field ...).
+/// Runs the whole validation; streams the commands file once (a pipe or /dev/stdin works: with Auto the
+/// first 4096 command records are held for the mode choice, then joined). Throws kvio::Error for unreadable or malformed input (FILE:LINE: field ...).
 Report run(const Options& o);
 
 }  // namespace kvio::validate

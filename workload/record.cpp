@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/checked_math.h"
 #include "common/error.h"
 #include "common/jsonl.h"
 
@@ -15,17 +16,23 @@ Layout parse_layout(const std::string& s) {
     throw Error("unknown layout '" + s + "' (known: slots, files)");
 }
 
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 void compute_layout(DeviceGeometry& d, uint64_t payload_bytes) {
     if (d.lba_bytes == 0 || d.block_align == 0 || d.block_align % d.lba_bytes)
         throw Error("--block-align " + std::to_string(d.block_align) + " must be a multiple of the LBA size " +
                     std::to_string(d.lba_bytes));
-    d.io_bytes = round_up(payload_bytes, d.lba_bytes);
+    auto too_big = [&] {
+        return Error("a payload of " + std::to_string(payload_bytes) + " bytes is beyond any device: its slot size overflows 64 bits");
+    };
+    auto io = checked_round_up(payload_bytes, d.lba_bytes);
+    if (!io) throw too_big();
+    d.io_bytes = *io;
     if (d.layout == Layout::Slots) {
         d.header_bytes = d.block_align;
-        d.slot_bytes = round_up(d.header_bytes + d.io_bytes, d.block_align);
-        d.data_base = round_up(1 << 20, d.block_align);
+        auto with_header = checked_add(d.header_bytes, d.io_bytes);
+        auto slot = with_header ? checked_round_up(*with_header, d.block_align) : std::nullopt;
+        if (!slot) throw too_big();
+        d.slot_bytes = *slot;
+        d.data_base = *checked_round_up(1 << 20, d.block_align);
     } else {
         d.header_bytes = 0;
         d.slot_bytes = 0;
@@ -33,7 +40,13 @@ void compute_layout(DeviceGeometry& d, uint64_t payload_bytes) {
     }
 }
 
-uint64_t slot_offset(const DeviceGeometry& d, uint64_t index) { return d.data_base + index * d.slot_bytes; }
+uint64_t slot_offset(const DeviceGeometry& d, uint64_t index) {
+    auto span = checked_mul(index, d.slot_bytes);
+    auto off = span ? checked_add(d.data_base, *span) : std::nullopt;
+    if (!off)
+        throw Error("slot " + std::to_string(index) + " of " + std::to_string(d.slot_bytes) + " bytes starts beyond 2^64 bytes");
+    return *off;
+}
 
 std::string object_file_name(uint64_t index) { return "kvobj-" + std::to_string(index) + ".bin"; }
 
@@ -133,6 +146,9 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
     r.access.qd = uint32_t(get_u64(aj, "qd", src));
     r.access.num_chunks = get_u64(aj, "num_chunks", src);
     r.access.buffered = aj.value("buffered", false);
+    if (!valid_lba_bytes(d.lba_bytes)) src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
+    if (!d.block_align || d.block_align % d.lba_bytes)
+        src.fail("block_align", std::to_string(d.block_align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));
     if (!j.contains("objects") || !j["objects"].is_array()) src.fail("objects", "missing or not an array");
     for (const auto& oj : j["objects"]) {
         RecordObject o;
@@ -147,6 +163,19 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
         }
         r.objects.push_back(std::move(o));
     }
+    // The whole layout must be computable before anything touches a target: every slot sized for the largest
+    // payload (replay lays all objects out alike), the last one ending within 64 bits.
+    uint64_t max_payload = 0, slots = 0;
+    for (const auto& o : r.objects) max_payload = std::max(max_payload, o.payload_bytes), slots = std::max(slots, o.index + 1);
+    try {
+        DeviceGeometry probe = d;
+        compute_layout(probe, max_payload);
+        if (probe.layout == Layout::Slots) (void)slot_offset(probe, slots);
+        else (void)checked_mul(probe.io_bytes, r.objects.size()).value();
+    } catch (const std::exception&) {
+        src.fail("payload_bytes", std::to_string(max_payload) + " with " + std::to_string(slots) +
+                                      " objects is beyond any device: the layout would end past 2^64 bytes");
+    }
     return r;
 }
 
@@ -160,7 +189,10 @@ std::vector<ObjectOp> plan_ops(const Record& r) {
             x.trace_id = op.trace_id;
             x.key = o.key;
             x.payload_bytes = o.payload_bytes;
-            x.io_bytes = (o.payload_bytes + r.device.lba_bytes - 1) / r.device.lba_bytes * r.device.lba_bytes;
+            auto io = checked_round_up(o.payload_bytes, r.device.lba_bytes);
+            if (!io) throw Error("object " + std::to_string(o.index) + ": payload of " + std::to_string(o.payload_bytes) +
+                                 " bytes overflows 64 bits once padded to the LBA size");
+            x.io_bytes = *io;
             if (r.device.layout == Layout::Slots) {
                 // A store writes header + payload from the slot start; a load reads the payload only.
                 x.header_bytes = op.op == OpKind::Store ? r.device.header_bytes : 0;

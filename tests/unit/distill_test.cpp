@@ -303,7 +303,7 @@ TEST(Distill, RefusesEmptyInput) {
 TEST(Distill, MalformedLineNamesFileLineField) {
     EventsFile ef;
     ef.cmd("read", 0, 4096, 1000, 2000);
-    ef.raw(R"({"type":"cmd","dev":"7:0","op":"read","sector":8,"bytes":4096,"ts_issue":5000,"ts_complete":4000})");
+    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","op":"read","sector":8,"bytes":4096,"ts_issue":5000,"ts_complete":4000})");
     try {
         ef.load();
         FAIL() << "expected an error";

@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <unistd.h>
 
 #include "common/events_reader.h"
+#include "common/warn.h"
 
 using namespace kvio;
 
@@ -225,4 +227,113 @@ TEST(EventsReader, MatchesNlohmannOnASampleFile) {
     }
     EXPECT_FALSE(rd.next(r));
     EXPECT_EQ(n, 3000u + 30u + 1u);
+}
+
+namespace {
+// Reads `path` with the format's rules (next_checked); the error, or "". `n` gets the records read.
+std::string read_checked_error(const std::string& path, size_t* n = nullptr) {
+    size_t count = 0;
+    try {
+        EventsReader rd(path);
+        EventRecord r;
+        while (rd.next_checked(r)) ++count;
+    } catch (const Error& e) {
+        if (n) *n = count;
+        return e.what();
+    }
+    if (n) *n = count;
+    return "";
+}
+struct Warnings {
+    std::vector<std::string> got;
+    std::function<void(const std::string&)> old;
+    Warnings() { old = set_warning_sink([this](const std::string& w) { got.push_back(w); }); }
+    ~Warnings() { set_warning_sink(old); }
+};
+}  // namespace
+
+// A trace killed mid-write: its torn last line is dropped with a warning; the same line inside the file is an error.
+TEST(EventsReader, TornLastLineIsDroppedWithAWarning) {
+    const std::string torn = R"({"type":"cmd","src":"block","dev":"7:0","bytes":40)";
+    {
+        Warnings w;
+        TmpFile f(kBlock + "\n" + kBlock + "\n" + torn);
+        size_t n = 0;
+        EXPECT_EQ(read_checked_error(f.path, &n), "");
+        EXPECT_EQ(n, 2u);
+        EXPECT_EQ(w.got, std::vector<std::string>{f.path + ":3: the last line is cut off (the writer was killed?): dropped"});
+        // JsonlReader (kvio.semantic/1, every other JSONL) follows the same rule.
+        w.got.clear();
+        JsonlReader jr(f.path);
+        json j;
+        size_t m = 0;
+        while (jr.next(j)) ++m;
+        EXPECT_EQ(m, 2u);
+        EXPECT_EQ(w.got.size(), 1u);
+    }
+    {
+        Warnings w;
+        TmpFile f(kBlock + "\n" + torn + "\n" + kBlock + "\n");
+        std::string e = read_checked_error(f.path);
+        EXPECT_EQ(e.rfind(f.path + ":2: not valid JSON (", 0), 0u) << e;
+        TmpFile g(kBlock + "\n" + torn + "\n");  // ends with a newline: a complete line that is bad, not a torn one
+        e = read_checked_error(g.path);
+        EXPECT_EQ(e.rfind(g.path + ":2: not valid JSON (", 0), 0u) << e;
+        EXPECT_TRUE(w.got.empty());
+    }
+    {
+        // A last line without a newline that parses is a record, and one that breaks a rule is still an error.
+        TmpFile f(kBlock + "\n" + R"({"type":"cmd","bytes":"x"})");
+        EXPECT_EQ(read_checked_error(f.path), f.path + ":2: field 'bytes': expected a non-negative integer, got a string");
+    }
+}
+
+// The rules every command applies (validate used to accept an unknown type and ts_complete < ts_issue, distill
+// "dev":"abc"): one message per broken rule, naming file, line and field.
+TEST(EventsReader, RulesNameFileLineField) {
+    json base = json::parse(kBlock);
+    json nvme = base;
+    nvme.update({{"src", "nvme"}, {"slba", 10}, {"nlb", 8}, {"bytes", 4096}});
+    struct Case {
+        json rec;
+        std::string want;
+    };
+    auto with = [](json j, const char* k, json v) { j[k] = std::move(v); return j; };
+    auto without = [](json j, const char* k) { j.erase(k); return j; };
+    const std::vector<Case> cases = {
+        {with(base, "type", "bogus"), "field 'type': expected \"cmd\", \"syscall\" or \"summary\", got \"bogus\""},
+        {without(base, "type"), "field 'type': missing"},
+        {with(base, "ts_complete", 900), "field 'ts_complete': is before ts_issue (900 < 1000)"},
+        {with(base, "dev", "abc"), "field 'dev': expected \"MAJ:MIN\", got \"abc\""},
+        {with(base, "src", "scsi"), "field 'src': expected \"block\" or \"nvme\", got \"scsi\""},
+        {without(base, "src"), "field 'src': missing"},
+        {with(base, "op", "trim"), "field 'op': expected read|write|flush|discard|other, got \"trim\""},
+        {without(base, "sector"), "field 'sector': missing"},
+        {with(base, "bytes", uint64_t(1) << 33), "field 'bytes': 8589934592 is not a command size (at most 4 GiB)"},
+        {without(nvme, "slba"), "field 'slba': missing"},
+        {with(nvme, "nlb", 0), "field 'nlb': 0 blocks in a write (nlb counts from 1)"},
+        {with(nvme, "nlb", 3), "field 'bytes': 4096 is not a multiple of nlb 3"},
+    };
+    for (const Case& c : cases) {
+        TmpFile f(kBlock + "\n" + c.rec.dump() + "\n" + kBlock + "\n");
+        EXPECT_EQ(read_checked_error(f.path), f.path + ":2: " + c.want) << c.rec.dump();
+    }
+    TmpFile ok(kBlock + "\n" + nvme.dump() + "\n" + R"({"type":"syscall","pid":1})" + "\n" + R"({"type":"summary","events":2})" + "\n");
+    size_t n = 0;
+    EXPECT_EQ(read_checked_error(ok.path, &n), "");
+    EXPECT_EQ(n, 4u);
+}
+
+TEST(EventsReader, ADirectorySaysSo) {
+    char d[] = "/tmp/kvio-evrd-dir-XXXXXX";
+    ASSERT_NE(mkdtemp(d), nullptr);
+    try {
+        EventsReader rd(d);
+        FAIL() << "a directory opened";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), std::string(d) + ": Is a directory");
+    }
+    EXPECT_THROW(read_json_file(d), Error);
+    EXPECT_THROW(JsonlReader{d}, Error);
+    rmdir(d);
 }
