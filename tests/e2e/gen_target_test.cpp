@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-const std::string kGen = " gen -q --model tiny-1b --num-chunks 1 ";  // tiny-1b: 8 MiB objects
+const std::string kGen = " gen -q --model llama3.2-1b --num-chunks 1 ";  // llama3.2-1b: 8 MiB objects
 
 }  // namespace
 
@@ -87,17 +87,17 @@ TEST(GenTarget, ObjectFilesItRewritesCountAsRoom) {
     const std::string dir = m.mnt + "/kv";
     fs::create_directory(dir);
     // 6 objects of 8 MiB fill most of the filesystem; 8 need more than is free, but 6 of them rewrite files already there.
-    auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 6 --target " + dir);
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 6 --target " + dir);
     ASSERT_EQ(r.status, 0) << r.err;
     auto df = run("df -B1 --output=avail " + m.mnt + " | tail -1");
     const uint64_t avail = std::stoull(df.out);
     ASSERT_LT(avail, 8 * 8 * kMiB) << "the second run must need the rewritten files' room";
     ASSERT_GT(avail + 6 * 8 * kMiB, 8 * 8 * kMiB);
-    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 8 --target " + dir);
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 8 --target " + dir);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(fs::file_size(dir + "/kvobj-7.bin"), 8 * kMiB);
     // Beyond free + rewritable it is still refused, and the message says what it counted.
-    r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 40 --target " + dir);
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 40 --target " + dir);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find(" in object files it rewrites)"), std::string::npos) << r.err;
 }

@@ -322,7 +322,7 @@ TEST(RunDisk, FilesystemFullDuringGenDetachesAndSaysWhy) {
     Ext4Mount m(80ull << 20);
     const std::string out = m.mnt + "/out";
     TempDir d;
-    pid_t pid = spawn_run({"--model", "tiny-1b", "--num-chunks", "2", "--out", out}, d.file("log"));
+    pid_t pid = spawn_run({"--model", "llama3.2-1b", "--num-chunks", "2", "--out", out}, d.file("log"));
     // The up-front check passed; now the filesystem fills before gen writes: every write below --out fails.
     ASSERT_TRUE(wait_for_file(out + "/target.img", 60, 0)) << slurp(d.file("log"));
     auto df = run("df -B1 --output=avail " + m.mnt + " | tail -1");
@@ -341,13 +341,13 @@ TEST(RunTarget, DirectoryTargetDefaultsToFilesLayout) {
     const std::string dir = m.mnt + "/kv";
     fs::create_directory(dir);
     TempDir d;
-    auto r = run(kvio_bin() + " run -q --target " + dir + " --model tiny-1b --num-chunks 2 --out " + d.file("out"));
+    auto r = run(kvio_bin() + " run -q --target " + dir + " --model llama3.2-1b --num-chunks 2 --out " + d.file("out"));
     ASSERT_EQ(r.status, 0) << r.err;
     json doc = json::parse(slurp(d.file("out/run.json")));
     EXPECT_EQ(doc["options"]["layout"], "files");
     EXPECT_EQ(doc["validate"]["objects"], 4);
     // Slots on a directory are refused before anything is traced or created.
-    r = run(kvio_bin() + " run --target " + dir + " --layout slots --model tiny-1b --num-chunks 1 --out " + d.file("slots"));
+    r = run(kvio_bin() + " run --target " + dir + " --layout slots --model llama3.2-1b --num-chunks 1 --out " + d.file("slots"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("--layout slots needs a block device or a regular file as --target, but " + dir + " is a directory."),
               std::string::npos)

@@ -53,7 +53,7 @@ TEST(Cli, ValidateSynthIsListedAndCreatesItsDirectory) {
 }
 
 TEST(Cli, GenRefusesMaxIoZero) {
-    auto r = run(kvio_bin() + " gen --model tiny-1b --target /dev/null --max-io 0");
+    auto r = run(kvio_bin() + " gen --model llama3.2-1b --target /dev/null --max-io 0");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("--max-io"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("must be a whole number >= 1, got 0"), std::string::npos) << r.err;
