@@ -474,33 +474,6 @@ static __always_inline void rq_state_stale(struct rq_state *s)
     }
 }
 
-static __always_inline int on_insert(struct request *rq, bool typed)
-{
-    if (targ_ndevs && !dev_passes(rq_dev(rq, typed)))
-        return 0; /* never given state: no lookup */
-    __u64 key = (__u64)rq;
-    __u64 gen = rq_generation(rq, typed);
-    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
-    if (s && s->gen == gen) {
-        if (!s->ignored)
-            s->ts_insert = bpf_ktime_get_ns();
-        return 0;
-    }
-    if (s)
-        rq_state_stale(s);
-    struct rq_state init = {};
-    if (!rq_state_init(&init, rq, gen, true, typed)) {
-        if (s)
-            bpf_map_delete_elem(&rq_starts, &key);
-        return 0;
-    }
-    if (!init.ignored)
-        init.ts_insert = bpf_ktime_get_ns();
-    if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY))
-        count(KVIO_CNT_MAP_FULL);
-    return 0;
-}
-
 /* What issue records of a traced request: time, extent, op, and its queue depth (once: a requeued request is
  * issued again but not counted twice). */
 static __always_inline void issue_fill(struct rq_state *s, struct request *rq, bool typed)
@@ -522,9 +495,9 @@ static __always_inline void issue_fill(struct rq_state *s, struct request *rq, b
     }
 }
 
-/* Issue: one lookup; a request not inserted before (direct issue, the usual path) gets its whole state in one
- * update instead of an update, a second lookup and the writes. */
-static __always_inline int on_issue(struct request *rq, bool typed)
+/* Insert or issue of rq: one lookup; a request seen first here (direct issue, the usual path, has no insert) gets
+ * its whole state in one update instead of an update, a second lookup and the writes. */
+static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_insert)
 {
     if (targ_ndevs && !dev_passes(rq_dev(rq, typed)))
         return 0; /* never given state: no lookup */
@@ -532,20 +505,28 @@ static __always_inline int on_issue(struct request *rq, bool typed)
     __u64 gen = rq_generation(rq, typed);
     struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
     if (s && s->gen == gen) {
-        if (!s->ignored)
+        if (s->ignored)
+            return 0;
+        if (at_insert)
+            s->ts_insert = bpf_ktime_get_ns();
+        else
             issue_fill(s, rq, typed);
         return 0;
     }
     if (s)
         rq_state_stale(s);
     struct rq_state init = {};
-    if (!rq_state_init(&init, rq, gen, false, typed)) {
+    if (!rq_state_init(&init, rq, gen, at_insert, typed)) {
         if (s)
             bpf_map_delete_elem(&rq_starts, &key);
         return 0;
     }
-    if (!init.ignored)
-        issue_fill(&init, rq, typed);
+    if (!init.ignored) {
+        if (at_insert)
+            init.ts_insert = bpf_ktime_get_ns();
+        else
+            issue_fill(&init, rq, typed);
+    }
     if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
         count(KVIO_CNT_MAP_FULL);
         if (init.issued)
@@ -553,6 +534,9 @@ static __always_inline int on_issue(struct request *rq, bool typed)
     }
     return 0;
 }
+
+static __always_inline int on_insert(struct request *rq, bool typed) { return on_rq_seen(rq, typed, true); }
+static __always_inline int on_issue(struct request *rq, bool typed) { return on_rq_seen(rq, typed, false); }
 
 /* Histograms and the event of one finished command. lost: its completion was never seen (the state
  * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count. */

@@ -199,8 +199,10 @@ TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
     LoopDevice held(16 * MiB, true, fs.mnt);
     auto fr = run("fsfreeze -f " + fs.mnt);
     ASSERT_EQ(fr.status, 0) << fr.err;
-    auto r = run(kvio_bin() + " trace -q -d " + held.name + " --duration 1.5 --json " + dir.file("t.json") + " --events " +
-                 dir.file("e.jsonl") + " 2>" + dir.file("trace.err") + " & t=$!; sleep 0.5; dd if=/dev/zero of=" +
+    // dd starts once the trace says it is tracing (attached): a fixed sleep lost the race on a loaded machine.
+    auto r = run(kvio_bin() + " trace -d " + held.name + " --duration 3 --json " + dir.file("t.json") + " --events " +
+                 dir.file("e.jsonl") + " >/dev/null 2>" + dir.file("trace.err") + " & t=$!; i=0; until grep -q tracing " +
+                 dir.file("trace.err") + " || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; dd if=/dev/zero of=" +
                  held.path + " bs=64k count=1 seek=3 oflag=direct 2>/dev/null & d=$!; wait $t; s=$?; fsfreeze -u " +
                  fs.mnt + "; wait $d; exit $s");
     run("fsfreeze -u " + fs.mnt + " 2>/dev/null");
