@@ -101,7 +101,7 @@ $(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 $(UNIT_OBJS) $(E2E_OBJS): | $(BPF_SKELS)
 
 # Benchmarks against fio and bpftrace (bench/run.sh; figures in docs/performance.md). Installs missing
-# packages, builds, runs as root; about 5 minutes on an idle 2-CPU VM. Not part of `make test`.
+# packages, builds, runs as root; about 20 minutes (the overhead stage: 8 modes x 2 engines x 7 rounds). Not part of `make test`.
 bench:
 	bash scripts/deps.sh bpftrace jq time
 	$(MAKE) $(BUILD)/kvio
