@@ -4,9 +4,10 @@
 # absolute number from one run is not comparable with another run's, a ratio within one run is.
 #
 # Stages (docs/performance.md explains each and records the latest figures):
-#   overhead  fio 4 KiB randread QD 32 on a loop device (direct I/O) over a file in a private tmpfs:
-#             untraced / `kvio trace` (histograms) / `kvio trace --events` / bpftrace (bench/bpftrace/
-#             kvio_equiv.bt), interleaved over rounds (the order rotates each round)
+#   overhead  fio 4 KiB randread QD 32 on a loop device (direct I/O) over a file in a private tmpfs, libaio
+#             and io_uring: untraced and every way users run `kvio trace` (histograms; -- fio; -c fio; -p PID;
+#             --events JSONL and binary) and bpftrace (bench/bpftrace/kvio_equiv.bt), interleaved over rounds
+#             (the order rotates each round); IOPS paired per round, BPF ns per command from bpf_stats
 #   gen       `kvio gen` vs fio, same block size (the transfer cap), queue depth and engine, same device:
 #             posix (fio psync) QD 1 and io_uring (fio io_uring, fixedbufs) QD 8
 #   validate  `kvio validate` on validate's synthetic stream: 10 M commands / 100 k objects, plus two
@@ -14,20 +15,20 @@
 #   distill   `kvio distill` of the 10 M-record kvio.events/1 file from the validate stage
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
 # (bench/summarize.jq). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
-# KVIO_BENCH_ROUNDS (5), KVIO_BENCH_SECS (5, fio seconds per overhead run), KVIO_BENCH_STAGES
+# KVIO_BENCH_ROUNDS (7), KVIO_BENCH_SECS (4, fio seconds per overhead run), KVIO_BENCH_STAGES
 # ("overhead gen validate distill"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
-# KVIO_BENCH_ENGINE (io_uring, the overhead stage's fio engine; libaio also works).
+# KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
 KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROUNDS=${KVIO_BENCH_ROUNDS:-5}
-SECS=${KVIO_BENCH_SECS:-5}
+ROUNDS=${KVIO_BENCH_ROUNDS:-7}
+SECS=${KVIO_BENCH_SECS:-4}
 STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
-ENGINE=${KVIO_BENCH_ENGINE:-io_uring}
+ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
 OUT=$(realpath -m "$BUILD/bench")
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -53,9 +54,11 @@ stop_bpftrace() {
     wait "$BTPID" 2>/dev/null || true
     BTPID=""
 }
+STATS_WAS=""
 cleanup() {
     set +e
     stop_bpftrace
+    [ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
     [ -n "$LOOP" ] && losetup -d "$LOOP"
     mountpoint -q "$MNT" && umount "$MNT"
     rm -rf "$WORK"
@@ -78,9 +81,9 @@ echo "kvio bench: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/104857
 jq -n --arg k "$(uname -r)" --argjson n "$(nproc)" --argjson m "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
       --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" --arg fio "$(fio --version)" \
       --arg bt "$(bpftrace --version | head -1)" --arg rev "$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-      --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson rounds "$ROUNDS" --argjson secs "$SECS" --arg eng "$ENGINE" \
+      --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson rounds "$ROUNDS" --argjson secs "$SECS" --arg eng "$ENGINES" \
       '{kernel:$k, nproc:$n, mem_kib:$m, cpu:$cpu, fio:$fio, bpftrace:$bt, commit:$rev, date:$date,
-        rounds:$rounds, fio_secs:$secs, overhead_engine:$eng}' > "$OUT/machine.json"
+        rounds:$rounds, fio_secs:$secs, overhead_engines:$eng}' > "$OUT/machine.json"
 
 has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
 
@@ -97,71 +100,129 @@ if has_stage overhead || has_stage gen; then
 fi
 
 # ---------------------------------------------------------------- overhead
-fio_randread() {  # fio_randread OUTPUT.json
-    fio --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$ENGINE" \
-        --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$1" >/dev/null
+# Every mode as users run it, each paired with the untraced run of the same round and engine:
+#   kvio_hist   kvio trace -d LOOP (histograms, no task filter), fio started separately
+#   kvio_child  kvio trace -d LOOP -- fio ...            (the traced command and its children)
+#   kvio_comm   kvio trace -d LOOP -c fio                (a serving process by name)
+#   kvio_pid    kvio trace -d LOOP -p PID                (the fio job process, found before its I/O starts)
+#   kvio_events / kvio_events_bin   kvio trace -d LOOP --events F [--events-format bin] -- fio ...
+#   bpftrace    bench/bpftrace/kvio_equiv.bt DEVT fio   (syscall probes filtered by comm, like MLPerf's script)
+# kvio runs with --stats (BPF_ENABLE_STATS): per-program run counts and ns in its JSON summary. bpftrace's
+# programs are read with bpftool while kernel.bpf_stats_enabled is on (set for the stage, restored after).
+OVERHEAD_MODES=(untraced kvio_hist kvio_child kvio_comm kvio_pid kvio_events kvio_events_bin bpftrace)
+fio_args() {  # fio_args ENGINE OUTPUT.json [extra fio options]
+    local eng=$1 out=$2; shift 2
+    echo --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$eng" \
+        --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$out" "$@"
 }
-overhead_run() {  # overhead_run MODE ROUND
-    local m=$1 r=$2 f=$WORK/fio.json t=$WORK/trace.json ev=$WORK/events.jsonl iops
+# wait_for FILE PATTERN SECONDS: until FILE holds a line matching PATTERN; 1 on timeout
+wait_for() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+# bt_progs BEFORE_IDS: JSON array {id, name, run_cnt, run_time_ns} of bpftrace's programs: tracepoint programs
+# loaded since BEFORE_IDS was taken, named as the script's probes (other jobs on the machine may load programs too)
+bt_progs() {
+    bpftool -j prog show | jq -c --argjson ids "$1" \
+        '[.[] | select(.type == "tracepoint" and (.name | IN("block_rq_insert", "block_rq_issue", "block_rq_comple", "sys_enter", "sys_exit")))
+              | select(.id as $i | $ids | index($i) | not) | {id, name, run_cnt: (.run_cnt // 0), run_time_ns: (.run_time_ns // 0)}]'
+}
+# kvio_stats_json TRACE_JSON ROUND ENGINE IOPS [EVENTS_SUMMARY]: the measurement record of one kvio run
+kvio_record() {
+    local m=$1 r=$2 eng=$3 iops=$4 t=$5 sum=${6:-null}
+    record overhead "$m" "$(jq -c --argjson r "$r" --arg e "$eng" --argjson i "$iops" --argjson s "$sum" \
+        '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
+         {round:$r, engine:$e, iops:$i, cmds:$n, dropped:(if $s then $s.dropped else .dropped end),
+          events:(if $s then $s.events else null end), seconds:.duration_s, cmds_per_s:($n / .duration_s),
+          lost_completes, unattributed,
+          ns_per_cmd:.bpf_stats.ns_per_cmd,
+          programs:[.bpf_stats.programs[] | select(.run_cnt > 0) | {name, run_cnt, ns_per_run, ns_per_cmd:(.run_time_ns / ($n + (if $n == 0 then 1 else 0 end)))}]}' "$t")"
+}
+overhead_run() {  # overhead_run MODE ROUND ENGINE
+    local m=$1 r=$2 eng=$3 f=$WORK/fio.json t=$WORK/trace.json ev=$WORK/events.jsonl log=$WORK/trace.log iops kpid fpid jpid
     [ "$m" = kvio_events_bin ] && ev=$WORK/events.kvb
-    rm -f "$f" "$t" "$ev"
+    rm -f "$f" "$t" "$ev" "$log"
+    local trace=("$KVIO" trace --stats -d "$LNAME" --json "$t")
     case $m in
     untraced)
-        fio_randread "$f"
-        record overhead "$m" "$(jq -c --argjson r "$r" '{round:$r, iops:.jobs[0].read.iops}' "$f")" ;;
-    kvio_hist|kvio_events|kvio_events_bin)
+        fio $(fio_args "$eng" "$f") >/dev/null
+        record overhead "$m" "$(jq -c --argjson r "$r" --arg e "$eng" '{round:$r, engine:$e, iops:.jobs[0].read.iops}' "$f")" ;;
+    kvio_child|kvio_events|kvio_events_bin)
         local extra=()
         [ "$m" = kvio_events ] && extra=(--events "$ev")
         [ "$m" = kvio_events_bin ] && extra=(--events "$ev" --events-format bin)
-        "$KVIO" trace -q -d "$LNAME" --json "$t" "${extra[@]}" -- \
-            fio --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$ENGINE" \
-                --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$f" >/dev/null
+        "${trace[@]}" -q "${extra[@]}" -- fio $(fio_args "$eng" "$f") >/dev/null 2>"$log"
         iops=$(jq '.jobs[0].read.iops' "$f")
-        if [ "$m" != kvio_hist ]; then
-            local sum
-            if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); else sum=$(tail -n 1 "$ev"); fi
-            record overhead "$m" "$(jq -c -n --argjson r "$r" --argjson i "$iops" --argjson s "$sum" --slurpfile t "$t" \
-                '{round:$r, iops:$i, events:$s.events, dropped:$s.dropped, seconds:$t[0].duration_s,
-                  events_per_s:($s.events / $t[0].duration_s), events_bytes:'"$(stat -c %s "$ev")"'}')"
-        else
-            record overhead "$m" "$(jq -c --argjson r "$r" --argjson i "$iops" \
-                '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
-                 {round:$r, iops:$i, events:$n, dropped:.dropped, seconds:.duration_s, events_per_s:($n / .duration_s)}' "$t")"
-        fi ;;
+        local sum=null
+        if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); elif [ "$m" = kvio_events ]; then sum=$(tail -n 1 "$ev"); fi
+        kvio_record "$m" "$r" "$eng" "$iops" "$t" "$sum" ;;
+    kvio_hist|kvio_comm)
+        local filt=()
+        [ "$m" = kvio_comm ] && filt=(-c fio)
+        "${trace[@]}" "${filt[@]}" >/dev/null 2>"$log" &
+        kpid=$!
+        wait_for "$log" '^kvio trace: tracing' 60 || { kill -INT $kpid; wait $kpid; echo "bench: $m did not attach" >&2; return 1; }
+        fio $(fio_args "$eng" "$f") >/dev/null
+        kill -INT $kpid; wait $kpid || true
+        kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t" ;;
+    kvio_pid)
+        # fio forks its job process at once and starts its I/O after startdelay: trace that process by PID
+        fio $(fio_args "$eng" "$f" --startdelay=4) >/dev/null &
+        fpid=$!
+        for ((i = 0; i < 50; i++)); do jpid=$(pgrep -P $fpid | head -n 1); [ -n "$jpid" ] && break; sleep 0.1; done
+        "${trace[@]}" -p "$jpid" >/dev/null 2>"$log" &
+        kpid=$!
+        if ! wait_for "$log" '^kvio trace: tracing' 4; then echo "bench: warning: -p attach later than fio's startdelay, round $r skipped" >&2; wait $fpid; kill -INT $kpid; wait $kpid; return 1; fi
+        wait $fpid
+        kill -INT $kpid; wait $kpid || true
+        kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t" ;;
     bpftrace)
-        local bo=$WORK/bt.out t0 t1 i
-        bpftrace -B line "$HERE/bpftrace/kvio_equiv.bt" "$DEVT" > "$bo" 2> "$WORK/bt.err" &
+        local bo=$WORK/bt.out before a b
+        before=$(bpftool -j prog show | jq -c '[.[].id]')
+        bpftrace -B line "$HERE/bpftrace/kvio_equiv.bt" "$DEVT" fio > "$bo" 2> "$WORK/bt.err" &
         BTPID=$!
         # bpftrace compiles the script with LLVM first: seconds when idle, a minute on a loaded machine
-        for ((i = 0; i < 1800; i++)); do grep -q '^Attaching' "$bo" && break; sleep 0.1; done
-        if ! grep -q '^Attaching' "$bo"; then
+        if ! wait_for "$bo" '^Attaching' 180; then
             stop_bpftrace
             echo "bench: warning: bpftrace did not attach within 180 s, round $r skipped: $(cat "$WORK/bt.err")" >&2
             return 1
         fi
         sleep 0.5   # "Attaching" is printed before the last probe is attached
-        t0=$(date +%s.%N)
-        fio_randread "$f"
-        t1=$(date +%s.%N)
+        a=$(bt_progs "$before")
+        fio $(fio_args "$eng" "$f") >/dev/null
+        b=$(bt_progs "$before")
         stop_bpftrace
         local n lost
         n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
         lost=$(cat "$bo" "$WORK/bt.err" | awk '/Lost [0-9]+ events/ {for (i = 1; i < NF; i++) if ($i == "Lost") s += $(i + 1)} END {print s + 0}')
-        record overhead "$m" "$(jq -c --argjson r "$r" --argjson n "$n" --argjson l "$lost" --argjson s "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" \
-            '{round:$r, iops:.jobs[0].read.iops, events:$n, dropped:$l, seconds:$s, events_per_s:($n / $s)}' "$f")" ;;
+        record overhead "$m" "$(jq -c --argjson r "$r" --arg e "$eng" --argjson n "$n" --argjson l "$lost" --argjson a "$a" --argjson b "$b" \
+            '($a | map({key: (.id | tostring), value: .}) | from_entries) as $A |
+             [$b[] | ($A[.id | tostring] // {run_cnt: 0, run_time_ns: 0}) as $q |
+              {name, run_cnt: (.run_cnt - $q.run_cnt), run_time_ns: (.run_time_ns - $q.run_time_ns)} | select(.run_cnt > 0)] as $d |
+             $n as $c |   # per command of the traced device (@cmds), as for kvio
+             {round:$r, engine:$e, iops:.jobs[0].read.iops, cmds:$n, dropped:$l,
+              ns_per_cmd:(if $c > 0 then ([$d[].run_time_ns] | add) / $c else null end),
+              programs:[$d[] | {name, run_cnt, ns_per_run:(.run_time_ns / .run_cnt), ns_per_cmd:(if $c > 0 then .run_time_ns / $c else null end)}]}' "$f")" ;;
     esac
 }
 if has_stage overhead; then
-    echo "== overhead: fio randread 4 KiB QD 32 ($ENGINE, direct) on $LOOP (loop over tmpfs), ${SECS} s x $ROUNDS rounds"
-    modes=(untraced kvio_hist kvio_events kvio_events_bin bpftrace)
-    fio_randread "$WORK/warmup.json"   # warm up the device, fio and the page tables once
+    echo "== overhead: fio randread 4 KiB QD 32 (direct) on $LOOP (loop over tmpfs), ${SECS} s x $ROUNDS rounds, engines: $ENGINES"
+    STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+    sysctl -qw kernel.bpf_stats_enabled=1   # for bpftrace's programs; kvio enables its own with --stats
+    for eng in $ENGINES; do fio $(fio_args "$eng" "$WORK/warmup.json") >/dev/null; done   # warm up device, fio, page tables
     for ((r = 1; r <= ROUNDS; r++)); do
-        for ((k = 0; k < ${#modes[@]}; k++)); do
-            m=${modes[$(( (k + r - 1) % ${#modes[@]} ))]}
-            overhead_run "$m" "$r" || continue
-            printf '  round %d %-12s %s\n' "$r" "$m" "$(tail -n 1 "$RAW" | jq -r '"\(.iops|floor) IOPS" + (if .events then ", \(.events) events, \(.dropped) dropped" else "" end)')"
+        for eng in $ENGINES; do
+            for ((k = 0; k < ${#OVERHEAD_MODES[@]}; k++)); do
+                m=${OVERHEAD_MODES[$(( (k + r - 1) % ${#OVERHEAD_MODES[@]} ))]}
+                overhead_run "$m" "$r" "$eng" || continue
+                printf '  round %d %-8s %-16s %s\n' "$r" "$eng" "$m" "$(tail -n 1 "$RAW" | jq -r '"\(.iops|floor) IOPS" +
+                    (if .ns_per_cmd then ", \(.ns_per_cmd|floor) ns/cmd of BPF" else "" end) +
+                    (if .cmds then ", \(.cmds) cmds, \(.dropped) dropped" else "" end)')"
+            done
         done
     done
+    sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; STATS_WAS=""
 fi
 
 # ---------------------------------------------------------------- gen vs fio

@@ -1,14 +1,21 @@
-# bench/table.jq — results.json (kvio.bench/1) -> the human tables `make bench` prints at the end.
+# bench/table.jq — results.json (kvio.bench/2) -> the human tables `make bench` prints at the end.
 def f(d): if . == null then "-" else (. * pow(10; d) | round / pow(10; d) | tostring) end;
 def mmm(d): if . == null then "-" else "\(.min | f(d)) / \(.median | f(d)) / \(.max | f(d))" end;
 def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 
 "machine: \(.machine.nproc) CPUs (\(.machine.cpu)), \(.machine.mem_kib / 1048576 | f(1)) GiB, kernel \(.machine.kernel), commit \(.machine.commit), \(.machine.date)",
 "",
-"tracer overhead: fio randread 4 KiB QD 32 (\(.machine.overhead_engine)), \(.machine.rounds) rounds x \(.machine.fio_secs) s; min / median / max",
-"  \("mode" | pad(16)) \("IOPS" | pad(26)) \("overhead % vs untraced" | pad(24)) \("events/s" | pad(26)) dropped",
-(.overhead | to_entries[] |
-  "  \(.key | pad(16)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.events_per_s | mmm(0) | pad(26)) \(.value.dropped | mmm(0))"),
+"tracer overhead: fio randread 4 KiB QD 32, \(.machine.rounds) rounds x \(.machine.fio_secs) s; min / median / max over rounds.",
+"  BPF ns/cmd: every program of the tracer (kvio: --stats; bpftrace: bpftool with kernel.bpf_stats_enabled) over the",
+"  device commands traced. The machine is shared: IOPS swing between rounds, the ns per command is the stable figure.",
+(.overhead | to_entries[] | .key as $e |
+  "  \($e):",
+  "    \("mode" | pad(16)) \("IOPS" | pad(26)) \("IOPS cost % (paired)" | pad(24)) \("BPF ns/cmd" | pad(20)) \("x bpftrace" | pad(20)) dropped",
+  (.value | to_entries[] |
+    "    \(.key | pad(16)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.ns_per_cmd | mmm(0) | pad(20)) \(.value.ns_vs_bpftrace | mmm(2) | pad(20)) \(.value.dropped | mmm(0))"),
+  "    per program (medians: ns per run, runs per command, ns per command):",
+  (.value | to_entries[] | select(.value.programs | length > 0) |
+    "      \(.key | pad(16)) " + ([.value.programs[] | select((.ns_per_cmd // 0) >= 1) | "\(.name) \(.ns_per_run | f(0)) x \(.runs_per_cmd | f(2)) = \(.ns_per_cmd | f(0))"] | join(", ")))),
 "",
 "workload driver: kvio gen vs fio, same bytes / block size / QD / engine; MB/s min / median / max",
 (.gen | to_entries[] |
@@ -21,4 +28,6 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 (if .distill then "distill: \(.distill.records) records (\(.distill.file_bytes / 1048576 | floor) MiB) in \(.distill.elapsed_s) s (\(.distill.records_per_s | floor) records/s), peak RSS \(.distill.peak_rss_kib / 1024 | f(1)) MiB" else empty end),
 "",
 "targets:",
-(.targets | to_entries[] | "  \(.key | pad(28)) \(.value.value | tostring | pad(10)) target \(.value.target): \(if .value.met == null then "not measured" elif .value.met then "met" else "MISSED" end)")
+(.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
+  if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)
+  elif .value.met == null then "not measured" elif .value.met then "met" else "MISSED" end)")

@@ -15,6 +15,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define PF_IO_WORKER 0x00000010
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
@@ -31,6 +32,9 @@ const volatile __u64 targ_cgroup = 0;
 const volatile bool emit_events = false;
 const volatile bool uring_owner_by_req = false; /* NVMe present: passthrough commands find their owner by io_kiocb */
 const volatile bool need_owner = false;       /* events or a task filter: track who submitted each request */
+const volatile bool need_user_data = false;   /* events: the io_uring SQE user_data active in each submitting thread */
+const volatile __u32 targ_nstorage = 0;       /* syscall fds count only on these devices (0: every regular file) */
+const volatile __u32 targ_storage[KVIO_MAX_STORAGE_DEVS] = {};
 const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 
@@ -41,7 +45,7 @@ struct nvme_state {
     __u64 slba;
     __u32 dev, nsid, nlb, qd;
     __u16 qid, cid;
-    __u8 opcode, ignored, has_owner, pad;
+    __u8 opcode, ignored, has_owner, slot;
     struct kvio_owner owner;
 };
 
@@ -55,10 +59,19 @@ struct sys_state {
 /* In-flight state: plain hashes (an LRU may evict a live request; a full map is counted instead). */
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct rq_state); } rq_starts SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } bio_owner SEC(".maps");
+/* Per-CPU LRU lists: an update takes only this CPU's list lock (the common list serialised both CPUs' getrq). */
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __uint(map_flags, BPF_F_NO_COMMON_LRU); __type(key, __u64); __type(value, struct kvio_owner); } bio_owner SEC(".maps");
 /* io_kiocb -> submitter and SQE user_data, from io_uring_submit_req (passthrough has no block_getrq) */
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } uring_req_owner SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } cur_udata SEC(".maps");
+/* Device slots: a traced device's histograms and in-flight count sit in arrays at its slot (an array lookup is
+ * inlined by the verifier; a hash lookup hashes the key and walks a bucket). With -d the slot is the device's
+ * position in targ_devs; without, userspace fills dev_slots with every disk present at start. Userspace sizes
+ * the arrays to the slots it gave. Devices without a slot (hot-plugged, or more than KVIO_MAX_DEV_SLOTS) use
+ * the dev-keyed hashes inflight and dev_hists, as do the per-queue NVMe histograms. */
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __u32); } dev_slots SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, struct kvio_dev_hists); } slot_hists SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __s64); } slot_inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_PROC_HISTS); __type(key, __u32); __type(value, struct kvio_hist); } proc_hists SEC(".maps");
@@ -124,6 +137,40 @@ static __always_inline void proc_hist_add(__u32 id, __u64 value)
         hist_put(h, log2_slot(value), value);
 }
 
+/* This CPU's histograms of the device in `slot`; NULL for a device without a slot (dev_hists then). */
+static __always_inline struct kvio_dev_hists *slot_hists_of(__u32 slot)
+{
+    if (slot >= KVIO_MAX_DEV_SLOTS)
+        return 0;
+    return bpf_map_lookup_elem(&slot_hists, &slot);
+}
+
+/* One sample into histogram `id` of a device: its slot's per-CPU array entry `hs`, else the dev_hists hash. */
+static __always_inline void cmd_hist_add(struct kvio_dev_hists *hs, __u32 dev, __u16 id, __u64 value, bool linear, __u64 width)
+{
+    if (!hs) {
+        dev_hist_add(dev, id, 0, value, linear, width);
+        return;
+    }
+    if (id >= KVIO_DEV_HISTS)
+        return;
+    hist_put(&hs->h[id], linear ? (__u32)(value / (width ? width : 1)) : log2_slot(value), value);
+}
+
+/* The device's in-flight count (created in the hash on first use for a device without a slot). */
+static __always_inline __s64 *inflight_of(__u32 slot, __u32 dev, bool create)
+{
+    if (slot < KVIO_MAX_DEV_SLOTS)
+        return bpf_map_lookup_elem(&slot_inflight, &slot);
+    __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+    if (!n && create) {
+        __s64 zero = 0;
+        bpf_map_update_elem(&inflight, &dev, &zero, BPF_NOEXIST);
+        n = bpf_map_lookup_elem(&inflight, &dev);
+    }
+    return n;
+}
+
 /* Event reservation: a zeroed record, or NULL with the drop counted (ring buffer full). */
 #define EVENT_RESERVE(type)                                                    \
     ({                                                                         \
@@ -168,28 +215,63 @@ static __always_inline bool comm_matches(const char *comm)
     return false;
 }
 
-/* Does the current task pass -p/-c/--cgroup? */
-static __always_inline bool task_passes(void)
+/* An io_uring worker (iou-wrk-N, iou-sqp-N: threads of the process that owns the ring) submits for its process:
+ * with -c, the process's name decides. Read only for tasks whose own comm does not match. */
+static __always_inline bool io_worker_of_matching_process(void)
 {
-    if (filter_pid) {
-        __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-        if (!bpf_map_lookup_elem(&pid_filter, &tgid))
-            return false;
-    }
-    if (targ_ncomms) {
-        char comm[KVIO_COMM_LEN];
-        bpf_get_current_comm(comm, sizeof(comm));
-        if (!comm_matches(comm))
-            return false;
-    }
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+    if (!(BPF_CORE_READ(t, flags) & PF_IO_WORKER))
+        return false;
+    char leader[KVIO_COMM_LEN] = {};
+    struct task_struct *gl = BPF_CORE_READ(t, group_leader);
+    bpf_probe_read_kernel(leader, sizeof(leader), &gl->comm);
+    return comm_matches(leader);
+}
+
+/* Does the current task (tgid, and comm when -c is given: read by the caller) pass -p/-c/--cgroup? */
+static __always_inline bool task_passes_as(__u32 tgid, const char *comm)
+{
+    if (filter_pid && !bpf_map_lookup_elem(&pid_filter, &tgid))
+        return false;
+    if (targ_ncomms && !comm_matches(comm) && !io_worker_of_matching_process())
+        return false;
     if (targ_cgroup && bpf_get_current_cgroup_id() != targ_cgroup)
         return false;
     return true;
 }
 
+static __always_inline bool task_passes(void)
+{
+    char comm[KVIO_COMM_LEN] = {};
+    if (targ_ncomms)
+        bpf_get_current_comm(comm, sizeof(comm));
+    return task_passes_as(bpf_get_current_pid_tgid() >> 32, comm);
+}
+
 static __always_inline bool task_filter_active(void)
 {
     return filter_pid || targ_ncomms || targ_cgroup;
+}
+
+/* Is dev traced (-d), and its slot (KVIO_SLOT_NONE: none, the dev-keyed hashes hold it). */
+static __always_inline bool dev_traced(__u32 dev, __u32 *slot)
+{
+    *slot = KVIO_SLOT_NONE;
+    if (!targ_ndevs) {
+        __u32 *s = bpf_map_lookup_elem(&dev_slots, &dev);
+        if (s)
+            *slot = *s;
+        return true;
+    }
+    for (int i = 0; i < KVIO_MAX_DEVS; i++) {
+        if (i >= targ_ndevs)
+            break;
+        if (targ_devs[i] == dev) {
+            *slot = i;
+            return true;
+        }
+    }
+    return false;
 }
 
 static __always_inline bool dev_passes(__u32 dev)
@@ -205,16 +287,20 @@ static __always_inline bool dev_passes(__u32 dev)
     return false;
 }
 
+/* The current task as a submitter. Only what is reported is read: comm for events and -c, user_data for events. */
 static __always_inline void current_owner(struct kvio_owner *o)
 {
     __u64 id = bpf_get_current_pid_tgid();
     __u32 tid = (__u32)id;
     o->pid = id >> 32;
     o->tid = tid;
-    bpf_get_current_comm(o->comm, sizeof(o->comm));
-    __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
-    o->user_data = ud ? *ud : 0;
-    o->passes = task_passes();
+    if (emit_events || targ_ncomms)
+        bpf_get_current_comm(o->comm, sizeof(o->comm));
+    if (need_user_data) {
+        __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
+        o->user_data = ud ? *ud : 0;
+    }
+    o->passes = task_passes_as(o->pid, o->comm);
 }
 
 static __always_inline bool current_is_kthread(void)
@@ -236,19 +322,35 @@ struct request___old {
     struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 rq_dev(struct request *rq)
+/* `typed`: the caller is a tp_btf program, whose arguments are BTF-typed pointers: fields are read with plain
+ * loads (the verifier turns them into fault-safe loads) instead of a bpf_probe_read_kernel call each, as raw_tp
+ * programs must. A constant in each program: the other branch is compiled out. */
+#define KREAD(typed, ptr, ...) ((typed) ? (ptr)->__VA_ARGS__ : BPF_CORE_READ(ptr, __VA_ARGS__))
+
+static __always_inline __u32 gendisk_dev_as(struct gendisk *disk, bool typed)
+{
+    if (!disk)
+        return 0;
+    if (typed)
+        return KVIO_MKDEV(disk->major, disk->first_minor);
+    return gendisk_dev(disk);
+}
+
+static __always_inline __u32 rq_dev(struct request *rq, bool typed)
 {
     struct gendisk *disk;
     if (bpf_core_field_exists(((struct request___old *)0)->rq_disk))
         disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+    else if (typed)
+        disk = rq->q->disk;
     else
         disk = BPF_CORE_READ(rq, q, disk);
-    return gendisk_dev(disk);
+    return gendisk_dev_as(disk, typed);
 }
 
-static __always_inline __u32 rq_opf(struct request *rq)
+static __always_inline __u32 rq_opf(struct request *rq, bool typed)
 {
-    __u32 f = BPF_CORE_READ(rq, cmd_flags);
+    __u32 f = typed ? rq->cmd_flags : BPF_CORE_READ(rq, cmd_flags);
     __u32 out = f & KVIO_OP_MASK;
     if (f & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
         out |= KVIO_F_SYNC;
@@ -266,11 +368,11 @@ static __always_inline __u32 rq_opf(struct request *rq)
 /* Submitter of a request: its first bio's owner from block_getrq, else, at insert only, the current
  * task when it is not a kernel thread (flushes, passthrough). Issue and completion can run in softirq
  * or on another task's stack, where the current task is whoever was interrupted. */
-static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o, bool allow_current)
+static __always_inline bool resolve_owner(struct request *rq, struct kvio_owner *o, bool allow_current, bool typed)
 {
     if (!need_owner)
         return false;
-    __u64 bio = (__u64)BPF_CORE_READ(rq, bio);
+    __u64 bio = typed ? (__u64)rq->bio : (__u64)BPF_CORE_READ(rq, bio);
     if (bio) {
         struct kvio_owner *bo = bpf_map_lookup_elem(&bio_owner, &bio);
         if (bo) {
@@ -301,20 +403,22 @@ struct bio___old {
     struct gendisk *bi_disk;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 bio_dev(struct bio *bio)
+static __always_inline __u32 bio_dev(struct bio *bio, bool typed)
 {
     struct gendisk *disk;
     if (bpf_core_field_exists(((struct bio___old *)0)->bi_disk))
         disk = BPF_CORE_READ((struct bio___old *)bio, bi_disk);
+    else if (typed)
+        disk = bio->bi_bdev->bd_disk;
     else
         disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
-    return gendisk_dev(disk);
+    return gendisk_dev_as(disk, typed);
 }
 
 /* Loaded only when owners are needed (events or a task filter). */
-static __always_inline int on_getrq(struct bio *bio)
+static __always_inline int on_getrq(struct bio *bio, bool typed)
 {
-    if (!bio || (targ_ndevs && !dev_passes(bio_dev(bio))))
+    if (!bio || (targ_ndevs && !dev_passes(bio_dev(bio, typed))))
         return 0;
     struct kvio_owner o = {};
     current_owner(&o);
@@ -323,95 +427,116 @@ static __always_inline int on_getrq(struct bio *bio)
     return 0;
 }
 
-static __always_inline void inflight_dec(__u32 dev)
+static __always_inline void inflight_dec(__u32 slot, __u32 dev)
 {
-    __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+    __s64 *n = inflight_of(slot, dev, false);
     if (n && *n > 0)
         __sync_fetch_and_add(n, -1);
 }
 
-static __always_inline __u64 rq_generation(struct request *rq)
+static __always_inline __u64 rq_generation(struct request *rq, bool typed)
 {
     if (bpf_core_field_exists(rq->start_time_ns))
-        return BPF_CORE_READ(rq, start_time_ns);
+        return typed ? rq->start_time_ns : BPF_CORE_READ(rq, start_time_ns);
     return 0;
 }
 
 static __always_inline void account_cmd(const struct rq_state *st, __u64 now, int error, bool lost);
 
-/* State of rq for insert/issue; 0 when rq is not traced (other device, or map full). */
-static __always_inline struct rq_state *rq_state_get(struct request *rq, bool at_insert)
+/* A request's in-flight state as first seen (at insert, or at issue without insert): device, slot, owner and
+ * the filter's verdict, decided here once for the request. False when its device is not traced. */
+static __always_inline bool rq_state_init(struct rq_state *init, struct request *rq, __u64 gen, bool at_insert, bool typed)
 {
-    __u64 key = (__u64)rq;
-    __u64 gen = rq_generation(rq);
-    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
-    if (s) {
-        if (s->gen == gen)
-            return s;
-        /* Left over from an earlier life of this request. On some kernels no BPF program runs for a
-         * completion in certain softirq contexts (tracefs still records it, recursion_misses stays 0):
-         * an issued, traced leftover is such a command. Report it without a completion. */
-        if (s->issued && !s->ignored) {
-            struct rq_state old = *s;
-            inflight_dec(old.dev);
-            account_cmd(&old, 0, 0, true);
-        } else {
-            count(KVIO_CNT_STALE);
-        }
-    }
-    __u32 dev = rq_dev(rq);
-    if (!dev_passes(dev)) {
-        if (s)
-            bpf_map_delete_elem(&rq_starts, &key);
-        return 0;
-    }
-    struct rq_state init = {};
-    init.gen = gen;
-    init.dev = dev;
-    init.has_owner = resolve_owner(rq, &init.owner, at_insert);
-    init.ignored = !owner_passes(&init.owner, init.has_owner);
-    if (!init.has_owner && task_filter_active())
+    __u32 dev = rq_dev(rq, typed), slot;
+    if (!dev_traced(dev, &slot))
+        return false;
+    init->gen = gen;
+    init->dev = dev;
+    init->slot = slot;
+    init->has_owner = resolve_owner(rq, &init->owner, at_insert, typed);
+    init->ignored = !owner_passes(&init->owner, init->has_owner);
+    if (!init->has_owner && task_filter_active())
         count(KVIO_CNT_NO_OWNER);
-    if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
-        count(KVIO_CNT_MAP_FULL);
-        return 0;
+    return true;
+}
+
+/* The state of rq left from an earlier life of the request (gen differs). On some kernels no BPF program runs
+ * for a completion in certain softirq contexts (tracefs still records it, recursion_misses stays 0): an issued,
+ * traced leftover is such a command. Report it without a completion. */
+static __always_inline void rq_state_stale(struct rq_state *s)
+{
+    if (s->issued && !s->ignored) {
+        struct rq_state old = *s;
+        inflight_dec(old.slot, old.dev);
+        account_cmd(&old, 0, 0, true);
+    } else {
+        count(KVIO_CNT_STALE);
     }
-    return bpf_map_lookup_elem(&rq_starts, &key);
 }
 
-static __always_inline int on_insert(struct request *rq)
+/* What issue records of a traced request: time, extent, op, and its queue depth (once: a requeued request is
+ * issued again but not counted twice). */
+static __always_inline void issue_fill(struct rq_state *s, struct request *rq, bool typed)
 {
-    struct rq_state *s = rq_state_get(rq, true);
-    if (s && !s->ignored)
-        s->ts_insert = bpf_ktime_get_ns();
-    return 0;
-}
-
-static __always_inline int on_issue(struct request *rq)
-{
-    struct rq_state *s = rq_state_get(rq, false);
-    if (!s || s->ignored)
-        return 0;
     s->ts_issue = bpf_ktime_get_ns();
-    s->sector = BPF_CORE_READ(rq, __sector);
-    s->bytes = BPF_CORE_READ(rq, __data_len);
+    s->sector = KREAD(typed, rq, __sector);
+    s->bytes = KREAD(typed, rq, __data_len);
     s->bytes_left = s->bytes;
-    s->opf = rq_opf(rq);
-    if (!s->issued) { /* a requeued request is not counted twice */
+    s->opf = rq_opf(rq, typed);
+    if (!s->issued) {
         s->issued = 1;
-        __u32 dev = s->dev;
-        __s64 one = 1, *n = bpf_map_lookup_elem(&inflight, &dev);
+        __s64 *n = inflight_of(s->slot, s->dev, true);
         if (n) {
             __sync_fetch_and_add(n, 1);
             s->qd = *n;
         } else {
-            bpf_map_update_elem(&inflight, &dev, &one, BPF_ANY);
             s->qd = 1;
         }
+    }
+}
+
+/* Insert or issue of rq: one lookup; a request seen first here (direct issue, the usual path, has no insert) gets
+ * its whole state in one update instead of an update, a second lookup and the writes. */
+static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_insert)
+{
+    if (targ_ndevs && !dev_passes(rq_dev(rq, typed)))
+        return 0; /* never given state: no lookup */
+    __u64 key = (__u64)rq;
+    __u64 gen = rq_generation(rq, typed);
+    struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
+    if (s && s->gen == gen) {
+        if (s->ignored)
+            return 0;
+        if (at_insert)
+            s->ts_insert = bpf_ktime_get_ns();
+        else
+            issue_fill(s, rq, typed);
+        return 0;
+    }
+    if (s)
+        rq_state_stale(s);
+    struct rq_state init = {};
+    if (!rq_state_init(&init, rq, gen, at_insert, typed)) {
+        if (s)
+            bpf_map_delete_elem(&rq_starts, &key);
+        return 0;
+    }
+    if (!init.ignored) {
+        if (at_insert)
+            init.ts_insert = bpf_ktime_get_ns();
+        else
+            issue_fill(&init, rq, typed);
+    }
+    if (bpf_map_update_elem(&rq_starts, &key, &init, BPF_ANY)) {
+        count(KVIO_CNT_MAP_FULL);
+        if (init.issued)
+            inflight_dec(init.slot, init.dev);
     }
     return 0;
 }
 
+static __always_inline int on_insert(struct request *rq, bool typed) { return on_rq_seen(rq, typed, true); }
+static __always_inline int on_issue(struct request *rq, bool typed) { return on_rq_seen(rq, typed, false); }
 
 /* Histograms and the event of one finished command. lost: its completion was never seen (the state
  * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count. */
@@ -419,21 +544,22 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
 {
     __u32 op = st->opf & KVIO_OP_MASK;
     bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
+    struct kvio_dev_hists *hs = slot_hists_of(st->slot);
     if (lost) {
         count(KVIO_CNT_LOST_COMPLETE);
     } else if (now < st->ts_issue || (st->ts_insert && st->ts_issue < st->ts_insert)) {
         count(KVIO_CNT_NEGATIVE_DELTA);
     } else if (is_read || is_write) {
-        dev_hist_add(st->dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, 0, now - st->ts_issue, false, 0);
+        cmd_hist_add(hs, st->dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, now - st->ts_issue, false, 0);
         if (st->ts_insert)
-            dev_hist_add(st->dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, 0, st->ts_issue - st->ts_insert, false, 0);
+            cmd_hist_add(hs, st->dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, st->ts_issue - st->ts_insert, false, 0);
     }
     if (is_read || is_write) {
-        dev_hist_add(st->dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, 0, st->bytes, false, 0);
-        dev_hist_add(st->dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, 0, st->qd, true, 1);
-        dev_hist_add(st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, 0, st->sector * 512, true, lba_bucket_bytes);
+        cmd_hist_add(hs, st->dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st->bytes, false, 0);
+        cmd_hist_add(hs, st->dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st->qd, true, 1);
+        cmd_hist_add(hs, st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st->sector * 512, true, lba_bucket_bytes);
     } else {
-        dev_hist_add(st->dev, KVIO_H_OTHER_CMDS, 0, st->bytes, false, 0);
+        cmd_hist_add(hs, st->dev, KVIO_H_OTHER_CMDS, st->bytes, false, 0);
     }
 
     if (!emit_events)
@@ -459,14 +585,16 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
     event_submit(e);
 }
 
-static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes)
+static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes, bool typed)
 {
+    /* requests of other devices get no state at all: no lookup for them (with -d the device is known cheaper) */
+    bool traced = !targ_ndevs || dev_passes(rq_dev(rq, typed));
+    if (!traced)
+        return 0;
     __u64 key = (__u64)rq;
     struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
     if (!s) {
-        /* requests of other devices get no state at all */
-        if (dev_passes(rq_dev(rq)))
-            count(KVIO_CNT_UNMATCHED_COMPLETE);
+        count(KVIO_CNT_UNMATCHED_COMPLETE);
         return 0;
     }
     if (s->ignored || !s->issued) {
@@ -484,21 +612,21 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     struct rq_state st = *s;
     s->ignored = 1; /* should the delete fail, the leftover must not be reported again as lost */
     bpf_map_delete_elem(&rq_starts, &key);
-    inflight_dec(st.dev);
+    inflight_dec(st.slot, st.dev);
     account_cmd(&st, now, error, false);
     return 0;
 }
 
 /* tp_btf: args are typed; raw_tp: the same u64 args, read through BPF_CORE_READ. */
 SEC("tp_btf/block_getrq")
-int BPF_PROG(block_getrq_btf, struct bio *bio) { return on_getrq(bio); }
+int BPF_PROG(block_getrq_btf, struct bio *bio) { return on_getrq(bio, true); }
 SEC("raw_tp/block_getrq")
-int BPF_PROG(block_getrq_raw, struct bio *bio) { return on_getrq(bio); }
+int BPF_PROG(block_getrq_raw, struct bio *bio) { return on_getrq(bio, false); }
 
 SEC("tp_btf/block_rq_insert")
-int block_rq_insert_btf(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+int block_rq_insert_btf(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0], true); }
 SEC("raw_tp/block_rq_insert")
-int block_rq_insert_raw(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0]); }
+int block_rq_insert_raw(u64 *ctx) { return on_insert((struct request *)ctx[rq_has_queue_arg ? 1 : 0], false); }
 
 /* The kernel skips a BPF program that fires again on a CPU where it is already running (an
  * interrupt completing one request while the program handles another). Issue and complete therefore
@@ -529,7 +657,7 @@ int block_rq_issue_btf(u64 *ctx)
 {
     struct request *rq = (struct request *)ctx[rq_has_queue_arg ? 1 : 0];
     primary_mark(HOOK_ISSUE, (__u64)rq);
-    return on_issue(rq);
+    return on_issue(rq, true);
 }
 SEC("raw_tp/block_rq_issue")
 int block_rq_issue_raw(u64 *ctx)
@@ -537,21 +665,21 @@ int block_rq_issue_raw(u64 *ctx)
     struct request *rq = (struct request *)ctx[rq_has_queue_arg ? 1 : 0];
     if (backup_programs && !primary_missed(HOOK_ISSUE, (__u64)rq))
         return 0;
-    return on_issue(rq);
+    return on_issue(rq, false);
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
 {
     primary_mark(HOOK_COMPLETE, (__u64)rq);
-    return on_complete(rq, error, nr_bytes);
+    return on_complete(rq, error, nr_bytes, true);
 }
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(block_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 {
     if (backup_programs && !primary_missed(HOOK_COMPLETE, (__u64)rq))
         return 0;
-    return on_complete(rq, error, nr_bytes);
+    return on_complete(rq, error, nr_bytes, false);
 }
 
 /* A requeued request will be issued again: it leaves the device's in-flight count until then. */
@@ -562,7 +690,7 @@ int block_rq_requeue_raw(u64 *ctx)
     struct rq_state *s = bpf_map_lookup_elem(&rq_starts, &key);
     if (s && s->issued && !s->ignored) {
         s->issued = 0;
-        inflight_dec(s->dev);
+        inflight_dec(s->slot, s->dev);
     }
     return 0;
 }
@@ -581,7 +709,8 @@ int block_rq_merge_raw(u64 *ctx)
 static __always_inline void remember_user_data(__u64 req, __u64 ud)
 {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+    if (need_user_data)
+        bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
     if (!uring_owner_by_req)
         return;
     struct kvio_owner o = {};
@@ -646,8 +775,10 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
 {
     __u64 key = (__u64)rq;
     struct nvme_state st = {};
-    st.dev = rq_dev(rq);
-    st.ignored = !dev_passes(st.dev);
+    __u32 slot;
+    st.dev = rq_dev(rq, false);
+    st.ignored = !dev_traced(st.dev, &slot);
+    st.slot = slot;
     __u32 op = BPF_CORE_READ(rq, cmd_flags) & KVIO_OP_MASK;
     bool passthrough = op == KVIO_OP_DRV_IN || op == KVIO_OP_DRV_OUT;
     if (!st.ignored) {
@@ -666,7 +797,7 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
             st.has_owner = 1;
         } else {
             /* ioctl passthrough runs in its caller; block I/O relies on block_getrq */
-            st.has_owner = resolve_owner(rq, &st.owner, passthrough);
+            st.has_owner = resolve_owner(rq, &st.owner, passthrough, false);
         }
         st.ignored = !owner_passes(&st.owner, st.has_owner);
         if (!st.has_owner && task_filter_active())
@@ -686,8 +817,7 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
         if (BPF_CORE_READ(rq, q, queuedata))
             st.qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
         st.ts_setup = bpf_ktime_get_ns();
-        __u32 dev = st.dev;
-        __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
+        __s64 *n = inflight_of(st.slot, st.dev, false);
         /* the block issue of this request comes right after setup: count it in */
         st.qd = (n ? (__u32)*n : 0) + 1;
     }
@@ -716,7 +846,7 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
     }
     __u64 d2c = now - st.ts_setup;
     if (st.opcode == 0x02 || st.opcode == 0x01)
-        dev_hist_add(st.dev, st.opcode == 0x02 ? KVIO_H_NVME_D2C_READ : KVIO_H_NVME_D2C_WRITE, 0, d2c, false, 0);
+        cmd_hist_add(slot_hists_of(st.slot), st.dev, st.opcode == 0x02 ? KVIO_H_NVME_D2C_READ : KVIO_H_NVME_D2C_WRITE, d2c, false, 0);
     dev_hist_add(st.dev, KVIO_H_NVME_D2C_QUEUE, st.qid, d2c, false, 0);
     if (!emit_events)
         return 0;
@@ -727,7 +857,7 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
     e->type = KVIO_EV_CMD;
     e->src = KVIO_SRC_NVME;
     e->dev = st.dev;
-    e->opf = rq_opf(rq);
+    e->opf = rq_opf(rq, false);
     e->sector = st.slba; /* userspace converts LBAs to 512-byte sectors */
     e->ts_issue = st.ts_setup;
     e->ts_complete = now;
@@ -747,7 +877,10 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
 
 /* ---------------------------------------------------------------- syscalls */
 
-/* Is fd a regular file or block device of the current task? Pipes, sockets, ttys are not storage. */
+/* Is fd storage of the current task: a regular file or block device, and with -d one on a traced device (a
+ * block device node: its i_rdev; a file: its filesystem's s_dev), so ld.so's and libc's reads of the root
+ * filesystem, pipes, sockets and ttys do not count. targ_storage: the traced disks, their partitions and the
+ * devices stacked on them (filled by userspace from sysfs). */
 static __always_inline bool fd_is_storage(int fd)
 {
     if (fd < 0)
@@ -761,8 +894,20 @@ static __always_inline bool fd_is_storage(int fd)
     bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]);
     if (!f)
         return false;
-    unsigned short mode = BPF_CORE_READ(f, f_inode, i_mode);
-    return (mode & S_IFMT) == S_IFREG || (mode & S_IFMT) == S_IFBLK;
+    struct inode *inode = BPF_CORE_READ(f, f_inode);
+    unsigned short fmt = BPF_CORE_READ(inode, i_mode) & S_IFMT;
+    if (fmt != S_IFREG && fmt != S_IFBLK)
+        return false;
+    if (!targ_nstorage)
+        return true;
+    __u32 dev = fmt == S_IFBLK ? BPF_CORE_READ(inode, i_rdev) : BPF_CORE_READ(inode, i_sb, s_dev);
+    for (int i = 0; i < KVIO_MAX_STORAGE_DEVS; i++) {
+        if (i >= targ_nstorage)
+            break;
+        if (targ_storage[i] == dev)
+            return true;
+    }
+    return false;
 }
 
 static __always_inline bool is_read_call(__u32 nr)
@@ -777,37 +922,38 @@ static __always_inline bool is_write_call(__u32 nr)
            nr == KVIO_SYS_PWRITEV2;
 }
 
-/* raw_tp/sys_enter and sys_exit fire for every syscall: sys_nr_map (filled by userspace from
- * <sys/syscall.h> of the build architecture) picks the traced ones in one array lookup.
- * Per-syscall tracepoints (the tp/syscalls family) need perf-event attachment, which some kernels and
- * sandboxes refuse. */
+/* Syscall number of this architecture (<sys/syscall.h>, filled by userspace) -> enum kvio_syscall. */
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_SYSCALL_NR); __type(key, __u32); __type(value, __u8); } sys_nr_map SEC(".maps");
 
-SEC("raw_tp/sys_enter")
-int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+static __always_inline __u32 syscall_kind(long id)
 {
     __u32 idx = (__u32)id;
     __u8 *mapped = bpf_map_lookup_elem(&sys_nr_map, &idx);
-    if (!mapped || *mapped >= KVIO_SYSCALLS)
+    return mapped ? *mapped : KVIO_SYSCALLS;
+}
+
+/* A traced syscall's entry: args a0..a3 as the syscall got them. */
+static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+    if (nr >= KVIO_SYSCALLS || (nr == KVIO_SYS_IO_URING_ENTER && !need_user_data))
         return 0;
-    __u32 nr = *mapped;
     if (!task_passes())
         return 0;
-    int fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+    int fd = (int)a0;
     if (nr != KVIO_SYS_IO_URING_ENTER && !fd_is_storage(fd))
         return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     __u64 now = bpf_ktime_get_ns();
     struct sys_state st = {.ts = now, .fd = fd, .nr = nr};
     if (nr == KVIO_SYS_FADVISE64) {
-        st.offset = PT_REGS_PARM2_CORE_SYSCALL(regs);
-        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
+        st.offset = a1;
+        st.count = a2;
     } else if (nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV ||
                nr == KVIO_SYS_PWRITEV || nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2) {
-        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
-        st.offset = PT_REGS_PARM4_CORE_SYSCALL(regs);
+        st.count = a2;
+        st.offset = a3;
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
-        st.count = PT_REGS_PARM3_CORE_SYSCALL(regs);
+        st.count = a2;
     }
     if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
         __u64 *w = bpf_map_lookup_elem(&last_write_exit, &tid);
@@ -828,9 +974,9 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
     return 0;
 }
 
-/* Syscalls do not nest: the state a thread left at enter belongs to this exit. */
-SEC("raw_tp/sys_exit")
-int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+/* A syscall's exit. Syscalls do not nest: the state a thread left at enter belongs to this exit. io_uring_enter
+ * ends the SQE user_data its submissions set (events only). */
+static __always_inline int on_sys_exit(long ret)
 {
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     struct sys_state *s = bpf_map_lookup_elem(&sys_starts, &tid);
@@ -857,7 +1003,7 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
     } else if (nr == KVIO_SYS_FADVISE64) {
         bpf_map_update_elem(&last_fadvise_exit, &tid, &now, BPF_ANY);
     }
-    if (!emit_syscalls)
+    if (!emit_syscalls || nr == KVIO_SYS_IO_URING_ENTER)
         return 0;
     struct kvio_syscall_event *e = EVENT_RESERVE(struct kvio_syscall_event);
     if (!e)
@@ -877,6 +1023,62 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
     event_submit(e);
     return 0;
 }
+
+/* raw_syscalls sys_enter / sys_exit run for every syscall of the machine, so the first thing each does is drop
+ * the untraced ones, in one array lookup (sys_nr_map). At exit the syscall number is the one the entry saw, kept
+ * in the registers (x86: orig_ax; arm64: syscallno), so an untraced exit costs no hash lookup either. Per-syscall
+ * tracepoints (syscalls:sys_enter_NAME) would run BPF for the traced syscalls only, but they attach as perf
+ * events, which this machine's kernel refuses for syscalls (EACCES), so they are not used. tp_btf where BTF
+ * describes the tracepoints (registers read with plain loads), else raw_tp. */
+static __always_inline long exit_syscall_id(struct pt_regs *regs, bool typed)
+{
+#if defined(__TARGET_ARCH_x86)
+    return typed ? regs->orig_ax : BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+    return typed ? regs->syscallno : BPF_CORE_READ(regs, syscallno);
+#else
+    return -1; /* unknown: every exit looks its thread up */
+#endif
+}
+
+static __always_inline int sys_exit_filtered(struct pt_regs *regs, long ret, bool typed)
+{
+    long id = exit_syscall_id(regs, typed);
+    if (id >= 0 && syscall_kind(id) >= KVIO_SYSCALLS)
+        return 0;
+    return on_sys_exit(ret);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
+{
+    __u32 nr = syscall_kind(id);
+    if (nr >= KVIO_SYSCALLS)
+        return 0;
+#if defined(__TARGET_ARCH_x86)
+    /* x86-64 syscall arguments: rdi, rsi, rdx, r10 */
+    return on_sys_enter(nr, regs->di, regs->si, regs->dx, regs->r10);
+#else
+    return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+#endif
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret) { return sys_exit_filtered(regs, ret, true); }
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+    __u32 nr = syscall_kind(id);
+    if (nr >= KVIO_SYSCALLS)
+        return 0;
+    return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret) { return sys_exit_filtered(regs, ret, false); }
 
 /* ---------------------------------------------------------------- process tree */
 

@@ -9,6 +9,9 @@
 
 #define KVIO_COMM_LEN 16
 #define KVIO_MAX_DEVS 8     /* -d filters */
+#define KVIO_MAX_DEV_SLOTS 32 /* devices with per-CPU histograms; more (no -d) fall back to the dev_hists hash */
+#define KVIO_SLOT_NONE 0xffu
+#define KVIO_MAX_STORAGE_DEVS 32 /* -d disks, their partitions and the devices stacked on them (syscall fd filter) */
 #define KVIO_MAX_COMMS 4    /* -c filters */
 #define KVIO_HIST_SLOTS 128 /* log2 uses 0..64; linear (qd, lba) all, last slot = overflow */
 #define KVIO_MAX_SYSCALL_NR 1024 /* size of the syscall-number -> enum kvio_syscall table */
@@ -52,6 +55,12 @@ struct kvio_hist_key {
 struct kvio_hist {
     __u64 slots[KVIO_HIST_SLOTS];
     __u64 sum;
+};
+
+/* Every histogram of one device (map slot_hists, per-CPU, indexed by the device's slot). Index by enum
+ * kvio_dev_hist; KVIO_H_NVME_D2C_QUEUE is per queue and lives in the dev_hists hash instead. */
+struct kvio_dev_hists {
+    struct kvio_hist h[KVIO_DEV_HISTS];
 };
 
 /* Per-CPU counters (PERCPU_ARRAY index). Userspace sums the CPUs and reports each. */
@@ -102,7 +111,7 @@ struct kvio_rq_state {
     __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
     __u8 issued;
     __u8 has_owner;
-    __u8 pad;
+    __u8 slot;     /* index into slot_hists / slot_inflight, KVIO_SLOT_NONE: the dev-keyed hashes */
     struct kvio_owner owner;
 };
 /* One completed device command (block request or NVMe command). */

@@ -1,4 +1,5 @@
 // `kvio trace`: the storage latency stack of whatever runs on the machine.
+#include <csignal>
 #include <cmath>
 #include <iostream>
 
@@ -45,6 +46,10 @@ void add_trace_command(CLI::App& app) {
     sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
+    sub->add_flag("--stats", opts->stats,
+                  "Report what each BPF program cost the kernel while tracing: runs, mean ns per run, ns per device command "
+                  "(the kernel's own accounting, BPF_ENABLE_STATS, on for the trace only); in --json as \"bpf_stats\", "
+                  "printed after the summary (on stderr with -q)");
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
@@ -56,6 +61,10 @@ void add_trace_command(CLI::App& app) {
         if (!opts->events_path.empty() && opts->events_path == opts->json_path)
             throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
+        if (res.interrupted) {  // Ctrl-C while COMMAND ran: outputs are flushed; exit as a shell does for SIGINT
+            std::cerr << "kvio trace: interrupted\n";
+            throw CLI::RuntimeError(128 + SIGINT);
+        }
         if (!opts->command.empty() && res.command_status != 0) {
             std::cerr << "kvio trace: the traced command exited with status " << res.command_status << "\n";
             throw CLI::RuntimeError(res.command_status);

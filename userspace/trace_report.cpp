@@ -144,6 +144,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"nvme_tracepoints", nvme_present},
         {"devices", devices},
         {"process", proc},
+        {"process_fds", syscall_scope_},
     };
 }
 
@@ -161,7 +162,7 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
         for (const auto& [hname, h] : hists)
             if (h.count()) h.print(os, hname);
     }
-    os << "\n== syscalls (storage fds)\n";
+    os << "\n== syscalls (fds: " << syscall_scope_ << ")\n";
     for (const auto& [hname, h] : proc_)
         if (h.count()) h.print(os, hname);
     os << "\nnvme tracepoints: "

@@ -33,6 +33,8 @@ public:
     void add_dev_value(uint32_t kdev, uint16_t id, uint64_t value);
     /// Makes sure a device appears even when it saw nothing (a -d filter).
     void touch_device(uint32_t kdev);
+    /// Which fds the syscall histograms count (printed in their heading, "process_fds" in the JSON).
+    void set_syscall_scope(std::string scope) { syscall_scope_ = std::move(scope); }
     /// Whether a device saw any command.
     bool device_empty(uint32_t kdev) const;
 
@@ -45,6 +47,7 @@ private:
     uint64_t lba_bucket_;
     std::map<uint32_t, std::map<std::string, Histogram>> devs_;  // kdev -> name -> hist
     std::map<std::string, Histogram> proc_;
+    std::string syscall_scope_ = "all regular files and block devices";
 };
 
 }  // namespace kvio::trace

@@ -25,7 +25,10 @@
 #include "common/error.h"
 #include "userspace/event_format.h"
 #include "userspace/event_writer.h"
+#include "userspace/bpf_stats.h"
+#include "userspace/command_guard.h"
 #include "userspace/probe.h"
+#include "userspace/trace_devices.h"
 #include "userspace/trace_report.h"
 
 namespace kvio::trace {
@@ -33,10 +36,12 @@ namespace kvio::trace {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};  // the signal that stopped the trace, 0 for none
 std::atomic<pid_t> g_child{0};
 
 void on_signal(int sig) {
     g_stop = true;
+    g_signal = sig;
     pid_t c = g_child.load();
     if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
 }
@@ -47,31 +52,6 @@ int command_status(int st, bool stopping) {
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (stopping && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT)) return 0;
     return 128 + WTERMSIG(st);
-}
-
-/// Processes below `root` (children, grandchildren, ...), from the PPid field of /proc/PID/stat.
-std::vector<pid_t> descendants(pid_t root) {
-    std::vector<std::pair<pid_t, pid_t>> procs;  // (pid, ppid)
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        std::ifstream st(e.path() / "stat");
-        std::string line;
-        if (!std::getline(st, line)) continue;
-        size_t close = line.rfind(')');  // comm may hold spaces and parentheses
-        if (close == std::string::npos) continue;
-        std::istringstream rest(line.substr(close + 2));
-        char state;
-        pid_t ppid = 0;
-        if (rest >> state >> ppid) procs.emplace_back(pid_t(std::stol(name)), ppid);
-    }
-    std::vector<pid_t> out{root};
-    for (size_t i = 0; i < out.size(); ++i)
-        for (const auto& [pid, ppid] : procs)
-            if (ppid == out[i]) out.push_back(pid);
-    out.erase(out.begin());
-    return out;
 }
 
 uint64_t now_ns() {
@@ -140,6 +120,43 @@ void choose_block_programs(kvio_trace_bpf* s) {
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
 
+/// The traced syscalls: this architecture's number (<sys/syscall.h>) and enum kvio_syscall.
+struct TracedSyscall {
+    long nr;
+    uint8_t kind;
+};
+constexpr TracedSyscall kSyscalls[] = {
+    {SYS_read, KVIO_SYS_READ},           {SYS_write, KVIO_SYS_WRITE},
+    {SYS_pread64, KVIO_SYS_PREAD64},     {SYS_pwrite64, KVIO_SYS_PWRITE64},
+    {SYS_readv, KVIO_SYS_READV},         {SYS_writev, KVIO_SYS_WRITEV},
+    {SYS_preadv, KVIO_SYS_PREADV},       {SYS_pwritev, KVIO_SYS_PWRITEV},
+    {SYS_preadv2, KVIO_SYS_PREADV2},     {SYS_pwritev2, KVIO_SYS_PWRITEV2},
+    {SYS_fsync, KVIO_SYS_FSYNC},         {SYS_fdatasync, KVIO_SYS_FDATASYNC},
+    {SYS_fadvise64, KVIO_SYS_FADVISE64}, {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER},
+};
+
+/// Maps this architecture's syscall numbers to enum kvio_syscall (sys_nr_map, read by every syscall program).
+/// io_uring_enter only for events: its exit ends the SQE user_data they carry; histograms have no use for it.
+void fill_syscall_map(kvio_trace_bpf* s) {
+    int fd = bpf_map__fd(s->maps.sys_nr_map);
+    uint8_t none = KVIO_SYSCALLS;
+    for (uint32_t i = 0; i < KVIO_MAX_SYSCALL_NR; ++i) bpf_map_update_elem(fd, &i, &none, BPF_ANY);
+    for (const auto& sc : kSyscalls) {
+        if (sc.kind == KVIO_SYS_IO_URING_ENTER && !s->rodata->need_user_data) continue;
+        uint32_t key = uint32_t(sc.nr);
+        bpf_map_update_elem(fd, &key, &sc.kind, BPF_ANY);
+    }
+}
+
+/// tp_btf/sys_enter and sys_exit where BTF describes them (registers read with plain loads), else raw_tp.
+void choose_syscall_programs(kvio_trace_bpf* s) {
+    bool btf = has_btf_tracepoint("sys_enter") && has_btf_tracepoint("sys_exit");
+    bpf_program__set_autoload(s->progs.sys_enter_btf, btf);
+    bpf_program__set_autoload(s->progs.sys_exit_btf, btf);
+    bpf_program__set_autoload(s->progs.raw_sys_enter, !btf);
+    bpf_program__set_autoload(s->progs.raw_sys_exit, !btf);
+}
+
 /// Attaches the programs that end a command's life first and those that start it last: completions, then
 /// everything else through the skeleton (getrq owners, insert, io_uring user_data, syscalls), then issue (block
 /// issue, NVMe setup). So every command issued after attach has its completion program and its submitter's
@@ -184,9 +201,11 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bpf_program__set_autoload(s->progs.nvme_complete_rq, nvme_present);
     // io_uring_submit_sqe was renamed io_uring_submit_req in 6.4; tracefs says which this kernel has.
     // They give each request its SQE user_data and passthrough owner: only events and filters use them.
+    // With NVMe present they also give passthrough commands their submitter (task filters).
     bool owners = s->rodata->need_owner;
-    bool submit_req = owners && tracepoint_exists("io_uring", "io_uring_submit_req");
-    bool submit_sqe = owners && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
+    bool wanted = s->rodata->need_user_data || (owners && nvme_present);
+    bool submit_req = wanted && tracepoint_exists("io_uring", "io_uring_submit_req");
+    bool submit_sqe = wanted && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
     bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req);
     bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe);
     // io_uring_complete only forgets the per-request owner that NVMe passthrough commands look up.
@@ -194,25 +213,7 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bpf_program__set_autoload(s->progs.io_uring_complete, owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
 }
 
-/// Maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall for raw_tp/sys_enter.
-void fill_syscall_map(kvio_trace_bpf* s) {
-    const std::pair<long, uint8_t> table[] = {
-        {SYS_read, KVIO_SYS_READ},           {SYS_write, KVIO_SYS_WRITE},
-        {SYS_pread64, KVIO_SYS_PREAD64},     {SYS_pwrite64, KVIO_SYS_PWRITE64},
-        {SYS_readv, KVIO_SYS_READV},         {SYS_writev, KVIO_SYS_WRITEV},
-        {SYS_preadv, KVIO_SYS_PREADV},       {SYS_pwritev, KVIO_SYS_PWRITEV},
-        {SYS_preadv2, KVIO_SYS_PREADV2},     {SYS_pwritev2, KVIO_SYS_PWRITEV2},
-        {SYS_fsync, KVIO_SYS_FSYNC},         {SYS_fdatasync, KVIO_SYS_FDATASYNC},
-        {SYS_fadvise64, KVIO_SYS_FADVISE64}, {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER},
-    };
-    int fd = bpf_map__fd(s->maps.sys_nr_map);
-    uint8_t none = KVIO_SYSCALLS;
-    for (uint32_t i = 0; i < KVIO_MAX_SYSCALL_NR; ++i) bpf_map_update_elem(fd, &i, &none, BPF_ANY);
-    for (const auto& [nr, kind] : table) {
-        uint32_t key = uint32_t(nr);
-        bpf_map_update_elem(fd, &key, &kind, BPF_ANY);
-    }
-}
+
 
 /// Forks the command stopped on a pipe, so it is in the filter before it runs.
 /// `stdout_to_stderr`: the command's standard output goes to our standard error (the events stream owns stdout).
@@ -274,7 +275,8 @@ uint64_t recursion_misses(kvio_trace_bpf* s) {
     return total;
 }
 
-void read_maps(kvio_trace_bpf* s, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+/// Adds the histograms of the maps to `report` and sums the counters. `slot_devs[i]`: the device of slot i.
+void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
     int fd = bpf_map__fd(s->maps.dev_hists);
     kvio_hist_key key{}, next{};
     kvio_hist val{};
@@ -283,6 +285,23 @@ void read_maps(kvio_trace_bpf* s, TraceReport& report, uint64_t (&counters)[KVIO
         first = false;
         if (bpf_map_lookup_elem(fd, &next, &val) == 0) report.add_dev_hist(next, val);
         key = next;
+    }
+    int ncpus = libbpf_num_possible_cpus();
+    std::vector<kvio_dev_hists> cpus(ncpus > 0 ? ncpus : 1);
+    fd = bpf_map__fd(s->maps.slot_hists);
+    for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
+        if (bpf_map_lookup_elem(fd, &slot, cpus.data()) != 0) continue;
+        for (uint16_t id = 0; id < KVIO_DEV_HISTS; ++id) {
+            if (id == KVIO_H_NVME_D2C_QUEUE) continue;  // per queue: in dev_hists
+            kvio_hist sum{};
+            for (const auto& c : cpus) {
+                for (int i = 0; i < KVIO_HIST_SLOTS; ++i) sum.slots[i] += c.h[id].slots[i];
+                sum.sum += c.h[id].sum;
+            }
+            bool any = false;
+            for (auto v : sum.slots) any = any || v;
+            if (any) report.add_dev_hist(kvio_hist_key{slot_devs[slot], id, 0}, sum);
+        }
     }
     fd = bpf_map__fd(s->maps.proc_hists);
     for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i)
@@ -361,7 +380,17 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->follow_forks = !opts.command.empty();
     ro->emit_events = !opts.events_path.empty();
     ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty();
+    ro->need_user_data = ro->emit_events;
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
+    // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
+    auto storage = storage_devices(devs);
+    if (storage.size() > KVIO_MAX_STORAGE_DEVS) storage.resize(KVIO_MAX_STORAGE_DEVS);
+    ro->targ_nstorage = uint32_t(storage.size());
+    std::copy(storage.begin(), storage.end(), ro->targ_storage);
+    // Histogram slots: the -d disks, else every disk present now (one hist set and in-flight count each).
+    const std::vector<uint32_t> slot_devs = devs.empty() ? present_disks(KVIO_MAX_DEV_SLOTS) : devs;
+    bpf_map__set_max_entries(skel->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    bpf_map__set_max_entries(skel->maps.slot_inflight, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
         struct stat st {};
@@ -371,12 +400,19 @@ TraceResult run_trace(const TraceOptions& opts) {
     choose_block_programs(skel.get());
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
+    choose_syscall_programs(skel.get());
     if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
 
     if (int err = kvio_trace_bpf__load(skel.get()))
         throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
                     "); rerun with KVIO_DEBUG=1 for the verifier log");
     fill_syscall_map(skel.get());
+    if (devs.empty())
+        for (uint32_t slot = 0; slot < slot_devs.size(); ++slot)
+            bpf_map__update_elem(skel->maps.dev_slots, &slot_devs[slot], sizeof(uint32_t), &slot, sizeof slot, BPF_ANY);
+    std::optional<BpfStatsEnabled> stats_on;  // before attach: every run of every program is counted
+    if (opts.stats) stats_on.emplace();
+
     uint8_t one = 1;
     for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
 
@@ -396,6 +432,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         uint32_t cpid = uint32_t(child);
         bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
     }
+    std::optional<CommandGuard> guard;  // the command dies with the trace, also when the trace is SIGKILLed
+    if (child > 0) guard.emplace(child);
+    const bool guard_was_set = child > 0;
     if (int err = attach_in_order(skel.get())) {
         if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
@@ -405,6 +444,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!rb) throw Error("cannot create the ring buffer reader");
 
     g_stop = false;
+    g_signal = 0;
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
@@ -444,22 +484,35 @@ TraceResult run_trace(const TraceOptions& opts) {
         res.command_status = command_status(end_command(child, rb.get()), true);
         g_child = 0;
     }
+    guard.reset();
+    res.interrupted = guard_was_set && g_signal == SIGINT;
     double duration = double(now_ns() - t0) / 1e9;
     ring_buffer__consume(rb.get());
     // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
     usleep(20000);
     ring_buffer__consume(rb.get());
+    std::vector<ProgStats> stats;
+    if (stats_on) stats = prog_stats(skel->obj);
+    stats_on.reset();  // statistics back as the administrator had them
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
 
     TraceReport report(ro->lba_bucket_bytes);
+    if (!opts.devices.empty()) {
+        std::string scope = "regular files and block devices on";
+        for (const auto& d : opts.devices) scope += " " + d;
+        report.set_syscall_scope(scope + " (partitions, stacked devices and their filesystems included)");
+    }
     for (uint32_t d : devs) report.touch_device(d);
     uint64_t counters[KVIO_COUNTERS] = {};
-    read_maps(skel.get(), report, counters);
+    read_maps(skel.get(), slot_devs, report, counters);
     sweep_unfinished(skel.get(), sink, report, counters);
     res.summary = report.to_json(duration, counters, nvme_present);
     res.summary["recursion_misses"] = recursion_misses(skel.get());
+    uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
+    for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
     res.dropped = counters[KVIO_CNT_RB_DROPS];
     res.events = sink.out ? sink.out->written() : 0;
     std::exception_ptr events_error;  // the JSON summary is still written when the events file fails
@@ -482,7 +535,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
     // With the events on stdout the human summary goes to stderr, so the JSONL stream stays clean.
-    if (!opts.quiet) report.print(events_on_stdout(opts.events_path) ? std::cerr : std::cout, duration, counters, nvme_present);
+    std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
+    if (!opts.quiet) report.print(human, duration, counters, nvme_present);
+    if (opts.stats) print_stats(opts.quiet ? std::cerr : human, stats, cmds);
     for (uint32_t d : devs)
         if (report.device_empty(d))
             std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))

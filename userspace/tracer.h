@@ -20,6 +20,7 @@ struct TraceOptions {
     bool syscall_events = false;        ///< also write "syscall" records
     std::string json_path;              ///< kvio.trace/1 summary, "" for none
     bool quiet = false;                 ///< no human summary on stdout
+    bool stats = false;                 ///< BPF run-time statistics per program (summary "bpf_stats", printed)
     uint64_t lba_bucket_bytes = 10ULL << 30;
     std::vector<std::string> command;   ///< run this and trace it and its children for its lifetime
 };
@@ -30,6 +31,7 @@ struct TraceResult {
     uint64_t events = 0;      ///< records written to the events file
     uint64_t dropped = 0;     ///< ring-buffer reservations that failed (events lost)
     int command_status = 0;   ///< exit status of the traced command (128+signal when killed)
+    bool interrupted = false; ///< SIGINT (Ctrl-C) stopped the trace while the command ran: exit 130 like a shell
 };
 
 /// Runs a trace to completion. Throws kvio::Error for missing privileges/BTF/tracefs, an unknown

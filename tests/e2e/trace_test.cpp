@@ -199,8 +199,10 @@ TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
     LoopDevice held(16 * MiB, true, fs.mnt);
     auto fr = run("fsfreeze -f " + fs.mnt);
     ASSERT_EQ(fr.status, 0) << fr.err;
-    auto r = run(kvio_bin() + " trace -q -d " + held.name + " --duration 1.5 --json " + dir.file("t.json") + " --events " +
-                 dir.file("e.jsonl") + " 2>" + dir.file("trace.err") + " & t=$!; sleep 0.5; dd if=/dev/zero of=" +
+    // dd starts once the trace says it is tracing (attached): a fixed sleep lost the race on a loaded machine.
+    auto r = run(kvio_bin() + " trace -d " + held.name + " --duration 3 --json " + dir.file("t.json") + " --events " +
+                 dir.file("e.jsonl") + " >/dev/null 2>" + dir.file("trace.err") + " & t=$!; i=0; until grep -q tracing " +
+                 dir.file("trace.err") + " || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; dd if=/dev/zero of=" +
                  held.path + " bs=64k count=1 seek=3 oflag=direct 2>/dev/null & d=$!; wait $t; s=$?; fsfreeze -u " +
                  fs.mnt + "; wait $d; exit $s");
     run("fsfreeze -u " + fs.mnt + " 2>/dev/null");
@@ -402,6 +404,121 @@ TEST(Trace, UnknownDeviceIsAClearError) {
 TEST(Trace, TracedCommandStatusIsPropagated) {
     auto r = run(kvio_bin() + " trace -q -- sh -c 'exit 3'");
     EXPECT_EQ(r.status, 3) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Trace, SyscallHistogramsCountOnlyFdsOnTheTracedDevice) {
+    // dd's own reads of the device are 10 x 4 KiB; ld.so's reads of libc (832 B) are on the root filesystem and
+    // its writes go to /dev/null: with -d, neither is storage of the traced device.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -d " + loop.name + " --json " + dir.file("t.json") + " -- dd if=" + loop.path +
+                 " of=/dev/null bs=4k count=10 iflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    const json& p = s["process"];
+    ASSERT_TRUE(p.contains("vfs_read")) << s.dump();
+    EXPECT_EQ(p["vfs_read"]["count"], 10) << p.dump();
+    EXPECT_EQ(p.value("vfs_write", json::object()).value("count", 0), 0) << p.dump();
+    EXPECT_NE(s["process_fds"].get<std::string>().find(loop.name), std::string::npos) << s["process_fds"];
+    EXPECT_NE(r.out.find("== syscalls (fds: regular files and block devices on " + loop.name), std::string::npos) << r.out;
+    // Without -d every regular file counts, and the heading says so.
+    r = run(kvio_bin() + " trace --duration 0.2");
+    EXPECT_NE(r.out.find("== syscalls (fds: all regular files and block devices)"), std::string::npos) << r.out;
+}
+
+TEST(Trace, SigkillOfTheTraceEndsTheCommandAndItsChildren) {
+    // Nothing in kvio runs after SIGKILL: the command and what it started must still not outlive the trace.
+    // (Processes are listed unless zombies: killed ones wait for an init that may be slow to reap them.)
+    const std::string alive = "ps -eo stat=,comm=,args= | awk '$1 !~ /^Z/' | ";
+    auto r = run(kvio_bin() + " trace -q -- sh -c 'sleep 63.25 & sleep 63.5; wait' & t=$!; sleep 1.5; kill -KILL $t; "
+                 "wait $t; sleep 0.5; " + alive + "awk '$2 == \"sleep\" && ($4 == \"63.25\" || $4 == \"63.5\")'");
+    EXPECT_EQ(r.out, "") << "left running after the trace was killed";
+    run("pkill -KILL -f 'slee[p] 63.[25]'");
+    // Released at a normal end: the guard kills nothing then, and the trace reaps it.
+    r = run(kvio_bin() + " trace -q -- sh -c 'exit 0'; " + alive + "awk '$2 == \"kvio-guard\"'");
+    EXPECT_EQ(r.out, "");
+}
+
+TEST(Trace, SigintWhileACommandRunsExits130) {
+    // fio exits 128 on SIGINT and a command ended by the stop's SIGTERM exits 0: either way a Ctrl-C'd trace of a
+    // command exits 130, as a shell reports an interrupted job, with its outputs written.
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait' "
+                 "& p=$!; sleep 1; kill -INT $p; wait $p");
+    EXPECT_EQ(r.status, 130) << r.err;
+    EXPECT_NE(r.err.find("kvio trace: interrupted"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(slurp(dir.file("t.json")))["schema"], "kvio.trace/1");
+}
+
+TEST(Trace, StatsGivePerProgramCost) {
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    const std::string sysctl = "/proc/sys/kernel/bpf_stats_enabled";
+    const std::string before = slurp(sysctl);
+    auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") + " -- dd if=" + loop.path +
+                 " of=/dev/null bs=4k count=200 iflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(slurp(sysctl), before) << "kernel.bpf_stats_enabled not restored";
+    auto s = json::parse(slurp(dir.file("t.json")));
+    ASSERT_TRUE(s.contains("bpf_stats")) << s.dump();
+    const json& st = s["bpf_stats"];
+    EXPECT_EQ(st["cmds"], 200);
+    std::map<std::string, json> progs;
+    for (const auto& p : st["programs"]) progs[p["name"]] = p;
+    uint64_t issue = 0, complete = 0, total = 0;
+    for (const auto& [name, p] : progs) {
+        total += p["run_time_ns"].get<uint64_t>();
+        if (name.rfind("block_rq_issue", 0) == 0) issue = std::max(issue, p["run_cnt"].get<uint64_t>());
+        if (name.rfind("block_rq_complete", 0) == 0) complete = std::max(complete, p["run_cnt"].get<uint64_t>());
+        if (p["run_cnt"].get<uint64_t>() == 0) continue;
+        EXPECT_GT(p["ns_per_run"].get<double>(), 1.0) << name;      // a program run is not free
+        EXPECT_LT(p["ns_per_run"].get<double>(), 1e6) << name;      // nor a millisecond
+    }
+    EXPECT_GE(issue, 200u);
+    EXPECT_GE(complete, 200u);
+    EXPECT_EQ(st["run_time_ns"].get<uint64_t>(), total);
+    EXPECT_NEAR(st["ns_per_cmd"].get<double>(), double(total) / 200.0, 1.0);
+    EXPECT_NE(r.err.find("== BPF programs"), std::string::npos) << r.err;  // -q: the table goes to stderr
+    // Without --stats the summary has no section.
+    r = run(kvio_bin() + " trace -q --json " + dir.file("n.json") + " --duration 0.1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_FALSE(json::parse(slurp(dir.file("n.json"))).contains("bpf_stats"));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
+    // fio forks a process per job, and force_async=1 hands every SQE to an io_uring worker thread (iou-wrk-N):
+    // the submitter the block layer sees is that worker. Under `-- fio` (the command's tree) and `-c fio` (the
+    // worker's process is named fio) every one of the 2 x 64 reads is traced, attributed to the worker that
+    // submitted it, and nothing is unattributed.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    const std::string fio = "fio --name=w --filename=" + loop.path + " --direct=1 --rw=randread --bs=4k --size=256k "
+                            "--numjobs=2 --ioengine=io_uring --iodepth=4 --force_async=1 --norandommap --output=/dev/null";
+    for (const std::string mode : {"child", "comm"}) {
+        const std::string ev = dir.file(mode + ".jsonl"), js = dir.file(mode + ".json");
+        CmdResult r;
+        if (mode == "child") {
+            r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js + " -- " + fio);
+        } else {
+            r = run(kvio_bin() + " trace -q -d " + loop.name + " -c fio --events " + ev + " --json " + js + " & t=$!; sleep 2; " +
+                    fio + "; sleep 0.3; kill -INT $t; wait $t");
+        }
+        ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
+        auto reads = cmds_of(read_jsonl(ev), loop.majmin, "read");
+        EXPECT_EQ(reads.size(), 128u) << mode;
+        size_t by_worker = 0;
+        for (const auto& c : reads) by_worker += c["comm"].get<std::string>().rfind("iou-wrk", 0) == 0;
+        EXPECT_GT(by_worker, 0u) << mode << ": no read was submitted by an io_uring worker";
+        EXPECT_EQ(json::parse(slurp(js))["unattributed"], 0) << mode;
+    }
 }
 
 }  // namespace

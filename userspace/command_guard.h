@@ -1,0 +1,31 @@
+// The command `kvio trace -- COMMAND` runs must not outlive the trace, even when the trace is SIGKILLed.
+#pragma once
+#include <sys/types.h>
+
+#include <vector>
+
+namespace kvio::trace {
+
+/// Processes below `root` (children, grandchildren, ...), from the PPid field of /proc/PID/stat.
+std::vector<pid_t> descendants(pid_t root);
+
+/// A guard process forked from the tracer for the traced command `child`: it waits on a pipe to the tracer, and
+/// when the tracer dies without releasing it (SIGKILL, OOM kill, crash), SIGKILLs every process below `child`
+/// and `child` itself. (PR_SET_PDEATHSIG on the command alone would leave its children running: fio's jobs are
+/// processes below it.) The guard ignores SIGINT/SIGTERM/SIGHUP: a Ctrl-C to the terminal's process group must
+/// not remove it.
+class CommandGuard {
+public:
+    /// Forks the guard. Throws kvio::Error when pipe or fork fail.
+    explicit CommandGuard(pid_t child);
+    /// Releases the guard (the command was ended and reaped by the tracer) and reaps it.
+    ~CommandGuard();
+    CommandGuard(const CommandGuard&) = delete;
+    CommandGuard& operator=(const CommandGuard&) = delete;
+
+private:
+    pid_t guard_ = -1;
+    int fd_ = -1;
+};
+
+}  // namespace kvio::trace
