@@ -231,7 +231,7 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     ASSERT_EQ(t.status, 0) << t.err << t.out;
 
     auto r = run("nice -n -20 " + distill("--events " + d.file("src.jsonl") + " --dev " + src.majmin + " --filename " + dst.path +
-                         " --runtime 4 -o " + d.file("job.ini") + " --verify --json"));
+                         " --runtime 4 -o " + d.file("job.ini") + " --verify --json -"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     json j = json::parse(r.out);
     // The job carries the known shape.

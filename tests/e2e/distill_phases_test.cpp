@@ -1,0 +1,163 @@
+// Known-shape acceptance tests of phased distillation (issue 17): fio jobs (or kvio gen) of a known shape are
+// traced with `kvio trace` on one loop device, distilled, replayed under trace on another (`--verify`) and scored:
+// phase count and order, per-phase volume within 2 %, per-phase depth median within 1, and per window a size TV
+// <= 0.05 and a read-share error <= 2 points. Every job passes `fio --parse-only`.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+
+namespace {
+
+struct Loop {
+    TempDir d;
+    LoopDevice src{256ull << 20}, dst{256ull << 20};
+};
+
+// Traces `cmd` (a shell command line) on l.src, distills with --verify on l.dst; returns distill's --json.
+json trace_distill_verify(Loop& l, const std::string& cmd, const std::string& extra = "") {
+    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") + " -- sh -c '" +
+                 cmd + "'");
+    EXPECT_EQ(t.status, 0) << t.err << t.out;
+    auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
+                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --verify --json " + l.d.file("d.json") + " " + extra);
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    std::cerr << r.out;
+    auto p = run("fio --parse-only " + l.d.file("job.ini"));
+    EXPECT_EQ(p.status, 0) << "fio --parse-only rejected the job: " << p.err << "\n" << slurp(l.d.file("job.ini"));
+    return json::parse(slurp(l.d.file("d.json")));
+}
+
+// The issue's acceptance numbers, for a trace of `phases` phases.
+void expect_faithful(const json& j, size_t phases, const std::string& job) {
+    const json& v = j["verify"];
+    const json& t = v["time_resolved"];
+    const json& ph = t["phases"];
+    std::cerr << "fidelity: " << v["summary"].get<std::string>() << "\n";
+    EXPECT_EQ(j["phases"].size(), phases) << j["phases"].dump(1) << "\n" << job;
+    EXPECT_EQ(ph["orig"].get<size_t>(), phases) << ph.dump(1);
+    EXPECT_EQ(ph["replay"].get<size_t>(), phases) << ph.dump(1);
+    EXPECT_TRUE(ph["in_order"].get<bool>()) << ph.dump(1);
+    for (const auto& e : ph["volume_err_pct"]) EXPECT_LE(e.get<double>(), 2.0) << ph.dump(1);
+    ASSERT_EQ(ph["depth_median"]["orig"].size(), ph["depth_median"]["replay"].size());
+    for (size_t i = 0; i < ph["depth_median"]["orig"].size(); ++i)
+        EXPECT_LE(std::abs(ph["depth_median"]["orig"][i].get<int>() - ph["depth_median"]["replay"][i].get<int>()), 1) << ph.dump(1);
+    EXPECT_LE(t["worst"]["size_tv"].get<double>(), 0.05) << t["worst"].dump();
+    EXPECT_LE(t["worst"]["read_err_points"].get<double>(), 2.0) << t["worst"].dump();
+}
+
+std::string fio_file(Loop& l, const std::string& name, const std::string& body) {
+    std::ofstream(l.d.file(name)) << body;
+    return l.d.file(name);
+}
+
+}  // namespace
+
+TEST(DistillPhases, TwoStonewalledPhases) {
+    Loop l;
+    std::string job = fio_file(l, "src.ini",
+                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n"
+                               "[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=48M\n"
+                               "[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=4000\nio_size=1G\n");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
+    std::string text = slurp(l.d.file("job.ini"));
+    expect_faithful(j, 2, text);
+    ASSERT_EQ(j["job"]["sections"].size(), 2u) << text;
+    EXPECT_EQ(j["job"]["sections"][0]["options"]["rw"], "write");
+    EXPECT_EQ(j["job"]["sections"][0]["options"]["iodepth"], "1");
+    EXPECT_EQ(j["job"]["sections"][0]["options"]["number_ios"], "768");
+    EXPECT_EQ(j["job"]["sections"][1]["options"]["rw"], "randread");
+    EXPECT_EQ(j["job"]["sections"][1]["options"]["iodepth"], "4");
+    EXPECT_EQ(j["job"]["sections"][1]["options"]["number_ios"], "4000");
+}
+
+// The negative control: the same trace distilled flat (--max-phases 1) scores well on the whole run and badly
+// over time; --max-tv turns that into exit status 1 for CI.
+TEST(DistillPhases, FlattenedJobScoresBadlyOverTime) {
+    Loop l;
+    std::string job = fio_file(l, "src.ini",
+                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n"
+                               "[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=32M\n"
+                               "[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=3000\nio_size=1G\n");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + job, "--max-phases 1");
+    const json& v = j["verify"];
+    EXPECT_FALSE(j["job"].contains("sections"));
+    EXPECT_LE(v["rwmix_err_points"].get<double>(), 3.0) << v.dump();  // whole run: about right
+    EXPECT_GE(v["time_resolved"]["worst"]["read_err_points"].get<double>(), 40.0) << v["time_resolved"]["worst"].dump();
+    EXPECT_FALSE(v["time_resolved"]["phases"]["in_order"].get<bool>());
+
+    // --max-tv: the flat job's windows mix 64 KiB writes into read windows; a bound of 0 is missed -> exit 1.
+    auto r = run(kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin + " --filename " + l.dst.path +
+                 " -o " + l.d.file("flat.ini") + " --max-phases 1 --verify --max-tv 0 --json -");
+    EXPECT_EQ(r.status, 1) << r.err;
+    json m = json::parse(r.out);  // --json - is the whole stdout
+    EXPECT_FALSE(m["verify"]["max_tv"]["met"].get<bool>());
+    EXPECT_NE(r.err.find("exceeds --max-tv"), std::string::npos) << r.err;
+    r = run(kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin + " --filename " + l.dst.path +
+            " -o " + l.d.file("ph.ini") + " --verify --max-tv 0.05");
+    EXPECT_EQ(r.status, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("--max-tv 0.0500: worst size TV"), std::string::npos) << r.out;
+}
+
+TEST(DistillPhases, ThreePhasesWithIdleGaps) {
+    Loop l;
+    std::string g = "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\n";
+    std::string a = fio_file(l, "a.ini", g + "[a]\nrw=randread\nbs=16k\niodepth=2\nnumber_ios=1500\nio_size=1G\n");
+    std::string b = fio_file(l, "b.ini", g + "[b]\nrw=write\nbs=128k\niodepth=1\nio_size=40M\n");
+    std::string c = fio_file(l, "c.ini", g + "[c]\nrw=randread\nbs=4k\niodepth=8\nnumber_ios=3000\nio_size=1G\n");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + a + "; sleep 0.2; fio --output=/dev/null " + b +
+                                         "; sleep 0.2; fio --output=/dev/null " + c);
+    std::string text = slurp(l.d.file("job.ini"));
+    expect_faithful(j, 3, text);
+    size_t idle = 0;
+    for (const auto& s : j["job"]["sections"]) idle += s["options"].value("ioengine", "") == "null";
+    EXPECT_EQ(idle, 2u) << text;
+}
+
+TEST(DistillPhases, ConcurrentReaderAndWriter) {
+    Loop l;
+    std::string job = fio_file(l, "src.ini",
+                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nsize=128M\nnorandommap=1\n"
+                               "time_based=1\nruntime=3\n"
+                               "[r]\nrw=randread\nbs=4k\niodepth=8\n"
+                               "[w]\nrw=randwrite\nbs=64k\niodepth=1\n");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
+    std::string text = slurp(l.d.file("job.ini"));
+    expect_faithful(j, 1, text);
+    ASSERT_EQ(j["job"]["sections"].size(), 2u) << text;
+    const json& r = j["job"]["sections"][0]["options"];
+    const json& w = j["job"]["sections"][1]["options"];
+    EXPECT_EQ(r["bssplit"], "4k/100");
+    EXPECT_EQ(w["bssplit"], "64k/100");
+    EXPECT_EQ(w["iodepth"], "1");
+    EXPECT_TRUE(r.contains("flow") && w.contains("flow")) << text;
+}
+
+TEST(DistillPhases, SyncWritesStaySyncWrites) {
+    Loop l;
+    std::string job = fio_file(l, "src.ini",
+                               "[s]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nrw=write\nbs=4k\nfdatasync=1\n"
+                               "size=64M\nnumber_ios=1500\n");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
+    std::string text = slurp(l.d.file("job.ini"));
+    expect_faithful(j, 1, text);
+    EXPECT_EQ(j["job"].value("fdatasync", ""), "1") << text;
+}
+
+TEST(DistillPhases, KvioGenStoreAllThenLoadAll) {
+    Loop l;
+    json j = trace_distill_verify(l, kvio_bin() + " gen -q --target " + l.src.path + " --num-chunks 6 --force");
+    std::string text = slurp(l.d.file("job.ini"));
+    expect_faithful(j, 2, text);
+    ASSERT_EQ(j["job"]["sections"].size(), 2u) << text;
+    EXPECT_EQ(j["job"]["sections"][0]["options"]["rw"], "write");
+    EXPECT_EQ(j["job"]["sections"][1]["options"]["rw"], "read");
+}
