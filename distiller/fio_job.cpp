@@ -132,6 +132,20 @@ std::vector<std::string> check_trace_health(const Profile& p, const JobOptions& 
     return notes;
 }
 
+double flush_rate(const Profile& p, std::string& why) {
+    if (!p.write.cmds) return 0;
+    if (p.flush_cmds) {
+        why = std::to_string(p.flush_cmds) + " flush commands for " + std::to_string(p.write.cmds) + " writes";
+        return double(p.flush_cmds) / double(p.write.cmds);
+    }
+    if (p.unmatched_completes >= 16) {  // fewer: requests issued before the trace started, as likely as flushes
+        why = std::to_string(p.unmatched_completes) + " completions without an issue (the flush requests of a device without "
+              "FUA) for " + std::to_string(p.write.cmds) + " writes";
+        return double(p.unmatched_completes) / double(p.write.cmds);
+    }
+    return 0;
+}
+
 std::string job_header(const Profile& p, const JobOptions& opt, bool writes) {
     std::ostringstream o;
     o << "; fio job distilled by `kvio distill` from a kernel trace\n";
@@ -395,11 +409,17 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                       pct(p.span_ns ? double(p.think_idle_ns) / double(p.span_ns) : 0.0) + " of the span (< " +
                       pct(kThinkIdleShare) + ")");
     }
-    if (p.flush_cmds && has_w) {
-        uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(double(p.write.cmds) / double(p.flush_cmds))));
-        set("fdatasync", std::to_string(every),
-            std::to_string(p.flush_cmds) + " flushes for " + std::to_string(p.write.cmds) +
-                " writes: one every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the device)");
+    std::string flush_why = spec.flush_why;
+    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
+    if (fpw > 0 && has_w) {
+        if (fpw >= 1.5) {
+            set("sync", "1", flush_why + ": two flush requests per write are what an O_SYNC (FUA) write becomes on a device "
+                                         "without FUA (a preflush and a postflush)");
+        } else {
+            uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
+            set("fdatasync", std::to_string(every),
+                flush_why + ": one flush every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the device)");
+        }
     }
     if (spec.flow) {
         set("flow_id", std::to_string(spec.flow_id), "");

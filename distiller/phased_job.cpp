@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <set>
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
@@ -30,20 +30,33 @@ EventTrace slice(const EventTrace& t, size_t first, size_t last, int only_write 
     return s;
 }
 
-// Concurrent streams: both directions are a real part of the phase and no thread submits both (a reader and a
-// writer running side by side; one thread issuing a mix is one randrw stream).
+// Concurrent streams: both directions are a real part of the phase (>= 1 % and >= 64 commands each) and are submitted by different
+// threads (a reader and a writer side by side; one thread issuing a mix is one randrw stream). A thread is a
+// reader or a writer when >= 95 % of its commands go one way; the commands of mixed threads (a kworker flushing a
+// plug issues both) must stay below 5 %. And they run at the same time: the reads' and the writes' spans (first
+// to last issue) overlap by at least half of the shorter one (a write-then-read phase merged by --max-phases is not).
 bool separate_streams(const EventTrace& s) {
-    std::set<uint32_t> rt, wt;
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_tid;  // tid -> (reads, writes)
     uint64_t r = 0, w = 0;
+    uint64_t first[2] = {UINT64_MAX, UINT64_MAX}, last[2] = {0, 0};
     for (const auto& c : s.cmds) {
-        if (c.op == Op::Read) ++r, rt.insert(c.tid);
-        else if (c.op == Op::Write) ++w, wt.insert(c.tid);
+        if (c.op != Op::Read && c.op != Op::Write) continue;
+        const int d = c.op == Op::Write;
+        if (d) ++w, ++by_tid[c.tid].second;
+        else ++r, ++by_tid[c.tid].first;
+        first[d] = std::min(first[d], c.ts_issue);
+        last[d] = std::max(last[d], c.ts_issue);
     }
-    if (!r || !w || rt.count(0) || wt.count(0)) return false;
-    if (double(std::min(r, w)) < 0.05 * double(r + w)) return false;
-    for (uint32_t x : rt)
-        if (wt.count(x)) return false;
-    return true;
+    if (std::min(r, w) < 64 || double(std::min(r, w)) < 0.01 * double(r + w)) return false;
+    const uint64_t lo = std::max(first[0], first[1]), hi = std::min(last[0], last[1]);
+    const uint64_t shorter = std::min(last[0] - first[0], last[1] - first[1]);
+    if (hi <= lo || double(hi - lo) < 0.5 * double(shorter)) return false;
+    uint64_t mixed = 0;
+    for (const auto& [tid, n] : by_tid) {
+        uint64_t all = n.first + n.second;
+        if (!tid || double(std::min(n.first, n.second)) > 0.05 * double(all)) mixed += all;
+    }
+    return double(mixed) < 0.05 * double(r + w);
 }
 
 std::string pct_str(double share) {
@@ -166,6 +179,7 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         const uint64_t phase_ns = (i + 1 < ph.size() ? d[ph[i + 1].begin].ts : t.cmds.back().end_ts()) - d[p.begin].ts;
         SectionSpec spec;
         spec.target = false;
+        spec.flushes_per_write = flush_rate(whole, spec.flush_why);
         spec.stonewall = stonewall;
         if (opt.mode == JobMode::Time)
             spec.runtime_ms = std::max<uint64_t>(1, uint64_t(std::llround(
@@ -209,7 +223,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 spec.stonewall = true;
             }
         } else {
-            FioSection sec = derive_section(profile_events(s), opt, spec, job.not_inferred);
+            // A repeated phase: its values from every repetition.
+            FioSection sec = derive_section(loop_one ? whole : profile_events(s), opt, spec, job.not_inferred);
             sec.name = opt.job_name + "-phase" + std::to_string(i + 1);
             sec.comment = where;
             if (loop_one) {

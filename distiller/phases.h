@@ -30,7 +30,7 @@ struct PhaseOptions {
     size_t min_cmds = 64;          ///< a phase has at least this many commands ...
     double min_share = 0.01;       ///< ... and at least this share of all data commands
     size_t max_phases = 16;        ///< cap: the most similar neighbours are merged until at most this many remain
-    uint64_t gap_ns = 20'000'000;  ///< an idle gap this long (20 ms) always ends a phase
+    uint64_t gap_ns = 100'000'000; ///< an idle gap this long (100 ms) always ends a phase
 };
 
 /// One phase: data commands [begin, end) of the data_cmds() vector.

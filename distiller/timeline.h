@@ -47,7 +47,7 @@ struct TimeFidelity {
     double worst_volume_err = 0;  ///< max of phases.volume_err_pct; 100 when the phase counts differ
 };
 
-/// K = min(max_windows, max(1, n / 50)) over the shorter side's n, so a window holds at least 50 commands.
+/// K = min(max_windows, max(1, n / 100)) over the shorter side's n, so a window holds at least 100 commands.
 TimeFidelity score_over_time(const std::vector<DataCmd>& orig, const std::vector<DataCmd>& replay, size_t max_windows = 20,
                              const PhaseOptions& popt = {});
 

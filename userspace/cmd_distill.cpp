@@ -127,7 +127,7 @@ void run_distill(const DistillArgs& a) {
         vo.needs_bytes = job.needs_bytes();
         Replay r = run_replay(p, vo);
         Fidelity f = score(p, r.profile);
-        TimeFidelity tf = score_over_time(plan.data, data_cmds(r.trace.cmds), 20, po);
+        TimeFidelity tf = score_over_time(plan.data, data_cmds(r.trace.cmds));  // the detector's own limits, not --max-phases
         j["verify"] = to_json(f);
         j["verify"]["time_resolved"] = to_json(tf);
         j["verify"]["replay_events"] = vo.events_out;

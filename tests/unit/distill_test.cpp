@@ -494,16 +494,16 @@ TEST(Phases, TwoStonewalledPhasesBecomeTwoSections) {
 TEST(Phases, IdleGapsEndPhasesAndBecomeIdleSections) {
     EventsFile ef;
     uint64_t t = closed_loop(ef, 1'000'000, 500, 2, "read", 16384, false, 100'000);
-    t = closed_loop(ef, t + 80'000'000, 500, 1, "write", 131072, true, 200'000);
-    closed_loop(ef, t + 40'000'000, 500, 8, "read", 4096, false, 100'000);
+    t = closed_loop(ef, t + 300'000'000, 500, 1, "write", 131072, true, 200'000);
+    closed_loop(ef, t + 150'000'000, 500, 8, "read", 4096, false, 100'000);
     EventTrace tr = ef.load();
     PhasePlan plan;
     FioJob j = make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
     ASSERT_EQ(plan.phases.size(), 3u) << j.text;
     ASSERT_EQ(j.sections.size(), 5u) << j.text;  // phase, idle, phase, idle, phase
     EXPECT_EQ(j.sections[1].get("ioengine"), "null");
-    EXPECT_EQ(j.sections[1].get("thinktime"), "80000");
-    EXPECT_EQ(j.sections[3].get("thinktime"), "40000");
+    EXPECT_EQ(j.sections[1].get("thinktime"), "300000");
+    EXPECT_EQ(j.sections[3].get("thinktime"), "150000");
     EXPECT_EQ(j.sections[2].get("rw"), "write");
     EXPECT_EQ(j.sections[4].get("iodepth"), "8");
 }
@@ -511,7 +511,7 @@ TEST(Phases, IdleGapsEndPhasesAndBecomeIdleSections) {
 TEST(Phases, RepeatedPhaseBecomesLoops) {
     EventsFile ef;
     uint64_t t = 1'000'000;
-    for (int r = 0; r < 4; ++r) t = closed_loop(ef, t, 200, 4, "read", 65536, false, 100'000) + 30'000'000;
+    for (int r = 0; r < 4; ++r) t = closed_loop(ef, t, 200, 4, "read", 65536, false, 100'000) + 120'000'000;
     EventTrace tr = ef.load();
     PhasePlan plan;
     FioJob j = make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
@@ -520,7 +520,7 @@ TEST(Phases, RepeatedPhaseBecomesLoops) {
     ASSERT_EQ(j.sections.size(), 1u) << j.text;
     EXPECT_EQ(j.sections[0].get("loops"), "4");
     EXPECT_EQ(j.sections[0].get("number_ios"), "200");
-    EXPECT_EQ(j.sections[0].get("thinktime"), "30000");
+    EXPECT_EQ(j.sections[0].get("thinktime"), "120000");
     EXPECT_EQ(j.sections[0].get("thinktime_blocks"), "200");
 }
 
