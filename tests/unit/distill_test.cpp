@@ -443,6 +443,12 @@ uint64_t closed_loop(EventsFile& ef, uint64_t t, int n, int qd, const char* op, 
     }
     return end;
 }
+
+// The phased job of `ef`'s commands, and its phases in `plan`.
+FioJob phased(EventsFile& ef, PhasePlan& plan) {
+    EventTrace tr = ef.load();
+    return make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
+}
 }  // namespace
 
 // The example: sequential 64 KiB writes at QD 1, then (stonewall) 4 KiB random reads at QD 4. One flat
@@ -496,9 +502,8 @@ TEST(Phases, IdleGapsEndPhasesAndBecomeIdleSections) {
     uint64_t t = closed_loop(ef, 1'000'000, 500, 2, "read", 16384, false, 100'000);
     t = closed_loop(ef, t + 300'000'000, 500, 1, "write", 131072, true, 200'000);
     closed_loop(ef, t + 150'000'000, 500, 8, "read", 4096, false, 100'000);
-    EventTrace tr = ef.load();
     PhasePlan plan;
-    FioJob j = make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
+    FioJob j = phased(ef, plan);
     ASSERT_EQ(plan.phases.size(), 3u) << j.text;
     ASSERT_EQ(j.sections.size(), 5u) << j.text;  // phase, idle, phase, idle, phase
     EXPECT_EQ(j.sections[1].get("ioengine"), "null");
@@ -512,9 +517,8 @@ TEST(Phases, RepeatedPhaseBecomesLoops) {
     EventsFile ef;
     uint64_t t = 1'000'000;
     for (int r = 0; r < 4; ++r) t = closed_loop(ef, t, 200, 4, "read", 65536, false, 100'000) + 120'000'000;
-    EventTrace tr = ef.load();
     PhasePlan plan;
-    FioJob j = make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
+    FioJob j = phased(ef, plan);
     EXPECT_EQ(plan.phases.size(), 4u);
     EXPECT_EQ(plan.period, 1u);
     ASSERT_EQ(j.sections.size(), 1u) << j.text;
