@@ -31,15 +31,36 @@ uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
-std::string FioJob::get(const std::string& key) const {
-    for (const auto& [k, v] : options)
+static std::string lookup(const Options& o, const std::string& key) {
+    for (const auto& [k, v] : o)
         if (k == key) return v;
     return "";
 }
+std::string FioSection::get(const std::string& key) const { return lookup(options, key); }
+std::string FioJob::get(const std::string& key) const { return lookup(options, key); }
 
 uint64_t FioJob::needs_bytes() const {
-    std::string sz = get("size");
-    return sz.empty() ? 0 : std::stoull(get("offset").empty() ? "0" : get("offset")) + std::stoull(sz);
+    auto need = [](const Options& o) -> uint64_t {
+        std::string sz = lookup(o, "size"), off = lookup(o, "offset");
+        return sz.empty() ? 0 : std::stoull(off.empty() ? "0" : off) + std::stoull(sz);
+    };
+    uint64_t n = need(options);
+    for (const auto& s : sections) n = std::max<uint64_t>(n, need(s.options));
+    return n;
+}
+
+nlohmann::json job_json(const FioJob& job) {
+    auto obj = [](const Options& o) {
+        nlohmann::json j = nlohmann::json::object();
+        for (const auto& [k, v] : o) j[k] = v;
+        return j;
+    };
+    nlohmann::json j = obj(job.options);
+    if (!job.sections.empty()) {
+        j["sections"] = nlohmann::json::array();
+        for (const auto& s : job.sections) j["sections"].push_back({{"name", s.name}, {"options", obj(s.options)}});
+    }
+    return j;
 }
 
 std::string fio_filename_escape(const std::string& path) {
@@ -73,11 +94,9 @@ std::string bssplit_list(const Dist& sizes, uint64_t* dropped) {
     return s;
 }
 
-FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
-    if (opt.filename.empty()) throw Error("distill: --filename is required: the job needs an explicit target (never a default device)");
+std::vector<std::string> check_trace_health(const Profile& p, const JobOptions& opt) {
     if (!p.cmds()) throw Error(p.source + ": no read or write commands: empty input, no job");
     const std::string where = p.source + " (device " + p.dev + (p.disk.empty() ? "" : " " + p.disk) + ")";
-
     // Trace health: completions ≪ issues means every distribution below is biased. Dropped events and commands
     // whose completion was never seen count; completions without an issue (unmatched) do not: a device that
     // emulates FUA/flush ends the requests of its flush sequences without ever issuing them (measured: `dd
@@ -91,20 +110,110 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
                         ", completions not seen " + std::to_string(p.lost_completes) +
                         "): completions ≪ issues, so sizes and queue depths would be biased; re-trace with a larger buffer");
     }
+    uint32_t cap = opt.nr_requests;
+    auto check_cap = [&](double v, const std::string& what) {
+        if (cap && v > double(cap))
+            throw Error(where + ": " + what + " is " + fmt("%.1f", v) + " but the device has only " +
+                        std::to_string(cap) + " tags (nr_requests, " + opt.nr_requests_source +
+                        "): implausible queue depth, the trace's in-flight tracking is broken; no job written");
+    };
+    check_cap(p.max_inflight, "the maximum in-flight count (issue/complete sweep)");
+    if (!p.qd_field.empty()) check_cap(double(p.qd_field.rbegin()->first), "the kernel's qd field maximum");
+    check_cap(p.little_busy(), "Little's law depth (sum of D2C / busy time)");
 
-    FioJob job;
-    std::vector<std::string> why;  // header lines: what each value came from
+    std::vector<std::string> notes;
     if (p.unmatched_completes)
-        why.push_back("note: " + std::to_string(p.unmatched_completes) +
-                      " completions without an issue in the trace (flush sequences of a device without FUA, or "
-                      "requests issued before the trace started); not counted as loss");
+        notes.push_back("note: " + std::to_string(p.unmatched_completes) +
+                        " completions without an issue in the trace (flush sequences of a device without FUA, or "
+                        "requests issued before the trace started); not counted as loss");
     if (p.per_command && !p.has_summary)
-        why.push_back("WARNING: the events file has no summary record: the trace was cut off (killed, crashed or out of "
-                      "space), its last commands are missing and its loss check could not be made");
+        notes.push_back("WARNING: the events file has no summary record: the trace was cut off (killed, crashed or out of "
+                        "space), its last commands are missing and its loss check could not be made");
+    return notes;
+}
+
+double flush_rate(const Profile& p, std::string& why) {
+    if (!p.write.cmds) return 0;
+    if (p.flush_cmds) {
+        why = std::to_string(p.flush_cmds) + " flush commands for " + std::to_string(p.write.cmds) + " writes";
+        return double(p.flush_cmds) / double(p.write.cmds);
+    }
+    if (p.unmatched_completes >= 16) {  // fewer: requests issued before the trace started, as likely as flushes
+        why = std::to_string(p.unmatched_completes) + " completions without an issue (the flush requests of a device without "
+              "FUA) for " + std::to_string(p.write.cmds) + " writes";
+        return double(p.unmatched_completes) / double(p.write.cmds);
+    }
+    return 0;
+}
+
+std::string job_header(const Profile& p, const JobOptions& opt, bool writes) {
+    std::ostringstream o;
+    o << "; fio job distilled by `kvio distill` from a kernel trace\n";
+    o << "; source: " << p.source << " (" << p.format << "), device " << p.dev << (p.disk.empty() ? "" : " (" + p.disk + ")")
+      << ", " << p.cmds() << " read/write commands over " << fmt("%.3f", double(p.span_ns) / 1e9) << " s";
+    if (p.filtered_out) o << ", " << p.filtered_out << " commands of other processes filtered out";
+    o << "\n";
+    if (writes && opt.target_is_block)
+        o << "; WARNING: this job WRITES to the block device " << opt.filename << ": its data will be destroyed\n";
+    if (opt.filename.empty())
+        o << "; no filename in this job: give the target on fio's command line, e.g. `fio --filename=/dev/DEV JOB`"
+          << (writes ? " (the job writes to it)" : "") << "\n";
+    return o.str();
+}
+
+namespace {
+
+// Sizes fio can issue with direct=1: whole 512-byte sectors, not 0. A 1000-byte or 0-byte command among 64 KiB
+// ones (a trace of odd ioctls or of a buffered tail) would make fio refuse the job with EINVAL.
+Dist issuable(const Dist& d, uint64_t& left_out) {
+    Dist o;
+    for (const auto& [size, n] : d)
+        if (size && size % 512 == 0) o[size] = n;
+        else left_out += n;
+    return o;
+}
+
+std::string engine_of(const Profile& p, std::string& why, std::vector<std::string>& not_inferred) {
+    if (p.any_passthrough) {
+        why = "the trace holds NVMe passthrough commands (src nvme, rwbs N)";
+        return "io_uring_cmd";
+    }
+    if (p.any_user_data) {
+        why = "commands carry io_uring SQE user_data";
+        return "io_uring";
+    }
+    why = "no io_uring user_data in the trace; libaio is the default asynchronous engine";
+    not_inferred.push_back("the submitting API (libaio, psync, io_uring without user_data look alike at the device)");
+    return "libaio";
+}
+
+}  // namespace
+
+void target_options(const Profile& p, const JobOptions& opt, std::vector<std::string>& not_inferred, FioSection& s) {
     auto set = [&](const std::string& k, const std::string& v, const std::string& reason) {
-        job.options.emplace_back(k, v);
+        s.options.emplace_back(k, v);
+        if (!reason.empty()) s.why.push_back(k + "=" + v + ": " + reason);
+    };
+    std::string engine_why, engine = engine_of(p, engine_why, not_inferred);
+    set("ioengine", engine, engine_why);
+    if (engine == "io_uring_cmd") set("cmd_type", "nvme", "passthrough commands are NVMe commands");
+    if (!opt.filename.empty())
+        set("filename", fio_filename_escape(opt.filename),
+            opt.filename.find(':') == std::string::npos ? "given with --filename"
+                                                        : "given with --filename; ':' escaped as '\\:' (fio splits filename= at ':')");
+    else
+        not_inferred.push_back("the target: no --filename, so the job leaves filename= to fio's command line");
+    set("direct", "1", "device commands bypass the page cache");
+}
+
+FioSection derive_section(const Profile& p, const JobOptions& opt, const SectionSpec& spec, std::vector<std::string>& not_inferred) {
+    FioSection sec;
+    auto& why = sec.why;
+    auto set = [&](const std::string& k, const std::string& v, const std::string& reason) {
+        sec.options.emplace_back(k, v);
         if (!reason.empty()) why.push_back(k + "=" + v + ": " + reason);
     };
+    const std::string where = p.source + " (device " + p.dev + (p.disk.empty() ? "" : " " + p.disk) + ")";
     const bool has_r = p.read.cmds > 0, has_w = p.write.cmds > 0;
     const uint64_t n = p.cmds();
 
@@ -115,37 +224,17 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
     uint64_t qd_med = dist_quantile(qdd, 0.5), qd_p90 = dist_quantile(qdd, 0.9);
     double little = p.little_busy();
     uint32_t cap = opt.nr_requests;
-    auto check_cap = [&](double v, const std::string& what) {
-        if (cap && v > double(cap))
-            throw Error(where + ": " + what + " is " + fmt("%.1f", v) + " but the device has only " +
-                        std::to_string(cap) + " tags (nr_requests, " + opt.nr_requests_source +
-                        "): implausible queue depth, the trace's in-flight tracking is broken; no job written");
-    };
-    check_cap(p.max_inflight, "the maximum in-flight count (issue/complete sweep)");
-    if (!p.qd_field.empty()) check_cap(double(p.qd_field.rbegin()->first), "the kernel's qd field maximum");
-    check_cap(little, "Little's law depth (sum of D2C / busy time)");
-
     uint32_t numjobs = std::max<uint32_t>(1, p.concurrent_tids);
     uint32_t depth_total = uint32_t(std::max<uint64_t>(1, qd_med));
     if (qdd.empty()) {
         depth_total = uint32_t(std::max<long>(1, std::lround(little)));
-        job.not_inferred.push_back("the in-flight distribution (no qd histogram): iodepth from Little's law alone");
+        not_inferred.push_back("the in-flight distribution (no qd histogram): iodepth from Little's law alone");
     }
     uint32_t iodepth = std::max<uint32_t>(1, uint32_t(std::lround(double(depth_total) / numjobs)));
-    check_cap(double(iodepth) * numjobs, "iodepth × numjobs");
-
-    // Engine.
-    std::string engine = "libaio", engine_why;
-    if (p.any_passthrough) {
-        engine = "io_uring_cmd";
-        engine_why = "the trace holds NVMe passthrough commands (src nvme, rwbs N)";
-    } else if (p.any_user_data) {
-        engine = "io_uring";
-        engine_why = "commands carry io_uring SQE user_data";
-    } else {
-        engine_why = "no io_uring user_data in the trace; libaio is the default asynchronous engine";
-        job.not_inferred.push_back("the submitting API (libaio, psync, io_uring without user_data look alike at the device)");
-    }
+    if (cap && double(iodepth) * numjobs > double(cap))
+        throw Error(where + ": iodepth × numjobs is " + std::to_string(iodepth * numjobs) + " but the device has only " +
+                    std::to_string(cap) + " tags (nr_requests, " + opt.nr_requests_source +
+                    "): implausible queue depth, the trace's in-flight tracking is broken; no job written");
 
     // Direction mix and randomness.
     double rshare = double(p.read.cmds) / double(n);
@@ -155,7 +244,7 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
     uint32_t rr = has_r ? rand_pct(p.read) : 0, rw_ = has_w ? rand_pct(p.write) : 0;
     if (!p.per_command) {
         rr = rw_ = 100;
-        job.not_inferred.push_back("sequentiality (histograms carry no command order): fully random assumed");
+        not_inferred.push_back("sequentiality (histograms carry no command order): fully random assumed");
     }
     bool sequential = (!has_r || rr == 0) && (!has_w || rw_ == 0);
     std::string rw = has_r && has_w ? (sequential ? "rw" : "randrw")
@@ -168,20 +257,27 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
     std::string prand = has_r && has_w && rr != rw_ ? std::to_string(rr) + "," + std::to_string(rw_)
                         : std::to_string(has_r ? rr : rw_);
 
-    // Sizes.
+    // Sizes fio can issue; the others are left out, with a note.
+    uint64_t odd = 0;
+    const Dist rsizes = issuable(p.read.sizes, odd), wsizes = issuable(p.write.sizes, odd);
+    if (odd)
+        why.push_back("note: " + std::to_string(odd) + " commands of 0 bytes or of a size that is not a whole number of "
+                      "512-byte sectors left out of bssplit (fio refuses such sizes with direct=1: EINVAL)");
+    if ((has_r && rsizes.empty()) || (has_w && wsizes.empty()))
+        throw Error(where + ": every " + (has_r && rsizes.empty() ? "read" : "write") +
+                    " command is 0 bytes or not a whole number of 512-byte sectors: no size fio can issue");
     uint64_t drop_r = 0, drop_w = 0;
-    std::string bs_r = has_r ? bssplit_list(p.read.sizes, &drop_r) : "";
-    std::string bs_w = has_w ? bssplit_list(p.write.sizes, &drop_w) : "";
+    std::string bs_r = has_r ? bssplit_list(rsizes, &drop_r) : "";
+    std::string bs_w = has_w ? bssplit_list(wsizes, &drop_w) : "";
     std::string bssplit = has_r && has_w ? bs_r + "," + bs_w : has_r ? bs_r : bs_w;
     uint64_t max_bs = 0;
-    for (const auto* d : {&p.read.sizes, &p.write.sizes})
+    for (const auto* d : {&rsizes, &wsizes})
         if (!d->empty()) max_bs = std::max(max_bs, d->rbegin()->first);
 
     // LBA range.
     uint64_t off = round_down(p.lba_lo_bytes, 4096);
     uint64_t size = std::max(round_up(p.lba_hi_bytes, 4096) - off, round_up(max_bs, 4096));
 
-    // Think time.
     // Think time must be idle time that is both large and regular: a submitter starved of CPU also leaves the
     // device idle, but in gaps and bursts of every length (measured under load: gaps p10 144 µs, p90 5.1 ms).
     auto q = [](const std::vector<uint64_t>& v, double f) { return v.empty() ? 0 : v[size_t(f * double(v.size() - 1))]; };
@@ -197,19 +293,16 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
         think_blocks = std::max<uint64_t>(1, p.burst_cmds[p.burst_cmds.size() / 2]);
     }
 
-    uint32_t runtime = opt.runtime_s ? opt.runtime_s
-                                     : std::max<uint32_t>(1, uint32_t(std::ceil(double(p.span_ns) / 1e9)));
-
     // A sequential stream of mixed sizes must not reach the end of the region. There fio (io_u.c
     // get_next_buflen) redraws until a size fits, so the region's tail fills with the smallest size (measured on
     // the `kvio run` default: 131 of 151 replayed 4 KiB writes in the last MiB, write-size TV up to 0.096). A
     // time-based job only wraps at the end, so such a job restarts passes instead: io_size bytes per pass,
-    // `loops` passes (fio resets every stream to `offset` at a pass), ended by `runtime`.
+    // `loops` passes (fio resets every stream to `offset` at a pass).
     uint64_t pass_bytes = 0;
     std::string pass_why;
+    const double total_bytes = double(p.read.bytes + p.write.bytes);
     if (p.lba_hi_bytes != 0) {
         auto entries = [](const std::string& list) { return list.empty() ? 0 : 1 + std::count(list.begin(), list.end(), ':'); };
-        double total_bytes = double(p.read.bytes + p.write.bytes);
         double worst = 0;  // the largest share of the pass one at-risk direction's stream advances, with margin
         std::string risky;
         for (auto [d, list, rand, name] : {std::tuple{&p.read, bs_r, rr, "reads"}, std::tuple{&p.write, bs_w, rw_, "writes"}}) {
@@ -224,7 +317,7 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
                      pct(byte_share) + " of the bytes, margin " + pct(margin) + ")";
         }
         uint64_t pass = worst > 0 && size > max_bs ? round_down(uint64_t(double(size - max_bs) / worst), 4096) : 0;
-        if (worst > 0 && pass < 4 * max_bs) {  // a region of a few commands: the tail is the whole job, keep time_based
+        if (worst > 0 && pass < 4 * max_bs) {  // a region of a few commands: the tail is the whole job
             pass_why = "sequential " + risky + " in a region of only " + std::to_string(size) +
                        " bytes, too small for passes that stay off its end: fio may fill the region's tail with the smallest size";
         } else if (worst > 0) {
@@ -235,13 +328,9 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
         }
     }
 
-    // ---- job section (order = file order)
-    set("ioengine", engine, engine_why);
-    if (engine == "io_uring_cmd") set("cmd_type", "nvme", "passthrough commands are NVMe commands");
-    set("filename", fio_filename_escape(opt.filename),
-        opt.filename.find(':') == std::string::npos ? "given with --filename"
-                                                    : "given with --filename; ':' escaped as '\\:' (fio splits filename= at ':')");
-    set("direct", "1", "device commands bypass the page cache");
+    // ---- section options (order = file order)
+    if (spec.stonewall) set("stonewall", "", "");
+    if (spec.target) target_options(p, opt, not_inferred, sec);
     set("rw", rw, seq_why);
     if (has_r && has_w)
         set("rwmixread", std::to_string(rwmix),
@@ -253,37 +342,37 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
             "uniform random offsets; fio's random map skews the realized mix (measured on a loop device: rwmixread=70 "
             "gave 68.3 % reads with the map, 70.2 % without)");
     set("bssplit", bssplit,
-        std::string(p.per_command ? "measured command sizes" : "log2 size-bucket floors (no events)") + " per direction (" + std::to_string(p.read.sizes.size()) + " read, " +
-            std::to_string(p.write.sizes.size()) + " write sizes), largest-remainder rounded to 100" +
+        std::string(p.per_command ? "measured command sizes" : "log2 size-bucket floors (no events)") + " per direction (" +
+            std::to_string(rsizes.size()) + " read, " + std::to_string(wsizes.size()) +
+            " write sizes), largest-remainder rounded to 100" +
             (drop_r + drop_w ? "; " + std::to_string(drop_r + drop_w) + " commands in sizes below 0.5 % left out" : ""));
     {
         // fio rounds every block size down to a multiple of the smallest one unless bs_unaligned is set
         // (fio 3.33, measured: bssplit=484k/1:512k/99 issued only 484k): keep the measured sizes exact.
         bool multiples = true;
         uint64_t align = 0;
-        for (const Dist* d : {&p.read.sizes, &p.write.sizes}) {
+        for (const Dist* d : {&rsizes, &wsizes}) {
             if (d->empty()) continue;
             uint64_t smallest = d->begin()->first;
-            for (const auto& [size, n] : *d) {
-                if (smallest && size % smallest) multiples = false;
-                align = std::gcd(align, size);
+            for (const auto& [sz, c] : *d) {
+                if (sz % smallest) multiples = false;
+                align = std::gcd(align, sz);
             }
         }
-        if (!multiples && align % 512 == 0)
-            set("bs_unaligned", "1",
-                "command sizes are not all multiples of the smallest one; without this fio would round them down");
-        if (!multiples && align % 512 == 0)
+        if (!multiples) {
+            set("bs_unaligned", "1", "command sizes are not all multiples of the smallest one; without this fio would round them down");
             set("blockalign", human_bytes(align), "offsets aligned to the greatest common divisor of the sizes (O_DIRECT safe)");
+        }
     }
     set("iodepth", std::to_string(iodepth),
-        std::string(p.qd_time.empty() ? "median of the qd histogram " : "median in-flight count over busy time (issue/complete sweep) ") + std::to_string(qd_med) +
-            " (p90 " + std::to_string(qd_p90) + ", max " + std::to_string(p.max_inflight) + ")" +
+        std::string(p.qd_time.empty() ? "median of the qd histogram " : "median in-flight count over busy time (issue/complete sweep) ") +
+            std::to_string(qd_med) + " (p90 " + std::to_string(qd_p90) + ", max " + std::to_string(p.max_inflight) + ")" +
             (numjobs > 1 ? " divided over " + std::to_string(numjobs) + " jobs" : "") +
             (p.qd_field.empty() ? "" : "; kernel qd field median " + std::to_string(dist_quantile(p.qd_field, 0.5))) +
             "; Little's law: " + fmt("%.0f", p.iops()) + " IOPS × mean D2C " +
-            us(double(p.sum_d2c_ns) / double(n + p.other_cmds)) + " = " + fmt("%.2f", p.iops() * double(p.sum_d2c_ns) / double(n + p.other_cmds) / 1e9) +
-            " over the span, " + fmt("%.2f", little) + " over busy time" +
-            (cap ? "; cap nr_requests " + std::to_string(cap) : "; device tags unknown, not capped"));
+            us(double(p.sum_d2c_ns) / double(n + p.other_cmds)) + " = " +
+            fmt("%.2f", p.iops() * double(p.sum_d2c_ns) / double(n + p.other_cmds) / 1e9) + " over the span, " +
+            fmt("%.2f", little) + " over busy time" + (cap ? "; cap nr_requests " + std::to_string(cap) : "; device tags unknown, not capped"));
     if (std::fabs(little - double(depth_total)) > std::max(1.0, 0.5 * double(depth_total)))
         why.push_back("WARNING: Little's law busy-time depth " + fmt("%.2f", little) + " disagrees with the median " +
                       std::to_string(depth_total) + ": the depth varies a lot over the trace");
@@ -291,64 +380,117 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
         p.distinct_tids ? std::to_string(p.concurrent_tids) + " submitting threads with overlapping activity (" +
                               std::to_string(p.distinct_tids) + " distinct tids)"
                         : "no submitter tids in the trace; 1 assumed");
-    if (!p.per_command) job.not_inferred.push_back("submitting threads (histograms have no tids): numjobs=1");
-    if (!p.distinct_tids && p.per_command) job.not_inferred.push_back("submitting-thread concurrency (no tids): numjobs=1");
+    if (!p.per_command) not_inferred.push_back("submitting threads (histograms have no tids): numjobs=1");
+    if (!p.distinct_tids && p.per_command) not_inferred.push_back("submitting-thread concurrency (no tids): numjobs=1");
     if (numjobs > 1) set("group_reporting", "1", "");
     if (p.lba_hi_bytes == 0) {
-        job.not_inferred.push_back("the LBA range (no lba histogram): offset/size not set, fio uses the whole target");
+        not_inferred.push_back("the LBA range (no lba histogram): offset/size not set, fio uses the whole target");
     } else {
-    set("offset", std::to_string(off), "lowest byte touched (" + std::to_string(p.lba_lo_bytes) + ") rounded down to 4 KiB");
-    set("size", std::to_string(size),
-        "highest byte touched (" + std::to_string(p.lba_hi_bytes) + ") rounded up to 4 KiB, minus offset; the target needs " +
-            std::to_string(off + size) + " bytes");
+        set("offset", std::to_string(off), "lowest byte touched (" + std::to_string(p.lba_lo_bytes) + ") rounded down to 4 KiB");
+        set("size", std::to_string(size),
+            "highest byte touched (" + std::to_string(p.lba_hi_bytes) + ") rounded up to 4 KiB, minus offset; the target needs " +
+                std::to_string(off + size) + " bytes");
     }
-    job.not_inferred.push_back("the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
     if (think) {
         set("thinktime", std::to_string(think_us),
             "median idle gap at the device between bursts (" + std::to_string(p.think_gaps_ns.size()) + " gaps >= " +
                 us(double(kThinkGapNs)) + ", " + pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span idle), µs");
         set("thinktime_blocks", std::to_string(think_blocks), "median commands per burst between those gaps");
     } else if (!p.per_command) {
-        job.not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
+        not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
     } else if (idle_enough) {
         why.push_back("thinktime not set: idle gaps >= " + us(double(kThinkGapNs)) + " cover " +
                       pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span but are irregular (gap p10 " +
                       us(double(g10)) + ", p90 " + us(double(g90)) + "; burst p10 " + std::to_string(b10) + ", p90 " +
                       std::to_string(b90) + " commands): submitter stalls (e.g. CPU contention), not think time");
-        job.not_inferred.push_back("whether the irregular idle gaps at the device were application think time");
+        not_inferred.push_back("whether the irregular idle gaps at the device were application think time");
     } else {
         why.push_back("thinktime not set: idle gaps >= " + us(double(kThinkGapNs)) + " cover " +
                       pct(p.span_ns ? double(p.think_idle_ns) / double(p.span_ns) : 0.0) + " of the span (< " +
                       pct(kThinkIdleShare) + ")");
     }
-    if (pass_bytes) {
-        set("io_size", std::to_string(pass_bytes), pass_why);
-        set("loops", std::to_string(kLoops), "passes restart every stream at offset; runtime ends the job (not time_based: a time-based job never ends a pass)");
-        set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
-    } else {
-        set("time_based", "1", pass_why);
+    std::string flush_why = spec.flush_why;
+    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
+    if (fpw > 0 && has_w) {
+        if (fpw >= 1.5) {
+            set("sync", "1", flush_why + ": two flush requests per write are what an O_SYNC (FUA) write becomes on a device "
+                                         "without FUA (a preflush and a postflush)");
+        } else {
+            uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
+            set("fdatasync", std::to_string(every),
+                flush_why + ": one flush every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the device)");
+        }
     }
-    set("runtime", std::to_string(runtime),
-        opt.runtime_s ? "given with --runtime, s" : "trace span " + fmt("%.3f", double(p.span_ns) / 1e9) + " s rounded up");
-    if (p.other_cmds)
-        job.not_inferred.push_back(std::to_string(p.other_cmds) + " flush/discard/other commands are not reproduced");
+    if (spec.flow) {
+        set("flow_id", std::to_string(spec.flow_id), "");
+        set("flow", std::to_string(spec.flow), spec.rate_why);
+    }
+
+    // ---- how the section ends
+    const uint64_t per_job = (n + numjobs - 1) / numjobs;
+    if (opt.mode == JobMode::Count) {
+        if (pass_bytes) {
+            // fio's number_ios counts within one pass (it restarts with each loop, measured: fio 3.33 never ended a
+            // loops=1000000 job with number_ios=100), so the trace's commands are spread over just enough passes.
+            uint64_t job_bytes = uint64_t(total_bytes / double(numjobs));
+            uint64_t passes = std::max<uint64_t>(1, uint64_t(std::ceil(1.05 * double(job_bytes) / double(pass_bytes))));
+            uint64_t per_pass = (per_job + passes - 1) / passes;
+            set("io_size", std::to_string(pass_bytes), pass_why);
+            set("number_ios", std::to_string(per_pass),
+                std::to_string(n) + " commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
+                    (passes > 1 ? ", in " + std::to_string(passes) + " passes (5 % slack: a pass ends at whichever comes first)" : ""));
+            if (passes > 1) set("loops", std::to_string(passes), "passes restart every stream at offset");
+            set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
+        } else {
+            // io_size only bounds the job; number_ios ends it after the trace's commands (fio ends a job at
+            // whichever comes first; io_size above size wraps the region, as the trace's stream would).
+            uint64_t cap_bytes = round_up(uint64_t(2.0 * total_bytes / double(numjobs)) + 16 * max_bs, 4096);
+            set("io_size", std::to_string(cap_bytes), "an upper bound (twice the trace's bytes): number_ios ends the section");
+            set("number_ios", std::to_string(per_job),
+                std::to_string(n) + " read/write commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
+                    " (the same amount of I/O, not a rounded-up runtime)");
+        }
+    } else {
+        uint64_t ms = spec.runtime_ms ? spec.runtime_ms
+                      : opt.runtime_s ? uint64_t(opt.runtime_s) * 1000
+                                      : std::max<uint64_t>(1, (p.span_ns + 999'999) / 1'000'000);
+        if (pass_bytes) {
+            set("io_size", std::to_string(pass_bytes), pass_why);
+            set("loops", std::to_string(kLoops), "passes restart every stream at offset; runtime ends the job (not time_based: a time-based job never ends a pass)");
+            set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
+        } else {
+            set("time_based", "1", pass_why);
+        }
+        std::string rt = ms % 1000 == 0 ? std::to_string(ms / 1000) : std::to_string(ms) + "ms";
+        set("runtime", rt,
+            spec.runtime_ms ? "this part's share of the run (--mode time)"
+            : opt.runtime_s ? "given with --runtime, s"
+                            : "trace span " + fmt("%.3f", double(p.span_ns) / 1e9) + " s (--mode time)");
+    }
+    return sec;
+}
+
+FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
+    std::vector<std::string> notes = check_trace_health(p, opt);
+    FioJob job;
+    SectionSpec spec;
+    FioSection s = derive_section(p, opt, spec, job.not_inferred);
+    s.name = opt.job_name;
+    job.options = s.options;
+    job.not_inferred.push_back("the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
+    if (p.other_cmds > p.flush_cmds)
+        job.not_inferred.push_back(std::to_string(p.other_cmds - p.flush_cmds) + " discard/other commands are not reproduced");
     job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
 
-    // ---- text
     std::ostringstream o;
-    o << "; fio job distilled by `kvio distill` from a kernel trace\n";
-    o << "; source: " << p.source << " (" << p.format << "), device " << p.dev << (p.disk.empty() ? "" : " (" + p.disk + ")")
-      << ", " << n << " read/write commands over " << fmt("%.3f", double(p.span_ns) / 1e9) << " s";
-    if (p.filtered_out) o << ", " << p.filtered_out << " commands of other processes filtered out";
-    o << "\n";
-    if (has_w && opt.target_is_block)
-        o << "; WARNING: this job WRITES to the block device " << opt.filename << ": its data will be destroyed\n";
+    o << job_header(p, opt, p.write.cmds > 0);
     o << "; derivation (docs/distill.md):\n";
-    for (const auto& w : why) o << ";   " << w << "\n";
+    for (const auto& w : notes) o << ";   " << w << "\n";
+    for (const auto& w : s.why) o << ";   " << w << "\n";
     o << "; not inferred from the trace:\n";
     for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
     o << "\n[" << opt.job_name << "]\n";
-    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
+    for (const auto& [k, v] : job.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
     job.text = o.str();
     return job;
 }

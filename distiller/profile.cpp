@@ -159,6 +159,8 @@ Profile profile_events(const EventTrace& t) {
         p.any_nvme |= c.nvme;
         if (c.op != Op::Read && c.op != Op::Write) {
             ++p.other_cmds;
+            p.flush_cmds += c.op == Op::Flush;
+            p.discard_cmds += c.op == Op::Discard;
             continue;
         }
         int d = c.op == Op::Read ? 0 : 1;

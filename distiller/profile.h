@@ -33,7 +33,9 @@ struct Profile {
     /// idle gaps or exact sizes (log2 bucket floors instead); the job says so.
     bool per_command = true;
     DirProfile read, write;
-    uint64_t other_cmds = 0;   ///< flush / discard / other (not replayed by the statistical job)
+    uint64_t other_cmds = 0;   ///< flush / discard / other
+    uint64_t flush_cmds = 0;   ///< of other_cmds: flushes (become fdatasync=)
+    uint64_t discard_cmds = 0; ///< of other_cmds: discards
 
     // Concurrency at the device.
     Dist qd_at_issue;          ///< in-flight commands at each issue (this one included), from the issue/complete sweep

@@ -67,7 +67,7 @@ int run_forwarding_signals(const std::vector<std::string>& argv, const std::stri
 
 }  // namespace
 
-Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
+Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
     if (!is_block_device(opt.target))
         throw Error("distill --verify: target " + opt.target + " is not a block device (the replay is traced at the device)");
     BlockDevInfo info = block_dev_info_for_path(opt.target);
@@ -102,7 +102,10 @@ Profile run_replay(const Profile& orig, const VerifyOptions& opt) {
                     std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out + ".log");
     EventFilter f;
     f.dev = disk_dev;
-    return profile_events(load_events(opt.events_out, f));
+    Replay r;
+    r.trace = load_events(opt.events_out, f);
+    r.profile = profile_events(r.trace);
+    return r;
 }
 
 }  // namespace kvio::distiller

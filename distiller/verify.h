@@ -17,11 +17,17 @@ struct VerifyOptions {
     uint64_t needs_bytes = 0;                 ///< the job's offset + size; a smaller target is refused (0: unchecked)
 };
 
+/// The traced replay: its commands and their profile.
+struct Replay {
+    EventTrace trace;
+    Profile profile;
+};
+
 /// Runs `KVIO trace --events EVENTS -d DISK -- fio --output-format=json --output=FILE JOB` and profiles
 /// the replay trace on the target's whole disk. Throws kvio::Error when the target is not a block
 /// device, is mounted, is the original trace's device, is smaller than `needs_bytes` (fio would quietly
 /// shrink the job's region), or when trace/fio fail (exit status named). SIGINT, SIGTERM and SIGHUP during
 /// the run are passed on to the traced run (which ends fio and flushes its trace), then rethrown as an Error.
-Profile run_replay(const Profile& orig, const VerifyOptions& opt);
+Replay run_replay(const Profile& orig, const VerifyOptions& opt);
 
 }  // namespace kvio::distiller

@@ -9,11 +9,14 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/jsonl.h"
 #include "distiller/events.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
 #include "distiller/profile.h"
+#include "distiller/phased_job.h"
+#include "distiller/timeline.h"
 #include "distiller/verify.h"
 #include "userspace/commands.h"
 
@@ -21,9 +24,10 @@ namespace kvio::cli {
 
 namespace {
 struct DistillArgs {
-    std::string events, trace_json, dev, comm, out, filename, iolog;
-    uint32_t pid = 0, runtime = 0, nr_requests = 0;
-    bool verify = false, json = false;
+    std::string events, trace_json, dev, comm, out, filename, iolog, json_out, mode = "count";
+    uint32_t pid = 0, runtime = 0, nr_requests = 0, max_phases = 16;
+    double max_tv = -1;
+    bool verify = false;
 };
 
 void write_file(const std::string& path, const std::string& text) {
@@ -31,6 +35,13 @@ void write_file(const std::string& path, const std::string& text) {
     f << text;
     f.flush();
     if (!f) throw Error("distill: cannot write " + path);
+}
+
+// Fails before any work when an output cannot be written (a bad path must not cost a traced replay).
+void probe_writable(const std::string& path) {
+    if (path.empty() || path == "-") return;
+    std::ofstream f(path, std::ios::app);
+    if (!f) throw Error("distill: cannot write " + path + ": " + std::strerror(errno));
 }
 
 void run_distill(const DistillArgs& a) {
@@ -41,8 +52,12 @@ void run_distill(const DistillArgs& a) {
                     "sudo (nothing was written)");
     if (a.events.empty() && a.trace_json.empty())
         throw Error("distill: give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
-    if (a.filename.empty())
-        throw Error("distill: --filename TARGET is required: the job's target is never a default device");
+    if (a.filename.empty() && (a.verify || !a.iolog.empty()))
+        throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") +
+                    ": needs --filename TARGET (the device the job runs on / the iolog names)");
+    if (a.max_tv >= 0 && !a.verify) throw Error("distill --max-tv: needs --verify (it bounds the replay's size TV)");
+    const bool json_stdout = a.json_out == "-";
+    probe_writable(a.json_out);
     EventTrace ev;
     Profile p;
     if (!a.events.empty()) {
@@ -59,7 +74,8 @@ void run_distill(const DistillArgs& a) {
 
     JobOptions jo;
     jo.filename = a.filename;
-    jo.target_is_block = is_block_device(a.filename);
+    jo.target_is_block = !a.filename.empty() && is_block_device(a.filename);
+    jo.mode = a.mode == "time" || a.runtime ? JobMode::Time : JobMode::Count;
     jo.runtime_s = a.runtime;
     if (a.nr_requests) {
         jo.nr_requests = a.nr_requests;
@@ -78,7 +94,10 @@ void run_distill(const DistillArgs& a) {
         } catch (const Error&) {
         }
     }
-    FioJob job = make_fio_job(p, jo);
+    PhaseOptions po;
+    po.max_phases = a.max_phases;
+    PhasePlan plan;
+    FioJob job = a.events.empty() ? make_fio_job(p, jo) : make_phased_job(ev, p, jo, po, &plan);
     // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
     std::ofstream iolog;
     if (!a.iolog.empty()) {
@@ -96,13 +115,13 @@ void run_distill(const DistillArgs& a) {
 
     nlohmann::json j = {{"schema", "kvio.distill/1"}, {"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},
                         {"cmds", {{"read", p.read.cmds}, {"write", p.write.cmds}, {"other", p.other_cmds}}}};
-    nlohmann::json opts = nlohmann::json::object();
-    for (const auto& [k, v] : job.options) opts[k] = v;
-    j["job"] = opts;
+    j["job"] = job_json(job);
     j["not_inferred"] = job.not_inferred;
+    if (!a.events.empty()) j["phases"] = phases_json(plan);
     if (!a.out.empty()) j["job_file"] = a.out;
     if (!a.iolog.empty()) j["iolog"] = {{"file", a.iolog}, {"ios", iolog_lines}};
 
+    bool missed = false;
     if (a.verify) {
         if (a.events.empty()) throw Error("distill --verify: needs --events (the score compares per-command distributions)");
         std::string job_path = a.out.empty() ? "/tmp/kvio-distill-verify.ini" : a.out;
@@ -112,34 +131,56 @@ void run_distill(const DistillArgs& a) {
         vo.target = a.filename;
         vo.events_out = job_path + ".replay.jsonl";
         vo.needs_bytes = job.needs_bytes();
-        Profile r = run_replay(p, vo);
-        Fidelity f = score(p, r);
+        Replay r = run_replay(p, vo);
+        Fidelity f = score(p, r.profile);
+        TimeFidelity tf = score_over_time(plan.data, data_cmds(r.trace.cmds));  // the detector's own limits, not --max-phases
         j["verify"] = to_json(f);
+        j["verify"]["time_resolved"] = to_json(tf);
         j["verify"]["replay_events"] = vo.events_out;
-        if (!a.json) {
+        j["verify"]["summary"] = summary_line(f, tf);
+        const double worst_tv = std::max({f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
+        if (a.max_tv >= 0) {
+            missed = worst_tv > a.max_tv;
+            j["verify"]["max_tv"] = {{"limit", a.max_tv}, {"worst", worst_tv}, {"met", !missed}};
+        }
+        if (!json_stdout) {
             std::printf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), a.filename.c_str(),
                         vo.events_out.c_str());
-            std::printf("  size TV          read %.4f  write %.4f   (0 = identical size distributions)\n",
-                        f.size_tv_read, f.size_tv_write);
-            std::printf("  rwmixread        %.1f -> %.1f %%  error %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err);
-            std::printf("  queue depth TV   %.4f   (time-weighted in-flight count)\n", f.qd_tv);
-            std::printf("  sequential share %.1f -> %.1f %%  error %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err);
+            std::printf("                   whole run                     worst of %zu windows (by commands)\n", tf.windows);
+            std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
+            std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err,
+                        tf.worst_read_err);
+            std::printf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
+            std::printf("  sequential share %.1f -> %.1f %%, error %.2f    %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err,
+                        tf.worst_seq_err);
+            std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%\n", tf.phases.orig, tf.phases.replay,
+                        tf.phases.in_order ? "in order" : "NOT matching", tf.worst_volume_err);
             std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
+            std::printf("fidelity: %s\n", summary_line(f, tf).c_str());
+            if (a.max_tv >= 0)
+                std::printf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, missed ? "MISSED" : "met");
         }
     }
-    if (a.json) {
-        std::cout << j.dump(2) << "\n";
-        return;
+    if (!a.json_out.empty()) {
+        if (json_stdout) std::cout << j.dump(2) << "\n";
+        else write_json_file(a.json_out, j);
     }
-    if (a.out.empty() && !a.verify) {
-        std::cout << job.text;
-    } else if (!a.out.empty()) {
-        std::printf("wrote %s:", a.out.c_str());
-        for (const char* k : {"rw", "rwmixread", "bssplit", "iodepth", "numjobs", "thinktime"})
-            if (!job.get(k).empty()) std::printf(" %s=%s", k, job.get(k).c_str());
-        std::printf("\n");
+    if (!json_stdout) {
+        if (a.out.empty() && !a.verify) {
+            std::cout << job.text;
+        } else if (!a.out.empty()) {
+            std::printf("wrote %s:", a.out.c_str());
+            if (!job.sections.empty()) std::printf(" %zu sections (%zu phases)", job.sections.size(), plan.phases.size());
+            for (const char* k : {"rw", "rwmixread", "bssplit", "iodepth", "numjobs", "thinktime"})
+                if (!job.get(k).empty()) std::printf(" %s=%s", k, job.get(k).c_str());
+            std::printf("\n");
+        }
+        if (!a.iolog.empty()) std::printf("wrote %s: %zu I/Os (fio iolog v3)\n", a.iolog.c_str(), iolog_lines);
     }
-    if (!a.iolog.empty()) std::printf("wrote %s: %zu I/Os (fio iolog v3)\n", a.iolog.c_str(), iolog_lines);
+    if (missed) {
+        std::fprintf(stderr, "kvio distill: the replay's worst size TV exceeds --max-tv %.4f\n", a.max_tv);
+        throw CLI::RuntimeError(1);
+    }
 }
 }  // namespace
 
@@ -156,8 +197,17 @@ void add_distill_command(CLI::App& app) {
     sub->add_option("--pid", a->pid, "keep only commands submitted by this pid");
     sub->add_option("--comm", a->comm, "keep only commands submitted by tasks with this comm");
     sub->add_option("-o,--output", a->out, "write the fio job here (default: print it)");
-    sub->add_option("--filename", a->filename, "fio target (file or block device); required, never defaulted")->required();
-    sub->add_option("--runtime", a->runtime, "job runtime in seconds (default: the trace span rounded up, at least 1)")
+    sub->add_option("--filename", a->filename,
+                    "fio target (file or block device), never defaulted; without it the job sets no filename (give it on fio's "
+                    "command line); needed by --verify and --iolog");
+    sub->add_option("--mode", a->mode,
+                    "how each section ends: count (the trace's number of commands, number_ios) or time (the trace's duration, runtime)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"count", "time"}));
+    sub->add_option("--runtime", a->runtime, "the whole job's runtime in seconds (implies --mode time; phases get their share)")
+        ->check(positive_integer());
+    sub->add_option("--max-phases", a->max_phases, "at most this many phases (1: one flat section for the whole trace)")
+        ->capture_default_str()
         ->check(positive_integer());
     sub->add_option("--nr-requests", a->nr_requests,
                     "the source device's tag count, caps iodepth (default: /sys/block/DISK/queue/nr_requests when the "
@@ -165,8 +215,13 @@ void add_distill_command(CLI::App& app) {
     sub->add_option("--iolog", a->iolog, "also write an exact replay log in fio iolog v3 format (timestamps µs, offsets bytes)");
     sub->add_flag("--verify", a->verify,
                   "run the job with fio on --filename (a block device, not the traced one) under `kvio trace`, and print the "
-                  "fidelity score: size TV per direction, rwmixread error, queue-depth TV, sequential-share error, D2C ratios");
-    sub->add_flag("--json", a->json, "print the derived options (and the fidelity numbers) as JSON");
+                  "fidelity score, whole run and window by window: size TV per direction, read-share error, queue-depth TV, "
+                  "sequential-share error, the phase sequence, D2C ratios");
+    sub->add_option("--max-tv", a->max_tv,
+                    "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
+        ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--json", a->json_out, "write the derived options, phases (and the fidelity numbers) as JSON to FILE; - = stdout "
+                                           "(instead of the text output)");
     sub->callback([a] { run_distill(*a); });
 }
 

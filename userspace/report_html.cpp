@@ -83,6 +83,40 @@ std::string score_row(const std::string& name, const json& s) {
 
 }  // namespace
 
+// Trace and replay side by side over time: per window (equal shares of each run's commands) the read share and
+// the median depth of both, as numbers and bars, and the phase sequences.
+static void fidelity_over_time(std::ostream& h, const json& t) {
+    if (!t.contains("per_window")) return;
+    const json& w = t["worst"];
+    h << "<h3>Fidelity over time</h3><p class=\"note\">Both runs cut into " << ju(t, "windows")
+      << " windows of equal shares of their commands (normalised to each run's length). Worst window: read share error "
+      << jnum(w, "read_err_points", 2) << " points, size TV " << jnum(w, "size_tv") << ", depth TV " << jnum(w, "depth_tv")
+      << ", sequential error " << jnum(w, "seq_err_points", 2) << " points. Phases: trace " << ju(t["phases"], "orig") << ", replay "
+      << ju(t["phases"], "replay") << (t["phases"].value("in_order", false) ? ", in order" : ", NOT matching")
+      << ", worst phase volume error " << jnum(w, "phase_volume_err_pct", 2) << " %.</p>"
+      << "<table id=\"fidelity-time\"><tr><th>window</th><th>read share, trace</th><th>read share, replay</th>"
+         "<th>depth, trace</th><th>depth, replay</th><th>size TV</th><th>depth TV</th><th>seq. error (points)</th></tr>";
+    auto bar = [](double pct, const char* color) {
+        return "<td><span style=\"display:inline-block;height:10px;width:" + fix(std::clamp(pct, 0.0, 100.0) * 0.8, 1) +
+               "px;background:" + color + "\"></span> " + fix(pct, 1) + " %</td>";
+    };
+    size_t i = 0;
+    for (const auto& x : t["per_window"]) {
+        const json &o = x["orig"], &r = x["replay"];
+        h << "<tr>" << td(std::to_string(++i)) << bar(o.value("read_pct", 0.0), "#1f77b4") << bar(r.value("read_pct", 0.0), "#1f77b4")
+          << td(ju(o, "depth_median")) << td(ju(r, "depth_median")) << td(jnum(x, "size_tv")) << td(jnum(x, "depth_tv"))
+          << td(jnum(x, "seq_err_points", 2)) << "</tr>";
+    }
+    h << "</table><table id=\"phases\"><tr><th>phase</th><th>trace</th><th>replay</th><th>volume error</th></tr>";
+    const json& mix = t["phases"].value("mix", json::object());
+    const json& vol = t["phases"].value("volume_err_pct", json::array());
+    const json mo = mix.value("orig", json::array()), mr = mix.value("replay", json::array());
+    for (size_t k = 0; k < std::max(mo.size(), mr.size()); ++k)
+        h << "<tr>" << td(std::to_string(k + 1)) << td(k < mo.size() ? mo[k].get<std::string>() : "")
+          << td(k < mr.size() ? mr[k].get<std::string>() : "") << td(k < vol.size() ? fix(vol[k].get<double>(), 2) + " %" : "") << "</tr>";
+    h << "</table>";
+}
+
 void write_report(const std::string& dir, const std::string& path) {
     auto P = [&](const char* n) { return dir + "/" + n; };
     json run = read_json_file(P("run.json"));
@@ -192,7 +226,9 @@ void write_report(const std::string& dir, const std::string& path) {
     frow("D2C p50 ratio", "", "", jnum(fid, "d2c_p50_ratio", 2));
     frow("D2C p99 ratio", "", "", jnum(fid, "d2c_p99_ratio", 2));
     frow("commands", ju(fid, "original_cmds"), ju(fid, "replay_cmds"), "");
-    h << "</table></section>\n";
+    h << "</table>";
+    fidelity_over_time(h, fid.value("time_resolved", json::object()));
+    h << "</section>\n";
 
     // ---- latency stack ----
     auto chart = [&](const json& hist, const std::string& title, const std::string& xl, const std::string& yl,

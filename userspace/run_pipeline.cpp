@@ -24,6 +24,8 @@
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
 #include "distiller/profile.h"
+#include "distiller/phased_job.h"
+#include "distiller/timeline.h"
 #include "userspace/report_html.h"
 #include "userspace/stage_process.h"
 #include "validate/validate.h"
@@ -355,6 +357,7 @@ RunResult run_all(const RunOptions& o) {
     doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
 
     // ---- distill ----
+    distiller::PhasePlan plan;
     {
         Stopwatch sw;
         say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev + ")");
@@ -366,7 +369,7 @@ RunResult run_all(const RunOptions& o) {
             jo.nr_requests = disk.nr_requests;
             jo.nr_requests_source = "/sys/block/" + disk.name + "/queue/nr_requests";
         }
-        distiller::FioJob job = distiller::make_fio_job(orig, jo);
+        distiller::FioJob job = distiller::make_phased_job(ev, orig, jo, {}, &plan);
         {
             std::ofstream f(P("job.fio"));
             f << "; kvio run: filename=" << vdev << " was this run's temporary verify device, detached when the run ended:\n"
@@ -377,9 +380,8 @@ RunResult run_all(const RunOptions& o) {
         std::ofstream il(P("job.iolog"));
         size_t n = distiller::write_iolog(il, ev.cmds, vdev);
         if (!il.flush()) throw Error("cannot write " + P("job.iolog"));
-        nlohmann::json jopts = nlohmann::json::object();
-        for (const auto& [k, v] : job.options) jopts[k] = v;
-        doc["job"] = {{"options", jopts}, {"not_inferred", job.not_inferred}, {"iolog_ios", n}};
+        doc["job"] = {{"options", distiller::job_json(job)}, {"not_inferred", job.not_inferred}, {"iolog_ios", n},
+                      {"phases", distiller::phases_json(plan)}};
         stages.push_back({{"name", "distill"}, {"seconds", sw.seconds()}});
     }
     check_interrupt();
@@ -396,9 +398,13 @@ RunResult run_all(const RunOptions& o) {
         if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
         distiller::EventFilter f;
         f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
-        distiller::Profile rep = distiller::profile_events(distiller::load_events(P("replay.events.jsonl"), f));
+        distiller::EventTrace rev = distiller::load_events(P("replay.events.jsonl"), f);
+        distiller::Profile rep = distiller::profile_events(rev);
         distiller::Fidelity fid = distiller::score(orig, rep);
+        distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
         nlohmann::json fj = distiller::to_json(fid);
+        fj["time_resolved"] = distiller::to_json(tf);
+        fj["summary"] = distiller::summary_line(fid, tf);
         fj["replay_events"] = P("replay.events.jsonl");
         fj["original_cmds"] = orig.cmds();
         fj["replay_cmds"] = rep.cmds();

@@ -153,9 +153,14 @@ TEST(Distill, RefusesImplausibleTraces) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("empty input"), std::string::npos) << r.err;
 
+    // No --filename: the job leaves the target to fio's command line; --verify cannot and says so.
     r = run(distill("--events " + d.file("other.jsonl")));
-    EXPECT_NE(r.status, 0);
-    EXPECT_NE(r.err.find("--filename"), std::string::npos) << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("\nfilename="), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no filename in this job"), std::string::npos) << r.out;
+    r = run(distill("--events " + d.file("other.jsonl") + " --verify"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("--verify: needs --filename"), std::string::npos) << r.err;
 
     // Synchronous writes on a device without FUA: the flush sequences' requests end without an issue (2 per
     // write here). They are noted, not counted as loss: the trace is complete.
@@ -246,7 +251,7 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     ASSERT_EQ(t.status, 0) << t.err << t.out;
 
     auto r = run("nice -n -20 " + distill("--events " + d.file("src.jsonl") + " --dev " + src.majmin + " --filename " + dst.path +
-                         " --runtime 4 -o " + d.file("job.ini") + " --verify --json"));
+                         " --runtime 4 -o " + d.file("job.ini") + " --verify --json -"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     json j = json::parse(r.out);
     // The job carries the known shape.

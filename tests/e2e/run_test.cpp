@@ -114,7 +114,9 @@ TEST_F(RunOutputs, EveryFileExistsAndParses) {
     EXPECT_GT(rep.size(), 1u);
 
     std::string job = slurp(out + "/job.fio");
-    EXPECT_NE(job.find("[kvio-distilled]"), std::string::npos) << job;
+    // Every store, then every load: two phases, two stonewalled sections.
+    EXPECT_NE(job.find("[kvio-distilled-phase1]"), std::string::npos) << job;
+    EXPECT_NE(job.find("[kvio-distilled-phase2]\nstonewall\n"), std::string::npos) << job;
     EXPECT_NE(job.find("filename=" + run_doc["verify_target"]["path"].get<std::string>()), std::string::npos) << job;
     EXPECT_NE(job.find("bssplit="), std::string::npos) << job;
     std::string iolog = slurp(out + "/job.iolog");
@@ -153,8 +155,19 @@ TEST_F(RunOutputs, ScoresAreExact) {
     EXPECT_LT(ver["size_tv"]["read"].get<double>(), 0.05);
     EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.05);
     json run_doc = json::parse(slurp(out + "/run.json"));
-    EXPECT_EQ(run_doc["job"]["options"].value("time_based", ""), "") << run_doc["job"].dump();
-    EXPECT_NE(run_doc["job"]["options"].value("io_size", ""), "") << run_doc["job"].dump();
+    const json& sections = run_doc["job"]["options"]["sections"];
+    ASSERT_GE(sections.size(), 2u) << run_doc["job"].dump();
+    for (const auto& s : sections) EXPECT_EQ(s["options"].value("time_based", ""), "") << run_doc["job"].dump();
+    EXPECT_EQ(sections[0]["options"].value("rw", ""), "write") << run_doc["job"].dump();
+    EXPECT_NE(sections[0]["options"].value("io_size", ""), "") << run_doc["job"].dump();
+    // The time-resolved score: the phase sequence is reproduced, and the summary line leads with it.
+    const json& tr = ver["time_resolved"];
+    EXPECT_EQ(tr["phases"]["orig"], 2) << tr["phases"].dump();
+    EXPECT_TRUE(tr["phases"]["in_order"].get<bool>()) << tr["phases"].dump();
+    EXPECT_LT(tr["worst"]["size_tv"].get<double>(), 0.05) << tr["worst"].dump();
+    EXPECT_LT(tr["worst"]["read_err_points"].get<double>(), 5.0) << tr["worst"].dump();
+    EXPECT_NE(res.out.find("fidelity: worst of "), std::string::npos) << res.out;
+    EXPECT_NE(res.out.find("phases 2 -> 2 in order"), std::string::npos) << res.out;
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
 }
 
@@ -194,14 +207,14 @@ TEST_F(RunOutputs, ReportRendersInHeadlessChromium) {
 
     auto dom = run("timeout 120 chromium" + flags + "--dump-dom file://" + html);
     ASSERT_EQ(dom.status, 0) << dom.err;
-    for (const char* id : {"summary", "scores", "latency", "sizes", "qd", "lba", "timeline", "job", "files", "validate-scores", "fidelity-scores"})
+    for (const char* id : {"summary", "scores", "latency", "sizes", "qd", "lba", "timeline", "job", "files", "validate-scores", "fidelity-scores", "fidelity-time", "phases"})
         EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
     std::regex svg_re("<svg[^>]*class=\"chart\"");
     size_t svgs = std::distance(std::sregex_iterator(dom.out.begin(), dom.out.end(), svg_re), std::sregex_iterator());
     EXPECT_EQ(svgs, 9u + 2u + 2u + 1u + 3u);  // latency, sizes, qd, heatmap, timelines
     for (const char* t : {"D2C, writes", "D2C, reads", "Q2D, writes", "VFS write", "fsync", "gap: write → fsync", "write command sizes",
                           "queue depth, reads", "LBA heatmap", "whole run", "zoom: first store", "latency (log2 bucket, lower bound)",
-                          "time since first op (s)", "device offset (MiB)", "[kvio-distilled]"})
+                          "time since first op (s)", "device offset (MiB)", "[kvio-distilled-phase1]", "Fidelity over time"})
         EXPECT_NE(dom.out.find(t), std::string::npos) << t;
     // The D2C charts have bars (the run wrote and read 128 MiB): their SVG holds <rect> bars with <title> counts.
     EXPECT_NE(dom.out.find("commands"), std::string::npos);

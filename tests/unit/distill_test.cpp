@@ -16,7 +16,9 @@
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
 #include "distiller/profile.h"
+#include "distiller/phased_job.h"
 #include "distiller/rounding.h"
+#include "distiller/timeline.h"
 
 using namespace kvio::distiller;
 using nlohmann::json;
@@ -111,8 +113,16 @@ TEST(Distill, SeventyThirtyAtQd4) {
     EXPECT_EQ(j.get("rw"), "randrw");
     EXPECT_EQ(j.get("ioengine"), "libaio");
     EXPECT_EQ(j.get("direct"), "1");
-    EXPECT_EQ(j.get("time_based"), "1");
-    EXPECT_EQ(j.get("thinktime"), "");  // a busy device has no think time
+    // The trace's amount of I/O, not a rounded-up runtime; --mode time keeps the duration instead.
+    EXPECT_EQ(j.get("number_ios"), "2000");
+    EXPECT_EQ(j.get("time_based"), "");
+    EXPECT_EQ(j.get("runtime"), "");
+    JobOptions time = opts();
+    time.mode = JobMode::Time;
+    FioJob tj = make_fio_job(p, time);
+    EXPECT_EQ(tj.get("time_based"), "1");
+    EXPECT_EQ(tj.get("number_ios"), "");
+    EXPECT_EQ(tj.get("thinktime"), "");  // a busy device has no think time
     EXPECT_EQ(j.get("filename"), "/dev/loop9");
     // Little's law over busy time agrees with the sweep: 4 in flight all the time.
     EXPECT_NEAR(p.little_busy(), 4.0, 0.05);
@@ -172,7 +182,14 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
     for (int obj = 0; obj < 50; ++obj)
         for (int k = 0; k < 4; ++k) ef.cmd("read", rs + 8, 524288, t, t + 90'000), rs += 1024 + (k == 3 ? 8 : 0), t += 100'000;
     Profile p = profile_events(ef.load());
-    FioJob j = make_fio_job(p, opts());
+    JobOptions time = opts();
+    time.mode = JobMode::Time;
+    FioJob j = make_fio_job(p, time);
+    // Count mode: number_ios restarts with each pass, so the trace's 450 commands are spread over 2 passes.
+    FioJob c = make_fio_job(p, opts());
+    EXPECT_EQ(c.get("loops"), "2");
+    EXPECT_EQ(c.get("number_ios"), "225");
+    EXPECT_EQ(c.get("io_size"), j.get("io_size"));
     EXPECT_EQ(j.get("bssplit"), "512k/100,4k/20:512k/80");
     EXPECT_EQ(j.get("percentage_random"), "25,0");  // each object's first read follows a skipped header
     EXPECT_EQ(j.get("time_based"), "");
@@ -196,7 +213,7 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
     t = 1000;
     for (int i = 0; i < 400; ++i, t += 100'000)
         rf.cmd("write", uint64_t(i) * 7919 % 400 * 1032, i % 5 ? 524288 : 4096, t, t + 90'000);
-    FioJob r = make_fio_job(profile_events(rf.load()), opts());
+    FioJob r = make_fio_job(profile_events(rf.load()), time);
     EXPECT_EQ(r.get("time_based"), "1");
     EXPECT_EQ(r.get("io_size"), "");
     EXPECT_EQ(r.get("loops"), "");
@@ -338,14 +355,6 @@ TEST(Distill, ImplausibleOffsetsAndSizesNameTheField) {
     EXPECT_EQ(p.other_cmds, 1u);
 }
 
-TEST(Distill, RequiresFilename) {
-    EventsFile ef;
-    closed_loop_70_30(ef, 20, 1);
-    Profile p = profile_events(ef.load());
-    JobOptions o;
-    EXPECT_THROW(make_fio_job(p, o), kvio::Error);
-}
-
 TEST(Distill, WriteJobOnBlockDeviceWarns) {
     EventsFile ef;
     closed_loop_70_30(ef, 50, 2);
@@ -414,4 +423,197 @@ TEST(Distill, IrregularIdleIsNotThinkTime) {
     FioJob j = make_fio_job(p, opts());
     EXPECT_EQ(j.get("thinktime"), "");
     EXPECT_NE(j.text.find("are irregular"), std::string::npos) << j.text;
+}
+
+namespace {
+// Appends n commands issued by a closed loop at depth `qd` from time t (ns): each slot reissues when its command
+// completes (d2c later). Sequential: contiguous from `sector0`; else random `bytes`-aligned offsets below 1 GiB.
+// Returns when the last one completes.
+uint64_t closed_loop(EventsFile& ef, uint64_t t, int n, int qd, const char* op, uint64_t bytes, bool seq, uint64_t d2c,
+                     uint32_t tid = 100, uint64_t sector0 = 0) {
+    std::vector<uint64_t> slot(qd, t);
+    uint64_t lcg = 777 + bytes, end = t;
+    for (int i = 0; i < n; ++i) {
+        int s = int(std::min_element(slot.begin(), slot.end()) - slot.begin());
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t sector = seq ? sector0 + uint64_t(i) * bytes / 512 : ((lcg >> 33) % ((1ull << 30) / bytes)) * bytes / 512;
+        ef.cmd(op, sector, bytes, slot[s], slot[s] + d2c, tid);
+        slot[s] += d2c;
+        end = std::max(end, slot[s]);
+    }
+    return end;
+}
+
+// The phased job of `ef`'s commands, and its phases in `plan`.
+FioJob phased(EventsFile& ef, PhasePlan& plan) {
+    EventTrace tr = ef.load();
+    return make_phased_job(tr, profile_events(tr), opts(), {}, &plan);
+}
+}  // namespace
+
+// The issue's example: sequential 64 KiB writes at QD 1, then (stonewall) 4 KiB random reads at QD 4. One flat
+// randrw section ran both at once and lost the read phase's depth; two stonewalled sections keep it.
+TEST(Phases, TwoStonewalledPhasesBecomeTwoSections) {
+    EventsFile ef;
+    uint64_t t = closed_loop(ef, 1'000'000, 1000, 1, "write", 65536, true, 100'000);
+    closed_loop(ef, t + 50'000, 3000, 4, "read", 4096, false, 80'000);
+    EventTrace tr = ef.load();
+    Profile p = profile_events(tr);
+    PhasePlan plan;
+    FioJob j = make_phased_job(tr, p, opts(), {}, &plan);
+    ASSERT_EQ(plan.phases.size(), 2u) << j.text;
+    EXPECT_EQ(plan.phases[0].cmds(), 1000u);  // the boundary is exact
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    const auto& a = j.sections[0];
+    const auto& b = j.sections[1];
+    EXPECT_EQ(a.get("rw"), "write");
+    EXPECT_EQ(a.get("bssplit"), "64k/100");
+    EXPECT_EQ(a.get("iodepth"), "1");
+    EXPECT_EQ(a.get("number_ios"), "1000");
+    EXPECT_EQ(a.get("stonewall"), "");
+    EXPECT_EQ(b.get("rw"), "randread");
+    EXPECT_EQ(b.get("iodepth"), "4");
+    EXPECT_EQ(b.get("number_ios"), "3000");
+    EXPECT_EQ(b.get("time_based"), "");
+    EXPECT_NE(j.text.find("[kvio-distilled-phase2]\nstonewall\n"), std::string::npos) << j.text;
+    EXPECT_EQ(j.get("filename"), "/dev/loop9");  // [global]
+    EXPECT_EQ(j.get("ioengine"), "libaio");
+
+    // --mode time: each section runs for its phase's duration, in ms (not a span rounded up to 1 s).
+    JobOptions o = opts();
+    o.mode = JobMode::Time;
+    FioJob tj = make_phased_job(tr, p, o);
+    ASSERT_EQ(tj.sections.size(), 2u);
+    EXPECT_EQ(tj.sections[0].get("runtime"), "100ms");
+    EXPECT_EQ(tj.sections[0].get("number_ios"), "");
+    EXPECT_EQ(tj.sections[1].get("time_based"), "1");
+
+    // --max-phases 1: the flat job of old.
+    PhaseOptions one;
+    one.max_phases = 1;
+    FioJob flat = make_phased_job(tr, p, opts(), one);
+    EXPECT_TRUE(flat.sections.empty());
+    EXPECT_EQ(flat.get("rw"), "randrw");
+    EXPECT_EQ(flat.get("number_ios"), "4000");
+}
+
+TEST(Phases, IdleGapsEndPhasesAndBecomeIdleSections) {
+    EventsFile ef;
+    uint64_t t = closed_loop(ef, 1'000'000, 500, 2, "read", 16384, false, 100'000);
+    t = closed_loop(ef, t + 300'000'000, 500, 1, "write", 131072, true, 200'000);
+    closed_loop(ef, t + 150'000'000, 500, 8, "read", 4096, false, 100'000);
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    ASSERT_EQ(plan.phases.size(), 3u) << j.text;
+    ASSERT_EQ(j.sections.size(), 5u) << j.text;  // phase, idle, phase, idle, phase
+    EXPECT_EQ(j.sections[1].get("ioengine"), "null");
+    EXPECT_EQ(j.sections[1].get("thinktime"), "300000");
+    EXPECT_EQ(j.sections[3].get("thinktime"), "150000");
+    EXPECT_EQ(j.sections[2].get("rw"), "write");
+    EXPECT_EQ(j.sections[4].get("iodepth"), "8");
+}
+
+TEST(Phases, RepeatedPhaseBecomesLoops) {
+    EventsFile ef;
+    uint64_t t = 1'000'000;
+    for (int r = 0; r < 4; ++r) t = closed_loop(ef, t, 200, 4, "read", 65536, false, 100'000) + 120'000'000;
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    EXPECT_EQ(plan.phases.size(), 4u);
+    EXPECT_EQ(plan.period, 1u);
+    ASSERT_EQ(j.sections.size(), 1u) << j.text;
+    EXPECT_EQ(j.sections[0].get("loops"), "4");
+    EXPECT_EQ(j.sections[0].get("number_ios"), "200");
+    EXPECT_EQ(j.sections[0].get("thinktime"), "120000");
+    EXPECT_EQ(j.sections[0].get("thinktime_blocks"), "200");
+}
+
+TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
+    EventsFile ef;
+    // A reader thread at QD 8 (4 KiB) and a writer thread at QD 1 (64 KiB) over the same second.
+    closed_loop(ef, 1'000'000, 8000, 8, "read", 4096, false, 800'000, 201);
+    closed_loop(ef, 1'000'000, 2000, 1, "write", 65536, false, 400'000, 202);
+    EventTrace tr = ef.load();
+    FioJob j = make_phased_job(tr, profile_events(tr), opts());
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    EXPECT_EQ(j.sections[0].get("rw"), "randread");
+    EXPECT_EQ(j.sections[0].get("bssplit"), "4k/100");
+    EXPECT_EQ(j.sections[0].get("number_ios"), "8000");
+    EXPECT_EQ(j.sections[0].get("flow"), "4");  // 8000 : 2000
+    EXPECT_EQ(j.sections[1].get("rw"), "randwrite");
+    EXPECT_EQ(j.sections[1].get("iodepth"), "1");
+    EXPECT_EQ(j.sections[1].get("flow"), "1");
+    EXPECT_EQ(j.sections[1].get("stonewall"), "");
+    EXPECT_EQ(j.text.find("[kvio-distilled-phase1-writes]\nstonewall"), std::string::npos) << j.text;  // runs alongside
+}
+
+// Issue 16 row 13: a 1000-byte or 0-byte command among 64 KiB ones gave bssplit=1000/2:64k/98, which fio refuses
+// with direct=1 (EINVAL).
+TEST(Distill, NonSectorSizesAreLeftOutWithANote) {
+    EventsFile ef;
+    uint64_t t = 1000;
+    for (int i = 0; i < 100; ++i, t += 100'000) ef.cmd("write", uint64_t(i) * 128, i == 10 ? 1000 : i == 20 ? 0 : 65536, t, t + 50'000);
+    FioJob j = make_fio_job(profile_events(ef.load()), opts());
+    EXPECT_EQ(j.get("bssplit"), "64k/100");
+    EXPECT_EQ(j.get("bs_unaligned"), "");
+    EXPECT_NE(j.text.find("2 commands of 0 bytes or of a size that is not a whole number of 512-byte sectors left out"),
+              std::string::npos) << j.text;
+}
+
+TEST(Distill, FlushesBecomeFdatasync) {
+    EventsFile ef;
+    uint64_t t = 1000;
+    for (int i = 0; i < 100; ++i, t += 200'000) {
+        ef.cmd("write", uint64_t(i) * 8, 4096, t, t + 50'000);
+        ef.raw(json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "flush"}, {"rwbs", "F"},
+                    {"sector", 0}, {"bytes", 0}, {"ts_issue", t + 60'000}, {"ts_complete", t + 90'000}, {"d2c_ns", 30'000},
+                    {"pid", 100}, {"tid", 100}, {"comm", "fio"}}.dump());
+    }
+    FioJob j = make_fio_job(profile_events(ef.load()), opts());
+    EXPECT_EQ(j.get("fdatasync"), "1") << j.text;
+}
+
+TEST(Distill, NoFilenameLeavesItToFiosCommandLine) {
+    EventsFile ef;
+    closed_loop(ef, 1000, 100, 1, "read", 4096, false, 50'000);
+    JobOptions o = opts();
+    o.filename = "";
+    FioJob j = make_fio_job(profile_events(ef.load()), o);
+    EXPECT_EQ(j.get("filename"), "");
+    EXPECT_NE(j.text.find("no filename in this job: give the target on fio's command line"), std::string::npos) << j.text;
+}
+
+// The negative control: a flattened job (the same commands in random order, as one randrw section issues them)
+// has the right whole-run distributions but the wrong shape over time, and only the time-resolved score sees it.
+TEST(TimeFidelity, FlattenedTwoPhaseTraceScoresWellWholeRunAndBadlyOverTime) {
+    EventsFile a, b;
+    uint64_t t = closed_loop(a, 1'000'000, 1000, 1, "write", 65536, true, 100'000);
+    closed_loop(a, t, 3000, 1, "read", 4096, false, 100'000);
+    EventTrace ta = a.load();
+    // The flattened replay: the same sizes and directions, interleaved 1 write : 3 reads.
+    uint64_t ws = 0;
+    t = 1'000'000;
+    for (int i = 0; i < 4000; ++i, t += 100'000) {
+        bool w = i % 4 == 0;
+        b.cmd(w ? "write" : "read", w ? ws : uint64_t(i) * 7919 % 100000 * 8, w ? 65536 : 4096, t, t + 100'000);
+        if (w) ws += 128;
+    }
+    EventTrace tb = b.load();
+    Fidelity whole = score(profile_events(ta), profile_events(tb));
+    EXPECT_LT(whole.rwmix_err, 0.5);
+    EXPECT_LT(whole.size_tv_read, 0.01);
+    EXPECT_LT(whole.size_tv_write, 0.01);
+    TimeFidelity tf = score_over_time(data_cmds(ta.cmds), data_cmds(tb.cmds));
+    EXPECT_EQ(tf.windows, 20u);
+    EXPECT_GT(tf.worst_read_err, 50.0);
+    EXPECT_EQ(tf.phases.orig, 2u);
+    EXPECT_EQ(tf.phases.replay, 1u);
+    EXPECT_FALSE(tf.phases.in_order);
+    // And the trace against itself is perfect.
+    TimeFidelity self = score_over_time(data_cmds(ta.cmds), data_cmds(ta.cmds));
+    EXPECT_EQ(self.worst_read_err, 0.0);
+    EXPECT_EQ(self.worst_size_tv, 0.0);
+    EXPECT_TRUE(self.phases.in_order);
+    EXPECT_EQ(self.worst_volume_err, 0.0);
+    EXPECT_NE(summary_line(whole, tf).find("phases 2 -> 1 NOT matching"), std::string::npos) << summary_line(whole, tf);
 }

@@ -1,0 +1,286 @@
+#include "distiller/phased_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace kvio::distiller {
+
+namespace {
+
+// The commands of `t` in [first, last) as a trace of their own (same device, source and health).
+EventTrace slice(const EventTrace& t, size_t first, size_t last, int only_write = -1) {
+    EventTrace s;
+    s.path = t.path;
+    s.dev = t.dev;
+    s.disk = t.disk;
+    s.format = t.format;
+    s.has_summary = true;
+    for (size_t i = first; i < last; ++i) {
+        const Cmd& c = t.cmds[i];
+        bool data = c.op == Op::Read || c.op == Op::Write;
+        if (only_write >= 0 && (!data || (c.op == Op::Write) != bool(only_write))) continue;
+        s.cmds.push_back(c);
+    }
+    s.records = s.cmds.size();
+    return s;
+}
+
+// Concurrent streams: both directions are a real part of the phase (>= 1 % and >= 64 commands each) and are submitted by different
+// threads (a reader and a writer side by side; one thread issuing a mix is one randrw stream). A thread is a
+// reader or a writer when >= 95 % of its commands go one way; the commands of mixed threads (a kworker flushing a
+// plug issues both) must stay below 5 %. And they run at the same time: the reads' and the writes' spans (first
+// to last issue) overlap by at least half of the shorter one (a write-then-read phase merged by --max-phases is not).
+bool separate_streams(const EventTrace& s) {
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_tid;  // tid -> (reads, writes)
+    uint64_t r = 0, w = 0;
+    uint64_t first[2] = {UINT64_MAX, UINT64_MAX}, last[2] = {0, 0};
+    for (const auto& c : s.cmds) {
+        if (c.op != Op::Read && c.op != Op::Write) continue;
+        const int d = c.op == Op::Write;
+        if (d) ++w, ++by_tid[c.tid].second;
+        else ++r, ++by_tid[c.tid].first;
+        first[d] = std::min(first[d], c.ts_issue);
+        last[d] = std::max(last[d], c.ts_issue);
+    }
+    if (std::min(r, w) < 64 || double(std::min(r, w)) < 0.01 * double(r + w)) return false;
+    const uint64_t lo = std::max(first[0], first[1]), hi = std::min(last[0], last[1]);
+    const uint64_t shorter = std::min(last[0] - first[0], last[1] - first[1]);
+    if (hi <= lo || double(hi - lo) < 0.5 * double(shorter)) return false;
+    uint64_t mixed = 0;
+    for (const auto& [tid, n] : by_tid) {
+        uint64_t all = n.first + n.second;
+        if (!tid || double(std::min(n.first, n.second)) > 0.05 * double(all)) mixed += all;
+    }
+    return double(mixed) < 0.05 * double(r + w);
+}
+
+std::string pct_str(double share) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f %%", 100 * share);
+    return b;
+}
+
+// fio flow= weights (1..1000 each, fio 3.33 --cmdhelp=flow) whose ratio is closest to reads : writes.
+std::pair<uint32_t, uint32_t> flow_weights(uint64_t reads, uint64_t writes) {
+    const double want = double(reads) / double(reads + writes);
+    std::pair<uint32_t, uint32_t> best{1, 1};
+    double err = 2;
+    for (uint32_t b = 1; b <= 1000; ++b) {
+        double a = std::round(want * b / (1 - want));
+        if (a < 1 || a > 1000) continue;
+        double e = std::fabs(a / (a + b) - want);
+        if (e < err - 1e-12) err = e, best = {uint32_t(a), b};
+    }
+    return best;
+}
+
+// Stretches [first, last) of `s`'s commands with a steady read share: chunks of >= 2000 commands (at most 8), merged
+// while the read shares within a stretch stay within 2 points (the time-resolved score's per-window bound).
+std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s) {
+    const size_t n = s.cmds.size(), chunks = std::clamp<size_t>(n / 2000, 1, 8);
+    std::vector<std::pair<size_t, size_t>> out;
+    double lo = 101, hi = -1;
+    for (size_t k = 0; k < chunks; ++k) {
+        size_t b = k * n / chunks, e = (k + 1) * n / chunks;
+        uint64_t r = 0, d = 0;
+        for (size_t i = b; i < e; ++i) {
+            r += s.cmds[i].op == Op::Read;
+            d += s.cmds[i].op == Op::Read || s.cmds[i].op == Op::Write;
+        }
+        double share = d ? 100.0 * double(r) / double(d) : 0;
+        if (out.empty() || std::max(hi, share) - std::min(lo, share) > 2.0) {
+            out.push_back({b, e});
+            lo = hi = share;
+        } else {
+            out.back().second = e;
+            lo = std::min(lo, share), hi = std::max(hi, share);
+        }
+    }
+    return out;
+}
+
+std::string ms_str(uint64_t ns) {
+    std::ostringstream o;
+    o.precision(1);
+    o << std::fixed << double(ns) / 1e6 << " ms";
+    return o.str();
+}
+
+}  // namespace
+
+nlohmann::json phases_json(const PhasePlan& plan) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& p : plan.phases)
+        a.push_back({{"begin", p.begin},
+                     {"end", p.end},
+                     {"cmds", p.cmds()},
+                     {"kind", p.kind},
+                     {"idle_before_ms", double(p.idle_before_ns) / 1e6},
+                     {"mix", describe(summarize(plan.data, p.begin, p.end))}});
+    return a;
+}
+
+FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt, PhasePlan* out) {
+    PhasePlan plan;
+    plan.data = data_cmds(t.cmds);
+    plan.phases = detect_phases(plan.data, popt);
+    plan.period = phase_period(plan.phases);
+    const auto& d = plan.data;
+    auto& ph = plan.phases;
+    auto first_cmd = [&](size_t i) { return i == 0 ? size_t(0) : d[ph[i].begin].index; };
+    auto end_cmd = [&](size_t i) { return i + 1 < ph.size() ? d[ph[i + 1].begin].index : t.cmds.size(); };
+
+    std::vector<EventTrace> slices;
+    for (size_t i = 0; i < ph.size(); ++i) slices.push_back(slice(t, first_cmd(i), end_cmd(i)));
+    const bool concurrent = std::any_of(slices.begin(), slices.end(), separate_streams);
+    if (ph.size() <= 1 && !concurrent) {
+        if (out) *out = std::move(plan);
+        return make_fio_job(whole, opt);
+    }
+
+    std::vector<std::string> notes = check_trace_health(whole, opt);
+    FioJob job;
+    FioSection global;
+    target_options(whole, opt, job.not_inferred, global);
+    job.options = global.options;
+
+    // Repeats of one phase separated by idle gaps: one section with loops (number_ios restarts with every loop)
+    // and the gap as thinktime after each repetition.
+    const bool loop_one = plan.period == 1 && ph.size() > 1 && !concurrent;
+    const size_t shown = loop_one ? 1 : ph.size();
+    const uint64_t span = std::max<uint64_t>(1, whole.span_ns);
+    bool stonewall = false;
+    uint32_t flow_groups = 0;
+    for (size_t i = 0; i < shown; ++i) {
+        const Phase& p = ph[i];
+        const MixSummary mix = summarize(d, p.begin, p.end);
+        std::string where = "phase " + std::to_string(i + 1) + " of " + std::to_string(ph.size()) + ": commands " +
+                            std::to_string(p.begin) + "-" + std::to_string(p.end - 1) + " (" + std::to_string(p.cmds()) + "), " +
+                            describe(mix);
+        if (plan.period > 1 && i >= plan.period)
+            where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " + std::to_string(plan.period) +
+                     " phases, " + std::to_string(ph.size() / plan.period) + " times: fio cannot loop a group of sections)";
+        if (p.idle_before_ns >= popt.gap_ns && !loop_one) {
+            FioSection idle;
+            idle.name = opt.job_name + "-idle" + std::to_string(i + 1);
+            idle.comment = "idle gap of " + ms_str(p.idle_before_ns) + " at the device before phase " + std::to_string(i + 1) +
+                           ": one I/O on the null engine (no device command) followed by thinktime";
+            idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
+                            {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((p.idle_before_ns + 500) / 1000)}};
+            job.sections.push_back(idle);
+            stonewall = true;
+        }
+        const EventTrace& s = slices[i];
+        const uint64_t phase_ns = (i + 1 < ph.size() ? d[ph[i + 1].begin].ts : t.cmds.back().end_ts()) - d[p.begin].ts;
+        SectionSpec spec;
+        spec.target = false;
+        spec.flushes_per_write = flush_rate(whole, spec.flush_why);
+        spec.stonewall = stonewall;
+        if (opt.mode == JobMode::Time)
+            spec.runtime_ms = std::max<uint64_t>(1, uint64_t(std::llround(
+                                  (opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span) : double(phase_ns) / 1e6))));
+        if (separate_streams(s)) {
+            // The streams' ratio drifts over a long phase (a reader slows as a writer fills the region); each stretch
+            // of a steady ratio gets its own pair of sections, so the ratio is kept over time, not only on average.
+            auto groups = steady_ratio_groups(s);
+            for (size_t g = 0; g < groups.size(); ++g) {
+                EventTrace part = slice(s, groups[g].first, groups[g].second);
+                const uint64_t n = part.cmds.size();
+                uint64_t r = 0;
+                for (const auto& c : part.cmds) r += c.op == Op::Read;
+                uint64_t data = 0;
+                for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
+                auto [fr, fw] = flow_weights(r, data - r);
+                ++flow_groups;
+                for (int w = 0; w < 2; ++w) {
+                    EventTrace st = slice(part, 0, n, w);
+                    if (st.cmds.empty()) continue;
+                    uint64_t k = w ? data - r : r;
+                    SectionSpec ss = spec;
+                    ss.flow = w ? fw : fr;
+                    ss.flow_id = flow_groups;
+                    ss.rate_why = "concurrent streams: " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
+                                  std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
+                                  std::to_string(fw) + " (the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
+                    if (opt.mode == JobMode::Time && spec.runtime_ms)
+                        ss.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
+                    FioSection sec = derive_section(profile_events(st), opt, ss, job.not_inferred);
+                    std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+                    sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
+                    sec.comment = where + (groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
+                                                                   " (the streams' ratio changes: " + pct_str(double(r) / double(data)) + " reads here)"
+                                                             : "") +
+                                  (w ? "; its writes, submitted by other threads than its reads, run alongside"
+                                     : "; its reads (the writes run alongside, from other threads)");
+                    job.sections.push_back(sec);
+                    spec.stonewall = false;
+                }
+                spec.stonewall = true;
+            }
+        } else {
+            // A repeated phase: its values from every repetition.
+            FioSection sec = derive_section(loop_one ? whole : profile_events(s), opt, spec, job.not_inferred);
+            sec.name = opt.job_name + "-phase" + std::to_string(i + 1);
+            sec.comment = where;
+            if (loop_one) {
+                uint64_t total = 0, gaps = 0;
+                for (size_t k = 0; k < ph.size(); ++k) {
+                    total += ph[k].cmds();
+                    if (k) gaps += ph[k].idle_before_ns;
+                }
+                uint64_t per = (total + ph.size() / 2) / ph.size();
+                uint64_t gap_us = (gaps / (ph.size() - 1) + 500) / 1000;
+                sec.comment = "the trace repeats one phase " + std::to_string(ph.size()) + " times with idle gaps (mean " +
+                              ms_str(gaps / (ph.size() - 1)) + "); its first repetition: " + describe(mix);
+                std::erase_if(sec.options, [](const auto& kv) {
+                    return kv.first == "number_ios" || kv.first == "loops" || kv.first == "thinktime" || kv.first == "thinktime_blocks";
+                });
+                sec.options.emplace_back("number_ios", std::to_string(per));
+                sec.why.push_back("number_ios=" + std::to_string(per) + ": mean commands per repetition (" + std::to_string(total) +
+                                  " in all); fio restarts the count with every loop");
+                sec.options.emplace_back("loops", std::to_string(ph.size()));
+                sec.why.push_back("loops=" + std::to_string(ph.size()) + ": the repetitions");
+                sec.options.emplace_back("thinktime", std::to_string(gap_us));
+                sec.options.emplace_back("thinktime_blocks", std::to_string(per));
+                sec.why.push_back("thinktime=" + std::to_string(gap_us) + ", thinktime_blocks=" + std::to_string(per) +
+                                  ": the mean idle gap after each repetition, µs (fio also thinks after the last one)");
+            }
+            job.sections.push_back(sec);
+        }
+        stonewall = true;
+    }
+    job.not_inferred.push_back("the access distribution inside each range (uniform random assumed; no LBA heatmap used)");
+    if (whole.other_cmds > whole.flush_cmds)
+        job.not_inferred.push_back(std::to_string(whole.other_cmds - whole.flush_cmds) + " discard/other commands are not reproduced");
+    job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
+    std::sort(job.not_inferred.begin(), job.not_inferred.end());
+    job.not_inferred.erase(std::unique(job.not_inferred.begin(), job.not_inferred.end()), job.not_inferred.end());
+
+    std::ostringstream o;
+    o << job_header(whole, opt, whole.write.cmds > 0);
+    o << "; " << ph.size() << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
+      << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns) << "), in order, each after the previous ends (stonewall)"
+      << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
+    for (const auto& w : notes) o << "; " << w << "\n";
+    for (const auto& w : global.why) o << "; " << w << "\n";
+    o << "; not inferred from the trace:\n";
+    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
+    o << "\n[global]\n";
+    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
+    for (const auto& s : job.sections) {
+        o << "\n; " << s.comment << "\n";
+        for (const auto& w : s.why) o << ";   " << w << "\n";
+        o << "[" << s.name << "]\n";
+        for (const auto& [k, v] : s.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
+    }
+    job.text = o.str();
+    if (out) *out = std::move(plan);
+    return job;
+}
+
+}  // namespace kvio::distiller

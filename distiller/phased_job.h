@@ -1,0 +1,29 @@
+// A fio job that keeps a trace's shape over time: one stonewalled section per phase, concurrent sections for
+// concurrent streams, idle sections for long idle gaps, loops for repeats. Rules: docs/distill.md "Phases".
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "distiller/events.h"
+#include "distiller/fio_job.h"
+#include "distiller/phases.h"
+#include "distiller/profile.h"
+
+namespace kvio::distiller {
+
+/// What the phased job was built from, for --json and reports.
+struct PhasePlan {
+    std::vector<DataCmd> data;    ///< data_cmds(trace)
+    std::vector<Phase> phases;    ///< detect_phases(data)
+    size_t period = 0;            ///< phase_period(phases)
+};
+
+/// Derives the job from `t` (one device, sorted) and its whole-run profile `whole`: detects phases with
+/// `popt`; one phase without concurrent streams gives make_fio_job(whole)'s one-section job. Throws what
+/// check_trace_health and derive_section throw. `plan`, when given, receives the phases.
+FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt = {},
+                       PhasePlan* plan = nullptr);
+
+/// [{"begin","end","cmds","kind","idle_before_ms","mix"}...] of a plan's phases.
+nlohmann::json phases_json(const PhasePlan& plan);
+
+}  // namespace kvio::distiller

@@ -1,0 +1,63 @@
+// Time-resolved fidelity: the original and the replay cut into windows and compared window by window, and their
+// phase sequences compared. Whole-run distributions cannot see a job that destroys the time structure (a
+// flattened randrw job of a write-then-read trace has the right totals); these scores can. docs/distill.md.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "distiller/phases.h"
+
+namespace kvio::distiller {
+
+/// One window's values on one side.
+struct WindowStats {
+    double read_pct = 0;       ///< reads / commands, percent
+    double seq_pct = 0;        ///< sequential commands / commands, percent
+    uint32_t depth_median = 0; ///< median in-flight count at issue
+    uint64_t cmds = 0, bytes = 0;
+};
+
+/// One window compared.
+struct WindowScore {
+    WindowStats orig, replay;
+    double read_err = 0;   ///< |read share difference|, points
+    double size_tv = 0;    ///< the larger of the per-direction size TVs (a direction with < 5 commands on a side is skipped)
+    double depth_tv = 0;   ///< TV of the in-flight-at-issue distributions
+    double seq_err = 0;    ///< |sequential share difference|, points
+};
+
+/// The phase sequences compared (detect_phases on each side, adjacent phases of one kind counted as one).
+struct PhaseComparison {
+    size_t orig = 0, replay = 0;         ///< phase counts
+    bool in_order = false;               ///< same count and phase i has the same mix on both sides (mixes_differ false)
+    std::vector<double> volume_err_pct;  ///< per phase, |replay bytes − orig bytes| / orig bytes × 100 (same count only)
+    std::vector<uint32_t> depth_orig, depth_replay;  ///< per phase, median in-flight at issue
+    std::vector<std::string> mix_orig, mix_replay;   ///< describe() of each phase
+};
+
+/// Window-by-window fidelity. Windows hold equal shares of each side's data commands (window k: commands
+/// [k·n/K, (k+1)·n/K)), so they are normalised to each run's own length whatever its speed.
+struct TimeFidelity {
+    size_t windows = 0;
+    std::vector<WindowScore> per_window;
+    double worst_read_err = 0, worst_size_tv = 0, worst_depth_tv = 0, worst_seq_err = 0;
+    PhaseComparison phases;
+    double worst_volume_err = 0;  ///< max of phases.volume_err_pct; 100 when the phase counts differ
+};
+
+/// K = min(max_windows, max(1, n / 100)) over the shorter side's n, so a window holds at least 100 commands.
+TimeFidelity score_over_time(const std::vector<DataCmd>& orig, const std::vector<DataCmd>& replay, size_t max_windows = 20,
+                             const PhaseOptions& popt = {});
+
+struct Fidelity;
+/// One line: the time-resolved worst values first (what a flattened job gets wrong), then the phase sequence,
+/// then the whole-run numbers, e.g. "worst window: read share error 0.4 points, size TV 0.010, depth TV 0.08,
+/// sequential error 1.0 points; phases 2 -> 2 in order, volume error <= 0.1 %; whole run: size TV 0.000/0.002, ...".
+std::string summary_line(const Fidelity& whole, const TimeFidelity& t);
+
+/// {"windows","by":"commands","worst":{...},"per_window":[...],"phases":{...}}
+nlohmann::json to_json(const TimeFidelity& f);
+
+}  // namespace kvio::distiller
