@@ -530,23 +530,6 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
     return 0;
 }
 
-/// A temporary --cache-dir (the benchmark's tempfile.TemporaryDirectory(prefix="kv_cache_")), removed at exit.
-struct TempCacheDir {
-    std::string path;
-    TempCacheDir() {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kv_cache_XXXXXX";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        if (!mkdtemp(buf.data())) throw Error("simulate: cannot create a temporary cache directory " + tmpl + ": " + std::strerror(errno));
-        path = buf.data();
-    }
-    ~TempCacheDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-};
-
 nlohmann::ordered_json fixes_applied() {
     return nlohmann::ordered_json::array({
         "prefix entries are written on their first miss, so later requests hit (#283)",
@@ -571,17 +554,10 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         throw Error(msg);
     }
     refuse_unimplemented(config);
-    for (const auto& w : warnings)
-        if (progress) *progress << "simulate: warning: " << w << "\n";
 
     SimConfig c = config;
     workload::ModelConfig model = resolve_model(c);
     const uint64_t bpt = bytes_per_token(model);
-    std::unique_ptr<TempCacheDir> temp_dir;
-    if (c.cache_dir.empty() && c.io_trace_log.empty()) {
-        temp_dir = std::make_unique<TempCacheDir>();
-        c.cache_dir = temp_dir->path;
-    }
     std::string seed_source = c.seed ? "--seed" : "random (no --seed)";
     uint64_t seed_used = c.seed ? uint64_t(*c.seed) : uint64_t(std::random_device{}());
     PyRandom rng{int64_t(seed_used)};
