@@ -324,3 +324,20 @@ TEST(Simulate, RagPrefillOnlyDecodeOnlyAndUnseededRuns) {
     EXPECT_TRUE(r.results["seed"].is_null());
     EXPECT_TRUE(r.results["kvio"]["seed_used"].is_number());
 }
+
+TEST(Simulate, LatencyTracingAddsTheBenchmarksTracingKeys) {
+    Ext4Mount ext4(768 * kMiB);
+    TempDir dir;
+    SimRun r = simulate(dir, "--model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                             "--generation-mode none --max-concurrent-allocs 1 --storage-capacity-gb 0.3 --seed 3 "
+                             "--disable-multi-turn --enable-latency-tracing --cache-dir " + ext4.mnt + "/cache");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    ASSERT_TRUE(r.results.contains("device_latency_tracing")) << r.cmd.err;
+    EXPECT_EQ(r.results["device_latency_tracing"]["device"], ext4.loop.name);
+    EXPECT_FALSE(r.results["fio_workload"].get<std::string>().empty());
+    EXPECT_TRUE(r.results["kvio"].contains("validation"));
+    // Without --cache-dir there is no disk to trace: refused before anything runs.
+    r = simulate(dir, "--duration 1 --enable-latency-tracing --gpu-mem-gb 0 --cpu-mem-gb 0");
+    EXPECT_NE(r.cmd.status, 0);
+    EXPECT_NE(r.cmd.err.find("--enable-latency-tracing needs --cache-dir"), std::string::npos) << r.cmd.err;
+}

@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
+#include "workload/serving/latency_tracing.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/prefix.h"
 #include "workload/serving/qos.h"
@@ -90,7 +91,6 @@ void refuse_unimplemented(const SimConfig& c) {
     if (!c.validation_trace.empty()) bad.push_back("--validation-trace");
     if (c.precondition) bad.push_back("--precondition");
     if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
-    if (c.enable_latency_tracing) bad.push_back("--enable-latency-tracing");
     if (bad.empty()) return;
     std::string s;
     for (const auto& b : bad) s += (s.empty() ? "" : ", ") + b;
@@ -540,7 +540,21 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
 
-    MultiTierCache cache(c, bpt, progress);
+    // --enable-latency-tracing: kvio's tracer on the cache directory's disk, started before the first write.
+    std::unique_ptr<LatencyTracing> tracing;
+    if (c.enable_latency_tracing) {
+        if (c.cache_dir.empty() || !c.io_trace_log.empty())
+            throw Error("simulate: --enable-latency-tracing needs --cache-dir on a block device (and no --io-trace-log)");
+        std::error_code ec;
+        std::filesystem::create_directories(c.cache_dir, ec);
+        LatencyTracingOptions lo;
+        lo.cache_dir = c.cache_dir;
+        lo.trace_dir = c.trace_dir;
+        tracing = std::make_unique<LatencyTracing>(lo);
+        if (c.semantic_path.empty()) c.semantic_path = tracing->semantic_path();
+    }
+    auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
+    MultiTierCache& cache = *cache_owner;
     if (console) print_banner(*console, c, model, bpt, users, cache, seed_used);
 
     SimResult res;
@@ -568,6 +582,8 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
     doc["kvio"] = kv;
+    cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
+    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
 
     res.output_path = c.output.empty() ? default_output_name() : c.output;
     {
