@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "workload/serving/cache.h"
+#include "workload/serving/latency_tracing.h"
 #include "workload/serving/conversation.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/prefix.h"
@@ -90,7 +91,6 @@ void refuse_unimplemented(const SimConfig& c) {
     if (!c.validation_trace.empty()) bad.push_back("--validation-trace");
     if (c.precondition) bad.push_back("--precondition");
     if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
-    if (c.enable_latency_tracing) bad.push_back("--enable-latency-tracing");
     if (bad.empty()) return;
     std::string s;
     for (const auto& b : bad) s += (s.empty() ? "" : ", ") + b;
@@ -563,6 +563,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
 
+    // --enable-latency-tracing (sim-config): kvio trace on the cache's disk, the storage tier's semantic records.
+    std::unique_ptr<LatencyTracing> tracing;
+    if (c.enable_latency_tracing) {
+        tracing = std::make_unique<LatencyTracing>(latency_tracing_options(c));
+        c.semantic_path = tracing->semantic_path();
+    }
     MultiTierCache cache(c, bpt, progress);
     if (console) print_banner(*console, c, model, bpt, users, cache, seed_used);
 
@@ -572,6 +578,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         Simulation sim(c, model, bpt, users, seed_used, cache);
         res.exit_code = sim.run(doc, progress);
     }
+    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
     nlohmann::ordered_json& k = doc["kvio"];
     nlohmann::ordered_json kv;
     kv["format"] = "kvio.simulate/1";

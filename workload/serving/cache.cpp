@@ -17,6 +17,7 @@
 #include "workload/serving/io_trace_log.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/stats_util.h"
+#include "workload/serving/semantic_tier.h"
 #include "workload/serving/tiers.h"
 #include "workload/serving/waterfall.h"
 
@@ -169,6 +170,9 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
                 throw Error("--cache-dir " + m.storage_dir + ": not a directory" + (ec ? " (" + ec.message() + ")" : ""));
         }
         m.backend[int(Tier::Storage)] = make_storage_dir_tier(m.storage_dir);  // deletes old *.npy first
+        if (!c.semantic_path.empty())  // --enable-latency-tracing (sim-config): one kvio.semantic/1 record per op
+            m.backend[int(Tier::Storage)] = make_semantic_tier(std::move(m.backend[int(Tier::Storage)]), m.storage_dir,
+                                                               c.semantic_path, c.model, c.storage_io == "buffered");
         if (c.storage_capacity_gb <= 0) {
             struct statvfs v;
             if (::statvfs(m.storage_dir.c_str(), &v) == 0)

@@ -156,6 +156,9 @@ struct SimConfig {
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
     bool quiet = false;                       ///< no console report (results JSON only)
+    /// Not a flag: set by run_simulation under --enable-latency-tracing; the storage tier then writes a
+    /// kvio.semantic/1 record per op there (semantic_log.h, semantic_tier.h). "" = none.
+    std::string semantic_path;
 
     /// Settings from --config (or the defaults).
     YamlSettings yaml = default_yaml_settings();
