@@ -336,8 +336,8 @@ TEST(Simulate, LatencyTracingAddsTheBenchmarksTracingKeys) {
     EXPECT_EQ(r.results["device_latency_tracing"]["device"], ext4.loop.name);
     EXPECT_FALSE(r.results["fio_workload"].get<std::string>().empty());
     EXPECT_TRUE(r.results["kvio"].contains("validation"));
-    // Without --cache-dir there is no disk to trace: refused before anything runs.
-    r = simulate(dir, "--duration 1 --enable-latency-tracing --gpu-mem-gb 0 --cpu-mem-gb 0");
+    // A logical run has no I/O to trace: refused before anything runs.
+    r = simulate(dir, "--duration 1 --enable-latency-tracing --io-trace-log " + dir.file("t.csv"));
     EXPECT_NE(r.cmd.status, 0);
-    EXPECT_NE(r.cmd.err.find("--enable-latency-tracing needs --cache-dir"), std::string::npos) << r.cmd.err;
+    EXPECT_NE(r.cmd.err.find("--io-trace-log"), std::string::npos) << r.cmd.err;
 }

@@ -134,3 +134,37 @@ TEST(SimulateTracing, RefusesTmpfs) {
         EXPECT_NE(std::string(e.what()).find("not on a block device"), std::string::npos) << e.what();
     }
 }
+
+// The whole path in a real run: kvio simulate --enable-latency-tracing on an ext4 loop device (the benchmark's
+// buffered pattern, the only storage I/O mode so far): the results carry the benchmark's device_latency_tracing
+// and fio_workload plus kvio.validation, --trace-dir keeps files `kvio validate` joins the same way.
+TEST(SimulateTracing, SimulateRunAddsTracingResults) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    test::Ext4Mount m(1ull << 30);
+    test::TempDir t;
+    const std::string out = t.file("r.json"), tdir = t.file("trace");
+    const auto r = test::run(test::kvio_bin() + " simulate --model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0 "
+                             "--cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --progress-interval 0 "
+                             "--cache-dir " + m.mnt + "/cache --enable-latency-tracing --trace-dir " + tdir +
+                             " --output " + out);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto doc = nlohmann::json::parse(test::slurp(out));
+    ASSERT_TRUE(doc.contains("device_latency_tracing")) << r.err;
+    EXPECT_EQ(doc["device_latency_tracing"]["device"], m.loop.name);
+    EXPECT_TRUE(doc["device_latency_tracing"]["devices"][0].contains("histograms"));
+    ASSERT_TRUE(doc["fio_workload"].is_string());
+    const auto& v = doc["kvio"]["validation"];
+    // Every storage-tier op has a record; the buffered pattern is joined by offset and time, scored loosely
+    // (writeback decides command sizes), but the bytes the device moved must be the ops' bytes within 10 %.
+    ASSERT_GT(v["objects"].get<uint64_t>(), 0u) << v.dump(1);
+    EXPECT_EQ(v["objects_no_cmds"], 0) << v.dump(1);
+    EXPECT_LT(v["wape"].get<double>(), 0.10) << v.dump(1);
+    for (const char* f : {"events.jsonl", "semantic.jsonl", "trace.json", "fio_workload.ini"})
+        EXPECT_TRUE(std::ifstream(tdir + "/" + f).good()) << f;
+    const auto fio = test::run("fio --parse-only " + tdir + "/fio_workload.ini");
+    EXPECT_EQ(fio.status, 0) << fio.err;
+    const auto val = test::run(test::kvio_bin() + " validate --commands " + tdir + "/events.jsonl --semantic " + tdir +
+                               "/semantic.jsonl --trace-json " + tdir + "/trace.json");
+    EXPECT_EQ(val.status, 0) << val.err;
+    EXPECT_NE(val.out.find(v["summary"].get<std::string>()), std::string::npos) << val.out;
+}

@@ -540,18 +540,14 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
 
-    // --enable-latency-tracing: kvio's tracer on the cache directory's disk, started before the first write.
+    // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
+    // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
     std::unique_ptr<LatencyTracing> tracing;
     if (c.enable_latency_tracing) {
-        if (c.cache_dir.empty() || !c.io_trace_log.empty())
-            throw Error("simulate: --enable-latency-tracing needs --cache-dir on a block device (and no --io-trace-log)");
-        std::error_code ec;
-        std::filesystem::create_directories(c.cache_dir, ec);
-        LatencyTracingOptions lo;
-        lo.cache_dir = c.cache_dir;
-        lo.trace_dir = c.trace_dir;
-        tracing = std::make_unique<LatencyTracing>(lo);
-        if (c.semantic_path.empty()) c.semantic_path = tracing->semantic_path();
+        if (!c.io_trace_log.empty())
+            throw Error("simulate: --enable-latency-tracing traces real I/O: it cannot be combined with --io-trace-log");
+        tracing = std::make_unique<LatencyTracing>(latency_tracing_options(c));
+        c.semantic_path = tracing->semantic_path();
     }
     auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
     MultiTierCache& cache = *cache_owner;

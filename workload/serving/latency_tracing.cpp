@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -44,10 +45,22 @@ int wait_status(pid_t pid) {
 
 }  // namespace
 
+LatencyTracingOptions latency_tracing_options(const SimConfig& c) {
+    LatencyTracingOptions o;
+    const char* tmp = std::getenv("TMPDIR");
+    o.cache_dir = !c.cache_dir.empty() ? c.cache_dir : tmp && *tmp ? tmp : "/tmp";
+    o.trace_dir = c.trace_dir;
+    return o;
+}
+
 LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
     BlockDevInfo info;
     try {
-        info = block_dev_info_for_path(o.cache_dir);
+        // The cache creates --cache-dir when it is missing: its disk is the one of the nearest existing parent.
+        fs::path p = fs::absolute(o.cache_dir);
+        std::error_code ec;
+        while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+        info = block_dev_info_for_path(p.string());
     } catch (const Error&) {
         throw Error("--enable-latency-tracing: --cache-dir " + o.cache_dir +
                     " is not on a block device (tmpfs?): there are no device commands to trace");

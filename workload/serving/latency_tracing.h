@@ -10,10 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workload/serving/config.h"
+
 namespace kvio::serving {
 
 struct LatencyTracingOptions {
-    std::string cache_dir;                  ///< the storage tier's directory: its disk is traced
+    std::string cache_dir;                  ///< the storage tier's directory (or its nearest existing parent): its disk is traced
     std::string trace_dir;                  ///< keep the files here; "" = a temporary directory, removed by finish()
     std::string kvio_exe = "/proc/self/exe";///< the kvio binary that runs `trace`
     double ready_timeout_s = 60;            ///< how long to wait for the programs to attach
@@ -59,6 +61,10 @@ private:
     bool temp_dir_ = false;
     pid_t child_ = 0;
 };
+
+/// The options of a simulation run: cache_dir = --cache-dir (else $TMPDIR or /tmp, where the cache makes its
+/// temporary directory), trace_dir = --trace-dir, kvio_exe = /proc/self/exe.
+LatencyTracingOptions latency_tracing_options(const SimConfig& c);
 
 /// Puts `r` into a results document: "device_latency_tracing", "fio_workload" (the benchmark's keys) and
 /// "kvio"."validation".

@@ -100,6 +100,7 @@ void SemanticLog::record(bool store, const std::string& key, int fd, uint64_t pa
                                 {"transfers", transfers}};
     if (!err.empty()) r["error"] = err;
     out_ << r.dump() << '\n';
+    out_.flush();  // one line per KV entry op (KiB to GiB of I/O): validate may read the file while the tier lives
 }
 
 uint64_t SemanticLog::records() const {
