@@ -74,7 +74,7 @@ public:
     OpTiming read(const std::string& key, uint64_t bytes) override {
         const std::string path = npy_path(dir_, key);
         const uint64_t total = kDirectHeader + round_up(bytes, 4096);
-        StorageOpRecord rec{false, key, bytes, total, kDirectHeader};
+        StorageOpRecord rec{false, key, bytes, total - kDirectHeader, 0};  // a load reads the data, not the header
         rec.ts_start = workload::monotonic_ns();
         double t0 = now_s();
         struct stat st;
@@ -87,7 +87,8 @@ public:
         try {
             if (sem_) rec.trace_id = sem_->next_trace_id();
             double t1 = now_s();
-            TransferResult r = pool_->run(*lease, fd, false, {{0, total}}, total, {}, nullptr, bytes, rec.trace_id);
+            TransferResult r = pool_->run(*lease, fd, false, {{kDirectHeader, rec.bytes}}, rec.bytes, {}, nullptr, bytes,
+                                          rec.trace_id);
             t.host = (t1 - t0) + r.host;
             t.device = r.device;
             rec.transfers = r.transfers;
@@ -107,7 +108,7 @@ public:
 private:
     void record(StorageOpRecord& rec, int fd, const std::string& path) {
         try {
-            rec.extents = workload::device_extents(*target_, fd, 0, rec.bytes, path);
+            rec.extents = workload::device_extents(*target_, fd, kDirectHeader - rec.header_bytes, rec.bytes, path);
         } catch (const Error& e) {
             rec.error = e.what();
         }
