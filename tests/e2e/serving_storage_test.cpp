@@ -275,7 +275,12 @@ json trace_and_validate(const TempDir& t, const std::string& disk, SimConfig c, 
     const std::string rep = t.file(tag + ".report.json");
     r = run(kvio_bin() + " validate --commands " + ev + " --semantic " + c.semantic_path + " --trace-json " + tj + " --json " + rep + " " + extra);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
-    return json::parse(slurp(rep));
+    json j = json::parse(slurp(rep));
+    uint64_t one_extent = 0;
+    auto sem = read_jsonl(c.semantic_path);
+    for (size_t i = 1; i < sem.size(); ++i) one_extent += sem[i]["extents"].size() == 1;
+    j["test_single_extent_ops"] = one_extent;
+    return j;
 }
 
 }  // namespace
@@ -300,7 +305,15 @@ TEST(ServingStorage, DirectOpsValidateExactlyAgainstTracedCommands) {
             // commands the tracer cannot tag with the SQE's user_data.
             json j = trace_and_validate(t, m.loop.name, storage_config(m.mnt + "/kv", io), io + "-ext4", "--join offset");
             EXPECT_EQ(j["objects"], 6) << j.dump();
-            EXPECT_EQ(j["exact_match"], 6) << j.dump();
+            EXPECT_EQ(j["wape"], 0.0) << j.dump();
+            if (io == "direct") {
+                EXPECT_EQ(j["exact_match"], 6) << j.dump();
+            } else {
+                // With several transfers in flight the block layer may merge the small piece a transfer leaves
+                // past a file's extent seam with the next transfer's first bio (physically adjacent), one command
+                // fewer than validate projects: only ops whose bytes lie in one extent are sure to match exactly.
+                EXPECT_GE(j["exact_match"].get<uint64_t>(), j["test_single_extent_ops"].get<uint64_t>()) << j.dump();
+            }
         }
     }
 }

@@ -141,6 +141,7 @@ private:
             rec.extents.push_back({target_.part_start_bytes + off, n});
             left -= n;
         }
+        rec.extents = merge_adjacent(rec.extents);
         sem_->write(rec);
     }
 
