@@ -24,8 +24,8 @@
 
 #include "common/error.h"
 #include "workload/serving/cache.h"
-#include "workload/serving/latency_tracing.h"
 #include "workload/serving/conversation.h"
+#include "workload/serving/latency_tracing.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/prefix.h"
 #include "workload/serving/qos.h"
@@ -149,8 +149,8 @@ private:
     void user_loop(size_t index);
     void worker_loop(size_t index);
     void process_request(InferenceRequest& req, PyRandom& rng);
-    void read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes, RequestRecord& rec,
-                      double& latency);
+    AccessResult read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
+                              RequestRecord& rec, double& latency);
     std::shared_ptr<InferenceRequest> new_request(const UserProfile& u, int64_t ctx, int64_t gen);
     void sample_bandwidth(double t_s, const CacheStats& s);
     void prepopulate();
@@ -272,8 +272,10 @@ void Simulation::worker_loop(size_t index) {
     }
 }
 
-void Simulation::read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
-                              RequestRecord& rec, double& latency) {
+// One cache read of `bytes` bytes: its latency added to `latency`, a successful hit counted in rec.reads/bytes_read,
+// a hit whose read failed in rec.failed_ops.
+AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
+                                      RequestRecord& rec, double& latency) {
     AccessResult a = cache_.access(key, phase, type);
     latency += a.latency_s;
     if (a.hit && a.ok) {
@@ -282,6 +284,7 @@ void Simulation::read_counted(const std::string& key, CachePhase phase, CacheTyp
     } else if (a.hit) {
         ++rec.failed_ops;
     }
+    return a;
 }
 
 // spec §4.3, in order: prefix → multi-turn reads → prefill write → RAG read → decode → generation → record.
@@ -305,14 +308,8 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     // 1. prefix: the system prompt's entry; kvio writes it on a miss so later requests hit (fix for #283).
     if (prefix_) {
         if (auto sp = prefix_->detect(rng)) {
-            double lat = 0;
-            AccessResult a = cache_.access(sp->key, req_phase, CacheType::System);
-            lat += a.latency_s;
-            if (a.hit && a.ok) {
-                ++rec.reads;
-                rec.bytes_read += cache_.entry_bytes(sp->tokens);
-            }
-            rec.storage_s += lat;
+            AccessResult a =
+                read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
             if (!a.hit) write(sp->key, sp->tokens);
             req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
             cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
@@ -322,19 +319,9 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     // 2. multi-turn: every other turn of the conversation (the benchmark's full-context reload, #281/#290).
     if (!c_.decode_only && !req.conversation_id.empty() && req.turn_number > 1) {
         for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
-            AccessResult a = cache_.access(t.cache_key, CachePhase::Decode, CacheType::MultiTurn);
-            rec.storage_s += a.latency_s;
-            if (a.hit) {
-                ++rec.multi_turn_hits;
-                if (a.ok) {
-                    ++rec.reads;
-                    rec.bytes_read += cache_.entry_bytes(t.context_tokens);
-                } else {
-                    ++rec.failed_ops;
-                }
-            } else {
-                ++rec.multi_turn_misses;
-            }
+            AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
+                                          cache_.entry_bytes(t.context_tokens), rec, rec.storage_s);
+            ++(a.hit ? rec.multi_turn_hits : rec.multi_turn_misses);
         }
     }
 
@@ -361,20 +348,13 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         }
         double decode = 0;
         uint32_t reads_before = rec.reads;
-        AccessResult probe = cache_.access(key, CachePhase::Decode, cache_type);
-        decode += probe.latency_s;
-        if (!probe.hit) {
-            if (!c_.decode_only) write(key, tokens);
+        const uint64_t bytes = cache_.entry_bytes(tokens);
+        if (!read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode).hit) {
+            if (!c_.decode_only) write(key, tokens);  // evicted (or never written): re-write, no batched reads
         } else {
-            if (probe.ok) {
-                ++rec.reads;
-                rec.bytes_read += cache_.entry_bytes(tokens);
-            } else {
-                ++rec.failed_ops;
-            }
             int64_t batch = std::max(1, c_.yaml.decode_batch_size);
             int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
-            for (int64_t i = 0; i < n; ++i) read_counted(key, CachePhase::Decode, cache_type, cache_.entry_bytes(tokens), rec, decode);
+            for (int64_t i = 0; i < n; ++i) read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
         }
         rec.decode_reads = rec.reads - reads_before;
         rec.decode_s = decode;
@@ -459,8 +439,6 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                 next_sample += 1.0;
             }
             if (t >= next_progress && progress) {
-                uint64_t rd = 0, wr = 0;
-                for (int i = 0; i < 3; ++i) rd += s.tier_bytes_read[i], wr += s.tier_bytes_written[i];
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
@@ -470,7 +448,6 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                               bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
                               bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
                 *progress << line << std::flush;
-                (void)rd, (void)wr;
                 next_progress += c_.progress_interval_s;
             }
         }
@@ -563,13 +540,21 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
 
-    // --enable-latency-tracing (sim-config): kvio trace on the cache's disk, the storage tier's semantic records.
+    // --enable-latency-tracing: kvio's tracer on the cache directory's disk, started before the first write.
     std::unique_ptr<LatencyTracing> tracing;
     if (c.enable_latency_tracing) {
-        tracing = std::make_unique<LatencyTracing>(latency_tracing_options(c));
-        c.semantic_path = tracing->semantic_path();
+        if (c.cache_dir.empty() || !c.io_trace_log.empty())
+            throw Error("simulate: --enable-latency-tracing needs --cache-dir on a block device (and no --io-trace-log)");
+        std::error_code ec;
+        std::filesystem::create_directories(c.cache_dir, ec);
+        LatencyTracingOptions lo;
+        lo.cache_dir = c.cache_dir;
+        lo.trace_dir = c.trace_dir;
+        tracing = std::make_unique<LatencyTracing>(lo);
+        if (c.semantic_path.empty()) c.semantic_path = tracing->semantic_path();
     }
-    MultiTierCache cache(c, bpt, progress);
+    auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
+    MultiTierCache& cache = *cache_owner;
     if (console) print_banner(*console, c, model, bpt, users, cache, seed_used);
 
     SimResult res;
@@ -578,7 +563,6 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         Simulation sim(c, model, bpt, users, seed_used, cache);
         res.exit_code = sim.run(doc, progress);
     }
-    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
     nlohmann::ordered_json& k = doc["kvio"];
     nlohmann::ordered_json kv;
     kv["format"] = "kvio.simulate/1";
@@ -598,6 +582,8 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
     doc["kvio"] = kv;
+    cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
+    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
 
     res.output_path = c.output.empty() ? default_output_name() : c.output;
     {

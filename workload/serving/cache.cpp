@@ -3,13 +3,13 @@
 #include "workload/serving/cache.h"
 
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <ostream>
 
@@ -17,9 +17,9 @@
 #include "workload/serving/io_trace_log.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/stats_util.h"
-#include "workload/serving/semantic_tier.h"
 #include "workload/serving/tiers.h"
 #include "workload/serving/waterfall.h"
+#include "common/devinfo.h"
 
 namespace kvio::serving {
 
@@ -89,6 +89,7 @@ struct MultiTierCache::Impl {
     std::string storage_dir;
     bool temp_dir = false;
     std::string gpu_desc, storage_desc;
+    std::function<uint64_t(uint64_t)> storage_footprint;  // bytes an entry takes on the storage target
     AllocGate gate{0};
 
     mutable std::mutex stats_mu;
@@ -153,8 +154,6 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         m.trace = std::make_unique<IoTraceLog>(c.io_trace_log);
         m.pool = std::make_unique<NoisePool>(m.seed, 4096);
     } else {
-        if (c.storage_io != "buffered")
-            throw Error("--storage-io '" + c.storage_io + "': only 'buffered' is available in this build so far");
         m.storage_dir = c.cache_dir;
         if (m.storage_dir.empty()) {
             const char* tmp = std::getenv("TMPDIR");
@@ -162,23 +161,22 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
             if (!::mkdtemp(tmpl.data())) throw Error("cannot create a temporary cache directory " + tmpl);
             m.storage_dir = tmpl;
             m.temp_dir = true;
-        } else {
+        } else if (!is_block_device(m.storage_dir)) {
             std::error_code ec;
-            std::filesystem::create_directories(m.storage_dir, ec);
-            struct stat s;
-            if (::stat(m.storage_dir.c_str(), &s) != 0 || !S_ISDIR(s.st_mode))
-                throw Error("--cache-dir " + m.storage_dir + ": not a directory" + (ec ? " (" + ec.message() + ")" : ""));
+            std::filesystem::create_directories(m.storage_dir, ec);  // the benchmark creates it (parents too)
         }
-        m.backend[int(Tier::Storage)] = make_storage_dir_tier(m.storage_dir);  // deletes old *.npy first
-        if (!c.semantic_path.empty())  // --enable-latency-tracing (sim-config): one kvio.semantic/1 record per op
-            m.backend[int(Tier::Storage)] = make_semantic_tier(std::move(m.backend[int(Tier::Storage)]), m.storage_dir,
-                                                               c.semantic_path, c.model, c.storage_io == "buffered");
-        if (c.storage_capacity_gb <= 0) {
-            struct statvfs v;
-            if (::statvfs(m.storage_dir.c_str(), &v) == 0)
-                storage_limit = uint64_t(double(v.f_bavail) * double(v.f_frsize) * 0.95);
-        }
-        m.storage_desc = m.backend[int(Tier::Storage)]->description();
+        StorageOptions so;
+        so.path = m.storage_dir;
+        so.io = c.storage_io;
+        so.qd = c.storage_qd;
+        so.max_io_bytes = c.max_io_bytes;
+        so.force = c.force;
+        so.semantic_path = c.semantic_path;
+        auto st = make_storage_tier(so);  // deletes old *.npy first
+        if (c.storage_capacity_gb <= 0) storage_limit = st->auto_capacity();
+        m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
+        m.storage_desc = st->description();
+        m.backend[int(Tier::Storage)] = std::move(st);
         m.pool = std::make_unique<NoisePool>(m.seed);
     }
     limits.push_back(storage_limit);
@@ -187,10 +185,10 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
     o.target_ratio = c.yaml.target_usage_ratio;
     o.large_entry_ratio = c.yaml.large_entry_limit_ratio;
     o.max_depth = c.yaml.max_recursion_depth;
-    if (!m.trace_mode) {
-        // The storage limit holds on disk: an entry file occupies its header + data in whole 4 KiB blocks.
+    if (m.storage_footprint) {
+        // The storage limit holds on the target: an entry occupies its layout's header + data in whole blocks.
         const int si = m.index[int(Tier::Storage)];
-        o.footprint = [si](int tier, uint64_t b) { return tier == si ? (128 + b + 4095) / 4096 * 4096 : b; };
+        o.footprint = [si, f = m.storage_footprint](int tier, uint64_t b) { return tier == si ? f(b) : b; };
     }
     m.policy = std::make_unique<WaterfallPolicy>(limits, o);
 }

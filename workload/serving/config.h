@@ -153,12 +153,12 @@ struct SimConfig {
     double gpu_bandwidth_gbps = 64;           ///< host↔GPU model bandwidth, 10^9 bytes/s (the benchmark's proposed design)
     std::string gpu_tier = "auto";            ///< auto (cuda when built in and a GPU is present, else model) | model | cuda
     std::string trace_dir;                    ///< --enable-latency-tracing: keep events/semantic/trace files here
+    /// kvio.semantic/1 JSONL of every storage-tier op (written by the cache; "" = none). The latency tracer sets
+    /// it (e.g. <trace_dir>/semantic.jsonl) so `kvio validate` can join the device commands to the entries.
+    std::string semantic_path;
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
     bool quiet = false;                       ///< no console report (results JSON only)
-    /// Not a flag: set by run_simulation under --enable-latency-tracing; the storage tier then writes a
-    /// kvio.semantic/1 record per op there (semantic_log.h, semantic_tier.h). "" = none.
-    std::string semantic_path;
 
     /// Settings from --config (or the defaults).
     YamlSettings yaml = default_yaml_settings();

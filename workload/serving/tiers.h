@@ -47,11 +47,38 @@ std::unique_ptr<TierBackend> make_gpu_model_tier(double gbps);
 /// Trace mode: no data, all timings 0; remembers sizes.
 std::unique_ptr<TierBackend> make_null_tier();
 
-/// Storage in a directory with the benchmark's device pattern (spec §5.8): `<dir>/<key>.npy` = a 128-byte
-/// .npy v1.0 header + the data, fallocate(KEEP_SIZE), buffered writes of kChunkBytes (the same device
-/// pattern as one big write: writeback decides the commands), fsync, close; read = stat + open +
-/// fadvise(DONTNEED) + whole-file reads. Deletes old `*.npy` in `dir` at start.
-std::unique_ptr<TierBackend> make_storage_dir_tier(const std::string& dir);
+/// How the storage tier is built (SimConfig's cache_dir, storage_io, storage_qd, max_io_bytes, force).
+struct StorageOptions {
+    std::string path;              ///< a directory, or a raw block device
+    std::string io = "buffered";   ///< buffered | direct (posix engine, O_DIRECT) | io_uring (O_DIRECT)
+    uint32_t qd = 8;               ///< io_uring: transfers in flight per op
+    uint64_t max_io_bytes = 0;     ///< direct/io_uring transfer cap; 0 = default_max_io() of the device
+    bool force = false;            ///< block device: write even if its first MiB holds data
+    std::string semantic_path;     ///< kvio.semantic/1 record of every storage op ("" = none)
+};
+
+/// A storage backend: also says how much room an entry takes and how much the target has.
+class StorageTier : public TierBackend {
+public:
+    /// Bytes an entry of `bytes` occupies on the target (header + data, rounded to the layout's blocks).
+    virtual uint64_t footprint(uint64_t bytes) const = 0;
+    /// The target's usable bytes when --storage-capacity-gb is 0: a directory's statvfs f_bavail × f_frsize ×
+    /// 0.95 (the benchmark's rule, measured after old entries are deleted), a device's size after its first MiB.
+    virtual uint64_t auto_capacity() const = 0;
+};
+
+/// The storage tier for `o` (spec §5.8):
+/// - directory, buffered (the benchmark's device pattern): `<dir>/<key>.npy` = a 128-byte .npy v1.0 header +
+///   the data, fallocate(KEEP_SIZE), buffered writes of kChunkBytes (the same device pattern as one big
+///   write: writeback decides the commands), fsync, close; read = stat + open + fadvise(DONTNEED) + whole-file
+///   reads. Old `*.npy` in the directory are deleted at start.
+/// - directory, direct / io_uring: the same files with a 4 KiB .npy header and the data padded to 4 KiB,
+///   moved by kvio's engines (O_DIRECT) in transfers of at most max_io_bytes, qd in flight (io_uring).
+/// - block device: entries in 1 MiB-aligned extents after the device's first MiB (first-fit, coalescing
+///   free list), a 4 KiB header then the data, O_DIRECT through the engine; kvio gen's safety refusals
+///   (mounted, in use, read-only; non-empty first MiB unless force).
+/// Throws kvio::Error for an unusable path or mode.
+std::unique_ptr<StorageTier> make_storage_tier(const StorageOptions& o);
 
 /// The .npy v1.0 header of a 1-D array of `bytes` bytes ('<f2' when even, else '|u1'), padded with spaces
 /// to `total` bytes (a multiple of 64, >= 128) ending in '\n'.
