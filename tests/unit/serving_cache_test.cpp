@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "workload/serving/cache.h"
+#include "workload/serving/gpu_tier.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/tiers.h"
 
@@ -245,6 +246,7 @@ TEST(ServingCache, GpuModelTakesBytesOverBandwidth) {
     SimConfig c = base_config();
     c.gpu_mem_gb = 1;
     c.gpu_bandwidth_gbps = 1;  // 1e9 B/s: 100 tokens = 2.4576 ms
+    c.gpu_tier = "model";
     TmpDir d;
     c.cache_dir = d.path;
     MultiTierCache cache(c, kBpt, nullptr);
@@ -252,7 +254,27 @@ TEST(ServingCache, GpuModelTakesBytesOverBandwidth) {
     AllocResult r = cache.allocate("g", 100);
     ASSERT_EQ(r.tier, Tier::Gpu);
     EXPECT_GE(r.latency_s, 2.4576e-3);  // never faster than the modelled bandwidth (no upper bound: a loaded VM)
-    c.gpu_tier = "cuda";
+    std::string why;
+    if (cuda_device_name(&why).empty()) {  // no GPU here: cuda refuses and says why, auto runs the model
+        c.gpu_tier = "cuda";
+        try {
+            MultiTierCache cuda(c, kBpt, nullptr);
+            ADD_FAILURE() << "--gpu-tier cuda accepted without a device";
+        } catch (const kvio::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("--gpu-tier model"), std::string::npos) << e.what();
+        }
+        c.gpu_tier = "auto";
+        MultiTierCache modelled(c, kBpt, nullptr);
+        EXPECT_EQ(modelled.gpu_tier_description().rfind("model (1 GB/s", 0), 0u) << modelled.gpu_tier_description();
+    } else {
+        c.gpu_tier = "auto";
+        MultiTierCache cuda(c, kBpt, nullptr);
+        EXPECT_EQ(cuda.gpu_tier_description().rfind("cuda (", 0), 0u) << cuda.gpu_tier_description();
+        EXPECT_EQ(cuda.allocate("g", 100).tier, Tier::Gpu);
+        EXPECT_TRUE(cuda.access("g", CachePhase::Decode, CacheType::User).ok);
+    }
+    c.gpu_tier = "bogus";
     EXPECT_THROW(MultiTierCache(c, kBpt, nullptr), kvio::Error);
 }
 

@@ -14,6 +14,7 @@
 #include <ostream>
 
 #include "common/error.h"
+#include "workload/serving/gpu_tier.h"
 #include "workload/serving/io_trace_log.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/stats_util.h"
@@ -129,12 +130,7 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
             m.backend[int(Tier::Gpu)] = make_null_tier();
             m.gpu_desc = "null (trace mode)";
         } else {
-            if (c.gpu_tier == "cuda")
-                throw Error("--gpu-tier cuda: this build has no CUDA tier yet (use --gpu-tier model or auto)");
-            if (c.gpu_tier != "auto" && c.gpu_tier != "model")
-                throw Error("--gpu-tier '" + c.gpu_tier + "': expected auto, model or cuda");
-            m.backend[int(Tier::Gpu)] = make_gpu_model_tier(c.gpu_bandwidth_gbps);
-            m.gpu_desc = m.backend[int(Tier::Gpu)]->description();
+            m.backend[int(Tier::Gpu)] = make_gpu_tier(c.gpu_tier, c.gpu_bandwidth_gbps, &m.gpu_desc);
         }
     } else {
         m.gpu_desc = "absent (--gpu-mem-gb 0)";

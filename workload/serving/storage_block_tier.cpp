@@ -36,7 +36,7 @@ public:
         uint64_t max_io = o.max_io_bytes ? o.max_io_bytes : workload::default_max_io(target_, false);
         if (max_io % 4096) throw Error("--max-io-bytes " + std::to_string(max_io) + " is not a multiple of 4096");
         pool_ = std::make_unique<EnginePool>(engine_, engine_ == "io_uring" ? o.qd : 1, max_io);
-        sem_ = open_semantic_log(o, &target_, engine_, "slots", false, kDirectHeader, pool_->max_io());
+        sem_ = open_semantic_log(o, &target_, engine_, "files", false, kDirectHeader, pool_->max_io());
     }
     ~BlockTier() override {
         if (sem_) sem_->close();
@@ -89,12 +89,13 @@ public:
             if (it == entries_.end()) throw Error(path_ + ": no entry '" + key + "'");
             where = it->second;
         }
-        const uint64_t total = kDirectHeader + round_up(bytes, 4096);
-        StorageOpRecord rec{false, key, bytes, total, kDirectHeader};
+        const uint64_t io = round_up(bytes, 4096);
+        StorageOpRecord rec{false, key, bytes, io, 0};  // a load reads the data, not the header
         rec.ts_start = workload::monotonic_ns();
+        where = skip(where, kDirectHeader);
         auto lease = pool_->take();
         if (sem_) rec.trace_id = sem_->next_trace_id();
-        TransferResult r = pool_->run(*lease, fd_, false, where, total, {}, nullptr, bytes, rec.trace_id);
+        TransferResult r = pool_->run(*lease, fd_, false, where, io, {}, nullptr, bytes, rec.trace_id);
         rec.transfers = r.transfers;
         rec.ts = workload::monotonic_ns();
         if (sem_) record(rec, where);
@@ -110,6 +111,17 @@ public:
     }
 
 private:
+    // The pieces without their first `n` bytes.
+    static ExtentAllocator::Pieces skip(const ExtentAllocator::Pieces& p, uint64_t n) {
+        ExtentAllocator::Pieces out;
+        for (auto [off, len] : p) {
+            uint64_t k = std::min(n, len);
+            n -= k;
+            if (len > k) out.push_back({off + k, len - k});
+        }
+        return out;
+    }
+
     // BLKROGET: a read-only device opens O_RDWR for root, and only its writes fail.
     void refuse_read_only() const {
         int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -129,6 +141,7 @@ private:
             rec.extents.push_back({target_.part_start_bytes + off, n});
             left -= n;
         }
+        rec.extents = merge_adjacent(rec.extents);
         sem_->write(rec);
     }
 

@@ -33,6 +33,15 @@ uint64_t dir_auto_capacity(const std::string& dir) {
     return uint64_t(double(v.f_bavail) * double(v.f_frsize) * 0.95);
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> merge_adjacent(const std::vector<std::pair<uint64_t, uint64_t>>& e) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const auto& x : e) {
+        if (!out.empty() && out.back().first + out.back().second == x.first) out.back().second += x.second;
+        else out.push_back(x);
+    }
+    return out;
+}
+
 uint64_t dir_block_bytes(const std::string& dir) {
     struct statvfs v;
     if (::statvfs(dir.c_str(), &v) != 0 || v.f_frsize == 0) return 4096;

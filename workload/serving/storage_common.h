@@ -17,6 +17,10 @@ std::string errno_text(const std::string& what, const std::string& path);
 void delete_npy_files(const std::string& dir);
 /// statvfs(dir) f_bavail × f_frsize × 0.95 (spec §5.1), or kUnlimited when statvfs fails.
 uint64_t dir_auto_capacity(const std::string& dir);
+/// `e` ({dev_off, len} in order) with physically adjacent pieces joined: FIEMAP may list one contiguous run as
+/// several extents (ext4 splits its extent records, e.g. where unwritten blocks were converted), but the block
+/// layer sees one range, so a transfer across the seam is one command.
+std::vector<std::pair<uint64_t, uint64_t>> merge_adjacent(const std::vector<std::pair<uint64_t, uint64_t>>& e);
 /// The allocation unit of the filesystem holding `dir` (statvfs f_frsize; 4096 when unknown): file sizes on
 /// disk are whole units (ext4 on a small device uses 1 KiB blocks).
 uint64_t dir_block_bytes(const std::string& dir);

@@ -147,7 +147,7 @@ private:
     void record(StorageOpRecord& rec, int fd, const std::string& path) {
         rec.trace_id = sem_->next_trace_id();
         try {
-            rec.extents = workload::device_extents(*target_, fd, 0, rec.bytes, path);
+            rec.extents = merge_adjacent(workload::device_extents(*target_, fd, 0, rec.bytes, path));
         } catch (const Error& e) {
             rec.error = e.what();
         }

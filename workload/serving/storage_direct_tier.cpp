@@ -52,29 +52,20 @@ public:
         OpTiming t;
         try {
             if (::fallocate(fd, 0, 0, off_t(total)) != 0 && errno != EOPNOTSUPP) throw Error(errno_text("fallocate", path));
-            if (sem_) rec.trace_id = sem_->next_trace_id();
-            double t1 = now_s();
-            TransferResult r = pool_->run(*lease, fd, true, {{0, total}}, total, npy_header(bytes, kDirectHeader), &data,
-                                          bytes, rec.trace_id);
-            t.host = (t1 - t0) + r.host;
-            t.device = r.device;
-            rec.transfers = r.transfers;
-            rec.ts = workload::monotonic_ns();
-            if (sem_) record(rec, fd, path);
+            t = transfer(*lease, fd, 0, rec, npy_header(bytes, kDirectHeader), &data, t0, path);
         } catch (...) {
             lease->engine->close(fd);
             ::unlink(path.c_str());
             throw;
         }
         lease->engine->close(fd);
-        t.total = t.host + t.device;
         return t;
     }
 
     OpTiming read(const std::string& key, uint64_t bytes) override {
         const std::string path = npy_path(dir_, key);
         const uint64_t total = kDirectHeader + round_up(bytes, 4096);
-        StorageOpRecord rec{false, key, bytes, total, kDirectHeader};
+        StorageOpRecord rec{false, key, bytes, total - kDirectHeader, 0};  // a load reads the data, not the header
         rec.ts_start = workload::monotonic_ns();
         double t0 = now_s();
         struct stat st;
@@ -85,29 +76,39 @@ public:
         int fd = lease->engine->open(path, workload::OpenFor::Load, false);
         OpTiming t;
         try {
-            if (sem_) rec.trace_id = sem_->next_trace_id();
-            double t1 = now_s();
-            TransferResult r = pool_->run(*lease, fd, false, {{0, total}}, total, {}, nullptr, bytes, rec.trace_id);
-            t.host = (t1 - t0) + r.host;
-            t.device = r.device;
-            rec.transfers = r.transfers;
-            rec.ts = workload::monotonic_ns();
-            if (sem_) record(rec, fd, path);
+            t = transfer(*lease, fd, kDirectHeader, rec, {}, nullptr, t0, path);
         } catch (...) {
             lease->engine->close(fd);
             throw;
         }
         lease->engine->close(fd);
-        t.total = t.host + t.device;
         return t;
     }
 
     void remove(const std::string& key) override { ::unlink(npy_path(dir_, key).c_str()); }
 
 private:
+    // Moves rec.bytes between file offset `off` and the engine (a store: `header` first, then `data`), fills in
+    // the record and writes it. `t0` = when the op started: open, stat and fallocate are host time.
+    OpTiming transfer(EnginePool::Slot& s, int fd, uint64_t off, StorageOpRecord& rec, const std::string& header,
+                      const EntryData* data, double t0, const std::string& path) {
+        if (sem_) rec.trace_id = sem_->next_trace_id();
+        double t1 = now_s();
+        TransferResult r = pool_->run(s, fd, rec.store, {{off, rec.bytes}}, rec.bytes, header, data, rec.payload_bytes,
+                                      rec.trace_id);
+        rec.transfers = r.transfers;
+        rec.ts = workload::monotonic_ns();
+        if (sem_) record(rec, fd, path);
+        OpTiming t;
+        t.host = (t1 - t0) + r.host;
+        t.device = r.device;
+        t.total = t.host + t.device;
+        return t;
+    }
+
     void record(StorageOpRecord& rec, int fd, const std::string& path) {
         try {
-            rec.extents = workload::device_extents(*target_, fd, 0, rec.bytes, path);
+            rec.extents = merge_adjacent(workload::device_extents(*target_, fd, kDirectHeader - rec.header_bytes, rec.bytes, path));
         } catch (const Error& e) {
             rec.error = e.what();
         }

@@ -66,24 +66,24 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
     size_t piece = 0;
     uint64_t piece_start = 0;  // stream offset where `where[piece]` begins
     double gen = 0;
+    const uint64_t hdr = header.empty() ? 0 : kDirectHeader;
     while ((pos < total && error.empty()) || !inflight.empty()) {
         double q0 = now_s(), g0 = gen;
         while (pos < total && error.empty() && !free_bufs.empty() && inflight.size() < qd_) {
             while (piece < where.size() && pos >= piece_start + where[piece].second) piece_start += where[piece++].second;
             if (piece == where.size()) throw Error("storage op: " + std::to_string(total) + " bytes exceed their extents");
             uint64_t piece_left = piece_start + where[piece].second - pos;
-            uint32_t len = pos < kDirectHeader ? uint32_t(kDirectHeader)
-                                               : uint32_t(std::min({max_io_, total - pos, piece_left}));
+            uint32_t len = pos < hdr ? uint32_t(hdr) : uint32_t(std::min({max_io_, total - pos, piece_left}));
             uint16_t b = free_bufs.back();
             free_bufs.pop_back();
             auto* buf = static_cast<uint8_t*>(s.bufs[b]);
             if (write) {
                 double f0 = now_s();
-                if (pos < kDirectHeader) {
+                if (pos < hdr) {
                     std::memset(buf, 0, len);
                     std::memcpy(buf, header.data(), std::min<size_t>(header.size(), len));
                 } else {
-                    uint64_t eoff = pos - kDirectHeader;
+                    uint64_t eoff = pos - hdr;
                     uint64_t n = eoff < payload ? std::min<uint64_t>(len, payload - eoff) : 0;
                     if (n) data->fill(eoff, buf, n);
                     if (n < len) std::memset(buf + n, 0, len - n);

@@ -54,10 +54,12 @@ public:
     uint32_t qd() const { return qd_; }
     uint64_t max_io() const { return max_io_; }
 
-    /// Moves an op's stream of `total` bytes through `fd`: stream bytes [0, kDirectHeader) are `header` (a
-    /// write) and go as one transfer; the rest are entry bytes [0, total − kDirectHeader) (data for a write,
-    /// zero past `payload`). `where` maps the stream onto target offsets as consecutive {offset, len} pieces
-    /// (a transfer never crosses a piece). Throws kvio::Error on a failed or short transfer.
+    /// Moves an op's stream of `total` bytes through `fd`. With `header` non-empty (a store) stream bytes
+    /// [0, kDirectHeader) are the header, one transfer of its own, and the rest entry bytes; without it (a
+    /// load, which skips the known header) the whole stream is entry bytes. Entry bytes are `data` up to
+    /// `payload`, zero after (writes). `where` maps the stream onto target offsets as consecutive
+    /// {offset, len} pieces (a transfer never crosses a piece). Throws kvio::Error on a failed or short
+    /// transfer.
     TransferResult run(Slot& s, int fd, bool write, const std::vector<std::pair<uint64_t, uint64_t>>& where, uint64_t total,
                        const std::string& header, const EntryData* data, uint64_t payload, uint32_t trace_id);
 

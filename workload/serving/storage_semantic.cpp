@@ -19,7 +19,8 @@ StorageSemanticLog::StorageSemanticLog(const std::string& path, const workload::
         {"dev", dev_string(t.dev.whole_disk)},
         {"disk", t.dev.whole_disk_name},
         {"part_start_bytes", t.part_start_bytes},
-        {"lba_bytes", t.lba_bytes},
+        {"lba_bytes", 4096},  // what a payload is padded to (kvio validate's rule); the device's own is below
+        {"device_lba_bytes", t.lba_bytes},
         {"block_align", 4096},
         {"mdts_bytes", t.mdts_bytes},
         {"max_sectors_kb", t.dev.max_sectors_kb},
