@@ -18,6 +18,7 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/exec_logged.h"
 #include "common/jsonl.h"
 #include "distiller/events.h"
 #include "distiller/fidelity.h"
@@ -105,19 +106,7 @@ pid_t start_child(const std::vector<std::string>& argv, const std::string& log, 
             if (getppid() != parent) _exit(128 + SIGTERM);
         }
         sigprocmask(SIG_SETMASK, &old, nullptr);
-        int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "kvio run: cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
+        exec_logged(argv, log, true, "kvio run");
     }
     if (forward) {
         setpgid(pid, pid);

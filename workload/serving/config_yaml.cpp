@@ -126,6 +126,21 @@ Leaf str_leaf(std::string path, std::string YamlSettings::*m) {
             [m](const YamlSettings& y) { return OJson(y.*m); }};
 }
 
+/// user_templates.<name>.<field>: a [min, max] list into the template's IntRange or FloatRange.
+template <class R, class F>
+Leaf range_leaf(const std::string& name, const std::string& path, R UserTemplate::*m, F one, const char* want) {
+    using T = decltype(R::lo);
+    return {path,
+            [=](YamlSettings& y, const Where& w, const YAML::Node& n) {
+                auto [lo, hi] = get_range<T>(w, n, path, one, want);
+                tmpl(y, name).*m = {lo, hi};
+            },
+            [=](const YamlSettings& y) {
+                const auto* t = tmpl(y, name);
+                return t ? OJson::array({(t->*m).lo, (t->*m).hi}) : OJson();
+            }};
+}
+
 const std::vector<Leaf>& schema() {
     using Y = YamlSettings;
     static const std::vector<Leaf> leaves = [] {
@@ -133,33 +148,9 @@ const std::vector<Leaf>& schema() {
         for (const char* name : {"chatbot", "coding", "document"}) {
             const std::string base = std::string("user_templates.") + name + ".";
             const std::string nm = name;
-            v.push_back({base + "context_range",
-                         [nm, p = base + "context_range"](Y& y, const Where& w, const YAML::Node& n) {
-                             auto [lo, hi] = get_range<int64_t>(w, n, p, get_int, "integers");
-                             tmpl(y, nm).context_range = {lo, hi};
-                         },
-                         [nm](const Y& y) {
-                             const auto* t = tmpl(y, nm);
-                             return t ? OJson::array({t->context_range.lo, t->context_range.hi}) : OJson();
-                         }});
-            v.push_back({base + "generation_range",
-                         [nm, p = base + "generation_range"](Y& y, const Where& w, const YAML::Node& n) {
-                             auto [lo, hi] = get_range<int64_t>(w, n, p, get_int, "integers");
-                             tmpl(y, nm).generation_range = {lo, hi};
-                         },
-                         [nm](const Y& y) {
-                             const auto* t = tmpl(y, nm);
-                             return t ? OJson::array({t->generation_range.lo, t->generation_range.hi}) : OJson();
-                         }});
-            v.push_back({base + "think_time_range",
-                         [nm, p = base + "think_time_range"](Y& y, const Where& w, const YAML::Node& n) {
-                             auto [lo, hi] = get_range<double>(w, n, p, get_num, "numbers (s)");
-                             tmpl(y, nm).think_time_range = {lo, hi};
-                         },
-                         [nm](const Y& y) {
-                             const auto* t = tmpl(y, nm);
-                             return t ? OJson::array({t->think_time_range.lo, t->think_time_range.hi}) : OJson();
-                         }});
+            v.push_back(range_leaf(nm, base + "context_range", &UserTemplate::context_range, get_int, "integers"));
+            v.push_back(range_leaf(nm, base + "generation_range", &UserTemplate::generation_range, get_int, "integers"));
+            v.push_back(range_leaf(nm, base + "think_time_range", &UserTemplate::think_time_range, get_num, "numbers (s)"));
         }
         v.push_back(num_leaf("generation_timing.none", &Y::generation_timing_none));
         v.push_back(num_leaf("generation_timing.fast", &Y::generation_timing_fast));

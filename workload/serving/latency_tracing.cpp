@@ -17,6 +17,7 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/exec_logged.h"
 #include "distiller/events.h"
 #include "distiller/fio_job.h"
 #include "distiller/profile.h"
@@ -90,19 +91,7 @@ LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
         if (getppid() != parent) _exit(128 + SIGTERM);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execv(args[0], args.data());
-        std::fprintf(stderr, "kvio simulate: cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
+        exec_logged(argv, log, false, "kvio simulate");
     }
     setpgid(child_, child_);
     for (int i = 0; i < int(o.ready_timeout_s * 50); ++i) {

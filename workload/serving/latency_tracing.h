@@ -1,6 +1,6 @@
 // --enable-latency-tracing (issue item 7): kvio's own tracer on the simulation's cache device, instead of the
 // benchmark's bpftrace script. A child `kvio trace` writes kvio.events/1 and kvio.trace/1; the storage tier writes
-// kvio.semantic/1 (semantic_log.h) to semantic_path(); at the end the tracer is stopped (SIGINT) and the results
+// kvio.semantic/1 (storage_semantic.h) to semantic_path(); at the end the tracer is stopped (SIGINT) and the results
 // get the benchmark's `device_latency_tracing` (histograms) and `fio_workload` (a fio job distilled from the
 // commands, as `kvio distill` makes it), plus kvio's `validation` (`kvio validate`'s join and scores).
 #pragma once
@@ -51,7 +51,7 @@ public:
 
     /// Stops the tracer (SIGINT; it flushes), then validates semantic_path() against the events, distills the fio
     /// job (written to DIR/fio_workload.ini, target a file in the cache dir: never the raw device) and reads the
-    /// histograms. Call after the storage tier closed its SemanticLog. Throws kvio::Error when the tracer failed.
+    /// histograms. Call after the storage tier closed its semantic log. Throws kvio::Error when the tracer failed.
     LatencyTracingResult finish();
 
 private:
