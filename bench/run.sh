@@ -13,10 +13,13 @@
 #   validate  `kvio validate` on validate's synthetic stream: 10 M commands / 100 k objects, plus two
 #             smaller runs that show what the peak RSS grows with
 #   distill   `kvio distill` of the 10 M-record kvio.events/1 file from the validate stage
+#   simulate  `kvio simulate`'s storage baseline on tmpfs and on ext4 over a loop device vs fio doing the same
+#             whole-file writes (fsync) and reads (after fadvise) at the same concurrency; MLPERF_KV_DIR: also
+#             the Python benchmark (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20)
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
 # (bench/summarize.jq). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
 # KVIO_BENCH_ROUNDS (7), KVIO_BENCH_SECS (4, fio seconds per overhead run), KVIO_BENCH_STAGES
-# ("overhead gen validate distill"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
+# ("overhead gen validate distill simulate"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
 # KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines).
 set -euo pipefail
 
@@ -25,7 +28,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -61,6 +64,8 @@ cleanup() {
     [ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
     [ -n "$LOOP" ] && losetup -d "$LOOP"
     mountpoint -q "$MNT" && umount "$MNT"
+    mountpoint -q "$WORK/simext4" && umount "$WORK/simext4"
+    mountpoint -q "$WORK/simtmpfs" && umount "$WORK/simtmpfs"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -251,7 +256,7 @@ if has_stage gen; then
                 '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb | ([.jobs[].job_runtime] | add / 1000) as $fs |
                  {round:$r, qd:$qd, fio_engine:$fe, bs:$cap, gen_bytes:$gb, gen_s:$gs, gen_mbps:($gb / $gs / 1e6),
                   fio_bytes:$fb, fio_s:$fs, fio_mbps:($fb / $fs / 1e6), ratio:(($gb / $gs) / ($fb / $fs))}' "$WORK/fio.json")"
-            printf '  round %d %-8s QD %d  %s\n' "$r" "$eng" "$qd" "$(tail -n 1 "$RAW" | jq -r '"kvio gen \(.gen_mbps|floor) MB/s, fio \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000)"')"
+            printf '  round %d %-8s QD %d  %s\n' "$r" "$eng" "$qd" "$(tail -n 1 "$RAW" | jq -r '"kvio gen \(.gen_mbps|floor) MB/s, \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000)"')"
         done
     done
 fi
@@ -296,6 +301,95 @@ if has_stage distill; then
         --argjson n "$(grep -c '"type":"cmd"' "$WORK/big/events.jsonl")" --argjson b "$(stat -c %s "$WORK/big/events.jsonl")" \
         '{records:$n, file_bytes:$b} + $t | . + {records_per_s:(.records / .elapsed_s)}')"
     printf '  %s\n' "$(tail -n 1 "$RAW" | jq -r '"\(.records) records (\(.file_bytes/1048576|floor) MiB): \(.elapsed_s) s, \(.records_per_s|floor) records/s, peak RSS \(.peak_rss_kib/1024|floor) MiB"')"
+fi
+
+# ---------------------------------------------------------------- simulate vs fio (vs the Python benchmark)
+# The storage-baseline config (every KV entry goes to the storage tier: --gpu-mem-gb 0 --cpu-mem-gb 0, no generation
+# sleep) on a tmpfs directory and on ext4 over a loop device, then fio doing the same I/O at the same concurrency:
+# whole-file sequential writes (4 MiB buffered writes, fsync at close) of the simulation's mean entry size, then
+# whole-file reads after POSIX_FADV_DONTNEED (fio invalidate=1), as many bytes of each as the simulation moved.
+# Ratio = simulation storage bytes/s / fio bytes/s (target >= 0.9). With MLPERF_KV_DIR pointing to a checkout of
+# the Python benchmark (kv_cache_benchmark/), the same flags run with it and the kvio/Python ratio is printed.
+SIM_USERS=${KVIO_BENCH_SIM_USERS:-20}
+SIM_SECS=${KVIO_BENCH_SIM_SECS:-20}
+SIM_FLAGS=(--model llama3.1-8b --num-users "$SIM_USERS" --duration "$SIM_SECS" --gpu-mem-gb 0 --cpu-mem-gb 0
+           --generation-mode none --seed 42)
+# sim_bytes RESULTS.json: "WRITE_BYTES READ_BYTES WRITE_OPS READ_OPS ELAPSED_S" of the storage tier
+sim_bytes() {
+    jq -r '.summary.cache_stats as $c | [($c.tier_storage_kv_bytes_written_gb * 1073741824 | floor),
+           ($c.tier_storage_kv_bytes_read_gb * 1073741824 | floor), ($c.write_iops // 0), ($c.read_iops // 0),
+           .summary.elapsed_time] | @tsv' "$1"
+}
+simulate_vs_fio() {  # simulate_vs_fio LABEL DIR
+    local label=$1 dir=$2 wb rb wo ro el conc entry nfiles wloops rloops set avail
+    rm -rf "$dir/cache" "$dir/fio"; mkdir -p "$dir/cache" "$dir/fio"
+    "$KVIO" simulate "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --quiet --progress-interval 0 \
+        --output "$WORK/sim.json" > "$WORK/sim.out" 2>&1 || { cat "$WORK/sim.out" >&2; return 1; }
+    read -r wb rb wo ro el <<< "$(sim_bytes "$WORK/sim.json")"
+    rm -rf "$dir/cache"
+    [ "${wo:-0}" -gt 0 ] || { echo "bench: simulate on $label wrote nothing" >&2; return 1; }
+    conc=$(( SIM_USERS < 500 ? SIM_USERS : 500 ))          # the simulation's workers (fio's jobs, if they fit)
+    entry=$(( wb / wo / 4096 * 4096 )); [ "$entry" -ge 4096 ] || entry=4096
+    # The file set fits the filesystem (the simulation's LRU deleted old entries to stay below it); fio rewrites
+    # and rereads it in loops until it has moved as many bytes of each kind as the simulation.
+    # fio's jobs each hold a file of the entry size, so at most 60 % of the free space / entry jobs run at once.
+    avail=$(df -B1 --output=avail "$dir" | tail -n 1)
+    set=$(( wb < avail * 6 / 10 ? wb : avail * 6 / 10 ))
+    local fit=$(( set / entry )); [ "$fit" -ge 1 ] || fit=1
+    [ "$conc" -le "$fit" ] || conc=$fit
+    nfiles=$(( set / entry / conc )); [ "$nfiles" -ge 1 ] || nfiles=1
+    set=$(( nfiles * entry * conc ))
+    wloops=$(( (wb + set / 2) / set )); [ "$wloops" -ge 1 ] || wloops=1
+    rloops=$(( (rb + set / 2) / set )); [ "$rloops" -ge 1 ] || rloops=1
+    fio --directory="$dir/fio" --ioengine=psync --bs=4M --numjobs="$conc" --nrfiles="$nfiles" --filesize="$entry" \
+        --file_service_type=sequential --filename_format='kv.$jobnum.$filenum' --group_reporting \
+        --name=store --rw=write --fsync_on_close=1 --loops="$wloops" \
+        --name=load --stonewall --rw=read --invalidate=1 --loops="$rloops" \
+        --output-format=json --output="$WORK/fio.json" > "$WORK/fio.out" 2>&1 ||
+        { echo "bench: fio on $label failed: $(grep -m 3 -i 'error' "$WORK/fio.out")" >&2; rm -rf "$dir/fio"; return 1; }
+    rm -rf "$dir/fio"
+    record simulate "$label" "$(jq -c --argjson wb "$wb" --argjson rb "$rb" --argjson el "$el" --argjson c "$conc" \
+        --argjson e "$entry" --slurpfile s "$WORK/sim.json" \
+        '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb |
+         ([.jobs[] | [.read.runtime, .write.runtime] | max] | add / 1000) as $fs |
+         $s[0].summary.cache_stats as $cs |
+         {users:'"$SIM_USERS"', concurrency:$c, entry_bytes:$e, sim_write_bytes:$wb, sim_read_bytes:$rb, sim_s:$el,
+          sim_mbps:(($wb + $rb) / $el / 1e6), fio_bytes:$fb, fio_s:$fs, fio_mbps:($fb / $fs / 1e6),
+          ratio:((($wb + $rb) / $el) / ($fb / $fs)),
+          write_host_over_device_p50:(if ($cs.storage_write_device_p50_ms // 0) > 0
+              then $cs.storage_write_host_p50_ms / $cs.storage_write_device_p50_ms else null end),
+          read_host_over_device_p50:(if ($cs.storage_read_device_p50_ms // 0) > 0
+              then $cs.storage_read_host_p50_ms / $cs.storage_read_device_p50_ms else null end)}' "$WORK/fio.json")"
+    printf '  %-6s %s\n' "$label" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (entry \(.entry_bytes/1048576|floor) MiB, '"$SIM_USERS"' users), fio \(.concurrency) jobs, \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000); host/device p50 write \(.write_host_over_device_p50) read \(.read_host_over_device_p50)"')"
+    if [ -n "${MLPERF_KV_DIR:-}" ]; then
+        local py=$MLPERF_KV_DIR/kv-cache.py pwb prb pwo pro pel
+        [ -f "$py" ] || py=$MLPERF_KV_DIR/kv_cache_benchmark/kv-cache.py
+        [ -f "$py" ] || { echo "bench: MLPERF_KV_DIR=$MLPERF_KV_DIR has no kv-cache.py" >&2; return 0; }
+        mkdir -p "$dir/cache"
+        python3 "$py" "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --output "$WORK/py.json" > "$WORK/py.out" 2>&1 ||
+            { echo "bench: the Python benchmark failed, see $WORK/py.out" >&2; tail -3 "$WORK/py.out" >&2; return 0; }
+        rm -rf "$dir/cache"
+        read -r pwb prb pwo pro pel <<< "$(sim_bytes "$WORK/py.json")"
+        record simulate "${label}_python" "$(jq -c -n --argjson wb "$pwb" --argjson rb "$prb" --argjson el "$pel" \
+            --argjson k "$(tail -n 1 "$RAW" | jq .sim_mbps)" \
+            '{py_mbps:(($wb + $rb) / $el / 1e6), kvio_mbps:$k, kvio_over_python:($k / (($wb + $rb) / $el / 1e6))}')"
+        printf '  %-6s %s\n' "$label" "$(tail -n 1 "$RAW" | jq -r '"Python benchmark \(.py_mbps|floor) MB/s: kvio/Python \(.kvio_over_python*100|round/100)x"')"
+    fi
+}
+if has_stage simulate; then
+    echo "== simulate: storage baseline (${SIM_FLAGS[*]}) vs fio, same bytes, entry size and concurrency"
+    SIMT=$WORK/simtmpfs
+    mkdir -p "$SIMT"
+    mount -t tmpfs -o size=4g kvio-bench-sim "$SIMT"
+    simulate_vs_fio tmpfs "$SIMT" || true
+    # ext4 on a loop device (direct I/O) over a file in the same tmpfs: a device path at memory speed
+    truncate -s 3900M "$SIMT/disk.img"
+    LOOP=$(losetup -f --show --direct-io=on "$SIMT/disk.img")
+    mkfs.ext4 -q -F "$LOOP"
+    mkdir -p "$WORK/simext4"
+    mount "$LOOP" "$WORK/simext4"
+    simulate_vs_fio loop "$WORK/simext4" || true
+    umount "$WORK/simext4"; losetup -d "$LOOP"; LOOP=""; umount "$SIMT"
 fi
 
 jq -s --slurpfile m "$OUT/machine.json" -f "$HERE/summarize.jq" "$RAW" > "$OUT/results.json"

@@ -52,7 +52,8 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
             ratio: ([$runs[].ratio] | stats)
           }} end)),
     validate: ([$raw[] | select(.stage == "validate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries),
-    distill: ([$raw[] | select(.stage == "distill")] | first // null | if . then del(.stage, .mode) else null end)
+    distill: ([$raw[] | select(.stage == "distill")] | first // null | if . then del(.stage, .mode) else null end),
+    simulate: ([$raw[] | select(.stage == "simulate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries)
   }
 | . as $r
 | .targets = ([$engines[] as $e | $r.overhead[$e] as $x |
@@ -85,6 +86,10 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
     validate_bin_cmds_per_cpu_s: {value: ($r.validate.big_bin.cmds_per_cpu_s | if . then floor else null end),
                                   target: ">= 5000000 on one core (kvio.events.bin/1 capture)",
                                   met: (if $r.validate.big_bin then $r.validate.big_bin.cmds_per_cpu_s >= 5e6 else null end)},
+    simulate_vs_fio_tmpfs: {value: ($r.simulate.tmpfs.ratio | r3), target: ">= 0.9 (storage bytes/s, same I/O as fio)",
+                            met: (if $r.simulate.tmpfs then $r.simulate.tmpfs.ratio >= 0.9 else null end)},
+    simulate_vs_fio_loop: {value: ($r.simulate.loop.ratio | r3), target: ">= 0.9 (ext4 on a loop device)",
+                           met: (if $r.simulate.loop then $r.simulate.loop.ratio >= 0.9 else null end)},
     validate_rss_vs_commands: {value: (if $r.validate.big and $r.validate.few_cmds then
                                          ($r.validate.big.peak_rss_kib / $r.validate.few_cmds.peak_rss_kib | r3) else null end),
                                target: "~1 (peak RSS, 10x the commands on the same objects)",

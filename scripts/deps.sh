@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
-      fio e2fsprogs util-linux xfsprogs
+      fio e2fsprogs util-linux xfsprogs zstd
       qemu-system-x86 busybox-static
       chromium)
 pkgs+=("$@")

@@ -54,6 +54,9 @@ void add_trace_command(CLI::App& app) {
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
                                "BYTES>0"));
+    sub->add_option("--ready-file", opts->ready_file,
+                    "Create this file (\"ready\") once every program is attached: a parent process starting kvio trace "
+                    "waits for it before issuing the I/O to trace");
     sub->add_option("command", opts->command, "-- COMMAND [ARGS...]: run it, trace it and its children for its lifetime");
     sub->positionals_at_end();
     sub->callback([opts] {

@@ -451,6 +451,11 @@ TraceResult run_trace(const TraceOptions& opts) {
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
     signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
+    if (!opts.ready_file.empty()) {  // a parent that started us waits for this instead of a fixed delay
+        std::ofstream ready(opts.ready_file, std::ios::trunc);
+        ready << "ready\n";
+        if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
+    }
 
     uint64_t t0 = now_ns();
     TraceResult res;

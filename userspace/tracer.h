@@ -23,6 +23,7 @@ struct TraceOptions {
     bool stats = false;                 ///< BPF run-time statistics per program (summary "bpf_stats", printed)
     uint64_t lba_bucket_bytes = 10ULL << 30;
     std::vector<std::string> command;   ///< run this and trace it and its children for its lifetime
+    std::string ready_file;             ///< created (containing "ready\n") once every program is attached, "" = none
 };
 
 /// Outcome of a trace, also written to TraceOptions::json_path.

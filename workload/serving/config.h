@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -152,6 +153,9 @@ struct SimConfig {
     double gpu_bandwidth_gbps = 64;           ///< host↔GPU model bandwidth, 10^9 bytes/s (the benchmark's proposed design)
     std::string gpu_tier = "auto";            ///< auto (cuda when built in and a GPU is present, else model) | model | cuda
     std::string trace_dir;                    ///< --enable-latency-tracing: keep events/semantic/trace files here
+    /// kvio.semantic/1 JSONL of every storage-tier op (written by the cache; "" = none). The latency tracer sets
+    /// it (e.g. <trace_dir>/semantic.jsonl) so `kvio validate` can join the device commands to the entries.
+    std::string semantic_path;
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
     bool quiet = false;                       ///< no console report (results JSON only)
@@ -160,6 +164,11 @@ struct SimConfig {
     YamlSettings yaml = default_yaml_settings();
 };
 
+/// The SimConfig member a flag sets (added by sim-config: lets the CLI, config_to_json and the docs share one table).
+using FlagTarget = std::variant<std::string SimConfig::*, int64_t SimConfig::*, double SimConfig::*,
+                                bool SimConfig::*, std::optional<int64_t> SimConfig::*, uint32_t SimConfig::*,
+                                uint64_t SimConfig::*>;
+
 /// One row of the flag table: what parsing, --help and docs/simulate.md are made from.
 struct FlagSpec {
     const char* name;        ///< "--num-users"
@@ -167,7 +176,16 @@ struct FlagSpec {
     const char* default_text;///< as the benchmark prints it ("100", "None", "realistic")
     const char* help;        ///< one sentence, units stated
     bool kvio_only;          ///< not a kv-cache.py flag
+    FlagTarget target{};     ///< the member it sets
+    const char* choices = nullptr;  ///< "choice" flags: the accepted values, '|'-separated ("none|fast|realistic")
 };
+
+/// The argparse dest of a flag: "--num-users" -> "num_users" (the key used in config_to_json).
+std::string flag_dest(const FlagSpec& f);
+/// The choices of a "choice" flag, in the benchmark's order (empty for other flags).
+std::vector<std::string> flag_choices(const FlagSpec& f);
+/// docs/simulate.md's flag table (markdown: flag | type | default | meaning), generated from flag_table().
+std::string flag_table_markdown();
 
 /// The flags in the benchmark's order (cli.py), then kvio's.
 const std::vector<FlagSpec>& flag_table();
@@ -192,7 +210,12 @@ workload::ModelConfig resolve_model(const SimConfig& c);
 /// workload::compute_geometry(m, tp=1).bytes_per_token.
 uint64_t bytes_per_token(const workload::ModelConfig& m);
 
-/// The config as the results' kvio.config echo (every flag by its benchmark name, YAML settings).
+/// The config as the results' kvio.config echo: {"flags": {<argparse dest>: value, ...} for every flag of
+/// flag_table(), "yaml": yaml_settings_to_json(c.yaml), "yaml_file": the --config file as loaded (null without)}.
 nlohmann::ordered_json config_to_json(const SimConfig& c);
+
+/// The YAML settings in config.yaml's shape (section.key), with model_configs' entries as loaded plus their
+/// bytes_per_token. A YAML `dtype: int8` model is kvio's 1-byte KvDtype::Fp8 (same size; echoed as "fp8").
+nlohmann::ordered_json yaml_settings_to_json(const YamlSettings& y);
 
 }  // namespace kvio::serving

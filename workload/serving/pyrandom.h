@@ -3,6 +3,7 @@
 // uniform. So `--seed 42` draws exactly the benchmark's user table (spec §3.1, §11.1).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

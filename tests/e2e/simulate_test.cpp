@@ -1,0 +1,343 @@
+// End-to-end tests of `kvio simulate` (docs/simulate.md): the results document has every key of the benchmark's
+// results JSON (spec §9), --seed 42 draws the spec's user table (§3.1), a logical run (--io-trace-log: no I/O, the
+// offered load) matches the spec's statistics (§11.2), real-I/O runs on tmpfs and ext4-on-loop with the
+// storage-baseline and "production" flags, the stop rules (--max-requests, SIGINT) and one-line flag errors.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr double kLlama8bBpt = 131072;  // llama3.1-8b bytes per token (spec §2)
+
+struct SimRun {
+    CmdResult cmd;
+    json results;
+};
+
+/// Runs `kvio simulate ARGS --output DIR/r.json --quiet` followed by the shell text `then` (e.g. "& p=$!; ...")
+/// and parses the results file (null if absent).
+SimRun simulate(const TempDir& dir, const std::string& args, const std::string& then = "") {
+    SimRun r;
+    std::string out = dir.file("r.json");
+    std::filesystem::remove(out);
+    r.cmd = run(kvio_bin() + " simulate " + args + " --output " + out + " --quiet " + then);
+    if (std::filesystem::exists(out)) r.results = json::parse(slurp(out));
+    return r;
+}
+
+/// A tmpfs mounted on a fresh temp dir, unmounted at destruction.
+struct TmpfsMount {
+    explicit TmpfsMount(uint64_t bytes) {
+        if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) != 0)
+            ADD_FAILURE() << "mount tmpfs: " << std::strerror(errno);
+    }
+    ~TmpfsMount() { ::umount2(dir.path.c_str(), MNT_DETACH); }
+    TempDir dir;
+};
+
+void expect_keys(const json& obj, const std::vector<std::string>& keys, const std::string& where) {
+    for (const auto& k : keys) EXPECT_TRUE(obj.contains(k)) << where << " lacks '" << k << "'";
+}
+
+// spec §3.1: --seed 42, 10 users.
+struct UserRow {
+    const char* type;
+    double qos_draw;
+    const char* qos;
+    int64_t ctx, gen;
+    double think;
+};
+const UserRow kSeed42Users[10] = {
+    {"document", 0.111331, "interactive", 16245, 481, 0.593870}, {"chatbot", 0.736471, "batch", 3283, 189, 0.134776},
+    {"coding", 0.031783, "interactive", 7166, 211, 0.386129},    {"document", 0.026536, "interactive", 7353, 758, 0.803424},
+    {"coding", 0.589266, "batch", 4308, 488, 0.844655},          {"document", 0.422614, "responsive", 8648, 359, 0.558377},
+    {"coding", 0.102210, "interactive", 16545, 149, 0.487184},   {"coding", 0.603726, "batch", 5519, 473, 0.567540},
+    {"chatbot", 0.973116, "batch", 2062, 70, 0.320816},          {"document", 0.618520, "batch", 10021, 791, 0.530746},
+};
+
+/// The logical run of spec §11.2: seed 42, 10 users, llama3.1-8b, no I/O.
+std::string trace_args(const TempDir& dir, int duration, const std::string& extra) {
+    return "--model llama3.1-8b --num-users 10 --duration " + std::to_string(duration) +
+           " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --io-trace-log " + dir.file("trace.csv") +
+           " " + extra;
+}
+
+}  // namespace
+
+TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
+    TempDir dir;
+    SimRun r = simulate(dir, trace_args(dir, 3, ""));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& j = r.results;
+    expect_keys(j,
+                {"requests_completed", "total_tokens_generated", "total_storage_io_latency", "total_generation_latency",
+                 "end_to_end_latencies", "storage_latencies", "generation_latencies", "throughput_timeline",
+                 "prefill_latencies", "decode_latencies", "multi_turn_cache_hits", "multi_turn_cache_misses", "seed",
+                 "summary", "kvio"},
+                "top level (§9.1)");
+    EXPECT_EQ(j["seed"], 42);
+    const json& s = j["summary"];
+    expect_keys(s,
+                {"total_requests", "total_tokens", "elapsed_time", "avg_throughput_tokens_per_sec",
+                 "total_storage_io_time", "storage_throughput_tokens_per_sec", "requests_per_second",
+                 "end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms", "cache_stats", "qos_metrics",
+                 "prefix_cache_stats", "autoscaling_stats", "autoscaling_summary", "multi_turn_stats"},
+                "summary (§9.2)");
+    for (const char* l : {"end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms"})
+        expect_keys(s[l], {"mean", "p50", "p95", "p99", "p999", "p9999"}, l);
+    EXPECT_TRUE(s["autoscaling_stats"].is_array());
+    EXPECT_TRUE(s["autoscaling_summary"].is_null());
+    expect_keys(s["prefix_cache_stats"],
+                {"prefix_hits", "prefix_misses", "system_prompt_reuse", "common_phrase_reuse", "bytes_saved"},
+                "prefix_cache_stats");
+    expect_keys(s["multi_turn_stats"], {"cache_hits", "cache_misses", "hit_rate"}, "multi_turn_stats");
+    for (const char* q : {"interactive", "responsive", "batch"}) {
+        ASSERT_TRUE(s["qos_metrics"].contains(q)) << q;
+        const json& m = s["qos_metrics"][q];
+        if (m.contains("no_data")) continue;
+        expect_keys(m, {"total_requests", "latency_ms", "sla"}, q);
+        expect_keys(m["latency_ms"], {"mean", "p50", "p95", "p99", "max"}, q);
+        expect_keys(m["sla"], {"target_p95_ms", "actual_p95_ms", "compliance", "met"}, q);
+    }
+    expect_keys(s["cache_stats"],
+                {"cache_hit_rate", "cache_hits", "cache_misses", "gpu_entries", "cpu_entries", "storage_entries",
+                 "gpu_memory_used_gb", "cpu_memory_used_gb", "offloads_cpu", "offloads_storage", "storage_health",
+                 "prefill_writes", "decode_reads", "tier_gpu_kv_bytes_written_gb", "tier_cpu_kv_bytes_written_gb",
+                 "tier_storage_kv_bytes_written_gb", "tier_gpu_kv_bytes_read_gb", "tier_cpu_kv_bytes_read_gb",
+                 "tier_storage_kv_bytes_read_gb", "tier_gpu_read_bandwidth_gbps", "tier_gpu_write_bandwidth_gbps",
+                 "tier_cpu_read_bandwidth_gbps", "tier_cpu_write_bandwidth_gbps", "tier_storage_read_bandwidth_gbps",
+                 "tier_storage_write_bandwidth_gbps", "system_prompt_hits", "common_phrase_hits", "user_cache_hits",
+                 "multi_turn_hits", "total_read_bytes", "total_write_bytes", "total_read_gb", "total_write_gb",
+                 "read_write_ratio", "read_iops", "write_iops", "storage_tokens_processed"},
+                "cache_stats (§9.3)");
+    expect_keys(j["kvio"],
+                {"format", "seed_used", "users", "offered_load_req_per_s", "gpu_tier", "storage_tier", "cache",
+                 "fixes_applied", "stop", "bandwidth_timeline", "storage_host_device_ms", "requests", "config"},
+                "kvio");
+    EXPECT_EQ(j["requests_completed"], j["end_to_end_latencies"].size());
+
+    const json& users = j["kvio"]["users"];
+    ASSERT_EQ(users.size(), 10u);
+    for (size_t i = 0; i < 10; ++i) {
+        const UserRow& e = kSeed42Users[i];
+        char id[16];
+        std::snprintf(id, sizeof id, "user_%04zu", i);
+        EXPECT_EQ(users[i]["user_id"], id);
+        EXPECT_EQ(users[i]["user_type"], e.type) << id;
+        EXPECT_EQ(users[i]["qos"], e.qos) << id;
+        EXPECT_NEAR(users[i]["qos_draw"].get<double>(), e.qos_draw, 1e-6) << id;
+        EXPECT_EQ(users[i]["context_length"], e.ctx) << id;
+        EXPECT_EQ(users[i]["generation_length"], e.gen) << id;
+        EXPECT_NEAR(users[i]["think_time"].get<double>(), e.think, 1e-6) << id;
+    }
+    EXPECT_NEAR(j["kvio"]["offered_load_req_per_s"].get<double>(), 24.73, 0.01);  // spec §3.3
+}
+
+TEST(Simulate, LogicalRunMatchesTheBenchmarksStatisticsWithoutMultiTurn) {
+    TempDir dir;
+    SimRun r = simulate(dir, trace_args(dir, 12, "--disable-multi-turn --disable-prefix-caching"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& s = r.results["summary"];
+    const json& q = r.results["kvio"]["requests"];
+    std::map<std::string, int64_t> ctx_of;
+    for (const auto& u : r.results["kvio"]["users"]) ctx_of[u["user_id"]] = u["context_length"];
+    size_t n = q["user_id"].size();
+    ASSERT_GT(n, 150u);
+    // Offered load: Σ 1/think = 24.73 req/s, open loop (spec §11.2).
+    EXPECT_NEAR(s["requests_per_second"].get<double>(), 24.73, 24.73 * 0.15);
+    double pos_sum = 0, reads_sum = 0;
+    size_t prefill_only = 0, both = 0;
+    for (size_t i = 0; i < n; ++i) {
+        int64_t hi = ctx_of[q["user_id"][i]], lo = std::max<int64_t>(1, hi / 4);
+        double tokens = q["bytes_written"][i].get<double>() / kLlama8bBpt;
+        ASSERT_EQ(q["writes"][i], 1) << i;
+        ASSERT_GE(tokens, double(lo)) << i;  // write size uniform in [ctx//4, ctx] × bpt per user
+        ASSERT_LE(tokens, double(hi)) << i;
+        pos_sum += (tokens - double(lo)) / double(std::max<int64_t>(1, hi - lo));
+        if (q["phase"][i] == "prefill") {
+            ++prefill_only;
+            EXPECT_EQ(q["decode_reads"][i], 0) << i;
+            EXPECT_GE(q["context_tokens"][i].get<int64_t>(), 10000) << i;
+        } else {
+            ++both;
+            int64_t gen = q["generate_tokens"][i];
+            EXPECT_EQ(q["decode_reads"][i], 1 + std::max<int64_t>(1, (gen + 31) / 32)) << i;  // probe + batched
+            reads_sum += q["decode_reads"][i].get<double>();
+        }
+    }
+    EXPECT_NEAR(pos_sum / double(n), 0.5, 0.05);                              // uniform draw within the range
+    EXPECT_NEAR(double(prefill_only) / double(n), 0.073, 0.04);               // spec: 7.3 % PREFILL-only
+    EXPECT_NEAR(reads_sum / double(n), 7.03, 0.8);                            // spec: 7.03 decode reads/request
+    EXPECT_NEAR(s["cache_stats"]["read_write_ratio"].get<double>(), 6.96, 1.0);  // spec: R/W bytes 6.96
+    EXPECT_GT(both, 0u);
+    EXPECT_EQ(s["cache_stats"]["cache_misses"], 0);  // unlimited logical capacity: every read hits
+}
+
+TEST(Simulate, LogicalRunWithMultiTurnAndWrittenPrefixEntries) {
+    TempDir dir;
+    SimRun r = simulate(dir, trace_args(dir, 12, ""));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& s = r.results["summary"];
+    const json& q = r.results["kvio"]["requests"];
+    size_t n = q["user_id"].size();
+    ASSERT_GT(n, 150u);
+    double turn_sum = 0;
+    for (size_t i = 0; i < n; ++i) turn_sum += q["turn"][i].get<double>();
+    EXPECT_NEAR(turn_sum / double(n), 5.0, 1.5);  // geometric, P(end) = 0.2 per turn (spec §3.3)
+    EXPECT_GT(s["multi_turn_stats"]["hit_rate"].get<double>(), 0.9);
+    uint64_t hits = s["prefix_cache_stats"]["prefix_hits"], misses = s["prefix_cache_stats"]["prefix_misses"];
+    EXPECT_NEAR(double(hits) / double(hits + misses), 0.2, 0.05);
+    EXPECT_NEAR(s["cache_stats"]["read_write_ratio"].get<double>(), 11.57, 3.0);  // spec: 11.57 with multi-turn
+    // #283 fixed: the system-prompt entries are written once each, later prefix requests read them.
+    std::ifstream csv(dir.file("trace.csv"));
+    std::string line;
+    size_t prefix_writes = 0, prefix_reads = 0;
+    while (std::getline(csv, line)) {
+        if (line.find(",kv_system_") == std::string::npos) continue;
+        (line.find(",Write,") != std::string::npos ? prefix_writes : prefix_reads)++;
+    }
+    EXPECT_LE(prefix_writes, 3u);
+    EXPECT_GT(prefix_writes, 0u);
+    EXPECT_GE(prefix_reads + prefix_writes, hits);
+}
+
+TEST(Simulate, MaxRequestsStopsTheRun) {
+    TempDir dir;
+    SimRun r = simulate(dir, trace_args(dir, 120, "--max-requests 40"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_GE(r.results["requests_completed"].get<int>(), 40);
+    EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "max_requests");
+    EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 30.0);
+}
+
+TEST(Simulate, SigintStopsEarlyAndStillWritesResults) {
+    TempDir dir;
+    SimRun r = simulate(dir, trace_args(dir, 120, ""), "& p=$!; sleep 3; kill -INT $p; wait $p");
+    EXPECT_EQ(r.cmd.status, 130) << r.cmd.err;
+    ASSERT_FALSE(r.results.is_null()) << r.cmd.err;
+    EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
+    EXPECT_NE(r.results["kvio"]["stop"]["reason"].get<std::string>().find("signal"), std::string::npos);
+    EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 20.0);
+}
+
+TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
+    TmpfsMount tmpfs(768 * kMiB);
+    Ext4Mount ext4(768 * kMiB);
+    for (const std::string& fs : {tmpfs.dir.path, ext4.mnt}) {
+        SCOPED_TRACE(fs);
+        TempDir dir;
+        std::string cache = fs + "/cache";
+        std::filesystem::create_directories(cache);
+        SimRun r = simulate(dir, "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                                 "--generation-mode none --max-concurrent-allocs 2 --storage-capacity-gb 0.4 "
+                                 "--disable-multi-turn --seed 3 --cache-dir " + cache);
+        ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+        const json& cs = r.results["summary"]["cache_stats"];
+        EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
+        EXPECT_GT(cs["tier_storage_kv_bytes_written_gb"].get<double>(), 0.0);
+        EXPECT_GT(cs["tier_storage_kv_bytes_read_gb"].get<double>(), 0.0);
+        EXPECT_EQ(cs["gpu_entries"], 0);
+        EXPECT_EQ(cs["cpu_entries"], 0);
+        EXPECT_GT(cs["storage_entries"].get<int>(), 0);
+        // Bytes of completed requests never exceed what the cache counted as written.
+        uint64_t written = 0;
+        for (const auto& b : r.results["kvio"]["requests"]["bytes_written"]) written += b.get<uint64_t>();
+        EXPECT_LE(written, cs["total_write_bytes"].get<uint64_t>());
+        EXPECT_FALSE(r.results["kvio"]["bandwidth_timeline"].empty());
+    }
+}
+
+TEST(Simulate, ProductionFlagsUseTheGpuAndCpuTiers) {
+    TmpfsMount tmpfs(768 * kMiB);
+    TempDir dir;
+    SimRun r = simulate(dir, "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0.25 --cpu-mem-gb 0.25 "
+                             "--generation-mode fast --max-concurrent-allocs 2 --storage-capacity-gb 0.4 --seed 5 "
+                             "--cache-dir " + tmpfs.dir.path);
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& cs = r.results["summary"]["cache_stats"];
+    EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
+    EXPECT_GT(cs["tier_gpu_kv_bytes_written_gb"].get<double>(), 0.0);
+    EXPECT_GT(r.results["total_generation_latency"].get<double>(), 0.0);
+    EXPECT_NE(r.results["kvio"]["gpu_tier"].get<std::string>().find("model"), std::string::npos);
+}
+
+TEST(Simulate, BadFlagsGiveOneLineErrors) {
+    TempDir dir;
+    struct Case {
+        std::string args, needle;
+    };
+    for (const Case& c : std::vector<Case>{{"--num-users 0", "num-users"},
+                                           {"--prefill-only --decode-only", "mutually exclusive"},
+                                           {"--model no-such-model", "Unknown model"},
+                                           {"--generation-mode warp", "generation-mode"},
+                                           {"--tensor-parallel 2 --num-gpus 1", "tensor-parallel"},
+                                           {"--enable-autoscaling", "not implemented"}}) {
+        SimRun r = simulate(dir, c.args + " --duration 1 --io-trace-log " + dir.file("t.csv"));
+        EXPECT_NE(r.cmd.status, 0) << c.args;
+        EXPECT_NE(r.cmd.err.find(c.needle), std::string::npos) << c.args << ": " << r.cmd.err;
+        // One refusal: "kvio: <message>" or "kvio: invalid arguments:" + one indented line naming the flag.
+        size_t lines = 0;
+        std::istringstream in(r.cmd.err);
+        for (std::string l; std::getline(in, l);) lines += !l.empty();
+        EXPECT_LE(lines, 2u) << c.args << ": " << r.cmd.err;
+        EXPECT_TRUE(r.results.is_null()) << c.args;
+    }
+}
+
+TEST(Simulate, RagPrefillOnlyDecodeOnlyAndUnseededRuns) {
+    TempDir dir;
+    // RAG: documents ingested as chunk writes, RAG side requests (DECODE phase) complete.
+    SimRun r = simulate(dir, trace_args(dir, 4, "--enable-rag --rag-num-docs 4"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_EQ(r.results["kvio"]["rag"]["documents"], 4);
+    size_t rag_requests = 0;
+    for (const auto& v : r.results["kvio"]["requests"]["is_rag"]) rag_requests += v.get<bool>();
+    EXPECT_GT(rag_requests, 0u);  // p = 0.1 per request, ~100 requests
+    // --prefill-only: no decode reads at all.
+    r = simulate(dir, trace_args(dir, 3, "--prefill-only --disable-multi-turn --disable-prefix-caching"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
+    EXPECT_EQ(r.results["summary"]["cache_stats"]["read_iops"], 0);
+    EXPECT_TRUE(r.results["decode_latencies"].empty());
+    // --decode-only: num_users × 10 prepopulated entries, then reads only (no writes after reset_stats).
+    r = simulate(dir, trace_args(dir, 3, "--decode-only --disable-prefix-caching"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_EQ(r.results["kvio"]["prepopulated_entries"], 100);
+    EXPECT_EQ(r.results["summary"]["cache_stats"]["write_iops"], 0);
+    EXPECT_GT(r.results["summary"]["cache_stats"]["read_iops"].get<int>(), 0);
+    // No --seed: the JSON's seed is null (as the benchmark), the seed drawn is reported.
+    r = simulate(dir, "--num-users 3 --duration 1 --generation-mode none --io-trace-log " + dir.file("u.csv"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_TRUE(r.results["seed"].is_null());
+    EXPECT_TRUE(r.results["kvio"]["seed_used"].is_number());
+}
+
+TEST(Simulate, LatencyTracingAddsTheBenchmarksTracingKeys) {
+    Ext4Mount ext4(768 * kMiB);
+    TempDir dir;
+    SimRun r = simulate(dir, "--model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                             "--generation-mode none --max-concurrent-allocs 1 --storage-capacity-gb 0.3 --seed 3 "
+                             "--disable-multi-turn --enable-latency-tracing --cache-dir " + ext4.mnt + "/cache");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    ASSERT_TRUE(r.results.contains("device_latency_tracing")) << r.cmd.err;
+    EXPECT_EQ(r.results["device_latency_tracing"]["device"], ext4.loop.name);
+    EXPECT_FALSE(r.results["fio_workload"].get<std::string>().empty());
+    EXPECT_TRUE(r.results["kvio"].contains("validation"));
+    // A logical run has no I/O to trace: refused before anything runs.
+    r = simulate(dir, "--duration 1 --enable-latency-tracing --io-trace-log " + dir.file("t.csv"));
+    EXPECT_NE(r.cmd.status, 0);
+    EXPECT_NE(r.cmd.err.find("--io-trace-log"), std::string::npos) << r.cmd.err;
+}

@@ -1,0 +1,356 @@
+// MultiTierCache (workload/serving/cache.h) end to end on small entries of the benchmark's tiny-1b model
+// (24,576 B/token): trace mode's CSV rows (plain and zstd), the entry data (stamped, unique blocks), the
+// buffered storage layout (<key>.npy = 128-byte .npy header + data), LRU deletion of files, the accounting of
+// demotions and failures, and the storage limit on a private tmpfs under concurrent writers.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "workload/serving/cache.h"
+#include "workload/serving/gpu_tier.h"
+#include "workload/serving/kv_data.h"
+#include "workload/serving/tiers.h"
+
+using namespace kvio::serving;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kBpt = 24576;  // tiny-1b
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct TmpDir {
+    std::string path;
+    TmpDir() {
+        char t[] = "/tmp/kvio_cache_test_XXXXXX";
+        path = ::mkdtemp(t);
+    }
+    ~TmpDir() { fs::remove_all(path); }
+};
+
+SimConfig base_config() {
+    SimConfig c;
+    c.seed = 42;
+    c.gpu_mem_gb = 0;
+    c.cpu_mem_gb = 0;
+    return c;
+}
+
+std::string slurp(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::istringstream ls(line);
+        std::string x;
+        while (std::getline(ls, x, ',')) f.push_back(x);
+        rows.push_back(f);
+    }
+    return rows;
+}
+
+// 100 tokens = 2,457,600 bytes; a gpu of 8,000,000 bytes holds two (target 6.4 MB).
+void run_trace_scenario(const std::string& log_path) {
+    SimConfig c = base_config();
+    c.io_trace_log = log_path;
+    c.gpu_mem_gb = 8e6 / kGiB;
+    c.cpu_mem_gb = 100;
+    MultiTierCache cache(c, kBpt, nullptr);
+    EXPECT_EQ(cache.gpu_tier_description(), "null (trace mode)");
+    for (const char* k : {"k1", "k2", "k3"}) ASSERT_TRUE(cache.allocate(k, 100).ok) << k;
+    AccessResult r = cache.access("k1", CachePhase::Decode, CacheType::MultiTurn);
+    EXPECT_TRUE(r.hit);
+    EXPECT_EQ(r.tier, Tier::Cpu);
+    EXPECT_EQ(r.latency_s, 0.0);
+    EXPECT_FALSE(cache.access("nope", CachePhase::Prefill, CacheType::User).hit);
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.demotions[int(Tier::Cpu)], 1u);
+    EXPECT_EQ(s.tier_bytes_written[int(Tier::Cpu)], 2457600u);  // #408: demotion bytes counted
+    EXPECT_EQ(s.tier_bytes_read[int(Tier::Gpu)], 2457600u);
+    EXPECT_EQ(s.limit_bytes[int(Tier::Storage)], UINT64_MAX);   // trace mode: unlimited
+}
+
+void expect_trace_rows(const std::string& text) {
+    auto rows = csv_rows(text);
+    ASSERT_EQ(rows.size(), 7u) << text;
+    EXPECT_EQ(rows[0], (std::vector<std::string>{"Timestamp", "Operation", "Object_Size_Bytes", "Tier", "Key", "Phase"}));
+    const std::vector<std::vector<std::string>> want = {
+        {"Write", "2457600", "Tier-0", "k1", "Prefill"}, {"Write", "2457600", "Tier-0", "k2", "Prefill"},
+        {"Read", "2457600", "Tier-0", "k1", "Evict"},    {"Write", "2457600", "Tier-1", "k1", "Evict"},
+        {"Write", "2457600", "Tier-0", "k3", "Prefill"}, {"Read", "2457600", "Tier-1", "k1", "Decode"}};
+    std::regex ts("^[0-9]{10}\\.[0-9]{6}$");
+    for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(rows[i + 1].size(), 6u);
+        EXPECT_TRUE(std::regex_match(rows[i + 1][0], ts)) << rows[i + 1][0];
+        EXPECT_EQ(std::vector<std::string>(rows[i + 1].begin() + 1, rows[i + 1].end()), want[i]) << "row " << i + 1;
+    }
+}
+
+}  // namespace
+
+TEST(ServingCache, TraceModeWritesOneCsvRowPerOpWithEvictPairs) {
+    TmpDir d;
+    run_trace_scenario(d.path + "/trace.csv");
+    expect_trace_rows(slurp(d.path + "/trace.csv"));
+}
+
+TEST(ServingCache, TraceModeZstdFileDecompressesWithTheZstdTool) {
+    TmpDir d;
+    run_trace_scenario(d.path + "/trace.csv.zst");
+    std::string zst = slurp(d.path + "/trace.csv.zst");
+    ASSERT_GE(zst.size(), 4u);
+    EXPECT_EQ(zst.substr(0, 4), std::string("\x28\xb5\x2f\xfd", 4));  // zstd frame magic
+    std::string cmd = "zstd -q -dc " + d.path + "/trace.csv.zst > " + d.path + "/out.csv";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "zstd -t failed: the frame was not finished";
+    expect_trace_rows(slurp(d.path + "/out.csv"));
+}
+
+TEST(ServingCache, EntryDataIsDeterministicStampedAndHasNoEqualBlocks) {
+    NoisePool pool(7, 1 << 20);  // a small pool so entries wrap around it
+    EntryData a(pool, key_hash("a", 7)), b(pool, key_hash("b", 7));
+    const size_t n = 3u << 20;
+    std::vector<uint8_t> x(n), y(n), z(n);
+    a.fill(0, x.data(), n);
+    b.fill(0, y.data(), n);
+    // Filling in odd pieces gives the same bytes as one fill.
+    for (size_t off = 0; off < n;) {
+        size_t len = std::min<size_t>(n - off, 12345);
+        a.fill(off, z.data() + off, len);
+        off += len;
+    }
+    EXPECT_EQ(x, z);
+    std::set<std::string> blocks;
+    for (auto* v : {&x, &y})
+        for (size_t off = 0; off < n; off += 4096) blocks.insert(std::string(v->begin() + off, v->begin() + off + 4096));
+    EXPECT_EQ(blocks.size(), 2 * n / 4096);
+    for (uint64_t blk = 0; blk < n / 4096; ++blk) {
+        BlockStamp s = read_stamp(x.data() + blk * 4096, pool.data() + a.pool_offset(blk * 4096));
+        EXPECT_EQ(s.hash, a.hash());
+        EXPECT_EQ(s.block, blk);
+    }
+}
+
+TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
+    TmpDir d;
+    { std::ofstream(d.path + "/old.npy") << "stale"; std::ofstream(d.path + "/keep.txt") << "mine"; }
+    SimConfig c = base_config();
+    c.cache_dir = d.path;
+    c.storage_capacity_gb = 3.0 * 2461696 / kGiB;  // three 100-token files (header + data in 4 KiB blocks)
+    MultiTierCache cache(c, kBpt, nullptr);
+    EXPECT_FALSE(fs::exists(d.path + "/old.npy"));  // the benchmark clears old entries at start
+    EXPECT_TRUE(fs::exists(d.path + "/keep.txt"));
+    EXPECT_EQ(cache.gpu_tier_description(), "absent (--gpu-mem-gb 0)");
+    for (const char* k : {"k1", "k2", "k3"}) {
+        AllocResult r = cache.allocate(k, 100);
+        ASSERT_TRUE(r.ok) << k;
+        EXPECT_EQ(r.tier, Tier::Storage);
+        EXPECT_GT(r.latency_s, 0.0);
+    }
+    const uint64_t S = 100 * kBpt;
+    std::string f = slurp(d.path + "/k2.npy");
+    ASSERT_EQ(f.size(), 128 + S);
+    EXPECT_EQ(f.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+    EXPECT_EQ(f[127], '\n');
+    EXPECT_NE(f.find("'shape': (1228800,)"), std::string::npos);
+    NoisePool pool(42);
+    std::string want(S, '\0');
+    EntryData(pool, key_hash("k2", 42)).fill(0, want.data(), S);
+    EXPECT_TRUE(f.compare(128, S, want) == 0) << "file data differ from the generated entry";
+
+    AccessResult r = cache.access("k1", CachePhase::Decode, CacheType::User);  // k1 becomes the newest
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.tier, Tier::Storage);
+    ASSERT_TRUE(cache.allocate("k4", 100).ok);
+    EXPECT_FALSE(fs::exists(d.path + "/k2.npy"));  // the LRU file went
+    EXPECT_TRUE(fs::exists(d.path + "/k1.npy"));
+    EXPECT_FALSE(cache.contains("k2"));
+    AllocResult again = cache.allocate("k4", 100);
+    EXPECT_TRUE(again.existed);
+    EXPECT_EQ(again.latency_s, 0.0);
+
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.deletions, 1u);
+    EXPECT_EQ(s.offloads_storage, 4u);
+    EXPECT_EQ(s.write_operations, 4u);
+    EXPECT_EQ(s.decode_reads, 1u);
+    EXPECT_EQ(s.user_cache_hits, 1u);
+    EXPECT_EQ(s.storage_write_device.size(), 4u);
+    EXPECT_EQ(s.storage_read_host.size(), 1u);
+    EXPECT_DOUBLE_EQ(s.storage_tokens_processed, 500.0);  // 4 writes × 100 + one read of 100 tokens
+
+    auto j = cache.cache_stats_json(2.0, "latency");
+    EXPECT_EQ(j["storage_entries"], 3);
+    EXPECT_EQ(j["write_iops"], 4);
+    EXPECT_DOUBLE_EQ(j["tier_storage_write_bandwidth_gbps"].get<double>(), 4.0 * S / kGiB / 2.0);
+    EXPECT_TRUE(j.contains("storage_write_device_p95_ms"));
+    EXPECT_TRUE(j.contains("storage_read_p9999_ms"));
+    EXPECT_FALSE(j.contains("cpu_read_p50_ms"));  // empty lists have no keys
+    EXPECT_EQ(j["storage_health"]["total_count"], 3);  // write, read, hit rate (no cpu ops)
+    cache.reset_stats();
+    EXPECT_EQ(cache.stats().write_operations, 0u);
+    EXPECT_EQ(cache.stats().entries[int(Tier::Storage)], 3u);  // entries stay
+}
+
+TEST(ServingCache, CpuTierHoldsRealBytesAndDemotesToStorage) {
+    TmpDir d;
+    SimConfig c = base_config();
+    c.cache_dir = d.path;
+    c.cpu_mem_gb = 8e6 / kGiB;  // two 100-token entries under the 0.8 target
+    c.storage_capacity_gb = 1;
+    MultiTierCache cache(c, kBpt, nullptr);
+    for (const char* k : {"a", "b", "c"}) ASSERT_TRUE(cache.allocate(k, 100).ok);
+    EXPECT_TRUE(fs::exists(d.path + "/a.npy"));  // demoted
+    EXPECT_FALSE(fs::exists(d.path + "/c.npy"));
+    AccessResult r = cache.access("b", CachePhase::Prefill, CacheType::System);
+    EXPECT_EQ(r.tier, Tier::Cpu);
+    EXPECT_GT(r.latency_s, 0.0);
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.offloads_cpu, 3u);
+    EXPECT_EQ(s.offloads_storage, 1u);  // the demotion
+    EXPECT_EQ(s.demotions[int(Tier::Storage)], 1u);
+    EXPECT_EQ(s.demotion_lat[int(Tier::Storage)].size(), 1u);
+    EXPECT_GT(s.demotion_lat[int(Tier::Storage)][0], 0.0);
+    EXPECT_EQ(s.tier_bytes_written[int(Tier::Storage)], 100 * kBpt);
+    EXPECT_EQ(s.system_prompt_hits, 1u);
+    // The demoted file holds the same bytes as a direct write would.
+    NoisePool pool(42);
+    std::string want(100 * kBpt, '\0');
+    EntryData(pool, key_hash("a", 42)).fill(0, want.data(), want.size());
+    EXPECT_TRUE(slurp(d.path + "/a.npy").compare(128, want.size(), want) == 0);
+}
+
+TEST(ServingCache, GpuModelTakesBytesOverBandwidth) {
+    SimConfig c = base_config();
+    c.gpu_mem_gb = 1;
+    c.gpu_bandwidth_gbps = 1;  // 1e9 B/s: 100 tokens = 2.4576 ms
+    c.gpu_tier = "model";
+    TmpDir d;
+    c.cache_dir = d.path;
+    MultiTierCache cache(c, kBpt, nullptr);
+    EXPECT_NE(cache.gpu_tier_description().find("model (1 GB/s"), std::string::npos) << cache.gpu_tier_description();
+    AllocResult r = cache.allocate("g", 100);
+    ASSERT_EQ(r.tier, Tier::Gpu);
+    EXPECT_GE(r.latency_s, 2.4576e-3);  // never faster than the modelled bandwidth (no upper bound: a loaded VM)
+    std::string why;
+    if (cuda_device_name(&why).empty()) {  // no GPU here: cuda refuses and says why, auto runs the model
+        c.gpu_tier = "cuda";
+        try {
+            MultiTierCache cuda(c, kBpt, nullptr);
+            ADD_FAILURE() << "--gpu-tier cuda accepted without a device";
+        } catch (const kvio::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("--gpu-tier model"), std::string::npos) << e.what();
+        }
+        c.gpu_tier = "auto";
+        MultiTierCache modelled(c, kBpt, nullptr);
+        EXPECT_EQ(modelled.gpu_tier_description().rfind("model (1 GB/s", 0), 0u) << modelled.gpu_tier_description();
+    } else {
+        c.gpu_tier = "auto";
+        MultiTierCache cuda(c, kBpt, nullptr);
+        EXPECT_EQ(cuda.gpu_tier_description().rfind("cuda (", 0), 0u) << cuda.gpu_tier_description();
+        EXPECT_EQ(cuda.allocate("g", 100).tier, Tier::Gpu);
+        EXPECT_TRUE(cuda.access("g", CachePhase::Decode, CacheType::User).ok);
+    }
+    c.gpu_tier = "bogus";
+    EXPECT_THROW(MultiTierCache(c, kBpt, nullptr), kvio::Error);
+}
+
+TEST(ServingCache, FailedWriteIsNotCountedAndReleasesItsSpace) {
+    TmpDir d;
+    SimConfig c = base_config();
+    c.cache_dir = d.path;
+    c.storage_capacity_gb = 1;
+    MultiTierCache cache(c, kBpt, nullptr);
+    fs::create_directory(d.path + "/bad.npy");  // the file cannot be created: a directory is in the way
+    AllocResult r = cache.allocate("bad", 10);
+    EXPECT_FALSE(r.ok);
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.failed_writes, 1u);
+    EXPECT_EQ(s.write_operations, 0u);
+    EXPECT_EQ(s.total_write_bytes, 0u);
+    EXPECT_EQ(s.used_bytes[int(Tier::Storage)], 0u);
+    EXPECT_FALSE(cache.contains("bad"));
+    EXPECT_NE(s.first_error.find("bad.npy"), std::string::npos) << s.first_error;
+}
+
+// 8 writers on a private tmpfs: the filesystem's used blocks (statvfs, one atomic figure) never exceed the
+// storage limit, sampled continuously while entries are written and LRU files deleted.
+TEST(ServingCache, StorageLimitHoldsOnDiskUnderConcurrentWriters) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs";
+    TmpDir d;
+    ASSERT_EQ(::mount("tmpfs", d.path.c_str(), "tmpfs", 0, "size=256m"), 0) << std::strerror(errno);
+    struct statvfs v0;
+    ::statvfs(d.path.c_str(), &v0);
+    const uint64_t base = (v0.f_blocks - v0.f_bfree) * v0.f_frsize;
+    const uint64_t limit = 40ull << 20;
+    {
+        SimConfig c = base_config();
+        c.cache_dir = d.path;
+        c.storage_capacity_gb = double(limit) / kGiB;
+        MultiTierCache cache(c, kBpt, nullptr);
+        std::atomic<bool> stop{false};
+        std::atomic<uint64_t> peak{0};
+        std::thread mon([&] {
+            while (!stop) {
+                struct statvfs v;
+                ::statvfs(d.path.c_str(), &v);
+                uint64_t used = (v.f_blocks - v.f_bfree) * v.f_frsize - base;
+                uint64_t p = peak.load();
+                while (used > p && !peak.compare_exchange_weak(p, used)) {}
+            }
+        });
+        std::vector<std::thread> th;
+        std::atomic<int> fails{0};
+        for (int t = 0; t < 8; ++t)
+            th.emplace_back([&, t] {
+                std::mt19937 rng(uint32_t(t) + 1);
+                for (int i = 0; i < 40; ++i) {
+                    std::string key = "w" + std::to_string(t) + "_" + std::to_string(i);
+                    if (!cache.allocate(key, 20 + int64_t(rng() % 200)).ok) fails++;
+                    if (i % 4 == 3) cache.access("w" + std::to_string(t) + "_" + std::to_string(i - 1),
+                                                 CachePhase::Decode, CacheType::User);
+                }
+            });
+        for (auto& x : th) x.join();
+        stop = true;
+        mon.join();
+        EXPECT_EQ(fails.load(), 0);
+        EXPECT_LE(peak.load(), limit);
+        EXPECT_GT(peak.load(), limit / 2);
+        CacheStats s = cache.stats();
+        EXPECT_GT(s.deletions, 0u);
+        // Files on disk = the entries the cache accounts for.
+        uint64_t files = 0, blocks = 0;
+        for (const auto& e : fs::directory_iterator(d.path)) {
+            struct stat st;
+            ::stat(e.path().c_str(), &st);
+            files++, blocks += uint64_t(st.st_blocks) * 512;
+        }
+        EXPECT_EQ(files, s.entries[int(Tier::Storage)]);
+        EXPECT_EQ(blocks, s.used_bytes[int(Tier::Storage)]);
+    }
+    ::umount2(d.path.c_str(), MNT_DETACH);
+}

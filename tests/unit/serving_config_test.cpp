@@ -1,0 +1,338 @@
+// kvio simulate's configuration: defaults, the benchmark's refusals (spec §1.3), config.yaml loading (§1.4),
+// the model table and bytes/token (§2), and the flag table docs/simulate.md shows.
+#include <gtest/gtest.h>
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "workload/serving/config.h"
+
+using namespace kvio;
+using namespace kvio::serving;
+namespace fs = std::filesystem;
+
+namespace {
+std::vector<std::string> errors_of(const SimConfig& c) {
+    std::vector<std::string> w;
+    return validate_config(c, w);
+}
+bool has(const std::vector<std::string>& v, const std::string& needle) {
+    for (const auto& s : v)
+        if (s.find(needle) != std::string::npos) return true;
+    return false;
+}
+std::string write_tmp(const std::string& name, const std::string& text) {
+    const fs::path p = fs::temp_directory_path() / ("kvio-serving-" + std::to_string(::getpid()) + "-" + name);
+    std::ofstream(p) << text;
+    return p.string();
+}
+std::string load_error(const std::string& yaml) {
+    SimConfig c;
+    const std::string p = write_tmp("bad.yaml", yaml);
+    try {
+        load_yaml_config(p, c);
+    } catch (const Error& e) {
+        fs::remove(p);
+        return e.what();
+    }
+    fs::remove(p);
+    return "";
+}
+}  // namespace
+
+TEST(ServingConfig, DefaultsAreTheBenchmarks) {
+    SimConfig c;
+    EXPECT_EQ(c.model, "llama3.1-8b");
+    EXPECT_EQ(c.num_users, 100);
+    EXPECT_EQ(c.generation_mode, "realistic");
+    EXPECT_FALSE(c.seed.has_value());
+    std::vector<std::string> w;
+    EXPECT_TRUE(validate_config(c, w).empty());
+    EXPECT_TRUE(w.empty());
+    const auto& y = c.yaml;
+    ASSERT_EQ(y.user_templates.size(), 3u);
+    EXPECT_EQ(y.user_templates[1].first, "coding");
+    EXPECT_EQ(y.user_templates[1].second.context_range.hi, 25000);
+    EXPECT_EQ(y.qos_profiles.at("batch").target_latency_p95_ms, 1000);
+    EXPECT_EQ(y.gpu_memory_fraction, 0.8);  // code default; the YAML says 0.9
+}
+
+TEST(ServingConfig, FlagTableHasTheBenchmarks40InOrder) {
+    const auto& t = flag_table();
+    size_t bench = 0;
+    for (const auto& f : t) bench += !f.kvio_only;
+    EXPECT_EQ(bench, 40u);
+    EXPECT_STREQ(t.front().name, "--log-level");
+    EXPECT_STREQ(t[39].name, "--enable-latency-tracing");
+    for (size_t i = 40; i < t.size(); ++i) EXPECT_TRUE(t[i].kvio_only) << t[i].name;
+    for (const auto& f : t) {
+        if (std::string(f.type) == "choice") {
+            EXPECT_NE(f.choices, nullptr) << f.name;
+            EXPECT_TRUE(std::holds_alternative<std::string SimConfig::*>(f.target)) << f.name;
+        }
+    }
+    EXPECT_EQ(flag_dest(t[2]), "num_users");
+    const auto gm = flag_choices(t[9]);
+    EXPECT_EQ(gm, (std::vector<std::string>{"none", "fast", "realistic"}));
+}
+
+TEST(ServingConfig, RefusalsOfTheBenchmark) {
+    SimConfig c;
+    c.num_users = 0;
+    EXPECT_TRUE(has(errors_of(c), "--num-users must be positive"));
+    c.num_users = 100001;
+    EXPECT_TRUE(has(errors_of(c), "--num-users 100001 exceeds limit"));
+    c = {};
+    c.duration = 86401;
+    EXPECT_TRUE(has(errors_of(c), "exceeds 24 hours"));
+    c = {};
+    c.gpu_mem_gb = -1;
+    c.cpu_mem_gb = 131073;
+    auto e = errors_of(c);
+    EXPECT_TRUE(has(e, "--gpu-mem-gb cannot be negative"));
+    EXPECT_TRUE(has(e, "--cpu-mem-gb 131073 exceeds limit"));
+    EXPECT_EQ(e.size(), 2u);  // all errors are collected, not just the first
+    c = {};
+    c.target_saturation = 1.5;
+    EXPECT_TRUE(has(errors_of(c), "between 0.0 and 1.0"));
+    c = {};
+    c.max_conversations = 0;
+    c.replay_cycles = -1;
+    c.trace_speedup = -1;
+    e = errors_of(c);
+    EXPECT_TRUE(has(e, "--max-conversations must be positive"));
+    EXPECT_TRUE(has(e, "--replay-cycles cannot be negative"));
+    EXPECT_TRUE(has(e, "--trace-speedup cannot be negative"));
+    c = {};
+    c.prefill_only = c.decode_only = true;
+    EXPECT_TRUE(has(errors_of(c), "mutually exclusive"));
+}
+
+TEST(ServingConfig, TensorParallel) {
+    SimConfig c;
+    c.tensor_parallel = 2;
+    EXPECT_TRUE(has(errors_of(c), "cannot exceed --num-gpus"));
+    c.num_gpus = 4;
+    c.tensor_parallel = 3;
+    std::vector<std::string> w;
+    EXPECT_TRUE(validate_config(c, w).empty());
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_NE(w[0].find("not a power of 2"), std::string::npos);
+    c.tensor_parallel = 4;
+    w.clear();
+    EXPECT_TRUE(validate_config(c, w).empty());
+    EXPECT_TRUE(w.empty());
+}
+
+TEST(ServingConfig, CacheDirSystemPrefixAndParent) {
+    SimConfig c;
+    for (const char* d : {"/etc/kv", "/proc", "/devX/cache", "/rootfs/kv", "/usr/bin/x"}) {
+        c.cache_dir = d;
+        EXPECT_TRUE(has(errors_of(c), "cannot be a system directory")) << d;
+    }
+    c.cache_dir = "/usr/lib/kv";  // /usr/bin is refused, /usr is not
+    EXPECT_TRUE(errors_of(c).empty());
+    c.cache_dir = "/tmp/kv-cache-test";
+    EXPECT_TRUE(errors_of(c).empty());
+    // Parent not writable: a read-only tmpfs (root may write to any mode bits, so mode 0555 would not do).
+    const fs::path ro = fs::temp_directory_path() / ("kvio-ro-" + std::to_string(::getpid()));
+    fs::create_directory(ro);
+    if (::geteuid() == 0 && ::mount("tmpfs", ro.c_str(), "tmpfs", MS_RDONLY, "size=1m") == 0) {
+        c.cache_dir = (ro / "cache").string();
+        EXPECT_TRUE(has(errors_of(c), "is not writable")) << c.cache_dir;
+        ::umount(ro.c_str());
+        EXPECT_TRUE(errors_of(c).empty());
+    } else if (::geteuid() != 0) {
+        fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+        c.cache_dir = (ro / "cache").string();
+        EXPECT_TRUE(has(errors_of(c), "is not writable")) << c.cache_dir;
+        fs::permissions(ro, fs::perms::owner_all);
+    } else {
+        ADD_FAILURE() << "cannot mount a read-only tmpfs on " << ro;
+    }
+    fs::remove(ro);
+}
+
+TEST(ServingConfig, KvioFlagChecks) {
+    SimConfig c;
+    c.storage_io = "mmap";
+    c.gpu_tier = "fpga";
+    c.generation_mode = "slow";
+    c.max_io_bytes = 1000;
+    c.storage_qd = 0;
+    c.gpu_bandwidth_gbps = 0;
+    auto e = errors_of(c);
+    EXPECT_TRUE(has(e, "--storage-io 'mmap' is not one of buffered|direct|io_uring"));
+    EXPECT_TRUE(has(e, "--gpu-tier 'fpga'"));
+    EXPECT_TRUE(has(e, "--generation-mode 'slow'"));
+    EXPECT_TRUE(has(e, "--max-io-bytes 1000 is not a multiple of 4096"));
+    EXPECT_TRUE(has(e, "--storage-qd"));
+    EXPECT_TRUE(has(e, "--gpu-bandwidth-gbps"));
+    c = {};
+    c.trace_dir = "/tmp/t";
+    EXPECT_TRUE(has(errors_of(c), "--trace-dir needs --enable-latency-tracing"));
+    c.enable_latency_tracing = true;
+    EXPECT_TRUE(errors_of(c).empty());
+    c.io_trace_log = "/tmp/x.csv";
+    EXPECT_TRUE(has(errors_of(c), "performs no I/O"));
+}
+
+// spec §2: the benchmark's 9 models.
+TEST(ServingConfig, BytesPerTokenOfTheNineModels) {
+    const std::pair<const char*, uint64_t> want[] = {
+        {"tiny-1b", 24576},     {"mistral-7b", 131072},  {"llama2-7b", 524288},
+        {"llama3.1-8b", 131072}, {"llama3.1-70b-instruct", 327680}, {"deepseek-v3", 70272},
+        {"qwen3-32b", 262144},  {"gpt-oss-120b", 73728}, {"gpt-oss-20b", 49152}};
+    SimConfig c;
+    for (auto [name, bpt] : want) {
+        c.model = name;
+        EXPECT_EQ(bytes_per_token(resolve_model(c)), bpt) << name;
+    }
+    // The same numbers from the benchmark's own config.yaml model_configs.
+    load_yaml_config("tests/fixtures/mlperf-kv-config.yaml", c);
+    for (auto [name, bpt] : want) {
+        c.model = name;
+        const auto m = resolve_model(c);
+        EXPECT_NE(m.source.find("config.yaml"), std::string::npos) << name;
+        EXPECT_EQ(bytes_per_token(m), bpt) << name;
+    }
+}
+
+TEST(ServingConfig, UnknownModelMessage) {
+    SimConfig c;
+    c.model = "gpt-5";
+    try {
+        resolve_model(c);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_EQ(m.rfind("Unknown model 'gpt-5'. Available models: ", 0), 0u) << m;
+        EXPECT_NE(m.find("tiny-1b"), std::string::npos);
+        EXPECT_NE(m.find("gpt-oss-20b"), std::string::npos);
+    }
+}
+
+TEST(ServingConfig, LoadsTheBenchmarksConfigYaml) {
+    SimConfig c;
+    load_yaml_config("tests/fixtures/mlperf-kv-config.yaml", c);
+    const auto& y = c.yaml;
+    EXPECT_EQ(y.gpu_memory_fraction, 0.9);  // the YAML's value, not the code default
+    EXPECT_EQ(y.rag_max_chunk_bytes, 268435456u);
+    EXPECT_EQ(y.rag_retrieval_distribution, "zipfian");
+    EXPECT_EQ(y.qos_profiles.at("interactive").priority, 3);
+    EXPECT_EQ(y.qos_profiles.at("responsive").target_latency_p9999_ms, 500);
+    EXPECT_EQ(y.user_templates[2].second.think_time_range.hi, 1.5);
+    EXPECT_EQ(y.validation_limits["max_gpu_memory_gb"], 1024);
+    EXPECT_EQ(y.sat_history_window_size, 10);
+    EXPECT_EQ(y.model_configs.size(), 9u);
+    EXPECT_TRUE(y.raw.is_object());
+    EXPECT_EQ(y.raw["rag"]["top_k_chunks"], 5);
+    // The echo has every leaf of the file (minus model_configs, which is echoed as loaded).
+    const auto j = yaml_settings_to_json(y);
+    EXPECT_EQ(j["eviction"]["large_entry_limit_ratio"], 0.95);
+    EXPECT_EQ(j["user_templates"]["coding"]["context_range"], nlohmann::ordered_json::array({4096, 25000}));
+    for (auto it = y.raw.begin(); it != y.raw.end(); ++it) EXPECT_TRUE(j.contains(it.key())) << it.key();
+    const auto cj = config_to_json(c);
+    EXPECT_EQ(cj["flags"]["num_users"], 100);
+    EXPECT_TRUE(cj["flags"]["seed"].is_null());
+    EXPECT_EQ(cj["flags"].size(), flag_table().size());
+}
+
+TEST(ServingConfig, YamlUnknownKeyTopLevel) {
+    const std::string e = load_error("eviction:\n  max_recursion_depth: 3\nevictions:\n  x: 1\n");
+    EXPECT_NE(e.find(":3: unknown configuration key 'evictions'"), std::string::npos) << e;
+    EXPECT_NE(e.find("valid keys at this level: model_configs, user_templates, generation_timing"), std::string::npos) << e;
+}
+
+TEST(ServingConfig, YamlUnknownKeyNested) {
+    std::string e = load_error("rag:\n  top_k_chunks: 3\n  top_k: 3\n");
+    EXPECT_NE(e.find(":3: unknown configuration key 'rag.top_k'"), std::string::npos) << e;
+    EXPECT_NE(e.find("chunk_size_tokens, top_k_chunks"), std::string::npos) << e;
+    e = load_error("user_templates:\n  chatbot:\n    think_range: [1, 2]\n");
+    EXPECT_NE(e.find("'user_templates.chatbot.think_range'"), std::string::npos) << e;
+    e = load_error("model_configs:\n  m:\n    num_layers: 2\n    heads: 4\n");
+    EXPECT_NE(e.find(":4: unknown configuration key 'model_configs.m.heads'"), std::string::npos) << e;
+}
+
+TEST(ServingConfig, YamlWrongTypes) {
+    std::string e = load_error("decode:\n  batch_size: \"32\"\n");
+    EXPECT_NE(e.find(":2: key 'decode.batch_size': expected an integer, got '32'"), std::string::npos) << e;
+    e = load_error("eviction:\n  target_usage_ratio: high\n");
+    EXPECT_NE(e.find("key 'eviction.target_usage_ratio': expected a number"), std::string::npos) << e;
+    e = load_error("rag:\n  retrieval_distribution: 7\n");
+    EXPECT_NE(e.find("expected a string"), std::string::npos) << e;
+    e = load_error("eviction: 3\n");
+    EXPECT_NE(e.find("key 'eviction': expected a mapping"), std::string::npos) << e;
+    e = load_error("user_templates:\n  coding:\n    context_range: [5000, 100]\n");
+    EXPECT_NE(e.find("min is larger than max"), std::string::npos) << e;
+    e = load_error("rag: [\n");
+    EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+TEST(ServingConfig, YamlMissingFile) {
+    SimConfig c;
+    try {
+        load_yaml_config("/nonexistent/kvio.yaml", c);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/kvio.yaml: --config: cannot open: No such file"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(ServingConfig, YamlModelConfigsMergeOverBuiltins) {
+    const std::string p = write_tmp("models.yaml",
+                                    "model_configs:\n"
+                                    "  my-int8:\n    name: \"Mine\"\n    num_layers: 10\n    hidden_dim: 2048\n"
+                                    "    num_heads: 16\n    kv_heads: 2\n    dtype: int8\n"
+                                    "  llama3.1-8b:\n    num_layers: 16\n    hidden_dim: 4096\n    num_heads: 32\n"
+                                    "    kv_heads: 8\n    dtype: float32\n");
+    SimConfig c;
+    load_yaml_config(p, c);
+    fs::remove(p);
+    c.model = "my-int8";
+    EXPECT_EQ(bytes_per_token(resolve_model(c)), 10u * 2 * 128 * 2 * 1);  // int8 = 1 byte
+    c.model = "llama3.1-8b";
+    EXPECT_EQ(bytes_per_token(resolve_model(c)), 16u * 8 * 128 * 2 * 4);  // overridden
+    c.model = "mistral-7b";                                               // untouched built-in
+    EXPECT_EQ(bytes_per_token(resolve_model(c)), 131072u);
+    c.model = "nope";
+    try {
+        resolve_model(c);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("my-int8"), std::string::npos) << e.what();
+    }
+}
+
+// docs/simulate.md's flag section is flag_table_markdown(), so the docs cannot drift from the code.
+TEST(ServingConfig, DocsFlagSectionMatchesTable) {
+    const char* path = "docs/simulate.md";
+    std::string doc;
+    {
+        std::ifstream in(path);
+        ASSERT_TRUE(in) << path << " is missing";
+        std::stringstream ss;
+        ss << in.rdbuf();
+        doc = ss.str();
+    }
+    const std::string b = "<!-- flags:begin -->\n", e = "<!-- flags:end -->";
+    const auto i = doc.find(b), j = doc.find(e);
+    ASSERT_NE(i, std::string::npos);
+    ASSERT_NE(j, std::string::npos);
+    if (const char* u = std::getenv("KVIO_UPDATE_DOCS"); u && std::string(u) == "1") {
+        doc.replace(i + b.size(), j - i - b.size(), flag_table_markdown());
+        std::ofstream(path) << doc;
+        return;
+    }
+    EXPECT_EQ(doc.substr(i + b.size(), j - i - b.size()), flag_table_markdown())
+        << "docs/simulate.md's flag table is stale: rewrite it with KVIO_UPDATE_DOCS=1 build/kvio_unit_tests "
+           "--gtest_filter=ServingConfig.DocsFlagSectionMatchesTable";
+    const std::string md = flag_table_markdown();
+    for (const auto& f : flag_table()) EXPECT_NE(md.find(std::string("`") + f.name + "`"), std::string::npos);
+}

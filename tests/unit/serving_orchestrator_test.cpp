@@ -1,0 +1,142 @@
+// The orchestrator's parts of `kvio simulate`: conversations, system prompts, RAG chunking and picks, QoS
+// compliance, the request queue's order (spec §3.2–§3.6, §4.2).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "workload/serving/conversation.h"
+#include "workload/serving/prefix.h"
+#include "workload/serving/qos.h"
+#include "workload/serving/rag.h"
+#include "workload/serving/request_queue.h"
+
+using namespace kvio::serving;
+
+TEST(Conversation, IdsArePerUserCountersAndKeysNameTheTurn) {
+    ConversationManager m(1000);
+    std::string a = m.start_conversation("user_0003");
+    std::string b = m.start_conversation("user_0003");
+    EXPECT_EQ(a, "conv_user_0003_1");
+    EXPECT_EQ(b, "conv_user_0003_2");
+    EXPECT_EQ(m.start_conversation("user_0001"), "conv_user_0001_1");
+    auto t1 = m.add_turn(a, 100), t2 = m.add_turn(a, 200);
+    ASSERT_TRUE(t1 && t2);
+    EXPECT_EQ(t1->turn_number, 1);
+    EXPECT_EQ(t2->cache_key, "conv_user_0003_1_turn_2");
+    EXPECT_EQ(m.turn_count(a), 2);
+}
+
+TEST(Conversation, PreviousTurnsIncludeLaterTurnsLikeTheBenchmark) {
+    ConversationManager m;
+    std::string c = m.start_conversation("user_0000");
+    for (int i = 1; i <= 4; ++i) m.add_turn(c, 10 * i);
+    auto prev = m.previous_turns(c, c + "_turn_2");
+    ASSERT_EQ(prev.size(), 3u);  // turns 1, 3, 4: everything but the current key (spec §3.4 / §10.2-12)
+    EXPECT_EQ(prev[0].cache_key, c + "_turn_1");
+    EXPECT_EQ(prev[1].cache_key, c + "_turn_3");
+    EXPECT_EQ(prev[2].context_tokens, 40);
+}
+
+TEST(Conversation, CapDropsTheLeastRecentlyUsedAndAddTurnReportsIt) {
+    ConversationManager m(2);
+    std::string a = m.start_conversation("u");
+    std::string b = m.start_conversation("u");
+    m.add_turn(a, 1);  // a is now more recent than b
+    std::string c = m.start_conversation("u");
+    EXPECT_EQ(m.size(), 2u);
+    EXPECT_EQ(m.dropped(), 1u);
+    EXPECT_FALSE(m.add_turn(b, 1));
+    EXPECT_TRUE(m.add_turn(a, 1));
+    EXPECT_TRUE(m.add_turn(c, 1));
+}
+
+TEST(Prefix, ThreePromptsWithTheBenchmarksWordCountsAndStableKeys) {
+    EXPECT_EQ(system_prompt(0).tokens, 5);
+    EXPECT_EQ(system_prompt(1).tokens, 9);
+    EXPECT_EQ(system_prompt(2).tokens, 6);
+    std::set<std::string> keys;
+    for (size_t i = 0; i < kSystemPromptCount; ++i) {
+        EXPECT_EQ(system_prompt(i).key.rfind("kv_system_", 0), 0u);
+        EXPECT_EQ(system_prompt(i).key.size(), 10u + 16u);
+        keys.insert(system_prompt(i).key);
+    }
+    EXPECT_EQ(keys.size(), 3u);
+    EXPECT_EQ(system_prompt_key("You are a helpful assistant.", 5), system_prompt(0).key);
+}
+
+TEST(Prefix, DetectsWithItsProbabilityAndCountsBytesSaved) {
+    PrefixCacheManager p(0.2, 1000);
+    PyRandom rng(7);
+    int hits = 0, n = 20000;
+    for (int i = 0; i < n; ++i) hits += p.detect(rng).has_value();
+    EXPECT_NEAR(double(hits) / n, 0.2, 0.01);
+    auto j = p.stats_json();
+    EXPECT_EQ(j["prefix_hits"], hits);
+    EXPECT_EQ(j["prefix_misses"], n - hits);
+    EXPECT_EQ(j["system_prompt_reuse"], hits);
+    // mean words (5 + 9 + 6) / 3 ≈ 6.67 per hit
+    EXPECT_NEAR(j["bytes_saved"].get<double>() / hits / 1000.0, 20.0 / 3.0, 0.15);
+}
+
+TEST(Rag, ChunksOfAtMost512TokensOr256MiB) {
+    YamlSettings y = default_yaml_settings();
+    EXPECT_EQ(rag_chunk_tokens(y, 131072), 512);               // 256 MiB / 128 KiB = 2048 > 512
+    EXPECT_EQ(rag_chunk_tokens(y, 1ull << 20), 256);           // 256 MiB / 1 MiB
+    RagDocument d = make_rag_document("doc_0003", 1300, 512);
+    ASSERT_EQ(d.chunks.size(), 3u);
+    EXPECT_EQ(d.chunks[2].tokens, 1300 - 1024);
+    EXPECT_EQ(d.chunks[1].key, "rag_doc_0003_chunk_1");
+}
+
+TEST(Rag, TopKPicksAreDistinctAndZipfFavoursTheFirstChunks) {
+    PyRandom rng(42);
+    int first = 0, with0 = 0, with19 = 0, n = 20000;
+    for (int i = 0; i < n; ++i) {
+        auto k = pick_rag_chunks(rng, 20, 5, "zipfian");
+        ASSERT_EQ(k.size(), 5u);
+        EXPECT_EQ(std::set<size_t>(k.begin(), k.end()).size(), 5u);
+        first += k[0] == 0;
+        with0 += std::count(k.begin(), k.end(), size_t(0)) > 0;
+        with19 += std::count(k.begin(), k.end(), size_t(19)) > 0;
+    }
+    // first draw picks chunk 0 with weight 1 / H(20) = 0.278
+    EXPECT_NEAR(double(first) / n, 1.0 / 3.5977, 0.02);
+    EXPECT_GT(with0, 5 * with19);  // weight 1 vs 1/20: chunk 0 is in most picks, chunk 19 in few
+    EXPECT_EQ(pick_rag_chunks(rng, 3, 5, "uniform").size(), 3u);
+}
+
+TEST(Qos, PerRequestP95TargetTestAndCompliance) {
+    QosMonitor q(default_yaml_settings().qos_profiles);
+    for (int i = 0; i < 95; ++i) q.record(QosClass::Interactive, 0.040);  // under the 50 ms target
+    for (int i = 0; i < 5; ++i) q.record(QosClass::Interactive, 0.060);
+    q.record(QosClass::Batch, 2.0);  // over 1000 ms
+    auto j = q.to_json();
+    EXPECT_EQ(j["interactive"]["total_requests"], 100);
+    EXPECT_DOUBLE_EQ(j["interactive"]["sla"]["compliance"].get<double>(), 0.95);
+    EXPECT_TRUE(j["interactive"]["sla"]["met"].get<bool>());
+    EXPECT_DOUBLE_EQ(j["interactive"]["sla"]["target_p95_ms"].get<double>(), 50.0);
+    EXPECT_FALSE(j["batch"]["sla"]["met"].get<bool>());
+    EXPECT_TRUE(j["responsive"]["no_data"].get<bool>());
+}
+
+TEST(RequestQueue, StrictPriorityThenFifoBySequence) {
+    RequestQueue q;
+    auto mk = [](QosClass c, uint64_t seq) {
+        auto r = std::make_shared<InferenceRequest>();
+        r->qos = c;
+        r->seq = seq;
+        return r;
+    };
+    q.push(mk(QosClass::Batch, 1));
+    q.push(mk(QosClass::Responsive, 2));
+    q.push(mk(QosClass::Interactive, 4));
+    q.push(mk(QosClass::Interactive, 3));
+    q.push(mk(QosClass::Batch, 0));
+    std::vector<uint64_t> order;
+    while (auto r = q.pop(std::chrono::milliseconds(0))) order.push_back(r->seq);
+    EXPECT_EQ(order, (std::vector<uint64_t>{3, 4, 2, 0, 1}));
+    q.push(mk(QosClass::Batch, 9));
+    EXPECT_EQ(q.close(), 1u);
+    EXPECT_EQ(q.pop(std::chrono::milliseconds(0)), nullptr);
+}

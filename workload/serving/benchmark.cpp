@@ -1,0 +1,596 @@
+// run_simulation (simulate.h): the benchmark's IntegratedBenchmark (spec §4.1) natively — user threads that
+// generate the open-loop request stream (§3.3), one priority queue (§4.2), min(users, 500) workers that run the
+// per-request steps (§4.3), the stop rules (§4.7), then the results document (§9) and the console report.
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "workload/serving/cache.h"
+#include "workload/serving/conversation.h"
+#include "workload/serving/latency_tracing.h"
+#include "workload/serving/metrics.h"
+#include "workload/serving/prefix.h"
+#include "workload/serving/qos.h"
+#include "workload/serving/rag.h"
+#include "workload/serving/report.h"
+#include "workload/serving/request_queue.h"
+#include "workload/serving/simulate.h"
+#include "workload/serving/stats_util.h"
+
+namespace kvio::serving {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC
+
+uint64_t now_ns() {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+// The signal that asked the run to stop (0: none). Set by the handler, read by the main loop.
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers for the run and restores the previous ones at destruction.
+struct SignalGuard {
+    static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction old[3];
+    SignalGuard() {
+        g_stop_signal = 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old[i]);
+    }
+    ~SignalGuard() {
+        for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old[i], nullptr);
+    }
+};
+
+/// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, spec §4.4; the YAML
+/// generation_timing values, dead in the benchmark, are honoured — their defaults are the same numbers).
+double generation_seconds_per_token(const SimConfig& c) {
+    if (c.generation_mode == "none") return c.yaml.generation_timing_none;
+    if (c.generation_mode == "fast") return c.yaml.generation_timing_fast;
+    return c.yaml.generation_timing_realistic;
+}
+
+std::string default_output_name() {
+    std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "benchmark_results_%Y%m%d_%H%M%S.json", &tm);
+    return buf;
+}
+
+/// Flags of kv-cache.py whose features belong to a later issue (spec §6–§8): refused, never silently ignored.
+void refuse_unimplemented(const SimConfig& c) {
+    std::vector<std::string> bad;
+    if (c.enable_autoscaling) bad.push_back("--enable-autoscaling");
+    if (c.use_burst_trace) bad.push_back("--use-burst-trace");
+    if (!c.dataset_path.empty()) bad.push_back("--dataset-path");
+    if (!c.validation_trace.empty()) bad.push_back("--validation-trace");
+    if (c.precondition) bad.push_back("--precondition");
+    if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
+    if (bad.empty()) return;
+    std::string s;
+    for (const auto& b : bad) s += (s.empty() ? "" : ", ") + b;
+    throw Error("simulate: " + s + ": not implemented yet in kvio simulate (docs/simulate.md lists what is missing)");
+}
+
+/// A stop-aware sleep: false when the run was asked to stop before `dur` elapsed.
+class StopFlag {
+public:
+    void set() {
+        {
+            std::lock_guard lk(mu_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+    }
+    bool is_set() const { return stop_.load(); }
+    bool sleep_for(double seconds) {
+        std::unique_lock lk(mu_);
+        return !cv_.wait_for(lk, std::chrono::duration<double>(seconds), [&] { return stop_.load(); });
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<bool> stop_{false};
+};
+
+/// One run: owns the threads and everything they share.
+class Simulation {
+public:
+    Simulation(const SimConfig& c, const workload::ModelConfig& model, uint64_t bpt, std::vector<UserProfile> users,
+               uint64_t seed_used, MultiTierCache& cache)
+        : c_(c),
+          model_(model),
+          bpt_(bpt),
+          users_(std::move(users)),
+          cache_(cache),
+          conversations_(c.yaml.max_conversations),
+          qos_(c.yaml.qos_profiles),
+          gen_s_per_token_(generation_seconds_per_token(c)) {
+        PyRandom derive(int64_t(seed_used) + 1);  // per-thread streams, derived from the seed (not the user table's)
+        for (size_t i = 0; i < users_.size(); ++i) user_seeds_.push_back(derive.getrandbits(32));
+        num_workers_ = size_t(std::min<int64_t>(c.num_users, 500));
+        for (size_t i = 0; i < num_workers_; ++i) worker_seeds_.push_back(derive.getrandbits(32));
+        rag_seed_ = derive.getrandbits(32);
+        if (!c.disable_prefix_caching)
+            prefix_ = std::make_unique<PrefixCacheManager>(c.yaml.system_prompt_hit_probability, bpt);
+        if (c.enable_rag) rag_ = std::make_unique<RagDocumentManager>(c.yaml, bpt, rag_large_model(model));
+    }
+
+    /// Runs to the stop; fills `out` (the results document) and returns the exit code.
+    int run(nlohmann::ordered_json& out, std::ostream* progress);
+
+private:
+    void user_loop(size_t index);
+    void worker_loop(size_t index);
+    void process_request(InferenceRequest& req, PyRandom& rng);
+    AccessResult read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
+                              RequestRecord& rec, double& latency);
+    std::shared_ptr<InferenceRequest> new_request(const UserProfile& u, int64_t ctx, int64_t gen);
+    void sample_bandwidth(double t_s, const CacheStats& s);
+    void prepopulate();
+
+    const SimConfig& c_;
+    workload::ModelConfig model_;
+    uint64_t bpt_;
+    std::vector<UserProfile> users_;
+    MultiTierCache& cache_;
+    RequestQueue queue_;
+    ConversationManager conversations_;
+    std::unique_ptr<PrefixCacheManager> prefix_;
+    std::unique_ptr<RagDocumentManager> rag_;
+    QosMonitor qos_;
+    RunMetrics metrics_;
+    double gen_s_per_token_;
+    size_t num_workers_ = 0;
+    std::vector<uint64_t> user_seeds_, worker_seeds_;
+    uint64_t rag_seed_ = 0;
+    std::vector<std::string> prepop_keys_;
+
+    StopFlag stop_;                        // users stop generating, workers drop what they pop
+    std::atomic<bool> max_reached_{false};
+    std::atomic<uint64_t> seq_{0};         // the benchmark's global req_id
+    std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0};
+    std::atomic<uint64_t> in_flight_{0};
+    nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
+    uint64_t last_read_[3] = {}, last_written_[3] = {};
+    double last_t_ = 0;
+};
+
+std::shared_ptr<InferenceRequest> Simulation::new_request(const UserProfile& u, int64_t ctx, int64_t gen) {
+    auto r = std::make_shared<InferenceRequest>();
+    r->user_id = u.user_id;
+    r->qos = u.qos;
+    r->context_tokens = ctx;
+    r->generate_tokens = gen;
+    r->seq = ++seq_;
+    char id[96];
+    std::snprintf(id, sizeof id, "req_%s_%06llu", u.user_id.c_str(), static_cast<unsigned long long>(r->seq));
+    r->request_id = id;
+    return r;
+}
+
+// spec §3.3: think, multi-turn bookkeeping, draw the request, enqueue, maybe a RAG side request.
+void Simulation::user_loop(size_t index) {
+    const UserProfile& u = users_[index];
+    PyRandom rng(int64_t(user_seeds_[index]));
+    const YamlSettings& y = c_.yaml;
+    std::string conv;
+    while (!stop_.is_set()) {
+        if (!stop_.sleep_for(u.think_time * rng.uniform(0.8, 1.2))) break;
+        if (!c_.disable_multi_turn) {
+            if (!conv.empty() && rng.random() >= 1.0 - y.end_conversation_probability) {
+                conversations_.end_conversation(conv);
+                conv.clear();
+            }
+            if (!conv.empty() && conversations_.turn_count(conv) >= y.max_turns_per_conv) {
+                conversations_.end_conversation(conv);
+                conv.clear();
+            }
+            if (conv.empty()) conv = conversations_.start_conversation(u.user_id);
+        }
+        int64_t ctx = rng.randint(std::max<int64_t>(1, u.context_length / 4), u.context_length);
+        int64_t gen = rng.randint(std::max<int64_t>(1, u.generation_length / 4), u.generation_length);
+        auto r = new_request(u, ctx, gen);
+        if (!c_.disable_multi_turn) {
+            auto turn = conversations_.add_turn(conv, ctx);
+            if (!turn) {  // dropped by the 1000-conversation cap: start over (the benchmark's thread dies here)
+                conv = conversations_.start_conversation(u.user_id);
+                turn = conversations_.add_turn(conv, ctx);
+            }
+            r->conversation_id = conv;
+            r->turn_number = turn->turn_number;
+            r->cache_key = turn->cache_key;
+        } else {
+            char key[96];
+            std::snprintf(key, sizeof key, "%s_req_%06llu", u.user_id.c_str(), static_cast<unsigned long long>(r->seq));
+            r->cache_key = key;
+        }
+        r->phase = ctx >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
+        r->submit_ns = now_ns();
+        queue_.push(r);
+        ++issued_;
+        if (rag_ && rng.random() < y.rag_request_probability) {
+            RagDocument doc;
+            std::vector<size_t> chunks;
+            if (rag_->pick(rng, doc, chunks)) {
+                int64_t tokens = 0;
+                for (size_t i : chunks) tokens += doc.chunks[i].tokens;
+                auto s = new_request(u, std::max<int64_t>(1, tokens), rng.randint(50, 200));
+                s->phase = RequestPhase::Decode;
+                s->cache_key = "rag_" + doc.doc_id;
+                s->is_rag = true;
+                s->rag_doc_id = doc.doc_id;
+                s->submit_ns = now_ns();
+                queue_.push(s);
+                ++issued_;
+            }
+        }
+    }
+}
+
+void Simulation::worker_loop(size_t index) {
+    PyRandom rng(int64_t(worker_seeds_[index]));
+    while (true) {
+        auto r = queue_.pop(std::chrono::milliseconds(100));
+        if (!r) {
+            if (stop_.is_set()) return;
+            continue;
+        }
+        if (stop_.is_set()) {  // the benchmark drops a request popped after the stop; kvio counts it
+            ++dropped_after_pop_;
+            continue;
+        }
+        ++in_flight_;
+        process_request(*r, rng);
+        --in_flight_;
+    }
+}
+
+// One cache read of `bytes` bytes: its latency added to `latency`, a successful hit counted in rec.reads/bytes_read,
+// a hit whose read failed in rec.failed_ops.
+AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
+                                      RequestRecord& rec, double& latency) {
+    AccessResult a = cache_.access(key, phase, type);
+    latency += a.latency_s;
+    if (a.hit && a.ok) {
+        ++rec.reads;
+        rec.bytes_read += bytes;
+    } else if (a.hit) {
+        ++rec.failed_ops;
+    }
+    return a;
+}
+
+// spec §4.3, in order: prefix → multi-turn reads → prefill write → RAG read → decode → generation → record.
+void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
+    RequestRecord rec;
+    rec.request = &req;
+    CacheType cache_type = CacheType::User;
+    const CachePhase req_phase = req.phase == RequestPhase::Decode ? CachePhase::Decode : CachePhase::Prefill;
+    auto write = [&](const std::string& key, int64_t tokens) {
+        AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
+        rec.storage_s += w.latency_s;
+        if (!w.ok) {
+            ++rec.failed_ops;
+        } else if (!w.existed) {
+            ++rec.writes;
+            rec.bytes_written += cache_.entry_bytes(tokens);
+        }
+        return w;
+    };
+
+    // 1. prefix: the system prompt's entry; kvio writes it on a miss so later requests hit (fix for #283).
+    if (prefix_) {
+        if (auto sp = prefix_->detect(rng)) {
+            AccessResult a =
+                read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
+            if (!a.hit) write(sp->key, sp->tokens);
+            req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
+            cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
+        }
+    }
+
+    // 2. multi-turn: every other turn of the conversation (the benchmark's full-context reload, #281/#290).
+    if (!c_.decode_only && !req.conversation_id.empty() && req.turn_number > 1) {
+        for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
+            AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
+                                          cache_.entry_bytes(t.context_tokens), rec, rec.storage_s);
+            ++(a.hit ? rec.multi_turn_hits : rec.multi_turn_misses);
+        }
+    }
+
+    // 3. prefill write of the request's entry.
+    if (!c_.decode_only && req.phase != RequestPhase::Decode) rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
+
+    // 4. RAG read: with probability rag.request_probability, the top-k chunks of a random document.
+    if (rag_ && rng.random() < c_.yaml.rag_request_probability) {
+        RagDocument doc;
+        std::vector<size_t> chunks;
+        if (rag_->pick(rng, doc, chunks))
+            for (size_t i : chunks)
+                read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User, cache_.entry_bytes(doc.chunks[i].tokens),
+                             rec, rec.storage_s);
+    }
+
+    // 5. decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
+    if (!c_.prefill_only && req.phase != RequestPhase::Prefill) {
+        std::string key = req.cache_key;
+        int64_t tokens = req.context_tokens;
+        if (c_.decode_only && !prepop_keys_.empty()) {
+            key = prepop_keys_[rng.choice_index(prepop_keys_.size())];
+            tokens = 2048;
+        }
+        double decode = 0;
+        uint32_t reads_before = rec.reads;
+        const uint64_t bytes = cache_.entry_bytes(tokens);
+        if (!read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode).hit) {
+            if (!c_.decode_only) write(key, tokens);  // evicted (or never written): re-write, no batched reads
+        } else {
+            int64_t batch = std::max(1, c_.yaml.decode_batch_size);
+            int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
+            for (int64_t i = 0; i < n; ++i) read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
+        }
+        rec.decode_reads = rec.reads - reads_before;
+        rec.decode_s = decode;
+        rec.storage_s += decode;
+    }
+
+    // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
+    rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
+    if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
+        ++cut_in_generation_;
+        return;
+    }
+
+    // 7. record.
+    rec.e2e_s = double(now_ns() - req.submit_ns) / 1e9;
+    metrics_.record(rec);
+    qos_.record(req.qos, rec.e2e_s);
+    if (c_.max_requests > 0 && metrics_.completed() >= uint64_t(c_.max_requests)) max_reached_ = true;
+}
+
+void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
+    double dt = t_s - last_t_;
+    if (dt <= 0) return;
+    nlohmann::ordered_json row;
+    row["t_s"] = t_s;
+    for (int t = 0; t < 3; ++t) {
+        std::string n = tier_name(Tier(t));
+        row[n + "_read_gibps"] = double(s.tier_bytes_read[t] - last_read_[t]) / dt / double(1ull << 30);
+        row[n + "_write_gibps"] = double(s.tier_bytes_written[t] - last_written_[t]) / dt / double(1ull << 30);
+        last_read_[t] = s.tier_bytes_read[t];
+        last_written_[t] = s.tier_bytes_written[t];
+    }
+    bandwidth_.push_back(row);
+    last_t_ = t_s;
+}
+
+// --decode-only (spec §7.4): num_users × 10 entries "prepop_<i>" of 2048 tokens, then reset_stats().
+void Simulation::prepopulate() {
+    int64_t n = c_.num_users * 10;
+    for (int64_t i = 0; i < n; ++i) {
+        std::string key = "prepop_" + std::to_string(i);
+        if (cache_.allocate(key, 2048, CachePhase::Prefill).ok) prepop_keys_.push_back(key);
+    }
+    cache_.reset_stats();
+}
+
+int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
+    if (c_.decode_only) prepopulate();
+    SignalGuard signals;
+    std::atomic<bool> rag_stop{false};
+    const uint64_t t0 = now_ns();
+    auto elapsed = [&] { return double(now_ns() - t0) / 1e9; };
+
+    std::thread rag_thread;
+    if (rag_)
+        rag_thread = std::thread([&] {
+            PyRandom rng{int64_t(rag_seed_)};
+            rag_->ingest(cache_, rng, c_.rag_num_docs, rag_stop);
+        });
+    std::vector<std::thread> workers, users;
+    for (size_t i = 0; i < num_workers_; ++i) workers.emplace_back([this, i] { worker_loop(i); });
+    for (size_t i = 0; i < users_.size(); ++i) users.emplace_back([this, i] { user_loop(i); });
+
+    // Main thread: wait for the duration, --max-requests or a signal; sample bandwidth each second.
+    std::string reason = "duration";
+    double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
+    while (true) {
+        double t = elapsed();
+        if (t >= double(c_.duration)) break;
+        if (max_reached_) {
+            reason = "max_requests";
+            break;
+        }
+        if (g_stop_signal) {
+            reason = std::string("signal ") + strsignal(g_stop_signal.load());
+            break;
+        }
+        if (t >= next_sample || t >= next_progress) {
+            CacheStats s = cache_.stats();
+            if (t >= next_sample) {
+                sample_bandwidth(t, s);
+                next_sample += 1.0;
+            }
+            if (t >= next_progress && progress) {
+                char line[256];
+                std::snprintf(line, sizeof line,
+                              "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
+                              "%.2f GiB/s\n",
+                              t, static_cast<long long>(c_.duration), static_cast<unsigned long long>(metrics_.completed()),
+                              double(metrics_.tokens()) / t, queue_.size(),
+                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
+                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
+                *progress << line << std::flush;
+                next_progress += c_.progress_interval_s;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const double stop_at = elapsed();
+    const int sig = g_stop_signal.load();
+    stop_.set();
+    rag_stop = true;
+    for (auto& th : users) th.join();
+    size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
+    for (auto& th : workers) th.join();
+    if (rag_thread.joinable()) rag_thread.join();
+    // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
+    // before the join window during which it keeps counting completions).
+    const double elapsed_s = elapsed();
+    CacheStats final_stats = cache_.stats();
+    sample_bandwidth(elapsed_s, final_stats);
+
+    out = metrics_.top_level_json(c_.seed);
+    nlohmann::ordered_json summary = metrics_.summary_head_json(elapsed_s);
+    summary["cache_stats"] = cache_.cache_stats_json(elapsed_s, c_.performance_profile);
+    summary["qos_metrics"] = qos_.to_json();
+    summary["prefix_cache_stats"] = prefix_ ? prefix_->stats_json() : nlohmann::ordered_json::object();
+    summary["autoscaling_stats"] = nlohmann::ordered_json::array();
+    summary["autoscaling_summary"] = nullptr;
+    summary["multi_turn_stats"] = metrics_.multi_turn_json();
+    out["summary"] = summary;
+
+    nlohmann::ordered_json k;
+    k["stop"] = {{"reason", reason},
+                 {"signal", sig},
+                 {"stop_requested_at_s", stop_at},
+                 {"drain_s", elapsed_s - stop_at},
+                 {"requests_issued", issued_.load()},
+                 {"dropped_queued_at_stop", dropped_queued},
+                 {"dropped_popped_after_stop", dropped_after_pop_.load()},
+                 {"cut_in_generation", cut_in_generation_.load()}};
+    k["workers"] = num_workers_;
+    k["bandwidth_timeline"] = bandwidth_;
+    nlohmann::ordered_json lat;
+    lat["storage_read_device_ms"] = latency_summary_ms(final_stats.storage_read_device);
+    lat["storage_read_host_ms"] = latency_summary_ms(final_stats.storage_read_host);
+    lat["storage_write_device_ms"] = latency_summary_ms(final_stats.storage_write_device);
+    lat["storage_write_host_ms"] = latency_summary_ms(final_stats.storage_write_host);
+    k["storage_host_device_ms"] = lat;
+    k["conversations"] = {{"started", conversations_.started()},
+                          {"dropped_by_cap", conversations_.dropped()},
+                          {"in_table", conversations_.size()}};
+    if (rag_) k["rag"] = rag_->stats_json();
+    if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
+    k["requests"] = metrics_.requests_json();
+    out["kvio"] = k;
+    if (sig == SIGINT) return 130;
+    if (sig == SIGTERM) return 143;
+    if (sig == SIGHUP) return 129;
+    return 0;
+}
+
+nlohmann::ordered_json fixes_applied() {
+    return nlohmann::ordered_json::array({
+        "prefix entries are written on their first miss, so later requests hit (#283)",
+        "conversation ids use a per-user counter, not wall-clock ms (#822)",
+        "each user and worker thread draws from its own PyRandom derived from the seed (the benchmark shares one "
+        "generator between threads, #822)",
+        "queue ties break by request sequence, not enqueue wall time",
+        "elapsed_time includes the drain of in-flight requests, so every completed request lies inside it",
+        "requests dropped at the stop are counted (kvio.stop)",
+        "a conversation dropped by the 1000-conversation cap restarts instead of killing its user thread",
+    });
+}
+
+}  // namespace
+
+SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress) {
+    std::vector<std::string> warnings;
+    std::vector<std::string> errors = validate_config(config, warnings);
+    if (!errors.empty()) {
+        std::string msg = "simulate: " + errors.front();
+        for (size_t i = 1; i < errors.size(); ++i) msg += "; " + errors[i];
+        throw Error(msg);
+    }
+    refuse_unimplemented(config);
+
+    SimConfig c = config;
+    workload::ModelConfig model = resolve_model(c);
+    const uint64_t bpt = bytes_per_token(model);
+    std::string seed_source = c.seed ? "--seed" : "random (no --seed)";
+    uint64_t seed_used = c.seed ? uint64_t(*c.seed) : uint64_t(std::random_device{}());
+    PyRandom rng{int64_t(seed_used)};
+    std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
+
+    // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
+    // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
+    std::unique_ptr<LatencyTracing> tracing;
+    if (c.enable_latency_tracing) {
+        if (!c.io_trace_log.empty())
+            throw Error("simulate: --enable-latency-tracing traces real I/O: it cannot be combined with --io-trace-log");
+        tracing = std::make_unique<LatencyTracing>(latency_tracing_options(c));
+        c.semantic_path = tracing->semantic_path();
+    }
+    auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
+    MultiTierCache& cache = *cache_owner;
+    if (console) print_banner(*console, c, model, bpt, users, cache, seed_used);
+
+    SimResult res;
+    nlohmann::ordered_json doc;
+    {
+        Simulation sim(c, model, bpt, users, seed_used, cache);
+        res.exit_code = sim.run(doc, progress);
+    }
+    nlohmann::ordered_json& k = doc["kvio"];
+    nlohmann::ordered_json kv;
+    kv["format"] = "kvio.simulate/1";
+    kv["benchmark"] = "MLPerf Storage KV Cache Benchmark v3.0 (kv_cache_benchmark @ 64165f7), reimplemented";
+    kv["seed_used"] = seed_used;
+    kv["seed_source"] = seed_source;
+    kv["model"] = {{"name", c.model}, {"bytes_per_token", bpt}};
+    kv["users"] = users_to_json(users);
+    double offered = 0;
+    for (const auto& u : users) offered += u.think_time > 0 ? 1.0 / u.think_time : 0;
+    kv["offered_load_req_per_s"] = offered;
+    kv["gpu_tier"] = cache.gpu_tier_description();
+    kv["storage_tier"] = cache.storage_description();
+    kv["cache"] = cache.kvio_json();
+    kv["fixes_applied"] = fixes_applied();
+    kv["warnings"] = warnings;
+    for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
+    kv["config"] = config_to_json(c);
+    doc["kvio"] = kv;
+    cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
+    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
+
+    res.output_path = c.output.empty() ? default_output_name() : c.output;
+    {
+        std::ofstream f(res.output_path);
+        if (!f) throw Error("simulate: cannot write results to " + res.output_path + ": " + std::strerror(errno));
+        f << doc.dump(4) << "\n";
+        if (!f) throw Error("simulate: writing " + res.output_path + " failed: " + std::strerror(errno));
+    }
+    if (console) print_report(*console, doc);
+    res.results = std::move(doc);
+    return res;
+}
+
+}  // namespace kvio::serving

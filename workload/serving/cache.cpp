@@ -1,0 +1,569 @@
+// MultiTierCache: the waterfall policy (waterfall.h) over one backend per tier (tiers.h), the benchmark's
+// counters and latency lists (spec §5, §9.3) with its accounting bugs fixed (docs/simulate.md).
+#include "workload/serving/cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <ostream>
+
+#include "common/error.h"
+#include "workload/serving/gpu_tier.h"
+#include "workload/serving/io_trace_log.h"
+#include "workload/serving/kv_data.h"
+#include "workload/serving/stats_util.h"
+#include "workload/serving/tiers.h"
+#include "workload/serving/waterfall.h"
+#include "common/devinfo.h"
+
+namespace kvio::serving {
+
+const char* tier_name(Tier t) {
+    switch (t) {
+        case Tier::Gpu: return "gpu";
+        case Tier::Cpu: return "cpu";
+        case Tier::Storage: return "storage";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int kMaxPlacementRounds = 10000;  // bounded retries of one placement (each round makes progress or waits)
+constexpr int kWaitMs = 100;
+
+const char* phase_text(CachePhase p) { return p == CachePhase::Decode ? "Decode" : "Prefill"; }
+
+/// --max-concurrent-allocs: a counting semaphore (0 = unlimited).
+class AllocGate {
+public:
+    explicit AllocGate(int64_t n) : free_(n), bounded_(n > 0) {}
+    void acquire() {
+        if (!bounded_) return;
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return free_ > 0; });
+        --free_;
+    }
+    void release() {
+        if (!bounded_) return;
+        std::lock_guard<std::mutex> g(mu_);
+        ++free_;
+        cv_.notify_one();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    int64_t free_;
+    bool bounded_;
+};
+
+struct GateHold {
+    AllocGate& g;
+    explicit GateHold(AllocGate& gate) : g(gate) { g.acquire(); }
+    ~GateHold() { g.release(); }
+};
+
+}  // namespace
+
+struct MultiTierCache::Impl {
+    SimConfig c;
+    uint64_t bpt = 0;
+    uint64_t tp = 1;
+    std::ostream* log = nullptr;
+    bool trace_mode = false;
+    uint64_t seed = 0;
+
+    std::vector<Tier> order;          // waterfall order of the tiers in the policy
+    int index[3] = {-1, -1, -1};      // Tier -> policy index
+    std::unique_ptr<TierBackend> backend[3];
+    std::unique_ptr<WaterfallPolicy> policy;
+    std::unique_ptr<NoisePool> pool;
+    std::unique_ptr<IoTraceLog> trace;
+    std::string storage_dir;
+    bool temp_dir = false;
+    std::string gpu_desc, storage_desc;
+    std::function<uint64_t(uint64_t)> storage_footprint;  // bytes an entry takes on the storage target
+    AllocGate gate{0};
+
+    mutable std::mutex stats_mu;
+    CacheStats st;
+
+    explicit Impl(const SimConfig& cfg) : c(cfg), gate(cfg.max_concurrent_allocs) {}
+
+    TierBackend& be(int policy_tier) { return *backend[int(order[policy_tier])]; }
+    Tier tier_at(int policy_tier) const { return order[policy_tier]; }
+
+    void note_error(const std::string& e) {
+        if (st.first_error.empty()) st.first_error = e;
+    }
+
+    void execute(const std::vector<WaterfallAction>& actions);
+    void demote(const WaterfallAction& a);
+};
+
+MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std::ostream* log)
+    : impl_(std::make_unique<Impl>(c)) {
+    Impl& m = *impl_;
+    m.bpt = bytes_per_token;
+    m.tp = uint64_t(std::max<int64_t>(c.tensor_parallel, 1));
+    m.log = log;
+    m.trace_mode = !c.io_trace_log.empty();
+    m.seed = uint64_t(c.seed.value_or(0));
+
+    const uint64_t gpu_limit = uint64_t(std::max(0.0, c.gpu_mem_gb) * double(std::max<int64_t>(c.num_gpus, 1)) * kGiB);
+    const uint64_t cpu_limit = uint64_t(std::max(0.0, c.cpu_mem_gb) * kGiB);
+    std::vector<uint64_t> limits;
+
+    if (gpu_limit > 0) {
+        m.index[int(Tier::Gpu)] = int(m.order.size());
+        m.order.push_back(Tier::Gpu);
+        limits.push_back(gpu_limit);
+        if (m.trace_mode) {
+            m.backend[int(Tier::Gpu)] = make_null_tier();
+            m.gpu_desc = "null (trace mode)";
+        } else {
+            m.backend[int(Tier::Gpu)] = make_gpu_tier(c.gpu_tier, c.gpu_bandwidth_gbps, &m.gpu_desc);
+        }
+    } else {
+        m.gpu_desc = "absent (--gpu-mem-gb 0)";
+    }
+
+    m.index[int(Tier::Cpu)] = int(m.order.size());
+    m.order.push_back(Tier::Cpu);
+    limits.push_back(cpu_limit);
+    m.backend[int(Tier::Cpu)] = m.trace_mode ? make_null_tier() : make_cpu_tier();
+
+    m.index[int(Tier::Storage)] = int(m.order.size());
+    m.order.push_back(Tier::Storage);
+    uint64_t storage_limit = c.storage_capacity_gb > 0 ? uint64_t(c.storage_capacity_gb * kGiB) : kUnlimited;
+    if (m.trace_mode) {
+        m.backend[int(Tier::Storage)] = make_null_tier();
+        m.storage_desc = "null (trace mode: --io-trace-log " + c.io_trace_log + ")";
+        m.trace = std::make_unique<IoTraceLog>(c.io_trace_log);
+        m.pool = std::make_unique<NoisePool>(m.seed, 4096);
+    } else {
+        m.storage_dir = c.cache_dir;
+        if (m.storage_dir.empty()) {
+            const char* tmp = std::getenv("TMPDIR");
+            std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kv_cache_XXXXXX";
+            if (!::mkdtemp(tmpl.data())) throw Error("cannot create a temporary cache directory " + tmpl);
+            m.storage_dir = tmpl;
+            m.temp_dir = true;
+        } else if (!is_block_device(m.storage_dir)) {
+            std::error_code ec;
+            std::filesystem::create_directories(m.storage_dir, ec);  // the benchmark creates it (parents too)
+        }
+        StorageOptions so;
+        so.path = m.storage_dir;
+        so.io = c.storage_io;
+        so.qd = c.storage_qd;
+        so.max_io_bytes = c.max_io_bytes;
+        so.force = c.force;
+        so.semantic_path = c.semantic_path;
+        auto st = make_storage_tier(so);  // deletes old *.npy first
+        if (c.storage_capacity_gb <= 0) storage_limit = st->auto_capacity();
+        m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
+        m.storage_desc = st->description();
+        m.backend[int(Tier::Storage)] = std::move(st);
+        m.pool = std::make_unique<NoisePool>(m.seed);
+    }
+    limits.push_back(storage_limit);
+
+    WaterfallOptions o;
+    o.target_ratio = c.yaml.target_usage_ratio;
+    o.large_entry_ratio = c.yaml.large_entry_limit_ratio;
+    o.max_depth = c.yaml.max_recursion_depth;
+    if (m.storage_footprint) {
+        // The storage limit holds on the target: an entry occupies its layout's header + data in whole blocks.
+        const int si = m.index[int(Tier::Storage)];
+        o.footprint = [si, f = m.storage_footprint](int tier, uint64_t b) { return tier == si ? f(b) : b; };
+    }
+    m.policy = std::make_unique<WaterfallPolicy>(limits, o);
+}
+
+MultiTierCache::~MultiTierCache() {
+    Impl& m = *impl_;
+    if (m.trace) {
+        try {
+            m.trace->close();
+        } catch (const std::exception& e) {
+            if (m.log) *m.log << "kvio: " << e.what() << "\n";
+        }
+    }
+    for (auto& b : m.backend) b.reset();
+    if (m.temp_dir) {
+        std::error_code ec;
+        std::filesystem::remove_all(m.storage_dir, ec);
+    }
+}
+
+uint64_t MultiTierCache::entry_bytes(int64_t tokens) const {
+    return uint64_t(std::max<int64_t>(tokens, 0)) * impl_->bpt / impl_->tp;
+}
+
+void MultiTierCache::Impl::demote(const WaterfallAction& a) {
+    const Tier from = tier_at(a.from), to = tier_at(a.to);
+    OpTiming r, w;
+    bool ok = true;
+    std::string err;
+    try {
+        r = be(a.from).read(a.key, a.bytes);
+    } catch (const std::exception& e) {
+        ok = false, err = e.what();
+    }
+    bool read_ok = ok;
+    if (ok) {
+        try {
+            w = be(a.to).write(a.key, a.bytes, EntryData(*pool, key_hash(a.key, seed)));
+        } catch (const std::exception& e) {
+            ok = false, err = e.what();
+        }
+    }
+    be(a.from).remove(a.key);  // bytes gone from the source before its claim is released
+    if (!ok) be(a.to).remove(a.key);
+    policy->finish_demotion(a, ok);
+    if (trace) {
+        trace->row("Read", a.bytes, int(from), a.key, "Evict");
+        if (ok) trace->row("Write", a.bytes, int(to), a.key, "Evict");
+    }
+    std::lock_guard<std::mutex> g(stats_mu);
+    if (!ok) {
+        (read_ok ? st.failed_writes : st.failed_reads) += 1;
+        note_error(err);
+        return;
+    }
+    st.evictions += 1;
+    st.demotions[int(to)] += 1;
+    st.demotion_bytes[int(to)] += a.bytes;
+    st.demotion_lat[int(to)].push_back(r.total + w.total);
+    st.tier_bytes_read[int(from)] += a.bytes;   // #408/#420
+    st.tier_bytes_written[int(to)] += a.bytes;
+    if (to == Tier::Cpu) st.offloads_cpu += 1;
+    if (to == Tier::Storage) {
+        st.offloads_storage += 1;
+        uint64_t sharded = bpt / tp;
+        if (sharded > 0) st.storage_tokens_processed += double(a.bytes / sharded);
+    }
+}
+
+void MultiTierCache::Impl::execute(const std::vector<WaterfallAction>& actions) {
+    for (const auto& a : actions) {
+        if (a.kind == WaterfallAction::Kind::Demote) {
+            demote(a);
+            continue;
+        }
+        be(a.from).remove(a.key);
+        policy->finish_delete(a);
+        std::lock_guard<std::mutex> g(stats_mu);
+        st.evictions += 1;
+        st.deletions += 1;
+        st.deletion_bytes += a.bytes;
+    }
+}
+
+AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, CachePhase phase) {
+    Impl& m = *impl_;
+    AllocResult res;
+    if (!m.policy->begin_allocate(key)) {
+        int t = m.policy->tier_of(key);
+        res.ok = res.existed = true;
+        if (t >= 0) res.tier = m.tier_at(t);
+        return res;
+    }
+    GateHold hold(m.gate);
+    const uint64_t size = entry_bytes(tokens);
+    if (phase == CachePhase::Prefill) {
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.st.prefill_writes += 1;  // attempts, as the benchmark counts them (failed writes included)
+    }
+    int tier = -1, from = 0;
+    for (int round = 0; round < kMaxPlacementRounds && tier < 0; ++round) {
+        PlaceStep s = m.policy->place_step(size, from);
+        if (s.kind == PlaceStep::Kind::Reserved) tier = s.tier;
+        else if (s.kind == PlaceStep::Kind::Work) m.execute(s.actions), from = s.tier;
+        else if (s.kind == PlaceStep::Kind::Wait) m.policy->wait_change(s.generation, kWaitMs), from = s.tier;
+        else break;
+    }
+    if (tier < 0) {
+        m.policy->end_allocate(key);
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.st.failed_writes += 1;
+        m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes");
+        return res;
+    }
+    const Tier t = m.tier_at(tier);
+    OpTiming tm;
+    try {
+        tm = m.be(tier).write(key, size, EntryData(*m.pool, key_hash(key, m.seed)));
+    } catch (const std::exception& e) {
+        m.policy->abort_write(key, tier, size);  // the reservation is released: nothing counted as written
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.st.failed_writes += 1;
+        m.note_error(e.what());
+        res.tier = t;
+        return res;
+    }
+    m.policy->commit_write(key, tier, size);
+    if (m.trace) m.trace->row("Write", size, int(t), key, phase_text(phase));
+    {
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.st.write_operations += 1;
+        m.st.total_write_bytes += size;
+        m.st.tier_bytes_written[int(t)] += size;
+        m.st.write_lat[int(t)].push_back(tm.total);
+        if (t == Tier::Cpu) m.st.offloads_cpu += 1;
+        if (t == Tier::Storage) {
+            m.st.offloads_storage += 1;
+            m.st.storage_write_device.push_back(tm.device);
+            m.st.storage_write_host.push_back(tm.host);
+            m.st.storage_tokens_processed += double(tokens);
+        }
+    }
+    res.ok = true;
+    res.tier = t;
+    res.latency_s = tm.total;
+    return res;
+}
+
+AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, CacheType type) {
+    Impl& m = *impl_;
+    AccessResult res;
+    ReadGrant g = m.policy->begin_read(key);
+    if (g.tier < 0) {
+        std::lock_guard<std::mutex> l(m.stats_mu);
+        m.st.cache_misses += 1;
+        return res;
+    }
+    res.hit = true;
+    res.tier = m.tier_at(g.tier);
+    OpTiming tm;
+    std::string err;
+    try {
+        tm = m.be(g.tier).read(key, g.bytes);
+        res.ok = true;
+    } catch (const std::exception& e) {
+        err = e.what();
+    }
+    m.policy->end_read(key);
+    if (res.ok && m.trace) m.trace->row("Read", g.bytes, int(res.tier), key, phase_text(phase));
+    std::lock_guard<std::mutex> l(m.stats_mu);
+    CacheStats& st = m.st;
+    st.cache_hits += 1;
+    switch (type) {
+        case CacheType::System: st.system_prompt_hits += 1; break;
+        case CacheType::CommonPhrase: st.common_phrase_hits += 1; break;
+        case CacheType::MultiTurn: st.multi_turn_hits += 1; break;
+        case CacheType::User: st.user_cache_hits += 1; break;
+    }
+    if (!res.ok) {
+        st.failed_reads += 1;
+        m.note_error(err);
+        return res;
+    }
+    const int t = int(res.tier);
+    if (phase == CachePhase::Decode) st.decode_reads += 1;
+    st.read_operations += 1;
+    st.total_read_bytes += g.bytes;
+    st.tier_bytes_read[t] += g.bytes;
+    st.read_lat[t].push_back(tm.total);
+    if (res.tier == Tier::Storage) {
+        st.storage_read_device.push_back(tm.device);
+        st.storage_read_host.push_back(tm.host);
+        uint64_t sharded = m.bpt / m.tp;  // #402: tokens of the sharded entry, not bytes / full bpt
+        if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
+    }
+    res.latency_s = tm.total;
+    return res;
+}
+
+bool MultiTierCache::contains(const std::string& key) const { return impl_->policy->contains(key); }
+
+std::vector<std::string> MultiTierCache::keys_with_prefix(const std::string& prefix) const {
+    return impl_->policy->keys_with_prefix(prefix);
+}
+
+CacheStats MultiTierCache::stats() const {
+    const Impl& m = *impl_;
+    CacheStats s;
+    {
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        s = m.st;
+    }
+    for (int i = 0; i < int(m.order.size()); ++i) {
+        TierUsage u = m.policy->usage(i);
+        int t = int(m.order[i]);
+        s.tier_present[t] = true;
+        s.entries[t] = u.entries;
+        s.used_bytes[t] = u.claimed;
+        s.limit_bytes[t] = u.limit;
+    }
+    return s;
+}
+
+void MultiTierCache::reset_stats() {
+    std::lock_guard<std::mutex> g(impl_->stats_mu);
+    impl_->st = CacheStats{};
+}
+
+std::string MultiTierCache::gpu_tier_description() const { return impl_->gpu_desc; }
+
+std::string MultiTierCache::storage_description() const {
+    const Impl& m = *impl_;
+    uint64_t lim = m.policy->limit(m.index[int(Tier::Storage)]);
+    std::string l = lim == kUnlimited ? "unlimited" : std::to_string(lim) + " bytes";
+    return m.storage_desc + ", limit " + l;
+}
+
+namespace {
+
+const char* const kPct[] = {"p50", "p95", "p99", "p999", "p9999"};
+const double kPctQ[] = {50, 95, 99, 99.9, 99.99};
+
+void put_percentiles(nlohmann::ordered_json& j, const std::string& prefix, const std::vector<double>& v_s) {
+    if (v_s.empty()) return;
+    std::vector<double> s = v_s;
+    std::sort(s.begin(), s.end());
+    for (int i = 0; i < 5; ++i) j[prefix + "_" + kPct[i] + "_ms"] = percentile_sorted(s, kPctQ[i]) * 1000.0;
+}
+
+double p95_ms(const std::vector<double>& v) { return percentile(v, 95) * 1000.0; }
+
+nlohmann::ordered_json criterion(const char* name, double target, double actual, const char* unit, bool passed) {
+    return {{"name", name}, {"target", target}, {"actual", actual}, {"unit", unit}, {"passed", passed}};
+}
+
+// Spec §9.6: the benchmark's pass/fail assessment (not an MLCommons rule, #624).
+nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, double read_bw, double write_bw,
+                                      const std::string& profile) {
+    nlohmann::ordered_json crit = nlohmann::ordered_json::array();
+    const int S = int(Tier::Storage), C = int(Tier::Cpu);
+    if (profile == "throughput") {
+        bool any_read = s.tier_bytes_read[S] > 0, any_write = s.tier_bytes_written[S] > 0;
+        if (any_read || !any_write)
+            crit.push_back(criterion("Storage Read Bandwidth", 0, read_bw, "GB/s", read_bw > 0));
+        if (any_write || !any_read)
+            crit.push_back(criterion("Storage Write Bandwidth", 0, write_bw, "GB/s", write_bw > 0));
+    } else {
+        const auto& wl = s.storage_write_device.empty() ? s.write_lat[S] : s.storage_write_device;
+        if (!wl.empty()) crit.push_back(criterion("Storage Write P95 Latency", 500, p95_ms(wl), "ms", p95_ms(wl) < 500));
+        const auto& rl = s.storage_read_device.empty() ? s.read_lat[S] : s.storage_read_device;
+        if (!rl.empty()) crit.push_back(criterion("Storage Read P95 Latency", 200, p95_ms(rl), "ms", p95_ms(rl) < 200));
+        std::vector<double> cpu = s.read_lat[C];
+        cpu.insert(cpu.end(), s.write_lat[C].begin(), s.write_lat[C].end());
+        if (!cpu.empty()) crit.push_back(criterion("CPU RAM P95 Latency", 150, p95_ms(cpu), "ms", p95_ms(cpu) < 150));
+        if (s.cache_hits + s.cache_misses > 0)
+            crit.push_back(criterion("Cache Hit Rate", 0.30, hit_rate, "ratio", hit_rate > 0.30));
+    }
+    int passed = 0;
+    for (const auto& c : crit) passed += c["passed"].get<bool>() ? 1 : 0;
+    nlohmann::ordered_json j;
+    j["overall_status"] = passed == int(crit.size()) ? "PASS" : "FAIL";
+    j["criteria"] = crit;
+    j["passed_count"] = passed;
+    j["total_count"] = crit.size();
+    return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s, const std::string& performance_profile) const {
+    const CacheStats s = stats();
+    const double accesses = double(s.cache_hits + s.cache_misses);
+    const double hit_rate = accesses > 0 ? double(s.cache_hits) / accesses : 0.0;
+    const double el = elapsed_s > 0 ? elapsed_s : 0.0;
+    auto gb = [](uint64_t b) { return double(b) / kGiB; };
+    auto bw = [&](uint64_t b) { return el > 0 ? gb(b) / el : 0.0; };
+    const char* names[3] = {"gpu", "cpu", "storage"};
+    const int S = int(Tier::Storage);
+
+    nlohmann::ordered_json j;
+    j["cache_hit_rate"] = hit_rate;
+    j["cache_hits"] = s.cache_hits;
+    j["cache_misses"] = s.cache_misses;
+    j["gpu_entries"] = s.entries[0];
+    j["cpu_entries"] = s.entries[1];
+    j["storage_entries"] = s.entries[2];
+    j["gpu_memory_used_gb"] = gb(s.used_bytes[0]);
+    j["cpu_memory_used_gb"] = gb(s.used_bytes[1]);
+    j["offloads_cpu"] = s.offloads_cpu;
+    j["offloads_storage"] = s.offloads_storage;
+    j["storage_health"] = storage_health(s, hit_rate, bw(s.tier_bytes_read[S]), bw(s.tier_bytes_written[S]),
+                                         performance_profile);
+    j["prefill_writes"] = s.prefill_writes;
+    j["decode_reads"] = s.decode_reads;
+    for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = gb(s.tier_bytes_written[t]);
+    for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = gb(s.tier_bytes_read[t]);
+    for (int t = 0; t < 3; ++t) {
+        j[std::string("tier_") + names[t] + "_read_bandwidth_gbps"] = bw(s.tier_bytes_read[t]);
+        j[std::string("tier_") + names[t] + "_write_bandwidth_gbps"] = bw(s.tier_bytes_written[t]);
+    }
+    j["system_prompt_hits"] = s.system_prompt_hits;
+    j["common_phrase_hits"] = s.common_phrase_hits;
+    j["user_cache_hits"] = s.user_cache_hits;
+    j["multi_turn_hits"] = s.multi_turn_hits;
+    j["total_read_bytes"] = s.total_read_bytes;
+    j["total_write_bytes"] = s.total_write_bytes;
+    j["total_read_gb"] = gb(s.total_read_bytes);
+    j["total_write_gb"] = gb(s.total_write_bytes);
+    j["read_write_ratio"] = double(s.total_read_bytes) / double(std::max<uint64_t>(s.total_write_bytes, 1));
+    j["read_iops"] = s.read_operations;
+    j["write_iops"] = s.write_operations;
+    j["storage_tokens_processed"] = s.storage_tokens_processed;
+    for (int t = 0; t < 3; ++t) {
+        put_percentiles(j, std::string(names[t]) + "_read", s.read_lat[t]);
+        put_percentiles(j, std::string(names[t]) + "_write", s.write_lat[t]);
+    }
+    put_percentiles(j, "storage_read_device", s.storage_read_device);
+    put_percentiles(j, "storage_read_host", s.storage_read_host);
+    put_percentiles(j, "storage_write_device", s.storage_write_device);
+    put_percentiles(j, "storage_write_host", s.storage_write_host);
+    return j;
+}
+
+nlohmann::ordered_json MultiTierCache::kvio_json() const {
+    const Impl& m = *impl_;
+    const CacheStats s = stats();
+    nlohmann::ordered_json j;
+    nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+    for (Tier t : m.order) {
+        int i = int(t);
+        nlohmann::ordered_json o;
+        o["tier"] = tier_name(t);
+        o["backend"] = m.backend[i]->name();
+        o["description"] = t == Tier::Gpu ? m.gpu_desc : t == Tier::Storage ? storage_description() : m.backend[i]->description();
+        if (s.limit_bytes[i] == kUnlimited) o["limit_bytes"] = nullptr;
+        else o["limit_bytes"] = s.limit_bytes[i];
+        o["used_bytes"] = s.used_bytes[i];
+        o["entries"] = s.entries[i];
+        o["bytes_written"] = s.tier_bytes_written[i];
+        o["bytes_read"] = s.tier_bytes_read[i];
+        o["demotions_in"] = s.demotions[i];
+        o["demotion_bytes_in"] = s.demotion_bytes[i];
+        o["demotion_latency_ms"] = latency_summary_ms(s.demotion_lat[i]);
+        tiers.push_back(o);
+    }
+    j["tiers"] = tiers;
+    j["gpu_tier"] = m.gpu_desc;
+    j["storage"] = storage_description();
+    j["evictions"] = s.evictions;
+    j["deletions"] = s.deletions;
+    j["deletion_bytes"] = s.deletion_bytes;
+    j["failed_writes"] = s.failed_writes;
+    j["failed_reads"] = s.failed_reads;
+    if (!s.first_error.empty()) j["first_error"] = s.first_error;
+    if (m.trace) {
+        j["io_trace_log"] = m.trace->path();
+        j["io_trace_rows"] = m.trace->rows();
+    }
+    return j;
+}
+
+}  // namespace kvio::serving

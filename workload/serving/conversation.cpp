@@ -1,0 +1,70 @@
+#include "workload/serving/conversation.h"
+
+namespace kvio::serving {
+
+std::string ConversationManager::start_conversation(const std::string& user_id) {
+    std::lock_guard lk(mu_);
+    if (max_conversations_ > 0 && table_.size() >= size_t(max_conversations_)) {
+        auto oldest = table_.begin();
+        for (auto it = table_.begin(); it != table_.end(); ++it)
+            if (it->second.last_access < oldest->second.last_access) oldest = it;
+        table_.erase(oldest);
+        ++dropped_;
+    }
+    std::string id = "conv_" + user_id + "_" + std::to_string(++per_user_count_[user_id]);
+    table_[id].last_access = ++clock_;
+    ++started_;
+    return id;
+}
+
+std::optional<Turn> ConversationManager::add_turn(const std::string& conv_id, int64_t context_tokens) {
+    std::lock_guard lk(mu_);
+    auto it = table_.find(conv_id);
+    if (it == table_.end()) return std::nullopt;
+    Conversation& c = it->second;
+    Turn t;
+    t.turn_number = int(c.turns.size()) + 1;
+    t.cache_key = conv_id + "_turn_" + std::to_string(t.turn_number);
+    t.context_tokens = context_tokens;
+    c.turns.push_back(t);
+    c.last_access = ++clock_;
+    return t;
+}
+
+int ConversationManager::turn_count(const std::string& conv_id) const {
+    std::lock_guard lk(mu_);
+    auto it = table_.find(conv_id);
+    return it == table_.end() ? 0 : int(it->second.turns.size());
+}
+
+std::vector<Turn> ConversationManager::previous_turns(const std::string& conv_id,
+                                                      const std::string& current_key) const {
+    std::lock_guard lk(mu_);
+    std::vector<Turn> out;
+    auto it = table_.find(conv_id);
+    if (it == table_.end()) return out;
+    for (const auto& t : it->second.turns)
+        if (t.cache_key != current_key) out.push_back(t);
+    return out;
+}
+
+void ConversationManager::end_conversation(const std::string& conv_id) {
+    std::lock_guard lk(mu_);
+    auto it = table_.find(conv_id);
+    if (it != table_.end()) it->second.ended = true;
+}
+
+size_t ConversationManager::size() const {
+    std::lock_guard lk(mu_);
+    return table_.size();
+}
+uint64_t ConversationManager::started() const {
+    std::lock_guard lk(mu_);
+    return started_;
+}
+uint64_t ConversationManager::dropped() const {
+    std::lock_guard lk(mu_);
+    return dropped_;
+}
+
+}  // namespace kvio::serving

@@ -1,0 +1,59 @@
+// Multi-turn conversations of the serving simulation (benchmark conversation.py:ConversationManager, spec §3.3
+// step 2 and §3.4): per-user conversations, their turns and cache keys, the table cap.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvio::serving {
+
+/// One turn added to a conversation: its number (1-based) and cache key "<conv_id>_turn_<n>".
+struct Turn {
+    int turn_number = 0;
+    std::string cache_key;
+    int64_t context_tokens = 0;  ///< the turn's entry size in tokens (kvio: per-request byte accounting)
+};
+
+/// Thread-safe table of conversations. Ids are "conv_<user_id>_<n>" with n a per-user counter from 1 (the
+/// benchmark appends int(time.time()*1000), which makes keys differ run to run, #822; the counter keeps
+/// same-seed runs comparable). Ended conversations stay in the table as in the benchmark; when it holds
+/// `max_conversations` the one with the oldest last access is dropped first (metadata only).
+class ConversationManager {
+public:
+    explicit ConversationManager(int max_conversations = 1000) : max_conversations_(max_conversations) {}
+
+    /// start_conversation(user_id): a new open conversation, returns its id.
+    std::string start_conversation(const std::string& user_id);
+    /// add_turn(conv_id): turn_number += 1, key appended to the conversation's key list. Empty when the id is
+    /// not in the table (dropped by the cap; the benchmark raises ValueError there and the user thread dies —
+    /// kvio's caller starts a new conversation instead).
+    std::optional<Turn> add_turn(const std::string& conv_id, int64_t context_tokens);
+    /// Turns so far (0 for an unknown id).
+    int turn_count(const std::string& conv_id) const;
+    /// get_all_previous_turn_keys(conv_id, current_key): every turn of the conversation except `current_key`,
+    /// in turn order — including turns added after it (the benchmark's quirk, spec §3.4/§10.2-12).
+    std::vector<Turn> previous_turns(const std::string& conv_id, const std::string& current_key) const;
+    /// Marks a conversation ended (it stays in the table).
+    void end_conversation(const std::string& conv_id);
+
+    size_t size() const;
+    uint64_t started() const;
+    uint64_t dropped() const;  ///< conversations dropped by the cap
+
+private:
+    struct Conversation {
+        std::vector<Turn> turns;
+        uint64_t last_access = 0;  ///< logical clock (a counter): the drop order without wall-clock ties
+        bool ended = false;
+    };
+    int max_conversations_;
+    mutable std::mutex mu_;
+    std::map<std::string, Conversation> table_;
+    std::map<std::string, uint64_t> per_user_count_;
+    uint64_t clock_ = 0, started_ = 0, dropped_ = 0;
+};
+
+}  // namespace kvio::serving

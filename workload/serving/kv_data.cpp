@@ -1,0 +1,73 @@
+#include "workload/serving/kv_data.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kvio::serving {
+namespace {
+
+constexpr uint64_t kBlock = 4096;
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t splitmix64(uint64_t& s) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+NoisePool::NoisePool(uint64_t seed, size_t bytes) : size_(std::max<size_t>(bytes / kBlock, 1) * kBlock) {
+    data_ = std::make_unique_for_overwrite<uint8_t[]>(size_);
+    uint64_t sm = seed, s[4];
+    for (auto& w : s) w = splitmix64(sm);
+    auto* out = reinterpret_cast<uint64_t*>(data_.get());
+    for (size_t i = 0; i < size_ / 8; ++i) {  // xoshiro256** (Blackman & Vigna)
+        out[i] = rotl(s[1] * 5, 7) * 9;
+        uint64_t t = s[1] << 17;
+        s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
+    }
+}
+
+uint64_t key_hash(const std::string& key, uint64_t seed) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    uint64_t sm = h ^ seed;
+    return splitmix64(sm);
+}
+
+uint64_t EntryData::pool_offset(uint64_t off) const {
+    const size_t psize = pool_->size();
+    return ((hash_ % (psize / kBlock)) * kBlock + off) % psize;
+}
+
+void EntryData::fill(uint64_t off, void* dst, size_t len) const {
+    auto* out = static_cast<uint8_t*>(dst);
+    const size_t psize = pool_->size();
+    for (size_t done = 0; done < len;) {  // pool bytes, wrapping
+        uint64_t p = pool_offset(off + done);
+        size_t n = std::min<size_t>(len - done, psize - p);
+        std::memcpy(out + done, pool_->data() + p, n);
+        done += n;
+    }
+    // Stamps: block b's first 16 bytes ^= (hash, b), for the parts of them inside [off, off + len).
+    for (uint64_t b = off / kBlock; b * kBlock < off + len; ++b) {
+        uint8_t stamp[16];
+        uint64_t words[2] = {hash_, b};
+        std::memcpy(stamp, words, 16);
+        uint64_t s0 = b * kBlock;
+        uint64_t lo = std::max(s0, off), hi = std::min(s0 + 16, off + len);
+        for (uint64_t i = lo; i < hi; ++i) out[i - off] ^= stamp[i - s0];
+    }
+}
+
+BlockStamp read_stamp(const uint8_t* block, const uint8_t* pool_bytes) {
+    uint64_t w[2], p[2];
+    std::memcpy(w, block, 16);
+    std::memcpy(p, pool_bytes, 16);
+    return {w[0] ^ p[0], w[1] ^ p[1]};
+}
+
+}  // namespace kvio::serving

@@ -1,0 +1,53 @@
+// The bytes of KV-cache entries (spec §5.9, the benchmark's KVCacheGenerator in spirit): one pre-generated noise
+// pool made once at start from a seeded PRNG, and a per-4-KiB-block stamp (key hash and block index XORed into
+// each block's first 16 bytes) so no two blocks of any entries are equal (no dedup or compression gain).
+// Generation is never timed as storage time: backends fill their own buffers through EntryData and time only
+// the copies and I/O.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvio::serving {
+
+/// The noise pool: `bytes` (a multiple of 4096) of xoshiro256** output seeded with `seed`.
+class NoisePool {
+public:
+    explicit NoisePool(uint64_t seed, size_t bytes = 64ull << 20);
+    const uint8_t* data() const { return data_.get(); }
+    size_t size() const { return size_; }
+
+private:
+    std::unique_ptr<uint8_t[]> data_;
+    size_t size_ = 0;
+};
+
+/// 64-bit FNV-1a of the key, mixed with the seed (the entry's identity in its stamps and pool offset).
+uint64_t key_hash(const std::string& key, uint64_t seed);
+
+/// The content of one entry: pool bytes from a key-derived, 4 KiB-aligned start (wrapping), with block b's
+/// bytes [0, 8) XORed with the key hash and [8, 16) with b (little-endian).
+class EntryData {
+public:
+    EntryData(const NoisePool& pool, uint64_t hash) : pool_(&pool), hash_(hash) {}
+    /// Writes entry bytes [off, off + len) to dst.
+    void fill(uint64_t off, void* dst, size_t len) const;
+    uint64_t hash() const { return hash_; }
+    /// Pool offset entry byte `off` comes from (before stamping).
+    uint64_t pool_offset(uint64_t off) const;
+
+private:
+    const NoisePool* pool_;
+    uint64_t hash_;
+};
+
+/// The stamp block `block` of an entry with `hash` carries: (hash, block), for checks in tests.
+struct BlockStamp {
+    uint64_t hash = 0, block = 0;
+};
+/// Reads the stamp of a 4 KiB block given the pool bytes it was made from (XOR inverse).
+BlockStamp read_stamp(const uint8_t* block, const uint8_t* pool_bytes);
+
+}  // namespace kvio::serving

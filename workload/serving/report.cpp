@@ -1,0 +1,116 @@
+#include "workload/serving/report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace kvio::serving {
+
+namespace {
+
+const char* kRule = "================================================================================\n";
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+double num(const nlohmann::ordered_json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+void latency_line(std::ostream& os, const char* label, const nlohmann::ordered_json& s) {
+    os << "  " << label << ": mean " << fmt("%.2f", num(s, "mean")) << " ms, P50 " << fmt("%.2f", num(s, "p50"))
+       << ", P95 " << fmt("%.2f", num(s, "p95")) << ", P99 " << fmt("%.2f", num(s, "p99")) << "\n";
+}
+
+}  // namespace
+
+void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelConfig& model, uint64_t bytes_per_token,
+                  const std::vector<UserProfile>& users, const MultiTierCache& cache, uint64_t seed_used) {
+    os << kRule << "INTEGRATED MULTI-USER KV CACHE BENCHMARK - MLPerf Edition (kvio simulate)\n" << kRule;
+    os << "Model: " << c.model << " (" << model.num_layers << " layers, " << bytes_per_token << " bytes/token)\n";
+    os << "Users: " << c.num_users << ", workers: " << std::min<int64_t>(c.num_users, 500) << "\n";
+    os << "Duration: " << c.duration << " s" << (c.max_requests ? ", max requests " + std::to_string(c.max_requests) : "")
+       << "\n";
+    os << "GPU Memory: " << c.gpu_mem_gb << " GiB x " << c.num_gpus << " -> " << cache.gpu_tier_description() << "\n";
+    os << "CPU Memory: " << c.cpu_mem_gb << " GiB\n";
+    os << "Storage: " << cache.storage_description() << "\n";
+    os << "Generation mode: " << c.generation_mode << ", performance profile: " << c.performance_profile << "\n";
+    os << "Features: multi-turn " << (c.disable_multi_turn ? "off" : "on") << ", prefix caching "
+       << (c.disable_prefix_caching ? "off" : "on") << ", RAG " << (c.enable_rag ? "on" : "off")
+       << (c.prefill_only ? ", prefill-only" : "") << (c.decode_only ? ", decode-only" : "") << "\n";
+    os << "Seed: " << seed_used << (c.seed ? "" : " (random: no --seed)") << "\n";
+    os << "IMPORTANT: All storage latencies are per KV cache BLOCK (one whole entry per read or write).\n";
+    std::string table = users_summary(users);
+    os << kRule << table << (table.empty() || table.back() == '\n' ? "" : "\n");
+    os << kRule << std::flush;
+}
+
+void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
+    const auto& s = r.at("summary");
+    os << kRule << "BENCHMARK RESULTS\n" << kRule;
+    os << "Requests completed: " << r.value("requests_completed", 0) << "\n";
+    os << "Total tokens generated: " << r.value("total_tokens_generated", 0) << "\n";
+    os << "Elapsed time: " << fmt("%.2f", num(s, "elapsed_time")) << " s\n";
+    os << "Avg throughput: " << fmt("%.2f", num(s, "avg_throughput_tokens_per_sec")) << " tokens/s\n";
+    os << "Storage throughput: " << fmt("%.2f", num(s, "storage_throughput_tokens_per_sec"))
+       << " tokens/s (tokens per summed I/O second)\n";
+    os << "Requests/sec: " << fmt("%.2f", num(s, "requests_per_second")) << "\n";
+    latency_line(os, "End-to-end latency", s.at("end_to_end_latency_ms"));
+    latency_line(os, "Storage I/O latency", s.at("storage_io_latency_ms"));
+    latency_line(os, "Generation latency", s.at("generation_latency_ms"));
+
+    const auto& cs = s.at("cache_stats");
+    os << kRule << "CACHE STATISTICS\n" << kRule;
+    os << "Cache hit rate: " << fmt("%.1f", 100 * num(cs, "cache_hit_rate")) << " % ("
+       << cs.value("cache_hits", 0) << " hits, " << cs.value("cache_misses", 0) << " misses)\n";
+    os << "Entries: GPU " << cs.value("gpu_entries", 0) << ", CPU " << cs.value("cpu_entries", 0) << ", storage "
+       << cs.value("storage_entries", 0) << "\n";
+    os << "Read: " << fmt("%.2f", num(cs, "total_read_gb")) << " GiB, written: " << fmt("%.2f", num(cs, "total_write_gb"))
+       << " GiB, R/W ratio " << fmt("%.2f", num(cs, "read_write_ratio")) << "\n";
+    for (const char* t : {"gpu", "cpu", "storage"}) {
+        std::string n = t;
+        os << "  " << n << ": read " << fmt("%.2f", num(cs, ("tier_" + n + "_kv_bytes_read_gb").c_str())) << " GiB ("
+           << fmt("%.3f", num(cs, ("tier_" + n + "_read_bandwidth_gbps").c_str())) << " GiB/s), written "
+           << fmt("%.2f", num(cs, ("tier_" + n + "_kv_bytes_written_gb").c_str())) << " GiB ("
+           << fmt("%.3f", num(cs, ("tier_" + n + "_write_bandwidth_gbps").c_str())) << " GiB/s)\n";
+    }
+    for (const char* k : {"storage_read_device_p95_ms", "storage_read_host_p95_ms", "storage_write_device_p95_ms",
+                          "storage_write_host_p95_ms"})
+        if (cs.contains(k)) os << "  " << k << ": " << fmt("%.2f", num(cs, k)) << "\n";
+    const auto& mt = s.at("multi_turn_stats");
+    os << "Multi-turn: " << mt.value("cache_hits", 0) << " hits, " << mt.value("cache_misses", 0) << " misses\n";
+
+    os << kRule << "QOS METRICS\n" << kRule;
+    for (auto it = s.at("qos_metrics").begin(); it != s.at("qos_metrics").end(); ++it) {
+        const auto& q = it.value();
+        if (q.value("no_data", false)) {
+            os << "  " << it.key() << ": no data\n";
+            continue;
+        }
+        const auto& sla = q.at("sla");
+        os << "  " << it.key() << ": " << q.value("total_requests", 0) << " requests, P95 "
+           << fmt("%.2f", num(sla, "actual_p95_ms")) << " ms (target " << fmt("%.0f", num(sla, "target_p95_ms"))
+           << "), compliance " << fmt("%.1f", 100 * num(sla, "compliance")) << " % "
+           << (sla.value("met", false) ? "MET" : "NOT MET") << "\n";
+    }
+
+    os << kRule << "STORAGE PERFORMANCE ASSESSMENT\n" << kRule;
+    if (auto h = cs.find("storage_health"); h != cs.end() && h->is_object()) {
+        os << "Overall: " << h->value("overall_status", std::string("?")) << " (" << h->value("passed_count", 0) << "/"
+           << h->value("total_count", 0) << " criteria)\n";
+        if (auto cr = h->find("criteria"); cr != h->end() && cr->is_array())
+            for (const auto& c : *cr) {
+                std::string target = c.contains("target") ? c["target"].dump() : "";
+                std::string actual = c.contains("actual") ? c["actual"].dump() : "";
+                os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << c.value("name", std::string())
+                   << ": " << actual << " " << c.value("unit", std::string()) << " (target " << target << ")\n";
+            }
+    }
+    os << "(The MLCommons maintainers say these criteria are not part of the benchmark, #624.)\n" << kRule
+       << std::flush;
+}
+
+}  // namespace kvio::serving

@@ -1,0 +1,24 @@
+// The console report of `kvio simulate`: the benchmark's sections (banner, user table summary, results, cache
+// statistics, QoS, STORAGE PERFORMANCE ASSESSMENT), printed from the run's settings and its results document.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/serving/cache.h"
+#include "workload/serving/config.h"
+#include "workload/serving/users.h"
+
+namespace kvio::serving {
+
+/// Before the run: banner with model, users, duration, tier budgets and which tiers really run, generation mode,
+/// features, the per-block latency note, and the user table summary.
+void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelConfig& model, uint64_t bytes_per_token,
+                  const std::vector<UserProfile>& users, const MultiTierCache& cache, uint64_t seed_used);
+
+/// After the run: results, cache statistics, QoS and the storage assessment, read from `results` (spec §9 keys).
+void print_report(std::ostream& os, const nlohmann::ordered_json& results);
+
+}  // namespace kvio::serving

@@ -1,0 +1,167 @@
+// Storage tier in a directory, buffered I/O: the benchmark's NVMeBackend device pattern (spec §5.8).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "common/error.h"
+#include "workload/execute.h"
+#include "workload/serving/storage_common.h"
+#include "workload/serving/storage_io.h"
+
+namespace kvio::serving {
+namespace {
+
+constexpr size_t kNpyHeader = 128;  // numpy 1.24's header for these shapes (spec §5.8)
+
+void write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
+    while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) throw Error(errno_text("write", path));
+        p += w, n -= size_t(w);
+    }
+}
+
+class BufferedDirTier final : public StorageTier {
+public:
+    explicit BufferedDirTier(const StorageOptions& o) : dir_(o.path) {
+        delete_npy_files(dir_);
+        try {
+            target_ = workload::inspect_target(dir_);
+        } catch (const Error&) {  // tmpfs and other filesystems without a block device
+        }
+        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, "posix", "files", true, kNpyHeader, kChunkBytes);
+    }
+    ~BufferedDirTier() override {
+        if (sem_) sem_->close();
+    }
+    std::string name() const override { return "storage-buffered"; }
+    std::string description() const override {
+        std::string fs = target_ ? " on " + target_->fs_type + " (" + target_->dev.name + ")" : "";
+        return dir_ + fs + ": files <key>.npy, 128-byte .npy header, buffered writes + fsync, reads after fadvise DONTNEED";
+    }
+    uint64_t footprint(uint64_t bytes) const override { return round_up(kNpyHeader + bytes, block_); }
+    uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
+
+    OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
+        const std::string path = npy_path(dir_, key);
+        StorageOpRecord rec;
+        rec.store = true;
+        rec.key = key;
+        rec.payload_bytes = bytes;
+        rec.header_bytes = kNpyHeader;
+        rec.ts_start = workload::monotonic_ns();
+        double gen = 0, t0 = now_s();
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) throw Error(errno_text("cannot create", path));
+        OpTiming t;
+        try {
+            std::string h = npy_header(bytes, kNpyHeader);
+            write_all(fd, reinterpret_cast<const uint8_t*>(h.data()), h.size(), path);
+            if (bytes > 0 && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)) != 0 &&
+                errno != EOPNOTSUPP)
+                throw Error(errno_text("fallocate", path));
+            uint8_t* chunk = thread_chunk();
+            for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
+                size_t n = size_t(std::min<uint64_t>(kChunkBytes, bytes - off));
+                double g0 = now_s();
+                data.fill(off, chunk, n);  // generation: not timed
+                gen += now_s() - g0;
+                write_all(fd, chunk, n, path);
+                rec.transfers++;
+            }
+            double t1 = now_s();
+            if (::fsync(fd) != 0) throw Error(errno_text("fsync", path));
+            double t2 = now_s();
+            t.host = t1 - t0 - gen;
+            t.device = t2 - t1;
+            rec.ts = workload::monotonic_ns();
+            rec.bytes = kNpyHeader + bytes;
+            if (sem_) record(rec, fd, path);
+        } catch (...) {
+            ::close(fd);
+            ::unlink(path.c_str());  // a failed write leaves nothing behind (the benchmark left partial files)
+            throw;
+        }
+        if (::close(fd) != 0) {
+            ::unlink(path.c_str());
+            throw Error(errno_text("close", path));
+        }
+        t.total = now_s() - t0 - gen;
+        return t;
+    }
+
+    OpTiming read(const std::string& key, uint64_t bytes) override {
+        const std::string path = npy_path(dir_, key);
+        StorageOpRecord rec;
+        rec.store = false;
+        rec.key = key;
+        rec.payload_bytes = bytes;
+        rec.ts_start = workload::monotonic_ns();
+        double t0 = now_s();
+        struct stat st;
+        if (::stat(path.c_str(), &st) != 0) throw Error(errno_text("stat", path));
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw Error(errno_text("cannot open", path));
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        double t1 = now_s();
+        uint8_t* chunk = thread_chunk();
+        uint64_t got = 0;
+        for (;;) {
+            ssize_t r = ::read(fd, chunk, kChunkBytes);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) {
+                std::string e = errno_text("read", path);
+                ::close(fd);
+                throw Error(e);
+            }
+            if (r == 0) break;
+            got += uint64_t(r);
+            rec.transfers++;
+        }
+        double t2 = now_s();
+        rec.ts = workload::monotonic_ns();
+        rec.bytes = got;
+        if (sem_) {
+            try {
+                record(rec, fd, path);
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+        }
+        ::close(fd);
+        if (got != kNpyHeader + bytes)
+            throw Error("read " + path + ": " + std::to_string(got) + " bytes, expected " +
+                        std::to_string(kNpyHeader + bytes));
+        return {now_s() - t0, t1 - t0, t2 - t1};
+    }
+
+    void remove(const std::string& key) override { ::unlink(npy_path(dir_, key).c_str()); }
+
+private:
+    void record(StorageOpRecord& rec, int fd, const std::string& path) {
+        rec.trace_id = sem_->next_trace_id();
+        try {
+            rec.extents = merge_adjacent(workload::device_extents(*target_, fd, 0, rec.bytes, path));
+        } catch (const Error& e) {
+            rec.error = e.what();
+        }
+        sem_->write(rec);
+    }
+
+    std::string dir_;
+    uint64_t block_ = dir_block_bytes(dir_);
+    std::optional<workload::TargetInfo> target_;
+    std::unique_ptr<StorageSemanticLog> sem_;
+};
+
+}  // namespace
+
+std::unique_ptr<StorageTier> make_buffered_dir_tier(const StorageOptions& o) { return std::make_unique<BufferedDirTier>(o); }
+
+}  // namespace kvio::serving
