@@ -10,8 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/serving/config.h"
-
 namespace kvio::serving {
 
 struct LatencyTracingOptions {
@@ -61,10 +59,6 @@ private:
     bool temp_dir_ = false;
     pid_t child_ = 0;
 };
-
-/// The options of a simulation run: cache_dir = --cache-dir (else $TMPDIR or /tmp, where the cache makes its
-/// temporary directory), trace_dir = --trace-dir, kvio_exe = /proc/self/exe.
-LatencyTracingOptions latency_tracing_options(const SimConfig& c);
 
 /// Puts `r` into a results document: "device_latency_tracing", "fio_workload" (the benchmark's keys) and
 /// "kvio"."validation".
