@@ -46,6 +46,14 @@ int wait_status(pid_t pid) {
 
 }  // namespace
 
+LatencyTracingOptions latency_tracing_options(const SimConfig& c) {
+    LatencyTracingOptions o;
+    const char* tmp = std::getenv("TMPDIR");
+    o.cache_dir = !c.cache_dir.empty() ? c.cache_dir : tmp && *tmp ? tmp : "/tmp";
+    o.trace_dir = c.trace_dir;
+    return o;
+}
+
 LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
     BlockDevInfo info;
     try {

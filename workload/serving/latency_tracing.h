@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workload/serving/config.h"
+
 namespace kvio::serving {
 
 struct LatencyTracingOptions {
@@ -59,6 +61,10 @@ private:
     bool temp_dir_ = false;
     pid_t child_ = 0;
 };
+
+/// The options of a simulation run: cache_dir = --cache-dir (else $TMPDIR or /tmp, where the cache makes its
+/// temporary directory), trace_dir = --trace-dir, kvio_exe = /proc/self/exe.
+LatencyTracingOptions latency_tracing_options(const SimConfig& c);
 
 /// Puts `r` into a results document: "device_latency_tracing", "fio_workload" (the benchmark's keys) and
 /// "kvio"."validation".
