@@ -132,7 +132,10 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
     r.access.iters = uint32_t(get_u64(aj, "iters", src));
     r.access.qd = uint32_t(get_u64(aj, "qd", src));
     r.access.num_chunks = get_u64(aj, "num_chunks", src);
-    r.access.buffered = aj.value("buffered", false);
+    if (aj.contains("buffered")) {
+        if (!aj["buffered"].is_boolean()) src.fail("buffered", "expected true or false, got " + aj["buffered"].dump());
+        r.access.buffered = aj["buffered"].get<bool>();
+    }
     if (!j.contains("objects") || !j["objects"].is_array()) src.fail("objects", "missing or not an array");
     for (const auto& oj : j["objects"]) {
         RecordObject o;
