@@ -43,6 +43,7 @@ E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 # $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
+FUZZ_CLI_OBJS = $(BUILD)/userspace/events_dump.o $(BUILD)/userspace/event_format.o  # kvio dump's reader
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
@@ -110,12 +111,12 @@ $(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 
 $(UNIT_OBJS) $(E2E_OBJS): $(BPF_SKELS)
 
-$(BUILD)/fuzz-replay/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/fuzz/replay_main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/fuzz-replay/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/fuzz/replay_main.o $(FUZZ_CLI_OBJS) $(LIB_ARCHIVES)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(FUZZ_CLI_OBJS) $(LIB_ARCHIVES)
 	@mkdir -p $(@D)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
