@@ -18,7 +18,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
-CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer)
+CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
 LDLIBS   := -lbpf -lelf -lz -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
@@ -123,7 +123,8 @@ $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(FU
 
 # The libFuzzer binaries: everything compiled by clang with coverage and ASan/UBSan into $(FUZZ_BUILD)/.
 fuzzers:
-	$(MAKE) -j$$(nproc) BUILD=$(FUZZ_BUILD) CXX='$(FUZZ_CXX)' SAN=fuzzer-no-link,address,undefined $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/%)
+	$(MAKE) -j$$(nproc) BUILD=$(FUZZ_BUILD) CXX='$(FUZZ_CXX)' SAN=fuzzer-no-link,address,undefined \
+	    SAN_EXTRA=-fsanitize-ignorelist=tests/fuzz/ubsan-ignorelist.txt $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/%)
 
 # Runs every fuzz target for FUZZ_SECONDS (default 600) from its corpus in tests/fuzz/corpus/; inputs that crash
 # are kept in $(FUZZ_BUILD)/crashes/NAME/ (tests/fuzz/run.sh, docs/testing.md). Not part of `make test`.

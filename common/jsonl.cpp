@@ -21,7 +21,7 @@ bool JsonlReader::next(json& out) {
         if (buf_.find_first_not_of(" \t\r") == std::string::npos) continue;
         try {
             out = json::parse(buf_);
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
             throw Error(src_.where() + ": not valid JSON (" + e.what() + ")");
         }
         if (!out.is_object()) throw Error(src_.where() + ": expected a JSON object");
@@ -35,7 +35,7 @@ json read_json_file(const std::string& path) {
     if (!in) throw Error(path + ": cannot open: " + std::strerror(errno));
     try {
         return json::parse(in);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
         throw Error(path + ": not valid JSON (" + e.what() + ")");
     }
 }
