@@ -5,7 +5,9 @@
 .SECONDARY:
 .SUFFIXES:
 
-BUILD    ?= build
+# SAN=address,undefined: every C++ object and binary built with -fsanitize=$(SAN), into build-san/ by default.
+SAN      ?=
+BUILD    ?= $(if $(SAN),build-san,build)
 CXX      ?= g++
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
@@ -16,6 +18,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
+CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
 LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
@@ -38,7 +41,16 @@ E2E_SRCS  := $(wildcard tests/e2e/*.cpp)
 UNIT_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
 E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 
-.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE
+# Fuzz targets (tests/fuzz/fuzz_NAME.cpp, one per reader): $(BUILD)/fuzz-replay/NAME runs a corpus once (make test);
+# $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
+FUZZ_CLI_OBJS = $(BUILD)/userspace/events_dump.o $(BUILD)/userspace/event_format.o  # kvio dump's reader
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_CXX     ?= clang++
+FUZZ_SECONDS ?= 600
+
+.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak
 all: $(BUILD)/kvio
 
 deps:
@@ -111,6 +123,35 @@ $(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 
 $(UNIT_OBJS) $(E2E_OBJS): | $(BPF_SKELS)
 
+$(BUILD)/fuzz-replay/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(BUILD)/tests/fuzz/replay_main.o $(FUZZ_CLI_OBJS) $(LIB_ARCHIVES)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/harness.o $(FUZZ_CLI_OBJS) $(LIB_ARCHIVES)
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# The libFuzzer binaries: everything compiled by clang with coverage and ASan/UBSan into $(FUZZ_BUILD)/.
+fuzzers:
+	$(MAKE) -j$$(nproc) BUILD=$(FUZZ_BUILD) CXX='$(FUZZ_CXX)' SAN=fuzzer-no-link,address,undefined \
+	    SAN_EXTRA=-fsanitize-ignorelist=tests/fuzz/ubsan-ignorelist.txt $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/%)
+
+# Runs every fuzz target for FUZZ_SECONDS (default 600) from its corpus in tests/fuzz/corpus/; inputs that crash
+# are kept in $(FUZZ_BUILD)/crashes/NAME/ (tests/fuzz/run.sh, docs/testing.md). Not part of `make test`.
+fuzz: deps
+	$(MAKE) fuzzers
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+# A sustained mixed fio workload on a loop device under `kvio trace --events` (binary capture) for SOAK_SECONDS
+# (default 180): checks 0 dropped, reports lost completions per 10^6 commands and the tracer's RSS slope
+# (tests/soak.sh). Needs root. Not part of `make test`.
+soak:
+	bash scripts/deps.sh fio jq bc
+	$(MAKE) $(BUILD)/kvio
+	BUILD=$(BUILD) bash tests/soak.sh
+
 # Benchmarks against fio and bpftrace (bench/run.sh; figures in docs/performance.md). Installs missing
 # packages, builds, runs as root; about 20 minutes (the overhead stage: 8 modes x 2 engines x 7 rounds). Not part of `make test`.
 bench:
@@ -119,13 +160,14 @@ bench:
 	BUILD=$(BUILD) bash bench/run.sh
 
 # The test command README.md gives and .ci/run calls.
+# SAN=address,undefined builds into build-san/ and runs the same tests under ASan/UBSan.
 test: deps
-	$(MAKE) -j$$(nproc) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
-	BUILD=$(BUILD) bash tests/run.sh
+	$(MAKE) -j$$(nproc) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS)
+	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # Tests without installing packages (a developer's loop).
-check: $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests
-	BUILD=$(BUILD) bash tests/run.sh
+check: $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS)
+	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # The main job on an embedded loop device: installs missing packages, builds, runs `kvio run` (needs root).
 demo:

@@ -35,7 +35,7 @@ bool JsonlReader::next(json& out) {
         if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         try {
             out = json::parse(l);
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
             if (!newline) {
                 warn(torn_last_line_warning(src_));
                 return false;
@@ -53,7 +53,7 @@ json read_json_file(const std::string& path) {
     const std::string text = read_input(path);
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
         throw Error(path + ": not valid JSON (" + e.what() + ")");
     }
 }

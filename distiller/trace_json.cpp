@@ -17,14 +17,24 @@ const json* hist(const json& hs, const char* name) {
     return it == hs.end() ? nullptr : &*it;
 }
 
+// Checks the shape of a kvio.trace/1 histogram before anything reads it:
+// {"unit"?: string, "sum"?: uint, "buckets": [[lo, hi, count], ...] of non-negative integers}.
+void check_hist(const json& h, const JsonSource& src, const std::string& field) {
+    if (!h.is_object() || !h.contains("buckets") || !h["buckets"].is_array())
+        src.fail(field, "expected {\"buckets\":[[lo,hi,count],...]}");
+    if (h.contains("unit") && !h["unit"].is_string()) src.fail(field + ".unit", "expected a string, got " + h["unit"].dump());
+    if (h.contains("sum") && !h["sum"].is_number_unsigned())
+        src.fail(field + ".sum", "expected a non-negative integer, got " + h["sum"].dump());
+    for (const auto& b : h["buckets"])
+        if (!b.is_array() || b.size() != 3 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() || !b[2].is_number_unsigned())
+            src.fail(field, "bucket " + b.dump() + " is not [lo,hi,count]");
+}
+
 // Adds a histogram's buckets to a distribution keyed by each bucket's lower bound.
 void add_buckets(const json& h, Dist& d, const JsonSource& src, const std::string& field) {
-    if (!h.contains("buckets") || !h["buckets"].is_array()) src.fail(field, "expected {\"buckets\":[[lo,hi,count],...]}");
-    for (const auto& b : h["buckets"]) {
-        if (!b.is_array() || b.size() != 3 || !b[0].is_number_unsigned() || !b[2].is_number_unsigned())
-            src.fail(field, "bucket " + b.dump() + " is not [lo,hi,count]");
+    check_hist(h, src, field);
+    for (const auto& b : h["buckets"])
         if (b[2].get<uint64_t>()) d[b[0].get<uint64_t>()] += b[2].get<uint64_t>();
-    }
 }
 }  // namespace
 
@@ -56,6 +66,7 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     p.has_summary = true;
     p.nr_requests = uint32_t(get_u64_or(*d, "nr_requests", 0, src));
     const json hs = d->value("histograms", json::object());
+    if (!hs.is_object()) src.fail("histograms", "expected an object, got " + hs.dump());
     for (int dir = 0; dir < 2; ++dir) {
         const char* name = dir ? "write" : "read";
         DirProfile& dp = dir ? p.write : p.read;
@@ -77,6 +88,7 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     for (const char* n : {"d2c_read", "d2c_write"}) {
         auto h = hist(hs, n);
         if (!h) continue;
+        check_hist(*h, src, std::string("histograms.") + n);
         Histogram hh = Histogram::from_json(*h, HistKind::Log2, kLog2Slots);
         completions += hh.count();
         p.sum_d2c_ns += hh.sum();
@@ -92,9 +104,9 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     // LBA range from lba_* histograms (linear, width = bucket bytes): first and last non-empty bucket.
     p.lba_lo_bytes = UINT64_MAX;
     for (auto it = hs.begin(); it != hs.end(); ++it) {
-        if (it.key().rfind("lba", 0) != 0 || !it->contains("buckets")) continue;
+        if (it.key().rfind("lba", 0) != 0) continue;
+        check_hist(*it, src, "histograms." + it.key());
         for (const auto& b : (*it)["buckets"]) {
-            if (!b.is_array() || b.size() != 3) src.fail("histograms." + it.key(), "bucket is not [lo,hi,count]");
             p.lba_lo_bytes = std::min(p.lba_lo_bytes, b[0].get<uint64_t>());
             p.lba_hi_bytes = std::max(p.lba_hi_bytes, b[1].get<uint64_t>());
         }

@@ -145,7 +145,10 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
     r.access.iters = uint32_t(get_u64(aj, "iters", src));
     r.access.qd = uint32_t(get_u64(aj, "qd", src));
     r.access.num_chunks = get_u64(aj, "num_chunks", src);
-    r.access.buffered = aj.value("buffered", false);
+    if (aj.contains("buffered")) {
+        if (!aj["buffered"].is_boolean()) src.fail("buffered", "expected true or false, got " + aj["buffered"].dump());
+        r.access.buffered = aj["buffered"].get<bool>();
+    }
     if (!valid_lba_bytes(d.lba_bytes)) src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
     if (!d.block_align || d.block_align % d.lba_bytes)
         src.fail("block_align", std::to_string(d.block_align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));

@@ -102,3 +102,29 @@ TEST(Jsonl, ErrorsNameFileLineField) {
     EXPECT_THROW(r.next(j), Error);
     unlink(path);
 }
+
+// Found by tests/fuzz/fuzz_hf_config.cpp: a number beyond double made nlohmann throw out_of_range, which the
+// readers did not catch ("internal error" instead of "FILE: not valid JSON").
+TEST(Jsonl, NumberBeyondDoubleIsNotValidJson) {
+    char path[] = "/tmp/kvio-jsonl-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    std::string text = "{\"a\":1e400}\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+    close(fd);
+    try {
+        read_json_file(path);
+        ADD_FAILURE() << "read_json_file accepted 1e400";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).find(std::string(path) + ": not valid JSON ("), 0u) << e.what();
+    }
+    JsonlReader r(path);
+    json j;
+    try {
+        r.next(j);
+        ADD_FAILURE() << "JsonlReader accepted 1e400";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).find(std::string(path) + ":1: not valid JSON ("), 0u) << e.what();
+    }
+    unlink(path);
+}

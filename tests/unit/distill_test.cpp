@@ -617,3 +617,45 @@ TEST(TimeFidelity, FlattenedTwoPhaseTraceScoresWellWholeRunAndBadlyOverTime) {
     EXPECT_EQ(self.worst_volume_err, 0.0);
     EXPECT_NE(summary_line(whole, tf).find("phases 2 -> 1 NOT matching"), std::string::npos) << summary_line(whole, tf);
 }
+
+// Found by tests/fuzz/fuzz_trace_json.cpp: a d2c or lba histogram of the wrong shape escaped as nlohmann's
+// type_error / out_of_range ("internal error") instead of a field error naming the histogram.
+TEST(Distill, MalformedTraceJsonHistogramNamesTheField) {
+    auto hist = [](json buckets) { return json{{"unit", "ns"}, {"count", 1}, {"sum", 4096}, {"buckets", buckets}}; };
+    json doc = {{"schema", "kvio.trace/1"},
+                {"duration_s", 1.0},
+                {"devices",
+                 {{{"dev", "7:0"},
+                   {"disk", "loop0"},
+                   {"write", {{"cmds", 1}, {"bytes", 4096}}},
+                   {"histograms",
+                    {{"bssplit_write", hist({{4096, 8191, 1}})},
+                     {"d2c_write", hist({{1024, 2047, 1}})},
+                     {"lba_write", hist({{0, 4095, 1}})}}}}}}};
+    EventsFile f;
+    auto profile = [&](const json& d) {
+        std::ofstream(f.path, std::ios::trunc) << d.dump();
+        return profile_trace_json(f.path, "");
+    };
+    EXPECT_EQ(profile(doc).write.cmds, 1u);
+    auto expect_field = [&](json d, const std::string& field) {
+        try {
+            profile(d);
+            ADD_FAILURE() << "accepted " << d.dump();
+        } catch (const kvio::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("field '" + field + "'"), std::string::npos) << e.what();
+        }
+    };
+    json d = doc;
+    d["devices"][0]["histograms"]["d2c_write"]["buckets"][0][0] = "x";
+    expect_field(d, "histograms.d2c_write");
+    d = doc;
+    d["devices"][0]["histograms"]["d2c_write"].erase("buckets");
+    expect_field(d, "histograms.d2c_write");
+    d = doc;
+    d["devices"][0]["histograms"]["d2c_write"]["unit"] = 1;
+    expect_field(d, "histograms.d2c_write.unit");
+    d = doc;
+    d["devices"][0]["histograms"]["lba_write"]["buckets"][0][1] = -1;
+    expect_field(d, "histograms.lba_write");
+}

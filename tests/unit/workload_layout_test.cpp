@@ -142,3 +142,21 @@ TEST(Layout, OverflowIsAnErrorNotAWrap) {
     j["device_geometry"]["lba_bytes"] = 3;
     EXPECT_THROW(record_from_json(j, "rec.json"), Error);
 }
+
+// Found by tests/fuzz/fuzz_record.cpp: a non-boolean "buffered" escaped as nlohmann's type_error ("internal error").
+TEST(Record, NonBooleanBufferedIsAFieldError) {
+    AccessPattern a;
+    a.num_chunks = 1;
+    auto j = record_to_json(make_record(llama(), slots(8u << 20), a));
+    j["access_pattern"]["buffered"] = 1;
+    try {
+        record_from_json(j, "rec.json");
+        FAIL() << "accepted \"buffered\": 1";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "rec.json: field 'buffered': expected true or false, got 1");
+    }
+    j["access_pattern"]["buffered"] = true;
+    EXPECT_TRUE(record_from_json(j, "rec.json").access.buffered);
+    j["access_pattern"].erase("buffered");
+    EXPECT_FALSE(record_from_json(j, "rec.json").access.buffered);
+}
