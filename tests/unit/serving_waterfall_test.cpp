@@ -300,3 +300,25 @@ TEST(Waterfall, StressNeverExceedsALimitAndAccountingMatches) {
         EXPECT_GT(peak[t].load(), int64_t(limits[t]) / 2) << t;  // the tier was really used
     }
 }
+
+// The benchmark holds a per-key lock across a read (spec §5.6): a second read of the same key waits for the first.
+TEST(Waterfall, ReadsOfOneKeyAreSerialised) {
+    WaterfallPolicy p({0, 1000});
+    ASSERT_EQ(place(p, "k", 100), 1);
+    ASSERT_EQ(place(p, "other", 100), 1);
+    ASSERT_EQ(p.begin_read("k").tier, 1);
+    EXPECT_EQ(p.begin_read("other").tier, 1);  // another key is not held up
+    p.end_read("other");
+    std::atomic<bool> second_started{false};
+    std::thread t([&] {
+        ReadGrant g = p.begin_read("k");
+        second_started = true;
+        EXPECT_EQ(g.tier, 1);
+        p.end_read("k");
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(second_started.load());  // still waiting for the first reader
+    p.end_read("k");
+    t.join();
+    EXPECT_TRUE(second_started.load());
+}

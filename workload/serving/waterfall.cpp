@@ -195,7 +195,9 @@ ReadGrant WaterfallPolicy::begin_read(const std::string& key) {
     for (;;) {
         auto it = entries_.find(key);
         if (it == entries_.end()) return {};
-        if (!it->second.leaving) break;
+        // One reader per key at a time, as the benchmark's per-key lock (cache.py access_cache, spec §5.6): two
+        // loads of one entry never overlap, which also keeps `kvio validate`'s offset join unambiguous.
+        if (!it->second.leaving && it->second.readers == 0) break;
         cv_.wait(l);
     }
     Entry& e = entries_.at(key);

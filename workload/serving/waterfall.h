@@ -110,7 +110,8 @@ public:
     void wait_change(uint64_t seen, int timeout_ms);
 
     /// A hit: marks `key` read (last_access, access_count updated; it cannot be selected to leave until
-    /// end_read()). Waits while the entry is being demoted or deleted. Empty grant (tier -1) on a miss.
+    /// end_read()). Waits while the entry is being demoted or deleted, or read by another thread (reads of one key
+    /// are serialised, as the benchmark's per-key lock does: spec §5.6). Empty grant (tier -1) on a miss.
     ReadGrant begin_read(const std::string& key);
     void end_read(const std::string& key);
 
