@@ -341,3 +341,28 @@ TEST(Simulate, LatencyTracingAddsTheBenchmarksTracingKeys) {
     EXPECT_NE(r.cmd.status, 0);
     EXPECT_NE(r.cmd.err.find("--io-trace-log"), std::string::npos) << r.cmd.err;
 }
+
+// A run whose storage cannot keep up (10 llama3.1-8b users, entries of ~0.1-2 GiB read up to ~26 times each) ends
+// soon after --duration: requests in flight give up before their next cache op (kvio.stop.cut_in_storage) instead
+// of finishing many GiB of reads. Before that, a 15 s run of these flags drained for 55 s.
+TEST(Simulate, SaturatedRunEndsSoonAfterTheDuration) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    TmpfsMount tmpfs(3ull << 30);
+    TempDir d;
+    auto r = simulate(d, "--model llama3.1-8b --num-users 10 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                         "--generation-mode none --seed 42 --progress-interval 0 --max-concurrent-allocs 2 "
+                         "--storage-capacity-gb 2.5 --cache-dir " + tmpfs.dir.path + "/c");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& stop = r.results["kvio"]["stop"];
+    ASSERT_TRUE(stop.contains("cut_in_storage")) << stop.dump();
+    // Requests in flight gave up at their next cache op. The drain is then the op each worker is in when the stop
+    // comes plus what it waits for first (the --max-concurrent-allocs semaphore, a read of the same key): measured
+    // 8.8-11 s against a slowest op of 3.7 s at load 6; the sum of a request's remaining ops would be many times it.
+    EXPECT_GT(stop["cut_in_storage"].get<uint64_t>(), 0u) << stop.dump();
+    const json& cs = r.results["summary"]["cache_stats"];
+    double slowest_s = 0;
+    for (const char* k : {"storage_read_p9999_ms", "storage_write_p9999_ms"})
+        if (cs.contains(k)) slowest_s = std::max(slowest_s, cs[k].get<double>() / 1000);
+    ASSERT_GT(slowest_s, 0) << cs.dump();
+    EXPECT_LT(stop["drain_s"].get<double>(), 5 * slowest_s + 2.0) << stop.dump() << " slowest op " << slowest_s << " s";
+}

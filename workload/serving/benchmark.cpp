@@ -175,7 +175,7 @@ private:
     StopFlag stop_;                        // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
     std::atomic<uint64_t> seq_{0};         // the benchmark's global req_id
-    std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0};
+    std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
     std::atomic<uint64_t> in_flight_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
     uint64_t last_read_[3] = {}, last_written_[3] = {};
@@ -304,6 +304,13 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         }
         return w;
     };
+    // After the stop a request in flight gives up before its next cache op (counted, not completed), so the drain
+    // lasts at most one storage op instead of the rest of a many-GiB request.
+    auto cut = [&] {
+        if (!stop_.is_set()) return false;
+        ++cut_in_storage_;
+        return true;
+    };
 
     // 1. prefix: the system prompt's entry; kvio writes it on a miss so later requests hit (fix for #283).
     if (prefix_) {
@@ -316,9 +323,11 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         }
     }
 
+    if (cut()) return;
     // 2. multi-turn: every other turn of the conversation (the benchmark's full-context reload, #281/#290).
     if (!c_.decode_only && !req.conversation_id.empty() && req.turn_number > 1) {
         for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
+            if (cut()) return;
             AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
                                           cache_.entry_bytes(t.context_tokens), rec, rec.storage_s);
             ++(a.hit ? rec.multi_turn_hits : rec.multi_turn_misses);
@@ -326,8 +335,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     }
 
     // 3. prefill write of the request's entry.
+    if (cut()) return;
     if (!c_.decode_only && req.phase != RequestPhase::Decode) rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
 
+    if (cut()) return;
     // 4. RAG read: with probability rag.request_probability, the top-k chunks of a random document.
     if (rag_ && rng.random() < c_.yaml.rag_request_probability) {
         RagDocument doc;
@@ -338,6 +349,7 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
                              rec, rec.storage_s);
     }
 
+    if (cut()) return;
     // 5. decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
     if (!c_.prefill_only && req.phase != RequestPhase::Prefill) {
         std::string key = req.cache_key;
@@ -354,7 +366,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         } else {
             int64_t batch = std::max(1, c_.yaml.decode_batch_size);
             int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
-            for (int64_t i = 0; i < n; ++i) read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
+            for (int64_t i = 0; i < n; ++i) {
+                if (cut()) return;
+                read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
+            }
         }
         rec.decode_reads = rec.reads - reads_before;
         rec.decode_s = decode;
@@ -485,7 +500,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                  {"requests_issued", issued_.load()},
                  {"dropped_queued_at_stop", dropped_queued},
                  {"dropped_popped_after_stop", dropped_after_pop_.load()},
-                 {"cut_in_generation", cut_in_generation_.load()}};
+                 {"cut_in_generation", cut_in_generation_.load()},
+                 {"cut_in_storage", cut_in_storage_.load()}};
     k["workers"] = num_workers_;
     k["bandwidth_timeline"] = bandwidth_;
     nlohmann::ordered_json lat;
