@@ -366,3 +366,30 @@ TEST(Simulate, SaturatedRunEndsSoonAfterTheDuration) {
     ASSERT_GT(slowest_s, 0) << cs.dump();
     EXPECT_LT(stop["drain_s"].get<double>(), 5 * slowest_s + 2.0) << stop.dump() << " slowest op " << slowest_s << " s";
 }
+
+// An --output that cannot be written is refused before the run (the results of a long run were lost at its end).
+TEST(Simulate, UnwritableOutputIsRefusedBeforeTheRun) {
+    TempDir d;
+    for (const std::string& out : {d.path, d.path + "/no-such-dir/r.json"}) {
+        auto r = run(kvio_bin() + " simulate --num-users 2 --duration 600 --io-trace-log " + d.file("t.csv") +
+                     " --quiet --progress-interval 0 --output " + out);
+        EXPECT_EQ(r.status, 1) << out;
+        EXPECT_NE(r.err.find("--output " + out), std::string::npos) << r.err;
+        EXPECT_FALSE(std::filesystem::exists(d.file("t.csv"))) << "the run started";
+    }
+}
+
+// Failed writes are said on the console, not only counted in the JSON: a 64 MiB tmpfs under a 1 GiB limit.
+TEST(Simulate, FailedWritesAreReportedOnTheConsole) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    TmpfsMount tmpfs(64 * kMiB);
+    TempDir d;
+    auto r = run(kvio_bin() + " simulate --model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                 "--generation-mode none --seed 42 --progress-interval 0 --storage-capacity-gb 1 --cache-dir " +
+                 tmpfs.dir.path + "/c --output " + d.file("r.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto doc = json::parse(slurp(d.file("r.json")));
+    ASSERT_GT(doc["kvio"]["cache"]["failed_writes"].get<uint64_t>(), 0u) << doc["kvio"]["cache"].dump();
+    EXPECT_NE(r.out.find("WARNING: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("writes and"), std::string::npos) << r.out;
+}

@@ -2,6 +2,9 @@
 // the model table and bytes/token (§2), and the flag table docs/simulate.md shows.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 using namespace kvio;
 using namespace kvio::serving;
 namespace fs = std::filesystem;
+
 
 namespace {
 std::vector<std::string> errors_of(const SimConfig& c) {
@@ -335,4 +339,16 @@ TEST(ServingConfig, DocsFlagSectionMatchesTable) {
            "--gtest_filter=ServingConfig.DocsFlagSectionMatchesTable";
     const std::string md = flag_table_markdown();
     for (const auto& f : flag_table()) EXPECT_NE(md.find(std::string("`") + f.name + "`"), std::string::npos);
+}
+
+// argparse's float() accepts "nan" and "inf"; a nan capacity compared false everywhere and became "unlimited".
+TEST(SimConfig, NonFiniteFloatsAreRefused) {
+    for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+        SimConfig c;
+        c.storage_capacity_gb = bad;
+        c.gpu_mem_gb = bad;
+        auto e = errors_of(c);
+        EXPECT_TRUE(has(e, "--gpu-mem-gb must be a finite number"));
+        EXPECT_TRUE(has(e, "--storage-capacity-gb must be a finite number"));
+    }
 }

@@ -1,11 +1,15 @@
 // run_simulation (simulate.h): the benchmark's IntegratedBenchmark (spec §4.1) natively — user threads that
 // generate the open-loop request stream (§3.3), one priority queue (§4.2), min(users, 500) workers that run the
 // per-request steps (§4.3), the stop rules (§4.7), then the results document (§9) and the console report.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +75,18 @@ double generation_seconds_per_token(const SimConfig& c) {
     if (c.generation_mode == "none") return c.yaml.generation_timing_none;
     if (c.generation_mode == "fast") return c.yaml.generation_timing_fast;
     return c.yaml.generation_timing_realistic;
+}
+
+/// Refuses an --output that cannot be written before anything runs (a run's results are not lost at its end):
+/// a directory, or a path whose directory is missing or not writable.
+void check_output_writable(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw Error("simulate: --output " + path + " is a directory; give a file name for the results JSON");
+    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+    if (dir.empty()) dir = "/";
+    if (::access(dir.c_str(), W_OK) != 0)
+        throw Error("simulate: --output " + path + ": cannot write in " + dir + ": " + std::strerror(errno));
 }
 
 std::string default_output_name() {
@@ -469,13 +485,17 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const double stop_at = elapsed();
-    const int sig = g_stop_signal.load();
     stop_.set();
+    if (progress && in_flight_.load())
+        *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
+                  << " requests in flight give up at their next cache op\n"
+                  << std::flush;
     rag_stop = true;
     for (auto& th : users) th.join();
     size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
     for (auto& th : workers) th.join();
     if (rag_thread.joinable()) rag_thread.join();
+    const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
     // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
     // before the join window during which it keeps counting completions).
     const double elapsed_s = elapsed();
@@ -555,6 +575,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     uint64_t seed_used = c.seed ? uint64_t(*c.seed) : uint64_t(std::random_device{}());
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
+    check_output_writable(c.output.empty() ? default_output_name() : c.output);
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <type_traits>
 #include <filesystem>
 #include <sstream>
 #include <sys/stat.h>
@@ -175,6 +176,12 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         if (v <= 0) e.push_back(std::string(flag) + " must be positive (got " + num(v) + ")");
     };
     auto non_negative = [&](const char* flag, auto v) {
+        if constexpr (std::is_floating_point_v<decltype(v)>) {
+            if (!std::isfinite(v)) {  // argparse's float() takes "nan" and "inf"; nan compares false everywhere below
+                e.push_back(std::string(flag) + " must be a finite number (got " + num(v) + ")");
+                return;
+            }
+        }
         if (v < 0) e.push_back(std::string(flag) + " cannot be negative (got " + num(v) + ")");
     };
     auto at_most = [&](const char* flag, auto v, auto limit, const char* what) {

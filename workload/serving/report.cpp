@@ -70,6 +70,7 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
        << cs.value("storage_entries", 0) << "\n";
     os << "Read: " << fmt("%.2f", num(cs, "total_read_gb")) << " GiB, written: " << fmt("%.2f", num(cs, "total_write_gb"))
        << " GiB, R/W ratio " << fmt("%.2f", num(cs, "read_write_ratio")) << "\n";
+    os << "  (per tier: direct ops and demotions; the totals above count direct ops only)\n";
     for (const char* t : {"gpu", "cpu", "storage"}) {
         std::string n = t;
         os << "  " << n << ": read " << fmt("%.2f", num(cs, ("tier_" + n + "_kv_bytes_read_gb").c_str())) << " GiB ("
@@ -80,6 +81,13 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
     for (const char* k : {"storage_read_device_p95_ms", "storage_read_host_p95_ms", "storage_write_device_p95_ms",
                           "storage_write_host_p95_ms"})
         if (cs.contains(k)) os << "  " << k << ": " << fmt("%.2f", num(cs, k)) << "\n";
+    if (r.contains("kvio") && r["kvio"].contains("cache")) {
+        const auto& kc = r["kvio"]["cache"];
+        uint64_t fw = kc.value("failed_writes", uint64_t(0)), fr = kc.value("failed_reads", uint64_t(0));
+        if (fw || fr)
+            os << "WARNING: " << fw << " writes and " << fr << " reads failed (not counted as done); first error: "
+               << kc.value("first_error", std::string("?")) << "\n";
+    }
     const auto& mt = s.at("multi_turn_stats");
     os << "Multi-turn: " << mt.value("cache_hits", 0) << " hits, " << mt.value("cache_misses", 0) << " misses\n";
 
