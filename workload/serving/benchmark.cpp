@@ -214,7 +214,7 @@ std::shared_ptr<InferenceRequest> Simulation::new_request(const UserProfile& u, 
 // spec §3.3: think, multi-turn bookkeeping, draw the request, enqueue, maybe a RAG side request.
 void Simulation::user_loop(size_t index) {
     const UserProfile& u = users_[index];
-    PyRandom rng(int64_t(user_seeds_[index]));
+    PyRandom rng{int64_t(user_seeds_[index])};
     const YamlSettings& y = c_.yaml;
     std::string conv;
     while (!stop_.is_set()) {
@@ -271,7 +271,7 @@ void Simulation::user_loop(size_t index) {
 }
 
 void Simulation::worker_loop(size_t index) {
-    PyRandom rng(int64_t(worker_seeds_[index]));
+    PyRandom rng{int64_t(worker_seeds_[index])};
     while (true) {
         auto r = queue_.pop(std::chrono::milliseconds(100));
         if (!r) {
