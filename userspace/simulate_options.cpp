@@ -29,6 +29,8 @@ void add_simulate_options(CLI::App* sub, SimConfig& c) {
                 [&](auto m) { return sub->add_option(f.name, c.*m, help); },
             },
             f.target);
+        // argparse keeps the last of a repeated option; CLI11's default refuses the repeat.
+        o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
         if (std::string(f.type) != "flag") o->default_str(f.default_text);
         if (f.choices) {
             const auto ch = serving::flag_choices(f);

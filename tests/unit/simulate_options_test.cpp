@@ -117,3 +117,12 @@ TEST(SimulateOptions, HelpShowsBenchmarkDefaults) {
     EXPECT_NE(h.find("benchmark_results_<YYYYmmdd_HHMMSS>.json"), std::string::npos);
     EXPECT_NE(h.find("none,fast,realistic"), std::string::npos) << h;
 }
+
+// argparse keeps the last of a repeated option (wrappers append their own --seed/--output after the user's).
+TEST(SimulateOptions, RepeatedOptionTakesTheLast) {
+    SimConfig c;
+    parse({"--num-users", "10", "--seed", "1", "--num-users", "3", "--seed", "42"}, c);
+    EXPECT_EQ(c.num_users, 3);
+    ASSERT_TRUE(c.seed.has_value());
+    EXPECT_EQ(*c.seed, 42);
+}
