@@ -159,12 +159,13 @@ const std::vector<Leaf>& schema() {
             const std::string base = std::string("qos_profiles.") + cls + ".";
             const std::string c = cls;
             using Q = QosProfile;
-            for (auto [field, m] : std::initializer_list<std::pair<const char*, double Q::*>>{
+            for (const auto& fm : std::initializer_list<std::pair<const char*, double Q::*>>{
                      {"target_latency_p95_ms", &Q::target_latency_p95_ms},
                      {"target_latency_p99_ms", &Q::target_latency_p99_ms},
                      {"target_latency_p999_ms", &Q::target_latency_p999_ms},
                      {"target_latency_p9999_ms", &Q::target_latency_p9999_ms}}) {
-                const std::string p = base + field;
+                const auto m = fm.second;  // a named copy: clang 14 cannot capture a structured binding
+                const std::string p = base + fm.first;
                 v.push_back({p, [c, p, m](Y& y, const Where& w, const YAML::Node& n) { y.qos_profiles[c].*m = get_num(w, n, p); },
                              [c, m](const Y& y) {
                                  auto it = y.qos_profiles.find(c);
