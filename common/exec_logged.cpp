@@ -9,11 +9,10 @@
 
 namespace kvio {
 
-void exec_logged(const std::vector<std::string>& argv, const std::string& log, bool append, const char* who) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
+void exec_with_output(const std::vector<std::string>& argv, int out_fd, const char* who) {
+    if (out_fd >= 0) {
+        dup2(out_fd, 1);
+        dup2(out_fd, 2);
     }
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
@@ -23,6 +22,10 @@ void exec_logged(const std::vector<std::string>& argv, const std::string& log, b
     execvp(args[0], args.data());
     std::fprintf(stderr, "%s: cannot run %s: %s\n", who, args[0], std::strerror(errno));
     _exit(127);
+}
+
+void exec_logged(const std::vector<std::string>& argv, const std::string& log, bool append, const char* who) {
+    exec_with_output(argv, open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644), who);
 }
 
 }  // namespace kvio

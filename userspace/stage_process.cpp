@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/exec_logged.h"
 #include "userspace/run_pipeline.h"
 
 namespace kvio::run {
@@ -137,16 +138,7 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
             if (getppid() != parent) _exit(128 + SIGTERM);
         }
         sigprocmask(SIG_SETMASK, &old, nullptr);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        std::fprintf(stderr, "kvio run: cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
+        exec_with_output(argv, p[1], "kvio run");
     }
     ::close(p[1]);
     pump_->rd = p[0];
