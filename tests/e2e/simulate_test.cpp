@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tests/e2e/helpers.h"
+#include "tests/spec_seed42_users.h"
 
 using namespace kvio::test;
 using nlohmann::json;
@@ -51,22 +52,6 @@ struct TmpfsMount {
 void expect_keys(const json& obj, const std::vector<std::string>& keys, const std::string& where) {
     for (const auto& k : keys) EXPECT_TRUE(obj.contains(k)) << where << " lacks '" << k << "'";
 }
-
-// spec §3.1: --seed 42, 10 users.
-struct UserRow {
-    const char* type;
-    double qos_draw;
-    const char* qos;
-    int64_t ctx, gen;
-    double think;
-};
-const UserRow kSeed42Users[10] = {
-    {"document", 0.111331, "interactive", 16245, 481, 0.593870}, {"chatbot", 0.736471, "batch", 3283, 189, 0.134776},
-    {"coding", 0.031783, "interactive", 7166, 211, 0.386129},    {"document", 0.026536, "interactive", 7353, 758, 0.803424},
-    {"coding", 0.589266, "batch", 4308, 488, 0.844655},          {"document", 0.422614, "responsive", 8648, 359, 0.558377},
-    {"coding", 0.102210, "interactive", 16545, 149, 0.487184},   {"coding", 0.603726, "batch", 5519, 473, 0.567540},
-    {"chatbot", 0.973116, "batch", 2062, 70, 0.320816},          {"document", 0.618520, "batch", 10021, 791, 0.530746},
-};
 
 /// The logical run of spec §11.2: seed 42, 10 users, llama3.1-8b, no I/O.
 std::string trace_args(const TempDir& dir, int duration, const std::string& extra) {
@@ -132,7 +117,7 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
     const json& users = j["kvio"]["users"];
     ASSERT_EQ(users.size(), 10u);
     for (size_t i = 0; i < 10; ++i) {
-        const UserRow& e = kSeed42Users[i];
+        const SpecUserRow& e = kSeed42Users[i];
         char id[16];
         std::snprintf(id, sizeof id, "user_%04zu", i);
         EXPECT_EQ(users[i]["user_id"], id);

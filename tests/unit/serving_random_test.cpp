@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "tests/spec_seed42_users.h"
 #include "workload/serving/pyrandom.h"
 #include "workload/serving/users.h"
 
@@ -29,25 +30,7 @@ TEST(PyRandom, SeedWordsAndSign) {
 
 // spec §3.1: --seed 42, 10 users: template, qos draw (6 decimals), QoS, ctx, gen, think (6 decimals).
 TEST(Users, Seed42TableMatchesSpec) {
-    struct Row {
-        const char* type;
-        double qos_draw;
-        const char* qos;
-        int64_t ctx, gen;
-        double think;
-    };
-    const Row want[10] = {
-        {"document", 0.111331, "interactive", 16245, 481, 0.593870},
-        {"chatbot", 0.736471, "batch", 3283, 189, 0.134776},
-        {"coding", 0.031783, "interactive", 7166, 211, 0.386129},
-        {"document", 0.026536, "interactive", 7353, 758, 0.803424},
-        {"coding", 0.589266, "batch", 4308, 488, 0.844655},
-        {"document", 0.422614, "responsive", 8648, 359, 0.558377},
-        {"coding", 0.102210, "interactive", 16545, 149, 0.487184},
-        {"coding", 0.603726, "batch", 5519, 473, 0.567540},
-        {"chatbot", 0.973116, "batch", 2062, 70, 0.320816},
-        {"document", 0.618520, "batch", 10021, 791, 0.530746},
-    };
+    const auto& want = kvio::test::kSeed42Users;
     PyRandom rng(42);
     const auto users = generate_users(rng, 10, default_yaml_settings());
     ASSERT_EQ(users.size(), 10u);
