@@ -255,7 +255,9 @@ TEST(ReadersE2E, CaptureWithAnUnknownSrcSameErrorFromEveryCommand) {
     TempDir tmp;
     LoopDevice loop(64ull << 20);
     const std::string cap = tmp.file("c.kvb"), bad = tmp.file("bad.kvb");
-    CmdResult t = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin --duration 1.5 & t=$!; sleep 0.7; " +
+    const std::string ready = tmp.file("ready");
+    CmdResult t = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin --duration 1.5 --ready-file " +
+                      ready + " & t=$!; i=0; until [ -e " + ready + " ] || [ $i -ge 300 ]; do sleep 0.05; i=$((i+1)); done; " +
                       "dd if=" + loop.path + " of=/dev/null bs=4k count=4 iflag=direct status=none; wait $t");
     ASSERT_EQ(t.status, 0) << t.err;
     std::string bytes = slurp(cap);
