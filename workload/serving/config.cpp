@@ -84,6 +84,8 @@ const std::vector<FlagSpec>& flag_table() {
         {"--force", "flag", "off", "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true, &C::force},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true, &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
+        {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
+        {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
     };
     return t;
 }
@@ -234,6 +236,11 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (!(c.gpu_bandwidth_gbps > 0) || !std::isfinite(c.gpu_bandwidth_gbps))
         e.push_back("--gpu-bandwidth-gbps must be positive (got " + num(c.gpu_bandwidth_gbps) + ")");
     non_negative("--progress-interval", c.progress_interval_s);
+    if (!(c.autoscaler_interval_s > 0) || !std::isfinite(c.autoscaler_interval_s))
+        e.push_back("--autoscaler-interval must be positive (got " + num(c.autoscaler_interval_s) + ")");
+    non_negative("--storage-throttle-mibps", c.storage_throttle_mibps);
+    if (c.storage_throttle_mibps > 0 && !c.io_trace_log.empty())
+        e.push_back("--storage-throttle-mibps with --io-trace-log: the logical mode performs no I/O to throttle");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
     if (c.enable_latency_tracing && !c.io_trace_log.empty())
