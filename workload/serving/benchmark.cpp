@@ -21,6 +21,7 @@
 #include <iomanip>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -40,6 +41,8 @@
 #include "workload/serving/request_queue.h"
 #include "workload/serving/simulate.h"
 #include "workload/serving/stats_util.h"
+#include "workload/serving/validation_trace.h"
+#include "workload/serving/warmup.h"
 
 namespace kvio::serving {
 
@@ -105,8 +108,6 @@ void refuse_unimplemented(const SimConfig& c) {
     std::vector<std::string> bad;
     if (c.use_burst_trace) bad.push_back("--use-burst-trace");
     if (!c.dataset_path.empty()) bad.push_back("--dataset-path");
-    if (!c.validation_trace.empty()) bad.push_back("--validation-trace");
-    if (c.precondition) bad.push_back("--precondition");
     if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
     if (bad.empty()) return;
     std::string s;
@@ -183,7 +184,7 @@ private:
     bool wait_until_active(size_t index, const std::atomic<size_t>& active);
     void apply_users(int64_t n);
     bool autoscale_tick(double t_s, std::ostream* progress);
-    void prepopulate();
+    void warm_up(std::ostream* progress);
 
     const SimConfig& c_;
     workload::ModelConfig model_;
@@ -201,6 +202,7 @@ private:
     std::vector<uint64_t> user_seeds_, worker_seeds_;
     uint64_t rag_seed_ = 0;
     std::vector<std::string> prepop_keys_;
+    nlohmann::ordered_json warmup_json_ = nlohmann::ordered_json::object();  // kvio.precondition / prepopulation
 
     // Autoscaling: threads with index >= active_* are parked; a scale step starts or wakes or parks them.
     std::unique_ptr<AutoscaleMonitor> monitor_;
@@ -421,7 +423,7 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         if (auto sp = prefix_->detect(rng)) {
             AccessResult a =
                 read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
-            if (!a.hit) write(sp->key, sp->tokens);
+            if (!a.hit && !c_.decode_only) write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
             req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
             cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
         }
@@ -510,18 +512,32 @@ void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
     last_t_ = t_s;
 }
 
-// --decode-only (spec §7.4): num_users × 10 entries "prepop_<i>" of 2048 tokens, then reset_stats().
-void Simulation::prepopulate() {
-    int64_t n = c_.num_users * 10;
-    for (int64_t i = 0; i < n; ++i) {
-        std::string key = "prepop_" + std::to_string(i);
-        if (cache_.allocate(key, 2048, CachePhase::Prefill).ok) prepop_keys_.push_back(key);
+// Before the clock starts: --precondition's fill (spec §7.5), then --decode-only's prepopulation (§7.4).
+void Simulation::warm_up(std::ostream* progress) {
+    if (c_.precondition) {
+        const uint64_t limit = cache_.stats().limit_bytes[int(Tier::Storage)];
+        uint64_t target = c_.precondition_size_gb > 0 ? uint64_t(c_.precondition_size_gb * double(1ull << 30))
+                          : limit == UINT64_MAX       ? 0
+                                                      : 2 * limit;
+        if (target == 0) {
+            if (progress)
+                *progress << "simulate: warning: --precondition skipped: the storage tier has no limit (give "
+                             "--precondition-size-gb or --storage-capacity-gb)\n";
+            warmup_json_["precondition"] = {{"skipped", "storage tier unlimited"}};
+        } else {
+            warmup_json_["precondition"] =
+                precondition(cache_, target, unsigned(c_.precondition_threads), progress).to_json();
+        }
     }
-    cache_.reset_stats();
+    if (c_.decode_only) {
+        WarmupResult w = prepopulate(cache_, uint64_t(c_.num_users) * 10, 0, progress);
+        warmup_json_["prepopulation"] = w.to_json();
+        prepop_keys_ = std::move(w.keys);
+    }
 }
 
 int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
-    if (c_.decode_only) prepopulate();
+    warm_up(progress);
     SignalGuard signals;
     std::atomic<bool> rag_stop{false};
     const uint64_t t0 = now_ns();
@@ -635,6 +651,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                           {"in_table", conversations_.size()}};
     if (rag_) k["rag"] = rag_->stats_json();
     if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
+    for (auto it = warmup_json_.begin(); it != warmup_json_.end(); ++it) k[it.key()] = it.value();
     if (monitor_) {
         nlohmann::ordered_json a;
         a["mode"] = c_.autoscaler_mode;
@@ -696,6 +713,9 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
     check_output_writable(c.output.empty() ? default_output_name() : c.output);
+    // --validation-trace is read before the run: a bad trace is refused before any I/O.
+    std::optional<ValidationTrace> validation;
+    if (!c.validation_trace.empty()) validation = load_validation_trace(c.validation_trace);
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
@@ -716,6 +736,9 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
         res.exit_code = sim.run(doc, progress);
     }
+    if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
+        doc["validation"] =
+            compare_with_trace(*validation, doc["summary"]["cache_stats"]["cache_hit_rate"].get<double>());
     nlohmann::ordered_json& k = doc["kvio"];
     nlohmann::ordered_json kv;
     kv["format"] = "kvio.simulate/1";
