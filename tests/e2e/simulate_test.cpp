@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/simulate_helpers.h"
 #include "tests/spec_seed42_users.h"
 
 using namespace kvio::test;
@@ -22,32 +23,6 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr double kLlama8bBpt = 131072;  // llama3.1-8b bytes per token (spec §2)
-
-struct SimRun {
-    CmdResult cmd;
-    json results;
-};
-
-/// Runs `kvio simulate ARGS --output DIR/r.json --quiet` followed by the shell text `then` (e.g. "& p=$!; ...")
-/// and parses the results file (null if absent).
-SimRun simulate(const TempDir& dir, const std::string& args, const std::string& then = "") {
-    SimRun r;
-    std::string out = dir.file("r.json");
-    std::filesystem::remove(out);
-    r.cmd = run(kvio_bin() + " simulate " + args + " --output " + out + " --quiet " + then);
-    if (std::filesystem::exists(out)) r.results = json::parse(slurp(out));
-    return r;
-}
-
-/// A tmpfs mounted on a fresh temp dir, unmounted at destruction.
-struct TmpfsMount {
-    explicit TmpfsMount(uint64_t bytes) {
-        if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) != 0)
-            ADD_FAILURE() << "mount tmpfs: " << std::strerror(errno);
-    }
-    ~TmpfsMount() { ::umount2(dir.path.c_str(), MNT_DETACH); }
-    TempDir dir;
-};
 
 void expect_keys(const json& obj, const std::vector<std::string>& keys, const std::string& where) {
     for (const auto& k : keys) EXPECT_TRUE(obj.contains(k)) << where << " lacks '" << k << "'";
@@ -269,7 +244,7 @@ TEST(Simulate, BadFlagsGiveOneLineErrors) {
                                            {"--model no-such-model", "Unknown model"},
                                            {"--generation-mode warp", "generation-mode"},
                                            {"--tensor-parallel 2 --num-gpus 1", "tensor-parallel"},
-                                           {"--enable-autoscaling", "not implemented"}}) {
+                                           {"--enable-autoscaling --autoscaler-interval 0", "autoscaler-interval"}}) {
         SimRun r = simulate(dir, c.args + " --duration 1 --io-trace-log " + dir.file("t.csv"));
         EXPECT_NE(r.cmd.status, 0) << c.args;
         EXPECT_NE(r.cmd.err.find(c.needle), std::string::npos) << c.args << ": " << r.cmd.err;

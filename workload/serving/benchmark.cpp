@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <iomanip>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
 #include "workload/serving/latency_tracing.h"
@@ -38,6 +41,8 @@
 #include "workload/serving/request_queue.h"
 #include "workload/serving/simulate.h"
 #include "workload/serving/stats_util.h"
+#include "workload/serving/validation_trace.h"
+#include "workload/serving/warmup.h"
 
 namespace kvio::serving {
 
@@ -101,11 +106,8 @@ std::string default_output_name() {
 /// Flags of kv-cache.py whose features belong to a later issue (spec §6–§8): refused, never silently ignored.
 void refuse_unimplemented(const SimConfig& c) {
     std::vector<std::string> bad;
-    if (c.enable_autoscaling) bad.push_back("--enable-autoscaling");
     if (c.use_burst_trace) bad.push_back("--use-burst-trace");
     if (!c.dataset_path.empty()) bad.push_back("--dataset-path");
-    if (!c.validation_trace.empty()) bad.push_back("--validation-trace");
-    if (c.precondition) bad.push_back("--precondition");
     if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
     if (bad.empty()) return;
     std::string s;
@@ -149,10 +151,20 @@ public:
           qos_(c.yaml.qos_profiles),
           gen_s_per_token_(generation_seconds_per_token(c)) {
         PyRandom derive(int64_t(seed_used) + 1);  // per-thread streams, derived from the seed (not the user table's)
-        for (size_t i = 0; i < users_.size(); ++i) user_seeds_.push_back(derive.getrandbits(32));
+        // users_ is the pool: the first --num-users run from the start; with --enable-autoscaling the rest are the
+        // users the autoscaler may add (the same table continued), whose streams are drawn after the RAG seed so a
+        // run without autoscaling draws exactly what it drew before.
+        const size_t initial = size_t(std::min<int64_t>(c.num_users, int64_t(users_.size())));
+        for (size_t i = 0; i < initial; ++i) user_seeds_.push_back(derive.getrandbits(32));
         num_workers_ = size_t(std::min<int64_t>(c.num_users, 500));
         for (size_t i = 0; i < num_workers_; ++i) worker_seeds_.push_back(derive.getrandbits(32));
         rag_seed_ = derive.getrandbits(32);
+        for (size_t i = initial; i < users_.size(); ++i) user_seeds_.push_back(derive.getrandbits(32));
+        for (size_t i = num_workers_; i < std::min<size_t>(users_.size(), 500); ++i)
+            worker_seeds_.push_back(derive.getrandbits(32));
+        active_users_ = max_active_users_ = initial;
+        active_workers_ = num_workers_;
+        if (c.enable_autoscaling) monitor_ = std::make_unique<AutoscaleMonitor>(c);
         if (!c.disable_prefix_caching)
             prefix_ = std::make_unique<PrefixCacheManager>(c.yaml.system_prompt_hit_probability, bpt);
         if (c.enable_rag) rag_ = std::make_unique<RagDocumentManager>(c.yaml, bpt, rag_large_model(model));
@@ -169,7 +181,10 @@ private:
                               RequestRecord& rec, double& latency);
     std::shared_ptr<InferenceRequest> new_request(const UserProfile& u, int64_t ctx, int64_t gen);
     void sample_bandwidth(double t_s, const CacheStats& s);
-    void prepopulate();
+    bool wait_until_active(size_t index, const std::atomic<size_t>& active);
+    void apply_users(int64_t n);
+    bool autoscale_tick(double t_s, std::ostream* progress);
+    void warm_up(std::ostream* progress);
 
     const SimConfig& c_;
     workload::ModelConfig model_;
@@ -187,6 +202,15 @@ private:
     std::vector<uint64_t> user_seeds_, worker_seeds_;
     uint64_t rag_seed_ = 0;
     std::vector<std::string> prepop_keys_;
+    nlohmann::ordered_json warmup_json_ = nlohmann::ordered_json::object();  // kvio.precondition / prepopulation
+
+    // Autoscaling: threads with index >= active_* are parked; a scale step starts or wakes or parks them.
+    std::unique_ptr<AutoscaleMonitor> monitor_;
+    std::vector<std::thread> user_threads_, worker_threads_;
+    std::atomic<size_t> active_users_{0}, active_workers_{0};
+    size_t max_active_users_ = 0;
+    std::mutex park_mu_;
+    std::condition_variable park_cv_;
 
     StopFlag stop_;                        // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
@@ -218,7 +242,9 @@ void Simulation::user_loop(size_t index) {
     const YamlSettings& y = c_.yaml;
     std::string conv;
     while (!stop_.is_set()) {
+        if (!wait_until_active(index, active_users_)) break;
         if (!stop_.sleep_for(u.think_time * rng.uniform(0.8, 1.2))) break;
+        if (index >= active_users_.load()) continue;  // parked during the think time: issue nothing
         if (!c_.disable_multi_turn) {
             if (!conv.empty() && rng.random() >= 1.0 - y.end_conversation_probability) {
                 conversations_.end_conversation(conv);
@@ -273,6 +299,7 @@ void Simulation::user_loop(size_t index) {
 void Simulation::worker_loop(size_t index) {
     PyRandom rng{int64_t(worker_seeds_[index])};
     while (true) {
+        if (index >= active_workers_.load() && !wait_until_active(index, active_workers_)) return;
         auto r = queue_.pop(std::chrono::milliseconds(100));
         if (!r) {
             if (stop_.is_set()) return;
@@ -286,6 +313,69 @@ void Simulation::worker_loop(size_t index) {
         process_request(*r, rng);
         --in_flight_;
     }
+}
+
+// Parks the calling thread while its index is not below `active`; false when the run stops.
+bool Simulation::wait_until_active(size_t index, const std::atomic<size_t>& active) {
+    if (index < active.load()) return !stop_.is_set();
+    std::unique_lock lk(park_mu_);
+    park_cv_.wait(lk, [&] { return index < active.load() || stop_.is_set(); });
+    return !stop_.is_set();
+}
+
+// A scale step: n users issue requests (threads started or woken; those above n park), min(n, 500) workers serve.
+void Simulation::apply_users(int64_t n) {
+    const size_t users = size_t(std::clamp<int64_t>(n, 1, int64_t(users_.size())));
+    const size_t workers = std::min<size_t>(users, worker_seeds_.size());
+    {
+        std::lock_guard lk(park_mu_);
+        active_users_ = users;
+        active_workers_ = workers;
+    }
+    park_cv_.notify_all();
+    while (user_threads_.size() < users) {
+        const size_t i = user_threads_.size();
+        user_threads_.emplace_back([this, i] { user_loop(i); });
+    }
+    while (worker_threads_.size() < workers) {
+        const size_t i = worker_threads_.size();
+        worker_threads_.emplace_back([this, i] { worker_loop(i); });
+    }
+    max_active_users_ = std::max(max_active_users_, users);
+}
+
+// One monitor_stats tick (spec §6): the interval's counters to the autoscaler, its decision applied. True on "stop".
+bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
+    CacheStats s = cache_.stats();
+    MonitorCounters m;
+    m.t_s = t_s;
+    m.tokens = metrics_.tokens();
+    m.completed = metrics_.completed();
+    m.issued = issued_.load();
+    m.read_bytes = s.total_read_bytes;
+    m.write_bytes = s.total_write_bytes;
+    m.storage_read_lat = &s.read_lat[int(Tier::Storage)];
+    m.storage_write_lat = &s.write_lat[int(Tier::Storage)];
+    m.queue_depth = queue_.size();
+    m.active_users = int64_t(active_users_.load());
+    for (size_t i = 0; i < active_users_.load(); ++i)
+        m.offered_req_per_s += users_[i].think_time > 0 ? 1.0 / users_[i].think_time : 0;
+    const ScaleDecision d = monitor_->tick(m);
+    char line[256];
+    if (d.action == "stop") {
+        std::snprintf(line, sizeof line, "simulate: Peak capacity found at %.2f tok/s. Stopping test.\n",
+                      monitor_->scaler().peak_throughput());
+        if (progress) *progress << line << std::flush;
+        return true;
+    }
+    if ((d.action == "scale_up" || d.action == "scale_down") && size_t(d.users) != active_users_.load()) {
+        apply_users(d.users);
+        std::snprintf(line, sizeof line, "simulate: autoscaler %s -> %lld users (saturation: %.2f)\n", d.action.c_str(),
+                      static_cast<long long>(active_users_.load()),
+                      monitor_->intervals_json().back()["saturation_level"].get<double>());
+        if (progress) *progress << line << std::flush;
+    }
+    return false;
 }
 
 // One cache read of `bytes` bytes: its latency added to `latency`, a successful hit counted in rec.reads/bytes_read,
@@ -333,7 +423,7 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         if (auto sp = prefix_->detect(rng)) {
             AccessResult a =
                 read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
-            if (!a.hit) write(sp->key, sp->tokens);
+            if (!a.hit && !c_.decode_only) write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
             req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
             cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
         }
@@ -422,18 +512,32 @@ void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
     last_t_ = t_s;
 }
 
-// --decode-only (spec §7.4): num_users × 10 entries "prepop_<i>" of 2048 tokens, then reset_stats().
-void Simulation::prepopulate() {
-    int64_t n = c_.num_users * 10;
-    for (int64_t i = 0; i < n; ++i) {
-        std::string key = "prepop_" + std::to_string(i);
-        if (cache_.allocate(key, 2048, CachePhase::Prefill).ok) prepop_keys_.push_back(key);
+// Before the clock starts: --precondition's fill (spec §7.5), then --decode-only's prepopulation (§7.4).
+void Simulation::warm_up(std::ostream* progress) {
+    if (c_.precondition) {
+        const uint64_t limit = cache_.stats().limit_bytes[int(Tier::Storage)];
+        uint64_t target = c_.precondition_size_gb > 0 ? uint64_t(c_.precondition_size_gb * double(1ull << 30))
+                          : limit == UINT64_MAX       ? 0
+                                                      : 2 * limit;
+        if (target == 0) {
+            if (progress)
+                *progress << "simulate: warning: --precondition skipped: the storage tier has no limit (give "
+                             "--precondition-size-gb or --storage-capacity-gb)\n";
+            warmup_json_["precondition"] = {{"skipped", "storage tier unlimited"}};
+        } else {
+            warmup_json_["precondition"] =
+                precondition(cache_, target, unsigned(c_.precondition_threads), progress).to_json();
+        }
     }
-    cache_.reset_stats();
+    if (c_.decode_only) {
+        WarmupResult w = prepopulate(cache_, uint64_t(c_.num_users) * 10, 0, progress);
+        warmup_json_["prepopulation"] = w.to_json();
+        prepop_keys_ = std::move(w.keys);
+    }
 }
 
 int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
-    if (c_.decode_only) prepopulate();
+    warm_up(progress);
     SignalGuard signals;
     std::atomic<bool> rag_stop{false};
     const uint64_t t0 = now_ns();
@@ -445,13 +549,13 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
             PyRandom rng{int64_t(rag_seed_)};
             rag_->ingest(cache_, rng, c_.rag_num_docs, rag_stop);
         });
-    std::vector<std::thread> workers, users;
-    for (size_t i = 0; i < num_workers_; ++i) workers.emplace_back([this, i] { worker_loop(i); });
-    for (size_t i = 0; i < users_.size(); ++i) users.emplace_back([this, i] { user_loop(i); });
+    for (size_t i = 0; i < num_workers_; ++i) worker_threads_.emplace_back([this, i] { worker_loop(i); });
+    for (size_t i = 0; i < active_users_.load(); ++i) user_threads_.emplace_back([this, i] { user_loop(i); });
 
     // Main thread: wait for the duration, --max-requests or a signal; sample bandwidth each second.
     std::string reason = "duration";
     double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
+    double next_tick = monitor_ ? c_.autoscaler_interval_s : 1e300;
     while (true) {
         double t = elapsed();
         if (t >= double(c_.duration)) break;
@@ -462,6 +566,13 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
         if (g_stop_signal) {
             reason = std::string("signal ") + strsignal(g_stop_signal.load());
             break;
+        }
+        if (t >= next_tick) {
+            if (autoscale_tick(t, progress)) {
+                reason = "autoscaler: peak capacity found";
+                break;
+            }
+            next_tick += c_.autoscaler_interval_s;
         }
         if (t >= next_sample || t >= next_progress) {
             CacheStats s = cache_.stats();
@@ -486,14 +597,18 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
     }
     const double stop_at = elapsed();
     stop_.set();
+    {
+        std::lock_guard lk(park_mu_);  // parked threads see the stop
+    }
+    park_cv_.notify_all();
     if (progress && in_flight_.load())
         *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
                   << " requests in flight give up at their next cache op\n"
                   << std::flush;
     rag_stop = true;
-    for (auto& th : users) th.join();
+    for (auto& th : user_threads_) th.join();
     size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
-    for (auto& th : workers) th.join();
+    for (auto& th : worker_threads_) th.join();
     if (rag_thread.joinable()) rag_thread.join();
     const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
     // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
@@ -507,8 +622,9 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
     summary["cache_stats"] = cache_.cache_stats_json(elapsed_s, c_.performance_profile);
     summary["qos_metrics"] = qos_.to_json();
     summary["prefix_cache_stats"] = prefix_ ? prefix_->stats_json() : nlohmann::ordered_json::object();
-    summary["autoscaling_stats"] = nlohmann::ordered_json::array();
-    summary["autoscaling_summary"] = nullptr;
+    summary["autoscaling_stats"] = monitor_ ? monitor_->stats_json() : nlohmann::ordered_json::array();
+    summary["autoscaling_summary"] = monitor_ ? monitor_->summary_json(int64_t(active_users_.load())) : nullptr;
+    if (monitor_) out["throughput_timeline"] = monitor_->throughput_timeline();
     summary["multi_turn_stats"] = metrics_.multi_turn_json();
     out["summary"] = summary;
 
@@ -535,6 +651,20 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                           {"in_table", conversations_.size()}};
     if (rag_) k["rag"] = rag_->stats_json();
     if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
+    for (auto it = warmup_json_.begin(); it != warmup_json_.end(); ++it) k[it.key()] = it.value();
+    if (monitor_) {
+        nlohmann::ordered_json a;
+        a["mode"] = c_.autoscaler_mode;
+        a["interval_s"] = c_.autoscaler_interval_s;
+        a["max_users"] = monitor_->scaler().max_users();
+        a["max_users_run"] = max_active_users_;
+        a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
+        const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
+        a["added_users"] = users_to_json(std::vector<UserProfile>(users_.begin() + long(initial),
+                                                                  users_.begin() + long(std::max(initial, max_active_users_))));
+        a["intervals"] = monitor_->intervals_json();
+        k["autoscaler"] = a;
+    }
     k["requests"] = metrics_.requests_json();
     out["kvio"] = k;
     if (sig == SIGINT) return 130;
@@ -574,8 +704,18 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     std::string seed_source = c.seed ? "--seed" : "random (no --seed)";
     uint64_t seed_used = c.seed ? uint64_t(*c.seed) : uint64_t(std::random_device{}());
     PyRandom rng{int64_t(seed_used)};
-    std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
+    // With --enable-autoscaling the table continues to the autoscaler's ceiling (the same draws a larger
+    // --num-users would give); the first --num-users are the run's users, the rest are added by scale steps.
+    const int64_t pool = c.enable_autoscaling ? std::max<int64_t>(c.num_users, Autoscaler(c.autoscaler_mode, c.num_users,
+                                                                                            c.target_saturation, c.yaml)
+                                                                                     .max_users())
+                                              : c.num_users;
+    std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
+    std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
     check_output_writable(c.output.empty() ? default_output_name() : c.output);
+    // --validation-trace is read before the run: a bad trace is refused before any I/O.
+    std::optional<ValidationTrace> validation;
+    if (!c.validation_trace.empty()) validation = load_validation_trace(c.validation_trace);
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
@@ -593,9 +733,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     SimResult res;
     nlohmann::ordered_json doc;
     {
-        Simulation sim(c, model, bpt, users, seed_used, cache);
+        Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
         res.exit_code = sim.run(doc, progress);
     }
+    if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
+        doc["validation"] =
+            compare_with_trace(*validation, doc["summary"]["cache_stats"]["cache_hit_rate"].get<double>());
     nlohmann::ordered_json& k = doc["kvio"];
     nlohmann::ordered_json kv;
     kv["format"] = "kvio.simulate/1";

@@ -18,6 +18,7 @@
 #include "workload/serving/io_trace_log.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/stats_util.h"
+#include "workload/serving/storage_throttle.h"
 #include "workload/serving/tiers.h"
 #include "workload/serving/waterfall.h"
 #include "common/devinfo.h"
@@ -169,6 +170,7 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         so.force = c.force;
         so.semantic_path = c.semantic_path;
         auto st = make_storage_tier(so);  // deletes old *.npy first
+        if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
         if (c.storage_capacity_gb <= 0) storage_limit = st->auto_capacity();
         m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
         m.storage_desc = st->description();

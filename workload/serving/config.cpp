@@ -49,12 +49,12 @@ const std::vector<FlagSpec>& flag_table() {
         {"--disable-prefix-caching", "flag", "off", "No system-prompt prefix lookups.", false, &C::disable_prefix_caching},
         {"--enable-rag", "flag", "off", "Ingest RAG documents and issue RAG chunk reads.", false, &C::enable_rag},
         {"--rag-num-docs", "int", "10", "RAG documents ingested.", false, &C::rag_num_docs},
-        {"--enable-autoscaling", "flag", "off", "Run the autoscaler monitor.", false, &C::enable_autoscaling},
-        {"--autoscaler-mode", "choice", "qos", "Autoscaler goal.", false, &C::autoscaler_mode, "qos|capacity"},
+        {"--enable-autoscaling", "flag", "off", "Run the autoscaler: every --autoscaler-interval s (10) it decides a user count, and kvio starts or parks user threads (workers follow min(users, 500)) so the offered load follows.", false, &C::enable_autoscaling},
+        {"--autoscaler-mode", "choice", "qos", "Autoscaler goal: qos (users × 1.2 while storage saturation is below 0.9 × --target-saturation, × 0.8 after two ticks above 1.1 ×, 3-tick cooldown) or capacity (add users while per-interval tokens/s sets a new peak; stop after two ticks without one: Peak capacity found).", false, &C::autoscaler_mode, "qos|capacity"},
         {"--target-saturation", "float", "0.8", "Autoscaler target storage saturation, 0.0 to 1.0 (qos mode).", false, &C::target_saturation},
         {"--use-burst-trace", "flag", "off", "Replay BurstGPT request sizes instead of synthetic users.", false, &C::use_burst_trace},
         {"--burst-trace-path", "str", "BurstGPT/data/BurstGPT_1.csv", "BurstGPT CSV: a file, a directory of *.csv (sorted) or a glob.", false, &C::burst_trace_path},
-        {"--validation-trace", "str", "None", "JSON trace whose hit rate the run is compared against.", false, &C::validation_trace},
+        {"--validation-trace", "str", "None", "JSON list of RealTraceEntry records; the run's cache hit rate is compared with the trace's (results.validation, passed within 5 %). A missing or malformed file is refused.", false, &C::validation_trace},
         {"--dataset-path", "str", "None", "ShareGPT JSON to replay (takes precedence over --use-burst-trace).", false, &C::dataset_path},
         {"--max-conversations", "int", "500", "ShareGPT conversations loaded.", false, &C::max_conversations},
         {"--output", "str", "benchmark_results_<YYYYmmdd_HHMMSS>.json", "Results JSON path.", false, &C::output},
@@ -65,13 +65,13 @@ const std::vector<FlagSpec>& flag_table() {
         {"--xlsx-output", "str", "None", "XLSX (or CSV) export of the results.", false, &C::xlsx_output},
         {"--config", "str", "None", "config.yaml with the benchmark's schema (strict); without it the code defaults apply.", false, &C::config},
         {"--storage-capacity-gb", "float", "0", "Storage tier limit in GiB (0 = 95 % of the free space of --cache-dir).", false, &C::storage_capacity_gb},
-        {"--precondition", "flag", "off", "Fill the storage tier before measuring.", false, &C::precondition},
-        {"--precondition-size-gb", "float", "0", "Preconditioning volume in GiB (0 = 2 × the storage tier limit).", false, &C::precondition_size_gb},
+        {"--precondition", "flag", "off", "Before measuring, write 2048-token precond_<n> entries through the tiers until --precondition-size-gb, then reset the counters (the entries stay).", false, &C::precondition},
+        {"--precondition-size-gb", "float", "0", "Preconditioning volume in GiB (0 = 2 × the storage tier limit; skipped with a warning when the tier is unlimited).", false, &C::precondition_size_gb},
         {"--precondition-threads", "int", "0", "Preconditioning writer threads (0 = online CPUs).", false, &C::precondition_threads},
         {"--trace-speedup", "float", "1.0", "BurstGPT inter-arrival divisor (0 = no sleeping).", false, &C::trace_speedup},
         {"--replay-cycles", "int", "0", "Passes over the BurstGPT/ShareGPT data (0 = until --duration).", false, &C::replay_cycles},
-        {"--prefill-only", "flag", "off", "Writes only: skip the decode reads.", false, &C::prefill_only},
-        {"--decode-only", "flag", "off", "Prepopulate the cache, then only read.", false, &C::decode_only},
+        {"--prefill-only", "flag", "off", "Skip the decode reads (step 5); multi-turn, prefix and RAG reads remain (add --disable-multi-turn --disable-prefix-caching for writes only).", false, &C::prefill_only},
+        {"--decode-only", "flag", "off", "Prepopulate num_users × 10 entries of 2048 tokens (progress on stderr), reset the counters, then only read: decode reads pick a random prepopulated entry, no prefill or multi-turn steps.", false, &C::decode_only},
         {"--io-trace-log", "str", "None", "Logical mode: no I/O; one CSV row per cache op (Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase); .zst compresses.", false, &C::io_trace_log},
         {"--enable-latency-tracing", "flag", "off", "Trace the run's own storage I/O with kvio's tracer; adds device_latency_tracing, fio_workload and kvio.validation.", false, &C::enable_latency_tracing},
         // kvio's additions
@@ -84,6 +84,8 @@ const std::vector<FlagSpec>& flag_table() {
         {"--force", "flag", "off", "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true, &C::force},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true, &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
+        {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
+        {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
     };
     return t;
 }
@@ -234,6 +236,11 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (!(c.gpu_bandwidth_gbps > 0) || !std::isfinite(c.gpu_bandwidth_gbps))
         e.push_back("--gpu-bandwidth-gbps must be positive (got " + num(c.gpu_bandwidth_gbps) + ")");
     non_negative("--progress-interval", c.progress_interval_s);
+    if (!(c.autoscaler_interval_s > 0) || !std::isfinite(c.autoscaler_interval_s))
+        e.push_back("--autoscaler-interval must be positive (got " + num(c.autoscaler_interval_s) + ")");
+    non_negative("--storage-throttle-mibps", c.storage_throttle_mibps);
+    if (c.storage_throttle_mibps > 0 && !c.io_trace_log.empty())
+        e.push_back("--storage-throttle-mibps with --io-trace-log: the logical mode performs no I/O to throttle");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
     if (c.enable_latency_tracing && !c.io_trace_log.empty())

@@ -158,6 +158,10 @@ struct SimConfig {
     std::string semantic_path;
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
+    /// Autoscaler tick, s: the benchmark's WorkloadAutoscaler.scale_interval (10 s); shorter for tests.
+    double autoscaler_interval_s = 10.0;
+    /// Test hook: storage-tier ops served FIFO at this bandwidth, MiB/s (a throttled device); 0 = off.
+    double storage_throttle_mibps = 0;
     bool quiet = false;                       ///< no console report (results JSON only)
 
     /// Settings from --config (or the defaults).

@@ -40,7 +40,11 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
     os << "Generation mode: " << c.generation_mode << ", performance profile: " << c.performance_profile << "\n";
     os << "Features: multi-turn " << (c.disable_multi_turn ? "off" : "on") << ", prefix caching "
        << (c.disable_prefix_caching ? "off" : "on") << ", RAG " << (c.enable_rag ? "on" : "off")
-       << (c.prefill_only ? ", prefill-only" : "") << (c.decode_only ? ", decode-only" : "") << "\n";
+       << (c.prefill_only ? ", prefill-only" : "") << (c.decode_only ? ", decode-only" : "")
+       << (c.precondition ? ", precondition" : "")
+       << (c.enable_autoscaling ? ", autoscaling " + c.autoscaler_mode + " every " + fmt("%g", c.autoscaler_interval_s) + " s"
+                                : "")
+       << "\n";
     os << "Seed: " << seed_used << (c.seed ? "" : " (random: no --seed)") << "\n";
     os << "IMPORTANT: All storage latencies are per KV cache BLOCK (one whole entry per read or write).\n";
     std::string table = users_summary(users);
@@ -58,6 +62,17 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
     os << "Storage throughput: " << fmt("%.2f", num(s, "storage_throughput_tokens_per_sec"))
        << " tokens/s (tokens per summed I/O second)\n";
     os << "Requests/sec: " << fmt("%.2f", num(s, "requests_per_second")) << "\n";
+    if (const auto a = s.find("autoscaling_summary"); a != s.end() && a->is_object()) {
+        os << "Autoscaling: " << a->value("initial_users", 0) << " -> " << a->value("final_users", 0) << " users, "
+           << a->value("total_scale_events", 0) << " events";
+        if (a->contains("peak_throughput_tokens_per_sec"))
+            os << ", peak " << fmt("%.2f", num(*a, "peak_throughput_tokens_per_sec")) << " tokens/s at "
+               << a->value("peak_user_count", 0) << " users";
+        os << "\n";
+    }
+    if (const auto v = r.find("validation"); v != r.end() && v->is_object())
+        os << "Validation vs trace: hit rate error " << fmt("%.2f", num(*v, "avg_error_pct")) << " % -> "
+           << (v->value("passed", false) ? "PASSED" : "FAILED") << "\n";
     latency_line(os, "End-to-end latency", s.at("end_to_end_latency_ms"));
     latency_line(os, "Storage I/O latency", s.at("storage_io_latency_ms"));
     latency_line(os, "Generation latency", s.at("generation_latency_ms"));
