@@ -158,6 +158,9 @@ struct SimConfig {
     std::string semantic_path;
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
+    /// Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the
+    /// benchmark, whose unpaced replay grows the queue without limit).
+    int64_t max_queued_requests = 10000;
     bool quiet = false;                       ///< no console report (results JSON only)
 
     /// Settings from --config (or the defaults).
