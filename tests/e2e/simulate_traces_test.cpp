@@ -300,3 +300,36 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
     EXPECT_NE(r.cmd.err.find("--xlsx-output"), std::string::npos) << r.cmd.err;
     EXPECT_TRUE(r.results.is_null());
 }
+
+// With --enable-latency-tracing the workbook also has the benchmark's Device Tracing and Trace Histograms sheets,
+// from kvio's histograms of the traced disk (ns → us): samples = the histogram's count, every bucket listed.
+TEST(SimulateTraces, XlsxDeviceTracingSheetsFromTheTracer) {
+    Ext4Mount ext4(768ull << 20);
+    TempDir d;
+    const std::string trace = write_burst_fixture(d);
+    TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --trace-speedup 0 --replay-cycles 1 "
+                             "--max-concurrent-allocs 1 --enable-latency-tracing --cache-dir " + ext4.mnt + "/cache --xlsx-output " +
+                             d.file("r.xlsx"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_EQ(r.results["requests_completed"], 12);
+    const json& devs = r.results["device_latency_tracing"]["devices"];
+    ASSERT_FALSE(devs.empty()) << r.results["device_latency_tracing"].dump();
+    const json wb = read_xlsx(d, d.file("r.xlsx"));
+    ASSERT_TRUE(wb.contains("Device Tracing")) << wb.dump().substr(0, 300);
+    ASSERT_TRUE(wb.contains("Trace Histograms"));
+    const json& dt = wb["Device Tracing"];
+    ASSERT_EQ(dt[0], json({"Metric", "Description", "Samples", "P50", "P95", "P99", "Min Bucket", "Max Bucket"}));
+    const json& h = devs[0]["histograms"]["d2c_write"];
+    ASSERT_GT(h["count"].get<uint64_t>(), 0u) << devs[0].dump().substr(0, 500);
+    const json* row = nullptr;
+    for (size_t i = 1; i < dt.size(); ++i)
+        if (dt[i][0] == "D2C Write (us)") row = &dt[i];
+    ASSERT_TRUE(row) << dt.dump();
+    EXPECT_EQ((*row)[2], h["count"]);
+    expect_same_number((*row)[6], json(h["buckets"].front()[0].get<double>() / 1e3), "min bucket");
+    expect_same_number((*row)[7], json(h["buckets"].back()[1].get<double>() / 1e3), "max bucket");
+    size_t buckets = 0;
+    for (const auto& b : wb["Trace Histograms"])
+        if (b[0] == "D2C Write (us)") ++buckets;
+    EXPECT_EQ(buckets, h["buckets"].size());
+}
