@@ -672,7 +672,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     }
     if (!c.xlsx_output.empty()) {
         const std::string written = export_results_xlsx(doc, c, c.xlsx_output);
-        if (progress) *progress << "simulate: " << written << " written\n";
+        if (progress)
+            *progress << "simulate: " << written << " written"
+                      << (written == c.xlsx_output ? ""
+                          : xlsx_supported()       ? " (the Summary row as CSV: the name does not end in .xlsx)"
+                                                   : " (the Summary row as CSV: this kvio is built without libxlsxwriter)")
+                      << "\n";
     }
     if (console) print_report(*console, doc);
     res.results = std::move(doc);
