@@ -21,8 +21,9 @@ CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I
 CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
 LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 # libxlsxwriter (kvio simulate --xlsx-output): found by pkg-config; without it the export writes CSV.
-XLSX_LIBS := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
-CXXFLAGS += $(if $(XLSX_LIBS),$(shell pkg-config --cflags xlsxwriter 2>/dev/null),-DKVIO_NO_XLSXWRITER)
+XLSX_LIBS   := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
+XLSX_CFLAGS := $(if $(XLSX_LIBS),$(shell pkg-config --cflags xlsxwriter 2>/dev/null),-DKVIO_NO_XLSXWRITER)
+CXXFLAGS += $(XLSX_CFLAGS)
 LDLIBS   += $(XLSX_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
