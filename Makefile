@@ -20,6 +20,11 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
 CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
 LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
+# libxlsxwriter (kvio simulate --xlsx-output): found by pkg-config; without it the export writes CSV.
+XLSX_LIBS   := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
+XLSX_CFLAGS := $(if $(XLSX_LIBS),$(shell pkg-config --cflags xlsxwriter 2>/dev/null),-DKVIO_NO_XLSXWRITER)
+CXXFLAGS += $(XLSX_CFLAGS)
+LDLIBS   += $(XLSX_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
 # serving (the `kvio simulate` workload) lives in workload/serving/ and links before the stages it calls.
@@ -104,12 +109,16 @@ $(BUILD)/kvio: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 
 # A fully static binary for QEMU guests that run another kernel (CO-RE objects inside).
 # Debian ships simdjson as a shared library only: the static binary's kvio.events/1 reader parses with nlohmann_json
-# (common/events_reader.cpp built with -DKVIO_NO_SIMDJSON, linked ahead of libcommon.a's copy).
+# (common/events_reader.cpp built with -DKVIO_NO_SIMDJSON, linked ahead of libcommon.a's copy). Debian's libxlsxwriter
+# is shared only too: the static --xlsx-output writes CSV (xlsx_export.cpp built with -DKVIO_NO_XLSXWRITER).
 static: $(BUILD)/kvio-static
 $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
-$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/noxlsx/xlsx_export.o: workload/serving/xlsx_export.cpp
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
+$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
 

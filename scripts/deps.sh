@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvio builds and tests with; installs only what is missing.
-# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz).
+# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz). libxlsxwriter-dev: simulate --xlsx-output;
+# python3-openpyxl: the test that reads the workbook back.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs zstd
       qemu-system-x86 busybox-static
-      chromium)
+      chromium libxlsxwriter-dev python3-openpyxl)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

@@ -244,7 +244,8 @@ TEST(Simulate, BadFlagsGiveOneLineErrors) {
                                            {"--model no-such-model", "Unknown model"},
                                            {"--generation-mode warp", "generation-mode"},
                                            {"--tensor-parallel 2 --num-gpus 1", "tensor-parallel"},
-                                           {"--enable-autoscaling --autoscaler-interval 0", "autoscaler-interval"}}) {
+                                           {"--enable-autoscaling --autoscaler-interval 0", "autoscaler-interval"},
+                                           {"--enable-autoscaling --use-burst-trace", "no users to scale"}}) {
         SimRun r = simulate(dir, c.args + " --duration 1 --io-trace-log " + dir.file("t.csv"));
         EXPECT_NE(r.cmd.status, 0) << c.args;
         EXPECT_NE(r.cmd.err.find(c.needle), std::string::npos) << c.args << ": " << r.cmd.err;

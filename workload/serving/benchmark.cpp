@@ -34,6 +34,7 @@
 #include "workload/serving/conversation.h"
 #include "workload/serving/latency_tracing.h"
 #include "workload/serving/metrics.h"
+#include "workload/serving/output_path.h"
 #include "workload/serving/prefix.h"
 #include "workload/serving/qos.h"
 #include "workload/serving/rag.h"
@@ -43,6 +44,8 @@
 #include "workload/serving/stats_util.h"
 #include "workload/serving/validation_trace.h"
 #include "workload/serving/warmup.h"
+#include "workload/serving/trace_source.h"
+#include "workload/serving/xlsx_export.h"
 
 namespace kvio::serving {
 
@@ -82,18 +85,6 @@ double generation_seconds_per_token(const SimConfig& c) {
     return c.yaml.generation_timing_realistic;
 }
 
-/// Refuses an --output that cannot be written before anything runs (a run's results are not lost at its end):
-/// a directory, or a path whose directory is missing or not writable.
-void check_output_writable(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        throw Error("simulate: --output " + path + " is a directory; give a file name for the results JSON");
-    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-    if (dir.empty()) dir = "/";
-    if (::access(dir.c_str(), W_OK) != 0)
-        throw Error("simulate: --output " + path + ": cannot write in " + dir + ": " + std::strerror(errno));
-}
-
 std::string default_output_name() {
     std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -101,18 +92,6 @@ std::string default_output_name() {
     char buf[64];
     std::strftime(buf, sizeof buf, "benchmark_results_%Y%m%d_%H%M%S.json", &tm);
     return buf;
-}
-
-/// Flags of kv-cache.py whose features belong to a later issue (spec §6–§8): refused, never silently ignored.
-void refuse_unimplemented(const SimConfig& c) {
-    std::vector<std::string> bad;
-    if (c.use_burst_trace) bad.push_back("--use-burst-trace");
-    if (!c.dataset_path.empty()) bad.push_back("--dataset-path");
-    if (!c.xlsx_output.empty()) bad.push_back("--xlsx-output");
-    if (bad.empty()) return;
-    std::string s;
-    for (const auto& b : bad) s += (s.empty() ? "" : ", ") + b;
-    throw Error("simulate: " + s + ": not implemented yet in kvio simulate (docs/simulate.md lists what is missing)");
 }
 
 /// A stop-aware sleep: false when the run was asked to stop before `dur` elapsed.
@@ -170,11 +149,14 @@ public:
         if (c.enable_rag) rag_ = std::make_unique<RagDocumentManager>(c.yaml, bpt, rag_large_model(model));
     }
 
+    /// Replaces the synthetic users by a trace/dataset replay (one producer thread).
+    void set_trace(std::unique_ptr<TraceSource> t) { trace_ = std::move(t); }
     /// Runs to the stop; fills `out` (the results document) and returns the exit code.
     int run(nlohmann::ordered_json& out, std::ostream* progress);
 
 private:
     void user_loop(size_t index);
+    void trace_loop();
     void worker_loop(size_t index);
     void process_request(InferenceRequest& req, PyRandom& rng);
     AccessResult read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
@@ -211,6 +193,10 @@ private:
     size_t max_active_users_ = 0;
     std::mutex park_mu_;
     std::condition_variable park_cv_;
+    std::unique_ptr<TraceSource> trace_;
+    std::atomic<bool> trace_done_{false};  // the replay issued its last request (finite --replay-cycles)
+    std::atomic<uint64_t> settled_{0};      // requests a worker is done with (completed, cut or dropped)
+    uint64_t trace_waits_full_queue_ = 0;
 
     StopFlag stop_;                        // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
@@ -296,6 +282,34 @@ void Simulation::user_loop(size_t index) {
     }
 }
 
+// spec §7.1-7.2: one producer replays the trace; a full queue (--max-queued-requests) holds it back.
+void Simulation::trace_loop() {
+    while (!stop_.is_set()) {
+        const uint64_t seq = seq_ + 1;
+        std::optional<TraceArrival> a = trace_->next(seq);
+        if (!a) break;
+        if (a->delay_s > 0 && !stop_.sleep_for(a->delay_s)) return;
+        while (c_.max_queued_requests > 0 && queue_.size() >= uint64_t(c_.max_queued_requests)) {
+            ++trace_waits_full_queue_;
+            if (!stop_.sleep_for(0.001)) return;
+        }
+        auto r = std::make_shared<InferenceRequest>();
+        r->seq = ++seq_;
+        r->user_id = a->user_id;
+        r->request_id = a->request_id;
+        r->cache_key = a->cache_key;
+        r->qos = a->qos;
+        r->context_tokens = a->context_tokens;
+        r->generate_tokens = a->generate_tokens;
+        r->turn_number = a->turn_number;
+        r->phase = r->context_tokens >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
+        r->submit_ns = now_ns();
+        queue_.push(r);
+        ++issued_;
+    }
+    trace_done_ = true;
+}
+
 void Simulation::worker_loop(size_t index) {
     PyRandom rng{int64_t(worker_seeds_[index])};
     while (true) {
@@ -307,11 +321,13 @@ void Simulation::worker_loop(size_t index) {
         }
         if (stop_.is_set()) {  // the benchmark drops a request popped after the stop; kvio counts it
             ++dropped_after_pop_;
+            ++settled_;
             continue;
         }
         ++in_flight_;
         process_request(*r, rng);
         --in_flight_;
+        ++settled_;
     }
 }
 
@@ -550,7 +566,10 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
             rag_->ingest(cache_, rng, c_.rag_num_docs, rag_stop);
         });
     for (size_t i = 0; i < num_workers_; ++i) worker_threads_.emplace_back([this, i] { worker_loop(i); });
-    for (size_t i = 0; i < active_users_.load(); ++i) user_threads_.emplace_back([this, i] { user_loop(i); });
+    if (trace_)
+        user_threads_.emplace_back([this] { trace_loop(); });
+    else
+        for (size_t i = 0; i < active_users_.load(); ++i) user_threads_.emplace_back([this, i] { user_loop(i); });
 
     // Main thread: wait for the duration, --max-requests or a signal; sample bandwidth each second.
     std::string reason = "duration";
@@ -561,6 +580,10 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
         if (t >= double(c_.duration)) break;
         if (max_reached_) {
             reason = "max_requests";
+            break;
+        }
+        if (trace_done_ && settled_.load() >= issued_.load()) {  // finite replay drained (the benchmark drops it, #839)
+            reason = "replay_cycles";
             break;
         }
         if (g_stop_signal) {
@@ -650,6 +673,11 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                           {"dropped_by_cap", conversations_.dropped()},
                           {"in_table", conversations_.size()}};
     if (rag_) k["rag"] = rag_->stats_json();
+    if (trace_) {
+        k["trace"] = trace_->stats_json();
+        k["trace"]["drained"] = reason == "replay_cycles";
+        k["trace"]["producer_waits_on_full_queue"] = trace_waits_full_queue_;
+    }
     if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
     for (auto it = warmup_json_.begin(); it != warmup_json_.end(); ++it) k[it.key()] = it.value();
     if (monitor_) {
@@ -696,8 +724,6 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         for (size_t i = 1; i < errors.size(); ++i) msg += "; " + errors[i];
         throw Error(msg);
     }
-    refuse_unimplemented(config);
-
     SimConfig c = config;
     workload::ModelConfig model = resolve_model(c);
     const uint64_t bpt = bytes_per_token(model);
@@ -712,10 +738,14 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
                                               : c.num_users;
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
-    check_output_writable(c.output.empty() ? default_output_name() : c.output);
+    check_output_writable("--output", c.output.empty() ? default_output_name() : c.output);
+    if (!c.xlsx_output.empty()) check_output_writable("--xlsx-output", c.xlsx_output);
     // --validation-trace is read before the run: a bad trace is refused before any I/O.
     std::optional<ValidationTrace> validation;
     if (!c.validation_trace.empty()) validation = load_validation_trace(c.validation_trace);
+    // --dataset-path / --use-burst-trace: loaded and checked before anything runs; its own random stream (seed + 2).
+    std::unique_ptr<TraceSource> trace = make_trace_source(c, PyRandom(int64_t(seed_used) + 2).getrandbits(32));
+    const double trace_rate = trace ? trace->paced_rate() : 0;
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
@@ -734,6 +764,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     nlohmann::ordered_json doc;
     {
         Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
+        sim.set_trace(std::move(trace));
         res.exit_code = sim.run(doc, progress);
     }
     if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
@@ -749,7 +780,10 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["users"] = users_to_json(users);
     double offered = 0;
     for (const auto& u : users) offered += u.think_time > 0 ? 1.0 / u.think_time : 0;
-    kv["offered_load_req_per_s"] = offered;
+    // A replay's offered load is its trace's (kvio.trace), not the user table's; ShareGPT with --request-rate: that rate.
+    kv["offered_load_req_per_s"] = !c.dataset_path.empty() || c.use_burst_trace
+                                       ? (trace_rate > 0 ? nlohmann::ordered_json(trace_rate) : nlohmann::ordered_json(nullptr))
+                                       : nlohmann::ordered_json(offered);
     kv["gpu_tier"] = cache.gpu_tier_description();
     kv["storage_tier"] = cache.storage_description();
     kv["cache"] = cache.kvio_json();
@@ -767,6 +801,15 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         if (!f) throw Error("simulate: cannot write results to " + res.output_path + ": " + std::strerror(errno));
         f << doc.dump(4) << "\n";
         if (!f) throw Error("simulate: writing " + res.output_path + " failed: " + std::strerror(errno));
+    }
+    if (!c.xlsx_output.empty()) {
+        const std::string written = export_results_xlsx(doc, c, c.xlsx_output);
+        if (progress)
+            *progress << "simulate: " << written << " written"
+                      << (written == c.xlsx_output ? ""
+                          : xlsx_supported()       ? " (the Summary row as CSV: the name does not end in .xlsx)"
+                                                   : " (the Summary row as CSV: this kvio is built without libxlsxwriter)")
+                      << "\n";
     }
     if (console) print_report(*console, doc);
     res.results = std::move(doc);

@@ -52,24 +52,24 @@ const std::vector<FlagSpec>& flag_table() {
         {"--enable-autoscaling", "flag", "off", "Run the autoscaler: every --autoscaler-interval s (10) it decides a user count, and kvio starts or parks user threads (workers follow min(users, 500)) so the offered load follows.", false, &C::enable_autoscaling},
         {"--autoscaler-mode", "choice", "qos", "Autoscaler goal: qos (users × 1.2 while storage saturation is below 0.9 × --target-saturation, × 0.8 after two ticks above 1.1 ×, 3-tick cooldown) or capacity (add users while per-interval tokens/s sets a new peak; stop after two ticks without one: Peak capacity found).", false, &C::autoscaler_mode, "qos|capacity"},
         {"--target-saturation", "float", "0.8", "Autoscaler target storage saturation, 0.0 to 1.0 (qos mode).", false, &C::target_saturation},
-        {"--use-burst-trace", "flag", "off", "Replay BurstGPT request sizes instead of synthetic users.", false, &C::use_burst_trace},
+        {"--use-burst-trace", "flag", "off", "Replay a BurstGPT CSV (--burst-trace-path) instead of synthetic users: arrivals paced by its Timestamp column / --trace-speedup, context = Request tokens, generation = Response tokens.", false, &C::use_burst_trace},
         {"--burst-trace-path", "str", "BurstGPT/data/BurstGPT_1.csv", "BurstGPT CSV: a file, a directory of *.csv (sorted) or a glob.", false, &C::burst_trace_path},
         {"--validation-trace", "str", "None", "JSON list of RealTraceEntry records; the run's cache hit rate is compared with the trace's (results.validation, passed within 5 %). A missing or malformed file is refused.", false, &C::validation_trace},
-        {"--dataset-path", "str", "None", "ShareGPT JSON to replay (takes precedence over --use-burst-trace).", false, &C::dataset_path},
+        {"--dataset-path", "str", "None", "ShareGPT JSON to replay instead of synthetic users (takes precedence over --use-burst-trace): each human → gpt pair is one request, tokens = characters // 4.", false, &C::dataset_path},
         {"--max-conversations", "int", "500", "ShareGPT conversations loaded.", false, &C::max_conversations},
         {"--output", "str", "benchmark_results_<YYYYmmdd_HHMMSS>.json", "Results JSON path.", false, &C::output},
         {"--seed", "int", "None", "Seed of the user table and request draws (CPython random, bit for bit) and of the noise data.", false, &C::seed},
         {"--max-concurrent-allocs", "int", "0", "Cache writes in flight at once (0 = unlimited).", false, &C::max_concurrent_allocs},
         {"--request-rate", "float", "0", "ShareGPT replay rate in requests/s (0 = as fast as possible).", false, &C::request_rate},
         {"--max-requests", "int", "0", "Stop after this many completed requests (0 = duration only).", false, &C::max_requests},
-        {"--xlsx-output", "str", "None", "XLSX (or CSV) export of the results.", false, &C::xlsx_output},
+        {"--xlsx-output", "str", "None", "XLSX export of the results (sheets Summary, Run Parameters, Performance Metrics, QoS Metrics, Device Tracing, Trace Histograms); a name not ending in .xlsx, or a build without libxlsxwriter, writes the Summary row as CSV.", false, &C::xlsx_output},
         {"--config", "str", "None", "config.yaml with the benchmark's schema (strict); without it the code defaults apply.", false, &C::config},
         {"--storage-capacity-gb", "float", "0", "Storage tier limit in GiB (0 = 95 % of the free space of --cache-dir).", false, &C::storage_capacity_gb},
         {"--precondition", "flag", "off", "Before measuring, write 2048-token precond_<n> entries through the tiers until --precondition-size-gb, then reset the counters (the entries stay).", false, &C::precondition},
         {"--precondition-size-gb", "float", "0", "Preconditioning volume in GiB (0 = 2 × the storage tier limit; skipped with a warning when the tier is unlimited).", false, &C::precondition_size_gb},
         {"--precondition-threads", "int", "0", "Preconditioning writer threads (0 = online CPUs).", false, &C::precondition_threads},
         {"--trace-speedup", "float", "1.0", "BurstGPT inter-arrival divisor (0 = no sleeping).", false, &C::trace_speedup},
-        {"--replay-cycles", "int", "0", "Passes over the BurstGPT/ShareGPT data (0 = until --duration).", false, &C::replay_cycles},
+        {"--replay-cycles", "int", "0", "Passes over the BurstGPT/ShareGPT data (0 = until --duration); a finite replay ends once its last request completed (queued requests are drained, not dropped as in the benchmark, #839).", false, &C::replay_cycles},
         {"--prefill-only", "flag", "off", "Skip the decode reads (step 5); multi-turn, prefix and RAG reads remain (add --disable-multi-turn --disable-prefix-caching for writes only).", false, &C::prefill_only},
         {"--decode-only", "flag", "off", "Prepopulate num_users × 10 entries of 2048 tokens (progress on stderr), reset the counters, then only read: decode reads pick a random prepopulated entry, no prefill or multi-turn steps.", false, &C::decode_only},
         {"--io-trace-log", "str", "None", "Logical mode: no I/O; one CSV row per cache op (Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase); .zst compresses.", false, &C::io_trace_log},
@@ -86,6 +86,7 @@ const std::vector<FlagSpec>& flag_table() {
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
         {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
         {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
+        {"--max-queued-requests", "int", "10000", "Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the benchmark).", true, &C::max_queued_requests},
     };
     return t;
 }
@@ -241,6 +242,9 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     non_negative("--storage-throttle-mibps", c.storage_throttle_mibps);
     if (c.storage_throttle_mibps > 0 && !c.io_trace_log.empty())
         e.push_back("--storage-throttle-mibps with --io-trace-log: the logical mode performs no I/O to throttle");
+    non_negative("--max-queued-requests", c.max_queued_requests);
+    if (c.enable_autoscaling && (c.use_burst_trace || !c.dataset_path.empty()))
+        e.push_back("--enable-autoscaling with --use-burst-trace/--dataset-path: the trace sets the arrivals, there are no users to scale");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
     if (c.enable_latency_tracing && !c.io_trace_log.empty())

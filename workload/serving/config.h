@@ -162,6 +162,9 @@ struct SimConfig {
     double autoscaler_interval_s = 10.0;
     /// Test hook: storage-tier ops served FIFO at this bandwidth, MiB/s (a throttled device); 0 = off.
     double storage_throttle_mibps = 0;
+    /// Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the
+    /// benchmark, whose unpaced replay grows the queue without limit).
+    int64_t max_queued_requests = 10000;
     bool quiet = false;                       ///< no console report (results JSON only)
 
     /// Settings from --config (or the defaults).

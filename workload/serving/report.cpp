@@ -45,6 +45,13 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
        << (c.enable_autoscaling ? ", autoscaling " + c.autoscaler_mode + " every " + fmt("%g", c.autoscaler_interval_s) + " s"
                                 : "")
        << "\n";
+    if (!c.dataset_path.empty())
+        os << "Arrivals: ShareGPT " << c.dataset_path << " (first " << c.max_conversations << " conversations, "
+           << (c.request_rate > 0 ? std::to_string(c.request_rate) + " req/s" : std::string("unpaced")) << ", "
+           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration")) << ")\n";
+    else if (c.use_burst_trace)
+        os << "Arrivals: BurstGPT " << c.burst_trace_path << " (speedup " << c.trace_speedup << ", "
+           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration")) << ")\n";
     os << "Seed: " << seed_used << (c.seed ? "" : " (random: no --seed)") << "\n";
     os << "IMPORTANT: All storage latencies are per KV cache BLOCK (one whole entry per read or write).\n";
     std::string table = users_summary(users);
