@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvio builds and tests with; installs only what is missing.
-# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz).
+# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz). libopenmpi-dev + openmpi-bin: kvio simulate
+# --mpi (built when found) and its mpirun test.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs zstd
+      libopenmpi-dev openmpi-bin
       qemu-system-x86 busybox-static
       chromium)
 pkgs+=("$@")

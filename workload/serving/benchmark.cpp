@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -30,6 +31,7 @@
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
 #include "workload/serving/latency_tracing.h"
+#include "workload/serving/merge_results.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/prefix.h"
 #include "workload/serving/qos.h"
@@ -77,8 +79,8 @@ double generation_seconds_per_token(const SimConfig& c) {
     return c.yaml.generation_timing_realistic;
 }
 
-/// Refuses an --output that cannot be written before anything runs (a run's results are not lost at its end):
-/// a directory, or a path whose directory is missing or not writable.
+}  // namespace
+
 void check_output_writable(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
@@ -89,7 +91,7 @@ void check_output_writable(const std::string& path) {
         throw Error("simulate: --output " + path + ": cannot write in " + dir + ": " + std::strerror(errno));
 }
 
-std::string default_output_name() {
+std::string default_results_name() {
     std::time_t t = std::time(nullptr);
     std::tm tm{};
     localtime_r(&t, &tm);
@@ -97,6 +99,8 @@ std::string default_output_name() {
     std::strftime(buf, sizeof buf, "benchmark_results_%Y%m%d_%H%M%S.json", &tm);
     return buf;
 }
+
+namespace {
 
 /// Flags of kv-cache.py whose features belong to a later issue (spec §6–§8): refused, never silently ignored.
 void refuse_unimplemented(const SimConfig& c) {
@@ -159,7 +163,7 @@ public:
     }
 
     /// Runs to the stop; fills `out` (the results document) and returns the exit code.
-    int run(nlohmann::ordered_json& out, std::ostream* progress);
+    int run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start);
 
 private:
     void user_loop(size_t index);
@@ -432,10 +436,11 @@ void Simulation::prepopulate() {
     cache_.reset_stats();
 }
 
-int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
+int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start) {
     if (c_.decode_only) prepopulate();
     SignalGuard signals;
     std::atomic<bool> rag_stop{false};
+    if (before_start) before_start();
     const uint64_t t0 = now_ns();
     auto elapsed = [&] { return double(now_ns() - t0) / 1e9; };
 
@@ -558,7 +563,7 @@ nlohmann::ordered_json fixes_applied() {
 
 }  // namespace
 
-SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress) {
+SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress, const SimHooks& hooks) {
     std::vector<std::string> warnings;
     std::vector<std::string> errors = validate_config(config, warnings);
     if (!errors.empty()) {
@@ -575,7 +580,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     uint64_t seed_used = c.seed ? uint64_t(*c.seed) : uint64_t(std::random_device{}());
     PyRandom rng{int64_t(seed_used)};
     std::vector<UserProfile> users = generate_users(rng, c.num_users, c.yaml);
-    check_output_writable(c.output.empty() ? default_output_name() : c.output);
+    check_output_writable(c.output.empty() ? default_results_name() : c.output);
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
@@ -594,7 +599,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     nlohmann::ordered_json doc;
     {
         Simulation sim(c, model, bpt, users, seed_used, cache);
-        res.exit_code = sim.run(doc, progress);
+        res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
     nlohmann::ordered_json& k = doc["kvio"];
     nlohmann::ordered_json kv;
@@ -614,11 +619,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["warnings"] = warnings;
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
+    if (hooks.keep_merge_state) kv["merge_state"] = merge_state_json(cache.stats());
     doc["kvio"] = kv;
     cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
     if (tracing) add_latency_tracing_results(tracing->finish(), doc);
 
-    res.output_path = c.output.empty() ? default_output_name() : c.output;
+    res.output_path = c.output.empty() ? default_results_name() : c.output;
     {
         std::ofstream f(res.output_path);
         if (!f) throw Error("simulate: cannot write results to " + res.output_path + ": " + std::strerror(errno));

@@ -84,6 +84,8 @@ const std::vector<FlagSpec>& flag_table() {
         {"--force", "flag", "off", "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true, &C::force},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true, &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
+        {"--num-clients", "int", "1", "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons aggregation).", true, &C::num_clients},
+        {"--mpi", "flag", "off", "Run as one client per mpirun rank (rank from MPI_Comm_rank; cache-dir, seed and output per rank as with --num-clients); rank 0 gathers the merged result over MPI. Needs a kvio built with Open MPI (see --help's last line).", true, &C::mpi},
     };
     return t;
 }
@@ -188,6 +190,10 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         if (v > limit) e.push_back(std::string(flag) + " " + num(v) + " exceeds " + what);
     };
     if (c.prefill_only && c.decode_only) e.push_back("--prefill-only and --decode-only are mutually exclusive");
+    if (c.num_clients < 1 || c.num_clients > 1024)
+        e.push_back("--num-clients must be between 1 and 1024 (got " + num(c.num_clients) + ")");
+    if (c.mpi && c.num_clients > 1)
+        e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     // Limits are workload.py's module constants (MAX_USERS, MAX_DURATION_SECONDS, MAX_GPU_MEMORY_GB,
     // MAX_CPU_MEMORY_GB), not config.yaml's validation_limits, which the benchmark never reads (spec §1.3).
     positive("--num-users", c.num_users);

@@ -159,6 +159,10 @@ struct SimConfig {
     bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
     double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
     bool quiet = false;                       ///< no console report (results JSON only)
+    /// Client processes on this host (multi_client.h): each its own <cache-dir>/rank_<i>, seed + i and
+    /// <output>.rank<i>.json; --output gets the merged result. 1 = a single run in this process.
+    int64_t num_clients = 1;
+    bool mpi = false;                         ///< one client per mpirun rank, rank 0 gathers the merge (mpi_client.h)
 
     /// Settings from --config (or the defaults).
     YamlSettings yaml = default_yaml_settings();
