@@ -171,6 +171,22 @@ TEST(SimulateMultiClient, MpirunThreeRanksGatherLikeTheReference) {
     expect_merged_like_reference(merged, clients);
 }
 
+// Ctrl-C to mpirun: it sends SIGTERM to every rank; each stops and the gather and the merge still happen.
+TEST(SimulateMultiClient, SigintToMpirunStillGathersTheMerge) {
+    TempDir dir;
+    CmdResult r = run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() + " simulate " +
+                      sim_args(dir, 120) + " --mpi --quiet & p=$!; sleep 4; kill -INT $p; wait $p");
+    EXPECT_NE(r.status, 0);
+    ASSERT_TRUE(std::filesystem::exists(dir.file("r.json"))) << r.err;
+    const json merged = json::parse(slurp(dir.file("r.json")));
+    std::vector<json> clients = client_files(dir, 2);
+    for (const auto& c : merged["kvio"]["clients"]) {
+        EXPECT_EQ(c["stop"]["signal"].get<int>(), 15) << c.dump();
+        EXPECT_LT(c["summary"]["elapsed_time"].get<double>(), 60.0);
+    }
+    expect_merged_like_reference(merged, clients);
+}
+
 TEST(SimulateMultiClient, HelpNamesTheMpiBuildAndMpiRefusesNumClients) {
     CmdResult h = run(kvio_bin() + " simulate --help");
     ASSERT_EQ(h.status, 0);

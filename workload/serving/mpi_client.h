@@ -13,7 +13,8 @@ namespace kvio::serving {
 /// True when this kvio was built with MPI.
 bool mpi_built();
 /// One line for `kvio simulate --help` and errors: "MPI: built with <library version> (--mpi available)" or
-/// "MPI: not built (libopenmpi-dev was not found at build time): --mpi is refused; --num-clients works".
+/// "MPI: not built (libopenmpi-dev was not found at build time, or make MPI=0: ...): --mpi is refused; --num-clients
+/// works".
 const char* mpi_build_status();
 
 /// Runs this process as one rank: MPI_Init (MPI_THREAD_FUNNELED), rank and size from MPI_Comm_rank/_size,

@@ -7,8 +7,8 @@ namespace kvio::serving {
 bool mpi_built() { return false; }
 
 const char* mpi_build_status() {
-    return "MPI: not built (libopenmpi-dev was not found at build time: install it, e.g. bash scripts/deps.sh, and "
-           "rebuild): --mpi is refused; --num-clients works";
+    return "MPI: not built (libopenmpi-dev was not found at build time, or make MPI=0: install it, e.g. bash "
+           "scripts/deps.sh, and rebuild): --mpi is refused; --num-clients works";
 }
 
 SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*) {
