@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "workload/serving/metrics.h"
 #include "workload/serving/qos.h"
 #include "workload/serving/simulate.h"
 #include "workload/serving/stats_util.h"
@@ -206,10 +207,8 @@ std::string client_output_path(const std::string& output, int rank) {
 
 Json merge_client_results(const std::vector<ClientResult>& clients, const std::string& launcher) {
     if (clients.empty()) throw Error("merge: no clients");
-    Json out;
-    uint64_t completed = 0, tokens = 0, mt_hits = 0, mt_misses = 0;
-    double storage_total = 0, generation_total = 0, elapsed = 0, agg_bw = 0, max_p95 = 0;
-    std::vector<double> e2e, storage, generation, prefill, decode;
+    RequestTotals t;
+    double elapsed = 0, agg_bw = 0, max_p95 = 0;
     CacheStats cs;
     bool have_cs = false;
     std::map<std::string, QosProfile> targets;
@@ -239,18 +238,18 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
         if (!first_doc) first_doc = &d;
         const Json& s = need(d, "summary", where, "");
         const Json& k = need(d, "kvio", where, "");
-        completed += need_count(d, "requests_completed", where, "");
-        tokens += need_count(d, "total_tokens_generated", where, "");
-        storage_total += need_number(d, "total_storage_io_latency", where, "");
-        generation_total += need_number(d, "total_generation_latency", where, "");
-        mt_hits += need_count(d, "multi_turn_cache_hits", where, "");
-        mt_misses += need_count(d, "multi_turn_cache_misses", where, "");
-        const size_t e2e_before = e2e.size();
-        append_numbers(e2e, d, "end_to_end_latencies", where, "");
-        append_numbers(storage, d, "storage_latencies", where, "");
-        append_numbers(generation, d, "generation_latencies", where, "");
-        append_numbers(prefill, d, "prefill_latencies", where, "");
-        append_numbers(decode, d, "decode_latencies", where, "");
+        t.completed += need_count(d, "requests_completed", where, "");
+        t.tokens += need_count(d, "total_tokens_generated", where, "");
+        t.storage_total += need_number(d, "total_storage_io_latency", where, "");
+        t.generation_total += need_number(d, "total_generation_latency", where, "");
+        t.mt_hits += need_count(d, "multi_turn_cache_hits", where, "");
+        t.mt_misses += need_count(d, "multi_turn_cache_misses", where, "");
+        const size_t e2e_before = t.e2e.size();
+        append_numbers(t.e2e, d, "end_to_end_latencies", where, "");
+        append_numbers(t.storage, d, "storage_latencies", where, "");
+        append_numbers(t.generation, d, "generation_latencies", where, "");
+        append_numbers(t.prefill, d, "prefill_latencies", where, "");
+        append_numbers(t.decode, d, "decode_latencies", where, "");
         elapsed = std::max(elapsed, need_number(s, "elapsed_time", where, "summary"));
 
         const Json& ccs = need(s, "cache_stats", where, "summary");
@@ -270,10 +269,10 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
             if (it->contains("sla")) targets[it.key()].target_latency_p95_ms = (*it)["sla"].value("target_p95_ms", 0.0);
         const Json& kr = need(k, "requests", where, "kvio");
         const Json& q = need(kr, "qos", where, "kvio.requests");
-        if (!q.is_array() || q.size() != e2e.size() - e2e_before)
+        if (!q.is_array() || q.size() != t.e2e.size() - e2e_before)
             bad(where, "kvio.requests.qos", "does not have one entry per end_to_end_latencies entry");
         for (size_t i = 0; i < q.size(); ++i)
-            qos_rows.emplace_back(qos_from_name(q[i].get<std::string>(), where), e2e[e2e_before + i]);
+            qos_rows.emplace_back(qos_from_name(q[i].get<std::string>(), where), t.e2e[e2e_before + i]);
         for (auto it = kr.begin(); it != kr.end(); ++it) {
             if (!requests.contains(it.key())) requests[it.key()] = Json::array();
             append_array(requests[it.key()], kr, it.key().c_str(), where, "kvio.requests");
@@ -299,32 +298,9 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
         sections.push_back(sec);
     }
 
-    out["requests_completed"] = completed;
-    out["total_tokens_generated"] = tokens;
-    out["total_storage_io_latency"] = storage_total;
-    out["total_generation_latency"] = generation_total;
-    out["end_to_end_latencies"] = e2e;
-    out["storage_latencies"] = storage;
-    out["generation_latencies"] = generation;
-    out["throughput_timeline"] = Json::array();
-    out["prefill_latencies"] = prefill;
-    out["decode_latencies"] = decode;
-    out["multi_turn_cache_hits"] = mt_hits;
-    out["multi_turn_cache_misses"] = mt_misses;
-    out["seed"] = first_doc ? first_doc->value("seed", Json(nullptr)) : Json(nullptr);
-
+    Json out = top_level_json(t, first_doc ? first_doc->value("seed", Json(nullptr)) : Json(nullptr));
     if (have_cs) {
-        Json s;
-        s["total_requests"] = completed;
-        s["total_tokens"] = tokens;
-        s["elapsed_time"] = elapsed;
-        s["avg_throughput_tokens_per_sec"] = elapsed > 0 ? double(tokens) / elapsed : 0.0;
-        s["total_storage_io_time"] = storage_total;
-        s["storage_throughput_tokens_per_sec"] = storage_total > 0 ? double(tokens) / storage_total : 0.0;
-        s["requests_per_second"] = elapsed > 0 ? double(completed) / elapsed : 0.0;
-        s["end_to_end_latency_ms"] = latency_summary_ms(e2e);
-        s["storage_io_latency_ms"] = latency_summary_ms(storage);
-        s["generation_latency_ms"] = latency_summary_ms(generation);
+        Json s = summary_head_json(t, elapsed);
         s["cache_stats"] = cache_stats_json(cs, elapsed, profile);
         QosMonitor qos(targets);
         for (const auto& [cls, lat] : qos_rows) qos.record(cls, lat);
@@ -332,9 +308,7 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
         s["prefix_cache_stats"] = prefix;
         s["autoscaling_stats"] = Json::array();
         s["autoscaling_summary"] = nullptr;
-        const uint64_t n = mt_hits + mt_misses;
-        s["multi_turn_stats"] = {
-            {"cache_hits", mt_hits}, {"cache_misses", mt_misses}, {"hit_rate", double(mt_hits) / double(n ? n : 1)}};
+        s["multi_turn_stats"] = multi_turn_json(t);
         out["summary"] = s;
     }
 
