@@ -138,6 +138,7 @@ TEST(SimulateMultiClient, ThreeProcessesMergeLikeTheReference) {
     EXPECT_NE(r.out.find("MLCommons aggregation: storage read bandwidth"), std::string::npos) << r.out;
     const json merged = json::parse(slurp(dir.file("r.json")));
     EXPECT_EQ(merged["kvio"]["merged"]["launcher"], "processes");
+    EXPECT_EQ(merged["kvio"]["config"]["flags"]["num_clients"], 3);
     std::vector<json> clients = client_files(dir, 3);
     expect_clients_own_dirs_and_seeds(dir, clients);
     expect_merged_like_reference(merged, clients);
@@ -165,6 +166,7 @@ TEST(SimulateMultiClient, MpirunThreeRanksGatherLikeTheReference) {
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     const json merged = json::parse(slurp(dir.file("r.json")));
     EXPECT_EQ(merged["kvio"]["merged"]["launcher"], "mpi");
+    EXPECT_EQ(merged["kvio"]["config"]["flags"]["mpi"], true);
     std::vector<json> clients = client_files(dir, 3);
     expect_clients_own_dirs_and_seeds(dir, clients);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(merged["kvio"]["clients"][i]["rank"].get<int>(), i);

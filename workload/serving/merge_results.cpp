@@ -335,6 +335,11 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
         const Json& fk = (*first_doc)["kvio"];
         for (const char* key : {"benchmark", "model", "config"})
             if (fk.contains(key)) k[key] = fk[key];
+        // rank 0's flags as it ran them (its cache subdirectory and seed), with the launcher's client count
+        if (k.contains("config") && k["config"].contains("flags")) {
+            k["config"]["flags"]["num_clients"] = launcher == "mpi" ? 1 : clients.size();
+            k["config"]["flags"]["mpi"] = launcher == "mpi";
+        }
     }
     out["kvio"] = k;
     return out;

@@ -46,7 +46,7 @@ struct ClientResult {
 ///   = max summary.storage_io_latency_ms.p95, total_ranks, ranks_served_from_cpu_tier (storage_entries == 0),
 ///   partial_failure}, "clients" [{rank, host, output, exit_code, error, seed_used, cache_dir, summary, stop}],
 ///   stop counters summed, cache failures summed, requests (kvio.requests concatenated plus a "client" column),
-///   config = rank 0's.
+///   config = rank 0's (its cache subdirectory and seed; num_clients and mpi as the launcher ran them).
 /// `launcher` is "processes" (--num-clients) or "mpi". A client with an error counts in failed_ranks and
 /// partial_failure and adds nothing else. Throws kvio::Error naming the rank and the field for a malformed doc.
 nlohmann::ordered_json merge_client_results(const std::vector<ClientResult>& clients, const std::string& launcher);
