@@ -32,7 +32,22 @@ LIBS     := serving replay distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
 LIB_SRCS  = $(wildcard $(call LIB_DIR,$(1))/*.cpp)
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
-LIB_ARCHIVES := $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
+
+# Open MPI for `kvio simulate --mpi` (workload/serving/mpi/): pkg-config ompi, else mpicxx --showme. Without it,
+# $(BUILD)/libserving-mpi_client.a holds the launcher; without it, libserving-mpi_absent.a (--mpi refused with the reason;
+# --num-clients works) and nothing else changes.
+# MPI=0 builds without it even when found. The static binary never has it (Open MPI ships no static libraries).
+MPI ?= 1
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicxx --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null || mpicxx --showme:link 2>/dev/null)
+endif
+MPI_IMPL := $(if $(strip $(MPI_LIBS)),mpi_client,mpi_absent)
+LDLIBS   += $(MPI_LIBS)
+LIB_ARCHIVES := $(BUILD)/libserving-$(MPI_IMPL).a $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
+$(BUILD)/workload/serving/mpi/mpi_client.o: CXXFLAGS += $(MPI_CFLAGS)
+$(BUILD)/libserving-%.a: $(BUILD)/workload/serving/mpi/%.o
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
@@ -118,7 +133,7 @@ $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 $(BUILD)/noxlsx/xlsx_export.o: workload/serving/xlsx_export.cpp
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
-$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(BUILD)/libkviocli.a $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
 

@@ -16,10 +16,12 @@
 #   simulate  `kvio simulate`'s storage baseline on tmpfs and on ext4 over a loop device vs fio doing the same
 #             whole-file writes (fsync) and reads (after fadvise) at the same concurrency; MLPERF_KV_DIR: also
 #             the Python benchmark (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20)
+#   clients   the simulate storage baseline as 1 client vs --num-clients 2 vs mpirun -np 2 --mpi on one tmpfs,
+#             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
 # (bench/summarize.jq). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
 # KVIO_BENCH_ROUNDS (7), KVIO_BENCH_SECS (4, fio seconds per overhead run), KVIO_BENCH_STAGES
-# ("overhead gen validate distill simulate"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
+# ("overhead gen validate distill simulate clients"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
 # KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines).
 set -euo pipefail
 
@@ -28,7 +30,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -390,6 +392,43 @@ if has_stage simulate; then
     mount "$LOOP" "$WORK/simext4"
     simulate_vs_fio loop "$WORK/simext4" || true
     umount "$WORK/simext4"; losetup -d "$LOOP"; LOOP=""; umount "$SIMT"
+fi
+
+# ---------------------------------------------------------------- one client vs --num-clients 2 vs mpirun -np 2
+# The storage-baseline config (SIM_FLAGS; KVIO_BENCH_CLIENT_SECS s, default 10) on one 4 GiB tmpfs: a single
+# client, `--num-clients 2` (forked clients) and `mpirun -np 2 ... --mpi`, interleaved in KVIO_BENCH_CLIENT_ROUNDS
+# rounds (default 3). Every client runs the full user count (MLPerf's scale-out model), so 2 clients offer twice
+# the load. Storage throughput = storage-tier bytes written + read / elapsed_time of the (merged) results; the
+# ratios are paired per round (same device, same minute), min / median / max over rounds.
+CL_SECS=${KVIO_BENCH_CLIENT_SECS:-10}
+CL_ROUNDS=${KVIO_BENCH_CLIENT_ROUNDS:-3}
+client_bps() {  # client_bps single|procs|mpi DIR: storage bytes/s of one run
+    local kind=$1 dir=$2 out=$WORK/clients.json
+    local flags=("${SIM_FLAGS[@]}" --duration "$CL_SECS" --cache-dir "$dir/cache" --quiet --progress-interval 0 --output "$out")
+    case $kind in
+        single) "$KVIO" simulate "${flags[@]}" ;;
+        procs) "$KVIO" simulate "${flags[@]}" --num-clients 2 ;;
+        mpi) mpirun --allow-run-as-root --oversubscribe -np 2 "$KVIO" simulate "${flags[@]}" --mpi ;;
+    esac > "$WORK/clients.out" 2>&1 || { echo "bench: $kind clients failed:" >&2; tail -5 "$WORK/clients.out" >&2; return 1; }
+    rm -rf "$dir/cache"
+    jq -r '.summary.cache_stats as $c | ($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb)
+           * 1073741824 / .summary.elapsed_time' "$out"
+}
+if has_stage clients; then
+    command -v mpirun >/dev/null || die "mpirun is missing (bash scripts/deps.sh installs openmpi-bin)"
+    "$KVIO" simulate --help | grep -q 'MPI: built with' || die "$KVIO was built without MPI (libopenmpi-dev missing at build time)"
+    echo "== clients: storage baseline (${SIM_FLAGS[*]} --duration $CL_SECS) on one tmpfs: 1 client vs --num-clients 2 vs mpirun -np 2"
+    CLT=$WORK/clients
+    mkdir -p "$CLT"
+    mount -t tmpfs -o size=4g kvio-bench-clients "$CLT"
+    for ((r = 1; r <= CL_ROUNDS; r++)); do
+        one=$(client_bps single "$CLT") && two=$(client_bps procs "$CLT") && mpi=$(client_bps mpi "$CLT") || break
+        record clients "round$r" "$(jq -c -n --argjson a "$one" --argjson b "$two" --argjson c "$mpi" --argjson s "$CL_SECS" \
+            '{round:'"$r"', secs:$s, single_mbps:($a / 1e6), procs2_mbps:($b / 1e6), mpi2_mbps:($c / 1e6),
+              procs2_over_single:($b / $a), mpi2_over_single:($c / $a), mpi2_over_procs2:($c / $b)}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"1 client \(.single_mbps|floor) MB/s, --num-clients 2 \(.procs2_mbps|floor) MB/s (x\(.procs2_over_single*100|round/100)), mpirun -np 2 \(.mpi2_mbps|floor) MB/s (x\(.mpi2_over_single*100|round/100); mpi/procs x\(.mpi2_over_procs2*100|round/100))"')"
+    done
+    umount "$CLT"
 fi
 
 jq -s --slurpfile m "$OUT/machine.json" -f "$HERE/summarize.jq" "$RAW" > "$OUT/results.json"

@@ -53,7 +53,12 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
           }} end)),
     validate: ([$raw[] | select(.stage == "validate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries),
     distill: ([$raw[] | select(.stage == "distill")] | first // null | if . then del(.stage, .mode) else null end),
-    simulate: ([$raw[] | select(.stage == "simulate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries)
+    simulate: ([$raw[] | select(.stage == "simulate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries),
+    clients: ([$raw[] | select(.stage == "clients")] as $c | if ($c | length) == 0 then null else {
+        rounds: ($c | length), secs: $c[0].secs,
+        single_mbps: ([$c[].single_mbps] | stats), procs2_mbps: ([$c[].procs2_mbps] | stats), mpi2_mbps: ([$c[].mpi2_mbps] | stats),
+        procs2_over_single: ([$c[].procs2_over_single] | stats), mpi2_over_single: ([$c[].mpi2_over_single] | stats),
+        mpi2_over_procs2: ([$c[].mpi2_over_procs2] | stats)} end)
   }
 | . as $r
 | .targets = ([$engines[] as $e | $r.overhead[$e] as $x |

@@ -32,6 +32,11 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   if .value.ratio then "  \(.key | pad(9)) kvio simulate \(.value.sim_mbps | f(0)) MB/s  fio \(.value.fio_mbps | f(0)) MB/s  ratio \(.value.ratio | f(3))  entry \(.value.entry_bytes / 1048576 | f(1)) MiB  host/device p50 write \(.value.write_host_over_device_p50 | f(3)) read \(.value.read_host_over_device_p50 | f(3))"
   else "  \(.key | pad(9)) Python benchmark \(.value.py_mbps | f(0)) MB/s, kvio/Python \(.value.kvio_over_python | f(2))x" end),
 "",
+(if .clients then
+  "simulate clients on one tmpfs, \(.clients.rounds) rounds x \(.clients.secs) s (storage MB/s and paired ratios; min / median / max)",
+  "  1 client \(.clients.single_mbps | mmm(0))  --num-clients 2 \(.clients.procs2_mbps | mmm(0))  mpirun -np 2 \(.clients.mpi2_mbps | mmm(0))",
+  "  --num-clients 2 / 1 client \(.clients.procs2_over_single | mmm(2))  mpirun -np 2 / 1 client \(.clients.mpi2_over_single | mmm(2))  mpirun / --num-clients \(.clients.mpi2_over_procs2 | mmm(2))",
+  "" else empty end),
 "targets:",
 (.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
   if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -33,6 +34,7 @@
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
 #include "workload/serving/latency_tracing.h"
+#include "workload/serving/merge_results.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/output_path.h"
 #include "workload/serving/prefix.h"
@@ -85,7 +87,9 @@ double generation_seconds_per_token(const SimConfig& c) {
     return c.yaml.generation_timing_realistic;
 }
 
-std::string default_output_name() {
+}  // namespace
+
+std::string default_results_name() {
     std::time_t t = std::time(nullptr);
     std::tm tm{};
     localtime_r(&t, &tm);
@@ -93,6 +97,8 @@ std::string default_output_name() {
     std::strftime(buf, sizeof buf, "benchmark_results_%Y%m%d_%H%M%S.json", &tm);
     return buf;
 }
+
+namespace {
 
 /// A stop-aware sleep: false when the run was asked to stop before `dur` elapsed.
 class StopFlag {
@@ -152,7 +158,7 @@ public:
     /// Replaces the synthetic users by a trace/dataset replay (one producer thread).
     void set_trace(std::unique_ptr<TraceSource> t) { trace_ = std::move(t); }
     /// Runs to the stop; fills `out` (the results document) and returns the exit code.
-    int run(nlohmann::ordered_json& out, std::ostream* progress);
+    int run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start);
 
 private:
     void user_loop(size_t index);
@@ -552,10 +558,11 @@ void Simulation::warm_up(std::ostream* progress) {
     }
 }
 
-int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
+int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start) {
     warm_up(progress);
     SignalGuard signals;
     std::atomic<bool> rag_stop{false};
+    if (before_start) before_start();
     const uint64_t t0 = now_ns();
     auto elapsed = [&] { return double(now_ns() - t0) / 1e9; };
 
@@ -716,7 +723,7 @@ nlohmann::ordered_json fixes_applied() {
 
 }  // namespace
 
-SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress) {
+SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress, const SimHooks& hooks) {
     std::vector<std::string> warnings;
     std::vector<std::string> errors = validate_config(config, warnings);
     if (!errors.empty()) {
@@ -738,7 +745,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
                                               : c.num_users;
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
-    check_output_writable("--output", c.output.empty() ? default_output_name() : c.output);
+    check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);
     if (!c.xlsx_output.empty()) check_output_writable("--xlsx-output", c.xlsx_output);
     // --validation-trace is read before the run: a bad trace is refused before any I/O.
     std::optional<ValidationTrace> validation;
@@ -765,7 +772,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     {
         Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
         sim.set_trace(std::move(trace));
-        res.exit_code = sim.run(doc, progress);
+        res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
     if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
         doc["validation"] =
@@ -791,11 +798,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["warnings"] = warnings;
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
+    if (hooks.keep_merge_state) kv["merge_state"] = merge_state_json(cache.stats());
     doc["kvio"] = kv;
     cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
     if (tracing) add_latency_tracing_results(tracing->finish(), doc);
 
-    res.output_path = c.output.empty() ? default_output_name() : c.output;
+    res.output_path = c.output.empty() ? default_results_name() : c.output;
     {
         std::ofstream f(res.output_path);
         if (!f) throw Error("simulate: cannot write results to " + res.output_path + ": " + std::strerror(errno));

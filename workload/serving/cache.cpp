@@ -477,7 +477,10 @@ nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, doub
 }  // namespace
 
 nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s, const std::string& performance_profile) const {
-    const CacheStats s = stats();
+    return serving::cache_stats_json(stats(), elapsed_s, performance_profile);
+}
+
+nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile) {
     const double accesses = double(s.cache_hits + s.cache_misses);
     const double hit_rate = accesses > 0 ? double(s.cache_hits) / accesses : 0.0;
     const double el = elapsed_s > 0 ? elapsed_s : 0.0;

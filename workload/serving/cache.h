@@ -75,6 +75,11 @@ struct CacheStats {
     std::string first_error;               ///< first I/O error seen (empty if none)
 };
 
+/// summary.cache_stats (spec §9.3) of `s` for a run of `elapsed_s` seconds: every key the benchmark writes, same
+/// units, percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
+/// MultiTierCache::cache_stats_json is this on stats(); the multi-client merge calls it on the clients' summed stats.
+nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile);
+
 class MultiTierCache {
 public:
     /// Builds the tiers from the config (spec §5.1): GPU = gpu_mem_gb × num_gpus GiB (present only when > 0; the

@@ -87,6 +87,8 @@ const std::vector<FlagSpec>& flag_table() {
         {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
         {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
         {"--max-queued-requests", "int", "10000", "Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the benchmark).", true, &C::max_queued_requests},
+        {"--num-clients", "int", "1", "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons aggregation).", true, &C::num_clients},
+        {"--mpi", "flag", "off", "Run as one client per mpirun rank (rank from MPI_Comm_rank; cache-dir, seed and output per rank as with --num-clients); rank 0 gathers the merged result over MPI. Needs a kvio built with Open MPI (see --help's last line).", true, &C::mpi},
     };
     return t;
 }
@@ -191,6 +193,10 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         if (v > limit) e.push_back(std::string(flag) + " " + num(v) + " exceeds " + what);
     };
     if (c.prefill_only && c.decode_only) e.push_back("--prefill-only and --decode-only are mutually exclusive");
+    if (c.num_clients < 1 || c.num_clients > 1024)
+        e.push_back("--num-clients must be between 1 and 1024 (got " + num(c.num_clients) + ")");
+    if (c.mpi && c.num_clients > 1)
+        e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     // Limits are workload.py's module constants (MAX_USERS, MAX_DURATION_SECONDS, MAX_GPU_MEMORY_GB,
     // MAX_CPU_MEMORY_GB), not config.yaml's validation_limits, which the benchmark never reads (spec §1.3).
     positive("--num-users", c.num_users);

@@ -166,6 +166,10 @@ struct SimConfig {
     /// benchmark, whose unpaced replay grows the queue without limit).
     int64_t max_queued_requests = 10000;
     bool quiet = false;                       ///< no console report (results JSON only)
+    /// Client processes on this host (multi_client.h): each its own <cache-dir>/rank_<i>, seed + i and
+    /// <output>.rank<i>.json; --output gets the merged result. 1 = a single run in this process.
+    int64_t num_clients = 1;
+    bool mpi = false;                         ///< one client per mpirun rank, rank 0 gathers the merge (mpi_client.h)
 
     /// Settings from --config (or the defaults).
     YamlSettings yaml = default_yaml_settings();

@@ -7,72 +7,84 @@ namespace kvio::serving {
 void RunMetrics::record(const RequestRecord& r) {
     const InferenceRequest& q = *r.request;
     std::lock_guard lk(mu_);
-    ++completed_;
-    tokens_ += uint64_t(q.generate_tokens);
-    storage_total_ += r.storage_s;
-    generation_total_ += r.generation_s;
-    e2e_.push_back(r.e2e_s);
-    storage_.push_back(r.storage_s);
-    generation_.push_back(r.generation_s);
-    if (r.prefill_s) prefill_.push_back(*r.prefill_s);
-    if (r.decode_s) decode_.push_back(*r.decode_s);
-    mt_hits_ += r.multi_turn_hits;
-    mt_misses_ += r.multi_turn_misses;
+    ++t_.completed;
+    t_.tokens += uint64_t(q.generate_tokens);
+    t_.storage_total += r.storage_s;
+    t_.generation_total += r.generation_s;
+    t_.e2e.push_back(r.e2e_s);
+    t_.storage.push_back(r.storage_s);
+    t_.generation.push_back(r.generation_s);
+    if (r.prefill_s) t_.prefill.push_back(*r.prefill_s);
+    if (r.decode_s) t_.decode.push_back(*r.decode_s);
+    t_.mt_hits += r.multi_turn_hits;
+    t_.mt_misses += r.multi_turn_misses;
     rows_.push_back({q.user_id, q.qos, q.phase, q.turn_number, q.is_rag, q.context_tokens, q.generate_tokens, r.reads,
                      r.decode_reads, r.writes, r.failed_ops, r.bytes_read, r.bytes_written});
 }
 
 uint64_t RunMetrics::completed() const {
     std::lock_guard lk(mu_);
-    return completed_;
+    return t_.completed;
 }
 
 uint64_t RunMetrics::tokens() const {
     std::lock_guard lk(mu_);
-    return tokens_;
+    return t_.tokens;
+}
+
+nlohmann::ordered_json top_level_json(const RequestTotals& t, const nlohmann::ordered_json& seed) {
+    nlohmann::ordered_json j;
+    j["requests_completed"] = t.completed;
+    j["total_tokens_generated"] = t.tokens;
+    j["total_storage_io_latency"] = t.storage_total;
+    j["total_generation_latency"] = t.generation_total;
+    j["end_to_end_latencies"] = t.e2e;
+    j["storage_latencies"] = t.storage;
+    j["generation_latencies"] = t.generation;
+    j["throughput_timeline"] = nlohmann::ordered_json::array();
+    j["prefill_latencies"] = t.prefill;
+    j["decode_latencies"] = t.decode;
+    j["multi_turn_cache_hits"] = t.mt_hits;
+    j["multi_turn_cache_misses"] = t.mt_misses;
+    j["seed"] = seed;
+    return j;
+}
+
+nlohmann::ordered_json summary_head_json(const RequestTotals& t, double elapsed_s) {
+    nlohmann::ordered_json s;
+    s["total_requests"] = t.completed;
+    s["total_tokens"] = t.tokens;
+    s["elapsed_time"] = elapsed_s;
+    s["avg_throughput_tokens_per_sec"] = elapsed_s > 0 ? double(t.tokens) / elapsed_s : 0.0;
+    s["total_storage_io_time"] = t.storage_total;
+    s["storage_throughput_tokens_per_sec"] = t.storage_total > 0 ? double(t.tokens) / t.storage_total : 0.0;
+    s["requests_per_second"] = elapsed_s > 0 ? double(t.completed) / elapsed_s : 0.0;
+    s["end_to_end_latency_ms"] = latency_summary_ms(t.e2e);
+    s["storage_io_latency_ms"] = latency_summary_ms(t.storage);
+    s["generation_latency_ms"] = latency_summary_ms(t.generation);
+    return s;
+}
+
+nlohmann::ordered_json multi_turn_json(const RequestTotals& t) {
+    uint64_t n = t.mt_hits + t.mt_misses;
+    return {{"cache_hits", t.mt_hits},
+            {"cache_misses", t.mt_misses},
+            {"hit_rate", double(t.mt_hits) / double(n ? n : 1)}};
 }
 
 nlohmann::ordered_json RunMetrics::top_level_json(std::optional<int64_t> seed) const {
     std::lock_guard lk(mu_);
-    nlohmann::ordered_json j;
-    j["requests_completed"] = completed_;
-    j["total_tokens_generated"] = tokens_;
-    j["total_storage_io_latency"] = storage_total_;
-    j["total_generation_latency"] = generation_total_;
-    j["end_to_end_latencies"] = e2e_;
-    j["storage_latencies"] = storage_;
-    j["generation_latencies"] = generation_;
-    j["throughput_timeline"] = nlohmann::ordered_json::array();
-    j["prefill_latencies"] = prefill_;
-    j["decode_latencies"] = decode_;
-    j["multi_turn_cache_hits"] = mt_hits_;
-    j["multi_turn_cache_misses"] = mt_misses_;
-    j["seed"] = seed ? nlohmann::ordered_json(*seed) : nlohmann::ordered_json(nullptr);
-    return j;
+    return serving::top_level_json(t_, seed ? nlohmann::ordered_json(*seed) : nlohmann::ordered_json(nullptr));
 }
 
 nlohmann::ordered_json RunMetrics::summary_head_json(double elapsed_s) const {
     std::lock_guard lk(mu_);
-    nlohmann::ordered_json s;
-    s["total_requests"] = completed_;
-    s["total_tokens"] = tokens_;
-    s["elapsed_time"] = elapsed_s;
-    s["avg_throughput_tokens_per_sec"] = elapsed_s > 0 ? double(tokens_) / elapsed_s : 0.0;
-    s["total_storage_io_time"] = storage_total_;
-    s["storage_throughput_tokens_per_sec"] = storage_total_ > 0 ? double(tokens_) / storage_total_ : 0.0;
-    s["requests_per_second"] = elapsed_s > 0 ? double(completed_) / elapsed_s : 0.0;
-    s["end_to_end_latency_ms"] = latency_summary_ms(e2e_);
-    s["storage_io_latency_ms"] = latency_summary_ms(storage_);
-    s["generation_latency_ms"] = latency_summary_ms(generation_);
-    return s;
+    return serving::summary_head_json(t_, elapsed_s);
 }
 
 nlohmann::ordered_json RunMetrics::multi_turn_json() const {
     std::lock_guard lk(mu_);
-    uint64_t n = mt_hits_ + mt_misses_;
-    return {{"cache_hits", mt_hits_},
-            {"cache_misses", mt_misses_},
-            {"hit_rate", double(mt_hits_) / double(n ? n : 1)}};
+    return serving::multi_turn_json(t_);
 }
 
 nlohmann::ordered_json RunMetrics::requests_json() const {

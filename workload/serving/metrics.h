@@ -29,6 +29,20 @@ struct RequestRecord {
     uint64_t bytes_read = 0, bytes_written = 0;
 };
 
+/// Per-request totals and lists of a run, or of many clients merged (merge_results.h). Latencies in seconds.
+struct RequestTotals {
+    uint64_t completed = 0, tokens = 0, mt_hits = 0, mt_misses = 0;
+    double storage_total = 0, generation_total = 0;
+    std::vector<double> e2e, storage, generation, prefill, decode;
+};
+
+/// The benchmark's top level (spec §9.1) without "summary" of `t` (see RunMetrics::top_level_json).
+nlohmann::ordered_json top_level_json(const RequestTotals& t, const nlohmann::ordered_json& seed);
+/// summary's head (spec §9.2) of `t` over `elapsed_s` seconds (see RunMetrics::summary_head_json).
+nlohmann::ordered_json summary_head_json(const RequestTotals& t, double elapsed_s);
+/// multi_turn_stats {cache_hits, cache_misses, hit_rate = hits / max(hits + misses, 1)} of `t`.
+nlohmann::ordered_json multi_turn_json(const RequestTotals& t);
+
 /// The results' per-request lists and totals. record() is thread-safe.
 class RunMetrics {
 public:
@@ -64,9 +78,7 @@ private:
         uint64_t bytes_read, bytes_written;
     };
     mutable std::mutex mu_;
-    uint64_t completed_ = 0, tokens_ = 0, mt_hits_ = 0, mt_misses_ = 0;
-    double storage_total_ = 0, generation_total_ = 0;
-    std::vector<double> e2e_, storage_, generation_, prefill_, decode_;
+    RequestTotals t_;
     std::vector<Row> rows_;
 };
 

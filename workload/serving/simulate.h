@@ -3,6 +3,7 @@
 // workers, the per-request steps (prefix → multi-turn reads → prefill write → RAG → decode → generation), the
 // multi-tier cache (cache.h), and the benchmark's results JSON plus a `kvio` object.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -19,11 +20,24 @@ struct SimResult {
     int exit_code = 0;               ///< 0, or 130/143 when stopped by SIGINT/SIGTERM (results still written)
 };
 
+/// What a multi-client run (multi_client.h, mpi_client.h) needs from one client's run_simulation.
+struct SimHooks {
+    /// Called once, right before the run's clock starts (after the cache and any pre-population are ready): a
+    /// barrier across clients, so that they all start together. Empty: none.
+    std::function<void()> before_start;
+    /// Adds kvio.merge_state (the storage and cache counters with their raw per-op latency lists, merge_results.h)
+    /// so per-op percentiles of many clients can be merged exactly.
+    bool keep_merge_state = false;
+};
+
+/// The benchmark's default --output: benchmark_results_<YYYYmmdd_HHMMSS>.json (local time, now).
+std::string default_results_name();
+
 /// Runs the simulation to --duration / --max-requests (or a signal: SIGINT/SIGTERM/SIGHUP stop it early, the
 /// in-flight requests finish, everything measured so far is written). `console` gets the benchmark's report
 /// sections (null: none); `progress` gets one line per c.progress_interval_s (elapsed/total, requests done,
 /// tokens/s, queue length, storage GiB/s). Throws kvio::Error for invalid configs (validate_config's messages)
 /// and unusable cache directories before any request is issued.
-SimResult run_simulation(const SimConfig& c, std::ostream* console, std::ostream* progress);
+SimResult run_simulation(const SimConfig& c, std::ostream* console, std::ostream* progress, const SimHooks& hooks = {});
 
 }  // namespace kvio::serving

@@ -1,0 +1,18 @@
+// The MPI launcher of a kvio built without Open MPI (mpi_client.h): --mpi is refused with the reason.
+#include "common/error.h"
+#include "workload/serving/mpi_client.h"
+
+namespace kvio::serving {
+
+bool mpi_built() { return false; }
+
+const char* mpi_build_status() {
+    return "MPI: not built (libopenmpi-dev was not found at build time, or make MPI=0: install it, e.g. bash "
+           "scripts/deps.sh, and rebuild): --mpi is refused; --num-clients works";
+}
+
+SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*) {
+    throw Error(std::string("simulate: --mpi: ") + mpi_build_status());
+}
+
+}  // namespace kvio::serving

@@ -1,0 +1,175 @@
+// The MPI launcher (mpi_client.h), built when the Makefile finds Open MPI. Only the main thread calls MPI.
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "workload/serving/line_prefix.h"
+#include "workload/serving/merge_results.h"
+#include "workload/serving/mpi_client.h"
+#include "workload/serving/multi_client.h"
+
+namespace kvio::serving {
+
+namespace {
+
+void check(int rc, const char* what) {
+    if (rc == MPI_SUCCESS) return;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw Error(std::string("simulate --mpi: ") + what + ": " + std::string(msg, size_t(len)));
+}
+
+/// MPI_Init on construction (unless already initialised), MPI_Finalize at destruction.
+struct MpiSession {
+    bool owned = false;
+    MpiSession() {
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (inited) return;
+        int provided = 0;
+        check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+        owned = true;
+    }
+    ~MpiSession() {
+        if (owned) MPI_Finalize();
+    }
+};
+
+/// One rank's result as bytes: CBOR of {rank, host, output, exit_code, error, doc} (doubles exact).
+std::vector<uint8_t> pack(const ClientResult& r) {
+    nlohmann::ordered_json j = {{"rank", r.rank},   {"host", r.host},   {"output", r.output_path},
+                                {"exit_code", r.exit_code}, {"error", r.error}, {"doc", r.doc}};
+    return nlohmann::ordered_json::to_cbor(j);
+}
+
+ClientResult unpack(const uint8_t* p, size_t n, int rank) {
+    ClientResult r;
+    r.rank = rank;
+    try {
+        auto j = nlohmann::ordered_json::from_cbor(p, p + n);
+        r.host = j.value("host", std::string("?"));
+        r.output_path = j.value("output", std::string());
+        r.exit_code = j.value("exit_code", 1);
+        r.error = j.value("error", std::string());
+        r.doc = j.value("doc", nlohmann::ordered_json(nullptr));
+    } catch (const std::exception& e) {
+        r.error = std::string("rank's gathered result does not decode: ") + e.what();
+        r.exit_code = 1;
+    }
+    return r;
+}
+
+}  // namespace
+
+bool mpi_built() { return true; }
+
+const char* mpi_build_status() {
+    static const std::string s = [] {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(v, &len);
+        std::string lib(v, size_t(len));
+        if (auto nl = lib.find_first_of("\r\n,"); nl != std::string::npos) lib.resize(nl);
+        return "MPI: built with " + lib + " (--mpi available: mpirun -np N kvio simulate --mpi ...)";
+    }();
+    return s.c_str();
+}
+
+SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress) {
+    MpiSession session;
+    int rank = 0, size = 1;
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int host_len = 0;
+    MPI_Get_processor_name(host, &host_len);
+
+    // Ranks on this host share its filesystem: each gets its share of the automatic storage limit.
+    MPI_Comm node;
+    int on_host = 1;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    MPI_Comm_size(node, &on_host);
+    MPI_Comm_free(&node);
+    SimConfig rc = client_config(c, rank);
+
+    ClientResult me;
+    me.rank = rank;
+    me.host = std::string(host, size_t(host_len));
+    me.output_path = client_output_path(c.output, rank);
+    bool at_barrier = false;
+    SimHooks hooks;
+    hooks.keep_merge_state = true;
+    hooks.before_start = [&] {
+        at_barrier = true;
+        check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier before the start");
+    };
+    SimResult own;
+    {
+        LinePrefixStream prog(progress ? *progress : std::cerr, "rank " + std::to_string(rank) + ": ");
+        try {
+            check_multi_client(c, "--mpi");
+            share_storage_capacity(rc, on_host);
+            own = run_simulation(rc, nullptr, progress ? &prog : nullptr, hooks);
+            me.exit_code = own.exit_code;
+            me.doc = own.results;
+        } catch (const std::exception& e) {
+            me.error = e.what();
+            me.exit_code = 1;
+            std::cerr << "kvio simulate: rank " << rank << ": " << e.what() << "\n";
+            if (!at_barrier) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier before the start");
+        }
+    }
+
+    // Gather every rank's packed result on rank 0: sizes first, then the bytes.
+    std::vector<uint8_t> mine = pack(me);
+    if (mine.size() > size_t(INT_MAX)) throw Error("simulate --mpi: rank " + std::to_string(rank) +
+                                                   ": results of " + std::to_string(mine.size()) +
+                                                   " bytes exceed one MPI_Gatherv (2 GiB)");
+    int my_len = int(mine.size());
+    std::vector<int> lens(rank == 0 ? size_t(size) : 0), displs(rank == 0 ? size_t(size) : 0);
+    check(MPI_Gather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather of sizes");
+    std::vector<uint8_t> all;
+    if (rank == 0) {
+        size_t total = 0;
+        for (int i = 0; i < size; ++i) {
+            if (total > size_t(INT_MAX) - size_t(lens[size_t(i)]))
+                throw Error("simulate --mpi: the gathered results exceed 2 GiB");
+            displs[size_t(i)] = int(total);
+            total += size_t(lens[size_t(i)]);
+        }
+        all.resize(total);
+    }
+    check(MPI_Gatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, 0,
+                      MPI_COMM_WORLD),
+          "MPI_Gatherv of the results");
+    if (rank != 0) {
+        if (!me.error.empty()) throw Error("simulate --mpi: rank " + std::to_string(rank) + ": " + me.error);
+        return own;
+    }
+
+    std::vector<ClientResult> results;
+    bool failed = false;
+    int worst = 0;
+    for (int i = 0; i < size; ++i) {
+        results.push_back(unpack(all.data() + displs[size_t(i)], size_t(lens[size_t(i)]), i));
+        if (!results.back().error.empty()) {
+            failed = true;
+            std::cerr << "kvio simulate: rank " << i << " failed: " << results.back().error << "\n";
+        }
+        worst = std::max(worst, results.back().exit_code);
+    }
+    SimResult res;
+    res.results = merge_client_results(results, "mpi");
+    res.output_path = write_merged_result(c, res.results, c.quiet ? nullptr : console);
+    res.exit_code = failed ? std::max(worst, 1) : worst;
+    return res;
+}
+
+}  // namespace kvio::serving
