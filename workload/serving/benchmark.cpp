@@ -530,6 +530,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
     lat["storage_write_device_ms"] = latency_summary_ms(final_stats.storage_write_device);
     lat["storage_write_host_ms"] = latency_summary_ms(final_stats.storage_write_host);
     k["storage_host_device_ms"] = lat;
+    k["storage_ops"] = storage_ops_json(final_stats.storage_ops, elapsed_s);
     k["conversations"] = {{"started", conversations_.started()},
                           {"dropped_by_cap", conversations_.dropped()},
                           {"in_table", conversations_.size()}};

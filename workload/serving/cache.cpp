@@ -41,6 +41,10 @@ constexpr int kWaitMs = 100;
 
 const char* phase_text(CachePhase p) { return p == CachePhase::Decode ? "Decode" : "Prefill"; }
 
+StorageOpSample storage_sample(bool write, bool demotion, uint64_t bytes, const OpTiming& t) {
+    return {write, demotion, bytes, t.total + t.gen, t.syscall, t.gen};
+}
+
 /// --max-concurrent-allocs: a counting semaphore (0 = unlimited).
 class AllocGate {
 public:
@@ -240,6 +244,8 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
         note_error(err);
         return;
     }
+    if (from == Tier::Storage) st.storage_ops.push_back(storage_sample(false, true, a.bytes, r));
+    if (to == Tier::Storage) st.storage_ops.push_back(storage_sample(true, true, a.bytes, w));
     st.evictions += 1;
     st.demotions[int(to)] += 1;
     st.demotion_bytes[int(to)] += a.bytes;
@@ -324,6 +330,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
             m.st.offloads_storage += 1;
             m.st.storage_write_device.push_back(tm.device);
             m.st.storage_write_host.push_back(tm.host);
+            m.st.storage_ops.push_back(storage_sample(true, false, size, tm));
             m.st.storage_tokens_processed += double(tokens);
         }
     }
@@ -377,6 +384,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     if (res.tier == Tier::Storage) {
         st.storage_read_device.push_back(tm.device);
         st.storage_read_host.push_back(tm.host);
+        st.storage_ops.push_back(storage_sample(false, false, g.bytes, tm));
         uint64_t sharded = m.bpt / m.tp;  // #402: tokens of the sharded entry, not bytes / full bpt
         if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
     }

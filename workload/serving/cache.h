@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workload/serving/storage_op_stats.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {
@@ -34,6 +35,12 @@ enum class CacheType { User, System, MultiTurn, CommonPhrase };
 /// fadvise, device = the read() calls / transfers. Data generation is never included.
 struct OpTiming {
     double total = 0, host = 0, device = 0;
+    /// kvio's own split (storage tiers that measure it; < 0 = not measured): seconds inside the op's system
+    /// calls (open, write/writev, fallocate, fsync, close, stat, fadvise, read) ...
+    double syscall = -1;
+    /// ... and generating its data (pool copy + stamps), which total/host/device leave out. The op's wall time
+    /// is total + gen; its own overhead (what the simulation costs beyond the I/O) is total − syscall.
+    double gen = 0;
 };
 
 struct AllocResult {
@@ -66,6 +73,7 @@ struct CacheStats {
     bool tier_present[3] = {};
     std::vector<double> read_lat[3], write_lat[3];                 ///< total, per op, direct ops only
     std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
+    std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
     // kvio's additions (the benchmark does not count these: #421)
     uint64_t demotions[3] = {};            ///< demotions *into* tier t
     uint64_t demotion_bytes[3] = {};
