@@ -320,10 +320,12 @@ SIM_SECS=${KVIO_BENCH_SIM_SECS:-20}
 SIM_ROUNDS=${KVIO_BENCH_SIM_ROUNDS:-3}
 SIM_FLAGS=(--model llama3.1-8b --num-users "$SIM_USERS" --duration "$SIM_SECS" --gpu-mem-gb 0 --cpu-mem-gb 0
            --generation-mode none --seed 42)
-# sim_mbps RESULTS.json: storage-tier MB/s (10^6 B/s) of a simulate or kv-cache.py results file over its elapsed time
+# sim_mbps RESULTS.json [moved]: storage-tier MB/s (10^6 B/s) of a simulate or kv-cache.py results file over its
+# elapsed time: bytes of completed ops; with "moved", also the bytes that ops cut by the stop had moved (fio counts
+# every byte it moved; the Python benchmark finishes its ops in flight instead, so its comparison leaves them out)
 sim_mbps() {
-    jq '.summary.cache_stats as $c | ($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb)
-        * 1073741824 / .summary.elapsed_time / 1e6' "$1"
+    jq --arg moved "${2:-}" '.summary.cache_stats as $c | (($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb)
+        * 1073741824 + (if $moved != "" then .kvio.cache.cut_bytes_moved // 0 else 0 end)) / .summary.elapsed_time / 1e6' "$1"
 }
 python_for_mlperf() {
     local p
@@ -347,12 +349,14 @@ simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
             { echo "bench: fio ($part) on $label failed: $(grep -m 3 -i 'error' "$WORK/fio.out")" >&2; rm -rf "$dir/fio"; return 1; }
     done
     rm -rf "$dir/fio"
-    record simulate "$label" "$(jq -c --argjson round "$round" --slurpfile s "$WORK/sim.json" --argjson sm "$(sim_mbps "$WORK/sim.json")" \
+    record simulate "$label" "$(jq -c --argjson round "$round" --slurpfile s "$WORK/sim.json" --argjson sm "$(sim_mbps "$WORK/sim.json" moved)" \
+        --argjson smc "$(sim_mbps "$WORK/sim.json")" \
         --argjson st "$(time_json "$WORK/sim_time.txt")" --argjson ft "$(time_json "$WORK/fio_time.txt")" \
         '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb |
          ([.jobs[] | [.read.runtime, .write.runtime] | max] | max / 1000) as $fs |
          $s[0].summary.cache_stats as $cs | $s[0].kvio.storage_ops as $so |
-         {round:$round, users:'"$SIM_USERS"', sim_s:$s[0].summary.elapsed_time, sim_mbps:$sm,
+         {round:$round, users:'"$SIM_USERS"', sim_s:$s[0].summary.elapsed_time, sim_mbps:$sm, sim_completed_mbps:$smc,
+          drain_s:$s[0].kvio.stop.drain_s, cut_ops:$s[0].kvio.cache.cut_ops,
           write_streams:([.jobs[] | select(.jobname | startswith("write"))] | length),
           read_streams:([.jobs[] | select(.jobname | startswith("read"))] | length),
           mean_in_flight:$so.mean_in_flight, write_ops:$so.write.ops, read_ops:$so.read.ops,
@@ -366,13 +370,13 @@ simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
               then $cs.storage_write_host_p50_ms / $cs.storage_write_device_p50_ms else null end),
           read_host_over_device_p50:(if ($cs.storage_read_device_p50_ms // 0) > 0
               then $cs.storage_read_host_p50_ms / $cs.storage_read_device_p50_ms else null end)}' "$WORK/fio_main.json")"
-    printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (\(.write_ops) writes, \(.read_ops) reads, \(.mean_in_flight*10|round/10) in flight), fio \(.write_streams)+\(.read_streams) streams \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000), CPU per byte fio/kvio \(.cpu_per_byte_fio_over_sim*100|round/100); own time / syscall time, >= 16 MiB, p50: write \(.large_write_overhead.p50 // "-") read \(.large_read_overhead.p50 // "-")"')"
+    printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (drain \(.drain_s*10|round/10) s, \(.write_ops) writes, \(.read_ops) reads, \(.mean_in_flight*10|round/10) in flight), fio \(.write_streams)+\(.read_streams) streams \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000), CPU per byte fio/kvio \(.cpu_per_byte_fio_over_sim*100|round/100); own time / syscall time, >= 16 MiB, p50: write \(.large_write_overhead.p50 // "-") read \(.large_read_overhead.p50 // "-")"')"
     if [ -n "${MLPERF_KV_DIR:-}" ]; then
         local py=$MLPERF_KV_DIR/kv-cache.py pyexe kmbps
         [ -f "$py" ] || py=$MLPERF_KV_DIR/kv_cache_benchmark/kv-cache.py
         [ -f "$py" ] || { echo "bench: MLPERF_KV_DIR=$MLPERF_KV_DIR has no kv-cache.py" >&2; return 0; }
         pyexe=$(python_for_mlperf) || { echo "bench: no python3 imports numpy and yaml (apt install python3-numpy python3-yaml)" >&2; return 0; }
-        kmbps=$(tail -n 1 "$RAW" | jq .sim_mbps)
+        kmbps=$(tail -n 1 "$RAW" | jq .sim_completed_mbps)
         mkdir -p "$dir/cache"
         (cd "$(dirname "$py")" && "$pyexe" "$py" "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --output "$WORK/py.json") > "$WORK/py.out" 2>&1 ||
             { echo "bench: the Python benchmark failed, see $WORK/py.out" >&2; tail -3 "$WORK/py.out" >&2; rm -rf "$dir/cache"; return 0; }

@@ -294,6 +294,7 @@ AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, 
                                       RequestRecord& rec, double& latency) {
     AccessResult a = cache_.access(key, phase, type);
     latency += a.latency_s;
+    if (a.cut) rec.cut = true;
     if (a.hit && a.ok) {
         ++rec.reads;
         rec.bytes_read += bytes;
@@ -312,7 +313,9 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     auto write = [&](const std::string& key, int64_t tokens) {
         AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
         rec.storage_s += w.latency_s;
-        if (!w.ok) {
+        if (w.cut) {
+            rec.cut = true;
+        } else if (!w.ok) {
             ++rec.failed_ops;
         } else if (!w.existed) {
             ++rec.writes;
@@ -320,10 +323,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         }
         return w;
     };
-    // After the stop a request in flight gives up before its next cache op (counted, not completed), so the drain
-    // lasts at most one storage op instead of the rest of a many-GiB request.
+    // After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it
+    // is in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer.
     auto cut = [&] {
-        if (!stop_.is_set()) return false;
+        if (!stop_.is_set() && !rec.cut) return false;
         ++cut_in_storage_;
         return true;
     };
@@ -392,6 +395,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         rec.storage_s += decode;
     }
 
+    if (rec.cut) {  // an op cut by the stop: the request did not complete
+        ++cut_in_storage_;
+        return;
+    }
     // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
     rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
     if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
@@ -486,6 +493,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
     }
     const double stop_at = elapsed();
     stop_.set();
+    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
     if (progress && in_flight_.load())
         *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
                   << " requests in flight give up at their next cache op\n"

@@ -99,6 +99,7 @@ public:
             thread_local iovec iov[2 * kGatherBlocks];
             thread_local uint8_t stamps[16 * kGatherBlocks];
             for (uint64_t off = 0; off < bytes;) {
+                if (cut_requested()) throw OpCut(kNpyHeader + off);
                 size_t n_iov = 0;
                 double g0 = now_s();
                 size_t n = data.gather(off, size_t(std::min<uint64_t>(kGatherBytes, bytes - off)), iov, 2 * kGatherBlocks,
@@ -118,7 +119,7 @@ public:
             if (sem_) record(rec, fd, path);
         } catch (...) {
             ::close(fd);
-            ::unlink(path.c_str());  // a failed write leaves nothing behind (the benchmark left partial files)
+            ::unlink(path.c_str());  // a failed or cut write leaves nothing behind (the benchmark left partial files)
             throw;
         }
         if (sc([&] { return ::close(fd); }) != 0) {
@@ -149,6 +150,10 @@ public:
         uint8_t* chunk = thread_chunk();
         uint64_t got = 0;
         for (;;) {
+            if (cut_requested()) {
+                ::close(fd);
+                throw OpCut(got);
+            }
             ssize_t r = sc([&] { return ::read(fd, chunk, kChunkBytes); });
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) {
