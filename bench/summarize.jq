@@ -69,7 +69,8 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
             write_host_over_device_p50: ([.[].write_host_over_device_p50 // empty] | stats),
             read_host_over_device_p50: ([.[].read_host_over_device_p50 // empty] | stats)}
         else {runs: length, py_mbps: ([.[].py_mbps] | stats), kvio_mbps: ([.[].kvio_mbps] | stats),
-              kvio_over_python: ([.[].kvio_over_python] | stats)} end)}) | from_entries)
+              kvio_over_python: ([.[].kvio_over_python] | stats), kvio_over_python_wall: ([.[].kvio_over_python_wall // empty] | stats),
+              python_cpu_per_byte_over_kvio: ([.[].python_cpu_per_byte_over_kvio // empty] | stats)} end)}) | from_entries)
   }
 | . as $r
 | .targets = ([$engines[] as $e | $r.overhead[$e] as $x |

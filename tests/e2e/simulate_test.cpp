@@ -208,6 +208,21 @@ TEST(Simulate, MaxRequestsStopsTheRun) {
     EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 30.0);
 }
 
+// With real I/O, --max-requests N completes exactly N: requests finishing after the N-th are counted apart
+// (kvio.stop.beyond_max_requests), and the ops in flight are cut. Before, every worker's request in flight
+// completed after the stop (up to N + workers).
+TEST(Simulate, MaxRequestsWithRealIoDoesNotOvershoot) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    TmpfsMount tmpfs(2ull << 30);
+    TempDir d;
+    auto r = simulate(d, "--model tiny-1b --num-users 20 --duration 60 --max-requests 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                         "--generation-mode none --seed 42 --progress-interval 0 --cache-dir " + tmpfs.dir.path + "/c");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "max_requests");
+    EXPECT_EQ(r.results["requests_completed"].get<int>(), 5) << r.results["kvio"]["stop"].dump();
+    ASSERT_TRUE(r.results["kvio"]["stop"].contains("beyond_max_requests"));
+}
+
 TEST(Simulate, SigintStopsEarlyAndStillWritesResults) {
     TempDir dir;
     SimRun r = simulate(dir, trace_args(dir, 120, ""), "& p=$!; sleep 3; kill -INT $p; wait $p");
@@ -360,7 +375,7 @@ TEST(Simulate, SaturatedRunEndsSoonAfterTheDuration) {
 // (CLI11's own codes were 104-109), and unique prefixes of long flags work.
 TEST(Simulate, ParseErrorsExitTwoAsArgparseDoes) {
     TempDir d;
-    for (const std::string& bad : {"--num-users x", "--no-such-flag", "--num 3", "--generation-mode slow"}) {
+    for (const char* bad : {"--num-users x", "--no-such-flag", "--num 3", "--generation-mode slow"}) {
         auto r = run(kvio_bin() + " simulate " + bad + " --duration 1 --io-trace-log " + d.file("t.csv"));
         EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
         EXPECT_EQ(r.err.rfind("usage: kvio simulate", 0), 0u) << r.err;

@@ -190,6 +190,7 @@ private:
 
     StopFlag stop_;                        // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
+    std::atomic<uint64_t> recorded_{0}, beyond_max_requests_{0};  // --max-requests: completions reserved, refused
     std::atomic<uint64_t> seq_{0};         // the benchmark's global req_id
     std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
     std::atomic<uint64_t> in_flight_{0};
@@ -406,7 +407,12 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         return;
     }
 
-    // 7. record.
+    // 7. record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+    if (c_.max_requests > 0 && recorded_.fetch_add(1) >= uint64_t(c_.max_requests)) {
+        ++beyond_max_requests_;
+        max_reached_ = true;
+        return;
+    }
     rec.e2e_s = double(now_ns() - req.submit_ns) / 1e9;
     metrics_.record(rec);
     qos_.record(req.qos, rec.e2e_s);
@@ -529,7 +535,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress) {
                  {"dropped_queued_at_stop", dropped_queued},
                  {"dropped_popped_after_stop", dropped_after_pop_.load()},
                  {"cut_in_generation", cut_in_generation_.load()},
-                 {"cut_in_storage", cut_in_storage_.load()}};
+                 {"cut_in_storage", cut_in_storage_.load()},
+                 {"beyond_max_requests", beyond_max_requests_.load()}};
     k["workers"] = num_workers_;
     k["bandwidth_timeline"] = bandwidth_;
     nlohmann::ordered_json lat;
