@@ -251,7 +251,12 @@ TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
         EXPECT_GT(cs["tier_storage_kv_bytes_read_gb"].get<double>(), 0.0);
         EXPECT_EQ(cs["gpu_entries"], 0);
         EXPECT_EQ(cs["cpu_entries"], 0);
-        EXPECT_GT(cs["storage_entries"].get<int>(), 0);
+        // The tier held entries: some are still there, or the last were evicted to make room for a write the stop
+        // then cut (a 0.4 GiB limit and entries up to 0.5 GiB: each big write evicts all before it).
+        const json& kc = r.results["kvio"]["cache"];
+        EXPECT_TRUE(cs["storage_entries"].get<int>() > 0 ||
+                    (kc["cut_ops"].get<int>() > 0 && kc["deletions"].get<int>() > 0))
+            << cs["storage_entries"] << " entries, " << kc.dump().substr(0, 300);
         // Bytes of completed requests never exceed what the cache counted as written.
         uint64_t written = 0;
         for (const auto& b : r.results["kvio"]["requests"]["bytes_written"]) written += b.get<uint64_t>();
