@@ -14,8 +14,9 @@
 #             smaller runs that show what the peak RSS grows with
 #   distill   `kvio distill` of the 10 M-record kvio.events/1 file from the validate stage
 #   simulate  `kvio simulate`'s storage baseline on tmpfs and on ext4 over a loop device vs fio doing the same
-#             whole-file writes (fsync) and reads (after fadvise) at the same concurrency; MLPERF_KV_DIR: also
-#             the Python benchmark (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20)
+#             whole-file writes (fsync) and reads (after fadvise) at the same number of streams and entry sizes
+#             (bench/sim_fio_job.jq), paired rounds; MLPERF_KV_DIR: also the Python benchmark
+#             (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20, KVIO_BENCH_SIM_ROUNDS 3)
 #   clients   the simulate storage baseline as 1 client vs --num-clients 2 vs mpirun -np 2 --mpi on one tmpfs,
 #             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
@@ -307,91 +308,115 @@ fi
 
 # ---------------------------------------------------------------- simulate vs fio (vs the Python benchmark)
 # The storage-baseline config (every KV entry goes to the storage tier: --gpu-mem-gb 0 --cpu-mem-gb 0, no generation
-# sleep) on a tmpfs directory and on ext4 over a loop device, then fio doing the same I/O at the same concurrency:
-# whole-file sequential writes (4 MiB buffered writes, fsync at close) of the simulation's mean entry size, then
-# whole-file reads after POSIX_FADV_DONTNEED (fio invalidate=1), as many bytes of each as the simulation moved.
-# Ratio = simulation storage bytes/s / fio bytes/s (target >= 0.9). With MLPERF_KV_DIR pointing to a checkout of
-# the Python benchmark (kv_cache_benchmark/), the same flags run with it and the kvio/Python ratio is printed.
+# sleep) on a tmpfs directory and on ext4 over a loop device, then its fio peer (bench/sim_fio_job.jq, from the run's
+# own kvio.storage_ops): as many write and read streams as the simulation had storage ops of each kind in flight on
+# average, files of the sizes of the run's own entry-size distribution, whole-file writes with fsync at each close,
+# whole-file reads after POSIX_FADV_DONTNEED, the same bytes of each kind, all streams at once. Ratio per round =
+# simulation storage bytes/s (over its elapsed time) / fio bytes/s (over its longest job); KVIO_BENCH_SIM_ROUNDS
+# (3) paired rounds, min / median / max. Also the simulation's own time per storage op of >= 16 MiB beside the time
+# in its system calls (kvio.storage_ops.large_entries; target <= 5 %). With MLPERF_KV_DIR pointing to a checkout of
+# the Python benchmark (kv-cache.py or kv_cache_benchmark/kv-cache.py), the same flags run with it in every round
+# (MLPERF_PYTHON, default a python3 that imports numpy and yaml) and the kvio/Python bytes/s ratio is printed.
 SIM_USERS=${KVIO_BENCH_SIM_USERS:-20}
 SIM_SECS=${KVIO_BENCH_SIM_SECS:-20}
+SIM_ROUNDS=${KVIO_BENCH_SIM_ROUNDS:-3}
 SIM_FLAGS=(--model llama3.1-8b --num-users "$SIM_USERS" --duration "$SIM_SECS" --gpu-mem-gb 0 --cpu-mem-gb 0
            --generation-mode none --seed 42)
-# sim_bytes RESULTS.json: "WRITE_BYTES READ_BYTES WRITE_OPS READ_OPS ELAPSED_S" of the storage tier
-sim_bytes() {
-    jq -r '.summary.cache_stats as $c | [($c.tier_storage_kv_bytes_written_gb * 1073741824 | floor),
-           ($c.tier_storage_kv_bytes_read_gb * 1073741824 | floor), ($c.write_iops // 0), ($c.read_iops // 0),
-           .summary.elapsed_time] | @tsv' "$1"
+# sim_mbps RESULTS.json [moved]: storage-tier MB/s (10^6 B/s) of a simulate or kv-cache.py results file over its
+# elapsed time: bytes of completed ops; with "moved", also the bytes that ops cut by the stop had moved (fio counts
+# every byte it moved; the Python benchmark finishes its ops in flight instead, so its comparison leaves them out)
+sim_mbps() {
+    jq --arg moved "${2:-}" '.summary.cache_stats as $c | (($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb)
+        * 1073741824 + (if $moved != "" then .kvio.cache.cut_bytes_moved // 0 else 0 end)) / .summary.elapsed_time / 1e6' "$1"
 }
-simulate_vs_fio() {  # simulate_vs_fio LABEL DIR
-    local label=$1 dir=$2 wb rb wo ro el conc entry nfiles wloops rloops set avail
+python_for_mlperf() {
+    local p
+    for p in ${MLPERF_PYTHON:-} python3 /usr/bin/python3; do
+        "$p" -c 'import numpy, yaml' 2>/dev/null && { echo "$p"; return 0; }
+    done
+    return 1
+}
+simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
+    local label=$1 dir=$2 round=$3 avail
     rm -rf "$dir/cache" "$dir/fio"; mkdir -p "$dir/cache" "$dir/fio"
-    "$KVIO" simulate "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --quiet --progress-interval 0 \
-        --output "$WORK/sim.json" > "$WORK/sim.out" 2>&1 || { cat "$WORK/sim.out" >&2; return 1; }
-    read -r wb rb wo ro el <<< "$(sim_bytes "$WORK/sim.json")"
+    /usr/bin/time -v -o "$WORK/sim_time.txt" "$KVIO" simulate "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --quiet \
+        --progress-interval 0 --output "$WORK/sim.json" > "$WORK/sim.out" 2>&1 || { cat "$WORK/sim.out" >&2; return 1; }
     rm -rf "$dir/cache"
-    [ "${wo:-0}" -gt 0 ] || { echo "bench: simulate on $label wrote nothing" >&2; return 1; }
-    conc=$(( SIM_USERS < 500 ? SIM_USERS : 500 ))          # the simulation's workers (fio's jobs, if they fit)
-    entry=$(( wb / wo / 4096 * 4096 )); [ "$entry" -ge 4096 ] || entry=4096
-    # The file set fits the filesystem (the simulation's LRU deleted old entries to stay below it); fio rewrites
-    # and rereads it in loops until it has moved as many bytes of each kind as the simulation.
-    # fio's jobs each hold a file of the entry size, so at most 60 % of the free space / entry jobs run at once.
+    [ "$(jq '.kvio.storage_ops.write.ops' "$WORK/sim.json")" -gt 0 ] || { echo "bench: simulate on $label wrote nothing" >&2; return 1; }
     avail=$(df -B1 --output=avail "$dir" | tail -n 1)
-    set=$(( wb < avail * 6 / 10 ? wb : avail * 6 / 10 ))
-    local fit=$(( set / entry )); [ "$fit" -ge 1 ] || fit=1
-    [ "$conc" -le "$fit" ] || conc=$fit
-    nfiles=$(( set / entry / conc )); [ "$nfiles" -ge 1 ] || nfiles=1
-    set=$(( nfiles * entry * conc ))
-    wloops=$(( (wb + set / 2) / set )); [ "$wloops" -ge 1 ] || wloops=1
-    rloops=$(( (rb + set / 2) / set )); [ "$rloops" -ge 1 ] || rloops=1
-    fio --directory="$dir/fio" --ioengine=psync --bs=4M --numjobs="$conc" --nrfiles="$nfiles" --filesize="$entry" \
-        --file_service_type=sequential --filename_format='kv.$jobnum.$filenum' --group_reporting \
-        --name=store --rw=write --fsync_on_close=1 --loops="$wloops" \
-        --name=load --stonewall --rw=read --invalidate=1 --loops="$rloops" \
-        --output-format=json --output="$WORK/fio.json" > "$WORK/fio.out" 2>&1 ||
-        { echo "bench: fio on $label failed: $(grep -m 3 -i 'error' "$WORK/fio.out")" >&2; rm -rf "$dir/fio"; return 1; }
+    for part in prep main; do
+        jq -r --arg dir "$dir/fio" --argjson budget $(( avail * 8 / 10 )) --arg part "$part" -f "$HERE/sim_fio_job.jq" \
+            "$WORK/sim.json" > "$WORK/fio_$part.ini"
+        /usr/bin/time -v -o "$WORK/fio_time.txt" fio "$WORK/fio_$part.ini" --output-format=json --output="$WORK/fio_$part.json" > "$WORK/fio.out" 2>&1 ||
+            { echo "bench: fio ($part) on $label failed: $(grep -m 3 -i 'error' "$WORK/fio.out")" >&2; rm -rf "$dir/fio"; return 1; }
+    done
     rm -rf "$dir/fio"
-    record simulate "$label" "$(jq -c --argjson wb "$wb" --argjson rb "$rb" --argjson el "$el" --argjson c "$conc" \
-        --argjson e "$entry" --slurpfile s "$WORK/sim.json" \
+    record simulate "$label" "$(jq -c --argjson round "$round" --slurpfile s "$WORK/sim.json" --argjson sm "$(sim_mbps "$WORK/sim.json" moved)" \
+        --argjson smc "$(sim_mbps "$WORK/sim.json")" \
+        --argjson st "$(time_json "$WORK/sim_time.txt")" --argjson ft "$(time_json "$WORK/fio_time.txt")" \
         '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb |
-         ([.jobs[] | [.read.runtime, .write.runtime] | max] | add / 1000) as $fs |
-         $s[0].summary.cache_stats as $cs |
-         {users:'"$SIM_USERS"', concurrency:$c, entry_bytes:$e, sim_write_bytes:$wb, sim_read_bytes:$rb, sim_s:$el,
-          sim_mbps:(($wb + $rb) / $el / 1e6), fio_bytes:$fb, fio_s:$fs, fio_mbps:($fb / $fs / 1e6),
-          ratio:((($wb + $rb) / $el) / ($fb / $fs)),
+         ([.jobs[] | [.read.runtime, .write.runtime] | max] | max / 1000) as $fs |
+         $s[0].summary.cache_stats as $cs | $s[0].kvio.storage_ops as $so |
+         {round:$round, users:'"$SIM_USERS"', sim_s:$s[0].summary.elapsed_time, sim_mbps:$sm, sim_completed_mbps:$smc,
+          drain_s:$s[0].kvio.stop.drain_s, cut_ops:$s[0].kvio.cache.cut_ops,
+          write_streams:([.jobs[] | select(.jobname | startswith("write"))] | length),
+          read_streams:([.jobs[] | select(.jobname | startswith("read"))] | length),
+          mean_in_flight:$so.mean_in_flight, write_ops:$so.write.ops, read_ops:$so.read.ops,
+          fio_bytes:$fb, fio_s:$fs, fio_mbps:($fb / $fs / 1e6), ratio:($sm / ($fb / $fs / 1e6)),
+          sim_cpu_s:$st.cpu_s, fio_cpu_s:$ft.cpu_s,
+          cpu_per_byte_fio_over_sim:(($ft.cpu_s / $fb) / ($st.cpu_s / ($sm * 1e6 * $s[0].summary.elapsed_time))),
+          large_write_overhead:$so.large_entries.write.overhead_over_syscall,
+          large_read_overhead:$so.large_entries.read.overhead_over_syscall,
+          large_write_ops:$so.large_entries.write.measured_ops, large_read_ops:$so.large_entries.read.measured_ops,
           write_host_over_device_p50:(if ($cs.storage_write_device_p50_ms // 0) > 0
               then $cs.storage_write_host_p50_ms / $cs.storage_write_device_p50_ms else null end),
           read_host_over_device_p50:(if ($cs.storage_read_device_p50_ms // 0) > 0
-              then $cs.storage_read_host_p50_ms / $cs.storage_read_device_p50_ms else null end)}' "$WORK/fio.json")"
-    printf '  %-6s %s\n' "$label" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (entry \(.entry_bytes/1048576|floor) MiB, '"$SIM_USERS"' users), fio \(.concurrency) jobs, \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000); host/device p50 write \(.write_host_over_device_p50) read \(.read_host_over_device_p50)"')"
+              then $cs.storage_read_host_p50_ms / $cs.storage_read_device_p50_ms else null end)}' "$WORK/fio_main.json")"
+    printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (drain \(.drain_s*10|round/10) s, \(.write_ops) writes, \(.read_ops) reads, \(.mean_in_flight*10|round/10) in flight), fio \(.write_streams)+\(.read_streams) streams \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000), CPU per byte fio/kvio \(.cpu_per_byte_fio_over_sim*100|round/100); own time / syscall time, >= 16 MiB, p50: write \(.large_write_overhead.p50 // "-") read \(.large_read_overhead.p50 // "-")"')"
     if [ -n "${MLPERF_KV_DIR:-}" ]; then
-        local py=$MLPERF_KV_DIR/kv-cache.py pwb prb pwo pro pel
+        local py=$MLPERF_KV_DIR/kv-cache.py pyexe kmbps
         [ -f "$py" ] || py=$MLPERF_KV_DIR/kv_cache_benchmark/kv-cache.py
         [ -f "$py" ] || { echo "bench: MLPERF_KV_DIR=$MLPERF_KV_DIR has no kv-cache.py" >&2; return 0; }
+        pyexe=$(python_for_mlperf) || { echo "bench: no python3 imports numpy and yaml (apt install python3-numpy python3-yaml)" >&2; return 0; }
+        kmbps=$(tail -n 1 "$RAW" | jq .sim_completed_mbps)
         mkdir -p "$dir/cache"
-        python3 "$py" "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --output "$WORK/py.json" > "$WORK/py.out" 2>&1 ||
-            { echo "bench: the Python benchmark failed, see $WORK/py.out" >&2; tail -3 "$WORK/py.out" >&2; return 0; }
+        (cd "$(dirname "$py")" && /usr/bin/time -v -o "$WORK/py_time.txt" "$pyexe" "$py" "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" \
+            --output "$WORK/py.json") > "$WORK/py.out" 2>&1 ||
+            { echo "bench: the Python benchmark failed, see $WORK/py.out" >&2; tail -3 "$WORK/py.out" >&2; rm -rf "$dir/cache"; return 0; }
         rm -rf "$dir/cache"
-        read -r pwb prb pwo pro pel <<< "$(sim_bytes "$WORK/py.json")"
-        record simulate "${label}_python" "$(jq -c -n --argjson wb "$pwb" --argjson rb "$prb" --argjson el "$pel" \
-            --argjson k "$(tail -n 1 "$RAW" | jq .sim_mbps)" \
-            '{py_mbps:(($wb + $rb) / $el / 1e6), kvio_mbps:$k, kvio_over_python:($k / (($wb + $rb) / $el / 1e6))}')"
-        printf '  %-6s %s\n' "$label" "$(tail -n 1 "$RAW" | jq -r '"Python benchmark \(.py_mbps|floor) MB/s: kvio/Python \(.kvio_over_python*100|round/100)x"')"
+        # kv-cache.py stops its clock (elapsed_time) before the join window in which its ops in flight finish and
+        # are counted, so its bytes / elapsed_time overstates it; both are also compared over each process's wall
+        # time (setup, run and drain: kv-cache.py spends ~25 s draining a 20 s run here) and CPU time per byte.
+        record simulate "${label}_python" "$(jq -c -n --argjson round "$round" --argjson p "$(sim_mbps "$WORK/py.json")" --argjson k "$kmbps" \
+            --slurpfile ps "$WORK/py.json" --slurpfile ks "$WORK/sim.json" \
+            --argjson pt "$(time_json "$WORK/py_time.txt")" --argjson kt "$(time_json "$WORK/sim_time.txt")" \
+            '($ps[0].summary.cache_stats | (.tier_storage_kv_bytes_written_gb + .tier_storage_kv_bytes_read_gb) * 1073741824) as $pb |
+             ($ks[0].summary.cache_stats | (.tier_storage_kv_bytes_written_gb + .tier_storage_kv_bytes_read_gb) * 1073741824) as $kb |
+             {round:$round, py_mbps:$p, kvio_mbps:$k, kvio_over_python:($k / $p),
+              py_wall_s:$pt.elapsed_s, kvio_wall_s:$kt.elapsed_s, py_cpu_s:$pt.cpu_s, kvio_cpu_s:$kt.cpu_s,
+              kvio_over_python_wall:(($kb / $kt.elapsed_s) / ($pb / $pt.elapsed_s)),
+              python_cpu_per_byte_over_kvio:(($pt.cpu_s / $pb) / ($kt.cpu_s / $kb))}')"
+        printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"Python benchmark \(.py_mbps|floor) MB/s over its elapsed_time: kvio/Python \(.kvio_over_python*100|round/100)x; over process wall time \(.kvio_over_python_wall*100|round/100)x; Python CPU per byte / kvio \(.python_cpu_per_byte_over_kvio*100|round/100)x"')"
     fi
 }
 if has_stage simulate; then
-    echo "== simulate: storage baseline (${SIM_FLAGS[*]}) vs fio, same bytes, entry size and concurrency"
+    echo "== simulate: storage baseline (${SIM_FLAGS[*]}) vs fio at the same streams, entry sizes and bytes"
     SIMT=$WORK/simtmpfs
-    mkdir -p "$SIMT"
-    mount -t tmpfs -o size=4g kvio-bench-sim "$SIMT"
-    simulate_vs_fio tmpfs "$SIMT" || true
-    # ext4 on a loop device (direct I/O) over a file in the same tmpfs: a device path at memory speed
-    truncate -s 3900M "$SIMT/disk.img"
-    LOOP=$(losetup -f --show --direct-io=on "$SIMT/disk.img")
-    mkfs.ext4 -q -F "$LOOP"
-    mkdir -p "$WORK/simext4"
-    mount "$LOOP" "$WORK/simext4"
-    simulate_vs_fio loop "$WORK/simext4" || true
-    umount "$WORK/simext4"; losetup -d "$LOOP"; LOOP=""; umount "$SIMT"
+    mkdir -p "$SIMT" "$WORK/simext4"
+    mount -t tmpfs -o size=6g kvio-bench-sim "$SIMT"
+    for ((r = 1; r <= SIM_ROUNDS; r++)); do
+        mkdir -p "$SIMT/dir"
+        simulate_vs_fio tmpfs "$SIMT/dir" "$r" || true
+        rm -rf "$SIMT/dir"
+        # ext4 on a loop device (direct I/O) over a file in the same tmpfs: a device path at memory speed
+        truncate -s 5500M "$SIMT/disk.img"
+        LOOP=$(losetup -f --show --direct-io=on "$SIMT/disk.img")
+        mkfs.ext4 -q -F "$LOOP"
+        mount "$LOOP" "$WORK/simext4"
+        simulate_vs_fio loop "$WORK/simext4" "$r" || true
+        umount "$WORK/simext4"; losetup -d "$LOOP"; LOOP=""; rm -f "$SIMT/disk.img"
+    done
+    umount "$SIMT"
 fi
 
 # ---------------------------------------------------------------- one client vs --num-clients 2 vs mpirun -np 2

@@ -13,6 +13,11 @@ def verdict($t): if . == null or .median == null then null
     elif .max <= $t then "met" elif .min > $t then "missed"
     elif (.max - .min) > $t then "inside noise"
     elif .median <= $t then "met" else "missed" end;
+# atleast(target): verdict() for a floor ("met" when every round is at or above it)
+def atleast($t): if . == null or .median == null then null
+    elif .min >= $t then "met" elif .max < $t then "missed"
+    elif (.max - .min) > $t then "inside noise"
+    elif .median >= $t then "met" else "missed" end;
 def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace"];
 
 . as $raw
@@ -53,7 +58,19 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
           }} end)),
     validate: ([$raw[] | select(.stage == "validate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries),
     distill: ([$raw[] | select(.stage == "distill")] | first // null | if . then del(.stage, .mode) else null end),
-    simulate: ([$raw[] | select(.stage == "simulate") | {key: .mode, value: (del(.stage, .mode))}] | from_entries),
+    simulate: ([$raw[] | select(.stage == "simulate")] | group_by(.mode) | map({key: .[0].mode, value: (
+        if .[0].ratio != null then {
+            runs: length, sim_mbps: ([.[].sim_mbps] | stats), fio_mbps: ([.[].fio_mbps] | stats), ratio: ([.[].ratio] | stats),
+            cpu_per_byte_fio_over_sim: ([.[].cpu_per_byte_fio_over_sim] | stats),
+            write_streams: ([.[].write_streams] | stats), read_streams: ([.[].read_streams] | stats),
+            mean_in_flight: ([.[].mean_in_flight] | stats),
+            large_write_overhead_p50: ([.[].large_write_overhead.p50 // empty] | stats),
+            large_read_overhead_p50: ([.[].large_read_overhead.p50 // empty] | stats),
+            write_host_over_device_p50: ([.[].write_host_over_device_p50 // empty] | stats),
+            read_host_over_device_p50: ([.[].read_host_over_device_p50 // empty] | stats)}
+        else {runs: length, py_mbps: ([.[].py_mbps] | stats), kvio_mbps: ([.[].kvio_mbps] | stats),
+              kvio_over_python: ([.[].kvio_over_python] | stats), kvio_over_python_wall: ([.[].kvio_over_python_wall // empty] | stats),
+              python_cpu_per_byte_over_kvio: ([.[].python_cpu_per_byte_over_kvio // empty] | stats)} end)}) | from_entries),
     clients: ([$raw[] | select(.stage == "clients")] as $c | if ($c | length) == 0 then null else {
         rounds: ($c | length), secs: $c[0].secs,
         single_mbps: ([$c[].single_mbps] | stats), procs2_mbps: ([$c[].procs2_mbps] | stats), mpi2_mbps: ([$c[].mpi2_mbps] | stats),
@@ -91,10 +108,16 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
     validate_bin_cmds_per_cpu_s: {value: ($r.validate.big_bin.cmds_per_cpu_s | if . then floor else null end),
                                   target: ">= 5000000 on one core (kvio.events.bin/1 capture)",
                                   met: (if $r.validate.big_bin then $r.validate.big_bin.cmds_per_cpu_s >= 5e6 else null end)},
-    simulate_vs_fio_tmpfs: {value: ($r.simulate.tmpfs.ratio | r3), target: ">= 0.9 (storage bytes/s, same I/O as fio)",
-                            met: (if $r.simulate.tmpfs then $r.simulate.tmpfs.ratio >= 0.9 else null end)},
-    simulate_vs_fio_loop: {value: ($r.simulate.loop.ratio | r3), target: ">= 0.9 (ext4 on a loop device)",
-                           met: (if $r.simulate.loop then $r.simulate.loop.ratio >= 0.9 else null end)},
+    simulate_vs_fio_tmpfs: {value: ($r.simulate.tmpfs.ratio.median | r3), spread: $r.simulate.tmpfs.ratio,
+                            target: ">= 0.9 x fio (storage bytes/s; same streams, entry sizes, bytes)", verdict: ($r.simulate.tmpfs.ratio | atleast(0.9))},
+    simulate_vs_fio_loop: {value: ($r.simulate.loop.ratio.median | r3), spread: $r.simulate.loop.ratio,
+                           target: ">= 0.9 x fio (ext4 on a loop device)", verdict: ($r.simulate.loop.ratio | atleast(0.9))},
+    simulate_own_time_large: {value: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50.median // empty, .large_read_overhead_p50.median // empty] | max | r3),
+                              spread: {tmpfs_write: $r.simulate.tmpfs.large_write_overhead_p50, tmpfs_read: $r.simulate.tmpfs.large_read_overhead_p50,
+                                       loop_write: $r.simulate.loop.large_write_overhead_p50, loop_read: $r.simulate.loop.large_read_overhead_p50},
+                              target: "<= 0.05 x syscall time per storage op >= 16 MiB (p50; worst of tmpfs/loop, write/read)",
+                              verdict: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50 // empty, .large_read_overhead_p50 // empty | verdict(0.05)] |
+                                        if length == 0 then null elif any(. == "missed") then "missed" elif any(. == "inside noise") then "inside noise" else "met" end)},
     validate_rss_vs_commands: {value: (if $r.validate.big and $r.validate.few_cmds then
                                          ($r.validate.big.peak_rss_kib / $r.validate.few_cmds.peak_rss_kib | r3) else null end),
                                target: "~1 (peak RSS, 10x the commands on the same objects)",

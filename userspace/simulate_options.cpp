@@ -39,6 +39,15 @@ void add_simulate_options(CLI::App* sub, SimConfig& c) {
     }
 }
 
+std::vector<ArgparseOption> simulate_argparse_options() {
+    std::vector<ArgparseOption> v;
+    for (const auto& f : serving::flag_table()) {
+        const auto ch = serving::flag_choices(f);
+        v.push_back({f.name, f.type, std::vector<std::string>(ch.begin(), ch.end())});
+    }
+    return v;
+}
+
 void finish_simulate_options(SimConfig& c, std::ostream& warn) {
     std::vector<std::string> warnings;
     const auto errors = serving::validate_config(c, warnings);

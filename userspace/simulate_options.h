@@ -3,7 +3,11 @@
 #pragma once
 #include <iosfwd>
 
+#include <vector>
+
 #include <CLI/CLI.hpp>
+
+#include "userspace/argparse_compat.h"
 
 #include "workload/serving/config.h"
 
@@ -13,6 +17,9 @@ namespace kvio::cli {
 /// "choice" rows check the benchmark's choice lists, --seed stays unset unless given. --help shows the table's
 /// text and the benchmark's default ("None", "benchmark_results_<YYYYmmdd_HHMMSS>.json", ...).
 void add_simulate_options(CLI::App* sub, serving::SimConfig& c);
+
+/// serving::flag_table() as argparse sees it, for argparse_check (userspace/argparse_compat.h).
+std::vector<ArgparseOption> simulate_argparse_options();
 
 /// After parsing, in kv-cache.py's order: validate_config (spec §1.3), then --config into c.yaml, then the model
 /// name (resolve_model). Warnings (TP not a power of two) go to `warn`, one "kvio simulate: warning: ..." line each.

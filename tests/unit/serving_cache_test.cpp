@@ -153,6 +153,41 @@ TEST(ServingCache, EntryDataIsDeterministicStampedAndHasNoEqualBlocks) {
     }
 }
 
+// The writev path (gather) yields the bytes fill() copies, in pieces of any iovec budget, wrapping the pool.
+TEST(ServingCache, EntryDataGatherGivesTheBytesFillGives) {
+    NoisePool pool(7, 1 << 20);
+    EntryData a(pool, key_hash("a", 7));
+    const size_t n = (3u << 20) + 1000;  // ends inside a block and inside a stamp's bytes is covered below too
+    std::vector<uint8_t> want(n), got;
+    a.fill(0, want.data(), n);
+    for (size_t max_iov : {size_t(2), size_t(7), size_t(1024)}) {
+        got.clear();
+        std::vector<iovec> iov(max_iov);
+        std::vector<uint8_t> stamps(16 * 512);
+        for (size_t off = 0; off < n;) {
+            size_t k = 0, len = std::min<size_t>(n - off, 2u << 20);
+            size_t covered = a.gather(off, len, iov.data(), max_iov, k, stamps.data());
+            ASSERT_GT(covered, 0u);
+            size_t sum = 0;
+            for (size_t i = 0; i < k; ++i) {
+                auto* p = static_cast<uint8_t*>(iov[i].iov_base);
+                got.insert(got.end(), p, p + iov[i].iov_len);
+                sum += iov[i].iov_len;
+            }
+            ASSERT_EQ(sum, covered);
+            off += covered;
+        }
+        EXPECT_EQ(got, want) << "max_iov " << max_iov;
+    }
+    std::vector<uint8_t> tail(10), stamps(16);
+    iovec iov[2];
+    size_t k = 0;
+    a.gather(4096 * 5, 10, iov, 2, k, stamps.data());  // a piece shorter than a stamp
+    ASSERT_EQ(k, 1u);
+    a.fill(4096 * 5, tail.data(), 10);
+    EXPECT_EQ(std::memcmp(iov[0].iov_base, tail.data(), 10), 0);
+}
+
 TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
     TmpDir d;
     { std::ofstream(d.path + "/old.npy") << "stale"; std::ofstream(d.path + "/keep.txt") << "mine"; }

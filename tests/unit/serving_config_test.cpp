@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "workload/serving/report.h"
 #include "workload/serving/config.h"
 
 using namespace kvio;
@@ -351,4 +352,16 @@ TEST(SimConfig, NonFiniteFloatsAreRefused) {
         EXPECT_TRUE(has(e, "--gpu-mem-gb must be a finite number"));
         EXPECT_TRUE(has(e, "--storage-capacity-gb must be a finite number"));
     }
+}
+
+// The assessment prints its figures as benchmark.py does (ratios as percentages, numbers with two decimals and
+// the unit), not as raw JSON floats ("0.6268115942028986 ratio (target 0.3)" before).
+TEST(ServingReport, AssessmentCriteriaAreFormattedAsTheBenchmarkDoes) {
+    using kvio::serving::format_criterion;
+    EXPECT_EQ(format_criterion({{"name", "Cache Hit Rate"}, {"target", 0.3}, {"actual", 0.6268115942028986}, {"unit", "ratio"}}),
+              "Cache Hit Rate: 62.7% (target: 30.0%)");
+    EXPECT_EQ(format_criterion({{"name", "Storage Write P95 Latency"}, {"target", 500}, {"actual", 9728.7312}, {"unit", "ms"}}),
+              "Storage Write P95 Latency: 9728.73ms (target: 500.00ms)");
+    EXPECT_EQ(format_criterion({{"name", "Storage Read Bandwidth"}, {"target", 0}, {"actual", 0.16421}, {"unit", "GB/s"}}),
+              "Storage Read Bandwidth: 0.16GB/s (target: 0.00GB/s)");
 }

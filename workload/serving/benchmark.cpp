@@ -206,6 +206,7 @@ private:
 
     StopFlag stop_;                        // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
+    std::atomic<uint64_t> recorded_{0}, beyond_max_requests_{0};  // --max-requests: completions reserved, refused
     std::atomic<uint64_t> seq_{0};         // the benchmark's global req_id
     std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
     std::atomic<uint64_t> in_flight_{0};
@@ -406,6 +407,7 @@ AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, 
                                       RequestRecord& rec, double& latency) {
     AccessResult a = cache_.access(key, phase, type);
     latency += a.latency_s;
+    if (a.cut) rec.cut = true;
     if (a.hit && a.ok) {
         ++rec.reads;
         rec.bytes_read += bytes;
@@ -424,7 +426,9 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     auto write = [&](const std::string& key, int64_t tokens) {
         AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
         rec.storage_s += w.latency_s;
-        if (!w.ok) {
+        if (w.cut) {
+            rec.cut = true;
+        } else if (!w.ok) {
             ++rec.failed_ops;
         } else if (!w.existed) {
             ++rec.writes;
@@ -432,10 +436,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         }
         return w;
     };
-    // After the stop a request in flight gives up before its next cache op (counted, not completed), so the drain
-    // lasts at most one storage op instead of the rest of a many-GiB request.
+    // After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it
+    // is in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer.
     auto cut = [&] {
-        if (!stop_.is_set()) return false;
+        if (!stop_.is_set() && !rec.cut) return false;
         ++cut_in_storage_;
         return true;
     };
@@ -504,6 +508,10 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         rec.storage_s += decode;
     }
 
+    if (rec.cut) {  // an op cut by the stop: the request did not complete
+        ++cut_in_storage_;
+        return;
+    }
     // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
     rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
     if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
@@ -511,7 +519,12 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         return;
     }
 
-    // 7. record.
+    // 7. record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+    if (c_.max_requests > 0 && recorded_.fetch_add(1) >= uint64_t(c_.max_requests)) {
+        ++beyond_max_requests_;
+        max_reached_ = true;
+        return;
+    }
     rec.e2e_s = double(now_ns() - req.submit_ns) / 1e9;
     metrics_.record(rec);
     qos_.record(req.qos, rec.e2e_s);
@@ -631,6 +644,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
         std::lock_guard lk(park_mu_);  // parked threads see the stop
     }
     park_cv_.notify_all();
+    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
     if (progress && in_flight_.load())
         *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
                   << " requests in flight give up at their next cache op\n"
@@ -667,7 +681,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                  {"dropped_queued_at_stop", dropped_queued},
                  {"dropped_popped_after_stop", dropped_after_pop_.load()},
                  {"cut_in_generation", cut_in_generation_.load()},
-                 {"cut_in_storage", cut_in_storage_.load()}};
+                 {"cut_in_storage", cut_in_storage_.load()},
+                 {"beyond_max_requests", beyond_max_requests_.load()}};
     k["workers"] = num_workers_;
     k["bandwidth_timeline"] = bandwidth_;
     nlohmann::ordered_json lat;
@@ -676,6 +691,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     lat["storage_write_device_ms"] = latency_summary_ms(final_stats.storage_write_device);
     lat["storage_write_host_ms"] = latency_summary_ms(final_stats.storage_write_host);
     k["storage_host_device_ms"] = lat;
+    k["storage_ops"] = storage_ops_json(final_stats.storage_ops, elapsed_s);
     k["conversations"] = {{"started", conversations_.started()},
                           {"dropped_by_cap", conversations_.dropped()},
                           {"in_table", conversations_.size()}};

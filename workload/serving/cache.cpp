@@ -42,15 +42,22 @@ constexpr int kWaitMs = 100;
 
 const char* phase_text(CachePhase p) { return p == CachePhase::Decode ? "Decode" : "Prefill"; }
 
+StorageOpSample storage_sample(bool write, bool demotion, uint64_t bytes, const OpTiming& t) {
+    return {write, demotion, bytes, t.total + t.gen, t.syscall, t.gen};
+}
+
 /// --max-concurrent-allocs: a counting semaphore (0 = unlimited).
 class AllocGate {
 public:
     explicit AllocGate(int64_t n) : free_(n), bounded_(n > 0) {}
-    void acquire() {
-        if (!bounded_) return;
+    /// false: the run is stopping (cut()) and no slot was taken.
+    bool acquire() {
+        if (!bounded_) return true;
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return free_ > 0; });
+        cv_.wait(l, [&] { return free_ > 0 || cut_; });
+        if (free_ <= 0) return false;
         --free_;
+        return true;
     }
     void release() {
         if (!bounded_) return;
@@ -58,18 +65,27 @@ public:
         ++free_;
         cv_.notify_one();
     }
+    void cut() {
+        std::lock_guard<std::mutex> g(mu_);
+        cut_ = true;
+        cv_.notify_all();
+    }
 
 private:
     std::mutex mu_;
     std::condition_variable cv_;
     int64_t free_;
     bool bounded_;
+    bool cut_ = false;
 };
 
 struct GateHold {
     AllocGate& g;
-    explicit GateHold(AllocGate& gate) : g(gate) { g.acquire(); }
-    ~GateHold() { g.release(); }
+    bool held;
+    explicit GateHold(AllocGate& gate) : g(gate), held(g.acquire()) {}
+    ~GateHold() {
+        if (held) g.release();
+    }
 };
 
 }  // namespace
@@ -93,6 +109,7 @@ struct MultiTierCache::Impl {
     std::string gpu_desc, storage_desc;
     std::function<uint64_t(uint64_t)> storage_footprint;  // bytes an entry takes on the storage target
     AllocGate gate{0};
+    std::atomic<bool> cutting{false};  // cut_ops(): storage ops stop between transfers
 
     mutable std::mutex stats_mu;
     CacheStats st;
@@ -107,6 +124,11 @@ struct MultiTierCache::Impl {
     }
 
     void execute(const std::vector<WaterfallAction>& actions);
+    /// An op stopped by cut_ops(): counted apart (not failed, not done). stats_mu held by the caller.
+    void count_cut(uint64_t moved) {
+        st.cut_ops += 1;
+        st.cut_bytes_moved += moved;
+    }
     void demote(const WaterfallAction& a);
 };
 
@@ -189,6 +211,8 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         o.footprint = [si, f = m.storage_footprint](int tier, uint64_t b) { return tier == si ? f(b) : b; };
     }
     m.policy = std::make_unique<WaterfallPolicy>(limits, o);
+    for (auto& b : m.backend)
+        if (b) b->set_cut_flag(&m.cutting);
 }
 
 MultiTierCache::~MultiTierCache() {
@@ -216,8 +240,12 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     OpTiming r, w;
     bool ok = true;
     std::string err;
+    uint64_t cut_moved = 0;
+    bool cut = false;
     try {
         r = be(a.from).read(a.key, a.bytes);
+    } catch (const OpCut& e) {
+        ok = false, cut = true, cut_moved = e.bytes_moved;
     } catch (const std::exception& e) {
         ok = false, err = e.what();
     }
@@ -225,6 +253,8 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     if (ok) {
         try {
             w = be(a.to).write(a.key, a.bytes, EntryData(*pool, key_hash(a.key, seed)));
+        } catch (const OpCut& e) {
+            ok = false, cut = true, cut_moved = a.bytes + e.bytes_moved;
         } catch (const std::exception& e) {
             ok = false, err = e.what();
         }
@@ -237,11 +267,17 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
         if (ok) trace->row("Write", a.bytes, int(to), a.key, "Evict");
     }
     std::lock_guard<std::mutex> g(stats_mu);
+    if (cut) {
+        count_cut(cut_moved);
+        return;
+    }
     if (!ok) {
         (read_ok ? st.failed_writes : st.failed_reads) += 1;
         note_error(err);
         return;
     }
+    if (from == Tier::Storage) st.storage_ops.push_back(storage_sample(false, true, a.bytes, r));
+    if (to == Tier::Storage) st.storage_ops.push_back(storage_sample(true, true, a.bytes, w));
     st.evictions += 1;
     st.demotions[int(to)] += 1;
     st.demotion_bytes[int(to)] += a.bytes;
@@ -282,12 +318,19 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     }
     GateHold hold(m.gate);
     const uint64_t size = entry_bytes(tokens);
+    if (!hold.held || m.cutting) {  // stopping: no placement, no write
+        m.policy->end_allocate(key);
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.count_cut(0);
+        res.cut = true;
+        return res;
+    }
     if (phase == CachePhase::Prefill) {
         std::lock_guard<std::mutex> g(m.stats_mu);
         m.st.prefill_writes += 1;  // attempts, as the benchmark counts them (failed writes included)
     }
     int tier = -1, from = 0;
-    for (int round = 0; round < kMaxPlacementRounds && tier < 0; ++round) {
+    for (int round = 0; round < kMaxPlacementRounds && tier < 0 && !m.policy->cut_requested(); ++round) {
         PlaceStep s = m.policy->place_step(size, from);
         if (s.kind == PlaceStep::Kind::Reserved) tier = s.tier;
         else if (s.kind == PlaceStep::Kind::Work) m.execute(s.actions), from = s.tier;
@@ -297,6 +340,11 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     if (tier < 0) {
         m.policy->end_allocate(key);
         std::lock_guard<std::mutex> g(m.stats_mu);
+        if (m.policy->cut_requested()) {
+            m.count_cut(0);
+            res.cut = true;
+            return res;
+        }
         m.st.failed_writes += 1;
         m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes");
         return res;
@@ -305,6 +353,13 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     OpTiming tm;
     try {
         tm = m.be(tier).write(key, size, EntryData(*m.pool, key_hash(key, m.seed)));
+    } catch (const OpCut& e) {
+        m.policy->abort_write(key, tier, size);
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.count_cut(e.bytes_moved);
+        res.tier = t;
+        res.cut = true;
+        return res;
     } catch (const std::exception& e) {
         m.policy->abort_write(key, tier, size);  // the reservation is released: nothing counted as written
         std::lock_guard<std::mutex> g(m.stats_mu);
@@ -326,6 +381,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
             m.st.offloads_storage += 1;
             m.st.storage_write_device.push_back(tm.device);
             m.st.storage_write_host.push_back(tm.host);
+            m.st.storage_ops.push_back(storage_sample(true, false, size, tm));
             m.st.storage_tokens_processed += double(tokens);
         }
     }
@@ -339,6 +395,12 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     Impl& m = *impl_;
     AccessResult res;
     ReadGrant g = m.policy->begin_read(key);
+    if (g.cut) {
+        std::lock_guard<std::mutex> l(m.stats_mu);
+        m.count_cut(0);
+        res.cut = true;
+        return res;
+    }
     if (g.tier < 0) {
         std::lock_guard<std::mutex> l(m.stats_mu);
         m.st.cache_misses += 1;
@@ -351,6 +413,13 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     try {
         tm = m.be(g.tier).read(key, g.bytes);
         res.ok = true;
+    } catch (const OpCut& e) {
+        m.policy->end_read(key);
+        std::lock_guard<std::mutex> l(m.stats_mu);
+        m.count_cut(e.bytes_moved);
+        res.hit = false;
+        res.cut = true;
+        return res;
     } catch (const std::exception& e) {
         err = e.what();
     }
@@ -379,6 +448,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     if (res.tier == Tier::Storage) {
         st.storage_read_device.push_back(tm.device);
         st.storage_read_host.push_back(tm.host);
+        st.storage_ops.push_back(storage_sample(false, false, g.bytes, tm));
         uint64_t sharded = m.bpt / m.tp;  // #402: tokens of the sharded entry, not bytes / full bpt
         if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
     }
@@ -408,6 +478,13 @@ CacheStats MultiTierCache::stats() const {
         s.limit_bytes[t] = u.limit;
     }
     return s;
+}
+
+void MultiTierCache::cut_ops() {
+    Impl& m = *impl_;
+    m.cutting = true;
+    m.gate.cut();
+    m.policy->cut();
 }
 
 void MultiTierCache::reset_stats() {
@@ -563,6 +640,8 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["deletion_bytes"] = s.deletion_bytes;
     j["failed_writes"] = s.failed_writes;
     j["failed_reads"] = s.failed_reads;
+    j["cut_ops"] = s.cut_ops;
+    j["cut_bytes_moved"] = s.cut_bytes_moved;
     if (!s.first_error.empty()) j["first_error"] = s.first_error;
     if (m.trace) {
         j["io_trace_log"] = m.trace->path();

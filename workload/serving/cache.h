@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workload/serving/storage_op_stats.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {
@@ -34,6 +35,12 @@ enum class CacheType { User, System, MultiTurn, CommonPhrase };
 /// fadvise, device = the read() calls / transfers. Data generation is never included.
 struct OpTiming {
     double total = 0, host = 0, device = 0;
+    /// kvio's own split (storage tiers that measure it; < 0 = not measured): seconds inside the op's system
+    /// calls (open, write/writev, fallocate, fsync, close, stat, fadvise, read) ...
+    double syscall = -1;
+    /// ... and generating its data (pool copy + stamps), which total/host/device leave out. The op's wall time
+    /// is total + gen; its own overhead (what the simulation costs beyond the I/O) is total − syscall.
+    double gen = 0;
 };
 
 struct AllocResult {
@@ -41,6 +48,7 @@ struct AllocResult {
     bool existed = false;   ///< key was already cached: no I/O, latency 0 (benchmark step 1)
     Tier tier = Tier::Storage;
     double latency_s = 0;   ///< timing.total of the write (demotions it caused are not in it, as in the benchmark)
+    bool cut = false;       ///< stopped by cut_ops() (then ok is false and nothing is counted but CacheStats::cut_ops)
 };
 
 struct AccessResult {
@@ -48,6 +56,7 @@ struct AccessResult {
     bool ok = false;        ///< hit and the read succeeded
     Tier tier = Tier::Storage;
     double latency_s = 0;   ///< timing.total of the read; 0 on a miss
+    bool cut = false;       ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
 };
 
 /// Counters and per-op latency lists, a consistent copy (stats()). Byte counters are bytes; lists are seconds.
@@ -66,12 +75,15 @@ struct CacheStats {
     bool tier_present[3] = {};
     std::vector<double> read_lat[3], write_lat[3];                 ///< total, per op, direct ops only
     std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
+    std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
     // kvio's additions (the benchmark does not count these: #421)
     uint64_t demotions[3] = {};            ///< demotions *into* tier t
     uint64_t demotion_bytes[3] = {};
     std::vector<double> demotion_lat[3];   ///< read from source + write to destination, s
     uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
     uint64_t failed_writes = 0, failed_reads = 0;
+    uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
+    uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
     std::string first_error;               ///< first I/O error seen (empty if none)
 };
 
@@ -103,6 +115,10 @@ public:
     std::vector<std::string> keys_with_prefix(const std::string& prefix) const;
 
     CacheStats stats() const;
+    /// The run is stopping: from now on storage ops stop between transfers (the buffered directory tier), and
+    /// waits for the allocation semaphore, for placement room or for a key another thread reads end, each op
+    /// returning with `cut` set. Counted in CacheStats::cut_ops, never as done or failed.
+    void cut_ops();
     /// reset_stats(): counters and lists to zero; entries and usage stay (after precondition / prepopulation).
     void reset_stats();
     /// summary.cache_stats (spec §9.3) for a run of `elapsed_s` seconds: every key the benchmark writes, same units,

@@ -63,6 +63,24 @@ void EntryData::fill(uint64_t off, void* dst, size_t len) const {
     }
 }
 
+size_t EntryData::gather(uint64_t off, size_t len, iovec* iov, size_t max_iov, size_t& n_iov, uint8_t* stamps) const {
+    n_iov = 0;
+    size_t done = 0;
+    for (uint64_t b = off / kBlock; done < len && n_iov + 2 <= max_iov; ++b) {
+        const size_t blen = std::min<size_t>(kBlock, len - done);
+        const uint8_t* src = pool_->data() + pool_offset(b * kBlock);  // a block never wraps: pool is whole blocks
+        const size_t sl = std::min<size_t>(16, blen);
+        uint64_t words[2] = {hash_, b};
+        uint8_t* st = stamps + 16 * (b - off / kBlock);
+        std::memcpy(st, words, 16);
+        for (size_t i = 0; i < sl; ++i) st[i] ^= src[i];
+        iov[n_iov++] = {st, sl};
+        if (blen > sl) iov[n_iov++] = {const_cast<uint8_t*>(src + sl), blen - sl};
+        done += blen;
+    }
+    return done;
+}
+
 BlockStamp read_stamp(const uint8_t* block, const uint8_t* pool_bytes) {
     uint64_t w[2], p[2];
     std::memcpy(w, block, 16);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/uio.h>
+
 namespace kvio::serving {
 
 /// The noise pool: `bytes` (a multiple of 4096) of xoshiro256** output seeded with `seed`.
@@ -34,6 +36,11 @@ public:
     EntryData(const NoisePool& pool, uint64_t hash) : pool_(&pool), hash_(hash) {}
     /// Writes entry bytes [off, off + len) to dst.
     void fill(uint64_t off, void* dst, size_t len) const;
+    /// The same bytes without copying the pool: entry bytes [off, off + len) (off a multiple of 4096) as
+    /// iovecs pointing into the pool, each block's stamped first bytes written to `stamps` (16 bytes per block)
+    /// and pointed at in between, for writev. Stops early when `iov` would exceed `max_iov` (2 per block);
+    /// sets `n_iov` and returns the bytes covered (> 0 when max_iov >= 2 and len > 0).
+    size_t gather(uint64_t off, size_t len, struct iovec* iov, size_t max_iov, size_t& n_iov, uint8_t* stamps) const;
     uint64_t hash() const { return hash_; }
     /// Pool offset entry byte `off` comes from (before stamping).
     uint64_t pool_offset(uint64_t off) const;

@@ -19,6 +19,7 @@ struct RequestRecord {
     double e2e_s = 0;          ///< L1: creation → after the generation sleep
     double storage_s = 0;      ///< L2: Σ timing.total of every read/write the request issued
     double generation_s = 0;   ///< the simulated generation sleep
+    bool cut = false;          ///< one of its cache ops was cut by the stop: the request is abandoned, not recorded
     std::optional<double> prefill_s;  ///< step-3 write latency (0 when the key existed); unset when not written
     std::optional<double> decode_s;   ///< probe + batched decode reads; unset when the request has no decode step
     uint64_t multi_turn_hits = 0, multi_turn_misses = 0;

@@ -132,15 +132,25 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
         os << "Overall: " << h->value("overall_status", std::string("?")) << " (" << h->value("passed_count", 0) << "/"
            << h->value("total_count", 0) << " criteria)\n";
         if (auto cr = h->find("criteria"); cr != h->end() && cr->is_array())
-            for (const auto& c : *cr) {
-                std::string target = c.contains("target") ? c["target"].dump() : "";
-                std::string actual = c.contains("actual") ? c["actual"].dump() : "";
-                os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << c.value("name", std::string())
-                   << ": " << actual << " " << c.value("unit", std::string()) << " (target " << target << ")\n";
-            }
+            for (const auto& c : *cr)
+                os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << format_criterion(c) << "\n";
     }
     os << "(The MLCommons maintainers say these criteria are not part of the benchmark, #624.)\n" << kRule
        << std::flush;
+}
+
+std::string format_criterion(const nlohmann::ordered_json& c) {
+    const std::string unit = c.value("unit", std::string());
+    auto text = [&](const char* key) {
+        if (!c.contains(key)) return std::string("None");
+        const auto& v = c[key];
+        if (!v.is_number()) return v.is_string() ? v.get<std::string>() : v.dump();
+        char b[64];
+        if (unit == "ratio") std::snprintf(b, sizeof b, "%.1f%%", v.get<double>() * 100);
+        else std::snprintf(b, sizeof b, "%.2f%s", v.get<double>(), unit.c_str());
+        return std::string(b);
+    };
+    return c.value("name", std::string()) + ": " + text("actual") + " (target: " + text("target") + ")";
 }
 
 }  // namespace kvio::serving

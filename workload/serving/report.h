@@ -20,5 +20,9 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
 
 /// After the run: results, cache statistics, QoS and the storage assessment, read from `results` (spec §9 keys).
 void print_report(std::ostream& os, const nlohmann::ordered_json& results);
+/// One STORAGE PERFORMANCE ASSESSMENT criterion as the benchmark prints it (benchmark.py): unit "ratio" as
+/// percentages with one decimal ("name: 97.3% (target: 95.0%)"), numbers with two decimals and the unit appended
+/// ("name: 12.35ms (target: 500.00ms)"), anything else as JSON text.
+std::string format_criterion(const nlohmann::ordered_json& criterion);
 
 }  // namespace kvio::serving

@@ -1,6 +1,7 @@
 // Storage tier in a directory, buffered I/O: the benchmark's NVMeBackend device pattern (spec §5.8).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,13 +17,40 @@ namespace kvio::serving {
 namespace {
 
 constexpr size_t kNpyHeader = 128;  // numpy 1.24's header for these shapes (spec §5.8)
+// Entry bytes per writev: two iovecs per 4 KiB block (its stamp, then the pool's rest of it) within IOV_MAX (1024).
+constexpr size_t kGatherBlocks = 512;
+constexpr size_t kGatherBytes = kGatherBlocks * 4096;
 
-void write_all(int fd, const uint8_t* p, size_t n, const std::string& path) {
+/// Seconds spent inside system calls, summed over an op (kvio's host/device split: OpTiming::syscall).
+struct SyscallClock {
+    double s = 0;
+    template <class F>
+    auto operator()(F&& f) {
+        double t = now_s();
+        auto r = f();
+        s += now_s() - t;
+        return r;
+    }
+};
+
+void write_all(int fd, const uint8_t* p, size_t n, const std::string& path, SyscallClock& sc) {
     while (n > 0) {
-        ssize_t w = ::write(fd, p, n);
+        ssize_t w = sc([&] { return ::write(fd, p, n); });
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) throw Error(errno_text("write", path));
         p += w, n -= size_t(w);
+    }
+}
+
+void writev_all(int fd, iovec* iov, size_t n, const std::string& path, SyscallClock& sc) {
+    while (n > 0) {
+        ssize_t w = sc([&] { return ::writev(fd, iov, int(n)); });
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) throw Error(errno_text("write", path));
+        for (size_t left = size_t(w); left > 0;) {  // a short writev: skip what went out
+            if (left >= iov->iov_len) left -= iov->iov_len, ++iov, --n;
+            else iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left, iov->iov_len -= left, left = 0;
+        }
     }
 }
 
@@ -34,7 +62,7 @@ public:
             target_ = workload::inspect_target(dir_);
         } catch (const Error&) {  // tmpfs and other filesystems without a block device
         }
-        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, "posix", "files", true, kNpyHeader, kChunkBytes);
+        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, "posix", "files", true, kNpyHeader, kGatherBytes);
     }
     ~BufferedDirTier() override {
         if (sem_) sem_->close();
@@ -47,6 +75,8 @@ public:
     uint64_t footprint(uint64_t bytes) const override { return round_up(kNpyHeader + bytes, block_); }
     uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
 
+    // Write: the data goes from the noise pool straight to writev (stamps in their own iovecs), so the kernel's
+    // copy into the page cache is the only copy, as fio's write from its buffer is.
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
         const std::string path = npy_path(dir_, key);
         StorageOpRecord rec;
@@ -55,27 +85,32 @@ public:
         rec.payload_bytes = bytes;
         rec.header_bytes = kNpyHeader;
         rec.ts_start = workload::monotonic_ns();
+        SyscallClock sc;
         double gen = 0, t0 = now_s();
-        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = sc([&] { return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644); });
         if (fd < 0) throw Error(errno_text("cannot create", path));
         OpTiming t;
         try {
             std::string h = npy_header(bytes, kNpyHeader);
-            write_all(fd, reinterpret_cast<const uint8_t*>(h.data()), h.size(), path);
-            if (bytes > 0 && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)) != 0 &&
+            write_all(fd, reinterpret_cast<const uint8_t*>(h.data()), h.size(), path, sc);
+            if (bytes > 0 && sc([&] { return ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)); }) != 0 &&
                 errno != EOPNOTSUPP)
                 throw Error(errno_text("fallocate", path));
-            uint8_t* chunk = thread_chunk();
-            for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
-                size_t n = size_t(std::min<uint64_t>(kChunkBytes, bytes - off));
+            thread_local iovec iov[2 * kGatherBlocks];
+            thread_local uint8_t stamps[16 * kGatherBlocks];
+            for (uint64_t off = 0; off < bytes;) {
+                if (cut_requested()) throw OpCut(kNpyHeader + off);
+                size_t n_iov = 0;
                 double g0 = now_s();
-                data.fill(off, chunk, n);  // generation: not timed
+                size_t n = data.gather(off, size_t(std::min<uint64_t>(kGatherBytes, bytes - off)), iov, 2 * kGatherBlocks,
+                                       n_iov, stamps);  // generation: not timed
                 gen += now_s() - g0;
-                write_all(fd, chunk, n, path);
+                writev_all(fd, iov, n_iov, path, sc);
+                off += n;
                 rec.transfers++;
             }
             double t1 = now_s();
-            if (::fsync(fd) != 0) throw Error(errno_text("fsync", path));
+            if (sc([&] { return ::fsync(fd); }) != 0) throw Error(errno_text("fsync", path));
             double t2 = now_s();
             t.host = t1 - t0 - gen;
             t.device = t2 - t1;
@@ -84,14 +119,16 @@ public:
             if (sem_) record(rec, fd, path);
         } catch (...) {
             ::close(fd);
-            ::unlink(path.c_str());  // a failed write leaves nothing behind (the benchmark left partial files)
+            ::unlink(path.c_str());  // a failed or cut write leaves nothing behind (the benchmark left partial files)
             throw;
         }
-        if (::close(fd) != 0) {
+        if (sc([&] { return ::close(fd); }) != 0) {
             ::unlink(path.c_str());
             throw Error(errno_text("close", path));
         }
         t.total = now_s() - t0 - gen;
+        t.syscall = sc.s;
+        t.gen = gen;
         return t;
     }
 
@@ -102,17 +139,22 @@ public:
         rec.key = key;
         rec.payload_bytes = bytes;
         rec.ts_start = workload::monotonic_ns();
+        SyscallClock sc;
         double t0 = now_s();
         struct stat st;
-        if (::stat(path.c_str(), &st) != 0) throw Error(errno_text("stat", path));
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (sc([&] { return ::stat(path.c_str(), &st); }) != 0) throw Error(errno_text("stat", path));
+        int fd = sc([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
         if (fd < 0) throw Error(errno_text("cannot open", path));
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        sc([&] { return ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); });
         double t1 = now_s();
         uint8_t* chunk = thread_chunk();
         uint64_t got = 0;
         for (;;) {
-            ssize_t r = ::read(fd, chunk, kChunkBytes);
+            if (cut_requested()) {
+                ::close(fd);
+                throw OpCut(got);
+            }
+            ssize_t r = sc([&] { return ::read(fd, chunk, kChunkBytes); });
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) {
                 std::string e = errno_text("read", path);
@@ -134,11 +176,13 @@ public:
                 throw;
             }
         }
-        ::close(fd);
+        sc([&] { return ::close(fd); });
         if (got != kNpyHeader + bytes)
             throw Error("read " + path + ": " + std::to_string(got) + " bytes, expected " +
                         std::to_string(kNpyHeader + bytes));
-        return {now_s() - t0, t1 - t0, t2 - t1};
+        OpTiming t{now_s() - t0, t1 - t0, t2 - t1};
+        t.syscall = sc.s;
+        return t;
     }
 
     void remove(const std::string& key) override { ::unlink(npy_path(dir_, key).c_str()); }

@@ -3,6 +3,8 @@
 // Every op returns its OpTiming (cache.h: seconds, CLOCK_MONOTONIC; data generation never inside) and throws
 // kvio::Error on failure, leaving no bytes of a failed write behind.
 #pragma once
+#include <atomic>
+#include <stdexcept>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,9 +15,19 @@
 
 namespace kvio::serving {
 
+/// Thrown by a storage op that stopped part way because the run was stopping (MultiTierCache::cut_ops()): the
+/// entry is not there (a write removed its file), nothing of it is counted as done.
+struct OpCut : std::runtime_error {
+    uint64_t bytes_moved;  ///< bytes the op's system calls had moved before it stopped
+    explicit OpCut(uint64_t moved) : std::runtime_error("storage op cut by the stop"), bytes_moved(moved) {}
+};
+
 class TierBackend {
 public:
     virtual ~TierBackend() = default;
+    /// Ops check `*flag` between their transfers and throw OpCut once it is set (storage tiers that support it:
+    /// the buffered directory tier). Null = never.
+    void set_cut_flag(const std::atomic<bool>* flag) { cut_flag_ = flag; }
     /// "cpu" | "gpu-model" | "gpu-cuda" | "storage-buffered" | "storage-direct" | "storage-io_uring" |
     /// "storage-block" | "null".
     virtual std::string name() const = 0;
@@ -27,6 +39,12 @@ public:
     virtual OpTiming read(const std::string& key, uint64_t bytes) = 0;
     /// Drops the entry (no-op when absent).
     virtual void remove(const std::string& key) = 0;
+
+protected:
+    bool cut_requested() const { return cut_flag_ && cut_flag_->load(std::memory_order_relaxed); }
+
+private:
+    const std::atomic<bool>* cut_flag_ = nullptr;
 };
 
 /// Bytes per chunk of a streamed write/read (CPU copies, storage writes and reads): a per-thread buffer of

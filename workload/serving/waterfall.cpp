@@ -187,7 +187,13 @@ void WaterfallPolicy::finish_delete(const WaterfallAction& a) {
 
 void WaterfallPolicy::wait_change(uint64_t seen, int timeout_ms) {
     std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return generation_ != seen; });
+    cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return generation_ != seen || cut_.load(); });
+}
+
+void WaterfallPolicy::cut() {
+    std::lock_guard<std::mutex> l(mu_);
+    cut_ = true;
+    cv_.notify_all();
 }
 
 ReadGrant WaterfallPolicy::begin_read(const std::string& key) {
@@ -198,6 +204,7 @@ ReadGrant WaterfallPolicy::begin_read(const std::string& key) {
         // One reader per key at a time, as the benchmark's per-key lock (cache.py access_cache, spec §5.6): two
         // loads of one entry never overlap, which also keeps `kvio validate`'s offset join unambiguous.
         if (!it->second.leaving && it->second.readers == 0) break;
+        if (cut_) return {-1, 0, true};
         cv_.wait(l);
     }
     Entry& e = entries_.at(key);

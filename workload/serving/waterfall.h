@@ -16,6 +16,7 @@
 // (usage < 5 % admits anything) is kept but capped at the limit; its empty-snapshot recount (which discarded
 // other threads' reservations) and its admit-anyway on a full last tier do not exist here.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
@@ -69,6 +70,7 @@ struct PlaceStep {
 struct ReadGrant {
     int tier = -1;
     uint64_t bytes = 0;
+    bool cut = false;  ///< no read: the run is stopping (cut()) and it would have waited
 };
 
 /// Per-tier figures (bytes).
@@ -113,6 +115,9 @@ public:
     /// end_read()). Waits while the entry is being demoted or deleted, or read by another thread (reads of one key
     /// are serialised, as the benchmark's per-key lock does: spec §5.6). Empty grant (tier -1) on a miss.
     ReadGrant begin_read(const std::string& key);
+    /// The run is stopping: waits in begin_read() and wait_change() end now and from now on (cut_requested()).
+    void cut();
+    bool cut_requested() const { return cut_.load(); }
     void end_read(const std::string& key);
 
     bool contains(const std::string& key) const;
@@ -154,6 +159,7 @@ private:
     WaterfallOptions opt_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
+    std::atomic<bool> cut_{false};
     uint64_t generation_ = 0, clock_ = 0;
     std::unordered_map<std::string, Entry> entries_;
     std::unordered_set<std::string> writing_;
