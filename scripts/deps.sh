@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvio builds and tests with; installs only what is missing.
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz).
+# prometheus (server and promtool) and curl: the Prometheus e2e tests scrape `kvio trace --listen` with a real server.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs zstd
       qemu-system-x86 busybox-static
-      chromium)
+      chromium
+      prometheus curl)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
