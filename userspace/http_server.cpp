@@ -129,7 +129,7 @@ HttpServer::~HttpServer() {
 
 void HttpServer::add_poll_fds(std::vector<pollfd>& fds) const {
     fds.push_back({listen_fd_, POLLIN, 0});
-    for (const auto& c : conns_) fds.push_back({c.fd, short(c.answered ? POLLOUT : POLLIN), 0});
+    for (const auto& c : conns_) fds.push_back({c.fd, short(c.answered && !c.shut ? POLLOUT : POLLIN), 0});
 }
 
 void HttpServer::accept_all(uint64_t now_ns) {
@@ -140,7 +140,10 @@ void HttpServer::accept_all(uint64_t now_ns) {
             close(fd);
             continue;
         }
-        conns_.push_back({fd, {}, {}, 0, false, now_ns});
+        Conn c;
+        c.fd = fd;
+        c.last_ns = now_ns;
+        conns_.push_back(std::move(c));
     }
 }
 
@@ -175,7 +178,8 @@ bool HttpServer::read_from(Conn& c, uint64_t now_ns) {
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
         c.last_ns = now_ns;
         c.in.append(buf, size_t(n));
-        if (c.in.find("\r\n\r\n") != std::string::npos || c.in.find("\n\n") != std::string::npos) {
+        size_t end = std::min(c.in.find("\r\n\r\n"), c.in.find("\n\n"));
+        if (end != std::string::npos && end <= kMaxRequestBytes) {
             answer(c);
             return true;
         }
@@ -188,14 +192,21 @@ bool HttpServer::read_from(Conn& c, uint64_t now_ns) {
 }
 
 bool HttpServer::write_to(Conn& c, uint64_t now_ns) {
+    char buf[4096];
+    // Input after the request is read and dropped: closing a socket with unread input sends a reset, which can
+    // discard the response before the client has read it.
+    ssize_t n = 0;
+    while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {}
+    if (c.shut) return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && now_ns - c.last_ns < kLingerNs;
     while (c.sent < c.out.size()) {
-        ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+        n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
         c.sent += size_t(n);
         c.last_ns = now_ns;
     }
-    shutdown(c.fd, SHUT_WR);
-    return false;
+    shutdown(c.fd, SHUT_WR);  // the response is complete; close once the client has closed its side (or kLingerNs)
+    c.shut = true;
+    return true;
 }
 
 void HttpServer::service(uint64_t now_ns) {

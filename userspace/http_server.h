@@ -45,6 +45,7 @@ public:
     static constexpr size_t kMaxRequestBytes = 16 << 10;  ///< request line + headers; more is answered 431
     static constexpr size_t kMaxConnections = 64;         ///< more are closed at once
     static constexpr uint64_t kIdleNs = 10'000'000'000;   ///< a connection that neither sends nor reads for 10 s is closed
+    static constexpr uint64_t kLingerNs = 1'000'000'000;  ///< after the response, the client has 1 s to close its side
 
 private:
     struct Conn {
@@ -52,6 +53,7 @@ private:
         std::string in, out;
         size_t sent = 0;
         bool answered = false;
+        bool shut = false;  ///< response sent and our side shut down: waiting for the client to close
         uint64_t last_ns = 0;
     };
     void accept_all(uint64_t now_ns);
