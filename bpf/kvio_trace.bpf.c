@@ -608,6 +608,10 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
         cmd_hist_add(hs, st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st->sector * 512, true, lba_bucket_bytes);
     } else {
         cmd_hist_add(hs, st->dev, KVIO_H_OTHER_CMDS, st->bytes, false, 0);
+        if (op == KVIO_OP_FLUSH)
+            cmd_hist_add(hs, st->dev, KVIO_H_FLUSH_CMDS, st->bytes, false, 0);
+        else if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
+            cmd_hist_add(hs, st->dev, KVIO_H_DISCARD_CMDS, st->bytes, false, 0);
     }
 
     if (!emit_events)

@@ -34,6 +34,8 @@ enum kvio_dev_hist {
     KVIO_H_NVME_D2C_WRITE,
     KVIO_H_NVME_D2C_QUEUE, /* per NVMe queue (key.qid), both directions */
     KVIO_H_OTHER_CMDS,     /* flush/discard/other: bytes (log2), count = commands */
+    KVIO_H_FLUSH_CMDS,     /* of KVIO_H_OTHER_CMDS: flushes */
+    KVIO_H_DISCARD_CMDS,   /* of KVIO_H_OTHER_CMDS: discards and secure erases */
     KVIO_DEV_HISTS
 };
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -192,13 +193,21 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
         e.family(name, "counter", help);
         for (const auto& [kdev, dev] : names) {
             const auto& hists = devs.at(kdev);
-            for (auto [op, id] : {std::pair{"read", KVIO_H_BSSPLIT_READ}, {"write", KVIO_H_BSSPLIT_WRITE}, {"other", KVIO_H_OTHER_CMDS}}) {
+            auto value = [&](uint16_t id) {
                 Histogram h = dev_hist(hists, id, lba);
-                e.sample(name, {{"device", dev}, {"op", op}}, double(bytes ? h.sum() : h.count()));
-            }
+                return bytes ? h.sum() : h.count();
+            };
+            const uint64_t flush = value(KVIO_H_FLUSH_CMDS), discard = value(KVIO_H_DISCARD_CMDS);
+            const uint64_t other = value(KVIO_H_OTHER_CMDS);  // flushes and discards included
+            for (auto [op, v] : {std::pair<const char*, uint64_t>{"read", value(KVIO_H_BSSPLIT_READ)},
+                                 {"write", value(KVIO_H_BSSPLIT_WRITE)},
+                                 {"flush", flush},
+                                 {"discard", discard},
+                                 {"other", other - std::min(other, flush + discard)}})
+                e.sample(name, {{"device", dev}, {"op", op}}, double(v));
         }
     };
-    totals("kvio_device_commands_total", "Block device commands completed (op other: flush, discard and the rest).", false);
+    totals("kvio_device_commands_total", "Block device commands completed (op discard: discards and secure erases; other: the rest, write zeroes and driver commands).", false);
     totals("kvio_device_bytes_total", "Bytes moved by completed block device commands.", true);
 
     for (const auto& fam : kDevFamilies) {

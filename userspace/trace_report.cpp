@@ -26,6 +26,7 @@ constexpr HistSpec kDevHists[KVIO_DEV_HISTS] = {
     {"lba_read", "bytes", HistKind::Linear},   {"lba_write", "bytes", HistKind::Linear},
     {"nvme_d2c_read", "ns", HistKind::Log2},   {"nvme_d2c_write", "ns", HistKind::Log2},
     {"nvme_d2c_q", "ns", HistKind::Log2},      {"other_cmds", "bytes", HistKind::Log2},
+    {"flush_cmds", "bytes", HistKind::Log2},   {"discard_cmds", "bytes", HistKind::Log2},
 };
 constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
     {"vfs_read", "ns", HistKind::Log2},

@@ -407,6 +407,8 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
             report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
         } else {
             report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
+            if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
+            if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
         }
         if (!sink.out) continue;
         kvio_cmd_event e{};

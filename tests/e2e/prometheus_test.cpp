@@ -124,8 +124,8 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     }
     ASSERT_EQ(up, 1) << raw << slurp(dir.file("prom.log")).substr(0, 3000);
 
-    // 64 O_DIRECT writes of 128 KiB: 64 write commands of the device
-    auto io = run("xfs_io -d -c 'pwrite -q -b 128k 0 8m' " + loop.path);
+    // 64 O_DIRECT writes of 128 KiB: 64 write commands of the device; the fsync: a flush (the loop device caches writes)
+    auto io = run("xfs_io -d -c 'pwrite -q -b 128k 0 8m' -c fsync " + loop.path);
     ASSERT_EQ(io.status, 0) << io.err;
     const std::string writes = "sum(kvio_device_commands_total{job=\"kvio\",device=\"" + loop.name + "\",op=\"write\"})";
     double seen = NAN;
@@ -138,6 +138,11 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     EXPECT_EQ(prom_query(pport, "sum(kvio_d2c_seconds_count{device=\"" + loop.name + "\",op=\"write\"})"), 64);
     EXPECT_EQ(prom_query(pport, "sum(kvio_dropped_events_total)"), 0);
     EXPECT_GE(prom_query(pport, "sum(kvio_bpf_program_runs_total{program=~\"block_rq_issue.*\"})"), 64);
+    double flushes = NAN;  // a scrape between the last write and the fsync has the writes but not yet the flush
+    for (int i = 0; i < 50 && !(flushes >= 1); ++i) {
+        flushes = prom_query(pport, "sum(kvio_device_commands_total{device=\"" + loop.name + "\",op=\"flush\"})");
+        if (!(flushes >= 1)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     const double p50 = prom_query(pport, "histogram_quantile(0.5, sum by (le) (kvio_d2c_seconds_bucket{device=\"" + loop.name +
                                              "\",op=\"write\"}))", &raw);
 
@@ -147,6 +152,8 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     const json* d = device_entry(s, loop.majmin);
     ASSERT_NE(d, nullptr) << s.dump();
     EXPECT_EQ((*d)["write"]["cmds"], 64);
+    EXPECT_GE(flushes, 1);
+    EXPECT_EQ(flushes, (*d)["histograms"]["flush_cmds"].value("count", 0.0)) << (*d)["histograms"].dump();
     // kvio's own p50 bucket [lo, hi) ns; Prometheus interpolates between le = lo - 1 and hi - 1 ns of that bucket
     const json& pct = (*d)["histograms"]["d2c_write"]["percentiles"]["p50"];
     const double lo = pct["bucket"][0].get<double>(), hi = pct["bucket"][1].get<double>();

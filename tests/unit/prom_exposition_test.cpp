@@ -27,7 +27,7 @@ kvio_hist log2_hist(std::initializer_list<std::pair<unsigned, uint64_t>> slots) 
     kvio_hist h{};
     for (auto [k, n] : slots) {
         h.slots[k] = n;
-        h.sum += n * ((uint64_t(1) << (k - 1)) + (uint64_t(1) << k)) / 2;
+        if (k) h.sum += n * ((uint64_t(1) << (k - 1)) + (uint64_t(1) << k)) / 2;  // slot 0 holds value 0
     }
     return h;
 }
@@ -107,6 +107,8 @@ TraceSnapshot sample_snapshot() {
     qd.sum = 60 + 4 * 200;
     s.report.add_dev_hist({kDev, KVIO_H_QD_WRITE, 0}, qd);
     s.report.add_proc_hist(KVIO_H_FSYNC, log2_hist({{20, 1}}));
+    s.report.add_dev_hist({kDev, KVIO_H_OTHER_CMDS, 0}, log2_hist({{0, 3}}));  // 3 other commands, 2 of them flushes
+    s.report.add_dev_hist({kDev, KVIO_H_FLUSH_CMDS, 0}, log2_hist({{0, 2}}));
     s.counters[KVIO_CNT_RB_DROPS] = 3;
     s.stats_on = true;
     s.progs = {{"block_rq_issue_btf", 64, 64000}};
@@ -125,6 +127,9 @@ TEST(PromExposition, TextFormatNamesUnitsAndCumulativeBuckets) {
     const std::string dev = "device=\"4095:79\"";
     EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"write\"}"), 64);
     EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"read\"}"), 0);
+    EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"flush\"}"), 2);
+    EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"discard\"}"), 0);
+    EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"other\"}"), 1);
     EXPECT_EQ(sample(t, "kvio_device_bytes_total{" + dev + ",op=\"write\"}"), 64 * 131072);
     EXPECT_NE(t.find("# TYPE kvio_device_commands_total counter\n"), std::string::npos);
     EXPECT_NE(t.find("# TYPE kvio_d2c_seconds histogram\n"), std::string::npos);
