@@ -115,9 +115,11 @@ fi
 #   kvio_pid    kvio trace -d LOOP -p PID                (the fio job process, found before its I/O starts)
 #   kvio_events / kvio_events_bin   kvio trace -d LOOP --events F [--events-format bin] -- fio ...
 #   bpftrace    bench/bpftrace/kvio_equiv.bt DEVT fio   (syscall probes filtered by comm, like MLPerf's script)
+#   kvio_listen kvio_hist plus --listen 127.0.0.1:0, its /metrics scraped every second while fio runs: paired with
+#               kvio_hist of the same round it gives the cost of the scrapes alone (results.json scrape_cost)
 # kvio runs with --stats (BPF_ENABLE_STATS): per-program run counts and ns in its JSON summary. bpftrace's
 # programs are read with bpftool while kernel.bpf_stats_enabled is on (set for the stage, restored after).
-OVERHEAD_MODES=(untraced kvio_hist kvio_child kvio_comm kvio_pid kvio_events kvio_events_bin bpftrace)
+read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen}"
 fio_args() {  # fio_args ENGINE OUTPUT.json [extra fio options]
     local eng=$1 out=$2; shift 2
     echo --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$eng" \
@@ -174,6 +176,24 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
         fio $(fio_args "$eng" "$f") >/dev/null
         kill -INT $kpid; wait $kpid || true
         kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t" ;;
+    kvio_listen)
+        "${trace[@]}" --listen 127.0.0.1:0 >/dev/null 2>"$log" &
+        kpid=$!
+        wait_for "$log" '^kvio trace: tracing' 60 || { kill -INT $kpid; wait $kpid; echo "bench: $m did not attach" >&2; return 1; }
+        local url spid n
+        url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/metrics' "$log")
+        : > "$WORK/scrapes"
+        ( while :; do curl -sf -o /dev/null "$url" && echo >> "$WORK/scrapes"; sleep 1; done ) &
+        spid=$!
+        fio $(fio_args "$eng" "$f") >/dev/null
+        kill $spid; wait $spid 2>/dev/null || true
+        kill -INT $kpid; wait $kpid || true
+        n=$(wc -l < "$WORK/scrapes")
+        kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t"
+        local last   # the record gets the number of scrapes answered during the fio run
+        last=$(tail -n 1 "$RAW" | jq -c --argjson n "$n" '. + {scrapes: $n}')
+        sed -i '$ d' "$RAW"
+        echo "$last" >> "$RAW" ;;
     kvio_pid)
         # fio forks its job process at once and starts its I/O after startdelay: trace that process by PID
         fio $(fio_args "$eng" "$f" --startdelay=4) >/dev/null &

@@ -18,7 +18,7 @@ def atleast($t): if . == null or .median == null then null
     elif .min >= $t then "met" elif .max < $t then "missed"
     elif (.max - .min) > $t then "inside noise"
     elif .median >= $t then "met" else "missed" end;
-def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace"];
+def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen"];
 
 . as $raw
 | [$raw[] | select(.stage == "overhead")] as $o
@@ -48,6 +48,14 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
                            sort_by(-(.ns_per_cmd // 0)))
               }} end))}
         )),
+    # --listen scraped every second vs the same trace unscraped (kvio_hist), paired by round: IOPS ratio
+    scrape_cost: (reduce $engines[] as $e ({};
+        [$o[] | select(.engine == $e)] as $oe
+        | ([$oe[] | select(.mode == "kvio_hist")] | map({key: (.round | tostring), value: .iops}) | from_entries) as $hist
+        | [$oe[] | select(.mode == "kvio_listen" and $hist[.round | tostring])] as $runs
+        | if ($runs | length) == 0 then . else . + {($e): {
+            rounds: ($runs | length), scrapes: ([$runs[].scrapes // empty] | stats),
+            iops_ratio: ([$runs[] | .iops / $hist[.round | tostring]] | stats)}} end)),
     gen: (reduce ("posix", "io_uring") as $e ({};
         [$g[] | select(.mode == $e)] as $runs
         | if ($runs | length) == 0 then . else . + {($e): {

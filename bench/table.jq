@@ -17,6 +17,10 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   (.value | to_entries[] | select(.value.programs | length > 0) |
     "      \(.key | pad(16)) " + ([.value.programs[] | select((.ns_per_cmd // 0) >= 1) | "\(.name) \(.ns_per_run | f(0)) x \(.runs_per_cmd | f(2)) = \(.ns_per_cmd | f(0))"] | join(", ")))),
 "",
+(if (.scrape_cost // {}) != {} then "scrape cost: kvio trace --listen scraped every second vs the same trace unscraped (kvio_hist), IOPS ratio paired by round (1 = no cost); min / median / max" else empty end),
+(.scrape_cost // {} | to_entries[] |
+  "  \(.key | pad(9)) \(.value.rounds) rounds, \(.value.scrapes | mmm(0)) scrapes per run, IOPS ratio \(.value.iops_ratio | mmm(3))"),
+"",
 "workload driver: kvio gen vs fio, same bytes / block size / QD / engine; MB/s min / median / max",
 (.gen | to_entries[] |
   "  \(.key | pad(9)) QD \(.value.qd) bs \(.value.bs)  kvio gen \(.value.gen_mbps | mmm(0))  fio (\(.value.fio_engine)) \(.value.fio_mbps | mmm(0))  ratio \(.value.ratio | mmm(3))"),

@@ -37,6 +37,7 @@ const volatile __u32 targ_nstorage = 0;       /* syscall fds count only on these
 const volatile __u32 targ_storage[KVIO_MAX_STORAGE_DEVS] = {};
 const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
+const volatile __u8 group_by = KVIO_GROUP_NONE; /* enum kvio_group_by */
 
 #define rq_state kvio_rq_state
 
@@ -80,9 +81,13 @@ struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_fadvise_exit SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 8192); __type(key, __u32); __type(value, __u8); } pid_filter SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_COUNTERS); __type(key, __u32); __type(value, __u64); } counters SEC(".maps");
+/* --per-cgroup: bio -> submitter's cgroup id, from block_getrq (beside bio_owner, whose layout is the event's) */
+struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __uint(map_flags, BPF_F_NO_COMMON_LRU); __type(key, __u64); __type(value, __u64); } bio_cgroup SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_group_key); __type(value, struct kvio_group_val); } group_stats SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 16 << 20); } events SEC(".maps");
 
 static const struct kvio_hist zero_hist;
+static const struct kvio_group_val zero_group; /* too large for the BPF stack */
 
 static __always_inline void count(__u32 which)
 {
@@ -294,7 +299,7 @@ static __always_inline void current_owner(struct kvio_owner *o)
     __u32 tid = (__u32)id;
     o->pid = id >> 32;
     o->tid = tid;
-    if (emit_events || targ_ncomms)
+    if (emit_events || targ_ncomms || group_by == KVIO_GROUP_PROCESS)
         bpf_get_current_comm(o->comm, sizeof(o->comm));
     if (need_user_data) {
         __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
@@ -424,6 +429,10 @@ static __always_inline int on_getrq(struct bio *bio, bool typed)
     current_owner(&o);
     __u64 key = (__u64)bio;
     bpf_map_update_elem(&bio_owner, &key, &o, BPF_ANY);
+    if (group_by == KVIO_GROUP_CGROUP) {
+        __u64 cg = bpf_get_current_cgroup_id();
+        bpf_map_update_elem(&bio_cgroup, &key, &cg, BPF_ANY);
+    }
     return 0;
 }
 
@@ -443,6 +452,41 @@ static __always_inline __u64 rq_generation(struct request *rq, bool typed)
 
 static __always_inline void account_cmd(const struct rq_state *st, __u64 now, int error, bool lost);
 
+/* --per-cgroup: the cgroup of the task that allocated rq's first bio (block_getrq), else, at insert, the current
+ * task's (the same rule as resolve_owner, which ran first and found an owner). */
+static __always_inline __u64 request_cgroup(struct request *rq, bool at_insert, bool typed)
+{
+    __u64 bio = typed ? (__u64)rq->bio : (__u64)BPF_CORE_READ(rq, bio);
+    __u64 *cg = bio ? bpf_map_lookup_elem(&bio_cgroup, &bio) : 0;
+    if (cg) {
+        __u64 id = *cg;
+        bpf_map_delete_elem(&bio_cgroup, &bio);
+        return id;
+    }
+    return at_insert ? bpf_get_current_cgroup_id() : 0;
+}
+
+/* --per-process / --per-cgroup: one finished read or write into its submitter's group. */
+static __always_inline void group_add(const struct rq_state *st, __u32 op, __u64 d2c)
+{
+    if (!st->has_owner)
+        return;
+    struct kvio_group_key key = {.id = group_by == KVIO_GROUP_PROCESS ? st->owner.pid : st->cgroup,
+                                 .dev = st->dev, .op = op};
+    struct kvio_group_val *g = bpf_map_lookup_elem(&group_stats, &key);
+    if (!g) {
+        bool created = bpf_map_update_elem(&group_stats, &key, &zero_group, BPF_NOEXIST) == 0;
+        g = bpf_map_lookup_elem(&group_stats, &key);
+        if (!g)
+            return;
+        if (created)
+            __builtin_memcpy(g->comm, st->owner.comm, sizeof(g->comm));
+    }
+    __sync_fetch_and_add(&g->cmds, 1);
+    __sync_fetch_and_add(&g->bytes, st->bytes);
+    hist_put(&g->d2c, log2_slot(d2c), d2c);
+}
+
 /* A request's in-flight state as first seen (at insert, or at issue without insert): device, slot, owner and
  * the filter's verdict, decided here once for the request. False when its device is not traced. */
 static __always_inline bool rq_state_init(struct rq_state *init, struct request *rq, __u64 gen, bool at_insert, bool typed)
@@ -454,6 +498,8 @@ static __always_inline bool rq_state_init(struct rq_state *init, struct request 
     init->dev = dev;
     init->slot = slot;
     init->has_owner = resolve_owner(rq, &init->owner, at_insert, typed);
+    if (group_by == KVIO_GROUP_CGROUP && init->has_owner)
+        init->cgroup = request_cgroup(rq, at_insert, typed);
     init->ignored = !owner_passes(&init->owner, init->has_owner);
     if (!init->has_owner && task_filter_active())
         count(KVIO_CNT_NO_OWNER);
@@ -551,6 +597,8 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
         count(KVIO_CNT_NEGATIVE_DELTA);
     } else if (is_read || is_write) {
         cmd_hist_add(hs, st->dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, now - st->ts_issue, false, 0);
+        if (group_by)
+            group_add(st, op, now - st->ts_issue);
         if (st->ts_insert)
             cmd_hist_add(hs, st->dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, st->ts_issue - st->ts_insert, false, 0);
     }
@@ -560,6 +608,10 @@ static __always_inline void account_cmd(const struct rq_state *st, __u64 now, in
         cmd_hist_add(hs, st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st->sector * 512, true, lba_bucket_bytes);
     } else {
         cmd_hist_add(hs, st->dev, KVIO_H_OTHER_CMDS, st->bytes, false, 0);
+        if (op == KVIO_OP_FLUSH)
+            cmd_hist_add(hs, st->dev, KVIO_H_FLUSH_CMDS, st->bytes, false, 0);
+        else if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
+            cmd_hist_add(hs, st->dev, KVIO_H_DISCARD_CMDS, st->bytes, false, 0);
     }
 
     if (!emit_events)

@@ -34,6 +34,8 @@ enum kvio_dev_hist {
     KVIO_H_NVME_D2C_WRITE,
     KVIO_H_NVME_D2C_QUEUE, /* per NVMe queue (key.qid), both directions */
     KVIO_H_OTHER_CMDS,     /* flush/discard/other: bytes (log2), count = commands */
+    KVIO_H_FLUSH_CMDS,     /* of KVIO_H_OTHER_CMDS: flushes */
+    KVIO_H_DISCARD_CMDS,   /* of KVIO_H_OTHER_CMDS: discards and secure erases */
     KVIO_DEV_HISTS
 };
 
@@ -88,6 +90,20 @@ enum kvio_op { KVIO_OP_READ = 0, KVIO_OP_WRITE = 1, KVIO_OP_FLUSH = 2, KVIO_OP_D
 #define KVIO_F_RAHEAD   (1u << 12)
 #define KVIO_OP_MASK    0xffu
 
+/* --per-process / --per-cgroup (biotop): totals and D2C of block read/write commands per submitter, in map
+ * group_stats. Commands whose submitter is unknown are not grouped (the device totals still count them). */
+enum kvio_group_by { KVIO_GROUP_NONE = 0, KVIO_GROUP_PROCESS = 1, KVIO_GROUP_CGROUP = 2 };
+struct kvio_group_key {
+    __u64 id;  /* tgid (process) or cgroup v2 id */
+    __u32 dev; /* kernel dev_t, whole disk */
+    __u32 op;  /* KVIO_OP_READ or KVIO_OP_WRITE */
+};
+struct kvio_group_val {
+    char comm[KVIO_COMM_LEN]; /* submitter's comm when the group was created (process grouping) */
+    __u64 cmds, bytes;
+    struct kvio_hist d2c;     /* ns, log2 slots */
+};
+
 enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2 };
 enum kvio_src { KVIO_SRC_BLOCK = 0, KVIO_SRC_NVME = 1 };
 
@@ -113,6 +129,7 @@ struct kvio_rq_state {
     __u8 has_owner;
     __u8 slot;     /* index into slot_hists / slot_inflight, KVIO_SLOT_NONE: the dev-keyed hashes */
     struct kvio_owner owner;
+    __u64 cgroup;  /* --per-cgroup: the submitter's cgroup v2 id (cgroup directory inode), else 0 */
 };
 /* One completed device command (block request or NVMe command). */
 struct kvio_cmd_event {

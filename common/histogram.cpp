@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 namespace kvio {
 
@@ -30,6 +31,12 @@ void Histogram::add_slots(const uint64_t* slots, size_t n, uint64_t sum) {
     sum_ += sum;
 }
 
+void Histogram::merge(const Histogram& other) {
+    if (other.kind_ != kind_ || other.width_ != width_ || other.slots_.size() != slots_.size())
+        throw std::invalid_argument("Histogram::merge: different slot rules");
+    add_slots(other.slots_.data(), other.slots_.size(), other.sum_);
+}
+
 uint64_t Histogram::slot_lo(size_t i) const {
     if (kind_ == HistKind::Linear) return uint64_t(i) * width_;
     return i == 0 ? 0 : (uint64_t(1) << (i - 1));
@@ -47,20 +54,47 @@ std::vector<Bucket> Histogram::buckets() const {
     return out;
 }
 
-double Histogram::quantile(double q) const {
-    if (!count_) return 0;
+double Histogram::quantile(double q) const { return quantile_estimate(q).value; }
+
+QuantileEstimate Histogram::quantile_estimate(double q) const {
+    if (!count_) return {};
     q = std::clamp(q, 0.0, 1.0);
     double target = q * double(count_);
     double seen = 0;
+    size_t last = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
         if (!slots_[i]) continue;
+        last = i;
         if (seen + double(slots_[i]) >= target) {
             double frac = (target - seen) / double(slots_[i]);
-            return double(slot_lo(i)) + frac * double(slot_hi(i) - slot_lo(i));
+            return {double(slot_lo(i)) + frac * double(slot_hi(i) - slot_lo(i)), slot_lo(i), slot_hi(i)};
         }
         seen += double(slots_[i]);
     }
-    return double(slot_hi(slots_.size() - 1));
+    return {double(slot_hi(last)), slot_lo(last), slot_hi(last)};  // rounding left target above the total
+}
+
+nlohmann::json Histogram::percentiles_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    if (!count_) return j;
+    for (const auto& [name, q] : kReportedQuantiles) {
+        auto e = quantile_estimate(q);
+        j[name] = {{"value", e.value}, {"bucket", {e.lo, e.hi}}};
+    }
+    return j;
+}
+
+Histogram Histogram::minus(const Histogram& earlier) const {
+    if (earlier.kind_ != kind_ || earlier.width_ != width_ || earlier.slots_.size() != slots_.size())
+        throw std::invalid_argument("Histogram::minus: different slot rules");
+    Histogram d = *this;
+    d.count_ = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+        d.slots_[i] = slots_[i] >= earlier.slots_[i] ? slots_[i] - earlier.slots_[i] : 0;
+        d.count_ += d.slots_[i];
+    }
+    d.sum_ = sum_ >= earlier.sum_ ? sum_ - earlier.sum_ : 0;
+    return d;
 }
 
 nlohmann::json Histogram::to_json() const {

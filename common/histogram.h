@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,16 @@ struct Bucket {
     uint64_t lo, hi, count;  ///< counts values lo <= v < hi
 };
 
+/// An estimated quantile and the bucket [lo, hi) it was interpolated in (the estimate's error bound).
+struct QuantileEstimate {
+    double value = 0;
+    uint64_t lo = 0, hi = 0;
+};
+
+/// The quantiles every latency histogram reports (JSON keys "p50" .. "p99.9").
+inline constexpr std::pair<const char*, double> kReportedQuantiles[] = {
+    {"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}, {"p99.9", 0.999}};
+
 class Histogram {
 public:
     Histogram() = default;
@@ -32,6 +43,8 @@ public:
     Histogram(HistKind kind, std::string unit, size_t nslots, uint64_t width = 1);
 
     void add(uint64_t value, uint64_t n = 1);
+    /// Adds every value of `other` (same slot rules; throws std::invalid_argument otherwise).
+    void merge(const Histogram& other);
     /// Adds raw slot counts (from a BPF map); `sum` is the exact sum of values.
     void add_slots(const uint64_t* slots, size_t n, uint64_t sum);
 
@@ -49,6 +62,14 @@ public:
     std::vector<Bucket> buckets() const;
     /// Estimated value at quantile q in [0,1], interpolated linearly inside its bucket; 0 when empty.
     double quantile(double q) const;
+    /// quantile(q) with the bounds of the bucket it fell in ({0,0,0} when empty).
+    QuantileEstimate quantile_estimate(double q) const;
+    /// {"p50":{"value":v,"bucket":[lo,hi]}, "p90":..., "p99":..., "p99.9":...} in this histogram's unit,
+    /// interpolated linearly inside the bucket holding the quantile (lo <= value <= hi); {} when empty.
+    nlohmann::json percentiles_json() const;
+    /// The values added since `earlier` (a copy of this histogram taken before): slot-wise difference.
+    /// Throws std::invalid_argument when the two have different slot rules.
+    Histogram minus(const Histogram& earlier) const;
 
     /// {"unit","count","sum","buckets":[[lo,hi,count],...]} (kvio.trace/1).
     nlohmann::json to_json() const;

@@ -3,13 +3,15 @@
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz). libxlsxwriter-dev: simulate --xlsx-output;
 # python3-openpyxl: the test that reads the workbook back. libopenmpi-dev + openmpi-bin: kvio simulate --mpi
 # (built when found) and its mpirun test.
+# prometheus (server and promtool) and curl: the Prometheus e2e tests scrape `kvio trace --listen` with a real server.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
       fio e2fsprogs util-linux xfsprogs zstd
       libopenmpi-dev openmpi-bin
       qemu-system-x86 busybox-static
-      chromium libxlsxwriter-dev python3-openpyxl)
+      chromium libxlsxwriter-dev python3-openpyxl
+      prometheus curl)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,23 +1,30 @@
 // `kvio trace`: the storage latency stack of whatever runs on the machine.
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <iostream>
 
 #include "common/error.h"
 #include "userspace/commands.h"
+#include "userspace/trace_positionals.h"
 #include "userspace/tracer.h"
 
 namespace kvio::cli {
 
 void add_trace_command(CLI::App& app) {
     auto opts = std::make_shared<trace::TraceOptions>();
+    auto positionals = std::make_shared<std::vector<std::string>>();
     auto* sub = app.add_subcommand(
         "trace",
         "Attach CO-RE BPF programs (block, NVMe, syscall, io_uring tracepoints) and report the storage latency\n"
         "stack: D2C, Q2D, VFS, fsync and gap histograms, command sizes (bssplit), queue depth, LBA heatmap.\n"
         "Stops on --duration, when COMMAND exits, or on Ctrl-C/SIGTERM (a running COMMAND then gets SIGTERM);\n"
         "outputs are always flushed.\n"
-        "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini");
+        "INTERVAL [COUNT] (biolatency/iostat habit): every INTERVAL seconds a line per device (IOPS, MB/s, D2C\n"
+        "p50/p99/p99.9, queue depth) and that interval's D2C histograms; stop after COUNT intervals.\n"
+        "--listen ADDR:PORT serves the histograms and counters as Prometheus metrics at /metrics until stopped.\n"
+        "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini\n"
+        "         kvio trace -d nvme0n1 1 10          kvio trace --listen 127.0.0.1:9435");
     sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
     sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable")
         ->check(positive_integer());
@@ -57,9 +64,33 @@ void add_trace_command(CLI::App& app) {
     sub->add_option("--ready-file", opts->ready_file,
                     "Create this file (\"ready\") once every program is attached: a parent process starting kvio trace "
                     "waits for it before issuing the I/O to trace");
-    sub->add_option("command", opts->command, "-- COMMAND [ARGS...]: run it, trace it and its children for its lifetime");
+    sub->add_option("--listen", opts->listen,
+                    "Serve Prometheus metrics (text format, or OpenMetrics when the scraper asks for it) at "
+                    "http://ADDR:PORT/metrics, read from the in-kernel histograms at each scrape; runs until Ctrl-C/SIGTERM "
+                    "(or --duration, COMMAND, COUNT), which still write --json. ADDR: 127.0.0.1, [::1], a host name, or "
+                    "empty (:9435) for every address; PORT 0 picks a free one (printed on stderr)");
+    sub->add_option("--prom-textfile", opts->prom_textfile,
+                    "Write the same metrics (text format) to FILE atomically every INTERVAL (default every 10 s) and at "
+                    "stop, for node_exporter's textfile collector (FILE ending in .prom in its directory)");
+    auto* per_process = sub->add_flag_function(
+        "--per-process", [opts](int64_t) { opts->group_by = trace::GroupBy::Process; },
+        "Group block read/write totals and D2C by submitting process (biotop): printed, and \"groups\" in --json");
+    sub->add_flag_function(
+           "--per-cgroup", [opts](int64_t) { opts->group_by = trace::GroupBy::Cgroup; },
+           "Group block read/write totals and D2C by the submitter's cgroup v2 (a container, a systemd unit)")
+        ->excludes(per_process);
+    sub->add_option("args", *positionals,
+                    "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
+                    "trace it and its children for its lifetime");
     sub->positionals_at_end();
-    sub->callback([opts] {
+    sub->callback([opts, positionals, sub] {
+        // CLI11 keeps a "--" that came before every positional among its leftovers, one after them among the words.
+        auto left = sub->remaining();
+        bool dashdash_first = std::find(left.begin(), left.end(), "--") != left.end();
+        auto pos = trace::split_trace_positionals(*positionals, dashdash_first);
+        opts->interval_s = pos.interval_s;
+        opts->interval_count = pos.count;
+        opts->command = pos.command;
         if (opts->syscall_events && opts->events_path.empty()) throw Error("--syscalls writes syscall records into --events FILE: give --events");
         if (!opts->events_path.empty() && opts->events_path == opts->json_path)
             throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");

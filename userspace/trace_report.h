@@ -4,6 +4,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,17 @@ std::string proc_hist_name(uint32_t id);
 Histogram make_dev_hist(uint32_t id, uint64_t lba_bucket_bytes);
 Histogram make_proc_hist(uint32_t id);
 
+/// One submitter group of --per-process / --per-cgroup (map group_stats): block reads or writes of one
+/// process (tgid) or cgroup on one device.
+struct GroupTotals {
+    uint64_t id = 0;     ///< tgid or cgroup v2 id
+    std::string name;    ///< comm (process) or cgroup path below /sys/fs/cgroup ("?" when gone)
+    uint32_t dev = 0;    ///< kernel dev_t
+    uint32_t op = 0;     ///< KVIO_OP_READ or KVIO_OP_WRITE
+    uint64_t cmds = 0, bytes = 0;
+    Histogram d2c;       ///< ns
+};
+
 /// Accumulates what the maps hold and renders it.
 class TraceReport {
 public:
@@ -37,6 +49,20 @@ public:
     void set_syscall_scope(std::string scope) { syscall_scope_ = std::move(scope); }
     /// Whether a device saw any command.
     bool device_empty(uint32_t kdev) const;
+    /// --per-process / --per-cgroup: how groups are keyed, and one group's map entry (`name`: comm or cgroup path).
+    void set_group_by(kvio_group_by by) { group_by_ = by; }
+    void add_group(const kvio_group_key& key, const kvio_group_val& val, std::string name);
+
+    /// kdev -> histogram name -> histogram, as accumulated.
+    const std::map<uint32_t, std::map<std::string, Histogram>>& devices() const { return devs_; }
+    /// Syscall-side histograms by name (vfs_read, fsync, ...).
+    const std::map<std::string, Histogram>& process() const { return proc_; }
+    const std::vector<GroupTotals>& groups() const { return groups_; }
+    kvio_group_by group_by() const { return group_by_; }
+    /// What was added since `earlier` (a report of the same maps read before): every histogram and group minus its
+    /// earlier value. The in-kernel histograms are never cleared (the end-of-run summary and the Prometheus counters
+    /// are cumulative); interval output takes these deltas instead.
+    TraceReport minus(const TraceReport& earlier) const;
 
     /// The kvio.trace/1 document (docs/formats.md). `counters` are the summed BPF counters.
     nlohmann::json to_json(double duration_s, const uint64_t (&counters)[KVIO_COUNTERS], bool nvme_present) const;
@@ -47,7 +73,18 @@ private:
     uint64_t lba_bucket_;
     std::map<uint32_t, std::map<std::string, Histogram>> devs_;  // kdev -> name -> hist
     std::map<std::string, Histogram> proc_;
+    kvio_group_by group_by_ = KVIO_GROUP_NONE;
+    std::vector<GroupTotals> groups_;
     std::string syscall_scope_ = "all regular files and block devices";
 };
+
+/// "850.0ns", "12.3us", "4.1ms", "1.2s": a latency for tables.
+std::string human_ns(double ns);
+/// The disk name of kernel dev_t `kdev` ("?" once it is gone).
+std::string disk_name(uint32_t kdev);
+/// One line of p50/p90/p99/p99.9 with the bucket bounds each was interpolated in (latency histograms only).
+void print_percentiles(std::ostream& os, const Histogram& h);
+/// The biotop-style table of --per-process / --per-cgroup groups, largest bytes first.
+void print_groups(std::ostream& os, const TraceReport& r, kvio_group_by by);
 
 }  // namespace kvio::trace

@@ -1,6 +1,7 @@
 #include "userspace/tracer.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -29,7 +31,9 @@
 #include "userspace/command_guard.h"
 #include "userspace/probe.h"
 #include "userspace/trace_devices.h"
+#include "userspace/trace_live.h"
 #include "userspace/trace_report.h"
+#include "userspace/trace_snapshot.h"
 
 namespace kvio::trace {
 
@@ -316,6 +320,72 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
     }
 }
 
+/// The cgroup v2 path (below /sys/fs/cgroup) whose directory inode is `id`; "?" when none is found (gone).
+/// Found by walking the hierarchy once per unknown id, then remembered.
+std::string cgroup_path(uint64_t id) {
+    static std::map<uint64_t, std::string> known;
+    if (auto it = known.find(id); it != known.end()) return it->second;
+    namespace fs = std::filesystem;
+    const fs::path root = "/sys/fs/cgroup";
+    std::string found = "?";
+    struct stat st {};
+    if (stat(root.c_str(), &st) == 0 && st.st_ino == id) found = "/";
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+         found == "?" && !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec) && stat(it->path().c_str(), &st) == 0 && st.st_ino == id)
+            found = "/" + fs::relative(it->path(), root).string();
+    return known[id] = found;
+}
+
+/// Adds the --per-process / --per-cgroup groups of map group_stats to `report`.
+void read_groups(kvio_trace_bpf* s, kvio_group_by by, TraceReport& report) {
+    report.set_group_by(by);
+    if (by == KVIO_GROUP_NONE) return;
+    int fd = bpf_map__fd(s->maps.group_stats);
+    kvio_group_key key{}, next{};
+    static kvio_group_val val;  // 1 KiB: not on the stack of every call
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(fd, &next, &val) != 0) continue;
+        std::string name = by == KVIO_GROUP_CGROUP ? cgroup_path(next.id)
+                                                   : std::string(val.comm, strnlen(val.comm, sizeof val.comm));
+        report.add_group(next, val, name);
+    }
+}
+
+/// What the snapshot reads and how it labels it.
+struct SnapshotSource {
+    kvio_trace_bpf* skel = nullptr;
+    std::vector<uint32_t> slot_devs;  ///< device of each histogram slot
+    std::vector<uint32_t> devs;       ///< -d devices: present in the report even when idle
+    uint64_t lba_bucket_bytes = 0;
+    kvio_group_by group_by = KVIO_GROUP_NONE;
+    bool nvme_present = false;
+    bool stats_on = false;
+    std::string syscall_scope;
+    uint64_t t0_ns = 0;
+    double start_unix_s = 0;
+};
+
+TraceSnapshot take_snapshot(const SnapshotSource& src) {
+    TraceSnapshot snap(src.lba_bucket_bytes);
+    if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
+    for (uint32_t d : src.devs) snap.report.touch_device(d);
+    read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
+    read_groups(src.skel, src.group_by, snap.report);
+    snap.nvme_present = src.nvme_present;
+    snap.stats_on = src.stats_on;
+    if (src.stats_on) snap.progs = prog_stats(src.skel->obj);
+    snap.recursion_misses = recursion_misses(src.skel);
+    snap.taken_ns = now_ns();
+    snap.elapsed_s = double(snap.taken_ns - src.t0_ns) / 1e9;
+    snap.start_unix_s = src.start_unix_s;
+    return snap;
+}
+
 /// Commands still in rq_starts at stop, issued and traced: their completion was never seen (in flight at
 /// stop, or completed where no BPF program ran). Reported like the kernel reports a lost completion:
 /// size, QD and LBA histograms, an event with "complete_lost", and the lost_completes counter.
@@ -337,6 +407,8 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
             report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
         } else {
             report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
+            if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
+            if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
         }
         if (!sink.out) continue;
         kvio_cmd_event e{};
@@ -379,7 +451,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
     ro->follow_forks = !opts.command.empty();
     ro->emit_events = !opts.events_path.empty();
-    ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty();
+    ro->group_by = opts.group_by == GroupBy::Process ? KVIO_GROUP_PROCESS
+                   : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
+    ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
     ro->need_user_data = ro->emit_events;
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
@@ -451,14 +525,36 @@ TraceResult run_trace(const TraceOptions& opts) {
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
     signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
-    if (!opts.ready_file.empty()) {  // a parent that started us waits for this instead of a fixed delay
+
+    SnapshotSource snap_src{skel.get(), slot_devs, devs, ro->lba_bucket_bytes, kvio_group_by(ro->group_by), nvme_present,
+                            stats_on.has_value(), "", 0, double(time(nullptr))};
+    TraceResult res;
+    if (!opts.devices.empty()) {
+        std::string scope = "regular files and block devices on";
+        for (const auto& d : opts.devices) scope += " " + d;
+        snap_src.syscall_scope = scope + " (partitions, stacked devices and their filesystems included)";
+    }
+    // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
+    std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
+    std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
+    snap_src.t0_ns = now_ns();
+    if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty()) {
+        try {
+            live.emplace(LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
+                         [&snap_src] { return take_snapshot(snap_src); }, human);
+        } catch (const Error&) {
+            if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+            throw;
+        }
+        if (!live->bound().empty())
+            std::cerr << "kvio trace: serving Prometheus metrics on http://" << live->bound() << "/metrics\n";
+    }
+    if (!opts.ready_file.empty()) {  // a parent that started us waits for this instead of a fixed delay (--listen is bound by now)
         std::ofstream ready(opts.ready_file, std::ios::trunc);
         ready << "ready\n";
         if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
     }
 
-    uint64_t t0 = now_ns();
-    TraceResult res;
     if (child > 0) {
         g_child = child;
         if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
@@ -467,13 +563,28 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!opts.quiet && child == 0)
         std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
                   << "; Ctrl-C to stop\n";
+    std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
     while (!g_stop) {
         // Programs wake us only once 256 KiB wait (EVENT_WAKEUP_BYTES): drain what is there on every timeout too.
-        ring_buffer__poll(rb.get(), 100);
+        if (live) {
+            std::vector<pollfd> fds{{ring_buffer__epoll_fd(rb.get()), POLLIN, 0}};
+            live->add_poll_fds(fds);
+            poll(fds.data(), fds.size(), live->timeout_ms(now_ns(), 100));
+            ring_buffer__consume(rb.get());
+            try {
+                live->service(now_ns());
+            } catch (const Error&) {
+                live_error = std::current_exception();
+                break;
+            }
+            if (live->done()) break;
+        } else {
+            ring_buffer__poll(rb.get(), 100);
+        }
         ring_buffer__consume(rb.get());
         if (sink.out) sink.out->flush_idle(now_ns());
         if (sink.out && sink.out->failed()) break;  // close() below reports why
-        if (opts.duration_s > 0 && double(now_ns() - t0) / 1e9 >= opts.duration_s) break;
+        if (opts.duration_s > 0 && double(now_ns() - snap_src.t0_ns) / 1e9 >= opts.duration_s) break;
         if (child > 0) {
             int st = 0;
             pid_t r = waitpid(child, &st, WNOHANG);
@@ -491,30 +602,30 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     guard.reset();
     res.interrupted = guard_was_set && g_signal == SIGINT;
-    double duration = double(now_ns() - t0) / 1e9;
+    double duration = double(now_ns() - snap_src.t0_ns) / 1e9;
     ring_buffer__consume(rb.get());
     // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
     usleep(20000);
     ring_buffer__consume(rb.get());
-    std::vector<ProgStats> stats;
-    if (stats_on) stats = prog_stats(skel->obj);
+    TraceSnapshot fin = take_snapshot(snap_src);
+    const std::vector<ProgStats>& stats = fin.progs;
     stats_on.reset();  // statistics back as the administrator had them
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
 
-    TraceReport report(ro->lba_bucket_bytes);
-    if (!opts.devices.empty()) {
-        std::string scope = "regular files and block devices on";
-        for (const auto& d : opts.devices) scope += " " + d;
-        report.set_syscall_scope(scope + " (partitions, stacked devices and their filesystems included)");
-    }
-    for (uint32_t d : devs) report.touch_device(d);
-    uint64_t counters[KVIO_COUNTERS] = {};
-    read_maps(skel.get(), slot_devs, report, counters);
+    TraceReport& report = fin.report;
+    auto& counters = fin.counters;
     sweep_unfinished(skel.get(), sink, report, counters);
+    if (live) {
+        try {
+            live->finish(fin);
+        } catch (const Error&) {
+            if (!live_error) live_error = std::current_exception();
+        }
+    }
     res.summary = report.to_json(duration, counters, nvme_present);
-    res.summary["recursion_misses"] = recursion_misses(skel.get());
+    res.summary["recursion_misses"] = fin.recursion_misses;
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
     for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
     if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
@@ -539,8 +650,6 @@ TraceResult run_trace(const TraceOptions& opts) {
         json_out.close();
         if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
-    // With the events on stdout the human summary goes to stderr, so the JSONL stream stays clean.
-    std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     if (!opts.quiet) report.print(human, duration, counters, nvme_present);
     if (opts.stats) print_stats(opts.quiet ? std::cerr : human, stats, cmds);
     for (uint32_t d : devs)
@@ -553,6 +662,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (res.dropped)
         std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
     if (events_error) std::rethrow_exception(events_error);
+    if (live_error) std::rethrow_exception(live_error);
     return res;
 }
 

@@ -8,6 +8,9 @@
 
 namespace kvio::trace {
 
+/// --per-process / --per-cgroup: how device totals and D2C are grouped by submitter (biotop).
+enum class GroupBy { None, Process, Cgroup };
+
 /// What to trace and where the results go. Empty filters mean "everything".
 struct TraceOptions {
     std::vector<std::string> devices;   ///< names ("loop3") or "MAJ:MIN"; partitions map to their disk
@@ -24,6 +27,11 @@ struct TraceOptions {
     uint64_t lba_bucket_bytes = 10ULL << 30;
     std::vector<std::string> command;   ///< run this and trace it and its children for its lifetime
     std::string ready_file;             ///< created (containing "ready\n") once every program is attached, "" = none
+    double interval_s = 0;              ///< INTERVAL: a line per device and D2C histograms every this many s, 0 = none
+    uint64_t interval_count = 0;        ///< COUNT: stop after this many intervals, 0 = until stopped
+    GroupBy group_by = GroupBy::None;   ///< --per-process / --per-cgroup
+    std::string listen;                 ///< --listen ADDR:PORT: serve /metrics (Prometheus), "" = none
+    std::string prom_textfile;          ///< --prom-textfile FILE: the same metrics, rewritten atomically each interval
 };
 
 /// Outcome of a trace, also written to TraceOptions::json_path.

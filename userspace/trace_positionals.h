@@ -1,0 +1,22 @@
+// `kvio trace [OPTIONS] [INTERVAL [COUNT]] [-- COMMAND ...]`: the positional words split the way biolatency and
+// iostat users expect, without taking a command's own arguments (`-- sleep 1`) for an INTERVAL.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvio::trace {
+
+struct TracePositionals {
+    double interval_s = 0;  ///< 0: no interval output
+    uint64_t count = 0;     ///< 0: until stopped
+    std::vector<std::string> command;
+};
+
+/// `words`: the positionals in order as CLI11 gathered them (a "--" after the first positional is kept among them);
+/// `dashdash_first`: a "--" came before any positional (CLI11 consumed it), so every word is COMMAND. Otherwise a
+/// leading number is INTERVAL (seconds, > 0), a whole number after it COUNT (>= 1), then an optional "--", then
+/// COMMAND. Throws kvio::Error for a number that is not a valid INTERVAL or COUNT.
+TracePositionals split_trace_positionals(const std::vector<std::string>& words, bool dashdash_first);
+
+}  // namespace kvio::trace
