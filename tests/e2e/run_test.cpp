@@ -10,11 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <tuple>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "tests/e2e/helpers.h"
+#include "tests/timeline_check.h"
 
 namespace kvio::test {
 namespace {
@@ -169,6 +172,30 @@ TEST_F(RunOutputs, ScoresAreExact) {
     EXPECT_NE(res.out.find("fidelity: worst of "), std::string::npos) << res.out;
     EXPECT_NE(res.out.find("phases 2 -> 2 in order"), std::string::npos) << res.out;
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
+}
+
+// OUT/timeline.json: a valid trace-event file with every traced command once, the 8 object ops, and a flow from
+// an op to each command validate's join attributed (all of gen's commands: untagged 0).
+TEST_F(RunOutputs, TimelineHasEveryCommandAndTheObjectFlows) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_NE(res.out.find("timeline: " + out + "/timeline.json"), std::string::npos) << res.out;
+    const json doc = json::parse(slurp(out + "/timeline.json"));
+    const TimelineCheck c = check_timeline(doc);
+    EXPECT_TRUE(c.violations.empty()) << c.violations.front();
+    const uint64_t t0 = doc["otherData"]["t0_ns"];
+    std::multiset<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> want, got(c.cmds.begin(), c.cmds.end());
+    for (const auto& e : read_jsonl(out + "/events.jsonl"))
+        if (e["type"] == "cmd") want.emplace(e["dev"], e["sector"], e["bytes"], e["ts_issue"].get<uint64_t>() - t0);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(c.by_cat.at("op"), 8u);
+    const json val = json::parse(slurp(out + "/validate.json"));
+    const uint64_t joined = val["join"]["joined"]["cmds"];
+    EXPECT_GT(joined, 0u);
+    EXPECT_EQ(c.flows, joined);
+    EXPECT_EQ(c.flow_ends.size(), joined);
+    json run_doc = json::parse(slurp(out + "/run.json"));
+    EXPECT_EQ(run_doc["timeline"]["flows"], joined);
+    EXPECT_NE(slurp(out + "/report.html").find(std::to_string(joined) + " object→command flows"), std::string::npos);
 }
 
 TEST_F(RunOutputs, CleansUpLoopDevicesAndImages) {
