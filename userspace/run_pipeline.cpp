@@ -107,6 +107,17 @@ validate::Report validate_run_dir(const std::string& out) {
     return vr;
 }
 
+/// Throws Interrupted(sig) with the scores of what the stopped workload completed (OUT/validate.json, validate.txt).
+[[noreturn]] void throw_interrupted_scored(int sig, const std::string& out) {
+    Interrupted stop(sig);
+    try {
+        stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + out + "/validate.txt)";
+    } catch (const std::exception& e) {
+        stop.validated = std::string("not scored: ") + e.what();
+    }
+    throw stop;
+}
+
 /// The serving workload's stage: ext4 on `dev` mounted at OUT/mnt, `kvio simulate` (its own tracer on the device:
 /// OUT/events.jsonl, semantic.jsonl, trace.json) with its log in OUT/simulate.log; unmounted when it returns.
 /// Stopped by a signal, simulate ends its requests and writes its results first; what it stored and loaded until
@@ -122,15 +133,7 @@ void simulate_stage(const RunOptions& o, const std::string& out, const std::stri
         output = p.output();
         log_error = p.log_error();
     }
-    if (int sig = signal_received()) {
-        Interrupted stop(sig);
-        try {
-            stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + out + "/validate.txt)";
-        } catch (const std::exception& e) {
-            stop.validated = std::string("not scored: ") + e.what();
-        }
-        throw stop;
-    }
+    if (int sig = signal_received()) throw_interrupted_scored(sig, out);
     if (st != 0)
         throw Error("stage simulate-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(output) +
                     (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
@@ -322,16 +325,8 @@ RunResult run_all(const RunOptions& o) {
             gen_out = g.output();
             gen_log_error = g.log_error();
         }
-        if (int sig = signal_received()) {
-            // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
-            Interrupted stop(sig);
-            try {
-                stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + P("validate.txt") + ")";
-            } catch (const std::exception& e) {
-                stop.validated = std::string("not scored: ") + e.what();
-            }
-            throw stop;
-        }
+        // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
+        if (int sig = signal_received()) throw_interrupted_scored(sig, out);
         if (st != 0)
             throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
                         (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
