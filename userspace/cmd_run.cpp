@@ -117,7 +117,7 @@ void add_run_command(CLI::App& app) {
             res = run::run_all(r);
         } catch (const run::Interrupted& e) {
             if (!e.validated.empty())
-                std::fprintf(stderr, "kvio run: the ops gen completed before the stop: validate: %s\n", e.validated.c_str());
+                std::fprintf(stderr, "kvio run: the ops the workload completed before the stop: validate: %s\n", e.validated.c_str());
             std::fprintf(stderr, "kvio run: stopped by signal %d (%s); embedded loop devices detached, images removed\n", e.signo,
                          strsignal(e.signo));
             throw CLI::RuntimeError(128 + e.signo);

@@ -289,6 +289,24 @@ void expect_clean(const std::string& out) {
     EXPECT_TRUE(procs_mentioning(out).empty()) << procs_mentioning(out)[0];
 }
 
+// Stopped during the simulation: simulate ends its requests and stops its tracer, what it stored and loaded is
+// scored, and the ext4 is unmounted before the loop device goes.
+TEST(RunSignals, SigintDuringSimulateUnmountsDetachesAndScores) {
+    TempDir d;
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--workload", "simulate", "--duration", "60", "--out", out}, log);
+    ASSERT_TRUE(wait_for_file(out + "/semantic.jsonl", 60, 1200)) << slurp(log);  // the meta line and an op
+    EXPECT_NE(slurp("/proc/mounts").find(out + "/mnt"), std::string::npos) << "the ext4 should be mounted while simulate runs";
+    kill(pid, SIGINT);
+    EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
+    expect_clean(out);
+    EXPECT_EQ(slurp("/proc/mounts").find(out), std::string::npos);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    json v = json::parse(slurp(out + "/validate.json"));
+    EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
+    EXPECT_EQ(json::parse(slurp(out + "/simulate.json"))["kvio"]["stop"]["reason"], "signal Interrupt");
+}
+
 TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     TempDir d;
     std::string out = d.file("out"), log = d.file("log");
@@ -302,7 +320,7 @@ TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     EXPECT_NE(slurp(log).find("stopped by"), std::string::npos) << slurp(log);
     expect_clean(out);
     // What gen completed before the stop is scored, and exactly: the tracer ran until gen had finished its ops.
-    EXPECT_NE(slurp(log).find("the ops gen completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
     ASSERT_TRUE(fs::exists(out + "/validate.json")) << slurp(log);
     json v = json::parse(slurp(out + "/validate.json"));
     EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
