@@ -2,14 +2,34 @@
 #include <algorithm>
 #include <csignal>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "common/error.h"
 #include "userspace/commands.h"
 #include "userspace/trace_positionals.h"
+#include "userspace/perfetto_timeline.h"
 #include "userspace/tracer.h"
 
 namespace kvio::cli {
+
+namespace {
+/// `kvio trace --perfetto`: the timeline of the events just written (a temporary capture is removed after).
+void write_trace_timeline(const std::string& events, const std::string& out, bool temp_events) {
+    timeline::Options t;
+    t.events = events;
+    t.out = out;
+    timeline::Stats s;
+    try {
+        s = timeline::write_perfetto(t);
+    } catch (...) {
+        if (temp_events) std::remove(events.c_str());
+        throw;
+    }
+    if (temp_events) std::remove(events.c_str());
+    std::cerr << "kvio trace: timeline " << out << ": " << s.commands << " commands, " << s.syscalls << " syscalls\n";
+}
+}  // namespace
 
 void add_trace_command(CLI::App& app) {
     auto opts = std::make_shared<trace::TraceOptions>();
@@ -51,6 +71,11 @@ void add_trace_command(CLI::App& app) {
         ->check(CLI::IsMember({"jsonl", "bin"}))
         ->needs(events);
     sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
+    auto perfetto = std::make_shared<std::string>();
+    sub->add_option("--perfetto", *perfetto,
+                    "At the end, write the commands (and --syscalls) as a timeline for ui.perfetto.dev / chrome://tracing "
+                    "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops); without --events FILE the commands "
+                    "go through a temporary capture next to it");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_flag("--stats", opts->stats,
@@ -83,7 +108,7 @@ void add_trace_command(CLI::App& app) {
                     "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
                     "trace it and its children for its lifetime");
     sub->positionals_at_end();
-    sub->callback([opts, positionals, sub] {
+    sub->callback([opts, positionals, sub, perfetto] {
         // CLI11 keeps a "--" that came before every positional among its leftovers, one after them among the words.
         auto left = sub->remaining();
         bool dashdash_first = std::find(left.begin(), left.end(), "--") != left.end();
@@ -91,10 +116,17 @@ void add_trace_command(CLI::App& app) {
         opts->interval_s = pos.interval_s;
         opts->interval_count = pos.count;
         opts->command = pos.command;
+        if (!perfetto->empty() && opts->events_path == "-") throw Error("--perfetto reads the commands back from --events FILE: not stdout");
+        const bool temp_events = !perfetto->empty() && opts->events_path.empty();
+        if (temp_events) {
+            opts->events_path = *perfetto + ".events.kvb";
+            opts->events_bin = true;
+        }
         if (opts->syscall_events && opts->events_path.empty()) throw Error("--syscalls writes syscall records into --events FILE: give --events");
         if (!opts->events_path.empty() && opts->events_path == opts->json_path)
             throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
+        if (!perfetto->empty()) write_trace_timeline(opts->events_path, *perfetto, temp_events);
         if (res.interrupted) {  // Ctrl-C while COMMAND ran: outputs are flushed; exit as a shell does for SIGINT
             std::cerr << "kvio trace: interrupted\n";
             throw CLI::RuntimeError(128 + SIGINT);

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/histogram.h"
 #include "common/jsonl.h"
+#include "userspace/report_simulation.h"
 #include "userspace/svg_chart.h"
 
 namespace kvio::run {
@@ -175,14 +176,23 @@ void write_report(const std::string& dir, const std::string& path) {
 
     // ---- summary ----
     const json& opt = run["options"];
+    const bool sim = opt.value("workload", "objects") == "simulate";
+    const json simj = sim ? read_json_file(P("simulate.json")) : json::object();
     h << "<h1>kvio run</h1>\n<section id=\"summary\"><h2>Run</h2><table>";
     auto kv = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>"; };
-    kv("model", meta.value("model", ""));
+    kv("workload", sim ? "simulate (kvio simulate, the serving workload, on ext4)" : "objects (kvio gen: stores, then loads)");
+    kv("model", sim ? opt["simulate"].value("model", "") : meta.value("model", ""));
     if (meta.contains("geometry"))
         kv("object size", iec(meta["geometry"].value("per_rank_bytes", uint64_t(0))) + " per object (" +
                               std::to_string(meta["geometry"].value("bytes_per_token", uint64_t(0))) + " B/token)");
     kv("engine / layout", opt.value("engine", "") + " / " + opt.value("layout", ""));
-    kv("chunks", std::to_string(opt.value("num_chunks", uint64_t(0))));
+    if (sim) {
+        const json& so = opt["simulate"];
+        kv("users / duration", std::to_string(so.value("num_users", 0)) + " users, " + fix(so.value("duration_s", 0.0), 1) + " s, storage I/O " +
+                                   so.value("storage_io", "") + ", generation " + so.value("generation_mode", ""));
+    } else {
+        kv("chunks", std::to_string(opt.value("num_chunks", uint64_t(0))));
+    }
     kv("target", run["target"].value("path", "") + " (" + run["target"].value("disk", "") + ", " + dev + ")" +
                      (run["target"].value("embedded", false) ? ", embedded sparse image on a loop device with direct I/O" : ""));
     kv("max_sectors_kb / max_segments", ju(dinfo, "max_sectors_kb") + " KiB / " + ju(dinfo, "max_segments"));
@@ -192,7 +202,11 @@ void write_report(const std::string& dir, const std::string& path) {
                                      ju(tr, "unmatched_completes") + ")");
     kv("object ops", std::to_string(ops.size()));
     kv("wall time", fix(run.value("seconds", 0.0), 1) + " s");
+    if (run.contains("timeline"))
+        kv("timeline", run["timeline"].value("path", "") + " (open in ui.perfetto.dev or chrome://tracing): " +
+                           std::to_string(run["timeline"].value("flows", uint64_t(0))) + " object→command flows");
     h << "</table></section>\n";
+    if (sim) h << simulation_section(simj, dh);
 
     // ---- scores ----
     h << "<section id=\"scores\"><h2>Scores</h2>"

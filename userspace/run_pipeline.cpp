@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,8 @@
 #include "distiller/profile.h"
 #include "distiller/phased_job.h"
 #include "distiller/timeline.h"
+#include "userspace/loop_image.h"
+#include "userspace/perfetto_timeline.h"
 #include "userspace/report_html.h"
 #include "userspace/stage_process.h"
 #include "validate/validate.h"
@@ -51,74 +54,6 @@ bool wait_for_output(StageProcess& p, const std::string& needle, double seconds)
     }
     return false;
 }
-
-std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
-
-/// A sparse image file attached as a loop device with direct I/O; detached (and removed unless kept) at destruction.
-/// losetup's answers come through a pipe, never a file: on a full filesystem the detach still finds the device.
-class LoopImage {
-public:
-    LoopImage(const std::string& image, uint64_t bytes, bool keep) : image_(image), keep_(keep) {
-        try {
-            attach(bytes);
-        } catch (...) {
-            cleanup();
-            throw;
-        }
-    }
-    ~LoopImage() { cleanup(); }
-    LoopImage(const LoopImage&) = delete;
-    LoopImage& operator=(const LoopImage&) = delete;
-    const std::string& dev() const { return dev_; }    ///< /dev/loopN
-    const std::string& name() const { return name_; }  ///< loopN
-
-private:
-    void attach(uint64_t bytes) {
-        {
-            int fd = open(image_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-            if (fd < 0) throw Error("cannot create " + image_ + ": " + std::strerror(errno));
-            created_ = true;
-            int rc = ftruncate(fd, off_t(bytes));
-            close(fd);
-            if (rc != 0) throw Error("cannot size " + image_ + ": " + std::strerror(errno));
-        }
-        auto [st, out] = run_helper({"losetup", "--find", "--show", "--direct-io=on", image_});
-        dev_ = trimmed(out);
-        if (st != 0 || dev_.rfind("/dev/loop", 0) != 0) {
-            // losetup may have attached and failed after: detach whatever holds the image_.
-            detach_all();
-            throw Error("losetup --direct-io=on " + image_ + " failed (exit status " + std::to_string(st) + "): " + dev_);
-        }
-        name_ = dev_.substr(5);
-    }
-    void cleanup() noexcept {
-        try {
-            detach_all();
-            std::error_code ec;
-            if (created_ && !keep_) fs::remove(image_, ec);
-        } catch (...) {
-        }
-    }
-    /// Detaches every loop device whose backing file is the image (`losetup -j`), retrying while busy.
-    void detach_all() {
-        for (int attempt = 0; attempt < 50; ++attempt) {
-            std::string list = trimmed(run_helper({"losetup", "-j", image_}).second);
-            if (list.empty()) return;
-            std::istringstream ls(list);
-            std::string line;
-            while (std::getline(ls, line)) {
-                auto colon = line.find(':');
-                if (colon != std::string::npos) run_helper({"losetup", "-d", line.substr(0, colon)});
-            }
-            usleep(100000);
-        }
-    }
-    std::string image_, dev_, name_;
-    bool keep_ = false, created_ = false;
-};
 
 struct Stopwatch {
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
@@ -156,13 +91,13 @@ void check_room_for_run(const std::string& out, uint64_t need) {
                     "replay write them, plus the traces); free space there, lower --num-chunks or give another --out");
 }
 
-/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json, trace.json for the geometry) and writes
+/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json when present, trace.json for the geometry) and writes
 /// OUT/validate.json and OUT/validate.txt.
 validate::Report validate_run_dir(const std::string& out) {
     validate::Options vo;
     vo.commands = out + "/events.jsonl";
     vo.semantic = out + "/semantic.jsonl";
-    vo.record = out + "/record.json";
+    if (fs::exists(out + "/record.json")) vo.record = out + "/record.json";  // gen writes one; simulate does not
     vo.geometry.trace_json = out + "/trace.json";
     validate::Report vr = validate::run(vo);
     write_json_file(out + "/validate.json", validate::report_json(vr));
@@ -172,7 +107,56 @@ validate::Report validate_run_dir(const std::string& out) {
     return vr;
 }
 
+/// Throws Interrupted(sig) with the scores of what the stopped workload completed (OUT/validate.json, validate.txt).
+[[noreturn]] void throw_interrupted_scored(int sig, const std::string& out) {
+    Interrupted stop(sig);
+    try {
+        stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + out + "/validate.txt)";
+    } catch (const std::exception& e) {
+        stop.validated = std::string("not scored: ") + e.what();
+    }
+    throw stop;
+}
+
+/// The serving workload's stage: ext4 on `dev` mounted at OUT/mnt, `kvio simulate` (its own tracer on the device:
+/// OUT/events.jsonl, semantic.jsonl, trace.json) with its log in OUT/simulate.log; unmounted when it returns.
+/// Stopped by a signal, simulate ends its requests and writes its results first; what it stored and loaded until
+/// then is scored (Interrupted::validated).
+void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe) {
+    const std::string log = out + "/simulate.log";
+    int st = 0;
+    std::string output, log_error;
+    {
+        Ext4Mount mnt(dev, out + "/mnt");
+        StageProcess p(simulate_argv(exe, o.sim, mnt.dir() + "/cache", out), log, true);
+        st = p.wait();
+        output = p.output();
+        log_error = p.log_error();
+    }
+    if (int sig = signal_received()) throw_interrupted_scored(sig, out);
+    if (st != 0)
+        throw Error("stage simulate-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(output) +
+                    (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
+}
+
 }  // namespace
+
+uint64_t simulate_run_dir_bytes(uint64_t image_bytes) {
+    return 2 * image_bytes + 2 * (image_bytes / 4096) * kOutputBytesPerCmd + kOutputFixedBytes;
+}
+
+std::vector<std::string> simulate_argv(const std::string& exe, const SimulateWorkload& w, const std::string& cache_dir,
+                                       const std::string& out) {
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%g", w.duration_s);
+    std::vector<std::string> a = {exe, "simulate", "--model", w.model, "--num-users", std::to_string(w.num_users),
+                                  "--duration", dur, "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", "--generation-mode",
+                                  w.generation_mode, "--seed", "42", "--storage-io", w.storage_io, "--cache-dir", cache_dir,
+                                  "--enable-latency-tracing", "--trace-syscalls", "--trace-dir", out, "--output",
+                                  out + "/simulate.json", "--quiet"};
+    a.insert(a.end(), w.extra_args.begin(), w.extra_args.end());
+    return a;
+}
 
 uint64_t image_bytes(uint64_t objects, uint64_t object_bytes) {
     constexpr uint64_t MiB = 1 << 20, align = 4096;
@@ -192,9 +176,16 @@ uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_byt
 RunResult run_all(const RunOptions& o) {
     if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
     // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
+    const bool sim = o.workload == "simulate";
+    if (!sim && o.workload != "objects") throw Error("--workload " + o.workload + ": expected objects or simulate");
     std::string layout = o.layout;
     uint64_t cap_guess = kEmbeddedCapGuess;
-    if (o.target.empty()) {
+    if (sim) {
+        if (!o.target.empty())
+            throw Error("--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
+        if (!layout.empty()) throw Error("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
+        layout = "files";
+    } else if (o.target.empty()) {
         if (layout == "files")
             throw Error("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
         if (o.engine == "uring_cmd")
@@ -221,8 +212,8 @@ RunResult run_all(const RunOptions& o) {
             throw Error("--out " + out + " is not empty; give a new or empty directory");
     }
     // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
-    const uint64_t img_bytes = image_bytes(o.objects, o.object_bytes);
-    check_room_for_run(out, run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
+    const uint64_t img_bytes = sim ? o.sim.image_bytes : image_bytes(o.objects, o.object_bytes);
+    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes) : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
     {
         std::error_code ec;
         fs::create_directories(out, ec);
@@ -239,7 +230,11 @@ RunResult run_all(const RunOptions& o) {
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
     doc["options"] = {{"target", o.target}, {"model_args", o.model_args}, {"engine", o.engine}, {"layout", layout},
-                      {"num_chunks", o.num_chunks}, {"keep", o.keep}};
+                      {"num_chunks", o.num_chunks}, {"keep", o.keep}, {"workload", o.workload}};
+    if (sim)
+        doc["options"]["simulate"] = {{"model", o.sim.model}, {"num_users", o.sim.num_users}, {"duration_s", o.sim.duration_s},
+                                      {"storage_io", o.sim.storage_io}, {"generation_mode", o.sim.generation_mode},
+                                      {"image_bytes", o.sim.image_bytes}, {"extra_args", o.sim.extra_args}};
     nlohmann::json stages = nlohmann::json::array();
     Stopwatch total;
 
@@ -259,8 +254,25 @@ RunResult run_all(const RunOptions& o) {
     doc["target"] = {{"path", target}, {"disk", tinfo.whole_disk_name}, {"dev", dev_string(tinfo.whole_disk)},
                      {"embedded", o.target.empty()}, {"image", o.target.empty() ? P("target.img") : ""}};
 
+    // ---- simulate under trace (the serving workload) ----
+    if (sim) {
+        Stopwatch sw;
+        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) + " s on ext4 on " +
+            target + " under kvio trace (log " + P("simulate.log") + ")");
+        simulate_stage(o, out, target, exe);
+        const json sj = read_json_file(P("simulate.json"));
+        const json& sm = sj.value("summary", json::object());
+        doc["simulate"] = {{"requests_completed", sj.value("requests_completed", uint64_t(0))},
+                           {"requests_per_second", sm.value("requests_per_second", 0.0)},
+                           {"elapsed_s", sm.value("elapsed_time", 0.0)},
+                           {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
+                           {"storage_ops", sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
+                           {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
+        stages.push_back({{"name", "trace+simulate"}, {"seconds", sw.seconds()}});
+    }
+
     // ---- gen under trace ----
-    {
+    if (!sim) {
         Stopwatch sw;
         say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") + ")");
         // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
@@ -313,16 +325,8 @@ RunResult run_all(const RunOptions& o) {
             gen_out = g.output();
             gen_log_error = g.log_error();
         }
-        if (int sig = signal_received()) {
-            // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
-            Interrupted stop(sig);
-            try {
-                stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + P("validate.txt") + ")";
-            } catch (const std::exception& e) {
-                stop.validated = std::string("not scored: ") + e.what();
-            }
-            throw stop;
-        }
+        // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
+        if (int sig = signal_received()) throw_interrupted_scored(sig, out);
         if (st != 0)
             throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
                         (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
@@ -413,10 +417,36 @@ RunResult run_all(const RunOptions& o) {
         stages.push_back({{"name", "verify"}, {"seconds", sw.seconds()}});
     }
 
+    // ---- timeline ----
+    {
+        Stopwatch sw;
+        say("timeline " + P("timeline.json") + " (ui.perfetto.dev or chrome://tracing)");
+        timeline::Options to;
+        to.events = P("events.jsonl");
+        to.semantic = P("semantic.jsonl");
+        if (!sim) to.record = P("record.json");
+        to.trace_json = P("trace.json");
+        to.out = P("timeline.json");
+        const timeline::Stats ts = timeline::write_perfetto(to);
+        doc["timeline"] = {{"path", to.out}, {"commands", ts.commands}, {"syscalls", ts.syscalls}, {"ops", ts.ops},
+                           {"flows", ts.flows}, {"device_tracks", ts.device_tracks}, {"threads", ts.threads},
+                           {"max_slots", ts.max_slots}};
+        stages.push_back({{"name", "timeline"}, {"seconds", sw.seconds()}});
+    }
+    check_interrupt();
+
     doc["files"] = {{"events", P("events.jsonl")},       {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
                     {"record", P("record.json")},        {"validate", P("validate.json")}, {"job", P("job.fio")},
                     {"iolog", P("job.iolog")},           {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
-                    {"report", P("report.html")},        {"gen_log", P("gen.log")},        {"verify_log", P("verify.log")}};
+                    {"report", P("report.html")},        {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
+    if (sim) {
+        doc["files"].erase("record");
+        doc["files"]["simulate"] = P("simulate.json");
+        doc["files"]["simulate_log"] = P("simulate.log");
+        doc["files"]["fio_workload"] = P("fio_workload.ini");
+    } else {
+        doc["files"]["gen_log"] = P("gen.log");
+    }
     doc["stages"] = stages;
     doc["seconds"] = total.seconds();
     write_json_file(P("run.json"), doc);

@@ -9,8 +9,22 @@
 
 namespace kvio::run {
 
+/// The serving workload of `kvio run --workload simulate`: `kvio simulate` on ext4 over the embedded loop device,
+/// with --enable-latency-tracing --trace-syscalls --trace-dir OUT (simulate runs the tracer and validates).
+struct SimulateWorkload {
+    std::string model = "tiny-1b";      ///< the MLPerf KV benchmark's model: 24,576 B/token
+    uint32_t num_users = 4;
+    double duration_s = 20;
+    std::string storage_io = "direct";  ///< direct: every op projects exactly; buffered: the benchmark's pattern
+    std::string generation_mode = "realistic";
+    uint64_t image_bytes = 1ull << 30;  ///< the ext4 image (sparse); the storage tier takes 95 % of its free space
+    std::vector<std::string> extra_args;///< appended to simulate's arguments (a repeated flag takes the last value)
+};
+
 /// What to run. Model options are passed to `kvio gen` as given (empty = gen's default).
 struct RunOptions {
+    std::string workload = "objects";   ///< "objects" (kvio gen's stores then loads) or "simulate" (SimulateWorkload)
+    SimulateWorkload sim;
     std::string target;                 ///< block device, file or directory for gen; "" = embedded loop device
     std::vector<std::string> model_args;///< --model/--hf-config/--kv-dtype/--chunk-tokens/--tp as gen takes them
     uint64_t object_bytes = 0;          ///< one object's payload (per-rank bytes), sizes the embedded image
@@ -60,6 +74,18 @@ inline constexpr uint64_t kOutputFixedBytes = 4 << 20;
 /// The command size run_dir_bytes() assumes for the embedded loop device before it exists: 128 KiB, below the
 /// 512 KiB (max_segments 128 × 4 KiB) loop devices split at here, so the estimate errs high.
 inline constexpr uint64_t kEmbeddedCapGuess = 128 * 1024;
+
+/// Bytes a simulate run needs under --out: its ext4 image and the verify image (image_bytes each, both may fill),
+/// plus kOutputBytesPerCmd per 4 KiB of the image written twice (its commands are at least 4 KiB: ext4's block),
+/// an upper bound while the storage tier rewrites its space, plus kOutputFixedBytes.
+uint64_t simulate_run_dir_bytes(uint64_t image_bytes);
+
+/// `kvio simulate`'s arguments for the simulate workload: --model, --num-users, --duration, --gpu-mem-gb 0,
+/// --cpu-mem-gb 0 (every entry reaches the traced storage tier), --generation-mode, --seed 42, --storage-io,
+/// --cache-dir CACHE_DIR, --enable-latency-tracing --trace-syscalls --trace-dir OUT, --output OUT/simulate.json,
+/// --quiet, then extra_args.
+std::vector<std::string> simulate_argv(const std::string& exe, const SimulateWorkload& w, const std::string& cache_dir,
+                                       const std::string& out);
 
 /// Bytes a run needs under --out: the sparse target image (embedded only) and the verify image as the writes fill
 /// them (image_bytes each), plus kOutputBytesPerCmd for each of the objects × (1 + 2 × ceil(object_bytes / cap))

@@ -286,11 +286,11 @@ struct Joiner::Impl {
         return full ? Match::Tie : Match::Straddle;
     }
 
-    void add(const Command& c) {
+    int64_t add(const Command& c) {
         res.records.add(c.bytes);
         if (c.nvme) ++res.nvme_rows;
-        if ((c.op != CmdOp::Read && c.op != CmdOp::Write) || c.bytes == 0) { res.non_data.add(c.bytes); return; }
-        if (recent.seen_before(c)) { res.duplicates.add(c.bytes); return; }
+        if ((c.op != CmdOp::Read && c.op != CmdOp::Write) || c.bytes == 0) { res.non_data.add(c.bytes); return -1; }
+        if (recent.seen_before(c)) { res.duplicates.add(c.bytes); return -1; }
         Sink* s = &main;
         // On NVMe every command shows twice, as a block row and as an nvme row: block rows wait
         // until the end and count only when the trace has no nvme rows at all.
@@ -304,12 +304,13 @@ struct Joiner::Impl {
             s->ops[op].add(c.bytes);
             if (!t.ops[op].failed) ++s->bins[int(t.ops[op].kind)][floor_log2(c.bytes)];
             s->joined.add(c.bytes);
-            break;
+            return int64_t(op);
         case Match::Untagged: s->untagged.add(c.bytes); break;
         case Match::Tie: s->ties.add(c.bytes); break;
         case Match::Straddle: s->straddles.add(c.bytes); break;
         case Match::Mismatch: s->mismatch.add(c.bytes); break;
         }
+        return -1;
     }
 
     JoinResult finish() {
@@ -335,7 +336,7 @@ struct Joiner::Impl {
 
 Joiner::Joiner(const SemanticTrace& t, JoinMode mode) : impl_(std::make_unique<Impl>(t, mode)) {}
 Joiner::~Joiner() = default;
-void Joiner::add(const Command& c) { impl_->add(c); }
+int64_t Joiner::add(const Command& c) { return impl_->add(c); }
 JoinResult Joiner::finish() { return impl_->finish(); }
 
 }  // namespace kvio::validate

@@ -67,8 +67,10 @@ public:
     /// index (a trace_id above 32 bits for user_data). `t` must outlive the Joiner.
     Joiner(const SemanticTrace& t, JoinMode mode);
     ~Joiner();
-    /// Attributes one command. O(log ops) per command.
-    void add(const Command& c);
+    /// Attributes one command. O(log ops) per command. Returns the index (into SemanticTrace::ops) of the op the
+    /// command was joined to, or -1 (untagged, tie, straddle, mismatch, duplicate, non-data). On a trace with NVMe
+    /// rows the block rows' answers are provisional: finish() drops those rows (passthrough_block_skipped).
+    int64_t add(const Command& c);
     /// Resolves passthrough block rows (dropped when any nvme row was seen, else counted) and returns the tallies.
     JoinResult finish();
 

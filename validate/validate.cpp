@@ -23,7 +23,8 @@ Report run(const Options& o) {
     Joiner j(t, mode);
     auto take = [&](const Command& x) {
         facts.add(x);
-        j.add(x);
+        const int64_t op = j.add(x);
+        if (o.on_command) o.on_command(x, op);
     };
     for (const Command& h : head) take(h);
     head = {};

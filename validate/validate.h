@@ -1,5 +1,6 @@
 // `kvio validate` as a library call: read, project, join, score.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "validate/join.h"
@@ -14,6 +15,9 @@ struct Options {
     std::string record;     ///< optional record manifest (kvio gen --record)
     GeometryOverrides geometry;
     JoinMode join = JoinMode::Auto;
+    /// Called for every command record in file order with the index (into the semantic trace's ops, read_semantic
+    /// order) of the op the join attributed it to, or -1 (Joiner::add). Empty = not called. The timeline's flows.
+    std::function<void(const Command&, int64_t op)> on_command;
 };
 
 /// Runs the whole validation; streams the commands file once (a pipe or /dev/stdin works: with Auto the

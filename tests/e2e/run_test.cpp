@@ -10,11 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <tuple>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "tests/e2e/helpers.h"
+#include "tests/timeline_check.h"
 
 namespace kvio::test {
 namespace {
@@ -171,6 +174,30 @@ TEST_F(RunOutputs, ScoresAreExact) {
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);
 }
 
+// OUT/timeline.json: a valid trace-event file with every traced command once, the 8 object ops, and a flow from
+// an op to each command validate's join attributed (all of gen's commands: untagged 0).
+TEST_F(RunOutputs, TimelineHasEveryCommandAndTheObjectFlows) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    EXPECT_NE(res.out.find("timeline: " + out + "/timeline.json"), std::string::npos) << res.out;
+    const json doc = json::parse(slurp(out + "/timeline.json"));
+    const TimelineCheck c = check_timeline(doc);
+    EXPECT_TRUE(c.violations.empty()) << c.violations.front();
+    const uint64_t t0 = doc["otherData"]["t0_ns"];
+    std::multiset<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> want, got(c.cmds.begin(), c.cmds.end());
+    for (const auto& e : read_jsonl(out + "/events.jsonl"))
+        if (e["type"] == "cmd") want.emplace(e["dev"], e["sector"], e["bytes"], e["ts_issue"].get<uint64_t>() - t0);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(c.by_cat.at("op"), 8u);
+    const json val = json::parse(slurp(out + "/validate.json"));
+    const uint64_t joined = val["join"]["joined"]["cmds"];
+    EXPECT_GT(joined, 0u);
+    EXPECT_EQ(c.flows, joined);
+    EXPECT_EQ(c.flow_ends.size(), joined);
+    json run_doc = json::parse(slurp(out + "/run.json"));
+    EXPECT_EQ(run_doc["timeline"]["flows"], joined);
+    EXPECT_NE(slurp(out + "/report.html").find(std::to_string(joined) + " object→command flows"), std::string::npos);
+}
+
 TEST_F(RunOutputs, CleansUpLoopDevicesAndImages) {
     ASSERT_EQ(res.status, 0) << res.err;
     EXPECT_TRUE(loops_under(out).empty()) << loops_under(out)[0];
@@ -262,6 +289,24 @@ void expect_clean(const std::string& out) {
     EXPECT_TRUE(procs_mentioning(out).empty()) << procs_mentioning(out)[0];
 }
 
+// Stopped during the simulation: simulate ends its requests and stops its tracer, what it stored and loaded is
+// scored, and the ext4 is unmounted before the loop device goes.
+TEST(RunSignals, SigintDuringSimulateUnmountsDetachesAndScores) {
+    TempDir d;
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--workload", "simulate", "--duration", "60", "--out", out}, log);
+    ASSERT_TRUE(wait_for_file(out + "/semantic.jsonl", 60, 1200)) << slurp(log);  // the meta line and an op
+    EXPECT_NE(slurp("/proc/mounts").find(out + "/mnt"), std::string::npos) << "the ext4 should be mounted while simulate runs";
+    kill(pid, SIGINT);
+    EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
+    expect_clean(out);
+    EXPECT_EQ(slurp("/proc/mounts").find(out), std::string::npos);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    json v = json::parse(slurp(out + "/validate.json"));
+    EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
+    EXPECT_EQ(json::parse(slurp(out + "/simulate.json"))["kvio"]["stop"]["reason"], "signal Interrupt");
+}
+
 TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     TempDir d;
     std::string out = d.file("out"), log = d.file("log");
@@ -275,7 +320,7 @@ TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     EXPECT_NE(slurp(log).find("stopped by"), std::string::npos) << slurp(log);
     expect_clean(out);
     // What gen completed before the stop is scored, and exactly: the tracer ran until gen had finished its ops.
-    EXPECT_NE(slurp(log).find("the ops gen completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
     ASSERT_TRUE(fs::exists(out + "/validate.json")) << slurp(log);
     json v = json::parse(slurp(out + "/validate.json"));
     EXPECT_GE(v["objects"].get<uint64_t>(), 1u);

@@ -81,6 +81,7 @@ const std::vector<FlagSpec>& flag_table() {
         {"--gpu-bandwidth-gbps", "float", "64", "Host↔GPU bandwidth of the GPU tier model in 10^9 bytes/s.", true, &C::gpu_bandwidth_gbps},
         {"--gpu-tier", "choice", "auto", "GPU tier: cuda (real copies; needs a CUDA build and a GPU), model (capacity + bandwidth), auto (cuda when available).", true, &C::gpu_tier, "auto|model|cuda"},
         {"--trace-dir", "str", "None", "With --enable-latency-tracing: keep the events, semantic and trace files in this directory.", true, &C::trace_dir},
+        {"--trace-syscalls", "flag", "off", "With --enable-latency-tracing: the events also hold each syscall on the cache device (kvio trace --syscalls; a timeline's thread tracks).", true, &C::trace_syscalls},
         {"--force", "flag", "off", "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true, &C::force},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true, &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
@@ -253,6 +254,8 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         e.push_back("--enable-autoscaling with --use-burst-trace/--dataset-path: the trace sets the arrivals, there are no users to scale");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
+    if (c.trace_syscalls && !c.enable_latency_tracing)
+        e.push_back("--trace-syscalls needs --enable-latency-tracing (it adds syscall records to its events)");
     if (c.enable_latency_tracing && !c.io_trace_log.empty())
         e.push_back("--enable-latency-tracing with --io-trace-log: the logical mode performs no I/O to trace");
     return e;

@@ -51,6 +51,7 @@ LatencyTracingOptions latency_tracing_options(const SimConfig& c) {
     const char* tmp = std::getenv("TMPDIR");
     o.cache_dir = !c.cache_dir.empty() ? c.cache_dir : tmp && *tmp ? tmp : "/tmp";
     o.trace_dir = c.trace_dir;
+    o.syscalls = c.trace_syscalls;
     return o;
 }
 
@@ -80,8 +81,9 @@ LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
     }
     const std::string ready = dir_ + "/ready", log = dir_ + "/trace.log";
     fs::remove(ready);
-    const std::vector<std::string> argv = {o.kvio_exe, "trace", "-q", "-d", disk_, "--events", dir_ + "/events.jsonl",
-                                           "--json", dir_ + "/trace.json", "--ready-file", ready};
+    std::vector<std::string> argv = {o.kvio_exe, "trace", "-q", "-d", disk_, "--events", dir_ + "/events.jsonl",
+                                     "--json", dir_ + "/trace.json", "--ready-file", ready};
+    if (o.syscalls) argv.push_back("--syscalls");
     const pid_t parent = getpid();
     child_ = fork();
     if (child_ < 0) throw Error(std::string("fork: ") + std::strerror(errno));

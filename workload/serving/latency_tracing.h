@@ -18,6 +18,7 @@ struct LatencyTracingOptions {
     std::string cache_dir;                  ///< the storage tier's directory (or its nearest existing parent): its disk is traced
     std::string trace_dir;                  ///< keep the files here; "" = a temporary directory, removed by finish()
     std::string kvio_exe = "/proc/self/exe";///< the kvio binary that runs `trace`
+    bool syscalls = false;                  ///< `kvio trace --syscalls`: syscall records in the events too
     double ready_timeout_s = 60;            ///< how long to wait for the programs to attach
 };
 
@@ -33,7 +34,7 @@ struct LatencyTracingResult {
 class LatencyTracing {
 public:
     /// Starts `<kvio_exe> trace -q -d <disk of cache_dir> --events DIR/events.jsonl --json DIR/trace.json
-    /// --ready-file DIR/ready` in its own process group (stdout/stderr to DIR/trace.log) and waits until it has
+    /// --ready-file DIR/ready` (plus --syscalls) in its own process group (stdout/stderr to DIR/trace.log) and waits until it has
     /// attached. Only the device filter is used: a process filter would miss the commands kworkers issue for the
     /// simulation (writeback, plugged requests; see userspace/run_pipeline.cpp). Throws kvio::Error when the
     /// cache dir is not on a block device or the tracer does not start (its log's last line in the message).
@@ -63,7 +64,7 @@ private:
 };
 
 /// The options of a simulation run: cache_dir = --cache-dir (else $TMPDIR or /tmp, where the cache makes its
-/// temporary directory), trace_dir = --trace-dir, kvio_exe = /proc/self/exe.
+/// temporary directory), trace_dir = --trace-dir, syscalls = --trace-syscalls, kvio_exe = /proc/self/exe.
 LatencyTracingOptions latency_tracing_options(const SimConfig& c);
 
 /// Puts `r` into a results document: "device_latency_tracing", "fio_workload" (the benchmark's keys) and
