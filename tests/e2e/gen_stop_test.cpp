@@ -74,3 +74,48 @@ TEST(GenStop, SigintKeepsEveryCompletedOpAndTheRecord) {
     EXPECT_EQ(vj["exact_match"], vj["objects"]) << v.out;
     EXPECT_EQ(vj["untagged_cmds"], 0) << v.out;
 }
+
+// The same stop with SIGTERM and compressed outputs (`--events X.zst`, `--semantic Y.zst`): both files are finished
+// zstd frames (`zstd -t`), hold every completed op and command, and validate as read directly.
+TEST(GenStop, SigtermLeavesFinishedZstdFramesWithEveryCompletedOp) {
+    TempDir d;
+    LoopDevice loop(420ull << 20);
+    const std::string sem = d.file("sem.jsonl.zst"), rec = d.file("rec.json"), ev = d.file("ev.jsonl.zst"), log = d.file("log");
+    pid_t pg = spawn_group(kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " -- " + kvio_bin() +
+                               " gen -q --force --model llama3.1-8b --num-chunks 12 --iters 4 --verify full --target " + loop.path +
+                               " --semantic " + sem + " --record " + rec,
+                           log);
+    for (int i = 0; i < 600 && !fs::exists(sem); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(fs::exists(sem)) << slurp(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ASSERT_EQ(kill(-pg, SIGTERM), 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(pg, &st, 0), pg);
+    // The trace may end before gen has finished its ops in flight: wait for the whole group.
+    for (int i = 0; i < 600 && kill(-pg, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string out = slurp(log);
+    EXPECT_NE(out.find("kvio gen: stopped by signal 15"), std::string::npos) << out;
+    for (const std::string& f : {sem, ev}) {
+        EXPECT_EQ(slurp(f).substr(0, 4), std::string("\x28\xb5\x2f\xfd", 4)) << f;
+        CmdResult t = run("zstd -q -t " + f);
+        EXPECT_EQ(t.status, 0) << f << ": not a finished zstd frame\n" << t.err << out;
+        ASSERT_EQ(run("zstd -q -dc " + f + " > " + f + ".plain").status, 0);
+    }
+    auto lines = read_jsonl(sem + ".plain");
+    ASSERT_GE(lines.size(), 2u) << out;
+    const size_t done = lines.size() - 1;
+    EXPECT_LT(done, 96u) << "the stream ended before the signal: nothing was stopped\n" << out;
+    json r = json::parse(slurp(rec));
+    size_t rec_ops = 0;
+    for (const auto& o : r["objects"]) rec_ops += o["ops"].size();
+    EXPECT_EQ(rec_ops, done) << "the semantic file must hold every completed op";
+    auto evl = read_jsonl(ev + ".plain");
+    ASSERT_FALSE(evl.empty());
+    EXPECT_EQ(evl.back().value("type", ""), "summary") << "the trace's summary is the last record of the frame";
+
+    auto v = run(kvio_bin() + " validate --commands " + ev + " --semantic " + sem + " --record " + rec + " --json " + d.file("v.json"));
+    ASSERT_EQ(v.status, 0) << v.err;
+    json vj = json::parse(slurp(d.file("v.json")));
+    EXPECT_EQ(vj["objects"].get<size_t>(), done) << v.out;
+    EXPECT_EQ(vj["exact_match"], vj["objects"]) << v.out;
+}

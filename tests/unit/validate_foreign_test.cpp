@@ -20,6 +20,7 @@
 #include "validate/semantic_lmcache.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
+#include "workload/semantic.h"
 
 using namespace kvio;
 using namespace kvio::validate;
@@ -338,4 +339,32 @@ TEST(ValidateForeign, MalformedMonitorLinesNameFileLineField) {
             EXPECT_EQ(std::string(e.what()), p + ":1: " + c.err);
         }
     }
+}
+
+// `kvio gen --semantic X.zst`: each op is decodable as soon as it is written (a killed gen keeps every completed
+// op), close() ends the frame, and validate reads it as the plain file.
+TEST(ValidateForeign, SemanticWriterZstdFlushesEachOpAndFinishesAtClose) {
+    Tmp t;
+    Synth s = synth(t, "posix");
+    std::vector<nlohmann::ordered_json> lines;
+    {
+        std::ifstream in(s.sem);
+        std::string l;
+        while (std::getline(in, l)) lines.push_back(nlohmann::ordered_json::parse(l));
+    }
+    const std::string z = t.path("sem.jsonl.zst");
+    workload::SemanticWriter w(z);
+    for (size_t i = 0; i < 11; ++i) w.write(lines[i]);
+    std::vector<std::string> warnings;
+    auto old = set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
+    EXPECT_EQ(read_semantic(z).ops.size(), 10u) << "every op written so far, before close";
+    EXPECT_EQ(warnings.size(), 1u);
+    for (size_t i = 11; i < lines.size(); ++i) w.write(lines[i]);
+    w.close();
+    warnings.clear();
+    EXPECT_EQ(read_input(z), slurp(s.sem));
+    EXPECT_TRUE(warnings.empty());
+    set_warning_sink(old);
+    EXPECT_EQ(std::system(("zstd -q -t " + z).c_str()), 0);
+    EXPECT_EQ(scores_of(report_json(run(opts(s.ev, z)))), scores_of(report_json(run(opts(s.ev, s.sem)))));
 }
