@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "replay/safety.h"
+#include "workload/record_foreign.h"
 
 namespace kvio::replay {
 
@@ -64,7 +65,7 @@ workload::DeviceGeometry regeometry(const workload::Record& rec, const workload:
 
 RecordReplayResult replay_record(const RecordReplayOptions& o) {
     RecordReplayResult r;
-    workload::Record rec = workload::record_from_json(read_json_file(o.record), o.record);
+    workload::Record rec = workload::read_record_any(read_json_file(o.record), o.record);
     if (rec.objects.empty()) throw Error(o.record + ": field 'objects': empty, nothing to replay");
     workload::TargetInfo t = workload::inspect_target(o.target);
     const std::string engine = o.engine.empty() ? rec.device.engine : o.engine;

@@ -51,7 +51,7 @@ void add_gen_command(CLI::App& app) {
                     "uring_cmd: MDTS instead of max_sectors_kb); a positive multiple of the LBA size")
         ->check(positive_integer());
     sub->add_option("--block-align", g.block_align, "Slot alignment and header size in bytes (multiple of the LBA size)")->capture_default_str();
-    sub->add_option("--semantic", g.semantic_path, "Write the kvio.semantic/1 JSONL (one record per object op with device offsets) to FILE");
+    sub->add_option("--semantic", g.semantic_path, "Write the kvio.semantic/1 JSONL (one record per object op with device offsets) to FILE (.zst: zstd-compressed, each op flushed as it completes)");
     sub->add_option("--record", g.record_path, "Write the record manifest (kvio_record.json, for replay) to FILE");
     sub->add_option("--verify", o->verify,
                     "How loads are checked: stamps (each 4 KiB payload block starts with a 32-byte stamp: object, offset, "

@@ -25,7 +25,7 @@ void add_replay_command(CLI::App& app) {
         "Reissue a recorded workload on another target: --record REC.json (the object stream of `kvio gen --record`, "
         "re-split for the target's LBA size and transfer limits) or --events CMDS.jsonl (the device commands of "
         "`kvio trace --events`: same offsets, sizes, directions and order, like btreplay). Rules: docs/replay.md");
-    auto* rec = sub->add_option("--record", o->rec.record, "Record manifest (schema_version 1) from `kvio gen --record`");
+    auto* rec = sub->add_option("--record", o->rec.record, "Record manifest (schema_version 1) from `kvio gen --record`, or a kvio_record.json of the reference kvio tooling");
     auto* ev = sub->add_option("--events", o->ev.events, "Captured device commands, kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`");
     rec->excludes(ev);
     sub->add_option("--target", o->rec.target,

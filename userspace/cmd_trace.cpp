@@ -62,7 +62,7 @@ void add_trace_command(CLI::App& app) {
                 return std::isfinite(d) && d >= 0 ? std::string() : std::string("must be a finite number >= 0, got " + v);
             },
             "SECONDS>=0"));
-    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout, where a traced COMMAND's own stdout then goes to stderr), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost");
+    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout, where a traced COMMAND's own stdout then goes to stderr), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost; a FILE ending in .zst is zstd-compressed, its frame ended at stop");
     sub->add_option_function<std::string>(
            "--events-format",
            [opts](const std::string& f) { opts->events_bin = f == "bin"; },

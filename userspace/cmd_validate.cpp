@@ -25,7 +25,7 @@ void add_validate_command(CLI::App& app) {
         "is missed); 1 on malformed input or a missed threshold.");
     struct Opts {
         validate::Options o;
-        std::string join = "auto", json_out;
+        std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
         bool timing = false;
         std::string synth_dir;
         validate::SynthSpec synth;
@@ -34,8 +34,16 @@ void add_validate_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
-    sub->add_option("--commands", o.commands, "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`");
-    sub->add_option("--semantic", o.semantic, "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`");
+    sub->add_option("--commands", o.commands,
+                    "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`, or the NVMe "
+                    "io_uring_cmd monitor JSONL (.zst: decompressed)");
+    sub->add_option("--semantic", o.semantic,
+                    "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`, or an LMCache kvio trace (LMCACHE_KVIO_TRACE, "
+                    "schema 2) (.zst: decompressed)");
+    sub->add_option("--semantic-format", opts->semantic_format, "auto (default: from the first line), kvio or lmcache")
+        ->check(CLI::IsMember({"auto", "kvio", "lmcache"}));
+    sub->add_option("--commands-format", opts->commands_format, "auto (default: from the first record), kvio or monitor")
+        ->check(CLI::IsMember({"auto", "kvio", "monitor"}));
     sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
     sub->add_option("--trace-json", o.geometry.trace_json,
                     "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb");
@@ -104,6 +112,8 @@ void add_validate_command(CLI::App& app) {
         if (opts->o.commands.empty() || opts->o.semantic.empty())
             throw kvio::Error("validate needs --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
         opts->o.join = validate::parse_join_mode(opts->join);
+        opts->o.semantic_format = validate::parse_semantic_format(opts->semantic_format);
+        opts->o.commands_format = validate::parse_commands_format(opts->commands_format);
         if (!opts->json_out.empty()) {  // a bad --json path fails before the work, not after the report
             std::ofstream probe(opts->json_out);
             if (!probe) throw kvio::Error(opts->json_out + ": cannot write: " + std::strerror(errno));

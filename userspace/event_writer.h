@@ -1,6 +1,8 @@
 // Writes a kvio.events/1 file (docs/formats.md) at ring-buffer speed: records are encoded by EventEncoder
 // into a 1 MiB buffer that goes to the file with write(2) when full and at close(), with O_DIRECT where the
 // filesystem supports it (whole 4 KiB-aligned chunks; the last partial block is written buffered at close()).
+// A path ending in ".zst" is written as one zstd frame (common/zstd_stream.h) with buffered writes: the encoded
+// text goes through the compressor at each flush, flush_idle() makes it decodable up to there, close() ends it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include "bpf/kvio_trace.h"
 #include "common/events_bin.h"
+#include "common/zstd_stream.h"
 #include "userspace/event_format.h"
 
 namespace kvio::trace {
@@ -72,6 +75,8 @@ private:
     void write_aligned_blocks();
     /// Moves the encoded text to the file; `last`: also the partial tail (close()).
     void flush(bool last);
+    /// zstd: compresses the encoded text (Continue, Flush or End) and writes what the compressor gives.
+    void flush_compressed(ZstdCompressor::Mode mode);
     void write_all(const char* p, size_t n);
     /// Clears O_DIRECT on the file; false if it was not set or cannot be cleared.
     bool buffered();
@@ -91,6 +96,8 @@ private:
     DevCache devs_;
     bool bin_ = false;
     EventEncoder enc_;
+    std::unique_ptr<ZstdCompressor> zstd_;  ///< null: written as encoded
+    std::string zbuf_;
     evbin::Encoder benc_;  ///< starts with the file header: written out with the first chunk
 };
 

@@ -115,6 +115,7 @@ nlohmann::json report_json(const Report& r) {
                  {"passthrough_block_skipped", cb_json(x.passthrough_block_skipped)}, {"nvme_rows", x.nvme_rows},
                  {"tracer_dropped", r.tracer_dropped}, {"tracer_unmatched_completes", r.tracer_unmatched},
                  {"events_summary", r.events_summary}, {"warnings", r.warnings}};
+    j["inputs"] = {{"semantic", r.semantic_format}, {"commands", r.commands_format}};
     const ProjectionRules& p = r.rules;
     j["projection"] = {{"engine", p.engine}, {"layout", p.layout}, {"passthrough", p.passthrough}, {"lba_bytes", p.lba_bytes},
                        {"lba_source", p.lba_source}, {"block_align", p.block_align}, {"header_bytes", p.header_bytes},
@@ -181,6 +182,8 @@ void print_report(std::ostream& os, const Report& r) {
        << ", kernel limit "
        << (p.kernel_limit ? std::to_string(p.kernel_limit) + " B (" + p.kernel_limit_source + ")" : std::string("none (passthrough)"))
        << "\n";
+    if (r.semantic_format != "kvio.semantic/1" || r.commands_format != "kvio.events/1")
+        os << "inputs: semantic " << r.semantic_format << ", commands " << r.commands_format << "\n";
     for (const auto& w : r.warnings) os << "warning: " << w << "\n";
     if (r.all.failed_ops) os << "note: " << r.all.failed_ops << " ops carry \"error\" and are not scored\n";
     if (r.tracer_dropped) os << "warning: the tracer dropped " << r.tracer_dropped << " events: measured counts are low\n";

@@ -48,6 +48,8 @@ struct Report {
     uint64_t tracer_unmatched = 0;        ///< `unmatched_completes` of the events summary (commands missing)
     bool events_summary = false;          ///< the events file ended with a summary record
     bool buffered = false;                ///< posix --buffered: projection is not per-op exact
+    std::string semantic_format = "kvio.semantic/1";  ///< SemanticTrace::format
+    std::string commands_format = "kvio.events/1";    ///< CommandReader::format
 };
 
 /// Projects every op and compares it with its tallies in `join` (whose `ops` is consumed).

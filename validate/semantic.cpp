@@ -17,7 +17,7 @@ static bool known_engine(const std::string& e) { return e == "posix" || e == "io
 
 // The meta's geometry, whether from the semantic meta or a record manifest: values no device or engine can have
 // are errors here, not wrong projections later.
-static void check_geometry(const SemanticMeta& m, const JsonSource& src) {
+void check_semantic_geometry(const SemanticMeta& m, const JsonSource& src) {
     if (!m.engine.empty() && !known_engine(m.engine))
         src.fail("engine", "expected posix, io_uring, uring_cmd or cufile, got \"" + m.engine + "\"");
     if (m.lba_bytes && !valid_lba_bytes(m.lba_bytes))
@@ -56,7 +56,7 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     m.max_sectors_kb = get_u64_or(j, "max_sectors_kb", 0, src);
     if (j.contains("max_sectors_kb") && !m.max_sectors_kb) src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
     if (j.contains("lba_bytes") && !m.lba_bytes) src.fail("lba_bytes", "0 is not a power of two from 512 to 65536");
-    check_geometry(m, src);
+    check_semantic_geometry(m, src);
     if (j.contains("buffered")) {
         if (!j["buffered"].is_boolean()) src.fail("buffered", "expected true or false");
         m.buffered = j["buffered"].get<bool>();
@@ -144,7 +144,7 @@ void merge_record_manifest(SemanticMeta& meta, const std::string& record_path) {
     fill(meta.header_bytes, "header_bytes");
     fill(meta.max_io_bytes, "max_io_bytes");
     fill(meta.max_sectors_kb, "max_sectors_kb");
-    check_geometry(meta, JsonSource{record_path + ": device_geometry", 0});
+    check_semantic_geometry(meta, JsonSource{record_path + ": device_geometry", 0});
 }
 
 uint64_t max_sectors_kb_from_trace_json(const std::string& path, uint32_t dev) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/jsonl.h"
 #include "validate/types.h"
 
 namespace kvio::validate {
@@ -28,11 +29,19 @@ struct SemanticTrace {
     std::string path;
     SemanticMeta meta;
     std::vector<ObjectOp> ops;    ///< in file order
+    std::string format = "kvio.semantic/1";  ///< or "lmcache-kvio/2" (validate/semantic_lmcache.h)
+    uint64_t skipped_deletes = 0; ///< LMCache `delete` records: no I/O to project, not scored
+    bool dev_unknown = false;     ///< the ops' device was not named (dev 0): validate takes the commands' only device
 };
 
 /// Reads a kvio.semantic/1 JSONL file: meta line first, then one record per object op.
 /// Throws kvio::Error "FILE:LINE: field 'F': ..." on malformed input.
 SemanticTrace read_semantic(const std::string& path);
+
+/// The geometry checks of the meta (engine known, lba_bytes a power of two from 512 to 65536, block_align a
+/// multiple of 512 and of lba_bytes, limits whole sectors up to 4 GiB, header up to 4 GiB), for every semantic
+/// format. Throws "FILE:LINE: field 'F': ...".
+void check_semantic_geometry(const SemanticMeta& m, const JsonSource& src);
 
 /// Fills fields the meta left at 0/"" from a record manifest's `device_geometry` (schema_version 1).
 /// Throws kvio::Error naming the file and field on malformed input.

@@ -3,6 +3,7 @@
 #include <functional>
 #include <string>
 
+#include "validate/formats.h"
 #include "validate/join.h"
 #include "validate/projection.h"
 #include "validate/score.h"
@@ -10,8 +11,10 @@
 namespace kvio::validate {
 
 struct Options {
-    std::string commands;   ///< kvio.events/1 JSONL (kvio trace --events)
-    std::string semantic;   ///< kvio.semantic/1 JSONL (kvio gen --semantic)
+    std::string commands;   ///< kvio.events/1 JSONL or capture (kvio trace --events), or the NVMe monitor JSONL
+    std::string semantic;   ///< kvio.semantic/1 JSONL (kvio gen --semantic), or the LMCache kvio trace
+    SemanticFormat semantic_format = SemanticFormat::Auto;
+    CommandsFormat commands_format = CommandsFormat::Auto;
     std::string record;     ///< optional record manifest (kvio gen --record)
     GeometryOverrides geometry;
     JoinMode join = JoinMode::Auto;
@@ -21,7 +24,9 @@ struct Options {
 };
 
 /// Runs the whole validation; streams the commands file once (a pipe or /dev/stdin works: with Auto the
-/// first 4096 command records are held for the mode choice, then joined). Throws kvio::Error for unreadable or malformed input (FILE:LINE: field ...).
+/// first 4096 command records are held for the mode choice, then joined). Both files may be zstd-compressed.
+/// Ops whose device the semantic file does not name (an LMCache trace whose device_path is not on this machine)
+/// take the device of the data commands among those first 4096 when they are all on one. Throws kvio::Error for unreadable or malformed input (FILE:LINE: field ...).
 Report run(const Options& o);
 
 }  // namespace kvio::validate

@@ -166,6 +166,12 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
         }
         r.objects.push_back(std::move(o));
     }
+    check_record_layout(r, src);
+    return r;
+}
+
+void check_record_layout(const Record& r, const JsonSource& src) {
+    const DeviceGeometry& d = r.device;
     // The whole layout must be computable before anything touches a target: every slot sized for the largest
     // payload (replay lays all objects out alike), the last one ending within 64 bits.
     uint64_t max_payload = 0, slots = 0;
@@ -179,7 +185,6 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
         src.fail("payload_bytes", std::to_string(max_payload) + " with " + std::to_string(slots) +
                                       " objects is beyond any device: the layout would end past 2^64 bytes");
     }
-    return r;
 }
 
 std::vector<ObjectOp> plan_ops(const Record& r) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/jsonl.h"
 #include "workload/geometry.h"
 
 namespace kvio::workload {
@@ -84,6 +85,9 @@ Record make_record(const Geometry& g, const DeviceGeometry& d, const AccessPatte
 nlohmann::json record_to_json(const Record& r);
 /// Parses and checks a manifest; errors name `where` and the field.
 Record record_from_json(const nlohmann::json& j, const std::string& where);
+/// The layout of every object (each slot sized for the largest payload) ends within 2^64 bytes:
+/// else "WHERE: field 'payload_bytes': N with K objects is beyond any device ...".
+void check_record_layout(const Record& r, const JsonSource& src);
 
 /// One object operation to execute. Offsets are target offsets (device or file), bytes.
 struct ObjectOp {

@@ -66,17 +66,38 @@ nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, cons
     return j;
 }
 
-SemanticWriter::SemanticWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
+SemanticWriter::SemanticWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc | std::ios::binary) {
     if (!out_) throw Error(path + ": cannot write: " + std::strerror(errno));
+    if (has_zst_suffix(path)) zstd_ = std::make_unique<ZstdCompressor>();
+}
+
+SemanticWriter::~SemanticWriter() {
+    try {
+        close();
+    } catch (...) {
+    }
+}
+
+void SemanticWriter::put(std::string_view text, ZstdCompressor::Mode mode) {
+    if (zstd_) {
+        zbuf_.clear();
+        zstd_->compress(text, zbuf_, mode);
+        text = zbuf_;
+    }
+    out_.write(text.data(), std::streamsize(text.size()));
+    out_.flush();
+    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
 }
 
 void SemanticWriter::write(const nlohmann::ordered_json& line) {
     // One write per op (an op moves KiB to GiB): a killed gen still leaves every op it completed.
-    out_ << line.dump() << '\n' << std::flush;
-    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
+    put(line.dump() + '\n', ZstdCompressor::Mode::Flush);
 }
 
 void SemanticWriter::close() {
+    if (closed_) return;
+    closed_ = true;
+    if (zstd_) put({}, ZstdCompressor::Mode::End);
     out_.flush();
     if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
     out_.close();

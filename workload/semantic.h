@@ -3,12 +3,15 @@
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <memory>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/zstd_stream.h"
 #include "workload/execute.h"
 #include "workload/record.h"
 #include "workload/target.h"
@@ -26,15 +29,24 @@ nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, cons
                            const std::vector<std::pair<uint64_t, uint64_t>>& extents);
 
 /// Streams lines to a file, each flushed as it is written; throws kvio::Error when it cannot be written.
+/// A path ending in ".zst" is one zstd frame (common/zstd_stream.h): each line is flushed through the compressor
+/// as it is written (a killed gen leaves every completed op decodable), close() — or the destructor — ends the frame.
 class SemanticWriter {
 public:
     explicit SemanticWriter(const std::string& path);
+    ~SemanticWriter();
+    SemanticWriter(const SemanticWriter&) = delete;
+    SemanticWriter& operator=(const SemanticWriter&) = delete;
     void write(const nlohmann::ordered_json& line);
     void close();
 
 private:
+    void put(std::string_view text, ZstdCompressor::Mode mode);
     std::string path_;
     std::ofstream out_;
+    std::unique_ptr<ZstdCompressor> zstd_;  ///< null: plain text
+    std::string zbuf_;
+    bool closed_ = false;
 };
 
 }  // namespace kvio::workload

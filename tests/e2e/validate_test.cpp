@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "tests/e2e/helpers.h"
+#include "tests/foreign_formats.h"
 
 using namespace kvio::test;
 using nlohmann::json;
@@ -233,4 +234,39 @@ TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
     r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + tmp.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_EQ(r.err, "kvio: " + tmp.path + ": Is a directory\n");
+}
+
+// Issue #18: the same gen run written as an LMCache kvio trace (schema 2) and as the NVMe monitor's JSONL (both
+// variants) scores exactly what kvio's own files score. The LMCache meta names the loop device by path and
+// carries no lba_bytes or max_sectors_kb: both validations get --lba-bytes and --trace-json.
+TEST(ValidateE2E, LmcacheAndMonitorFormatsOfAGenRunScoreLikeKviosOwnFiles) {
+    TempDir tmp;
+    LoopDevice loop(160 * kMiB);
+    struct Run { const char* engine; kvio::test::MonitorVariant v; } runs[] = {
+        {"posix", kvio::test::MonitorVariant::DriverTracepoint}, {"io_uring", kvio::test::MonitorVariant::IoUringCmd}};
+    auto strip = [](json j) {
+        j.erase("inputs");
+        for (const char* k : {"reason", "warnings", "nvme_rows", "passthrough_block_skipped"}) j["join"].erase(k);
+        return j;
+    };
+    for (const Run& r : runs) {
+        const std::string tag = r.engine;
+        Traced t = trace_gen(tmp, loop.name, "--model llama3.1-8b --engine " + tag + " --qd 2 --target " + loop.path + " --num-chunks 3",
+                             tag);
+        if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+        const json own = validate(tmp, t, "--lba-bytes 512", tag + "-own");
+        expect_scores(own, t, 6);
+        Traced f = t;
+        f.semantic = tmp.file(tag + ".lmcache.jsonl");
+        f.events = tmp.file(tag + ".monitor.jsonl");
+        kvio::test::kvio_semantic_to_lmcache(t.semantic, f.semantic, loop.path);
+        kvio::test::kvio_events_to_monitor(t.events, f.events, r.v);
+        std::string out;
+        const json foreign = validate(tmp, f, "--lba-bytes 512", tag + "-foreign", &out);
+        EXPECT_EQ(strip(foreign), strip(own)) << tag << "\n" << out;
+        EXPECT_EQ(foreign["inputs"]["semantic"], "lmcache-kvio/2");
+        EXPECT_EQ(foreign["inputs"]["commands"], "nvme-monitor");
+        EXPECT_EQ(foreign["join"]["mode"], tag == "posix" ? "offset" : "user_data");
+        EXPECT_NE(out.find("inputs: semantic lmcache-kvio/2, commands nvme-monitor"), std::string::npos) << out;
+    }
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstring>
 #include <iterator>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "common/events_bin.h"
 #include "common/events_reader.h"
+#include "common/input_file.h"
 #include "common/warn.h"
 #include "userspace/event_format.h"
 #include "userspace/event_writer.h"
@@ -685,4 +687,41 @@ TEST(EventsBin, UnknownSrcIsTheSameErrorForEveryReader) {
     EXPECT_EQ(dump_error(bin, out), want);
     std::remove(bin.c_str());
     std::remove(out.c_str());
+}
+
+// `--events X.zst`: one zstd frame; flush_idle makes what was written decodable while the trace runs (a killed
+// trace loses at most the last second), close() ends the frame; the readers take it as the plain file.
+TEST(EventWriter, ZstdPathIsOneFrameDecodableAtEachIdleFlushAndFinishedAtClose) {
+    const std::string plain = temp_path("event_writer_z.jsonl"), path = plain + ".zst";
+    auto cmds = random_cmds(2000, 7);
+    {
+        EventWriter w(plain, 4096);
+        for (const auto& c : cmds) w.cmd(c);
+        w.line({{"type", "summary"}, {"events", w.written()}});
+        w.close();
+    }
+    std::vector<std::string> warnings;
+    auto old = kvio::set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
+    EventWriter w(path, 4096);
+    EXPECT_FALSE(w.direct());
+    for (size_t i = 0; i < 1000; ++i) w.cmd(cmds[i]);
+    w.flush_idle(EventWriter::kIdleFlushNs * 5);
+    // Mid-run: a valid prefix (the frame not ended yet): the first 1000 records, whole lines, and a warning.
+    const std::string mid = kvio::read_input(path);
+    EXPECT_EQ(std::count(mid.begin(), mid.end(), '\n'), 1000);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("the zstd stream is cut off"), std::string::npos);
+    for (size_t i = 1000; i < cmds.size(); ++i) w.cmd(cmds[i]);
+    w.line({{"type", "summary"}, {"events", w.written()}});
+    w.close();
+    EXPECT_FALSE(w.failed());
+    warnings.clear();
+    EXPECT_EQ(kvio::read_input(path), kvio::read_input(plain));
+    EXPECT_TRUE(warnings.empty());
+    kvio::set_warning_sink(old);
+    std::string raw = kvio::read_input(plain);
+    EXPECT_LT(std::filesystem::file_size(path) * 3, raw.size()) << "compressed";
+    EXPECT_EQ(std::system(("zstd -q -t " + path).c_str()), 0) << "not a finished frame";
+    std::remove(plain.c_str());
+    std::remove(path.c_str());
 }
