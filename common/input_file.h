@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace kvio {
 
@@ -10,7 +11,14 @@ namespace kvio {
 /// "PATH: cannot open: REASON" (strerror), or "PATH: Is a directory" for a directory.
 std::FILE* open_input(const std::string& path);
 
-/// The whole content of `path` (through open_input). Throws as open_input, and "PATH: read error: REASON".
+/// The whole content of `path` (through open_input), decompressed when it is zstd (is_zstd). Throws as
+/// open_input, and "PATH: read error: REASON", "PATH: zstd: REASON".
 std::string read_input(const std::string& path);
+
+/// True when `bytes` starts with the zstd frame magic (28 B5 2F FD).
+bool is_zstd(std::string_view bytes);
+/// Decompresses every zstd frame of `in` (frames may be concatenated). Throws kvio::Error "PATH: zstd: ..." on a
+/// corrupt or cut-off frame.
+std::string zstd_decompress(std::string_view in, const std::string& path);
 
 }  // namespace kvio
