@@ -88,8 +88,7 @@ IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::D
         }
         if (p.ops.empty()) first_ts = r.ts_ns;
         last_ts = std::max(last_ts, r.ts_ns);
-        const uint64_t gap = r.ts_ns > first_ts ? r.ts_ns - first_ts : 0;
-        p.due_ns.push_back(timing.mode == Timing::Mode::Afap ? 0 : uint64_t(double(gap) * timing.factor));
+        p.due_ns.push_back(scheduled_ns(r.ts_ns, first_ts, timing));
         p.phase.push_back(r.phase);
         p.rows.push_back(r.line);
         p.ops.push_back(std::move(op));

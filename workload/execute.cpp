@@ -242,6 +242,10 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         ++a.outstanding;
         ++r.transfers;
         engine.queue(u);
+        // A slot header goes to the device on its own: submitted in one batch (one plug) with the payload transfer
+        // that follows it on disk, the block layer merges the two whenever they fit one request (a payload up to
+        // max_segments pages minus one), and the op's commands no longer match their projection.
+        if (header) engine.commit();
     };
 
     auto stopping = [&] { return opt.stop && *opt.stop; };
