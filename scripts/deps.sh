@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kvio builds and tests with; installs only what is missing.
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz).
+# blktrace: `kvio import blktrace` is checked against a real capture (in the QEMU guest, tests/e2e/nvme_guest_test.cpp).
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
-      fio e2fsprogs util-linux xfsprogs zstd
+      fio e2fsprogs util-linux xfsprogs zstd blktrace
       qemu-system-x86 busybox-static
       chromium)
 pkgs+=("$@")
