@@ -10,6 +10,7 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/quoted_excerpt.h"
 #include "common/input_file.h"
 
 namespace kvio::importer {
@@ -24,20 +25,13 @@ struct Line {
     }
 };
 
-std::string shown(std::string_view v) {
-    std::string s(v.substr(0, 64));
-    for (char& c : s)
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    return "\"" + s + (v.size() > 64 ? "...\"" : "\"");
-}
-
 uint64_t number(std::string_view v, const char* field, const Line& l) {
-    if (v.empty() || v.size() > 20) l.fail(field, "expected a non-negative integer, got " + shown(v));
+    if (v.empty() || v.size() > 20) l.fail(field, "expected a non-negative integer, got " + quoted_excerpt(v));
     uint64_t n = 0;
     for (char c : v) {
-        if (c < '0' || c > '9') l.fail(field, "expected a non-negative integer, got " + shown(v));
+        if (c < '0' || c > '9') l.fail(field, "expected a non-negative integer, got " + quoted_excerpt(v));
         const uint64_t d = uint64_t(c - '0');
-        if (n > (UINT64_MAX - d) / 10) l.fail(field, shown(v) + " does not fit in 64 bits");
+        if (n > (UINT64_MAX - d) / 10) l.fail(field, quoted_excerpt(v) + " does not fit in 64 bits");
         n = n * 10 + d;
     }
     return n;
@@ -74,7 +68,7 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         if (no == 1) {
             if (line == "fio version 2 iolog") log.version = 2;
             else if (line == "fio version 3 iolog") log.version = 3;
-            else throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " + shown(line));
+            else throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " + quoted_excerpt(line));
             continue;
         }
         auto w = words(line);
@@ -97,12 +91,12 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
             }
             continue;
         }
-        if (it == index.end()) l.fail("filename", shown(file) + " is used before its 'add' line");
+        if (it == index.end()) l.fail("filename", quoted_excerpt(file) + " is used before its 'add' line");
         uint8_t& st = state[it->second];
         if (act == "open" || act == "close") {
             if (w.size() != 2) l.fail("action", "'" + std::string(act) + "' takes no offset or length");
             if (act == "open") st = 2;
-            else if (st != 2) l.fail("action", "'close' of " + shown(file) + ", which is not open");
+            else if (st != 2) l.fail("action", "'close' of " + quoted_excerpt(file) + ", which is not open");
             else st = 1;
             continue;
         }
@@ -121,8 +115,8 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         else if (act == "write") io.kind = IologIo::Kind::Write;
         else if (act == "trim") io.kind = IologIo::Kind::Trim;
         else if (act == "sync" || act == "datasync") io.kind = IologIo::Kind::Sync;
-        else l.fail("action", "expected add, open, close, read, write, trim, sync, datasync or wait, got " + shown(act));
-        if (st != 2) l.fail("filename", shown(file) + " is not open");
+        else l.fail("action", "expected add, open, close, read, write, trim, sync, datasync or wait, got " + quoted_excerpt(act));
+        if (st != 2) l.fail("filename", quoted_excerpt(file) + " is not open");
         if (io.kind != IologIo::Kind::Sync) {
             if (len == 0) l.fail("length", "0: a read, write or trim moves at least one byte");
             if (len > (uint64_t(1) << 32)) l.fail("length", std::to_string(len) + " is above 4 GiB (one request at most)");

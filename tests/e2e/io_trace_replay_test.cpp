@@ -18,12 +18,6 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string md5(const std::string& path) {
-    auto r = run("md5sum " + path);
-    EXPECT_EQ(r.status, 0) << r.err;
-    return r.out.substr(0, 32);
-}
-
 struct Row {
     double t;  ///< seconds after the trace start
     const char* op;

@@ -1,22 +1,11 @@
 // libFuzzer target: a fio iolog v2/v3 (kvio import fio-iolog) through importer::import_fio_iolog with a given
 // device (so no file of the log has to exist), the kvio.events/1 it writes discarded.
-#include <ostream>
-#include <streambuf>
-
 #include "common/error.h"
 #include "importer/fio_iolog.h"
 #include "tests/fuzz/harness.h"
 
-namespace {
-struct NullBuf : std::streambuf {
-    int overflow(int c) override { return c; }
-    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    NullBuf buf;
-    std::ostream out(&buf);
+    std::ostream& out = kvio::fuzz::null_stream();
     try {
         kvio::importer::IologImportOptions o;
         o.dev = "259:3";
