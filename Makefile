@@ -28,7 +28,7 @@ LDLIBS   += $(XLSX_LIBS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
 # serving (the `kvio simulate` workload) lives in workload/serving/ and links before the stages it calls.
-LIBS     := serving replay distiller validate workload common
+LIBS     := serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
 LIB_SRCS  = $(wildcard $(call LIB_DIR,$(1))/*.cpp)
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))

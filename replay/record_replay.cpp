@@ -1,9 +1,6 @@
 #include "replay/record_replay.h"
 
-#include <sys/statvfs.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <ostream>
 #include <sstream>
 
@@ -11,6 +8,7 @@
 #include "common/jsonl.h"
 #include "replay/safety.h"
 #include "workload/record_foreign.h"
+#include "replay/target_room.h"
 
 namespace kvio::replay {
 
@@ -98,35 +96,12 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     uint64_t nobj = 0;
     for (const auto& ob : rec.objects) nobj = std::max(nobj, ob.index + 1);
     const uint64_t need = layout == workload::Layout::Slots ? workload::slot_offset(d, nobj) : rec.objects.size() * d.io_bytes;
-    // Room first, before any byte of the target is read or written (a manifest may ask for more than any device).
-    if (t.kind == workload::TargetKind::RegularFile && need > t.capacity_bytes) {
-        struct statvfs fs {};
-        const std::string dir = std::filesystem::path(o.target).parent_path().string();
-        if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 && need - t.capacity_bytes > uint64_t(fs.f_bavail) * fs.f_frsize)
-            throw Error(o.target + " would have to grow from " + std::to_string(t.capacity_bytes) + " to " + std::to_string(need) +
-                        " bytes for the recorded " + std::to_string(nobj) + " objects; its filesystem has " +
-                        std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) + " bytes free");
-    } else if (need > t.capacity_bytes) {
-        throw Error(o.target + " has room for " + std::to_string(t.capacity_bytes) + " bytes but the recorded " +
-                    std::to_string(nobj) + " objects need " + std::to_string(need));
-    }
-    if (layout == workload::Layout::Slots && !o.force) {
-        // Every slot about to be written must be empty, or one kvio wrote before (its header magic).
-        std::vector<std::pair<uint64_t, uint64_t>> slots;
+    std::vector<std::pair<uint64_t, uint64_t>> slots;
+    if (layout == workload::Layout::Slots)
         for (const auto& ob : rec.objects) slots.push_back({workload::slot_offset(d, ob.index), d.slot_bytes});
-        std::sort(slots.begin(), slots.end());
-        r.checked_bytes = check_zero(o.target, slots, "KVIOSLT1");
-    }
-    if (t.kind == workload::TargetKind::RegularFile && t.capacity_bytes < need) {
-        workload::preallocate(o.target, need);
-        r.notes.push_back(changed("target file size", t.capacity_bytes, need, "grown with fallocate"));
-        t.capacity_bytes = need;
-        rec.device.capacity_bytes = need;
-    }
-    const uint64_t room = layout == workload::Layout::Files ? workload::files_layout_room(t, nobj) : t.capacity_bytes;
-    if (need > room)
-        throw Error(o.target + " has room for " + std::to_string(room) + " bytes but the recorded " +
-                    std::to_string(nobj) + " objects need " + std::to_string(need));
+    r.checked_bytes = prepare_object_target(t, layout, need, nobj, std::move(slots), o.force,
+                                            "the recorded " + std::to_string(nobj) + " objects", r.notes);
+    rec.device.capacity_bytes = t.capacity_bytes;
 
     workload::RunOptions ro;
     ro.semantic_path = o.semantic_path;

@@ -12,7 +12,7 @@ namespace kvio::replay {
 Timing parse_timing(const std::string& s) {
     Timing t;
     if (s == "asis") return t;
-    if (s == "afap") {
+    if (s == "afap" || s == "fast") {  // fast: the io-trace spelling
         t.mode = Timing::Mode::Afap;
         t.factor = 0;
         return t;
@@ -31,7 +31,7 @@ Timing parse_timing(const std::string& s) {
         t.factor = f;
         return t;
     }
-    throw Error("--timing " + s + ": expected asis, afap or scale=F");
+    throw Error("--timing " + s + ": expected asis, afap (or fast) or scale=F");
 }
 
 std::string timing_name(const Timing& t) {

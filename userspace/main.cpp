@@ -21,6 +21,7 @@ static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_replay_command,
     kvio::cli::add_compare_command,
     kvio::cli::add_dump_command,
+    kvio::cli::add_import_command,
 };
 
 int main(int argc, char** argv) {

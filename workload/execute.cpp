@@ -118,6 +118,7 @@ struct Inflight {
 std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target, Layout layout,
                               const ExecOptions& opt) {
     if (opt.max_io_bytes == 0 || opt.max_io_bytes > (1u << 30)) throw Error("max I/O size must be in (0, 1 GiB]");
+    if (opt.not_before && opt.not_before->size() != ops.size()) throw Error("execute: not_before needs one time per op");
     std::vector<OpResult> res(ops.size());
     if (ops.empty()) return res;
     const uint32_t qd = std::max<uint32_t>(opt.qd, 1);
@@ -241,6 +242,10 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         ++a.outstanding;
         ++r.transfers;
         engine.queue(u);
+        // A slot header goes to the device on its own: submitted in one batch (one plug) with the payload transfer
+        // that follows it on disk, the block layer merges the two whenever they fit one request (a payload up to
+        // max_segments pages minus one), and the op's commands no longer match their projection.
+        if (header) engine.commit();
     };
 
     auto stopping = [&] { return opt.stop && *opt.stop; };
@@ -257,6 +262,17 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
                 continue;
             }
             if (next_op >= ops.size() || busy_object(ops[next_op].object_id) || stopping()) break;
+            if (opt.not_before) {
+                const uint64_t due = (*opt.not_before)[next_op], now = monotonic_ns();
+                if (due > now) {
+                    if (!inflight.empty()) break;  // reap meanwhile
+                    // Nothing in flight: sleep towards the due time, in slices so a stop is seen within 50 ms.
+                    const uint64_t until = std::min<uint64_t>(due, now + 50000000ull);
+                    timespec ts{time_t(until / 1000000000ull), long(until % 1000000000ull)};
+                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+                    continue;
+                }
+            }
             Active* a = start_op();
             if (a->total == 0) finish(*a);
         }

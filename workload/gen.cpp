@@ -24,16 +24,11 @@ double OpStats::mb_per_s() const {
     return double(bytes) / (double(last_end - first_start) / 1e9) / 1e6;
 }
 
-namespace {
-
-/// Nearest-rank percentile of sorted `v`.
 uint64_t percentile(const std::vector<uint64_t>& v, double p) {
     if (v.empty()) return 0;
     size_t rank = size_t(p / 100.0 * double(v.size()) + 0.999999);
     return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
 }
-
-}  // namespace
 
 void check_engine_target(const std::string& engine, const TargetInfo& t) {
     if (engine == "uring_cmd" && t.kind != TargetKind::NvmeChar)
@@ -180,11 +175,12 @@ GenSummary run_gen(const GenOptions& o) {
     return s;
 }
 
-GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o) {
+GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o) { return run_ops(plan_ops(rec), rec, t, o); }
+
+GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const TargetInfo& t, const RunOptions& o) {
     GenSummary s;
     const DeviceGeometry& d = rec.device;
     const Layout layout = d.layout;
-    std::vector<ObjectOp> ops = plan_ops(rec);
 
     EngineConfig ec;
     ec.name = d.engine;
@@ -196,7 +192,9 @@ GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& 
     std::unique_ptr<SemanticWriter> sem;
     if (!o.semantic_path.empty()) {
         sem = std::make_unique<SemanticWriter>(o.semantic_path);
-        sem->write(semantic_meta(rec, t, o.verify));
+        nlohmann::ordered_json meta = semantic_meta(rec, t, o.verify);
+        for (const auto& [k, v] : o.meta_extra.items()) meta[k] = v;
+        sem->write(meta);
     }
 
     std::vector<uint64_t> lat[2];
@@ -207,6 +205,7 @@ GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& 
     eo.qd = rec.access.qd;
     eo.verify = o.verify;
     eo.stop = o.stop;
+    eo.not_before = o.not_before;
     s.ops_planned = ops.size();
     eo.on_done = [&](size_t idx, const ObjectOp& op, OpResult& r, int fd) {
         s.done_trace_ids.push_back(op.trace_id);
@@ -226,6 +225,7 @@ GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& 
             }
             sem->write(semantic_op(op, r, t, d.engine, ext));
         }
+        if (o.on_done) o.on_done(idx, op, r);
         if (!r.error.empty()) {
             ++st.errors;
             if (s.first_error.empty()) s.first_error = std::string(op_name(op.op)) + " of object " + std::to_string(op.object_id) + ": " + r.error;

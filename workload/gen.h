@@ -3,11 +3,15 @@
 #pragma once
 #include <csignal>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "workload/execute.h"
 #include "workload/geometry.h"
 #include "workload/pattern.h"
 #include "workload/record.h"
@@ -80,7 +84,18 @@ struct RunOptions {
     std::string label = "kvio gen";     ///< prefix of the progress lines
     Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
     const volatile sig_atomic_t* stop = nullptr;  ///< see GenOptions::stop
+    /// run_ops() only: per op, the CLOCK_MONOTONIC ns before which it must not start (ExecOptions::not_before).
+    const std::vector<uint64_t>* not_before = nullptr;
+    /// Called after each op completed and its semantic record was written (the op's index in the ops list).
+    std::function<void(size_t index, const ObjectOp&, const OpResult&)> on_done;
+    /// Keys added to the semantic meta line (after semantic_meta's).
+    nlohmann::ordered_json meta_extra = nlohmann::ordered_json::object();
 };
+
+/// Runs `ops` (any sizes and offsets, e.g. a replayed trace's) on target `t` with the engine, qd, buffering and
+/// transfer cap of `rec` (whose objects are not used), writing the semantic JSONL with semantic_meta(rec, t) as
+/// its meta. The caller has inspected and checked `t`. Throws kvio::Error when the engine or target fails.
+GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const TargetInfo& t, const RunOptions& o);
 
 /// Runs the ops of `rec` (plan_ops) on target `t` with engine rec.device.engine, qd rec.access.qd, and
 /// writes the semantic JSONL. The caller has inspected and checked `t` (check_device_safe, room for the
@@ -92,6 +107,9 @@ void check_engine_target(const std::string& engine, const TargetInfo& t);
 
 /// Grows the regular file `path` with fallocate to at least `need` bytes (every slot allocated before a run).
 void preallocate(const std::string& path, uint64_t need);
+
+/// Nearest-rank percentile `p` (0..100) of sorted `v`; 0 when empty.
+uint64_t percentile(const std::vector<uint64_t>& v, double p);
 
 /// Prints the final summary (objects, bytes, MB/s, op latency p50/p99).
 void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s);

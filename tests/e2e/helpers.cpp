@@ -109,4 +109,10 @@ std::string slurp(const std::string& path) {
     return ss.str();
 }
 
+std::string md5(const std::string& path) {
+    auto r = run("md5sum " + path);
+    if (r.status != 0 || r.out.size() < 32) throw std::runtime_error("md5sum " + path + ": " + r.err);
+    return r.out.substr(0, 32);
+}
+
 }  // namespace kvio::test

@@ -58,5 +58,7 @@ struct Ext4Mount {
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
 /// Reads a whole file.
 std::string slurp(const std::string& path);
+/// md5sum of a file or device (32 hex digits): the "target unchanged" check of the refusal tests.
+std::string md5(const std::string& path);
 
 }  // namespace kvio::test

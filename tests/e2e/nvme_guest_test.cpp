@@ -54,7 +54,12 @@ protected:
         // $KVIO_GUEST_KVIO: a prebuilt static kvio instead of making $BUILD/kvio-static.
         const char* kvio_static = std::getenv("KVIO_GUEST_KVIO");
         std::string kvio_opt = kvio_static ? std::string(" --kvio ") + kvio_static : "";
-        auto r = run("bash " + sh + " --build " + build + kvio_opt + " --timeout 420 --out " + out_ + " " + steps);
+        // blktrace (Debian's dynamic binary) with the host's loader and libc: steps/nvme_e2e.sh runs it beside kvio trace.
+        std::string files;
+        for (const char* f : {"/usr/sbin/blktrace", "/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6",
+                              "/lib/x86_64-linux-gnu/libpthread.so.0"})
+            files += std::string(" --file ") + f;
+        auto r = run("bash " + sh + " --build " + build + kvio_opt + files + " --timeout 420 --out " + out_ + " " + steps);
         status_ = r.status;
         if (!fs::exists(out_ + "/status"))
             harness_error_ = "tests/qemu/guest.sh did not bring results back (exit " + std::to_string(r.status) +
@@ -248,6 +253,42 @@ TEST_F(NvmeGuest, PosixOnBlockDeviceJoinsByOffset) {
     expect_step_ok("posix_gen");
     expect_step_ok("posix_validate");
     expect_engine_validates(out_, "posix", "offset");
+}
+
+// blktrace and kvio trace ran side by side on the same dd writes and reads (steps/nvme_e2e.sh): `kvio import
+// blktrace` of blktrace's per-CPU files gives the same data commands as kvio trace's block rows, command for command
+// (sector, bytes, op, rwbs), issue and completion times within 1 ms (the same tracepoints, different probes).
+TEST_F(NvmeGuest, BlktraceImportEqualsKvioTraceCommandForCommand) {
+    SKIP_WITHOUT_TRACER();
+    expect_step_ok("bt_trace");
+    ASSERT_EQ(result("blktrace.rc"), "0") << result("blktrace.log");
+    TempDir d;
+    auto r = run(kvio_bin() + " import blktrace " + out_ + "/bt -o " + d.file("bt.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto data_cmds = [](const std::string& path) {
+        std::vector<nlohmann::json> v;
+        for (auto& j : read_jsonl(path))
+            if (j.value("type", "") == "cmd" && j.value("src", "") == "block" && (j["op"] == "read" || j["op"] == "write"))
+                v.push_back(j);
+        std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a["ts_issue"] < b["ts_issue"]; });
+        return v;
+    };
+    auto bt = data_cmds(d.file("bt.jsonl")), kv = data_cmds(out_ + "/bt.events.jsonl");
+    // 16 × 64 KiB writes, 4 × 256 KiB reads split at MDTS 128 KiB: 24 commands.
+    ASSERT_EQ(kv.size(), 24u) << slurp(out_ + "/bt.events.jsonl");
+    ASSERT_EQ(bt.size(), kv.size()) << slurp(d.file("bt.jsonl"));
+    auto near = [](uint64_t a, uint64_t b) { return (a > b ? a - b : b - a) < 1000000; };
+    for (size_t i = 0; i < kv.size(); ++i) {
+        SCOPED_TRACE("command " + std::to_string(i) + ": kvio " + kv[i].dump() + "\nblktrace " + bt[i].dump());
+        EXPECT_EQ(bt[i]["sector"], kv[i]["sector"]);
+        EXPECT_EQ(bt[i]["bytes"], kv[i]["bytes"]);
+        EXPECT_EQ(bt[i]["op"], kv[i]["op"]);
+        EXPECT_EQ(bt[i]["rwbs"], kv[i]["rwbs"]);
+        EXPECT_EQ(bt[i]["dev"], kv[i]["dev"]);
+        EXPECT_TRUE(near(bt[i]["ts_issue"], kv[i]["ts_issue"]));
+        EXPECT_TRUE(near(bt[i]["ts_complete"], kv[i]["ts_complete"]));
+        EXPECT_EQ(bt[i]["comm"], "dd");
+    }
 }
 
 }  // namespace

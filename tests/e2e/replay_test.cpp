@@ -17,12 +17,6 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string md5(const std::string& path) {
-    auto r = run("md5sum " + path);
-    EXPECT_EQ(r.status, 0) << r.err;
-    return r.out.substr(0, 32);
-}
-
 /// `kvio gen` 4 llama3.2-1b objects (8 MiB each) on `dev`, writing the manifest to `rec`.
 void gen_manifest(const std::string& dev, const std::string& rec) {
     auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --target " + dev + " --record " + rec);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <streambuf>
 
 #include "common/error.h"
 #include "common/events_reader.h"
@@ -44,6 +45,16 @@ void drain_events(const std::string& path) {
         }
     } catch (const Error&) {
     }
+}
+
+std::ostream& null_stream() {
+    struct NullBuf : std::streambuf {
+        int overflow(int c) override { return c; }
+        std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+    };
+    static NullBuf buf;
+    static std::ostream out(&buf);
+    return out;
 }
 
 }  // namespace kvio::fuzz

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 namespace kvio::fuzz {
@@ -16,5 +17,8 @@ const std::string& input_file(const uint8_t* data, size_t size);
 /// field (so ASan sees a string view that points outside the reader's buffers). kvio::Error, the reader's
 /// answer to bad input, is caught; any other exception escapes to the fuzzer as a crash.
 void drain_events(const std::string& path);
+
+/// An ostream that discards what is written to it (a reader's output the target does not look at).
+std::ostream& null_stream();
 
 }  // namespace kvio::fuzz

@@ -41,6 +41,22 @@ gen_validate() {  # NAME ENGINE TARGET JOIN
   step $1_validate kvio validate --commands $1.events.jsonl --semantic $1.semantic.jsonl --record $1.record.json \
     --trace-json $1.trace.json --join $4 --json $1.validate.json
 }
+# --- blktrace (Debian's binary, run with the host's glibc from /data: the guest is busybox) and kvio trace of the
+# same run, for `kvio import blktrace` against `kvio trace` (tests/e2e/nvme_guest_test.cpp). The host kernel's
+# lockdown refuses blktrace's debugfs relay files; this guest kernel has none.
+if [ -x /data/blktrace ]; then
+  mkdir -p bt
+  /data/ld-linux-x86-64.so.2 --library-path /data /data/blktrace -d /dev/nvme0n1 -o nvme0n1 -D bt > blktrace.log 2>&1 &
+  btpid=$!
+  sleep 2
+  step bt_trace kvio trace -d nvme0n1 -q --events bt.events.jsonl -- sh -c \
+    'dd if=/dev/zero of=/dev/nvme0n1 bs=64k count=16 seek=160 oflag=direct && dd if=/dev/nvme0n1 of=/dev/null bs=256k count=4 skip=40 iflag=direct'
+  sleep 1
+  kill -INT $btpid
+  wait $btpid
+  echo $? > blktrace.rc
+fi
+
 gen_validate uring_cmd uring_cmd /dev/ng0n1 user_data
 gen_validate io_uring io_uring /dev/nvme0n1 user_data
 gen_validate posix posix /dev/nvme0n1 offset
