@@ -1,9 +1,14 @@
 // `kvio trace`: the storage latency stack of whatever runs on the machine.
 #include <algorithm>
 #include <csignal>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+
+#include <unistd.h>
 
 #include "common/error.h"
 #include "userspace/commands.h"
@@ -29,6 +34,17 @@ void write_trace_timeline(const std::string& events, const std::string& out, boo
     if (temp_events) std::remove(events.c_str());
     std::cerr << "kvio trace: timeline " << out << ": " << s.commands << " commands, " << s.syscalls << " syscalls\n";
 }
+/// Refuses a --perfetto FILE whose directory is missing or not writable before tracing starts, naming the user's
+/// path (the temporary capture next to it would otherwise be the first file to fail, after the trace).
+void check_perfetto_dir(const std::string& out) {
+    std::filesystem::path dir = std::filesystem::path(out).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        throw Error("--perfetto " + out + ": cannot write: " + dir.string() + " is not a directory");
+    if (::access(dir.c_str(), W_OK) != 0)
+        throw Error("--perfetto " + out + ": cannot write in " + dir.string() + ": " + std::strerror(errno));
+}
 }  // namespace
 
 void add_trace_command(CLI::App& app) {
@@ -45,10 +61,13 @@ void add_trace_command(CLI::App& app) {
         "--listen ADDR:PORT serves the histograms and counters as Prometheus metrics at /metrics until stopped.\n"
         "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini\n"
         "         kvio trace -d nvme0n1 1 10          kvio trace --listen 127.0.0.1:9435");
-    sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable");
+    sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable (-d a -d b)")
+        ->allow_extra_args(false);  // one value per -d: `-d loop1 1 3` leaves INTERVAL COUNT alone
     sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable")
+        ->allow_extra_args(false)
         ->check(positive_integer());
-    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4");
+    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4")
+        ->allow_extra_args(false);
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
         ->check(CLI::Validator(
@@ -117,6 +136,7 @@ void add_trace_command(CLI::App& app) {
         opts->interval_count = pos.count;
         opts->command = pos.command;
         if (!perfetto->empty() && opts->events_path == "-") throw Error("--perfetto reads the commands back from --events FILE: not stdout");
+        if (!perfetto->empty()) check_perfetto_dir(*perfetto);
         const bool temp_events = !perfetto->empty() && opts->events_path.empty();
         if (temp_events) {
             opts->events_path = *perfetto + ".events.kvb";

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/events_bin.h"
+#include "common/input_file.h"
 #include "common/jsonl.h"
 #include "userspace/event_format.h"
 #include "validate/semantic.h"
@@ -34,15 +35,9 @@ constexpr size_t kMaxTracks = 16383, kMaxSlots = 65535;
 /// Calls `f` for every record of a kvio.events/1 JSONL file or a kvio.events.bin/1 capture (decoded by the
 /// reference definitions cmd_event_json / syscall_event_json, device facts from the capture).
 void for_each_record(const std::string& path, const std::function<void(const json&, const std::string& where)>& f) {
-    bool capture = false;
-    {
-        std::FILE* fp = std::fopen(path.c_str(), "rb");
-        if (!fp) throw Error(path + ": cannot open: " + std::strerror(errno));
-        char head[8] = {};
-        size_t n = std::fread(head, 1, sizeof head, fp);
-        std::fclose(fp);
-        capture = evbin::has_magic(head, n);
-    }
+    // Detect on the bytes the readers will see (a .zst capture decompressed), through the stream they reopen.
+    const std::string head = peek_input(path, sizeof evbin::kMagic);
+    const bool capture = evbin::has_magic(head.data(), head.size());
     if (!capture) {
         JsonlReader r(path);
         json j;

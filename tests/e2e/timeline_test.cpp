@@ -77,5 +77,31 @@ TEST(TimelineTrace, DumpPerfettoFromCapture) {
     EXPECT_GE(c.by_cat.at("cmd"), 32u);
 }
 
+// A zstd-compressed capture reads as every other reader reads it (common/input_file), not as bad JSON.
+TEST(TimelineTrace, DumpPerfettoFromZstdCapture) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
+    LoopDevice loop(64 << 20);
+    TempDir t;
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("cap.kvb.zst") +
+                 " --events-format bin -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = run(kvio_bin() + " dump " + t.file("cap.kvb.zst") + " -o " + t.file("cap.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = run(kvio_bin() + " dump " + t.file("cap.kvb.zst") + " --perfetto " + t.file("t.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    expect_timeline_of(t.file("t.json"), read_jsonl(t.file("cap.jsonl")), 32);
+}
+
+// A --perfetto FILE in a missing directory is refused before tracing, by the user's path.
+TEST(TimelineTrace, PerfettoInAMissingDirectoryIsRefusedUpFront) {
+    TempDir t;
+    const std::string out = t.file("no-such-dir/p.json");
+    auto r = run(kvio_bin() + " trace --perfetto " + out + " --duration 0.1");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("--perfetto " + out + ": cannot write"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(".events.kvb"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("tracing"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace kvio::test

@@ -395,6 +395,44 @@ TEST(Trace, DurationEndsARunningCommand) {
     EXPECT_NE(r.err.find("the traced command exited with status 143"), std::string::npos) << r.err;
 }
 
+// Each -d takes one value, as the help's `kvio trace -d nvme0n1 1 10`: the words after it are INTERVAL COUNT.
+TEST(TraceOptions, DeviceThenIntervalCountGivesCountIntervals) {
+    LoopDevice a(16 * MiB), b(16 * MiB);
+    auto r = run(kvio_bin() + " trace -d " + a.name + " --device " + b.name + " 0.3 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::regex header(R"(\d\d:\d\d:\d\d  interval [0-9.]+ s)");
+    EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), header), std::sregex_iterator()), 2) << r.out;
+    for (const auto& name : {a.name, b.name}) {
+        const std::regex line("\n" + name + R"(\s+[0-9.]+)");
+        EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), line), std::sregex_iterator()), 2)
+            << name << "\n" << r.out;
+    }
+}
+
+// -d repeated, then a COMMAND without "--": both devices traced, the command's writes on the one it wrote.
+TEST(TraceOptions, RepeatedDeviceThenCommandWithoutDashDash) {
+    LoopDevice a(16 * MiB), b(16 * MiB);
+    TempDir dir;
+    auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " -d " + a.name + " -d " + b.name +
+                 " dd if=/dev/zero of=" + b.path + " bs=64k count=8 oflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    const json* da = device_entry(s, a.majmin);
+    const json* db = device_entry(s, b.majmin);
+    ASSERT_NE(da, nullptr) << s.dump();
+    ASSERT_NE(db, nullptr) << s.dump();
+    EXPECT_EQ((*da)["write"]["cmds"], 0);
+    EXPECT_EQ((*db)["write"]["cmds"], 8);
+}
+
+// An option after INTERVAL COUNT is refused before tracing, not run as a command named "-d".
+TEST(TraceOptions, OptionAfterThePositionalsIsRefused) {
+    auto r = run(kvio_bin() + " trace 1 3 -d loop0");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("'-d' after the positionals: options go before INTERVAL"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("tracing"), std::string::npos) << r.err;
+}
+
 TEST(Trace, UnknownDeviceIsAClearError) {
     auto r = run(kvio_bin() + " trace -d no-such-disk --duration 0.1");
     EXPECT_NE(r.status, 0);

@@ -92,6 +92,15 @@ TEST(TracePositionals, IntervalCountAndCommandAreToldApart) {
     EXPECT_THROW(split_trace_positionals({"1", "2.5"}, false), Error);
     EXPECT_THROW(split_trace_positionals({"1", "0"}, false), Error);
     EXPECT_THROW(split_trace_positionals({"nan"}, false), Error);
+    // `kvio trace 1 3 -d loop1`: an option after the positionals is refused, not run as a command named "-d"
+    EXPECT_THROW(split_trace_positionals({"1", "3", "-d", "loop1"}, false), Error);
+    EXPECT_THROW(split_trace_positionals({"--device", "loop1"}, false), Error);
+    p = split_trace_positionals({"1", "--", "-x"}, false);  // after "--" it is COMMAND
+    EXPECT_EQ(p.command, (std::vector<std::string>{"-x"}));
+    p = split_trace_positionals({"-x"}, true);
+    EXPECT_EQ(p.command, (std::vector<std::string>{"-x"}));
+    p = split_trace_positionals({"dd", "-x"}, false);  // a command's own options stay its own
+    EXPECT_EQ(p.command, (std::vector<std::string>{"dd", "-x"}));
 }
 
 TraceSnapshot sample_snapshot() {
