@@ -1,12 +1,17 @@
 // Shared fixtures of the `kvio simulate` e2e tests: run a simulation and parse its results, a tmpfs to run it on.
 #pragma once
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -39,6 +44,38 @@ struct TmpfsMount {
     }
     ~TmpfsMount() { ::umount2(dir.path.c_str(), MNT_DETACH); }
     TempDir dir;
+};
+
+/// A shell command started in the foreground of its own child (`sh -c "exec ..."`), so SIGINT keeps its default
+/// disposition as at a terminal (a shell's `cmd &` would start it with SIGINT ignored). stdout/stderr go to files.
+struct Spawned {
+    Spawned(const std::string& cmd, const std::string& out_path, const std::string& err_path) {
+        pid = ::fork();
+        if (pid == 0) {
+            const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(o, 1);
+            ::dup2(e, 2);
+            ::signal(SIGINT, SIG_DFL);
+            ::signal(SIGTERM, SIG_DFL);
+            ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+    }
+    /// The exit status as a shell reports it: the exit code, or 128 + the signal that killed it.
+    int wait() {
+        int st = 0;
+        if (pid <= 0 || ::waitpid(pid, &st, 0) != pid) return -1;
+        pid = 0;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    ~Spawned() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            wait();
+        }
+    }
+    pid_t pid = -1;
 };
 
 }  // namespace kvio::test

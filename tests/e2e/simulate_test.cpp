@@ -208,6 +208,55 @@ TEST(Simulate, SigintStopsEarlyAndStillWritesResults) {
     EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 20.0);
 }
 
+// A signal during --decode-only's prepopulation (before the measured run, seconds of writes) stops it: the run
+// writes its results with what was done, removes its temporary cache directory and exits 130. Before, the
+// handlers were installed only after the warm-up: SIGINT killed kvio, no results, $TMPDIR/kv_cache_* left behind.
+TEST(Simulate, SigintDuringPrepopulationWritesResultsAndRemovesTheCacheDir) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    TmpfsMount tmpfs(2ull << 30);
+    TempDir dir;
+    const std::string out = dir.file("r.json");
+    // 20 users: 200 entries of 48 MiB (tiny-1b, 2048 tokens), several seconds of writes.
+    Spawned p("export TMPDIR=" + tmpfs.dir.path + "; exec " + kvio_bin() +
+                  " simulate --model tiny-1b --decode-only --num-users 20 --duration 60 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                  "--generation-mode none --seed 42 --output " + out,
+              dir.file("out.txt"), dir.file("err.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::kill(p.pid, SIGINT);
+    EXPECT_EQ(p.wait(), 130) << slurp(dir.file("err.txt"));
+    ASSERT_TRUE(std::filesystem::exists(out)) << slurp(dir.file("err.txt"));
+    const json doc = json::parse(slurp(out));
+    const json& pre = doc["kvio"]["prepopulation"];
+    EXPECT_EQ(pre["stopped"], true) << pre.dump();
+    EXPECT_LT(pre["entries"].get<uint64_t>(), 200u) << pre.dump();
+    EXPECT_EQ(doc["kvio"]["stop"]["reason"], "signal Interrupt");
+    for (const auto& e : std::filesystem::directory_iterator(tmpfs.dir.path))
+        EXPECT_EQ(e.path().filename().string().rfind("kv_cache_", 0), std::string::npos) << e.path() << " left behind";
+}
+
+// SIGINT then SIGTERM while the run stops (here: the prepopulation's writers finishing their entries): the first
+// signal decides stop.reason, stop.signal and the exit status (before: the last one stored won, so SIGINT's reason
+// could come with signal 15 and exit 143).
+TEST(Simulate, FirstSignalDecidesReasonSignalAndExitCode) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    TmpfsMount tmpfs(2ull << 30);
+    TempDir dir;
+    const std::string out = dir.file("r.json");
+    Spawned p("exec " + kvio_bin() + " simulate --model tiny-1b --decode-only --num-users 20 --duration 60 "
+              "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --cache-dir " + tmpfs.dir.path +
+              "/c --output " + out,
+              dir.file("out.txt"), dir.file("err.txt"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(p.pid, SIGINT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(p.pid, SIGTERM);
+    EXPECT_EQ(p.wait(), 130) << slurp(dir.file("err.txt"));
+    ASSERT_TRUE(std::filesystem::exists(out)) << slurp(dir.file("err.txt"));
+    const json doc = json::parse(slurp(out));
+    EXPECT_EQ(doc["kvio"]["stop"]["reason"], "signal Interrupt");
+    EXPECT_EQ(doc["kvio"]["stop"]["signal"], SIGINT);
+}
+
 TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
     TmpfsMount tmpfs(768 * kMiB);
     Ext4Mount ext4(768 * kMiB);

@@ -13,7 +13,10 @@
 #include <memory>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/simulate_helpers.h"
 #include "workload/serving/latency_tracing.h"
+#include "workload/serving/storage_semantic.h"
+#include "workload/target.h"
 
 using namespace kvio;
 using namespace kvio::serving;
@@ -65,4 +68,67 @@ TEST(SimulateTracing, SimulateRunAddsTracingResults) {
                                "/semantic.jsonl --trace-json " + tdir + "/trace.json");
     EXPECT_EQ(val.status, 0) << val.err;
     EXPECT_NE(val.out.find(v["summary"].get<std::string>()), std::string::npos) << val.out;
+}
+
+// Ctrl-C right after the tracer attached: too little is traced to validate or distill (no commands, or only
+// flushes). The run still exits 130 with its results; the reason is a warning and sits in kvio.validation. Before,
+// validate's refusal ("no device commands ... in the trace") made simulate exit 1 without results.
+TEST(SimulateTracing, EarlySigintStillWritesResults) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    test::Ext4Mount m(1ull << 30);
+    test::TempDir t;
+    const std::string out = t.file("lt.json"), tdir = t.file("trace");
+    test::Spawned p("exec " + test::kvio_bin() + " simulate --model tiny-1b --num-users 4 --duration 30 --gpu-mem-gb 0 "
+                    "--cpu-mem-gb 0 --generation-mode none --seed 42 --progress-interval 0 --storage-io direct "
+                    "--cache-dir " + m.mnt + "/c --enable-latency-tracing --trace-dir " + tdir + " --output " + out,
+                    t.file("out.txt"), t.file("err.txt"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(tdir + "/ready") && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(std::filesystem::exists(tdir + "/ready")) << test::slurp(t.file("err.txt"));
+    ::kill(p.pid, SIGINT);
+    const std::string err_path = t.file("err.txt");
+    ASSERT_EQ(p.wait(), 130) << test::slurp(err_path);
+    ASSERT_TRUE(std::filesystem::exists(out)) << test::slurp(err_path);
+    const auto doc = nlohmann::json::parse(test::slurp(out));
+    EXPECT_EQ(doc["kvio"]["stop"]["signal"], SIGINT);
+    ASSERT_TRUE(doc["device_latency_tracing"].is_object()) << doc["device_latency_tracing"].dump();
+    const auto& v = doc["kvio"]["validation"];
+    ASSERT_TRUE(v.is_object()) << v.dump();
+    std::string warnings;
+    for (const auto& w : doc["kvio"]["warnings"]) warnings += w.get<std::string>() + "\n";
+    const bool refused = v.contains("not_validated") || v.contains("fio_workload_not_distilled");
+    if (refused) {  // the usual outcome of a stop this early: the reason is a warning, on stderr and in the results
+        EXPECT_NE(warnings.find("--enable-latency-tracing"), std::string::npos) << warnings;
+        EXPECT_NE(test::slurp(err_path).find("warning: --enable-latency-tracing"), std::string::npos);
+    }
+    std::printf("validation: %s\n", v.dump().substr(0, 300).c_str());
+}
+
+// A tracer stopped before anything was stored (nothing, or only the journal's flushes, on the device): finish()
+// still returns the histograms, with the reason validate/distill refused the trace instead of throwing it.
+TEST(SimulateTracing, FinishWithNothingTracedGivesReasonsNotAnError) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    test::Ext4Mount m(256ull << 20);
+    LatencyTracingOptions lo;
+    lo.cache_dir = m.mnt;
+    lo.kvio_exe = test::kvio_bin();
+    LatencyTracing lt(lo);
+    StorageSemanticLog(lt.semantic_path(), workload::inspect_target(m.mnt), "posix", "files", false, 0, 1 << 20, 1)
+        .close();  // the storage tier's log, with no op yet
+    LatencyTracingResult r;
+    ASSERT_NO_THROW(r = lt.finish());
+    EXPECT_TRUE(r.device_latency_tracing.is_object());
+    // No command at all: validate scores 0/0, distill has nothing to make a job from (before: finish() threw that).
+    EXPECT_FALSE(r.fio_workload.has_value());
+    ASSERT_TRUE(r.validation.contains("fio_workload_not_distilled")) << r.validation.dump();
+    const std::string why = r.validation["fio_workload_not_distilled"];  // no commands, or the journal's flushes only
+    EXPECT_TRUE(why.find("no device commands") != std::string::npos || why.find("no reads or writes") != std::string::npos)
+        << why;
+    ASSERT_FALSE(r.warnings.empty());
+    nlohmann::ordered_json doc = {{"kvio", nlohmann::ordered_json::object()}};
+    add_latency_tracing_results(r, doc);
+    EXPECT_TRUE(doc["fio_workload"].is_null());
+    EXPECT_TRUE(doc["device_latency_tracing"].is_object());
+    std::printf("not distilled: %s\n", r.validation["fio_workload_not_distilled"].get<std::string>().c_str());
 }

@@ -140,6 +140,10 @@ TEST(ServingConfig, CacheDirSystemPrefixAndParent) {
         c.cache_dir = d;
         EXPECT_TRUE(has(errors_of(c), "cannot be a system directory")) << d;
     }
+    c.cache_dir = "/dev/shm/x";  // a tmpfs, not a system directory (/dev/shmX still is one)
+    EXPECT_FALSE(has(errors_of(c), "cannot be a system directory"));
+    c.cache_dir = "/dev/shmX/kv";
+    EXPECT_TRUE(has(errors_of(c), "cannot be a system directory"));
     c.cache_dir = "/usr/lib/kv";  // /usr/bin is refused, /usr is not
     EXPECT_TRUE(errors_of(c).empty());
     c.cache_dir = "/tmp/kv-cache-test";

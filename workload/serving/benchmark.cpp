@@ -61,9 +61,15 @@ uint64_t now_ns() {
 
 // The signal that asked the run to stop (0: none). Set by the handler, read by the main loop.
 std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+// The first signal decides (stop.reason, stop.signal and the exit status agree); later ones are ignored.
+extern "C" void on_stop_signal(int sig) {
+    int none = 0;
+    g_stop_signal.compare_exchange_strong(none, sig);
+}
+bool stop_signalled() { return g_stop_signal.load() != 0; }
 
-/// Installs SIGINT/SIGTERM/SIGHUP handlers for the run and restores the previous ones at destruction.
+/// Installs SIGINT/SIGTERM/SIGHUP handlers for the whole of run_simulation (from before the tracer, the cache's
+/// temporary directory and the warm-up, so a signal never kills it) and restores the previous ones at destruction.
 struct SignalGuard {
     static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction old[3];
@@ -561,19 +567,18 @@ void Simulation::warm_up(std::ostream* progress) {
             warmup_json_["precondition"] = {{"skipped", "storage tier unlimited"}};
         } else {
             warmup_json_["precondition"] =
-                precondition(cache_, target, unsigned(c_.precondition_threads), progress).to_json();
+                precondition(cache_, target, unsigned(c_.precondition_threads), progress, stop_signalled).to_json();
         }
     }
-    if (c_.decode_only) {
-        WarmupResult w = prepopulate(cache_, uint64_t(c_.num_users) * 10, 0, progress);
+    if (c_.decode_only && !stop_signalled()) {
+        WarmupResult w = prepopulate(cache_, uint64_t(c_.num_users) * 10, 0, progress, stop_signalled);
         warmup_json_["prepopulation"] = w.to_json();
         prepop_keys_ = std::move(w.keys);
     }
 }
 
 int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start) {
-    warm_up(progress);
-    SignalGuard signals;
+    warm_up(progress);  // run_simulation's SignalGuard is already installed: a signal here stops the warm-up
     std::atomic<bool> rag_stop{false};
     if (before_start) before_start();
     const uint64_t t0 = now_ns();
@@ -772,6 +777,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
 
     // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
+    SignalGuard signals;  // before anything long or anything that makes temporary state (tracer dir, cache dir)
     std::unique_ptr<LatencyTracing> tracing;
     if (c.enable_latency_tracing) {
         if (!c.io_trace_log.empty())
@@ -817,7 +823,14 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     if (hooks.keep_merge_state) kv["merge_state"] = merge_state_json(cache.stats());
     doc["kvio"] = kv;
     cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
-    if (tracing) add_latency_tracing_results(tracing->finish(), doc);
+    if (tracing) {
+        const LatencyTracingResult tr = tracing->finish();
+        add_latency_tracing_results(tr, doc);
+        for (const auto& w : tr.warnings) {
+            doc["kvio"]["warnings"].push_back("--enable-latency-tracing: " + w);
+            if (progress) *progress << "simulate: warning: --enable-latency-tracing: " << w << "\n" << std::flush;
+        }
+    }
 
     res.output_path = c.output.empty() ? default_results_name() : c.output;
     {

@@ -88,7 +88,7 @@ const std::vector<FlagSpec>& flag_table() {
         {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
         {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
         {"--max-queued-requests", "int", "10000", "Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the benchmark).", true, &C::max_queued_requests},
-        {"--num-clients", "int", "1", "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons aggregation).", true, &C::num_clients},
+        {"--num-clients", "int", "1", "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output minus .json>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons aggregation).", true, &C::num_clients},
         {"--mpi", "flag", "off", "Run as one client per mpirun rank (rank from MPI_Comm_rank; cache-dir, seed and output per rank as with --num-clients); rank 0 gathers the merged result over MPI. Needs a kvio built with Open MPI (see --help's last line).", true, &C::mpi},
     };
     return t;
@@ -163,6 +163,7 @@ void check_cache_dir(const std::string& dir, std::vector<std::string>& errors) {
     fs::path resolved = fs::weakly_canonical(fs::absolute(dir, ec), ec);
     if (ec) resolved = fs::absolute(dir);
     const std::string s = resolved.string();
+    if (s == "/dev/shm" || s.rfind("/dev/shm/", 0) == 0) return;  // a tmpfs for users, not a system directory
     for (const char* p : kSystemPrefixes)
         if (s.rfind(p, 0) == 0) {
             errors.push_back("--cache-dir '" + dir + "' cannot be a system directory (resolves to " + s +

@@ -147,38 +147,51 @@ LatencyTracingResult LatencyTracing::finish() {
     r.device_latency_tracing["devices"] = tj.contains("devices") ? nlohmann::ordered_json(tj["devices"]) : nlohmann::ordered_json::array();
     if (tj.contains("duration_s")) r.device_latency_tracing["duration_s"] = tj["duration_s"];
 
-    validate::Options vo;
-    vo.commands = events;
-    vo.semantic = semantic_path();
-    vo.geometry.trace_json = trace_json;
-    const validate::Report rep = validate::run(vo);
-    r.validation = validate::report_json(rep);
-    r.summary_line = validate::summary_line(rep);
-    r.validation["summary"] = r.summary_line;
-
-    using namespace kvio::distiller;
-    const EventTrace ev = load_events(events, EventFilter{disk_, 0, ""});
-    const Profile p = profile_events(ev);
-    JobOptions jo;
-    jo.filename = (fs::path(o_.cache_dir) / "kvio-fio-workload.dat").string();
-    jo.job_name = "kvio-simulate";
-    if (auto d = find_block_dev(disk_); d && d->nr_requests) {
-        jo.nr_requests = d->nr_requests;
-        jo.nr_requests_source = "/sys/block/" + disk_ + "/queue/nr_requests";
+    // Too little traced (a run stopped early: no reads/writes, or no commands at all) makes validate or distill
+    // refuse the trace; the run's results are still written, with the reason in place of what could not be made.
+    try {
+        validate::Options vo;
+        vo.commands = events;
+        vo.semantic = semantic_path();
+        vo.geometry.trace_json = trace_json;
+        const validate::Report rep = validate::run(vo);
+        r.validation = validate::report_json(rep);
+        r.summary_line = validate::summary_line(rep);
+        r.validation["summary"] = r.summary_line;
+    } catch (const std::exception& e) {
+        r.validation = {{"summary", nullptr}, {"not_validated", e.what()}};
+        r.warnings.push_back(std::string("the trace could not be validated: ") + e.what());
     }
-    const FioJob job = make_fio_job(p, jo);
-    r.fio_workload = job.text;
     const std::string ini = dir_ + "/fio_workload.ini";
-    std::ofstream(ini) << job.text;
+    try {
+        using namespace kvio::distiller;
+        const EventTrace ev = load_events(events, EventFilter{disk_, 0, ""});
+        const Profile p = profile_events(ev);
+        JobOptions jo;
+        jo.filename = (fs::path(o_.cache_dir) / "kvio-fio-workload.dat").string();
+        jo.job_name = "kvio-simulate";
+        if (auto d = find_block_dev(disk_); d && d->nr_requests) {
+            jo.nr_requests = d->nr_requests;
+            jo.nr_requests_source = "/sys/block/" + disk_ + "/queue/nr_requests";
+        }
+        const FioJob job = make_fio_job(p, jo);
+        r.fio_workload = job.text;
+        std::ofstream(ini) << job.text;
+    } catch (const std::exception& e) {
+        r.fio_workload.reset();
+        r.validation["fio_workload_not_distilled"] = e.what();
+        r.warnings.push_back(std::string("no fio job could be distilled from the trace: ") + e.what());
+    }
     r.validation["files"] = temp_dir_ ? nlohmann::ordered_json(nullptr)
                                       : nlohmann::ordered_json{{"events", events}, {"semantic", semantic_path()},
-                                                               {"trace_json", trace_json}, {"fio_job", ini}};
+                                                               {"trace_json", trace_json},
+                                                               {"fio_job", r.fio_workload ? nlohmann::ordered_json(ini) : nlohmann::ordered_json(nullptr)}};
     return r;
 }
 
 void add_latency_tracing_results(const LatencyTracingResult& r, nlohmann::ordered_json& results) {
     results["device_latency_tracing"] = r.device_latency_tracing;
-    results["fio_workload"] = r.fio_workload;
+    results["fio_workload"] = r.fio_workload ? nlohmann::ordered_json(*r.fio_workload) : nlohmann::ordered_json(nullptr);
     results["kvio"]["validation"] = r.validation;
 }
 

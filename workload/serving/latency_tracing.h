@@ -6,7 +6,9 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,9 +28,12 @@ struct LatencyTracingOptions {
 struct LatencyTracingResult {
     nlohmann::ordered_json device_latency_tracing;  ///< {"tool":"kvio trace","schema":"kvio.trace/1","device",
                                                     ///<  "devices":[...kvio.trace/1 per-device histograms...]}
-    std::string fio_workload;                       ///< the fio job (.ini text)
-    nlohmann::ordered_json validation;              ///< kvio validate's report JSON + "summary" line + "files"
-    std::string summary_line;                       ///< kvio validate's one-line summary
+    std::optional<std::string> fio_workload;        ///< the fio job (.ini text); none when the trace could not be distilled
+    nlohmann::ordered_json validation;              ///< kvio validate's report JSON + "summary" line + "files"; when
+                                                    ///< validate refused the trace: {"summary":null,"not_validated":why}
+                                                    ///< ("fio_workload_not_distilled":why when distill did)
+    std::string summary_line;                       ///< kvio validate's one-line summary ("" when not validated)
+    std::vector<std::string> warnings;              ///< why validation or distillation was skipped (too little traced)
 };
 
 class LatencyTracing {

@@ -31,7 +31,7 @@ unsigned writer_threads(unsigned asked, unsigned fallback) {
 WarmupResult run_writers(MultiTierCache& cache, unsigned threads, const char* what,
                          const std::function<bool(uint64_t, std::string&)>& next,
                          const std::function<bool(bool)>& done, const std::function<std::string()>& status,
-                         std::ostream* progress) {
+                         std::ostream* progress, const StopRequested& stop_requested) {
     WarmupResult r;
     r.threads = threads;
     const double t0 = now_s();
@@ -42,7 +42,13 @@ WarmupResult run_writers(MultiTierCache& cache, unsigned threads, const char* wh
     for (unsigned t = 0; t < threads; ++t)
         pool.emplace_back([&] {
             std::string key;
-            while (!stop && next(seq++, key)) {
+            while (!stop) {
+                if (stop_requested && stop_requested()) {
+                    std::lock_guard lk(mu);
+                    r.stopped = stop = true;
+                    break;
+                }
+                if (!next(seq++, key)) break;
                 const bool ok = cache.allocate(key, kWarmupTokens, CachePhase::Prefill).ok;
                 std::lock_guard lk(mu);
                 if (ok) {
@@ -75,7 +81,8 @@ WarmupResult run_writers(MultiTierCache& cache, unsigned threads, const char* wh
     std::sort(r.keys.begin(), r.keys.end(), [&](const auto& a, const auto& b) { return seq_of(a) < seq_of(b); });
     if (progress) {
         char line[160];
-        std::snprintf(line, sizeof line, " in %.1f s with %u threads\n", r.seconds, threads);
+        std::snprintf(line, sizeof line, " in %.1f s with %u threads%s\n", r.seconds, threads,
+                      r.stopped ? " (stopped by a signal)" : "");
         *progress << "simulate: " << what << ": " << status() << line << std::flush;
     }
     cache.reset_stats();
@@ -97,6 +104,7 @@ nlohmann::ordered_json WarmupResult::to_json() const {
     j["failed"] = failed;
     j["threads"] = threads;
     j["seconds"] = seconds;
+    j["stopped"] = stopped;
     if (target_bytes) {
         j["target_bytes"] = target_bytes;
         j["stalled"] = stalled;
@@ -104,7 +112,8 @@ nlohmann::ordered_json WarmupResult::to_json() const {
     return j;
 }
 
-WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads, std::ostream* progress) {
+WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads, std::ostream* progress,
+                         const StopRequested& stop_requested) {
     uint64_t written = 0, failed = 0;
     auto next = [count](uint64_t i, std::string& key) {
         if (i >= count) return false;
@@ -119,10 +128,12 @@ WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads
         return "prepopulated " + std::to_string(written) + "/" + std::to_string(count) + " entries (" +
                std::to_string(failed) + " failed)";
     };
-    return run_writers(cache, writer_threads(threads, 16), "decode-only", next, done, status, progress);
+    return run_writers(cache, writer_threads(threads, 16), "decode-only", next, done, status, progress,
+                       stop_requested);
 }
 
-WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned threads, std::ostream* progress) {
+WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned threads, std::ostream* progress,
+                          const StopRequested& stop_requested) {
     const uint64_t entry = cache.entry_bytes(kWarmupTokens);
     // Entries in flight count toward the target when claimed, so the writers stop at the first entry reaching it.
     std::atomic<uint64_t> claimed{0};
@@ -144,7 +155,8 @@ WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned
         return !stalled;
     };
     auto status = [&] { return "wrote " + gib(written) + " of " + gib(target_bytes) + (stalled ? " (stalled)" : ""); };
-    WarmupResult r = run_writers(cache, writer_threads(threads, 4), "precondition", next, done, status, progress);
+    WarmupResult r = run_writers(cache, writer_threads(threads, 4), "precondition", next, done, status, progress,
+                                 stop_requested);
     r.target_bytes = target_bytes;
     r.stalled = stalled;
     if (stalled && progress)

@@ -4,6 +4,7 @@
 // (counters only: the entries stay and are evicted by LRU later).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -23,17 +24,23 @@ struct WarmupResult {
     double seconds = 0;              ///< wall time, CLOCK_MONOTONIC
     unsigned threads = 0;
     uint64_t target_bytes = 0;       ///< precondition: the byte target (0 for prepopulation)
-    /// kvio.prepopulation / kvio.precondition: {entries, bytes_written, failed, threads, seconds, [target_bytes,
-    /// stalled]}.
+    bool stopped = false;            ///< `stop_requested` said stop (a signal) before the warm-up was done
+    /// kvio.prepopulation / kvio.precondition: {entries, bytes_written, failed, threads, seconds, stopped,
+    /// [target_bytes, stalled]}.
     nlohmann::ordered_json to_json() const;
 };
 
+/// Polled by the warm-up writers before each entry; true ends the warm-up early (WarmupResult::stopped). Empty: never.
+using StopRequested = std::function<bool()>;
+
 /// --decode-only: `count` entries "prepop_<i>" (i = 0 .. count-1) of 2048 tokens with `threads` writers (0 =
 /// online CPUs, else 16 — the benchmark's os.cpu_count() or 16). Progress lines on `progress` (may be null).
-WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads, std::ostream* progress);
+WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads, std::ostream* progress,
+                         const StopRequested& stop_requested = {});
 
 /// --precondition: "precond_<seq>" entries of 2048 tokens until their summed size reaches `target_bytes`, with
 /// `threads` writers (0 = online CPUs, else 4); more than 50 consecutive failures stop it (stalled).
-WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned threads, std::ostream* progress);
+WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned threads, std::ostream* progress,
+                          const StopRequested& stop_requested = {});
 
 }  // namespace kvio::serving
