@@ -25,7 +25,8 @@ XLSX_LIBS   := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
 XLSX_CFLAGS := $(if $(XLSX_LIBS),$(shell pkg-config --cflags xlsxwriter 2>/dev/null),-DKVIO_NO_XLSXWRITER)
 CXXFLAGS += $(XLSX_CFLAGS)
 LDLIBS   += $(XLSX_LIBS)
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
+# -mcpu=v3: atomic fetch-and-add and compare-and-swap (the slot tables; kernel 5.12+)
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
 # serving (the `kvio simulate` workload) lives in workload/serving/ and links before the stages it calls.
 LIBS     := serving replay importer distiller validate workload common

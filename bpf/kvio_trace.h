@@ -77,6 +77,8 @@ enum kvio_counter {
     KVIO_CNT_STALE,             /* in-flight entry of an earlier life of a request, replaced */
     KVIO_CNT_RESCUED,           /* issue/complete the primary program missed (recursion), handled by the backup */
     KVIO_CNT_LOST_COMPLETE,     /* issued request whose completion no program saw: reported without D2C */
+    KVIO_CNT_RQ_SPILLS,         /* requests whose rq_table probes were all in flight: kept in the rq_spill hash */
+    KVIO_CNT_OWNER_SPILLS,      /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
     KVIO_COUNTERS
 };
 
@@ -117,20 +119,52 @@ struct kvio_owner {
     __u32 pad;
 };
 
-/* In-flight state of one block request, keyed by its struct request * (map rq_starts). Userspace
- * reads what is left at stop: issued entries are commands whose completion was never seen. */
+/* In-flight state of one block request: one 64-byte slot of map rq_table (an array: its lookups are inlined by
+ * the verifier, with no lock and no hash function), found by open addressing on a hash of the struct request *.
+ * A slot keeps the pointer of the last request that used it (requests are preallocated per tag and come back),
+ * so a request usually finds its own slot at the first probe. A request whose probes all hold other requests in
+ * flight goes to the rq_spill hash instead (counted: KVIO_CNT_RQ_SPILLS). Userspace reads what is left at stop:
+ * live, issued slots are commands whose completion was never seen. */
+#define KVIO_RQ_SLOTS 8192      /* default table size (a power of two); more in flight than this is spilled */
+#define KVIO_SLOT_PROBES 4      /* slots a key may use: its hash and the next three */
+#define KVIO_SLOT_LIVE 1ULL     /* low bit of kvio_rq_state.key: in flight (pointers are 8-byte aligned) */
 struct kvio_rq_state {
+    __u64 key; /* struct request * | KVIO_SLOT_LIVE while in flight; only the owning request changes a live slot */
     __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
     __u64 ts_insert, ts_issue; /* CLOCK_MONOTONIC ns; 0 = not seen */
     __u64 sector; /* 512-byte units, whole disk */
-    __u32 dev, opf, bytes, bytes_left, qd;
+    __u32 dev, opf, bytes, qd;
     __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
     __u8 issued;
     __u8 has_owner;
     __u8 slot;     /* index into slot_hists / slot_inflight, KVIO_SLOT_NONE: the dev-keyed hashes */
+    __u32 pad;
+};
+
+/* Who submitted a request, beside its rq_table slot (map rq_owners, same index) or in its rq_spill entry; written
+ * only when something reports it (events, --per-process, --per-cgroup): a task filter needs only the verdict. */
+struct kvio_rq_owner {
     struct kvio_owner owner;
     __u64 cgroup;  /* --per-cgroup: the submitter's cgroup v2 id (cgroup directory inode), else 0 */
 };
+
+/* A spilled request (map rq_spill, keyed by struct request *): its state and owner together. */
+struct kvio_rq_spilled {
+    struct kvio_rq_state s;
+    struct kvio_rq_owner o;
+};
+
+/* Who submitted a bio, from block_getrq until its request takes it (insert or issue): a 64-byte slot of map
+ * bio_table, open addressing on the struct bio * like rq_table, or the bio_spill LRU hash when the probes are
+ * taken (counted: KVIO_CNT_OWNER_SPILLS). */
+#define KVIO_BIO_SLOTS 8192
+struct kvio_bio_owner {
+    __u64 key;       /* struct bio * | KVIO_SLOT_LIVE until a request took the owner */
+    __u64 stamp_ns;  /* coarse CLOCK_MONOTONIC ns at block_getrq: a live slot older than 1 s is taken over */
+    struct kvio_owner owner;
+    __u64 cgroup;    /* --per-cgroup: the submitter's cgroup v2 id, else 0 */
+};
+
 /* One completed device command (block request or NVMe command). */
 struct kvio_cmd_event {
     __u8 type; /* KVIO_EV_CMD */

@@ -167,6 +167,8 @@ constexpr CounterMetric kCounters[] = {
     {KVIO_CNT_MAP_FULL, "kvio_map_full_total", "In-flight map updates that failed."},
     {KVIO_CNT_STALE, "kvio_stale_entries_total", "In-flight entries of an earlier life of a request, replaced."},
     {KVIO_CNT_RESCUED, "kvio_rescued_by_backup_total", "Issues or completions handled by the backup programs."},
+    {KVIO_CNT_RQ_SPILLS, "kvio_rq_table_spills_total", "Requests kept in the fallback hash: every slot they may use was in flight."},
+    {KVIO_CNT_OWNER_SPILLS, "kvio_owner_table_spills_total", "Bio owners kept in the fallback hash: every slot they may use was taken."},
     {KVIO_CNT_EVENTS, "kvio_events_total", "Event records submitted to the ring buffer."},
 };
 

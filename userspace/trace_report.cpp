@@ -197,6 +197,8 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"stale_entries", counters[KVIO_CNT_STALE]},
         {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
         {"rescued_by_backup", counters[KVIO_CNT_RESCUED]},
+        {"rq_table_spills", counters[KVIO_CNT_RQ_SPILLS]},
+        {"owner_table_spills", counters[KVIO_CNT_OWNER_SPILLS]},
         {"nvme_tracepoints", nvme_present},
         {"devices", devices},
         {"process", proc},
@@ -284,6 +286,9 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
        << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]
        << "  unattributed (submitter unknown, not counted): " << counters[KVIO_CNT_NO_OWNER]
        << "  completions not seen: " << counters[KVIO_CNT_LOST_COMPLETE] << "\n";
+    if (counters[KVIO_CNT_RQ_SPILLS] || counters[KVIO_CNT_OWNER_SPILLS])
+        os << "in-flight table spills (kept in the fallback hashes): requests " << counters[KVIO_CNT_RQ_SPILLS]
+           << "  bio owners " << counters[KVIO_CNT_OWNER_SPILLS] << "\n";
 }
 
 }  // namespace kvio::trace

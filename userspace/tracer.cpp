@@ -18,9 +18,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "bpf/kvio_trace.skel.h"
 #include "common/devinfo.h"
@@ -116,8 +118,11 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
     bpf_program__set_autoload(s->progs.block_getrq_raw, !btf && owners);
     bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
-    // raw_tp issue/complete run as backups of the tp_btf ones (see primary_seen in the BPF source)
+    // raw_tp issue/complete are the backups of the tp_btf ones (see primary_seen in the BPF source): loaded, attached
+    // by BackupPrograms once their primary misses a run
     s->rodata->backup_programs = btf;
+    bpf_program__set_autoattach(s->progs.block_rq_issue_raw, !btf);
+    bpf_program__set_autoattach(s->progs.block_rq_complete_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
     bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
@@ -174,7 +179,7 @@ int attach_in_order(kvio_trace_bpf* s) {
         bpf_link** link;
     };
     auto attach = [](const Step& st) {
-        if (!bpf_program__autoload(st.prog)) return 0;
+        if (!bpf_program__autoload(st.prog) || !bpf_program__autoattach(st.prog)) return 0;
         bpf_link* l = bpf_program__attach(st.prog);
         if (!l) return -errno;
         *st.link = l;
@@ -192,11 +197,91 @@ int attach_in_order(kvio_trace_bpf* s) {
     };
     for (const auto& st : completions)
         if (int err = attach(st)) return err;
-    for (const auto& st : issues) bpf_program__set_autoattach(st.prog, false);
+    bool autoattach[std::size(issues)];
+    for (size_t i = 0; i < std::size(issues); ++i) {
+        autoattach[i] = bpf_program__autoattach(issues[i].prog);
+        bpf_program__set_autoattach(issues[i].prog, false);
+    }
     if (int err = kvio_trace_bpf__attach(s)) return err;  // skips the linked and the non-autoattach programs
-    for (const auto& st : issues)
-        if (int err = attach(st)) return err;
+    for (size_t i = 0; i < std::size(issues); ++i) {
+        bpf_program__set_autoattach(issues[i].prog, autoattach[i]);
+        if (int err = attach(issues[i])) return err;
+    }
     return 0;
+}
+
+uint64_t prog_recursion_misses(bpf_program* p) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    int fd = bpf_program__fd(p);
+    return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.recursion_misses : 0;
+}
+
+/// The backups of block issue and completion (primary_seen in the BPF source). Each costs a program run per
+/// request and nested runs are rare, so a backup is attached only once its primary has missed a run (the kernel's
+/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY. A miss before that is a
+/// counted lost or unmatched completion.
+class BackupPrograms {
+public:
+    BackupPrograms(kvio_trace_bpf* s, bool always) : always_(always) {
+        if (!s->rodata->backup_programs) return;
+        hooks_ = {{"issue", s->progs.block_rq_issue_btf, s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
+                  {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw, &s->links.block_rq_complete_raw, false}};
+    }
+    /// Attaches the backup of each primary that missed a run; one warning when the kernel refuses (the misses
+    /// stay counted as lost or unmatched completions).
+    void service() {
+        for (auto& h : hooks_) {
+            if (*h.link || h.refused || (!always_ && prog_recursion_misses(h.primary) == 0)) continue;
+            *h.link = bpf_program__attach(h.backup);
+            if (*h.link) continue;
+            h.refused = true;
+            std::cerr << "kvio trace: warning: attaching the backup of block " << h.name << " failed ("
+                      << std::strerror(errno) << "): the runs its primary misses stay missed (counted)\n";
+        }
+    }
+    /// The hooks whose backup is attached ("issue", "complete").
+    nlohmann::json attached() const {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& h : hooks_)
+            if (*h.link) out.push_back(h.name);
+        return out;
+    }
+
+private:
+    struct Hook {
+        const char* name;
+        bpf_program* primary;
+        bpf_program* backup;
+        bpf_link** link;
+        bool refused = false;
+    };
+    std::vector<Hook> hooks_;
+    bool always_;
+};
+
+/// A test hook's value from the environment: 0 when unset; a malformed one is an error naming it.
+uint32_t env_hook(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return 0;
+    char* end = nullptr;
+    unsigned long n = std::strtoul(v, &end, 10);
+    if (*end || n > (1ul << 20)) throw Error(std::string(name) + "=" + v + ": not a number up to 2^20");
+    return uint32_t(n);
+}
+
+/// Slot tables (kvio_trace.h): rq_table, and with owners bio_table, of KVIO_RQ_SLOTS / KVIO_BIO_SLOTS entries, or
+/// of KVIO_TRACE_SLOTS (a test hook: a power of two; small tables exercise the spill hashes).
+void size_slot_tables(kvio_trace_bpf* s) {
+    uint32_t slots = env_hook("KVIO_TRACE_SLOTS");
+    if (slots && (slots & (slots - 1))) throw Error("KVIO_TRACE_SLOTS=" + std::to_string(slots) + ": not a power of two");
+    uint32_t rq = slots ? slots : KVIO_RQ_SLOTS, bio = slots ? slots : KVIO_BIO_SLOTS;
+    auto* ro = s->rodata;
+    ro->rq_slot_mask = rq - 1;
+    ro->bio_slot_mask = bio - 1;
+    bpf_map__set_max_entries(s->maps.rq_table, rq);
+    bpf_map__set_max_entries(s->maps.rq_owners, ro->need_owner_detail ? rq : 1);
+    bpf_map__set_max_entries(s->maps.bio_table, ro->need_owner ? bio : 1);
 }
 
 void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
@@ -291,10 +376,13 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
         key = next;
     }
     int ncpus = libbpf_num_possible_cpus();
-    std::vector<kvio_dev_hists> cpus(ncpus > 0 ? ncpus : 1);
-    fd = bpf_map__fd(s->maps.slot_hists);
+    std::vector<kvio_dev_hists> cpus(2 * size_t(ncpus > 0 ? ncpus : 1));  // slot_hists' CPUs, then rescue_hists'
+    const size_t half = cpus.size() / 2;
+    const int own_fd = bpf_map__fd(s->maps.slot_hists), rescue_fd = bpf_map__fd(s->maps.rescue_hists);
     for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
-        if (bpf_map_lookup_elem(fd, &slot, cpus.data()) != 0) continue;
+        if (bpf_map_lookup_elem(own_fd, &slot, cpus.data()) != 0 ||
+            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + half) != 0)
+            continue;
         for (uint16_t id = 0; id < KVIO_DEV_HISTS; ++id) {
             if (id == KVIO_H_NVME_D2C_QUEUE) continue;  // per queue: in dev_hists
             kvio_hist sum{};
@@ -386,46 +474,62 @@ TraceSnapshot take_snapshot(const SnapshotSource& src) {
     return snap;
 }
 
-/// Commands still in rq_starts at stop, issued and traced: their completion was never seen (in flight at
-/// stop, or completed where no BPF program ran). Reported like the kernel reports a lost completion:
-/// size, QD and LBA histograms, an event with "complete_lost", and the lost_completes counter.
+/// One command still in flight at stop, issued and traced: its completion was never seen (in flight at stop, or
+/// completed where no BPF program ran). Reported like the kernel reports a lost completion: size, QD and LBA
+/// histograms, an event with "complete_lost", and the lost_completes counter.
+void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSink& sink, TraceReport& report,
+                       uint64_t (&counters)[KVIO_COUNTERS]) {
+    ++counters[KVIO_CNT_LOST_COMPLETE];
+    uint32_t op = st.opf & KVIO_OP_MASK;
+    if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
+        bool rd = op == KVIO_OP_READ;
+        report.add_dev_value(st.dev, rd ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st.bytes);
+        report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd);
+        report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
+    } else {
+        report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
+        if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
+        if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
+    }
+    if (!sink.out) return;
+    kvio_cmd_event e{};
+    e.type = KVIO_EV_CMD;
+    e.src = KVIO_SRC_BLOCK;
+    e.dev = st.dev;
+    e.opf = st.opf;
+    e.bytes = st.bytes;
+    e.sector = st.sector;
+    e.ts_insert = st.ts_insert;
+    e.has_insert = st.ts_insert != 0;
+    e.ts_issue = st.ts_issue;
+    e.complete_lost = 1;
+    e.qd = st.qd;
+    e.owner = owner;
+    e.has_user_data = owner.user_data != 0;
+    on_event(&sink, &e, sizeof e);
+}
+
+/// The commands still in flight at stop: live slots of rq_table (their owners in rq_owners, same index) and the
+/// entries of rq_spill, issued and traced (report_unfinished).
 void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
-    int fd = bpf_map__fd(s->maps.rq_starts);
+    const int table = bpf_map__fd(s->maps.rq_table), owners = bpf_map__fd(s->maps.rq_owners);
+    const bool detail = s->rodata->need_owner_detail;
+    for (uint32_t i = 0; i < bpf_map__max_entries(s->maps.rq_table); ++i) {
+        kvio_rq_state st{};
+        kvio_rq_owner o{};
+        if (bpf_map_lookup_elem(table, &i, &st) != 0 || !(st.key & KVIO_SLOT_LIVE) || !st.issued || st.ignored) continue;
+        if (detail) bpf_map_lookup_elem(owners, &i, &o);
+        report_unfinished(st, o.owner, sink, report, counters);
+    }
+    int fd = bpf_map__fd(s->maps.rq_spill);
     uint64_t key = 0, next = 0;
     bool first = true;
     while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
         first = false;
         key = next;
-        kvio_rq_state st{};
-        if (bpf_map_lookup_elem(fd, &next, &st) != 0 || !st.issued || st.ignored) continue;
-        ++counters[KVIO_CNT_LOST_COMPLETE];
-        uint32_t op = st.opf & KVIO_OP_MASK;
-        if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
-            bool rd = op == KVIO_OP_READ;
-            report.add_dev_value(st.dev, rd ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st.bytes);
-            report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd);
-            report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
-        } else {
-            report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
-            if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
-            if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
-        }
-        if (!sink.out) continue;
-        kvio_cmd_event e{};
-        e.type = KVIO_EV_CMD;
-        e.src = KVIO_SRC_BLOCK;
-        e.dev = st.dev;
-        e.opf = st.opf;
-        e.bytes = st.bytes;
-        e.sector = st.sector;
-        e.ts_insert = st.ts_insert;
-        e.has_insert = st.ts_insert != 0;
-        e.ts_issue = st.ts_issue;
-        e.complete_lost = 1;
-        e.qd = st.qd;
-        e.owner = st.owner;
-        e.has_user_data = st.owner.user_data != 0;
-        on_event(&sink, &e, sizeof e);
+        kvio_rq_spilled v{};
+        if (bpf_map_lookup_elem(fd, &next, &v) != 0 || !v.s.issued || v.s.ignored) continue;
+        report_unfinished(v.s, v.o.owner, sink, report, counters);
     }
 }
 
@@ -454,6 +558,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->group_by = opts.group_by == GroupBy::Process ? KVIO_GROUP_PROCESS
                    : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
     ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
+    ro->need_owner_detail = ro->emit_events || ro->group_by;
+    ro->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
+    size_slot_tables(skel.get());
     ro->need_user_data = ro->emit_events;
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
@@ -513,6 +620,8 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
+    BackupPrograms backups(skel.get(), ro->test_skip_every > 0);
+    backups.service();
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
         ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
     if (!rb) throw Error("cannot create the ring buffer reader");
@@ -582,6 +691,7 @@ TraceResult run_trace(const TraceOptions& opts) {
             ring_buffer__poll(rb.get(), 100);
         }
         ring_buffer__consume(rb.get());
+        backups.service();
         if (sink.out) sink.out->flush_idle(now_ns());
         if (sink.out && sink.out->failed()) break;  // close() below reports why
         if (opts.duration_s > 0 && double(now_ns() - snap_src.t0_ns) / 1e9 >= opts.duration_s) break;
@@ -626,6 +736,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     res.summary = report.to_json(duration, counters, nvme_present);
     res.summary["recursion_misses"] = fin.recursion_misses;
+    res.summary["backups_attached"] = backups.attached();
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
     for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
     if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
