@@ -620,8 +620,11 @@ static __always_inline bool resolve_owner(struct request *rq, struct kvio_rq_own
     __u64 bio = typed ? ptr_number(prog, rq->bio) : (__u64)BPF_CORE_READ(rq, bio);
     if (bio && bio_owner_take(bio, o, passes))
         return true;
-    if (!allow_current || current_is_kthread())
+    if (!allow_current || current_is_kthread()) {
+        if (o) /* a slot's entry: what an earlier request left there is not this one's */
+            __builtin_memset(o, 0, sizeof(*o));
         return false;
+    }
     struct kvio_owner cur = {};
     current_owner(&cur);
     *passes = cur.passes;

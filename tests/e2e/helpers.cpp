@@ -69,8 +69,16 @@ LoopDevice::~LoopDevice() {
     fs::remove(backing, ec);
 }
 
+/// The value to write back for a queue attribute as sysfs shows it: a choice list (scheduler: "none
+/// [mq-deadline] kyber") gives its bracketed entry, which is all the kernel takes back.
+static std::string queue_attr_value(const std::string& shown) {
+    auto open = shown.find('['), close = shown.find(']');
+    if (open == std::string::npos || close == std::string::npos || close < open) return shown;
+    return shown.substr(open + 1, close - open - 1);
+}
+
 void LoopDevice::set_queue_attr(const std::string& attr, const std::string& value) {
-    saved_attrs.emplace_back(attr, trim(slurp("/sys/block/" + name + "/queue/" + attr)));
+    saved_attrs.emplace_back(attr, queue_attr_value(trim(slurp("/sys/block/" + name + "/queue/" + attr))));
     std::ofstream f("/sys/block/" + name + "/queue/" + attr);
     f << value;
     f.flush();
