@@ -432,19 +432,26 @@ static __always_inline __u32 ptr_hash(__u64 p)
  * slot and stays when its life there ends (only another pointer taking the slot changes it), and a pointer takes
  * the first of its probes that is not live, so a never-used slot (key 0) ends the search. Returns the slot's key
  * word (live or not) and its index, or NULL. */
+/* Probe i of a pointer whose hash is h: the slot's key word (its index in *idx), and the key it holds. */
+static __always_inline __u64 *slot_probe(void *map, __u32 mask, __u32 h, int i, __u32 *idx, __u64 *key)
+{
+    *idx = (h + i) & mask;
+    __u64 *k = bpf_map_lookup_elem(map, idx);
+    if (k)
+        *key = *(volatile __u64 *)k;
+    return k;
+}
+
 static __always_inline __u64 *slot_find(void *map, __u32 mask, __u64 ptr, __u32 *idx)
 {
     __u32 h = ptr_hash(ptr);
     for (int i = 0; i < KVIO_SLOT_PROBES; i++) {
-        __u32 j = (h + i) & mask;
-        __u64 *k = bpf_map_lookup_elem(map, &j);
+        __u64 key;
+        __u64 *k = slot_probe(map, mask, h, i, idx, &key);
         if (!k)
             return 0;
-        __u64 key = *(volatile __u64 *)k;
-        if ((key & ~KVIO_SLOT_LIVE) == ptr) {
-            *idx = j;
+        if ((key & ~KVIO_SLOT_LIVE) == ptr)
             return k;
-        }
         if (!key)
             return 0;
     }
@@ -463,15 +470,12 @@ static __always_inline __u64 *slot_claim(void *map, __u32 mask, __u64 ptr, __u64
         return own;
     __u32 h = ptr_hash(ptr);
     for (int i = 0; i < KVIO_SLOT_PROBES; i++) {
-        __u32 j = (h + i) & mask;
-        __u64 *k = bpf_map_lookup_elem(map, &j);
+        __u64 key;
+        __u64 *k = slot_probe(map, mask, h, i, idx, &key);
         if (!k)
             return 0;
-        __u64 key = *(volatile __u64 *)k;
-        if (!(key & KVIO_SLOT_LIVE) && __sync_bool_compare_and_swap(k, key, ptr | KVIO_SLOT_LIVE)) {
-            *idx = j;
+        if (!(key & KVIO_SLOT_LIVE) && __sync_bool_compare_and_swap(k, key, ptr | KVIO_SLOT_LIVE))
             return k;
-        }
     }
     return 0;
 }
