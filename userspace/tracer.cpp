@@ -227,8 +227,10 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
 
 /// Per-thread syscall and io_uring state: task local storage where every program type may use it, else the
 /// tid-keyed hashes (then the storage map, never used, is a one-slot array: kernels before 5.11 lack the type).
+/// KVIO_TRACE_THREAD_HASHES=1 takes the hashes anyway: what such kernels run, to compare costs and to test it.
 void choose_thread_state(kvio_trace_bpf* s) {
-    s->rodata->task_storage = task_storage_everywhere();
+    const char* force = std::getenv("KVIO_TRACE_THREAD_HASHES");
+    s->rodata->task_storage = !(force && *force && std::string(force) != "0") && task_storage_everywhere();
     if (s->rodata->task_storage) return;
     bpf_map__set_type(s->maps.thread_ios, BPF_MAP_TYPE_ARRAY);
     bpf_map__set_map_flags(s->maps.thread_ios, 0);
