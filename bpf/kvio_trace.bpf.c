@@ -1008,13 +1008,24 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
  * block device node: its i_rdev; a file: its filesystem's s_dev), so ld.so's and libc's reads of the root
  * filesystem, pipes, sockets and ttys do not count. targ_storage: the traced disks, their partitions and the
  * devices stacked on them (filled by userspace from sysfs). */
-static __always_inline bool fd_is_storage(int fd)
+static __always_inline bool fd_is_storage(int fd, bool typed)
 {
     if (fd < 0)
         return false;
-    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-    struct file **fdarr = BPF_CORE_READ(t, files, fdt, fd);
-    unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+    /* tp_btf: the task's files and fd table with plain loads; from the fd array on (a pointer the verifier gives
+     * no type) every read is a probe read, as in raw_tp */
+    struct file **fdarr;
+    unsigned int max;
+    if (typed) {
+        struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+        fdarr = fdt->fd;
+        max = fdt->max_fds;
+    } else {
+        struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+        struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+        fdarr = BPF_CORE_READ(fdt, fd);
+        max = BPF_CORE_READ(fdt, max_fds);
+    }
     if (!fdarr || (unsigned int)fd >= max)
         return false;
     struct file *f = 0;
@@ -1084,16 +1095,16 @@ static __always_inline void put_gap_start(__u64 *slot, void *map, __u32 tid, __u
         bpf_map_update_elem(map, &tid, &now, BPF_ANY);
 }
 
-/* A traced syscall's entry: args a0..a3 as the syscall got them. io_uring_enter needs nothing here: its exit
- * ends the SQE user_data (sys_exit_filtered). */
-static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+/* A traced syscall's entry: args a0..a3 as the syscall got them; `typed`: a tp_btf program. io_uring_enter needs
+ * nothing here: its exit ends the SQE user_data (sys_exit_filtered). */
+static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3, bool typed)
 {
     if (nr >= KVIO_SYSCALLS || nr == KVIO_SYS_IO_URING_ENTER)
         return 0;
     if (!task_passes())
         return 0;
     int fd = (int)a0;
-    if (!fd_is_storage(fd))
+    if (!fd_is_storage(fd, typed))
         return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     __u64 now = bpf_ktime_get_ns();
@@ -1229,10 +1240,10 @@ int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
         return 0;
 #if defined(__TARGET_ARCH_x86)
     /* x86-64 syscall arguments: rdi, rsi, rdx, r10 */
-    return on_sys_enter(nr, regs->di, regs->si, regs->dx, regs->r10);
+    return on_sys_enter(nr, regs->di, regs->si, regs->dx, regs->r10, true);
 #else
     return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs), true);
 #endif
 }
 
@@ -1246,7 +1257,7 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
     if (nr >= KVIO_SYSCALLS)
         return 0;
     return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs), false);
 }
 
 SEC("raw_tp/sys_exit")
