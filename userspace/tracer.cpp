@@ -334,9 +334,17 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
             if (any) report.add_dev_hist(kvio_hist_key{slot_devs[slot], id, 0}, sum);
         }
     }
+    std::vector<kvio_hist> proc_cpus(ncpus > 0 ? ncpus : 1);  // per-CPU: summed here
     fd = bpf_map__fd(s->maps.proc_hists);
-    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i)
-        if (bpf_map_lookup_elem(fd, &i, &val) == 0) report.add_proc_hist(i, val);
+    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i) {
+        if (bpf_map_lookup_elem(fd, &i, proc_cpus.data()) != 0) continue;
+        kvio_hist sum{};
+        for (const auto& c : proc_cpus) {
+            for (int k = 0; k < KVIO_HIST_SLOTS; ++k) sum.slots[k] += c.slots[k];
+            sum.sum += c.sum;
+        }
+        report.add_proc_hist(i, sum);
+    }
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
     fd = bpf_map__fd(s->maps.counters);
