@@ -231,7 +231,11 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
 void choose_thread_state(kvio_trace_bpf* s) {
     const char* force = std::getenv("KVIO_TRACE_THREAD_HASHES");
     s->rodata->task_storage = !(force && *force && std::string(force) != "0") && task_storage_everywhere();
-    if (s->rodata->task_storage) return;
+    if (s->rodata->task_storage) {  // the hashes stay unused: one slot each instead of 16384 preallocated
+        for (bpf_map* m : {s->maps.cur_udata, s->maps.sys_starts, s->maps.last_write_exit, s->maps.last_fadvise_exit})
+            bpf_map__set_max_entries(m, 1);
+        return;
+    }
     bpf_map__set_type(s->maps.thread_ios, BPF_MAP_TYPE_ARRAY);
     bpf_map__set_map_flags(s->maps.thread_ios, 0);
     bpf_map__set_max_entries(s->maps.thread_ios, 1);
