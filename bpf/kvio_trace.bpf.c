@@ -38,6 +38,8 @@ const volatile __u32 targ_storage[KVIO_MAX_STORAGE_DEVS] = {};
 const volatile bool emit_syscalls = false;
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 const volatile __u8 group_by = KVIO_GROUP_NONE; /* enum kvio_group_by */
+const volatile bool task_storage = false;     /* per-thread state in task local storage (thread_ios), else tid hashes */
+const volatile __u32 wakeup_mask = 2047;      /* wake the collector every wakeup_mask + 1 events a CPU submits */
 
 #define rq_state kvio_rq_state
 
@@ -91,10 +93,22 @@ struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_MAX_D
 struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __s64); } slot_inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_PROC_HISTS); __type(key, __u32); __type(value, struct kvio_hist); } proc_hists SEC(".maps");
+/* Syscall-side histograms, per CPU: threads on several CPUs do not contend for their cache lines. */
+struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_PROC_HISTS); __type(key, __u32); __type(value, struct kvio_hist); } proc_hists SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, struct sys_state); } sys_starts SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_write_exit SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_fadvise_exit SEC(".maps");
+/* Per-thread state of the syscall and io_uring programs in the thread's task local storage, where this kernel lets
+ * every program type use it (userspace probes; rodata task_storage): found from the task itself, no hash, no
+ * bucket lock, freed with the thread. Elsewhere (6.1: tp_btf only) the tid-keyed hashes cur_udata, sys_starts,
+ * last_write_exit and last_fadvise_exit hold the same facts. */
+struct thread_io {
+    __u64 user_data;         /* SQE user_data of the io_uring submission running in this thread, 0: none */
+    __u64 last_write_exit;   /* exit of its last traced write since its last sync (CLOCK_MONOTONIC ns), 0: none */
+    __u64 last_fadvise_exit; /* exit of its last fadvise since its last read, 0: none */
+    struct sys_state sys;    /* the traced syscall in progress, sys.ts == 0: none */
+};
+struct { __uint(type, BPF_MAP_TYPE_TASK_STORAGE); __uint(map_flags, BPF_F_NO_PREALLOC); __type(key, int); __type(value, struct thread_io); } thread_ios SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 8192); __type(key, __u32); __type(value, __u8); } pid_filter SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_COUNTERS); __type(key, __u32); __type(value, __u64); } counters SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_group_key); __type(value, struct kvio_group_val); } group_stats SEC(".maps");
@@ -220,15 +234,16 @@ static __always_inline __s64 *inflight_of(__u32 slot, __u32 dev, bool create)
         __e;                                                                   \
     })
 
-/* The collector is woken only once this much is waiting (a wakeup per event costs more than the event);
- * it also drains the buffer every 100 ms, so nothing waits longer than that. */
-#define EVENT_WAKEUP_BYTES (256 << 10)
-
+/* The collector is woken once a CPU has submitted wakeup_mask + 1 events since its last wakeup (a wakeup per
+ * event costs more than the event; userspace sizes the mask so that all CPUs together wake it about every
+ * 256 KiB). It also drains the buffer every 100 ms, so nothing waits longer than that. The per-CPU event count
+ * decides: no bpf_ringbuf_query, whose read of the consumer position misses the cache while the collector drains. */
 static __always_inline void event_submit(void *e)
 {
-    __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-    bpf_ringbuf_submit(e, pending >= EVENT_WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-    count(KVIO_CNT_EVENTS);
+    __u32 key = KVIO_CNT_EVENTS;
+    __u64 *n = bpf_map_lookup_elem(&counters, &key);
+    __u64 seq = n ? ++*n : 0; /* per-CPU: no atomics needed */
+    bpf_ringbuf_submit(e, (seq & wakeup_mask) ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline bool comm_matches(const char *comm)
@@ -325,6 +340,25 @@ static __always_inline bool dev_passes(__u32 dev)
     return false;
 }
 
+/* The current thread's thread_io (task_storage only); created on first use when `create`. */
+static __always_inline struct thread_io *current_thread_io(bool create)
+{
+    return bpf_task_storage_get(&thread_ios, bpf_get_current_task_btf(), 0,
+                                create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* The SQE user_data of the io_uring submission the current thread runs, 0 if none (events only). */
+static __always_inline __u64 current_user_data(void)
+{
+    if (task_storage) {
+        struct thread_io *t = current_thread_io(false);
+        return t ? t->user_data : 0;
+    }
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
+    return ud ? *ud : 0;
+}
+
 /* The current task as a submitter. Only what is reported is read: comm for events and -c, user_data for events. */
 static __always_inline void current_owner(struct kvio_owner *o)
 {
@@ -334,10 +368,8 @@ static __always_inline void current_owner(struct kvio_owner *o)
     o->tid = tid;
     if (emit_events || targ_ncomms || group_by == KVIO_GROUP_PROCESS)
         bpf_get_current_comm(o->comm, sizeof(o->comm));
-    if (need_user_data) {
-        __u64 *ud = bpf_map_lookup_elem(&cur_udata, &tid);
-        o->user_data = ud ? *ud : 0;
-    }
+    if (need_user_data)
+        o->user_data = current_user_data();
     o->passes = task_passes_as(o->pid, o->comm);
 }
 
@@ -1038,17 +1070,39 @@ int block_rq_merge_raw(u64 *ctx)
 
 /* ---------------------------------------------------------------- io_uring */
 
+/* The submission of one SQE: its user_data is the current thread's until the io_uring_enter it runs in returns
+ * (end_user_data; an SQPOLL thread keeps the last one). The block requests it allocates take it (block_getrq). */
 static __always_inline void remember_user_data(__u64 req, __u64 ud)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    if (need_user_data)
-        bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+    if (need_user_data) {
+        if (task_storage) {
+            struct thread_io *t = current_thread_io(true);
+            if (t)
+                t->user_data = ud;
+        } else {
+            __u32 tid = (__u32)bpf_get_current_pid_tgid();
+            bpf_map_update_elem(&cur_udata, &tid, &ud, BPF_ANY);
+        }
+    }
     if (!uring_owner_by_req)
         return;
     struct kvio_owner o = {};
     current_owner(&o);
     o.user_data = ud;
     bpf_map_update_elem(&uring_req_owner, &req, &o, BPF_ANY);
+}
+
+/* io_uring_enter returned: the submissions it ran are over. */
+static __always_inline void end_user_data(void)
+{
+    if (task_storage) {
+        struct thread_io *t = current_thread_io(false);
+        if (t)
+            t->user_data = 0;
+        return;
+    }
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_delete_elem(&cur_udata, &tid);
 }
 
 SEC("tp/io_uring/io_uring_submit_req")
@@ -1068,6 +1122,28 @@ SEC("tp/io_uring/io_uring_submit_sqe")
 int io_uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe___kvio *ctx)
 {
     remember_user_data((__u64)ctx->req, ctx->user_data);
+    return 0;
+}
+
+/* tp_btf twins, where BTF gives the tracepoint the io_kiocb as its first argument (6.4+ io_uring_submit_req(req);
+ * 6.0-6.3 io_uring_submit_sqe(req, force_nonblock)): the program gets the arguments as they are, instead of a
+ * trace record the kernel fills first (the tp/ programs' fields, an opcode name string among them). */
+static __always_inline __u64 kiocb_user_data(struct io_kiocb *req)
+{
+    return req->cqe.user_data;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
+{
+    remember_user_data((__u64)req, kiocb_user_data(req));
+    return 0;
+}
+
+SEC("tp_btf/io_uring_submit_sqe")
+int BPF_PROG(io_uring_submit_sqe_btf, struct io_kiocb *req)
+{
+    remember_user_data((__u64)req, kiocb_user_data(req));
     return 0;
 }
 
@@ -1220,13 +1296,24 @@ int BPF_PROG(nvme_complete_rq, struct request *rq)
  * block device node: its i_rdev; a file: its filesystem's s_dev), so ld.so's and libc's reads of the root
  * filesystem, pipes, sockets and ttys do not count. targ_storage: the traced disks, their partitions and the
  * devices stacked on them (filled by userspace from sysfs). */
-static __always_inline bool fd_is_storage(int fd)
+static __always_inline bool fd_is_storage(int fd, bool typed)
 {
     if (fd < 0)
         return false;
-    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-    struct file **fdarr = BPF_CORE_READ(t, files, fdt, fd);
-    unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+    /* tp_btf: the task's files and fd table with plain loads; from the fd array on (a pointer the verifier gives
+     * no type) every read is a probe read, as in raw_tp */
+    struct file **fdarr;
+    unsigned int max;
+    if (typed) {
+        struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+        fdarr = fdt->fd;
+        max = fdt->max_fds;
+    } else {
+        struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+        struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+        fdarr = BPF_CORE_READ(fdt, fd);
+        max = BPF_CORE_READ(fdt, max_fds);
+    }
     if (!fdarr || (unsigned int)fd >= max)
         return false;
     struct file *f = 0;
@@ -1271,15 +1358,41 @@ static __always_inline __u32 syscall_kind(long id)
     return mapped ? *mapped : KVIO_SYSCALLS;
 }
 
-/* A traced syscall's entry: args a0..a3 as the syscall got them. */
-static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+/* The time a thread's last traced write (or fadvise) returned, ended by its next sync (or read): `slot` in the
+ * thread's thread_io `t` (task_storage), else in `map`. 0: none. */
+static __always_inline __u64 take_gap_start(struct thread_io *t, __u64 *slot, void *map, __u32 tid)
 {
-    if (nr >= KVIO_SYSCALLS || (nr == KVIO_SYS_IO_URING_ENTER && !need_user_data))
+    if (task_storage) {
+        __u64 v = *slot;
+        *slot = 0;
+        return v;
+    }
+    __u64 *w = bpf_map_lookup_elem(map, &tid);
+    if (!w)
+        return 0;
+    __u64 v = *w;
+    bpf_map_delete_elem(map, &tid);
+    return v;
+}
+
+static __always_inline void put_gap_start(__u64 *slot, void *map, __u32 tid, __u64 now)
+{
+    if (task_storage)
+        *slot = now;
+    else
+        bpf_map_update_elem(map, &tid, &now, BPF_ANY);
+}
+
+/* A traced syscall's entry: args a0..a3 as the syscall got them; `typed`: a tp_btf program. io_uring_enter needs
+ * nothing here: its exit ends the SQE user_data (sys_exit_filtered). */
+static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3, bool typed)
+{
+    if (nr >= KVIO_SYSCALLS || nr == KVIO_SYS_IO_URING_ENTER)
         return 0;
     if (!task_passes())
         return 0;
     int fd = (int)a0;
-    if (nr != KVIO_SYS_IO_URING_ENTER && !fd_is_storage(fd))
+    if (!fd_is_storage(fd, typed))
         return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     __u64 now = bpf_ktime_get_ns();
@@ -1294,38 +1407,52 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
         st.count = a2;
     }
-    if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
-        __u64 *w = bpf_map_lookup_elem(&last_write_exit, &tid);
-        if (w) {
-            if (now >= *w)
-                proc_hist_add(KVIO_H_WRITE_FSYNC_GAP, now - *w);
-            bpf_map_delete_elem(&last_write_exit, &tid);
-        }
-    } else if (is_read_call(nr)) {
-        __u64 *a = bpf_map_lookup_elem(&last_fadvise_exit, &tid);
-        if (a) {
-            if (now >= *a)
-                proc_hist_add(KVIO_H_FADVISE_READ_GAP, now - *a);
-            bpf_map_delete_elem(&last_fadvise_exit, &tid);
+    struct thread_io dummy, *t = &dummy; /* the hash path never touches it */
+    if (task_storage) {
+        t = current_thread_io(true);
+        if (!t) {
+            count(KVIO_CNT_MAP_FULL);
+            return 0;
         }
     }
-    bpf_map_update_elem(&sys_starts, &tid, &st, BPF_ANY);
+    if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
+        __u64 w = take_gap_start(t, &t->last_write_exit, &last_write_exit, tid);
+        if (w && now >= w)
+            proc_hist_add(KVIO_H_WRITE_FSYNC_GAP, now - w);
+    } else if (is_read_call(nr)) {
+        __u64 a = take_gap_start(t, &t->last_fadvise_exit, &last_fadvise_exit, tid);
+        if (a && now >= a)
+            proc_hist_add(KVIO_H_FADVISE_READ_GAP, now - a);
+    }
+    if (task_storage)
+        t->sys = st;
+    else if (bpf_map_update_elem(&sys_starts, &tid, &st, BPF_ANY))
+        count(KVIO_CNT_MAP_FULL);
     return 0;
 }
 
-/* A syscall's exit. Syscalls do not nest: the state a thread left at enter belongs to this exit. io_uring_enter
- * ends the SQE user_data its submissions set (events only). */
+/* A traced syscall's exit (not io_uring_enter). Syscalls do not nest: the state a thread left at enter belongs
+ * to this exit. */
 static __always_inline int on_sys_exit(long ret)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    struct sys_state *s = bpf_map_lookup_elem(&sys_starts, &tid);
-    if (!s)
-        return 0;
-    struct sys_state st = *s;
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)id;
+    struct thread_io dummy, *t = &dummy;
+    struct sys_state st;
+    if (task_storage) {
+        t = current_thread_io(false);
+        if (!t || !t->sys.ts)
+            return 0;
+        st = t->sys;
+        t->sys.ts = 0;
+    } else {
+        struct sys_state *s = bpf_map_lookup_elem(&sys_starts, &tid);
+        if (!s)
+            return 0;
+        st = *s;
+        bpf_map_delete_elem(&sys_starts, &tid);
+    }
     __u32 nr = st.nr;
-    bpf_map_delete_elem(&sys_starts, &tid);
-    if (nr == KVIO_SYS_IO_URING_ENTER)
-        bpf_map_delete_elem(&cur_udata, &tid);
     __u64 now = bpf_ktime_get_ns();
     if (now < st.ts) {
         count(KVIO_CNT_NEGATIVE_DELTA);
@@ -1336,13 +1463,13 @@ static __always_inline int on_sys_exit(long ret)
         proc_hist_add(KVIO_H_VFS_READ, lat);
     } else if (is_write_call(nr)) {
         proc_hist_add(KVIO_H_VFS_WRITE, lat);
-        bpf_map_update_elem(&last_write_exit, &tid, &now, BPF_ANY);
+        put_gap_start(&t->last_write_exit, &last_write_exit, tid, now);
     } else if (nr == KVIO_SYS_FSYNC || nr == KVIO_SYS_FDATASYNC) {
         proc_hist_add(KVIO_H_FSYNC, lat);
     } else if (nr == KVIO_SYS_FADVISE64) {
-        bpf_map_update_elem(&last_fadvise_exit, &tid, &now, BPF_ANY);
+        put_gap_start(&t->last_fadvise_exit, &last_fadvise_exit, tid, now);
     }
-    if (!emit_syscalls || nr == KVIO_SYS_IO_URING_ENTER)
+    if (!emit_syscalls)
         return 0;
     struct kvio_syscall_event *e = EVENT_RESERVE(struct kvio_syscall_event);
     if (!e)
@@ -1355,9 +1482,8 @@ static __always_inline int on_sys_exit(long ret)
     e->ret = ret;
     e->offset = st.offset;
     e->count = st.count;
-    __u64 id = bpf_get_current_pid_tgid();
     e->pid = id >> 32;
-    e->tid = (__u32)id;
+    e->tid = tid;
     bpf_get_current_comm(e->comm, sizeof(e->comm));
     event_submit(e);
     return 0;
@@ -1383,7 +1509,13 @@ static __always_inline long exit_syscall_id(struct pt_regs *regs, bool typed)
 static __always_inline int sys_exit_filtered(struct pt_regs *regs, long ret, bool typed)
 {
     long id = exit_syscall_id(regs, typed);
-    if (id >= 0 && syscall_kind(id) >= KVIO_SYSCALLS)
+    __u32 kind = id >= 0 ? syscall_kind(id) : KVIO_SYSCALLS;
+    if (id >= 0 && kind >= KVIO_SYSCALLS)
+        return 0;
+    /* io_uring_enter is in sys_nr_map for events only; an unknown architecture ends the user_data every exit */
+    if (kind == KVIO_SYS_IO_URING_ENTER || (id < 0 && need_user_data))
+        end_user_data();
+    if (kind == KVIO_SYS_IO_URING_ENTER)
         return 0;
     return on_sys_exit(ret);
 }
@@ -1396,10 +1528,10 @@ int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
         return 0;
 #if defined(__TARGET_ARCH_x86)
     /* x86-64 syscall arguments: rdi, rsi, rdx, r10 */
-    return on_sys_enter(nr, regs->di, regs->si, regs->dx, regs->r10);
+    return on_sys_enter(nr, regs->di, regs->si, regs->dx, regs->r10, true);
 #else
     return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs), true);
 #endif
 }
 
@@ -1413,7 +1545,7 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
     if (nr >= KVIO_SYSCALLS)
         return 0;
     return on_sys_enter(nr, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs));
+                        PT_REGS_PARM3_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs), false);
 }
 
 SEC("raw_tp/sys_exit")

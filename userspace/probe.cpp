@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include <cerrno>
 #include <cstring>
@@ -66,5 +67,12 @@ int btf_tracepoint_args(const std::string& name) {
 }
 
 bool has_btf_tracepoint(const std::string& name) { return btf_tracepoint_args(name) >= 0; }
+
+bool task_storage_everywhere() {
+    if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) != 1) return false;
+    for (auto type : {BPF_PROG_TYPE_TRACEPOINT, BPF_PROG_TYPE_RAW_TRACEPOINT})
+        if (libbpf_probe_bpf_helper(type, BPF_FUNC_task_storage_get, nullptr) != 1) return false;
+    return true;
+}
 
 }  // namespace kvio::trace

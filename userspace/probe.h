@@ -22,4 +22,9 @@ bool has_btf_tracepoint(const std::string& name);
 /// minus its leading `void *`); -1 when BTF does not describe it.
 int btf_tracepoint_args(const std::string& name);
 
+/// True when tracepoint and raw tracepoint programs may call bpf_task_storage_get (task local storage for
+/// every program type; 6.1 offers it to tp_btf programs only), probed by loading a two-instruction program
+/// of each type. tp_btf programs got the helper before either, so they have it too.
+bool task_storage_everywhere();
+
 }  // namespace kvio::trace

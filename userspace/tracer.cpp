@@ -295,14 +295,45 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bool wanted = s->rodata->need_user_data || (owners && nvme_present);
     bool submit_req = wanted && tracepoint_exists("io_uring", "io_uring_submit_req");
     bool submit_sqe = wanted && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
-    bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req);
-    bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe);
+    // tp_btf where BTF gives the tracepoint the io_kiocb first (6.0+): no trace record is built for the program.
+    // Before 6.0 io_uring_submit_sqe took (ctx, req, opcode, user_data, ...): the tp/ program reads that record.
+    bool btf_req = submit_req && btf_tracepoint_args("io_uring_submit_req") == 1;
+    bool btf_sqe = submit_sqe && btf_tracepoint_args("io_uring_submit_sqe") == 2;
+    bpf_program__set_autoload(s->progs.io_uring_submit_req_btf, btf_req);
+    bpf_program__set_autoload(s->progs.io_uring_submit_sqe_btf, btf_sqe);
+    bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req && !btf_req);
+    bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe && !btf_sqe);
     // io_uring_complete only forgets the per-request owner that NVMe passthrough commands look up.
     s->rodata->uring_owner_by_req = nvme_present;
     bpf_program__set_autoload(s->progs.io_uring_complete, owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
 }
 
 
+
+/// Per-thread syscall and io_uring state: task local storage where every program type may use it, else the
+/// tid-keyed hashes (then the storage map, never used, is a one-slot array: kernels before 5.11 lack the type).
+/// KVIO_TRACE_THREAD_HASHES=1 takes the hashes anyway: what such kernels run, to compare costs and to test it.
+void choose_thread_state(kvio_trace_bpf* s) {
+    const char* force = std::getenv("KVIO_TRACE_THREAD_HASHES");
+    s->rodata->task_storage = !(force && *force && std::string(force) != "0") && task_storage_everywhere();
+    if (s->rodata->task_storage) {  // the hashes stay unused: one slot each instead of 16384 preallocated
+        for (bpf_map* m : {s->maps.cur_udata, s->maps.sys_starts, s->maps.last_write_exit, s->maps.last_fadvise_exit})
+            bpf_map__set_max_entries(m, 1);
+        return;
+    }
+    bpf_map__set_type(s->maps.thread_ios, BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_map_flags(s->maps.thread_ios, 0);
+    bpf_map__set_max_entries(s->maps.thread_ios, 1);
+}
+
+/// The per-CPU wakeup period of event_submit (a power of two minus one): all CPUs together wake the collector
+/// about every 256 KiB of records (2048 of 128 bytes), each at least every 64 records.
+uint32_t wakeup_mask(int ncpus) {
+    uint32_t per_cpu = 2048 / uint32_t(std::max(ncpus, 1));
+    uint32_t p = 64;
+    while (p * 2 <= per_cpu) p *= 2;
+    return p - 1;
+}
 
 /// Forks the command stopped on a pipe, so it is in the filter before it runs.
 /// `stdout_to_stderr`: the command's standard output goes to our standard error (the events stream owns stdout).
@@ -395,9 +426,17 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
             if (any) report.add_dev_hist(kvio_hist_key{slot_devs[slot], id, 0}, sum);
         }
     }
+    std::vector<kvio_hist> proc_cpus(ncpus > 0 ? ncpus : 1);  // per-CPU: summed here
     fd = bpf_map__fd(s->maps.proc_hists);
-    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i)
-        if (bpf_map_lookup_elem(fd, &i, &val) == 0) report.add_proc_hist(i, val);
+    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i) {
+        if (bpf_map_lookup_elem(fd, &i, proc_cpus.data()) != 0) continue;
+        kvio_hist sum{};
+        for (const auto& c : proc_cpus) {
+            for (int k = 0; k < KVIO_HIST_SLOTS; ++k) sum.slots[k] += c.slots[k];
+            sum.sum += c.sum;
+        }
+        report.add_proc_hist(i, sum);
+    }
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
     fd = bpf_map__fd(s->maps.counters);
@@ -583,6 +622,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     choose_optional_programs(skel.get(), nvme_present);
     choose_syscall_programs(skel.get());
     if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
+    choose_thread_state(skel.get());
+    ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
 
     if (int err = kvio_trace_bpf__load(skel.get()))
         throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
@@ -674,7 +715,7 @@ TraceResult run_trace(const TraceOptions& opts) {
                   << "; Ctrl-C to stop\n";
     std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
     while (!g_stop) {
-        // Programs wake us only once 256 KiB wait (EVENT_WAKEUP_BYTES): drain what is there on every timeout too.
+        // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
         if (live) {
             std::vector<pollfd> fds{{ring_buffer__epoll_fd(rb.get()), POLLIN, 0}};
             live->add_poll_fds(fds);

@@ -559,4 +559,58 @@ TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
     }
 }
 
+// The per-thread state (SQE user_data, the syscall in progress, the write->fsync and fadvise->read gaps) lives in
+// task local storage where the kernel allows it and in tid-keyed hashes elsewhere (Debian 6.1);
+// KVIO_TRACE_THREAD_HASHES=1 takes the hashes here too, so both are checked on this machine.
+const char* const kThreadStates[] = {"", "KVIO_TRACE_THREAD_HASHES=1 "};
+
+TEST(Trace, IoUringUserDataEndsWithTheIoUringEnterThatSetIt) {
+    // kvio gen's io_uring engine: O_DIRECT, every command is allocated inside io_uring_enter and carries its SQE's
+    // user_data. --buffered: the SQEs only fill the page cache; the fsync after each store writes it back from the
+    // same thread, after its io_uring_enter returned: those writes carry no user_data (a stale one would join
+    // them to the last SQE's object).
+    LoopDevice loop(64 * MiB);
+    TempDir dir;
+    for (const char* env : kThreadStates) {
+        for (const std::string mode : {"direct", "buffered"}) {
+            const std::string ev = dir.file(mode + ".jsonl");
+            CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " -- " +
+                              kvio_bin() + " gen -q --force --model tiny-1b --engine io_uring --qd 4 --num-chunks 2 --target " +
+                              loop.path + (mode == "buffered" ? " --buffered" : "") + " --semantic " + dir.file("sem.jsonl"));
+            ASSERT_EQ(r.status, 0) << env << mode << ": " << r.err;
+            size_t writes = 0, with_ud = 0;
+            for (const auto& c : cmds_of(read_jsonl(ev), loop.majmin, "write")) {
+                if (c["comm"] != "kvio") continue;
+                ++writes;
+                with_ud += c.contains("user_data");
+            }
+            ASSERT_GT(writes, 0u) << env << mode;
+            EXPECT_EQ(with_ud, mode == "direct" ? writes : 0) << env << mode;
+        }
+    }
+}
+
+TEST(Trace, SyscallRecordsAndGapsWithEitherThreadState) {
+    LoopDevice loop(32 * MiB);
+    TempDir dir;
+    const std::string io = "xfs_io -d -c 'pwrite -q -b 128k 0 4m' -c fsync -c 'fadvise -d 0 4m' -c 'pread -q -b 64k 8m 1m' " + loop.path;
+    for (const char* env : kThreadStates) {
+        CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
+                          " --syscalls --json " + dir.file("t.json") + " -- " + io);
+        ASSERT_EQ(r.status, 0) << env << r.err;
+        json p = json::parse(slurp(dir.file("t.json")))["process"];
+        EXPECT_EQ(p["vfs_write"]["count"], 32) << env;
+        EXPECT_EQ(p["vfs_read"]["count"], 16) << env;
+        EXPECT_EQ(p["write_fsync_gap"]["count"], 1) << env;
+        EXPECT_EQ(p["fadvise_read_gap"]["count"], 1) << env;
+        std::map<std::string, size_t> calls;
+        for (const auto& e : read_jsonl(dir.file("ev.jsonl")))
+            if (e["type"] == "syscall" && e["fd"].get<int>() >= 0) ++calls[e["name"].get<std::string>() + " " + std::to_string(e.value("count", 0))];
+        EXPECT_EQ(calls["pwrite64 131072"], 32u) << env;
+        EXPECT_EQ(calls["pread64 65536"], 16u) << env;
+        EXPECT_EQ(calls["fsync 0"], 1u) << env;
+        EXPECT_EQ(calls["fadvise64 4194304"], 1u) << env;
+    }
+}
+
 }  // namespace
