@@ -153,6 +153,18 @@ TEST(ServingCache, EntryDataIsDeterministicStampedAndHasNoEqualBlocks) {
     }
 }
 
+// The pool every storage write copies from: page-aligned blocks and small enough to stay cached, as fio's buffer
+// is (a 64 MiB pool read from DRAM doubled the kernel's copy cost per written byte: docs/performance.md).
+TEST(ServingCache, NoisePoolIsPageAlignedAndCacheSized) {
+    NoisePool pool(42);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data()) % 4096, 0u);
+    EXPECT_EQ(pool.size(), kNoisePoolBytes);
+    EXPECT_LE(pool.size(), size_t(4) << 20);
+    NoisePool odd(42, 10000);  // rounded down to whole blocks
+    EXPECT_EQ(odd.size(), 8192u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(odd.data()) % 4096, 0u);
+}
+
 // The writev path (gather) yields the bytes fill() copies, in pieces of any iovec budget, wrapping the pool.
 TEST(ServingCache, EntryDataGatherGivesTheBytesFillGives) {
     NoisePool pool(7, 1 << 20);
