@@ -357,8 +357,9 @@ python_for_mlperf() {
     return 1
 }
 simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
-    local label=$1 dir=$2 round=$3 avail
+    local label=$1 dir=$2 round=$3 avail load0
     rm -rf "$dir/cache" "$dir/fio"; mkdir -p "$dir/cache" "$dir/fio"
+    load0=$(cut -d' ' -f1 /proc/loadavg)
     /usr/bin/time -v -o "$WORK/sim_time.txt" "$KVIO" simulate "${SIM_FLAGS[@]}" --cache-dir "$dir/cache" --quiet \
         --progress-interval 0 --output "$WORK/sim.json" > "$WORK/sim.out" 2>&1 || { cat "$WORK/sim.out" >&2; return 1; }
     rm -rf "$dir/cache"
@@ -372,12 +373,12 @@ simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
     done
     rm -rf "$dir/fio"
     record simulate "$label" "$(jq -c --argjson round "$round" --slurpfile s "$WORK/sim.json" --argjson sm "$(sim_mbps "$WORK/sim.json" moved)" \
-        --argjson smc "$(sim_mbps "$WORK/sim.json")" \
+        --argjson smc "$(sim_mbps "$WORK/sim.json")" --argjson l0 "$load0" --argjson l1 "$(cut -d' ' -f1 /proc/loadavg)" \
         --argjson st "$(time_json "$WORK/sim_time.txt")" --argjson ft "$(time_json "$WORK/fio_time.txt")" \
         '([.jobs[] | .read.io_bytes + .write.io_bytes] | add) as $fb |
          ([.jobs[] | [.read.runtime, .write.runtime] | max] | max / 1000) as $fs |
          $s[0].summary.cache_stats as $cs | $s[0].kvio.storage_ops as $so |
-         {round:$round, users:'"$SIM_USERS"', sim_s:$s[0].summary.elapsed_time, sim_mbps:$sm, sim_completed_mbps:$smc,
+         {round:$round, users:'"$SIM_USERS"', load_start:$l0, load_end:$l1, load1:(($l0 + $l1) / 2), sim_s:$s[0].summary.elapsed_time, sim_mbps:$sm, sim_completed_mbps:$smc,
           drain_s:$s[0].kvio.stop.drain_s, cut_ops:$s[0].kvio.cache.cut_ops,
           write_streams:([.jobs[] | select(.jobname | startswith("write"))] | length),
           read_streams:([.jobs[] | select(.jobname | startswith("read"))] | length),
@@ -392,7 +393,7 @@ simulate_vs_fio() {  # simulate_vs_fio LABEL DIR ROUND
               then $cs.storage_write_host_p50_ms / $cs.storage_write_device_p50_ms else null end),
           read_host_over_device_p50:(if ($cs.storage_read_device_p50_ms // 0) > 0
               then $cs.storage_read_host_p50_ms / $cs.storage_read_device_p50_ms else null end)}' "$WORK/fio_main.json")"
-    printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"kvio simulate \(.sim_mbps|floor) MB/s (drain \(.drain_s*10|round/10) s, \(.write_ops) writes, \(.read_ops) reads, \(.mean_in_flight*10|round/10) in flight), fio \(.write_streams)+\(.read_streams) streams \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000), CPU per byte fio/kvio \(.cpu_per_byte_fio_over_sim*100|round/100); own time / syscall time, >= 16 MiB, p50: write \(.large_write_overhead.p50 // "-") read \(.large_read_overhead.p50 // "-")"')"
+    printf '  %-6s round %s: %s\n' "$label" "$round" "$(tail -n 1 "$RAW" | jq -r '"load \(.load_start)-\(.load_end): kvio simulate \(.sim_mbps|floor) MB/s (drain \(.drain_s*10|round/10) s, \(.write_ops) writes, \(.read_ops) reads, \(.mean_in_flight*10|round/10) in flight), fio \(.write_streams)+\(.read_streams) streams \(.fio_mbps|floor) MB/s, ratio \(.ratio*1000|round/1000), CPU per byte fio/kvio \(.cpu_per_byte_fio_over_sim*100|round/100); own time / syscall time, >= 16 MiB, p50: write \(.large_write_overhead.p50 // "-") read \(.large_read_overhead.p50 // "-")"')"
     if [ -n "${MLPERF_KV_DIR:-}" ]; then
         local py=$MLPERF_KV_DIR/kv-cache.py pyexe kmbps
         [ -f "$py" ] || py=$MLPERF_KV_DIR/kv_cache_benchmark/kv-cache.py
@@ -424,17 +425,21 @@ if has_stage simulate; then
     SIMT=$WORK/simtmpfs
     mkdir -p "$SIMT" "$WORK/simext4"
     mount -t tmpfs -o size=6g kvio-bench-sim "$SIMT"
-    for ((r = 1; r <= SIM_ROUNDS; r++)); do
+    sim_tmpfs() {
         mkdir -p "$SIMT/dir"
-        simulate_vs_fio tmpfs "$SIMT/dir" "$r" || true
+        simulate_vs_fio tmpfs "$SIMT/dir" "$1" || true
         rm -rf "$SIMT/dir"
-        # ext4 on a loop device (direct I/O) over a file in the same tmpfs: a device path at memory speed
+    }
+    sim_loop() {  # ext4 on a loop device (direct I/O) over a file in the same tmpfs: a device path at memory speed
         truncate -s 5500M "$SIMT/disk.img"
         LOOP=$(losetup -f --show --direct-io=on "$SIMT/disk.img")
         mkfs.ext4 -q -F "$LOOP"
         mount "$LOOP" "$WORK/simext4"
-        simulate_vs_fio loop "$WORK/simext4" "$r" || true
+        simulate_vs_fio loop "$WORK/simext4" "$1" || true
         umount "$WORK/simext4"; losetup -d "$LOOP"; LOOP=""; rm -f "$SIMT/disk.img"
+    }
+    for ((r = 1; r <= SIM_ROUNDS; r++)); do  # the order of the two targets alternates, so a load trend hits both
+        if ((r % 2)); then sim_tmpfs "$r"; sim_loop "$r"; else sim_loop "$r"; sim_tmpfs "$r"; fi
     done
     umount "$SIMT"
 fi

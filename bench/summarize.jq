@@ -13,10 +13,12 @@ def verdict($t): if . == null or .median == null then null
     elif .max <= $t then "met" elif .min > $t then "missed"
     elif (.max - .min) > $t then "inside noise"
     elif .median <= $t then "met" else "missed" end;
-# atleast(target): verdict() for a floor ("met" when every round is at or above it)
-def atleast($t): if . == null or .median == null then null
+# atleast(target; noise): verdict() for a floor: "met" when every round is at or above it, "missed" when none is,
+# "inside noise" when the rounds straddle it and spread wider than `noise` (for a ratio target of 0.9: 0.1, the
+# margin the target allows below 1), else by the median
+def atleast($t; $noise): if . == null or .median == null then null
     elif .min >= $t then "met" elif .max < $t then "missed"
-    elif (.max - .min) > $t then "inside noise"
+    elif (.max - .min) > $noise then "inside noise"
     elif .median >= $t then "met" else "missed" end;
 def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen"];
 
@@ -71,7 +73,7 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
             runs: length, sim_mbps: ([.[].sim_mbps] | stats), fio_mbps: ([.[].fio_mbps] | stats), ratio: ([.[].ratio] | stats),
             cpu_per_byte_fio_over_sim: ([.[].cpu_per_byte_fio_over_sim] | stats),
             write_streams: ([.[].write_streams] | stats), read_streams: ([.[].read_streams] | stats),
-            mean_in_flight: ([.[].mean_in_flight] | stats),
+            mean_in_flight: ([.[].mean_in_flight] | stats), load1: ([.[].load1 // empty] | stats),
             large_write_overhead_p50: ([.[].large_write_overhead.p50 // empty] | stats),
             large_read_overhead_p50: ([.[].large_read_overhead.p50 // empty] | stats),
             write_host_over_device_p50: ([.[].write_host_over_device_p50 // empty] | stats),
@@ -117,9 +119,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
                                   target: ">= 5000000 on one core (kvio.events.bin/1 capture)",
                                   met: (if $r.validate.big_bin then $r.validate.big_bin.cmds_per_cpu_s >= 5e6 else null end)},
     simulate_vs_fio_tmpfs: {value: ($r.simulate.tmpfs.ratio.median | r3), spread: $r.simulate.tmpfs.ratio,
-                            target: ">= 0.9 x fio (storage bytes/s; same streams, entry sizes, bytes)", verdict: ($r.simulate.tmpfs.ratio | atleast(0.9))},
+                            target: ">= 0.9 x fio (storage bytes/s; same streams, entry sizes, bytes)", verdict: ($r.simulate.tmpfs.ratio | atleast(0.9; 0.1))},
     simulate_vs_fio_loop: {value: ($r.simulate.loop.ratio.median | r3), spread: $r.simulate.loop.ratio,
-                           target: ">= 0.9 x fio (ext4 on a loop device)", verdict: ($r.simulate.loop.ratio | atleast(0.9))},
+                           target: ">= 0.9 x fio (ext4 on a loop device)", verdict: ($r.simulate.loop.ratio | atleast(0.9; 0.1))},
     simulate_own_time_large: {value: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50.median // empty, .large_read_overhead_p50.median // empty] | max | r3),
                               spread: {tmpfs_write: $r.simulate.tmpfs.large_write_overhead_p50, tmpfs_read: $r.simulate.tmpfs.large_read_overhead_p50,
                                        loop_write: $r.simulate.loop.large_write_overhead_p50, loop_read: $r.simulate.loop.large_read_overhead_p50},

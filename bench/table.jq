@@ -33,7 +33,7 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 "",
 (if (.simulate // {}) != {} then "simulate (storage baseline) vs fio at the same streams / entry sizes / bytes; min / median / max over rounds" else empty end),
 ((.simulate // {}) | to_entries[] |
-  if .value.ratio then "  \(.key | pad(9)) kvio simulate \(.value.sim_mbps | mmm(0)) MB/s  fio \(.value.fio_mbps | mmm(0)) MB/s (\(.value.write_streams.median)+\(.value.read_streams.median) streams)  ratio \(.value.ratio | mmm(3))  CPU per byte fio/kvio \(.value.cpu_per_byte_fio_over_sim | mmm(2))  own/syscall time >= 16 MiB p50: write \(.value.large_write_overhead_p50 | mmm(4)) read \(.value.large_read_overhead_p50 | mmm(4))  (benchmark host/device p50: write \(.value.write_host_over_device_p50 | mmm(2)), read \(.value.read_host_over_device_p50 | mmm(2)))"
+  if .value.ratio then "  \(.key | pad(9)) load \(.value.load1 | mmm(1))  kvio simulate \(.value.sim_mbps | mmm(0)) MB/s  fio \(.value.fio_mbps | mmm(0)) MB/s (\(.value.write_streams.median)+\(.value.read_streams.median) streams)  ratio \(.value.ratio | mmm(3))  CPU per byte fio/kvio \(.value.cpu_per_byte_fio_over_sim | mmm(2))  own/syscall time >= 16 MiB p50: write \(.value.large_write_overhead_p50 | mmm(4)) read \(.value.large_read_overhead_p50 | mmm(4))  (benchmark host/device p50: write \(.value.write_host_over_device_p50 | mmm(2)), read \(.value.read_host_over_device_p50 | mmm(2)))"
   else "  \(.key | pad(9)) Python benchmark \(.value.py_mbps | mmm(0)) MB/s (its elapsed_time), kvio/Python \(.value.kvio_over_python | mmm(2))x; over process wall time \(.value.kvio_over_python_wall | mmm(2))x; Python CPU per byte / kvio \(.value.python_cpu_per_byte_over_kvio | mmm(2))x" end),
 "",
 (if .clients then

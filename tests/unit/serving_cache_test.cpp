@@ -25,6 +25,7 @@
 #include "workload/serving/gpu_tier.h"
 #include "workload/serving/kv_data.h"
 #include "workload/serving/tiers.h"
+#include "workload/serving/tiers.h"
 
 using namespace kvio::serving;
 namespace fs = std::filesystem;
@@ -151,6 +152,38 @@ TEST(ServingCache, EntryDataIsDeterministicStampedAndHasNoEqualBlocks) {
         EXPECT_EQ(s.hash, a.hash());
         EXPECT_EQ(s.block, blk);
     }
+}
+
+// The pool every storage write copies from: page-aligned blocks and small enough to stay cached, as fio's buffer
+// is (a 64 MiB pool read from DRAM doubled the kernel's copy cost per written byte: docs/performance.md).
+TEST(ServingCache, NoisePoolIsPageAlignedAndCacheSized) {
+    NoisePool pool(42);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data()) % 4096, 0u);
+    EXPECT_EQ(pool.size(), kNoisePoolBytes);
+    EXPECT_LE(pool.size(), size_t(4) << 20);
+    NoisePool odd(42, 10000);  // rounded down to whole blocks
+    EXPECT_EQ(odd.size(), 8192u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(odd.data()) % 4096, 0u);
+}
+
+// A write cut by the stop leaves no file behind, but its file is removed when the tier goes (after the run's clock
+// stopped), not in the drain: unlinking entries fallocated in full made up the whole drain on tmpfs.
+TEST(ServingCache, CutWriteFileGoesWhenTheTierGoes) {
+    TmpDir d;
+    StorageOptions o;
+    o.path = d.path;
+    NoisePool pool(7);
+    std::atomic<bool> stop{true};
+    {
+        auto tier = make_storage_tier(o);
+        tier->set_cut_flag(&stop);
+        EXPECT_THROW(tier->write("cut", 8u << 20, EntryData(pool, key_hash("cut", 7))), OpCut);
+        EXPECT_TRUE(std::filesystem::exists(d.path + "/cut.npy")) << "removed in the drain";
+        stop = false;
+        tier->write("kept", 4096, EntryData(pool, key_hash("kept", 7)));
+    }
+    EXPECT_FALSE(std::filesystem::exists(d.path + "/cut.npy")) << "a cut write left its file";
+    EXPECT_TRUE(std::filesystem::exists(d.path + "/kept.npy"));
 }
 
 // The writev path (gather) yields the bytes fill() copies, in pieces of any iovec budget, wrapping the pool.

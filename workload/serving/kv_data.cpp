@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace kvio::serving {
 namespace {
@@ -20,7 +21,8 @@ uint64_t splitmix64(uint64_t& s) {
 }  // namespace
 
 NoisePool::NoisePool(uint64_t seed, size_t bytes) : size_(std::max<size_t>(bytes / kBlock, 1) * kBlock) {
-    data_ = std::make_unique_for_overwrite<uint8_t[]>(size_);
+    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_)));  // blocks on page boundaries, as fio's buffers
+    if (!data_) throw std::bad_alloc();
     uint64_t sm = seed, s[4];
     for (auto& w : s) w = splitmix64(sm);
     auto* out = reinterpret_cast<uint64_t*>(data_.get());

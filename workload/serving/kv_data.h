@@ -5,6 +5,7 @@
 // the copies and I/O.
 #pragma once
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,15 +15,24 @@
 
 namespace kvio::serving {
 
-/// The noise pool: `bytes` (a multiple of 4096) of xoshiro256** output seeded with `seed`.
+/// Default noise pool size: 4 MiB, small enough to stay in the CPU caches while every storage stream copies from
+/// it, as fio's per-job buffer does (a 64 MiB pool streamed from DRAM made the kernel's copy into the page cache
+/// cost 2x fio's per byte: docs/performance.md, simulate). Entry bytes repeat with this period (apart from the
+/// stamps), beyond the windows of filesystem and device compression (128 KiB-1 MiB records).
+inline constexpr size_t kNoisePoolBytes = 4u << 20;
+
+/// The noise pool: `bytes` (a multiple of 4096, 4 KiB-aligned) of xoshiro256** output seeded with `seed`.
 class NoisePool {
 public:
-    explicit NoisePool(uint64_t seed, size_t bytes = 64ull << 20);
+    explicit NoisePool(uint64_t seed, size_t bytes = kNoisePoolBytes);
     const uint8_t* data() const { return data_.get(); }
     size_t size() const { return size_; }
 
 private:
-    std::unique_ptr<uint8_t[]> data_;
+    struct Free {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Free> data_;
     size_t size_ = 0;
 };
 
