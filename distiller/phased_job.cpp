@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "distiller/timeline.h"
 
 namespace kvio::distiller {
 
@@ -79,28 +80,42 @@ std::pair<uint32_t, uint32_t> flow_weights(uint64_t reads, uint64_t writes) {
     return best;
 }
 
-// Stretches [first, last) of `s`'s commands with a steady read share: chunks of >= 2000 commands (at most 8), merged
-// while the read shares within a stretch stay within 2 points (the time-resolved score's per-window bound).
-std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s) {
-    const size_t n = s.cmds.size(), chunks = std::clamp<size_t>(n / 2000, 1, 8);
-    std::vector<std::pair<size_t, size_t>> out;
-    double lo = 101, hi = -1;
-    for (size_t k = 0; k < chunks; ++k) {
-        size_t b = k * n / chunks, e = (k + 1) * n / chunks;
-        uint64_t r = 0, d = 0;
-        for (size_t i = b; i < e; ++i) {
+constexpr double kStretchScorePoints = 1.0;  // points: half the acceptance's 2-point bound per score window
+constexpr double kStretchPhasePoints = 20.0;  // points: below the detector's 25-point read-share threshold
+
+// Stretches [first, last) of `s`'s commands whose read share one section (or pair) can hold: blocks of `step`
+// commands, a stretch extended while, with its own mean share p, the cumulative deviation
+// D(j) = reads − p × data commands over its commands up to block j stays within a range of `slack` commands. Then no
+// window of W commands inside the stretch departs from p by more than slack / W, whatever the stretch's length.
+std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s, size_t step, double slack) {
+    const size_t n = s.cmds.size(), blocks = std::max<size_t>(1, (n + step - 1) / std::max<size_t>(1, step));
+    std::vector<std::pair<double, double>> blk;  // (reads, data commands) per block
+    for (size_t k = 0; k < blocks; ++k) {
+        double r = 0, d = 0;
+        for (size_t i = k * n / blocks; i < (k + 1) * n / blocks; ++i) {
             r += s.cmds[i].op == Op::Read;
             d += s.cmds[i].op == Op::Read || s.cmds[i].op == Op::Write;
         }
-        double share = d ? 100.0 * double(r) / double(d) : 0;
-        if (out.empty() || std::max(hi, share) - std::min(lo, share) > 2.0) {
-            out.push_back({b, e});
-            lo = hi = share;
-        } else {
-            out.back().second = e;
-            lo = std::min(lo, share), hi = std::max(hi, share);
-        }
+        blk.push_back({r, d});
     }
+    auto steady = [&](size_t a, size_t b) {  // blocks [a, b]
+        double r = 0, d = 0;
+        for (size_t k = a; k <= b; ++k) r += blk[k].first, d += blk[k].second;
+        const double p = d ? r / d : 0;
+        double dev = 0, lo = 0, hi = 0;
+        for (size_t k = a; k <= b; ++k) {
+            dev += blk[k].first - p * blk[k].second;
+            lo = std::min(lo, dev), hi = std::max(hi, dev);
+        }
+        return hi - lo <= slack;
+    };
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t first = 0;
+    for (size_t k = 1; k <= blocks; ++k)
+        if (k == blocks || !steady(first, k)) {
+            out.push_back({first * n / blocks, k * n / blocks});
+            first = k;
+        }
     return out;
 }
 
@@ -184,10 +199,21 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         if (opt.mode == JobMode::Time)
             spec.runtime_ms = std::max<uint64_t>(1, uint64_t(std::llround(
                                   (opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span) : double(phase_ns) / 1e6))));
-        if (separate_streams(s)) {
-            // The streams' ratio drifts over a long phase (a reader slows as a writer fills the region); each stretch
-            // of a steady ratio gets its own pair of sections, so the ratio is kept over time, not only on average.
-            auto groups = steady_ratio_groups(s);
+        // The read share drifts inside a phase (a reader slows as a writer fills the region; users of a serving
+        // workload store and load in turns): each stretch of a steady read share gets its own section (or pair of
+        // sections for concurrent streams), so the share is kept over time, not only on the phase's average. Steady:
+        // no score window departs from the stretch's share by more than kStretchScorePoints, no detector window by
+        // more than kStretchPhasePoints (so the replay's phases are cut where the trace's are), in blocks of a
+        // quarter detector window.
+        const size_t wd = phase_window(d.size());
+        const size_t step = std::max<size_t>(8, wd / 4);
+        const double slack = std::max(double(step) / 2,  // D is seen at block ends only
+                                      std::min(kStretchScorePoints / 100 * double(d.size()) / double(kScoreWindows),
+                                               kStretchPhasePoints / 100 * double(wd)));
+        const bool streams = separate_streams(s);
+        const auto groups = loop_one ? std::vector<std::pair<size_t, size_t>>{{0, s.cmds.size()}}
+                                     : steady_ratio_groups(s, step, slack);
+        if (streams || groups.size() > 1) {
             for (size_t g = 0; g < groups.size(); ++g) {
                 EventTrace part = slice(s, groups[g].first, groups[g].second);
                 const uint64_t n = part.cmds.size();
@@ -195,30 +221,52 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 for (const auto& c : part.cmds) r += c.op == Op::Read;
                 uint64_t data = 0;
                 for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
-                auto [fr, fw] = flow_weights(r, data - r);
+                const std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+                const std::string part_why = groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
+                                                                     " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) + " reads here)"
+                                                               : "";
+                SectionSpec ps = spec;
+                if (opt.mode == JobMode::Time && spec.runtime_ms)
+                    ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
+                if (!streams) {
+                    FioSection sec = derive_section(profile_events(part), opt, ps, job.not_inferred);
+                    sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name;
+                    sec.comment = where + part_why;
+                    job.sections.push_back(sec);
+                    spec.stonewall = true;
+                    continue;
+                }
+                // fio weighs every job of a flow, so each of a section's numjobs clones carries its direction's weight
+                // divided by numjobs (2 reader clones of weight 181 against a writer of 133 gave 73 % reads, not 58 %).
+                EventTrace st[2] = {slice(part, 0, n, 0), slice(part, 0, n, 1)};
+                Profile sp[2];
+                uint64_t clones[2] = {1, 1};
+                for (int w = 0; w < 2; ++w) {
+                    if (st[w].cmds.empty()) continue;
+                    sp[w] = profile_events(st[w]);
+                    std::vector<std::string> scratch;
+                    const std::string nj = derive_section(sp[w], opt, ps, scratch).get("numjobs");
+                    if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
+                }
+                auto [fr, fw] = flow_weights(r * clones[1], (data - r) * clones[0]);
                 ++flow_groups;
                 for (int w = 0; w < 2; ++w) {
-                    EventTrace st = slice(part, 0, n, w);
-                    if (st.cmds.empty()) continue;
+                    if (st[w].cmds.empty()) continue;
                     uint64_t k = w ? data - r : r;
-                    SectionSpec ss = spec;
+                    SectionSpec ss = ps;
                     ss.flow = w ? fw : fr;
                     ss.flow_id = flow_groups;
                     ss.rate_why = "concurrent streams: " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
                                   std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
-                                  std::to_string(fw) + " (the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
-                    if (opt.mode == JobMode::Time && spec.runtime_ms)
-                        ss.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
-                    FioSection sec = derive_section(profile_events(st), opt, ss, job.not_inferred);
-                    std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+                                  std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
+                                  " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
+                    FioSection sec = derive_section(sp[w], opt, ss, job.not_inferred);
                     sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
-                    sec.comment = where + (groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
-                                                                   " (the streams' ratio changes: " + pct_str(double(r) / double(data)) + " reads here)"
-                                                             : "") +
+                    sec.comment = where + part_why +
                                   (w ? "; its writes, submitted by other threads than its reads, run alongside"
                                      : "; its reads (the writes run alongside, from other threads)");
                     job.sections.push_back(sec);
-                    spec.stonewall = false;
+                    ps.stonewall = false;
                 }
                 spec.stonewall = true;
             }

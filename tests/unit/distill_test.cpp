@@ -219,6 +219,28 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
     EXPECT_EQ(r.get("loops"), "");
 }
 
+// In count mode a pass ends when a stream reaches the region's end, and a random jump of a mostly sequential stream
+// can land it there: fio 3.33 issued 546-829 of a section's 948 commands with percentage_random=1, all 948 with 0. So a
+// direction at most 5 % random is written all sequential in passes; a time-based job keeps its randomness.
+TEST(Distill, MostlySequentialStreamInPassesIsWrittenSequential) {
+    EventsFile ef;
+    uint64_t ws = 0, t = 1000;
+    for (int i = 0; i < 500; ++i, t += 100'000) {
+        if (i % 50 == 49) ws = uint64_t(i) * 7919 % 300 * 2048;  // a jump: 2 % random
+        const uint64_t bytes = i % 5 ? 524288 : 4096;
+        ef.cmd("write", ws, bytes, t, t + 90'000), ws += bytes / 512;
+    }
+    Profile p = profile_events(ef.load());
+    FioJob c = make_fio_job(p, opts());
+    ASSERT_EQ(c.get("randrepeat"), "0") << c.text;  // sequential with two sizes: passes of io_size
+    EXPECT_EQ(c.get("percentage_random"), "0") << c.text;
+    EXPECT_EQ(c.get("rw"), "write");
+    EXPECT_NE(c.text.find("written all sequential (writes 2 % random in the trace)"), std::string::npos) << c.text;
+    JobOptions time = opts();
+    time.mode = JobMode::Time;
+    EXPECT_EQ(make_fio_job(p, time).get("percentage_random"), "2");
+}
+
 TEST(Distill, FilenameColonsAreEscapedAndTheRegionSizeIsKnown) {
     EventsFile ef;
     for (int i = 0; i < 20; ++i) ef.cmd("write", 2048 + uint64_t(i) * 8, 4096, 1000 + uint64_t(i) * 100'000, 51'000 + uint64_t(i) * 100'000);
@@ -545,6 +567,48 @@ TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
     EXPECT_EQ(j.sections[1].get("flow"), "1");
     EXPECT_EQ(j.sections[1].get("stonewall"), "");
     EXPECT_EQ(j.text.find("[kvio-distilled-phase1-writes]\nstonewall"), std::string::npos) << j.text;  // runs alongside
+}
+
+// Two reader threads and one writer thread side by side: fio weighs every job of a flow, so each reader clone
+// (numjobs=2) carries half the reads' weight (reads per job 4000 : writes 2000 = 2 : 1; 4 : 1 per clone gave the
+// readers 8 : 1 of the I/O).
+TEST(Phases, ConcurrentStreamFlowWeightsArePerJob) {
+    EventsFile ef;
+    closed_loop(ef, 1'000'000, 4000, 4, "read", 4096, false, 400'000, 201);
+    closed_loop(ef, 1'000'000, 4000, 4, "read", 4096, false, 400'000, 203);
+    closed_loop(ef, 1'000'000, 2000, 1, "write", 65536, false, 200'000, 202);
+    EventTrace tr = ef.load();
+    FioJob j = make_phased_job(tr, profile_events(tr), opts());
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    EXPECT_EQ(j.sections[0].get("numjobs"), "2");
+    EXPECT_EQ(j.sections[0].get("number_ios"), "4000");
+    EXPECT_EQ(j.sections[0].get("flow"), "2");
+    EXPECT_EQ(j.sections[1].get("numjobs"), "1");
+    EXPECT_EQ(j.sections[1].get("flow"), "1");
+}
+
+// One thread whose read share drifts from 90 % to 70 % inside a phase (20 points: below the detector's 25, one
+// phase): one section at the phase's 80 % put 10 points of error in every score window; the drift becomes a
+// section per stretch of a steady share, with the stretches' exact commands.
+TEST(Phases, DriftingReadShareBecomesOneSectionPerSteadyStretch) {
+    EventsFile ef;
+    uint64_t t = 1'000'000, lcg = 99;
+    for (int i = 0; i < 6000; ++i, t += 100'000) {
+        const bool rd = i % 10 < (i < 3000 ? 9 : 7);
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        ef.cmd(rd ? "read" : "write", (lcg >> 33) % 100000 * 8, 4096, t, t + 80'000);
+    }
+    closed_loop(ef, t + 1'000'000, 1000, 1, "write", 65536, true, 100'000);  // a second phase
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    ASSERT_EQ(plan.phases.size(), 2u) << j.text;
+    ASSERT_EQ(j.sections.size(), 3u) << j.text;
+    EXPECT_EQ(j.sections[0].get("rwmixread"), "90");
+    EXPECT_EQ(j.sections[1].get("rwmixread"), "70");
+    EXPECT_EQ(j.sections[1].get("stonewall"), "");
+    EXPECT_NE(j.text.find("[kvio-distilled-phase1-part2]\nstonewall\n"), std::string::npos) << j.text;
+    EXPECT_EQ(std::stoull(j.sections[0].get("number_ios")) + std::stoull(j.sections[1].get("number_ios")), 6000u);
+    EXPECT_EQ(j.sections[2].get("rw"), "write");
 }
 
 // Issue 16 row 13: a 1000-byte or 0-byte command among 64 KiB ones gave bssplit=1000/2:64k/98, which fio refuses
