@@ -81,7 +81,9 @@ std::pair<uint32_t, uint32_t> flow_weights(uint64_t reads, uint64_t writes) {
 }
 
 constexpr double kStretchScorePoints = 1.0;  // points: half the acceptance's 2-point bound per score window
-constexpr double kStretchPhasePoints = 20.0;  // points: below the detector's 25-point read-share threshold
+constexpr double kStretchPhasePoints = 20.0;
+constexpr uint64_t kMinSplitDirCmds = 16;
+constexpr size_t kMaxStretches = 4 * kScoreWindows;  // a quarter of a score window each, on average  // a stretch's fewer reads or writes: left to rwmixread  // points: below the detector's 25-point read-share threshold
 
 // Stretches [first, last) of `s`'s commands whose read share one section (or pair) can hold: blocks of `step`
 // commands, a stretch extended while, with its own mean share p, the cumulative deviation
@@ -98,24 +100,34 @@ std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s, 
         }
         blk.push_back({r, d});
     }
-    auto steady = [&](size_t a, size_t b) {  // blocks [a, b]
+    // 0 when blocks [a, b] are steady, else where to end the stretch: after the block where D (with the mean of
+    // [a, b], so D is 0 at both ends) is farthest from 0, the change point of a step in the share.
+    auto cut_after = [&](size_t a, size_t b) -> size_t {
         double r = 0, d = 0;
         for (size_t k = a; k <= b; ++k) r += blk[k].first, d += blk[k].second;
         const double p = d ? r / d : 0;
-        double dev = 0, lo = 0, hi = 0;
+        double dev = 0, lo = 0, hi = 0, far = 0;
+        size_t at = b;
         for (size_t k = a; k <= b; ++k) {
             dev += blk[k].first - p * blk[k].second;
             lo = std::min(lo, dev), hi = std::max(hi, dev);
+            if (std::fabs(dev) > far) far = std::fabs(dev), at = k;
         }
-        return hi - lo <= slack;
+        if (hi - lo <= slack) return 0;
+        return std::min(at, b - 1) + 1;
     };
     std::vector<std::pair<size_t, size_t>> out;
     size_t first = 0;
-    for (size_t k = 1; k <= blocks; ++k)
-        if (k == blocks || !steady(first, k)) {
-            out.push_back({first * n / blocks, k * n / blocks});
-            first = k;
+    for (size_t k = 1; k <= blocks; ++k) {
+        if (k < blocks) {
+            const size_t c = cut_after(first, k);
+            if (!c) continue;
+            out.push_back({first * n / blocks, c * n / blocks});
+            first = c;
+            continue;
         }
+        out.push_back({first * n / blocks, n});
+    }
     return out;
 }
 
@@ -233,9 +245,20 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                                       std::min(kStretchScorePoints / 100 * double(d.size()) / double(kScoreWindows),
                                                kStretchPhasePoints / 100 * double(wd)));
         const bool streams = separate_streams(s);
-        const auto groups = loop_one ? std::vector<std::pair<size_t, size_t>>{{0, s.cmds.size()}}
-                                     : steady_ratio_groups(s, step, slack);
-        if (streams || groups.size() > 1) {
+        // At most kMaxStretches over the trace, the phase its share of them: a randrw mix's own binomial noise
+        // exceeds a small slack (a periodic 3-thread mix of 7000 commands became 138 stretches), so the slack doubles
+        // until the phase's stretches fit.
+        const size_t cap = std::max<size_t>(1, (kMaxStretches * p.cmds() + d.size() - 1) / d.size());
+        std::vector<std::pair<size_t, size_t>> groups{{0, s.cmds.size()}};
+        for (double sl = slack; !loop_one; sl *= 2)
+            if ((groups = steady_ratio_groups(s, step, sl)).size() <= cap) break;
+        // Threads that each read and write, k >= 2 of them at once: one randrw section of k clones, each drawing
+        // its direction, missed a stretch's counts (365 reads where 353 were planned, 2.5 points), so their reads
+        // and writes become a flow pair of k jobs in all (the threads' concurrency), split by the read share.
+        auto split_threads = [](const Profile& pp) -> uint32_t {
+            return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds ? pp.concurrent_tids : 0;
+        };
+        if (!loop_one && (streams || groups.size() > 1 || split_threads(profile_events(s)))) {
             for (size_t g = 0; g < groups.size(); ++g) {
                 EventTrace part = slice(s, groups[g].first, groups[g].second);
                 const uint64_t n = part.cmds.size();
@@ -250,22 +273,35 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 SectionSpec ps = spec;
                 if (opt.mode == JobMode::Time && spec.runtime_ms)
                     ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
+                uint32_t threads = 0;
                 if (!streams) {
-                    FioSection sec = derive_section(profile_events(part), opt, ps, job.not_inferred);
-                    sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name;
-                    sec.comment = where + part_why;
-                    job.sections.push_back(sec);
-                    spec.stonewall = true;
-                    continue;
+                    Profile pp = profile_events(part);
+                    if (!split_threads(pp)) {
+                        FioSection sec = derive_section(pp, opt, ps, job.not_inferred);
+                        sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name;
+                        sec.comment = where + part_why;
+                        job.sections.push_back(sec);
+                        spec.stonewall = true;
+                        continue;
+                    }
+                    threads = pp.concurrent_tids;
                 }
                 // fio weighs every job of a flow, so each of a section's numjobs clones carries its direction's weight
                 // divided by numjobs (2 reader clones of weight 181 against a writer of 133 gave 73 % reads, not 58 %).
                 EventTrace st[2] = {slice(part, 0, n, 0), slice(part, 0, n, 1)};
                 Profile sp[2];
                 uint64_t clones[2] = {1, 1};
+                if (threads) {
+                    clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))), 1, threads - 1);
+                    clones[1] = threads - clones[0];
+                }
                 for (int w = 0; w < 2; ++w) {
                     if (st[w].cmds.empty()) continue;
                     sp[w] = profile_events(st[w]);
+                    if (threads) {
+                        sp[w].concurrent_tids = uint32_t(clones[w]);
+                        continue;
+                    }
                     std::vector<std::string> scratch;
                     const std::string nj = derive_section(sp[w], opt, ps, scratch).get("numjobs");
                     if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
@@ -278,15 +314,20 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                     SectionSpec ss = ps;
                     ss.flow = w ? fw : fr;
                     ss.flow_id = flow_groups;
-                    ss.rate_why = "concurrent streams: " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
+                    ss.rate_why = std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
+                                                            std::to_string(clones[0]) + " reader and " + std::to_string(clones[1]) + " writer jobs"
+                                                      : "concurrent streams") +
+                                  ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
                                   std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
                                   std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
                                   " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
                     FioSection sec = derive_section(sp[w], opt, ss, job.not_inferred);
                     sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
                     sec.comment = where + part_why +
-                                  (w ? "; its writes, submitted by other threads than its reads, run alongside"
-                                     : "; its reads (the writes run alongside, from other threads)");
+                                  (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws each direction)"
+                                                : "; its reads (its writes run alongside: exact counts, a randrw job draws each direction)")
+                                   : w ? "; its writes, submitted by other threads than its reads, run alongside"
+                                       : "; its reads (the writes run alongside, from other threads)");
                     job.sections.push_back(sec);
                     ps.stonewall = false;
                 }
