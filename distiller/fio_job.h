@@ -96,8 +96,9 @@ std::string fio_filename_escape(const std::string& path);
 
 /// fio bssplit list of one direction: "SIZE/PCT:SIZE/PCT..." with sizes ascending, sizes as fio
 /// suffixes (128k), percentages from largest_remainder() summing to exactly 100. At most 64 sizes
-/// (fio's BSSPLIT_MAX): the most frequent are kept, the rest are reported in `dropped`.
-std::string bssplit_list(const Dist& sizes, uint64_t* dropped = nullptr);
+/// (fio's BSSPLIT_MAX): the most frequent are kept, the rest are reported in `dropped`; `kept`, when given,
+/// receives the sizes written (size -> percent).
+std::string bssplit_list(const Dist& sizes, uint64_t* dropped = nullptr, Dist* kept = nullptr);
 
 /// Derives a one-section fio job from the whole trace's profile. Throws kvio::Error, naming the reason, for implausible traces: an in-flight
 /// count (sweep, kernel `qd`, Little's law or the chosen iodepth × numjobs) above `nr_requests`, or a

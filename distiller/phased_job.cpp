@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "distiller/timeline.h"
 
 namespace kvio::distiller {
 
@@ -79,29 +80,77 @@ std::pair<uint32_t, uint32_t> flow_weights(uint64_t reads, uint64_t writes) {
     return best;
 }
 
-// Stretches [first, last) of `s`'s commands with a steady read share: chunks of >= 2000 commands (at most 8), merged
-// while the read shares within a stretch stay within 2 points (the time-resolved score's per-window bound).
-std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s) {
-    const size_t n = s.cmds.size(), chunks = std::clamp<size_t>(n / 2000, 1, 8);
-    std::vector<std::pair<size_t, size_t>> out;
-    double lo = 101, hi = -1;
-    for (size_t k = 0; k < chunks; ++k) {
-        size_t b = k * n / chunks, e = (k + 1) * n / chunks;
-        uint64_t r = 0, d = 0;
-        for (size_t i = b; i < e; ++i) {
+constexpr double kStretchScorePoints = 1.0;  // points: half the acceptance's 2-point bound per score window
+constexpr double kStretchPhasePoints = 20.0;
+constexpr uint64_t kMinSplitDirCmds = 16;
+constexpr size_t kMaxStretches = 4 * kScoreWindows;  // a quarter of a score window each, on average  // a stretch's fewer reads or writes: left to rwmixread  // points: below the detector's 25-point read-share threshold
+
+// Stretches [first, last) of `s`'s commands whose read share one section (or pair) can hold: blocks of `step`
+// commands, a stretch extended while, with its own mean share p, the cumulative deviation
+// D(j) = reads − p × data commands over its commands up to block j stays within a range of `slack` commands. Then no
+// window of W commands inside the stretch departs from p by more than slack / W, whatever the stretch's length.
+std::vector<std::pair<size_t, size_t>> steady_ratio_groups(const EventTrace& s, size_t step, double slack) {
+    const size_t n = s.cmds.size(), blocks = std::max<size_t>(1, (n + step - 1) / std::max<size_t>(1, step));
+    std::vector<std::pair<double, double>> blk;  // (reads, data commands) per block
+    for (size_t k = 0; k < blocks; ++k) {
+        double r = 0, d = 0;
+        for (size_t i = k * n / blocks; i < (k + 1) * n / blocks; ++i) {
             r += s.cmds[i].op == Op::Read;
             d += s.cmds[i].op == Op::Read || s.cmds[i].op == Op::Write;
         }
-        double share = d ? 100.0 * double(r) / double(d) : 0;
-        if (out.empty() || std::max(hi, share) - std::min(lo, share) > 2.0) {
-            out.push_back({b, e});
-            lo = hi = share;
-        } else {
-            out.back().second = e;
-            lo = std::min(lo, share), hi = std::max(hi, share);
+        blk.push_back({r, d});
+    }
+    // 0 when blocks [a, b] are steady, else where to end the stretch: after the block where D (with the mean of
+    // [a, b], so D is 0 at both ends) is farthest from 0, the change point of a step in the share.
+    auto cut_after = [&](size_t a, size_t b) -> size_t {
+        double r = 0, d = 0;
+        for (size_t k = a; k <= b; ++k) r += blk[k].first, d += blk[k].second;
+        const double p = d ? r / d : 0;
+        double dev = 0, lo = 0, hi = 0, far = 0;
+        size_t at = b;
+        for (size_t k = a; k <= b; ++k) {
+            dev += blk[k].first - p * blk[k].second;
+            lo = std::min(lo, dev), hi = std::max(hi, dev);
+            if (std::fabs(dev) > far) far = std::fabs(dev), at = k;
         }
+        if (hi - lo <= slack) return 0;
+        return std::min(at, b - 1) + 1;
+    };
+    std::vector<std::pair<size_t, size_t>> out;
+    size_t first = 0;
+    for (size_t k = 1; k <= blocks; ++k) {
+        if (k < blocks) {
+            const size_t c = cut_after(first, k);
+            if (!c) continue;
+            out.push_back({first * n / blocks, c * n / blocks});
+            first = c;
+            continue;
+        }
+        out.push_back({first * n / blocks, n});
     }
     return out;
+}
+
+// What bssplit cannot express: sizes below 0.5 % of their direction's commands in a phase round to 0 % (fio 3.33
+// takes whole percents) and are left out; "" when no phase loses more than 1 % of its commands that way.
+std::string rare_sizes_note(const PhasePlan& plan) {
+    double worst = 0;
+    size_t at = 0, lost = 0, of = 0;
+    for (size_t i = 0; i < plan.phases.size(); ++i) {
+        const MixSummary m = summarize(plan.data, plan.phases[i].begin, plan.phases[i].end);
+        uint64_t gone = 0;
+        for (const auto& [key, c] : m.sizes)
+            if (200.0 * double(c) < double(key % 2 ? m.writes : m.reads)) gone += c;
+        const double share = double(gone) / double(std::max<size_t>(1, plan.phases[i].cmds()));
+        if (share > worst) worst = share, at = i, lost = gone, of = plan.phases[i].cmds();
+    }
+    if (worst <= 0.01) return "";
+    char b[400];
+    std::snprintf(b, sizeof b,
+                  "not reproduced: sizes below 0.5 %% of their direction's commands in a phase (fio 3.33's bssplit takes whole "
+                  "percents): up to %zu of phase %zu's %zu commands (%.1f %%), so its windows' size TV cannot go below about %.3f",
+                  lost, at + 1, of, 100 * worst, worst);
+    return b;
 }
 
 std::string ms_str(uint64_t ns) {
@@ -184,10 +233,32 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         if (opt.mode == JobMode::Time)
             spec.runtime_ms = std::max<uint64_t>(1, uint64_t(std::llround(
                                   (opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span) : double(phase_ns) / 1e6))));
-        if (separate_streams(s)) {
-            // The streams' ratio drifts over a long phase (a reader slows as a writer fills the region); each stretch
-            // of a steady ratio gets its own pair of sections, so the ratio is kept over time, not only on average.
-            auto groups = steady_ratio_groups(s);
+        // The read share drifts inside a phase (a reader slows as a writer fills the region; users of a serving
+        // workload store and load in turns): each stretch of a steady read share gets its own section (or pair of
+        // sections for concurrent streams), so the share is kept over time, not only on the phase's average. Steady:
+        // no score window departs from the stretch's share by more than kStretchScorePoints, no detector window by
+        // more than kStretchPhasePoints (so the replay's phases are cut where the trace's are), in blocks of a
+        // quarter detector window.
+        const size_t wd = phase_window(d.size());
+        const size_t step = std::max<size_t>(8, wd / 4);
+        const double slack = std::max(double(step) / 2,  // D is seen at block ends only
+                                      std::min(kStretchScorePoints / 100 * double(d.size()) / double(kScoreWindows),
+                                               kStretchPhasePoints / 100 * double(wd)));
+        const bool streams = separate_streams(s);
+        // At most kMaxStretches over the trace, the phase its share of them: a randrw mix's own binomial noise
+        // exceeds a small slack (a periodic 3-thread mix of 7000 commands became 138 stretches), so the slack doubles
+        // until the phase's stretches fit.
+        const size_t cap = std::max<size_t>(1, (kMaxStretches * p.cmds() + d.size() - 1) / d.size());
+        std::vector<std::pair<size_t, size_t>> groups{{0, s.cmds.size()}};
+        for (double sl = slack; !loop_one; sl *= 2)
+            if ((groups = steady_ratio_groups(s, step, sl)).size() <= cap) break;
+        // Threads that each read and write, k >= 2 of them at once: one randrw section of k clones, each drawing
+        // its direction, missed a stretch's counts (365 reads where 353 were planned, 2.5 points), so their reads
+        // and writes become a flow pair of k jobs in all (the threads' concurrency), split by the read share.
+        auto split_threads = [](const Profile& pp) -> uint32_t {
+            return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds ? pp.concurrent_tids : 0;
+        };
+        if (!loop_one && (streams || groups.size() > 1 || split_threads(profile_events(s)))) {
             for (size_t g = 0; g < groups.size(); ++g) {
                 EventTrace part = slice(s, groups[g].first, groups[g].second);
                 const uint64_t n = part.cmds.size();
@@ -195,30 +266,70 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 for (const auto& c : part.cmds) r += c.op == Op::Read;
                 uint64_t data = 0;
                 for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
-                auto [fr, fw] = flow_weights(r, data - r);
+                const std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+                const std::string part_why = groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
+                                                                     " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) + " reads here)"
+                                                               : "";
+                SectionSpec ps = spec;
+                if (opt.mode == JobMode::Time && spec.runtime_ms)
+                    ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
+                uint32_t threads = 0;
+                if (!streams) {
+                    Profile pp = profile_events(part);
+                    if (!split_threads(pp)) {
+                        FioSection sec = derive_section(pp, opt, ps, job.not_inferred);
+                        sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name;
+                        sec.comment = where + part_why;
+                        job.sections.push_back(sec);
+                        spec.stonewall = true;
+                        continue;
+                    }
+                    threads = pp.concurrent_tids;
+                }
+                // fio weighs every job of a flow, so each of a section's numjobs clones carries its direction's weight
+                // divided by numjobs (2 reader clones of weight 181 against a writer of 133 gave 73 % reads, not 58 %).
+                EventTrace st[2] = {slice(part, 0, n, 0), slice(part, 0, n, 1)};
+                Profile sp[2];
+                uint64_t clones[2] = {1, 1};
+                if (threads) {
+                    clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))), 1, threads - 1);
+                    clones[1] = threads - clones[0];
+                }
+                for (int w = 0; w < 2; ++w) {
+                    if (st[w].cmds.empty()) continue;
+                    sp[w] = profile_events(st[w]);
+                    if (threads) {
+                        sp[w].concurrent_tids = uint32_t(clones[w]);
+                        continue;
+                    }
+                    std::vector<std::string> scratch;
+                    const std::string nj = derive_section(sp[w], opt, ps, scratch).get("numjobs");
+                    if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
+                }
+                auto [fr, fw] = flow_weights(r * clones[1], (data - r) * clones[0]);
                 ++flow_groups;
                 for (int w = 0; w < 2; ++w) {
-                    EventTrace st = slice(part, 0, n, w);
-                    if (st.cmds.empty()) continue;
+                    if (st[w].cmds.empty()) continue;
                     uint64_t k = w ? data - r : r;
-                    SectionSpec ss = spec;
+                    SectionSpec ss = ps;
                     ss.flow = w ? fw : fr;
                     ss.flow_id = flow_groups;
-                    ss.rate_why = "concurrent streams: " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
+                    ss.rate_why = std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
+                                                            std::to_string(clones[0]) + " reader and " + std::to_string(clones[1]) + " writer jobs"
+                                                      : "concurrent streams") +
+                                  ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
                                   std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
-                                  std::to_string(fw) + " (the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
-                    if (opt.mode == JobMode::Time && spec.runtime_ms)
-                        ss.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
-                    FioSection sec = derive_section(profile_events(st), opt, ss, job.not_inferred);
-                    std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+                                  std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
+                                  " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
+                    FioSection sec = derive_section(sp[w], opt, ss, job.not_inferred);
                     sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
-                    sec.comment = where + (groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
-                                                                   " (the streams' ratio changes: " + pct_str(double(r) / double(data)) + " reads here)"
-                                                             : "") +
-                                  (w ? "; its writes, submitted by other threads than its reads, run alongside"
-                                     : "; its reads (the writes run alongside, from other threads)");
+                    sec.comment = where + part_why +
+                                  (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws each direction)"
+                                                : "; its reads (its writes run alongside: exact counts, a randrw job draws each direction)")
+                                   : w ? "; its writes, submitted by other threads than its reads, run alongside"
+                                       : "; its reads (the writes run alongside, from other threads)");
                     job.sections.push_back(sec);
-                    spec.stonewall = false;
+                    ps.stonewall = false;
                 }
                 spec.stonewall = true;
             }
@@ -267,6 +378,7 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
       << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns) << "), in order, each after the previous ends (stonewall)"
       << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
     for (const auto& w : notes) o << "; " << w << "\n";
+    if (std::string r = rare_sizes_note(plan); !r.empty()) o << "; " << r << "\n";
     for (const auto& w : global.why) o << "; " << w << "\n";
     o << "; not inferred from the trace:\n";
     for (const auto& w : job.not_inferred) o << ";   " << w << "\n";

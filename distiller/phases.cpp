@@ -17,7 +17,7 @@ namespace kvio::distiller {
 std::vector<DataCmd> data_cmds(const std::vector<Cmd>& cmds) {
     std::vector<DataCmd> out;
     // Same tie rule as the profile's sweep: at equal instants completions leave before the issue is counted.
-    std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> pending;
+    std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> pending, pending_dir[2];
     std::deque<uint64_t> recent_end[2];
     uint64_t last_completion = 0;
     bool seen = false;
@@ -31,11 +31,15 @@ std::vector<DataCmd> data_cmds(const std::vector<Cmd>& cmds) {
         pending.push(c.end_ts());
         seen = true;
         if (c.op != Op::Read && c.op != Op::Write) continue;
+        auto& own = pending_dir[c.op == Op::Write];
+        while (!own.empty() && own.top() <= c.ts_issue) own.pop();
+        own.push(c.end_ts());
         DataCmd d;
         d.index = i;
         d.ts = c.ts_issue;
         d.bytes = c.bytes;
         d.inflight = uint32_t(pending.size());
+        d.inflight_dir = uint32_t(own.size());
         d.idle_before = idle;
         d.write = c.op == Op::Write;
         auto& win = recent_end[d.write];
@@ -50,13 +54,14 @@ std::vector<DataCmd> data_cmds(const std::vector<Cmd>& cmds) {
 MixSummary summarize(const std::vector<DataCmd>& d, size_t begin, size_t end) {
     MixSummary m;
     std::map<uint64_t, uint64_t> sizes;
-    Dist depth;
+    Dist depth, dir_depth[2];
     uint64_t seq = 0;
     for (size_t i = begin; i < end; ++i) {
         (d[i].write ? m.writes : m.reads)++;
         m.bytes += d[i].bytes;
         ++sizes[d[i].bytes * 2 + d[i].write];
         ++depth[d[i].inflight];
+        ++dir_depth[d[i].write][d[i].inflight_dir];
         seq += d[i].seq;
     }
     size_t n = end - begin;
@@ -64,6 +69,8 @@ MixSummary summarize(const std::vector<DataCmd>& d, size_t begin, size_t end) {
         m.read_share = double(m.reads) / double(n);
         m.seq_share = double(seq) / double(n);
         m.depth_median = uint32_t(dist_quantile(depth, 0.5));
+        for (int w = 0; w < 2; ++w)
+            if (!dir_depth[w].empty()) m.dir_depth_median[w] = uint32_t(dist_quantile(dir_depth[w], 0.5));
     }
     m.sizes.assign(sizes.begin(), sizes.end());
     return m;
@@ -164,11 +171,13 @@ void segment(const std::vector<DataCmd>& d, size_t s, size_t e, size_t w, std::v
 
 bool mixes_differ(const MixSummary& a, const MixSummary& b) { return mix_distance(a, b) > 1.0; }
 
+size_t phase_window(size_t n) { return std::max<size_t>(32, n / 256); }
+
 std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptions& opt) {
     std::vector<Phase> ph;
     const size_t n = d.size();
     if (!n) return ph;
-    const size_t w = std::max<size_t>(32, n / 256);
+    const size_t w = phase_window(n);
     // Long idle gaps cut first.
     size_t s = 0;
     for (size_t i = 1; i <= n; ++i) {

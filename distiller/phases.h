@@ -17,6 +17,7 @@ struct DataCmd {
     uint64_t ts = 0;           ///< ts_issue, ns
     uint64_t bytes = 0;
     uint32_t inflight = 0;     ///< device-wide commands in flight at its issue, this one included (issue/complete sweep)
+    uint32_t inflight_dir = 0; ///< commands of its own direction in flight at its issue, this one included
     uint64_t idle_before = 0;  ///< ns the device was idle (nothing in flight) right before this issue; 0 when busy
     bool write = false;
     bool seq = false;          ///< starts where one of the last kSeqWindow same-direction commands ended
@@ -46,6 +47,7 @@ struct MixSummary {
     double read_share = 0;     ///< reads / commands
     double seq_share = 0;      ///< sequential commands / commands
     uint32_t depth_median = 0; ///< median in-flight count at issue
+    uint32_t dir_depth_median[2] = {0, 0};  ///< [read, write]: median of DataCmd::inflight_dir over that direction's commands (0: none)
     uint64_t bytes = 0;
     uint64_t reads = 0, writes = 0;
     std::vector<std::pair<uint64_t, uint64_t>> sizes;  ///< (bytes × 2 + is_write, commands), sorted by key
@@ -55,6 +57,9 @@ MixSummary summarize(const std::vector<DataCmd>& d, size_t begin, size_t end);
 /// True when two mixes differ enough to be two phases: read share by more than 0.25, size TV (direction and
 /// size jointly) above 0.5, sequential share by more than 0.5, or median depth by a factor >= 2 and at least 2.
 bool mixes_differ(const MixSummary& a, const MixSummary& b);
+
+/// The detector's window: max(32, n / 256) data commands of a trace of n.
+size_t phase_window(size_t n);
 
 /// Segments `d` into phases: long idle gaps cut first; inside each stretch, windows of
 /// max(32, n/256) commands are compared with the running phase and a change confirmed by two windows is a

@@ -84,11 +84,13 @@ TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<Da
     for (const auto& p : po) {
         MixSummary m = summarize(o, p.begin, p.end);
         pc.depth_orig.push_back(m.depth_median);
+        pc.dir_depth_orig.push_back({m.dir_depth_median[0], m.dir_depth_median[1]});
         pc.mix_orig.push_back(describe(m));
     }
     for (const auto& p : pr) {
         MixSummary m = summarize(r, p.begin, p.end);
         pc.depth_replay.push_back(m.depth_median);
+        pc.dir_depth_replay.push_back({m.dir_depth_median[0], m.dir_depth_median[1]});
         pc.mix_replay.push_back(describe(m));
     }
     f.worst_volume_err = pc.in_order ? 0.0 : 100.0;
@@ -116,6 +118,13 @@ std::string summary_line(const Fidelity& w, const TimeFidelity& t) {
     return b;
 }
 
+// {"read": [...], "write": [...]} of per-phase [read, write] values.
+static nlohmann::json dir_depths(const std::vector<std::array<uint32_t, 2>>& v) {
+    nlohmann::json j = {{"read", nlohmann::json::array()}, {"write", nlohmann::json::array()}};
+    for (const auto& a : v) j["read"].push_back(a[0]), j["write"].push_back(a[1]);
+    return j;
+}
+
 nlohmann::json to_json(const TimeFidelity& f) {
     auto side = [](const WindowStats& s) {
         return nlohmann::json{{"read_pct", std::round(s.read_pct * 100) / 100}, {"seq_pct", std::round(s.seq_pct * 100) / 100},
@@ -141,6 +150,7 @@ nlohmann::json to_json(const TimeFidelity& f) {
               {"in_order", p.in_order},
               {"volume_err_pct", p.volume_err_pct},
               {"depth_median", {{"orig", p.depth_orig}, {"replay", p.depth_replay}}},
+              {"dir_depth_median", {{"orig", dir_depths(p.dir_depth_orig)}, {"replay", dir_depths(p.dir_depth_replay)}}},
               {"mix", {{"orig", p.mix_orig}, {"replay", p.mix_replay}}}}}};
 }
 

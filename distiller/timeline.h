@@ -2,6 +2,7 @@
 // phase sequences compared. Whole-run distributions cannot see a job that destroys the time structure (a
 // flattened randrw job of a write-then-read trace has the right totals); these scores can. docs/distill.md.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct PhaseComparison {
     bool in_order = false;               ///< same count and phase i has the same mix on both sides (mixes_differ false)
     std::vector<double> volume_err_pct;  ///< per phase, |replay bytes − orig bytes| / orig bytes × 100 (same count only)
     std::vector<uint32_t> depth_orig, depth_replay;  ///< per phase, median in-flight at issue
+    /// per phase, [read, write]: median in-flight of the command's own direction at its issue (MixSummary::dir_depth_median),
+    /// what a concurrent stream's iodepth governs; 0 where the phase has no command of that direction
+    std::vector<std::array<uint32_t, 2>> dir_depth_orig, dir_depth_replay;
     std::vector<std::string> mix_orig, mix_replay;   ///< describe() of each phase
 };
 
@@ -47,8 +51,11 @@ struct TimeFidelity {
     double worst_volume_err = 0;  ///< max of phases.volume_err_pct; 100 when the phase counts differ
 };
 
+/// The number of windows the scores cut a run into at most (docs/distill.md "Time-resolved scores").
+constexpr size_t kScoreWindows = 20;
+
 /// K = min(max_windows, max(1, n / 100)) over the shorter side's n, so a window holds at least 100 commands.
-TimeFidelity score_over_time(const std::vector<DataCmd>& orig, const std::vector<DataCmd>& replay, size_t max_windows = 20,
+TimeFidelity score_over_time(const std::vector<DataCmd>& orig, const std::vector<DataCmd>& replay, size_t max_windows = kScoreWindows,
                              const PhaseOptions& popt = {});
 
 struct Fidelity;

@@ -96,7 +96,12 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
       << ju(t["phases"], "replay") << (t["phases"].value("in_order", false) ? ", in order" : ", NOT matching")
       << ", worst phase volume error " << jnum(w, "phase_volume_err_pct", 2) << " %.</p>"
       << "<table id=\"fidelity-time\"><tr><th>window</th><th>read share, trace</th><th>read share, replay</th>"
-         "<th>depth, trace</th><th>depth, replay</th><th>size TV</th><th>depth TV</th><th>seq. error (points)</th></tr>";
+         "<th>depth, trace</th><th>depth, replay</th><th>mean size, trace</th><th>mean size, replay</th><th>size TV</th><th>depth TV</th>"
+         "<th>seq. error (points)</th></tr>";
+    auto mean_size = [](const json& s) {
+        const uint64_t n = s.value("cmds", uint64_t(0));
+        return n ? iec(s.value("bytes", uint64_t(0)) / n) : std::string("n/a");
+    };
     auto bar = [](double pct, const char* color) {
         return "<td><span style=\"display:inline-block;height:10px;width:" + fix(std::clamp(pct, 0.0, 100.0) * 0.8, 1) +
                "px;background:" + color + "\"></span> " + fix(pct, 1) + " %</td>";
@@ -105,16 +110,26 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
     for (const auto& x : t["per_window"]) {
         const json &o = x["orig"], &r = x["replay"];
         h << "<tr>" << td(std::to_string(++i)) << bar(o.value("read_pct", 0.0), "#1f77b4") << bar(r.value("read_pct", 0.0), "#1f77b4")
-          << td(ju(o, "depth_median")) << td(ju(r, "depth_median")) << td(jnum(x, "size_tv")) << td(jnum(x, "depth_tv"))
+          << td(ju(o, "depth_median")) << td(ju(r, "depth_median")) << td(mean_size(o)) << td(mean_size(r)) << td(jnum(x, "size_tv"))
+          << td(jnum(x, "depth_tv"))
           << td(jnum(x, "seq_err_points", 2)) << "</tr>";
     }
-    h << "</table><table id=\"phases\"><tr><th>phase</th><th>trace</th><th>replay</th><th>volume error</th></tr>";
+    h << "</table><table id=\"phases\"><tr><th>phase</th><th>trace</th><th>replay</th><th>volume error</th>"
+         "<th>read depth, trace / replay</th><th>write depth, trace / replay</th></tr>";
     const json& mix = t["phases"].value("mix", json::object());
     const json& vol = t["phases"].value("volume_err_pct", json::array());
+    const json dd = t["phases"].value("dir_depth_median", json::object());
     const json mo = mix.value("orig", json::array()), mr = mix.value("replay", json::array());
+    // Per-direction median in-flight of a phase on one side, "-" where that side has no such phase or direction.
+    auto depth = [&](const char* side, const char* dir, size_t k) {
+        const json a = dd.value(side, json::object()).value(dir, json::array());
+        return k < a.size() && a[k].get<uint32_t>() ? std::to_string(a[k].get<uint32_t>()) : std::string("-");
+    };
     for (size_t k = 0; k < std::max(mo.size(), mr.size()); ++k)
         h << "<tr>" << td(std::to_string(k + 1)) << td(k < mo.size() ? mo[k].get<std::string>() : "")
-          << td(k < mr.size() ? mr[k].get<std::string>() : "") << td(k < vol.size() ? fix(vol[k].get<double>(), 2) + " %" : "") << "</tr>";
+          << td(k < mr.size() ? mr[k].get<std::string>() : "") << td(k < vol.size() ? fix(vol[k].get<double>(), 2) + " %" : "")
+          << td(depth("orig", "read", k) + " / " + depth("replay", "read", k)) << td(depth("orig", "write", k) + " / " + depth("replay", "write", k))
+          << "</tr>";
     h << "</table>";
 }
 

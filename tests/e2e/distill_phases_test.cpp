@@ -45,10 +45,10 @@ std::vector<json> io_sections(const json& j) {
 }
 
 // The acceptance numbers, for a trace of `phases` phases (distinct mixes in order: a phase that an idle gap
-// cut in two, a stall of the loaded VM, is one).
-// `concurrent`: a reader and a writer side by side, whose ratio on this shared 2-core VM swings by up to ±10 points
-// from window to window in the original itself (CPU scheduling) and whose depth flow control lowers: the window
-// read share and the depth are printed, not bounded (see docs/distill.md "Concurrent streams").
+// cut in two, a stall of the loaded VM, is one): phase count and order, per-phase volume within 2 %, per-phase depth
+// median within 1, per window a size TV <= 0.05 and a read-share error <= 2 points.
+// `concurrent`: a reader and a writer side by side; the depth compared is each direction's own in-flight count
+// (what each stream's iodepth governs; the device-wide count mixes the two streams).
 void expect_faithful(const json& j, size_t phases, const std::string& job, bool concurrent = false) {
     const json& v = j["verify"];
     const json& t = v["time_resolved"];
@@ -60,12 +60,17 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
     EXPECT_TRUE(ph["in_order"].get<bool>()) << ph.dump(1);
     for (const auto& e : ph["volume_err_pct"]) EXPECT_LE(e.get<double>(), 2.0) << ph.dump(1);
     ASSERT_EQ(ph["depth_median"]["orig"].size(), ph["depth_median"]["replay"].size());
-    for (size_t i = 0; i < ph["depth_median"]["orig"].size(); ++i)
-        if (!concurrent)
+    for (size_t i = 0; i < ph["depth_median"]["orig"].size(); ++i) {
+        if (!concurrent) {
             EXPECT_LE(std::abs(ph["depth_median"]["orig"][i].get<int>() - ph["depth_median"]["replay"][i].get<int>()), 1) << ph.dump(1);
+            continue;
+        }
+        for (const char* dir : {"read", "write"})
+            EXPECT_LE(std::abs(ph["dir_depth_median"]["orig"][dir][i].get<int>() - ph["dir_depth_median"]["replay"][dir][i].get<int>()), 1)
+                << dir << "\n" << ph.dump(1);
+    }
     EXPECT_LE(t["worst"]["size_tv"].get<double>(), 0.05) << t["worst"].dump();
-    if (!concurrent) EXPECT_LE(t["worst"]["read_err_points"].get<double>(), 2.0) << t["worst"].dump();
-    else EXPECT_LE(v["rwmix_err_points"].get<double>(), 2.0) << v.dump();  // the whole run's ratio is kept
+    EXPECT_LE(t["worst"]["read_err_points"].get<double>(), 2.0) << t["worst"].dump();
 }
 
 std::string fio_file(Loop& l, const std::string& name, const std::string& body) {
@@ -190,6 +195,8 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
     auto s = io_sections(j);
     ASSERT_GE(s.size(), 2u) << text;  // a pair of sections per stretch of a steady ratio
     EXPECT_EQ(s.size() % 2, 0u) << text;
+    // The reader's depth is its own: QD 8 in the source, a median of 4-6 reads in flight at the device.
+    EXPECT_GE(j["verify"]["time_resolved"]["phases"]["dir_depth_median"]["orig"]["read"][0].get<int>(), 3) << text;
     const json& r = s[0];
     const json& w = s[1];
     EXPECT_EQ(r["bssplit"], "4k/100");

@@ -219,6 +219,45 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
     EXPECT_EQ(r.get("loops"), "");
 }
 
+// In count mode a pass ends when a stream reaches the region's end, and a random jump of a mostly sequential stream
+// can land it there: fio 3.33 issued 546-829 of a section's 948 commands with percentage_random=1, all 948 with 0. So a
+// direction at most 5 % random is written all sequential in passes; a time-based job keeps its randomness.
+TEST(Distill, MostlySequentialStreamInPassesIsWrittenSequential) {
+    EventsFile ef;
+    uint64_t ws = 0, t = 1000;
+    for (int i = 0; i < 500; ++i, t += 100'000) {
+        if (i % 50 == 49) ws = uint64_t(i) * 7919 % 300 * 2048;  // a jump: 2 % random
+        const uint64_t bytes = i % 5 ? 524288 : 4096;
+        ef.cmd("write", ws, bytes, t, t + 90'000), ws += bytes / 512;
+    }
+    Profile p = profile_events(ef.load());
+    FioJob c = make_fio_job(p, opts());
+    ASSERT_EQ(c.get("randrepeat"), "0") << c.text;  // sequential with two sizes: passes of io_size
+    EXPECT_EQ(c.get("percentage_random"), "0") << c.text;
+    EXPECT_EQ(c.get("rw"), "write");
+    EXPECT_NE(c.text.find("written all sequential (writes 2 % random in the trace)"), std::string::npos) << c.text;
+    JobOptions time = opts();
+    time.mode = JobMode::Time;
+    EXPECT_EQ(make_fio_job(p, time).get("percentage_random"), "2");
+}
+
+// fio rounds every size down to a multiple of the smallest size in bssplit: the check is over the sizes bssplit holds.
+// A 4 KiB size below 0.5 % is left out, so 488k is the smallest and 512k is not a multiple of it: without
+// bs_unaligned fio issued 488k and 504k for the 512k commands (window size TV 0.995 on the serving workload).
+TEST(Distill, UnalignedSizesJudgedOnTheSizesBssplitHolds) {
+    EventsFile ef;
+    uint64_t t = 1000, lcg = 5;
+    for (int i = 0; i < 1000; ++i, t += 100'000) {
+        const uint64_t bytes = i == 500 ? 4096 : i % 100 == 7 ? 499712 : 524288;
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        ef.cmd("read", (lcg >> 33) % 1000 * 1024, bytes, t, t + 90'000);
+    }
+    FioJob j = make_fio_job(profile_events(ef.load()), opts());
+    EXPECT_EQ(j.get("bssplit"), "488k/1:512k/99") << j.text;
+    EXPECT_EQ(j.get("bs_unaligned"), "1") << j.text;
+    EXPECT_EQ(j.get("blockalign"), "8k") << j.text;
+}
+
 TEST(Distill, FilenameColonsAreEscapedAndTheRegionSizeIsKnown) {
     EventsFile ef;
     for (int i = 0; i < 20; ++i) ef.cmd("write", 2048 + uint64_t(i) * 8, 4096, 1000 + uint64_t(i) * 100'000, 51'000 + uint64_t(i) * 100'000);
@@ -545,6 +584,80 @@ TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
     EXPECT_EQ(j.sections[1].get("flow"), "1");
     EXPECT_EQ(j.sections[1].get("stonewall"), "");
     EXPECT_EQ(j.text.find("[kvio-distilled-phase1-writes]\nstonewall"), std::string::npos) << j.text;  // runs alongside
+}
+
+// Two reader threads and one writer thread side by side: fio weighs every job of a flow, so each reader clone
+// (numjobs=2) carries half the reads' weight (reads per job 4000 : writes 2000 = 2 : 1; 4 : 1 per clone gave the
+// readers 8 : 1 of the I/O).
+TEST(Phases, ConcurrentStreamFlowWeightsArePerJob) {
+    EventsFile ef;
+    closed_loop(ef, 1'000'000, 4000, 4, "read", 4096, false, 400'000, 201);
+    closed_loop(ef, 1'000'000, 4000, 4, "read", 4096, false, 400'000, 203);
+    closed_loop(ef, 1'000'000, 2000, 1, "write", 65536, false, 200'000, 202);
+    EventTrace tr = ef.load();
+    FioJob j = make_phased_job(tr, profile_events(tr), opts());
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    EXPECT_EQ(j.sections[0].get("numjobs"), "2");
+    EXPECT_EQ(j.sections[0].get("number_ios"), "4000");
+    EXPECT_EQ(j.sections[0].get("flow"), "2");
+    EXPECT_EQ(j.sections[1].get("numjobs"), "1");
+    EXPECT_EQ(j.sections[1].get("flow"), "1");
+}
+
+// Three threads that each read and write (70 % reads, interleaved evenly), side by side: a randrw section of 3
+// clones draws each direction per clone and misses the counts, so the reads and the writes become a flow pair of 3
+// jobs in all (2 readers, 1 writer: the threads' concurrency), with the exact commands of each.
+TEST(Phases, ThreadsThatEachReadAndWriteBecomeAnExactFlowPair) {
+    EventsFile ef;
+    uint64_t end = 0;
+    for (uint32_t th = 0; th < 3; ++th)
+        for (int i = 0; i < 2000; ++i) {
+            const uint64_t t = 1'000'000 + uint64_t(i) * 300'000 + th * 100'000;
+            ef.cmd((i * 3 + th) % 10 < 7 ? "read" : "write", (uint64_t(i) * 7919 + th * 104729) % 100000 * 8, 4096, t, t + 90'000, 301 + th);
+            end = std::max(end, t + 90'000);
+        }
+    closed_loop(ef, end + 1'000'000, 1000, 1, "write", 65536, true, 100'000);  // a second phase
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    ASSERT_EQ(plan.phases.size(), 2u) << j.text;
+    ASSERT_EQ(j.sections.size(), 3u) << j.text;
+    EXPECT_EQ(j.sections[0].get("rw"), "randread");
+    EXPECT_EQ(j.sections[0].get("numjobs"), "2");
+    EXPECT_EQ(j.sections[0].get("number_ios"), "2100");  // 4200 reads over 2 jobs
+    EXPECT_EQ(j.sections[1].get("rw"), "randwrite");
+    EXPECT_EQ(j.sections[1].get("numjobs"), "1");
+    EXPECT_EQ(j.sections[1].get("number_ios"), "1800");
+    EXPECT_EQ(j.sections[1].get("stonewall"), "");
+    EXPECT_EQ(j.sections[0].get("flow"), "7");  // per job 2100 : 1800
+    EXPECT_EQ(j.sections[1].get("flow"), "6");
+}
+
+// One thread whose read share drifts from 90 % to 70 % inside a phase (20 points: below the detector's 25, one
+// phase): one section at the phase's 80 % put 10 points of error in every score window; the drift becomes a
+// section per stretch of a steady share, with the stretches' exact commands.
+TEST(Phases, DriftingReadShareBecomesOneSectionPerSteadyStretch) {
+    EventsFile ef;
+    uint64_t t = 1'000'000, lcg = 99;
+    for (int i = 0; i < 6000; ++i, t += 100'000) {
+        const bool rd = i % 10 < (i < 3000 ? 9 : 7);
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        ef.cmd(rd ? "read" : "write", (lcg >> 33) % 100000 * 8, 4096, t, t + 80'000);
+    }
+    closed_loop(ef, t + 1'000'000, 1000, 1, "write", 65536, true, 100'000);  // a second phase
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    ASSERT_EQ(plan.phases.size(), 2u) << j.text;
+    ASSERT_GE(j.sections.size(), 3u) << j.text;
+    ASSERT_LE(j.sections.size(), 4u) << j.text;  // a short stretch where the change point falls inside a block
+    const size_t last = j.sections.size() - 2;   // phase 1's last stretch
+    EXPECT_EQ(j.sections[0].get("rwmixread"), "90");
+    EXPECT_EQ(j.sections[last].get("rwmixread"), "70");
+    EXPECT_EQ(j.sections[1].get("stonewall"), "");
+    EXPECT_NE(j.text.find("[kvio-distilled-phase1-part2]\nstonewall\n"), std::string::npos) << j.text;
+    uint64_t ios = 0;
+    for (size_t k = 0; k <= last; ++k) ios += std::stoull(j.sections[k].get("number_ios"));
+    EXPECT_EQ(ios, 6000u);
+    EXPECT_EQ(j.sections.back().get("rw"), "write");
 }
 
 // Issue 16 row 13: a 1000-byte or 0-byte command among 64 KiB ones gave bssplit=1000/2:64k/98, which fio refuses
