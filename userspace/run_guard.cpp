@@ -20,7 +20,7 @@ namespace kvio::run {
 namespace {
 
 // One record per thing set up: a tag byte, the value, a NUL (paths hold no NUL).
-constexpr char kImage = 'I', kKeptImage = 'K', kMount = 'M', kStage = 'S', kRelease = 'R';
+constexpr char kImage = 'I', kKeptImage = 'K', kMount = 'M', kStage = 'S', kStageEnded = 'E', kRelease = 'R';
 
 struct SetUp {
     std::vector<std::pair<std::string, bool>> images;  // path, keep
@@ -42,7 +42,7 @@ void clean_up(const SetUp& s) {
         std::error_code ec;
         if (!it->second && std::filesystem::remove(it->first, ec)) removed += " " + it->first;
     }
-    std::fprintf(stderr, "kvio run guard: the run died; %zu stages killed, %zu mounts unmounted, %zu images detached%s%s\n",
+    std::fprintf(stderr, "kvio run guard: the run died; %zu running stages killed, %zu mounts unmounted, %zu images detached%s%s\n",
                  s.stages.size(), s.mounts.size(), s.images.size(), removed.empty() ? "" : ", removed:", removed.c_str());
 }
 
@@ -69,6 +69,7 @@ void clean_up(const SetUp& s) {
             if (tag == kImage || tag == kKeptImage) s.images.emplace_back(value, tag == kKeptImage);
             else if (tag == kMount) s.mounts.push_back(value);
             else if (tag == kStage) s.stages.push_back(pid_t(std::stol(value)));
+            else if (tag == kStageEnded) std::erase(s.stages, pid_t(std::stol(value)));
         }
     }
     clean_up(s);
@@ -107,7 +108,7 @@ RunGuard::~RunGuard() {
 
 void RunGuard::image(const std::string& path, bool keep) noexcept { send(keep ? kKeptImage : kImage, path); }
 void RunGuard::mount(const std::string& dir) noexcept { send(kMount, dir); }
-void RunGuard::stage(pid_t pgid) noexcept { send(kStage, std::to_string(pgid)); }
+void RunGuard::stage(pid_t pgid, bool running) noexcept { send(running ? kStage : kStageEnded, std::to_string(pgid)); }
 
 void RunGuard::send(char tag, const std::string& value) noexcept {
     std::string rec = tag + value;

@@ -9,9 +9,9 @@ namespace kvio::run {
 
 /// A guard process forked from `kvio run`, told over a socket what the run sets up before it does so: stage process
 /// groups, mount points, loop images. When the run ends normally it releases the guard (destructor) after its own
-/// cleanup. When the socket closes without that release (the run died), the guard, in this order, SIGKILLs every
-/// stage's process group (PR_SET_PDEATHSIG already sent SIGTERM to each leader; what a stage had not flushed is
-/// lost), unmounts each mount point (unmount_dir: retried while busy, then lazily), detaches every loop device of
+/// cleanup. When the socket closes without that release (the run died), the guard, in this order, SIGKILLs the
+/// process group of every stage not yet reaped (PR_SET_PDEATHSIG already sent SIGTERM to each leader; what a stage
+/// had not flushed is lost), unmounts each mount point (unmount_dir: retried while busy, then lazily), detaches every loop device of
 /// each image (detach_image) and removes the image unless it was kept (--keep), then prints one line to stderr.
 /// The guard ignores SIGINT/SIGTERM/SIGHUP (a Ctrl-C to the terminal's process group is the run's to handle) and
 /// keeps only the socket and stdin/stdout/stderr open.
@@ -29,8 +29,9 @@ public:
     void image(const std::string& path, bool keep) noexcept;
     /// A mount point about to be mounted: unmounted and removed if the run dies.
     void mount(const std::string& dir) noexcept;
-    /// A stage's process group (its leader's pid): SIGKILLed if the run dies.
-    void stage(pid_t pgid) noexcept;
+    /// A stage's process group (its leader's pid) runs (`running`): SIGKILLed if the run dies; or it was reaped
+    /// (its id may be reused by another process: no longer killed).
+    void stage(pid_t pgid, bool running) noexcept;
 
 private:
     void send(char tag, const std::string& value) noexcept;

@@ -235,7 +235,7 @@ RunResult run_all(const RunOptions& o) {
     // Forked first, while this process has one thread: a SIGKILLed run still loses its loop devices, mount and images.
     RunGuard guard;
     struct StageObserver {
-        explicit StageObserver(RunGuard& g) { set_stage_observer([&g](pid_t pg) { g.stage(pg); }); }
+        explicit StageObserver(RunGuard& g) { set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); }); }
         ~StageObserver() { set_stage_observer({}); }
     } observe_stages(guard);
     SignalGuard sig;

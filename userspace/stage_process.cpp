@@ -46,8 +46,8 @@ void set_forwarded(pid_t from, pid_t to) {
 
 constexpr size_t kKeepBytes = 1 << 20;
 
-std::function<void(pid_t)>& stage_observer() {
-    static std::function<void(pid_t)> f;
+std::function<void(pid_t, bool)>& stage_observer() {
+    static std::function<void(pid_t, bool)> f;
     return f;
 }
 
@@ -72,7 +72,7 @@ SignalGuard::~SignalGuard() {
 
 int signal_received() { return g_signal; }
 
-void set_stage_observer(std::function<void(pid_t)> observer) { stage_observer() = std::move(observer); }
+void set_stage_observer(std::function<void(pid_t, bool)> observer) { stage_observer() = std::move(observer); }
 
 /// Copies the child's output from the pipe to the log file and keeps the last kKeepBytes of it.
 struct StageProcess::Pump {
@@ -152,7 +152,7 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
     pump_->thread = std::thread([pump = pump_.get()] { pump->run(); });
     if (forward) {
         setpgid(pid_, pid_);
-        if (stage_observer()) stage_observer()(pid_);
+        if (stage_observer()) stage_observer()(pid_, true);
         try {
             set_forwarded(0, pid_);
         } catch (...) {
@@ -181,6 +181,7 @@ int StageProcess::wait() {
         reaped_ = true;
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         stop_forwarding();
+        if (forward_ && stage_observer()) stage_observer()(pid_, false);
         if (pump_->thread.joinable()) pump_->thread.join();  // EOF once the child and what it started are gone
     }
     return status_;
@@ -193,6 +194,7 @@ bool StageProcess::exited() {
     reaped_ = true;
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     stop_forwarding();
+    if (forward_ && stage_observer()) stage_observer()(pid_, false);
     if (pump_->thread.joinable()) pump_->thread.join();
     return true;
 }

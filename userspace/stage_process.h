@@ -30,10 +30,11 @@ private:
 /// The first signal SignalGuard caught, 0 when none.
 int signal_received();
 
-/// Called in the parent with the pid of every forwarding StageProcess right after its fork (it leads its own process
-/// group with that id): the run's guard (userspace/run_guard.h) kills what is left of them when the run is SIGKILLed.
-/// One observer at a time; an empty function removes it.
-void set_stage_observer(std::function<void(pid_t)> observer);
+/// Called in the parent with the pid of every forwarding StageProcess right after its fork (`running` true: it leads
+/// its own process group with that id) and once it was reaped (`running` false: the id may be reused): the run's
+/// guard (userspace/run_guard.h) kills the groups still running when the run is SIGKILLed. One observer at a time;
+/// an empty function removes it.
+void set_stage_observer(std::function<void(pid_t, bool running)> observer);
 
 /// One child process: argv (PATH searched) with stdin from /dev/null and stdout+stderr through a pipe to
 /// `log` (appended; "" = memory only) and to output(). `forward`: the child leads its own process group, dies
