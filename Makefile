@@ -66,7 +66,7 @@ E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 # $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
-FUZZ_CLI_OBJS = $(BUILD)/userspace/events_dump.o $(BUILD)/userspace/event_format.o  # kvio dump's reader
+FUZZ_CLI_OBJS = $(BUILD)/userspace/events_dump.o $(BUILD)/userspace/capture_records.o $(BUILD)/userspace/event_format.o  # kvio dump's reader
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600

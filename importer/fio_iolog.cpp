@@ -55,8 +55,9 @@ std::vector<std::string_view> words(std::string_view line) {
 Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
     Iolog log;
     std::unordered_map<std::string, uint32_t> index;
-    std::vector<uint8_t> state;  // per file: 1 added, 2 open
+    std::vector<uint8_t> state;  // per file: 0 added in an earlier segment only, 1 added, 2 open
     uint64_t no = 0, waited_us = 0;
+    uint64_t seg_base_us = 0, seg_end_us = 0;  // where this segment's clock starts on the log's; its latest time
     size_t pos = 0;
     while (pos < text.size()) {
         size_t nl = text.find('\n', pos);
@@ -65,10 +66,23 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         ++no;
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         const Line l{path, no};
+        const int header = line == "fio version 2 iolog" ? 2 : line == "fio version 3 iolog" ? 3 : 0;
         if (no == 1) {
-            if (line == "fio version 2 iolog") log.version = 2;
-            else if (line == "fio version 3 iolog") log.version = 3;
-            else throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " + quoted_excerpt(line));
+            if (!header)
+                throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " + quoted_excerpt(line));
+            log.version = header;
+            continue;
+        }
+        if (header) {
+            // Another fio run appended to the log (fio opens write_iolog for appending): a segment whose clock
+            // restarts at 0 and whose files are added and opened anew. It starts where the previous one ended.
+            if (header != log.version)
+                l.fail("header", "a version " + std::to_string(header) + " segment in a version " + std::to_string(log.version) +
+                                     " log: every appended fio run must write the same iolog version");
+            seg_base_us += log.version == 3 ? seg_end_us : waited_us;
+            seg_end_us = waited_us = 0;
+            std::fill(state.begin(), state.end(), 0);
+            ++log.segments;
             continue;
         }
         auto w = words(line);
@@ -76,8 +90,11 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         uint64_t ts_us = waited_us;
         if (log.version == 3) {
             ts_us = number(w[0], "timestamp", l);
+            seg_end_us = std::max(seg_end_us, ts_us);
             w.erase(w.begin());
         }
+        if (ts_us > UINT64_MAX / 1000 - seg_base_us) l.fail("timestamp", "with the earlier segments it does not fit in 64-bit ns");
+        ts_us += seg_base_us;
         if (w.size() < 2) l.fail(w.empty() ? "filename" : "action", "expected FILE ACTION [OFFSET LENGTH]");
         const std::string file(w[0]);
         const std::string_view act = w[1];
@@ -88,10 +105,12 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
                 index.emplace(file, uint32_t(log.files.size()));
                 log.files.push_back(file);
                 state.push_back(1);
+            } else if (state[it->second] == 0) {
+                state[it->second] = 1;
             }
             continue;
         }
-        if (it == index.end()) l.fail("filename", quoted_excerpt(file) + " is used before its 'add' line");
+        if (it == index.end() || state[it->second] == 0) l.fail("filename", quoted_excerpt(file) + " is used before its 'add' line");
         uint8_t& st = state[it->second];
         if (act == "open" || act == "close") {
             if (w.size() != 2) l.fail("action", "'" + std::string(act) + "' takes no offset or length");
@@ -104,6 +123,7 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         const uint64_t off = number(w[2], "offset", l), len = number(w[3], "length", l);
         if (act == "wait") {
             if (log.version == 3) l.fail("action", "'wait' is not allowed in version 3 (timestamps replace it)");
+            if (off > UINT64_MAX / 1000 - seg_base_us - waited_us) l.fail("offset", "the waits add up to more than 64-bit ns");
             waited_us += off;
             continue;
         }
@@ -134,6 +154,7 @@ IologImport import_fio_iolog(const std::string& path, const IologImportOptions& 
     IologImport s;
     Iolog log = parse_fio_iolog(read_input(path), path);
     s.version = log.version;
+    s.segments = log.segments;
     struct Dev {
         std::string majmin, disk;
         uint64_t start_bytes = 0;
@@ -187,7 +208,8 @@ IologImport import_fio_iolog(const std::string& path, const IologImportOptions& 
         ++s.cmds;
     }
     nlohmann::json sum = {{"type", "summary"}, {"events", s.cmds},       {"dropped", 0},        {"unmatched_completes", 0},
-                          {"negative_deltas", 0}, {"lost_completes", 0}, {"source", "fio-iolog"}};
+                          {"negative_deltas", 0}, {"lost_completes", 0}, {"source", "fio-iolog"},
+                          {"segments", s.segments}};
     out << sum.dump() << '\n';
     return s;
 }

@@ -16,11 +16,13 @@ struct IologIo {
     enum class Kind : uint8_t { Read, Write, Trim, Sync } kind = Kind::Read;
     uint64_t offset = 0;      ///< bytes
     uint64_t length = 0;      ///< bytes
-    uint64_t ts_us = 0;       ///< v3: the line's timestamp; v2: the sum of the `wait`s before it (µs)
+    /// µs on the log's clock: v3 the line's timestamp, v2 the sum of the `wait`s before it, plus the segment's start
+    uint64_t ts_us = 0;
 };
 
 struct Iolog {
-    int version = 0;                 ///< 2 or 3
+    int version = 0;                 ///< 2 or 3 (every segment's)
+    uint32_t segments = 1;           ///< fio runs appended to one log: a header line starts each
     std::vector<std::string> files;  ///< in order of `add`
     std::vector<IologIo> ios;
 };
@@ -30,7 +32,11 @@ struct Iolog {
 /// `FILE read|write|trim|sync|datasync OFFSET LENGTH` (v2 also `FILE wait USEC 0`), whitespace-separated; a file is
 /// added before it is opened and opened before I/O; read/write/trim lengths are > 0 and offset + length fits in
 /// 64 bits; v3 timestamps do not go backwards by more than fio's own reordering (any order is accepted, sorted on
-/// import). Throws kvio::Error "FILE:LINE: field 'timestamp'|'filename'|'action'|'offset'|'length': ...".
+/// import). A header line after the first starts a segment (fio appends to an existing write_iolog file, header
+/// included): same version, its files added and opened again, its clock restarting at 0; it is placed where the
+/// previous segment ended (v3: that segment's largest timestamp; v2: the sum of its waits), so the time between the
+/// two fio runs is not in the result. Throws kvio::Error
+/// "FILE:LINE: field 'header'|'timestamp'|'filename'|'action'|'offset'|'length': ...".
 Iolog parse_fio_iolog(std::string_view text, const std::string& path);
 
 struct IologImportOptions {
@@ -41,6 +47,7 @@ struct IologImportOptions {
 
 struct IologImport {
     int version = 0;
+    uint32_t segments = 1;       ///< fio runs in the log (Iolog::segments)
     uint64_t cmds = 0;           ///< read/write/trim lines written as cmd records
     uint64_t syncs = 0;          ///< sync/datasync lines: fsyncs, not device commands; not written
 };
@@ -49,7 +56,7 @@ struct IologImport {
 /// src "block", the file's dev and disk, op read|write|discard, rwbs R|W|D, sector = (partition start + offset) / 512,
 /// bytes = length, ts_issue = timestamp × 1000 (ns from the log's start, not CLOCK_MONOTONIC of any machine),
 /// ts_complete = ts_issue (an iolog records issues only: D2C 0), pid/tid 0, comm "fio"; in timestamp order; then a
-/// summary. Throws kvio::Error on malformed input, an offset that is not a multiple of 512, or a file that is no
+/// summary (with "segments"). Throws kvio::Error on malformed input, an offset that is not a multiple of 512, or a file that is no
 /// block device when `o.dev` is empty.
 IologImport import_fio_iolog(const std::string& path, const IologImportOptions& o, std::ostream& out);
 

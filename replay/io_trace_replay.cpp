@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "replay/safety.h"
 #include "replay/target_room.h"
+#include "workload/created_target.h"
 
 namespace kvio::replay {
 
@@ -101,6 +102,10 @@ IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::D
 IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
     IoTraceReplayResult r;
     const IoTrace trace = read_io_trace(o.io_trace);
+    // A --target that does not exist becomes a regular file (slots), sized below to what the plan needs; removed
+    // again if the replay is refused before it writes.
+    workload::CreatedTarget created(o.target, false);
+    if (created.created()) r.notes.push_back("target " + o.target + " did not exist: created as a regular file");
     workload::TargetInfo t = workload::inspect_target(o.target);
     workload::check_engine_target(o.engine, t);
     const workload::Layout layout = workload::resolve_layout(std::nullopt, t);
@@ -166,6 +171,7 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
         for (uint64_t off : p.due_ns) due.push_back(start + off);
         ro.not_before = &due;
     }
+    created.keep();  // from here on bytes are written
     r.summary = workload::run_ops(p.ops, rec, t, ro);
     for (size_t ph = 0; ph < 3; ++ph)
         for (int k = 0; k < 2; ++k) {

@@ -9,6 +9,7 @@
 #include "replay/safety.h"
 #include "workload/record_foreign.h"
 #include "replay/target_room.h"
+#include "workload/created_target.h"
 
 namespace kvio::replay {
 
@@ -65,6 +66,12 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     RecordReplayResult r;
     workload::Record rec = workload::read_record_any(read_json_file(o.record), o.record);
     if (rec.objects.empty()) throw Error(o.record + ": field 'objects': empty, nothing to replay");
+    // A --target that does not exist becomes what the layout needs (a regular file for slots, grown below; a
+    // directory for files); removed again if the replay is refused before it writes.
+    workload::CreatedTarget created(o.target, rec.device.layout == workload::Layout::Files);
+    if (created.created())
+        r.notes.push_back("target " + o.target + " did not exist: created as " +
+                          (rec.device.layout == workload::Layout::Files ? "a directory" : "a regular file"));
     workload::TargetInfo t = workload::inspect_target(o.target);
     const std::string engine = o.engine.empty() ? rec.device.engine : o.engine;
     workload::check_engine_target(engine, t);
@@ -108,6 +115,7 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
     ro.progress = o.progress;
     ro.label = "kvio replay";
     ro.stop = o.stop;
+    created.keep();  // from here on bytes are written
     r.summary = workload::run_record(rec, t, ro);
     r.record = std::move(rec);
     return r;

@@ -27,7 +27,8 @@ void add_dump_command(CLI::App& app) {
         "Example: kvio dump trace.kvb -o trace.jsonl; kvio dump trace.kvb --perfetto t.json --semantic sem.jsonl");
     sub->add_option("file", o->in, "The capture (kvio.events.bin/1); with --perfetto also kvio.events/1 JSONL")->required();
     auto* out = sub->add_option("-o,--output", o->out, "Write here instead of stdout (- is stdout)");
-    auto* pf = sub->add_option("--perfetto", o->tl.out, "Write a timeline (Chrome JSON trace-event format) to this file instead of JSONL")
+    auto* pf = sub->add_option("--perfetto", o->tl.out, "Write a timeline (Chrome JSON trace-event format) to this file instead of JSONL (a name ending "
+                                                          "in .zst: zstd-compressed)")
                    ->excludes(out);
     sub->add_option("--semantic", o->tl.semantic, "With --perfetto: kvio.semantic/1 of the traced ops: a track of object ops and "
                                                   "flow arrows to the commands the join attributed to each")

@@ -75,7 +75,9 @@ void add_import_command(CLI::App& app) {
         "A fio I/O log (`fio --write_iolog=FILE`, version 2 or 3): one command per read/write/trim line, offset and "
         "length as sector and bytes, the line's time (v3 timestamp, v2 sum of waits; µs) as ts_issue in ns from the "
         "log's start. An iolog records issues only: ts_complete = ts_issue (D2C 0), so latency figures derived from an "
-        "imported iolog say nothing; sync lines are counted and left out.");
+        "imported iolog say nothing; sync lines are counted and left out. A log that later fio runs appended to (a "
+        "header line again) is read as segments one after the other: each segment's clock restarts at 0, so it is "
+        "placed where the previous one ended (the time between the runs is not in the log).");
     fi->add_option("FILE", o->input, "The iolog (plain or .zst)")->required();
     fi->add_option("-o,--output", o->out, "kvio.events/1 JSONL to write (default: stdout)");
     fi->add_option("--dev", o->dev,
@@ -87,7 +89,10 @@ void add_import_command(CLI::App& app) {
         importer::IologImport s;
         write_output(o->out, [&](std::ostream& os) { s = importer::import_fio_iolog(o->input, io, os); });
         std::cerr << "kvio import fio-iolog: version " << s.version << ", " << s.cmds << " commands, " << s.syncs
-                  << " sync lines left out\n";
+                  << " sync lines left out";
+        if (s.segments > 1)
+            std::cerr << ", " << s.segments << " segments (fio runs appended to the log), each placed where the one before ended";
+        std::cerr << "\n";
     });
 }
 

@@ -43,7 +43,9 @@ void add_replay_command(CLI::App& app) {
     sub->add_option("--target", o->rec.target,
                     "Where to replay: --record: block device, /dev/ngXnY, regular file (grown as needed) or directory (files "
                     "layout); --events: block device or regular file for the capture's only device; --io-trace: block "
-                    "device, regular file (slots) or directory (one file per key)");
+                    "device, regular file (slots) or directory (one file per key). --record and --io-trace create a missing "
+                    "path in an existing directory (a regular file sized to what the replay needs; --record's files layout: "
+                    "a directory), never under /dev/");
     sub->add_option("--engine", o->rec.engine,
                     "--record: posix, io_uring or uring_cmd (default: the manifest's); --events: io_uring (default, keeps the "
                     "captured overlap) or posix (one command at a time); --io-trace: posix (default), io_uring or uring_cmd")

@@ -27,7 +27,8 @@ void add_run_command(CLI::App& app) {
         "The whole story on one device: `kvio gen` under `kvio trace --events`, `kvio validate`, `kvio distill` (fio job and "
         "iolog) and the job replayed under trace on a second device (fidelity), plus report.html — all in --out.\n"
         "Without --target it makes a sparse image under --out, attaches it as a loop device with direct I/O and detaches and "
-        "removes it at the end (also on Ctrl-C, SIGTERM, SIGHUP or an error); the verify replay always uses a second such device.\n"
+        "removes it at the end (also on Ctrl-C, SIGTERM, SIGHUP or an error; after a SIGKILL a guard process does, and unmounts the "
+        "simulate workload's ext4); the verify replay always uses a second such device.\n"
         "--workload simulate runs the serving workload instead: `kvio simulate` (a few users, 20 s, tiny-1b, every entry on "
         "storage) on ext4 made on the embedded loop device, under its own tracer, then the same validate, distill, verify and "
         "report, with the simulation's section (requests, QoS, tiers, hit rates, latency layers). Every run also writes "
@@ -79,7 +80,8 @@ void add_run_command(CLI::App& app) {
         ->capture_default_str()
         ->group(sim_group);
     sub->add_option("--sim-arg", w.extra_args, "One more argument for kvio simulate, repeatable, appended last (a repeated flag "
-                                                "takes the last value), e.g. --sim-arg=--cpu-mem-gb --sim-arg=1")
+                                                "takes the last value), e.g. --sim-arg=--cpu-mem-gb --sim-arg=1; checked by simulate's own parser "
+                                                "before any device is made")
         ->allow_extra_args(false)
         ->group(sim_group);
     // Hidden: re-render OUT/report.html from an existing run directory (report development).

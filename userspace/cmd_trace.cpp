@@ -93,8 +93,8 @@ void add_trace_command(CLI::App& app) {
     auto perfetto = std::make_shared<std::string>();
     sub->add_option("--perfetto", *perfetto,
                     "At the end, write the commands (and --syscalls) as a timeline for ui.perfetto.dev / chrome://tracing "
-                    "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops); without --events FILE the commands "
-                    "go through a temporary capture next to it");
+                    "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops; a FILE ending in .zst is zstd-compressed); "
+                    "without --events FILE the commands go through a temporary capture next to it");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_flag("--stats", opts->stats,

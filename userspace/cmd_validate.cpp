@@ -22,7 +22,8 @@ void add_validate_command(CLI::App& app) {
         "validate",
         "Join traced device commands to the KV object ops that caused them and score them against the projection.\n"
         "Rules: docs/validate.md. Exit status 0 when it scored (whatever the scores, unless --fail-below or --max-wape\n"
-        "is missed); 1 on malformed input or a missed threshold.");
+        "is missed); 1 on malformed input, a missed threshold, or commands that hold nothing for the ops (none at all,\n"
+        "or none on the ops' device: the report and --json are still written, the reason is on stderr).");
     struct Opts {
         validate::Options o;
         std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
@@ -128,6 +129,9 @@ void add_validate_command(CLI::App& app) {
             std::fprintf(stderr, "validate: %llu command records in %.3f s (%.0f records/s), peak RSS %.1f MiB\n",
                          (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s, double(ru.ru_maxrss) / 1024);
         }
+        // Why nothing joined reaches stderr too: the report on stdout is often a file or a pipe.
+        for (const auto& w : r.warnings) std::fprintf(stderr, "kvio validate: warning: %s\n", w.c_str());
+        if (!r.nothing_measured.empty()) throw kvio::Error("validate: nothing measured: " + r.nothing_measured);
         std::string missed;
         for (const auto& m : validate::missed_thresholds(r, opts->gate)) missed += (missed.empty() ? "" : "; ") + m;
         if (!missed.empty()) throw kvio::Error("validate: " + missed);

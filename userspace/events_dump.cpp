@@ -11,6 +11,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/events_bin.h"
+#include "userspace/capture_records.h"
 #include "userspace/event_format.h"
 
 namespace kvio::trace {
@@ -54,56 +55,36 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(out.empty() ? nullptr : f, std::fclose);
     const std::string what = out.empty() ? "stdout" : out;
     ::signal(SIGPIPE, SIG_IGN);  // a reader that went away: "write failed: Broken pipe", not a silent exit
-    DevCache devs;               // filled from the capture's device records only: never this machine's sysfs
     bool summary = false;
     uint64_t written = 0;  // records written (commands, syscalls, json)
     EventEncoder enc;
-    evbin::Kind kind;
-    std::string_view p;
-    auto bad = [&](const std::string& why) {
-        throw Error(in + ": record " + std::to_string(r.record()) + " at byte " + std::to_string(r.offset()) + ": " + why);
+    auto spill = [&] {  // the encoded text out in pieces of about 1 MiB
+        if (enc.size() >= (1u << 20)) {
+            put(f, enc.data(), enc.size(), what);
+            enc.clear();
+        }
+    };
+    CaptureVisitor v;
+    v.cmd = [&](const kvio_cmd_event& e, DevCache& devs) {
+        enc.cmd(e, devs);
+        ++written;
+        spill();
+    };
+    v.syscall = [&](const kvio_syscall_event& e) {
+        enc.syscall(e);
+        ++written;
+        spill();
+    };
+    v.json = [&](std::string_view text, const nlohmann::json& j) {
+        put(f, enc.data(), enc.size(), what);
+        enc.clear();
+        put(f, text.data(), text.size(), what);
+        put(f, "\n", 1, what);
+        summary = summary || j.value("type", "") == "summary";
+        ++written;
     };
     try {
-        while (r.next(kind, p)) {
-            switch (kind) {
-            case evbin::Kind::Device: {
-                uint32_t dev = 0;
-                evbin::DeviceFacts d = evbin::read_device_record(p, dev);
-                devs.put(dev, {d.majmin, d.disk, d.lba_bytes});
-                break;
-            }
-            case evbin::Kind::Cmd: {
-                kvio_cmd_event e;
-                std::memcpy(&e, p.data(), sizeof e);
-                enc.cmd(e, devs);
-                ++written;
-                break;
-            }
-            case evbin::Kind::Syscall: {
-                kvio_syscall_event e;
-                std::memcpy(&e, p.data(), sizeof e);
-                enc.syscall(e);
-                ++written;
-                break;
-            }
-            case evbin::Kind::Json: {
-                auto j = nlohmann::json::parse(p.begin(), p.end(), nullptr, false);
-                if (j.is_discarded() || !j.is_object() || p.find('\n') != std::string_view::npos)
-                    bad("a json record that is not one JSON object");
-                put(f, enc.data(), enc.size(), what);
-                enc.clear();
-                put(f, p.data(), p.size(), what);
-                put(f, "\n", 1, what);
-                summary = summary || j.value("type", "") == "summary";
-                ++written;
-                break;
-            }
-            }
-            if (enc.size() >= (1u << 20)) {
-                put(f, enc.data(), enc.size(), what);
-                enc.clear();
-            }
-        }
+        visit_capture(r, in, v);
     } catch (const Error&) {
         // What was decoded before the damage is written out: dump is how a cut-off capture is salvaged.
         put(f, enc.data(), enc.size(), what);

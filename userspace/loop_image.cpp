@@ -23,6 +23,36 @@ std::string trimmed(std::string s) {
 }
 }  // namespace
 
+void detach_image(const std::string& image) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        std::string list = trimmed(run_helper({"losetup", "-j", image}).second);
+        if (list.empty()) return;
+        std::istringstream ls(list);
+        std::string line;
+        while (std::getline(ls, line)) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) run_helper({"losetup", "-d", line.substr(0, colon)});
+        }
+        usleep(100000);
+    }
+}
+
+void unmount_dir(const std::string& dir) noexcept {
+    try {
+        // A stage killed a moment ago may still hold a file open: retry while busy, then detach it lazily so the
+        // loop device can go.
+        bool mounted = true;
+        for (int attempt = 0; mounted && attempt < 50; ++attempt) {
+            if (::umount2(dir.c_str(), 0) == 0 || errno == EINVAL || errno == ENOENT) mounted = false;
+            else usleep(100000);
+        }
+        if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
+        std::error_code ec;
+        fs::remove(dir, ec);
+    } catch (...) {
+    }
+}
+
 LoopImage::LoopImage(const std::string& image, uint64_t bytes, bool keep) : image_(image), keep_(keep) {
     try {
         attach(bytes);
@@ -47,7 +77,7 @@ void LoopImage::attach(uint64_t bytes) {
     dev_ = trimmed(out);
     if (st != 0 || dev_.rfind("/dev/loop", 0) != 0) {
         // losetup may have attached and failed after: detach whatever holds the image_.
-        detach_all();
+        detach_image(image_);
         throw Error("losetup --direct-io=on " + image_ + " failed (exit status " + std::to_string(st) + "): " + dev_);
     }
     name_ = dev_.substr(5);
@@ -55,25 +85,10 @@ void LoopImage::attach(uint64_t bytes) {
 
 void LoopImage::cleanup() noexcept {
     try {
-        detach_all();
+        detach_image(image_);
         std::error_code ec;
         if (created_ && !keep_) fs::remove(image_, ec);
     } catch (...) {
-    }
-}
-
-/// Detaches every loop device whose backing file is the image (`losetup -j`), retrying while busy.
-void LoopImage::detach_all() {
-    for (int attempt = 0; attempt < 50; ++attempt) {
-        std::string list = trimmed(run_helper({"losetup", "-j", image_}).second);
-        if (list.empty()) return;
-        std::istringstream ls(list);
-        std::string line;
-        while (std::getline(ls, line)) {
-            auto colon = line.find(':');
-            if (colon != std::string::npos) run_helper({"losetup", "-d", line.substr(0, colon)});
-        }
-        usleep(100000);
     }
 }
 
@@ -91,21 +106,8 @@ Ext4Mount::Ext4Mount(const std::string& dev, const std::string& dir) : dir_(dir)
     mounted_ = true;
 }
 
-Ext4Mount::~Ext4Mount() { unmount(); }
-
-void Ext4Mount::unmount() noexcept {
-    try {
-        // A stage killed a moment ago may still hold a file open: retry while busy, then detach it lazily so the
-        // loop device can go.
-        for (int attempt = 0; mounted_ && attempt < 50; ++attempt) {
-            if (::umount2(dir_.c_str(), 0) == 0 || errno == EINVAL || errno == ENOENT) mounted_ = false;
-            else usleep(100000);
-        }
-        if (mounted_ && ::umount2(dir_.c_str(), MNT_DETACH) == 0) mounted_ = false;
-        std::error_code ec;
-        fs::remove(dir_, ec);
-    } catch (...) {
-    }
+Ext4Mount::~Ext4Mount() {
+    if (mounted_) unmount_dir(dir_);
 }
 
 }  // namespace kvio::run

@@ -6,6 +6,14 @@
 
 namespace kvio::run {
 
+/// Detaches every loop device whose backing file is `image` (`losetup -j`; a device still open is detached by the
+/// kernel at its last close), retrying for up to 5 s while one is busy. Throws kvio::Error when losetup cannot run.
+void detach_image(const std::string& image);
+
+/// Unmounts `dir` (retried for up to 5 s while busy, then detached lazily: MNT_DETACH) and removes the directory
+/// when it is empty. A `dir` that is not mounted is only removed. Never throws.
+void unmount_dir(const std::string& dir) noexcept;
+
 /// A sparse image file attached as a loop device with direct I/O; detached (and removed unless kept) at destruction.
 /// losetup's answers come through a pipe, never a file: on a full filesystem the detach still finds the device.
 /// Throws kvio::Error when the image cannot be created or sized or losetup fails (everything created is undone).
@@ -21,7 +29,6 @@ public:
 private:
     void attach(uint64_t bytes);
     void cleanup() noexcept;
-    void detach_all();
     std::string image_, dev_, name_;
     bool keep_ = false, created_ = false;
 };
@@ -38,7 +45,6 @@ public:
     const std::string& dir() const { return dir_; }
 
 private:
-    void unmount() noexcept;
     std::string dir_;
     bool mounted_ = false;
 };

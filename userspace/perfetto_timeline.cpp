@@ -1,10 +1,7 @@
 #include "userspace/perfetto_timeline.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +13,8 @@
 #include "common/events_bin.h"
 #include "common/input_file.h"
 #include "common/jsonl.h"
+#include "common/output_file.h"
+#include "userspace/capture_records.h"
 #include "userspace/event_format.h"
 #include "validate/semantic.h"
 #include "validate/validate.h"
@@ -45,38 +44,12 @@ void for_each_record(const std::string& path, const std::function<void(const jso
         return;
     }
     evbin::Reader r(path);
-    trace::DevCache devs;
-    evbin::Kind kind;
-    std::string_view p;
-    while (r.next(kind, p)) {
-        const std::string where = path + ": record " + std::to_string(r.record());
-        switch (kind) {
-        case evbin::Kind::Device: {
-            uint32_t dev = 0;
-            evbin::DeviceFacts d = evbin::read_device_record(p, dev);
-            devs.put(dev, {d.majmin, d.disk, d.lba_bytes});
-            break;
-        }
-        case evbin::Kind::Cmd: {
-            kvio_cmd_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            f(trace::cmd_event_json(e, devs), where);
-            break;
-        }
-        case evbin::Kind::Syscall: {
-            kvio_syscall_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            f(trace::syscall_event_json(e), where);
-            break;
-        }
-        case evbin::Kind::Json: {
-            json j = json::parse(p.begin(), p.end(), nullptr, false);
-            if (j.is_discarded() || !j.is_object()) throw Error(where + ": a json record that is not one JSON object");
-            f(j, where);
-            break;
-        }
-        }
-    }
+    auto where = [&] { return path + ": record " + std::to_string(r.record()); };
+    trace::CaptureVisitor v;
+    v.cmd = [&](const kvio_cmd_event& e, trace::DevCache& devs) { f(trace::cmd_event_json(e, devs), where()); };
+    v.syscall = [&](const kvio_syscall_event& e) { f(trace::syscall_event_json(e), where()); };
+    v.json = [&](std::string_view, const json& j) { f(j, where()); };
+    trace::visit_capture(r, path, v);
 }
 
 uint64_t u64(const json& j, const char* k, const std::string& where) {
@@ -278,8 +251,8 @@ Stats write_perfetto(const Options& o) {
         if (cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i])) ++st.flows;
 
     // ---- write ----
-    std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(o.out + ": cannot write: " + std::strerror(errno));
+    OutputFile file(o.out);  // a name ending in .zst: one zstd frame
+    std::ostream& f = file.stream();
     json other = {{"schema", "kvio.timeline/1"}, {"clock", "CLOCK_MONOTONIC"}, {"t0_ns", t0}, {"events", o.events},
                   {"semantic", o.semantic}, {"commands", st.commands}, {"syscalls", st.syscalls}, {"ops", st.ops},
                   {"flows", st.flows}};
@@ -341,8 +314,7 @@ Stats write_perfetto(const Options& o) {
         out.put({{"ph", "X"}, {"cat", "syscall"}, {"name", c.name}, {"pid", c.pid}, {"tid", c.tid}, {"ts", us(c.start)},
                  {"dur", dur(c.start, c.end)}, {"args", c.args}});
     f << "\n]}\n";
-    f.flush();
-    if (!f) throw Error(o.out + ": write failed: " + std::strerror(errno));
+    file.close();
     return st;
 }
 

@@ -26,7 +26,7 @@ struct Options {
     std::string semantic;    ///< kvio.semantic/1 JSONL; "" = no object ops, no flows
     std::string record;      ///< optional record manifest for the join's geometry (kvio gen --record)
     std::string trace_json;  ///< optional kvio.trace/1 summary for the join's geometry (max_sectors_kb)
-    std::string out;         ///< the timeline file (JSON)
+    std::string out;         ///< the timeline file (JSON; a name ending in .zst: zstd-compressed, one frame)
 };
 
 /// What was written.

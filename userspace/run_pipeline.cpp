@@ -30,6 +30,8 @@
 #include "userspace/loop_image.h"
 #include "userspace/perfetto_timeline.h"
 #include "userspace/report_html.h"
+#include "userspace/run_guard.h"
+#include "userspace/simulate_options.h"
 #include "userspace/stage_process.h"
 #include "validate/validate.h"
 #include "workload/gen.h"
@@ -122,11 +124,12 @@ validate::Report validate_run_dir(const std::string& out) {
 /// OUT/events.jsonl, semantic.jsonl, trace.json) with its log in OUT/simulate.log; unmounted when it returns.
 /// Stopped by a signal, simulate ends its requests and writes its results first; what it stored and loaded until
 /// then is scored (Interrupted::validated).
-void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe) {
+void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe, RunGuard& guard) {
     const std::string log = out + "/simulate.log";
     int st = 0;
     std::string output, log_error;
     {
+        guard.mount(out + "/mnt");
         Ext4Mount mnt(dev, out + "/mnt");
         StageProcess p(simulate_argv(exe, o.sim, mnt.dir() + "/cache", out), log, true);
         st = p.wait();
@@ -211,6 +214,16 @@ RunResult run_all(const RunOptions& o) {
         if (fs::exists(out, ec) && !fs::is_empty(out, ec))
             throw Error("--out " + out + " is not empty; give a new or empty directory");
     }
+    if (sim) {
+        // simulate's own parser, before a device is touched: a bad --sim-arg fails here, not after mkfs.
+        const std::string abs_out = fs::absolute(out).lexically_normal().string();
+        std::vector<std::string> argv = simulate_argv("kvio", o.sim, abs_out + "/mnt/cache", abs_out);
+        try {
+            cli::check_simulate_args({argv.begin() + 2, argv.end()});
+        } catch (const Error& e) {
+            throw Error(std::string("--workload simulate: ") + e.what());
+        }
+    }
     // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
     const uint64_t img_bytes = sim ? o.sim.image_bytes : image_bytes(o.objects, o.object_bytes);
     check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes) : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
@@ -219,6 +232,12 @@ RunResult run_all(const RunOptions& o) {
         fs::create_directories(out, ec);
         if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
     }
+    // Forked first, while this process has one thread: a SIGKILLed run still loses its loop devices, mount and images.
+    RunGuard guard;
+    struct StageObserver {
+        explicit StageObserver(RunGuard& g) { set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); }); }
+        ~StageObserver() { set_stage_observer({}); }
+    } observe_stages(guard);
     SignalGuard sig;
     std::ostream* prog = o.progress;
     auto say = [&](const std::string& s) {
@@ -243,6 +262,7 @@ RunResult run_all(const RunOptions& o) {
     std::string target = o.target;
     if (target.empty()) {
         Stopwatch sw;
+        guard.image(P("target.img"), o.keep);
         img_a = std::make_unique<LoopImage>(P("target.img"), img_bytes, o.keep);
         check_interrupt();
         target = img_a->dev();
@@ -259,7 +279,7 @@ RunResult run_all(const RunOptions& o) {
         Stopwatch sw;
         say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) + " s on ext4 on " +
             target + " under kvio trace (log " + P("simulate.log") + ")");
-        simulate_stage(o, out, target, exe);
+        simulate_stage(o, out, target, exe, guard);
         const json sj = read_json_file(P("simulate.json"));
         const json& sm = sj.value("summary", json::object());
         doc["simulate"] = {{"requests_completed", sj.value("requests_completed", uint64_t(0))},
@@ -353,6 +373,7 @@ RunResult run_all(const RunOptions& o) {
     // ---- second device for the verify replay ----
     {
         Stopwatch sw;
+        guard.image(P("verify.img"), o.keep);
         img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep);
         check_interrupt();
         stages.push_back({{"name", "attach-verify"}, {"seconds", sw.seconds()}});

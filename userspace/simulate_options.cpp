@@ -1,6 +1,8 @@
 #include "userspace/simulate_options.h"
 
+#include <algorithm>
 #include <ostream>
+#include <sstream>
 
 #include "common/error.h"
 
@@ -59,6 +61,32 @@ void finish_simulate_options(SimConfig& c, std::ostream& warn) {
     }
     if (!c.config.empty()) serving::load_yaml_config(c.config, c);
     (void)serving::resolve_model(c);
+}
+
+void check_simulate_args(const std::vector<std::string>& args) {
+    const std::string prog = "kvio simulate";
+    auto first_line_error = [&](const std::string& message) {
+        // argparse's two lines, the usage line dropped: the caller's error names the context.
+        throw Error(prog + ": error: " + message);
+    };
+    std::vector<std::string> rest;
+    try {
+        rest = argparse_check(args, simulate_argparse_options());
+    } catch (const ArgparseError& e) {
+        first_line_error(e.what());
+    }
+    CLI::App app{prog};
+    SimConfig c;
+    add_simulate_options(&app, c);
+    std::reverse(rest.begin(), rest.end());  // CLI11 takes a vector last argument first
+    try {
+        app.parse(rest);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) first_line_error("--help is not a simulation argument (kvio simulate --help lists them)");
+        first_line_error(e.what());
+    }
+    std::ostringstream dropped;
+    finish_simulate_options(c, dropped);
 }
 
 }  // namespace kvio::cli

@@ -2,7 +2,7 @@
 // same names, defaults and choices, then kvio's) as CLI11 options bound to a SimConfig.
 #pragma once
 #include <iosfwd>
-
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -26,5 +26,12 @@ std::vector<ArgparseOption> simulate_argparse_options();
 /// Throws kvio::Error holding every refusal, one per line ("invalid arguments:\n  ..."), or the config file's
 /// or the unknown model's error.
 void finish_simulate_options(serving::SimConfig& c, std::ostream& warn);
+
+/// Checks a `kvio simulate` command line (`args`: what follows "simulate") as simulate itself would — argparse_check,
+/// CLI11 over add_simulate_options, finish_simulate_options — without running anything, so a caller (`kvio run
+/// --sim-arg`) refuses it before it sets anything up. Its warnings are dropped (simulate prints them when it runs).
+/// Throws kvio::Error with simulate's own message ("kvio simulate: error: unrecognized arguments: --bogus", or
+/// "invalid arguments:\n  ...").
+void check_simulate_args(const std::vector<std::string>& args);
 
 }  // namespace kvio::cli

@@ -46,6 +46,11 @@ void set_forwarded(pid_t from, pid_t to) {
 
 constexpr size_t kKeepBytes = 1 << 20;
 
+std::function<void(pid_t, bool)>& stage_observer() {
+    static std::function<void(pid_t, bool)> f;
+    return f;
+}
+
 }  // namespace
 
 struct SignalGuard::Saved {
@@ -66,6 +71,8 @@ SignalGuard::~SignalGuard() {
 }
 
 int signal_received() { return g_signal; }
+
+void set_stage_observer(std::function<void(pid_t, bool)> observer) { stage_observer() = std::move(observer); }
 
 /// Copies the child's output from the pipe to the log file and keeps the last kKeepBytes of it.
 struct StageProcess::Pump {
@@ -132,11 +139,11 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
     }
     if (pid_ == 0) {
         for (int s : kSignals) ::signal(s, SIG_DFL);
-        if (forward) {
-            setpgid(0, 0);
-            prctl(PR_SET_PDEATHSIG, SIGTERM);  // a SIGKILLed `kvio run` does not leave its stage running
-            if (getppid() != parent) _exit(128 + SIGTERM);
-        }
+        if (forward) setpgid(0, 0);
+        // A SIGKILLed `kvio run` leaves no stage running (SIGTERM: it stops as on Ctrl-C), nor a helper such as
+        // mkfs.ext4 holding the loop device (SIGKILL: the run's guard redoes the cleanup it was part of).
+        prctl(PR_SET_PDEATHSIG, forward ? SIGTERM : SIGKILL);
+        if (getppid() != parent) _exit(128 + (forward ? SIGTERM : SIGKILL));
         sigprocmask(SIG_SETMASK, &old, nullptr);
         exec_with_output(argv, p[1], "kvio run");
     }
@@ -145,6 +152,7 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
     pump_->thread = std::thread([pump = pump_.get()] { pump->run(); });
     if (forward) {
         setpgid(pid_, pid_);
+        if (stage_observer()) stage_observer()(pid_, true);
         try {
             set_forwarded(0, pid_);
         } catch (...) {
@@ -173,6 +181,7 @@ int StageProcess::wait() {
         reaped_ = true;
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         stop_forwarding();
+        if (forward_ && stage_observer()) stage_observer()(pid_, false);
         if (pump_->thread.joinable()) pump_->thread.join();  // EOF once the child and what it started are gone
     }
     return status_;
@@ -185,6 +194,7 @@ bool StageProcess::exited() {
     reaped_ = true;
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     stop_forwarding();
+    if (forward_ && stage_observer()) stage_observer()(pid_, false);
     if (pump_->thread.joinable()) pump_->thread.join();
     return true;
 }

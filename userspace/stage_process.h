@@ -5,6 +5,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,11 +30,18 @@ private:
 /// The first signal SignalGuard caught, 0 when none.
 int signal_received();
 
+/// Called in the parent with the pid of every forwarding StageProcess right after its fork (`running` true: it leads
+/// its own process group with that id) and once it was reaped (`running` false: the id may be reused): the run's
+/// guard (userspace/run_guard.h) kills the groups still running when the run is SIGKILLed. One observer at a time;
+/// an empty function removes it.
+void set_stage_observer(std::function<void(pid_t, bool running)> observer);
+
 /// One child process: argv (PATH searched) with stdin from /dev/null and stdout+stderr through a pipe to
 /// `log` (appended; "" = memory only) and to output(). `forward`: the child leads its own process group, dies
 /// with us (PR_SET_PDEATHSIG), and the run's signals reach its group; such a child is not started once a signal
 /// was received (kvio::run::Interrupted is thrown). Without `forward` (helpers) it runs to completion whatever
-/// arrives: cleanup needs losetup after a signal. Throws kvio::Error when it cannot fork.
+/// signal arrives (cleanup needs losetup after a signal) unless its parent dies (PR_SET_PDEATHSIG SIGKILL: the run's
+/// guard then redoes the cleanup). Throws kvio::Error when it cannot fork.
 class StageProcess {
 public:
     StageProcess(const std::vector<std::string>& argv, const std::string& log, bool forward);

@@ -13,13 +13,33 @@ void CommandFacts::add(const Command& c) {
     with_user_data += c.has_user_data && (c.user_data >> 32) != 0;
     ts_min = std::min(ts_min, c.ts_issue);
     ts_max = std::max(ts_max, c.ts_issue);
-    if (devs.size() < 16 && std::find(devs.begin(), devs.end(), c.dev) == devs.end()) devs.push_back(c.dev);
+    if (std::find(devs.begin(), devs.end(), c.dev) == devs.end()) devs.push_back(c.dev);
 }
 
 static std::string dev_list(const std::vector<uint32_t>& devs) {
     std::string s;
-    for (uint32_t d : devs) s += (s.empty() ? "" : ", ") + dev_string(decode_kernel_dev(d));
+    for (size_t i = 0; i < devs.size() && i < 16; ++i) s += (s.empty() ? "" : ", ") + dev_string(decode_kernel_dev(devs[i]));
+    if (devs.size() > 16) s += " and " + std::to_string(devs.size() - 16) + " more";
     return s;
+}
+
+static std::vector<uint32_t> op_devices(const SemanticTrace& t) {
+    std::vector<uint32_t> d;
+    for (const ObjectOp& o : t.ops)
+        if (std::find(d.begin(), d.end(), o.dev) == d.end()) d.push_back(o.dev);
+    return d;
+}
+
+std::string nothing_measured(const SemanticTrace& t, const JoinResult& j, const CommandFacts& f) {
+    if (t.ops.empty() || j.joined.cmds) return "";
+    if (!f.data)
+        return "the commands file holds no read or write command: the " + std::to_string(t.ops.size()) +
+               " ops were scored against nothing (an empty or cut-off trace, or the trace's device filter excluded the device?)";
+    const std::vector<uint32_t> ops = op_devices(t);
+    if (std::none_of(f.devs.begin(), f.devs.end(), [&](uint32_t d) { return std::count(ops.begin(), ops.end(), d); }))
+        return "the commands file holds no command on the ops' device " + dev_list(ops) + " (its " + std::to_string(f.data) +
+               " data commands are on " + dev_list(f.devs) + "): trace the device the ops ran on";
+    return "";
 }
 
 std::vector<std::string> join_warnings(const SemanticTrace& t, const JoinResult& j, const CommandFacts& f) {
@@ -38,10 +58,9 @@ std::vector<std::string> join_warnings(const SemanticTrace& t, const JoinResult&
         if (std::none_of(t.ops.begin(), t.ops.end(), [](const ObjectOp& o) { return o.trace_id != 0; }))
             return {none + "--join user_data, but no op in " + t.path + " carries a trace_id"};
     }
-    std::vector<uint32_t> op_devs;
+    const std::vector<uint32_t> op_devs = op_devices(t);
     uint64_t op_min = UINT64_MAX, op_max = 0;
     for (const ObjectOp& o : t.ops) {
-        if (std::find(op_devs.begin(), op_devs.end(), o.dev) == op_devs.end()) op_devs.push_back(o.dev);
         op_min = std::min(op_min, o.ts_start);
         op_max = std::max(op_max, o.ts);
     }

@@ -16,7 +16,7 @@ struct CommandFacts {
     uint64_t with_key = 0;              ///< ... carrying a non-empty `key`
     uint64_t with_user_data = 0;        ///< ... carrying user_data with a trace id (upper 32 bits non-zero)
     uint64_t ts_min = UINT64_MAX, ts_max = 0;  ///< their ts_issue range, ns
-    std::vector<uint32_t> devs;         ///< the devices they are on (kernel dev_t; the first 16)
+    std::vector<uint32_t> devs;         ///< the devices they are on (kernel dev_t), in order of first command
     void add(const Command& c);
 };
 
@@ -26,5 +26,10 @@ struct CommandFacts {
 /// op's time window (files of two runs); else that no command lies in an op's byte range at its time.
 /// Empty when something joined or there are no ops.
 std::vector<std::string> join_warnings(const SemanticTrace& t, const JoinResult& j, const CommandFacts& f);
+
+/// When there are ops, nothing joined and the commands hold nothing for them — no read or write command at all (an
+/// empty or cut-off trace), or none on a device of the ops (a trace of another disk) — the sentence that says so
+/// and what to check; "" otherwise. Scores then describe no measured command: `kvio validate` exits 1.
+std::string nothing_measured(const SemanticTrace& t, const JoinResult& j, const CommandFacts& f);
 
 }  // namespace kvio::validate

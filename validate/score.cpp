@@ -116,6 +116,8 @@ nlohmann::json report_json(const Report& r) {
                  {"tracer_dropped", r.tracer_dropped}, {"tracer_unmatched_completes", r.tracer_unmatched},
                  {"events_summary", r.events_summary}, {"warnings", r.warnings}};
     j["inputs"] = {{"semantic", r.semantic_format}, {"commands", r.commands_format}};
+    // null when commands were measured; else the sentence kvio validate also prints on stderr before exiting 1.
+    j["nothing_measured"] = r.nothing_measured.empty() ? nlohmann::json() : nlohmann::json(r.nothing_measured);
     const ProjectionRules& p = r.rules;
     j["projection"] = {{"engine", p.engine}, {"layout", p.layout}, {"passthrough", p.passthrough}, {"lba_bytes", p.lba_bytes},
                        {"lba_source", p.lba_source}, {"block_align", p.block_align}, {"header_bytes", p.header_bytes},

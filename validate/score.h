@@ -43,6 +43,9 @@ struct Report {
     JoinResult join;                      ///< counters (ops tallies moved out)
     std::string join_reason;              ///< why this join mode
     std::vector<std::string> warnings;    ///< why nothing joined (validate/diagnose.h), printed as "warning: ..."
+    /// Non-empty: the commands hold nothing for the ops (none at all, or none on their devices) and nothing joined:
+    /// the scores measure no trace of these ops (validate/diagnose.h nothing_measured). `kvio validate` exits 1.
+    std::string nothing_measured;
     ProjectionRules rules;
     uint64_t tracer_dropped = 0;          ///< `dropped` of the events summary
     uint64_t tracer_unmatched = 0;        ///< `unmatched_completes` of the events summary (commands missing)

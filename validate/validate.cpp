@@ -57,6 +57,7 @@ Report run(const Options& o) {
     Report rep = score(t, rules, j.finish());
     rep.join_reason = why;
     rep.warnings = join_warnings(t, rep.join, facts);
+    rep.nothing_measured = nothing_measured(t, rep.join, facts);
     for (auto& w : r.warnings()) rep.warnings.push_back(std::move(w));
     for (auto& n : notes) rep.warnings.push_back(std::move(n));
     if (t.skipped_deletes)

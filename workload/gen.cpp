@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/histogram.h"
 #include "common/jsonl.h"
+#include "workload/created_target.h"
 #include "workload/engine.h"
 #include "workload/execute.h"
 #include "workload/semantic.h"
@@ -68,35 +69,6 @@ uint64_t files_layout_room(const TargetInfo& t, uint64_t nobj) {
 }
 
 namespace {
-
-/// A --target that did not exist, created for the run (a regular file, or a directory for --layout files) and
-/// removed again unless keep() was called: a refused gen leaves nothing behind.
-class CreatedTarget {
-public:
-    CreatedTarget(const std::string& path, bool directory) {
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0 || errno != ENOENT) return;  // exists (inspect_target judges it)
-        if (path.rfind("/dev/", 0) == 0)
-            throw Error("target " + path + " does not exist (a missing device is not created as a file under /dev)");
-        int rc = directory ? ::mkdir(path.c_str(), 0755) : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (rc < 0)
-            throw Error("target " + path + " does not exist and cannot be created as " + (directory ? "a directory" : "a regular file") +
-                        ": " + std::strerror(errno));
-        if (!directory) ::close(rc);
-        path_ = path;
-        directory_ = directory;
-    }
-    ~CreatedTarget() {
-        if (!path_.empty()) directory_ ? ::rmdir(path_.c_str()) : ::unlink(path_.c_str());
-    }
-    CreatedTarget(const CreatedTarget&) = delete;
-    CreatedTarget& operator=(const CreatedTarget&) = delete;
-    void keep() { path_.clear(); }
-
-private:
-    std::string path_;
-    bool directory_ = false;
-};
 
 /// `rec` with only the ops whose trace_id is in `done`; objects left without an op are dropped.
 Record completed_part(const Record& rec, const std::vector<uint32_t>& done) {

@@ -28,9 +28,9 @@ std::string kvio_bin() {
     return b ? b : "build/kvio";
 }
 
-TempDir::TempDir() {
-    char tmpl[] = "/var/tmp/kvio-test-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+TempDir::TempDir(const std::string& base) {
+    std::string tmpl = base + "/kvio-test-XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp under " + base + " failed");
     path = tmpl;
 }
 

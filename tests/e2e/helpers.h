@@ -19,9 +19,10 @@ CmdResult run(const std::string& cmd);
 /// Path of the kvio binary under test ($KVIO_BIN, default build/kvio).
 std::string kvio_bin();
 
-/// A temporary directory removed (recursively) at destruction. Under /var/tmp, never tmpfs-only.
+/// A temporary directory removed (recursively) at destruction. Under /var/tmp by default, never tmpfs-only;
+/// `base` "/dev/shm" for images a test writes that need not reach the disk.
 struct TempDir {
-    TempDir();
+    explicit TempDir(const std::string& base = "/var/tmp");
     ~TempDir();
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;

@@ -162,6 +162,39 @@ TEST(ReadersE2E, ValidateSaysWhyNothingJoined) {
     EXPECT_EQ(r.out.find("no command joined"), std::string::npos) << r.out;
 }
 
+// A commands file with nothing for the ops (empty, only a summary, or another device's commands) scored 0 % with
+// exit 0 and the warning on stdout only: now stderr says so, the JSON carries it, and the exit status is 1.
+TEST(ReadersE2E, ValidateRefusesCommandsThatHoldNothingForTheOps) {
+    Synth s;
+    const std::string empty = s.tmp.file("empty.jsonl"), summary_only = s.tmp.file("summary.jsonl"), other = s.tmp.file("other.jsonl");
+    std::ofstream(empty).close();
+    {
+        std::ofstream o(summary_only);  // a trace that saw nothing: its summary alone
+        for (const json& j : read_jsonl(s.ev))
+            if (j["type"] == "summary") o << j.dump() << "\n";
+    }
+    rewrite(s.ev, other, [](json& j) { if (j["type"] == "cmd") j["dev"] = "8:16"; });
+    for (const auto& [file, needle] : std::vector<std::pair<std::string, std::string>>{
+             {empty, "kvio: validate: nothing measured: the commands file holds no read or write command: the 12 ops were scored against nothing"},
+             {summary_only, "kvio: validate: nothing measured: the commands file holds no read or write command"},
+             {other, "kvio: validate: nothing measured: the commands file holds no command on the ops' device 7:0 (its "}}) {
+        const std::string js = s.tmp.file("v.json");
+        CmdResult r = run(s.validate(file, "--json " + js));
+        EXPECT_EQ(r.status, 1) << file << "\n" << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("kvio validate: warning: no command joined any op"), std::string::npos) << r.err;
+        EXPECT_NE(r.out.find("exact-match 0/12"), std::string::npos) << "the report is still printed\n" << r.out;
+        json j = json::parse(slurp(js));
+        ASSERT_TRUE(j["nothing_measured"].is_string()) << j.dump();
+        EXPECT_NE(needle.find(j["nothing_measured"].get<std::string>().substr(0, 40)), std::string::npos) << j["nothing_measured"];
+    }
+    // A good run: exit 0, no such key, nothing on stderr.
+    CmdResult r = run(s.validate(s.ev, "--json " + s.tmp.file("ok.json")));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(json::parse(slurp(s.tmp.file("ok.json")))["nothing_measured"].is_null());
+    EXPECT_EQ(r.err, "");
+}
+
 // CI gates: --fail-below (exact-match %) and --max-wape exit 1 when missed, saying which and by how much.
 TEST(ReadersE2E, ValidateGatesExitOneWhenMissed) {
     Synth s;

@@ -156,5 +156,29 @@ TEST(RunSimulate, RefusesObjectOptions) {
     EXPECT_NE(r2.err.find("--num-users is for --workload simulate"), std::string::npos) << r2.err;
 }
 
+// A --sim-arg simulate refuses fails before any device is made, with simulate's own message (it used to build the
+// loop device and the ext4 first, and fail in the simulate stage).
+TEST(RunSimulate, BadSimArgFailsBeforeAnyDevice) {
+    TempDir d("/dev/shm");
+    struct Case {
+        std::vector<std::string> args;
+        std::string needle;
+    } cases[] = {
+        {{"--sim-arg=--bogus"}, "kvio: --workload simulate: kvio simulate: error: unrecognized arguments: --bogus"},
+        {{"--sim-arg=--num-users", "--sim-arg=x"}, "kvio simulate: error: argument --num-users: invalid int value: 'x'"},
+        {{"--sim-arg=--storage-qd", "--sim-arg=0"}, "invalid arguments:\n  --storage-qd must be between 1 and 4096 (got 0)"},
+    };
+    for (const auto& c : cases) {
+        const std::string out = d.file("out");
+        std::string cmd = kvio_bin() + " run --workload simulate --out " + out;
+        for (const auto& a : c.args) cmd += " " + a;
+        const auto r = run(cmd);
+        EXPECT_EQ(r.status, 1) << cmd << "\n" << r.err;
+        EXPECT_NE(r.err.find(c.needle), std::string::npos) << cmd << "\n" << r.err;
+        EXPECT_FALSE(fs::exists(out)) << "--out (and its image) was created for a refused run: " << cmd;
+        EXPECT_EQ(run("losetup -a").out.find(d.path), std::string::npos) << "a loop device was attached: " << cmd;
+    }
+}
+
 }  // namespace
 }  // namespace kvio::test

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -340,6 +342,73 @@ TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
     kill(pid, SIGINT);
     EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
     expect_clean(out);
+}
+
+/// Mount points under `dir` (from /proc/mounts).
+std::vector<std::string> mounts_under(const std::string& dir) {
+    std::vector<std::string> out;
+    std::istringstream ms(slurp("/proc/mounts"));
+    std::string line;
+    while (std::getline(ms, line))
+        if (line.find(dir) != std::string::npos) out.push_back(line);
+    return out;
+}
+
+/// Seconds until no loop device, mount, image or process of the run under `out` is left, or -1 and what is still
+/// there after `seconds` (undone here then: a failing test must not leave a loop device to the next one).
+std::pair<double, std::string> seconds_until_clean(const std::string& out, double seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto left = [&] {
+        std::string s;
+        for (const auto& v : {loops_under(out), mounts_under(out), images_under(out), procs_mentioning(out)})
+            for (const auto& x : v) s += x + "\n";
+        return s;
+    };
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+        if (left().empty()) return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), ""};
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string what = left();
+    for (const auto& p : procs_mentioning(out)) kill(std::stoi(p), SIGKILL);
+    for (const auto& m : mounts_under(out)) {
+        std::istringstream f(m);
+        std::string src, dir;
+        f >> src >> dir;
+        run("umount -l " + dir);
+    }
+    for (const auto& l : loops_under(out)) run("losetup -d " + l.substr(0, l.find(':')));
+    return {-1, what};
+}
+
+// SIGKILL gives the run no chance to clean up: its guard process does, within a few seconds.
+TEST(RunSignals, SigkillDuringGenLeavesNoLoopDeviceOrImage) {
+    TempDir d("/dev/shm");  // the images in tmpfs
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--num-chunks", "16", "--out", out}, log);
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (loops_under(out).empty() && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(loops_under(out).size(), 1u) << slurp(log);
+    kill(pid, SIGKILL);
+    EXPECT_EQ(wait_status(pid), 128 + SIGKILL);
+    const auto [s, left] = seconds_until_clean(out, 10);
+    EXPECT_GE(s, 0) << "left 10 s after SIGKILL:\n" << left << slurp(log);
+    std::cerr << "[ measured ] clean " << s << " s after SIGKILL during gen\n";
+    EXPECT_NE(slurp(log).find("kvio run guard: the run died"), std::string::npos) << slurp(log);
+}
+
+TEST(RunSignals, SigkillDuringSimulateLeavesNoMountLoopDeviceOrImage) {
+    TempDir d("/dev/shm");  // the images in tmpfs
+    std::string out = d.file("out"), log = d.file("log");
+    pid_t pid = spawn_run({"--workload", "simulate", "--duration", "60", "--out", out}, log);
+    ASSERT_TRUE(wait_for_file(out + "/semantic.jsonl", 60, 1200)) << slurp(log);  // simulate stores on the mounted ext4
+    ASSERT_EQ(mounts_under(out).size(), 1u) << slurp(log);
+    ASSERT_EQ(loops_under(out).size(), 1u) << slurp(log);
+    kill(pid, SIGKILL);
+    EXPECT_EQ(wait_status(pid), 128 + SIGKILL);
+    const auto [s, left] = seconds_until_clean(out, 10);
+    EXPECT_GE(s, 0) << "left 10 s after SIGKILL:\n" << left << slurp(log);
+    std::cerr << "[ measured ] clean " << s << " s after SIGKILL during simulate\n";
 }
 
 TEST(RunErrors, EngineThatCannotDriveTheTargetIsRefusedBeforeTracing) {

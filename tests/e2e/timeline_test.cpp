@@ -92,6 +92,25 @@ TEST(TimelineTrace, DumpPerfettoFromZstdCapture) {
     expect_timeline_of(t.file("t.json"), read_jsonl(t.file("cap.jsonl")), 32);
 }
 
+// --perfetto X.zst (trace and dump) is zstd, as every .zst output: `zstd -dc` gives the timeline of every command.
+TEST(TimelineTrace, PerfettoZstIsZstd) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
+    LoopDevice loop(64 << 20);
+    TempDir t("/dev/shm");
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + t.file("cap.kvb") + " --events-format bin --perfetto " +
+                 t.file("t.json.zst") + " -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none");
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = run(kvio_bin() + " dump " + t.file("cap.kvb") + " -o " + t.file("cap.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = run(kvio_bin() + " dump " + t.file("cap.kvb") + " --perfetto " + t.file("d.json.zst"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* name : {"t.json.zst", "d.json.zst"}) {
+        auto z = run("zstd -dc " + t.file(name) + " > " + t.file(std::string(name) + ".json"));
+        ASSERT_EQ(z.status, 0) << name << ": " << z.err;
+        expect_timeline_of(t.file(std::string(name) + ".json"), read_jsonl(t.file("cap.jsonl")), 0);
+    }
+}
+
 // A --perfetto FILE in a missing directory is refused before tracing, by the user's path.
 TEST(TimelineTrace, PerfettoInAMissingDirectoryIsRefusedUpFront) {
     TempDir t;

@@ -228,6 +228,54 @@ TEST(ImportFioIolog, BadLinesNameFileLineAndField) {
     }
 }
 
+// fio appends to an existing write_iolog file, header included (seen with fio 3.33): each run is a segment whose
+// clock restarts at 0; it is placed where the previous segment ended (its largest timestamp).
+TEST(ImportFioIolog, AppendedRunsAreSegmentsOneAfterTheOther) {
+    const std::string run = "fio version 3 iolog\n36 /dev/a add\n207 /dev/a open\n212 /dev/a write 0 16384\n"
+                            "242 /dev/a write 16384 16384\n274 /dev/a close\n";
+    Iolog log = parse_fio_iolog(run + "fio version 3 iolog\n42 /dev/a add\n180 /dev/a open\n189 /dev/a read 0 16384\n"
+                                      "249 /dev/a close\n",
+                                "t.log");
+    EXPECT_EQ(log.segments, 2u);
+    EXPECT_EQ(log.files.size(), 1u);
+    ASSERT_EQ(log.ios.size(), 3u);
+    EXPECT_EQ(log.ios[1].ts_us, 242u);
+    EXPECT_EQ(log.ios[2].ts_us, 274u + 189u);
+    EXPECT_EQ(log.ios[2].line, 10u);
+    // v2: the second segment starts after the first one's waits.
+    Iolog v2 = parse_fio_iolog("fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 500 0\n/dev/a write 0 4096\n"
+                               "fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 20 0\n/dev/a read 0 4096\n",
+                               "t.log");
+    ASSERT_EQ(v2.ios.size(), 2u);
+    EXPECT_EQ(v2.ios[1].ts_us, 520u);
+    // A segment adds and opens its files again; one of another version is refused.
+    for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
+             {run + "fio version 3 iolog\n5 /dev/a write 0 4096\n", "t.log:8: field 'filename': \"/dev/a\" is used before its 'add'"},
+             {run + "fio version 3 iolog\n5 /dev/a add\n6 /dev/a write 0 4096\n", "t.log:9: field 'filename': \"/dev/a\" is not open"},
+             {run + "fio version 2 iolog\n", "t.log:7: field 'header': a version 2 segment in a version 3 log"}}) {
+        std::string e;
+        try {
+            parse_fio_iolog(text, "t.log");
+        } catch (const kvio::Error& x) {
+            e = x.what();
+        }
+        EXPECT_NE(e.find(needle), std::string::npos) << text << " -> " << e;
+    }
+    // Imported: in order, the summary counts the segments.
+    Dir d;
+    d.put("a.log", run + run);
+    std::ostringstream out;
+    IologImportOptions o;
+    o.dev = "259:3";
+    IologImport s = import_fio_iolog(d.path + "/a.log", o, out);
+    EXPECT_EQ(s.segments, 2u);
+    auto v = lines(out.str());
+    ASSERT_EQ(v.size(), 5u);
+    EXPECT_EQ(v[2]["ts_issue"], (274 + 212) * 1000);
+    EXPECT_EQ(v[3]["ts_issue"], (274 + 242) * 1000);
+    EXPECT_EQ(v[4]["segments"], 2);
+}
+
 TEST(ImportFioIolog, CommandsWithTheGivenDevice) {
     Dir d;
     d.put("a.log", "fio version 3 iolog\n0 /data/f add\n0 /data/f open\n30 /data/f read 8192 4096\n12 /data/f write 0 65536\n"

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/input_file.h"
 #include "common/jsonl.h"
 #include "tests/timeline_check.h"
 #include "userspace/perfetto_timeline.h"
@@ -130,6 +131,29 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
             EXPECT_EQ(e["pid"], 100);
         }
     }
+}
+
+// --perfetto X.zst wrote plain JSON into a file named .zst: a .zst name is one zstd frame holding the same text.
+TEST(Timeline, ZstNameWritesOneZstdFrameOfTheSameText) {
+    Tmp t;
+    std::vector<json> ev;
+    for (uint64_t i = 0; i < 3000; ++i) ev.push_back(block_cmd("7:0", "loop0", "write", i * 256, 131072, 1000 + i * 10000, 6000 + i * 10000, 1));
+    timeline::Options o;
+    o.events = t.write("ev.jsonl", ev);
+    o.out = t.file("t.json");
+    timeline::write_perfetto(o);
+    o.out = t.file("t.json.zst");
+    const timeline::Stats s = timeline::write_perfetto(o);
+    EXPECT_EQ(s.commands, 3000u);
+    std::ifstream z(o.out, std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(z)), std::istreambuf_iterator<char>());
+    ASSERT_GE(raw.size(), 4u);
+    EXPECT_EQ(raw.substr(0, 4), std::string("\x28\xb5\x2f\xfd", 4)) << "not a zstd frame";
+    const std::string plain = read_input(t.file("t.json")), unpacked = read_input(o.out);
+    EXPECT_EQ(unpacked, plain);
+    EXPECT_LT(raw.size() * 4, plain.size()) << "a 1 MiB timeline should compress";
+    const test::TimelineCheck c = test::check_timeline(json::parse(unpacked));
+    EXPECT_TRUE(c.violations.empty()) << c.violations.front();
 }
 
 // With a semantic file: one slice per op and one flow per command the join attributed, each from its op to that

@@ -1,0 +1,76 @@
+#include "common/output_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <streambuf>
+#include <vector>
+
+#include "common/error.h"
+#include "common/zstd_stream.h"
+
+namespace kvio {
+
+/// The buffer behind the stream: full, it goes to the file as it is or through the compressor.
+class OutputFile::Buf : public std::streambuf {
+public:
+    Buf(std::FILE* f, bool zstd) : f_(f), buf_(256 << 10) {
+        if (zstd) z_ = std::make_unique<ZstdCompressor>();
+        setp(buf_.data(), buf_.data() + buf_.size());
+    }
+    ~Buf() override {
+        if (f_) std::fclose(f_);
+    }
+    /// Writes the buffer; `end`: also the frame end, then closes. Returns errno of the first failure, 0 when none.
+    int drain(bool end) {
+        write({pbase(), size_t(pptr() - pbase())}, end);
+        setp(buf_.data(), buf_.data() + buf_.size());
+        if (end && f_) {
+            if (std::fclose(f_) != 0 && !err_) err_ = errno ? errno : EIO;
+            f_ = nullptr;
+        }
+        return err_;
+    }
+
+protected:
+    int_type overflow(int_type c) override {
+        drain(false);
+        if (err_) return traits_type::eof();
+        if (!traits_type::eq_int_type(c, traits_type::eof())) sputc(traits_type::to_char_type(c));
+        return traits_type::not_eof(c);
+    }
+    int sync() override { return drain(false) ? -1 : 0; }
+
+private:
+    void write(std::string_view text, bool end) {
+        if (err_ || !f_) return;
+        if (z_) {
+            zbuf_.clear();
+            z_->compress(text, zbuf_, end ? ZstdCompressor::Mode::End : ZstdCompressor::Mode::Continue);
+            text = zbuf_;
+        }
+        if (!text.empty() && std::fwrite(text.data(), 1, text.size(), f_) != text.size()) err_ = errno ? errno : EIO;
+    }
+    std::FILE* f_;
+    std::vector<char> buf_;
+    std::unique_ptr<ZstdCompressor> z_;
+    std::string zbuf_;
+    int err_ = 0;
+};
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
+    buf_ = std::make_unique<Buf>(f, has_zst_suffix(path));
+    os_ = std::make_unique<std::ostream>(buf_.get());
+}
+
+OutputFile::~OutputFile() = default;
+
+std::ostream& OutputFile::stream() { return *os_; }
+
+void OutputFile::close() {
+    if (int e = buf_->drain(true)) throw Error(path_ + ": write failed: " + std::strerror(e));
+}
+
+}  // namespace kvio
