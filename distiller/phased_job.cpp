@@ -113,6 +113,27 @@ std::string ms_str(uint64_t ns) {
 
 }  // namespace
 
+FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::string& before) {
+    FioSection idle;
+    idle.name = name;
+    idle.comment = "idle gap of " + ms_str(gap_ns) + " at the device before " + before +
+                   ": one I/O on the null engine (no device command) followed by thinktime";
+    idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
+                    {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((gap_ns + 500) / 1000)}};
+    return idle;
+}
+
+void write_job_body(std::ostream& o, const Options& global, const std::vector<FioSection>& sections) {
+    o << "\n[global]\n";
+    for (const auto& [k, v] : global) o << k << "=" << v << "\n";
+    for (const auto& s : sections) {
+        o << "\n; " << s.comment << "\n";
+        for (const auto& w : s.why) o << ";   " << w << "\n";
+        o << "[" << s.name << "]\n";
+        for (const auto& [k, v] : s.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
+    }
+}
+
 nlohmann::json phases_json(const PhasePlan& plan) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& p : plan.phases)
@@ -166,13 +187,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
             where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " + std::to_string(plan.period) +
                      " phases, " + std::to_string(ph.size() / plan.period) + " times: fio cannot loop a group of sections)";
         if (p.idle_before_ns >= popt.gap_ns && !loop_one) {
-            FioSection idle;
-            idle.name = opt.job_name + "-idle" + std::to_string(i + 1);
-            idle.comment = "idle gap of " + ms_str(p.idle_before_ns) + " at the device before phase " + std::to_string(i + 1) +
-                           ": one I/O on the null engine (no device command) followed by thinktime";
-            idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
-                            {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((p.idle_before_ns + 500) / 1000)}};
-            job.sections.push_back(idle);
+            job.sections.push_back(idle_section(opt.job_name + "-idle" + std::to_string(i + 1), p.idle_before_ns,
+                                                "phase " + std::to_string(i + 1)));
             stonewall = true;
         }
         const EventTrace& s = slices[i];
@@ -270,14 +286,7 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     for (const auto& w : global.why) o << "; " << w << "\n";
     o << "; not inferred from the trace:\n";
     for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
-    o << "\n[global]\n";
-    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
-    for (const auto& s : job.sections) {
-        o << "\n; " << s.comment << "\n";
-        for (const auto& w : s.why) o << ";   " << w << "\n";
-        o << "[" << s.name << "]\n";
-        for (const auto& [k, v] : s.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
-    }
+    write_job_body(o, job.options, job.sections);
     job.text = o.str();
     if (out) *out = std::move(plan);
     return job;
