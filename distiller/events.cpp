@@ -118,6 +118,16 @@ EventTrace take_device(const EventTrace& common, const std::string& dev, DevCmds
 }
 }  // namespace
 
+EventTrace empty_like(const EventTrace& t) {
+    EventTrace s;
+    s.path = t.path;
+    s.dev = t.dev;
+    s.disk = t.disk;
+    s.format = t.format;
+    s.has_summary = true;
+    return s;
+}
+
 EventTrace load_events(const std::string& path, const EventFilter& filter) {
     EventTrace common;
     auto devs = read_devices(path, filter, common);

@@ -64,6 +64,10 @@ struct EventTrace {
     std::string format = "kvio.events/1";  ///< or "kvio.events.bin/1" for a binary capture
 };
 
+/// An EventTrace of no commands with `t`'s path, device, disk and format, and a summary (a part of `t`, whose health
+/// was checked on the whole).
+EventTrace empty_like(const EventTrace& t);
+
 /// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass
 /// `filter`, 48 bytes each. The file is in completion order; each command is inserted at its issue-order place
 /// from the back (a stable sort by ts_issue costing O(commands in flight) per command); when a command lands

@@ -37,11 +37,7 @@ std::string secs_str(uint64_t ns) {
 // Commands [b, e) of `t` as a trace of their own. The trace's completions without an issue (the flush requests of a
 // device without FUA) are not placed in time: each stretch gets its share by writes, so its flush rule still sees them.
 EventTrace piece_of(const EventTrace& t, size_t b, size_t e, uint64_t all_writes) {
-    EventTrace s;
-    s.path = t.path;
-    s.dev = t.dev;
-    s.disk = t.disk;
-    s.format = t.format;
+    EventTrace s = empty_like(t);
     s.has_summary = t.has_summary;
     uint64_t writes = 0;
     for (size_t i = b; i < e; ++i) {
@@ -97,7 +93,7 @@ Chain device_chain(const DeviceJobInput& in, const std::string& prefix, const Ph
         if (part && first > prev_end && first - prev_end >= popt.gap_ns)
             c.secs.push_back(idle_section(prefix + "-idle" + std::to_string(part + 1), first - prev_end, "part " + std::to_string(part + 1)));
         ++part;
-        const std::string name = prefix + "-part" + std::to_string(part);
+        const std::string name = plan.trims.empty() ? prefix : prefix + "-part" + std::to_string(part);
         std::vector<FioSection> secs;
         if (s.trim >= 0) {
             SectionSpec spec;
@@ -123,7 +119,8 @@ Chain device_chain(const DeviceJobInput& in, const std::string& prefix, const Ph
                 secs = j.sections;
             }
             secs.front().comment = "commands " + std::to_string(s.b) + "-" + std::to_string(s.e - 1) + " of " + t.dev +
-                                   " (reads and writes between trim phases): " + secs.front().comment;
+                                   (plan.trims.empty() ? "" : " (reads and writes between trim phases)") + ": " +
+                                   secs.front().comment;
         }
         if (part > 1 && !has(secs.front(), "stonewall")) prepend(secs.front(), "stonewall", "");
         c.secs.insert(c.secs.end(), secs.begin(), secs.end());
@@ -278,11 +275,7 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
               << "\n";
         }
     }
-    for (const auto& w : notes) o << "; " << w << "\n";
-    for (const auto& w : global.why) o << "; " << w << "\n";
-    o << "; not inferred from the trace:\n";
-    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
-    write_job_body(o, job.options, job.sections);
+    write_job_body(o, notes, global.why, job);
     job.text = o.str();
     if (plans) *plans = std::move(dp);
     return job;

@@ -14,12 +14,7 @@ namespace {
 
 // The commands of `t` in [first, last) as a trace of their own (same device, source and health).
 EventTrace slice(const EventTrace& t, size_t first, size_t last, int only_write = -1) {
-    EventTrace s;
-    s.path = t.path;
-    s.dev = t.dev;
-    s.disk = t.disk;
-    s.format = t.format;
-    s.has_summary = true;
+    EventTrace s = empty_like(t);
     for (size_t i = first; i < last; ++i) {
         const Cmd& c = t.cmds[i];
         bool data = c.op == Op::Read || c.op == Op::Write;
@@ -123,10 +118,15 @@ FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::str
     return idle;
 }
 
-void write_job_body(std::ostream& o, const Options& global, const std::vector<FioSection>& sections) {
+void write_job_body(std::ostream& o, const std::vector<std::string>& notes, const std::vector<std::string>& global_why,
+                    const FioJob& job) {
+    for (const auto& w : notes) o << "; " << w << "\n";
+    for (const auto& w : global_why) o << "; " << w << "\n";
+    o << "; not inferred from the trace:\n";
+    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
     o << "\n[global]\n";
-    for (const auto& [k, v] : global) o << k << "=" << v << "\n";
-    for (const auto& s : sections) {
+    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
+    for (const auto& s : job.sections) {
         o << "\n; " << s.comment << "\n";
         for (const auto& w : s.why) o << ";   " << w << "\n";
         o << "[" << s.name << "]\n";
@@ -282,11 +282,7 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     o << "; " << ph.size() << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
       << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns) << "), in order, each after the previous ends (stonewall)"
       << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
-    for (const auto& w : notes) o << "; " << w << "\n";
-    for (const auto& w : global.why) o << "; " << w << "\n";
-    o << "; not inferred from the trace:\n";
-    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
-    write_job_body(o, job.options, job.sections);
+    write_job_body(o, notes, global.why, job);
     job.text = o.str();
     if (out) *out = std::move(plan);
     return job;

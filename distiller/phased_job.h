@@ -29,8 +29,10 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
 /// `before` names what follows it, for the comment.
 FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::string& before);
 
-/// Writes "[global]" with `global` and then every section (comment, derivation lines, [name], options).
-void write_job_body(std::ostream& o, const Options& global, const std::vector<FioSection>& sections);
+/// Writes the rest of a multi-section job after its first header lines: `notes` and `global_why` as ';' lines, what
+/// was not inferred, "[global]" with job.options, then every section (comment, derivation lines, [name], options).
+void write_job_body(std::ostream& o, const std::vector<std::string>& notes, const std::vector<std::string>& global_why,
+                    const FioJob& job);
 
 /// [{"begin","end","cmds","kind","idle_before_ms","mix"}...] of a plan's phases.
 nlohmann::json phases_json(const PhasePlan& plan);

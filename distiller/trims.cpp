@@ -36,12 +36,7 @@ std::vector<TrimRun> trim_runs(const std::vector<Cmd>& cmds, uint64_t min_discar
 }
 
 EventTrace discards_as_writes(const EventTrace& t, const TrimRun& run) {
-    EventTrace s;
-    s.path = t.path;
-    s.dev = t.dev;
-    s.disk = t.disk;
-    s.format = t.format;
-    s.has_summary = true;
+    EventTrace s = empty_like(t);
     for (size_t i = run.begin; i < run.end; ++i) {
         if (t.cmds[i].op != Op::Discard) continue;
         s.cmds.push_back(t.cmds[i]);
