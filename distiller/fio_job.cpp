@@ -308,7 +308,14 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                               arr.excess_mean_ns >= kPoissonMeanLo * arr.mean_ns && arr.excess_mean_ns <= kPoissonMeanHi * arr.mean_ns;
     const bool by_counts = arr.windows >= kPoissonMinWindows && arr.dispersion >= kPoissonDispLo &&
                            arr.dispersion <= kPoissonDispHi && arr.count_ks <= kPoissonMaxCountKs;
-    const bool poisson = p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
+    // The flush rule (below) comes first: fio 3.33 dies of SIGFPE with rate_process=poisson and fdatasync (measured;
+    // fio's poisson rate divides by the block size of the sync direction, 0), and a sync-write stream stays one.
+    std::string flush_why = spec.flush_why;
+    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
+    const double fua_share = p.write.cmds ? double(p.fua_writes) / double(p.write.cmds) : 0.0;
+    const bool fdatasyncs = !spec.trim && has_w && (fua_share >= kFuaShare ? fpw >= 0.5 : fpw > 0);
+    const bool poisson_like = p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
+    const bool poisson = poisson_like && !fdatasyncs;
     const std::string arrivals_why =
         arr.n ? "inter-arrival times of " + std::to_string(arr.n + 1) + " issues: mean " + us(arr.mean_ns) + ", median " +
                     us(arr.median_ns) + "; above the median: excess mean " + us(arr.excess_mean_ns) + ", CV " +
@@ -454,11 +461,11 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                       pct(p.span_ns ? double(p.think_idle_ns) / double(p.span_ns) : 0.0) + " of the span (< " +
                       pct(kThinkIdleShare) + ")");
     }
-    if (!poisson && !think && arr.n)
+    if (poisson_like && !poisson)
+        why.push_back("timing model: the arrivals are Poisson-like, but the section has fdatasync and fio 3.33 crashes "
+                      "(SIGFPE) with rate_process=poisson and fdatasync (measured): not rate_process=poisson; " + arrivals_why);
+    else if (!poisson && !think && arr.n)
         why.push_back("timing model: no rate (as fast as the depth allows), not Poisson: " + arrivals_why);
-    std::string flush_why = spec.flush_why;
-    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
-    const double fua_share = p.write.cmds ? double(p.fua_writes) / double(p.write.cmds) : 0.0;
     if (spec.trim) {
         // discards carry no flush semantics
     } else if (has_w && fua_share >= kFuaShare) {

@@ -157,6 +157,22 @@ TEST(DistillTiming, PoissonArrivalsGetRateProcessPoisson) {
     EXPECT_NE(j.text.find("timing model: Poisson arrivals"), std::string::npos);
 }
 
+// Poisson-like sync writes keep fdatasync and get no rate_process: fio 3.33 dies of SIGFPE with both (measured; a
+// full-suite run of DistillPhases.SyncWritesStaySyncWrites hit it under load).
+TEST(DistillTiming, PoissonSyncWritesKeepFdatasyncWithoutRateProcess) {
+    Events e;
+    std::mt19937_64 rng(7);
+    std::exponential_distribution<double> gap(1.0 / 2e6);
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng))) e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
+    e.summary(2000);
+    auto ts = e.load();
+    FioJob j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("fdatasync"), "1") << j.text;
+    EXPECT_EQ(j.get("rate_process"), "") << j.text;
+    EXPECT_NE(j.text.find("crashes (SIGFPE) with rate_process=poisson and fdatasync"), std::string::npos) << j.text;
+}
+
 TEST(DistillTiming, RegularBurstsKeepThinktime) {
     Events e;
     uint64_t t = 1'000'000;
