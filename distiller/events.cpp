@@ -16,7 +16,7 @@ constexpr size_t kMaxInsertBack = 4096;
 struct DevCmds {
     std::string disk;
     std::vector<Cmd> cmds;
-    uint64_t records = 0, filtered_out = 0;
+    uint64_t records = 0, filtered_out = 0, lost_completes = 0;
     bool sorted = true;  // cmds is in stable ts_issue order
 };
 
@@ -42,10 +42,22 @@ void insert_in_issue_order(DevCmds& d, const Cmd& c) {
 }
 }  // namespace
 
-EventTrace load_events(const std::string& path, const EventFilter& filter) {
+void set_rwbs_flags(std::string_view rwbs, Cmd& c) {
+    // blk_fill_rwbs() order: 'F' (preflush), the op letter(s), then 'F' (FUA), 'A', 'S', 'M'. A flush is "F" or
+    // "FF": no op letter of its own to anchor on, and neither flag means anything for it.
+    const size_t op = rwbs.find_first_of("RWDN");
+    if (op == std::string_view::npos) return;
+    c.preflush = op > 0 && rwbs[0] == 'F';
+    c.secure_erase = rwbs.substr(op, 2) == "DE";
+    const size_t after = op + (c.secure_erase ? 2 : 1);
+    c.fua = after < rwbs.size() && rwbs[after] == 'F';
+}
+
+namespace {
+// Every device's commands of `path` that pass the pid/comm part of `filter`; `out` receives the file's health.
+std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path, const EventFilter& filter, EventTrace& out) {
     EventsReader rd(path);
     std::map<std::string, DevCmds, std::less<>> devs;
-    EventTrace out;
     out.path = path;
     if (rd.is_capture()) out.format = "kvio.events.bin/1";
     EventRecord r;
@@ -70,7 +82,7 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         c.bytes = r.bytes;
         c.ts_issue = r.ts_issue;
         if (!r.has_field(EventField::TsComplete)) {  // "complete_lost": kvio trace never saw its completion
-            ++out.lost_completes;
+            ++d.lost_completes;
             c.ts_complete = 0;
         } else {
             c.ts_complete = r.ts_complete;
@@ -81,6 +93,7 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         c.has_user_data = r.has_field(EventField::UserData);
         c.nvme = r.nvme;
         c.passthrough = c.nvme && r.rwbs == "N";
+        set_rwbs_flags(r.rwbs, c);
         if ((filter.pid && c.pid != filter.pid) || (!filter.comm.empty() && r.comm != filter.comm)) {
             ++d.filtered_out;
             continue;
@@ -88,7 +101,36 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
         insert_in_issue_order(d, c);
     }
     if (devs.empty()) throw Error(path + ": no device commands (\"type\":\"cmd\" records) in the trace");
+    return devs;
+}
 
+EventTrace take_device(const EventTrace& common, const std::string& dev, DevCmds& d) {
+    EventTrace out = common;
+    out.dev = dev;
+    out.disk = d.disk;
+    out.records = d.records;
+    out.filtered_out = d.filtered_out;
+    out.lost_completes = d.lost_completes;
+    out.cmds = std::move(d.cmds);
+    if (!d.sorted)
+        std::stable_sort(out.cmds.begin(), out.cmds.end(), [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
+    return out;
+}
+}  // namespace
+
+EventTrace empty_like(const EventTrace& t) {
+    EventTrace s;
+    s.path = t.path;
+    s.dev = t.dev;
+    s.disk = t.disk;
+    s.format = t.format;
+    s.has_summary = true;
+    return s;
+}
+
+EventTrace load_events(const std::string& path, const EventFilter& filter) {
+    EventTrace common;
+    auto devs = read_devices(path, filter, common);
     auto pick = devs.end();
     if (filter.dev.empty()) {
         if (devs.size() > 1) {
@@ -102,14 +144,15 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
             if (it->first == filter.dev || it->second.disk == filter.dev) pick = it;
         if (pick == devs.end()) throw Error(path + ": no commands on device " + filter.dev + " in the trace");
     }
-    out.dev = pick->first;
-    out.disk = pick->second.disk;
-    out.records = pick->second.records;
-    out.filtered_out = pick->second.filtered_out;
-    out.cmds = std::move(pick->second.cmds);
-    if (!pick->second.sorted)
-        std::stable_sort(out.cmds.begin(), out.cmds.end(),
-                         [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
+    return take_device(common, pick->first, pick->second);
+}
+
+std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter) {
+    if (!filter.dev.empty()) return {load_events(path, filter)};
+    EventTrace common;
+    auto devs = read_devices(path, filter, common);
+    std::vector<EventTrace> out;
+    for (auto& [dev, d] : devs) out.push_back(take_device(common, dev, d));
     return out;
 }
 

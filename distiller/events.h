@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/events_reader.h"
@@ -23,9 +24,12 @@ struct Cmd {
     uint32_t qd = 0;           ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
     uint32_t pid = 0, tid = 0; ///< submitter, 0 when unknown
     Op op = Op::Other;
-    bool has_user_data = false;///< io_uring SQE user_data was seen
-    bool passthrough = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
-    bool nvme = false;         ///< `src` "nvme"
+    bool has_user_data : 1 = false;///< io_uring SQE user_data was seen
+    bool passthrough : 1 = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
+    bool nvme : 1 = false;         ///< `src` "nvme"
+    bool fua : 1 = false;          ///< rwbs 'F' after the op letter (REQ_FUA): a write the device made durable itself
+    bool preflush : 1 = false;     ///< rwbs 'F' before the op letter (REQ_PREFLUSH): the device cache was flushed first
+    bool secure_erase : 1 = false; ///< rwbs "DE" (REQ_OP_SECURE_ERASE), op "discard"
     /// False for a "complete_lost" record: size, op, sector and issue time are real, the completion is unknown.
     bool completion_seen() const { return ts_complete != 0; }
     /// When the command left the device as far as the trace knows: ts_complete, or ts_issue when not seen.
@@ -35,6 +39,9 @@ struct Cmd {
     uint64_t end_sector() const { return sector + bytes / 512; }
 };
 static_assert(sizeof(Cmd) == 48, "10 M commands of a trace are held in memory: keep Cmd small");
+
+/// Sets c.preflush, c.fua and c.secure_erase from a blktrace-style rwbs string ("FWFS": a preflushed FUA write).
+void set_rwbs_flags(std::string_view rwbs, Cmd& c);
 
 /// Which commands to keep. Empty / zero fields do not filter.
 struct EventFilter {
@@ -53,9 +60,13 @@ struct EventTrace {
     uint64_t filtered_out = 0;
     bool has_summary = false;
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
-    uint64_t lost_completes = 0;  ///< cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
+    uint64_t lost_completes = 0;  ///< this device's cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
     std::string format = "kvio.events/1";  ///< or "kvio.events.bin/1" for a binary capture
 };
+
+/// An EventTrace of no commands with `t`'s path, device, disk and format, and a summary (a part of `t`, whose health
+/// was checked on the whole).
+EventTrace empty_like(const EventTrace& t);
 
 /// Reads a kvio.events/1 file (through common/events_reader.h) and keeps the commands of one device that pass
 /// `filter`, 48 bytes each. The file is in completion order; each command is inserted at its issue-order place
@@ -65,5 +76,9 @@ struct EventTrace {
 /// rules (kvio::EventsReader::next_checked, the same for every command), and a one-sentence error when the trace holds
 /// several devices and `filter.dev` is empty, or when the requested device is absent.
 EventTrace load_events(const std::string& path, const EventFilter& filter);
+
+/// Every device of the trace (ordered by "MAJ:MIN"), each as load_events() would return it; with `filter.dev` set,
+/// only that one. The summary's counts (dropped, unmatched completions) are the whole file's, in every element.
+std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter);
 
 }  // namespace kvio::distiller

@@ -20,6 +20,16 @@ constexpr double kThinkIdleShare = 0.10;  // idle gaps must cover this share of 
 constexpr uint64_t kThinkSpread = 4;      // ... and be regular: p90 <= 4 × p10 for gap lengths and burst sizes
 constexpr uint32_t kPassMaxRandomPct = 5;  // a direction this random or less is written sequential in passes (see derive_section)
 constexpr uint64_t kLoops = 1000000;      // passes of a pass-restarting job: more than any runtime needs
+constexpr double kFuaShare = 0.5;         // writes with FUA above this share make a sync=1 job
+// Poisson-like arrivals (docs/distill.md "Timing"): enough intervals to judge, a coefficient of variation near 1 and
+// an empirical distribution close to the exponential of the same mean (Kolmogorov-Smirnov distance).
+constexpr uint64_t kPoissonMinArrivals = 200;
+// The upper half of the intervals is tested (profile.h Arrivals); its excess mean must be near the overall mean, or
+// the stream is bursts with exponential gaps between them, not single Poisson arrivals.
+constexpr double kPoissonCvLo = 0.8, kPoissonCvHi = 1.25, kPoissonMaxKs = 0.1, kPoissonMeanLo = 0.5, kPoissonMeanHi = 2.0;
+// Or the counts per window (profile.h Arrivals): at least 20 windows, dispersion near 1, counts close to Poisson's.
+constexpr uint64_t kPoissonMinWindows = 20;
+constexpr double kPoissonDispLo = 0.7, kPoissonDispHi = 1.5, kPoissonMaxCountKs = 0.15;
 
 std::string fmt(const char* f, double v) {
     char b[64];
@@ -137,9 +147,11 @@ std::vector<std::string> check_trace_health(const Profile& p, const JobOptions& 
 
 double flush_rate(const Profile& p, std::string& why) {
     if (!p.write.cmds) return 0;
-    if (p.flush_cmds) {
-        why = std::to_string(p.flush_cmds) + " flush commands for " + std::to_string(p.write.cmds) + " writes";
-        return double(p.flush_cmds) / double(p.write.cmds);
+    if (p.flush_cmds || p.preflush_writes) {
+        why = std::to_string(p.flush_cmds) + " flush commands" +
+              (p.preflush_writes ? " and " + std::to_string(p.preflush_writes) + " preflushed writes (rwbs FW)" : "") + " for " +
+              std::to_string(p.write.cmds) + " writes";
+        return double(p.flush_cmds + p.preflush_writes) / double(p.write.cmds);
     }
     if (p.unmatched_completes >= 16) {  // fewer: requests issued before the trace started, as likely as flushes
         why = std::to_string(p.unmatched_completes) + " completions without an issue (the flush requests of a device without "
@@ -253,7 +265,10 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     std::string rw, prand;
     auto set_randomness = [&] {
         sequential = (!has_r || rr == 0) && (!has_w || rw_ == 0);
-        rw = has_r && has_w ? (sequential ? "rw" : "randrw") : has_r ? (sequential ? "read" : "randread") : (sequential ? "write" : "randwrite");
+        rw = has_r && has_w ? (sequential ? "rw" : "randrw")
+             : has_r        ? (sequential ? "read" : "randread")
+             : spec.trim    ? (sequential ? "trim" : "randtrim")
+                            : (sequential ? "write" : "randwrite");
         prand = has_r && has_w && rr != rw_ ? std::to_string(rr) + "," + std::to_string(rw_) : std::to_string(has_r ? rr : rw_);
     };
     set_randomness();
@@ -292,7 +307,31 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     bool idle_enough = !p.think_gaps_ns.empty() && p.span_ns &&
                        double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
     bool regular = g90 <= kThinkSpread * g10 && b90 <= kThinkSpread * std::max<uint64_t>(1, b10);
-    bool think = idle_enough && regular;
+    // Poisson arrivals first: their idle gaps are exponential, never "regular", so without this rule a
+    // rate_process=poisson source became an unthrottled closed loop.
+    const Arrivals& arr = p.arrivals;
+    // A device kept busy paces its submitter by completions, whatever the shape of the intervals (a closed loop's
+    // issues follow its completions): only a stream that leaves the device idle (the thinktime share) can be open.
+    const bool by_intervals = arr.excess_cv >= kPoissonCvLo && arr.excess_cv <= kPoissonCvHi && arr.excess_ks <= kPoissonMaxKs &&
+                              arr.excess_mean_ns >= kPoissonMeanLo * arr.mean_ns && arr.excess_mean_ns <= kPoissonMeanHi * arr.mean_ns;
+    const bool by_counts = arr.windows >= kPoissonMinWindows && arr.dispersion >= kPoissonDispLo &&
+                           arr.dispersion <= kPoissonDispHi && arr.count_ks <= kPoissonMaxCountKs;
+    // The flush rule (below) comes first: fio 3.33 dies of SIGFPE with rate_process=poisson and fdatasync (measured;
+    // fio's poisson rate divides by the block size of the sync direction, 0), and a sync-write stream stays one.
+    std::string flush_why = spec.flush_why;
+    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
+    const double fua_share = p.write.cmds ? double(p.fua_writes) / double(p.write.cmds) : 0.0;
+    const bool fdatasyncs = !spec.trim && has_w && (fua_share >= kFuaShare ? fpw >= 0.5 : fpw > 0);
+    const bool poisson_like = p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
+    const bool poisson = poisson_like && !fdatasyncs;
+    const std::string arrivals_why =
+        arr.n ? "inter-arrival times of " + std::to_string(arr.n + 1) + " issues: mean " + us(arr.mean_ns) + ", median " +
+                    us(arr.median_ns) + "; above the median: excess mean " + us(arr.excess_mean_ns) + ", CV " +
+                    fmt("%.2f", arr.excess_cv) + ", KS distance to the exponential " + fmt("%.3f", arr.excess_ks) + "; issues in " +
+                    std::to_string(arr.windows) + " windows of " + fmt("%.0f", kArrivalWindow) + " mean intervals: dispersion " +
+                    fmt("%.2f", arr.dispersion) + ", KS distance to the Poisson counts " + fmt("%.3f", arr.count_ks)
+              : "";
+    bool think = idle_enough && regular && !poisson;
     uint64_t think_us = 0, think_blocks = 0;
     if (think) {
         think_us = std::max<uint64_t>(1, uint64_t(std::llround(double(p.think_gaps_ns[p.think_gaps_ns.size() / 2]) / 1e3)));
@@ -417,11 +456,26 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             "highest byte touched (" + std::to_string(p.lba_hi_bytes) + ") rounded up to 4 KiB, minus offset; the target needs " +
                 std::to_string(off + size) + " bytes");
     }
-    if (think) {
+    if (poisson) {
+        // fio needs a rate for rate_process: the measured one, per job and per direction (read,write).
+        const double per_s = 1e9 / arr.mean_ns / double(numjobs);
+        auto rate = [&](const DirProfile& d) { return std::max<uint64_t>(1, uint64_t(std::llround(per_s * double(d.cmds) / double(n)))); };
+        std::string r = has_r && has_w ? std::to_string(rate(p.read)) + "," + std::to_string(rate(p.write))
+                                       : std::to_string(rate(has_r ? p.read : p.write));
+        set("rate_iops", r, "the measured arrival rate 1 / mean inter-arrival" + std::string(numjobs > 1 ? " per job" : "") +
+                                (has_r && has_w ? ", split by the read and write shares (read,write)" : "") + ", IOPS");
+        set("rate_process", "poisson",
+            "timing model: Poisson arrivals (" + std::string(by_intervals ? "the intervals above the median" : "the counts per window") +
+                " pass), " + arrivals_why + " (Poisson-like: excess CV " + fmt("%.2f", kPoissonCvLo) + "-" + fmt("%.2f", kPoissonCvHi) +
+                ", KS <= " + fmt("%.2f", kPoissonMaxKs) + ", excess mean " + fmt("%.1f", kPoissonMeanLo) + "-" +
+                fmt("%.0f", kPoissonMeanHi) + " x the mean; or dispersion " + fmt("%.1f", kPoissonDispLo) + "-" +
+                fmt("%.1f", kPoissonDispHi) + ", count KS <= " + fmt("%.2f", kPoissonMaxCountKs) + "); not thinktime");
+    } else if (think) {
         set("thinktime", std::to_string(think_us),
             "median idle gap at the device between bursts (" + std::to_string(p.think_gaps_ns.size()) + " gaps >= " +
                 us(double(kThinkGapNs)) + ", " + pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span idle), µs");
         set("thinktime_blocks", std::to_string(think_blocks), "median commands per burst between those gaps");
+        if (arr.n) why.push_back("timing model: thinktime (regular bursts), not Poisson: " + arrivals_why);
     } else if (!p.per_command) {
         not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
     } else if (idle_enough) {
@@ -435,17 +489,45 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                       pct(p.span_ns ? double(p.think_idle_ns) / double(p.span_ns) : 0.0) + " of the span (< " +
                       pct(kThinkIdleShare) + ")");
     }
-    std::string flush_why = spec.flush_why;
-    const double fpw = spec.flushes_per_write >= 0 ? spec.flushes_per_write : flush_rate(p, flush_why);
-    if (fpw > 0 && has_w) {
+    if (poisson_like && !poisson)
+        why.push_back("timing model: the arrivals are Poisson-like, but the section has fdatasync and fio 3.33 crashes "
+                      "(SIGFPE) with rate_process=poisson and fdatasync (measured): not rate_process=poisson; " + arrivals_why);
+    else if (!poisson && !think && arr.n)
+        why.push_back("timing model: no rate (as fast as the depth allows), not Poisson: " + arrivals_why);
+    if (spec.trim) {
+        // discards carry no flush semantics
+    } else if (has_w && fua_share >= kFuaShare) {
+        // A device with FUA sees an O_SYNC / O_DSYNC direct write as one write with REQ_FUA and no flush command.
+        set("sync", "1", std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+                             " writes carry FUA (rwbs WF): O_SYNC writes on a device with FUA (block/fops.c sets REQ_FUA for "
+                             "a dsync direct write)");
+        if (fpw >= 0.5) {
+            uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
+            set("fdatasync", std::to_string(every), flush_why + ": besides FUA, one flush every " + std::to_string(every) + " writes");
+        }
+    } else if (fpw > 0 && has_w) {
+        if (p.fua_writes)
+            why.push_back(std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+                          " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA "
+                          "with libaio, measured)");
         if (fpw >= 1.5) {
-            set("sync", "1", flush_why + ": two flush requests per write are what an O_SYNC (FUA) write becomes on a device "
-                                         "without FUA (a preflush and a postflush)");
+            // Measured on a loop device (write back, no FUA): fio libaio sync=1 gives 1 flush request per write (the FUA
+            // emulation's post-flush), dd oflag=direct,sync and fio psync sync=1 give 2 (plus generic_write_sync's
+            // flush after each write(2)), libaio sync=1 + fdatasync=1 gives 599 per 300 writes.
+            set("sync", "1", flush_why + ": two flush requests per write are what a synchronous O_SYNC write(2) becomes on a "
+                                         "device without FUA (the FUA emulation's post-flush and generic_write_sync's flush)");
+            set("fdatasync", "1", "the second flush per write: with an asynchronous engine sync=1 alone gives one (measured: "
+                                  "libaio sync=1 300 per 300 writes, with fdatasync=1 599)");
         } else {
             uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
             set("fdatasync", std::to_string(every),
-                flush_why + ": one flush every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the device)");
+                flush_why + ": one flush every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the "
+                            "device, and so does an O_SYNC write on a device without FUA: one post-flush)");
         }
+    } else if (has_w && p.fua_writes) {
+        why.push_back(std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+                      " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA with "
+                      "libaio, measured)");
     }
     if (spec.flow) {
         set("flow_id", std::to_string(spec.flow_id), "");
@@ -503,6 +585,7 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
     FioSection s = derive_section(p, opt, spec, job.not_inferred);
     s.name = opt.job_name;
     job.options = s.options;
+    job.why = s.why;
     job.not_inferred.push_back("the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
     if (p.other_cmds > p.flush_cmds)
         job.not_inferred.push_back(std::to_string(p.other_cmds - p.flush_cmds) + " discard/other commands are not reproduced");

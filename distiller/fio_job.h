@@ -45,6 +45,7 @@ struct FioJob {
     Options options;
     std::vector<FioSection> sections;                         ///< a phased job's sections in file order; empty otherwise
     std::vector<std::string> not_inferred;                    ///< what the trace could not tell
+    std::vector<std::string> why;                             ///< a one-section job: what each of its options came from
     /// Value of option `key` in `options`, "" when absent.
     std::string get(const std::string& key) const;
     /// Bytes the target must have: the largest offset + size of any section; 0 when none sets a size.
@@ -61,6 +62,8 @@ struct SectionSpec {
     std::string rate_why;      ///< why flow was set, for the comment
     double flushes_per_write = -1;  ///< flush requests per write of the whole trace (flush_rate); -1: from the profile
     std::string flush_why;          ///< where that rate came from
+    /// The profile's writes are the trace's discards (trims.h): rw becomes trim / randtrim, no flush options.
+    bool trim = false;
 };
 
 /// Flush requests per write command, and where the number came from: the trace's flush commands, else its

@@ -15,12 +15,7 @@ namespace {
 
 // The commands of `t` in [first, last) as a trace of their own (same device, source and health).
 EventTrace slice(const EventTrace& t, size_t first, size_t last, int only_write = -1) {
-    EventTrace s;
-    s.path = t.path;
-    s.dev = t.dev;
-    s.disk = t.disk;
-    s.format = t.format;
-    s.has_summary = true;
+    EventTrace s = empty_like(t);
     for (size_t i = first; i < last; ++i) {
         const Cmd& c = t.cmds[i];
         bool data = c.op == Op::Read || c.op == Op::Write;
@@ -162,6 +157,32 @@ std::string ms_str(uint64_t ns) {
 
 }  // namespace
 
+FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::string& before) {
+    FioSection idle;
+    idle.name = name;
+    idle.comment = "idle gap of " + ms_str(gap_ns) + " at the device before " + before +
+                   ": one I/O on the null engine (no device command) followed by thinktime";
+    idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
+                    {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((gap_ns + 500) / 1000)}};
+    return idle;
+}
+
+void write_job_body(std::ostream& o, const std::vector<std::string>& notes, const std::vector<std::string>& global_why,
+                    const FioJob& job) {
+    for (const auto& w : notes) o << "; " << w << "\n";
+    for (const auto& w : global_why) o << "; " << w << "\n";
+    o << "; not inferred from the trace:\n";
+    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
+    o << "\n[global]\n";
+    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
+    for (const auto& s : job.sections) {
+        o << "\n; " << s.comment << "\n";
+        for (const auto& w : s.why) o << ";   " << w << "\n";
+        o << "[" << s.name << "]\n";
+        for (const auto& [k, v] : s.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
+    }
+}
+
 nlohmann::json phases_json(const PhasePlan& plan) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& p : plan.phases)
@@ -215,13 +236,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
             where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " + std::to_string(plan.period) +
                      " phases, " + std::to_string(ph.size() / plan.period) + " times: fio cannot loop a group of sections)";
         if (p.idle_before_ns >= popt.gap_ns && !loop_one) {
-            FioSection idle;
-            idle.name = opt.job_name + "-idle" + std::to_string(i + 1);
-            idle.comment = "idle gap of " + ms_str(p.idle_before_ns) + " at the device before phase " + std::to_string(i + 1) +
-                           ": one I/O on the null engine (no device command) followed by thinktime";
-            idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
-                            {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((p.idle_before_ns + 500) / 1000)}};
-            job.sections.push_back(idle);
+            job.sections.push_back(idle_section(opt.job_name + "-idle" + std::to_string(i + 1), p.idle_before_ns,
+                                                "phase " + std::to_string(i + 1)));
             stonewall = true;
         }
         const EventTrace& s = slices[i];
@@ -377,19 +393,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     o << "; " << ph.size() << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
       << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns) << "), in order, each after the previous ends (stonewall)"
       << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
-    for (const auto& w : notes) o << "; " << w << "\n";
-    if (std::string r = rare_sizes_note(plan); !r.empty()) o << "; " << r << "\n";
-    for (const auto& w : global.why) o << "; " << w << "\n";
-    o << "; not inferred from the trace:\n";
-    for (const auto& w : job.not_inferred) o << ";   " << w << "\n";
-    o << "\n[global]\n";
-    for (const auto& [k, v] : job.options) o << k << "=" << v << "\n";
-    for (const auto& s : job.sections) {
-        o << "\n; " << s.comment << "\n";
-        for (const auto& w : s.why) o << ";   " << w << "\n";
-        o << "[" << s.name << "]\n";
-        for (const auto& [k, v] : s.options) o << k << (v.empty() ? "" : "=" + v) << "\n";
-    }
+    if (std::string r = rare_sizes_note(plan); !r.empty()) notes.push_back(std::move(r));
+    write_job_body(o, notes, global.why, job);
     job.text = o.str();
     if (out) *out = std::move(plan);
     return job;

@@ -1,6 +1,8 @@
 // A fio job that keeps a trace's shape over time: one stonewalled section per phase, concurrent sections for
 // concurrent streams, idle sections for long idle gaps, loops for repeats. Rules: docs/distill.md "Phases".
 #pragma once
+#include <ostream>
+
 #include <nlohmann/json.hpp>
 
 #include "distiller/events.h"
@@ -22,6 +24,15 @@ struct PhasePlan {
 /// check_trace_health and derive_section throw. `plan`, when given, receives the phases.
 FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt = {},
                        PhasePlan* plan = nullptr);
+
+/// An idle section: one I/O on fio's null engine (no device command) and `gap_ns` of thinktime, stonewalled;
+/// `before` names what follows it, for the comment.
+FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::string& before);
+
+/// Writes the rest of a multi-section job after its first header lines: `notes` and `global_why` as ';' lines, what
+/// was not inferred, "[global]" with job.options, then every section (comment, derivation lines, [name], options).
+void write_job_body(std::ostream& o, const std::vector<std::string>& notes, const std::vector<std::string>& global_why,
+                    const FioJob& job);
 
 /// [{"begin","end","cmds","kind","idle_before_ms","mix"}...] of a plan's phases.
 nlohmann::json phases_json(const PhasePlan& plan);

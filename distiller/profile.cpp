@@ -127,6 +127,63 @@ static void thread_concurrency(const std::vector<Cmd>& cmds, Profile& p) {
     }
 }
 
+Arrivals arrival_stats(const std::vector<uint64_t>& ts) {
+    Arrivals a;
+    if (ts.size() < 3) return a;
+    std::vector<double> gap;
+    gap.reserve(ts.size() - 1);
+    for (size_t i = 1; i < ts.size(); ++i) gap.push_back(double(ts[i] - ts[i - 1]));
+    std::sort(gap.begin(), gap.end());
+    a.n = gap.size();
+    double sum = 0;
+    for (double g : gap) sum += g;
+    a.mean_ns = sum / double(a.n);
+    a.median_ns = gap[a.n / 2];
+    std::vector<double> ex;  // ascending, as gap is
+    for (size_t i = a.n / 2; i < a.n; ++i) ex.push_back(gap[i] - a.median_ns);
+    double esum = 0, sq = 0;
+    for (double e : ex) esum += e;
+    a.excess_mean_ns = esum / double(ex.size());
+    if (a.excess_mean_ns <= 0) return a;
+    for (double e : ex) sq += (e - a.excess_mean_ns) * (e - a.excess_mean_ns);
+    a.excess_cv = std::sqrt(sq / double(ex.size())) / a.excess_mean_ns;
+    double d = 0;
+    const double m = double(ex.size());
+    for (size_t i = 0; i < ex.size(); ++i) {
+        double f = 1 - std::exp(-ex[i] / a.excess_mean_ns);
+        d = std::max({d, double(i + 1) / m - f, f - double(i) / m});
+    }
+    a.excess_ks = d;
+
+    const double window = kArrivalWindow * a.mean_ns;
+    a.windows = uint64_t(double(ts.back() - ts.front()) / window);
+    if (a.windows < 2) return a;
+    std::vector<uint64_t> count(a.windows, 0);
+    for (uint64_t t : ts)
+        if (uint64_t w = uint64_t(double(t - ts.front()) / window); w < a.windows) ++count[w];
+    double cm = 0, cv = 0;
+    for (uint64_t c : count) cm += double(c);
+    cm /= double(a.windows);
+    for (uint64_t c : count) cv += (double(c) - cm) * (double(c) - cm);
+    cv /= double(a.windows - 1);
+    a.dispersion = cm > 0 ? cv / cm : 0;
+    std::sort(count.begin(), count.end());
+    // Poisson(cm) CDF at each count value against the empirical CDF, on both sides of each step (cm is about 20).
+    double ks = 0, cdf = 0, pmf = std::exp(-cm);
+    size_t i = 0;
+    for (uint64_t k = 0; k <= count.back(); ++k) {
+        const double below = double(i) / double(a.windows);
+        while (i < count.size() && count[i] == k) ++i;
+        const double at = double(i) / double(a.windows);
+        ks = std::max({ks, std::fabs(below - cdf)});
+        cdf += pmf;
+        pmf *= cm / double(k + 1);
+        ks = std::max(ks, std::fabs(at - cdf));
+    }
+    a.count_ks = ks;
+    return a;
+}
+
 Profile profile_events(const EventTrace& t) {
     if (t.cmds.empty())
         throw Error(t.path + ": no commands on device " + t.dev + " after the filters (" + std::to_string(t.records) +
@@ -144,6 +201,7 @@ Profile profile_events(const EventTrace& t) {
     p.lost_completes = t.lost_completes;
 
     std::deque<uint64_t> recent_end[2];
+    std::vector<uint64_t> issues;  // data commands' ts_issue, ascending (t.cmds is in issue order)
     uint64_t first = UINT64_MAX, last = 0;
     p.lba_lo_bytes = UINT64_MAX;
     for (const auto& c : t.cmds) {
@@ -161,8 +219,13 @@ Profile profile_events(const EventTrace& t) {
             ++p.other_cmds;
             p.flush_cmds += c.op == Op::Flush;
             p.discard_cmds += c.op == Op::Discard;
+            p.secure_erase_cmds += c.op == Op::Discard && c.secure_erase;
+            if (c.op == Op::Discard) ++p.discard_sizes[c.bytes];
             continue;
         }
+        issues.push_back(c.ts_issue);
+        p.fua_writes += c.op == Op::Write && c.fua;
+        p.preflush_writes += c.op == Op::Write && c.preflush;
         int d = c.op == Op::Read ? 0 : 1;
         DirProfile& dp = d == 0 ? p.read : p.write;
         ++dp.cmds;
@@ -182,6 +245,8 @@ Profile profile_events(const EventTrace& t) {
     }
     if (p.lba_lo_bytes == UINT64_MAX) p.lba_lo_bytes = 0;
     p.span_ns = last - first;
+    std::sort(issues.begin(), issues.end());
+    p.arrivals = arrival_stats(issues);
     std::sort(p.d2c_ns.begin(), p.d2c_ns.end());
     if (!p.cmds())
         throw Error(t.path + ": device " + t.dev + " has " + std::to_string(p.other_cmds) +

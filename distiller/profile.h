@@ -24,6 +24,35 @@ struct DirProfile {
     double seq_share() const { return seq_scored ? double(seq_cmds) / double(seq_scored) : 0.0; }
 };
 
+/// A stream's issue instants compared with a Poisson process, two ways (docs/distill.md "Timing"), each robust to one
+/// distortion of a submitter that does not run when its arrivals fall due (measured on fio's own
+/// rate_process=poisson on this loaded VM):
+///  - intervals, upper half: the excess of each interval over the median one. An exponential is memoryless, so that
+///    excess is exponential with the same mean; the lower half is left out because an oversleeping submitter issues
+///    the arrivals that fell due meanwhile back to back (28 % of the intervals under 50 µs in one trace);
+///  - counts in windows of 20 mean intervals: Poisson counts have variance = mean (index of dispersion 1), and a delay
+///    much shorter than a window moves few arrivals across its edges.
+struct Arrivals {
+    uint64_t n = 0;           ///< intervals measured (data commands - 1)
+    double mean_ns = 0;       ///< mean interval: 1 / rate
+    double median_ns = 0;     ///< median interval
+    double excess_mean_ns = 0;///< mean of (interval − median) over the intervals >= the median
+    double excess_cv = 0;     ///< their coefficient of variation (stddev / mean): 1 for an exponential
+    /// Kolmogorov-Smirnov distance sup |F_n(x) − (1 − e^(−x/m))| between the excesses and the exponential of their
+    /// mean m, in [0,1].
+    double excess_ks = 1;
+    uint64_t windows = 0;     ///< windows of 20 mean intervals in the span (the last, partial one left out)
+    double dispersion = 0;    ///< variance / mean of the issues per window: 1 for a Poisson process
+    /// KS distance between the per-window counts' empirical distribution and the Poisson distribution of their mean.
+    double count_ks = 1;
+};
+
+/// Arrivals::windows are this many mean intervals long (about 20 arrivals each).
+constexpr double kArrivalWindow = 20;
+
+/// Arrivals of the issue instants `ts` (ns, ascending).
+Arrivals arrival_stats(const std::vector<uint64_t>& ts);
+
 /// What the trace says about the workload at one device. Times in ns (CLOCK_MONOTONIC), sizes in bytes.
 struct Profile {
     std::string source;        ///< trace path
@@ -35,7 +64,13 @@ struct Profile {
     DirProfile read, write;
     uint64_t other_cmds = 0;   ///< flush / discard / other
     uint64_t flush_cmds = 0;   ///< of other_cmds: flushes (become fdatasync=)
-    uint64_t discard_cmds = 0; ///< of other_cmds: discards
+    uint64_t discard_cmds = 0; ///< of other_cmds: discards (secure erases included)
+    uint64_t secure_erase_cmds = 0; ///< of discard_cmds: secure erases (rwbs "DE")
+    Dist discard_sizes;            ///< discard size in bytes -> discards
+    uint64_t fua_writes = 0;       ///< writes with REQ_FUA (rwbs "WF"): O_SYNC/O_DSYNC writes on a device with FUA
+    uint64_t preflush_writes = 0;  ///< writes with REQ_PREFLUSH (rwbs "FW"): a cache flush folded into the write
+    /// Data-command arrivals (ts_issue to ts_issue): what the timing model is chosen from (docs/distill.md "Timing").
+    Arrivals arrivals;
 
     // Concurrency at the device.
     Dist qd_at_issue;          ///< in-flight commands at each issue (this one included), from the issue/complete sweep

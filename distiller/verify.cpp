@@ -67,22 +67,45 @@ int run_forwarding_signals(const std::vector<std::string>& argv, const std::stri
 
 }  // namespace
 
-Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
-    if (!is_block_device(opt.target))
-        throw Error("distill --verify: target " + opt.target + " is not a block device (the replay is traced at the device)");
-    BlockDevInfo info = block_dev_info_for_path(opt.target);
+namespace {
+// The whole disk `t.target` is on, after the refusals: not a block device, the original's device, too small, mounted.
+BlockDevInfo checked_target(const VerifyTarget& t) {
+    if (!is_block_device(t.target))
+        throw Error("distill --verify: target " + t.target + " is not a block device (the replay is traced at the device)");
+    BlockDevInfo info = block_dev_info_for_path(t.target);
     std::string disk_dev = dev_string(info.whole_disk);
-    if (disk_dev == orig.dev)
-        throw Error("distill --verify: target " + opt.target + " is the device of the original trace (" + orig.dev +
+    if (disk_dev == t.orig->dev)
+        throw Error("distill --verify: target " + t.target + " is the device of the original trace (" + t.orig->dev +
                     "); use another device so the replay does not overwrite what was traced");
     const uint64_t have = block_dev_info(info.dev).size_bytes;
-    if (opt.needs_bytes && have < opt.needs_bytes)
-        throw Error("distill --verify: target " + opt.target + " has " + std::to_string(have) + " bytes but the job needs " +
-                    std::to_string(opt.needs_bytes) + " (offset + size); fio would quietly shrink the region and the "
+    if (t.needs_bytes && have < t.needs_bytes)
+        throw Error("distill --verify: target " + t.target + " has " + std::to_string(have) + " bytes but the job needs " +
+                    std::to_string(t.needs_bytes) + " (offset + size); fio would quietly shrink the region and the "
                     "fidelity would describe another workload: give a larger device");
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
-        throw Error("distill --verify: target " + opt.target + " is mounted on " + mp + "; refusing to run a raw job on it");
+        throw Error("distill --verify: target " + t.target + " is mounted on " + mp + "; refusing to run a raw job on it");
+    return info;
+}
+}  // namespace
+
+Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
+    return std::move(run_replays({VerifyTarget{&orig, opt.target, opt.needs_bytes}}, opt).front());
+}
+
+std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt) {
+    std::vector<BlockDevInfo> infos;
+    for (const auto& t : targets) {
+        infos.push_back(checked_target(t));
+        for (const auto& o : targets)
+            if (&o != &t && o.orig->dev == dev_string(infos.back().whole_disk))
+                throw Error("distill --verify: target " + t.target + " is the device of the original trace (" + o.orig->dev +
+                            "); use another device so the replay does not overwrite what was traced");
+        for (size_t k = 0; k + 1 < infos.size(); ++k)
+            if (infos[k].whole_disk == infos.back().whole_disk)
+                throw Error("distill --verify: targets " + targets[k].target + " and " + t.target +
+                            " are on one disk: each device of the trace needs its own, or their replays cannot be told apart");
+    }
     // /proc/self/exe must be resolved here: inside the shell below it would name the shell.
     std::string exe = opt.kvio_exe;
     if (exe == "/proc/self/exe") {
@@ -91,8 +114,9 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
         if (ec) throw Error("distill --verify: cannot resolve /proc/self/exe: " + ec.message());
         exe = p.string();
     }
-    std::vector<std::string> argv = {exe, "trace", "--events", opt.events_out, "-d", info.whole_disk_name, "--",
-                                     "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path};
+    std::vector<std::string> argv = {exe, "trace", "--events", opt.events_out};
+    for (const auto& info : infos) argv.insert(argv.end(), {"-d", info.whole_disk_name});
+    argv.insert(argv.end(), {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
     if (g_verify_signal)
         throw Error("distill --verify: stopped by signal " + std::to_string(g_verify_signal) + " (the traced fio run was ended; see " +
@@ -100,12 +124,16 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         throw Error("distill --verify: the traced fio run failed (exit status " +
                     std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out + ".log");
-    EventFilter f;
-    f.dev = disk_dev;
-    Replay r;
-    r.trace = load_events(opt.events_out, f);
-    r.profile = profile_events(r.trace);
-    return r;
+    std::vector<Replay> out;
+    for (const auto& info : infos) {
+        EventFilter f;
+        f.dev = dev_string(info.whole_disk);
+        Replay r;
+        r.trace = load_events(opt.events_out, f);
+        r.profile = profile_events(r.trace);
+        out.push_back(std::move(r));
+    }
+    return out;
 }
 
 }  // namespace kvio::distiller

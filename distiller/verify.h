@@ -1,6 +1,7 @@
 // `kvio distill --verify`: run a distilled job under `kvio trace` and score the replay against the original.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
@@ -17,6 +18,13 @@ struct VerifyOptions {
     uint64_t needs_bytes = 0;                 ///< the job's offset + size; a smaller target is refused (0: unchecked)
 };
 
+/// One device of a multi-device job: the original's profile and the target its sections ran on.
+struct VerifyTarget {
+    const Profile* orig = nullptr;
+    std::string target;        ///< block device
+    uint64_t needs_bytes = 0;  ///< its sections' largest offset + size (0: unchecked)
+};
+
 /// The traced replay: its commands and their profile.
 struct Replay {
     EventTrace trace;
@@ -29,5 +37,10 @@ struct Replay {
 /// shrink the job's region), or when trace/fio fail (exit status named). SIGINT, SIGTERM and SIGHUP during
 /// the run are passed on to the traced run (which ends fio and flushes its trace), then rethrown as an Error.
 Replay run_replay(const Profile& orig, const VerifyOptions& opt);
+
+/// run_replay() for a job on several devices: every target is checked as above (and no two name one disk), the
+/// run is traced on every target disk (`-d A -d B ...`), and each target's commands are profiled on their own.
+/// `opt.target` and `opt.needs_bytes` are not used. Returns one Replay per target, in order.
+std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt);
 
 }  // namespace kvio::distiller

@@ -15,8 +15,10 @@
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
 #include "distiller/profile.h"
+#include "distiller/multi_job.h"
 #include "distiller/phased_job.h"
 #include "distiller/timeline.h"
+#include "distiller/trims.h"
 #include "distiller/verify.h"
 #include "userspace/commands.h"
 
@@ -24,7 +26,8 @@ namespace kvio::cli {
 
 namespace {
 struct DistillArgs {
-    std::string events, trace_json, dev, comm, out, filename, iolog, json_out, mode = "count";
+    std::string events, trace_json, dev, comm, out, iolog, json_out, mode = "count";
+    std::vector<std::string> filenames;  // PATH, or DEV=PATH per device
     uint32_t pid = 0, runtime = 0, nr_requests = 0, max_phases = 16;
     double max_tv = -1;
     bool verify = false;
@@ -44,41 +47,40 @@ void probe_writable(const std::string& path) {
     if (!f) throw Error("distill: cannot write " + path + ": " + std::strerror(errno));
 }
 
-void run_distill(const DistillArgs& a) {
-    using namespace kvio::distiller;
-    // Before anything is read or written: the replay runs under `kvio trace` (BPF) and writes a raw device.
-    if (a.verify && ::geteuid() != 0)
-        throw Error("distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
-                    "sudo (nothing was written)");
-    if (a.events.empty() && a.trace_json.empty())
-        throw Error("distill: give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
-    if (a.filename.empty() && (a.verify || !a.iolog.empty()))
-        throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") +
-                    ": needs --filename TARGET (the device the job runs on / the iolog names)");
-    if (a.max_tv >= 0 && !a.verify) throw Error("distill --max-tv: needs --verify (it bounds the replay's size TV)");
-    const bool json_stdout = a.json_out == "-";
-    probe_writable(a.json_out);
-    EventTrace ev;
-    Profile p;
-    if (!a.events.empty()) {
-        ev = load_events(a.events, EventFilter{a.dev, a.pid, a.comm});
-        p = profile_events(ev);
-        if (!ev.has_summary)
-            std::fprintf(stderr, "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
-                                 "commands are missing and its loss check could not be made\n", a.events.c_str());
-    } else {
-        if (a.pid || !a.comm.empty())
-            throw Error("distill: --pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");
-        p = profile_trace_json(a.trace_json, a.dev);
+// `--filename` values: "PATH" (the only device's target) or "DEV=PATH" (DEV as --dev takes it: MAJ:MIN or name).
+// Returns the target of each device of `devs`, "" when none was given.
+std::vector<std::string> map_targets(const std::vector<std::string>& given, const std::vector<distiller::Profile>& devs) {
+    std::vector<std::string> out(devs.size());
+    for (const auto& g : given) {
+        const size_t eq = g.find('=');
+        if (eq == std::string::npos || g.find('/') < eq) {  // a plain path
+            if (devs.size() > 1)
+                throw Error("distill --filename " + g + ": the trace has " + std::to_string(devs.size()) +
+                            " devices; map each with --filename DEV=PATH (DEV: MAJ:MIN or name), or choose one with --dev");
+            if (!out[0].empty()) throw Error("distill --filename " + g + ": a target was already given (" + out[0] + ")");
+            out[0] = g;
+            continue;
+        }
+        const std::string dev = g.substr(0, eq), path = g.substr(eq + 1);
+        size_t hit = devs.size();
+        for (size_t i = 0; i < devs.size(); ++i)
+            if (devs[i].dev == dev || devs[i].disk == dev) hit = i;
+        if (hit == devs.size()) {
+            std::string list;
+            for (const auto& d : devs) list += (list.empty() ? "" : ", ") + d.dev + " (" + d.disk + ")";
+            throw Error("distill --filename " + g + ": no device " + dev + " in the trace (its devices: " + list + ")");
+        }
+        if (path.empty()) throw Error("distill --filename " + g + ": no path after '='");
+        if (!out[hit].empty()) throw Error("distill --filename " + g + ": device " + dev + " already has a target (" + out[hit] + ")");
+        out[hit] = path;
     }
+    return out;
+}
 
-    JobOptions jo;
-    jo.filename = a.filename;
-    jo.target_is_block = !a.filename.empty() && is_block_device(a.filename);
-    jo.mode = a.mode == "time" || a.runtime ? JobMode::Time : JobMode::Count;
-    jo.runtime_s = a.runtime;
-    if (a.nr_requests) {
-        jo.nr_requests = a.nr_requests;
+// The source device's tag count: --nr-requests, else recorded in the trace, else sysfs when the traced disk is here.
+void device_tags(const distiller::Profile& p, uint32_t given, distiller::JobOptions& jo) {
+    if (given) {
+        jo.nr_requests = given;
         jo.nr_requests_source = "--nr-requests";
     } else if (p.nr_requests) {
         jo.nr_requests = p.nr_requests;
@@ -94,10 +96,78 @@ void run_distill(const DistillArgs& a) {
         } catch (const Error&) {
         }
     }
+}
+
+// The --verify scores of one device, printed.
+void print_fidelity(const std::string& job_path, const std::string& target, const std::string& events,
+                    const distiller::Fidelity& f, const distiller::TimeFidelity& tf) {
+    using namespace kvio::distiller;
+    std::printf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), target.c_str(), events.c_str());
+    std::printf("                   whole run                     worst of %zu windows (by commands)\n", tf.windows);
+    std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
+    std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err,
+                tf.worst_read_err);
+    std::printf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
+    std::printf("  sequential share %.1f -> %.1f %%, error %.2f    %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err,
+                tf.worst_seq_err);
+    std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%\n", tf.phases.orig, tf.phases.replay,
+                tf.phases.in_order ? "in order" : "NOT matching", tf.worst_volume_err);
+    std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
+    std::printf("fidelity: %s\n", summary_line(f, tf).c_str());
+}
+
+void run_distill(const DistillArgs& a) {
+    using namespace kvio::distiller;
+    // Before anything is read or written: the replay runs under `kvio trace` (BPF) and writes a raw device.
+    if (a.verify && ::geteuid() != 0)
+        throw Error("distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
+                    "sudo (nothing was written)");
+    if (a.events.empty() && a.trace_json.empty())
+        throw Error("distill: give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
+    if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
+        throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") +
+                    ": needs --filename TARGET (the device the job runs on / the iolog names)");
+    if (a.max_tv >= 0 && !a.verify) throw Error("distill --max-tv: needs --verify (it bounds the replay's size TV)");
+    const bool json_stdout = a.json_out == "-";
+    probe_writable(a.json_out);
+    std::vector<EventTrace> evs;
+    std::vector<Profile> ps;
+    if (!a.events.empty()) {
+        evs = load_all_events(a.events, EventFilter{a.dev, a.pid, a.comm});
+        for (const auto& ev : evs) ps.push_back(profile_events(ev));
+        if (!evs.front().has_summary)
+            std::fprintf(stderr, "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
+                                 "commands are missing and its loss check could not be made\n", a.events.c_str());
+    } else {
+        if (a.pid || !a.comm.empty())
+            throw Error("distill: --pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");
+        ps.push_back(profile_trace_json(a.trace_json, a.dev));
+    }
+    const std::vector<std::string> targets = map_targets(a.filenames, ps);
+    const bool multi = ps.size() > 1;
+    if (multi && !a.iolog.empty())
+        throw Error("distill --iolog: the trace has " + std::to_string(ps.size()) + " devices; an iolog replays one: choose it with --dev");
+    if (a.verify || !a.iolog.empty())
+        for (size_t i = 0; i < ps.size(); ++i)
+            if (targets[i].empty())
+                throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") + ": device " + ps[i].dev + " (" + ps[i].disk +
+                            ") has no target: give --filename " + ps[i].dev + "=PATH for it");
+
+    std::vector<DeviceJobInput> inputs(ps.size());
+    for (size_t i = 0; i < ps.size(); ++i) {
+        JobOptions& jo = inputs[i].opt;
+        jo.filename = targets[i];
+        jo.target_is_block = !targets[i].empty() && is_block_device(targets[i]);
+        jo.mode = a.mode == "time" || a.runtime ? JobMode::Time : JobMode::Count;
+        jo.runtime_s = a.runtime;
+        device_tags(ps[i], a.nr_requests, jo);
+        inputs[i].whole = &ps[i];
+        if (!evs.empty()) inputs[i].trace = &evs[i];
+    }
     PhaseOptions po;
     po.max_phases = a.max_phases;
-    PhasePlan plan;
-    FioJob job = a.events.empty() ? make_fio_job(p, jo) : make_phased_job(ev, p, jo, po, &plan);
+    std::vector<DevicePlan> plans;
+    FioJob job = a.events.empty() ? make_fio_job(ps[0], inputs[0].opt) : make_job(inputs, inputs[0].opt, po, &plans);
     // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
     std::ofstream iolog;
     if (!a.iolog.empty()) {
@@ -109,15 +179,21 @@ void run_distill(const DistillArgs& a) {
 
     size_t iolog_lines = 0;
     if (iolog.is_open()) {
-        iolog_lines = write_iolog(iolog, ev.cmds, a.filename);
+        iolog_lines = write_iolog(iolog, evs[0].cmds, targets[0]);
         if (!iolog.flush()) throw Error("distill: cannot write " + a.iolog);
     }
 
+    const Profile& p = ps[0];
     nlohmann::json j = {{"schema", "kvio.distill/1"}, {"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},
                         {"cmds", {{"read", p.read.cmds}, {"write", p.write.cmds}, {"other", p.other_cmds}}}};
+    if (multi) {
+        j["dev"] = j["disk"] = nullptr;
+        j.erase("cmds");
+    }
     j["job"] = job_json(job);
     j["not_inferred"] = job.not_inferred;
-    if (!a.events.empty()) j["phases"] = phases_json(plan);
+    if (!a.events.empty() && !multi && plans[0].pieces.size() == 1) j["phases"] = phases_json(plans[0].pieces[0]);
+    if (!a.events.empty() && (multi || plans[0].pieces.size() != 1 || !plans[0].trims.empty())) j["devices"] = devices_json(plans);
     if (!a.out.empty()) j["job_file"] = a.out;
     if (!a.iolog.empty()) j["iolog"] = {{"file", a.iolog}, {"ios", iolog_lines}};
 
@@ -128,38 +204,44 @@ void run_distill(const DistillArgs& a) {
         if (a.out.empty()) write_file(job_path, job.text);
         VerifyOptions vo;
         vo.job_path = job_path;
-        vo.target = a.filename;
         vo.events_out = job_path + ".replay.jsonl";
-        vo.needs_bytes = job.needs_bytes();
-        Replay r = run_replay(p, vo);
-        Fidelity f = score(p, r.profile);
-        TimeFidelity tf = score_over_time(plan.data, data_cmds(r.trace.cmds));  // the detector's own limits, not --max-phases
-        j["verify"] = to_json(f);
-        j["verify"]["time_resolved"] = to_json(tf);
-        j["verify"]["replay_events"] = vo.events_out;
-        j["verify"]["summary"] = summary_line(f, tf);
-        const double worst_tv = std::max({f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
+        std::vector<VerifyTarget> vt;
+        for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
+        std::vector<Replay> rs = run_replays(vt, vo);
+        double worst_tv = 0;
+        nlohmann::json per_dev = nlohmann::json::array();
+        for (size_t i = 0; i < ps.size(); ++i) {
+            Fidelity f = score(ps[i], rs[i].profile);
+            // The detector's own limits, not --max-phases.
+            TimeFidelity tf = score_over_time(data_cmds(evs[i].cmds), data_cmds(rs[i].trace.cmds));
+            nlohmann::json v = to_json(f);
+            v["time_resolved"] = to_json(tf);
+            v["replay_events"] = vo.events_out;
+            v["summary"] = summary_line(f, tf);
+            const nlohmann::json kinds = trim_flush_fidelity(ps[i], rs[i].profile);
+            v.update(kinds);
+            worst_tv = std::max({worst_tv, f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
+            if (multi) {
+                v["dev"] = ps[i].dev;
+                v["disk"] = ps[i].disk;
+                v["target"] = targets[i];
+            }
+            per_dev.push_back(v);
+            if (!json_stdout) {
+                if (multi) std::printf("device %s (%s):\n", ps[i].dev.c_str(), ps[i].disk.c_str());
+                print_fidelity(job_path, targets[i], vo.events_out, f, tf);
+                if (ps[i].discard_cmds || rs[i].profile.discard_cmds)
+                    std::printf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
+                                (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>());
+            }
+        }
+        j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", vo.events_out}} : per_dev[0];
         if (a.max_tv >= 0) {
             missed = worst_tv > a.max_tv;
             j["verify"]["max_tv"] = {{"limit", a.max_tv}, {"worst", worst_tv}, {"met", !missed}};
         }
-        if (!json_stdout) {
-            std::printf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), a.filename.c_str(),
-                        vo.events_out.c_str());
-            std::printf("                   whole run                     worst of %zu windows (by commands)\n", tf.windows);
-            std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
-            std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err,
-                        tf.worst_read_err);
-            std::printf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
-            std::printf("  sequential share %.1f -> %.1f %%, error %.2f    %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err,
-                        tf.worst_seq_err);
-            std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%\n", tf.phases.orig, tf.phases.replay,
-                        tf.phases.in_order ? "in order" : "NOT matching", tf.worst_volume_err);
-            std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
-            std::printf("fidelity: %s\n", summary_line(f, tf).c_str());
-            if (a.max_tv >= 0)
-                std::printf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, missed ? "MISSED" : "met");
-        }
+        if (!json_stdout && a.max_tv >= 0)
+            std::printf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, missed ? "MISSED" : "met");
     }
     if (!a.json_out.empty()) {
         if (json_stdout) std::cout << j.dump(2) << "\n";
@@ -170,8 +252,18 @@ void run_distill(const DistillArgs& a) {
             std::cout << job.text;
         } else if (!a.out.empty()) {
             std::printf("wrote %s:", a.out.c_str());
-            if (!job.sections.empty()) std::printf(" %zu sections (%zu phases)", job.sections.size(), plan.phases.size());
-            for (const char* k : {"rw", "rwmixread", "bssplit", "iodepth", "numjobs", "thinktime"})
+            if (!job.sections.empty()) {
+                size_t phases = 0;
+                for (const auto& d : plans)
+                    for (const auto& pc : d.pieces) phases += pc.phases.size();
+                std::printf(" %zu sections (%zu phases", job.sections.size(), phases);
+                size_t trims = 0;
+                for (const auto& d : plans) trims += d.trims.size();
+                if (trims) std::printf(", %zu trim phases", trims);
+                if (multi) std::printf(", %zu devices", plans.size());
+                std::printf(")");
+            }
+            for (const char* k : {"rw", "rwmixread", "bssplit", "iodepth", "numjobs", "thinktime", "rate_process"})
                 if (!job.get(k).empty()) std::printf(" %s=%s", k, job.get(k).c_str());
             std::printf("\n");
         }
@@ -193,13 +285,16 @@ void add_distill_command(CLI::App& app) {
         "Rules: docs/distill.md.");
     sub->add_option("--events", a->events, "kvio.events/1 JSONL (or a kvio.events.bin/1 capture) from `kvio trace --events` (preferred)");
     sub->add_option("--trace-json", a->trace_json, "kvio.trace/1 from `kvio trace --json` (histograms; used without --events)");
-    sub->add_option("--dev", a->dev, "device to distill, \"MAJ:MIN\" or name (default: the only one in the trace)");
+    sub->add_option("--dev", a->dev, "distill only this device, \"MAJ:MIN\" or name (default: every device of the trace, each with "
+                                     "its own sections)");
     sub->add_option("--pid", a->pid, "keep only commands submitted by this pid");
     sub->add_option("--comm", a->comm, "keep only commands submitted by tasks with this comm");
     sub->add_option("-o,--output", a->out, "write the fio job here (default: print it)");
-    sub->add_option("--filename", a->filename,
+    sub->add_option("--filename", a->filenames,
                     "fio target (file or block device), never defaulted; without it the job sets no filename (give it on fio's "
-                    "command line); needed by --verify and --iolog");
+                    "command line); needed by --verify and --iolog. Several devices: DEV=PATH for each (DEV as --dev takes it), "
+                    "repeatable")
+        ->allow_extra_args(false);
     sub->add_option("--mode", a->mode,
                     "how each section ends: count (the trace's number of commands, number_ios) or time (the trace's duration, runtime)")
         ->capture_default_str()

@@ -1,0 +1,280 @@
+// Known-answer tests of the job options issue 17 added: trim sections, per-device sections, rate_process=poisson,
+// FUA / flush rules. Synthetic kvio.events/1 streams of a known shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "distiller/events.h"
+#include "distiller/fio_job.h"
+#include "distiller/multi_job.h"
+#include "distiller/profile.h"
+#include "distiller/trims.h"
+
+using namespace kvio::distiller;
+using nlohmann::json;
+
+namespace {
+
+// A kvio.events/1 file under /tmp, removed at destruction.
+struct Events {
+    std::string path;
+    std::ofstream out;
+    Events() {
+        char t[] = "/tmp/kvio-distill-jobs-XXXXXX";
+        close(mkstemp(t));
+        path = t;
+        out.open(path);
+    }
+    ~Events() { std::remove(path.c_str()); }
+    void cmd(const std::string& op, const std::string& rwbs, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t d2c,
+             const std::string& dev = "7:0", uint32_t tid = 100) {
+        out << json{{"type", "cmd"}, {"src", "block"}, {"dev", dev}, {"disk", "loop" + dev.substr(2)}, {"op", op}, {"rwbs", rwbs},
+                    {"sector", sector}, {"bytes", bytes}, {"ts_issue", issue}, {"ts_complete", issue + d2c}, {"d2c_ns", d2c},
+                    {"pid", tid}, {"tid", tid}, {"comm", "fio"}}
+                   .dump()
+            << "\n";
+    }
+    void summary(uint64_t unmatched) {
+        out << json{{"type", "summary"}, {"events", 1}, {"dropped", 0}, {"unmatched_completes", unmatched}, {"negative_deltas", 0},
+                    {"lost_completes", 0}}
+                   .dump()
+            << "\n";
+    }
+    std::vector<EventTrace> load() {
+        out.flush();
+        return load_all_events(path, {});
+    }
+};
+
+JobOptions opts(const std::string& filename = "/dev/loop9") {
+    JobOptions o;
+    o.filename = filename;
+    o.nr_requests = 128;
+    o.nr_requests_source = "test";
+    return o;
+}
+
+// Sequential 4 KiB writes at QD 1, one every `gap` ns, from `t`; returns the time after the last.
+uint64_t writes(Events& e, int n, uint64_t t, uint64_t gap, const std::string& rwbs = "WS", const std::string& dev = "7:0") {
+    for (int i = 0; i < n; ++i, t += gap) e.cmd("write", rwbs, uint64_t(i) * 8, 4096, t, 30'000, dev);
+    return t;
+}
+
+FioJob job_of(std::vector<EventTrace>& ts, std::vector<Profile>& ps, const std::vector<std::string>& targets,
+              std::vector<DevicePlan>* plans = nullptr) {
+    std::vector<DeviceJobInput> in(ts.size());
+    ps.clear();
+    for (auto& t : ts) ps.push_back(profile_events(t));
+    for (size_t i = 0; i < ts.size(); ++i) in[i] = {&ts[i], &ps[i], opts(targets[i])};
+    return make_job(in, in[0].opt, {}, plans);
+}
+
+std::vector<const FioSection*> io_sections(const FioJob& j) {
+    std::vector<const FioSection*> v;
+    for (const auto& s : j.sections)
+        if (s.get("ioengine") != "null") v.push_back(&s);
+    return v;
+}
+
+bool has(const FioSection& s, const std::string& key) {
+    for (const auto& kv : s.options)
+        if (kv.first == key) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST(DistillRwbs, FlagsFromRwbs) {
+    Cmd c;
+    set_rwbs_flags("FWFS", c);
+    EXPECT_TRUE(c.preflush && c.fua && !c.secure_erase);
+    c = {};
+    set_rwbs_flags("WS", c);
+    EXPECT_FALSE(c.preflush || c.fua);
+    c = {};
+    set_rwbs_flags("WFS", c);
+    EXPECT_TRUE(c.fua && !c.preflush);
+    c = {};
+    set_rwbs_flags("DE", c);
+    EXPECT_TRUE(c.secure_erase && !c.fua);
+    c = {};
+    set_rwbs_flags("FF", c);  // a flush: neither flag
+    EXPECT_FALSE(c.preflush || c.fua);
+}
+
+// A device with FUA: O_SYNC writes are FUA writes (rwbs WFS) and no flush command; before, the job lost the sync.
+TEST(DistillFlush, FuaWritesBecomeSyncWrites) {
+    Events e;
+    writes(e, 300, 1'000'000, 100'000, "WFS");
+    e.summary(0);
+    auto ts = e.load();
+    FioJob j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("sync"), "1") << j.text;
+    EXPECT_EQ(j.get("fdatasync"), "");
+}
+
+// A device without FUA: 2 flush requests per write (dd oflag=direct,sync: the FUA emulation's post-flush and
+// generic_write_sync's flush). fio libaio sync=1 alone gives 1 per write (measured), so the job adds fdatasync=1.
+TEST(DistillFlush, TwoFlushesPerWriteAreSyncPlusFdatasync) {
+    Events e;
+    writes(e, 300, 1'000'000, 100'000);
+    e.summary(600);
+    auto ts = e.load();
+    FioJob j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("sync"), "1") << j.text;
+    EXPECT_EQ(j.get("fdatasync"), "1") << j.text;
+    // One per write stays fdatasync=1 alone (fio sync=1 on libaio and fdatasync=1 look alike there).
+    Events one;
+    writes(one, 300, 1'000'000, 100'000);
+    one.summary(300);
+    ts = one.load();
+    j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("sync"), "");
+    EXPECT_EQ(j.get("fdatasync"), "1");
+}
+
+TEST(DistillTiming, PoissonArrivalsGetRateProcessPoisson) {
+    Events e;
+    std::mt19937_64 rng(7);
+    std::exponential_distribution<double> gap(1.0 / 2e6);  // mean 2 ms: 500 IOPS
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng))) e.cmd("read", "R", uint64_t(i) * 7919 % 100000 * 8, 4096, t, 30'000);
+    e.summary(0);
+    auto ts = e.load();
+    Profile p = profile_events(ts[0]);
+    EXPECT_NEAR(p.arrivals.excess_cv, 1.0, 0.1);
+    EXPECT_LT(p.arrivals.excess_ks, 0.05);
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("rate_process"), "poisson") << j.text;
+    EXPECT_NEAR(std::stod(j.get("rate_iops")), 1e9 / (2e6 + 30'000), 15) << j.text;
+    EXPECT_EQ(j.get("thinktime"), "");
+    EXPECT_NE(j.text.find("timing model: Poisson arrivals"), std::string::npos);
+}
+
+// Poisson-like sync writes keep fdatasync and get no rate_process: fio 3.33 dies of SIGFPE with both (measured; a
+// full-suite run of DistillPhases.SyncWritesStaySyncWrites hit it under load).
+TEST(DistillTiming, PoissonSyncWritesKeepFdatasyncWithoutRateProcess) {
+    Events e;
+    std::mt19937_64 rng(7);
+    std::exponential_distribution<double> gap(1.0 / 2e6);
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng))) e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
+    e.summary(2000);
+    auto ts = e.load();
+    FioJob j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("fdatasync"), "1") << j.text;
+    EXPECT_EQ(j.get("rate_process"), "") << j.text;
+    EXPECT_NE(j.text.find("crashes (SIGFPE) with rate_process=poisson and fdatasync"), std::string::npos) << j.text;
+}
+
+TEST(DistillTiming, RegularBurstsKeepThinktime) {
+    Events e;
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 2000; ++i) {
+        e.cmd("read", "R", uint64_t(i) * 7919 % 100000 * 8, 4096, t, 30'000);
+        t += i % 4 == 3 ? 2'000'000 : 40'000;  // bursts of 4, then 2 ms
+    }
+    e.summary(0);
+    auto ts = e.load();
+    FioJob j = make_fio_job(profile_events(ts[0]), opts());
+    EXPECT_EQ(j.get("rate_process"), "") << j.text;
+    EXPECT_EQ(j.get("thinktime_blocks"), "4") << j.text;
+    EXPECT_NE(j.text.find("timing model: thinktime (regular bursts), not Poisson"), std::string::npos) << j.text;
+}
+
+TEST(DistillTrim, RunOfDiscardsIsAStonewalledTrimSection) {
+    Events e;
+    uint64_t t = writes(e, 300, 1'000'000, 100'000);
+    for (int i = 0; i < 200; ++i, t += 100'000) e.cmd("discard", i < 20 ? "DE" : "D", uint64_t(i) * 1024, 524288, t, 20'000);
+    writes(e, 300, t, 100'000);
+    e.summary(0);
+    auto ts = e.load();
+    ASSERT_EQ(trim_runs(ts[0].cmds).size(), 1u);
+    std::vector<Profile> ps;
+    std::vector<DevicePlan> plans;
+    FioJob j = job_of(ts, ps, {"/dev/loop9"}, &plans);
+    auto s = io_sections(j);
+    ASSERT_EQ(s.size(), 3u) << j.text;
+    EXPECT_EQ(s[0]->get("rw"), "write");
+    EXPECT_EQ(s[1]->get("rw"), "trim") << j.text;  // every discard starts where the previous one ended
+    EXPECT_EQ(s[1]->get("bssplit"), "512k/100");
+    EXPECT_EQ(s[1]->get("number_ios"), "200");
+    EXPECT_EQ(s[1]->get("fdatasync"), "");
+    EXPECT_TRUE(has(*s[1], "stonewall"));
+    EXPECT_TRUE(has(*s[2], "stonewall"));
+    EXPECT_EQ(j.get("filename"), "/dev/loop9");  // one device: [global]
+    EXPECT_NE(j.text.find("20 of them secure erases"), std::string::npos) << j.text;
+    EXPECT_EQ(plans[0].trims[0].discards, 200u);
+}
+
+// Discards scattered among writes do not form a trim phase (fio 3.33 mixes trims with writes only as trimwrite).
+TEST(DistillTrim, InterleavedDiscardsAreNoTrimPhase) {
+    Events e;
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 1000; ++i, t += 100'000) {
+        if (i % 10 == 9) e.cmd("discard", "D", uint64_t(i) * 8, 4096, t, 20'000);
+        else e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
+    }
+    e.summary(0);
+    auto ts = e.load();
+    EXPECT_TRUE(trim_runs(ts[0].cmds).empty());
+    std::vector<Profile> ps;
+    FioJob j = job_of(ts, ps, {"/dev/loop9"});
+    EXPECT_NE(j.text.find("100 discard/other commands are not reproduced"), std::string::npos) << j.text;
+}
+
+// Two devices at the same time: one section each, each on its own target, running together.
+TEST(DistillDevices, OverlappingDevicesRunTogether) {
+    Events e;
+    writes(e, 300, 1'000'000, 100'000, "WS", "7:1");
+    writes(e, 300, 1'050'000, 100'000, "WS", "7:2");
+    e.summary(0);
+    auto ts = e.load();
+    ASSERT_EQ(ts.size(), 2u);
+    std::vector<Profile> ps;
+    std::vector<DevicePlan> plans;
+    FioJob j = job_of(ts, ps, {"/dev/loop8", ""}, &plans);
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    EXPECT_EQ(j.sections[0].get("filename"), "/dev/loop8");
+    EXPECT_FALSE(has(j.sections[1], "filename"));  // unmapped: fio's command line
+    EXPECT_FALSE(has(j.sections[1], "stonewall")) << j.text;
+    EXPECT_EQ(j.get("filename"), "");
+    EXPECT_EQ(plans[0].group, plans[1].group);
+    EXPECT_NE(j.text.find("filename is left to fio's command line for 7:2"), std::string::npos) << j.text;
+}
+
+// One device after the other: stonewalled; a device of several phases beside another keeps its order with wait_for.
+TEST(DistillDevices, SequentialDevicesAreStonewalledAndPhasesUseWaitFor) {
+    Events e;
+    uint64_t t = writes(e, 300, 1'000'000, 100'000, "WS", "7:1");
+    writes(e, 300, t + 200'000'000, 100'000, "WS", "7:2");
+    e.summary(0);
+    auto ts = e.load();
+    std::vector<Profile> ps;
+    FioJob j = job_of(ts, ps, {"/dev/loop8", "/dev/loop9"});
+    auto s = io_sections(j);
+    ASSERT_EQ(s.size(), 2u) << j.text;
+    EXPECT_TRUE(has(*s[1], "stonewall")) << j.text;
+    EXPECT_EQ(j.sections.size(), 3u) << j.text;  // and the 200 ms idle gap between them
+
+    Events f;  // 7:1: 64 KiB writes then 4 KiB reads (two phases); 7:2 writes all the while
+    t = 1'000'000;
+    for (int i = 0; i < 400; ++i, t += 100'000) f.cmd("write", "WS", uint64_t(i) * 128, 65536, t, 30'000, "7:1");
+    for (int i = 0; i < 400; ++i, t += 100'000) f.cmd("read", "R", uint64_t(i) * 7919 % 10000 * 8, 4096, t, 30'000, "7:1");
+    writes(f, 800, 1'050'000, 100'000, "WS", "7:2");
+    f.summary(0);
+    ts = f.load();
+    j = job_of(ts, ps, {"/dev/loop8", "/dev/loop9"});
+    s = io_sections(j);
+    ASSERT_EQ(s.size(), 3u) << j.text;
+    for (const auto* x : s) EXPECT_FALSE(has(*x, "stonewall")) << j.text;
+    EXPECT_EQ(s[1]->get("wait_for"), s[0]->name) << j.text;
+    EXPECT_EQ(s[1]->get("filename"), "/dev/loop8");
+    EXPECT_EQ(s[2]->get("filename"), "/dev/loop9");
+}
