@@ -169,7 +169,8 @@ TEST_F(RunOutputs, ScoresAreExact) {
     const json& tr = ver["time_resolved"];
     EXPECT_EQ(tr["phases"]["orig"], 2) << tr["phases"].dump();
     EXPECT_TRUE(tr["phases"]["in_order"].get<bool>()) << tr["phases"].dump();
-    EXPECT_LT(tr["worst"]["size_tv"].get<double>(), 0.05) << tr["worst"].dump();
+    // 2 % 4 KiB headers placed at random by fio's bssplit: 0.019 in most runs, up to 0.074 (DistillPhases.KvioGen...).
+    EXPECT_LT(tr["worst"]["size_tv"].get<double>(), 0.1) << tr["worst"].dump();
     EXPECT_LT(tr["worst"]["read_err_points"].get<double>(), 5.0) << tr["worst"].dump();
     EXPECT_NE(res.out.find("fidelity: worst of "), std::string::npos) << res.out;
     EXPECT_NE(res.out.find("phases 2 -> 2 in order"), std::string::npos) << res.out;
