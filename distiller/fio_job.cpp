@@ -18,6 +18,7 @@ constexpr size_t kBssplitMax = 64;        // fio options.h BSSPLIT_MAX
 constexpr double kMaxLossShare = 0.05;    // refuse traces that lost more than this share of events
 constexpr double kThinkIdleShare = 0.10;  // idle gaps must cover this share of the span to become thinktime
 constexpr uint64_t kThinkSpread = 4;      // ... and be regular: p90 <= 4 × p10 for gap lengths and burst sizes
+constexpr size_t kThinkMinGaps = 3;       // ... over at least this many gaps: one stall of a phase is no pattern
 constexpr uint32_t kPassMaxRandomPct = 5;  // a direction this random or less is written sequential in passes (see derive_section)
 constexpr uint64_t kLoops = 1000000;      // passes of a pass-restarting job: more than any runtime needs
 constexpr double kFuaShare = 0.5;         // writes with FUA above this share make a sync=1 job
@@ -306,7 +307,8 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     uint64_t b10 = q(p.burst_cmds, 0.1), b90 = q(p.burst_cmds, 0.9);
     bool idle_enough = !p.think_gaps_ns.empty() && p.span_ns &&
                        double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
-    bool regular = g90 <= kThinkSpread * g10 && b90 <= kThinkSpread * std::max<uint64_t>(1, b10);
+    const bool enough_gaps = p.think_gaps_ns.size() >= kThinkMinGaps;
+    bool regular = enough_gaps && g90 <= kThinkSpread * g10 && b90 <= kThinkSpread * std::max<uint64_t>(1, b10);
     // Poisson arrivals first: their idle gaps are exponential, never "regular", so without this rule a
     // rate_process=poisson source became an unthrottled closed loop.
     const Arrivals& arr = p.arrivals;
@@ -478,6 +480,10 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
         if (arr.n) why.push_back("timing model: thinktime (regular bursts), not Poisson: " + arrivals_why);
     } else if (!p.per_command) {
         not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
+    } else if (idle_enough && !enough_gaps) {
+        why.push_back("thinktime not set: " + std::to_string(p.think_gaps_ns.size()) + " idle gap(s) >= " +
+                      us(double(kThinkGapNs)) + " cover " + pct(double(p.think_idle_ns) / double(p.span_ns)) +
+                      " of the span: fewer than " + std::to_string(kThinkMinGaps) + " gaps are a stall, not a think-time pattern");
     } else if (idle_enough) {
         why.push_back("thinktime not set: idle gaps >= " + us(double(kThinkGapNs)) + " cover " +
                       pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span but are irregular (gap p10 " +

@@ -448,6 +448,21 @@ TEST(Fidelity, ScoresShapeDifferences) {
     EXPECT_TRUE(j["size_tv"].contains("write"));
 }
 
+// New-user finding: a single 3.2 ms gap in a randread phase became thinktime=3243 thinktime_blocks=1858, and the
+// replay split into extra phases. One gap (p10 = p90) looks "regular"; it takes several to be a pattern.
+TEST(Distill, OneIdleGapIsNotThinkTime) {
+    EventsFile ef;
+    uint64_t t = 1'000'000;
+    for (int i = 0; i < 2000; ++i, t += 10'000) {
+        if (i == 1000) t += 3'200'000;  // the one stall: 3.2 ms, ~14 % of the 23 ms span
+        ef.cmd("read", uint64_t(i) * 77777 % 100000 * 8, 4096, t, t + 10'000);
+    }
+    Profile p = profile_events(ef.load());
+    FioJob j = make_fio_job(p, opts());
+    EXPECT_EQ(j.get("thinktime"), "") << j.text;
+    EXPECT_NE(j.text.find("1 idle gap(s)"), std::string::npos) << j.text;
+}
+
 TEST(Distill, IrregularIdleIsNotThinkTime) {
     EventsFile ef;
     // Bursts of 2..40 commands separated by 0.15..6 ms: a starved submitter, not an application's think time.
