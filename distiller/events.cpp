@@ -90,6 +90,7 @@ std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path
         c.qd = uint32_t(r.qd);
         c.pid = uint32_t(r.pid);
         c.tid = uint32_t(r.tid);
+        c.io_worker = r.comm.starts_with("iou-wrk-") || r.comm.starts_with("iou-sqp-");
         c.has_user_data = r.has_field(EventField::UserData);
         c.nvme = r.nvme;
         c.passthrough = c.nvme && r.rwbs == "N";

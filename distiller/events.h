@@ -30,6 +30,7 @@ struct Cmd {
     bool fua : 1 = false;          ///< rwbs 'F' after the op letter (REQ_FUA): a write the device made durable itself
     bool preflush : 1 = false;     ///< rwbs 'F' before the op letter (REQ_PREFLUSH): the device cache was flushed first
     bool secure_erase : 1 = false; ///< rwbs "DE" (REQ_OP_SECURE_ERASE), op "discard"
+    bool io_worker : 1 = false;    ///< submitted by an io_uring worker thread (comm iou-wrk-N / iou-sqp-N) of process `pid`
     /// False for a "complete_lost" record: size, op, sector and issue time are real, the completion is unknown.
     bool completion_seen() const { return ts_complete != 0; }
     /// When the command left the device as far as the trace knows: ts_complete, or ts_issue when not seen.

@@ -463,6 +463,34 @@ TEST(Distill, OneIdleGapIsNotThinkTime) {
     EXPECT_NE(j.text.find("1 idle gap(s)"), std::string::npos) << j.text;
 }
 
+// New-user finding: fio io_uring QD 256 × 4 jobs (buffered) was refused, "iodepth × numjobs is 144 but the device has
+// only 128 tags": 36 tids (32 of them iou-wrk workers) counted as 36 jobs, 128 / 36 rounded to 4 each. Workers count
+// as their process; a rounded depth that would exceed the tags is rounded down, not refused.
+TEST(Distill, IoUringWorkersCountAsTheirProcess) {
+    EventsFile ef;
+    uint64_t sector = 0;
+    auto put = [&](uint32_t pid, uint32_t tid, const std::string& comm, uint64_t issue) {
+        json j = {{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "read"}, {"rwbs", "R"},
+                  {"sector", (sector += 8) % 2000000}, {"bytes", 4096}, {"ts_issue", issue}, {"ts_complete", issue + 90'000},
+                  {"d2c_ns", 90'000}, {"pid", pid}, {"tid", tid}, {"comm", comm}};
+        ef.raw(j.dump());
+    };
+    for (uint64_t r = 0; r < 100; ++r) {
+        const uint64_t t = 1'000'000 + r * 100'000;
+        for (uint32_t job = 0; job < 4; ++job) {
+            const uint32_t pid = 1000 + job;
+            for (int k = 0; k < 8; ++k) put(pid, pid, "fio", t + uint64_t(k));                 // the job's own thread: 8 in flight
+            for (uint32_t w = 0; w < 8; ++w)                                                     // its 8 workers: 3 each
+                for (int k = 0; k < 3; ++k) put(pid, pid * 100 + w, "iou-wrk-" + std::to_string(pid), t + 10 + uint64_t(k));
+        }
+    }
+    Profile p = profile_events(ef.load());
+    EXPECT_EQ(p.concurrent_tids, 4u);
+    FioJob j = make_fio_job(p, opts());  // refused before: 36 "jobs" × 4
+    EXPECT_EQ(j.get("numjobs"), "4") << j.text;
+    EXPECT_EQ(j.get("iodepth"), "32") << j.text;
+}
+
 TEST(Distill, IrregularIdleIsNotThinkTime) {
     EventsFile ef;
     // Bursts of 2..40 commands separated by 0.15..6 ms: a starved submitter, not an application's think time.
