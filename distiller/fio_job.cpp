@@ -565,7 +565,7 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             uint64_t cap_bytes = round_up(uint64_t(2.0 * total_bytes / double(numjobs)) + 16 * max_bs, 4096);
             set("io_size", std::to_string(cap_bytes), "an upper bound (twice the trace's bytes): number_ios ends the section");
             set("number_ios", std::to_string(per_job),
-                std::to_string(n) + " read/write commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
+                std::to_string(n) + (spec.trim ? " discard" : " read/write") + " commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
                     " (the same amount of I/O, not a rounded-up runtime)");
         }
     } else {

@@ -210,6 +210,7 @@ TEST(DistillTrim, RunOfDiscardsIsAStonewalledTrimSection) {
     EXPECT_TRUE(has(*s[2], "stonewall"));
     EXPECT_EQ(j.get("filename"), "/dev/loop9");  // one device: [global]
     EXPECT_NE(j.text.find("20 of them secure erases"), std::string::npos) << j.text;
+    EXPECT_NE(j.text.find("200 discard commands in the trace"), std::string::npos) << j.text;  // not "read/write"
     EXPECT_EQ(plans[0].trims[0].discards, 200u);
 }
 
