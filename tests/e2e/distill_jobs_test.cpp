@@ -107,8 +107,7 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
         EXPECT_FALSE(o.contains("stonewall")) << text;  // they overlapped in time
         bool reads = o["rw"] == "randread";
         EXPECT_EQ(o["filename"], reads ? a.dst.path : b.dst.path) << text;
-        // The depth median within 1 (the bound): two fio jobs on this 2-core VM, the reader lost some QD 4 time.
-        EXPECT_LE(std::abs(std::stoi(o["iodepth"].get<std::string>()) - (reads ? 4 : 1)), 1) << text;
+        EXPECT_GE(std::stoi(o["iodepth"].get<std::string>()), 1) << text;
         EXPECT_EQ(o["number_ios"], reads ? "4000" : "768") << text;
     }
     const json& devs = j["verify"]["devices"];
@@ -118,6 +117,13 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
         EXPECT_EQ(d["target"], d["dev"] == a.src.majmin ? a.dst.path : b.dst.path);
         EXPECT_LE(std::max(d["size_tv"]["read"].get<double>(), d["size_tv"]["write"].get<double>()), 0.0) << d.dump();
         for (const auto& e : d["time_resolved"]["phases"]["volume_err_pct"]) EXPECT_LE(e.get<double>(), 2.0) << d.dump();
+        // The depth median within 1 (the bound), trace against replay: fio's QD 4 reader on a tmpfs loop
+        // reached a median of 1 in one run of four on this 2-core VM (its commands finish in ~8 µs), so the job's
+        // iodepth follows the trace, not fio's configuration.
+        const json& dm = d["time_resolved"]["phases"]["depth_median"];
+        ASSERT_EQ(dm["orig"].size(), dm["replay"].size()) << d.dump();
+        for (size_t i = 0; i < dm["orig"].size(); ++i)
+            EXPECT_LE(std::abs(dm["orig"][i].get<int>() - dm["replay"][i].get<int>()), 1) << d.dump();
         EXPECT_LE(d["rwmix_err_points"].get<double>(), 0.0) << d.dump();
     }
 }
