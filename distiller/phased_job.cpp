@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/histogram.h"
 #include "distiller/timeline.h"
 
 namespace kvio::distiller {
@@ -146,6 +148,104 @@ std::string rare_sizes_note(const PhasePlan& plan) {
                   "percents): up to %zu of phase %zu's %zu commands (%.1f %%), so its windows' size TV cannot go below about %.3f",
                   lost, at + 1, of, 100 * worst, worst);
     return b;
+}
+
+// A size that bssplit would draw at random but the trace places: in a one-direction section, at most 10 % and at
+// least 0.5 % of the commands (below, bssplit leaves it out), at least 3 of them, every g-th command with g varying by
+// at most max(1, g / 8) (kvio gen's 4 KiB slot header at each object's start, one every 50 writes). fio's bssplit
+// draws each command's size, so a score window of W commands holds Binomial(W, p) of them where the trace holds a
+// fixed count: sqrt(p (1 - p) / W) of size TV, 0.014 at p = 2 %, W = 100, and 1 / w in the window of w writes where
+// the phase ends. A job of their own in a flow pair with the rest is issued every 1 / p commands, as in the trace.
+constexpr double kPlacedMaxShare = 0.10, kPlacedMinShare = 0.005;
+constexpr size_t kPlacedMinCmds = 3;
+
+struct PlacedSize {
+    uint64_t bytes = 0;
+    bool write = false;
+    size_t cmds = 0, of = 0;        ///< its commands, the section's data commands
+    size_t gap_lo = 0, gap_hi = 0;  ///< data commands from one of them to the next
+};
+
+std::optional<PlacedSize> placed_size(const EventTrace& s) {
+    std::map<uint64_t, std::vector<size_t>> at;  // size -> places among the data commands
+    size_t n = 0;
+    bool dir[2] = {false, false};
+    for (const auto& c : s.cmds) {
+        if (c.op != Op::Read && c.op != Op::Write) continue;
+        dir[c.op == Op::Write] = true;
+        at[c.bytes].push_back(n++);
+    }
+    if ((dir[0] && dir[1]) || at.size() < 2) return std::nullopt;
+    std::optional<PlacedSize> best;
+    for (const auto& [bytes, pos] : at) {
+        const double share = double(pos.size()) / double(n);
+        if (pos.size() < kPlacedMinCmds || share > kPlacedMaxShare || share < kPlacedMinShare) continue;
+        size_t lo = SIZE_MAX, hi = 0;
+        for (size_t i = 1; i < pos.size(); ++i) lo = std::min(lo, pos[i] - pos[i - 1]), hi = std::max(hi, pos[i] - pos[i - 1]);
+        if (hi > lo + std::max<size_t>(1, lo / 8)) continue;
+        if (!best || pos.size() > best->cmds) best = PlacedSize{bytes, dir[1], pos.size(), n, lo, hi};
+    }
+    return best;
+}
+
+// Section `s`'s commands of the placed size and the others as two jobs in one flow (fio flow_id; per-job weights whose
+// ratio is the commands' ratio, each divided by its job's numjobs as for concurrent streams): fio holds each job's
+// share of the flow's I/O at its weight, so the placed size comes once every of / cmds commands, as in the trace.
+std::vector<FioSection> placed_size_pair(const EventTrace& s, const PlacedSize& ps, const JobOptions& opt, const SectionSpec& spec,
+                                         uint32_t flow_id, std::vector<std::string>& not_inferred, const std::string& name,
+                                         const std::string& where) {
+    EventTrace part[2] = {empty_like(s), empty_like(s)};  // the others (flushes too), the placed size
+    for (const auto& c : s.cmds) part[(c.op == Op::Read || c.op == Op::Write) && c.bytes == ps.bytes].cmds.push_back(c);
+    Profile pr[2];
+    uint64_t clones[2] = {1, 1};
+    const Profile whole = profile_events(s);
+    for (int k = 0; k < 2; ++k) {
+        part[k].records = part[k].cmds.size();
+        pr[k] = profile_events(part[k]);
+        if (k == 0) {
+            // The others' sequentiality is the section's: a command that continues a placed one (a slot's first
+            // transfer after its header) continues the stream, and does so in the replay, where the others run
+            // as one stream of their own.
+            for (auto [dst, src] : {std::pair{&pr[0].read, &whole.read}, std::pair{&pr[0].write, &whole.write}})
+                dst->seq_cmds = uint64_t(std::llround(src->seq_share() * double(dst->seq_scored)));
+        }
+        std::vector<std::string> scratch;
+        const std::string nj = derive_section(pr[k], opt, spec, scratch).get("numjobs");
+        if (!nj.empty()) clones[k] = std::max<uint64_t>(1, std::stoull(nj));
+    }
+    const uint64_t placed = ps.cmds, rest = ps.of - ps.cmds;
+    const auto [w_rest, w_placed] = flow_weights(rest * clones[1], placed * clones[0]);
+    const std::string size = human_bytes(ps.bytes), dir = ps.write ? "writes" : "reads";
+    const std::string every = ps.gap_lo == ps.gap_hi ? std::to_string(ps.gap_lo) : std::to_string(ps.gap_lo) + "-" + std::to_string(ps.gap_hi);
+    std::vector<FioSection> out;
+    for (int k = 0; k < 2; ++k) {
+        SectionSpec ss = spec;
+        ss.stonewall = spec.stonewall && k == 0;
+        ss.flow = k ? w_placed : w_rest;
+        ss.flow_id = flow_id;
+        ss.rate_why = std::to_string(placed) + " of the " + std::to_string(ps.of) + " " + dir + " are " + size + ", one every " + every +
+                      " commands: flow weights " + std::to_string(w_rest) + " : " + std::to_string(w_placed) + " per job (" +
+                      std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
+                      " jobs) issue them at that rate among the others, where bssplit would draw them at random (docs/distill.md "
+                      "\"Sizes at fixed places\")";
+        FioSection sec = derive_section(pr[k], opt, ss, not_inferred);
+        if (k) {
+            // Its commands' gaps are the others' commands, which the flow holds it to: no timing of its own (a
+            // thinktime of the 29 ms between gen's headers stalled the others, which wait for it when it is due).
+            static const char* const kTiming[] = {"thinktime", "thinktime_blocks", "rate_iops", "rate_process"};
+            std::erase_if(sec.options, [](const auto& kv) { return std::find(std::begin(kTiming), std::end(kTiming), kv.first) != std::end(kTiming); });
+            std::erase_if(sec.why, [](const std::string& w) {
+                return std::any_of(std::begin(kTiming), std::end(kTiming), [&](const char* t) { return w.starts_with(std::string(t) + "="); }) ||
+                       w.starts_with("thinktime not set") || w.starts_with("timing model");
+            });
+            sec.why.push_back("timing: none of its own; the flow issues it when the others have done their share");
+        }
+        sec.name = k ? name + "-" + size : name;
+        sec.comment = where + (k ? "; its " + size + " " + dir + " (one every " + every + " commands), alongside the others"
+                                 : "; its " + dir + " but the " + size + " ones, which a job alongside places");
+        out.push_back(std::move(sec));
+    }
+    return out;
 }
 
 std::string ms_str(uint64_t ns) {
@@ -349,6 +449,10 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 }
                 spec.stonewall = true;
             }
+        } else if (const auto placed = loop_one ? std::nullopt : placed_size(s)) {
+            for (auto& sec : placed_size_pair(s, *placed, opt, spec, ++flow_groups, job.not_inferred,
+                                              opt.job_name + "-phase" + std::to_string(i + 1), where))
+                job.sections.push_back(std::move(sec));
         } else {
             // A repeated phase: its values from every repetition.
             FioSection sec = derive_section(loop_one ? whole : profile_events(s), opt, spec, job.not_inferred);

@@ -154,8 +154,8 @@ TEST_F(RunOutputs, ScoresAreExact) {
     // gen's first-MiB emptiness check runs before tracing: no readahead commands in the traced workload.
     EXPECT_EQ(val["untagged_cmds"], 0);
     // The replay of the distilled job has the original's command sizes: 512 KiB transfers (and 4 KiB headers).
-    // Writes are a sequential stream with 2 % 4 KiB headers: the job restarts passes (io_size, loops) so fio never
-    // fills the region's tail with 4 KiB writes (with a time-based wrap: write TV 0.002-0.096, measured).
+    // The 4 KiB slot headers, one at each object's start, are a job of their own beside the 512 KiB writes (a flow
+    // pair), so neither stream has mixed sizes that fio could pile up at the region's end.
     json ver = json::parse(slurp(out + "/verify.json"));
     EXPECT_LT(ver["size_tv"]["read"].get<double>(), 0.05);
     EXPECT_LT(ver["size_tv"]["write"].get<double>(), 0.05);
@@ -169,9 +169,9 @@ TEST_F(RunOutputs, ScoresAreExact) {
     const json& tr = ver["time_resolved"];
     EXPECT_EQ(tr["phases"]["orig"], 2) << tr["phases"].dump();
     EXPECT_TRUE(tr["phases"]["in_order"].get<bool>()) << tr["phases"].dump();
-    // 2 % 4 KiB headers placed at random by fio's bssplit: 0.019 in most runs, up to 0.074 (DistillPhases.KvioGen...).
-    EXPECT_LT(tr["worst"]["size_tv"].get<double>(), 0.1) << tr["worst"].dump();
-    EXPECT_LT(tr["worst"]["read_err_points"].get<double>(), 5.0) << tr["worst"].dump();
+    // The bounds per window (DistillPhases.KvioGenStoreAllThenLoadAll has the rest of them).
+    EXPECT_LE(tr["worst"]["size_tv"].get<double>(), 0.05) << tr["worst"].dump();
+    EXPECT_LE(tr["worst"]["read_err_points"].get<double>(), 2.0) << tr["worst"].dump();
     EXPECT_NE(res.out.find("fidelity: worst of "), std::string::npos) << res.out;
     EXPECT_NE(res.out.find("phases 2 -> 2 in order"), std::string::npos) << res.out;
     EXPECT_LT(ver["rwmix_err_points"].get<double>(), 5.0);

@@ -1,6 +1,7 @@
 // Known-answer tests of the distiller: synthetic kvio.events/1 streams with a known shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -610,6 +611,21 @@ TEST(Phases, RepeatedPhaseBecomesLoops) {
     EXPECT_EQ(j.sections[0].get("thinktime_blocks"), "200");
 }
 
+// A steady randread trace with a stall too short to be a phase (60 commands at depth 1 amid depth 4): the stall,
+// merged into one side, left two phases of one kind, and the job was one section of loops=2 with thinktime=0.
+TEST(Phases, NeighboursOfOneKindAreOnePhase) {
+    EventsFile ef;
+    uint64_t t = closed_loop(ef, 1'000'000, 1500, 4, "read", 4096, false, 100'000);
+    t = closed_loop(ef, t, 60, 1, "read", 4096, false, 100'000);
+    closed_loop(ef, t, 1500, 4, "read", 4096, false, 100'000);
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    EXPECT_EQ(plan.phases.size(), 1u) << j.text;
+    EXPECT_TRUE(j.sections.empty()) << j.text;
+    EXPECT_EQ(j.get("loops"), "") << j.text;
+    EXPECT_EQ(j.get("number_ios"), "3060") << j.text;
+}
+
 TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
     EventsFile ef;
     // A reader thread at QD 8 (4 KiB) and a writer thread at QD 1 (64 KiB) over the same second.
@@ -701,6 +717,62 @@ TEST(Phases, DriftingReadShareBecomesOneSectionPerSteadyStretch) {
     for (size_t k = 0; k <= last; ++k) ios += std::stoull(j.sections[k].get("number_ios"));
     EXPECT_EQ(ios, 6000u);
     EXPECT_EQ(j.sections.back().get("rw"), "write");
+}
+
+namespace {
+// kvio gen's stores, then its loads: `objects` objects of a 4 KiB slot header and 49 transfers of 512 KiB written
+// contiguously at QD 1, then their 512 KiB transfers read back. `placed`: each header at its object's start (as gen
+// writes them); else the 4 KiB writes, as many, at pseudo-random places among the others.
+void store_then_load(EventsFile& ef, int objects, bool placed) {
+    uint64_t t = 1'000'000, sector = 0, lcg = 5;
+    std::vector<int> small;
+    for (int o = 0; o < objects; ++o) {
+        lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+        small.push_back(o * 50 + (placed ? 0 : int((lcg >> 33) % 50)));
+    }
+    for (int i = 0; i < objects * 50; ++i, t += 300'000) {
+        const uint64_t bytes = std::find(small.begin(), small.end(), i) != small.end() ? 4096 : 524288;
+        ef.cmd("write", sector, bytes, t, t + 250'000);
+        sector += bytes / 512;
+    }
+    closed_loop(ef, t + 1'000'000, objects * 49, 1, "read", 524288, true, 200'000);
+}
+}  // namespace
+
+// The 4 KiB headers of kvio gen's stores are 2 % of its writes, one at each object's start: bssplit=4k/2:512k/98
+// draws them at random (Binomial(100, 0.02) in a window of 100 writes: size TV up to 0.04-0.07 in one run of five),
+// so they get a job of their own in a flow pair with the 512 KiB writes, weights 49 : 1, placing one every 50.
+TEST(Phases, SizeAtFixedPlacesGetsAJobOfItsOwn) {
+    EventsFile ef;
+    store_then_load(ef, 20, true);
+    PhasePlan plan;
+    FioJob j = phased(ef, plan);
+    ASSERT_EQ(plan.phases.size(), 2u) << j.text;
+    ASSERT_EQ(j.sections.size(), 3u) << j.text;
+    const auto &rest = j.sections[0], &hdr = j.sections[1], &load = j.sections[2];
+    EXPECT_EQ(rest.name, "kvio-distilled-phase1");
+    EXPECT_EQ(rest.get("rw"), "write");
+    EXPECT_EQ(rest.get("bssplit"), "512k/100");
+    EXPECT_EQ(rest.get("number_ios"), "980");
+    EXPECT_EQ(rest.get("flow"), "49");
+    EXPECT_EQ(hdr.name, "kvio-distilled-phase1-4k");
+    EXPECT_EQ(hdr.get("bssplit"), "4k/100");
+    EXPECT_EQ(hdr.get("number_ios"), "20");
+    EXPECT_EQ(hdr.get("iodepth"), "1");
+    EXPECT_EQ(hdr.get("flow"), "1");
+    EXPECT_EQ(hdr.get("flow_id"), rest.get("flow_id"));
+    EXPECT_EQ(hdr.get("thinktime"), "") << j.text;  // the flow times it: the idle between headers is the others' I/O
+    EXPECT_EQ(j.text.find("[kvio-distilled-phase1-4k]\nstonewall"), std::string::npos) << j.text;  // runs alongside
+    EXPECT_EQ(load.get("rw"), "read");
+    EXPECT_NE(j.text.find("[kvio-distilled-phase2]\nstonewall"), std::string::npos) << j.text;
+
+    // The same share at random places: bssplit draws them as the trace has them.
+    EventsFile rnd;
+    store_then_load(rnd, 20, false);
+    j = phased(rnd, plan);
+    ASSERT_EQ(j.sections.size(), 2u) << j.text;
+    EXPECT_EQ(j.sections[0].get("bssplit"), "4k/2:512k/98");
+    EXPECT_EQ(j.sections[0].get("flow"), "");
 }
 
 // Issue 16 row 13: a 1000-byte or 0-byte command among 64 KiB ones gave bssplit=1000/2:64k/98, which fio refuses
