@@ -210,16 +210,27 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
         merge(best);
     }
     // Kinds: a phase joins the first earlier kind whose first phase has the same mix.
-    std::vector<size_t> rep;
-    for (auto& p : ph) {
-        p.kind = -1;
-        for (size_t k = 0; k < rep.size() && p.kind < 0; ++k)
-            if (!mixes_differ(summarize(d, ph[rep[k]].begin, ph[rep[k]].end), summarize(d, p.begin, p.end))) p.kind = int(k);
-        if (p.kind < 0) {
-            p.kind = int(rep.size());
-            rep.push_back(size_t(&p - ph.data()));
+    auto assign_kinds = [&] {
+        std::vector<size_t> rep;
+        for (auto& p : ph) {
+            p.kind = -1;
+            for (size_t k = 0; k < rep.size() && p.kind < 0; ++k)
+                if (!mixes_differ(summarize(d, ph[rep[k]].begin, ph[rep[k]].end), summarize(d, p.begin, p.end))) p.kind = int(k);
+            if (p.kind < 0) {
+                p.kind = int(rep.size());
+                rep.push_back(size_t(&p - ph.data()));
+            }
         }
-    }
+    };
+    assign_kinds();
+    // Neighbours of one kind that no long idle gap separates are one phase: a stall too short to be a phase of its
+    // own, merged into one side, leaves two phases of one mix (a steady randread trace became "2 phases" of one kind,
+    // written as loops=2 of half its commands with a thinktime of 0).
+    bool merged = false;
+    for (size_t i = 0; i + 1 < ph.size();)
+        if (ph[i].kind == ph[i + 1].kind && ph[i + 1].idle_before_ns < opt.gap_ns) merge(i), merged = true;
+        else ++i;
+    if (merged) assign_kinds();
     return ph;
 }
 
