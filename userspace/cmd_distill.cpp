@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/devinfo.h"
@@ -62,19 +63,47 @@ std::vector<std::string> map_targets(const std::vector<std::string>& given, cons
             continue;
         }
         const std::string dev = g.substr(0, eq), path = g.substr(eq + 1);
+        auto device_list = [&] {
+            std::string list;
+            for (const auto& d : devs) list += (list.empty() ? "" : ", ") + d.dev + " (" + d.disk + ")";
+            return list;
+        };
+        if (dev.empty())
+            throw Error("distill --filename " + g + ": the mapping's device part (before '=') is empty: give DEV=PATH, DEV as --dev "
+                        "takes it (MAJ:MIN or name; the trace's devices: " + device_list() + ")");
         size_t hit = devs.size();
         for (size_t i = 0; i < devs.size(); ++i)
             if (devs[i].dev == dev || devs[i].disk == dev) hit = i;
-        if (hit == devs.size()) {
-            std::string list;
-            for (const auto& d : devs) list += (list.empty() ? "" : ", ") + d.dev + " (" + d.disk + ")";
-            throw Error("distill --filename " + g + ": no device " + dev + " in the trace (its devices: " + list + ")");
-        }
+        if (hit == devs.size())
+            throw Error("distill --filename " + g + ": no device " + dev + " in the trace (its devices: " + device_list() + ")");
         if (path.empty()) throw Error("distill --filename " + g + ": no path after '='");
         if (!out[hit].empty()) throw Error("distill --filename " + g + ": device " + dev + " already has a target (" + out[hit] + ")");
         out[hit] = path;
     }
     return out;
+}
+
+// True when `a` and `b` name one target: the same path, the same block device (st_rdev), or the same file.
+bool same_target(const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    struct stat sa {}, sb {};
+    if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+    if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode)) return sa.st_rdev == sb.st_rdev;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// Two devices of the trace mapped to one target: their sections would run on it together (--verify refuses this).
+void warn_shared_targets(const std::vector<std::string>& targets, const std::vector<distiller::Profile>& devs) {
+    for (size_t i = 0; i < targets.size(); ++i)
+        for (size_t k = i + 1; k < targets.size(); ++k)
+            if (!targets[i].empty() && !targets[k].empty() && same_target(targets[i], targets[k]))
+                std::fprintf(stderr,
+                             "kvio distill: warning: devices %s (%s) and %s (%s) are both mapped to %s: %s; map each to a target "
+                             "of its own\n",
+                             devs[i].dev.c_str(), devs[i].disk.c_str(), devs[k].dev.c_str(), devs[k].disk.c_str(), targets[k].c_str(),
+                             devs[i].write.cmds || devs[k].write.cmds
+                                 ? "their sections would write over each other's data there"
+                                 : "their sections would read it together, so neither device's mix is replayed alone");
 }
 
 // The source device's tag count: --nr-requests, else recorded in the trace, else sysfs when the traced disk is here.
@@ -144,6 +173,7 @@ void run_distill(const DistillArgs& a) {
         ps.push_back(profile_trace_json(a.trace_json, a.dev));
     }
     const std::vector<std::string> targets = map_targets(a.filenames, ps);
+    if (!a.verify) warn_shared_targets(targets, ps);  // --verify refuses one disk for two devices
     const bool multi = ps.size() > 1;
     if (multi && !a.iolog.empty())
         throw Error("distill --iolog: the trace has " + std::to_string(ps.size()) + " devices; an iolog replays one: choose it with --dev");

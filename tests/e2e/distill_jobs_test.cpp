@@ -95,6 +95,15 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
     r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename loop99999=" + a.dst.path);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("no device loop99999 in the trace"), std::string::npos) << r.err;
+    r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename =" + a.dst.path);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("the mapping's device part (before '=') is empty: give DEV=PATH"), std::string::npos) << r.err;
+    // Both devices on one target: a job without --verify, but a warning (their writes would meet there).
+    r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path +
+            " --filename " + b.src.majmin + "=" + a.dst.path + " -o " + a.d.file("shared.ini"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("are both mapped to " + a.dst.path + ": their sections would write over each other's data"), std::string::npos)
+        << r.err;
     r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path + " --verify");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("has no target: give --filename " + b.src.majmin + "=PATH"), std::string::npos) << r.err;
