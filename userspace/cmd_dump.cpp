@@ -46,6 +46,7 @@ void add_dump_command(CLI::App& app) {
         std::fprintf(stderr, "kvio dump: %s: %llu commands on %llu device tracks, %llu syscalls, %llu object ops, %llu flows\n",
                      o->tl.out.c_str(), (unsigned long long)s.commands, (unsigned long long)s.device_tracks,
                      (unsigned long long)s.syscalls, (unsigned long long)s.ops, (unsigned long long)s.flows);
+        for (const auto& w : s.warnings) std::fprintf(stderr, "kvio dump: warning: %s\n", w.c_str());
     });
 }
 

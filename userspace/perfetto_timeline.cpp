@@ -202,6 +202,7 @@ Stats write_perfetto(const Options& o) {
     // ---- object ops and the join ----
     std::vector<Slice> ops;
     std::vector<int64_t> cmd_op;  // per command record, in file order: the op it was joined to, or -1
+    std::vector<std::string> join_warnings;
     if (!o.semantic.empty()) {
         const validate::SemanticTrace st = validate::read_semantic(o.semantic);
         for (const auto& op : st.ops) {
@@ -221,7 +222,9 @@ Stats write_perfetto(const Options& o) {
         vo.record = o.record;
         vo.geometry.trace_json = o.trace_json;
         vo.on_command = [&](const validate::Command&, int64_t op) { cmd_op.push_back(op); };
-        validate::run(vo);
+        const validate::Report rep = validate::run(vo);
+        join_warnings = rep.warnings;
+        if (!rep.nothing_measured.empty()) join_warnings.insert(join_warnings.begin(), rep.nothing_measured);
         if (cmd_op.size() != cmds.size())
             throw Error(o.events + ": the join read " + std::to_string(cmd_op.size()) + " command records, the timeline " +
                         std::to_string(cmds.size()));
@@ -249,6 +252,10 @@ Stats write_perfetto(const Options& o) {
     for (uint32_t n : dev_slots) st.max_slots = std::max<uint64_t>(st.max_slots, n);
     for (size_t i = 0; i < cmd_op.size(); ++i)
         if (cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i])) ++st.flows;
+    if (st.ops && !st.flows) {
+        st.warnings = join_warnings;
+        if (st.warnings.empty()) st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " + o.semantic);
+    }
 
     // ---- write ----
     OutputFile file(o.out);  // a name ending in .zst: one zstd frame

@@ -230,3 +230,38 @@ TEST(Timeline, BadInputNamesFileAndLine) {
         EXPECT_NE(std::string(e.what()).find("ev.jsonl:1: field 'ts_complete'"), std::string::npos) << e.what();
     }
 }
+
+// The ops' device is not the one the commands were traced on: 0 flows, and the stats say why, naming both devices
+// (`kvio dump --semantic` printed "0 flows" and nothing else).
+TEST(Timeline, NoFlowsSaysWhichDevicesTheOpsAndTheCommandsAreOn) {
+    Tmp t;
+    validate::SynthSpec sp;
+    sp.objects = 4;
+    sp.object_bytes = 1 << 20;
+    const std::string sem = t.file("s.jsonl"), ev = t.file("e.jsonl");
+    validate::synth_write(sp, sem, ev);
+    std::vector<json> other;  // the same commands, traced on 7:99
+    {
+        std::ifstream in(ev);
+        for (std::string line; std::getline(in, line);) {
+            json j = json::parse(line);
+            if (j.value("type", "") == "cmd") j["dev"] = "7:99", j["disk"] = "loop99";
+            other.push_back(j);
+        }
+    }
+    timeline::Options o;
+    o.events = t.write("other.jsonl", other);
+    o.semantic = sem;
+    o.out = t.file("t.json");
+    const timeline::Stats s = timeline::write_perfetto(o);
+    EXPECT_EQ(s.ops, 4u);
+    EXPECT_EQ(s.flows, 0u);
+    ASSERT_FALSE(s.warnings.empty());
+    EXPECT_NE(s.warnings[0].find("7:0"), std::string::npos) << s.warnings[0];
+    EXPECT_NE(s.warnings[0].find("7:99"), std::string::npos) << s.warnings[0];
+
+    o.events = ev;  // the right device: flows, no warning
+    const timeline::Stats ok = timeline::write_perfetto(o);
+    EXPECT_GT(ok.flows, 0u);
+    EXPECT_TRUE(ok.warnings.empty());
+}
