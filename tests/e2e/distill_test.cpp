@@ -255,6 +255,7 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     json j = json::parse(r.out);
     // The job carries the known shape.
+    ASSERT_FALSE(j["job"].contains("sections")) << slurp(d.file("job.ini"));
     EXPECT_EQ(j["job"]["bssplit"], "128k/100,512k/100");
     EXPECT_EQ(j["job"]["iodepth"], "4");
     EXPECT_EQ(j["job"]["rw"], "randrw");

@@ -611,19 +611,28 @@ TEST(Phases, RepeatedPhaseBecomesLoops) {
     EXPECT_EQ(j.sections[0].get("thinktime_blocks"), "200");
 }
 
-// A steady randread trace with a stall too short to be a phase (60 commands at depth 1 amid depth 4): the stall,
+// A steady randread trace at depth 8 with a stall too short to be a phase (56 commands at depth 1): the stall,
 // merged into one side, left two phases of one kind, and the job was one section of loops=2 with thinktime=0.
 TEST(Phases, NeighboursOfOneKindAreOnePhase) {
     EventsFile ef;
-    uint64_t t = closed_loop(ef, 1'000'000, 1500, 4, "read", 4096, false, 100'000);
-    t = closed_loop(ef, t, 60, 1, "read", 4096, false, 100'000);
-    closed_loop(ef, t, 1500, 4, "read", 4096, false, 100'000);
+    uint64_t t = 1'000'000;
+    auto reads = [&](int n, int qd) {  // staggered slots: every issue finds qd - 1 others in flight
+        const uint64_t d2c = 400'000;
+        for (int i = 0; i < n; ++i) {
+            const uint64_t at = t + uint64_t(i / qd) * d2c + uint64_t(i % qd) * d2c / uint64_t(qd);
+            ef.cmd("read", (uint64_t(i) * 7919 % 100000) * 8, 4096, at, at + d2c);
+        }
+        t += uint64_t((n + qd - 1) / qd) * d2c + d2c;
+    };
+    reads(1600, 8);
+    reads(56, 1);
+    reads(1600, 8);
     PhasePlan plan;
     FioJob j = phased(ef, plan);
     EXPECT_EQ(plan.phases.size(), 1u) << j.text;
     EXPECT_TRUE(j.sections.empty()) << j.text;
     EXPECT_EQ(j.get("loops"), "") << j.text;
-    EXPECT_EQ(j.get("number_ios"), "3060") << j.text;
+    EXPECT_EQ(j.get("number_ios"), "3256") << j.text;
 }
 
 TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
