@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -194,11 +195,22 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
     expect_faithful(j, 0, text, true);
     auto s = io_sections(j);
     ASSERT_GE(s.size(), 2u) << text;  // a pair of sections per stretch of a steady ratio
-    EXPECT_EQ(s.size() % 2, 0u) << text;
+    // Each pair shares a flow_id of its own; a stretch where one stream issued nothing (the writer starved of CPU on
+    // this loaded VM: 100 % reads in one stretch of 16) is one section of that direction, without a flow.
+    std::map<std::string, std::vector<std::string>> pairs;
+    for (const auto& o : s) {
+        if (o.contains("flow_id")) pairs[o["flow_id"].get<std::string>()].push_back(o["rw"]);
+        else EXPECT_TRUE(o["rw"] == "randread" || o["rw"] == "randwrite") << text;
+    }
+    EXPECT_FALSE(pairs.empty()) << text;
+    for (const auto& [id, rws] : pairs) EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << "flow_id " << id << "\n" << text;
     // The reader's depth is its own: QD 8 in the source, a median of 4-6 reads in flight at the device.
     EXPECT_GE(j["verify"]["time_resolved"]["phases"]["dir_depth_median"]["orig"]["read"][0].get<int>(), 3) << text;
-    const json& r = s[0];
-    const json& w = s[1];
+    size_t first = 0;  // the first pair
+    while (first + 1 < s.size() && !s[first].contains("flow")) ++first;
+    ASSERT_LT(first + 1, s.size()) << text;
+    const json& r = s[first];
+    const json& w = s[first + 1];
     EXPECT_EQ(r["bssplit"], "4k/100");
     EXPECT_EQ(w["bssplit"], "64k/100");
     EXPECT_EQ(w["iodepth"], "1");
