@@ -154,8 +154,8 @@ std::string rare_sizes_note(const PhasePlan& plan) {
 // least 0.5 % of the commands (below, bssplit leaves it out), at least 3 of them, every g-th command with g varying by
 // at most max(1, g / 8) (kvio gen's 4 KiB slot header at each object's start, one every 50 writes). fio's bssplit
 // draws each command's size, so a score window of W commands holds Binomial(W, p) of them where the trace holds a
-// fixed count: sqrt(p (1 - p) / W) of size TV, 0.014 at p = 2 %, W = 100, and 1 / w in the window of w writes where
-// the phase ends. A job of their own in a flow pair with the rest is issued every 1 / p commands, as in the trace.
+// fixed count: sqrt(p (1 - p) / W) of size TV, 0.014 at p = 2 %, W = 100, and 1 / w per header in the window of w writes
+// where the phase ends. A job of their own in a flow pair with the rest is issued every 1 / p commands, as in the trace.
 constexpr double kPlacedMaxShare = 0.10, kPlacedMinShare = 0.005;
 constexpr size_t kPlacedMinCmds = 3;
 
