@@ -11,4 +11,11 @@ struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// A run that SIGINT, SIGTERM or SIGHUP ended before its end, after it wrote what it had. The CLI prints
+/// `kvio: <what()>` and exits 128 + signo, as a shell reports a job that signal ended (README "Exit status").
+struct Stopped : Error {
+    Stopped(int sig, const std::string& what) : Error(what), signo(sig) {}
+    int signo;
+};
+
 }  // namespace kvio

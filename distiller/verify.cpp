@@ -119,7 +119,7 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
     argv.insert(argv.end(), {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
     if (g_verify_signal)
-        throw Error("distill --verify: stopped by signal " + std::to_string(g_verify_signal) + " (the traced fio run was ended; see " +
+        throw Stopped(g_verify_signal, "distill --verify: stopped by signal " + std::to_string(g_verify_signal) + " (the traced fio run was ended; see " +
                     opt.events_out + ".log)");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         throw Error("distill --verify: the traced fio run failed (exit status " +

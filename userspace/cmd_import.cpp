@@ -41,14 +41,14 @@ void add_import_command(CLI::App& app) {
         "import",
         "Turn another tool's trace into kvio.events/1 device commands (as `kvio trace --events` writes them), so "
         "distill, compare and replay --events read it. Formats: docs/formats.md#kvio-import");
-    // Not require_subcommand(1): CLI11's "A subcommand is required" (exit 106) names none; the callback below does.
+    // Not require_subcommand(1): CLI11's "A subcommand is required" names no format; the callback below does.
     sub->require_subcommand(0, 1);
     sub->allow_extras();
     sub->callback([sub] {
         if (!sub->get_subcommands().empty()) return;
         const auto left = sub->remaining();
-        throw Error(std::string("import: ") + (left.empty() ? "which format?" : "unknown format '" + left.front() + "':") +
-                    " give a subcommand, blktrace or fio-iolog (kvio import --help)");
+        throw CLI::ValidationError((left.empty() ? std::string("which format?") : "unknown format '" + left.front() + "':") +
+                                   " give a subcommand, blktrace or fio-iolog");  // main: a usage error
     });
 
     auto* bt = sub->add_subcommand(

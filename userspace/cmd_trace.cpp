@@ -54,8 +54,9 @@ void add_trace_command(CLI::App& app) {
         "trace",
         "Attach CO-RE BPF programs (block, NVMe, syscall, io_uring tracepoints) and report the storage latency\n"
         "stack: D2C, Q2D, VFS, fsync and gap histograms, command sizes (bssplit), queue depth, LBA heatmap.\n"
-        "Stops on --duration, when COMMAND exits, or on Ctrl-C/SIGTERM (a running COMMAND then gets SIGTERM);\n"
-        "outputs are always flushed.\n"
+        "Stops on --duration, when COMMAND (or every -p process) exits, after COUNT intervals, or on Ctrl-C/SIGTERM/SIGHUP\n"
+        "(a running COMMAND then gets SIGTERM); outputs are always flushed. Exit status: COMMAND's own, else 0; 128 + the\n"
+        "signal when a signal came before one of those ends (a trace with none ends normally on the signal: 0).\n"
         "INTERVAL [COUNT] (biolatency/iostat habit): every INTERVAL seconds a line per device (IOPS, MB/s, D2C\n"
         "p50/p99/p99.9, queue depth) and that interval's D2C histograms; stop after COUNT intervals.\n"
         "--listen ADDR:PORT serves the histograms and counters as Prometheus metrics at /metrics until stopped.\n"
@@ -63,9 +64,13 @@ void add_trace_command(CLI::App& app) {
         "         kvio trace -d nvme0n1 1 10          kvio trace --listen 127.0.0.1:9435");
     sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable (-d a -d b)")
         ->allow_extra_args(false);  // one value per -d: `-d loop1 1 3` leaves INTERVAL COUNT alone
-    sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable")
+    auto* pid = sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable. "
+                                                        "The trace ends when every -p process has exited")
         ->allow_extra_args(false)
         ->check(positive_integer());
+    sub->add_flag("--children", opts->children, "With -p: also the processes below it, those running now and those it forks "
+                                                "while traced (fio's job processes, a shell's commands), as -- COMMAND does")
+        ->needs(pid);
     sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4")
         ->allow_extra_args(false);
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
@@ -147,9 +152,10 @@ void add_trace_command(CLI::App& app) {
             throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
         if (!perfetto->empty()) write_trace_timeline(opts->events_path, *perfetto, temp_events);
-        if (res.interrupted) {  // Ctrl-C while COMMAND ran: outputs are flushed; exit as a shell does for SIGINT
-            std::cerr << "kvio trace: interrupted\n";
-            throw CLI::RuntimeError(128 + SIGINT);
+        if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal
+            std::cerr << "kvio trace: stopped by signal " << res.stopped_by << " (" << strsignal(res.stopped_by)
+                      << "); outputs written\n";
+            throw CLI::RuntimeError(128 + res.stopped_by);
         }
         if (!opts->command.empty() && res.command_status != 0) {
             std::cerr << "kvio trace: the traced command exited with status " << res.command_status << "\n";

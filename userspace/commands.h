@@ -4,6 +4,10 @@
 
 namespace kvio::cli {
 
+/// Exit status of a command line that cannot be parsed (unknown option, bad value, missing argument), for every
+/// subcommand: 2, as argparse (kv-cache.py, `kvio simulate`) and POSIX utilities use. Errors of a run are 1.
+inline constexpr int kUsageError = 2;
+
 /// Option check: a whole number >= 1 (CLI11's PositiveNumber prints its double range in the error).
 /// Error text: "must be a whole number >= 1, got V".
 inline CLI::Validator positive_integer() {

@@ -441,7 +441,7 @@ RunResult run_all(const RunOptions& o) {
     // ---- timeline ----
     {
         Stopwatch sw;
-        say("timeline " + P("timeline.json") + " (ui.perfetto.dev or chrome://tracing)");
+        say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
         timeline::Options to;
         to.events = P("events.jsonl");
         to.semantic = P("semantic.jsonl");
@@ -472,7 +472,7 @@ RunResult run_all(const RunOptions& o) {
     doc["seconds"] = total.seconds();
     write_json_file(P("run.json"), doc);
 
-    say("report " + P("report.html"));
+    say("report (HTML)");  // its path is in the summary on stdout, once
     write_report(out, P("report.html"));
     check_interrupt();
 

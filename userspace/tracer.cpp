@@ -31,6 +31,7 @@
 #include "userspace/event_writer.h"
 #include "userspace/bpf_stats.h"
 #include "userspace/command_guard.h"
+#include "userspace/pid_watch.h"
 #include "userspace/probe.h"
 #include "userspace/trace_devices.h"
 #include "userspace/trace_live.h"
@@ -42,12 +43,13 @@ namespace kvio::trace {
 namespace {
 
 std::atomic<bool> g_stop{false};
-std::atomic<int> g_signal{0};  // the signal that stopped the trace, 0 for none
+std::atomic<int> g_signal{0};  // the first signal that stopped the trace, 0 for none
 std::atomic<pid_t> g_child{0};
 
 void on_signal(int sig) {
     g_stop = true;
-    g_signal = sig;
+    int none = 0;
+    g_signal.compare_exchange_strong(none, sig);  // a later signal (a second Ctrl-C) does not rename the stop
     pid_t c = g_child.load();
     if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
 }
@@ -581,8 +583,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     for (const auto& c : opts.comms)
         if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
     auto devs = resolve_devices(opts.devices);
-    for (uint32_t pid : opts.pids)  // before any BPF work, like the other option checks
-        if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) throw Error("-p " + std::to_string(pid) + ": no such process");
+    if (opts.children && opts.pids.empty()) throw Error("--children follows the processes of -p PID: give -p");
+    std::optional<PidWatch> pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
+    if (!opts.pids.empty()) pid_watch.emplace(opts.pids);
 
     std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
     if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
@@ -592,7 +595,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->targ_ncomms = uint32_t(opts.comms.size());
     for (size_t i = 0; i < opts.comms.size(); ++i) std::strncpy(ro->targ_comms[i], opts.comms[i].c_str(), KVIO_COMM_LEN - 1);
     ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
-    ro->follow_forks = !opts.command.empty();
+    ro->follow_forks = !opts.command.empty() || opts.children;
     ro->emit_events = !opts.events_path.empty();
     ro->group_by = opts.group_by == GroupBy::Process ? KVIO_GROUP_PROCESS
                    : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
@@ -637,6 +640,17 @@ TraceResult run_trace(const TraceOptions& opts) {
 
     uint8_t one = 1;
     for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
+    // --children: the processes below each pid now (fio's job processes); the fork tracepoint adds later ones. Once
+    // more after attaching: a fork between this scan and the tracepoint's attach would be missed.
+    auto add_children = [&] {
+        if (!opts.children) return;
+        for (uint32_t pid : opts.pids)
+            for (pid_t d : descendants(pid_t(pid))) {
+                uint32_t k = uint32_t(d);
+                bpf_map__update_elem(skel->maps.pid_filter, &k, sizeof k, &one, sizeof one, BPF_ANY);
+            }
+    };
+    add_children();
 
     EventSink sink;
     if (!opts.events_path.empty()) {
@@ -661,6 +675,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
+    add_children();
     BackupPrograms backups(skel.get(), ro->test_skip_every > 0);
     backups.service();
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
@@ -736,6 +751,10 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (sink.out) sink.out->flush_idle(now_ns());
         if (sink.out && sink.out->failed()) break;  // close() below reports why
         if (opts.duration_s > 0 && double(now_ns() - snap_src.t0_ns) / 1e9 >= opts.duration_s) break;
+        if (pid_watch && child == 0 && pid_watch->all_exited()) {  // like a COMMAND's exit (which ends a trace of both)
+            std::cerr << "kvio trace: " << pid_watch->exit_reason() << ": trace stopped\n";
+            break;
+        }
         if (child > 0) {
             int st = 0;
             pid_t r = waitpid(child, &st, WNOHANG);
@@ -752,7 +771,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         g_child = 0;
     }
     guard.reset();
-    res.interrupted = guard_was_set && g_signal == SIGINT;
+    // A stop that came before the end the trace was given is not that end (the first signal names it).
+    const bool has_own_end = guard_was_set || pid_watch.has_value() || opts.duration_s > 0 || opts.interval_count > 0;
+    if (g_stop && has_own_end) res.stopped_by = g_signal;
     double duration = double(now_ns() - snap_src.t0_ns) / 1e9;
     ring_buffer__consume(rb.get());
     // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
@@ -813,6 +834,12 @@ TraceResult run_trace(const TraceOptions& opts) {
                      "completed where the kernel ran no BPF program); they are reported without D2C\n";
     if (res.dropped)
         std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
+    if (pid_watch && cmds == 0)
+        std::cerr << "kvio trace: 0 commands from " << pid_watch->names()
+                  << (opts.children ? " or the processes below"
+                                    : "; forked processes are not included (fio's jobs are forked): add --children, or run "
+                                      "the program under `kvio trace -- COMMAND`")
+                  << "\n";
     if (events_error) std::rethrow_exception(events_error);
     if (live_error) std::rethrow_exception(live_error);
     return res;

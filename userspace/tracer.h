@@ -14,10 +14,11 @@ enum class GroupBy { None, Process, Cgroup };
 /// What to trace and where the results go. Empty filters mean "everything".
 struct TraceOptions {
     std::vector<std::string> devices;   ///< names ("loop3") or "MAJ:MIN"; partitions map to their disk
-    std::vector<uint32_t> pids;         ///< tgids; their threads (io_uring workers included) follow
+    std::vector<uint32_t> pids;         ///< tgids; their threads (io_uring workers included) follow; the trace ends when all exited
+    bool children = false;              ///< with pids: also the processes below them, those there now and those forked later
     std::vector<std::string> comms;     ///< task comm, exact match, at most KVIO_MAX_COMMS
     std::string cgroup;                 ///< cgroup v2 directory
-    double duration_s = 0;              ///< 0: until the command exits or SIGINT/SIGTERM
+    double duration_s = 0;              ///< 0: until the command (or every pid) exits or SIGINT/SIGTERM/SIGHUP
     std::string events_path;            ///< kvio.events/1 JSONL (or kvio.events.bin/1), "" for none
     bool events_bin = false;            ///< write events_path as the binary capture kvio.events.bin/1
     bool syscall_events = false;        ///< also write "syscall" records
@@ -40,7 +41,10 @@ struct TraceResult {
     uint64_t events = 0;      ///< records written to the events file
     uint64_t dropped = 0;     ///< ring-buffer reservations that failed (events lost)
     int command_status = 0;   ///< exit status of the traced command (128+signal when killed)
-    bool interrupted = false; ///< SIGINT (Ctrl-C) stopped the trace while the command ran: exit 130 like a shell
+    /// SIGINT/SIGTERM/SIGHUP that ended the trace before the end it was given (COMMAND's exit, every -p process's
+    /// exit, --duration, COUNT intervals): `kvio trace` exits 128 + it. 0 when the trace reached that end, or had
+    /// none but a stop (a bare `kvio trace`, `--listen`): then the stop is its normal end.
+    int stopped_by = 0;
 };
 
 /// Runs a trace to completion. Throws kvio::Error for missing privileges/BTF/tracefs, an unknown

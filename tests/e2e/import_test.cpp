@@ -84,12 +84,12 @@ TEST(ImportCli, HelpExplainsAndBadInputIsNamed) {
     r = run(kvio_bin() + " import blktrace " + d.file("x"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("x.blktrace.0: record 1 at byte 0: field 'magic'"), std::string::npos) << r.err;
-    // an unknown or missing format names the ones there are, exit 1 as other CLI errors (not CLI11's bare 106)
+    // an unknown or missing format names the ones there are, exit 2 as every usage error (not CLI11's bare 106)
     r = run(kvio_bin() + " import foo x");
-    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("unknown format 'foo'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("blktrace or fio-iolog"), std::string::npos) << r.err;
     r = run(kvio_bin() + " import");
-    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("blktrace or fio-iolog"), std::string::npos) << r.err;
 }

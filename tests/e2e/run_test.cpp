@@ -201,6 +201,19 @@ TEST_F(RunOutputs, TimelineHasEveryCommandAndTheObjectFlows) {
     EXPECT_NE(slurp(out + "/report.html").find(std::to_string(joined) + " object→command flows"), std::string::npos);
 }
 
+// Each output path is printed once: in the summary on stdout (before: also in a progress line on stderr, so a
+// terminal showed the timeline and the report twice).
+TEST_F(RunOutputs, TimelineAndReportArePrintedOnce) {
+    ASSERT_EQ(res.status, 0) << res.err;
+    const std::string all = res.out + res.err;
+    for (const std::string f : {"/timeline.json", "/report.html"}) {
+        size_t n = 0;
+        for (size_t at = all.find(out + f); at != std::string::npos; at = all.find(out + f, at + 1)) ++n;
+        EXPECT_EQ(n, 1u) << f << "\n" << all;
+    }
+    EXPECT_NE(res.out.find("report: " + out + "/report.html\n"), std::string::npos) << res.out;
+}
+
 TEST_F(RunOutputs, CleansUpLoopDevicesAndImages) {
     ASSERT_EQ(res.status, 0) << res.err;
     EXPECT_TRUE(loops_under(out).empty()) << loops_under(out)[0];

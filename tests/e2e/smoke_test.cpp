@@ -1,6 +1,7 @@
 // The CLI shell: help, version, and refusals that need no device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +13,13 @@ TEST(Cli, HelpListsCommands) {
     auto r = run(kvio_bin() + " --help");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("trace"), std::string::npos) << r.out;
+}
+
+// Before: "Usage: [OPTIONS] SUBCOMMAND" and "Usage: trace [OPTIONS]", without the program's name.
+TEST(Cli, UsageLinesNameTheProgram) {
+    EXPECT_NE(run(kvio_bin() + " --help").out.find("Usage: kvio [OPTIONS] SUBCOMMAND"), std::string::npos);
+    EXPECT_NE(run(kvio_bin() + " trace --help").out.find("Usage: kvio trace [OPTIONS]"), std::string::npos);
+    EXPECT_NE(run(kvio_bin() + " import blktrace --help").out.find("Usage: kvio import blktrace [OPTIONS]"), std::string::npos);
 }
 
 TEST(Cli, UnknownCommandFails) {
@@ -57,4 +65,39 @@ TEST(Cli, GenRefusesMaxIoZero) {
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("--max-io"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("must be a whole number >= 1, got 0"), std::string::npos) << r.err;
+}
+
+// A command line that cannot be parsed exits 2 in every command (before: CLI11's own 105/106/109, `kvio import`'s 1),
+// with one line naming the command and a hint to its --help.
+TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"trace --duration x", "kvio trace: --duration: not a number of seconds: x"},
+        {"trace --bogus", "kvio trace: The following argument was not expected: --bogus"},
+        {"run --num-chunks x", "kvio run: --num-chunks: must be a whole number >= 1, got x"},
+        {"run --engine nope", "kvio run: --engine: nope not in {posix,io_uring,uring_cmd}"},
+        {"gen --qd x", "kvio gen: --qd: "},
+        {"validate --bogus", "kvio validate: The following argument was not expected: --bogus"},
+        {"distill --bogus", "kvio distill: The following argument was not expected: --bogus"},
+        {"replay --bogus", "kvio replay: The following argument was not expected: --bogus"},
+        {"compare", "kvio compare: A is required"},
+        {"dump", "kvio dump: file is required"},
+        {"geometry --tp x", "kvio geometry: --tp: "},
+        {"import foo x", "kvio import: unknown format 'foo': give a subcommand, blktrace or fio-iolog"},
+        {"import fio-iolog", "kvio import fio-iolog: FILE is required"},
+        {"no-such-command", "kvio: unknown command 'no-such-command'"},
+        {"", "kvio: A subcommand is required"},
+    };
+    for (const auto& [args, line] : cases) {
+        auto r = run(kvio_bin() + " " + args);
+        EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+        EXPECT_EQ(r.err.rfind(line, 0), 0u) << args << "\n" << r.err;
+        const std::string cmd = line.substr(0, line.find(':'));
+        const std::string hint = "Run '" + cmd + " --help' for the " + (cmd == "kvio" ? "commands" : "options") + ".\n";
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << args << "\n" << r.err;
+        EXPECT_NE(r.err.find("\n" + hint), std::string::npos) << args << "\n" << r.err;
+        EXPECT_EQ(r.out, "") << args;
+    }
+    // --help and --version are not errors.
+    EXPECT_EQ(run(kvio_bin() + " trace --help").status, 0);
+    EXPECT_EQ(run(kvio_bin() + " run --help").status, 0);
 }

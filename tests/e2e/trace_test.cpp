@@ -311,9 +311,11 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
 
 TEST(Trace, HangupFlushesAndStdoutStaysClean) {
     TempDir dir;
-    // SIGHUP (a closed terminal) stops like SIGTERM: outputs flushed, the command ended, exit 0.
+    // SIGHUP (a closed terminal) stops like SIGTERM: outputs flushed, the command ended, exit 128 + 1 (before: 0, as
+    // if the command had run to its end).
     auto r = run(kvio_bin() + " trace -q --events " + dir.file("h.jsonl") + " -- sleep 30 & p=$!; sleep 1; kill -HUP $p; wait $p");
-    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.status, 128 + 1) << r.err;
+    EXPECT_NE(r.err.find("kvio trace: stopped by signal 1 (Hangup)"), std::string::npos) << r.err;
     auto evs = read_jsonl(dir.file("h.jsonl"));
     ASSERT_FALSE(evs.empty());
     EXPECT_EQ(evs.back()["type"], "summary");
@@ -488,7 +490,7 @@ TEST(Trace, SigintWhileACommandRunsExits130) {
     auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait' "
                  "& p=$!; sleep 1; kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 130) << r.err;
-    EXPECT_NE(r.err.find("kvio trace: interrupted"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kvio trace: stopped by signal 2 (Interrupt); outputs written"), std::string::npos) << r.err;
     EXPECT_EQ(json::parse(slurp(dir.file("t.json")))["schema"], "kvio.trace/1");
 }
 

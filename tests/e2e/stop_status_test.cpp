@@ -1,0 +1,119 @@
+// How a stopped command ends and what it exits with (README "Exit status"): a stop signal before the trace's own end
+// (COMMAND, -p, --duration, COUNT) or during `distill --verify` exits 128 + the signal with every output finished;
+// -p PID ends a trace when PID exits, --children follows what it forks.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t MiB = 1024 * 1024;
+
+/// `kvio trace ARGS` in the background, TERMinated once it is attached (--ready-file), waited for: its exit status.
+std::string trace_then_sigterm(const TempDir& dir, const std::string& args) {
+    const std::string ready = dir.file("ready");
+    return "rm -f " + ready + "; " + kvio_bin() + " trace --ready-file " + ready + " " + args + " & p=$!; " +
+           "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; kill -TERM $p; wait $p";
+}
+
+/// Read plus write commands of every device in a kvio.trace/1 summary.
+uint64_t traced_cmds(const json& summary) {
+    uint64_t n = 0;
+    for (const auto& d : summary["devices"]) n += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    return n;
+}
+
+// Before: a trace of a command stopped by SIGTERM or SIGHUP exited 0, as if the command had run to its end.
+TEST(TraceStop, SigtermOfACommandsTraceExits143WithFinishedOutputs) {
+    TempDir dir;
+    const std::string ev = dir.file("e.jsonl.zst"), js = dir.file("t.json");
+    auto r = run(trace_then_sigterm(dir, "-q --json " + js + " --events " + ev + " -- sleep 30"));
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_NE(r.err.find("kvio trace: stopped by signal 15 (Terminated); outputs written"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(slurp(js))["schema"], "kvio.trace/1");
+    auto t = run("zstd -q -t " + ev);
+    EXPECT_EQ(t.status, 0) << "not a finished zstd frame: " << t.err;
+    ASSERT_EQ(run("zstd -q -dc " + ev + " > " + dir.file("e.jsonl")).status, 0);
+    auto evs = read_jsonl(dir.file("e.jsonl"));
+    ASSERT_FALSE(evs.empty());
+    EXPECT_EQ(evs.back()["type"], "summary");
+}
+
+// A trace with an end of its own (--duration) stopped before it exits 128 + the signal; one with no end but the
+// stop (bare, --listen) ends normally on it: 0 (Trace.SigintFlushesCompleteOutputs).
+TEST(TraceStop, SignalBeforeTheDurationExits128PlusItAndABareTraceZero) {
+    TempDir dir;
+    auto r = run(trace_then_sigterm(dir, "-q --duration 30 --json " + dir.file("d.json")));
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_EQ(json::parse(slurp(dir.file("d.json")))["schema"], "kvio.trace/1");
+    r = run(trace_then_sigterm(dir, "-q --json " + dir.file("b.json")));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("stopped by signal"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(slurp(dir.file("b.json")))["schema"], "kvio.trace/1");
+}
+
+// Before: `kvio trace -p PID` went on after PID exited, until Ctrl-C (timeout's 124 here).
+TEST(TraceStop, ExitOfThePidEndsTheTraceAndZeroCommandsAreExplained) {
+    TempDir dir;
+    // The process ends 0.5 s after the trace is attached (--ready-file).
+    const std::string ready = dir.file("ready");
+    auto r = run("sh -c 'while [ ! -e " + ready + " ]; do sleep 0.05; done; sleep 0.5' & s=$!; echo $s > " + dir.file("pid") +
+                 "; timeout 20 " + kvio_bin() + " trace -q -p $s --ready-file " + ready + " --json " + dir.file("t.json"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string pid = std::regex_replace(slurp(dir.file("pid")), std::regex("\\s+"), "");
+    EXPECT_NE(r.err.find("kvio trace: PID " + pid + " exited: trace stopped"), std::string::npos) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    EXPECT_LT(s["duration_s"].get<double>(), 10.0);
+    EXPECT_EQ(traced_cmds(s), 0u);
+    EXPECT_NE(r.err.find("kvio trace: 0 commands from PID " + pid + " (sh); forked processes are not included"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("add --children"), std::string::npos) << r.err;
+}
+
+// A parent whose I/O comes from processes it forked (fio's jobs): -p sees none of it; --children sees it all, from a
+// child that was running when the trace started (found in /proc) and from its own later children (the fork
+// tracepoint). The parent waits for --ready-file, so every write comes after the attach.
+TEST(TraceStop, ChildrenOfThePidAreTracedWithChildren) {
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    for (const bool children : {false, true}) {
+        const std::string ready = dir.file(children ? "r1" : "r0"), js = dir.file(children ? "c1.json" : "c0.json");
+        const std::string job = "sh -c '(while [ ! -e " + ready + " ]; do sleep 0.05; done; dd if=/dev/zero of=" + loop.path +
+                                " bs=4k count=8 oflag=direct status=none; true); true'";  // `; true`: dd is forked, not exec'd
+        auto r = run(job + " & p=$!; sleep 0.2; timeout 30 " + kvio_bin() + " trace -q -d " + loop.name + " -p $p" +
+                     (children ? " --children" : "") + " --ready-file " + ready + " --json " + js);
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_NE(r.err.find("exited: trace stopped"), std::string::npos) << r.err;
+        auto s = json::parse(slurp(js));
+        EXPECT_EQ(traced_cmds(s), children ? 8u : 0u) << s["devices"].dump();
+        EXPECT_EQ(r.err.find("0 commands from PID") == std::string::npos, children) << r.err;
+    }
+    auto r = run(kvio_bin() + " trace --children --duration 1");
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("--children requires --pid"), std::string::npos) << r.err;
+}
+
+// Before: a stopped --verify exited 1, as if the replay had failed.
+TEST(DistillStop, SigtermDuringVerifyExits143) {
+    LoopDevice src(32 * MiB), dst(32 * MiB);
+    TempDir dir;
+    const std::string ev = dir.file("ev.jsonl");
+    auto t = run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
+                 " of=/dev/null bs=64k count=64 iflag=direct status=none");
+    ASSERT_EQ(t.status, 0) << t.err;
+    // --runtime 60: the replay runs until the signal, 1 s after the replay's log appeared.
+    const std::string log = dir.file("job.fio.replay.jsonl.log");
+    auto r = run(kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " + dst.path + " --runtime 60 -o " +
+                 dir.file("job.fio") + " --verify & p=$!; for i in $(seq 600); do [ -e " + log + " ] && break; sleep 0.05; done; " +
+                 "sleep 1; kill -TERM $p; wait $p");
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_NE(r.err.find("kvio: distill --verify: stopped by signal 15"), std::string::npos) << r.err;
+}
+
+}  // namespace
