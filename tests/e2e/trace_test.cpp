@@ -625,6 +625,32 @@ TEST(Trace, SyscallRecordsAndGapsWithEitherThreadState) {
     }
 }
 
+TEST(Trace, StatsShowOnlyTheSyscallProgramsOfTheHookInUse) {
+    // Per-syscall hooks: dd's 20 read()s of the device run sys_enter_3args and the raw_syscalls pair (loaded as the
+    // fallback) never runs; forced raw_syscalls: the other way round. --stats names the hook in use.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    for (const auto& [env, hooks] : kSyscallHooks) {
+        auto r = run(std::string(env) + kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") +
+                     " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
+        ASSERT_EQ(r.status, 0) << env << r.err;
+        const json s = json::parse(slurp(dir.file("t.json")));
+        std::map<std::string, uint64_t> runs;
+        for (const auto& p : s["bpf_stats"]["programs"]) runs[p["name"].get<std::string>()] = p["run_cnt"].get<uint64_t>();
+        const uint64_t per_syscall = runs["sys_enter_3args"] + runs["sys_exit_traced"];
+        const uint64_t raw = runs["sys_enter_btf"] + runs["sys_exit_btf"] + runs["raw_sys_enter"] + runs["raw_sys_exit"];
+        if (std::string(hooks) == "per_syscall") {
+            EXPECT_GE(runs["sys_enter_3args"], 20u) << env;
+            EXPECT_EQ(raw, 0u) << env;
+            EXPECT_NE(r.err.find("syscalls hooked by per-syscall tracepoints"), std::string::npos) << r.err;
+        } else {
+            EXPECT_GE(raw, 40u) << env;
+            EXPECT_EQ(per_syscall, 0u) << env;
+            EXPECT_NE(r.err.find("syscalls hooked by raw_syscalls"), std::string::npos) << r.err;
+        }
+    }
+}
+
 TEST(Trace, SyscallArgumentsOfEveryArityAreTheSameOnEitherHook) {
     // Per-syscall tracepoints give a program a record of the syscall's own arguments only, so kvio reads them with
     // one program per argument count: read (fd, buf, count: dd), pwritev2 (fd, vec, vlen, pos_l, pos_h, flags:
