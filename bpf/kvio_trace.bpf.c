@@ -27,7 +27,7 @@ const volatile bool follow_forks = false;     /* children of filtered tgids join
 const volatile __u32 targ_ndevs = 0;
 const volatile __u32 targ_devs[KVIO_MAX_DEVS] = {};
 const volatile __u32 targ_ncomms = 0;
-const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] = {};
+const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] __attribute__((aligned(8))) = {}; /* NUL-padded */
 const volatile __u64 targ_cgroup = 0;
 const volatile bool emit_events = false;
 const volatile bool uring_owner_by_req = false; /* NVMe present: passthrough commands find their owner by io_kiocb */
@@ -246,39 +246,35 @@ static __always_inline void event_submit(void *e)
     bpf_ringbuf_submit(e, (seq & wakeup_mask) ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
+/* -c: is `comm` (KVIO_COMM_LEN bytes, 8-byte aligned) one of targ_comms? Both sides are NUL-padded to
+ * KVIO_COMM_LEN (the kernel pads task->comm and bpf_get_current_comm's copy, userspace strncpy's targ_comms), so two
+ * 8-byte words compare a whole name. */
 static __always_inline bool comm_matches(const char *comm)
 {
     if (!targ_ncomms)
         return true;
+    __u64 w0 = ((const __u64 *)comm)[0], w1 = ((const __u64 *)comm)[1];
     for (int c = 0; c < KVIO_MAX_COMMS; c++) {
         if (c >= targ_ncomms)
             break;
-        bool eq = true;
-        for (int i = 0; i < KVIO_COMM_LEN; i++) {
-            if (comm[i] != targ_comms[c][i]) {
-                eq = false;
-                break;
-            }
-            if (!comm[i])
-                break;
-        }
-        if (eq)
+        const volatile __u64 *t = (const volatile __u64 *)targ_comms[c];
+        if (t[0] == w0 && t[1] == w1)
             return true;
     }
     return false;
 }
 
 /* An io_uring worker (iou-wrk-N, iou-sqp-N: threads of the process that owns the ring) submits for its process:
- * with -c, the process's name decides. Read only for tasks whose own comm does not match. */
+ * with -c, the process's name decides. Read only for tasks whose own comm does not match. The leader's comm is
+ * copied up to its NUL into a zeroed buffer: padded like the others whatever task->comm holds behind the NUL. */
 static __always_inline bool io_worker_of_matching_process(void)
 {
-    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-    if (!(BPF_CORE_READ(t, flags) & PF_IO_WORKER))
+    struct task_struct *t = bpf_get_current_task_btf();
+    if (!(t->flags & PF_IO_WORKER))
         return false;
-    char leader[KVIO_COMM_LEN] = {};
-    struct task_struct *gl = BPF_CORE_READ(t, group_leader);
-    bpf_probe_read_kernel(leader, sizeof(leader), &gl->comm);
-    return comm_matches(leader);
+    __u64 leader[KVIO_COMM_LEN / 8] = {};
+    bpf_probe_read_kernel_str(leader, sizeof(leader), t->group_leader->comm);
+    return comm_matches((const char *)leader);
 }
 
 /* Does the current task (tgid, and comm when -c is given: read by the caller) pass -p/-c/--cgroup? */
@@ -295,10 +291,10 @@ static __always_inline bool task_passes_as(__u32 tgid, const char *comm)
 
 static __always_inline bool task_passes(void)
 {
-    char comm[KVIO_COMM_LEN] = {};
+    __u64 comm[KVIO_COMM_LEN / 8] = {};
     if (targ_ncomms)
         bpf_get_current_comm(comm, sizeof(comm));
-    return task_passes_as(bpf_get_current_pid_tgid() >> 32, comm);
+    return task_passes_as(bpf_get_current_pid_tgid() >> 32, (const char *)comm);
 }
 
 static __always_inline bool task_filter_active(void)
@@ -1489,12 +1485,12 @@ static __always_inline int on_sys_exit(long ret)
     return 0;
 }
 
-/* raw_syscalls sys_enter / sys_exit run for every syscall of the machine, so the first thing each does is drop
- * the untraced ones, in one array lookup (sys_nr_map). At exit the syscall number is the one the entry saw, kept
- * in the registers (x86: orig_ax; arm64: syscallno), so an untraced exit costs no hash lookup either. Per-syscall
- * tracepoints (syscalls:sys_enter_NAME) would run BPF for the traced syscalls only, but they attach as perf
- * events, which this machine's kernel refuses for syscalls (EACCES), so they are not used. tp_btf where BTF
- * describes the tracepoints (registers read with plain loads), else raw_tp. */
+/* Two ways in. Per-syscall tracepoints (syscalls:sys_enter_NAME / sys_exit_NAME, programs below) run BPF for the
+ * traced syscalls only: userspace attaches them where tracefs has them and the kernel accepts the attach. Else
+ * raw_syscalls sys_enter / sys_exit, which run for every syscall of the machine, so the first thing each does is
+ * drop the untraced ones, in one array lookup (sys_nr_map). At exit the syscall number is the one the entry saw,
+ * kept in the registers (x86: orig_ax; arm64: syscallno), so an untraced exit costs no hash lookup either. tp_btf
+ * where BTF describes the raw tracepoints (registers read with plain loads), else raw_tp. */
 static __always_inline long exit_syscall_id(struct pt_regs *regs, bool typed)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -1550,6 +1546,61 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret) { return sys_exit_filtered(regs, ret, false); }
+
+/* The record a per-syscall tracepoint program gets (kernel/trace/trace_syscalls.c, perf_call_bpf_enter/exit; the
+ * events' tracefs format files): 8 bytes of common fields, the syscall number (int) at 8, then at 16 the syscall's
+ * own arguments, 8 bytes each (enter), or its return value (exit). The kernel refuses to attach a program that
+ * reads past the end of the record of the event (perf_event_set_bpf_prog: -EACCES), and a record has only the
+ * syscall's arguments: so one program per number of arguments read, each attached to the syscalls that have at
+ * least that many. */
+struct kvio_sys_enter_rec {
+    __u64 common;
+    __s32 nr;
+    __u32 pad;
+    __u64 args[6];
+};
+
+struct kvio_sys_exit_rec {
+    __u64 common;
+    __s32 nr;
+    __u32 pad;
+    __s64 ret;
+};
+
+/* fsync, fdatasync: (fd) */
+SEC("tp")
+int sys_enter_1arg(struct kvio_sys_enter_rec *ctx)
+{
+    return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], 0, 0, 0, true);
+}
+
+/* read, write: (fd, buf, count); readv, writev: (fd, vec, vlen) */
+SEC("tp")
+int sys_enter_3args(struct kvio_sys_enter_rec *ctx)
+{
+    return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], 0, ctx->args[2], 0, true);
+}
+
+/* pread64, pwrite64: (fd, buf, count, pos); fadvise64: (fd, offset, len, advice); preadv, pwritev (+ pos_h) and
+ * preadv2, pwritev2 (+ pos_h, flags): (fd, vec, vlen, pos_l, ...), where a 64-bit kernel takes the whole offset
+ * from pos_l (fs/read_write.c pos_from_hilo: pos_h is shifted out) */
+SEC("tp")
+int sys_enter_4args(struct kvio_sys_enter_rec *ctx)
+{
+    return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], ctx->args[1], ctx->args[2], ctx->args[3], true);
+}
+
+/* The exit of every traced syscall but io_uring_enter. */
+SEC("tp")
+int sys_exit_traced(struct kvio_sys_exit_rec *ctx) { return on_sys_exit(ctx->ret); }
+
+/* io_uring_enter's exit, attached for events only: it ends the SQE user_data they carry. */
+SEC("tp")
+int sys_exit_uring_enter(struct kvio_sys_exit_rec *ctx)
+{
+    end_user_data();
+    return 0;
+}
 
 /* ---------------------------------------------------------------- process tree */
 

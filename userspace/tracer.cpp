@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +32,7 @@
 #include "userspace/command_guard.h"
 #include "userspace/pid_watch.h"
 #include "userspace/probe.h"
+#include "userspace/syscall_hooks.h"
 #include "userspace/trace_devices.h"
 #include "userspace/trace_live.h"
 #include "userspace/trace_report.h"
@@ -131,51 +131,14 @@ void choose_block_programs(kvio_trace_bpf* s) {
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
 
-/// The traced syscalls: this architecture's number (<sys/syscall.h>) and enum kvio_syscall.
-struct TracedSyscall {
-    long nr;
-    uint8_t kind;
-};
-constexpr TracedSyscall kSyscalls[] = {
-    {SYS_read, KVIO_SYS_READ},           {SYS_write, KVIO_SYS_WRITE},
-    {SYS_pread64, KVIO_SYS_PREAD64},     {SYS_pwrite64, KVIO_SYS_PWRITE64},
-    {SYS_readv, KVIO_SYS_READV},         {SYS_writev, KVIO_SYS_WRITEV},
-    {SYS_preadv, KVIO_SYS_PREADV},       {SYS_pwritev, KVIO_SYS_PWRITEV},
-    {SYS_preadv2, KVIO_SYS_PREADV2},     {SYS_pwritev2, KVIO_SYS_PWRITEV2},
-    {SYS_fsync, KVIO_SYS_FSYNC},         {SYS_fdatasync, KVIO_SYS_FDATASYNC},
-    {SYS_fadvise64, KVIO_SYS_FADVISE64}, {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER},
-};
-
-/// Maps this architecture's syscall numbers to enum kvio_syscall (sys_nr_map, read by every syscall program).
-/// io_uring_enter only for events: its exit ends the SQE user_data they carry; histograms have no use for it.
-void fill_syscall_map(kvio_trace_bpf* s) {
-    int fd = bpf_map__fd(s->maps.sys_nr_map);
-    uint8_t none = KVIO_SYSCALLS;
-    for (uint32_t i = 0; i < KVIO_MAX_SYSCALL_NR; ++i) bpf_map_update_elem(fd, &i, &none, BPF_ANY);
-    for (const auto& sc : kSyscalls) {
-        if (sc.kind == KVIO_SYS_IO_URING_ENTER && !s->rodata->need_user_data) continue;
-        uint32_t key = uint32_t(sc.nr);
-        bpf_map_update_elem(fd, &key, &sc.kind, BPF_ANY);
-    }
-}
-
-/// tp_btf/sys_enter and sys_exit where BTF describes them (registers read with plain loads), else raw_tp.
-void choose_syscall_programs(kvio_trace_bpf* s) {
-    bool btf = has_btf_tracepoint("sys_enter") && has_btf_tracepoint("sys_exit");
-    bpf_program__set_autoload(s->progs.sys_enter_btf, btf);
-    bpf_program__set_autoload(s->progs.sys_exit_btf, btf);
-    bpf_program__set_autoload(s->progs.raw_sys_enter, !btf);
-    bpf_program__set_autoload(s->progs.raw_sys_exit, !btf);
-}
-
 /// Attaches the programs that end a command's life first and those that start it last: completions, then
-/// everything else through the skeleton (getrq owners, insert, io_uring user_data, syscalls), then issue (block
-/// issue, NVMe setup). So every command issued after attach has its completion program and its submitter's
+/// everything else through the skeleton (getrq owners, insert, io_uring user_data) and the syscall programs, then
+/// issue (block issue, NVMe setup). So every command issued after attach has its completion program and its submitter's
 /// owner record in place. Attached in lifecycle order instead, a request issued while its completion program
 /// was not yet attached stayed in flight and came out as complete_lost (a new-user test saw 3 at the start of
 /// a busy trace; after: none issued in the first 50 ms in 6 traces of a QD 16 fio read at ~240 k IOPS), and one
 /// allocated before block_getrq was attached had no submitter ("unattributed"). Returns 0 or a negative errno.
-int attach_in_order(kvio_trace_bpf* s) {
+int attach_in_order(kvio_trace_bpf* s, SyscallPrograms& syscalls) {
     struct Step {
         bpf_program* prog;
         bpf_link** link;
@@ -205,6 +168,7 @@ int attach_in_order(kvio_trace_bpf* s) {
         bpf_program__set_autoattach(issues[i].prog, false);
     }
     if (int err = kvio_trace_bpf__attach(s)) return err;  // skips the linked and the non-autoattach programs
+    if (int err = syscalls.attach()) return err;
     for (size_t i = 0; i < std::size(issues); ++i) {
         bpf_program__set_autoattach(issues[i].prog, autoattach[i]);
         if (int err = attach(issues[i])) return err;
@@ -623,7 +587,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     choose_block_programs(skel.get());
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
-    choose_syscall_programs(skel.get());
+    SyscallPrograms syscalls(skel.get());
     if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
     choose_thread_state(skel.get());
     ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
@@ -631,7 +595,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (int err = kvio_trace_bpf__load(skel.get()))
         throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
                     "); rerun with KVIO_DEBUG=1 for the verifier log");
-    fill_syscall_map(skel.get());
+    syscalls.fill_syscall_map();
     if (devs.empty())
         for (uint32_t slot = 0; slot < slot_devs.size(); ++slot)
             bpf_map__update_elem(skel->maps.dev_slots, &slot_devs[slot], sizeof(uint32_t), &slot, sizeof slot, BPF_ANY);
@@ -671,7 +635,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     std::optional<CommandGuard> guard;  // the command dies with the trace, also when the trace is SIGKILLed
     if (child > 0) guard.emplace(child);
     const bool guard_was_set = child > 0;
-    if (int err = attach_in_order(skel.get())) {
+    if (int err = attach_in_order(skel.get(), syscalls)) {
         if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
@@ -799,6 +763,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     res.summary = report.to_json(duration, counters, nvme_present);
     res.summary["recursion_misses"] = fin.recursion_misses;
     res.summary["backups_attached"] = backups.attached();
+    res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
     for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
     if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
@@ -824,7 +789,14 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
     if (!opts.quiet) report.print(human, duration, counters, nvme_present);
-    if (opts.stats) print_stats(opts.quiet ? std::cerr : human, stats, cmds);
+    if (opts.stats) {
+        std::ostream& os = opts.quiet ? std::cerr : human;
+        print_stats(os, stats, cmds);
+        os << "  syscalls hooked by " << (syscalls.hooks() == SyscallHooks::PerSyscall
+                                              ? "per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
+                                              : "raw_syscalls sys_enter/sys_exit (every syscall of the machine)")
+           << "\n";
+    }
     for (uint32_t d : devs)
         if (report.device_empty(d))
             std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))

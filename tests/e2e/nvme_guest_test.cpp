@@ -214,6 +214,21 @@ TEST_F(NvmeGuest, KvioTraceSees1MiBDirectWriteAs8NvmeWrites) {
     EXPECT_EQ(sum.value("negative_deltas", -1), 0) << sum;
 }
 
+// The 6.1 kernel's syscalls: per-syscall tracepoints where its tracefs has them (else raw_syscalls), and raw_syscalls
+// when KVIO_TRACE_RAW_SYSCALLS=1 forces them; dd's 8 reads of the device counted the same on both.
+TEST_F(NvmeGuest, SyscallHistogramsOnEitherSyscallHook) {
+    SKIP_WITHOUT_TRACER();
+    for (const std::string hook : {"default", "raw"}) {
+        expect_step_ok("syscalls_" + hook);
+        const std::string js = result("syscalls_" + hook + ".trace.json");
+        ASSERT_FALSE(js.empty()) << tail_of("syscalls_" + hook);
+        auto s = nlohmann::json::parse(js);
+        const bool per_syscall = hook == "default" && result("syscall_events.present") == "yes";
+        EXPECT_EQ(s.value("syscall_hooks", ""), per_syscall ? "per_syscall" : "raw_syscalls") << hook;
+        EXPECT_EQ(s["process"]["vfs_read"]["count"], 8) << hook << ": " << s["process"];
+    }
+}
+
 // Acceptance (issue 5): kvio gen (llama3.1-8b, 256-token chunks: 32 MiB objects, 2 stores + 2 loads)
 // under kvio trace, then kvio validate: every object's commands are exactly the projected ones.
 // A load is 256 commands of 128 KiB (MDTS / max_sectors_kb 128 KiB); a store adds its 4 KiB header.

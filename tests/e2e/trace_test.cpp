@@ -565,29 +565,36 @@ TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
 // task local storage where the kernel allows it and in tid-keyed hashes elsewhere (Debian 6.1);
 // KVIO_TRACE_THREAD_HASHES=1 takes the hashes here too, so both are checked on this machine.
 const char* const kThreadStates[] = {"", "KVIO_TRACE_THREAD_HASHES=1 "};
+// The syscall programs hook per-syscall tracepoints where tracefs has them (this machine) and raw_syscalls elsewhere;
+// KVIO_TRACE_RAW_SYSCALLS=1 takes raw_syscalls here too. Each with the summary's name for it.
+const std::pair<const char*, const char*> kSyscallHooks[] = {{"", "per_syscall"}, {"KVIO_TRACE_RAW_SYSCALLS=1 ", "raw_syscalls"}};
 
 TEST(Trace, IoUringUserDataEndsWithTheIoUringEnterThatSetIt) {
     // kvio gen's io_uring engine: O_DIRECT, every command is allocated inside io_uring_enter and carries its SQE's
     // user_data. --buffered: the SQEs only fill the page cache; the fsync after each store writes it back from the
     // same thread, after its io_uring_enter returned: those writes carry no user_data (a stale one would join
-    // them to the last SQE's object).
+    // them to the last SQE's object). io_uring_enter's exit ends the user_data on either syscall hook.
     LoopDevice loop(64 * MiB);
     TempDir dir;
-    for (const char* env : kThreadStates) {
-        for (const std::string mode : {"direct", "buffered"}) {
-            const std::string ev = dir.file(mode + ".jsonl");
-            CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " -- " +
-                              kvio_bin() + " gen -q --force --model tiny-1b --engine io_uring --qd 4 --num-chunks 2 --target " +
-                              loop.path + (mode == "buffered" ? " --buffered" : "") + " --semantic " + dir.file("sem.jsonl"));
-            ASSERT_EQ(r.status, 0) << env << mode << ": " << r.err;
-            size_t writes = 0, with_ud = 0;
-            for (const auto& c : cmds_of(read_jsonl(ev), loop.majmin, "write")) {
-                if (c["comm"] != "kvio") continue;
-                ++writes;
-                with_ud += c.contains("user_data");
+    for (const auto& [hooks_env, hooks] : kSyscallHooks) {
+        for (const char* state_env : kThreadStates) {
+            const std::string env = std::string(hooks_env) + state_env;
+            for (const std::string mode : {"direct", "buffered"}) {
+                const std::string ev = dir.file(mode + ".jsonl"), js = dir.file(mode + ".json");
+                CmdResult r = run(env + kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js +
+                                  " -- " + kvio_bin() + " gen -q --force --model tiny-1b --engine io_uring --qd 4 --num-chunks 2 --target " +
+                                  loop.path + (mode == "buffered" ? " --buffered" : "") + " --semantic " + dir.file("sem.jsonl"));
+                ASSERT_EQ(r.status, 0) << env << mode << ": " << r.err;
+                EXPECT_EQ(json::parse(slurp(js))["syscall_hooks"], hooks) << env;
+                size_t writes = 0, with_ud = 0;
+                for (const auto& c : cmds_of(read_jsonl(ev), loop.majmin, "write")) {
+                    if (c["comm"] != "kvio") continue;
+                    ++writes;
+                    with_ud += c.contains("user_data");
+                }
+                ASSERT_GT(writes, 0u) << env << mode;
+                EXPECT_EQ(with_ud, mode == "direct" ? writes : 0) << env << mode;
             }
-            ASSERT_GT(writes, 0u) << env << mode;
-            EXPECT_EQ(with_ud, mode == "direct" ? writes : 0) << env << mode;
         }
     }
 }
@@ -596,22 +603,92 @@ TEST(Trace, SyscallRecordsAndGapsWithEitherThreadState) {
     LoopDevice loop(32 * MiB);
     TempDir dir;
     const std::string io = "xfs_io -d -c 'pwrite -q -b 128k 0 4m' -c fsync -c 'fadvise -d 0 4m' -c 'pread -q -b 64k 8m 1m' " + loop.path;
-    for (const char* env : kThreadStates) {
+    for (const auto& [hooks_env, hooks] : kSyscallHooks) {
+        for (const char* state_env : kThreadStates) {
+            const std::string env = std::string(hooks_env) + state_env;
+            CmdResult r = run(env + kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
+                              " --syscalls --json " + dir.file("t.json") + " -- " + io);
+            ASSERT_EQ(r.status, 0) << env << r.err;
+            json s = json::parse(slurp(dir.file("t.json")));
+            EXPECT_EQ(s["syscall_hooks"], hooks) << env;
+            const json& p = s["process"];
+            EXPECT_EQ(p["vfs_write"]["count"], 32) << env;
+            EXPECT_EQ(p["vfs_read"]["count"], 16) << env;
+            EXPECT_EQ(p["write_fsync_gap"]["count"], 1) << env;
+            EXPECT_EQ(p["fadvise_read_gap"]["count"], 1) << env;
+            std::map<std::string, size_t> calls;
+            for (const auto& e : read_jsonl(dir.file("ev.jsonl")))
+                if (e["type"] == "syscall" && e["fd"].get<int>() >= 0) ++calls[e["name"].get<std::string>() + " " + std::to_string(e.value("count", 0))];
+            EXPECT_EQ(calls["pwrite64 131072"], 32u) << env;
+            EXPECT_EQ(calls["pread64 65536"], 16u) << env;
+            EXPECT_EQ(calls["fsync 0"], 1u) << env;
+            EXPECT_EQ(calls["fadvise64 4194304"], 1u) << env;
+        }
+    }
+}
+
+TEST(Trace, StatsShowOnlyTheSyscallProgramsOfTheHookInUse) {
+    // Per-syscall hooks: dd's 20 read()s of the device run sys_enter_3args and the raw_syscalls pair (loaded as the
+    // fallback) never runs; forced raw_syscalls: the other way round. --stats names the hook in use.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    for (const auto& [env, hooks] : kSyscallHooks) {
+        auto r = run(std::string(env) + kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") +
+                     " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
+        ASSERT_EQ(r.status, 0) << env << r.err;
+        const json s = json::parse(slurp(dir.file("t.json")));
+        std::map<std::string, uint64_t> runs;
+        for (const auto& p : s["bpf_stats"]["programs"]) runs[p["name"].get<std::string>()] = p["run_cnt"].get<uint64_t>();
+        const uint64_t per_syscall = runs["sys_enter_3args"] + runs["sys_exit_traced"];
+        const uint64_t raw = runs["sys_enter_btf"] + runs["sys_exit_btf"] + runs["raw_sys_enter"] + runs["raw_sys_exit"];
+        if (std::string(hooks) == "per_syscall") {
+            EXPECT_GE(runs["sys_enter_3args"], 20u) << env;
+            EXPECT_EQ(raw, 0u) << env;
+            EXPECT_NE(r.err.find("syscalls hooked by per-syscall tracepoints"), std::string::npos) << r.err;
+        } else {
+            EXPECT_GE(raw, 40u) << env;
+            EXPECT_EQ(per_syscall, 0u) << env;
+            EXPECT_NE(r.err.find("syscalls hooked by raw_syscalls"), std::string::npos) << r.err;
+        }
+    }
+}
+
+TEST(Trace, SyscallArgumentsOfEveryArityAreTheSameOnEitherHook) {
+    // Per-syscall tracepoints give a program a record of the syscall's own arguments only, so kvio reads them with
+    // one program per argument count: read (fd, buf, count: dd), pwritev2 (fd, vec, vlen, pos_l, pos_h, flags:
+    // xfs_io -D), preadv (5), pread64 (4), fdatasync (1), fadvise64 (4). Each call comes out with its offset, count
+    // (bytes, or iovecs for the v-calls) and return value, the same on raw_syscalls.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    // (xfs_io's -V stays on for the commands after it: the pread64s are another xfs_io)
+    const std::string io = "sh -c \"xfs_io -d -c 'pwrite -q -D -V 2 -b 64k 1m 256k' -c 'pread -q -V 2 -b 64k 1m 256k' "
+                           "-c fdatasync -c 'fadvise -d 1m 256k' " + loop.path + "; xfs_io -d -c 'pread -q -b 32k 2m 64k' " +
+                           loop.path + "; dd if=" + loop.path + " of=/dev/null bs=4k count=3 skip=5 iflag=direct status=none\"";
+    const std::map<std::string, size_t> expected = {
+        {"pwritev2 offset 1048576 count 2 ret 131072", 1}, {"pwritev2 offset 1179648 count 2 ret 131072", 1},
+        {"preadv offset 1048576 count 2 ret 131072", 1},   {"preadv offset 1179648 count 2 ret 131072", 1},
+        {"pread64 offset 2097152 count 32768 ret 32768", 1}, {"pread64 offset 2129920 count 32768 ret 32768", 1},
+        {"fdatasync offset - count - ret 0", 1},           {"fadvise64 offset 1048576 count 262144 ret 0", 1},
+        {"read offset - count 4096 ret 4096", 3},
+    };
+    for (const auto& [env, hooks] : kSyscallHooks) {
         CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
                           " --syscalls --json " + dir.file("t.json") + " -- " + io);
         ASSERT_EQ(r.status, 0) << env << r.err;
-        json p = json::parse(slurp(dir.file("t.json")))["process"];
-        EXPECT_EQ(p["vfs_write"]["count"], 32) << env;
-        EXPECT_EQ(p["vfs_read"]["count"], 16) << env;
-        EXPECT_EQ(p["write_fsync_gap"]["count"], 1) << env;
-        EXPECT_EQ(p["fadvise_read_gap"]["count"], 1) << env;
+        json s = json::parse(slurp(dir.file("t.json")));
+        EXPECT_EQ(s["syscall_hooks"], hooks) << env;
         std::map<std::string, size_t> calls;
-        for (const auto& e : read_jsonl(dir.file("ev.jsonl")))
-            if (e["type"] == "syscall" && e["fd"].get<int>() >= 0) ++calls[e["name"].get<std::string>() + " " + std::to_string(e.value("count", 0))];
-        EXPECT_EQ(calls["pwrite64 131072"], 32u) << env;
-        EXPECT_EQ(calls["pread64 65536"], 16u) << env;
-        EXPECT_EQ(calls["fsync 0"], 1u) << env;
-        EXPECT_EQ(calls["fadvise64 4194304"], 1u) << env;
+        for (const auto& e : read_jsonl(dir.file("ev.jsonl"))) {
+            if (e["type"] != "syscall") continue;
+            auto field = [&e](const char* k) { return e.contains(k) ? std::to_string(e[k].get<int64_t>()) : std::string("-"); };
+            ++calls[e["name"].get<std::string>() + " offset " + field("offset") + " count " + field("count") + " ret " + field("ret")];
+        }
+        EXPECT_EQ(calls, expected) << env;
+        const json& p = s["process"];
+        EXPECT_EQ(p["vfs_write"]["count"], 2) << env;
+        EXPECT_EQ(p["vfs_read"]["count"], 7) << env;
+        EXPECT_EQ(p["fsync"]["count"], 1) << env;
+        EXPECT_EQ(p["write_fsync_gap"]["count"], 1) << env;
     }
 }
 

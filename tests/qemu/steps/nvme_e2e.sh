@@ -32,6 +32,14 @@ step trace_help kvio trace --help
 step trace_dd env KVIO_DEBUG=1 kvio trace -d nvme0n1 -q --events trace_dd.events.jsonl --json trace_dd.trace.json -- \
   dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=1 seek=5 oflag=direct
 
+# --- syscalls on either hook: per-syscall tracepoints where this kernel's tracefs has them, and raw_syscalls forced;
+# dd's 8 O_DIRECT 4 KiB read()s of the device land in the VFS read histogram of both.
+[ -d $T/events/syscalls/sys_enter_pread64 ] && echo yes > syscall_events.present
+step syscalls_default kvio trace -d nvme0n1 -q --json syscalls_default.trace.json -- \
+  dd if=/dev/nvme0n1 of=/dev/null bs=4k count=8 iflag=direct
+step syscalls_raw env KVIO_TRACE_RAW_SYSCALLS=1 kvio trace -d nvme0n1 -q --json syscalls_raw.trace.json -- \
+  dd if=/dev/nvme0n1 of=/dev/null bs=4k count=8 iflag=direct
+
 # --- kvio gen under kvio trace, then kvio validate, per engine: llama3.1-8b, 256-token chunks
 # (32 MiB objects), 2 chunks stored then loaded.
 GEN="--model llama3.1-8b --chunk-tokens 256 --num-chunks 2 --force -q"

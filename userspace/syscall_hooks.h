@@ -1,0 +1,54 @@
+// How kvio trace's syscall programs hook the kernel: per-syscall tracepoints (syscalls:sys_enter_NAME, BPF runs for
+// the traced syscalls only) where tracefs has them and the kernel accepts the attach, else raw_syscalls sys_enter /
+// sys_exit (BPF runs for every syscall of the machine and drops the untraced ones itself).
+#pragma once
+#include <vector>
+
+struct bpf_link;
+struct kvio_trace_bpf;
+
+namespace kvio::trace {
+
+/// Which hooks carry the syscall programs (kvio.trace/1 summary field "syscall_hooks").
+enum class SyscallHooks {
+    PerSyscall,   ///< "per_syscall": syscalls:sys_enter_NAME / sys_exit_NAME of each traced syscall
+    RawSyscalls,  ///< "raw_syscalls": raw_syscalls sys_enter / sys_exit (tp_btf, or raw_tp where BTF lacks them)
+};
+
+/// "per_syscall" or "raw_syscalls".
+const char* syscall_hooks_name(SyscallHooks h);
+
+/// The syscall programs of one trace: chosen before load, attached after, detached when destroyed (before the
+/// skeleton they belong to).
+class SyscallPrograms {
+public:
+    /// Before load: loads the per-syscall programs when every traced syscall has its enter and exit event in tracefs
+    /// (io_uring_enter's exit only when rodata need_user_data) and KVIO_TRACE_RAW_SYSCALLS is unset or 0; the
+    /// raw_syscalls pair is loaded too, as the fallback when the kernel refuses an attach. Nothing autoattaches.
+    explicit SyscallPrograms(kvio_trace_bpf* s);
+    ~SyscallPrograms();
+    SyscallPrograms(const SyscallPrograms&) = delete;
+    SyscallPrograms& operator=(const SyscallPrograms&) = delete;
+
+    /// After load: maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall (sys_nr_map).
+    void fill_syscall_map();
+
+    /// Attaches the exits, then the entries (an entry never waits for an exit that is not there yet): per
+    /// syscall when chosen, else, or when the kernel refuses one of those attaches, the raw_syscalls pair (a warning
+    /// with KVIO_DEBUG=1 says why). Returns 0 or a negative errno of the raw_syscalls attach.
+    int attach();
+
+    /// The hooks attached (valid after attach() returned 0).
+    SyscallHooks hooks() const { return hooks_; }
+
+private:
+    int attach_per_syscall();
+    void detach();
+
+    kvio_trace_bpf* s_;
+    bool per_syscall_ = false;
+    SyscallHooks hooks_ = SyscallHooks::RawSyscalls;
+    std::vector<bpf_link*> links_;
+};
+
+}  // namespace kvio::trace
