@@ -423,13 +423,16 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                     if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
                 }
                 auto [fr, fw] = flow_weights(r * clones[1], (data - r) * clones[0]);
-                ++flow_groups;
+                // A stretch where one stream issued nothing (a writer starved of CPU on a loaded VM) is one section:
+                // no flow, which would have no partner to hold a ratio against.
+                const bool pair = !st[0].cmds.empty() && !st[1].cmds.empty();
+                if (pair) ++flow_groups;
                 for (int w = 0; w < 2; ++w) {
                     if (st[w].cmds.empty()) continue;
                     uint64_t k = w ? data - r : r;
                     SectionSpec ss = ps;
-                    ss.flow = w ? fw : fr;
-                    ss.flow_id = flow_groups;
+                    ss.flow = pair ? (w ? fw : fr) : 0;
+                    ss.flow_id = pair ? flow_groups : 0;
                     ss.rate_why = std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
                                                             std::to_string(clones[0]) + " reader and " + std::to_string(clones[1]) + " writer jobs"
                                                       : "concurrent streams") +

@@ -195,8 +195,8 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
     expect_faithful(j, 0, text, true);
     auto s = io_sections(j);
     ASSERT_GE(s.size(), 2u) << text;  // a pair of sections per stretch of a steady ratio
-    // Each pair shares a flow_id of its own; a stretch where one stream issued nothing (the writer starved of CPU on
-    // this loaded VM: 100 % reads in one stretch of 16) is one section of that direction, without a flow.
+    // Each pair shares a flow_id of its own; a stretch where one stream issued nothing (starved of CPU on this loaded
+    // VM: 100 % reads in one stretch of 16 in one run, 100 % writes in another) is one section, without a flow.
     std::map<std::string, std::vector<std::string>> pairs;
     for (const auto& o : s) {
         if (o.contains("flow_id")) pairs[o["flow_id"].get<std::string>()].push_back(o["rw"]);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <unistd.h>
@@ -652,6 +653,31 @@ TEST(Phases, ConcurrentStreamsBecomeConcurrentSections) {
     EXPECT_EQ(j.sections[1].get("flow"), "1");
     EXPECT_EQ(j.sections[1].get("stonewall"), "");
     EXPECT_EQ(j.text.find("[kvio-distilled-phase1-writes]\nstonewall"), std::string::npos) << j.text;  // runs alongside
+}
+
+// A reader and a writer side by side, the writer silent for the middle third (starved of CPU): that stretch is one
+// read section without flow= (a flow of one job has no ratio to hold); the others stay pairs of one flow_id each.
+TEST(Phases, StretchWithOneStreamIsOneSectionWithoutAFlow) {
+    EventsFile ef;
+    closed_loop(ef, 1'000'000, 9000, 8, "read", 4096, false, 800'000, 201);
+    closed_loop(ef, 1'000'000, 750, 1, "write", 65536, false, 400'000, 202);
+    closed_loop(ef, 601'000'000, 750, 1, "write", 65536, false, 400'000, 202);
+    EventTrace tr = ef.load();
+    FioJob j = make_phased_job(tr, profile_events(tr), opts());
+    std::map<std::string, std::vector<std::string>> flows;
+    size_t lone = 0;
+    for (const auto& sec : j.sections) {
+        if (sec.get("flow_id").empty()) {
+            EXPECT_EQ(sec.get("rw"), "randread") << j.text;
+            EXPECT_EQ(sec.get("flow"), "") << j.text;
+            ++lone;
+        } else {
+            flows[sec.get("flow_id")].push_back(sec.get("rw"));
+        }
+    }
+    EXPECT_EQ(lone, 1u) << j.text;
+    EXPECT_GE(flows.size(), 2u) << j.text;
+    for (const auto& [id, rws] : flows) EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << id << "\n" << j.text;
 }
 
 // Two reader threads and one writer thread side by side: fio weighs every job of a flow, so each reader clone
