@@ -541,6 +541,17 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
 }  // namespace
 
 TraceResult run_trace(const TraceOptions& opts) {
+    // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
+    // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
+    // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
+    g_stop = false;
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
+    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
     ensure_tracing_ready();
     libbpf_set_print(libbpf_quiet);
     if (opts.comms.size() > KVIO_MAX_COMMS) throw Error("at most " + std::to_string(KVIO_MAX_COMMS) + " -c filters");
@@ -646,14 +657,6 @@ TraceResult run_trace(const TraceOptions& opts) {
         ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
     if (!rb) throw Error("cannot create the ring buffer reader");
 
-    g_stop = false;
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
-    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
 
     SnapshotSource snap_src{skel.get(), slot_devs, devs, ro->lba_bucket_bytes, kvio_group_by(ro->group_by), nvme_present,
                             stats_on.has_value(), "", 0, double(time(nullptr))};

@@ -117,3 +117,18 @@ TEST(DistillStop, SigtermDuringVerifyExits143) {
 }
 
 }  // namespace
+
+// A shell starts a background job with SIGINT ignored; kvio trace's handler used to be installed only after the BPF
+// objects loaded and attached, so a SIGINT during that setup vanished and the trace ran until a second one (a
+// ValidateE2E run sat 5.5 min in epoll_wait). The handler now comes first: the stop ends the trace after its setup.
+TEST(TraceStop, SigintDuringSetupFromABackgroundJobStopsTheTrace) {
+    TempDir dir;
+    const std::string js = dir.file("s.json");
+    // 0.2 s after the start: long after exec, before libbpf has loaded and attached the programs (0.5-1.5 s here). No
+    // `timeout` around it: that would install its own SIGINT handler and forward the signal. A watchdog KILLs instead.
+    auto r = run(kvio_bin() + " trace -q --json " + js + " & p=$!; ( sleep 30; kill -KILL $p ) 2>/dev/null & w=$!; "
+                 "sleep 0.2; kill -INT $p; wait $p; s=$?; kill $w 2>/dev/null; exit $s");
+    EXPECT_NE(r.status, 137) << "the SIGINT was lost: the trace ran on until the watchdog killed it: " << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;  // a bare trace ends normally on its stop
+    EXPECT_EQ(json::parse(slurp(js))["schema"], "kvio.trace/1");
+}
