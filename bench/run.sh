@@ -40,7 +40,7 @@ OUT=$(realpath -m "$BUILD/bench")
 die() { echo "bench: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (loop devices, BPF); run 'sudo make bench'"
 [ -x "$KVIO" ] || die "$KVIO is missing; build it first (make BUILD=$BUILD)"
-for t in fio bpftrace jq /usr/bin/time losetup; do command -v "$t" >/dev/null || die "$t is missing (bash scripts/bench-deps.sh)"; done
+for t in fio bpftrace jq /usr/bin/time losetup; do command -v "$t" >/dev/null || die "$t is missing (make bench installs it: bash scripts/deps.sh bpftrace jq time python3-numpy python3-yaml)"; done
 
 mkdir -p "$OUT"
 RAW=$OUT/raw.jsonl
