@@ -212,7 +212,7 @@ TEST(Distill, RefusesImplausibleTraces) {
     EXPECT_EQ(r.out.find("\nfilename="), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("no filename in this job"), std::string::npos) << r.out;
     r = run(distill("--events " + d.file("other.jsonl") + " --verify"));
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);  // a usage error
     EXPECT_NE(r.err.find("--verify: needs --filename"), std::string::npos) << r.err;
 
     // Synchronous writes on a device without FUA: the flush sequences' requests end without an issue (2 per
