@@ -20,7 +20,8 @@
 #   clients   the simulate storage baseline as 1 client vs --num-clients 2 vs mpirun -np 2 --mpi on one tmpfs,
 #             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
-# (bench/summarize.jq). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
+# (bench/summarize.jq); $BUILD/bench/machine.json (bench/machine.sh): the machine, `$KVIO --version` of the binary
+# under test (kvio_version) and the source tree's HEAD (git_head: the binary may be older than it). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
 # KVIO_BENCH_ROUNDS (7), KVIO_BENCH_SECS (4, fio seconds per overhead run), KVIO_BENCH_STAGES
 # ("overhead gen validate distill simulate clients"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
 # KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines).
@@ -86,12 +87,7 @@ time_json() {
 
 echo "kvio bench: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r)," \
      "$(fio --version), $(bpftrace --version | head -1), rounds $ROUNDS"
-jq -n --arg k "$(uname -r)" --argjson n "$(nproc)" --argjson m "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
-      --arg cpu "$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" --arg fio "$(fio --version)" \
-      --arg bt "$(bpftrace --version | head -1)" --arg rev "$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-      --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson rounds "$ROUNDS" --argjson secs "$SECS" --arg eng "$ENGINES" \
-      '{kernel:$k, nproc:$n, mem_kib:$m, cpu:$cpu, fio:$fio, bpftrace:$bt, commit:$rev, date:$date,
-        rounds:$rounds, fio_secs:$secs, overhead_engines:$eng}' > "$OUT/machine.json"
+bash "$HERE/machine.sh" "$KVIO" "$ROUNDS" "$SECS" "$ENGINES" > "$OUT/machine.json"
 
 has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
 

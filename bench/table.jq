@@ -3,7 +3,7 @@ def f(d): if . == null then "-" else (. * pow(10; d) | round / pow(10; d) | tost
 def mmm(d): if . == null then "-" else "\(.min | f(d)) / \(.median | f(d)) / \(.max | f(d))" end;
 def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 
-"machine: \(.machine.nproc) CPUs (\(.machine.cpu)), \(.machine.mem_kib / 1048576 | f(1)) GiB, kernel \(.machine.kernel), commit \(.machine.commit), \(.machine.date)",
+"machine: \(.machine.nproc) CPUs (\(.machine.cpu)), \(.machine.mem_kib / 1048576 | f(1)) GiB, kernel \(.machine.kernel), \(.machine.kvio_version) (source HEAD \(.machine.git_head)), \(.machine.date)",
 "",
 "tracer overhead: fio randread 4 KiB QD 32, \(.machine.rounds) rounds x \(.machine.fio_secs) s; min / median / max over rounds.",
 "  BPF ns/cmd: every program of the tracer (kvio: --stats; bpftrace: bpftool with kernel.bpf_stats_enabled) over the",

@@ -160,7 +160,8 @@ struct kvio_rq_spilled {
 #define KVIO_BIO_SLOTS 8192
 struct kvio_bio_owner {
     __u64 key;       /* struct bio * | KVIO_SLOT_LIVE until a request took the owner */
-    __u64 stamp_ns;  /* coarse CLOCK_MONOTONIC ns at block_getrq: a live slot older than 1 s is taken over */
+    __u64 pad;       /* unused, keeps the slot at 64 bytes. A live slot no request took (its bio merged away) stays
+                      * live until that bio pointer comes back to block_getrq (on_getrq): there is no age limit */
     struct kvio_owner owner;
     __u64 cgroup;    /* --per-cgroup: the submitter's cgroup v2 id, else 0 */
 };

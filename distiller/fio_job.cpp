@@ -588,8 +588,9 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     return sec;
 }
 
-FioJob make_fio_job(const Profile& p, const JobOptions& opt) {
+FioJob make_fio_job(const Profile& p, const JobOptions& opt, const std::vector<std::string>& more_notes) {
     std::vector<std::string> notes = check_trace_health(p, opt);
+    notes.insert(notes.end(), more_notes.begin(), more_notes.end());
     FioJob job;
     SectionSpec spec;
     FioSection s = derive_section(p, opt, spec, job.not_inferred);

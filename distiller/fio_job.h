@@ -105,7 +105,8 @@ std::string bssplit_list(const Dist& sizes, uint64_t* dropped = nullptr, Dist* k
 
 /// Derives a one-section fio job from the whole trace's profile. Throws kvio::Error, naming the reason, for implausible traces: an in-flight
 /// count (sweep, kernel `qd`, Little's law or the chosen iodepth × numjobs) above `nr_requests`, or a
-/// trace that lost more than 5 % of its events (completions ≪ issues).
-FioJob make_fio_job(const Profile& p, const JobOptions& opt);
+/// trace that lost more than 5 % of its events (completions ≪ issues). `notes`: more lines for the header's
+/// derivation, after the trace-health ones.
+FioJob make_fio_job(const Profile& p, const JobOptions& opt, const std::vector<std::string>& notes = {});
 
 }  // namespace kvio::distiller

@@ -179,6 +179,8 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
         for (const auto& n : check_trace_health(*in.whole, in.opt)) notes.push_back(multi ? in.trace->dev + ": " + n : n);
         const std::string prefix = multi ? base.job_name + "-" + label(*in.trace) : base.job_name;
         chains.push_back(device_chain(in, prefix, popt, dp[i], job.not_inferred));
+        for (const auto& pc : dp[i].pieces)
+            if (!pc.note.empty()) notes.push_back(multi ? in.trace->dev + ": " + pc.note : pc.note);
         if (!multi) continue;
         // Each device's sections run on its own target, with its own engine when it differs from [global]'s.
         FioSection own;

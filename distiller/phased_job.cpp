@@ -300,6 +300,7 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     plan.data = data_cmds(t.cmds);
     plan.phases = detect_phases(plan.data, popt);
     plan.period = phase_period(plan.phases);
+    plan.note = below_phase_minimum_note(plan.data, popt);
     const auto& d = plan.data;
     auto& ph = plan.phases;
     auto first_cmd = [&](size_t i) { return i == 0 ? size_t(0) : d[ph[i].begin].index; };
@@ -309,11 +310,14 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     for (size_t i = 0; i < ph.size(); ++i) slices.push_back(slice(t, first_cmd(i), end_cmd(i)));
     const bool concurrent = std::any_of(slices.begin(), slices.end(), separate_streams);
     if (ph.size() <= 1 && !concurrent) {
+        std::vector<std::string> notes;
+        if (!plan.note.empty()) notes.push_back(plan.note);
         if (out) *out = std::move(plan);
-        return make_fio_job(whole, opt);
+        return make_fio_job(whole, opt, notes);
     }
 
     std::vector<std::string> notes = check_trace_health(whole, opt);
+    if (!plan.note.empty()) notes.push_back(plan.note);
     FioJob job;
     FioSection global;
     target_options(whole, opt, job.not_inferred, global);

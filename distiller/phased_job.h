@@ -17,6 +17,7 @@ struct PhasePlan {
     std::vector<DataCmd> data;    ///< data_cmds(trace)
     std::vector<Phase> phases;    ///< detect_phases(data)
     size_t period = 0;            ///< phase_period(phases)
+    std::string note;             ///< below_phase_minimum_note(data): also in the job's header; "" when none
 };
 
 /// Derives the job from `t` (one device, sorted) and its whole-run profile `whole`: detects phases with

@@ -173,6 +173,26 @@ bool mixes_differ(const MixSummary& a, const MixSummary& b) { return mix_distanc
 
 size_t phase_window(size_t n) { return std::max<size_t>(32, n / 256); }
 
+size_t min_phase_len(size_t n, const PhaseOptions& opt) {
+    return std::max(opt.min_cmds, size_t(std::ceil(opt.min_share * double(n))));
+}
+
+std::string below_phase_minimum_note(const std::vector<DataCmd>& d, const PhaseOptions& opt) {
+    const size_t n = d.size(), min_len = min_phase_len(n, opt);
+    if (n < 2 || n >= 2 * min_len || opt.max_phases <= 1) return "";  // one command has no order
+    auto read_pct = [&](size_t b, size_t e) {
+        const auto reads = std::count_if(d.begin() + long(b), d.begin() + long(e), [](const DataCmd& c) { return !c.write; });
+        return e > b ? 100.0 * double(reads) / double(e - b) : 0.0;
+    };
+    char b[320];
+    std::snprintf(b, sizeof b,
+                  "the trace has %zu read/write commands, below the phase minimum (two phases need %zu, %zu each; docs/distill.md "
+                  "\"Phases\"): one section for all of them, so their time order (first half %.0f %% reads, second half %.0f %%) is "
+                  "not kept in the job",
+                  n, 2 * min_len, min_len, read_pct(0, n / 2), read_pct(n / 2, n));
+    return b;
+}
+
 std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptions& opt) {
     std::vector<Phase> ph;
     const size_t n = d.size();
@@ -192,7 +212,7 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
         ph[i].end = ph[i + 1].end;
         ph.erase(ph.begin() + long(i) + 1);
     };
-    const size_t min_len = std::max(opt.min_cmds, size_t(std::ceil(opt.min_share * double(n))));
+    const size_t min_len = min_phase_len(n, opt);
     while (ph.size() > 1) {
         size_t shortest = 0;
         for (size_t i = 1; i < ph.size(); ++i)

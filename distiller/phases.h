@@ -34,6 +34,14 @@ struct PhaseOptions {
     uint64_t gap_ns = 100'000'000; ///< an idle gap this long (100 ms) always ends a phase
 };
 
+/// The shortest phase of a trace of `n` data commands: max(opt.min_cmds, opt.min_share × n), rounded up.
+size_t min_phase_len(size_t n, const PhaseOptions& opt);
+
+/// For a trace too short for two phases (fewer than 2 × min_phase_len data commands, at least 2, and
+/// opt.max_phases above 1): a one-line note that it becomes one section and loses its time order, with the read share
+/// of its first and second half. "" otherwise.
+std::string below_phase_minimum_note(const std::vector<DataCmd>& d, const PhaseOptions& opt);
+
 /// One phase: data commands [begin, end) of the data_cmds() vector.
 struct Phase {
     size_t begin = 0, end = 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/count_noun.h"
 #include "distiller/fidelity.h"
 #include "distiller/profile.h"
 
@@ -109,10 +110,10 @@ TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<Da
 std::string summary_line(const Fidelity& w, const TimeFidelity& t) {
     char b[512];
     std::snprintf(b, sizeof b,
-                  "worst of %zu windows: read share error %.2f points, size TV %.4f, depth TV %.4f, sequential error %.2f points; "
+                  "worst of %s: read share error %.2f points, size TV %.4f, depth TV %.4f, sequential error %.2f points; "
                   "phases %zu -> %zu %s, volume error <= %.2f %%; whole run: size TV read %.4f write %.4f, rwmixread error %.2f "
                   "points, queue-depth TV %.4f, sequential error %.2f points",
-                  t.windows, t.worst_read_err, t.worst_size_tv, t.worst_depth_tv, t.worst_seq_err, t.phases.orig, t.phases.replay,
+                  count_noun(t.windows, "window").c_str(), t.worst_read_err, t.worst_size_tv, t.worst_depth_tv, t.worst_seq_err, t.phases.orig, t.phases.replay,
                   t.phases.in_order ? "in order" : "NOT matching", t.worst_volume_err, w.size_tv_read, w.size_tv_write, w.rwmix_err,
                   w.qd_tv, w.seq_err);
     return b;

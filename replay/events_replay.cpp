@@ -32,9 +32,10 @@ struct Item {
     uint64_t ts_issue = 0, ts_complete = 0;
 };
 
-void sleep_until(uint64_t mono_ns) {
+/// Sleeps until `mono_ns` or, when `stop` is set, until a stop signal interrupted the sleep.
+void sleep_until(uint64_t mono_ns, const volatile sig_atomic_t* stop) {
     timespec ts{time_t(mono_ns / 1000000000ull), long(mono_ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !(stop && *stop)) {
     }
 }
 
@@ -143,6 +144,7 @@ EventsSummary replay_events(const EventsOptions& o) {
         }
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.ts_issue < b.ts_issue; });
     const size_t n = items.size();
+    s.to_replay = n;
     if (n == 0) return s;
 
     std::vector<uint64_t> tsi(n), tsc(n);
@@ -173,11 +175,13 @@ EventsSummary replay_events(const EventsOptions& o) {
     size_t next = 0, done = 0, inflight = 0, prefix = 0;
     const uint64_t t0 = workload::monotonic_ns();
     uint64_t first_sub = 0, last_sub = 0, last_done = t0;
+    auto stopping = [&] { return o.stop && *o.stop; };
     while (done < n) {
+        if (stopping() && inflight == 0) break;  // the commands issued so far are complete
         bool queued = false;
         uint64_t due = 0;
         bool time_blocked = false;
-        while (next < n && inflight < s.depth && prefix >= dep.need[next]) {
+        while (!stopping() && next < n && inflight < s.depth && prefix >= dep.need[next]) {
             due = t0 + scheduled_ns(tsi[next], tsi[0], o.timing);
             uint64_t now = workload::monotonic_ns();
             if (now < due) {
@@ -207,13 +211,13 @@ EventsSummary replay_events(const EventsOptions& o) {
         if (queued) engine->commit();
         comps.clear();
         if (inflight == 0) {
-            if (time_blocked) sleep_until(due);
+            if (time_blocked) sleep_until(due, o.stop);
             continue;
         }
-        if (time_blocked) {
+        if (time_blocked && !stopping()) {
             // Waiting for the clock with commands in flight: collect what is done, nap briefly.
-            if (engine->reap(0, comps) == 0) sleep_until(std::min(due, workload::monotonic_ns() + 50000));
-        } else if (!queued || inflight >= s.depth || (next < n && prefix < dep.need[next])) {
+            if (engine->reap(0, comps) == 0) sleep_until(std::min(due, workload::monotonic_ns() + 50000), o.stop);
+        } else if (!queued || inflight >= s.depth || stopping() || (next < n && prefix < dep.need[next])) {
             engine->reap(1, comps);
         } else {
             engine->reap(0, comps);
@@ -241,6 +245,7 @@ EventsSummary replay_events(const EventsOptions& o) {
         while (prefix < n && completed[dep.completion_order[prefix]]) ++prefix;
     }
     for (int fd : fds) engine->close(fd);
+    if (done < n) s.stopped_by = int(*o.stop);
     s.replayed = s.reads + s.writes + s.errors;
     s.replay_span_ns = last_sub - first_sub;
     s.elapsed_ns = last_done - t0;
@@ -266,6 +271,8 @@ void print_events_summary(std::ostream& os, const EventsOptions& o, const Events
                   (unsigned long long)s.writes, (unsigned long long)s.write_bytes,
                   s.errors ? (", " + std::to_string(s.errors) + " FAILED").c_str() : "");
     os << line;
+    if (s.stopped_by)
+        os << "  stopped by signal " << s.stopped_by << ": " << s.replayed << " of " << s.to_replay << " commands replayed\n";
     std::snprintf(line, sizeof line, "  skipped: %llu non-read/write, %llu unaligned to the target's logical block, %llu larger than the target",
                   (unsigned long long)s.skipped_non_data, (unsigned long long)s.skipped_unaligned, (unsigned long long)s.skipped_too_large);
     os << line;

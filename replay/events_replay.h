@@ -2,6 +2,7 @@
 // same offsets (sector × 512, relative to the target's start), sizes, directions and issue order, with the
 // recorded inter-arrival times, as fast as possible, or scaled; O_DIRECT through a workload engine.
 #pragma once
+#include <csignal>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -21,6 +22,9 @@ struct EventsOptions {
     std::string engine = "io_uring";    ///< io_uring: captured overlap kept (schedule.h Dependencies); posix: one at a time
     uint32_t max_qd = 64;               ///< cap on commands in flight (and on I/O buffers)
     bool force = false;                 ///< overwrite non-zero bytes where writes land (never a mounted device)
+    /// When it becomes non-zero (a stop signal's number): no more commands are issued, those in flight complete, and
+    /// the summary says how many of the commands were replayed (stopped_by). nullptr: never.
+    const volatile sig_atomic_t* stop = nullptr;
 };
 
 /// One replayed device.
@@ -49,6 +53,8 @@ struct EventsSummary {
     uint64_t replay_span_ns = 0;        ///< first to last replay submission
     uint64_t elapsed_ns = 0;            ///< whole replay, first submission to last completion
     uint64_t late_ns_max = 0;           ///< worst lateness of a submission against its schedule
+    uint64_t to_replay = 0;             ///< commands the replay was to issue (replayed == to_replay unless stopped)
+    int stopped_by = 0;                 ///< the stop signal that ended the replay early, else 0
 };
 
 /// Runs the replay. Throws kvio::Error before any byte is written for refusals: missing target, mounted

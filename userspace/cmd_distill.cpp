@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/count_noun.h"
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/jsonl.h"
@@ -58,7 +59,7 @@ std::vector<std::string> map_targets(const std::vector<std::string>& given, cons
             if (devs.size() > 1)
                 throw Error("distill --filename " + g + ": the trace has " + std::to_string(devs.size()) +
                             " devices; map each with --filename DEV=PATH (DEV: MAJ:MIN or name), or choose one with --dev");
-            if (!out[0].empty()) throw Error("distill --filename " + g + ": a target was already given (" + out[0] + ")");
+            if (!out[0].empty()) throw UsageError("--filename " + g + ": a target was already given (" + out[0] + ")");
             out[0] = g;
             continue;
         }
@@ -69,14 +70,14 @@ std::vector<std::string> map_targets(const std::vector<std::string>& given, cons
             return list;
         };
         if (dev.empty())
-            throw Error("distill --filename " + g + ": the mapping's device part (before '=') is empty: give DEV=PATH, DEV as --dev "
+            throw UsageError("--filename " + g + ": the mapping's device part (before '=') is empty: give DEV=PATH, DEV as --dev "
                         "takes it (MAJ:MIN or name; the trace's devices: " + device_list() + ")");
         size_t hit = devs.size();
         for (size_t i = 0; i < devs.size(); ++i)
             if (devs[i].dev == dev || devs[i].disk == dev) hit = i;
         if (hit == devs.size())
             throw Error("distill --filename " + g + ": no device " + dev + " in the trace (its devices: " + device_list() + ")");
-        if (path.empty()) throw Error("distill --filename " + g + ": no path after '='");
+        if (path.empty()) throw UsageError("--filename " + g + ": no path after '='");
         if (!out[hit].empty()) throw Error("distill --filename " + g + ": device " + dev + " already has a target (" + out[hit] + ")");
         out[hit] = path;
     }
@@ -132,7 +133,7 @@ void print_fidelity(const std::string& job_path, const std::string& target, cons
                     const distiller::Fidelity& f, const distiller::TimeFidelity& tf) {
     using namespace kvio::distiller;
     std::printf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), target.c_str(), events.c_str());
-    std::printf("                   whole run                     worst of %zu windows (by commands)\n", tf.windows);
+    std::printf("                   whole run                     worst of %s (by commands)\n", count_noun(tf.windows, "window").c_str());
     std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
     std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err,
                 tf.worst_read_err);
@@ -152,11 +153,10 @@ void run_distill(const DistillArgs& a) {
         throw Error("distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
                     "sudo (nothing was written)");
     if (a.events.empty() && a.trace_json.empty())
-        throw Error("distill: give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
+        throw UsageError("give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
     if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
-        throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") +
-                    ": needs --filename TARGET (the device the job runs on / the iolog names)");
-    if (a.max_tv >= 0 && !a.verify) throw Error("distill --max-tv: needs --verify (it bounds the replay's size TV)");
+        throw UsageError(std::string(a.verify ? "--verify" : "--iolog") + ": needs --filename TARGET (the device the job runs on / the iolog names)");
+    if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
     const bool json_stdout = a.json_out == "-";
     probe_writable(a.json_out);
     std::vector<EventTrace> evs;
@@ -169,7 +169,7 @@ void run_distill(const DistillArgs& a) {
                                  "commands are missing and its loss check could not be made\n", a.events.c_str());
     } else {
         if (a.pid || !a.comm.empty())
-            throw Error("distill: --pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");
+            throw UsageError("--pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");
         ps.push_back(profile_trace_json(a.trace_json, a.dev));
     }
     const std::vector<std::string> targets = map_targets(a.filenames, ps);
@@ -201,7 +201,7 @@ void run_distill(const DistillArgs& a) {
     // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
     std::ofstream iolog;
     if (!a.iolog.empty()) {
-        if (a.events.empty()) throw Error("distill --iolog: needs --events (histograms hold no individual commands)");
+        if (a.events.empty()) throw UsageError("--iolog: needs --events (histograms hold no individual commands)");
         iolog.open(a.iolog);
         if (!iolog) throw Error("distill: cannot write " + a.iolog + ": " + std::strerror(errno));
     }
@@ -225,11 +225,23 @@ void run_distill(const DistillArgs& a) {
     if (!a.events.empty() && !multi && plans[0].pieces.size() == 1) j["phases"] = phases_json(plans[0].pieces[0]);
     if (!a.events.empty() && (multi || plans[0].pieces.size() != 1 || !plans[0].trims.empty())) j["devices"] = devices_json(plans);
     if (!a.out.empty()) j["job_file"] = a.out;
+    for (const auto& d : plans)
+        for (const auto& pc : d.pieces)
+            if (!pc.note.empty()) {
+                const std::string note = multi ? d.dev + ": " + pc.note : pc.note;
+                std::fprintf(stderr, "kvio distill: note: %s\n", note.c_str());
+                j["notes"].push_back(note);
+            }
     if (!a.iolog.empty()) j["iolog"] = {{"file", a.iolog}, {"ios", iolog_lines}};
 
+    auto write_json = [&] {
+        if (a.json_out.empty()) return;
+        if (json_stdout) std::cout << j.dump(2) << "\n";
+        else write_json_file(a.json_out, j);
+    };
     bool missed = false;
     if (a.verify) {
-        if (a.events.empty()) throw Error("distill --verify: needs --events (the score compares per-command distributions)");
+        if (a.events.empty()) throw UsageError("--verify: needs --events (the score compares per-command distributions)");
         std::string job_path = a.out.empty() ? "/tmp/kvio-distill-verify.ini" : a.out;
         if (a.out.empty()) write_file(job_path, job.text);
         VerifyOptions vo;
@@ -237,7 +249,16 @@ void run_distill(const DistillArgs& a) {
         vo.events_out = job_path + ".replay.jsonl";
         std::vector<VerifyTarget> vt;
         for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
-        std::vector<Replay> rs = run_replays(vt, vo);
+        std::vector<Replay> rs;
+        try {
+            rs = run_replays(vt, vo);
+        } catch (const Stopped& e) {
+            // No score without the whole replay; --json keeps the job and what was derived, marked as stopped.
+            j["stopped_by_signal"] = e.signo;
+            j["verify"] = {{"stopped_by_signal", e.signo}, {"replay_events", vo.events_out}};
+            write_json();
+            throw;
+        }
         double worst_tv = 0;
         nlohmann::json per_dev = nlohmann::json::array();
         for (size_t i = 0; i < ps.size(); ++i) {
@@ -273,10 +294,7 @@ void run_distill(const DistillArgs& a) {
         if (!json_stdout && a.max_tv >= 0)
             std::printf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, missed ? "MISSED" : "met");
     }
-    if (!a.json_out.empty()) {
-        if (json_stdout) std::cout << j.dump(2) << "\n";
-        else write_json_file(a.json_out, j);
-    }
+    write_json();
     if (!json_stdout) {
         if (a.out.empty() && !a.verify) {
             std::cout << job.text;
@@ -286,18 +304,18 @@ void run_distill(const DistillArgs& a) {
                 size_t phases = 0;
                 for (const auto& d : plans)
                     for (const auto& pc : d.pieces) phases += pc.phases.size();
-                std::printf(" %zu sections (%zu phases", job.sections.size(), phases);
+                std::printf(" %s (%s", count_noun(job.sections.size(), "section").c_str(), count_noun(phases, "phase").c_str());
                 size_t trims = 0;
                 for (const auto& d : plans) trims += d.trims.size();
-                if (trims) std::printf(", %zu trim phases", trims);
-                if (multi) std::printf(", %zu devices", plans.size());
+                if (trims) std::printf(", %s", count_noun(trims, "trim phase").c_str());
+                if (multi) std::printf(", %s", count_noun(plans.size(), "device").c_str());
                 std::printf(")");
             }
             for (const char* k : {"rw", "rwmixread", "bssplit", "iodepth", "numjobs", "thinktime", "rate_process"})
                 if (!job.get(k).empty()) std::printf(" %s=%s", k, job.get(k).c_str());
             std::printf("\n");
         }
-        if (!a.iolog.empty()) std::printf("wrote %s: %zu I/Os (fio iolog v3)\n", a.iolog.c_str(), iolog_lines);
+        if (!a.iolog.empty()) std::printf("wrote %s: %s (fio iolog v3)\n", a.iolog.c_str(), count_noun(iolog_lines, "I/O", "I/Os").c_str());
     }
     if (missed) {
         std::fprintf(stderr, "kvio distill: the replay's worst size TV exceeds --max-tv %.4f\n", a.max_tv);

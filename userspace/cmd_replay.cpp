@@ -71,13 +71,13 @@ void add_replay_command(CLI::App& app) {
         if (!o->io.io_trace.empty()) {
             auto& t = o->io;
             t.target = o->rec.target;
-            if (t.target.empty()) throw Error("replay --io-trace needs --target PATH");
+            if (t.target.empty()) throw UsageError("--io-trace needs --target PATH");
             t.force = o->rec.force;
             t.semantic_path = o->rec.semantic_path;
             if (!o->rec.engine.empty()) t.engine = o->rec.engine;
-            if (t.engine == "cufile") throw Error("--io-trace runs on posix, io_uring or uring_cmd");
+            if (t.engine == "cufile") throw UsageError("--io-trace runs on posix, io_uring or uring_cmd");
             if (o->rec.qd) t.qd = o->rec.qd;
-            if (o->rec.iters || !o->maps.empty()) throw Error("--iters and --map-dev do not apply to --io-trace replays");
+            if (o->rec.iters || !o->maps.empty()) throw UsageError("--iters and --map-dev do not apply to --io-trace replays");
             if (!o->tiers.empty()) t.tiers = replay::parse_tiers(o->tiers);
             t.max_io_bytes = o->max_io;
             t.timing = replay::parse_timing(o->timing);
@@ -92,7 +92,7 @@ void add_replay_command(CLI::App& app) {
                             r.summary.first_error);
             return;
         }
-        if (!o->tiers.empty() || o->max_io) throw Error("--tiers and --max-io apply to --io-trace replays");
+        if (!o->tiers.empty() || o->max_io) throw UsageError("--tiers and --max-io apply to --io-trace replays");
         if (!o->ev.events.empty()) {
             auto& e = o->ev;
             e.target = o->rec.target;
@@ -100,23 +100,26 @@ void add_replay_command(CLI::App& app) {
             if (!o->rec.engine.empty()) e.engine = o->rec.engine;
             if (o->rec.qd) e.max_qd = o->rec.qd;
             if (o->rec.iters || !o->rec.semantic_path.empty())
-                throw Error("--iters and --semantic apply to --record replays, not --events");
+                throw UsageError("--iters and --semantic apply to --record replays, not --events");
             e.timing = replay::parse_timing(o->timing);
             for (const auto& m : o->maps) {
                 auto eq = m.find('=');
                 if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-                    throw Error("--map-dev " + m + ": expected MAJ:MIN=PATH");
+                    throw UsageError("--map-dev " + m + ": expected MAJ:MIN=PATH");
                 e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
             }
-            if (!e.maps.empty() && !e.target.empty()) throw Error("give either --target or --map-dev, not both");
+            if (!e.maps.empty() && !e.target.empty()) throw UsageError("give either --target or --map-dev, not both");
+            StopOnSignal stop;  // the commands in flight complete and the summary is printed
+            e.stop = StopOnSignal::flag();
             replay::EventsSummary s = replay::replay_events(e);
             replay::print_events_summary(std::cout, e, s);
+            if (s.stopped_by) throw CLI::RuntimeError(128 + s.stopped_by);
             if (s.errors) throw Error("replay: " + std::to_string(s.errors) + " commands failed; first: " + s.first_error);
             return;
         }
-        if (o->rec.record.empty()) throw Error("replay needs --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv");
-        if (o->rec.target.empty()) throw Error("replay --record needs --target PATH");
-        if (!o->maps.empty() || o->timing != "asis") throw Error("--map-dev and --timing apply to --events replays, not --record");
+        if (o->rec.record.empty()) throw UsageError("give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv");
+        if (o->rec.target.empty()) throw UsageError("--record needs --target PATH");
+        if (!o->maps.empty() || o->timing != "asis") throw UsageError("--map-dev and --timing apply to --events replays, not --record");
         o->rec.progress = o->quiet ? nullptr : &std::cerr;
         StopOnSignal stop;  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
         o->rec.stop = StopOnSignal::flag();

@@ -98,12 +98,12 @@ void add_run_command(CLI::App& app) {
         if (r.workload == "simulate") {
             for (const char* opt : {"--hf-config", "--kv-dtype", "--chunk-tokens", "--tp", "--num-chunks", "--engine", "--layout", "--target"})
                 if (sub_count(opt))
-                    throw Error(std::string(opt) + " is for --workload objects; --workload simulate takes --model, --num-users, "
+                    throw UsageError(std::string(opt) + " is for --workload objects; --workload simulate takes --model, --num-users, "
                                 "--duration, --storage-io, --generation-mode, --image-size and --sim-arg");
             if (sub_count("--model")) r.sim.model = o->model.model;
         } else {
             for (const char* opt : {"--num-users", "--duration", "--storage-io", "--generation-mode", "--image-size", "--sim-arg"})
-                if (sub_count(opt)) throw Error(std::string(opt) + " is for --workload simulate");
+                if (sub_count(opt)) throw UsageError(std::string(opt) + " is for --workload simulate");
         }
         workload::Geometry g = resolve_geometry(o->model);
         r.object_bytes = g.per_rank_bytes;

@@ -140,16 +140,16 @@ void add_trace_command(CLI::App& app) {
         opts->interval_s = pos.interval_s;
         opts->interval_count = pos.count;
         opts->command = pos.command;
-        if (!perfetto->empty() && opts->events_path == "-") throw Error("--perfetto reads the commands back from --events FILE: not stdout");
+        if (!perfetto->empty() && opts->events_path == "-") throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
         if (!perfetto->empty()) check_perfetto_dir(*perfetto);
         const bool temp_events = !perfetto->empty() && opts->events_path.empty();
         if (temp_events) {
             opts->events_path = *perfetto + ".events.kvb";
             opts->events_bin = true;
         }
-        if (opts->syscall_events && opts->events_path.empty()) throw Error("--syscalls writes syscall records into --events FILE: give --events");
+        if (opts->syscall_events && opts->events_path.empty()) throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
         if (!opts->events_path.empty() && opts->events_path == opts->json_path)
-            throw Error("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
+            throw UsageError("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
         if (!perfetto->empty()) write_trace_timeline(opts->events_path, *perfetto, temp_events);
         if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal

@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
             return kvio::cli::kUsageError;
         }
         return usage_error(app, e.what(), argc >= 2 ? argv[1] : "");
+    } catch (const kvio::UsageError& e) {
+        return usage_error(app, e.what(), argc >= 2 ? argv[1] : "");
     } catch (const kvio::Stopped& e) {
         std::fprintf(stderr, "kvio: %s\n", e.what());
         return 128 + e.signo;

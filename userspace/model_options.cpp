@@ -22,10 +22,21 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
 }
 
 workload::Geometry resolve_geometry(const ModelOptions& o) {
-    if (o.model.empty() && o.hf_config.empty()) throw Error("give --model NAME or --hf-config config.json");
-    workload::ModelConfig m = o.hf_config.empty() ? workload::builtin_model(o.model) : workload::model_from_hf_config(o.hf_config);
+    if (o.model.empty() && o.hf_config.empty()) throw UsageError("give --model NAME or --hf-config config.json");
+    // A bad name on the command line is a usage error; the same readers' errors about a config file are not.
+    auto usage = [](const std::string& opt, auto parse) {
+        try {
+            return parse();
+        } catch (const UsageError&) {
+            throw;
+        } catch (const Error& e) {
+            throw UsageError(opt + ": " + e.what());
+        }
+    };
+    workload::ModelConfig m = o.hf_config.empty() ? usage("--model", [&] { return workload::builtin_model(o.model); })
+                                                  : workload::model_from_hf_config(o.hf_config);
     workload::GeometryOptions g;
-    if (!o.kv_dtype.empty()) g.kv_dtype = workload::parse_dtype(o.kv_dtype);
+    if (!o.kv_dtype.empty()) g.kv_dtype = usage("--kv-dtype", [&] { return workload::parse_dtype(o.kv_dtype); });
     g.chunk_tokens = o.chunk_tokens;
     g.tp = o.tp;
     return workload::compute_geometry(m, g);

@@ -180,19 +180,19 @@ RunResult run_all(const RunOptions& o) {
     if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
     // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
     const bool sim = o.workload == "simulate";
-    if (!sim && o.workload != "objects") throw Error("--workload " + o.workload + ": expected objects or simulate");
+    if (!sim && o.workload != "objects") throw UsageError("--workload " + o.workload + ": expected objects or simulate");
     std::string layout = o.layout;
     uint64_t cap_guess = kEmbeddedCapGuess;
     if (sim) {
         if (!o.target.empty())
-            throw Error("--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
-        if (!layout.empty()) throw Error("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
+            throw UsageError("--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
+        if (!layout.empty()) throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
         layout = "files";
     } else if (o.target.empty()) {
         if (layout == "files")
-            throw Error("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
+            throw UsageError("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
         if (o.engine == "uring_cmd")
-            throw Error("--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
+            throw UsageError("--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
                         "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
         layout = "slots";
     } else {

@@ -24,12 +24,12 @@ TracePositionals split_trace_positionals(const std::vector<std::string>& words, 
     size_t i = 0;
     double v = 0;
     if (!dashdash_first && i < words.size() && as_number(words[i], v)) {
-        if (!std::isfinite(v) || v <= 0) throw Error("INTERVAL " + words[i] + ": must be a number of seconds > 0");
+        if (!std::isfinite(v) || v <= 0) throw UsageError("INTERVAL " + words[i] + ": must be a number of seconds > 0");
         p.interval_s = v;
         ++i;
         if (i < words.size() && as_number(words[i], v)) {
             if (!std::isfinite(v) || v < 1 || v != std::floor(v) || v > 1e15)
-                throw Error("COUNT " + words[i] + ": must be a whole number of intervals >= 1");
+                throw UsageError("COUNT " + words[i] + ": must be a whole number of intervals >= 1");
             p.count = uint64_t(v);
             ++i;
         }
@@ -38,7 +38,7 @@ TracePositionals split_trace_positionals(const std::vector<std::string>& words, 
         if (words[i] == "--") {
             ++i;
         } else if (words[i].size() > 1 && words[i][0] == '-') {  // CLI11 takes every word after a positional as one
-            throw Error("'" + words[i] + "' after the positionals: options go before INTERVAL [COUNT] (kvio trace -d nvme0n1 1 10); "
+            throw UsageError("'" + words[i] + "' after the positionals: options go before INTERVAL [COUNT] (kvio trace -d nvme0n1 1 10); "
                         "a COMMAND that starts with '-' needs -- before it");
         }
     }

@@ -236,6 +236,8 @@ uint32_t env_hook(const char* name) {
     return uint32_t(n);
 }
 
+static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
+
 /// Slot tables (kvio_trace.h): rq_table, and with owners bio_table, of KVIO_RQ_SLOTS / KVIO_BIO_SLOTS entries, or
 /// of KVIO_TRACE_SLOTS (a test hook: a power of two; small tables exercise the spill hashes).
 void size_slot_tables(kvio_trace_bpf* s) {

@@ -1,5 +1,6 @@
 // bench/summarize.jq's verdicts on the simulate ratio (kvio simulate / fio, target >= 0.9): rounds that straddle
 // the target and spread wider than the 0.1 the target allows below 1 are "inside noise", not "met" or "missed".
+// bench/machine.sh: machine.json names the binary under test (its --version) and the source HEAD apart.
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -38,6 +39,25 @@ TEST(BenchVerdict, SimulateRatioAllRoundsOnOneSideDecide) {
     auto s = summarize({{"tmpfs", 0.91}, {"tmpfs", 1.5}, {"loop", 0.5}, {"loop", 0.89}});
     EXPECT_EQ(s["targets"]["simulate_vs_fio_tmpfs"]["verdict"], "met");
     EXPECT_EQ(s["targets"]["simulate_vs_fio_loop"]["verdict"], "missed");
+}
+
+// Before: machine.json's "commit" was the source tree's HEAD, whatever commit the binary under test was built from.
+TEST(BenchMachine, RecordsTheVersionOfTheBinaryUnderTestAndTheHeadApart) {
+    TempDir d;
+    const std::string fake = d.path + "/kvio";
+    std::ofstream(fake) << "#!/bin/sh\necho 'kvio 0123abc-old'\n";
+    ASSERT_EQ(run("chmod +x " + fake).status, 0);
+    CmdResult c = run("bash bench/machine.sh " + fake + " 3 4 libaio");
+    ASSERT_EQ(c.status, 0) << c.err;
+    const nlohmann::json m = nlohmann::json::parse(c.out);
+    EXPECT_EQ(m["kvio_version"], "kvio 0123abc-old");
+    CmdResult head = run("git rev-parse --short HEAD");
+    ASSERT_EQ(head.status, 0) << head.err;
+    EXPECT_EQ(m["git_head"].get<std::string>() + "\n", head.out);
+    EXPECT_FALSE(m.contains("commit")) << "a name that does not say whose commit";
+    CmdResult real = run("bash bench/machine.sh " + kvio_bin() + " 3 4 libaio");
+    ASSERT_EQ(real.status, 0) << real.err;
+    EXPECT_EQ(nlohmann::json::parse(real.out)["kvio_version"].get<std::string>() + "\n", run(kvio_bin() + " --version").out);
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("no device loop99999 in the trace"), std::string::npos) << r.err;
     r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename =" + a.dst.path);
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);  // a usage error
     EXPECT_NE(r.err.find("the mapping's device part (before '=') is empty: give DEV=PATH"), std::string::npos) << r.err;
     // Both devices on one target: a job without --verify, but a warning (their writes would meet there).
     r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path +

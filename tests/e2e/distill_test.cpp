@@ -52,6 +52,59 @@ std::string distill(const std::string& args) { return kvio_bin() + " distill " +
 
 }  // namespace
 
+// Before: "wrote job.fio: 2 sections (1 phases)".
+TEST(Distill, ConsoleCountsAgreeWithTheirNouns) {
+    TempDir d;
+    {
+        // A 4 KiB random reader (tid 101) and a 64 KiB sequential writer (tid 102) side by side: one phase, two sections.
+        Events e(d.file("t.jsonl"));
+        uint64_t lcg = 7;
+        for (int i = 0; i < 300; ++i) {
+            const uint64_t t = 1'000'000'000ull + uint64_t(i) * 500'000;
+            lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+            if (i % 2) e.cmd("write", 1'000'000 + uint64_t(i / 2) * 128, 65536, t, t + 300'000, 102);
+            else e.cmd("read", ((lcg >> 33) % 100'000) * 8, 4096, t, t + 100'000, 101);
+        }
+    }
+    auto r = run(distill("--events " + d.file("t.jsonl") + " -o " + d.file("job.fio")));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(": 2 sections (1 phase)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("1 phases"), std::string::npos) << r.out;
+}
+
+// A trace too short for two phases (the 64-command minimum): one section, and a note that its order is lost
+// (before: the store-then-load trace became one randrw section with nothing said).
+TEST(Distill, TraceBelowThePhaseMinimumSaysItsOrderIsNotKept) {
+    TempDir d;
+    {
+        Events e(d.file("t.jsonl"));  // 50 stores, then 50 loads of what they wrote: 64 KiB, QD 1
+        for (int i = 0; i < 100; ++i) {
+            const uint64_t t = 1'000'000'000ull + uint64_t(i) * 1'000'000;
+            e.cmd(i < 50 ? "write" : "read", uint64_t(i % 50) * 128, 65536, t, t + 200'000);
+        }
+    }
+    auto r = run(distill("--events " + d.file("t.jsonl") + " -o " + d.file("job.fio") + " --json " + d.file("d.json")));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string note = "the trace has 100 read/write commands, below the phase minimum (two phases need 128, 64 each";
+    const std::string order = "their time order (first half 0 % reads, second half 100 %) is not kept in the job";
+    EXPECT_NE(r.err.find("kvio distill: note: " + note + "; docs/distill.md \"Phases\"): one section for all of them, so " + order +
+                         "\n"),
+              std::string::npos)
+        << r.err;
+    const std::string job = slurp(d.file("job.fio"));
+    EXPECT_NE(job.find(";   " + note), std::string::npos) << job;
+    EXPECT_EQ(job.find("stonewall"), std::string::npos) << "one section: " << job;
+    const json j = json::parse(slurp(d.file("d.json")));
+    ASSERT_TRUE(j.contains("notes")) << j.dump(1);
+    ASSERT_EQ(j["notes"].size(), 1u) << j.dump(1);
+    EXPECT_NE(j["notes"][0].get<std::string>().find(order), std::string::npos) << j["notes"];
+    // With --max-phases 1 one flat section is what was asked for: no note.
+    r = run(distill("--events " + d.file("t.jsonl") + " --max-phases 1 --json " + d.file("d1.json")));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
+    EXPECT_FALSE(json::parse(slurp(d.file("d1.json"))).contains("notes"));
+}
+
 TEST(Distill, EveryGeneratedJobPassesFioParseOnly) {
     TempDir d;
     // 1: random 70/30 mix at QD 4; 2: sequential read stream; 3: think-time bursts; 4: write-only, two threads.
@@ -159,7 +212,7 @@ TEST(Distill, RefusesImplausibleTraces) {
     EXPECT_EQ(r.out.find("\nfilename="), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("no filename in this job"), std::string::npos) << r.out;
     r = run(distill("--events " + d.file("other.jsonl") + " --verify"));
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);  // a usage error
     EXPECT_NE(r.err.find("--verify: needs --filename"), std::string::npos) << r.err;
 
     // Synchronous writes on a device without FUA: the flush sequences' requests end without an issue (2 per

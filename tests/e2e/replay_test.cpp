@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "tests/e2e/helpers.h"
 
@@ -206,4 +207,39 @@ TEST_F(ReplayEvents, MissingTargetAndBadTiming) {
     EXPECT_NE(r.err.find("say which with --dev-a MAJ:MIN"), std::string::npos) << r.err;
     r = run(kvio_bin() + " compare " + dir_->file("cap.jsonl") + " " + two);
     EXPECT_NE(r.err.find("say which with --dev-b MAJ:MIN"), std::string::npos) << r.err;
+}
+
+// Before: `replay --events` had no stop handling: a SIGINT ended it without its summary (and in a background job,
+// where the shell ignores SIGINT, not at all: it ran to its end and exited 0). Now the commands in flight complete,
+// the summary says how many were replayed, and the status is 130.
+TEST(ReplayEventsStop, SigintMidRunPrintsTheSummaryAndExits130) {
+    TempDir d;
+    constexpr int kCmds = 400;  // 4 KiB reads 50 ms apart: 20 s at --timing asis
+    {
+        std::ofstream f(d.file("cap.jsonl"));
+        for (int i = 0; i < kCmds; ++i) {
+            const uint64_t t = 1'000'000'000ull + uint64_t(i) * 50'000'000ull;
+            f << json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:200"}, {"disk", "loop200"}, {"op", "read"}, {"rwbs", "R"},
+                      {"sector", i * 8}, {"bytes", 4096}, {"ts_issue", t}, {"ts_complete", t + 100'000}, {"d2c_ns", 100'000},
+                      {"pid", 42}, {"tid", 42}, {"comm", "app"}}
+                     .dump()
+              << "\n";
+        }
+    }
+    // The target file is grown to fit right before the first command: the replay has begun once it is not empty.
+    const std::string target = d.file("target.bin");
+    ASSERT_EQ(run("touch " + target).status, 0);
+    auto r = run(kvio_bin() + " replay --events " + d.file("cap.jsonl") + " --target " + target + " --timing asis & p=$!; " +
+                 "for i in $(seq 600); do [ -s " + target + " ] && break; sleep 0.05; done; sleep 0.5; kill -INT $p; wait $p");
+    EXPECT_EQ(r.status, 128 + 2) << r.err << r.out;
+    std::smatch m;
+    const std::regex stopped("stopped by signal 2: ([0-9]+) of " + std::to_string(kCmds) + " commands replayed");
+    ASSERT_TRUE(std::regex_search(r.out, m, stopped)) << r.out << r.err;
+    const int done = std::stoi(m[1]);
+    EXPECT_GT(done, 0) << r.out;
+    EXPECT_LT(done, kCmds) << r.out;
+    EXPECT_NE(r.out.find("replayed " + std::to_string(done) + " commands: " + std::to_string(done) + " reads (" +
+                         std::to_string(done * 4096) + " bytes)"),
+              std::string::npos)
+        << r.out;
 }

@@ -430,7 +430,7 @@ TEST(RunErrors, EngineThatCannotDriveTheTargetIsRefusedBeforeTracing) {
     std::string out = d.file("out");
     // uring_cmd needs an NVMe generic char device: the embedded loop device is refused before it is even attached.
     auto r = run(kvio_bin() + " run --num-chunks 1 --engine uring_cmd --out " + out);
-    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.status, 2) << r.err;  // a usage error
     EXPECT_NE(r.err.find("--engine uring_cmd needs --target /dev/ngXnY"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out)) << "--out was created for a refused run";
     LoopDevice dev(64ull << 20);

@@ -67,6 +67,18 @@ TEST(Cli, GenRefusesMaxIoZero) {
     EXPECT_NE(r.err.find("must be a whole number >= 1, got 0"), std::string::npos) << r.err;
 }
 
+/// `kvio ARGS` is a usage error: exit 2, stderr `line...` and the hint to the command's --help, nothing on stdout.
+static void expect_usage_error(const std::string& args, const std::string& line) {
+    auto r = run(kvio_bin() + " " + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind(line, 0), 0u) << args << "\n" << r.err;
+    const std::string cmd = line.substr(0, line.find(':'));
+    const std::string hint = "Run '" + cmd + " --help' for the " + (cmd == "kvio" ? "commands" : "options") + ".\n";
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("\n" + hint), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+}
+
 // A command line that cannot be parsed exits 2 in every command (before: CLI11's own 105/106/109, `kvio import`'s 1),
 // with one line naming the command and a hint to its --help.
 TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
@@ -87,17 +99,29 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
         {"no-such-command", "kvio: unknown command 'no-such-command'"},
         {"", "kvio: A subcommand is required"},
     };
-    for (const auto& [args, line] : cases) {
-        auto r = run(kvio_bin() + " " + args);
-        EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
-        EXPECT_EQ(r.err.rfind(line, 0), 0u) << args << "\n" << r.err;
-        const std::string cmd = line.substr(0, line.find(':'));
-        const std::string hint = "Run '" + cmd + " --help' for the " + (cmd == "kvio" ? "commands" : "options") + ".\n";
-        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << args << "\n" << r.err;
-        EXPECT_NE(r.err.find("\n" + hint), std::string::npos) << args << "\n" << r.err;
-        EXPECT_EQ(r.out, "") << args;
-    }
+    for (const auto& [args, line] : cases) expect_usage_error(args, line);
     // --help and --version are not errors.
     EXPECT_EQ(run(kvio_bin() + " trace --help").status, 0);
     EXPECT_EQ(run(kvio_bin() + " run --help").status, 0);
+}
+
+// Options that parse but do not go together, or name nothing known, are usage errors too: exit 2 with the same two
+// lines (before: exit 1 and `kvio: ...`, as for a failed run).
+TEST(Cli, OptionConflictsFoundAfterParsingExitTwo) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"geometry --model nope", "kvio geometry: --model: unknown model 'nope' (known models: "},
+        {"geometry", "kvio geometry: give --model NAME or --hf-config config.json"},
+        {"geometry --model tiny-1b --kv-dtype fp7", "kvio geometry: --kv-dtype: "},
+        {"gen --model nope --target /dev/null", "kvio gen: --model: unknown model 'nope'"},
+        {"trace --syscalls", "kvio trace: --syscalls writes syscall records into --events FILE: give --events"},
+        {"trace --events x.jsonl --json x.jsonl", "kvio trace: --events and --json name the same file"},
+        {"trace 1 3 -d loop0", "kvio trace: '-d' after the positionals: options go before INTERVAL"},
+        {"distill", "kvio distill: give the trace with --events FILE"},
+        {"distill --events x.jsonl --max-tv 0.1", "kvio distill: --max-tv: needs --verify"},
+        {"distill --events x.jsonl --iolog x.log", "kvio distill: --iolog: needs --filename TARGET"},
+        {"replay", "kvio replay: give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv"},
+        {"replay --events x.jsonl --target /dev/null --map-dev 7:0=/dev/null", "kvio replay: give either --target or --map-dev, not both"},
+        {"replay --record x.json --target /dev/null --timing afap", "kvio replay: --map-dev and --timing apply to --events replays"},
+    };
+    for (const auto& [args, line] : cases) expect_usage_error(args, line);
 }

@@ -99,8 +99,8 @@ TEST(TraceStop, ChildrenOfThePidAreTracedWithChildren) {
     EXPECT_NE(r.err.find("--children requires --pid"), std::string::npos) << r.err;
 }
 
-// Before: a stopped --verify exited 1, as if the replay had failed.
-TEST(DistillStop, SigtermDuringVerifyExits143) {
+// Before: a stopped --verify exited 1, as if the replay had failed, and left its --json FILE empty (0 bytes).
+TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     LoopDevice src(32 * MiB), dst(32 * MiB);
     TempDir dir;
     const std::string ev = dir.file("ev.jsonl");
@@ -110,10 +110,16 @@ TEST(DistillStop, SigtermDuringVerifyExits143) {
     // --runtime 60: the replay runs until the signal, 1 s after the replay's log appeared.
     const std::string log = dir.file("job.fio.replay.jsonl.log");
     auto r = run(kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " + dst.path + " --runtime 60 -o " +
-                 dir.file("job.fio") + " --verify & p=$!; for i in $(seq 600); do [ -e " + log + " ] && break; sleep 0.05; done; " +
+                 dir.file("job.fio") + " --verify --json " + dir.file("d.json") + " & p=$!; for i in $(seq 600); do [ -e " + log + " ] && break; sleep 0.05; done; " +
                  "sleep 1; kill -TERM $p; wait $p");
     EXPECT_EQ(r.status, 128 + 15) << r.err;
     EXPECT_NE(r.err.find("kvio: distill --verify: stopped by signal 15"), std::string::npos) << r.err;
+    const json d = json::parse(slurp(dir.file("d.json")));
+    EXPECT_EQ(d["schema"], "kvio.distill/1");
+    EXPECT_EQ(d["stopped_by_signal"], 15);
+    EXPECT_EQ(d["verify"]["stopped_by_signal"], 15);
+    EXPECT_EQ(d["job"]["runtime"], "60");  // the job that ran, as derived
+    EXPECT_FALSE(d["verify"].contains("size_tv")) << "a stopped replay has no score";
 }
 
 }  // namespace

@@ -430,7 +430,7 @@ TEST(TraceOptions, RepeatedDeviceThenCommandWithoutDashDash) {
 // An option after INTERVAL COUNT is refused before tracing, not run as a command named "-d".
 TEST(TraceOptions, OptionAfterThePositionalsIsRefused) {
     auto r = run(kvio_bin() + " trace 1 3 -d loop0");
-    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.status, 2) << r.err;  // a usage error
     EXPECT_NE(r.err.find("'-d' after the positionals: options go before INTERVAL"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("tracing"), std::string::npos) << r.err;
 }

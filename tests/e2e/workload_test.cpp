@@ -281,7 +281,7 @@ TEST(WorkloadGen, Refusals) {
     std::string gen = kvio_bin() + " gen -q --num-chunks 1 ";
     // bad model name lists the known ones
     auto r = run(gen + "--model llama-9000 --target " + loop.path);
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);  // a usage error
     EXPECT_NE(r.err.find("unknown model 'llama-9000'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("qwen3-32b"), std::string::npos) << r.err;
     // missing target
