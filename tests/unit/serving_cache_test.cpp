@@ -221,6 +221,82 @@ TEST(ServingCache, EntryDataGatherGivesTheBytesFillGives) {
     EXPECT_EQ(std::memcmp(iov[0].iov_base, tail.data(), 10), 0);
 }
 
+// The contiguous write path (StampedRange: a pool copy with the range's stamps XORed in) yields fill()'s bytes for
+// any key, offset and length, including ranges that wrap the pool and one longer than it; it leaves the copy equal
+// to the pool again, and with every copy out it says so (the caller gathers) instead of waiting.
+TEST(ServingCache, StampedRangeGivesTheBytesFillGivesAndRestoresTheCopy) {
+    NoisePool pool(7, 1 << 20, 1);  // a small pool so ranges wrap; one copy, reused by every range below
+    const size_t P = pool.size();
+    for (const char* key : {"a", "b", "user_3_turn_7"}) {
+        EntryData e(pool, key_hash(key, 7));
+        const uint64_t to_wrap = P - e.pool_offset(0);  // entry offset where the pool wraps
+        for (uint64_t off : {uint64_t(0), uint64_t(4096), to_wrap + P - 8192, to_wrap, uint64_t(5 << 20)})
+            for (size_t len : {size_t(10), size_t(4096), size_t(4096 + 5), size_t(3 * 4096 + 16), size_t(12288 + 7),
+                               P / 2 + 100, P, P + 4096}) {
+                SCOPED_TRACE(std::string(key) + " off " + std::to_string(off) + " len " + std::to_string(len));
+                std::vector<uint8_t> got;
+                {
+                    StampedRange r(e, off, len);
+                    ASSERT_TRUE(r.ok());
+                    ASSERT_EQ(r.bytes(), std::min(len, P));
+                    ASSERT_LE(r.n_iov(), 2u);
+                    for (size_t i = 0; i < r.n_iov(); ++i) {
+                        auto* p = static_cast<const uint8_t*>(r.iov()[i].iov_base);
+                        got.insert(got.end(), p, p + r.iov()[i].iov_len);
+                    }
+                    StampedRange busy(e, off, len);  // the only copy is out
+                    EXPECT_FALSE(busy.ok());
+                }
+                std::vector<uint8_t> want(std::min(len, P));
+                e.fill(off, want.data(), want.size());
+                ASSERT_EQ(got, want);
+            }
+        const uint8_t* c = pool.take_copy();
+        ASSERT_NE(c, nullptr);
+        EXPECT_EQ(std::memcmp(c, pool.data(), P), 0) << "a stamp was not undone";
+        pool.put_copy(const_cast<uint8_t*>(c));
+    }
+    EXPECT_EQ(pool.copies_made(), 1u);
+    NoisePool none(7, 1 << 20, 0);
+    EXPECT_FALSE(StampedRange(EntryData(none, 1), 0, 4096).ok());
+}
+
+// The buffered tier's files hold fill()'s bytes whether its writes go through pool copies or, with every copy
+// taken, gather: concurrent writers of entries that wrap the pool, from 0, 1 and 4 copies.
+TEST(ServingCache, BufferedTierWritesTheEntryBytesFromPoolCopiesAndGather) {
+    for (size_t copies : {size_t(0), size_t(1), size_t(4)}) {
+        SCOPED_TRACE("copies " + std::to_string(copies));
+        TmpDir d;
+        StorageOptions o;
+        o.path = d.path;
+        auto tier = make_storage_tier(o);
+        NoisePool pool(9, 1 << 20, copies);
+        const std::vector<uint64_t> sizes = {10, 4096 + 3, (1u << 20) + 4096 * 3 + 17, (3u << 20) + 1000, 5u << 20};
+        std::vector<std::thread> ts;
+        for (int t = 0; t < 4; ++t)
+            ts.emplace_back([&, t] {
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    std::string key = "t" + std::to_string(t) + "_" + std::to_string(i);
+                    tier->write(key, sizes[i], EntryData(pool, key_hash(key, 9)));
+                }
+            });
+        for (auto& t : ts) t.join();
+        EXPECT_LE(pool.copies_made(), copies);
+        if (copies) {
+            EXPECT_GE(pool.copies_made(), 1u);
+        }
+        for (int t = 0; t < 4; ++t)
+            for (size_t i = 0; i < sizes.size(); ++i) {
+                std::string key = "t" + std::to_string(t) + "_" + std::to_string(i);
+                std::string want(sizes[i], '\0');
+                EntryData(pool, key_hash(key, 9)).fill(0, want.data(), want.size());
+                std::string f = slurp(d.path + "/" + key + ".npy");
+                ASSERT_EQ(f.size(), 128 + sizes[i]) << key;
+                EXPECT_TRUE(f.compare(128, want.size(), want) == 0) << key << ": file data differ from fill()";
+            }
+    }
+}
+
 TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
     TmpDir d;
     { std::ofstream(d.path + "/old.npy") << "stale"; std::ofstream(d.path + "/keep.txt") << "mine"; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <thread>
 
 namespace kvio::serving {
 namespace {
@@ -20,7 +21,10 @@ uint64_t splitmix64(uint64_t& s) {
 
 }  // namespace
 
-NoisePool::NoisePool(uint64_t seed, size_t bytes) : size_(std::max<size_t>(bytes / kBlock, 1) * kBlock) {
+size_t default_pool_copies() { return std::clamp<size_t>(2 * std::thread::hardware_concurrency(), 4, 16); }
+
+NoisePool::NoisePool(uint64_t seed, size_t bytes, size_t max_copies)
+    : size_(std::max<size_t>(bytes / kBlock, 1) * kBlock), max_copies_(max_copies) {
     data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_)));  // blocks on page boundaries, as fio's buffers
     if (!data_) throw std::bad_alloc();
     uint64_t sm = seed, s[4];
@@ -31,6 +35,35 @@ NoisePool::NoisePool(uint64_t seed, size_t bytes) : size_(std::max<size_t>(bytes
         uint64_t t = s[1] << 17;
         s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
     }
+}
+
+uint8_t* NoisePool::take_copy() const {
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        if (!free_.empty()) {
+            uint8_t* c = free_.back();
+            free_.pop_back();
+            return c;
+        }
+        if (reserved_ >= max_copies_) return nullptr;
+        ++reserved_;  // a new copy is ours to make, outside the lock
+    }
+    auto* c = static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_));
+    if (c) std::memcpy(c, data_.get(), size_);
+    std::lock_guard<std::mutex> g(mu_);
+    if (c) copies_.emplace_back(c);
+    else --reserved_;  // out of memory: no copy, the caller gathers instead
+    return c;
+}
+
+void NoisePool::put_copy(uint8_t* copy) const {
+    std::lock_guard<std::mutex> g(mu_);
+    free_.push_back(copy);
+}
+
+size_t NoisePool::copies_made() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return copies_.size();
 }
 
 uint64_t key_hash(const std::string& key, uint64_t seed) {
@@ -81,6 +114,32 @@ size_t EntryData::gather(uint64_t off, size_t len, iovec* iov, size_t max_iov, s
         done += blen;
     }
     return done;
+}
+
+void EntryData::toggle_stamps(uint8_t* copy, uint64_t off, size_t len) const {
+    for (uint64_t b = off / kBlock; b * kBlock < off + len; ++b) {  // whole 16 bytes: the copy is the caller's alone
+        uint64_t w[2], s[2] = {hash_, b};
+        uint8_t* p = copy + pool_offset(b * kBlock);  // a block never wraps: pool is whole blocks
+        std::memcpy(w, p, 16);
+        w[0] ^= s[0], w[1] ^= s[1];
+        std::memcpy(p, w, 16);
+    }
+}
+
+StampedRange::StampedRange(const EntryData& d, uint64_t off, size_t len)
+    : d_(d), off_(off), len_(std::min(len, d.pool().size())), copy_(len_ ? d.pool().take_copy() : nullptr) {
+    if (!copy_) return;
+    d_.toggle_stamps(copy_, off_, len_);
+    const uint64_t p = d_.pool_offset(off_);
+    const size_t first = std::min<size_t>(len_, d_.pool().size() - p);
+    iov_[n_iov_++] = {copy_ + p, first};
+    if (first < len_) iov_[n_iov_++] = {copy_, len_ - first};
+}
+
+StampedRange::~StampedRange() {
+    if (!copy_) return;
+    d_.toggle_stamps(copy_, off_, len_);
+    d_.pool().put_copy(copy_);
 }
 
 BlockStamp read_stamp(const uint8_t* block, const uint8_t* pool_bytes) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,23 @@ namespace kvio::serving {
 /// stamps), beyond the windows of filesystem and device compression (128 KiB-1 MiB records).
 inline constexpr size_t kNoisePoolBytes = 4u << 20;
 
-/// The noise pool: `bytes` (a multiple of 4096, 4 KiB-aligned) of xoshiro256** output seeded with `seed`.
+/// Writable copies of the pool a NoisePool keeps by default: 2 per hardware thread, at least 4, at most 16 (4 MiB
+/// each; only as many as writers ever held at once get made).
+size_t default_pool_copies();
+
+/// The noise pool: `bytes` (a multiple of 4096, 4 KiB-aligned) of xoshiro256** output seeded with `seed`, and up
+/// to `max_copies` writable copies of it, made on first demand, for stamping entries in place (StampedRange).
 class NoisePool {
 public:
-    explicit NoisePool(uint64_t seed, size_t bytes = kNoisePoolBytes);
+    explicit NoisePool(uint64_t seed, size_t bytes = kNoisePoolBytes, size_t max_copies = default_pool_copies());
     const uint8_t* data() const { return data_.get(); }
     size_t size() const { return size_; }
+    /// A copy equal to data() for the caller alone (the most recently returned one: LIFO, cache-hot), or nullptr
+    /// when all `max_copies` are out; never waits. Hand it back, its bytes equal to data() again, with put_copy.
+    uint8_t* take_copy() const;
+    void put_copy(uint8_t* copy) const;
+    /// Copies made so far (tests).
+    size_t copies_made() const;
 
 private:
     struct Free {
@@ -34,6 +46,11 @@ private:
     };
     std::unique_ptr<uint8_t, Free> data_;
     size_t size_ = 0;
+    size_t max_copies_ = 0;
+    mutable std::mutex mu_;
+    mutable size_t reserved_ = 0;  // copies made or being made
+    mutable std::vector<std::unique_ptr<uint8_t, Free>> copies_;
+    mutable std::vector<uint8_t*> free_;  // LIFO
 };
 
 /// 64-bit FNV-1a of the key, mixed with the seed (the entry's identity in its stamps and pool offset).
@@ -54,10 +71,39 @@ public:
     uint64_t hash() const { return hash_; }
     /// Pool offset entry byte `off` comes from (before stamping).
     uint64_t pool_offset(uint64_t off) const;
+    const NoisePool& pool() const { return *pool_; }
+    /// XORs the stamps of the blocks starting in [off, off + len) (off a multiple of 4096, len <= pool size) into
+    /// `copy`, a writable copy of the pool, in place: the pool bytes of [off, off + len) in `copy` become the
+    /// entry's bytes. Calling it again restores the pool bytes (XOR is its own inverse).
+    void toggle_stamps(uint8_t* copy, uint64_t off, size_t len) const;
 
 private:
     const NoisePool* pool_;
     uint64_t hash_;
+};
+
+/// Entry bytes [off, off + len) (off a multiple of 4096) as one contiguous range of a writable pool copy with the
+/// range's stamps XORed in place, two iovecs where the pool wraps: writev walks 2 iovecs instead of 2 per 4 KiB
+/// block (gather) and nothing copies the data. Covers min(len, pool size) bytes. The copy is this object's alone;
+/// the destructor XORs the stamps back and returns it. ok() is false when every copy is out (use gather then).
+class StampedRange {
+public:
+    StampedRange(const EntryData& d, uint64_t off, size_t len);
+    ~StampedRange();
+    StampedRange(const StampedRange&) = delete;
+    StampedRange& operator=(const StampedRange&) = delete;
+    bool ok() const { return copy_ != nullptr; }
+    const struct iovec* iov() const { return iov_; }
+    size_t n_iov() const { return n_iov_; }
+    size_t bytes() const { return len_; }
+
+private:
+    const EntryData& d_;
+    uint64_t off_;
+    size_t len_;
+    uint8_t* copy_;
+    struct iovec iov_[2] = {};
+    size_t n_iov_ = 0;
 };
 
 /// The stamp block `block` of an entry with `hash` carries: (hash, block), for checks in tests.

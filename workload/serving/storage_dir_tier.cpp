@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -78,8 +79,11 @@ public:
     uint64_t footprint(uint64_t bytes) const override { return round_up(kNpyHeader + bytes, block_); }
     uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
 
-    // Write: the data goes from the noise pool straight to writev (stamps in their own iovecs), so the kernel's
-    // copy into the page cache is the only copy, as fio's write from its buffer is.
+    // Write: the data goes from a copy of the noise pool straight to writev, so the kernel's copy into the page
+    // cache is the only copy, as fio's write from its buffer is. Each 2 MiB chunk's stamps are XORed into a pool
+    // copy in place (StampedRange: one iovec, two where the pool wraps) and back after the writev: the stamps in
+    // iovecs of their own (gather, 2 per 4 KiB block) cost ~15-20 % of the tmpfs write path in the kernel's iovec
+    // walk (docs/performance.md, simulate). When every copy is in use, gather is the fallback.
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
         const std::string path = npy_path(dir_, key);
         StorageOpRecord rec;
@@ -103,12 +107,22 @@ public:
             thread_local uint8_t stamps[16 * kGatherBlocks];
             for (uint64_t off = 0; off < bytes;) {
                 if (cut_requested()) throw OpCut(kNpyHeader + off);
-                size_t n_iov = 0;
-                double g0 = now_s();
-                size_t n = data.gather(off, size_t(std::min<uint64_t>(kGatherBytes, bytes - off)), iov, 2 * kGatherBlocks,
-                                       n_iov, stamps);  // generation: not timed
+                const size_t want = size_t(std::min<uint64_t>(kGatherBytes, bytes - off));
+                size_t n_iov = 0, n = 0;
+                double g0 = now_s();  // generation (stamping, gathering): not timed
+                std::optional<StampedRange> r(std::in_place, data, off, want);
+                if (r->ok()) {
+                    n_iov = r->n_iov(), n = r->bytes();
+                    std::copy(r->iov(), r->iov() + n_iov, iov);
+                } else {  // every pool copy is in use: iovecs per block, no waiting
+                    r.reset();
+                    n = data.gather(off, want, iov, 2 * kGatherBlocks, n_iov, stamps);
+                }
                 gen += now_s() - g0;
                 writev_all(fd, iov, n_iov, path, sc);
+                g0 = now_s();
+                r.reset();  // stamps undone, the copy back for the next writer (an exception does it too)
+                gen += now_s() - g0;
                 off += n;
                 rec.transfers++;
             }
