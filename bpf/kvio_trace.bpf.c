@@ -40,6 +40,9 @@ const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 const volatile __u8 group_by = KVIO_GROUP_NONE; /* enum kvio_group_by */
 const volatile bool task_storage = false;     /* per-thread state in task local storage (thread_ios), else tid hashes */
 const volatile __u32 wakeup_mask = 2047;      /* wake the collector every wakeup_mask + 1 events a CPU submits */
+/* Queue depth of a device with a slot is sampled at one issue in qd_sample_every (a power of two; 1: every command,
+ * as events need), and the sample counts that many times in the QD histograms (slot_depth). */
+const volatile __u32 qd_sample_every = 1;
 
 #define rq_state kvio_rq_state
 
@@ -83,14 +86,24 @@ struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key
  * inlined by the verifier; a hash lookup hashes the key and walks a bucket). With -d the slot is the device's
  * position in targ_devs; without, userspace fills dev_slots with every disk present at start. Userspace sizes
  * the arrays to the slots it gave. Devices without a slot (hot-plugged, or more than KVIO_MAX_DEV_SLOTS) use
- * the dev-keyed hashes inflight and dev_hists, as do the per-queue NVMe histograms. */
+ * the dev-keyed hashes inflight and dev_hists, as do the per-queue NVMe histograms.
+ * In flight on a device with a slot = issued - completed (slot_depths): two counters 128 bytes apart (a value
+ * starts only 8-byte aligned), so each stays in the cache of the CPU that adds to it (the issuing CPU's, and the
+ * completing CPU's, often another: a loop device completes on a kworker), where one shared counter's line moved
+ * between them twice per command (~150 ns/cmd on a loop device, docs/performance.md). */
+struct slot_depth {
+    __s64 issued;    /* counted issues (issue_depth) */
+    __u8 pad0[120];
+    __s64 completed; /* of those, completed, requeued or reported lost (inflight_dec) */
+    __u8 pad1[120];
+};
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __u32); } dev_slots SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, struct kvio_dev_hists); } slot_hists SEC(".maps");
 /* The same histograms written by every other program (backups, a lost command found at issue): slot_hists's
  * block words have one writer per CPU, the completion program, which updates them without atomics; a program
  * that may run nested inside it must not touch them. Userspace adds the two sets. */
 struct { __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, struct kvio_dev_hists); } rescue_hists SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __s64); } slot_inflight SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, struct slot_depth); } slot_depths SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
 struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
 /* Syscall-side histograms, per CPU: threads on several CPUs do not contend for their cache lines. */
@@ -139,9 +152,10 @@ static __always_inline __u32 log2_slot(__u64 v)
     return r + 1;
 }
 
-/* `atomic`: other writers may update h at the same time (a shared map, or a per-CPU one that nested programs
- * write too); without, the caller is the only writer of h on this CPU (see rescue_hists). */
-static __always_inline void hist_put_as(struct kvio_hist *h, __u32 slot, __u64 value, bool atomic)
+/* `n` samples of `value` (a sampled queue depth stands for n commands). `atomic`: other writers may update h at the
+ * same time (a shared map, or a per-CPU one that nested programs write too); without, the caller is the only writer
+ * of h on this CPU (see rescue_hists). */
+static __always_inline void hist_put_n(struct kvio_hist *h, __u32 slot, __u64 value, bool atomic, __u64 n)
 {
     if (slot >= KVIO_HIST_SLOTS)
         slot = KVIO_HIST_SLOTS - 1;
@@ -149,12 +163,17 @@ static __always_inline void hist_put_as(struct kvio_hist *h, __u32 slot, __u64 v
     barrier_var(slot);
     slot &= KVIO_HIST_SLOTS - 1;
     if (atomic) {
-        __sync_fetch_and_add(&h->slots[slot], 1);
-        __sync_fetch_and_add(&h->sum, value);
+        __sync_fetch_and_add(&h->slots[slot], n);
+        __sync_fetch_and_add(&h->sum, value * n);
     } else {
-        h->slots[slot] += 1;
-        h->sum += value;
+        h->slots[slot] += n;
+        h->sum += value * n;
     }
+}
+
+static __always_inline void hist_put_as(struct kvio_hist *h, __u32 slot, __u64 value, bool atomic)
+{
+    hist_put_n(h, slot, value, atomic, 1);
 }
 
 static __always_inline void hist_put(struct kvio_hist *h, __u32 slot, __u64 value) { hist_put_as(h, slot, value, true); }
@@ -190,10 +209,10 @@ static __always_inline struct kvio_dev_hists *slot_hists_as(__u32 slot, bool own
 
 static __always_inline struct kvio_dev_hists *slot_hists_of(__u32 slot) { return slot_hists_as(slot, false); }
 
-/* One sample into histogram `id` of a device: its slot's per-CPU array entry `hs`, else the dev_hists hash.
- * `own`: hs is slot_hists and the caller the completion program (no atomics). */
-static __always_inline void cmd_hist_add_as(struct kvio_dev_hists *hs, __u32 dev, __u16 id, __u64 value, bool linear,
-                                            __u64 width, bool own)
+/* `n` samples into histogram `id` of a device: its slot's per-CPU array entry `hs`, else the dev_hists hash (whose
+ * devices sample nothing: n is 1 there). `own`: hs is slot_hists and the caller the completion program (no atomics). */
+static __always_inline void cmd_hist_add_n(struct kvio_dev_hists *hs, __u32 dev, __u16 id, __u64 value, bool linear,
+                                           __u64 width, bool own, __u64 n)
 {
     if (!hs) {
         dev_hist_add(dev, id, 0, value, linear, width);
@@ -201,7 +220,13 @@ static __always_inline void cmd_hist_add_as(struct kvio_dev_hists *hs, __u32 dev
     }
     if (id >= KVIO_DEV_HISTS)
         return;
-    hist_put_as(&hs->h[id], linear ? (__u32)(value / (width ? width : 1)) : log2_slot(value), value, !own);
+    hist_put_n(&hs->h[id], linear ? (__u32)(value / (width ? width : 1)) : log2_slot(value), value, !own, n);
+}
+
+static __always_inline void cmd_hist_add_as(struct kvio_dev_hists *hs, __u32 dev, __u16 id, __u64 value, bool linear,
+                                            __u64 width, bool own)
+{
+    cmd_hist_add_n(hs, dev, id, value, linear, width, own, 1);
 }
 
 static __always_inline void cmd_hist_add(struct kvio_dev_hists *hs, __u32 dev, __u16 id, __u64 value, bool linear, __u64 width)
@@ -209,11 +234,15 @@ static __always_inline void cmd_hist_add(struct kvio_dev_hists *hs, __u32 dev, _
     cmd_hist_add_as(hs, dev, id, value, linear, width, false);
 }
 
-/* The device's in-flight count (created in the hash on first use for a device without a slot). */
-static __always_inline __s64 *inflight_of(__u32 slot, __u32 dev, bool create)
+/* The issue and completion counters of the device in `slot`; NULL for a device without a slot. */
+static __always_inline struct slot_depth *slot_depth_of(__u32 slot)
 {
-    if (slot < KVIO_MAX_DEV_SLOTS)
-        return bpf_map_lookup_elem(&slot_inflight, &slot);
+    return slot < KVIO_MAX_DEV_SLOTS ? bpf_map_lookup_elem(&slot_depths, &slot) : 0;
+}
+
+/* The in-flight count of a device without a slot (created in the hash on first use). */
+static __always_inline __s64 *inflight_of(__u32 dev, bool create)
+{
     __s64 *n = bpf_map_lookup_elem(&inflight, &dev);
     if (!n && create) {
         __s64 zero = 0;
@@ -728,11 +757,63 @@ static __always_inline int on_getrq(struct bio *bio, bool typed)
     return 0;
 }
 
+/* Commands in flight on a device now (issue_depth's counts), for the NVMe setup program. */
+static __always_inline __s64 inflight_now(__u32 slot, __u32 dev)
+{
+    if (slot < KVIO_MAX_DEV_SLOTS) {
+        struct slot_depth *d = slot_depth_of(slot);
+        if (!d)
+            return 0;
+        /* issued first: a completion between the reads only lowers the difference */
+        __s64 n = *(volatile __s64 *)&d->issued;
+        n -= *(volatile __s64 *)&d->completed;
+        return n > 0 ? n : 0;
+    }
+    __s64 *n = inflight_of(dev, false);
+    return n ? *n : 0;
+}
+
+/* A command issue_depth counted leaves the device's in-flight count (its completion, requeue or loss). */
 static __always_inline void inflight_dec(__u32 slot, __u32 dev)
 {
-    __s64 *n = inflight_of(slot, dev, false);
+    if (slot < KVIO_MAX_DEV_SLOTS) {
+        struct slot_depth *d = slot_depth_of(slot);
+        if (d)
+            __sync_fetch_and_add(&d->completed, 1);
+        return;
+    }
+    __s64 *n = inflight_of(dev, false);
     if (n && *n > 0)
         __sync_fetch_and_add(n, -1);
+}
+
+/* Counts an issue on the device and returns its queue depth (this command included, >= 1) with *weight, the
+ * commands that depth stands for in the QD histograms: 1, or for a device with a slot qd_sample_every when this
+ * issue is sampled and 0 (depth 0) when not. The issue number is free (the fetch-and-add's result); only a sampled
+ * issue reads the completing CPU's counter. Sampled issue numbers i: frac(i * golden ratio) < 1 / qd_sample_every,
+ * one in qd_sample_every on average over any stretch of issues, with no fixed phase a periodic workload (batches of
+ * qd_sample_every submissions) could lock onto. A completion counted between the fetch-and-add and the read lowers
+ * the depth (it is clamped to 1). */
+static __always_inline __u32 issue_depth(__u32 slot, __u32 dev, __u32 *weight)
+{
+    *weight = 1;
+    if (slot < KVIO_MAX_DEV_SLOTS) {
+        struct slot_depth *d = slot_depth_of(slot);
+        if (!d)
+            return 1;
+        __s64 i = __sync_fetch_and_add(&d->issued, 1);
+        if (qd_sample_every > 1) {
+            if ((__u64)((__u32)i * 0x9E3779B9u) >= (1ULL << 32) / qd_sample_every) {
+                *weight = 0;
+                return 0;
+            }
+            *weight = qd_sample_every;
+        }
+        __s64 n = i + 1 - *(volatile __s64 *)&d->completed;
+        return n > 1 ? (__u32)n : 1;
+    }
+    __s64 *n = inflight_of(dev, true);
+    return n ? (__u32)__sync_fetch_and_add(n, 1) + 1 : 1;
 }
 
 static __always_inline __u64 rq_generation(struct request *rq, bool typed)
@@ -781,6 +862,7 @@ static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, 
     s->opf = 0;
     s->bytes = 0;
     s->qd = 0;
+    s->qd_weight = 0;
     s->issued = 0;
     s->slot = slot;
     s->has_owner = resolve_owner(rq, r->o, &passes, at_insert, typed, at_insert ? NUM_INSERT : NUM_ISSUE);
@@ -812,8 +894,7 @@ static __always_inline void issue_fill(struct rq_state *s, struct request *rq, b
     s->opf = rq_opf(rq, typed);
     if (!s->issued) {
         s->issued = 1;
-        __s64 *n = inflight_of(s->slot, s->dev, true);
-        s->qd = n ? (__u32)__sync_fetch_and_add(n, 1) + 1 : 1;
+        s->qd = issue_depth(s->slot, s->dev, &s->qd_weight);
     }
 }
 
@@ -879,7 +960,8 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
     }
     if (is_read || is_write) {
         cmd_hist_add_as(hs, st->dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st->bytes, false, 0, own);
-        cmd_hist_add_as(hs, st->dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st->qd, true, 1, own);
+        if (st->qd_weight)
+            cmd_hist_add_n(hs, st->dev, is_read ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st->qd, true, 1, own, st->qd_weight);
         cmd_hist_add_as(hs, st->dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st->sector * 512, true, lba_bucket_bytes, own);
     } else {
         cmd_hist_add_as(hs, st->dev, KVIO_H_OTHER_CMDS, st->bytes, false, 0, own);
@@ -1228,9 +1310,8 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
         if (BPF_CORE_READ(rq, q, queuedata))
             st.qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
         st.ts_setup = bpf_ktime_get_ns();
-        __s64 *n = inflight_of(st.slot, st.dev, false);
         /* the block issue of this request comes right after setup: count it in */
-        st.qd = (n ? (__u32)*n : 0) + 1;
+        st.qd = (__u32)inflight_now(st.slot, st.dev) + 1;
     }
     if (bpf_map_update_elem(&nvme_starts, &key, &st, BPF_ANY))
         count(KVIO_CNT_MAP_FULL);

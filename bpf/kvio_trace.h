@@ -137,8 +137,8 @@ struct kvio_rq_state {
     __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
     __u8 issued;
     __u8 has_owner;
-    __u8 slot;     /* index into slot_hists / slot_inflight, KVIO_SLOT_NONE: the dev-keyed hashes */
-    __u32 pad;
+    __u8 slot;     /* index into slot_hists / slot_depths, KVIO_SLOT_NONE: the dev-keyed hashes */
+    __u32 qd_weight; /* commands qd stands for in the QD histograms (qd_sample_every), 0: depth not sampled */
 };
 
 /* Who submitted a request, beside its rq_table slot (map rq_owners, same index) or in its rq_spill entry; written

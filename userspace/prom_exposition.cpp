@@ -213,7 +213,8 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
     totals("kvio_device_bytes_total", "Bytes moved by completed block device commands.", true);
 
     for (const auto& fam : kDevFamilies) {
-        e.family(fam.name, "histogram", fam.help);
+        e.family(fam.name, "histogram",
+                 fam.kind == DevFamily::Depth ? fam.help + qd_sampling_note(s.report.qd_sample_every()) : fam.help);
         for (const auto& [kdev, dev] : names)
             for (auto [op, id] : {std::pair{"read", fam.read_id}, {"write", fam.write_id}}) {
                 Histogram h = dev_hist(devs.at(kdev), id, lba);

@@ -286,7 +286,10 @@ void write_report(const std::string& dir, const std::string& path) {
     h << "<section id=\"sizes\"><h2>Command sizes (bssplit)</h2><div class=\"charts\">";
     h << chart(dget("bssplit_write"), "write command sizes", "command size (log2 bucket, lower bound, bytes)", "commands", bytes_tick, "");
     h << chart(dget("bssplit_read"), "read command sizes", "command size (log2 bucket, lower bound, bytes)", "commands", bytes_tick, "");
-    h << "</div></section>\n<section id=\"qd\"><h2>Queue depth at dispatch</h2><div class=\"charts\">";
+    h << "</div></section>\n<section id=\"qd\"><h2>Queue depth at dispatch</h2>";
+    if (uint32_t n = tr.value("qd_sample_every", 1u); n > 1)  // a histogram-mode trace (kvio run's has events: exact)
+        h << "<p class=\"note\">Depth sampled at 1 issue in " << n << ", each sample counted " << n << " times.</p>";
+    h << "<div class=\"charts\">";
     h << chart(dget("qd_write"), "queue depth, writes", "commands in flight at dispatch (this one included)", "commands", int_tick, "");
     h << chart(dget("qd_read"), "queue depth, reads", "commands in flight at dispatch (this one included)", "commands", int_tick, "");
     h << "</div></section>\n";

@@ -64,12 +64,18 @@ void TraceReport::add_dev_hist(const kvio_hist_key& key, const kvio_hist& h) {
     it->second.add_slots(reinterpret_cast<const uint64_t*>(h.slots), KVIO_HIST_SLOTS, h.sum);
 }
 
-void TraceReport::add_dev_value(uint32_t kdev, uint16_t id, uint64_t value) {
+void TraceReport::add_dev_value(uint32_t kdev, uint16_t id, uint64_t value, uint64_t n) {
     auto& m = devs_[kdev];
     std::string name = dev_hist_name(id, 0);
     auto it = m.find(name);
     if (it == m.end()) it = m.emplace(name, make_dev_hist(id, lba_bucket_)).first;
-    it->second.add(value);
+    it->second.add(value, n);
+}
+
+std::string qd_sampling_note(uint32_t qd_sample_every) {
+    if (qd_sample_every <= 1) return "";
+    const std::string n = std::to_string(qd_sample_every);
+    return " [depth sampled at 1 issue in " + n + ", each sample counted " + n + " times]";
 }
 
 void TraceReport::add_proc_hist(uint32_t id, const kvio_hist& h) {
@@ -200,6 +206,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"rq_table_spills", counters[KVIO_CNT_RQ_SPILLS]},
         {"owner_table_spills", counters[KVIO_CNT_OWNER_SPILLS]},
         {"nvme_tracepoints", nvme_present},
+        {"qd_sample_every", qd_sample_every_},
         {"devices", devices},
         {"process", proc},
         {"process_fds", syscall_scope_},
@@ -272,8 +279,12 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
         auto r = totals(hists, "bssplit_read"), w = totals(hists, "bssplit_write");
         os << "\n== " << name << " (" << dev_string(id) << "): read " << r["cmds"] << " cmds / " << r["bytes"]
            << " B, write " << w["cmds"] << " cmds / " << w["bytes"] << " B\n";
-        for (const auto& [hname, h] : hists)
-            if (h.count()) { h.print(os, hname); print_percentiles(os, h); }
+        for (const auto& [hname, h] : hists) {
+            if (!h.count()) continue;
+            bool qd = hname == "qd_read" || hname == "qd_write";
+            h.print(os, qd ? hname + qd_sampling_note(qd_sample_every_) : hname);
+            print_percentiles(os, h);
+        }
     }
     os << "\n== syscalls (fds: " << syscall_scope_ << ")\n";
     for (const auto& [hname, h] : proc_)

@@ -42,9 +42,13 @@ public:
     void add_proc_hist(uint32_t id, const kvio_hist& h);
     /// Adds one sample (ns, bytes, commands or byte offset, per the histogram's unit) to device
     /// histogram `id` (enum kvio_dev_hist) of kernel dev_t `kdev`.
-    void add_dev_value(uint32_t kdev, uint16_t id, uint64_t value);
+    void add_dev_value(uint32_t kdev, uint16_t id, uint64_t value, uint64_t n = 1);
     /// Makes sure a device appears even when it saw nothing (a -d filter).
     void touch_device(uint32_t kdev);
+    /// Issues per queue-depth sample (1: exact), named in the JSON ("qd_sample_every"), the text report and the
+    /// Prometheus HELP of kvio_queue_depth.
+    void set_qd_sample_every(uint32_t n) { qd_sample_every_ = n ? n : 1; }
+    uint32_t qd_sample_every() const { return qd_sample_every_; }
     /// Which fds the syscall histograms count (printed in their heading, "process_fds" in the JSON).
     void set_syscall_scope(std::string scope) { syscall_scope_ = std::move(scope); }
     /// Whether a device saw any command.
@@ -76,7 +80,12 @@ private:
     kvio_group_by group_by_ = KVIO_GROUP_NONE;
     std::vector<GroupTotals> groups_;
     std::string syscall_scope_ = "all regular files and block devices";
+    uint32_t qd_sample_every_ = 1;
 };
+
+/// How the QD histograms were counted: "" when exact, else " [depth sampled at 1 issue in N, each sample counted
+/// N times]" (appended to their headings and to kvio_queue_depth's HELP).
+std::string qd_sampling_note(uint32_t qd_sample_every);
 
 /// "850.0ns", "12.3us", "4.1ms", "1.2s": a latency for tables.
 std::string human_ns(double ns);

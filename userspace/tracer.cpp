@@ -238,6 +238,15 @@ uint32_t env_hook(const char* name) {
 
 static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
 
+/// Issues per queue-depth sample (BPF qd_sample_every): 1 with events (each record's qd is exact) or --exact-qd,
+/// else KVIO_TRACE_QD_SAMPLE_EVERY (bench and tests: a power of two) or kQdSampleEvery.
+uint32_t qd_sample_every(const TraceOptions& opts, bool events) {
+    uint32_t n = env_hook("KVIO_TRACE_QD_SAMPLE_EVERY");
+    if (n & (n - 1)) throw Error("KVIO_TRACE_QD_SAMPLE_EVERY=" + std::to_string(n) + ": not a power of two");
+    if (events || opts.exact_qd) return 1;
+    return n ? n : kQdSampleEvery;
+}
+
 /// Slot tables (kvio_trace.h): rq_table, and with owners bio_table, of KVIO_RQ_SLOTS / KVIO_BIO_SLOTS entries, or
 /// of KVIO_TRACE_SLOTS (a test hook: a power of two; small tables exercise the spill hashes).
 void size_slot_tables(kvio_trace_bpf* s) {
@@ -463,10 +472,12 @@ struct SnapshotSource {
     std::string syscall_scope;
     uint64_t t0_ns = 0;
     double start_unix_s = 0;
+    uint32_t qd_sample_every = 1;
 };
 
 TraceSnapshot take_snapshot(const SnapshotSource& src) {
     TraceSnapshot snap(src.lba_bucket_bytes);
+    snap.report.set_qd_sample_every(src.qd_sample_every);
     if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
     for (uint32_t d : src.devs) snap.report.touch_device(d);
     read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
@@ -491,7 +502,7 @@ void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSi
     if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
         bool rd = op == KVIO_OP_READ;
         report.add_dev_value(st.dev, rd ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st.bytes);
-        report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd);
+        if (st.qd_weight) report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd, st.qd_weight);
         report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
     } else {
         report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
@@ -590,7 +601,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     // Histogram slots: the -d disks, else every disk present now (one hist set and in-flight count each).
     const std::vector<uint32_t> slot_devs = devs.empty() ? present_disks(KVIO_MAX_DEV_SLOTS) : devs;
     bpf_map__set_max_entries(skel->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
-    bpf_map__set_max_entries(skel->maps.slot_inflight, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    bpf_map__set_max_entries(skel->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    ro->qd_sample_every = qd_sample_every(opts, ro->emit_events);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
         struct stat st {};
@@ -661,7 +673,7 @@ TraceResult run_trace(const TraceOptions& opts) {
 
 
     SnapshotSource snap_src{skel.get(), slot_devs, devs, ro->lba_bucket_bytes, kvio_group_by(ro->group_by), nvme_present,
-                            stats_on.has_value(), "", 0, double(time(nullptr))};
+                            stats_on.has_value(), "", 0, double(time(nullptr)), ro->qd_sample_every};
     TraceResult res;
     if (!opts.devices.empty()) {
         std::string scope = "regular files and block devices on";

@@ -178,6 +178,20 @@ TEST(PromExposition, OpenMetricsFamiliesAndEof) {
     EXPECT_EQ(negotiate_format(""), ExpositionFormat::Text);
 }
 
+TEST(PromExposition, QueueDepthHelpSaysWhenTheDepthIsSampled) {
+    const std::string exact_help = "# HELP kvio_queue_depth Commands in flight on the device at each dispatch, this one included.\n";
+    TraceSnapshot s = sample_snapshot();
+    std::string t = render_metrics(s, ExpositionFormat::Text);
+    EXPECT_NE(t.find(exact_help), std::string::npos) << t;
+    s.report.set_qd_sample_every(16);
+    t = render_metrics(s, ExpositionFormat::Text);
+    EXPECT_EQ(t.find(exact_help), std::string::npos);
+    EXPECT_NE(t.find("# HELP kvio_queue_depth Commands in flight on the device at each dispatch, this one included. "
+                     "[depth sampled at 1 issue in 16, each sample counted 16 times]\n"), std::string::npos) << t;
+    EXPECT_EQ(s.report.to_json(1, s.counters, false)["qd_sample_every"], 16);
+    EXPECT_EQ(sample_snapshot().report.to_json(1, s.counters, false)["qd_sample_every"], 1);
+}
+
 uint64_t mono_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);

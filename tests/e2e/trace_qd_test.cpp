@@ -1,0 +1,158 @@
+// kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
+// --exact-qd (every command), the histogram mode's default (1 issue in kQdSampleEvery sampled, each sample counted
+// that many times) and --events (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and
+// QD 4 (io_uring, batches of 4 submitted together after the previous 4 completed: depths 1..4 in every batch, a
+// period a sampler with a fixed phase would lock onto).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "tests/e2e/helpers.h"
+#include "userspace/tracer.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t MiB = 1024 * 1024;
+constexpr uint64_t kQd1Cmds = 1024, kQd4Cmds = 4096;  // 4 MiB and 16 MiB of 4 KiB reads
+
+struct QdRun {
+    json exact, sampled, events_summary;  // kvio.trace/1 of each tracer
+    std::vector<json> events;             // the --events tracer's records
+    std::string sampled_text;             // the sampled tracer's human report
+    std::string qd1, qd4;                 // MAJ:MIN of the QD 1 and the QD 4 device
+};
+
+// The three tracers on two loop devices, attached (--ready-file) before fio starts, stopped by SIGINT after it.
+class TraceQd : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        a_ = new LoopDevice(64 * MiB);
+        b_ = new LoopDevice(64 * MiB);
+        for (auto* l : {a_, b_}) l->set_queue_attr("nomerges", "2");  // 4 KiB reads in one plug stay 4 commands
+        dir_ = new TempDir();
+        const std::string devs = " -d " + a_->name + " -d " + b_->name;
+        auto tracer = [&](const std::string& tag, const std::string& args) {
+            return kvio_bin() + " trace" + devs + " --ready-file " + dir_->file(tag + ".ready") + " --json " +
+                   dir_->file(tag + ".json") + " " + args + " > " + dir_->file(tag + ".txt") + " & " + tag + "=$!; ";
+        };
+        const std::string fio = "fio --direct=1 --rw=randread --bs=4k --norandommap --output=/dev/null"
+                                " --name=qd1 --filename=" + a_->path + " --ioengine=psync --size=4m"
+                                " --name=qd4 --filename=" + b_->path + " --ioengine=io_uring --iodepth=4"
+                                " --iodepth_batch_submit=4 --iodepth_batch_complete_min=4 --size=16m";
+        std::string wait_ready = "for i in $(seq 1200); do [ -e " + dir_->file("x.ready") + " ] && [ -e " +
+                                 dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") +
+                                 " ] && break; sleep 0.05; done; ";
+        result_ = run(tracer("x", "-q --exact-qd") + tracer("s", "") + tracer("e", "-q --events " + dir_->file("ev.jsonl")) +
+                      wait_ready + fio + "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
+        r_.exact = json::parse(slurp(dir_->file("x.json")));
+        r_.sampled = json::parse(slurp(dir_->file("s.json")));
+        r_.events_summary = json::parse(slurp(dir_->file("e.json")));
+        r_.events = read_jsonl(dir_->file("ev.jsonl"));
+        r_.sampled_text = slurp(dir_->file("s.txt"));
+        r_.qd1 = a_->majmin;
+        r_.qd4 = b_->majmin;
+    }
+    static void TearDownTestSuite() {
+        delete dir_;
+        delete b_;
+        delete a_;
+    }
+    static inline LoopDevice *a_ = nullptr, *b_ = nullptr;
+    static inline TempDir* dir_ = nullptr;
+    static inline CmdResult result_;
+    static inline QdRun r_;
+};
+
+const json& device(const json& summary, const std::string& majmin) {
+    for (const auto& d : summary["devices"])
+        if (d["dev"] == majmin) return d;
+    ADD_FAILURE() << majmin << " not in " << summary.dump();
+    static const json none = {{"read", {{"cmds", 0}}}, {"histograms", {{"qd_read", {{"count", 0}, {"buckets", json::array()}}}}}};
+    return none;
+}
+
+// Every bucket of a qd histogram within depths 1..qd; returns the count at depth qd.
+uint64_t expect_depths_within(const json& h, uint64_t qd, const std::string& what) {
+    uint64_t at_qd = 0;
+    for (const auto& b : h["buckets"]) {
+        EXPECT_GE(b[0].get<uint64_t>(), 1u) << what << ": " << h.dump();
+        EXPECT_LE(b[1].get<uint64_t>(), qd + 1) << what << ": " << h.dump();
+        if (b[0] == qd) at_qd = b[2];
+    }
+    return at_qd;
+}
+
+double mean(const json& h) { return h["count"] > 0 ? h["sum"].get<double>() / h["count"].get<double>() : 0; }
+
+TEST_F(TraceQd, AllThreeTracersRanTheWholeWorkload) {
+    ASSERT_EQ(result_.status, 0) << result_.err;
+    for (const json* s : {&r_.exact, &r_.sampled, &r_.events_summary}) {
+        EXPECT_EQ(device(*s, r_.qd1)["read"]["cmds"], kQd1Cmds) << s->dump();
+        EXPECT_EQ(device(*s, r_.qd4)["read"]["cmds"], kQd4Cmds) << s->dump();
+        for (const char* k : {"lost_completes", "unmatched_completes", "map_full", "dropped"}) EXPECT_EQ((*s)[k], 0) << k;
+    }
+}
+
+TEST_F(TraceQd, ExactModeCountsEveryCommandsDepth) {
+    EXPECT_EQ(r_.exact["qd_sample_every"], 1);
+    const json& h1 = device(r_.exact, r_.qd1)["histograms"]["qd_read"];
+    EXPECT_EQ(h1["count"], kQd1Cmds);
+    EXPECT_EQ(h1["buckets"], json::parse("[[1, 2, " + std::to_string(kQd1Cmds) + "]]")) << "QD 1: every depth is 1";
+    const json& h4 = device(r_.exact, r_.qd4)["histograms"]["qd_read"];
+    EXPECT_EQ(h4["count"], kQd4Cmds);
+    // the last of each batch of 4 finds the other 3 in flight (the loop device completes them on a worker)
+    EXPECT_GT(expect_depths_within(h4, 4, "exact QD 4"), 0u) << h4.dump();
+}
+
+TEST_F(TraceQd, DefaultHistogramModeSamplesAndWeighsTheDepth) {
+    const uint64_t n = kvio::trace::kQdSampleEvery;
+    ASSERT_GT(n, 1u);
+    EXPECT_EQ(r_.sampled["qd_sample_every"], n);
+    for (auto [dev, cmds, qd] : {std::tuple{r_.qd1, kQd1Cmds, 1u}, {r_.qd4, kQd4Cmds, 4u}}) {
+        const json& h = device(r_.sampled, dev)["histograms"]["qd_read"];
+        const uint64_t count = h["count"];
+        EXPECT_EQ(count % n, 0u) << h.dump();
+        // 1 in n of the issues (golden-ratio spacing): within 4 samples of cmds / n
+        EXPECT_LE(std::llabs(int64_t(count) - int64_t(cmds)), int64_t(4 * n)) << "QD " << qd << ": " << h.dump();
+        expect_depths_within(h, qd, "sampled QD " + std::to_string(qd));
+    }
+    EXPECT_EQ(device(r_.sampled, r_.qd1)["histograms"]["qd_read"]["buckets"].size(), 1u) << "QD 1: every depth is 1";
+    // The sampled mean is the exact one's (a sampler locked on the batches' phase would see depth 1 only).
+    const json& hx = device(r_.exact, r_.qd4)["histograms"]["qd_read"];
+    const json& hs = device(r_.sampled, r_.qd4)["histograms"]["qd_read"];
+    EXPECT_NEAR(mean(hs), mean(hx), 0.5) << "sampled " << hs.dump() << "\nexact " << hx.dump();
+    EXPECT_NE(r_.sampled_text.find("qd_read [depth sampled at 1 issue in " + std::to_string(n) + ", each sample counted " +
+                                   std::to_string(n) + " times] ("),
+              std::string::npos)
+        << r_.sampled_text;
+    EXPECT_EQ(r_.sampled_text.find("bssplit_read ["), std::string::npos) << "only the QD histograms are sampled";
+}
+
+TEST_F(TraceQd, EventsStayExact) {
+    EXPECT_EQ(r_.events_summary["qd_sample_every"], 1);
+    uint64_t n1 = 0, n4 = 0, at4 = 0;
+    for (const auto& e : r_.events) {
+        if (e["type"] != "cmd" || e["op"] != "read") continue;
+        const uint64_t qd = e["qd"];
+        if (e["dev"] == r_.qd1) {
+            ++n1;
+            EXPECT_EQ(qd, 1u) << e.dump();
+        } else if (e["dev"] == r_.qd4) {
+            ++n4;
+            EXPECT_GE(qd, 1u) << e.dump();
+            EXPECT_LE(qd, 4u) << e.dump();
+            at4 += qd == 4;
+        }
+    }
+    EXPECT_EQ(n1, kQd1Cmds);
+    EXPECT_EQ(n4, kQd4Cmds);
+    EXPECT_GT(at4, 0u);
+    EXPECT_EQ(device(r_.events_summary, r_.qd4)["histograms"]["qd_read"]["count"], kQd4Cmds);
+}
+
+}  // namespace
