@@ -106,13 +106,19 @@ void add_trace_command(CLI::App& app) {
                   "Report what each BPF program cost the kernel while tracing: runs, mean ns per run, ns per device command "
                   "(the kernel's own accounting, BPF_ENABLE_STATS, on for the trace only); in --json as \"bpf_stats\", "
                   "printed after the summary (on stderr with -q)");
-    sub->add_flag("--exact-qd", opts->exact_qd,
-                  "Count every command's queue depth at dispatch in the qd_read/qd_write histograms. Without it (and "
-                  "without --events, whose records always carry the exact depth) the depth is sampled at 1 issue in " +
-                      std::to_string(trace::kQdSampleEvery) +
-                      ", each sample counted that many times (counts and mean kept): the issue reads the completing CPU's "
-                      "counter only then. Cost of --exact-qd: that read at every issue (on a loaded 2-core VM not "
-                      "distinguishable from sampling, ~300-770 ns per command either way; docs/performance.md)");
+    sub->add_option("--qd-sample", opts->qd_sample,
+                    "Read the queue depth at dispatch (the qd_read/qd_write histograms) at 1 issue in N, N a power of two "
+                    "up to " + std::to_string(trace::kMaxQdSample) + ", each sample counted N times (counts and mean "
+                    "kept; \"qd_sample_every\" in --json). Default 1: every command, exact. A sampled issue is the only "
+                    "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
+                    "(docs/performance.md). --events records always carry each command's exact depth")
+        ->check(CLI::Validator([](std::string& v) {
+            unsigned long n = 0;
+            try { n = std::stoul(v); } catch (const std::exception&) { return std::string("not a number: ") + v; }
+            return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1)) ? std::string()
+                                                                   : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
+        }, "N"))
+        ->excludes(events);
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },

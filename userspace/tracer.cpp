@@ -238,13 +238,13 @@ uint32_t env_hook(const char* name) {
 
 static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
 
-/// Issues per queue-depth sample (BPF qd_sample_every): 1 with events (each record's qd is exact) or --exact-qd,
-/// else KVIO_TRACE_QD_SAMPLE_EVERY (bench and tests: a power of two) or kQdSampleEvery.
+/// Issues per queue-depth sample (BPF qd_sample_every): 1 with events (each record's qd is exact), else
+/// KVIO_TRACE_QD_SAMPLE_EVERY (the bench: a power of two) or --qd-sample (default 1: every command).
 uint32_t qd_sample_every(const TraceOptions& opts, bool events) {
     uint32_t n = env_hook("KVIO_TRACE_QD_SAMPLE_EVERY");
     if (n & (n - 1)) throw Error("KVIO_TRACE_QD_SAMPLE_EVERY=" + std::to_string(n) + ": not a power of two");
-    if (events || opts.exact_qd) return 1;
-    return n ? n : kQdSampleEvery;
+    if (events) return 1;
+    return n ? n : opts.qd_sample;
 }
 
 /// Slot tables (kvio_trace.h): rq_table, and with owners bio_table, of KVIO_RQ_SLOTS / KVIO_BIO_SLOTS entries, or

@@ -33,12 +33,11 @@ struct TraceOptions {
     GroupBy group_by = GroupBy::None;   ///< --per-process / --per-cgroup
     std::string listen;                 ///< --listen ADDR:PORT: serve /metrics (Prometheus), "" = none
     std::string prom_textfile;          ///< --prom-textfile FILE: the same metrics, rewritten atomically each interval
-    bool exact_qd = false;              ///< --exact-qd: every command's queue depth, not one in kQdSampleEvery
+    uint32_t qd_sample = 1;             ///< --qd-sample N: queue depth read at 1 issue in N (power of two), 1 = every one
 };
 
-/// Histogram mode (no events, no --exact-qd) samples the queue depth of a device at one issue in this many, each
-/// sample counted this many times (docs/trace.md "Queue depth"; the cost it saves: docs/performance.md).
-constexpr uint32_t kQdSampleEvery = 16;
+/// Largest --qd-sample: a sample then stands for this many commands.
+constexpr uint32_t kMaxQdSample = 1024;
 
 /// Outcome of a trace, also written to TraceOptions::json_path.
 struct TraceResult {

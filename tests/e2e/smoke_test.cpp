@@ -85,6 +85,9 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
     const std::pair<std::string, std::string> cases[] = {
         {"trace --duration x", "kvio trace: --duration: not a number of seconds: x"},
         {"trace --bogus", "kvio trace: The following argument was not expected: --bogus"},
+        {"trace --qd-sample 3", "kvio trace: --qd-sample: must be a power of two from 1 to 1024"},
+        {"trace --qd-sample x", "kvio trace: --qd-sample: not a number: x"},
+        {"trace --qd-sample 16 --events x.jsonl", "kvio trace: --events excludes --qd-sample"},
         {"run --num-chunks x", "kvio run: --num-chunks: must be a whole number >= 1, got x"},
         {"run --engine nope", "kvio run: --engine: nope not in {posix,io_uring,uring_cmd}"},
         {"gen --qd x", "kvio gen: --qd: "},

@@ -1,6 +1,5 @@
 // kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
-// --exact-qd (every command), the histogram mode's default (1 issue in kQdSampleEvery sampled, each sample counted
-// that many times) and --events (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and
+// the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and
 // QD 4 (io_uring, batches of 4 submitted together after the previous 4 completed: depths 1..4 in every batch, a
 // period a sampler with a fixed phase would lock onto).
 #include <gtest/gtest.h>
@@ -19,6 +18,7 @@ namespace {
 
 constexpr uint64_t MiB = 1024 * 1024;
 constexpr uint64_t kQd1Cmds = 1024, kQd4Cmds = 4096;  // 4 MiB and 16 MiB of 4 KiB reads
+constexpr uint64_t kSample = 16;                     // the sampled tracer's --qd-sample
 
 struct QdRun {
     json exact, sampled, events_summary;  // kvio.trace/1 of each tracer
@@ -47,7 +47,7 @@ protected:
         std::string wait_ready = "for i in $(seq 1200); do [ -e " + dir_->file("x.ready") + " ] && [ -e " +
                                  dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") +
                                  " ] && break; sleep 0.05; done; ";
-        result_ = run(tracer("x", "-q --exact-qd") + tracer("s", "") + tracer("e", "-q --events " + dir_->file("ev.jsonl")) +
+        result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) + tracer("e", "-q --events " + dir_->file("ev.jsonl")) +
                       wait_ready + fio + "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
         r_.exact = json::parse(slurp(dir_->file("x.json")));
         r_.sampled = json::parse(slurp(dir_->file("s.json")));
@@ -98,7 +98,7 @@ TEST_F(TraceQd, AllThreeTracersRanTheWholeWorkload) {
     }
 }
 
-TEST_F(TraceQd, ExactModeCountsEveryCommandsDepth) {
+TEST_F(TraceQd, DefaultCountsEveryCommandsDepth) {
     EXPECT_EQ(r_.exact["qd_sample_every"], 1);
     const json& h1 = device(r_.exact, r_.qd1)["histograms"]["qd_read"];
     EXPECT_EQ(h1["count"], kQd1Cmds);
@@ -109,9 +109,8 @@ TEST_F(TraceQd, ExactModeCountsEveryCommandsDepth) {
     EXPECT_GT(expect_depths_within(h4, 4, "exact QD 4"), 0u) << h4.dump();
 }
 
-TEST_F(TraceQd, DefaultHistogramModeSamplesAndWeighsTheDepth) {
-    const uint64_t n = kvio::trace::kQdSampleEvery;
-    ASSERT_GT(n, 1u);
+TEST_F(TraceQd, QdSampleSamplesAndWeighsTheDepth) {
+    const uint64_t n = kSample;
     EXPECT_EQ(r_.sampled["qd_sample_every"], n);
     for (auto [dev, cmds, qd] : {std::tuple{r_.qd1, kQd1Cmds, 1u}, {r_.qd4, kQd4Cmds, 4u}}) {
         const json& h = device(r_.sampled, dev)["histograms"]["qd_read"];
