@@ -1,7 +1,8 @@
 // kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
-// the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and
-// QD 4 (io_uring, batches of 4 submitted together after the previous 4 completed: depths 1..4 in every batch, a
-// period a sampler with a fixed phase would lock onto).
+// the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events
+// (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4
+// submitted together after the previous 4 completed: depths 1..4 in every batch, a period a sampler with a fixed
+// phase would lock onto).
 #include <gtest/gtest.h>
 
 #include <cmath>
