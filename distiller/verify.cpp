@@ -14,6 +14,7 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "workload/target.h"
 
 namespace kvio::distiller {
 
@@ -68,8 +69,10 @@ int run_forwarding_signals(const std::vector<std::string>& argv, const std::stri
 }  // namespace
 
 namespace {
-// The whole disk `t.target` is on, after the refusals: not a block device, the original's device, too small, mounted.
-BlockDevInfo checked_target(const VerifyTarget& t) {
+// The whole disk `t.target` is on, after the refusals: not a block device, the original's device, too small, mounted;
+// for a job that writes, also read-only, in use, or data in its first MiB unless `force` (workload::check_device_safe,
+// the rule gen and replay follow).
+BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
     if (!is_block_device(t.target))
         throw Error("distill --verify: target " + t.target + " is not a block device (the replay is traced at the device)");
     BlockDevInfo info = block_dev_info_for_path(t.target);
@@ -85,6 +88,13 @@ BlockDevInfo checked_target(const VerifyTarget& t) {
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
         throw Error("distill --verify: target " + t.target + " is mounted on " + mp + "; refusing to run a raw job on it");
+    if (t.writes) {
+        try {
+            workload::check_device_safe(workload::inspect_target(t.target), force);
+        } catch (const Error& e) {
+            throw Error(std::string("distill --verify: the job writes to its target: ") + e.what());
+        }
+    }
     return info;
 }
 }  // namespace
@@ -96,7 +106,7 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
 std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt) {
     std::vector<BlockDevInfo> infos;
     for (const auto& t : targets) {
-        infos.push_back(checked_target(t));
+        infos.push_back(checked_target(t, opt.force));
         for (const auto& o : targets)
             if (&o != &t && o.orig->dev == dev_string(infos.back().whole_disk))
                 throw Error("distill --verify: target " + t.target + " is the device of the original trace (" + o.orig->dev +

@@ -16,6 +16,7 @@ struct VerifyOptions {
     std::string target;                       ///< block device the job runs on (the job's filename)
     std::string events_out;                   ///< where the replay trace goes
     uint64_t needs_bytes = 0;                 ///< the job's offset + size; a smaller target is refused (0: unchecked)
+    bool force = false;                       ///< --force: a writing job may overwrite data in a target's first MiB
 };
 
 /// One device of a multi-device job: the original's profile and the target its sections ran on.
@@ -23,6 +24,7 @@ struct VerifyTarget {
     const Profile* orig = nullptr;
     std::string target;        ///< block device
     uint64_t needs_bytes = 0;  ///< its sections' largest offset + size (0: unchecked)
+    bool writes = false;       ///< the job writes or discards on it: it must pass workload::check_device_safe
 };
 
 /// The traced replay: its commands and their profile.

@@ -33,6 +33,7 @@ struct DistillArgs {
     uint32_t pid = 0, runtime = 0, nr_requests = 0, max_phases = 16;
     double max_tv = -1;
     bool verify = false;
+    bool force = false;  // --force: --verify may write over data in its target's first MiB
 };
 
 void write_file(const std::string& path, const std::string& text) {
@@ -157,6 +158,7 @@ void run_distill(const DistillArgs& a) {
     if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
         throw UsageError(std::string(a.verify ? "--verify" : "--iolog") + ": needs --filename TARGET (the device the job runs on / the iolog names)");
     if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
+    if (a.force && !a.verify) throw UsageError("--force: needs --verify (only the replay writes to a device)");
     const bool json_stdout = a.json_out == "-";
     probe_writable(a.json_out);
     std::vector<EventTrace> evs;
@@ -248,7 +250,10 @@ void run_distill(const DistillArgs& a) {
         vo.job_path = job_path;
         vo.events_out = job_path + ".replay.jsonl";
         std::vector<VerifyTarget> vt;
-        for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
+        vo.force = a.force;
+        for (size_t i = 0; i < ps.size(); ++i)
+            vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes(),
+                          ps[i].write.cmds > 0 || ps[i].discard_cmds > 0});
         std::vector<Replay> rs;
         try {
             rs = run_replays(vt, vo);
@@ -360,6 +365,10 @@ void add_distill_command(CLI::App& app) {
                   "run the job with fio on --filename (a block device, not the traced one) under `kvio trace`, and print the "
                   "fidelity score, whole run and window by window: size TV per direction, read-share error, queue-depth TV, "
                   "sequential-share error, the phase sequence, D2C ratios");
+    sub->add_flag("--force", a->force,
+                  "with --verify: let a job that writes overwrite a target whose first MiB holds data (a filesystem "
+                  "signature, a partition table, an earlier job's bytes); a mounted, in-use or read-only target is "
+                  "always refused");
     sub->add_option("--max-tv", a->max_tv,
                     "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
         ->check(CLI::Range(0.0, 1.0));

@@ -243,6 +243,33 @@ TEST(Distill, RefusesImplausibleTraces) {
     EXPECT_NE(r.err.find("target " + small.path + " has 16777216 bytes but the job needs "), std::string::npos) << r.err;
 }
 
+// Before: --verify ran a writing job on any unmounted block device, data or not (gen and replay refuse one whose first
+// MiB holds data unless --force).
+TEST(Distill, VerifyRefusesToWriteOverDataWithoutForce) {
+    TempDir d;
+    mixed(d.file("rw.jsonl"), 200, 4, 64 << 20);  // 30 % writes
+    {
+        Events e(d.file("ro.jsonl"));
+        for (int i = 0; i < 100; ++i) e.cmd("read", uint64_t(i) * 8, 4096, 1'000'000'000 + uint64_t(i) * 100'000, 1'000'050'000 + uint64_t(i) * 100'000);
+    }
+    LoopDevice target(128ull << 20);
+    auto w = run("printf KVIODATA | dd of=" + target.path + " bs=1 seek=4096 conv=notrunc status=none");
+    ASSERT_EQ(w.status, 0) << w.err;
+    auto r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") + " --verify"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("distill --verify: the job writes to its target: refusing " + target.path +
+                         ": it holds data at byte 4096 of its first MiB"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pass --force to overwrite it"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(d.file("rw.ini.replay.jsonl"))) << "a refused --verify ran the replay";
+    // A job that only reads writes nothing: no refusal.
+    r = run(distill("--events " + d.file("ro.jsonl") + " --filename " + target.path + " -o " + d.file("ro.ini") + " --verify"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    // --force: the writing job runs.
+    r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") + " --verify --force"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(d.file("rw.ini.replay.jsonl")));
+}
+
 TEST(Distill, VerifyAsNonRootIsRefusedBeforeAnythingIsWritten) {
     TempDir d;
     std::filesystem::permissions(d.path, std::filesystem::perms::all);  // nobody may write here: nothing must be written

@@ -121,6 +121,7 @@ TEST(Cli, OptionConflictsFoundAfterParsingExitTwo) {
         {"trace 1 3 -d loop0", "kvio trace: '-d' after the positionals: options go before INTERVAL"},
         {"distill", "kvio distill: give the trace with --events FILE"},
         {"distill --events x.jsonl --max-tv 0.1", "kvio distill: --max-tv: needs --verify"},
+        {"distill --events x.jsonl --force", "kvio distill: --force: needs --verify"},
         {"distill --events x.jsonl --iolog x.log", "kvio distill: --iolog: needs --filename TARGET"},
         {"replay", "kvio replay: give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv"},
         {"replay --events x.jsonl --target /dev/null --map-dev 7:0=/dev/null", "kvio replay: give either --target or --map-dev, not both"},
