@@ -88,7 +88,7 @@ BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
         throw Error("distill --verify: target " + t.target + " is mounted on " + mp + "; refusing to run a raw job on it");
-    if (t.writes) {
+    if (t.orig->write.cmds || t.orig->discard_cmds) {  // the job writes or discards there
         try {
             workload::check_device_safe(workload::inspect_target(t.target), force);
         } catch (const Error& e) {

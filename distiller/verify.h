@@ -24,7 +24,6 @@ struct VerifyTarget {
     const Profile* orig = nullptr;
     std::string target;        ///< block device
     uint64_t needs_bytes = 0;  ///< its sections' largest offset + size (0: unchecked)
-    bool writes = false;       ///< the job writes or discards on it: it must pass workload::check_device_safe
 };
 
 /// The traced replay: its commands and their profile.

@@ -251,9 +251,7 @@ void run_distill(const DistillArgs& a) {
         vo.events_out = job_path + ".replay.jsonl";
         std::vector<VerifyTarget> vt;
         vo.force = a.force;
-        for (size_t i = 0; i < ps.size(); ++i)
-            vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes(),
-                          ps[i].write.cmds > 0 || ps[i].discard_cmds > 0});
+        for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
         std::vector<Replay> rs;
         try {
             rs = run_replays(vt, vo);
