@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace kvio::serving {
 
@@ -59,9 +60,29 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
     os << kRule << std::flush;
 }
 
+std::string stop_note(const nlohmann::ordered_json& r) {
+    const auto k = r.find("kvio");
+    if (k == r.end() || !k->is_object()) return "";
+    // One client: kvio.stop; merged clients: the first client a signal stopped (kvio.clients[].stop).
+    std::vector<const nlohmann::ordered_json*> stops;
+    if (auto st = k->find("stop"); st != k->end() && st->is_object()) stops.push_back(&*st);
+    if (auto cl = k->find("clients"); cl != k->end() && cl->is_array())
+        for (const auto& c : *cl)
+            if (auto st = c.find("stop"); st != c.end() && st->is_object()) stops.push_back(&*st);
+    for (const auto* st : stops) {
+        const int sig = st->value("signal", 0);
+        if (sig <= 0) continue;
+        std::string note = "Stopped by signal " + std::to_string(sig) + " after " + fmt("%.1f", num(*st, "stop_requested_at_s")) + " s";
+        const auto flags = k->value("config", nlohmann::ordered_json::object()).value("flags", nlohmann::ordered_json::object());
+        if (auto d = flags.find("duration"); d != flags.end() && d->is_number()) note += " of " + fmt("%.0f", d->get<double>()) + " s";
+        return note + ": figures cover the part that ran\n";
+    }
+    return "";
+}
+
 void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
     const auto& s = r.at("summary");
-    os << kRule << "BENCHMARK RESULTS\n" << kRule;
+    os << kRule << "BENCHMARK RESULTS\n" << kRule << stop_note(r);
     os << "Requests completed: " << r.value("requests_completed", 0) << "\n";
     os << "Total tokens generated: " << r.value("total_tokens_generated", 0) << "\n";
     os << "Elapsed time: " << fmt("%.2f", num(s, "elapsed_time")) << " s\n";
