@@ -50,6 +50,9 @@ struct EventsSummary {
     uint32_t depth = 0;                 ///< commands in flight at most (min(captured overlap, max_qd); posix 1)
     uint32_t captured_overlap = 0;      ///< captured in-flight maximum of the replayed commands
     uint64_t source_span_ns = 0;        ///< first to last captured ts_issue
+    /// First to last captured ts_issue of the commands issued (= source_span_ns unless stopped): the part of the
+    /// capture the replay's span compares with.
+    uint64_t source_span_issued_ns = 0;
     uint64_t replay_span_ns = 0;        ///< first to last replay submission
     uint64_t elapsed_ns = 0;            ///< whole replay, first submission to last completion
     uint64_t late_ns_max = 0;           ///< worst lateness of a submission against its schedule

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -242,4 +243,10 @@ TEST(ReplayEventsStop, SigintMidRunPrintsTheSummaryAndExits130) {
                          std::to_string(done * 4096) + " bytes)"),
               std::string::npos)
         << r.out;
+    // The span is compared with the captured span of the commands replayed (50 ms apart), not the whole capture's
+    // (before: a replay stopped half-way read "-50 %").
+    char span[160];
+    std::snprintf(span, sizeof span, "captured issue span of the %d commands replayed %.3f ms (whole capture %.3f ms), replay ",
+                  done, (done - 1) * 50.0, (kCmds - 1) * 50.0);
+    EXPECT_NE(r.out.find(span), std::string::npos) << r.out;
 }
