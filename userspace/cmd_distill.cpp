@@ -2,8 +2,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +37,38 @@ struct DistillArgs {
     double max_tv = -1;
     bool verify = false;
     bool force = false;  // --force: --verify may write over data in its target's first MiB
+    bool keep_files = false;  // --keep-files: --verify without -o keeps its private directory
+};
+
+/// --verify without -o: a private directory (mkdtemp under $TMPDIR, else /tmp) for the job and the replay's files
+/// (trace, fio JSON, log), so two runs at once never share a name. Removed at destruction unless `keep` or a failure
+/// is unwinding (its message names the replay's log there); a kept directory is named on stderr.
+class VerifyDir {
+public:
+    explicit VerifyDir(bool keep) : keep_(keep), unwinding_(std::uncaught_exceptions()) {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "kvio-distill-verify-XXXXXX").string();
+        if (!::mkdtemp(tmpl.data())) throw Error("distill --verify: cannot create a directory " + tmpl + ": " + std::strerror(errno));
+        path_ = tmpl;
+    }
+    ~VerifyDir() {
+        if (!discard_ && (keep_ || std::uncaught_exceptions() > unwinding_)) {
+            std::fprintf(stderr, "kvio distill: --verify's job and replay files are kept in %s\n", path_.c_str());
+            return;
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    VerifyDir(const VerifyDir&) = delete;
+    VerifyDir& operator=(const VerifyDir&) = delete;
+    const std::string& path() const { return path_; }
+    bool kept() const { return keep_; }
+    /// Removed even while an exception unwinds (a stop: nothing there to look at), unless `keep`.
+    void discard_on_unwind() { discard_ = !keep_; }
+
+private:
+    std::string path_;
+    bool keep_, discard_ = false;
+    int unwinding_;
 };
 
 void write_file(const std::string& path, const std::string& text) {
@@ -159,6 +194,7 @@ void run_distill(const DistillArgs& a) {
         throw UsageError(std::string(a.verify ? "--verify" : "--iolog") + ": needs --filename TARGET (the device the job runs on / the iolog names)");
     if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
     if (a.force && !a.verify) throw UsageError("--force: needs --verify (only the replay writes to a device)");
+    if (a.keep_files && !a.verify) throw UsageError("--keep-files: needs --verify (only the replay writes files)");
     const bool json_stdout = a.json_out == "-";
     probe_writable(a.json_out);
     std::vector<EventTrace> evs;
@@ -244,11 +280,15 @@ void run_distill(const DistillArgs& a) {
     bool missed = false;
     if (a.verify) {
         if (a.events.empty()) throw UsageError("--verify: needs --events (the score compares per-command distributions)");
-        std::string job_path = a.out.empty() ? "/tmp/kvio-distill-verify.ini" : a.out;
-        if (a.out.empty()) write_file(job_path, job.text);
+        std::optional<VerifyDir> dir;
+        if (a.out.empty()) dir.emplace(a.keep_files);
+        const std::string job_path = dir ? dir->path() + "/job.ini" : a.out;
+        if (dir) write_file(job_path, job.text);
         VerifyOptions vo;
         vo.job_path = job_path;
         vo.events_out = job_path + ".replay.jsonl";
+        // What the output names: a file that stays, or null when the private directory is removed at the end.
+        const nlohmann::json events_named = !dir || dir->kept() ? nlohmann::json(vo.events_out) : nlohmann::json(nullptr);
         std::vector<VerifyTarget> vt;
         vo.force = a.force;
         for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
@@ -258,8 +298,9 @@ void run_distill(const DistillArgs& a) {
         } catch (const Stopped& e) {
             // No score without the whole replay; --json keeps the job and what was derived, marked as stopped.
             j["stopped_by_signal"] = e.signo;
-            j["verify"] = {{"stopped_by_signal", e.signo}, {"replay_events", vo.events_out}};
+            j["verify"] = {{"stopped_by_signal", e.signo}, {"replay_events", events_named}};
             write_json();
+            if (dir) dir->discard_on_unwind();
             throw;
         }
         double worst_tv = 0;
@@ -270,7 +311,7 @@ void run_distill(const DistillArgs& a) {
             TimeFidelity tf = score_over_time(data_cmds(evs[i].cmds), data_cmds(rs[i].trace.cmds));
             nlohmann::json v = to_json(f);
             v["time_resolved"] = to_json(tf);
-            v["replay_events"] = vo.events_out;
+            v["replay_events"] = events_named;
             v["summary"] = summary_line(f, tf);
             const nlohmann::json kinds = trim_flush_fidelity(ps[i], rs[i].profile);
             v.update(kinds);
@@ -283,13 +324,14 @@ void run_distill(const DistillArgs& a) {
             per_dev.push_back(v);
             if (!json_stdout) {
                 if (multi) std::printf("device %s (%s):\n", ps[i].dev.c_str(), ps[i].disk.c_str());
-                print_fidelity(job_path, targets[i], vo.events_out, f, tf);
+                print_fidelity(dir && !dir->kept() ? "the job" : job_path, targets[i],
+                               events_named.is_null() ? "removed at the end: --keep-files keeps it" : vo.events_out, f, tf);
                 if (ps[i].discard_cmds || rs[i].profile.discard_cmds)
                     std::printf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
                                 (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>());
             }
         }
-        j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", vo.events_out}} : per_dev[0];
+        j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", events_named}} : per_dev[0];
         if (a.max_tv >= 0) {
             missed = worst_tv > a.max_tv;
             j["verify"]["max_tv"] = {{"limit", a.max_tv}, {"worst", worst_tv}, {"met", !missed}};
@@ -367,6 +409,10 @@ void add_distill_command(CLI::App& app) {
                   "with --verify: let a job that writes overwrite a target whose first MiB holds data (a filesystem "
                   "signature, a partition table, an earlier job's bytes); a mounted, in-use or read-only target is "
                   "always refused");
+    sub->add_flag("--keep-files", a->keep_files,
+                  "with --verify and no -o: keep the private directory (under $TMPDIR, else /tmp) holding the job, the "
+                  "replay's trace, fio JSON and log, and name it on stderr (default: removed at the end; with -o they are "
+                  "written next to the job and kept)");
     sub->add_option("--max-tv", a->max_tv,
                     "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
         ->check(CLI::Range(0.0, 1.0));

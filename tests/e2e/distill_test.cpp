@@ -314,6 +314,51 @@ TEST(Distill, HistogramInput) {
     EXPECT_NE(r.err.find("completions ≪ issues"), std::string::npos) << r.err;
 }
 
+// Before: --verify without -o wrote /tmp/kvio-distill-verify.ini and its replay files under fixed names, so two
+// runs at once overwrote each other's job and capture. Now each run has its own mkdtemp directory under $TMPDIR,
+// removed at the end (replay_events null), or kept with --keep-files and named on stderr.
+TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
+    TempDir d;
+    LoopDevice a(32 << 20, true, "/dev/shm"), b(32 << 20, true, "/dev/shm");
+    {
+        Events e(d.file("ev.jsonl"));
+        for (int i = 0; i < 200; ++i) {
+            const uint64_t t = 1'000'000'000ull + uint64_t(i) * 200'000;
+            e.cmd("read", uint64_t(i % 256) * 128, 65536, t, t + 100'000);
+        }
+    }
+    const std::string tmp = d.file("tmp");
+    std::filesystem::create_directory(tmp);
+    auto verify = [&](const LoopDevice& t, const std::string& name, const std::string& extra) {
+        return "TMPDIR=" + tmp + " " + distill("--events " + d.file("ev.jsonl") + " --filename " + t.path + " --verify --json " +
+                                               d.file(name + ".json") + " " + extra) +
+               " >" + d.file(name + ".out") + " 2>" + d.file(name + ".err");
+    };
+    // Two at once, each on its own target.
+    auto r = run(verify(a, "a", "") + " & pa=$!; " + verify(b, "b", "") + "; sb=$?; wait $pa; sa=$?; echo $sa $sb");
+    EXPECT_EQ(r.out, "0 0\n") << slurp(d.file("a.err")) << slurp(d.file("b.err"));
+    for (const char* n : {"a", "b"}) {
+        const json j = json::parse(slurp(d.file(std::string(n) + ".json")));
+        EXPECT_TRUE(j["verify"].contains("size_tv")) << j.dump();
+        EXPECT_TRUE(j["verify"]["replay_events"].is_null()) << j.dump();
+        EXPECT_EQ(j["verify"]["rwmixread"]["replay"].get<double>(), 100.0) << j.dump();
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a run left its files in " << tmp;
+    // --keep-files: the directory stays and is named.
+    r = run(verify(a, "k", "--keep-files"));
+    ASSERT_EQ(r.status, 0) << slurp(d.file("k.err"));
+    const std::string err = slurp(d.file("k.err"));
+    const std::string say = "kvio distill: --verify's job and replay files are kept in ";
+    const size_t at = err.find(say);
+    ASSERT_NE(at, std::string::npos) << err;
+    const size_t from = at + say.size();
+    const std::string kept = err.substr(from, err.find('\n', from) - from);
+    EXPECT_EQ(kept.rfind(tmp + "/kvio-distill-verify-", 0), 0u) << kept;
+    EXPECT_TRUE(std::filesystem::exists(kept + "/job.ini")) << kept;
+    EXPECT_TRUE(std::filesystem::exists(kept + "/job.ini.replay.jsonl")) << kept;
+    EXPECT_EQ(json::parse(slurp(d.file("k.json")))["verify"]["replay_events"], kept + "/job.ini.replay.jsonl");
+}
+
 // The closed loop: trace a fio job of known shape on one loop device, distill it, and --verify the job on another.
 // Both fio runs get nice -20: on a shared 2-core CI machine a starved fio leaves the device idle and the queue-depth
 // distribution would measure the scheduler, not the job.
