@@ -296,6 +296,13 @@ TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
         for (const auto& b : r.results["kvio"]["requests"]["bytes_written"]) written += b.get<uint64_t>();
         EXPECT_LE(written, cs["total_write_bytes"].get<uint64_t>());
         EXPECT_FALSE(r.results["kvio"]["bandwidth_timeline"].empty());
+        // The write criterion judges the device-side P95 (the fsync here), a figure other than the total
+        // storage_write_p95_ms, and names the key holding it (before: "Storage Write P95 Latency", no basis).
+        const json& wc = cs["storage_health"]["criteria"][0];
+        ASSERT_EQ(wc.value("basis", ""), "storage_write_device_p95_ms") << wc.dump();
+        EXPECT_EQ(wc["name"], "Storage Write Device P95 Latency");
+        EXPECT_DOUBLE_EQ(wc["actual"].get<double>(), cs["storage_write_device_p95_ms"].get<double>());
+        EXPECT_NE(cs["storage_write_device_p95_ms"].get<double>(), cs["storage_write_p95_ms"].get<double>());
     }
 }
 

@@ -358,6 +358,33 @@ TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
     EXPECT_EQ(cache.stats().entries[int(Tier::Storage)], 3u);  // entries stay
 }
 
+// The write and read criteria judge the device-side P95 (the benchmark's basis) and name the cache_stats key with
+// that figure; before, "Storage Write P95 Latency" showed the device figure while cache_stats' storage_write_p95_ms
+// (the name a reader looks up) was the total: here 10x as large.
+TEST(ServingCache, AssessmentNamesTheFigureItJudges) {
+    CacheStats s;
+    const int S = int(Tier::Storage);
+    for (int i = 1; i <= 100; ++i) {
+        s.storage_write_device.push_back(i * 1e-3);  // device 1..100 ms, total 10x: device P95 < 500 ms < total P95
+        s.write_lat[S].push_back(i * 1e-2);
+        s.read_lat[S].push_back(i * 3e-3);            // reads: total only (no device split)
+    }
+    auto j = cache_stats_json(s, 1.0, "latency");
+    const auto& crit = j["storage_health"]["criteria"];
+    ASSERT_EQ(crit.size(), 2u) << crit.dump();
+    const auto& w = crit[0];
+    EXPECT_EQ(w["name"], "Storage Write Device P95 Latency");
+    ASSERT_EQ(w.value("basis", ""), "storage_write_device_p95_ms");
+    EXPECT_DOUBLE_EQ(w["actual"].get<double>(), j["storage_write_device_p95_ms"].get<double>());
+    EXPECT_NE(w["actual"].get<double>(), j["storage_write_p95_ms"].get<double>());
+    EXPECT_TRUE(w["passed"].get<bool>());
+    const auto& r = crit[1];
+    EXPECT_EQ(r["name"], "Storage Read Total P95 Latency");
+    ASSERT_EQ(r.value("basis", ""), "storage_read_p95_ms");
+    EXPECT_DOUBLE_EQ(r["actual"].get<double>(), j["storage_read_p95_ms"].get<double>());
+    EXPECT_EQ(r["passed"].get<bool>(), j["storage_read_p95_ms"].get<double>() < 200);
+}
+
 TEST(ServingCache, CpuTierHoldsRealBytesAndDemotesToStorage) {
     TmpDir d;
     SimConfig c = base_config();

@@ -154,7 +154,8 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
            << h->value("total_count", 0) << " criteria)\n";
         if (auto cr = h->find("criteria"); cr != h->end() && cr->is_array())
             for (const auto& c : *cr)
-                os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << format_criterion(c) << "\n";
+                os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << format_criterion(c)
+                   << (c.contains("basis") ? " [" + c.value("basis", std::string()) + "]" : std::string()) << "\n";
     }
     os << "(The MLCommons maintainers say these criteria are not part of the benchmark, #624.)\n" << kRule
        << std::flush;
