@@ -111,14 +111,13 @@ void add_trace_command(CLI::App& app) {
                     "up to " + std::to_string(trace::kMaxQdSample) + ", each sample counted N times (counts and mean "
                     "kept; \"qd_sample_every\" in --json). Default 1: every command, exact. A sampled issue is the only "
                     "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
-                    "(docs/performance.md). --events records always carry each command's exact depth")
+                    "(docs/performance.md). --events records always carry each command's exact depth: with --events only 1")
         ->check(CLI::Validator([](std::string& v) {
             unsigned long n = 0;
             try { n = std::stoul(v); } catch (const std::exception&) { return std::string("not a number: ") + v; }
             return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1)) ? std::string()
                                                                    : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
-        }, "N"))
-        ->excludes(events);
+        }, "N"));
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
@@ -153,6 +152,10 @@ void add_trace_command(CLI::App& app) {
         opts->interval_s = pos.interval_s;
         opts->interval_count = pos.count;
         opts->command = pos.command;
+        // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths.
+        if (opts->qd_sample > 1 && !opts->events_path.empty())
+            throw UsageError("--events excludes --qd-sample " + std::to_string(opts->qd_sample) +
+                             " (--events records carry each command's exact depth; --qd-sample 1 is accepted)");
         if (!perfetto->empty() && opts->events_path == "-") throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
         if (!perfetto->empty()) check_perfetto_dir(*perfetto);
         const bool temp_events = !perfetto->empty() && opts->events_path.empty();

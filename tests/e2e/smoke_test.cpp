@@ -87,7 +87,7 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
         {"trace --bogus", "kvio trace: The following argument was not expected: --bogus"},
         {"trace --qd-sample 3", "kvio trace: --qd-sample: must be a power of two from 1 to 1024"},
         {"trace --qd-sample x", "kvio trace: --qd-sample: not a number: x"},
-        {"trace --qd-sample 16 --events x.jsonl", "kvio trace: --events excludes --qd-sample"},
+        {"trace --qd-sample 16 --events x.jsonl", "kvio trace: --events excludes --qd-sample 16"},
         {"run --num-chunks x", "kvio run: --num-chunks: must be a whole number >= 1, got x"},
         {"run --engine nope", "kvio run: --engine: nope not in {posix,io_uring,uring_cmd}"},
         {"gen --qd x", "kvio gen: --qd: "},

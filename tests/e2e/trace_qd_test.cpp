@@ -1,6 +1,6 @@
 // kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
 // the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events
-// (each record's exact qd). Two closed-loop readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4
+// (each record's exact qd; given with --qd-sample 1, the exact default, which --events accepts). Two closed-loop readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4
 // submitted together after the previous 4 completed: depths 1..4 in every batch, a period a sampler with a fixed
 // phase would lock onto).
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ protected:
         std::string wait_ready = "for i in $(seq 1200); do [ -e " + dir_->file("x.ready") + " ] && [ -e " +
                                  dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") +
                                  " ] && break; sleep 0.05; done; ";
-        result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) + tracer("e", "-q --events " + dir_->file("ev.jsonl")) +
+        result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) + tracer("e", "-q --qd-sample 1 --events " + dir_->file("ev.jsonl")) +
                       wait_ready + fio + "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
         r_.exact = json::parse(slurp(dir_->file("x.json")));
         r_.sampled = json::parse(slurp(dir_->file("s.json")));
