@@ -55,13 +55,16 @@ void set_rwbs_flags(std::string_view rwbs, Cmd& c) {
 
 namespace {
 // Every device's commands of `path` that pass the pid/comm part of `filter`; `out` receives the file's health.
-std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path, const EventFilter& filter, EventTrace& out) {
+std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path, const EventFilter& filter, EventTrace& out,
+                                                         const volatile sig_atomic_t* stop) {
     EventsReader rd(path);
     std::map<std::string, DevCmds, std::less<>> devs;
     out.path = path;
     if (rd.is_capture()) out.format = "kvio.events.bin/1";
     EventRecord r;
     while (rd.next_checked(r)) {
+        if (stop && *stop)
+            throw Stopped(int(*stop), "stopped by signal " + std::to_string(int(*stop)) + " while loading " + path);
         if (r.kind == EventType::Syscall) continue;
         if (r.kind == EventType::Summary) {
             out.has_summary = true;
@@ -129,9 +132,9 @@ EventTrace empty_like(const EventTrace& t) {
     return s;
 }
 
-EventTrace load_events(const std::string& path, const EventFilter& filter) {
+EventTrace load_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop) {
     EventTrace common;
-    auto devs = read_devices(path, filter, common);
+    auto devs = read_devices(path, filter, common, stop);
     auto pick = devs.end();
     if (filter.dev.empty()) {
         if (devs.size() > 1) {
@@ -148,10 +151,10 @@ EventTrace load_events(const std::string& path, const EventFilter& filter) {
     return take_device(common, pick->first, pick->second);
 }
 
-std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter) {
-    if (!filter.dev.empty()) return {load_events(path, filter)};
+std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop) {
+    if (!filter.dev.empty()) return {load_events(path, filter, stop)};
     EventTrace common;
-    auto devs = read_devices(path, filter, common);
+    auto devs = read_devices(path, filter, common, stop);
     std::vector<EventTrace> out;
     for (auto& [dev, d] : devs) out.push_back(take_device(common, dev, d));
     return out;

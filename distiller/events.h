@@ -1,5 +1,6 @@
 // Reading `kvio trace --events` (kvio.events/1, docs/formats.md) into device commands for the distiller.
 #pragma once
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -75,11 +76,14 @@ EventTrace empty_like(const EventTrace& t);
 /// more than 4096 places back, the rest is sorted once at the end instead.
 /// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on records that break the format's
 /// rules (kvio::EventsReader::next_checked, the same for every command), and a one-sentence error when the trace holds
-/// several devices and `filter.dev` is empty, or when the requested device is absent.
-EventTrace load_events(const std::string& path, const EventFilter& filter);
+/// several devices and `filter.dev` is empty, or when the requested device is absent. When `stop` is non-null and
+/// becomes non-zero (a signal's number, userspace/stop_signals.h), throws kvio::Stopped "stopped by signal N while
+/// loading PATH" at the next record.
+EventTrace load_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop = nullptr);
 
 /// Every device of the trace (ordered by "MAJ:MIN"), each as load_events() would return it; with `filter.dev` set,
 /// only that one. The summary's counts (dropped, unmatched completions) are the whole file's, in every element.
-std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter);
+std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter,
+                                        const volatile sig_atomic_t* stop = nullptr);
 
 }  // namespace kvio::distiller

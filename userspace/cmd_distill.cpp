@@ -26,6 +26,7 @@
 #include "distiller/trims.h"
 #include "distiller/verify.h"
 #include "userspace/commands.h"
+#include "userspace/stop_signals.h"
 
 namespace kvio::cli {
 
@@ -197,10 +198,22 @@ void run_distill(const DistillArgs& a) {
     if (a.keep_files && !a.verify) throw UsageError("--keep-files: needs --verify (only the replay writes files)");
     const bool json_stdout = a.json_out == "-";
     probe_writable(a.json_out);
+    // A stop while the trace is read (a large one takes a while): one line and 128 + N, not the signal's default
+    // action. Until the job is derived; --verify installs its own handlers for the replay.
+    std::optional<StopOnSignal> loading(std::in_place);
+    auto stopped = [&](const char* what) {
+        const int sig = int(*StopOnSignal::flag());
+        return Stopped(sig, "distill: stopped by signal " + std::to_string(sig) + " while " + what + " " +
+                                (a.events.empty() ? a.trace_json : a.events));
+    };
     std::vector<EventTrace> evs;
     std::vector<Profile> ps;
     if (!a.events.empty()) {
-        evs = load_all_events(a.events, EventFilter{a.dev, a.pid, a.comm});
+        try {
+            evs = load_all_events(a.events, EventFilter{a.dev, a.pid, a.comm}, StopOnSignal::flag());
+        } catch (const Stopped&) {
+            throw stopped("loading");
+        }
         for (const auto& ev : evs) ps.push_back(profile_events(ev));
         if (!evs.front().has_summary)
             std::fprintf(stderr, "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
@@ -235,7 +248,10 @@ void run_distill(const DistillArgs& a) {
     PhaseOptions po;
     po.max_phases = a.max_phases;
     std::vector<DevicePlan> plans;
+    if (*StopOnSignal::flag()) throw stopped("loading");
     FioJob job = a.events.empty() ? make_fio_job(ps[0], inputs[0].opt) : make_job(inputs, inputs[0].opt, po, &plans);
+    if (*StopOnSignal::flag()) throw stopped("distilling");
+    loading.reset();
     // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
     std::ofstream iolog;
     if (!a.iolog.empty()) {

@@ -3,6 +3,8 @@
 // -p PID ends a trace when PID exits, --children follows what it forks.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -120,6 +122,32 @@ TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     EXPECT_EQ(d["verify"]["stopped_by_signal"], 15);
     EXPECT_EQ(d["job"]["runtime"], "60");  // the job that ran, as derived
     EXPECT_FALSE(d["verify"].contains("size_tv")) << "a stopped replay has no score";
+}
+
+// Before: a signal while distill was still reading its trace took the default action (killed, no message). Now the
+// read stops at the next record: one line, exit 128 + N. The trace comes through a FIFO whose writer holds back its
+// second half until the signal was sent, after distill's handler is installed (SigCgt in /proc/PID/status).
+TEST(DistillStop, SigtermWhileLoadingTheTraceSaysSoAndExits143) {
+    TempDir dir;
+    {
+        std::ofstream f(dir.file("half.jsonl"));
+        for (int i = 0; i < 100; ++i) {
+            const uint64_t t = 1'000'000'000ull + uint64_t(i) * 200'000;
+            f << json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:200"}, {"disk", "loop200"}, {"op", "read"}, {"rwbs", "R"},
+                      {"sector", i * 128}, {"bytes", 65536}, {"ts_issue", t}, {"ts_complete", t + 100'000}, {"d2c_ns", 100'000},
+                      {"pid", 42}, {"tid", 42}, {"comm", "app"}}
+                     .dump()
+              << "\n";
+        }
+    }
+    const std::string fifo = dir.file("trace.jsonl"), go = dir.file("go"), half = dir.file("half.jsonl");
+    auto r = run("mkfifo " + fifo + " && { { cat " + half + "; while [ ! -e " + go + " ]; do sleep 0.05; done; cat " + half +
+                 "; } > " + fifo + " & } && " + kvio_bin() + " distill --events " + fifo + " -o " + dir.file("job.ini") +
+                 " & p=$!; for i in $(seq 200); do [ $(( 0x$(awk '/SigCgt/{print $2}' /proc/$p/status) >> 14 & 1 )) = 1 ] && "
+                 "break; sleep 0.05; done; kill -TERM $p; touch " + go + "; wait $p");
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_EQ(r.err, "kvio: distill: stopped by signal 15 while loading " + fifo + "\n");
+    EXPECT_FALSE(std::filesystem::exists(dir.file("job.ini"))) << "a stopped distill wrote its job";
 }
 
 }  // namespace
