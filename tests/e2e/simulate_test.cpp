@@ -296,6 +296,9 @@ TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
         for (const auto& b : r.results["kvio"]["requests"]["bytes_written"]) written += b.get<uint64_t>();
         EXPECT_LE(written, cs["total_write_bytes"].get<uint64_t>());
         EXPECT_FALSE(r.results["kvio"]["bandwidth_timeline"].empty());
+        // The buffered tier's gather fallbacks (every noise-pool copy taken) are counted, with the pool's copies.
+        ASSERT_TRUE(kc.contains("gather_fallbacks")) << kc.dump().substr(0, 400);
+        EXPECT_GT(kc["noise_pool_copies"].get<uint64_t>(), 0u);
         // The write criterion judges the device-side P95 (the fsync here), a figure other than the total
         // storage_write_p95_ms, and names the key holding it (before: "Storage Write P95 Latency", no basis).
         const json& wc = cs["storage_health"]["criteria"][0];

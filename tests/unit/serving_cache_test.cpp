@@ -257,8 +257,11 @@ TEST(ServingCache, StampedRangeGivesTheBytesFillGivesAndRestoresTheCopy) {
         pool.put_copy(const_cast<uint8_t*>(c));
     }
     EXPECT_EQ(pool.copies_made(), 1u);
+    EXPECT_EQ(pool.copy_misses(), 3u * 5 * 8);  // one `busy` per key, offset and length
     NoisePool none(7, 1 << 20, 0);
     EXPECT_FALSE(StampedRange(EntryData(none, 1), 0, 4096).ok());
+    EXPECT_FALSE(StampedRange(EntryData(none, 2), 0, 4096).ok());
+    EXPECT_EQ(none.copy_misses(), 2u);  // each failed take counted: the caller gathered
 }
 
 // The buffered tier's files hold fill()'s bytes whether its writes go through pool copies or, with every copy
@@ -285,6 +288,9 @@ TEST(ServingCache, BufferedTierWritesTheEntryBytesFromPoolCopiesAndGather) {
         if (copies) {
             EXPECT_GE(pool.copies_made(), 1u);
         }
+        // Every chunk of the 20 non-empty writes gathered without a copy; with a copy per writer none did.
+        if (copies == 0) EXPECT_GE(pool.copy_misses(), 4 * sizes.size());
+        if (copies >= 4) EXPECT_EQ(pool.copy_misses(), 0u);
         for (int t = 0; t < 4; ++t)
             for (size_t i = 0; i < sizes.size(); ++i) {
                 std::string key = "t" + std::to_string(t) + "_" + std::to_string(i);

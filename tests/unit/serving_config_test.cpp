@@ -358,6 +358,37 @@ TEST(SimConfig, NonFiniteFloatsAreRefused) {
     }
 }
 
+// The console report's storage part names the write chunks that fell back to the gather path (every noise-pool copy
+// taken), and a run a signal stopped says so at its top; neither line when there is nothing to say.
+TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
+    using kvio::serving::print_report;
+    nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
+    nlohmann::ordered_json doc = {
+        {"requests_completed", 3},
+        {"summary", {{"elapsed_time", 4.5}, {"end_to_end_latency_ms", lat}, {"storage_io_latency_ms", lat},
+                     {"generation_latency_ms", lat}, {"cache_stats", nlohmann::ordered_json::object()},
+                     {"multi_turn_stats", nlohmann::ordered_json::object()}, {"qos_metrics", nlohmann::ordered_json::object()}}},
+        {"kvio", {{"cache", {{"failed_writes", 0}, {"failed_reads", 0}, {"gather_fallbacks", 0}, {"noise_pool_copies", 4}}},
+                  {"stop", {{"reason", "duration"}, {"signal", 0}, {"stop_requested_at_s", 4.5}}},
+                  {"config", {{"flags", {{"duration", 60}}}}}}}};
+    std::ostringstream quiet;
+    print_report(quiet, doc);
+    EXPECT_EQ(quiet.str().find("gather path"), std::string::npos) << quiet.str();
+    EXPECT_EQ(quiet.str().find("Stopped by signal"), std::string::npos) << quiet.str();
+    doc["kvio"]["cache"]["gather_fallbacks"] = 17;
+    doc["kvio"]["stop"] = {{"reason", "signal Terminated"}, {"signal", 15}, {"stop_requested_at_s", 4.31}};
+    std::ostringstream os;
+    print_report(os, doc);
+    EXPECT_NE(os.str().find("NOTE: 17 storage write chunks took the slower gather path (iovecs per 4 KiB block): all 4 "
+                            "noise-pool copies were in use\n"),
+              std::string::npos)
+        << os.str();
+    EXPECT_NE(os.str().find("BENCHMARK RESULTS\n" + std::string(80, '=') +
+                            "\nStopped by signal 15 after 4.3 s of 60 s: figures cover the part that ran\n"),
+              std::string::npos)
+        << os.str();
+}
+
 // The assessment prints its figures as benchmark.py does (ratios as percentages, numbers with two decimals and
 // the unit), not as raw JSON floats ("0.6268115942028986 ratio (target 0.3)" before).
 TEST(ServingReport, AssessmentCriteriaAreFormattedAsTheBenchmarkDoes) {

@@ -103,6 +103,7 @@ struct MultiTierCache::Impl {
     std::unique_ptr<TierBackend> backend[3];
     std::unique_ptr<WaterfallPolicy> policy;
     std::unique_ptr<NoisePool> pool;
+    uint64_t pool_misses_at_reset = 0;  // pool->copy_misses() at the last reset_stats (under stats_mu)
     std::unique_ptr<IoTraceLog> trace;
     std::string storage_dir;
     bool temp_dir = false;
@@ -468,6 +469,7 @@ CacheStats MultiTierCache::stats() const {
     {
         std::lock_guard<std::mutex> g(m.stats_mu);
         s = m.st;
+        if (m.pool) s.gather_fallbacks = m.pool->copy_misses() - m.pool_misses_at_reset;
     }
     for (int i = 0; i < int(m.order.size()); ++i) {
         TierUsage u = m.policy->usage(i);
@@ -490,6 +492,7 @@ void MultiTierCache::cut_ops() {
 void MultiTierCache::reset_stats() {
     std::lock_guard<std::mutex> g(impl_->stats_mu);
     impl_->st = CacheStats{};
+    if (impl_->pool) impl_->pool_misses_at_reset = impl_->pool->copy_misses();
 }
 
 std::string MultiTierCache::gpu_tier_description() const { return impl_->gpu_desc; }
@@ -652,6 +655,8 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["failed_reads"] = s.failed_reads;
     j["cut_ops"] = s.cut_ops;
     j["cut_bytes_moved"] = s.cut_bytes_moved;
+    j["gather_fallbacks"] = s.gather_fallbacks;
+    if (m.pool) j["noise_pool_copies"] = m.pool->max_copies();
     if (!s.first_error.empty()) j["first_error"] = s.first_error;
     if (m.trace) {
         j["io_trace_log"] = m.trace->path();

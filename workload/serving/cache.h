@@ -84,6 +84,9 @@ struct CacheStats {
     uint64_t failed_writes = 0, failed_reads = 0;
     uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
     uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
+    /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
+    /// copy was taken (NoisePool::copy_misses since the last reset_stats).
+    uint64_t gather_fallbacks = 0;
     std::string first_error;               ///< first I/O error seen (empty if none)
 };
 

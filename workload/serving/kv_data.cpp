@@ -45,14 +45,17 @@ uint8_t* NoisePool::take_copy() const {
             free_.pop_back();
             return c;
         }
-        if (reserved_ >= max_copies_) return nullptr;
+        if (reserved_ >= max_copies_) {
+            ++misses_;
+            return nullptr;
+        }
         ++reserved_;  // a new copy is ours to make, outside the lock
     }
     auto* c = static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_));
     if (c) std::memcpy(c, data_.get(), size_);
     std::lock_guard<std::mutex> g(mu_);
     if (c) copies_.emplace_back(c);
-    else --reserved_;  // out of memory: no copy, the caller gathers instead
+    else --reserved_, ++misses_;  // out of memory: no copy, the caller gathers instead
     return c;
 }
 
@@ -64,6 +67,11 @@ void NoisePool::put_copy(uint8_t* copy) const {
 size_t NoisePool::copies_made() const {
     std::lock_guard<std::mutex> g(mu_);
     return copies_.size();
+}
+
+uint64_t NoisePool::copy_misses() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return misses_;
 }
 
 uint64_t key_hash(const std::string& key, uint64_t seed) {

@@ -39,6 +39,9 @@ public:
     void put_copy(uint8_t* copy) const;
     /// Copies made so far (tests).
     size_t copies_made() const;
+    /// take_copy calls that got nullptr (every copy out, or out of memory): each one a chunk the caller gathered.
+    uint64_t copy_misses() const;
+    size_t max_copies() const { return max_copies_; }
 
 private:
     struct Free {
@@ -49,6 +52,7 @@ private:
     size_t max_copies_ = 0;
     mutable std::mutex mu_;
     mutable size_t reserved_ = 0;  // copies made or being made
+    mutable uint64_t misses_ = 0;
     mutable std::vector<std::unique_ptr<uint8_t, Free>> copies_;
     mutable std::vector<uint8_t*> free_;  // LIFO
 };

@@ -43,6 +43,7 @@ constexpr CounterField kCounters[] = {
     {"deletion_bytes", &CacheStats::deletion_bytes},
     {"failed_writes", &CacheStats::failed_writes},
     {"failed_reads", &CacheStats::failed_reads},
+    {"gather_fallbacks", &CacheStats::gather_fallbacks},
 };
 
 // Per-tier counter arrays ([gpu, cpu, storage]).
@@ -328,7 +329,7 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
                                   {"partial_failure", partial}};
     k["clients"] = sections;
     k["stop"] = stop;
-    k["cache"] = {{"failed_writes", cs.failed_writes}, {"failed_reads", cs.failed_reads}};
+    k["cache"] = {{"failed_writes", cs.failed_writes}, {"failed_reads", cs.failed_reads}, {"gather_fallbacks", cs.gather_fallbacks}};
     if (!cs.first_error.empty()) k["cache"]["first_error"] = cs.first_error;
     k["requests"] = requests;
     if (first_doc && first_doc->contains("kvio")) {

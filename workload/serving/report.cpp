@@ -130,6 +130,10 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
         if (fw || fr)
             os << "WARNING: " << fw << " writes and " << fr << " reads failed (not counted as done); first error: "
                << kc.value("first_error", std::string("?")) << "\n";
+        if (const uint64_t g = kc.value("gather_fallbacks", uint64_t(0)))
+            os << "NOTE: " << g << " storage write chunks took the slower gather path (iovecs per 4 KiB block): all "
+               << (kc.contains("noise_pool_copies") ? std::to_string(kc.value("noise_pool_copies", uint64_t(0))) + " " : "")
+               << "noise-pool copies were in use\n";
     }
     const auto& mt = s.at("multi_turn_stats");
     os << "Multi-turn: " << mt.value("cache_hits", 0) << " hits, " << mt.value("cache_misses", 0) << " misses\n";
