@@ -108,6 +108,8 @@ fi
 #   kvio_hist   kvio trace -d LOOP (histograms, no task filter), fio started separately
 #   kvio_child  kvio trace -d LOOP -- fio ...            (the traced command and its children)
 #   kvio_comm   kvio trace -d LOOP -c fio                (a serving process by name)
+#   kvio_comm_block  kvio trace -d LOOP -c fio --block-only   (the same without syscall programs: no target, it
+#               shows what the syscall tracepoints' slow path costs fio's io_submit/io_getevents)
 #   kvio_pid    kvio trace -d LOOP -p PID                (the fio job process, found before its I/O starts)
 #   kvio_events / kvio_events_bin   kvio trace -d LOOP --events F [--events-format bin] -- fio ...
 #   bpftrace    bench/bpftrace/kvio_equiv.bt DEVT fio   (syscall probes filtered by comm, like MLPerf's script)
@@ -115,7 +117,7 @@ fi
 #               kvio_hist of the same round it gives the cost of the scrapes alone (results.json scrape_cost)
 # kvio runs with --stats (BPF_ENABLE_STATS): per-program run counts and ns in its JSON summary. bpftrace's
 # programs are read with bpftool while kernel.bpf_stats_enabled is on (set for the stage, restored after).
-read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen}"
+read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_comm_block kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen}"
 fio_args() {  # fio_args ENGINE OUTPUT.json [extra fio options]
     local eng=$1 out=$2; shift 2
     echo --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$eng" \
@@ -133,6 +135,15 @@ bt_progs() {
     bpftool -j prog show | jq -c --argjson ids "$1" \
         '[.[] | select(.type == "tracepoint" and (.name | IN("block_rq_insert", "block_rq_issue", "block_rq_comple", "sys_enter", "sys_exit")))
               | select(.id as $i | $ids | index($i) | not) | {id, name, run_cnt: (.run_cnt // 0), run_time_ns: (.run_time_ns // 0)}]'
+}
+# syscall_ns: ns per getppid (bench/syscall_cost.c) now, with whatever tracer is attached
+syscall_ns() { "$WORK/syscall_cost" 1000000; }
+# add_syscall_ns NS: adds syscall_ns to the last record
+add_syscall_ns() {
+    local last
+    last=$(tail -n 1 "$RAW" | jq -c --argjson s "$1" '. + {syscall_ns: $s}')
+    sed -i '$ d' "$RAW"
+    echo "$last" >> "$RAW"
 }
 # kvio_stats_json TRACE_JSON ROUND ENGINE IOPS [EVENTS_SUMMARY]: the measurement record of one kvio run
 kvio_record() {
@@ -153,7 +164,8 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
     case $m in
     untraced)
         fio $(fio_args "$eng" "$f") >/dev/null
-        record overhead "$m" "$(jq -c --argjson r "$r" --arg e "$eng" '{round:$r, engine:$e, iops:.jobs[0].read.iops}' "$f")" ;;
+        record overhead "$m" "$(jq -c --argjson r "$r" --arg e "$eng" '{round:$r, engine:$e, iops:.jobs[0].read.iops}' "$f")"
+        add_syscall_ns "$(syscall_ns)" ;;
     kvio_child|kvio_events|kvio_events_bin)
         local extra=()
         [ "$m" = kvio_events ] && extra=(--events "$ev")
@@ -163,15 +175,19 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
         local sum=null
         if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); elif [ "$m" = kvio_events ]; then sum=$(tail -n 1 "$ev"); fi
         kvio_record "$m" "$r" "$eng" "$iops" "$t" "$sum" ;;
-    kvio_hist|kvio_comm)
+    kvio_hist|kvio_comm|kvio_comm_block)
         local filt=()
         [ "$m" = kvio_comm ] && filt=(-c fio)
+        [ "$m" = kvio_comm_block ] && filt=(-c fio --block-only)
         "${trace[@]}" "${filt[@]}" >/dev/null 2>"$log" &
         kpid=$!
         wait_for "$log" '^kvio trace: tracing' 60 || { kill -INT $kpid; wait $kpid; echo "bench: $m did not attach" >&2; return 1; }
         fio $(fio_args "$eng" "$f") >/dev/null
+        local sc
+        sc=$(syscall_ns)   # getppid is not a traced syscall: no kvio program runs for it
         kill -INT $kpid; wait $kpid || true
-        kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t" ;;
+        kvio_record "$m" "$r" "$eng" "$(jq '.jobs[0].read.iops' "$f")" "$t"
+        add_syscall_ns "$sc" ;;
     kvio_listen)
         "${trace[@]}" --listen 127.0.0.1:0 >/dev/null 2>"$log" &
         kpid=$!
@@ -216,6 +232,8 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
         a=$(bt_progs "$before")
         fio $(fio_args "$eng" "$f") >/dev/null
         b=$(bt_progs "$before")
+        local sc
+        sc=$(syscall_ns)   # after the program counts: bpftrace's raw_syscalls programs run for these calls too
         stop_bpftrace
         local n lost
         n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
@@ -227,13 +245,15 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
              $n as $c |   # per command of the traced device (@cmds), as for kvio
              {round:$r, engine:$e, iops:.jobs[0].read.iops, cmds:$n, dropped:$l,
               ns_per_cmd:(if $c > 0 then ([$d[].run_time_ns] | add) / $c else null end),
-              programs:[$d[] | {name, run_cnt, ns_per_run:(.run_time_ns / .run_cnt), ns_per_cmd:(if $c > 0 then .run_time_ns / $c else null end)}]}' "$f")" ;;
+              programs:[$d[] | {name, run_cnt, ns_per_run:(.run_time_ns / .run_cnt), ns_per_cmd:(if $c > 0 then .run_time_ns / $c else null end)}]}' "$f")"
+        add_syscall_ns "$sc" ;;
     esac
 }
 if has_stage overhead; then
     echo "== overhead: fio randread 4 KiB QD 32 (direct) on $LOOP (loop over tmpfs), ${SECS} s x $ROUNDS rounds, engines: $ENGINES"
     STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
     sysctl -qw kernel.bpf_stats_enabled=1   # for bpftrace's programs; kvio enables its own with --stats
+    ${CC:-cc} -O2 -o "$WORK/syscall_cost" "$HERE/syscall_cost.c" || die "cannot compile bench/syscall_cost.c (CC=${CC:-cc})"
     for eng in $ENGINES; do fio $(fio_args "$eng" "$WORK/warmup.json") >/dev/null; done   # warm up device, fio, page tables
     for ((r = 1; r <= ROUNDS; r++)); do
         for eng in $ENGINES; do
@@ -242,7 +262,8 @@ if has_stage overhead; then
                 overhead_run "$m" "$r" "$eng" || continue
                 printf '  round %d %-8s %-16s %s\n' "$r" "$eng" "$m" "$(tail -n 1 "$RAW" | jq -r '"\(.iops|floor) IOPS" +
                     (if .ns_per_cmd then ", \(.ns_per_cmd|floor) ns/cmd of BPF" else "" end) +
-                    (if .cmds then ", \(.cmds) cmds, \(.dropped) dropped" else "" end)')"
+                    (if .cmds then ", \(.cmds) cmds, \(.dropped) dropped" else "" end) +
+                    (if .syscall_ns then ", getppid \(.syscall_ns) ns" else "" end)')"
             done
         done
     done

@@ -20,7 +20,7 @@ def atleast($t; $noise): if . == null or .median == null then null
     elif .min >= $t then "met" elif .max < $t then "missed"
     elif (.max - .min) > $noise then "inside noise"
     elif .median >= $t then "met" else "missed" end;
-def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen"];
+def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen"];
 
 . as $raw
 | [$raw[] | select(.stage == "overhead")] as $o
@@ -33,6 +33,7 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
         [$o[] | select(.engine == $e)] as $oe
         | ([$oe[] | select(.mode == "untraced")] | map({key: (.round | tostring), value: .iops}) | from_entries) as $base
         | ([$oe[] | select(.mode == "bpftrace" and .ns_per_cmd != null)] | map({key: (.round | tostring), value: .ns_per_cmd}) | from_entries) as $btns
+        | ([$oe[] | select(.mode == "untraced" and .syscall_ns != null)] | map({key: (.round | tostring), value: .syscall_ns}) | from_entries) as $basesc
         | . + {($e): (reduce modes[] as $mode ({};
             [$oe[] | select(.mode == $mode)] as $runs
             | if ($runs | length) == 0 then . else . + {($mode): {
@@ -44,6 +45,8 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_pid", "kvi
                 lost_completes: ([$runs[] | .lost_completes // empty] | stats),
                 ns_per_cmd: ([$runs[] | .ns_per_cmd // empty] | stats),
                 ns_vs_bpftrace: ([$runs[] | select(.ns_per_cmd != null and $btns[.round | tostring]) | .ns_per_cmd / $btns[.round | tostring]] | stats),
+                # ns per getppid more than the untraced run of the round (bench/syscall_cost.c, after fio, tracer attached)
+                syscall_added_ns: ([$runs[] | select(.syscall_ns != null and $basesc[.round | tostring]) | .syscall_ns - $basesc[.round | tostring]] | stats),
                 programs: ([$runs[] | .programs // [] | .[]] | group_by(.name) |
                            map({name: .[0].name, ns_per_run: ([.[].ns_per_run] | median), ns_per_cmd: ([.[].ns_per_cmd // empty] | median),
                                 runs_per_cmd: (if ([.[].ns_per_cmd // empty] | median) then (([.[].ns_per_cmd // empty] | median) / ([.[].ns_per_run] | median)) else null end)}) |

@@ -10,9 +10,10 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 "  device commands traced. The machine is shared: IOPS swing between rounds, the ns per command is the stable figure.",
 (.overhead | to_entries[] | .key as $e |
   "  \($e):",
-  "    \("mode" | pad(16)) \("IOPS" | pad(26)) \("IOPS cost % (paired)" | pad(24)) \("BPF ns/cmd" | pad(20)) \("x bpftrace" | pad(20)) dropped",
+  "    \("mode" | pad(16)) \("IOPS" | pad(26)) \("IOPS cost % (paired)" | pad(24)) \("BPF ns/cmd" | pad(20)) \("x bpftrace" | pad(20)) \("dropped" | pad(12)) +ns per syscall",
   (.value | to_entries[] |
-    "    \(.key | pad(16)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.ns_per_cmd | mmm(0) | pad(20)) \(.value.ns_vs_bpftrace | mmm(2) | pad(20)) \(.value.dropped | mmm(0))"),
+    "    \(.key | pad(16)) \(.value.iops | mmm(0) | pad(26)) \(.value.overhead_pct | mmm(2) | pad(24)) \(.value.ns_per_cmd | mmm(0) | pad(20)) \(.value.ns_vs_bpftrace | mmm(2) | pad(20)) \(.value.dropped | mmm(0) | pad(12)) \(.value.syscall_added_ns | mmm(0))"),
+  "    (+ns per syscall: getppid with the tracer attached minus untraced, paired by round; bench/syscall_cost.c)",
   "    per program (medians: ns per run, runs per command, ns per command):",
   (.value | to_entries[] | select(.value.programs | length > 0) |
     "      \(.key | pad(16)) " + ([.value.programs[] | select((.ns_per_cmd // 0) >= 1) | "\(.name) \(.ns_per_run | f(0)) x \(.runs_per_cmd | f(2)) = \(.ns_per_cmd | f(0))"] | join(", ")))),

@@ -71,9 +71,16 @@ bool raw_pair_btf() { return has_btf_tracepoint("sys_enter") && has_btf_tracepoi
 
 }  // namespace
 
-const char* syscall_hooks_name(SyscallHooks h) { return h == SyscallHooks::PerSyscall ? "per_syscall" : "raw_syscalls"; }
+const char* syscall_hooks_name(SyscallHooks h) {
+    switch (h) {
+    case SyscallHooks::PerSyscall: return "per_syscall";
+    case SyscallHooks::RawSyscalls: return "raw_syscalls";
+    case SyscallHooks::None: break;
+    }
+    return "none";
+}
 
-SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s) : s_(s) {
+SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s, bool enabled) : s_(s), enabled_(enabled) {
     per_syscall_ = !env_forces_raw();
     for (const auto& sc : kSyscalls)
         if (traced(sc, s) && !event_name(sc)) per_syscall_ = false;  // CONFIG_FTRACE_SYSCALLS off, or a name we miss
@@ -90,6 +97,11 @@ SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s) : s_(s) {
     bpf_program__set_autoload(s->progs.raw_sys_exit, !btf);
     for (bpf_program* p : {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
         bpf_program__set_autoattach(p, false);
+    if (enabled_) return;
+    for (bpf_program* p : tp) bpf_program__set_autoload(p, false);
+    for (bpf_program* p : {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
+        bpf_program__set_autoload(p, false);
+    hooks_ = SyscallHooks::None;
 }
 
 SyscallPrograms::~SyscallPrograms() { detach(); }
@@ -139,6 +151,7 @@ int SyscallPrograms::attach_per_syscall() {
 }
 
 int SyscallPrograms::attach() {
+    if (!enabled_) return 0;
     if (per_syscall_) {
         if (attach_per_syscall() == 0) {
             hooks_ = SyscallHooks::PerSyscall;

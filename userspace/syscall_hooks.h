@@ -13,9 +13,10 @@ namespace kvio::trace {
 enum class SyscallHooks {
     PerSyscall,   ///< "per_syscall": syscalls:sys_enter_NAME / sys_exit_NAME of each traced syscall
     RawSyscalls,  ///< "raw_syscalls": raw_syscalls sys_enter / sys_exit (tp_btf, or raw_tp where BTF lacks them)
+    None,         ///< "none": --block-only, no syscall program (the machine's syscalls keep the kernel's fast path)
 };
 
-/// "per_syscall" or "raw_syscalls".
+/// "per_syscall", "raw_syscalls" or "none".
 const char* syscall_hooks_name(SyscallHooks h);
 
 /// The syscall programs of one trace: chosen before load, attached after, detached when destroyed (before the
@@ -25,7 +26,8 @@ public:
     /// Before load: loads the per-syscall programs when every traced syscall has its enter and exit event in tracefs
     /// (io_uring_enter's exit only when rodata need_user_data) and KVIO_TRACE_RAW_SYSCALLS is unset or 0; the
     /// raw_syscalls pair is loaded too, as the fallback when the kernel refuses an attach. Nothing autoattaches.
-    explicit SyscallPrograms(kvio_trace_bpf* s);
+    /// `enabled` false (--block-only): none is loaded and attach() attaches nothing (hooks() None).
+    SyscallPrograms(kvio_trace_bpf* s, bool enabled);
     ~SyscallPrograms();
     SyscallPrograms(const SyscallPrograms&) = delete;
     SyscallPrograms& operator=(const SyscallPrograms&) = delete;
@@ -46,6 +48,7 @@ private:
     void detach();
 
     kvio_trace_bpf* s_;
+    bool enabled_ = true;
     bool per_syscall_ = false;
     SyscallHooks hooks_ = SyscallHooks::RawSyscalls;
     std::vector<bpf_link*> links_;

@@ -591,7 +591,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->need_owner_detail = ro->emit_events || ro->group_by;
     ro->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
     size_slot_tables(skel.get());
-    ro->need_user_data = ro->emit_events;
+    ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
     auto storage = storage_devices(devs);
@@ -612,7 +612,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     choose_block_programs(skel.get());
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
-    SyscallPrograms syscalls(skel.get());
+    SyscallPrograms syscalls(skel.get(), !opts.block_only);
     if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
     choose_thread_state(skel.get());
     ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
@@ -680,6 +680,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         for (const auto& d : opts.devices) scope += " " + d;
         snap_src.syscall_scope = scope + " (partitions, stacked devices and their filesystems included)";
     }
+    if (opts.block_only) snap_src.syscall_scope = "none: --block-only, no syscall is traced";
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
@@ -809,9 +810,10 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (opts.stats) {
         std::ostream& os = opts.quiet ? std::cerr : human;
         print_stats(os, stats, cmds);
-        os << "  syscalls hooked by " << (syscalls.hooks() == SyscallHooks::PerSyscall
-                                              ? "per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
-                                              : "raw_syscalls sys_enter/sys_exit (every syscall of the machine)")
+        const SyscallHooks h = syscalls.hooks();
+        os << "  syscalls " << (h == SyscallHooks::PerSyscall ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
+                                : h == SyscallHooks::RawSyscalls ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
+                                                                 : "not hooked (--block-only)")
            << "\n";
     }
     for (uint32_t d : devs)

@@ -22,6 +22,9 @@ struct TraceOptions {
     std::string events_path;            ///< kvio.events/1 JSONL (or kvio.events.bin/1), "" for none
     bool events_bin = false;            ///< write events_path as the binary capture kvio.events.bin/1
     bool syscall_events = false;        ///< also write "syscall" records
+    bool block_only = false;            ///< --block-only: no syscall program (no VFS, fsync, gap histograms; --events
+                                        ///< records carry no io_uring user_data): the machine's syscalls keep the
+                                        ///< kernel's fast path (syscall tracepoints send every syscall through the slow one)
     std::string json_path;              ///< kvio.trace/1 summary, "" for none
     bool quiet = false;                 ///< no human summary on stdout
     bool stats = false;                 ///< BPF run-time statistics per program (summary "bpf_stats", printed)

@@ -41,6 +41,29 @@ TEST(BenchVerdict, SimulateRatioAllRoundsOnOneSideDecide) {
     EXPECT_EQ(s["targets"]["simulate_vs_fio_loop"]["verdict"], "missed");
 }
 
+// The syscall cost of each tracer: its getppid ns minus the untraced run's of the same round, per round; a round
+// without an untraced measurement does not count.
+TEST(BenchVerdict, SyscallAddedNsIsPairedByRound) {
+    TempDir d;
+    std::ofstream raw(d.path + "/raw.jsonl");
+    auto rec = [&raw](const char* mode, int round, double ns) {
+        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode}, {"round", round}, {"engine", "libaio"}, {"iops", 1000},
+                              {"syscall_ns", ns}}.dump() << "\n";
+    };
+    rec("untraced", 1, 170); rec("kvio_hist", 1, 240); rec("kvio_comm_block", 1, 171);
+    rec("untraced", 2, 200); rec("kvio_hist", 2, 260); rec("kvio_comm_block", 2, 203);
+    rec("kvio_hist", 3, 999);  // no untraced run in round 3
+    raw.close();
+    std::ofstream(d.path + "/machine.json") << "{}\n";
+    CmdResult c = run("jq -s --slurpfile m " + d.path + "/machine.json -f bench/summarize.jq " + d.path + "/raw.jsonl");
+    ASSERT_EQ(c.status, 0) << c.err;
+    const nlohmann::json s = nlohmann::json::parse(c.out)["overhead"]["libaio"];
+    EXPECT_DOUBLE_EQ(s["kvio_hist"]["syscall_added_ns"]["min"].get<double>(), 60);
+    EXPECT_DOUBLE_EQ(s["kvio_hist"]["syscall_added_ns"]["max"].get<double>(), 70);
+    EXPECT_DOUBLE_EQ(s["kvio_comm_block"]["syscall_added_ns"]["median"].get<double>(), 2);
+    EXPECT_DOUBLE_EQ(s["untraced"]["syscall_added_ns"]["median"].get<double>(), 0);
+}
+
 // Before: machine.json's "commit" was the source tree's HEAD, whatever commit the binary under test was built from.
 TEST(BenchMachine, RecordsTheVersionOfTheBinaryUnderTestAndTheHeadApart) {
     TempDir d;

@@ -693,3 +693,48 @@ TEST(Trace, SyscallArgumentsOfEveryArityAreTheSameOnEitherHook) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Trace, BlockOnlyAttachesNoSyscallProgram) {
+    // dd's 20 direct read()s of the device, traced with and without --block-only: the block reads are the same;
+    // without it vfs_read counts them and sys_enter_3args runs, with it the summary's syscall_hooks is "none", no
+    // syscall program is loaded (none in --stats) and vfs_read is empty.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    for (const bool block_only : {false, true}) {
+        const std::string tag = block_only ? "--block-only" : "default";
+        auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + (block_only ? " --block-only" : "") + " --json " +
+                     dir.file("t.json") + " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
+        ASSERT_EQ(r.status, 0) << tag << r.err;
+        const json s = json::parse(slurp(dir.file("t.json")));
+        EXPECT_EQ(s["syscall_hooks"], block_only ? "none" : "per_syscall") << tag;
+        uint64_t reads = 0;
+        for (const auto& d : s["devices"])
+            if (d["dev"] == loop.majmin) reads = d["read"]["cmds"].get<uint64_t>();
+        EXPECT_GE(reads, 20u) << tag << s.dump();
+        uint64_t sys_runs = 0;
+        size_t sys_progs = 0;
+        for (const auto& p : s["bpf_stats"]["programs"])
+            if (p["name"].get<std::string>().find("sys_") != std::string::npos) {
+                ++sys_progs;
+                sys_runs += p["run_cnt"].get<uint64_t>();
+            }
+        const uint64_t vfs_reads = s["process"].value("vfs_read", json::object()).value("count", uint64_t(0));
+        if (block_only) {
+            EXPECT_EQ(sys_progs, 0u) << s["bpf_stats"].dump();
+            EXPECT_EQ(vfs_reads, 0u) << s["process"].dump();
+            EXPECT_NE(r.err.find("syscalls not hooked (--block-only)"), std::string::npos) << r.err;
+            EXPECT_NE(s["process_fds"].get<std::string>().find("--block-only"), std::string::npos) << s["process_fds"];
+        } else {
+            EXPECT_GE(sys_runs, 40u) << s["bpf_stats"].dump();  // 20 enters + 20 exits at least
+            EXPECT_EQ(vfs_reads, 20u) << s["process"].dump();
+        }
+    }
+    auto r = run(kvio_bin() + " trace --block-only --syscalls --events " + dir.file("e.jsonl") + " -d " + loop.name + " -- true");
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_TRUE(r.err.find("--block-only excludes --syscalls") != std::string::npos ||
+                r.err.find("--syscalls excludes --block-only") != std::string::npos) << r.err;
+}
+
+}  // namespace
