@@ -42,7 +42,58 @@ constexpr uint64_t kMinDirCmds = 5;
 // the gen store-then-load replay reached 0.058 (measured).
 constexpr size_t kMinWindowCmds = 100;  // a direction with fewer commands in a window has no size distribution to speak of
 
+// Runs of one kind are one phase here: a replay's stonewalled sections of one mix (fio idles between jobs)
+// and the original's repeats are the same sequence of mixes.
+std::vector<Phase> collapse(const std::vector<Phase>& ph) {
+    std::vector<Phase> out;
+    for (const auto& p : ph)
+        if (!out.empty() && out.back().kind == p.kind) out.back().end = p.end;
+        else out.push_back(p);
+    return out;
+}
+
 }  // namespace
+
+std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::vector<Phase>& po, const std::vector<DataCmd>& r,
+                                    std::vector<Phase> pr) {
+    const size_t n = o.size(), m = r.size();
+    if (!n || !m || pr.empty()) return pr;
+    // Commands [b, e) of one side and the other side's commands at the same share of its run.
+    auto to_orig = [&](size_t x) { return size_t(uint64_t(x) * n / m); };
+    auto to_replay = [&](size_t y) { return size_t(uint64_t(y) * m / n); };
+    auto same_as_trace = [&](size_t rb, size_t re, size_t ob, size_t oe) {
+        return oe > ob && re > rb && !mixes_differ(summarize(r, rb, re), summarize(o, ob, oe));
+    };
+    const size_t tol = 2 * phase_window(m);
+    auto near = [&](size_t a, size_t b) { return (a > b ? a - b : b - a) <= tol; };
+    // A replay boundary without a trace boundary near it stands only where the replay departs from the trace.
+    for (size_t j = 0; j + 1 < pr.size();) {
+        const size_t x = pr[j + 1].begin;
+        const bool traced = std::any_of(po.begin() + 1, po.end(), [&](const Phase& p) { return near(x, to_replay(p.begin)); });
+        if (!traced && same_as_trace(pr[j].begin, pr[j].end, to_orig(pr[j].begin), to_orig(pr[j].end)) &&
+            same_as_trace(pr[j + 1].begin, pr[j + 1].end, to_orig(pr[j + 1].begin), to_orig(pr[j + 1].end))) {
+            pr[j].end = pr[j + 1].end;
+            pr.erase(pr.begin() + long(j) + 1);
+        } else {
+            ++j;
+        }
+    }
+    // A trace boundary the replay's detector did not call is placed in the replay where the replay follows both trace
+    // phases on its two sides.
+    for (size_t k = 1; k < po.size(); ++k) {
+        const size_t x = to_replay(po[k].begin);
+        if (std::any_of(pr.begin() + 1, pr.end(), [&](const Phase& p) { return near(p.begin, x); })) continue;
+        auto it = std::find_if(pr.begin(), pr.end(), [&](const Phase& p) { return p.begin < x && x < p.end; });
+        if (it == pr.end()) continue;
+        const size_t lo = std::max(it->begin, to_replay(po[k - 1].begin)), hi = std::min(it->end, to_replay(po[k].end));
+        if (!same_as_trace(lo, x, to_orig(lo), po[k].begin) || !same_as_trace(x, hi, po[k].begin, to_orig(hi))) continue;
+        Phase tail = *it;
+        tail.begin = it->end = x;
+        tail.idle_before_ns = 0;
+        pr.insert(it + 1, tail);
+    }
+    return pr;
+}
 
 TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<DataCmd>& r, size_t max_windows, const PhaseOptions& popt) {
     TimeFidelity f;
@@ -68,19 +119,13 @@ TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<Da
         f.per_window.push_back(s);
     }
 
-    // Runs of one kind are one phase here: a replay's stonewalled sections of one mix (fio idles between jobs)
-    // and the original's repeats are the same sequence of mixes.
-    auto collapse = [](std::vector<Phase> ph) {
-        std::vector<Phase> out;
-        for (const auto& p : ph)
-            if (!out.empty() && out.back().kind == p.kind) out.back().end = p.end;
-            else out.push_back(p);
-        return out;
-    };
-    auto po = collapse(detect_phases(o, popt)), pr = collapse(detect_phases(r, popt));
+    const auto po = collapse(detect_phases(o, popt));
+    const auto detected = collapse(detect_phases(r, popt));
+    const auto pr = reconcile_phases(o, po, r, detected);
     auto& pc = f.phases;
     pc.orig = po.size();
     pc.replay = pr.size();
+    pc.replay_detected = detected.size();
     pc.in_order = pc.orig == pc.replay;
     for (const auto& p : po) {
         MixSummary m = summarize(o, p.begin, p.end);
@@ -148,6 +193,7 @@ nlohmann::json to_json(const TimeFidelity& f) {
             {"phases",
              {{"orig", p.orig},
               {"replay", p.replay},
+              {"replay_detected", p.replay_detected},
               {"in_order", p.in_order},
               {"volume_err_pct", p.volume_err_pct},
               {"depth_median", {{"orig", p.depth_orig}, {"replay", p.depth_replay}}},

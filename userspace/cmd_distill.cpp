@@ -177,8 +177,11 @@ void print_fidelity(const std::string& job_path, const std::string& target, cons
     std::printf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
     std::printf("  sequential share %.1f -> %.1f %%, error %.2f    %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err,
                 tf.worst_seq_err);
-    std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%\n", tf.phases.orig, tf.phases.replay,
+    std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%", tf.phases.orig, tf.phases.replay,
                 tf.phases.in_order ? "in order" : "NOT matching", tf.worst_volume_err);
+    if (tf.phases.replay_detected != tf.phases.replay)  // the replay's own detection, before judging it against the trace
+        std::printf(" (the replay's detector alone: %zu)", tf.phases.replay_detected);
+    std::printf("\n");
     std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
     std::printf("fidelity: %s\n", summary_line(f, tf).c_str());
 }

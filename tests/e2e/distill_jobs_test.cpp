@@ -110,15 +110,22 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
 
     json j = distill(a, "--filename " + a.src.name + "=" + a.dst.path + " --filename " + b.src.majmin + "=" + b.dst.path + " --verify");
     std::string text = slurp(a.d.file("job.ini"));
+    // A section per device, or more: a traced reader starved of CPU on this loaded VM is two phases of its device (in
+    // one run its last 622 of 4000 reads at a median depth of 1 after 3: 2 runs of 20 with stress-ng --cpu 2 beside),
+    // in order with wait_for; each device's sections together issue its commands.
     auto s = sections(j);
-    ASSERT_EQ(s.size(), 2u) << text;
+    ASSERT_GE(s.size(), 2u) << text;
+    uint64_t ios[2] = {0, 0};  // [reads, writes]
     for (const auto& o : s) {
         EXPECT_FALSE(o.contains("stonewall")) << text;  // they overlapped in time
         bool reads = o["rw"] == "randread";
+        EXPECT_TRUE(reads || o["rw"] == "write") << text;
         EXPECT_EQ(o["filename"], reads ? a.dst.path : b.dst.path) << text;
         EXPECT_GE(std::stoi(o["iodepth"].get<std::string>()), 1) << text;
-        EXPECT_EQ(o["number_ios"], reads ? "4000" : "768") << text;
+        ios[!reads] += std::stoull(o["number_ios"].get<std::string>());
     }
+    EXPECT_EQ(ios[0], 4000u) << text;
+    EXPECT_EQ(ios[1], 768u) << text;
     const json& devs = j["verify"]["devices"];
     ASSERT_EQ(devs.size(), 2u) << j["verify"].dump();
     for (const auto& d : devs) {

@@ -881,6 +881,50 @@ TEST(TimeFidelity, FlattenedTwoPhaseTraceScoresWellWholeRunAndBadlyOverTime) {
     EXPECT_NE(summary_line(whole, tf).find("phases 2 -> 1 NOT matching"), std::string::npos) << summary_line(whole, tf);
 }
 
+// The replay's phases are judged against the trace's at the same place, not re-detected freely: a steady 4 KiB reader
+// whose depth sags to 3 for a while is one phase (5 -> 3 is below the detector's factor 2), and a replay that sags to 2
+// there (5 -> 2 is above it) follows it: 1 -> 1 in order, where the two free detections gave 1 -> 3 (the concurrent e2e
+// test's replays: 5 -> 2 against 5 -> 3 in 1 run of 2 under load). A replay that sags to 1 where the trace was at 3
+// departs from it and keeps its phases; and a trace boundary the replay's detector missed is placed where the replay
+// follows both sides.
+TEST(TimeFidelity, ReplayPhasesAreJudgedAgainstTheTraceAtTheSamePlace) {
+    // 3000 reads at depth 5, 1000 at depth `sag_qd`, 3000 at 5: one issue every 60 µs / depth, each taking 60 µs, so
+    // every read finds exactly `depth` in flight (closed_loop's slots start together and cycle 1..5).
+    auto reader = [](int sag_qd) {
+        EventsFile ef;
+        uint64_t t = 1'000'000, i = 0;
+        for (auto [n, qd] : {std::pair{3000, 5}, {1000, sag_qd}, {3000, 5}})
+            for (int k = 0; k < n; ++k, ++i, t += 60'000 / uint64_t(qd)) ef.cmd("read", i * 7919 % 100000 * 8, 4096, t, t + 60'000);
+        return data_cmds(ef.load().cmds);
+    };
+    const auto sag3 = reader(3), sag2 = reader(2), sag1 = reader(1);
+    ASSERT_EQ(detect_phases(sag3).size(), 1u);  // the premise: 5 -> 3 is no phase, 5 -> 2 and 5 -> 1 are
+    ASSERT_EQ(detect_phases(sag2).size(), 3u);
+    ASSERT_EQ(detect_phases(sag1).size(), 3u);
+
+    TimeFidelity follows = score_over_time(sag3, sag2);
+    EXPECT_EQ(follows.phases.orig, 1u);
+    EXPECT_EQ(follows.phases.replay_detected, 3u);
+    EXPECT_EQ(follows.phases.replay, 1u);
+    EXPECT_TRUE(follows.phases.in_order);
+    EXPECT_EQ(follows.worst_volume_err, 0.0);
+
+    TimeFidelity departs = score_over_time(sag3, sag1);  // depth 1 where the trace had 3: a factor 3
+    EXPECT_EQ(departs.phases.orig, 1u);
+    EXPECT_EQ(departs.phases.replay, 3u);
+    EXPECT_FALSE(departs.phases.in_order);
+    EXPECT_EQ(departs.worst_volume_err, 100.0);
+
+    TimeFidelity reversed = score_over_time(sag2, sag3);  // the trace has the phases, the replay's detector does not
+    EXPECT_EQ(reversed.phases.orig, 3u);
+    EXPECT_EQ(reversed.phases.replay_detected, 1u);
+    EXPECT_EQ(reversed.phases.replay, 3u);
+    EXPECT_TRUE(reversed.phases.in_order);
+    ASSERT_EQ(reversed.phases.volume_err_pct.size(), 3u);
+    for (double e : reversed.phases.volume_err_pct) EXPECT_LE(e, 1.0);
+    EXPECT_FALSE(score_over_time(sag1, sag3).phases.in_order);  // depth 3 where the trace had 1 is not placed
+}
+
 // Found by tests/fuzz/fuzz_trace_json.cpp: a d2c or lba histogram of the wrong shape escaped as nlohmann's
 // type_error / out_of_range ("internal error") instead of a field error naming the histogram.
 TEST(Distill, MalformedTraceJsonHistogramNamesTheField) {
