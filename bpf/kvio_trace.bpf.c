@@ -306,6 +306,17 @@ static __always_inline bool io_worker_of_matching_process(void)
     return comm_matches((const char *)leader);
 }
 
+/* The current task's comm as bpf_get_current_comm copies it (NUL-padded to KVIO_COMM_LEN), without the helper call:
+ * two loads from task->comm, whatever the kernel left behind its NUL cleared (kernels whose __set_task_comm pads,
+ * as strscpy_pad does, leave zeros there anyway). */
+static __always_inline void current_comm_words(__u64 w[KVIO_COMM_LEN / 8])
+{
+    struct task_struct *t = bpf_get_current_task_btf();
+    int ended = 0;
+    w[0] = kvio_comm_word_clip(*(const __u64 *)&t->comm[0], &ended);
+    w[1] = kvio_comm_word_clip(*(const __u64 *)&t->comm[8], &ended);
+}
+
 /* Does the current task (tgid, and comm when -c is given: read by the caller) pass -p/-c/--cgroup? */
 static __always_inline bool task_passes_as(__u32 tgid, const char *comm)
 {
@@ -322,7 +333,7 @@ static __always_inline bool task_passes(void)
 {
     __u64 comm[KVIO_COMM_LEN / 8] = {};
     if (targ_ncomms)
-        bpf_get_current_comm(comm, sizeof(comm));
+        current_comm_words(comm);
     return task_passes_as(bpf_get_current_pid_tgid() >> 32, (const char *)comm);
 }
 
@@ -392,7 +403,7 @@ static __always_inline void current_owner(struct kvio_owner *o)
     o->pid = id >> 32;
     o->tid = tid;
     if (emit_events || targ_ncomms || group_by == KVIO_GROUP_PROCESS)
-        bpf_get_current_comm(o->comm, sizeof(o->comm));
+        current_comm_words((__u64 *)o->comm);
     if (need_user_data)
         o->user_data = current_user_data();
     o->passes = task_passes_as(o->pid, o->comm);

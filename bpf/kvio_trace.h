@@ -18,6 +18,21 @@
 #define KVIO_MINORBITS 20   /* include/linux/kdev_t.h */
 #define KVIO_MKDEV(ma, mi) (((__u32)(ma) << KVIO_MINORBITS) | (__u32)(mi))
 
+/* One little-endian 8-byte word of a NUL-terminated name (task->comm) with every byte from its first NUL on
+ * cleared; *ended: a NUL was seen in this word or an earlier one (then the word is 0). (v - 0x01..) & ~v & 0x80.. has
+ * its lowest set bit in v's first zero byte (Hacker's Delight 6-1; bits above it may be false positives, unused).
+ * The BPF programs read the current comm as two such words; tests/unit/trace_format_test.cpp checks it. */
+static inline __u64 kvio_comm_word_clip(__u64 v, int *ended)
+{
+    if (*ended)
+        return 0;
+    __u64 z = (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL;
+    if (!z)
+        return v;
+    *ended = 1;
+    return v & (((z & (~z + 1)) >> 7) - 1);
+}
+
 /* Histogram ids. Per device: key {dev, id, qid}; per process set: index into an array. */
 enum kvio_dev_hist {
     KVIO_H_D2C_READ,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -735,6 +736,37 @@ TEST(Trace, BlockOnlyAttachesNoSyscallProgram) {
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_TRUE(r.err.find("--block-only excludes --syscalls") != std::string::npos ||
                 r.err.find("--syscalls excludes --block-only") != std::string::npos) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Trace, CommFilterMatchesARenamedTaskWhateverItsOldNameLeftBehindTheNul) {
+    // A task renamed from a 15-character name to "kvab" (prctl PR_SET_NAME) reads the device 8 times: -c kvab
+    // matches it whatever the kernel left in task->comm after the new name's NUL, and its events carry the name
+    // alone; -c kvabcdefghijklm (its old name) matches nothing.
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    const std::string py = dir.file("renamed.py");
+    std::ofstream(py) << "import ctypes, mmap, os\n"
+                         "libc = ctypes.CDLL(None)\n"
+                         "libc.prctl(15, b'kvabcdefghijklm', 0, 0, 0)\n"
+                         "libc.prctl(15, b'kvab', 0, 0, 0)\n"
+                         "fd = os.open('" + loop.path + "', os.O_RDONLY | os.O_DIRECT)\n"
+                         "buf = mmap.mmap(-1, 4096)\n"
+                         "for i in range(8): os.preadv(fd, [buf], i * 4096)\n";
+    for (const std::string comm : {"kvab", "kvabcdefghijklm"}) {
+        auto r = run(kvio_bin() + " trace -q -d " + loop.name + " -c " + comm + " --events " + dir.file("e.jsonl") +
+                     " --json " + dir.file("t.json") + " -- python3 " + py);
+        ASSERT_EQ(r.status, 0) << r.err;
+        size_t reads = 0;
+        for (const auto& c : cmds_of(read_jsonl(dir.file("e.jsonl")), loop.majmin, "read")) {
+            ++reads;
+            EXPECT_EQ(c["comm"], "kvab") << c.dump();
+        }
+        EXPECT_EQ(reads, comm == "kvab" ? 8u : 0u) << comm;
+    }
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+
+#include "bpf/kvio_trace.h"
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -724,4 +727,25 @@ TEST(EventWriter, ZstdPathIsOneFrameDecodableAtEachIdleFlushAndFinishedAtClose) 
     EXPECT_EQ(std::system(("zstd -q -t " + path).c_str()), 0) << "not a finished frame";
     std::remove(plain.c_str());
     std::remove(path.c_str());
+}
+
+// kvio_comm_word_clip: a name's two words keep its bytes up to the NUL and lose whatever follows (a kernel that
+// renames a task without padding leaves the old name's tail there); a name without NUL in the first word keeps it.
+TEST(CommWords, EveryByteFromTheFirstNulOnIsCleared) {
+    auto clip = [](const char (&raw)[16]) {
+        uint64_t w[2];
+        std::memcpy(w, raw, 16);
+        int ended = 0;
+        uint64_t out[2] = {kvio_comm_word_clip(w[0], &ended), kvio_comm_word_clip(w[1], &ended)};
+        std::string bytes(reinterpret_cast<const char*>(out), 16);
+        return bytes;
+    };
+    EXPECT_EQ(clip({'k', 'v', 'a', 'b', 0, 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0}), std::string("kvab") + std::string(12, '\0'));
+    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 0, 'x', 'y', 0, 0, 0, 0}), std::string("abcdefghi") + std::string(7, '\0'));
+    EXPECT_EQ(clip({0, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 0}), std::string(16, '\0'));
+    EXPECT_EQ(clip({'f', 'i', 'o', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), std::string("fio") + std::string(13, '\0'));
+    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 0, 1, 1, 1, 1, 1, 1, 1, 0}), std::string("abcdefg") + std::string(9, '\0'));
+    // 0x01 bytes before the NUL: the trick's false positives lie above the first zero byte only
+    EXPECT_EQ(clip({1, 1, 'a', 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}), std::string("\1\1a") + std::string(13, '\0'));
+    EXPECT_EQ(clip({'V', 'L', 'L', 'M', ':', ':', 'E', 'n', 'g', 'i', 'n', 'e', 'C', 'o', 'r', 0}), std::string("VLLM::EngineCor") + std::string(1, '\0'));
 }
