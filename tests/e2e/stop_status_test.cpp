@@ -24,6 +24,12 @@ std::string trace_then_sigterm(const TempDir& dir, const std::string& args) {
            "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; kill -TERM $p; wait $p";
 }
 
+/// `kvio trace --events EV` of 64 direct 64 KiB reads of `src`: the original a --verify replays.
+CmdResult trace_reads(const LoopDevice& src, const std::string& ev) {
+    return run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
+               " of=/dev/null bs=64k count=64 iflag=direct status=none");
+}
+
 /// Read plus write commands of every device in a kvio.trace/1 summary.
 uint64_t traced_cmds(const json& summary) {
     uint64_t n = 0;
@@ -106,8 +112,7 @@ TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     LoopDevice src(32 * MiB), dst(32 * MiB);
     TempDir dir;
     const std::string ev = dir.file("ev.jsonl");
-    auto t = run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
-                 " of=/dev/null bs=64k count=64 iflag=direct status=none");
+    auto t = trace_reads(src, ev);
     ASSERT_EQ(t.status, 0) << t.err;
     // --runtime 60: the replay runs until the signal, 1 s after the replay's log appeared.
     const std::string log = dir.file("job.fio.replay.jsonl.log");
@@ -130,8 +135,7 @@ TEST(DistillStop, SigtermDuringVerifyWithoutOutputNamesOnlyFilesThatStay) {
     LoopDevice src(32 * MiB), dst(32 * MiB);
     TempDir dir;
     const std::string ev = dir.file("ev.jsonl");
-    auto t = run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
-                 " of=/dev/null bs=64k count=64 iflag=direct status=none");
+    auto t = trace_reads(src, ev);
     ASSERT_EQ(t.status, 0) << t.err;
     for (const bool keep : {false, true}) {
         const std::string tmp = dir.file(keep ? "tmp-keep" : "tmp");
