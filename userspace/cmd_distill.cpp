@@ -2,7 +2,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,17 +41,18 @@ struct DistillArgs {
 };
 
 /// --verify without -o: a private directory (mkdtemp under $TMPDIR, else /tmp) for the job and the replay's files
-/// (trace, fio JSON, log), so two runs at once never share a name. Removed at destruction unless `keep` or a failure
-/// is unwinding (its message names the replay's log there); a kept directory is named on stderr.
+/// (trace, fio JSON, log), so two runs at once never share a name. Removed at destruction unless `keep` or
+/// keep_after_failure() (a replay that ran and failed: its message names the replay's log there); a kept directory is
+/// named on stderr.
 class VerifyDir {
 public:
-    explicit VerifyDir(bool keep) : keep_(keep), unwinding_(std::uncaught_exceptions()) {
+    explicit VerifyDir(bool keep) : keep_(keep) {
         std::string tmpl = (std::filesystem::temp_directory_path() / "kvio-distill-verify-XXXXXX").string();
         if (!::mkdtemp(tmpl.data())) throw Error("distill --verify: cannot create a directory " + tmpl + ": " + std::strerror(errno));
         path_ = tmpl;
     }
     ~VerifyDir() {
-        if (!discard_ && (keep_ || std::uncaught_exceptions() > unwinding_)) {
+        if (keep_ || failed_) {
             std::fprintf(stderr, "kvio distill: --verify's job and replay files are kept in %s\n", path_.c_str());
             return;
         }
@@ -63,13 +63,12 @@ public:
     VerifyDir& operator=(const VerifyDir&) = delete;
     const std::string& path() const { return path_; }
     bool kept() const { return keep_; }
-    /// Removed even while an exception unwinds (a stop: nothing there to look at), unless `keep`.
-    void discard_on_unwind() { discard_ = !keep_; }
+    /// Kept although not `keep`: the replay ran and failed, and its error names the log here.
+    void keep_after_failure() { failed_ = true; }
 
 private:
     std::string path_;
-    bool keep_, discard_ = false;
-    int unwinding_;
+    bool keep_, failed_ = false;
 };
 
 void write_file(const std::string& path, const std::string& text) {
@@ -194,6 +193,7 @@ void run_distill(const DistillArgs& a) {
                     "sudo (nothing was written)");
     if (a.events.empty() && a.trace_json.empty())
         throw UsageError("give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
+    if (a.verify && a.events.empty()) throw UsageError("--verify: needs --events (the score compares per-command distributions)");
     if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
         throw UsageError(std::string(a.verify ? "--verify" : "--iolog") + ": needs --filename TARGET (the device the job runs on / the iolog names)");
     if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
@@ -296,9 +296,10 @@ void run_distill(const DistillArgs& a) {
         if (json_stdout) std::cout << j.dump(2) << "\n";
         else write_json_file(a.json_out, j);
     };
+    // Without -o the job goes to stdout, --verify or not (before --verify's fidelity table); --json - replaces both.
+    if (!json_stdout && a.out.empty()) std::cout << job.text << std::flush;
     bool missed = false;
     if (a.verify) {
-        if (a.events.empty()) throw UsageError("--verify: needs --events (the score compares per-command distributions)");
         std::optional<VerifyDir> dir;
         if (a.out.empty()) dir.emplace(a.keep_files);
         const std::string job_path = dir ? dir->path() + "/job.ini" : a.out;
@@ -319,7 +320,15 @@ void run_distill(const DistillArgs& a) {
             j["stopped_by_signal"] = e.signo;
             j["verify"] = {{"stopped_by_signal", e.signo}, {"replay_events", events_named}};
             write_json();
-            if (dir) dir->discard_on_unwind();
+            // The private directory goes at the end (nothing was scored): the message must not send the user there.
+            if (dir && !dir->kept())
+                throw Stopped(e.signo, "distill --verify: stopped by signal " + std::to_string(e.signo) +
+                                           " (the traced fio run was ended; --keep-files keeps its log)");
+            throw;
+        } catch (const Error&) {
+            // A refused target ran nothing (the directory holds the job only); a replay that ran and failed is named
+            // by its log, which stays.
+            if (dir && std::filesystem::exists(vo.events_out + ".log")) dir->keep_after_failure();
             throw;
         }
         double worst_tv = 0;
@@ -360,9 +369,7 @@ void run_distill(const DistillArgs& a) {
     }
     write_json();
     if (!json_stdout) {
-        if (a.out.empty() && !a.verify) {
-            std::cout << job.text;
-        } else if (!a.out.empty()) {
+        if (!a.out.empty()) {
             std::printf("wrote %s:", a.out.c_str());
             if (!job.sections.empty()) {
                 size_t phases = 0;

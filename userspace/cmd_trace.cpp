@@ -117,7 +117,7 @@ void add_trace_command(CLI::App& app) {
                     "up to " + std::to_string(trace::kMaxQdSample) + ", each sample counted N times (counts and mean "
                     "kept; \"qd_sample_every\" in --json). Default 1: every command, exact. A sampled issue is the only "
                     "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
-                    "(docs/performance.md). --events records always carry each command's exact depth: with --events only 1")
+                    "(docs/performance.md). --events records always carry each command's exact depth: with --events (or --perfetto) only 1")
         ->check(CLI::Validator([](std::string& v) {
             unsigned long n = 0;
             try { n = std::stoul(v); } catch (const std::exception&) { return std::string("not a number: ") + v; }
@@ -158,10 +158,15 @@ void add_trace_command(CLI::App& app) {
         opts->interval_s = pos.interval_s;
         opts->interval_count = pos.count;
         opts->command = pos.command;
-        // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths.
+        // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths, and
+        // --perfetto without --events traces into a temporary --events capture (the sampling would be dropped silently).
         if (opts->qd_sample > 1 && !opts->events_path.empty())
             throw UsageError("--events excludes --qd-sample " + std::to_string(opts->qd_sample) +
                              " (--events records carry each command's exact depth; --qd-sample 1 is accepted)");
+        if (opts->qd_sample > 1 && !perfetto->empty())
+            throw UsageError("--perfetto excludes --qd-sample " + std::to_string(opts->qd_sample) +
+                             " (its commands come from an --events capture, which records each command's exact depth; "
+                             "--qd-sample 1 is accepted)");
         if (!perfetto->empty() && opts->events_path == "-") throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
         if (!perfetto->empty()) check_perfetto_dir(*perfetto);
         const bool temp_events = !perfetto->empty() && opts->events_path.empty();

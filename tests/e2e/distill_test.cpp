@@ -261,6 +261,15 @@ TEST(Distill, VerifyRefusesToWriteOverDataWithoutForce) {
                          ": it holds data at byte 4096 of its first MiB"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("pass --force to overwrite it"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(d.file("rw.ini.replay.jsonl"))) << "a refused --verify ran the replay";
+    // Without -o: no replay ran, so the private directory (the job only) is removed, and not named. Before: "files are
+    // kept in $TMPDIR/kvio-distill-verify-XXXXXX", a directory left with job.ini alone.
+    const std::string tmp = d.file("tmp");
+    std::filesystem::create_directory(tmp);
+    r = run("TMPDIR=" + tmp + " " + distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " --verify"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("the job writes to its target: refusing " + target.path), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("kept in"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a refused --verify left its private directory in " << tmp;
     // A job that only reads writes nothing: no refusal.
     r = run(distill("--events " + d.file("ro.jsonl") + " --filename " + target.path + " -o " + d.file("ro.ini") + " --verify"));
     EXPECT_EQ(r.status, 0) << r.err;
@@ -337,6 +346,13 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
     // Two at once, each on its own target.
     auto r = run(verify(a, "a", "") + " & pa=$!; " + verify(b, "b", "") + "; sb=$?; wait $pa; sa=$?; echo $sa $sb");
     EXPECT_EQ(r.out, "0 0\n") << slurp(d.file("a.err")) << slurp(d.file("b.err"));
+    // The job is printed before the fidelity table, as distill prints it without --verify. Before: never printed.
+    auto plain = run(distill("--events " + d.file("ev.jsonl") + " --filename " + a.path));
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    ASSERT_NE(plain.out.find("\nfilename=" + a.path + "\n"), std::string::npos) << plain.out;
+    const std::string a_out = slurp(d.file("a.out"));
+    EXPECT_EQ(a_out.rfind(plain.out, 0), 0u) << a_out;
+    EXPECT_NE(a_out.find("fidelity of the job replayed on " + a.path, plain.out.size()), std::string::npos) << a_out;
     for (const char* n : {"a", "b"}) {
         const json j = json::parse(slurp(d.file(std::string(n) + ".json")));
         EXPECT_TRUE(j["verify"].contains("size_tv")) << j.dump();
@@ -357,6 +373,12 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
     EXPECT_TRUE(std::filesystem::exists(kept + "/job.ini")) << kept;
     EXPECT_TRUE(std::filesystem::exists(kept + "/job.ini.replay.jsonl")) << kept;
     EXPECT_EQ(json::parse(slurp(d.file("k.json")))["verify"]["replay_events"], kept + "/job.ini.replay.jsonl");
+    // --json -: stdout is the JSON alone (no job text, no table), and it holds the job.
+    r = run("TMPDIR=" + tmp + " " + distill("--events " + d.file("ev.jsonl") + " --filename " + a.path + " --verify --json -"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_TRUE(j["verify"].contains("size_tv")) << r.out;
+    EXPECT_EQ(j["job"]["filename"], a.path) << r.out;
 }
 
 // The closed loop: trace a fio job of known shape on one loop device, distill it, and --verify the job on another.

@@ -36,6 +36,20 @@ std::string trace_args(const TempDir& dir, int duration, const std::string& extr
            " " + extra;
 }
 
+/// docs/simulate.md "kvio.stop": every issued request was completed or is in exactly one of the stop's counts, and
+/// drain_s is the part of elapsed_time after the stop decision.
+void expect_stop_accounts_for_every_request(const json& results) {
+    const json& st = results["kvio"]["stop"];
+    uint64_t ended = results["requests_completed"].get<uint64_t>();
+    for (const char* k : {"dropped_queued_at_stop", "dropped_popped_after_stop", "cut_in_storage", "cut_in_generation",
+                          "beyond_max_requests"})
+        ended += st[k].get<uint64_t>();
+    EXPECT_EQ(st["requests_issued"].get<uint64_t>(), ended) << st.dump();
+    EXPECT_NEAR(st["drain_s"].get<double>(),
+                results["summary"]["elapsed_time"].get<double>() - st["stop_requested_at_s"].get<double>(), 1e-9)
+        << st.dump();
+}
+
 }  // namespace
 
 TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
@@ -197,6 +211,7 @@ TEST(Simulate, MaxRequestsWithRealIoDoesNotOvershoot) {
     EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "max_requests");
     EXPECT_EQ(r.results["requests_completed"].get<int>(), 5) << r.results["kvio"]["stop"].dump();
     ASSERT_TRUE(r.results["kvio"]["stop"].contains("beyond_max_requests"));
+    expect_stop_accounts_for_every_request(r.results);
 }
 
 // The console report says at its top that a signal cut the run short (before: only stderr and kvio.stop did).
@@ -211,6 +226,9 @@ TEST(Simulate, SigintStopsEarlyAndStillWritesResults) {
     r.results = json::parse(slurp(out));
     EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
     EXPECT_NE(r.results["kvio"]["stop"]["reason"].get<std::string>().find("signal"), std::string::npos);
+    EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "signal Interrupt");
+    EXPECT_EQ(r.results["kvio"]["stop"]["signal"], 2);
+    expect_stop_accounts_for_every_request(r.results);
     EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 20.0);
     char note[128];
     std::snprintf(note, sizeof note, "BENCHMARK RESULTS\n%sStopped by signal 2 after %.1f s of 120 s: figures cover the part that ran\n",

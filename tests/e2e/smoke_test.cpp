@@ -88,6 +88,7 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
         {"trace --qd-sample 3", "kvio trace: --qd-sample: must be a power of two from 1 to 1024"},
         {"trace --qd-sample x", "kvio trace: --qd-sample: not a number: x"},
         {"trace --qd-sample 16 --events x.jsonl", "kvio trace: --events excludes --qd-sample 16"},
+        {"trace --qd-sample 4 --perfetto /nonexistent/p.json", "kvio trace: --perfetto excludes --qd-sample 4 (its commands come from an --events capture"},
         {"run --num-chunks x", "kvio run: --num-chunks: must be a whole number >= 1, got x"},
         {"run --engine nope", "kvio run: --engine: nope not in {posix,io_uring,uring_cmd}"},
         {"gen --qd x", "kvio gen: --qd: "},

@@ -24,6 +24,12 @@ std::string trace_then_sigterm(const TempDir& dir, const std::string& args) {
            "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; kill -TERM $p; wait $p";
 }
 
+/// `kvio trace --events EV` of 64 direct 64 KiB reads of `src`: the original a --verify replays.
+CmdResult trace_reads(const LoopDevice& src, const std::string& ev) {
+    return run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
+               " of=/dev/null bs=64k count=64 iflag=direct status=none");
+}
+
 /// Read plus write commands of every device in a kvio.trace/1 summary.
 uint64_t traced_cmds(const json& summary) {
     uint64_t n = 0;
@@ -106,8 +112,7 @@ TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     LoopDevice src(32 * MiB), dst(32 * MiB);
     TempDir dir;
     const std::string ev = dir.file("ev.jsonl");
-    auto t = run(kvio_bin() + " trace -q -d " + src.name + " --events " + ev + " -- dd if=" + src.path +
-                 " of=/dev/null bs=64k count=64 iflag=direct status=none");
+    auto t = trace_reads(src, ev);
     ASSERT_EQ(t.status, 0) << t.err;
     // --runtime 60: the replay runs until the signal, 1 s after the replay's log appeared.
     const std::string log = dir.file("job.fio.replay.jsonl.log");
@@ -122,6 +127,40 @@ TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     EXPECT_EQ(d["verify"]["stopped_by_signal"], 15);
     EXPECT_EQ(d["job"]["runtime"], "60");  // the job that ran, as derived
     EXPECT_FALSE(d["verify"].contains("size_tv")) << "a stopped replay has no score";
+}
+
+// Before: a stopped --verify without -o said "see $TMPDIR/kvio-distill-verify-XXXXXX/job.ini.replay.jsonl.log" and then
+// removed that directory. Now the message names no file there when it is removed; --keep-files keeps the log it names.
+TEST(DistillStop, SigtermDuringVerifyWithoutOutputNamesOnlyFilesThatStay) {
+    LoopDevice src(32 * MiB), dst(32 * MiB);
+    TempDir dir;
+    const std::string ev = dir.file("ev.jsonl");
+    auto t = trace_reads(src, ev);
+    ASSERT_EQ(t.status, 0) << t.err;
+    for (const bool keep : {false, true}) {
+        const std::string tmp = dir.file(keep ? "tmp-keep" : "tmp");
+        std::filesystem::create_directory(tmp);
+        // The replay runs until the signal, 1 s after its log appeared in the private directory.
+        auto r = run("TMPDIR=" + tmp + " " + kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " +
+                     dst.path + " --runtime 60 --verify" + (keep ? " --keep-files" : "") + " >/dev/null & p=$!; " +
+                     "for i in $(seq 600); do ls " + tmp + "/*/job.ini.replay.jsonl.log >/dev/null 2>&1 && break; sleep 0.05; done; " +
+                     "sleep 1; kill -TERM $p; wait $p");
+        EXPECT_EQ(r.status, 128 + 15) << r.err;
+        const std::string say = "kvio: distill --verify: stopped by signal 15 (the traced fio run was ended";
+        EXPECT_NE(r.err.find(say), std::string::npos) << r.err;
+        if (!keep) {
+            EXPECT_NE(r.err.find(say + "; --keep-files keeps its log)"), std::string::npos) << r.err;
+            EXPECT_EQ(r.err.find(tmp), std::string::npos) << "names a removed file: " << r.err;
+            EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "left its private directory in " << tmp;
+            continue;
+        }
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(r.err, m, std::regex("; see (\\S+\\.log)\\)"))) << r.err;
+        EXPECT_EQ(m[1].str().rfind(tmp + "/kvio-distill-verify-", 0), 0u) << r.err;
+        EXPECT_TRUE(std::filesystem::exists(m[1].str())) << "names a removed file: " << r.err;
+        EXPECT_NE(r.err.find("files are kept in " + std::filesystem::path(m[1].str()).parent_path().string() + "\n"),
+                  std::string::npos) << r.err;
+    }
 }
 
 // Before: a signal while distill was still reading its trace took the default action (killed, no message). Now the

@@ -69,7 +69,8 @@ TEST(TimelineTrace, DumpPerfettoFromCapture) {
     ASSERT_EQ(r.status, 0) << r.err;
     expect_timeline_of(t.file("t.json"), read_jsonl(t.file("cap.jsonl")), 32);
 
-    r = run(kvio_bin() + " trace -q -d " + loop.name + " --perfetto " + t.file("t2.json") + dd);
+    // --qd-sample 1 is the exact default, accepted as with --events (a sampling N > 1 is refused: Cli tests).
+    r = run(kvio_bin() + " trace -q -d " + loop.name + " --qd-sample 1 --perfetto " + t.file("t2.json") + dd);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_FALSE(std::filesystem::exists(t.file("t2.json.events.kvb")));  // the temporary capture is gone
     const TimelineCheck c = check_timeline(json::parse(slurp(t.file("t2.json"))));
