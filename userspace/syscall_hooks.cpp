@@ -112,6 +112,7 @@ void SyscallPrograms::detach() {
 }
 
 void SyscallPrograms::fill_syscall_map() {
+    if (!enabled_) return;  // no program reads the map
     int fd = bpf_map__fd(s_->maps.sys_nr_map);
     uint8_t none = KVIO_SYSCALLS;
     for (uint32_t i = 0; i < KVIO_MAX_SYSCALL_NR; ++i) bpf_map_update_elem(fd, &i, &none, BPF_ANY);

@@ -32,7 +32,8 @@ public:
     SyscallPrograms(const SyscallPrograms&) = delete;
     SyscallPrograms& operator=(const SyscallPrograms&) = delete;
 
-    /// After load: maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall (sys_nr_map).
+    /// After load: maps this architecture's syscall numbers (<sys/syscall.h>) to enum kvio_syscall (sys_nr_map);
+    /// nothing when not enabled.
     void fill_syscall_map();
 
     /// Attaches the exits, then the entries (an entry never waits for an exit that is not there yet): per
