@@ -83,6 +83,7 @@ static void sweep(const std::vector<Cmd>& in, Profile& p) {
                     p.think_gaps_ns.push_back(gap);
                     p.think_idle_ns += gap;
                     p.burst_cmds.push_back(burst);
+                    p.idle_gaps.push_back({gap, burst});
                     burst = 0;
                 }
             }
@@ -97,6 +98,7 @@ static void sweep(const std::vector<Cmd>& in, Profile& p) {
     }
     for (; !pending.empty(); pending.pop()) complete(pending.top().t);
     if (burst) p.burst_cmds.push_back(burst);
+    p.cmds_after_idle = burst;
     std::erase_if(p.qd_time, [](const auto& kv) { return kv.second == 0; });
     std::sort(p.think_gaps_ns.begin(), p.think_gaps_ns.end());
     std::sort(p.burst_cmds.begin(), p.burst_cmds.end());

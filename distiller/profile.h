@@ -93,6 +93,13 @@ struct Profile {
     std::vector<uint64_t> think_gaps_ns;   ///< sorted ascending
     std::vector<uint64_t> burst_cmds;      ///< commands issued per burst between such gaps, sorted ascending
     uint64_t think_idle_ns = 0;            ///< total of think_gaps_ns
+    /// The same gaps in time order, each with the commands issued since the previous one (or the trace's start).
+    struct IdleGap {
+        uint64_t ns = 0;
+        uint64_t cmds_before = 0;
+    };
+    std::vector<IdleGap> idle_gaps;
+    uint64_t cmds_after_idle = 0;  ///< commands issued after the last such gap (all of them when there is none)
 
     // Source engine hints.
     bool any_user_data = false, any_passthrough = false, any_nvme = false;

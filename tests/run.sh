@@ -8,6 +8,7 @@ BUILD=${BUILD:-build}
 export KVIO_BIN=${KVIO_BIN:-$PWD/$BUILD/kvio}
 mkdir -p "$BUILD/test-results"
 passed=0 failed=0 skipped=0 rc=0
+failed_names=()  # named again just above the closing line: CI shows a log's tail
 # The e2e tests that work on files only (no BPF, no loop device, no timing bound): run under SAN too.
 SAN_E2E_FILTER='ReadersE2E.*:Cli.*:WorkloadGeometry.*:ValidateE2E.MalformedInput*:Simulate.ResultsHaveEvery*:Simulate.Logical*:Simulate.BadFlags*:Simulate.Unwritable*:Simulate.MaxRequests*:Simulate.StorageBaseline*:Simulate.ProductionFlags*'
 # KVIO_TEST_BINARIES: which GoogleTest binaries run (default both); .ci/run runs only the unit tests under SAN.
@@ -36,17 +37,21 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -1)
   s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
-  if [ -z "$p$f" ]; then echo "$t: no GoogleTest summary (crashed?)" >&2; rc=1; failed=$((failed + 1)); fi
+  if [ -z "$p$f" ]; then echo "$t: no GoogleTest summary (crashed?)" >&2; rc=1; failed=$((failed + 1)); failed_names+=("$t: no GoogleTest summary (crashed?)"); fi
   passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+  # GoogleTest names each failed test as "[  FAILED  ] Suite.Name (N ms)" when it ends and again after the summary
+  # (", where ..." follows a parameterised one): each once.
+  while read -r name; do failed_names+=("$t: $name"); done < <(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/.]*\).*/\1/p' "$log" | awk '!seen[$0]++')
 done
 for src in tests/fuzz/fuzz_*.cpp; do
   t=$(basename "$src" .cpp); t=${t#fuzz_}
   bin="$BUILD/fuzz-replay/$t"
   if [ ! -x "$bin" ]; then echo "fuzz corpus $t: $bin not built (make check builds it): skipped"; skipped=$((skipped + 1)); continue; fi
   echo "=== fuzz corpus $t"
-  if timeout 600 "$bin" "tests/fuzz/corpus/$t"; then passed=$((passed + 1)); else echo "fuzz corpus $t: FAILED" >&2; failed=$((failed + 1)); fi
+  if timeout 600 "$bin" "tests/fuzz/corpus/$t"; then passed=$((passed + 1)); else echo "fuzz corpus $t: FAILED" >&2; failed=$((failed + 1)); failed_names+=("fuzz corpus $t"); fi
 done
 [ "$failed" -gt 0 ] && rc=1
 echo
+for n in "${failed_names[@]}"; do echo "failed: $n"; done
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $rc
