@@ -97,7 +97,8 @@ void add_trace_command(CLI::App& app) {
     auto* syscalls = sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
     sub->add_flag("--block-only", opts->block_only,
                   "Trace block (and NVMe) commands only: no syscall program, so no vfs_read/vfs_write/fsync/gap histograms "
-                  "and no io_uring user_data in --events records (validate joins by offset). While any syscall tracepoint "
+                  "and no io_uring user_data in --events records (validate joins by offset; distill cannot tell io_uring from "
+                  "libaio and writes ioengine=libaio). While any syscall tracepoint "
                   "is attached every syscall on the machine takes the kernel's slow path (~65 ns more per syscall on a "
                   "2-core VM, docs/performance.md); --block-only leaves them on the fast one")
         ->excludes(syscalls);
