@@ -90,7 +90,7 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
     // went through depths 1, 4, 2 and the replay stayed at 1 on a quiet 2-core VM: 1 run of 6).
     Loops a("/var/tmp"), b;
     for (const auto* dev : {&a.src, &a.dst})
-        ASSERT_EQ(run("dd if=/dev/zero of=" + dev->path + " bs=1M count=64 oflag=direct status=none").status, 0);
+        ASSERT_EQ(dev->fill(64), 0);
     std::string job = a.job("src.ini", "[global]\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\n"
                                        "[a]\nfilename=" + a.src.path + "\nrw=randread\nbs=4k\niodepth=4\nnumber_ios=4000\n"
                                        "[b]\nfilename=" + b.src.path + "\nrw=write\nbs=64k\niodepth=1\nio_size=48M\n");

@@ -387,6 +387,7 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
 TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     TempDir d;
     LoopDevice src(256 << 20), dst(256 << 20);
+    for (const auto* dev : {&src, &dst}) ASSERT_EQ(dev->fill(256), 0);  // reads of written data: the depth is fio's (LoopDevice::fill)
     {
         std::ofstream j(d.file("src.ini"));
         j << "[src]\nfilename=" << src.path

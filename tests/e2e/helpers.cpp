@@ -69,6 +69,10 @@ LoopDevice::~LoopDevice() {
     fs::remove(backing, ec);
 }
 
+int LoopDevice::fill(uint64_t mib) const {
+    return run("dd if=/dev/zero of=" + path + " bs=1M count=" + std::to_string(mib) + " oflag=direct status=none").status;
+}
+
 /// The value to write back for a queue attribute as sysfs shows it: a choice list (scheduler: "none
 /// [mq-deadline] kyber") gives its bracketed entry, which is all the kernel takes back.
 static std::string queue_attr_value(const std::string& shown) {

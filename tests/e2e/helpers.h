@@ -45,6 +45,10 @@ struct LoopDevice {
     /// destruction: a loop device's queue settings outlive the detach and would leak into later tests.
     void set_queue_attr(const std::string& attr, const std::string& value);
     std::vector<std::pair<std::string, std::string>> saved_attrs;
+    /// Writes zeros over the first `mib` MiB (O_DIRECT), so that reads there go to the backing file's blocks: a read
+    /// of a sparse backing file's hole is answered in microseconds, faster than its submitter turns around, and the
+    /// depth reached is the scheduler's, not the job's. Returns dd's exit status.
+    int fill(uint64_t mib) const;
 };
 
 /// An ext4 filesystem on a fresh loop device, mounted on a temp dir; unmounted at destruction.
