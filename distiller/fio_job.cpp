@@ -538,13 +538,13 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                 fmt("%.1f", kPoissonDispHi) + ", count KS <= " + fmt("%.2f", kPoissonMaxCountKs) + "); not thinktime");
     } else if (think) {
         set("thinktime", std::to_string(think_us),
-            "median idle gap at the device between bursts: " + std::to_string(tp.band_gaps) + " of the " +
-                std::to_string(tp.gaps) + " gaps >= " + us(double(kThinkGapNs)) + " are within " + fmt("%.1f", kThinkBand) +
-                "x of the idle-time median " + us(double(tp.median_ns)) + ", " + pct(tp.band_share) + " of the idle time" +
-                (tp.band_gaps < tp.gaps ? " (the others: stalls inside bursts)" : "") + "; " +
-                pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span idle; µs");
+            "the median think gap at the device, µs: " + std::to_string(tp.band_gaps) + " of the " + std::to_string(tp.gaps) +
+                " idle gaps >= " + us(double(kThinkGapNs)) + " are within " + fmt("%.1f", kThinkBand) +
+                "x of the idle-time median " + us(double(tp.median_ns)) + " and hold " + pct(tp.band_share) +
+                " of the idle time" + (tp.band_gaps < tp.gaps ? " (the others: stalls inside bursts)" : "") + "; " +
+                pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span is idle");
         set("thinktime_blocks", std::to_string(think_blocks),
-            "median commands per burst between those gaps (p10 " + std::to_string(tp.b10) + ", p90 " + std::to_string(tp.b90) + ")");
+            "median commands per burst between two think gaps (p10 " + std::to_string(tp.b10) + ", p90 " + std::to_string(tp.b90) + ")");
         if (arr.n) why.push_back("timing model: thinktime (regular bursts), not Poisson: " + arrivals_why);
     } else if (!p.per_command) {
         not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
