@@ -43,6 +43,10 @@ std::string pct(double share) { return fmt("%.1f %%", 100.0 * share); }
 std::string us(double ns) { return fmt("%.1f µs", ns / 1e3); }
 uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+// The f-quantile of a sorted vector (rank f·(n−1), rounded down); 0 when empty.
+uint64_t quantile(const std::vector<uint64_t>& sorted, double f) {
+    return sorted.empty() ? 0 : sorted[size_t(f * double(sorted.size() - 1))];
+}
 // Think time is idle time at the device in gaps of one length between bursts of one size. A submitter starved of CPU
 // also leaves the device idle, but in gaps of every length (measured under load: gaps p10 144 µs, p90 5.1 ms); and a
 // think-time stream on a loaded VM has short stalls inside its bursts too (fio thinktime=2000 thinktime_blocks=4 on a
@@ -73,25 +77,23 @@ ThinkPattern think_pattern(const Profile& p) {
     const double lo = double(t.median_ns) / kThinkBand, hi = double(t.median_ns) * kThinkBand;
     auto in_band = [&](uint64_t g) { return double(g) >= lo && double(g) <= hi; };
     std::vector<uint64_t> band, bursts;
-    uint64_t run = 0;
+    uint64_t run = 0, band_ns = 0;
     for (const auto& g : p.idle_gaps) {
         run += g.cmds_before;
         if (!in_band(g.ns)) continue;
         band.push_back(g.ns);
+        band_ns += g.ns;
         if (run) bursts.push_back(run);
         run = 0;
     }
     if (run + p.cmds_after_idle) bursts.push_back(run + p.cmds_after_idle);
     t.band_gaps = band.size();
     if (band.empty() || bursts.empty()) return t;
-    uint64_t band_ns = 0;
-    for (uint64_t g : band) band_ns += g;
     t.band_share = p.think_idle_ns ? double(band_ns) / double(p.think_idle_ns) : 0.0;
     std::sort(band.begin(), band.end());
     std::sort(bursts.begin(), bursts.end());
     t.think_ns = band[band.size() / 2];
-    auto q = [&](double f) { return bursts[size_t(f * double(bursts.size() - 1))]; };
-    t.b10 = q(0.1), t.b50 = bursts[bursts.size() / 2], t.b90 = q(0.9);
+    t.b10 = quantile(bursts, 0.1), t.b50 = bursts[bursts.size() / 2], t.b90 = quantile(bursts, 0.9);
     t.regular = t.band_gaps >= kThinkMinGaps && t.band_share >= kThinkBandShare &&
                 t.b90 <= kThinkSpread * std::max<uint64_t>(1, t.b10);
     return t;
@@ -361,13 +363,11 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     uint64_t size = std::max(round_up(p.lba_hi_bytes, 4096) - off, round_up(max_bs, 4096));
 
     // Think time must be idle time that is both large and regular (think_pattern).
-    auto q = [](const std::vector<uint64_t>& v, double f) { return v.empty() ? 0 : v[size_t(f * double(v.size() - 1))]; };
-    uint64_t g10 = q(p.think_gaps_ns, 0.1), g90 = q(p.think_gaps_ns, 0.9);
+    const uint64_t g10 = quantile(p.think_gaps_ns, 0.1), g90 = quantile(p.think_gaps_ns, 0.9);
     const ThinkPattern tp = think_pattern(p);
     bool idle_enough = !p.think_gaps_ns.empty() && p.span_ns &&
                        double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
     const bool enough_gaps = p.think_gaps_ns.size() >= kThinkMinGaps;
-    const bool regular = tp.regular;
     // Poisson arrivals first: their idle gaps are exponential, never "regular", so without this rule a
     // rate_process=poisson source became an unthrottled closed loop.
     const Arrivals& arr = p.arrivals;
@@ -388,7 +388,7 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     // 1.22, count KS 0.110); exponential gaps are never regular (the band around the idle-time median of an
     // exponential holds about 41 % of the idle time).
     const bool poisson_like =
-        !regular && p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
+        !tp.regular && p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
     const bool poisson = poisson_like && !fdatasyncs;
     const std::string arrivals_why =
         arr.n ? "inter-arrival times of " + std::to_string(arr.n + 1) + " issues: mean " + us(arr.mean_ns) + ", median " +
@@ -397,7 +397,7 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                     std::to_string(arr.windows) + " windows of " + fmt("%.0f", kArrivalWindow) + " mean intervals: dispersion " +
                     fmt("%.2f", arr.dispersion) + ", KS distance to the Poisson counts " + fmt("%.3f", arr.count_ks)
               : "";
-    bool think = idle_enough && regular && !poisson;
+    bool think = idle_enough && tp.regular && !poisson;
     uint64_t think_us = 0, think_blocks = 0;
     if (think) {
         think_us = std::max<uint64_t>(1, uint64_t(std::llround(double(tp.think_ns) / 1e3)));

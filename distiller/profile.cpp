@@ -82,7 +82,6 @@ static void sweep(const std::vector<Cmd>& in, Profile& p) {
                 if (gap >= kThinkGapNs) {
                     p.think_gaps_ns.push_back(gap);
                     p.think_idle_ns += gap;
-                    p.burst_cmds.push_back(burst);
                     p.idle_gaps.push_back({gap, burst});
                     burst = 0;
                 }
@@ -97,11 +96,9 @@ static void sweep(const std::vector<Cmd>& in, Profile& p) {
         pending.push({c.end_ts(), c.end_ts() == c.ts_issue});
     }
     for (; !pending.empty(); pending.pop()) complete(pending.top().t);
-    if (burst) p.burst_cmds.push_back(burst);
     p.cmds_after_idle = burst;
     std::erase_if(p.qd_time, [](const auto& kv) { return kv.second == 0; });
     std::sort(p.think_gaps_ns.begin(), p.think_gaps_ns.end());
-    std::sort(p.burst_cmds.begin(), p.burst_cmds.end());
 }
 
 // Max number of submitting threads whose [first issue, last completion] intervals overlap. io_uring worker threads

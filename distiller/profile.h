@@ -91,7 +91,6 @@ struct Profile {
 
     // Idle gaps at the device (gaps >= kThinkGapNs between busy periods).
     std::vector<uint64_t> think_gaps_ns;   ///< sorted ascending
-    std::vector<uint64_t> burst_cmds;      ///< commands issued per burst between such gaps, sorted ascending
     uint64_t think_idle_ns = 0;            ///< total of think_gaps_ns
     /// The same gaps in time order, each with the commands issued since the previous one (or the trace's start).
     struct IdleGap {
