@@ -41,7 +41,12 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
   passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
   # GoogleTest names each failed test as "[  FAILED  ] Suite.Name (N ms)" when it ends and again after the summary
   # (", where ..." follows a parameterised one): each once.
-  while read -r name; do failed_names+=("$t: $name"); done < <(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/.]*\).*/\1/p' "$log" | awk '!seen[$0]++')
+  while read -r name; do
+    failed_names+=("$t: $name")
+    # Each failed assertion's first lines ("file:line: Failure" and what it printed), 24 lines at most, 200 columns.
+    failed_names+=("$(awk -v n="$name" '$0 == "[ RUN      ] " n { on = 1; next } on && index($0, "[  FAILED  ] " n) == 1 { on = 0 }
+      on && / Failure$/ { left = 7 } on && left > 0 && shown < 24 { print "  | " substr($0, 1, 200); left--; shown++ }' "$log")")
+  done < <(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/.]*\).*/\1/p' "$log" | awk '!seen[$0]++')
 done
 for src in tests/fuzz/fuzz_*.cpp; do
   t=$(basename "$src" .cpp); t=${t#fuzz_}
@@ -52,6 +57,8 @@ for src in tests/fuzz/fuzz_*.cpp; do
 done
 [ "$failed" -gt 0 ] && rc=1
 echo
-for n in "${failed_names[@]}"; do echo "failed: $n"; done
+for n in "${failed_names[@]}"; do
+  case $n in "  | "*) echo "$n" ;; "") ;; *) echo "failed: $n" ;; esac
+done
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $rc
