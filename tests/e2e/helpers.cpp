@@ -1,8 +1,10 @@
 #include "tests/e2e/helpers.h"
 
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,14 +41,61 @@ TempDir::~TempDir() {
     fs::remove_all(path, ec);
 }
 
+
 static std::string trim(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
 }
 
+// The pid in a leftover's name "<prefix><pid>-XXXXXX", or 0 when the name is not of that form.
+static pid_t pid_in_name(const std::string& name, const std::string& prefix) {
+    if (name.compare(0, prefix.size(), prefix) != 0) return 0;
+    size_t end = name.find('-', prefix.size());
+    if (end == std::string::npos || end == prefix.size()) return 0;
+    pid_t pid = 0;
+    for (size_t i = prefix.size(); i < end; ++i) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        pid = pid * 10 + (name[i] - '0');
+    }
+    return pid;
+}
+
+// A leftover of a dead test process: its name carries a pid that no longer runs (EPERM: alive, not ours).
+static bool of_dead_process(const std::string& name, const std::string& prefix) {
+    pid_t pid = pid_in_name(name, prefix);
+    return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+size_t reap_dead_tests_leftovers(const std::string& dir) {
+    size_t reaped = 0;
+    const std::string mnt_prefix = dir + "/kvio-mnt-", loop_prefix = dir + "/kvio-loop-";
+    std::ifstream mounts("/proc/self/mounts");
+    std::string dev, mnt, rest;
+    std::vector<std::string> stale_mnts;
+    while (mounts >> dev >> mnt && std::getline(mounts, rest))
+        if (of_dead_process(mnt, mnt_prefix)) stale_mnts.push_back(mnt);
+    for (const auto& m : stale_mnts)
+        if (run("umount " + m).status == 0) ++reaped;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/sys/block", ec)) {
+        std::string file = trim(slurp(e.path().string() + "/loop/backing_file"));
+        if (file.size() > 10 && file.compare(file.size() - 10, 10, " (deleted)") == 0) file.resize(file.size() - 10);
+        // Any directory: a loop over a killed test's TempDir outlives the directory's removal.
+        if (of_dead_process(fs::path(file).filename().string(), "kvio-loop-") &&
+            run("losetup -d /dev/" + e.path().filename().string()).status == 0)
+            ++reaped;
+    }
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        std::string p = e.path().string();
+        if (of_dead_process(p, loop_prefix) || of_dead_process(p, mnt_prefix)) reaped += fs::remove(p, ec) ? 1 : 0;
+    }
+    return reaped;
+}
+
 LoopDevice::LoopDevice(uint64_t size_bytes, bool direct_io, const std::string& dir) {
+    reap_dead_tests_leftovers(dir);
     char tmpl[256];
-    std::snprintf(tmpl, sizeof tmpl, "%s/kvio-loop-XXXXXX", dir.c_str());
+    std::snprintf(tmpl, sizeof tmpl, "%s/kvio-loop-%d-XXXXXX", dir.c_str(), int(getpid()));
     int fd = mkstemp(tmpl);
     if (fd < 0) throw std::runtime_error("mkstemp failed in " + dir);
     if (ftruncate(fd, off_t(size_bytes)) != 0) throw std::runtime_error("ftruncate failed");
@@ -92,7 +141,8 @@ void LoopDevice::set_queue_attr(const std::string& attr, const std::string& valu
 Ext4Mount::Ext4Mount(uint64_t size_bytes) : loop(size_bytes) {
     auto r = run("mkfs.ext4 -q -F " + loop.path);
     if (r.status != 0) throw std::runtime_error("mkfs.ext4 failed: " + r.err);
-    char tmpl[] = "/var/tmp/kvio-mnt-XXXXXX";
+    char tmpl[64];
+    std::snprintf(tmpl, sizeof tmpl, "/var/tmp/kvio-mnt-%d-XXXXXX", int(getpid()));
     if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     mnt = tmpl;
     r = run("mount " + loop.path + " " + mnt);

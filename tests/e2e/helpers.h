@@ -30,7 +30,14 @@ struct TempDir {
     std::string file(const std::string& name) const { return path + "/" + name; }
 };
 
-/// A loop device over a sparse file (losetup --direct-io). Detached and removed at destruction.
+/// What a test process killed before its destructors ran (SIGKILL, a timeout) left in `dir`: mounts on
+/// kvio-mnt-<pid>-*, loop devices over a kvio-loop-<pid>-* file (of any directory) and those files of `dir`, where
+/// <pid> no longer runs. Unmounts,
+/// detaches and removes them; returns how many (a live process's, another run's beside this one, are kept).
+size_t reap_dead_tests_leftovers(const std::string& dir);
+
+/// A loop device over a sparse file <dir>/kvio-loop-<pid>-XXXXXX (losetup --direct-io). Detached and removed at
+/// destruction; a dead test process's leftovers in `dir` are reaped first.
 struct LoopDevice {
     /// `size_bytes` of the backing file; `direct_io` sets --direct-io=on; `dir` holds the backing file.
     LoopDevice(uint64_t size_bytes, bool direct_io = true, const std::string& dir = "/var/tmp");

@@ -1,0 +1,68 @@
+// The test helpers' own promises: a test process killed before its destructors ran leaves a mount, a loop device
+// and their files behind; the next LoopDevice (reap_dead_tests_leftovers) removes them, and keeps a live process's.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The paths in `dir` whose names start with `prefix`.
+std::vector<std::string> named(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path().string());
+    return v;
+}
+
+bool attached(const std::string& backing) { return run("losetup -j " + backing + " | grep -q .").status == 0; }
+bool mounted(const std::string& mnt) { return run("grep -q ' " + mnt + " ' /proc/self/mounts").status == 0; }
+
+}  // namespace
+
+TEST(TestHelpers, ReapsWhatAKilledTestLeftAndKeepsALiveOnes) {
+    reap_dead_tests_leftovers("/var/tmp");  // an earlier run's, so that the count below is the child's
+    TempDir d;
+    LoopDevice live(1 << 20, true, d.path);  // this process's: kept
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        {
+            LoopDevice loop(1 << 20, true, d.path);
+            Ext4Mount m(16 << 20);  // under /var/tmp
+            raise(SIGKILL);         // no destructor runs, as under a timeout's SIGKILL
+        }
+        _exit(0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(child, &st, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
+    const std::string tag = std::to_string(child) + "-";
+    auto loops = named(d.path, "kvio-loop-" + tag), ext4_loops = named("/var/tmp", "kvio-loop-" + tag),
+         mnts = named("/var/tmp", "kvio-mnt-" + tag);
+    ASSERT_EQ(loops.size(), 1u);
+    ASSERT_EQ(ext4_loops.size(), 1u);
+    ASSERT_EQ(mnts.size(), 1u);
+    EXPECT_TRUE(attached(loops[0]));
+    EXPECT_TRUE(attached(ext4_loops[0]));
+    EXPECT_TRUE(mounted(mnts[0]));
+
+    // The mount, two loop devices, two files and the mount's directory.
+    EXPECT_EQ(reap_dead_tests_leftovers("/var/tmp") + reap_dead_tests_leftovers(d.path), 6u);
+    EXPECT_FALSE(mounted(mnts[0]));
+    EXPECT_FALSE(attached(ext4_loops[0]));
+    EXPECT_FALSE(attached(loops[0]));
+    EXPECT_FALSE(fs::exists(loops[0]));
+    EXPECT_FALSE(fs::exists(ext4_loops[0]));
+    EXPECT_FALSE(fs::exists(mnts[0]));
+    EXPECT_TRUE(attached(live.backing));
+    EXPECT_TRUE(fs::exists(live.backing));
+}
