@@ -42,10 +42,10 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
   # GoogleTest names each failed test as "[  FAILED  ] Suite.Name (N ms)" when it ends and again after the summary
   # (", where ..." follows a parameterised one): each once.
   while read -r name; do
-    failed_names+=("$t: $name")
-    # Each failed assertion's first lines ("file:line: Failure" and what it printed), 24 lines at most, 200 columns.
-    failed_names+=("$(awk -v n="$name" '$0 == "[ RUN      ] " n { on = 1; next } on && index($0, "[  FAILED  ] " n) == 1 { on = 0 }
-      on && / Failure$/ { left = 7 } on && left > 0 && shown < 24 { print "  | " substr($0, 1, 200); left--; shown++ }' "$log")")
+    # With each failed assertion's first lines ("file:line: Failure" and what it printed), 24 at most, 200 columns.
+    why=$(awk -v n="$name" '$0 == "[ RUN      ] " n { on = 1; next } on && index($0, "[  FAILED  ] " n) == 1 { on = 0 }
+      on && / Failure$/ { left = 7 } on && left > 0 && shown < 24 { print "  | " substr($0, 1, 200); left--; shown++ }' "$log")
+    failed_names+=("$t: $name${why:+$'\n'$why}")
   done < <(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/.]*\).*/\1/p' "$log" | awk '!seen[$0]++')
 done
 for src in tests/fuzz/fuzz_*.cpp; do
@@ -57,8 +57,6 @@ for src in tests/fuzz/fuzz_*.cpp; do
 done
 [ "$failed" -gt 0 ] && rc=1
 echo
-for n in "${failed_names[@]}"; do
-  case $n in "  | "*) echo "$n" ;; "") ;; *) echo "failed: $n" ;; esac
-done
+for n in "${failed_names[@]}"; do echo "failed: $n"; done
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $rc

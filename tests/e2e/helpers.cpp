@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +42,6 @@ TempDir::~TempDir() {
     fs::remove_all(path, ec);
 }
 
-
 static std::string trim(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
@@ -50,14 +50,10 @@ static std::string trim(std::string s) {
 // The pid in a leftover's name "<prefix><pid>-XXXXXX", or 0 when the name is not of that form.
 static pid_t pid_in_name(const std::string& name, const std::string& prefix) {
     if (name.compare(0, prefix.size(), prefix) != 0) return 0;
-    size_t end = name.find('-', prefix.size());
-    if (end == std::string::npos || end == prefix.size()) return 0;
+    const char* end = name.data() + name.size();
     pid_t pid = 0;
-    for (size_t i = prefix.size(); i < end; ++i) {
-        if (name[i] < '0' || name[i] > '9') return 0;
-        pid = pid * 10 + (name[i] - '0');
-    }
-    return pid;
+    auto [p, err] = std::from_chars(name.data() + prefix.size(), end, pid);
+    return err == std::errc() && p != end && *p == '-' ? pid : 0;
 }
 
 // A leftover of a dead test process: its name carries a pid that no longer runs (EPERM: alive, not ours).

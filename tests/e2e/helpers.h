@@ -30,10 +30,10 @@ struct TempDir {
     std::string file(const std::string& name) const { return path + "/" + name; }
 };
 
-/// What a test process killed before its destructors ran (SIGKILL, a timeout) left in `dir`: mounts on
-/// kvio-mnt-<pid>-*, loop devices over a kvio-loop-<pid>-* file (of any directory) and those files of `dir`, where
-/// <pid> no longer runs. Unmounts,
-/// detaches and removes them; returns how many (a live process's, another run's beside this one, are kept).
+/// What a test process killed before its destructors ran (SIGKILL, a timeout) left: mounts on `dir`/kvio-mnt-<pid>-*,
+/// loop devices over a kvio-loop-<pid>-* file of any directory, and those files and directories in `dir`, where <pid>
+/// no longer runs. Unmounts, detaches and removes them; returns how many (a live process's, another run's beside this
+/// one, are kept).
 size_t reap_dead_tests_leftovers(const std::string& dir);
 
 /// A loop device over a sparse file <dir>/kvio-loop-<pid>-XXXXXX (losetup --direct-io). Detached and removed at
