@@ -12,6 +12,8 @@ CXX      ?= g++
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
 V        ?= 0
+# ccache, where installed, in front of every C++ compile (never required; CCACHE= turns it off).
+CCACHE   ?= $(shell command -v ccache 2>/dev/null)
 Q        := $(if $(filter 1,$(V)),,@)
 ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
@@ -94,7 +96,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
 	@echo "  CXX      $@"
-	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The skeletons must exist before the first compile (order-only); which objects include them, and so rebuild when a
 # BPF program changes, the compiler's .d files say (userspace/tracer.cpp only).
@@ -130,10 +132,10 @@ $(BUILD)/kvio: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 static: $(BUILD)/kvio-static
 $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 	@mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
+	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
 $(BUILD)/noxlsx/xlsx_export.o: workload/serving/xlsx_export.cpp
 	@mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
+	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
 $(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(BUILD)/libkviocli.a $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
