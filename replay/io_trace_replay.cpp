@@ -17,6 +17,20 @@ namespace {
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// Lateness of each started op against the schedule (workload::ExecOptions::not_before): the anchor is the least
+// start - offset (the first op's, which starts when the run can), so the delay before the first op is not lateness.
+void late_against_schedule(const std::vector<uint64_t>& due_ns, const std::vector<uint64_t>& started, IoTraceReplayResult& r) {
+    uint64_t anchor = UINT64_MAX;
+    for (size_t i = 0; i < started.size(); ++i)
+        if (started[i]) anchor = std::min(anchor, started[i] - std::min(started[i], due_ns[i]));
+    for (size_t i = 0; i < started.size(); ++i) {
+        if (!started[i] || started[i] <= anchor + due_ns[i]) continue;
+        const uint64_t late = started[i] - anchor - due_ns[i];
+        r.late_ns_max = std::max(r.late_ns_max, late);
+        r.late_ops_1ms += late > 1000000;
+    }
+}
+
 }  // namespace
 
 uint8_t parse_tiers(const std::string& s) {
@@ -147,7 +161,7 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
     rec.access.num_chunks = p.objects;
 
     std::vector<uint64_t> lat[3][2];
-    std::vector<uint64_t> due;
+    std::vector<uint64_t> started(p.ops.size(), 0);  // per op: ts_start, for the lateness against the schedule
     workload::RunOptions ro;
     ro.semantic_path = o.semantic_path;
     ro.progress = o.progress;
@@ -161,18 +175,13 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
         ps.bytes += res.bytes;
         if (!res.error.empty()) ++ps.errors;
         lat[size_t(p.phase[idx])][k].push_back(res.ts - res.ts_start);
-        if (!due.empty() && res.ts_start > due[idx]) {
-            r.late_ns_max = std::max(r.late_ns_max, res.ts_start - due[idx]);
-            r.late_ops_1ms += res.ts_start - due[idx] > 1000000;
-        }
+        started[idx] = res.ts_start;
     };
-    if (o.timing.mode != Timing::Mode::Afap) {
-        const uint64_t start = workload::monotonic_ns();
-        for (uint64_t off : p.due_ns) due.push_back(start + off);
-        ro.not_before = &due;
-    }
+    const bool timed = o.timing.mode != Timing::Mode::Afap;
+    if (timed) ro.not_before = &p.due_ns;  // offsets from the first op's start
     created.keep();  // from here on bytes are written
     r.summary = workload::run_ops(p.ops, rec, t, ro);
+    if (timed) late_against_schedule(p.due_ns, started, r);
     for (size_t ph = 0; ph < 3; ++ph)
         for (int k = 0; k < 2; ++k) {
             auto& v = lat[ph][k];

@@ -121,6 +121,7 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     if (opt.not_before && opt.not_before->size() != ops.size()) throw Error("execute: not_before needs one time per op");
     std::vector<OpResult> res(ops.size());
     if (ops.empty()) return res;
+    uint64_t anchor = 0;  // CLOCK_MONOTONIC ns of the schedule's offset 0 (ExecOptions::not_before), set at the first op
     const uint32_t qd = std::max<uint32_t>(opt.qd, 1);
     if (uint64_t(qd) * opt.max_io_bytes > (1ull << 30))
         throw Error("--qd " + std::to_string(qd) + " × transfer cap " + std::to_string(opt.max_io_bytes) +
@@ -263,7 +264,9 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
             }
             if (next_op >= ops.size() || busy_object(ops[next_op].object_id) || stopping()) break;
             if (opt.not_before) {
-                const uint64_t due = (*opt.not_before)[next_op], now = monotonic_ns();
+                const uint64_t now = monotonic_ns();
+                if (!anchor) anchor = now - std::min(now, (*opt.not_before)[next_op]);  // the first op starts now
+                const uint64_t due = anchor + (*opt.not_before)[next_op];
                 if (due > now) {
                     if (!inflight.empty()) break;  // reap meanwhile
                     // Nothing in flight: sleep towards the due time, in slices so a stop is seen within 50 ms.

@@ -39,9 +39,11 @@ struct ExecOptions {
     /// Polled between transfers (a signal handler's flag): once non-zero no new op starts, and the ops already
     /// started run to their last transfer, so every op either completed whole or never issued a byte. nullptr: never.
     const volatile sig_atomic_t* stop = nullptr;
-    /// Per op (same length as the ops, or nullptr): the CLOCK_MONOTONIC ns before which the op must not start
-    /// (a replay's schedule). Ops still start in order; with transfers in flight the executor keeps reaping, so a
-    /// start can be late by up to one transfer (ExecOptions users measure OpResult::ts_start against it).
+    /// Per op (same length as the ops, or nullptr): ns after the schedule's anchor before which the op must not
+    /// start (a replay's schedule). The anchor is the first op's start less its own offset, so a run that opens its
+    /// target late on a busy machine shifts the whole schedule and keeps the gaps between ops. Ops still start in
+    /// order; with transfers in flight the executor keeps reaping, so a start can be late by up to one transfer
+    /// (OpResult::ts_start - offset - anchor; the anchor is the least ts_start - offset over the ops).
     const std::vector<uint64_t>* not_before = nullptr;
 };
 

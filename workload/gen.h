@@ -84,7 +84,7 @@ struct RunOptions {
     std::string label = "kvio gen";     ///< prefix of the progress lines
     Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
     const volatile sig_atomic_t* stop = nullptr;  ///< see GenOptions::stop
-    /// run_ops() only: per op, the CLOCK_MONOTONIC ns before which it must not start (ExecOptions::not_before).
+    /// run_ops() only: per op, ns after the schedule's anchor before which it must not start (ExecOptions::not_before).
     const std::vector<uint64_t>* not_before = nullptr;
     /// Called after each op completed and its semantic record was written (the op's index in the ops list).
     std::function<void(size_t index, const ObjectOp&, const OpResult&)> on_done;
