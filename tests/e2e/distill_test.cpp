@@ -2,6 +2,7 @@
 // implausible traces are refused with a message, and (with `kvio trace`) the closed loop scores a replay.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -415,7 +416,14 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     EXPECT_LE(v["size_tv"]["read"].get<double>(), 0.02) << v.dump();
     EXPECT_LE(v["size_tv"]["write"].get<double>(), 0.02) << v.dump();
     EXPECT_LE(v["rwmix_err_points"].get<double>(), 1.0) << v.dump();
-    EXPECT_LE(v["qd_tv"].get<double>(), 0.1) << v.dump();
+    // The depth over the whole run: 0.008-0.018 on a quiet VM; a replay on a busy one spends less time at 4 in flight
+    // (the loop driver's worker runs at nice 0 beside the CPU hogs): 0.168 at a load of 8 on 2 CPUs. The bound holds
+    // there with margin; the quiet-machine figure is make bench's (docs/testing.md). The per-phase depth median is
+    // the load-proof check: the same on both sides.
+    EXPECT_LE(v["qd_tv"].get<double>(), 0.3) << v.dump();
+    const json& dm = v["time_resolved"]["phases"]["depth_median"];
+    ASSERT_EQ(dm["orig"].size(), dm["replay"].size()) << v.dump();
+    for (size_t i = 0; i < dm["orig"].size(); ++i) EXPECT_LE(std::abs(dm["orig"][i].get<int>() - dm["replay"][i].get<int>()), 1) << v.dump();
     EXPECT_GT(v["d2c_p50_ratio"].get<double>(), 0.0) << v.dump();
     std::cerr << "closed loop fidelity: " << v.dump() << "\n";
     EXPECT_EQ(run("fio --parse-only " + d.file("job.ini")).status, 0);
