@@ -2,43 +2,37 @@
 # Runs kvio's test binaries and prints one closing line: "tests: N passed, N failed, N skipped".
 # Skipped tests are reported as skipped, never as passed. Each fuzz target run over its committed corpus
 # (tests/fuzz/corpus/NAME/, by $BUILD/fuzz-replay/NAME) is one test; a target not built is skipped.
+# Stages, each timed on a "stage: NAME N s" line (docs/testing.md): unit; e2e, in KVIO_E2E_JOBS (default: the CPU
+# count) GoogleTest shards side by side; guest (the NVMe QEMU guest's suite, booted once); fuzz replays.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export KVIO_BIN=${KVIO_BIN:-$PWD/$BUILD/kvio}
-mkdir -p "$BUILD/test-results"
+res=$BUILD/test-results
+mkdir -p "$res"
 passed=0 failed=0 skipped=0 rc=0
 failed_names=()  # named again just above the closing line: CI shows a log's tail
 # The e2e tests that work on files only (no BPF, no loop device, no timing bound): run under SAN too.
 SAN_E2E_FILTER='ReadersE2E.*:Cli.*:WorkloadGeometry.*:ValidateE2E.MalformedInput*:Simulate.ResultsHaveEvery*:Simulate.Logical*:Simulate.BadFlags*:Simulate.Unwritable*:Simulate.MaxRequests*:Simulate.StorageBaseline*:Simulate.ProductionFlags*'
-# KVIO_TEST_BINARIES: which GoogleTest binaries run (default both); .ci/run runs only the unit tests under SAN.
-for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
-  bin="$BUILD/$t"
-  [ -x "$bin" ] || { echo "missing $bin" >&2; rc=1; continue; }
-  echo "=== $t"
-  log="$BUILD/test-results/$t.log"
-  san_args=()
-  if [ -n "${SAN:-}" ] && [ "$t" = kvio_e2e_tests ]; then
-    # Under SAN the e2e binary runs its file-level tests: the readers, validate/distill/replay/compare/dump on
-    # files, the CLI's errors, simulate's logical and tmpfs runs (KVIO_SAN_E2E_FILTER overrides). The others
-    # bound timings that sanitizers slow several-fold (a signal 0.6 s into gen, depths under load) or boot the
-    # NVMe guest's static kvio, which cannot link the sanitizer runtimes; they run in the normal build and are
-    # counted here as skipped.
-    filter=${KVIO_SAN_E2E_FILTER:-$SAN_E2E_FILTER}
-    all=$("$bin" --gtest_list_tests | grep -c '^  ')
-    n=$("$bin" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')
-    echo "SAN=$SAN: $n of $all e2e tests run sanitized; the other $((all - n)) run in the normal build only"
-    skipped=$((skipped + all - n))
-    san_args=(--gtest_filter="$filter")
-  fi
-  "$bin" --gtest_output="xml:$BUILD/test-results/$t.xml" "${san_args[@]}" ${GTEST_ARGS:-} 2>&1 | tee "$log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The NVMe guest's suite: one QEMU boot for all of it, in a stage of its own.
+GUEST_FILTER='NvmeGuest.*'
+
+# stage NAME START_SECONDS: the stage's time line.
+stage() { echo "stage: $1 $((SECONDS - $2)) s"; }
+
+# tally BINARY LOG: adds a finished GoogleTest log's counts and names its failed tests with their assertions.
+tally() {
+  local t=$1 log=$2 p s f name why
   # GoogleTest's closing block: "[  PASSED  ] N tests." "[  SKIPPED ] N tests," "[  FAILED  ] N tests,"
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$log" | tail -1)
   s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
   f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$log" | tail -1)
-  if [ -z "$p$f" ]; then echo "$t: no GoogleTest summary (crashed?)" >&2; rc=1; failed=$((failed + 1)); failed_names+=("$t: no GoogleTest summary (crashed?)"); fi
+  if [ -z "$p$f" ]; then
+    echo "$t: no GoogleTest summary in $log (crashed?)" >&2
+    rc=1 failed=$((failed + 1)); failed_names+=("$t: no GoogleTest summary in $log (crashed?)")
+  fi
   passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+  [ -n "$f" ] && [ "$f" != 0 ] && rc=1
   # GoogleTest names each failed test as "[  FAILED  ] Suite.Name (N ms)" when it ends and again after the summary
   # (", where ..." follows a parameterised one): each once.
   while read -r name; do
@@ -47,7 +41,64 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
       on && / Failure$/ { left = 7 } on && left > 0 && shown < 24 { print "  | " substr($0, 1, 200); left--; shown++ }' "$log")
     failed_names+=("$t: $name${why:+$'\n'$why}")
   done < <(sed -n 's/^\[  FAILED  \] \([A-Za-z_][A-Za-z0-9_/.]*\).*/\1/p' "$log" | awk '!seen[$0]++')
+}
+
+# gtest BINARY LOG [ARGS...]: runs one GoogleTest binary (output shown and kept in LOG), then tallies it.
+gtest() {
+  local t=$1 log=$2; shift 2
+  "$BUILD/$t" --gtest_output="xml:${log%.log}.xml" "$@" ${GTEST_ARGS:-} 2>&1 | tee "$log"
+  tally "$t" "$log"
+}
+
+for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
+  [ -x "$BUILD/$t" ] || { echo "missing $BUILD/$t" >&2; rc=1; failed=$((failed + 1)); failed_names+=("missing $BUILD/$t"); continue; }
+  t0=$SECONDS
+  if [ "$t" = kvio_unit_tests ]; then
+    echo "=== $t"
+    gtest "$t" "$res/$t.log"
+    stage unit "$t0"
+    continue
+  fi
+  if [ -n "${SAN:-}" ]; then
+    # Under SAN the e2e binary runs its file-level tests: the readers, validate/distill/replay/compare/dump on
+    # files, the CLI's errors, simulate's logical and tmpfs runs (KVIO_SAN_E2E_FILTER overrides). The others
+    # bound timings that sanitizers slow several-fold (a signal 0.6 s into gen, depths under load) or boot the
+    # NVMe guest's static kvio, which cannot link the sanitizer runtimes; they run in the normal build and are
+    # counted here as skipped.
+    filter=${KVIO_SAN_E2E_FILTER:-$SAN_E2E_FILTER}
+    all=$("$BUILD/$t" --gtest_list_tests | grep -c '^  ')
+    n=$("$BUILD/$t" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')
+    echo "=== $t (SAN=$SAN: $n of $all e2e tests run sanitized; the other $((all - n)) run in the normal build only)"
+    skipped=$((skipped + all - n))
+    gtest "$t" "$res/$t.log" --gtest_filter="$filter"
+    stage "e2e (SAN)" "$t0"
+    continue
+  fi
+  # The e2e tests but the guest's, sharded: each test makes its own loop devices, files and mounts, and a test that
+  # looks at global state (losetup -a, /proc/mounts) looks for its own paths, so shards do not meet.
+  jobs=${KVIO_E2E_JOBS:-$(nproc)}
+  [[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
+  filter=${KVIO_E2E_FILTER:-*}-$GUEST_FILTER
+  echo "=== $t in $jobs shards (log per shard: $res/$t.shardN.log; each shard's output follows when it ends)"
+  pids=()
+  for ((i = 0; i < jobs; i++)); do
+    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$i "$BUILD/$t" --gtest_filter="$filter" \
+      --gtest_output="xml:$res/$t.shard$i.xml" ${GTEST_ARGS:-} >"$res/$t.shard$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < jobs; i++)); do
+    wait "${pids[$i]}"
+    echo "--- shard $((i + 1)) of $jobs"
+    cat "$res/$t.shard$i.log"
+    tally "$t" "$res/$t.shard$i.log"
+  done
+  stage e2e "$t0"
+  t0=$SECONDS
+  echo "=== $t: the NVMe guest"
+  gtest "$t" "$res/$t.guest.log" --gtest_filter="$GUEST_FILTER"
+  stage guest "$t0"
 done
+t0=$SECONDS
 for src in tests/fuzz/fuzz_*.cpp; do
   t=$(basename "$src" .cpp); t=${t#fuzz_}
   bin="$BUILD/fuzz-replay/$t"
@@ -55,6 +106,7 @@ for src in tests/fuzz/fuzz_*.cpp; do
   echo "=== fuzz corpus $t"
   if timeout 600 "$bin" "tests/fuzz/corpus/$t"; then passed=$((passed + 1)); else echo "fuzz corpus $t: FAILED" >&2; failed=$((failed + 1)); failed_names+=("fuzz corpus $t"); fi
 done
+stage "fuzz replays" "$t0"
 [ "$failed" -gt 0 ] && rc=1
 echo
 for n in "${failed_names[@]}"; do echo "failed: $n"; done

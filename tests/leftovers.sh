@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# What a test run leaves on the machine outside the clone: loop devices, mounts, network namespaces, processes of
+# the tools the tests start, and entries in the temporary directories.
+#   tests/leftovers.sh snapshot FILE   records the machine's state before a run
+#   tests/leftovers.sh check FILE      compares with it; prints each new thing and exits 1 if there is any
+# .ci/run takes a snapshot first and checks at its end (docs/testing.md, "Leaving nothing behind").
+set -uo pipefail
+
+# The processes the tests start (a killed test binary can orphan them).
+TOOLS='kvio|kvio_e2e_tests|kvio_unit_tests|fio|qemu-system-x86|redis-server|prometheus|stress-ng|mpirun|orted|xfs_io|dd'
+# The temporary directories a test may write to.
+TMPDIRS=(/tmp /var/tmp /dev/shm)
+
+state() {
+    losetup -n -O NAME,BACK-FILE 2>/dev/null | awk '{ print "loop " $1 " " $2 }'
+    awk '{ print "mount " $5 }' /proc/self/mountinfo
+    ip netns list 2>/dev/null | awk '{ print "netns " $1 }'
+    # Processes by name, not pid: a new pid of an old daemon is not a leftover, a new name is.
+    ps -eo comm= | grep -Ex "$TOOLS" | sort | uniq -c | awk '{ print "proc " $2 " x" $1 }'
+    for d in "${TMPDIRS[@]}"; do
+        for f in "$d"/* "$d"/.[!.]*; do [ -e "$f" ] || [ -L "$f" ] && echo "file $f"; done
+    done
+}
+
+case "${1:-}" in
+snapshot)
+    [ -n "${2:-}" ] || { echo "usage: $0 snapshot FILE" >&2; exit 2; }
+    state | sort > "$2"
+    ;;
+check)
+    [ -r "${2:-}" ] || { echo "usage: $0 check FILE (a snapshot)" >&2; exit 2; }
+    new=$(comm -13 "$2" <(state | sort))
+    # The snapshot file itself, when it lives in a temporary directory.
+    new=$(grep -vxF "file $2" <<<"$new")
+    if [ -n "$new" ]; then
+        echo "leftovers: the run left these behind:"
+        sed 's/^/  /' <<<"$new"
+        exit 1
+    fi
+    echo "leftovers: none (loop devices, mounts, netns, processes, $(IFS=,; echo "${TMPDIRS[*]}"))"
+    ;;
+*)
+    echo "usage: $0 snapshot FILE | check FILE" >&2
+    exit 2
+    ;;
+esac
