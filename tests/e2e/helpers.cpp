@@ -31,6 +31,11 @@ std::string kvio_bin() {
     return b ? b : "build/kvio";
 }
 
+std::string trace_in_background(const std::string& ready, const std::string& args, const std::string& var) {
+    return "rm -f " + ready + "; " + kvio_bin() + " trace --ready-file " + ready + " " + args + " & " + var + "=$!; " +
+           "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; ";
+}
+
 TempDir::TempDir(const std::string& base) {
     std::string tmpl = base + "/kvio-test-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp under " + base + " failed");

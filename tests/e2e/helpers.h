@@ -18,6 +18,10 @@ struct CmdResult {
 CmdResult run(const std::string& cmd);
 /// Path of the kvio binary under test ($KVIO_BIN, default build/kvio).
 std::string kvio_bin();
+/// Shell text that starts `kvio trace --ready-file READY ARGS` in the background (its pid in $`var`) and waits, up to
+/// 30 s, until the trace is attached, so what the script does next is traced however long loading BPF takes on a busy
+/// machine (a fixed `sleep 1` there missed the workload at a load of 8 on 2 CPUs). Ends with "; ".
+std::string trace_in_background(const std::string& ready, const std::string& args, const std::string& var = "t");
 
 /// A temporary directory removed (recursively) at destruction. Under /var/tmp by default, never tmpfs-only;
 /// `base` "/dev/shm" for images a test writes that need not reach the disk.

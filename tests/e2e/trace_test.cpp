@@ -229,8 +229,8 @@ TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
 
 TEST(Trace, SigintFlushesCompleteOutputs) {
     TempDir dir;
-    auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl") +
-                 " & p=$!; sleep 1; kill -INT $p; wait $p");
+    auto r = run(trace_in_background(dir.file("ready"), "-q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"), "p") +
+                 "kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 0) << r.err;
     auto s = json::parse(slurp(dir.file("t.json")));
     EXPECT_EQ(s["schema"], "kvio.trace/1");
@@ -265,8 +265,8 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
     TempDir dir;
     LoopDevice loop(64ull << 20);
     const std::string bin = dir.file("ev.kvb"), jsonl = dir.file("ev.jsonl");
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --duration 4 --events " + bin + " --events-format bin & b=$!; " +
-                 kvio_bin() + " trace -q -d " + loop.name + " --duration 4 --events " + jsonl + " & j=$!; sleep 1.5; " +
+    auto r = run(trace_in_background(dir.file("ready-b"), "-q -d " + loop.name + " --duration 4 --events " + bin + " --events-format bin", "b") +
+                 trace_in_background(dir.file("ready-j"), "-q -d " + loop.name + " --duration 4 --events " + jsonl, "j") +
                  "dd if=/dev/zero of=" + loop.path + " bs=256k count=24 oflag=direct status=none && " +
                  "dd if=" + loop.path + " of=/dev/null bs=64k count=40 iflag=direct status=none; wait $b && wait $j");
     ASSERT_EQ(r.status, 0) << r.err;
@@ -314,7 +314,7 @@ TEST(Trace, HangupFlushesAndStdoutStaysClean) {
     TempDir dir;
     // SIGHUP (a closed terminal) stops like SIGTERM: outputs flushed, the command ended, exit 128 + 1 (before: 0, as
     // if the command had run to its end).
-    auto r = run(kvio_bin() + " trace -q --events " + dir.file("h.jsonl") + " -- sleep 30 & p=$!; sleep 1; kill -HUP $p; wait $p");
+    auto r = run(trace_in_background(dir.file("ready"), "-q --events " + dir.file("h.jsonl") + " -- sleep 30", "p") + "kill -HUP $p; wait $p");
     EXPECT_EQ(r.status, 128 + 1) << r.err;
     EXPECT_NE(r.err.find("kvio trace: stopped by signal 1 (Hangup)"), std::string::npos) << r.err;
     auto evs = read_jsonl(dir.file("h.jsonl"));
@@ -345,7 +345,7 @@ TEST(Trace, CaptureSurvivesKillAndPipesAndDumpRefusesItself) {
     LoopDevice loop(64ull << 20);
     const std::string cap = dir.file("low.kvb");
     // A quiet device: 40 reads, then SIGKILL. Records reach the file within a second (all but the last 4 KiB).
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin & t=$!; sleep 1; " +
+    auto r = run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " --events " + cap + " --events-format bin") +
                  "for i in $(seq 1 40); do dd if=" + loop.path + " of=/dev/null bs=4k count=1 skip=$i iflag=direct status=none; done; " +
                  "sleep 2; kill -KILL $t; wait $t; true");
     ASSERT_EQ(r.status, 0) << r.err;
@@ -475,7 +475,8 @@ TEST(Trace, SigkillOfTheTraceEndsTheCommandAndItsChildren) {
     // Nothing in kvio runs after SIGKILL: the command and what it started must still not outlive the trace.
     // (Processes are listed unless zombies: killed ones wait for an init that may be slow to reap them.)
     const std::string alive = "ps -eo stat=,comm=,args= | awk '$1 !~ /^Z/' | ";
-    auto r = run(kvio_bin() + " trace -q -- sh -c 'sleep 63.25 & sleep 63.5; wait' & t=$!; sleep 1.5; kill -KILL $t; "
+    TempDir dir;
+    auto r = run(trace_in_background(dir.file("ready"), "-q -- sh -c 'sleep 63.25 & sleep 63.5; wait'") + "sleep 0.5; kill -KILL $t; "
                  "wait $t; sleep 0.5; " + alive + "awk '$2 == \"sleep\" && ($4 == \"63.25\" || $4 == \"63.5\")'");
     EXPECT_EQ(r.out, "") << "left running after the trace was killed";
     run("pkill -KILL -f 'slee[p] 63.[25]'");
@@ -488,8 +489,8 @@ TEST(Trace, SigintWhileACommandRunsExits130) {
     // fio exits 128 on SIGINT and a command ended by the stop's SIGTERM exits 0: either way a Ctrl-C'd trace of a
     // command exits 130, as a shell reports an interrupted job, with its outputs written.
     TempDir dir;
-    auto r = run(kvio_bin() + " trace -q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait' "
-                 "& p=$!; sleep 1; kill -INT $p; wait $p");
+    auto r = run(trace_in_background(dir.file("ready"), "-q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait'", "p") +
+                 "sleep 0.3; kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 130) << r.err;
     EXPECT_NE(r.err.find("kvio trace: stopped by signal 2 (Interrupt); outputs written"), std::string::npos) << r.err;
     EXPECT_EQ(json::parse(slurp(dir.file("t.json")))["schema"], "kvio.trace/1");
@@ -549,8 +550,8 @@ TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
         if (mode == "child") {
             r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js + " -- " + fio);
         } else {
-            r = run(kvio_bin() + " trace -q -d " + loop.name + " -c fio --events " + ev + " --json " + js + " & t=$!; sleep 2; " +
-                    fio + "; sleep 0.3; kill -INT $t; wait $t");
+            r = run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " -c fio --events " + ev + " --json " + js) + fio +
+                    "; sleep 0.3; kill -INT $t; wait $t");
         }
         ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
         auto reads = cmds_of(read_jsonl(ev), loop.majmin, "read");
