@@ -20,7 +20,8 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
-CXXFLAGS += $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
+# Under SAN the libraries are built at -O1 (ASan's usual level; it compiles in about half the time of -O2).
+CXXFLAGS += $(if $(SAN),-O1 -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
 LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 # libxlsxwriter (kvio simulate --xlsx-output): found by pkg-config; without it the export writes CSV.
 XLSX_LIBS   := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
@@ -92,6 +93,11 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@echo "  SKEL     $@"
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# The tests' own code is orchestration and assertions: compiled without optimisation and with line tables only, it
+# builds 2-3 times faster (a GoogleTest file of many assertions took minutes at -O2 under ASan); the code under test
+# keeps CXXFLAGS. Appended, so these win over CXXFLAGS' -O and -g.
+$(BUILD)/tests/%.o: CXXFLAGS += -O0 -g1
 
 $(BUILD)/%.o: %.cpp
 	@mkdir -p $(@D)
