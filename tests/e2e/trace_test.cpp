@@ -272,7 +272,9 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
     ASSERT_EQ(r.status, 0) << r.err;
     auto d = run(kvio_bin() + " dump " + bin + " -o " + dir.file("dumped.jsonl"));
     ASSERT_EQ(d.status, 0) << d.err;
-    // Each trace stamps its own programs' runs: times differ by microseconds, everything else is equal.
+    // Each trace stamps its own programs' runs: times differ by microseconds on a quiet machine, everything else is
+    // equal. The two tracers' programs run one after the other at each tracepoint and can be preempted in between
+    // (1.47 ms apart beside stress-ng --cpu 2), so the bound is 100 ms: it still tells two commands apart.
     auto records = [](const std::string& path) {
         std::map<std::pair<uint64_t, std::string>, json> m;
         for (auto& j : read_jsonl(path))
@@ -286,7 +288,7 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
         json x = ia->second, y = ib->second;
         for (const char* t : {"ts_issue", "ts_complete"}) {
             ASSERT_TRUE(x.contains(t) && y.contains(t)) << x.dump() << "\n" << y.dump();
-            EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 1'000'000) << t << ": " << x.dump() << "\n" << y.dump();
+            EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 100'000'000) << t << ": " << x.dump() << "\n" << y.dump();
         }
         for (auto* j : {&x, &y})
             for (const char* t : {"ts_issue", "ts_complete", "d2c_ns", "ts_insert", "q2d_ns"}) j->erase(t);
