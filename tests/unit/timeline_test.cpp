@@ -1,4 +1,4 @@
-// userspace/perfetto_timeline: the Chrome JSON trace-event file on synthetic traces with known answers, checked by
+// report/perfetto_timeline: the Chrome JSON trace-event file on synthetic traces with known answers, checked by
 // tests/timeline_check.h (the format's rules), and the checker itself on files that break them.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "common/input_file.h"
 #include "common/jsonl.h"
 #include "tests/timeline_check.h"
-#include "userspace/perfetto_timeline.h"
+#include "report/perfetto_timeline.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
 

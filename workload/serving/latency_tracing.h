@@ -41,7 +41,7 @@ public:
     /// Starts `<kvio_exe> trace -q -d <disk of cache_dir> --events DIR/events.jsonl --json DIR/trace.json
     /// --ready-file DIR/ready` (plus --syscalls) in its own process group (stdout/stderr to DIR/trace.log) and waits until it has
     /// attached. Only the device filter is used: a process filter would miss the commands kworkers issue for the
-    /// simulation (writeback, plugged requests; see userspace/run_pipeline.cpp). Throws kvio::Error when the
+    /// simulation (writeback, plugged requests; see run/run_pipeline.cpp). Throws kvio::Error when the
     /// cache dir is not on a block device or the tracer does not start (its log's last line in the message).
     explicit LatencyTracing(const LatencyTracingOptions& o);
     /// Stops a tracer that finish() did not (SIGINT, then waits); removes a temporary directory.
