@@ -13,7 +13,7 @@ namespace kvio::cli {
 void add_dump_command(CLI::App& app) {
     struct Opts {
         std::string in, out;
-        timeline::Options tl;
+        report::TimelineOptions tl;
     };
     auto o = std::make_shared<Opts>();
     auto* sub = app.add_subcommand(
@@ -42,7 +42,7 @@ void add_dump_command(CLI::App& app) {
             return;
         }
         o->tl.events = o->in;
-        const timeline::Stats s = timeline::write_perfetto(o->tl);
+        const report::TimelineStats s = report::write_perfetto(o->tl);
         std::fprintf(stderr, "kvio dump: %s: %llu commands on %llu device tracks, %llu syscalls, %llu object ops, %llu flows\n",
                      o->tl.out.c_str(), (unsigned long long)s.commands, (unsigned long long)s.device_tracks,
                      (unsigned long long)s.syscalls, (unsigned long long)s.ops, (unsigned long long)s.flows);

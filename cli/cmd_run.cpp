@@ -91,7 +91,7 @@ void add_run_command(CLI::App& app) {
     sub->callback([o, report_only, sub_count] {
         auto& r = o->run;
         if (!report_only->empty()) {
-            run::write_report(*report_only, *report_only + "/report.html");
+            report::write_report(*report_only, *report_only + "/report.html");
             std::printf("report: %s/report.html\n", report_only->c_str());
             return;
         }

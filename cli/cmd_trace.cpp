@@ -21,12 +21,12 @@ namespace kvio::cli {
 namespace {
 /// `kvio trace --perfetto`: the timeline of the events just written (a temporary capture is removed after).
 void write_trace_timeline(const std::string& events, const std::string& out, bool temp_events) {
-    timeline::Options t;
+    report::TimelineOptions t;
     t.events = events;
     t.out = out;
-    timeline::Stats s;
+    report::TimelineStats s;
     try {
-        s = timeline::write_perfetto(t);
+        s = report::write_perfetto(t);
     } catch (...) {
         if (temp_events) std::remove(events.c_str());
         throw;

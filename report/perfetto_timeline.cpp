@@ -19,7 +19,7 @@
 #include "validate/semantic.h"
 #include "validate/validate.h"
 
-namespace kvio::timeline {
+namespace kvio::report {
 
 namespace {
 
@@ -130,7 +130,7 @@ json meta(const char* what, int64_t pid, int64_t tid, const json& args) {
 
 }  // namespace
 
-Stats write_perfetto(const Options& o) {
+TimelineStats write_perfetto(const TimelineOptions& o) {
     // ---- read ----
     struct Track {
         std::string name;
@@ -243,7 +243,7 @@ Stats write_perfetto(const Options& o) {
     auto dev_pid = [](uint32_t track) { return kSynthetic + 1 + int64_t(track); };
     auto slot_tid = [](uint32_t track, uint32_t slot) { return kSynthetic + (int64_t(track) << 16) + int64_t(slot); };
 
-    Stats st;
+    TimelineStats st;
     st.commands = cmds.size();
     st.syscalls = calls.size();
     st.ops = ops.size();
@@ -325,4 +325,4 @@ Stats write_perfetto(const Options& o) {
     return st;
 }
 
-}  // namespace kvio::timeline
+}  // namespace kvio::report

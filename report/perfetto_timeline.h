@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-namespace kvio::timeline {
+namespace kvio::report {
 
-struct Options {
+struct TimelineOptions {
     std::string events;      ///< kvio.events/1 JSONL or a kvio.events.bin/1 capture
     std::string semantic;    ///< kvio.semantic/1 JSONL; "" = no object ops, no flows
     std::string record;      ///< optional record manifest for the join's geometry (kvio gen --record)
@@ -31,7 +31,7 @@ struct Options {
 };
 
 /// What was written.
-struct Stats {
+struct TimelineStats {
     uint64_t commands = 0;       ///< command slices (= cmd records in the events file)
     uint64_t syscalls = 0;       ///< syscall slices
     uint64_t ops = 0;            ///< object op slices
@@ -47,6 +47,6 @@ struct Stats {
 /// Reads `o.events` (and `o.semantic`), writes `o.out`. Timestamps are relative to the earliest one in the inputs
 /// (CLOCK_MONOTONIC ns; its value is otherData.t0_ns), written in µs with ns resolution (3 decimals).
 /// Throws kvio::Error naming the file (FILE:LINE: field ...) on unreadable or malformed input, or on a failed write.
-Stats write_perfetto(const Options& o);
+TimelineStats write_perfetto(const TimelineOptions& o);
 
-}  // namespace kvio::timeline
+}  // namespace kvio::report

@@ -13,7 +13,7 @@
 #include "report/report_simulation.h"
 #include "report/svg_chart.h"
 
-namespace kvio::run {
+namespace kvio::report {
 
 using report::html_escape;
 using report::human_ns;
@@ -384,4 +384,4 @@ void write_report(const std::string& dir, const std::string& path) {
     if (!f.flush()) throw Error("report: cannot write " + path);
 }
 
-}  // namespace kvio::run
+}  // namespace kvio::report

@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-namespace kvio::run {
+namespace kvio::report {
 
 /// Renders OUT_DIR's run.json, trace.json (kvio.trace/1), events.jsonl (kvio.events/1), semantic.jsonl
 /// (kvio.semantic/1), validate.json (kvio.validate/1), verify.json and job.fio into one HTML file at `path`:
@@ -10,4 +10,4 @@ namespace kvio::run {
 /// #timeline (object ops vs device commands), #job, #files. Throws kvio::Error when an input is unreadable.
 void write_report(const std::string& out_dir, const std::string& path);
 
-}  // namespace kvio::run
+}  // namespace kvio::report

@@ -8,7 +8,7 @@
 #include "report/svg_chart.h"
 #include "workload/serving/stats_util.h"
 
-namespace kvio::run {
+namespace kvio::report {
 
 namespace {
 
@@ -139,4 +139,4 @@ std::string simulation_section(const json& sim, const json& dh) {
     return h.str();
 }
 
-}  // namespace kvio::run
+}  // namespace kvio::report

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kvio::run {
+namespace kvio::report {
 
 /// The section's HTML: tables #sim-requests (completed, rate, tokens, offered load, stop), #sim-qos (per QoS class:
 /// requests, latency percentiles, SLA target and whether it was met), #sim-tiers (per cache tier: backend, limit,
@@ -15,4 +15,4 @@ namespace kvio::run {
 /// histograms of the traced disk: interpolated inside log2 buckets). Missing keys show as "n/a".
 std::string simulation_section(const nlohmann::json& sim, const nlohmann::json& device_histograms);
 
-}  // namespace kvio::run
+}  // namespace kvio::report

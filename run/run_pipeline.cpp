@@ -442,13 +442,13 @@ RunResult run_all(const RunOptions& o) {
     {
         Stopwatch sw;
         say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
-        timeline::Options to;
+        report::TimelineOptions to;
         to.events = P("events.jsonl");
         to.semantic = P("semantic.jsonl");
         if (!sim) to.record = P("record.json");
         to.trace_json = P("trace.json");
         to.out = P("timeline.json");
-        const timeline::Stats ts = timeline::write_perfetto(to);
+        const report::TimelineStats ts = report::write_perfetto(to);
         doc["timeline"] = {{"path", to.out}, {"commands", ts.commands}, {"syscalls", ts.syscalls}, {"ops", ts.ops},
                            {"flows", ts.flows}, {"device_tracks", ts.device_tracks}, {"threads", ts.threads},
                            {"max_slots", ts.max_slots}};
@@ -473,7 +473,7 @@ RunResult run_all(const RunOptions& o) {
     write_json_file(P("run.json"), doc);
 
     say("report (HTML)");  // its path is in the summary on stdout, once
-    write_report(out, P("report.html"));
+    report::write_report(out, P("report.html"));
     check_interrupt();
 
     RunResult r;

@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 
-namespace kvio {
+namespace kvio::trace {
 
 namespace {
 
@@ -223,4 +223,4 @@ void HttpServer::service(uint64_t now_ns) {
     std::erase_if(conns_, [](const Conn& c) { return c.fd < 0; });
 }
 
-}  // namespace kvio
+}  // namespace kvio::trace

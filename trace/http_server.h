@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kvio {
+namespace kvio::trace {
 
 struct HttpRequest {
     std::string method;  ///< "GET" or "HEAD" (others are answered 405 before the handler)
@@ -72,4 +72,4 @@ private:
 /// Splits "ADDR:PORT" / "[V6]:PORT" / ":PORT" into host ("" for any) and port; throws kvio::Error on another shape.
 std::pair<std::string, std::string> split_host_port(const std::string& listen);
 
-}  // namespace kvio
+}  // namespace kvio::trace
