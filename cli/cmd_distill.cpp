@@ -14,7 +14,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/jsonl.h"
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"

@@ -20,7 +20,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/jsonl.h"
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
@@ -366,7 +366,7 @@ RunResult run_all(const RunOptions& o) {
 
     // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
     // would quietly shrink it and the fidelity would describe another workload.
-    distiller::EventTrace ev = distiller::load_events(P("events.jsonl"), distiller::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
+    kvio::EventTrace ev = kvio::load_events(P("events.jsonl"), kvio::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
     distiller::Profile orig = distiller::profile_events(ev);
     const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
 
@@ -421,9 +421,9 @@ RunResult run_all(const RunOptions& o) {
         int st = StageProcess(a, P("verify.log"), true).wait();
         check_interrupt();
         if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
-        distiller::EventFilter f;
+        kvio::EventFilter f;
         f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
-        distiller::EventTrace rev = distiller::load_events(P("replay.events.jsonl"), f);
+        kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
         distiller::Profile rep = distiller::profile_events(rev);
         distiller::Fidelity fid = distiller::score(orig, rep);
         distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));

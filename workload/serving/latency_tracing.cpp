@@ -18,7 +18,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/exec_logged.h"
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fio_job.h"
 #include "distiller/profile.h"
 #include "validate/validate.h"

@@ -1,4 +1,5 @@
-// Reading `kvio trace --events` (kvio.events/1, docs/formats.md) into device commands for the distiller.
+// Reading `kvio trace --events` (kvio.events/1, docs/formats.md) into device commands: the event model the
+// distiller, replay and `kvio run` read traces through.
 #pragma once
 #include <csignal>
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include "common/events_reader.h"
 
-namespace kvio::distiller {
+namespace kvio {
 
 /// Direction of a device command, as the `op` field names it.
 using Op = kvio::IoOp;
@@ -86,4 +87,4 @@ EventTrace load_events(const std::string& path, const EventFilter& filter, const
 std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter,
                                         const volatile sig_atomic_t* stop = nullptr);
 
-}  // namespace kvio::distiller
+}  // namespace kvio

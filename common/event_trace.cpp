@@ -1,4 +1,4 @@
-#include "distiller/events.h"
+#include "common/event_trace.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/events_reader.h"
 
-namespace kvio::distiller {
+namespace kvio {
 
 namespace {
 /// A command this far behind its issue-order place (in the completion-ordered file) stops the in-place insertion.
@@ -160,4 +160,4 @@ std::vector<EventTrace> load_all_events(const std::string& path, const EventFilt
     return out;
 }
 
-}  // namespace kvio::distiller
+}  // namespace kvio
