@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/simulate_options.h"
+#include "run/latency_tracing.h"
 #include "workload/serving/mpi_client.h"
 #include "workload/serving/multi_client.h"
 #include "workload/serving/simulate.h"
@@ -25,7 +26,8 @@ void add_simulate_command(CLI::App& app) {
         std::ostream* console = c->quiet ? nullptr : &std::cout;
         serving::SimResult r = c->mpi               ? serving::run_mpi_client(*c, console, &std::cerr)
                                : c->num_clients > 1 ? serving::run_clients(*c, console, &std::cerr)
-                                                    : serving::run_simulation(*c, console, &std::cerr);
+                                                    : serving::run_simulation(*c, console, &std::cerr,
+                                                                              {.start_tracing = run::start_latency_tracing});
         if (!r.output_path.empty()) std::cerr << "simulate: results written to " << r.output_path << "\n";
         if (r.exit_code != 0) throw CLI::RuntimeError(r.exit_code);
     });

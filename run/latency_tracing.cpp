@@ -1,4 +1,4 @@
-#include "workload/serving/latency_tracing.h"
+#include "run/latency_tracing.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,7 +23,7 @@
 #include "distiller/profile.h"
 #include "validate/validate.h"
 
-namespace kvio::serving {
+namespace kvio::run {
 
 namespace fs = std::filesystem;
 
@@ -46,7 +46,7 @@ int wait_status(pid_t pid) {
 
 }  // namespace
 
-LatencyTracingOptions latency_tracing_options(const SimConfig& c) {
+LatencyTracingOptions latency_tracing_options(const serving::SimConfig& c) {
     LatencyTracingOptions o;
     const char* tmp = std::getenv("TMPDIR");
     o.cache_dir = !c.cache_dir.empty() ? c.cache_dir : tmp && *tmp ? tmp : "/tmp";
@@ -195,4 +195,26 @@ void add_latency_tracing_results(const LatencyTracingResult& r, nlohmann::ordere
     results["kvio"]["validation"] = r.validation;
 }
 
-}  // namespace kvio::serving
+namespace {
+
+class LatencyTracingHook : public serving::StorageTracing {
+public:
+    explicit LatencyTracingHook(const serving::SimConfig& c) : tracing_(latency_tracing_options(c)) {}
+    std::string semantic_path() const override { return tracing_.semantic_path(); }
+    std::vector<std::string> finish(nlohmann::ordered_json& results) override {
+        const LatencyTracingResult r = tracing_.finish();
+        add_latency_tracing_results(r, results);
+        return r.warnings;
+    }
+
+private:
+    LatencyTracing tracing_;
+};
+
+}  // namespace
+
+std::unique_ptr<serving::StorageTracing> start_latency_tracing(const serving::SimConfig& c) {
+    return std::make_unique<LatencyTracingHook>(c);
+}
+
+}  // namespace kvio::run

@@ -1,4 +1,4 @@
-// --enable-latency-tracing (issue item 7): kvio's own tracer on the simulation's cache device, instead of the
+// --enable-latency-tracing: kvio's own tracer on the simulation's cache device, instead of the
 // benchmark's bpftrace script. A child `kvio trace` writes kvio.events/1 and kvio.trace/1; the storage tier writes
 // kvio.semantic/1 (storage_semantic.h) to semantic_path(); at the end the tracer is stopped (SIGINT) and the results
 // get the benchmark's `device_latency_tracing` (histograms) and `fio_workload` (a fio job distilled from the
@@ -6,6 +6,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "workload/serving/config.h"
+#include "workload/serving/simulate.h"
 
-namespace kvio::serving {
+namespace kvio::run {
 
 struct LatencyTracingOptions {
     std::string cache_dir;                  ///< the storage tier's directory (or its nearest existing parent): its disk is traced
@@ -70,10 +72,14 @@ private:
 
 /// The options of a simulation run: cache_dir = --cache-dir (else $TMPDIR or /tmp, where the cache makes its
 /// temporary directory), trace_dir = --trace-dir, syscalls = --trace-syscalls, kvio_exe = /proc/self/exe.
-LatencyTracingOptions latency_tracing_options(const SimConfig& c);
+LatencyTracingOptions latency_tracing_options(const serving::SimConfig& c);
 
 /// Puts `r` into a results document: "device_latency_tracing", "fio_workload" (the benchmark's keys) and
 /// "kvio"."validation".
 void add_latency_tracing_results(const LatencyTracingResult& r, nlohmann::ordered_json& results);
 
-}  // namespace kvio::serving
+/// serving::SimHooks::start_tracing for `kvio simulate`: a LatencyTracing with latency_tracing_options(c), whose
+/// finish adds its results (add_latency_tracing_results) and returns its warnings.
+std::unique_ptr<serving::StorageTracing> start_latency_tracing(const serving::SimConfig& c);
+
+}  // namespace kvio::run
