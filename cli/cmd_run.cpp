@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/simulate_options.h"
 #include "report/report_html.h"
 #include "run/run_pipeline.h"
 
@@ -22,6 +23,7 @@ void add_run_command(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     o->model.model = "llama3.1-8b";
     o->run.num_chunks = 8;
+    o->run.check_simulate_args = check_simulate_args;
     auto* sub = app.add_subcommand(
         "run",
         "The whole story on one device: `kvio gen` under `kvio trace --events`, `kvio validate`, `kvio distill` (fio job and "

@@ -31,7 +31,6 @@
 #include "report/perfetto_timeline.h"
 #include "report/report_html.h"
 #include "run/run_guard.h"
-#include "cli/simulate_options.h"
 #include "run/stage_process.h"
 #include "validate/validate.h"
 #include "workload/gen.h"
@@ -214,12 +213,12 @@ RunResult run_all(const RunOptions& o) {
         if (fs::exists(out, ec) && !fs::is_empty(out, ec))
             throw Error("--out " + out + " is not empty; give a new or empty directory");
     }
-    if (sim) {
+    if (sim && o.check_simulate_args) {
         // simulate's own parser, before a device is touched: a bad --sim-arg fails here, not after mkfs.
         const std::string abs_out = fs::absolute(out).lexically_normal().string();
         std::vector<std::string> argv = simulate_argv("kvio", o.sim, abs_out + "/mnt/cache", abs_out);
         try {
-            cli::check_simulate_args({argv.begin() + 2, argv.end()});
+            o.check_simulate_args({argv.begin() + 2, argv.end()});
         } catch (const Error& e) {
             throw Error(std::string("--workload simulate: ") + e.what());
         }

@@ -1,6 +1,7 @@
 // `kvio run`: the whole story on one device — gen under trace, validate, distill, verify, report.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct RunOptions {
     bool force = false;                 ///< write a --target whose first MiB holds data (never a mounted one)
     std::string kvio_exe = "/proc/self/exe";
     std::ostream* progress = nullptr;   ///< one line per stage (stderr)
+    /// `--workload simulate`: checks simulate's arguments (what follows "simulate") as simulate's own parser would,
+    /// before a device is touched (the CLI gives cli::check_simulate_args); throws kvio::Error. Empty: not checked.
+    std::function<void(const std::vector<std::string>&)> check_simulate_args;
 };
 
 /// Raised when SIGINT/SIGTERM/SIGHUP stopped the run; everything created was already cleaned up.
