@@ -1,7 +1,7 @@
 # kvio — top-level build.  `make` builds $(BUILD)/kvio; `make test` runs the tests;
 # `make deps` installs the Debian packages the build and tests need.
 # Libraries: every <lib>/*.cpp compiles into $(BUILD)/lib<lib>.a, one per folder (README.md, "Source map"); the
-# binary is cli/main.cpp over them. BPF: bpf/*.bpf.c -> skeletons.
+# binary is cli/main.cpp over them. BPF: bpf/*.bpf.c -> skeletons. `make check-layers`: no folder includes a higher one.
 .DELETE_ON_ERROR:
 .SECONDARY:
 .SUFFIXES:
@@ -31,7 +31,7 @@ LDLIBS   += $(XLSX_LIBS)
 # -mcpu=v3: atomic fetch-and-add and compare-and-swap (the slot tables; kernel 5.12+)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
-# Highest floor first, so that an archive links before the ones it calls. APP_LIBS: the CLI's
+# Highest floor first (scripts/check-layers.sh), so that an archive links before the ones it calls. APP_LIBS: the CLI's
 # command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
 # them, all the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
 APP_LIBS := cli run report trace
@@ -76,7 +76,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak
+.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak check-layers
 all: $(BUILD)/kvio
 
 deps:
@@ -187,14 +187,20 @@ bench:
 	$(MAKE) $(BUILD)/kvio
 	BUILD=$(BUILD) bash bench/run.sh
 
+# No folder includes a header of a higher floor (README.md, "Source map"); then the check's own self-test: an upward
+# include planted in a copy of the tree must fail it.
+check-layers:
+	bash scripts/check-layers.sh
+	bash scripts/check-layers.sh --self-test
+
 # The test command README.md gives and .ci/run calls.
 # SAN=address,undefined builds into build-san/ and runs the same tests under ASan/UBSan.
-test: deps
+test: check-layers deps
 	$(MAKE) -j$$(nproc) $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS)
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # Tests without installing packages (a developer's loop).
-check: $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS)
+check: check-layers $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS)
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # The main job on an embedded loop device: installs missing packages, builds, runs `kvio run` (needs root).
