@@ -33,7 +33,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 
 # Highest floor first (scripts/check-layers.sh), so that an archive links before the ones it calls. APP_LIBS: the CLI's
 # command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
-# them, all the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
+# them, which the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
 APP_LIBS := cli run report trace
 LIBS     := serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
