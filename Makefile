@@ -1,6 +1,7 @@
 # kvio — top-level build.  `make` builds $(BUILD)/kvio; `make test` runs the tests;
 # `make deps` installs the Debian packages the build and tests need.
-# Libraries: every <lib>/*.cpp compiles into $(BUILD)/lib<lib>.a; BPF: bpf/*.bpf.c -> skeletons.
+# Libraries: every <lib>/*.cpp compiles into $(BUILD)/lib<lib>.a, one per folder (README.md, "Source map"); the
+# binary is cli/main.cpp over them. BPF: bpf/*.bpf.c -> skeletons. `make check-layers`: no folder includes a higher one.
 .DELETE_ON_ERROR:
 .SECONDARY:
 .SUFFIXES:
@@ -31,10 +32,13 @@ LDLIBS   += $(XLSX_LIBS)
 # -mcpu=v3: atomic fetch-and-add and compare-and-swap (the slot tables; kernel 5.12+)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I. -Wall -Wno-unused-function
 
-# serving (the `kvio simulate` workload) lives in workload/serving/ and links before the stages it calls.
+# Highest floor first (scripts/check-layers.sh), so that an archive links before the ones it calls. APP_LIBS: the CLI's
+# command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
+# them, which the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
+APP_LIBS := cli run report trace
 LIBS     := serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
-LIB_SRCS  = $(wildcard $(call LIB_DIR,$(1))/*.cpp)
+LIB_SRCS  = $(filter-out cli/main.cpp,$(wildcard $(call LIB_DIR,$(1))/*.cpp))
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
 
 # Open MPI for `kvio simulate --mpi` (workload/serving/mpi/): pkg-config ompi, else mpicxx --showme. Without it,
@@ -49,6 +53,7 @@ endif
 MPI_IMPL := $(if $(strip $(MPI_LIBS)),mpi_client,mpi_absent)
 LDLIBS   += $(MPI_LIBS)
 LIB_ARCHIVES := $(BUILD)/libserving-$(MPI_IMPL).a $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
+APP_ARCHIVES := $(foreach l,$(APP_LIBS),$(BUILD)/lib$(l).a)
 $(BUILD)/workload/serving/mpi/mpi_client.o: CXXFLAGS += $(MPI_CFLAGS)
 $(BUILD)/libserving-%.a: $(BUILD)/workload/serving/mpi/%.o
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -56,9 +61,7 @@ $(BUILD)/libserving-%.a: $(BUILD)/workload/serving/mpi/%.o
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.skel.h,$(BPF_SRCS))
 
-CLI_SRCS  := $(wildcard userspace/*.cpp)
-CLI_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(CLI_SRCS))
-CLI_LIB_OBJS := $(filter-out $(BUILD)/userspace/main.o,$(CLI_OBJS))
+APP_OBJS  := $(BUILD)/cli/main.o $(foreach l,$(APP_LIBS),$(call LIB_OBJS,$(l)))
 
 UNIT_SRCS := $(wildcard tests/unit/*.cpp)
 E2E_SRCS  := $(wildcard tests/e2e/*.cpp)
@@ -69,12 +72,12 @@ E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 # $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
-FUZZ_CLI_OBJS = $(BUILD)/userspace/events_dump.o $(BUILD)/userspace/capture_records.o $(BUILD)/userspace/event_format.o  # kvio dump's reader
+FUZZ_CLI_OBJS = $(BUILD)/trace/events_dump.o $(BUILD)/trace/capture_records.o $(BUILD)/trace/event_format.o  # kvio dump's reader (not libtrace.a: no BPF skeleton)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak
+.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak check-layers
 all: $(BUILD)/kvio
 
 deps:
@@ -105,8 +108,8 @@ $(BUILD)/%.o: %.cpp
 	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The skeletons must exist before the first compile (order-only); which objects include them, and so rebuild when a
-# BPF program changes, the compiler's .d files say (userspace/tracer.cpp only).
-$(CLI_OBJS): | $(BPF_SKELS)
+# BPF program changes, the compiler's .d files say (trace/tracer.cpp only).
+$(APP_OBJS): | $(BPF_SKELS)
 
 # `kvio --version`: `git describe` of the source tree at build time ("unknown" outside a git checkout). The header
 # is rewritten only when the text changes, so an unchanged tree rebuilds nothing.
@@ -114,7 +117,7 @@ KVIO_VERSION := $(or $(shell git describe --tags --always --dirty 2>/dev/null),u
 $(BUILD)/kvio_version.h: FORCE
 	@mkdir -p $(@D)
 	@v='#define KVIO_VERSION "$(KVIO_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
-$(BUILD)/userspace/main.o: $(BUILD)/kvio_version.h
+$(BUILD)/cli/main.o: $(BUILD)/kvio_version.h
 FORCE:
 
 define LIB_RULE
@@ -122,12 +125,9 @@ $(BUILD)/lib$(1).a: $(call LIB_OBJS,$(1))
 	@mkdir -p $$(@D)
 	$(Q)rm -f $$@ && ar rcs $$@ $$^
 endef
-$(foreach l,$(LIBS),$(eval $(call LIB_RULE,$(l))))
+$(foreach l,$(APP_LIBS) $(LIBS),$(eval $(call LIB_RULE,$(l))))
 
-$(BUILD)/libkviocli.a: $(CLI_LIB_OBJS)
-	$(Q)rm -f $@ && ar rcs $@ $^
-
-$(BUILD)/kvio: $(BUILD)/userspace/main.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/kvio: $(BUILD)/cli/main.o $(APP_ARCHIVES) $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -142,16 +142,16 @@ $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 $(BUILD)/noxlsx/xlsx_export.o: workload/serving/xlsx_export.cpp
 	@mkdir -p $(@D)
 	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
-$(BUILD)/kvio-static: $(BUILD)/userspace/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(BUILD)/libkviocli.a $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))
+$(BUILD)/kvio-static: $(BUILD)/cli/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(APP_ARCHIVES) $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
 
-$(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 
 # The e2e tests run $(BUILD)/kvio (KVIO_BIN): building them brings it up to date too (order-only: no relink of the tests).
-$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES) | $(BUILD)/kvio
+$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES) | $(BUILD)/kvio
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 
@@ -193,18 +193,24 @@ bench:
 	$(MAKE) $(BUILD)/kvio
 	BUILD=$(BUILD) bash bench/run.sh
 
+# No folder includes a header of a higher floor (README.md, "Source map"); then the check's own self-test: an upward
+# include planted in a copy of the tree must fail it.
+check-layers:
+	bash scripts/check-layers.sh
+	bash scripts/check-layers.sh --self-test
+
 # The test command README.md gives and .ci/run calls.
 # SAN=address,undefined builds into build-san/ and runs the same tests under ASan/UBSan.
 # The build is one stage, timed like the test stages (tests/run.sh): everything the tests run is built here, the NVMe
 # guest's static kvio included (not under SAN: the static binary cannot link the sanitizer runtimes).
 TEST_BUILD = $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS) $(if $(SAN),,$(BUILD)/kvio-static)
-test: deps
+test: check-layers deps
 	@t0=$$(date +%s); $(MAKE) -j$$(nproc) $(TEST_BUILD); rc=$$?; \
 	    echo "stage: build$(if $(SAN), (SAN)) $$(($$(date +%s) - t0)) s"; exit $$rc
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # Tests without installing packages (a developer's loop).
-check: $(TEST_BUILD)
+check: check-layers $(TEST_BUILD)
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # The main job on an embedded loop device: installs missing packages, builds, runs `kvio run` (needs root).

@@ -1,5 +1,5 @@
 // Names the tracer's binary op words carry in kvio.events/1 records (docs/formats.md): op, rwbs, syscall.
-// Shared by the JSONL encoder (userspace/event_format) and the binary capture reader (common/events_reader).
+// Shared by the JSONL encoder (trace/event_format) and the binary capture reader (common/events_reader).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 
 namespace kvio::distiller {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fio_job.h"
 #include "distiller/phased_job.h"
 #include "distiller/profile.h"

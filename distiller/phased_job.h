@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fio_job.h"
 #include "distiller/phases.h"
 #include "distiller/profile.h"

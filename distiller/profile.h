@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 
 namespace kvio::distiller {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fio_job.h"
 
 namespace kvio::distiller {

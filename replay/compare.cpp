@@ -19,8 +19,8 @@ uint64_t percentile(const std::vector<uint64_t>& v, double p) {
     return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
-std::vector<const distiller::Cmd*> data_cmds(const DeviceStream& s) {
-    std::vector<const distiller::Cmd*> v;
+std::vector<const kvio::Cmd*> data_cmds(const DeviceStream& s) {
+    std::vector<const kvio::Cmd*> v;
     for (const auto& c : s.cmds)
         if (is_data(c)) v.push_back(&c);
     return v;
@@ -42,7 +42,7 @@ StreamStats stream_stats(const DeviceStream& s) {
         }
         ++st.cmds;
         st.bytes += c.bytes;
-        if (c.op == distiller::Op::Write) ++st.writes, st.write_bytes += c.bytes;
+        if (c.op == kvio::Op::Write) ++st.writes, st.write_bytes += c.bytes;
         else ++st.reads, st.read_bytes += c.bytes;
         ++st.sizes[c.bytes];
         if (c.completion_seen()) d2c.push_back(c.d2c_ns());

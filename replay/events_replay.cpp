@@ -125,7 +125,7 @@ EventsSummary replay_events(const EventsOptions& o) {
             if (*m != off) ++d.wrapped;
             Item it;
             it.dev = di;
-            it.write = c.op == distiller::Op::Write;
+            it.write = c.op == kvio::Op::Write;
             it.offset = *m;
             it.len = c.bytes;
             it.ts_issue = c.ts_issue;

@@ -7,11 +7,11 @@
 namespace kvio::replay {
 
 DeviceStream load_stream(const std::string& path, const std::string& dev, const std::string& choose_with) {
-    distiller::EventFilter f;
+    kvio::EventFilter f;
     f.dev = dev;
-    distiller::EventTrace t;
+    kvio::EventTrace t;
     try {
-        t = distiller::load_events(path, f);
+        t = kvio::load_events(path, f);
     } catch (const Error& e) {
         std::string m = e.what();
         // The distiller's own flag is --dev; the caller's is --map-dev (replay) or --dev-a / --dev-b (compare).
@@ -24,7 +24,7 @@ DeviceStream load_stream(const std::string& path, const std::string& dev, const 
     s.dev = t.dev;
     s.disk = t.disk;
     s.dropped = t.dropped;
-    s.nvme_rows = std::any_of(t.cmds.begin(), t.cmds.end(), [](const distiller::Cmd& c) { return c.nvme; });
+    s.nvme_rows = std::any_of(t.cmds.begin(), t.cmds.end(), [](const kvio::Cmd& c) { return c.nvme; });
     for (auto& c : t.cmds) {
         if (c.nvme != s.nvme_rows) {
             ++s.other_src_rows;
@@ -35,8 +35,8 @@ DeviceStream load_stream(const std::string& path, const std::string& dev, const 
     return s;
 }
 
-bool is_data(const distiller::Cmd& c) {
-    return (c.op == distiller::Op::Read || c.op == distiller::Op::Write) && c.bytes > 0;
+bool is_data(const kvio::Cmd& c) {
+    return (c.op == kvio::Op::Read || c.op == kvio::Op::Write) && c.bytes > 0;
 }
 
 }  // namespace kvio::replay

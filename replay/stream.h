@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 
 namespace kvio::replay {
 
@@ -14,7 +14,7 @@ struct DeviceStream {
     std::string path;                    ///< the events file
     std::string dev, disk;               ///< "MAJ:MIN" and name as the trace wrote them
     bool nvme_rows = false;              ///< the device had src "nvme" rows: only those are kept
-    std::vector<distiller::Cmd> cmds;    ///< one src, sorted by ts_issue (all ops, data or not)
+    std::vector<kvio::Cmd> cmds;    ///< one src, sorted by ts_issue (all ops, data or not)
     uint64_t other_src_rows = 0;         ///< rows dropped because the other src describes the same commands
     uint64_t dropped = 0;                ///< the trace summary's `dropped` (events the tracer lost)
 };
@@ -27,6 +27,6 @@ DeviceStream load_stream(const std::string& path, const std::string& dev,
                          const std::string& choose_with = "--map-dev MAJ:MIN=PATH");
 
 /// True for a read or write with bytes > 0 (what replay reissues).
-bool is_data(const distiller::Cmd& c);
+bool is_data(const kvio::Cmd& c);
 
 }  // namespace kvio::replay

@@ -1,4 +1,4 @@
-// The Chrome JSON trace-event format's rules, as the tests check a kvio timeline (userspace/perfetto_timeline.h)
+// The Chrome JSON trace-event format's rules, as the tests check a kvio timeline (report/perfetto_timeline.h)
 // against them: shared by the unit and e2e tests. Rules (the Trace Event Format document, "JSON Object Format"):
 //   - a JSON object with a "traceEvents" array; every event an object with a string "ph" and integer pid;
 //   - ph is one of the kinds kvio writes: "X" (complete), "M" (metadata), "s"/"f" (flow start / end);

@@ -14,12 +14,13 @@
 
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
-#include "workload/serving/latency_tracing.h"
+#include "run/latency_tracing.h"
 #include "workload/serving/storage_semantic.h"
 #include "workload/target.h"
 
 using namespace kvio;
 using namespace kvio::serving;
+using namespace kvio::run;
 
 
 TEST(SimulateTracing, RefusesTmpfs) {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "tests/e2e/helpers.h"
-#include "userspace/tracer.h"
+#include "trace/tracer.h"
 
 using namespace kvio::test;
 using nlohmann::json;

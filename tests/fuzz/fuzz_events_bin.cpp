@@ -1,8 +1,8 @@
 // libFuzzer target: the binary capture kvio.events.bin/1, read by both of its readers: kvio::EventsReader
-// (validate, distill, replay) and `kvio dump`'s converter back to kvio.events/1 (userspace/events_dump.h).
+// (validate, distill, replay) and `kvio dump`'s converter back to kvio.events/1 (trace/events_dump.h).
 #include "common/error.h"
 #include "tests/fuzz/harness.h"
-#include "userspace/events_dump.h"
+#include "trace/events_dump.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = kvio::fuzz::input_file(data, size);

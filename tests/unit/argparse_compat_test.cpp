@@ -1,9 +1,9 @@
-// kv-cache.py's argparse conventions in front of CLI11 (userspace/argparse_compat.h): unique-prefix abbreviations
+// kv-cache.py's argparse conventions in front of CLI11 (cli/argparse_compat.h): unique-prefix abbreviations
 // and argparse's error messages, checked against the words Python 3.11's argparse prints for the same input.
 #include <gtest/gtest.h>
 
-#include "userspace/argparse_compat.h"
-#include "userspace/simulate_options.h"
+#include "cli/argparse_compat.h"
+#include "cli/simulate_options.h"
 
 using kvio::cli::argparse_check;
 using kvio::cli::ArgparseError;

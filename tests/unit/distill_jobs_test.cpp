@@ -10,12 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fio_job.h"
 #include "distiller/multi_job.h"
 #include "distiller/profile.h"
 #include "distiller/trims.h"
 
+using namespace kvio;
 using namespace kvio::distiller;
 using nlohmann::json;
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "distiller/events.h"
+#include "common/event_trace.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
@@ -22,6 +22,7 @@
 #include "distiller/rounding.h"
 #include "distiller/timeline.h"
 
+using namespace kvio;
 using namespace kvio::distiller;
 using nlohmann::json;
 

@@ -11,10 +11,10 @@
 
 #include "common/error.h"
 #include "common/histogram.h"
-#include "userspace/http_server.h"
-#include "userspace/prom_exposition.h"
-#include "userspace/trace_positionals.h"
-#include "userspace/trace_report.h"
+#include "trace/http_server.h"
+#include "trace/prom_exposition.h"
+#include "trace/trace_positionals.h"
+#include "trace/trace_report.h"
 
 using namespace kvio;
 using namespace kvio::trace;

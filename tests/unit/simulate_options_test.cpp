@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "userspace/simulate_options.h"
+#include "cli/simulate_options.h"
 
 using namespace kvio;
 using kvio::serving::SimConfig;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "userspace/stage_process.h"
+#include "run/stage_process.h"
 
 using namespace kvio::run;
 

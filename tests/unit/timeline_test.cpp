@@ -1,4 +1,4 @@
-// userspace/perfetto_timeline: the Chrome JSON trace-event file on synthetic traces with known answers, checked by
+// report/perfetto_timeline: the Chrome JSON trace-event file on synthetic traces with known answers, checked by
 // tests/timeline_check.h (the format's rules), and the checker itself on files that break them.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "common/input_file.h"
 #include "common/jsonl.h"
 #include "tests/timeline_check.h"
-#include "userspace/perfetto_timeline.h"
+#include "report/perfetto_timeline.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
 
@@ -88,10 +88,10 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
         syscall(102, "fsync", 1000, 1200),
         {{"type", "summary"}, {"events", 8}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}},
     };
-    timeline::Options o;
+    report::TimelineOptions o;
     o.events = t.write("ev.jsonl", ev);
     o.out = t.file("t.json");
-    const timeline::Stats s = timeline::write_perfetto(o);
+    const report::TimelineStats s = report::write_perfetto(o);
     EXPECT_EQ(s.commands, 8u);
     EXPECT_EQ(s.syscalls, 3u);
     EXPECT_EQ(s.max_slots, 3u);       // three writes in flight at once on loop0
@@ -138,12 +138,12 @@ TEST(Timeline, ZstNameWritesOneZstdFrameOfTheSameText) {
     Tmp t;
     std::vector<json> ev;
     for (uint64_t i = 0; i < 3000; ++i) ev.push_back(block_cmd("7:0", "loop0", "write", i * 256, 131072, 1000 + i * 10000, 6000 + i * 10000, 1));
-    timeline::Options o;
+    report::TimelineOptions o;
     o.events = t.write("ev.jsonl", ev);
     o.out = t.file("t.json");
-    timeline::write_perfetto(o);
+    report::write_perfetto(o);
     o.out = t.file("t.json.zst");
-    const timeline::Stats s = timeline::write_perfetto(o);
+    const report::TimelineStats s = report::write_perfetto(o);
     EXPECT_EQ(s.commands, 3000u);
     std::ifstream z(o.out, std::ios::binary);
     std::string raw((std::istreambuf_iterator<char>(z)), std::istreambuf_iterator<char>());
@@ -171,11 +171,11 @@ TEST(Timeline, FlowsFollowTheJoin) {
     vo.semantic = sem;
     const validate::Report rep = validate::run(vo);
     ASSERT_GT(rep.join.joined.cmds, 0u);
-    timeline::Options o;
+    report::TimelineOptions o;
     o.events = ev;
     o.semantic = sem;
     o.out = t.file("t.json");
-    const timeline::Stats s = timeline::write_perfetto(o);
+    const report::TimelineStats s = report::write_perfetto(o);
     EXPECT_EQ(s.commands, ncmds);
     EXPECT_EQ(s.ops, 8u);
     EXPECT_EQ(s.flows, rep.join.joined.cmds);
@@ -220,11 +220,11 @@ TEST(Timeline, CheckerReportsBrokenRules) {
 
 TEST(Timeline, BadInputNamesFileAndLine) {
     Tmp t;
-    timeline::Options o;
+    report::TimelineOptions o;
     o.events = t.write("ev.jsonl", {block_cmd("7:0", "loop0", "write", 0, 4096, 5000, 4000, 1)});
     o.out = t.file("t.json");
     try {
-        timeline::write_perfetto(o);
+        report::write_perfetto(o);
         FAIL() << "ts_complete before ts_issue accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("ev.jsonl:1: field 'ts_complete'"), std::string::npos) << e.what();
@@ -249,11 +249,11 @@ TEST(Timeline, NoFlowsSaysWhichDevicesTheOpsAndTheCommandsAreOn) {
             other.push_back(j);
         }
     }
-    timeline::Options o;
+    report::TimelineOptions o;
     o.events = t.write("other.jsonl", other);
     o.semantic = sem;
     o.out = t.file("t.json");
-    const timeline::Stats s = timeline::write_perfetto(o);
+    const report::TimelineStats s = report::write_perfetto(o);
     EXPECT_EQ(s.ops, 4u);
     EXPECT_EQ(s.flows, 0u);
     ASSERT_FALSE(s.warnings.empty());
@@ -261,7 +261,7 @@ TEST(Timeline, NoFlowsSaysWhichDevicesTheOpsAndTheCommandsAreOn) {
     EXPECT_NE(s.warnings[0].find("7:99"), std::string::npos) << s.warnings[0];
 
     o.events = ev;  // the right device: flows, no warning
-    const timeline::Stats ok = timeline::write_perfetto(o);
+    const report::TimelineStats ok = report::write_perfetto(o);
     EXPECT_GT(ok.flows, 0u);
     EXPECT_TRUE(ok.warnings.empty());
 }

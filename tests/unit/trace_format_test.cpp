@@ -21,10 +21,10 @@
 #include "common/events_reader.h"
 #include "common/input_file.h"
 #include "common/warn.h"
-#include "userspace/event_format.h"
-#include "userspace/event_writer.h"
-#include "userspace/events_dump.h"
-#include "userspace/trace_report.h"
+#include "trace/event_format.h"
+#include "trace/event_writer.h"
+#include "trace/events_dump.h"
+#include "trace/trace_report.h"
 
 using namespace kvio::trace;
 

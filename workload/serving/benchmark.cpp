@@ -33,7 +33,6 @@
 #include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
-#include "workload/serving/latency_tracing.h"
 #include "workload/serving/merge_results.h"
 #include "workload/serving/metrics.h"
 #include "workload/serving/output_path.h"
@@ -775,14 +774,15 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     std::unique_ptr<TraceSource> trace = make_trace_source(c, PyRandom(int64_t(seed_used) + 2).getrandbits(32));
     const double trace_rate = trace ? trace->paced_rate() : 0;
 
-    // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (sim-config's LatencyTracing),
+    // --enable-latency-tracing: kvio's tracer on the disk of the cache directory (SimHooks::start_tracing),
     // started before the first write; the storage tier writes its kvio.semantic/1 records for validation.
     SignalGuard signals;  // before anything long or anything that makes temporary state (tracer dir, cache dir)
-    std::unique_ptr<LatencyTracing> tracing;
+    std::unique_ptr<StorageTracing> tracing;
     if (c.enable_latency_tracing) {
         if (!c.io_trace_log.empty())
             throw Error("simulate: --enable-latency-tracing traces real I/O: it cannot be combined with --io-trace-log");
-        tracing = std::make_unique<LatencyTracing>(latency_tracing_options(c));
+        if (!hooks.start_tracing) throw Error("simulate: --enable-latency-tracing: this caller has no tracer");
+        tracing = hooks.start_tracing(c);
         c.semantic_path = tracing->semantic_path();
     }
     auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
@@ -824,9 +824,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     doc["kvio"] = kv;
     cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
     if (tracing) {
-        const LatencyTracingResult tr = tracing->finish();
-        add_latency_tracing_results(tr, doc);
-        for (const auto& w : tr.warnings) {
+        for (const auto& w : tracing->finish(doc)) {
             doc["kvio"]["warnings"].push_back("--enable-latency-tracing: " + w);
             if (progress) *progress << "simulate: warning: --enable-latency-tracing: " << w << "\n" << std::flush;
         }

@@ -5,7 +5,9 @@
 #pragma once
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +22,20 @@ struct SimResult {
     int exit_code = 0;               ///< 0, or 130/143 when stopped by SIGINT/SIGTERM (results still written)
 };
 
-/// What a multi-client run (multi_client.h, mpi_client.h) needs from one client's run_simulation.
+/// --enable-latency-tracing: a tracer of the run's own storage I/O, started before the first write and finished after
+/// the storage tier closed its semantic log. The serving library only calls it; the tracer, the distiller and
+/// validate live on higher floors (run/latency_tracing.h makes one).
+class StorageTracing {
+public:
+    virtual ~StorageTracing() = default;
+    /// Where the storage tier writes its kvio.semantic/1 records.
+    virtual std::string semantic_path() const = 0;
+    /// Stops the tracer and puts what it found into `results`; returns why parts of it were skipped (warnings).
+    virtual std::vector<std::string> finish(nlohmann::ordered_json& results) = 0;
+};
+
+/// What a caller adds to run_simulation: a multi-client run (multi_client.h, mpi_client.h) its barrier and merge
+/// state, `kvio simulate` its tracer.
 struct SimHooks {
     /// Called once, right before the run's clock starts (after the cache and any pre-population are ready): a
     /// barrier across clients, so that they all start together. Empty: none.
@@ -28,6 +43,9 @@ struct SimHooks {
     /// Adds kvio.merge_state (the storage and cache counters with their raw per-op latency lists, merge_results.h)
     /// so per-op percentiles of many clients can be merged exactly.
     bool keep_merge_state = false;
+    /// Starts the tracer of --enable-latency-tracing (called only with it set). Empty: --enable-latency-tracing is
+    /// refused.
+    std::function<std::unique_ptr<StorageTracing>(const SimConfig&)> start_tracing;
 };
 
 /// The benchmark's default --output: benchmark_results_<YYYYmmdd_HHMMSS>.json (local time, now).

@@ -1,0 +1,328 @@
+#include "report/perfetto_timeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/events_bin.h"
+#include "common/input_file.h"
+#include "common/jsonl.h"
+#include "common/output_file.h"
+#include "trace/capture_records.h"
+#include "trace/event_format.h"
+#include "validate/semantic.h"
+#include "validate/validate.h"
+
+namespace kvio::report {
+
+namespace {
+
+using nlohmann::json;
+
+// Synthetic pids and tids of the device and object-op tracks: above any Linux pid (PID_MAX_LIMIT is 2^22), below
+// 2^31 (the viewers read pid/tid as 32-bit integers). Track t, slot s -> tid kSynthetic + (t << 16) + s.
+constexpr int64_t kSynthetic = int64_t(1) << 30;
+constexpr int64_t kOpsPid = kSynthetic;
+constexpr size_t kMaxTracks = 16383, kMaxSlots = 65535;
+
+/// Calls `f` for every record of a kvio.events/1 JSONL file or a kvio.events.bin/1 capture (decoded by the
+/// reference definitions cmd_event_json / syscall_event_json, device facts from the capture).
+void for_each_record(const std::string& path, const std::function<void(const json&, const std::string& where)>& f) {
+    // Detect on the bytes the readers will see (a .zst capture decompressed), through the stream they reopen.
+    const std::string head = peek_input(path, sizeof evbin::kMagic);
+    const bool capture = evbin::has_magic(head.data(), head.size());
+    if (!capture) {
+        JsonlReader r(path);
+        json j;
+        while (r.next(j)) f(j, r.source().where());
+        return;
+    }
+    evbin::Reader r(path);
+    auto where = [&] { return path + ": record " + std::to_string(r.record()); };
+    trace::CaptureVisitor v;
+    v.cmd = [&](const kvio_cmd_event& e, trace::DevCache& devs) { f(trace::cmd_event_json(e, devs), where()); };
+    v.syscall = [&](const kvio_syscall_event& e) { f(trace::syscall_event_json(e), where()); };
+    v.json = [&](std::string_view, const json& j) { f(j, where()); };
+    trace::visit_capture(r, path, v);
+}
+
+uint64_t u64(const json& j, const char* k, const std::string& where) {
+    auto it = j.find(k);
+    if (it == j.end()) throw Error(where + ": field '" + k + "': missing");
+    if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0))
+        throw Error(where + ": field '" + k + "': expected a non-negative integer");
+    return it->get<uint64_t>();
+}
+std::string str_or(const json& j, const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+/// 131072 -> "128 KiB", 4096 -> "4 KiB", 1536 -> "1536 B".
+std::string size_name(uint64_t b) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
+    return std::to_string(b) + " " + units[u];
+}
+
+/// One slice: [start, end] ns, its track (index) and its slot there (filled by assign_slots).
+struct Slice {
+    uint64_t start = 0, end = 0;
+    uint32_t track = 0;
+    uint32_t slot = 0;
+    std::string name;
+    json args;
+};
+
+/// Lays the slices of each track onto slots so that no two slices of a slot overlap: by start time, each slice
+/// takes the lowest slot free at its start. A slot is free once its last slice ended before the start (end < start):
+/// two slices of a slot never touch, so a flow event at a slice's start binds to that slice alone. Returns the slot
+/// count per track.
+std::vector<uint32_t> assign_slots(std::vector<Slice>& s, size_t tracks) {
+    std::vector<size_t> order(s.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::tie(s[a].track, s[a].start) < std::tie(s[b].track, s[b].start);
+    });
+    std::vector<std::vector<uint64_t>> busy_until(tracks);
+    for (size_t i : order) {
+        auto& lanes = busy_until[s[i].track];
+        size_t k = 0;
+        while (k < lanes.size() && lanes[k] >= s[i].start) ++k;
+        if (k == lanes.size()) {
+            if (lanes.size() >= kMaxSlots) throw Error("timeline: more than 65535 commands in flight at once on one track");
+            lanes.push_back(0);
+        }
+        lanes[k] = s[i].end;
+        s[i].slot = uint32_t(k);
+    }
+    std::vector<uint32_t> n(tracks);
+    for (size_t t = 0; t < tracks; ++t) n[t] = uint32_t(busy_until[t].size());
+    return n;
+}
+
+/// Streams the traceEvents array: one event per line, comma-separated.
+class EventSink {
+public:
+    explicit EventSink(std::ostream& os) : os_(os) {}
+    void put(const json& e) {
+        os_ << (first_ ? "\n" : ",\n") << e.dump(-1, ' ', false, json::error_handler_t::replace);
+        first_ = false;
+    }
+
+private:
+    std::ostream& os_;
+    bool first_ = true;
+};
+
+json meta(const char* what, int64_t pid, int64_t tid, const json& args) {
+    json e = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", args}};
+    if (tid >= 0) e["tid"] = tid;
+    return e;
+}
+
+}  // namespace
+
+TimelineStats write_perfetto(const TimelineOptions& o) {
+    // ---- read ----
+    struct Track {
+        std::string name;
+        bool nvme = false;
+    };
+    std::vector<Track> dev_tracks;
+    std::map<std::string, uint32_t> dev_track_of;
+    std::vector<Slice> cmds;
+    struct Syscall {
+        uint64_t start, end;
+        int64_t pid, tid;
+        std::string name;
+        json args;
+    };
+    std::vector<Syscall> calls;
+    std::map<std::pair<int64_t, int64_t>, std::string> thread_comm;
+    bool any_nvme = false;
+    std::vector<bool> cmd_is_nvme;
+
+    for_each_record(o.events, [&](const json& j, const std::string& where) {
+        const std::string type = str_or(j, "type");
+        if (type == "cmd") {
+            const bool nvme = str_or(j, "src") == "nvme";
+            any_nvme |= nvme;
+            std::string disk = str_or(j, "disk");
+            if (disk.empty()) disk = str_or(j, "dev");
+            std::string track = "device " + disk;
+            if (nvme && j.contains("qid")) track += " q" + std::to_string(u64(j, "qid", where));
+            Slice s;
+            s.start = u64(j, "ts_issue", where);
+            const bool lost = j.value("complete_lost", false);
+            s.end = lost ? s.start : u64(j, "ts_complete", where);
+            if (s.end < s.start) throw Error(where + ": field 'ts_complete': before ts_issue");
+            const uint64_t bytes = u64(j, "bytes", where);
+            s.name = str_or(j, "op") + " " + size_name(bytes);
+            s.args = {{"dev", str_or(j, "dev")}, {"bytes", bytes}};
+            for (const char* k : {"sector", "slba", "nlb", "qid", "cid", "qd", "pid", "tid", "user_data", "d2c_ns", "q2d_ns", "status", "error"})
+                if (j.contains(k)) s.args[k] = j[k];
+            for (const char* k : {"comm", "rwbs", "key"})
+                if (j.contains(k)) s.args[k] = j[k];
+            if (lost) s.args["complete_lost"] = true;
+            auto [it, added] = dev_track_of.try_emplace(track, uint32_t(dev_tracks.size()));
+            if (added) {
+                if (dev_tracks.size() >= kMaxTracks) throw Error(where + ": timeline: more than 16383 device tracks");
+                dev_tracks.push_back({track, nvme});
+            }
+            s.track = it->second;
+            cmds.push_back(std::move(s));
+            cmd_is_nvme.push_back(nvme);
+        } else if (type == "syscall") {
+            Syscall c;
+            c.start = u64(j, "ts_enter", where);
+            c.end = std::max(c.start, u64(j, "ts_exit", where));
+            c.pid = int64_t(u64(j, "pid", where));
+            c.tid = int64_t(u64(j, "tid", where));
+            c.name = str_or(j, "name");
+            c.args = json::object();
+            for (const char* k : {"fd", "ret", "offset", "count", "lat_ns"})
+                if (j.contains(k)) c.args[k] = j[k];
+            thread_comm.try_emplace({c.pid, c.tid}, str_or(j, "comm"));
+            calls.push_back(std::move(c));
+        }
+    });
+    // Block-layer rows of an NVMe disk are the same commands again: their own track, so each row shows once.
+    if (any_nvme)
+        for (auto& t : dev_tracks)
+            if (!t.nvme) t.name += " (block layer)";
+
+    // ---- object ops and the join ----
+    std::vector<Slice> ops;
+    std::vector<int64_t> cmd_op;  // per command record, in file order: the op it was joined to, or -1
+    std::vector<std::string> join_warnings;
+    if (!o.semantic.empty()) {
+        const validate::SemanticTrace st = validate::read_semantic(o.semantic);
+        for (const auto& op : st.ops) {
+            Slice s;
+            s.start = op.ts_start;
+            s.end = std::max(op.ts, op.ts_start);
+            s.name = std::string(validate::op_kind_name(op.kind)) + " obj " + std::to_string(op.object_id);
+            s.args = {{"object_id", op.object_id}, {"bytes", op.bytes}, {"extents", op.extents.size()}};
+            if (!op.key.empty()) s.args["key"] = op.key;
+            if (op.trace_id) s.args["trace_id"] = op.trace_id;
+            if (op.failed) s.args["failed"] = true;
+            ops.push_back(std::move(s));
+        }
+        validate::Options vo;
+        vo.commands = o.events;
+        vo.semantic = o.semantic;
+        vo.record = o.record;
+        vo.geometry.trace_json = o.trace_json;
+        vo.on_command = [&](const validate::Command&, int64_t op) { cmd_op.push_back(op); };
+        const validate::Report rep = validate::run(vo);
+        join_warnings = rep.warnings;
+        if (!rep.nothing_measured.empty()) join_warnings.insert(join_warnings.begin(), rep.nothing_measured);
+        if (cmd_op.size() != cmds.size())
+            throw Error(o.events + ": the join read " + std::to_string(cmd_op.size()) + " command records, the timeline " +
+                        std::to_string(cmds.size()));
+    }
+
+    const std::vector<uint32_t> dev_slots = assign_slots(cmds, dev_tracks.size());
+    const std::vector<uint32_t> op_slots = assign_slots(ops, 1);
+
+    uint64_t t0 = UINT64_MAX;
+    for (const auto& s : cmds) t0 = std::min(t0, s.start);
+    for (const auto& s : ops) t0 = std::min(t0, s.start);
+    for (const auto& c : calls) t0 = std::min(t0, c.start);
+    if (t0 == UINT64_MAX) t0 = 0;
+    auto us = [&](uint64_t ns) { return double(ns - t0) / 1000.0; };
+    auto dur = [](uint64_t a, uint64_t b) { return double(b - a) / 1000.0; };
+    auto dev_pid = [](uint32_t track) { return kSynthetic + 1 + int64_t(track); };
+    auto slot_tid = [](uint32_t track, uint32_t slot) { return kSynthetic + (int64_t(track) << 16) + int64_t(slot); };
+
+    TimelineStats st;
+    st.commands = cmds.size();
+    st.syscalls = calls.size();
+    st.ops = ops.size();
+    st.device_tracks = dev_tracks.size();
+    st.threads = thread_comm.size();
+    for (uint32_t n : dev_slots) st.max_slots = std::max<uint64_t>(st.max_slots, n);
+    for (size_t i = 0; i < cmd_op.size(); ++i)
+        if (cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i])) ++st.flows;
+    if (st.ops && !st.flows) {
+        st.warnings = join_warnings;
+        if (st.warnings.empty()) st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " + o.semantic);
+    }
+
+    // ---- write ----
+    OutputFile file(o.out);  // a name ending in .zst: one zstd frame
+    std::ostream& f = file.stream();
+    json other = {{"schema", "kvio.timeline/1"}, {"clock", "CLOCK_MONOTONIC"}, {"t0_ns", t0}, {"events", o.events},
+                  {"semantic", o.semantic}, {"commands", st.commands}, {"syscalls", st.syscalls}, {"ops", st.ops},
+                  {"flows", st.flows}};
+    f << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
+    EventSink out(f);
+
+    // Object ops first (sort index 0), then devices, then threads (by pid).
+    if (!ops.empty()) {
+        out.put(meta("process_name", kOpsPid, -1, {{"name", "object ops (" + o.semantic + ")"}}));
+        out.put(meta("process_sort_index", kOpsPid, -1, {{"sort_index", 0}}));
+        for (uint32_t k = 0; k < op_slots[0]; ++k) {
+            out.put(meta("thread_name", kOpsPid, slot_tid(0, k), {{"name", "ops slot " + std::to_string(k + 1)}}));
+            out.put(meta("thread_sort_index", kOpsPid, slot_tid(0, k), {{"sort_index", k}}));
+        }
+    }
+    for (uint32_t t = 0; t < dev_tracks.size(); ++t) {
+        out.put(meta("process_name", dev_pid(t), -1, {{"name", dev_tracks[t].name}}));
+        out.put(meta("process_sort_index", dev_pid(t), -1, {{"sort_index", 1 + t}}));
+        for (uint32_t k = 0; k < dev_slots[t]; ++k) {
+            out.put(meta("thread_name", dev_pid(t), slot_tid(t, k), {{"name", "slot " + std::to_string(k + 1)}}));
+            out.put(meta("thread_sort_index", dev_pid(t), slot_tid(t, k), {{"sort_index", k}}));
+        }
+    }
+    {
+        std::map<int64_t, bool> named;
+        for (const auto& [pt, comm] : thread_comm) {
+            if (!named[pt.first]) {
+                out.put(meta("process_name", pt.first, -1, {{"name", comm + " (pid " + std::to_string(pt.first) + ")"}}));
+                out.put(meta("process_sort_index", pt.first, -1, {{"sort_index", 1 + dev_tracks.size()}}));
+                named[pt.first] = true;
+            }
+            out.put(meta("thread_name", pt.first, pt.second, {{"name", comm + " " + std::to_string(pt.second) + " (syscalls)"}}));
+        }
+    }
+
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const Slice& s = ops[i];
+        out.put({{"ph", "X"}, {"cat", "op"}, {"name", s.name}, {"pid", kOpsPid}, {"tid", slot_tid(0, s.slot)},
+                 {"ts", us(s.start)}, {"dur", dur(s.start, s.end)}, {"args", s.args}});
+    }
+    uint64_t flow_id = 0;
+    for (size_t i = 0; i < cmds.size(); ++i) {
+        const Slice& s = cmds[i];
+        const int64_t pid = dev_pid(s.track), tid = slot_tid(s.track, s.slot);
+        json args = s.args;
+        const bool flow = i < cmd_op.size() && cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i]);
+        if (flow) args["op"] = ops[size_t(cmd_op[i])].name;
+        out.put({{"ph", "X"}, {"cat", "cmd"}, {"name", s.name}, {"pid", pid}, {"tid", tid}, {"ts", us(s.start)},
+                 {"dur", dur(s.start, s.end)}, {"args", std::move(args)}});
+        if (!flow) continue;
+        const Slice& op = ops[size_t(cmd_op[i])];
+        ++flow_id;
+        out.put({{"ph", "s"}, {"cat", "join"}, {"name", "attributed"}, {"id", flow_id}, {"pid", kOpsPid},
+                 {"tid", slot_tid(0, op.slot)}, {"ts", us(op.start)}});
+        out.put({{"ph", "f"}, {"bp", "e"}, {"cat", "join"}, {"name", "attributed"}, {"id", flow_id}, {"pid", pid},
+                 {"tid", tid}, {"ts", us(s.start)}});
+    }
+    for (const auto& c : calls)
+        out.put({{"ph", "X"}, {"cat", "syscall"}, {"name", c.name}, {"pid", c.pid}, {"tid", c.tid}, {"ts", us(c.start)},
+                 {"dur", dur(c.start, c.end)}, {"args", c.args}});
+    f << "\n]}\n";
+    file.close();
+    return st;
+}
+
+}  // namespace kvio::report

@@ -1,0 +1,485 @@
+#include "run/run_pipeline.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "common/devinfo.h"
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "common/event_trace.h"
+#include "distiller/fidelity.h"
+#include "distiller/fio_job.h"
+#include "distiller/iolog.h"
+#include "distiller/profile.h"
+#include "distiller/phased_job.h"
+#include "distiller/timeline.h"
+#include "run/loop_image.h"
+#include "report/perfetto_timeline.h"
+#include "report/report_html.h"
+#include "run/run_guard.h"
+#include "run/stage_process.h"
+#include "validate/validate.h"
+#include "workload/gen.h"
+#include "workload/target.h"
+
+namespace kvio::run {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void check_interrupt() {
+    if (int sig = signal_received()) throw Interrupted(sig);
+}
+
+/// Waits until `p` printed `needle` (true) or exited / `seconds` passed / a signal arrived (false).
+bool wait_for_output(StageProcess& p, const std::string& needle, double seconds) {
+    for (int i = 0; i < int(seconds * 50); ++i) {
+        if (p.output().find(needle) != std::string::npos) return true;
+        if (p.exited() || signal_received()) return false;
+        usleep(20000);
+    }
+    return false;
+}
+
+struct Stopwatch {
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+std::string resolve_exe(const std::string& exe) {
+    if (exe != "/proc/self/exe") return exe;
+    std::error_code ec;
+    auto p = fs::read_symlink(exe, ec);
+    if (ec) throw Error("cannot resolve /proc/self/exe: " + ec.message());
+    return p.string();
+}
+
+std::string timestamp_dir() {
+    char buf[64];
+    time_t t = time(nullptr);
+    struct tm tm {};
+    localtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "kvio-run-%Y%m%d-%H%M%S", &tm);
+    return buf;
+}
+
+/// Fails unless the filesystem that holds (or will hold) `out` has `need` bytes available to us (statvfs f_bavail).
+void check_room_for_run(const std::string& out, uint64_t need) {
+    fs::path p = fs::absolute(out);
+    std::error_code ec;
+    while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+    struct statvfs sv {};
+    if (::statvfs(p.c_str(), &sv) != 0) return;  // nothing to judge by; the stages report what fails
+    const uint64_t avail = uint64_t(sv.f_bavail) * sv.f_frsize;
+    if (avail < need)
+        throw Error("--out " + out + ": its filesystem has " + std::to_string(avail >> 20) + " MiB free, but this run needs about " +
+                    std::to_string((need + (1 << 20) - 1) >> 20) + " MiB there (the sparse images fill as gen and the verify "
+                    "replay write them, plus the traces); free space there, lower --num-chunks or give another --out");
+}
+
+/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json when present, trace.json for the geometry) and writes
+/// OUT/validate.json and OUT/validate.txt.
+validate::Report validate_run_dir(const std::string& out) {
+    validate::Options vo;
+    vo.commands = out + "/events.jsonl";
+    vo.semantic = out + "/semantic.jsonl";
+    if (fs::exists(out + "/record.json")) vo.record = out + "/record.json";  // gen writes one; simulate does not
+    vo.geometry.trace_json = out + "/trace.json";
+    validate::Report vr = validate::run(vo);
+    write_json_file(out + "/validate.json", validate::report_json(vr));
+    std::ofstream t(out + "/validate.txt");
+    validate::print_report(t, vr);
+    if (!t.flush()) throw Error("cannot write " + out + "/validate.txt");
+    return vr;
+}
+
+/// Throws Interrupted(sig) with the scores of what the stopped workload completed (OUT/validate.json, validate.txt).
+[[noreturn]] void throw_interrupted_scored(int sig, const std::string& out) {
+    Interrupted stop(sig);
+    try {
+        stop.validated = validate::summary_line(validate_run_dir(out)) + " (" + out + "/validate.txt)";
+    } catch (const std::exception& e) {
+        stop.validated = std::string("not scored: ") + e.what();
+    }
+    throw stop;
+}
+
+/// The serving workload's stage: ext4 on `dev` mounted at OUT/mnt, `kvio simulate` (its own tracer on the device:
+/// OUT/events.jsonl, semantic.jsonl, trace.json) with its log in OUT/simulate.log; unmounted when it returns.
+/// Stopped by a signal, simulate ends its requests and writes its results first; what it stored and loaded until
+/// then is scored (Interrupted::validated).
+void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe, RunGuard& guard) {
+    const std::string log = out + "/simulate.log";
+    int st = 0;
+    std::string output, log_error;
+    {
+        guard.mount(out + "/mnt");
+        Ext4Mount mnt(dev, out + "/mnt");
+        StageProcess p(simulate_argv(exe, o.sim, mnt.dir() + "/cache", out), log, true);
+        st = p.wait();
+        output = p.output();
+        log_error = p.log_error();
+    }
+    if (int sig = signal_received()) throw_interrupted_scored(sig, out);
+    if (st != 0)
+        throw Error("stage simulate-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(output) +
+                    (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
+}
+
+}  // namespace
+
+uint64_t simulate_run_dir_bytes(uint64_t image_bytes) {
+    return 2 * image_bytes + 2 * (image_bytes / 4096) * kOutputBytesPerCmd + kOutputFixedBytes;
+}
+
+std::vector<std::string> simulate_argv(const std::string& exe, const SimulateWorkload& w, const std::string& cache_dir,
+                                       const std::string& out) {
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%g", w.duration_s);
+    std::vector<std::string> a = {exe, "simulate", "--model", w.model, "--num-users", std::to_string(w.num_users),
+                                  "--duration", dur, "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", "--generation-mode",
+                                  w.generation_mode, "--seed", "42", "--storage-io", w.storage_io, "--cache-dir", cache_dir,
+                                  "--enable-latency-tracing", "--trace-syscalls", "--trace-dir", out, "--output",
+                                  out + "/simulate.json", "--quiet"};
+    a.insert(a.end(), w.extra_args.begin(), w.extra_args.end());
+    return a;
+}
+
+uint64_t image_bytes(uint64_t objects, uint64_t object_bytes) {
+    constexpr uint64_t MiB = 1 << 20, align = 4096;
+    uint64_t slot = (align + object_bytes + align - 1) / align * align;
+    uint64_t b = MiB + objects * slot + MiB;
+    return (b + MiB - 1) / MiB * MiB;
+}
+
+uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_bytes, bool embedded) {
+    const uint64_t img = image_bytes(objects, object_bytes);
+    const uint64_t cap = std::max<uint64_t>(cap_bytes, 4096);
+    // Per object: a store is a 4 KiB header and its payload in transfers of at most `cap`, a load the payload.
+    const uint64_t cmds = objects * (1 + 2 * ((object_bytes + cap - 1) / cap));
+    return (embedded ? img : 0) + img + cmds * kOutputBytesPerCmd + kOutputFixedBytes;
+}
+
+RunResult run_all(const RunOptions& o) {
+    if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
+    // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
+    const bool sim = o.workload == "simulate";
+    if (!sim && o.workload != "objects") throw UsageError("--workload " + o.workload + ": expected objects or simulate");
+    std::string layout = o.layout;
+    uint64_t cap_guess = kEmbeddedCapGuess;
+    if (sim) {
+        if (!o.target.empty())
+            throw UsageError("--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
+        if (!layout.empty()) throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
+        layout = "files";
+    } else if (o.target.empty()) {
+        if (layout == "files")
+            throw UsageError("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
+        if (o.engine == "uring_cmd")
+            throw UsageError("--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
+                        "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
+        layout = "slots";
+    } else {
+        // A --target that is mounted, read-only or holds data is refused before anything is created or traced. gen's
+        // own check reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending
+        // on what is cached) would become part of the traced workload: gen is told --force below.
+        workload::TargetInfo t = workload::inspect_target(o.target);
+        workload::check_engine_target(o.engine, t);
+        std::optional<workload::Layout> asked;
+        if (!layout.empty()) asked = workload::parse_layout(layout);
+        layout = workload::layout_name(workload::resolve_layout(asked, t));
+        workload::check_device_safe(t, o.force);
+        cap_guess = workload::default_max_io(t, o.engine == "uring_cmd");
+    }
+
+    std::string out = o.out_dir.empty() ? timestamp_dir() : o.out_dir;
+    {
+        std::error_code ec;
+        if (fs::exists(out, ec) && !fs::is_empty(out, ec))
+            throw Error("--out " + out + " is not empty; give a new or empty directory");
+    }
+    if (sim && o.check_simulate_args) {
+        // simulate's own parser, before a device is touched: a bad --sim-arg fails here, not after mkfs.
+        const std::string abs_out = fs::absolute(out).lexically_normal().string();
+        std::vector<std::string> argv = simulate_argv("kvio", o.sim, abs_out + "/mnt/cache", abs_out);
+        try {
+            o.check_simulate_args({argv.begin() + 2, argv.end()});
+        } catch (const Error& e) {
+            throw Error(std::string("--workload simulate: ") + e.what());
+        }
+    }
+    // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
+    const uint64_t img_bytes = sim ? o.sim.image_bytes : image_bytes(o.objects, o.object_bytes);
+    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes) : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
+    {
+        std::error_code ec;
+        fs::create_directories(out, ec);
+        if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
+    }
+    // Forked first, while this process has one thread: a SIGKILLed run still loses its loop devices, mount and images.
+    RunGuard guard;
+    struct StageObserver {
+        explicit StageObserver(RunGuard& g) { set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); }); }
+        ~StageObserver() { set_stage_observer({}); }
+    } observe_stages(guard);
+    SignalGuard sig;
+    std::ostream* prog = o.progress;
+    auto say = [&](const std::string& s) {
+        if (prog) *prog << "kvio run: " << s << std::endl;
+    };
+    out = fs::absolute(out).lexically_normal().string();
+    auto P = [&](const char* name) { return out + "/" + name; };
+    const std::string exe = resolve_exe(o.kvio_exe);
+
+    nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
+    doc["options"] = {{"target", o.target}, {"model_args", o.model_args}, {"engine", o.engine}, {"layout", layout},
+                      {"num_chunks", o.num_chunks}, {"keep", o.keep}, {"workload", o.workload}};
+    if (sim)
+        doc["options"]["simulate"] = {{"model", o.sim.model}, {"num_users", o.sim.num_users}, {"duration_s", o.sim.duration_s},
+                                      {"storage_io", o.sim.storage_io}, {"generation_mode", o.sim.generation_mode},
+                                      {"image_bytes", o.sim.image_bytes}, {"extra_args", o.sim.extra_args}};
+    nlohmann::json stages = nlohmann::json::array();
+    Stopwatch total;
+
+    // ---- target ----
+    std::unique_ptr<LoopImage> img_a, img_b;
+    std::string target = o.target;
+    if (target.empty()) {
+        Stopwatch sw;
+        guard.image(P("target.img"), o.keep);
+        img_a = std::make_unique<LoopImage>(P("target.img"), img_bytes, o.keep);
+        check_interrupt();
+        target = img_a->dev();
+        say("target " + target + " (sparse " + std::to_string(img_bytes >> 20) + " MiB image " + P("target.img") +
+            ", direct I/O)");
+        stages.push_back({{"name", "attach"}, {"seconds", sw.seconds()}});
+    }
+    BlockDevInfo tinfo = block_dev_info_for_path(target);
+    doc["target"] = {{"path", target}, {"disk", tinfo.whole_disk_name}, {"dev", dev_string(tinfo.whole_disk)},
+                     {"embedded", o.target.empty()}, {"image", o.target.empty() ? P("target.img") : ""}};
+
+    // ---- simulate under trace (the serving workload) ----
+    if (sim) {
+        Stopwatch sw;
+        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) + " s on ext4 on " +
+            target + " under kvio trace (log " + P("simulate.log") + ")");
+        simulate_stage(o, out, target, exe, guard);
+        const json sj = read_json_file(P("simulate.json"));
+        const json& sm = sj.value("summary", json::object());
+        doc["simulate"] = {{"requests_completed", sj.value("requests_completed", uint64_t(0))},
+                           {"requests_per_second", sm.value("requests_per_second", 0.0)},
+                           {"elapsed_s", sm.value("elapsed_time", 0.0)},
+                           {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
+                           {"storage_ops", sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
+                           {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
+        stages.push_back({{"name", "trace+simulate"}, {"seconds", sw.seconds()}});
+    }
+
+    // ---- gen under trace ----
+    if (!sim) {
+        Stopwatch sw;
+        say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") + ")");
+        // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
+        uint64_t disk_bytes = block_dev_info(tinfo.whole_disk).size_bytes;
+        uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
+        std::vector<std::string> tr = {exe, "trace", "--events", P("events.jsonl"), "--json", P("trace.json"),
+                                       "--lba-bucket", std::to_string(lba_bucket), "-d", tinfo.whole_disk_name};
+        std::vector<std::string> gen = {exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", layout,
+                                        "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
+                                        "--record", P("record.json")};
+        gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
+        gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
+        int st = 0;
+        std::string gen_out, gen_log_error;
+        if (o.target.empty()) {
+            // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
+            // process filter misses requests a kworker issues from the plug's cached requests: no block_getrq).
+            StageProcess trace(tr, P("trace.log"), true);
+            if (!wait_for_output(trace, "kvio trace: tracing", 60)) {
+                trace.signal(SIGTERM);
+                int ts = trace.wait();
+                check_interrupt();
+                throw Error("stage trace did not start (exit status " + std::to_string(ts) + ")" +
+                            last_error_line(trace.output()) + "; see " + P("trace.log"));
+            }
+            // From here a signal reaches gen alone, and the tracer is stopped once gen exited: it sees every command
+            // of the ops gen completes after the signal.
+            trace.stop_forwarding();
+            try {
+                StageProcess g(gen, P("gen.log"), true);
+                st = g.wait();
+                gen_out = g.output();
+                gen_log_error = g.log_error();
+            } catch (...) {
+                trace.signal(SIGINT);
+                trace.wait();
+                throw;
+            }
+            trace.signal(SIGINT);  // stop tracing: it flushes the events and writes the summary
+            int ts = trace.wait();
+            if (ts != 0 && st == 0 && !signal_received())
+                throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" + last_error_line(trace.output()) +
+                            "; see " + P("trace.log"));
+        } else {
+            tr.insert(tr.begin() + 2, "-q");
+            tr.push_back("--");
+            tr.insert(tr.end(), gen.begin(), gen.end());
+            StageProcess g(tr, P("gen.log"), true);
+            st = g.wait();
+            gen_out = g.output();
+            gen_log_error = g.log_error();
+        }
+        // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
+        if (int sig = signal_received()) throw_interrupted_scored(sig, out);
+        if (st != 0)
+            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
+                        (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
+        stages.push_back({{"name", "trace+gen"}, {"seconds", sw.seconds()}});
+    }
+
+    // ---- validate ----
+    validate::Report vr;
+    {
+        Stopwatch sw;
+        say("validate " + P("events.jsonl") + " against " + P("semantic.jsonl"));
+        vr = validate_run_dir(out);
+        doc["validate"] = validate::report_json(vr);
+        stages.push_back({{"name", "validate"}, {"seconds", sw.seconds()}});
+    }
+    check_interrupt();
+
+    // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
+    // would quietly shrink it and the fidelity would describe another workload.
+    kvio::EventTrace ev = kvio::load_events(P("events.jsonl"), kvio::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
+    distiller::Profile orig = distiller::profile_events(ev);
+    const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
+
+    // ---- second device for the verify replay ----
+    {
+        Stopwatch sw;
+        guard.image(P("verify.img"), o.keep);
+        img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep);
+        check_interrupt();
+        stages.push_back({{"name", "attach-verify"}, {"seconds", sw.seconds()}});
+    }
+    const std::string vdev = img_b->dev();
+    doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
+
+    // ---- distill ----
+    distiller::PhasePlan plan;
+    {
+        Stopwatch sw;
+        say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev + ")");
+        distiller::JobOptions jo;
+        jo.filename = vdev;
+        jo.target_is_block = true;
+        BlockDevInfo disk = block_dev_info(tinfo.whole_disk);
+        if (disk.nr_requests) {
+            jo.nr_requests = disk.nr_requests;
+            jo.nr_requests_source = "/sys/block/" + disk.name + "/queue/nr_requests";
+        }
+        distiller::FioJob job = distiller::make_phased_job(ev, orig, jo, {}, &plan);
+        {
+            std::ofstream f(P("job.fio"));
+            f << "; kvio run: filename=" << vdev << " was this run's temporary verify device, detached when the run ended:\n"
+              << "; set filename= to your own device before running this job\n"
+              << job.text;
+            if (!f.flush()) throw Error("cannot write " + P("job.fio"));
+        }
+        std::ofstream il(P("job.iolog"));
+        size_t n = distiller::write_iolog(il, ev.cmds, vdev);
+        if (!il.flush()) throw Error("cannot write " + P("job.iolog"));
+        doc["job"] = {{"options", distiller::job_json(job)}, {"not_inferred", job.not_inferred}, {"iolog_ios", n},
+                      {"phases", distiller::phases_json(plan)}};
+        stages.push_back({{"name", "distill"}, {"seconds", sw.seconds()}});
+    }
+    check_interrupt();
+
+    // ---- verify: the job under trace on the second device ----
+    {
+        Stopwatch sw;
+        say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
+        std::vector<std::string> a = {exe, "trace", "-q", "--events", P("replay.events.jsonl"), "--json", P("replay.trace.json"),
+                                      "-d", img_b->name(), "--", "fio", "--output-format=json",
+                                      "--output=" + P("replay.fio.json"), P("job.fio")};
+        int st = StageProcess(a, P("verify.log"), true).wait();
+        check_interrupt();
+        if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
+        kvio::EventFilter f;
+        f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
+        kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
+        distiller::Profile rep = distiller::profile_events(rev);
+        distiller::Fidelity fid = distiller::score(orig, rep);
+        distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
+        nlohmann::json fj = distiller::to_json(fid);
+        fj["time_resolved"] = distiller::to_json(tf);
+        fj["summary"] = distiller::summary_line(fid, tf);
+        fj["replay_events"] = P("replay.events.jsonl");
+        fj["original_cmds"] = orig.cmds();
+        fj["replay_cmds"] = rep.cmds();
+        write_json_file(P("verify.json"), fj);
+        doc["fidelity"] = fj;
+        stages.push_back({{"name", "verify"}, {"seconds", sw.seconds()}});
+    }
+
+    // ---- timeline ----
+    {
+        Stopwatch sw;
+        say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
+        report::TimelineOptions to;
+        to.events = P("events.jsonl");
+        to.semantic = P("semantic.jsonl");
+        if (!sim) to.record = P("record.json");
+        to.trace_json = P("trace.json");
+        to.out = P("timeline.json");
+        const report::TimelineStats ts = report::write_perfetto(to);
+        doc["timeline"] = {{"path", to.out}, {"commands", ts.commands}, {"syscalls", ts.syscalls}, {"ops", ts.ops},
+                           {"flows", ts.flows}, {"device_tracks", ts.device_tracks}, {"threads", ts.threads},
+                           {"max_slots", ts.max_slots}};
+        stages.push_back({{"name", "timeline"}, {"seconds", sw.seconds()}});
+    }
+    check_interrupt();
+
+    doc["files"] = {{"events", P("events.jsonl")},       {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
+                    {"record", P("record.json")},        {"validate", P("validate.json")}, {"job", P("job.fio")},
+                    {"iolog", P("job.iolog")},           {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
+                    {"report", P("report.html")},        {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
+    if (sim) {
+        doc["files"].erase("record");
+        doc["files"]["simulate"] = P("simulate.json");
+        doc["files"]["simulate_log"] = P("simulate.log");
+        doc["files"]["fio_workload"] = P("fio_workload.ini");
+    } else {
+        doc["files"]["gen_log"] = P("gen.log");
+    }
+    doc["stages"] = stages;
+    doc["seconds"] = total.seconds();
+    write_json_file(P("run.json"), doc);
+
+    say("report (HTML)");  // its path is in the summary on stdout, once
+    report::write_report(out, P("report.html"));
+    check_interrupt();
+
+    RunResult r;
+    r.doc = doc;
+    r.summary_line = validate::summary_line(vr);
+    r.report_path = P("report.html");
+    return r;  // img_b then img_a are detached and removed here
+}
+
+}  // namespace kvio::run

@@ -1,0 +1,89 @@
+#include "trace/command_guard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/error.h"
+
+namespace kvio::trace {
+
+std::vector<pid_t> descendants(pid_t root) {
+    std::vector<std::pair<pid_t, pid_t>> procs;  // (pid, ppid)
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream st(e.path() / "stat");
+        std::string line;
+        if (!std::getline(st, line)) continue;
+        size_t close = line.rfind(')');  // comm may hold spaces and parentheses
+        if (close == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 2));
+        char state;
+        pid_t ppid = 0;
+        if (rest >> state >> ppid) procs.emplace_back(pid_t(std::stol(name)), ppid);
+    }
+    std::vector<pid_t> out{root};
+    for (size_t i = 0; i < out.size(); ++i)
+        for (const auto& [pid, ppid] : procs)
+            if (ppid == out[i]) out.push_back(pid);
+    out.erase(out.begin());
+    return out;
+}
+
+CommandGuard::CommandGuard(pid_t child) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    guard_ = fork();
+    if (guard_ < 0) {
+        close(p[0]);
+        close(p[1]);
+        throw Error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (guard_ == 0) {
+        // Only the pipe stays open: inherited BPF link and map fds would keep the trace attached as long as we live.
+        if (p[0] != 3) {
+            dup2(p[0], 3);
+            p[0] = 3;
+        }
+        close_range(4, ~0u, 0);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        prctl(PR_SET_NAME, "kvio-guard");
+        char c;
+        ssize_t n;
+        do n = read(p[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 1) _exit(0);  // released: the tracer ended and reaped the command itself
+        // The tracer is gone. Its command and every process below it go too; twice, for a fork in between.
+        for (int round = 0; round < 2; ++round) {
+            kill(child, SIGSTOP);  // no new children while we look
+            for (pid_t d : descendants(child)) kill(d, SIGKILL);
+        }
+        kill(child, SIGKILL);
+        _exit(0);
+    }
+    close(p[0]);
+    fd_ = p[1];
+}
+
+CommandGuard::~CommandGuard() {
+    if (fd_ < 0) return;
+    ssize_t ignored = write(fd_, "x", 1);
+    (void)ignored;
+    close(fd_);
+    waitpid(guard_, nullptr, 0);
+}
+
+}  // namespace kvio::trace

@@ -1,0 +1,234 @@
+#include "trace/event_format.h"
+
+#include <cstring>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "common/devinfo.h"
+
+namespace kvio::trace {
+
+const DevCache::Entry& DevCache::get(uint32_t kdev) {
+    auto it = cache_.find(kdev);
+    if (it != cache_.end()) return it->second;
+    Entry e;
+    DevId id = decode_kernel_dev(kdev);
+    e.majmin = dev_string(id);
+    try {
+        auto info = block_dev_info(id);
+        e.disk = info.name;
+        e.lba_bytes = info.logical_block_size;
+    } catch (const std::exception&) {
+        e.disk = "?";
+    }
+    return cache_.emplace(kdev, e).first->second;
+}
+
+static std::string comm_string(const char* c) { return std::string(c, strnlen(c, KVIO_COMM_LEN)); }
+
+nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
+    const auto& d = devs.get(e.dev);
+    bool nvme = e.src == KVIO_SRC_NVME;
+    uint64_t bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
+    uint64_t sector = nvme ? e.slba * (d.lba_bytes / 512) : e.sector;
+    nlohmann::json j = {
+        {"type", "cmd"},
+        {"src", nvme ? "nvme" : "block"},
+        {"dev", d.majmin},
+        {"disk", d.disk},
+        {"op", nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf)},
+        {"rwbs", rwbs_from_opf(e.opf)},
+        {"sector", sector},
+        {"bytes", bytes},
+        {"ts_issue", e.ts_issue},
+    };
+    if (e.complete_lost) {
+        j["complete_lost"] = true;  // no program saw its completion: no ts_complete, no D2C
+    } else {
+        j["ts_complete"] = e.ts_complete;
+        j["d2c_ns"] = e.ts_complete - e.ts_issue;
+    }
+    if (e.has_insert) {
+        j["ts_insert"] = e.ts_insert;
+        j["q2d_ns"] = e.ts_issue - e.ts_insert;
+    }
+    j["qd"] = e.qd;
+    j["pid"] = e.owner.pid;
+    j["tid"] = e.owner.tid;
+    j["comm"] = comm_string(e.owner.comm);
+    if (e.has_user_data) j["user_data"] = e.owner.user_data;
+    if (e.error) j["error"] = e.error;
+    if (nvme) {
+        j["qid"] = e.qid;
+        j["cid"] = e.cid;
+        j["nsid"] = e.nsid;
+        j["opcode"] = e.opcode;
+        j["slba"] = e.slba;
+        j["nlb"] = e.nlb;
+        j["status"] = e.error;
+    }
+    return j;
+}
+
+/// Positioned calls and fadvise carry an offset.
+static bool syscall_has_offset(uint32_t nr) {
+    switch (nr) {
+        case KVIO_SYS_PREAD64: case KVIO_SYS_PWRITE64: case KVIO_SYS_PREADV: case KVIO_SYS_PWRITEV:
+        case KVIO_SYS_PREADV2: case KVIO_SYS_PWRITEV2: case KVIO_SYS_FADVISE64:
+            return true;
+        default: return false;
+    }
+}
+/// Everything but the sync calls and io_uring_enter carries a count.
+static bool syscall_has_count(uint32_t nr) {
+    return nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC && nr != KVIO_SYS_IO_URING_ENTER;
+}
+
+nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
+    nlohmann::json j = {
+        {"type", "syscall"},   {"name", syscall_name(e.nr)}, {"pid", e.pid},           {"tid", e.tid},
+        {"comm", comm_string(e.comm)}, {"fd", e.fd},         {"ts_enter", e.ts_enter}, {"ts_exit", e.ts_exit},
+        {"lat_ns", e.ts_exit - e.ts_enter}, {"ret", e.ret},
+    };
+    if (syscall_has_offset(e.nr)) j["offset"] = e.offset;
+    if (syscall_has_count(e.nr)) j["count"] = e.count;
+    return j;
+}
+
+struct EventEncoder::Impl {
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+
+    /// Starts a record: the Writer takes one root value per Reset.
+    void begin() {
+        w.Reset(buf);
+        w.StartObject();
+    }
+    void end() {
+        w.EndObject();
+        buf.Put('\n');
+    }
+    template <size_t N>
+    void key(const char (&k)[N]) {
+        w.Key(k, N - 1);
+    }
+    /// RapidJSON escapes `"` and `\` as nlohmann does but control bytes as \u00XX (upper case) and passes
+    /// invalid UTF-8 through; anything outside printable ASCII is therefore serialised by nlohmann itself.
+    void str(const char* s, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            auto c = static_cast<unsigned char>(s[i]);
+            if (c < 0x20 || c >= 0x80) {
+                auto q = nlohmann::json(std::string(s, n)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                w.RawValue(q.data(), q.size(), rapidjson::kStringType);
+                return;
+            }
+        }
+        w.String(s, static_cast<rapidjson::SizeType>(n));
+    }
+    template <size_t N>
+    void u(const char (&k)[N], uint64_t v) {
+        key(k);
+        w.Uint64(v);
+    }
+    template <size_t N>
+    void i(const char (&k)[N], int64_t v) {
+        key(k);
+        w.Int64(v);
+    }
+    template <size_t N>
+    void s(const char (&k)[N], const char* v, size_t n) {
+        key(k);
+        str(v, n);
+    }
+    template <size_t N>
+    void s(const char (&k)[N], const std::string& v) {
+        s(k, v.data(), v.size());
+    }
+    template <size_t N>
+    void s(const char (&k)[N], const char* v) {
+        s(k, v, std::strlen(v));
+    }
+};
+
+EventEncoder::EventEncoder() : impl_(std::make_unique<Impl>()) {}
+EventEncoder::~EventEncoder() = default;
+
+// Keys are written in std::map (byte-wise) order, the order nlohmann's object_t emits them in.
+void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
+    const auto& d = devs.get(e.dev);
+    bool nvme = e.src == KVIO_SRC_NVME;
+    uint64_t bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
+    uint64_t sector = nvme ? e.slba * (d.lba_bytes / 512) : e.sector;
+    auto& m = *impl_;
+    m.begin();
+    m.u("bytes", bytes);
+    if (nvme) m.u("cid", e.cid);
+    m.s("comm", e.owner.comm, strnlen(e.owner.comm, KVIO_COMM_LEN));
+    if (e.complete_lost) {
+        m.key("complete_lost");
+        m.w.Bool(true);
+    } else {
+        m.u("d2c_ns", e.ts_complete - e.ts_issue);
+    }
+    m.s("dev", d.majmin);
+    m.s("disk", d.disk);
+    if (e.error) m.i("error", e.error);
+    if (nvme) {
+        m.u("nlb", e.nlb);
+        m.u("nsid", e.nsid);
+    }
+    m.s("op", nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf));
+    if (nvme) m.u("opcode", e.opcode);
+    m.u("pid", e.owner.pid);
+    if (e.has_insert) m.u("q2d_ns", e.ts_issue - e.ts_insert);
+    m.u("qd", e.qd);
+    if (nvme) m.u("qid", e.qid);
+    char rwbs[8];
+    m.s("rwbs", rwbs, rwbs_chars(e.opf, rwbs));
+    m.u("sector", sector);
+    if (nvme) m.u("slba", e.slba);
+    m.s("src", nvme ? "nvme" : "block");
+    if (nvme) m.i("status", e.error);
+    m.u("tid", e.owner.tid);
+    if (!e.complete_lost) m.u("ts_complete", e.ts_complete);
+    if (e.has_insert) m.u("ts_insert", e.ts_insert);
+    m.u("ts_issue", e.ts_issue);
+    m.s("type", "cmd");
+    if (e.has_user_data) m.u("user_data", e.owner.user_data);
+    m.end();
+}
+
+void EventEncoder::syscall(const kvio_syscall_event& e) {
+    auto& m = *impl_;
+    m.begin();
+    m.s("comm", e.comm, strnlen(e.comm, KVIO_COMM_LEN));
+    if (syscall_has_count(e.nr)) m.u("count", e.count);
+    m.i("fd", e.fd);
+    m.u("lat_ns", e.ts_exit - e.ts_enter);
+    m.s("name", syscall_name(e.nr));
+    if (syscall_has_offset(e.nr)) m.u("offset", e.offset);
+    m.u("pid", e.pid);
+    m.i("ret", e.ret);
+    m.u("tid", e.tid);
+    m.u("ts_enter", e.ts_enter);
+    m.u("ts_exit", e.ts_exit);
+    m.s("type", "syscall");
+    m.end();
+}
+
+void EventEncoder::line(const nlohmann::json& j) {
+    auto s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto& b = impl_->buf;
+    std::memcpy(b.Push(s.size()), s.data(), s.size());
+    b.Put('\n');
+}
+
+const char* EventEncoder::data() const { return impl_->buf.GetString(); }
+size_t EventEncoder::size() const { return impl_->buf.GetSize(); }
+void EventEncoder::clear() { impl_->buf.Clear(); }
+void EventEncoder::reserve(size_t bytes) {
+    if (bytes > size()) impl_->buf.Reserve(bytes - size());
+}
+
+}  // namespace kvio::trace

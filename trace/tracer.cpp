@@ -1,0 +1,839 @@
+#include "trace/tracer.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "bpf/kvio_trace.skel.h"
+#include "common/devinfo.h"
+#include "common/error.h"
+#include "trace/event_format.h"
+#include "trace/event_writer.h"
+#include "trace/bpf_stats.h"
+#include "trace/command_guard.h"
+#include "trace/pid_watch.h"
+#include "trace/probe.h"
+#include "trace/syscall_hooks.h"
+#include "trace/trace_devices.h"
+#include "trace/trace_live.h"
+#include "trace/trace_report.h"
+#include "trace/trace_snapshot.h"
+
+namespace kvio::trace {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};  // the first signal that stopped the trace, 0 for none
+std::atomic<pid_t> g_child{0};
+
+void on_signal(int sig) {
+    g_stop = true;
+    int none = 0;
+    g_signal.compare_exchange_strong(none, sig);  // a later signal (a second Ctrl-C) does not rename the stop
+    pid_t c = g_child.load();
+    if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
+}
+
+/// The traced command's exit status as a shell reports it (128 + signal when killed), except 0 when the trace was
+/// stopping (--duration, Ctrl-C, SIGTERM, SIGHUP) and the command died of the SIGTERM/SIGINT that stop sent it.
+int command_status(int st, bool stopping) {
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (stopping && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT)) return 0;
+    return 128 + WTERMSIG(st);
+}
+
+uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+int libbpf_quiet(enum libbpf_print_level level, const char* fmt, va_list args) {
+    if (level == LIBBPF_WARN && std::getenv("KVIO_DEBUG")) return vfprintf(stderr, fmt, args);
+    if (level == LIBBPF_DEBUG) return 0;
+    return std::getenv("KVIO_DEBUG") ? vfprintf(stderr, fmt, args) : 0;
+}
+
+struct SkelDeleter {
+    void operator()(kvio_trace_bpf* s) const { kvio_trace_bpf__destroy(s); }
+};
+
+/// Writes events as they arrive; counts them.
+struct EventSink {
+    std::optional<EventWriter> out;  ///< set with --events
+};
+
+int on_event(void* ctx, void* data, size_t size) {
+    auto* sink = static_cast<EventSink*>(ctx);
+    if (!sink->out) return 0;
+    auto type = *static_cast<const uint8_t*>(data);
+    if (type == KVIO_EV_CMD && size >= sizeof(kvio_cmd_event))
+        sink->out->cmd(*static_cast<const kvio_cmd_event*>(data));
+    else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event))
+        sink->out->syscall(*static_cast<const kvio_syscall_event*>(data));
+    return 0;
+}
+
+std::vector<uint32_t> resolve_devices(const std::vector<std::string>& names) {
+    std::vector<uint32_t> out;
+    for (const auto& n : names) {
+        auto info = find_block_dev(n);
+        if (!info) throw Error("-d " + n + ": no such block device (see /proc/partitions)");
+        if (info->is_partition)
+            std::cerr << "kvio trace: " << n << " is a partition; tracing its disk " << info->whole_disk_name
+                      << " (requests are counted per disk, sectors are whole-disk)\n";
+        out.push_back(kernel_dev(info->whole_disk));
+    }
+    if (out.size() > KVIO_MAX_DEVS) throw Error("at most " + std::to_string(KVIO_MAX_DEVS) + " -d filters");
+    return out;
+}
+
+/// Program pairs attached as tp_btf where BTF describes the tracepoint, else raw_tp.
+void choose_block_programs(kvio_trace_bpf* s) {
+    bool btf = has_btf_tracepoint("block_rq_issue") && has_btf_tracepoint("block_rq_complete") &&
+               has_btf_tracepoint("block_rq_insert") && has_btf_tracepoint("block_getrq");
+    // block_getrq only records who submitted a bio: needed for events and task filters, not histograms
+    bool owners = s->rodata->need_owner;
+    bpf_program__set_autoload(s->progs.block_getrq_btf, btf && owners);
+    bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
+    bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
+    bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
+    bpf_program__set_autoload(s->progs.block_getrq_raw, !btf && owners);
+    bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
+    // raw_tp issue/complete are the backups of the tp_btf ones (see primary_seen in the BPF source): loaded, attached
+    // by BackupPrograms once their primary misses a run
+    s->rodata->backup_programs = btf;
+    bpf_program__set_autoattach(s->progs.block_rq_issue_raw, !btf);
+    bpf_program__set_autoattach(s->progs.block_rq_complete_raw, !btf);
+    bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
+    bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
+    // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
+    s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
+}
+
+/// Attaches the programs that end a command's life first and those that start it last: completions, then
+/// everything else through the skeleton (getrq owners, insert, io_uring user_data) and the syscall programs, then
+/// issue (block issue, NVMe setup). So every command issued after attach has its completion program and its submitter's
+/// owner record in place. Attached in lifecycle order instead, a request issued while its completion program
+/// was not yet attached stayed in flight and came out as complete_lost (a new-user test saw 3 at the start of
+/// a busy trace; after: none issued in the first 50 ms in 6 traces of a QD 16 fio read at ~240 k IOPS), and one
+/// allocated before block_getrq was attached had no submitter ("unattributed"). Returns 0 or a negative errno.
+int attach_in_order(kvio_trace_bpf* s, SyscallPrograms& syscalls) {
+    struct Step {
+        bpf_program* prog;
+        bpf_link** link;
+    };
+    auto attach = [](const Step& st) {
+        if (!bpf_program__autoload(st.prog) || !bpf_program__autoattach(st.prog)) return 0;
+        bpf_link* l = bpf_program__attach(st.prog);
+        if (!l) return -errno;
+        *st.link = l;
+        return 0;
+    };
+    const Step completions[] = {
+        {s->progs.block_rq_complete_btf, &s->links.block_rq_complete_btf},
+        {s->progs.block_rq_complete_raw, &s->links.block_rq_complete_raw},
+        {s->progs.nvme_complete_rq, &s->links.nvme_complete_rq},
+    };
+    const Step issues[] = {
+        {s->progs.block_rq_issue_btf, &s->links.block_rq_issue_btf},
+        {s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw},
+        {s->progs.nvme_setup_cmd, &s->links.nvme_setup_cmd},
+    };
+    for (const auto& st : completions)
+        if (int err = attach(st)) return err;
+    bool autoattach[std::size(issues)];
+    for (size_t i = 0; i < std::size(issues); ++i) {
+        autoattach[i] = bpf_program__autoattach(issues[i].prog);
+        bpf_program__set_autoattach(issues[i].prog, false);
+    }
+    if (int err = kvio_trace_bpf__attach(s)) return err;  // skips the linked and the non-autoattach programs
+    if (int err = syscalls.attach()) return err;
+    for (size_t i = 0; i < std::size(issues); ++i) {
+        bpf_program__set_autoattach(issues[i].prog, autoattach[i]);
+        if (int err = attach(issues[i])) return err;
+    }
+    return 0;
+}
+
+uint64_t prog_recursion_misses(bpf_program* p) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    int fd = bpf_program__fd(p);
+    return fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.recursion_misses : 0;
+}
+
+/// The backups of block issue and completion (primary_seen in the BPF source). Each costs a program run per
+/// request and nested runs are rare, so a backup is attached only once its primary has missed a run (the kernel's
+/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY. A miss before that is a
+/// counted lost or unmatched completion.
+class BackupPrograms {
+public:
+    BackupPrograms(kvio_trace_bpf* s, bool always) : always_(always) {
+        if (!s->rodata->backup_programs) return;
+        hooks_ = {{"issue", s->progs.block_rq_issue_btf, s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
+                  {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw, &s->links.block_rq_complete_raw, false}};
+    }
+    /// Attaches the backup of each primary that missed a run; one warning when the kernel refuses (the misses
+    /// stay counted as lost or unmatched completions).
+    void service() {
+        for (auto& h : hooks_) {
+            if (*h.link || h.refused || (!always_ && prog_recursion_misses(h.primary) == 0)) continue;
+            *h.link = bpf_program__attach(h.backup);
+            if (*h.link) continue;
+            h.refused = true;
+            std::cerr << "kvio trace: warning: attaching the backup of block " << h.name << " failed ("
+                      << std::strerror(errno) << "): the runs its primary misses stay missed (counted)\n";
+        }
+    }
+    /// The hooks whose backup is attached ("issue", "complete").
+    nlohmann::json attached() const {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& h : hooks_)
+            if (*h.link) out.push_back(h.name);
+        return out;
+    }
+
+private:
+    struct Hook {
+        const char* name;
+        bpf_program* primary;
+        bpf_program* backup;
+        bpf_link** link;
+        bool refused = false;
+    };
+    std::vector<Hook> hooks_;
+    bool always_;
+};
+
+/// A test hook's value from the environment: 0 when unset; a malformed one is an error naming it.
+uint32_t env_hook(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return 0;
+    char* end = nullptr;
+    unsigned long n = std::strtoul(v, &end, 10);
+    if (*end || n > (1ul << 20)) throw Error(std::string(name) + "=" + v + ": not a number up to 2^20");
+    return uint32_t(n);
+}
+
+static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
+
+/// Issues per queue-depth sample (BPF qd_sample_every): 1 with events (each record's qd is exact), else
+/// KVIO_TRACE_QD_SAMPLE_EVERY (the bench: a power of two) or --qd-sample (default 1: every command).
+uint32_t qd_sample_every(const TraceOptions& opts, bool events) {
+    uint32_t n = env_hook("KVIO_TRACE_QD_SAMPLE_EVERY");
+    if (n & (n - 1)) throw Error("KVIO_TRACE_QD_SAMPLE_EVERY=" + std::to_string(n) + ": not a power of two");
+    if (events) return 1;
+    return n ? n : opts.qd_sample;
+}
+
+/// Slot tables (kvio_trace.h): rq_table, and with owners bio_table, of KVIO_RQ_SLOTS / KVIO_BIO_SLOTS entries, or
+/// of KVIO_TRACE_SLOTS (a test hook: a power of two; small tables exercise the spill hashes).
+void size_slot_tables(kvio_trace_bpf* s) {
+    uint32_t slots = env_hook("KVIO_TRACE_SLOTS");
+    if (slots && (slots & (slots - 1))) throw Error("KVIO_TRACE_SLOTS=" + std::to_string(slots) + ": not a power of two");
+    uint32_t rq = slots ? slots : KVIO_RQ_SLOTS, bio = slots ? slots : KVIO_BIO_SLOTS;
+    auto* ro = s->rodata;
+    ro->rq_slot_mask = rq - 1;
+    ro->bio_slot_mask = bio - 1;
+    bpf_map__set_max_entries(s->maps.rq_table, rq);
+    bpf_map__set_max_entries(s->maps.rq_owners, ro->need_owner_detail ? rq : 1);
+    bpf_map__set_max_entries(s->maps.bio_table, ro->need_owner ? bio : 1);
+}
+
+void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
+    nvme_present = tracepoint_exists("nvme", "nvme_setup_cmd") && tracepoint_exists("nvme", "nvme_complete_rq");
+    bpf_program__set_autoload(s->progs.nvme_setup_cmd, nvme_present);
+    bpf_program__set_autoload(s->progs.nvme_complete_rq, nvme_present);
+    // io_uring_submit_sqe was renamed io_uring_submit_req in 6.4; tracefs says which this kernel has.
+    // They give each request its SQE user_data and passthrough owner: only events and filters use them.
+    // With NVMe present they also give passthrough commands their submitter (task filters).
+    bool owners = s->rodata->need_owner;
+    bool wanted = s->rodata->need_user_data || (owners && nvme_present);
+    bool submit_req = wanted && tracepoint_exists("io_uring", "io_uring_submit_req");
+    bool submit_sqe = wanted && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
+    // tp_btf where BTF gives the tracepoint the io_kiocb first (6.0+): no trace record is built for the program.
+    // Before 6.0 io_uring_submit_sqe took (ctx, req, opcode, user_data, ...): the tp/ program reads that record.
+    bool btf_req = submit_req && btf_tracepoint_args("io_uring_submit_req") == 1;
+    bool btf_sqe = submit_sqe && btf_tracepoint_args("io_uring_submit_sqe") == 2;
+    bpf_program__set_autoload(s->progs.io_uring_submit_req_btf, btf_req);
+    bpf_program__set_autoload(s->progs.io_uring_submit_sqe_btf, btf_sqe);
+    bpf_program__set_autoload(s->progs.io_uring_submit_req, submit_req && !btf_req);
+    bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe && !btf_sqe);
+    // io_uring_complete only forgets the per-request owner that NVMe passthrough commands look up.
+    s->rodata->uring_owner_by_req = nvme_present;
+    bpf_program__set_autoload(s->progs.io_uring_complete, owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
+}
+
+
+
+/// Per-thread syscall and io_uring state: task local storage where every program type may use it, else the
+/// tid-keyed hashes (then the storage map, never used, is a one-slot array: kernels before 5.11 lack the type).
+/// KVIO_TRACE_THREAD_HASHES=1 takes the hashes anyway: what such kernels run, to compare costs and to test it.
+void choose_thread_state(kvio_trace_bpf* s) {
+    const char* force = std::getenv("KVIO_TRACE_THREAD_HASHES");
+    s->rodata->task_storage = !(force && *force && std::string(force) != "0") && task_storage_everywhere();
+    if (s->rodata->task_storage) {  // the hashes stay unused: one slot each instead of 16384 preallocated
+        for (bpf_map* m : {s->maps.cur_udata, s->maps.sys_starts, s->maps.last_write_exit, s->maps.last_fadvise_exit})
+            bpf_map__set_max_entries(m, 1);
+        return;
+    }
+    bpf_map__set_type(s->maps.thread_ios, BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_map_flags(s->maps.thread_ios, 0);
+    bpf_map__set_max_entries(s->maps.thread_ios, 1);
+}
+
+/// The per-CPU wakeup period of event_submit (a power of two minus one): all CPUs together wake the collector
+/// about every 256 KiB of records (2048 of 128 bytes), each at least every 64 records.
+uint32_t wakeup_mask(int ncpus) {
+    uint32_t per_cpu = 2048 / uint32_t(std::max(ncpus, 1));
+    uint32_t p = 64;
+    while (p * 2 <= per_cpu) p *= 2;
+    return p - 1;
+}
+
+/// Forks the command stopped on a pipe, so it is in the filter before it runs.
+/// `stdout_to_stderr`: the command's standard output goes to our standard error (the events stream owns stdout).
+pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool stdout_to_stderr) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        close(p[1]);
+        char c;
+        if (read(p[0], &c, 1) != 1) _exit(127);  // the tracer died before releasing us
+        if (stdout_to_stderr) dup2(2, 1);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        std::fprintf(stderr, "kvio trace: cannot run %s: %s\n", args[0], std::strerror(errno));
+        _exit(127);
+    }
+    close(p[0]);
+    release_fd = p[1];
+    return pid;
+}
+
+/// Ends the traced command: SIGTERM, then, if it has not exited within kStopGraceNs (a command can hang in its
+/// own shutdown: fio 3.33 with `loops` did so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it.
+/// Keeps draining `rb` meanwhile. Returns the wait status.
+int end_command(pid_t child, ring_buffer* rb) {
+    constexpr uint64_t kStopGraceNs = 5'000'000'000;
+    kill(child, SIGTERM);
+    const uint64_t t0 = now_ns();
+    int st = 0;
+    while (waitpid(child, &st, WNOHANG) == 0) {
+        if (now_ns() - t0 >= kStopGraceNs) {
+            std::cerr << "kvio trace: the traced command did not exit within 5 s of SIGTERM: killing it and its children\n";
+            for (pid_t p : descendants(child)) kill(p, SIGKILL);
+            kill(child, SIGKILL);
+            waitpid(child, &st, 0);
+            break;
+        }
+        ring_buffer__poll(rb, 50);
+    }
+    return st;
+}
+
+/// Sum of the kernel's per-program recursion_misses (events a program was skipped for because it
+/// was already running on that CPU). Issue/complete misses are covered by the backup programs.
+uint64_t recursion_misses(kvio_trace_bpf* s) {
+    uint64_t total = 0;
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, s->obj) {
+        int fd = bpf_program__fd(p);
+        if (fd < 0) continue;
+        bpf_prog_info info{};
+        uint32_t len = sizeof(info);
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) total += info.recursion_misses;
+    }
+    return total;
+}
+
+/// Adds the histograms of the maps to `report` and sums the counters. `slot_devs[i]`: the device of slot i.
+void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+    int fd = bpf_map__fd(s->maps.dev_hists);
+    kvio_hist_key key{}, next{};
+    kvio_hist val{};
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        if (bpf_map_lookup_elem(fd, &next, &val) == 0) report.add_dev_hist(next, val);
+        key = next;
+    }
+    int ncpus = libbpf_num_possible_cpus();
+    std::vector<kvio_dev_hists> cpus(2 * size_t(ncpus > 0 ? ncpus : 1));  // slot_hists' CPUs, then rescue_hists'
+    const size_t half = cpus.size() / 2;
+    const int own_fd = bpf_map__fd(s->maps.slot_hists), rescue_fd = bpf_map__fd(s->maps.rescue_hists);
+    for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
+        if (bpf_map_lookup_elem(own_fd, &slot, cpus.data()) != 0 ||
+            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + half) != 0)
+            continue;
+        for (uint16_t id = 0; id < KVIO_DEV_HISTS; ++id) {
+            if (id == KVIO_H_NVME_D2C_QUEUE) continue;  // per queue: in dev_hists
+            kvio_hist sum{};
+            for (const auto& c : cpus) {
+                for (int i = 0; i < KVIO_HIST_SLOTS; ++i) sum.slots[i] += c.h[id].slots[i];
+                sum.sum += c.h[id].sum;
+            }
+            bool any = false;
+            for (auto v : sum.slots) any = any || v;
+            if (any) report.add_dev_hist(kvio_hist_key{slot_devs[slot], id, 0}, sum);
+        }
+    }
+    std::vector<kvio_hist> proc_cpus(ncpus > 0 ? ncpus : 1);  // per-CPU: summed here
+    fd = bpf_map__fd(s->maps.proc_hists);
+    for (uint32_t i = 0; i < KVIO_PROC_HISTS; ++i) {
+        if (bpf_map_lookup_elem(fd, &i, proc_cpus.data()) != 0) continue;
+        kvio_hist sum{};
+        for (const auto& c : proc_cpus) {
+            for (int k = 0; k < KVIO_HIST_SLOTS; ++k) sum.slots[k] += c.slots[k];
+            sum.sum += c.sum;
+        }
+        report.add_proc_hist(i, sum);
+    }
+    int ncpu = libbpf_num_possible_cpus();
+    std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
+    fd = bpf_map__fd(s->maps.counters);
+    for (uint32_t i = 0; i < KVIO_COUNTERS; ++i) {
+        counters[i] = 0;
+        if (bpf_map_lookup_elem(fd, &i, percpu.data()) == 0)
+            for (auto v : percpu) counters[i] += v;
+    }
+}
+
+/// The cgroup v2 path (below /sys/fs/cgroup) whose directory inode is `id`; "?" when none is found (gone).
+/// Found by walking the hierarchy once per unknown id, then remembered.
+std::string cgroup_path(uint64_t id) {
+    static std::map<uint64_t, std::string> known;
+    if (auto it = known.find(id); it != known.end()) return it->second;
+    namespace fs = std::filesystem;
+    const fs::path root = "/sys/fs/cgroup";
+    std::string found = "?";
+    struct stat st {};
+    if (stat(root.c_str(), &st) == 0 && st.st_ino == id) found = "/";
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+         found == "?" && !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec) && stat(it->path().c_str(), &st) == 0 && st.st_ino == id)
+            found = "/" + fs::relative(it->path(), root).string();
+    return known[id] = found;
+}
+
+/// Adds the --per-process / --per-cgroup groups of map group_stats to `report`.
+void read_groups(kvio_trace_bpf* s, kvio_group_by by, TraceReport& report) {
+    report.set_group_by(by);
+    if (by == KVIO_GROUP_NONE) return;
+    int fd = bpf_map__fd(s->maps.group_stats);
+    kvio_group_key key{}, next{};
+    static kvio_group_val val;  // 1 KiB: not on the stack of every call
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(fd, &next, &val) != 0) continue;
+        std::string name = by == KVIO_GROUP_CGROUP ? cgroup_path(next.id)
+                                                   : std::string(val.comm, strnlen(val.comm, sizeof val.comm));
+        report.add_group(next, val, name);
+    }
+}
+
+/// What the snapshot reads and how it labels it.
+struct SnapshotSource {
+    kvio_trace_bpf* skel = nullptr;
+    std::vector<uint32_t> slot_devs;  ///< device of each histogram slot
+    std::vector<uint32_t> devs;       ///< -d devices: present in the report even when idle
+    uint64_t lba_bucket_bytes = 0;
+    kvio_group_by group_by = KVIO_GROUP_NONE;
+    bool nvme_present = false;
+    bool stats_on = false;
+    std::string syscall_scope;
+    uint64_t t0_ns = 0;
+    double start_unix_s = 0;
+    uint32_t qd_sample_every = 1;
+};
+
+TraceSnapshot take_snapshot(const SnapshotSource& src) {
+    TraceSnapshot snap(src.lba_bucket_bytes);
+    snap.report.set_qd_sample_every(src.qd_sample_every);
+    if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
+    for (uint32_t d : src.devs) snap.report.touch_device(d);
+    read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
+    read_groups(src.skel, src.group_by, snap.report);
+    snap.nvme_present = src.nvme_present;
+    snap.stats_on = src.stats_on;
+    if (src.stats_on) snap.progs = prog_stats(src.skel->obj);
+    snap.recursion_misses = recursion_misses(src.skel);
+    snap.taken_ns = now_ns();
+    snap.elapsed_s = double(snap.taken_ns - src.t0_ns) / 1e9;
+    snap.start_unix_s = src.start_unix_s;
+    return snap;
+}
+
+/// One command still in flight at stop, issued and traced: its completion was never seen (in flight at stop, or
+/// completed where no BPF program ran). Reported like the kernel reports a lost completion: size, QD and LBA
+/// histograms, an event with "complete_lost", and the lost_completes counter.
+void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSink& sink, TraceReport& report,
+                       uint64_t (&counters)[KVIO_COUNTERS]) {
+    ++counters[KVIO_CNT_LOST_COMPLETE];
+    uint32_t op = st.opf & KVIO_OP_MASK;
+    if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
+        bool rd = op == KVIO_OP_READ;
+        report.add_dev_value(st.dev, rd ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, st.bytes);
+        if (st.qd_weight) report.add_dev_value(st.dev, rd ? KVIO_H_QD_READ : KVIO_H_QD_WRITE, st.qd, st.qd_weight);
+        report.add_dev_value(st.dev, rd ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, st.sector * 512);
+    } else {
+        report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
+        if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
+        if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
+    }
+    if (!sink.out) return;
+    kvio_cmd_event e{};
+    e.type = KVIO_EV_CMD;
+    e.src = KVIO_SRC_BLOCK;
+    e.dev = st.dev;
+    e.opf = st.opf;
+    e.bytes = st.bytes;
+    e.sector = st.sector;
+    e.ts_insert = st.ts_insert;
+    e.has_insert = st.ts_insert != 0;
+    e.ts_issue = st.ts_issue;
+    e.complete_lost = 1;
+    e.qd = st.qd;
+    e.owner = owner;
+    e.has_user_data = owner.user_data != 0;
+    on_event(&sink, &e, sizeof e);
+}
+
+/// The commands still in flight at stop: live slots of rq_table (their owners in rq_owners, same index) and the
+/// entries of rq_spill, issued and traced (report_unfinished).
+void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+    const int table = bpf_map__fd(s->maps.rq_table), owners = bpf_map__fd(s->maps.rq_owners);
+    const bool detail = s->rodata->need_owner_detail;
+    for (uint32_t i = 0; i < bpf_map__max_entries(s->maps.rq_table); ++i) {
+        kvio_rq_state st{};
+        kvio_rq_owner o{};
+        if (bpf_map_lookup_elem(table, &i, &st) != 0 || !(st.key & KVIO_SLOT_LIVE) || !st.issued || st.ignored) continue;
+        if (detail) bpf_map_lookup_elem(owners, &i, &o);
+        report_unfinished(st, o.owner, sink, report, counters);
+    }
+    int fd = bpf_map__fd(s->maps.rq_spill);
+    uint64_t key = 0, next = 0;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        kvio_rq_spilled v{};
+        if (bpf_map_lookup_elem(fd, &next, &v) != 0 || !v.s.issued || v.s.ignored) continue;
+        report_unfinished(v.s, v.o.owner, sink, report, counters);
+    }
+}
+
+}  // namespace
+
+TraceResult run_trace(const TraceOptions& opts) {
+    // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
+    // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
+    // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
+    g_stop = false;
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
+    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
+    ensure_tracing_ready();
+    libbpf_set_print(libbpf_quiet);
+    if (opts.comms.size() > KVIO_MAX_COMMS) throw Error("at most " + std::to_string(KVIO_MAX_COMMS) + " -c filters");
+    for (const auto& c : opts.comms)
+        if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
+    auto devs = resolve_devices(opts.devices);
+    if (opts.children && opts.pids.empty()) throw Error("--children follows the processes of -p PID: give -p");
+    std::optional<PidWatch> pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
+    if (!opts.pids.empty()) pid_watch.emplace(opts.pids);
+
+    std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
+    if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
+    auto* ro = skel->rodata;
+    ro->targ_ndevs = uint32_t(devs.size());
+    for (size_t i = 0; i < devs.size(); ++i) ro->targ_devs[i] = devs[i];
+    ro->targ_ncomms = uint32_t(opts.comms.size());
+    for (size_t i = 0; i < opts.comms.size(); ++i) std::strncpy(ro->targ_comms[i], opts.comms[i].c_str(), KVIO_COMM_LEN - 1);
+    ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
+    ro->follow_forks = !opts.command.empty() || opts.children;
+    ro->emit_events = !opts.events_path.empty();
+    ro->group_by = opts.group_by == GroupBy::Process ? KVIO_GROUP_PROCESS
+                   : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
+    ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
+    ro->need_owner_detail = ro->emit_events || ro->group_by;
+    ro->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
+    size_slot_tables(skel.get());
+    ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
+    ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
+    // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
+    auto storage = storage_devices(devs);
+    if (storage.size() > KVIO_MAX_STORAGE_DEVS) storage.resize(KVIO_MAX_STORAGE_DEVS);
+    ro->targ_nstorage = uint32_t(storage.size());
+    std::copy(storage.begin(), storage.end(), ro->targ_storage);
+    // Histogram slots: the -d disks, else every disk present now (one hist set and in-flight count each).
+    const std::vector<uint32_t> slot_devs = devs.empty() ? present_disks(KVIO_MAX_DEV_SLOTS) : devs;
+    bpf_map__set_max_entries(skel->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    bpf_map__set_max_entries(skel->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    ro->qd_sample_every = qd_sample_every(opts, ro->emit_events);
+    ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
+    if (!opts.cgroup.empty()) {
+        struct stat st {};
+        if (stat(opts.cgroup.c_str(), &st) != 0) throw Error("--cgroup " + opts.cgroup + ": does not exist");
+        ro->targ_cgroup = st.st_ino;  // cgroup v2: the directory's inode number is the cgroup id
+    }
+    choose_block_programs(skel.get());
+    bool nvme_present = false;
+    choose_optional_programs(skel.get(), nvme_present);
+    SyscallPrograms syscalls(skel.get(), !opts.block_only);
+    if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
+    choose_thread_state(skel.get());
+    ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
+
+    if (int err = kvio_trace_bpf__load(skel.get()))
+        throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
+                    "); rerun with KVIO_DEBUG=1 for the verifier log");
+    syscalls.fill_syscall_map();
+    if (devs.empty())
+        for (uint32_t slot = 0; slot < slot_devs.size(); ++slot)
+            bpf_map__update_elem(skel->maps.dev_slots, &slot_devs[slot], sizeof(uint32_t), &slot, sizeof slot, BPF_ANY);
+    std::optional<BpfStatsEnabled> stats_on;  // before attach: every run of every program is counted
+    if (opts.stats) stats_on.emplace();
+
+    uint8_t one = 1;
+    for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
+    // --children: the processes below each pid now (fio's job processes); the fork tracepoint adds later ones. Once
+    // more after attaching: a fork between this scan and the tracepoint's attach would be missed.
+    auto add_children = [&] {
+        if (!opts.children) return;
+        for (uint32_t pid : opts.pids)
+            for (pid_t d : descendants(pid_t(pid))) {
+                uint32_t k = uint32_t(d);
+                bpf_map__update_elem(skel->maps.pid_filter, &k, sizeof k, &one, sizeof one, BPF_ANY);
+            }
+    };
+    add_children();
+
+    EventSink sink;
+    if (!opts.events_path.empty()) {
+        sink.out.emplace(opts.events_path, size_t(1) << 20, opts.events_bin ? EventsFormat::Bin : EventsFormat::Jsonl);
+    }
+    std::ofstream json_out;  // opened now: a bad path fails before the trace, not after it
+    if (!opts.json_path.empty()) {
+        json_out.open(opts.json_path);
+        if (!json_out) throw Error(opts.json_path + ": cannot write: " + std::strerror(errno));
+    }
+    int release_fd = -1;
+    pid_t child = 0;
+    if (!opts.command.empty()) {
+        child = spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
+        uint32_t cpid = uint32_t(child);
+        bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
+    }
+    std::optional<CommandGuard> guard;  // the command dies with the trace, also when the trace is SIGKILLed
+    if (child > 0) guard.emplace(child);
+    const bool guard_was_set = child > 0;
+    if (int err = attach_in_order(skel.get(), syscalls)) {
+        if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+        throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
+    }
+    add_children();
+    BackupPrograms backups(skel.get(), ro->test_skip_every > 0);
+    backups.service();
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
+        ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
+    if (!rb) throw Error("cannot create the ring buffer reader");
+
+
+    SnapshotSource snap_src{skel.get(), slot_devs, devs, ro->lba_bucket_bytes, kvio_group_by(ro->group_by), nvme_present,
+                            stats_on.has_value(), "", 0, double(time(nullptr)), ro->qd_sample_every};
+    TraceResult res;
+    if (!opts.devices.empty()) {
+        std::string scope = "regular files and block devices on";
+        for (const auto& d : opts.devices) scope += " " + d;
+        snap_src.syscall_scope = scope + " (partitions, stacked devices and their filesystems included)";
+    }
+    if (opts.block_only) snap_src.syscall_scope = "none: --block-only, no syscall is traced";
+    // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
+    std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
+    std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
+    snap_src.t0_ns = now_ns();
+    if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty()) {
+        try {
+            live.emplace(LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
+                         [&snap_src] { return take_snapshot(snap_src); }, human);
+        } catch (const Error&) {
+            if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+            throw;
+        }
+        if (!live->bound().empty())
+            std::cerr << "kvio trace: serving Prometheus metrics on http://" << live->bound() << "/metrics\n";
+    }
+    if (!opts.ready_file.empty()) {  // a parent that started us waits for this instead of a fixed delay (--listen is bound by now)
+        std::ofstream ready(opts.ready_file, std::ios::trunc);
+        ready << "ready\n";
+        if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
+    }
+
+    if (child > 0) {
+        g_child = child;
+        if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
+        close(release_fd);
+    }
+    if (!opts.quiet && child == 0)
+        std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
+                  << "; Ctrl-C to stop\n";
+    std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
+    while (!g_stop) {
+        // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
+        if (live) {
+            std::vector<pollfd> fds{{ring_buffer__epoll_fd(rb.get()), POLLIN, 0}};
+            live->add_poll_fds(fds);
+            poll(fds.data(), fds.size(), live->timeout_ms(now_ns(), 100));
+            ring_buffer__consume(rb.get());
+            try {
+                live->service(now_ns());
+            } catch (const Error&) {
+                live_error = std::current_exception();
+                break;
+            }
+            if (live->done()) break;
+        } else {
+            ring_buffer__poll(rb.get(), 100);
+        }
+        ring_buffer__consume(rb.get());
+        backups.service();
+        if (sink.out) sink.out->flush_idle(now_ns());
+        if (sink.out && sink.out->failed()) break;  // close() below reports why
+        if (opts.duration_s > 0 && double(now_ns() - snap_src.t0_ns) / 1e9 >= opts.duration_s) break;
+        if (pid_watch && child == 0 && pid_watch->all_exited()) {  // like a COMMAND's exit (which ends a trace of both)
+            std::cerr << "kvio trace: " << pid_watch->exit_reason() << ": trace stopped\n";
+            break;
+        }
+        if (child > 0) {
+            int st = 0;
+            pid_t r = waitpid(child, &st, WNOHANG);
+            if (r == child) {
+                res.command_status = command_status(st, g_stop);
+                child = 0;
+                g_child = 0;
+                break;
+            }
+        }
+    }
+    if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
+        res.command_status = command_status(end_command(child, rb.get()), true);
+        g_child = 0;
+    }
+    guard.reset();
+    // A stop that came before the end the trace was given is not that end (the first signal names it).
+    const bool has_own_end = guard_was_set || pid_watch.has_value() || opts.duration_s > 0 || opts.interval_count > 0;
+    if (g_stop && has_own_end) res.stopped_by = g_signal;
+    double duration = double(now_ns() - snap_src.t0_ns) / 1e9;
+    ring_buffer__consume(rb.get());
+    // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
+    usleep(20000);
+    ring_buffer__consume(rb.get());
+    TraceSnapshot fin = take_snapshot(snap_src);
+    const std::vector<ProgStats>& stats = fin.progs;
+    stats_on.reset();  // statistics back as the administrator had them
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+
+    TraceReport& report = fin.report;
+    auto& counters = fin.counters;
+    sweep_unfinished(skel.get(), sink, report, counters);
+    if (live) {
+        try {
+            live->finish(fin);
+        } catch (const Error&) {
+            if (!live_error) live_error = std::current_exception();
+        }
+    }
+    res.summary = report.to_json(duration, counters, nvme_present);
+    res.summary["recursion_misses"] = fin.recursion_misses;
+    res.summary["backups_attached"] = backups.attached();
+    res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
+    uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
+    for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
+    res.dropped = counters[KVIO_CNT_RB_DROPS];
+    res.events = sink.out ? sink.out->written() : 0;
+    std::exception_ptr events_error;  // the JSON summary is still written when the events file fails
+    if (sink.out) {
+        try {
+            sink.out->line(nlohmann::json{{"type", "summary"},
+                                          {"events", sink.out->written()},
+                                          {"dropped", counters[KVIO_CNT_RB_DROPS]},
+                                          {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
+                                          {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
+                                          {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
+            sink.out->close();
+        } catch (const Error&) {
+            events_error = std::current_exception();
+        }
+    }
+    if (json_out.is_open()) {
+        json_out << res.summary.dump(2) << '\n';
+        json_out.close();
+        if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
+    }
+    if (!opts.quiet) report.print(human, duration, counters, nvme_present);
+    if (opts.stats) {
+        std::ostream& os = opts.quiet ? std::cerr : human;
+        print_stats(os, stats, cmds);
+        const SyscallHooks h = syscalls.hooks();
+        os << "  syscalls " << (h == SyscallHooks::PerSyscall ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
+                                : h == SyscallHooks::RawSyscalls ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
+                                                                 : "not hooked (--block-only)")
+           << "\n";
+    }
+    for (uint32_t d : devs)
+        if (report.device_empty(d))
+            std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
+                      << " (filtered device)\n";
+    if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
+        std::cerr << "kvio trace: warning: " << lost << " commands' completions were not seen (still in flight at stop, or "
+                     "completed where the kernel ran no BPF program); they are reported without D2C\n";
+    if (res.dropped)
+        std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
+    if (pid_watch && cmds == 0)
+        std::cerr << "kvio trace: 0 commands from " << pid_watch->names()
+                  << (opts.children ? " or the processes below"
+                                    : "; forked processes are not included (fio's jobs are forked): add --children, or run "
+                                      "the program under `kvio trace -- COMMAND`")
+                  << "\n";
+    if (events_error) std::rethrow_exception(events_error);
+    if (live_error) std::rethrow_exception(live_error);
+    return res;
+}
+
+}  // namespace kvio::trace
