@@ -482,8 +482,10 @@ TEST(Trace, SigkillOfTheTraceEndsTheCommandAndItsChildren) {
                  "wait $t; sleep 0.5; " + alive + "awk '$2 == \"sleep\" && ($4 == \"63.25\" || $4 == \"63.5\")'");
     EXPECT_EQ(r.out, "") << "left running after the trace was killed";
     run("pkill -KILL -f 'slee[p] 63.[25]'");
-    // Released at a normal end: the guard kills nothing then, and the trace reaps it.
-    r = run(kvio_bin() + " trace -q -- sh -c 'exit 0'; " + alive + "awk '$2 == \"kvio-guard\"'");
+    // Released at a normal end: the guard kills nothing then, and the trace reaps it. The guard is a fork of the trace
+    // and keeps its command line: this trace's guard is the one whose arguments name this test's directory (the
+    // other e2e shard's traces have guards of their own).
+    r = run(kvio_bin() + " trace -q -- sh -c 'exit 0' " + dir.path + "; " + alive + "awk '$2 == \"kvio-guard\" && index($0, \"" + dir.path + "\")'");
     EXPECT_EQ(r.out, "");
 }
 
