@@ -1,0 +1,19 @@
+/* test_hooks.bpf.h — hooks the tests set through rodata (0 by default: the verifier drops the code). */
+#ifndef KVIO_TEST_HOOKS_BPF_H
+#define KVIO_TEST_HOOKS_BPF_H
+
+#include "bpf/config.bpf.h"
+
+/* Should primary program `hook` skip this run, as if the kernel had (test_skip_every: every Nth run)? The backups
+ * then have runs to rescue (tests/e2e/trace_tables_test.cpp). */
+static __always_inline bool test_skip_run(__u32 hook)
+{
+    if (test_skip_every) {
+        __u64 *n = bpf_map_lookup_elem(&primary_runs, &hook);
+        if (n && ++*n % test_skip_every == 0)
+            return true;
+    }
+    return false;
+}
+
+#endif /* KVIO_TEST_HOOKS_BPF_H */
