@@ -226,7 +226,8 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
 static __always_inline int on_insert(struct request *rq, bool typed) { return on_rq_seen(rq, typed, true); }
 static __always_inline int on_issue(struct request *rq, bool typed) { return on_rq_seen(rq, typed, false); }
 
-static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes, bool typed, bool sole_writer)
+static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes, bool typed,
+                                       bool sole_writer)
 {
     /* requests of other devices get no state at all: no lookup for them (with -d the device is known cheaper) */
     if (targ_ndevs && !dev_passes(rq_dev(rq, typed)))

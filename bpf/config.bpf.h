@@ -96,9 +96,15 @@ enum { SPILL_RQ, SPILL_BIO, SPILLS };                      /* spill_live */
 enum { NUM_GETRQ, NUM_INSERT, NUM_ISSUE, NUM_COMPLETE, NUMS }; /* ptr_numbers: one per program that converts */
 enum { HOOK_ISSUE, HOOK_COMPLETE, HOOKS };                 /* primary_seen: the programs that have a backup */
 
-/* An array map (ARRAY or PERCPU_ARRAY) of n values indexed by a __u32. */
-#define KVIO_ARRAY(name, map_type, n, value_type) \
-    struct { __uint(type, map_type); __uint(max_entries, n); __type(key, __u32); __type(value, value_type); } name SEC(".maps")
+/* A map of up to n entries; KVIO_ARRAY: an array (ARRAY or PERCPU_ARRAY) indexed by a __u32. */
+#define KVIO_MAP(name, map_type, n, key_type, value_type)                                        \
+    struct {                                                                                     \
+        __uint(type, map_type);                                                                  \
+        __uint(max_entries, n);                                                                  \
+        __type(key, key_type);                                                                   \
+        __type(value, value_type);                                                               \
+    } name SEC(".maps")
+#define KVIO_ARRAY(name, map_type, n, value_type) KVIO_MAP(name, map_type, n, __u32, value_type)
 
 /* ---------------------------------------------------------------- maps: in-flight block requests (rq_state.bpf.h) */
 
@@ -106,10 +112,16 @@ enum { HOOK_ISSUE, HOOK_COMPLETE, HOOKS };                 /* primary_seen: the 
  * (rq_spill: a plain hash, as an LRU could evict a live request; a full one is counted). */
 KVIO_ARRAY(rq_table, BPF_MAP_TYPE_ARRAY, KVIO_RQ_SLOTS, struct kvio_rq_state);
 KVIO_ARRAY(rq_owners, BPF_MAP_TYPE_ARRAY, KVIO_RQ_SLOTS, struct kvio_rq_owner);
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_rq_spilled); } rq_spill SEC(".maps");
+KVIO_MAP(rq_spill, BPF_MAP_TYPE_HASH, 65536, __u64, struct kvio_rq_spilled);
 KVIO_ARRAY(bio_table, BPF_MAP_TYPE_ARRAY, KVIO_BIO_SLOTS, struct kvio_bio_owner);
 /* Per-CPU LRU lists: an update takes only this CPU's list lock. */
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __uint(map_flags, BPF_F_NO_COMMON_LRU); __type(key, __u64); __type(value, struct kvio_bio_owner); } bio_spill SEC(".maps");
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 65536);
+    __uint(map_flags, BPF_F_NO_COMMON_LRU);
+    __type(key, __u64);
+    __type(value, struct kvio_bio_owner);
+} bio_spill SEC(".maps");
 /* Entries now in rq_spill [SPILL_RQ] and bio_spill [SPILL_BIO]: a request or bio not in its table looks in the
  * hash only when this is not 0 (bio_spill can also lose entries to its LRU: then it stays above 0, which only
  * costs lookups). */
@@ -122,10 +134,10 @@ KVIO_ARRAY(primary_runs, BPF_MAP_TYPE_PERCPU_ARRAY, HOOKS, __u64); /* runs of ea
 
 /* ---------------------------------------------------------------- maps: NVMe and io_uring */
 
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u64); __type(value, struct nvme_state); } nvme_starts SEC(".maps");
+KVIO_MAP(nvme_starts, BPF_MAP_TYPE_HASH, 16384, __u64, struct nvme_state);
 /* io_kiocb -> submitter and SQE user_data, from io_uring_submit_req (passthrough has no block_getrq) */
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 65536); __type(key, __u64); __type(value, struct kvio_owner); } uring_req_owner SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } cur_udata SEC(".maps");
+KVIO_MAP(uring_req_owner, BPF_MAP_TYPE_LRU_HASH, 65536, __u64, struct kvio_owner);
+KVIO_MAP(cur_udata, BPF_MAP_TYPE_HASH, 16384, __u32, __u64);
 
 /* ---------------------------------------------------------------- maps: devices and their histograms */
 
@@ -134,31 +146,36 @@ struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key
  * position in targ_devs; without, userspace fills dev_slots with every disk present at start. Userspace sizes
  * the arrays to the slots it gave. Devices without a slot (hot-plugged, or more than KVIO_MAX_DEV_SLOTS) use
  * the dev-keyed hashes inflight and dev_hists, as do the per-queue NVMe histograms. */
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, KVIO_MAX_DEV_SLOTS); __type(key, __u32); __type(value, __u32); } dev_slots SEC(".maps");
+KVIO_MAP(dev_slots, BPF_MAP_TYPE_HASH, KVIO_MAX_DEV_SLOTS, __u32, __u32);
 KVIO_ARRAY(slot_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_MAX_DEV_SLOTS, struct kvio_dev_hists);
 /* The same histograms written by every other program (backups, a lost command found at issue): slot_hists's
  * block words have one writer per CPU, the completion program, which updates them without atomics; a program
  * that may run nested inside it must not touch them. Userspace adds the two sets. */
 KVIO_ARRAY(rescue_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_MAX_DEV_SLOTS, struct kvio_dev_hists);
 KVIO_ARRAY(slot_depths, BPF_MAP_TYPE_ARRAY, KVIO_MAX_DEV_SLOTS, struct slot_depth);
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 1024); __type(key, __u32); __type(value, __s64); } inflight SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_hist_key); __type(value, struct kvio_hist); } dev_hists SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4096); __type(key, struct kvio_group_key); __type(value, struct kvio_group_val); } group_stats SEC(".maps");
+KVIO_MAP(inflight, BPF_MAP_TYPE_HASH, 1024, __u32, __s64);
+KVIO_MAP(dev_hists, BPF_MAP_TYPE_HASH, 4096, struct kvio_hist_key, struct kvio_hist);
+KVIO_MAP(group_stats, BPF_MAP_TYPE_HASH, 4096, struct kvio_group_key, struct kvio_group_val);
 
 /* ---------------------------------------------------------------- maps: syscalls */
 
 /* Syscall-side histograms, per CPU: threads on several CPUs do not contend for their cache lines. */
 KVIO_ARRAY(proc_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_PROC_HISTS, struct kvio_hist);
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, struct sys_state); } sys_starts SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_write_exit SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 16384); __type(key, __u32); __type(value, __u64); } last_fadvise_exit SEC(".maps");
-struct { __uint(type, BPF_MAP_TYPE_TASK_STORAGE); __uint(map_flags, BPF_F_NO_PREALLOC); __type(key, int); __type(value, struct thread_io); } thread_ios SEC(".maps");
+KVIO_MAP(sys_starts, BPF_MAP_TYPE_HASH, 16384, __u32, struct sys_state);
+KVIO_MAP(last_write_exit, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, __u64);
+KVIO_MAP(last_fadvise_exit, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, __u64);
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, struct thread_io);
+} thread_ios SEC(".maps");
 /* Syscall number of this architecture (<sys/syscall.h>, filled by userspace) -> enum kvio_syscall. */
 KVIO_ARRAY(sys_nr_map, BPF_MAP_TYPE_ARRAY, KVIO_MAX_SYSCALL_NR, __u8);
 
 /* ---------------------------------------------------------------- maps: filters, counters, output */
 
-struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 8192); __type(key, __u32); __type(value, __u8); } pid_filter SEC(".maps");
+KVIO_MAP(pid_filter, BPF_MAP_TYPE_HASH, 8192, __u32, __u8);
 KVIO_ARRAY(counters, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_COUNTERS, __u64);
 struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 16 << 20); } events SEC(".maps");
 
