@@ -144,8 +144,28 @@ $(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 
-# The e2e tests run $(BUILD)/kvio (KVIO_BIN): building them brings it up to date too (order-only: no relink of the tests).
-$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES) | $(BUILD)/kvio
+# BPF test hooks (bpf/test_hooks.bpf.h) are only in $(BUILD)/kvio-test-hooks: the BPF object built with
+# -DKVIO_BPF_TEST_HOOKS, its skeleton, and userspace/tracer.cpp compiled against that skeleton (linked ahead of
+# libkviocli.a's tracer.o, which is then not used). The e2e tests that set a hook run it; $(BUILD)/kvio has none.
+TEST_HOOKS := $(BUILD)/test-hooks
+$(TEST_HOOKS)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	@echo "  BPF      $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DKVIO_BPF_TEST_HOOKS -c $< -o $@
+$(TEST_HOOKS)/bpf/%.skel.h: $(TEST_HOOKS)/bpf/%.bpf.o
+	@echo "  SKEL     $@"
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+$(TEST_HOOKS)/userspace/tracer.o: userspace/tracer.cpp | $(TEST_HOOKS)/bpf/kvio_trace.skel.h
+	@mkdir -p $(@D)
+	@echo "  CXX      $@"
+	$(Q)$(CCACHE) $(CXX) -I$(TEST_HOOKS) $(CXXFLAGS) -DKVIO_BPF_TEST_HOOKS -c $< -o $@
+$(BUILD)/kvio-test-hooks: $(BUILD)/userspace/main.o $(TEST_HOOKS)/userspace/tracer.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# The e2e tests run $(BUILD)/kvio (KVIO_BIN) and $(BUILD)/kvio-test-hooks: building them brings those up to date
+# too (order-only: no relink of the tests).
+$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES) | $(BUILD)/kvio $(BUILD)/kvio-test-hooks
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 

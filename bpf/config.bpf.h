@@ -46,8 +46,10 @@ const volatile __u32 bio_slot_mask = KVIO_BIO_SLOTS - 1;
 /* The raw_tp twins of the issue and completion programs are attached as backups (block.bpf.h, primary_missed) */
 const volatile bool backup_programs = false;
 
-/* Tests (test_hooks.bpf.h): each primary skips every Nth run, as if the kernel had. */
+#ifdef KVIO_BPF_TEST_HOOKS
+/* Test builds only (test_hooks.bpf.h): each primary skips every Nth run, as if the kernel had. */
 const volatile __u32 test_skip_every = 0;
+#endif
 
 /* ---------------------------------------------------------------- private map values */
 
@@ -130,7 +132,9 @@ KVIO_ARRAY(spill_live, BPF_MAP_TYPE_ARRAY, SPILLS, __s64);
 KVIO_ARRAY(ptr_numbers, BPF_MAP_TYPE_PERCPU_ARRAY, NUMS, __u64);
 /* The request each primary program is handling on this CPU (block.bpf.h, primary_mark). */
 KVIO_ARRAY(primary_seen, BPF_MAP_TYPE_PERCPU_ARRAY, HOOKS, __u64);
+#ifdef KVIO_BPF_TEST_HOOKS
 KVIO_ARRAY(primary_runs, BPF_MAP_TYPE_PERCPU_ARRAY, HOOKS, __u64); /* runs of each primary (test_skip_every) */
+#endif
 
 /* ---------------------------------------------------------------- maps: NVMe and io_uring */
 

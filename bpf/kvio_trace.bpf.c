@@ -9,7 +9,7 @@
  *   filters.bpf.h     -d, -p, -c, --cgroup
  *   owner.bpf.h       who submitted an I/O
  *   rq_state.bpf.h    in-flight block requests and device queue depths
- *   test_hooks.bpf.h  hooks the tests set
+ *   test_hooks.bpf.h  hooks of the test build only (-DKVIO_BPF_TEST_HOOKS)
  *   block.bpf.h       block layer programs        io_uring.bpf.h  io_uring submission programs
  *   nvme.bpf.h        NVMe driver programs        syscalls.bpf.h  syscall programs
  *   forks.bpf.h       children of filtered processes */

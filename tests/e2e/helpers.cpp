@@ -31,6 +31,11 @@ std::string kvio_bin() {
     return b ? b : "build/kvio";
 }
 
+std::string kvio_test_hooks_bin() {
+    const char* b = std::getenv("KVIO_TEST_HOOKS_BIN");
+    return b ? b : "build/kvio-test-hooks";
+}
+
 TempDir::TempDir(const std::string& base) {
     std::string tmpl = base + "/kvio-test-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp under " + base + " failed");

@@ -18,6 +18,8 @@ struct CmdResult {
 CmdResult run(const std::string& cmd);
 /// Path of the kvio binary under test ($KVIO_BIN, default build/kvio).
 std::string kvio_bin();
+/// Path of the kvio binary whose BPF object has the test hooks ($KVIO_TEST_HOOKS_BIN, default build/kvio-test-hooks).
+std::string kvio_test_hooks_bin();
 
 /// A temporary directory removed (recursively) at destruction. Under /var/tmp by default, never tmpfs-only;
 /// `base` "/dev/shm" for images a test writes that need not reach the disk.
