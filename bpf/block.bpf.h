@@ -202,18 +202,11 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (!rq_take(key, &r, &fresh))
         return 0;
     struct rq_state *s = r.s;
-    if (!fresh && s->gen == gen) {
-        if (s->ignored)
-            return 0;
-        if (at_insert)
-            s->ts_insert = bpf_ktime_get_ns();
-        else
-            issue_fill(s, rq, typed);
-        return 0;
+    if (fresh || s->gen != gen) {
+        if (!fresh)
+            rq_state_stale(s, r.o);
+        rq_state_init(&r, rq, dev, slot, gen, at_insert, typed);
     }
-    if (!fresh)
-        rq_state_stale(s, r.o);
-    rq_state_init(&r, rq, dev, slot, gen, at_insert, typed);
     if (s->ignored)
         return 0;
     if (at_insert)

@@ -24,34 +24,38 @@ static __always_inline __u32 ptr_hash(__u64 p)
     return (__u32)((p * 0x9E3779B97F4A7C15ULL) >> 32);
 }
 
-/* Probe i of a pointer whose hash is h: the slot's key word (its index in *idx), and the key it holds. */
-static __always_inline __u64 *slot_probe(void *map, __u32 mask, __u32 h, int i, __u32 *idx, __u64 *key)
-{
-    *idx = (h + i) & mask;
-    __u64 *k = bpf_map_lookup_elem(map, idx);
-    if (k)
-        *key = *(volatile __u64 *)k;
-    return k;
-}
-
-/* `ptr`'s slot is the first of its KVIO_SLOT_PROBES probes whose key, live bit aside, is ptr. A key is set when a
- * pointer takes a slot and stays when its life there ends (only another pointer taking the slot changes it), and a
- * pointer takes the first of its probes that is not live, so a never-used slot (key 0) ends the search. Returns the
- * slot's key word (live or not) and its index, or NULL. */
-static __always_inline __u64 *slot_find(void *map, __u32 mask, __u64 ptr, __u32 *idx)
+/* The probes of `ptr` (its hash and the next KVIO_SLOT_PROBES - 1 slots) in order, each slot's index in *idx.
+ * Finding (claim false): `ptr`'s slot is the first of its probes whose key, live bit aside, is ptr. A key is set when
+ * a pointer takes a slot and stays when its life there ends (only another pointer taking the slot changes it), and a
+ * pointer takes the first of its probes that is not live, so a never-used slot (key 0) ends the search. Claiming
+ * (claim true): the first probe that is not live, taken with a compare-and-swap. Returns the slot's key word, or
+ * NULL. */
+static __always_inline __u64 *slot_scan(void *map, __u32 mask, __u64 ptr, __u32 *idx, bool claim)
 {
     __u32 h = ptr_hash(ptr);
     for (int i = 0; i < KVIO_SLOT_PROBES; i++) {
-        __u64 key;
-        __u64 *k = slot_probe(map, mask, h, i, idx, &key);
+        *idx = (h + i) & mask;
+        __u64 *k = bpf_map_lookup_elem(map, idx);
         if (!k)
             return 0;
-        if ((key & ~KVIO_SLOT_LIVE) == ptr)
-            return k;
-        if (!key)
-            return 0;
+        __u64 key = *(volatile __u64 *)k;
+        if (claim) {
+            if (!(key & KVIO_SLOT_LIVE) && __sync_bool_compare_and_swap(k, key, ptr | KVIO_SLOT_LIVE))
+                return k;
+        } else {
+            if ((key & ~KVIO_SLOT_LIVE) == ptr)
+                return k;
+            if (!key)
+                return 0;
+        }
     }
     return 0;
+}
+
+/* `ptr`'s slot (live or not) and its index, or NULL. */
+static __always_inline __u64 *slot_find(void *map, __u32 mask, __u64 ptr, __u32 *idx)
+{
+    return slot_scan(map, mask, ptr, idx, false);
 }
 
 static __always_inline bool slot_live(const __u64 *k) { return k && (*(volatile const __u64 *)k & KVIO_SLOT_LIVE); }
@@ -64,16 +68,7 @@ static __always_inline __u64 *slot_claim(void *map, __u32 mask, __u64 ptr, __u64
 {
     if (own && __sync_bool_compare_and_swap(own, ptr, ptr | KVIO_SLOT_LIVE))
         return own;
-    __u32 h = ptr_hash(ptr);
-    for (int i = 0; i < KVIO_SLOT_PROBES; i++) {
-        __u64 key;
-        __u64 *k = slot_probe(map, mask, h, i, idx, &key);
-        if (!k)
-            return 0;
-        if (!(key & KVIO_SLOT_LIVE) && __sync_bool_compare_and_swap(k, key, ptr | KVIO_SLOT_LIVE))
-            return k;
-    }
-    return 0;
+    return slot_scan(map, mask, ptr, idx, true);
 }
 
 /* Ends ptr's life in its slot: the key stays (its next life finds the slot at the first probe), the live bit goes.
