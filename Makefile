@@ -145,9 +145,10 @@ $(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 
 # BPF test hooks (bpf/test_hooks.bpf.h) are only in $(BUILD)/kvio-test-hooks: the BPF object built with
-# -DKVIO_BPF_TEST_HOOKS, its skeleton, and userspace/tracer.cpp compiled against that skeleton (linked ahead of
-# libkviocli.a's tracer.o, which is then not used). The e2e tests that set a hook run it; $(BUILD)/kvio has none.
+# -DKVIO_BPF_TEST_HOOKS, its skeleton, and the sources that include a skeleton compiled against it (linked ahead of
+# libkviocli.a's copies, which are then not used). The e2e tests that set a hook run it; $(BUILD)/kvio has none.
 TEST_HOOKS := $(BUILD)/test-hooks
+TEST_HOOKS_OBJS := $(patsubst %.cpp,$(TEST_HOOKS)/%.o,$(shell grep -l 'skel\.h' $(CLI_SRCS)))
 $(TEST_HOOKS)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
 	@echo "  BPF      $@"
@@ -155,11 +156,11 @@ $(TEST_HOOKS)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 $(TEST_HOOKS)/bpf/%.skel.h: $(TEST_HOOKS)/bpf/%.bpf.o
 	@echo "  SKEL     $@"
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
-$(TEST_HOOKS)/userspace/tracer.o: userspace/tracer.cpp | $(TEST_HOOKS)/bpf/kvio_trace.skel.h
+$(TEST_HOOKS)/userspace/%.o: userspace/%.cpp | $(TEST_HOOKS)/bpf/kvio_trace.skel.h
 	@mkdir -p $(@D)
 	@echo "  CXX      $@"
 	$(Q)$(CCACHE) $(CXX) -I$(TEST_HOOKS) $(CXXFLAGS) -DKVIO_BPF_TEST_HOOKS -c $< -o $@
-$(BUILD)/kvio-test-hooks: $(BUILD)/userspace/main.o $(TEST_HOOKS)/userspace/tracer.o $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
+$(BUILD)/kvio-test-hooks: $(BUILD)/userspace/main.o $(TEST_HOOKS_OBJS) $(BUILD)/libkviocli.a $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
 
