@@ -150,8 +150,29 @@ $(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES)
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 
-# The e2e tests run $(BUILD)/kvio (KVIO_BIN): building them brings it up to date too (order-only: no relink of the tests).
-$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES) | $(BUILD)/kvio
+# BPF test hooks (bpf/test_hooks.bpf.h) are only in $(BUILD)/kvio-test-hooks: the BPF object built with
+# -DKVIO_BPF_TEST_HOOKS, its skeleton, and the sources that include a skeleton compiled against it (linked ahead of
+# libtrace.a's copies, which are then not used). The e2e tests that set a hook run it; $(BUILD)/kvio has none.
+TEST_HOOKS := $(BUILD)/test-hooks
+TEST_HOOKS_OBJS := $(patsubst %.cpp,$(TEST_HOOKS)/%.o,$(shell grep -l 'skel\.h' $(foreach l,$(APP_LIBS),$(call LIB_SRCS,$(l)))))
+$(TEST_HOOKS)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	@echo "  BPF      $@"
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DKVIO_BPF_TEST_HOOKS -c $< -o $@
+$(TEST_HOOKS)/bpf/%.skel.h: $(TEST_HOOKS)/bpf/%.bpf.o
+	@echo "  SKEL     $@"
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+$(TEST_HOOKS)/%.o: %.cpp | $(TEST_HOOKS)/bpf/kvio_trace.skel.h
+	@mkdir -p $(@D)
+	@echo "  CXX      $@"
+	$(Q)$(CCACHE) $(CXX) -I$(TEST_HOOKS) $(CXXFLAGS) -DKVIO_BPF_TEST_HOOKS -c $< -o $@
+$(BUILD)/kvio-test-hooks: $(BUILD)/cli/main.o $(TEST_HOOKS_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(LDLIBS)
+
+# The e2e tests run $(BUILD)/kvio (KVIO_BIN) and $(BUILD)/kvio-test-hooks: building them brings those up to date
+# too (order-only: no relink of the tests).
+$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES) | $(BUILD)/kvio $(BUILD)/kvio-test-hooks
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
 

@@ -18,6 +18,43 @@
 #define KVIO_MINORBITS 20   /* include/linux/kdev_t.h */
 #define KVIO_MKDEV(ma, mi) (((__u32)(ma) << KVIO_MINORBITS) | (__u32)(mi))
 
+/* Histogram slot rules, the same on both sides (common/histogram.h uses these; tests/unit/common_test.cpp checks
+ * them against the definitions below). Log2: slot 0 holds value 0, slot k >= 1 holds [2^(k-1), 2^k), i.e. the
+ * bit length of v, found by halving the candidate width (no loop: the verifier sees straight-line code). Linear:
+ * slot k holds [k * width, (k + 1) * width). Either way a slot past the last one counts in the last. */
+#ifdef __cplusplus
+#define KVIO_SLOT_FN constexpr inline
+#else
+#define KVIO_SLOT_FN static inline
+#endif
+KVIO_SLOT_FN __u32 kvio_log2_slot(__u64 v)
+{
+    __u32 r = 0, shift;
+    if (!v)
+        return 0;
+    shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
+    shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
+    shift = (v > 0xff) << 3; v >>= shift; r |= shift;
+    shift = (v > 0xf) << 2; v >>= shift; r |= shift;
+    shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+    r |= (__u32)(v >> 1);
+    return r + 1;
+}
+
+KVIO_SLOT_FN __u64 kvio_linear_slot(__u64 v, __u64 width)
+{
+    return v / (width ? width : 1);
+}
+
+/* NVMe I/O command opcodes (NVM Express NVM Command Set): the `opcode` of NVMe event records (docs/formats.md). */
+enum kvio_nvme_opcode {
+    KVIO_NVME_FLUSH = 0x00,
+    KVIO_NVME_WRITE = 0x01,
+    KVIO_NVME_READ = 0x02,
+    KVIO_NVME_WRITE_ZEROES = 0x08,
+    KVIO_NVME_DSM = 0x09, /* dataset management: deallocate (discard) */
+};
+
 /* One little-endian 8-byte word of a NUL-terminated name (task->comm) with every byte from its first NUL on
  * cleared; *ended: a NUL was seen in this word or an earlier one (then the word is 0). (v - 0x01..) & ~v & 0x80.. has
  * its lowest set bit in v's first zero byte (Hacker's Delight 6-1; bits above it may be false positives, unused).

@@ -39,10 +39,10 @@ const char* op_name_from_opf(uint32_t opf) {
 
 const char* op_name_from_nvme_opcode(uint8_t opcode) {
     switch (opcode) {
-        case 0x00: return "flush";
-        case 0x01: return "write";
-        case 0x02: return "read";
-        case 0x09: return "discard";
+        case KVIO_NVME_FLUSH: return "flush";
+        case KVIO_NVME_WRITE: return "write";
+        case KVIO_NVME_READ: return "read";
+        case KVIO_NVME_DSM: return "discard";
         default: return "other";
     }
 }

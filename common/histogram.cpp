@@ -16,7 +16,7 @@ void Histogram::add(uint64_t value, uint64_t n) {
     if (kind_ == HistKind::Log2)
         s = log2_slot(value);
     else
-        s = value / width_;
+        s = kvio_linear_slot(value, width_);
     if (s >= slots_.size()) s = slots_.size() - 1;
     slots_[s] += n;
     count_ += n;

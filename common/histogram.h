@@ -9,18 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bpf/kvio_trace.h"
+
 namespace kvio {
 
 /// Slot rules. Log2: slot 0 holds value 0, slot k>=1 holds [2^(k-1), 2^k).
 /// Linear: slot k holds [k*width, (k+1)*width); the last slot also holds everything above.
 enum class HistKind { Log2, Linear };
 
-/// Slot index of `v` under the log2 rule (matches kvio_log2_slot() in bpf/kvio_trace.h).
-constexpr unsigned log2_slot(uint64_t v) {
-    unsigned k = 0;
-    while (v) { ++k; v >>= 1; }
-    return k;
-}
+/// Slot index of `v` under the log2 rule: the BPF programs' own (kvio_log2_slot in bpf/kvio_trace.h).
+constexpr unsigned log2_slot(uint64_t v) { return kvio_log2_slot(v); }
 
 struct Bucket {
     uint64_t lo, hi, count;  ///< counts values lo <= v < hi

@@ -185,7 +185,7 @@ uint64_t prog_recursion_misses(bpf_program* p) {
 
 /// The backups of block issue and completion (primary_seen in the BPF source). Each costs a program run per
 /// request and nested runs are rare, so a backup is attached only once its primary has missed a run (the kernel's
-/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY. A miss before that is a
+/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY (test build). A miss before that is a
 /// counted lost or unmatched completion.
 class BackupPrograms {
 public:
@@ -234,6 +234,18 @@ uint32_t env_hook(const char* name) {
     unsigned long n = std::strtoul(v, &end, 10);
     if (*end || n > (1ul << 20)) throw Error(std::string(name) + "=" + v + ": not a number up to 2^20");
     return uint32_t(n);
+}
+
+/// The hooks of the test build (bpf/test_hooks.bpf.h, linked as build/kvio-test-hooks; build/kvio has none and
+/// ignores them): KVIO_TRACE_TEST_SKIP_EVERY=N has each primary skip every Nth run. Returns whether the backups
+/// attach from the start.
+bool set_test_hooks([[maybe_unused]] kvio_trace_bpf* s) {
+#ifdef KVIO_BPF_TEST_HOOKS
+    s->rodata->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
+    return s->rodata->test_skip_every > 0;
+#else
+    return false;
+#endif
 }
 
 static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
@@ -589,7 +601,7 @@ TraceResult run_trace(const TraceOptions& opts) {
                    : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
     ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
     ro->need_owner_detail = ro->emit_events || ro->group_by;
-    ro->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
+    const bool backups_from_start = set_test_hooks(skel.get());
     size_slot_tables(skel.get());
     ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
@@ -665,7 +677,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
     add_children();
-    BackupPrograms backups(skel.get(), ro->test_skip_every > 0);
+    BackupPrograms backups(skel.get(), backups_from_start);
     backups.service();
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
         ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);

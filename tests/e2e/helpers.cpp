@@ -36,6 +36,11 @@ std::string trace_in_background(const std::string& ready, const std::string& arg
            "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; ";
 }
 
+std::string kvio_test_hooks_bin() {
+    const char* b = std::getenv("KVIO_TEST_HOOKS_BIN");
+    return b ? b : (fs::path(kvio_bin()).parent_path() / "kvio-test-hooks").string();
+}
+
 TempDir::TempDir(const std::string& base) {
     std::string tmpl = base + "/kvio-test-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp under " + base + " failed");

@@ -22,6 +22,9 @@ std::string kvio_bin();
 /// 30 s, until the trace is attached, so what the script does next is traced however long loading BPF takes on a busy
 /// machine (a fixed `sleep 1` there missed the workload at a load of 8 on 2 CPUs). Ends with "; ".
 std::string trace_in_background(const std::string& ready, const std::string& args, const std::string& var = "t");
+/// Path of the kvio binary whose BPF object has the test hooks ($KVIO_TEST_HOOKS_BIN, default kvio-test-hooks beside
+/// kvio_bin()).
+std::string kvio_test_hooks_bin();
 
 /// A temporary directory removed (recursively) at destruction. Under /var/tmp by default, never tmpfs-only;
 /// `base` "/dev/shm" for images a test writes that need not reach the disk.

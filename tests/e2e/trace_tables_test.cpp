@@ -1,6 +1,7 @@
 // kvio trace's in-flight tables (bpf/kvio_trace.h: rq_table, bio_table) and backup programs, through their test
 // hooks: tables of one slot send nearly every request and bio owner to the fallback hashes, and primaries that skip
-// every third run leave those runs to the backups. Either way every command is traced once, with its submitter.
+// every third run (a hook only build/kvio-test-hooks has) leave those runs to the backups. Either way every command
+// is traced once, with its submitter.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,13 +26,13 @@ struct Traced {
     std::vector<json> reads;  // the read commands of the events file
 };
 
-// `kvio trace -d LOOP --events --json -- fio` with the environment `env`; with `scheduler`, the loop device uses it.
-Traced trace_reads(const std::string& env, const std::string& scheduler = "") {
+// `BIN trace -d LOOP --events --json -- fio` with the environment `env`; with `scheduler`, the loop device uses it.
+Traced trace_reads(const std::string& env, const std::string& scheduler = "", const std::string& bin = kvio_bin()) {
     LoopDevice loop(16 * 1024 * 1024);
     loop.set_queue_attr("nomerges", "2");  // adjacent random reads in one plug would merge: one command each
     if (!scheduler.empty()) loop.set_queue_attr("scheduler", scheduler);
     TempDir dir;
-    auto r = run(env + " " + kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") + " --json " +
+    auto r = run(env + " " + bin + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") + " --json " +
                  dir.file("t.json") + " -- " + fio_reads(loop));
     EXPECT_EQ(r.status, 0) << env << ": " << r.err;
     Traced t;
@@ -76,10 +77,17 @@ TEST(TraceTables, DefaultTablesHoldEveryRequest) {
 
 TEST(TraceTables, BackupsRescueWhatThePrimariesSkip) {
     // The rescued runs' histograms are in a second per-CPU set (rescue_hists) that the collector adds in.
-    Traced t = trace_reads("KVIO_TRACE_TEST_SKIP_EVERY=3");
+    Traced t = trace_reads("KVIO_TRACE_TEST_SKIP_EVERY=3", "", kvio_test_hooks_bin());
     expect_exact(t, "skip every 3rd");
     EXPECT_GT(t.summary["rescued_by_backup"].get<uint64_t>(), 0u);
     EXPECT_EQ(t.summary["backups_attached"], json::parse(R"(["issue", "complete"])"));
+}
+
+TEST(TraceTables, ProductionBinaryHasNoTestHooks) {
+    Traced t = trace_reads("KVIO_TRACE_TEST_SKIP_EVERY=3");  // build/kvio: the primaries run every time
+    expect_exact(t, "production, hook set");
+    EXPECT_EQ(t.summary["rescued_by_backup"], 0);
+    EXPECT_EQ(t.summary["backups_attached"], json::array());
 }
 
 }  // namespace

@@ -51,6 +51,25 @@ TEST(Histogram, Log2SlotBounds) {
     }
 }
 
+// The slot rules are defined once (bpf/kvio_trace.h) for the BPF programs and Histogram: checked here against
+// their plain definitions (bit length; quotient) around every power of two.
+TEST(Histogram, SharedSlotRulesMatchTheirDefinitions) {
+    static_assert(kvio_log2_slot(0) == 0 && kvio_log2_slot(1) == 1 && kvio_log2_slot(~uint64_t(0)) == 64);
+    auto bit_length = [](uint64_t v) { unsigned k = 0; while (v) { ++k; v >>= 1; } return k; };
+    for (unsigned b = 0; b < 64; ++b) {
+        const uint64_t p = uint64_t(1) << b;
+        for (uint64_t v : {p - 1, p, p + 1, p | (p >> 1), ~uint64_t(0) >> (63 - b)}) {
+            EXPECT_EQ(kvio_log2_slot(v), bit_length(v)) << v;
+            Histogram h(HistKind::Log2, "ns", KVIO_HIST_SLOTS);
+            h.add(v, 1);
+            EXPECT_EQ(h.slot(bit_length(v)), 1u) << v;
+            for (uint64_t width : {uint64_t(1), uint64_t(4096), uint64_t(10) << 30})
+                EXPECT_EQ(kvio_linear_slot(v, width), v / width) << v << " / " << width;
+            EXPECT_EQ(kvio_linear_slot(v, 0), v) << "width 0 counts as 1";
+        }
+    }
+}
+
 TEST(Histogram, LinearClampsAndJsonRoundTrip) {
     Histogram h(HistKind::Linear, "cmds", 8, 1);
     h.add(0);
