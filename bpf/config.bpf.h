@@ -1,5 +1,5 @@
 /* config.bpf.h — everything kvio_trace.bpf.c is told before load (const volatile rodata, set by userspace through
- * the skeleton: userspace/tracer.cpp) and every map it keeps, each declared once, with the private structs the maps
+ * the skeleton: trace/tracer.cpp) and every map it keeps, each declared once, with the private structs the maps
  * hold. The programs' headers only use what is declared here. */
 #ifndef KVIO_CONFIG_BPF_H
 #define KVIO_CONFIG_BPF_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* kvio_trace.bpf.c — the storage latency stack, aggregated in the kernel: one BPF object, one skeleton
- * (userspace/tracer.cpp loads it). Each concern is a header, included here in the order the programs appear:
+ * (trace/tracer.cpp loads it). Each concern is a header, included here in the order the programs appear:
  *   config.bpf.h      every rodata knob (set by userspace before load) and every map
  *   core_fixes.bpf.h  kernel structures that moved between versions (CO-RE), typed vs probe-read access
  *   util.bpf.h        counters, lookup-or-init, the event ring buffer
