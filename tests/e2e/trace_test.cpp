@@ -286,7 +286,12 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
     ASSERT_EQ(a.size(), b.size());
     for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
         json x = ia->second, y = ib->second;
+        // A completion no program saw (complete_lost, docs/formats.md) is lost for both traces alike: it happened to
+        // the first read of one run of the sharded suite, in both captures. Then there is no ts_complete to compare,
+        // and complete_lost is compared with the rest below.
+        const bool lost = x.value("complete_lost", false);
         for (const char* t : {"ts_issue", "ts_complete"}) {
+            if (lost && std::string(t) == "ts_complete") continue;
             ASSERT_TRUE(x.contains(t) && y.contains(t)) << x.dump() << "\n" << y.dump();
             EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 100'000'000) << t << ": " << x.dump() << "\n" << y.dump();
         }
