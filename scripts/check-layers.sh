@@ -65,7 +65,7 @@ check() {
 
 self_test() {
     local tmp
-    tmp=$(mktemp -d)
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvio-layers.XXXXXX")
     trap 'rm -rf "$tmp"' RETURN
     local root f
     root=$(cd "$here/.." && pwd)
