@@ -19,9 +19,7 @@ constexpr uint64_t MiB = 1024 * 1024;
 
 /// `kvio trace ARGS` in the background, TERMinated once it is attached (--ready-file), waited for: its exit status.
 std::string trace_then_sigterm(const TempDir& dir, const std::string& args) {
-    const std::string ready = dir.file("ready");
-    return "rm -f " + ready + "; " + kvio_bin() + " trace --ready-file " + ready + " " + args + " & p=$!; " +
-           "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; kill -TERM $p; wait $p";
+    return trace_in_background(dir.file("ready"), args, "p") + "kill -TERM $p; wait $p";
 }
 
 /// `kvio trace --events EV` of 64 direct 64 KiB reads of `src`: the original a --verify replays.
