@@ -53,8 +53,8 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
 {
     if (!st->has_owner || !o)
         return;
-    struct kvio_group_key key = {.id = group_by == KVIO_GROUP_PROCESS ? o->owner.pid : o->cgroup,
-                                 .dev = st->dev, .op = op};
+    struct kvio_group_key key = {
+        .id = group_by == KVIO_GROUP_PROCESS ? o->owner.pid : o->cgroup, .dev = st->dev, .op = op};
     bool created;
     struct kvio_group_val *g = map_lookup_or_init(&group_stats, &key, &zero_group, &created);
     if (!g)

@@ -11,14 +11,14 @@
 const volatile bool rq_has_queue_arg = false; /* pre-5.11 block_rq_insert/issue(q, rq) */
 const volatile __u32 targ_ndevs = 0;          /* -d: whole disks traced (0: every disk) */
 const volatile __u32 targ_devs[KVIO_MAX_DEVS] = {};
-const volatile __u32 targ_nstorage = 0;       /* syscall fds count only on these devices (0: every regular file) */
+const volatile __u32 targ_nstorage = 0; /* syscall fds count only on these devices (0: every regular file) */
 const volatile __u32 targ_storage[KVIO_MAX_STORAGE_DEVS] = {};
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
 
 /* ---------------------------------------------------------------- rodata: task filters (filters.bpf.h) */
 
-const volatile bool filter_pid = false;       /* only tgids in pid_filter */
-const volatile bool follow_forks = false;     /* children of filtered tgids join the filter */
+const volatile bool filter_pid = false;   /* only tgids in pid_filter */
+const volatile bool follow_forks = false; /* children of filtered tgids join the filter */
 const volatile __u32 targ_ncomms = 0;
 const volatile char targ_comms[KVIO_MAX_COMMS][KVIO_COMM_LEN] __attribute__((aligned(8))) = {}; /* NUL-padded */
 const volatile __u64 targ_cgroup = 0;
@@ -28,15 +28,15 @@ const volatile __u64 targ_cgroup = 0;
 const volatile bool emit_events = false;
 const volatile bool emit_syscalls = false;
 const volatile bool uring_owner_by_req = false; /* NVMe present: passthrough commands find their owner by io_kiocb */
-const volatile bool need_owner = false;       /* events or a task filter: track who submitted each request */
-const volatile bool need_owner_detail = false; /* events or --per-*: rq_owners keeps who submitted each request */
-const volatile bool need_user_data = false;   /* events: the io_uring SQE user_data active in each submitting thread */
+const volatile bool need_owner = false;         /* events or a task filter: track who submitted each request */
+const volatile bool need_owner_detail = false;  /* events or --per-*: rq_owners keeps who submitted each request */
+const volatile bool need_user_data = false; /* events: the io_uring SQE user_data active in each submitting thread */
 const volatile __u8 group_by = KVIO_GROUP_NONE; /* enum kvio_group_by */
-const volatile __u32 wakeup_mask = 2047;      /* wake the collector every wakeup_mask + 1 events a CPU submits */
+const volatile __u32 wakeup_mask = 2047;        /* wake the collector every wakeup_mask + 1 events a CPU submits */
 
 /* ---------------------------------------------------------------- rodata: how (sizes and kernel features) */
 
-const volatile bool task_storage = false;     /* per-thread state in task local storage (thread_ios), else tid hashes */
+const volatile bool task_storage = false; /* per-thread state in task local storage (thread_ios), else tid hashes */
 /* Queue depth of a device with a slot is sampled at one issue in qd_sample_every (a power of two; 1: every command,
  * as events need), and the sample counts that many times in the QD histograms (slot_depth). */
 const volatile __u32 qd_sample_every = 1;
@@ -76,7 +76,7 @@ struct sys_state {
  * completing CPU's, often another: a loop device completes on a kworker), where one shared counter's line moved
  * between them twice per command (~150 ns/cmd on a loop device, docs/performance.md). */
 struct slot_depth {
-    __s64 issued;    /* counted issues (issue_depth) */
+    __s64 issued; /* counted issues (issue_depth) */
     __u8 pad0[120];
     __s64 completed; /* of those, completed, requeued or reported lost (inflight_dec) */
     __u8 pad1[120];
@@ -94,17 +94,17 @@ struct thread_io {
 };
 
 /* Map keys of the small per-purpose arrays. */
-enum { SPILL_RQ, SPILL_BIO, SPILLS };                      /* spill_live */
+enum { SPILL_RQ, SPILL_BIO, SPILLS };                          /* spill_live */
 enum { NUM_GETRQ, NUM_INSERT, NUM_ISSUE, NUM_COMPLETE, NUMS }; /* ptr_numbers: one per program that converts */
-enum { HOOK_ISSUE, HOOK_COMPLETE, HOOKS };                 /* primary_seen: the programs that have a backup */
+enum { HOOK_ISSUE, HOOK_COMPLETE, HOOKS };                     /* primary_seen: the programs that have a backup */
 
 /* A map of up to n entries; KVIO_ARRAY: an array (ARRAY or PERCPU_ARRAY) indexed by a __u32. */
-#define KVIO_MAP(name, map_type, n, key_type, value_type)                                        \
-    struct {                                                                                     \
-        __uint(type, map_type);                                                                  \
-        __uint(max_entries, n);                                                                  \
-        __type(key, key_type);                                                                   \
-        __type(value, value_type);                                                               \
+#define KVIO_MAP(name, map_type, n, key_type, value_type)                                                              \
+    struct {                                                                                                           \
+        __uint(type, map_type);                                                                                        \
+        __uint(max_entries, n);                                                                                        \
+        __type(key, key_type);                                                                                         \
+        __type(value, value_type);                                                                                     \
     } name SEC(".maps")
 #define KVIO_ARRAY(name, map_type, n, value_type) KVIO_MAP(name, map_type, n, __u32, value_type)
 
@@ -181,6 +181,9 @@ KVIO_ARRAY(sys_nr_map, BPF_MAP_TYPE_ARRAY, KVIO_MAX_SYSCALL_NR, __u8);
 
 KVIO_MAP(pid_filter, BPF_MAP_TYPE_HASH, 8192, __u32, __u8);
 KVIO_ARRAY(counters, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_COUNTERS, __u64);
-struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 16 << 20); } events SEC(".maps");
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 16 << 20);
+} events SEC(".maps");
 
 #endif /* KVIO_CONFIG_BPF_H */

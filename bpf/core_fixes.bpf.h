@@ -6,7 +6,7 @@
 
 #include "bpf/kvio_trace.h"
 
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define PF_KTHREAD   0x00200000 /* include/linux/sched.h */
 #define PF_IO_WORKER 0x00000010
 
 /* `typed`: the caller is a tp_btf program, whose arguments are BTF-typed pointers: fields are read with plain

@@ -106,10 +106,7 @@ static __always_inline bool current_task_passes(void)
     return task_passes_filters(bpf_get_current_pid_tgid() >> 32, (const char *)comm);
 }
 
-static __always_inline bool task_filter_active(void)
-{
-    return filter_pid || targ_ncomms || targ_cgroup;
-}
+static __always_inline bool task_filter_active(void) { return filter_pid || targ_ncomms || targ_cgroup; }
 
 static __always_inline bool current_is_kthread(void)
 {

@@ -58,10 +58,7 @@ int io_uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe___kvio *ctx)
 /* tp_btf twins, where BTF gives the tracepoint the io_kiocb as its first argument (6.4+ io_uring_submit_req(req);
  * 6.0-6.3 io_uring_submit_sqe(req, force_nonblock)): the program gets the arguments as they are, instead of a
  * trace record the kernel fills first (the tp/ programs' fields, an opcode name string among them). */
-static __always_inline __u64 kiocb_user_data(struct io_kiocb *req)
-{
-    return req->cqe.user_data;
-}
+static __always_inline __u64 kiocb_user_data(struct io_kiocb *req) { return req->cqe.user_data; }
 
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)

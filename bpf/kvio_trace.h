@@ -7,16 +7,16 @@
 #include <linux/types.h> /* __u8 .. __u64, __s32, __s64 */
 #endif
 
-#define KVIO_COMM_LEN 16
-#define KVIO_MAX_DEVS 8     /* -d filters */
-#define KVIO_MAX_DEV_SLOTS 32 /* devices with per-CPU histograms; more (no -d) fall back to the dev_hists hash */
-#define KVIO_SLOT_NONE 0xffu
-#define KVIO_MAX_STORAGE_DEVS 32 /* -d disks, their partitions and the devices stacked on them (syscall fd filter) */
-#define KVIO_MAX_COMMS 4    /* -c filters */
-#define KVIO_HIST_SLOTS 128 /* log2 uses 0..64; linear (qd, lba) all, last slot = overflow */
-#define KVIO_MAX_SYSCALL_NR 1024 /* size of the syscall-number -> enum kvio_syscall table */
-#define KVIO_MINORBITS 20   /* include/linux/kdev_t.h */
-#define KVIO_MKDEV(ma, mi) (((__u32)(ma) << KVIO_MINORBITS) | (__u32)(mi))
+#define KVIO_COMM_LEN         16
+#define KVIO_MAX_DEVS         8  /* -d filters */
+#define KVIO_MAX_DEV_SLOTS    32 /* devices with per-CPU histograms; more (no -d) fall back to the dev_hists hash */
+#define KVIO_SLOT_NONE        0xffu
+#define KVIO_MAX_STORAGE_DEVS 32   /* -d disks, their partitions and the devices stacked on them (syscall fd filter) */
+#define KVIO_MAX_COMMS        4    /* -c filters */
+#define KVIO_HIST_SLOTS       128  /* log2 uses 0..64; linear (qd, lba) all, last slot = overflow */
+#define KVIO_MAX_SYSCALL_NR   1024 /* size of the syscall-number -> enum kvio_syscall table */
+#define KVIO_MINORBITS        20   /* include/linux/kdev_t.h */
+#define KVIO_MKDEV(ma, mi)    (((__u32)(ma) << KVIO_MINORBITS) | (__u32)(mi))
 
 /* Histogram slot rules, the same on both sides (common/histogram.h uses these; tests/unit/common_test.cpp checks
  * them against the definitions below). Log2: slot 0 holds value 0, slot k >= 1 holds [2^(k-1), 2^k), i.e. the
@@ -32,19 +32,26 @@ KVIO_SLOT_FN __u32 kvio_log2_slot(__u64 v)
     __u32 r = 0, shift;
     if (!v)
         return 0;
-    shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
-    shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
-    shift = (v > 0xff) << 3; v >>= shift; r |= shift;
-    shift = (v > 0xf) << 2; v >>= shift; r |= shift;
-    shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+    shift = (v > 0xffffffffULL) << 5;
+    v >>= shift;
+    r |= shift;
+    shift = (v > 0xffff) << 4;
+    v >>= shift;
+    r |= shift;
+    shift = (v > 0xff) << 3;
+    v >>= shift;
+    r |= shift;
+    shift = (v > 0xf) << 2;
+    v >>= shift;
+    r |= shift;
+    shift = (v > 0x3) << 1;
+    v >>= shift;
+    r |= shift;
     r |= (__u32)(v >> 1);
     return r + 1;
 }
 
-KVIO_SLOT_FN __u64 kvio_linear_slot(__u64 v, __u64 width)
-{
-    return v / (width ? width : 1);
-}
+KVIO_SLOT_FN __u64 kvio_linear_slot(__u64 v, __u64 width) { return v / (width ? width : 1); }
 
 /* NVMe I/O command opcodes (NVM Express NVM Command Set): the `opcode` of NVMe event records (docs/formats.md). */
 enum kvio_nvme_opcode {
@@ -82,7 +89,7 @@ enum kvio_dev_hist {
     KVIO_H_QD_WRITE,
     KVIO_H_LBA_READ,
     KVIO_H_LBA_WRITE,
-    KVIO_H_NVME_D2C_READ,  /* nvme_setup_cmd -> nvme_complete_rq */
+    KVIO_H_NVME_D2C_READ, /* nvme_setup_cmd -> nvme_complete_rq */
     KVIO_H_NVME_D2C_WRITE,
     KVIO_H_NVME_D2C_QUEUE, /* per NVMe queue (key.qid), both directions */
     KVIO_H_OTHER_CMDS,     /* flush/discard/other: bytes (log2), count = commands */
@@ -119,24 +126,32 @@ struct kvio_dev_hists {
 
 /* Per-CPU counters (PERCPU_ARRAY index). Userspace sums the CPUs and reports each. */
 enum kvio_counter {
-    KVIO_CNT_RB_DROPS,          /* ring buffer full: event lost */
-    KVIO_CNT_UNMATCHED_COMPLETE,/* complete without a seen issue (in flight before start) */
-    KVIO_CNT_NEGATIVE_DELTA,    /* a latency that came out negative: discarded */
-    KVIO_CNT_MAP_FULL,          /* in-flight map update failed */
-    KVIO_CNT_PARTIAL_COMPLETE,  /* block_rq_complete for part of a request */
-    KVIO_CNT_EVENTS,            /* events submitted */
-    KVIO_CNT_NO_OWNER,          /* -p/-c/--cgroup active, submitter unknown: request not counted */
-    KVIO_CNT_STALE,             /* in-flight entry of an earlier life of a request, replaced */
-    KVIO_CNT_RESCUED,           /* issue/complete the primary program missed (recursion), handled by the backup */
-    KVIO_CNT_LOST_COMPLETE,     /* issued request whose completion no program saw: reported without D2C */
-    KVIO_CNT_RQ_SPILLS,         /* requests whose rq_table probes were all in flight: kept in the rq_spill hash */
-    KVIO_CNT_OWNER_SPILLS,      /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
+    KVIO_CNT_RB_DROPS,           /* ring buffer full: event lost */
+    KVIO_CNT_UNMATCHED_COMPLETE, /* complete without a seen issue (in flight before start) */
+    KVIO_CNT_NEGATIVE_DELTA,     /* a latency that came out negative: discarded */
+    KVIO_CNT_MAP_FULL,           /* in-flight map update failed */
+    KVIO_CNT_PARTIAL_COMPLETE,   /* block_rq_complete for part of a request */
+    KVIO_CNT_EVENTS,             /* events submitted */
+    KVIO_CNT_NO_OWNER,           /* -p/-c/--cgroup active, submitter unknown: request not counted */
+    KVIO_CNT_STALE,              /* in-flight entry of an earlier life of a request, replaced */
+    KVIO_CNT_RESCUED,            /* issue/complete the primary program missed (recursion), handled by the backup */
+    KVIO_CNT_LOST_COMPLETE,      /* issued request whose completion no program saw: reported without D2C */
+    KVIO_CNT_RQ_SPILLS,          /* requests whose rq_table probes were all in flight: kept in the rq_spill hash */
+    KVIO_CNT_OWNER_SPILLS,       /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
     KVIO_COUNTERS
 };
 
 /* Normalised request op and flags (kernel REQ_OP_* values are fixed: include/linux/blk_types.h). */
-enum kvio_op { KVIO_OP_READ = 0, KVIO_OP_WRITE = 1, KVIO_OP_FLUSH = 2, KVIO_OP_DISCARD = 3,
-               KVIO_OP_SECURE_ERASE = 5, KVIO_OP_WRITE_ZEROES = 9, KVIO_OP_DRV_IN = 34, KVIO_OP_DRV_OUT = 35 };
+enum kvio_op {
+    KVIO_OP_READ = 0,
+    KVIO_OP_WRITE = 1,
+    KVIO_OP_FLUSH = 2,
+    KVIO_OP_DISCARD = 3,
+    KVIO_OP_SECURE_ERASE = 5,
+    KVIO_OP_WRITE_ZEROES = 9,
+    KVIO_OP_DRV_IN = 34,
+    KVIO_OP_DRV_OUT = 35
+};
 #define KVIO_F_SYNC     (1u << 8)
 #define KVIO_F_META     (1u << 9)
 #define KVIO_F_FUA      (1u << 10)
@@ -155,7 +170,7 @@ struct kvio_group_key {
 struct kvio_group_val {
     char comm[KVIO_COMM_LEN]; /* submitter's comm when the group was created (process grouping) */
     __u64 cmds, bytes;
-    struct kvio_hist d2c;     /* ns, log2 slots */
+    struct kvio_hist d2c; /* ns, log2 slots */
 };
 
 enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2 };
@@ -167,7 +182,7 @@ struct kvio_owner {
     __u32 tid;
     __u64 user_data; /* io_uring SQE user_data active in that task, 0 if none */
     char comm[KVIO_COMM_LEN];
-    __u32 passes;    /* the task passed -p/-c/--cgroup when it was recorded (1 without filters) */
+    __u32 passes; /* the task passed -p/-c/--cgroup when it was recorded (1 without filters) */
     __u32 pad;
 };
 
@@ -177,19 +192,19 @@ struct kvio_owner {
  * so a request usually finds its own slot at the first probe. A request whose probes all hold other requests in
  * flight goes to the rq_spill hash instead (counted: KVIO_CNT_RQ_SPILLS). Userspace reads what is left at stop:
  * live, issued slots are commands whose completion was never seen. */
-#define KVIO_RQ_SLOTS 8192      /* default table size (a power of two); more in flight than this is spilled */
-#define KVIO_SLOT_PROBES 4      /* slots a key may use: its hash and the next three */
-#define KVIO_SLOT_LIVE 1ULL     /* low bit of kvio_rq_state.key: in flight (pointers are 8-byte aligned) */
+#define KVIO_RQ_SLOTS    8192 /* default table size (a power of two); more in flight than this is spilled */
+#define KVIO_SLOT_PROBES 4    /* slots a key may use: its hash and the next three */
+#define KVIO_SLOT_LIVE   1ULL /* low bit of kvio_rq_state.key: in flight (pointers are 8-byte aligned) */
 struct kvio_rq_state {
     __u64 key; /* struct request * | KVIO_SLOT_LIVE while in flight; only the owning request changes a live slot */
     __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
     __u64 ts_insert, ts_issue; /* CLOCK_MONOTONIC ns; 0 = not seen */
-    __u64 sector; /* 512-byte units, whole disk */
+    __u64 sector;              /* 512-byte units, whole disk */
     __u32 dev, opf, bytes, qd;
-    __u8 ignored;  /* filtered out: kept only so its completion is not "unmatched" */
+    __u8 ignored; /* filtered out: kept only so its completion is not "unmatched" */
     __u8 issued;
     __u8 has_owner;
-    __u8 slot;     /* index into slot_hists / slot_depths, KVIO_SLOT_NONE: the dev-keyed hashes */
+    __u8 slot;       /* index into slot_hists / slot_depths, KVIO_SLOT_NONE: the dev-keyed hashes */
     __u32 qd_weight; /* commands qd stands for in the QD histograms (qd_sample_every), 0: depth not sampled */
 };
 
@@ -197,7 +212,7 @@ struct kvio_rq_state {
  * only when something reports it (events, --per-process, --per-cgroup): a task filter needs only the verdict. */
 struct kvio_rq_owner {
     struct kvio_owner owner;
-    __u64 cgroup;  /* --per-cgroup: the submitter's cgroup v2 id (cgroup directory inode), else 0 */
+    __u64 cgroup; /* --per-cgroup: the submitter's cgroup v2 id (cgroup directory inode), else 0 */
 };
 
 /* A spilled request (map rq_spill, keyed by struct request *): its state and owner together. */
@@ -211,11 +226,11 @@ struct kvio_rq_spilled {
  * taken (counted: KVIO_CNT_OWNER_SPILLS). */
 #define KVIO_BIO_SLOTS 8192
 struct kvio_bio_owner {
-    __u64 key;       /* struct bio * | KVIO_SLOT_LIVE until a request took the owner */
-    __u64 pad;       /* unused, keeps the slot at 64 bytes. A live slot no request took (its bio merged away) stays
-                      * live until that bio pointer comes back to block_getrq (on_getrq): there is no age limit */
+    __u64 key; /* struct bio * | KVIO_SLOT_LIVE until a request took the owner */
+    __u64 pad; /* unused, keeps the slot at 64 bytes. A live slot no request took (its bio merged away) stays
+                * live until that bio pointer comes back to block_getrq (on_getrq): there is no age limit */
     struct kvio_owner owner;
-    __u64 cgroup;    /* --per-cgroup: the submitter's cgroup v2 id, else 0 */
+    __u64 cgroup; /* --per-cgroup: the submitter's cgroup v2 id, else 0 */
 };
 
 /* One completed device command (block request or NVMe command). */
@@ -224,13 +239,13 @@ struct kvio_cmd_event {
     __u8 src;  /* enum kvio_src */
     __u8 has_insert;
     __u8 has_user_data;
-    __u32 dev;      /* kernel dev_t, whole disk */
-    __u32 opf;      /* kvio op | KVIO_F_* */
-    __u32 bytes;    /* block: request bytes; nvme: 0 (userspace: nlb * LBA size) */
-    __u64 sector;   /* 512-byte units, whole disk */
+    __u32 dev;                              /* kernel dev_t, whole disk */
+    __u32 opf;                              /* kvio op | KVIO_F_* */
+    __u32 bytes;                            /* block: request bytes; nvme: 0 (userspace: nlb * LBA size) */
+    __u64 sector;                           /* 512-byte units, whole disk */
     __u64 ts_insert, ts_issue, ts_complete; /* CLOCK_MONOTONIC ns */
-    __u32 qd;       /* in flight at dispatch, this one included */
-    __s32 error;    /* blk_status_t (block) or NVMe status (nvme) */
+    __u32 qd;                               /* in flight at dispatch, this one included */
+    __s32 error;                            /* blk_status_t (block) or NVMe status (nvme) */
     struct kvio_owner owner;
     /* NVMe only */
     __u16 qid, cid;
@@ -238,14 +253,26 @@ struct kvio_cmd_event {
     __u8 opcode;
     __u8 complete_lost; /* the completion was never seen: ts_complete is 0, no D2C */
     __u8 pad[2];
-    __u32 nlb;      /* number of LBAs (cdw12[15:0] + 1) */
+    __u32 nlb; /* number of LBAs (cdw12[15:0] + 1) */
     __u64 slba;
 };
 
 enum kvio_syscall {
-    KVIO_SYS_READ, KVIO_SYS_WRITE, KVIO_SYS_PREAD64, KVIO_SYS_PWRITE64, KVIO_SYS_READV, KVIO_SYS_WRITEV,
-    KVIO_SYS_PREADV, KVIO_SYS_PWRITEV, KVIO_SYS_PREADV2, KVIO_SYS_PWRITEV2, KVIO_SYS_FSYNC,
-    KVIO_SYS_FDATASYNC, KVIO_SYS_FADVISE64, KVIO_SYS_IO_URING_ENTER, KVIO_SYSCALLS
+    KVIO_SYS_READ,
+    KVIO_SYS_WRITE,
+    KVIO_SYS_PREAD64,
+    KVIO_SYS_PWRITE64,
+    KVIO_SYS_READV,
+    KVIO_SYS_WRITEV,
+    KVIO_SYS_PREADV,
+    KVIO_SYS_PWRITEV,
+    KVIO_SYS_PREADV2,
+    KVIO_SYS_PWRITEV2,
+    KVIO_SYS_FSYNC,
+    KVIO_SYS_FDATASYNC,
+    KVIO_SYS_FADVISE64,
+    KVIO_SYS_IO_URING_ENTER,
+    KVIO_SYSCALLS
 };
 
 struct kvio_syscall_event {

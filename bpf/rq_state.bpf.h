@@ -9,7 +9,7 @@
 
 /* Where a request's state is: its rq_table slot (with its rq_owners entry) or its rq_spill entry. */
 struct rq_ref {
-    __u64 *key;              /* the table slot's key word; NULL: spilled */
+    __u64 *key; /* the table slot's key word; NULL: spilled */
     struct rq_state *s;
     struct kvio_rq_owner *o; /* NULL unless need_owner_detail */
 };

@@ -19,10 +19,7 @@ static __always_inline __u64 ptr_number(__u32 prog, const void *p)
 }
 
 /* Fibonacci hashing of a kernel pointer (Knuth, TAOCP vol. 3, 6.4): the high half of the product mixes every bit. */
-static __always_inline __u32 ptr_hash(__u64 p)
-{
-    return (__u32)((p * 0x9E3779B97F4A7C15ULL) >> 32);
-}
+static __always_inline __u32 ptr_hash(__u64 p) { return (__u32)((p * 0x9E3779B97F4A7C15ULL) >> 32); }
 
 /* The probes of `ptr` (its hash and the next KVIO_SLOT_PROBES - 1 slots) in order, each slot's index in *idx.
  * Finding (claim false): `ptr`'s slot is the first of its probes whose key, live bit aside, is ptr. A key is set when

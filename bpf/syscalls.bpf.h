@@ -7,7 +7,7 @@
 #include "bpf/hist.bpf.h"
 #include "bpf/io_uring.bpf.h"
 
-#define S_IFMT 00170000
+#define S_IFMT  00170000
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
 
@@ -116,8 +116,8 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     if (nr == KVIO_SYS_FADVISE64) {
         st.offset = a1;
         st.count = a2;
-    } else if (nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV ||
-               nr == KVIO_SYS_PWRITEV || nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2) {
+    } else if (nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV || nr == KVIO_SYS_PWRITEV ||
+               nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2) {
         st.count = a2;
         st.offset = a3;
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {

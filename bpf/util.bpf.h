@@ -30,14 +30,14 @@ static __always_inline void *map_lookup_or_init(void *map, const void *key, cons
 }
 
 /* Event reservation: a zeroed record, or NULL with the drop counted (ring buffer full). */
-#define EVENT_RESERVE(type)                                                    \
-    ({                                                                         \
-        type *__e = bpf_ringbuf_reserve(&events, sizeof(type), 0);             \
-        if (__e)                                                               \
-            __builtin_memset(__e, 0, sizeof(type));                            \
-        else                                                                   \
-            count(KVIO_CNT_RB_DROPS);                                          \
-        __e;                                                                   \
+#define EVENT_RESERVE(type)                                                                                            \
+    ({                                                                                                                 \
+        type *__e = bpf_ringbuf_reserve(&events, sizeof(type), 0);                                                     \
+        if (__e)                                                                                                       \
+            __builtin_memset(__e, 0, sizeof(type));                                                                    \
+        else                                                                                                           \
+            count(KVIO_CNT_RB_DROPS);                                                                                  \
+        __e;                                                                                                           \
     })
 
 /* The collector is woken once a CPU has submitted wakeup_mask + 1 events since its last wakeup (a wakeup per

@@ -15,8 +15,9 @@ bool python_int(const std::string& v) {
 
 // Python's float(): a decimal or exponent literal (underscores between digits), inf/infinity/nan, any case.
 bool python_float(const std::string& v) {
-    static const std::regex re(R"(\s*[+-]?((([0-9](_?[0-9])*)?\.?[0-9](_?[0-9])*|[0-9](_?[0-9])*\.)([eE][+-]?[0-9](_?[0-9])*)?|inf|infinity|nan)\s*)",
-                               std::regex::icase);
+    static const std::regex re(
+        R"(\s*[+-]?((([0-9](_?[0-9])*)?\.?[0-9](_?[0-9])*|[0-9](_?[0-9])*\.)([eE][+-]?[0-9](_?[0-9])*)?|inf|infinity|nan)\s*)",
+        std::regex::icase);
     return std::regex_match(v, re);
 }
 
@@ -34,7 +35,8 @@ std::string quoted_choices(const std::vector<std::string>& ch) {
 
 }  // namespace
 
-std::vector<std::string> argparse_check(const std::vector<std::string>& args, const std::vector<ArgparseOption>& options) {
+std::vector<std::string> argparse_check(const std::vector<std::string>& args,
+                                        const std::vector<ArgparseOption>& options) {
     std::vector<ArgparseOption> all = options;
     all.push_back({"--help", "flag", {}});
     std::vector<std::string> out, unknown;
@@ -45,8 +47,10 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args, co
             break;
         }
         if (a == "-h" || a.rfind("--", 0) != 0) {
-            if (a == "-h") out.push_back(a);
-            else unknown.push_back(a), out.push_back(a);  // CLI11 never sees it: argparse_check throws below
+            if (a == "-h")
+                out.push_back(a);
+            else
+                unknown.push_back(a), out.push_back(a);  // CLI11 never sees it: argparse_check throws below
             continue;
         }
         const size_t eq = a.find('=');
@@ -72,7 +76,8 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args, co
         }
         const std::string arg = "argument " + o->name + ": ";
         if (o->type == "flag") {
-            if (eq != std::string::npos) throw ArgparseError(arg + "ignored explicit argument '" + a.substr(eq + 1) + "'");
+            if (eq != std::string::npos)
+                throw ArgparseError(arg + "ignored explicit argument '" + a.substr(eq + 1) + "'");
             out.push_back(o->name);
             continue;
         }
@@ -80,7 +85,8 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args, co
         if (eq != std::string::npos) {
             v = a.substr(eq + 1);
         } else {
-            if (i + 1 >= args.size() || (args[i + 1].rfind('-', 0) == 0 && args[i + 1] != "-" && !negative_number(args[i + 1])))
+            if (i + 1 >= args.size() ||
+                (args[i + 1].rfind('-', 0) == 0 && args[i + 1] != "-" && !negative_number(args[i + 1])))
                 throw ArgparseError(arg + "expected one argument");
             v = args[++i];
         }
@@ -89,7 +95,9 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args, co
         if (o->type == "choice" && std::find(o->choices.begin(), o->choices.end(), v) == o->choices.end())
             throw ArgparseError(arg + "invalid choice: '" + v + "' (choose from " + quoted_choices(o->choices) + ")");
         if (o->type == "int" || o->type == "float")  // what Python's int()/float() ignore, CLI11 refuses
-            v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == '_' || std::isspace(static_cast<unsigned char>(c)); }), v.end());
+            v.erase(std::remove_if(v.begin(), v.end(),
+                                   [](char c) { return c == '_' || std::isspace(static_cast<unsigned char>(c)); }),
+                    v.end());
         out.push_back(o->name + "=" + v);  // one token: a value starting with '-' stays a value for CLI11 too
     }
     if (!unknown.empty()) {
@@ -101,7 +109,8 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args, co
 }
 
 std::string argparse_error_text(const std::string& prog, const std::string& message) {
-    return "usage: " + prog + " [-h] [options]   (" + prog + " --help lists them)\n" + prog + ": error: " + message + "\n";
+    return "usage: " + prog + " [-h] [options]   (" + prog + " --help lists them)\n" + prog + ": error: " + message +
+           "\n";
 }
 
 }  // namespace kvio::cli

@@ -28,7 +28,8 @@ struct ArgparseError : std::runtime_error {
 /// "argument --x: expected one argument", "argument --x: invalid int value: 'v'" (float likewise),
 /// "argument --x: invalid choice: 'v' (choose from 'a', 'b')", "argument --x: ignored explicit argument 'v'";
 /// then "unrecognized arguments: ..." for every unknown option or stray value, in order.
-std::vector<std::string> argparse_check(const std::vector<std::string>& args, const std::vector<ArgparseOption>& options);
+std::vector<std::string> argparse_check(const std::vector<std::string>& args,
+                                        const std::vector<ArgparseOption>& options);
 
 /// The two lines argparse prints to stderr on a usage error for `prog` ("kvio simulate").
 std::string argparse_error_text(const std::string& prog, const std::string& message);

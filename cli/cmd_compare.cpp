@@ -15,7 +15,8 @@ void add_compare_command(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* sub = app.add_subcommand(
         "compare",
-        "Compare two captured command streams (kvio.events/1, e.g. a capture and its `kvio replay --events`): commands, "
+        "Compare two captured command streams (kvio.events/1, e.g. a capture and its `kvio replay --events`): "
+        "commands, "
         "reads, writes, bytes, mean size, size mix, duration and D2C p50/p99, with B's difference from A in %, and how "
         "many commands sit at the same position in issue order");
     sub->add_option("A", o->a, "Reference stream: kvio.events/1 JSONL or a kvio.events.bin/1 capture")->required();

@@ -36,7 +36,7 @@ struct DistillArgs {
     uint32_t pid = 0, runtime = 0, nr_requests = 0, max_phases = 16;
     double max_tv = -1;
     bool verify = false;
-    bool force = false;  // --force: --verify may write over data in its target's first MiB
+    bool force = false;       // --force: --verify may write over data in its target's first MiB
     bool keep_files = false;  // --keep-files: --verify without -o keeps its private directory
 };
 
@@ -48,7 +48,8 @@ class VerifyDir {
 public:
     explicit VerifyDir(bool keep) : keep_(keep) {
         std::string tmpl = (std::filesystem::temp_directory_path() / "kvio-distill-verify-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw Error("distill --verify: cannot create a directory " + tmpl + ": " + std::strerror(errno));
+        if (!::mkdtemp(tmpl.data()))
+            throw Error("distill --verify: cannot create a directory " + tmpl + ": " + std::strerror(errno));
         path_ = tmpl;
     }
     ~VerifyDir() {
@@ -87,14 +88,16 @@ void probe_writable(const std::string& path) {
 
 // `--filename` values: "PATH" (the only device's target) or "DEV=PATH" (DEV as --dev takes it: MAJ:MIN or name).
 // Returns the target of each device of `devs`, "" when none was given.
-std::vector<std::string> map_targets(const std::vector<std::string>& given, const std::vector<distiller::Profile>& devs) {
+std::vector<std::string> map_targets(const std::vector<std::string>& given,
+                                     const std::vector<distiller::Profile>& devs) {
     std::vector<std::string> out(devs.size());
     for (const auto& g : given) {
         const size_t eq = g.find('=');
         if (eq == std::string::npos || g.find('/') < eq) {  // a plain path
             if (devs.size() > 1)
-                throw Error("distill --filename " + g + ": the trace has " + std::to_string(devs.size()) +
-                            " devices; map each with --filename DEV=PATH (DEV: MAJ:MIN or name), or choose one with --dev");
+                throw Error(
+                    "distill --filename " + g + ": the trace has " + std::to_string(devs.size()) +
+                    " devices; map each with --filename DEV=PATH (DEV: MAJ:MIN or name), or choose one with --dev");
             if (!out[0].empty()) throw UsageError("--filename " + g + ": a target was already given (" + out[0] + ")");
             out[0] = g;
             continue;
@@ -106,15 +109,19 @@ std::vector<std::string> map_targets(const std::vector<std::string>& given, cons
             return list;
         };
         if (dev.empty())
-            throw UsageError("--filename " + g + ": the mapping's device part (before '=') is empty: give DEV=PATH, DEV as --dev "
-                        "takes it (MAJ:MIN or name; the trace's devices: " + device_list() + ")");
+            throw UsageError("--filename " + g +
+                             ": the mapping's device part (before '=') is empty: give DEV=PATH, DEV as --dev "
+                             "takes it (MAJ:MIN or name; the trace's devices: " +
+                             device_list() + ")");
         size_t hit = devs.size();
         for (size_t i = 0; i < devs.size(); ++i)
             if (devs[i].dev == dev || devs[i].disk == dev) hit = i;
         if (hit == devs.size())
-            throw Error("distill --filename " + g + ": no device " + dev + " in the trace (its devices: " + device_list() + ")");
+            throw Error("distill --filename " + g + ": no device " + dev +
+                        " in the trace (its devices: " + device_list() + ")");
         if (path.empty()) throw UsageError("--filename " + g + ": no path after '='");
-        if (!out[hit].empty()) throw Error("distill --filename " + g + ": device " + dev + " already has a target (" + out[hit] + ")");
+        if (!out[hit].empty())
+            throw Error("distill --filename " + g + ": device " + dev + " already has a target (" + out[hit] + ")");
         out[hit] = path;
     }
     return out;
@@ -123,7 +130,8 @@ std::vector<std::string> map_targets(const std::vector<std::string>& given, cons
 // True when `a` and `b` name one target: the same path, the same block device (st_rdev), or the same file.
 bool same_target(const std::string& a, const std::string& b) {
     if (a == b) return true;
-    struct stat sa {}, sb {};
+    struct stat sa {
+    }, sb{};
     if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
     if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode)) return sa.st_rdev == sb.st_rdev;
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -135,9 +143,11 @@ void warn_shared_targets(const std::vector<std::string>& targets, const std::vec
         for (size_t k = i + 1; k < targets.size(); ++k)
             if (!targets[i].empty() && !targets[k].empty() && same_target(targets[i], targets[k]))
                 std::fprintf(stderr,
-                             "kvio distill: warning: devices %s (%s) and %s (%s) are both mapped to %s: %s; map each to a target "
+                             "kvio distill: warning: devices %s (%s) and %s (%s) are both mapped to %s: %s; map each "
+                             "to a target "
                              "of its own\n",
-                             devs[i].dev.c_str(), devs[i].disk.c_str(), devs[k].dev.c_str(), devs[k].disk.c_str(), targets[k].c_str(),
+                             devs[i].dev.c_str(), devs[i].disk.c_str(), devs[k].dev.c_str(), devs[k].disk.c_str(),
+                             targets[k].c_str(),
                              devs[i].write.cmds || devs[k].write.cmds
                                  ? "their sections would write over each other's data there"
                                  : "their sections would read it together, so neither device's mix is replayed alone");
@@ -159,8 +169,7 @@ void device_tags(const distiller::Profile& p, uint32_t given, distiller::JobOpti
                 jo.nr_requests = info.nr_requests;
                 jo.nr_requests_source = "/sys/block/" + info.name + "/queue/nr_requests";
             }
-        } catch (const Error&) {
-        }
+        } catch (const Error&) {}
     }
 }
 
@@ -169,16 +178,19 @@ void print_fidelity(const std::string& job_path, const std::string& target, cons
                     const distiller::Fidelity& f, const distiller::TimeFidelity& tf) {
     using namespace kvio::distiller;
     std::printf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), target.c_str(), events.c_str());
-    std::printf("                   whole run                     worst of %s (by commands)\n", count_noun(tf.windows, "window").c_str());
-    std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
-    std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay, f.rwmix_err,
-                tf.worst_read_err);
+    std::printf("                   whole run                     worst of %s (by commands)\n",
+                count_noun(tf.windows, "window").c_str());
+    std::printf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write,
+                tf.worst_size_tv);
+    std::printf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay,
+                f.rwmix_err, tf.worst_read_err);
     std::printf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
     std::printf("  sequential share %.1f -> %.1f %%, error %.2f    %.2f points\n", f.seq_orig, f.seq_replay, f.seq_err,
                 tf.worst_seq_err);
     std::printf("  phases           %zu -> %zu, %s, volume error <= %.2f %%", tf.phases.orig, tf.phases.replay,
                 tf.phases.in_order ? "in order" : "NOT matching", tf.worst_volume_err);
-    if (tf.phases.replay_detected != tf.phases.replay)  // the replay's own detection, before judging it against the trace
+    if (tf.phases.replay_detected !=
+        tf.phases.replay)  // the replay's own detection, before judging it against the trace
         std::printf(" (the replay's detector alone: %zu)", tf.phases.replay_detected);
     std::printf("\n");
     std::printf("  D2C replay/orig  p50 %.2f  p99 %.2f\n", f.d2c_p50_ratio, f.d2c_p99_ratio);
@@ -189,13 +201,17 @@ void run_distill(const DistillArgs& a) {
     using namespace kvio::distiller;
     // Before anything is read or written: the replay runs under `kvio trace` (BPF) and writes a raw device.
     if (a.verify && ::geteuid() != 0)
-        throw Error("distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
-                    "sudo (nothing was written)");
+        throw Error(
+            "distill --verify needs root: it runs the job under `kvio trace` (BPF) on a block device; run it with "
+            "sudo (nothing was written)");
     if (a.events.empty() && a.trace_json.empty())
-        throw UsageError("give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
-    if (a.verify && a.events.empty()) throw UsageError("--verify: needs --events (the score compares per-command distributions)");
+        throw UsageError(
+            "give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
+    if (a.verify && a.events.empty())
+        throw UsageError("--verify: needs --events (the score compares per-command distributions)");
     if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
-        throw UsageError(std::string(a.verify ? "--verify" : "--iolog") + ": needs --filename TARGET (the device the job runs on / the iolog names)");
+        throw UsageError(std::string(a.verify ? "--verify" : "--iolog") +
+                         ": needs --filename TARGET (the device the job runs on / the iolog names)");
     if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
     if (a.force && !a.verify) throw UsageError("--force: needs --verify (only the replay writes to a device)");
     if (a.keep_files && !a.verify) throw UsageError("--keep-files: needs --verify (only the replay writes files)");
@@ -219,8 +235,10 @@ void run_distill(const DistillArgs& a) {
         }
         for (const auto& ev : evs) ps.push_back(profile_events(ev));
         if (!evs.front().has_summary)
-            std::fprintf(stderr, "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
-                                 "commands are missing and its loss check could not be made\n", a.events.c_str());
+            std::fprintf(stderr,
+                         "kvio distill: warning: %s has no summary record: the trace was cut off, its last "
+                         "commands are missing and its loss check could not be made\n",
+                         a.events.c_str());
     } else {
         if (a.pid || !a.comm.empty())
             throw UsageError("--pid/--comm need --events (kvio.trace/1 histograms are per device, not per process)");
@@ -230,12 +248,13 @@ void run_distill(const DistillArgs& a) {
     if (!a.verify) warn_shared_targets(targets, ps);  // --verify refuses one disk for two devices
     const bool multi = ps.size() > 1;
     if (multi && !a.iolog.empty())
-        throw Error("distill --iolog: the trace has " + std::to_string(ps.size()) + " devices; an iolog replays one: choose it with --dev");
+        throw Error("distill --iolog: the trace has " + std::to_string(ps.size()) +
+                    " devices; an iolog replays one: choose it with --dev");
     if (a.verify || !a.iolog.empty())
         for (size_t i = 0; i < ps.size(); ++i)
             if (targets[i].empty())
-                throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") + ": device " + ps[i].dev + " (" + ps[i].disk +
-                            ") has no target: give --filename " + ps[i].dev + "=PATH for it");
+                throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") + ": device " + ps[i].dev +
+                            " (" + ps[i].disk + ") has no target: give --filename " + ps[i].dev + "=PATH for it");
 
     std::vector<DeviceJobInput> inputs(ps.size());
     for (size_t i = 0; i < ps.size(); ++i) {
@@ -271,7 +290,11 @@ void run_distill(const DistillArgs& a) {
     }
 
     const Profile& p = ps[0];
-    nlohmann::json j = {{"schema", "kvio.distill/1"}, {"source", p.source}, {"format", p.format}, {"dev", p.dev}, {"disk", p.disk},
+    nlohmann::json j = {{"schema", "kvio.distill/1"},
+                        {"source", p.source},
+                        {"format", p.format},
+                        {"dev", p.dev},
+                        {"disk", p.disk},
                         {"cmds", {{"read", p.read.cmds}, {"write", p.write.cmds}, {"other", p.other_cmds}}}};
     if (multi) {
         j["dev"] = j["disk"] = nullptr;
@@ -280,7 +303,8 @@ void run_distill(const DistillArgs& a) {
     j["job"] = job_json(job);
     j["not_inferred"] = job.not_inferred;
     if (!a.events.empty() && !multi && plans[0].pieces.size() == 1) j["phases"] = phases_json(plans[0].pieces[0]);
-    if (!a.events.empty() && (multi || plans[0].pieces.size() != 1 || !plans[0].trims.empty())) j["devices"] = devices_json(plans);
+    if (!a.events.empty() && (multi || plans[0].pieces.size() != 1 || !plans[0].trims.empty()))
+        j["devices"] = devices_json(plans);
     if (!a.out.empty()) j["job_file"] = a.out;
     for (const auto& d : plans)
         for (const auto& pc : d.pieces)
@@ -293,8 +317,10 @@ void run_distill(const DistillArgs& a) {
 
     auto write_json = [&] {
         if (a.json_out.empty()) return;
-        if (json_stdout) std::cout << j.dump(2) << "\n";
-        else write_json_file(a.json_out, j);
+        if (json_stdout)
+            std::cout << j.dump(2) << "\n";
+        else
+            write_json_file(a.json_out, j);
     };
     // Without -o the job goes to stdout, --verify or not (before --verify's fidelity table); --json - replaces both.
     if (!json_stdout && a.out.empty()) std::cout << job.text << std::flush;
@@ -308,10 +334,12 @@ void run_distill(const DistillArgs& a) {
         vo.job_path = job_path;
         vo.events_out = job_path + ".replay.jsonl";
         // What the output names: a file that stays, or null when the private directory is removed at the end.
-        const nlohmann::json events_named = !dir || dir->kept() ? nlohmann::json(vo.events_out) : nlohmann::json(nullptr);
+        const nlohmann::json events_named =
+            !dir || dir->kept() ? nlohmann::json(vo.events_out) : nlohmann::json(nullptr);
         std::vector<VerifyTarget> vt;
         vo.force = a.force;
-        for (size_t i = 0; i < ps.size(); ++i) vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
+        for (size_t i = 0; i < ps.size(); ++i)
+            vt.push_back({&ps[i], targets[i], multi ? plans[i].needs_bytes : job.needs_bytes()});
         std::vector<Replay> rs;
         try {
             rs = run_replays(vt, vo);
@@ -353,7 +381,8 @@ void run_distill(const DistillArgs& a) {
             if (!json_stdout) {
                 if (multi) std::printf("device %s (%s):\n", ps[i].dev.c_str(), ps[i].disk.c_str());
                 print_fidelity(dir && !dir->kept() ? "the job" : job_path, targets[i],
-                               events_named.is_null() ? "removed at the end: --keep-files keeps it" : vo.events_out, f, tf);
+                               events_named.is_null() ? "removed at the end: --keep-files keeps it" : vo.events_out, f,
+                               tf);
                 if (ps[i].discard_cmds || rs[i].profile.discard_cmds)
                     std::printf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
                                 (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>());
@@ -375,7 +404,8 @@ void run_distill(const DistillArgs& a) {
                 size_t phases = 0;
                 for (const auto& d : plans)
                     for (const auto& pc : d.pieces) phases += pc.phases.size();
-                std::printf(" %s (%s", count_noun(job.sections.size(), "section").c_str(), count_noun(phases, "phase").c_str());
+                std::printf(" %s (%s", count_noun(job.sections.size(), "section").c_str(),
+                            count_noun(phases, "phase").c_str());
                 size_t trims = 0;
                 for (const auto& d : plans) trims += d.trims.size();
                 if (trims) std::printf(", %s", count_noun(trims, "trim phase").c_str());
@@ -386,7 +416,9 @@ void run_distill(const DistillArgs& a) {
                 if (!job.get(k).empty()) std::printf(" %s=%s", k, job.get(k).c_str());
             std::printf("\n");
         }
-        if (!a.iolog.empty()) std::printf("wrote %s: %s (fio iolog v3)\n", a.iolog.c_str(), count_noun(iolog_lines, "I/O", "I/Os").c_str());
+        if (!a.iolog.empty())
+            std::printf("wrote %s: %s (fio iolog v3)\n", a.iolog.c_str(),
+                        count_noun(iolog_lines, "I/O", "I/Os").c_str());
     }
     if (missed) {
         std::fprintf(stderr, "kvio distill: the replay's worst size TV exceeds --max-tv %.4f\n", a.max_tv);
@@ -402,23 +434,29 @@ void add_distill_command(CLI::App& app) {
         "Turn a device trace into a fio job (and an exact fio iolog), and score how faithfully it replays.\n"
         "Every job value is derived from the trace; the job's header says from what, and what could not be inferred.\n"
         "Rules: docs/distill.md.");
-    sub->add_option("--events", a->events, "kvio.events/1 JSONL (or a kvio.events.bin/1 capture) from `kvio trace --events` (preferred)");
-    sub->add_option("--trace-json", a->trace_json, "kvio.trace/1 from `kvio trace --json` (histograms; used without --events)");
-    sub->add_option("--dev", a->dev, "distill only this device, \"MAJ:MIN\" or name (default: every device of the trace, each with "
-                                     "its own sections)");
+    sub->add_option("--events", a->events,
+                    "kvio.events/1 JSONL (or a kvio.events.bin/1 capture) from `kvio trace --events` (preferred)");
+    sub->add_option("--trace-json", a->trace_json,
+                    "kvio.trace/1 from `kvio trace --json` (histograms; used without --events)");
+    sub->add_option("--dev", a->dev,
+                    "distill only this device, \"MAJ:MIN\" or name (default: every device of the trace, each with "
+                    "its own sections)");
     sub->add_option("--pid", a->pid, "keep only commands submitted by this pid");
     sub->add_option("--comm", a->comm, "keep only commands submitted by tasks with this comm");
     sub->add_option("-o,--output", a->out, "write the fio job here (default: print it)");
-    sub->add_option("--filename", a->filenames,
-                    "fio target (file or block device), never defaulted; without it the job sets no filename (give it on fio's "
-                    "command line); needed by --verify and --iolog. Several devices: DEV=PATH for each (DEV as --dev takes it), "
-                    "repeatable")
+    sub->add_option(
+           "--filename", a->filenames,
+           "fio target (file or block device), never defaulted; without it the job sets no filename (give it on fio's "
+           "command line); needed by --verify and --iolog. Several devices: DEV=PATH for each (DEV as --dev takes it), "
+           "repeatable")
         ->allow_extra_args(false);
     sub->add_option("--mode", a->mode,
-                    "how each section ends: count (the trace's number of commands, number_ios) or time (the trace's duration, runtime)")
+                    "how each section ends: count (the trace's number of commands, number_ios) or time (the trace's "
+                    "duration, runtime)")
         ->capture_default_str()
         ->check(CLI::IsMember({"count", "time"}));
-    sub->add_option("--runtime", a->runtime, "the whole job's runtime in seconds (implies --mode time; phases get their share)")
+    sub->add_option("--runtime", a->runtime,
+                    "the whole job's runtime in seconds (implies --mode time; phases get their share)")
         ->check(positive_integer());
     sub->add_option("--max-phases", a->max_phases, "at most this many phases (1: one flat section for the whole trace)")
         ->capture_default_str()
@@ -426,24 +464,29 @@ void add_distill_command(CLI::App& app) {
     sub->add_option("--nr-requests", a->nr_requests,
                     "the source device's tag count, caps iodepth (default: /sys/block/DISK/queue/nr_requests when the "
                     "traced disk exists here)");
-    sub->add_option("--iolog", a->iolog, "also write an exact replay log in fio iolog v3 format (timestamps µs, offsets bytes)");
-    sub->add_flag("--verify", a->verify,
-                  "run the job with fio on --filename (a block device, not the traced one) under `kvio trace`, and print the "
-                  "fidelity score, whole run and window by window: size TV per direction, read-share error, queue-depth TV, "
-                  "sequential-share error, the phase sequence, D2C ratios");
+    sub->add_option("--iolog", a->iolog,
+                    "also write an exact replay log in fio iolog v3 format (timestamps µs, offsets bytes)");
+    sub->add_flag(
+        "--verify", a->verify,
+        "run the job with fio on --filename (a block device, not the traced one) under `kvio trace`, and print the "
+        "fidelity score, whole run and window by window: size TV per direction, read-share error, queue-depth TV, "
+        "sequential-share error, the phase sequence, D2C ratios");
     sub->add_flag("--force", a->force,
                   "with --verify: let a job that writes overwrite a target whose first MiB holds data (a filesystem "
                   "signature, a partition table, an earlier job's bytes); a mounted, in-use or read-only target is "
                   "always refused");
-    sub->add_flag("--keep-files", a->keep_files,
-                  "with --verify and no -o: keep the private directory (under $TMPDIR, else /tmp) holding the job, the "
-                  "replay's trace, fio JSON and log, and name it on stderr (default: removed at the end; with -o they are "
-                  "written next to the job and kept)");
-    sub->add_option("--max-tv", a->max_tv,
-                    "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
+    sub->add_flag(
+        "--keep-files", a->keep_files,
+        "with --verify and no -o: keep the private directory (under $TMPDIR, else /tmp) holding the job, the "
+        "replay's trace, fio JSON and log, and name it on stderr (default: removed at the end; with -o they are "
+        "written next to the job and kept)");
+    sub->add_option(
+           "--max-tv", a->max_tv,
+           "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
         ->check(CLI::Range(0.0, 1.0));
-    sub->add_option("--json", a->json_out, "write the derived options, phases (and the fidelity numbers) as JSON to FILE; - = stdout "
-                                           "(instead of the text output)");
+    sub->add_option("--json", a->json_out,
+                    "write the derived options, phases (and the fidelity numbers) as JSON to FILE; - = stdout "
+                    "(instead of the text output)");
     sub->callback([a] { run_distill(*a); });
 }
 

@@ -15,7 +15,8 @@ void add_geometry_command(CLI::App& app) {
         bool json = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* sub = app.add_subcommand("geometry", "Print a model's KV-cache geometry: bytes per token, per chunk object and per TP rank");
+    auto* sub = app.add_subcommand(
+        "geometry", "Print a model's KV-cache geometry: bytes per token, per chunk object and per TP rank");
     add_model_options(sub, o->model);
     sub->add_flag("--json", o->json, "Print one JSON object instead of text");
     sub->callback([o] {
@@ -36,10 +37,11 @@ void add_geometry_command(CLI::App& app) {
             std::printf("kv heads         %u (of %u attention heads)\n", m.num_kv_heads, m.num_attention_heads);
             std::printf("head_dim         %u\n", m.head_dim);
         }
-        std::printf("kv dtype         %s (%u B)\n", workload::dtype_name(g.kv_dtype).c_str(), workload::dtype_bytes(g.kv_dtype));
+        std::printf("kv dtype         %s (%u B)\n", workload::dtype_name(g.kv_dtype).c_str(),
+                    workload::dtype_bytes(g.kv_dtype));
         std::printf("bytes/token      %llu\n", (unsigned long long)g.bytes_per_token);
-        std::printf("chunk            %u tokens = %llu bytes (%s)\n", g.chunk_tokens, (unsigned long long)g.object_bytes,
-                    human_bytes(g.object_bytes).c_str());
+        std::printf("chunk            %u tokens = %llu bytes (%s)\n", g.chunk_tokens,
+                    (unsigned long long)g.object_bytes, human_bytes(g.object_bytes).c_str());
         std::printf("tp               %u -> %u objects per chunk of %llu bytes (%s)", g.tp, g.objects_per_chunk,
                     (unsigned long long)g.per_rank_bytes, human_bytes(g.per_rank_bytes).c_str());
         if (m.attention == workload::AttentionKind::Mla && g.tp > 1)

@@ -47,8 +47,9 @@ void add_import_command(CLI::App& app) {
     sub->callback([sub] {
         if (!sub->get_subcommands().empty()) return;
         const auto left = sub->remaining();
-        throw CLI::ValidationError((left.empty() ? std::string("which format?") : "unknown format '" + left.front() + "':") +
-                                   " give a subcommand, blktrace or fio-iolog");  // main: a usage error
+        throw CLI::ValidationError(
+            (left.empty() ? std::string("which format?") : "unknown format '" + left.front() + "':") +
+            " give a subcommand, blktrace or fio-iolog");  // main: a usage error
     });
 
     auto* bt = sub->add_subcommand(
@@ -80,9 +81,10 @@ void add_import_command(CLI::App& app) {
         "placed where the previous one ended (the time between the runs is not in the log).");
     fi->add_option("FILE", o->input, "The iolog (plain or .zst)")->required();
     fi->add_option("-o,--output", o->out, "kvio.events/1 JSONL to write (default: stdout)");
-    fi->add_option("--dev", o->dev,
-                   "The disk the log's file is on, MAJ:MIN or name: its offsets are taken as offsets on that disk (default: "
-                   "the log's file name must be a block device on this machine)");
+    fi->add_option(
+        "--dev", o->dev,
+        "The disk the log's file is on, MAJ:MIN or name: its offsets are taken as offsets on that disk (default: "
+        "the log's file name must be a block device on this machine)");
     fi->callback([o] {
         importer::IologImportOptions io;
         io.dev = o->dev;
@@ -91,7 +93,8 @@ void add_import_command(CLI::App& app) {
         std::cerr << "kvio import fio-iolog: version " << s.version << ", " << s.cmds << " commands, " << s.syncs
                   << " sync lines left out";
         if (s.segments > 1)
-            std::cerr << ", " << s.segments << " segments (fio runs appended to the log), each placed where the one before ended";
+            std::cerr << ", " << s.segments
+                      << " segments (fio runs appended to the log), each placed where the one before ended";
         std::cerr << "\n";
     });
 }

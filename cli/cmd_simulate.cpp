@@ -18,16 +18,18 @@ void add_simulate_command(CLI::App& app) {
         "Run the MLPerf Storage KV-cache benchmark's serving workload natively: users, priority queue, workers, "
         "GPU/CPU/storage tiers; writes the benchmark's results JSON");
     add_simulate_options(sub, *c);
-    sub->footer(std::string("Many clients: --num-clients N (processes on this host) or mpirun -np N kvio simulate --mpi "
-                            "(one client per rank); docs/simulate.md says how results are merged.\n") +
-                serving::mpi_build_status());
+    sub->footer(
+        std::string("Many clients: --num-clients N (processes on this host) or mpirun -np N kvio simulate --mpi "
+                    "(one client per rank); docs/simulate.md says how results are merged.\n") +
+        serving::mpi_build_status());
     sub->callback([c] {
         finish_simulate_options(*c, std::cerr);
         std::ostream* console = c->quiet ? nullptr : &std::cout;
-        serving::SimResult r = c->mpi               ? serving::run_mpi_client(*c, console, &std::cerr)
-                               : c->num_clients > 1 ? serving::run_clients(*c, console, &std::cerr)
-                                                    : serving::run_simulation(*c, console, &std::cerr,
-                                                                              {.start_tracing = run::start_latency_tracing});
+        serving::SimResult r =
+            c->mpi ? serving::run_mpi_client(*c, console, &std::cerr)
+            : c->num_clients > 1
+                ? serving::run_clients(*c, console, &std::cerr)
+                : serving::run_simulation(*c, console, &std::cerr, {.start_tracing = run::start_latency_tracing});
         if (!r.output_path.empty()) std::cerr << "simulate: results written to " << r.output_path << "\n";
         if (r.exit_code != 0) throw CLI::RuntimeError(r.exit_code);
     });

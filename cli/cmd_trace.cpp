@@ -54,27 +54,36 @@ void add_trace_command(CLI::App& app) {
         "trace",
         "Attach CO-RE BPF programs (block, NVMe, syscall, io_uring tracepoints) and report the storage latency\n"
         "stack: D2C, Q2D, VFS, fsync and gap histograms, command sizes (bssplit), queue depth, LBA heatmap.\n"
-        "Stops on --duration, when COMMAND (or every -p process) exits, after COUNT intervals, or on Ctrl-C/SIGTERM/SIGHUP\n"
-        "(a running COMMAND then gets SIGTERM); outputs are always flushed. Exit status: COMMAND's own, else 0; 128 + the\n"
+        "Stops on --duration, when COMMAND (or every -p process) exits, after COUNT intervals, or on "
+        "Ctrl-C/SIGTERM/SIGHUP\n"
+        "(a running COMMAND then gets SIGTERM); outputs are always flushed. Exit status: COMMAND's own, else 0; 128 + "
+        "the\n"
         "signal when a signal came before one of those ends (a trace with none ends normally on the signal: 0).\n"
         "INTERVAL [COUNT] (biolatency/iostat habit): every INTERVAL seconds a line per device (IOPS, MB/s, D2C\n"
         "p50/p99/p99.9, queue depth) and that interval's D2C histograms; stop after COUNT intervals.\n"
         "--listen ADDR:PORT serves the histograms and counters as Prometheus metrics at /metrics until stopped.\n"
         "Example: kvio trace -d loop0 --events cmds.jsonl --json trace.json -- fio job.ini\n"
         "         kvio trace -d nvme0n1 1 10          kvio trace --listen 127.0.0.1:9435");
-    sub->add_option("-d,--device", opts->devices, "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; repeatable (-d a -d b)")
+    sub->add_option("-d,--device", opts->devices,
+                    "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; "
+                    "repeatable (-d a -d b)")
         ->allow_extra_args(false);  // one value per -d: `-d loop1 1 3` leaves INTERVAL COUNT alone
-    auto* pid = sub->add_option("-p,--pid", opts->pids, "Trace only I/O submitted by this process and its threads; repeatable. "
-                                                        "The trace ends when every -p process has exited")
-        ->allow_extra_args(false)
-        ->check(positive_integer());
-    sub->add_flag("--children", opts->children, "With -p: also the processes below it, those running now and those it forks "
-                                                "while traced (fio's job processes, a shell's commands), as -- COMMAND does")
+    auto* pid = sub->add_option("-p,--pid", opts->pids,
+                                "Trace only I/O submitted by this process and its threads; repeatable. "
+                                "The trace ends when every -p process has exited")
+                    ->allow_extra_args(false)
+                    ->check(positive_integer());
+    sub->add_flag("--children", opts->children,
+                  "With -p: also the processes below it, those running now and those it forks "
+                  "while traced (fio's job processes, a shell's commands), as -- COMMAND does")
         ->needs(pid);
-    sub->add_option("-c,--comm", opts->comms, "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: VLLM::EngineCor); repeatable, max 4")
+    sub->add_option("-c,--comm", opts->comms,
+                    "Trace only tasks whose comm is exactly this (e.g. vllm; the kernel keeps 15 characters: "
+                    "VLLM::EngineCor); repeatable, max 4")
         ->allow_extra_args(false);
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
-    sub->add_option("--duration", opts->duration_s, "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
+    sub->add_option("--duration", opts->duration_s,
+                    "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
         ->check(CLI::Validator(
             [](std::string& v) {
                 double d = 0;
@@ -83,63 +92,86 @@ void add_trace_command(CLI::App& app) {
                 } catch (const std::exception&) {
                     return std::string("not a number of seconds: " + v);
                 }
-                return std::isfinite(d) && d >= 0 ? std::string() : std::string("must be a finite number >= 0, got " + v);
+                return std::isfinite(d) && d >= 0 ? std::string()
+                                                  : std::string("must be a finite number >= 0, got " + v);
             },
             "SECONDS>=0"));
-    auto* events = sub->add_option("--events", opts->events_path, "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout, where a traced COMMAND's own stdout then goes to stderr), at its completion; commands whose completion was not seen (in flight at stop) are marked complete_lost; a FILE ending in .zst is zstd-compressed, its frame ended at stop");
+    auto* events = sub->add_option(
+        "--events", opts->events_path,
+        "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout, where a traced "
+        "COMMAND's own stdout then goes to stderr), at its completion; commands whose completion was not seen (in "
+        "flight at stop) are marked complete_lost; a FILE ending in .zst is zstd-compressed, its frame ended at stop");
     sub->add_option_function<std::string>(
-           "--events-format",
-           [opts](const std::string& f) { opts->events_bin = f == "bin"; },
-           "Format of --events: jsonl (default, kvio.events/1) or bin (kvio.events.bin/1: the kernel's records as they are, "
+           "--events-format", [opts](const std::string& f) { opts->events_bin = f == "bin"; },
+           "Format of --events: jsonl (default, kvio.events/1) or bin (kvio.events.bin/1: the kernel's records as they "
+           "are, "
            "no encoding while tracing; validate, distill and replay read it, `kvio dump` prints it as kvio.events/1)")
         ->check(CLI::IsMember({"jsonl", "bin"}))
         ->needs(events);
-    auto* syscalls = sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
-    sub->add_flag("--block-only", opts->block_only,
-                  "Trace block (and NVMe) commands only: no syscall program, so no vfs_read/vfs_write/fsync/gap histograms "
-                  "and no io_uring user_data in --events records (validate joins by offset; distill cannot tell io_uring from "
-                  "libaio and writes ioengine=libaio). While any syscall tracepoint "
-                  "is attached every syscall on the machine takes the kernel's slow path (~65 ns more per syscall on a "
-                  "2-core VM, docs/performance.md); --block-only leaves them on the fast one")
+    auto* syscalls =
+        sub->add_flag("--syscalls", opts->syscall_events, "With --events: also write a record per traced syscall");
+    sub->add_flag(
+           "--block-only", opts->block_only,
+           "Trace block (and NVMe) commands only: no syscall program, so no vfs_read/vfs_write/fsync/gap histograms "
+           "and no io_uring user_data in --events records (validate joins by offset; distill cannot tell io_uring from "
+           "libaio and writes ioengine=libaio). While any syscall tracepoint "
+           "is attached every syscall on the machine takes the kernel's slow path (~65 ns more per syscall on a "
+           "2-core VM, docs/performance.md); --block-only leaves them on the fast one")
         ->excludes(syscalls);
     auto perfetto = std::make_shared<std::string>();
-    sub->add_option("--perfetto", *perfetto,
-                    "At the end, write the commands (and --syscalls) as a timeline for ui.perfetto.dev / chrome://tracing "
-                    "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops; a FILE ending in .zst is zstd-compressed); "
-                    "without --events FILE the commands go through a temporary capture next to it");
+    sub->add_option(
+        "--perfetto", *perfetto,
+        "At the end, write the commands (and --syscalls) as a timeline for ui.perfetto.dev / chrome://tracing "
+        "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops; a FILE ending in .zst is zstd-compressed); "
+        "without --events FILE the commands go through a temporary capture next to it");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
-    sub->add_flag("--stats", opts->stats,
-                  "Report what each BPF program cost the kernel while tracing: runs, mean ns per run, ns per device command "
-                  "(the kernel's own accounting, BPF_ENABLE_STATS, on for the trace only); in --json as \"bpf_stats\", "
-                  "printed after the summary (on stderr with -q)");
-    sub->add_option("--qd-sample", opts->qd_sample,
-                    "Read the queue depth at dispatch (the qd_read/qd_write histograms) at 1 issue in N, N a power of two "
-                    "up to " + std::to_string(trace::kMaxQdSample) + ", each sample counted N times (counts and mean "
-                    "kept; \"qd_sample_every\" in --json). Default 1: every command, exact. A sampled issue is the only "
-                    "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
-                    "(docs/performance.md). --events records always carry each command's exact depth: with --events (or --perfetto) only 1")
-        ->check(CLI::Validator([](std::string& v) {
-            unsigned long n = 0;
-            try { n = std::stoul(v); } catch (const std::exception&) { return std::string("not a number: ") + v; }
-            return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1)) ? std::string()
-                                                                   : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
-        }, "N"));
+    sub->add_flag(
+        "--stats", opts->stats,
+        "Report what each BPF program cost the kernel while tracing: runs, mean ns per run, ns per device command "
+        "(the kernel's own accounting, BPF_ENABLE_STATS, on for the trace only); in --json as \"bpf_stats\", "
+        "printed after the summary (on stderr with -q)");
+    sub->add_option(
+           "--qd-sample", opts->qd_sample,
+           "Read the queue depth at dispatch (the qd_read/qd_write histograms) at 1 issue in N, N a power of two "
+           "up to " +
+               std::to_string(trace::kMaxQdSample) +
+               ", each sample counted N times (counts and mean "
+               "kept; \"qd_sample_every\" in --json). Default 1: every command, exact. A sampled issue is the only "
+               "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
+               "(docs/performance.md). --events records always carry each command's exact depth: with --events (or "
+               "--perfetto) only 1")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                unsigned long n = 0;
+                try {
+                    n = std::stoul(v);
+                } catch (const std::exception&) {
+                    return std::string("not a number: ") + v;
+                }
+                return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1))
+                           ? std::string()
+                           : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
+            },
+            "N"));
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
-        ->check(CLI::Validator([](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
-                               "BYTES>0"));
+        ->check(CLI::Validator(
+            [](std::string& v) { return v == "0" ? std::string("must be at least 1 byte") : std::string(); },
+            "BYTES>0"));
     sub->add_option("--ready-file", opts->ready_file,
                     "Create this file (\"ready\") once every program is attached: a parent process starting kvio trace "
                     "waits for it before issuing the I/O to trace");
-    sub->add_option("--listen", opts->listen,
-                    "Serve Prometheus metrics (text format, or OpenMetrics when the scraper asks for it) at "
-                    "http://ADDR:PORT/metrics, read from the in-kernel histograms at each scrape; runs until Ctrl-C/SIGTERM "
-                    "(or --duration, COMMAND, COUNT), which still write --json. ADDR: 127.0.0.1, [::1], a host name, or "
-                    "empty (:9435) for every address; PORT 0 picks a free one (printed on stderr)");
-    sub->add_option("--prom-textfile", opts->prom_textfile,
-                    "Write the same metrics (text format) to FILE atomically every INTERVAL (default every 10 s) and at "
-                    "stop, for node_exporter's textfile collector (FILE ending in .prom in its directory)");
+    sub->add_option(
+        "--listen", opts->listen,
+        "Serve Prometheus metrics (text format, or OpenMetrics when the scraper asks for it) at "
+        "http://ADDR:PORT/metrics, read from the in-kernel histograms at each scrape; runs until Ctrl-C/SIGTERM "
+        "(or --duration, COMMAND, COUNT), which still write --json. ADDR: 127.0.0.1, [::1], a host name, or "
+        "empty (:9435) for every address; PORT 0 picks a free one (printed on stderr)");
+    sub->add_option(
+        "--prom-textfile", opts->prom_textfile,
+        "Write the same metrics (text format) to FILE atomically every INTERVAL (default every 10 s) and at "
+        "stop, for node_exporter's textfile collector (FILE ending in .prom in its directory)");
     auto* per_process = sub->add_flag_function(
         "--per-process", [opts](int64_t) { opts->group_by = trace::GroupBy::Process; },
         "Group block read/write totals and D2C by submitting process (biotop): printed, and \"groups\" in --json");
@@ -147,9 +179,10 @@ void add_trace_command(CLI::App& app) {
            "--per-cgroup", [opts](int64_t) { opts->group_by = trace::GroupBy::Cgroup; },
            "Group block read/write totals and D2C by the submitter's cgroup v2 (a container, a systemd unit)")
         ->excludes(per_process);
-    sub->add_option("args", *positionals,
-                    "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
-                    "trace it and its children for its lifetime");
+    sub->add_option(
+        "args", *positionals,
+        "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
+        "trace it and its children for its lifetime");
     sub->positionals_at_end();
     sub->callback([opts, positionals, sub, perfetto] {
         // CLI11 keeps a "--" that came before every positional among its leftovers, one after them among the words.
@@ -160,7 +193,8 @@ void add_trace_command(CLI::App& app) {
         opts->interval_count = pos.count;
         opts->command = pos.command;
         // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths, and
-        // --perfetto without --events traces into a temporary --events capture (the sampling would be dropped silently).
+        // --perfetto without --events traces into a temporary --events capture (the sampling would be dropped
+        // silently).
         if (opts->qd_sample > 1 && !opts->events_path.empty())
             throw UsageError("--events excludes --qd-sample " + std::to_string(opts->qd_sample) +
                              " (--events records carry each command's exact depth; --qd-sample 1 is accepted)");
@@ -168,16 +202,19 @@ void add_trace_command(CLI::App& app) {
             throw UsageError("--perfetto excludes --qd-sample " + std::to_string(opts->qd_sample) +
                              " (its commands come from an --events capture, which records each command's exact depth; "
                              "--qd-sample 1 is accepted)");
-        if (!perfetto->empty() && opts->events_path == "-") throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
+        if (!perfetto->empty() && opts->events_path == "-")
+            throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
         if (!perfetto->empty()) check_perfetto_dir(*perfetto);
         const bool temp_events = !perfetto->empty() && opts->events_path.empty();
         if (temp_events) {
             opts->events_path = *perfetto + ".events.kvb";
             opts->events_bin = true;
         }
-        if (opts->syscall_events && opts->events_path.empty()) throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
+        if (opts->syscall_events && opts->events_path.empty())
+            throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
         if (!opts->events_path.empty() && opts->events_path == opts->json_path)
-            throw UsageError("--events and --json name the same file (" + opts->json_path + "): one would overwrite the other");
+            throw UsageError("--events and --json name the same file (" + opts->json_path +
+                             "): one would overwrite the other");
         auto res = trace::run_trace(*opts);
         if (!perfetto->empty()) write_trace_timeline(opts->events_path, *perfetto, temp_events);
         if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal

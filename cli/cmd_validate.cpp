@@ -21,8 +21,10 @@ void add_validate_command(CLI::App& app) {
     auto* sub = app.add_subcommand(
         "validate",
         "Join traced device commands to the KV object ops that caused them and score them against the projection.\n"
-        "Rules: docs/validate.md. Exit status 0 when it scored (whatever the scores, unless --fail-below or --max-wape\n"
-        "is missed); 1 on malformed input, a missed threshold, or commands that hold nothing for the ops (none at all,\n"
+        "Rules: docs/validate.md. Exit status 0 when it scored (whatever the scores, unless --fail-below or "
+        "--max-wape\n"
+        "is missed); 1 on malformed input, a missed threshold, or commands that hold nothing for the ops (none at "
+        "all,\n"
         "or none on the ops' device: the report and --json are still written, the reason is on stderr).");
     struct Opts {
         validate::Options o;
@@ -35,17 +37,21 @@ void add_validate_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
-    sub->add_option("--commands", o.commands,
-                    "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`, or the NVMe "
-                    "io_uring_cmd monitor JSONL (.zst: decompressed)");
-    sub->add_option("--semantic", o.semantic,
-                    "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`, or an LMCache kvio trace (LMCACHE_KVIO_TRACE, "
-                    "schema 2) (.zst: decompressed)");
+    sub->add_option(
+        "--commands", o.commands,
+        "Device commands: kvio.events/1 JSONL or a kvio.events.bin/1 capture from `kvio trace --events`, or the NVMe "
+        "io_uring_cmd monitor JSONL (.zst: decompressed)");
+    sub->add_option(
+        "--semantic", o.semantic,
+        "Object ops: kvio.semantic/1 JSONL from `kvio gen --semantic`, or an LMCache kvio trace (LMCACHE_KVIO_TRACE, "
+        "schema 2) (.zst: decompressed)");
     sub->add_option("--semantic-format", opts->semantic_format, "auto (default: from the first line), kvio or lmcache")
         ->check(CLI::IsMember({"auto", "kvio", "lmcache"}));
-    sub->add_option("--commands-format", opts->commands_format, "auto (default: from the first record), kvio or monitor")
+    sub->add_option("--commands-format", opts->commands_format,
+                    "auto (default: from the first record), kvio or monitor")
         ->check(CLI::IsMember({"auto", "kvio", "monitor"}));
-    sub->add_option("--record", o.record, "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
+    sub->add_option("--record", o.record,
+                    "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
     sub->add_option("--trace-json", o.geometry.trace_json,
                     "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb");
     sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)")
@@ -54,48 +60,72 @@ void add_validate_command(CLI::App& app) {
                 unsigned long long n = 0;
                 try {
                     n = std::stoull(v);
-                } catch (const std::exception&) {
-                }
-                return n >= 512 && n <= 65536 && (n & (n - 1)) == 0 ? std::string()
-                                                                     : "must be a power of two from 512 to 65536, got " + v;
+                } catch (const std::exception&) {}
+                return n >= 512 && n <= 65536 && (n & (n - 1)) == 0
+                           ? std::string()
+                           : "must be a power of two from 512 to 65536, got " + v;
             },
             "BYTES"));
-    sub->add_option("--mdts-bytes", o.geometry.mdts_bytes, "NVMe MDTS in bytes, the passthrough split (default: meta mdts_bytes)")
+    sub->add_option("--mdts-bytes", o.geometry.mdts_bytes,
+                    "NVMe MDTS in bytes, the passthrough split (default: meta mdts_bytes)")
         ->check(positive_integer());
-    sub->add_option("--max-io-bytes", o.geometry.max_io_bytes, "The engine's userspace transfer cap in bytes (default: meta max_io_bytes)")
+    sub->add_option("--max-io-bytes", o.geometry.max_io_bytes,
+                    "The engine's userspace transfer cap in bytes (default: meta max_io_bytes)")
         ->check(positive_integer());
-    sub->add_option("--max-sectors-kb", o.geometry.max_sectors_kb,
-                    "The device's queue/max_sectors_kb when traced, KiB (default: --trace-json, else meta max_sectors_kb)")
+    sub->add_option(
+           "--max-sectors-kb", o.geometry.max_sectors_kb,
+           "The device's queue/max_sectors_kb when traced, KiB (default: --trace-json, else meta max_sectors_kb)")
         ->check(positive_integer());
-    sub->add_option_function<uint64_t>("--header-bytes", [opts](uint64_t v) { opts->o.geometry.header_bytes = v; opts->o.geometry.header_bytes_set = true; },
-                                       "Slot header bytes a store writes before the payload (default: meta header_bytes)");
+    sub->add_option_function<uint64_t>(
+        "--header-bytes",
+        [opts](uint64_t v) {
+            opts->o.geometry.header_bytes = v;
+            opts->o.geometry.header_bytes_set = true;
+        },
+        "Slot header bytes a store writes before the payload (default: meta header_bytes)");
     sub->add_option("--join", opts->join, "How commands find their op: auto, user_data, key or offset (default auto)")
         ->check(CLI::IsMember({"auto", "user_data", "key", "offset"}));
     sub->add_option("--json", opts->json_out, "Also write the report as JSON to this file");
     auto pct = CLI::Range(0.0, 100.0);
-    sub->add_option_function<double>("--fail-below", [opts](double v) { opts->gate.fail_below_pct = v; },
-                                     "Exit 1 when the exact-match share of scored ops is below PCT percent (CI gate)")
-        ->check(pct)->type_name("PCT");
-    sub->add_option_function<double>("--max-wape", [opts](double v) { opts->gate.max_wape_pct = v; },
-                                     "Exit 1 when WAPE over all ops is above PCT percent (CI gate)")
-        ->check(pct)->type_name("PCT");
+    sub->add_option_function<double>(
+           "--fail-below", [opts](double v) { opts->gate.fail_below_pct = v; },
+           "Exit 1 when the exact-match share of scored ops is below PCT percent (CI gate)")
+        ->check(pct)
+        ->type_name("PCT");
+    sub->add_option_function<double>(
+           "--max-wape", [opts](double v) { opts->gate.max_wape_pct = v; },
+           "Exit 1 when WAPE over all ops is above PCT percent (CI gate)")
+        ->check(pct)
+        ->type_name("PCT");
     sub->add_flag("--timing", opts->timing, "Print elapsed time, records/s and peak RSS to stderr");
     // Synthetic inputs for benchmarks (docs/validate.md, docs/performance.md): listed under their own heading.
     const std::string synth = "Synthetic inputs (benchmarks; docs/validate.md)";
-    sub->add_option("--synth", opts->synth_dir,
-                    "Write a synthetic DIR/semantic.jsonl and DIR/events.jsonl (a known answer: every op exact) and exit; "
-                    "DIR is created if absent")
+    sub->add_option(
+           "--synth", opts->synth_dir,
+           "Write a synthetic DIR/semantic.jsonl and DIR/events.jsonl (a known answer: every op exact) and exit; "
+           "DIR is created if absent")
         ->group(synth);
     sub->add_option("--synth-objects", opts->synth.objects, "--synth: object ops to write (half stores, half loads)")
-        ->capture_default_str()->group(synth);
+        ->capture_default_str()
+        ->group(synth);
     sub->add_option("--synth-object-bytes", opts->synth.object_bytes, "--synth: payload bytes of each object")
-        ->capture_default_str()->group(synth);
-    sub->add_option("--synth-slots", opts->synth.slots, "--synth: slots on the device (0: one per object; loads reuse them)")->capture_default_str()->group(synth);
-    sub->add_option("--synth-noise-per-op", opts->synth.noise_per_op, "--synth: untagged 4 KiB writes in the metadata region during each op")
-        ->capture_default_str()->group(synth);
-    sub->add_option("--synth-engine", opts->synth.engine, "--synth: engine the ops claim: posix, or io_uring (commands tagged with user_data)")
-        ->capture_default_str()->check(CLI::IsMember({"posix", "io_uring"}))->group(synth);
-    sub->add_flag("--synth-bin", opts->synth_bin, "--synth: write DIR/events.kvb (kvio.events.bin/1) instead of events.jsonl")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-slots", opts->synth.slots,
+                    "--synth: slots on the device (0: one per object; loads reuse them)")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-noise-per-op", opts->synth.noise_per_op,
+                    "--synth: untagged 4 KiB writes in the metadata region during each op")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-engine", opts->synth.engine,
+                    "--synth: engine the ops claim: posix, or io_uring (commands tagged with user_data)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"posix", "io_uring"}))
+        ->group(synth);
+    sub->add_flag("--synth-bin", opts->synth_bin,
+                  "--synth: write DIR/events.kvb (kvio.events.bin/1) instead of events.jsonl")
         ->group(synth);
 
     sub->callback([opts] {
@@ -105,9 +135,11 @@ void add_validate_command(CLI::App& app) {
             std::filesystem::create_directories(opts->synth_dir, ec);
             if (ec) throw kvio::Error("--synth " + opts->synth_dir + ": cannot create it: " + ec.message());
             const std::string ev = opts->synth_bin ? "events.kvb" : "events.jsonl";
-            uint64_t n = validate::synth_write(opts->synth, opts->synth_dir + "/semantic.jsonl", opts->synth_dir + "/" + ev);
+            uint64_t n =
+                validate::synth_write(opts->synth, opts->synth_dir + "/semantic.jsonl", opts->synth_dir + "/" + ev);
             std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", opts->synth_dir.c_str(),
-                        (unsigned long long)opts->synth.objects, opts->synth_dir.c_str(), ev.c_str(), (unsigned long long)n);
+                        (unsigned long long)opts->synth.objects, opts->synth_dir.c_str(), ev.c_str(),
+                        (unsigned long long)n);
             return;
         }
         if (opts->o.commands.empty() || opts->o.semantic.empty())
@@ -127,7 +159,8 @@ void add_validate_command(CLI::App& app) {
             struct rusage ru {};
             getrusage(RUSAGE_SELF, &ru);
             std::fprintf(stderr, "validate: %llu command records in %.3f s (%.0f records/s), peak RSS %.1f MiB\n",
-                         (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s, double(ru.ru_maxrss) / 1024);
+                         (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s,
+                         double(ru.ru_maxrss) / 1024);
         }
         // Why nothing joined reaches stderr too: the report on stdout is often a file or a pipe.
         for (const auto& w : r.warnings) std::fprintf(stderr, "kvio validate: warning: %s\n", w.c_str());

@@ -17,8 +17,7 @@ inline CLI::Validator positive_integer() {
             unsigned long long n = 0;
             try {
                 n = std::stoull(v, &used);
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
             return n >= 1 && used == v.size() && v[0] != '-' ? std::string() : "must be a whole number >= 1, got " + v;
         },
         "N>=1");

@@ -30,17 +30,10 @@ int usage_error(const CLI::App& app, std::string what, const std::string& first)
 
 // Subcommands in the order `kvio --help` lists them. Each stage adds its line when it lands.
 static void (*const kCommands[])(CLI::App&) = {
-    kvio::cli::add_trace_command,
-    kvio::cli::add_validate_command,
-    kvio::cli::add_distill_command,
-    kvio::cli::add_geometry_command,
-    kvio::cli::add_gen_command,
-    kvio::cli::add_run_command,
-    kvio::cli::add_simulate_command,
-    kvio::cli::add_replay_command,
-    kvio::cli::add_compare_command,
-    kvio::cli::add_dump_command,
-    kvio::cli::add_import_command,
+    kvio::cli::add_trace_command,    kvio::cli::add_validate_command, kvio::cli::add_distill_command,
+    kvio::cli::add_geometry_command, kvio::cli::add_gen_command,      kvio::cli::add_run_command,
+    kvio::cli::add_simulate_command, kvio::cli::add_replay_command,   kvio::cli::add_compare_command,
+    kvio::cli::add_dump_command,     kvio::cli::add_import_command,
 };
 
 int main(int argc, char** argv) {
@@ -49,7 +42,8 @@ int main(int argc, char** argv) {
         "Run `kvio <command> --help` for each command's options."};
     app.name("kvio");  // usage lines read "kvio trace [OPTIONS]", not "trace [OPTIONS]"
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("kvio ") + KVIO_VERSION, "Print the version (git describe of the build) and exit");
+    app.set_version_flag("--version", std::string("kvio ") + KVIO_VERSION,
+                         "Print the version (git describe of the build) and exit");
     app.set_help_all_flag("--help-all", "Show help for every command");
     for (auto add : kCommands) add(app);
     // `kvio simulate` takes kv-cache.py's command lines: argparse's abbreviations, its errors and exit status 2.
@@ -57,8 +51,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     try {
         if (simulate) {
-            std::vector<std::string> rest = kvio::cli::argparse_check({args.begin() + 1, args.end()},
-                                                                      kvio::cli::simulate_argparse_options());
+            std::vector<std::string> rest =
+                kvio::cli::argparse_check({args.begin() + 1, args.end()}, kvio::cli::simulate_argparse_options());
             args.resize(1);
             args.insert(args.end(), rest.begin(), rest.end());
         }

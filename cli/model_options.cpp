@@ -12,7 +12,8 @@ void add_model_options(CLI::App* sub, ModelOptions& o) {
     auto* h = sub->add_option("--hf-config", o.hf_config,
                               "A Hugging Face config.json to read the model shape from instead of --model");
     m->excludes(h);
-    sub->add_option("--kv-dtype", o.kv_dtype, "KV cache element type: fp32, fp16, bf16, fp8 (default: the model's torch_dtype)");
+    sub->add_option("--kv-dtype", o.kv_dtype,
+                    "KV cache element type: fp32, fp16, bf16, fp8 (default: the model's torch_dtype)");
     sub->add_option("--chunk-tokens", o.chunk_tokens, "Tokens per KV chunk (one object per chunk and rank)")
         ->capture_default_str()
         ->check(positive_integer());

@@ -22,15 +22,15 @@ Overload(F...) -> Overload<F...>;
 void add_simulate_options(CLI::App* sub, SimConfig& c) {
     for (const auto& f : serving::flag_table()) {
         const std::string help = std::string(f.help) + (f.kvio_only ? " [kvio]" : "");
-        CLI::Option* o = std::visit(
-            Overload{
-                [&](bool SimConfig::*m) { return sub->add_flag(f.name, c.*m, help); },
-                [&](std::optional<int64_t> SimConfig::*m) {
-                    return sub->add_option_function<int64_t>(f.name, [&c, m](const int64_t& v) { c.*m = v; }, help);
-                },
-                [&](auto m) { return sub->add_option(f.name, c.*m, help); },
-            },
-            f.target);
+        CLI::Option* o = std::visit(Overload{
+                                        [&](bool SimConfig::*m) { return sub->add_flag(f.name, c.*m, help); },
+                                        [&](std::optional<int64_t> SimConfig::*m) {
+                                            return sub->add_option_function<int64_t>(
+                                                f.name, [&c, m](const int64_t& v) { c.*m = v; }, help);
+                                        },
+                                        [&](auto m) { return sub->add_option(f.name, c.*m, help); },
+                                    },
+                                    f.target);
         // argparse keeps the last of a repeated option; CLI11's default refuses the repeat.
         o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
         if (std::string(f.type) != "flag") o->default_str(f.default_text);
@@ -82,7 +82,8 @@ void check_simulate_args(const std::vector<std::string>& args) {
     try {
         app.parse(rest);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) first_line_error("--help is not a simulation argument (kvio simulate --help lists them)");
+        if (e.get_exit_code() == 0)
+            first_line_error("--help is not a simulation argument (kvio simulate --help lists them)");
         first_line_error(e.what());
     }
     std::ostringstream dropped;

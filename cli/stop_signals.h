@@ -18,7 +18,7 @@ public:
     static const volatile sig_atomic_t* flag();
 
 private:
-    struct sigaction old_[3] {};
+    struct sigaction old_[3]{};
 };
 
 }  // namespace kvio::cli

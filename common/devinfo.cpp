@@ -38,7 +38,11 @@ static std::optional<std::string> read_line(const fs::path& p) {
 static uint64_t read_u64(const fs::path& p, uint64_t dflt) {
     auto s = read_line(p);
     if (!s) return dflt;
-    try { return std::stoull(*s); } catch (const std::exception&) { return dflt; }
+    try {
+        return std::stoull(*s);
+    } catch (const std::exception&) {
+        return dflt;
+    }
 }
 
 BlockDevInfo block_dev_info(DevId dev) {
@@ -98,7 +102,8 @@ BlockDevInfo block_dev_info_for_path(const std::string& path) {
     dev_t d = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
     DevId id{major(d), minor(d)};
     if (!fs::exists(fs::path("/sys/dev/block") / dev_string(id)))
-        throw Error(path + ": lives on device " + dev_string(id) + ", which is not a block device (tmpfs, overlay or network filesystem?)");
+        throw Error(path + ": lives on device " + dev_string(id) +
+                    ", which is not a block device (tmpfs, overlay or network filesystem?)");
     return block_dev_info(id);
 }
 

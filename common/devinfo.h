@@ -26,19 +26,19 @@ std::optional<DevId> parse_dev_string(const std::string& s);
 /// What sysfs says about one block device. Sizes in bytes unless the name says otherwise.
 struct BlockDevInfo {
     DevId dev;
-    std::string name;                 ///< kernel name, e.g. "loop3", "nvme0n1p1"
+    std::string name;  ///< kernel name, e.g. "loop3", "nvme0n1p1"
     bool is_partition = false;
-    DevId whole_disk;                 ///< == dev for a whole disk
+    DevId whole_disk;  ///< == dev for a whole disk
     std::string whole_disk_name;
-    uint64_t start_sector = 0;        ///< partition start on the whole disk, 512-byte sectors
+    uint64_t start_sector = 0;  ///< partition start on the whole disk, 512-byte sectors
     uint64_t size_bytes = 0;
     uint32_t logical_block_size = 512;
     uint32_t physical_block_size = 512;
-    uint32_t max_sectors_kb = 0;      ///< current per-request limit (KiB), the kernel splits above it
-    uint32_t max_hw_sectors_kb = 0;   ///< hardware limit (KiB); MDTS for NVMe
+    uint32_t max_sectors_kb = 0;     ///< current per-request limit (KiB), the kernel splits above it
+    uint32_t max_hw_sectors_kb = 0;  ///< hardware limit (KiB); MDTS for NVMe
     uint32_t max_segments = 0;
-    uint32_t max_segment_size = 0;    ///< bytes
-    uint32_t nr_requests = 0;         ///< scheduler/tag depth of the queue
+    uint32_t max_segment_size = 0;  ///< bytes
+    uint32_t nr_requests = 0;       ///< scheduler/tag depth of the queue
 };
 
 /// Reads /sys/dev/block/MAJ:MIN. Throws kvio::Error when the device does not exist.

@@ -12,8 +12,8 @@ struct Error : std::runtime_error {
 };
 
 /// A command line that parsed but cannot run as given: options that conflict or need one another, a value no parse-time
-/// check caught (an unknown --model). The CLI prints `kvio CMD: <what()>` and the hint to its --help, and exits 2 as for
-/// CLI11's own usage errors (README "Exit status"). Messages name the option(s), not the command.
+/// check caught (an unknown --model). The CLI prints `kvio CMD: <what()>` and the hint to its --help, and exits 2 as
+/// for CLI11's own usage errors (README "Exit status"). Messages name the option(s), not the command.
 struct UsageError : Error {
     using Error::Error;
 };

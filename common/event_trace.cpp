@@ -55,8 +55,8 @@ void set_rwbs_flags(std::string_view rwbs, Cmd& c) {
 
 namespace {
 // Every device's commands of `path` that pass the pid/comm part of `filter`; `out` receives the file's health.
-std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path, const EventFilter& filter, EventTrace& out,
-                                                         const volatile sig_atomic_t* stop) {
+std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path, const EventFilter& filter,
+                                                         EventTrace& out, const volatile sig_atomic_t* stop) {
     EventsReader rd(path);
     std::map<std::string, DevCmds, std::less<>> devs;
     out.path = path;
@@ -117,7 +117,8 @@ EventTrace take_device(const EventTrace& common, const std::string& dev, DevCmds
     out.lost_completes = d.lost_completes;
     out.cmds = std::move(d.cmds);
     if (!d.sorted)
-        std::stable_sort(out.cmds.begin(), out.cmds.end(), [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
+        std::stable_sort(out.cmds.begin(), out.cmds.end(),
+                         [](const Cmd& a, const Cmd& b) { return a.ts_issue < b.ts_issue; });
     return out;
 }
 }  // namespace
@@ -151,7 +152,8 @@ EventTrace load_events(const std::string& path, const EventFilter& filter, const
     return take_device(common, pick->first, pick->second);
 }
 
-std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop) {
+std::vector<EventTrace> load_all_events(const std::string& path, const EventFilter& filter,
+                                        const volatile sig_atomic_t* stop) {
     if (!filter.dev.empty()) return {load_events(path, filter, stop)};
     EventTrace common;
     auto devs = read_devices(path, filter, common, stop);

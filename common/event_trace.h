@@ -19,20 +19,21 @@ inline const char* op_name(Op op) { return io_op_name(op); }
 
 /// One completed device command (`"type":"cmd"` record). Times are CLOCK_MONOTONIC ns.
 struct Cmd {
-    uint64_t sector = 0;       ///< start, 512-byte units on the whole disk
-    uint64_t bytes = 0;        ///< bytes transferred
-    uint64_t ts_issue = 0;     ///< block_rq_issue (NVMe: setup)
-    uint64_t ts_complete = 0;  ///< final block_rq_complete; 0 when the trace never saw it ("complete_lost")
-    uint32_t qd = 0;           ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
-    uint32_t pid = 0, tid = 0; ///< submitter, 0 when unknown
+    uint64_t sector = 0;        ///< start, 512-byte units on the whole disk
+    uint64_t bytes = 0;         ///< bytes transferred
+    uint64_t ts_issue = 0;      ///< block_rq_issue (NVMe: setup)
+    uint64_t ts_complete = 0;   ///< final block_rq_complete; 0 when the trace never saw it ("complete_lost")
+    uint32_t qd = 0;            ///< kernel-side in-flight count at dispatch, this one included (0 = absent)
+    uint32_t pid = 0, tid = 0;  ///< submitter, 0 when unknown
     Op op = Op::Other;
-    bool has_user_data : 1 = false;///< io_uring SQE user_data was seen
-    bool passthrough : 1 = false;  ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
-    bool nvme : 1 = false;         ///< `src` "nvme"
-    bool fua : 1 = false;          ///< rwbs 'F' after the op letter (REQ_FUA): a write the device made durable itself
-    bool preflush : 1 = false;     ///< rwbs 'F' before the op letter (REQ_PREFLUSH): the device cache was flushed first
-    bool secure_erase : 1 = false; ///< rwbs "DE" (REQ_OP_SECURE_ERASE), op "discard"
-    bool io_worker : 1 = false;    ///< submitted by an io_uring worker thread (comm iou-wrk-N / iou-sqp-N) of process `pid`
+    bool has_user_data : 1 = false;  ///< io_uring SQE user_data was seen
+    bool passthrough : 1 = false;    ///< `src` "nvme" with rwbs "N" (io_uring_cmd / ioctl passthrough)
+    bool nvme : 1 = false;           ///< `src` "nvme"
+    bool fua : 1 = false;            ///< rwbs 'F' after the op letter (REQ_FUA): a write the device made durable itself
+    bool preflush : 1 = false;  ///< rwbs 'F' before the op letter (REQ_PREFLUSH): the device cache was flushed first
+    bool secure_erase : 1 = false;  ///< rwbs "DE" (REQ_OP_SECURE_ERASE), op "discard"
+    bool io_worker : 1 =
+        false;  ///< submitted by an io_uring worker thread (comm iou-wrk-N / iou-sqp-N) of process `pid`
     /// False for a "complete_lost" record: size, op, sector and issue time are real, the completion is unknown.
     bool completion_seen() const { return ts_complete != 0; }
     /// When the command left the device as far as the trace knows: ts_complete, or ts_issue when not seen.
@@ -56,14 +57,15 @@ struct EventFilter {
 /// The commands of one device, sorted by ts_issue, and what the trace said about its own losses.
 struct EventTrace {
     std::string path;
-    std::string dev;         ///< "MAJ:MIN" of the selected device
-    std::string disk;        ///< its name in the trace
-    std::vector<Cmd> cmds;   ///< filtered, sorted by ts_issue
-    uint64_t records = 0;    ///< cmd records on this device before the pid/comm filter
+    std::string dev;        ///< "MAJ:MIN" of the selected device
+    std::string disk;       ///< its name in the trace
+    std::vector<Cmd> cmds;  ///< filtered, sorted by ts_issue
+    uint64_t records = 0;   ///< cmd records on this device before the pid/comm filter
     uint64_t filtered_out = 0;
     bool has_summary = false;
     uint64_t summary_events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
-    uint64_t lost_completes = 0;  ///< this device's cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
+    uint64_t lost_completes =
+        0;  ///< this device's cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
     std::string format = "kvio.events/1";  ///< or "kvio.events.bin/1" for a binary capture
 };
 

@@ -47,8 +47,8 @@ DeviceFacts read_device_record(std::string_view payload, uint32_t& dev) {
     DeviceRecord d;
     std::memcpy(&d, payload.data(), sizeof d);
     dev = d.dev;
-    return {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)), std::string(d.disk, strnlen(d.disk, sizeof d.disk)),
-            d.lba_bytes ? d.lba_bytes : 512};
+    return {std::string(d.majmin, strnlen(d.majmin, sizeof d.majmin)),
+            std::string(d.disk, strnlen(d.disk, sizeof d.disk)), d.lba_bytes ? d.lba_bytes : 512};
 }
 
 void Encoder::record(Kind k, const void* p, size_t n) {
@@ -102,17 +102,20 @@ void Reader::init() {
 void Reader::check_header() {
     const std::string& path = path_;
     FileHeader h{};
-    if (!fill(sizeof kMagic) || !has_magic(buf_ + pos_, len_ - pos_)) throw Error(path + ": not a kvio.events.bin file");
+    if (!fill(sizeof kMagic) || !has_magic(buf_ + pos_, len_ - pos_))
+        throw Error(path + ": not a kvio.events.bin file");
     if (!fill(sizeof h)) throw Error(path + ": kvio.events.bin header is truncated (the trace was cut off?)");
     std::memcpy(&h, buf_ + pos_, sizeof h);
     if (h.byte_order != kByteOrder)
         throw Error(path + ": kvio.events.bin written on a machine of the other byte order");
     if (h.version != kVersion)
-        throw Error(path + ": kvio.events.bin version " + std::to_string(h.version) + " (this kvio reads " + std::to_string(kVersion) + ")");
+        throw Error(path + ": kvio.events.bin version " + std::to_string(h.version) + " (this kvio reads " +
+                    std::to_string(kVersion) + ")");
     if (h.cmd_bytes != sizeof(kvio_cmd_event) || h.syscall_bytes != sizeof(kvio_syscall_event))
         throw Error(path + ": written by a kvio whose cmd/syscall records are " + std::to_string(h.cmd_bytes) + "/" +
-                    std::to_string(h.syscall_bytes) + " bytes (this one reads " + std::to_string(sizeof(kvio_cmd_event)) + "/" +
-                    std::to_string(sizeof(kvio_syscall_event)) + "): dump it with that kvio");
+                    std::to_string(h.syscall_bytes) + " bytes (this one reads " +
+                    std::to_string(sizeof(kvio_cmd_event)) + "/" + std::to_string(sizeof(kvio_syscall_event)) +
+                    "): dump it with that kvio");
     if (h.header_bytes < sizeof h || h.header_bytes > 4096)
         throw Error(path + ": kvio.events.bin header of " + std::to_string(h.header_bytes) + " bytes");
     if (!fill(h.header_bytes)) throw Error(path + ": kvio.events.bin header is truncated");
@@ -153,7 +156,8 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     }
     ++record_;
     auto bad = [&](const std::string& why) {
-        throw Error(path_ + ": record " + std::to_string(record_) + " at byte " + std::to_string(rec_off_) + ": " + why);
+        throw Error(path_ + ": record " + std::to_string(record_) + " at byte " + std::to_string(rec_off_) + ": " +
+                    why);
     };
     // A record cut off by the end of the file can only be the last: the writer was killed. It is dropped with a
     // warning, like a torn last JSONL line; what came before reads as usual.
@@ -165,7 +169,8 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     RecordHeader rh{};
     if (!fill(sizeof rh)) return torn("truncated record header");
     std::memcpy(&rh, buf_ + pos_, sizeof rh);
-    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Json)) bad("unknown record kind " + std::to_string(rh.kind));
+    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Json))
+        bad("unknown record kind " + std::to_string(rh.kind));
     if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
     const size_t want = rh.kind == uint32_t(Kind::Cmd)       ? sizeof(kvio_cmd_event)
                         : rh.kind == uint32_t(Kind::Syscall) ? sizeof(kvio_syscall_event)
@@ -183,10 +188,11 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     } else if (kind == Kind::Cmd) {
         kvio_cmd_event e;
         std::memcpy(&e, payload.data(), sizeof e);
-        if (!devs_.count(e.dev)) bad("a cmd record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
+        if (!devs_.count(e.dev))
+            bad("a cmd record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
         if (e.src != KVIO_SRC_BLOCK && e.src != KVIO_SRC_NVME)
-            bad("field 'src': " + std::to_string(unsigned(e.src)) + " is neither block (" + std::to_string(KVIO_SRC_BLOCK) +
-                ") nor nvme (" + std::to_string(KVIO_SRC_NVME) + ")");
+            bad("field 'src': " + std::to_string(unsigned(e.src)) + " is neither block (" +
+                std::to_string(KVIO_SRC_BLOCK) + ") nor nvme (" + std::to_string(KVIO_SRC_NVME) + ")");
     }
     pos_ += total;
     return true;

@@ -21,7 +21,8 @@ namespace kvio::evbin {
 
 inline constexpr char kMagic[8] = {'K', 'V', 'I', 'O', 'E', 'V', 'B', '\n'};
 inline constexpr uint32_t kVersion = 1;
-inline constexpr uint32_t kByteOrder = 0x01020304;  ///< as written by the producer; read back swapped on the other order
+inline constexpr uint32_t kByteOrder =
+    0x01020304;  ///< as written by the producer; read back swapped on the other order
 
 struct FileHeader {
     char magic[8];

@@ -24,9 +24,28 @@ constexpr size_t kPadding = 64;  // >= SIMDJSON_PADDING: bytes the parser may re
 static_assert(kPadding >= simdjson::SIMDJSON_PADDING);
 #endif
 
-constexpr const char* kNames[] = {"type", "src", "dev", "disk", "op", "rwbs", "comm", "key",
-                                  "sector", "bytes", "ts_issue", "ts_complete", "qd", "pid", "tid", "user_data", "slba", "nlb",
-                                  "events", "dropped", "unmatched_completes", "negative_deltas"};
+constexpr const char* kNames[] = {"type",
+                                  "src",
+                                  "dev",
+                                  "disk",
+                                  "op",
+                                  "rwbs",
+                                  "comm",
+                                  "key",
+                                  "sector",
+                                  "bytes",
+                                  "ts_issue",
+                                  "ts_complete",
+                                  "qd",
+                                  "pid",
+                                  "tid",
+                                  "user_data",
+                                  "slba",
+                                  "nlb",
+                                  "events",
+                                  "dropped",
+                                  "unmatched_completes",
+                                  "negative_deltas"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(EventField::Count_));
 
 constexpr int kNone = -1;
@@ -36,54 +55,95 @@ constexpr int kFirstUint = int(EventField::Sector);
 int lookup(std::string_view k) {
     using F = EventField;
     switch (k.size()) {
-    case 2: return k == "op" ? int(F::Op) : k == "qd" ? int(F::Qd) : kNone;
-    case 3:
-        return k == "src" ? int(F::Src) : k == "dev" ? int(F::Dev) : k == "key" ? int(F::Key) : k == "nlb" ? int(F::Nlb)
-             : k == "pid" ? int(F::Pid) : k == "tid" ? int(F::Tid) : kNone;
-    case 4:
-        return k == "type" ? int(F::Type) : k == "rwbs" ? int(F::Rwbs) : k == "slba" ? int(F::Slba) : k == "disk" ? int(F::Disk)
-             : k == "comm" ? int(F::Comm) : kNone;
-    case 5: return k == "bytes" ? int(F::Bytes) : kNone;
-    case 6: return k == "sector" ? int(F::Sector) : k == "events" ? int(F::Events) : kNone;
-    case 7: return k == "dropped" ? int(F::Dropped) : kNone;
-    case 8: return k == "ts_issue" ? int(F::TsIssue) : kNone;
-    case 9: return k == "user_data" ? int(F::UserData) : kNone;
-    case 11: return k == "ts_complete" ? int(F::TsComplete) : kNone;
-    case 15: return k == "negative_deltas" ? int(F::NegativeDeltas) : kNone;
-    case 19: return k == "unmatched_completes" ? int(F::UnmatchedCompletes) : kNone;
-    default: return kNone;
+        case 2:
+            return k == "op" ? int(F::Op) : k == "qd" ? int(F::Qd) : kNone;
+        case 3:
+            return k == "src"   ? int(F::Src)
+                   : k == "dev" ? int(F::Dev)
+                   : k == "key" ? int(F::Key)
+                   : k == "nlb" ? int(F::Nlb)
+                   : k == "pid" ? int(F::Pid)
+                   : k == "tid" ? int(F::Tid)
+                                : kNone;
+        case 4:
+            return k == "type"   ? int(F::Type)
+                   : k == "rwbs" ? int(F::Rwbs)
+                   : k == "slba" ? int(F::Slba)
+                   : k == "disk" ? int(F::Disk)
+                   : k == "comm" ? int(F::Comm)
+                                 : kNone;
+        case 5:
+            return k == "bytes" ? int(F::Bytes) : kNone;
+        case 6:
+            return k == "sector" ? int(F::Sector) : k == "events" ? int(F::Events) : kNone;
+        case 7:
+            return k == "dropped" ? int(F::Dropped) : kNone;
+        case 8:
+            return k == "ts_issue" ? int(F::TsIssue) : kNone;
+        case 9:
+            return k == "user_data" ? int(F::UserData) : kNone;
+        case 11:
+            return k == "ts_complete" ? int(F::TsComplete) : kNone;
+        case 15:
+            return k == "negative_deltas" ? int(F::NegativeDeltas) : kNone;
+        case 19:
+            return k == "unmatched_completes" ? int(F::UnmatchedCompletes) : kNone;
+        default:
+            return kNone;
     }
 }
 
 std::string_view* string_slot(EventRecord& r, int f) {
     switch (EventField(f)) {
-    case EventField::Type: return &r.type;
-    case EventField::Src: return &r.src;
-    case EventField::Dev: return &r.dev;
-    case EventField::Disk: return &r.disk;
-    case EventField::Op: return &r.op;
-    case EventField::Rwbs: return &r.rwbs;
-    case EventField::Comm: return &r.comm;
-    default: return &r.key;
+        case EventField::Type:
+            return &r.type;
+        case EventField::Src:
+            return &r.src;
+        case EventField::Dev:
+            return &r.dev;
+        case EventField::Disk:
+            return &r.disk;
+        case EventField::Op:
+            return &r.op;
+        case EventField::Rwbs:
+            return &r.rwbs;
+        case EventField::Comm:
+            return &r.comm;
+        default:
+            return &r.key;
     }
 }
 
 uint64_t* uint_slot(EventRecord& r, int f) {
     switch (EventField(f)) {
-    case EventField::Sector: return &r.sector;
-    case EventField::Bytes: return &r.bytes;
-    case EventField::TsIssue: return &r.ts_issue;
-    case EventField::TsComplete: return &r.ts_complete;
-    case EventField::Qd: return &r.qd;
-    case EventField::Pid: return &r.pid;
-    case EventField::Tid: return &r.tid;
-    case EventField::UserData: return &r.user_data;
-    case EventField::Slba: return &r.slba;
-    case EventField::Nlb: return &r.nlb;
-    case EventField::Events: return &r.events;
-    case EventField::Dropped: return &r.dropped;
-    case EventField::UnmatchedCompletes: return &r.unmatched_completes;
-    default: return &r.negative_deltas;
+        case EventField::Sector:
+            return &r.sector;
+        case EventField::Bytes:
+            return &r.bytes;
+        case EventField::TsIssue:
+            return &r.ts_issue;
+        case EventField::TsComplete:
+            return &r.ts_complete;
+        case EventField::Qd:
+            return &r.qd;
+        case EventField::Pid:
+            return &r.pid;
+        case EventField::Tid:
+            return &r.tid;
+        case EventField::UserData:
+            return &r.user_data;
+        case EventField::Slba:
+            return &r.slba;
+        case EventField::Nlb:
+            return &r.nlb;
+        case EventField::Events:
+            return &r.events;
+        case EventField::Dropped:
+            return &r.dropped;
+        case EventField::UnmatchedCompletes:
+            return &r.unmatched_completes;
+        default:
+            return &r.negative_deltas;
     }
 }
 
@@ -103,11 +163,16 @@ const char* event_field_name(EventField f) { return kNames[size_t(f)]; }
 
 const char* io_op_name(IoOp op) {
     switch (op) {
-    case IoOp::Read: return "read";
-    case IoOp::Write: return "write";
-    case IoOp::Flush: return "flush";
-    case IoOp::Discard: return "discard";
-    case IoOp::Other: break;
+        case IoOp::Read:
+            return "read";
+        case IoOp::Write:
+            return "write";
+        case IoOp::Flush:
+            return "flush";
+        case IoOp::Discard:
+            return "discard";
+        case IoOp::Other:
+            break;
     }
     return "other";
 }
@@ -126,19 +191,25 @@ struct EventsReader::Parser {
         json_type t;
         if (v.type().get(t)) return "an invalid value";
         switch (t) {
-        case json_type::array: return "an array";
-        case json_type::object: return "an object";
-        case json_type::string: return "a string";
-        case json_type::boolean: return "a boolean";
-        case json_type::null: return "null";
-        case json_type::number: {
-            simdjson::ondemand::number_type nt;
-            if (v.get_number_type().get(nt)) return "an invalid number";
-            if (nt == simdjson::ondemand::number_type::floating_point_number) return "a fraction";
-            int64_t i;
-            if (nt == simdjson::ondemand::number_type::signed_integer && !v.get_int64().get(i) && i < 0) return "a negative number";
-            return "a number out of range";
-        }
+            case json_type::array:
+                return "an array";
+            case json_type::object:
+                return "an object";
+            case json_type::string:
+                return "a string";
+            case json_type::boolean:
+                return "a boolean";
+            case json_type::null:
+                return "null";
+            case json_type::number: {
+                simdjson::ondemand::number_type nt;
+                if (v.get_number_type().get(nt)) return "an invalid number";
+                if (nt == simdjson::ondemand::number_type::floating_point_number) return "a fraction";
+                int64_t i;
+                if (nt == simdjson::ondemand::number_type::signed_integer && !v.get_int64().get(i) && i < 0)
+                    return "a negative number";
+                return "a number out of range";
+            }
         }
         return "an invalid value";
     }
@@ -180,7 +251,8 @@ struct EventsReader::Parser {
             }
         }
         const char* rest;
-        if (!doc.current_location().get(rest)) throw JsonSyntaxError(src.where() + ": not valid JSON (content after the object)");
+        if (!doc.current_location().get(rest))
+            throw JsonSyntaxError(src.where() + ": not valid JSON (content after the object)");
     }
 };
 
@@ -209,9 +281,14 @@ struct EventsReader::Parser {
             } else if (v.is_number_unsigned()) {
                 *uint_slot(r, f) = v.get<uint64_t>();
             } else {
-                wrong_type(src, f, v.is_number_integer() ? "a negative number" : v.is_number_float() ? "a fraction"
-                                   : v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_null() ? "null"
-                                   : v.is_array() ? "an array" : "an object");
+                wrong_type(src, f,
+                           v.is_number_integer() ? "a negative number"
+                           : v.is_number_float() ? "a fraction"
+                           : v.is_string()       ? "a string"
+                           : v.is_boolean()      ? "a boolean"
+                           : v.is_null()         ? "null"
+                           : v.is_array()        ? "an array"
+                                                 : "an object");
             }
         }
     }
@@ -293,41 +370,43 @@ bool EventsReader::next_bin(EventRecord& r) {
         using F = EventField;
         auto set = [&r](F f) { r.has |= 1u << unsigned(f); };
         switch (kind) {
-        case evbin::Kind::Device: continue;  // the capture reader keeps the device table
-        case evbin::Kind::Cmd: {
-            kvio_cmd_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            const evbin::DeviceFacts& d = *bin_->device(e.dev);  // checked by evbin::Reader::next
-            const bool nvme = e.src == KVIO_SRC_NVME;
-            r.type = "cmd", r.src = nvme ? "nvme" : "block", r.dev = d.majmin, r.disk = d.disk;
-            r.op = nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf);
-            r.rwbs = std::string_view(rwbs_, rwbs_chars(e.opf, rwbs_));
-            std::memcpy(comm_, e.owner.comm, sizeof comm_);
-            r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
-            for (F f : {F::Type, F::Src, F::Dev, F::Disk, F::Op, F::Rwbs, F::Comm, F::Sector, F::Bytes, F::TsIssue, F::Qd, F::Pid, F::Tid})
-                set(f);
-            r.bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
-            r.sector = nvme ? e.slba * (d.lba_bytes / 512) : e.sector;
-            r.ts_issue = e.ts_issue, r.qd = e.qd, r.pid = e.owner.pid, r.tid = e.owner.tid;
-            if (!e.complete_lost) r.ts_complete = e.ts_complete, set(F::TsComplete);
-            if (e.has_user_data) r.user_data = e.owner.user_data, set(F::UserData);
-            if (nvme) r.slba = e.slba, r.nlb = e.nlb, set(F::Slba), set(F::Nlb);
-            return true;
-        }
-        case evbin::Kind::Syscall: {
-            kvio_syscall_event e;
-            std::memcpy(&e, p.data(), sizeof e);
-            std::memcpy(comm_, e.comm, sizeof comm_);
-            r.type = "syscall", r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
-            r.pid = e.pid, r.tid = e.tid;
-            for (F f : {F::Type, F::Comm, F::Pid, F::Tid}) set(f);
-            return true;
-        }
-        case evbin::Kind::Json:
-            json_.assign(p.data(), p.size());
-            json_.append(kPadding, '\0');
-            parser_->parse(json_.data(), p.size(), json_.size(), r, src_);
-            return true;
+            case evbin::Kind::Device:
+                continue;  // the capture reader keeps the device table
+            case evbin::Kind::Cmd: {
+                kvio_cmd_event e;
+                std::memcpy(&e, p.data(), sizeof e);
+                const evbin::DeviceFacts& d = *bin_->device(e.dev);  // checked by evbin::Reader::next
+                const bool nvme = e.src == KVIO_SRC_NVME;
+                r.type = "cmd", r.src = nvme ? "nvme" : "block", r.dev = d.majmin, r.disk = d.disk;
+                r.op = nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf);
+                r.rwbs = std::string_view(rwbs_, rwbs_chars(e.opf, rwbs_));
+                std::memcpy(comm_, e.owner.comm, sizeof comm_);
+                r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
+                for (F f : {F::Type, F::Src, F::Dev, F::Disk, F::Op, F::Rwbs, F::Comm, F::Sector, F::Bytes, F::TsIssue,
+                            F::Qd, F::Pid, F::Tid})
+                    set(f);
+                r.bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
+                r.sector = nvme ? e.slba * (d.lba_bytes / 512) : e.sector;
+                r.ts_issue = e.ts_issue, r.qd = e.qd, r.pid = e.owner.pid, r.tid = e.owner.tid;
+                if (!e.complete_lost) r.ts_complete = e.ts_complete, set(F::TsComplete);
+                if (e.has_user_data) r.user_data = e.owner.user_data, set(F::UserData);
+                if (nvme) r.slba = e.slba, r.nlb = e.nlb, set(F::Slba), set(F::Nlb);
+                return true;
+            }
+            case evbin::Kind::Syscall: {
+                kvio_syscall_event e;
+                std::memcpy(&e, p.data(), sizeof e);
+                std::memcpy(comm_, e.comm, sizeof comm_);
+                r.type = "syscall", r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
+                r.pid = e.pid, r.tid = e.tid;
+                for (F f : {F::Type, F::Comm, F::Pid, F::Tid}) set(f);
+                return true;
+            }
+            case evbin::Kind::Json:
+                json_.assign(p.data(), p.size());
+                json_.append(kPadding, '\0');
+                parser_->parse(json_.data(), p.size(), json_.size(), r, src_);
+                return true;
         }
     }
     return false;
@@ -362,17 +441,30 @@ bool EventsReader::next_checked(EventRecord& r) {
 void EventsReader::check(EventRecord& r) {
     using F = EventField;
     require(r, F::Type);
-    if (r.type == "cmd") r.kind = EventType::Cmd;
-    else if (r.type == "syscall") { r.kind = EventType::Syscall; return; }
-    else if (r.type == "summary") { r.kind = EventType::Summary; return; }
-    else src_.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
+    if (r.type == "cmd")
+        r.kind = EventType::Cmd;
+    else if (r.type == "syscall") {
+        r.kind = EventType::Syscall;
+        return;
+    } else if (r.type == "summary") {
+        r.kind = EventType::Summary;
+        return;
+    } else
+        src_.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
     for (F f : {F::Src, F::Dev, F::Op, F::Bytes, F::TsIssue}) require(r, f);
-    if (r.src == "nvme") r.nvme = true;
-    else if (r.src != "block") src_.fail("src", "expected \"block\" or \"nvme\", got \"" + std::string(r.src) + "\"");
+    if (r.src == "nvme")
+        r.nvme = true;
+    else if (r.src != "block")
+        src_.fail("src", "expected \"block\" or \"nvme\", got \"" + std::string(r.src) + "\"");
     const std::string_view op = r.op;
-    r.io = op == "read" ? IoOp::Read : op == "write" ? IoOp::Write : op == "flush" ? IoOp::Flush : op == "discard" ? IoOp::Discard
-         : op == "other" ? IoOp::Other
-         : (src_.fail("op", "expected read|write|flush|discard|other, got \"" + std::string(op) + "\""), IoOp::Other);
+    r.io = op == "read"      ? IoOp::Read
+           : op == "write"   ? IoOp::Write
+           : op == "flush"   ? IoOp::Flush
+           : op == "discard" ? IoOp::Discard
+           : op == "other"
+               ? IoOp::Other
+               : (src_.fail("op", "expected read|write|flush|discard|other, got \"" + std::string(op) + "\""),
+                  IoOp::Other);
     if (!have_dev_ || r.dev != last_dev_) {
         auto d = parse_dev_string(std::string(r.dev));
         if (!d) src_.fail("dev", "expected \"MAJ:MIN\", got \"" + std::string(r.dev) + "\"");
@@ -382,7 +474,8 @@ void EventsReader::check(EventRecord& r) {
     }
     r.kdev = last_kdev_;
     if (r.has_field(F::TsComplete) && r.ts_complete < r.ts_issue)
-        src_.fail("ts_complete", "is before ts_issue (" + std::to_string(r.ts_complete) + " < " + std::to_string(r.ts_issue) + ")");
+        src_.fail("ts_complete",
+                  "is before ts_issue (" + std::to_string(r.ts_complete) + " < " + std::to_string(r.ts_issue) + ")");
     const bool data = r.io == IoOp::Read || r.io == IoOp::Write;
     if (data && r.bytes > UINT32_MAX)
         src_.fail("bytes", std::to_string(r.bytes) + " is not a command size (at most 4 GiB)");
@@ -390,15 +483,18 @@ void EventsReader::check(EventRecord& r) {
         require(r, F::Slba);
         require(r, F::Nlb);
         if (data && r.nlb == 0) src_.fail("nlb", "0 blocks in a " + std::string(op) + " (nlb counts from 1)");
-        if (data && r.bytes % r.nlb) src_.fail("bytes", std::to_string(r.bytes) + " is not a multiple of nlb " + std::to_string(r.nlb));
+        if (data && r.bytes % r.nlb)
+            src_.fail("bytes", std::to_string(r.bytes) + " is not a multiple of nlb " + std::to_string(r.nlb));
         const uint64_t lba = r.nlb ? r.bytes / r.nlb : 0;
-        if (data && lba && r.slba > UINT64_MAX / lba) src_.fail("slba", std::to_string(r.slba) + " × " + std::to_string(lba) + " bytes is beyond any device");
+        if (data && lba && r.slba > UINT64_MAX / lba)
+            src_.fail("slba", std::to_string(r.slba) + " × " + std::to_string(lba) + " bytes is beyond any device");
         r.offset = r.slba * lba;
         if (!r.has_field(F::Sector)) r.sector = r.offset / 512;
     } else {
         require(r, F::Sector);
         // A flush carries no sector: the kernel reports sector -1 for it.
-        if (data && r.sector > (UINT64_MAX >> 9)) src_.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");
+        if (data && r.sector > (UINT64_MAX >> 9))
+            src_.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");
         r.offset = r.sector << 9;
     }
 }

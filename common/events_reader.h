@@ -1,8 +1,8 @@
 // The one reader of kvio.events/1 (`kvio trace --events`, docs/formats.md): JSONL, one flat record a line,
 // or the binary capture kvio.events.bin/1 (common/events_bin.h; recognised by its magic bytes), decoded to the
-// same records. Validate, the distiller and replay all read through it. Parsing uses simdjson's On-Demand API over a large
-// read buffer (lines are parsed in place, no DOM, no per-line allocation); builds without simdjson
-// (the static binary, KVIO_NO_SIMDJSON) parse each line with nlohmann_json instead, with the same results.
+// same records. Validate, the distiller and replay all read through it. Parsing uses simdjson's On-Demand API over a
+// large read buffer (lines are parsed in place, no DOM, no per-line allocation); builds without simdjson (the static
+// binary, KVIO_NO_SIMDJSON) parse each line with nlohmann_json instead, with the same results.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -16,13 +16,31 @@
 
 namespace kvio {
 
-
 /// The top-level keys of a kvio.events/1 record that readers interpret (bit positions in EventRecord::has).
 /// Other keys (d2c_ns, qid, syscall fields, ...) are skipped unchecked.
 enum class EventField : uint8_t {
-    Type, Src, Dev, Disk, Op, Rwbs, Comm, Key,                             // strings
-    Sector, Bytes, TsIssue, TsComplete, Qd, Pid, Tid, UserData, Slba, Nlb, // non-negative integers
-    Events, Dropped, UnmatchedCompletes, NegativeDeltas,                   // summary counters
+    Type,
+    Src,
+    Dev,
+    Disk,
+    Op,
+    Rwbs,
+    Comm,
+    Key,  // strings
+    Sector,
+    Bytes,
+    TsIssue,
+    TsComplete,
+    Qd,
+    Pid,
+    Tid,
+    UserData,
+    Slba,
+    Nlb,  // non-negative integers
+    Events,
+    Dropped,
+    UnmatchedCompletes,
+    NegativeDeltas,  // summary counters
     Count_
 };
 
@@ -41,10 +59,10 @@ const char* io_op_name(IoOp op);
 struct EventRecord {
     // Set by EventsReader::next_checked (the format's rules passed), not by next():
     EventType kind = EventType::Cmd;
-    IoOp io = IoOp::Other;     ///< cmd: `op`
-    bool nvme = false;         ///< cmd: `src` "nvme"
-    uint32_t kdev = 0;         ///< cmd: `dev` as a kernel dev_t (MAJOR << 20 | MINOR)
-    uint64_t offset = 0;       ///< cmd: start byte on the whole disk: sector × 512 (block), slba × bytes/nlb (nvme)
+    IoOp io = IoOp::Other;  ///< cmd: `op`
+    bool nvme = false;      ///< cmd: `src` "nvme"
+    uint32_t kdev = 0;      ///< cmd: `dev` as a kernel dev_t (MAJOR << 20 | MINOR)
+    uint64_t offset = 0;    ///< cmd: start byte on the whole disk: sector × 512 (block), slba × bytes/nlb (nvme)
 
     uint32_t has = 0;
     std::string_view type, src, dev, disk, op, rwbs, comm, key;
@@ -107,7 +125,7 @@ private:
     bool have_dev_ = false;
     std::FILE* f_ = nullptr;
     JsonSource src_;
-    char* buf_ = nullptr;     // cap_ bytes + padding the parser may read past a line's end
+    char* buf_ = nullptr;  // cap_ bytes + padding the parser may read past a line's end
     size_t cap_ = 0, pos_ = 0, len_ = 0;
     bool eof_ = false;
     std::unique_ptr<Parser> parser_;

@@ -25,7 +25,8 @@ void exec_with_output(const std::vector<std::string>& argv, int out_fd, const ch
 }
 
 void exec_logged(const std::vector<std::string>& argv, const std::string& log, bool append, const char* who) {
-    exec_with_output(argv, open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644), who);
+    exec_with_output(argv, open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644),
+                     who);
 }
 
 }  // namespace kvio

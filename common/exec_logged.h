@@ -13,6 +13,7 @@ namespace kvio {
 /// Call only in a forked child. Opens `log` (appended when `append`, else truncated; mode 0644) as stdout and
 /// stderr, /dev/null as stdin, then execvp(argv[0], argv). Never returns: when exec fails it prints
 /// "<who>: cannot run ARGV0: ERROR" to the log and exits with status 127.
-[[noreturn]] void exec_logged(const std::vector<std::string>& argv, const std::string& log, bool append, const char* who);
+[[noreturn]] void exec_logged(const std::vector<std::string>& argv, const std::string& log, bool append,
+                              const char* who);
 
 }  // namespace kvio

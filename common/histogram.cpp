@@ -119,7 +119,10 @@ Histogram Histogram::from_json(const nlohmann::json& j, HistKind kind, size_t ns
 std::string human_bytes(uint64_t b) {
     static const char* units[] = {"", "k", "m", "g", "t"};
     int u = 0;
-    while (u < 4 && b >= 1024 && b % 1024 == 0) { b /= 1024; ++u; }
+    while (u < 4 && b >= 1024 && b % 1024 == 0) {
+        b /= 1024;
+        ++u;
+    }
     return std::to_string(b) + units[u];
 }
 
@@ -128,18 +131,31 @@ void Histogram::print(std::ostream& os, const std::string& title) const {
     if (count_) os << ", mean " << std::fixed << std::setprecision(1) << double(sum_) / double(count_) << " " << unit_;
     os << ")\n";
     auto bs = buckets();
-    if (bs.empty()) { os << "     (empty)\n"; return; }
+    if (bs.empty()) {
+        os << "     (empty)\n";
+        return;
+    }
     uint64_t maxc = 0;
     for (const auto& b : bs) maxc = std::max(maxc, b.count);
     size_t first = 0, last = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) if (slots_[i]) { if (!last && !first && !slots_[first]) first = i; last = i; }
-    for (size_t i = 0; i < slots_.size(); ++i) if (slots_[i]) { first = i; break; }
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i]) {
+            if (!last && !first && !slots_[first]) first = i;
+            last = i;
+        }
+    for (size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i]) {
+            first = i;
+            break;
+        }
     os << std::setw(22) << unit_ << "          : count    distribution\n";
     for (size_t i = first; i <= last; ++i) {
         std::ostringstream lo, hi;
         lo << slot_lo(i);
-        if (kind_ == HistKind::Linear && i + 1 == slots_.size()) hi << "inf";
-        else hi << slot_hi(i) - 1;
+        if (kind_ == HistKind::Linear && i + 1 == slots_.size())
+            hi << "inf";
+        else
+            hi << slot_hi(i) - 1;
         int stars = int(double(slots_[i]) * 40.0 / double(maxc));
         os << std::setw(20) << lo.str() << " -> " << std::left << std::setw(20) << hi.str() << std::right << ": "
            << std::setw(8) << slots_[i] << " |" << std::string(stars, '*') << std::string(40 - stars, ' ') << "|\n";

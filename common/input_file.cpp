@@ -29,8 +29,8 @@ struct Source {
     ZSTD_DStream* ds = nullptr;
     std::vector<char> in;
     ZSTD_inBuffer ib{nullptr, 0, 0};
-    size_t last = 0;           // ZSTD_decompressStream's last answer: 0 at a frame end
-    bool out_full = false;     // the last call filled the output: libzstd may hold more
+    size_t last = 0;        // ZSTD_decompressStream's last answer: 0 at a frame end
+    bool out_full = false;  // the last call filled the output: libzstd may hold more
     bool raw_eof = false, failed = false;
 
     ~Source() {
@@ -53,14 +53,20 @@ struct Source {
 
     ssize_t read(char* buf, size_t size) {
         if (!ds) return read_raw(buf, size);
-        if (failed) { errno = EBADMSG; return -1; }
+        if (failed) {
+            errno = EBADMSG;
+            return -1;
+        }
         ZSTD_outBuffer ob{buf, size, 0};
         while (ob.pos == 0) {
             if (ib.pos == ib.size && !out_full) {
                 if (raw_eof) break;
                 ssize_t n = read_raw(in.data(), in.size());
                 if (n < 0) return -1;
-                if (n == 0) { raw_eof = true; break; }
+                if (n == 0) {
+                    raw_eof = true;
+                    break;
+                }
                 ib = {in.data(), size_t(n), 0};
             }
             const size_t r = ZSTD_decompressStream(ds, &ob, &ib);

@@ -8,7 +8,9 @@
 
 namespace kvio {
 
-bool has_zst_suffix(const std::string& path) { return path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0; }
+bool has_zst_suffix(const std::string& path) {
+    return path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0;
+}
 
 ZstdCompressor::ZstdCompressor() : cctx_(ZSTD_createCCtx()) {
     if (!cctx_) throw std::bad_alloc();

@@ -56,7 +56,8 @@ static nlohmann::json shares(const Dist& d) {
 }
 
 nlohmann::json to_json(const Fidelity& f) {
-    return {{"qd_share", {{"orig", shares(f.qd_orig)}, {"replay", shares(f.qd_replay)}}},{"size_tv", {{"read", f.size_tv_read}, {"write", f.size_tv_write}}},
+    return {{"qd_share", {{"orig", shares(f.qd_orig)}, {"replay", shares(f.qd_replay)}}},
+            {"size_tv", {{"read", f.size_tv_read}, {"write", f.size_tv_write}}},
             {"rwmixread", {{"orig", f.rwmix_orig}, {"replay", f.rwmix_replay}}},
             {"rwmix_err_points", f.rwmix_err},
             {"qd_tv", f.qd_tv},

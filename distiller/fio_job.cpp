@@ -21,15 +21,17 @@ constexpr double kThinkBand = 1.5;        // ... and be regular: think gaps are 
 constexpr double kThinkBandShare = 0.6;   //     by idle time, and they hold 60 % of the idle time,
 constexpr uint64_t kThinkSpread = 4;      // ... between bursts of one size: p90 <= 4 × p10
 constexpr size_t kThinkMinGaps = 3;       // ... over at least this many gaps: one stall of a phase is no pattern
-constexpr uint32_t kPassMaxRandomPct = 5;  // a direction this random or less is written sequential in passes (see derive_section)
-constexpr uint64_t kLoops = 1000000;      // passes of a pass-restarting job: more than any runtime needs
-constexpr double kFuaShare = 0.5;         // writes with FUA above this share make a sync=1 job
+constexpr uint32_t kPassMaxRandomPct =
+    5;  // a direction this random or less is written sequential in passes (see derive_section)
+constexpr uint64_t kLoops = 1000000;  // passes of a pass-restarting job: more than any runtime needs
+constexpr double kFuaShare = 0.5;     // writes with FUA above this share make a sync=1 job
 // Poisson-like arrivals (docs/distill.md "Timing"): enough intervals to judge, a coefficient of variation near 1 and
 // an empirical distribution close to the exponential of the same mean (Kolmogorov-Smirnov distance).
 constexpr uint64_t kPoissonMinArrivals = 200;
 // The upper half of the intervals is tested (profile.h Arrivals); its excess mean must be near the overall mean, or
 // the stream is bursts with exponential gaps between them, not single Poisson arrivals.
-constexpr double kPoissonCvLo = 0.8, kPoissonCvHi = 1.25, kPoissonMaxKs = 0.1, kPoissonMeanLo = 0.5, kPoissonMeanHi = 2.0;
+constexpr double kPoissonCvLo = 0.8, kPoissonCvHi = 1.25, kPoissonMaxKs = 0.1, kPoissonMeanLo = 0.5,
+                 kPoissonMeanHi = 2.0;
 // Or the counts per window (profile.h Arrivals): at least 20 windows, dispersion near 1, counts close to Poisson's.
 constexpr uint64_t kPoissonMinWindows = 20;
 constexpr double kPoissonDispLo = 0.7, kPoissonDispHi = 1.5, kPoissonMaxCountKs = 0.15;
@@ -55,11 +57,11 @@ uint64_t quantile(const std::vector<uint64_t>& sorted, double f) {
 // shorter gaps: many short stalls do not move it), which must hold kThinkBandShare of the idle time, and a burst is
 // the commands between two think gaps (a stall inside a burst does not cut it).
 struct ThinkPattern {
-    size_t gaps = 0;          ///< idle gaps >= kThinkGapNs
-    size_t band_gaps = 0;     ///< of those, within kThinkBand of median_ns
-    uint64_t median_ns = 0;   ///< the idle-time median gap
-    double band_share = 0;    ///< the band's share of the idle time
-    uint64_t think_ns = 0;    ///< median of the band's gaps: the thinktime
+    size_t gaps = 0;                     ///< idle gaps >= kThinkGapNs
+    size_t band_gaps = 0;                ///< of those, within kThinkBand of median_ns
+    uint64_t median_ns = 0;              ///< the idle-time median gap
+    double band_share = 0;               ///< the band's share of the idle time
+    uint64_t think_ns = 0;               ///< median of the band's gaps: the thinktime
     uint64_t b10 = 0, b50 = 0, b90 = 0;  ///< commands per burst between band gaps: p10, median (thinktime_blocks), p90
     bool regular = false;
 };
@@ -155,8 +157,10 @@ std::string bssplit_list(const Dist& sizes, uint64_t* dropped, Dist* kept) {
     auto share = largest_remainder(counts, 100);
     std::vector<std::pair<uint64_t, uint32_t>> out;
     for (size_t i = 0; i < v.size(); ++i)
-        if (share[i]) out.emplace_back(v[i].first, share[i]);
-        else lost += v[i].second;
+        if (share[i])
+            out.emplace_back(v[i].first, share[i]);
+        else
+            lost += v[i].second;
     std::sort(out.begin(), out.end());
     std::string s;
     for (const auto& [size, p] : out) s += (s.empty() ? "" : ":") + human_bytes(size) + "/" + std::to_string(p);
@@ -177,10 +181,11 @@ std::vector<std::string> check_trace_health(const Profile& p, const JobOptions& 
         uint64_t lost = p.dropped + p.lost_completes;
         double denom = double(p.records + p.dropped);
         if (denom > 0 && double(lost) / denom > kMaxLossShare)
-            throw Error(where + ": the trace lost " + std::to_string(lost) + " of " +
-                        std::to_string(p.records + p.dropped) + " events (dropped " + std::to_string(p.dropped) +
-                        ", completions not seen " + std::to_string(p.lost_completes) +
-                        "): completions ≪ issues, so sizes and queue depths would be biased; re-trace with a larger buffer");
+            throw Error(
+                where + ": the trace lost " + std::to_string(lost) + " of " + std::to_string(p.records + p.dropped) +
+                " events (dropped " + std::to_string(p.dropped) + ", completions not seen " +
+                std::to_string(p.lost_completes) +
+                "): completions ≪ issues, so sizes and queue depths would be biased; re-trace with a larger buffer");
     }
     uint32_t cap = opt.nr_requests;
     auto check_cap = [&](double v, const std::string& what) {
@@ -199,8 +204,9 @@ std::vector<std::string> check_trace_health(const Profile& p, const JobOptions& 
                         " completions without an issue in the trace (flush sequences of a device without FUA, or "
                         "requests issued before the trace started); not counted as loss");
     if (p.per_command && !p.has_summary)
-        notes.push_back("WARNING: the events file has no summary record: the trace was cut off (killed, crashed or out of "
-                        "space), its last commands are missing and its loss check could not be made");
+        notes.push_back(
+            "WARNING: the events file has no summary record: the trace was cut off (killed, crashed or out of "
+            "space), its last commands are missing and its loss check could not be made");
     return notes;
 }
 
@@ -208,13 +214,15 @@ double flush_rate(const Profile& p, std::string& why) {
     if (!p.write.cmds) return 0;
     if (p.flush_cmds || p.preflush_writes) {
         why = std::to_string(p.flush_cmds) + " flush commands" +
-              (p.preflush_writes ? " and " + std::to_string(p.preflush_writes) + " preflushed writes (rwbs FW)" : "") + " for " +
-              std::to_string(p.write.cmds) + " writes";
+              (p.preflush_writes ? " and " + std::to_string(p.preflush_writes) + " preflushed writes (rwbs FW)" : "") +
+              " for " + std::to_string(p.write.cmds) + " writes";
         return double(p.flush_cmds + p.preflush_writes) / double(p.write.cmds);
     }
     if (p.unmatched_completes >= 16) {  // fewer: requests issued before the trace started, as likely as flushes
-        why = std::to_string(p.unmatched_completes) + " completions without an issue (the flush requests of a device without "
-              "FUA) for " + std::to_string(p.write.cmds) + " writes";
+        why = std::to_string(p.unmatched_completes) +
+              " completions without an issue (the flush requests of a device without "
+              "FUA) for " +
+              std::to_string(p.write.cmds) + " writes";
         return double(p.unmatched_completes) / double(p.write.cmds);
     }
     return 0;
@@ -223,8 +231,9 @@ double flush_rate(const Profile& p, std::string& why) {
 std::string job_header(const Profile& p, const JobOptions& opt, bool writes) {
     std::ostringstream o;
     o << "; fio job distilled by `kvio distill` from a kernel trace\n";
-    o << "; source: " << p.source << " (" << p.format << "), device " << p.dev << (p.disk.empty() ? "" : " (" + p.disk + ")")
-      << ", " << p.cmds() << " read/write commands over " << fmt("%.3f", double(p.span_ns) / 1e9) << " s";
+    o << "; source: " << p.source << " (" << p.format << "), device " << p.dev
+      << (p.disk.empty() ? "" : " (" + p.disk + ")") << ", " << p.cmds() << " read/write commands over "
+      << fmt("%.3f", double(p.span_ns) / 1e9) << " s";
     if (p.filtered_out) o << ", " << p.filtered_out << " commands of other processes filtered out";
     o << "\n";
     if (writes && opt.target_is_block)
@@ -242,8 +251,10 @@ namespace {
 Dist issuable(const Dist& d, uint64_t& left_out) {
     Dist o;
     for (const auto& [size, n] : d)
-        if (size && size % 512 == 0) o[size] = n;
-        else left_out += n;
+        if (size && size % 512 == 0)
+            o[size] = n;
+        else
+            left_out += n;
     return o;
 }
 
@@ -273,14 +284,16 @@ void target_options(const Profile& p, const JobOptions& opt, std::vector<std::st
     if (engine == "io_uring_cmd") set("cmd_type", "nvme", "passthrough commands are NVMe commands");
     if (!opt.filename.empty())
         set("filename", fio_filename_escape(opt.filename),
-            opt.filename.find(':') == std::string::npos ? "given with --filename"
-                                                        : "given with --filename; ':' escaped as '\\:' (fio splits filename= at ':')");
+            opt.filename.find(':') == std::string::npos
+                ? "given with --filename"
+                : "given with --filename; ':' escaped as '\\:' (fio splits filename= at ':')");
     else
         not_inferred.push_back("the target: no --filename, so the job leaves filename= to fio's command line");
     set("direct", "1", "device commands bypass the page cache");
 }
 
-FioSection derive_section(const Profile& p, const JobOptions& opt, const SectionSpec& spec, std::vector<std::string>& not_inferred) {
+FioSection derive_section(const Profile& p, const JobOptions& opt, const SectionSpec& spec,
+                          std::vector<std::string>& not_inferred) {
     FioSection sec;
     auto& why = sec.why;
     auto set = [&](const std::string& k, const std::string& v, const std::string& reason) {
@@ -312,8 +325,9 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     // 36 threads rounds to 4 each: 144 > 128 tags), so the per-job depth is capped, not the trace refused.
     if (cap && uint64_t(iodepth) * numjobs > cap) {
         const uint32_t capped = std::max<uint32_t>(1, cap / numjobs);
-        why.push_back("iodepth=" + std::to_string(capped) + ": " + std::to_string(iodepth) + " × numjobs " + std::to_string(numjobs) +
-                      " would exceed the device's " + std::to_string(cap) + " tags, rounded down to fit");
+        why.push_back("iodepth=" + std::to_string(capped) + ": " + std::to_string(iodepth) + " × numjobs " +
+                      std::to_string(numjobs) + " would exceed the device's " + std::to_string(cap) +
+                      " tags, rounded down to fit");
         iodepth = capped;
     }
 
@@ -335,7 +349,8 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
              : has_r        ? (sequential ? "read" : "randread")
              : spec.trim    ? (sequential ? "trim" : "randtrim")
                             : (sequential ? "write" : "randwrite");
-        prand = has_r && has_w && rr != rw_ ? std::to_string(rr) + "," + std::to_string(rw_) : std::to_string(has_r ? rr : rw_);
+        prand = has_r && has_w && rr != rw_ ? std::to_string(rr) + "," + std::to_string(rw_)
+                                            : std::to_string(has_r ? rr : rw_);
     };
     set_randomness();
     std::string seq_why = "sequential share (command starts where one of the last " + std::to_string(kSeqWindow) +
@@ -347,7 +362,8 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     uint64_t odd = 0;
     const Dist rsizes = issuable(p.read.sizes, odd), wsizes = issuable(p.write.sizes, odd);
     if (odd)
-        why.push_back("note: " + std::to_string(odd) + " commands of 0 bytes or of a size that is not a whole number of "
+        why.push_back("note: " + std::to_string(odd) +
+                      " commands of 0 bytes or of a size that is not a whole number of "
                       "512-byte sectors left out of bssplit (fio refuses such sizes with direct=1: EINVAL)");
     if ((has_r && rsizes.empty()) || (has_w && wsizes.empty()))
         throw Error(where + ": every " + (has_r && rsizes.empty() ? "read" : "write") +
@@ -368,16 +384,17 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     // Think time must be idle time that is both large and regular (think_pattern).
     const uint64_t g10 = quantile(p.think_gaps_ns, 0.1), g90 = quantile(p.think_gaps_ns, 0.9);
     const ThinkPattern tp = think_pattern(p);
-    bool idle_enough = !p.think_gaps_ns.empty() && p.span_ns &&
-                       double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
+    bool idle_enough =
+        !p.think_gaps_ns.empty() && p.span_ns && double(p.think_idle_ns) >= kThinkIdleShare * double(p.span_ns);
     const bool enough_gaps = p.think_gaps_ns.size() >= kThinkMinGaps;
     // Poisson arrivals first: their idle gaps are exponential, never "regular", so without this rule a
     // rate_process=poisson source became an unthrottled closed loop.
     const Arrivals& arr = p.arrivals;
     // A device kept busy paces its submitter by completions, whatever the shape of the intervals (a closed loop's
     // issues follow its completions): only a stream that leaves the device idle (the thinktime share) can be open.
-    const bool by_intervals = arr.excess_cv >= kPoissonCvLo && arr.excess_cv <= kPoissonCvHi && arr.excess_ks <= kPoissonMaxKs &&
-                              arr.excess_mean_ns >= kPoissonMeanLo * arr.mean_ns && arr.excess_mean_ns <= kPoissonMeanHi * arr.mean_ns;
+    const bool by_intervals = arr.excess_cv >= kPoissonCvLo && arr.excess_cv <= kPoissonCvHi &&
+                              arr.excess_ks <= kPoissonMaxKs && arr.excess_mean_ns >= kPoissonMeanLo * arr.mean_ns &&
+                              arr.excess_mean_ns <= kPoissonMeanHi * arr.mean_ns;
     const bool by_counts = arr.windows >= kPoissonMinWindows && arr.dispersion >= kPoissonDispLo &&
                            arr.dispersion <= kPoissonDispHi && arr.count_ks <= kPoissonMaxCountKs;
     // The flush rule (below) comes first: fio 3.33 dies of SIGFPE with rate_process=poisson and fdatasync (measured;
@@ -394,11 +411,12 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
         !tp.regular && p.per_command && idle_enough && arr.n >= kPoissonMinArrivals && (by_intervals || by_counts);
     const bool poisson = poisson_like && !fdatasyncs;
     const std::string arrivals_why =
-        arr.n ? "inter-arrival times of " + std::to_string(arr.n + 1) + " issues: mean " + us(arr.mean_ns) + ", median " +
-                    us(arr.median_ns) + "; above the median: excess mean " + us(arr.excess_mean_ns) + ", CV " +
-                    fmt("%.2f", arr.excess_cv) + ", KS distance to the exponential " + fmt("%.3f", arr.excess_ks) + "; issues in " +
-                    std::to_string(arr.windows) + " windows of " + fmt("%.0f", kArrivalWindow) + " mean intervals: dispersion " +
-                    fmt("%.2f", arr.dispersion) + ", KS distance to the Poisson counts " + fmt("%.3f", arr.count_ks)
+        arr.n ? "inter-arrival times of " + std::to_string(arr.n + 1) + " issues: mean " + us(arr.mean_ns) +
+                    ", median " + us(arr.median_ns) + "; above the median: excess mean " + us(arr.excess_mean_ns) +
+                    ", CV " + fmt("%.2f", arr.excess_cv) + ", KS distance to the exponential " +
+                    fmt("%.3f", arr.excess_ks) + "; issues in " + std::to_string(arr.windows) + " windows of " +
+                    fmt("%.0f", kArrivalWindow) + " mean intervals: dispersion " + fmt("%.2f", arr.dispersion) +
+                    ", KS distance to the Poisson counts " + fmt("%.3f", arr.count_ks)
               : "";
     bool think = idle_enough && tp.regular && !poisson;
     uint64_t think_us = 0, think_blocks = 0;
@@ -416,10 +434,13 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     std::string pass_why;
     const double total_bytes = double(p.read.bytes + p.write.bytes);
     if (p.lba_hi_bytes != 0) {
-        auto entries = [](const std::string& list) { return list.empty() ? 0 : 1 + std::count(list.begin(), list.end(), ':'); };
+        auto entries = [](const std::string& list) {
+            return list.empty() ? 0 : 1 + std::count(list.begin(), list.end(), ':');
+        };
         double worst = 0;  // the largest share of the pass one at-risk direction's stream advances, with margin
         std::string risky;
-        for (auto [d, list, rand, name] : {std::tuple{&p.read, bs_r, rr, "reads"}, std::tuple{&p.write, bs_w, rw_, "writes"}}) {
+        for (auto [d, list, rand, name] :
+             {std::tuple{&p.read, bs_r, rr, "reads"}, std::tuple{&p.write, bs_w, rw_, "writes"}}) {
             if (!d->cmds || entries(list) < 2 || rand >= 100) continue;
             double byte_share = double(d->bytes) / total_bytes, cmd_share = double(d->cmds) / double(n);
             // rwmix draws the direction per command: over a pass of m commands this direction's count has a
@@ -427,13 +448,14 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             double m = double(size) / (total_bytes / double(n));
             double margin = std::min(0.5, 4.0 * std::sqrt((1.0 - cmd_share) / (m * cmd_share)));
             worst = std::max(worst, byte_share * (1.0 + margin));
-            risky += std::string(risky.empty() ? "" : " and ") + name + " (" + std::to_string(entries(list)) + " sizes, " +
-                     pct(byte_share) + " of the bytes, margin " + pct(margin) + ")";
+            risky += std::string(risky.empty() ? "" : " and ") + name + " (" + std::to_string(entries(list)) +
+                     " sizes, " + pct(byte_share) + " of the bytes, margin " + pct(margin) + ")";
         }
         uint64_t pass = worst > 0 && size > max_bs ? round_down(uint64_t(double(size - max_bs) / worst), 4096) : 0;
         if (worst > 0 && pass < 4 * max_bs) {  // a region of a few commands: the tail is the whole job
             pass_why = "sequential " + risky + " in a region of only " + std::to_string(size) +
-                       " bytes, too small for passes that stay off its end: fio may fill the region's tail with the smallest size";
+                       " bytes, too small for passes that stay off its end: fio may fill the region's tail with the "
+                       "smallest size";
         } else if (worst > 0) {
             pass_bytes = pass;
             pass_why = "sequential " + risky + ": a pass of " + std::to_string(pass_bytes) +
@@ -455,7 +477,8 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             }
         if (!made.empty()) {
             set_randomness();
-            seq_why += "; written all sequential (" + made + " in the trace): in passes a random jump can put a stream near the "
+            seq_why += "; written all sequential (" + made +
+                       " in the trace): in passes a random jump can put a stream near the "
                        "region's end, where fio ends the pass early and the section issues too few commands";
         }
     }
@@ -466,18 +489,19 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     set("rw", rw, seq_why);
     if (has_r && has_w)
         set("rwmixread", std::to_string(rwmix),
-            std::to_string(p.read.cmds) + " of " + std::to_string(n) + " commands are reads (by bytes: " +
-                pct(byte_rshare) + ")");
+            std::to_string(p.read.cmds) + " of " + std::to_string(n) +
+                " commands are reads (by bytes: " + pct(byte_rshare) + ")");
     set("percentage_random", prand, p.per_command ? "100 - sequential share, per direction" : "unknown, see below");
     if (!sequential)
         set("norandommap", "1",
             "uniform random offsets; fio's random map skews the realized mix (measured on a loop device: rwmixread=70 "
             "gave 68.3 % reads with the map, 70.2 % without)");
     set("bssplit", bssplit,
-        std::string(p.per_command ? "measured command sizes" : "log2 size-bucket floors (no events)") + " per direction (" +
-            std::to_string(rsizes.size()) + " read, " + std::to_string(wsizes.size()) +
+        std::string(p.per_command ? "measured command sizes" : "log2 size-bucket floors (no events)") +
+            " per direction (" + std::to_string(rsizes.size()) + " read, " + std::to_string(wsizes.size()) +
             " write sizes), largest-remainder rounded to 100" +
-            (drop_r + drop_w ? "; " + std::to_string(drop_r + drop_w) + " commands in sizes below 0.5 % left out" : ""));
+            (drop_r + drop_w ? "; " + std::to_string(drop_r + drop_w) + " commands in sizes below 0.5 % left out"
+                             : ""));
     {
         // fio rounds every block size down to a multiple of the smallest one unless bs_unaligned is set
         // (fio 3.33, measured: bssplit=484k/1:512k/99 issued only 484k): keep the measured sizes exact. The sizes
@@ -494,19 +518,23 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             }
         }
         if (!multiples) {
-            set("bs_unaligned", "1", "command sizes are not all multiples of the smallest one; without this fio would round them down");
-            set("blockalign", human_bytes(align), "offsets aligned to the greatest common divisor of the sizes (O_DIRECT safe)");
+            set("bs_unaligned", "1",
+                "command sizes are not all multiples of the smallest one; without this fio would round them down");
+            set("blockalign", human_bytes(align),
+                "offsets aligned to the greatest common divisor of the sizes (O_DIRECT safe)");
         }
     }
     set("iodepth", std::to_string(iodepth),
-        std::string(p.qd_time.empty() ? "p90 of the qd histogram " : "p90 of the in-flight count over busy time (issue/complete sweep) ") +
-            std::to_string(qd_p90) + " (median " + std::to_string(qd_med) + ", max " + std::to_string(p.max_inflight) + ")" +
-            (numjobs > 1 ? " divided over " + std::to_string(numjobs) + " jobs" : "") +
+        std::string(p.qd_time.empty() ? "p90 of the qd histogram "
+                                      : "p90 of the in-flight count over busy time (issue/complete sweep) ") +
+            std::to_string(qd_p90) + " (median " + std::to_string(qd_med) + ", max " + std::to_string(p.max_inflight) +
+            ")" + (numjobs > 1 ? " divided over " + std::to_string(numjobs) + " jobs" : "") +
             (p.qd_field.empty() ? "" : "; kernel qd field median " + std::to_string(dist_quantile(p.qd_field, 0.5))) +
             "; Little's law: " + fmt("%.0f", p.iops()) + " IOPS × mean D2C " +
             us(double(p.sum_d2c_ns) / double(n + p.other_cmds)) + " = " +
             fmt("%.2f", p.iops() * double(p.sum_d2c_ns) / double(n + p.other_cmds) / 1e9) + " over the span, " +
-            fmt("%.2f", little) + " over busy time" + (cap ? "; cap nr_requests " + std::to_string(cap) : "; device tags unknown, not capped"));
+            fmt("%.2f", little) + " over busy time" +
+            (cap ? "; cap nr_requests " + std::to_string(cap) : "; device tags unknown, not capped"));
     if (std::fabs(little - double(depth_total)) > std::max(1.0, 0.5 * double(depth_total)))
         why.push_back("WARNING: Little's law busy-time depth " + fmt("%.2f", little) + " disagrees with the p90 " +
                       std::to_string(depth_total) + ": the depth varies a lot over the trace");
@@ -520,48 +548,57 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
     if (p.lba_hi_bytes == 0) {
         not_inferred.push_back("the LBA range (no lba histogram): offset/size not set, fio uses the whole target");
     } else {
-        set("offset", std::to_string(off), "lowest byte touched (" + std::to_string(p.lba_lo_bytes) + ") rounded down to 4 KiB");
+        set("offset", std::to_string(off),
+            "lowest byte touched (" + std::to_string(p.lba_lo_bytes) + ") rounded down to 4 KiB");
         set("size", std::to_string(size),
-            "highest byte touched (" + std::to_string(p.lba_hi_bytes) + ") rounded up to 4 KiB, minus offset; the target needs " +
-                std::to_string(off + size) + " bytes");
+            "highest byte touched (" + std::to_string(p.lba_hi_bytes) +
+                ") rounded up to 4 KiB, minus offset; the target needs " + std::to_string(off + size) + " bytes");
     }
     if (poisson) {
         // fio needs a rate for rate_process: the measured one, per job and per direction (read,write).
         const double per_s = 1e9 / arr.mean_ns / double(numjobs);
-        auto rate = [&](const DirProfile& d) { return std::max<uint64_t>(1, uint64_t(std::llround(per_s * double(d.cmds) / double(n)))); };
+        auto rate = [&](const DirProfile& d) {
+            return std::max<uint64_t>(1, uint64_t(std::llround(per_s * double(d.cmds) / double(n))));
+        };
         std::string r = has_r && has_w ? std::to_string(rate(p.read)) + "," + std::to_string(rate(p.write))
                                        : std::to_string(rate(has_r ? p.read : p.write));
-        set("rate_iops", r, "the measured arrival rate 1 / mean inter-arrival" + std::string(numjobs > 1 ? " per job" : "") +
-                                (has_r && has_w ? ", split by the read and write shares (read,write)" : "") + ", IOPS");
+        set("rate_iops", r,
+            "the measured arrival rate 1 / mean inter-arrival" + std::string(numjobs > 1 ? " per job" : "") +
+                (has_r && has_w ? ", split by the read and write shares (read,write)" : "") + ", IOPS");
         set("rate_process", "poisson",
-            "timing model: Poisson arrivals (" + std::string(by_intervals ? "the intervals above the median" : "the counts per window") +
-                " pass), " + arrivals_why + " (Poisson-like: excess CV " + fmt("%.2f", kPoissonCvLo) + "-" + fmt("%.2f", kPoissonCvHi) +
-                ", KS <= " + fmt("%.2f", kPoissonMaxKs) + ", excess mean " + fmt("%.1f", kPoissonMeanLo) + "-" +
-                fmt("%.0f", kPoissonMeanHi) + " x the mean; or dispersion " + fmt("%.1f", kPoissonDispLo) + "-" +
-                fmt("%.1f", kPoissonDispHi) + ", count KS <= " + fmt("%.2f", kPoissonMaxCountKs) + "); not thinktime");
+            "timing model: Poisson arrivals (" +
+                std::string(by_intervals ? "the intervals above the median" : "the counts per window") + " pass), " +
+                arrivals_why + " (Poisson-like: excess CV " + fmt("%.2f", kPoissonCvLo) + "-" +
+                fmt("%.2f", kPoissonCvHi) + ", KS <= " + fmt("%.2f", kPoissonMaxKs) + ", excess mean " +
+                fmt("%.1f", kPoissonMeanLo) + "-" + fmt("%.0f", kPoissonMeanHi) + " x the mean; or dispersion " +
+                fmt("%.1f", kPoissonDispLo) + "-" + fmt("%.1f", kPoissonDispHi) +
+                ", count KS <= " + fmt("%.2f", kPoissonMaxCountKs) + "); not thinktime");
     } else if (think) {
         set("thinktime", std::to_string(think_us),
-            "the median think gap at the device, µs: " + std::to_string(tp.band_gaps) + " of the " + std::to_string(tp.gaps) +
-                " idle gaps >= " + us(double(kThinkGapNs)) + " are within " + fmt("%.1f", kThinkBand) +
-                "x of the idle-time median " + us(double(tp.median_ns)) + " and hold " + pct(tp.band_share) +
-                " of the idle time" + (tp.band_gaps < tp.gaps ? " (the others: stalls inside bursts)" : "") + "; " +
+            "the median think gap at the device, µs: " + std::to_string(tp.band_gaps) + " of the " +
+                std::to_string(tp.gaps) + " idle gaps >= " + us(double(kThinkGapNs)) + " are within " +
+                fmt("%.1f", kThinkBand) + "x of the idle-time median " + us(double(tp.median_ns)) + " and hold " +
+                pct(tp.band_share) + " of the idle time" +
+                (tp.band_gaps < tp.gaps ? " (the others: stalls inside bursts)" : "") + "; " +
                 pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span is idle");
         set("thinktime_blocks", std::to_string(think_blocks),
-            "median commands per burst between two think gaps (p10 " + std::to_string(tp.b10) + ", p90 " + std::to_string(tp.b90) + ")");
+            "median commands per burst between two think gaps (p10 " + std::to_string(tp.b10) + ", p90 " +
+                std::to_string(tp.b90) + ")");
         if (arr.n) why.push_back("timing model: thinktime (regular bursts), not Poisson: " + arrivals_why);
     } else if (!p.per_command) {
         not_inferred.push_back("idle gaps between bursts (histograms have no timeline): no thinktime");
     } else if (idle_enough && !enough_gaps) {
-        why.push_back("thinktime not set: " + std::to_string(p.think_gaps_ns.size()) + " idle gap(s) >= " +
-                      us(double(kThinkGapNs)) + " cover " + pct(double(p.think_idle_ns) / double(p.span_ns)) +
-                      " of the span: fewer than " + std::to_string(kThinkMinGaps) + " gaps are a stall, not a think-time pattern");
+        why.push_back("thinktime not set: " + std::to_string(p.think_gaps_ns.size()) +
+                      " idle gap(s) >= " + us(double(kThinkGapNs)) + " cover " +
+                      pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span: fewer than " +
+                      std::to_string(kThinkMinGaps) + " gaps are a stall, not a think-time pattern");
     } else if (idle_enough) {
         why.push_back("thinktime not set: idle gaps >= " + us(double(kThinkGapNs)) + " cover " +
                       pct(double(p.think_idle_ns) / double(p.span_ns)) + " of the span but are irregular (gap p10 " +
                       us(double(g10)) + ", p90 " + us(double(g90)) + "; the " + std::to_string(tp.band_gaps) + " of " +
                       std::to_string(tp.gaps) + " within " + fmt("%.1f", kThinkBand) + "x of the idle-time median " +
-                      us(double(tp.median_ns)) + " hold " + pct(tp.band_share) + " of the idle time, " + pct(kThinkBandShare) +
-                      " needed; bursts between those: p10 " + std::to_string(tp.b10) + ", p90 " +
+                      us(double(tp.median_ns)) + " hold " + pct(tp.band_share) + " of the idle time, " +
+                      pct(kThinkBandShare) + " needed; bursts between those: p10 " + std::to_string(tp.b10) + ", p90 " +
                       std::to_string(tp.b90) + " commands): submitter stalls (e.g. CPU contention), not think time");
         not_inferred.push_back("whether the irregular idle gaps at the device were application think time");
     } else {
@@ -570,44 +607,54 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                       pct(kThinkIdleShare) + ")");
     }
     if (poisson_like && !poisson)
-        why.push_back("timing model: the arrivals are Poisson-like, but the section has fdatasync and fio 3.33 crashes "
-                      "(SIGFPE) with rate_process=poisson and fdatasync (measured): not rate_process=poisson; " + arrivals_why);
+        why.push_back(
+            "timing model: the arrivals are Poisson-like, but the section has fdatasync and fio 3.33 crashes "
+            "(SIGFPE) with rate_process=poisson and fdatasync (measured): not rate_process=poisson; " +
+            arrivals_why);
     else if (!poisson && !think && arr.n)
         why.push_back("timing model: no rate (as fast as the depth allows), not Poisson: " + arrivals_why);
     if (spec.trim) {
         // discards carry no flush semantics
     } else if (has_w && fua_share >= kFuaShare) {
         // A device with FUA sees an O_SYNC / O_DSYNC direct write as one write with REQ_FUA and no flush command.
-        set("sync", "1", std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
-                             " writes carry FUA (rwbs WF): O_SYNC writes on a device with FUA (block/fops.c sets REQ_FUA for "
-                             "a dsync direct write)");
+        set("sync", "1",
+            std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+                " writes carry FUA (rwbs WF): O_SYNC writes on a device with FUA (block/fops.c sets REQ_FUA for "
+                "a dsync direct write)");
         if (fpw >= 0.5) {
             uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
-            set("fdatasync", std::to_string(every), flush_why + ": besides FUA, one flush every " + std::to_string(every) + " writes");
+            set("fdatasync", std::to_string(every),
+                flush_why + ": besides FUA, one flush every " + std::to_string(every) + " writes");
         }
     } else if (fpw > 0 && has_w) {
         if (p.fua_writes)
-            why.push_back(std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
-                          " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA "
-                          "with libaio, measured)");
+            why.push_back(
+                std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+                " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA "
+                "with libaio, measured)");
         if (fpw >= 1.5) {
-            // Measured on a loop device (write back, no FUA): fio libaio sync=1 gives 1 flush request per write (the FUA
-            // emulation's post-flush), dd oflag=direct,sync and fio psync sync=1 give 2 (plus generic_write_sync's
+            // Measured on a loop device (write back, no FUA): fio libaio sync=1 gives 1 flush request per write (the
+            // FUA emulation's post-flush), dd oflag=direct,sync and fio psync sync=1 give 2 (plus generic_write_sync's
             // flush after each write(2)), libaio sync=1 + fdatasync=1 gives 599 per 300 writes.
-            set("sync", "1", flush_why + ": two flush requests per write are what a synchronous O_SYNC write(2) becomes on a "
-                                         "device without FUA (the FUA emulation's post-flush and generic_write_sync's flush)");
-            set("fdatasync", "1", "the second flush per write: with an asynchronous engine sync=1 alone gives one (measured: "
-                                  "libaio sync=1 300 per 300 writes, with fdatasync=1 599)");
+            set("sync", "1",
+                flush_why +
+                    ": two flush requests per write are what a synchronous O_SYNC write(2) becomes on a "
+                    "device without FUA (the FUA emulation's post-flush and generic_write_sync's flush)");
+            set("fdatasync", "1",
+                "the second flush per write: with an asynchronous engine sync=1 alone gives one (measured: "
+                "libaio sync=1 300 per 300 writes, with fdatasync=1 599)");
         } else {
             uint64_t every = std::max<uint64_t>(1, uint64_t(std::llround(1.0 / fpw)));
             set("fdatasync", std::to_string(every),
-                flush_why + ": one flush every " + std::to_string(every) + " writes (fsync and fdatasync look alike at the "
-                            "device, and so does an O_SYNC write on a device without FUA: one post-flush)");
+                flush_why + ": one flush every " + std::to_string(every) +
+                    " writes (fsync and fdatasync look alike at the "
+                    "device, and so does an O_SYNC write on a device without FUA: one post-flush)");
         }
     } else if (has_w && p.fua_writes) {
-        why.push_back(std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
-                      " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA with "
-                      "libaio, measured)");
+        why.push_back(
+            std::to_string(p.fua_writes) + " of " + std::to_string(p.write.cmds) +
+            " writes carry FUA, too few for sync=1: not reproduced (fio's write_barrier issues no flush or FUA with "
+            "libaio, measured)");
     }
     if (spec.flow) {
         set("flow_id", std::to_string(spec.flow_id), "");
@@ -625,17 +672,23 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
             uint64_t per_pass = (per_job + passes - 1) / passes;
             set("io_size", std::to_string(pass_bytes), pass_why);
             set("number_ios", std::to_string(per_pass),
-                std::to_string(n) + " commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
-                    (passes > 1 ? ", in " + std::to_string(passes) + " passes (5 % slack: a pass ends at whichever comes first)" : ""));
+                std::to_string(n) + " commands in the trace" +
+                    (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
+                    (passes > 1 ? ", in " + std::to_string(passes) +
+                                      " passes (5 % slack: a pass ends at whichever comes first)"
+                                : ""));
             if (passes > 1) set("loops", std::to_string(passes), "passes restart every stream at offset");
-            set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
+            set("randrepeat", "0",
+                "fio reseeds at every pass: with the default each pass would repeat the same commands");
         } else {
             // io_size only bounds the job; number_ios ends it after the trace's commands (fio ends a job at
             // whichever comes first; io_size above size wraps the region, as the trace's stream would).
             uint64_t cap_bytes = round_up(uint64_t(2.0 * total_bytes / double(numjobs)) + 16 * max_bs, 4096);
-            set("io_size", std::to_string(cap_bytes), "an upper bound (twice the trace's bytes): number_ios ends the section");
+            set("io_size", std::to_string(cap_bytes),
+                "an upper bound (twice the trace's bytes): number_ios ends the section");
             set("number_ios", std::to_string(per_job),
-                std::to_string(n) + (spec.trim ? " discard" : " read/write") + " commands in the trace" + (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
+                std::to_string(n) + (spec.trim ? " discard" : " read/write") + " commands in the trace" +
+                    (numjobs > 1 ? " over " + std::to_string(numjobs) + " jobs" : "") +
                     " (the same amount of I/O, not a rounded-up runtime)");
         }
     } else {
@@ -644,8 +697,11 @@ FioSection derive_section(const Profile& p, const JobOptions& opt, const Section
                                       : std::max<uint64_t>(1, (p.span_ns + 999'999) / 1'000'000);
         if (pass_bytes) {
             set("io_size", std::to_string(pass_bytes), pass_why);
-            set("loops", std::to_string(kLoops), "passes restart every stream at offset; runtime ends the job (not time_based: a time-based job never ends a pass)");
-            set("randrepeat", "0", "fio reseeds at every pass: with the default each pass would repeat the same commands");
+            set("loops", std::to_string(kLoops),
+                "passes restart every stream at offset; runtime ends the job (not time_based: a time-based job never "
+                "ends a pass)");
+            set("randrepeat", "0",
+                "fio reseeds at every pass: with the default each pass would repeat the same commands");
         } else {
             set("time_based", "1", pass_why);
         }
@@ -667,9 +723,11 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt, const std::vector<s
     s.name = opt.job_name;
     job.options = s.options;
     job.why = s.why;
-    job.not_inferred.push_back("the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
+    job.not_inferred.push_back(
+        "the access distribution inside the range (uniform random assumed; no LBA heatmap used)");
     if (p.other_cmds > p.flush_cmds)
-        job.not_inferred.push_back(std::to_string(p.other_cmds - p.flush_cmds) + " discard/other commands are not reproduced");
+        job.not_inferred.push_back(std::to_string(p.other_cmds - p.flush_cmds) +
+                                   " discard/other commands are not reproduced");
     job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
 
     std::ostringstream o;

@@ -17,12 +17,13 @@ enum class JobMode { Count, Time };
 
 /// What the caller decides (the trace cannot): the target and the run length.
 struct JobOptions {
-    std::string filename;        ///< fio target; empty: the job sets none and fio's command line must (--filename=DEV)
-    bool target_is_block = false;///< the target is a block device node (a write job then carries a warning)
+    std::string filename;  ///< fio target; empty: the job sets none and fio's command line must (--filename=DEV)
+    bool target_is_block = false;  ///< the target is a block device node (a write job then carries a warning)
     JobMode mode = JobMode::Count;
-    uint32_t runtime_s = 0;      ///< Time mode: the whole job's seconds; 0: the trace span (ms precision)
-    uint32_t nr_requests = 0;    ///< device tags/queue depth limit; 0: unknown (read from sysfs by the caller)
-    std::string nr_requests_source;  ///< where nr_requests came from, for the header ("sysfs /sys/block/loop0/queue/nr_requests")
+    uint32_t runtime_s = 0;          ///< Time mode: the whole job's seconds; 0: the trace span (ms precision)
+    uint32_t nr_requests = 0;        ///< device tags/queue depth limit; 0: unknown (read from sysfs by the caller)
+    std::string nr_requests_source;  ///< where nr_requests came from, for the header ("sysfs
+                                     ///< /sys/block/loop0/queue/nr_requests")
     std::string job_name = "kvio-distilled";
 };
 
@@ -30,22 +31,22 @@ using Options = std::vector<std::pair<std::string, std::string>>;
 
 /// One job section of a multi-section (phased) job.
 struct FioSection {
-    std::string name;               ///< [name]
-    std::string comment;            ///< ';' lines written above it (what the section reproduces)
-    Options options;                ///< key=value, in order
-    std::vector<std::string> why;   ///< what each value came from
+    std::string name;              ///< [name]
+    std::string comment;           ///< ';' lines written above it (what the section reproduces)
+    Options options;               ///< key=value, in order
+    std::vector<std::string> why;  ///< what each value came from
     /// Value of option `key`, "" when absent.
     std::string get(const std::string& key) const;
 };
 
 /// The generated job: its text and the options it sets, in order, for tests and --json.
 struct FioJob {
-    std::string text;                                         ///< the .ini file
+    std::string text;  ///< the .ini file
     /// A one-section job: key=value of that section, in order. A phased job: its [global] options.
     Options options;
-    std::vector<FioSection> sections;                         ///< a phased job's sections in file order; empty otherwise
-    std::vector<std::string> not_inferred;                    ///< what the trace could not tell
-    std::vector<std::string> why;                             ///< a one-section job: what each of its options came from
+    std::vector<FioSection> sections;       ///< a phased job's sections in file order; empty otherwise
+    std::vector<std::string> not_inferred;  ///< what the trace could not tell
+    std::vector<std::string> why;           ///< a one-section job: what each of its options came from
     /// Value of option `key` in `options`, "" when absent.
     std::string get(const std::string& key) const;
     /// Bytes the target must have: the largest offset + size of any section; 0 when none sets a size.
@@ -54,12 +55,13 @@ struct FioJob {
 
 /// How one section is written (fio_job.cpp derives its values from a Profile).
 struct SectionSpec {
-    bool target = true;        ///< ioengine, filename and direct in the section (false: they are in [global])
-    bool stonewall = false;    ///< waits for every earlier section
-    uint64_t runtime_ms = 0;   ///< Time mode: the section's runtime; 0: the profile's span
-    uint32_t flow = 0;         ///< fio flow= weight against concurrent sections (0: none)
-    uint32_t flow_id = 0;      ///< their flow_id: each group of concurrent sections has its own (fio counts a flow's I/O for good)
-    std::string rate_why;      ///< why flow was set, for the comment
+    bool target = true;       ///< ioengine, filename and direct in the section (false: they are in [global])
+    bool stonewall = false;   ///< waits for every earlier section
+    uint64_t runtime_ms = 0;  ///< Time mode: the section's runtime; 0: the profile's span
+    uint32_t flow = 0;        ///< fio flow= weight against concurrent sections (0: none)
+    uint32_t flow_id =
+        0;  ///< their flow_id: each group of concurrent sections has its own (fio counts a flow's I/O for good)
+    std::string rate_why;           ///< why flow was set, for the comment
     double flushes_per_write = -1;  ///< flush requests per write of the whole trace (flush_rate); -1: from the profile
     std::string flush_why;          ///< where that rate came from
     /// The profile's writes are the trace's discards (trims.h): rw becomes trim / randtrim, no flush options.
@@ -103,9 +105,9 @@ std::string fio_filename_escape(const std::string& path);
 /// receives the sizes written (size -> percent).
 std::string bssplit_list(const Dist& sizes, uint64_t* dropped = nullptr, Dist* kept = nullptr);
 
-/// Derives a one-section fio job from the whole trace's profile. Throws kvio::Error, naming the reason, for implausible traces: an in-flight
-/// count (sweep, kernel `qd`, Little's law or the chosen iodepth × numjobs) above `nr_requests`, or a
-/// trace that lost more than 5 % of its events (completions ≪ issues). `notes`: more lines for the header's
+/// Derives a one-section fio job from the whole trace's profile. Throws kvio::Error, naming the reason, for implausible
+/// traces: an in-flight count (sweep, kernel `qd`, Little's law or the chosen iodepth × numjobs) above `nr_requests`,
+/// or a trace that lost more than 5 % of its events (completions ≪ issues). `notes`: more lines for the header's
 /// derivation, after the trace-health ones.
 FioJob make_fio_job(const Profile& p, const JobOptions& opt, const std::vector<std::string>& notes = {});
 

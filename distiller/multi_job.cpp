@@ -9,7 +9,9 @@ namespace kvio::distiller {
 
 namespace {
 
-bool is_target_key(const std::string& k) { return k == "ioengine" || k == "cmd_type" || k == "filename" || k == "direct"; }
+bool is_target_key(const std::string& k) {
+    return k == "ioengine" || k == "cmd_type" || k == "filename" || k == "direct";
+}
 
 void prepend(FioSection& s, const std::string& key, const std::string& value) {
     std::erase_if(s.options, [&](const auto& kv) { return kv.first == key; });
@@ -91,7 +93,8 @@ Chain device_chain(const DeviceJobInput& in, const std::string& prefix, const Ph
         if (s.trim < 0 && !data) continue;  // flushes or a few discards only: nothing a section would issue
         const uint64_t first = piece.cmds.front().ts_issue;
         if (part && first > prev_end && first - prev_end >= popt.gap_ns)
-            c.secs.push_back(idle_section(prefix + "-idle" + std::to_string(part + 1), first - prev_end, "part " + std::to_string(part + 1)));
+            c.secs.push_back(idle_section(prefix + "-idle" + std::to_string(part + 1), first - prev_end,
+                                          "part " + std::to_string(part + 1)));
         ++part;
         const std::string name = plan.trims.empty() ? prefix : prefix + "-part" + std::to_string(part);
         std::vector<FioSection> secs;
@@ -176,7 +179,8 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
     std::vector<Chain> chains;
     for (size_t i = 0; i < devs.size(); ++i) {
         const DeviceJobInput& in = devs[i];
-        for (const auto& n : check_trace_health(*in.whole, in.opt)) notes.push_back(multi ? in.trace->dev + ": " + n : n);
+        for (const auto& n : check_trace_health(*in.whole, in.opt))
+            notes.push_back(multi ? in.trace->dev + ": " + n : n);
         const std::string prefix = multi ? base.job_name + "-" + label(*in.trace) : base.job_name;
         chains.push_back(device_chain(in, prefix, popt, dp[i], job.not_inferred));
         for (const auto& pc : dp[i].pieces)
@@ -225,17 +229,18 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
         }
         if (g) {
             if (first > prev_end && first - prev_end >= popt.gap_ns)
-                job.sections.push_back(idle_section(base.job_name + "-idle-group" + std::to_string(g + 1), first - prev_end,
-                                                    "device group " + std::to_string(g + 1)));
+                job.sections.push_back(idle_section(base.job_name + "-idle-group" + std::to_string(g + 1),
+                                                    first - prev_end, "device group " + std::to_string(g + 1)));
             prepend(secs.front(), "stonewall", "");
         }
         if (multi)
-            secs.front().comment = "device group " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) + " (" +
-                                   std::to_string(groups[g].size()) + " device(s) " +
-                                   (groups[g].size() > 1 ? "whose commands overlapped in time: they run at the same time, each "
-                                                           "device's sections in order with wait_for"
-                                                         : "") +
-                                   "): " + secs.front().comment;
+            secs.front().comment =
+                "device group " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) + " (" +
+                std::to_string(groups[g].size()) + " device(s) " +
+                (groups[g].size() > 1 ? "whose commands overlapped in time: they run at the same time, each "
+                                        "device's sections in order with wait_for"
+                                      : "") +
+                "): " + secs.front().comment;
         job.sections.insert(job.sections.end(), secs.begin(), secs.end());
         prev_end = last;
     }
@@ -250,7 +255,8 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
     if (!multi) {
         o << job_header(*devs[0].whole, devs[0].opt, writes);
         o << "; " << dp[0].trims.size() << " trim phase(s) (docs/distill.md \"Discards\": runs of >= " << kMinTrimRun
-          << " discards with no read or write among them), in trace order with the phases of the reads and writes between them\n";
+          << " discards with no read or write among them), in trace order with the phases of the reads and writes "
+             "between them\n";
     } else {
         o << "; fio job distilled by `kvio distill` from a kernel trace\n";
         o << "; source: " << devs[0].trace->path << " (" << devs[0].trace->format << "), " << devs.size()
@@ -258,22 +264,26 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
         std::vector<std::string> unmapped;
         for (size_t i = 0; i < devs.size(); ++i) {
             const auto& w = *devs[i].whole;
-            o << ";   " << w.dev << (w.disk.empty() ? "" : " (" + w.disk + ")") << ": " << w.cmds() << " read/write and "
-              << w.discard_cmds << " discard commands over " << secs_str(w.span_ns) << ", group " << dp[i].group + 1 << ", ";
+            o << ";   " << w.dev << (w.disk.empty() ? "" : " (" + w.disk + ")") << ": " << w.cmds()
+              << " read/write and " << w.discard_cmds << " discard commands over " << secs_str(w.span_ns) << ", group "
+              << dp[i].group + 1 << ", ";
             if (devs[i].opt.filename.empty()) {
                 o << "no target given: its sections set no filename\n";
                 unmapped.push_back(w.dev);
             } else {
                 o << "filename=" << devs[i].opt.filename << "\n";
                 if (w.write.cmds && devs[i].opt.target_is_block)
-                    o << "; WARNING: this job WRITES to the block device " << devs[i].opt.filename << ": its data will be destroyed\n";
+                    o << "; WARNING: this job WRITES to the block device " << devs[i].opt.filename
+                      << ": its data will be destroyed\n";
             }
         }
         if (!unmapped.empty()) {
             std::string list;
             for (const auto& u : unmapped) list += (list.empty() ? "" : ", ") + u;
             o << "; filename is left to fio's command line for " << list << " (`fio --filename=/dev/DEV JOB`)"
-              << (unmapped.size() > 1 ? ": all of them would then share that one target; map each with --filename DEV=PATH" : "")
+              << (unmapped.size() > 1
+                      ? ": all of them would then share that one target; map each with --filename DEV=PATH"
+                      : "")
               << "\n";
         }
     }
@@ -288,9 +298,14 @@ nlohmann::json devices_json(const std::vector<DevicePlan>& plans) {
     for (const auto& p : plans) {
         nlohmann::json runs = nlohmann::json::array(), pieces = nlohmann::json::array();
         for (const auto& r : p.trims)
-            runs.push_back({{"begin", r.begin}, {"end", r.end}, {"discards", r.discards}, {"secure_erases", r.secure_erases}});
+            runs.push_back(
+                {{"begin", r.begin}, {"end", r.end}, {"discards", r.discards}, {"secure_erases", r.secure_erases}});
         for (const auto& ph : p.pieces) pieces.push_back(phases_json(ph));
-        a.push_back({{"dev", p.dev}, {"disk", p.disk}, {"filename", p.filename}, {"group", p.group + 1}, {"trim_runs", runs},
+        a.push_back({{"dev", p.dev},
+                     {"disk", p.disk},
+                     {"filename", p.filename},
+                     {"group", p.group + 1},
+                     {"trim_runs", runs},
                      {"phases", pieces}});
     }
     return a;

@@ -28,9 +28,9 @@ EventTrace slice(const EventTrace& t, size_t first, size_t last, int only_write 
     return s;
 }
 
-// Concurrent streams: both directions are a real part of the phase (>= 1 % and >= 64 commands each) and are submitted by different
-// threads (a reader and a writer side by side; one thread issuing a mix is one randrw stream). A thread is a
-// reader or a writer when >= 95 % of its commands go one way; the commands of mixed threads (a kworker flushing a
+// Concurrent streams: both directions are a real part of the phase (>= 1 % and >= 64 commands each) and are submitted
+// by different threads (a reader and a writer side by side; one thread issuing a mix is one randrw stream). A thread is
+// a reader or a writer when >= 95 % of its commands go one way; the commands of mixed threads (a kworker flushing a
 // plug issues both) must stay below 5 %. And they run at the same time: the reads' and the writes' spans (first
 // to last issue) overlap by at least half of the shorter one (a write-then-read phase merged by --max-phases is not).
 bool separate_streams(const EventTrace& s) {
@@ -40,8 +40,10 @@ bool separate_streams(const EventTrace& s) {
     for (const auto& c : s.cmds) {
         if (c.op != Op::Read && c.op != Op::Write) continue;
         const int d = c.op == Op::Write;
-        if (d) ++w, ++by_tid[c.tid].second;
-        else ++r, ++by_tid[c.tid].first;
+        if (d)
+            ++w, ++by_tid[c.tid].second;
+        else
+            ++r, ++by_tid[c.tid].first;
         first[d] = std::min(first[d], c.ts_issue);
         last[d] = std::max(last[d], c.ts_issue);
     }
@@ -80,7 +82,9 @@ std::pair<uint32_t, uint32_t> flow_weights(uint64_t reads, uint64_t writes) {
 constexpr double kStretchScorePoints = 1.0;  // points: half the acceptance's 2-point bound per score window
 constexpr double kStretchPhasePoints = 20.0;
 constexpr uint64_t kMinSplitDirCmds = 16;
-constexpr size_t kMaxStretches = 4 * kScoreWindows;  // a quarter of a score window each, on average  // a stretch's fewer reads or writes: left to rwmixread  // points: below the detector's 25-point read-share threshold
+constexpr size_t kMaxStretches =
+    4 * kScoreWindows;  // a quarter of a score window each, on average  // a stretch's fewer reads or writes: left to
+                        // rwmixread  // points: below the detector's 25-point read-share threshold
 
 // Stretches [first, last) of `s`'s commands whose read share one section (or pair) can hold: blocks of `step`
 // commands, a stretch extended while, with its own mean share p, the cumulative deviation
@@ -143,10 +147,12 @@ std::string rare_sizes_note(const PhasePlan& plan) {
     }
     if (worst <= 0.01) return "";
     char b[400];
-    std::snprintf(b, sizeof b,
-                  "not reproduced: sizes below 0.5 %% of their direction's commands in a phase (fio 3.33's bssplit takes whole "
-                  "percents): up to %zu of phase %zu's %zu commands (%.1f %%), so its windows' size TV cannot go below about %.3f",
-                  lost, at + 1, of, 100 * worst, worst);
+    std::snprintf(
+        b, sizeof b,
+        "not reproduced: sizes below 0.5 %% of their direction's commands in a phase (fio 3.33's bssplit takes whole "
+        "percents): up to %zu of phase %zu's %zu commands (%.1f %%), so its windows' size TV cannot go below about "
+        "%.3f",
+        lost, at + 1, of, 100 * worst, worst);
     return b;
 }
 
@@ -154,8 +160,9 @@ std::string rare_sizes_note(const PhasePlan& plan) {
 // least 0.5 % of the commands (below, bssplit leaves it out), at least 3 of them, every g-th command with g varying by
 // at most max(1, g / 8) (kvio gen's 4 KiB slot header at each object's start, one every 50 writes). fio's bssplit
 // draws each command's size, so a score window of W commands holds Binomial(W, p) of them where the trace holds a
-// fixed count: sqrt(p (1 - p) / W) of size TV, 0.014 at p = 2 %, W = 100, and 1 / w per header in the window of w writes
-// where the phase ends. A job of their own in a flow pair with the rest is issued every 1 / p commands, as in the trace.
+// fixed count: sqrt(p (1 - p) / W) of size TV, 0.014 at p = 2 %, W = 100, and 1 / w per header in the window of w
+// writes where the phase ends. A job of their own in a flow pair with the rest is issued every 1 / p commands, as in
+// the trace.
 constexpr double kPlacedMaxShare = 0.10, kPlacedMinShare = 0.005;
 constexpr size_t kPlacedMinCmds = 3;
 
@@ -181,7 +188,8 @@ std::optional<PlacedSize> placed_size(const EventTrace& s) {
         const double share = double(pos.size()) / double(n);
         if (pos.size() < kPlacedMinCmds || share > kPlacedMaxShare || share < kPlacedMinShare) continue;
         size_t lo = SIZE_MAX, hi = 0;
-        for (size_t i = 1; i < pos.size(); ++i) lo = std::min(lo, pos[i] - pos[i - 1]), hi = std::max(hi, pos[i] - pos[i - 1]);
+        for (size_t i = 1; i < pos.size(); ++i)
+            lo = std::min(lo, pos[i] - pos[i - 1]), hi = std::max(hi, pos[i] - pos[i - 1]);
         if (hi > lo + std::max<size_t>(1, lo / 8)) continue;
         if (!best || pos.size() > best->cmds) best = PlacedSize{bytes, dir[1], pos.size(), n, lo, hi};
     }
@@ -191,8 +199,9 @@ std::optional<PlacedSize> placed_size(const EventTrace& s) {
 // Section `s`'s commands of the placed size and the others as two jobs in one flow (fio flow_id; per-job weights whose
 // ratio is the commands' ratio, each divided by its job's numjobs as for concurrent streams): fio holds each job's
 // share of the flow's I/O at its weight, so the placed size comes once every of / cmds commands, as in the trace.
-std::vector<FioSection> placed_size_pair(const EventTrace& s, const PlacedSize& ps, const JobOptions& opt, const SectionSpec& spec,
-                                         uint32_t flow_id, std::vector<std::string>& not_inferred, const std::string& name,
+std::vector<FioSection> placed_size_pair(const EventTrace& s, const PlacedSize& ps, const JobOptions& opt,
+                                         const SectionSpec& spec, uint32_t flow_id,
+                                         std::vector<std::string>& not_inferred, const std::string& name,
                                          const std::string& where) {
     EventTrace part[2] = {empty_like(s), empty_like(s)};  // the others (flushes too), the placed size
     for (const auto& c : s.cmds) part[(c.op == Op::Read || c.op == Op::Write) && c.bytes == ps.bytes].cmds.push_back(c);
@@ -216,33 +225,39 @@ std::vector<FioSection> placed_size_pair(const EventTrace& s, const PlacedSize& 
     const uint64_t placed = ps.cmds, rest = ps.of - ps.cmds;
     const auto [w_rest, w_placed] = flow_weights(rest * clones[1], placed * clones[0]);
     const std::string size = human_bytes(ps.bytes), dir = ps.write ? "writes" : "reads";
-    const std::string every = ps.gap_lo == ps.gap_hi ? std::to_string(ps.gap_lo) : std::to_string(ps.gap_lo) + "-" + std::to_string(ps.gap_hi);
+    const std::string every = ps.gap_lo == ps.gap_hi ? std::to_string(ps.gap_lo)
+                                                     : std::to_string(ps.gap_lo) + "-" + std::to_string(ps.gap_hi);
     std::vector<FioSection> out;
     for (int k = 0; k < 2; ++k) {
         SectionSpec ss = spec;
         ss.stonewall = spec.stonewall && k == 0;
         ss.flow = k ? w_placed : w_rest;
         ss.flow_id = flow_id;
-        ss.rate_why = std::to_string(placed) + " of the " + std::to_string(ps.of) + " " + dir + " are " + size + ", one every " + every +
-                      " commands: flow weights " + std::to_string(w_rest) + " : " + std::to_string(w_placed) + " per job (" +
-                      std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
-                      " jobs) issue them at that rate among the others, where bssplit would draw them at random (docs/distill.md "
-                      "\"Sizes at fixed places\")";
+        ss.rate_why =
+            std::to_string(placed) + " of the " + std::to_string(ps.of) + " " + dir + " are " + size + ", one every " +
+            every + " commands: flow weights " + std::to_string(w_rest) + " : " + std::to_string(w_placed) +
+            " per job (" + std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
+            " jobs) issue them at that rate among the others, where bssplit would draw them at random (docs/distill.md "
+            "\"Sizes at fixed places\")";
         FioSection sec = derive_section(pr[k], opt, ss, not_inferred);
         if (k) {
             // Its commands' gaps are the others' commands, which the flow holds it to: no timing of its own (a
             // thinktime of the 29 ms between gen's headers stalled the others, which wait for it when it is due).
             static const char* const kTiming[] = {"thinktime", "thinktime_blocks", "rate_iops", "rate_process"};
-            std::erase_if(sec.options, [](const auto& kv) { return std::find(std::begin(kTiming), std::end(kTiming), kv.first) != std::end(kTiming); });
+            std::erase_if(sec.options, [](const auto& kv) {
+                return std::find(std::begin(kTiming), std::end(kTiming), kv.first) != std::end(kTiming);
+            });
             std::erase_if(sec.why, [](const std::string& w) {
-                return std::any_of(std::begin(kTiming), std::end(kTiming), [&](const char* t) { return w.starts_with(std::string(t) + "="); }) ||
+                return std::any_of(std::begin(kTiming), std::end(kTiming),
+                                   [&](const char* t) { return w.starts_with(std::string(t) + "="); }) ||
                        w.starts_with("thinktime not set") || w.starts_with("timing model");
             });
             sec.why.push_back("timing: none of its own; the flow issues it when the others have done their share");
         }
         sec.name = k ? name + "-" + size : name;
-        sec.comment = where + (k ? "; its " + size + " " + dir + " (one every " + every + " commands), alongside the others"
-                                 : "; its " + dir + " but the " + size + " ones, which a job alongside places");
+        sec.comment =
+            where + (k ? "; its " + size + " " + dir + " (one every " + every + " commands), alongside the others"
+                       : "; its " + dir + " but the " + size + " ones, which a job alongside places");
         out.push_back(std::move(sec));
     }
     return out;
@@ -262,8 +277,13 @@ FioSection idle_section(const std::string& name, uint64_t gap_ns, const std::str
     idle.name = name;
     idle.comment = "idle gap of " + ms_str(gap_ns) + " at the device before " + before +
                    ": one I/O on the null engine (no device command) followed by thinktime";
-    idle.options = {{"stonewall", ""}, {"ioengine", "null"}, {"rw", "read"},     {"bs", "4k"},
-                    {"size", "4k"},    {"number_ios", "1"},   {"thinktime", std::to_string((gap_ns + 500) / 1000)}};
+    idle.options = {{"stonewall", ""},
+                    {"ioengine", "null"},
+                    {"rw", "read"},
+                    {"bs", "4k"},
+                    {"size", "4k"},
+                    {"number_ios", "1"},
+                    {"thinktime", std::to_string((gap_ns + 500) / 1000)}};
     return idle;
 }
 
@@ -295,7 +315,8 @@ nlohmann::json phases_json(const PhasePlan& plan) {
     return a;
 }
 
-FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt, PhasePlan* out) {
+FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt,
+                       PhasePlan* out) {
     PhasePlan plan;
     plan.data = data_cmds(t.cmds);
     plan.phases = detect_phases(plan.data, popt);
@@ -334,11 +355,12 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         const Phase& p = ph[i];
         const MixSummary mix = summarize(d, p.begin, p.end);
         std::string where = "phase " + std::to_string(i + 1) + " of " + std::to_string(ph.size()) + ": commands " +
-                            std::to_string(p.begin) + "-" + std::to_string(p.end - 1) + " (" + std::to_string(p.cmds()) + "), " +
-                            describe(mix);
+                            std::to_string(p.begin) + "-" + std::to_string(p.end - 1) + " (" +
+                            std::to_string(p.cmds()) + "), " + describe(mix);
         if (plan.period > 1 && i >= plan.period)
-            where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " + std::to_string(plan.period) +
-                     " phases, " + std::to_string(ph.size() / plan.period) + " times: fio cannot loop a group of sections)";
+            where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " +
+                     std::to_string(plan.period) + " phases, " + std::to_string(ph.size() / plan.period) +
+                     " times: fio cannot loop a group of sections)";
         if (p.idle_before_ns >= popt.gap_ns && !loop_one) {
             job.sections.push_back(idle_section(opt.job_name + "-idle" + std::to_string(i + 1), p.idle_before_ns,
                                                 "phase " + std::to_string(i + 1)));
@@ -351,8 +373,9 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         spec.flushes_per_write = flush_rate(whole, spec.flush_why);
         spec.stonewall = stonewall;
         if (opt.mode == JobMode::Time)
-            spec.runtime_ms = std::max<uint64_t>(1, uint64_t(std::llround(
-                                  (opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span) : double(phase_ns) / 1e6))));
+            spec.runtime_ms = std::max<uint64_t>(
+                1, uint64_t(std::llround((opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span)
+                                                        : double(phase_ns) / 1e6))));
         // The read share drifts inside a phase (a reader slows as a writer fills the region; users of a serving
         // workload store and load in turns): each stretch of a steady read share gets its own section (or pair of
         // sections for concurrent streams), so the share is kept over time, not only on the phase's average. Steady:
@@ -376,7 +399,9 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         // its direction, missed a stretch's counts (365 reads where 353 were planned, 2.5 points), so their reads
         // and writes become a flow pair of k jobs in all (the threads' concurrency), split by the read share.
         auto split_threads = [](const Profile& pp) -> uint32_t {
-            return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds ? pp.concurrent_tids : 0;
+            return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds
+                       ? pp.concurrent_tids
+                       : 0;
         };
         if (!loop_one && (streams || groups.size() > 1 || split_threads(profile_events(s)))) {
             for (size_t g = 0; g < groups.size(); ++g) {
@@ -387,9 +412,12 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 uint64_t data = 0;
                 for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
                 const std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
-                const std::string part_why = groups.size() > 1 ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
-                                                                     " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) + " reads here)"
-                                                               : "";
+                const std::string part_why =
+                    groups.size() > 1
+                        ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
+                              " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) +
+                              " reads here)"
+                        : "";
                 SectionSpec ps = spec;
                 if (opt.mode == JobMode::Time && spec.runtime_ms)
                     ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
@@ -412,7 +440,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 Profile sp[2];
                 uint64_t clones[2] = {1, 1};
                 if (threads) {
-                    clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))), 1, threads - 1);
+                    clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))),
+                                                     1, threads - 1);
                     clones[1] = threads - clones[0];
                 }
                 for (int w = 0; w < 2; ++w) {
@@ -437,20 +466,25 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                     SectionSpec ss = ps;
                     ss.flow = pair ? (w ? fw : fr) : 0;
                     ss.flow_id = pair ? flow_groups : 0;
-                    ss.rate_why = std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
-                                                            std::to_string(clones[0]) + " reader and " + std::to_string(clones[1]) + " writer jobs"
-                                                      : "concurrent streams") +
-                                  ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
-                                  std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
-                                  std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " + std::to_string(clones[1]) +
-                                  " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
+                    ss.rate_why =
+                        std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
+                                                  std::to_string(clones[0]) + " reader and " +
+                                                  std::to_string(clones[1]) + " writer jobs"
+                                            : "concurrent streams") +
+                        ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
+                        std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
+                        std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " +
+                        std::to_string(clones[1]) +
+                        " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
                     FioSection sec = derive_section(sp[w], opt, ss, job.not_inferred);
                     sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
                     sec.comment = where + part_why +
-                                  (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws each direction)"
-                                                : "; its reads (its writes run alongside: exact counts, a randrw job draws each direction)")
-                                   : w ? "; its writes, submitted by other threads than its reads, run alongside"
-                                       : "; its reads (the writes run alongside, from other threads)");
+                                  (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws "
+                                                  "each direction)"
+                                                : "; its reads (its writes run alongside: exact counts, a randrw job "
+                                                  "draws each direction)")
+                                   : w     ? "; its writes, submitted by other threads than its reads, run alongside"
+                                           : "; its reads (the writes run alongside, from other threads)");
                     job.sections.push_back(sec);
                     ps.stonewall = false;
                 }
@@ -473,14 +507,16 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
                 }
                 uint64_t per = (total + ph.size() / 2) / ph.size();
                 uint64_t gap_us = (gaps / (ph.size() - 1) + 500) / 1000;
-                sec.comment = "the trace repeats one phase " + std::to_string(ph.size()) + " times with idle gaps (mean " +
-                              ms_str(gaps / (ph.size() - 1)) + "); its first repetition: " + describe(mix);
+                sec.comment = "the trace repeats one phase " + std::to_string(ph.size()) +
+                              " times with idle gaps (mean " + ms_str(gaps / (ph.size() - 1)) +
+                              "); its first repetition: " + describe(mix);
                 std::erase_if(sec.options, [](const auto& kv) {
-                    return kv.first == "number_ios" || kv.first == "loops" || kv.first == "thinktime" || kv.first == "thinktime_blocks";
+                    return kv.first == "number_ios" || kv.first == "loops" || kv.first == "thinktime" ||
+                           kv.first == "thinktime_blocks";
                 });
                 sec.options.emplace_back("number_ios", std::to_string(per));
-                sec.why.push_back("number_ios=" + std::to_string(per) + ": mean commands per repetition (" + std::to_string(total) +
-                                  " in all); fio restarts the count with every loop");
+                sec.why.push_back("number_ios=" + std::to_string(per) + ": mean commands per repetition (" +
+                                  std::to_string(total) + " in all); fio restarts the count with every loop");
                 sec.options.emplace_back("loops", std::to_string(ph.size()));
                 sec.why.push_back("loops=" + std::to_string(ph.size()) + ": the repetitions");
                 sec.options.emplace_back("thinktime", std::to_string(gap_us));
@@ -492,17 +528,21 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
         }
         stonewall = true;
     }
-    job.not_inferred.push_back("the access distribution inside each range (uniform random assumed; no LBA heatmap used)");
+    job.not_inferred.push_back(
+        "the access distribution inside each range (uniform random assumed; no LBA heatmap used)");
     if (whole.other_cmds > whole.flush_cmds)
-        job.not_inferred.push_back(std::to_string(whole.other_cmds - whole.flush_cmds) + " discard/other commands are not reproduced");
+        job.not_inferred.push_back(std::to_string(whole.other_cmds - whole.flush_cmds) +
+                                   " discard/other commands are not reproduced");
     job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
     std::sort(job.not_inferred.begin(), job.not_inferred.end());
     job.not_inferred.erase(std::unique(job.not_inferred.begin(), job.not_inferred.end()), job.not_inferred.end());
 
     std::ostringstream o;
     o << job_header(whole, opt, whole.write.cmds > 0);
-    o << "; " << ph.size() << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
-      << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns) << "), in order, each after the previous ends (stonewall)"
+    o << "; " << ph.size()
+      << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
+      << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns)
+      << "), in order, each after the previous ends (stonewall)"
       << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
     if (std::string r = rare_sizes_note(plan); !r.empty()) notes.push_back(std::move(r));
     write_job_body(o, notes, global.why, job);

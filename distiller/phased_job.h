@@ -14,10 +14,10 @@ namespace kvio::distiller {
 
 /// What the phased job was built from, for --json and reports.
 struct PhasePlan {
-    std::vector<DataCmd> data;    ///< data_cmds(trace)
-    std::vector<Phase> phases;    ///< detect_phases(data)
-    size_t period = 0;            ///< phase_period(phases)
-    std::string note;             ///< below_phase_minimum_note(data): also in the job's header; "" when none
+    std::vector<DataCmd> data;  ///< data_cmds(trace)
+    std::vector<Phase> phases;  ///< detect_phases(data)
+    size_t period = 0;          ///< phase_period(phases)
+    std::string note;           ///< below_phase_minimum_note(data): also in the job's header; "" when none
 };
 
 /// Derives the job from `t` (one device, sorted) and its whole-run profile `whole`: detects phases with

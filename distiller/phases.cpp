@@ -85,9 +85,12 @@ double joint_tv(const MixSummary& a, const MixSummary& b) {
     double s = 0;
     size_t i = 0, j = 0;
     while (i < a.sizes.size() || j < b.sizes.size()) {
-        if (j == b.sizes.size() || (i < a.sizes.size() && a.sizes[i].first < b.sizes[j].first)) s += double(a.sizes[i++].second) / na;
-        else if (i == a.sizes.size() || b.sizes[j].first < a.sizes[i].first) s += double(b.sizes[j++].second) / nb;
-        else s += std::fabs(double(a.sizes[i++].second) / na - double(b.sizes[j++].second) / nb);
+        if (j == b.sizes.size() || (i < a.sizes.size() && a.sizes[i].first < b.sizes[j].first))
+            s += double(a.sizes[i++].second) / na;
+        else if (i == a.sizes.size() || b.sizes[j].first < a.sizes[i].first)
+            s += double(b.sizes[j++].second) / nb;
+        else
+            s += std::fabs(double(a.sizes[i++].second) / na - double(b.sizes[j++].second) / nb);
     }
     return 0.5 * s;
 }
@@ -96,7 +99,8 @@ double joint_tv(const MixSummary& a, const MixSummary& b) {
 double mix_distance(const MixSummary& a, const MixSummary& b) {
     double d = std::max({std::fabs(a.read_share - b.read_share) / 0.25, joint_tv(a, b) / 0.5,
                          std::fabs(a.seq_share - b.seq_share) / 0.5});
-    uint32_t lo = std::max<uint32_t>(1, std::min(a.depth_median, b.depth_median)), hi = std::max(a.depth_median, b.depth_median);
+    uint32_t lo = std::max<uint32_t>(1, std::min(a.depth_median, b.depth_median)),
+             hi = std::max(a.depth_median, b.depth_median);
     if (hi >= lo + 2) d = std::max(d, double(hi) / (2.0 * double(lo)));
     return d;
 }
@@ -181,13 +185,16 @@ std::string below_phase_minimum_note(const std::vector<DataCmd>& d, const PhaseO
     const size_t n = d.size(), min_len = min_phase_len(n, opt);
     if (n < 2 || n >= 2 * min_len || opt.max_phases <= 1) return "";  // one command has no order
     auto read_pct = [&](size_t b, size_t e) {
-        const auto reads = std::count_if(d.begin() + long(b), d.begin() + long(e), [](const DataCmd& c) { return !c.write; });
+        const auto reads =
+            std::count_if(d.begin() + long(b), d.begin() + long(e), [](const DataCmd& c) { return !c.write; });
         return e > b ? 100.0 * double(reads) / double(e - b) : 0.0;
     };
     char b[320];
     std::snprintf(b, sizeof b,
-                  "the trace has %zu read/write commands, below the phase minimum (two phases need %zu, %zu each; docs/distill.md "
-                  "\"Phases\"): one section for all of them, so their time order (first half %.0f %% reads, second half %.0f %%) is "
+                  "the trace has %zu read/write commands, below the phase minimum (two phases need %zu, %zu each; "
+                  "docs/distill.md "
+                  "\"Phases\"): one section for all of them, so their time order (first half %.0f %% reads, second "
+                  "half %.0f %%) is "
                   "not kept in the job",
                   n, 2 * min_len, min_len, read_pct(0, n / 2), read_pct(n / 2, n));
     return b;
@@ -207,7 +214,9 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
         ph[first].idle_before_ns = s ? d[s].idle_before : 0;
         s = i;
     }
-    auto dist = [&](const Phase& a, const Phase& b) { return mix_distance(summarize(d, a.begin, a.end), summarize(d, b.begin, b.end)); };
+    auto dist = [&](const Phase& a, const Phase& b) {
+        return mix_distance(summarize(d, a.begin, a.end), summarize(d, b.begin, b.end));
+    };
     auto merge = [&](size_t i) {  // phases i and i+1 become one
         ph[i].end = ph[i + 1].end;
         ph.erase(ph.begin() + long(i) + 1);
@@ -218,9 +227,13 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
         for (size_t i = 1; i < ph.size(); ++i)
             if (ph[i].cmds() < ph[shortest].cmds()) shortest = i;
         if (ph[shortest].cmds() >= min_len) break;
-        if (shortest == 0) merge(0);
-        else if (shortest + 1 == ph.size()) merge(shortest - 1);
-        else merge(dist(ph[shortest - 1], ph[shortest]) <= dist(ph[shortest], ph[shortest + 1]) ? shortest - 1 : shortest);
+        if (shortest == 0)
+            merge(0);
+        else if (shortest + 1 == ph.size())
+            merge(shortest - 1);
+        else
+            merge(dist(ph[shortest - 1], ph[shortest]) <= dist(ph[shortest], ph[shortest + 1]) ? shortest - 1
+                                                                                               : shortest);
     }
     while (ph.size() > std::max<size_t>(1, opt.max_phases)) {
         size_t best = 0;
@@ -235,7 +248,8 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
         for (auto& p : ph) {
             p.kind = -1;
             for (size_t k = 0; k < rep.size() && p.kind < 0; ++k)
-                if (!mixes_differ(summarize(d, ph[rep[k]].begin, ph[rep[k]].end), summarize(d, p.begin, p.end))) p.kind = int(k);
+                if (!mixes_differ(summarize(d, ph[rep[k]].begin, ph[rep[k]].end), summarize(d, p.begin, p.end)))
+                    p.kind = int(k);
             if (p.kind < 0) {
                 p.kind = int(rep.size());
                 rep.push_back(size_t(&p - ph.data()));
@@ -248,8 +262,10 @@ std::vector<Phase> detect_phases(const std::vector<DataCmd>& d, const PhaseOptio
     // written as loops=2 of half its commands with a thinktime of 0).
     bool merged = false;
     for (size_t i = 0; i + 1 < ph.size();)
-        if (ph[i].kind == ph[i + 1].kind && ph[i + 1].idle_before_ns < opt.gap_ns) merge(i), merged = true;
-        else ++i;
+        if (ph[i].kind == ph[i + 1].kind && ph[i + 1].idle_before_ns < opt.gap_ns)
+            merge(i), merged = true;
+        else
+            ++i;
     if (merged) assign_kinds();
     return ph;
 }
@@ -270,9 +286,10 @@ std::string describe(const MixSummary& m) {
     uint64_t top = 0, top_n = 0;
     for (const auto& [k, c] : m.sizes)
         if (c > top_n) top_n = c, top = k / 2;
-    std::snprintf(b, sizeof b, "%.0f %% reads, most common size %s (%.0f %%), %.0f %% sequential, median depth %u", 100 * m.read_share,
-                  human_bytes(top).c_str(), m.reads + m.writes ? 100.0 * double(top_n) / double(m.reads + m.writes) : 0.0,
-                  100 * m.seq_share, m.depth_median);
+    std::snprintf(b, sizeof b, "%.0f %% reads, most common size %s (%.0f %%), %.0f %% sequential, median depth %u",
+                  100 * m.read_share, human_bytes(top).c_str(),
+                  m.reads + m.writes ? 100.0 * double(top_n) / double(m.reads + m.writes) : 0.0, 100 * m.seq_share,
+                  m.depth_median);
     return b;
 }
 

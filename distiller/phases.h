@@ -13,14 +13,14 @@ namespace kvio::distiller {
 /// Per-command facts the phase detector and the time-resolved score share, one entry per read/write
 /// command of a trace (flushes, discards and other commands are not data and have no entry).
 struct DataCmd {
-    size_t index = 0;          ///< position in EventTrace::cmds
-    uint64_t ts = 0;           ///< ts_issue, ns
+    size_t index = 0;  ///< position in EventTrace::cmds
+    uint64_t ts = 0;   ///< ts_issue, ns
     uint64_t bytes = 0;
-    uint32_t inflight = 0;     ///< device-wide commands in flight at its issue, this one included (issue/complete sweep)
-    uint32_t inflight_dir = 0; ///< commands of its own direction in flight at its issue, this one included
-    uint64_t idle_before = 0;  ///< ns the device was idle (nothing in flight) right before this issue; 0 when busy
+    uint32_t inflight = 0;  ///< device-wide commands in flight at its issue, this one included (issue/complete sweep)
+    uint32_t inflight_dir = 0;  ///< commands of its own direction in flight at its issue, this one included
+    uint64_t idle_before = 0;   ///< ns the device was idle (nothing in flight) right before this issue; 0 when busy
     bool write = false;
-    bool seq = false;          ///< starts where one of the last kSeqWindow same-direction commands ended
+    bool seq = false;  ///< starts where one of the last kSeqWindow same-direction commands ended
 };
 
 /// The data commands of `cmds` (sorted by ts_issue) with their in-flight count, idle gap and sequentiality.
@@ -28,10 +28,10 @@ std::vector<DataCmd> data_cmds(const std::vector<Cmd>& cmds);
 
 /// Limits of the detector. Defaults: docs/distill.md.
 struct PhaseOptions {
-    size_t min_cmds = 64;          ///< a phase has at least this many commands ...
-    double min_share = 0.01;       ///< ... and at least this share of all data commands
-    size_t max_phases = 16;        ///< cap: the most similar neighbours are merged until at most this many remain
-    uint64_t gap_ns = 100'000'000; ///< an idle gap this long (100 ms) always ends a phase
+    size_t min_cmds = 64;           ///< a phase has at least this many commands ...
+    double min_share = 0.01;        ///< ... and at least this share of all data commands
+    size_t max_phases = 16;         ///< cap: the most similar neighbours are merged until at most this many remain
+    uint64_t gap_ns = 100'000'000;  ///< an idle gap this long (100 ms) always ends a phase
 };
 
 /// The shortest phase of a trace of `n` data commands: max(opt.min_cmds, opt.min_share × n), rounded up.
@@ -52,10 +52,11 @@ struct Phase {
 
 /// The mix of a run of data commands, as the detector compares it.
 struct MixSummary {
-    double read_share = 0;     ///< reads / commands
-    double seq_share = 0;      ///< sequential commands / commands
-    uint32_t depth_median = 0; ///< median in-flight count at issue
-    uint32_t dir_depth_median[2] = {0, 0};  ///< [read, write]: median of DataCmd::inflight_dir over that direction's commands (0: none)
+    double read_share = 0;      ///< reads / commands
+    double seq_share = 0;       ///< sequential commands / commands
+    uint32_t depth_median = 0;  ///< median in-flight count at issue
+    uint32_t dir_depth_median[2] = {
+        0, 0};  ///< [read, write]: median of DataCmd::inflight_dir over that direction's commands (0: none)
     uint64_t bytes = 0;
     uint64_t reads = 0, writes = 0;
     std::vector<std::pair<uint64_t, uint64_t>> sizes;  ///< (bytes × 2 + is_write, commands), sorted by key

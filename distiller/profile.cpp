@@ -121,7 +121,8 @@ static void thread_concurrency(const std::vector<Cmd>& cmds, Profile& p) {
         ev.emplace_back(s.first, 1);
         ev.emplace_back(s.second, -1);
     }
-    std::sort(ev.begin(), ev.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
+    std::sort(ev.begin(), ev.end(),
+              [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
     int cur = 0;
     for (const auto& e : ev) {
         cur += e.second;
@@ -189,7 +190,8 @@ Arrivals arrival_stats(const std::vector<uint64_t>& ts) {
 Profile profile_events(const EventTrace& t) {
     if (t.cmds.empty())
         throw Error(t.path + ": no commands on device " + t.dev + " after the filters (" + std::to_string(t.records) +
-                    " on the device, " + std::to_string(t.filtered_out) + " removed by --pid/--comm): empty input, no job");
+                    " on the device, " + std::to_string(t.filtered_out) +
+                    " removed by --pid/--comm): empty input, no job");
     Profile p;
     p.source = t.path;
     p.format = t.format;

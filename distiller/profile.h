@@ -17,9 +17,9 @@ using Dist = std::map<uint64_t, uint64_t>;
 struct DirProfile {
     uint64_t cmds = 0;
     uint64_t bytes = 0;
-    Dist sizes;              ///< command size in bytes -> commands (exact sizes from events)
-    uint64_t seq_cmds = 0;   ///< commands starting where a recent same-direction command ended (see sequential_share)
-    uint64_t seq_scored = 0; ///< commands that had a predecessor to compare with
+    Dist sizes;               ///< command size in bytes -> commands (exact sizes from events)
+    uint64_t seq_cmds = 0;    ///< commands starting where a recent same-direction command ended (see sequential_share)
+    uint64_t seq_scored = 0;  ///< commands that had a predecessor to compare with
     /// Share of commands in [0,1] that continue a stream; 0 when there is nothing to compare.
     double seq_share() const { return seq_scored ? double(seq_cmds) / double(seq_scored) : 0.0; }
 };
@@ -33,16 +33,16 @@ struct DirProfile {
 ///  - counts in windows of 20 mean intervals: Poisson counts have variance = mean (index of dispersion 1), and a delay
 ///    much shorter than a window moves few arrivals across its edges.
 struct Arrivals {
-    uint64_t n = 0;           ///< intervals measured (data commands - 1)
-    double mean_ns = 0;       ///< mean interval: 1 / rate
-    double median_ns = 0;     ///< median interval
-    double excess_mean_ns = 0;///< mean of (interval − median) over the intervals >= the median
-    double excess_cv = 0;     ///< their coefficient of variation (stddev / mean): 1 for an exponential
+    uint64_t n = 0;             ///< intervals measured (data commands - 1)
+    double mean_ns = 0;         ///< mean interval: 1 / rate
+    double median_ns = 0;       ///< median interval
+    double excess_mean_ns = 0;  ///< mean of (interval − median) over the intervals >= the median
+    double excess_cv = 0;       ///< their coefficient of variation (stddev / mean): 1 for an exponential
     /// Kolmogorov-Smirnov distance sup |F_n(x) − (1 − e^(−x/m))| between the excesses and the exponential of their
     /// mean m, in [0,1].
     double excess_ks = 1;
-    uint64_t windows = 0;     ///< windows of 20 mean intervals in the span (the last, partial one left out)
-    double dispersion = 0;    ///< variance / mean of the issues per window: 1 for a Poisson process
+    uint64_t windows = 0;   ///< windows of 20 mean intervals in the span (the last, partial one left out)
+    double dispersion = 0;  ///< variance / mean of the issues per window: 1 for a Poisson process
     /// KS distance between the per-window counts' empirical distribution and the Poisson distribution of their mean.
     double count_ks = 1;
 };
@@ -55,30 +55,30 @@ Arrivals arrival_stats(const std::vector<uint64_t>& ts);
 
 /// What the trace says about the workload at one device. Times in ns (CLOCK_MONOTONIC), sizes in bytes.
 struct Profile {
-    std::string source;        ///< trace path
-    std::string format;        ///< "kvio.events/1" or "kvio.trace/1"
-    std::string dev, disk;     ///< "MAJ:MIN", name
+    std::string source;     ///< trace path
+    std::string format;     ///< "kvio.events/1" or "kvio.trace/1"
+    std::string dev, disk;  ///< "MAJ:MIN", name
     /// False for histogram input (kvio.trace/1): no command order, so no sequentiality, submitter threads,
     /// idle gaps or exact sizes (log2 bucket floors instead); the job says so.
     bool per_command = true;
     DirProfile read, write;
-    uint64_t other_cmds = 0;   ///< flush / discard / other
-    uint64_t flush_cmds = 0;   ///< of other_cmds: flushes (become fdatasync=)
-    uint64_t discard_cmds = 0; ///< of other_cmds: discards (secure erases included)
-    uint64_t secure_erase_cmds = 0; ///< of discard_cmds: secure erases (rwbs "DE")
-    Dist discard_sizes;            ///< discard size in bytes -> discards
-    uint64_t fua_writes = 0;       ///< writes with REQ_FUA (rwbs "WF"): O_SYNC/O_DSYNC writes on a device with FUA
-    uint64_t preflush_writes = 0;  ///< writes with REQ_PREFLUSH (rwbs "FW"): a cache flush folded into the write
+    uint64_t other_cmds = 0;         ///< flush / discard / other
+    uint64_t flush_cmds = 0;         ///< of other_cmds: flushes (become fdatasync=)
+    uint64_t discard_cmds = 0;       ///< of other_cmds: discards (secure erases included)
+    uint64_t secure_erase_cmds = 0;  ///< of discard_cmds: secure erases (rwbs "DE")
+    Dist discard_sizes;              ///< discard size in bytes -> discards
+    uint64_t fua_writes = 0;         ///< writes with REQ_FUA (rwbs "WF"): O_SYNC/O_DSYNC writes on a device with FUA
+    uint64_t preflush_writes = 0;    ///< writes with REQ_PREFLUSH (rwbs "FW"): a cache flush folded into the write
     /// Data-command arrivals (ts_issue to ts_issue): what the timing model is chosen from (docs/distill.md "Timing").
     Arrivals arrivals;
 
     // Concurrency at the device.
-    Dist qd_at_issue;          ///< in-flight commands at each issue (this one included), from the issue/complete sweep
-    Dist qd_time;              ///< in-flight count -> ns spent at that count while busy (>= 1), same sweep
-    Dist qd_field;             ///< the kernel's `qd` field, when the trace has it
+    Dist qd_at_issue;  ///< in-flight commands at each issue (this one included), from the issue/complete sweep
+    Dist qd_time;      ///< in-flight count -> ns spent at that count while busy (>= 1), same sweep
+    Dist qd_field;     ///< the kernel's `qd` field, when the trace has it
     uint32_t max_inflight = 0;
-    uint64_t span_ns = 0;      ///< first issue -> last completion
-    uint64_t busy_ns = 0;      ///< time with >= 1 command in flight
+    uint64_t span_ns = 0;  ///< first issue -> last completion
+    uint64_t busy_ns = 0;  ///< time with >= 1 command in flight
     uint64_t sum_d2c_ns = 0;
     std::vector<uint64_t> d2c_ns;  ///< every command's D2C, sorted ascending
 
@@ -90,8 +90,8 @@ struct Profile {
     uint32_t concurrent_tids = 0;  ///< max submitting threads with overlapping activity
 
     // Idle gaps at the device (gaps >= kThinkGapNs between busy periods).
-    std::vector<uint64_t> think_gaps_ns;   ///< sorted ascending
-    uint64_t think_idle_ns = 0;            ///< total of think_gaps_ns
+    std::vector<uint64_t> think_gaps_ns;  ///< sorted ascending
+    uint64_t think_idle_ns = 0;           ///< total of think_gaps_ns
     /// The same gaps in time order, each with the commands issued since the previous one (or the trace's start).
     struct IdleGap {
         uint64_t ns = 0;

@@ -40,22 +40,25 @@ constexpr uint64_t kMinDirCmds = 5;
 // Commands per window at least: a size of 2 % share (kvio gen's 4 KiB headers) drawn at random by fio's bssplit
 // varies by sqrt(0.02 · 0.98 / 100) = 1.4 points in a window of 100, well below a 0.05 TV bound; in windows of 50
 // the gen store-then-load replay reached 0.058 (measured).
-constexpr size_t kMinWindowCmds = 100;  // a direction with fewer commands in a window has no size distribution to speak of
+constexpr size_t kMinWindowCmds =
+    100;  // a direction with fewer commands in a window has no size distribution to speak of
 
 // Runs of one kind are one phase here: a replay's stonewalled sections of one mix (fio idles between jobs)
 // and the original's repeats are the same sequence of mixes.
 std::vector<Phase> collapse(const std::vector<Phase>& ph) {
     std::vector<Phase> out;
     for (const auto& p : ph)
-        if (!out.empty() && out.back().kind == p.kind) out.back().end = p.end;
-        else out.push_back(p);
+        if (!out.empty() && out.back().kind == p.kind)
+            out.back().end = p.end;
+        else
+            out.push_back(p);
     return out;
 }
 
 }  // namespace
 
-std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::vector<Phase>& po, const std::vector<DataCmd>& r,
-                                    std::vector<Phase> pr) {
+std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::vector<Phase>& po,
+                                    const std::vector<DataCmd>& r, std::vector<Phase> pr) {
     const size_t n = o.size(), m = r.size();
     if (!n || !m || pr.empty()) return pr;
     // Commands [b, e) of one side and the other side's commands at the same share of its run.
@@ -69,7 +72,8 @@ std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::ve
     // A replay boundary without a trace boundary near it stands only where the replay departs from the trace.
     for (size_t j = 0; j + 1 < pr.size();) {
         const size_t x = pr[j + 1].begin;
-        const bool traced = std::any_of(po.begin() + 1, po.end(), [&](const Phase& p) { return near(x, to_replay(p.begin)); });
+        const bool traced =
+            std::any_of(po.begin() + 1, po.end(), [&](const Phase& p) { return near(x, to_replay(p.begin)); });
         if (!traced && same_as_trace(pr[j].begin, pr[j].end, to_orig(pr[j].begin), to_orig(pr[j].end)) &&
             same_as_trace(pr[j + 1].begin, pr[j + 1].end, to_orig(pr[j + 1].begin), to_orig(pr[j + 1].end))) {
             pr[j].end = pr[j + 1].end;
@@ -86,7 +90,8 @@ std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::ve
         auto it = std::find_if(pr.begin(), pr.end(), [&](const Phase& p) { return p.begin < x && x < p.end; });
         if (it == pr.end()) continue;
         const size_t lo = std::max(it->begin, to_replay(po[k - 1].begin)), hi = std::min(it->end, to_replay(po[k].end));
-        if (!same_as_trace(lo, x, to_orig(lo), po[k].begin) || !same_as_trace(x, hi, po[k].begin, to_orig(hi))) continue;
+        if (!same_as_trace(lo, x, to_orig(lo), po[k].begin) || !same_as_trace(x, hi, po[k].begin, to_orig(hi)))
+            continue;
         Phase tail = *it;
         tail.begin = it->end = x;
         tail.idle_before_ns = 0;
@@ -95,7 +100,8 @@ std::vector<Phase> reconcile_phases(const std::vector<DataCmd>& o, const std::ve
     return pr;
 }
 
-TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<DataCmd>& r, size_t max_windows, const PhaseOptions& popt) {
+TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<DataCmd>& r, size_t max_windows,
+                             const PhaseOptions& popt) {
     TimeFidelity f;
     const size_t n = std::min(o.size(), r.size());
     f.windows = std::min(std::max<size_t>(1, max_windows), std::max<size_t>(1, n / kMinWindowCmds));
@@ -154,13 +160,14 @@ TimeFidelity score_over_time(const std::vector<DataCmd>& o, const std::vector<Da
 
 std::string summary_line(const Fidelity& w, const TimeFidelity& t) {
     char b[512];
-    std::snprintf(b, sizeof b,
-                  "worst of %s: read share error %.2f points, size TV %.4f, depth TV %.4f, sequential error %.2f points; "
-                  "phases %zu -> %zu %s, volume error <= %.2f %%; whole run: size TV read %.4f write %.4f, rwmixread error %.2f "
-                  "points, queue-depth TV %.4f, sequential error %.2f points",
-                  count_noun(t.windows, "window").c_str(), t.worst_read_err, t.worst_size_tv, t.worst_depth_tv, t.worst_seq_err, t.phases.orig, t.phases.replay,
-                  t.phases.in_order ? "in order" : "NOT matching", t.worst_volume_err, w.size_tv_read, w.size_tv_write, w.rwmix_err,
-                  w.qd_tv, w.seq_err);
+    std::snprintf(
+        b, sizeof b,
+        "worst of %s: read share error %.2f points, size TV %.4f, depth TV %.4f, sequential error %.2f points; "
+        "phases %zu -> %zu %s, volume error <= %.2f %%; whole run: size TV read %.4f write %.4f, rwmixread error %.2f "
+        "points, queue-depth TV %.4f, sequential error %.2f points",
+        count_noun(t.windows, "window").c_str(), t.worst_read_err, t.worst_size_tv, t.worst_depth_tv, t.worst_seq_err,
+        t.phases.orig, t.phases.replay, t.phases.in_order ? "in order" : "NOT matching", t.worst_volume_err,
+        w.size_tv_read, w.size_tv_write, w.rwmix_err, w.qd_tv, w.seq_err);
     return b;
 }
 
@@ -173,32 +180,40 @@ static nlohmann::json dir_depths(const std::vector<std::array<uint32_t, 2>>& v) 
 
 nlohmann::json to_json(const TimeFidelity& f) {
     auto side = [](const WindowStats& s) {
-        return nlohmann::json{{"read_pct", std::round(s.read_pct * 100) / 100}, {"seq_pct", std::round(s.seq_pct * 100) / 100},
-                              {"depth_median", s.depth_median}, {"cmds", s.cmds}, {"bytes", s.bytes}};
+        return nlohmann::json{{"read_pct", std::round(s.read_pct * 100) / 100},
+                              {"seq_pct", std::round(s.seq_pct * 100) / 100},
+                              {"depth_median", s.depth_median},
+                              {"cmds", s.cmds},
+                              {"bytes", s.bytes}};
     };
     nlohmann::json w = nlohmann::json::array();
     for (const auto& s : f.per_window)
-        w.push_back({{"orig", side(s.orig)}, {"replay", side(s.replay)}, {"read_err_points", s.read_err},
-                     {"size_tv", s.size_tv}, {"depth_tv", s.depth_tv}, {"seq_err_points", s.seq_err}});
+        w.push_back({{"orig", side(s.orig)},
+                     {"replay", side(s.replay)},
+                     {"read_err_points", s.read_err},
+                     {"size_tv", s.size_tv},
+                     {"depth_tv", s.depth_tv},
+                     {"seq_err_points", s.seq_err}});
     const auto& p = f.phases;
-    return {{"windows", f.windows},
-            {"by", "commands"},
-            {"worst",
-             {{"read_err_points", f.worst_read_err},
-              {"size_tv", f.worst_size_tv},
-              {"depth_tv", f.worst_depth_tv},
-              {"seq_err_points", f.worst_seq_err},
-              {"phase_volume_err_pct", f.worst_volume_err}}},
-            {"per_window", w},
-            {"phases",
-             {{"orig", p.orig},
-              {"replay", p.replay},
-              {"replay_detected", p.replay_detected},
-              {"in_order", p.in_order},
-              {"volume_err_pct", p.volume_err_pct},
-              {"depth_median", {{"orig", p.depth_orig}, {"replay", p.depth_replay}}},
-              {"dir_depth_median", {{"orig", dir_depths(p.dir_depth_orig)}, {"replay", dir_depths(p.dir_depth_replay)}}},
-              {"mix", {{"orig", p.mix_orig}, {"replay", p.mix_replay}}}}}};
+    return {
+        {"windows", f.windows},
+        {"by", "commands"},
+        {"worst",
+         {{"read_err_points", f.worst_read_err},
+          {"size_tv", f.worst_size_tv},
+          {"depth_tv", f.worst_depth_tv},
+          {"seq_err_points", f.worst_seq_err},
+          {"phase_volume_err_pct", f.worst_volume_err}}},
+        {"per_window", w},
+        {"phases",
+         {{"orig", p.orig},
+          {"replay", p.replay},
+          {"replay_detected", p.replay_detected},
+          {"in_order", p.in_order},
+          {"volume_err_pct", p.volume_err_pct},
+          {"depth_median", {{"orig", p.depth_orig}, {"replay", p.depth_replay}}},
+          {"dir_depth_median", {{"orig", dir_depths(p.dir_depth_orig)}, {"replay", dir_depths(p.dir_depth_replay)}}},
+          {"mix", {{"orig", p.mix_orig}, {"replay", p.mix_replay}}}}}};
 }
 
 }  // namespace kvio::distiller

@@ -22,11 +22,13 @@ const json* hist(const json& hs, const char* name) {
 void check_hist(const json& h, const JsonSource& src, const std::string& field) {
     if (!h.is_object() || !h.contains("buckets") || !h["buckets"].is_array())
         src.fail(field, "expected {\"buckets\":[[lo,hi,count],...]}");
-    if (h.contains("unit") && !h["unit"].is_string()) src.fail(field + ".unit", "expected a string, got " + h["unit"].dump());
+    if (h.contains("unit") && !h["unit"].is_string())
+        src.fail(field + ".unit", "expected a string, got " + h["unit"].dump());
     if (h.contains("sum") && !h["sum"].is_number_unsigned())
         src.fail(field + ".sum", "expected a non-negative integer, got " + h["sum"].dump());
     for (const auto& b : h["buckets"])
-        if (!b.is_array() || b.size() != 3 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() || !b[2].is_number_unsigned())
+        if (!b.is_array() || b.size() != 3 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
+            !b[2].is_number_unsigned())
             src.fail(field, "bucket " + b.dump() + " is not [lo,hi,count]");
 }
 
@@ -52,7 +54,8 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     }
     if (devsel.empty() && doc["devices"].size() > 1)
         throw Error(path + ": the trace has several devices: " + list + "; choose one with --dev");
-    if (!d) throw Error(path + ": no device " + devsel + " in the trace (it has: " + (list.empty() ? "none" : list) + ")");
+    if (!d)
+        throw Error(path + ": no device " + devsel + " in the trace (it has: " + (list.empty() ? "none" : list) + ")");
 
     Profile p;
     p.source = path;
@@ -98,7 +101,8 @@ Profile profile_trace_json(const std::string& path, const std::string& devsel) {
     std::sort(p.d2c_ns.begin(), p.d2c_ns.end());
     if (completions && double(completions) < 0.95 * double(p.cmds()))
         throw Error(path + ": device " + p.dev + " counts " + std::to_string(p.cmds()) + " commands but only " +
-                    std::to_string(completions) + " D2C completions: completions ≪ issues, the trace is incomplete; no job");
+                    std::to_string(completions) +
+                    " D2C completions: completions ≪ issues, the trace is incomplete; no job");
     p.busy_ns = p.span_ns;  // unknown; Little's law over the span
     p.records = p.cmds();
     // LBA range from lba_* histograms (linear, width = bucket bytes): first and last non-empty bucket.

@@ -52,11 +52,13 @@ FioSection trim_section(const EventTrace& t, const TrimRun& run, const JobOption
     spec.flushes_per_write = 0;
     FioSection s = derive_section(profile_events(discards_as_writes(t, run)), opt, spec, not_inferred);
     s.name = name;
-    s.comment = "discards " + std::to_string(run.begin) + "-" + std::to_string(run.end - 1) + " of the device's commands (" +
-                std::to_string(run.discards) + ", no read or write among them): a trim phase; its values are the discards' "
+    s.comment = "discards " + std::to_string(run.begin) + "-" + std::to_string(run.end - 1) +
+                " of the device's commands (" + std::to_string(run.discards) +
+                ", no read or write among them): a trim phase; its values are the discards' "
                 "own, measured as one direction (the derivation below calls them writes)";
     if (run.secure_erases)
-        s.comment += "; " + std::to_string(run.secure_erases) + " of them secure erases (rwbs DE), which fio issues as plain trims";
+        s.comment += "; " + std::to_string(run.secure_erases) +
+                     " of them secure erases (rwbs DE), which fio issues as plain trims";
     return s;
 }
 

@@ -32,7 +32,8 @@ void forward_signal(int sig) {
 /// ends fio and flushes) instead of ending us with fio still running. Returns the wait status.
 int run_forwarding_signals(const std::vector<std::string>& argv, const std::string& log) {
     g_verify_signal = 0;
-    struct sigaction sa {}, old_int {}, old_term {}, old_hup {};
+    struct sigaction sa {
+    }, old_int{}, old_term{}, old_hup{};
     sa.sa_handler = forward_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
@@ -54,8 +55,7 @@ int run_forwarding_signals(const std::vector<std::string>& argv, const std::stri
     int st = 0;
     if (pid > 0) {
         g_verify_child = pid;
-        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
         g_verify_child = 0;
     }
     int err = errno;
@@ -74,7 +74,8 @@ namespace {
 // the rule gen and replay follow).
 BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
     if (!is_block_device(t.target))
-        throw Error("distill --verify: target " + t.target + " is not a block device (the replay is traced at the device)");
+        throw Error("distill --verify: target " + t.target +
+                    " is not a block device (the replay is traced at the device)");
     BlockDevInfo info = block_dev_info_for_path(t.target);
     std::string disk_dev = dev_string(info.whole_disk);
     if (disk_dev == t.orig->dev)
@@ -82,12 +83,14 @@ BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
                     "); use another device so the replay does not overwrite what was traced");
     const uint64_t have = block_dev_info(info.dev).size_bytes;
     if (t.needs_bytes && have < t.needs_bytes)
-        throw Error("distill --verify: target " + t.target + " has " + std::to_string(have) + " bytes but the job needs " +
-                    std::to_string(t.needs_bytes) + " (offset + size); fio would quietly shrink the region and the "
+        throw Error("distill --verify: target " + t.target + " has " + std::to_string(have) +
+                    " bytes but the job needs " + std::to_string(t.needs_bytes) +
+                    " (offset + size); fio would quietly shrink the region and the "
                     "fidelity would describe another workload: give a larger device");
     std::string mp = mount_point_of(info.dev);
     if (!mp.empty())
-        throw Error("distill --verify: target " + t.target + " is mounted on " + mp + "; refusing to run a raw job on it");
+        throw Error("distill --verify: target " + t.target + " is mounted on " + mp +
+                    "; refusing to run a raw job on it");
     if (t.orig->write.cmds || t.orig->discard_cmds) {  // the job writes or discards there
         try {
             workload::check_device_safe(workload::inspect_target(t.target), force);
@@ -109,12 +112,13 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
         infos.push_back(checked_target(t, opt.force));
         for (const auto& o : targets)
             if (&o != &t && o.orig->dev == dev_string(infos.back().whole_disk))
-                throw Error("distill --verify: target " + t.target + " is the device of the original trace (" + o.orig->dev +
-                            "); use another device so the replay does not overwrite what was traced");
+                throw Error("distill --verify: target " + t.target + " is the device of the original trace (" +
+                            o.orig->dev + "); use another device so the replay does not overwrite what was traced");
         for (size_t k = 0; k + 1 < infos.size(); ++k)
             if (infos[k].whole_disk == infos.back().whole_disk)
-                throw Error("distill --verify: targets " + targets[k].target + " and " + t.target +
-                            " are on one disk: each device of the trace needs its own, or their replays cannot be told apart");
+                throw Error(
+                    "distill --verify: targets " + targets[k].target + " and " + t.target +
+                    " are on one disk: each device of the trace needs its own, or their replays cannot be told apart");
     }
     // /proc/self/exe must be resolved here: inside the shell below it would name the shell.
     std::string exe = opt.kvio_exe;
@@ -126,14 +130,16 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
     }
     std::vector<std::string> argv = {exe, "trace", "--events", opt.events_out};
     for (const auto& info : infos) argv.insert(argv.end(), {"-d", info.whole_disk_name});
-    argv.insert(argv.end(), {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
+    argv.insert(argv.end(),
+                {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
     if (g_verify_signal)
-        throw Stopped(g_verify_signal, "distill --verify: stopped by signal " + std::to_string(g_verify_signal) + " (the traced fio run was ended; see " +
-                    opt.events_out + ".log)");
+        throw Stopped(g_verify_signal, "distill --verify: stopped by signal " + std::to_string(g_verify_signal) +
+                                           " (the traced fio run was ended; see " + opt.events_out + ".log)");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         throw Error("distill --verify: the traced fio run failed (exit status " +
-                    std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out + ".log");
+                    std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out +
+                    ".log");
     std::vector<Replay> out;
     for (const auto& info : infos) {
         EventFilter f;

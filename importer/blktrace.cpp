@@ -49,7 +49,8 @@ std::vector<BlkRecord> parse_blktrace(std::string_view b, const std::string& pat
     while (pos < b.size()) {
         ++n;
         auto fail = [&](const char* field, const std::string& what) {
-            throw Error(path + ": record " + std::to_string(n) + " at byte " + std::to_string(pos) + ": field '" + field + "': " + what);
+            throw Error(path + ": record " + std::to_string(n) + " at byte " + std::to_string(pos) + ": field '" +
+                        field + "': " + what);
         };
         if (b.size() - pos < kRecordBytes) {
             ++truncated;
@@ -57,16 +58,19 @@ std::vector<BlkRecord> parse_blktrace(std::string_view b, const std::string& pat
         }
         const char* p = b.data() + pos;
         uint32_t magic = get32(p, false);
-        if (n == 1 && (magic & 0xffffff00u) != BLK_IO_TRACE_MAGIC && (__builtin_bswap32(magic) & 0xffffff00u) == BLK_IO_TRACE_MAGIC)
+        if (n == 1 && (magic & 0xffffff00u) != BLK_IO_TRACE_MAGIC &&
+            (__builtin_bswap32(magic) & 0xffffff00u) == BLK_IO_TRACE_MAGIC)
             swap = true;
         magic = get32(p, swap);
         if ((magic & 0xffffff00u) != BLK_IO_TRACE_MAGIC) {
             char hex[16];
             std::snprintf(hex, sizeof hex, "0x%08x", magic);
-            fail("magic", std::string("expected 0x656174NN (blk_io_trace), got ") + hex + (n == 1 ? " (not a blktrace file?)" : ""));
+            fail("magic", std::string("expected 0x656174NN (blk_io_trace), got ") + hex +
+                              (n == 1 ? " (not a blktrace file?)" : ""));
         }
         if ((magic & 0xff) != BLK_IO_TRACE_VERSION)
-            fail("version", std::to_string(magic & 0xff) + ", this reader reads version " + std::to_string(BLK_IO_TRACE_VERSION));
+            fail("version",
+                 std::to_string(magic & 0xff) + ", this reader reads version " + std::to_string(BLK_IO_TRACE_VERSION));
         BlkRecord r;
         r.sequence = get32(p + 4, swap);
         r.time = get64(p + 8, swap);
@@ -101,8 +105,8 @@ std::vector<std::string> blktrace_files(const std::string& arg) {
             if (at == std::string::npos || at == 0 || f.size() == at + 10) continue;
             if (f.find_first_not_of("0123456789", at + 10) != std::string::npos) continue;
             if (!name.empty() && f.compare(0, at, name) != 0)
-                throw Error(arg + ": holds the blktrace files of " + name + " and " + f.substr(0, at) + ": give a prefix (" + arg +
-                            "/NAME)");
+                throw Error(arg + ": holds the blktrace files of " + name + " and " + f.substr(0, at) +
+                            ": give a prefix (" + arg + "/NAME)");
             name = f.substr(0, at);
             files.push_back(e.path().string());
         }
@@ -114,7 +118,8 @@ std::vector<std::string> blktrace_files(const std::string& arg) {
             const std::string f = arg + ".blktrace." + std::to_string(cpu);
             if (fs::exists(f, ec)) files.push_back(f);
         }
-        if (files.empty()) throw Error(arg + ": neither a file, a directory nor the prefix of " + arg + ".blktrace.<cpu> files");
+        if (files.empty())
+            throw Error(arg + ": neither a file, a directory nor the prefix of " + arg + ".blktrace.<cpu> files");
     }
     std::sort(files.begin(), files.end());
     return files;
@@ -162,7 +167,7 @@ std::string rwbs_of(uint32_t cat, uint32_t bytes, const char** op) {
 struct Pending {
     uint64_t ts_issue = 0, ts_insert = 0;
     bool has_insert = false;
-    uint64_t sector = 0;      ///< start sector at issue
+    uint64_t sector = 0;  ///< start sector at issue
     uint32_t bytes = 0, remaining = 0;
     uint32_t cat = 0, tid = 0, qd = 0, device = 0;
 };
@@ -189,18 +194,19 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
     std::map<Key, uint32_t> getrq_tid, queue_tid;
     std::map<Key, uint64_t> insert_ts;
     std::map<Key, std::deque<Pending>> inflight;
-    std::unordered_map<uint32_t, uint32_t> depth;    // device -> requests in flight
+    std::unordered_map<uint32_t, uint32_t> depth;  // device -> requests in flight
 
     auto emit = [&](const Pending& p, uint64_t ts_complete, bool lost, uint16_t error) {
         const char* op = "other";
         std::string rwbs = rwbs_of(p.cat, p.bytes, &op);
-        nlohmann::json j = {{"type", "cmd"},          {"src", "block"},        {"dev", dev_string(decode_kernel_dev(p.device))},
-                            {"disk", disk},           {"op", op},              {"rwbs", rwbs},
-                            {"sector", p.sector},     {"bytes", p.bytes},      {"ts_issue", p.ts_issue},
-                            {"qd", p.qd},             {"pid", 0},              {"tid", p.tid}};
+        nlohmann::json j = {{"type", "cmd"},      {"src", "block"},   {"dev", dev_string(decode_kernel_dev(p.device))},
+                            {"disk", disk},       {"op", op},         {"rwbs", rwbs},
+                            {"sector", p.sector}, {"bytes", p.bytes}, {"ts_issue", p.ts_issue},
+                            {"qd", p.qd},         {"pid", 0},         {"tid", p.tid}};
         auto c = comm.find(p.tid);
         j["comm"] = c == comm.end() ? "" : c->second;
-        if (lost) j["complete_lost"] = true;
+        if (lost)
+            j["complete_lost"] = true;
         else {
             j["ts_complete"] = ts_complete;
             j["d2c_ns"] = ts_complete - p.ts_issue;
@@ -219,16 +225,23 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
         if (cat & BLK_TC_NOTIFY) {
             if (act == __BLK_TN_PROCESS) {
                 std::string_view name = r.pdu;
-                if (r.action & __BLK_TN_CGROUP) name.remove_prefix(std::min<size_t>(8, name.size()));  // cgroup id first
+                if (r.action & __BLK_TN_CGROUP)
+                    name.remove_prefix(std::min<size_t>(8, name.size()));  // cgroup id first
                 comm[r.pid] = std::string(name.substr(0, std::min(name.find('\0'), name.size())));
             }
             continue;
         }
         const Key k{r.device, r.sector};
         switch (act) {
-            case __BLK_TA_QUEUE: queue_tid[k] = r.pid; break;
-            case __BLK_TA_GETRQ: getrq_tid[k] = r.pid; break;
-            case __BLK_TA_INSERT: insert_ts[k] = r.time; break;
+            case __BLK_TA_QUEUE:
+                queue_tid[k] = r.pid;
+                break;
+            case __BLK_TA_GETRQ:
+                getrq_tid[k] = r.pid;
+                break;
+            case __BLK_TA_INSERT:
+                insert_ts[k] = r.time;
+                break;
             case __BLK_TA_ISSUE: {
                 Pending p;
                 p.ts_issue = r.time;
@@ -241,9 +254,12 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
                     p.ts_insert = it->second;
                     insert_ts.erase(it);
                 }
-                if (auto g = getrq_tid.find(k); g != getrq_tid.end()) p.tid = g->second, getrq_tid.erase(g);
-                else if (auto q = queue_tid.find(k); q != queue_tid.end()) p.tid = q->second;
-                else p.tid = r.pid;
+                if (auto g = getrq_tid.find(k); g != getrq_tid.end())
+                    p.tid = g->second, getrq_tid.erase(g);
+                else if (auto q = queue_tid.find(k); q != queue_tid.end())
+                    p.tid = q->second;
+                else
+                    p.tid = r.pid;
                 queue_tid.erase(k);
                 p.qd = ++depth[r.device];
                 inflight[k].push_back(p);
@@ -276,7 +292,8 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
                 emit(p, r.time, false, r.error);
                 break;
             }
-            default: break;
+            default:
+                break;
         }
     }
     std::vector<Pending> left;
@@ -287,12 +304,9 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
         emit(p, 0, true, 0);
         ++s.lost_completes;
     }
-    nlohmann::json sum = {{"type", "summary"},
-                          {"events", s.cmds},
-                          {"dropped", 0},
-                          {"unmatched_completes", s.unmatched_completes},
-                          {"negative_deltas", 0},
-                          {"lost_completes", s.lost_completes},
+    nlohmann::json sum = {{"type", "summary"},    {"events", s.cmds},
+                          {"dropped", 0},         {"unmatched_completes", s.unmatched_completes},
+                          {"negative_deltas", 0}, {"lost_completes", s.lost_completes},
                           {"source", "blktrace"}};
     out << sum.dump() << '\n';
     return s;

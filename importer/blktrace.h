@@ -14,15 +14,15 @@ namespace kvio::importer {
 /// One blk_io_trace record as read (payload kept for notify records only).
 struct BlkRecord {
     uint32_t sequence = 0;
-    uint64_t time = 0;       ///< ns, the kernel's ktime_get() (CLOCK_MONOTONIC) at the event
-    uint64_t sector = 0;     ///< 512-byte units
+    uint64_t time = 0;    ///< ns, the kernel's ktime_get() (CLOCK_MONOTONIC) at the event
+    uint64_t sector = 0;  ///< 512-byte units
     uint32_t bytes = 0;
-    uint32_t action = 0;     ///< low 16 bits the action (__BLK_TA_*), high 16 the category mask (BLK_TC_*)
-    uint32_t pid = 0;        ///< the task's pid (a thread id)
-    uint32_t device = 0;     ///< kernel dev_t (MAJOR << 20 | MINOR)
+    uint32_t action = 0;  ///< low 16 bits the action (__BLK_TA_*), high 16 the category mask (BLK_TC_*)
+    uint32_t pid = 0;     ///< the task's pid (a thread id)
+    uint32_t device = 0;  ///< kernel dev_t (MAJOR << 20 | MINOR)
     uint32_t cpu = 0;
     uint16_t error = 0;
-    std::string pdu;         ///< notify payload (a process name, a message)
+    std::string pdu;  ///< notify payload (a process name, a message)
 };
 
 /// Parses one per-CPU file's bytes. A byte-swapped file (written on the other endianness) is read swapped.
@@ -37,12 +37,12 @@ std::vector<std::string> blktrace_files(const std::string& dir_or_prefix);
 
 struct BlktraceImport {
     std::vector<std::string> files;
-    uint64_t records = 0;            ///< blk_io_trace records read
-    uint64_t cmds = 0;               ///< cmd records written (completed, plus complete_lost)
-    uint64_t lost_completes = 0;     ///< issued, never completed in the capture: written with complete_lost
-    uint64_t unmatched_completes = 0;///< completions whose issue the capture does not hold (in flight at its start)
-    uint64_t truncated = 0;          ///< records cut off at a file end
-    uint64_t requeued = 0;           ///< issues taken back by a requeue (the command is written once, at its last issue)
+    uint64_t records = 0;              ///< blk_io_trace records read
+    uint64_t cmds = 0;                 ///< cmd records written (completed, plus complete_lost)
+    uint64_t lost_completes = 0;       ///< issued, never completed in the capture: written with complete_lost
+    uint64_t unmatched_completes = 0;  ///< completions whose issue the capture does not hold (in flight at its start)
+    uint64_t truncated = 0;            ///< records cut off at a file end
+    uint64_t requeued = 0;  ///< issues taken back by a requeue (the command is written once, at its last issue)
 };
 
 /// Reads every file of `dir_or_prefix`, merges the CPUs by time and writes kvio.events/1 to `out`: per request

@@ -69,7 +69,8 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         const int header = line == "fio version 2 iolog" ? 2 : line == "fio version 3 iolog" ? 3 : 0;
         if (no == 1) {
             if (!header)
-                throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " + quoted_excerpt(line));
+                throw Error(path + ":1: expected \"fio version 2 iolog\" or \"fio version 3 iolog\", got " +
+                            quoted_excerpt(line));
             log.version = header;
             continue;
         }
@@ -77,7 +78,8 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
             // Another fio run appended to the log (fio opens write_iolog for appending): a segment whose clock
             // restarts at 0 and whose files are added and opened anew. It starts where the previous one ended.
             if (header != log.version)
-                l.fail("header", "a version " + std::to_string(header) + " segment in a version " + std::to_string(log.version) +
+                l.fail("header", "a version " + std::to_string(header) + " segment in a version " +
+                                     std::to_string(log.version) +
                                      " log: every appended fio run must write the same iolog version");
             seg_base_us += log.version == 3 ? seg_end_us : waited_us;
             seg_end_us = waited_us = 0;
@@ -93,7 +95,8 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
             seg_end_us = std::max(seg_end_us, ts_us);
             w.erase(w.begin());
         }
-        if (ts_us > UINT64_MAX / 1000 - seg_base_us) l.fail("timestamp", "with the earlier segments it does not fit in 64-bit ns");
+        if (ts_us > UINT64_MAX / 1000 - seg_base_us)
+            l.fail("timestamp", "with the earlier segments it does not fit in 64-bit ns");
         ts_us += seg_base_us;
         if (w.size() < 2) l.fail(w.empty() ? "filename" : "action", "expected FILE ACTION [OFFSET LENGTH]");
         const std::string file(w[0]);
@@ -110,20 +113,26 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
             }
             continue;
         }
-        if (it == index.end() || state[it->second] == 0) l.fail("filename", quoted_excerpt(file) + " is used before its 'add' line");
+        if (it == index.end() || state[it->second] == 0)
+            l.fail("filename", quoted_excerpt(file) + " is used before its 'add' line");
         uint8_t& st = state[it->second];
         if (act == "open" || act == "close") {
             if (w.size() != 2) l.fail("action", "'" + std::string(act) + "' takes no offset or length");
-            if (act == "open") st = 2;
-            else if (st != 2) l.fail("action", "'close' of " + quoted_excerpt(file) + ", which is not open");
-            else st = 1;
+            if (act == "open")
+                st = 2;
+            else if (st != 2)
+                l.fail("action", "'close' of " + quoted_excerpt(file) + ", which is not open");
+            else
+                st = 1;
             continue;
         }
-        if (w.size() != 4) l.fail(w.size() < 4 ? "offset" : "action", "expected FILE " + std::string(act) + " OFFSET LENGTH");
+        if (w.size() != 4)
+            l.fail(w.size() < 4 ? "offset" : "action", "expected FILE " + std::string(act) + " OFFSET LENGTH");
         const uint64_t off = number(w[2], "offset", l), len = number(w[3], "length", l);
         if (act == "wait") {
             if (log.version == 3) l.fail("action", "'wait' is not allowed in version 3 (timestamps replace it)");
-            if (off > UINT64_MAX / 1000 - seg_base_us - waited_us) l.fail("offset", "the waits add up to more than 64-bit ns");
+            if (off > UINT64_MAX / 1000 - seg_base_us - waited_us)
+                l.fail("offset", "the waits add up to more than 64-bit ns");
             waited_us += off;
             continue;
         }
@@ -131,15 +140,22 @@ Iolog parse_fio_iolog(std::string_view text, const std::string& path) {
         io.line = no;
         io.file = it->second;
         io.ts_us = ts_us;
-        if (act == "read") io.kind = IologIo::Kind::Read;
-        else if (act == "write") io.kind = IologIo::Kind::Write;
-        else if (act == "trim") io.kind = IologIo::Kind::Trim;
-        else if (act == "sync" || act == "datasync") io.kind = IologIo::Kind::Sync;
-        else l.fail("action", "expected add, open, close, read, write, trim, sync, datasync or wait, got " + quoted_excerpt(act));
+        if (act == "read")
+            io.kind = IologIo::Kind::Read;
+        else if (act == "write")
+            io.kind = IologIo::Kind::Write;
+        else if (act == "trim")
+            io.kind = IologIo::Kind::Trim;
+        else if (act == "sync" || act == "datasync")
+            io.kind = IologIo::Kind::Sync;
+        else
+            l.fail("action",
+                   "expected add, open, close, read, write, trim, sync, datasync or wait, got " + quoted_excerpt(act));
         if (st != 2) l.fail("filename", quoted_excerpt(file) + " is not open");
         if (io.kind != IologIo::Kind::Sync) {
             if (len == 0) l.fail("length", "0: a read, write or trim moves at least one byte");
-            if (len > (uint64_t(1) << 32)) l.fail("length", std::to_string(len) + " is above 4 GiB (one request at most)");
+            if (len > (uint64_t(1) << 32))
+                l.fail("length", std::to_string(len) + " is above 4 GiB (one request at most)");
             if (off > UINT64_MAX - len) l.fail("offset", std::to_string(off) + " + length does not fit in 64 bits");
         }
         io.offset = off;
@@ -173,10 +189,13 @@ IologImport import_fio_iolog(const std::string& path, const IologImportOptions& 
             } else {
                 throw Error("--dev " + o.dev + ": no such block device here (give MAJ:MIN)");
             }
-            if (log.files.size() > 1) throw Error(path + ": --dev applies to a log of one file, this one has " + std::to_string(log.files.size()));
+            if (log.files.size() > 1)
+                throw Error(path + ": --dev applies to a log of one file, this one has " +
+                            std::to_string(log.files.size()));
         } else {
             if (!is_block_device(f))
-                throw Error(path + ": file " + f + " is not a block device here: its offsets are not disk offsets; give --dev MAJ:MIN "
+                throw Error(path + ": file " + f +
+                            " is not a block device here: its offsets are not disk offsets; give --dev MAJ:MIN "
                             "to take them as the offsets on that disk");
             auto info = block_dev_info_for_path(f);
             d.majmin = dev_string(info.whole_disk);
@@ -185,7 +204,8 @@ IologImport import_fio_iolog(const std::string& path, const IologImportOptions& 
         }
         devs.push_back(d);
     }
-    std::stable_sort(log.ios.begin(), log.ios.end(), [](const IologIo& a, const IologIo& b) { return a.ts_us < b.ts_us; });
+    std::stable_sort(log.ios.begin(), log.ios.end(),
+                     [](const IologIo& a, const IologIo& b) { return a.ts_us < b.ts_us; });
     for (const auto& io : log.ios) {
         if (io.kind == IologIo::Kind::Sync) {
             ++s.syncs;
@@ -198,18 +218,30 @@ IologImport import_fio_iolog(const std::string& path, const IologImportOptions& 
                         "': not a multiple of 512 bytes (a device command moves whole sectors)");
         const bool w = io.kind == IologIo::Kind::Write, t = io.kind == IologIo::Kind::Trim;
         const uint64_t ts = io.ts_us * 1000;
-        nlohmann::json j = {{"type", "cmd"},         {"src", "block"},        {"dev", d.majmin},
-                            {"disk", d.disk},        {"op", t ? "discard" : w ? "write" : "read"},
-                            {"rwbs", t ? "D" : w ? "W" : "R"},
-                            {"sector", off / 512},   {"bytes", io.length},    {"ts_issue", ts},
-                            {"ts_complete", ts},     {"d2c_ns", 0},           {"pid", 0},
-                            {"tid", 0},              {"comm", "fio"}};
+        nlohmann::json j = {{"type", "cmd"},
+                            {"src", "block"},
+                            {"dev", d.majmin},
+                            {"disk", d.disk},
+                            {"op", t   ? "discard"
+                                   : w ? "write"
+                                       : "read"},
+                            {"rwbs", t   ? "D"
+                                     : w ? "W"
+                                         : "R"},
+                            {"sector", off / 512},
+                            {"bytes", io.length},
+                            {"ts_issue", ts},
+                            {"ts_complete", ts},
+                            {"d2c_ns", 0},
+                            {"pid", 0},
+                            {"tid", 0},
+                            {"comm", "fio"}};
         out << j.dump() << '\n';
         ++s.cmds;
     }
-    nlohmann::json sum = {{"type", "summary"}, {"events", s.cmds},       {"dropped", 0},        {"unmatched_completes", 0},
-                          {"negative_deltas", 0}, {"lost_completes", 0}, {"source", "fio-iolog"},
-                          {"segments", s.segments}};
+    nlohmann::json sum = {{"type", "summary"},        {"events", s.cmds},      {"dropped", 0},
+                          {"unmatched_completes", 0}, {"negative_deltas", 0},  {"lost_completes", 0},
+                          {"source", "fio-iolog"},    {"segments", s.segments}};
     out << sum.dump() << '\n';
     return s;
 }

@@ -12,10 +12,10 @@ namespace kvio::importer {
 /// One I/O line of an iolog.
 struct IologIo {
     uint64_t line = 0;
-    uint32_t file = 0;        ///< index into Iolog::files
+    uint32_t file = 0;  ///< index into Iolog::files
     enum class Kind : uint8_t { Read, Write, Trim, Sync } kind = Kind::Read;
-    uint64_t offset = 0;      ///< bytes
-    uint64_t length = 0;      ///< bytes
+    uint64_t offset = 0;  ///< bytes
+    uint64_t length = 0;  ///< bytes
     /// µs on the log's clock: v3 the line's timestamp, v2 the sum of the `wait`s before it, plus the segment's start
     uint64_t ts_us = 0;
 };
@@ -47,17 +47,17 @@ struct IologImportOptions {
 
 struct IologImport {
     int version = 0;
-    uint32_t segments = 1;       ///< fio runs in the log (Iolog::segments)
-    uint64_t cmds = 0;           ///< read/write/trim lines written as cmd records
-    uint64_t syncs = 0;          ///< sync/datasync lines: fsyncs, not device commands; not written
+    uint32_t segments = 1;  ///< fio runs in the log (Iolog::segments)
+    uint64_t cmds = 0;      ///< read/write/trim lines written as cmd records
+    uint64_t syncs = 0;     ///< sync/datasync lines: fsyncs, not device commands; not written
 };
 
 /// Reads `path` (plain or zstd) and writes kvio.events/1 to `out`: per read/write/trim line one `cmd` record with
 /// src "block", the file's dev and disk, op read|write|discard, rwbs R|W|D, sector = (partition start + offset) / 512,
 /// bytes = length, ts_issue = timestamp × 1000 (ns from the log's start, not CLOCK_MONOTONIC of any machine),
 /// ts_complete = ts_issue (an iolog records issues only: D2C 0), pid/tid 0, comm "fio"; in timestamp order; then a
-/// summary (with "segments"). Throws kvio::Error on malformed input, an offset that is not a multiple of 512, or a file that is no
-/// block device when `o.dev` is empty.
+/// summary (with "segments"). Throws kvio::Error on malformed input, an offset that is not a multiple of 512, or a file
+/// that is no block device when `o.dev` is empty.
 IologImport import_fio_iolog(const std::string& path, const IologImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

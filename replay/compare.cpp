@@ -42,8 +42,10 @@ StreamStats stream_stats(const DeviceStream& s) {
         }
         ++st.cmds;
         st.bytes += c.bytes;
-        if (c.op == kvio::Op::Write) ++st.writes, st.write_bytes += c.bytes;
-        else ++st.reads, st.read_bytes += c.bytes;
+        if (c.op == kvio::Op::Write)
+            ++st.writes, st.write_bytes += c.bytes;
+        else
+            ++st.reads, st.read_bytes += c.bytes;
         ++st.sizes[c.bytes];
         if (c.completion_seen()) d2c.push_back(c.d2c_ns());
         first = std::min(first, c.ts_issue);
@@ -57,7 +59,8 @@ StreamStats stream_stats(const DeviceStream& s) {
     return st;
 }
 
-Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b, const std::string& dev_b) {
+Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b,
+                           const std::string& dev_b) {
     DeviceStream sa = load_stream(a, dev_a, "--dev-a MAJ:MIN"), sb = load_stream(b, dev_b, "--dev-b MAJ:MIN");
     Comparison c;
     c.a = stream_stats(sa);
@@ -111,13 +114,13 @@ std::string pct_str(double a, double b) {
 
 void print_comparison(std::ostream& os, const Comparison& c) {
     char line[256];
-    std::snprintf(line, sizeof line, "A: %s (%s %s)\nB: %s (%s %s)\n", c.a.path.c_str(), c.a.disk.c_str(), c.a.dev.c_str(),
-                  c.b.path.c_str(), c.b.disk.c_str(), c.b.dev.c_str());
+    std::snprintf(line, sizeof line, "A: %s (%s %s)\nB: %s (%s %s)\n", c.a.path.c_str(), c.a.disk.c_str(),
+                  c.a.dev.c_str(), c.b.path.c_str(), c.b.disk.c_str(), c.b.dev.c_str());
     os << line;
     std::snprintf(line, sizeof line, "%-12s %16s %16s %10s\n", "metric", "A", "B", "B vs A");
     os << line;
     for (const auto& r : rows(c)) {
-        const char* fmt = r.unit[0] == 'm' ? "%-12s %13.3f ms %13.3f ms %10s\n"
+        const char* fmt = r.unit[0] == 'm'   ? "%-12s %13.3f ms %13.3f ms %10s\n"
                           : r.unit[0] == 'B' ? "%-12s %14.0f B %14.0f B %10s\n"
                                              : "%-12s %16.0f %16.0f %10s\n";
         std::snprintf(line, sizeof line, fmt, r.name, r.a, r.b, pct_str(r.a, r.b).c_str());
@@ -135,12 +138,14 @@ void print_comparison(std::ostream& os, const Comparison& c) {
     for (size_t i = 0; i < v.size() && i < 5; ++i) {
         double pa = c.a.cmds ? 100.0 * double(v[i].second.first) / double(c.a.cmds) : 0;
         double pb = c.b.cmds ? 100.0 * double(v[i].second.second) / double(c.b.cmds) : 0;
-        std::snprintf(line, sizeof line, "  %-10s %8llu (%6.2f%%) %8llu (%6.2f%%) %10s\n", human_bytes(v[i].first).c_str(),
-                      (unsigned long long)v[i].second.first, pa, (unsigned long long)v[i].second.second, pb,
+        std::snprintf(line, sizeof line, "  %-10s %8llu (%6.2f%%) %8llu (%6.2f%%) %10s\n",
+                      human_bytes(v[i].first).c_str(), (unsigned long long)v[i].second.first, pa,
+                      (unsigned long long)v[i].second.second, pb,
                       pct_str(double(v[i].second.first), double(v[i].second.second)).c_str());
         os << line;
     }
-    std::snprintf(line, sizeof line, "order: %llu/%llu commands equal at the same position (direction, sector, bytes)\n",
+    std::snprintf(line, sizeof line,
+                  "order: %llu/%llu commands equal at the same position (direction, sector, bytes)\n",
                   (unsigned long long)c.same_position, (unsigned long long)c.compared);
     os << line;
     if (c.a.non_data || c.b.non_data)
@@ -151,21 +156,34 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
     auto side = [](const StreamStats& s) {
         nlohmann::ordered_json sizes = nlohmann::ordered_json::array();
         for (auto [sz, n] : s.sizes) sizes.push_back({sz, n});
-        return nlohmann::ordered_json{{"path", s.path}, {"dev", s.dev}, {"disk", s.disk}, {"cmds", s.cmds},
-                                      {"reads", s.reads}, {"writes", s.writes}, {"bytes", s.bytes},
-                                      {"read_bytes", s.read_bytes}, {"write_bytes", s.write_bytes},
-                                      {"mean_bytes", s.mean_bytes}, {"duration_ns", s.duration_ns},
-                                      {"d2c_p50_ns", s.d2c_p50_ns}, {"d2c_p99_ns", s.d2c_p99_ns},
-                                      {"non_data", s.non_data}, {"sizes", sizes}};
+        return nlohmann::ordered_json{{"path", s.path},
+                                      {"dev", s.dev},
+                                      {"disk", s.disk},
+                                      {"cmds", s.cmds},
+                                      {"reads", s.reads},
+                                      {"writes", s.writes},
+                                      {"bytes", s.bytes},
+                                      {"read_bytes", s.read_bytes},
+                                      {"write_bytes", s.write_bytes},
+                                      {"mean_bytes", s.mean_bytes},
+                                      {"duration_ns", s.duration_ns},
+                                      {"d2c_p50_ns", s.d2c_p50_ns},
+                                      {"d2c_p99_ns", s.d2c_p99_ns},
+                                      {"non_data", s.non_data},
+                                      {"sizes", sizes}};
     };
     nlohmann::ordered_json diff;
-    const char* keys[] = {"cmds", "reads", "writes", "bytes", "read_bytes", "write_bytes", "mean_bytes", "duration_ns", "d2c_p50_ns", "d2c_p99_ns"};
+    const char* keys[] = {"cmds",        "reads",      "writes",      "bytes",      "read_bytes",
+                          "write_bytes", "mean_bytes", "duration_ns", "d2c_p50_ns", "d2c_p99_ns"};
     auto r = rows(c);
     for (size_t i = 0; i < r.size(); ++i) {
         double d = pct_diff(r[i].a, r[i].b);
         diff[keys[i]] = std::isinf(d) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d);
     }
-    return {{"schema", "kvio.compare/1"}, {"a", side(c.a)}, {"b", side(c.b)}, {"diff_pct", diff},
+    return {{"schema", "kvio.compare/1"},
+            {"a", side(c.a)},
+            {"b", side(c.b)},
+            {"diff_pct", diff},
             {"order", {{"same_position", c.same_position}, {"compared", c.compared}}}};
 }
 

@@ -17,11 +17,11 @@ struct StreamStats {
     std::string path, dev, disk;
     uint64_t cmds = 0, reads = 0, writes = 0;
     uint64_t bytes = 0, read_bytes = 0, write_bytes = 0;
-    double mean_bytes = 0;                 ///< bytes / cmds
-    std::map<uint64_t, uint64_t> sizes;    ///< command size (bytes) -> count
-    uint64_t duration_ns = 0;              ///< first ts_issue to last ts_complete
+    double mean_bytes = 0;                    ///< bytes / cmds
+    std::map<uint64_t, uint64_t> sizes;       ///< command size (bytes) -> count
+    uint64_t duration_ns = 0;                 ///< first ts_issue to last ts_complete
     uint64_t d2c_p50_ns = 0, d2c_p99_ns = 0;  ///< nearest-rank percentiles of ts_complete - ts_issue
-    uint64_t non_data = 0;                 ///< flush/discard/other/zero-byte commands, not counted above
+    uint64_t non_data = 0;                    ///< flush/discard/other/zero-byte commands, not counted above
 };
 
 /// Computes the metrics of `s`.
@@ -36,7 +36,8 @@ struct Comparison {
 
 /// Loads device `dev_a` of `a` and `dev_b` of `b` (empty: the file's only device) and compares them.
 /// Throws kvio::Error on unreadable or malformed input.
-Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b, const std::string& dev_b);
+Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b,
+                           const std::string& dev_b);
 
 /// (b - a) / a × 100; 0 when both are 0, +inf shown as "n/a" by the printer when only a is 0.
 double pct_diff(double a, double b);

@@ -35,8 +35,7 @@ struct Item {
 /// Sleeps until `mono_ns` or, when `stop` is set, until a stop signal interrupted the sleep.
 void sleep_until(uint64_t mono_ns, const volatile sig_atomic_t* stop) {
     timespec ts{time_t(mono_ns / 1000000000ull), long(mono_ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !(stop && *stop)) {
-    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !(stop && *stop)) {}
 }
 
 /// Page-aligned I/O buffers (O_DIRECT), filled with a constant non-zero byte so written ranges read back
@@ -138,7 +137,8 @@ EventsSummary replay_events(const EventsOptions& o) {
         targets.push_back(t);
     }
     for (size_t i = 0; i < targets.size(); ++i)
-        if (targets[i].kind == workload::TargetKind::RegularFile && s.devices[i].target_bytes > targets[i].capacity_bytes) {
+        if (targets[i].kind == workload::TargetKind::RegularFile &&
+            s.devices[i].target_bytes > targets[i].capacity_bytes) {
             workload::preallocate(targets[i].path, s.devices[i].target_bytes);
             s.devices[i].grown_to = s.devices[i].target_bytes;
         }
@@ -156,7 +156,8 @@ EventsSummary replay_events(const EventsOptions& o) {
     }
     Dependencies dep = dependencies(tsi, tsc);
     s.captured_overlap = dep.max_inflight;
-    s.depth = o.engine == "posix" ? 1 : std::max<uint32_t>(1, std::min(dep.max_inflight, std::max<uint32_t>(o.max_qd, 1)));
+    s.depth =
+        o.engine == "posix" ? 1 : std::max<uint32_t>(1, std::min(dep.max_inflight, std::max<uint32_t>(o.max_qd, 1)));
     s.source_span_ns = tsi.back() - tsi.front();
     if (max_len > (1u << 30)) throw Error("a captured command is larger than 1 GiB");
 
@@ -228,9 +229,10 @@ EventsSummary replay_events(const EventsOptions& o) {
             if (c.res < 0 || uint64_t(c.res) != it.len) {
                 ++s.errors;
                 if (s.first_error.empty())
-                    s.first_error = std::string(it.write ? "write" : "read") + " of " + std::to_string(it.len) + " bytes at " +
-                                    std::to_string(it.offset) + " on " + targets[it.dev].path + ": " +
-                                    (c.res < 0 ? std::strerror(int(-c.res)) : "short transfer of " + std::to_string(c.res) + " bytes");
+                    s.first_error = std::string(it.write ? "write" : "read") + " of " + std::to_string(it.len) +
+                                    " bytes at " + std::to_string(it.offset) + " on " + targets[it.dev].path + ": " +
+                                    (c.res < 0 ? std::strerror(int(-c.res))
+                                               : "short transfer of " + std::to_string(c.res) + " bytes");
             } else if (it.write) {
                 ++s.writes, s.write_bytes += it.len;
             } else {
@@ -257,33 +259,38 @@ void print_events_summary(std::ostream& os, const EventsOptions& o, const Events
     char line[512];
     for (const auto& d : s.devices) {
         std::snprintf(line, sizeof line, "kvio replay: %s %s (%s rows) -> %s (%llu bytes%s)\n", d.source_disk.c_str(),
-                      d.source_dev.c_str(), d.nvme_rows ? "nvme" : "block", d.target.c_str(), (unsigned long long)d.target_bytes,
-                      d.grown_to ? ", file grown to fit" : "");
+                      d.source_dev.c_str(), d.nvme_rows ? "nvme" : "block", d.target.c_str(),
+                      (unsigned long long)d.target_bytes, d.grown_to ? ", file grown to fit" : "");
         os << line;
         if (d.wrapped)
-            os << "  offsets: " << d.wrapped << " commands wrapped modulo the target size (the target is smaller than the source)\n";
+            os << "  offsets: " << d.wrapped
+               << " commands wrapped modulo the target size (the target is smaller than the source)\n";
         else
             os << "  offsets: unchanged (sector × 512 from the target's start)\n";
         if (o.force) os << "  --force: bytes where writes land were not checked\n";
     }
-    std::snprintf(line, sizeof line,
-                  "  replayed %llu commands: %llu reads (%llu bytes), %llu writes (%llu bytes)%s\n",
+    std::snprintf(line, sizeof line, "  replayed %llu commands: %llu reads (%llu bytes), %llu writes (%llu bytes)%s\n",
                   (unsigned long long)s.replayed, (unsigned long long)s.reads, (unsigned long long)s.read_bytes,
                   (unsigned long long)s.writes, (unsigned long long)s.write_bytes,
                   s.errors ? (", " + std::to_string(s.errors) + " FAILED").c_str() : "");
     os << line;
     if (s.stopped_by)
-        os << "  stopped by signal " << s.stopped_by << ": " << s.replayed << " of " << s.to_replay << " commands replayed\n";
-    std::snprintf(line, sizeof line, "  skipped: %llu non-read/write, %llu unaligned to the target's logical block, %llu larger than the target",
-                  (unsigned long long)s.skipped_non_data, (unsigned long long)s.skipped_unaligned, (unsigned long long)s.skipped_too_large);
+        os << "  stopped by signal " << s.stopped_by << ": " << s.replayed << " of " << s.to_replay
+           << " commands replayed\n";
+    std::snprintf(
+        line, sizeof line,
+        "  skipped: %llu non-read/write, %llu unaligned to the target's logical block, %llu larger than the target",
+        (unsigned long long)s.skipped_non_data, (unsigned long long)s.skipped_unaligned,
+        (unsigned long long)s.skipped_too_large);
     os << line;
     if (s.other_src_rows) os << "; " << s.other_src_rows << " rows of the other src (same commands) ignored";
     os << "\n";
     // A stopped replay compares with the captured span of the commands it issued, not the whole capture's.
     std::string span;
     if (s.stopped_by) {
-        std::snprintf(line, sizeof line, "captured issue span of the %llu commands replayed %.3f ms (whole capture %.3f ms)",
-                      (unsigned long long)s.replayed, double(s.source_span_issued_ns) / 1e6, double(s.source_span_ns) / 1e6);
+        std::snprintf(
+            line, sizeof line, "captured issue span of the %llu commands replayed %.3f ms (whole capture %.3f ms)",
+            (unsigned long long)s.replayed, double(s.source_span_issued_ns) / 1e6, double(s.source_span_ns) / 1e6);
         span = line;
     } else {
         std::snprintf(line, sizeof line, "captured issue span %.3f ms", double(s.source_span_ns) / 1e6);

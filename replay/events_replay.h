@@ -14,14 +14,15 @@
 namespace kvio::replay {
 
 struct EventsOptions {
-    std::string events;                 ///< kvio.events/1 JSONL
-    std::string target;                 ///< target of the trace's only device (when `maps` is empty)
+    std::string events;  ///< kvio.events/1 JSONL
+    std::string target;  ///< target of the trace's only device (when `maps` is empty)
     /// Source device ("MAJ:MIN" or disk name) -> target path; when given, only these devices are replayed.
     std::vector<std::pair<std::string, std::string>> maps;
     Timing timing;
-    std::string engine = "io_uring";    ///< io_uring: captured overlap kept (schedule.h Dependencies); posix: one at a time
-    uint32_t max_qd = 64;               ///< cap on commands in flight (and on I/O buffers)
-    bool force = false;                 ///< overwrite non-zero bytes where writes land (never a mounted device)
+    std::string engine =
+        "io_uring";        ///< io_uring: captured overlap kept (schedule.h Dependencies); posix: one at a time
+    uint32_t max_qd = 64;  ///< cap on commands in flight (and on I/O buffers)
+    bool force = false;    ///< overwrite non-zero bytes where writes land (never a mounted device)
     /// When it becomes non-zero (a stop signal's number): no more commands are issued, those in flight complete, and
     /// the summary says how many of the commands were replayed (stopped_by). nullptr: never.
     const volatile sig_atomic_t* stop = nullptr;
@@ -31,33 +32,33 @@ struct EventsOptions {
 struct DeviceReplay {
     std::string source_dev, source_disk, target;
     bool nvme_rows = false;
-    uint64_t target_bytes = 0;          ///< capacity used for wrapping (a regular file is grown first)
-    uint64_t grown_to = 0;              ///< regular file: new size when it was grown, else 0
-    uint64_t wrapped = 0;               ///< commands whose offset was wrapped (target smaller than the source)
-    uint64_t checked_bytes = 0;         ///< bytes verified zero before writing (0 with --force)
+    uint64_t target_bytes = 0;   ///< capacity used for wrapping (a regular file is grown first)
+    uint64_t grown_to = 0;       ///< regular file: new size when it was grown, else 0
+    uint64_t wrapped = 0;        ///< commands whose offset was wrapped (target smaller than the source)
+    uint64_t checked_bytes = 0;  ///< bytes verified zero before writing (0 with --force)
 };
 
 struct EventsSummary {
     std::vector<DeviceReplay> devices;
-    uint64_t source_rows = 0;           ///< command rows of the replayed devices (one src)
-    uint64_t other_src_rows = 0;        ///< rows of the other src, describing the same commands (NVMe traces)
-    uint64_t skipped_non_data = 0;      ///< flush, discard, other, zero-byte
-    uint64_t skipped_unaligned = 0;     ///< offset or size not a multiple of the target's logical block size
-    uint64_t skipped_too_large = 0;     ///< larger than the whole target
+    uint64_t source_rows = 0;        ///< command rows of the replayed devices (one src)
+    uint64_t other_src_rows = 0;     ///< rows of the other src, describing the same commands (NVMe traces)
+    uint64_t skipped_non_data = 0;   ///< flush, discard, other, zero-byte
+    uint64_t skipped_unaligned = 0;  ///< offset or size not a multiple of the target's logical block size
+    uint64_t skipped_too_large = 0;  ///< larger than the whole target
     uint64_t replayed = 0, reads = 0, writes = 0, read_bytes = 0, write_bytes = 0;
     uint64_t errors = 0;
     std::string first_error;
-    uint32_t depth = 0;                 ///< commands in flight at most (min(captured overlap, max_qd); posix 1)
-    uint32_t captured_overlap = 0;      ///< captured in-flight maximum of the replayed commands
-    uint64_t source_span_ns = 0;        ///< first to last captured ts_issue
+    uint32_t depth = 0;             ///< commands in flight at most (min(captured overlap, max_qd); posix 1)
+    uint32_t captured_overlap = 0;  ///< captured in-flight maximum of the replayed commands
+    uint64_t source_span_ns = 0;    ///< first to last captured ts_issue
     /// First to last captured ts_issue of the commands issued (= source_span_ns unless stopped): the part of the
     /// capture the replay's span compares with.
     uint64_t source_span_issued_ns = 0;
-    uint64_t replay_span_ns = 0;        ///< first to last replay submission
-    uint64_t elapsed_ns = 0;            ///< whole replay, first submission to last completion
-    uint64_t late_ns_max = 0;           ///< worst lateness of a submission against its schedule
-    uint64_t to_replay = 0;             ///< commands the replay was to issue (replayed == to_replay unless stopped)
-    int stopped_by = 0;                 ///< the stop signal that ended the replay early, else 0
+    uint64_t replay_span_ns = 0;  ///< first to last replay submission
+    uint64_t elapsed_ns = 0;      ///< whole replay, first submission to last completion
+    uint64_t late_ns_max = 0;     ///< worst lateness of a submission against its schedule
+    uint64_t to_replay = 0;       ///< commands the replay was to issue (replayed == to_replay unless stopped)
+    int stopped_by = 0;           ///< the stop signal that ended the replay early, else 0
 };
 
 /// Runs the replay. Throws kvio::Error before any byte is written for refusals: missing target, mounted

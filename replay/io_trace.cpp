@@ -10,9 +10,12 @@ namespace kvio::replay {
 
 const char* trace_phase_name(TracePhase p) {
     switch (p) {
-        case TracePhase::Prefill: return "Prefill";
-        case TracePhase::Decode: return "Decode";
-        case TracePhase::Evict: return "Evict";
+        case TracePhase::Prefill:
+            return "Prefill";
+        case TracePhase::Decode:
+            return "Decode";
+        case TracePhase::Evict:
+            return "Evict";
     }
     return "?";
 }
@@ -30,7 +33,9 @@ struct LineError {
     [[noreturn]] void fail(const char* field, const std::string& what) const {
         throw Error(path + ":" + std::to_string(line) + ": field '" + field + "': " + what);
     }
-    [[noreturn]] void fail_line(const std::string& what) const { throw Error(path + ":" + std::to_string(line) + ": " + what); }
+    [[noreturn]] void fail_line(const std::string& what) const {
+        throw Error(path + ":" + std::to_string(line) + ": " + what);
+    }
 };
 
 /// Splits one line into six fields; quoted fields are unquoted into `store`.
@@ -60,12 +65,13 @@ void split_fields(std::string_view line, std::string_view (&f)[6], std::string (
         } else {
             size_t e = line.find(',', i);
             std::string_view v = line.substr(i, e == std::string_view::npos ? std::string_view::npos : e - i);
-            if (v.find('"') != std::string_view::npos) err.fail(kFields[n], "a quote inside an unquoted field: " + quoted_excerpt(v));
+            if (v.find('"') != std::string_view::npos)
+                err.fail(kFields[n], "a quote inside an unquoted field: " + quoted_excerpt(v));
             f[n++] = v;
             i += v.size();
         }
         if (i >= line.size()) break;
-        ++i;  // the comma
+        ++i;                     // the comma
         if (i == line.size()) {  // trailing comma: an empty last field
             if (n == 6) err.fail_line("more than 6 fields (expected " + std::string(kHeader) + ")");
             f[n++] = std::string_view();
@@ -78,14 +84,16 @@ void split_fields(std::string_view line, std::string_view (&f)[6], std::string (
 uint64_t parse_timestamp(std::string_view v, const LineError& err) {
     const char* F = "Timestamp";
     size_t dot = v.find('.');
-    std::string_view whole = v.substr(0, dot), frac = dot == std::string_view::npos ? std::string_view() : v.substr(dot + 1);
+    std::string_view whole = v.substr(0, dot),
+                     frac = dot == std::string_view::npos ? std::string_view() : v.substr(dot + 1);
     if (whole.empty()) err.fail(F, "expected epoch seconds like 1730000000.123456, got " + quoted_excerpt(v));
     if (dot != std::string_view::npos && (frac.empty() || frac.size() > 9))
         err.fail(F, "expected 1 to 9 decimals, got " + quoted_excerpt(v));
     uint64_t s = 0;
     for (char c : whole) {
         if (c < '0' || c > '9') err.fail(F, "expected epoch seconds like 1730000000.123456, got " + quoted_excerpt(v));
-        if (s > (UINT64_MAX / 1000000000ull - 10) / 10) err.fail(F, quoted_excerpt(v) + " is beyond any date (more than 2^64 ns)");
+        if (s > (UINT64_MAX / 1000000000ull - 10) / 10)
+            err.fail(F, quoted_excerpt(v) + " is beyond any date (more than 2^64 ns)");
         s = s * 10 + uint64_t(c - '0');
     }
     uint64_t ns = 0, scale = 100000000ull;
@@ -128,7 +136,8 @@ IoTrace parse_io_trace(std::string_view text, const std::string& path) {
         const LineError err{path, line_no};
         if (line_no == 1) {
             if (line.size() >= 3 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // a UTF-8 BOM
-            if (line != kHeader) err.fail_line("expected the header " + std::string(kHeader) + ", got " + quoted_excerpt(line));
+            if (line != kHeader)
+                err.fail_line("expected the header " + std::string(kHeader) + ", got " + quoted_excerpt(line));
             continue;
         }
         if (line.empty()) err.fail_line("blank line (every row has 6 fields: " + std::string(kHeader) + ")");
@@ -136,19 +145,29 @@ IoTrace parse_io_trace(std::string_view text, const std::string& path) {
         IoTraceRow r;
         r.line = line_no;
         r.ts_ns = parse_timestamp(f[0], err);
-        if (f[1] == "Write") r.write = true;
-        else if (f[1] != "Read") err.fail("Operation", "expected Write or Read, got " + quoted_excerpt(f[1]));
+        if (f[1] == "Write")
+            r.write = true;
+        else if (f[1] != "Read")
+            err.fail("Operation", "expected Write or Read, got " + quoted_excerpt(f[1]));
         r.bytes = parse_bytes(f[2], err);
-        if (f[3] == "Tier-0") r.tier = 0;
-        else if (f[3] == "Tier-1") r.tier = 1;
-        else if (f[3] == "Tier-2") r.tier = 2;
-        else err.fail("Tier", "expected Tier-0, Tier-1 or Tier-2, got " + quoted_excerpt(f[3]));
+        if (f[3] == "Tier-0")
+            r.tier = 0;
+        else if (f[3] == "Tier-1")
+            r.tier = 1;
+        else if (f[3] == "Tier-2")
+            r.tier = 2;
+        else
+            err.fail("Tier", "expected Tier-0, Tier-1 or Tier-2, got " + quoted_excerpt(f[3]));
         if (f[4].empty()) err.fail("Key", "empty");
         if (f[4].size() > kMaxKeyBytes) err.fail("Key", std::to_string(f[4].size()) + " bytes, at most 4096");
-        if (f[5] == "Prefill") r.phase = TracePhase::Prefill;
-        else if (f[5] == "Decode") r.phase = TracePhase::Decode;
-        else if (f[5] == "Evict") r.phase = TracePhase::Evict;
-        else err.fail("Phase", "expected Prefill, Decode or Evict, got " + quoted_excerpt(f[5]));
+        if (f[5] == "Prefill")
+            r.phase = TracePhase::Prefill;
+        else if (f[5] == "Decode")
+            r.phase = TracePhase::Decode;
+        else if (f[5] == "Evict")
+            r.phase = TracePhase::Evict;
+        else
+            err.fail("Phase", "expected Prefill, Decode or Evict, got " + quoted_excerpt(f[5]));
         auto [it, fresh] = key_index.try_emplace(std::string(f[4]), uint32_t(t.keys.size()));
         if (fresh) {
             if (t.keys.size() == UINT32_MAX) err.fail("Key", "more than 2^32 distinct keys");

@@ -19,7 +19,8 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Lateness of each started op against the schedule (workload::ExecOptions::not_before): the anchor is the least
 // start - offset (the first op's, which starts when the run can), so the delay before the first op is not lateness.
-void late_against_schedule(const std::vector<uint64_t>& due_ns, const std::vector<uint64_t>& started, IoTraceReplayResult& r) {
+void late_against_schedule(const std::vector<uint64_t>& due_ns, const std::vector<uint64_t>& started,
+                           IoTraceReplayResult& r) {
     uint64_t anchor = UINT64_MAX;
     for (size_t i = 0; i < started.size(); ++i)
         if (started[i]) anchor = std::min(anchor, started[i] - std::min(started[i], due_ns[i]));
@@ -46,7 +47,8 @@ uint8_t parse_tiers(const std::string& s) {
     return m;
 }
 
-IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::DeviceGeometry& d, const Timing& timing) {
+IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::DeviceGeometry& d,
+                          const Timing& timing) {
     IoTracePlan p;
     const bool slots = d.layout == workload::Layout::Slots;
     const uint64_t lba = d.lba_bytes ? d.lba_bytes : 512, align = std::max<uint64_t>(d.block_align, lba);
@@ -65,7 +67,8 @@ IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::D
     p.objects = largest.size();
     uint64_t off = slots ? d.data_base : 0;
     for (uint64_t id = 0; id < p.objects; ++id) {
-        const uint64_t bytes = slots ? round_up(d.header_bytes + round_up(largest[id], lba), align) : round_up(largest[id], lba);
+        const uint64_t bytes =
+            slots ? round_up(d.header_bytes + round_up(largest[id], lba), align) : round_up(largest[id], lba);
         p.largest_payload = std::max(p.largest_payload, largest[id]);
         if (slots) p.slots.push_back({off, bytes});
         auto end = checked_add(off, bytes);
@@ -91,8 +94,10 @@ IoTracePlan plan_io_trace(const IoTrace& trace, uint8_t tiers, const workload::D
         op.object_id = id;
         op.trace_id = uint32_t(p.ops.size() + 1);
         op.key = trace.keys[r.key];
-        if (r.write) stored[id] = r.bytes;
-        else if (r.bytes != stored[id]) ++p.reads_resized;
+        if (r.write)
+            stored[id] = r.bytes;
+        else if (r.bytes != stored[id])
+            ++p.reads_resized;
         op.payload_bytes = stored[id];
         op.io_bytes = round_up(op.payload_bytes, lba);
         if (slots) {
@@ -137,7 +142,8 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
     d.block_align = uint32_t(round_up(4096, t.lba_bytes));
     d.max_io_bytes = o.max_io_bytes ? o.max_io_bytes : workload::default_max_io(t, o.engine == "uring_cmd");
     d.max_io_bytes -= d.max_io_bytes % d.lba_bytes;
-    if (d.max_io_bytes == 0) throw Error("--max-io must be at least the target's LBA size " + std::to_string(d.lba_bytes));
+    if (d.max_io_bytes == 0)
+        throw Error("--max-io must be at least the target's LBA size " + std::to_string(d.lba_bytes));
     workload::compute_layout(d, d.lba_bytes);  // header_bytes, data_base
     if (d.header_bytes > d.max_io_bytes)
         throw Error("the slot header (" + std::to_string(d.header_bytes) + " bytes) exceeds the transfer cap " +
@@ -146,8 +152,8 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
     const IoTracePlan& p = r.plan;
     if (p.ops.empty())
         throw Error(o.io_trace + ": no operation to replay (" + std::to_string(trace.rows.size()) + " rows, " +
-                    std::to_string(p.rows_other_tiers) + " of other tiers than --tiers, " + std::to_string(p.reads_never_written) +
-                    " reads of keys never written)");
+                    std::to_string(p.rows_other_tiers) + " of other tiers than --tiers, " +
+                    std::to_string(p.reads_never_written) + " reads of keys never written)");
     workload::compute_layout(d, p.largest_payload);  // meta io_bytes / slot_bytes: the largest object's
     r.checked_bytes = prepare_object_target(t, layout, p.need_bytes, p.objects, p.slots, o.force,
                                             "the trace's " + std::to_string(p.objects) + " objects", r.notes);
@@ -179,7 +185,7 @@ IoTraceReplayResult replay_io_trace(const IoTraceReplayOptions& o) {
     };
     const bool timed = o.timing.mode != Timing::Mode::Afap;
     if (timed) ro.not_before = &p.due_ns;  // offsets from the first op's start
-    created.keep();  // from here on bytes are written
+    created.keep();                        // from here on bytes are written
     r.summary = workload::run_ops(p.ops, rec, t, ro);
     if (timed) late_against_schedule(p.due_ns, started, r);
     for (size_t ph = 0; ph < 3; ++ph)
@@ -203,23 +209,26 @@ void print_io_trace_replay(std::ostream& os, const IoTraceReplayOptions& o, cons
     for (int k = 0; k < 3; ++k)
         if (o.tiers >> k & 1) tiers += (tiers.empty() ? "" : ",") + std::to_string(k);
     char line[512];
-    std::snprintf(line, sizeof line, "kvio replay: %s on %s (%s, engine %s, layout %s, transfer cap %llu B, qd %u), tiers %s, timing %s\n",
+    std::snprintf(line, sizeof line,
+                  "kvio replay: %s on %s (%s, engine %s, layout %s, transfer cap %llu B, qd %u), tiers %s, timing %s\n",
                   o.io_trace.c_str(), o.target.c_str(), s.target.dev.whole_disk_name.c_str(), o.engine.c_str(),
-                  workload::layout_name(r.device.layout), (unsigned long long)r.device.max_io_bytes, o.qd, tiers.c_str(),
-                  timing_name(o.timing).c_str());
+                  workload::layout_name(r.device.layout), (unsigned long long)r.device.max_io_bytes, o.qd,
+                  tiers.c_str(), timing_name(o.timing).c_str());
     os << line;
     for (const auto& n : r.notes) os << "  note: " << n << "\n";
-    std::snprintf(line, sizeof line,
-                  "  plan: %zu ops on %llu objects (largest %llu B, %llu B of target); skipped %llu rows of other tiers, "
-                  "%llu reads of keys never written; %llu reads of another size than stored (read as stored)\n",
-                  p.ops.size(), (unsigned long long)p.objects, (unsigned long long)p.largest_payload,
-                  (unsigned long long)p.need_bytes, (unsigned long long)p.rows_other_tiers,
-                  (unsigned long long)p.reads_never_written, (unsigned long long)p.reads_resized);
+    std::snprintf(
+        line, sizeof line,
+        "  plan: %zu ops on %llu objects (largest %llu B, %llu B of target); skipped %llu rows of other tiers, "
+        "%llu reads of keys never written; %llu reads of another size than stored (read as stored)\n",
+        p.ops.size(), (unsigned long long)p.objects, (unsigned long long)p.largest_payload,
+        (unsigned long long)p.need_bytes, (unsigned long long)p.rows_other_tiers,
+        (unsigned long long)p.reads_never_written, (unsigned long long)p.reads_resized);
     os << line;
     const double secs = double(s.io_ns) / 1e9;
     const uint64_t total = s.store.bytes + s.load.bytes;
     std::snprintf(line, sizeof line,
-                  "  done: %llu/%zu ops in %.3f s: write %llu ops %llu B %.1f MB/s, read %llu ops %llu B %.1f MB/s, total %.1f MB/s\n",
+                  "  done: %llu/%zu ops in %.3f s: write %llu ops %llu B %.1f MB/s, read %llu ops %llu B %.1f MB/s, "
+                  "total %.1f MB/s\n",
                   (unsigned long long)(s.store.ops + s.load.ops), p.ops.size(), secs, (unsigned long long)s.store.ops,
                   (unsigned long long)s.store.bytes, s.store.mb_per_s(), (unsigned long long)s.load.ops,
                   (unsigned long long)s.load.bytes, s.load.mb_per_s(), secs > 0 ? double(total) / secs / 1e6 : 0.0);
@@ -230,17 +239,20 @@ void print_io_trace_replay(std::ostream& os, const IoTraceReplayOptions& o, cons
             const PhaseStats& ps = r.phases[ph][k];
             if (!ps.ops) continue;
             std::snprintf(line, sizeof line, "  %-7s %-5s %9llu %10.3f %10.3f %10.3f %10.3f %10.3f\n",
-                          trace_phase_name(TracePhase(ph)), k ? "read" : "write", (unsigned long long)ps.ops, ps.p50_ns / 1e6,
-                          ps.p95_ns / 1e6, ps.p99_ns / 1e6, ps.p999_ns / 1e6, ps.max_ns / 1e6);
+                          trace_phase_name(TracePhase(ph)), k ? "read" : "write", (unsigned long long)ps.ops,
+                          ps.p50_ns / 1e6, ps.p95_ns / 1e6, ps.p99_ns / 1e6, ps.p999_ns / 1e6, ps.max_ns / 1e6);
             os << line;
         }
     if (o.timing.mode != Timing::Mode::Afap) {
-        std::snprintf(line, sizeof line, "  schedule: trace span %.3f s, worst start lateness %.3f ms, %llu ops more than 1 ms late\n",
+        std::snprintf(line, sizeof line,
+                      "  schedule: trace span %.3f s, worst start lateness %.3f ms, %llu ops more than 1 ms late\n",
                       double(p.span_ns) / 1e9, double(r.late_ns_max) / 1e6, (unsigned long long)r.late_ops_1ms);
         os << line;
     }
     os << "  loads verified against the pattern: " << (s.first_error.empty() ? "ok" : s.first_error) << "\n";
-    if (s.stopped_by) os << "  stopped by signal " << s.stopped_by << ": " << s.done_trace_ids.size() << " of " << p.ops.size() << " ops completed\n";
+    if (s.stopped_by)
+        os << "  stopped by signal " << s.stopped_by << ": " << s.done_trace_ids.size() << " of " << p.ops.size()
+           << " ops completed\n";
 }
 
 }  // namespace kvio::replay

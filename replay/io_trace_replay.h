@@ -16,15 +16,15 @@
 namespace kvio::replay {
 
 struct IoTraceReplayOptions {
-    std::string io_trace;               ///< the CSV (.zst accepted)
-    std::string target;                 ///< block device, regular file (slots) or directory (files: one file per key)
-    uint8_t tiers = 1u << 2;            ///< bit k: replay Tier-k rows (default Tier-2, the storage tier)
-    Timing timing;                      ///< asis: rows at their recorded offsets; afap/fast; scale=F
-    std::string engine = "posix";       ///< posix | io_uring
-    uint32_t qd = 1;                    ///< transfers in flight (ops overlap when > 1)
-    uint64_t max_io_bytes = 0;          ///< 0: workload::default_max_io(target)
-    std::string semantic_path;          ///< kvio.semantic/1 of the run, empty = none
-    bool force = false;                 ///< overwrite data in the first MiB or in the slots (never a mounted device)
+    std::string io_trace;          ///< the CSV (.zst accepted)
+    std::string target;            ///< block device, regular file (slots) or directory (files: one file per key)
+    uint8_t tiers = 1u << 2;       ///< bit k: replay Tier-k rows (default Tier-2, the storage tier)
+    Timing timing;                 ///< asis: rows at their recorded offsets; afap/fast; scale=F
+    std::string engine = "posix";  ///< posix | io_uring
+    uint32_t qd = 1;               ///< transfers in flight (ops overlap when > 1)
+    uint64_t max_io_bytes = 0;     ///< 0: workload::default_max_io(target)
+    std::string semantic_path;     ///< kvio.semantic/1 of the run, empty = none
+    bool force = false;            ///< overwrite data in the first MiB or in the slots (never a mounted device)
     std::ostream* progress = nullptr;
     const volatile sig_atomic_t* stop = nullptr;  ///< see workload::GenOptions::stop
 };
@@ -40,13 +40,13 @@ struct IoTracePlan {
     std::vector<TracePhase> phase;        ///< per op
     std::vector<uint64_t> rows;           ///< per op: the CSV line
     std::vector<std::pair<uint64_t, uint64_t>> slots;  ///< per object: {offset, bytes} (slots layout)
-    uint64_t objects = 0;                 ///< distinct keys written
-    uint64_t need_bytes = 0;              ///< slots: end of the last slot; files: Σ object io_bytes
+    uint64_t objects = 0;                              ///< distinct keys written
+    uint64_t need_bytes = 0;                           ///< slots: end of the last slot; files: Σ object io_bytes
     uint64_t largest_payload = 0;
-    uint64_t rows_other_tiers = 0;        ///< rows of tiers not replayed
-    uint64_t reads_never_written = 0;     ///< Reads of a key no earlier replayed Write stored: skipped
-    uint64_t reads_resized = 0;           ///< Reads whose size differs from the stored object's: read the stored size
-    uint64_t span_ns = 0;                 ///< first to last replayed row's Timestamp
+    uint64_t rows_other_tiers = 0;     ///< rows of tiers not replayed
+    uint64_t reads_never_written = 0;  ///< Reads of a key no earlier replayed Write stored: skipped
+    uint64_t reads_resized = 0;        ///< Reads whose size differs from the stored object's: read the stored size
+    uint64_t span_ns = 0;              ///< first to last replayed row's Timestamp
 };
 
 /// Builds the plan. Each written key gets one slot sized for its largest Write (header + payload rounded up to
@@ -67,9 +67,9 @@ struct IoTraceReplayResult {
     std::vector<std::string> notes;
     uint64_t checked_bytes = 0;
     workload::GenSummary summary;
-    PhaseStats phases[3][2];              ///< [TracePhase][0 store, 1 load]
-    uint64_t late_ns_max = 0;             ///< worst op start after its due time (asis/scale)
-    uint64_t late_ops_1ms = 0;            ///< ops that started more than 1 ms late
+    PhaseStats phases[3][2];    ///< [TracePhase][0 store, 1 load]
+    uint64_t late_ns_max = 0;   ///< worst op start after its due time (asis/scale)
+    uint64_t late_ops_1ms = 0;  ///< ops that started more than 1 ms late
 };
 
 /// Reads the trace, plans it, checks the target (workload::check_device_safe; the slots about to be written zero or

@@ -16,18 +16,20 @@ namespace kvio::replay {
 namespace {
 
 std::string changed(const char* what, uint64_t from, uint64_t to, const std::string& why) {
-    return std::string(what) + " " + std::to_string(from) + " -> " + std::to_string(to) + (why.empty() ? "" : " (" + why + ")");
+    return std::string(what) + " " + std::to_string(from) + " -> " + std::to_string(to) +
+           (why.empty() ? "" : " (" + why + ")");
 }
 
 }  // namespace
 
-workload::DeviceGeometry regeometry(const workload::Record& rec, const workload::TargetInfo& t, const std::string& engine,
-                                    std::vector<std::string>& notes) {
+workload::DeviceGeometry regeometry(const workload::Record& rec, const workload::TargetInfo& t,
+                                    const std::string& engine, std::vector<std::string>& notes) {
     workload::DeviceGeometry d = rec.device;
     d.engine = engine;
     if (engine != rec.device.engine) notes.push_back("engine " + rec.device.engine + " -> " + engine);
     if (t.lba_bytes != d.lba_bytes) {
-        notes.push_back(changed("LBA size", d.lba_bytes, t.lba_bytes, "target logical_block_size; payload padding and slots recomputed"));
+        notes.push_back(changed("LBA size", d.lba_bytes, t.lba_bytes,
+                                "target logical_block_size; payload padding and slots recomputed"));
         d.lba_bytes = t.lba_bytes;
     }
     if (d.block_align % d.lba_bytes) {
@@ -52,12 +54,12 @@ workload::DeviceGeometry regeometry(const workload::Record& rec, const workload:
     workload::compute_layout(d, payload);
     if (d.slot_bytes != before.slot_bytes || d.io_bytes != before.io_bytes || d.data_base != before.data_base ||
         d.header_bytes != before.header_bytes)
-        notes.push_back("slot layout recomputed: io_bytes " + std::to_string(before.io_bytes) + " -> " + std::to_string(d.io_bytes) +
-                        ", slot_bytes " + std::to_string(before.slot_bytes) + " -> " + std::to_string(d.slot_bytes) +
-                        " (object offsets move)");
+        notes.push_back("slot layout recomputed: io_bytes " + std::to_string(before.io_bytes) + " -> " +
+                        std::to_string(d.io_bytes) + ", slot_bytes " + std::to_string(before.slot_bytes) + " -> " +
+                        std::to_string(d.slot_bytes) + " (object offsets move)");
     if (d.header_bytes > d.max_io_bytes)
-        throw Error("the slot header (" + std::to_string(d.header_bytes) + " bytes) exceeds the target's transfer cap " +
-                    std::to_string(d.max_io_bytes));
+        throw Error("the slot header (" + std::to_string(d.header_bytes) +
+                    " bytes) exceeds the target's transfer cap " + std::to_string(d.max_io_bytes));
     d.capacity_bytes = t.capacity_bytes;
     return d;
 }
@@ -80,8 +82,8 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
         throw Error("the manifest uses the files layout: --target must be a directory, but " + o.target + " is " +
                     workload::target_kind_phrase(t.kind) + ".");
     if (layout == workload::Layout::Slots && t.kind == workload::TargetKind::Directory)
-        throw Error("the manifest uses the slots layout: --target must be a block device or a regular file, but " + o.target +
-                    " is a directory.");
+        throw Error("the manifest uses the slots layout: --target must be a block device or a regular file, but " +
+                    o.target + " is a directory.");
     {
         CheckComm comm;  // the check reads the first MiB
         workload::check_device_safe(t, o.force);
@@ -94,7 +96,8 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
         rec.access.qd = o.qd;
     }
     if (o.iters && o.iters != rec.access.iters) {
-        r.notes.push_back(changed("iters", rec.access.iters, o.iters, "--iters: the " + rec.access.pattern + " pattern rebuilt"));
+        r.notes.push_back(
+            changed("iters", rec.access.iters, o.iters, "--iters: the " + rec.access.pattern + " pattern rebuilt"));
         rec.access.iters = o.iters;
         rec = workload::make_record(rec.geometry, d, rec.access);
     }
@@ -102,7 +105,8 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
 
     uint64_t nobj = 0;
     for (const auto& ob : rec.objects) nobj = std::max(nobj, ob.index + 1);
-    const uint64_t need = layout == workload::Layout::Slots ? workload::slot_offset(d, nobj) : rec.objects.size() * d.io_bytes;
+    const uint64_t need =
+        layout == workload::Layout::Slots ? workload::slot_offset(d, nobj) : rec.objects.size() * d.io_bytes;
     std::vector<std::pair<uint64_t, uint64_t>> slots;
     if (layout == workload::Layout::Slots)
         for (const auto& ob : rec.objects) slots.push_back({workload::slot_offset(d, ob.index), d.slot_bytes});
@@ -122,9 +126,11 @@ RecordReplayResult replay_record(const RecordReplayOptions& o) {
 }
 
 void print_record_replay(std::ostream& os, const RecordReplayOptions& o, const RecordReplayResult& r) {
-    if (r.notes.empty()) os << "kvio replay: " << o.record << " on " << o.target << ": same geometry as recorded, identical stream\n";
+    if (r.notes.empty())
+        os << "kvio replay: " << o.record << " on " << o.target << ": same geometry as recorded, identical stream\n";
     else {
-        os << "kvio replay: " << o.record << " on " << o.target << ": " << r.notes.size() << " change(s) against the manifest:\n";
+        os << "kvio replay: " << o.record << " on " << o.target << ": " << r.notes.size()
+           << " change(s) against the manifest:\n";
         for (const auto& n : r.notes) os << "  note: " << n << "\n";
     }
     workload::GenOptions g;

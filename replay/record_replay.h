@@ -13,13 +13,13 @@
 namespace kvio::replay {
 
 struct RecordReplayOptions {
-    std::string record;          ///< manifest path (schema_version 1)
-    std::string target;          ///< block device, /dev/ngXnY, regular file (slots) or directory (files)
-    std::string engine;          ///< empty: the manifest's
-    uint32_t iters = 0;          ///< 0: the manifest's stream as recorded; N: the pattern rebuilt with N iterations
-    uint32_t qd = 0;             ///< 0: the manifest's
-    std::string semantic_path;   ///< kvio.semantic/1 JSONL of the replay, empty = none
-    bool force = false;          ///< overwrite data in the first MiB or in the slots (never a mounted device)
+    std::string record;         ///< manifest path (schema_version 1)
+    std::string target;         ///< block device, /dev/ngXnY, regular file (slots) or directory (files)
+    std::string engine;         ///< empty: the manifest's
+    uint32_t iters = 0;         ///< 0: the manifest's stream as recorded; N: the pattern rebuilt with N iterations
+    uint32_t qd = 0;            ///< 0: the manifest's
+    std::string semantic_path;  ///< kvio.semantic/1 JSONL of the replay, empty = none
+    bool force = false;         ///< overwrite data in the first MiB or in the slots (never a mounted device)
     std::ostream* progress = nullptr;
     const volatile sig_atomic_t* stop = nullptr;  ///< see workload::GenOptions::stop
 };
@@ -29,8 +29,8 @@ struct RecordReplayOptions {
 /// when the target allows them and are re-split when it does not — then the slot arithmetic
 /// (workload::compute_layout) redone for the new LBA size. `notes` gets one line per changed value.
 /// Throws kvio::Error when the slot header does not fit the new transfer cap.
-workload::DeviceGeometry regeometry(const workload::Record& rec, const workload::TargetInfo& t, const std::string& engine,
-                                    std::vector<std::string>& notes);
+workload::DeviceGeometry regeometry(const workload::Record& rec, const workload::TargetInfo& t,
+                                    const std::string& engine, std::vector<std::string>& notes);
 
 struct RecordReplayResult {
     workload::Record record;         ///< the stream as replayed (new geometry, qd, iters)

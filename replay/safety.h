@@ -31,8 +31,8 @@ std::vector<std::pair<uint64_t, uint64_t>> merge_ranges(std::vector<std::pair<ui
 /// Reads the merged `ranges` of `path` (a block device or regular file; bytes past its end are not read)
 /// and throws kvio::Error "refusing PATH: it holds data at byte N where the replay would write ..." at
 /// the first non-zero byte. `skip_if_prefix`: a range whose first bytes equal it (e.g. "KVIOSLT1", a
-/// slot kvio wrote before) is accepted without reading the rest. The reads run under comm kCheckComm. Reads at most `max_bytes` in total
-/// (ranges are checked in order; the rest is not), returns the bytes checked.
+/// slot kvio wrote before) is accepted without reading the rest. The reads run under comm kCheckComm. Reads at most
+/// `max_bytes` in total (ranges are checked in order; the rest is not), returns the bytes checked.
 uint64_t check_zero(const std::string& path, const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
                     const std::string& skip_if_prefix = "", uint64_t max_bytes = uint64_t(1) << 30);
 

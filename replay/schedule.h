@@ -14,7 +14,8 @@ struct Timing {
     double factor = 1.0;  ///< Scale: replay gap = recorded gap × factor (0.5 = twice as fast); AsIs = 1
 };
 
-/// Parses "asis" | "afap" (also spelled "fast") | "scale=F" (F > 0, e.g. scale=0.5). Throws kvio::Error naming the spellings.
+/// Parses "asis" | "afap" (also spelled "fast") | "scale=F" (F > 0, e.g. scale=0.5). Throws kvio::Error naming the
+/// spellings.
 Timing parse_timing(const std::string& s);
 /// "asis" | "afap" | "scale=F".
 std::string timing_name(const Timing& t);

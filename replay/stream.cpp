@@ -35,8 +35,6 @@ DeviceStream load_stream(const std::string& path, const std::string& dev, const 
     return s;
 }
 
-bool is_data(const kvio::Cmd& c) {
-    return (c.op == kvio::Op::Read || c.op == kvio::Op::Write) && c.bytes > 0;
-}
+bool is_data(const kvio::Cmd& c) { return (c.op == kvio::Op::Read || c.op == kvio::Op::Write) && c.bytes > 0; }
 
 }  // namespace kvio::replay

@@ -11,12 +11,12 @@ namespace kvio::replay {
 
 /// The commands of one device of a capture. Times CLOCK_MONOTONIC ns, offsets bytes on the whole disk.
 struct DeviceStream {
-    std::string path;                    ///< the events file
-    std::string dev, disk;               ///< "MAJ:MIN" and name as the trace wrote them
-    bool nvme_rows = false;              ///< the device had src "nvme" rows: only those are kept
-    std::vector<kvio::Cmd> cmds;    ///< one src, sorted by ts_issue (all ops, data or not)
-    uint64_t other_src_rows = 0;         ///< rows dropped because the other src describes the same commands
-    uint64_t dropped = 0;                ///< the trace summary's `dropped` (events the tracer lost)
+    std::string path;             ///< the events file
+    std::string dev, disk;        ///< "MAJ:MIN" and name as the trace wrote them
+    bool nvme_rows = false;       ///< the device had src "nvme" rows: only those are kept
+    std::vector<kvio::Cmd> cmds;  ///< one src, sorted by ts_issue (all ops, data or not)
+    uint64_t other_src_rows = 0;  ///< rows dropped because the other src describes the same commands
+    uint64_t dropped = 0;         ///< the trace summary's `dropped` (events the tracer lost)
 };
 
 /// Reads device `dev` ("MAJ:MIN" or disk name; empty: the trace's only device) of `path`. On NVMe

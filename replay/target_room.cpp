@@ -18,10 +18,11 @@ uint64_t prepare_object_target(workload::TargetInfo& t, workload::Layout layout,
     if (t.kind == workload::TargetKind::RegularFile && need > t.capacity_bytes) {
         struct statvfs fs {};
         const std::string dir = std::filesystem::path(t.path).parent_path().string();
-        if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 && need - t.capacity_bytes > uint64_t(fs.f_bavail) * fs.f_frsize)
-            throw Error(t.path + " would have to grow from " + std::to_string(t.capacity_bytes) + " to " + std::to_string(need) +
-                        " bytes for " + what + "; its filesystem has " + std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) +
-                        " bytes free");
+        if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 &&
+            need - t.capacity_bytes > uint64_t(fs.f_bavail) * fs.f_frsize)
+            throw Error(t.path + " would have to grow from " + std::to_string(t.capacity_bytes) + " to " +
+                        std::to_string(need) + " bytes for " + what + "; its filesystem has " +
+                        std::to_string(uint64_t(fs.f_bavail) * fs.f_frsize) + " bytes free");
     } else if (need > t.capacity_bytes) {
         throw Error(t.path + " has room for " + std::to_string(t.capacity_bytes) + " bytes but " + what + " need " +
                     std::to_string(need));
@@ -40,7 +41,8 @@ uint64_t prepare_object_target(workload::TargetInfo& t, workload::Layout layout,
     }
     const uint64_t room = layout == workload::Layout::Files ? workload::files_layout_room(t, nobj) : t.capacity_bytes;
     if (need > room)
-        throw Error(t.path + " has room for " + std::to_string(room) + " bytes but " + what + " need " + std::to_string(need));
+        throw Error(t.path + " has room for " + std::to_string(room) + " bytes but " + what + " need " +
+                    std::to_string(need));
     return checked;
 }
 

@@ -97,7 +97,8 @@ std::vector<uint32_t> assign_slots(std::vector<Slice>& s, size_t tracks) {
         size_t k = 0;
         while (k < lanes.size() && lanes[k] >= s[i].start) ++k;
         if (k == lanes.size()) {
-            if (lanes.size() >= kMaxSlots) throw Error("timeline: more than 65535 commands in flight at once on one track");
+            if (lanes.size() >= kMaxSlots)
+                throw Error("timeline: more than 65535 commands in flight at once on one track");
             lanes.push_back(0);
         }
         lanes[k] = s[i].end;
@@ -167,7 +168,8 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
             const uint64_t bytes = u64(j, "bytes", where);
             s.name = str_or(j, "op") + " " + size_name(bytes);
             s.args = {{"dev", str_or(j, "dev")}, {"bytes", bytes}};
-            for (const char* k : {"sector", "slba", "nlb", "qid", "cid", "qd", "pid", "tid", "user_data", "d2c_ns", "q2d_ns", "status", "error"})
+            for (const char* k : {"sector", "slba", "nlb", "qid", "cid", "qd", "pid", "tid", "user_data", "d2c_ns",
+                                  "q2d_ns", "status", "error"})
                 if (j.contains(k)) s.args[k] = j[k];
             for (const char* k : {"comm", "rwbs", "key"})
                 if (j.contains(k)) s.args[k] = j[k];
@@ -226,8 +228,8 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         join_warnings = rep.warnings;
         if (!rep.nothing_measured.empty()) join_warnings.insert(join_warnings.begin(), rep.nothing_measured);
         if (cmd_op.size() != cmds.size())
-            throw Error(o.events + ": the join read " + std::to_string(cmd_op.size()) + " command records, the timeline " +
-                        std::to_string(cmds.size()));
+            throw Error(o.events + ": the join read " + std::to_string(cmd_op.size()) +
+                        " command records, the timeline " + std::to_string(cmds.size()));
     }
 
     const std::vector<uint32_t> dev_slots = assign_slots(cmds, dev_tracks.size());
@@ -254,14 +256,22 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         if (cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i])) ++st.flows;
     if (st.ops && !st.flows) {
         st.warnings = join_warnings;
-        if (st.warnings.empty()) st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " + o.semantic);
+        if (st.warnings.empty())
+            st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " +
+                                  o.semantic);
     }
 
     // ---- write ----
     OutputFile file(o.out);  // a name ending in .zst: one zstd frame
     std::ostream& f = file.stream();
-    json other = {{"schema", "kvio.timeline/1"}, {"clock", "CLOCK_MONOTONIC"}, {"t0_ns", t0}, {"events", o.events},
-                  {"semantic", o.semantic}, {"commands", st.commands}, {"syscalls", st.syscalls}, {"ops", st.ops},
+    json other = {{"schema", "kvio.timeline/1"},
+                  {"clock", "CLOCK_MONOTONIC"},
+                  {"t0_ns", t0},
+                  {"events", o.events},
+                  {"semantic", o.semantic},
+                  {"commands", st.commands},
+                  {"syscalls", st.syscalls},
+                  {"ops", st.ops},
                   {"flows", st.flows}};
     f << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
     EventSink out(f);
@@ -287,18 +297,26 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         std::map<int64_t, bool> named;
         for (const auto& [pt, comm] : thread_comm) {
             if (!named[pt.first]) {
-                out.put(meta("process_name", pt.first, -1, {{"name", comm + " (pid " + std::to_string(pt.first) + ")"}}));
+                out.put(
+                    meta("process_name", pt.first, -1, {{"name", comm + " (pid " + std::to_string(pt.first) + ")"}}));
                 out.put(meta("process_sort_index", pt.first, -1, {{"sort_index", 1 + dev_tracks.size()}}));
                 named[pt.first] = true;
             }
-            out.put(meta("thread_name", pt.first, pt.second, {{"name", comm + " " + std::to_string(pt.second) + " (syscalls)"}}));
+            out.put(meta("thread_name", pt.first, pt.second,
+                         {{"name", comm + " " + std::to_string(pt.second) + " (syscalls)"}}));
         }
     }
 
     for (size_t i = 0; i < ops.size(); ++i) {
         const Slice& s = ops[i];
-        out.put({{"ph", "X"}, {"cat", "op"}, {"name", s.name}, {"pid", kOpsPid}, {"tid", slot_tid(0, s.slot)},
-                 {"ts", us(s.start)}, {"dur", dur(s.start, s.end)}, {"args", s.args}});
+        out.put({{"ph", "X"},
+                 {"cat", "op"},
+                 {"name", s.name},
+                 {"pid", kOpsPid},
+                 {"tid", slot_tid(0, s.slot)},
+                 {"ts", us(s.start)},
+                 {"dur", dur(s.start, s.end)},
+                 {"args", s.args}});
     }
     uint64_t flow_id = 0;
     for (size_t i = 0; i < cmds.size(); ++i) {
@@ -307,19 +325,42 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         json args = s.args;
         const bool flow = i < cmd_op.size() && cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i]);
         if (flow) args["op"] = ops[size_t(cmd_op[i])].name;
-        out.put({{"ph", "X"}, {"cat", "cmd"}, {"name", s.name}, {"pid", pid}, {"tid", tid}, {"ts", us(s.start)},
-                 {"dur", dur(s.start, s.end)}, {"args", std::move(args)}});
+        out.put({{"ph", "X"},
+                 {"cat", "cmd"},
+                 {"name", s.name},
+                 {"pid", pid},
+                 {"tid", tid},
+                 {"ts", us(s.start)},
+                 {"dur", dur(s.start, s.end)},
+                 {"args", std::move(args)}});
         if (!flow) continue;
         const Slice& op = ops[size_t(cmd_op[i])];
         ++flow_id;
-        out.put({{"ph", "s"}, {"cat", "join"}, {"name", "attributed"}, {"id", flow_id}, {"pid", kOpsPid},
-                 {"tid", slot_tid(0, op.slot)}, {"ts", us(op.start)}});
-        out.put({{"ph", "f"}, {"bp", "e"}, {"cat", "join"}, {"name", "attributed"}, {"id", flow_id}, {"pid", pid},
-                 {"tid", tid}, {"ts", us(s.start)}});
+        out.put({{"ph", "s"},
+                 {"cat", "join"},
+                 {"name", "attributed"},
+                 {"id", flow_id},
+                 {"pid", kOpsPid},
+                 {"tid", slot_tid(0, op.slot)},
+                 {"ts", us(op.start)}});
+        out.put({{"ph", "f"},
+                 {"bp", "e"},
+                 {"cat", "join"},
+                 {"name", "attributed"},
+                 {"id", flow_id},
+                 {"pid", pid},
+                 {"tid", tid},
+                 {"ts", us(s.start)}});
     }
     for (const auto& c : calls)
-        out.put({{"ph", "X"}, {"cat", "syscall"}, {"name", c.name}, {"pid", c.pid}, {"tid", c.tid}, {"ts", us(c.start)},
-                 {"dur", dur(c.start, c.end)}, {"args", c.args}});
+        out.put({{"ph", "X"},
+                 {"cat", "syscall"},
+                 {"name", c.name},
+                 {"pid", c.pid},
+                 {"tid", c.tid},
+                 {"ts", us(c.start)},
+                 {"dur", dur(c.start, c.end)},
+                 {"args", c.args}});
     f << "\n]}\n";
     file.close();
     return st;

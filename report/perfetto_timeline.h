@@ -39,8 +39,8 @@ struct TimelineStats {
     uint64_t device_tracks = 0;  ///< device (or NVMe queue) processes
     uint64_t threads = 0;        ///< submitting threads with syscalls
     uint64_t max_slots = 0;      ///< most slots one device needed (its peak concurrency)
-    /// Ops but no flows: why the join attributed nothing (validate's sentences: e.g. the ops' device and the devices the
-    /// commands are on); empty otherwise.
+    /// Ops but no flows: why the join attributed nothing (validate's sentences: e.g. the ops' device and the devices
+    /// the commands are on); empty otherwise.
     std::vector<std::string> warnings;
 };
 

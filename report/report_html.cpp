@@ -40,7 +40,8 @@ std::string slurp(const std::string& path) {
 std::vector<Bucket> buckets_of(const json& h) {
     std::vector<Bucket> out;
     if (!h.is_object() || !h.contains("buckets")) return out;
-    for (const auto& b : h["buckets"]) out.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>()});
+    for (const auto& b : h["buckets"])
+        out.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>()});
     std::sort(out.begin(), out.end(), [](const Bucket& a, const Bucket& b) { return a.lo < b.lo; });
     return out;
 }
@@ -71,13 +72,16 @@ std::string jnum(const json& j, const char* k, int prec = 4) {
     if (!j.contains(k) || j[k].is_null()) return "n/a";
     return fix(j[k].get<double>(), prec);
 }
-std::string ju(const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? std::to_string(j[k].get<uint64_t>()) : "n/a"; }
+std::string ju(const json& j, const char* k) {
+    return j.contains(k) && j[k].is_number() ? std::to_string(j[k].get<uint64_t>()) : "n/a";
+}
 std::string td(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
 
 std::string score_row(const std::string& name, const json& s) {
     uint64_t n = s.value("objects", uint64_t(0)), ex = s.value("exact_match", uint64_t(0));
     std::string wape = s.contains("wape") && s["wape"].is_number() ? pct(100.0 * s["wape"].get<double>()) : "n/a";
-    return "<tr>" + td(name) + td(std::to_string(n)) + td(std::to_string(ex) + " (" + (n ? pct(100.0 * double(ex) / double(n)) : "n/a") + ")") +
+    return "<tr>" + td(name) + td(std::to_string(n)) +
+           td(std::to_string(ex) + " (" + (n ? pct(100.0 * double(ex) / double(n)) : "n/a") + ")") +
            td(ju(s, "count_match")) + td(ju(s, "per_cmd_size_match")) + td(ju(s, "objects_no_cmds")) + td(wape) +
            td(jnum(s, "size_tv")) + "</tr>";
 }
@@ -91,12 +95,14 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
     const json& w = t["worst"];
     h << "<h3>Fidelity over time</h3><p class=\"note\">Both runs cut into " << ju(t, "windows")
       << " windows of equal shares of their commands (normalised to each run's length). Worst window: read share error "
-      << jnum(w, "read_err_points", 2) << " points, size TV " << jnum(w, "size_tv") << ", depth TV " << jnum(w, "depth_tv")
-      << ", sequential error " << jnum(w, "seq_err_points", 2) << " points. Phases: trace " << ju(t["phases"], "orig") << ", replay "
-      << ju(t["phases"], "replay") << (t["phases"].value("in_order", false) ? ", in order" : ", NOT matching")
-      << ", worst phase volume error " << jnum(w, "phase_volume_err_pct", 2) << " %.</p>"
+      << jnum(w, "read_err_points", 2) << " points, size TV " << jnum(w, "size_tv") << ", depth TV "
+      << jnum(w, "depth_tv") << ", sequential error " << jnum(w, "seq_err_points", 2) << " points. Phases: trace "
+      << ju(t["phases"], "orig") << ", replay " << ju(t["phases"], "replay")
+      << (t["phases"].value("in_order", false) ? ", in order" : ", NOT matching") << ", worst phase volume error "
+      << jnum(w, "phase_volume_err_pct", 2) << " %.</p>"
       << "<table id=\"fidelity-time\"><tr><th>window</th><th>read share, trace</th><th>read share, replay</th>"
-         "<th>depth, trace</th><th>depth, replay</th><th>mean size, trace</th><th>mean size, replay</th><th>size TV</th><th>depth TV</th>"
+         "<th>depth, trace</th><th>depth, replay</th><th>mean size, trace</th><th>mean size, replay</th><th>size "
+         "TV</th><th>depth TV</th>"
          "<th>seq. error (points)</th></tr>";
     auto mean_size = [](const json& s) {
         const uint64_t n = s.value("cmds", uint64_t(0));
@@ -109,9 +115,9 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
     size_t i = 0;
     for (const auto& x : t["per_window"]) {
         const json &o = x["orig"], &r = x["replay"];
-        h << "<tr>" << td(std::to_string(++i)) << bar(o.value("read_pct", 0.0), "#1f77b4") << bar(r.value("read_pct", 0.0), "#1f77b4")
-          << td(ju(o, "depth_median")) << td(ju(r, "depth_median")) << td(mean_size(o)) << td(mean_size(r)) << td(jnum(x, "size_tv"))
-          << td(jnum(x, "depth_tv"))
+        h << "<tr>" << td(std::to_string(++i)) << bar(o.value("read_pct", 0.0), "#1f77b4")
+          << bar(r.value("read_pct", 0.0), "#1f77b4") << td(ju(o, "depth_median")) << td(ju(r, "depth_median"))
+          << td(mean_size(o)) << td(mean_size(r)) << td(jnum(x, "size_tv")) << td(jnum(x, "depth_tv"))
           << td(jnum(x, "seq_err_points", 2)) << "</tr>";
     }
     h << "</table><table id=\"phases\"><tr><th>phase</th><th>trace</th><th>replay</th><th>volume error</th>"
@@ -127,9 +133,10 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
     };
     for (size_t k = 0; k < std::max(mo.size(), mr.size()); ++k)
         h << "<tr>" << td(std::to_string(k + 1)) << td(k < mo.size() ? mo[k].get<std::string>() : "")
-          << td(k < mr.size() ? mr[k].get<std::string>() : "") << td(k < vol.size() ? fix(vol[k].get<double>(), 2) + " %" : "")
-          << td(depth("orig", "read", k) + " / " + depth("replay", "read", k)) << td(depth("orig", "write", k) + " / " + depth("replay", "write", k))
-          << "</tr>";
+          << td(k < mr.size() ? mr[k].get<std::string>() : "")
+          << td(k < vol.size() ? fix(vol[k].get<double>(), 2) + " %" : "")
+          << td(depth("orig", "read", k) + " / " + depth("replay", "read", k))
+          << td(depth("orig", "write", k) + " / " + depth("replay", "write", k)) << "</tr>";
     h << "</table>";
 }
 
@@ -159,8 +166,8 @@ void write_report(const std::string& dir, const std::string& path) {
             std::string op = j.value("op", "");
             if (op != "read" && op != "write") continue;
             uint64_t issue = get_u64(j, "ts_issue", r.source());  // a "complete_lost" record has no ts_complete
-            cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()), issue,
-                            get_u64_or(j, "ts_complete", issue, r.source())});
+            cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()),
+                            issue, get_u64_or(j, "ts_complete", issue, r.source())});
         }
     }
     std::vector<OpRec> ops;
@@ -169,10 +176,14 @@ void write_report(const std::string& dir, const std::string& path) {
         JsonlReader r(P("semantic.jsonl"));
         json j;
         while (r.next(j)) {
-            if (j.value("type", "") == "meta") { meta = j; continue; }
+            if (j.value("type", "") == "meta") {
+                meta = j;
+                continue;
+            }
             if (!j.contains("op")) continue;
-            ops.push_back({get_string(j, "op", r.source()) == "store", get_u64(j, "object_id", r.source()), get_u64(j, "bytes", r.source()),
-                           get_u64(j, "ts_start", r.source()), get_u64(j, "ts", r.source()), get_u64_or(j, "transfers", 0, r.source())});
+            ops.push_back({get_string(j, "op", r.source()) == "store", get_u64(j, "object_id", r.source()),
+                           get_u64(j, "bytes", r.source()), get_u64(j, "ts_start", r.source()),
+                           get_u64(j, "ts", r.source()), get_u64_or(j, "transfers", 0, r.source())});
         }
     }
     uint64_t t0 = UINT64_MAX, t1 = 0;
@@ -183,8 +194,10 @@ void write_report(const std::string& dir, const std::string& path) {
     std::ostringstream h;
     h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvio run report</title>\n<style>\n"
          "body{font-family:sans-serif;margin:24px;color:#222;max-width:1160px}h1{margin-bottom:4px}"
-         "h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}table{border-collapse:collapse;margin:8px 0}"
-         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f0f0f0}td:first-child{text-align:left}"
+         "h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}table{border-collapse:collapse;margin:8px "
+         "0}"
+         "td,th{border:1px solid #ccc;padding:4px "
+         "8px;text-align:right}th{background:#f0f0f0}td:first-child{text-align:left}"
          ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #e4e4e4;background:#fff}"
          "pre{background:#f6f6f6;padding:12px;overflow:auto;font-size:12px}.note{color:#555;font-size:13px}\n"
          "</style></head><body>\n";
@@ -194,8 +207,11 @@ void write_report(const std::string& dir, const std::string& path) {
     const bool sim = opt.value("workload", "objects") == "simulate";
     const json simj = sim ? read_json_file(P("simulate.json")) : json::object();
     h << "<h1>kvio run</h1>\n<section id=\"summary\"><h2>Run</h2><table>";
-    auto kv = [&](const std::string& k, const std::string& v) { h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>"; };
-    kv("workload", sim ? "simulate (kvio simulate, the serving workload, on ext4)" : "objects (kvio gen: stores, then loads)");
+    auto kv = [&](const std::string& k, const std::string& v) {
+        h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>";
+    };
+    kv("workload",
+       sim ? "simulate (kvio simulate, the serving workload, on ext4)" : "objects (kvio gen: stores, then loads)");
     kv("model", sim ? opt["simulate"].value("model", "") : meta.value("model", ""));
     if (meta.contains("geometry"))
         kv("object size", iec(meta["geometry"].value("per_rank_bytes", uint64_t(0))) + " per object (" +
@@ -203,18 +219,21 @@ void write_report(const std::string& dir, const std::string& path) {
     kv("engine / layout", opt.value("engine", "") + " / " + opt.value("layout", ""));
     if (sim) {
         const json& so = opt["simulate"];
-        kv("users / duration", std::to_string(so.value("num_users", 0)) + " users, " + fix(so.value("duration_s", 0.0), 1) + " s, storage I/O " +
+        kv("users / duration", std::to_string(so.value("num_users", 0)) + " users, " +
+                                   fix(so.value("duration_s", 0.0), 1) + " s, storage I/O " +
                                    so.value("storage_io", "") + ", generation " + so.value("generation_mode", ""));
     } else {
         kv("chunks", std::to_string(opt.value("num_chunks", uint64_t(0))));
     }
-    kv("target", run["target"].value("path", "") + " (" + run["target"].value("disk", "") + ", " + dev + ")" +
-                     (run["target"].value("embedded", false) ? ", embedded sparse image on a loop device with direct I/O" : ""));
+    kv("target",
+       run["target"].value("path", "") + " (" + run["target"].value("disk", "") + ", " + dev + ")" +
+           (run["target"].value("embedded", false) ? ", embedded sparse image on a loop device with direct I/O" : ""));
     kv("max_sectors_kb / max_segments", ju(dinfo, "max_sectors_kb") + " KiB / " + ju(dinfo, "max_segments"));
-    kv("transfer cap (max_io_bytes)", meta.contains("max_io_bytes") ? iec(meta["max_io_bytes"].get<uint64_t>()) : "n/a");
+    kv("transfer cap (max_io_bytes)",
+       meta.contains("max_io_bytes") ? iec(meta["max_io_bytes"].get<uint64_t>()) : "n/a");
     kv("verify target", run["verify_target"].value("path", ""));
-    kv("device commands traced", std::to_string(cmds.size()) + " (trace dropped " + ju(tr, "dropped") + ", unmatched completions " +
-                                     ju(tr, "unmatched_completes") + ")");
+    kv("device commands traced", std::to_string(cmds.size()) + " (trace dropped " + ju(tr, "dropped") +
+                                     ", unmatched completions " + ju(tr, "unmatched_completes") + ")");
     kv("object ops", std::to_string(ops.size()));
     kv("wall time", fix(run.value("seconds", 0.0), 1) + " s");
     if (run.contains("timeline"))
@@ -228,7 +247,8 @@ void write_report(const std::string& dir, const std::string& path) {
          "<p class=\"note\">Validation: each object op's device commands against its projection (docs/validate.md). "
          "Exact = command count and bytes equal the projection; WAPE = Σ|measured − projected| / Σ measured bytes; "
          "size TV = total variation distance of log2 command-size distributions (0 = identical).</p>"
-         "<table id=\"validate-scores\"><tr><th>ops</th><th>objects</th><th>exact match</th><th>count match</th><th>per-cmd size match</th>"
+         "<table id=\"validate-scores\"><tr><th>ops</th><th>objects</th><th>exact match</th><th>count "
+         "match</th><th>per-cmd size match</th>"
          "<th>no cmds</th><th>WAPE</th><th>size TV</th></tr>";
     h << score_row("all", val);
     if (val.contains("per_op"))
@@ -238,8 +258,10 @@ void write_report(const std::string& dir, const std::string& path) {
     const json& jn = val.value("join", json::object());
     h << "<p class=\"note\">Join: " << html_escape(jn.value("mode", "")) << " — " << html_escape(jn.value("reason", ""))
       << ". Untagged commands: " << ju(val, "untagged_cmds") << " (" << ju(val, "untagged_bytes") << " B).</p>";
-    h << "<p class=\"note\">Fidelity: the distilled fio job replayed under <code>kvio trace</code> on the verify device, compared "
-         "with the original trace (0 = identical distributions; errors in percentage points; ratios replay / original).</p>"
+    h << "<p class=\"note\">Fidelity: the distilled fio job replayed under <code>kvio trace</code> on the verify "
+         "device, compared "
+         "with the original trace (0 = identical distributions; errors in percentage points; ratios replay / "
+         "original).</p>"
          "<table id=\"fidelity-scores\"><tr><th>metric</th><th>original</th><th>replay</th><th>score</th></tr>";
     auto frow = [&](const std::string& n, const std::string& a, const std::string& b, const std::string& s) {
         h << "<tr>" << td(n) << td(a) << td(b) << td(s) << "</tr>";
@@ -248,10 +270,12 @@ void write_report(const std::string& dir, const std::string& path) {
     frow("command size TV, read", "", "", jnum(st, "read"));
     frow("command size TV, write", "", "", jnum(st, "write"));
     const json& rm = fid.value("rwmixread", json::object());
-    frow("rwmixread (% of commands)", jnum(rm, "orig", 1), jnum(rm, "replay", 1), jnum(fid, "rwmix_err_points", 2) + " points");
+    frow("rwmixread (% of commands)", jnum(rm, "orig", 1), jnum(rm, "replay", 1),
+         jnum(fid, "rwmix_err_points", 2) + " points");
     frow("queue depth TV (time-weighted)", "", "", jnum(fid, "qd_tv"));
     const json& sq = fid.value("seq_share", json::object());
-    frow("sequential share (%)", jnum(sq, "orig", 1), jnum(sq, "replay", 1), jnum(fid, "seq_err_points", 2) + " points");
+    frow("sequential share (%)", jnum(sq, "orig", 1), jnum(sq, "replay", 1),
+         jnum(fid, "seq_err_points", 2) + " points");
     frow("D2C p50 ratio", "", "", jnum(fid, "d2c_p50_ratio", 2));
     frow("D2C p99 ratio", "", "", jnum(fid, "d2c_p99_ratio", 2));
     frow("commands", ju(fid, "original_cmds"), ju(fid, "replay_cmds"), "");
@@ -267,31 +291,40 @@ void write_report(const std::string& dir, const std::string& path) {
     auto dget = [&](const char* k) { return dh.contains(k) ? dh[k] : json(); };
     auto pget = [&](const char* k) { return ph.contains(k) ? ph[k] : json(); };
     const std::string lat_x = "latency (log2 bucket, lower bound)";
-    h << "<section id=\"latency\"><h2>Latency stack</h2><p class=\"note\">Where time goes, bottom up: D2C (issue to completion at the "
-         "device), Q2D (insert into the queue to issue), VFS (read/write syscall), fsync, and the gaps between a write and its fsync and "
+    h << "<section id=\"latency\"><h2>Latency stack</h2><p class=\"note\">Where time goes, bottom up: D2C (issue to "
+         "completion at the "
+         "device), Q2D (insert into the queue to issue), VFS (read/write syscall), fsync, and the gaps between a write "
+         "and its fsync and "
          "between posix_fadvise and the read. Counts per log2 bucket.</p><div class=\"charts\">";
     h << chart(dget("d2c_write"), "D2C, writes", lat_x, "commands", ns_tick, "");
     h << chart(dget("d2c_read"), "D2C, reads", lat_x, "commands", ns_tick, "");
-    h << chart(dget("q2d_write"), "Q2D, writes", lat_x, "commands", ns_tick, "no block_rq_insert: no I/O scheduler queueing");
-    h << chart(dget("q2d_read"), "Q2D, reads", lat_x, "commands", ns_tick, "no block_rq_insert: no I/O scheduler queueing");
+    h << chart(dget("q2d_write"), "Q2D, writes", lat_x, "commands", ns_tick,
+               "no block_rq_insert: no I/O scheduler queueing");
+    h << chart(dget("q2d_read"), "Q2D, reads", lat_x, "commands", ns_tick,
+               "no block_rq_insert: no I/O scheduler queueing");
     h << chart(pget("vfs_write"), "VFS write", lat_x, "syscalls", ns_tick, "");
     h << chart(pget("vfs_read"), "VFS read", lat_x, "syscalls", ns_tick, "");
     h << chart(pget("fsync"), "fsync", lat_x, "syscalls", ns_tick, "O_DIRECT run: no fsync");
-    h << chart(pget("write_fsync_gap"), "gap: write → fsync", "gap (log2 bucket, lower bound)", "gaps", ns_tick, "O_DIRECT run: no fsync");
+    h << chart(pget("write_fsync_gap"), "gap: write → fsync", "gap (log2 bucket, lower bound)", "gaps", ns_tick,
+               "O_DIRECT run: no fsync");
     h << chart(pget("fadvise_read_gap"), "gap: fadvise → read", "gap (log2 bucket, lower bound)", "gaps", ns_tick,
                "O_DIRECT run: no posix_fadvise");
     h << "</div></section>\n";
 
     // ---- sizes and queue depth ----
     h << "<section id=\"sizes\"><h2>Command sizes (bssplit)</h2><div class=\"charts\">";
-    h << chart(dget("bssplit_write"), "write command sizes", "command size (log2 bucket, lower bound, bytes)", "commands", bytes_tick, "");
-    h << chart(dget("bssplit_read"), "read command sizes", "command size (log2 bucket, lower bound, bytes)", "commands", bytes_tick, "");
+    h << chart(dget("bssplit_write"), "write command sizes", "command size (log2 bucket, lower bound, bytes)",
+               "commands", bytes_tick, "");
+    h << chart(dget("bssplit_read"), "read command sizes", "command size (log2 bucket, lower bound, bytes)", "commands",
+               bytes_tick, "");
     h << "</div></section>\n<section id=\"qd\"><h2>Queue depth at dispatch</h2>";
     if (uint32_t n = tr.value("qd_sample_every", 1u); n > 1)  // a histogram-mode trace (kvio run's has events: exact)
         h << "<p class=\"note\">Depth sampled at 1 issue in " << n << ", each sample counted " << n << " times.</p>";
     h << "<div class=\"charts\">";
-    h << chart(dget("qd_write"), "queue depth, writes", "commands in flight at dispatch (this one included)", "commands", int_tick, "");
-    h << chart(dget("qd_read"), "queue depth, reads", "commands in flight at dispatch (this one included)", "commands", int_tick, "");
+    h << chart(dget("qd_write"), "queue depth, writes", "commands in flight at dispatch (this one included)",
+               "commands", int_tick, "");
+    h << chart(dget("qd_read"), "queue depth, reads", "commands in flight at dispatch (this one included)", "commands",
+               int_tick, "");
     h << "</div></section>\n";
 
     // ---- LBA heatmap ----
@@ -317,7 +350,8 @@ void write_report(const std::string& dir, const std::string& path) {
         g.title = "LBA heatmap: bytes per (time, device offset) cell";
         g.xlabel = "time since first op (s)";
         g.ylabel = "device offset (MiB)";
-        h << "<section id=\"lba\"><h2>LBA heatmap</h2><p class=\"note\">Every traced command at its issue time and start offset on the "
+        h << "<section id=\"lba\"><h2>LBA heatmap</h2><p class=\"note\">Every traced command at its issue time and "
+             "start offset on the "
              "whole disk.</p>"
           << report::heatmap(g) << "</section>\n";
     }
@@ -325,7 +359,8 @@ void write_report(const std::string& dir, const std::string& path) {
     // ---- timeline ----
     {
         h << "<section id=\"timeline\"><h2>Timeline: object ops and the device commands they caused</h2>"
-             "<p class=\"note\">Top lanes: each store/load of a KV object from its first transfer queued to its last completion. Bottom "
+             "<p class=\"note\">Top lanes: each store/load of a KV object from its first transfer queued to its last "
+             "completion. Bottom "
              "lanes: each device command from issue to completion (D2C). Hover an op for its object id and size.</p>";
         std::vector<std::string> lanes = {"object stores", "object loads", "device writes", "device reads"};
         auto spans_for = [&](double scale) {
@@ -336,8 +371,8 @@ void write_report(const std::string& dir, const std::string& path) {
                 s.t1 = double(o.ts - t0) / scale;
                 s.lane = o.store ? 0 : 1;
                 s.color = o.store ? "#c0392b" : "#2e6fb5";
-                s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + iec(o.bytes) + ", " +
-                          std::to_string(o.transfers) + " transfers, " + human_ns(double(o.ts - o.ts_start));
+                s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + iec(o.bytes) +
+                          ", " + std::to_string(o.transfers) + " transfers, " + human_ns(double(o.ts - o.ts_start));
                 s.tooltip = true;
                 sp.push_back(s);
             }
@@ -361,15 +396,18 @@ void write_report(const std::string& dir, const std::string& path) {
             double a = double(it->ts_start - t0) / 1e6, b = double(it->ts - t0) / 1e6;
             double pad = (b - a) * 0.05;
             h << report::timeline(lanes, z, a - pad, b + pad,
-                                  std::string("zoom: first ") + (store ? "store" : "load") + " (object " + std::to_string(it->object_id) + ")",
+                                  std::string("zoom: first ") + (store ? "store" : "load") + " (object " +
+                                      std::to_string(it->object_id) + ")",
                                   "time since first op (ms)");
         }
         h << "</section>\n";
     }
 
     // ---- job ----
-    h << "<section id=\"job\"><h2>Distilled fio job</h2><p class=\"note\">Every value derived from the trace (header comments say from "
-         "what). Its filename is the verify device, detached after the run: edit it before reuse. Exact replay: job.iolog (fio "
+    h << "<section id=\"job\"><h2>Distilled fio job</h2><p class=\"note\">Every value derived from the trace (header "
+         "comments say from "
+         "what). Its filename is the verify device, detached after the run: edit it before reuse. Exact replay: "
+         "job.iolog (fio "
          "read_iolog).</p><pre>"
       << html_escape(job) << "</pre></section>\n";
 

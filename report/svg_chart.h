@@ -36,8 +36,8 @@ std::string heatmap(const HeatGrid& g);
 struct Span {
     double t0 = 0, t1 = 0;
     size_t lane = 0;
-    std::string color;   ///< CSS colour
-    std::string label;   ///< drawn inside when wide enough; also the tooltip (<title>) when `tooltip`
+    std::string color;  ///< CSS colour
+    std::string label;  ///< drawn inside when wide enough; also the tooltip (<title>) when `tooltip`
     bool tooltip = false;
 };
 /// Lanes top to bottom, x axis [x0, x1] labelled `xlabel`.

@@ -70,7 +70,8 @@ LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
     disk_ = info.whole_disk_name;
     if (o.trace_dir.empty()) {
         std::string tmpl = (fs::temp_directory_path() / "kvio-simtrace-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw Error("cannot create a temporary trace directory: " + std::string(std::strerror(errno)));
+        if (!::mkdtemp(tmpl.data()))
+            throw Error("cannot create a temporary trace directory: " + std::string(std::strerror(errno)));
         dir_ = tmpl;
         temp_dir_ = true;
     } else {
@@ -81,8 +82,9 @@ LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
     }
     const std::string ready = dir_ + "/ready", log = dir_ + "/trace.log";
     fs::remove(ready);
-    std::vector<std::string> argv = {o.kvio_exe, "trace", "-q", "-d", disk_, "--events", dir_ + "/events.jsonl",
-                                     "--json", dir_ + "/trace.json", "--ready-file", ready};
+    std::vector<std::string> argv = {
+        o.kvio_exe,           "trace",        "-q", "-d", disk_, "--events", dir_ + "/events.jsonl", "--json",
+        dir_ + "/trace.json", "--ready-file", ready};
     if (o.syscalls) argv.push_back("--syscalls");
     const pid_t parent = getpid();
     child_ = fork();
@@ -101,7 +103,8 @@ LatencyTracing::LatencyTracing(const LatencyTracingOptions& o) : o_(o) {
         int st = 0;
         if (waitpid(child_, &st, WNOHANG) == child_) {
             child_ = 0;
-            throw Error("--enable-latency-tracing: kvio trace exited before attaching: " + last_line(log) + " (see " + log + ")");
+            throw Error("--enable-latency-tracing: kvio trace exited before attaching: " + last_line(log) + " (see " +
+                        log + ")");
         }
         usleep(20000);
     }
@@ -132,8 +135,8 @@ LatencyTracingResult LatencyTracing::finish() {
     child_ = 0;
     const std::string log = dir_ + "/trace.log", events = dir_ + "/events.jsonl", trace_json = dir_ + "/trace.json";
     if (st != 0)
-        throw Error("--enable-latency-tracing: kvio trace failed (exit status " + std::to_string(st) + "): " +
-                    last_line(log) + " (see " + log + ")");
+        throw Error("--enable-latency-tracing: kvio trace failed (exit status " + std::to_string(st) +
+                    "): " + last_line(log) + " (see " + log + ")");
     LatencyTracingResult r;
 
     nlohmann::json tj;
@@ -143,8 +146,10 @@ LatencyTracingResult LatencyTracing::finish() {
         tj = nlohmann::json::parse(f, nullptr, false);
         if (tj.is_discarded()) throw Error(trace_json + ": not JSON");
     }
-    r.device_latency_tracing = {{"tool", "kvio trace"}, {"schema", tj.value("schema", "kvio.trace/1")}, {"device", disk_}};
-    r.device_latency_tracing["devices"] = tj.contains("devices") ? nlohmann::ordered_json(tj["devices"]) : nlohmann::ordered_json::array();
+    r.device_latency_tracing = {
+        {"tool", "kvio trace"}, {"schema", tj.value("schema", "kvio.trace/1")}, {"device", disk_}};
+    r.device_latency_tracing["devices"] =
+        tj.contains("devices") ? nlohmann::ordered_json(tj["devices"]) : nlohmann::ordered_json::array();
     if (tj.contains("duration_s")) r.device_latency_tracing["duration_s"] = tj["duration_s"];
 
     // Too little traced (a run stopped early: no reads/writes, or no commands at all) makes validate or distill
@@ -182,16 +187,20 @@ LatencyTracingResult LatencyTracing::finish() {
         r.validation["fio_workload_not_distilled"] = e.what();
         r.warnings.push_back(std::string("no fio job could be distilled from the trace: ") + e.what());
     }
-    r.validation["files"] = temp_dir_ ? nlohmann::ordered_json(nullptr)
-                                      : nlohmann::ordered_json{{"events", events}, {"semantic", semantic_path()},
-                                                               {"trace_json", trace_json},
-                                                               {"fio_job", r.fio_workload ? nlohmann::ordered_json(ini) : nlohmann::ordered_json(nullptr)}};
+    r.validation["files"] =
+        temp_dir_ ? nlohmann::ordered_json(nullptr)
+                  : nlohmann::ordered_json{
+                        {"events", events},
+                        {"semantic", semantic_path()},
+                        {"trace_json", trace_json},
+                        {"fio_job", r.fio_workload ? nlohmann::ordered_json(ini) : nlohmann::ordered_json(nullptr)}};
     return r;
 }
 
 void add_latency_tracing_results(const LatencyTracingResult& r, nlohmann::ordered_json& results) {
     results["device_latency_tracing"] = r.device_latency_tracing;
-    results["fio_workload"] = r.fio_workload ? nlohmann::ordered_json(*r.fio_workload) : nlohmann::ordered_json(nullptr);
+    results["fio_workload"] =
+        r.fio_workload ? nlohmann::ordered_json(*r.fio_workload) : nlohmann::ordered_json(nullptr);
     results["kvio"]["validation"] = r.validation;
 }
 

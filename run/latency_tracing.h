@@ -19,32 +19,32 @@
 namespace kvio::run {
 
 struct LatencyTracingOptions {
-    std::string cache_dir;                  ///< the storage tier's directory (or its nearest existing parent): its disk is traced
-    std::string trace_dir;                  ///< keep the files here; "" = a temporary directory, removed by finish()
-    std::string kvio_exe = "/proc/self/exe";///< the kvio binary that runs `trace`
-    bool syscalls = false;                  ///< `kvio trace --syscalls`: syscall records in the events too
-    double ready_timeout_s = 60;            ///< how long to wait for the programs to attach
+    std::string cache_dir;  ///< the storage tier's directory (or its nearest existing parent): its disk is traced
+    std::string trace_dir;  ///< keep the files here; "" = a temporary directory, removed by finish()
+    std::string kvio_exe = "/proc/self/exe";  ///< the kvio binary that runs `trace`
+    bool syscalls = false;                    ///< `kvio trace --syscalls`: syscall records in the events too
+    double ready_timeout_s = 60;              ///< how long to wait for the programs to attach
 };
 
 /// What finish() adds to the results.
 struct LatencyTracingResult {
     nlohmann::ordered_json device_latency_tracing;  ///< {"tool":"kvio trace","schema":"kvio.trace/1","device",
                                                     ///<  "devices":[...kvio.trace/1 per-device histograms...]}
-    std::optional<std::string> fio_workload;        ///< the fio job (.ini text); none when the trace could not be distilled
-    nlohmann::ordered_json validation;              ///< kvio validate's report JSON + "summary" line + "files"; when
-                                                    ///< validate refused the trace: {"summary":null,"not_validated":why}
-                                                    ///< ("fio_workload_not_distilled":why when distill did)
-    std::string summary_line;                       ///< kvio validate's one-line summary ("" when not validated)
-    std::vector<std::string> warnings;              ///< why validation or distillation was skipped (too little traced)
+    std::optional<std::string> fio_workload;  ///< the fio job (.ini text); none when the trace could not be distilled
+    nlohmann::ordered_json validation;        ///< kvio validate's report JSON + "summary" line + "files"; when
+                                              ///< validate refused the trace: {"summary":null,"not_validated":why}
+                                              ///< ("fio_workload_not_distilled":why when distill did)
+    std::string summary_line;                 ///< kvio validate's one-line summary ("" when not validated)
+    std::vector<std::string> warnings;        ///< why validation or distillation was skipped (too little traced)
 };
 
 class LatencyTracing {
 public:
     /// Starts `<kvio_exe> trace -q -d <disk of cache_dir> --events DIR/events.jsonl --json DIR/trace.json
-    /// --ready-file DIR/ready` (plus --syscalls) in its own process group (stdout/stderr to DIR/trace.log) and waits until it has
-    /// attached. Only the device filter is used: a process filter would miss the commands kworkers issue for the
-    /// simulation (writeback, plugged requests; see run/run_pipeline.cpp). Throws kvio::Error when the
-    /// cache dir is not on a block device or the tracer does not start (its log's last line in the message).
+    /// --ready-file DIR/ready` (plus --syscalls) in its own process group (stdout/stderr to DIR/trace.log) and waits
+    /// until it has attached. Only the device filter is used: a process filter would miss the commands kworkers issue
+    /// for the simulation (writeback, plugged requests; see run/run_pipeline.cpp). Throws kvio::Error when the cache
+    /// dir is not on a block device or the tracer does not start (its log's last line in the message).
     explicit LatencyTracing(const LatencyTracingOptions& o);
     /// Stops a tracer that finish() did not (SIGINT, then waits); removes a temporary directory.
     ~LatencyTracing();

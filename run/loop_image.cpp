@@ -43,14 +43,15 @@ void unmount_dir(const std::string& dir) noexcept {
         // loop device can go.
         bool mounted = true;
         for (int attempt = 0; mounted && attempt < 50; ++attempt) {
-            if (::umount2(dir.c_str(), 0) == 0 || errno == EINVAL || errno == ENOENT) mounted = false;
-            else usleep(100000);
+            if (::umount2(dir.c_str(), 0) == 0 || errno == EINVAL || errno == ENOENT)
+                mounted = false;
+            else
+                usleep(100000);
         }
         if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
         std::error_code ec;
         fs::remove(dir, ec);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 LoopImage::LoopImage(const std::string& image, uint64_t bytes, bool keep) : image_(image), keep_(keep) {
@@ -88,12 +89,12 @@ void LoopImage::cleanup() noexcept {
         detach_image(image_);
         std::error_code ec;
         if (created_ && !keep_) fs::remove(image_, ec);
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 Ext4Mount::Ext4Mount(const std::string& dev, const std::string& dir) : dir_(dir) {
-    auto [st, out] = run_helper({"mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", dev});
+    auto [st, out] =
+        run_helper({"mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", dev});
     if (st != 0) throw Error("mkfs.ext4 " + dev + " failed (exit status " + std::to_string(st) + "): " + trimmed(out));
     std::error_code ec;
     fs::create_directories(dir_, ec);

@@ -42,8 +42,10 @@ void clean_up(const SetUp& s) {
         std::error_code ec;
         if (!it->second && std::filesystem::remove(it->first, ec)) removed += " " + it->first;
     }
-    std::fprintf(stderr, "kvio run guard: the run died; %zu running stages killed, %zu mounts unmounted, %zu images detached%s%s\n",
-                 s.stages.size(), s.mounts.size(), s.images.size(), removed.empty() ? "" : ", removed:", removed.c_str());
+    std::fprintf(
+        stderr,
+        "kvio run guard: the run died; %zu running stages killed, %zu mounts unmounted, %zu images detached%s%s\n",
+        s.stages.size(), s.mounts.size(), s.images.size(), removed.empty() ? "" : ", removed:", removed.c_str());
 }
 
 [[noreturn]] void guard_main(int fd) {
@@ -66,10 +68,14 @@ void clean_up(const SetUp& s) {
             const std::string value = buf.substr(1, end - 1);
             buf.erase(0, end + 1);
             if (tag == kRelease) _exit(0);
-            if (tag == kImage || tag == kKeptImage) s.images.emplace_back(value, tag == kKeptImage);
-            else if (tag == kMount) s.mounts.push_back(value);
-            else if (tag == kStage) s.stages.push_back(pid_t(std::stol(value)));
-            else if (tag == kStageEnded) std::erase(s.stages, pid_t(std::stol(value)));
+            if (tag == kImage || tag == kKeptImage)
+                s.images.emplace_back(value, tag == kKeptImage);
+            else if (tag == kMount)
+                s.mounts.push_back(value);
+            else if (tag == kStage)
+                s.stages.push_back(pid_t(std::stol(value)));
+            else if (tag == kStageEnded)
+                std::erase(s.stages, pid_t(std::stol(value)));
         }
     }
     clean_up(s);
@@ -80,7 +86,8 @@ void clean_up(const SetUp& s) {
 
 RunGuard::RunGuard() {
     int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw Error(std::string("socketpair: ") + std::strerror(errno));
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        throw Error(std::string("socketpair: ") + std::strerror(errno));
     pid_ = fork();
     if (pid_ < 0) {
         int e = errno;
@@ -102,8 +109,7 @@ RunGuard::~RunGuard() {
     if (fd_ < 0) return;
     send(kRelease, "");
     ::close(fd_);
-    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
 }
 
 void RunGuard::image(const std::string& path, bool keep) noexcept { send(keep ? kKeptImage : kImage, path); }

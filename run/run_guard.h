@@ -11,10 +11,10 @@ namespace kvio::run {
 /// groups, mount points, loop images. When the run ends normally it releases the guard (destructor) after its own
 /// cleanup. When the socket closes without that release (the run died), the guard, in this order, SIGKILLs the
 /// process group of every stage not yet reaped (PR_SET_PDEATHSIG already sent SIGTERM to each leader; what a stage
-/// had not flushed is lost), unmounts each mount point (unmount_dir: retried while busy, then lazily), detaches every loop device of
-/// each image (detach_image) and removes the image unless it was kept (--keep), then prints one line to stderr.
-/// The guard ignores SIGINT/SIGTERM/SIGHUP (a Ctrl-C to the terminal's process group is the run's to handle) and
-/// keeps only the socket and stdin/stdout/stderr open.
+/// had not flushed is lost), unmounts each mount point (unmount_dir: retried while busy, then lazily), detaches every
+/// loop device of each image (detach_image) and removes the image unless it was kept (--keep), then prints one line to
+/// stderr. The guard ignores SIGINT/SIGTERM/SIGHUP (a Ctrl-C to the terminal's process group is the run's to handle)
+/// and keeps only the socket and stdin/stdout/stderr open.
 class RunGuard {
 public:
     /// Forks the guard. Call it while the process has one thread: the guard's copy runs losetup and umount after

@@ -87,13 +87,14 @@ void check_room_for_run(const std::string& out, uint64_t need) {
     if (::statvfs(p.c_str(), &sv) != 0) return;  // nothing to judge by; the stages report what fails
     const uint64_t avail = uint64_t(sv.f_bavail) * sv.f_frsize;
     if (avail < need)
-        throw Error("--out " + out + ": its filesystem has " + std::to_string(avail >> 20) + " MiB free, but this run needs about " +
-                    std::to_string((need + (1 << 20) - 1) >> 20) + " MiB there (the sparse images fill as gen and the verify "
+        throw Error("--out " + out + ": its filesystem has " + std::to_string(avail >> 20) +
+                    " MiB free, but this run needs about " + std::to_string((need + (1 << 20) - 1) >> 20) +
+                    " MiB there (the sparse images fill as gen and the verify "
                     "replay write them, plus the traces); free space there, lower --num-chunks or give another --out");
 }
 
-/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json when present, trace.json for the geometry) and writes
-/// OUT/validate.json and OUT/validate.txt.
+/// Scores OUT/events.jsonl against OUT/semantic.jsonl (record.json when present, trace.json for the geometry) and
+/// writes OUT/validate.json and OUT/validate.txt.
 validate::Report validate_run_dir(const std::string& out) {
     validate::Options vo;
     vo.commands = out + "/events.jsonl";
@@ -123,7 +124,8 @@ validate::Report validate_run_dir(const std::string& out) {
 /// OUT/events.jsonl, semantic.jsonl, trace.json) with its log in OUT/simulate.log; unmounted when it returns.
 /// Stopped by a signal, simulate ends its requests and writes its results first; what it stored and loaded until
 /// then is scored (Interrupted::validated).
-void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe, RunGuard& guard) {
+void simulate_stage(const RunOptions& o, const std::string& out, const std::string& dev, const std::string& exe,
+                    RunGuard& guard) {
     const std::string log = out + "/simulate.log";
     int st = 0;
     std::string output, log_error;
@@ -137,8 +139,8 @@ void simulate_stage(const RunOptions& o, const std::string& out, const std::stri
     }
     if (int sig = signal_received()) throw_interrupted_scored(sig, out);
     if (st != 0)
-        throw Error("stage simulate-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(output) +
-                    (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
+        throw Error("stage simulate-under-trace failed (exit status " + std::to_string(st) + ")" +
+                    last_error_line(output) + (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
 }
 
 }  // namespace
@@ -151,11 +153,33 @@ std::vector<std::string> simulate_argv(const std::string& exe, const SimulateWor
                                        const std::string& out) {
     char dur[32];
     std::snprintf(dur, sizeof dur, "%g", w.duration_s);
-    std::vector<std::string> a = {exe, "simulate", "--model", w.model, "--num-users", std::to_string(w.num_users),
-                                  "--duration", dur, "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", "--generation-mode",
-                                  w.generation_mode, "--seed", "42", "--storage-io", w.storage_io, "--cache-dir", cache_dir,
-                                  "--enable-latency-tracing", "--trace-syscalls", "--trace-dir", out, "--output",
-                                  out + "/simulate.json", "--quiet"};
+    std::vector<std::string> a = {exe,
+                                  "simulate",
+                                  "--model",
+                                  w.model,
+                                  "--num-users",
+                                  std::to_string(w.num_users),
+                                  "--duration",
+                                  dur,
+                                  "--gpu-mem-gb",
+                                  "0",
+                                  "--cpu-mem-gb",
+                                  "0",
+                                  "--generation-mode",
+                                  w.generation_mode,
+                                  "--seed",
+                                  "42",
+                                  "--storage-io",
+                                  w.storage_io,
+                                  "--cache-dir",
+                                  cache_dir,
+                                  "--enable-latency-tracing",
+                                  "--trace-syscalls",
+                                  "--trace-dir",
+                                  out,
+                                  "--output",
+                                  out + "/simulate.json",
+                                  "--quiet"};
     a.insert(a.end(), w.extra_args.begin(), w.extra_args.end());
     return a;
 }
@@ -179,20 +203,25 @@ RunResult run_all(const RunOptions& o) {
     if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
     // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
     const bool sim = o.workload == "simulate";
-    if (!sim && o.workload != "objects") throw UsageError("--workload " + o.workload + ": expected objects or simulate");
+    if (!sim && o.workload != "objects")
+        throw UsageError("--workload " + o.workload + ": expected objects or simulate");
     std::string layout = o.layout;
     uint64_t cap_guess = kEmbeddedCapGuess;
     if (sim) {
         if (!o.target.empty())
-            throw UsageError("--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
-        if (!layout.empty()) throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
+            throw UsageError(
+                "--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
+        if (!layout.empty())
+            throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
         layout = "files";
     } else if (o.target.empty()) {
         if (layout == "files")
-            throw UsageError("--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
+            throw UsageError(
+                "--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
         if (o.engine == "uring_cmd")
-            throw UsageError("--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
-                        "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
+            throw UsageError(
+                "--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
+                "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
         layout = "slots";
     } else {
         // A --target that is mounted, read-only or holds data is refused before anything is created or traced. gen's
@@ -225,7 +254,8 @@ RunResult run_all(const RunOptions& o) {
     }
     // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
     const uint64_t img_bytes = sim ? o.sim.image_bytes : image_bytes(o.objects, o.object_bytes);
-    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes) : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
+    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes)
+                                : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
     {
         std::error_code ec;
         fs::create_directories(out, ec);
@@ -234,7 +264,9 @@ RunResult run_all(const RunOptions& o) {
     // Forked first, while this process has one thread: a SIGKILLed run still loses its loop devices, mount and images.
     RunGuard guard;
     struct StageObserver {
-        explicit StageObserver(RunGuard& g) { set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); }); }
+        explicit StageObserver(RunGuard& g) {
+            set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); });
+        }
         ~StageObserver() { set_stage_observer({}); }
     } observe_stages(guard);
     SignalGuard sig;
@@ -247,12 +279,17 @@ RunResult run_all(const RunOptions& o) {
     const std::string exe = resolve_exe(o.kvio_exe);
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
-    doc["options"] = {{"target", o.target}, {"model_args", o.model_args}, {"engine", o.engine}, {"layout", layout},
-                      {"num_chunks", o.num_chunks}, {"keep", o.keep}, {"workload", o.workload}};
+    doc["options"] = {{"target", o.target},    {"model_args", o.model_args}, {"engine", o.engine},
+                      {"layout", layout},      {"num_chunks", o.num_chunks}, {"keep", o.keep},
+                      {"workload", o.workload}};
     if (sim)
-        doc["options"]["simulate"] = {{"model", o.sim.model}, {"num_users", o.sim.num_users}, {"duration_s", o.sim.duration_s},
-                                      {"storage_io", o.sim.storage_io}, {"generation_mode", o.sim.generation_mode},
-                                      {"image_bytes", o.sim.image_bytes}, {"extra_args", o.sim.extra_args}};
+        doc["options"]["simulate"] = {{"model", o.sim.model},
+                                      {"num_users", o.sim.num_users},
+                                      {"duration_s", o.sim.duration_s},
+                                      {"storage_io", o.sim.storage_io},
+                                      {"generation_mode", o.sim.generation_mode},
+                                      {"image_bytes", o.sim.image_bytes},
+                                      {"extra_args", o.sim.extra_args}};
     nlohmann::json stages = nlohmann::json::array();
     Stopwatch total;
 
@@ -270,38 +307,64 @@ RunResult run_all(const RunOptions& o) {
         stages.push_back({{"name", "attach"}, {"seconds", sw.seconds()}});
     }
     BlockDevInfo tinfo = block_dev_info_for_path(target);
-    doc["target"] = {{"path", target}, {"disk", tinfo.whole_disk_name}, {"dev", dev_string(tinfo.whole_disk)},
-                     {"embedded", o.target.empty()}, {"image", o.target.empty() ? P("target.img") : ""}};
+    doc["target"] = {{"path", target},
+                     {"disk", tinfo.whole_disk_name},
+                     {"dev", dev_string(tinfo.whole_disk)},
+                     {"embedded", o.target.empty()},
+                     {"image", o.target.empty() ? P("target.img") : ""}};
 
     // ---- simulate under trace (the serving workload) ----
     if (sim) {
         Stopwatch sw;
-        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) + " s on ext4 on " +
-            target + " under kvio trace (log " + P("simulate.log") + ")");
+        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) +
+            " s on ext4 on " + target + " under kvio trace (log " + P("simulate.log") + ")");
         simulate_stage(o, out, target, exe, guard);
         const json sj = read_json_file(P("simulate.json"));
         const json& sm = sj.value("summary", json::object());
-        doc["simulate"] = {{"requests_completed", sj.value("requests_completed", uint64_t(0))},
-                           {"requests_per_second", sm.value("requests_per_second", 0.0)},
-                           {"elapsed_s", sm.value("elapsed_time", 0.0)},
-                           {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
-                           {"storage_ops", sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
-                           {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
+        doc["simulate"] = {
+            {"requests_completed", sj.value("requests_completed", uint64_t(0))},
+            {"requests_per_second", sm.value("requests_per_second", 0.0)},
+            {"elapsed_s", sm.value("elapsed_time", 0.0)},
+            {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
+            {"storage_ops",
+             sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
+            {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
         stages.push_back({{"name", "trace+simulate"}, {"seconds", sw.seconds()}});
     }
 
     // ---- gen under trace ----
     if (!sim) {
         Stopwatch sw;
-        say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") + ")");
+        say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") +
+            ")");
         // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
         uint64_t disk_bytes = block_dev_info(tinfo.whole_disk).size_bytes;
         uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
-        std::vector<std::string> tr = {exe, "trace", "--events", P("events.jsonl"), "--json", P("trace.json"),
-                                       "--lba-bucket", std::to_string(lba_bucket), "-d", tinfo.whole_disk_name};
-        std::vector<std::string> gen = {exe, "gen", "-q", "--target", target, "--engine", o.engine, "--layout", layout,
-                                        "--num-chunks", std::to_string(o.num_chunks), "--semantic", P("semantic.jsonl"),
-                                        "--record", P("record.json")};
+        std::vector<std::string> tr = {exe,
+                                       "trace",
+                                       "--events",
+                                       P("events.jsonl"),
+                                       "--json",
+                                       P("trace.json"),
+                                       "--lba-bucket",
+                                       std::to_string(lba_bucket),
+                                       "-d",
+                                       tinfo.whole_disk_name};
+        std::vector<std::string> gen = {exe,
+                                        "gen",
+                                        "-q",
+                                        "--target",
+                                        target,
+                                        "--engine",
+                                        o.engine,
+                                        "--layout",
+                                        layout,
+                                        "--num-chunks",
+                                        std::to_string(o.num_chunks),
+                                        "--semantic",
+                                        P("semantic.jsonl"),
+                                        "--record",
+                                        P("record.json")};
         gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
         gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
         int st = 0;
@@ -333,8 +396,8 @@ RunResult run_all(const RunOptions& o) {
             trace.signal(SIGINT);  // stop tracing: it flushes the events and writes the summary
             int ts = trace.wait();
             if (ts != 0 && st == 0 && !signal_received())
-                throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" + last_error_line(trace.output()) +
-                            "; see " + P("trace.log"));
+                throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" +
+                            last_error_line(trace.output()) + "; see " + P("trace.log"));
         } else {
             tr.insert(tr.begin() + 2, "-q");
             tr.push_back("--");
@@ -347,7 +410,8 @@ RunResult run_all(const RunOptions& o) {
         // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
         if (int sig = signal_received()) throw_interrupted_scored(sig, out);
         if (st != 0)
-            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
+            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" +
+                        last_error_line(gen_out) +
                         (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
         stages.push_back({{"name", "trace+gen"}, {"seconds", sw.seconds()}});
     }
@@ -384,7 +448,8 @@ RunResult run_all(const RunOptions& o) {
     distiller::PhasePlan plan;
     {
         Stopwatch sw;
-        say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev + ")");
+        say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev +
+            ")");
         distiller::JobOptions jo;
         jo.filename = vdev;
         jo.target_is_block = true;
@@ -396,7 +461,8 @@ RunResult run_all(const RunOptions& o) {
         distiller::FioJob job = distiller::make_phased_job(ev, orig, jo, {}, &plan);
         {
             std::ofstream f(P("job.fio"));
-            f << "; kvio run: filename=" << vdev << " was this run's temporary verify device, detached when the run ended:\n"
+            f << "; kvio run: filename=" << vdev
+              << " was this run's temporary verify device, detached when the run ended:\n"
               << "; set filename= to your own device before running this job\n"
               << job.text;
             if (!f.flush()) throw Error("cannot write " + P("job.fio"));
@@ -404,7 +470,9 @@ RunResult run_all(const RunOptions& o) {
         std::ofstream il(P("job.iolog"));
         size_t n = distiller::write_iolog(il, ev.cmds, vdev);
         if (!il.flush()) throw Error("cannot write " + P("job.iolog"));
-        doc["job"] = {{"options", distiller::job_json(job)}, {"not_inferred", job.not_inferred}, {"iolog_ios", n},
+        doc["job"] = {{"options", distiller::job_json(job)},
+                      {"not_inferred", job.not_inferred},
+                      {"iolog_ios", n},
                       {"phases", distiller::phases_json(plan)}};
         stages.push_back({{"name", "distill"}, {"seconds", sw.seconds()}});
     }
@@ -414,12 +482,24 @@ RunResult run_all(const RunOptions& o) {
     {
         Stopwatch sw;
         say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
-        std::vector<std::string> a = {exe, "trace", "-q", "--events", P("replay.events.jsonl"), "--json", P("replay.trace.json"),
-                                      "-d", img_b->name(), "--", "fio", "--output-format=json",
-                                      "--output=" + P("replay.fio.json"), P("job.fio")};
+        std::vector<std::string> a = {exe,
+                                      "trace",
+                                      "-q",
+                                      "--events",
+                                      P("replay.events.jsonl"),
+                                      "--json",
+                                      P("replay.trace.json"),
+                                      "-d",
+                                      img_b->name(),
+                                      "--",
+                                      "fio",
+                                      "--output-format=json",
+                                      "--output=" + P("replay.fio.json"),
+                                      P("job.fio")};
         int st = StageProcess(a, P("verify.log"), true).wait();
         check_interrupt();
-        if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
+        if (st != 0)
+            throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
         kvio::EventFilter f;
         f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
         kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
@@ -448,17 +528,18 @@ RunResult run_all(const RunOptions& o) {
         to.trace_json = P("trace.json");
         to.out = P("timeline.json");
         const report::TimelineStats ts = report::write_perfetto(to);
-        doc["timeline"] = {{"path", to.out}, {"commands", ts.commands}, {"syscalls", ts.syscalls}, {"ops", ts.ops},
-                           {"flows", ts.flows}, {"device_tracks", ts.device_tracks}, {"threads", ts.threads},
-                           {"max_slots", ts.max_slots}};
+        doc["timeline"] = {{"path", to.out},        {"commands", ts.commands},  {"syscalls", ts.syscalls},
+                           {"ops", ts.ops},         {"flows", ts.flows},        {"device_tracks", ts.device_tracks},
+                           {"threads", ts.threads}, {"max_slots", ts.max_slots}};
         stages.push_back({{"name", "timeline"}, {"seconds", sw.seconds()}});
     }
     check_interrupt();
 
-    doc["files"] = {{"events", P("events.jsonl")},       {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
-                    {"record", P("record.json")},        {"validate", P("validate.json")}, {"job", P("job.fio")},
-                    {"iolog", P("job.iolog")},           {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
-                    {"report", P("report.html")},        {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
+    doc["files"] = {
+        {"events", P("events.jsonl")}, {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
+        {"record", P("record.json")},  {"validate", P("validate.json")}, {"job", P("job.fio")},
+        {"iolog", P("job.iolog")},     {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
+        {"report", P("report.html")},  {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
     if (sim) {
         doc["files"].erase("record");
         doc["files"]["simulate"] = P("simulate.json");

@@ -13,31 +13,31 @@ namespace kvio::run {
 /// The serving workload of `kvio run --workload simulate`: `kvio simulate` on ext4 over the embedded loop device,
 /// with --enable-latency-tracing --trace-syscalls --trace-dir OUT (simulate runs the tracer and validates).
 struct SimulateWorkload {
-    std::string model = "tiny-1b";      ///< the MLPerf KV benchmark's model: 24,576 B/token
+    std::string model = "tiny-1b";  ///< the MLPerf KV benchmark's model: 24,576 B/token
     uint32_t num_users = 4;
     double duration_s = 20;
     std::string storage_io = "direct";  ///< direct: every op projects exactly; buffered: the benchmark's pattern
     std::string generation_mode = "realistic";
-    uint64_t image_bytes = 1ull << 30;  ///< the ext4 image (sparse); the storage tier takes 95 % of its free space
-    std::vector<std::string> extra_args;///< appended to simulate's arguments (a repeated flag takes the last value)
+    uint64_t image_bytes = 1ull << 30;    ///< the ext4 image (sparse); the storage tier takes 95 % of its free space
+    std::vector<std::string> extra_args;  ///< appended to simulate's arguments (a repeated flag takes the last value)
 };
 
 /// What to run. Model options are passed to `kvio gen` as given (empty = gen's default).
 struct RunOptions {
-    std::string workload = "objects";   ///< "objects" (kvio gen's stores then loads) or "simulate" (SimulateWorkload)
+    std::string workload = "objects";  ///< "objects" (kvio gen's stores then loads) or "simulate" (SimulateWorkload)
     SimulateWorkload sim;
-    std::string target;                 ///< block device, file or directory for gen; "" = embedded loop device
-    std::vector<std::string> model_args;///< --model/--hf-config/--kv-dtype/--chunk-tokens/--tp as gen takes them
-    uint64_t object_bytes = 0;          ///< one object's payload (per-rank bytes), sizes the embedded image
-    uint64_t objects = 0;               ///< objects gen writes (num_chunks × tp), sizes the embedded image
+    std::string target;                   ///< block device, file or directory for gen; "" = embedded loop device
+    std::vector<std::string> model_args;  ///< --model/--hf-config/--kv-dtype/--chunk-tokens/--tp as gen takes them
+    uint64_t object_bytes = 0;            ///< one object's payload (per-rank bytes), sizes the embedded image
+    uint64_t objects = 0;                 ///< objects gen writes (num_chunks × tp), sizes the embedded image
     std::string engine = "posix";
-    std::string layout;                 ///< "slots", "files", or "" = files for a directory target, slots otherwise
+    std::string layout;  ///< "slots", "files", or "" = files for a directory target, slots otherwise
     uint64_t num_chunks = 8;
-    std::string out_dir;                ///< created if absent; must be empty if present
-    bool keep = false;                  ///< keep the image files (detached) instead of removing them
-    bool force = false;                 ///< write a --target whose first MiB holds data (never a mounted one)
+    std::string out_dir;  ///< created if absent; must be empty if present
+    bool keep = false;    ///< keep the image files (detached) instead of removing them
+    bool force = false;   ///< write a --target whose first MiB holds data (never a mounted one)
     std::string kvio_exe = "/proc/self/exe";
-    std::ostream* progress = nullptr;   ///< one line per stage (stderr)
+    std::ostream* progress = nullptr;  ///< one line per stage (stderr)
     /// `--workload simulate`: checks simulate's arguments (what follows "simulate") as simulate's own parser would,
     /// before a device is touched (the CLI gives cli::check_simulate_args); throws kvio::Error. Empty: not checked.
     std::function<void(const std::vector<std::string>&)> check_simulate_args;
@@ -58,8 +58,8 @@ struct Interrupted : std::exception {
 /// validate (kvio.validate/1 report), fidelity (distiller to_json), job (fio options), files {name: path}.
 struct RunResult {
     nlohmann::json doc;
-    std::string summary_line;   ///< validate's one-line summary
-    std::string report_path;    ///< OUT/report.html
+    std::string summary_line;  ///< validate's one-line summary
+    std::string report_path;   ///< OUT/report.html
 };
 
 /// Runs every stage. Embedded devices (sparse OUT/*.img on loop devices with --direct-io=on) are detached

@@ -25,7 +25,8 @@ namespace {
 constexpr int kMaxForwarded = 4;  // trace and gen run at once; one slot per started forwarding stage
 volatile sig_atomic_t g_signal = 0;
 volatile pid_t g_pgid[kMaxForwarded] = {};
-constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};  // SIGHUP: a closed terminal or SSH session cleans up like SIGTERM
+constexpr int kSignals[3] = {SIGINT, SIGTERM,
+                             SIGHUP};  // SIGHUP: a closed terminal or SSH session cleans up like SIGTERM
 
 void on_signal(int sig) {
     if (!g_signal) g_signal = sig;
@@ -166,8 +167,10 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
 
 StageProcess::~StageProcess() {
     if (!reaped_ && pid_ > 0) {
-        if (forward_) ::kill(-pid_, SIGKILL);
-        else ::kill(pid_, SIGKILL);
+        if (forward_)
+            ::kill(-pid_, SIGKILL);
+        else
+            ::kill(pid_, SIGKILL);
         wait();
     }
     if (pump_->thread.joinable()) pump_->thread.join();
@@ -176,8 +179,7 @@ StageProcess::~StageProcess() {
 int StageProcess::wait() {
     if (!reaped_) {
         int st = 0;
-        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-        }
+        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
         reaped_ = true;
         status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         stop_forwarding();

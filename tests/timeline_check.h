@@ -23,9 +23,9 @@
 namespace kvio::test {
 
 struct TimelineCheck {
-    std::vector<std::string> violations;        ///< empty = the file follows the rules
-    uint64_t slices = 0, flows = 0;             ///< X events; s/f pairs
-    std::map<std::string, uint64_t> by_cat;     ///< X events per cat
+    std::vector<std::string> violations;     ///< empty = the file follows the rules
+    uint64_t slices = 0, flows = 0;          ///< X events; s/f pairs
+    std::map<std::string, uint64_t> by_cat;  ///< X events per cat
     /// X events of cat "cmd": (args.dev, sector or slba, bytes, ts in ns), as the checker recovered them.
     std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> cmds;
     /// Flow ends: (pid, tid, ts in ns) of each "f", and of each "s".
@@ -44,17 +44,28 @@ inline TimelineCheck check_timeline(const nlohmann::json& doc) {
         bad("no traceEvents array");
         return r;
     }
-    struct Span { int64_t a, b; };
+    struct Span {
+        int64_t a, b;
+    };
     std::map<std::pair<int64_t, int64_t>, std::vector<Span>> per_thread;
-    struct FlowEnd { int n = 0; std::string cat, name; };
-    std::map<std::string, std::pair<FlowEnd, FlowEnd>> flows;  // id -> (s, f)
+    struct FlowEnd {
+        int n = 0;
+        std::string cat, name;
+    };
+    std::map<std::string, std::pair<FlowEnd, FlowEnd>> flows;                     // id -> (s, f)
     std::vector<std::tuple<int64_t, int64_t, int64_t, std::string>> flow_points;  // pid, tid, ts ns, what
     auto three_decimals = [](double us) { return std::fabs(us * 1000.0 - std::round(us * 1000.0)) < 1e-3; };
     size_t i = 0;
     for (const auto& e : doc["traceEvents"]) {
         const std::string at = "event " + std::to_string(i++);
-        if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string()) { bad(at + ": no ph"); continue; }
-        if (!e.contains("pid") || !e["pid"].is_number_integer()) { bad(at + ": pid not an integer"); continue; }
+        if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string()) {
+            bad(at + ": no ph");
+            continue;
+        }
+        if (!e.contains("pid") || !e["pid"].is_number_integer()) {
+            bad(at + ": pid not an integer");
+            continue;
+        }
         const std::string ph = e["ph"];
         const int64_t pid = e["pid"];
         const bool has_tid = e.contains("tid") && e["tid"].is_number_integer();
@@ -83,9 +94,11 @@ inline TimelineCheck check_timeline(const nlohmann::json& doc) {
             const std::string n = e.value("name", "");
             const auto& g = e.contains("args") ? e["args"] : nlohmann::json();
             if (n == "process_name" || n == "thread_name") {
-                if (!g.is_object() || !g.contains("name") || !g["name"].is_string()) bad(at + ": " + n + " without args.name");
+                if (!g.is_object() || !g.contains("name") || !g["name"].is_string())
+                    bad(at + ": " + n + " without args.name");
             } else if (n == "process_sort_index" || n == "thread_sort_index") {
-                if (!g.is_object() || !g.contains("sort_index") || !g["sort_index"].is_number_integer()) bad(at + ": " + n + " without sort_index");
+                if (!g.is_object() || !g.contains("sort_index") || !g["sort_index"].is_number_integer())
+                    bad(at + ": " + n + " without sort_index");
             } else {
                 bad(at + ": unknown metadata " + n);
             }
@@ -109,20 +122,25 @@ inline TimelineCheck check_timeline(const nlohmann::json& doc) {
         }
     }
     for (auto& [key, spans] : per_thread) {
-        std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.a != y.a ? x.a < y.a : x.b > y.b; });
+        std::sort(spans.begin(), spans.end(),
+                  [](const Span& x, const Span& y) { return x.a != y.a ? x.a < y.a : x.b > y.b; });
         std::vector<int64_t> open;  // ends of the enclosing slices
         for (const auto& s : spans) {
             while (!open.empty() && open.back() <= s.a) open.pop_back();
             if (!open.empty() && s.b > open.back())
-                bad("pid " + std::to_string(key.first) + " tid " + std::to_string(key.second) + ": slice [" + std::to_string(s.a) +
-                    ", " + std::to_string(s.b) + "] ns overlaps its neighbour without nesting");
+                bad("pid " + std::to_string(key.first) + " tid " + std::to_string(key.second) + ": slice [" +
+                    std::to_string(s.a) + ", " + std::to_string(s.b) + "] ns overlaps its neighbour without nesting");
             open.push_back(s.b);
         }
     }
     for (const auto& [id, p] : flows) {
-        if (p.first.n != 1 || p.second.n != 1) bad("flow id " + id + ": " + std::to_string(p.first.n) + " starts, " + std::to_string(p.second.n) + " ends");
-        else if (p.first.cat != p.second.cat || p.first.name != p.second.name) bad("flow id " + id + ": start and end differ in cat/name");
-        else ++r.flows;
+        if (p.first.n != 1 || p.second.n != 1)
+            bad("flow id " + id + ": " + std::to_string(p.first.n) + " starts, " + std::to_string(p.second.n) +
+                " ends");
+        else if (p.first.cat != p.second.cat || p.first.name != p.second.name)
+            bad("flow id " + id + ": start and end differ in cat/name");
+        else
+            ++r.flows;
     }
     for (const auto& [pid, tid, ts, at] : flow_points) {
         const auto it = per_thread.find({pid, tid});

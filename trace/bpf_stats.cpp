@@ -60,13 +60,16 @@ nlohmann::json stats_json(const std::vector<ProgStats>& stats, uint64_t cmds) {
 void print_stats(std::ostream& os, const std::vector<ProgStats>& stats, uint64_t cmds) {
     os << "\n== BPF programs (kernel accounting, BPF_ENABLE_STATS)\n";
     os << "  " << std::left << std::setw(24) << "program" << std::right << std::setw(14) << "runs" << std::setw(14)
-       << "ns/run" << std::setw(16) << "total ms" << "\n";
+       << "ns/run" << std::setw(16) << "total ms"
+       << "\n";
     for (const auto& s : stats)
         os << "  " << std::left << std::setw(24) << s.name << std::right << std::setw(14) << s.run_cnt << std::setw(14)
            << std::fixed << std::setprecision(0) << (s.run_cnt ? double(s.run_time_ns) / double(s.run_cnt) : 0.0)
            << std::setw(16) << std::setprecision(2) << double(s.run_time_ns) / 1e6 << "\n";
     os << "  total " << std::setprecision(2) << double(total_ns(stats)) / 1e6 << " ms";
-    if (cmds) os << " = " << std::setprecision(0) << double(total_ns(stats)) / double(cmds) << " ns per device command (" << cmds << " commands)";
+    if (cmds)
+        os << " = " << std::setprecision(0) << double(total_ns(stats)) / double(cmds) << " ns per device command ("
+           << cmds << " commands)";
     os << "\n";
 }
 

@@ -27,7 +27,7 @@ private:
 
 /// One loaded program: how often it ran and the ns it spent (bpf_prog_info), since statistics were enabled.
 struct ProgStats {
-    std::string name;          ///< the program's name in the BPF object (bpftool shows 15 characters of it)
+    std::string name;  ///< the program's name in the BPF object (bpftool shows 15 characters of it)
     uint64_t run_cnt = 0;
     uint64_t run_time_ns = 0;
 };

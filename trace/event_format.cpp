@@ -74,10 +74,16 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
 /// Positioned calls and fadvise carry an offset.
 static bool syscall_has_offset(uint32_t nr) {
     switch (nr) {
-        case KVIO_SYS_PREAD64: case KVIO_SYS_PWRITE64: case KVIO_SYS_PREADV: case KVIO_SYS_PWRITEV:
-        case KVIO_SYS_PREADV2: case KVIO_SYS_PWRITEV2: case KVIO_SYS_FADVISE64:
+        case KVIO_SYS_PREAD64:
+        case KVIO_SYS_PWRITE64:
+        case KVIO_SYS_PREADV:
+        case KVIO_SYS_PWRITEV:
+        case KVIO_SYS_PREADV2:
+        case KVIO_SYS_PWRITEV2:
+        case KVIO_SYS_FADVISE64:
             return true;
-        default: return false;
+        default:
+            return false;
     }
 }
 /// Everything but the sync calls and io_uring_enter carries a count.
@@ -87,9 +93,10 @@ static bool syscall_has_count(uint32_t nr) {
 
 nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
     nlohmann::json j = {
-        {"type", "syscall"},   {"name", syscall_name(e.nr)}, {"pid", e.pid},           {"tid", e.tid},
-        {"comm", comm_string(e.comm)}, {"fd", e.fd},         {"ts_enter", e.ts_enter}, {"ts_exit", e.ts_exit},
-        {"lat_ns", e.ts_exit - e.ts_enter}, {"ret", e.ret},
+        {"type", "syscall"},      {"name", syscall_name(e.nr)},  {"pid", e.pid},
+        {"tid", e.tid},           {"comm", comm_string(e.comm)}, {"fd", e.fd},
+        {"ts_enter", e.ts_enter}, {"ts_exit", e.ts_exit},        {"lat_ns", e.ts_exit - e.ts_enter},
+        {"ret", e.ret},
     };
     if (syscall_has_offset(e.nr)) j["offset"] = e.offset;
     if (syscall_has_count(e.nr)) j["count"] = e.count;
@@ -119,7 +126,8 @@ struct EventEncoder::Impl {
         for (size_t i = 0; i < n; ++i) {
             auto c = static_cast<unsigned char>(s[i]);
             if (c < 0x20 || c >= 0x80) {
-                auto q = nlohmann::json(std::string(s, n)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                auto q =
+                    nlohmann::json(std::string(s, n)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
                 w.RawValue(q.data(), q.size(), rapidjson::kStringType);
                 return;
             }

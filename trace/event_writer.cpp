@@ -15,7 +15,8 @@ namespace kvio::trace {
 
 bool events_on_stdout(const std::string& path) {
     if (path == "-" || path == "/dev/stdout" || path == "/proc/self/fd/1") return true;
-    struct stat a {}, b {};
+    struct stat a {
+    }, b{};
     return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
@@ -24,7 +25,8 @@ EventWriter::EventWriter(const std::string& path, size_t chunk_bytes, EventsForm
     // Standard output is written where it points, as it was opened (no truncation of a `>>` file, no O_DIRECT
     // on a shared file description).
     const bool to_stdout = events_on_stdout(path);
-    fd_ = to_stdout ? ::fcntl(1, F_DUPFD_CLOEXEC, 3) : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    fd_ = to_stdout ? ::fcntl(1, F_DUPFD_CLOEXEC, 3)
+                    : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd_ < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
     // O_DIRECT for regular files whose filesystem takes it (never pipes: O_DIRECT makes a pipe packet-mode).
     // Buffered writes of ~60 MB/s of JSONL cost the traced machine a page-cache page, a delalloc reservation
@@ -48,8 +50,7 @@ EventWriter::EventWriter(const std::string& path, size_t chunk_bytes, EventsForm
 EventWriter::~EventWriter() {
     try {
         close();
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 void EventWriter::cmd(const kvio_cmd_event& e) {

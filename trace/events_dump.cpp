@@ -31,12 +31,13 @@ void refuse_jsonl(const std::string& in) {
     std::FILE* f = std::fopen(in.c_str(), "rb");
     if (!f) return;  // the reader says why
     int c;
-    while ((c = std::fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t') {
-    }
+    while ((c = std::fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t') {}
     std::fclose(f);
     if (c == '{')
-        throw Error(in + " is a JSONL file (kvio.events/1, what `kvio dump` writes), not a kvio.events.bin capture: it needs "
-                         "no dump; validate, distill, replay and compare read it as it is");
+        throw Error(
+            in +
+            " is a JSONL file (kvio.events/1, what `kvio dump` writes), not a kvio.events.bin capture: it needs "
+            "no dump; validate, distill, replay and compare read it as it is");
 }
 
 }  // namespace
@@ -46,7 +47,8 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
     refuse_jsonl(in);
     evbin::Reader r(in);  // opened before the output: a bad capture leaves no output file behind
     if (!out.empty()) {
-        struct stat a {}, b {};
+        struct stat a {
+        }, b{};
         if (::stat(in.c_str(), &a) == 0 && ::stat(out.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             throw Error(out + " is the capture itself: writing it would destroy what is being read");
     }
@@ -95,8 +97,9 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
     if (std::fflush(f) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
     if (closer && std::fclose(closer.release()) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
     if (!summary)
-        std::fprintf(stderr, "kvio dump: warning: %s has no summary record: the capture was cut off (killed, crashed or "
-                             "out of space); its %llu records are written, the commands after them are missing\n",
+        std::fprintf(stderr,
+                     "kvio dump: warning: %s has no summary record: the capture was cut off (killed, crashed or "
+                     "out of space); its %llu records are written, the commands after them are missing\n",
                      in.c_str(), (unsigned long long)written);
 }
 

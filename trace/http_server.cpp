@@ -20,12 +20,18 @@ namespace {
 
 const char* reason(int status) {
     switch (status) {
-        case 200: return "OK";
-        case 400: return "Bad Request";
-        case 404: return "Not Found";
-        case 405: return "Method Not Allowed";
-        case 431: return "Request Header Fields Too Large";
-        default: return "Internal Server Error";
+        case 200:
+            return "OK";
+        case 400:
+            return "Bad Request";
+        case 404:
+            return "Not Found";
+        case 405:
+            return "Method Not Allowed";
+        case 431:
+            return "Request Header Fields Too Large";
+        default:
+            return "Internal Server Error";
     }
 }
 
@@ -74,7 +80,9 @@ std::string address_string(const sockaddr_storage& ss) {
 }  // namespace
 
 std::pair<std::string, std::string> split_host_port(const std::string& listen) {
-    auto bad = [&] { return Error("--listen " + listen + ": expected ADDR:PORT (127.0.0.1:9435, [::1]:9435 or :9435)"); };
+    auto bad = [&] {
+        return Error("--listen " + listen + ": expected ADDR:PORT (127.0.0.1:9435, [::1]:9435 or :9435)");
+    };
     std::string host, port;
     if (!listen.empty() && listen[0] == '[') {
         auto close = listen.find("]:");
@@ -87,7 +95,8 @@ std::pair<std::string, std::string> split_host_port(const std::string& listen) {
         host = listen.substr(0, colon);
         port = listen.substr(colon + 1);
     }
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535)
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) > 65535)
         throw bad();
     return {host, port};
 }
@@ -104,7 +113,10 @@ HttpServer::HttpServer(const std::string& listen, Handler handler) : handler_(st
     std::string why = "no address";
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) { why = std::strerror(errno); continue; }
+        if (fd < 0) {
+            why = std::strerror(errno);
+            continue;
+        }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
@@ -164,7 +176,8 @@ void HttpServer::answer(Conn& c) {
         }
     }
     std::string head = "HTTP/1.1 " + std::to_string(resp.status) + " " + reason(resp.status) +
-                       "\r\nContent-Type: " + resp.content_type + "\r\nContent-Length: " + std::to_string(resp.body.size()) +
+                       "\r\nContent-Type: " + resp.content_type +
+                       "\r\nContent-Length: " + std::to_string(resp.body.size()) +
                        (resp.status == 405 ? "\r\nAllow: GET, HEAD" : "") + "\r\nConnection: close\r\n\r\n";
     c.out = req.method == "HEAD" ? head : head + resp.body;
     c.answered = true;
@@ -197,7 +210,8 @@ bool HttpServer::write_to(Conn& c, uint64_t now_ns) {
     // discard the response before the client has read it.
     ssize_t n = 0;
     while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {}
-    if (c.shut) return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && now_ns - c.last_ns < kLingerNs;
+    if (c.shut)
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && now_ns - c.last_ns < kLingerNs;
     while (c.sent < c.out.size()) {
         n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;

@@ -44,7 +44,8 @@ public:
 
     static constexpr size_t kMaxRequestBytes = 16 << 10;  ///< request line + headers; more is answered 431
     static constexpr size_t kMaxConnections = 64;         ///< more are closed at once
-    static constexpr uint64_t kIdleNs = 10'000'000'000;   ///< a connection that neither sends nor reads for 10 s is closed
+    static constexpr uint64_t kIdleNs =
+        10'000'000'000;  ///< a connection that neither sends nor reads for 10 s is closed
     static constexpr uint64_t kLingerNs = 1'000'000'000;  ///< after the response, the client has 1 s to close its side
 
 private:

@@ -25,8 +25,7 @@ std::string tracefs_root() {
 }
 
 void ensure_tracing_ready() {
-    if (geteuid() != 0)
-        throw Error("trace needs root (CAP_BPF, CAP_PERFMON and tracefs access): run it with sudo");
+    if (geteuid() != 0) throw Error("trace needs root (CAP_BPF, CAP_PERFMON and tracefs access): run it with sudo");
     if (!fs::exists(kVmlinuxBtf))
         throw Error(std::string("this kernel has no BTF (") + kVmlinuxBtf +
                     " is missing); kvio's CO-RE programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y");

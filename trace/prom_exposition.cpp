@@ -30,10 +30,14 @@ std::string number(double v) {
 std::string escape(const std::string& v) {
     std::string o;
     for (char c : v) {
-        if (c == '\\') o += "\\\\";
-        else if (c == '"') o += "\\\"";
-        else if (c == '\n') o += "\\n";
-        else o += c;
+        if (c == '\\')
+            o += "\\\\";
+        else if (c == '"')
+            o += "\\\"";
+        else if (c == '\n')
+            o += "\\n";
+        else
+            o += c;
     }
     return o;
 }
@@ -63,7 +67,8 @@ public:
     /// histogram or gauge.
     void family(const std::string& name, const char* type, const std::string& help) {
         std::string fam = name;
-        if (f_ == ExpositionFormat::OpenMetrics && std::string(type) == "counter") fam.resize(fam.size() - 6);  // no _total
+        if (f_ == ExpositionFormat::OpenMetrics && std::string(type) == "counter")
+            fam.resize(fam.size() - 6);  // no _total
         out_ += "# HELP " + fam + " " + help + "\n# TYPE " + fam + " " + type + "\n";
     }
     void sample(const std::string& name, const Labels& labels, double v) {
@@ -158,17 +163,23 @@ struct CounterMetric {
     const char* help;
 };
 constexpr CounterMetric kCounters[] = {
-    {KVIO_CNT_RB_DROPS, "kvio_dropped_events_total", "Events lost because the ring buffer was full (histograms are complete)."},
-    {KVIO_CNT_LOST_COMPLETE, "kvio_lost_completions_total", "Issued commands whose completion no BPF program saw (no D2C)."},
-    {KVIO_CNT_UNMATCHED_COMPLETE, "kvio_unmatched_completions_total", "Completions without a seen issue (in flight before the trace)."},
+    {KVIO_CNT_RB_DROPS, "kvio_dropped_events_total",
+     "Events lost because the ring buffer was full (histograms are complete)."},
+    {KVIO_CNT_LOST_COMPLETE, "kvio_lost_completions_total",
+     "Issued commands whose completion no BPF program saw (no D2C)."},
+    {KVIO_CNT_UNMATCHED_COMPLETE, "kvio_unmatched_completions_total",
+     "Completions without a seen issue (in flight before the trace)."},
     {KVIO_CNT_NEGATIVE_DELTA, "kvio_negative_deltas_total", "Latencies that came out negative and were discarded."},
-    {KVIO_CNT_NO_OWNER, "kvio_unattributed_commands_total", "Requests with an unknown submitter under a task filter (not counted)."},
+    {KVIO_CNT_NO_OWNER, "kvio_unattributed_commands_total",
+     "Requests with an unknown submitter under a task filter (not counted)."},
     {KVIO_CNT_PARTIAL_COMPLETE, "kvio_partial_completions_total", "block_rq_complete calls for part of a request."},
     {KVIO_CNT_MAP_FULL, "kvio_map_full_total", "In-flight map updates that failed."},
     {KVIO_CNT_STALE, "kvio_stale_entries_total", "In-flight entries of an earlier life of a request, replaced."},
     {KVIO_CNT_RESCUED, "kvio_rescued_by_backup_total", "Issues or completions handled by the backup programs."},
-    {KVIO_CNT_RQ_SPILLS, "kvio_rq_table_spills_total", "Requests kept in the fallback hash: every slot they may use was in flight."},
-    {KVIO_CNT_OWNER_SPILLS, "kvio_owner_table_spills_total", "Bio owners kept in the fallback hash: every slot they may use was taken."},
+    {KVIO_CNT_RQ_SPILLS, "kvio_rq_table_spills_total",
+     "Requests kept in the fallback hash: every slot they may use was in flight."},
+    {KVIO_CNT_OWNER_SPILLS, "kvio_owner_table_spills_total",
+     "Bio owners kept in the fallback hash: every slot they may use was taken."},
     {KVIO_CNT_EVENTS, "kvio_events_total", "Event records submitted to the ring buffer."},
 };
 
@@ -176,7 +187,7 @@ constexpr CounterMetric kCounters[] = {
 
 ExpositionFormat negotiate_format(const std::string& accept) {
     return accept.find("application/openmetrics-text") != std::string::npos ? ExpositionFormat::OpenMetrics
-                                                                           : ExpositionFormat::Text;
+                                                                            : ExpositionFormat::Text;
 }
 
 const char* content_type(ExpositionFormat f) {
@@ -209,7 +220,10 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
                 e.sample(name, {{"device", dev}, {"op", op}}, double(v));
         }
     };
-    totals("kvio_device_commands_total", "Block device commands completed (op discard: discards and secure erases; other: the rest, write zeroes and driver commands).", false);
+    totals("kvio_device_commands_total",
+           "Block device commands completed (op discard: discards and secure erases; other: the rest, write zeroes and "
+           "driver commands).",
+           false);
     totals("kvio_device_bytes_total", "Bytes moved by completed block device commands.", true);
 
     for (const auto& fam : kDevFamilies) {
@@ -219,22 +233,27 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
             for (auto [op, id] : {std::pair{"read", fam.read_id}, {"write", fam.write_id}}) {
                 Histogram h = dev_hist(devs.at(kdev), id, lba);
                 Labels l{{"device", dev}, {"op", op}};
-                if (fam.kind == DevFamily::Depth) e.qd_histogram(fam.name, l, h);
-                else e.log2_histogram(fam.name, l, h, fam.kind == DevFamily::Seconds ? kSeconds : kBytes);
+                if (fam.kind == DevFamily::Depth)
+                    e.qd_histogram(fam.name, l, h);
+                else
+                    e.log2_histogram(fam.name, l, h, fam.kind == DevFamily::Seconds ? kSeconds : kBytes);
             }
     }
     if (s.nvme_present) {
         e.family("kvio_nvme_d2c_seconds", "histogram", "NVMe command latency, nvme_setup_cmd to nvme_complete_rq.");
         for (const auto& [kdev, dev] : names)
             for (auto [op, id] : {std::pair{"read", KVIO_H_NVME_D2C_READ}, {"write", KVIO_H_NVME_D2C_WRITE}})
-                e.log2_histogram("kvio_nvme_d2c_seconds", {{"device", dev}, {"op", op}}, dev_hist(devs.at(kdev), id, lba), kSeconds);
-        e.family("kvio_nvme_queue_d2c_seconds", "histogram", "NVMe command latency per submission queue, both directions.");
+                e.log2_histogram("kvio_nvme_d2c_seconds", {{"device", dev}, {"op", op}},
+                                 dev_hist(devs.at(kdev), id, lba), kSeconds);
+        e.family("kvio_nvme_queue_d2c_seconds", "histogram",
+                 "NVMe command latency per submission queue, both directions.");
         const std::string prefix = dev_hist_name(KVIO_H_NVME_D2C_QUEUE, 0);
         const std::string qprefix = prefix.substr(0, prefix.size() - 1);  // "nvme_d2c_q"
         for (const auto& [kdev, dev] : names)
             for (const auto& [hname, h] : devs.at(kdev))
                 if (hname.rfind(qprefix, 0) == 0 && hname.size() > qprefix.size())
-                    e.log2_histogram("kvio_nvme_queue_d2c_seconds", {{"device", dev}, {"queue", hname.substr(qprefix.size())}}, h, kSeconds);
+                    e.log2_histogram("kvio_nvme_queue_d2c_seconds",
+                                     {{"device", dev}, {"queue", hname.substr(qprefix.size())}}, h, kSeconds);
     }
     for (const auto& fam : kProcFamilies) {
         e.family(fam.name, "histogram", fam.help);
@@ -245,12 +264,15 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
         e.family(c.name, "counter", c.help);
         e.sample(c.name, {}, double(s.counters[c.id]));
     }
-    e.family("kvio_bpf_recursion_misses_total", "counter", "Program runs the kernel skipped because the program was already running on that CPU.");
+    e.family("kvio_bpf_recursion_misses_total", "counter",
+             "Program runs the kernel skipped because the program was already running on that CPU.");
     e.sample("kvio_bpf_recursion_misses_total", {}, double(s.recursion_misses));
     if (s.stats_on) {
-        e.family("kvio_bpf_program_runs_total", "counter", "Runs of each BPF program (kernel accounting, BPF_ENABLE_STATS; --stats).");
+        e.family("kvio_bpf_program_runs_total", "counter",
+                 "Runs of each BPF program (kernel accounting, BPF_ENABLE_STATS; --stats).");
         for (const auto& p : s.progs) e.sample("kvio_bpf_program_runs_total", {{"program", p.name}}, double(p.run_cnt));
-        e.family("kvio_bpf_program_run_seconds_total", "counter", "Time spent in each BPF program (kernel accounting; --stats).");
+        e.family("kvio_bpf_program_run_seconds_total", "counter",
+                 "Time spent in each BPF program (kernel accounting; --stats).");
         for (const auto& p : s.progs)
             e.sample("kvio_bpf_program_run_seconds_total", {{"program", p.name}}, double(p.run_time_ns) / 1e9);
     }

@@ -73,9 +73,12 @@ bool raw_pair_btf() { return has_btf_tracepoint("sys_enter") && has_btf_tracepoi
 
 const char* syscall_hooks_name(SyscallHooks h) {
     switch (h) {
-    case SyscallHooks::PerSyscall: return "per_syscall";
-    case SyscallHooks::RawSyscalls: return "raw_syscalls";
-    case SyscallHooks::None: break;
+        case SyscallHooks::PerSyscall:
+            return "per_syscall";
+        case SyscallHooks::RawSyscalls:
+            return "raw_syscalls";
+        case SyscallHooks::None:
+            break;
     }
     return "none";
 }
@@ -95,11 +98,13 @@ SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s, bool enabled) : s_(s), enabl
     bpf_program__set_autoload(s->progs.sys_exit_btf, btf);
     bpf_program__set_autoload(s->progs.raw_sys_enter, !btf);
     bpf_program__set_autoload(s->progs.raw_sys_exit, !btf);
-    for (bpf_program* p : {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
+    for (bpf_program* p :
+         {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
         bpf_program__set_autoattach(p, false);
     if (enabled_) return;
     for (bpf_program* p : tp) bpf_program__set_autoload(p, false);
-    for (bpf_program* p : {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
+    for (bpf_program* p :
+         {s->progs.sys_enter_btf, s->progs.sys_exit_btf, s->progs.raw_sys_enter, s->progs.raw_sys_exit})
         bpf_program__set_autoload(p, false);
     hooks_ = SyscallHooks::None;
 }

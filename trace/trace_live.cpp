@@ -54,8 +54,10 @@ std::string wall_clock() {
 
 const char* kIndexHtml =
     "<!DOCTYPE html>\n<html><head><title>kvio trace exporter</title></head><body>\n"
-    "<h1>kvio trace</h1>\n<p>The storage latency stack of this host (D2C, Q2D, VFS, fsync, command sizes, queue depth), "
-    "read from the in-kernel histograms at each scrape.</p>\n<p><a href=\"/metrics\">/metrics</a></p>\n</body></html>\n";
+    "<h1>kvio trace</h1>\n<p>The storage latency stack of this host (D2C, Q2D, VFS, fsync, command sizes, queue "
+    "depth), "
+    "read from the in-kernel histograms at each scrape.</p>\n<p><a "
+    "href=\"/metrics\">/metrics</a></p>\n</body></html>\n";
 
 }  // namespace
 
@@ -64,7 +66,8 @@ void print_interval(std::ostream& os, const TraceReport& delta, double seconds) 
     os << "\n" << wall_clock() << "  interval " << std::fixed << std::setprecision(2) << seconds << " s\n";
     os << std::left << std::setw(12) << "DEVICE" << std::right << std::setw(10) << "r/s" << std::setw(10) << "w/s"
        << std::setw(10) << "rMB/s" << std::setw(10) << "wMB/s" << std::setw(11) << "D2C_p50" << std::setw(11)
-       << "D2C_p99" << std::setw(11) << "D2C_p99.9" << std::setw(8) << "QD" << "\n";
+       << "D2C_p99" << std::setw(11) << "D2C_p99.9" << std::setw(8) << "QD"
+       << "\n";
     for (const auto& [kdev, hists] : delta.devices()) {
         uint64_t r = count_of(hists, "bssplit_read"), w = count_of(hists, "bssplit_write");
         Histogram d2c = d2c_both(hists);
@@ -73,10 +76,10 @@ void print_interval(std::ostream& os, const TraceReport& delta, double seconds) 
         os << std::left << std::setw(12) << disk_name(kdev) << std::right << std::setprecision(1) << std::setw(10)
            << double(r) / s << std::setw(10) << double(w) / s << std::setprecision(2) << std::setw(10)
            << double(sum_of(hists, "bssplit_read")) / s / 1e6 << std::setw(10)
-           << double(sum_of(hists, "bssplit_write")) / s / 1e6 << std::setw(11) << (d2c.count() ? human_ns(d2c.quantile(0.5)) : "-")
-           << std::setw(11) << (d2c.count() ? human_ns(d2c.quantile(0.99)) : "-") << std::setw(11)
-           << (d2c.count() ? human_ns(d2c.quantile(0.999)) : "-")
-           << std::setprecision(1) << std::setw(8) << qd << "\n";
+           << double(sum_of(hists, "bssplit_write")) / s / 1e6 << std::setw(11)
+           << (d2c.count() ? human_ns(d2c.quantile(0.5)) : "-") << std::setw(11)
+           << (d2c.count() ? human_ns(d2c.quantile(0.99)) : "-") << std::setw(11)
+           << (d2c.count() ? human_ns(d2c.quantile(0.999)) : "-") << std::setprecision(1) << std::setw(8) << qd << "\n";
     }
     for (const auto& [kdev, hists] : delta.devices())
         for (const char* name : {"d2c_read", "d2c_write"})

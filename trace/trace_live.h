@@ -18,10 +18,10 @@
 namespace kvio::trace {
 
 struct LiveOptions {
-    double interval_s = 0;      ///< INTERVAL: print every this many seconds; 0 = no interval output
-    uint64_t count = 0;         ///< COUNT: stop after this many intervals; 0 = until stopped
-    std::string listen;         ///< --listen ADDR:PORT, "" = none
-    std::string textfile;       ///< --prom-textfile FILE, "" = none
+    double interval_s = 0;         ///< INTERVAL: print every this many seconds; 0 = no interval output
+    uint64_t count = 0;            ///< COUNT: stop after this many intervals; 0 = until stopped
+    std::string listen;            ///< --listen ADDR:PORT, "" = none
+    std::string textfile;          ///< --prom-textfile FILE, "" = none
     double textfile_every_s = 10;  ///< how often FILE is rewritten without INTERVAL
 };
 

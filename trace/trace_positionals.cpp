@@ -38,8 +38,10 @@ TracePositionals split_trace_positionals(const std::vector<std::string>& words, 
         if (words[i] == "--") {
             ++i;
         } else if (words[i].size() > 1 && words[i][0] == '-') {  // CLI11 takes every word after a positional as one
-            throw UsageError("'" + words[i] + "' after the positionals: options go before INTERVAL [COUNT] (kvio trace -d nvme0n1 1 10); "
-                        "a COMMAND that starts with '-' needs -- before it");
+            throw UsageError(
+                "'" + words[i] +
+                "' after the positionals: options go before INTERVAL [COUNT] (kvio trace -d nvme0n1 1 10); "
+                "a COMMAND that starts with '-' needs -- before it");
         }
     }
     p.command.assign(words.begin() + long(i), words.end());

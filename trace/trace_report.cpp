@@ -210,8 +210,9 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"devices", devices},
         {"process", proc},
         {"process_fds", syscall_scope_},
-        {"percentile_method", "linear interpolation inside the log2 bucket holding the quantile; each percentile "
-                              "gives its bucket [lo, hi) in the histogram's unit"},
+        {"percentile_method",
+         "linear interpolation inside the log2 bucket holding the quantile; each percentile "
+         "gives its bucket [lo, hi) in the histogram's unit"},
     };
     if (group_by_ != KVIO_GROUP_NONE) {
         nlohmann::json entries = nlohmann::json::array();
@@ -234,10 +235,14 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
 std::string human_ns(double ns) {
     std::ostringstream o;
     o << std::fixed << std::setprecision(1);
-    if (ns < 1e3) o << ns << "ns";
-    else if (ns < 1e6) o << ns / 1e3 << "us";
-    else if (ns < 1e9) o << ns / 1e6 << "ms";
-    else o << ns / 1e9 << "s";
+    if (ns < 1e3)
+        o << ns << "ns";
+    else if (ns < 1e6)
+        o << ns / 1e3 << "us";
+    else if (ns < 1e9)
+        o << ns / 1e6 << "ms";
+    else
+        o << ns / 1e9 << "s";
     return o.str();
 }
 
@@ -258,7 +263,8 @@ void print_groups(std::ostream& os, const TraceReport& r, kvio_group_by by) {
     os << std::left << std::setw(cg ? 12 : 8) << (cg ? "CGROUP_ID" : "PID") << " " << std::setw(cg ? 32 : 16)
        << (cg ? "CGROUP" : "COMM") << " " << std::setw(10) << "DISK" << std::setw(6) << "OP" << std::right
        << std::setw(10) << "CMDS" << std::setw(14) << "BYTES" << std::setw(11) << "D2C_p50" << std::setw(11)
-       << "D2C_p99" << std::setw(11) << "D2C_p99.9" << "\n";
+       << "D2C_p99" << std::setw(11) << "D2C_p99.9"
+       << "\n";
     if (r.groups().empty()) os << "(no block reads or writes with a known submitter)\n";
     for (const auto* g : by_bytes(r.groups()))
         os << std::left << std::setw(cg ? 12 : 8) << g->id << " " << std::setw(cg ? 32 : 16) << g->name << " "
@@ -275,7 +281,9 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
     for (const auto& [kdev, hists] : devs_) {
         DevId id = decode_kernel_dev(kdev);
         std::string name = "?";
-        try { name = block_dev_info(id).name; } catch (const std::exception&) {}
+        try {
+            name = block_dev_info(id).name;
+        } catch (const std::exception&) {}
         auto r = totals(hists, "bssplit_read"), w = totals(hists, "bssplit_write");
         os << "\n== " << name << " (" << dev_string(id) << "): read " << r["cmds"] << " cmds / " << r["bytes"]
            << " B, write " << w["cmds"] << " cmds / " << w["bytes"] << " B\n";
@@ -288,10 +296,13 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
     }
     os << "\n== syscalls (fds: " << syscall_scope_ << ")\n";
     for (const auto& [hname, h] : proc_)
-        if (h.count()) { h.print(os, hname); print_percentiles(os, h); }
+        if (h.count()) {
+            h.print(os, hname);
+            print_percentiles(os, h);
+        }
     print_groups(os, *this, group_by_);
-    os << "\nnvme tracepoints: "
-       << (nvme_present ? "attached" : "not present on this kernel (no NVMe driver loaded)") << "\n";
+    os << "\nnvme tracepoints: " << (nvme_present ? "attached" : "not present on this kernel (no NVMe driver loaded)")
+       << "\n";
     os << "dropped events: " << counters[KVIO_CNT_RB_DROPS]
        << "  unmatched completes: " << counters[KVIO_CNT_UNMATCHED_COMPLETE]
        << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]

@@ -25,12 +25,12 @@ Histogram make_proc_hist(uint32_t id);
 /// One submitter group of --per-process / --per-cgroup (map group_stats): block reads or writes of one
 /// process (tgid) or cgroup on one device.
 struct GroupTotals {
-    uint64_t id = 0;     ///< tgid or cgroup v2 id
-    std::string name;    ///< comm (process) or cgroup path below /sys/fs/cgroup ("?" when gone)
-    uint32_t dev = 0;    ///< kernel dev_t
-    uint32_t op = 0;     ///< KVIO_OP_READ or KVIO_OP_WRITE
+    uint64_t id = 0;   ///< tgid or cgroup v2 id
+    std::string name;  ///< comm (process) or cgroup path below /sys/fs/cgroup ("?" when gone)
+    uint32_t dev = 0;  ///< kernel dev_t
+    uint32_t op = 0;   ///< KVIO_OP_READ or KVIO_OP_WRITE
     uint64_t cmds = 0, bytes = 0;
-    Histogram d2c;       ///< ns
+    Histogram d2c;  ///< ns
 };
 
 /// Accumulates what the maps hold and renders it.

@@ -12,15 +12,15 @@ namespace kvio::trace {
 /// Cumulative since the trace started (the in-kernel maps are never cleared).
 struct TraceSnapshot {
     explicit TraceSnapshot(uint64_t lba_bucket_bytes) : report(lba_bucket_bytes) {}
-    TraceReport report;                    ///< histograms per device and syscall side, groups
-    uint64_t counters[KVIO_COUNTERS] = {}; ///< the BPF counters summed over CPUs (enum kvio_counter)
-    bool nvme_present = false;             ///< NVMe tracepoints attached
-    bool stats_on = false;                 ///< --stats: `progs` carry run counts and times
-    std::vector<ProgStats> progs;          ///< per program, since statistics were enabled (empty without --stats)
-    uint64_t recursion_misses = 0;         ///< summed bpf_prog_info recursion_misses
-    uint64_t taken_ns = 0;                 ///< CLOCK_MONOTONIC when read
-    double elapsed_s = 0;                  ///< seconds since the programs were attached
-    double start_unix_s = 0;               ///< wall-clock time the trace started (Unix seconds)
+    TraceReport report;                     ///< histograms per device and syscall side, groups
+    uint64_t counters[KVIO_COUNTERS] = {};  ///< the BPF counters summed over CPUs (enum kvio_counter)
+    bool nvme_present = false;              ///< NVMe tracepoints attached
+    bool stats_on = false;                  ///< --stats: `progs` carry run counts and times
+    std::vector<ProgStats> progs;           ///< per program, since statistics were enabled (empty without --stats)
+    uint64_t recursion_misses = 0;          ///< summed bpf_prog_info recursion_misses
+    uint64_t taken_ns = 0;                  ///< CLOCK_MONOTONIC when read
+    double elapsed_s = 0;                   ///< seconds since the programs were attached
+    double start_unix_s = 0;                ///< wall-clock time the trace started (Unix seconds)
 };
 
 }  // namespace kvio::trace

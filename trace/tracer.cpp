@@ -185,14 +185,16 @@ uint64_t prog_recursion_misses(bpf_program* p) {
 
 /// The backups of block issue and completion (primary_seen in the BPF source). Each costs a program run per
 /// request and nested runs are rare, so a backup is attached only once its primary has missed a run (the kernel's
-/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY (test build). A miss before that is a
-/// counted lost or unmatched completion.
+/// recursion_misses), or from the start with the test hook KVIO_TRACE_TEST_SKIP_EVERY (test build). A miss before that
+/// is a counted lost or unmatched completion.
 class BackupPrograms {
 public:
     BackupPrograms(kvio_trace_bpf* s, bool always) : always_(always) {
         if (!s->rodata->backup_programs) return;
-        hooks_ = {{"issue", s->progs.block_rq_issue_btf, s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
-                  {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw, &s->links.block_rq_complete_raw, false}};
+        hooks_ = {
+            {"issue", s->progs.block_rq_issue_btf, s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
+            {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw,
+             &s->links.block_rq_complete_raw, false}};
     }
     /// Attaches the backup of each primary that missed a run; one warning when the kernel refuses (the misses
     /// stay counted as lost or unmatched completions).
@@ -248,7 +250,8 @@ bool set_test_hooks([[maybe_unused]] kvio_trace_bpf* s) {
 #endif
 }
 
-static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64, "a slot is one 64-byte cache line (kvio_trace.h)");
+static_assert(sizeof(kvio_rq_state) == 64 && sizeof(kvio_bio_owner) == 64,
+              "a slot is one 64-byte cache line (kvio_trace.h)");
 
 /// Issues per queue-depth sample (BPF qd_sample_every): 1 with events (each record's qd is exact), else
 /// KVIO_TRACE_QD_SAMPLE_EVERY (the bench: a power of two) or --qd-sample (default 1: every command).
@@ -263,7 +266,8 @@ uint32_t qd_sample_every(const TraceOptions& opts, bool events) {
 /// of KVIO_TRACE_SLOTS (a test hook: a power of two; small tables exercise the spill hashes).
 void size_slot_tables(kvio_trace_bpf* s) {
     uint32_t slots = env_hook("KVIO_TRACE_SLOTS");
-    if (slots && (slots & (slots - 1))) throw Error("KVIO_TRACE_SLOTS=" + std::to_string(slots) + ": not a power of two");
+    if (slots && (slots & (slots - 1)))
+        throw Error("KVIO_TRACE_SLOTS=" + std::to_string(slots) + ": not a power of two");
     uint32_t rq = slots ? slots : KVIO_RQ_SLOTS, bio = slots ? slots : KVIO_BIO_SLOTS;
     auto* ro = s->rodata;
     ro->rq_slot_mask = rq - 1;
@@ -294,10 +298,9 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     bpf_program__set_autoload(s->progs.io_uring_submit_sqe, submit_sqe && !btf_sqe);
     // io_uring_complete only forgets the per-request owner that NVMe passthrough commands look up.
     s->rodata->uring_owner_by_req = nvme_present;
-    bpf_program__set_autoload(s->progs.io_uring_complete, owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
+    bpf_program__set_autoload(s->progs.io_uring_complete,
+                              owners && nvme_present && tracepoint_exists("io_uring", "io_uring_complete"));
 }
-
-
 
 /// Per-thread syscall and io_uring state: task local storage where every program type may use it, else the
 /// tid-keyed hashes (then the storage map, never used, is a one-slot array: kernels before 5.11 lack the type).
@@ -358,7 +361,8 @@ int end_command(pid_t child, ring_buffer* rb) {
     int st = 0;
     while (waitpid(child, &st, WNOHANG) == 0) {
         if (now_ns() - t0 >= kStopGraceNs) {
-            std::cerr << "kvio trace: the traced command did not exit within 5 s of SIGTERM: killing it and its children\n";
+            std::cerr
+                << "kvio trace: the traced command did not exit within 5 s of SIGTERM: killing it and its children\n";
             for (pid_t p : descendants(child)) kill(p, SIGKILL);
             kill(child, SIGKILL);
             waitpid(child, &st, 0);
@@ -385,7 +389,8 @@ uint64_t recursion_misses(kvio_trace_bpf* s) {
 }
 
 /// Adds the histograms of the maps to `report` and sums the counters. `slot_devs[i]`: the device of slot i.
-void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceReport& report,
+               uint64_t (&counters)[KVIO_COUNTERS]) {
     int fd = bpf_map__fd(s->maps.dev_hists);
     kvio_hist_key key{}, next{};
     kvio_hist val{};
@@ -466,8 +471,8 @@ void read_groups(kvio_trace_bpf* s, kvio_group_by by, TraceReport& report) {
         first = false;
         key = next;
         if (bpf_map_lookup_elem(fd, &next, &val) != 0) continue;
-        std::string name = by == KVIO_GROUP_CGROUP ? cgroup_path(next.id)
-                                                   : std::string(val.comm, strnlen(val.comm, sizeof val.comm));
+        std::string name =
+            by == KVIO_GROUP_CGROUP ? cgroup_path(next.id) : std::string(val.comm, strnlen(val.comm, sizeof val.comm));
         report.add_group(next, val, name);
     }
 }
@@ -519,7 +524,8 @@ void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSi
     } else {
         report.add_dev_value(st.dev, KVIO_H_OTHER_CMDS, st.bytes);
         if (op == KVIO_OP_FLUSH) report.add_dev_value(st.dev, KVIO_H_FLUSH_CMDS, st.bytes);
-        if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE) report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
+        if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
+            report.add_dev_value(st.dev, KVIO_H_DISCARD_CMDS, st.bytes);
     }
     if (!sink.out) return;
     kvio_cmd_event e{};
@@ -547,7 +553,8 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
     for (uint32_t i = 0; i < bpf_map__max_entries(s->maps.rq_table); ++i) {
         kvio_rq_state st{};
         kvio_rq_owner o{};
-        if (bpf_map_lookup_elem(table, &i, &st) != 0 || !(st.key & KVIO_SLOT_LIVE) || !st.issued || st.ignored) continue;
+        if (bpf_map_lookup_elem(table, &i, &st) != 0 || !(st.key & KVIO_SLOT_LIVE) || !st.issued || st.ignored)
+            continue;
         if (detail) bpf_map_lookup_elem(owners, &i, &o);
         report_unfinished(st, o.owner, sink, report, counters);
     }
@@ -584,7 +591,8 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
     auto devs = resolve_devices(opts.devices);
     if (opts.children && opts.pids.empty()) throw Error("--children follows the processes of -p PID: give -p");
-    std::optional<PidWatch> pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
+    std::optional<PidWatch>
+        pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
     if (!opts.pids.empty()) pid_watch.emplace(opts.pids);
 
     std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
@@ -593,12 +601,14 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->targ_ndevs = uint32_t(devs.size());
     for (size_t i = 0; i < devs.size(); ++i) ro->targ_devs[i] = devs[i];
     ro->targ_ncomms = uint32_t(opts.comms.size());
-    for (size_t i = 0; i < opts.comms.size(); ++i) std::strncpy(ro->targ_comms[i], opts.comms[i].c_str(), KVIO_COMM_LEN - 1);
+    for (size_t i = 0; i < opts.comms.size(); ++i)
+        std::strncpy(ro->targ_comms[i], opts.comms[i].c_str(), KVIO_COMM_LEN - 1);
     ro->filter_pid = !opts.pids.empty() || !opts.command.empty();
     ro->follow_forks = !opts.command.empty() || opts.children;
     ro->emit_events = !opts.events_path.empty();
-    ro->group_by = opts.group_by == GroupBy::Process ? KVIO_GROUP_PROCESS
-                   : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP : KVIO_GROUP_NONE;
+    ro->group_by = opts.group_by == GroupBy::Process  ? KVIO_GROUP_PROCESS
+                   : opts.group_by == GroupBy::Cgroup ? KVIO_GROUP_CGROUP
+                                                      : KVIO_GROUP_NONE;
     ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
     ro->need_owner_detail = ro->emit_events || ro->group_by;
     const bool backups_from_start = set_test_hooks(skel.get());
@@ -640,7 +650,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (opts.stats) stats_on.emplace();
 
     uint8_t one = 1;
-    for (uint32_t pid : opts.pids) bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
+    for (uint32_t pid : opts.pids)
+        bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
     // --children: the processes below each pid now (fio's job processes); the fork tracepoint adds later ones. Once
     // more after attaching: a fork between this scan and the tracepoint's attach would be missed.
     auto add_children = [&] {
@@ -665,7 +676,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     int release_fd = -1;
     pid_t child = 0;
     if (!opts.command.empty()) {
-        child = spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
+        child =
+            spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
         uint32_t cpid = uint32_t(child);
         bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
     }
@@ -673,7 +685,10 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (child > 0) guard.emplace(child);
     const bool guard_was_set = child > 0;
     if (int err = attach_in_order(skel.get(), syscalls)) {
-        if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+        if (child > 0) {
+            kill(child, SIGKILL);
+            waitpid(child, nullptr, 0);
+        }
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
     add_children();
@@ -683,9 +698,9 @@ TraceResult run_trace(const TraceOptions& opts) {
         ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
     if (!rb) throw Error("cannot create the ring buffer reader");
 
-
-    SnapshotSource snap_src{skel.get(), slot_devs, devs, ro->lba_bucket_bytes, kvio_group_by(ro->group_by), nvme_present,
-                            stats_on.has_value(), "", 0, double(time(nullptr)), ro->qd_sample_every};
+    SnapshotSource snap_src{
+        skel.get(),           slot_devs, devs, ro->lba_bucket_bytes,  kvio_group_by(ro->group_by), nvme_present,
+        stats_on.has_value(), "",        0,    double(time(nullptr)), ro->qd_sample_every};
     TraceResult res;
     if (!opts.devices.empty()) {
         std::string scope = "regular files and block devices on";
@@ -699,16 +714,21 @@ TraceResult run_trace(const TraceOptions& opts) {
     snap_src.t0_ns = now_ns();
     if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty()) {
         try {
-            live.emplace(LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
-                         [&snap_src] { return take_snapshot(snap_src); }, human);
+            live.emplace(
+                LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
+                [&snap_src] { return take_snapshot(snap_src); }, human);
         } catch (const Error&) {
-            if (child > 0) { kill(child, SIGKILL); waitpid(child, nullptr, 0); }
+            if (child > 0) {
+                kill(child, SIGKILL);
+                waitpid(child, nullptr, 0);
+            }
             throw;
         }
         if (!live->bound().empty())
             std::cerr << "kvio trace: serving Prometheus metrics on http://" << live->bound() << "/metrics\n";
     }
-    if (!opts.ready_file.empty()) {  // a parent that started us waits for this instead of a fixed delay (--listen is bound by now)
+    if (!opts.ready_file
+             .empty()) {  // a parent that started us waits for this instead of a fixed delay (--listen is bound by now)
         std::ofstream ready(opts.ready_file, std::ios::trunc);
         ready << "ready\n";
         if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
@@ -720,7 +740,8 @@ TraceResult run_trace(const TraceOptions& opts) {
         close(release_fd);
     }
     if (!opts.quiet && child == 0)
-        std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
+        std::cerr << "kvio trace: tracing"
+                  << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
                   << "; Ctrl-C to stop\n";
     std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
     while (!g_stop) {
@@ -795,7 +816,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     res.summary["backups_attached"] = backups.attached();
     res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
-    for (const auto& d : res.summary["devices"]) cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    for (const auto& d : res.summary["devices"])
+        cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
     if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
     res.dropped = counters[KVIO_CNT_RB_DROPS];
     res.events = sink.out ? sink.out->written() : 0;
@@ -823,9 +845,12 @@ TraceResult run_trace(const TraceOptions& opts) {
         std::ostream& os = opts.quiet ? std::cerr : human;
         print_stats(os, stats, cmds);
         const SyscallHooks h = syscalls.hooks();
-        os << "  syscalls " << (h == SyscallHooks::PerSyscall ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
-                                : h == SyscallHooks::RawSyscalls ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
-                                                                 : "not hooked (--block-only)")
+        os << "  syscalls "
+           << (h == SyscallHooks::PerSyscall
+                   ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
+               : h == SyscallHooks::RawSyscalls
+                   ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
+                   : "not hooked (--block-only)")
            << "\n";
     }
     for (uint32_t d : devs)
@@ -833,15 +858,18 @@ TraceResult run_trace(const TraceOptions& opts) {
             std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
                       << " (filtered device)\n";
     if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
-        std::cerr << "kvio trace: warning: " << lost << " commands' completions were not seen (still in flight at stop, or "
+        std::cerr << "kvio trace: warning: " << lost
+                  << " commands' completions were not seen (still in flight at stop, or "
                      "completed where the kernel ran no BPF program); they are reported without D2C\n";
     if (res.dropped)
-        std::cerr << "kvio trace: warning: " << res.dropped << " events dropped (ring buffer full); histograms are complete\n";
+        std::cerr << "kvio trace: warning: " << res.dropped
+                  << " events dropped (ring buffer full); histograms are complete\n";
     if (pid_watch && cmds == 0)
         std::cerr << "kvio trace: 0 commands from " << pid_watch->names()
-                  << (opts.children ? " or the processes below"
-                                    : "; forked processes are not included (fio's jobs are forked): add --children, or run "
-                                      "the program under `kvio trace -- COMMAND`")
+                  << (opts.children
+                          ? " or the processes below"
+                          : "; forked processes are not included (fio's jobs are forked): add --children, or run "
+                            "the program under `kvio trace -- COMMAND`")
                   << "\n";
     if (events_error) std::rethrow_exception(events_error);
     if (live_error) std::rethrow_exception(live_error);

@@ -10,7 +10,10 @@ namespace kvio::validate {
 namespace {
 
 int hex_digit(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 std::string key_of(const json& j, const JsonSource& src) {
@@ -24,7 +27,9 @@ std::string key_of(const json& j, const JsonSource& src) {
     }
     if (j.contains("key_len")) {
         const uint64_t n = get_u64(j, "key_len", src);
-        if (n > key.size()) src.fail("key_len", std::to_string(n) + " is longer than key_hex's " + std::to_string(key.size()) + " bytes");
+        if (n > key.size())
+            src.fail("key_len",
+                     std::to_string(n) + " is longer than key_hex's " + std::to_string(key.size()) + " bytes");
         key.resize(n);
     }
     return key;
@@ -67,10 +72,17 @@ bool MonitorReader::next(Command& c) {
     while (r_.next(j_)) {
         const JsonSource& src = r_.source();
         if (!j_.contains("event_type"))
-            src.fail("event_type", "missing (every monitor record has one; a kvio.events/1 file? --commands-format kvio)");
+            src.fail("event_type",
+                     "missing (every monitor record has one; a kvio.events/1 file? --commands-format kvio)");
         const std::string type = get_string(j_, "event_type", src);
-        if (type == "nvme_cmp") { completion(j_, src); continue; }
-        if (type == "cq_overflow") { ++cq_overflows_; continue; }
+        if (type == "nvme_cmp") {
+            completion(j_, src);
+            continue;
+        }
+        if (type == "cq_overflow") {
+            ++cq_overflows_;
+            continue;
+        }
         if (type == "clock_anchor") {
             (void)get_u64(j_, "monotonic_ns", src);
             (void)get_u64(j_, "realtime_ns", src);
@@ -82,7 +94,8 @@ bool MonitorReader::next(Command& c) {
             continue;
         }
         if (type != "nvme_cmd")
-            src.fail("event_type", "expected nvme_cmd, nvme_cmp, cq_overflow, clock_anchor or drops, got \"" + type + "\"");
+            src.fail("event_type",
+                     "expected nvme_cmd, nvme_cmp, cq_overflow, clock_anchor or drops, got \"" + type + "\"");
         c = Command{};
         c.nvme = true;
         c.ts_issue = get_u64(j_, "ts", src);
@@ -103,14 +116,20 @@ bool MonitorReader::next(Command& c) {
             } else if (op == "list" || op == "delete" || op == "exist") {
                 c.op = CmdOp::Other;
             } else {
-                src.fail("op_name", "expected store, retrieve, list, delete or exist (a KV command: it has key_hex), got \"" + op + "\"");
+                src.fail("op_name",
+                         "expected store, retrieve, list, delete or exist (a KV command: it has key_hex), got \"" + op +
+                             "\"");
             }
-            if (c.bytes > UINT32_MAX) src.fail("value_len", std::to_string(c.bytes) + " is not a command size (at most 4 GiB)");
+            if (c.bytes > UINT32_MAX)
+                src.fail("value_len", std::to_string(c.bytes) + " is not a command size (at most 4 GiB)");
             return true;
         }
-        c.op = op == "read" ? CmdOp::Read : op == "write" ? CmdOp::Write : op == "flush" ? CmdOp::Flush
-             : op == "other" ? CmdOp::Other
-             : (src.fail("op_name", "expected read, write, flush or other, got \"" + op + "\""), CmdOp::Other);
+        c.op = op == "read"    ? CmdOp::Read
+               : op == "write" ? CmdOp::Write
+               : op == "flush" ? CmdOp::Flush
+               : op == "other"
+                   ? CmdOp::Other
+                   : (src.fail("op_name", "expected read, write, flush or other, got \"" + op + "\""), CmdOp::Other);
         const bool data = c.op == CmdOp::Read || c.op == CmdOp::Write;
         const char* bytes_field = j_.contains("bytes") ? "bytes" : "data_len";
         c.bytes = data || j_.contains(bytes_field) ? get_u64(j_, bytes_field, src) : 0;
@@ -119,10 +138,13 @@ bool MonitorReader::next(Command& c) {
         const uint64_t nlb = data ? get_u64(j_, "nlb", src) : get_u64_or(j_, "nlb", 0, src);
         if (data) {
             if (nlb == 0) src.fail("nlb", "0 blocks in a " + op + " (nlb counts from 1)");
-            if (c.bytes > UINT32_MAX) src.fail(bytes_field, std::to_string(c.bytes) + " is not a command size (at most 4 GiB)");
-            if (c.bytes % nlb) src.fail(bytes_field, std::to_string(c.bytes) + " is not a multiple of nlb " + std::to_string(nlb));
+            if (c.bytes > UINT32_MAX)
+                src.fail(bytes_field, std::to_string(c.bytes) + " is not a command size (at most 4 GiB)");
+            if (c.bytes % nlb)
+                src.fail(bytes_field, std::to_string(c.bytes) + " is not a multiple of nlb " + std::to_string(nlb));
             const uint64_t lba = c.bytes / nlb;
-            if (lba && slba > UINT64_MAX / lba) src.fail("slba", std::to_string(slba) + " × " + std::to_string(lba) + " bytes is beyond any device");
+            if (lba && slba > UINT64_MAX / lba)
+                src.fail("slba", std::to_string(slba) + " × " + std::to_string(lba) + " bytes is beyond any device");
             c.offset = slba * lba;
         }
         return true;
@@ -133,8 +155,10 @@ bool MonitorReader::next(Command& c) {
 std::vector<std::string> MonitorReader::warnings() const {
     std::vector<std::string> w;
     if (cq_overflows_)
-        w.push_back(r_.source().file + ": " + std::to_string(cq_overflows_) + " cq_overflow records: io_uring lost completions while monitored");
-    if (failed_cmds_) w.push_back(r_.source().file + ": " + std::to_string(failed_cmds_) + " commands completed with an error");
+        w.push_back(r_.source().file + ": " + std::to_string(cq_overflows_) +
+                    " cq_overflow records: io_uring lost completions while monitored");
+    if (failed_cmds_)
+        w.push_back(r_.source().file + ": " + std::to_string(failed_cmds_) + " commands completed with an error");
     return w;
 }
 

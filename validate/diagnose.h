@@ -12,11 +12,11 @@ namespace kvio::validate {
 
 /// What the data commands (reads and writes with bytes > 0) of an events file carried, gathered while joining.
 struct CommandFacts {
-    uint64_t data = 0;                  ///< read/write commands with bytes > 0
-    uint64_t with_key = 0;              ///< ... carrying a non-empty `key`
-    uint64_t with_user_data = 0;        ///< ... carrying user_data with a trace id (upper 32 bits non-zero)
+    uint64_t data = 0;                         ///< read/write commands with bytes > 0
+    uint64_t with_key = 0;                     ///< ... carrying a non-empty `key`
+    uint64_t with_user_data = 0;               ///< ... carrying user_data with a trace id (upper 32 bits non-zero)
     uint64_t ts_min = UINT64_MAX, ts_max = 0;  ///< their ts_issue range, ns
-    std::vector<uint32_t> devs;         ///< the devices they are on (kernel dev_t), in order of first command
+    std::vector<uint32_t> devs;                ///< the devices they are on (kernel dev_t), in order of first command
     void add(const Command& c);
 };
 

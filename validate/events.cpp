@@ -1,13 +1,16 @@
 #include "validate/events.h"
 
-
 namespace kvio::validate {
 
 bool EventsReader::next(Command& c) {
     EventRecord& r = rec_;
     while (rd_.next_checked(r)) {
         if (r.kind != EventType::Cmd) {
-            if (r.kind == EventType::Summary) { dropped_ = r.dropped; unmatched_ = r.unmatched_completes; saw_summary_ = true; }
+            if (r.kind == EventType::Summary) {
+                dropped_ = r.dropped;
+                unmatched_ = r.unmatched_completes;
+                saw_summary_ = true;
+            }
             ++other_;
             continue;
         }

@@ -16,18 +16,25 @@ uint64_t get_u64_lenient(const json& obj, const char* field, const JsonSource& s
     char prev = '_';
     for (size_t i = hex ? 2 : 0; i < s.size(); ++i) {
         const char c = s[i];
-        if (c == '_' && hex && prev != '_') { prev = c; continue; }
-        unsigned d = c >= '0' && c <= '9' ? unsigned(c - '0')
-                   : hex && c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10)
-                   : hex && c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10) : 99;
+        if (c == '_' && hex && prev != '_') {
+            prev = c;
+            continue;
+        }
+        unsigned d = c >= '0' && c <= '9'          ? unsigned(c - '0')
+                     : hex && c >= 'a' && c <= 'f' ? unsigned(c - 'a' + 10)
+                     : hex && c >= 'A' && c <= 'F' ? unsigned(c - 'A' + 10)
+                                                   : 99;
         if (d >= base)
-            src.fail(field, "expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got \"" + s + "\"");
+            src.fail(field, "expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got \"" +
+                                s + "\"");
         if (v > (UINT64_MAX - d) / base) src.fail(field, "\"" + s + "\" does not fit in 64 bits");
         v = v * base + d;
         ++digits;
         prev = c;
     }
-    if (!digits || prev == '_') src.fail(field, "expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got \"" + s + "\"");
+    if (!digits || prev == '_')
+        src.fail(field,
+                 "expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got \"" + s + "\"");
     return v;
 }
 

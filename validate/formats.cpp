@@ -19,8 +19,8 @@ json first_record(const std::string& head) {
     size_t b = head.find_first_not_of(" \t\r\n");
     if (b == std::string::npos) return nullptr;
     size_t e = head.find('\n', b);
-    json j = json::parse(head.begin() + std::ptrdiff_t(b), e == std::string::npos ? head.end() : head.begin() + std::ptrdiff_t(e),
-                         nullptr, false);
+    json j = json::parse(head.begin() + std::ptrdiff_t(b),
+                         e == std::string::npos ? head.end() : head.begin() + std::ptrdiff_t(e), nullptr, false);
     return j.is_object() ? j : json(nullptr);
 }
 
@@ -46,7 +46,8 @@ CommandsFormat parse_commands_format(const std::string& s) {
 }
 
 SemanticFormat detect_semantic_format(const std::string& path) {
-    return event_type(first_record(peek_input(path, kPeekBytes))) == "kvio_meta" ? SemanticFormat::Lmcache : SemanticFormat::Kvio;
+    return event_type(first_record(peek_input(path, kPeekBytes))) == "kvio_meta" ? SemanticFormat::Lmcache
+                                                                                 : SemanticFormat::Kvio;
 }
 
 CommandsFormat detect_commands_format(const std::string& path) {

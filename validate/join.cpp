@@ -9,10 +9,14 @@ namespace kvio::validate {
 
 const char* join_mode_name(JoinMode m) {
     switch (m) {
-    case JoinMode::Auto: return "auto";
-    case JoinMode::UserData: return "user_data";
-    case JoinMode::Key: return "key";
-    case JoinMode::Offset: return "offset";
+        case JoinMode::Auto:
+            return "auto";
+        case JoinMode::UserData:
+            return "user_data";
+        case JoinMode::Key:
+            return "key";
+        case JoinMode::Offset:
+            return "offset";
     }
     return "?";
 }
@@ -85,11 +89,14 @@ struct TimeGroups {
     std::vector<uint32_t> op;        // op index
     std::vector<uint64_t> ts_start;  // of op[i]
     std::vector<uint64_t> pmax_ts;   // max ts over the group up to i
-    struct Group { uint32_t first = 0, count = 0; };
+    struct Group {
+        uint32_t first = 0, count = 0;
+    };
 
     // `items` = (group id, op index) pairs; returns one Group per distinct id, in id order.
     template <class Id>
-    std::vector<std::pair<Id, Group>> build(std::vector<std::pair<Id, uint32_t>>& items, const std::vector<ObjectOp>& ops) {
+    std::vector<std::pair<Id, Group>> build(std::vector<std::pair<Id, uint32_t>>& items,
+                                            const std::vector<ObjectOp>& ops) {
         std::sort(items.begin(), items.end(), [&](const auto& a, const auto& b) {
             if (a.first != b.first) return a.first < b.first;
             return ops[a.second].ts_start < ops[b.second].ts_start;
@@ -132,10 +139,15 @@ struct Sink {
     std::array<std::array<uint64_t, kSizeBins>, kOpKinds> bins{};
     CmdBytes joined, untagged, ties, straddles, mismatch;
     void merge(const Sink& o) {
-        for (size_t i = 0; i < ops.size(); ++i) if (o.ops[i].cmds) ops[i].merge(o.ops[i]);
-        for (int k = 0; k < kOpKinds; ++k) for (int b = 0; b < kSizeBins; ++b) bins[k][b] += o.bins[k][b];
-        joined.merge(o.joined); untagged.merge(o.untagged); ties.merge(o.ties);
-        straddles.merge(o.straddles); mismatch.merge(o.mismatch);
+        for (size_t i = 0; i < ops.size(); ++i)
+            if (o.ops[i].cmds) ops[i].merge(o.ops[i]);
+        for (int k = 0; k < kOpKinds; ++k)
+            for (int b = 0; b < kSizeBins; ++b) bins[k][b] += o.bins[k][b];
+        joined.merge(o.joined);
+        untagged.merge(o.untagged);
+        ties.merge(o.ties);
+        straddles.merge(o.straddles);
+        mismatch.merge(o.mismatch);
     }
 };
 
@@ -163,30 +175,41 @@ struct Joiner::Impl {
     const SemanticTrace& t;
     JoinMode mode;
     TimeGroups groups;
-    std::vector<DevRegions> regions;                                   // offset
-    std::unordered_map<std::string, TimeGroups::Group> by_key;         // key
-    std::unordered_map<uint32_t, TimeGroups::Group> by_trace_id;       // user_data
+    std::vector<DevRegions> regions;                              // offset
+    std::unordered_map<std::string, TimeGroups::Group> by_key;    // key
+    std::unordered_map<uint32_t, TimeGroups::Group> by_trace_id;  // user_data
     Sink main, deferred;
     bool deferred_used = false;
     RecentCommands recent;
     JoinResult res;
     // scratch: (op, bytes of the command inside that op's extent, fully contained?)
-    struct Hit { uint32_t op; uint64_t overlap; };
+    struct Hit {
+        uint32_t op;
+        uint64_t overlap;
+    };
     std::vector<Hit> hits;
 
     Impl(const SemanticTrace& tr, JoinMode m) : t(tr), mode(m) {
         main.ops.resize(t.ops.size());
         switch (mode) {
-        case JoinMode::Offset: build_offset(); break;
-        case JoinMode::Key: build_key(); break;
-        case JoinMode::UserData: build_user_data(); break;
-        case JoinMode::Auto: throw Error("internal: Joiner needs a concrete join mode");
+            case JoinMode::Offset:
+                build_offset();
+                break;
+            case JoinMode::Key:
+                build_key();
+                break;
+            case JoinMode::UserData:
+                build_user_data();
+                break;
+            case JoinMode::Auto:
+                throw Error("internal: Joiner needs a concrete join mode");
         }
     }
 
     void build_offset() {
         struct Rid {
-            uint32_t dev; uint64_t start, end;
+            uint32_t dev;
+            uint64_t start, end;
             bool operator<(const Rid& o) const { return std::tie(dev, start, end) < std::tie(o.dev, o.start, o.end); }
             bool operator==(const Rid& o) const { return dev == o.dev && start == o.start && end == o.end; }
         };
@@ -195,7 +218,8 @@ struct Joiner::Impl {
             for (const Extent& e : t.ops[i].extents)
                 if (e.len) items.push_back({Rid{t.ops[i].dev, e.off, e.off + e.len}, i});
         for (const auto& [rid, g] : groups.build(items, t.ops)) {
-            if (regions.empty() || regions.back().dev != rid.dev) regions.push_back(DevRegions{rid.dev, {}, {}, {}, {}});
+            if (regions.empty() || regions.back().dev != rid.dev)
+                regions.push_back(DevRegions{rid.dev, {}, {}, {}, {}});
             DevRegions& d = regions.back();
             d.pmax_end.push_back(d.end.empty() ? rid.end : std::max(d.pmax_end.back(), rid.end));
             d.start.push_back(rid.start);
@@ -230,16 +254,26 @@ struct Joiner::Impl {
     // and `single_ok`), direction matches. Mismatched direction is remembered in `mismatch`.
     void group_hits(TimeGroups::Group g, const Command& c, bool single_ok, uint64_t overlap, bool& mismatch) {
         auto take = [&](uint32_t o) {
-            if (!kind_matches(t.ops[o].kind, c.op)) { mismatch = true; return; }
-            for (auto& h : hits) if (h.op == o) { h.overlap += overlap; return; }
+            if (!kind_matches(t.ops[o].kind, c.op)) {
+                mismatch = true;
+                return;
+            }
+            for (auto& h : hits)
+                if (h.op == o) {
+                    h.overlap += overlap;
+                    return;
+                }
             hits.push_back({o, overlap});
         };
-        if (single_ok && g.count == 1) take(groups.op[g.first]);
-        else groups.at_time(g, c.ts_issue, t.ops, take);
+        if (single_ok && g.count == 1)
+            take(groups.op[g.first]);
+        else
+            groups.at_time(g, c.ts_issue, t.ops, take);
     }
 
     const DevRegions* dev_regions(uint32_t dev) const {
-        for (const auto& d : regions) if (d.dev == dev) return &d;
+        for (const auto& d : regions)
+            if (d.dev == dev) return &d;
         return nullptr;
     }
 
@@ -247,34 +281,35 @@ struct Joiner::Impl {
         hits.clear();
         bool mismatch = false;
         switch (mode) {
-        case JoinMode::UserData: {
-            if (!c.has_user_data) return Match::Untagged;
-            uint32_t id = uint32_t(c.user_data >> 32);
-            if (!id) return Match::Untagged;
-            auto it = by_trace_id.find(id);
-            if (it == by_trace_id.end()) return Match::Untagged;
-            group_hits(it->second, c, true, c.bytes, mismatch);
-            break;
-        }
-        case JoinMode::Key: {
-            if (c.key.empty()) return Match::Untagged;
-            auto it = by_key.find(c.key);
-            if (it == by_key.end()) return Match::Untagged;
-            group_hits(it->second, c, false, c.bytes, mismatch);
-            break;
-        }
-        case JoinMode::Offset: {
-            const DevRegions* d = dev_regions(c.dev);
-            if (!d) return Match::Untagged;
-            uint64_t a = c.offset, b = c.offset + c.bytes;
-            ptrdiff_t i = (std::upper_bound(d->start.begin(), d->start.end(), a) - d->start.begin()) - 1;
-            for (ptrdiff_t j = i; j >= 0 && d->pmax_end[j] > a; --j)
-                if (d->end[j] > a) group_hits(d->group[j], c, false, std::min(b, d->end[j]) - a, mismatch);
-            for (size_t j = size_t(i + 1); j < d->start.size() && d->start[j] < b; ++j)
-                group_hits(d->group[j], c, false, std::min(b, d->end[j]) - d->start[j], mismatch);
-            break;
-        }
-        case JoinMode::Auto: break;
+            case JoinMode::UserData: {
+                if (!c.has_user_data) return Match::Untagged;
+                uint32_t id = uint32_t(c.user_data >> 32);
+                if (!id) return Match::Untagged;
+                auto it = by_trace_id.find(id);
+                if (it == by_trace_id.end()) return Match::Untagged;
+                group_hits(it->second, c, true, c.bytes, mismatch);
+                break;
+            }
+            case JoinMode::Key: {
+                if (c.key.empty()) return Match::Untagged;
+                auto it = by_key.find(c.key);
+                if (it == by_key.end()) return Match::Untagged;
+                group_hits(it->second, c, false, c.bytes, mismatch);
+                break;
+            }
+            case JoinMode::Offset: {
+                const DevRegions* d = dev_regions(c.dev);
+                if (!d) return Match::Untagged;
+                uint64_t a = c.offset, b = c.offset + c.bytes;
+                ptrdiff_t i = (std::upper_bound(d->start.begin(), d->start.end(), a) - d->start.begin()) - 1;
+                for (ptrdiff_t j = i; j >= 0 && d->pmax_end[j] > a; --j)
+                    if (d->end[j] > a) group_hits(d->group[j], c, false, std::min(b, d->end[j]) - a, mismatch);
+                for (size_t j = size_t(i + 1); j < d->start.size() && d->start[j] < b; ++j)
+                    group_hits(d->group[j], c, false, std::min(b, d->end[j]) - d->start[j], mismatch);
+                break;
+            }
+            case JoinMode::Auto:
+                break;
         }
         if (hits.empty()) return mismatch ? Match::Mismatch : Match::Untagged;
         size_t full = 0;
@@ -289,26 +324,43 @@ struct Joiner::Impl {
     int64_t add(const Command& c) {
         res.records.add(c.bytes);
         if (c.nvme) ++res.nvme_rows;
-        if ((c.op != CmdOp::Read && c.op != CmdOp::Write) || c.bytes == 0) { res.non_data.add(c.bytes); return -1; }
-        if (recent.seen_before(c)) { res.duplicates.add(c.bytes); return -1; }
+        if ((c.op != CmdOp::Read && c.op != CmdOp::Write) || c.bytes == 0) {
+            res.non_data.add(c.bytes);
+            return -1;
+        }
+        if (recent.seen_before(c)) {
+            res.duplicates.add(c.bytes);
+            return -1;
+        }
         Sink* s = &main;
         // On NVMe every command shows twice, as a block row and as an nvme row: block rows wait
         // until the end and count only when the trace has no nvme rows at all.
         if (!c.nvme) {
-            if (!deferred_used) { deferred.ops.resize(t.ops.size()); deferred_used = true; }
+            if (!deferred_used) {
+                deferred.ops.resize(t.ops.size());
+                deferred_used = true;
+            }
             s = &deferred;
         }
         uint32_t op = 0;
         switch (match(c, op)) {
-        case Match::Joined:
-            s->ops[op].add(c.bytes);
-            if (!t.ops[op].failed) ++s->bins[int(t.ops[op].kind)][floor_log2(c.bytes)];
-            s->joined.add(c.bytes);
-            return int64_t(op);
-        case Match::Untagged: s->untagged.add(c.bytes); break;
-        case Match::Tie: s->ties.add(c.bytes); break;
-        case Match::Straddle: s->straddles.add(c.bytes); break;
-        case Match::Mismatch: s->mismatch.add(c.bytes); break;
+            case Match::Joined:
+                s->ops[op].add(c.bytes);
+                if (!t.ops[op].failed) ++s->bins[int(t.ops[op].kind)][floor_log2(c.bytes)];
+                s->joined.add(c.bytes);
+                return int64_t(op);
+            case Match::Untagged:
+                s->untagged.add(c.bytes);
+                break;
+            case Match::Tie:
+                s->ties.add(c.bytes);
+                break;
+            case Match::Straddle:
+                s->straddles.add(c.bytes);
+                break;
+            case Match::Mismatch:
+                s->mismatch.add(c.bytes);
+                break;
         }
         return -1;
     }
@@ -316,7 +368,8 @@ struct Joiner::Impl {
     JoinResult finish() {
         if (deferred_used) {
             if (res.nvme_rows) {
-                for (const CmdBytes* x : {&deferred.joined, &deferred.untagged, &deferred.ties, &deferred.straddles, &deferred.mismatch})
+                for (const CmdBytes* x :
+                     {&deferred.joined, &deferred.untagged, &deferred.ties, &deferred.straddles, &deferred.mismatch})
                     res.passthrough_block_skipped.merge(*x);
             } else {
                 main.merge(deferred);

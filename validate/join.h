@@ -40,24 +40,31 @@ inline constexpr int kSizeBins = 64;  ///< bin k holds sizes with floor(log2(byt
 /// A byte count and a command count.
 struct CmdBytes {
     uint64_t cmds = 0, bytes = 0;
-    void add(uint64_t b) { ++cmds; bytes += b; }
-    void merge(const CmdBytes& o) { cmds += o.cmds; bytes += o.bytes; }
+    void add(uint64_t b) {
+        ++cmds;
+        bytes += b;
+    }
+    void merge(const CmdBytes& o) {
+        cmds += o.cmds;
+        bytes += o.bytes;
+    }
 };
 
 /// Everything the join measured.
 struct JoinResult {
     JoinMode mode = JoinMode::Offset;
-    std::vector<OpTally> ops;                                  ///< indexed like SemanticTrace::ops
+    std::vector<OpTally> ops;                                      ///< indexed like SemanticTrace::ops
     std::array<std::array<uint64_t, kSizeBins>, kOpKinds> bins{};  ///< joined command sizes per op kind
-    CmdBytes records;            ///< every cmd record read
-    CmdBytes joined;             ///< attributed to exactly one op
-    CmdBytes untagged;           ///< joined nothing (other processes, metadata, journal, untagged user_data)
-    CmdBytes ties;               ///< two or more ops claim the command (overlapping windows on the same bytes)
-    CmdBytes straddles;          ///< the command crosses op extents (two objects, or partly outside the op)
-    CmdBytes direction_mismatch; ///< user_data/key names an op of the other direction (read for a store, ...)
-    CmdBytes duplicates;         ///< the same command recorded again (same src, dev, offset, bytes, ts_issue)
-    CmdBytes non_data;           ///< flush, discard, other, or 0 bytes: never joined
-    CmdBytes passthrough_block_skipped;  ///< block rows dropped because the trace has nvme rows (each NVMe command shows as both)
+    CmdBytes records;                                              ///< every cmd record read
+    CmdBytes joined;                                               ///< attributed to exactly one op
+    CmdBytes untagged;                   ///< joined nothing (other processes, metadata, journal, untagged user_data)
+    CmdBytes ties;                       ///< two or more ops claim the command (overlapping windows on the same bytes)
+    CmdBytes straddles;                  ///< the command crosses op extents (two objects, or partly outside the op)
+    CmdBytes direction_mismatch;         ///< user_data/key names an op of the other direction (read for a store, ...)
+    CmdBytes duplicates;                 ///< the same command recorded again (same src, dev, offset, bytes, ts_issue)
+    CmdBytes non_data;                   ///< flush, discard, other, or 0 bytes: never joined
+    CmdBytes passthrough_block_skipped;  ///< block rows dropped because the trace has nvme rows (each NVMe command
+                                         ///< shows as both)
     uint64_t nvme_rows = 0;
 };
 

@@ -28,27 +28,47 @@ ProjectionRules resolve_rules(const SemanticMeta& meta, const GeometryOverrides&
     std::string max_io_src = ov.max_io_bytes ? "--max-io-bytes" : "meta max_io_bytes";
     if (r.passthrough) {
         uint64_t mdts = ov.mdts_bytes ? ov.mdts_bytes : meta.mdts_bytes;
-        if (!mdts) throw Error("engine " + meta.engine + " splits at MDTS, but the semantic meta has no mdts_bytes; pass --mdts-bytes");
+        if (!mdts)
+            throw Error("engine " + meta.engine +
+                        " splits at MDTS, but the semantic meta has no mdts_bytes; pass --mdts-bytes");
         std::string mdts_src = ov.mdts_bytes ? "--mdts-bytes" : "meta mdts_bytes";
-        if (max_io && max_io < mdts) { r.engine_limit = max_io; r.engine_limit_source = max_io_src + " (< MDTS)"; }
-        else { r.engine_limit = mdts; r.engine_limit_source = mdts_src; }
+        if (max_io && max_io < mdts) {
+            r.engine_limit = max_io;
+            r.engine_limit_source = max_io_src + " (< MDTS)";
+        } else {
+            r.engine_limit = mdts;
+            r.engine_limit_source = mdts_src;
+        }
     } else {
-        if (max_io) { r.engine_limit = max_io; r.engine_limit_source = max_io_src; }
+        if (max_io) {
+            r.engine_limit = max_io;
+            r.engine_limit_source = max_io_src;
+        }
         uint64_t msk = 0;
-        if (ov.max_sectors_kb) { msk = ov.max_sectors_kb; r.kernel_limit_source = "--max-sectors-kb"; }
-        else if (!ov.trace_json.empty() && (msk = max_sectors_kb_from_trace_json(ov.trace_json, meta.dev)))
+        if (ov.max_sectors_kb) {
+            msk = ov.max_sectors_kb;
+            r.kernel_limit_source = "--max-sectors-kb";
+        } else if (!ov.trace_json.empty() && (msk = max_sectors_kb_from_trace_json(ov.trace_json, meta.dev)))
             r.kernel_limit_source = ov.trace_json + " device " + meta.dev_str + " max_sectors_kb";
-        else if (meta.max_sectors_kb) { msk = meta.max_sectors_kb; r.kernel_limit_source = "meta max_sectors_kb"; }
+        else if (meta.max_sectors_kb) {
+            msk = meta.max_sectors_kb;
+            r.kernel_limit_source = "meta max_sectors_kb";
+        }
         if (!msk)
-            throw Error("the block layer splits at the device's max_sectors_kb, which is unknown: the semantic meta has "
-                        "no max_sectors_kb" + std::string(ov.trace_json.empty() ? "" : " and " + ov.trace_json + " has no entry for device " + meta.dev_str) +
-                        "; pass --trace-json TRACE.json (kvio trace --json) or --max-sectors-kb");
+            throw Error(
+                "the block layer splits at the device's max_sectors_kb, which is unknown: the semantic meta has "
+                "no max_sectors_kb" +
+                std::string(
+                    ov.trace_json.empty() ? "" : " and " + ov.trace_json + " has no entry for device " + meta.dev_str) +
+                "; pass --trace-json TRACE.json (kvio trace --json) or --max-sectors-kb");
         r.kernel_limit = msk * 1024;
     }
     // The kernel cuts at logical-block multiples (blk_max_size_offset), engines at LBA multiples.
     auto fix = [&](uint64_t& lim, const char* what) {
         if (!lim) return;
-        if (lim < r.lba_bytes) throw Error(std::string(what) + " " + std::to_string(lim) + " B is below the LBA size " + std::to_string(r.lba_bytes) + " B");
+        if (lim < r.lba_bytes)
+            throw Error(std::string(what) + " " + std::to_string(lim) + " B is below the LBA size " +
+                        std::to_string(r.lba_bytes) + " B");
         lim = lim / r.lba_bytes * r.lba_bytes;
     };
     fix(r.engine_limit, "the engine transfer limit");
@@ -58,13 +78,20 @@ ProjectionRules resolve_rules(const SemanticMeta& meta, const GeometryOverrides&
 
 // Cuts [0, len) into pieces of at most `lim` (0 = no limit), appending sizes.
 static inline void cut(uint64_t len, uint64_t lim, std::vector<uint64_t>& out) {
-    if (!lim) { if (len) out.push_back(len); return; }
-    while (len > lim) { out.push_back(lim); len -= lim; }
+    if (!lim) {
+        if (len) out.push_back(len);
+        return;
+    }
+    while (len > lim) {
+        out.push_back(lim);
+        len -= lim;
+    }
     if (len) out.push_back(len);
 }
 
 // One userspace I/O of `len` bytes at logical (file) offset `lo`.
-static void project_io(const ObjectOp& op, const ProjectionRules& r, uint64_t lo, uint64_t len, std::vector<uint64_t>& out) {
+static void project_io(const ObjectOp& op, const ProjectionRules& r, uint64_t lo, uint64_t len,
+                       std::vector<uint64_t>& out) {
     uint64_t pos = lo, end = lo + len;
     while (pos < end) {
         uint64_t chunk = r.engine_limit ? std::min(r.engine_limit, end - pos) : end - pos;
@@ -77,7 +104,10 @@ static void project_io(const ObjectOp& op, const ProjectionRules& r, uint64_t lo
             for (const Extent& e : op.extents) {
                 uint64_t ext_hi = ext_lo + e.len;
                 uint64_t a = std::max(cpos, ext_lo), b = std::min(cend, ext_hi);
-                if (a < b) { cut(b - a, r.kernel_limit, out); cpos = b; }
+                if (a < b) {
+                    cut(b - a, r.kernel_limit, out);
+                    cpos = b;
+                }
                 if (cpos >= cend) break;
                 ext_lo = ext_hi;
             }

@@ -17,20 +17,21 @@ struct GeometryOverrides {
     uint64_t max_io_bytes = 0;
     uint64_t max_sectors_kb = 0;
     uint64_t header_bytes = 0;
-    bool header_bytes_set = false;   ///< --header-bytes 0 is meaningful (no header)
-    std::string trace_json;          ///< kvio.trace/1 file whose device entry gives max_sectors_kb
+    bool header_bytes_set = false;  ///< --header-bytes 0 is meaningful (no header)
+    std::string trace_json;         ///< kvio.trace/1 file whose device entry gives max_sectors_kb
 };
 
 /// The resolved splitting rules. Every size is bytes.
 struct ProjectionRules {
     std::string engine, layout;
-    bool passthrough = false;      ///< uring_cmd: the engine splits at MDTS, the kernel does not split
-    bool files = false;            ///< layout "files" (I/Os of an op with several extents are split at their boundaries in any layout)
-    uint64_t lba_bytes = 0;        ///< the payload I/O is padded to a multiple of this (kvio gen: io_bytes)
-    uint64_t block_align = 0;      ///< the header I/O is padded to a multiple of this (slot alignment)
-    uint64_t header_bytes = 0;     ///< a store's header, before padding
-    uint64_t engine_limit = 0;     ///< stage 1, userspace: max_io_bytes (passthrough: min(max_io, MDTS)); 0 = none
-    uint64_t kernel_limit = 0;     ///< stage 2, block layer: max_sectors_kb × 1024; 0 = none (passthrough)
+    bool passthrough = false;  ///< uring_cmd: the engine splits at MDTS, the kernel does not split
+    bool files =
+        false;  ///< layout "files" (I/Os of an op with several extents are split at their boundaries in any layout)
+    uint64_t lba_bytes = 0;     ///< the payload I/O is padded to a multiple of this (kvio gen: io_bytes)
+    uint64_t block_align = 0;   ///< the header I/O is padded to a multiple of this (slot alignment)
+    uint64_t header_bytes = 0;  ///< a store's header, before padding
+    uint64_t engine_limit = 0;  ///< stage 1, userspace: max_io_bytes (passthrough: min(max_io, MDTS)); 0 = none
+    uint64_t kernel_limit = 0;  ///< stage 2, block layer: max_sectors_kb × 1024; 0 = none (passthrough)
     std::string engine_limit_source, kernel_limit_source, lba_source;
 };
 

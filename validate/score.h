@@ -47,10 +47,10 @@ struct Report {
     /// the scores measure no trace of these ops (validate/diagnose.h nothing_measured). `kvio validate` exits 1.
     std::string nothing_measured;
     ProjectionRules rules;
-    uint64_t tracer_dropped = 0;          ///< `dropped` of the events summary
-    uint64_t tracer_unmatched = 0;        ///< `unmatched_completes` of the events summary (commands missing)
-    bool events_summary = false;          ///< the events file ended with a summary record
-    bool buffered = false;                ///< posix --buffered: projection is not per-op exact
+    uint64_t tracer_dropped = 0;    ///< `dropped` of the events summary
+    uint64_t tracer_unmatched = 0;  ///< `unmatched_completes` of the events summary (commands missing)
+    bool events_summary = false;    ///< the events file ended with a summary record
+    bool buffered = false;          ///< posix --buffered: projection is not per-op exact
     std::string semantic_format = "kvio.semantic/1";  ///< SemanticTrace::format
     std::string commands_format = "kvio.events/1";    ///< CommandReader::format
 };

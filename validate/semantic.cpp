@@ -13,7 +13,9 @@ static uint32_t parse_dev_field(const json& j, const char* field, const JsonSour
     return kernel_dev(*d);
 }
 
-static bool known_engine(const std::string& e) { return e == "posix" || e == "io_uring" || e == "uring_cmd" || e == "cufile"; }
+static bool known_engine(const std::string& e) {
+    return e == "posix" || e == "io_uring" || e == "uring_cmd" || e == "cufile";
+}
 
 // The meta's geometry, whether from the semantic meta or a record manifest: values no device or engine can have
 // are errors here, not wrong projections later.
@@ -23,21 +25,25 @@ void check_semantic_geometry(const SemanticMeta& m, const JsonSource& src) {
     if (m.lba_bytes && !valid_lba_bytes(m.lba_bytes))
         src.fail("lba_bytes", std::to_string(m.lba_bytes) + " is not a power of two from 512 to 65536");
     if (m.block_align && m.lba_bytes && m.block_align % m.lba_bytes)
-        src.fail("block_align", std::to_string(m.block_align) + " is not a multiple of lba_bytes " + std::to_string(m.lba_bytes));
+        src.fail("block_align",
+                 std::to_string(m.block_align) + " is not a multiple of lba_bytes " + std::to_string(m.lba_bytes));
     if (m.block_align % 512) src.fail("block_align", std::to_string(m.block_align) + " is not a multiple of 512");
     // Transfer limits: a whole number of 512-byte sectors, at most 4 GiB (the kernel's 32-bit request length).
     auto limit = [&](uint64_t v, const char* field, uint64_t unit) {
         if (v && (v > (uint64_t(UINT32_MAX) + 1) / unit || (unit == 1 && v % 512)))
-            src.fail(field, std::to_string(v) + (unit == 1 ? " is not a multiple of 512 up to 4 GiB" : " KiB is above 4 GiB"));
+            src.fail(field,
+                     std::to_string(v) + (unit == 1 ? " is not a multiple of 512 up to 4 GiB" : " KiB is above 4 GiB"));
     };
     limit(m.mdts_bytes, "mdts_bytes", 1);
     limit(m.max_io_bytes, "max_io_bytes", 1);
     limit(m.max_sectors_kb, "max_sectors_kb", 1024);
-    if (m.header_bytes > (uint64_t(1) << 32)) src.fail("header_bytes", std::to_string(m.header_bytes) + " is above 4 GiB");
+    if (m.header_bytes > (uint64_t(1) << 32))
+        src.fail("header_bytes", std::to_string(m.header_bytes) + " is above 4 GiB");
 }
 
 static SemanticMeta read_meta(const json& j, const JsonSource& src) {
-    if (get_string_or(j, "type", "", src) != "meta") src.fail("type", "the first line must be the meta record (\"type\":\"meta\")");
+    if (get_string_or(j, "type", "", src) != "meta")
+        src.fail("type", "the first line must be the meta record (\"type\":\"meta\")");
     std::string schema = get_string(j, "schema", src);
     if (schema != "kvio.semantic/1") src.fail("schema", "expected \"kvio.semantic/1\", got \"" + schema + "\"");
     SemanticMeta m;
@@ -54,7 +60,8 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     m.max_io_bytes = get_u64_or(j, "max_io_bytes", 0, src);
     m.header_bytes = get_u64_or(j, "header_bytes", 0, src);
     m.max_sectors_kb = get_u64_or(j, "max_sectors_kb", 0, src);
-    if (j.contains("max_sectors_kb") && !m.max_sectors_kb) src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
+    if (j.contains("max_sectors_kb") && !m.max_sectors_kb)
+        src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
     if (j.contains("lba_bytes") && !m.lba_bytes) src.fail("lba_bytes", "0 is not a power of two from 512 to 65536");
     check_semantic_geometry(m, src);
     if (j.contains("buffered")) {
@@ -62,16 +69,20 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
         m.buffered = j["buffered"].get<bool>();
     }
     std::string clock = get_string_or(j, "clock", "CLOCK_MONOTONIC", src);
-    if (clock != "CLOCK_MONOTONIC") src.fail("clock", "expected \"CLOCK_MONOTONIC\" (the clock the tracer uses), got \"" + clock + "\"");
+    if (clock != "CLOCK_MONOTONIC")
+        src.fail("clock", "expected \"CLOCK_MONOTONIC\" (the clock the tracer uses), got \"" + clock + "\"");
     return m;
 }
 
 static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSource& src) {
     ObjectOp op;
     std::string kind = get_string(j, "op", src);
-    if (kind == "store") op.kind = OpKind::Store;
-    else if (kind == "load") op.kind = OpKind::Load;
-    else src.fail("op", "expected \"store\" or \"load\", got \"" + kind + "\"");
+    if (kind == "store")
+        op.kind = OpKind::Store;
+    else if (kind == "load")
+        op.kind = OpKind::Load;
+    else
+        src.fail("op", "expected \"store\" or \"load\", got \"" + kind + "\"");
     op.object_id = get_u64(j, "object_id", src);
     op.trace_id = get_u64_or(j, "trace_id", 0, src);
     op.key = get_string_or(j, "key", "", src);
@@ -89,7 +100,8 @@ static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSourc
     op.dev = parse_dev_field(j, "dev", src);
     op.ts_start = get_u64(j, "ts_start", src);
     op.ts = get_u64(j, "ts", src);
-    if (op.ts < op.ts_start) src.fail("ts", "ends before ts_start (" + std::to_string(op.ts) + " < " + std::to_string(op.ts_start) + ")");
+    if (op.ts < op.ts_start)
+        src.fail("ts", "ends before ts_start (" + std::to_string(op.ts) + " < " + std::to_string(op.ts_start) + ")");
     auto it = j.find("extents");
     if (it == j.end()) {
         // No FIEMAP list: one range from dev_off covering the payload.
@@ -104,12 +116,16 @@ static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSourc
     }
     uint64_t mapped = 0;
     for (const Extent& e : op.extents) {
-        if (!checked_add(e.off, e.len)) src.fail(it == j.end() ? "dev_off" : "extents", "[" + std::to_string(e.off) + ", " + std::to_string(e.len) + "] ends beyond 2^64 bytes");
+        if (!checked_add(e.off, e.len))
+            src.fail(it == j.end() ? "dev_off" : "extents",
+                     "[" + std::to_string(e.off) + ", " + std::to_string(e.len) + "] ends beyond 2^64 bytes");
         mapped = checked_add(mapped, e.len).value_or(UINT64_MAX);
     }
     if (it != j.end() && op.bytes > mapped)
-        src.fail(bytes_field, std::to_string(op.bytes) + " is more than its extents hold (" + std::to_string(mapped) + " bytes)");
-    if (j.contains("error")) op.failed = !(j["error"].is_null() || (j["error"].is_string() && j["error"].get<std::string>().empty()));
+        src.fail(bytes_field,
+                 std::to_string(op.bytes) + " is more than its extents hold (" + std::to_string(mapped) + " bytes)");
+    if (j.contains("error"))
+        op.failed = !(j["error"].is_null() || (j["error"].is_string() && j["error"].get<std::string>().empty()));
     op.line = src.line;
     return op;
 }

@@ -11,8 +11,8 @@ namespace kvio::validate {
 
 /// The meta line of a semantic trace, plus what a record manifest adds. 0 / "" = not given.
 struct SemanticMeta {
-    std::string engine;           ///< "posix", "io_uring", "uring_cmd", "cufile"
-    std::string layout;           ///< "slots" or "files"
+    std::string engine;  ///< "posix", "io_uring", "uring_cmd", "cufile"
+    std::string layout;  ///< "slots" or "files"
     std::string model;
     uint32_t dev = 0;             ///< kernel dev_t of the whole disk the ops reach
     std::string dev_str;          ///< "MAJ:MIN" as written
@@ -28,10 +28,10 @@ struct SemanticMeta {
 struct SemanticTrace {
     std::string path;
     SemanticMeta meta;
-    std::vector<ObjectOp> ops;    ///< in file order
+    std::vector<ObjectOp> ops;               ///< in file order
     std::string format = "kvio.semantic/1";  ///< or "lmcache-kvio/2" (validate/semantic_lmcache.h)
-    uint64_t skipped_deletes = 0; ///< LMCache `delete` records: no I/O to project, not scored
-    bool dev_unknown = false;     ///< the ops' device was not named (dev 0): validate takes the commands' only device
+    uint64_t skipped_deletes = 0;            ///< LMCache `delete` records: no I/O to project, not scored
+    bool dev_unknown = false;  ///< the ops' device was not named (dev 0): validate takes the commands' only device
 };
 
 /// Reads a kvio.semantic/1 JSONL file: meta line first, then one record per object op.

@@ -18,7 +18,8 @@ std::string engine_of(const std::string& e, const JsonSource& src) {
     if (e == "io_uring" || e == "uring") return "io_uring";
     if (e == "uring_cmd" || e == "io_uring_cmd" || e == "nvme_passthru") return "uring_cmd";
     if (e == "cufile" || e == "gds") return "cufile";
-    src.fail("io_engine", "expected posix, io_uring, uring_cmd or cufile (or pread, psync, io_uring_cmd, gds), got \"" + e + "\"");
+    src.fail("io_engine",
+             "expected posix, io_uring, uring_cmd or cufile (or pread, psync, io_uring_cmd, gds), got \"" + e + "\"");
 }
 
 struct Where {
@@ -45,17 +46,19 @@ Where device_of(const json& j, const JsonSource& src) {
         try {
             BlockDevInfo b = block_dev_info({::major(st.st_rdev), ::minor(st.st_rdev)});
             w.dev = kernel_dev(b.whole_disk), w.part_start = b.is_partition ? b.start_sector * 512 : 0, w.known = true;
-        } catch (const Error&) {
-        }
+        } catch (const Error&) {}
     }
     return w;
 }
 
 SemanticMeta read_meta(const json& j, const JsonSource& src, Where& where) {
     if (get_string_or(j, "event_type", "", src) != "kvio_meta")
-        src.fail("event_type", "the first line of an LMCache kvio trace must be the meta record (\"event_type\":\"kvio_meta\")");
+        src.fail("event_type",
+                 "the first line of an LMCache kvio trace must be the meta record (\"event_type\":\"kvio_meta\")");
     const uint64_t schema = get_u64(j, "schema", src);
-    if (schema != 2) src.fail("schema", "expected 2 (the LMCache kvio trace schema this reader knows), got " + std::to_string(schema));
+    if (schema != 2)
+        src.fail("schema",
+                 "expected 2 (the LMCache kvio trace schema this reader knows), got " + std::to_string(schema));
     for (const char* f : {"hostname", "device_path"}) check_string_opt(j, f, src);
     check_u64_opt(j, "pid", src);
     SemanticMeta m;
@@ -70,7 +73,8 @@ SemanticMeta read_meta(const json& j, const JsonSource& src, Where& where) {
     m.lba_bytes = get_u64_or(j, "lba_bytes", 0, src);
     if (j.contains("lba_bytes") && !m.lba_bytes) src.fail("lba_bytes", "0 is not a power of two from 512 to 65536");
     m.max_sectors_kb = get_u64_or(j, "max_sectors_kb", 0, src);
-    if (j.contains("max_sectors_kb") && !m.max_sectors_kb) src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
+    if (j.contains("max_sectors_kb") && !m.max_sectors_kb)
+        src.fail("max_sectors_kb", "0: a device splits at 1 KiB or more");
     check_semantic_geometry(m, src);
     where = device_of(j, src);
     m.dev = where.dev;
@@ -80,30 +84,38 @@ SemanticMeta read_meta(const json& j, const JsonSource& src, Where& where) {
 
 // [start, start + len) within 64 bits, else the field's error.
 Extent extent(uint64_t start, uint64_t len, const char* field, const JsonSource& src) {
-    if (!checked_add(start, len)) src.fail(field, std::to_string(start) + " + " + std::to_string(len) + " bytes ends beyond 2^64 bytes");
+    if (!checked_add(start, len))
+        src.fail(field, std::to_string(start) + " + " + std::to_string(len) + " bytes ends beyond 2^64 bytes");
     return {start, len};
 }
 
 bool read_op(const json& j, const SemanticMeta& m, const Where& w, const JsonSource& src, ObjectOp& op) {
     if (j.contains("event_type"))
-        src.fail("event_type", "only the first line is a meta record; op records carry no event_type, got " + j["event_type"].dump());
+        src.fail("event_type",
+                 "only the first line is a meta record; op records carry no event_type, got " + j["event_type"].dump());
     const std::string kind = get_string(j, "op", src);
     if (kind == "delete") return false;
-    if (kind == "store") op.kind = OpKind::Store;
-    else if (kind == "load") op.kind = OpKind::Load;
-    else src.fail("op", "expected \"store\", \"load\" or \"delete\", got \"" + kind + "\"");
+    if (kind == "store")
+        op.kind = OpKind::Store;
+    else if (kind == "load")
+        op.kind = OpKind::Load;
+    else
+        src.fail("op", "expected \"store\", \"load\" or \"delete\", got \"" + kind + "\"");
     op.object_id = get_u64_lenient(j, "object_id", src);
     op.key = get_string_or(j, "key", "", src);
     const std::string part = get_string_or(j, "part", "kv", src);
-    if (part != "kv" && part != "k" && part != "v") src.fail("part", "expected \"kv\", \"k\" or \"v\", got \"" + part + "\"");
+    if (part != "kv" && part != "k" && part != "v")
+        src.fail("part", "expected \"kv\", \"k\" or \"v\", got \"" + part + "\"");
     op.bytes = get_u64(j, "bytes", src);
     const uint64_t ud = j.contains("user_data") ? get_u64_lenient(j, "user_data", src) : 0;
     op.trace_id = j.contains("trace_id") ? get_u64_lenient(j, "trace_id", src) : ud >> 32;
     if (j.contains("trace_id") && j.contains("user_data") && ud >> 32 && ud >> 32 != op.trace_id)
-        src.fail("user_data", "its upper 32 bits (" + std::to_string(ud >> 32) + ") are not the record's trace_id " + std::to_string(op.trace_id));
+        src.fail("user_data", "its upper 32 bits (" + std::to_string(ud >> 32) + ") are not the record's trace_id " +
+                                  std::to_string(op.trace_id));
     op.ts_start = get_time_ns(j, "ts_start", src);
     op.ts = get_time_ns(j, "ts", src);
-    if (op.ts < op.ts_start) src.fail("ts", "ends before ts_start (" + std::to_string(op.ts) + " < " + std::to_string(op.ts_start) + " ns)");
+    if (op.ts < op.ts_start)
+        src.fail("ts", "ends before ts_start (" + std::to_string(op.ts) + " < " + std::to_string(op.ts_start) + " ns)");
     check_u64_opt(j, "pid", src);
     if (j.contains("instance") && !j["instance"].is_string() && !j["instance"].is_number_integer())
         src.fail("instance", "expected a string or an integer, got " + j["instance"].dump());
@@ -157,8 +169,10 @@ SemanticTrace read_semantic_lmcache(const std::string& path) {
     t.dev_unknown = !w.known;
     while (r.next(j)) {
         ObjectOp op;
-        if (read_op(j, t.meta, w, r.source(), op)) t.ops.push_back(std::move(op));
-        else ++t.skipped_deletes;
+        if (read_op(j, t.meta, w, r.source(), op))
+            t.ops.push_back(std::move(op));
+        else
+            ++t.skipped_deletes;
     }
     return t;
 }

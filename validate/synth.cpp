@@ -95,16 +95,27 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
     if (!sem) throw Error(semantic_path + ": cannot write: " + std::strerror(errno));
     if (!ev) throw Error(events_path + ": cannot write: " + std::strerror(errno));
     SemanticMeta m = synth_meta(s);
-    json meta = {{"type", "meta"}, {"schema", "kvio.semantic/1"}, {"model", m.model}, {"engine", m.engine},
-                 {"layout", m.layout}, {"target", "synthetic"}, {"dev", m.dev_str}, {"lba_bytes", m.lba_bytes},
-                 {"block_align", m.block_align}, {"mdts_bytes", 0}, {"max_io_bytes", m.max_io_bytes},
-                 {"max_sectors_kb", m.max_sectors_kb}, {"header_bytes", m.header_bytes}, {"clock", "CLOCK_MONOTONIC"}};
+    json meta = {{"type", "meta"},
+                 {"schema", "kvio.semantic/1"},
+                 {"model", m.model},
+                 {"engine", m.engine},
+                 {"layout", m.layout},
+                 {"target", "synthetic"},
+                 {"dev", m.dev_str},
+                 {"lba_bytes", m.lba_bytes},
+                 {"block_align", m.block_align},
+                 {"mdts_bytes", 0},
+                 {"max_io_bytes", m.max_io_bytes},
+                 {"max_sectors_kb", m.max_sectors_kb},
+                 {"header_bytes", m.header_bytes},
+                 {"clock", "CLOCK_MONOTONIC"}};
     sem << meta.dump() << "\n";
-    json rec = {{"op", ""}, {"object_id", 0}, {"trace_id", 0}, {"key", ""}, {"bytes", 0}, {"dev", m.dev_str},
-                {"dev_off", 0}, {"extents", json::array()}, {"ts_start", 0}, {"ts", 0}, {"engine", m.engine}};
-    json cmd = {{"type", "cmd"}, {"src", "block"}, {"dev", m.dev_str}, {"disk", "synth0"}, {"op", ""}, {"rwbs", ""},
-                {"sector", 0}, {"bytes", 0}, {"ts_issue", 0}, {"ts_complete", 0}, {"d2c_ns", 500}, {"qd", 1},
-                {"pid", 4242}, {"tid", 4242}, {"comm", "kvio"}};
+    json rec = {{"op", ""},      {"object_id", 0},   {"trace_id", 0},     {"key", ""},
+                {"bytes", 0},    {"dev", m.dev_str}, {"dev_off", 0},      {"extents", json::array()},
+                {"ts_start", 0}, {"ts", 0},          {"engine", m.engine}};
+    json cmd = {{"type", "cmd"}, {"src", "block"}, {"dev", m.dev_str}, {"disk", "synth0"}, {"op", ""},
+                {"rwbs", ""},    {"sector", 0},    {"bytes", 0},       {"ts_issue", 0},    {"ts_complete", 0},
+                {"d2c_ns", 500}, {"qd", 1},        {"pid", 4242},      {"tid", 4242},      {"comm", "kvio"}};
     const bool tag = s.engine == "io_uring" || s.engine == "uring_cmd";
     // A path ending in .kvb gets the binary capture (kvio.events.bin/1) of the same commands.
     const bool bin = events_path.size() > 4 && events_path.compare(events_path.size() - 4, 4, ".kvb") == 0;
@@ -127,7 +138,8 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
             rec["object_id"] = op.object_id;
             rec["trace_id"] = op.trace_id;
             rec["key"] = op.key;
-            rec["bytes"] = op.bytes + (op.kind == OpKind::Store && s.header_bytes ? round_up(s.header_bytes, s.block_align) : 0);
+            rec["bytes"] =
+                op.bytes + (op.kind == OpKind::Store && s.header_bytes ? round_up(s.header_bytes, s.block_align) : 0);
             rec["payload_bytes"] = op.bytes;
             rec["dev_off"] = op.extents[0].off;
             rec["extents"] = json::array({json::array({op.extents[0].off, op.extents[0].len})});
@@ -158,13 +170,16 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
             cmd["bytes"] = c.bytes;
             cmd["ts_issue"] = c.ts_issue;
             cmd["ts_complete"] = c.ts_issue + 500;
-            if (tag && c.has_user_data) cmd["user_data"] = c.user_data;
-            else cmd.erase("user_data");
+            if (tag && c.has_user_data)
+                cmd["user_data"] = c.user_data;
+            else
+                cmd.erase("user_data");
             line = cmd.dump();
             line += '\n';
             ev.write(line.data(), std::streamsize(line.size()));
         });
-    json summary = {{"type", "summary"}, {"events", n}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}};
+    json summary = {
+        {"type", "summary"}, {"events", n}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}};
     if (bin) {
         benc.json(summary.dump());
         ev.write(benc.data(), std::streamsize(benc.size()));

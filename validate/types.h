@@ -29,8 +29,8 @@ struct ObjectOp {
     uint32_t dev = 0;             ///< whole-disk device, kernel dev_t (MAJOR << 20 | MINOR)
     std::vector<Extent> extents;  ///< whole-disk byte ranges in file/slot logical order, header included
     uint64_t ts_start = 0, ts = 0;
-    bool failed = false;          ///< the record carries "error": joined, but not scored
-    size_t line = 0;              ///< line in the semantic file, for messages
+    bool failed = false;  ///< the record carries "error": joined, but not scored
+    size_t line = 0;      ///< line in the semantic file, for messages
 };
 
 /// Direction of a device command (kvio.events/1 `op`).
@@ -38,16 +38,16 @@ using CmdOp = kvio::IoOp;
 
 /// One device command (kvio.events/1 `"type":"cmd"`), reduced to what the join needs.
 struct Command {
-    bool nvme = false;            ///< src "nvme" (else "block")
-    bool passthrough_block = false; ///< src "block" with 'N' in rwbs: a passthrough request with no LBA
+    bool nvme = false;               ///< src "nvme" (else "block")
+    bool passthrough_block = false;  ///< src "block" with 'N' in rwbs: a passthrough request with no LBA
     CmdOp op = CmdOp::Other;
-    uint32_t dev = 0;             ///< whole-disk device, kernel dev_t
-    uint64_t offset = 0;          ///< start byte on the whole disk: sector × 512, NVMe slba × LBA bytes
+    uint32_t dev = 0;     ///< whole-disk device, kernel dev_t
+    uint64_t offset = 0;  ///< start byte on the whole disk: sector × 512, NVMe slba × LBA bytes
     uint64_t bytes = 0;
-    uint64_t ts_issue = 0;        ///< ns
+    uint64_t ts_issue = 0;  ///< ns
     uint64_t user_data = 0;
     bool has_user_data = false;
-    std::string key;              ///< NVMe KV command set key; empty when absent
+    std::string key;  ///< NVMe KV command set key; empty when absent
 };
 
 }  // namespace kvio::validate

@@ -12,7 +12,8 @@ namespace kvio::validate {
 static std::vector<std::string> adopt_command_device(SemanticTrace& t, const std::vector<Command>& head) {
     std::vector<uint32_t> devs;
     for (const Command& c : head)
-        if ((c.op == CmdOp::Read || c.op == CmdOp::Write) && c.bytes && c.dev && std::find(devs.begin(), devs.end(), c.dev) == devs.end())
+        if ((c.op == CmdOp::Read || c.op == CmdOp::Write) && c.bytes && c.dev &&
+            std::find(devs.begin(), devs.end(), c.dev) == devs.end())
             devs.push_back(c.dev);
     if (devs.size() != 1)
         return {t.path + " names no device that exists here and the commands are on " + std::to_string(devs.size()) +
@@ -20,7 +21,8 @@ static std::vector<std::string> adopt_command_device(SemanticTrace& t, const std
     for (ObjectOp& op : t.ops) op.dev = devs[0];
     t.meta.dev = devs[0];
     t.meta.dev_str = dev_string(decode_kernel_dev(devs[0]));
-    return {t.path + " names no device that exists here: its ops are taken to be on " + t.meta.dev_str + ", the commands' only device"};
+    return {t.path + " names no device that exists here: its ops are taken to be on " + t.meta.dev_str +
+            ", the commands' only device"};
 }
 
 Report run(const Options& o) {
@@ -44,7 +46,8 @@ Report run(const Options& o) {
     // A monitor record whose device is not known here (dev 0: a disk name of another machine) is taken to be on
     // the ops' device when they are all on one.
     uint32_t sole_dev = t.ops.empty() ? 0 : t.ops.front().dev;
-    for (const ObjectOp& op : t.ops) if (op.dev != sole_dev) sole_dev = 0;
+    for (const ObjectOp& op : t.ops)
+        if (op.dev != sole_dev) sole_dev = 0;
     auto take = [&](Command& x) {
         if (!x.dev) x.dev = sole_dev;
         facts.add(x);
@@ -61,7 +64,8 @@ Report run(const Options& o) {
     for (auto& w : r.warnings()) rep.warnings.push_back(std::move(w));
     for (auto& n : notes) rep.warnings.push_back(std::move(n));
     if (t.skipped_deletes)
-        rep.warnings.push_back(t.path + ": " + std::to_string(t.skipped_deletes) + " delete records: no I/O is projected for them, not scored");
+        rep.warnings.push_back(t.path + ": " + std::to_string(t.skipped_deletes) +
+                               " delete records: no I/O is projected for them, not scored");
     rep.semantic_format = t.format;
     rep.commands_format = r.format();
     rep.tracer_dropped = r.summary_dropped();

@@ -7,9 +7,9 @@ namespace kvio::workload {
 
 /// Creates `path` when nothing exists there (lstat ENOENT): an empty regular file (mode 0644; the caller grows it)
 /// or, with `directory`, a directory (0755). Its parent directory must exist; nothing is created under /dev/ (a
-/// missing device is a typo, not a file to make) except in /dev/shm (a tmpfs for users). An existing path is left to inspect_target to judge. The
-/// destructor removes what was created unless keep() was called. Throws kvio::Error "target PATH does not exist
-/// and cannot be created as a regular file: REASON".
+/// missing device is a typo, not a file to make) except in /dev/shm (a tmpfs for users). An existing path is left to
+/// inspect_target to judge. The destructor removes what was created unless keep() was called. Throws kvio::Error
+/// "target PATH does not exist and cannot be created as a regular file: REASON".
 class CreatedTarget {
 public:
     CreatedTarget(const std::string& path, bool directory);

@@ -13,9 +13,9 @@ namespace kvio::workload {
 /// What an engine is built with.
 struct EngineConfig {
     std::string name = "posix";
-    uint32_t qd = 1;          ///< transfers in flight at most
-    bool buffered = false;    ///< posix/io_uring: page cache instead of O_DIRECT
-    uint32_t lba_bytes = 512; ///< uring_cmd: namespace LBA size for slba/nlb
+    uint32_t qd = 1;           ///< transfers in flight at most
+    bool buffered = false;     ///< posix/io_uring: page cache instead of O_DIRECT
+    uint32_t lba_bytes = 512;  ///< uring_cmd: namespace LBA size for slba/nlb
 };
 
 /// One transfer. `offset`/`len` in bytes on the opened file/device; `buf` is one of the registered

@@ -6,8 +6,9 @@
 namespace kvio::workload {
 
 std::unique_ptr<Engine> make_cufile_engine(const EngineConfig&) {
-    throw Error("engine 'cufile' was not built in: this kvio was built without the CUDA toolkit and libcufile "
-                "(use --engine posix, io_uring or uring_cmd)");
+    throw Error(
+        "engine 'cufile' was not built in: this kvio was built without the CUDA toolkit and libcufile "
+        "(use --engine posix, io_uring or uring_cmd)");
 }
 
 }  // namespace kvio::workload

@@ -25,7 +25,8 @@ public:
 
     void register_buffers(const std::vector<iovec>& bufs) override {
         int r = io_uring_register_buffers(&ring_, bufs.data(), unsigned(bufs.size()));
-        if (r < 0) throw Error(std::string("io_uring_register_buffers failed: ") + std::strerror(-r) + " (RLIMIT_MEMLOCK?)");
+        if (r < 0)
+            throw Error(std::string("io_uring_register_buffers failed: ") + std::strerror(-r) + " (RLIMIT_MEMLOCK?)");
         fixed_ = true;
     }
 
@@ -37,11 +38,15 @@ public:
             if (!sqe) throw Error("io_uring: submission queue full");
         }
         if (fixed_) {
-            if (u.write) io_uring_prep_write_fixed(sqe, u.fd, u.buf, u.len, u.offset, u.buf_index);
-            else io_uring_prep_read_fixed(sqe, u.fd, u.buf, u.len, u.offset, u.buf_index);
+            if (u.write)
+                io_uring_prep_write_fixed(sqe, u.fd, u.buf, u.len, u.offset, u.buf_index);
+            else
+                io_uring_prep_read_fixed(sqe, u.fd, u.buf, u.len, u.offset, u.buf_index);
         } else {
-            if (u.write) io_uring_prep_write(sqe, u.fd, u.buf, u.len, u.offset);
-            else io_uring_prep_read(sqe, u.fd, u.buf, u.len, u.offset);
+            if (u.write)
+                io_uring_prep_write(sqe, u.fd, u.buf, u.len, u.offset);
+            else
+                io_uring_prep_read(sqe, u.fd, u.buf, u.len, u.offset);
         }
         io_uring_sqe_set_data64(sqe, u.user_data);
     }

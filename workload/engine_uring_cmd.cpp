@@ -71,7 +71,8 @@ public:
             throw Error("uring_cmd: transfer at " + std::to_string(u.offset) + " of " + std::to_string(u.len) +
                         " bytes is not a whole number of " + std::to_string(lba) + "-byte LBAs");
         const uint64_t nlb = u.len / lba;
-        if (nlb > 0x10000) throw Error("uring_cmd: transfer of " + std::to_string(nlb) + " LBAs exceeds NVMe's 16-bit NLB");
+        if (nlb > 0x10000)
+            throw Error("uring_cmd: transfer of " + std::to_string(nlb) + " LBAs exceeds NVMe's 16-bit NLB");
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
         if (!sqe) {
             commit();

@@ -99,11 +99,12 @@ struct Active {
     size_t index = 0;
     int fd = -1;
     bool own_fd = false;
-    uint64_t next = 0;       ///< next position in the op's byte stream (header then payload)
-    uint64_t total = 0;      ///< header_bytes + io_bytes
+    uint64_t next = 0;   ///< next position in the op's byte stream (header then payload)
+    uint64_t total = 0;  ///< header_bytes + io_bytes
     uint32_t outstanding = 0;
     bool finished = false;
-    uint64_t gen = 0;        ///< pattern generation: a store's trace_id; a load: that of the last store before it (0: unknown)
+    uint64_t gen =
+        0;  ///< pattern generation: a store's trace_id; a load: that of the last store before it (0: unknown)
 };
 
 struct Inflight {
@@ -115,13 +116,15 @@ struct Inflight {
 
 }  // namespace
 
-std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target, Layout layout,
-                              const ExecOptions& opt) {
+std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target,
+                              Layout layout, const ExecOptions& opt) {
     if (opt.max_io_bytes == 0 || opt.max_io_bytes > (1u << 30)) throw Error("max I/O size must be in (0, 1 GiB]");
-    if (opt.not_before && opt.not_before->size() != ops.size()) throw Error("execute: not_before needs one time per op");
+    if (opt.not_before && opt.not_before->size() != ops.size())
+        throw Error("execute: not_before needs one time per op");
     std::vector<OpResult> res(ops.size());
     if (ops.empty()) return res;
-    uint64_t anchor = 0;  // CLOCK_MONOTONIC ns of the schedule's offset 0 (ExecOptions::not_before), set at the first op
+    uint64_t anchor =
+        0;  // CLOCK_MONOTONIC ns of the schedule's offset 0 (ExecOptions::not_before), set at the first op
     const uint32_t qd = std::max<uint32_t>(opt.qd, 1);
     if (uint64_t(qd) * opt.max_io_bytes > (1ull << 30))
         throw Error("--qd " + std::to_string(qd) + " × transfer cap " + std::to_string(opt.max_io_bytes) +
@@ -136,7 +139,7 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     if (layout == Layout::Slots) target_fd = engine.open(target, OpenFor::Both, false);
     std::unordered_map<uint64_t, uint64_t> last_gen;  // object -> generation of its latest store started
 
-    std::vector<Active> active;                   // index = slot in this vector; finished ones are reused lazily
+    std::vector<Active> active;  // index = slot in this vector; finished ones are reused lazily
     std::unordered_map<uint64_t, Inflight> inflight;
     std::vector<IoCompletion> comps;
     size_t next_op = 0, finished = 0;
@@ -204,8 +207,10 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         uint64_t pos = a.next;
         uint32_t len;
         bool header = pos < op.header_bytes;
-        if (header) len = uint32_t(op.header_bytes);  // the header is its own transfer
-        else len = uint32_t(std::min<uint64_t>(opt.max_io_bytes, a.total - pos));
+        if (header)
+            len = uint32_t(op.header_bytes);  // the header is its own transfer
+        else
+            len = uint32_t(std::min<uint64_t>(opt.max_io_bytes, a.total - pos));
         uint16_t b = pool.take(op.op == OpKind::Store && !header);  // a header overwrites its buffer anyway
         void* buf = pool.at(b);
         if (op.op == OpKind::Store) {
@@ -285,7 +290,8 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
         engine.reap(1, comps);
         for (const auto& c : comps) {
             auto it = inflight.find(c.user_data);
-            if (it == inflight.end()) throw Error("engine returned an unknown completion (user_data " + std::to_string(c.user_data) + ")");
+            if (it == inflight.end())
+                throw Error("engine returned an unknown completion (user_data " + std::to_string(c.user_data) + ")");
             Inflight f = it->second;
             inflight.erase(it);
             Active& a = active[f.active];
@@ -294,8 +300,9 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
             void* buf = pool.at(f.buf);
             if (c.res < 0) {
                 if (r.error.empty())
-                    r.error = "transfer at offset " + std::to_string(op.offset + f.stream_off) + " failed: " +
-                              std::strerror(int(-c.res)) + (c.nvme_status ? " (NVMe status " + hex(c.nvme_status) + ")" : "");
+                    r.error = "transfer at offset " + std::to_string(op.offset + f.stream_off) +
+                              " failed: " + std::strerror(int(-c.res)) +
+                              (c.nvme_status ? " (NVMe status " + hex(c.nvme_status) + ")" : "");
             } else if (uint64_t(c.res) != f.len) {
                 if (r.error.empty())
                     r.error = "short transfer at offset " + std::to_string(op.offset + f.stream_off) + ": " +
@@ -309,7 +316,8 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
                     uint64_t bad = verify_pattern(buf, op.object_id, a.gen, poff, f.len, opt.verify);
                     if (bad != UINT64_MAX && r.error.empty())
                         r.error = std::string("payload mismatch (verify ") + verify_name(opt.verify) + ") in object " +
-                                  std::to_string(op.object_id) + ": " + describe_block(buf, op.object_id, a.gen, poff, f.len, bad);
+                                  std::to_string(op.object_id) + ": " +
+                                  describe_block(buf, op.object_id, a.gen, poff, f.len, bad);
                 }
             }
             pool.give(f.buf);

@@ -26,7 +26,7 @@ struct OpResult {
 
 struct ExecOptions {
     uint64_t max_io_bytes = 512 * 1024;  ///< transfer cap (multiple of the LBA size)
-    uint32_t qd = 1;                     ///< transfers in flight at most (the buffer pool holds 2 × qd when that fits in 1 GiB)
+    uint32_t qd = 1;  ///< transfers in flight at most (the buffer pool holds 2 × qd when that fits in 1 GiB)
     /// How loads are checked (pattern.h): stamps (32 bytes per 4 KiB) or every byte; also what
     /// OpResult::checksum covers. A store's pattern generation is its trace_id; a load expects the
     /// generation of the latest store of its object before it (none: whatever it reads first).
@@ -49,12 +49,12 @@ struct ExecOptions {
 
 /// The slot header a store writes at the slot start (zero-padded to header_bytes).
 struct SlotHeader {
-    char magic[8];            ///< "KVIOSLT1"
+    char magic[8];  ///< "KVIOSLT1"
     uint64_t object_id;
     uint64_t payload_bytes;
     uint64_t io_bytes;
-    uint64_t checksum;        ///< pattern_checksum(object_id, trace_id, io_bytes, Verify::Stamps)
-    uint32_t trace_id;        ///< the store's trace_id = the payload's pattern generation
+    uint64_t checksum;  ///< pattern_checksum(object_id, trace_id, io_bytes, Verify::Stamps)
+    uint32_t trace_id;  ///< the store's trace_id = the payload's pattern generation
     uint32_t key_len;
     char key[192];
 };
@@ -67,7 +67,7 @@ uint64_t monotonic_ns();
 /// that never started because ExecOptions::stop was set keeps ts_start 0.
 /// Throws kvio::Error when the target or a file cannot be opened or the engine fails; per-transfer
 /// errors and pattern mismatches are reported in OpResult::error.
-std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target, Layout layout,
-                              const ExecOptions& opt);
+std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target,
+                              Layout layout, const ExecOptions& opt);
 
 }  // namespace kvio::workload

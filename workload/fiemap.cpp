@@ -32,7 +32,8 @@ std::vector<FileExtent> file_extents(int fd, uint64_t off, uint64_t len, const s
         if (fm->fm_mapped_extents == 0) break;
         for (uint32_t i = 0; i < fm->fm_mapped_extents; ++i) {
             const auto& e = fm->fm_extents[i];
-            if (e.fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE))
+            if (e.fe_flags &
+                (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE))
                 throw Error(what + ": extent at file offset " + std::to_string(e.fe_logical) +
                             " has no stable device address (FIEMAP flags " + std::to_string(e.fe_flags) + ")");
             uint64_t lo = std::max<uint64_t>(e.fe_logical, pos);

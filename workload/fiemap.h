@@ -11,7 +11,7 @@ struct FileExtent {
     uint64_t logical = 0;   ///< offset in the file
     uint64_t physical = 0;  ///< offset on the filesystem's block device (partition-relative)
     uint64_t length = 0;
-    uint32_t flags = 0;     ///< FIEMAP_EXTENT_* of the extent
+    uint32_t flags = 0;  ///< FIEMAP_EXTENT_* of the extent
 };
 
 /// Maps file bytes [off, off+len) of open file `fd` with FIEMAP_FLAG_SYNC (flushes delayed allocation

@@ -33,8 +33,8 @@ uint64_t percentile(const std::vector<uint64_t>& v, double p) {
 
 void check_engine_target(const std::string& engine, const TargetInfo& t) {
     if (engine == "uring_cmd" && t.kind != TargetKind::NvmeChar)
-        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target, but " + t.path + " is " +
-                    target_kind_phrase(t.kind) + "; use --engine posix or io_uring");
+        throw Error("engine uring_cmd needs an NVMe generic char device /dev/ngXnY as --target, but " + t.path +
+                    " is " + target_kind_phrase(t.kind) + "; use --engine posix or io_uring");
     if (engine != "uring_cmd" && t.kind == TargetKind::NvmeChar)
         throw Error(t.path + " is an NVMe generic char device: only --engine uring_cmd can drive it (or use /dev/" +
                     t.dev.name + ")");
@@ -46,15 +46,18 @@ void preallocate(const std::string& path, uint64_t need) {
     int r = ::fallocate(fd, 0, 0, off_t(need));
     int e = errno;
     ::close(fd);
-    if (r != 0) throw Error("fallocate of " + std::to_string(need) + " bytes on " + path + " failed: " + std::strerror(e));
+    if (r != 0)
+        throw Error("fallocate of " + std::to_string(need) + " bytes on " + path + " failed: " + std::strerror(e));
 }
 
 Layout resolve_layout(std::optional<Layout> asked, const TargetInfo& t) {
     Layout layout = asked.value_or(t.kind == TargetKind::Directory ? Layout::Files : Layout::Slots);
     if (layout == Layout::Files && t.kind != TargetKind::Directory)
-        throw Error("--layout files needs a directory as --target, but " + t.path + " is " + target_kind_phrase(t.kind) + ".");
+        throw Error("--layout files needs a directory as --target, but " + t.path + " is " +
+                    target_kind_phrase(t.kind) + ".");
     if (layout == Layout::Slots && t.kind == TargetKind::Directory)
-        throw Error("--layout slots needs a block device or a regular file as --target, but " + t.path + " is a directory.");
+        throw Error("--layout slots needs a block device or a regular file as --target, but " + t.path +
+                    " is a directory.");
     return layout;
 }
 
@@ -106,13 +109,15 @@ GenSummary run_gen(const GenOptions& o) {
     d.block_align = o.block_align;
     d.max_io_bytes = o.max_io_bytes ? o.max_io_bytes : default_max_io(t, o.engine == "uring_cmd");
     if (d.max_io_bytes % d.lba_bytes)
-        throw Error("--max-io " + std::to_string(d.max_io_bytes) + " is not a multiple of the LBA size " + std::to_string(d.lba_bytes));
+        throw Error("--max-io " + std::to_string(d.max_io_bytes) + " is not a multiple of the LBA size " +
+                    std::to_string(d.lba_bytes));
     if (o.engine == "uring_cmd" && d.mdts_bytes && d.max_io_bytes > d.mdts_bytes)
         throw Error("--max-io " + std::to_string(d.max_io_bytes) + " exceeds MDTS (" + std::to_string(d.mdts_bytes) +
                     " bytes): the kernel does not split NVMe passthrough commands");
     compute_layout(d, o.geometry.per_rank_bytes);
     if (d.header_bytes > d.max_io_bytes)
-        throw Error("--block-align " + std::to_string(d.block_align) + " exceeds the transfer cap " + std::to_string(d.max_io_bytes));
+        throw Error("--block-align " + std::to_string(d.block_align) + " exceeds the transfer cap " +
+                    std::to_string(d.max_io_bytes));
     const uint64_t nobj = o.num_chunks * o.geometry.objects_per_chunk;
     const uint64_t need = layout == Layout::Slots ? slot_offset(d, nobj) : nobj * d.io_bytes;
     if (t.kind == TargetKind::RegularFile && t.capacity_bytes < need) {
@@ -122,9 +127,10 @@ GenSummary run_gen(const GenOptions& o) {
     const uint64_t room = layout == Layout::Files ? files_layout_room(t, nobj) : t.capacity_bytes;
     if (need > room)
         throw Error(o.target + " has room for " + std::to_string(room) + " bytes" +
-                    (room > t.capacity_bytes ? " (" + std::to_string(t.capacity_bytes) + " free + " +
-                                                   std::to_string(room - t.capacity_bytes) + " in object files it rewrites)"
-                                             : "") +
+                    (room > t.capacity_bytes
+                         ? " (" + std::to_string(t.capacity_bytes) + " free + " +
+                               std::to_string(room - t.capacity_bytes) + " in object files it rewrites)"
+                         : "") +
                     " but " + std::to_string(nobj) + " objects need " + std::to_string(need) + " (lower --num-chunks)");
     d.capacity_bytes = t.capacity_bytes;
 
@@ -147,7 +153,9 @@ GenSummary run_gen(const GenOptions& o) {
     return s;
 }
 
-GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o) { return run_ops(plan_ops(rec), rec, t, o); }
+GenSummary run_record(const Record& rec, const TargetInfo& t, const RunOptions& o) {
+    return run_ops(plan_ops(rec), rec, t, o);
+}
 
 GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const TargetInfo& t, const RunOptions& o) {
     GenSummary s;
@@ -200,15 +208,17 @@ GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const Ta
         if (o.on_done) o.on_done(idx, op, r);
         if (!r.error.empty()) {
             ++st.errors;
-            if (s.first_error.empty()) s.first_error = std::string(op_name(op.op)) + " of object " + std::to_string(op.object_id) + ": " + r.error;
+            if (s.first_error.empty())
+                s.first_error =
+                    std::string(op_name(op.op)) + " of object " + std::to_string(op.object_id) + ": " + r.error;
         }
         done_bytes += r.bytes;
         uint64_t now = r.ts;
         if (o.progress && now - std::max(last_progress, t0) >= 1000000000ull) {
             last_progress = now;
             double secs = double(now - t0) / 1e9;
-            *o.progress << o.label << ": " << idx + 1 << "/" << ops.size() << " ops, " << done_bytes / 1000000 << " MB, "
-                        << uint64_t(double(done_bytes) / secs / 1e6) << " MB/s" << std::endl;
+            *o.progress << o.label << ": " << idx + 1 << "/" << ops.size() << " ops, " << done_bytes / 1000000
+                        << " MB, " << uint64_t(double(done_bytes) / secs / 1e6) << " MB/s" << std::endl;
         }
     };
     execute(ops, *engine, t.path, layout, eo);
@@ -236,30 +246,35 @@ GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const Ta
 
 void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s) {
     char line[320];
-    std::snprintf(line, sizeof line, "kvio gen: %s on %s (%s, engine %s%s, layout %s), object %llu B, transfer cap %llu B, qd %u\n",
-                  o.geometry.model.name.c_str(), o.target.c_str(), s.target.dev.whole_disk_name.c_str(), o.engine.c_str(),
-                  o.buffered ? " buffered" : (o.engine == "uring_cmd" ? "" : " O_DIRECT"), layout_name(s.device.layout),
-                  (unsigned long long)o.geometry.per_rank_bytes, (unsigned long long)s.device.max_io_bytes, o.qd);
+    std::snprintf(line, sizeof line,
+                  "kvio gen: %s on %s (%s, engine %s%s, layout %s), object %llu B, transfer cap %llu B, qd %u\n",
+                  o.geometry.model.name.c_str(), o.target.c_str(), s.target.dev.whole_disk_name.c_str(),
+                  o.engine.c_str(), o.buffered ? " buffered" : (o.engine == "uring_cmd" ? "" : " O_DIRECT"),
+                  layout_name(s.device.layout), (unsigned long long)o.geometry.per_rank_bytes,
+                  (unsigned long long)s.device.max_io_bytes, o.qd);
     os << line;
     for (int k = 0; k < 2; ++k) {
         const OpStats& st = k == 0 ? s.store : s.load;
-        std::snprintf(line, sizeof line, "  %-5s %6llu objects %14llu bytes %9.1f MB/s  latency p50 %.3f ms  p99 %.3f ms%s\n",
-                      k == 0 ? "store" : "load", (unsigned long long)st.ops, (unsigned long long)st.bytes, st.mb_per_s(),
-                      double(st.p50_ns) / 1e6, double(st.p99_ns) / 1e6,
+        std::snprintf(line, sizeof line,
+                      "  %-5s %6llu objects %14llu bytes %9.1f MB/s  latency p50 %.3f ms  p99 %.3f ms%s\n",
+                      k == 0 ? "store" : "load", (unsigned long long)st.ops, (unsigned long long)st.bytes,
+                      st.mb_per_s(), double(st.p50_ns) / 1e6, double(st.p99_ns) / 1e6,
                       st.errors ? ("  ERRORS " + std::to_string(st.errors)).c_str() : "");
         os << line;
     }
     uint64_t total = s.store.bytes + s.load.bytes;
-    std::snprintf(line, sizeof line, "  total %llu bytes in %.3f s = %.1f MB/s (first op start to last op end; setup+teardown %.1f ms not counted); "
-                  "loads verified against the pattern: %s (%s)\n",
-                  (unsigned long long)total, double(s.io_ns) / 1e9, s.io_ns ? double(total) / (double(s.io_ns) / 1e9) / 1e6 : 0.0,
-                  s.elapsed_ns > s.io_ns ? double(s.elapsed_ns - s.io_ns) / 1e6 : 0.0,
-                  s.first_error.empty() ? "ok" : "FAILED",
-                  o.verify == Verify::Full ? "verify full: every byte" : "verify stamps: 32 B of every 4 KiB");
+    std::snprintf(
+        line, sizeof line,
+        "  total %llu bytes in %.3f s = %.1f MB/s (first op start to last op end; setup+teardown %.1f ms not counted); "
+        "loads verified against the pattern: %s (%s)\n",
+        (unsigned long long)total, double(s.io_ns) / 1e9, s.io_ns ? double(total) / (double(s.io_ns) / 1e9) / 1e6 : 0.0,
+        s.elapsed_ns > s.io_ns ? double(s.elapsed_ns - s.io_ns) / 1e6 : 0.0, s.first_error.empty() ? "ok" : "FAILED",
+        o.verify == Verify::Full ? "verify full: every byte" : "verify stamps: 32 B of every 4 KiB");
     os << line;
     if (s.stopped_by)
-        os << "  stopped by signal " << s.stopped_by << " (" << strsignal(s.stopped_by) << ") after " << s.done_trace_ids.size()
-           << " of " << s.ops_planned << " ops: the ops in flight were completed and none was started after them; "
+        os << "  stopped by signal " << s.stopped_by << " (" << strsignal(s.stopped_by) << ") after "
+           << s.done_trace_ids.size() << " of " << s.ops_planned
+           << " ops: the ops in flight were completed and none was started after them; "
            << "--semantic and --record hold the completed ops\n";
 }
 

@@ -21,21 +21,21 @@ namespace kvio::workload {
 
 struct GenOptions {
     Geometry geometry;
-    std::string target;                 ///< block device, /dev/ngXnY, regular file or directory
+    std::string target;  ///< block device, /dev/ngXnY, regular file or directory
     std::string engine = "posix";
-    std::optional<Layout> layout;       ///< default: files for a directory, slots otherwise
-    uint64_t num_chunks = 8;            ///< chunks; objects = num_chunks × tp
+    std::optional<Layout> layout;  ///< default: files for a directory, slots otherwise
+    uint64_t num_chunks = 8;       ///< chunks; objects = num_chunks × tp
     std::string pattern = "store-then-load";
     uint32_t iters = 1;
     uint32_t qd = 1;
     bool buffered = false;
-    uint64_t max_io_bytes = 0;          ///< 0: default_max_io() of the target
+    uint64_t max_io_bytes = 0;  ///< 0: default_max_io() of the target
     uint32_t block_align = 4096;
-    std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
-    std::string record_path;            ///< record manifest, empty = none
-    bool force = false;                 ///< overwrite a device holding data in its first MiB
-    Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
-    std::ostream* progress = nullptr;   ///< progress lines (stderr), at most one per second
+    std::string semantic_path;         ///< kvio.semantic/1 JSONL, empty = none
+    std::string record_path;           ///< record manifest, empty = none
+    bool force = false;                ///< overwrite a device holding data in its first MiB
+    Verify verify = Verify::Stamps;    ///< load check and checksum coverage (workload/pattern.h)
+    std::ostream* progress = nullptr;  ///< progress lines (stderr), at most one per second
     /// A signal handler's flag (ExecOptions::stop): once non-zero the ops in flight finish, no new one starts, and
     /// --semantic and --record hold exactly the completed ops. nullptr: run to the end.
     const volatile sig_atomic_t* stop = nullptr;
@@ -46,20 +46,20 @@ struct OpStats {
     uint64_t ops = 0, bytes = 0, errors = 0;
     uint64_t first_start = 0, last_end = 0;  ///< CLOCK_MONOTONIC ns
     uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
-    double mb_per_s() const;                 ///< bytes / (last_end - first_start), 10^6 bytes per s
+    double mb_per_s() const;  ///< bytes / (last_end - first_start), 10^6 bytes per s
 };
 
 struct GenSummary {
     TargetInfo target;
     DeviceGeometry device;
     OpStats store, load;
-    uint64_t elapsed_ns = 0;                 ///< executor call: buffer setup, opens, all ops (ns)
-    uint64_t io_ns = 0;                      ///< first op's ts_start to last op's ts: what the total MB/s divides by,
-                                             ///< like fio's job runtime (which excludes buffer allocation and open too)
-    std::string first_error;                 ///< empty when every op succeeded and verified
-    uint64_t ops_planned = 0;                ///< ops of the record
-    std::vector<uint32_t> done_trace_ids;    ///< trace_id of every completed op, in completion order
-    int stopped_by = 0;                      ///< the stop flag's value (a signal number) when ops were left out, else 0
+    uint64_t elapsed_ns = 0;               ///< executor call: buffer setup, opens, all ops (ns)
+    uint64_t io_ns = 0;                    ///< first op's ts_start to last op's ts: what the total MB/s divides by,
+                                           ///< like fio's job runtime (which excludes buffer allocation and open too)
+    std::string first_error;               ///< empty when every op succeeded and verified
+    uint64_t ops_planned = 0;              ///< ops of the record
+    std::vector<uint32_t> done_trace_ids;  ///< trace_id of every completed op, in completion order
+    int stopped_by = 0;                    ///< the stop flag's value (a signal number) when ops were left out, else 0
 };
 
 /// Runs the whole generation. A missing --target is created: a regular file (slots; not under /dev) or, with
@@ -79,10 +79,10 @@ uint64_t files_layout_room(const TargetInfo& t, uint64_t nobj);
 
 /// How run_record() runs a planned record (engine, qd and buffering come from the record itself).
 struct RunOptions {
-    std::string semantic_path;          ///< kvio.semantic/1 JSONL, empty = none
-    std::ostream* progress = nullptr;   ///< progress lines, at most one per second
-    std::string label = "kvio gen";     ///< prefix of the progress lines
-    Verify verify = Verify::Stamps;     ///< load check and checksum coverage (workload/pattern.h)
+    std::string semantic_path;                    ///< kvio.semantic/1 JSONL, empty = none
+    std::ostream* progress = nullptr;             ///< progress lines, at most one per second
+    std::string label = "kvio gen";               ///< prefix of the progress lines
+    Verify verify = Verify::Stamps;               ///< load check and checksum coverage (workload/pattern.h)
     const volatile sig_atomic_t* stop = nullptr;  ///< see GenOptions::stop
     /// run_ops() only: per op, ns after the schedule's anchor before which it must not start (ExecOptions::not_before).
     const std::vector<uint64_t>* not_before = nullptr;

@@ -96,7 +96,8 @@ Geometry geometry_from_json(const nlohmann::json& j, const std::string& where) {
     o.tp = uint32_t(get_u64(j, "tp", src));
     Geometry g = compute_geometry(m, o);
     if (g.per_rank_bytes != get_u64(j, "per_rank_bytes", src))
-        src.fail("per_rank_bytes", "does not match the model shape (" + std::to_string(g.per_rank_bytes) + " computed)");
+        src.fail("per_rank_bytes",
+                 "does not match the model shape (" + std::to_string(g.per_rank_bytes) + " computed)");
     return g;
 }
 

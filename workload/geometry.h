@@ -27,7 +27,7 @@ struct Geometry {
     /// MLA: layers × (kv_lora_rank + qk_rope_head_dim) × dtype_bytes (one latent, no ×2, no head axis;
     /// DeepSeek-V2 paper §2.1, vLLM's MLA cache spec).
     uint64_t bytes_per_token = 0;
-    uint64_t object_bytes = 0;       ///< bytes_per_token × chunk_tokens: one chunk with tp = 1
+    uint64_t object_bytes = 0;  ///< bytes_per_token × chunk_tokens: one chunk with tp = 1
     /// KV heads each rank holds. kv_heads % tp == 0: kv_heads / tp; kv_heads < tp: 1 (each head
     /// replicated on tp / kv_heads ranks, as vLLM does); MLA: the latent is replicated on every rank.
     uint32_t kv_heads_per_rank = 0;

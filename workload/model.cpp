@@ -7,20 +7,27 @@ namespace kvio::workload {
 
 uint32_t dtype_bytes(KvDtype d) {
     switch (d) {
-        case KvDtype::Fp32: return 4;
+        case KvDtype::Fp32:
+            return 4;
         case KvDtype::Fp16:
-        case KvDtype::Bf16: return 2;
-        case KvDtype::Fp8: return 1;
+        case KvDtype::Bf16:
+            return 2;
+        case KvDtype::Fp8:
+            return 1;
     }
     return 2;
 }
 
 std::string dtype_name(KvDtype d) {
     switch (d) {
-        case KvDtype::Fp32: return "fp32";
-        case KvDtype::Fp16: return "fp16";
-        case KvDtype::Bf16: return "bf16";
-        case KvDtype::Fp8: return "fp8";
+        case KvDtype::Fp32:
+            return "fp32";
+        case KvDtype::Fp16:
+            return "fp16";
+        case KvDtype::Bf16:
+            return "bf16";
+        case KvDtype::Fp8:
+            return "fp8";
     }
     return "?";
 }
@@ -56,32 +63,43 @@ const std::vector<ModelConfig>& table() {
         std::vector<ModelConfig> v;
         // MLPerf Storage KV Cache Benchmark v3.0 (kv_cache/models.py) "tiny-1b": 12 layers, 8 heads, 4 KV heads,
         // hidden 1024 -> head_dim 128, float16: 24,576 B/token. Not a published model; the name means this there.
-        v.push_back(gqa("tiny-1b", "MLPerf Storage KV Cache Benchmark v3.0, kv_cache/models.py", 12, 8, 4, 1024, 128, KvDtype::Fp16));
+        v.push_back(gqa("tiny-1b", "MLPerf Storage KV Cache Benchmark v3.0, kv_cache/models.py", 12, 8, 4, 1024, 128,
+                        KvDtype::Fp16));
         // meta-llama/Llama-3.2-1B: 16 layers, 32 heads, 8 KV heads, hidden 2048, head_dim 64 (explicit), bfloat16
-        v.push_back(gqa("llama3.2-1b", "huggingface.co/meta-llama/Llama-3.2-1B/config.json", 16, 32, 8, 2048, 64, KvDtype::Bf16));
+        v.push_back(gqa("llama3.2-1b", "huggingface.co/meta-llama/Llama-3.2-1B/config.json", 16, 32, 8, 2048, 64,
+                        KvDtype::Bf16));
         // mistralai/Mistral-7B-v0.1: 32 layers, 32 heads, 8 KV heads, hidden 4096, bfloat16
-        v.push_back(gqa("mistral-7b", "huggingface.co/mistralai/Mistral-7B-v0.1/config.json", 32, 32, 8, 4096, 0, KvDtype::Bf16));
+        v.push_back(gqa("mistral-7b", "huggingface.co/mistralai/Mistral-7B-v0.1/config.json", 32, 32, 8, 4096, 0,
+                        KvDtype::Bf16));
         // meta-llama/Llama-2-7b-hf: 32 layers, 32 heads, 32 KV heads (MHA), hidden 4096, float16
-        v.push_back(gqa("llama2-7b", "huggingface.co/meta-llama/Llama-2-7b-hf/config.json", 32, 32, 32, 4096, 0, KvDtype::Fp16));
+        v.push_back(gqa("llama2-7b", "huggingface.co/meta-llama/Llama-2-7b-hf/config.json", 32, 32, 32, 4096, 0,
+                        KvDtype::Fp16));
         // meta-llama/Llama-3.1-8B: 32 layers, 32 heads, 8 KV heads, hidden 4096, bfloat16
-        v.push_back(gqa("llama3.1-8b", "huggingface.co/meta-llama/Llama-3.1-8B/config.json", 32, 32, 8, 4096, 0, KvDtype::Bf16));
+        v.push_back(gqa("llama3.1-8b", "huggingface.co/meta-llama/Llama-3.1-8B/config.json", 32, 32, 8, 4096, 0,
+                        KvDtype::Bf16));
         // meta-llama/Llama-3.1-70B-Instruct: 80 layers, 64 heads, 8 KV heads, hidden 8192, bfloat16
-        v.push_back(gqa("llama3.1-70b-instruct", "huggingface.co/meta-llama/Llama-3.1-70B-Instruct/config.json", 80, 64, 8, 8192, 0, KvDtype::Bf16));
+        v.push_back(gqa("llama3.1-70b-instruct", "huggingface.co/meta-llama/Llama-3.1-70B-Instruct/config.json", 80, 64,
+                        8, 8192, 0, KvDtype::Bf16));
         // deepseek-ai/DeepSeek-V3: 61 layers, 128 heads, 128 KV heads, hidden 7168, MLA with
         // kv_lora_rank 512, qk_rope_head_dim 64, bfloat16 -> the cache holds 512 + 64 values per layer and token.
         {
-            ModelConfig m = gqa("deepseek-v3", "huggingface.co/deepseek-ai/DeepSeek-V3/config.json", 61, 128, 128, 7168, 0, KvDtype::Bf16);
+            ModelConfig m = gqa("deepseek-v3", "huggingface.co/deepseek-ai/DeepSeek-V3/config.json", 61, 128, 128, 7168,
+                                0, KvDtype::Bf16);
             m.attention = AttentionKind::Mla;
             m.kv_lora_rank = 512;
             m.qk_rope_head_dim = 64;
             v.push_back(m);
         }
-        // Qwen/Qwen3-32B: 64 layers, 64 heads, 8 KV heads, hidden 5120, head_dim 128 (explicit; 5120/64 would be 80), bfloat16
+        // Qwen/Qwen3-32B: 64 layers, 64 heads, 8 KV heads, hidden 5120, head_dim 128 (explicit; 5120/64 would be 80),
+        // bfloat16
         v.push_back(gqa("qwen3-32b", "huggingface.co/Qwen/Qwen3-32B/config.json", 64, 64, 8, 5120, 128, KvDtype::Bf16));
-        // openai/gpt-oss-20b: 24 layers, 64 heads, 8 KV heads, hidden 2880, head_dim 64 (explicit; 2880/64 would be 45), bfloat16
-        v.push_back(gqa("gpt-oss-20b", "huggingface.co/openai/gpt-oss-20b/config.json", 24, 64, 8, 2880, 64, KvDtype::Bf16));
+        // openai/gpt-oss-20b: 24 layers, 64 heads, 8 KV heads, hidden 2880, head_dim 64 (explicit; 2880/64 would be
+        // 45), bfloat16
+        v.push_back(
+            gqa("gpt-oss-20b", "huggingface.co/openai/gpt-oss-20b/config.json", 24, 64, 8, 2880, 64, KvDtype::Bf16));
         // openai/gpt-oss-120b: 36 layers, 64 heads, 8 KV heads, hidden 2880, head_dim 64 (explicit), bfloat16
-        v.push_back(gqa("gpt-oss-120b", "huggingface.co/openai/gpt-oss-120b/config.json", 36, 64, 8, 2880, 64, KvDtype::Bf16));
+        v.push_back(
+            gqa("gpt-oss-120b", "huggingface.co/openai/gpt-oss-120b/config.json", 36, 64, 8, 2880, 64, KvDtype::Bf16));
         return v;
     }();
     return t;
@@ -126,14 +144,16 @@ ModelConfig model_from_hf_json(const nlohmann::json& cfg, const std::string& whe
                          : m.num_attention_heads;
     // GQA/MQA share each KV head among a group of query heads: the attention heads come in whole groups.
     if (m.num_kv_heads > m.num_attention_heads || m.num_attention_heads % m.num_kv_heads)
-        src.fail("num_key_value_heads", std::to_string(m.num_kv_heads) + " KV heads for " + std::to_string(m.num_attention_heads) +
-                                            " attention heads: num_attention_heads must be a multiple of num_key_value_heads");
+        src.fail("num_key_value_heads",
+                 std::to_string(m.num_kv_heads) + " KV heads for " + std::to_string(m.num_attention_heads) +
+                     " attention heads: num_attention_heads must be a multiple of num_key_value_heads");
     if (cfg.contains("head_dim") && !cfg["head_dim"].is_null()) {
         m.head_dim = req_u32(cfg, "head_dim", src);
     } else {
         if (m.hidden_size % m.num_attention_heads)
             src.fail("head_dim", "missing, and hidden_size " + std::to_string(m.hidden_size) +
-                                     " is not divisible by num_attention_heads " + std::to_string(m.num_attention_heads));
+                                     " is not divisible by num_attention_heads " +
+                                     std::to_string(m.num_attention_heads));
         m.head_dim = m.hidden_size / m.num_attention_heads;
     }
     bool has_lora = cfg.contains("kv_lora_rank") && !cfg["kv_lora_rank"].is_null();

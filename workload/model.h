@@ -26,13 +26,13 @@ enum class AttentionKind { Gqa, Mla };
 
 /// The attention shape of one model, as in its config.json.
 struct ModelConfig {
-    std::string name;               ///< built-in name or "hf:<path>"
-    std::string source;             ///< where the numbers come from (HF repo or file)
-    uint32_t num_layers = 0;        ///< num_hidden_layers
+    std::string name;         ///< built-in name or "hf:<path>"
+    std::string source;       ///< where the numbers come from (HF repo or file)
+    uint32_t num_layers = 0;  ///< num_hidden_layers
     uint32_t num_attention_heads = 0;
-    uint32_t num_kv_heads = 0;      ///< num_key_value_heads (== num_attention_heads for MHA)
+    uint32_t num_kv_heads = 0;  ///< num_key_value_heads (== num_attention_heads for MHA)
     uint32_t hidden_size = 0;
-    uint32_t head_dim = 0;          ///< explicit head_dim, else hidden_size / num_attention_heads
+    uint32_t head_dim = 0;  ///< explicit head_dim, else hidden_size / num_attention_heads
     AttentionKind attention = AttentionKind::Gqa;
     uint32_t kv_lora_rank = 0;      ///< MLA only
     uint32_t qk_rope_head_dim = 0;  ///< MLA only

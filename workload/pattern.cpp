@@ -33,10 +33,14 @@ const std::array<uint64_t, kBlockWords>& base() {
 
 inline uint64_t stamp_word(uint64_t object_id, uint64_t block_off, uint64_t gen, uint64_t k) {
     switch (k) {
-        case 0: return object_id;
-        case 1: return block_off;
-        case 2: return gen;
-        default: return stamp_check(object_id, block_off, gen);
+        case 0:
+            return object_id;
+        case 1:
+            return block_off;
+        case 2:
+            return gen;
+        default:
+            return stamp_check(object_id, block_off, gen);
     }
 }
 
@@ -86,7 +90,8 @@ void fill_base(void* buf, uint64_t off, size_t len) {
 
 void stamp_pattern(void* buf, uint64_t object_id, uint64_t gen, uint64_t off, size_t len) {
     auto* w = static_cast<uint64_t*>(buf);
-    for_each_stamp_word(off, len, [&](size_t i, uint64_t o, uint64_t k) { w[i] = stamp_word(object_id, o - k * 8, gen, k); });
+    for_each_stamp_word(off, len,
+                        [&](size_t i, uint64_t o, uint64_t k) { w[i] = stamp_word(object_id, o - k * 8, gen, k); });
 }
 
 void fill_pattern(void* buf, uint64_t object_id, uint64_t gen, uint64_t off, size_t len) {
@@ -168,7 +173,8 @@ std::string describe_block(const void* buf, uint64_t object_id, uint64_t gen, ui
     if (w[3] != stamp_check(w[0], w[1], w[2]))
         s += " holds no valid stamp";
     else
-        s += " holds object " + std::to_string(w[0]) + ", offset " + std::to_string(w[1]) + ", generation " + std::to_string(w[2]);
+        s += " holds object " + std::to_string(w[0]) + ", offset " + std::to_string(w[1]) + ", generation " +
+             std::to_string(w[2]);
     s += " (expected object " + std::to_string(object_id) + ", offset " + std::to_string(blk) + ", generation " +
          std::to_string(gen) + ")";
     if (bad >= blk + kStampBytes && bad + 8 <= off + len) {

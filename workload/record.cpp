@@ -21,7 +21,8 @@ void compute_layout(DeviceGeometry& d, uint64_t payload_bytes) {
         throw Error("--block-align " + std::to_string(d.block_align) + " must be a multiple of the LBA size " +
                     std::to_string(d.lba_bytes));
     auto too_big = [&] {
-        return Error("a payload of " + std::to_string(payload_bytes) + " bytes is beyond any device: its slot size overflows 64 bits");
+        return Error("a payload of " + std::to_string(payload_bytes) +
+                     " bytes is beyond any device: its slot size overflows 64 bits");
     };
     auto io = checked_round_up(payload_bytes, d.lba_bytes);
     if (!io) throw too_big();
@@ -44,7 +45,8 @@ uint64_t slot_offset(const DeviceGeometry& d, uint64_t index) {
     auto span = checked_mul(index, d.slot_bytes);
     auto off = span ? checked_add(d.data_base, *span) : std::nullopt;
     if (!off)
-        throw Error("slot " + std::to_string(index) + " of " + std::to_string(d.slot_bytes) + " bytes starts beyond 2^64 bytes");
+        throw Error("slot " + std::to_string(index) + " of " + std::to_string(d.slot_bytes) +
+                    " bytes starts beyond 2^64 bytes");
     return *off;
 }
 
@@ -88,7 +90,8 @@ nlohmann::json record_to_json(const Record& r) {
     nlohmann::json objs = nlohmann::json::array();
     for (const auto& o : r.objects) {
         nlohmann::json ops = nlohmann::json::array();
-        for (const auto& op : o.ops) ops.push_back({{"op", op_name(op.op)}, {"seq", op.seq}, {"trace_id", op.trace_id}});
+        for (const auto& op : o.ops)
+            ops.push_back({{"op", op_name(op.op)}, {"seq", op.seq}, {"trace_id", op.trace_id}});
         objs.push_back({{"index", o.index}, {"payload_bytes", o.payload_bytes}, {"key", o.key}, {"ops", ops}});
     }
     return {
@@ -122,10 +125,12 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
     if (!j.is_object()) throw Error(where + ": expected a JSON object (a kvio record manifest)");
     Record r;
     r.schema_version = int(get_u64(j, "schema_version", src));
-    if (r.schema_version != 1) src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
+    if (r.schema_version != 1)
+        src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
     if (!j.contains("geometry")) src.fail("geometry", "missing");
     r.geometry = geometry_from_json(j["geometry"], where);
-    if (!j.contains("device_geometry") || !j["device_geometry"].is_object()) src.fail("device_geometry", "missing or not an object");
+    if (!j.contains("device_geometry") || !j["device_geometry"].is_object())
+        src.fail("device_geometry", "missing or not an object");
     const auto& dj = j["device_geometry"];
     auto& d = r.device;
     d.engine = get_string(dj, "engine", src);
@@ -139,7 +144,8 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
     d.slot_bytes = get_u64(dj, "slot_bytes", src);
     d.data_base = get_u64(dj, "data_base", src);
     d.capacity_bytes = get_u64(dj, "capacity_bytes", src);
-    if (!j.contains("access_pattern") || !j["access_pattern"].is_object()) src.fail("access_pattern", "missing or not an object");
+    if (!j.contains("access_pattern") || !j["access_pattern"].is_object())
+        src.fail("access_pattern", "missing or not an object");
     const auto& aj = j["access_pattern"];
     r.access.pattern = get_string(aj, "pattern", src);
     r.access.iters = uint32_t(get_u64(aj, "iters", src));
@@ -149,20 +155,24 @@ Record record_from_json(const nlohmann::json& j, const std::string& where) {
         if (!aj["buffered"].is_boolean()) src.fail("buffered", "expected true or false, got " + aj["buffered"].dump());
         r.access.buffered = aj["buffered"].get<bool>();
     }
-    if (!valid_lba_bytes(d.lba_bytes)) src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
+    if (!valid_lba_bytes(d.lba_bytes))
+        src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
     if (!d.block_align || d.block_align % d.lba_bytes)
-        src.fail("block_align", std::to_string(d.block_align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));
+        src.fail("block_align",
+                 std::to_string(d.block_align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));
     if (!j.contains("objects") || !j["objects"].is_array()) src.fail("objects", "missing or not an array");
     for (const auto& oj : j["objects"]) {
         RecordObject o;
         o.index = get_u64(oj, "index", src);
         o.payload_bytes = get_u64(oj, "payload_bytes", src);
         o.key = get_string_or(oj, "key", "", src);
-        if (!oj.contains("ops") || !oj["ops"].is_array()) src.fail("ops", "missing or not an array (object " + std::to_string(o.index) + ")");
+        if (!oj.contains("ops") || !oj["ops"].is_array())
+            src.fail("ops", "missing or not an array (object " + std::to_string(o.index) + ")");
         for (const auto& pj : oj["ops"]) {
             std::string k = get_string(pj, "op", src);
             if (k != "store" && k != "load") src.fail("op", "expected \"store\" or \"load\", got \"" + k + "\"");
-            o.ops.push_back({k == "store" ? OpKind::Store : OpKind::Load, get_u64(pj, "seq", src), uint32_t(get_u64(pj, "trace_id", src))});
+            o.ops.push_back({k == "store" ? OpKind::Store : OpKind::Load, get_u64(pj, "seq", src),
+                             uint32_t(get_u64(pj, "trace_id", src))});
         }
         r.objects.push_back(std::move(o));
     }
@@ -175,12 +185,15 @@ void check_record_layout(const Record& r, const JsonSource& src) {
     // The whole layout must be computable before anything touches a target: every slot sized for the largest
     // payload (replay lays all objects out alike), the last one ending within 64 bits.
     uint64_t max_payload = 0, slots = 0;
-    for (const auto& o : r.objects) max_payload = std::max(max_payload, o.payload_bytes), slots = std::max(slots, o.index + 1);
+    for (const auto& o : r.objects)
+        max_payload = std::max(max_payload, o.payload_bytes), slots = std::max(slots, o.index + 1);
     try {
         DeviceGeometry probe = d;
         compute_layout(probe, max_payload);
-        if (probe.layout == Layout::Slots) (void)slot_offset(probe, slots);
-        else (void)checked_mul(probe.io_bytes, r.objects.size()).value();
+        if (probe.layout == Layout::Slots)
+            (void)slot_offset(probe, slots);
+        else
+            (void)checked_mul(probe.io_bytes, r.objects.size()).value();
     } catch (const std::exception&) {
         src.fail("payload_bytes", std::to_string(max_payload) + " with " + std::to_string(slots) +
                                       " objects is beyond any device: the layout would end past 2^64 bytes");
@@ -198,8 +211,9 @@ std::vector<ObjectOp> plan_ops(const Record& r) {
             x.key = o.key;
             x.payload_bytes = o.payload_bytes;
             auto io = checked_round_up(o.payload_bytes, r.device.lba_bytes);
-            if (!io) throw Error("object " + std::to_string(o.index) + ": payload of " + std::to_string(o.payload_bytes) +
-                                 " bytes overflows 64 bits once padded to the LBA size");
+            if (!io)
+                throw Error("object " + std::to_string(o.index) + ": payload of " + std::to_string(o.payload_bytes) +
+                            " bytes overflows 64 bits once padded to the LBA size");
             x.io_bytes = *io;
             if (r.device.layout == Layout::Slots) {
                 // A store writes header + payload from the slot start; a load reads the payload only.

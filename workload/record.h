@@ -23,17 +23,17 @@ Layout parse_layout(const std::string& s);
 
 /// Where objects live and how bytes move. Bytes.
 struct DeviceGeometry {
-    std::string engine;            ///< "posix" | "io_uring" | "uring_cmd" | "cufile"
+    std::string engine;  ///< "posix" | "io_uring" | "uring_cmd" | "cufile"
     Layout layout = Layout::Slots;
-    uint32_t lba_bytes = 512;      ///< logical block size of the device
-    uint64_t mdts_bytes = 0;       ///< max_hw_sectors_kb × 1024
-    uint64_t max_io_bytes = 0;     ///< userspace split: every transfer is at most this long
-    uint32_t block_align = 4096;   ///< slot alignment
-    uint64_t header_bytes = 0;     ///< slot header written before the payload by a store (0 for files)
-    uint64_t io_bytes = 0;         ///< payload bytes moved per object op: payload rounded up to lba_bytes
-    uint64_t slot_bytes = 0;       ///< header + io_bytes rounded up to block_align (slots)
-    uint64_t data_base = 0;        ///< target offset of slot 0 (after the metadata region)
-    uint64_t capacity_bytes = 0;   ///< bytes of the target the layout may use
+    uint32_t lba_bytes = 512;     ///< logical block size of the device
+    uint64_t mdts_bytes = 0;      ///< max_hw_sectors_kb × 1024
+    uint64_t max_io_bytes = 0;    ///< userspace split: every transfer is at most this long
+    uint32_t block_align = 4096;  ///< slot alignment
+    uint64_t header_bytes = 0;    ///< slot header written before the payload by a store (0 for files)
+    uint64_t io_bytes = 0;        ///< payload bytes moved per object op: payload rounded up to lba_bytes
+    uint64_t slot_bytes = 0;      ///< header + io_bytes rounded up to block_align (slots)
+    uint64_t data_base = 0;       ///< target offset of slot 0 (after the metadata region)
+    uint64_t capacity_bytes = 0;  ///< bytes of the target the layout may use
 };
 
 /// How the stream was shaped.
@@ -96,10 +96,11 @@ struct ObjectOp {
     uint32_t trace_id = 0;
     std::string key;
     uint64_t payload_bytes = 0;
-    uint64_t io_bytes = 0;       ///< payload bytes transferred (payload rounded up to the LBA size)
-    uint64_t header_bytes = 0;   ///< store: bytes written at `offset` before the payload
-    uint64_t offset = 0;         ///< target offset of the op's first byte: store = slot start, load = slot start + header (slots); 0 (files)
-    std::string file;            ///< files layout: object file name inside the target directory
+    uint64_t io_bytes = 0;      ///< payload bytes transferred (payload rounded up to the LBA size)
+    uint64_t header_bytes = 0;  ///< store: bytes written at `offset` before the payload
+    uint64_t offset =
+        0;  ///< target offset of the op's first byte: store = slot start, load = slot start + header (slots); 0 (files)
+    std::string file;  ///< files layout: object file name inside the target directory
 };
 
 /// The record's ops in `seq` order with their slot offsets / file names.

@@ -15,14 +15,16 @@ using nlohmann::json;
 
 const json& object_field(const json& j, const char* field, const JsonSource& src) {
     auto it = j.find(field);
-    if (it == j.end() || !it->is_object()) src.fail(field, it == j.end() ? "missing" : "expected an object, got " + it->dump());
+    if (it == j.end() || !it->is_object())
+        src.fail(field, it == j.end() ? "missing" : "expected an object, got " + it->dump());
     return *it;
 }
 
 // kvio's geometry when the record carries one in kvio's shape, else what replay needs of it.
 Geometry geometry_of(const json& j, const std::string& model, uint64_t payload, const std::string& where) {
     if (j.contains("geometry")) {
-        if (!j["geometry"].is_object()) JsonSource{where, 0}.fail("geometry", "expected an object, got " + j["geometry"].dump());
+        if (!j["geometry"].is_object())
+            JsonSource{where, 0}.fail("geometry", "expected an object, got " + j["geometry"].dump());
         try {
             return geometry_from_json(j["geometry"], where);
         } catch (const Error&) {  // another tool's geometry: its own keys, not kvio's
@@ -50,7 +52,8 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     if (!j.is_object()) throw Error(where + ": expected a JSON object (a kvio_record.json)");
     Record r;
     r.schema_version = int(get_u64(j, "schema_version", src));
-    if (r.schema_version != 1) src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
+    if (r.schema_version != 1)
+        src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
     (void)get_string_or(j, "source", "", src);
     const std::string model = get_string(j, "model", src);
 
@@ -60,7 +63,8 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     if (d.engine != "posix" && d.engine != "io_uring" && d.engine != "uring_cmd" && d.engine != "cufile")
         src.fail("engine", "expected posix, io_uring, uring_cmd or cufile, got \"" + d.engine + "\"");
     if (dj.contains("use_uring_cmd")) {
-        if (!dj["use_uring_cmd"].is_boolean()) src.fail("use_uring_cmd", "expected true or false, got " + dj["use_uring_cmd"].dump());
+        if (!dj["use_uring_cmd"].is_boolean())
+            src.fail("use_uring_cmd", "expected true or false, got " + dj["use_uring_cmd"].dump());
         if (dj["use_uring_cmd"].get<bool>()) d.engine = "uring_cmd";
     }
     d.layout = Layout::Slots;
@@ -71,9 +75,11 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     d.header_bytes = get_u64(dj, "header_bytes", src);
     d.slot_bytes = get_u64(dj, "slot_bytes", src);
     d.capacity_bytes = get_u64(dj, "capacity_bytes", src);
-    if (!valid_lba_bytes(d.lba_bytes)) src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
+    if (!valid_lba_bytes(d.lba_bytes))
+        src.fail("lba_bytes", std::to_string(d.lba_bytes) + " is not a power of two from 512 to 65536");
     if (!align || align > UINT32_MAX || align % d.lba_bytes)
-        src.fail("block_align", std::to_string(align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));
+        src.fail("block_align",
+                 std::to_string(align) + " is not a multiple of lba_bytes " + std::to_string(d.lba_bytes));
     d.block_align = uint32_t(align);
     if (d.mdts_bytes % 512 || d.mdts_bytes > (uint64_t(1) << 32))
         src.fail("mdts_bytes", std::to_string(d.mdts_bytes) + " is not a multiple of 512 up to 4 GiB");
@@ -87,7 +93,11 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     r.access.qd = 1;
 
     if (!j.contains("objects") || !j["objects"].is_array()) src.fail("objects", "missing or not an array");
-    struct Pending { size_t obj, op; unsigned round; OpKind kind; };
+    struct Pending {
+        size_t obj, op;
+        unsigned round;
+        OpKind kind;
+    };
     std::vector<Pending> unordered;
     std::set<uint64_t> indexes;
     bool repeated = false;
@@ -98,17 +108,22 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
         o.index = get_u64(oj, "index", src);
         repeated |= !indexes.insert(o.index).second;
         const std::string part = get_string_or(oj, "part", "kv", src);
-        if (part != "kv" && part != "k" && part != "v") src.fail("part", "expected \"kv\", \"k\" or \"v\", got \"" + part + "\"");
+        if (part != "kv" && part != "k" && part != "v")
+            src.fail("part", "expected \"kv\", \"k\" or \"v\", got \"" + part + "\"");
         o.payload_bytes = get_u64(oj, "payload_bytes", src);
         max_payload = std::max(max_payload, o.payload_bytes);
         o.key = get_string_or(oj, "key", model + "/obj" + std::to_string(o.index) + "/" + part, src);
-        if (!oj.contains("ops") || !oj["ops"].is_array()) src.fail("ops", "missing or not an array (object " + std::to_string(o.index) + ")");
+        if (!oj.contains("ops") || !oj["ops"].is_array())
+            src.fail("ops", "missing or not an array (object " + std::to_string(o.index) + ")");
         unsigned rounds[2] = {0, 0};
         for (const auto& pj : oj["ops"]) {
             std::string k;
-            if (pj.is_string()) k = pj.get<std::string>();
-            else if (pj.is_object()) k = get_string(pj, "op", src);
-            else src.fail("ops", "expected \"store\", \"load\" or {\"op\":...}, got " + pj.dump());
+            if (pj.is_string())
+                k = pj.get<std::string>();
+            else if (pj.is_object())
+                k = get_string(pj, "op", src);
+            else
+                src.fail("ops", "expected \"store\", \"load\" or {\"op\":...}, got " + pj.dump());
             if (k != "store" && k != "load") src.fail("op", "expected \"store\" or \"load\", got \"" + k + "\"");
             const OpKind kind = k == "store" ? OpKind::Store : OpKind::Load;
             RecordOp op{kind, 0, 0};
@@ -131,7 +146,11 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
             return inter ? std::tie(a.round, a.obj, a.kind) < std::tie(b.round, b.obj, b.kind)
                          : std::tie(a.round, a.kind, a.obj) < std::tie(b.round, b.kind, b.obj);
         });
-        if (unordered.size() != [&] { size_t n = 0; for (auto& o : r.objects) n += o.ops.size(); return n; }())
+        if (unordered.size() != [&] {
+                size_t n = 0;
+                for (auto& o : r.objects) n += o.ops.size();
+                return n;
+            }())
             src.fail("seq", "given for some ops and not others: give it for every op or for none");
         for (size_t s = 0; s < unordered.size(); ++s) {
             RecordOp& op = r.objects[unordered[s].obj].ops[unordered[s].op];
@@ -150,8 +169,9 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     auto io = checked_round_up(max_payload, d.lba_bytes);
     auto need = io ? checked_add(*io, d.header_bytes) : std::nullopt;
     if (!need || d.slot_bytes < *need)
-        src.fail("slot_bytes", std::to_string(d.slot_bytes) + " does not hold header_bytes " + std::to_string(d.header_bytes) +
-                                   " + the largest payload " + std::to_string(max_payload) + " padded to " + std::to_string(d.lba_bytes));
+        src.fail("slot_bytes", std::to_string(d.slot_bytes) + " does not hold header_bytes " +
+                                   std::to_string(d.header_bytes) + " + the largest payload " +
+                                   std::to_string(max_payload) + " padded to " + std::to_string(d.lba_bytes));
     d.io_bytes = *io;
     d.data_base = *checked_round_up(1 << 20, d.block_align);
     r.geometry = geometry_of(j, model, max_payload, where);

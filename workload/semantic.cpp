@@ -40,8 +40,9 @@ nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t, Verif
     };
 }
 
-nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t, const std::string& engine,
-                           const std::vector<std::pair<uint64_t, uint64_t>>& extents) {
+nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t,
+                                   const std::string& engine,
+                                   const std::vector<std::pair<uint64_t, uint64_t>>& extents) {
     nlohmann::ordered_json ext = nlohmann::ordered_json::array();
     for (const auto& [off, len] : extents) ext.push_back({off, len});
     char sum[24];
@@ -74,8 +75,7 @@ SemanticWriter::SemanticWriter(const std::string& path) : path_(path), out_(path
 SemanticWriter::~SemanticWriter() {
     try {
         close();
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 void SemanticWriter::put(std::string_view text, ZstdCompressor::Mode mode) {

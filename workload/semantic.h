@@ -25,8 +25,9 @@ nlohmann::ordered_json semantic_meta(const Record& r, const TargetInfo& t, Verif
 
 /// One op record: {"op","object_id","trace_id","key","bytes","payload_bytes","dev","dev_off",
 /// "extents":[[dev_off,len],...],"ts_start","ts","engine","transfers","checksum","error"?}.
-nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t, const std::string& engine,
-                           const std::vector<std::pair<uint64_t, uint64_t>>& extents);
+nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, const TargetInfo& t,
+                                   const std::string& engine,
+                                   const std::vector<std::pair<uint64_t, uint64_t>>& extents);
 
 /// Streams lines to a file, each flushed as it is written; throws kvio::Error when it cannot be written.
 /// A path ending in ".zst" is one zstd frame (common/zstd_stream.h): each line is flushed through the compressor

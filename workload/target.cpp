@@ -23,32 +23,46 @@ namespace fs = std::filesystem;
 
 std::string target_kind_name(TargetKind k) {
     switch (k) {
-        case TargetKind::BlockDevice: return "block";
-        case TargetKind::NvmeChar: return "nvme-char";
-        case TargetKind::RegularFile: return "file";
-        case TargetKind::Directory: return "directory";
+        case TargetKind::BlockDevice:
+            return "block";
+        case TargetKind::NvmeChar:
+            return "nvme-char";
+        case TargetKind::RegularFile:
+            return "file";
+        case TargetKind::Directory:
+            return "directory";
     }
     return "?";
 }
 
 std::string target_kind_phrase(TargetKind k) {
     switch (k) {
-        case TargetKind::BlockDevice: return "a block device";
-        case TargetKind::NvmeChar: return "an NVMe generic char device";
-        case TargetKind::RegularFile: return "a regular file";
-        case TargetKind::Directory: return "a directory";
+        case TargetKind::BlockDevice:
+            return "a block device";
+        case TargetKind::NvmeChar:
+            return "an NVMe generic char device";
+        case TargetKind::RegularFile:
+            return "a regular file";
+        case TargetKind::Directory:
+            return "a directory";
     }
     return "of an unknown kind";
 }
 
 static std::string fs_name(long magic) {
     switch (magic) {
-        case EXT4_SUPER_MAGIC: return "ext4";  // also ext2/ext3
-        case XFS_SUPER_MAGIC: return "xfs";
-        case BTRFS_SUPER_MAGIC: return "btrfs";
-        case TMPFS_MAGIC: return "tmpfs";
-        case 0x794c7630: return "overlayfs";
-        case 0xf2f52010: return "f2fs";
+        case EXT4_SUPER_MAGIC:
+            return "ext4";  // also ext2/ext3
+        case XFS_SUPER_MAGIC:
+            return "xfs";
+        case BTRFS_SUPER_MAGIC:
+            return "btrfs";
+        case TMPFS_MAGIC:
+            return "tmpfs";
+        case 0x794c7630:
+            return "overlayfs";
+        case 0xf2f52010:
+            return "f2fs";
         default: {
             char b[32];
             std::snprintf(b, sizeof b, "fs-0x%lx", magic);
@@ -66,7 +80,8 @@ static void fill_limits(TargetInfo& t) {
 TargetInfo inspect_target(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-        throw Error("target " + path + " does not exist (give a block device, /dev/ngXnY, a regular file or a directory)");
+        throw Error("target " + path +
+                    " does not exist (give a block device, /dev/ngXnY, a regular file or a directory)");
     TargetInfo t;
     t.path = path;
     if (S_ISBLK(st.st_mode)) {
@@ -78,8 +93,8 @@ TargetInfo inspect_target(const std::string& path) {
     }
     if (S_ISCHR(st.st_mode)) {
         std::error_code ec;
-        std::string name = fs::canonical(fs::path("/sys/dev/char") /
-                                             (std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev))),
+        std::string name = fs::canonical(fs::path("/sys/dev/char") / (std::to_string(major(st.st_rdev)) + ":" +
+                                                                      std::to_string(minor(st.st_rdev))),
                                          ec)
                                .filename()
                                .string();
@@ -114,19 +129,22 @@ void check_device_safe(const TargetInfo& t, bool force) {
     if (t.kind == TargetKind::RegularFile || t.kind == TargetKind::Directory) {
         // Effective ids, as open() checks them: EROFS for a read-only mount, EPERM for an immutable file.
         if (::faccessat(AT_FDCWD, t.path.c_str(), W_OK, AT_EACCESS) != 0)
-            throw Error("refusing " + t.path + ": it is " + target_kind_phrase(t.kind) + " this process cannot write (" +
-                        std::strerror(errno) + ")");
+            throw Error("refusing " + t.path + ": it is " + target_kind_phrase(t.kind) +
+                        " this process cannot write (" + std::strerror(errno) + ")");
         return;
     }
     std::string mnt = mount_point_of(t.dev.dev);
     if (!mnt.empty())
-        throw Error("refusing " + t.path + ": " + t.dev.name + " is mounted on " + mnt + " (unmount it first; --force does not override this)");
+        throw Error("refusing " + t.path + ": " + t.dev.name + " is mounted on " + mnt +
+                    " (unmount it first; --force does not override this)");
     std::string blk = "/dev/" + t.dev.name;
     int fd = ::open(blk.c_str(), O_RDONLY | O_EXCL | O_CLOEXEC);
     if (fd < 0 && errno == EBUSY)
-        throw Error("refusing " + t.path + ": " + blk + " is in use (mounted, a device-mapper/md member or held open exclusively)");
+        throw Error("refusing " + t.path + ": " + blk +
+                    " is in use (mounted, a device-mapper/md member or held open exclusively)");
     if (fd < 0) fd = ::open(blk.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && t.kind == TargetKind::BlockDevice) fd = ::open(t.path.c_str(), O_RDONLY | O_CLOEXEC);  // no /dev/NAME node
+    if (fd < 0 && t.kind == TargetKind::BlockDevice)
+        fd = ::open(t.path.c_str(), O_RDONLY | O_CLOEXEC);  // no /dev/NAME node
     if (fd < 0) throw Error("cannot open " + blk + ": " + std::strerror(errno));
     int ro = 0;
     if (::ioctl(fd, BLKROGET, &ro) != 0) {
@@ -136,8 +154,9 @@ void check_device_safe(const TargetInfo& t, bool force) {
     }
     if (ro) {
         ::close(fd);
-        throw Error("refusing " + t.path + ": " + blk + " is read-only (losetup -r or blockdev --setro; `blockdev --setrw " +
-                    blk + "` makes it writable); --force does not override this");
+        throw Error("refusing " + t.path + ": " + blk +
+                    " is read-only (losetup -r or blockdev --setro; `blockdev --setrw " + blk +
+                    "` makes it writable); --force does not override this");
     }
     if (force) {  // nothing to check: no read, so a trace of a forced run has no commands of this check
         ::close(fd);
@@ -157,10 +176,13 @@ void check_device_safe(const TargetInfo& t, bool force) {
 void check_offset_mappable(const TargetInfo& t) {
     if (t.kind != TargetKind::RegularFile && t.kind != TargetKind::Directory) return;
     if (t.fs_type == "btrfs")
-        throw Error("target " + t.path + " is on btrfs: FIEMAP reports btrfs logical addresses, not device offsets, so --semantic cannot map it");
+        throw Error(
+            "target " + t.path +
+            " is on btrfs: FIEMAP reports btrfs logical addresses, not device offsets, so --semantic cannot map it");
     if (t.dev.whole_disk_name.rfind("dm-", 0) == 0 || t.dev.whole_disk_name.rfind("md", 0) == 0)
-        throw Error("target " + t.path + " is on " + t.dev.whole_disk_name +
-                    " (device-mapper/md): FIEMAP offsets are remapped below it, so --semantic cannot map them to a disk");
+        throw Error(
+            "target " + t.path + " is on " + t.dev.whole_disk_name +
+            " (device-mapper/md): FIEMAP offsets are remapped below it, so --semantic cannot map them to a disk");
 }
 
 uint64_t default_max_io(const TargetInfo& t, bool passthrough) {

@@ -15,9 +15,17 @@ nlohmann::json summarize(const std::vector<std::pair<std::string, double>>& roun
     std::ofstream raw(d.path + "/raw.jsonl");
     int r = 0;
     for (const auto& [mode, ratio] : rounds)
-        raw << nlohmann::json{{"stage", "simulate"}, {"mode", mode}, {"round", ++r}, {"ratio", ratio}, {"sim_mbps", 100 * ratio},
-                              {"fio_mbps", 100}, {"cpu_per_byte_fio_over_sim", 0.9}, {"write_streams", 5}, {"read_streams", 4},
-                              {"mean_in_flight", 9}, {"load1", 12.5}}
+        raw << nlohmann::json{{"stage", "simulate"},
+                              {"mode", mode},
+                              {"round", ++r},
+                              {"ratio", ratio},
+                              {"sim_mbps", 100 * ratio},
+                              {"fio_mbps", 100},
+                              {"cpu_per_byte_fio_over_sim", 0.9},
+                              {"write_streams", 5},
+                              {"read_streams", 4},
+                              {"mean_in_flight", 9},
+                              {"load1", 12.5}}
                    .dump()
             << "\n";
     raw.close();
@@ -28,8 +36,12 @@ nlohmann::json summarize(const std::vector<std::pair<std::string, double>>& roun
 }
 
 TEST(BenchVerdict, SimulateRatioSpreadWiderThanTheMarginIsInsideNoise) {
-    auto s = summarize({{"tmpfs", 0.56}, {"tmpfs", 0.90}, {"tmpfs", 1.09},    // straddles 0.9, spread 0.53
-                        {"loop", 0.86}, {"loop", 0.91}, {"loop", 0.93}});     // straddles 0.9, spread 0.07
+    auto s = summarize({{"tmpfs", 0.56},
+                        {"tmpfs", 0.90},
+                        {"tmpfs", 1.09},  // straddles 0.9, spread 0.53
+                        {"loop", 0.86},
+                        {"loop", 0.91},
+                        {"loop", 0.93}});  // straddles 0.9, spread 0.07
     EXPECT_EQ(s["targets"]["simulate_vs_fio_tmpfs"]["verdict"], "inside noise");
     EXPECT_EQ(s["targets"]["simulate_vs_fio_loop"]["verdict"], "met");  // within the margin: by the median
     EXPECT_DOUBLE_EQ(s["simulate"]["tmpfs"]["load1"]["median"].get<double>(), 12.5);
@@ -47,11 +59,17 @@ TEST(BenchVerdict, SyscallAddedNsIsPairedByRound) {
     TempDir d;
     std::ofstream raw(d.path + "/raw.jsonl");
     auto rec = [&raw](const char* mode, int round, double ns) {
-        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode}, {"round", round}, {"engine", "libaio"}, {"iops", 1000},
-                              {"syscall_ns", ns}}.dump() << "\n";
+        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode}, {"round", round},
+                              {"engine", "libaio"},  {"iops", 1000}, {"syscall_ns", ns}}
+                   .dump()
+            << "\n";
     };
-    rec("untraced", 1, 170); rec("kvio_hist", 1, 240); rec("kvio_comm_block", 1, 171);
-    rec("untraced", 2, 200); rec("kvio_hist", 2, 260); rec("kvio_comm_block", 2, 203);
+    rec("untraced", 1, 170);
+    rec("kvio_hist", 1, 240);
+    rec("kvio_comm_block", 1, 171);
+    rec("untraced", 2, 200);
+    rec("kvio_hist", 2, 260);
+    rec("kvio_comm_block", 2, 203);
     rec("kvio_hist", 3, 999);  // no untraced run in round 3
     raw.close();
     std::ofstream(d.path + "/machine.json") << "{}\n";
@@ -80,7 +98,8 @@ TEST(BenchMachine, RecordsTheVersionOfTheBinaryUnderTestAndTheHeadApart) {
     EXPECT_FALSE(m.contains("commit")) << "a name that does not say whose commit";
     CmdResult real = run("bash bench/machine.sh " + kvio_bin() + " 3 4 libaio");
     ASSERT_EQ(real.status, 0) << real.err;
-    EXPECT_EQ(nlohmann::json::parse(real.out)["kvio_version"].get<std::string>() + "\n", run(kvio_bin() + " --version").out);
+    EXPECT_EQ(nlohmann::json::parse(real.out)["kvio_version"].get<std::string>() + "\n",
+              run(kvio_bin() + " --version").out);
 }
 
 }  // namespace

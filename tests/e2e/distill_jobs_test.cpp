@@ -39,8 +39,8 @@ std::string trace(Loops& l, const std::vector<const LoopDevice*>& devs, const st
 
 // Distills src.jsonl with `args` into job.ini (+ --json d.json); checks fio --parse-only; returns the JSON.
 json distill(Loops& l, const std::string& args) {
-    auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " -o " + l.d.file("job.ini") +
-                 " --json " + l.d.file("d.json") + " " + args);
+    auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " -o " +
+                 l.d.file("job.ini") + " --json " + l.d.file("d.json") + " " + args);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     std::cerr << r.out;
     auto p = run("fio --parse-only " + l.d.file("job.ini"));
@@ -89,11 +89,14 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
     // tmpfs a read takes ~8 µs, less than fio's turn around it, and the reader's depth was the scheduler's (the trace
     // went through depths 1, 4, 2 and the replay stayed at 1 on a quiet 2-core VM: 1 run of 6).
     Loops a("/var/tmp"), b;
-    for (const auto* dev : {&a.src, &a.dst})
-        ASSERT_EQ(dev->fill(64), 0);
-    std::string job = a.job("src.ini", "[global]\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\n"
-                                       "[a]\nfilename=" + a.src.path + "\nrw=randread\nbs=4k\niodepth=4\nnumber_ios=4000\n"
-                                       "[b]\nfilename=" + b.src.path + "\nrw=write\nbs=64k\niodepth=1\nio_size=48M\n");
+    for (const auto* dev : {&a.src, &a.dst}) ASSERT_EQ(dev->fill(64), 0);
+    std::string job = a.job("src.ini",
+                            "[global]\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\n"
+                            "[a]\nfilename=" +
+                                a.src.path +
+                                "\nrw=randread\nbs=4k\niodepth=4\nnumber_ios=4000\n"
+                                "[b]\nfilename=" +
+                                b.src.path + "\nrw=write\nbs=64k\niodepth=1\nio_size=48M\n");
     trace(a, {&a.src, &b.src}, "fio --output=/dev/null " + job);
     // One target for two devices, or a device that is not in the trace: refused before anything runs.
     auto r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.dst.path);
@@ -109,13 +112,16 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
     r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path +
             " --filename " + b.src.majmin + "=" + a.dst.path + " -o " + a.d.file("shared.ini"));
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.err.find("are both mapped to " + a.dst.path + ": their sections would write over each other's data"), std::string::npos)
+    EXPECT_NE(r.err.find("are both mapped to " + a.dst.path + ": their sections would write over each other's data"),
+              std::string::npos)
         << r.err;
-    r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path + " --verify");
+    r = run(kvio_bin() + " distill --events " + a.d.file("src.jsonl") + " --filename " + a.src.name + "=" + a.dst.path +
+            " --verify");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("has no target: give --filename " + b.src.majmin + "=PATH"), std::string::npos) << r.err;
 
-    json j = distill(a, "--filename " + a.src.name + "=" + a.dst.path + " --filename " + b.src.majmin + "=" + b.dst.path + " --verify");
+    json j = distill(a, "--filename " + a.src.name + "=" + a.dst.path + " --filename " + b.src.majmin + "=" +
+                            b.dst.path + " --verify");
     std::string text = slurp(a.d.file("job.ini"));
     // A section per device, or more: a traced reader starved of CPU on a loaded VM is two phases of its device (on
     // tmpfs, in one run its last 622 of 4000 reads at a median depth of 1 after 3: 2 runs of 20 with stress-ng --cpu 2
@@ -139,7 +145,8 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
         std::cerr << d["dev"] << ": " << d["summary"].get<std::string>() << "\n";
         EXPECT_EQ(d["target"], d["dev"] == a.src.majmin ? a.dst.path : b.dst.path);
         EXPECT_LE(std::max(d["size_tv"]["read"].get<double>(), d["size_tv"]["write"].get<double>()), 0.0) << d.dump();
-        for (const auto& e : d["time_resolved"]["phases"]["volume_err_pct"]) EXPECT_LE(e.get<double>(), 2.0) << d.dump();
+        for (const auto& e : d["time_resolved"]["phases"]["volume_err_pct"])
+            EXPECT_LE(e.get<double>(), 2.0) << d.dump();
         // The depth median within 1 (the bound), trace against replay (with two CPU hogs beside it the loop
         // driver's worker is starved too, and the traced reader's median fell to 2: the job follows the trace).
         const json& dm = d["time_resolved"]["phases"]["depth_median"];
@@ -154,8 +161,11 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
 // thinktime job keeps its thinktime and gets no rate.
 TEST(DistillJobs, PoissonArrivalsGetRateProcessPoisson) {
     Loops l;
-    std::string g = "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\nrw=randread\nbs=4k\n";
-    trace(l, {&l.src}, "fio --output=/dev/null " + l.job("p.ini", g + "[p]\nrate_iops=500\nrate_process=poisson\nnumber_ios=1500\n"));
+    std::string g = "[global]\nfilename=" + l.src.path +
+                    "\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\nrw=randread\nbs=4k\n";
+    trace(
+        l, {&l.src},
+        "fio --output=/dev/null " + l.job("p.ini", g + "[p]\nrate_iops=500\nrate_process=poisson\nnumber_ios=1500\n"));
     json j = distill(l, "");
     std::string text = slurp(l.d.file("job.ini"));
     EXPECT_EQ(j["job"].value("rate_process", ""), "poisson") << text;
@@ -163,7 +173,8 @@ TEST(DistillJobs, PoissonArrivalsGetRateProcessPoisson) {
     EXPECT_NEAR(std::stod(j["job"]["rate_iops"].get<std::string>()), 500.0, 50.0) << text;
     EXPECT_EQ(j["job"].value("thinktime", ""), "") << text;
 
-    trace(l, {&l.src}, "fio --output=/dev/null " + l.job("t.ini", g + "[t]\nthinktime=2000\nthinktime_blocks=4\nnumber_ios=1500\n"));
+    trace(l, {&l.src},
+          "fio --output=/dev/null " + l.job("t.ini", g + "[t]\nthinktime=2000\nthinktime_blocks=4\nnumber_ios=1500\n"));
     j = distill(l, "");
     text = slurp(l.d.file("job.ini"));
     EXPECT_EQ(j["job"].value("rate_process", ""), "") << text;
@@ -185,5 +196,6 @@ TEST(DistillJobs, SyncWritesStaySyncWrites) {
     const json& f = j["verify"]["flushes_per_write"];
     std::cerr << "flushes per write: " << f.dump() << "\n";
     EXPECT_NEAR(f["orig"].get<double>(), 2.0, 0.05) << f.dump();
-    EXPECT_NEAR(f["replay"].get<double>(), f["orig"].get<double>(), 0.1 * f["orig"].get<double>()) << f.dump() << "\n" << text;
+    EXPECT_NEAR(f["replay"].get<double>(), f["orig"].get<double>(), 0.1 * f["orig"].get<double>()) << f.dump() << "\n"
+                                                                                                   << text;
 }

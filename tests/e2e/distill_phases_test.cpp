@@ -28,11 +28,12 @@ struct Loop {
 
 // Traces `cmd` (a shell command line) on l.src, distills with --verify on l.dst; returns distill's --json.
 json trace_distill_verify(Loop& l, const std::string& cmd, const std::string& extra = "") {
-    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") + " -- sh -c '" +
-                 cmd + "'");
+    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
+                 " -- sh -c '" + cmd + "'");
     EXPECT_EQ(t.status, 0) << t.err << t.out;
     auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
-                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --verify --json " + l.d.file("d.json") + " " + extra);
+                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --verify --json " + l.d.file("d.json") +
+                 " " + extra);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     std::cerr << r.out;
     auto p = run("fio --parse-only " + l.d.file("job.ini"));
@@ -57,13 +58,16 @@ std::vector<json> io_sections(const json& j) {
 // of CPU or its reads slowed: 21-25 % reads at 4 in flight, in 3 of 6 runs on a quiet VM) becomes a flow pair that
 // holds the reader to the writer's pace, reads 1 in flight (docs/distill.md, "What still departs"): its depths are
 // printed, not asserted.
-void expect_faithful(const json& j, size_t phases, const std::string& job, bool concurrent = false, int steady_read_share = 0) {
+void expect_faithful(const json& j, size_t phases, const std::string& job, bool concurrent = false,
+                     int steady_read_share = 0) {
     const json& v = j["verify"];
     const json& t = v["time_resolved"];
     const json& ph = t["phases"];
     std::cerr << "fidelity: " << v["summary"].get<std::string>() << "\n";
-    if (phases) EXPECT_EQ(ph["orig"].get<size_t>(), phases) << ph.dump(1) << "\n" << job;
-    else phases = ph["orig"].get<size_t>();
+    if (phases)
+        EXPECT_EQ(ph["orig"].get<size_t>(), phases) << ph.dump(1) << "\n" << job;
+    else
+        phases = ph["orig"].get<size_t>();
     if (concurrent && ph["replay"].get<size_t>() != phases) {
         // Two streams side by side keep their depths only while both get a CPU: in a SAN run beside another shard the
         // replay's reads in flight sagged from 5 to 2 for a stretch (phases 1 -> 3, the same 90 % read mix in all
@@ -72,11 +76,14 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
         // fidelity stage.
         for (const auto& m : ph["mix"]["replay"]) {
             const int share = std::stoi(m.get<std::string>());
-            EXPECT_TRUE(std::any_of(ph["mix"]["orig"].begin(), ph["mix"]["orig"].end(),
-                                    [&](const json& o) { return std::abs(std::stoi(o.get<std::string>()) - share) <= 3; }))
-                << "replay phase \"" << m.get<std::string>() << "\" carries no traced mix\n" << ph.dump(1);
+            EXPECT_TRUE(
+                std::any_of(ph["mix"]["orig"].begin(), ph["mix"]["orig"].end(),
+                            [&](const json& o) { return std::abs(std::stoi(o.get<std::string>()) - share) <= 3; }))
+                << "replay phase \"" << m.get<std::string>() << "\" carries no traced mix\n"
+                << ph.dump(1);
         }
-        std::cerr << "phases " << phases << " -> " << ph["replay"] << " by depth alone: per-phase depths not compared\n";
+        std::cerr << "phases " << phases << " -> " << ph["replay"]
+                  << " by depth alone: per-phase depths not compared\n";
         EXPECT_LE(t["worst"]["size_tv"].get<double>(), 0.05) << t["worst"].dump();
         EXPECT_LE(t["worst"]["read_err_points"].get<double>(), 2.0) << t["worst"].dump();
         return;
@@ -88,12 +95,15 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
     size_t steady = 0;
     for (size_t i = 0; i < ph["depth_median"]["orig"].size(); ++i) {
         if (!concurrent) {
-            EXPECT_LE(std::abs(ph["depth_median"]["orig"][i].get<int>() - ph["depth_median"]["replay"][i].get<int>()), 1) << ph.dump(1);
+            EXPECT_LE(std::abs(ph["depth_median"]["orig"][i].get<int>() - ph["depth_median"]["replay"][i].get<int>()),
+                      1)
+                << ph.dump(1);
             continue;
         }
         if (std::stoi(ph["mix"]["orig"][i].get<std::string>()) < steady_read_share) {  // "90 % reads, ..."
             std::cerr << "phase " << i + 1 << " (" << ph["mix"]["orig"][i].get<std::string>() << "): reads in flight "
-                      << ph["dir_depth_median"]["orig"]["read"][i] << " -> " << ph["dir_depth_median"]["replay"]["read"][i] << ", not asserted\n";
+                      << ph["dir_depth_median"]["orig"]["read"][i] << " -> "
+                      << ph["dir_depth_median"]["replay"]["read"][i] << ", not asserted\n";
             continue;
         }
         ++steady;
@@ -101,7 +111,9 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
         // median fell from 5 in the trace to 3 in the replay (1 run of 4); on a quiet machine they are within 1.
         for (const char* dir : {"read", "write"}) {
             const int orig = ph["dir_depth_median"]["orig"][dir][i].get<int>();
-            EXPECT_LE(std::abs(orig - ph["dir_depth_median"]["replay"][dir][i].get<int>()), std::max(1, (orig + 1) / 2)) << dir << "\n" << ph.dump(1);
+            EXPECT_LE(std::abs(orig - ph["dir_depth_median"]["replay"][dir][i].get<int>()), std::max(1, (orig + 1) / 2))
+                << dir << "\n"
+                << ph.dump(1);
         }
     }
     if (concurrent) EXPECT_GE(steady, 1u) << "no phase of the steady mix\n" << ph.dump(1);
@@ -118,8 +130,10 @@ std::string fio_file(Loop& l, const std::string& name, const std::string& body) 
 // reads at QD 4.
 std::string two_phase_job(Loop& l, int write_mib, int reads) {
     return fio_file(l, "src.ini",
-                    "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\n[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=" +
-                        std::to_string(write_mib) + "M\n[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=" +
+                    "[global]\nfilename=" + l.src.path +
+                        "\nioengine=libaio\ndirect=1\n[w]\nrw=write\nbs=64k\niodepth=1\nsize=64M\nio_size=" +
+                        std::to_string(write_mib) +
+                        "M\n[r]\nstonewall\nrw=randread\nbs=4k\niodepth=4\nnorandommap=1\nsize=64M\nnumber_ios=" +
                         std::to_string(reads) + "\nio_size=1G\n");
 }
 
@@ -161,7 +175,6 @@ TEST(DistillPhases, FlattenedJobScoresBadlyOverTime) {
     EXPECT_LE(v["rwmix_err_points"].get<double>(), 3.0) << v.dump();  // whole run: about right
     EXPECT_GE(v["time_resolved"]["worst"]["read_err_points"].get<double>(), 40.0) << v["time_resolved"]["worst"].dump();
     EXPECT_FALSE(v["time_resolved"]["phases"]["in_order"].get<bool>());
-
 }
 
 // --max-tv for CI: commands fio cannot issue (1000 bytes, 10 % of the writes) are left out of the job, so the
@@ -172,15 +185,26 @@ TEST(DistillPhases, MaxTvExitsOneWhenMissed) {
         std::ofstream e(l.d.file("odd.jsonl"));
         for (int i = 0; i < 600; ++i) {
             uint64_t t = 1'000'000 + uint64_t(i) * 200'000, bytes = i % 10 == 5 ? 1000 : 65536;
-            e << json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:250"}, {"disk", "loop250"}, {"op", "write"}, {"rwbs", "W"},
-                      {"sector", uint64_t(i) * 7919 % 2000 * 128}, {"bytes", bytes}, {"ts_issue", t}, {"ts_complete", t + 100'000},
-                      {"d2c_ns", 100'000}, {"pid", 9}, {"tid", 9}, {"comm", "app"}}
+            e << json{{"type", "cmd"},
+                      {"src", "block"},
+                      {"dev", "7:250"},
+                      {"disk", "loop250"},
+                      {"op", "write"},
+                      {"rwbs", "W"},
+                      {"sector", uint64_t(i) * 7919 % 2000 * 128},
+                      {"bytes", bytes},
+                      {"ts_issue", t},
+                      {"ts_complete", t + 100'000},
+                      {"d2c_ns", 100'000},
+                      {"pid", 9},
+                      {"tid", 9},
+                      {"comm", "app"}}
                      .dump()
               << "\n";
         }
     }
-    std::string base = kvio_bin() + " distill --events " + l.d.file("odd.jsonl") + " --filename " + l.dst.path + " -o " +
-                       l.d.file("odd.ini") + " --verify";
+    std::string base = kvio_bin() + " distill --events " + l.d.file("odd.jsonl") + " --filename " + l.dst.path +
+                       " -o " + l.d.file("odd.ini") + " --verify";
     auto r = run(base + " --max-tv 0.05 --json -");
     EXPECT_EQ(r.status, 1) << r.err;
     json m = json::parse(r.out);  // --json - is the whole stdout
@@ -213,7 +237,8 @@ TEST(DistillPhases, ThreePhasesWithIdleGaps) {
     std::vector<std::string> sizes;
     for (const auto& m : j["verify"]["time_resolved"]["phases"]["mix"]["orig"]) {
         std::string mix = m.get<std::string>();
-        std::string size = mix.substr(mix.find("size ") + 5, mix.find(' ', mix.find("size ") + 5) - mix.find("size ") - 5);
+        std::string size =
+            mix.substr(mix.find("size ") + 5, mix.find(' ', mix.find("size ") + 5) - mix.find("size ") - 5);
         if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
     }
     EXPECT_EQ(sizes, (std::vector<std::string>{"16k", "128k", "4k"})) << j["verify"]["time_resolved"]["phases"].dump(1);
@@ -227,10 +252,11 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
     // Data everywhere: reads of a sparse loop image's holes are so fast that the writer would be < 1 % of the commands.
     ASSERT_TRUE(l.fill(256));
     std::string job = fio_file(l, "src.ini",
-                               "[global]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nsize=128M\nnorandommap=1\n"
-                               "time_based=1\nruntime=3\n"
-                               "[r]\nrw=randread\nbs=4k\niodepth=8\n"
-                               "[w]\nrw=randwrite\nbs=64k\niodepth=1\n");
+                               "[global]\nfilename=" + l.src.path +
+                                   "\nioengine=libaio\ndirect=1\nsize=128M\nnorandommap=1\n"
+                                   "time_based=1\nruntime=3\n"
+                                   "[r]\nrw=randread\nbs=4k\niodepth=8\n"
+                                   "[w]\nrw=randwrite\nbs=64k\niodepth=1\n");
     json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
     std::string text = slurp(l.d.file("job.ini"));
     expect_faithful(j, 0, text, true, 80);  // the job's steady mix: about 90 % of the commands are reads
@@ -240,11 +266,14 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
     // VM: 100 % reads in one stretch of 16 in one run, 100 % writes in another) is one section, without a flow.
     std::map<std::string, std::vector<std::string>> pairs;
     for (const auto& o : s) {
-        if (o.contains("flow_id")) pairs[o["flow_id"].get<std::string>()].push_back(o["rw"]);
-        else EXPECT_TRUE(o["rw"] == "randread" || o["rw"] == "randwrite") << text;
+        if (o.contains("flow_id"))
+            pairs[o["flow_id"].get<std::string>()].push_back(o["rw"]);
+        else
+            EXPECT_TRUE(o["rw"] == "randread" || o["rw"] == "randwrite") << text;
     }
     EXPECT_FALSE(pairs.empty()) << text;
-    for (const auto& [id, rws] : pairs) EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << "flow_id " << id << "\n" << text;
+    for (const auto& [id, rws] : pairs)
+        EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << "flow_id " << id << "\n" << text;
     // The reader's depth is its own: QD 8 in the source, a median of 4-6 reads in flight at the device.
     EXPECT_GE(j["verify"]["time_resolved"]["phases"]["dir_depth_median"]["orig"]["read"][0].get<int>(), 3) << text;
     size_t first = 0;  // the first pair
@@ -261,8 +290,9 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
 TEST(DistillPhases, SyncWritesStaySyncWrites) {
     Loop l;
     std::string job = fio_file(l, "src.ini",
-                               "[s]\nfilename=" + l.src.path + "\nioengine=libaio\ndirect=1\nrw=write\nbs=4k\nfdatasync=1\n"
-                               "size=64M\nnumber_ios=1500\n");
+                               "[s]\nfilename=" + l.src.path +
+                                   "\nioengine=libaio\ndirect=1\nrw=write\nbs=4k\nfdatasync=1\n"
+                                   "size=64M\nnumber_ios=1500\n");
     json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
     std::string text = slurp(l.d.file("job.ini"));
     expect_faithful(j, 1, text);
@@ -273,7 +303,8 @@ TEST(DistillPhases, SyncWritesStaySyncWrites) {
 
 TEST(DistillPhases, KvioGenStoreAllThenLoadAll) {
     Loop l;
-    json j = trace_distill_verify(l, kvio_bin() + " gen -q --model llama3.1-8b --target " + l.src.path + " --num-chunks 4 --force");
+    json j = trace_distill_verify(
+        l, kvio_bin() + " gen -q --model llama3.1-8b --target " + l.src.path + " --num-chunks 4 --force");
     std::string text = slurp(l.d.file("job.ini"));
     // The stores' 4 KiB slot headers are 2 % of the writes, one at each object's start. Drawn at random by bssplit
     // (Binomial(103, 0.02) per score window) the worst window's size TV was 0.037-0.074 in about one run of five; a
@@ -285,6 +316,7 @@ TEST(DistillPhases, KvioGenStoreAllThenLoadAll) {
     EXPECT_EQ(s[1]["bssplit"], "4k/100") << text;
     EXPECT_EQ(s[0]["flow_id"], s[1]["flow_id"]) << text;
     EXPECT_FALSE(s[1].contains("stonewall")) << text;
-    EXPECT_NE(s[2]["rw"].get<std::string>().find("read"), std::string::npos);  // loads skip the 4 KiB headers: partly random
+    EXPECT_NE(s[2]["rw"].get<std::string>().find("read"),
+              std::string::npos);  // loads skip the 4 KiB headers: partly random
     EXPECT_EQ(s[2]["rw"].get<std::string>().find("write"), std::string::npos);
 }

@@ -23,9 +23,20 @@ struct Events {
     explicit Events(const std::string& path) : out(path) {}
     void cmd(const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete, uint32_t tid = 4242,
              const char* dev = "7:200", const char* disk = "loop200") {
-        out << json{{"type", "cmd"}, {"src", "block"}, {"dev", dev}, {"disk", disk}, {"op", op},
-                    {"rwbs", op[0] == 'r' ? "R" : "W"}, {"sector", sector}, {"bytes", bytes}, {"ts_issue", issue},
-                    {"ts_complete", complete}, {"d2c_ns", complete - issue}, {"pid", tid}, {"tid", tid}, {"comm", "app"}}
+        out << json{{"type", "cmd"},
+                    {"src", "block"},
+                    {"dev", dev},
+                    {"disk", disk},
+                    {"op", op},
+                    {"rwbs", op[0] == 'r' ? "R" : "W"},
+                    {"sector", sector},
+                    {"bytes", bytes},
+                    {"ts_issue", issue},
+                    {"ts_complete", complete},
+                    {"d2c_ns", complete - issue},
+                    {"pid", tid},
+                    {"tid", tid},
+                    {"comm", "app"}}
                    .dump()
             << "\n";
     }
@@ -57,14 +68,17 @@ std::string distill(const std::string& args) { return kvio_bin() + " distill " +
 TEST(Distill, ConsoleCountsAgreeWithTheirNouns) {
     TempDir d;
     {
-        // A 4 KiB random reader (tid 101) and a 64 KiB sequential writer (tid 102) side by side: one phase, two sections.
+        // A 4 KiB random reader (tid 101) and a 64 KiB sequential writer (tid 102) side by side: one phase, two
+        // sections.
         Events e(d.file("t.jsonl"));
         uint64_t lcg = 7;
         for (int i = 0; i < 300; ++i) {
             const uint64_t t = 1'000'000'000ull + uint64_t(i) * 500'000;
             lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
-            if (i % 2) e.cmd("write", 1'000'000 + uint64_t(i / 2) * 128, 65536, t, t + 300'000, 102);
-            else e.cmd("read", ((lcg >> 33) % 100'000) * 8, 4096, t, t + 100'000, 101);
+            if (i % 2)
+                e.cmd("write", 1'000'000 + uint64_t(i / 2) * 128, 65536, t, t + 300'000, 102);
+            else
+                e.cmd("read", ((lcg >> 33) % 100'000) * 8, 4096, t, t + 100'000, 101);
         }
     }
     auto r = run(distill("--events " + d.file("t.jsonl") + " -o " + d.file("job.fio")));
@@ -86,10 +100,11 @@ TEST(Distill, TraceBelowThePhaseMinimumSaysItsOrderIsNotKept) {
     }
     auto r = run(distill("--events " + d.file("t.jsonl") + " -o " + d.file("job.fio") + " --json " + d.file("d.json")));
     ASSERT_EQ(r.status, 0) << r.err;
-    const std::string note = "the trace has 100 read/write commands, below the phase minimum (two phases need 128, 64 each";
+    const std::string note =
+        "the trace has 100 read/write commands, below the phase minimum (two phases need 128, 64 each";
     const std::string order = "their time order (first half 0 % reads, second half 100 %) is not kept in the job";
-    EXPECT_NE(r.err.find("kvio distill: note: " + note + "; docs/distill.md \"Phases\"): one section for all of them, so " + order +
-                         "\n"),
+    EXPECT_NE(r.err.find("kvio distill: note: " + note +
+                         "; docs/distill.md \"Phases\"): one section for all of them, so " + order + "\n"),
               std::string::npos)
         << r.err;
     const std::string job = slurp(d.file("job.fio"));
@@ -112,13 +127,15 @@ TEST(Distill, EveryGeneratedJobPassesFioParseOnly) {
     mixed(d.file("mixed.jsonl"), 400, 4, 64 << 20);
     {
         Events e(d.file("seq.jsonl"));
-        for (int i = 0; i < 100; ++i) e.cmd("read", uint64_t(i) * 256, 131072, 1000 + i * 100'000ull, 1000 + i * 100'000ull + 80'000);
+        for (int i = 0; i < 100; ++i)
+            e.cmd("read", uint64_t(i) * 256, 131072, 1000 + i * 100'000ull, 1000 + i * 100'000ull + 80'000);
     }
     {
         Events e(d.file("think.jsonl"));
         for (int i = 0; i < 100; ++i) {
             uint64_t t = 1000 + i * 2'000'000ull;
-            for (int k = 0; k < 3; ++k) e.cmd("read", uint64_t(i * 3 + k) * 7919 % 10000 * 8, 4096, t + k * 20'000, t + k * 20'000 + 50'000);
+            for (int k = 0; k < 3; ++k)
+                e.cmd("read", uint64_t(i * 3 + k) * 7919 % 10000 * 8, 4096, t + k * 20'000, t + k * 20'000 + 50'000);
         }
     }
     {
@@ -128,7 +145,10 @@ TEST(Distill, EveryGeneratedJobPassesFioParseOnly) {
             e.cmd("write", uint64_t(i) * 6151 % 20000 * 16, 8192, t + (i % 2), t + 50'000, i % 2 ? 11 : 12);
         }
     }
-    struct Case { const char* file; std::vector<std::string> expect; };
+    struct Case {
+        const char* file;
+        std::vector<std::string> expect;
+    };
     std::vector<Case> cases = {
         {"mixed.jsonl", {"rw=randrw", "rwmixread=70", "bssplit=128k/100,512k/100", "iodepth=4"}},
         {"seq.jsonl", {"rw=read", "percentage_random=0", "bssplit=128k/100", "iodepth=1"}},
@@ -137,10 +157,12 @@ TEST(Distill, EveryGeneratedJobPassesFioParseOnly) {
     };
     for (const auto& c : cases) {
         std::string job = d.file(std::string(c.file) + ".ini");
-        auto r = run(distill("--events " + d.file(c.file) + " --filename " + d.file("target.img") + " --nr-requests 128 -o " + job));
+        auto r = run(distill("--events " + d.file(c.file) + " --filename " + d.file("target.img") +
+                             " --nr-requests 128 -o " + job));
         ASSERT_EQ(r.status, 0) << c.file << ": " << r.err;
         std::string text = slurp(job);
-        for (const auto& e : c.expect) EXPECT_NE(text.find("\n" + e + "\n"), std::string::npos) << c.file << " lacks " << e << ":\n" << text;
+        for (const auto& e : c.expect)
+            EXPECT_NE(text.find("\n" + e + "\n"), std::string::npos) << c.file << " lacks " << e << ":\n" << text;
         auto p = run("fio --parse-only " + job);
         EXPECT_EQ(p.status, 0) << c.file << ": fio --parse-only rejected the job: " << p.err << "\n" << text;
     }
@@ -155,9 +177,11 @@ TEST(Distill, IologReplaysOnLoopDevice) {
                          d.file("job.ini") + " --iolog " + d.file("replay.log")));
     ASSERT_EQ(r.status, 0) << r.err;
     std::string log = slurp(d.file("replay.log"));
-    EXPECT_EQ(log.rfind("fio version 3 iolog\n1 " + loop.path + " add\n1 " + loop.path + " open\n", 0), 0u) << log.substr(0, 200);
+    EXPECT_EQ(log.rfind("fio version 3 iolog\n1 " + loop.path + " add\n1 " + loop.path + " open\n", 0), 0u)
+        << log.substr(0, 200);
     // The job writes to a block device: its header says so.
-    EXPECT_NE(slurp(d.file("job.ini")).find("WARNING: this job WRITES to the block device " + loop.path), std::string::npos);
+    EXPECT_NE(slurp(d.file("job.ini")).find("WARNING: this job WRITES to the block device " + loop.path),
+              std::string::npos);
 
     // Ground truth at the device: /sys/block/X/stat (field 3: sectors read, field 7: sectors written).
     auto sectors = [&](int field) {
@@ -173,7 +197,7 @@ TEST(Distill, IologReplaysOnLoopDevice) {
     ASSERT_EQ(f.status, 0) << f.err;
     json j = json::parse(slurp(d.file("fio.json")));
     const auto& job = j["jobs"][0];
-    EXPECT_EQ(job["read"]["total_ios"].get<uint64_t>(), 84u);   // 70 % of 120
+    EXPECT_EQ(job["read"]["total_ios"].get<uint64_t>(), 84u);  // 70 % of 120
     EXPECT_EQ(job["write"]["total_ios"].get<uint64_t>(), 36u);
     // fio 3.33's own io_bytes under-reports replayed writes, so the bytes are checked at the device:
     // exactly the log's writes; at least its reads (udev may probe the device after the writes).
@@ -196,7 +220,8 @@ TEST(Distill, RefusesImplausibleTraces) {
     mixed(d.file("lossy.jsonl"), 50, 2, 64 << 20);
     {
         std::ofstream f(d.file("lossy.jsonl"), std::ios::app);
-        f << R"({"type":"summary","events":50,"dropped":400,"unmatched_completes":3,"negative_deltas":0})" << "\n";
+        f << R"({"type":"summary","events":50,"dropped":400,"unmatched_completes":3,"negative_deltas":0})"
+          << "\n";
     }
     r = run(distill("--events " + d.file("lossy.jsonl") + " --filename " + d.file("t.img")));
     EXPECT_EQ(r.status, 1);
@@ -220,12 +245,13 @@ TEST(Distill, RefusesImplausibleTraces) {
     // write here). They are noted, not counted as loss: the trace is complete.
     {
         LoopDevice fl(64ull << 20);
-        auto t = run(kvio_bin() + " trace -q -d " + fl.name + " --events " + d.file("sync.jsonl") + " -- dd if=/dev/zero of=" +
-                     fl.path + " bs=4k count=20 oflag=direct,sync status=none");
+        auto t = run(kvio_bin() + " trace -q -d " + fl.name + " --events " + d.file("sync.jsonl") +
+                     " -- dd if=/dev/zero of=" + fl.path + " bs=4k count=20 oflag=direct,sync status=none");
         ASSERT_EQ(t.status, 0) << t.err;
         auto sum = read_jsonl(d.file("sync.jsonl")).back();
         EXPECT_GE(sum["unmatched_completes"].get<uint64_t>(), 20u) << sum.dump();
-        r = run(distill("--events " + d.file("sync.jsonl") + " --filename " + d.file("t.img") + " -o " + d.file("sync.ini")));
+        r = run(distill("--events " + d.file("sync.jsonl") + " --filename " + d.file("t.img") + " -o " +
+                        d.file("sync.ini")));
         EXPECT_EQ(r.status, 0) << r.err;
         EXPECT_NE(slurp(d.file("sync.ini")).find("completions without an issue in the trace"), std::string::npos);
     }
@@ -234,14 +260,17 @@ TEST(Distill, RefusesImplausibleTraces) {
     r = run(distill("--events " + d.file("other.jsonl") + " --filename " + d.file("t.img") + " -o " + d.file("o.ini") +
                     " --iolog " + d.file("no/dir/x.log")));
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("cannot write " + d.file("no/dir/x.log") + ": No such file or directory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot write " + d.file("no/dir/x.log") + ": No such file or directory"), std::string::npos)
+        << r.err;
     EXPECT_FALSE(std::filesystem::exists(d.file("o.ini")));
 
     // A verify target smaller than the job's region (fio would shrink the region and score another workload).
     LoopDevice small(16ull << 20);
-    r = run(distill("--events " + d.file("other.jsonl") + " --filename " + small.path + " -o " + d.file("s.ini") + " --verify"));
+    r = run(distill("--events " + d.file("other.jsonl") + " --filename " + small.path + " -o " + d.file("s.ini") +
+                    " --verify"));
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("target " + small.path + " has 16777216 bytes but the job needs "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("target " + small.path + " has 16777216 bytes but the job needs "), std::string::npos)
+        << r.err;
 }
 
 // Before: --verify ran a writing job on any unmounted block device, data or not (gen and replay refuse one whose first
@@ -251,38 +280,47 @@ TEST(Distill, VerifyRefusesToWriteOverDataWithoutForce) {
     mixed(d.file("rw.jsonl"), 200, 4, 64 << 20);  // 30 % writes
     {
         Events e(d.file("ro.jsonl"));
-        for (int i = 0; i < 100; ++i) e.cmd("read", uint64_t(i) * 8, 4096, 1'000'000'000 + uint64_t(i) * 100'000, 1'000'050'000 + uint64_t(i) * 100'000);
+        for (int i = 0; i < 100; ++i)
+            e.cmd("read", uint64_t(i) * 8, 4096, 1'000'000'000 + uint64_t(i) * 100'000,
+                  1'000'050'000 + uint64_t(i) * 100'000);
     }
     LoopDevice target(128ull << 20);
     auto w = run("printf KVIODATA | dd of=" + target.path + " bs=1 seek=4096 conv=notrunc status=none");
     ASSERT_EQ(w.status, 0) << w.err;
-    auto r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") + " --verify"));
+    auto r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") +
+                         " --verify"));
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find("distill --verify: the job writes to its target: refusing " + target.path +
-                         ": it holds data at byte 4096 of its first MiB"), std::string::npos) << r.err;
+                         ": it holds data at byte 4096 of its first MiB"),
+              std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find("pass --force to overwrite it"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(d.file("rw.ini.replay.jsonl"))) << "a refused --verify ran the replay";
     // Without -o: no replay ran, so the private directory (the job only) is removed, and not named. Before: "files are
     // kept in $TMPDIR/kvio-distill-verify-XXXXXX", a directory left with job.ini alone.
     const std::string tmp = d.file("tmp");
     std::filesystem::create_directory(tmp);
-    r = run("TMPDIR=" + tmp + " " + distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " --verify"));
+    r = run("TMPDIR=" + tmp + " " +
+            distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " --verify"));
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find("the job writes to its target: refusing " + target.path), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("kept in"), std::string::npos) << r.err;
     EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a refused --verify left its private directory in " << tmp;
     // A job that only reads writes nothing: no refusal.
-    r = run(distill("--events " + d.file("ro.jsonl") + " --filename " + target.path + " -o " + d.file("ro.ini") + " --verify"));
+    r = run(distill("--events " + d.file("ro.jsonl") + " --filename " + target.path + " -o " + d.file("ro.ini") +
+                    " --verify"));
     EXPECT_EQ(r.status, 0) << r.err;
     // --force: the writing job runs.
-    r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") + " --verify --force"));
+    r = run(distill("--events " + d.file("rw.jsonl") + " --filename " + target.path + " -o " + d.file("rw.ini") +
+                    " --verify --force"));
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(std::filesystem::exists(d.file("rw.ini.replay.jsonl")));
 }
 
 TEST(Distill, VerifyAsNonRootIsRefusedBeforeAnythingIsWritten) {
     TempDir d;
-    std::filesystem::permissions(d.path, std::filesystem::perms::all);  // nobody may write here: nothing must be written
+    std::filesystem::permissions(d.path,
+                                 std::filesystem::perms::all);  // nobody may write here: nothing must be written
     mixed(d.file("ev.jsonl"), 20, 1, 64 << 20);
     LoopDevice target(128ull << 20);
     auto r = run("cd " + d.path + " && setpriv --reuid=65534 --regid=65534 --clear-groups " +
@@ -296,18 +334,30 @@ TEST(Distill, VerifyAsNonRootIsRefusedBeforeAnythingIsWritten) {
 
 TEST(Distill, HistogramInput) {
     TempDir d;
-    json t = {{"schema", "kvio.trace/1"}, {"kernel", "6.18"}, {"duration_s", 2.0}, {"dropped", 0},
-              {"devices", {{{"dev", "7:200"}, {"disk", "loop200"}, {"logical_block_size", 512},
-                            {"read", {{"cmds", 700}, {"bytes", 700 * 131072}}},
-                            {"write", {{"cmds", 300}, {"bytes", 300 * 524288}}},
-                            {"histograms",
-                             {{"bssplit_read", {{"unit", "bytes"}, {"count", 700}, {"sum", 700 * 131072}, {"buckets", {{131072, 262144, 700}}}}},
-                              {"bssplit_write", {{"unit", "bytes"}, {"count", 300}, {"sum", 300 * 524288}, {"buckets", {{524288, 1048576, 300}}}}},
-                              {"qd_read", {{"unit", "cmds"}, {"count", 1000}, {"sum", 3990}, {"buckets", {{3, 4, 10}, {4, 5, 990}}}}},
-                              {"d2c_read", {{"unit", "ns"}, {"count", 700}, {"sum", 700 * 200000}, {"buckets", {{131072, 262144, 700}}}}},
-                              {"d2c_write", {{"unit", "ns"}, {"count", 300}, {"sum", 300 * 600000}, {"buckets", {{524288, 1048576, 300}}}}}}}}}}};
+    json t = {
+        {"schema", "kvio.trace/1"},
+        {"kernel", "6.18"},
+        {"duration_s", 2.0},
+        {"dropped", 0},
+        {"devices",
+         {{{"dev", "7:200"},
+           {"disk", "loop200"},
+           {"logical_block_size", 512},
+           {"read", {{"cmds", 700}, {"bytes", 700 * 131072}}},
+           {"write", {{"cmds", 300}, {"bytes", 300 * 524288}}},
+           {"histograms",
+            {{"bssplit_read",
+              {{"unit", "bytes"}, {"count", 700}, {"sum", 700 * 131072}, {"buckets", {{131072, 262144, 700}}}}},
+             {"bssplit_write",
+              {{"unit", "bytes"}, {"count", 300}, {"sum", 300 * 524288}, {"buckets", {{524288, 1048576, 300}}}}},
+             {"qd_read", {{"unit", "cmds"}, {"count", 1000}, {"sum", 3990}, {"buckets", {{3, 4, 10}, {4, 5, 990}}}}},
+             {"d2c_read",
+              {{"unit", "ns"}, {"count", 700}, {"sum", 700 * 200000}, {"buckets", {{131072, 262144, 700}}}}},
+             {"d2c_write",
+              {{"unit", "ns"}, {"count", 300}, {"sum", 300 * 600000}, {"buckets", {{524288, 1048576, 300}}}}}}}}}}};
     std::ofstream(d.file("t.json")) << t.dump();
-    auto r = run(distill("--trace-json " + d.file("t.json") + " --filename " + d.file("x.img") + " -o " + d.file("j.ini")));
+    auto r =
+        run(distill("--trace-json " + d.file("t.json") + " --filename " + d.file("x.img") + " -o " + d.file("j.ini")));
     ASSERT_EQ(r.status, 0) << r.err;
     std::string text = slurp(d.file("j.ini"));
     for (const char* e : {"bssplit=128k/100,512k/100", "rwmixread=70", "iodepth=4", "rw=randrw"})
@@ -340,8 +390,9 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
     const std::string tmp = d.file("tmp");
     std::filesystem::create_directory(tmp);
     auto verify = [&](const LoopDevice& t, const std::string& name, const std::string& extra) {
-        return "TMPDIR=" + tmp + " " + distill("--events " + d.file("ev.jsonl") + " --filename " + t.path + " --verify --json " +
-                                               d.file(name + ".json") + " " + extra) +
+        return "TMPDIR=" + tmp + " " +
+               distill("--events " + d.file("ev.jsonl") + " --filename " + t.path + " --verify --json " +
+                       d.file(name + ".json") + " " + extra) +
                " >" + d.file(name + ".out") + " 2>" + d.file(name + ".err");
     };
     // Two at once, each on its own target.
@@ -375,7 +426,8 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
     EXPECT_TRUE(std::filesystem::exists(kept + "/job.ini.replay.jsonl")) << kept;
     EXPECT_EQ(json::parse(slurp(d.file("k.json")))["verify"]["replay_events"], kept + "/job.ini.replay.jsonl");
     // --json -: stdout is the JSON alone (no job text, no table), and it holds the job.
-    r = run("TMPDIR=" + tmp + " " + distill("--events " + d.file("ev.jsonl") + " --filename " + a.path + " --verify --json -"));
+    r = run("TMPDIR=" + tmp + " " +
+            distill("--events " + d.file("ev.jsonl") + " --filename " + a.path + " --verify --json -"));
     ASSERT_EQ(r.status, 0) << r.err;
     const json j = json::parse(r.out);
     EXPECT_TRUE(j["verify"].contains("size_tv")) << r.out;
@@ -388,19 +440,20 @@ TEST(Distill, VerifyWithoutOutputUsesAPrivateDirectory) {
 TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     TempDir d;
     LoopDevice src(256 << 20), dst(256 << 20);
-    for (const auto* dev : {&src, &dst}) ASSERT_EQ(dev->fill(256), 0);  // reads of written data: the depth is fio's (LoopDevice::fill)
+    for (const auto* dev : {&src, &dst})
+        ASSERT_EQ(dev->fill(256), 0);  // reads of written data: the depth is fio's (LoopDevice::fill)
     {
         std::ofstream j(d.file("src.ini"));
         j << "[src]\nfilename=" << src.path
           << "\nioengine=libaio\ndirect=1\nrw=randrw\nrwmixread=70\nnorandommap=1\nbssplit=128k/100,512k/100\n"
              "iodepth=4\ntime_based=1\nruntime=4\n";
     }
-    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + src.name + " --events " + d.file("src.jsonl") + " -- fio --output=/dev/null " +
-                 d.file("src.ini"));
+    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + src.name + " --events " + d.file("src.jsonl") +
+                 " -- fio --output=/dev/null " + d.file("src.ini"));
     ASSERT_EQ(t.status, 0) << t.err << t.out;
 
-    auto r = run("nice -n -20 " + distill("--events " + d.file("src.jsonl") + " --dev " + src.majmin + " --filename " + dst.path +
-                         " --runtime 4 -o " + d.file("job.ini") + " --verify --json -"));
+    auto r = run("nice -n -20 " + distill("--events " + d.file("src.jsonl") + " --dev " + src.majmin + " --filename " +
+                                          dst.path + " --runtime 4 -o " + d.file("job.ini") + " --verify --json -"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     json j = json::parse(r.out);
     // The job carries the known shape.
@@ -423,7 +476,8 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     EXPECT_LE(v["qd_tv"].get<double>(), 0.3) << v.dump();
     const json& dm = v["time_resolved"]["phases"]["depth_median"];
     ASSERT_EQ(dm["orig"].size(), dm["replay"].size()) << v.dump();
-    for (size_t i = 0; i < dm["orig"].size(); ++i) EXPECT_LE(std::abs(dm["orig"][i].get<int>() - dm["replay"][i].get<int>()), 1) << v.dump();
+    for (size_t i = 0; i < dm["orig"].size(); ++i)
+        EXPECT_LE(std::abs(dm["orig"][i].get<int>() - dm["replay"][i].get<int>()), 1) << v.dump();
     EXPECT_GT(v["d2c_p50_ratio"].get<double>(), 0.0) << v.dump();
     std::cerr << "closed loop fidelity: " << v.dump() << "\n";
     EXPECT_EQ(run("fio --parse-only " + d.file("job.ini")).status, 0);

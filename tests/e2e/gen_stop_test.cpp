@@ -35,11 +35,11 @@ pid_t spawn_group(const std::string& cmd, const std::string& log) {
 /// --iters 4 and --verify full (every loaded byte compared): the 96 ops last seconds even on a fast machine, so
 /// the signal lands in the middle of the stream.
 /// --force: the fresh device is empty, and the first-MiB check's buffered read (readahead) would be traced too.
-void stop_traced_gen_midway(const LoopDevice& loop, const std::string& ev, const std::string& sem, const std::string& rec,
-                            const std::string& log, int sig, std::string& out) {
+void stop_traced_gen_midway(const LoopDevice& loop, const std::string& ev, const std::string& sem,
+                            const std::string& rec, const std::string& log, int sig, std::string& out) {
     pid_t pg = spawn_group(kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " -- " + kvio_bin() +
-                               " gen -q --force --model llama3.1-8b --num-chunks 12 --iters 4 --verify full --target " + loop.path +
-                               " --semantic " + sem + " --record " + rec,
+                               " gen -q --force --model llama3.1-8b --num-chunks 12 --iters 4 --verify full --target " +
+                               loop.path + " --semantic " + sem + " --record " + rec,
                            log);
     // 0.6 s after gen started (its semantic file appears when it does).
     for (int i = 0; i < 600 && !fs::exists(sem); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -90,7 +90,8 @@ TEST(GenStop, SigintKeepsEveryCompletedOpAndTheRecord) {
 TEST(GenStop, SigtermLeavesFinishedZstdFramesWithEveryCompletedOp) {
     TempDir d;
     LoopDevice loop(420ull << 20);
-    const std::string sem = d.file("sem.jsonl.zst"), rec = d.file("rec.json"), ev = d.file("ev.jsonl.zst"), log = d.file("log");
+    const std::string sem = d.file("sem.jsonl.zst"), rec = d.file("rec.json"), ev = d.file("ev.jsonl.zst"),
+                      log = d.file("log");
     std::string out;
     ASSERT_NO_FATAL_FAILURE(stop_traced_gen_midway(loop, ev, sem, rec, log, SIGTERM, out));
     EXPECT_NE(out.find("kvio gen: stopped by signal 15"), std::string::npos) << out;
@@ -112,7 +113,8 @@ TEST(GenStop, SigtermLeavesFinishedZstdFramesWithEveryCompletedOp) {
     ASSERT_FALSE(evl.empty());
     EXPECT_EQ(evl.back().value("type", ""), "summary") << "the trace's summary is the last record of the frame";
 
-    auto v = run(kvio_bin() + " validate --commands " + ev + " --semantic " + sem + " --record " + rec + " --json " + d.file("v.json"));
+    auto v = run(kvio_bin() + " validate --commands " + ev + " --semantic " + sem + " --record " + rec + " --json " +
+                 d.file("v.json"));
     ASSERT_EQ(v.status, 0) << v.err;
     json vj = json::parse(slurp(d.file("v.json")));
     EXPECT_EQ(vj["objects"].get<size_t>(), done) << v.out;

@@ -27,12 +27,15 @@ TEST(GenTarget, ReadOnlyDeviceIsRefusedByGenAndReplay) {
     auto ro = run("losetup --find --show -r " + rw.backing);
     ASSERT_EQ(ro.status, 0) << ro.err;
     std::string dev = ro.out.substr(0, ro.out.find('\n'));
-    std::ofstream(d.file("ev.jsonl")) << R"({"type":"cmd","src":"block","dev":"7:200","disk":"loop200","op":"write","rwbs":"W",)"
-                                      << R"("sector":2048,"bytes":4096,"ts_issue":1000,"ts_complete":2000,"d2c_ns":1000,)"
-                                      << R"("pid":1,"tid":1,"comm":"app"})" << "\n";
-    for (const std::string& cmd : {kGen + "--target " + dev, kGen + "--force --target " + dev,
-                                   std::string(" replay -q --force --record ") + d.file("rec.json") + " --target " + dev,
-                                   std::string(" replay --force --events ") + d.file("ev.jsonl") + " --target " + dev}) {
+    std::ofstream(d.file("ev.jsonl"))
+        << R"({"type":"cmd","src":"block","dev":"7:200","disk":"loop200","op":"write","rwbs":"W",)"
+        << R"("sector":2048,"bytes":4096,"ts_issue":1000,"ts_complete":2000,"d2c_ns":1000,)"
+        << R"("pid":1,"tid":1,"comm":"app"})"
+        << "\n";
+    for (const std::string& cmd :
+         {kGen + "--target " + dev, kGen + "--force --target " + dev,
+          std::string(" replay -q --force --record ") + d.file("rec.json") + " --target " + dev,
+          std::string(" replay --force --events ") + d.file("ev.jsonl") + " --target " + dev}) {
         SCOPED_TRACE(cmd);
         auto r = run(kvio_bin() + cmd);
         EXPECT_EQ(r.status, 1) << r.err;
@@ -49,8 +52,9 @@ TEST(GenTarget, ReadOnlyFileIsRefused) {
     ASSERT_EQ(run("mount -o remount,ro " + m.mnt).status, 0);
     auto r = run(kvio_bin() + kGen + "--target " + img);
     EXPECT_EQ(r.status, 1) << r.err;
-    EXPECT_NE(r.err.find("refusing " + img + ": it is a regular file this process cannot write (Read-only file system)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("refusing " + img + ": it is a regular file this process cannot write (Read-only file system)"),
+        std::string::npos)
         << r.err;
     run("mount -o remount,rw " + m.mnt);
 }
@@ -65,7 +69,8 @@ TEST(GenTarget, MissingImageFileIsCreated) {
     const std::string refused = m.mnt + "/refused.img";
     r = run(kvio_bin() + kGen + "--engine uring_cmd --target " + refused);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("but " + refused + " is a regular file; use --engine posix or io_uring"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("but " + refused + " is a regular file; use --engine posix or io_uring"), std::string::npos)
+        << r.err;
     EXPECT_FALSE(fs::exists(refused));
     r = run(kvio_bin() + kGen + "--target /dev/kvio-no-such-device");
     EXPECT_EQ(r.status, 1);
@@ -86,7 +91,8 @@ TEST(GenTarget, ObjectFilesItRewritesCountAsRoom) {
     Ext4Mount m(96 * kMiB);
     const std::string dir = m.mnt + "/kv";
     fs::create_directory(dir);
-    // 6 objects of 8 MiB fill most of the filesystem; 8 need more than is free, but 6 of them rewrite files already there.
+    // 6 objects of 8 MiB fill most of the filesystem; 8 need more than is free, but 6 of them rewrite files already
+    // there.
     auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 6 --target " + dir);
     ASSERT_EQ(r.status, 0) << r.err;
     auto df = run("df -B1 --output=avail " + m.mnt + " | tail -1");

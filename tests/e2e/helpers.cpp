@@ -125,7 +125,8 @@ LoopDevice::~LoopDevice() {
 }
 
 int LoopDevice::fill(uint64_t mib) const {
-    return run("dd if=/dev/zero of=" + path + " bs=1M count=" + std::to_string(mib) + " oflag=direct status=none").status;
+    return run("dd if=/dev/zero of=" + path + " bs=1M count=" + std::to_string(mib) + " oflag=direct status=none")
+        .status;
 }
 
 /// The value to write back for a queue attribute as sysfs shows it: a choice list (scheduler: "none

@@ -28,9 +28,11 @@ std::vector<json> data_cmds(const std::string& path) {
 TEST(ImportFioIolog, RealFioLogEqualsTheTracedCommandsAndDistills) {
     LoopDevice loop(64 << 20);
     TempDir d;
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + d.file("ev.jsonl") + " -- fio --name=x --filename=" +
-                 loop.path + " --rw=randrw --rwmixread=40 --bs=64k --size=32M --io_size=4M --ioengine=psync --direct=1 "
-                 "--randrepeat=1 --write_iolog=" + d.file("fio.log") + " --output=/dev/null");
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + d.file("ev.jsonl") +
+                 " -- fio --name=x --filename=" + loop.path +
+                 " --rw=randrw --rwmixread=40 --bs=64k --size=32M --io_size=4M --ioengine=psync --direct=1 "
+                 "--randrepeat=1 --write_iolog=" +
+                 d.file("fio.log") + " --output=/dev/null");
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     ASSERT_EQ(slurp(d.file("fio.log")).rfind("fio version 3 iolog\n", 0), 0u) << "fio wrote another iolog version";
     ASSERT_EQ(run("zstd -q " + d.file("fio.log") + " -o " + d.file("fio.log.zst")).status, 0);
@@ -65,8 +67,8 @@ TEST(ImportFioIolog, RealFioLogEqualsTheTracedCommandsAndDistills) {
     EXPECT_EQ(c["order"]["same_position"], 64);
     EXPECT_EQ(c["diff_pct"]["bytes"].get<double>(), 0.0);
     // A bad line is named.
-    std::ofstream(d.file("bad.log")) << "fio version 3 iolog\n0 " << loop.path << " add\n1 " << loop.path << " open\n2 " << loop.path
-                                     << " write 4096 -1\n";
+    std::ofstream(d.file("bad.log")) << "fio version 3 iolog\n0 " << loop.path << " add\n1 " << loop.path << " open\n2 "
+                                     << loop.path << " write 4096 -1\n";
     r = run(kvio_bin() + " import fio-iolog " + d.file("bad.log"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find(d.file("bad.log") + ":4: field 'length'"), std::string::npos) << r.err;

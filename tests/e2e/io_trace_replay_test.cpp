@@ -60,8 +60,9 @@ uint64_t write_fixture(const std::string& path, double span_s) {
     const uint64_t base_us = 1764590400000000ull;  // 2025-12-01 12:00:00 UTC
     for (const auto& r : rows) {
         const uint64_t us = base_us + uint64_t(r.t * 1e6 + 0.5);
-        std::fprintf(f, "%llu.%06llu,%s,%llu,Tier-%d,%s,%s\n", (unsigned long long)(us / 1000000), (unsigned long long)(us % 1000000),
-                     r.op, (unsigned long long)r.bytes, r.tier, r.key.c_str(), r.phase);
+        std::fprintf(f, "%llu.%06llu,%s,%llu,Tier-%d,%s,%s\n", (unsigned long long)(us / 1000000),
+                     (unsigned long long)(us % 1000000), r.op, (unsigned long long)r.bytes, r.tier, r.key.c_str(),
+                     r.phase);
     }
     std::fclose(f);
     return replayed - 1;
@@ -71,12 +72,13 @@ uint64_t write_fixture(const std::string& path, double span_s) {
 /// returns the kvio.validate/1 report.
 json replay_and_validate(const LoopDevice& loop, const TempDir& d, const std::string& csv, const std::string& extra,
                          std::string* out = nullptr) {
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " -c kvio --events " + d.file("ev.jsonl") + " -- " + kvio_bin() +
-                 " replay -q --io-trace " + csv + " --target " + loop.path + " --semantic " + d.file("sem.jsonl") + " " + extra);
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " -c kvio --events " + d.file("ev.jsonl") + " -- " +
+                 kvio_bin() + " replay -q --io-trace " + csv + " --target " + loop.path + " --semantic " +
+                 d.file("sem.jsonl") + " " + extra);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     if (out) *out = r.out;
-    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") + " --json " +
-                 d.file("v.json"));
+    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") +
+                 " --json " + d.file("v.json"));
     EXPECT_EQ(v.status, 0) << v.err << v.out;
     return json::parse(slurp(d.file("v.json")));
 }
@@ -105,8 +107,10 @@ TEST(ReplayIoTrace, MlperfTraceOnALoopDeviceValidatesExactlyWithItsTiming) {
     EXPECT_EQ(v["join"]["mode"], "user_data") << v["join"].dump();
     EXPECT_NE(out.find("skipped 4 rows of other tiers, 1 reads of keys never written"), std::string::npos) << out;
     EXPECT_NE(out.find("loads verified against the pattern: ok"), std::string::npos) << out;
-    for (const char* cls : {"Prefill write", "Decode  read", "Evict   write"}) EXPECT_NE(out.find(cls), std::string::npos) << cls << "\n" << out;
-    // asis: the first to the last replayed row span 0.6 s of the trace (minus its last 10 ms read); the run takes as long.
+    for (const char* cls : {"Prefill write", "Decode  read", "Evict   write"})
+        EXPECT_NE(out.find(cls), std::string::npos) << cls << "\n" << out;
+    // asis: the first to the last replayed row span 0.6 s of the trace (minus its last 10 ms read); the run takes as
+    // long.
     std::smatch m;
     ASSERT_TRUE(std::regex_search(out, m, std::regex("done: (\\d+)/(\\d+) ops in ([0-9.]+) s"))) << out;
     EXPECT_EQ(std::stoull(m[1]), ops);
@@ -124,9 +128,10 @@ TEST(ReplayIoTrace, SimulateIoTraceLogReplaysAndValidates) {
     // A model small enough that a second of 4 users' traffic fits a loop device and a few seconds of replay.
     std::ofstream(d.file("micro.yaml")) << "model_configs:\n  micro: {name: \"Micro\", num_layers: 1, hidden_dim: 256, "
                                            "num_heads: 8, kv_heads: 1, dtype: \"float16\"}\n";
-    auto s = run(kvio_bin() + " simulate --config " + d.file("micro.yaml") + " --model micro --num-users 4 --duration 1 " +
-                 "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --io-trace-log " + d.file("t.csv.zst") +
-                 " --output " + d.file("r.json"));
+    auto s =
+        run(kvio_bin() + " simulate --config " + d.file("micro.yaml") + " --model micro --num-users 4 --duration 1 " +
+            "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --io-trace-log " +
+            d.file("t.csv.zst") + " --output " + d.file("r.json"));
     ASSERT_EQ(s.status, 0) << s.err;
     const uint64_t rows = json::parse(slurp(d.file("r.json")))["kvio"]["cache"]["io_trace_rows"].get<uint64_t>();
     ASSERT_GT(rows, 10u);
@@ -163,11 +168,14 @@ TEST(ReplayIoTrace, RefusalsLeaveTheTargetUnchanged) {
     }
     // Data where a slot would be written (past the first MiB): refused without --force.
     ASSERT_EQ(run("printf 'not kvio' | dd of=" + loop.path + " bs=1 seek=" + std::to_string(kMiB + 8192) +
-                  " conv=notrunc status=none").status, 0);
+                  " conv=notrunc status=none")
+                  .status,
+              0);
     const std::string dirty = md5(loop.path);
     auto r = run(kvio_bin() + " replay -q --io-trace " + d.file("trace.csv") + " --target " + loop.path);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("holds data at byte " + std::to_string(kMiB + 8192) + " where the replay would write"), std::string::npos)
+    EXPECT_NE(r.err.find("holds data at byte " + std::to_string(kMiB + 8192) + " where the replay would write"),
+              std::string::npos)
         << r.err;
     EXPECT_EQ(md5(loop.path), dirty);
     // A malformed row: FILE:LINE: field, nothing written.
@@ -176,10 +184,12 @@ TEST(ReplayIoTrace, RefusalsLeaveTheTargetUnchanged) {
                                         "1764590400.000002,Write,4096,Tier-9,k,Prefill\n";
     r = run(kvio_bin() + " replay -q --force --io-trace " + d.file("bad.csv") + " --target " + loop.path);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find(d.file("bad.csv") + ":3: field 'Tier': expected Tier-0, Tier-1 or Tier-2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(d.file("bad.csv") + ":3: field 'Tier': expected Tier-0, Tier-1 or Tier-2"), std::string::npos)
+        << r.err;
     EXPECT_EQ(md5(loop.path), dirty);
     // --force overrides the data check; the replay then succeeds.
-    r = run(kvio_bin() + " replay -q --force --io-trace " + d.file("trace.csv") + " --target " + loop.path + " --timing fast");
+    r = run(kvio_bin() + " replay -q --force --io-trace " + d.file("trace.csv") + " --target " + loop.path +
+            " --timing fast");
     EXPECT_EQ(r.status, 0) << r.err << r.out;
 }
 
@@ -194,7 +204,8 @@ TEST(ReplayIoTrace, MissingTargetFileIsCreatedAndSized) {
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("target " + img + " did not exist: created as a regular file"), std::string::npos) << r.out;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("target file size 0 -> ([0-9]+) \\(grown with fallocate\\)"))) << r.out;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("target file size 0 -> ([0-9]+) \\(grown with fallocate\\)")))
+        << r.out;
     const uint64_t size = std::stoull(m[1]);
     EXPECT_EQ(std::filesystem::file_size(img), size);
     EXPECT_GT(size, 3 * kMiB) << "the largest object (3 MiB + 512 B) has a slot";
@@ -205,12 +216,15 @@ TEST(ReplayIoTrace, MissingTargetFileIsCreatedAndSized) {
     EXPECT_EQ(std::filesystem::file_size(img), size);
     // Refused after creating it (uring_cmd needs an NVMe char device): nothing is left.
     const std::string refused = d.file("refused.img");
-    r = run(kvio_bin() + " replay -q --io-trace " + d.file("trace.csv") + " --target " + refused + " --engine uring_cmd");
+    r = run(kvio_bin() + " replay -q --io-trace " + d.file("trace.csv") + " --target " + refused +
+            " --engine uring_cmd");
     EXPECT_EQ(r.status, 1) << r.out;
     EXPECT_FALSE(std::filesystem::exists(refused)) << "a refused replay left the file it created";
     r = run(kvio_bin() + " replay -q --io-trace " + d.file("trace.csv") + " --target " + d.file("no/such/dir.img"));
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("does not exist and cannot be created as a regular file: No such file or directory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("does not exist and cannot be created as a regular file: No such file or directory"),
+              std::string::npos)
+        << r.err;
     r = run(kvio_bin() + " replay -q --io-trace " + d.file("trace.csv") + " --target /dev/kvio-no-such-disk");
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("a missing device is not created as a file under /dev"), std::string::npos) << r.err;

@@ -54,12 +54,14 @@ protected:
         // $KVIO_GUEST_KVIO: a prebuilt static kvio instead of making $BUILD/kvio-static.
         const char* kvio_static = std::getenv("KVIO_GUEST_KVIO");
         std::string kvio_opt = kvio_static ? std::string(" --kvio ") + kvio_static : "";
-        // blktrace (Debian's dynamic binary) with the host's loader and libc: steps/nvme_e2e.sh runs it beside kvio trace.
+        // blktrace (Debian's dynamic binary) with the host's loader and libc: steps/nvme_e2e.sh runs it beside kvio
+        // trace.
         std::string files;
         for (const char* f : {"/usr/sbin/blktrace", "/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libc.so.6",
                               "/lib/x86_64-linux-gnu/libpthread.so.0"})
             files += std::string(" --file ") + f;
-        auto r = run("bash " + sh + " --build " + build + kvio_opt + files + " --timeout 420 --out " + out_ + " " + steps);
+        auto r =
+            run("bash " + sh + " --build " + build + kvio_opt + files + " --timeout 420 --out " + out_ + " " + steps);
         status_ = r.status;
         if (!fs::exists(out_ + "/status"))
             harness_error_ = "tests/qemu/guest.sh did not bring results back (exit " + std::to_string(r.status) +
@@ -166,9 +168,9 @@ TEST_F(NvmeGuest, TracefsSees1MiBDirectWriteAs8NvmeWrites) {
     for (auto& [k, n] : open) EXPECT_EQ(n, 0) << "qid " << k.first << " cmdid " << k.second << " unpaired";
 }
 
-#define SKIP_WITHOUT_TRACER()                                                                         \
-    if (tracer_is_placeholder())                                                                      \
-    GTEST_SKIP() << "kvio trace in this tree is still the placeholder (no --events option); "          \
+#define SKIP_WITHOUT_TRACER()                                                                 \
+    if (tracer_is_placeholder())                                                              \
+    GTEST_SKIP() << "kvio trace in this tree is still the placeholder (no --events option); " \
                     "this NVMe acceptance test runs once the tracer lands (issue 5)"
 
 // Acceptance (issue 5): kvio trace sees an O_DIRECT 1 MiB write at byte offset 5 MiB as exactly 8
@@ -283,7 +285,8 @@ TEST_F(NvmeGuest, BlktraceImportEqualsKvioTraceCommandForCommand) {
     auto data_cmds = [](const std::string& path) {
         std::vector<nlohmann::json> v;
         for (auto& j : read_jsonl(path))
-            if (j.value("type", "") == "cmd" && j.value("src", "") == "block" && (j["op"] == "read" || j["op"] == "write"))
+            if (j.value("type", "") == "cmd" && j.value("src", "") == "block" &&
+                (j["op"] == "read" || j["op"] == "write"))
                 v.push_back(j);
         std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a["ts_issue"] < b["ts_issue"]; });
         return v;

@@ -68,14 +68,15 @@ int free_port() {
 int served_port(const std::string& err_file) {
     std::smatch m;
     std::string err = slurp(err_file);
-    if (!std::regex_search(err, m, std::regex(R"(serving Prometheus metrics on http://127\.0\.0\.1:(\d+)/metrics)"))) return -1;
+    if (!std::regex_search(err, m, std::regex(R"(serving Prometheus metrics on http://127\.0\.0\.1:(\d+)/metrics)")))
+        return -1;
     return std::stoi(m[1]);
 }
 
 /// An instant query against Prometheus's HTTP API: the value of the first sample, NAN when there is none.
 double prom_query(int port, const std::string& expr, std::string* raw = nullptr) {
-    auto r = run("curl -sf --max-time 5 --data-urlencode 'query=" + expr + "' http://127.0.0.1:" + std::to_string(port) +
-                 "/api/v1/query");
+    auto r = run("curl -sf --max-time 5 --data-urlencode 'query=" + expr +
+                 "' http://127.0.0.1:" + std::to_string(port) + "/api/v1/query");
     if (raw) *raw = r.out + r.err;
     if (r.status != 0) return NAN;
     auto j = json::parse(r.out, nullptr, false);
@@ -93,7 +94,8 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     LoopDevice loop(64 * MiB);
     TempDir dir;
     Background trace(kvio_bin() + " trace -q --stats -d " + loop.name + " --listen 127.0.0.1:0 --ready-file " +
-                     dir.file("ready") + " --json " + dir.file("t.json") + " >" + dir.file("out") + " 2>" + dir.file("err"));
+                     dir.file("ready") + " --json " + dir.file("t.json") + " >" + dir.file("out") + " 2>" +
+                     dir.file("err"));
     ASSERT_TRUE(wait_for_file(dir.file("ready"), 20)) << slurp(dir.file("err"));
     int port = served_port(dir.file("err"));
     ASSERT_GT(port, 0) << slurp(dir.file("err"));
@@ -105,15 +107,18 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     auto index = run("curl -sf " + url + "/");
     EXPECT_NE(index.out.find("href=\"/metrics\""), std::string::npos) << index.out;
     auto om = run("curl -sfi -H 'Accept: application/openmetrics-text; version=1.0.0' " + url + "/metrics");
-    EXPECT_NE(om.out.find("Content-Type: application/openmetrics-text; version=1.0.0"), std::string::npos) << om.out.substr(0, 300);
+    EXPECT_NE(om.out.find("Content-Type: application/openmetrics-text; version=1.0.0"), std::string::npos)
+        << om.out.substr(0, 300);
     EXPECT_EQ(om.out.substr(om.out.size() - 6), "# EOF\n");
     EXPECT_EQ(run("curl -s -o /dev/null -w '%{http_code}' " + url + "/nope").out, "404");
 
     int pport = free_port();
     std::ofstream(dir.file("prometheus.yml")) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                                                  "scrape_configs:\n  - job_name: kvio\n    static_configs:\n"
-                                                 "      - targets: ['127.0.0.1:" << port << "']\n";
-    Background prom("prometheus --config.file=" + dir.file("prometheus.yml") + " --storage.tsdb.path=" + dir.file("data") +
+                                                 "      - targets: ['127.0.0.1:"
+                                              << port << "']\n";
+    Background prom("prometheus --config.file=" + dir.file("prometheus.yml") +
+                    " --storage.tsdb.path=" + dir.file("data") +
                     " --web.listen-address=127.0.0.1:" + std::to_string(pport) + " >" + dir.file("prom.log") + " 2>&1");
     // Prometheus is up and has scraped kvio at least once before the I/O
     std::string raw;
@@ -124,17 +129,20 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
     }
     ASSERT_EQ(up, 1) << raw << slurp(dir.file("prom.log")).substr(0, 3000);
 
-    // 64 O_DIRECT writes of 128 KiB: 64 write commands of the device; the fsync: a flush (the loop device caches writes)
+    // 64 O_DIRECT writes of 128 KiB: 64 write commands of the device; the fsync: a flush (the loop device caches
+    // writes)
     auto io = run("xfs_io -d -c 'pwrite -q -b 128k 0 8m' -c fsync " + loop.path);
     ASSERT_EQ(io.status, 0) << io.err;
-    const std::string writes = "sum(kvio_device_commands_total{job=\"kvio\",device=\"" + loop.name + "\",op=\"write\"})";
+    const std::string writes =
+        "sum(kvio_device_commands_total{job=\"kvio\",device=\"" + loop.name + "\",op=\"write\"})";
     double seen = NAN;
     for (int i = 0; i < 100 && seen != 64; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         seen = prom_query(pport, writes, &raw);
     }
     EXPECT_EQ(seen, 64) << raw;
-    EXPECT_EQ(prom_query(pport, "sum(kvio_device_bytes_total{device=\"" + loop.name + "\",op=\"write\"})"), double(8 * MiB));
+    EXPECT_EQ(prom_query(pport, "sum(kvio_device_bytes_total{device=\"" + loop.name + "\",op=\"write\"})"),
+              double(8 * MiB));
     EXPECT_EQ(prom_query(pport, "sum(kvio_d2c_seconds_count{device=\"" + loop.name + "\",op=\"write\"})"), 64);
     EXPECT_EQ(prom_query(pport, "sum(kvio_dropped_events_total)"), 0);
     EXPECT_GE(prom_query(pport, "sum(kvio_bpf_program_runs_total{program=~\"block_rq_issue.*\"})"), 64);
@@ -143,8 +151,10 @@ TEST(Prometheus, RealServerScrapesExactCommandCountsAndD2cQuantile) {
         flushes = prom_query(pport, "sum(kvio_device_commands_total{device=\"" + loop.name + "\",op=\"flush\"})");
         if (!(flushes >= 1)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    const double p50 = prom_query(pport, "histogram_quantile(0.5, sum by (le) (kvio_d2c_seconds_bucket{device=\"" + loop.name +
-                                             "\",op=\"write\"}))", &raw);
+    const double p50 = prom_query(
+        pport,
+        "histogram_quantile(0.5, sum by (le) (kvio_d2c_seconds_bucket{device=\"" + loop.name + "\",op=\"write\"}))",
+        &raw);
 
     trace.stop();  // SIGTERM: the usual JSON is written
     prom.stop();
@@ -168,7 +178,9 @@ TEST(Prometheus, TextfileIsWrittenAtomicallyAndPassesPromtool) {
                  " 0.3 -- xfs_io -d -c 'pwrite -q -b 64k 0 2m' " + loop.path);
     ASSERT_EQ(r.status, 0) << r.err;
     std::string text = slurp(dir.file("kvio.prom"));
-    EXPECT_NE(text.find("kvio_device_commands_total{device=\"" + loop.name + "\",op=\"write\"} 32\n"), std::string::npos) << text.substr(0, 2000);
+    EXPECT_NE(text.find("kvio_device_commands_total{device=\"" + loop.name + "\",op=\"write\"} 32\n"),
+              std::string::npos)
+        << text.substr(0, 2000);
     auto lint = run("promtool check metrics < " + dir.file("kvio.prom"));
     EXPECT_EQ(lint.status, 0) << lint.out << lint.err;
     for (const auto& e : fs::directory_iterator(dir.path))  // no temporary left behind
@@ -180,13 +192,16 @@ TEST(TraceInterval, IntervalLinesAddUpAndCountStops) {
     TempDir dir;
     // COUNT 4 intervals of 0.5 s end the trace (and the command) after ~2 s; the writes land in one or two of them
     auto t0 = std::chrono::steady_clock::now();
-    auto r = run(kvio_bin() + " trace -d " + loop.name + " --json " + dir.file("t.json") + " 0.5 4 -- sh -c \"sleep 0.6; "
-                 "xfs_io -d -c 'pwrite -q -b 64k 0 2m' " + loop.path + "; sleep 30\"");
+    auto r = run(kvio_bin() + " trace -d " + loop.name + " --json " + dir.file("t.json") +
+                 " 0.5 4 -- sh -c \"sleep 0.6; "
+                 "xfs_io -d -c 'pwrite -q -b 64k 0 2m' " +
+                 loop.path + "; sleep 30\"");
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_LT(took, 15.0);
     std::regex header(R"(\d\d:\d\d:\d\d  interval ([0-9.]+) s)");
-    std::regex line("\\n" + loop.name + R"(\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+))");
+    std::regex line("\\n" + loop.name +
+                    R"(\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+))");
     // split the output at each interval header; in each, the device line's w/s x seconds is that interval's writes
     std::vector<std::string> parts;
     std::vector<double> secs;
@@ -196,7 +211,8 @@ TEST(TraceInterval, IntervalLinesAddUpAndCountStops) {
         secs.push_back(std::stod((*it)[1]));
     }
     for (size_t i = 0; i < at.size(); ++i)
-        parts.push_back(r.out.substr(at[i].second, (i + 1 < at.size() ? at[i + 1].first : r.out.size()) - at[i].second));
+        parts.push_back(
+            r.out.substr(at[i].second, (i + 1 < at.size() ? at[i + 1].first : r.out.size()) - at[i].second));
     ASSERT_EQ(secs.size(), 4u) << r.out;
     double writes = 0;
     int with_writes = 0;
@@ -207,7 +223,8 @@ TEST(TraceInterval, IntervalLinesAddUpAndCountStops) {
         writes += w;
         if (w > 0) {
             ++with_writes;
-            EXPECT_NE(parts[i].find(loop.name + " d2c_write"), std::string::npos) << parts[i];  // that interval's histogram
+            EXPECT_NE(parts[i].find(loop.name + " d2c_write"), std::string::npos)
+                << parts[i];  // that interval's histogram
             EXPECT_NE(parts[i].find(" p99.9 "), std::string::npos) << parts[i];
         }
     }
@@ -238,7 +255,8 @@ TEST(TraceInterval, PerProcessAndPerCgroupGroupBySubmitter) {
     auto s = json::parse(slurp(dir.file("p.json")));
     ASSERT_EQ(s["groups"]["by"], "process") << s.dump();
     std::map<std::string, json> by;
-    for (const auto& e : s["groups"]["entries"]) by[e["comm"].get<std::string>() + "/" + e["op"].get<std::string>()] = e;
+    for (const auto& e : s["groups"]["entries"])
+        by[e["comm"].get<std::string>() + "/" + e["op"].get<std::string>()] = e;
     ASSERT_TRUE(by.count("xfs_io/write")) << s["groups"].dump();
     EXPECT_EQ(by["xfs_io/write"]["cmds"], 32);
     EXPECT_EQ(by["xfs_io/write"]["bytes"], 2 * MiB);

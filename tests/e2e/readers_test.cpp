@@ -69,7 +69,8 @@ TEST(ReadersE2E, TornLastLineIsDroppedWithAWarning) {
     EXPECT_EQ(v.status, 0) << v.err;
     EXPECT_NE(v.err.find(warning), std::string::npos) << v.err;
     const size_t cmds = size_t(std::count(text.begin(), text.end(), '\n')) - 1;  // all lines but the summary
-    EXPECT_EQ(json::parse(slurp(s.tmp.file("cut.json")))["join"]["records"]["cmds"], cmds - 1);  // only the torn one lost
+    EXPECT_EQ(json::parse(slurp(s.tmp.file("cut.json")))["join"]["records"]["cmds"],
+              cmds - 1);  // only the torn one lost
     CmdResult d = run(kvio_bin() + " distill --events " + cut + " --filename /dev/null");
     EXPECT_EQ(d.status, 0) << d.err;
     EXPECT_NE(d.err.find(warning), std::string::npos) << d.err;
@@ -103,10 +104,11 @@ TEST(ReadersE2E, SameBadLineSameErrorFromEveryCommand) {
         const std::string ev = s.tmp.file("bad.jsonl");
         std::ofstream(ev) << text.substr(0, third) << line << "\n" << text.substr(third);
         const std::string want = "kvio: " + ev + ":4: " + msg + "\n";
-        for (const std::string& cmd : {s.validate(ev, "--join offset"), s.validate(ev),
-                                       kvio_bin() + " distill --events " + ev + " --filename /dev/null",
-                                       kvio_bin() + " replay -q --events " + ev + " --target " + target,
-                                       kvio_bin() + " compare " + ev + " " + s.ev, kvio_bin() + " compare " + s.ev + " " + ev}) {
+        for (const std::string& cmd :
+             {s.validate(ev, "--join offset"), s.validate(ev),
+              kvio_bin() + " distill --events " + ev + " --filename /dev/null",
+              kvio_bin() + " replay -q --events " + ev + " --target " + target,
+              kvio_bin() + " compare " + ev + " " + s.ev, kvio_bin() + " compare " + s.ev + " " + ev}) {
             CmdResult r = run(cmd);
             EXPECT_EQ(r.status, 1) << cmd;
             EXPECT_EQ(r.err, want) << cmd;
@@ -139,9 +141,13 @@ TEST(ReadersE2E, ValidateSaysWhyNothingJoined) {
     Synth s;
     CmdResult r = run(s.validate(s.ev, "--join user_data"));
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.out.find("warning: no command joined any op: --join user_data, but no command carries user_data"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("warning: no command joined any op: --join user_data, but no command carries user_data"),
+              std::string::npos)
+        << r.out;
     r = run(s.validate(s.ev, "--join key"));
-    EXPECT_NE(r.out.find("warning: no command joined any op: --join key, but no command carries a key"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("warning: no command joined any op: --join key, but no command carries a key"),
+              std::string::npos)
+        << r.out;
     // Commands of another run: 1 h later on the same clock.
     const std::string later = s.tmp.file("later.jsonl");
     rewrite(s.ev, later, [](json& j) {
@@ -150,13 +156,19 @@ TEST(ReadersE2E, ValidateSaysWhyNothingJoined) {
         j["ts_complete"] = j["ts_complete"].get<uint64_t>() + 3600'000'000'000ull;
     });
     r = run(s.validate(later, "--json " + s.tmp.file("v.json")));
-    EXPECT_NE(r.out.find("warning: no command joined any op: no command falls inside any op's time window"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("warning: no command joined any op: no command falls inside any op's time window"),
+              std::string::npos)
+        << r.out;
     EXPECT_EQ(json::parse(slurp(s.tmp.file("v.json")))["join"]["warnings"].size(), 1u);
     // Commands of another device.
     const std::string other = s.tmp.file("other.jsonl");
-    rewrite(s.ev, other, [](json& j) { if (j["type"] == "cmd") j["dev"] = "8:16"; });
+    rewrite(s.ev, other, [](json& j) {
+        if (j["type"] == "cmd") j["dev"] = "8:16";
+    });
     r = run(s.validate(other));
-    EXPECT_NE(r.out.find("warning: no command joined any op: the commands are on device 8:16, the ops on 7:0"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("warning: no command joined any op: the commands are on device 8:16, the ops on 7:0"),
+              std::string::npos)
+        << r.out;
     // A good run has no such warning.
     r = run(s.validate(s.ev));
     EXPECT_EQ(r.out.find("no command joined"), std::string::npos) << r.out;
@@ -166,18 +178,24 @@ TEST(ReadersE2E, ValidateSaysWhyNothingJoined) {
 // exit 0 and the warning on stdout only: now stderr says so, the JSON carries it, and the exit status is 1.
 TEST(ReadersE2E, ValidateRefusesCommandsThatHoldNothingForTheOps) {
     Synth s;
-    const std::string empty = s.tmp.file("empty.jsonl"), summary_only = s.tmp.file("summary.jsonl"), other = s.tmp.file("other.jsonl");
+    const std::string empty = s.tmp.file("empty.jsonl"), summary_only = s.tmp.file("summary.jsonl"),
+                      other = s.tmp.file("other.jsonl");
     std::ofstream(empty).close();
     {
         std::ofstream o(summary_only);  // a trace that saw nothing: its summary alone
         for (const json& j : read_jsonl(s.ev))
             if (j["type"] == "summary") o << j.dump() << "\n";
     }
-    rewrite(s.ev, other, [](json& j) { if (j["type"] == "cmd") j["dev"] = "8:16"; });
+    rewrite(s.ev, other, [](json& j) {
+        if (j["type"] == "cmd") j["dev"] = "8:16";
+    });
     for (const auto& [file, needle] : std::vector<std::pair<std::string, std::string>>{
-             {empty, "kvio: validate: nothing measured: the commands file holds no read or write command: the 12 ops were scored against nothing"},
+             {empty,
+              "kvio: validate: nothing measured: the commands file holds no read or write command: the 12 ops were "
+              "scored against nothing"},
              {summary_only, "kvio: validate: nothing measured: the commands file holds no read or write command"},
-             {other, "kvio: validate: nothing measured: the commands file holds no command on the ops' device 7:0 (its "}}) {
+             {other,
+              "kvio: validate: nothing measured: the commands file holds no command on the ops' device 7:0 (its "}}) {
         const std::string js = s.tmp.file("v.json");
         CmdResult r = run(s.validate(file, "--json " + js));
         EXPECT_EQ(r.status, 1) << file << "\n" << r.err;
@@ -186,7 +204,8 @@ TEST(ReadersE2E, ValidateRefusesCommandsThatHoldNothingForTheOps) {
         EXPECT_NE(r.out.find("exact-match 0/12"), std::string::npos) << "the report is still printed\n" << r.out;
         json j = json::parse(slurp(js));
         ASSERT_TRUE(j["nothing_measured"].is_string()) << j.dump();
-        EXPECT_NE(needle.find(j["nothing_measured"].get<std::string>().substr(0, 40)), std::string::npos) << j["nothing_measured"];
+        EXPECT_NE(needle.find(j["nothing_measured"].get<std::string>().substr(0, 40)), std::string::npos)
+            << j["nothing_measured"];
     }
     // A good run: exit 0, no such key, nothing on stderr.
     CmdResult r = run(s.validate(s.ev, "--json " + s.tmp.file("ok.json")));
@@ -238,8 +257,10 @@ TEST(ReadersE2E, SemanticImpossibleValuesNameFileLineField) {
         {1, "lba_bytes", 3, "field 'lba_bytes': 3 is not a power of two from 512 to 65536"},
         {1, "engine", "spdk", "field 'engine': expected posix, io_uring, uring_cmd or cufile, got \"spdk\""},
         {1, "max_sectors_kb", 0, "field 'max_sectors_kb': 0: a device splits at 1 KiB or more"},
-        {2, "payload_bytes", UINT64_MAX, "field 'payload_bytes': 18446744073709551615 is beyond any device (its padded size overflows 64 bits)"},
-        {2, "payload_bytes", 40000000000ull, "field 'payload_bytes': 40000000000 is more than its extents hold (33558528 bytes)"},
+        {2, "payload_bytes", UINT64_MAX,
+         "field 'payload_bytes': 18446744073709551615 is beyond any device (its padded size overflows 64 bits)"},
+        {2, "payload_bytes", 40000000000ull,
+         "field 'payload_bytes': 40000000000 is more than its extents hold (33558528 bytes)"},
         {2, "bytes", -1, "field 'bytes': expected a non-negative integer, got -1"},
         {2, "bytes", "abc", "field 'bytes': expected a non-negative integer, got \"abc\""},
     };
@@ -289,9 +310,10 @@ TEST(ReadersE2E, CaptureWithAnUnknownSrcSameErrorFromEveryCommand) {
     LoopDevice loop(64ull << 20);
     const std::string cap = tmp.file("c.kvb"), bad = tmp.file("bad.kvb");
     const std::string ready = tmp.file("ready");
-    CmdResult t = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap + " --events-format bin --duration 1.5 --ready-file " +
-                      ready + " & t=$!; i=0; until [ -e " + ready + " ] || [ $i -ge 300 ]; do sleep 0.05; i=$((i+1)); done; " +
-                      "dd if=" + loop.path + " of=/dev/null bs=4k count=4 iflag=direct status=none; wait $t");
+    CmdResult t = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + cap +
+                      " --events-format bin --duration 1.5 --ready-file " + ready + " & t=$!; i=0; until [ -e " +
+                      ready + " ] || [ $i -ge 300 ]; do sleep 0.05; i=$((i+1)); done; " + "dd if=" + loop.path +
+                      " of=/dev/null bs=4k count=4 iflag=direct status=none; wait $t");
     ASSERT_EQ(t.status, 0) << t.err;
     std::string bytes = slurp(cap);
     // header 64 bytes, then the device record (8 + 56), then the first cmd record: its payload's byte 1 is src.
@@ -300,13 +322,18 @@ TEST(ReadersE2E, CaptureWithAnUnknownSrcSameErrorFromEveryCommand) {
     ASSERT_EQ(bytes[128], 2) << "record 2 is not a cmd record";
     bytes[128 + 8 + 1] = 7;
     std::ofstream(bad, std::ios::binary) << bytes;
-    const std::string want = "kvio: " + bad + ": record 2 at byte 128: field 'src': 7 is neither block (0) nor nvme (1)\n";
+    const std::string want =
+        "kvio: " + bad + ": record 2 at byte 128: field 'src': 7 is neither block (0) nor nvme (1)\n";
     const std::string sem = tmp.file("s.jsonl");
-    std::ofstream(sem) << json{{"type", "meta"}, {"schema", "kvio.semantic/1"}, {"engine", "posix"}, {"dev", loop.majmin},
-                               {"lba_bytes", 512}, {"max_sectors_kb", 128}}.dump() << "\n";
-    for (const std::string& cmd : {kvio_bin() + " validate --commands " + bad + " --semantic " + sem,
-                                   kvio_bin() + " distill --events " + bad + " --filename /dev/null",
-                                   kvio_bin() + " compare " + bad + " " + cap, kvio_bin() + " dump " + bad + " -o " + tmp.file("d.jsonl")}) {
+    std::ofstream(sem) << json{{"type", "meta"},    {"schema", "kvio.semantic/1"},
+                               {"engine", "posix"}, {"dev", loop.majmin},
+                               {"lba_bytes", 512},  {"max_sectors_kb", 128}}
+                              .dump()
+                       << "\n";
+    for (const std::string& cmd :
+         {kvio_bin() + " validate --commands " + bad + " --semantic " + sem,
+          kvio_bin() + " distill --events " + bad + " --filename /dev/null", kvio_bin() + " compare " + bad + " " + cap,
+          kvio_bin() + " dump " + bad + " -o " + tmp.file("d.jsonl")}) {
         CmdResult r = run(cmd);
         EXPECT_EQ(r.status, 1) << cmd;
         EXPECT_EQ(r.err, want) << cmd;

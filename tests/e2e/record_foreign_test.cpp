@@ -24,7 +24,8 @@ TEST(ReplayKvioRecordJson, ReplaysEveryPartAndValidatesExactly) {
     const char* order[] = {"store", "store", "store", "load", "load", "load"};
     for (size_t i = 0; i < 6; ++i) EXPECT_EQ(sem[i + 1]["op"], order[i]) << i;
     EXPECT_EQ(sem[2]["key"], "llama3.1-8b/obj0/v");
-    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") + " --json " + d.file("v.json"));
+    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") +
+                 " --json " + d.file("v.json"));
     ASSERT_EQ(v.status, 0) << v.err << v.out;
     json j = json::parse(slurp(d.file("v.json")));
     EXPECT_EQ(j["objects"], 6);

@@ -31,8 +31,8 @@ json replay_and_validate(const LoopDevice& loop, const TempDir& d, const std::st
                  " replay -q --record " + rec + " --target " + loop.path + " --semantic " + d.file("sem.jsonl"));
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     if (out) *out = r.out;
-    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") + " --json " +
-                 d.file("v.json"));
+    auto v = run(kvio_bin() + " validate --commands " + d.file("ev.jsonl") + " --semantic " + d.file("sem.jsonl") +
+                 " --json " + d.file("v.json"));
     EXPECT_EQ(v.status, 0) << v.err << v.out;
     return json::parse(slurp(d.file("v.json")));
 }
@@ -55,7 +55,8 @@ TEST(ReplayRecord, ReplayOnAnotherDeviceValidatesExactly) {
     // The replay's semantic file names device B, not A.
     auto sem = read_jsonl(d.file("sem.jsonl"));
     EXPECT_EQ(sem[0]["dev"], b.majmin);
-    EXPECT_EQ(sem[0]["max_sectors_kb"].get<uint64_t>(), std::stoull(slurp("/sys/block/" + b.name + "/queue/max_sectors_kb")));
+    EXPECT_EQ(sem[0]["max_sectors_kb"].get<uint64_t>(),
+              std::stoull(slurp("/sys/block/" + b.name + "/queue/max_sectors_kb")));
 }
 
 TEST(ReplayRecord, LowerMaxSectorsReSplitsAndValidates) {
@@ -92,12 +93,15 @@ TEST(ReplayRecord, Refusals) {
     EXPECT_NE(r.err.find("field 'schema_version': unsupported version 2"), std::string::npos) << r.err;
     EXPECT_EQ(md5(b.path), before);
     // Data where a slot would be written (past the first MiB, so only replay's own check sees it).
-    auto w = run("printf 'not kvio' | dd of=" + b.path + " bs=1 seek=" + std::to_string(5 * kMiB) + " conv=notrunc status=none");
+    auto w = run("printf 'not kvio' | dd of=" + b.path + " bs=1 seek=" + std::to_string(5 * kMiB) +
+                 " conv=notrunc status=none");
     ASSERT_EQ(w.status, 0) << w.err;
     const std::string dirty = md5(b.path);
     r = run(kvio_bin() + " replay -q --record " + d.file("rec.json") + " --target " + b.path);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("holds data at byte " + std::to_string(5 * kMiB) + " where the replay would write"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("holds data at byte " + std::to_string(5 * kMiB) + " where the replay would write"),
+              std::string::npos)
+        << r.err;
     EXPECT_EQ(md5(b.path), dirty);
     // --force overrides it.
     r = run(kvio_bin() + " replay -q --force --record " + d.file("rec.json") + " --target " + b.path);
@@ -136,10 +140,12 @@ protected:
     static void SetUpTestSuite() {
         src_ = new LoopDevice(64 * kMiB);
         dir_ = new TempDir();
-        std::string fio = "fio --name=cap --filename=" + src_->path +
-                          " --direct=1 --ioengine=psync --rw=randrw --rwmixread=30 --bs=64k --size=32m --number_ios=200 "
-                          "--io_size=200m --thinktime=5000 --randrepeat=1 --norandommap --output=/dev/null";
-        auto r = run(kvio_bin() + " trace -q -d " + src_->name + " -c fio --events " + dir_->file("cap.jsonl") + " -- " + fio);
+        std::string fio =
+            "fio --name=cap --filename=" + src_->path +
+            " --direct=1 --ioengine=psync --rw=randrw --rwmixread=30 --bs=64k --size=32m --number_ios=200 "
+            "--io_size=200m --thinktime=5000 --randrepeat=1 --norandommap --output=/dev/null";
+        auto r = run(kvio_bin() + " trace -q -d " + src_->name + " -c fio --events " + dir_->file("cap.jsonl") +
+                     " -- " + fio);
         ASSERT_EQ(r.status, 0) << r.err << r.out;
     }
     static void TearDownTestSuite() {
@@ -153,12 +159,13 @@ protected:
 TEST_F(ReplayEvents, ReproducesCountBytesOrderAndDuration) {
     LoopDevice b(64 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " trace -q -d " + b.name + " -c kvio --events " + d.file("rep.jsonl") + " -- " + kvio_bin() +
-                 " replay --events " + dir_->file("cap.jsonl") + " --target " + b.path + " --timing asis");
+    auto r = run(kvio_bin() + " trace -q -d " + b.name + " -c kvio --events " + d.file("rep.jsonl") + " -- " +
+                 kvio_bin() + " replay --events " + dir_->file("cap.jsonl") + " --target " + b.path + " --timing asis");
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("offsets: unchanged"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("replayed 200 commands"), std::string::npos) << r.out;
-    auto c = run(kvio_bin() + " compare " + dir_->file("cap.jsonl") + " " + d.file("rep.jsonl") + " --json " + d.file("c.json"));
+    auto c = run(kvio_bin() + " compare " + dir_->file("cap.jsonl") + " " + d.file("rep.jsonl") + " --json " +
+                 d.file("c.json"));
     ASSERT_EQ(c.status, 0) << c.err << c.out;
     json j = json::parse(slurp(d.file("c.json")));
     EXPECT_EQ(j["a"]["cmds"], 200) << c.out;
@@ -182,7 +189,8 @@ TEST_F(ReplayEvents, ReproducesCountBytesOrderAndDuration) {
 
 TEST_F(ReplayEvents, SmallerTargetWrapsAndAfapIsFast) {
     LoopDevice small(8 * kMiB);
-    auto r = run(kvio_bin() + " replay --events " + dir_->file("cap.jsonl") + " --target " + small.path + " --timing afap");
+    auto r =
+        run(kvio_bin() + " replay --events " + dir_->file("cap.jsonl") + " --target " + small.path + " --timing afap");
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("replayed 200 commands"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("commands wrapped modulo the target size"), std::string::npos) << r.out;
@@ -220,9 +228,13 @@ TEST(ReplayEventsStop, SigintMidRunPrintsTheSummaryAndExits130) {
         std::ofstream f(d.file("cap.jsonl"));
         for (int i = 0; i < kCmds; ++i) {
             const uint64_t t = 1'000'000'000ull + uint64_t(i) * 50'000'000ull;
-            f << json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:200"}, {"disk", "loop200"}, {"op", "read"}, {"rwbs", "R"},
-                      {"sector", i * 8}, {"bytes", 4096}, {"ts_issue", t}, {"ts_complete", t + 100'000}, {"d2c_ns", 100'000},
-                      {"pid", 42}, {"tid", 42}, {"comm", "app"}}
+            f << json{{"type", "cmd"},     {"src", "block"},
+                      {"dev", "7:200"},    {"disk", "loop200"},
+                      {"op", "read"},      {"rwbs", "R"},
+                      {"sector", i * 8},   {"bytes", 4096},
+                      {"ts_issue", t},     {"ts_complete", t + 100'000},
+                      {"d2c_ns", 100'000}, {"pid", 42},
+                      {"tid", 42},         {"comm", "app"}}
                      .dump()
               << "\n";
         }
@@ -230,8 +242,9 @@ TEST(ReplayEventsStop, SigintMidRunPrintsTheSummaryAndExits130) {
     // The target file is grown to fit right before the first command: the replay has begun once it is not empty.
     const std::string target = d.file("target.bin");
     ASSERT_EQ(run("touch " + target).status, 0);
-    auto r = run(kvio_bin() + " replay --events " + d.file("cap.jsonl") + " --target " + target + " --timing asis & p=$!; " +
-                 "for i in $(seq 600); do [ -s " + target + " ] && break; sleep 0.05; done; sleep 0.5; kill -INT $p; wait $p");
+    auto r = run(kvio_bin() + " replay --events " + d.file("cap.jsonl") + " --target " + target +
+                 " --timing asis & p=$!; " + "for i in $(seq 600); do [ -s " + target +
+                 " ] && break; sleep 0.05; done; sleep 0.5; kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 128 + 2) << r.err << r.out;
     std::smatch m;
     const std::regex stopped("stopped by signal 2: ([0-9]+) of " + std::to_string(kCmds) + " commands replayed");
@@ -246,7 +259,8 @@ TEST(ReplayEventsStop, SigintMidRunPrintsTheSummaryAndExits130) {
     // The span is compared with the captured span of the commands replayed (50 ms apart), not the whole capture's
     // (before: a replay stopped half-way read "-50 %").
     char span[160];
-    std::snprintf(span, sizeof span, "captured issue span of the %d commands replayed %.3f ms (whole capture %.3f ms), replay ",
-                  done, (done - 1) * 50.0, (kCmds - 1) * 50.0);
+    std::snprintf(span, sizeof span,
+                  "captured issue span of the %d commands replayed %.3f ms (whole capture %.3f ms), replay ", done,
+                  (done - 1) * 50.0, (kCmds - 1) * 50.0);
     EXPECT_NE(r.out.find(span), std::string::npos) << r.out;
 }

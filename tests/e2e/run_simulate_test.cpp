@@ -41,13 +41,13 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
     const std::string out = t.file("out");
     const auto r = run(kvio_bin() + " run --workload simulate --duration 10 --num-users 4 --out " + out);
     ASSERT_EQ(r.status, 0) << r.err << r.out;
-    for (const char* s : {"kvio run: simulate 4 users for 10 s on ext4", "kvio run: validate", "kvio run: distill", "kvio run: verify",
-                          "kvio run: timeline", "kvio run: report"})
+    for (const char* s : {"kvio run: simulate 4 users for 10 s on ext4", "kvio run: validate", "kvio run: distill",
+                          "kvio run: verify", "kvio run: timeline", "kvio run: report"})
         EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
 
-    for (const char* f : {"run.json", "simulate.json", "simulate.log", "events.jsonl", "semantic.jsonl", "trace.json", "validate.json",
-                          "validate.txt", "job.fio", "job.iolog", "verify.json", "replay.events.jsonl", "timeline.json", "report.html",
-                          "fio_workload.ini"})
+    for (const char* f : {"run.json", "simulate.json", "simulate.log", "events.jsonl", "semantic.jsonl", "trace.json",
+                          "validate.json", "validate.txt", "job.fio", "job.iolog", "verify.json", "replay.events.jsonl",
+                          "timeline.json", "report.html", "fio_workload.ini"})
         EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
     const json run_doc = json::parse(slurp(out + "/run.json"));
     EXPECT_EQ(run_doc["options"]["workload"], "simulate");
@@ -56,8 +56,10 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
     EXPECT_EQ(sim["kvio"]["model"]["name"], "tiny-1b");
     EXPECT_EQ(sim["kvio"]["users"].size(), 4u);
     EXPECT_EQ(sim["kvio"]["stop"]["reason"], "duration");
-    EXPECT_NE(sim["kvio"]["storage_tier"].get<std::string>().find("on ext4 (" + run_doc["target"]["disk"].get<std::string>() + ")"),
-              std::string::npos) << sim["kvio"]["storage_tier"];
+    EXPECT_NE(sim["kvio"]["storage_tier"].get<std::string>().find("on ext4 (" +
+                                                                  run_doc["target"]["disk"].get<std::string>() + ")"),
+              std::string::npos)
+        << sim["kvio"]["storage_tier"];
     const uint64_t done = sim["requests_completed"];
     EXPECT_GE(done, 1u);
     EXPECT_NE(r.out.find("simulate: " + std::to_string(done) + " requests"), std::string::npos) << r.out;
@@ -67,7 +69,8 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
     const uint64_t objects = val["objects"];
     EXPECT_GE(objects, 4u);
     EXPECT_GE(double(val["exact_match"].get<uint64_t>()), 0.99 * double(objects)) << val.dump(1);
-    EXPECT_EQ(val["per_op"]["store"]["objects"].get<uint64_t>() + val["per_op"]["load"]["objects"].get<uint64_t>(), objects);
+    EXPECT_EQ(val["per_op"]["store"]["objects"].get<uint64_t>() + val["per_op"]["load"]["objects"].get<uint64_t>(),
+              objects);
     EXPECT_EQ(sim["kvio"]["validation"]["exact_match"], val["exact_match"]);  // simulate's own validation agrees
     const json ver = json::parse(slurp(out + "/verify.json"));
     EXPECT_GT(ver["replay_cmds"].get<uint64_t>(), 0u);
@@ -79,7 +82,8 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
     // 3.2-3.7 in 2 on /var/tmp, where numjobs clones of a randrw stretch each draw their direction: 365 reads of 459
     // where 353 were planned). docs/distill.md "The serving workload".
     const json& tr = ver["time_resolved"];
-    EXPECT_LE(tr["worst"]["read_err_points"].get<double>(), 5.0) << tr["worst"].dump() << "\n" << slurp(out + "/job.fio");
+    EXPECT_LE(tr["worst"]["read_err_points"].get<double>(), 5.0) << tr["worst"].dump() << "\n"
+                                                                 << slurp(out + "/job.fio");
     if (tr["phases"]["in_order"].get<bool>())
         for (const auto& e : tr["phases"]["volume_err_pct"]) EXPECT_LE(e.get<double>(), 5.0) << tr["phases"].dump(1);
     // report.html shows trace and replay side by side per window: read share, depth and mean size.
@@ -104,20 +108,24 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
     EXPECT_EQ(c.by_cat.at("op"), objects);
     EXPECT_EQ(c.flows, val["join"]["joined"]["cmds"].get<uint64_t>());
     EXPECT_GT(c.flows, 0u);
-    EXPECT_GT(c.by_cat.count("syscall") ? c.by_cat.at("syscall") : 0, 0u) << "--trace-syscalls: the storage tier's syscalls";
+    EXPECT_GT(c.by_cat.count("syscall") ? c.by_cat.at("syscall") : 0, 0u)
+        << "--trace-syscalls: the storage tier's syscalls";
 
     // report.html's simulation section holds simulate.json's numbers.
     const std::string html = slurp(out + "/report.html");
     ASSERT_NE(html.find("<section id=\"simulation\">"), std::string::npos);
     const std::string req = table(html, "sim-requests");
     EXPECT_NE(req.find("<td>" + std::to_string(done) + "</td>"), std::string::npos) << req;
-    EXPECT_NE(req.find("<td>" + fmt("%.3f", sim["summary"]["requests_per_second"].get<double>()) + "</td>"), std::string::npos) << req;
+    EXPECT_NE(req.find("<td>" + fmt("%.3f", sim["summary"]["requests_per_second"].get<double>()) + "</td>"),
+              std::string::npos)
+        << req;
     const std::string qos = table(html, "sim-qos");
     for (const auto& [cls, q] : sim["summary"]["qos_metrics"].items()) {
         const std::string tr = row(qos, cls);
         EXPECT_NE(tr, "") << cls << "\n" << qos;
         if (!q.value("no_data", false)) {
-            EXPECT_NE(tr.find("<td>" + fmt("%.1f", q["latency_ms"]["p95"].get<double>()) + "</td>"), std::string::npos) << tr;
+            EXPECT_NE(tr.find("<td>" + fmt("%.1f", q["latency_ms"]["p95"].get<double>()) + "</td>"), std::string::npos)
+                << tr;
         }
     }
     const std::string tiers = table(html, "sim-tiers");
@@ -126,15 +134,23 @@ TEST(RunSimulate, ServingWorkloadEndToEnd) {
         EXPECT_NE(tr, "") << tier["tier"] << "\n" << tiers;
         EXPECT_NE(tr.find("<td>" + std::to_string(tier["entries"].get<uint64_t>()) + "</td>"), std::string::npos) << tr;
     }
-    EXPECT_NE(row(tiers, "storage").find(fmt("%.3f GiB", double(sim["kvio"]["cache"]["tiers"][1]["bytes_read"].get<uint64_t>()) / (1ull << 30))),
-              std::string::npos) << tiers;
+    EXPECT_NE(row(tiers, "storage")
+                  .find(fmt("%.3f GiB",
+                            double(sim["kvio"]["cache"]["tiers"][1]["bytes_read"].get<uint64_t>()) / (1ull << 30))),
+              std::string::npos)
+        << tiers;
     const std::string hits = table(html, "sim-hits");
-    EXPECT_NE(row(hits, "cache (every lookup)").find(fmt("%.1f %%", 100 * sim["summary"]["cache_stats"]["cache_hit_rate"].get<double>())),
-              std::string::npos) << hits;
+    EXPECT_NE(row(hits, "cache (every lookup)")
+                  .find(fmt("%.1f %%", 100 * sim["summary"]["cache_stats"]["cache_hit_rate"].get<double>())),
+              std::string::npos)
+        << hits;
     const std::string layers = table(html, "sim-layers");
-    EXPECT_NE(row(layers, "end to end (per request)").find("<td>" + fmt("%.3f", sim["summary"]["end_to_end_latency_ms"]["p50"].get<double>()) + "</td>"),
-              std::string::npos) << layers;
-    for (const char* l : {"storage read op, device", "storage write op, device", "D2C per read command (traced)", "D2C per write command (traced)"}) {
+    EXPECT_NE(row(layers, "end to end (per request)")
+                  .find("<td>" + fmt("%.3f", sim["summary"]["end_to_end_latency_ms"]["p50"].get<double>()) + "</td>"),
+              std::string::npos)
+        << layers;
+    for (const char* l : {"storage read op, device", "storage write op, device", "D2C per read command (traced)",
+                          "D2C per write command (traced)"}) {
         const std::string tr = row(layers, l);
         EXPECT_NE(tr, "") << l;
         EXPECT_EQ(tr.find("n/a"), std::string::npos) << tr;
@@ -165,8 +181,10 @@ TEST(RunSimulate, BadSimArgFailsBeforeAnyDevice) {
         std::string needle;
     } cases[] = {
         {{"--sim-arg=--bogus"}, "kvio: --workload simulate: kvio simulate: error: unrecognized arguments: --bogus"},
-        {{"--sim-arg=--num-users", "--sim-arg=x"}, "kvio simulate: error: argument --num-users: invalid int value: 'x'"},
-        {{"--sim-arg=--storage-qd", "--sim-arg=0"}, "invalid arguments:\n  --storage-qd must be between 1 and 4096 (got 0)"},
+        {{"--sim-arg=--num-users", "--sim-arg=x"},
+         "kvio simulate: error: argument --num-users: invalid int value: 'x'"},
+        {{"--sim-arg=--storage-qd", "--sim-arg=0"},
+         "invalid arguments:\n  --storage-qd must be between 1 and 4096 (got 0)"},
     };
     for (const auto& c : cases) {
         const std::string out = d.file("out");

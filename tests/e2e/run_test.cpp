@@ -47,7 +47,8 @@ std::vector<std::string> loops_under(const std::string& dir) {
 std::vector<std::string> images_under(const std::string& dir) {
     std::vector<std::string> out;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec))
         if (it->path().extension() == ".img") out.push_back(it->path().string());
     return out;
 }
@@ -59,7 +60,8 @@ std::vector<std::string> procs_mentioning(const std::string& s) {
         std::string pid = e.path().filename().string();
         if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(getpid())) continue;
         std::string cmd = slurp(e.path().string() + "/cmdline");
-        for (auto& c : cmd) if (c == '\0') c = ' ';
+        for (auto& c : cmd)
+            if (c == '\0') c = ' ';
         if (cmd.find(s) != std::string::npos) out.push_back(pid + ": " + cmd);
     }
     return out;
@@ -87,7 +89,8 @@ protected:
 TEST_F(RunOutputs, EveryFileExistsAndParses) {
     ASSERT_EQ(res.status, 0) << res.err;
     // Stage progress on stderr, summary on stdout.
-    for (const char* s : {"kvio run: gen 4 chunks", "kvio run: validate", "kvio run: distill", "kvio run: verify", "kvio run: report"})
+    for (const char* s :
+         {"kvio run: gen 4 chunks", "kvio run: validate", "kvio run: distill", "kvio run: verify", "kvio run: report"})
         EXPECT_NE(res.err.find(s), std::string::npos) << s << "\n" << res.err;
     EXPECT_NE(res.out.find("report: " + out + "/report.html"), std::string::npos) << res.out;
 
@@ -138,7 +141,7 @@ TEST_F(RunOutputs, EveryFileExistsAndParses) {
     std::string html = slurp(out + "/report.html");
     EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
     EXPECT_EQ(html.find("<script"), std::string::npos);
-    EXPECT_EQ(html.find("http://") , html.find("http://www.w3.org/2000/svg"));  // no link out but the SVG namespace
+    EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no link out but the SVG namespace
 }
 
 TEST_F(RunOutputs, ScoresAreExact) {
@@ -229,35 +232,43 @@ TEST_F(RunOutputs, CleansUpLoopDevicesAndImages) {
 
 TEST_F(RunOutputs, ReportRendersInHeadlessChromium) {
     ASSERT_EQ(res.status, 0) << res.err;
-    if (run("command -v chromium").status != 0) GTEST_FAIL() << "chromium is not installed (scripts/deps.sh installs it)";
+    if (run("command -v chromium").status != 0)
+        GTEST_FAIL() << "chromium is not installed (scripts/deps.sh installs it)";
     std::string res_dir = results_dir();
     std::string html = res_dir + "/run_report.html", png = res_dir + "/run_report.png";
     fs::copy_file(out + "/report.html", html, fs::copy_options::overwrite_existing);
     fs::remove(png);
     TempDir profile;
-    std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update"
-                        " --disable-sync --no-first-run --user-data-dir=" + profile.path + " ";
+    std::string flags =
+        " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update"
+        " --disable-sync --no-first-run --user-data-dir=" +
+        profile.path + " ";
     auto shot = run("timeout 120 chromium" + flags + "--screenshot=" + png + " --window-size=1280,4000 file://" + html);
     ASSERT_TRUE(fs::exists(png)) << shot.err;
     // A PNG 1280 × 4000 (IHDR width/height, big-endian at bytes 16..23) with real content (charts compress poorly).
     std::string p = slurp(png);
     ASSERT_GT(p.size(), 24u);
     EXPECT_EQ(p.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-    auto be32 = [&](size_t o) { return (uint32_t(uint8_t(p[o])) << 24) | (uint32_t(uint8_t(p[o + 1])) << 16) | (uint32_t(uint8_t(p[o + 2])) << 8) | uint8_t(p[o + 3]); };
+    auto be32 = [&](size_t o) {
+        return (uint32_t(uint8_t(p[o])) << 24) | (uint32_t(uint8_t(p[o + 1])) << 16) |
+               (uint32_t(uint8_t(p[o + 2])) << 8) | uint8_t(p[o + 3]);
+    };
     EXPECT_EQ(be32(16), 1280u);
     EXPECT_EQ(be32(20), 4000u);
     EXPECT_GT(p.size(), 100000u) << "screenshot too small to hold the charts";
 
     auto dom = run("timeout 120 chromium" + flags + "--dump-dom file://" + html);
     ASSERT_EQ(dom.status, 0) << dom.err;
-    for (const char* id : {"summary", "scores", "latency", "sizes", "qd", "lba", "timeline", "job", "files", "validate-scores", "fidelity-scores", "fidelity-time", "phases"})
+    for (const char* id : {"summary", "scores", "latency", "sizes", "qd", "lba", "timeline", "job", "files",
+                           "validate-scores", "fidelity-scores", "fidelity-time", "phases"})
         EXPECT_NE(dom.out.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
     std::regex svg_re("<svg[^>]*class=\"chart\"");
     size_t svgs = std::distance(std::sregex_iterator(dom.out.begin(), dom.out.end(), svg_re), std::sregex_iterator());
     EXPECT_EQ(svgs, 9u + 2u + 2u + 1u + 3u);  // latency, sizes, qd, heatmap, timelines
-    for (const char* t : {"D2C, writes", "D2C, reads", "Q2D, writes", "VFS write", "fsync", "gap: write → fsync", "write command sizes",
-                          "queue depth, reads", "LBA heatmap", "whole run", "zoom: first store", "latency (log2 bucket, lower bound)",
-                          "time since first op (s)", "device offset (MiB)", "[kvio-distilled-phase1]", "Fidelity over time"})
+    for (const char* t :
+         {"D2C, writes", "D2C, reads", "Q2D, writes", "VFS write", "fsync", "gap: write → fsync", "write command sizes",
+          "queue depth, reads", "LBA heatmap", "whole run", "zoom: first store", "latency (log2 bucket, lower bound)",
+          "time since first op (s)", "device offset (MiB)", "[kvio-distilled-phase1]", "Fidelity over time"})
         EXPECT_NE(dom.out.find(t), std::string::npos) << t;
     // The D2C charts have bars (the run wrote and read 128 MiB): their SVG holds <rect> bars with <title> counts.
     EXPECT_NE(dom.out.find("commands"), std::string::npos);
@@ -312,12 +323,15 @@ TEST(RunSignals, SigintDuringSimulateUnmountsDetachesAndScores) {
     std::string out = d.file("out"), log = d.file("log");
     pid_t pid = spawn_run({"--workload", "simulate", "--duration", "60", "--out", out}, log);
     ASSERT_TRUE(wait_for_file(out + "/semantic.jsonl", 60, 1200)) << slurp(log);  // the meta line and an op
-    EXPECT_NE(slurp("/proc/mounts").find(out + "/mnt"), std::string::npos) << "the ext4 should be mounted while simulate runs";
+    EXPECT_NE(slurp("/proc/mounts").find(out + "/mnt"), std::string::npos)
+        << "the ext4 should be mounted while simulate runs";
     kill(pid, SIGINT);
     EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
     expect_clean(out);
     EXPECT_EQ(slurp("/proc/mounts").find(out), std::string::npos);
-    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "),
+              std::string::npos)
+        << slurp(log);
     json v = json::parse(slurp(out + "/validate.json"));
     EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
     EXPECT_EQ(json::parse(slurp(out + "/simulate.json"))["kvio"]["stop"]["reason"], "signal Interrupt");
@@ -338,7 +352,9 @@ TEST(RunSignals, SigtermDuringGenDetachesAndRemoves) {
     EXPECT_NE(slurp(log).find("stopped by"), std::string::npos) << slurp(log);
     expect_clean(out);
     // What gen completed before the stop is scored, and exactly: the tracer ran until gen had finished its ops.
-    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "), std::string::npos) << slurp(log);
+    EXPECT_NE(slurp(log).find("the ops the workload completed before the stop: validate: exact-match "),
+              std::string::npos)
+        << slurp(log);
     ASSERT_TRUE(fs::exists(out + "/validate.json")) << slurp(log);
     json v = json::parse(slurp(out + "/validate.json"));
     EXPECT_GE(v["objects"].get<uint64_t>(), 1u);
@@ -473,7 +489,8 @@ TEST(RunDisk, FilesystemFullDuringGenDetachesAndSaysWhy) {
     EXPECT_EQ(wait_status(pid), 1) << slurp(d.file("log"));
     const std::string err = slurp(d.file("log"));
     EXPECT_NE(err.find("stage "), std::string::npos) << err;
-    EXPECT_NE(err.find("No space left on device"), std::string::npos) << "the stage's reason must reach stderr\n" << err;
+    EXPECT_NE(err.find("No space left on device"), std::string::npos) << "the stage's reason must reach stderr\n"
+                                                                      << err;
     EXPECT_TRUE(loops_under(m.mnt).empty()) << loops_under(m.mnt)[0];
     EXPECT_TRUE(images_under(out).empty()) << images_under(out)[0];
     fs::remove(m.mnt + "/filler");
@@ -490,9 +507,11 @@ TEST(RunTarget, DirectoryTargetDefaultsToFilesLayout) {
     EXPECT_EQ(doc["options"]["layout"], "files");
     EXPECT_EQ(doc["validate"]["objects"], 4);
     // Slots on a directory are refused before anything is traced or created.
-    r = run(kvio_bin() + " run --target " + dir + " --layout slots --model llama3.2-1b --num-chunks 1 --out " + d.file("slots"));
+    r = run(kvio_bin() + " run --target " + dir + " --layout slots --model llama3.2-1b --num-chunks 1 --out " +
+            d.file("slots"));
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("--layout slots needs a block device or a regular file as --target, but " + dir + " is a directory."),
+    EXPECT_NE(r.err.find("--layout slots needs a block device or a regular file as --target, but " + dir +
+                         " is a directory."),
               std::string::npos)
         << r.err;
     EXPECT_FALSE(fs::exists(d.file("slots")));

@@ -93,7 +93,8 @@ TEST(ServingStorage, FilesOnExt4InEveryIoMode) {
         {
             MultiTierCache cache(c, kBpt, nullptr);
             EXPECT_NE(cache.storage_description().find(dir), std::string::npos);
-            for (const char* k : {"k1", "k2", "k3"}) ASSERT_TRUE(cache.allocate(k, 100).ok) << k << cache.stats().first_error;
+            for (const char* k : {"k1", "k2", "k3"})
+                ASSERT_TRUE(cache.allocate(k, 100).ok) << k << cache.stats().first_error;
             for (const char* k : {"k1", "k2", "k3"}) EXPECT_EQ(fs::file_size(dir + "/" + k + ".npy"), file_bytes) << k;
             std::string f = slurp(dir + "/k2.npy");
             EXPECT_EQ(f.substr(0, 6), "\x93NUMPY");
@@ -135,7 +136,8 @@ TEST(ServingStorage, FilesOnExt4InEveryIoMode) {
             if (x["key"] == "k2") continue;  // deleted: its blocks may be reused
             std::string dev = read_extents(m.loop.path, x);
             ASSERT_EQ(dev.size(), file_bytes - skip);
-            EXPECT_TRUE(dev.compare(hdr - skip, S, entry_bytes(x["key"], S)) == 0) << "device bytes differ at the extents";
+            EXPECT_TRUE(dev.compare(hdr - skip, S, entry_bytes(x["key"], S)) == 0)
+                << "device bytes differ at the extents";
         }
     }
 }
@@ -155,7 +157,9 @@ TEST(ServingStorage, BufferedDuNeverAboveTheLimitWithEightWriters) {
             for (int i = 0; i < 25; ++i) {
                 std::string key = "w" + std::to_string(t) + "_" + std::to_string(i);
                 EXPECT_TRUE(cache.allocate(key, 20 + int64_t(rng() % 300)).ok);
-                if (i % 3 == 2) cache.access("w" + std::to_string(t) + "_" + std::to_string(i - 1), CachePhase::Decode, CacheType::User);
+                if (i % 3 == 2)
+                    cache.access("w" + std::to_string(t) + "_" + std::to_string(i - 1), CachePhase::Decode,
+                                 CacheType::User);
             }
         });
     for (auto& x : th) x.join();
@@ -164,7 +168,8 @@ TEST(ServingStorage, BufferedDuNeverAboveTheLimitWithEightWriters) {
     EXPECT_EQ(s.failed_writes + s.failed_reads, 0u) << s.first_error;
     EXPECT_LE(du_bytes(dir), limit);
     EXPECT_EQ(du_bytes(dir), s.used_bytes[int(Tier::Storage)]);
-    EXPECT_EQ(uint64_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator{})), s.entries[int(Tier::Storage)]);
+    EXPECT_EQ(uint64_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator{})),
+              s.entries[int(Tier::Storage)]);
 }
 
 TEST(ServingStorage, RawBlockDeviceExtentsHoldTheEntries) {
@@ -178,9 +183,11 @@ TEST(ServingStorage, RawBlockDeviceExtentsHoldTheEntries) {
         const uint64_t S = 300 * kBpt;  // 7,372,800 B: 8 MiB extents
         {
             MultiTierCache cache(c, kBpt, nullptr);
-            EXPECT_NE(cache.storage_description().find("raw block device"), std::string::npos) << cache.storage_description();
+            EXPECT_NE(cache.storage_description().find("raw block device"), std::string::npos)
+                << cache.storage_description();
             EXPECT_EQ(cache.stats().limit_bytes[int(Tier::Storage)], 63 * kMiB);
-            for (int i = 0; i < 10; ++i) ASSERT_TRUE(cache.allocate("e" + std::to_string(i), 300).ok) << cache.stats().first_error;
+            for (int i = 0; i < 10; ++i)
+                ASSERT_TRUE(cache.allocate("e" + std::to_string(i), 300).ok) << cache.stats().first_error;
             CacheStats s = cache.stats();
             EXPECT_EQ(s.entries[int(Tier::Storage)], 7u);  // 7 × 8 MiB in 63 MiB: three deleted, their extents reused
             EXPECT_EQ(s.deletions, 3u);
@@ -267,13 +274,15 @@ json trace_and_validate(const TempDir& t, const std::string& disk, SimConfig c, 
     EXPECT_NE(slurp(err).find("kvio trace: tracing"), std::string::npos) << slurp(err);
     {
         MultiTierCache cache(c, kBpt, nullptr);
-        for (int i = 0; i < 4; ++i) EXPECT_TRUE(cache.allocate("v" + std::to_string(i), 300 + 17 * i).ok) << cache.stats().first_error;
+        for (int i = 0; i < 4; ++i)
+            EXPECT_TRUE(cache.allocate("v" + std::to_string(i), 300 + 17 * i).ok) << cache.stats().first_error;
         for (int i : {1, 3}) EXPECT_TRUE(cache.access("v" + std::to_string(i), CachePhase::Decode, CacheType::User).ok);
     }
     ::kill(pid, SIGINT);
     for (int i = 0; i < 600 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string rep = t.file(tag + ".report.json");
-    r = run(kvio_bin() + " validate --commands " + ev + " --semantic " + c.semantic_path + " --trace-json " + tj + " --json " + rep + " " + extra);
+    r = run(kvio_bin() + " validate --commands " + ev + " --semantic " + c.semantic_path + " --trace-json " + tj +
+            " --json " + rep + " " + extra);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     json j = json::parse(slurp(rep));
     uint64_t one_extent = 0;
@@ -303,7 +312,8 @@ TEST(ServingStorage, DirectOpsValidateExactlyAgainstTracedCommands) {
             Ext4Mount m(160 * kMiB);
             // Joined by offset: ext4 punts io_uring writes into unwritten extents to io-wq workers, whose
             // commands the tracer cannot tag with the SQE's user_data.
-            json j = trace_and_validate(t, m.loop.name, storage_config(m.mnt + "/kv", io), io + "-ext4", "--join offset");
+            json j =
+                trace_and_validate(t, m.loop.name, storage_config(m.mnt + "/kv", io), io + "-ext4", "--join offset");
             EXPECT_EQ(j["objects"], 6) << j.dump();
             EXPECT_EQ(j["wape"], 0.0) << j.dump();
             if (io == "direct") {

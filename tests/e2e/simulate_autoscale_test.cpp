@@ -78,7 +78,8 @@ TEST(Autoscale, QosModeScalesDownWhenAThrottledStorageSaturates) {
     TempDir dir;
     // 10 MiB/s, first come first served: throughput stays flat while each added worker lengthens the storage queue,
     // so after the 10-sample window the read P95 (> 100 ms, rising) saturates and two ticks later users drop ×0.8.
-    SimRun r = simulate(dir, autoscale_args(dir, tmpfs.dir.path, 9, "--autoscaler-interval 0.5 --storage-throttle-mibps 10"));
+    SimRun r =
+        simulate(dir, autoscale_args(dir, tmpfs.dir.path, 9, "--autoscaler-interval 0.5 --storage-throttle-mibps 10"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const auto downs = events(r.results, "scale_down");
     ASSERT_FALSE(downs.empty()) << r.results["kvio"]["autoscaler"]["intervals"];
@@ -98,8 +99,9 @@ TEST(Autoscale, QosModeScalesDownWhenAThrottledStorageSaturates) {
 TEST(Autoscale, CapacityModeStopsAtThePeak) {
     TmpfsMount tmpfs(512ull << 20);
     TempDir dir;
-    SimRun r = simulate(dir, autoscale_args(dir, tmpfs.dir.path, 30,
-                                            "--autoscaler-mode capacity --autoscaler-interval 1 --storage-throttle-mibps 10"));
+    SimRun r =
+        simulate(dir, autoscale_args(dir, tmpfs.dir.path, 30,
+                                     "--autoscaler-mode capacity --autoscaler-interval 1 --storage-throttle-mibps 10"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     EXPECT_NE(r.cmd.err.find("Peak capacity found at"), std::string::npos) << r.cmd.err;
     EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "autoscaler: peak capacity found");

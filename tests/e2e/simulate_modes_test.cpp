@@ -98,7 +98,8 @@ TEST(SimulateModes, PreconditionWritesItsVolumeBeforeTheCountersStart) {
                                    "--precondition --storage-capacity-gb 0.1 --max-requests 1 --io-trace-log " +
                                        dir.file("t.csv")));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
-    EXPECT_EQ(r.results["kvio"]["precondition"]["target_bytes"].get<uint64_t>(), 2 * uint64_t(0.1 * double(1ull << 30)));
+    EXPECT_EQ(r.results["kvio"]["precondition"]["target_bytes"].get<uint64_t>(),
+              2 * uint64_t(0.1 * double(1ull << 30)));
 }
 
 TEST(SimulateModes, ValidationTraceComparesHitRatesAndRefusesBadTraces) {
@@ -106,15 +107,26 @@ TEST(SimulateModes, ValidationTraceComparesHitRatesAndRefusesBadTraces) {
     auto write_trace = [&](const std::string& name, int hits, int misses) {
         json t = json::array();
         for (int i = 0; i < hits + misses; ++i)
-            t.push_back({{"timestamp", i}, {"request_id", "r" + std::to_string(i)}, {"user_id", "u"},
-                         {"context_tokens", 100}, {"generation_tokens", 10}, {"phase", "prefill_decode"},
-                         {"cache_hit", i < hits}, {"cache_tier", "nvme"}, {"read_bytes", 1000}, {"write_bytes", 2000},
-                         {"read_latency_ms", 1.5}, {"write_latency_ms", 2.5}, {"model_name", "llama3.1-8b"}});
+            t.push_back({{"timestamp", i},
+                         {"request_id", "r" + std::to_string(i)},
+                         {"user_id", "u"},
+                         {"context_tokens", 100},
+                         {"generation_tokens", 10},
+                         {"phase", "prefill_decode"},
+                         {"cache_hit", i < hits},
+                         {"cache_tier", "nvme"},
+                         {"read_bytes", 1000},
+                         {"write_bytes", 2000},
+                         {"read_latency_ms", 1.5},
+                         {"write_latency_ms", 2.5},
+                         {"model_name", "llama3.1-8b"}});
         std::ofstream(dir.file(name)) << t.dump();
         return dir.file(name);
     };
-    const std::string logical = "--num-users 4 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
-                                "--seed 3 --io-trace-log " + dir.file("ops.csv");
+    const std::string logical =
+        "--num-users 4 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
+        "--seed 3 --io-trace-log " +
+        dir.file("ops.csv");
     SimRun r = simulate(dir, logical + " --validation-trace " + write_trace("t.json", 3, 1));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json& v = r.results["validation"];

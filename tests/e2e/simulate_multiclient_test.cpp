@@ -92,8 +92,7 @@ void expect_merged_like_reference(const json& merged, const std::vector<json>& c
     expect_close(cs["tier_storage_read_bandwidth_gbps"].get<double>(), read_gb / elapsed, "storage read GiB/s");
     expect_close(cs["storage_read_device_p95_ms"].get<double>(), pct(dev_reads, 95) * 1000, "device read P95");
     expect_close(cs["storage_write_p50_ms"].get<double>(), pct(storage_writes, 50) * 1000, "storage write P50");
-    for (const auto& [cls, n] : per_class)
-        EXPECT_EQ(s["qos_metrics"][cls]["total_requests"].get<uint64_t>(), n) << cls;
+    for (const auto& [cls, n] : per_class) EXPECT_EQ(s["qos_metrics"][cls]["total_requests"].get<uint64_t>(), n) << cls;
     const json& a = merged["kvio"]["mlcommons_aggregation"];
     expect_close(a["aggregated_bandwidth_gbps"].get<double>(), bw_sum, "aggregated_bandwidth_gbps");
     expect_close(a["aggregated_p95_latency_ms"].get<double>(), p95_max, "aggregated_p95_latency_ms");

@@ -68,8 +68,8 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
     expect_keys(s,
                 {"total_requests", "total_tokens", "elapsed_time", "avg_throughput_tokens_per_sec",
                  "total_storage_io_time", "storage_throughput_tokens_per_sec", "requests_per_second",
-                 "end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms", "cache_stats", "qos_metrics",
-                 "prefix_cache_stats", "autoscaling_stats", "autoscaling_summary", "multi_turn_stats"},
+                 "end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms", "cache_stats",
+                 "qos_metrics", "prefix_cache_stats", "autoscaling_stats", "autoscaling_summary", "multi_turn_stats"},
                 "summary (§9.2)");
     for (const char* l : {"end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms"})
         expect_keys(s[l], {"mean", "p50", "p95", "p99", "p999", "p9999"}, l);
@@ -88,15 +88,43 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
         expect_keys(m["sla"], {"target_p95_ms", "actual_p95_ms", "compliance", "met"}, q);
     }
     expect_keys(s["cache_stats"],
-                {"cache_hit_rate", "cache_hits", "cache_misses", "gpu_entries", "cpu_entries", "storage_entries",
-                 "gpu_memory_used_gb", "cpu_memory_used_gb", "offloads_cpu", "offloads_storage", "storage_health",
-                 "prefill_writes", "decode_reads", "tier_gpu_kv_bytes_written_gb", "tier_cpu_kv_bytes_written_gb",
-                 "tier_storage_kv_bytes_written_gb", "tier_gpu_kv_bytes_read_gb", "tier_cpu_kv_bytes_read_gb",
-                 "tier_storage_kv_bytes_read_gb", "tier_gpu_read_bandwidth_gbps", "tier_gpu_write_bandwidth_gbps",
-                 "tier_cpu_read_bandwidth_gbps", "tier_cpu_write_bandwidth_gbps", "tier_storage_read_bandwidth_gbps",
-                 "tier_storage_write_bandwidth_gbps", "system_prompt_hits", "common_phrase_hits", "user_cache_hits",
-                 "multi_turn_hits", "total_read_bytes", "total_write_bytes", "total_read_gb", "total_write_gb",
-                 "read_write_ratio", "read_iops", "write_iops", "storage_tokens_processed"},
+                {"cache_hit_rate",
+                 "cache_hits",
+                 "cache_misses",
+                 "gpu_entries",
+                 "cpu_entries",
+                 "storage_entries",
+                 "gpu_memory_used_gb",
+                 "cpu_memory_used_gb",
+                 "offloads_cpu",
+                 "offloads_storage",
+                 "storage_health",
+                 "prefill_writes",
+                 "decode_reads",
+                 "tier_gpu_kv_bytes_written_gb",
+                 "tier_cpu_kv_bytes_written_gb",
+                 "tier_storage_kv_bytes_written_gb",
+                 "tier_gpu_kv_bytes_read_gb",
+                 "tier_cpu_kv_bytes_read_gb",
+                 "tier_storage_kv_bytes_read_gb",
+                 "tier_gpu_read_bandwidth_gbps",
+                 "tier_gpu_write_bandwidth_gbps",
+                 "tier_cpu_read_bandwidth_gbps",
+                 "tier_cpu_write_bandwidth_gbps",
+                 "tier_storage_read_bandwidth_gbps",
+                 "tier_storage_write_bandwidth_gbps",
+                 "system_prompt_hits",
+                 "common_phrase_hits",
+                 "user_cache_hits",
+                 "multi_turn_hits",
+                 "total_read_bytes",
+                 "total_write_bytes",
+                 "total_read_gb",
+                 "total_write_gb",
+                 "read_write_ratio",
+                 "read_iops",
+                 "write_iops",
+                 "storage_tokens_processed"},
                 "cache_stats (§9.3)");
     expect_keys(j["kvio"],
                 {"format", "seed_used", "users", "offered_load_req_per_s", "gpu_tier", "storage_tier", "cache",
@@ -153,9 +181,9 @@ TEST(Simulate, LogicalRunMatchesTheBenchmarksStatisticsWithoutMultiTurn) {
             reads_sum += q["decode_reads"][i].get<double>();
         }
     }
-    EXPECT_NEAR(pos_sum / double(n), 0.5, 0.05);                              // uniform draw within the range
-    EXPECT_NEAR(double(prefill_only) / double(n), 0.073, 0.04);               // spec: 7.3 % PREFILL-only
-    EXPECT_NEAR(reads_sum / double(n), 7.03, 0.8);                            // spec: 7.03 decode reads/request
+    EXPECT_NEAR(pos_sum / double(n), 0.5, 0.05);                                 // uniform draw within the range
+    EXPECT_NEAR(double(prefill_only) / double(n), 0.073, 0.04);                  // spec: 7.3 % PREFILL-only
+    EXPECT_NEAR(reads_sum / double(n), 7.03, 0.8);                               // spec: 7.03 decode reads/request
     EXPECT_NEAR(s["cache_stats"]["read_write_ratio"].get<double>(), 6.96, 1.0);  // spec: R/W bytes 6.96
     EXPECT_GT(both, 0u);
     EXPECT_EQ(s["cache_stats"]["cache_misses"], 0);  // unlimited logical capacity: every read hits
@@ -205,8 +233,10 @@ TEST(Simulate, MaxRequestsWithRealIoDoesNotOvershoot) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
     TmpfsMount tmpfs(2ull << 30);
     TempDir d;
-    auto r = simulate(d, "--model tiny-1b --num-users 20 --duration 60 --max-requests 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                         "--generation-mode none --seed 42 --progress-interval 0 --cache-dir " + tmpfs.dir.path + "/c");
+    auto r = simulate(d,
+                      "--model tiny-1b --num-users 20 --duration 60 --max-requests 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                      "--generation-mode none --seed 42 --progress-interval 0 --cache-dir " +
+                          tmpfs.dir.path + "/c");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "max_requests");
     EXPECT_EQ(r.results["requests_completed"].get<int>(), 5) << r.results["kvio"]["stop"].dump();
@@ -231,8 +261,10 @@ TEST(Simulate, SigintStopsEarlyAndStillWritesResults) {
     expect_stop_accounts_for_every_request(r.results);
     EXPECT_LT(r.results["summary"]["elapsed_time"].get<double>(), 20.0);
     char note[128];
-    std::snprintf(note, sizeof note, "BENCHMARK RESULTS\n%sStopped by signal 2 after %.1f s of 120 s: figures cover the part that ran\n",
-                  std::string(80, '=').append("\n").c_str(), r.results["kvio"]["stop"]["stop_requested_at_s"].get<double>());
+    std::snprintf(note, sizeof note,
+                  "BENCHMARK RESULTS\n%sStopped by signal 2 after %.1f s of 120 s: figures cover the part that ran\n",
+                  std::string(80, '=').append("\n").c_str(),
+                  r.results["kvio"]["stop"]["stop_requested_at_s"].get<double>());
     EXPECT_NE(r.cmd.out.find(note), std::string::npos) << r.cmd.out;
 }
 
@@ -247,7 +279,8 @@ TEST(Simulate, SigintDuringPrepopulationWritesResultsAndRemovesTheCacheDir) {
     // 20 users: 200 entries of 48 MiB (tiny-1b, 2048 tokens), several seconds of writes.
     Spawned p("export TMPDIR=" + tmpfs.dir.path + "; exec " + kvio_bin() +
                   " simulate --model tiny-1b --decode-only --num-users 20 --duration 60 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                  "--generation-mode none --seed 42 --output " + out,
+                  "--generation-mode none --seed 42 --output " +
+                  out,
               dir.file("out.txt"), dir.file("err.txt"));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     ::kill(p.pid, SIGINT);
@@ -270,9 +303,10 @@ TEST(Simulate, FirstSignalDecidesReasonSignalAndExitCode) {
     TmpfsMount tmpfs(2ull << 30);
     TempDir dir;
     const std::string out = dir.file("r.json");
-    Spawned p("exec " + kvio_bin() + " simulate --model tiny-1b --decode-only --num-users 20 --duration 60 "
-              "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --cache-dir " + tmpfs.dir.path +
-              "/c --output " + out,
+    Spawned p("exec " + kvio_bin() +
+                  " simulate --model tiny-1b --decode-only --num-users 20 --duration 60 "
+                  "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --cache-dir " +
+                  tmpfs.dir.path + "/c --output " + out,
               dir.file("out.txt"), dir.file("err.txt"));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::kill(p.pid, SIGINT);
@@ -293,9 +327,11 @@ TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
         TempDir dir;
         std::string cache = fs + "/cache";
         std::filesystem::create_directories(cache);
-        SimRun r = simulate(dir, "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                                 "--generation-mode none --max-concurrent-allocs 2 --storage-capacity-gb 0.4 "
-                                 "--disable-multi-turn --seed 3 --cache-dir " + cache);
+        SimRun r = simulate(dir,
+                            "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                            "--generation-mode none --max-concurrent-allocs 2 --storage-capacity-gb 0.4 "
+                            "--disable-multi-turn --seed 3 --cache-dir " +
+                                cache);
         ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
         const json& cs = r.results["summary"]["cache_stats"];
         EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
@@ -330,9 +366,11 @@ TEST(Simulate, StorageBaselineOnTmpfsAndExt4) {
 TEST(Simulate, ProductionFlagsUseTheGpuAndCpuTiers) {
     TmpfsMount tmpfs(768 * kMiB);
     TempDir dir;
-    SimRun r = simulate(dir, "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0.25 --cpu-mem-gb 0.25 "
-                             "--generation-mode fast --max-concurrent-allocs 2 --storage-capacity-gb 0.4 --seed 5 "
-                             "--cache-dir " + tmpfs.dir.path);
+    SimRun r = simulate(dir,
+                        "--model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0.25 --cpu-mem-gb 0.25 "
+                        "--generation-mode fast --max-concurrent-allocs 2 --storage-capacity-gb 0.4 --seed 5 "
+                        "--cache-dir " +
+                            tmpfs.dir.path);
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json& cs = r.results["summary"]["cache_stats"];
     EXPECT_GT(r.results["requests_completed"].get<int>(), 0);
@@ -396,9 +434,11 @@ TEST(Simulate, RagPrefillOnlyDecodeOnlyAndUnseededRuns) {
 TEST(Simulate, LatencyTracingAddsTheBenchmarksTracingKeys) {
     Ext4Mount ext4(768 * kMiB);
     TempDir dir;
-    SimRun r = simulate(dir, "--model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                             "--generation-mode none --max-concurrent-allocs 1 --storage-capacity-gb 0.3 --seed 3 "
-                             "--disable-multi-turn --enable-latency-tracing --cache-dir " + ext4.mnt + "/cache");
+    SimRun r = simulate(dir,
+                        "--model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                        "--generation-mode none --max-concurrent-allocs 1 --storage-capacity-gb 0.3 --seed 3 "
+                        "--disable-multi-turn --enable-latency-tracing --cache-dir " +
+                            ext4.mnt + "/cache");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     ASSERT_TRUE(r.results.contains("device_latency_tracing")) << r.cmd.err;
     EXPECT_EQ(r.results["device_latency_tracing"]["device"], ext4.loop.name);
@@ -417,9 +457,11 @@ TEST(Simulate, SaturatedRunEndsSoonAfterTheDuration) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
     TmpfsMount tmpfs(3ull << 30);
     TempDir d;
-    auto r = simulate(d, "--model llama3.1-8b --num-users 10 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                         "--generation-mode none --seed 42 --progress-interval 0 --max-concurrent-allocs 2 "
-                         "--storage-capacity-gb 2.5 --cache-dir " + tmpfs.dir.path + "/c");
+    auto r = simulate(d,
+                      "--model llama3.1-8b --num-users 10 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                      "--generation-mode none --seed 42 --progress-interval 0 --max-concurrent-allocs 2 "
+                      "--storage-capacity-gb 2.5 --cache-dir " +
+                          tmpfs.dir.path + "/c");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json& stop = r.results["kvio"]["stop"];
     ASSERT_TRUE(stop.contains("cut_in_storage")) << stop.dump();
@@ -475,7 +517,8 @@ TEST(Simulate, FailedWritesAreReportedOnTheConsole) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
     TmpfsMount tmpfs(64 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " simulate --model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+    auto r = run(kvio_bin() +
+                 " simulate --model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 "
                  "--generation-mode none --seed 42 --progress-interval 0 --storage-capacity-gb 1 --cache-dir " +
                  tmpfs.dir.path + "/c --output " + d.file("r.json"));
     ASSERT_EQ(r.status, 0) << r.err;

@@ -51,9 +51,10 @@ TraceRun simulate(const TempDir& d, const std::string& args) {
     const std::string out = d.file("r.json");
     std::filesystem::remove(out);
     std::filesystem::remove_all(d.file("cache"));
-    r.cmd = run(kvio_bin() + " simulate --model tiny-1b --num-users 4 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
-                "--seed 7 --progress-interval 0 --quiet --storage-capacity-gb 0.5 --cache-dir " + d.file("cache") +
-                " --output " + out + " " + args);
+    r.cmd = run(kvio_bin() +
+                " simulate --model tiny-1b --num-users 4 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
+                "--seed 7 --progress-interval 0 --quiet --storage-capacity-gb 0.5 --cache-dir " +
+                d.file("cache") + " --output " + out + " " + args);
     if (std::filesystem::exists(out)) r.results = json::parse(slurp(out));
     return r;
 }
@@ -65,8 +66,8 @@ TEST(SimulateTraces, DrainedBurstReplayCompletesEveryRequest) {
     TempDir d;
     const std::string trace = write_burst_fixture(d);
     for (int cycles : {1, 3}) {
-        TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --trace-speedup 0 --replay-cycles " +
-                                std::to_string(cycles));
+        TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace +
+                                     " --trace-speedup 0 --replay-cycles " + std::to_string(cycles));
         ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
         EXPECT_EQ(r.results["requests_completed"], 12 * cycles) << r.results["kvio"]["stop"].dump();
         const json& stop = r.results["kvio"]["stop"];
@@ -94,7 +95,8 @@ TEST(SimulateTraces, DrainedBurstReplayCompletesEveryRequest) {
 TEST(SimulateTraces, BurstPacingFollowsTimestampsOverSpeedup) {
     TempDir d;
     const std::string trace = write_burst_fixture(d);
-    TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --trace-speedup 10 --replay-cycles 1");
+    TraceRun r = simulate(
+        d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --trace-speedup 10 --replay-cycles 1");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     EXPECT_EQ(r.results["requests_completed"], 12);
     const double t = r.results["summary"]["elapsed_time"].get<double>();
@@ -116,9 +118,11 @@ TEST(SimulateTraces, BurstPacingFollowsTimestampsOverSpeedup) {
 TEST(SimulateTraces, ShareGptInEveryFlagCombination) {
     TempDir d;
     const std::string ds = write_sharegpt_fixture(d);
-    for (const std::string& extra : std::vector<std::string>{"", "--disable-multi-turn", "--disable-prefix-caching --disable-multi-turn",
-                                    "--prefill-only", "--decode-only --num-users 1 --io-trace-log " + d.file("ops.csv"), "--enable-rag --rag-num-docs 2 --io-trace-log " + d.file("ops.csv"),
-                                    "--max-concurrent-allocs 1", "--use-burst-trace --burst-trace-path /nonexistent.csv"}) {
+    for (const std::string& extra : std::vector<std::string>{
+             "", "--disable-multi-turn", "--disable-prefix-caching --disable-multi-turn", "--prefill-only",
+             "--decode-only --num-users 1 --io-trace-log " + d.file("ops.csv"),
+             "--enable-rag --rag-num-docs 2 --io-trace-log " + d.file("ops.csv"), "--max-concurrent-allocs 1",
+             "--use-burst-trace --burst-trace-path /nonexistent.csv"}) {
         TraceRun r = simulate(d, "--duration 60 --dataset-path " + ds + " --replay-cycles 2 " + extra);
         ASSERT_EQ(r.cmd.status, 0) << extra << ": " << r.cmd.err;
         EXPECT_EQ(r.results["requests_completed"], 6) << extra;
@@ -150,11 +154,13 @@ TEST(SimulateTraces, BadTracesAreOneLineErrorsNamingFileLineAndField) {
     struct Case {
         std::string args, needle;
     };
-    for (const Case& c : std::vector<Case>{
-             {"--use-burst-trace --burst-trace-path " + d.file("bad.csv"), d.file("bad.csv") + ":3: field 'Request tokens': 'ten'"},
-             {"--use-burst-trace --burst-trace-path " + d.path + "/none*.csv", "matches no file"},
-             {"--dataset-path " + d.file("bad.json"), d.file("bad.json") + ":3: element 1: field 'value': expected a string"},
-             {"--dataset-path " + d.file("missing.json"), d.file("missing.json") + ": cannot open"}}) {
+    for (const Case& c :
+         std::vector<Case>{{"--use-burst-trace --burst-trace-path " + d.file("bad.csv"),
+                            d.file("bad.csv") + ":3: field 'Request tokens': 'ten'"},
+                           {"--use-burst-trace --burst-trace-path " + d.path + "/none*.csv", "matches no file"},
+                           {"--dataset-path " + d.file("bad.json"),
+                            d.file("bad.json") + ":3: element 1: field 'value': expected a string"},
+                           {"--dataset-path " + d.file("missing.json"), d.file("missing.json") + ": cannot open"}}) {
         TraceRun r = simulate(d, "--duration 5 " + c.args);
         EXPECT_EQ(r.cmd.status, 1) << c.args;
         EXPECT_NE(r.cmd.err.find(c.needle), std::string::npos) << c.args << ": " << r.cmd.err;
@@ -169,9 +175,10 @@ TEST(SimulateTraces, BadTracesAreOneLineErrorsNamingFileLineAndField) {
 namespace {
 /// The workbook as JSON {sheet name: [[row cells]...]} read by openpyxl (/usr/bin/python3: Debian's python3-openpyxl).
 json read_xlsx(const TempDir& d, const std::string& path) {
-    std::ofstream(d.file("read_xlsx.py")) << "import json, sys, openpyxl\n"
-                                              "wb = openpyxl.load_workbook(sys.argv[1], read_only=True)\n"
-                                              "print(json.dumps({ws.title: [list(r) for r in ws.iter_rows(values_only=True)] for ws in wb}))\n";
+    std::ofstream(d.file("read_xlsx.py"))
+        << "import json, sys, openpyxl\n"
+           "wb = openpyxl.load_workbook(sys.argv[1], read_only=True)\n"
+           "print(json.dumps({ws.title: [list(r) for r in ws.iter_rows(values_only=True)] for ws in wb}))\n";
     CmdResult r = run("/usr/bin/python3 " + d.file("read_xlsx.py") + " " + path);
     EXPECT_EQ(r.status, 0) << r.err;
     return r.status == 0 ? json::parse(r.out) : json();
@@ -190,7 +197,8 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
     TempDir d;
     const std::string trace = write_burst_fixture(d);
     TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace +
-                            " --trace-speedup 0 --replay-cycles 2 --performance-profile latency --xlsx-output " + d.file("r.xlsx"));
+                                 " --trace-speedup 0 --replay-cycles 2 --performance-profile latency --xlsx-output " +
+                                 d.file("r.xlsx"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json wb = read_xlsx(d, d.file("r.xlsx"));
     ASSERT_TRUE(wb.is_object());
@@ -204,7 +212,8 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
     // Performance Metrics: Metric | Value, values from summary.
     std::map<std::string, json> metrics, params;
     ASSERT_EQ(wb["Performance Metrics"][0], json({"Metric", "Value"}));
-    for (size_t i = 1; i < wb["Performance Metrics"].size(); ++i) metrics[wb["Performance Metrics"][i][0]] = wb["Performance Metrics"][i][1];
+    for (size_t i = 1; i < wb["Performance Metrics"].size(); ++i)
+        metrics[wb["Performance Metrics"][i][0]] = wb["Performance Metrics"][i][1];
     EXPECT_EQ(metrics.size(), 72u);
     const std::vector<std::pair<std::string, json>> expect = {
         {"Total Requests", s["total_requests"]},
@@ -237,7 +246,8 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
 
     // Run Parameters: Parameter | Value, from the flags.
     ASSERT_EQ(wb["Run Parameters"][0], json({"Parameter", "Value"}));
-    for (size_t i = 1; i < wb["Run Parameters"].size(); ++i) params[wb["Run Parameters"][i][0]] = wb["Run Parameters"][i][1];
+    for (size_t i = 1; i < wb["Run Parameters"].size(); ++i)
+        params[wb["Run Parameters"][i][0]] = wb["Run Parameters"][i][1];
     EXPECT_EQ(params.size(), 27u);
     const json& flags = r.results["kvio"]["config"]["flags"];
     EXPECT_EQ(params["Model"], "tiny-1b");
@@ -267,7 +277,8 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
 
     // QoS Metrics: one row per class with data.
     const json& q = wb["QoS Metrics"];
-    ASSERT_EQ(q[0], json({"QoS Level", "Total Requests", "Latency P95 (ms)", "Latency P99 (ms)", "SLA Met", "SLA Compliance"}));
+    ASSERT_EQ(q[0], json({"QoS Level", "Total Requests", "Latency P95 (ms)", "Latency P99 (ms)", "SLA Met",
+                          "SLA Compliance"}));
     size_t classes = 0;
     for (auto it = s["qos_metrics"].begin(); it != s["qos_metrics"].end(); ++it) {
         if (it.value().contains("no_data")) continue;
@@ -292,13 +303,15 @@ TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
     EXPECT_EQ(csv.rfind("Timestamp,Model,Num Users,Duration (s),", 0), 0u) << csv.substr(0, 200);
     EXPECT_NE(csv.find(",tiny-1b,4,60,"), std::string::npos) << csv;
     r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace +
-                        " --trace-speedup 0 --replay-cycles 1 --performance-profile throughput --xlsx-output " + d.file("t.xlsx"));
+                        " --trace-speedup 0 --replay-cycles 1 --performance-profile throughput --xlsx-output " +
+                        d.file("t.xlsx"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json wt = read_xlsx(d, d.file("t.xlsx"));
     ASSERT_GT(wt["QoS Metrics"].size(), 1u);
     EXPECT_EQ(wt["QoS Metrics"][1][4], "N/A (throughput mode)");
     // An --xlsx-output that cannot be written is refused before the run.
-    r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --xlsx-output " + d.path + "/no/such/dir/r.xlsx");
+    r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --xlsx-output " + d.path +
+                        "/no/such/dir/r.xlsx");
     EXPECT_EQ(r.cmd.status, 1);
     EXPECT_NE(r.cmd.err.find("--xlsx-output"), std::string::npos) << r.cmd.err;
     EXPECT_TRUE(r.results.is_null());
@@ -310,9 +323,10 @@ TEST(SimulateTraces, XlsxDeviceTracingSheetsFromTheTracer) {
     Ext4Mount ext4(768ull << 20);
     TempDir d;
     const std::string trace = write_burst_fixture(d);
-    TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace + " --trace-speedup 0 --replay-cycles 1 "
-                             "--max-concurrent-allocs 1 --enable-latency-tracing --cache-dir " + ext4.mnt + "/cache --xlsx-output " +
-                             d.file("r.xlsx"));
+    TraceRun r = simulate(d, "--duration 60 --use-burst-trace --burst-trace-path " + trace +
+                                 " --trace-speedup 0 --replay-cycles 1 "
+                                 "--max-concurrent-allocs 1 --enable-latency-tracing --cache-dir " +
+                                 ext4.mnt + "/cache --xlsx-output " + d.file("r.xlsx"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     EXPECT_EQ(r.results["requests_completed"], 12);
     const json& devs = r.results["device_latency_tracing"]["devices"];

@@ -22,7 +22,6 @@ using namespace kvio;
 using namespace kvio::serving;
 using namespace kvio::run;
 
-
 TEST(SimulateTracing, RefusesTmpfs) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root";
     LatencyTracingOptions lo;
@@ -43,10 +42,12 @@ TEST(SimulateTracing, SimulateRunAddsTracingResults) {
     test::Ext4Mount m(1ull << 30);
     test::TempDir t;
     const std::string out = t.file("r.json"), tdir = t.file("trace");
-    const auto r = test::run(test::kvio_bin() + " simulate --model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 "
-                             "--cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --progress-interval 0 --storage-io direct "
-                             "--cache-dir " + m.mnt + "/cache --enable-latency-tracing --trace-dir " + tdir +
-                             " --output " + out);
+    const auto r =
+        test::run(test::kvio_bin() +
+                  " simulate --model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 "
+                  "--cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --progress-interval 0 --storage-io direct "
+                  "--cache-dir " +
+                  m.mnt + "/cache --enable-latency-tracing --trace-dir " + tdir + " --output " + out);
     ASSERT_EQ(r.status, 0) << r.err;
     const auto doc = nlohmann::json::parse(test::slurp(out));
     ASSERT_TRUE(doc.contains("device_latency_tracing")) << r.err;
@@ -79,9 +80,11 @@ TEST(SimulateTracing, EarlySigintStillWritesResults) {
     test::Ext4Mount m(1ull << 30);
     test::TempDir t;
     const std::string out = t.file("lt.json"), tdir = t.file("trace");
-    test::Spawned p("exec " + test::kvio_bin() + " simulate --model tiny-1b --num-users 4 --duration 30 --gpu-mem-gb 0 "
-                    "--cpu-mem-gb 0 --generation-mode none --seed 42 --progress-interval 0 --storage-io direct "
-                    "--cache-dir " + m.mnt + "/c --enable-latency-tracing --trace-dir " + tdir + " --output " + out,
+    test::Spawned p("exec " + test::kvio_bin() +
+                        " simulate --model tiny-1b --num-users 4 --duration 30 --gpu-mem-gb 0 "
+                        "--cpu-mem-gb 0 --generation-mode none --seed 42 --progress-interval 0 --storage-io direct "
+                        "--cache-dir " +
+                        m.mnt + "/c --enable-latency-tracing --trace-dir " + tdir + " --output " + out,
                     t.file("out.txt"), t.file("err.txt"));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!std::filesystem::exists(tdir + "/ready") && std::chrono::steady_clock::now() < deadline)
@@ -124,7 +127,8 @@ TEST(SimulateTracing, FinishWithNothingTracedGivesReasonsNotAnError) {
     EXPECT_FALSE(r.fio_workload.has_value());
     ASSERT_TRUE(r.validation.contains("fio_workload_not_distilled")) << r.validation.dump();
     const std::string why = r.validation["fio_workload_not_distilled"];  // no commands, or the journal's flushes only
-    EXPECT_TRUE(why.find("no device commands") != std::string::npos || why.find("no reads or writes") != std::string::npos)
+    EXPECT_TRUE(why.find("no device commands") != std::string::npos ||
+                why.find("no reads or writes") != std::string::npos)
         << why;
     ASSERT_FALSE(r.warnings.empty());
     nlohmann::ordered_json doc = {{"kvio", nlohmann::ordered_json::object()}};

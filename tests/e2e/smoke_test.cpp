@@ -19,7 +19,8 @@ TEST(Cli, HelpListsCommands) {
 TEST(Cli, UsageLinesNameTheProgram) {
     EXPECT_NE(run(kvio_bin() + " --help").out.find("Usage: kvio [OPTIONS] SUBCOMMAND"), std::string::npos);
     EXPECT_NE(run(kvio_bin() + " trace --help").out.find("Usage: kvio trace [OPTIONS]"), std::string::npos);
-    EXPECT_NE(run(kvio_bin() + " import blktrace --help").out.find("Usage: kvio import blktrace [OPTIONS]"), std::string::npos);
+    EXPECT_NE(run(kvio_bin() + " import blktrace --help").out.find("Usage: kvio import blktrace [OPTIONS]"),
+              std::string::npos);
 }
 
 TEST(Cli, UnknownCommandFails) {
@@ -37,7 +38,8 @@ TEST(Cli, VersionPrintsTheBuildsVersion) {
 
 TEST(Cli, DumpOfJsonlSaysItNeedsNoDump) {
     TempDir d;
-    std::ofstream(d.file("ev.jsonl")) << R"({"type":"cmd","src":"block","dev":"7:0"})" << "\n";
+    std::ofstream(d.file("ev.jsonl")) << R"({"type":"cmd","src":"block","dev":"7:0"})"
+                                      << "\n";
     auto r = run(kvio_bin() + " dump " + d.file("ev.jsonl"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find(d.file("ev.jsonl") + " is a JSONL file (kvio.events/1"), std::string::npos) << r.err;
@@ -88,7 +90,8 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
         {"trace --qd-sample 3", "kvio trace: --qd-sample: must be a power of two from 1 to 1024"},
         {"trace --qd-sample x", "kvio trace: --qd-sample: not a number: x"},
         {"trace --qd-sample 16 --events x.jsonl", "kvio trace: --events excludes --qd-sample 16"},
-        {"trace --qd-sample 4 --perfetto /nonexistent/p.json", "kvio trace: --perfetto excludes --qd-sample 4 (its commands come from an --events capture"},
+        {"trace --qd-sample 4 --perfetto /nonexistent/p.json",
+         "kvio trace: --perfetto excludes --qd-sample 4 (its commands come from an --events capture"},
         {"run --num-chunks x", "kvio run: --num-chunks: must be a whole number >= 1, got x"},
         {"run --engine nope", "kvio run: --engine: nope not in {posix,io_uring,uring_cmd}"},
         {"gen --qd x", "kvio gen: --qd: "},
@@ -125,8 +128,10 @@ TEST(Cli, OptionConflictsFoundAfterParsingExitTwo) {
         {"distill --events x.jsonl --force", "kvio distill: --force: needs --verify"},
         {"distill --events x.jsonl --iolog x.log", "kvio distill: --iolog: needs --filename TARGET"},
         {"replay", "kvio replay: give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv"},
-        {"replay --events x.jsonl --target /dev/null --map-dev 7:0=/dev/null", "kvio replay: give either --target or --map-dev, not both"},
-        {"replay --record x.json --target /dev/null --timing afap", "kvio replay: --map-dev and --timing apply to --events replays"},
+        {"replay --events x.jsonl --target /dev/null --map-dev 7:0=/dev/null",
+         "kvio replay: give either --target or --map-dev, not both"},
+        {"replay --record x.json --target /dev/null --timing afap",
+         "kvio replay: --map-dev and --timing apply to --events replays"},
     };
     for (const auto& [args, line] : cases) expect_usage_error(args, line);
 }

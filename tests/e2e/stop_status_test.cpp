@@ -31,7 +31,8 @@ CmdResult trace_reads(const LoopDevice& src, const std::string& ev) {
 /// Read plus write commands of every device in a kvio.trace/1 summary.
 uint64_t traced_cmds(const json& summary) {
     uint64_t n = 0;
-    for (const auto& d : summary["devices"]) n += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    for (const auto& d : summary["devices"])
+        n += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
     return n;
 }
 
@@ -69,8 +70,9 @@ TEST(TraceStop, ExitOfThePidEndsTheTraceAndZeroCommandsAreExplained) {
     TempDir dir;
     // The process ends 0.5 s after the trace is attached (--ready-file).
     const std::string ready = dir.file("ready");
-    auto r = run("sh -c 'while [ ! -e " + ready + " ]; do sleep 0.05; done; sleep 0.5' & s=$!; echo $s > " + dir.file("pid") +
-                 "; timeout 20 " + kvio_bin() + " trace -q -p $s --ready-file " + ready + " --json " + dir.file("t.json"));
+    auto r = run("sh -c 'while [ ! -e " + ready + " ]; do sleep 0.05; done; sleep 0.5' & s=$!; echo $s > " +
+                 dir.file("pid") + "; timeout 20 " + kvio_bin() + " trace -q -p $s --ready-file " + ready + " --json " +
+                 dir.file("t.json"));
     EXPECT_EQ(r.status, 0) << r.err;
     const std::string pid = std::regex_replace(slurp(dir.file("pid")), std::regex("\\s+"), "");
     EXPECT_NE(r.err.find("kvio trace: PID " + pid + " exited: trace stopped"), std::string::npos) << r.err;
@@ -78,7 +80,8 @@ TEST(TraceStop, ExitOfThePidEndsTheTraceAndZeroCommandsAreExplained) {
     EXPECT_LT(s["duration_s"].get<double>(), 10.0);
     EXPECT_EQ(traced_cmds(s), 0u);
     EXPECT_NE(r.err.find("kvio trace: 0 commands from PID " + pid + " (sh); forked processes are not included"),
-              std::string::npos) << r.err;
+              std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find("add --children"), std::string::npos) << r.err;
 }
 
@@ -90,8 +93,9 @@ TEST(TraceStop, ChildrenOfThePidAreTracedWithChildren) {
     TempDir dir;
     for (const bool children : {false, true}) {
         const std::string ready = dir.file(children ? "r1" : "r0"), js = dir.file(children ? "c1.json" : "c0.json");
-        const std::string job = "sh -c '(while [ ! -e " + ready + " ]; do sleep 0.05; done; dd if=/dev/zero of=" + loop.path +
-                                " bs=4k count=8 oflag=direct status=none; true); true'";  // `; true`: dd is forked, not exec'd
+        const std::string job =
+            "sh -c '(while [ ! -e " + ready + " ]; do sleep 0.05; done; dd if=/dev/zero of=" + loop.path +
+            " bs=4k count=8 oflag=direct status=none; true); true'";  // `; true`: dd is forked, not exec'd
         auto r = run(job + " & p=$!; sleep 0.2; timeout 30 " + kvio_bin() + " trace -q -d " + loop.name + " -p $p" +
                      (children ? " --children" : "") + " --ready-file " + ready + " --json " + js);
         ASSERT_EQ(r.status, 0) << r.err;
@@ -114,8 +118,9 @@ TEST(DistillStop, SigtermDuringVerifyExits143AndWritesItsJson) {
     ASSERT_EQ(t.status, 0) << t.err;
     // --runtime 60: the replay runs until the signal, 1 s after the replay's log appeared.
     const std::string log = dir.file("job.fio.replay.jsonl.log");
-    auto r = run(kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " + dst.path + " --runtime 60 -o " +
-                 dir.file("job.fio") + " --verify --json " + dir.file("d.json") + " & p=$!; for i in $(seq 600); do [ -e " + log + " ] && break; sleep 0.05; done; " +
+    auto r = run(kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " + dst.path +
+                 " --runtime 60 -o " + dir.file("job.fio") + " --verify --json " + dir.file("d.json") +
+                 " & p=$!; for i in $(seq 600); do [ -e " + log + " ] && break; sleep 0.05; done; " +
                  "sleep 1; kill -TERM $p; wait $p");
     EXPECT_EQ(r.status, 128 + 15) << r.err;
     EXPECT_NE(r.err.find("kvio: distill --verify: stopped by signal 15"), std::string::npos) << r.err;
@@ -139,9 +144,10 @@ TEST(DistillStop, SigtermDuringVerifyWithoutOutputNamesOnlyFilesThatStay) {
         const std::string tmp = dir.file(keep ? "tmp-keep" : "tmp");
         std::filesystem::create_directory(tmp);
         // The replay runs until the signal, 1 s after its log appeared in the private directory.
-        auto r = run("TMPDIR=" + tmp + " " + kvio_bin() + " distill --events " + ev + " --dev " + src.majmin + " --filename " +
-                     dst.path + " --runtime 60 --verify" + (keep ? " --keep-files" : "") + " >/dev/null & p=$!; " +
-                     "for i in $(seq 600); do ls " + tmp + "/*/job.ini.replay.jsonl.log >/dev/null 2>&1 && break; sleep 0.05; done; " +
+        auto r = run("TMPDIR=" + tmp + " " + kvio_bin() + " distill --events " + ev + " --dev " + src.majmin +
+                     " --filename " + dst.path + " --runtime 60 --verify" + (keep ? " --keep-files" : "") +
+                     " >/dev/null & p=$!; " + "for i in $(seq 600); do ls " + tmp +
+                     "/*/job.ini.replay.jsonl.log >/dev/null 2>&1 && break; sleep 0.05; done; " +
                      "sleep 1; kill -TERM $p; wait $p");
         EXPECT_EQ(r.status, 128 + 15) << r.err;
         const std::string say = "kvio: distill --verify: stopped by signal 15 (the traced fio run was ended";
@@ -157,7 +163,8 @@ TEST(DistillStop, SigtermDuringVerifyWithoutOutputNamesOnlyFilesThatStay) {
         EXPECT_EQ(m[1].str().rfind(tmp + "/kvio-distill-verify-", 0), 0u) << r.err;
         EXPECT_TRUE(std::filesystem::exists(m[1].str())) << "names a removed file: " << r.err;
         EXPECT_NE(r.err.find("files are kept in " + std::filesystem::path(m[1].str()).parent_path().string() + "\n"),
-                  std::string::npos) << r.err;
+                  std::string::npos)
+            << r.err;
     }
 }
 
@@ -170,18 +177,24 @@ TEST(DistillStop, SigtermWhileLoadingTheTraceSaysSoAndExits143) {
         std::ofstream f(dir.file("half.jsonl"));
         for (int i = 0; i < 100; ++i) {
             const uint64_t t = 1'000'000'000ull + uint64_t(i) * 200'000;
-            f << json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:200"}, {"disk", "loop200"}, {"op", "read"}, {"rwbs", "R"},
-                      {"sector", i * 128}, {"bytes", 65536}, {"ts_issue", t}, {"ts_complete", t + 100'000}, {"d2c_ns", 100'000},
-                      {"pid", 42}, {"tid", 42}, {"comm", "app"}}
+            f << json{{"type", "cmd"},     {"src", "block"},
+                      {"dev", "7:200"},    {"disk", "loop200"},
+                      {"op", "read"},      {"rwbs", "R"},
+                      {"sector", i * 128}, {"bytes", 65536},
+                      {"ts_issue", t},     {"ts_complete", t + 100'000},
+                      {"d2c_ns", 100'000}, {"pid", 42},
+                      {"tid", 42},         {"comm", "app"}}
                      .dump()
               << "\n";
         }
     }
     const std::string fifo = dir.file("trace.jsonl"), go = dir.file("go"), half = dir.file("half.jsonl");
-    auto r = run("mkfifo " + fifo + " && { { cat " + half + "; while [ ! -e " + go + " ]; do sleep 0.05; done; cat " + half +
-                 "; } > " + fifo + " & } && " + kvio_bin() + " distill --events " + fifo + " -o " + dir.file("job.ini") +
-                 " & p=$!; for i in $(seq 200); do [ $(( 0x$(awk '/SigCgt/{print $2}' /proc/$p/status) >> 14 & 1 )) = 1 ] && "
-                 "break; sleep 0.05; done; kill -TERM $p; touch " + go + "; wait $p");
+    auto r = run(
+        "mkfifo " + fifo + " && { { cat " + half + "; while [ ! -e " + go + " ]; do sleep 0.05; done; cat " + half +
+        "; } > " + fifo + " & } && " + kvio_bin() + " distill --events " + fifo + " -o " + dir.file("job.ini") +
+        " & p=$!; for i in $(seq 200); do [ $(( 0x$(awk '/SigCgt/{print $2}' /proc/$p/status) >> 14 & 1 )) = 1 ] && "
+        "break; sleep 0.05; done; kill -TERM $p; touch " +
+        go + "; wait $p");
     EXPECT_EQ(r.status, 128 + 15) << r.err;
     EXPECT_EQ(r.err, "kvio: distill: stopped by signal 15 while loading " + fifo + "\n");
     EXPECT_FALSE(std::filesystem::exists(dir.file("job.ini"))) << "a stopped distill wrote its job";
@@ -197,7 +210,8 @@ TEST(TraceStop, SigintDuringSetupFromABackgroundJobStopsTheTrace) {
     const std::string js = dir.file("s.json");
     // 0.2 s after the start: long after exec, before libbpf has loaded and attached the programs (0.5-1.5 s here). No
     // `timeout` around it: that would install its own SIGINT handler and forward the signal. A watchdog KILLs instead.
-    auto r = run(kvio_bin() + " trace -q --json " + js + " & p=$!; ( sleep 30; kill -KILL $p ) 2>/dev/null & w=$!; "
+    auto r = run(kvio_bin() + " trace -q --json " + js +
+                 " & p=$!; ( sleep 30; kill -KILL $p ) 2>/dev/null & w=$!; "
                  "sleep 0.2; kill -INT $p; wait $p; s=$?; kill $w 2>/dev/null; exit $s");
     EXPECT_NE(r.status, 137) << "the SIGINT was lost: the trace ran on until the watchdog killed it: " << r.err;
     EXPECT_EQ(r.status, 0) << r.err;  // a bare trace ends normally on its stop

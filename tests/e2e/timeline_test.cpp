@@ -23,8 +23,8 @@ std::vector<Key> cmd_keys(const std::vector<json>& ev, uint64_t t0) {
     std::vector<Key> k;
     for (const auto& e : ev)
         if (e["type"] == "cmd")
-            k.emplace_back(e["dev"], e.contains("slba") ? e["slba"].get<uint64_t>() : e["sector"].get<uint64_t>(), e["bytes"],
-                           e["ts_issue"].get<uint64_t>() - t0);
+            k.emplace_back(e["dev"], e.contains("slba") ? e["slba"].get<uint64_t>() : e["sector"].get<uint64_t>(),
+                           e["bytes"], e["ts_issue"].get<uint64_t>() - t0);
     std::sort(k.begin(), k.end());
     return k;
 }
@@ -48,8 +48,9 @@ TEST(TimelineTrace, TracePerfettoShowsEveryCommandOnce) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
     LoopDevice loop(64 << 20);
     TempDir t;
-    const auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("ev.jsonl") + " --perfetto " +
-                       t.file("t.json") + " -- dd if=/dev/zero of=" + loop.path + " bs=128k count=24 oflag=direct status=none");
+    const auto r =
+        run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("ev.jsonl") + " --perfetto " +
+            t.file("t.json") + " -- dd if=/dev/zero of=" + loop.path + " bs=128k count=24 oflag=direct status=none");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("kvio trace: timeline " + t.file("t.json")), std::string::npos) << r.err;
     expect_timeline_of(t.file("t.json"), read_jsonl(t.file("ev.jsonl")), 24);  // dd's 24 writes, at least
@@ -61,7 +62,8 @@ TEST(TimelineTrace, DumpPerfettoFromCapture) {
     LoopDevice loop(64 << 20);
     TempDir t;
     const std::string dd = " -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none";
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("cap.kvb") + " --events-format bin" + dd);
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("cap.kvb") +
+                 " --events-format bin" + dd);
     ASSERT_EQ(r.status, 0) << r.err;
     r = run(kvio_bin() + " dump " + t.file("cap.kvb") + " -o " + t.file("cap.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err;
@@ -83,8 +85,9 @@ TEST(TimelineTrace, DumpPerfettoFromZstdCapture) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
     LoopDevice loop(64 << 20);
     TempDir t;
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("cap.kvb.zst") +
-                 " --events-format bin -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none");
+    auto r =
+        run(kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + t.file("cap.kvb.zst") +
+            " --events-format bin -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none");
     ASSERT_EQ(r.status, 0) << r.err;
     r = run(kvio_bin() + " dump " + t.file("cap.kvb.zst") + " -o " + t.file("cap.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err;
@@ -98,8 +101,9 @@ TEST(TimelineTrace, PerfettoZstIsZstd) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
     LoopDevice loop(64 << 20);
     TempDir t("/dev/shm");
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + t.file("cap.kvb") + " --events-format bin --perfetto " +
-                 t.file("t.json.zst") + " -- dd if=/dev/zero of=" + loop.path + " bs=64k count=32 oflag=direct status=none");
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + t.file("cap.kvb") +
+                 " --events-format bin --perfetto " + t.file("t.json.zst") + " -- dd if=/dev/zero of=" + loop.path +
+                 " bs=64k count=32 oflag=direct status=none");
     ASSERT_EQ(r.status, 0) << r.err;
     r = run(kvio_bin() + " dump " + t.file("cap.kvb") + " -o " + t.file("cap.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err;

@@ -1,8 +1,8 @@
 // kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
 // the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events
-// (each record's exact qd; given with --qd-sample 1, the exact default, which --events accepts). Two closed-loop readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4
-// submitted together after the previous 4 completed: depths 1..4 in every batch, a period a sampler with a fixed
-// phase would lock onto).
+// (each record's exact qd; given with --qd-sample 1, the exact default, which --events accepts). Two closed-loop
+// readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4 submitted together after the previous 4
+// completed: depths 1..4 in every batch, a period a sampler with a fixed phase would lock onto).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,7 +19,7 @@ namespace {
 
 constexpr uint64_t MiB = 1024 * 1024;
 constexpr uint64_t kQd1Cmds = 1024, kQd4Cmds = 4096;  // 4 MiB and 16 MiB of 4 KiB reads
-constexpr uint64_t kSample = 16;                     // the sampled tracer's --qd-sample
+constexpr uint64_t kSample = 16;                      // the sampled tracer's --qd-sample
 
 struct QdRun {
     json exact, sampled, events_summary;  // kvio.trace/1 of each tracer
@@ -41,15 +41,21 @@ protected:
             return kvio_bin() + " trace" + devs + " --ready-file " + dir_->file(tag + ".ready") + " --json " +
                    dir_->file(tag + ".json") + " " + args + " > " + dir_->file(tag + ".txt") + " & " + tag + "=$!; ";
         };
-        const std::string fio = "fio --direct=1 --rw=randread --bs=4k --norandommap --output=/dev/null"
-                                " --name=qd1 --filename=" + a_->path + " --ioengine=psync --size=4m"
-                                " --name=qd4 --filename=" + b_->path + " --ioengine=io_uring --iodepth=4"
-                                " --iodepth_batch_submit=4 --iodepth_batch_complete_min=4 --size=16m";
+        const std::string fio =
+            "fio --direct=1 --rw=randread --bs=4k --norandommap --output=/dev/null"
+            " --name=qd1 --filename=" +
+            a_->path +
+            " --ioengine=psync --size=4m"
+            " --name=qd4 --filename=" +
+            b_->path +
+            " --ioengine=io_uring --iodepth=4"
+            " --iodepth_batch_submit=4 --iodepth_batch_complete_min=4 --size=16m";
         std::string wait_ready = "for i in $(seq 1200); do [ -e " + dir_->file("x.ready") + " ] && [ -e " +
                                  dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") +
                                  " ] && break; sleep 0.05; done; ";
-        result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) + tracer("e", "-q --qd-sample 1 --events " + dir_->file("ev.jsonl")) +
-                      wait_ready + fio + "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
+        result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) +
+                      tracer("e", "-q --qd-sample 1 --events " + dir_->file("ev.jsonl")) + wait_ready + fio +
+                      "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
         r_.exact = json::parse(slurp(dir_->file("x.json")));
         r_.sampled = json::parse(slurp(dir_->file("s.json")));
         r_.events_summary = json::parse(slurp(dir_->file("e.json")));
@@ -73,7 +79,8 @@ const json& device(const json& summary, const std::string& majmin) {
     for (const auto& d : summary["devices"])
         if (d["dev"] == majmin) return d;
     ADD_FAILURE() << majmin << " not in " << summary.dump();
-    static const json none = {{"read", {{"cmds", 0}}}, {"histograms", {{"qd_read", {{"count", 0}, {"buckets", json::array()}}}}}};
+    static const json none = {{"read", {{"cmds", 0}}},
+                              {"histograms", {{"qd_read", {{"count", 0}, {"buckets", json::array()}}}}}};
     return none;
 }
 
@@ -95,7 +102,8 @@ TEST_F(TraceQd, AllThreeTracersRanTheWholeWorkload) {
     for (const json* s : {&r_.exact, &r_.sampled, &r_.events_summary}) {
         EXPECT_EQ(device(*s, r_.qd1)["read"]["cmds"], kQd1Cmds) << s->dump();
         EXPECT_EQ(device(*s, r_.qd4)["read"]["cmds"], kQd4Cmds) << s->dump();
-        for (const char* k : {"lost_completes", "unmatched_completes", "map_full", "dropped"}) EXPECT_EQ((*s)[k], 0) << k;
+        for (const char* k : {"lost_completes", "unmatched_completes", "map_full", "dropped"})
+            EXPECT_EQ((*s)[k], 0) << k;
     }
 }
 
@@ -126,8 +134,8 @@ TEST_F(TraceQd, QdSampleSamplesAndWeighsTheDepth) {
     const json& hx = device(r_.exact, r_.qd4)["histograms"]["qd_read"];
     const json& hs = device(r_.sampled, r_.qd4)["histograms"]["qd_read"];
     EXPECT_NEAR(mean(hs), mean(hx), 0.5) << "sampled " << hs.dump() << "\nexact " << hx.dump();
-    EXPECT_NE(r_.sampled_text.find("qd_read [depth sampled at 1 issue in " + std::to_string(n) + ", each sample counted " +
-                                   std::to_string(n) + " times] ("),
+    EXPECT_NE(r_.sampled_text.find("qd_read [depth sampled at 1 issue in " + std::to_string(n) +
+                                   ", each sample counted " + std::to_string(n) + " times] ("),
               std::string::npos)
         << r_.sampled_text;
     EXPECT_EQ(r_.sampled_text.find("bssplit_read ["), std::string::npos) << "only the QD histograms are sampled";

@@ -17,7 +17,8 @@ namespace {
 // plug between block_getrq and issue (their owners are all in the tables at once).
 constexpr int kReads = 128;
 std::string fio_reads(const LoopDevice& loop) {
-    return "fio --name=r --filename=" + loop.path + " --direct=1 --rw=randread --bs=4k --size=256k --numjobs=2 "
+    return "fio --name=r --filename=" + loop.path +
+           " --direct=1 --rw=randread --bs=4k --size=256k --numjobs=2 "
            "--ioengine=io_uring --iodepth=16 --iodepth_batch_submit=16 --norandommap --output=/dev/null";
 }
 
@@ -47,14 +48,17 @@ void expect_exact(const Traced& t, const std::string& what) {
     ASSERT_EQ(t.reads.size(), size_t(kReads)) << what;
     for (const auto& c : t.reads) {
         EXPECT_EQ(c["comm"], "fio") << what << ": " << c.dump();
-        EXPECT_EQ(c["d2c_ns"].get<uint64_t>(), c["ts_complete"].get<uint64_t>() - c["ts_issue"].get<uint64_t>()) << what;
+        EXPECT_EQ(c["d2c_ns"].get<uint64_t>(), c["ts_complete"].get<uint64_t>() - c["ts_issue"].get<uint64_t>())
+            << what;
     }
     const json& s = t.summary;
     ASSERT_EQ(s["devices"].size(), 1u) << what << ": " << s.dump();
     const json& d = s["devices"][0];
     EXPECT_EQ(d["read"]["cmds"], kReads) << what;
-    for (const char* h : {"d2c_read", "bssplit_read", "qd_read", "lba_read"}) EXPECT_EQ(d["histograms"][h]["count"], kReads) << what << " " << h;
-    for (const char* k : {"unattributed", "lost_completes", "unmatched_completes", "map_full", "dropped"}) EXPECT_EQ(s[k], 0) << what << " " << k;
+    for (const char* h : {"d2c_read", "bssplit_read", "qd_read", "lba_read"})
+        EXPECT_EQ(d["histograms"][h]["count"], kReads) << what << " " << h;
+    for (const char* k : {"unattributed", "lost_completes", "unmatched_completes", "map_full", "dropped"})
+        EXPECT_EQ(s[k], 0) << what << " " << k;
 }
 
 TEST(TraceTables, OneSlotTablesSpillEveryRequestAndOwnerAndLoseNone) {

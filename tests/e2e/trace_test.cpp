@@ -39,8 +39,10 @@ protected:
         loop_ = new LoopDevice(64 * MiB);
         dir_ = new TempDir();
         // 64 x 128 KiB O_DIRECT writes at 0..8 MiB, fsync, fadvise(DONTNEED), 32 x 64 KiB O_DIRECT reads at 16 MiB
-        std::string io = "xfs_io -d -c 'pwrite -q -b 128k 0 8m' -c fsync -c 'fadvise -d 0 8m' "
-                         "-c 'pread -q -b 64k 16m 2m' " + loop_->path;
+        std::string io =
+            "xfs_io -d -c 'pwrite -q -b 128k 0 8m' -c fsync -c 'fadvise -d 0 8m' "
+            "-c 'pread -q -b 64k 16m 2m' " +
+            loop_->path;
         result_ = run(kvio_bin() + " trace -q -d " + loop_->name + " --events " + dir_->file("ev.jsonl") +
                       " --syscalls --json " + dir_->file("trace.json") + " -- " + io);
         events_ = read_jsonl(dir_->file("ev.jsonl"));
@@ -106,8 +108,10 @@ TEST_F(TraceKnownPattern, HistogramTotalsEqualEventCounts) {
     EXPECT_EQ((*d)["read"]["cmds"], 32);
     EXPECT_EQ((*d)["read"]["bytes"], 2 * MiB);
     const json& h = (*d)["histograms"];
-    for (const char* name : {"d2c_write", "bssplit_write", "qd_write", "lba_write"}) EXPECT_EQ(h[name]["count"], 64) << name;
-    for (const char* name : {"d2c_read", "bssplit_read", "qd_read", "lba_read"}) EXPECT_EQ(h[name]["count"], 32) << name;
+    for (const char* name : {"d2c_write", "bssplit_write", "qd_write", "lba_write"})
+        EXPECT_EQ(h[name]["count"], 64) << name;
+    for (const char* name : {"d2c_read", "bssplit_read", "qd_read", "lba_read"})
+        EXPECT_EQ(h[name]["count"], 32) << name;
     EXPECT_EQ(h["bssplit_write"]["buckets"], json::parse("[[131072, 262144, 64]]"));
     EXPECT_EQ(h["bssplit_read"]["buckets"], json::parse("[[65536, 131072, 32]]"));
     uint64_t d2c_sum = 0;
@@ -167,8 +171,9 @@ TEST(Trace, ChildFilterSeesOnlyTheTracedCommandTree) {
 TEST(Trace, DeviceFilterExcludesOtherDevices) {
     LoopDevice a(32 * MiB), b(32 * MiB);
     TempDir dir;
-    auto r = run(kvio_bin() + " trace -q -d " + b.name + " --events " + dir.file("ev.jsonl") + " --json " +
-                 dir.file("t.json") + " -- dd if=/dev/zero of=" + a.path + " bs=128k count=16 oflag=direct status=none");
+    auto r =
+        run(kvio_bin() + " trace -q -d " + b.name + " --events " + dir.file("ev.jsonl") + " --json " +
+            dir.file("t.json") + " -- dd if=/dev/zero of=" + a.path + " bs=128k count=16 oflag=direct status=none");
     ASSERT_EQ(r.status, 0) << r.err;
     auto evs = read_jsonl(dir.file("ev.jsonl"));
     for (const auto& e : evs) EXPECT_NE(e["type"], "cmd") << e.dump();
@@ -181,7 +186,8 @@ TEST(Trace, DeviceFilterExcludesOtherDevices) {
 
 TEST(Trace, DurationStopsAndFlushes) {
     TempDir dir;
-    auto r = run(kvio_bin() + " trace -q --duration 0.3 --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"));
+    auto r =
+        run(kvio_bin() + " trace -q --duration 0.3 --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err;
     auto s = json::parse(slurp(dir.file("t.json")));
     EXPECT_GE(s["duration_s"].get<double>(), 0.3);
@@ -202,10 +208,11 @@ TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
     ASSERT_EQ(fr.status, 0) << fr.err;
     // dd starts once the trace says it is tracing (attached): a fixed sleep lost the race on a loaded machine.
     auto r = run(kvio_bin() + " trace -d " + held.name + " --duration 3 --json " + dir.file("t.json") + " --events " +
-                 dir.file("e.jsonl") + " >/dev/null 2>" + dir.file("trace.err") + " & t=$!; i=0; until grep -q tracing " +
-                 dir.file("trace.err") + " || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; dd if=/dev/zero of=" +
-                 held.path + " bs=64k count=1 seek=3 oflag=direct 2>/dev/null & d=$!; wait $t; s=$?; fsfreeze -u " +
-                 fs.mnt + "; wait $d; exit $s");
+                 dir.file("e.jsonl") + " >/dev/null 2>" + dir.file("trace.err") +
+                 " & t=$!; i=0; until grep -q tracing " + dir.file("trace.err") +
+                 " || [ $i -ge 100 ]; do sleep 0.1; i=$((i+1)); done; dd if=/dev/zero of=" + held.path +
+                 " bs=64k count=1 seek=3 oflag=direct 2>/dev/null & d=$!; wait $t; s=$?; fsfreeze -u " + fs.mnt +
+                 "; wait $d; exit $s");
     run("fsfreeze -u " + fs.mnt + " 2>/dev/null");
     ASSERT_EQ(r.status, 0) << r.err << slurp(dir.file("trace.err"));
     auto evs = read_jsonl(dir.file("e.jsonl"));
@@ -229,7 +236,8 @@ TEST(Trace, CommandInFlightAtStopIsReportedWithoutCompletion) {
 
 TEST(Trace, SigintFlushesCompleteOutputs) {
     TempDir dir;
-    auto r = run(trace_in_background(dir.file("ready"), "-q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"), "p") +
+    auto r = run(trace_in_background(dir.file("ready"),
+                                     "-q --json " + dir.file("t.json") + " --events " + dir.file("e.jsonl"), "p") +
                  "kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 0) << r.err;
     auto s = json::parse(slurp(dir.file("t.json")));
@@ -265,10 +273,12 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
     TempDir dir;
     LoopDevice loop(64ull << 20);
     const std::string bin = dir.file("ev.kvb"), jsonl = dir.file("ev.jsonl");
-    auto r = run(trace_in_background(dir.file("ready-b"), "-q -d " + loop.name + " --duration 4 --events " + bin + " --events-format bin", "b") +
-                 trace_in_background(dir.file("ready-j"), "-q -d " + loop.name + " --duration 4 --events " + jsonl, "j") +
-                 "dd if=/dev/zero of=" + loop.path + " bs=256k count=24 oflag=direct status=none && " +
-                 "dd if=" + loop.path + " of=/dev/null bs=64k count=40 iflag=direct status=none; wait $b && wait $j");
+    auto r =
+        run(trace_in_background(dir.file("ready-b"),
+                                "-q -d " + loop.name + " --duration 4 --events " + bin + " --events-format bin", "b") +
+            trace_in_background(dir.file("ready-j"), "-q -d " + loop.name + " --duration 4 --events " + jsonl, "j") +
+            "dd if=/dev/zero of=" + loop.path + " bs=256k count=24 oflag=direct status=none && " +
+            "dd if=" + loop.path + " of=/dev/null bs=64k count=40 iflag=direct status=none; wait $b && wait $j");
     ASSERT_EQ(r.status, 0) << r.err;
     auto d = run(kvio_bin() + " dump " + bin + " -o " + dir.file("dumped.jsonl"));
     ASSERT_EQ(d.status, 0) << d.err;
@@ -293,7 +303,9 @@ TEST(Trace, BinaryCaptureDumpsToTheJsonlOfAConcurrentTrace) {
         for (const char* t : {"ts_issue", "ts_complete"}) {
             if (lost && std::string(t) == "ts_complete") continue;
             ASSERT_TRUE(x.contains(t) && y.contains(t)) << x.dump() << "\n" << y.dump();
-            EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 100'000'000) << t << ": " << x.dump() << "\n" << y.dump();
+            EXPECT_LT(std::llabs(int64_t(x[t].get<uint64_t>() - y[t].get<uint64_t>())), 100'000'000)
+                << t << ": " << x.dump() << "\n"
+                << y.dump();
         }
         for (auto* j : {&x, &y})
             for (const char* t : {"ts_issue", "ts_complete", "d2c_ns", "ts_insert", "q2d_ns"}) j->erase(t);
@@ -321,7 +333,8 @@ TEST(Trace, HangupFlushesAndStdoutStaysClean) {
     TempDir dir;
     // SIGHUP (a closed terminal) stops like SIGTERM: outputs flushed, the command ended, exit 128 + 1 (before: 0, as
     // if the command had run to its end).
-    auto r = run(trace_in_background(dir.file("ready"), "-q --events " + dir.file("h.jsonl") + " -- sleep 30", "p") + "kill -HUP $p; wait $p");
+    auto r = run(trace_in_background(dir.file("ready"), "-q --events " + dir.file("h.jsonl") + " -- sleep 30", "p") +
+                 "kill -HUP $p; wait $p");
     EXPECT_EQ(r.status, 128 + 1) << r.err;
     EXPECT_NE(r.err.find("kvio trace: stopped by signal 1 (Hangup)"), std::string::npos) << r.err;
     auto evs = read_jsonl(dir.file("h.jsonl"));
@@ -352,9 +365,11 @@ TEST(Trace, CaptureSurvivesKillAndPipesAndDumpRefusesItself) {
     LoopDevice loop(64ull << 20);
     const std::string cap = dir.file("low.kvb");
     // A quiet device: 40 reads, then SIGKILL. Records reach the file within a second (all but the last 4 KiB).
-    auto r = run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " --events " + cap + " --events-format bin") +
-                 "for i in $(seq 1 40); do dd if=" + loop.path + " of=/dev/null bs=4k count=1 skip=$i iflag=direct status=none; done; " +
-                 "sleep 2; kill -KILL $t; wait $t; true");
+    auto r =
+        run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " --events " + cap + " --events-format bin") +
+            "for i in $(seq 1 40); do dd if=" + loop.path +
+            " of=/dev/null bs=4k count=1 skip=$i iflag=direct status=none; done; " +
+            "sleep 2; kill -KILL $t; wait $t; true");
     ASSERT_EQ(r.status, 0) << r.err;
     auto d = run(kvio_bin() + " dump " + cap + " -o " + dir.file("low.jsonl"));
     EXPECT_EQ(d.status, 0) << d.err;
@@ -386,7 +401,8 @@ TEST(Trace, CommandStuckAfterSigtermIsKilledWithItsChildren) {
     auto r = run(kvio_bin() + " trace -q --duration 0.3 --json " + dir.file("t.json") +
                  " -- sh -c 'trap \"\" TERM; sleep 61.5 & wait; wait'");
     EXPECT_EQ(r.status, 128 + 9) << r.err;
-    EXPECT_NE(r.err.find("did not exit within 5 s of SIGTERM: killing it and its children"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("did not exit within 5 s of SIGTERM: killing it and its children"), std::string::npos)
+        << r.err;
     EXPECT_EQ(run("pgrep -f 'slee[p] 61.5'").out, "");  // [p]: not pgrep's own shell
     EXPECT_EQ(json::parse(slurp(dir.file("t.json")))["schema"], "kvio.trace/1");
 }
@@ -411,11 +427,13 @@ TEST(TraceOptions, DeviceThenIntervalCountGivesCountIntervals) {
     auto r = run(kvio_bin() + " trace -d " + a.name + " --device " + b.name + " 0.3 2");
     ASSERT_EQ(r.status, 0) << r.err;
     const std::regex header(R"(\d\d:\d\d:\d\d  interval [0-9.]+ s)");
-    EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), header), std::sregex_iterator()), 2) << r.out;
+    EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), header), std::sregex_iterator()), 2)
+        << r.out;
     for (const auto& name : {a.name, b.name}) {
         const std::regex line("\n" + name + R"(\s+[0-9.]+)");
         EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), line), std::sregex_iterator()), 2)
-            << name << "\n" << r.out;
+            << name << "\n"
+            << r.out;
     }
 }
 
@@ -472,7 +490,8 @@ TEST(Trace, SyscallHistogramsCountOnlyFdsOnTheTracedDevice) {
     EXPECT_EQ(p["vfs_read"]["count"], 10) << p.dump();
     EXPECT_EQ(p.value("vfs_write", json::object()).value("count", 0), 0) << p.dump();
     EXPECT_NE(s["process_fds"].get<std::string>().find(loop.name), std::string::npos) << s["process_fds"];
-    EXPECT_NE(r.out.find("== syscalls (fds: regular files and block devices on " + loop.name), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("== syscalls (fds: regular files and block devices on " + loop.name), std::string::npos)
+        << r.out;
     // Without -d every regular file counts, and the heading says so.
     r = run(kvio_bin() + " trace --duration 0.2");
     EXPECT_NE(r.out.find("== syscalls (fds: all regular files and block devices)"), std::string::npos) << r.out;
@@ -483,14 +502,17 @@ TEST(Trace, SigkillOfTheTraceEndsTheCommandAndItsChildren) {
     // (Processes are listed unless zombies: killed ones wait for an init that may be slow to reap them.)
     const std::string alive = "ps -eo stat=,comm=,args= | awk '$1 !~ /^Z/' | ";
     TempDir dir;
-    auto r = run(trace_in_background(dir.file("ready"), "-q -- sh -c 'sleep 63.25 & sleep 63.5; wait'") + "sleep 0.5; kill -KILL $t; "
-                 "wait $t; sleep 0.5; " + alive + "awk '$2 == \"sleep\" && ($4 == \"63.25\" || $4 == \"63.5\")'");
+    auto r = run(trace_in_background(dir.file("ready"), "-q -- sh -c 'sleep 63.25 & sleep 63.5; wait'") +
+                 "sleep 0.5; kill -KILL $t; "
+                 "wait $t; sleep 0.5; " +
+                 alive + "awk '$2 == \"sleep\" && ($4 == \"63.25\" || $4 == \"63.5\")'");
     EXPECT_EQ(r.out, "") << "left running after the trace was killed";
     run("pkill -KILL -f 'slee[p] 63.[25]'");
     // Released at a normal end: the guard kills nothing then, and the trace reaps it. The guard is a fork of the trace
     // and keeps its command line: this trace's guard is the one whose arguments name this test's directory (the
     // other e2e shard's traces have guards of their own).
-    r = run(kvio_bin() + " trace -q -- sh -c 'exit 0' " + dir.path + "; " + alive + "awk '$2 == \"kvio-guard\" && index($0, \"" + dir.path + "\")'");
+    r = run(kvio_bin() + " trace -q -- sh -c 'exit 0' " + dir.path + "; " + alive +
+            "awk '$2 == \"kvio-guard\" && index($0, \"" + dir.path + "\")'");
     EXPECT_EQ(r.out, "");
 }
 
@@ -498,7 +520,9 @@ TEST(Trace, SigintWhileACommandRunsExits130) {
     // fio exits 128 on SIGINT and a command ended by the stop's SIGTERM exits 0: either way a Ctrl-C'd trace of a
     // command exits 130, as a shell reports an interrupted job, with its outputs written.
     TempDir dir;
-    auto r = run(trace_in_background(dir.file("ready"), "-q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait'", "p") +
+    auto r = run(trace_in_background(
+                     dir.file("ready"),
+                     "-q --json " + dir.file("t.json") + " -- sh -c 'trap \"exit 128\" INT; sleep 30 & wait'", "p") +
                  "sleep 0.3; kill -INT $p; wait $p");
     EXPECT_EQ(r.status, 130) << r.err;
     EXPECT_NE(r.err.find("kvio trace: stopped by signal 2 (Interrupt); outputs written"), std::string::npos) << r.err;
@@ -510,8 +534,8 @@ TEST(Trace, StatsGivePerProgramCost) {
     TempDir dir;
     const std::string sysctl = "/proc/sys/kernel/bpf_stats_enabled";
     const std::string before = slurp(sysctl);
-    auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") + " -- dd if=" + loop.path +
-                 " of=/dev/null bs=4k count=200 iflag=direct status=none");
+    auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") +
+                 " -- dd if=" + loop.path + " of=/dev/null bs=4k count=200 iflag=direct status=none");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(slurp(sysctl), before) << "kernel.bpf_stats_enabled not restored";
     auto s = json::parse(slurp(dir.file("t.json")));
@@ -526,8 +550,8 @@ TEST(Trace, StatsGivePerProgramCost) {
         if (name.rfind("block_rq_issue", 0) == 0) issue = std::max(issue, p["run_cnt"].get<uint64_t>());
         if (name.rfind("block_rq_complete", 0) == 0) complete = std::max(complete, p["run_cnt"].get<uint64_t>());
         if (p["run_cnt"].get<uint64_t>() == 0) continue;
-        EXPECT_GT(p["ns_per_run"].get<double>(), 1.0) << name;      // a program run is not free
-        EXPECT_LT(p["ns_per_run"].get<double>(), 1e6) << name;      // nor a millisecond
+        EXPECT_GT(p["ns_per_run"].get<double>(), 1.0) << name;  // a program run is not free
+        EXPECT_LT(p["ns_per_run"].get<double>(), 1e6) << name;  // nor a millisecond
     }
     EXPECT_GE(issue, 200u);
     EXPECT_GE(complete, 200u);
@@ -551,16 +575,19 @@ TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
     // submitted it, and nothing is unattributed.
     LoopDevice loop(16 * MiB);
     TempDir dir;
-    const std::string fio = "fio --name=w --filename=" + loop.path + " --direct=1 --rw=randread --bs=4k --size=256k "
-                            "--numjobs=2 --ioengine=io_uring --iodepth=4 --force_async=1 --norandommap --output=/dev/null";
+    const std::string fio =
+        "fio --name=w --filename=" + loop.path +
+        " --direct=1 --rw=randread --bs=4k --size=256k "
+        "--numjobs=2 --ioengine=io_uring --iodepth=4 --force_async=1 --norandommap --output=/dev/null";
     for (const std::string mode : {"child", "comm"}) {
         const std::string ev = dir.file(mode + ".jsonl"), js = dir.file(mode + ".json");
         CmdResult r;
         if (mode == "child") {
             r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js + " -- " + fio);
         } else {
-            r = run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " -c fio --events " + ev + " --json " + js) + fio +
-                    "; sleep 0.3; kill -INT $t; wait $t");
+            r = run(trace_in_background(dir.file("ready"),
+                                        "-q -d " + loop.name + " -c fio --events " + ev + " --json " + js) +
+                    fio + "; sleep 0.3; kill -INT $t; wait $t");
         }
         ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
         auto reads = cmds_of(read_jsonl(ev), loop.majmin, "read");
@@ -578,7 +605,8 @@ TEST(Trace, IoUringWorkersAndForkedJobsPassTheTaskFilters) {
 const char* const kThreadStates[] = {"", "KVIO_TRACE_THREAD_HASHES=1 "};
 // The syscall programs hook per-syscall tracepoints where tracefs has them (this machine) and raw_syscalls elsewhere;
 // KVIO_TRACE_RAW_SYSCALLS=1 takes raw_syscalls here too. Each with the summary's name for it.
-const std::pair<const char*, const char*> kSyscallHooks[] = {{"", "per_syscall"}, {"KVIO_TRACE_RAW_SYSCALLS=1 ", "raw_syscalls"}};
+const std::pair<const char*, const char*> kSyscallHooks[] = {{"", "per_syscall"},
+                                                             {"KVIO_TRACE_RAW_SYSCALLS=1 ", "raw_syscalls"}};
 
 TEST(Trace, IoUringUserDataEndsWithTheIoUringEnterThatSetIt) {
     // kvio gen's io_uring engine: O_DIRECT, every command is allocated inside io_uring_enter and carries its SQE's
@@ -592,9 +620,10 @@ TEST(Trace, IoUringUserDataEndsWithTheIoUringEnterThatSetIt) {
             const std::string env = std::string(hooks_env) + state_env;
             for (const std::string mode : {"direct", "buffered"}) {
                 const std::string ev = dir.file(mode + ".jsonl"), js = dir.file(mode + ".json");
-                CmdResult r = run(env + kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js +
-                                  " -- " + kvio_bin() + " gen -q --force --model tiny-1b --engine io_uring --qd 4 --num-chunks 2 --target " +
-                                  loop.path + (mode == "buffered" ? " --buffered" : "") + " --semantic " + dir.file("sem.jsonl"));
+                CmdResult r = run(
+                    env + kvio_bin() + " trace -q -d " + loop.name + " --events " + ev + " --json " + js + " -- " +
+                    kvio_bin() + " gen -q --force --model tiny-1b --engine io_uring --qd 4 --num-chunks 2 --target " +
+                    loop.path + (mode == "buffered" ? " --buffered" : "") + " --semantic " + dir.file("sem.jsonl"));
                 ASSERT_EQ(r.status, 0) << env << mode << ": " << r.err;
                 EXPECT_EQ(json::parse(slurp(js))["syscall_hooks"], hooks) << env;
                 size_t writes = 0, with_ud = 0;
@@ -613,7 +642,8 @@ TEST(Trace, IoUringUserDataEndsWithTheIoUringEnterThatSetIt) {
 TEST(Trace, SyscallRecordsAndGapsWithEitherThreadState) {
     LoopDevice loop(32 * MiB);
     TempDir dir;
-    const std::string io = "xfs_io -d -c 'pwrite -q -b 128k 0 4m' -c fsync -c 'fadvise -d 0 4m' -c 'pread -q -b 64k 8m 1m' " + loop.path;
+    const std::string io =
+        "xfs_io -d -c 'pwrite -q -b 128k 0 4m' -c fsync -c 'fadvise -d 0 4m' -c 'pread -q -b 64k 8m 1m' " + loop.path;
     for (const auto& [hooks_env, hooks] : kSyscallHooks) {
         for (const char* state_env : kThreadStates) {
             const std::string env = std::string(hooks_env) + state_env;
@@ -629,7 +659,8 @@ TEST(Trace, SyscallRecordsAndGapsWithEitherThreadState) {
             EXPECT_EQ(p["fadvise_read_gap"]["count"], 1) << env;
             std::map<std::string, size_t> calls;
             for (const auto& e : read_jsonl(dir.file("ev.jsonl")))
-                if (e["type"] == "syscall" && e["fd"].get<int>() >= 0) ++calls[e["name"].get<std::string>() + " " + std::to_string(e.value("count", 0))];
+                if (e["type"] == "syscall" && e["fd"].get<int>() >= 0)
+                    ++calls[e["name"].get<std::string>() + " " + std::to_string(e.value("count", 0))];
             EXPECT_EQ(calls["pwrite64 131072"], 32u) << env;
             EXPECT_EQ(calls["pread64 65536"], 16u) << env;
             EXPECT_EQ(calls["fsync 0"], 1u) << env;
@@ -644,14 +675,17 @@ TEST(Trace, StatsShowOnlyTheSyscallProgramsOfTheHookInUse) {
     LoopDevice loop(16 * MiB);
     TempDir dir;
     for (const auto& [env, hooks] : kSyscallHooks) {
-        auto r = run(std::string(env) + kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") +
-                     " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
+        auto r =
+            run(std::string(env) + kvio_bin() + " trace -q --stats -d " + loop.name + " --json " + dir.file("t.json") +
+                " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
         ASSERT_EQ(r.status, 0) << env << r.err;
         const json s = json::parse(slurp(dir.file("t.json")));
         std::map<std::string, uint64_t> runs;
-        for (const auto& p : s["bpf_stats"]["programs"]) runs[p["name"].get<std::string>()] = p["run_cnt"].get<uint64_t>();
+        for (const auto& p : s["bpf_stats"]["programs"])
+            runs[p["name"].get<std::string>()] = p["run_cnt"].get<uint64_t>();
         const uint64_t per_syscall = runs["sys_enter_3args"] + runs["sys_exit_traced"];
-        const uint64_t raw = runs["sys_enter_btf"] + runs["sys_exit_btf"] + runs["raw_sys_enter"] + runs["raw_sys_exit"];
+        const uint64_t raw =
+            runs["sys_enter_btf"] + runs["sys_exit_btf"] + runs["raw_sys_enter"] + runs["raw_sys_exit"];
         if (std::string(hooks) == "per_syscall") {
             EXPECT_GE(runs["sys_enter_3args"], 20u) << env;
             EXPECT_EQ(raw, 0u) << env;
@@ -672,27 +706,36 @@ TEST(Trace, SyscallArgumentsOfEveryArityAreTheSameOnEitherHook) {
     LoopDevice loop(16 * MiB);
     TempDir dir;
     // (xfs_io's -V stays on for the commands after it: the pread64s are another xfs_io)
-    const std::string io = "sh -c \"xfs_io -d -c 'pwrite -q -D -V 2 -b 64k 1m 256k' -c 'pread -q -V 2 -b 64k 1m 256k' "
-                           "-c fdatasync -c 'fadvise -d 1m 256k' " + loop.path + "; xfs_io -d -c 'pread -q -b 32k 2m 64k' " +
-                           loop.path + "; dd if=" + loop.path + " of=/dev/null bs=4k count=3 skip=5 iflag=direct status=none\"";
+    const std::string io =
+        "sh -c \"xfs_io -d -c 'pwrite -q -D -V 2 -b 64k 1m 256k' -c 'pread -q -V 2 -b 64k 1m 256k' "
+        "-c fdatasync -c 'fadvise -d 1m 256k' " +
+        loop.path + "; xfs_io -d -c 'pread -q -b 32k 2m 64k' " + loop.path + "; dd if=" + loop.path +
+        " of=/dev/null bs=4k count=3 skip=5 iflag=direct status=none\"";
     const std::map<std::string, size_t> expected = {
-        {"pwritev2 offset 1048576 count 2 ret 131072", 1}, {"pwritev2 offset 1179648 count 2 ret 131072", 1},
-        {"preadv offset 1048576 count 2 ret 131072", 1},   {"preadv offset 1179648 count 2 ret 131072", 1},
-        {"pread64 offset 2097152 count 32768 ret 32768", 1}, {"pread64 offset 2129920 count 32768 ret 32768", 1},
-        {"fdatasync offset - count - ret 0", 1},           {"fadvise64 offset 1048576 count 262144 ret 0", 1},
+        {"pwritev2 offset 1048576 count 2 ret 131072", 1},
+        {"pwritev2 offset 1179648 count 2 ret 131072", 1},
+        {"preadv offset 1048576 count 2 ret 131072", 1},
+        {"preadv offset 1179648 count 2 ret 131072", 1},
+        {"pread64 offset 2097152 count 32768 ret 32768", 1},
+        {"pread64 offset 2129920 count 32768 ret 32768", 1},
+        {"fdatasync offset - count - ret 0", 1},
+        {"fadvise64 offset 1048576 count 262144 ret 0", 1},
         {"read offset - count 4096 ret 4096", 3},
     };
     for (const auto& [env, hooks] : kSyscallHooks) {
-        CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " + dir.file("ev.jsonl") +
-                          " --syscalls --json " + dir.file("t.json") + " -- " + io);
+        CmdResult r = run(std::string(env) + kvio_bin() + " trace -q -d " + loop.name + " --events " +
+                          dir.file("ev.jsonl") + " --syscalls --json " + dir.file("t.json") + " -- " + io);
         ASSERT_EQ(r.status, 0) << env << r.err;
         json s = json::parse(slurp(dir.file("t.json")));
         EXPECT_EQ(s["syscall_hooks"], hooks) << env;
         std::map<std::string, size_t> calls;
         for (const auto& e : read_jsonl(dir.file("ev.jsonl"))) {
             if (e["type"] != "syscall") continue;
-            auto field = [&e](const char* k) { return e.contains(k) ? std::to_string(e[k].get<int64_t>()) : std::string("-"); };
-            ++calls[e["name"].get<std::string>() + " offset " + field("offset") + " count " + field("count") + " ret " + field("ret")];
+            auto field = [&e](const char* k) {
+                return e.contains(k) ? std::to_string(e[k].get<int64_t>()) : std::string("-");
+            };
+            ++calls[e["name"].get<std::string>() + " offset " + field("offset") + " count " + field("count") + " ret " +
+                    field("ret")];
         }
         EXPECT_EQ(calls, expected) << env;
         const json& p = s["process"];
@@ -715,8 +758,9 @@ TEST(Trace, BlockOnlyAttachesNoSyscallProgram) {
     TempDir dir;
     for (const bool block_only : {false, true}) {
         const std::string tag = block_only ? "--block-only" : "default";
-        auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + (block_only ? " --block-only" : "") + " --json " +
-                     dir.file("t.json") + " -- dd if=" + loop.path + " of=/dev/null bs=4k count=20 iflag=direct status=none");
+        auto r = run(kvio_bin() + " trace -q --stats -d " + loop.name + (block_only ? " --block-only" : "") +
+                     " --json " + dir.file("t.json") + " -- dd if=" + loop.path +
+                     " of=/dev/null bs=4k count=20 iflag=direct status=none");
         ASSERT_EQ(r.status, 0) << tag << r.err;
         const json s = json::parse(slurp(dir.file("t.json")));
         EXPECT_EQ(s["syscall_hooks"], block_only ? "none" : "per_syscall") << tag;
@@ -742,10 +786,12 @@ TEST(Trace, BlockOnlyAttachesNoSyscallProgram) {
             EXPECT_EQ(vfs_reads, 20u) << s["process"].dump();
         }
     }
-    auto r = run(kvio_bin() + " trace --block-only --syscalls --events " + dir.file("e.jsonl") + " -d " + loop.name + " -- true");
+    auto r = run(kvio_bin() + " trace --block-only --syscalls --events " + dir.file("e.jsonl") + " -d " + loop.name +
+                 " -- true");
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_TRUE(r.err.find("--block-only excludes --syscalls") != std::string::npos ||
-                r.err.find("--syscalls excludes --block-only") != std::string::npos) << r.err;
+                r.err.find("--syscalls excludes --block-only") != std::string::npos)
+        << r.err;
 }
 
 }  // namespace
@@ -763,9 +809,11 @@ TEST(Trace, CommFilterMatchesARenamedTaskWhateverItsOldNameLeftBehindTheNul) {
                          "libc = ctypes.CDLL(None)\n"
                          "libc.prctl(15, b'kvabcdefghijklm', 0, 0, 0)\n"
                          "libc.prctl(15, b'kvab', 0, 0, 0)\n"
-                         "fd = os.open('" + loop.path + "', os.O_RDONLY | os.O_DIRECT)\n"
-                         "buf = mmap.mmap(-1, 4096)\n"
-                         "for i in range(8): os.preadv(fd, [buf], i * 4096)\n";
+                         "fd = os.open('" +
+                             loop.path +
+                             "', os.O_RDONLY | os.O_DIRECT)\n"
+                             "buf = mmap.mmap(-1, 4096)\n"
+                             "for i in range(8): os.preadv(fd, [buf], i * 4096)\n";
     for (const std::string comm : {"kvab", "kvabcdefghijklm"}) {
         auto r = run(kvio_bin() + " trace -q -d " + loop.name + " -c " + comm + " --events " + dir.file("e.jsonl") +
                      " --json " + dir.file("t.json") + " -- python3 " + py);

@@ -32,10 +32,11 @@ struct Traced {
 Traced trace_gen(const TempDir& tmp, const std::string& disk, const std::string& gen_args, const std::string& tag) {
     Traced t{tmp.file(tag + ".events.jsonl"), tmp.file(tag + ".sem.jsonl"), tmp.file(tag + ".trace.json")};
     const std::string err = tmp.file(tag + ".trace.err");
-    std::string cmd = kvio_bin() + " trace -d " + disk + " --events " + t.events + " --json " + t.trace_json + " >/dev/null 2>" +
-                      err + " & p=$!; i=0; until grep -q 'kvio trace: tracing' " + err +
+    std::string cmd = kvio_bin() + " trace -d " + disk + " --events " + t.events + " --json " + t.trace_json +
+                      " >/dev/null 2>" + err + " & p=$!; i=0; until grep -q 'kvio trace: tracing' " + err +
                       "; do sleep 0.05; i=$((i+1)); [ $i -gt 400 ] && break; done; " + kvio_bin() + " gen -q --force " +
-                      gen_args + " --semantic " + t.semantic + "; g=$?; kill -INT $p; wait $p; t=$?; exit $((g ? g : t))";
+                      gen_args + " --semantic " + t.semantic +
+                      "; g=$?; kill -INT $p; wait $p; t=$?; exit $((g ? g : t))";
     for (int attempt = 1; attempt <= 3; ++attempt) {
         CmdResult r = run(cmd);
         EXPECT_EQ(r.status, 0) << cmd << "\n" << r.err << slurp(err);
@@ -54,7 +55,8 @@ Traced trace_gen(const TempDir& tmp, const std::string& disk, const std::string&
 }
 
 /// `kvio validate` with the trace's JSON as the max_sectors_kb source; returns the --json report.
-json validate(const TempDir& tmp, const Traced& t, const std::string& extra, const std::string& tag, std::string* out = nullptr) {
+json validate(const TempDir& tmp, const Traced& t, const std::string& extra, const std::string& tag,
+              std::string* out = nullptr) {
     std::string rep = tmp.file(tag + ".report.json");
     std::string cmd = kvio_bin() + " validate --commands " + t.events + " --semantic " + t.semantic + " --trace-json " +
                       t.trace_json + " --json " + rep + " " + extra;
@@ -83,7 +85,8 @@ Oracle oracle(const Traced& t) {
             for (const auto& c : ev) {
                 if (c.value("type", "") != "cmd" || c["op"] != (k == 0 ? "write" : "read")) continue;
                 uint64_t off = c["sector"].get<uint64_t>() * 512, ts = c["ts_issue"];
-                if (off < a || off >= a + len || ts < op["ts_start"].get<uint64_t>() || ts > op["ts"].get<uint64_t>()) continue;
+                if (off < a || off >= a + len || ts < op["ts_start"].get<uint64_t>() || ts > op["ts"].get<uint64_t>())
+                    continue;
                 ++o.cmds[k];
                 o.bytes[k] += c["bytes"].get<uint64_t>();
                 covered += c["bytes"].get<uint64_t>();
@@ -127,16 +130,21 @@ TEST(ValidateE2E, SlotsPosixOnLoopIsExactForLlamaAndDeepseek) {
     TempDir tmp;
     LoopDevice loop(256 * kMiB);
     const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-    const uint64_t cap = std::min(sysfs_u64(loop.name, "max_sectors_kb") * 1024, sysfs_u64(loop.name, "max_segments") * page);
+    const uint64_t cap =
+        std::min(sysfs_u64(loop.name, "max_sectors_kb") * 1024, sysfs_u64(loop.name, "max_segments") * page);
     struct Case {
         const char* model;
         uint64_t object_bytes;
     } cases[] = {{"llama3.1-8b", 32 * kMiB}, {"deepseek-v3", 70272ull * 256}};
     for (const Case& c : cases) {
         SCOPED_TRACE(c.model);
-        Traced t = trace_gen(tmp, loop.name, std::string("--model ") + c.model + " --target " + loop.path +
-                                                 " --num-chunks 3 --engine posix --layout slots", c.model);
-        if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+        Traced t = trace_gen(tmp, loop.name,
+                             std::string("--model ") + c.model + " --target " + loop.path +
+                                 " --num-chunks 3 --engine posix --layout slots",
+                             c.model);
+        if (t.lossy)
+            GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer "
+                            "defect, not scorable";
         std::string out;
         json j = validate(tmp, t, "", c.model, &out);
         expect_scores(j, t, 6);
@@ -148,7 +156,9 @@ TEST(ValidateE2E, SlotsPosixOnLoopIsExactForLlamaAndDeepseek) {
         EXPECT_EQ(j["per_op"]["load"]["projected"]["bytes"], 3 * c.object_bytes);
         EXPECT_EQ(j["per_op"]["store"]["projected"]["min"], 4096);
         if (j["exact_match"] == 6)
-            EXPECT_NE(out.find("exact-match 6/6 (100.00%)  WAPE 0.0000%  per-cmd size 6/6  size-TV 0.0000"), std::string::npos) << out;
+            EXPECT_NE(out.find("exact-match 6/6 (100.00%)  WAPE 0.0000%  per-cmd size 6/6  size-TV 0.0000"),
+                      std::string::npos)
+                << out;
 
         if (std::string(c.model) == "llama3.1-8b") {
             // The same trace scored against a wrong geometry must fail: a 256 KiB max_sectors_kb projects every
@@ -168,8 +178,11 @@ TEST(ValidateE2E, FilesLayoutOnExt4JoinsByFiemapOffsets) {
     Ext4Mount fs(512 * kMiB);
     std::string dir = fs.mnt + "/kv";
     ASSERT_EQ(run("mkdir -p " + dir).status, 0);
-    Traced t = trace_gen(tmp, fs.loop.name, "--model deepseek-v3 --target " + dir + " --num-chunks 3 --layout files", "files");
-    if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+    Traced t =
+        trace_gen(tmp, fs.loop.name, "--model deepseek-v3 --target " + dir + " --num-chunks 3 --layout files", "files");
+    if (t.lossy)
+        GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer "
+                        "defect, not scorable";
     json j = validate(tmp, t, "", "files");
     expect_scores(j, t, 6);
     EXPECT_EQ(j["join"]["mode"], "offset");
@@ -188,7 +201,9 @@ TEST(ValidateE2E, SlotsOnAFragmentedFileCutAtExtentEnds) {
                         "; fallocate -o $((i*1048576)) -l 1048576 " + other + "; done; sync";
     ASSERT_EQ(run(alloc).status, 0);
     Traced t = trace_gen(tmp, fs.loop.name, "--model tiny-1b --target " + img + " --num-chunks 4", "frag");
-    if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+    if (t.lossy)
+        GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer "
+                        "defect, not scorable";
     size_t multi = 0;
     std::vector<json> sem = read_jsonl(t.semantic);
     for (size_t i = 1; i < sem.size(); ++i) multi += sem[i]["extents"].size() > 1;
@@ -202,9 +217,12 @@ TEST(ValidateE2E, SlotsOnAFragmentedFileCutAtExtentEnds) {
 TEST(ValidateE2E, IoUringJoinsByUserData) {
     TempDir tmp;
     LoopDevice loop(128 * kMiB);
-    Traced t = trace_gen(tmp, loop.name, "--model llama3.1-8b --engine io_uring --qd 4 --target " + loop.path + " --num-chunks 2",
-                         "uring");
-    if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+    Traced t =
+        trace_gen(tmp, loop.name,
+                  "--model llama3.1-8b --engine io_uring --qd 4 --target " + loop.path + " --num-chunks 2", "uring");
+    if (t.lossy)
+        GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer "
+                        "defect, not scorable";
     json j = validate(tmp, t, "", "uring");
     expect_scores(j, t, 4);
     EXPECT_EQ(j["join"]["mode"], "user_data");
@@ -217,16 +235,22 @@ TEST(ValidateE2E, IoUringJoinsByUserData) {
 TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
     TempDir tmp;
     std::string sem = tmp.file("s.jsonl"), ev = tmp.file("e.jsonl");
-    run("printf '%s\\n' '{\"type\":\"meta\",\"schema\":\"kvio.semantic/1\",\"engine\":\"posix\",\"dev\":\"7:0\",\"lba_bytes\":512,"
-        "\"max_sectors_kb\":1280}' > " + sem);
-    run("printf '%s\\n' '{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:0\",\"op\":\"read\",\"rwbs\":\"R\",\"sector\":0,"
-        "\"bytes\":4096,\"ts_issue\":1}' '{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:0\",\"op\":\"read\",\"rwbs\":\"R\","
-        "\"sector\":-1,\"bytes\":4096,\"ts_issue\":2}' > " + ev);
+    run("printf '%s\\n' "
+        "'{\"type\":\"meta\",\"schema\":\"kvio.semantic/1\",\"engine\":\"posix\",\"dev\":\"7:0\",\"lba_bytes\":512,"
+        "\"max_sectors_kb\":1280}' > " +
+        sem);
+    run("printf '%s\\n' "
+        "'{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:0\",\"op\":\"read\",\"rwbs\":\"R\",\"sector\":0,"
+        "\"bytes\":4096,\"ts_issue\":1}' "
+        "'{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:0\",\"op\":\"read\",\"rwbs\":\"R\","
+        "\"sector\":-1,\"bytes\":4096,\"ts_issue\":2}' > " +
+        ev);
     CmdResult r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + sem);
     EXPECT_EQ(r.status, 1);
     EXPECT_EQ(r.err, "kvio: " + ev + ":2: field 'sector': expected a non-negative integer, got a negative number\n");
     // An unwritable --json fails before any work or output.
-    r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + sem + " --json " + tmp.file("no/dir/v.json"));
+    r = run(kvio_bin() + " validate --join offset --commands " + ev + " --semantic " + sem + " --json " +
+            tmp.file("no/dir/v.json"));
     EXPECT_EQ(r.status, 1);
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, "kvio: " + tmp.file("no/dir/v.json") + ": cannot write: No such file or directory\n");
@@ -242,8 +266,11 @@ TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
 TEST(ValidateE2E, LmcacheAndMonitorFormatsOfAGenRunScoreLikeKviosOwnFiles) {
     TempDir tmp;
     LoopDevice loop(160 * kMiB);
-    struct Run { const char* engine; kvio::test::MonitorVariant v; } runs[] = {
-        {"posix", kvio::test::MonitorVariant::DriverTracepoint}, {"io_uring", kvio::test::MonitorVariant::IoUringCmd}};
+    struct Run {
+        const char* engine;
+        kvio::test::MonitorVariant v;
+    } runs[] = {{"posix", kvio::test::MonitorVariant::DriverTracepoint},
+                {"io_uring", kvio::test::MonitorVariant::IoUringCmd}};
     auto strip = [](json j) {
         j.erase("inputs");
         for (const char* k : {"reason", "warnings", "nvme_rows", "passthrough_block_skipped"}) j["join"].erase(k);
@@ -251,9 +278,12 @@ TEST(ValidateE2E, LmcacheAndMonitorFormatsOfAGenRunScoreLikeKviosOwnFiles) {
     };
     for (const Run& r : runs) {
         const std::string tag = r.engine;
-        Traced t = trace_gen(tmp, loop.name, "--model llama3.1-8b --engine " + tag + " --qd 2 --target " + loop.path + " --num-chunks 3",
-                             tag);
-        if (t.lossy) GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer defect, not scorable";
+        Traced t =
+            trace_gen(tmp, loop.name,
+                      "--model llama3.1-8b --engine " + tag + " --qd 2 --target " + loop.path + " --num-chunks 3", tag);
+        if (t.lossy)
+            GTEST_SKIP() << "kvio trace reported lost commands (unmatched_completes/dropped) in 3 runs of 3: a tracer "
+                            "defect, not scorable";
         const json own = validate(tmp, t, "--lba-bytes 512", tag + "-own");
         expect_scores(own, t, 6);
         Traced f = t;

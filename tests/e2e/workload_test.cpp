@@ -116,7 +116,8 @@ void check_slots(const std::string& sem, const std::string& dev, const std::stri
             if (raw_check) {
                 auto bytes = read_extents(dev, r);
                 ASSERT_EQ(bytes.size(), kTinyObject);
-                EXPECT_EQ(verify_pattern(bytes.data(), id, store_gen[id], 0, bytes.size()), UINT64_MAX) << "object " << id;
+                EXPECT_EQ(verify_pattern(bytes.data(), id, store_gen[id], 0, bytes.size()), UINT64_MAX)
+                    << "object " << id;
             }
         }
     }
@@ -145,8 +146,8 @@ TEST(WorkloadGeometry, CliKnownAnswers) {
 TEST(WorkloadGen, SlotsOnLoopPosixDirect) {
     LoopDevice loop(96 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --target " + loop.path + " --semantic " + d.file("s.jsonl") +
-                 " --record " + d.file("rec.json"));
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --target " + loop.path + " --semantic " +
+                 d.file("s.jsonl") + " --record " + d.file("rec.json"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("verified against the pattern: ok"), std::string::npos) << r.out;
     check_slots(d.file("s.jsonl"), loop.path, loop.majmin, 0, 4, expected_cap(loop.name));
@@ -177,7 +178,8 @@ TEST(WorkloadGen, SlotsOnLoopPosixDirect) {
 TEST(WorkloadGen, SlotsOnLoopIoUringQd4Interleaved) {
     LoopDevice loop(96 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 4 --pattern interleaved --target " +
+    auto r = run(kvio_bin() +
+                 " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 4 --pattern interleaved --target " +
                  loop.path + " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
@@ -204,8 +206,10 @@ TEST(WorkloadGen, BufferedAndMaxIoAndTp) {
     LoopDevice loop(64 * kMiB);
     TempDir d;
     // llama3.1-8b, 16 tokens, TP 2: 2 MiB chunks -> 2 objects of 1 MiB each per chunk; 128 KiB transfers.
-    auto r = run(kvio_bin() + " gen -q --model llama3.1-8b --chunk-tokens 16 --tp 2 --num-chunks 3 --buffered --max-io 131072 --target " +
-                 loop.path + " --semantic " + d.file("s.jsonl"));
+    auto r =
+        run(kvio_bin() +
+            " gen -q --model llama3.1-8b --chunk-tokens 16 --tp 2 --num-chunks 3 --buffered --max-io 131072 --target " +
+            loop.path + " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
     ASSERT_EQ(lines.size(), 1u + 2 * 6);
@@ -216,7 +220,8 @@ TEST(WorkloadGen, BufferedAndMaxIoAndTp) {
         const auto& x = lines[i];
         EXPECT_FALSE(x.contains("error")) << x.dump();
         EXPECT_EQ(x["transfers"].get<uint64_t>(), x["op"] == "store" ? 9u : 8u);
-        EXPECT_EQ(x["dev_off"].get<uint64_t>(), kMiB + x["object_id"].get<uint64_t>() * (4096 + kMiB) + (x["op"] == "load" ? 4096 : 0));
+        EXPECT_EQ(x["dev_off"].get<uint64_t>(),
+                  kMiB + x["object_id"].get<uint64_t>() * (4096 + kMiB) + (x["op"] == "load" ? 4096 : 0));
     }
     EXPECT_EQ(lines[6]["key"], "kvio/llama3.1-8b/tp2/rank1/chunk2");
 }
@@ -228,8 +233,8 @@ TEST(WorkloadGen, FilesOnExt4MatchFiemapAndDevice) {
     TempDir d;
     for (std::string engine : {"posix", "io_uring"}) {
         SCOPED_TRACE(engine);
-        auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --qd 4 --engine " + engine + " --target " + dir +
-                     " --semantic " + d.file("f.jsonl"));
+        auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --qd 4 --engine " + engine +
+                     " --target " + dir + " --semantic " + d.file("f.jsonl"));
         ASSERT_EQ(r.status, 0) << r.err << r.out;
         auto lines = read_jsonl(d.file("f.jsonl"));
         ASSERT_EQ(lines.size(), 9u);
@@ -247,7 +252,8 @@ TEST(WorkloadGen, FilesOnExt4MatchFiemapAndDevice) {
             // The bytes at the FIEMAP offsets on the raw device are the object's pattern.
             uint64_t id = x["object_id"];
             auto bytes = read_extents(fs.loop.path, x);
-            EXPECT_EQ(verify_pattern(bytes.data(), id, id + 1, 0, bytes.size()), UINT64_MAX);  // store trace id = id + 1
+            EXPECT_EQ(verify_pattern(bytes.data(), id, id + 1, 0, bytes.size()),
+                      UINT64_MAX);  // store trace id = id + 1
             EXPECT_EQ(x["checksum"], hex_sum(pattern_checksum(id, id + 1, kTinyObject, Verify::Stamps)));
         }
         EXPECT_EQ(std::filesystem::file_size(dir + "/kvobj-3.bin"), kTinyObject);
@@ -260,8 +266,8 @@ TEST(WorkloadGen, RegularFileSlotsOnExt4) {
     { std::ofstream(img).put('\0'); }
     std::filesystem::resize_file(img, 0);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 2 --target " + img + " --semantic " +
-                 d.file("s.jsonl"));
+    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 4 --engine io_uring --qd 2 --target " + img +
+                 " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_GE(std::filesystem::file_size(img), kMiB + 4 * (4096 + kTinyObject));  // fallocate grew it
     auto lines = read_jsonl(d.file("s.jsonl"));
@@ -336,7 +342,8 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
     ASSERT_EQ(r.status, 0) << r.err;
     std::string part = loop.path + "p1";
     TempDir d;
-    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 2 --target " + part + " --semantic " + d.file("s.jsonl"));
+    r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 2 --target " + part + " --semantic " +
+            d.file("s.jsonl"));
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
     EXPECT_EQ(lines.size(), 5u);
@@ -362,8 +369,9 @@ TEST(WorkloadGen, PartitionOffsetsAreWholeDisk) {
 TEST(WorkloadGen, VerifyFullOnLoop) {
     LoopDevice loop(64 * kMiB);
     TempDir d;
-    auto r = run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 3 --engine io_uring --qd 4 --verify full --target " + loop.path +
-                 " --semantic " + d.file("s.jsonl"));
+    auto r =
+        run(kvio_bin() + " gen -q --model llama3.2-1b --num-chunks 3 --engine io_uring --qd 4 --verify full --target " +
+            loop.path + " --semantic " + d.file("s.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("verified against the pattern: ok (verify full: every byte)"), std::string::npos) << r.out;
     auto lines = read_jsonl(d.file("s.jsonl"));
@@ -435,7 +443,7 @@ TEST(WorkloadExecute, CorruptionBetweenStoreAndLoadFailsTheLoad) {
         auto res = store_then_load(loop.path, v, [&] {
             std::vector<char> zero(4096, 0);
             poke_backing(loop, payload(1) + 40 * 4096, zero.data(), zero.size());  // object 1, block 40: lost
-            auto b = read_raw(loop.path, payload(2) + 7 * 4096 + 2048, 512);        // object 2, block 7: one bit
+            auto b = read_raw(loop.path, payload(2) + 7 * 4096 + 2048, 512);       // object 2, block 7: one bit
             b[100] ^= 0x04;
             poke_backing(loop, payload(2) + 7 * 4096 + 2048, b.data(), b.size());
         });
@@ -452,9 +460,10 @@ TEST(WorkloadExecute, CorruptionBetweenStoreAndLoadFailsTheLoad) {
             EXPECT_EQ(res[5].error, "");  // the cheap check reads 32 bytes of each block, not byte 2148 of it
             EXPECT_EQ(res[5].checksum, res[2].checksum);
         } else {
-            EXPECT_NE(res[5].error.find("in object 2: block at payload byte 28672 holds object 2, offset 28672, generation 3 "
-                                        "(expected object 2, offset 28672, generation 3); first differing byte 30820"),
-                      std::string::npos)
+            EXPECT_NE(
+                res[5].error.find("in object 2: block at payload byte 28672 holds object 2, offset 28672, generation 3 "
+                                  "(expected object 2, offset 28672, generation 3); first differing byte 30820"),
+                std::string::npos)
                 << res[5].error;
             EXPECT_NE(res[5].checksum, res[2].checksum);
         }

@@ -8,7 +8,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ostream& out = kvio::fuzz::null_stream();
     try {
         kvio::importer::import_blktrace(kvio::fuzz::input_file(data, size), out);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

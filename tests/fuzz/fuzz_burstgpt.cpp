@@ -10,7 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::serving::read_burst_trace_file(kvio::fuzz::input_file(data, size), t);
         volatile double sink = 0;
         for (const auto& r : t.rows) sink = sink + r.timestamp_s + r.request_tokens + r.response_tokens;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -9,7 +9,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kvio::fuzz::drain_events(path);
     try {
         kvio::trace::dump_capture(path, "/dev/null");
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -10,7 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::importer::IologImportOptions o;
         o.dev = "259:3";
         kvio::importer::import_fio_iolog(kvio::fuzz::input_file(data, size), o, out);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -11,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::workload::Geometry g = kvio::workload::compute_geometry(m, {});
         volatile uint64_t n = g.per_rank_bytes;
         (void)n;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::replay::IoTracePlan p = kvio::replay::plan_io_trace(t, 7, d, kvio::replay::parse_timing("asis"));
         volatile size_t n = p.ops.size() + p.slots.size();
         for (const auto& op : p.ops) n = n + op.key.size() + op.offset;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -11,13 +11,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::validate::SemanticTrace t = kvio::validate::read_semantic_lmcache(path);
         volatile size_t n = t.skipped_deletes;
         for (const auto& op : t.ops) n = n + op.extents.size() + op.key.size() + op.ts;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     try {
         kvio::validate::SemanticTrace t = kvio::validate::read_semantic_as(path, kvio::validate::SemanticFormat::Auto);
         volatile size_t n = t.ops.size();
         (void)n;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

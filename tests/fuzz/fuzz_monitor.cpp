@@ -20,12 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         kvio::validate::MonitorReader r(path);
         drain(r);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     try {
         auto r = kvio::validate::open_commands(path, kvio::validate::CommandsFormat::Auto);
         drain(*r);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

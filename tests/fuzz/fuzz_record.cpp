@@ -12,12 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::workload::Record r = kvio::workload::record_from_json(kvio::read_json_file(path), path);
         volatile size_t n = r.objects.size();
         for (const auto& o : r.objects) n = n + o.ops.size() + o.key.size();
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     try {
         kvio::validate::SemanticMeta meta;
         kvio::validate::merge_record_manifest(meta, path);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -8,7 +8,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::validate::SemanticTrace t = kvio::validate::read_semantic(kvio::fuzz::input_file(data, size));
         volatile size_t n = 0;
         for (const auto& op : t.ops) n = n + op.extents.size() + op.key.size();
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

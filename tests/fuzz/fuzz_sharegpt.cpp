@@ -11,9 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             kvio::serving::ShareGptDataset ds = kvio::serving::load_sharegpt(path, max);
             volatile int64_t sink = 0;
             for (const auto& c : ds.conversations)
-                for (const auto& t : c.turns) sink = sink + t.context_tokens + t.generate_tokens + t.turn_number + int64_t(c.id.size());
-        } catch (const kvio::Error&) {
-        }
+                for (const auto& t : c.turns)
+                    sink = sink + t.context_tokens + t.generate_tokens + t.turn_number + int64_t(c.id.size());
+        } catch (const kvio::Error&) {}
     }
     return 0;
 }

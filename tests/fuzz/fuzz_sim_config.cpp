@@ -13,7 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         kvio::serving::resolve_model(c);
         volatile size_t n = c.yaml.raw.size() + errors.size() + warnings.size();
         (void)n;
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -9,11 +9,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = kvio::fuzz::input_file(data, size);
     try {
         (void)kvio::validate::max_sectors_kb_from_trace_json(path, 7u << 20);
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     try {
         (void)kvio::distiller::profile_trace_json(path, "");
-    } catch (const kvio::Error&) {
-    }
+    } catch (const kvio::Error&) {}
     return 0;
 }

@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         const std::string head = kvio::peek_input(path, 100);
         const std::string again = kvio::read_input(path);
-        if (ok && (again != direct || head != direct.substr(0, head.size()))) std::abort();  // the peek changed the stream
-    } catch (const kvio::Error&) {
-    }
+        if (ok && (again != direct || head != direct.substr(0, head.size())))
+            std::abort();  // the peek changed the stream
+    } catch (const kvio::Error&) {}
     return 0;
 }

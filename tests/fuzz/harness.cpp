@@ -43,8 +43,7 @@ void drain_events(const std::string& path) {
             sink = sink + r.sector + r.bytes + r.ts_issue + r.ts_complete + r.qd + r.user_data + r.slba + r.nlb;
             if (r.has_field(EventField::Type)) (void)rd.source().where();
         }
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
 }
 
 std::ostream& null_stream() {

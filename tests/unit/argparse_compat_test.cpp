@@ -23,8 +23,10 @@ std::string error_of(const std::vector<std::string>& args) {
 }  // namespace
 
 TEST(ArgparseCompat, UniquePrefixesExpandToTheFullName) {
-    auto out = argparse_check({"--num-u", "5", "--dur=3", "--gen", "none", "--seed", "-7", "--quiet"}, simulate_argparse_options());
-    EXPECT_EQ(out, (std::vector<std::string>{"--num-users=5", "--duration=3", "--generation-mode=none", "--seed=-7", "--quiet"}));
+    auto out = argparse_check({"--num-u", "5", "--dur=3", "--gen", "none", "--seed", "-7", "--quiet"},
+                              simulate_argparse_options());
+    EXPECT_EQ(out, (std::vector<std::string>{"--num-users=5", "--duration=3", "--generation-mode=none", "--seed=-7",
+                                             "--quiet"}));
     // An exact name wins over longer names it prefixes; numbers lose what Python's int() ignores.
     out = argparse_check({"--model", "tiny-1b", "--num-users", " 1_000 "}, simulate_argparse_options());
     EXPECT_EQ(out, (std::vector<std::string>{"--model=tiny-1b", "--num-users=1000"}));

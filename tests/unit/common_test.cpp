@@ -55,7 +55,14 @@ TEST(Histogram, Log2SlotBounds) {
 // their plain definitions (bit length; quotient) around every power of two.
 TEST(Histogram, SharedSlotRulesMatchTheirDefinitions) {
     static_assert(kvio_log2_slot(0) == 0 && kvio_log2_slot(1) == 1 && kvio_log2_slot(~uint64_t(0)) == 64);
-    auto bit_length = [](uint64_t v) { unsigned k = 0; while (v) { ++k; v >>= 1; } return k; };
+    auto bit_length = [](uint64_t v) {
+        unsigned k = 0;
+        while (v) {
+            ++k;
+            v >>= 1;
+        }
+        return k;
+    };
     for (unsigned b = 0; b < 64; ++b) {
         const uint64_t p = uint64_t(1) << b;
         for (uint64_t v : {p - 1, p, p + 1, p | (p >> 1), ~uint64_t(0) >> (63 - b)}) {

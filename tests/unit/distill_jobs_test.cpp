@@ -33,17 +33,21 @@ struct Events {
         out.open(path);
     }
     ~Events() { std::remove(path.c_str()); }
-    void cmd(const std::string& op, const std::string& rwbs, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t d2c,
-             const std::string& dev = "7:0", uint32_t tid = 100) {
-        out << json{{"type", "cmd"}, {"src", "block"}, {"dev", dev}, {"disk", "loop" + dev.substr(2)}, {"op", op}, {"rwbs", rwbs},
-                    {"sector", sector}, {"bytes", bytes}, {"ts_issue", issue}, {"ts_complete", issue + d2c}, {"d2c_ns", d2c},
-                    {"pid", tid}, {"tid", tid}, {"comm", "fio"}}
+    void cmd(const std::string& op, const std::string& rwbs, uint64_t sector, uint64_t bytes, uint64_t issue,
+             uint64_t d2c, const std::string& dev = "7:0", uint32_t tid = 100) {
+        out << json{{"type", "cmd"},     {"src", "block"},
+                    {"dev", dev},        {"disk", "loop" + dev.substr(2)},
+                    {"op", op},          {"rwbs", rwbs},
+                    {"sector", sector},  {"bytes", bytes},
+                    {"ts_issue", issue}, {"ts_complete", issue + d2c},
+                    {"d2c_ns", d2c},     {"pid", tid},
+                    {"tid", tid},        {"comm", "fio"}}
                    .dump()
             << "\n";
     }
     void summary(uint64_t unmatched) {
-        out << json{{"type", "summary"}, {"events", 1}, {"dropped", 0}, {"unmatched_completes", unmatched}, {"negative_deltas", 0},
-                    {"lost_completes", 0}}
+        out << json{{"type", "summary"},    {"events", 1},        {"dropped", 0}, {"unmatched_completes", unmatched},
+                    {"negative_deltas", 0}, {"lost_completes", 0}}
                    .dump()
             << "\n";
     }
@@ -62,7 +66,8 @@ JobOptions opts(const std::string& filename = "/dev/loop9") {
 }
 
 // Sequential 4 KiB writes at QD 1, one every `gap` ns, from `t`; returns the time after the last.
-uint64_t writes(Events& e, int n, uint64_t t, uint64_t gap, const std::string& rwbs = "WS", const std::string& dev = "7:0") {
+uint64_t writes(Events& e, int n, uint64_t t, uint64_t gap, const std::string& rwbs = "WS",
+                const std::string& dev = "7:0") {
     for (int i = 0; i < n; ++i, t += gap) e.cmd("write", rwbs, uint64_t(i) * 8, 4096, t, 30'000, dev);
     return t;
 }
@@ -145,7 +150,8 @@ TEST(DistillTiming, PoissonArrivalsGetRateProcessPoisson) {
     std::mt19937_64 rng(7);
     std::exponential_distribution<double> gap(1.0 / 2e6);  // mean 2 ms: 500 IOPS
     uint64_t t = 1'000'000;
-    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng))) e.cmd("read", "R", uint64_t(i) * 7919 % 100000 * 8, 4096, t, 30'000);
+    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng)))
+        e.cmd("read", "R", uint64_t(i) * 7919 % 100000 * 8, 4096, t, 30'000);
     e.summary(0);
     auto ts = e.load();
     Profile p = profile_events(ts[0]);
@@ -165,7 +171,8 @@ TEST(DistillTiming, PoissonSyncWritesKeepFdatasyncWithoutRateProcess) {
     std::mt19937_64 rng(7);
     std::exponential_distribution<double> gap(1.0 / 2e6);
     uint64_t t = 1'000'000;
-    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng))) e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
+    for (int i = 0; i < 2000; ++i, t += 30'000 + uint64_t(gap(rng)))
+        e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
     e.summary(2000);
     auto ts = e.load();
     FioJob j = make_fio_job(profile_events(ts[0]), opts());
@@ -197,8 +204,10 @@ TEST(DistillTiming, StallsInsideBurstsKeepThinktime) {
     uint64_t t = 1'000'000;
     for (int i = 0; i < 2000; ++i) {
         e.cmd("read", "R", uint64_t(i) * 7919 % 100000 * 8, 4096, t, 30'000);
-        if (i % 4 == 3) t += 2'000'000 + rng() % 150'000;  // the think gap, with usleep's jitter
-        else t += rng() % 100 < 15 ? 150'000 + rng() % 60'000 : 40'000;  // 15 % of the gaps inside a burst: a stall
+        if (i % 4 == 3)
+            t += 2'000'000 + rng() % 150'000;  // the think gap, with usleep's jitter
+        else
+            t += rng() % 100 < 15 ? 150'000 + rng() % 60'000 : 40'000;  // 15 % of the gaps inside a burst: a stall
     }
     e.summary(0);
     auto ts = e.load();
@@ -216,7 +225,8 @@ TEST(DistillTiming, StallsInsideBurstsKeepThinktime) {
 TEST(DistillTrim, RunOfDiscardsIsAStonewalledTrimSection) {
     Events e;
     uint64_t t = writes(e, 300, 1'000'000, 100'000);
-    for (int i = 0; i < 200; ++i, t += 100'000) e.cmd("discard", i < 20 ? "DE" : "D", uint64_t(i) * 1024, 524288, t, 20'000);
+    for (int i = 0; i < 200; ++i, t += 100'000)
+        e.cmd("discard", i < 20 ? "DE" : "D", uint64_t(i) * 1024, 524288, t, 20'000);
     writes(e, 300, t, 100'000);
     e.summary(0);
     auto ts = e.load();
@@ -244,8 +254,10 @@ TEST(DistillTrim, InterleavedDiscardsAreNoTrimPhase) {
     Events e;
     uint64_t t = 1'000'000;
     for (int i = 0; i < 1000; ++i, t += 100'000) {
-        if (i % 10 == 9) e.cmd("discard", "D", uint64_t(i) * 8, 4096, t, 20'000);
-        else e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
+        if (i % 10 == 9)
+            e.cmd("discard", "D", uint64_t(i) * 8, 4096, t, 20'000);
+        else
+            e.cmd("write", "WS", uint64_t(i) * 8, 4096, t, 30'000);
     }
     e.summary(0);
     auto ts = e.load();
@@ -292,7 +304,8 @@ TEST(DistillDevices, SequentialDevicesAreStonewalledAndPhasesUseWaitFor) {
     Events f;  // 7:1: 64 KiB writes then 4 KiB reads (two phases); 7:2 writes all the while
     t = 1'000'000;
     for (int i = 0; i < 400; ++i, t += 100'000) f.cmd("write", "WS", uint64_t(i) * 128, 65536, t, 30'000, "7:1");
-    for (int i = 0; i < 400; ++i, t += 100'000) f.cmd("read", "R", uint64_t(i) * 7919 % 10000 * 8, 4096, t, 30'000, "7:1");
+    for (int i = 0; i < 400; ++i, t += 100'000)
+        f.cmd("read", "R", uint64_t(i) * 7919 % 10000 * 8, 4096, t, 30'000, "7:1");
     writes(f, 800, 1'050'000, 100'000, "WS", "7:2");
     f.summary(0);
     ts = f.load();

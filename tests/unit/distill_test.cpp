@@ -42,10 +42,20 @@ struct EventsFile {
     ~EventsFile() { std::remove(path.c_str()); }
     void cmd(const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete, uint32_t tid = 100,
              const char* dev = "7:0", const char* comm = "fio") {
-        json j = {{"type", "cmd"},       {"src", "block"},   {"dev", dev},           {"disk", "loop0"},
-                  {"op", op},            {"rwbs", op[0] == 'r' ? "R" : "W"},      {"sector", sector},
-                  {"bytes", bytes},      {"ts_issue", issue}, {"ts_complete", complete},
-                  {"d2c_ns", complete - issue}, {"pid", tid}, {"tid", tid},   {"comm", comm}};
+        json j = {{"type", "cmd"},
+                  {"src", "block"},
+                  {"dev", dev},
+                  {"disk", "loop0"},
+                  {"op", op},
+                  {"rwbs", op[0] == 'r' ? "R" : "W"},
+                  {"sector", sector},
+                  {"bytes", bytes},
+                  {"ts_issue", issue},
+                  {"ts_complete", complete},
+                  {"d2c_ns", complete - issue},
+                  {"pid", tid},
+                  {"tid", tid},
+                  {"comm", comm}};
         out << j.dump() << "\n";
     }
     void raw(const std::string& line) { out << line << "\n"; }
@@ -183,7 +193,8 @@ TEST(Distill, SequentialMixedSizesRestartPassesInsteadOfWrapping) {
         for (int k = 0; k < 4; ++k) ef.cmd("write", ws, 524288, t, t + 90'000), ws += 1024, t += 100'000;
     }
     for (int obj = 0; obj < 50; ++obj)
-        for (int k = 0; k < 4; ++k) ef.cmd("read", rs + 8, 524288, t, t + 90'000), rs += 1024 + (k == 3 ? 8 : 0), t += 100'000;
+        for (int k = 0; k < 4; ++k)
+            ef.cmd("read", rs + 8, 524288, t, t + 90'000), rs += 1024 + (k == 3 ? 8 : 0), t += 100'000;
     Profile p = profile_events(ef.load());
     JobOptions time = opts();
     time.mode = JobMode::Time;
@@ -263,7 +274,8 @@ TEST(Distill, UnalignedSizesJudgedOnTheSizesBssplitHolds) {
 
 TEST(Distill, FilenameColonsAreEscapedAndTheRegionSizeIsKnown) {
     EventsFile ef;
-    for (int i = 0; i < 20; ++i) ef.cmd("write", 2048 + uint64_t(i) * 8, 4096, 1000 + uint64_t(i) * 100'000, 51'000 + uint64_t(i) * 100'000);
+    for (int i = 0; i < 20; ++i)
+        ef.cmd("write", 2048 + uint64_t(i) * 8, 4096, 1000 + uint64_t(i) * 100'000, 51'000 + uint64_t(i) * 100'000);
     JobOptions o = opts();
     o.filename = "/dev/disk/by-path/pci-0000:00:04.0-nvme-1";
     FioJob j = make_fio_job(profile_events(ef.load()), o);
@@ -334,7 +346,8 @@ TEST(Distill, RefusesLossyTrace) {
 TEST(Distill, LostCompletionsCountAsCommandsWithoutD2C) {
     EventsFile ef;
     closed_loop_70_30(ef, 100, 2);
-    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"read","rwbs":"R","sector":8,"bytes":4096,"ts_issue":5,"complete_lost":true,"qd":1,"pid":100,"tid":100,"comm":"fio"})");
+    ef.raw(
+        R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"read","rwbs":"R","sector":8,"bytes":4096,"ts_issue":5,"complete_lost":true,"qd":1,"pid":100,"tid":100,"comm":"fio"})");
     EventTrace t = ef.load();
     EXPECT_EQ(t.lost_completes, 1u);
     size_t lost = 0;
@@ -342,8 +355,8 @@ TEST(Distill, LostCompletionsCountAsCommandsWithoutD2C) {
     EXPECT_EQ(lost, 1u);
     Profile p = profile_events(t);
     EXPECT_EQ(p.lost_completes, 1u);
-    EXPECT_EQ(p.cmds(), 101u);          // its size and direction count
-    EXPECT_EQ(p.d2c_ns.size(), 100u);   // its latency does not
+    EXPECT_EQ(p.cmds(), 101u);         // its size and direction count
+    EXPECT_EQ(p.d2c_ns.size(), 100u);  // its latency does not
 }
 
 TEST(Distill, RefusesEmptyInput) {
@@ -362,7 +375,8 @@ TEST(Distill, RefusesEmptyInput) {
 TEST(Distill, MalformedLineNamesFileLineField) {
     EventsFile ef;
     ef.cmd("read", 0, 4096, 1000, 2000);
-    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","op":"read","sector":8,"bytes":4096,"ts_issue":5000,"ts_complete":4000})");
+    ef.raw(
+        R"({"type":"cmd","src":"block","dev":"7:0","op":"read","sector":8,"bytes":4096,"ts_issue":5000,"ts_complete":4000})");
     try {
         ef.load();
         FAIL() << "expected an error";
@@ -376,22 +390,25 @@ TEST(Distill, ImplausibleOffsetsAndSizesNameTheField) {
                                      std::tuple{"bytes", uint64_t(1) << 63, "is not a command size (at most 4 GiB)"}}) {
         EventsFile ef;
         ef.cmd("write", 0, 4096, 1000, 2000);
-        json bad = {{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "write"}, {"rwbs", "W"},
-                    {"sector", 8}, {"bytes", 4096}, {"ts_issue", 3000}, {"ts_complete", 4000}, {"pid", 1}, {"tid", 1}};
+        json bad = {{"type", "cmd"},    {"src", "block"},      {"dev", "7:0"}, {"disk", "loop0"},
+                    {"op", "write"},    {"rwbs", "W"},         {"sector", 8},  {"bytes", 4096},
+                    {"ts_issue", 3000}, {"ts_complete", 4000}, {"pid", 1},     {"tid", 1}};
         bad[field] = value;
         ef.raw(bad.dump());
         try {
             ef.load();
             FAIL() << field << " " << value << " accepted";
         } catch (const kvio::Error& e) {
-            EXPECT_EQ(std::string(e.what()), ef.path + ":2: field '" + field + "': " + std::to_string(value) + " " + msg);
+            EXPECT_EQ(std::string(e.what()),
+                      ef.path + ":2: field '" + field + "': " + std::to_string(value) + " " + msg);
         }
     }
     // A flush has no sector: the kernel reports sector -1 (2^64 - 1) and 0 bytes. It is not a corrupt record.
     EventsFile ef;
     ef.cmd("write", 0, 4096, 1000, 2000);
-    ef.raw(R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"flush","rwbs":"FF","sector":18446744073709551615,)"
-           R"("bytes":0,"ts_issue":3000,"ts_complete":4000,"pid":1,"tid":1})");
+    ef.raw(
+        R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":"flush","rwbs":"FF","sector":18446744073709551615,)"
+        R"("bytes":0,"ts_issue":3000,"ts_complete":4000,"pid":1,"tid":1})");
     Profile p = profile_events(ef.load());
     EXPECT_EQ(p.cmds(), 1u);
     EXPECT_EQ(p.other_cmds, 1u);
@@ -403,7 +420,8 @@ TEST(Distill, WriteJobOnBlockDeviceWarns) {
     Profile p = profile_events(ef.load());
     JobOptions o = opts();
     o.target_is_block = true;
-    EXPECT_NE(make_fio_job(p, o).text.find("WARNING: this job WRITES to the block device /dev/loop9"), std::string::npos);
+    EXPECT_NE(make_fio_job(p, o).text.find("WARNING: this job WRITES to the block device /dev/loop9"),
+              std::string::npos);
 }
 
 TEST(Iolog, Version3Format) {
@@ -473,18 +491,30 @@ TEST(Distill, IoUringWorkersCountAsTheirProcess) {
     EventsFile ef;
     uint64_t sector = 0;
     auto put = [&](uint32_t pid, uint32_t tid, const std::string& comm, uint64_t issue) {
-        json j = {{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "read"}, {"rwbs", "R"},
-                  {"sector", (sector += 8) % 2000000}, {"bytes", 4096}, {"ts_issue", issue}, {"ts_complete", issue + 90'000},
-                  {"d2c_ns", 90'000}, {"pid", pid}, {"tid", tid}, {"comm", comm}};
+        json j = {{"type", "cmd"},
+                  {"src", "block"},
+                  {"dev", "7:0"},
+                  {"disk", "loop0"},
+                  {"op", "read"},
+                  {"rwbs", "R"},
+                  {"sector", (sector += 8) % 2000000},
+                  {"bytes", 4096},
+                  {"ts_issue", issue},
+                  {"ts_complete", issue + 90'000},
+                  {"d2c_ns", 90'000},
+                  {"pid", pid},
+                  {"tid", tid},
+                  {"comm", comm}};
         ef.raw(j.dump());
     };
     for (uint64_t r = 0; r < 100; ++r) {
         const uint64_t t = 1'000'000 + r * 100'000;
         for (uint32_t job = 0; job < 4; ++job) {
             const uint32_t pid = 1000 + job;
-            for (int k = 0; k < 8; ++k) put(pid, pid, "fio", t + uint64_t(k));                 // the job's own thread: 8 in flight
-            for (uint32_t w = 0; w < 8; ++w)                                                     // its 8 workers: 3 each
-                for (int k = 0; k < 3; ++k) put(pid, pid * 100 + w, "iou-wrk-" + std::to_string(pid), t + 10 + uint64_t(k));
+            for (int k = 0; k < 8; ++k) put(pid, pid, "fio", t + uint64_t(k));  // the job's own thread: 8 in flight
+            for (uint32_t w = 0; w < 8; ++w)                                    // its 8 workers: 3 each
+                for (int k = 0; k < 3; ++k)
+                    put(pid, pid * 100 + w, "iou-wrk-" + std::to_string(pid), t + 10 + uint64_t(k));
         }
     }
     Profile p = profile_events(ef.load());
@@ -521,7 +551,8 @@ uint64_t closed_loop(EventsFile& ef, uint64_t t, int n, int qd, const char* op, 
     for (int i = 0; i < n; ++i) {
         int s = int(std::min_element(slot.begin(), slot.end()) - slot.begin());
         lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t sector = seq ? sector0 + uint64_t(i) * bytes / 512 : ((lcg >> 33) % ((1ull << 30) / bytes)) * bytes / 512;
+        uint64_t sector =
+            seq ? sector0 + uint64_t(i) * bytes / 512 : ((lcg >> 33) % ((1ull << 30) / bytes)) * bytes / 512;
         ef.cmd(op, sector, bytes, slot[s], slot[s] + d2c, tid);
         slot[s] += d2c;
         end = std::max(end, slot[s]);
@@ -678,7 +709,8 @@ TEST(Phases, StretchWithOneStreamIsOneSectionWithoutAFlow) {
     }
     EXPECT_EQ(lone, 1u) << j.text;
     EXPECT_GE(flows.size(), 2u) << j.text;
-    for (const auto& [id, rws] : flows) EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << id << "\n" << j.text;
+    for (const auto& [id, rws] : flows)
+        EXPECT_EQ(rws, (std::vector<std::string>{"randread", "randwrite"})) << id << "\n" << j.text;
 }
 
 // Two reader threads and one writer thread side by side: fio weighs every job of a flow, so each reader clone
@@ -708,7 +740,8 @@ TEST(Phases, ThreadsThatEachReadAndWriteBecomeAnExactFlowPair) {
     for (uint32_t th = 0; th < 3; ++th)
         for (int i = 0; i < 2000; ++i) {
             const uint64_t t = 1'000'000 + uint64_t(i) * 300'000 + th * 100'000;
-            ef.cmd((i * 3 + th) % 10 < 7 ? "read" : "write", (uint64_t(i) * 7919 + th * 104729) % 100000 * 8, 4096, t, t + 90'000, 301 + th);
+            ef.cmd((i * 3 + th) % 10 < 7 ? "read" : "write", (uint64_t(i) * 7919 + th * 104729) % 100000 * 8, 4096, t,
+                   t + 90'000, 301 + th);
             end = std::max(end, t + 90'000);
         }
     closed_loop(ef, end + 1'000'000, 1000, 1, "write", 65536, true, 100'000);  // a second phase
@@ -816,12 +849,14 @@ TEST(Phases, SizeAtFixedPlacesGetsAJobOfItsOwn) {
 TEST(Distill, NonSectorSizesAreLeftOutWithANote) {
     EventsFile ef;
     uint64_t t = 1000;
-    for (int i = 0; i < 100; ++i, t += 100'000) ef.cmd("write", uint64_t(i) * 128, i == 10 ? 1000 : i == 20 ? 0 : 65536, t, t + 50'000);
+    for (int i = 0; i < 100; ++i, t += 100'000)
+        ef.cmd("write", uint64_t(i) * 128, i == 10 ? 1000 : i == 20 ? 0 : 65536, t, t + 50'000);
     FioJob j = make_fio_job(profile_events(ef.load()), opts());
     EXPECT_EQ(j.get("bssplit"), "64k/100");
     EXPECT_EQ(j.get("bs_unaligned"), "");
     EXPECT_NE(j.text.find("2 commands of 0 bytes or of a size that is not a whole number of 512-byte sectors left out"),
-              std::string::npos) << j.text;
+              std::string::npos)
+        << j.text;
 }
 
 TEST(Distill, FlushesBecomeFdatasync) {
@@ -829,9 +864,21 @@ TEST(Distill, FlushesBecomeFdatasync) {
     uint64_t t = 1000;
     for (int i = 0; i < 100; ++i, t += 200'000) {
         ef.cmd("write", uint64_t(i) * 8, 4096, t, t + 50'000);
-        ef.raw(json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:0"}, {"disk", "loop0"}, {"op", "flush"}, {"rwbs", "F"},
-                    {"sector", 0}, {"bytes", 0}, {"ts_issue", t + 60'000}, {"ts_complete", t + 90'000}, {"d2c_ns", 30'000},
-                    {"pid", 100}, {"tid", 100}, {"comm", "fio"}}.dump());
+        ef.raw(json{{"type", "cmd"},
+                    {"src", "block"},
+                    {"dev", "7:0"},
+                    {"disk", "loop0"},
+                    {"op", "flush"},
+                    {"rwbs", "F"},
+                    {"sector", 0},
+                    {"bytes", 0},
+                    {"ts_issue", t + 60'000},
+                    {"ts_complete", t + 90'000},
+                    {"d2c_ns", 30'000},
+                    {"pid", 100},
+                    {"tid", 100},
+                    {"comm", "fio"}}
+                   .dump());
     }
     FioJob j = make_fio_job(profile_events(ef.load()), opts());
     EXPECT_EQ(j.get("fdatasync"), "1") << j.text;
@@ -844,7 +891,8 @@ TEST(Distill, NoFilenameLeavesItToFiosCommandLine) {
     o.filename = "";
     FioJob j = make_fio_job(profile_events(ef.load()), o);
     EXPECT_EQ(j.get("filename"), "");
-    EXPECT_NE(j.text.find("no filename in this job: give the target on fio's command line"), std::string::npos) << j.text;
+    EXPECT_NE(j.text.find("no filename in this job: give the target on fio's command line"), std::string::npos)
+        << j.text;
 }
 
 // The negative control: a flattened job (the same commands in random order, as one randrw section issues them)
@@ -895,7 +943,8 @@ TEST(TimeFidelity, ReplayPhasesAreJudgedAgainstTheTraceAtTheSamePlace) {
         EventsFile ef;
         uint64_t t = 1'000'000, i = 0;
         for (auto [n, qd] : {std::pair{3000, 5}, {1000, sag_qd}, {3000, 5}})
-            for (int k = 0; k < n; ++k, ++i, t += 60'000 / uint64_t(qd)) ef.cmd("read", i * 7919 % 100000 * 8, 4096, t, t + 60'000);
+            for (int k = 0; k < n; ++k, ++i, t += 60'000 / uint64_t(qd))
+                ef.cmd("read", i * 7919 % 100000 * 8, 4096, t, t + 60'000);
         return data_cmds(ef.load().cmds);
     };
     const auto sag3 = reader(3), sag2 = reader(2), sag1 = reader(1);

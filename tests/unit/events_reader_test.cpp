@@ -82,22 +82,23 @@ TEST(EventsReader, WrongTypeNamesFileLineAndField) {
     struct Case {
         std::string value, field, msg;
     };
-    for (const Case& c : {Case{R"("sector":"12")", "sector", "expected a non-negative integer, got a string"},
-                          Case{R"("sector":-1)", "sector", "expected a non-negative integer, got a negative number"},
-                          Case{R"("bytes":1.5)", "bytes", "expected a non-negative integer, got a fraction"},
-                          Case{R"("qd":null)", "qd", "expected a non-negative integer, got null"},
-                          Case{R"("ts_issue":true)", "ts_issue", "expected a non-negative integer, got a boolean"},
-                          Case{R"("pid":[1])", "pid", "expected a non-negative integer, got an array"},
-                          Case{R"("user_data":{"a":1})", "user_data", "expected a non-negative integer, got an object"},
-                          Case{R"("dev":7)", "dev", "expected a string"},
-                          Case{R"("key":null)", "key", "expected a string"}}) {
+    for (const Case& c :
+         {Case{R"("sector":"12")", "sector", "expected a non-negative integer, got a string"},
+          Case{R"("sector":-1)", "sector", "expected a non-negative integer, got a negative number"},
+          Case{R"("bytes":1.5)", "bytes", "expected a non-negative integer, got a fraction"},
+          Case{R"("qd":null)", "qd", "expected a non-negative integer, got null"},
+          Case{R"("ts_issue":true)", "ts_issue", "expected a non-negative integer, got a boolean"},
+          Case{R"("pid":[1])", "pid", "expected a non-negative integer, got an array"},
+          Case{R"("user_data":{"a":1})", "user_data", "expected a non-negative integer, got an object"},
+          Case{R"("dev":7)", "dev", "expected a string"}, Case{R"("key":null)", "key", "expected a string"}}) {
         TmpFile f(kBlock + "\n" + kBlock + "\n" + R"({"type":"cmd",)" + c.value + "}\n" + kBlock + "\n");
         EXPECT_EQ(read_all_error(f.path), f.path + ":3: field '" + c.field + "': " + c.msg) << c.value;
     }
 }
 
 TEST(EventsReader, UnknownFieldsAreNotChecked) {
-    TmpFile f(R"({"type":"syscall","ret":-22,"name":"pread64","offset":1.5,"nested":{"sector":"x"}})" "\n");
+    TmpFile f(R"({"type":"syscall","ret":-22,"name":"pread64","offset":1.5,"nested":{"sector":"x"}})"
+              "\n");
     std::vector<EventRecord> recs;
     EXPECT_EQ(read_all_error(f.path, &recs), "");
     ASSERT_EQ(recs.size(), 1u);
@@ -169,18 +170,32 @@ TEST(EventsReader, LineLongerThanTheReadBuffer) {
 TEST(EventsReader, MatchesNlohmannOnASampleFile) {
     std::string text;
     for (int i = 0; i < 3000; ++i) {
-        json j = {{"type", "cmd"}, {"src", i % 3 ? "block" : "nvme"}, {"dev", i % 2 ? "7:0" : "259:1"}, {"disk", "d\"q\\u"},
-                  {"op", i % 4 ? "read" : "write"}, {"rwbs", "R"}, {"sector", uint64_t(i) * 977}, {"bytes", 4096 + i},
-                  {"ts_issue", 1'000'000'000'000ull + uint64_t(i) * 1000}, {"ts_complete", 1'000'000'000'000ull + uint64_t(i) * 1000 + 77},
-                  {"qd", i % 32}, {"pid", 7}, {"tid", 8 + i % 5}, {"comm", "k\u00e9vio"}, {"d2c_ns", 77}};
+        json j = {{"type", "cmd"},
+                  {"src", i % 3 ? "block" : "nvme"},
+                  {"dev", i % 2 ? "7:0" : "259:1"},
+                  {"disk", "d\"q\\u"},
+                  {"op", i % 4 ? "read" : "write"},
+                  {"rwbs", "R"},
+                  {"sector", uint64_t(i) * 977},
+                  {"bytes", 4096 + i},
+                  {"ts_issue", 1'000'000'000'000ull + uint64_t(i) * 1000},
+                  {"ts_complete", 1'000'000'000'000ull + uint64_t(i) * 1000 + 77},
+                  {"qd", i % 32},
+                  {"pid", 7},
+                  {"tid", 8 + i % 5},
+                  {"comm", "k\u00e9vio"},
+                  {"d2c_ns", 77}};
         if (i % 3 == 0) j.update({{"slba", i}, {"nlb", 8}, {"qid", 1}, {"cid", i}});
         if (i % 5 == 0) j["user_data"] = (uint64_t(i) << 32) | 1;
         if (i % 7 == 0) j["key"] = "kvio/m/tp1/rank0/chunk" + std::to_string(i);
         if (i == 0) j["ts_issue"] = UINT64_MAX;
         text += j.dump() + "\n";
-        if (i % 100 == 0) text += R"({"type":"syscall","name":"pwrite64","pid":7,"tid":8,"ret":-5,"lat_ns":3})" "\n";
+        if (i % 100 == 0)
+            text += R"({"type":"syscall","name":"pwrite64","pid":7,"tid":8,"ret":-5,"lat_ns":3})"
+                    "\n";
     }
-    text += R"({"type":"summary","events":3000,"dropped":1,"unmatched_completes":2,"negative_deltas":3})" "\n";
+    text += R"({"type":"summary","events":3000,"dropped":1,"unmatched_completes":2,"negative_deltas":3})"
+            "\n";
     TmpFile f(text);
 
     EventsReader rd(f.path);
@@ -197,28 +212,61 @@ TEST(EventsReader, MatchesNlohmannOnASampleFile) {
             ASSERT_EQ(r.has_field(fld), j.contains(name)) << name << " line " << ref.source().line;
             if (!j.contains(name)) continue;
             if (j[name].is_string()) {
-                std::string_view got = fld == EventField::Type ? r.type : fld == EventField::Src ? r.src : fld == EventField::Dev ? r.dev
-                                      : fld == EventField::Disk ? r.disk : fld == EventField::Op ? r.op : fld == EventField::Rwbs ? r.rwbs
-                                      : fld == EventField::Comm ? r.comm : r.key;
+                std::string_view got = fld == EventField::Type   ? r.type
+                                       : fld == EventField::Src  ? r.src
+                                       : fld == EventField::Dev  ? r.dev
+                                       : fld == EventField::Disk ? r.disk
+                                       : fld == EventField::Op   ? r.op
+                                       : fld == EventField::Rwbs ? r.rwbs
+                                       : fld == EventField::Comm ? r.comm
+                                                                 : r.key;
                 EXPECT_EQ(got, j[name].get<std::string>()) << name;
             } else {
                 uint64_t v = get_u64(j, name, ref.source());
                 uint64_t got = 0;
                 switch (fld) {
-                case EventField::Sector: got = r.sector; break;
-                case EventField::Bytes: got = r.bytes; break;
-                case EventField::TsIssue: got = r.ts_issue; break;
-                case EventField::TsComplete: got = r.ts_complete; break;
-                case EventField::Qd: got = r.qd; break;
-                case EventField::Pid: got = r.pid; break;
-                case EventField::Tid: got = r.tid; break;
-                case EventField::UserData: got = r.user_data; break;
-                case EventField::Slba: got = r.slba; break;
-                case EventField::Nlb: got = r.nlb; break;
-                case EventField::Events: got = r.events; break;
-                case EventField::Dropped: got = r.dropped; break;
-                case EventField::UnmatchedCompletes: got = r.unmatched_completes; break;
-                default: got = r.negative_deltas; break;
+                    case EventField::Sector:
+                        got = r.sector;
+                        break;
+                    case EventField::Bytes:
+                        got = r.bytes;
+                        break;
+                    case EventField::TsIssue:
+                        got = r.ts_issue;
+                        break;
+                    case EventField::TsComplete:
+                        got = r.ts_complete;
+                        break;
+                    case EventField::Qd:
+                        got = r.qd;
+                        break;
+                    case EventField::Pid:
+                        got = r.pid;
+                        break;
+                    case EventField::Tid:
+                        got = r.tid;
+                        break;
+                    case EventField::UserData:
+                        got = r.user_data;
+                        break;
+                    case EventField::Slba:
+                        got = r.slba;
+                        break;
+                    case EventField::Nlb:
+                        got = r.nlb;
+                        break;
+                    case EventField::Events:
+                        got = r.events;
+                        break;
+                    case EventField::Dropped:
+                        got = r.dropped;
+                        break;
+                    case EventField::UnmatchedCompletes:
+                        got = r.unmatched_completes;
+                        break;
+                    default:
+                        got = r.negative_deltas;
+                        break;
                 }
                 EXPECT_EQ(got, v) << name << " line " << ref.source().line;
             }
@@ -247,7 +295,9 @@ std::string read_checked_error(const std::string& path, size_t* n = nullptr) {
 struct Warnings {
     std::vector<std::string> got;
     std::function<void(const std::string&)> old;
-    Warnings() { old = set_warning_sink([this](const std::string& w) { got.push_back(w); }); }
+    Warnings() {
+        old = set_warning_sink([this](const std::string& w) { got.push_back(w); });
+    }
     ~Warnings() { set_warning_sink(old); }
 };
 }  // namespace
@@ -261,7 +311,8 @@ TEST(EventsReader, TornLastLineIsDroppedWithAWarning) {
         size_t n = 0;
         EXPECT_EQ(read_checked_error(f.path, &n), "");
         EXPECT_EQ(n, 2u);
-        EXPECT_EQ(w.got, std::vector<std::string>{f.path + ":3: the last line is cut off (the writer was killed?): dropped"});
+        EXPECT_EQ(w.got,
+                  std::vector<std::string>{f.path + ":3: the last line is cut off (the writer was killed?): dropped"});
         // JsonlReader (kvio.semantic/1, every other JSONL) follows the same rule.
         w.got.clear();
         JsonlReader jr(f.path);
@@ -284,7 +335,8 @@ TEST(EventsReader, TornLastLineIsDroppedWithAWarning) {
     {
         // A last line without a newline that parses is a record, and one that breaks a rule is still an error.
         TmpFile f(kBlock + "\n" + R"({"type":"cmd","bytes":"x"})");
-        EXPECT_EQ(read_checked_error(f.path), f.path + ":2: field 'bytes': expected a non-negative integer, got a string");
+        EXPECT_EQ(read_checked_error(f.path),
+                  f.path + ":2: field 'bytes': expected a non-negative integer, got a string");
     }
 }
 
@@ -298,8 +350,14 @@ TEST(EventsReader, RulesNameFileLineField) {
         json rec;
         std::string want;
     };
-    auto with = [](json j, const char* k, json v) { j[k] = std::move(v); return j; };
-    auto without = [](json j, const char* k) { j.erase(k); return j; };
+    auto with = [](json j, const char* k, json v) {
+        j[k] = std::move(v);
+        return j;
+    };
+    auto without = [](json j, const char* k) {
+        j.erase(k);
+        return j;
+    };
     const std::vector<Case> cases = {
         {with(base, "type", "bogus"), "field 'type': expected \"cmd\", \"syscall\" or \"summary\", got \"bogus\""},
         {without(base, "type"), "field 'type': missing"},
@@ -318,7 +376,8 @@ TEST(EventsReader, RulesNameFileLineField) {
         TmpFile f(kBlock + "\n" + c.rec.dump() + "\n" + kBlock + "\n");
         EXPECT_EQ(read_checked_error(f.path), f.path + ":2: " + c.want) << c.rec.dump();
     }
-    TmpFile ok(kBlock + "\n" + nvme.dump() + "\n" + R"({"type":"syscall","pid":1})" + "\n" + R"({"type":"summary","events":2})" + "\n");
+    TmpFile ok(kBlock + "\n" + nvme.dump() + "\n" + R"({"type":"syscall","pid":1})" + "\n" +
+               R"({"type":"summary","events":2})" + "\n");
     size_t n = 0;
     EXPECT_EQ(read_checked_error(ok.path, &n), "");
     EXPECT_EQ(n, 4u);

@@ -61,7 +61,9 @@ struct Dir {
     std::string path = std::filesystem::temp_directory_path() / ("kvio-import-" + std::to_string(::getpid()));
     Dir() { std::filesystem::create_directories(path); }
     ~Dir() { std::filesystem::remove_all(path); }
-    void put(const std::string& name, const std::string& bytes) const { std::ofstream(path + "/" + name, std::ios::binary) << bytes; }
+    void put(const std::string& name, const std::string& bytes) const {
+        std::ofstream(path + "/" + name, std::ios::binary) << bytes;
+    }
 };
 
 }  // namespace
@@ -78,7 +80,7 @@ TEST(ImportBlktrace, RequestsFromIssueToFinalCompletionAcrossCpus) {
     cpu0.add(1600, BLK_TA_GETRQ | R, 4096, 131072, 43, 0);
     cpu0.add(1700, BLK_TA_ISSUE | R, 4096, 131072, 43, 0);
     cpu1.add(2500, BLK_TA_COMPLETE | W | S, 2048, 65536, 0, 1);
-    cpu1.add(2600, BLK_TA_COMPLETE | R, 4096, 65536, 0, 1);      // partial: 64 KiB done
+    cpu1.add(2600, BLK_TA_COMPLETE | R, 4096, 65536, 0, 1);                // partial: 64 KiB done
     cpu1.add(2900, BLK_TA_COMPLETE | R, 4096 + 128, 65536, 0, 1, "", 10);  // the rest, with an error
     // A flush request (no bytes), requeued once, then issued again and completed.
     cpu0.add(3000, BLK_TA_ISSUE | BLK_TC_ACT(BLK_TC_FLUSH), 0, 0, 44, 0);
@@ -87,7 +89,7 @@ TEST(ImportBlktrace, RequestsFromIssueToFinalCompletionAcrossCpus) {
     cpu1.add(3300, BLK_TA_COMPLETE | BLK_TC_ACT(BLK_TC_FLUSH), 0, 0, 0, 1);
     cpu1.add(3400, BLK_TA_COMPLETE | R, 99999, 4096, 0, 1);  // its issue is not in the capture
     cpu0.add(3500, BLK_TA_ISSUE | W, 8192, 4096, 45, 0);     // never completed
-    cpu1.bytes += std::string(20, '\0');                      // a record cut off
+    cpu1.bytes += std::string(20, '\0');                     // a record cut off
     Dir d;
     d.put("loop5.blktrace.0", cpu0.bytes);
     d.put("loop5.blktrace.1", cpu1.bytes);
@@ -152,7 +154,8 @@ TEST(ImportBlktrace, BadFilesAreNamed) {
         parse_blktrace(bad, "x.blktrace.0", trunc);
         ADD_FAILURE();
     } catch (const kvio::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("x.blktrace.0: record 1 at byte 0: field 'magic'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("x.blktrace.0: record 1 at byte 0: field 'magic'"), std::string::npos)
+            << e.what();
     }
     std::string v8 = b.bytes + b.bytes;
     v8[48] = 8;  // the second record's version byte
@@ -165,8 +168,8 @@ TEST(ImportBlktrace, BadFilesAreNamed) {
     // Byte-swapped (the other endianness) reads the same.
     std::string sw = b.bytes;
     auto swap = [&](size_t off, size_t n) { std::reverse(sw.begin() + off, sw.begin() + off + n); };
-    swap(0, 4), swap(4, 4), swap(8, 8), swap(16, 8), swap(24, 4), swap(28, 4), swap(32, 4), swap(36, 4), swap(40, 4), swap(44, 2),
-        swap(46, 2);
+    swap(0, 4), swap(4, 4), swap(8, 8), swap(16, 8), swap(24, 4), swap(28, 4), swap(32, 4), swap(36, 4), swap(40, 4),
+        swap(44, 2), swap(46, 2);
     auto recs = parse_blktrace(sw, "s", trunc);
     ASSERT_EQ(recs.size(), 1u);
     EXPECT_EQ(recs[0].bytes, 4096u);
@@ -175,15 +178,16 @@ TEST(ImportBlktrace, BadFilesAreNamed) {
 }
 
 TEST(ImportFioIolog, Version3And2) {
-    Iolog v3 = parse_fio_iolog("fio version 3 iolog\n"
-                               "0 /dev/loop0 add\n"
-                               "1 /dev/loop0 open\n"
-                               "12 /dev/loop0 write 1048576 65536\n"
-                               "40 /dev/loop0 read 4096 4096\r\n"
-                               "41 /dev/loop0 trim 0 8192\n"
-                               "50 /dev/loop0 sync 0 0\n"
-                               "60 /dev/loop0 close\n",
-                               "a.log");
+    Iolog v3 = parse_fio_iolog(
+        "fio version 3 iolog\n"
+        "0 /dev/loop0 add\n"
+        "1 /dev/loop0 open\n"
+        "12 /dev/loop0 write 1048576 65536\n"
+        "40 /dev/loop0 read 4096 4096\r\n"
+        "41 /dev/loop0 trim 0 8192\n"
+        "50 /dev/loop0 sync 0 0\n"
+        "60 /dev/loop0 close\n",
+        "a.log");
     EXPECT_EQ(v3.version, 3);
     ASSERT_EQ(v3.ios.size(), 4u);
     EXPECT_EQ(v3.ios[0].kind, IologIo::Kind::Write);
@@ -192,9 +196,10 @@ TEST(ImportFioIolog, Version3And2) {
     EXPECT_EQ(v3.ios[0].ts_us, 12u);
     EXPECT_EQ(v3.ios[2].kind, IologIo::Kind::Trim);
     EXPECT_EQ(v3.ios[3].kind, IologIo::Kind::Sync);
-    Iolog v2 = parse_fio_iolog("fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 4096\n"
-                               "/dev/sdb wait 500 0\n/dev/sdb read 0 4096\n/dev/sdb wait 250 0\n/dev/sdb read 512 512\n",
-                               "b.log");
+    Iolog v2 = parse_fio_iolog(
+        "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 4096\n"
+        "/dev/sdb wait 500 0\n/dev/sdb read 0 4096\n/dev/sdb wait 250 0\n/dev/sdb read 512 512\n",
+        "b.log");
     ASSERT_EQ(v2.ios.size(), 3u);
     EXPECT_EQ(v2.ios[0].ts_us, 0u);
     EXPECT_EQ(v2.ios[1].ts_us, 500u);
@@ -207,15 +212,20 @@ TEST(ImportFioIolog, BadLinesNameFileLineAndField) {
     } cases[] = {
         {"fio version 4 iolog\n", "t.log:1: expected \"fio version 2 iolog\""},
         {"fio version 3 iolog\nx /dev/a add\n", "t.log:2: field 'timestamp'"},
-        {"fio version 3 iolog\n1 /dev/a write 0 4096\n", "t.log:2: field 'filename': \"/dev/a\" is used before its 'add'"},
-        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a write 0 4096\n", "t.log:3: field 'filename': \"/dev/a\" is not open"},
+        {"fio version 3 iolog\n1 /dev/a write 0 4096\n",
+         "t.log:2: field 'filename': \"/dev/a\" is used before its 'add'"},
+        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a write 0 4096\n",
+         "t.log:3: field 'filename': \"/dev/a\" is not open"},
         {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a write x 4096\n", "t.log:4: field 'offset'"},
         {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a write 0 0\n", "t.log:4: field 'length': 0"},
         {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a write 0\n", "t.log:4: field 'offset'"},
         {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a erase 0 4096\n", "t.log:4: field 'action'"},
-        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a wait 10 0\n", "t.log:4: field 'action': 'wait' is not allowed"},
-        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a write 18446744073709551615 4096\n", "t.log:4: field 'offset'"},
-        {"fio version 2 iolog\n/dev/a add\n/dev/a close\n", "t.log:3: field 'action': 'close' of \"/dev/a\", which is not open"},
+        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a wait 10 0\n",
+         "t.log:4: field 'action': 'wait' is not allowed"},
+        {"fio version 3 iolog\n1 /dev/a add\n2 /dev/a open\n3 /dev/a write 18446744073709551615 4096\n",
+         "t.log:4: field 'offset'"},
+        {"fio version 2 iolog\n/dev/a add\n/dev/a close\n",
+         "t.log:3: field 'action': 'close' of \"/dev/a\", which is not open"},
     };
     for (const auto& c : cases) {
         std::string e;
@@ -231,10 +241,12 @@ TEST(ImportFioIolog, BadLinesNameFileLineAndField) {
 // fio appends to an existing write_iolog file, header included (seen with fio 3.33): each run is a segment whose
 // clock restarts at 0; it is placed where the previous segment ended (its largest timestamp).
 TEST(ImportFioIolog, AppendedRunsAreSegmentsOneAfterTheOther) {
-    const std::string run = "fio version 3 iolog\n36 /dev/a add\n207 /dev/a open\n212 /dev/a write 0 16384\n"
-                            "242 /dev/a write 16384 16384\n274 /dev/a close\n";
-    Iolog log = parse_fio_iolog(run + "fio version 3 iolog\n42 /dev/a add\n180 /dev/a open\n189 /dev/a read 0 16384\n"
-                                      "249 /dev/a close\n",
+    const std::string run =
+        "fio version 3 iolog\n36 /dev/a add\n207 /dev/a open\n212 /dev/a write 0 16384\n"
+        "242 /dev/a write 16384 16384\n274 /dev/a close\n";
+    Iolog log = parse_fio_iolog(run +
+                                    "fio version 3 iolog\n42 /dev/a add\n180 /dev/a open\n189 /dev/a read 0 16384\n"
+                                    "249 /dev/a close\n",
                                 "t.log");
     EXPECT_EQ(log.segments, 2u);
     EXPECT_EQ(log.files.size(), 1u);
@@ -243,15 +255,18 @@ TEST(ImportFioIolog, AppendedRunsAreSegmentsOneAfterTheOther) {
     EXPECT_EQ(log.ios[2].ts_us, 274u + 189u);
     EXPECT_EQ(log.ios[2].line, 10u);
     // v2: the second segment starts after the first one's waits.
-    Iolog v2 = parse_fio_iolog("fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 500 0\n/dev/a write 0 4096\n"
-                               "fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 20 0\n/dev/a read 0 4096\n",
-                               "t.log");
+    Iolog v2 = parse_fio_iolog(
+        "fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 500 0\n/dev/a write 0 4096\n"
+        "fio version 2 iolog\n/dev/a add\n/dev/a open\n/dev/a wait 20 0\n/dev/a read 0 4096\n",
+        "t.log");
     ASSERT_EQ(v2.ios.size(), 2u);
     EXPECT_EQ(v2.ios[1].ts_us, 520u);
     // A segment adds and opens its files again; one of another version is refused.
     for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
-             {run + "fio version 3 iolog\n5 /dev/a write 0 4096\n", "t.log:8: field 'filename': \"/dev/a\" is used before its 'add'"},
-             {run + "fio version 3 iolog\n5 /dev/a add\n6 /dev/a write 0 4096\n", "t.log:9: field 'filename': \"/dev/a\" is not open"},
+             {run + "fio version 3 iolog\n5 /dev/a write 0 4096\n",
+              "t.log:8: field 'filename': \"/dev/a\" is used before its 'add'"},
+             {run + "fio version 3 iolog\n5 /dev/a add\n6 /dev/a write 0 4096\n",
+              "t.log:9: field 'filename': \"/dev/a\" is not open"},
              {run + "fio version 2 iolog\n", "t.log:7: field 'header': a version 2 segment in a version 3 log"}}) {
         std::string e;
         try {
@@ -278,8 +293,9 @@ TEST(ImportFioIolog, AppendedRunsAreSegmentsOneAfterTheOther) {
 
 TEST(ImportFioIolog, CommandsWithTheGivenDevice) {
     Dir d;
-    d.put("a.log", "fio version 3 iolog\n0 /data/f add\n0 /data/f open\n30 /data/f read 8192 4096\n12 /data/f write 0 65536\n"
-                   "40 /data/f sync 0 0\n");
+    d.put("a.log",
+          "fio version 3 iolog\n0 /data/f add\n0 /data/f open\n30 /data/f read 8192 4096\n12 /data/f write 0 65536\n"
+          "40 /data/f sync 0 0\n");
     std::ostringstream out;
     IologImportOptions o;
     o.dev = "259:3";  // not on this machine: taken as is

@@ -84,12 +84,12 @@ TEST(IoTraceReader, BadRowsNameFileLineAndField) {
 
 TEST(IoTracePlan, SlotsPerKeyLoadsOfTheStoredSizeAndSkips) {
     IoTrace t = parse_io_trace(std::string(kHead) +
-                                   "100.000000,Write,1000,Tier-2,a,Prefill\n"    // a: slot for its largest write (5000)
+                                   "100.000000,Write,1000,Tier-2,a,Prefill\n"  // a: slot for its largest write (5000)
                                    "100.001000,Read,1000,Tier-2,a,Decode\n"
                                    "100.002000,Read,1000,Tier-2,never,Decode\n"  // no write before: skipped
                                    "100.003000,Write,300,Tier-1,c,Prefill\n"     // other tier: skipped
                                    "100.004000,Write,5000,Tier-2,a,Evict\n"
-                                   "100.005000,Read,4000,Tier-2,a,Decode\n"      // reads what was stored: 5000
+                                   "100.005000,Read,4000,Tier-2,a,Decode\n"  // reads what was stored: 5000
                                    "100.006000,Write,512,Tier-2,b,Prefill\n",
                                "t.csv");
     kvio::workload::DeviceGeometry d;

@@ -179,7 +179,8 @@ TEST(PromExposition, OpenMetricsFamiliesAndEof) {
 }
 
 TEST(PromExposition, QueueDepthHelpSaysWhenTheDepthIsSampled) {
-    const std::string exact_help = "# HELP kvio_queue_depth Commands in flight on the device at each dispatch, this one included.\n";
+    const std::string exact_help =
+        "# HELP kvio_queue_depth Commands in flight on the device at each dispatch, this one included.\n";
     TraceSnapshot s = sample_snapshot();
     std::string t = render_metrics(s, ExpositionFormat::Text);
     EXPECT_NE(t.find(exact_help), std::string::npos) << t;
@@ -187,7 +188,9 @@ TEST(PromExposition, QueueDepthHelpSaysWhenTheDepthIsSampled) {
     t = render_metrics(s, ExpositionFormat::Text);
     EXPECT_EQ(t.find(exact_help), std::string::npos);
     EXPECT_NE(t.find("# HELP kvio_queue_depth Commands in flight on the device at each dispatch, this one included. "
-                     "[depth sampled at 1 issue in 16, each sample counted 16 times]\n"), std::string::npos) << t;
+                     "[depth sampled at 1 issue in 16, each sample counted 16 times]\n"),
+              std::string::npos)
+        << t;
     EXPECT_EQ(s.report.to_json(1, s.counters, false)["qd_sample_every"], 16);
     EXPECT_EQ(sample_snapshot().report.to_json(1, s.counters, false)["qd_sample_every"], 1);
 }
@@ -233,7 +236,8 @@ TEST(HttpServer, AnswersGetHeadAndRefusesTheRest) {
     const std::string bound = srv.bound();
     ASSERT_TRUE(std::regex_match(bound, m, std::regex(R"(127\.0\.0\.1:(\d+))"))) << bound;
     int port = std::stoi(m[1]);
-    auto r = exchange(srv, port, "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: application/openmetrics-text\r\n\r\n");
+    auto r =
+        exchange(srv, port, "GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: application/openmetrics-text\r\n\r\n");
     EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r.substr(0, 200);
     EXPECT_NE(r.find("Content-Length: 300000\r\n"), std::string::npos);
     EXPECT_EQ(r.size() - r.find("\r\n\r\n") - 4, 300000u);
@@ -244,7 +248,9 @@ TEST(HttpServer, AnswersGetHeadAndRefusesTheRest) {
     EXPECT_EQ(exchange(srv, port, "GET /x HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
     EXPECT_EQ(exchange(srv, port, "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
     EXPECT_EQ(exchange(srv, port, "nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
-    EXPECT_EQ(exchange(srv, port, "GET / HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n").rfind("HTTP/1.1 431", 0), 0u);
+    EXPECT_EQ(
+        exchange(srv, port, "GET / HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n").rfind("HTTP/1.1 431", 0),
+        0u);
 }
 
 TEST(HttpServer, AddressesAreCheckedBeforeListening) {

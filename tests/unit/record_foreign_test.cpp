@@ -42,7 +42,9 @@ TEST(KvioRecordJson, ReadsTheStreamInPatternOrderWithEveryPartItsOwnSlot) {
 
 TEST(KvioRecordJson, ExplicitSeqAndTraceIdAreKept) {
     json j = test::kvio_record_fixture();
-    j["objects"] = {{{"index", 5}, {"payload_bytes", 4096}, {"ops", {{{"op", "load"}, {"seq", 1}, {"trace_id", 9}}, {{"op", "store"}, {"seq", 0}}}}}};
+    j["objects"] = {{{"index", 5},
+                     {"payload_bytes", 4096},
+                     {"ops", {{{"op", "load"}, {"seq", 1}, {"trace_id", 9}}, {{"op", "store"}, {"seq", 0}}}}}};
     Record r = read_record_any(j, "r");
     auto ops = plan_ops(r);
     ASSERT_EQ(ops.size(), 2u);
@@ -57,21 +59,29 @@ TEST(KvioRecordJson, MalformedFieldsAreNamed) {
         std::function<void(json&)> edit;
         std::string err;
     } cases[] = {
-        {[](json& j) { j["schema_version"] = 2; }, "rec.json: field 'schema_version': unsupported version 2 (expected 1)"},
+        {[](json& j) { j["schema_version"] = 2; },
+         "rec.json: field 'schema_version': unsupported version 2 (expected 1)"},
         {[](json& j) { j.erase("model"); }, "rec.json: field 'model': missing"},
         {[](json& j) { j["access_pattern"] = "random"; },
          "rec.json: field 'access_pattern': expected \"store-all-then-load-all\" or \"interleaved\", got \"random\""},
-        {[](json& j) { j["device_geometry"]["use_uring_cmd"] = "yes"; }, "rec.json: field 'use_uring_cmd': expected true or false, got \"yes\""},
+        {[](json& j) { j["device_geometry"]["use_uring_cmd"] = "yes"; },
+         "rec.json: field 'use_uring_cmd': expected true or false, got \"yes\""},
         {[](json& j) { j["device_geometry"]["engine"] = "spdk"; },
          "rec.json: field 'engine': expected posix, io_uring, uring_cmd or cufile, got \"spdk\""},
-        {[](json& j) { j["device_geometry"]["block_align"] = 1000; }, "rec.json: field 'block_align': 1000 is not a multiple of lba_bytes 512"},
-        {[](json& j) { j["device_geometry"]["mdts_bytes"] = 1000; }, "rec.json: field 'mdts_bytes': 1000 is not a multiple of 512 up to 4 GiB"},
+        {[](json& j) { j["device_geometry"]["block_align"] = 1000; },
+         "rec.json: field 'block_align': 1000 is not a multiple of lba_bytes 512"},
+        {[](json& j) { j["device_geometry"]["mdts_bytes"] = 1000; },
+         "rec.json: field 'mdts_bytes': 1000 is not a multiple of 512 up to 4 GiB"},
         {[](json& j) { j["device_geometry"]["slot_bytes"] = 4096; },
-         "rec.json: field 'slot_bytes': 4096 does not hold header_bytes 4096 + the largest payload 1048576 padded to 512"},
+         "rec.json: field 'slot_bytes': 4096 does not hold header_bytes 4096 + the largest payload 1048576 padded to "
+         "512"},
         {[](json& j) { j["device_geometry"].erase("capacity_bytes"); }, "rec.json: field 'capacity_bytes': missing"},
-        {[](json& j) { j["objects"][0]["part"] = "q"; }, "rec.json: field 'part': expected \"kv\", \"k\" or \"v\", got \"q\""},
-        {[](json& j) { j["objects"][0]["ops"] = {3}; }, "rec.json: field 'ops': expected \"store\", \"load\" or {\"op\":...}, got 3"},
-        {[](json& j) { j["objects"][0]["ops"] = {"delete"}; }, "rec.json: field 'op': expected \"store\" or \"load\", got \"delete\""},
+        {[](json& j) { j["objects"][0]["part"] = "q"; },
+         "rec.json: field 'part': expected \"kv\", \"k\" or \"v\", got \"q\""},
+        {[](json& j) { j["objects"][0]["ops"] = {3}; },
+         "rec.json: field 'ops': expected \"store\", \"load\" or {\"op\":...}, got 3"},
+        {[](json& j) { j["objects"][0]["ops"] = {"delete"}; },
+         "rec.json: field 'op': expected \"store\" or \"load\", got \"delete\""},
         {[](json& j) { j["objects"][2]["ops"][0]["seq"] = 0; },
          "rec.json: field 'seq': given for some ops and not others: give it for every op or for none"},
         {[](json& j) {
@@ -79,7 +89,8 @@ TEST(KvioRecordJson, MalformedFieldsAreNamed) {
              j["device_geometry"]["slot_bytes"] = (1ull << 62) + 4096;
              j["objects"][1]["index"] = 7;
          },
-         "rec.json: field 'payload_bytes': 4611686018427387904 with 8 objects is beyond any device: the layout would end past 2^64 bytes"},
+         "rec.json: field 'payload_bytes': 4611686018427387904 with 8 objects is beyond any device: the layout would "
+         "end past 2^64 bytes"},
     };
     for (const auto& c : cases) {
         json j = test::kvio_record_fixture();

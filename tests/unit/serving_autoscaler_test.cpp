@@ -39,8 +39,8 @@ TEST(Autoscaler, QosModeScalesUpBelowTargetAndDownAfterTwoSaturatedTicksWithCool
     EXPECT_EQ(a.decide(true, 0, 0).action, "stable");  // the benchmark's empty first collect_metrics()
     ScaleDecision d = a.decide(false, 0.0, 0);
     EXPECT_EQ(d.action, "scale_up");
-    EXPECT_EQ(d.users, 12);  // int(10 × 1.2)
-    EXPECT_EQ(a.decide(false, 0.8, 0).action, "hold");  // 0.72 <= 0.8 <= 0.88
+    EXPECT_EQ(d.users, 12);                              // int(10 × 1.2)
+    EXPECT_EQ(a.decide(false, 0.8, 0).action, "hold");   // 0.72 <= 0.8 <= 0.88
     EXPECT_EQ(a.decide(false, 0.95, 0).action, "hold");  // first saturated tick
     d = a.decide(false, 0.95, 0);
     EXPECT_EQ(d.action, "scale_down");
@@ -56,9 +56,9 @@ TEST(Autoscaler, CapacityModeSearchesThePeakAndStopsAfterTwoTicksWithoutOne) {
     Autoscaler a("capacity", 5, 0.8, default_yaml_settings());
     ScaleDecision d = a.decide(false, 0, 100);
     EXPECT_EQ(d.action, "scale_up");
-    EXPECT_EQ(d.users, 10);  // + clamp(int(5 × 0.4), 5, 100)
-    d = a.decide(false, 0, 150);  // new peak (> 1.01 × 100)
-    EXPECT_EQ(d.users, 15);       // + clamp(int(10 × 0.2), 5, 100)
+    EXPECT_EQ(d.users, 10);                             // + clamp(int(5 × 0.4), 5, 100)
+    d = a.decide(false, 0, 150);                        // new peak (> 1.01 × 100)
+    EXPECT_EQ(d.users, 15);                             // + clamp(int(10 × 0.2), 5, 100)
     EXPECT_EQ(a.decide(false, 0, 151).action, "hold");  // not > 1.01 × 150
     EXPECT_EQ(a.decide(false, 0, 149).action, "stop");
     EXPECT_DOUBLE_EQ(a.peak_throughput(), 150);

@@ -91,13 +91,14 @@ void run_trace_scenario(const std::string& log_path) {
     EXPECT_EQ(s.demotions[int(Tier::Cpu)], 1u);
     EXPECT_EQ(s.tier_bytes_written[int(Tier::Cpu)], 2457600u);  // #408: demotion bytes counted
     EXPECT_EQ(s.tier_bytes_read[int(Tier::Gpu)], 2457600u);
-    EXPECT_EQ(s.limit_bytes[int(Tier::Storage)], UINT64_MAX);   // trace mode: unlimited
+    EXPECT_EQ(s.limit_bytes[int(Tier::Storage)], UINT64_MAX);  // trace mode: unlimited
 }
 
 void expect_trace_rows(const std::string& text) {
     auto rows = csv_rows(text);
     ASSERT_EQ(rows.size(), 7u) << text;
-    EXPECT_EQ(rows[0], (std::vector<std::string>{"Timestamp", "Operation", "Object_Size_Bytes", "Tier", "Key", "Phase"}));
+    EXPECT_EQ(rows[0],
+              (std::vector<std::string>{"Timestamp", "Operation", "Object_Size_Bytes", "Tier", "Key", "Phase"}));
     const std::vector<std::vector<std::string>> want = {
         {"Write", "2457600", "Tier-0", "k1", "Prefill"}, {"Write", "2457600", "Tier-0", "k2", "Prefill"},
         {"Read", "2457600", "Tier-0", "k1", "Evict"},    {"Write", "2457600", "Tier-1", "k1", "Evict"},
@@ -145,7 +146,8 @@ TEST(ServingCache, EntryDataIsDeterministicStampedAndHasNoEqualBlocks) {
     EXPECT_EQ(x, z);
     std::set<std::string> blocks;
     for (auto* v : {&x, &y})
-        for (size_t off = 0; off < n; off += 4096) blocks.insert(std::string(v->begin() + off, v->begin() + off + 4096));
+        for (size_t off = 0; off < n; off += 4096)
+            blocks.insert(std::string(v->begin() + off, v->begin() + off + 4096));
     EXPECT_EQ(blocks.size(), 2 * n / 4096);
     for (uint64_t blk = 0; blk < n / 4096; ++blk) {
         BlockStamp s = read_stamp(x.data() + blk * 4096, pool.data() + a.pool_offset(blk * 4096));
@@ -305,7 +307,10 @@ TEST(ServingCache, BufferedTierWritesTheEntryBytesFromPoolCopiesAndGather) {
 
 TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
     TmpDir d;
-    { std::ofstream(d.path + "/old.npy") << "stale"; std::ofstream(d.path + "/keep.txt") << "mine"; }
+    {
+        std::ofstream(d.path + "/old.npy") << "stale";
+        std::ofstream(d.path + "/keep.txt") << "mine";
+    }
     SimConfig c = base_config();
     c.cache_dir = d.path;
     c.storage_capacity_gb = 3.0 * 2461696 / kGiB;  // three 100-token files (header + data in 4 KiB blocks)
@@ -357,7 +362,7 @@ TEST(ServingCache, BufferedStorageFilesAreNpyWithTheEntryBytes) {
     EXPECT_DOUBLE_EQ(j["tier_storage_write_bandwidth_gbps"].get<double>(), 4.0 * S / kGiB / 2.0);
     EXPECT_TRUE(j.contains("storage_write_device_p95_ms"));
     EXPECT_TRUE(j.contains("storage_read_p9999_ms"));
-    EXPECT_FALSE(j.contains("cpu_read_p50_ms"));  // empty lists have no keys
+    EXPECT_FALSE(j.contains("cpu_read_p50_ms"));       // empty lists have no keys
     EXPECT_EQ(j["storage_health"]["total_count"], 3);  // write, read, hit rate (no cpu ops)
     cache.reset_stats();
     EXPECT_EQ(cache.stats().write_operations, 0u);
@@ -373,7 +378,7 @@ TEST(ServingCache, AssessmentNamesTheFigureItJudges) {
     for (int i = 1; i <= 100; ++i) {
         s.storage_write_device.push_back(i * 1e-3);  // device 1..100 ms, total 10x: device P95 < 500 ms < total P95
         s.write_lat[S].push_back(i * 1e-2);
-        s.read_lat[S].push_back(i * 3e-3);            // reads: total only (no device split)
+        s.read_lat[S].push_back(i * 3e-3);  // reads: total only (no device split)
     }
     auto j = cache_stats_json(s, 1.0, "latency");
     const auto& crit = j["storage_health"]["criteria"];
@@ -507,8 +512,9 @@ TEST(ServingCache, StorageLimitHoldsOnDiskUnderConcurrentWriters) {
                 for (int i = 0; i < 40; ++i) {
                     std::string key = "w" + std::to_string(t) + "_" + std::to_string(i);
                     if (!cache.allocate(key, 20 + int64_t(rng() % 200)).ok) fails++;
-                    if (i % 4 == 3) cache.access("w" + std::to_string(t) + "_" + std::to_string(i - 1),
-                                                 CachePhase::Decode, CacheType::User);
+                    if (i % 4 == 3)
+                        cache.access("w" + std::to_string(t) + "_" + std::to_string(i - 1), CachePhase::Decode,
+                                     CacheType::User);
                 }
             });
         for (auto& x : th) x.join();

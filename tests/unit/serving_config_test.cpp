@@ -20,7 +20,6 @@ using namespace kvio;
 using namespace kvio::serving;
 namespace fs = std::filesystem;
 
-
 namespace {
 std::vector<std::string> errors_of(const SimConfig& c) {
     std::vector<std::string> w;
@@ -193,10 +192,15 @@ TEST(ServingConfig, KvioFlagChecks) {
 
 // spec §2: the benchmark's 9 models.
 TEST(ServingConfig, BytesPerTokenOfTheNineModels) {
-    const std::pair<const char*, uint64_t> want[] = {
-        {"tiny-1b", 24576},     {"mistral-7b", 131072},  {"llama2-7b", 524288},
-        {"llama3.1-8b", 131072}, {"llama3.1-70b-instruct", 327680}, {"deepseek-v3", 70272},
-        {"qwen3-32b", 262144},  {"gpt-oss-120b", 73728}, {"gpt-oss-20b", 49152}};
+    const std::pair<const char*, uint64_t> want[] = {{"tiny-1b", 24576},
+                                                     {"mistral-7b", 131072},
+                                                     {"llama2-7b", 524288},
+                                                     {"llama3.1-8b", 131072},
+                                                     {"llama3.1-70b-instruct", 327680},
+                                                     {"deepseek-v3", 70272},
+                                                     {"qwen3-32b", 262144},
+                                                     {"gpt-oss-120b", 73728},
+                                                     {"gpt-oss-20b", 49152}};
     SimConfig c;
     for (auto [name, bpt] : want) {
         c.model = name;
@@ -255,7 +259,8 @@ TEST(ServingConfig, LoadsTheBenchmarksConfigYaml) {
 TEST(ServingConfig, YamlUnknownKeyTopLevel) {
     const std::string e = load_error("eviction:\n  max_recursion_depth: 3\nevictions:\n  x: 1\n");
     EXPECT_NE(e.find(":3: unknown configuration key 'evictions'"), std::string::npos) << e;
-    EXPECT_NE(e.find("valid keys at this level: model_configs, user_templates, generation_timing"), std::string::npos) << e;
+    EXPECT_NE(e.find("valid keys at this level: model_configs, user_templates, generation_timing"), std::string::npos)
+        << e;
 }
 
 TEST(ServingConfig, YamlUnknownKeyNested) {
@@ -289,7 +294,8 @@ TEST(ServingConfig, YamlMissingFile) {
         load_yaml_config("/nonexistent/kvio.yaml", c);
         FAIL();
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/kvio.yaml: --config: cannot open: No such file"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/kvio.yaml: --config: cannot open: No such file"),
+                  std::string::npos)
             << e.what();
     }
 }
@@ -365,12 +371,18 @@ TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
     nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
     nlohmann::ordered_json doc = {
         {"requests_completed", 3},
-        {"summary", {{"elapsed_time", 4.5}, {"end_to_end_latency_ms", lat}, {"storage_io_latency_ms", lat},
-                     {"generation_latency_ms", lat}, {"cache_stats", nlohmann::ordered_json::object()},
-                     {"multi_turn_stats", nlohmann::ordered_json::object()}, {"qos_metrics", nlohmann::ordered_json::object()}}},
-        {"kvio", {{"cache", {{"failed_writes", 0}, {"failed_reads", 0}, {"gather_fallbacks", 0}, {"noise_pool_copies", 4}}},
-                  {"stop", {{"reason", "duration"}, {"signal", 0}, {"stop_requested_at_s", 4.5}}},
-                  {"config", {{"flags", {{"duration", 60}}}}}}}};
+        {"summary",
+         {{"elapsed_time", 4.5},
+          {"end_to_end_latency_ms", lat},
+          {"storage_io_latency_ms", lat},
+          {"generation_latency_ms", lat},
+          {"cache_stats", nlohmann::ordered_json::object()},
+          {"multi_turn_stats", nlohmann::ordered_json::object()},
+          {"qos_metrics", nlohmann::ordered_json::object()}}},
+        {"kvio",
+         {{"cache", {{"failed_writes", 0}, {"failed_reads", 0}, {"gather_fallbacks", 0}, {"noise_pool_copies", 4}}},
+          {"stop", {{"reason", "duration"}, {"signal", 0}, {"stop_requested_at_s", 4.5}}},
+          {"config", {{"flags", {{"duration", 60}}}}}}}};
     std::ostringstream quiet;
     print_report(quiet, doc);
     EXPECT_EQ(quiet.str().find("gather path"), std::string::npos) << quiet.str();
@@ -393,10 +405,13 @@ TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
 // the unit), not as raw JSON floats ("0.6268115942028986 ratio (target 0.3)" before).
 TEST(ServingReport, AssessmentCriteriaAreFormattedAsTheBenchmarkDoes) {
     using kvio::serving::format_criterion;
-    EXPECT_EQ(format_criterion({{"name", "Cache Hit Rate"}, {"target", 0.3}, {"actual", 0.6268115942028986}, {"unit", "ratio"}}),
+    EXPECT_EQ(format_criterion(
+                  {{"name", "Cache Hit Rate"}, {"target", 0.3}, {"actual", 0.6268115942028986}, {"unit", "ratio"}}),
               "Cache Hit Rate: 62.7% (target: 30.0%)");
-    EXPECT_EQ(format_criterion({{"name", "Storage Write P95 Latency"}, {"target", 500}, {"actual", 9728.7312}, {"unit", "ms"}}),
+    EXPECT_EQ(format_criterion(
+                  {{"name", "Storage Write P95 Latency"}, {"target", 500}, {"actual", 9728.7312}, {"unit", "ms"}}),
               "Storage Write P95 Latency: 9728.73ms (target: 500.00ms)");
-    EXPECT_EQ(format_criterion({{"name", "Storage Read Bandwidth"}, {"target", 0}, {"actual", 0.16421}, {"unit", "GB/s"}}),
-              "Storage Read Bandwidth: 0.16GB/s (target: 0.00GB/s)");
+    EXPECT_EQ(
+        format_criterion({{"name", "Storage Read Bandwidth"}, {"target", 0}, {"actual", 0.16421}, {"unit", "GB/s"}}),
+        "Storage Read Bandwidth: 0.16GB/s (target: 0.00GB/s)");
 }

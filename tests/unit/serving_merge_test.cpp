@@ -79,11 +79,12 @@ Json client_doc(const std::vector<double>& e2e, const std::vector<double>& stora
                         {"batch", {{"total_requests", 1}, {"sla", {{"target_p95_ms", 1000.0}}}}}};
     s["prefix_cache_stats"] = {{"prefix_hits", 2}, {"prefix_misses", 5}, {"bytes_saved", 100}};
     d["summary"] = s;
-    d["kvio"] = {{"seed_used", seed},
-                 {"stop", {{"reason", "duration"}, {"signal", 0}, {"requests_issued", e2e.size() + 1}}},
-                 {"requests", {{"qos", qos}, {"user_id", std::vector<std::string>(qos.size(), "u")}}},
-                 {"config", {{"flags", {{"cache_dir", "/x/rank_" + std::to_string(seed)}, {"performance_profile", "latency"}}}}},
-                 {"merge_state", merge_state_json(cs)}};
+    d["kvio"] = {
+        {"seed_used", seed},
+        {"stop", {{"reason", "duration"}, {"signal", 0}, {"requests_issued", e2e.size() + 1}}},
+        {"requests", {{"qos", qos}, {"user_id", std::vector<std::string>(qos.size(), "u")}}},
+        {"config", {{"flags", {{"cache_dir", "/x/rank_" + std::to_string(seed)}, {"performance_profile", "latency"}}}}},
+        {"merge_state", merge_state_json(cs)}};
     return d;
 }
 
@@ -144,7 +145,8 @@ TEST(ServingMerge, SumsAndExactPercentilesOverAllClients) {
     const double p95 = s["storage_io_latency_ms"]["p95"].get<double>();
     EXPECT_DOUBLE_EQ(p95, np_percentile(all_s, 95) * 1000);
     const double avg_of_p95 = (d0["summary"]["storage_io_latency_ms"]["p95"].get<double>() +
-                               d1["summary"]["storage_io_latency_ms"]["p95"].get<double>()) / 2;
+                               d1["summary"]["storage_io_latency_ms"]["p95"].get<double>()) /
+                              2;
     EXPECT_GT(std::fabs(p95 - avg_of_p95), 1.0) << "the merge must not average the clients' percentiles";
 
     // cache_stats: per-op percentiles over both clients' ops, bytes summed, bandwidth over the merged elapsed time.
@@ -166,7 +168,8 @@ TEST(ServingMerge, SumsAndExactPercentilesOverAllClients) {
     // MLCommons: Σ of the clients' storage read bandwidths, max of their per-request storage P95s.
     const Json& a = m["kvio"]["mlcommons_aggregation"];
     EXPECT_DOUBLE_EQ(a["aggregated_bandwidth_gbps"].get<double>(), 3.0 / 10.0 + 1.0 / 8.0);
-    EXPECT_DOUBLE_EQ(a["aggregated_p95_latency_ms"].get<double>(), d1["summary"]["storage_io_latency_ms"]["p95"].get<double>());
+    EXPECT_DOUBLE_EQ(a["aggregated_p95_latency_ms"].get<double>(),
+                     d1["summary"]["storage_io_latency_ms"]["p95"].get<double>());
     EXPECT_EQ(a["ranks_served_from_cpu_tier"], Json::array({1}));
     EXPECT_FALSE(a["partial_failure"].get<bool>());
 

@@ -81,8 +81,8 @@ TEST(Prefix, DetectsWithItsProbabilityAndCountsBytesSaved) {
 
 TEST(Rag, ChunksOfAtMost512TokensOr256MiB) {
     YamlSettings y = default_yaml_settings();
-    EXPECT_EQ(rag_chunk_tokens(y, 131072), 512);               // 256 MiB / 128 KiB = 2048 > 512
-    EXPECT_EQ(rag_chunk_tokens(y, 1ull << 20), 256);           // 256 MiB / 1 MiB
+    EXPECT_EQ(rag_chunk_tokens(y, 131072), 512);      // 256 MiB / 128 KiB = 2048 > 512
+    EXPECT_EQ(rag_chunk_tokens(y, 1ull << 20), 256);  // 256 MiB / 1 MiB
     RagDocument d = make_rag_document("doc_0003", 1300, 512);
     ASSERT_EQ(d.chunks.size(), 3u);
     EXPECT_EQ(d.chunks[2].tokens, 1300 - 1024);

@@ -88,13 +88,17 @@ TEST(BurstGpt, BadRowsNameFileLineAndField) {
         });
     };
     const std::string f = d.path + "/bad.csv";
-    EXPECT_EQ(err("Timestamp,Model,Response tokens\n1,x,2\n"),
-              f + ":1: header lacks column 'Request tokens' (a BurstGPT CSV has Timestamp,Model,Request tokens,Response "
-                  "tokens,Total tokens,Log Type)");
+    EXPECT_EQ(
+        err("Timestamp,Model,Response tokens\n1,x,2\n"),
+        f + ":1: header lacks column 'Request tokens' (a BurstGPT CSV has Timestamp,Model,Request tokens,Response "
+            "tokens,Total tokens,Log Type)");
     EXPECT_EQ(err(std::string(kHeader) + "1,a,2,3,5,l\n2,a,2,3,5\n"), f + ":3: 5 fields, the header has 6");
-    EXPECT_EQ(err(std::string(kHeader) + "1,a,2,-3,5,l\n"), f + ":2: field 'Response tokens': '-3' is not a non-negative integer");
-    EXPECT_EQ(err(std::string(kHeader) + "1,a,2.5,3,5,l\n"), f + ":2: field 'Request tokens': '2.5' is not a non-negative integer");
-    EXPECT_EQ(err(std::string(kHeader) + "nan,a,2,3,5,l\n"), f + ":2: field 'Timestamp': 'nan' is not a non-negative number of seconds");
+    EXPECT_EQ(err(std::string(kHeader) + "1,a,2,-3,5,l\n"),
+              f + ":2: field 'Response tokens': '-3' is not a non-negative integer");
+    EXPECT_EQ(err(std::string(kHeader) + "1,a,2.5,3,5,l\n"),
+              f + ":2: field 'Request tokens': '2.5' is not a non-negative integer");
+    EXPECT_EQ(err(std::string(kHeader) + "nan,a,2,3,5,l\n"),
+              f + ":2: field 'Timestamp': 'nan' is not a non-negative number of seconds");
     EXPECT_EQ(err(std::string(kHeader) + "1,a,2,3,5,l\n\n3,a,2,3,5,l\n"), f + ":3: empty row");
     EXPECT_EQ(err(std::string(kHeader) + "1,\"a,2,3,5,l\n"), f + ":2: field 2: unterminated quote");
     EXPECT_EQ(err(kHeader), f + ": no rows after the header");
@@ -112,8 +116,10 @@ TEST(BurstGpt, PathIsAFileADirectoryOfCsvOrAGlob) {
     EXPECT_EQ(resolve_burst_trace_files(d.path + "/*.csv"), sorted);
     EXPECT_EQ(resolve_burst_trace_files(d.path + "/b.csv"), (std::vector<std::string>{d.path + "/b.csv"}));
     EXPECT_EQ(load_burst_trace(d.path).rows.size(), 2u);
-    EXPECT_NE(error_of([&] { resolve_burst_trace_files(d.path + "/z*.csv"); }).find("matches no file"), std::string::npos);
-    EXPECT_NE(error_of([&] { resolve_burst_trace_files(d.path + "/none.csv"); }).find("no such file"), std::string::npos);
+    EXPECT_NE(error_of([&] { resolve_burst_trace_files(d.path + "/z*.csv"); }).find("matches no file"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { resolve_burst_trace_files(d.path + "/none.csv"); }).find("no such file"),
+              std::string::npos);
     fs::remove(d.path + "/a.csv");
     fs::remove(d.path + "/b.csv");
     EXPECT_NE(error_of([&] { resolve_burst_trace_files(d.path); }).find("holds no .csv file"), std::string::npos);
@@ -155,7 +161,8 @@ TEST(ShareGpt, PairsHumanThenGptAndCountsCodePointsOverFour) {
 TEST(ShareGpt, StopsReadingAfterMaxConversations) {
     Dir d;
     // Only the first two elements are read: what follows them is never parsed.
-    const std::string p = d.write("s.json", R"([{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]},
+    const std::string p =
+        d.write("s.json", R"([{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]},
  {"id": "x", "conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]},
  this is not JSON)");
     ShareGptDataset ds = load_sharegpt(p, 2);
@@ -174,16 +181,20 @@ TEST(ShareGpt, BadElementsNameFileLineAndField) {
     const std::string f = d.path + "/bad.json";
     EXPECT_EQ(err("[\n {\"id\": \"a\",\n  \"conversations\": [\n   {\"from\": \"human\", \"value\": 7}]}]"),
               f + ":4: element 1: field 'value': expected a string, got a number");
-    EXPECT_EQ(err("[\n {\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}, {\"from\": \"gpt\", \"value\": \"b\"}]},\n"
+    EXPECT_EQ(err("[\n {\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}, {\"from\": \"gpt\", \"value\": "
+                  "\"b\"}]},\n"
                   " {\"id\": \"b\"}\n]"),
               f + ":3: element 2: field 'conversations': missing");
     EXPECT_EQ(err("[\n {\"conversations\": [\n  {\"value\": \"a\"}]}]"),
               f + ":3: element 1: field 'conversations': turn 1: field 'from': missing");
-    EXPECT_EQ(err("[{\"conversations\": {}}]"), f + ":1: element 1: field 'conversations': expected a list, got an object");
-    EXPECT_EQ(err("[{\"id\": [1], \"conversations\": []}]"), f + ":1: element 1: field 'id': expected a string or an integer, got a list");
+    EXPECT_EQ(err("[{\"conversations\": {}}]"),
+              f + ":1: element 1: field 'conversations': expected a list, got an object");
+    EXPECT_EQ(err("[{\"id\": [1], \"conversations\": []}]"),
+              f + ":1: element 1: field 'id': expected a string or an integer, got a list");
     EXPECT_EQ(err("[\n 3]"), f + ":2: expected a conversation object, got a number");
     EXPECT_EQ(err("{\"conversations\": []}"), f + ":1: the top level is an object, not a list of conversations");
-    EXPECT_EQ(err("[]"), f + ": no conversation with a human → gpt turn pair in the first 0 elements (nothing to replay)");
+    EXPECT_EQ(err("[]"),
+              f + ": no conversation with a human → gpt turn pair in the first 0 elements (nothing to replay)");
     EXPECT_NE(err("").find(f + ":1: not valid JSON"), std::string::npos);
     EXPECT_NE(err("[\n{\"conversations\": [}]").find(f + ":2: not valid JSON"), std::string::npos);
 }
@@ -221,7 +232,8 @@ TEST(TraceSource, ShareGptKeysRateAndDisabledMultiTurn) {
     Dir d;
     SimConfig c;
     c.num_users = 3;
-    c.dataset_path = d.write("s.json", R"([{"id": "k", "conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"},
+    c.dataset_path = d.write(
+        "s.json", R"([{"id": "k", "conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"},
         {"from": "human", "value": "c"}, {"from": "gpt", "value": "d"}]}])");
     c.request_rate = 4;
     c.replay_cycles = 3;
@@ -248,7 +260,9 @@ TEST(XlsxExport, SummaryRowAsCsvWhenTheNameIsNotXlsx) {
     SimConfig c;
     c.seed = 5;
     nlohmann::ordered_json r;
-    r["summary"] = {{"total_requests", 12}, {"elapsed_time", 0.1}, {"end_to_end_latency_ms", {{"p95", 2.5}}},
+    r["summary"] = {{"total_requests", 12},
+                    {"elapsed_time", 0.1},
+                    {"end_to_end_latency_ms", {{"p95", 2.5}}},
                     {"cache_stats", {{"cache_hit_rate", 0.75}}}};
     const std::string out = export_results_xlsx(r, c, d.path + "/r");
     EXPECT_EQ(out, d.path + "/r.csv");

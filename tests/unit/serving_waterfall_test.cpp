@@ -22,17 +22,25 @@ int place(WaterfallPolicy& p, const std::string& key, uint64_t bytes, std::vecto
     for (int round = 0; round < 1000; ++round) {
         PlaceStep s = p.place_step(bytes, from);
         switch (s.kind) {
-            case PlaceStep::Kind::Reserved: p.commit_write(key, s.tier, bytes); return s.tier;
+            case PlaceStep::Kind::Reserved:
+                p.commit_write(key, s.tier, bytes);
+                return s.tier;
             case PlaceStep::Kind::Work:
                 for (const auto& a : s.actions) {
                     if (done) done->push_back(a);
-                    if (a.kind == WaterfallAction::Kind::Demote) p.finish_demotion(a, true);
-                    else p.finish_delete(a);
+                    if (a.kind == WaterfallAction::Kind::Demote)
+                        p.finish_demotion(a, true);
+                    else
+                        p.finish_delete(a);
                 }
                 from = s.tier;
                 break;
-            case PlaceStep::Kind::Wait: p.wait_change(s.generation, 10), from = s.tier; break;
-            case PlaceStep::Kind::Fail: p.end_allocate(key); return -1;
+            case PlaceStep::Kind::Wait:
+                p.wait_change(s.generation, 10), from = s.tier;
+                break;
+            case PlaceStep::Kind::Fail:
+                p.end_allocate(key);
+                return -1;
         }
     }
     p.end_allocate(key);
@@ -112,8 +120,10 @@ TEST(Waterfall, ZeroLimitTierIsSkippedAndDoesNotShortenTheChain) {
 
 TEST(Waterfall, RecursionDepthCapStopsDeepDemotion) {
     auto fill = [](WaterfallPolicy& p) {
-        for (const char* k : {"g1", "g2"}) place(p, k, 400);          // gpu 800 = target
-        for (const char* k : {"c1", "c2"}) { place(p, k, 400); }      // land in gpu after demoting g1, g2
+        for (const char* k : {"g1", "g2"}) place(p, k, 400);  // gpu 800 = target
+        for (const char* k : {"c1", "c2"}) {
+            place(p, k, 400);
+        }  // land in gpu after demoting g1, g2
     };
     WaterfallPolicy deep({1000, 1000, 100000});
     fill(deep);
@@ -183,7 +193,7 @@ TEST(Waterfall, EntryBeingReadIsNotEvicted) {
     ASSERT_EQ(place(p, "mid", 400), 1);
     ReadGrant g = p.begin_read("mid");  // mid becomes the newest; old is the LRU
     ASSERT_EQ(g.tier, 1);
-    g = p.begin_read("old");            // now mid is the LRU but it is being read too
+    g = p.begin_read("old");  // now mid is the LRU but it is being read too
     std::vector<WaterfallAction> done;
     ASSERT_TRUE(p.begin_allocate("new"));
     PlaceStep s = p.place_step(300);

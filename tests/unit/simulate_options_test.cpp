@@ -37,9 +37,26 @@ std::string refusal(std::vector<std::string> args) {
 
 TEST(SimulateOptions, MlperfCommandLine) {
     SimConfig c;
-    const std::string w = parse({"--model", "llama3.1-8b", "--num-users", "200", "--duration", "300", "--gpu-mem-gb",
-                                 "0", "--cpu-mem-gb", "0", "--max-concurrent-allocs", "16", "--generation-mode", "none",
-                                 "--cache-dir", "/tmp/x", "--seed", "42", "--output", "r.json"},
+    const std::string w = parse({"--model",
+                                 "llama3.1-8b",
+                                 "--num-users",
+                                 "200",
+                                 "--duration",
+                                 "300",
+                                 "--gpu-mem-gb",
+                                 "0",
+                                 "--cpu-mem-gb",
+                                 "0",
+                                 "--max-concurrent-allocs",
+                                 "16",
+                                 "--generation-mode",
+                                 "none",
+                                 "--cache-dir",
+                                 "/tmp/x",
+                                 "--seed",
+                                 "42",
+                                 "--output",
+                                 "r.json"},
                                 c);
     EXPECT_EQ(w, "");
     EXPECT_EQ(c.model, "llama3.1-8b");
@@ -61,13 +78,45 @@ TEST(SimulateOptions, MlperfCommandLine) {
 
 TEST(SimulateOptions, EveryFlagParses) {
     SimConfig c;
-    parse({"--log-level", "DEBUG", "--disable-multi-turn", "--disable-prefix-caching", "--enable-rag",
-           "--rag-num-docs", "3", "--enable-autoscaling", "--autoscaler-mode", "capacity", "--target-saturation",
-           "0.5", "--performance-profile", "throughput", "--num-gpus", "4", "--tensor-parallel", "2",
-           "--storage-io", "io_uring", "--storage-qd", "16", "--max-io-bytes", "1048576", "--gpu-tier", "model",
-           "--gpu-bandwidth-gbps", "25", "--enable-latency-tracing", "--trace-dir", "/tmp/t", "--prefill-only",
-           "--config", "tests/fixtures/mlperf-kv-config.yaml", "--model", "tiny-1b", "--quiet",
-           "--progress-interval", "0"},
+    parse({"--log-level",
+           "DEBUG",
+           "--disable-multi-turn",
+           "--disable-prefix-caching",
+           "--enable-rag",
+           "--rag-num-docs",
+           "3",
+           "--enable-autoscaling",
+           "--autoscaler-mode",
+           "capacity",
+           "--target-saturation",
+           "0.5",
+           "--performance-profile",
+           "throughput",
+           "--num-gpus",
+           "4",
+           "--tensor-parallel",
+           "2",
+           "--storage-io",
+           "io_uring",
+           "--storage-qd",
+           "16",
+           "--max-io-bytes",
+           "1048576",
+           "--gpu-tier",
+           "model",
+           "--gpu-bandwidth-gbps",
+           "25",
+           "--enable-latency-tracing",
+           "--trace-dir",
+           "/tmp/t",
+           "--prefill-only",
+           "--config",
+           "tests/fixtures/mlperf-kv-config.yaml",
+           "--model",
+           "tiny-1b",
+           "--quiet",
+           "--progress-interval",
+           "0"},
           c);
     EXPECT_EQ(c.log_level, "DEBUG");
     EXPECT_TRUE(c.disable_multi_turn && c.disable_prefix_caching && c.enable_rag && c.enable_autoscaling);
@@ -102,7 +151,8 @@ TEST(SimulateOptions, Refusals) {
     EXPECT_EQ(refusal({"--model", "gpt-9"}).rfind("Unknown model 'gpt-9'. Available models: ", 0), 0u);
     EXPECT_NE(refusal({"--config", "/nonexistent.yaml"}).find("cannot open"), std::string::npos);
     SimConfig c;
-    EXPECT_NE(parse({"--num-gpus", "3", "--tensor-parallel", "3"}, c).find("warning: --tensor-parallel 3 is not a power of 2"),
+    EXPECT_NE(parse({"--num-gpus", "3", "--tensor-parallel", "3"}, c)
+                  .find("warning: --tensor-parallel 3 is not a power of 2"),
               std::string::npos);
 }
 

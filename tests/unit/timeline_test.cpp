@@ -24,8 +24,9 @@ namespace {
 struct Tmp {
     std::filesystem::path dir;
     Tmp() {
-        dir = std::filesystem::temp_directory_path() / ("kvio-timeline-test-" + std::to_string(::getpid()) + "-" +
-                                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir =
+            std::filesystem::temp_directory_path() / ("kvio-timeline-test-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
         std::filesystem::create_directories(dir);
     }
     ~Tmp() { std::filesystem::remove_all(dir); }
@@ -37,24 +38,46 @@ struct Tmp {
     }
 };
 
-json block_cmd(const char* dev, const char* disk, const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete,
-               uint64_t qd) {
-    json j = {{"type", "cmd"}, {"src", "block"}, {"dev", dev},     {"disk", disk},       {"op", op},   {"rwbs", op[0] == 'w' ? "W" : "R"},
-              {"sector", sector}, {"bytes", bytes}, {"ts_issue", issue}, {"qd", qd}, {"pid", 100}, {"tid", 101}, {"comm", "app"}};
-    if (complete) j["ts_complete"] = complete, j["d2c_ns"] = complete - issue;
-    else j["complete_lost"] = true;
+json block_cmd(const char* dev, const char* disk, const char* op, uint64_t sector, uint64_t bytes, uint64_t issue,
+               uint64_t complete, uint64_t qd) {
+    json j = {{"type", "cmd"},    {"src", "block"}, {"dev", dev},
+              {"disk", disk},     {"op", op},       {"rwbs", op[0] == 'w' ? "W" : "R"},
+              {"sector", sector}, {"bytes", bytes}, {"ts_issue", issue},
+              {"qd", qd},         {"pid", 100},     {"tid", 101},
+              {"comm", "app"}};
+    if (complete)
+        j["ts_complete"] = complete, j["d2c_ns"] = complete - issue;
+    else
+        j["complete_lost"] = true;
     return j;
 }
 
 json nvme_cmd(uint64_t qid, uint64_t slba, uint64_t nlb, uint64_t issue, uint64_t complete) {
-    return {{"type", "cmd"}, {"src", "nvme"}, {"dev", "259:0"}, {"disk", "nvme0n1"}, {"op", "read"}, {"rwbs", "R"},
-            {"sector", slba * 8}, {"slba", slba}, {"nlb", nlb}, {"bytes", nlb * 4096}, {"qid", qid}, {"cid", 7},
-            {"ts_issue", issue}, {"ts_complete", complete}, {"qd", 1}, {"pid", 100}, {"tid", 101}, {"comm", "app"}, {"user_data", 42}};
+    return {{"type", "cmd"},
+            {"src", "nvme"},
+            {"dev", "259:0"},
+            {"disk", "nvme0n1"},
+            {"op", "read"},
+            {"rwbs", "R"},
+            {"sector", slba * 8},
+            {"slba", slba},
+            {"nlb", nlb},
+            {"bytes", nlb * 4096},
+            {"qid", qid},
+            {"cid", 7},
+            {"ts_issue", issue},
+            {"ts_complete", complete},
+            {"qd", 1},
+            {"pid", 100},
+            {"tid", 101},
+            {"comm", "app"},
+            {"user_data", 42}};
 }
 
 json syscall(uint64_t tid, const char* name, uint64_t enter, uint64_t exit) {
-    return {{"type", "syscall"}, {"name", name}, {"pid", 100}, {"tid", tid}, {"comm", "app"}, {"fd", 3},
-            {"ts_enter", enter}, {"ts_exit", exit}, {"lat_ns", exit - enter}, {"ret", 4096}};
+    return {{"type", "syscall"},      {"name", name}, {"pid", 100},        {"tid", tid},
+            {"comm", "app"},          {"fd", 3},      {"ts_enter", enter}, {"ts_exit", exit},
+            {"lat_ns", exit - enter}, {"ret", 4096}};
 }
 
 json read_doc(const std::string& p) { return read_json_file(p); }
@@ -76,10 +99,10 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
     Tmp t;
     const std::vector<json> ev = {
         block_cmd("7:0", "loop0", "write", 0, 131072, 1000, 5000, 1),
-        block_cmd("7:0", "loop0", "write", 256, 131072, 2000, 6000, 2),    // overlaps the first
-        block_cmd("7:0", "loop0", "write", 512, 131072, 3000, 4000, 3),    // overlaps both
-        block_cmd("7:0", "loop0", "read", 1024, 4096, 7000, 0, 1),         // complete_lost
-        block_cmd("7:0", "loop0", "read", 2048, 4096, 6500, 6900, 1),      // after all three: slot 1 again
+        block_cmd("7:0", "loop0", "write", 256, 131072, 2000, 6000, 2),  // overlaps the first
+        block_cmd("7:0", "loop0", "write", 512, 131072, 3000, 4000, 3),  // overlaps both
+        block_cmd("7:0", "loop0", "read", 1024, 4096, 7000, 0, 1),       // complete_lost
+        block_cmd("7:0", "loop0", "read", 2048, 4096, 6500, 6900, 1),    // after all three: slot 1 again
         nvme_cmd(1, 10, 2, 1500, 2500),
         nvme_cmd(2, 20, 1, 1600, 1700),
         block_cmd("259:0", "nvme0n1", "read", 80, 8192, 1400, 2600, 1),  // the block row of the first NVMe command
@@ -94,8 +117,8 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
     const report::TimelineStats s = report::write_perfetto(o);
     EXPECT_EQ(s.commands, 8u);
     EXPECT_EQ(s.syscalls, 3u);
-    EXPECT_EQ(s.max_slots, 3u);       // three writes in flight at once on loop0
-    EXPECT_EQ(s.device_tracks, 4u);   // loop0, nvme0n1 q1, nvme0n1 q2, nvme0n1 block layer
+    EXPECT_EQ(s.max_slots, 3u);      // three writes in flight at once on loop0
+    EXPECT_EQ(s.device_tracks, 4u);  // loop0, nvme0n1 q1, nvme0n1 q2, nvme0n1 block layer
     EXPECT_EQ(s.threads, 2u);
     const json doc = read_doc(o.out);
     const test::TimelineCheck c = test::check_timeline(doc);
@@ -106,7 +129,8 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
     std::set<std::string> procs;
     for (const auto& [k, v] : names(doc))
         if (k.second < 0) procs.insert(v);
-    for (const char* p : {"device loop0 (block layer)", "device nvme0n1 q1", "device nvme0n1 q2", "device nvme0n1 (block layer)", "app (pid 100)"})
+    for (const char* p : {"device loop0 (block layer)", "device nvme0n1 q1", "device nvme0n1 q2",
+                          "device nvme0n1 (block layer)", "app (pid 100)"})
         EXPECT_TRUE(procs.count(p)) << p;
     for (const auto& e : doc["traceEvents"]) {
         if (e["ph"] != "X") continue;
@@ -137,7 +161,8 @@ TEST(Timeline, DevicesQueuesSlotsAndSyscalls) {
 TEST(Timeline, ZstNameWritesOneZstdFrameOfTheSameText) {
     Tmp t;
     std::vector<json> ev;
-    for (uint64_t i = 0; i < 3000; ++i) ev.push_back(block_cmd("7:0", "loop0", "write", i * 256, 131072, 1000 + i * 10000, 6000 + i * 10000, 1));
+    for (uint64_t i = 0; i < 3000; ++i)
+        ev.push_back(block_cmd("7:0", "loop0", "write", i * 256, 131072, 1000 + i * 10000, 6000 + i * 10000, 1));
     report::TimelineOptions o;
     o.events = t.write("ev.jsonl", ev);
     o.out = t.file("t.json");
@@ -189,7 +214,8 @@ TEST(Timeline, FlowsFollowTheJoin) {
     // Each flow: its start inside an op slice, its end at a command slice's start (the command it points to).
     std::set<std::tuple<int64_t, int64_t, int64_t>> cmd_starts;
     for (const auto& e : doc["traceEvents"])
-        if (e["ph"] == "X" && e["cat"] == "cmd") cmd_starts.insert({e["pid"], e["tid"], test::timeline_ns(e["ts"].get<double>())});
+        if (e["ph"] == "X" && e["cat"] == "cmd")
+            cmd_starts.insert({e["pid"], e["tid"], test::timeline_ns(e["ts"].get<double>())});
     for (const auto& f : c.flow_ends) EXPECT_TRUE(cmd_starts.count(f));
     // A joined command names its op.
     size_t named = 0;
@@ -204,16 +230,19 @@ TEST(Timeline, CheckerReportsBrokenRules) {
         return json{{"ph", "X"}, {"name", "a"}, {"pid", 1}, {"tid", tid}, {"ts", ts}, {"dur", dur}};
     };
     EXPECT_TRUE(test::check_timeline(json{{"traceEvents", {x(1, 0, 10), x(1, 2, 3), x(1, 10, 1)}}}).violations.empty());
-    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0, 10), x(1, 5, 10)}}}).violations.empty());  // overlap
-    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, -1, 1)}}}).violations.empty());             // negative ts
-    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0.0001, 1)}}}).violations.empty());         // below 1 ns
+    EXPECT_FALSE(
+        test::check_timeline(json{{"traceEvents", {x(1, 0, 10), x(1, 5, 10)}}}).violations.empty());  // overlap
+    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, -1, 1)}}}).violations.empty());      // negative ts
+    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0.0001, 1)}}}).violations.empty());  // below 1 ns
     EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {json{{"ph", "B"}, {"pid", 1}}}}}).violations.empty());
     EXPECT_FALSE(test::check_timeline(json{{"foo", 1}}).violations.empty());
     const json s = {{"ph", "s"}, {"id", 1}, {"cat", "j"}, {"name", "n"}, {"pid", 1}, {"tid", 1}, {"ts", 1}};
     json f = {{"ph", "f"}, {"bp", "e"}, {"id", 1}, {"cat", "j"}, {"name", "n"}, {"pid", 1}, {"tid", 2}, {"ts", 1}};
     EXPECT_TRUE(test::check_timeline(json{{"traceEvents", {x(1, 0, 5), x(2, 0, 5), s, f}}}).violations.empty());
-    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0, 5), x(2, 0, 5), s}}}).violations.empty());  // unpaired
-    EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0, 5), s, f}}}).violations.empty());  // f outside a slice
+    EXPECT_FALSE(
+        test::check_timeline(json{{"traceEvents", {x(1, 0, 5), x(2, 0, 5), s}}}).violations.empty());  // unpaired
+    EXPECT_FALSE(
+        test::check_timeline(json{{"traceEvents", {x(1, 0, 5), s, f}}}).violations.empty());  // f outside a slice
     f["id"] = 2;
     EXPECT_FALSE(test::check_timeline(json{{"traceEvents", {x(1, 0, 5), x(2, 0, 5), s, f}}}).violations.empty());
 }

@@ -184,7 +184,7 @@ const std::vector<std::string> kComms = {
     "fio",
     "a\"b\\c/d",
     std::string("\x01\x1f\t\n\b\f\r\x7f", 8),
-    "kv\xe2\x82\xac",      // "kv€"
+    "kv\xe2\x82\xac",       // "kv€"
     "\xff\xfe",             // not UTF-8 at all
     "ab\xe2\x82",           // 3-byte sequence cut short by the 16-byte comm
     "\x80x\xc3(",           // lone continuation byte, bad continuation
@@ -213,8 +213,8 @@ kvio_cmd_event block_cmd() {
 std::vector<kvio_cmd_event> random_cmds(size_t n, uint32_t seed) {
     std::mt19937_64 rng(seed);
     auto bit = [&] { return rng() & 1; };
-    const uint32_t ops[] = {KVIO_OP_READ, KVIO_OP_WRITE, KVIO_OP_FLUSH, KVIO_OP_DISCARD, KVIO_OP_SECURE_ERASE,
-                            KVIO_OP_WRITE_ZEROES, KVIO_OP_DRV_IN, KVIO_OP_DRV_OUT};
+    const uint32_t ops[] = {KVIO_OP_READ,         KVIO_OP_WRITE,        KVIO_OP_FLUSH,  KVIO_OP_DISCARD,
+                            KVIO_OP_SECURE_ERASE, KVIO_OP_WRITE_ZEROES, KVIO_OP_DRV_IN, KVIO_OP_DRV_OUT};
     const uint8_t opcodes[] = {0x00, 0x01, 0x02, 0x09, 0x7f};
     std::vector<kvio_cmd_event> v(n);
     for (auto& e : v) {
@@ -420,9 +420,12 @@ TEST(EventWriter, FileParsesLineByLineAndMatchesReference) {
     kvio::EventRecord rec;
     size_t n_cmd = 0, n_sys = 0, n_sum = 0;
     while (r.next(rec)) {
-        if (rec.type == "cmd") ++n_cmd;
-        else if (rec.type == "syscall") ++n_sys;
-        else if (rec.type == "summary") ++n_sum;
+        if (rec.type == "cmd")
+            ++n_cmd;
+        else if (rec.type == "syscall")
+            ++n_sys;
+        else if (rec.type == "summary")
+            ++n_sum;
     }
     EXPECT_EQ(n_cmd, cmds.size());
     EXPECT_EQ(n_sys, 1000u);
@@ -533,7 +536,8 @@ TEST(EventsBin, DumpIsByteIdenticalToTheJsonlWriter) {
     dump_capture(bin, dumped);
     std::string a = slurp_file(jsonl), b = slurp_file(dumped);
     EXPECT_GT(a.size(), 1000000u);
-    EXPECT_TRUE(a == b) << "first difference at byte " << std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+    EXPECT_TRUE(a == b) << "first difference at byte "
+                        << std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
     EXPECT_LT(slurp_file(bin).size(), a.size());
     for (const auto& p : {jsonl, bin, dumped}) std::remove(p.c_str());
 }
@@ -660,7 +664,8 @@ std::string dump_error(const std::string& in, const std::string& out) {
 
 // `cat a.kvb b.kvb > c.kvb` reads as one capture (was: "unknown record kind" at the second header).
 TEST(EventsBin, ConcatenatedCapturesReadAsOne) {
-    const auto a = temp_path("cat_a.kvb"), b = temp_path("cat_b.kvb"), c = temp_path("cat_c.kvb"), out = temp_path("cat_c.jsonl");
+    const auto a = temp_path("cat_a.kvb"), b = temp_path("cat_b.kvb"), c = temp_path("cat_c.kvb"),
+               out = temp_path("cat_c.jsonl");
     write_events(a, EventsFormat::Bin, std::vector<kvio_cmd_event>(3, block_cmd()), random_syscalls(1, 5));
     auto other = block_cmd();
     other.dev = KVIO_MKDEV(4095, 78);
@@ -675,7 +680,8 @@ TEST(EventsBin, ConcatenatedCapturesReadAsOne) {
     for (const auto& p : {a, b, c, out}) std::remove(p.c_str());
 }
 
-// A cmd whose src is neither block nor nvme is an error, the same from every reader of the capture (was: read as block).
+// A cmd whose src is neither block nor nvme is an error, the same from every reader of the capture (was: read as
+// block).
 TEST(EventsBin, UnknownSrcIsTheSameErrorForEveryReader) {
     const auto bin = temp_path("src7.kvb"), out = temp_path("src7.jsonl");
     auto bad = block_cmd();
@@ -732,7 +738,7 @@ TEST(EventWriter, ZstdPathIsOneFrameDecodableAtEachIdleFlushAndFinishedAtClose) 
 // kvio_comm_word_clip: a name's two words keep its bytes up to the NUL and lose whatever follows (a kernel that
 // renames a task without padding leaves the old name's tail there); a name without NUL in the first word keeps it.
 TEST(CommWords, EveryByteFromTheFirstNulOnIsCleared) {
-    auto clip = [](const char (&raw)[16]) {
+    auto clip = [](const char(&raw)[16]) {
         uint64_t w[2];
         std::memcpy(w, raw, 16);
         int ended = 0;
@@ -740,12 +746,17 @@ TEST(CommWords, EveryByteFromTheFirstNulOnIsCleared) {
         std::string bytes(reinterpret_cast<const char*>(out), 16);
         return bytes;
     };
-    EXPECT_EQ(clip({'k', 'v', 'a', 'b', 0, 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0}), std::string("kvab") + std::string(12, '\0'));
-    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 0, 'x', 'y', 0, 0, 0, 0}), std::string("abcdefghi") + std::string(7, '\0'));
-    EXPECT_EQ(clip({0, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 0}), std::string(16, '\0'));
+    EXPECT_EQ(clip({'k', 'v', 'a', 'b', 0, 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 0, 0}),
+              std::string("kvab") + std::string(12, '\0'));
+    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 0, 'x', 'y', 0, 0, 0, 0}),
+              std::string("abcdefghi") + std::string(7, '\0'));
+    EXPECT_EQ(clip({0, 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 0}),
+              std::string(16, '\0'));
     EXPECT_EQ(clip({'f', 'i', 'o', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), std::string("fio") + std::string(13, '\0'));
-    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 0, 1, 1, 1, 1, 1, 1, 1, 0}), std::string("abcdefg") + std::string(9, '\0'));
+    EXPECT_EQ(clip({'a', 'b', 'c', 'd', 'e', 'f', 'g', 0, 1, 1, 1, 1, 1, 1, 1, 0}),
+              std::string("abcdefg") + std::string(9, '\0'));
     // 0x01 bytes before the NUL: the trick's false positives lie above the first zero byte only
     EXPECT_EQ(clip({1, 1, 'a', 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}), std::string("\1\1a") + std::string(13, '\0'));
-    EXPECT_EQ(clip({'V', 'L', 'L', 'M', ':', ':', 'E', 'n', 'g', 'i', 'n', 'e', 'C', 'o', 'r', 0}), std::string("VLLM::EngineCor") + std::string(1, '\0'));
+    EXPECT_EQ(clip({'V', 'L', 'L', 'M', ':', ':', 'E', 'n', 'g', 'i', 'n', 'e', 'C', 'o', 'r', 0}),
+              std::string("VLLM::EngineCor") + std::string(1, '\0'));
 }

@@ -31,8 +31,9 @@ namespace {
 struct Tmp {
     std::filesystem::path dir;
     Tmp() {
-        dir = std::filesystem::temp_directory_path() / ("kvio-foreign-test-" + std::to_string(::getpid()) + "-" +
-                                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir =
+            std::filesystem::temp_directory_path() / ("kvio-foreign-test-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
         std::filesystem::create_directories(dir);
     }
     ~Tmp() { std::filesystem::remove_all(dir); }
@@ -69,7 +70,7 @@ Options opts(const std::string& commands, const std::string& semantic) {
     Options o;
     o.commands = commands;
     o.semantic = semantic;
-    o.geometry.lba_bytes = 512;        // an LMCache meta carries neither: the same overrides for both runs
+    o.geometry.lba_bytes = 512;  // an LMCache meta carries neither: the same overrides for both runs
     o.geometry.max_sectors_kb = 1280;
     return o;
 }
@@ -97,7 +98,8 @@ TEST(ValidateForeign, LmcacheAndMonitorScoreWhatKviosOwnFilesScore) {
         const json own = report_json(run(opts(s.ev, s.sem)));
         ASSERT_EQ(own["exact_match"], 40) << engine;
         ASSERT_GT(own["untagged_cmds"].get<uint64_t>(), 0u);
-        const std::string lm = t.path(std::string(engine) + ".lmcache.jsonl"), mon = t.path(std::string(engine) + ".monitor.jsonl");
+        const std::string lm = t.path(std::string(engine) + ".lmcache.jsonl"),
+                          mon = t.path(std::string(engine) + ".monitor.jsonl");
         test::kvio_semantic_to_lmcache(s.sem, lm, "/nonexistent/nvme0n1");
         test::kvio_events_to_monitor(s.ev, mon, test::MonitorVariant::IoUringCmd);
         EXPECT_EQ(detect_semantic_format(lm), SemanticFormat::Lmcache);
@@ -190,13 +192,16 @@ TEST(ValidateForeign, CutOffZstdYieldsWhatItHoldsWithAWarning) {
 
 TEST(ValidateForeign, LmcacheTimestampsUserDataAndSlotOffsets) {
     Tmp t;
-    const std::string meta = R"({"event_type":"kvio_meta","schema":2,"hostname":"h","pid":1,"instance":"i","device_path":"/nonexistent","io_engine":"io_uring","block_align":4096,"header_bytes":4096,"max_data_transfer_size":131072,"dev":"259:0"})";
-    const std::string p = t.write("lm.jsonl", {
-        meta,
-        R"({"op":"store","trace_id":7,"key":"a","object_id":1,"part":"k","bytes":8192,"slot_offset":1048576,"ts_start":12.5,"ts":12.500001})",
-        R"({"op":"load","key":"a","object_id":1,"part":"k","bytes":8192,"slot_offset":1048576,"slot_dev_off":2097152,"ts_start":13000000000,"ts":13000000500,"user_data":"0x0000002a_00000005"})",
-        R"({"op":"load","key":"a","object_id":1,"bytes":100,"slot_offset":0,"ts_start":1,"ts":2,"user_data":"8589934593","error":"EIO"})",
-    });
+    const std::string meta =
+        R"({"event_type":"kvio_meta","schema":2,"hostname":"h","pid":1,"instance":"i","device_path":"/nonexistent","io_engine":"io_uring","block_align":4096,"header_bytes":4096,"max_data_transfer_size":131072,"dev":"259:0"})";
+    const std::string p = t.write(
+        "lm.jsonl",
+        {
+            meta,
+            R"({"op":"store","trace_id":7,"key":"a","object_id":1,"part":"k","bytes":8192,"slot_offset":1048576,"ts_start":12.5,"ts":12.500001})",
+            R"({"op":"load","key":"a","object_id":1,"part":"k","bytes":8192,"slot_offset":1048576,"slot_dev_off":2097152,"ts_start":13000000000,"ts":13000000500,"user_data":"0x0000002a_00000005"})",
+            R"({"op":"load","key":"a","object_id":1,"bytes":100,"slot_offset":0,"ts_start":1,"ts":2,"user_data":"8589934593","error":"EIO"})",
+        });
     SemanticTrace s = read_semantic_as(p, SemanticFormat::Auto);
     EXPECT_EQ(s.format, "lmcache-kvio/2");
     EXPECT_FALSE(s.dev_unknown);
@@ -219,20 +224,24 @@ TEST(ValidateForeign, LmcacheTimestampsUserDataAndSlotOffsets) {
 
 TEST(ValidateForeign, KvCommandSetMonitorJoinsByKey) {
     Tmp t;
-    const std::string sem = t.write("s.jsonl", {
-        R"({"type":"meta","schema":"kvio.semantic/1","engine":"uring_cmd","dev":"259:0","lba_bytes":4096,"mdts_bytes":1048576,"header_bytes":0})",
-        R"({"op":"store","object_id":0,"key":"kv/a","payload_bytes":65536,"dev":"259:0","dev_off":0,"ts_start":100,"ts":200})",
-        R"({"op":"load","object_id":0,"key":"kv/a","payload_bytes":65536,"dev":"259:0","dev_off":0,"ts_start":300,"ts":400})",
-    });
+    const std::string sem = t.write(
+        "s.jsonl",
+        {
+            R"({"type":"meta","schema":"kvio.semantic/1","engine":"uring_cmd","dev":"259:0","lba_bytes":4096,"mdts_bytes":1048576,"header_bytes":0})",
+            R"({"op":"store","object_id":0,"key":"kv/a","payload_bytes":65536,"dev":"259:0","dev_off":0,"ts_start":100,"ts":200})",
+            R"({"op":"load","object_id":0,"key":"kv/a","payload_bytes":65536,"dev":"259:0","dev_off":0,"ts_start":300,"ts":400})",
+        });
     // "kv/a" = 6b 76 2f 61; key_len cuts the padding.
-    const std::string mon = t.write("m.jsonl", {
-        R"({"event_type":"nvme_cmd","pid":1,"tid":1,"user_data":0,"nvme_opcode":129,"op_name":"store","nsid":1,"key_hex":"6b762f610000","key_len":4,"value_len":65536,"rdev":"259:0","ts":150})",
-        R"({"event_type":"nvme_cmp","user_data":0,"err":0,"lat_ns":10,"hwq":1,"cid":3,"ts":160})",
-        R"({"event_type":"nvme_cmd","op_name":"exist","key_hex":"6b762f61","value_len":0,"rdev":"259:0","ts":250})",
-        R"({"event_type":"nvme_cmd","op_name":"retrieve","key_hex":"6b762f61","value_len":65536,"rdev":"259:0","ts":350})",
-        R"({"event_type":"cq_overflow","dropped":1})",
-        R"({"event_type":"drops","dropped":0})",
-    });
+    const std::string mon = t.write(
+        "m.jsonl",
+        {
+            R"({"event_type":"nvme_cmd","pid":1,"tid":1,"user_data":0,"nvme_opcode":129,"op_name":"store","nsid":1,"key_hex":"6b762f610000","key_len":4,"value_len":65536,"rdev":"259:0","ts":150})",
+            R"({"event_type":"nvme_cmp","user_data":0,"err":0,"lat_ns":10,"hwq":1,"cid":3,"ts":160})",
+            R"({"event_type":"nvme_cmd","op_name":"exist","key_hex":"6b762f61","value_len":0,"rdev":"259:0","ts":250})",
+            R"({"event_type":"nvme_cmd","op_name":"retrieve","key_hex":"6b762f61","value_len":65536,"rdev":"259:0","ts":350})",
+            R"({"event_type":"cq_overflow","dropped":1})",
+            R"({"event_type":"drops","dropped":0})",
+        });
     Report r = run(opts(mon, sem));
     EXPECT_EQ(r.join.mode, JoinMode::Key);
     EXPECT_EQ(r.all.exact_match, 2u);
@@ -244,7 +253,8 @@ TEST(ValidateForeign, KvCommandSetMonitorJoinsByKey) {
 
 TEST(ValidateForeign, MalformedLmcacheLinesNameFileLineField) {
     Tmp t;
-    const std::string meta = R"({"event_type":"kvio_meta","schema":2,"device_path":"/nonexistent","io_engine":"posix","block_align":4096,"header_bytes":4096})";
+    const std::string meta =
+        R"({"event_type":"kvio_meta","schema":2,"device_path":"/nonexistent","io_engine":"posix","block_align":4096,"header_bytes":4096})";
     const std::string ok = R"("key":"a","object_id":1,"bytes":4096,"slot_offset":0,"ts_start":1,"ts":2)";
     struct Case {
         std::vector<std::string> lines;
@@ -253,11 +263,14 @@ TEST(ValidateForeign, MalformedLmcacheLinesNameFileLineField) {
         {{R"({"event_type":"kvio_meta","schema":3,"io_engine":"posix","block_align":4096,"header_bytes":0})"},
          "1: field 'schema': expected 2 (the LMCache kvio trace schema this reader knows), got 3"},
         {{R"({"event_type":"kvio_meta","schema":2,"io_engine":"spdk","block_align":4096,"header_bytes":0})"},
-         "1: field 'io_engine': expected posix, io_uring, uring_cmd or cufile (or pread, psync, io_uring_cmd, gds), got \"spdk\""},
+         "1: field 'io_engine': expected posix, io_uring, uring_cmd or cufile (or pread, psync, io_uring_cmd, gds), "
+         "got \"spdk\""},
         {{R"({"event_type":"kvio_meta","schema":2,"io_engine":"posix","block_align":1000,"header_bytes":0})"},
          "1: field 'block_align': 1000 is not a multiple of 512"},
-        {{R"({"event_type":"kvio_meta","schema":2,"io_engine":"posix","header_bytes":0})"}, "1: field 'block_align': missing"},
-        {{meta, "{\"op\":\"rename\"," + ok + "}"}, "2: field 'op': expected \"store\", \"load\" or \"delete\", got \"rename\""},
+        {{R"({"event_type":"kvio_meta","schema":2,"io_engine":"posix","header_bytes":0})"},
+         "1: field 'block_align': missing"},
+        {{meta, "{\"op\":\"rename\"," + ok + "}"},
+         "2: field 'op': expected \"store\", \"load\" or \"delete\", got \"rename\""},
         {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"slot_offset":0,"ts_start":-1.5,"ts":2})"},
          "2: field 'ts_start': expected CLOCK_MONOTONIC seconds from 0 to 2^64 ns, got -1.5"},
         {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"slot_offset":0,"ts_start":"1","ts":2})"},
@@ -265,21 +278,27 @@ TEST(ValidateForeign, MalformedLmcacheLinesNameFileLineField) {
         {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"slot_offset":0,"ts_start":5,"ts":2})"},
          "2: field 'ts': ends before ts_start (2 < 5 ns)"},
         {{meta, "{\"op\":\"store\",\"user_data\":\"0x12_g4\"," + ok + "}"},
-         "2: field 'user_data': expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got \"0x12_g4\""},
+         "2: field 'user_data': expected a non-negative integer (decimal, or hex \"0x...\" with optional '_'), got "
+         "\"0x12_g4\""},
         {{meta, "{\"op\":\"store\",\"user_data\":\"0x1_0000000000000000\"," + ok + "}"},
          "2: field 'user_data': \"0x1_0000000000000000\" does not fit in 64 bits"},
         {{meta, "{\"op\":\"store\",\"trace_id\":3,\"user_data\":\"0x00000004_00000000\"," + ok + "}"},
          "2: field 'user_data': its upper 32 bits (4) are not the record's trace_id 3"},
-        {{meta, "{\"op\":\"store\",\"part\":\"q\"," + ok + "}"}, "2: field 'part': expected \"kv\", \"k\" or \"v\", got \"q\""},
-        {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"ts_start":1,"ts":2})"}, "2: field 'slot_offset': missing"},
-        {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"slot_offset":18446744073709551615,"ts_start":1,"ts":2})"},
+        {{meta, "{\"op\":\"store\",\"part\":\"q\"," + ok + "}"},
+         "2: field 'part': expected \"kv\", \"k\" or \"v\", got \"q\""},
+        {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":4096,"ts_start":1,"ts":2})"},
+         "2: field 'slot_offset': missing"},
+        {{meta,
+          R"({"op":"store","key":"a","object_id":1,"bytes":4096,"slot_offset":18446744073709551615,"ts_start":1,"ts":2})"},
          "2: field 'slot_offset': 18446744073709551615 + 8192 bytes ends beyond 2^64 bytes"},
-        {{meta, R"({"op":"store","key":"a","object_id":1,"bytes":18446744073709551615,"slot_offset":0,"ts_start":1,"ts":2})"},
+        {{meta,
+          R"({"op":"store","key":"a","object_id":1,"bytes":18446744073709551615,"slot_offset":0,"ts_start":1,"ts":2})"},
          "2: field 'bytes': 18446744073709551615 is beyond any device (its padded size overflows 64 bits)"},
         {{meta, "{\"op\":\"store\",\"components\":{\"k_bytes\":-1}," + ok + "}"},
          "2: field 'k_bytes': expected a non-negative integer, got -1"},
         {{meta, "{\"event_type\":\"kvio_meta\",\"op\":\"store\"," + ok + "}"},
-         "2: field 'event_type': only the first line is a meta record; op records carry no event_type, got \"kvio_meta\""},
+         "2: field 'event_type': only the first line is a meta record; op records carry no event_type, got "
+         "\"kvio_meta\""},
     };
     for (const auto& c : cases) {
         const std::string p = t.write("bad.jsonl", c.lines);
@@ -298,11 +317,16 @@ TEST(ValidateForeign, MalformedMonitorLinesNameFileLineField) {
     struct Case {
         std::string line, err;  // err after "FILE:1: "
     } cases[] = {
-        {R"({"ts":1})", "field 'event_type': missing (every monitor record has one; a kvio.events/1 file? --commands-format kvio)"},
-        {R"({"event_type":"nvme_sq"})", "field 'event_type': expected nvme_cmd, nvme_cmp, cq_overflow, clock_anchor or drops, got \"nvme_sq\""},
-        {"{" + cmd + R"(,"op_name":"trim","slba":0,"nlb":1,"bytes":512})", "field 'op_name': expected read, write, flush or other, got \"trim\""},
-        {"{" + cmd + R"(,"op_name":"read","slba":0,"nlb":0,"bytes":512})", "field 'nlb': 0 blocks in a read (nlb counts from 1)"},
-        {"{" + cmd + R"(,"op_name":"read","slba":0,"nlb":3,"bytes":512})", "field 'bytes': 512 is not a multiple of nlb 3"},
+        {R"({"ts":1})",
+         "field 'event_type': missing (every monitor record has one; a kvio.events/1 file? --commands-format kvio)"},
+        {R"({"event_type":"nvme_sq"})",
+         "field 'event_type': expected nvme_cmd, nvme_cmp, cq_overflow, clock_anchor or drops, got \"nvme_sq\""},
+        {"{" + cmd + R"(,"op_name":"trim","slba":0,"nlb":1,"bytes":512})",
+         "field 'op_name': expected read, write, flush or other, got \"trim\""},
+        {"{" + cmd + R"(,"op_name":"read","slba":0,"nlb":0,"bytes":512})",
+         "field 'nlb': 0 blocks in a read (nlb counts from 1)"},
+        {"{" + cmd + R"(,"op_name":"read","slba":0,"nlb":3,"bytes":512})",
+         "field 'bytes': 512 is not a multiple of nlb 3"},
         {"{" + cmd + R"(,"op_name":"read","nlb":1,"bytes":512})", "field 'slba': missing"},
         {"{" + cmd + R"(,"op_name":"write","slba":0,"nlb":1})", "field 'data_len': missing"},
         {"{" + cmd + R"(,"op_name":"write","slba":36028797018963968,"nlb":1,"bytes":512})",
@@ -313,15 +337,21 @@ TEST(ValidateForeign, MalformedMonitorLinesNameFileLineField) {
          "field 'user_data': expected a non-negative integer, got -1"},
         {R"({"event_type":"nvme_cmd","ts":1,"rdev":"nvme0","op_name":"read","slba":0,"nlb":1,"bytes":512})",
          "field 'rdev': expected a device number or \"MAJ:MIN\", got \"nvme0\""},
-        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b7","value_len":1})", "field 'key_hex': expected an even number of hex digits, got 3"},
-        {"{" + cmd + R"(,"op_name":"store","key_hex":"zz","value_len":1})", "field 'key_hex': expected hex digits, got \"zz\""},
-        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b76","key_len":3,"value_len":1})", "field 'key_len': 3 is longer than key_hex's 2 bytes"},
-        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b76"})", "field 'value_len': missing (a KV store moves value_len bytes)"},
+        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b7","value_len":1})",
+         "field 'key_hex': expected an even number of hex digits, got 3"},
+        {"{" + cmd + R"(,"op_name":"store","key_hex":"zz","value_len":1})",
+         "field 'key_hex': expected hex digits, got \"zz\""},
+        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b76","key_len":3,"value_len":1})",
+         "field 'key_len': 3 is longer than key_hex's 2 bytes"},
+        {"{" + cmd + R"(,"op_name":"store","key_hex":"6b76"})",
+         "field 'value_len': missing (a KV store moves value_len bytes)"},
         {"{" + cmd + R"(,"op_name":"read","key_hex":"6b76","value_len":1})",
-         "field 'op_name': expected store, retrieve, list, delete or exist (a KV command: it has key_hex), got \"read\""},
+         "field 'op_name': expected store, retrieve, list, delete or exist (a KV command: it has key_hex), got "
+         "\"read\""},
         {"{" + cmd + R"(,"op_name":"read","slba":0,"nlb":1,"bytes":512,"nvme_opcode":300})",
          "field 'nvme_opcode': expected an NVMe opcode (0 to 255), got 300"},
-        {R"({"event_type":"nvme_cmp","user_data":1,"err":"EIO","ts":1})", "field 'err': expected an integer, got \"EIO\""},
+        {R"({"event_type":"nvme_cmp","user_data":1,"err":"EIO","ts":1})",
+         "field 'err': expected an integer, got \"EIO\""},
         {R"({"event_type":"nvme_cmp","user_data":1})", "field 'ts': missing"},
         {R"({"event_type":"clock_anchor","monotonic_ns":1})", "field 'realtime_ns': missing"},
         {R"({"event_type":"drops","dropped":1.5})", "field 'dropped': expected a non-negative integer, got 1.5"},
@@ -332,8 +362,7 @@ TEST(ValidateForeign, MalformedMonitorLinesNameFileLineField) {
         try {
             MonitorReader r(p);
             Command x;
-            while (r.next(x)) {
-            }
+            while (r.next(x)) {}
             ADD_FAILURE() << "accepted: " << c.line;
         } catch (const Error& e) {
             EXPECT_EQ(std::string(e.what()), p + ":1: " + c.err);

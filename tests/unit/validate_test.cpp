@@ -25,8 +25,9 @@ const uint32_t kDev = kernel_dev(DevId{7, 0});
 struct Tmp {
     std::filesystem::path dir;
     Tmp() {
-        dir = std::filesystem::temp_directory_path() / ("kvio-validate-test-" + std::to_string(::getpid()) + "-" +
-                                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir =
+            std::filesystem::temp_directory_path() / ("kvio-validate-test-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
         std::filesystem::create_directories(dir);
     }
     ~Tmp() { std::filesystem::remove_all(dir); }
@@ -44,32 +45,53 @@ struct Tmp {
 };
 
 json meta(const std::string& engine = "posix", const std::string& layout = "slots") {
-    return {{"type", "meta"}, {"schema", "kvio.semantic/1"}, {"model", "t"}, {"engine", engine}, {"layout", layout},
-            {"dev", "7:0"}, {"lba_bytes", 512}, {"block_align", 4096}, {"mdts_bytes", 128 * KiB},
-            {"max_io_bytes", 512 * KiB}, {"max_sectors_kb", 1280}, {"header_bytes", 4096}, {"clock", "CLOCK_MONOTONIC"}};
+    return {{"type", "meta"},
+            {"schema", "kvio.semantic/1"},
+            {"model", "t"},
+            {"engine", engine},
+            {"layout", layout},
+            {"dev", "7:0"},
+            {"lba_bytes", 512},
+            {"block_align", 4096},
+            {"mdts_bytes", 128 * KiB},
+            {"max_io_bytes", 512 * KiB},
+            {"max_sectors_kb", 1280},
+            {"header_bytes", 4096},
+            {"clock", "CLOCK_MONOTONIC"}};
 }
 
-json op_rec(const std::string& kind, uint64_t id, uint64_t payload, uint64_t off, uint64_t len, uint64_t t0, uint64_t t1,
-            uint64_t trace_id = 0, const std::string& key = "") {
-    json j = {{"op", kind}, {"object_id", id}, {"trace_id", trace_id}, {"key", key}, {"bytes", payload},
-              {"payload_bytes", payload}, {"dev", "7:0"}, {"dev_off", off}, {"extents", json::array({json::array({off, len})})},
-              {"ts_start", t0}, {"ts", t1}, {"engine", "posix"}};
+json op_rec(const std::string& kind, uint64_t id, uint64_t payload, uint64_t off, uint64_t len, uint64_t t0,
+            uint64_t t1, uint64_t trace_id = 0, const std::string& key = "") {
+    json j = {{"op", kind},     {"object_id", id},  {"trace_id", trace_id},
+              {"key", key},     {"bytes", payload}, {"payload_bytes", payload},
+              {"dev", "7:0"},   {"dev_off", off},   {"extents", json::array({json::array({off, len})})},
+              {"ts_start", t0}, {"ts", t1},         {"engine", "posix"}};
     return j;
 }
 
 json blk(const std::string& op, uint64_t off, uint64_t bytes, uint64_t ts, const std::string& dev = "7:0") {
-    return {{"type", "cmd"}, {"src", "block"}, {"dev", dev}, {"disk", "loop0"}, {"op", op}, {"rwbs", op == "write" ? "WS" : "R"},
-            {"sector", off / 512}, {"bytes", bytes}, {"ts_issue", ts}, {"ts_complete", ts + 100}, {"d2c_ns", 100}, {"qd", 1}};
+    return {{"type", "cmd"},           {"src", "block"}, {"dev", dev},
+            {"disk", "loop0"},         {"op", op},       {"rwbs", op == "write" ? "WS" : "R"},
+            {"sector", off / 512},     {"bytes", bytes}, {"ts_issue", ts},
+            {"ts_complete", ts + 100}, {"d2c_ns", 100},  {"qd", 1}};
 }
 
 json nvme(const std::string& op, uint64_t slba, uint64_t nlb, uint64_t ts, uint64_t cid, uint64_t user_data) {
-    return {{"type", "cmd"}, {"src", "nvme"}, {"dev", "259:0"}, {"disk", "nvme0n1"}, {"op", op}, {"rwbs", op == "write" ? "W" : "R"},
-            {"sector", slba * 8}, {"bytes", nlb * 4096}, {"ts_issue", ts}, {"ts_complete", ts + 100}, {"d2c_ns", 100},
-            {"qd", 1}, {"qid", 1}, {"cid", cid}, {"nsid", 1}, {"opcode", op == "write" ? 1 : 2}, {"slba", slba},
-            {"nlb", nlb}, {"status", 0}, {"user_data", user_data}};
+    return {{"type", "cmd"},      {"src", "nvme"},
+            {"dev", "259:0"},     {"disk", "nvme0n1"},
+            {"op", op},           {"rwbs", op == "write" ? "W" : "R"},
+            {"sector", slba * 8}, {"bytes", nlb * 4096},
+            {"ts_issue", ts},     {"ts_complete", ts + 100},
+            {"d2c_ns", 100},      {"qd", 1},
+            {"qid", 1},           {"cid", cid},
+            {"nsid", 1},          {"opcode", op == "write" ? 1 : 2},
+            {"slba", slba},       {"nlb", nlb},
+            {"status", 0},        {"user_data", user_data}};
 }
 
-json summary() { return {{"type", "summary"}, {"events", 0}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}}; }
+json summary() {
+    return {{"type", "summary"}, {"events", 0}, {"dropped", 0}, {"unmatched_completes", 0}, {"negative_deltas", 0}};
+}
 
 Report run_files(const std::string& sem, const std::string& cmds, JoinMode mode = JoinMode::Auto) {
     Options o;
@@ -184,8 +206,9 @@ TEST(ValidateProjection, MaxSectorsFromTraceJson) {
     json m = meta();
     m.erase("max_sectors_kb");
     SemanticTrace tr = read_semantic(t.write("s.jsonl", {m}));
-    json trace = {{"schema", "kvio.trace/1"}, {"devices", json::array({{{"dev", "8:0"}, {"max_sectors_kb", 64}},
-                                                                       {{"dev", "7:0"}, {"max_sectors_kb", 256}}})}};
+    json trace = {{"schema", "kvio.trace/1"},
+                  {"devices",
+                   json::array({{{"dev", "8:0"}, {"max_sectors_kb", 64}}, {{"dev", "7:0"}, {"max_sectors_kb", 256}}})}};
     GeometryOverrides ov;
     ov.trace_json = t.write("trace.json", {trace});
     ProjectionRules r = resolve_rules(tr.meta, ov);
@@ -244,10 +267,11 @@ TEST(ValidateJoin, ExactCase) {
     EXPECT_EQ(r.per_op[int(OpKind::Store)].measured.cmds, 6u);
     EXPECT_EQ(r.per_op[int(OpKind::Store)].measured.min, 4096u);
     EXPECT_EQ(r.per_op[int(OpKind::Load)].measured.bytes, 2 * MiB);
-    EXPECT_EQ(summary_line(r), "exact-match 4/4 (100.00%)  WAPE 0.0000%  per-cmd size 4/4  size-TV 0.0000  untagged 0 cmds / 0 B");
+    EXPECT_EQ(summary_line(r),
+              "exact-match 4/4 (100.00%)  WAPE 0.0000%  per-cmd size 4/4  size-TV 0.0000  untagged 0 cmds / 0 B");
     json j = report_json(r);
-    for (const char* k : {"objects", "exact_match", "count_match", "per_cmd_size_match", "wape", "size_tv", "untagged_cmds",
-                          "untagged_bytes", "per_op", "join"})
+    for (const char* k : {"objects", "exact_match", "count_match", "per_cmd_size_match", "wape", "size_tv",
+                          "untagged_cmds", "untagged_bytes", "per_op", "join"})
         EXPECT_TRUE(j.contains(k)) << k;
     EXPECT_EQ(j["per_op"]["load"]["exact_match"], 2);
 }
@@ -323,9 +347,9 @@ TEST(ValidateJoin, OverlappingWindowsOnTheSameBytesAreTies) {
 TEST(ValidateJoin, UntaggedNoiseCountedWithBytes) {
     SlotsFixture f;
     f.store_and_load(0);
-    f.store_and_load(1, false);  // ops without commands
-    f.cmds.push_back(blk("write", 8192, 4096, 1'000'030));                      // metadata region, in a window
-    f.cmds.push_back(blk("write", SlotsFixture::kBase + 4096, 8192, 10));      // the slot, but before any op
+    f.store_and_load(1, false);                                                         // ops without commands
+    f.cmds.push_back(blk("write", 8192, 4096, 1'000'030));                              // metadata region, in a window
+    f.cmds.push_back(blk("write", SlotsFixture::kBase + 4096, 8192, 10));               // the slot, but before any op
     f.cmds.push_back(blk("read", SlotsFixture::kBase + 4096, 4096, 1'000'030, "8:0"));  // another disk
     json fl = blk("write", 0, 0, 1'000'030);
     fl["op"] = "flush";
@@ -434,7 +458,7 @@ TEST(ValidateJoin, UserDataZeroIsUntagged) {
     f.load(0, 1000, 100, 1000);
     f.cmds.push_back(nvme("read", 1000, 32, 200, 1, (1ull << 32) | 1));
     f.cmds.push_back(nvme("read", 1032, 32, 210, 2, (1ull << 32) | 2));
-    f.cmds.push_back(nvme("read", 5000, 1, 220, 3, 0));           // untagged
+    f.cmds.push_back(nvme("read", 5000, 1, 220, 3, 0));            // untagged
     f.cmds.push_back(nvme("read", 6000, 1, 230, 4, 99ull << 32));  // no such trace_id
     Report r = f.go(JoinMode::UserData);
     EXPECT_EQ(r.join.untagged.cmds, 2u);
@@ -449,8 +473,16 @@ TEST(ValidateJoin, KeyJoinUsesTimeForRepeatedKeys) {
     o0["dev"] = o1["dev"] = "259:0";
     f.sem.push_back(o0);
     f.sem.push_back(o1);
-    for (uint64_t ts : {200, 300}) { json c = nvme("write", 0, 32, ts, 1, 0); c["key"] = "k0"; f.cmds.push_back(c); }
-    for (uint64_t ts : {2200, 2300}) { json c = nvme("read", 0, 32, ts, 1, 0); c["key"] = "k0"; f.cmds.push_back(c); }
+    for (uint64_t ts : {200, 300}) {
+        json c = nvme("write", 0, 32, ts, 1, 0);
+        c["key"] = "k0";
+        f.cmds.push_back(c);
+    }
+    for (uint64_t ts : {2200, 2300}) {
+        json c = nvme("read", 0, 32, ts, 1, 0);
+        c["key"] = "k0";
+        f.cmds.push_back(c);
+    }
     Report r = f.go();
     EXPECT_EQ(r.join.mode, JoinMode::Key);
     EXPECT_EQ(r.all.exact_match, 2u);
@@ -472,7 +504,8 @@ TEST(ValidateJoin, SynthRoundTripIsExact) {
     s.object_bytes = 17989632;  // deepseek-v3 chunk
     s.slots = 40;               // slots are reused: the offset join must use the time windows
     s.noise_per_op = 2;
-    for (auto [engine, events] : {std::pair{"posix", "e.jsonl"}, {"io_uring", "e.jsonl"}, {"posix", "e.kvb"}, {"io_uring", "e.kvb"}}) {
+    for (auto [engine, events] :
+         {std::pair{"posix", "e.jsonl"}, {"io_uring", "e.jsonl"}, {"posix", "e.kvb"}, {"io_uring", "e.kvb"}}) {
         s.engine = engine;
         SCOPED_TRACE(std::string(engine) + " " + events);  // .kvb: the binary capture kvio.events.bin/1
         std::string sem = (t.dir / "s.jsonl").string(), ev = (t.dir / events).string();
@@ -508,8 +541,12 @@ TEST(ValidateInput, MalformedCommandNamesFileLineField) {
     ev = t.write("ev2.jsonl", {missing});
     EXPECT_THROW(
         {
-            try { run_files(sem, ev, JoinMode::Offset); }
-            catch (const Error& e) { EXPECT_EQ(std::string(e.what()), ev + ":1: field 'bytes': missing"); throw; }
+            try {
+                run_files(sem, ev, JoinMode::Offset);
+            } catch (const Error& e) {
+                EXPECT_EQ(std::string(e.what()), ev + ":1: field 'bytes': missing");
+                throw;
+            }
         },
         Error);
     ev = t.write_raw("ev3.jsonl", blk("read", 0, 4096, 1).dump() + "\n{\"type\":\"cmd\",\n");

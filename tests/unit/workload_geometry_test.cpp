@@ -19,18 +19,18 @@ Geometry geo(const std::string& name, uint32_t tp = 1, std::optional<KvDtype> dt
 
 // layers × 2 × kv_heads × head_dim × dtype_bytes, by hand:
 TEST(Geometry, BuiltinBytesPerToken) {
-    EXPECT_EQ(geo("llama3.2-1b").bytes_per_token, 16ull * 2 * 8 * 64 * 2);      // 32,768
+    EXPECT_EQ(geo("llama3.2-1b").bytes_per_token, 16ull * 2 * 8 * 64 * 2);  // 32,768
     EXPECT_EQ(geo("llama3.2-1b").bytes_per_token, 32768u);
     // The MLPerf KV-cache benchmark's tiny-1b (kv_cache/models.py): 12 layers × 4 KV heads × 128 × 2 × fp16
     EXPECT_EQ(geo("tiny-1b").bytes_per_token, 24576u);
-    EXPECT_EQ(geo("mistral-7b").bytes_per_token, 131072u);                      // 32·2·8·128·2
-    EXPECT_EQ(geo("llama2-7b").bytes_per_token, 524288u);                       // 32·2·32·128·2 (fp16, MHA)
-    EXPECT_EQ(geo("llama3.1-8b").bytes_per_token, 131072u);                     // 32·2·8·128·2
-    EXPECT_EQ(geo("llama3.1-70b-instruct").bytes_per_token, 327680u);           // 80·2·8·128·2
-    EXPECT_EQ(geo("deepseek-v3").bytes_per_token, 70272u);                      // 61·(512+64)·2
-    EXPECT_EQ(geo("qwen3-32b").bytes_per_token, 262144u);                       // 64·2·8·128·2 (head_dim 128, not 5120/64)
-    EXPECT_EQ(geo("gpt-oss-20b").bytes_per_token, 49152u);                      // 24·2·8·64·2 (head_dim 64, not 2880/64)
-    EXPECT_EQ(geo("gpt-oss-120b").bytes_per_token, 73728u);                     // 36·2·8·64·2
+    EXPECT_EQ(geo("mistral-7b").bytes_per_token, 131072u);             // 32·2·8·128·2
+    EXPECT_EQ(geo("llama2-7b").bytes_per_token, 524288u);              // 32·2·32·128·2 (fp16, MHA)
+    EXPECT_EQ(geo("llama3.1-8b").bytes_per_token, 131072u);            // 32·2·8·128·2
+    EXPECT_EQ(geo("llama3.1-70b-instruct").bytes_per_token, 327680u);  // 80·2·8·128·2
+    EXPECT_EQ(geo("deepseek-v3").bytes_per_token, 70272u);             // 61·(512+64)·2
+    EXPECT_EQ(geo("qwen3-32b").bytes_per_token, 262144u);              // 64·2·8·128·2 (head_dim 128, not 5120/64)
+    EXPECT_EQ(geo("gpt-oss-20b").bytes_per_token, 49152u);             // 24·2·8·64·2 (head_dim 64, not 2880/64)
+    EXPECT_EQ(geo("gpt-oss-120b").bytes_per_token, 73728u);            // 36·2·8·64·2
     EXPECT_EQ(builtin_model_names().size(), 10u);
 }
 
@@ -110,7 +110,8 @@ TEST(HfConfig, MissingKeyIsNamed) {
         EXPECT_NE(m.find("missing"), std::string::npos) << m;
     }
     // MLA needs both keys.
-    nlohmann::json mla = {{"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"hidden_size", 64}, {"kv_lora_rank", 16}};
+    nlohmann::json mla = {
+        {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"hidden_size", 64}, {"kv_lora_rank", 16}};
     try {
         model_from_hf_json(mla, "m.json");
         FAIL() << "no throw";
@@ -118,7 +119,8 @@ TEST(HfConfig, MissingKeyIsNamed) {
         EXPECT_NE(std::string(e.what()).find("qk_rope_head_dim"), std::string::npos) << e.what();
     }
     // Absent num_key_value_heads means MHA; absent head_dim means hidden/heads.
-    nlohmann::json mha = {{"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"hidden_size", 64}, {"torch_dtype", "float32"}};
+    nlohmann::json mha = {
+        {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"hidden_size", 64}, {"torch_dtype", "float32"}};
     ModelConfig m = model_from_hf_json(mha, "mha.json");
     EXPECT_EQ(m.num_kv_heads, 4u);
     EXPECT_EQ(m.head_dim, 16u);
@@ -129,7 +131,8 @@ TEST(HfConfig, KvHeadsMustDivideAttentionHeads) {
     // More KV heads than attention heads (32 of 8) or a group that does not divide (3 of 8): refused, naming
     // the file and the field (both were accepted and gave 4x / 0.375x the real bytes per token).
     for (int kv : {32, 3}) {
-        nlohmann::json c = {{"num_hidden_layers", 32}, {"num_attention_heads", 8}, {"num_key_value_heads", kv}, {"hidden_size", 4096}};
+        nlohmann::json c = {
+            {"num_hidden_layers", 32}, {"num_attention_heads", 8}, {"num_key_value_heads", kv}, {"hidden_size", 4096}};
         try {
             model_from_hf_json(c, "cfg/config.json");
             FAIL() << "num_key_value_heads " << kv << " of 8 heads accepted";
@@ -139,7 +142,8 @@ TEST(HfConfig, KvHeadsMustDivideAttentionHeads) {
             EXPECT_NE(m.find(std::to_string(kv) + " KV heads for 8 attention heads"), std::string::npos) << m;
         }
     }
-    nlohmann::json mqa = {{"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"num_key_value_heads", 1}, {"hidden_size", 64}};
+    nlohmann::json mqa = {
+        {"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"num_key_value_heads", 1}, {"hidden_size", 64}};
     EXPECT_EQ(model_from_hf_json(mqa, "mqa.json").num_kv_heads, 1u);
 }
 

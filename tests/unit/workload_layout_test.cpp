@@ -118,11 +118,11 @@ TEST(Record, JsonRoundTripPlansTheSameOps) {
 // Sizes from a manifest may be anything: the layout arithmetic says when it overflows instead of wrapping
 // (2^64 - 1 used to round up to 0 and replay wrote the target; 2^63 spun forever).
 TEST(Layout, OverflowIsAnErrorNotAWrap) {
-    EXPECT_THROW(slots(UINT64_MAX), Error);                    // round_up to the LBA wraps
-    EXPECT_THROW(slots(UINT64_MAX - 4096 - 511), Error);       // + header wraps
-    DeviceGeometry d = slots(uint64_t(1) << 63);                // fits: one slot of 2^63 + 4 KiB
+    EXPECT_THROW(slots(UINT64_MAX), Error);               // round_up to the LBA wraps
+    EXPECT_THROW(slots(UINT64_MAX - 4096 - 511), Error);  // + header wraps
+    DeviceGeometry d = slots(uint64_t(1) << 63);          // fits: one slot of 2^63 + 4 KiB
     EXPECT_EQ(slot_offset(d, 1), (1u << 20) + (uint64_t(1) << 63) + 4096);
-    EXPECT_THROW(slot_offset(d, 2), Error);                    // the third slot starts past 2^64
+    EXPECT_THROW(slot_offset(d, 2), Error);  // the third slot starts past 2^64
     AccessPattern a;
     a.num_chunks = 2;
     Record r = make_record(llama(), slots(llama().per_rank_bytes), a);
@@ -134,8 +134,9 @@ TEST(Layout, OverflowIsAnErrorNotAWrap) {
             record_from_json(j, "rec.json");
             FAIL() << p << " accepted";
         } catch (const Error& e) {
-            EXPECT_EQ(std::string(e.what()), "rec.json: field 'payload_bytes': " + std::to_string(p) +
-                                                 " with 2 objects is beyond any device: the layout would end past 2^64 bytes");
+            EXPECT_EQ(std::string(e.what()),
+                      "rec.json: field 'payload_bytes': " + std::to_string(p) +
+                          " with 2 objects is beyond any device: the layout would end past 2^64 bytes");
         }
     }
     j["objects"][0]["payload_bytes"] = 1000;

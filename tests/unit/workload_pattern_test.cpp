@@ -83,7 +83,7 @@ TEST(Pattern, PiecesAtAnyOffsetMatchTheWhole) {
     }
     EXPECT_NE(pattern_checksum(42, 9, len, Verify::Stamps), pattern_checksum(42, 9, len, Verify::Full));
     EXPECT_EQ(stamp_generation(whole.data(), 0, len), 9u);
-    EXPECT_EQ(stamp_generation(whole.data() + 1, 8, 16), 9u);  // [8, 24) holds word 2 of block 0
+    EXPECT_EQ(stamp_generation(whole.data() + 1, 8, 16), 9u);     // [8, 24) holds word 2 of block 0
     EXPECT_EQ(stamp_generation(whole.data() + 4, 32, 4064), 0u);  // [32, 4096) holds no stamp
 }
 
@@ -104,7 +104,8 @@ TEST(Pattern, StampsCatchBlockFaultsFullCatchesAFlippedByte) {
     std::memcpy(v.data() + kBlk / 8, other.data(), kBlk);
     EXPECT_EQ(verify_pattern(v.data(), 5, 2, 0, len, Verify::Stamps), kBlk);
     EXPECT_EQ(describe_block(v.data(), 5, 2, 0, len, kBlk),
-              "block at payload byte 4096 holds object 4, offset 4096, generation 2 (expected object 5, offset 4096, generation 2)");
+              "block at payload byte 4096 holds object 4, offset 4096, generation 2 (expected object 5, offset 4096, "
+              "generation 2)");
     // Blocks 1 and 3 swapped (a write landed at the wrong offset).
     v = good;
     std::memcpy(v.data() + kBlk / 8, good.data() + 3 * kBlk / 8, kBlk);
@@ -117,7 +118,8 @@ TEST(Pattern, StampsCatchBlockFaultsFullCatchesAFlippedByte) {
     EXPECT_EQ(checksum(v.data(), 0, len, Verify::Stamps), checksum(good.data(), 0, len, Verify::Stamps));
     EXPECT_EQ(verify_pattern(v.data(), 5, 2, 0, len, Verify::Full), 3 * kBlk + 2000);
     EXPECT_NE(checksum(v.data(), 0, len, Verify::Full), checksum(good.data(), 0, len, Verify::Full));
-    EXPECT_NE(describe_block(v.data(), 5, 2, 0, len, 3 * kBlk + 2000).find("first differing byte 14288"), std::string::npos);
+    EXPECT_NE(describe_block(v.data(), 5, 2, 0, len, 3 * kBlk + 2000).find("first differing byte 14288"),
+              std::string::npos);
 }
 
 TEST(Pattern, ParseVerify) {
@@ -260,7 +262,8 @@ TEST(ExecuteVerify, DefaultCheckFailsTheLoadOfACorruptedBlock) {
     auto res = run_ram(e, ops, 2, 16384);
     EXPECT_EQ(res[3].error, "");
     EXPECT_EQ(res[5].error, "");
-    EXPECT_NE(res[4].error.find("payload mismatch (verify stamps) in object 1: block at payload byte 20480 holds no valid stamp"),
+    EXPECT_NE(res[4].error.find(
+                  "payload mismatch (verify stamps) in object 1: block at payload byte 20480 holds no valid stamp"),
               std::string::npos)
         << res[4].error;
     EXPECT_NE(res[4].checksum, res[1].checksum);  // the stamp checksum of the load differs from its store's
@@ -277,9 +280,10 @@ TEST(ExecuteVerify, DefaultCheckCatchesAMisdirectedAndALostWrite) {
             return false;
         };
         auto res = run_ram(e, stream(3), 1, 16384);
-        EXPECT_NE(res[3].error.find("in object 0: block at payload byte 16384 holds object 2, offset 16384, generation 3 "
-                                    "(expected object 0, offset 16384, generation 1)"),
-                  std::string::npos)
+        EXPECT_NE(
+            res[3].error.find("in object 0: block at payload byte 16384 holds object 2, offset 16384, generation 3 "
+                              "(expected object 0, offset 16384, generation 1)"),
+            std::string::npos)
             << res[3].error;
         EXPECT_NE(res[5].error.find("in object 2: block at payload byte 16384 holds no valid stamp"), std::string::npos)
             << res[5].error;
@@ -289,13 +293,14 @@ TEST(ExecuteVerify, DefaultCheckCatchesAMisdirectedAndALostWrite) {
     // so the device still holds generation 1 when load 4 expects generation 3.
     {
         RamEngine e(kBase + kSlot);
-        std::vector<ObjectOp> ops{make_op(OpKind::Store, 0, 1), make_op(OpKind::Load, 0, 2), make_op(OpKind::Store, 0, 3),
-                                  make_op(OpKind::Load, 0, 4)};
+        std::vector<ObjectOp> ops{make_op(OpKind::Store, 0, 1), make_op(OpKind::Load, 0, 2),
+                                  make_op(OpKind::Store, 0, 3), make_op(OpKind::Load, 0, 4)};
         e.on_write = [](const IoUnit& u) { return (u.user_data >> 32) != 3 || u.len == kHdr; };
         auto res = run_ram(e, ops, 1, 16384);
         EXPECT_EQ(res[1].error, "");
-        EXPECT_NE(res[3].error.find("holds object 0, offset 0, generation 1 (expected object 0, offset 0, generation 3)"),
-                  std::string::npos)
+        EXPECT_NE(
+            res[3].error.find("holds object 0, offset 0, generation 1 (expected object 0, offset 0, generation 3)"),
+            std::string::npos)
             << res[3].error;
     }
 }
@@ -314,9 +319,10 @@ TEST(ExecuteVerify, FullCheckCatchesOneFlippedByteInsideABlock) {
             // The documented limit of the cheap check: a byte outside the stamps is not read.
             EXPECT_EQ(res[3].error, "");
         } else {
-            EXPECT_NE(res[3].error.find("payload mismatch (verify full) in object 1: block at payload byte 36864 holds object 1, "
-                                        "offset 36864, generation 2 (expected object 1, offset 36864, generation 2); first "
-                                        "differing byte 38912"),
+            EXPECT_NE(res[3].error.find(
+                          "payload mismatch (verify full) in object 1: block at payload byte 36864 holds object 1, "
+                          "offset 36864, generation 2 (expected object 1, offset 36864, generation 2); first "
+                          "differing byte 38912"),
                       std::string::npos)
                 << res[3].error;
             EXPECT_NE(res[3].checksum, res[1].checksum);
@@ -337,7 +343,8 @@ TEST(ExecuteVerify, LoadWithoutStoreAdoptsTheGenerationItFinds) {
     auto stale = filled(0, 7, 3 * kBlk, kBlk);
     std::memcpy(e.disk.data() + payload_off(0) + 3 * kBlk, stale.data(), kBlk);
     res = run_ram(e, {make_op(OpKind::Load, 0, 1)}, 1, 16384);
-    EXPECT_NE(res[0].error.find("generation 7 (expected object 0, offset 12288, generation 1)"), std::string::npos) << res[0].error;
+    EXPECT_NE(res[0].error.find("generation 7 (expected object 0, offset 12288, generation 1)"), std::string::npos)
+        << res[0].error;
 }
 
 // The posix engine with --qd 4 (4 worker threads, completions out of order) on a regular file in
@@ -361,7 +368,8 @@ TEST(ExecuteVerify, PosixThreadsOnAFile) {
     ASSERT_EQ(res.size(), ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
         EXPECT_EQ(res[i].error, "") << i;
-        EXPECT_EQ(res[i].checksum, pattern_checksum(ops[i].object_id, 2 * ops[i].object_id + 1, kIo, Verify::Stamps)) << i;
+        EXPECT_EQ(res[i].checksum, pattern_checksum(ops[i].object_id, 2 * ops[i].object_id + 1, kIo, Verify::Stamps))
+            << i;
         EXPECT_EQ(res[i].transfers, (kIo + 8191) / 8192 + (ops[i].op == OpKind::Store ? 1 : 0));
     }
 }

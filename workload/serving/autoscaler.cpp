@@ -57,7 +57,8 @@ Autoscaler::Autoscaler(const std::string& mode, int64_t initial_users, double ta
       up_(y.autoscaler_scale_up_factor),
       down_(y.autoscaler_scale_down_factor),
       consecutive_(std::max(1, y.autoscaler_consecutive_samples_required)) {
-    if (mode_ != "qos" && mode_ != "capacity") throw Error("--autoscaler-mode '" + mode_ + "' is not one of qos|capacity");
+    if (mode_ != "qos" && mode_ != "capacity")
+        throw Error("--autoscaler-mode '" + mode_ + "' is not one of qos|capacity");
 }
 
 int64_t Autoscaler::capacity_step(double fraction) const {
@@ -124,7 +125,8 @@ namespace {
 std::string iso_now() {
     const auto now = std::chrono::system_clock::now();
     const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const long us = long(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
+    const long us =
+        long(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
     std::tm tm{};
     localtime_r(&t, &tm);
     char buf[64], out[80];

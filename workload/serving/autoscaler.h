@@ -15,12 +15,12 @@ namespace kvio::serving {
 
 /// What one monitor interval measured (StorageMetrics of the benchmark, per interval).
 struct StorageSample {
-    double t_s = 0;                 ///< elapsed since the run started, s (CLOCK_MONOTONIC)
-    double read_gibps = 0;          ///< Δ total_read_bytes / interval, GiB/s (all tiers, as the benchmark)
-    double write_gibps = 0;         ///< Δ total_write_bytes / interval, GiB/s
-    double read_p95_ms = 0;         ///< storage-tier read latency P95 of the reads completed in the interval, ms
-    double write_p95_ms = 0;        ///< storage-tier write latency P95 of the interval, ms
-    uint64_t queue_depth = 0;       ///< requests waiting in the queue at the tick
+    double t_s = 0;            ///< elapsed since the run started, s (CLOCK_MONOTONIC)
+    double read_gibps = 0;     ///< Δ total_read_bytes / interval, GiB/s (all tiers, as the benchmark)
+    double write_gibps = 0;    ///< Δ total_write_bytes / interval, GiB/s
+    double read_p95_ms = 0;    ///< storage-tier read latency P95 of the reads completed in the interval, ms
+    double write_p95_ms = 0;   ///< storage-tier write latency P95 of the interval, ms
+    uint64_t queue_depth = 0;  ///< requests waiting in the queue at the tick
 };
 
 /// Storage saturation 0..1 from the last samples (monitoring.py _compute_saturation_from_history): 0 with
@@ -31,8 +31,8 @@ double saturation_level(const std::vector<StorageSample>& history, size_t window
 
 /// One decision.
 struct ScaleDecision {
-    std::string action;   ///< "stable" | "hold" | "scale_up" | "scale_down" | "stop"
-    int64_t users = 0;    ///< the user count after the decision
+    std::string action;  ///< "stable" | "hold" | "scale_up" | "scale_down" | "stop"
+    int64_t users = 0;   ///< the user count after the decision
 };
 
 /// WorkloadAutoscaler: mode "qos" (latency-driven: saturation above 1.1 × target for
@@ -71,15 +71,15 @@ private:
 
 /// What the simulation counted up to a tick (cumulative counters; the monitor takes the differences).
 struct MonitorCounters {
-    double t_s = 0;                     ///< elapsed since the run started, s
-    uint64_t tokens = 0;                ///< generated tokens of completed requests
-    uint64_t completed = 0, issued = 0; ///< requests completed / enqueued
-    uint64_t read_bytes = 0, write_bytes = 0;  ///< total_read_bytes / total_write_bytes of the cache
+    double t_s = 0;                                          ///< elapsed since the run started, s
+    uint64_t tokens = 0;                                     ///< generated tokens of completed requests
+    uint64_t completed = 0, issued = 0;                      ///< requests completed / enqueued
+    uint64_t read_bytes = 0, write_bytes = 0;                ///< total_read_bytes / total_write_bytes of the cache
     const std::vector<double>* storage_read_lat = nullptr;   ///< every storage read latency so far, s (append order)
     const std::vector<double>* storage_write_lat = nullptr;  ///< every storage write latency so far, s
     uint64_t queue_depth = 0;
-    int64_t active_users = 0;           ///< user threads issuing requests during the interval just ended
-    double offered_req_per_s = 0;       ///< Σ 1/think_time of those users
+    int64_t active_users = 0;      ///< user threads issuing requests during the interval just ended
+    double offered_req_per_s = 0;  ///< Σ 1/think_time of those users
 };
 
 /// monitor_stats with the autoscaler: one tick() per interval builds the interval's StorageSample, the

@@ -206,13 +206,13 @@ private:
     std::condition_variable park_cv_;
     std::unique_ptr<TraceSource> trace_;
     std::atomic<bool> trace_done_{false};  // the replay issued its last request (finite --replay-cycles)
-    std::atomic<uint64_t> settled_{0};      // requests a worker is done with (completed, cut or dropped)
+    std::atomic<uint64_t> settled_{0};     // requests a worker is done with (completed, cut or dropped)
     uint64_t trace_waits_full_queue_ = 0;
 
-    StopFlag stop_;                        // users stop generating, workers drop what they pop
+    StopFlag stop_;  // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
     std::atomic<uint64_t> recorded_{0}, beyond_max_requests_{0};  // --max-requests: completions reserved, refused
-    std::atomic<uint64_t> seq_{0};         // the benchmark's global req_id
+    std::atomic<uint64_t> seq_{0};                                // the benchmark's global req_id
     std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
     std::atomic<uint64_t> in_flight_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
@@ -454,7 +454,8 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         if (auto sp = prefix_->detect(rng)) {
             AccessResult a =
                 read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
-            if (!a.hit && !c_.decode_only) write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
+            if (!a.hit && !c_.decode_only)
+                write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
             req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
             cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
         }
@@ -473,7 +474,8 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
 
     // 3. prefill write of the request's entry.
     if (cut()) return;
-    if (!c_.decode_only && req.phase != RequestPhase::Decode) rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
+    if (!c_.decode_only && req.phase != RequestPhase::Decode)
+        rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
 
     if (cut()) return;
     // 4. RAG read: with probability rag.request_probability, the top-k chunks of a random document.
@@ -482,8 +484,8 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
         std::vector<size_t> chunks;
         if (rag_->pick(rng, doc, chunks))
             for (size_t i : chunks)
-                read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User, cache_.entry_bytes(doc.chunks[i].tokens),
-                             rec, rec.storage_s);
+                read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User,
+                             cache_.entry_bytes(doc.chunks[i].tokens), rec, rec.storage_s);
     }
 
     if (cut()) return;
@@ -632,8 +634,9 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                 std::snprintf(line, sizeof line,
                               "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
                               "%.2f GiB/s\n",
-                              t, static_cast<long long>(c_.duration), static_cast<unsigned long long>(metrics_.completed()),
-                              double(metrics_.tokens()) / t, queue_.size(),
+                              t, static_cast<long long>(c_.duration),
+                              static_cast<unsigned long long>(metrics_.completed()), double(metrics_.tokens()) / t,
+                              queue_.size(),
                               bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
                               bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
                 *progress << line << std::flush;
@@ -715,8 +718,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
         a["max_users_run"] = max_active_users_;
         a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
         const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
-        a["added_users"] = users_to_json(std::vector<UserProfile>(users_.begin() + long(initial),
-                                                                  users_.begin() + long(std::max(initial, max_active_users_))));
+        a["added_users"] = users_to_json(std::vector<UserProfile>(
+            users_.begin() + long(initial), users_.begin() + long(std::max(initial, max_active_users_))));
         a["intervals"] = monitor_->intervals_json();
         k["autoscaler"] = a;
     }
@@ -743,7 +746,8 @@ nlohmann::ordered_json fixes_applied() {
 
 }  // namespace
 
-SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress, const SimHooks& hooks) {
+SimResult run_simulation(const SimConfig& config, std::ostream* console, std::ostream* progress,
+                         const SimHooks& hooks) {
     std::vector<std::string> warnings;
     std::vector<std::string> errors = validate_config(config, warnings);
     if (!errors.empty()) {
@@ -759,10 +763,11 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     // With --enable-autoscaling the table continues to the autoscaler's ceiling (the same draws a larger
     // --num-users would give); the first --num-users are the run's users, the rest are added by scale steps.
-    const int64_t pool = c.enable_autoscaling ? std::max<int64_t>(c.num_users, Autoscaler(c.autoscaler_mode, c.num_users,
-                                                                                            c.target_saturation, c.yaml)
-                                                                                     .max_users())
-                                              : c.num_users;
+    const int64_t pool =
+        c.enable_autoscaling
+            ? std::max<int64_t>(c.num_users,
+                                Autoscaler(c.autoscaler_mode, c.num_users, c.target_saturation, c.yaml).max_users())
+            : c.num_users;
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
     check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);
@@ -780,7 +785,8 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     std::unique_ptr<StorageTracing> tracing;
     if (c.enable_latency_tracing) {
         if (!c.io_trace_log.empty())
-            throw Error("simulate: --enable-latency-tracing traces real I/O: it cannot be combined with --io-trace-log");
+            throw Error(
+                "simulate: --enable-latency-tracing traces real I/O: it cannot be combined with --io-trace-log");
         if (!hooks.start_tracing) throw Error("simulate: --enable-latency-tracing: this caller has no tracer");
         tracing = hooks.start_tracing(c);
         c.semantic_path = tracing->semantic_path();
@@ -809,10 +815,12 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["users"] = users_to_json(users);
     double offered = 0;
     for (const auto& u : users) offered += u.think_time > 0 ? 1.0 / u.think_time : 0;
-    // A replay's offered load is its trace's (kvio.trace), not the user table's; ShareGPT with --request-rate: that rate.
-    kv["offered_load_req_per_s"] = !c.dataset_path.empty() || c.use_burst_trace
-                                       ? (trace_rate > 0 ? nlohmann::ordered_json(trace_rate) : nlohmann::ordered_json(nullptr))
-                                       : nlohmann::ordered_json(offered);
+    // A replay's offered load is its trace's (kvio.trace), not the user table's; ShareGPT with --request-rate: that
+    // rate.
+    kv["offered_load_req_per_s"] =
+        !c.dataset_path.empty() || c.use_burst_trace
+            ? (trace_rate > 0 ? nlohmann::ordered_json(trace_rate) : nlohmann::ordered_json(nullptr))
+            : nlohmann::ordered_json(offered);
     kv["gpu_tier"] = cache.gpu_tier_description();
     kv["storage_tier"] = cache.storage_description();
     kv["cache"] = cache.kvio_json();
@@ -843,7 +851,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
             *progress << "simulate: " << written << " written"
                       << (written == c.xlsx_output ? ""
                           : xlsx_supported()       ? " (the Summary row as CSV: the name does not end in .xlsx)"
-                                                   : " (the Summary row as CSV: this kvio is built without libxlsxwriter)")
+                                             : " (the Summary row as CSV: this kvio is built without libxlsxwriter)")
                       << "\n";
     }
     if (console) print_report(*console, doc);

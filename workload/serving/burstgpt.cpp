@@ -94,17 +94,25 @@ void read_burst_trace_file(const std::string& file, BurstTrace& out) {
             ncols = fields.size();
             for (size_t i = 0; i < fields.size(); ++i) {
                 const std::string& h = fields[i];
-                int* slot = h == "Timestamp" ? &c_ts : h == "Request tokens" ? &c_req : h == "Response tokens" ? &c_resp : nullptr;
+                int* slot = h == "Timestamp"         ? &c_ts
+                            : h == "Request tokens"  ? &c_req
+                            : h == "Response tokens" ? &c_resp
+                                                     : nullptr;
                 if (!slot) continue;
                 if (*slot >= 0) throw Error(where + ": header names column '" + h + "' twice");
                 *slot = int(i);
             }
-            for (auto [col, name] : {std::pair{c_ts, "Timestamp"}, {c_req, "Request tokens"}, {c_resp, "Response tokens"}})
-                if (col < 0) throw Error(where + ": header lacks column '" + std::string(name) + "' (a BurstGPT CSV has Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type)");
+            for (auto [col, name] :
+                 {std::pair{c_ts, "Timestamp"}, {c_req, "Request tokens"}, {c_resp, "Response tokens"}})
+                if (col < 0)
+                    throw Error(
+                        where + ": header lacks column '" + std::string(name) +
+                        "' (a BurstGPT CSV has Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type)");
             continue;
         }
         if (fields.size() != ncols)
-            throw Error(where + ": " + std::to_string(fields.size()) + " fields, the header has " + std::to_string(ncols));
+            throw Error(where + ": " + std::to_string(fields.size()) + " fields, the header has " +
+                        std::to_string(ncols));
         BurstRow r;
         r.timestamp_s = parse_timestamp(where, fields[size_t(c_ts)]);
         r.request_tokens = parse_tokens(where, "Request tokens", fields[size_t(c_req)]);

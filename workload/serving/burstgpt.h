@@ -10,9 +10,9 @@ namespace kvio::serving {
 
 /// One trace row: arrival time and sizes.
 struct BurstRow {
-    double timestamp_s = 0;      ///< `Timestamp`, seconds (float, >= 0)
-    uint32_t request_tokens = 0; ///< `Request tokens` → the request's context
-    uint32_t response_tokens = 0;///< `Response tokens` → tokens generated
+    double timestamp_s = 0;        ///< `Timestamp`, seconds (float, >= 0)
+    uint32_t request_tokens = 0;   ///< `Request tokens` → the request's context
+    uint32_t response_tokens = 0;  ///< `Response tokens` → tokens generated
 };
 
 /// The rows of every file, in file order (files in the order given).

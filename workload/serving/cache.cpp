@@ -27,9 +27,12 @@ namespace kvio::serving {
 
 const char* tier_name(Tier t) {
     switch (t) {
-        case Tier::Gpu: return "gpu";
-        case Tier::Cpu: return "cpu";
-        case Tier::Storage: return "storage";
+        case Tier::Gpu:
+            return "gpu";
+        case Tier::Cpu:
+            return "cpu";
+        case Tier::Storage:
+            return "storage";
     }
     return "?";
 }
@@ -98,8 +101,8 @@ struct MultiTierCache::Impl {
     bool trace_mode = false;
     uint64_t seed = 0;
 
-    std::vector<Tier> order;          // waterfall order of the tiers in the policy
-    int index[3] = {-1, -1, -1};      // Tier -> policy index
+    std::vector<Tier> order;      // waterfall order of the tiers in the policy
+    int index[3] = {-1, -1, -1};  // Tier -> policy index
     std::unique_ptr<TierBackend> backend[3];
     std::unique_ptr<WaterfallPolicy> policy;
     std::unique_ptr<NoisePool> pool;
@@ -283,7 +286,7 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     st.demotions[int(to)] += 1;
     st.demotion_bytes[int(to)] += a.bytes;
     st.demotion_lat[int(to)].push_back(r.total + w.total);
-    st.tier_bytes_read[int(from)] += a.bytes;   // #408/#420
+    st.tier_bytes_read[int(from)] += a.bytes;  // #408/#420
     st.tier_bytes_written[int(to)] += a.bytes;
     if (to == Tier::Cpu) st.offloads_cpu += 1;
     if (to == Tier::Storage) {
@@ -333,10 +336,14 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     int tier = -1, from = 0;
     for (int round = 0; round < kMaxPlacementRounds && tier < 0 && !m.policy->cut_requested(); ++round) {
         PlaceStep s = m.policy->place_step(size, from);
-        if (s.kind == PlaceStep::Kind::Reserved) tier = s.tier;
-        else if (s.kind == PlaceStep::Kind::Work) m.execute(s.actions), from = s.tier;
-        else if (s.kind == PlaceStep::Kind::Wait) m.policy->wait_change(s.generation, kWaitMs), from = s.tier;
-        else break;
+        if (s.kind == PlaceStep::Kind::Reserved)
+            tier = s.tier;
+        else if (s.kind == PlaceStep::Kind::Work)
+            m.execute(s.actions), from = s.tier;
+        else if (s.kind == PlaceStep::Kind::Wait)
+            m.policy->wait_change(s.generation, kWaitMs), from = s.tier;
+        else
+            break;
     }
     if (tier < 0) {
         m.policy->end_allocate(key);
@@ -430,10 +437,18 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     CacheStats& st = m.st;
     st.cache_hits += 1;
     switch (type) {
-        case CacheType::System: st.system_prompt_hits += 1; break;
-        case CacheType::CommonPhrase: st.common_phrase_hits += 1; break;
-        case CacheType::MultiTurn: st.multi_turn_hits += 1; break;
-        case CacheType::User: st.user_cache_hits += 1; break;
+        case CacheType::System:
+            st.system_prompt_hits += 1;
+            break;
+        case CacheType::CommonPhrase:
+            st.common_phrase_hits += 1;
+            break;
+        case CacheType::MultiTurn:
+            st.multi_turn_hits += 1;
+            break;
+        case CacheType::User:
+            st.user_cache_hits += 1;
+            break;
     }
     if (!res.ok) {
         st.failed_reads += 1;
@@ -543,7 +558,8 @@ nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, doub
             if (l.empty()) return;
             const std::string name = std::string("Storage ") + op + (dev ? " Device" : " Total") + " P95 Latency";
             auto c = criterion(name.c_str(), target, p95_ms(l), "ms", p95_ms(l) < target);
-            c["basis"] = std::string("storage_") + (op[0] == 'W' ? "write" : "read") + (dev ? "_device" : "") + "_p95_ms";
+            c["basis"] =
+                std::string("storage_") + (op[0] == 'W' ? "write" : "read") + (dev ? "_device" : "") + "_p95_ms";
             crit.push_back(c);
         };
         storage_p95("Write", s.storage_write_device, s.write_lat[S], 500);
@@ -566,7 +582,8 @@ nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, doub
 
 }  // namespace
 
-nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s, const std::string& performance_profile) const {
+nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s,
+                                                        const std::string& performance_profile) const {
     return serving::cache_stats_json(stats(), elapsed_s, performance_profile);
 }
 
@@ -590,11 +607,12 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, c
     j["cpu_memory_used_gb"] = gb(s.used_bytes[1]);
     j["offloads_cpu"] = s.offloads_cpu;
     j["offloads_storage"] = s.offloads_storage;
-    j["storage_health"] = storage_health(s, hit_rate, bw(s.tier_bytes_read[S]), bw(s.tier_bytes_written[S]),
-                                         performance_profile);
+    j["storage_health"] =
+        storage_health(s, hit_rate, bw(s.tier_bytes_read[S]), bw(s.tier_bytes_written[S]), performance_profile);
     j["prefill_writes"] = s.prefill_writes;
     j["decode_reads"] = s.decode_reads;
-    for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = gb(s.tier_bytes_written[t]);
+    for (int t = 0; t < 3; ++t)
+        j[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = gb(s.tier_bytes_written[t]);
     for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = gb(s.tier_bytes_read[t]);
     for (int t = 0; t < 3; ++t) {
         j[std::string("tier_") + names[t] + "_read_bandwidth_gbps"] = bw(s.tier_bytes_read[t]);
@@ -633,9 +651,13 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
         nlohmann::ordered_json o;
         o["tier"] = tier_name(t);
         o["backend"] = m.backend[i]->name();
-        o["description"] = t == Tier::Gpu ? m.gpu_desc : t == Tier::Storage ? storage_description() : m.backend[i]->description();
-        if (s.limit_bytes[i] == kUnlimited) o["limit_bytes"] = nullptr;
-        else o["limit_bytes"] = s.limit_bytes[i];
+        o["description"] = t == Tier::Gpu       ? m.gpu_desc
+                           : t == Tier::Storage ? storage_description()
+                                                : m.backend[i]->description();
+        if (s.limit_bytes[i] == kUnlimited)
+            o["limit_bytes"] = nullptr;
+        else
+            o["limit_bytes"] = s.limit_bytes[i];
         o["used_bytes"] = s.used_bytes[i];
         o["entries"] = s.entries[i];
         o["bytes_written"] = s.tier_bytes_written[i];

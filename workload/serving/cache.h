@@ -44,19 +44,19 @@ struct OpTiming {
 };
 
 struct AllocResult {
-    bool ok = false;        ///< false: no tier took it, or the write failed (then nothing is counted as written)
-    bool existed = false;   ///< key was already cached: no I/O, latency 0 (benchmark step 1)
+    bool ok = false;       ///< false: no tier took it, or the write failed (then nothing is counted as written)
+    bool existed = false;  ///< key was already cached: no I/O, latency 0 (benchmark step 1)
     Tier tier = Tier::Storage;
-    double latency_s = 0;   ///< timing.total of the write (demotions it caused are not in it, as in the benchmark)
-    bool cut = false;       ///< stopped by cut_ops() (then ok is false and nothing is counted but CacheStats::cut_ops)
+    double latency_s = 0;  ///< timing.total of the write (demotions it caused are not in it, as in the benchmark)
+    bool cut = false;      ///< stopped by cut_ops() (then ok is false and nothing is counted but CacheStats::cut_ops)
 };
 
 struct AccessResult {
     bool hit = false;
-    bool ok = false;        ///< hit and the read succeeded
+    bool ok = false;  ///< hit and the read succeeded
     Tier tier = Tier::Storage;
-    double latency_s = 0;   ///< timing.total of the read; 0 on a miss
-    bool cut = false;       ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
+    double latency_s = 0;  ///< timing.total of the read; 0 on a miss
+    bool cut = false;      ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
 };
 
 /// Counters and per-op latency lists, a consistent copy (stats()). Byte counters are bytes; lists are seconds.
@@ -65,21 +65,22 @@ struct CacheStats {
     uint64_t cache_hits = 0, cache_misses = 0;
     uint64_t system_prompt_hits = 0, common_phrase_hits = 0, user_cache_hits = 0, multi_turn_hits = 0;
     uint64_t prefill_writes = 0, decode_reads = 0;
-    uint64_t read_operations = 0, write_operations = 0;      ///< read_iops / write_iops in the JSON (counts)
-    uint64_t total_read_bytes = 0, total_write_bytes = 0;    ///< completed ops only (kvio fix: the benchmark counts before I/O)
+    uint64_t read_operations = 0, write_operations = 0;  ///< read_iops / write_iops in the JSON (counts)
+    uint64_t total_read_bytes = 0,
+             total_write_bytes = 0;  ///< completed ops only (kvio fix: the benchmark counts before I/O)
     uint64_t offloads_cpu = 0, offloads_storage = 0, evictions = 0;
     double storage_tokens_processed = 0;
     uint64_t tier_bytes_written[3] = {}, tier_bytes_read[3] = {};  ///< direct ops + demotions (fix #408/#420)
     uint64_t entries[3] = {};                                      ///< entries present now
     uint64_t used_bytes[3] = {}, limit_bytes[3] = {};              ///< limit UINT64_MAX = unlimited
     bool tier_present[3] = {};
-    std::vector<double> read_lat[3], write_lat[3];                 ///< total, per op, direct ops only
+    std::vector<double> read_lat[3], write_lat[3];  ///< total, per op, direct ops only
     std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
     std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
     // kvio's additions (the benchmark does not count these: #421)
-    uint64_t demotions[3] = {};            ///< demotions *into* tier t
+    uint64_t demotions[3] = {};  ///< demotions *into* tier t
     uint64_t demotion_bytes[3] = {};
-    std::vector<double> demotion_lat[3];   ///< read from source + write to destination, s
+    std::vector<double> demotion_lat[3];         ///< read from source + write to destination, s
     uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
     uint64_t failed_writes = 0, failed_reads = 0;
     uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
@@ -87,7 +88,7 @@ struct CacheStats {
     /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
     /// copy was taken (NoisePool::copy_misses since the last reset_stats).
     uint64_t gather_fallbacks = 0;
-    std::string first_error;               ///< first I/O error seen (empty if none)
+    std::string first_error;  ///< first I/O error seen (empty if none)
 };
 
 /// summary.cache_stats (spec §9.3) of `s` for a run of `elapsed_s` seconds: every key the benchmark writes, same

@@ -35,61 +35,160 @@ const std::vector<FlagSpec>& flag_table() {
     // kv-cache.py's 40 add_argument calls in cli.py order (spec §1.2), then kvio's own flags.
     static const std::vector<FlagSpec> t = {
         {"--log-level", "choice", "INFO", "Logging level.", false, &C::log_level, "DEBUG|INFO|WARNING|ERROR|CRITICAL"},
-        {"--model", "str", "llama3.1-8b", "Model whose KV geometry sizes every entry (bytes/token, spec §2); config.yaml model_configs add or override models.", false, &C::model},
-        {"--num-users", "int", "100", "Simulated users (open loop, each with its own think time); workers = min(users, 500).", false, &C::num_users},
+        {"--model", "str", "llama3.1-8b",
+         "Model whose KV geometry sizes every entry (bytes/token, spec §2); config.yaml model_configs add or override "
+         "models.",
+         false, &C::model},
+        {"--num-users", "int", "100",
+         "Simulated users (open loop, each with its own think time); workers = min(users, 500).", false, &C::num_users},
         {"--duration", "int", "60", "Run length in seconds.", false, &C::duration},
-        {"--gpu-mem-gb", "float", "16", "GPU tier budget per GPU in GiB (total = value × --num-gpus); 0 disables the tier.", false, &C::gpu_mem_gb},
+        {"--gpu-mem-gb", "float", "16",
+         "GPU tier budget per GPU in GiB (total = value × --num-gpus); 0 disables the tier.", false, &C::gpu_mem_gb},
         {"--num-gpus", "int", "1", "Number of GPUs; multiplies the GPU tier budget only.", false, &C::num_gpus},
-        {"--tensor-parallel", "int", "1", "Tensor-parallel degree: each stored object is 1/TP of the full entry; at most --num-gpus.", false, &C::tensor_parallel},
+        {"--tensor-parallel", "int", "1",
+         "Tensor-parallel degree: each stored object is 1/TP of the full entry; at most --num-gpus.", false,
+         &C::tensor_parallel},
         {"--cpu-mem-gb", "float", "32", "CPU RAM tier budget in GiB; 0 disables the tier.", false, &C::cpu_mem_gb},
-        {"--cache-dir", "str", "None", "Storage tier directory (or a raw block device); default a temporary kv_cache_XXXXXX directory removed at exit.", false, &C::cache_dir},
-        {"--generation-mode", "choice", "realistic", "Sleep per generated token: none 0 ms, fast 2 ms, realistic 30 ms.", false, &C::generation_mode, "none|fast|realistic"},
-        {"--performance-profile", "choice", "latency", "Pass/fail criteria of the storage assessment.", false, &C::performance_profile, "latency|throughput"},
-        {"--disable-multi-turn", "flag", "off", "No conversations: one key per request, no re-reads of earlier turns.", false, &C::disable_multi_turn},
-        {"--disable-prefix-caching", "flag", "off", "No system-prompt prefix lookups.", false, &C::disable_prefix_caching},
+        {"--cache-dir", "str", "None",
+         "Storage tier directory (or a raw block device); default a temporary kv_cache_XXXXXX directory removed at "
+         "exit.",
+         false, &C::cache_dir},
+        {"--generation-mode", "choice", "realistic",
+         "Sleep per generated token: none 0 ms, fast 2 ms, realistic 30 ms.", false, &C::generation_mode,
+         "none|fast|realistic"},
+        {"--performance-profile", "choice", "latency", "Pass/fail criteria of the storage assessment.", false,
+         &C::performance_profile, "latency|throughput"},
+        {"--disable-multi-turn", "flag", "off", "No conversations: one key per request, no re-reads of earlier turns.",
+         false, &C::disable_multi_turn},
+        {"--disable-prefix-caching", "flag", "off", "No system-prompt prefix lookups.", false,
+         &C::disable_prefix_caching},
         {"--enable-rag", "flag", "off", "Ingest RAG documents and issue RAG chunk reads.", false, &C::enable_rag},
         {"--rag-num-docs", "int", "10", "RAG documents ingested.", false, &C::rag_num_docs},
-        {"--enable-autoscaling", "flag", "off", "Run the autoscaler: every --autoscaler-interval s (10) it decides a user count, and kvio starts or parks user threads (workers follow min(users, 500)) so the offered load follows.", false, &C::enable_autoscaling},
-        {"--autoscaler-mode", "choice", "qos", "Autoscaler goal: qos (users × 1.2 while storage saturation is below 0.9 × --target-saturation, × 0.8 after two ticks above 1.1 ×, 3-tick cooldown) or capacity (add users while per-interval tokens/s sets a new peak; stop after two ticks without one: Peak capacity found).", false, &C::autoscaler_mode, "qos|capacity"},
-        {"--target-saturation", "float", "0.8", "Autoscaler target storage saturation, 0.0 to 1.0 (qos mode).", false, &C::target_saturation},
-        {"--use-burst-trace", "flag", "off", "Replay a BurstGPT CSV (--burst-trace-path) instead of synthetic users: arrivals paced by its Timestamp column / --trace-speedup, context = Request tokens, generation = Response tokens.", false, &C::use_burst_trace},
-        {"--burst-trace-path", "str", "BurstGPT/data/BurstGPT_1.csv", "BurstGPT CSV: a file, a directory of *.csv (sorted) or a glob.", false, &C::burst_trace_path},
-        {"--validation-trace", "str", "None", "JSON list of RealTraceEntry records; the run's cache hit rate is compared with the trace's (results.validation, passed within 5 %). A missing or malformed file is refused.", false, &C::validation_trace},
-        {"--dataset-path", "str", "None", "ShareGPT JSON to replay instead of synthetic users (takes precedence over --use-burst-trace): each human → gpt pair is one request, tokens = characters // 4.", false, &C::dataset_path},
+        {"--enable-autoscaling", "flag", "off",
+         "Run the autoscaler: every --autoscaler-interval s (10) it decides a user count, and kvio starts or parks "
+         "user threads (workers follow min(users, 500)) so the offered load follows.",
+         false, &C::enable_autoscaling},
+        {"--autoscaler-mode", "choice", "qos",
+         "Autoscaler goal: qos (users × 1.2 while storage saturation is below 0.9 × --target-saturation, × 0.8 after "
+         "two ticks above 1.1 ×, 3-tick cooldown) or capacity (add users while per-interval tokens/s sets a new peak; "
+         "stop after two ticks without one: Peak capacity found).",
+         false, &C::autoscaler_mode, "qos|capacity"},
+        {"--target-saturation", "float", "0.8", "Autoscaler target storage saturation, 0.0 to 1.0 (qos mode).", false,
+         &C::target_saturation},
+        {"--use-burst-trace", "flag", "off",
+         "Replay a BurstGPT CSV (--burst-trace-path) instead of synthetic users: arrivals paced by its Timestamp "
+         "column / --trace-speedup, context = Request tokens, generation = Response tokens.",
+         false, &C::use_burst_trace},
+        {"--burst-trace-path", "str", "BurstGPT/data/BurstGPT_1.csv",
+         "BurstGPT CSV: a file, a directory of *.csv (sorted) or a glob.", false, &C::burst_trace_path},
+        {"--validation-trace", "str", "None",
+         "JSON list of RealTraceEntry records; the run's cache hit rate is compared with the trace's "
+         "(results.validation, passed within 5 %). A missing or malformed file is refused.",
+         false, &C::validation_trace},
+        {"--dataset-path", "str", "None",
+         "ShareGPT JSON to replay instead of synthetic users (takes precedence over --use-burst-trace): each human → "
+         "gpt pair is one request, tokens = characters // 4.",
+         false, &C::dataset_path},
         {"--max-conversations", "int", "500", "ShareGPT conversations loaded.", false, &C::max_conversations},
         {"--output", "str", "benchmark_results_<YYYYmmdd_HHMMSS>.json", "Results JSON path.", false, &C::output},
-        {"--seed", "int", "None", "Seed of the user table and request draws (CPython random, bit for bit) and of the noise data.", false, &C::seed},
-        {"--max-concurrent-allocs", "int", "0", "Cache writes in flight at once (0 = unlimited).", false, &C::max_concurrent_allocs},
-        {"--request-rate", "float", "0", "ShareGPT replay rate in requests/s (0 = as fast as possible).", false, &C::request_rate},
-        {"--max-requests", "int", "0", "Stop after this many completed requests (0 = duration only).", false, &C::max_requests},
-        {"--xlsx-output", "str", "None", "XLSX export of the results (sheets Summary, Run Parameters, Performance Metrics, QoS Metrics, Device Tracing, Trace Histograms); a name not ending in .xlsx, or a build without libxlsxwriter, writes the Summary row as CSV.", false, &C::xlsx_output},
-        {"--config", "str", "None", "config.yaml with the benchmark's schema (strict); without it the code defaults apply.", false, &C::config},
-        {"--storage-capacity-gb", "float", "0", "Storage tier limit in GiB (0 = 95 % of the free space of --cache-dir).", false, &C::storage_capacity_gb},
-        {"--precondition", "flag", "off", "Before measuring, write 2048-token precond_<n> entries through the tiers until --precondition-size-gb, then reset the counters (the entries stay).", false, &C::precondition},
-        {"--precondition-size-gb", "float", "0", "Preconditioning volume in GiB (0 = 2 × the storage tier limit; skipped with a warning when the tier is unlimited).", false, &C::precondition_size_gb},
-        {"--precondition-threads", "int", "0", "Preconditioning writer threads (0 = online CPUs).", false, &C::precondition_threads},
-        {"--trace-speedup", "float", "1.0", "BurstGPT inter-arrival divisor (0 = no sleeping).", false, &C::trace_speedup},
-        {"--replay-cycles", "int", "0", "Passes over the BurstGPT/ShareGPT data (0 = until --duration); a finite replay ends once its last request completed (queued requests are drained, not dropped as in the benchmark, #839).", false, &C::replay_cycles},
-        {"--prefill-only", "flag", "off", "Skip the decode reads (step 5); multi-turn, prefix and RAG reads remain (add --disable-multi-turn --disable-prefix-caching for writes only).", false, &C::prefill_only},
-        {"--decode-only", "flag", "off", "Prepopulate num_users × 10 entries of 2048 tokens (progress on stderr), reset the counters, then only read: decode reads pick a random prepopulated entry, no prefill or multi-turn steps.", false, &C::decode_only},
-        {"--io-trace-log", "str", "None", "Logical mode: no I/O; one CSV row per cache op (Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase); .zst compresses.", false, &C::io_trace_log},
-        {"--enable-latency-tracing", "flag", "off", "Trace the run's own storage I/O with kvio's tracer; adds device_latency_tracing, fio_workload and kvio.validation.", false, &C::enable_latency_tracing},
+        {"--seed", "int", "None",
+         "Seed of the user table and request draws (CPython random, bit for bit) and of the noise data.", false,
+         &C::seed},
+        {"--max-concurrent-allocs", "int", "0", "Cache writes in flight at once (0 = unlimited).", false,
+         &C::max_concurrent_allocs},
+        {"--request-rate", "float", "0", "ShareGPT replay rate in requests/s (0 = as fast as possible).", false,
+         &C::request_rate},
+        {"--max-requests", "int", "0", "Stop after this many completed requests (0 = duration only).", false,
+         &C::max_requests},
+        {"--xlsx-output", "str", "None",
+         "XLSX export of the results (sheets Summary, Run Parameters, Performance Metrics, QoS Metrics, Device "
+         "Tracing, Trace Histograms); a name not ending in .xlsx, or a build without libxlsxwriter, writes the Summary "
+         "row as CSV.",
+         false, &C::xlsx_output},
+        {"--config", "str", "None",
+         "config.yaml with the benchmark's schema (strict); without it the code defaults apply.", false, &C::config},
+        {"--storage-capacity-gb", "float", "0",
+         "Storage tier limit in GiB (0 = 95 % of the free space of --cache-dir).", false, &C::storage_capacity_gb},
+        {"--precondition", "flag", "off",
+         "Before measuring, write 2048-token precond_<n> entries through the tiers until --precondition-size-gb, then "
+         "reset the counters (the entries stay).",
+         false, &C::precondition},
+        {"--precondition-size-gb", "float", "0",
+         "Preconditioning volume in GiB (0 = 2 × the storage tier limit; skipped with a warning when the tier is "
+         "unlimited).",
+         false, &C::precondition_size_gb},
+        {"--precondition-threads", "int", "0", "Preconditioning writer threads (0 = online CPUs).", false,
+         &C::precondition_threads},
+        {"--trace-speedup", "float", "1.0", "BurstGPT inter-arrival divisor (0 = no sleeping).", false,
+         &C::trace_speedup},
+        {"--replay-cycles", "int", "0",
+         "Passes over the BurstGPT/ShareGPT data (0 = until --duration); a finite replay ends once its last request "
+         "completed (queued requests are drained, not dropped as in the benchmark, #839).",
+         false, &C::replay_cycles},
+        {"--prefill-only", "flag", "off",
+         "Skip the decode reads (step 5); multi-turn, prefix and RAG reads remain (add --disable-multi-turn "
+         "--disable-prefix-caching for writes only).",
+         false, &C::prefill_only},
+        {"--decode-only", "flag", "off",
+         "Prepopulate num_users × 10 entries of 2048 tokens (progress on stderr), reset the counters, then only read: "
+         "decode reads pick a random prepopulated entry, no prefill or multi-turn steps.",
+         false, &C::decode_only},
+        {"--io-trace-log", "str", "None",
+         "Logical mode: no I/O; one CSV row per cache op (Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase); .zst "
+         "compresses.",
+         false, &C::io_trace_log},
+        {"--enable-latency-tracing", "flag", "off",
+         "Trace the run's own storage I/O with kvio's tracer; adds device_latency_tracing, fio_workload and "
+         "kvio.validation.",
+         false, &C::enable_latency_tracing},
         // kvio's additions
-        {"--storage-io", "choice", "buffered", "Storage tier I/O: buffered (the benchmark's pattern: header + data, one buffered write, fsync; reads after POSIX_FADV_DONTNEED), direct (O_DIRECT) or io_uring (O_DIRECT).", true, &C::storage_io, "buffered|direct|io_uring"},
+        {"--storage-io", "choice", "buffered",
+         "Storage tier I/O: buffered (the benchmark's pattern: header + data, one buffered write, fsync; reads after "
+         "POSIX_FADV_DONTNEED), direct (O_DIRECT) or io_uring (O_DIRECT).",
+         true, &C::storage_io, "buffered|direct|io_uring"},
         {"--storage-qd", "int", "8", "io_uring: transfers in flight per storage op.", true, &C::storage_qd},
-        {"--max-io-bytes", "int", "0", "direct/io_uring transfer cap in bytes, a multiple of 4096 (0 = the device's limit).", true, &C::max_io_bytes},
-        {"--gpu-bandwidth-gbps", "float", "64", "Host↔GPU bandwidth of the GPU tier model in 10^9 bytes/s.", true, &C::gpu_bandwidth_gbps},
-        {"--gpu-tier", "choice", "auto", "GPU tier: cuda (real copies; needs a CUDA build and a GPU), model (capacity + bandwidth), auto (cuda when available).", true, &C::gpu_tier, "auto|model|cuda"},
-        {"--trace-dir", "str", "None", "With --enable-latency-tracing: keep the events, semantic and trace files in this directory.", true, &C::trace_dir},
-        {"--trace-syscalls", "flag", "off", "With --enable-latency-tracing: the events also hold each syscall on the cache device (kvio trace --syscalls; a timeline's thread tracks).", true, &C::trace_syscalls},
-        {"--force", "flag", "off", "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true, &C::force},
-        {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true, &C::progress_interval_s},
+        {"--max-io-bytes", "int", "0",
+         "direct/io_uring transfer cap in bytes, a multiple of 4096 (0 = the device's limit).", true, &C::max_io_bytes},
+        {"--gpu-bandwidth-gbps", "float", "64", "Host↔GPU bandwidth of the GPU tier model in 10^9 bytes/s.", true,
+         &C::gpu_bandwidth_gbps},
+        {"--gpu-tier", "choice", "auto",
+         "GPU tier: cuda (real copies; needs a CUDA build and a GPU), model (capacity + bandwidth), auto (cuda when "
+         "available).",
+         true, &C::gpu_tier, "auto|model|cuda"},
+        {"--trace-dir", "str", "None",
+         "With --enable-latency-tracing: keep the events, semantic and trace files in this directory.", true,
+         &C::trace_dir},
+        {"--trace-syscalls", "flag", "off",
+         "With --enable-latency-tracing: the events also hold each syscall on the cache device (kvio trace --syscalls; "
+         "a timeline's thread tracks).",
+         true, &C::trace_syscalls},
+        {"--force", "flag", "off",
+         "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true,
+         &C::force},
+        {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true,
+         &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
-        {"--autoscaler-interval", "float", "10", "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true, &C::autoscaler_interval_s},
-        {"--storage-throttle-mibps", "float", "0", "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a slow device; the wait counts as device time (0 = off).", true, &C::storage_throttle_mibps},
-        {"--max-queued-requests", "int", "10000", "Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the benchmark).", true, &C::max_queued_requests},
-        {"--num-clients", "int", "1", "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output minus .json>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons aggregation).", true, &C::num_clients},
-        {"--mpi", "flag", "off", "Run as one client per mpirun rank (rank from MPI_Comm_rank; cache-dir, seed and output per rank as with --num-clients); rank 0 gathers the merged result over MPI. Needs a kvio built with Open MPI (see --help's last line).", true, &C::mpi},
+        {"--autoscaler-interval", "float", "10",
+         "Seconds between autoscaler decisions (the benchmark's fixed scale_interval is 10).", true,
+         &C::autoscaler_interval_s},
+        {"--storage-throttle-mibps", "float", "0",
+         "Test hook: serve storage-tier reads and writes first come, first served at this bandwidth in MiB/s, like a "
+         "slow device; the wait counts as device time (0 = off).",
+         true, &C::storage_throttle_mibps},
+        {"--max-queued-requests", "int", "10000",
+         "Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the "
+         "benchmark).",
+         true, &C::max_queued_requests},
+        {"--num-clients", "int", "1",
+         "Client processes on this host, each with its own <cache-dir>/rank_<i>, seed + i and <output minus "
+         ".json>.rank<i>.json; --output gets the merged result (sums, percentiles over every request, MLCommons "
+         "aggregation).",
+         true, &C::num_clients},
+        {"--mpi", "flag", "off",
+         "Run as one client per mpirun rank (rank from MPI_Comm_rank; cache-dir, seed and output per rank as with "
+         "--num-clients); rank 0 gathers the merged result over MPI. Needs a kvio built with Open MPI (see --help's "
+         "last line).",
+         true, &C::mpi},
     };
     return t;
 }
@@ -150,13 +249,13 @@ bool in_choices(const FlagSpec& f, const std::string& v) {
 }
 
 // The benchmark refuses these as --cache-dir by prefix of the resolved path (workload.py:validate_args).
-constexpr const char* kSystemPrefixes[] = {"/etc", "/bin", "/sbin", "/usr/bin", "/usr/sbin",
-                                           "/boot", "/sys", "/proc", "/dev", "/root"};
+constexpr const char* kSystemPrefixes[] = {"/etc",  "/bin", "/sbin", "/usr/bin", "/usr/sbin",
+                                           "/boot", "/sys", "/proc", "/dev",     "/root"};
 
 void check_cache_dir(const std::string& dir, std::vector<std::string>& errors) {
     if (dir.empty()) return;
     namespace fs = std::filesystem;
-    struct stat st{};
+    struct stat st {};
     // A raw block device as --cache-dir is kvio's slots layout (the issue); its own safety refusals apply.
     if (::stat(dir.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return;
     std::error_code ec;
@@ -252,7 +351,9 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         e.push_back("--storage-throttle-mibps with --io-trace-log: the logical mode performs no I/O to throttle");
     non_negative("--max-queued-requests", c.max_queued_requests);
     if (c.enable_autoscaling && (c.use_burst_trace || !c.dataset_path.empty()))
-        e.push_back("--enable-autoscaling with --use-burst-trace/--dataset-path: the trace sets the arrivals, there are no users to scale");
+        e.push_back(
+            "--enable-autoscaling with --use-burst-trace/--dataset-path: the trace sets the arrivals, there are no "
+            "users to scale");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
     if (c.trace_syscalls && !c.enable_latency_tracing)
@@ -278,7 +379,8 @@ uint64_t bytes_per_token(const workload::ModelConfig& m) {
     const uint64_t bpe = workload::dtype_bytes(m.dtype);
     if (m.attention == workload::AttentionKind::Mla)
         return uint64_t(m.num_layers) * (uint64_t(m.kv_lora_rank) + m.qk_rope_head_dim) * bpe;
-    const uint64_t head_dim = m.head_dim ? m.head_dim : (m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0);
+    const uint64_t head_dim =
+        m.head_dim ? m.head_dim : (m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0);
     return uint64_t(m.num_layers) * m.num_kv_heads * head_dim * 2 * bpe;
 }
 

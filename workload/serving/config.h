@@ -25,9 +25,9 @@ struct FloatRange {
 
 /// One user template (spec §3.1; YAML `user_templates.<name>`).
 struct UserTemplate {
-    IntRange context_range;      ///< tokens
-    IntRange generation_range;   ///< tokens
-    FloatRange think_time_range; ///< seconds
+    IntRange context_range;       ///< tokens
+    IntRange generation_range;    ///< tokens
+    FloatRange think_time_range;  ///< seconds
 };
 
 /// One QoS class (spec §3.2; YAML `qos_profiles.<name>`). Only the P95 target is judged, per request.
@@ -46,8 +46,8 @@ struct YamlSettings {
     std::vector<std::pair<std::string, UserTemplate>> user_templates;
     /// interactive 50/100/150/200 p3; responsive 100/200/350/500 p2; batch 1000/5000/7500/10000 p1.
     std::map<std::string, QosProfile> qos_profiles;
-    double interactive_probability = 0.15;   ///< qos_distribution.interactive_probability
-    double responsive_threshold = 0.50;      ///< qos_distribution.responsive_threshold (cumulative)
+    double interactive_probability = 0.15;  ///< qos_distribution.interactive_probability
+    double responsive_threshold = 0.50;     ///< qos_distribution.responsive_threshold (cumulative)
     // eviction.*
     int max_recursion_depth = 10;
     double target_usage_ratio = 0.8;
@@ -59,8 +59,8 @@ struct YamlSettings {
     int gpu_max_eviction_attempts = 100;
     double gpu_free_memory_threshold = 0.1;
     // prefix_cache.*
-    int min_prefix_length = 50;               ///< dead in the benchmark
-    int max_prefix_entries = 1000;            ///< dead in the benchmark
+    int min_prefix_length = 50;     ///< dead in the benchmark
+    int max_prefix_entries = 1000;  ///< dead in the benchmark
     double system_prompt_hit_probability = 0.2;
     // rag.*
     int rag_chunk_size_tokens = 512;
@@ -102,37 +102,37 @@ YamlSettings default_yaml_settings();
 /// Every flag of kv-cache.py (same names, defaults, meanings: spec §1.2) plus kvio's own.
 struct SimConfig {
     // ---- the benchmark's 40 flags ----
-    std::string log_level = "INFO";           ///< DEBUG|INFO|WARNING|ERROR|CRITICAL
+    std::string log_level = "INFO";  ///< DEBUG|INFO|WARNING|ERROR|CRITICAL
     std::string model = "llama3.1-8b";
     int64_t num_users = 100;
-    int64_t duration = 60;                    ///< s
-    double gpu_mem_gb = 16;                   ///< GiB per GPU
+    int64_t duration = 60;   ///< s
+    double gpu_mem_gb = 16;  ///< GiB per GPU
     int64_t num_gpus = 1;
     int64_t tensor_parallel = 1;
-    double cpu_mem_gb = 32;                   ///< GiB
-    std::string cache_dir;                    ///< "" = a temporary directory kv_cache_XXXXXX, removed at exit
-    std::string generation_mode = "realistic";  ///< none|fast|realistic = 0/2/30 ms per generated token
+    double cpu_mem_gb = 32;                       ///< GiB
+    std::string cache_dir;                        ///< "" = a temporary directory kv_cache_XXXXXX, removed at exit
+    std::string generation_mode = "realistic";    ///< none|fast|realistic = 0/2/30 ms per generated token
     std::string performance_profile = "latency";  ///< latency|throughput (assessment only)
     bool disable_multi_turn = false;
     bool disable_prefix_caching = false;
     bool enable_rag = false;
     int64_t rag_num_docs = 10;
     bool enable_autoscaling = false;
-    std::string autoscaler_mode = "qos";      ///< qos|capacity
+    std::string autoscaler_mode = "qos";  ///< qos|capacity
     double target_saturation = 0.8;
     bool use_burst_trace = false;
     std::string burst_trace_path = "BurstGPT/data/BurstGPT_1.csv";
     std::string validation_trace;
     std::string dataset_path;
-    int64_t max_conversations = 500;          ///< ShareGPT conversations loaded
-    std::string output;                       ///< "" = benchmark_results_<YYYYmmdd_HHMMSS>.json in cwd
+    int64_t max_conversations = 500;  ///< ShareGPT conversations loaded
+    std::string output;               ///< "" = benchmark_results_<YYYYmmdd_HHMMSS>.json in cwd
     std::optional<int64_t> seed;
-    int64_t max_concurrent_allocs = 0;        ///< 0 = unlimited
-    double request_rate = 0;                  ///< req/s, ShareGPT replay only
-    int64_t max_requests = 0;                 ///< 0 = duration only
+    int64_t max_concurrent_allocs = 0;  ///< 0 = unlimited
+    double request_rate = 0;            ///< req/s, ShareGPT replay only
+    int64_t max_requests = 0;           ///< 0 = duration only
     std::string xlsx_output;
-    std::string config;                       ///< YAML path, "" = code defaults
-    double storage_capacity_gb = 0;           ///< GiB, 0 = auto (statvfs f_bavail × f_frsize × 0.95)
+    std::string config;              ///< YAML path, "" = code defaults
+    double storage_capacity_gb = 0;  ///< GiB, 0 = auto (statvfs f_bavail × f_frsize × 0.95)
     bool precondition = false;
     double precondition_size_gb = 0;
     int64_t precondition_threads = 0;
@@ -140,7 +140,7 @@ struct SimConfig {
     int64_t replay_cycles = 0;
     bool prefill_only = false;
     bool decode_only = false;
-    std::string io_trace_log;                 ///< logical mode: no I/O, one CSV row per op (.zst: zstd)
+    std::string io_trace_log;  ///< logical mode: no I/O, one CSV row per op (.zst: zstd)
     bool enable_latency_tracing = false;
 
     // ---- kvio's additions ----
@@ -148,17 +148,17 @@ struct SimConfig {
     /// write, fsync; reads after POSIX_FADV_DONTNEED), "direct" (kvio's posix engine, O_DIRECT, 4 KiB-aligned
     /// header) or "io_uring" (kvio's io_uring engine, O_DIRECT).
     std::string storage_io = "buffered";
-    uint32_t storage_qd = 8;                  ///< io_uring: transfers in flight per op
-    uint64_t max_io_bytes = 0;                ///< direct/io_uring transfer cap, 0 = the device's default_max_io()
-    double gpu_bandwidth_gbps = 64;           ///< host↔GPU model bandwidth, 10^9 bytes/s (the benchmark's proposed design)
-    std::string gpu_tier = "auto";            ///< auto (cuda when built in and a GPU is present, else model) | model | cuda
-    std::string trace_dir;                    ///< --enable-latency-tracing: keep events/semantic/trace files here
-    bool trace_syscalls = false;              ///< --enable-latency-tracing: the tracer also writes syscall records
+    uint32_t storage_qd = 8;         ///< io_uring: transfers in flight per op
+    uint64_t max_io_bytes = 0;       ///< direct/io_uring transfer cap, 0 = the device's default_max_io()
+    double gpu_bandwidth_gbps = 64;  ///< host↔GPU model bandwidth, 10^9 bytes/s (the benchmark's proposed design)
+    std::string gpu_tier = "auto";   ///< auto (cuda when built in and a GPU is present, else model) | model | cuda
+    std::string trace_dir;           ///< --enable-latency-tracing: keep events/semantic/trace files here
+    bool trace_syscalls = false;     ///< --enable-latency-tracing: the tracer also writes syscall records
     /// kvio.semantic/1 JSONL of every storage-tier op (written by the cache; "" = none). The latency tracer sets
     /// it (e.g. <trace_dir>/semantic.jsonl) so `kvio validate` can join the device commands to the entries.
     std::string semantic_path;
-    bool force = false;                       ///< raw block device as --cache-dir: write even if its first MiB holds data
-    double progress_interval_s = 1.0;         ///< progress line on stderr; 0 = none
+    bool force = false;                ///< raw block device as --cache-dir: write even if its first MiB holds data
+    double progress_interval_s = 1.0;  ///< progress line on stderr; 0 = none
     /// Autoscaler tick, s: the benchmark's WorkloadAutoscaler.scale_interval (10 s); shorter for tests.
     double autoscaler_interval_s = 10.0;
     /// Test hook: storage-tier ops served FIFO at this bandwidth, MiB/s (a throttled device); 0 = off.
@@ -166,29 +166,28 @@ struct SimConfig {
     /// Trace/dataset replay: the producer waits while this many requests are queued (0 = unbounded, as the
     /// benchmark, whose unpaced replay grows the queue without limit).
     int64_t max_queued_requests = 10000;
-    bool quiet = false;                       ///< no console report (results JSON only)
+    bool quiet = false;  ///< no console report (results JSON only)
     /// Client processes on this host (multi_client.h): each its own <cache-dir>/rank_<i>, seed + i and
     /// <output>.rank<i>.json; --output gets the merged result. 1 = a single run in this process.
     int64_t num_clients = 1;
-    bool mpi = false;                         ///< one client per mpirun rank, rank 0 gathers the merge (mpi_client.h)
+    bool mpi = false;  ///< one client per mpirun rank, rank 0 gathers the merge (mpi_client.h)
 
     /// Settings from --config (or the defaults).
     YamlSettings yaml = default_yaml_settings();
 };
 
 /// The SimConfig member a flag sets (added by sim-config: lets the CLI, config_to_json and the docs share one table).
-using FlagTarget = std::variant<std::string SimConfig::*, int64_t SimConfig::*, double SimConfig::*,
-                                bool SimConfig::*, std::optional<int64_t> SimConfig::*, uint32_t SimConfig::*,
-                                uint64_t SimConfig::*>;
+using FlagTarget = std::variant<std::string SimConfig::*, int64_t SimConfig::*, double SimConfig::*, bool SimConfig::*,
+                                std::optional<int64_t> SimConfig::*, uint32_t SimConfig::*, uint64_t SimConfig::*>;
 
 /// One row of the flag table: what parsing, --help and docs/simulate.md are made from.
 struct FlagSpec {
-    const char* name;        ///< "--num-users"
-    const char* type;        ///< "int" | "float" | "str" | "flag" | "choice"
-    const char* default_text;///< as the benchmark prints it ("100", "None", "realistic")
-    const char* help;        ///< one sentence, units stated
-    bool kvio_only;          ///< not a kv-cache.py flag
-    FlagTarget target{};     ///< the member it sets
+    const char* name;               ///< "--num-users"
+    const char* type;               ///< "int" | "float" | "str" | "flag" | "choice"
+    const char* default_text;       ///< as the benchmark prints it ("100", "None", "realistic")
+    const char* help;               ///< one sentence, units stated
+    bool kvio_only;                 ///< not a kv-cache.py flag
+    FlagTarget target{};            ///< the member it sets
     const char* choices = nullptr;  ///< "choice" flags: the accepted values, '|'-separated ("none|fast|realistic")
 };
 

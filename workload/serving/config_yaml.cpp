@@ -24,15 +24,19 @@ struct Where {
 };
 
 [[noreturn]] void type_error(const Where& w, const YAML::Node& n, const std::string& key, const std::string& want) {
-    std::string got = n.IsScalar() ? "'" + n.Scalar() + "'" : n.IsSequence() ? "a list" : n.IsMap() ? "a mapping" : "null";
+    std::string got = n.IsScalar()     ? "'" + n.Scalar() + "'"
+                      : n.IsSequence() ? "a list"
+                      : n.IsMap()      ? "a mapping"
+                                       : "null";
     throw Error(w.at(n) + ": key '" + key + "': expected " + want + ", got " + got);
 }
 
 bool plain(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "?"; }
 
 bool looks_bool_or_null(const std::string& s) {
-    static const std::set<std::string> words = {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes",
-                                                "no", "No", "on", "On", "off", "Off", "null", "Null", "NULL", "~", ""};
+    static const std::set<std::string> words = {"true", "True", "TRUE", "false", "False", "FALSE", "yes",
+                                                "Yes",  "no",   "No",   "on",    "On",    "off",   "Off",
+                                                "null", "Null", "NULL", "~",     ""};
     return words.count(s) > 0;
 }
 
@@ -149,8 +153,10 @@ const std::vector<Leaf>& schema() {
             const std::string base = std::string("user_templates.") + name + ".";
             const std::string nm = name;
             v.push_back(range_leaf(nm, base + "context_range", &UserTemplate::context_range, get_int, "integers"));
-            v.push_back(range_leaf(nm, base + "generation_range", &UserTemplate::generation_range, get_int, "integers"));
-            v.push_back(range_leaf(nm, base + "think_time_range", &UserTemplate::think_time_range, get_num, "numbers (s)"));
+            v.push_back(
+                range_leaf(nm, base + "generation_range", &UserTemplate::generation_range, get_int, "integers"));
+            v.push_back(
+                range_leaf(nm, base + "think_time_range", &UserTemplate::think_time_range, get_num, "numbers (s)"));
         }
         v.push_back(num_leaf("generation_timing.none", &Y::generation_timing_none));
         v.push_back(num_leaf("generation_timing.fast", &Y::generation_timing_fast));
@@ -166,14 +172,19 @@ const std::vector<Leaf>& schema() {
                      {"target_latency_p9999_ms", &Q::target_latency_p9999_ms}}) {
                 const auto m = fm.second;  // a named copy: clang 14 cannot capture a structured binding
                 const std::string p = base + fm.first;
-                v.push_back({p, [c, p, m](Y& y, const Where& w, const YAML::Node& n) { y.qos_profiles[c].*m = get_num(w, n, p); },
-                             [c, m](const Y& y) {
-                                 auto it = y.qos_profiles.find(c);
-                                 return it == y.qos_profiles.end() ? OJson() : OJson(it->second.*m);
-                             }});
+                v.push_back(
+                    {p,
+                     [c, p, m](Y& y, const Where& w, const YAML::Node& n) { y.qos_profiles[c].*m = get_num(w, n, p); },
+                     [c, m](const Y& y) {
+                         auto it = y.qos_profiles.find(c);
+                         return it == y.qos_profiles.end() ? OJson() : OJson(it->second.*m);
+                     }});
             }
             const std::string p = base + "priority";
-            v.push_back({p, [c, p](Y& y, const Where& w, const YAML::Node& n) { y.qos_profiles[c].priority = int(get_int(w, n, p)); },
+            v.push_back({p,
+                         [c, p](Y& y, const Where& w, const YAML::Node& n) {
+                             y.qos_profiles[c].priority = int(get_int(w, n, p));
+                         },
                          [c](const Y& y) {
                              auto it = y.qos_profiles.find(c);
                              return it == y.qos_profiles.end() ? OJson() : OJson(it->second.priority);
@@ -214,22 +225,29 @@ const std::vector<Leaf>& schema() {
         v.push_back(int_leaf("sharegpt.max_context_tokens", &Y::sharegpt_max_context_tokens));
         v.push_back(int_leaf("sharegpt.max_generation_tokens", &Y::sharegpt_max_generation_tokens));
         v.push_back(int_leaf("sharegpt.chars_per_token_estimate", &Y::sharegpt_chars_per_token));
-        v.push_back(num_leaf("saturation_detection.read_latency_p95_threshold_ms", &Y::sat_read_latency_p95_threshold_ms));
-        v.push_back(num_leaf("saturation_detection.write_latency_p95_threshold_ms", &Y::sat_write_latency_p95_threshold_ms));
+        v.push_back(
+            num_leaf("saturation_detection.read_latency_p95_threshold_ms", &Y::sat_read_latency_p95_threshold_ms));
+        v.push_back(
+            num_leaf("saturation_detection.write_latency_p95_threshold_ms", &Y::sat_write_latency_p95_threshold_ms));
         v.push_back(int_leaf("saturation_detection.queue_depth_threshold", &Y::sat_queue_depth_threshold));
         v.push_back(int_leaf("saturation_detection.history_window_size", &Y::sat_history_window_size));
         for (const char* k : {"max_users", "max_duration_seconds", "max_gpu_memory_gb", "max_cpu_memory_gb"}) {
             const std::string p = std::string("validation_limits.") + k, key = k;
-            v.push_back({p, [p, key](Y& y, const Where& w, const YAML::Node& n) { y.validation_limits[key] = get_int(w, n, p); },
-                         [key](const Y& y) { return y.validation_limits.contains(key) ? OJson(y.validation_limits[key]) : OJson(); }});
+            v.push_back(
+                {p,
+                 [p, key](Y& y, const Where& w, const YAML::Node& n) { y.validation_limits[key] = get_int(w, n, p); },
+                 [key](const Y& y) {
+                     return y.validation_limits.contains(key) ? OJson(y.validation_limits[key]) : OJson();
+                 }});
         }
         return v;
     }();
     return leaves;
 }
 
-constexpr const char* kModelKeys[] = {"name", "num_layers", "hidden_dim", "num_heads", "kv_heads", "kv_dim_per_head",
-                                      "dtype", "attention_type", "kv_lora_rank", "qk_rope_head_dim"};
+constexpr const char* kModelKeys[] = {"name",         "num_layers",      "hidden_dim", "num_heads",
+                                      "kv_heads",     "kv_dim_per_head", "dtype",      "attention_type",
+                                      "kv_lora_rank", "qk_rope_head_dim"};
 
 /// Next path components below `prefix` ("" = top level), in schema order; model_configs is a top-level key.
 std::vector<std::string> keys_below(const std::string& prefix) {
@@ -275,20 +293,32 @@ workload::ModelConfig model_from_yaml(const Where& w, const std::string& key, co
     for (auto it = n.begin(); it != n.end(); ++it) {
         const std::string f = it->first.as<std::string>(), p = base + "." + f;
         const YAML::Node v = it->second;
-        if (f == "name") display = get_str(w, v, p);
-        else if (f == "num_layers") m.num_layers = get_u32(w, v, p);
-        else if (f == "hidden_dim") m.hidden_size = get_u32(w, v, p);
-        else if (f == "num_heads") m.num_attention_heads = get_u32(w, v, p);
-        else if (f == "kv_heads") m.num_kv_heads = get_u32(w, v, p), kv_heads_set = true;
-        else if (f == "kv_dim_per_head") kv_dim = get_u32(w, v, p);
-        else if (f == "dtype") dtype = get_str(w, v, p);
-        else if (f == "attention_type") attention = get_str(w, v, p);
-        else if (f == "kv_lora_rank") m.kv_lora_rank = get_u32(w, v, p);
-        else if (f == "qk_rope_head_dim") m.qk_rope_head_dim = get_u32(w, v, p);
-        else unknown_key(w, it->first, p, valid);
+        if (f == "name")
+            display = get_str(w, v, p);
+        else if (f == "num_layers")
+            m.num_layers = get_u32(w, v, p);
+        else if (f == "hidden_dim")
+            m.hidden_size = get_u32(w, v, p);
+        else if (f == "num_heads")
+            m.num_attention_heads = get_u32(w, v, p);
+        else if (f == "kv_heads")
+            m.num_kv_heads = get_u32(w, v, p), kv_heads_set = true;
+        else if (f == "kv_dim_per_head")
+            kv_dim = get_u32(w, v, p);
+        else if (f == "dtype")
+            dtype = get_str(w, v, p);
+        else if (f == "attention_type")
+            attention = get_str(w, v, p);
+        else if (f == "kv_lora_rank")
+            m.kv_lora_rank = get_u32(w, v, p);
+        else if (f == "qk_rope_head_dim")
+            m.qk_rope_head_dim = get_u32(w, v, p);
+        else
+            unknown_key(w, it->first, p, valid);
     }
     // The benchmark's bytes_per_element: float32 4, float16/bfloat16 2, int8 1. int8 maps to kvio's 1-byte Fp8.
-    if (dtype == "int8") m.dtype = workload::KvDtype::Fp8;
+    if (dtype == "int8")
+        m.dtype = workload::KvDtype::Fp8;
     else {
         try {
             m.dtype = workload::parse_dtype(dtype);
@@ -297,7 +327,8 @@ workload::ModelConfig model_from_yaml(const Where& w, const std::string& key, co
                         "' (known: float32, float16, bfloat16, int8)");
         }
     }
-    if (attention == "mla") m.attention = workload::AttentionKind::Mla;
+    if (attention == "mla")
+        m.attention = workload::AttentionKind::Mla;
     else if (attention != "mha" && attention != "gqa")
         throw Error(w.at(n) + ": key '" + base + ".attention_type': '" + attention + "' is not one of mha, gqa, mla");
     if (m.num_layers == 0) throw Error(w.at(n) + ": key '" + base + ".num_layers': missing or 0");
@@ -362,11 +393,13 @@ void walk(YamlSettings& y, const Where& w, const YAML::Node& map, const std::str
         if (leaf) {
             leaf->set(y, w, v);
         } else {
-            if (!v.IsMap()) type_error(w, v, path, "a mapping (valid keys: " + [&] {
-                std::string s;
-                for (const auto& c : keys_below(path)) s += (s.empty() ? "" : ", ") + c;
-                return s;
-            }() + ")");
+            if (!v.IsMap())
+                type_error(
+                    w, v, path, "a mapping (valid keys: " + [&] {
+                        std::string s;
+                        for (const auto& c : keys_below(path)) s += (s.empty() ? "" : ", ") + c;
+                        return s;
+                    }() + ")");
             walk(y, w, v, path);
         }
     }
@@ -375,9 +408,8 @@ void walk(YamlSettings& y, const Where& w, const YAML::Node& map, const std::str
 }  // namespace
 
 void load_yaml_config(const std::string& path, SimConfig& c) {
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0)
-        throw Error(path + ": --config: cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw Error(path + ": --config: cannot open: " + std::strerror(errno));
     if (S_ISDIR(st.st_mode)) throw Error(path + ": --config: is a directory");
     YAML::Node root;
     try {

@@ -21,7 +21,7 @@ struct CudaRt {
     int (*malloc)(void**, size_t) = nullptr;
     int (*free)(void*) = nullptr;
     int (*memcpy)(void*, const void*, size_t, int) = nullptr;  // kind 1 = HostToDevice, 2 = DeviceToHost
-    int (*get_props)(void*, int) = nullptr;                     // cudaDeviceProp starts with char name[256]
+    int (*get_props)(void*, int) = nullptr;                    // cudaDeviceProp starts with char name[256]
     const char* (*error_string)(int) = nullptr;
     std::string error;  // why it could not be loaded
 
@@ -66,7 +66,8 @@ public:
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
         const CudaRt& rt = cudart();
         void* dev = nullptr;
-        if (int e = rt.malloc(&dev, bytes ? bytes : 1)) throw Error("cudaMalloc(" + std::to_string(bytes) + "): " + rt.err(e));
+        if (int e = rt.malloc(&dev, bytes ? bytes : 1))
+            throw Error("cudaMalloc(" + std::to_string(bytes) + "): " + rt.err(e));
         uint8_t* chunk = thread_chunk();
         double t = 0;
         for (uint64_t off = 0; off < bytes; off += kChunkBytes) {
@@ -97,7 +98,8 @@ public:
         uint8_t* chunk = thread_chunk();
         double t0 = now_s();
         for (uint64_t off = 0; off < bytes; off += kChunkBytes)
-            if (int e = rt.memcpy(chunk, static_cast<uint8_t*>(dev) + off, size_t(std::min<uint64_t>(kChunkBytes, bytes - off)), 2))
+            if (int e = rt.memcpy(chunk, static_cast<uint8_t*>(dev) + off,
+                                  size_t(std::min<uint64_t>(kChunkBytes, bytes - off)), 2))
                 throw Error("cudaMemcpy device->host: " + rt.err(e));
         double t = now_s() - t0;
         return {t, t, t};
@@ -152,7 +154,8 @@ std::unique_ptr<TierBackend> make_gpu_tier(const std::string& mode, double gbps,
     std::unique_ptr<TierBackend> t;
     if (mode != "model") {
         std::string why, dev = cuda_device_name(&why);
-        if (!dev.empty()) t = std::make_unique<CudaTier>(dev);
+        if (!dev.empty())
+            t = std::make_unique<CudaTier>(dev);
         else if (mode == "cuda")
             throw Error("--gpu-tier cuda: " + why + "; use --gpu-tier model (a capacity + bandwidth model) instead");
     }

@@ -25,8 +25,7 @@ IoTraceLog::IoTraceLog(const std::string& path) : path_(path) {
 IoTraceLog::~IoTraceLog() {
     try {
         close();
-    } catch (...) {
-    }
+    } catch (...) {}
 }
 
 void IoTraceLog::put(const std::string& s) {
@@ -51,8 +50,8 @@ void IoTraceLog::row(const char* op, uint64_t bytes, int tier, const std::string
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char head[96];
-    int n = std::snprintf(head, sizeof head, "%lld.%06ld,%s,%llu,Tier-%d,", (long long)ts.tv_sec, ts.tv_nsec / 1000,
-                          op, (unsigned long long)bytes, tier);
+    int n = std::snprintf(head, sizeof head, "%lld.%06ld,%s,%llu,Tier-%d,", (long long)ts.tv_sec, ts.tv_nsec / 1000, op,
+                          (unsigned long long)bytes, tier);
     std::string line(head, size_t(n));
     line += key;
     line += ',';
@@ -73,7 +72,10 @@ void IoTraceLog::close() {
         do {
             ZSTD_outBuffer out{zout_.data(), zout_.size(), 0};
             left = ZSTD_compressStream2(zc_, &out, &in, ZSTD_e_end);
-            if (ZSTD_isError(left)) { ok = false; break; }
+            if (ZSTD_isError(left)) {
+                ok = false;
+                break;
+            }
             ok = ok && std::fwrite(zout_.data(), 1, out.pos, f_) == out.pos;
         } while (left != 0);
         ZSTD_freeCCtx(zc_);

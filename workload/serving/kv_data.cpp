@@ -25,7 +25,8 @@ size_t default_pool_copies() { return std::clamp<size_t>(2 * std::thread::hardwa
 
 NoisePool::NoisePool(uint64_t seed, size_t bytes, size_t max_copies)
     : size_(std::max<size_t>(bytes / kBlock, 1) * kBlock), max_copies_(max_copies) {
-    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_)));  // blocks on page boundaries, as fio's buffers
+    data_.reset(
+        static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_)));  // blocks on page boundaries, as fio's buffers
     if (!data_) throw std::bad_alloc();
     uint64_t sm = seed, s[4];
     for (auto& w : s) w = splitmix64(sm);
@@ -54,8 +55,10 @@ uint8_t* NoisePool::take_copy() const {
     auto* c = static_cast<uint8_t*>(std::aligned_alloc(kBlock, size_));
     if (c) std::memcpy(c, data_.get(), size_);
     std::lock_guard<std::mutex> g(mu_);
-    if (c) copies_.emplace_back(c);
-    else --reserved_, ++misses_;  // out of memory: no copy, the caller gathers instead
+    if (c)
+        copies_.emplace_back(c);
+    else
+        --reserved_, ++misses_;  // out of memory: no copy, the caller gathers instead
     return c;
 }
 

@@ -133,7 +133,8 @@ Json merge_state_json(const CacheStats& s) {
     Json c;
     for (const auto& f : kCounters) c[f.name] = s.*f.member;
     c["storage_tokens_processed"] = s.storage_tokens_processed;
-    for (const auto& f : kTierCounters) c[f.name] = std::vector<uint64_t>(std::begin(s.*f.member), std::end(s.*f.member));
+    for (const auto& f : kTierCounters)
+        c[f.name] = std::vector<uint64_t>(std::begin(s.*f.member), std::end(s.*f.member));
     Json limits = Json::array();
     for (uint64_t l : s.limit_bytes) limits.push_back(l == kUnlimitedBytes ? Json(nullptr) : Json(l));
     c["limit_bytes"] = limits;
@@ -189,8 +190,10 @@ void add_cache_stats(CacheStats& a, const CacheStats& b) {
     for (const auto& f : kTierCounters)
         for (int t = 0; t < 3; ++t) (a.*f.member)[t] += (b.*f.member)[t];
     for (int t = 0; t < 3; ++t) {
-        if (a.limit_bytes[t] == kUnlimitedBytes || b.limit_bytes[t] == kUnlimitedBytes) a.limit_bytes[t] = kUnlimitedBytes;
-        else a.limit_bytes[t] += b.limit_bytes[t];
+        if (a.limit_bytes[t] == kUnlimitedBytes || b.limit_bytes[t] == kUnlimitedBytes)
+            a.limit_bytes[t] = kUnlimitedBytes;
+        else
+            a.limit_bytes[t] += b.limit_bytes[t];
         a.tier_present[t] = a.tier_present[t] || b.tier_present[t];
     }
     for (const auto& f : kLists) (a.*f.member).insert((a.*f.member).end(), (b.*f.member).begin(), (b.*f.member).end());
@@ -222,8 +225,8 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
     std::string profile = "latency";
 
     for (const ClientResult& cr : clients) {
-        const std::string where = "client rank " + std::to_string(cr.rank) +
-                                  (cr.output_path.empty() ? "" : " (" + cr.output_path + ")");
+        const std::string where =
+            "client rank " + std::to_string(cr.rank) + (cr.output_path.empty() ? "" : " (" + cr.output_path + ")");
         Json sec;
         sec["rank"] = cr.rank;
         sec["host"] = cr.host;
@@ -260,8 +263,10 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
         if (need_count(ccs, "storage_entries", where, "summary.cache_stats") == 0) cpu_only.push_back(cr.rank);
 
         CacheStats one = cache_stats_from_state(need(k, "merge_state", where, "kvio"), where);
-        if (have_cs) add_cache_stats(cs, one);
-        else cs = std::move(one);
+        if (have_cs)
+            add_cache_stats(cs, one);
+        else
+            cs = std::move(one);
         have_cs = true;
 
         // QoS: the SLA targets the client judged against, and each request's class from kvio.requests.qos (same
@@ -293,7 +298,8 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
 
         sec["exit_code"] = cr.exit_code;
         sec["seed_used"] = k.value("seed_used", Json(nullptr));
-        sec["cache_dir"] = k.value("config", Json::object()).value("flags", Json::object()).value("cache_dir", Json(nullptr));
+        sec["cache_dir"] =
+            k.value("config", Json::object()).value("flags", Json::object()).value("cache_dir", Json(nullptr));
         sec["summary"] = s;
         sec["stop"] = k.value("stop", Json::object());
         sections.push_back(sec);
@@ -320,8 +326,9 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
                    {"clients", clients.size()},
                    {"failed_ranks", failed},
                    {"partial_failure", partial},
-                   {"method", "sums of counts, bytes and tokens; percentiles over the concatenated per-request and "
-                              "per-op lists of every client; elapsed_time = the longest client's"}};
+                   {"method",
+                    "sums of counts, bytes and tokens; percentiles over the concatenated per-request and "
+                    "per-op lists of every client; elapsed_time = the longest client's"}};
     k["mlcommons_aggregation"] = {{"aggregated_bandwidth_gbps", agg_bw},
                                   {"aggregated_p95_latency_ms", max_p95},
                                   {"total_ranks", clients.size()},
@@ -329,7 +336,9 @@ Json merge_client_results(const std::vector<ClientResult>& clients, const std::s
                                   {"partial_failure", partial}};
     k["clients"] = sections;
     k["stop"] = stop;
-    k["cache"] = {{"failed_writes", cs.failed_writes}, {"failed_reads", cs.failed_reads}, {"gather_fallbacks", cs.gather_fallbacks}};
+    k["cache"] = {{"failed_writes", cs.failed_writes},
+                  {"failed_reads", cs.failed_reads},
+                  {"gather_fallbacks", cs.gather_fallbacks}};
     if (!cs.first_error.empty()) k["cache"]["first_error"] = cs.first_error;
     k["requests"] = requests;
     if (first_doc && first_doc->contains("kvio")) {

@@ -67,9 +67,8 @@ nlohmann::ordered_json summary_head_json(const RequestTotals& t, double elapsed_
 
 nlohmann::ordered_json multi_turn_json(const RequestTotals& t) {
     uint64_t n = t.mt_hits + t.mt_misses;
-    return {{"cache_hits", t.mt_hits},
-            {"cache_misses", t.mt_misses},
-            {"hit_rate", double(t.mt_hits) / double(n ? n : 1)}};
+    return {
+        {"cache_hits", t.mt_hits}, {"cache_misses", t.mt_misses}, {"hit_rate", double(t.mt_hits) / double(n ? n : 1)}};
 }
 
 nlohmann::ordered_json RunMetrics::top_level_json(std::optional<int64_t> seed) const {
@@ -90,8 +89,8 @@ nlohmann::ordered_json RunMetrics::multi_turn_json() const {
 nlohmann::ordered_json RunMetrics::requests_json() const {
     std::lock_guard lk(mu_);
     nlohmann::ordered_json user = nlohmann::ordered_json::array(), qos = user, phase = user, turn = user, rag = user,
-                           ctx = user, gen = user, reads = user, dreads = user, writes = user, failed = user,
-                           br = user, bw = user;
+                           ctx = user, gen = user, reads = user, dreads = user, writes = user, failed = user, br = user,
+                           bw = user;
     for (const Row& r : rows_) {
         user.push_back(r.user_id);
         qos.push_back(qos_name(r.qos));
@@ -107,9 +106,10 @@ nlohmann::ordered_json RunMetrics::requests_json() const {
         br.push_back(r.bytes_read);
         bw.push_back(r.bytes_written);
     }
-    return {{"user_id", user},         {"qos", qos},           {"phase", phase},     {"turn", turn},
-            {"is_rag", rag},           {"context_tokens", ctx}, {"generate_tokens", gen}, {"reads", reads},
-            {"decode_reads", dreads},  {"writes", writes},     {"failed_ops", failed}, {"bytes_read", br},
+    return {{"user_id", user},        {"qos", qos},           {"phase", phase},
+            {"turn", turn},           {"is_rag", rag},        {"context_tokens", ctx},
+            {"generate_tokens", gen}, {"reads", reads},       {"decode_reads", dreads},
+            {"writes", writes},       {"failed_ops", failed}, {"bytes_read", br},
             {"bytes_written", bw}};
 }
 

@@ -16,17 +16,17 @@ namespace kvio::serving {
 /// One completed request, as the worker measured it. Latencies in seconds (CLOCK_MONOTONIC).
 struct RequestRecord {
     const InferenceRequest* request = nullptr;
-    double e2e_s = 0;          ///< L1: creation → after the generation sleep
-    double storage_s = 0;      ///< L2: Σ timing.total of every read/write the request issued
-    double generation_s = 0;   ///< the simulated generation sleep
-    bool cut = false;          ///< one of its cache ops was cut by the stop: the request is abandoned, not recorded
+    double e2e_s = 0;         ///< L1: creation → after the generation sleep
+    double storage_s = 0;     ///< L2: Σ timing.total of every read/write the request issued
+    double generation_s = 0;  ///< the simulated generation sleep
+    bool cut = false;         ///< one of its cache ops was cut by the stop: the request is abandoned, not recorded
     std::optional<double> prefill_s;  ///< step-3 write latency (0 when the key existed); unset when not written
     std::optional<double> decode_s;   ///< probe + batched decode reads; unset when the request has no decode step
     uint64_t multi_turn_hits = 0, multi_turn_misses = 0;
     // kvio's per-request accounting (kvio.requests)
-    uint32_t reads = 0, writes = 0;        ///< cache reads that hit / writes that succeeded
-    uint32_t decode_reads = 0;             ///< probe + batched reads that hit
-    uint32_t failed_ops = 0;               ///< writes or reads that failed (counted, the request still completes)
+    uint32_t reads = 0, writes = 0;  ///< cache reads that hit / writes that succeeded
+    uint32_t decode_reads = 0;       ///< probe + batched reads that hit
+    uint32_t failed_ops = 0;         ///< writes or reads that failed (counted, the request still completes)
     uint64_t bytes_read = 0, bytes_written = 0;
 };
 

@@ -83,8 +83,7 @@ double auto_capacity_gib(std::string dir) {
 
 void write_byte(int fd) {
     char b = 'r';
-    while (::write(fd, &b, 1) < 0 && errno == EINTR) {
-    }
+    while (::write(fd, &b, 1) < 0 && errno == EINTR) {}
 }
 
 /// A client process: runs its simulation and returns its exit code. `ready` and `go` are the barrier's pipe ends.
@@ -98,8 +97,7 @@ int client_main(const SimConfig& c, int rank, int ready, int go, std::ostream* p
         ready = -1;
         char b;
         ssize_t n;
-        while ((n = ::read(go, &b, 1)) < 0 && errno == EINTR) {
-        }
+        while ((n = ::read(go, &b, 1)) < 0 && errno == EINTR) {}
         ::close(go);
         go = -1;
     };
@@ -118,8 +116,10 @@ ClientResult collect(const SimConfig& c, int rank, int status) {
     r.rank = rank;
     r.host = host_name();
     r.output_path = client_output_path(c.output, rank);
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    else r.exit_code = 1;
+    if (WIFEXITED(status))
+        r.exit_code = WEXITSTATUS(status);
+    else
+        r.exit_code = 1;
     if (WIFSIGNALED(status)) {
         r.error = std::string("killed by signal ") + strsignal(WTERMSIG(status));
         return r;
@@ -141,7 +141,8 @@ ClientResult collect(const SimConfig& c, int rank, int status) {
 
 SimConfig client_config(const SimConfig& c, int rank) {
     SimConfig r = c;
-    if (!c.cache_dir.empty()) r.cache_dir = (std::filesystem::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
+    if (!c.cache_dir.empty())
+        r.cache_dir = (std::filesystem::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
     if (c.seed) r.seed = *c.seed + rank;
     r.output = client_output_path(c.output, rank);
     r.quiet = true;
@@ -178,8 +179,10 @@ std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json
         if (!f) throw Error("simulate: writing " + path + " failed: " + std::strerror(errno));
     }
     if (!console) return path;
-    if (merged.contains("summary")) print_report(*console, merged);
-    else *console << "No requests completed by any client.\n";
+    if (merged.contains("summary"))
+        print_report(*console, merged);
+    else
+        *console << "No requests completed by any client.\n";
     const auto& k = merged["kvio"];
     const auto& a = k["mlcommons_aggregation"];
     *console << "MERGED FROM " << k["merged"]["clients"] << " CLIENTS (" << k["merged"]["launcher"].get<std::string>()
@@ -263,7 +266,9 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
         auto last_forward = std::chrono::steady_clock::now() - std::chrono::seconds(1);
         while (alive > 0) {
             if (!released) {
-                struct pollfd p {ready[0], POLLIN, 0};
+                struct pollfd p {
+                    ready[0], POLLIN, 0
+                };
                 if (::poll(&p, 1, 50) > 0) {
                     char buf[64];
                     ssize_t got = ::read(ready[0], buf, sizeof buf);

@@ -14,8 +14,8 @@ namespace kvio::serving {
 /// One of the benchmark's three system prompts as a request sees it.
 struct SystemPrompt {
     std::string text;
-    int64_t tokens = 0;   ///< the prompt's word count (5, 9 or 6): subtracted from the request's context
-    std::string key;      ///< "kv_system_<16 hex>"
+    int64_t tokens = 0;  ///< the prompt's word count (5, 9 or 6): subtracted from the request's context
+    std::string key;     ///< "kv_system_<16 hex>"
 };
 
 /// The three prompts in the benchmark's order.
@@ -30,8 +30,7 @@ std::string system_prompt_key(const std::string& text, int64_t words);
 /// Per-run prefix statistics (summary.prefix_cache_stats) and the detection draw. Thread-safe.
 class PrefixCacheManager {
 public:
-    PrefixCacheManager(double hit_probability, uint64_t bytes_per_token)
-        : p_(hit_probability), bpt_(bytes_per_token) {}
+    PrefixCacheManager(double hit_probability, uint64_t bytes_per_token) : p_(hit_probability), bpt_(bytes_per_token) {}
     /// detect_system_prompt: with probability p (rng.random() < p) one prompt chosen uniformly (prefix_hits,
     /// system_prompt_reuse, bytes_saved += tokens × bytes_per_token), else none (prefix_misses).
     std::optional<SystemPrompt> detect(PyRandom& rng);

@@ -100,9 +100,7 @@ uint64_t PyRandom::randbelow(uint64_t n) {
     return r;
 }
 
-int64_t PyRandom::randint(int64_t a, int64_t b) {
-    return a + int64_t(randbelow(uint64_t(b - a) + 1));
-}
+int64_t PyRandom::randint(int64_t a, int64_t b) { return a + int64_t(randbelow(uint64_t(b - a) + 1)); }
 
 double PyRandom::uniform(double a, double b) { return a + (b - a) * random(); }
 

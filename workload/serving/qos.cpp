@@ -35,14 +35,18 @@ nlohmann::ordered_json QosMonitor::to_json() const {
         double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size());
         double compliance = 1.0 - double(violations_[int(q)]) / double(ms.size());
         double p95 = percentile_sorted(ms, 95);
-        out[qos_name(q)] = {
-            {"total_requests", ms.size()},
-            {"latency_ms",
-             {{"mean", mean}, {"p50", percentile_sorted(ms, 50)}, {"p95", p95}, {"p99", percentile_sorted(ms, 99)},
-              {"max", ms.back()}}},
-            {"sla",
-             {{"target_p95_ms", target_p95_ms(profiles_, q)}, {"actual_p95_ms", p95}, {"compliance", compliance},
-              {"met", compliance >= 0.95}}}};
+        out[qos_name(q)] = {{"total_requests", ms.size()},
+                            {"latency_ms",
+                             {{"mean", mean},
+                              {"p50", percentile_sorted(ms, 50)},
+                              {"p95", p95},
+                              {"p99", percentile_sorted(ms, 99)},
+                              {"max", ms.back()}}},
+                            {"sla",
+                             {{"target_p95_ms", target_p95_ms(profiles_, q)},
+                              {"actual_p95_ms", p95},
+                              {"compliance", compliance},
+                              {"met", compliance >= 0.95}}}};
     }
     return out;
 }

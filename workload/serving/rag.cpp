@@ -77,7 +77,9 @@ size_t RagDocumentManager::document_count() const {
 
 nlohmann::ordered_json RagDocumentManager::stats_json() const {
     std::lock_guard lk(mu_);
-    return {{"documents", docs_.size()}, {"chunks", chunks_}, {"chunk_tokens", chunk_tokens_},
+    return {{"documents", docs_.size()},
+            {"chunks", chunks_},
+            {"chunk_tokens", chunk_tokens_},
             {"chunk_write_failures", failures_}};
 }
 

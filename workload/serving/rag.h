@@ -16,7 +16,7 @@
 namespace kvio::serving {
 
 struct RagChunk {
-    std::string key;     ///< "rag_<doc_id>_chunk_<i>"
+    std::string key;  ///< "rag_<doc_id>_chunk_<i>"
     int64_t tokens = 0;
 };
 

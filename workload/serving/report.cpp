@@ -33,8 +33,8 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
     os << kRule << "INTEGRATED MULTI-USER KV CACHE BENCHMARK - MLPerf Edition (kvio simulate)\n" << kRule;
     os << "Model: " << c.model << " (" << model.num_layers << " layers, " << bytes_per_token << " bytes/token)\n";
     os << "Users: " << c.num_users << ", workers: " << std::min<int64_t>(c.num_users, 500) << "\n";
-    os << "Duration: " << c.duration << " s" << (c.max_requests ? ", max requests " + std::to_string(c.max_requests) : "")
-       << "\n";
+    os << "Duration: " << c.duration << " s"
+       << (c.max_requests ? ", max requests " + std::to_string(c.max_requests) : "") << "\n";
     os << "GPU Memory: " << c.gpu_mem_gb << " GiB x " << c.num_gpus << " -> " << cache.gpu_tier_description() << "\n";
     os << "CPU Memory: " << c.cpu_mem_gb << " GiB\n";
     os << "Storage: " << cache.storage_description() << "\n";
@@ -43,16 +43,19 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
        << (c.disable_prefix_caching ? "off" : "on") << ", RAG " << (c.enable_rag ? "on" : "off")
        << (c.prefill_only ? ", prefill-only" : "") << (c.decode_only ? ", decode-only" : "")
        << (c.precondition ? ", precondition" : "")
-       << (c.enable_autoscaling ? ", autoscaling " + c.autoscaler_mode + " every " + fmt("%g", c.autoscaler_interval_s) + " s"
-                                : "")
+       << (c.enable_autoscaling
+               ? ", autoscaling " + c.autoscaler_mode + " every " + fmt("%g", c.autoscaler_interval_s) + " s"
+               : "")
        << "\n";
     if (!c.dataset_path.empty())
         os << "Arrivals: ShareGPT " << c.dataset_path << " (first " << c.max_conversations << " conversations, "
            << (c.request_rate > 0 ? std::to_string(c.request_rate) + " req/s" : std::string("unpaced")) << ", "
-           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration")) << ")\n";
+           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration"))
+           << ")\n";
     else if (c.use_burst_trace)
         os << "Arrivals: BurstGPT " << c.burst_trace_path << " (speedup " << c.trace_speedup << ", "
-           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration")) << ")\n";
+           << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration"))
+           << ")\n";
     os << "Seed: " << seed_used << (c.seed ? "" : " (random: no --seed)") << "\n";
     os << "IMPORTANT: All storage latencies are per KV cache BLOCK (one whole entry per read or write).\n";
     std::string table = users_summary(users);
@@ -72,9 +75,12 @@ std::string stop_note(const nlohmann::ordered_json& r) {
     for (const auto* st : stops) {
         const int sig = st->value("signal", 0);
         if (sig <= 0) continue;
-        std::string note = "Stopped by signal " + std::to_string(sig) + " after " + fmt("%.1f", num(*st, "stop_requested_at_s")) + " s";
-        const auto flags = k->value("config", nlohmann::ordered_json::object()).value("flags", nlohmann::ordered_json::object());
-        if (auto d = flags.find("duration"); d != flags.end() && d->is_number()) note += " of " + fmt("%.0f", d->get<double>()) + " s";
+        std::string note = "Stopped by signal " + std::to_string(sig) + " after " +
+                           fmt("%.1f", num(*st, "stop_requested_at_s")) + " s";
+        const auto flags =
+            k->value("config", nlohmann::ordered_json::object()).value("flags", nlohmann::ordered_json::object());
+        if (auto d = flags.find("duration"); d != flags.end() && d->is_number())
+            note += " of " + fmt("%.0f", d->get<double>()) + " s";
         return note + ": figures cover the part that ran\n";
     }
     return "";
@@ -107,12 +113,13 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
 
     const auto& cs = s.at("cache_stats");
     os << kRule << "CACHE STATISTICS\n" << kRule;
-    os << "Cache hit rate: " << fmt("%.1f", 100 * num(cs, "cache_hit_rate")) << " % ("
-       << cs.value("cache_hits", 0) << " hits, " << cs.value("cache_misses", 0) << " misses)\n";
+    os << "Cache hit rate: " << fmt("%.1f", 100 * num(cs, "cache_hit_rate")) << " % (" << cs.value("cache_hits", 0)
+       << " hits, " << cs.value("cache_misses", 0) << " misses)\n";
     os << "Entries: GPU " << cs.value("gpu_entries", 0) << ", CPU " << cs.value("cpu_entries", 0) << ", storage "
        << cs.value("storage_entries", 0) << "\n";
-    os << "Read: " << fmt("%.2f", num(cs, "total_read_gb")) << " GiB, written: " << fmt("%.2f", num(cs, "total_write_gb"))
-       << " GiB, R/W ratio " << fmt("%.2f", num(cs, "read_write_ratio")) << "\n";
+    os << "Read: " << fmt("%.2f", num(cs, "total_read_gb"))
+       << " GiB, written: " << fmt("%.2f", num(cs, "total_write_gb")) << " GiB, R/W ratio "
+       << fmt("%.2f", num(cs, "read_write_ratio")) << "\n";
     os << "  (per tier: direct ops and demotions; the totals above count direct ops only)\n";
     for (const char* t : {"gpu", "cpu", "storage"}) {
         std::string n = t;
@@ -128,11 +135,13 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
         const auto& kc = r["kvio"]["cache"];
         uint64_t fw = kc.value("failed_writes", uint64_t(0)), fr = kc.value("failed_reads", uint64_t(0));
         if (fw || fr)
-            os << "WARNING: " << fw << " writes and " << fr << " reads failed (not counted as done); first error: "
-               << kc.value("first_error", std::string("?")) << "\n";
+            os << "WARNING: " << fw << " writes and " << fr
+               << " reads failed (not counted as done); first error: " << kc.value("first_error", std::string("?"))
+               << "\n";
         if (const uint64_t g = kc.value("gather_fallbacks", uint64_t(0)))
             os << "NOTE: " << g << " storage write chunks took the slower gather path (iovecs per 4 KiB block): all "
-               << (kc.contains("noise_pool_copies") ? std::to_string(kc.value("noise_pool_copies", uint64_t(0))) + " " : "")
+               << (kc.contains("noise_pool_copies") ? std::to_string(kc.value("noise_pool_copies", uint64_t(0))) + " "
+                                                    : "")
                << "noise-pool copies were in use\n";
     }
     const auto& mt = s.at("multi_turn_stats");
@@ -161,8 +170,8 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
                 os << "  " << (c.value("passed", false) ? "PASS" : "FAIL") << "  " << format_criterion(c)
                    << (c.contains("basis") ? " [" + c.value("basis", std::string()) + "]" : std::string()) << "\n";
     }
-    os << "(The MLCommons maintainers say these criteria are not part of the benchmark, #624.)\n" << kRule
-       << std::flush;
+    os << "(The MLCommons maintainers say these criteria are not part of the benchmark, #624.)\n"
+       << kRule << std::flush;
 }
 
 std::string format_criterion(const nlohmann::ordered_json& c) {
@@ -172,8 +181,10 @@ std::string format_criterion(const nlohmann::ordered_json& c) {
         const auto& v = c[key];
         if (!v.is_number()) return v.is_string() ? v.get<std::string>() : v.dump();
         char b[64];
-        if (unit == "ratio") std::snprintf(b, sizeof b, "%.1f%%", v.get<double>() * 100);
-        else std::snprintf(b, sizeof b, "%.2f%s", v.get<double>(), unit.c_str());
+        if (unit == "ratio")
+            std::snprintf(b, sizeof b, "%.1f%%", v.get<double>() * 100);
+        else
+            std::snprintf(b, sizeof b, "%.2f%s", v.get<double>(), unit.c_str());
         return std::string(b);
     };
     return c.value("name", std::string()) + ": " + text("actual") + " (target: " + text("target") + ")";

@@ -45,8 +45,10 @@ struct CharIter {
     reference operator*() const { return s->buf[s->pos]; }
     CharIter& operator++() {
         const char c = s->buf[s->pos++];
-        if (c == '\n') ++s->line;
-        else if (c != ' ' && c != '\t' && c != '\r') s->token_line = s->line;
+        if (c == '\n')
+            ++s->line;
+        else if (c != ' ' && c != '\t' && c != '\r')
+            s->token_line = s->line;
         return *this;
     }
     CharIter operator++(int) {
@@ -114,13 +116,16 @@ private:
     bool scalar(const char* kind, const std::string* text, bool is_int = false, bool is_string = false) {
         if (stack_.empty()) fail(std::string("the top level is ") + kind + ", not a list of conversations");
         switch (top()) {
-            case Frame::List: fail(std::string("expected a conversation object, got ") + kind);
+            case Frame::List:
+                fail(std::string("expected a conversation object, got ") + kind);
             case Frame::Turns:
-                fail("field 'conversations': turn " + std::to_string(turns_.size() + 1) + ": expected an object, got " + kind);
+                fail("field 'conversations': turn " + std::to_string(turns_.size() + 1) + ": expected an object, got " +
+                     kind);
             case Frame::Conv:
                 if (key_ == "conversations") fail(std::string("field 'conversations': expected a list, got ") + kind);
                 if (key_ == "id") {
-                    if (!is_string && !is_int) fail(std::string("field 'id': expected a string or an integer, got ") + kind);
+                    if (!is_string && !is_int)
+                        fail(std::string("field 'id': expected a string or an integer, got ") + kind);
                     conv_.id = *text;
                 }
                 return true;
@@ -136,7 +141,8 @@ private:
                     }
                 }
                 return true;
-            case Frame::Skip: return true;
+            case Frame::Skip:
+                return true;
         }
         return true;
     }
@@ -170,7 +176,8 @@ private:
                 return true;
             case Frame::Turns:
                 if (!object)
-                    fail("field 'conversations': turn " + std::to_string(turns_.size() + 1) + ": expected an object, got a list");
+                    fail("field 'conversations': turn " + std::to_string(turns_.size() + 1) +
+                         ": expected an object, got a list");
                 has_from_ = has_value_ = false;
                 turn_line_ = in_.token_line;
                 stack_.push_back(Frame::Turn);
@@ -179,7 +186,9 @@ private:
                 if (key_ == "from" || key_ == "value") fail("field '" + key_ + "': expected a string, got " + kind);
                 stack_.push_back(Frame::Skip);
                 return true;
-            case Frame::Skip: stack_.push_back(Frame::Skip); return true;
+            case Frame::Skip:
+                stack_.push_back(Frame::Skip);
+                return true;
         }
         return true;
     }
@@ -268,8 +277,8 @@ ShareGptDataset load_sharegpt(const std::string& path, int64_t max_conversations
     if (!ok && !h.stopped_early()) throw Error(path + ": not valid JSON");
     if (!h.saw_top()) throw Error(path + ": empty file (expected a JSON list of conversations)");
     if (ds.conversations.empty())
-        throw Error(path + ": no conversation with a human → gpt turn pair in the first " + std::to_string(ds.elements_read) +
-                    " elements (nothing to replay)");
+        throw Error(path + ": no conversation with a human → gpt turn pair in the first " +
+                    std::to_string(ds.elements_read) + " elements (nothing to replay)");
     return ds;
 }
 

@@ -16,7 +16,7 @@ struct ShareGptTurn {
 };
 
 struct ShareGptConversation {
-    std::string id;               ///< `id`, or "conv_<index>" without one
+    std::string id;  ///< `id`, or "conv_<index>" without one
     std::vector<ShareGptTurn> turns;
 };
 
@@ -30,10 +30,10 @@ struct ShareGptLimits {
 
 struct ShareGptDataset {
     std::vector<ShareGptConversation> conversations;  ///< those with at least one human → gpt pair
-    uint64_t elements_read = 0;        ///< list elements read (at most max_conversations)
-    uint64_t without_pairs = 0;        ///< elements read that had no human → gpt pair (not replayed)
-    uint64_t pairs_skipped = 0;        ///< (turns[i], turns[i + 1]) pairs that were not human then gpt
-    uint64_t turns = 0;                ///< pairs kept
+    uint64_t elements_read = 0;                       ///< list elements read (at most max_conversations)
+    uint64_t without_pairs = 0;                       ///< elements read that had no human → gpt pair (not replayed)
+    uint64_t pairs_skipped = 0;                       ///< (turns[i], turns[i + 1]) pairs that were not human then gpt
+    uint64_t turns = 0;                               ///< pairs kept
 };
 
 /// Streams `path` (nlohmann_json SAX: constant memory, stops after `max_conversations` list elements). Strict:

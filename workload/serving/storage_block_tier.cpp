@@ -26,7 +26,9 @@ constexpr uint64_t kReserved = 1 << 20;  // first MiB left alone (partition tabl
 class BlockTier final : public StorageTier {
 public:
     explicit BlockTier(const StorageOptions& o)
-        : path_(o.path), engine_(o.io == "io_uring" ? "io_uring" : "posix"), target_(workload::inspect_target(o.path)),
+        : path_(o.path),
+          engine_(o.io == "io_uring" ? "io_uring" : "posix"),
+          target_(workload::inspect_target(o.path)),
           alloc_(kReserved, target_.capacity_bytes, kAlign) {
         workload::check_device_safe(target_, o.force);
         refuse_read_only();
@@ -46,9 +48,12 @@ public:
     std::string description() const override {
         return path_ + " (raw block device, " + std::to_string(alloc_.capacity()) +
                " B in 1 MiB extents after the first MiB, 4 KiB header, O_DIRECT via the " + engine_ +
-               " engine, transfers <= " + std::to_string(pool_->max_io()) + " B, qd " + std::to_string(pool_->qd()) + ")";
+               " engine, transfers <= " + std::to_string(pool_->max_io()) + " B, qd " + std::to_string(pool_->qd()) +
+               ")";
     }
-    uint64_t footprint(uint64_t bytes) const override { return round_up(kDirectHeader + round_up(bytes, 4096), kAlign); }
+    uint64_t footprint(uint64_t bytes) const override {
+        return round_up(kDirectHeader + round_up(bytes, 4096), kAlign);
+    }
     uint64_t auto_capacity() const override { return alloc_.capacity(); }
 
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
@@ -65,8 +70,8 @@ public:
         try {
             auto lease = pool_->take();
             if (sem_) rec.trace_id = sem_->next_trace_id();
-            TransferResult r = pool_->run(*lease, fd_, true, where, total, npy_header(bytes, kDirectHeader), &data, bytes,
-                                          rec.trace_id);
+            TransferResult r = pool_->run(*lease, fd_, true, where, total, npy_header(bytes, kDirectHeader), &data,
+                                          bytes, rec.trace_id);
             t = {r.host + r.device, r.host, r.device};
             rec.transfers = r.transfers;
         } catch (...) {

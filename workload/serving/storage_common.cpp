@@ -36,8 +36,10 @@ uint64_t dir_auto_capacity(const std::string& dir) {
 std::vector<std::pair<uint64_t, uint64_t>> merge_adjacent(const std::vector<std::pair<uint64_t, uint64_t>>& e) {
     std::vector<std::pair<uint64_t, uint64_t>> out;
     for (const auto& x : e) {
-        if (!out.empty() && out.back().first + out.back().second == x.first) out.back().second += x.second;
-        else out.push_back(x);
+        if (!out.empty() && out.back().first + out.back().second == x.first)
+            out.back().second += x.second;
+        else
+            out.push_back(x);
     }
     return out;
 }

@@ -51,8 +51,10 @@ void writev_all(int fd, iovec* iov, size_t n, const std::string& path, SyscallCl
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) throw Error(errno_text("write", path));
         for (size_t left = size_t(w); left > 0;) {  // a short writev: skip what went out
-            if (left >= iov->iov_len) left -= iov->iov_len, ++iov, --n;
-            else iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left, iov->iov_len -= left, left = 0;
+            if (left >= iov->iov_len)
+                left -= iov->iov_len, ++iov, --n;
+            else
+                iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left, iov->iov_len -= left, left = 0;
         }
     }
 }
@@ -74,7 +76,8 @@ public:
     std::string name() const override { return "storage-buffered"; }
     std::string description() const override {
         std::string fs = target_ ? " on " + target_->fs_type + " (" + target_->dev.name + ")" : "";
-        return dir_ + fs + ": files <key>.npy, 128-byte .npy header, buffered writes + fsync, reads after fadvise DONTNEED";
+        return dir_ + fs +
+               ": files <key>.npy, 128-byte .npy header, buffered writes + fsync, reads after fadvise DONTNEED";
     }
     uint64_t footprint(uint64_t bytes) const override { return round_up(kNpyHeader + bytes, block_); }
     uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
@@ -100,7 +103,8 @@ public:
         try {
             std::string h = npy_header(bytes, kNpyHeader);
             write_all(fd, reinterpret_cast<const uint8_t*>(h.data()), h.size(), path, sc);
-            if (bytes > 0 && sc([&] { return ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)); }) != 0 &&
+            if (bytes > 0 &&
+                sc([&] { return ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)); }) != 0 &&
                 errno != EOPNOTSUPP)
                 throw Error(errno_text("fallocate", path));
             thread_local iovec iov[2 * kGatherBlocks];
@@ -233,6 +237,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StorageTier> make_buffered_dir_tier(const StorageOptions& o) { return std::make_unique<BufferedDirTier>(o); }
+std::unique_ptr<StorageTier> make_buffered_dir_tier(const StorageOptions& o) {
+    return std::make_unique<BufferedDirTier>(o);
+}
 
 }  // namespace kvio::serving

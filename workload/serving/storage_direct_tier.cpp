@@ -22,12 +22,14 @@ public:
         delete_npy_files(dir_);
         try {
             target_ = workload::inspect_target(dir_);
-        } catch (const Error&) {
-        }
-        uint64_t max_io = o.max_io_bytes ? o.max_io_bytes : target_ ? workload::default_max_io(*target_, false) : 128 * 1024;
+        } catch (const Error&) {}
+        uint64_t max_io = o.max_io_bytes ? o.max_io_bytes
+                          : target_      ? workload::default_max_io(*target_, false)
+                                         : 128 * 1024;
         if (max_io % 4096) throw Error("--max-io-bytes " + std::to_string(max_io) + " is not a multiple of 4096");
         pool_ = std::make_unique<EnginePool>(engine_, engine_ == "io_uring" ? o.qd : 1, max_io);
-        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, engine_, "files", false, kDirectHeader, pool_->max_io());
+        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, engine_, "files", false, kDirectHeader,
+                                 pool_->max_io());
     }
     ~DirectDirTier() override {
         if (sem_) sem_->close();
@@ -35,10 +37,12 @@ public:
     std::string name() const override { return "storage-" + std::string(engine_ == "posix" ? "direct" : "io_uring"); }
     std::string description() const override {
         std::string fs = target_ ? " on " + target_->fs_type + " (" + target_->dev.name + ")" : "";
-        return dir_ + fs + ": files <key>.npy, 4 KiB .npy header, O_DIRECT via the " + engine_ + " engine, transfers <= " +
-               std::to_string(pool_->max_io()) + " B, qd " + std::to_string(pool_->qd());
+        return dir_ + fs + ": files <key>.npy, 4 KiB .npy header, O_DIRECT via the " + engine_ +
+               " engine, transfers <= " + std::to_string(pool_->max_io()) + " B, qd " + std::to_string(pool_->qd());
     }
-    uint64_t footprint(uint64_t bytes) const override { return round_up(kDirectHeader + round_up(bytes, 4096), block_); }
+    uint64_t footprint(uint64_t bytes) const override {
+        return round_up(kDirectHeader + round_up(bytes, 4096), block_);
+    }
     uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
 
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
@@ -51,7 +55,8 @@ public:
         int fd = lease->engine->open(path, workload::OpenFor::Store, true);
         OpTiming t;
         try {
-            if (::fallocate(fd, 0, 0, off_t(total)) != 0 && errno != EOPNOTSUPP) throw Error(errno_text("fallocate", path));
+            if (::fallocate(fd, 0, 0, off_t(total)) != 0 && errno != EOPNOTSUPP)
+                throw Error(errno_text("fallocate", path));
             t = transfer(*lease, fd, 0, rec, npy_header(bytes, kDirectHeader), &data, t0, path);
         } catch (...) {
             lease->engine->close(fd);
@@ -94,8 +99,8 @@ private:
                       const EntryData* data, double t0, const std::string& path) {
         if (sem_) rec.trace_id = sem_->next_trace_id();
         double t1 = now_s();
-        TransferResult r = pool_->run(s, fd, rec.store, {{off, rec.bytes}}, rec.bytes, header, data, rec.payload_bytes,
-                                      rec.trace_id);
+        TransferResult r =
+            pool_->run(s, fd, rec.store, {{off, rec.bytes}}, rec.bytes, header, data, rec.payload_bytes, rec.trace_id);
         rec.transfers = r.transfers;
         rec.ts = workload::monotonic_ns();
         if (sem_) record(rec, fd, path);
@@ -108,7 +113,8 @@ private:
 
     void record(StorageOpRecord& rec, int fd, const std::string& path) {
         try {
-            rec.extents = merge_adjacent(workload::device_extents(*target_, fd, kDirectHeader - rec.header_bytes, rec.bytes, path));
+            rec.extents = merge_adjacent(
+                workload::device_extents(*target_, fd, kDirectHeader - rec.header_bytes, rec.bytes, path));
         } catch (const Error& e) {
             rec.error = e.what();
         }
@@ -124,6 +130,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StorageTier> make_direct_dir_tier(const StorageOptions& o) { return std::make_unique<DirectDirTier>(o); }
+std::unique_ptr<StorageTier> make_direct_dir_tier(const StorageOptions& o) {
+    return std::make_unique<DirectDirTier>(o);
+}
 
 }  // namespace kvio::serving

@@ -70,8 +70,10 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
     while ((pos < total && error.empty()) || !inflight.empty()) {
         double q0 = now_s(), g0 = gen;
         while (pos < total && error.empty() && !free_bufs.empty() && inflight.size() < qd_) {
-            while (piece < where.size() && pos >= piece_start + where[piece].second) piece_start += where[piece++].second;
-            if (piece == where.size()) throw Error("storage op: " + std::to_string(total) + " bytes exceed their extents");
+            while (piece < where.size() && pos >= piece_start + where[piece].second)
+                piece_start += where[piece++].second;
+            if (piece == where.size())
+                throw Error("storage op: " + std::to_string(total) + " bytes exceed their extents");
             uint64_t piece_left = piece_start + where[piece].second - pos;
             uint32_t len = pos < hdr ? uint32_t(hdr) : uint32_t(std::min({max_io_, total - pos, piece_left}));
             uint16_t b = free_bufs.back();
@@ -113,10 +115,13 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
         for (const auto& c : comps) {
             auto it = inflight.find(c.user_data);
             if (it == inflight.end()) throw Error("engine returned an unknown completion");
-            if (c.res < 0 && error.empty()) error = std::strerror(int(-c.res));
+            if (c.res < 0 && error.empty())
+                error = std::strerror(int(-c.res));
             else if (c.res >= 0 && uint64_t(c.res) != it->second.len && error.empty())
-                error = "short transfer (" + std::to_string(c.res) + " of " + std::to_string(it->second.len) + " bytes)";
-            else r.bytes += it->second.len;
+                error =
+                    "short transfer (" + std::to_string(c.res) + " of " + std::to_string(it->second.len) + " bytes)";
+            else
+                r.bytes += it->second.len;
             free_bufs.push_back(it->second.buf);
             inflight.erase(it);
         }

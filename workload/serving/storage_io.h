@@ -19,8 +19,8 @@ inline constexpr uint64_t kDirectHeader = 4096;
 
 /// What moving one entry took. Seconds (CLOCK_MONOTONIC); generation of the data is not in them.
 struct TransferResult {
-    double host = 0;     ///< submitting transfers (io_uring queue + submit)
-    double device = 0;   ///< waiting for completions (posix: the pread/pwrite calls themselves)
+    double host = 0;    ///< submitting transfers (io_uring queue + submit)
+    double device = 0;  ///< waiting for completions (posix: the pread/pwrite calls themselves)
     uint32_t transfers = 0;
     uint64_t bytes = 0;
 };
@@ -60,8 +60,9 @@ public:
     /// `payload`, zero after (writes). `where` maps the stream onto target offsets as consecutive
     /// {offset, len} pieces (a transfer never crosses a piece). Throws kvio::Error on a failed or short
     /// transfer.
-    TransferResult run(Slot& s, int fd, bool write, const std::vector<std::pair<uint64_t, uint64_t>>& where, uint64_t total,
-                       const std::string& header, const EntryData* data, uint64_t payload, uint32_t trace_id);
+    TransferResult run(Slot& s, int fd, bool write, const std::vector<std::pair<uint64_t, uint64_t>>& where,
+                       uint64_t total, const std::string& header, const EntryData* data, uint64_t payload,
+                       uint32_t trace_id);
 
 private:
     void give(std::unique_ptr<Slot> s);

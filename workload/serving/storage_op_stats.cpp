@@ -40,17 +40,26 @@ nlohmann::ordered_json overhead_json(const std::vector<StorageOpSample>& ops, bo
         sum_sys += o.syscall_s, sum_over += ov;
         if (o.syscall_s > 0) ratio.push_back(ov / o.syscall_s);
     }
-    auto ms = [](const std::vector<double>& v) { return v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(percentile(v, 50) * 1e3); };
+    auto ms = [](const std::vector<double>& v) {
+        return v.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(percentile(v, 50) * 1e3);
+    };
     nlohmann::ordered_json r = nullptr;
     if (!ratio.empty())
-        r = {{"p50", percentile(ratio, 50)}, {"p95", percentile(ratio, 95)}, {"total", sum_sys > 0 ? sum_over / sum_sys : 0.0}};
-    return {{"ops", n},          {"measured_ops", sys.size()}, {"syscall_ms", ms(sys)}, {"overhead_ms", ms(over)},
-            {"generation_ms", ms(gen)}, {"overhead_over_syscall", r}};
+        r = {{"p50", percentile(ratio, 50)},
+             {"p95", percentile(ratio, 95)},
+             {"total", sum_sys > 0 ? sum_over / sum_sys : 0.0}};
+    return {{"ops", n},
+            {"measured_ops", sys.size()},
+            {"syscall_ms", ms(sys)},
+            {"overhead_ms", ms(over)},
+            {"generation_ms", ms(gen)},
+            {"overhead_over_syscall", r}};
 }
 
 }  // namespace
 
-nlohmann::ordered_json storage_ops_json(const std::vector<StorageOpSample>& ops, double elapsed_s, uint64_t large_bytes) {
+nlohmann::ordered_json storage_ops_json(const std::vector<StorageOpSample>& ops, double elapsed_s,
+                                        uint64_t large_bytes) {
     double busy = 0;
     for (const auto& o : ops) busy += o.wall_s;
     nlohmann::ordered_json j;

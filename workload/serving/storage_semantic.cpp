@@ -4,9 +4,9 @@
 
 namespace kvio::serving {
 
-StorageSemanticLog::StorageSemanticLog(const std::string& path, const workload::TargetInfo& t, const std::string& engine,
-                                       const std::string& layout, bool buffered, uint64_t header_bytes,
-                                       uint64_t max_io_bytes, uint32_t qd)
+StorageSemanticLog::StorageSemanticLog(const std::string& path, const workload::TargetInfo& t,
+                                       const std::string& engine, const std::string& layout, bool buffered,
+                                       uint64_t header_bytes, uint64_t max_io_bytes, uint32_t qd)
     : out_(path), target_(t), engine_(engine) {
     out_.write({
         {"type", "meta"},

@@ -67,12 +67,12 @@ std::unique_ptr<TierBackend> make_null_tier();
 
 /// How the storage tier is built (SimConfig's cache_dir, storage_io, storage_qd, max_io_bytes, force).
 struct StorageOptions {
-    std::string path;              ///< a directory, or a raw block device
-    std::string io = "buffered";   ///< buffered | direct (posix engine, O_DIRECT) | io_uring (O_DIRECT)
-    uint32_t qd = 8;               ///< io_uring: transfers in flight per op
-    uint64_t max_io_bytes = 0;     ///< direct/io_uring transfer cap; 0 = default_max_io() of the device
-    bool force = false;            ///< block device: write even if its first MiB holds data
-    std::string semantic_path;     ///< kvio.semantic/1 record of every storage op ("" = none)
+    std::string path;             ///< a directory, or a raw block device
+    std::string io = "buffered";  ///< buffered | direct (posix engine, O_DIRECT) | io_uring (O_DIRECT)
+    uint32_t qd = 8;              ///< io_uring: transfers in flight per op
+    uint64_t max_io_bytes = 0;    ///< direct/io_uring transfer cap; 0 = default_max_io() of the device
+    bool force = false;           ///< block device: write even if its first MiB holds data
+    std::string semantic_path;    ///< kvio.semantic/1 record of every storage op ("" = none)
 };
 
 /// A storage backend: also says how much room an entry takes and how much the target has.

@@ -98,7 +98,8 @@ public:
     }
     nlohmann::ordered_json stats_json() const override {
         nlohmann::ordered_json files = nlohmann::ordered_json::array();
-        for (size_t i = 0; i < t_.files.size(); ++i) files.push_back({{"path", t_.files[i]}, {"rows", t_.rows_per_file[i]}});
+        for (size_t i = 0; i < t_.files.size(); ++i)
+            files.push_back({{"path", t_.files[i]}, {"rows", t_.rows_per_file[i]}});
         return {{"source", "burstgpt"},
                 {"files", files},
                 {"rows", t_.rows.size()},
@@ -133,8 +134,8 @@ ShareGptLimits sharegpt_limits(const SimConfig& c) {
 
 std::unique_ptr<TraceSource> make_trace_source(const SimConfig& c, uint64_t seed) {
     if (!c.dataset_path.empty())
-        return std::make_unique<ShareGptSource>(c, load_sharegpt(c.dataset_path, c.max_conversations, sharegpt_limits(c)),
-                                                seed);
+        return std::make_unique<ShareGptSource>(
+            c, load_sharegpt(c.dataset_path, c.max_conversations, sharegpt_limits(c)), seed);
     if (c.use_burst_trace) return std::make_unique<BurstGptSource>(c, load_burst_trace(c.burst_trace_path), seed);
     return nullptr;
 }

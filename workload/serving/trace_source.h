@@ -16,13 +16,15 @@ namespace kvio::serving {
 
 /// One request of the replay, before the orchestrator numbers and enqueues it.
 struct TraceArrival {
-    double delay_s = 0;           ///< wait before issuing it, s (BurstGPT: Δtimestamp / --trace-speedup; ShareGPT: 1 / --request-rate)
-    int64_t context_tokens = 1;   ///< ≥ 1
+    double delay_s =
+        0;  ///< wait before issuing it, s (BurstGPT: Δtimestamp / --trace-speedup; ShareGPT: 1 / --request-rate)
+    int64_t context_tokens = 1;  ///< ≥ 1
     int64_t generate_tokens = 0;
     QosClass qos = QosClass::Batch;  ///< drawn per request (15 / 35 / 50 %, qos_distribution)
-    std::string user_id;          ///< ShareGPT "dataset_user_<seq % num_users>", BurstGPT "trace_user_<row % 1000>"
+    std::string user_id;             ///< ShareGPT "dataset_user_<seq % num_users>", BurstGPT "trace_user_<row % 1000>"
     std::string request_id;
-    std::string cache_key;        ///< ShareGPT "<conv id>_turn_<n>" (with --disable-multi-turn: "<user>_req_<seq:06d>"); BurstGPT "<user>_req_<seq:04d>"
+    std::string cache_key;  ///< ShareGPT "<conv id>_turn_<n>" (with --disable-multi-turn: "<user>_req_<seq:06d>");
+                            ///< BurstGPT "<user>_req_<seq:04d>"
     int turn_number = 1;
 };
 

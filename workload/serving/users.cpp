@@ -11,18 +11,24 @@ namespace kvio::serving {
 
 const char* qos_name(QosClass q) {
     switch (q) {
-        case QosClass::Interactive: return "interactive";
-        case QosClass::Responsive: return "responsive";
-        case QosClass::Batch: return "batch";
+        case QosClass::Interactive:
+            return "interactive";
+        case QosClass::Responsive:
+            return "responsive";
+        case QosClass::Batch:
+            return "batch";
     }
     return "batch";
 }
 
 int qos_priority(QosClass q) {
     switch (q) {
-        case QosClass::Interactive: return 3;
-        case QosClass::Responsive: return 2;
-        case QosClass::Batch: return 1;
+        case QosClass::Interactive:
+            return 3;
+        case QosClass::Responsive:
+            return 2;
+        case QosClass::Batch:
+            return 1;
     }
     return 1;
 }

@@ -19,13 +19,13 @@ const char* qos_name(QosClass q);
 int qos_priority(QosClass q);
 
 struct UserProfile {
-    std::string user_id;         ///< "user_%04d"
-    std::string user_type;       ///< template name: chatbot | coding | document
+    std::string user_id;    ///< "user_%04d"
+    std::string user_type;  ///< template name: chatbot | coding | document
     QosClass qos = QosClass::Batch;
     double qos_draw = 0;         ///< the random() that chose the class (the spec's check column)
     int64_t context_length = 0;  ///< tokens
     int64_t generation_length = 0;
-    double think_time = 0;       ///< s
+    double think_time = 0;  ///< s
 };
 
 /// generate_mixed_users(n): for each user, in this call order: choice(templates), random() (< p_interactive:

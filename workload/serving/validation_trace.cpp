@@ -10,8 +10,10 @@ namespace kvio::serving {
 
 ValidationTrace load_validation_trace(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw Error("--validation-trace " + path + ": cannot open (the benchmark would silently use built-in "
-                         "statistics; kvio refuses)");
+    if (!in)
+        throw Error("--validation-trace " + path +
+                    ": cannot open (the benchmark would silently use built-in "
+                    "statistics; kvio refuses)");
     nlohmann::json doc;
     try {
         doc = nlohmann::json::parse(in);

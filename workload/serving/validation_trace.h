@@ -13,8 +13,8 @@ namespace kvio::serving {
 struct ValidationTrace {
     std::string path;
     uint64_t entries = 0, cache_hits = 0;
-    double cache_hit_rate = 0;               ///< cache_hits / entries
-    uint64_t read_bytes = 0, write_bytes = 0;  ///< Σ of the entries that have them
+    double cache_hit_rate = 0;                                   ///< cache_hits / entries
+    uint64_t read_bytes = 0, write_bytes = 0;                    ///< Σ of the entries that have them
     double mean_read_latency_ms = 0, mean_write_latency_ms = 0;  ///< over the entries that have them
 };
 

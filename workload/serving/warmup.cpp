@@ -13,12 +13,10 @@ namespace kvio::serving {
 
 namespace {
 
-constexpr int64_t kWarmupTokens = 2048;    // both warm-ups write 2048-token entries (spec §7.4, §7.5)
-constexpr uint64_t kStallFailures = 50;    // precondition: "> 50 consecutive failures" → stalled
+constexpr int64_t kWarmupTokens = 2048;  // both warm-ups write 2048-token entries (spec §7.4, §7.5)
+constexpr uint64_t kStallFailures = 50;  // precondition: "> 50 consecutive failures" → stalled
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 unsigned writer_threads(unsigned asked, unsigned fallback) {
     if (asked > 0) return asked;
@@ -29,9 +27,9 @@ unsigned writer_threads(unsigned asked, unsigned fallback) {
 /// Runs `threads` writers; each asks `next(seq)` for its next key (false: done), allocates it and reports the
 /// outcome to `done(ok)` (false: stop all writers). Progress about once a second, and at the end.
 WarmupResult run_writers(MultiTierCache& cache, unsigned threads, const char* what,
-                         const std::function<bool(uint64_t, std::string&)>& next,
-                         const std::function<bool(bool)>& done, const std::function<std::string()>& status,
-                         std::ostream* progress, const StopRequested& stop_requested) {
+                         const std::function<bool(uint64_t, std::string&)>& next, const std::function<bool(bool)>& done,
+                         const std::function<std::string()>& status, std::ostream* progress,
+                         const StopRequested& stop_requested) {
     WarmupResult r;
     r.threads = threads;
     const double t0 = now_s();
@@ -128,8 +126,7 @@ WarmupResult prepopulate(MultiTierCache& cache, uint64_t count, unsigned threads
         return "prepopulated " + std::to_string(written) + "/" + std::to_string(count) + " entries (" +
                std::to_string(failed) + " failed)";
     };
-    return run_writers(cache, writer_threads(threads, 16), "decode-only", next, done, status, progress,
-                       stop_requested);
+    return run_writers(cache, writer_threads(threads, 16), "decode-only", next, done, status, progress, stop_requested);
 }
 
 WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned threads, std::ostream* progress,
@@ -155,8 +152,8 @@ WarmupResult precondition(MultiTierCache& cache, uint64_t target_bytes, unsigned
         return !stalled;
     };
     auto status = [&] { return "wrote " + gib(written) + " of " + gib(target_bytes) + (stalled ? " (stalled)" : ""); };
-    WarmupResult r = run_writers(cache, writer_threads(threads, 4), "precondition", next, done, status, progress,
-                                 stop_requested);
+    WarmupResult r =
+        run_writers(cache, writer_threads(threads, 4), "precondition", next, done, status, progress, stop_requested);
     r.target_bytes = target_bytes;
     r.stalled = stalled;
     if (stalled && progress)

@@ -17,14 +17,14 @@ namespace kvio::serving {
 
 /// What a warm-up wrote.
 struct WarmupResult {
-    std::vector<std::string> keys;   ///< keys written successfully, by sequence number
-    uint64_t bytes_written = 0;      ///< Σ entry bytes of those keys (tokens × bytes/token / TP)
-    uint64_t failed = 0;             ///< allocations that failed (no tier took the entry, or the write failed)
-    bool stalled = false;            ///< precondition: more than 50 consecutive failures ended it early
-    double seconds = 0;              ///< wall time, CLOCK_MONOTONIC
+    std::vector<std::string> keys;  ///< keys written successfully, by sequence number
+    uint64_t bytes_written = 0;     ///< Σ entry bytes of those keys (tokens × bytes/token / TP)
+    uint64_t failed = 0;            ///< allocations that failed (no tier took the entry, or the write failed)
+    bool stalled = false;           ///< precondition: more than 50 consecutive failures ended it early
+    double seconds = 0;             ///< wall time, CLOCK_MONOTONIC
     unsigned threads = 0;
-    uint64_t target_bytes = 0;       ///< precondition: the byte target (0 for prepopulation)
-    bool stopped = false;            ///< `stop_requested` said stop (a signal) before the warm-up was done
+    uint64_t target_bytes = 0;  ///< precondition: the byte target (0 for prepopulation)
+    bool stopped = false;       ///< `stop_requested` said stop (a signal) before the warm-up was done
     /// kvio.prepopulation / kvio.precondition: {entries, bytes_written, failed, threads, seconds, stopped,
     /// [target_bytes, stalled]}.
     nlohmann::ordered_json to_json() const;

@@ -89,7 +89,8 @@ bool WaterfallPolicy::make_room(int t, uint64_t bytes, int depth, std::vector<Wa
     if (depth > opt_.max_depth) return false;
     TierState& ts = st_[t];
     uint64_t eff = effective(t);
-    uint64_t after = ts.claimed() - ts.leaving + fp(t, bytes);  // what the tier holds once the selected victims are gone
+    uint64_t after =
+        ts.claimed() - ts.leaving + fp(t, bytes);  // what the tier holds once the selected victims are gone
     if (after <= eff) return ts.leaving > 0;
     uint64_t need = after - eff, freed = 0;
     for (auto it = ts.lru.begin(); it != ts.lru.end() && freed < need; ++it) {

@@ -35,9 +35,9 @@ namespace kvio::serving {
 inline constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
 
 struct WaterfallOptions {
-    double target_ratio = 0.8;         ///< eviction.target_usage_ratio
-    double large_entry_ratio = 0.95;   ///< eviction.large_entry_limit_ratio
-    int max_depth = 10;                ///< eviction.max_recursion_depth
+    double target_ratio = 0.8;        ///< eviction.target_usage_ratio
+    double large_entry_ratio = 0.95;  ///< eviction.large_entry_limit_ratio
+    int max_depth = 10;               ///< eviction.max_recursion_depth
     /// Bytes an entry of `bytes` occupies in `tier` (what the limit counts): default the entry size; the cache
     /// adds the storage layout's header and block rounding so the limit holds on disk (du).
     std::function<uint64_t(int tier, uint64_t bytes)> footprint;
@@ -49,7 +49,7 @@ struct WaterfallOptions {
 struct WaterfallAction {
     enum class Kind { Demote, Delete } kind = Kind::Delete;
     std::string key;
-    int from = 0, to = -1;   ///< tier indexes (to = -1 for Delete)
+    int from = 0, to = -1;  ///< tier indexes (to = -1 for Delete)
     uint64_t bytes = 0;
 };
 
@@ -76,10 +76,10 @@ struct ReadGrant {
 /// Per-tier figures (bytes).
 struct TierUsage {
     uint64_t limit = 0;
-    uint64_t claimed = 0;    ///< resident + reserved
-    uint64_t resident = 0;   ///< committed entries, including those selected to leave
-    uint64_t reserved = 0;   ///< writes in progress (new entries and demotion destinations)
-    uint64_t entries = 0;    ///< committed entries
+    uint64_t claimed = 0;   ///< resident + reserved
+    uint64_t resident = 0;  ///< committed entries, including those selected to leave
+    uint64_t reserved = 0;  ///< writes in progress (new entries and demotion destinations)
+    uint64_t entries = 0;   ///< committed entries
 };
 
 class WaterfallPolicy {

@@ -78,9 +78,10 @@ std::vector<std::pair<std::string, J>> performance_metrics(const J& s) {
         {"Storage Throughput (tok/s)", nested(s, {"storage_throughput_tokens_per_sec"})},
         {"Requests/sec", nested(s, {"requests_per_second"})},
     };
-    const std::pair<const char*, const char*> pcts[] = {{"Mean", "mean"}, {"P50", "p50"},   {"P95", "p95"},
+    const std::pair<const char*, const char*> pcts[] = {{"Mean", "mean"}, {"P50", "p50"},    {"P95", "p95"},
                                                         {"P99", "p99"},   {"P99.9", "p999"}, {"P99.99", "p9999"}};
-    for (auto [label, key] : {std::pair{"E2E Latency", "end_to_end_latency_ms"}, {"Storage Latency", "storage_io_latency_ms"},
+    for (auto [label, key] : {std::pair{"E2E Latency", "end_to_end_latency_ms"},
+                              {"Storage Latency", "storage_io_latency_ms"},
                               {"Gen Latency", "generation_latency_ms"}}) {
         const bool gen = std::string(key) == "generation_latency_ms";  // the benchmark stops Gen at P99
         for (size_t i = 0; i < (gen ? 4u : 6u); ++i)
@@ -100,13 +101,17 @@ std::vector<std::pair<std::string, J>> performance_metrics(const J& s) {
     const std::pair<const char*, const char*> tiers[] = {{"GPU", "gpu"}, {"CPU", "cpu"}, {"Storage", "storage"}};
     for (const char* dir : {"Written", "Read"})
         for (auto [T, t] : tiers) {
-            const std::string key = std::string("tier_") + t + "_kv_bytes_" + (dir[0] == 'W' ? "written" : "read") + "_gb";
-            m.emplace_back(std::string("Tier ") + T + " KV Bytes " + dir + " (GiB)", nested(s, {"cache_stats", key.c_str()}));
+            const std::string key =
+                std::string("tier_") + t + "_kv_bytes_" + (dir[0] == 'W' ? "written" : "read") + "_gb";
+            m.emplace_back(std::string("Tier ") + T + " KV Bytes " + dir + " (GiB)",
+                           nested(s, {"cache_stats", key.c_str()}));
         }
     for (auto [T, t] : tiers)
         for (const char* op : {"Read", "Write"}) {
-            const std::string key = std::string("tier_") + t + "_" + (op[0] == 'R' ? "read" : "write") + "_bandwidth_gbps";
-            m.emplace_back(std::string("Tier ") + T + " " + op + " Bandwidth (GiB/s)", nested(s, {"cache_stats", key.c_str()}));
+            const std::string key =
+                std::string("tier_") + t + "_" + (op[0] == 'R' ? "read" : "write") + "_bandwidth_gbps";
+            m.emplace_back(std::string("Tier ") + T + " " + op + " Bandwidth (GiB/s)",
+                           nested(s, {"cache_stats", key.c_str()}));
         }
     for (auto [T, t] : tiers) {
         const std::string key = std::string(t) + "_entries";
@@ -156,7 +161,8 @@ double bucket_percentile(const J& buckets, uint64_t total, double pct) {
 void add_trace_sheets(const J& results, std::vector<Sheet>& out) {
     const J devices = nested(results, {"device_latency_tracing", "devices"});
     if (!devices.is_array()) return;
-    Sheet tr{"Device Tracing", {"Metric", "Description", "Samples", "P50", "P95", "P99", "Min Bucket", "Max Bucket"}, {}};
+    Sheet tr{
+        "Device Tracing", {"Metric", "Description", "Samples", "P50", "P95", "P99", "Min Bucket", "Max Bucket"}, {}};
     Sheet raw{"Trace Histograms", {"Histogram", "Bucket Low", "Bucket High", "Count"}, {}};
     for (const auto& d : devices) {
         const std::string prefix = devices.size() > 1 ? d.value("disk", std::string("?")) + " " : "";
@@ -167,10 +173,10 @@ void add_trace_sheets(const J& results, std::vector<Sheet>& out) {
             for (const auto& b : buckets) total += b[2].get<uint64_t>();
             if (total == 0) continue;
             const std::string label = prefix + h.label;
-            tr.rows.push_back({label, h.description, total, bucket_percentile(buckets, total, 50) / h.divisor,
-                               bucket_percentile(buckets, total, 95) / h.divisor,
-                               bucket_percentile(buckets, total, 99) / h.divisor, buckets.front()[0].get<double>() / h.divisor,
-                               buckets.back()[1].get<double>() / h.divisor});
+            tr.rows.push_back(
+                {label, h.description, total, bucket_percentile(buckets, total, 50) / h.divisor,
+                 bucket_percentile(buckets, total, 95) / h.divisor, bucket_percentile(buckets, total, 99) / h.divisor,
+                 buckets.front()[0].get<double>() / h.divisor, buckets.back()[1].get<double>() / h.divisor});
             for (const auto& b : buckets)
                 raw.rows.push_back({label, b[0].get<double>() / h.divisor, b[1].get<double>() / h.divisor, b[2]});
         }
@@ -208,15 +214,19 @@ void write_xlsx(const std::vector<Sheet>& sheets, const std::string& path) {
             workbook_close(wb);
             throw Error("--xlsx-output " + path + ": cannot add sheet '" + sh.name + "'");
         }
-        for (size_t c = 0; c < sh.columns.size(); ++c) check(worksheet_write_string(ws, 0, lxw_col_t(c), sh.columns[c].c_str(), bold));
+        for (size_t c = 0; c < sh.columns.size(); ++c)
+            check(worksheet_write_string(ws, 0, lxw_col_t(c), sh.columns[c].c_str(), bold));
         for (size_t r = 0; r < sh.rows.size(); ++r)
             for (size_t c = 0; c < sh.rows[r].size(); ++c) {
                 const J& v = sh.rows[r][c];
                 const auto row = lxw_row_t(r + 1);
                 const auto col = lxw_col_t(c);
-                if (v.is_boolean()) check(worksheet_write_boolean(ws, row, col, v.get<bool>(), nullptr));
-                else if (v.is_number()) check(worksheet_write_number(ws, row, col, v.get<double>(), nullptr));
-                else if (v.is_string()) check(worksheet_write_string(ws, row, col, v.get<std::string>().c_str(), nullptr));
+                if (v.is_boolean())
+                    check(worksheet_write_boolean(ws, row, col, v.get<bool>(), nullptr));
+                else if (v.is_number())
+                    check(worksheet_write_number(ws, row, col, v.get<double>(), nullptr));
+                else if (v.is_string())
+                    check(worksheet_write_string(ws, row, col, v.get<std::string>().c_str(), nullptr));
             }
     }
     const lxw_error close_err = workbook_close(wb);
@@ -235,7 +245,8 @@ bool xlsx_supported() {
 #endif
 }
 
-std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const SimConfig& c, const std::string& timestamp) {
+std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const SimConfig& c,
+                                  const std::string& timestamp) {
     const J summary = results.contains("summary") ? results["summary"] : J::object();
     const auto params = run_parameters(c, timestamp);
     const auto metrics = performance_metrics(summary);
@@ -250,7 +261,9 @@ std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const S
     out.push_back(key_value_sheet("Run Parameters", "Parameter", params));
     out.push_back(key_value_sheet("Performance Metrics", "Metric", metrics));
 
-    Sheet qos{"QoS Metrics", {"QoS Level", "Total Requests", "Latency P95 (ms)", "Latency P99 (ms)", "SLA Met", "SLA Compliance"}, {}};
+    Sheet qos{"QoS Metrics",
+              {"QoS Level", "Total Requests", "Latency P95 (ms)", "Latency P99 (ms)", "SLA Met", "SLA Compliance"},
+              {}};
     const bool throughput = c.performance_profile == "throughput";
     if (summary.contains("qos_metrics"))
         for (auto it = summary["qos_metrics"].begin(); it != summary["qos_metrics"].end(); ++it) {
@@ -293,8 +306,10 @@ std::string export_results_xlsx(const nlohmann::ordered_json& results, const Sim
     }
 #endif
     std::string csv = path;
-    if (ends_with(csv, ".xlsx")) csv.replace(csv.size() - 5, 5, ".csv");
-    else if (!ends_with(csv, ".csv")) csv += ".csv";
+    if (ends_with(csv, ".xlsx"))
+        csv.replace(csv.size() - 5, 5, ".csv");
+    else if (!ends_with(csv, ".csv"))
+        csv += ".csv";
     write_sheet_csv(sheets.front(), csv);
     return csv;
 }

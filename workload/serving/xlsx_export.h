@@ -24,7 +24,8 @@ struct Sheet {
 /// The benchmark's sheets for `results` (the --output document) of a run configured by `c`. `timestamp` is the
 /// Run Parameters' "Timestamp" ("YYYY-mm-dd HH:MM:SS"). Values are the results' own (a key the run did not
 /// produce is an empty cell); "Precondition Threads" 0 is shown as the online CPU count, as the benchmark does.
-std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const SimConfig& c, const std::string& timestamp);
+std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const SimConfig& c,
+                                  const std::string& timestamp);
 
 /// Writes `sheet` as CSV (header row, then its rows; null → empty, bools True/False as pandas writes them,
 /// numbers round-trip exact). Throws kvio::Error naming the file on failure.

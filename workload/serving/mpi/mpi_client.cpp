@@ -44,7 +44,7 @@ struct MpiSession {
 
 /// One rank's result as bytes: CBOR of {rank, host, output, exit_code, error, doc} (doubles exact).
 std::vector<uint8_t> pack(const ClientResult& r) {
-    nlohmann::ordered_json j = {{"rank", r.rank},   {"host", r.host},   {"output", r.output_path},
+    nlohmann::ordered_json j = {{"rank", r.rank},           {"host", r.host},   {"output", r.output_path},
                                 {"exit_code", r.exit_code}, {"error", r.error}, {"doc", r.doc}};
     return nlohmann::ordered_json::to_cbor(j);
 }
@@ -129,9 +129,9 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
 
     // Gather every rank's packed result on rank 0: sizes first, then the bytes.
     std::vector<uint8_t> mine = pack(me);
-    if (mine.size() > size_t(INT_MAX)) throw Error("simulate --mpi: rank " + std::to_string(rank) +
-                                                   ": results of " + std::to_string(mine.size()) +
-                                                   " bytes exceed one MPI_Gatherv (2 GiB)");
+    if (mine.size() > size_t(INT_MAX))
+        throw Error("simulate --mpi: rank " + std::to_string(rank) + ": results of " + std::to_string(mine.size()) +
+                    " bytes exceed one MPI_Gatherv (2 GiB)");
     int my_len = int(mine.size());
     std::vector<int> lens(rank == 0 ? size_t(size) : 0), displs(rank == 0 ? size_t(size) : 0);
     check(MPI_Gather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather of sizes");
@@ -146,9 +146,9 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
         }
         all.resize(total);
     }
-    check(MPI_Gatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, 0,
-                      MPI_COMM_WORLD),
-          "MPI_Gatherv of the results");
+    check(
+        MPI_Gatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, 0, MPI_COMM_WORLD),
+        "MPI_Gatherv of the results");
     if (rank != 0) {
         if (!me.error.empty()) throw Error("simulate --mpi: rank " + std::to_string(rank) + ": " + me.error);
         return own;
