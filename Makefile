@@ -77,7 +77,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak check-layers
+.PHONY: all deps test unit-test e2e-test clean demo bench static FORCE fuzz fuzzers soak check-layers format check-format
 all: $(BUILD)/kvio
 
 deps:
@@ -220,18 +220,27 @@ check-layers:
 	bash scripts/check-layers.sh
 	bash scripts/check-layers.sh --self-test
 
+# Every tracked C, C++ and BPF source in the house layout (.clang-format, bpf/.clang-format; docs/style.md).
+# `make format` rewrites them; `make check-format` (run by `make test`) names the files that differ.
+FORMAT_SRCS = $(shell git ls-files '*.cpp' '*.h' '*.c' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_SRCS)
+check-format:
+	@bad=$$(clang-format --dry-run $(FORMAT_SRCS) 2>&1 | sed -n 's/^\([^: ]*\):[0-9]*:[0-9]*: warning: code should be clang-formatted.*/\1/p' | sort -u); \
+	    if [ -n "$$bad" ]; then echo "check-format: not in the house layout (run make format):" $$bad >&2; exit 1; fi
+
 # The test command README.md gives and .ci/run calls.
 # SAN=address,undefined builds into build-san/ and runs the same tests under ASan/UBSan.
 # The build is one stage, timed like the test stages (tests/run.sh): everything the tests run is built here, the NVMe
 # guest's static kvio included (not under SAN: the static binary cannot link the sanitizer runtimes).
 TEST_BUILD = $(BUILD)/kvio $(BUILD)/kvio_unit_tests $(BUILD)/kvio_e2e_tests $(FUZZ_REPLAYS) $(if $(SAN),,$(BUILD)/kvio-static)
-test: check-layers deps
+test: check-layers deps check-format
 	@t0=$$(date +%s); $(MAKE) -j$$(nproc) $(TEST_BUILD); rc=$$?; \
 	    echo "stage: build$(if $(SAN), (SAN)) $$(($$(date +%s) - t0)) s"; exit $$rc
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # Tests without installing packages (a developer's loop).
-check: check-layers $(TEST_BUILD)
+check: check-layers check-format $(TEST_BUILD)
 	BUILD=$(BUILD) SAN=$(SAN) bash tests/run.sh
 
 # The main job on an embedded loop device: installs missing packages, builds, runs `kvio run` (needs root).

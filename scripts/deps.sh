@@ -7,11 +7,11 @@
 # blktrace: `kvio import blktrace` is checked against a real capture (in the QEMU guest, tests/e2e/nvme_guest_test.cpp).
 # jq: tests/e2e/bench_verdict_test.cpp runs bench/summarize.jq.
 # ccache: the Makefile puts it in front of every compile where installed (a rebuild of unchanged sources is a
-# cache hit); the build never needs it.
+# cache hit); the build never needs it. clang-format: `make check-format` (run by `make test`) and `make format`.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
-      fio e2fsprogs util-linux xfsprogs zstd blktrace jq ccache
+      fio e2fsprogs util-linux xfsprogs zstd blktrace jq ccache clang-format
       libopenmpi-dev openmpi-bin
       qemu-system-x86 busybox-static
       chromium libxlsxwriter-dev python3-openpyxl
