@@ -24,7 +24,8 @@
 # under test (kvio_version) and the source tree's HEAD (git_head: the binary may be older than it). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
 # KVIO_BENCH_ROUNDS (7), KVIO_BENCH_SECS (4, fio seconds per overhead run), KVIO_BENCH_STAGES
 # ("overhead gen validate distill simulate clients"), KVIO_BENCH_CMDS (10000000), KVIO_BENCH_OBJECTS (100000),
-# KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines).
+# KVIO_BENCH_ENGINES ("libaio io_uring", the overhead stage's fio engines), KVIO_BENCH_PEER (unset: a second kvio
+# binary whose BPF cost the overhead stage pairs with this one's, mode peer_hist).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -117,7 +118,11 @@ fi
 #               kvio_hist of the same round it gives the cost of the scrapes alone (results.json scrape_cost)
 # kvio runs with --stats (BPF_ENABLE_STATS): per-program run counts and ns in its JSON summary. bpftrace's
 # programs are read with bpftool while kernel.bpf_stats_enabled is on (set for the stage, restored after).
-read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_comm_block kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen}"
+#   peer_hist   kvio_hist with the kvio binary KVIO_BENCH_PEER names (an older build, say): only when that is set.
+#               Paired by round with kvio_hist it shows whether a change moved the BPF cost (results.json
+#               overhead.ENGINE.peer_hist.ns_vs_peer... and targets.kernel_ns_vs_peer_ENGINE)
+PEER=${KVIO_BENCH_PEER:+$(realpath "$KVIO_BENCH_PEER")}
+read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_comm_block kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen${PEER:+ peer_hist}}"
 fio_args() {  # fio_args ENGINE OUTPUT.json [extra fio options]
     local eng=$1 out=$2; shift 2
     echo --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$eng" \
@@ -161,6 +166,10 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
     [ "$m" = kvio_events_bin ] && ev=$WORK/events.kvb
     rm -f "$f" "$t" "$ev" "$log"
     local trace=("$KVIO" trace --stats -d "$LNAME" --json "$t")
+    if [ "$m" = peer_hist ]; then
+        [ -n "$PEER" ] || { echo "bench: peer_hist needs KVIO_BENCH_PEER (a kvio binary)" >&2; return 1; }
+        trace=("$PEER" trace --stats -d "$LNAME" --json "$t")
+    fi
     case $m in
     untraced)
         fio $(fio_args "$eng" "$f") >/dev/null
@@ -175,7 +184,7 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
         local sum=null
         if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); elif [ "$m" = kvio_events ]; then sum=$(tail -n 1 "$ev"); fi
         kvio_record "$m" "$r" "$eng" "$iops" "$t" "$sum" ;;
-    kvio_hist|kvio_comm|kvio_comm_block)
+    kvio_hist|kvio_comm|kvio_comm_block|peer_hist)
         local filt=()
         [ "$m" = kvio_comm ] && filt=(-c fio)
         [ "$m" = kvio_comm_block ] && filt=(-c fio --block-only)

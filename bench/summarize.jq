@@ -20,7 +20,7 @@ def atleast($t; $noise): if . == null or .median == null then null
     elif .min >= $t then "met" elif .max < $t then "missed"
     elif (.max - .min) > $noise then "inside noise"
     elif .median >= $t then "met" else "missed" end;
-def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen"];
+def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen", "peer_hist"];
 
 . as $raw
 | [$raw[] | select(.stage == "overhead")] as $o
@@ -33,6 +33,7 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         [$o[] | select(.engine == $e)] as $oe
         | ([$oe[] | select(.mode == "untraced")] | map({key: (.round | tostring), value: .iops}) | from_entries) as $base
         | ([$oe[] | select(.mode == "bpftrace" and .ns_per_cmd != null)] | map({key: (.round | tostring), value: .ns_per_cmd}) | from_entries) as $btns
+        | ([$oe[] | select(.mode == "peer_hist" and .ns_per_cmd != null)] | map({key: (.round | tostring), value: .ns_per_cmd}) | from_entries) as $peerns
         | ([$oe[] | select(.mode == "untraced" and .syscall_ns != null)] | map({key: (.round | tostring), value: .syscall_ns}) | from_entries) as $basesc
         | . + {($e): (reduce modes[] as $mode ({};
             [$oe[] | select(.mode == $mode)] as $runs
@@ -45,6 +46,8 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
                 lost_completes: ([$runs[] | .lost_completes // empty] | stats),
                 ns_per_cmd: ([$runs[] | .ns_per_cmd // empty] | stats),
                 ns_vs_bpftrace: ([$runs[] | select(.ns_per_cmd != null and $btns[.round | tostring]) | .ns_per_cmd / $btns[.round | tostring]] | stats),
+                # this binary's BPF ns per command over KVIO_BENCH_PEER's (peer_hist) in the same round
+                ns_vs_peer: ([$runs[] | select(.ns_per_cmd != null and $peerns[.round | tostring]) | .ns_per_cmd / $peerns[.round | tostring]] | stats),
                 # ns per getppid more than the untraced run of the round (bench/syscall_cost.c, after fio, tracer attached)
                 syscall_added_ns: ([$runs[] | select(.syscall_ns != null and $basesc[.round | tostring]) | .syscall_ns - $basesc[.round | tostring]] | stats),
                 programs: ([$runs[] | .programs // [] | .[]] | group_by(.name) |
@@ -97,6 +100,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
 | .targets = ([$engines[] as $e | $r.overhead[$e] as $x |
     {("kernel_ns_hist_" + $e): {value: ($x.kvio_hist.ns_vs_bpftrace.median | r3), spread: $x.kvio_hist.ns_vs_bpftrace,
         target: "<= 0.5 x bpftrace (BPF ns per command, kvio trace -d / kvio_equiv.bt)", verdict: ($x.kvio_hist.ns_vs_bpftrace | verdict(0.5))}},
+    (if $x.kvio_hist.ns_vs_peer then {("kernel_ns_vs_peer_" + $e): {value: ($x.kvio_hist.ns_vs_peer.median | r3), spread: $x.kvio_hist.ns_vs_peer,
+        target: "<= 1.1 x the KVIO_BENCH_PEER binary (BPF ns per command, kvio trace -d, same rounds)",
+        verdict: ($x.kvio_hist.ns_vs_peer | verdict(1.1))}} else {} end),
     ({("kernel_ns_filter_" + $e): {value: ([$x.kvio_child, $x.kvio_comm, $x.kvio_pid | .ns_vs_bpftrace.median // empty] | max | r3),
         spread: {child: $x.kvio_child.ns_vs_bpftrace, comm: $x.kvio_comm.ns_vs_bpftrace, pid: $x.kvio_pid.ns_vs_bpftrace},
         target: "<= 0.75 x bpftrace with a task filter (-- fio, -c fio, -p PID; the worst of the three)",
