@@ -2,6 +2,7 @@
 // the target and spread wider than the 0.1 the target allows below 1 are "inside noise", not "met" or "missed".
 // bench/machine.sh: machine.json names the binary under test (its --version) and the source HEAD apart.
 #include <fstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -51,6 +52,45 @@ TEST(BenchVerdict, SimulateRatioAllRoundsOnOneSideDecide) {
     auto s = summarize({{"tmpfs", 0.91}, {"tmpfs", 1.5}, {"loop", 0.5}, {"loop", 0.89}});
     EXPECT_EQ(s["targets"]["simulate_vs_fio_tmpfs"]["verdict"], "met");
     EXPECT_EQ(s["targets"]["simulate_vs_fio_loop"]["verdict"], "missed");
+}
+
+// KVIO_BENCH_PEER: this kvio's BPF ns per command over the peer binary's of the same round (peer_hist); a round
+// without a peer measurement does not count, and rounds that straddle 1.1 wider than 0.1 are inside noise.
+nlohmann::json summarize_peer(const std::vector<std::tuple<int, std::string, double>>& runs) {
+    TempDir d;
+    std::ofstream raw(d.path + "/raw.jsonl");
+    for (const auto& [round, mode, ns] : runs)
+        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode},
+                              {"round", round},      {"engine", "io_uring"},
+                              {"iops", 1000},        {"cmds", 4000},
+                              {"ns_per_cmd", ns},    {"programs", nlohmann::json::array()}}
+                   .dump()
+            << "\n";
+    raw.close();
+    std::ofstream(d.path + "/machine.json") << "{}\n";
+    CmdResult c = run("jq -s --slurpfile m " + d.path + "/machine.json -f bench/summarize.jq " + d.path + "/raw.jsonl");
+    EXPECT_EQ(c.status, 0) << c.err;
+    return nlohmann::json::parse(c.out);
+}
+
+TEST(BenchVerdict, PeerRatioIsPairedByRound) {
+    auto s = summarize_peer({{1, "kvio_hist", 500},
+                             {1, "peer_hist", 500},
+                             {2, "kvio_hist", 600},
+                             {2, "peer_hist", 500},
+                             {3, "kvio_hist", 9000}});  // round 3 has no peer: not paired
+    const auto& r = s["overhead"]["io_uring"]["kvio_hist"]["ns_vs_peer"];
+    EXPECT_DOUBLE_EQ(r["min"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(r["max"].get<double>(), 1.2);
+    EXPECT_EQ(s["targets"]["kernel_ns_vs_peer_io_uring"]["verdict"], "inside noise");  // straddles 1.1, spread 0.2
+    auto quiet =
+        summarize_peer({{1, "kvio_hist", 500}, {1, "peer_hist", 490}, {2, "kvio_hist", 510}, {2, "peer_hist", 500}});
+    EXPECT_EQ(quiet["targets"]["kernel_ns_vs_peer_io_uring"]["verdict"], "met");
+    auto slower =
+        summarize_peer({{1, "kvio_hist", 700}, {1, "peer_hist", 500}, {2, "kvio_hist", 720}, {2, "peer_hist", 500}});
+    EXPECT_EQ(slower["targets"]["kernel_ns_vs_peer_io_uring"]["verdict"], "missed");
+    auto none = summarize_peer({{1, "kvio_hist", 500}});  // no peer binary: no target
+    EXPECT_FALSE(none["targets"].contains("kernel_ns_vs_peer_io_uring"));
 }
 
 // The syscall cost of each tracer: its getppid ns minus the untraced run's of the same round, per round; a round
