@@ -26,6 +26,7 @@
 #include "bpf/kvio_trace.skel.h"
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "trace/event_format.h"
 #include "trace/event_writer.h"
 #include "trace/bpf_stats.h"
@@ -42,14 +43,10 @@ namespace kvio::trace {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_signal{0};  // the first signal that stopped the trace, 0 for none
-std::atomic<pid_t> g_child{0};
+std::atomic<pid_t> g_child{0};  // the traced command once it runs, else 0
 
-void on_signal(int sig) {
-    g_stop = true;
-    int none = 0;
-    g_signal.compare_exchange_strong(none, sig);  // a later signal (a second Ctrl-C) does not rename the stop
+/// StopSignal's callback (in the handler, with every stop signal): SIGTERM/SIGHUP end the traced command too.
+void stop_command(int sig) {
     pid_t c = g_child.load();
     if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
 }
@@ -576,14 +573,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
     // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
     // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
-    g_stop = false;
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
-    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
+    std::optional<StopSignal> stop(std::in_place, StopSignal::Options{.on_signal = stop_command});
+    signal(SIGPIPE, SIG_IGN);  // a reader that went away: the write fails with EPIPE and is reported
     ensure_tracing_ready();
     libbpf_set_print(libbpf_quiet);
     if (opts.comms.size() > KVIO_MAX_COMMS) throw Error("at most " + std::to_string(KVIO_MAX_COMMS) + " -c filters");
@@ -744,7 +735,7 @@ TraceResult run_trace(const TraceOptions& opts) {
                   << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
                   << "; Ctrl-C to stop\n";
     std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
-    while (!g_stop) {
+    while (!stop->stopped()) {
         // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
         if (live) {
             std::vector<pollfd> fds{{ring_buffer__epoll_fd(rb.get()), POLLIN, 0}};
@@ -774,7 +765,7 @@ TraceResult run_trace(const TraceOptions& opts) {
             int st = 0;
             pid_t r = waitpid(child, &st, WNOHANG);
             if (r == child) {
-                res.command_status = command_status(st, g_stop);
+                res.command_status = command_status(st, stop->stopped());
                 child = 0;
                 g_child = 0;
                 break;
@@ -788,7 +779,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     guard.reset();
     // A stop that came before the end the trace was given is not that end (the first signal names it).
     const bool has_own_end = guard_was_set || pid_watch.has_value() || opts.duration_s > 0 || opts.interval_count > 0;
-    if (g_stop && has_own_end) res.stopped_by = g_signal;
+    if (stop->stopped() && has_own_end) res.stopped_by = stop->signo();
     double duration = double(now_ns() - snap_src.t0_ns) / 1e9;
     ring_buffer__consume(rb.get());
     // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
@@ -797,9 +788,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     TraceSnapshot fin = take_snapshot(snap_src);
     const std::vector<ProgStats>& stats = fin.progs;
     stats_on.reset();  // statistics back as the administrator had them
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    stop.reset();      // the dispositions the trace started with: a further signal takes its usual action
 
     TraceReport& report = fin.report;
     auto& counters = fin.counters;
