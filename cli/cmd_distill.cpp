@@ -25,7 +25,7 @@
 #include "distiller/trims.h"
 #include "distiller/verify.h"
 #include "cli/commands.h"
-#include "cli/stop_signals.h"
+#include "common/stop_signal.h"
 
 namespace kvio::cli {
 
@@ -219,9 +219,9 @@ void run_distill(const DistillArgs& a) {
     probe_writable(a.json_out);
     // A stop while the trace is read (a large one takes a while): one line and 128 + N, not the signal's default
     // action. Until the job is derived; --verify installs its own handlers for the replay.
-    std::optional<StopOnSignal> loading(std::in_place);
+    std::optional<StopSignal> loading(std::in_place, StopSignal::Options{.restart = true});
     auto stopped = [&](const char* what) {
-        const int sig = int(*StopOnSignal::flag());
+        const int sig = loading->signo();
         return Stopped(sig, "distill: stopped by signal " + std::to_string(sig) + " while " + what + " " +
                                 (a.events.empty() ? a.trace_json : a.events));
     };
@@ -229,7 +229,7 @@ void run_distill(const DistillArgs& a) {
     std::vector<Profile> ps;
     if (!a.events.empty()) {
         try {
-            evs = load_all_events(a.events, EventFilter{a.dev, a.pid, a.comm}, StopOnSignal::flag());
+            evs = load_all_events(a.events, EventFilter{a.dev, a.pid, a.comm}, loading->flag());
         } catch (const Stopped&) {
             throw stopped("loading");
         }
@@ -270,9 +270,9 @@ void run_distill(const DistillArgs& a) {
     PhaseOptions po;
     po.max_phases = a.max_phases;
     std::vector<DevicePlan> plans;
-    if (*StopOnSignal::flag()) throw stopped("loading");
+    if (loading->stopped()) throw stopped("loading");
     FioJob job = a.events.empty() ? make_fio_job(ps[0], inputs[0].opt) : make_job(inputs, inputs[0].opt, po, &plans);
-    if (*StopOnSignal::flag()) throw stopped("distilling");
+    if (loading->stopped()) throw stopped("distilling");
     loading.reset();
     // Both outputs are opened before either is written: a bad --iolog path leaves no job behind.
     std::ofstream iolog;

@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "cli/stop_signals.h"
+#include "common/stop_signal.h"
 #include "workload/gen.h"
 
 namespace kvio::cli {
@@ -87,9 +87,9 @@ void add_gen_command(CLI::App& app) {
         if (!o->layout.empty()) g.layout = workload::parse_layout(o->layout);
         g.verify = workload::parse_verify(o->verify);
         g.progress = o->quiet ? nullptr : &std::cerr;
-        StopOnSignal
-            stop;  // Ctrl-C / SIGTERM: the ops in flight finish, --semantic and --record keep every completed op
-        g.stop = StopOnSignal::flag();
+        // Ctrl-C / SIGTERM: the ops in flight finish, --semantic and --record keep every completed op
+        StopSignal stop(StopSignal::Options{.restart = true});
+        g.stop = stop.flag();
         workload::GenSummary s = workload::run_gen(g);
         workload::print_summary(std::cout, g, s);
         if (s.stopped_by) {

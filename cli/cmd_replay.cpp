@@ -8,7 +8,7 @@
 #include "replay/io_trace_replay.h"
 #include "replay/record_replay.h"
 #include "cli/commands.h"
-#include "cli/stop_signals.h"
+#include "common/stop_signal.h"
 
 namespace kvio::cli {
 
@@ -98,8 +98,9 @@ void add_replay_command(CLI::App& app) {
             t.max_io_bytes = o->max_io;
             t.timing = replay::parse_timing(o->timing);
             t.progress = o->quiet ? nullptr : &std::cerr;
-            StopOnSignal stop;  // the ops in flight finish and --semantic keeps every completed op
-            t.stop = StopOnSignal::flag();
+            StopSignal stop(StopSignal::Options{
+                .restart = true});  // the ops in flight finish and --semantic keeps every completed op
+            t.stop = stop.flag();
             replay::IoTraceReplayResult r = replay::replay_io_trace(t);
             replay::print_io_trace_replay(std::cout, t, r);
             if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
@@ -125,8 +126,9 @@ void add_replay_command(CLI::App& app) {
                 e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
             }
             if (!e.maps.empty() && !e.target.empty()) throw UsageError("give either --target or --map-dev, not both");
-            StopOnSignal stop;  // the commands in flight complete and the summary is printed
-            e.stop = StopOnSignal::flag();
+            StopSignal stop(
+                StopSignal::Options{.restart = true});  // the commands in flight complete and the summary is printed
+            e.stop = stop.flag();
             replay::EventsSummary s = replay::replay_events(e);
             replay::print_events_summary(std::cout, e, s);
             if (s.stopped_by) throw CLI::RuntimeError(128 + s.stopped_by);
@@ -140,8 +142,9 @@ void add_replay_command(CLI::App& app) {
         if (!o->maps.empty() || o->timing != "asis")
             throw UsageError("--map-dev and --timing apply to --events replays, not --record");
         o->rec.progress = o->quiet ? nullptr : &std::cerr;
-        StopOnSignal stop;  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
-        o->rec.stop = StopOnSignal::flag();
+        StopSignal stop(StopSignal::Options{
+            .restart = true});  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
+        o->rec.stop = stop.flag();
         replay::RecordReplayResult r = replay::replay_record(o->rec);
         replay::print_record_replay(std::cout, o->rec, r);
         if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);

@@ -45,6 +45,93 @@ void check_perfetto_dir(const std::string& out) {
     if (::access(dir.c_str(), W_OK) != 0)
         throw Error("--perfetto " + out + ": cannot write in " + dir.string() + ": " + std::strerror(errno));
 }
+/// --duration's check: a finite number of seconds >= 0.
+CLI::Validator seconds_validator() {
+    return CLI::Validator(
+        [](std::string& v) {
+            double d = 0;
+            try {
+                d = std::stod(v);
+            } catch (const std::exception&) {
+                return std::string("not a number of seconds: " + v);
+            }
+            return std::isfinite(d) && d >= 0 ? std::string() : std::string("must be a finite number >= 0, got " + v);
+        },
+        "SECONDS>=0");
+}
+
+/// --qd-sample's check: a power of two from 1 to trace::kMaxQdSample.
+CLI::Validator qd_sample_validator() {
+    return CLI::Validator(
+        [](std::string& v) {
+            unsigned long n = 0;
+            try {
+                n = std::stoul(v);
+            } catch (const std::exception&) {
+                return std::string("not a number: ") + v;
+            }
+            return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1))
+                       ? std::string()
+                       : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
+        },
+        "N");
+}
+
+/// Completes `opts` from the positionals (INTERVAL [COUNT], -- COMMAND) and --perfetto (a temporary binary capture
+/// when there is no --events FILE), refusing the combinations that cannot work. Returns whether the capture is
+/// temporary.
+bool complete_trace_options(trace::TraceOptions& opts, const std::vector<std::string>& positionals, const CLI::App& sub,
+                            const std::string& perfetto) {
+    // CLI11 keeps a "--" that came before every positional among its leftovers, one after them among the words.
+    auto left = sub.remaining();
+    bool dashdash_first = std::find(left.begin(), left.end(), "--") != left.end();
+    auto pos = trace::split_trace_positionals(positionals, dashdash_first);
+    opts.interval_s = pos.interval_s;
+    opts.interval_count = pos.count;
+    opts.command = pos.command;
+    // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths, and
+    // --perfetto without --events traces into a temporary --events capture (the sampling would be dropped
+    // silently).
+    if (opts.qd_sample > 1 && !opts.events_path.empty())
+        throw UsageError("--events excludes --qd-sample " + std::to_string(opts.qd_sample) +
+                         " (--events records carry each command's exact depth; --qd-sample 1 is accepted)");
+    if (opts.qd_sample > 1 && !perfetto.empty())
+        throw UsageError("--perfetto excludes --qd-sample " + std::to_string(opts.qd_sample) +
+                         " (its commands come from an --events capture, which records each command's exact depth; "
+                         "--qd-sample 1 is accepted)");
+    if (!perfetto.empty() && opts.events_path == "-")
+        throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
+    if (!perfetto.empty()) check_perfetto_dir(perfetto);
+    const bool temp_events = !perfetto.empty() && opts.events_path.empty();
+    if (temp_events) {
+        opts.events_path = perfetto + ".events.kvb";
+        opts.events_bin = true;
+    }
+    if (opts.syscall_events && opts.events_path.empty())
+        throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
+    if (!opts.events_path.empty() && opts.events_path == opts.json_path)
+        throw UsageError("--events and --json name the same file (" + opts.json_path +
+                         "): one would overwrite the other");
+    return temp_events;
+}
+
+/// `kvio trace`'s run: the trace, then the --perfetto timeline; a stop signal or the command's failure becomes the
+/// exit status (128 + signal, the command's status).
+void run_trace_command(trace::TraceOptions& opts, const std::vector<std::string>& positionals, const CLI::App& sub,
+                       const std::string& perfetto) {
+    const bool temp_events = complete_trace_options(opts, positionals, sub, perfetto);
+    auto res = trace::run_trace(opts);
+    if (!perfetto.empty()) write_trace_timeline(opts.events_path, perfetto, temp_events);
+    if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal
+        std::cerr << "kvio trace: stopped by signal " << res.stopped_by << " (" << strsignal(res.stopped_by)
+                  << "); outputs written\n";
+        throw CLI::RuntimeError(128 + res.stopped_by);
+    }
+    if (!opts.command.empty() && res.command_status != 0) {
+        std::cerr << "kvio trace: the traced command exited with status " << res.command_status << "\n";
+        throw CLI::RuntimeError(res.command_status);
+    }
+}
 }  // namespace
 
 void add_trace_command(CLI::App& app) {
@@ -84,18 +171,7 @@ void add_trace_command(CLI::App& app) {
     sub->add_option("--cgroup", opts->cgroup, "Trace only tasks in this cgroup v2 directory");
     sub->add_option("--duration", opts->duration_s,
                     "Stop after this many seconds; 0 (default): until COMMAND exits or Ctrl-C")
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                double d = 0;
-                try {
-                    d = std::stod(v);
-                } catch (const std::exception&) {
-                    return std::string("not a number of seconds: " + v);
-                }
-                return std::isfinite(d) && d >= 0 ? std::string()
-                                                  : std::string("must be a finite number >= 0, got " + v);
-            },
-            "SECONDS>=0"));
+        ->check(seconds_validator());
     auto* events = sub->add_option(
         "--events", opts->events_path,
         "Write one record per device command (kvio.events/1 JSONL; see --events-format; - for stdout, where a traced "
@@ -141,19 +217,7 @@ void add_trace_command(CLI::App& app) {
                "one that reads the completing CPU's counter: ~40-90 ns per command less at N=16 on a 2-core VM "
                "(docs/performance.md). --events records always carry each command's exact depth: with --events (or "
                "--perfetto) only 1")
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                unsigned long n = 0;
-                try {
-                    n = std::stoul(v);
-                } catch (const std::exception&) {
-                    return std::string("not a number: ") + v;
-                }
-                return n >= 1 && n <= trace::kMaxQdSample && !(n & (n - 1))
-                           ? std::string()
-                           : "must be a power of two from 1 to " + std::to_string(trace::kMaxQdSample);
-            },
-            "N"));
+        ->check(qd_sample_validator());
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator(
@@ -184,49 +248,7 @@ void add_trace_command(CLI::App& app) {
         "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
         "trace it and its children for its lifetime");
     sub->positionals_at_end();
-    sub->callback([opts, positionals, sub, perfetto] {
-        // CLI11 keeps a "--" that came before every positional among its leftovers, one after them among the words.
-        auto left = sub->remaining();
-        bool dashdash_first = std::find(left.begin(), left.end(), "--") != left.end();
-        auto pos = trace::split_trace_positionals(*positionals, dashdash_first);
-        opts->interval_s = pos.interval_s;
-        opts->interval_count = pos.count;
-        opts->command = pos.command;
-        // 1 is the default, exact depth: only sampling (N > 1) is at odds with --events' exact per-command depths, and
-        // --perfetto without --events traces into a temporary --events capture (the sampling would be dropped
-        // silently).
-        if (opts->qd_sample > 1 && !opts->events_path.empty())
-            throw UsageError("--events excludes --qd-sample " + std::to_string(opts->qd_sample) +
-                             " (--events records carry each command's exact depth; --qd-sample 1 is accepted)");
-        if (opts->qd_sample > 1 && !perfetto->empty())
-            throw UsageError("--perfetto excludes --qd-sample " + std::to_string(opts->qd_sample) +
-                             " (its commands come from an --events capture, which records each command's exact depth; "
-                             "--qd-sample 1 is accepted)");
-        if (!perfetto->empty() && opts->events_path == "-")
-            throw UsageError("--perfetto reads the commands back from --events FILE: not stdout");
-        if (!perfetto->empty()) check_perfetto_dir(*perfetto);
-        const bool temp_events = !perfetto->empty() && opts->events_path.empty();
-        if (temp_events) {
-            opts->events_path = *perfetto + ".events.kvb";
-            opts->events_bin = true;
-        }
-        if (opts->syscall_events && opts->events_path.empty())
-            throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
-        if (!opts->events_path.empty() && opts->events_path == opts->json_path)
-            throw UsageError("--events and --json name the same file (" + opts->json_path +
-                             "): one would overwrite the other");
-        auto res = trace::run_trace(*opts);
-        if (!perfetto->empty()) write_trace_timeline(opts->events_path, *perfetto, temp_events);
-        if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal
-            std::cerr << "kvio trace: stopped by signal " << res.stopped_by << " (" << strsignal(res.stopped_by)
-                      << "); outputs written\n";
-            throw CLI::RuntimeError(128 + res.stopped_by);
-        }
-        if (!opts->command.empty() && res.command_status != 0) {
-            std::cerr << "kvio trace: the traced command exited with status " << res.command_status << "\n";
-            throw CLI::RuntimeError(res.command_status);
-        }
-    });
+    sub->callback([opts, positionals, sub, perfetto] { run_trace_command(*opts, *positionals, *sub, *perfetto); });
 }
 
 }  // namespace kvio::cli

@@ -80,7 +80,7 @@ EventTrace empty_like(const EventTrace& t);
 /// Syscall records are ignored. Throws kvio::Error "FILE:LINE: field 'F': ..." on records that break the format's
 /// rules (kvio::EventsReader::next_checked, the same for every command), and a one-sentence error when the trace holds
 /// several devices and `filter.dev` is empty, or when the requested device is absent. When `stop` is non-null and
-/// becomes non-zero (a signal's number, cli/stop_signals.h), throws kvio::Stopped "stopped by signal N while
+/// becomes non-zero (a signal's number, kvio::StopSignal::flag()), throws kvio::Stopped "stopped by signal N while
 /// loading PATH" at the next record.
 EventTrace load_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop = nullptr);
 

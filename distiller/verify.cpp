@@ -14,36 +14,27 @@
 
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "workload/target.h"
 
 namespace kvio::distiller {
 
 namespace {
 
-volatile sig_atomic_t g_verify_signal = 0;
+int g_verify_signal = 0;  // the first stop signal during the last run_forwarding_signals, 0 for none
 volatile pid_t g_verify_child = 0;
 
 void forward_signal(int sig) {
-    if (!g_verify_signal) g_verify_signal = sig;
     if (g_verify_child > 0) ::kill(g_verify_child, sig == SIGINT ? SIGINT : SIGTERM);
 }
 
 /// Runs argv with stdout/stderr to `log` and waits. SIGINT/SIGTERM/SIGHUP meanwhile go to the child (kvio trace
 /// ends fio and flushes) instead of ending us with fio still running. Returns the wait status.
 int run_forwarding_signals(const std::vector<std::string>& argv, const std::string& log) {
-    g_verify_signal = 0;
-    struct sigaction sa {
-    }, old_int{}, old_term{}, old_hup{};
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
+    StopSignal stop(StopSignal::Options{.on_signal = forward_signal});
     pid_t pid = ::fork();
     if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
+        default_stop_signals();
         int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
         std::vector<char*> a;
@@ -59,9 +50,7 @@ int run_forwarding_signals(const std::vector<std::string>& argv, const std::stri
         g_verify_child = 0;
     }
     int err = errno;
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
+    g_verify_signal = stop.signo();
     if (pid < 0) throw Error(std::string("distill --verify: fork: ") + std::strerror(err));
     return st;
 }

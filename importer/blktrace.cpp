@@ -174,6 +174,148 @@ struct Pending {
 
 using Key = std::pair<uint32_t, uint64_t>;  // device, sector
 
+/// Pairs blktrace's actions of one request (queue, getrq, insert, issue, requeue, complete; partial completions
+/// continue at the next sector) into one kvio.events/1 cmd record, written to `out` at its completion and counted in
+/// `s`; process notes name the threads. Records must come in time order.
+class CommandJoiner {
+public:
+    CommandJoiner(std::ostream& out, std::string disk, BlktraceImport& s) : out_(out), disk_(std::move(disk)), s_(s) {}
+
+    void add(const BlkRecord& r) {
+        const uint32_t cat = r.action >> BLK_TC_SHIFT, act = r.action & 0xff;
+        if (cat & BLK_TC_NOTIFY) {
+            if (act == __BLK_TN_PROCESS) note_process(r);
+            return;
+        }
+        const Key k{r.device, r.sector};
+        switch (act) {
+            case __BLK_TA_QUEUE:
+                queue_tid_[k] = r.pid;
+                break;
+            case __BLK_TA_GETRQ:
+                getrq_tid_[k] = r.pid;
+                break;
+            case __BLK_TA_INSERT:
+                insert_ts_[k] = r.time;
+                break;
+            case __BLK_TA_ISSUE:
+                issue(r, cat, k);
+                break;
+            case __BLK_TA_REQUEUE:
+                requeue(r, k);
+                break;
+            case __BLK_TA_COMPLETE:
+                complete(r, k);
+                break;
+            default:
+                break;
+        }
+    }
+
+    /// The requests never completed, in issue order: complete_lost records.
+    void finish() {
+        std::vector<Pending> left;
+        for (auto& [k, q] : inflight_)
+            for (auto& p : q) left.push_back(p);
+        std::sort(left.begin(), left.end(), [](const Pending& a, const Pending& b) { return a.ts_issue < b.ts_issue; });
+        for (const auto& p : left) {
+            emit(p, 0, true, 0);
+            ++s_.lost_completes;
+        }
+    }
+
+private:
+    /// A process note: the thread's name (after the cgroup id when the note carries one).
+    void note_process(const BlkRecord& r) {
+        std::string_view name = r.pdu;
+        if (r.action & __BLK_TN_CGROUP) name.remove_prefix(std::min<size_t>(8, name.size()));  // cgroup id first
+        comm_[r.pid] = std::string(name.substr(0, std::min(name.find('\0'), name.size())));
+    }
+
+    void issue(const BlkRecord& r, uint32_t cat, const Key& k) {
+        Pending p;
+        p.ts_issue = r.time;
+        p.sector = r.sector;
+        p.bytes = p.remaining = r.bytes;
+        p.cat = cat;
+        p.device = r.device;
+        if (auto it = insert_ts_.find(k); it != insert_ts_.end()) {
+            p.has_insert = it->second <= r.time;
+            p.ts_insert = it->second;
+            insert_ts_.erase(it);
+        }
+        if (auto g = getrq_tid_.find(k); g != getrq_tid_.end())
+            p.tid = g->second, getrq_tid_.erase(g);
+        else if (auto q = queue_tid_.find(k); q != queue_tid_.end())
+            p.tid = q->second;
+        else
+            p.tid = r.pid;
+        queue_tid_.erase(k);
+        p.qd = ++depth_[r.device];
+        inflight_[k].push_back(p);
+    }
+
+    void requeue(const BlkRecord& r, const Key& k) {
+        auto it = inflight_.find(k);
+        if (it == inflight_.end()) return;
+        it->second.pop_front();
+        if (it->second.empty()) inflight_.erase(it);
+        --depth_[r.device];
+        ++s_.requeued;
+    }
+
+    void complete(const BlkRecord& r, const Key& k) {
+        auto it = inflight_.find(k);
+        if (it == inflight_.end()) {
+            ++s_.unmatched_completes;
+            return;
+        }
+        Pending p = it->second.front();
+        it->second.pop_front();
+        if (it->second.empty()) inflight_.erase(it);
+        if (r.bytes && r.bytes < p.remaining) {  // partial completion: the rest continues at the next sector
+            p.remaining -= r.bytes;
+            inflight_[{r.device, r.sector + r.bytes / 512}].push_back(p);
+            return;
+        }
+        --depth_[r.device];
+        emit(p, r.time, false, r.error);
+    }
+
+    void emit(const Pending& p, uint64_t ts_complete, bool lost, uint16_t error) {
+        const char* op = "other";
+        std::string rwbs = rwbs_of(p.cat, p.bytes, &op);
+        nlohmann::json j = {{"type", "cmd"},      {"src", "block"},   {"dev", dev_string(decode_kernel_dev(p.device))},
+                            {"disk", disk_},      {"op", op},         {"rwbs", rwbs},
+                            {"sector", p.sector}, {"bytes", p.bytes}, {"ts_issue", p.ts_issue},
+                            {"qd", p.qd},         {"pid", 0},         {"tid", p.tid}};
+        auto c = comm_.find(p.tid);
+        j["comm"] = c == comm_.end() ? "" : c->second;
+        if (lost)
+            j["complete_lost"] = true;
+        else {
+            j["ts_complete"] = ts_complete;
+            j["d2c_ns"] = ts_complete - p.ts_issue;
+        }
+        if (p.has_insert) {
+            j["ts_insert"] = p.ts_insert;
+            j["q2d_ns"] = p.ts_issue - p.ts_insert;
+        }
+        if (error) j["error"] = error;
+        out_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        ++s_.cmds;
+    }
+
+    std::ostream& out_;
+    const std::string disk_;
+    BlktraceImport& s_;
+    std::unordered_map<uint32_t, std::string> comm_;  // tid -> name (process notes)
+    std::map<Key, uint32_t> getrq_tid_, queue_tid_;
+    std::map<Key, uint64_t> insert_ts_;
+    std::map<Key, std::deque<Pending>> inflight_;
+    std::unordered_map<uint32_t, uint32_t> depth_;  // device -> requests in flight
+};
+
 }  // namespace
 
 BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
@@ -188,122 +330,9 @@ BlktraceImport import_blktrace(const std::string& arg, std::ostream& out) {
     std::stable_sort(all.begin(), all.end(), [](const BlkRecord& a, const BlkRecord& b) {
         return a.time != b.time ? a.time < b.time : a.cpu != b.cpu ? a.cpu < b.cpu : a.sequence < b.sequence;
     });
-    const std::string disk = disk_of(s.files.front());
-
-    std::unordered_map<uint32_t, std::string> comm;  // tid -> name (process notes)
-    std::map<Key, uint32_t> getrq_tid, queue_tid;
-    std::map<Key, uint64_t> insert_ts;
-    std::map<Key, std::deque<Pending>> inflight;
-    std::unordered_map<uint32_t, uint32_t> depth;  // device -> requests in flight
-
-    auto emit = [&](const Pending& p, uint64_t ts_complete, bool lost, uint16_t error) {
-        const char* op = "other";
-        std::string rwbs = rwbs_of(p.cat, p.bytes, &op);
-        nlohmann::json j = {{"type", "cmd"},      {"src", "block"},   {"dev", dev_string(decode_kernel_dev(p.device))},
-                            {"disk", disk},       {"op", op},         {"rwbs", rwbs},
-                            {"sector", p.sector}, {"bytes", p.bytes}, {"ts_issue", p.ts_issue},
-                            {"qd", p.qd},         {"pid", 0},         {"tid", p.tid}};
-        auto c = comm.find(p.tid);
-        j["comm"] = c == comm.end() ? "" : c->second;
-        if (lost)
-            j["complete_lost"] = true;
-        else {
-            j["ts_complete"] = ts_complete;
-            j["d2c_ns"] = ts_complete - p.ts_issue;
-        }
-        if (p.has_insert) {
-            j["ts_insert"] = p.ts_insert;
-            j["q2d_ns"] = p.ts_issue - p.ts_insert;
-        }
-        if (error) j["error"] = error;
-        out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-        ++s.cmds;
-    };
-
-    for (const auto& r : all) {
-        const uint32_t cat = r.action >> BLK_TC_SHIFT, act = r.action & 0xff;
-        if (cat & BLK_TC_NOTIFY) {
-            if (act == __BLK_TN_PROCESS) {
-                std::string_view name = r.pdu;
-                if (r.action & __BLK_TN_CGROUP)
-                    name.remove_prefix(std::min<size_t>(8, name.size()));  // cgroup id first
-                comm[r.pid] = std::string(name.substr(0, std::min(name.find('\0'), name.size())));
-            }
-            continue;
-        }
-        const Key k{r.device, r.sector};
-        switch (act) {
-            case __BLK_TA_QUEUE:
-                queue_tid[k] = r.pid;
-                break;
-            case __BLK_TA_GETRQ:
-                getrq_tid[k] = r.pid;
-                break;
-            case __BLK_TA_INSERT:
-                insert_ts[k] = r.time;
-                break;
-            case __BLK_TA_ISSUE: {
-                Pending p;
-                p.ts_issue = r.time;
-                p.sector = r.sector;
-                p.bytes = p.remaining = r.bytes;
-                p.cat = cat;
-                p.device = r.device;
-                if (auto it = insert_ts.find(k); it != insert_ts.end()) {
-                    p.has_insert = it->second <= r.time;
-                    p.ts_insert = it->second;
-                    insert_ts.erase(it);
-                }
-                if (auto g = getrq_tid.find(k); g != getrq_tid.end())
-                    p.tid = g->second, getrq_tid.erase(g);
-                else if (auto q = queue_tid.find(k); q != queue_tid.end())
-                    p.tid = q->second;
-                else
-                    p.tid = r.pid;
-                queue_tid.erase(k);
-                p.qd = ++depth[r.device];
-                inflight[k].push_back(p);
-                break;
-            }
-            case __BLK_TA_REQUEUE: {
-                auto it = inflight.find(k);
-                if (it == inflight.end()) break;
-                it->second.pop_front();
-                if (it->second.empty()) inflight.erase(it);
-                --depth[r.device];
-                ++s.requeued;
-                break;
-            }
-            case __BLK_TA_COMPLETE: {
-                auto it = inflight.find(k);
-                if (it == inflight.end()) {
-                    ++s.unmatched_completes;
-                    break;
-                }
-                Pending p = it->second.front();
-                it->second.pop_front();
-                if (it->second.empty()) inflight.erase(it);
-                if (r.bytes && r.bytes < p.remaining) {  // partial completion: the rest continues at the next sector
-                    p.remaining -= r.bytes;
-                    inflight[{r.device, r.sector + r.bytes / 512}].push_back(p);
-                    break;
-                }
-                --depth[r.device];
-                emit(p, r.time, false, r.error);
-                break;
-            }
-            default:
-                break;
-        }
-    }
-    std::vector<Pending> left;
-    for (auto& [k, q] : inflight)
-        for (auto& p : q) left.push_back(p);
-    std::sort(left.begin(), left.end(), [](const Pending& a, const Pending& b) { return a.ts_issue < b.ts_issue; });
-    for (const auto& p : left) {
-        emit(p, 0, true, 0);
-        ++s.lost_completes;
-    }
+    CommandJoiner joiner(out, disk_of(s.files.front()), s);
+    for (const auto& r : all) joiner.add(r);
+    joiner.finish();
     nlohmann::json sum = {{"type", "summary"},    {"events", s.cmds},
                           {"dropped", 0},         {"unmatched_completes", s.unmatched_completes},
                           {"negative_deltas", 0}, {"lost_completes", s.lost_completes},

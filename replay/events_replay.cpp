@@ -67,6 +67,110 @@ struct Buffers {
     size_t size_ = 0;
 };
 
+/// Adds the device `di` of the replay: `path` (a block device or regular file; --force skips the checks that it holds
+/// no data) replays the commands of `src_dev` ("" : the capture's only device) in o.events. Its data commands that
+/// fit the target's LBA size become `items` (offsets wrapped into the target), the others are counted in `s`; its
+/// entry goes to s.devices and its target to `targets`.
+void add_device(const EventsOptions& o, uint32_t di, const std::string& src_dev, const std::string& path,
+                EventsSummary& s, std::vector<Item>& items, std::vector<workload::TargetInfo>& targets) {
+    // Target first: a missing target is refused before the (possibly large) capture is read.
+    workload::TargetInfo t = workload::inspect_target(path);
+    if (t.kind != workload::TargetKind::BlockDevice && t.kind != workload::TargetKind::RegularFile)
+        throw Error("replay target " + path + " is " + workload::target_kind_phrase(t.kind) +
+                    "; device-level replay needs a block device or a regular file");
+    {
+        CheckComm comm;  // the check reads the first MiB
+        workload::check_device_safe(t, o.force);
+    }
+    DeviceStream st = load_stream(o.events, src_dev);
+    DeviceReplay d;
+    d.source_dev = st.dev;
+    d.source_disk = st.disk;
+    d.target = path;
+    d.nvme_rows = st.nvme_rows;
+    s.source_rows += st.cmds.size();
+    s.other_src_rows += st.other_src_rows;
+    const uint64_t align = std::max<uint32_t>(t.lba_bytes, 512);
+    uint64_t need = 0;
+    for (const auto& c : st.cmds)
+        if (is_data(c)) need = std::max(need, c.sector * 512 + c.bytes);
+    d.target_bytes = t.capacity_bytes;
+    if (t.kind == workload::TargetKind::RegularFile && t.capacity_bytes < need) d.target_bytes = need;
+    std::vector<std::pair<uint64_t, uint64_t>> writes;
+    for (const auto& c : st.cmds) {
+        if (!is_data(c)) {
+            ++s.skipped_non_data;
+            continue;
+        }
+        const uint64_t off = c.sector * 512;
+        if (off % align || c.bytes % align) {
+            ++s.skipped_unaligned;
+            continue;
+        }
+        auto m = map_offset(off, c.bytes, d.target_bytes, align);
+        if (!m) {
+            ++s.skipped_too_large;
+            continue;
+        }
+        if (*m != off) ++d.wrapped;
+        Item it;
+        it.dev = di;
+        it.write = c.op == kvio::Op::Write;
+        it.offset = *m;
+        it.len = c.bytes;
+        it.ts_issue = c.ts_issue;
+        it.ts_complete = c.ts_complete;
+        if (it.write) writes.push_back({it.offset, it.len});
+        items.push_back(it);
+    }
+    if (!o.force) d.checked_bytes = check_zero(path, merge_ranges(std::move(writes)), "", UINT64_MAX);
+    s.devices.push_back(d);
+    targets.push_back(t);
+}
+
+/// Grows each regular-file target smaller than the offsets it replays to (DeviceReplay::grown_to).
+void grow_files(const std::vector<workload::TargetInfo>& targets, EventsSummary& s) {
+    for (size_t i = 0; i < targets.size(); ++i)
+        if (targets[i].kind == workload::TargetKind::RegularFile &&
+            s.devices[i].target_bytes > targets[i].capacity_bytes) {
+            workload::preallocate(targets[i].path, s.devices[i].target_bytes);
+            s.devices[i].grown_to = s.devices[i].target_bytes;
+        }
+}
+
+/// Queues command `index` (`it`) on `engine` with a free buffer of `pool`; returns the buffer's index.
+uint16_t queue_item(workload::Engine& engine, const Item& it, size_t index, Buffers& pool,
+                    const std::vector<int>& fds) {
+    uint16_t b = pool.free.back();
+    pool.free.pop_back();
+    workload::IoUnit u;
+    u.fd = fds[it.dev];
+    u.write = it.write;
+    u.offset = it.offset;
+    u.len = uint32_t(it.len);
+    u.buf = pool.bufs[b];
+    u.buf_index = b;
+    u.user_data = index;
+    engine.queue(u);
+    return b;
+}
+
+/// Counts the completion `c` of `it` (on target `path`) in `s`: a read or write, or an error (the first one named).
+void count_completion(const workload::IoCompletion& c, const Item& it, const std::string& path, EventsSummary& s) {
+    if (c.res < 0 || uint64_t(c.res) != it.len) {
+        ++s.errors;
+        if (s.first_error.empty())
+            s.first_error =
+                std::string(it.write ? "write" : "read") + " of " + std::to_string(it.len) + " bytes at " +
+                std::to_string(it.offset) + " on " + path + ": " +
+                (c.res < 0 ? std::strerror(int(-c.res)) : "short transfer of " + std::to_string(c.res) + " bytes");
+    } else if (it.write) {
+        ++s.writes, s.write_bytes += it.len;
+    } else {
+        ++s.reads, s.read_bytes += it.len;
+    }
+}
+
 }  // namespace
 
 EventsSummary replay_events(const EventsOptions& o) {
@@ -82,66 +186,9 @@ EventsSummary replay_events(const EventsOptions& o) {
     std::vector<workload::TargetInfo> targets;
     for (uint32_t di = 0; di < maps.size(); ++di) {
         const auto& [src_dev, path] = maps[di];
-        // Target first: a missing target is refused before the (possibly large) capture is read.
-        workload::TargetInfo t = workload::inspect_target(path);
-        if (t.kind != workload::TargetKind::BlockDevice && t.kind != workload::TargetKind::RegularFile)
-            throw Error("replay target " + path + " is " + workload::target_kind_phrase(t.kind) +
-                        "; device-level replay needs a block device or a regular file");
-        {
-            CheckComm comm;  // the check reads the first MiB
-            workload::check_device_safe(t, o.force);
-        }
-        DeviceStream st = load_stream(o.events, src_dev);
-        DeviceReplay d;
-        d.source_dev = st.dev;
-        d.source_disk = st.disk;
-        d.target = path;
-        d.nvme_rows = st.nvme_rows;
-        s.source_rows += st.cmds.size();
-        s.other_src_rows += st.other_src_rows;
-        const uint64_t align = std::max<uint32_t>(t.lba_bytes, 512);
-        uint64_t need = 0;
-        for (const auto& c : st.cmds)
-            if (is_data(c)) need = std::max(need, c.sector * 512 + c.bytes);
-        d.target_bytes = t.capacity_bytes;
-        if (t.kind == workload::TargetKind::RegularFile && t.capacity_bytes < need) d.target_bytes = need;
-        std::vector<std::pair<uint64_t, uint64_t>> writes;
-        for (const auto& c : st.cmds) {
-            if (!is_data(c)) {
-                ++s.skipped_non_data;
-                continue;
-            }
-            const uint64_t off = c.sector * 512;
-            if (off % align || c.bytes % align) {
-                ++s.skipped_unaligned;
-                continue;
-            }
-            auto m = map_offset(off, c.bytes, d.target_bytes, align);
-            if (!m) {
-                ++s.skipped_too_large;
-                continue;
-            }
-            if (*m != off) ++d.wrapped;
-            Item it;
-            it.dev = di;
-            it.write = c.op == kvio::Op::Write;
-            it.offset = *m;
-            it.len = c.bytes;
-            it.ts_issue = c.ts_issue;
-            it.ts_complete = c.ts_complete;
-            if (it.write) writes.push_back({it.offset, it.len});
-            items.push_back(it);
-        }
-        if (!o.force) d.checked_bytes = check_zero(path, merge_ranges(std::move(writes)), "", UINT64_MAX);
-        s.devices.push_back(d);
-        targets.push_back(t);
+        add_device(o, di, src_dev, path, s, items, targets);
     }
-    for (size_t i = 0; i < targets.size(); ++i)
-        if (targets[i].kind == workload::TargetKind::RegularFile &&
-            s.devices[i].target_bytes > targets[i].capacity_bytes) {
-            workload::preallocate(targets[i].path, s.devices[i].target_bytes);
-            s.devices[i].grown_to = s.devices[i].target_bytes;
-        }
+    grow_files(targets, s);
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.ts_issue < b.ts_issue; });
     const size_t n = items.size();
     s.to_replay = n;
@@ -189,22 +236,10 @@ EventsSummary replay_events(const EventsOptions& o) {
                 time_blocked = true;
                 break;
             }
-            const Item& it = items[next];
-            uint16_t b = pool.free.back();
-            pool.free.pop_back();
-            buf_of[next] = b;
-            workload::IoUnit u;
-            u.fd = fds[it.dev];
-            u.write = it.write;
-            u.offset = it.offset;
-            u.len = uint32_t(it.len);
-            u.buf = pool.bufs[b];
-            u.buf_index = b;
-            u.user_data = next;
+            buf_of[next] = queue_item(*engine, items[next], next, pool, fds);
             s.late_ns_max = std::max(s.late_ns_max, now - due);
             if (!first_sub) first_sub = now;
             last_sub = now;
-            engine->queue(u);
             ++next;
             ++inflight;
             queued = true;
@@ -225,19 +260,7 @@ EventsSummary replay_events(const EventsOptions& o) {
         }
         for (const auto& c : comps) {
             const size_t i = size_t(c.user_data);
-            const Item& it = items[i];
-            if (c.res < 0 || uint64_t(c.res) != it.len) {
-                ++s.errors;
-                if (s.first_error.empty())
-                    s.first_error = std::string(it.write ? "write" : "read") + " of " + std::to_string(it.len) +
-                                    " bytes at " + std::to_string(it.offset) + " on " + targets[it.dev].path + ": " +
-                                    (c.res < 0 ? std::strerror(int(-c.res))
-                                               : "short transfer of " + std::to_string(c.res) + " bytes");
-            } else if (it.write) {
-                ++s.writes, s.write_bytes += it.len;
-            } else {
-                ++s.reads, s.read_bytes += it.len;
-            }
+            count_completion(c, items[i], targets[items[i].dev].path, s);
             completed[i] = 1;
             pool.free.push_back(buf_of[i]);
             --inflight;

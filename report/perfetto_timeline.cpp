@@ -129,29 +129,38 @@ json meta(const char* what, int64_t pid, int64_t tid, const json& args) {
     return e;
 }
 
-}  // namespace
+/// A device track of the timeline: "device DISK", with " qN" per NVMe queue, " (block layer)" for the block-layer rows
+/// of a disk that also has NVMe rows.
+struct Track {
+    std::string name;
+    bool nvme = false;
+};
 
-TimelineStats write_perfetto(const TimelineOptions& o) {
-    // ---- read ----
-    struct Track {
-        std::string name;
-        bool nvme = false;
-    };
+/// One syscall record: [start, end] ns on thread `tid` of process `pid`.
+struct Syscall {
+    uint64_t start, end;
+    int64_t pid, tid;
+    std::string name;
+    json args;
+};
+
+/// The records of an events file as the timeline draws them.
+struct Records {
     std::vector<Track> dev_tracks;
-    std::map<std::string, uint32_t> dev_track_of;
-    std::vector<Slice> cmds;
-    struct Syscall {
-        uint64_t start, end;
-        int64_t pid, tid;
-        std::string name;
-        json args;
-    };
-    std::vector<Syscall> calls;
-    std::map<std::pair<int64_t, int64_t>, std::string> thread_comm;
+    std::map<std::string, uint32_t> dev_track_of;  ///< track name -> index in dev_tracks
+    std::vector<Slice> cmds;                       ///< every cmd record, in file order
+    std::vector<bool> cmd_is_nvme;                 ///< per cmds[i]: an NVMe-driver row
     bool any_nvme = false;
-    std::vector<bool> cmd_is_nvme;
+    std::vector<Syscall> calls;
+    std::map<std::pair<int64_t, int64_t>, std::string> thread_comm;  ///< (pid, tid) -> comm
+};
 
-    for_each_record(o.events, [&](const json& j, const std::string& where) {
+/// Reads the command and syscall records of `events` (JSONL or a capture); throws kvio::Error "WHERE: field ..." on
+/// a malformed record, or when there are more than kMaxTracks device tracks.
+Records read_records(const std::string& events) {
+    Records r;
+    auto& [dev_tracks, dev_track_of, cmds, cmd_is_nvme, any_nvme, calls, thread_comm] = r;
+    for_each_record(events, [&](const json& j, const std::string& where) {
         const std::string type = str_or(j, "type");
         if (type == "cmd") {
             const bool nvme = str_or(j, "src") == "nvme";
@@ -200,11 +209,20 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
     if (any_nvme)
         for (auto& t : dev_tracks)
             if (!t.nvme) t.name += " (block layer)";
+    return r;
+}
 
-    // ---- object ops and the join ----
+/// The object ops of --semantic and which op each command record was joined to (validate::run's join).
+struct JoinedOps {
     std::vector<Slice> ops;
-    std::vector<int64_t> cmd_op;  // per command record, in file order: the op it was joined to, or -1
+    std::vector<int64_t> cmd_op;  ///< per command record, in file order: the op it was joined to, or -1
     std::vector<std::string> join_warnings;
+};
+
+/// The ops of o.semantic ("" : none) joined to the `n_cmds` command records of o.events.
+JoinedOps join_ops(const TimelineOptions& o, size_t n_cmds) {
+    JoinedOps r;
+    auto& [ops, cmd_op, join_warnings] = r;
     if (!o.semantic.empty()) {
         const validate::SemanticTrace st = validate::read_semantic(o.semantic);
         for (const auto& op : st.ops) {
@@ -227,57 +245,29 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         const validate::Report rep = validate::run(vo);
         join_warnings = rep.warnings;
         if (!rep.nothing_measured.empty()) join_warnings.insert(join_warnings.begin(), rep.nothing_measured);
-        if (cmd_op.size() != cmds.size())
+        if (cmd_op.size() != n_cmds)
             throw Error(o.events + ": the join read " + std::to_string(cmd_op.size()) +
-                        " command records, the timeline " + std::to_string(cmds.size()));
+                        " command records, the timeline " + std::to_string(n_cmds));
     }
 
-    const std::vector<uint32_t> dev_slots = assign_slots(cmds, dev_tracks.size());
-    const std::vector<uint32_t> op_slots = assign_slots(ops, 1);
+    return r;
+}
 
-    uint64_t t0 = UINT64_MAX;
-    for (const auto& s : cmds) t0 = std::min(t0, s.start);
-    for (const auto& s : ops) t0 = std::min(t0, s.start);
-    for (const auto& c : calls) t0 = std::min(t0, c.start);
-    if (t0 == UINT64_MAX) t0 = 0;
-    auto us = [&](uint64_t ns) { return double(ns - t0) / 1000.0; };
-    auto dur = [](uint64_t a, uint64_t b) { return double(b - a) / 1000.0; };
-    auto dev_pid = [](uint32_t track) { return kSynthetic + 1 + int64_t(track); };
-    auto slot_tid = [](uint32_t track, uint32_t slot) { return kSynthetic + (int64_t(track) << 16) + int64_t(slot); };
+/// Whether command record i is drawn with a flow from its op: joined, and not a block-layer row of an NVMe disk.
+bool has_flow(const Records& r, const JoinedOps& j, size_t i) {
+    return i < j.cmd_op.size() && j.cmd_op[i] >= 0 && !(r.any_nvme && !r.cmd_is_nvme[i]);
+}
 
-    TimelineStats st;
-    st.commands = cmds.size();
-    st.syscalls = calls.size();
-    st.ops = ops.size();
-    st.device_tracks = dev_tracks.size();
-    st.threads = thread_comm.size();
-    for (uint32_t n : dev_slots) st.max_slots = std::max<uint64_t>(st.max_slots, n);
-    for (size_t i = 0; i < cmd_op.size(); ++i)
-        if (cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i])) ++st.flows;
-    if (st.ops && !st.flows) {
-        st.warnings = join_warnings;
-        if (st.warnings.empty())
-            st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " +
-                                  o.semantic);
-    }
+/// The pid of device track `track`.
+int64_t dev_pid(uint32_t track) { return kSynthetic + 1 + int64_t(track); }
+/// The tid of slot `slot` of track `track` (track 0 of kOpsPid: the ops).
+int64_t slot_tid(uint32_t track, uint32_t slot) { return kSynthetic + (int64_t(track) << 16) + int64_t(slot); }
 
-    // ---- write ----
-    OutputFile file(o.out);  // a name ending in .zst: one zstd frame
-    std::ostream& f = file.stream();
-    json other = {{"schema", "kvio.timeline/1"},
-                  {"clock", "CLOCK_MONOTONIC"},
-                  {"t0_ns", t0},
-                  {"events", o.events},
-                  {"semantic", o.semantic},
-                  {"commands", st.commands},
-                  {"syscalls", st.syscalls},
-                  {"ops", st.ops},
-                  {"flows", st.flows}};
-    f << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
-    EventSink out(f);
-
-    // Object ops first (sort index 0), then devices, then threads (by pid).
-    if (!ops.empty()) {
+/// The process and thread names and sort order: object ops first (sort index 0), then devices, then threads (by pid).
+void write_track_names(EventSink& out, const TimelineOptions& o, const Records& r, const JoinedOps& j,
+                       const std::vector<uint32_t>& op_slots, const std::vector<uint32_t>& dev_slots) {
+    const std::vector<Track>& dev_tracks = r.dev_tracks;
+    if (!j.ops.empty()) {
         out.put(meta("process_name", kOpsPid, -1, {{"name", "object ops (" + o.semantic + ")"}}));
         out.put(meta("process_sort_index", kOpsPid, -1, {{"sort_index", 0}}));
         for (uint32_t k = 0; k < op_slots[0]; ++k) {
@@ -295,7 +285,7 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
     }
     {
         std::map<int64_t, bool> named;
-        for (const auto& [pt, comm] : thread_comm) {
+        for (const auto& [pt, comm] : r.thread_comm) {
             if (!named[pt.first]) {
                 out.put(
                     meta("process_name", pt.first, -1, {{"name", comm + " (pid " + std::to_string(pt.first) + ")"}}));
@@ -306,7 +296,14 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
                          {{"name", comm + " " + std::to_string(pt.second) + " (syscalls)"}}));
         }
     }
+}
 
+/// The slices: ops, commands (each joined one with a flow from its op), syscalls; times in µs since `t0` ns.
+void write_slices(EventSink& out, const Records& r, const JoinedOps& j, uint64_t t0) {
+    auto us = [&](uint64_t ns) { return double(ns - t0) / 1000.0; };
+    auto dur = [](uint64_t a, uint64_t b) { return double(b - a) / 1000.0; };
+    const std::vector<Slice>&ops = j.ops, &cmds = r.cmds;
+    const std::vector<int64_t>& cmd_op = j.cmd_op;
     for (size_t i = 0; i < ops.size(); ++i) {
         const Slice& s = ops[i];
         out.put({{"ph", "X"},
@@ -323,7 +320,7 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
         const Slice& s = cmds[i];
         const int64_t pid = dev_pid(s.track), tid = slot_tid(s.track, s.slot);
         json args = s.args;
-        const bool flow = i < cmd_op.size() && cmd_op[i] >= 0 && !(any_nvme && !cmd_is_nvme[i]);
+        const bool flow = has_flow(r, j, i);
         if (flow) args["op"] = ops[size_t(cmd_op[i])].name;
         out.put({{"ph", "X"},
                  {"cat", "cmd"},
@@ -352,7 +349,7 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
                  {"tid", tid},
                  {"ts", us(s.start)}});
     }
-    for (const auto& c : calls)
+    for (const auto& c : r.calls)
         out.put({{"ph", "X"},
                  {"cat", "syscall"},
                  {"name", c.name},
@@ -361,6 +358,53 @@ TimelineStats write_perfetto(const TimelineOptions& o) {
                  {"ts", us(c.start)},
                  {"dur", dur(c.start, c.end)},
                  {"args", c.args}});
+}
+
+}  // namespace
+
+TimelineStats write_perfetto(const TimelineOptions& o) {
+    Records r = read_records(o.events);
+    JoinedOps j = join_ops(o, r.cmds.size());
+    const std::vector<uint32_t> dev_slots = assign_slots(r.cmds, r.dev_tracks.size());
+    const std::vector<uint32_t> op_slots = assign_slots(j.ops, 1);
+
+    uint64_t t0 = UINT64_MAX;
+    for (const auto& s : r.cmds) t0 = std::min(t0, s.start);
+    for (const auto& s : j.ops) t0 = std::min(t0, s.start);
+    for (const auto& c : r.calls) t0 = std::min(t0, c.start);
+    if (t0 == UINT64_MAX) t0 = 0;
+
+    TimelineStats st;
+    st.commands = r.cmds.size();
+    st.syscalls = r.calls.size();
+    st.ops = j.ops.size();
+    st.device_tracks = r.dev_tracks.size();
+    st.threads = r.thread_comm.size();
+    for (uint32_t n : dev_slots) st.max_slots = std::max<uint64_t>(st.max_slots, n);
+    for (size_t i = 0; i < j.cmd_op.size(); ++i)
+        if (has_flow(r, j, i)) ++st.flows;
+    if (st.ops && !st.flows) {
+        st.warnings = j.join_warnings;
+        if (st.warnings.empty())
+            st.warnings.push_back("no command was joined to any of the " + std::to_string(st.ops) + " ops of " +
+                                  o.semantic);
+    }
+
+    OutputFile file(o.out);  // a name ending in .zst: one zstd frame
+    std::ostream& f = file.stream();
+    json other = {{"schema", "kvio.timeline/1"},
+                  {"clock", "CLOCK_MONOTONIC"},
+                  {"t0_ns", t0},
+                  {"events", o.events},
+                  {"semantic", o.semantic},
+                  {"commands", st.commands},
+                  {"syscalls", st.syscalls},
+                  {"ops", st.ops},
+                  {"flows", st.flows}};
+    f << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
+    EventSink out(f);
+    write_track_names(out, o, r, j, op_slots, dev_slots);
+    write_slices(out, r, j, t0);
     f << "\n]}\n";
     file.close();
     return st;

@@ -140,58 +140,45 @@ static void fidelity_over_time(std::ostream& h, const json& t) {
     h << "</table>";
 }
 
-void write_report(const std::string& dir, const std::string& path) {
-    auto P = [&](const char* n) { return dir + "/" + n; };
-    json run = read_json_file(P("run.json"));
-    json tr = read_json_file(P("trace.json"));
-    json val = read_json_file(P("validate.json"));
-    json fid = read_json_file(P("verify.json"));
-    std::string job = slurp(P("job.fio"));
-    std::string dev = run["target"].value("dev", "");
+namespace {
 
-    // Per-device histograms of the traced disk.
-    json dh = json::object();
-    json dinfo = json::object();
-    for (const auto& d : tr.value("devices", json::array()))
-        if (d.value("dev", "") == dev) dinfo = d, dh = d.value("histograms", json::object());
-    json ph = tr.value("process", json::object());
-
-    // Commands and ops.
+/// The traced disk's read and write commands (`dev` "MAJ:MIN") of a kvio.events/1 file, in file order.
+std::vector<CmdRec> read_cmds(const std::string& path, const std::string& dev) {
     std::vector<CmdRec> cmds;
-    {
-        JsonlReader r(P("events.jsonl"));
-        json j;
-        while (r.next(j)) {
-            if (j.value("type", "") != "cmd" || j.value("dev", "") != dev) continue;
-            std::string op = j.value("op", "");
-            if (op != "read" && op != "write") continue;
-            uint64_t issue = get_u64(j, "ts_issue", r.source());  // a "complete_lost" record has no ts_complete
-            cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()),
-                            issue, get_u64_or(j, "ts_complete", issue, r.source())});
-        }
+    JsonlReader r(path);
+    json j;
+    while (r.next(j)) {
+        if (j.value("type", "") != "cmd" || j.value("dev", "") != dev) continue;
+        std::string op = j.value("op", "");
+        if (op != "read" && op != "write") continue;
+        uint64_t issue = get_u64(j, "ts_issue", r.source());  // a "complete_lost" record has no ts_complete
+        cmds.push_back({op == "write", get_u64(j, "sector", r.source()) * 512, get_u64(j, "bytes", r.source()), issue,
+                        get_u64_or(j, "ts_complete", issue, r.source())});
     }
-    std::vector<OpRec> ops;
-    json meta;
-    {
-        JsonlReader r(P("semantic.jsonl"));
-        json j;
-        while (r.next(j)) {
-            if (j.value("type", "") == "meta") {
-                meta = j;
-                continue;
-            }
-            if (!j.contains("op")) continue;
-            ops.push_back({get_string(j, "op", r.source()) == "store", get_u64(j, "object_id", r.source()),
-                           get_u64(j, "bytes", r.source()), get_u64(j, "ts_start", r.source()),
-                           get_u64(j, "ts", r.source()), get_u64_or(j, "transfers", 0, r.source())});
-        }
-    }
-    uint64_t t0 = UINT64_MAX, t1 = 0;
-    for (const auto& c : cmds) t0 = std::min(t0, c.ts_issue), t1 = std::max(t1, c.ts_complete);
-    for (const auto& o : ops) t0 = std::min(t0, o.ts_start), t1 = std::max(t1, o.ts);
-    if (t0 == UINT64_MAX) t0 = t1 = 0;
+    return cmds;
+}
 
-    std::ostringstream h;
+/// The object ops of a kvio.semantic/1 file, in file order; its meta record (model, geometry, transfer cap) into
+/// `meta`.
+std::vector<OpRec> read_ops(const std::string& path, json& meta) {
+    std::vector<OpRec> ops;
+    JsonlReader r(path);
+    json j;
+    while (r.next(j)) {
+        if (j.value("type", "") == "meta") {
+            meta = j;
+            continue;
+        }
+        if (!j.contains("op")) continue;
+        ops.push_back({get_string(j, "op", r.source()) == "store", get_u64(j, "object_id", r.source()),
+                       get_u64(j, "bytes", r.source()), get_u64(j, "ts_start", r.source()),
+                       get_u64(j, "ts", r.source()), get_u64_or(j, "transfers", 0, r.source())});
+    }
+    return ops;
+}
+
+/// The document's head: title and the style sheet (no script, no external resource).
+void write_head(std::ostream& h) {
     h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvio run report</title>\n<style>\n"
          "body{font-family:sans-serif;margin:24px;color:#222;max-width:1160px}h1{margin-bottom:4px}"
          "h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}table{border-collapse:collapse;margin:8px "
@@ -201,11 +188,24 @@ void write_report(const std::string& dir, const std::string& path) {
          ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #e4e4e4;background:#fff}"
          "pre{background:#f6f6f6;padding:12px;overflow:auto;font-size:12px}.note{color:#555;font-size:13px}\n"
          "</style></head><body>\n";
+}
 
-    // ---- summary ----
+/// A bar chart of the histogram `hist` (kvio.trace/1 buckets), or `empty`'s text when it holds nothing.
+std::string chart(const json& hist, const std::string& title, const std::string& xl, const std::string& yl,
+                  std::string (*tick)(uint64_t, uint64_t), const std::string& empty) {
+    return report::bar_chart(buckets_of(hist), title, xl, yl, tick, empty);
+}
+
+/// Histogram `k` of the histograms object `hs`, null when absent.
+json hist_of(const json& hs, const char* k) { return hs.contains(k) ? hs[k] : json(); }
+
+/// The "Run" table: workload, model and geometry, target and its limits, counts, wall time, timeline.
+/// `run`: run.json (a missing "target" or "verify_target" is an error); `dinfo`: the traced disk's entry of
+/// trace.json; `meta`: semantic.jsonl's meta record.
+void summary_section(std::ostream& h, json& run, const json& tr, const json& dinfo, const json& meta,
+                     const std::string& dev, size_t n_cmds, size_t n_ops) {
     const json& opt = run["options"];
     const bool sim = opt.value("workload", "objects") == "simulate";
-    const json simj = sim ? read_json_file(P("simulate.json")) : json::object();
     h << "<h1>kvio run</h1>\n<section id=\"summary\"><h2>Run</h2><table>";
     auto kv = [&](const std::string& k, const std::string& v) {
         h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>";
@@ -232,17 +232,18 @@ void write_report(const std::string& dir, const std::string& path) {
     kv("transfer cap (max_io_bytes)",
        meta.contains("max_io_bytes") ? iec(meta["max_io_bytes"].get<uint64_t>()) : "n/a");
     kv("verify target", run["verify_target"].value("path", ""));
-    kv("device commands traced", std::to_string(cmds.size()) + " (trace dropped " + ju(tr, "dropped") +
+    kv("device commands traced", std::to_string(n_cmds) + " (trace dropped " + ju(tr, "dropped") +
                                      ", unmatched completions " + ju(tr, "unmatched_completes") + ")");
-    kv("object ops", std::to_string(ops.size()));
+    kv("object ops", std::to_string(n_ops));
     kv("wall time", fix(run.value("seconds", 0.0), 1) + " s");
     if (run.contains("timeline"))
         kv("timeline", run["timeline"].value("path", "") + " (open in ui.perfetto.dev or chrome://tracing): " +
                            std::to_string(run["timeline"].value("flows", uint64_t(0))) + " object→command flows");
     h << "</table></section>\n";
-    if (sim) h << simulation_section(simj, dh);
+}
 
-    // ---- scores ----
+/// The "Scores" section: validate.json's scores per op kind and the join, verify.json's fidelity and its windows.
+void scores_section(std::ostream& h, const json& val, const json& fid) {
     h << "<section id=\"scores\"><h2>Scores</h2>"
          "<p class=\"note\">Validation: each object op's device commands against its projection (docs/validate.md). "
          "Exact = command count and bytes equal the projection; WAPE = Σ|measured − projected| / Σ measured bytes; "
@@ -282,14 +283,12 @@ void write_report(const std::string& dir, const std::string& path) {
     h << "</table>";
     fidelity_over_time(h, fid.value("time_resolved", json::object()));
     h << "</section>\n";
+}
 
-    // ---- latency stack ----
-    auto chart = [&](const json& hist, const std::string& title, const std::string& xl, const std::string& yl,
-                     std::string (*tick)(uint64_t, uint64_t), const std::string& empty) {
-        return report::bar_chart(buckets_of(hist), title, xl, yl, tick, empty);
-    };
-    auto dget = [&](const char* k) { return dh.contains(k) ? dh[k] : json(); };
-    auto pget = [&](const char* k) { return ph.contains(k) ? ph[k] : json(); };
+/// The "Latency stack" section: D2C, Q2D (device histograms `dh`), VFS, fsync and gap (process histograms `ph`).
+void latency_section(std::ostream& h, const json& dh, const json& ph) {
+    auto dget = [&](const char* k) { return hist_of(dh, k); };
+    auto pget = [&](const char* k) { return hist_of(ph, k); };
     const std::string lat_x = "latency (log2 bucket, lower bound)";
     h << "<section id=\"latency\"><h2>Latency stack</h2><p class=\"note\">Where time goes, bottom up: D2C (issue to "
          "completion at the "
@@ -310,8 +309,11 @@ void write_report(const std::string& dir, const std::string& path) {
     h << chart(pget("fadvise_read_gap"), "gap: fadvise → read", "gap (log2 bucket, lower bound)", "gaps", ns_tick,
                "O_DIRECT run: no posix_fadvise");
     h << "</div></section>\n";
+}
 
-    // ---- sizes and queue depth ----
+/// The bssplit and queue-depth sections (device histograms `dh`; trace.json `tr` for the QD sampling).
+void sizes_and_depth_sections(std::ostream& h, const json& dh, const json& tr) {
+    auto dget = [&](const char* k) { return hist_of(dh, k); };
     h << "<section id=\"sizes\"><h2>Command sizes (bssplit)</h2><div class=\"charts\">";
     h << chart(dget("bssplit_write"), "write command sizes", "command size (log2 bucket, lower bound, bytes)",
                "commands", bytes_tick, "");
@@ -326,84 +328,87 @@ void write_report(const std::string& dir, const std::string& path) {
     h << chart(dget("qd_read"), "queue depth, reads", "commands in flight at dispatch (this one included)", "commands",
                int_tick, "");
     h << "</div></section>\n";
+}
 
-    // ---- LBA heatmap ----
-    {
-        report::HeatGrid g;
-        g.cols = 120;
-        g.rows = 48;
-        g.read.assign(g.cols * g.rows, 0);
-        g.write.assign(g.cols * g.rows, 0);
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (const auto& c : cmds) lo = std::min(lo, c.off), hi = std::max(hi, c.off + c.bytes);
-        if (cmds.empty()) lo = 0, hi = 1;
-        const double MiB = 1 << 20;
-        g.x0 = 0;
-        g.x1 = std::max(1e-3, double(t1 - t0) / 1e9);
-        g.y0 = double(lo) / MiB;
-        g.y1 = std::max(g.y0 + 1, double(hi) / MiB);
+/// The "LBA heatmap" section: bytes per (time since `t0`, device offset) cell, `t0`..`t1` in ns.
+void lba_section(std::ostream& h, const std::vector<CmdRec>& cmds, uint64_t t0, uint64_t t1) {
+    report::HeatGrid g;
+    g.cols = 120;
+    g.rows = 48;
+    g.read.assign(g.cols * g.rows, 0);
+    g.write.assign(g.cols * g.rows, 0);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& c : cmds) lo = std::min(lo, c.off), hi = std::max(hi, c.off + c.bytes);
+    if (cmds.empty()) lo = 0, hi = 1;
+    const double MiB = 1 << 20;
+    g.x0 = 0;
+    g.x1 = std::max(1e-3, double(t1 - t0) / 1e9);
+    g.y0 = double(lo) / MiB;
+    g.y1 = std::max(g.y0 + 1, double(hi) / MiB);
+    for (const auto& c : cmds) {
+        size_t col = std::min(g.cols - 1, size_t(double(c.ts_issue - t0) / 1e9 / g.x1 * double(g.cols)));
+        size_t row = std::min(g.rows - 1, size_t((double(c.off) / MiB - g.y0) / (g.y1 - g.y0) * double(g.rows)));
+        (c.write ? g.write : g.read)[row * g.cols + col] += double(c.bytes);
+    }
+    g.title = "LBA heatmap: bytes per (time, device offset) cell";
+    g.xlabel = "time since first op (s)";
+    g.ylabel = "device offset (MiB)";
+    h << "<section id=\"lba\"><h2>LBA heatmap</h2><p class=\"note\">Every traced command at its issue time and "
+         "start offset on the "
+         "whole disk.</p>"
+      << report::heatmap(g) << "</section>\n";
+}
+
+/// The "Timeline" section: the whole run's ops over their commands, then a zoom on the first store and first load.
+void timeline_section(std::ostream& h, const std::vector<OpRec>& ops, const std::vector<CmdRec>& cmds, uint64_t t0,
+                      uint64_t t1) {
+    h << "<section id=\"timeline\"><h2>Timeline: object ops and the device commands they caused</h2>"
+         "<p class=\"note\">Top lanes: each store/load of a KV object from its first transfer queued to its last "
+         "completion. Bottom "
+         "lanes: each device command from issue to completion (D2C). Hover an op for its object id and size.</p>";
+    std::vector<std::string> lanes = {"object stores", "object loads", "device writes", "device reads"};
+    auto spans_for = [&](double scale) {
+        std::vector<report::Span> sp;
+        for (const auto& o : ops) {
+            report::Span s;
+            s.t0 = double(o.ts_start - t0) / scale;
+            s.t1 = double(o.ts - t0) / scale;
+            s.lane = o.store ? 0 : 1;
+            s.color = o.store ? "#c0392b" : "#2e6fb5";
+            s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + iec(o.bytes) +
+                      ", " + std::to_string(o.transfers) + " transfers, " + human_ns(double(o.ts - o.ts_start));
+            s.tooltip = true;
+            sp.push_back(s);
+        }
         for (const auto& c : cmds) {
-            size_t col = std::min(g.cols - 1, size_t(double(c.ts_issue - t0) / 1e9 / g.x1 * double(g.cols)));
-            size_t row = std::min(g.rows - 1, size_t((double(c.off) / MiB - g.y0) / (g.y1 - g.y0) * double(g.rows)));
-            (c.write ? g.write : g.read)[row * g.cols + col] += double(c.bytes);
+            report::Span s;
+            s.t0 = double(c.ts_issue - t0) / scale;
+            s.t1 = double(c.ts_complete - t0) / scale;
+            s.lane = c.write ? 2 : 3;
+            s.color = c.write ? "#e08070" : "#70a0d8";
+            sp.push_back(s);
         }
-        g.title = "LBA heatmap: bytes per (time, device offset) cell";
-        g.xlabel = "time since first op (s)";
-        g.ylabel = "device offset (MiB)";
-        h << "<section id=\"lba\"><h2>LBA heatmap</h2><p class=\"note\">Every traced command at its issue time and "
-             "start offset on the "
-             "whole disk.</p>"
-          << report::heatmap(g) << "</section>\n";
+        return sp;
+    };
+    auto all = spans_for(1e9);
+    h << report::timeline(lanes, all, 0, double(t1 - t0) / 1e9, "whole run", "time since first op (s)");
+    // Zoom on the first store and the first load: individual commands become visible.
+    for (bool store : {true, false}) {
+        auto it = std::find_if(ops.begin(), ops.end(), [&](const OpRec& o) { return o.store == store; });
+        if (it == ops.end()) continue;
+        auto z = spans_for(1e6);
+        double a = double(it->ts_start - t0) / 1e6, b = double(it->ts - t0) / 1e6;
+        double pad = (b - a) * 0.05;
+        h << report::timeline(lanes, z, a - pad, b + pad,
+                              std::string("zoom: first ") + (store ? "store" : "load") + " (object " +
+                                  std::to_string(it->object_id) + ")",
+                              "time since first op (ms)");
     }
+    h << "</section>\n";
+}
 
-    // ---- timeline ----
-    {
-        h << "<section id=\"timeline\"><h2>Timeline: object ops and the device commands they caused</h2>"
-             "<p class=\"note\">Top lanes: each store/load of a KV object from its first transfer queued to its last "
-             "completion. Bottom "
-             "lanes: each device command from issue to completion (D2C). Hover an op for its object id and size.</p>";
-        std::vector<std::string> lanes = {"object stores", "object loads", "device writes", "device reads"};
-        auto spans_for = [&](double scale) {
-            std::vector<report::Span> sp;
-            for (const auto& o : ops) {
-                report::Span s;
-                s.t0 = double(o.ts_start - t0) / scale;
-                s.t1 = double(o.ts - t0) / scale;
-                s.lane = o.store ? 0 : 1;
-                s.color = o.store ? "#c0392b" : "#2e6fb5";
-                s.label = (o.store ? "store obj " : "load obj ") + std::to_string(o.object_id) + ", " + iec(o.bytes) +
-                          ", " + std::to_string(o.transfers) + " transfers, " + human_ns(double(o.ts - o.ts_start));
-                s.tooltip = true;
-                sp.push_back(s);
-            }
-            for (const auto& c : cmds) {
-                report::Span s;
-                s.t0 = double(c.ts_issue - t0) / scale;
-                s.t1 = double(c.ts_complete - t0) / scale;
-                s.lane = c.write ? 2 : 3;
-                s.color = c.write ? "#e08070" : "#70a0d8";
-                sp.push_back(s);
-            }
-            return sp;
-        };
-        auto all = spans_for(1e9);
-        h << report::timeline(lanes, all, 0, double(t1 - t0) / 1e9, "whole run", "time since first op (s)");
-        // Zoom on the first store and the first load: individual commands become visible.
-        for (bool store : {true, false}) {
-            auto it = std::find_if(ops.begin(), ops.end(), [&](const OpRec& o) { return o.store == store; });
-            if (it == ops.end()) continue;
-            auto z = spans_for(1e6);
-            double a = double(it->ts_start - t0) / 1e6, b = double(it->ts - t0) / 1e6;
-            double pad = (b - a) * 0.05;
-            h << report::timeline(lanes, z, a - pad, b + pad,
-                                  std::string("zoom: first ") + (store ? "store" : "load") + " (object " +
-                                      std::to_string(it->object_id) + ")",
-                                  "time since first op (ms)");
-        }
-        h << "</section>\n";
-    }
-
-    // ---- job ----
+/// The distilled job's text and run.json's file list; the document's end.
+void job_and_files_sections(std::ostream& h, const std::string& job, const json& run) {
     h << "<section id=\"job\"><h2>Distilled fio job</h2><p class=\"note\">Every value derived from the trace (header "
          "comments say from "
          "what). Its filename is the verify device, detached after the run: edit it before reuse. Exact replay: "
@@ -416,6 +421,47 @@ void write_report(const std::string& dir, const std::string& path) {
     const json files = run.value("files", json::object());
     for (const auto& [k, v] : files.items()) h << "<tr>" << td(k) << td(v.get<std::string>()) << "</tr>";
     h << "</table></section>\n</body></html>\n";
+}
+
+}  // namespace
+
+void write_report(const std::string& dir, const std::string& path) {
+    auto P = [&](const char* n) { return dir + "/" + n; };
+    json run = read_json_file(P("run.json"));
+    json tr = read_json_file(P("trace.json"));
+    json val = read_json_file(P("validate.json"));
+    json fid = read_json_file(P("verify.json"));
+    std::string job = slurp(P("job.fio"));
+    std::string dev = run["target"].value("dev", "");
+
+    // Per-device histograms of the traced disk.
+    json dh = json::object();
+    json dinfo = json::object();
+    for (const auto& d : tr.value("devices", json::array()))
+        if (d.value("dev", "") == dev) dinfo = d, dh = d.value("histograms", json::object());
+    json ph = tr.value("process", json::object());
+
+    // Commands and ops.
+    const std::vector<CmdRec> cmds = read_cmds(P("events.jsonl"), dev);
+    json meta;
+    const std::vector<OpRec> ops = read_ops(P("semantic.jsonl"), meta);
+    uint64_t t0 = UINT64_MAX, t1 = 0;
+    for (const auto& c : cmds) t0 = std::min(t0, c.ts_issue), t1 = std::max(t1, c.ts_complete);
+    for (const auto& o : ops) t0 = std::min(t0, o.ts_start), t1 = std::max(t1, o.ts);
+    if (t0 == UINT64_MAX) t0 = t1 = 0;
+
+    std::ostringstream h;
+    write_head(h);
+    const bool sim = run["options"].value("workload", "objects") == "simulate";
+    const json simj = sim ? read_json_file(P("simulate.json")) : json::object();
+    summary_section(h, run, tr, dinfo, meta, dev, cmds.size(), ops.size());
+    if (sim) h << simulation_section(simj, dh);
+    scores_section(h, val, fid);
+    latency_section(h, dh, ph);
+    sizes_and_depth_sections(h, dh, tr);
+    lba_section(h, cmds, t0, t1);
+    timeline_section(h, ops, cmds, t0, t1);
+    job_and_files_sections(h, job, run);
 
     std::ofstream f(path);
     f << h.str();

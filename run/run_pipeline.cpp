@@ -61,6 +61,25 @@ struct Stopwatch {
     double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 };
 
+/// While alive, every forwarding stage's process group is reported to the run's guard (set_stage_observer).
+struct StageObserver {
+    explicit StageObserver(RunGuard& g) {
+        set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); });
+    }
+    ~StageObserver() { set_stage_observer({}); }
+};
+
+/// What run_all's stages report to: the progress lines ("kvio run: ..." to `prog`, none when null) and run.json's
+/// "stages" ([{name, seconds}], in the order they ran).
+struct RunStages {
+    std::ostream* prog = nullptr;
+    nlohmann::json stages = nlohmann::json::array();
+    void say(const std::string& s) const {
+        if (prog) *prog << "kvio run: " << s << std::endl;
+    }
+    void done(const char* name, const Stopwatch& sw) { stages.push_back({{"name", name}, {"seconds", sw.seconds()}}); }
+};
+
 std::string resolve_exe(const std::string& exe) {
     if (exe != "/proc/self/exe") return exe;
     std::error_code ec;
@@ -143,6 +162,318 @@ void simulate_stage(const RunOptions& o, const std::string& out, const std::stri
                     last_error_line(output) + (log_error.empty() ? "; see " + log : " (" + log_error + ")"));
 }
 
+/// The layout gen will use (o.layout, or the one the target implies), after refusing a run without root, an unknown
+/// --workload and everything gen would refuse about the target, layout and engine; `cap_guess`: the largest transfer
+/// expected on the target (bytes).
+std::string checked_layout(const RunOptions& o, bool sim, uint64_t& cap_guess) {
+    if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
+    // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
+    if (!sim && o.workload != "objects")
+        throw UsageError("--workload " + o.workload + ": expected objects or simulate");
+    std::string layout = o.layout;
+    cap_guess = kEmbeddedCapGuess;
+    if (sim) {
+        if (!o.target.empty())
+            throw UsageError(
+                "--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
+        if (!layout.empty())
+            throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
+        layout = "files";
+    } else if (o.target.empty()) {
+        if (layout == "files")
+            throw UsageError(
+                "--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
+        if (o.engine == "uring_cmd")
+            throw UsageError(
+                "--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
+                "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
+        layout = "slots";
+    } else {
+        // A --target that is mounted, read-only or holds data is refused before anything is created or traced. gen's
+        // own check reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending
+        // on what is cached) would become part of the traced workload: gen is told --force below.
+        workload::TargetInfo t = workload::inspect_target(o.target);
+        workload::check_engine_target(o.engine, t);
+        std::optional<workload::Layout> asked;
+        if (!layout.empty()) asked = workload::parse_layout(layout);
+        layout = workload::layout_name(workload::resolve_layout(asked, t));
+        workload::check_device_safe(t, o.force);
+        cap_guess = workload::default_max_io(t, o.engine == "uring_cmd");
+    }
+    return layout;
+}
+
+/// Checks and creates the run directory `out` (new or empty; simulate's own parser accepts the --sim-args; the
+/// filesystem has room for about what the run writes, `img_bytes` per embedded image), before a device is touched.
+void prepare_out_dir(const RunOptions& o, bool sim, const std::string& out, uint64_t img_bytes, uint64_t cap_guess) {
+    {
+        std::error_code ec;
+        if (fs::exists(out, ec) && !fs::is_empty(out, ec))
+            throw Error("--out " + out + " is not empty; give a new or empty directory");
+    }
+    if (sim && o.check_simulate_args) {
+        // simulate's own parser, before a device is touched: a bad --sim-arg fails here, not after mkfs.
+        const std::string abs_out = fs::absolute(out).lexically_normal().string();
+        std::vector<std::string> argv = simulate_argv("kvio", o.sim, abs_out + "/mnt/cache", abs_out);
+        try {
+            o.check_simulate_args({argv.begin() + 2, argv.end()});
+        } catch (const Error& e) {
+            throw Error(std::string("--workload simulate: ") + e.what());
+        }
+    }
+    // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
+    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes)
+                                : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
+    {
+        std::error_code ec;
+        fs::create_directories(out, ec);
+        if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
+    }
+}
+
+/// run.json's "options": what the run was asked (kvio.run/1, docs/formats.md).
+nlohmann::json options_json(const RunOptions& o, bool sim, const std::string& layout) {
+    nlohmann::json j = {{"target", o.target},    {"model_args", o.model_args}, {"engine", o.engine},
+                        {"layout", layout},      {"num_chunks", o.num_chunks}, {"keep", o.keep},
+                        {"workload", o.workload}};
+    if (sim)
+        j["simulate"] = {{"model", o.sim.model},
+                         {"num_users", o.sim.num_users},
+                         {"duration_s", o.sim.duration_s},
+                         {"storage_io", o.sim.storage_io},
+                         {"generation_mode", o.sim.generation_mode},
+                         {"image_bytes", o.sim.image_bytes},
+                         {"extra_args", o.sim.extra_args}};
+    return j;
+}
+
+/// run.json's "simulate": the figures of simulate's results file `path` (kvio.simulate/1) the summary shows.
+nlohmann::json simulate_summary(const std::string& path) {
+    const json sj = read_json_file(path);
+    const json& sm = sj.value("summary", json::object());
+    return json{
+        {"requests_completed", sj.value("requests_completed", uint64_t(0))},
+        {"requests_per_second", sm.value("requests_per_second", 0.0)},
+        {"elapsed_s", sm.value("elapsed_time", 0.0)},
+        {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
+        {"storage_ops",
+         sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
+        {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
+}
+
+/// The objects workload's stage: `kvio gen` on `target` under `kvio trace` (OUT/events.jsonl, trace.json,
+/// semantic.jsonl, record.json; logs OUT/gen.log and, on the embedded device, OUT/trace.log). On the embedded device
+/// the tracer runs beside gen (device filter only), on a --target it runs gen as its COMMAND. Stopped by a signal,
+/// gen finishes the ops in flight and what it completed is scored (Interrupted::validated).
+void gen_stage(const RunOptions& o, const std::string& out, const std::string& exe, const std::string& target,
+               const BlockDevInfo& tinfo, const std::string& layout) {
+    auto P = [&](const char* name) { return out + "/" + name; };
+    // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
+    uint64_t disk_bytes = block_dev_info(tinfo.whole_disk).size_bytes;
+    uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
+    std::vector<std::string> tr = {exe,
+                                   "trace",
+                                   "--events",
+                                   P("events.jsonl"),
+                                   "--json",
+                                   P("trace.json"),
+                                   "--lba-bucket",
+                                   std::to_string(lba_bucket),
+                                   "-d",
+                                   tinfo.whole_disk_name};
+    std::vector<std::string> gen = {exe,
+                                    "gen",
+                                    "-q",
+                                    "--target",
+                                    target,
+                                    "--engine",
+                                    o.engine,
+                                    "--layout",
+                                    layout,
+                                    "--num-chunks",
+                                    std::to_string(o.num_chunks),
+                                    "--semantic",
+                                    P("semantic.jsonl"),
+                                    "--record",
+                                    P("record.json")};
+    gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
+    gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
+    int st = 0;
+    std::string gen_out, gen_log_error;
+    if (o.target.empty()) {
+        // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
+        // process filter misses requests a kworker issues from the plug's cached requests: no block_getrq).
+        StageProcess trace(tr, P("trace.log"), true);
+        if (!wait_for_output(trace, "kvio trace: tracing", 60)) {
+            trace.signal(SIGTERM);
+            int ts = trace.wait();
+            check_interrupt();
+            throw Error("stage trace did not start (exit status " + std::to_string(ts) + ")" +
+                        last_error_line(trace.output()) + "; see " + P("trace.log"));
+        }
+        // From here a signal reaches gen alone, and the tracer is stopped once gen exited: it sees every command
+        // of the ops gen completes after the signal.
+        trace.stop_forwarding();
+        try {
+            StageProcess g(gen, P("gen.log"), true);
+            st = g.wait();
+            gen_out = g.output();
+            gen_log_error = g.log_error();
+        } catch (...) {
+            trace.signal(SIGINT);
+            trace.wait();
+            throw;
+        }
+        trace.signal(SIGINT);  // stop tracing: it flushes the events and writes the summary
+        int ts = trace.wait();
+        if (ts != 0 && st == 0 && !signal_received())
+            throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" +
+                        last_error_line(trace.output()) + "; see " + P("trace.log"));
+    } else {
+        tr.insert(tr.begin() + 2, "-q");
+        tr.push_back("--");
+        tr.insert(tr.end(), gen.begin(), gen.end());
+        StageProcess g(tr, P("gen.log"), true);
+        st = g.wait();
+        gen_out = g.output();
+        gen_log_error = g.log_error();
+    }
+    // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
+    if (int sig = signal_received()) throw_interrupted_scored(sig, out);
+    if (st != 0)
+        throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" + last_error_line(gen_out) +
+                    (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
+}
+
+/// The verify stage: the distilled OUT/job.fio run by fio on `vdev` (loop device `vdev_name`) under `kvio trace`
+/// (OUT/replay.events.jsonl, replay.trace.json, replay.fio.json; log OUT/verify.log), scored against the original
+/// profile `orig` and the phase plan's data commands; writes OUT/verify.json and returns what it holds.
+nlohmann::json verify_stage(const std::string& out, const std::string& exe, const std::string& vdev,
+                            const std::string& vdev_name, const distiller::Profile& orig,
+                            const distiller::PhasePlan& plan) {
+    auto P = [&](const char* name) { return out + "/" + name; };
+    std::vector<std::string> a = {exe,
+                                  "trace",
+                                  "-q",
+                                  "--events",
+                                  P("replay.events.jsonl"),
+                                  "--json",
+                                  P("replay.trace.json"),
+                                  "-d",
+                                  vdev_name,
+                                  "--",
+                                  "fio",
+                                  "--output-format=json",
+                                  "--output=" + P("replay.fio.json"),
+                                  P("job.fio")};
+    int st = StageProcess(a, P("verify.log"), true).wait();
+    check_interrupt();
+    if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
+    kvio::EventFilter f;
+    f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
+    kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
+    distiller::Profile rep = distiller::profile_events(rev);
+    distiller::Fidelity fid = distiller::score(orig, rep);
+    distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
+    nlohmann::json fj = distiller::to_json(fid);
+    fj["time_resolved"] = distiller::to_json(tf);
+    fj["summary"] = distiller::summary_line(fid, tf);
+    fj["replay_events"] = P("replay.events.jsonl");
+    fj["original_cmds"] = orig.cmds();
+    fj["replay_cmds"] = rep.cmds();
+    write_json_file(P("verify.json"), fj);
+    return fj;
+}
+
+/// OUT/timeline.json from the run's events, object ops (and gen's record) and trace summary; returns run.json's
+/// "timeline" (path and counts).
+nlohmann::json timeline_stage(const std::string& out, bool sim) {
+    auto P = [&](const char* name) { return out + "/" + name; };
+    report::TimelineOptions to;
+    to.events = P("events.jsonl");
+    to.semantic = P("semantic.jsonl");
+    if (!sim) to.record = P("record.json");
+    to.trace_json = P("trace.json");
+    to.out = P("timeline.json");
+    const report::TimelineStats ts = report::write_perfetto(to);
+    return {{"path", to.out},        {"commands", ts.commands},  {"syscalls", ts.syscalls},
+            {"ops", ts.ops},         {"flows", ts.flows},        {"device_tracks", ts.device_tracks},
+            {"threads", ts.threads}, {"max_slots", ts.max_slots}};
+}
+
+/// run.json's "files": every output of the run by role.
+nlohmann::json files_json(const std::string& out, bool sim) {
+    auto P = [&](const char* name) { return out + "/" + name; };
+    nlohmann::json j = {
+        {"events", P("events.jsonl")}, {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
+        {"record", P("record.json")},  {"validate", P("validate.json")}, {"job", P("job.fio")},
+        {"iolog", P("job.iolog")},     {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
+        {"report", P("report.html")},  {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
+    if (sim) {
+        j.erase("record");
+        j["simulate"] = P("simulate.json");
+        j["simulate_log"] = P("simulate.log");
+        j["fio_workload"] = P("fio_workload.ini");
+    } else {
+        j["gen_log"] = P("gen.log");
+    }
+    return j;
+}
+
+/// Attaches the embedded target: a sparse image of `img_bytes` at OUT/target.img as a loop device with direct I/O
+/// (into `img`, known to `guard`); returns the device's path.
+std::string attach_target(const RunOptions& o, const std::string& out, uint64_t img_bytes, RunGuard& guard,
+                          std::unique_ptr<LoopImage>& img, RunStages& log) {
+    Stopwatch sw;
+    const std::string path = out + "/target.img";
+    guard.image(path, o.keep);
+    img = std::make_unique<LoopImage>(path, img_bytes, o.keep);
+    check_interrupt();
+    const std::string target = img->dev();
+    log.say("target " + target + " (sparse " + std::to_string(img_bytes >> 20) + " MiB image " + path +
+            ", direct I/O)");
+    log.done("attach", sw);
+    return target;
+}
+
+/// The second device, for the verify replay: a sparse image of `bytes` at OUT/verify.img as a loop device (into
+/// `img`, known to `guard`); returns the device's path.
+std::string attach_verify(const RunOptions& o, const std::string& out, uint64_t bytes, RunGuard& guard,
+                          std::unique_ptr<LoopImage>& img, RunStages& log) {
+    Stopwatch sw;
+    guard.image(out + "/verify.img", o.keep);
+    img = std::make_unique<LoopImage>(out + "/verify.img", bytes, o.keep);
+    check_interrupt();
+    log.done("attach-verify", sw);
+    return img->dev();
+}
+
+/// Scores the run directory (validate_run_dir) into run.json's "validate"; returns the report.
+validate::Report validate_stage(const std::string& out, RunStages& log, nlohmann::json& doc) {
+    Stopwatch sw;
+    log.say("validate " + out + "/events.jsonl against " + out + "/semantic.jsonl");
+    validate::Report vr = validate_run_dir(out);
+    doc["validate"] = validate::report_json(vr);
+    log.done("validate", sw);
+    check_interrupt();
+    return vr;
+}
+
+/// Writes OUT/run.json (`doc` with its "files") and OUT/report.html; the result kvio run prints.
+RunResult finish_run(const std::string& out, bool sim, nlohmann::json& doc, const validate::Report& vr,
+                     RunStages& log) {
+    doc["files"] = files_json(out, sim);
+    write_json_file(out + "/run.json", doc);
+    log.say("report (HTML)");  // its path is in the summary on stdout, once
+    report::write_report(out, out + "/report.html");
+    check_interrupt();
+    RunResult r;
+    r.doc = doc;
+    r.summary_line = validate::summary_line(vr);
+    r.report_path = out + "/report.html";
+    return r;
+}
+
 }  // namespace
 
 uint64_t simulate_run_dir_bytes(uint64_t image_bytes) {
@@ -200,112 +531,31 @@ uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_byt
 }
 
 RunResult run_all(const RunOptions& o) {
-    if (geteuid() != 0) throw Error("kvio run needs root (BPF tracing and loop devices); run it with sudo");
-    // Everything gen would refuse about the target, layout and engine is refused here, before anything is traced.
     const bool sim = o.workload == "simulate";
-    if (!sim && o.workload != "objects")
-        throw UsageError("--workload " + o.workload + ": expected objects or simulate");
-    std::string layout = o.layout;
-    uint64_t cap_guess = kEmbeddedCapGuess;
-    if (sim) {
-        if (!o.target.empty())
-            throw UsageError(
-                "--workload simulate runs on the embedded loop device (ext4 is made on it): --target is not used");
-        if (!layout.empty())
-            throw UsageError("--workload simulate: --layout is gen's (the storage tier writes one file per entry)");
-        layout = "files";
-    } else if (o.target.empty()) {
-        if (layout == "files")
-            throw UsageError(
-                "--layout files needs --target DIRECTORY (the embedded loop device is a raw block device)");
-        if (o.engine == "uring_cmd")
-            throw UsageError(
-                "--engine uring_cmd needs --target /dev/ngXnY (an NVMe generic char device); the embedded loop "
-                "device is a block device: use --engine posix or io_uring, or give an NVMe namespace");
-        layout = "slots";
-    } else {
-        // A --target that is mounted, read-only or holds data is refused before anything is created or traced. gen's
-        // own check reads the first MiB through the page cache, and its readahead (2 to dozens of commands, depending
-        // on what is cached) would become part of the traced workload: gen is told --force below.
-        workload::TargetInfo t = workload::inspect_target(o.target);
-        workload::check_engine_target(o.engine, t);
-        std::optional<workload::Layout> asked;
-        if (!layout.empty()) asked = workload::parse_layout(layout);
-        layout = workload::layout_name(workload::resolve_layout(asked, t));
-        workload::check_device_safe(t, o.force);
-        cap_guess = workload::default_max_io(t, o.engine == "uring_cmd");
-    }
+    uint64_t cap_guess = 0;
+    const std::string layout = checked_layout(o, sim, cap_guess);
 
     std::string out = o.out_dir.empty() ? timestamp_dir() : o.out_dir;
-    {
-        std::error_code ec;
-        if (fs::exists(out, ec) && !fs::is_empty(out, ec))
-            throw Error("--out " + out + " is not empty; give a new or empty directory");
-    }
-    if (sim && o.check_simulate_args) {
-        // simulate's own parser, before a device is touched: a bad --sim-arg fails here, not after mkfs.
-        const std::string abs_out = fs::absolute(out).lexically_normal().string();
-        std::vector<std::string> argv = simulate_argv("kvio", o.sim, abs_out + "/mnt/cache", abs_out);
-        try {
-            o.check_simulate_args({argv.begin() + 2, argv.end()});
-        } catch (const Error& e) {
-            throw Error(std::string("--workload simulate: ") + e.what());
-        }
-    }
-    // The embedded images are sparse: the filesystem under --out fills as gen and the verify replay write them.
     const uint64_t img_bytes = sim ? o.sim.image_bytes : image_bytes(o.objects, o.object_bytes);
-    check_room_for_run(out, sim ? simulate_run_dir_bytes(img_bytes)
-                                : run_dir_bytes(o.objects, o.object_bytes, cap_guess, o.target.empty()));
-    {
-        std::error_code ec;
-        fs::create_directories(out, ec);
-        if (ec) throw Error("cannot create --out " + out + ": " + ec.message());
-    }
+    prepare_out_dir(o, sim, out, img_bytes, cap_guess);
     // Forked first, while this process has one thread: a SIGKILLed run still loses its loop devices, mount and images.
     RunGuard guard;
-    struct StageObserver {
-        explicit StageObserver(RunGuard& g) {
-            set_stage_observer([&g](pid_t pg, bool running) { g.stage(pg, running); });
-        }
-        ~StageObserver() { set_stage_observer({}); }
-    } observe_stages(guard);
+    StageObserver observe_stages(guard);
     SignalGuard sig;
-    std::ostream* prog = o.progress;
-    auto say = [&](const std::string& s) {
-        if (prog) *prog << "kvio run: " << s << std::endl;
-    };
+    RunStages log{o.progress};
+    auto say = [&](const std::string& s) { log.say(s); };
+    nlohmann::json& stages = log.stages;
     out = fs::absolute(out).lexically_normal().string();
     auto P = [&](const char* name) { return out + "/" + name; };
     const std::string exe = resolve_exe(o.kvio_exe);
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
-    doc["options"] = {{"target", o.target},    {"model_args", o.model_args}, {"engine", o.engine},
-                      {"layout", layout},      {"num_chunks", o.num_chunks}, {"keep", o.keep},
-                      {"workload", o.workload}};
-    if (sim)
-        doc["options"]["simulate"] = {{"model", o.sim.model},
-                                      {"num_users", o.sim.num_users},
-                                      {"duration_s", o.sim.duration_s},
-                                      {"storage_io", o.sim.storage_io},
-                                      {"generation_mode", o.sim.generation_mode},
-                                      {"image_bytes", o.sim.image_bytes},
-                                      {"extra_args", o.sim.extra_args}};
-    nlohmann::json stages = nlohmann::json::array();
+    doc["options"] = options_json(o, sim, layout);
     Stopwatch total;
 
     // ---- target ----
     std::unique_ptr<LoopImage> img_a, img_b;
-    std::string target = o.target;
-    if (target.empty()) {
-        Stopwatch sw;
-        guard.image(P("target.img"), o.keep);
-        img_a = std::make_unique<LoopImage>(P("target.img"), img_bytes, o.keep);
-        check_interrupt();
-        target = img_a->dev();
-        say("target " + target + " (sparse " + std::to_string(img_bytes >> 20) + " MiB image " + P("target.img") +
-            ", direct I/O)");
-        stages.push_back({{"name", "attach"}, {"seconds", sw.seconds()}});
-    }
+    const std::string target = o.target.empty() ? attach_target(o, out, img_bytes, guard, img_a, log) : o.target;
     BlockDevInfo tinfo = block_dev_info_for_path(target);
     doc["target"] = {{"path", target},
                      {"disk", tinfo.whole_disk_name},
@@ -313,119 +563,24 @@ RunResult run_all(const RunOptions& o) {
                      {"embedded", o.target.empty()},
                      {"image", o.target.empty() ? P("target.img") : ""}};
 
-    // ---- simulate under trace (the serving workload) ----
+    // ---- the workload under trace: simulate (serving) or gen (objects) ----
     if (sim) {
         Stopwatch sw;
         say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) +
             " s on ext4 on " + target + " under kvio trace (log " + P("simulate.log") + ")");
         simulate_stage(o, out, target, exe, guard);
-        const json sj = read_json_file(P("simulate.json"));
-        const json& sm = sj.value("summary", json::object());
-        doc["simulate"] = {
-            {"requests_completed", sj.value("requests_completed", uint64_t(0))},
-            {"requests_per_second", sm.value("requests_per_second", 0.0)},
-            {"elapsed_s", sm.value("elapsed_time", 0.0)},
-            {"cache_hit_rate", sm.value("cache_stats", json::object()).value("cache_hit_rate", 0.0)},
-            {"storage_ops",
-             sj.contains("kvio") ? sj["kvio"].value("validation", json::object()).value("objects", uint64_t(0)) : 0},
-            {"stop", sj.contains("kvio") ? sj["kvio"].value("stop", json::object()).value("reason", "") : ""}};
-        stages.push_back({{"name", "trace+simulate"}, {"seconds", sw.seconds()}});
-    }
-
-    // ---- gen under trace ----
-    if (!sim) {
+        doc["simulate"] = simulate_summary(P("simulate.json"));
+        log.done("trace+simulate", sw);
+    } else {
         Stopwatch sw;
         say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") +
             ")");
-        // LBA heatmap buckets: 1/64 of the disk, at least 1 MiB.
-        uint64_t disk_bytes = block_dev_info(tinfo.whole_disk).size_bytes;
-        uint64_t lba_bucket = std::max<uint64_t>(1 << 20, (disk_bytes / 64 + (1 << 20) - 1) >> 20 << 20);
-        std::vector<std::string> tr = {exe,
-                                       "trace",
-                                       "--events",
-                                       P("events.jsonl"),
-                                       "--json",
-                                       P("trace.json"),
-                                       "--lba-bucket",
-                                       std::to_string(lba_bucket),
-                                       "-d",
-                                       tinfo.whole_disk_name};
-        std::vector<std::string> gen = {exe,
-                                        "gen",
-                                        "-q",
-                                        "--target",
-                                        target,
-                                        "--engine",
-                                        o.engine,
-                                        "--layout",
-                                        layout,
-                                        "--num-chunks",
-                                        std::to_string(o.num_chunks),
-                                        "--semantic",
-                                        P("semantic.jsonl"),
-                                        "--record",
-                                        P("record.json")};
-        gen.insert(gen.end(), o.model_args.begin(), o.model_args.end());
-        gen.push_back("--force");  // checked above, untraced (the embedded image was just created sparse)
-        int st = 0;
-        std::string gen_out, gen_log_error;
-        if (o.target.empty()) {
-            // The embedded device is this run's alone: the device filter is exact, no process filter needed (the
-            // process filter misses requests a kworker issues from the plug's cached requests: no block_getrq).
-            StageProcess trace(tr, P("trace.log"), true);
-            if (!wait_for_output(trace, "kvio trace: tracing", 60)) {
-                trace.signal(SIGTERM);
-                int ts = trace.wait();
-                check_interrupt();
-                throw Error("stage trace did not start (exit status " + std::to_string(ts) + ")" +
-                            last_error_line(trace.output()) + "; see " + P("trace.log"));
-            }
-            // From here a signal reaches gen alone, and the tracer is stopped once gen exited: it sees every command
-            // of the ops gen completes after the signal.
-            trace.stop_forwarding();
-            try {
-                StageProcess g(gen, P("gen.log"), true);
-                st = g.wait();
-                gen_out = g.output();
-                gen_log_error = g.log_error();
-            } catch (...) {
-                trace.signal(SIGINT);
-                trace.wait();
-                throw;
-            }
-            trace.signal(SIGINT);  // stop tracing: it flushes the events and writes the summary
-            int ts = trace.wait();
-            if (ts != 0 && st == 0 && !signal_received())
-                throw Error("stage trace failed (exit status " + std::to_string(ts) + ")" +
-                            last_error_line(trace.output()) + "; see " + P("trace.log"));
-        } else {
-            tr.insert(tr.begin() + 2, "-q");
-            tr.push_back("--");
-            tr.insert(tr.end(), gen.begin(), gen.end());
-            StageProcess g(tr, P("gen.log"), true);
-            st = g.wait();
-            gen_out = g.output();
-            gen_log_error = g.log_error();
-        }
-        // gen finished the ops in flight and wrote the completed ones: score what was done before stopping.
-        if (int sig = signal_received()) throw_interrupted_scored(sig, out);
-        if (st != 0)
-            throw Error("stage gen-under-trace failed (exit status " + std::to_string(st) + ")" +
-                        last_error_line(gen_out) +
-                        (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
-        stages.push_back({{"name", "trace+gen"}, {"seconds", sw.seconds()}});
+        gen_stage(o, out, exe, target, tinfo, layout);
+        log.done("trace+gen", sw);
     }
 
     // ---- validate ----
-    validate::Report vr;
-    {
-        Stopwatch sw;
-        say("validate " + P("events.jsonl") + " against " + P("semantic.jsonl"));
-        vr = validate_run_dir(out);
-        doc["validate"] = validate::report_json(vr);
-        stages.push_back({{"name", "validate"}, {"seconds", sw.seconds()}});
-    }
-    check_interrupt();
+    const validate::Report vr = validate_stage(out, log, doc);
 
     // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
     // would quietly shrink it and the fidelity would describe another workload.
@@ -434,14 +589,7 @@ RunResult run_all(const RunOptions& o) {
     const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
 
     // ---- second device for the verify replay ----
-    {
-        Stopwatch sw;
-        guard.image(P("verify.img"), o.keep);
-        img_b = std::make_unique<LoopImage>(P("verify.img"), verify_bytes, o.keep);
-        check_interrupt();
-        stages.push_back({{"name", "attach-verify"}, {"seconds", sw.seconds()}});
-    }
-    const std::string vdev = img_b->dev();
+    const std::string vdev = attach_verify(o, out, verify_bytes, guard, img_b, log);
     doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
 
     // ---- distill ----
@@ -482,38 +630,7 @@ RunResult run_all(const RunOptions& o) {
     {
         Stopwatch sw;
         say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
-        std::vector<std::string> a = {exe,
-                                      "trace",
-                                      "-q",
-                                      "--events",
-                                      P("replay.events.jsonl"),
-                                      "--json",
-                                      P("replay.trace.json"),
-                                      "-d",
-                                      img_b->name(),
-                                      "--",
-                                      "fio",
-                                      "--output-format=json",
-                                      "--output=" + P("replay.fio.json"),
-                                      P("job.fio")};
-        int st = StageProcess(a, P("verify.log"), true).wait();
-        check_interrupt();
-        if (st != 0)
-            throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
-        kvio::EventFilter f;
-        f.dev = dev_string(block_dev_info_for_path(vdev).whole_disk);
-        kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
-        distiller::Profile rep = distiller::profile_events(rev);
-        distiller::Fidelity fid = distiller::score(orig, rep);
-        distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
-        nlohmann::json fj = distiller::to_json(fid);
-        fj["time_resolved"] = distiller::to_json(tf);
-        fj["summary"] = distiller::summary_line(fid, tf);
-        fj["replay_events"] = P("replay.events.jsonl");
-        fj["original_cmds"] = orig.cmds();
-        fj["replay_cmds"] = rep.cmds();
-        write_json_file(P("verify.json"), fj);
-        doc["fidelity"] = fj;
+        doc["fidelity"] = verify_stage(out, exe, vdev, img_b->name(), orig, plan);
         stages.push_back({{"name", "verify"}, {"seconds", sw.seconds()}});
     }
 
@@ -521,46 +638,14 @@ RunResult run_all(const RunOptions& o) {
     {
         Stopwatch sw;
         say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
-        report::TimelineOptions to;
-        to.events = P("events.jsonl");
-        to.semantic = P("semantic.jsonl");
-        if (!sim) to.record = P("record.json");
-        to.trace_json = P("trace.json");
-        to.out = P("timeline.json");
-        const report::TimelineStats ts = report::write_perfetto(to);
-        doc["timeline"] = {{"path", to.out},        {"commands", ts.commands},  {"syscalls", ts.syscalls},
-                           {"ops", ts.ops},         {"flows", ts.flows},        {"device_tracks", ts.device_tracks},
-                           {"threads", ts.threads}, {"max_slots", ts.max_slots}};
+        doc["timeline"] = timeline_stage(out, sim);
         stages.push_back({{"name", "timeline"}, {"seconds", sw.seconds()}});
     }
     check_interrupt();
 
-    doc["files"] = {
-        {"events", P("events.jsonl")}, {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
-        {"record", P("record.json")},  {"validate", P("validate.json")}, {"job", P("job.fio")},
-        {"iolog", P("job.iolog")},     {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
-        {"report", P("report.html")},  {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
-    if (sim) {
-        doc["files"].erase("record");
-        doc["files"]["simulate"] = P("simulate.json");
-        doc["files"]["simulate_log"] = P("simulate.log");
-        doc["files"]["fio_workload"] = P("fio_workload.ini");
-    } else {
-        doc["files"]["gen_log"] = P("gen.log");
-    }
     doc["stages"] = stages;
     doc["seconds"] = total.seconds();
-    write_json_file(P("run.json"), doc);
-
-    say("report (HTML)");  // its path is in the summary on stdout, once
-    report::write_report(out, P("report.html"));
-    check_interrupt();
-
-    RunResult r;
-    r.doc = doc;
-    r.summary_line = validate::summary_line(vr);
-    r.report_path = P("report.html");
-    return r;  // img_b then img_a are detached and removed here
+    return finish_run(out, sim, doc, vr, log);  // img_b then img_a are detached and removed here
 }
 
 }  // namespace kvio::run

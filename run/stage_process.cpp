@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "common/exec_logged.h"
+#include "common/stop_signal.h"
 #include "run/run_pipeline.h"
 
 namespace kvio::run {
@@ -23,13 +24,12 @@ namespace {
 
 // ---- signals: remembered, forwarded to the process groups of the forwarding stages ----
 constexpr int kMaxForwarded = 4;  // trace and gen run at once; one slot per started forwarding stage
-volatile sig_atomic_t g_signal = 0;
 volatile pid_t g_pgid[kMaxForwarded] = {};
-constexpr int kSignals[3] = {SIGINT, SIGTERM,
-                             SIGHUP};  // SIGHUP: a closed terminal or SSH session cleans up like SIGTERM
+const StopSignal* g_stop = nullptr;  // the SignalGuard's, while one is alive
+int g_last_signal = 0;               // the last SignalGuard's first signal, once it is gone
 
-void on_signal(int sig) {
-    if (!g_signal) g_signal = sig;
+/// StopSignal's callback (in the handler): every stop signal goes on to the forwarding stages' process groups.
+void forward_to_stages(int sig) {
     for (int i = 0; i < kMaxForwarded; ++i) {
         pid_t pg = g_pgid[i];
         if (pg > 0) ::kill(-pg, sig);
@@ -54,24 +54,19 @@ std::function<void(pid_t, bool)>& stage_observer() {
 
 }  // namespace
 
-struct SignalGuard::Saved {
-    struct sigaction old[3];
-};
-
-SignalGuard::SignalGuard() : saved_(std::make_unique<Saved>()) {
-    g_signal = 0;
+SignalGuard::SignalGuard() {
+    g_last_signal = 0;
     for (auto& p : g_pgid) p = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &saved_->old[i]);
+    stop_.emplace(StopSignal::Options{.on_signal = forward_to_stages});
+    g_stop = &*stop_;
 }
 
 SignalGuard::~SignalGuard() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &saved_->old[i], nullptr);
+    g_last_signal = stop_->signo();
+    g_stop = nullptr;
 }
 
-int signal_received() { return g_signal; }
+int signal_received() { return g_stop ? g_stop->signo() : g_last_signal; }
 
 void set_stage_observer(std::function<void(pid_t, bool)> observer) { stage_observer() = std::move(observer); }
 
@@ -113,7 +108,7 @@ struct StageProcess::Pump {
 
 StageProcess::StageProcess(const std::vector<std::string>& argv, const std::string& log, bool forward)
     : forward_(forward), pump_(std::make_unique<Pump>()) {
-    if (forward && g_signal) throw Interrupted(g_signal);
+    if (const int sig = signal_received(); forward && sig) throw Interrupted(sig);
     pump_->log = log;
     if (!log.empty()) {
         pump_->log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -125,9 +120,8 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
         if (pump_->log_fd >= 0) ::close(pump_->log_fd);
         throw Error(std::string("pipe: ") + std::strerror(e));
     }
-    sigset_t block, old;
-    sigemptyset(&block);
-    for (int s : kSignals) sigaddset(&block, s);
+    const sigset_t block = stop_signal_set();
+    sigset_t old;
     sigprocmask(SIG_BLOCK, &block, &old);  // the pump thread inherits the mask: signals go to the main thread
     pid_t parent = getpid();
     pid_ = fork();
@@ -139,7 +133,7 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
         throw Error(std::string("fork: ") + std::strerror(e));
     }
     if (pid_ == 0) {
-        for (int s : kSignals) ::signal(s, SIG_DFL);
+        default_stop_signals();
         if (forward) setpgid(0, 0);
         // A SIGKILLed `kvio run` leaves no stage running (SIGTERM: it stops as on Ctrl-C), nor a helper such as
         // mkfs.ext4 holding the loop device (SIGKILL: the run's guard redoes the cleanup it was part of).
@@ -162,7 +156,8 @@ StageProcess::StageProcess(const std::vector<std::string>& argv, const std::stri
         }
     }
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    if (forward && g_signal) ::kill(-pid_, g_signal);  // arrived while blocked: handled above, forward it now
+    if (const int sig = signal_received(); forward && sig)
+        ::kill(-pid_, sig);  // arrived while blocked: handled above, forward it now
 }
 
 StageProcess::~StageProcess() {

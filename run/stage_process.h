@@ -7,14 +7,17 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/stop_signal.h"
+
 namespace kvio::run {
 
-/// Installs the run's SIGINT/SIGTERM/SIGHUP handlers for its lifetime (the previous ones come back after): a signal
-/// is remembered (signal_received()) and forwarded to the process group of every StageProcess started with
-/// `forward` that is still forwarding.
+/// Holds the run's kvio::StopSignal (SIGINT/SIGTERM/SIGHUP, the previous handlers come back after): a signal is
+/// remembered (signal_received()) and forwarded to the process group of every StageProcess started with `forward`
+/// that is still forwarding. One at a time.
 class SignalGuard {
 public:
     SignalGuard();
@@ -23,11 +26,10 @@ public:
     SignalGuard& operator=(const SignalGuard&) = delete;
 
 private:
-    struct Saved;
-    std::unique_ptr<Saved> saved_;
+    std::optional<StopSignal> stop_;  ///< set once the forwarding table is cleared
 };
 
-/// The first signal SignalGuard caught, 0 when none.
+/// The first signal the SignalGuard alive (else the last one) caught, 0 when none.
 int signal_received();
 
 /// Called in the parent with the pid of every forwarding StageProcess right after its fork (`running` true: it leads

@@ -26,6 +26,7 @@
 #include "bpf/kvio_trace.skel.h"
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "trace/event_format.h"
 #include "trace/event_writer.h"
 #include "trace/bpf_stats.h"
@@ -42,14 +43,10 @@ namespace kvio::trace {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_signal{0};  // the first signal that stopped the trace, 0 for none
-std::atomic<pid_t> g_child{0};
+std::atomic<pid_t> g_child{0};  // the traced command once it runs, else 0
 
-void on_signal(int sig) {
-    g_stop = true;
-    int none = 0;
-    g_signal.compare_exchange_strong(none, sig);  // a later signal (a second Ctrl-C) does not rename the stop
+/// StopSignal's callback (in the handler, with every stop signal): SIGTERM/SIGHUP end the traced command too.
+void stop_command(int sig) {
     pid_t c = g_child.load();
     if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
 }
@@ -570,34 +567,20 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
     }
 }
 
-}  // namespace
-
-TraceResult run_trace(const TraceOptions& opts) {
-    // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
-    // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
-    // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
-    g_stop = false;
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or SSH session stops and flushes like SIGTERM
-    signal(SIGPIPE, SIG_IGN);         // a reader that went away: the write fails with EPIPE and is reported
-    ensure_tracing_ready();
-    libbpf_set_print(libbpf_quiet);
+/// Refuses -c filters the BPF programs cannot hold: more than KVIO_MAX_COMMS, or a comm of 16 characters or more.
+void check_comms(const TraceOptions& opts) {
     if (opts.comms.size() > KVIO_MAX_COMMS) throw Error("at most " + std::to_string(KVIO_MAX_COMMS) + " -c filters");
     for (const auto& c : opts.comms)
         if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
-    auto devs = resolve_devices(opts.devices);
-    if (opts.children && opts.pids.empty()) throw Error("--children follows the processes of -p PID: give -p");
-    std::optional<PidWatch>
-        pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
-    if (!opts.pids.empty()) pid_watch.emplace(opts.pids);
+}
 
-    std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
-    if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
-    auto* ro = skel->rodata;
+/// Sets the BPF object's configuration for `opts` before it loads: the -d (`devs`, kernel dev_t), -c, -p and --cgroup
+/// filters, what is recorded (events, owners, syscalls, groups), the storage devices whose fds the syscall histograms
+/// count, the histogram slots (returned: the -d disks, else every disk present now), the queue-depth sampling and the
+/// LBA bucket. `backups_from_start`: the test hooks ask for the backup programs from the start.
+std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, const std::vector<uint32_t>& devs,
+                                bool& backups_from_start) {
+    auto* ro = s->rodata;
     ro->targ_ndevs = uint32_t(devs.size());
     for (size_t i = 0; i < devs.size(); ++i) ro->targ_devs[i] = devs[i];
     ro->targ_ncomms = uint32_t(opts.comms.size());
@@ -611,8 +594,8 @@ TraceResult run_trace(const TraceOptions& opts) {
                                                       : KVIO_GROUP_NONE;
     ro->need_owner = ro->emit_events || ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty() || ro->group_by;
     ro->need_owner_detail = ro->emit_events || ro->group_by;
-    const bool backups_from_start = set_test_hooks(skel.get());
-    size_slot_tables(skel.get());
+    backups_from_start = set_test_hooks(s);
+    size_slot_tables(s);
     ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
@@ -621,9 +604,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     ro->targ_nstorage = uint32_t(storage.size());
     std::copy(storage.begin(), storage.end(), ro->targ_storage);
     // Histogram slots: the -d disks, else every disk present now (one hist set and in-flight count each).
-    const std::vector<uint32_t> slot_devs = devs.empty() ? present_disks(KVIO_MAX_DEV_SLOTS) : devs;
-    bpf_map__set_max_entries(skel->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
-    bpf_map__set_max_entries(skel->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    std::vector<uint32_t> slot_devs = devs.empty() ? present_disks(KVIO_MAX_DEV_SLOTS) : devs;
+    bpf_map__set_max_entries(s->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
+    bpf_map__set_max_entries(s->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     ro->qd_sample_every = qd_sample_every(opts, ro->emit_events);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
@@ -631,6 +614,250 @@ TraceResult run_trace(const TraceOptions& opts) {
         if (stat(opts.cgroup.c_str(), &st) != 0) throw Error("--cgroup " + opts.cgroup + ": does not exist");
         ro->targ_cgroup = st.st_ino;  // cgroup v2: the directory's inode number is the cgroup id
     }
+    return slot_devs;
+}
+
+/// Loads the configured BPF object (a failure points at KVIO_DEBUG=1 for the verifier log), then fills the syscall
+/// number map and, when every disk is traced (`all_disks`: no -d), the device -> histogram slot map.
+void load_programs(kvio_trace_bpf* s, SyscallPrograms& syscalls, bool all_disks,
+                   const std::vector<uint32_t>& slot_devs) {
+    if (int err = kvio_trace_bpf__load(s))
+        throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
+                    "); rerun with KVIO_DEBUG=1 for the verifier log");
+    syscalls.fill_syscall_map();
+    if (all_disks)
+        for (uint32_t slot = 0; slot < slot_devs.size(); ++slot)
+            bpf_map__update_elem(s->maps.dev_slots, &slot_devs[slot], sizeof(uint32_t), &slot, sizeof slot, BPF_ANY);
+}
+
+/// Adds `pid` to the BPF process filter.
+void filter_pid(kvio_trace_bpf* s, uint32_t pid) {
+    uint8_t one = 1;
+    bpf_map__update_elem(s->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
+}
+
+/// --children: adds the processes below each -p pid now (fio's job processes); the fork tracepoint adds later ones.
+/// Called before and once more after attaching: a fork between this scan and the tracepoint's attach would be missed.
+void add_children(kvio_trace_bpf* s, const TraceOptions& opts) {
+    if (!opts.children) return;
+    for (uint32_t pid : opts.pids)
+        for (pid_t d : descendants(pid_t(pid))) filter_pid(s, uint32_t(d));
+}
+
+/// The --json file, opened before the trace so a bad path fails before it, not after; closed when not asked.
+std::ofstream open_json_out(const TraceOptions& opts) {
+    std::ofstream json_out;
+    if (!opts.json_path.empty()) {
+        json_out.open(opts.json_path);
+        if (!json_out) throw Error(opts.json_path + ": cannot write: " + std::strerror(errno));
+    }
+    return json_out;
+}
+
+/// Kills and reaps the traced command before it was released (it waits for the tracer to start it); nothing for 0.
+void kill_unreleased(pid_t child) {
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+    }
+}
+
+/// Lets the traced command run (it waits for the tracer to start it); from now a SIGTERM/SIGHUP to the trace ends it.
+void release_command(pid_t child, int release_fd) {
+    g_child = child;
+    if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
+    close(release_fd);
+}
+
+/// What the summary says the syscall histograms cover: "" (every regular file and block device), the -d devices,
+/// or none (--block-only).
+std::string syscall_scope(const TraceOptions& opts) {
+    std::string scope;
+    if (!opts.devices.empty()) {
+        scope = "regular files and block devices on";
+        for (const auto& d : opts.devices) scope += " " + d;
+        scope += " (partitions, stacked devices and their filesystems included)";
+    }
+    if (opts.block_only) scope = "none: --block-only, no syscall is traced";
+    return scope;
+}
+
+/// Starts the live outputs asked for (INTERVAL lines, --listen, --prom-textfile) into `live`, reading snapshots of
+/// `src`; a failure (a bad or busy --listen address) kills the command not yet released (`child`) and is thrown.
+void start_live(const TraceOptions& opts, const SnapshotSource& src, std::ostream& human, pid_t child,
+                std::optional<LiveOutputs>& live) {
+    if (opts.interval_s <= 0 && opts.listen.empty() && opts.prom_textfile.empty()) return;
+    try {
+        live.emplace(
+            LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
+            [&src] { return take_snapshot(src); }, human);
+    } catch (const Error&) {
+        kill_unreleased(child);
+        throw;
+    }
+    if (!live->bound().empty())
+        std::cerr << "kvio trace: serving Prometheus metrics on http://" << live->bound() << "/metrics\n";
+}
+
+/// --ready-file: written once the programs are attached (and --listen is bound), so a parent that started the trace
+/// waits for it instead of a fixed delay.
+void write_ready_file(const TraceOptions& opts) {
+    if (opts.ready_file.empty()) return;
+    std::ofstream ready(opts.ready_file, std::ios::trunc);
+    ready << "ready\n";
+    if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
+}
+
+/// What the trace loop works on while it runs.
+struct TraceLoop {
+    const TraceOptions& opts;
+    const StopSignal& stop;
+    ring_buffer* rb;
+    std::optional<LiveOutputs>& live;
+    BackupPrograms& backups;
+    EventSink& sink;
+    std::optional<PidWatch>& pid_watch;
+    uint64_t t0_ns;  ///< CLOCK_MONOTONIC at the trace's start
+};
+
+/// Drains the ring buffer and services the live outputs and the backup programs until a stop signal, --duration,
+/// COUNT intervals, a failing events file, the exit of every -p process, or the command's exit (its status goes to
+/// res.command_status and `child` becomes 0). Returns the live outputs' error that stopped it, if one did.
+std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res) {
+    while (!t.stop.stopped()) {
+        // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
+        if (t.live) {
+            std::vector<pollfd> fds{{ring_buffer__epoll_fd(t.rb), POLLIN, 0}};
+            t.live->add_poll_fds(fds);
+            poll(fds.data(), fds.size(), t.live->timeout_ms(now_ns(), 100));
+            ring_buffer__consume(t.rb);
+            try {
+                t.live->service(now_ns());
+            } catch (const Error&) {
+                return std::current_exception();
+            }
+            if (t.live->done()) break;
+        } else {
+            ring_buffer__poll(t.rb, 100);
+        }
+        ring_buffer__consume(t.rb);
+        t.backups.service();
+        if (t.sink.out) t.sink.out->flush_idle(now_ns());
+        if (t.sink.out && t.sink.out->failed()) break;  // close() reports why
+        if (t.opts.duration_s > 0 && double(now_ns() - t.t0_ns) / 1e9 >= t.opts.duration_s) break;
+        if (t.pid_watch && child == 0 &&
+            t.pid_watch->all_exited()) {  // like a COMMAND's exit (which ends a trace of both)
+            std::cerr << "kvio trace: " << t.pid_watch->exit_reason() << ": trace stopped\n";
+            break;
+        }
+        if (child > 0) {
+            int st = 0;
+            pid_t r = waitpid(child, &st, WNOHANG);
+            if (r == child) {
+                res.command_status = command_status(st, t.stop.stopped());
+                child = 0;
+                g_child = 0;
+                break;
+            }
+        }
+    }
+    return nullptr;
+}
+
+/// Fills res.summary (kvio.trace/1) from the final snapshot: the report, recursion misses, backups, syscall hooks
+/// and, with --stats, the programs' run time per traced command; res.dropped and res.events. Returns the number of
+/// device commands traced.
+uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, const TraceOptions& opts,
+                      const BackupPrograms& backups, const SyscallPrograms& syscalls, const EventSink& sink) {
+    res.summary = fin.report.to_json(duration, fin.counters, fin.nvme_present);
+    res.summary["recursion_misses"] = fin.recursion_misses;
+    res.summary["backups_attached"] = backups.attached();
+    res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
+    uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
+    for (const auto& d : res.summary["devices"])
+        cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
+    if (opts.stats) res.summary["bpf_stats"] = stats_json(fin.progs, cmds);
+    res.dropped = fin.counters[KVIO_CNT_RB_DROPS];
+    res.events = sink.out ? sink.out->written() : 0;
+    return cmds;
+}
+
+/// Ends the --events file with its summary record and closes it; returns the error instead of throwing it, so the
+/// JSON summary is still written.
+std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS]) {
+    if (!sink.out) return nullptr;
+    try {
+        sink.out->line(nlohmann::json{{"type", "summary"},
+                                      {"events", sink.out->written()},
+                                      {"dropped", counters[KVIO_CNT_RB_DROPS]},
+                                      {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
+                                      {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
+                                      {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
+        sink.out->close();
+    } catch (const Error&) {
+        return std::current_exception();
+    }
+    return nullptr;
+}
+
+/// --stats: the programs' run time and how the syscalls were hooked.
+void print_bpf_stats(std::ostream& os, const std::vector<ProgStats>& stats, uint64_t cmds, SyscallHooks h) {
+    print_stats(os, stats, cmds);
+    os << "  syscalls "
+       << (h == SyscallHooks::PerSyscall
+               ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
+           : h == SyscallHooks::RawSyscalls ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
+                                            : "not hooked (--block-only)")
+       << "\n";
+}
+
+/// The warnings after a trace: -d devices without a command, completions never seen, dropped events, and -p
+/// processes that issued nothing (`cmds` traced in all).
+void warn_after_trace(const TraceOptions& opts, const std::vector<uint32_t>& devs, const TraceReport& report,
+                      const uint64_t (&counters)[KVIO_COUNTERS], uint64_t dropped,
+                      const std::optional<PidWatch>& pid_watch, uint64_t cmds) {
+    for (uint32_t d : devs)
+        if (report.device_empty(d))
+            std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
+                      << " (filtered device)\n";
+    if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
+        std::cerr << "kvio trace: warning: " << lost
+                  << " commands' completions were not seen (still in flight at stop, or "
+                     "completed where the kernel ran no BPF program); they are reported without D2C\n";
+    if (dropped)
+        std::cerr << "kvio trace: warning: " << dropped
+                  << " events dropped (ring buffer full); histograms are complete\n";
+    if (pid_watch && cmds == 0)
+        std::cerr << "kvio trace: 0 commands from " << pid_watch->names()
+                  << (opts.children
+                          ? " or the processes below"
+                          : "; forked processes are not included (fio's jobs are forked): add --children, or run "
+                            "the program under `kvio trace -- COMMAND`")
+                  << "\n";
+}
+
+}  // namespace
+
+TraceResult run_trace(const TraceOptions& opts) {
+    // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
+    // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
+    // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
+    std::optional<StopSignal> stop(std::in_place, StopSignal::Options{.on_signal = stop_command});
+    signal(SIGPIPE, SIG_IGN);  // a reader that went away: the write fails with EPIPE and is reported
+    ensure_tracing_ready();
+    libbpf_set_print(libbpf_quiet);
+    check_comms(opts);
+    auto devs = resolve_devices(opts.devices);
+    if (opts.children && opts.pids.empty()) throw Error("--children follows the processes of -p PID: give -p");
+    std::optional<PidWatch>
+        pid_watch;  // before any BPF work, like the other option checks: -p of no process is refused
+    if (!opts.pids.empty()) pid_watch.emplace(opts.pids);
+
+    std::unique_ptr<kvio_trace_bpf, SkelDeleter> skel(kvio_trace_bpf__open());
+    if (!skel) throw Error(std::string("cannot open the BPF object: ") + std::strerror(errno));
+    auto* ro = skel->rodata;
+    bool backups_from_start = false;
+    const std::vector<uint32_t> slot_devs = configure(skel.get(), opts, devs, backups_from_start);
     choose_block_programs(skel.get());
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
@@ -638,60 +865,32 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
     choose_thread_state(skel.get());
     ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
-
-    if (int err = kvio_trace_bpf__load(skel.get()))
-        throw Error(std::string("loading the BPF programs failed (") + std::strerror(-err) +
-                    "); rerun with KVIO_DEBUG=1 for the verifier log");
-    syscalls.fill_syscall_map();
-    if (devs.empty())
-        for (uint32_t slot = 0; slot < slot_devs.size(); ++slot)
-            bpf_map__update_elem(skel->maps.dev_slots, &slot_devs[slot], sizeof(uint32_t), &slot, sizeof slot, BPF_ANY);
+    load_programs(skel.get(), syscalls, devs.empty(), slot_devs);
     std::optional<BpfStatsEnabled> stats_on;  // before attach: every run of every program is counted
     if (opts.stats) stats_on.emplace();
-
-    uint8_t one = 1;
-    for (uint32_t pid : opts.pids)
-        bpf_map__update_elem(skel->maps.pid_filter, &pid, sizeof pid, &one, sizeof one, BPF_ANY);
-    // --children: the processes below each pid now (fio's job processes); the fork tracepoint adds later ones. Once
-    // more after attaching: a fork between this scan and the tracepoint's attach would be missed.
-    auto add_children = [&] {
-        if (!opts.children) return;
-        for (uint32_t pid : opts.pids)
-            for (pid_t d : descendants(pid_t(pid))) {
-                uint32_t k = uint32_t(d);
-                bpf_map__update_elem(skel->maps.pid_filter, &k, sizeof k, &one, sizeof one, BPF_ANY);
-            }
-    };
-    add_children();
+    for (uint32_t pid : opts.pids) filter_pid(skel.get(), pid);
+    add_children(skel.get(), opts);
 
     EventSink sink;
     if (!opts.events_path.empty()) {
         sink.out.emplace(opts.events_path, size_t(1) << 20, opts.events_bin ? EventsFormat::Bin : EventsFormat::Jsonl);
     }
-    std::ofstream json_out;  // opened now: a bad path fails before the trace, not after it
-    if (!opts.json_path.empty()) {
-        json_out.open(opts.json_path);
-        if (!json_out) throw Error(opts.json_path + ": cannot write: " + std::strerror(errno));
-    }
+    std::ofstream json_out = open_json_out(opts);
     int release_fd = -1;
     pid_t child = 0;
     if (!opts.command.empty()) {
         child =
             spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
-        uint32_t cpid = uint32_t(child);
-        bpf_map__update_elem(skel->maps.pid_filter, &cpid, sizeof cpid, &one, sizeof one, BPF_ANY);
+        filter_pid(skel.get(), uint32_t(child));
     }
     std::optional<CommandGuard> guard;  // the command dies with the trace, also when the trace is SIGKILLed
     if (child > 0) guard.emplace(child);
     const bool guard_was_set = child > 0;
     if (int err = attach_in_order(skel.get(), syscalls)) {
-        if (child > 0) {
-            kill(child, SIGKILL);
-            waitpid(child, nullptr, 0);
-        }
+        kill_unreleased(child);
         throw Error(std::string("attaching the BPF programs failed (") + std::strerror(-err) + ")");
     }
-    add_children();
+    add_children(skel.get(), opts);
     BackupPrograms backups(skel.get(), backups_from_start);
     backups.service();
     std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> rb(
@@ -702,85 +901,22 @@ TraceResult run_trace(const TraceOptions& opts) {
         skel.get(),           slot_devs, devs, ro->lba_bucket_bytes,  kvio_group_by(ro->group_by), nvme_present,
         stats_on.has_value(), "",        0,    double(time(nullptr)), ro->qd_sample_every};
     TraceResult res;
-    if (!opts.devices.empty()) {
-        std::string scope = "regular files and block devices on";
-        for (const auto& d : opts.devices) scope += " " + d;
-        snap_src.syscall_scope = scope + " (partitions, stacked devices and their filesystems included)";
-    }
-    if (opts.block_only) snap_src.syscall_scope = "none: --block-only, no syscall is traced";
+    snap_src.syscall_scope = syscall_scope(opts);
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
     snap_src.t0_ns = now_ns();
-    if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty()) {
-        try {
-            live.emplace(
-                LiveOptions{opts.interval_s, opts.interval_count, opts.listen, opts.prom_textfile},
-                [&snap_src] { return take_snapshot(snap_src); }, human);
-        } catch (const Error&) {
-            if (child > 0) {
-                kill(child, SIGKILL);
-                waitpid(child, nullptr, 0);
-            }
-            throw;
-        }
-        if (!live->bound().empty())
-            std::cerr << "kvio trace: serving Prometheus metrics on http://" << live->bound() << "/metrics\n";
-    }
-    if (!opts.ready_file
-             .empty()) {  // a parent that started us waits for this instead of a fixed delay (--listen is bound by now)
-        std::ofstream ready(opts.ready_file, std::ios::trunc);
-        ready << "ready\n";
-        if (!ready.flush()) throw Error("--ready-file " + opts.ready_file + ": cannot write: " + std::strerror(errno));
-    }
+    start_live(opts, snap_src, human, child, live);
+    write_ready_file(opts);
 
-    if (child > 0) {
-        g_child = child;
-        if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
-        close(release_fd);
-    }
+    if (child > 0) release_command(child, release_fd);
     if (!opts.quiet && child == 0)
         std::cerr << "kvio trace: tracing"
                   << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
                   << "; Ctrl-C to stop\n";
-    std::exception_ptr live_error;  // a textfile that cannot be written stops the trace; the summary is still written
-    while (!g_stop) {
-        // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
-        if (live) {
-            std::vector<pollfd> fds{{ring_buffer__epoll_fd(rb.get()), POLLIN, 0}};
-            live->add_poll_fds(fds);
-            poll(fds.data(), fds.size(), live->timeout_ms(now_ns(), 100));
-            ring_buffer__consume(rb.get());
-            try {
-                live->service(now_ns());
-            } catch (const Error&) {
-                live_error = std::current_exception();
-                break;
-            }
-            if (live->done()) break;
-        } else {
-            ring_buffer__poll(rb.get(), 100);
-        }
-        ring_buffer__consume(rb.get());
-        backups.service();
-        if (sink.out) sink.out->flush_idle(now_ns());
-        if (sink.out && sink.out->failed()) break;  // close() below reports why
-        if (opts.duration_s > 0 && double(now_ns() - snap_src.t0_ns) / 1e9 >= opts.duration_s) break;
-        if (pid_watch && child == 0 && pid_watch->all_exited()) {  // like a COMMAND's exit (which ends a trace of both)
-            std::cerr << "kvio trace: " << pid_watch->exit_reason() << ": trace stopped\n";
-            break;
-        }
-        if (child > 0) {
-            int st = 0;
-            pid_t r = waitpid(child, &st, WNOHANG);
-            if (r == child) {
-                res.command_status = command_status(st, g_stop);
-                child = 0;
-                g_child = 0;
-                break;
-            }
-        }
-    }
+    // A textfile that cannot be written stops the trace; the summary is still written.
+    std::exception_ptr live_error =
+        trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns}, child, res);
     if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
         res.command_status = command_status(end_command(child, rb.get()), true);
         g_child = 0;
@@ -788,22 +924,17 @@ TraceResult run_trace(const TraceOptions& opts) {
     guard.reset();
     // A stop that came before the end the trace was given is not that end (the first signal names it).
     const bool has_own_end = guard_was_set || pid_watch.has_value() || opts.duration_s > 0 || opts.interval_count > 0;
-    if (g_stop && has_own_end) res.stopped_by = g_signal;
+    if (stop->stopped() && has_own_end) res.stopped_by = stop->signo();
     double duration = double(now_ns() - snap_src.t0_ns) / 1e9;
     ring_buffer__consume(rb.get());
     // In-flight requests complete within a few ms; give them a moment so the last commands are not lost.
     usleep(20000);
     ring_buffer__consume(rb.get());
     TraceSnapshot fin = take_snapshot(snap_src);
-    const std::vector<ProgStats>& stats = fin.progs;
     stats_on.reset();  // statistics back as the administrator had them
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    stop.reset();      // the dispositions the trace started with: a further signal takes its usual action
 
-    TraceReport& report = fin.report;
-    auto& counters = fin.counters;
-    sweep_unfinished(skel.get(), sink, report, counters);
+    sweep_unfinished(skel.get(), sink, fin.report, fin.counters);
     if (live) {
         try {
             live->finish(fin);
@@ -811,66 +942,16 @@ TraceResult run_trace(const TraceOptions& opts) {
             if (!live_error) live_error = std::current_exception();
         }
     }
-    res.summary = report.to_json(duration, counters, nvme_present);
-    res.summary["recursion_misses"] = fin.recursion_misses;
-    res.summary["backups_attached"] = backups.attached();
-    res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
-    uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
-    for (const auto& d : res.summary["devices"])
-        cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
-    if (opts.stats) res.summary["bpf_stats"] = stats_json(stats, cmds);
-    res.dropped = counters[KVIO_CNT_RB_DROPS];
-    res.events = sink.out ? sink.out->written() : 0;
-    std::exception_ptr events_error;  // the JSON summary is still written when the events file fails
-    if (sink.out) {
-        try {
-            sink.out->line(nlohmann::json{{"type", "summary"},
-                                          {"events", sink.out->written()},
-                                          {"dropped", counters[KVIO_CNT_RB_DROPS]},
-                                          {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
-                                          {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
-                                          {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
-            sink.out->close();
-        } catch (const Error&) {
-            events_error = std::current_exception();
-        }
-    }
+    const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
+    std::exception_ptr events_error = close_events(sink, fin.counters);  // the JSON summary is still written
     if (json_out.is_open()) {
         json_out << res.summary.dump(2) << '\n';
         json_out.close();
         if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
     }
-    if (!opts.quiet) report.print(human, duration, counters, nvme_present);
-    if (opts.stats) {
-        std::ostream& os = opts.quiet ? std::cerr : human;
-        print_stats(os, stats, cmds);
-        const SyscallHooks h = syscalls.hooks();
-        os << "  syscalls "
-           << (h == SyscallHooks::PerSyscall
-                   ? "hooked by per-syscall tracepoints (syscalls:sys_enter_NAME, traced syscalls only)"
-               : h == SyscallHooks::RawSyscalls
-                   ? "hooked by raw_syscalls sys_enter/sys_exit (every syscall of the machine)"
-                   : "not hooked (--block-only)")
-           << "\n";
-    }
-    for (uint32_t d : devs)
-        if (report.device_empty(d))
-            std::cerr << "kvio trace: warning: no commands seen on " << dev_string(decode_kernel_dev(d))
-                      << " (filtered device)\n";
-    if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
-        std::cerr << "kvio trace: warning: " << lost
-                  << " commands' completions were not seen (still in flight at stop, or "
-                     "completed where the kernel ran no BPF program); they are reported without D2C\n";
-    if (res.dropped)
-        std::cerr << "kvio trace: warning: " << res.dropped
-                  << " events dropped (ring buffer full); histograms are complete\n";
-    if (pid_watch && cmds == 0)
-        std::cerr << "kvio trace: 0 commands from " << pid_watch->names()
-                  << (opts.children
-                          ? " or the processes below"
-                          : "; forked processes are not included (fio's jobs are forked): add --children, or run "
-                            "the program under `kvio trace -- COMMAND`")
-                  << "\n";
+    if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
+    if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
+    warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);
     if (events_error) std::rethrow_exception(events_error);
     if (live_error) std::rethrow_exception(live_error);
     return res;

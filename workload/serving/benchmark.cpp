@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
@@ -58,30 +59,22 @@ uint64_t now_ns() {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
-// The signal that asked the run to stop (0: none). Set by the handler, read by the main loop.
-std::atomic<int> g_stop_signal{0};
-// The first signal decides (stop.reason, stop.signal and the exit status agree); later ones are ignored.
-extern "C" void on_stop_signal(int sig) {
-    int none = 0;
-    g_stop_signal.compare_exchange_strong(none, sig);
+// run_simulation's StopSignal while it runs (SignalGuard), read by the main loop and the warm-up's threads.
+std::atomic<const StopSignal*> g_stop{nullptr};
+// The signal that asked the run to stop (0: none). The first signal decides (stop.reason, stop.signal and the exit
+// status agree); later ones are ignored.
+int stop_signo() {
+    const StopSignal* s = g_stop.load();
+    return s ? s->signo() : 0;
 }
-bool stop_signalled() { return g_stop_signal.load() != 0; }
+bool stop_signalled() { return stop_signo() != 0; }
 
-/// Installs SIGINT/SIGTERM/SIGHUP handlers for the whole of run_simulation (from before the tracer, the cache's
-/// temporary directory and the warm-up, so a signal never kills it) and restores the previous ones at destruction.
+/// Holds SIGINT/SIGTERM/SIGHUP for the whole of run_simulation (from before the tracer, the cache's temporary
+/// directory and the warm-up, so a signal never kills it); the previous handlers come back at destruction.
 struct SignalGuard {
-    static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction old[3];
-    SignalGuard() {
-        g_stop_signal = 0;
-        struct sigaction sa {};
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old[i]);
-    }
-    ~SignalGuard() {
-        for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &old[i], nullptr);
-    }
+    StopSignal stop;
+    SignalGuard() { g_stop = &stop; }
+    ~SignalGuard() { g_stop = nullptr; }
 };
 
 /// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, spec §4.4; the YAML
@@ -612,8 +605,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
             reason = "replay_cycles";
             break;
         }
-        if (g_stop_signal) {
-            reason = std::string("signal ") + strsignal(g_stop_signal.load());
+        if (const int sig = stop_signo()) {
+            reason = std::string("signal ") + strsignal(sig);
             break;
         }
         if (t >= next_tick) {
@@ -661,7 +654,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
     for (auto& th : worker_threads_) th.join();
     if (rag_thread.joinable()) rag_thread.join();
-    const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
+    const int sig = stop_signo();  // also a signal that came during the drain: it decides the exit status
     // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
     // before the join window during which it keeps counting completions).
     const double elapsed_s = elapsed();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stop_signal.h"
 #include "workload/serving/output_path.h"
 #include "workload/serving/line_prefix.h"
 #include "workload/serving/report.h"
@@ -28,34 +29,6 @@
 namespace kvio::serving {
 
 namespace {
-
-constexpr int kStopSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-volatile sig_atomic_t g_signal = 0;  // the launcher's (or a client's, before its run) first stop signal
-extern "C" void remember_signal(int sig) {
-    if (!g_signal) g_signal = sig;
-}
-
-/// Handlers that only remember the signal, for the launcher's wait loop and a client's start-up (a signal before
-/// the client's own handlers are installed must not kill it: the launcher forwards it again until it exits).
-struct RememberSignals {
-    struct sigaction old[3];
-    RememberSignals() {
-        struct sigaction sa {};
-        sa.sa_handler = remember_signal;
-        sigemptyset(&sa.sa_mask);
-        for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &sa, &old[i]);
-    }
-    ~RememberSignals() {
-        for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &old[i], nullptr);
-    }
-};
-
-sigset_t stop_set() {
-    sigset_t s;
-    sigemptyset(&s);
-    for (int sig : kStopSignals) sigaddset(&s, sig);
-    return s;
-}
 
 int exit_code_of_signal(int sig) { return sig == SIGINT ? 130 : sig == SIGTERM ? 143 : sig == SIGHUP ? 129 : 1; }
 
@@ -221,10 +194,9 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
     if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
         throw Error(std::string("simulate: pipe: ") + std::strerror(errno));
     // Signals stay blocked from before the first fork until each side's handlers are in place.
-    const sigset_t stops = stop_set();
+    const sigset_t stops = stop_signal_set();
     sigset_t old_mask;
     sigprocmask(SIG_BLOCK, &stops, &old_mask);
-    g_signal = 0;
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);
@@ -243,7 +215,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
             ::close(go[1]);
             int code;
             {
-                RememberSignals early;
+                StopSignal early;  // a signal before the client's own handlers must not kill it: it comes again
                 sigprocmask(SIG_SETMASK, &old_mask, nullptr);
                 code = client_main(c, rank, ready[1], go[0], progress);
             }
@@ -258,8 +230,9 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
 
     std::vector<int> status(size_t(n), 0);
     std::vector<bool> done(size_t(n), false);
+    int stop_signo = 0;  // the launcher's first stop signal
     {
-        RememberSignals forward;
+        StopSignal forward;
         sigprocmask(SIG_SETMASK, &old_mask, nullptr);
         int ready_count = 0, alive = n;
         bool released = false;
@@ -289,7 +262,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
                 ::close(go[1]);
                 released = true;
             }
-            const int sig = g_signal;
+            const int sig = forward.signo();
             auto now = std::chrono::steady_clock::now();
             if (sig && now - last_forward >= std::chrono::milliseconds(200)) {
                 for (int i = 0; i < n; ++i)
@@ -299,6 +272,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
         }
         if (!released) ::close(go[1]);
         ::close(ready[0]);
+        stop_signo = forward.signo();
     }
 
     std::vector<ClientResult> results;
@@ -316,7 +290,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
     res.output_path = write_merged_result(c, res.results, c.quiet ? nullptr : console);
     int worst = 0;
     for (const auto& r : results) worst = std::max(worst, r.exit_code);
-    res.exit_code = g_signal ? exit_code_of_signal(g_signal) : failed ? std::max(worst, 1) : worst;
+    res.exit_code = stop_signo ? exit_code_of_signal(stop_signo) : failed ? std::max(worst, 1) : worst;
     return res;
 }
 
