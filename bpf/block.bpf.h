@@ -48,8 +48,10 @@ static __always_inline int on_getrq(struct bio *bio, bool typed)
 
 /* ---------------------------------------------------------------- accounting */
 
-/* --per-process / --per-cgroup: one finished read or write into its submitter's group. */
-static __always_inline void group_add(const struct rq_state *st, const struct kvio_rq_owner *o, __u32 op, __u64 d2c)
+/* --per-process / --per-cgroup: one finished read or write into its submitter's group. timed: d2c was measured (a
+ * command whose completion was lost, or whose latency came out negative, counts in cmds and bytes, not in d2c). */
+static __always_inline void group_add(const struct rq_state *st, const struct kvio_rq_owner *o, __u32 op, __u64 d2c,
+                                      bool timed)
 {
     if (!st->has_owner || !o)
         return;
@@ -63,7 +65,8 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
         __builtin_memcpy(g->comm, o->owner.comm, sizeof(g->comm));
     __sync_fetch_and_add(&g->cmds, 1);
     __sync_fetch_and_add(&g->bytes, st->bytes);
-    hist_add(&g->d2c, kvio_log2_slot(d2c), d2c, 1, false);
+    if (timed)
+        hist_add(&g->d2c, kvio_log2_slot(d2c), d2c, 1, false);
 }
 
 /* Histograms and the event of one finished command. lost: its completion was never seen (the state
@@ -76,15 +79,17 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
     bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
     struct kvio_dev_hists *hs = slot_hists_of(st->slot, sole_writer);
     __u32 dev = st->dev;
+    __u64 d2c = 0;
+    bool timed = false;
     if (lost) {
         count(KVIO_CNT_LOST_COMPLETE);
     } else if (now < st->ts_issue || (st->ts_insert && st->ts_issue < st->ts_insert)) {
         count(KVIO_CNT_NEGATIVE_DELTA);
     } else if (is_read || is_write) {
-        __u64 d2c = now - st->ts_issue, q2d = st->ts_issue - st->ts_insert;
+        __u64 q2d = st->ts_issue - st->ts_insert;
+        d2c = now - st->ts_issue;
+        timed = true;
         cmd_hist_add(hs, dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, kvio_log2_slot(d2c), d2c, 1, sole_writer);
-        if (group_by)
-            group_add(st, o, op, d2c);
         if (st->ts_insert)
             cmd_hist_add(hs, dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, kvio_log2_slot(q2d), q2d, 1,
                          sole_writer);
@@ -92,6 +97,8 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
     __u64 bytes = st->bytes;
     if (is_read || is_write) {
         __u64 offset = st->sector * 512;
+        if (group_by)
+            group_add(st, o, op, d2c, timed);
         cmd_hist_add(hs, dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, kvio_log2_slot(bytes), bytes, 1,
                      sole_writer);
         if (st->qd_weight)
@@ -155,7 +162,7 @@ static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, 
     s->slot = slot;
     s->has_owner = resolve_owner(rq, r->o, &passes, at_insert, typed, at_insert ? NUM_INSERT : NUM_ISSUE);
     s->ignored = task_filter_active() && !(s->has_owner && passes);
-    if (!s->has_owner && task_filter_active())
+    if (!s->has_owner && (task_filter_active() || group_by))
         count(KVIO_CNT_NO_OWNER);
 }
 

@@ -132,7 +132,8 @@ enum kvio_counter {
     KVIO_CNT_MAP_FULL,           /* in-flight map update failed */
     KVIO_CNT_PARTIAL_COMPLETE,   /* block_rq_complete for part of a request */
     KVIO_CNT_EVENTS,             /* events submitted */
-    KVIO_CNT_NO_OWNER,           /* -p/-c/--cgroup active, submitter unknown: request not counted */
+    KVIO_CNT_NO_OWNER,           /* a task filter or --per-process/--per-cgroup active, submitter unknown: request
+                                  * not counted (filters) or in no group (groups) */
     KVIO_CNT_STALE,              /* in-flight entry of an earlier life of a request, replaced */
     KVIO_CNT_RESCUED,            /* issue/complete the primary program missed (recursion), handled by the backup */
     KVIO_CNT_LOST_COMPLETE,      /* issued request whose completion no program saw: reported without D2C */

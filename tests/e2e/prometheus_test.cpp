@@ -258,11 +258,25 @@ TEST(TraceInterval, PerProcessAndPerCgroupGroupBySubmitter) {
     for (const auto& e : s["groups"]["entries"])
         by[e["comm"].get<std::string>() + "/" + e["op"].get<std::string>()] = e;
     ASSERT_TRUE(by.count("xfs_io/write")) << s["groups"].dump();
-    EXPECT_EQ(by["xfs_io/write"]["cmds"], 32);
-    EXPECT_EQ(by["xfs_io/write"]["bytes"], 2 * MiB);
-    EXPECT_EQ(by["xfs_io/write"]["d2c"]["count"], 32);
     ASSERT_TRUE(by.count("dd/read")) << s["groups"].dump();
-    EXPECT_EQ(by["dd/read"]["cmds"], 100);
+    // Every command is in its submitter's group or counted as unattributed; one whose completion no program saw
+    // (lost_completes, more of them on a loaded VM: dd's group had 98 of 100 when lost ones were left out) counts in
+    // cmds and bytes, not in d2c.
+    const uint64_t unattributed = s["unattributed"].get<uint64_t>(),
+                   untimed = s["lost_completes"].get<uint64_t>() + s["negative_deltas"].get<uint64_t>();
+    const uint64_t writes_seen = by["xfs_io/write"]["cmds"].get<uint64_t>(),
+                   reads_seen = by["dd/read"]["cmds"].get<uint64_t>();
+    EXPECT_EQ(writes_seen + reads_seen + unattributed, 132u) << s.dump();
+    if (unattributed == 0) {
+        EXPECT_EQ(writes_seen, 32u);
+        EXPECT_EQ(by["xfs_io/write"]["bytes"], 2 * MiB);
+        EXPECT_EQ(reads_seen, 100u);
+    }
+    for (const char* g : {"xfs_io/write", "dd/read"}) {
+        const uint64_t timed = by[g]["d2c"]["count"].get<uint64_t>();
+        EXPECT_LE(timed, by[g]["cmds"].get<uint64_t>()) << g;
+        EXPECT_GE(timed + untimed, by[g]["cmds"].get<uint64_t>()) << g << ": " << s.dump();
+    }
     EXPECT_NE(r.out.find("by process"), std::string::npos) << r.out;
 
     // --per-cgroup: everything here runs in the test's own cgroup
