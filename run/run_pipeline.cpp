@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "common/event_trace.h"
+#include "distiller/distill.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
@@ -444,21 +445,20 @@ RunResult run_all(const RunOptions& o) {
     const std::string vdev = img_b->dev();
     doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
 
-    // ---- distill ----
-    distiller::PhasePlan plan;
+    // ---- distill: the job `kvio distill --events events.jsonl --dev DISK --filename VDEV --iolog job.iolog` makes
+    distiller::DistillResult dr;
     {
         Stopwatch sw;
         say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev +
             ")");
-        distiller::JobOptions jo;
-        jo.filename = vdev;
-        jo.target_is_block = true;
-        BlockDevInfo disk = block_dev_info(tinfo.whole_disk);
-        if (disk.nr_requests) {
-            jo.nr_requests = disk.nr_requests;
-            jo.nr_requests_source = "/sys/block/" + disk.name + "/queue/nr_requests";
-        }
-        distiller::FioJob job = distiller::make_phased_job(ev, orig, jo, {}, &plan);
+        distiller::DistillOptions dopt;
+        dopt.events = P("events.jsonl");
+        dopt.dev = dev_string(tinfo.whole_disk);
+        dopt.loaded = {ev};
+        dopt.filenames = {vdev};
+        dopt.iolog = P("job.iolog");
+        dr = distiller::distill(dopt);
+        const distiller::FioJob& job = dr.job;
         {
             std::ofstream f(P("job.fio"));
             f << "; kvio run: filename=" << vdev
@@ -467,17 +467,15 @@ RunResult run_all(const RunOptions& o) {
               << job.text;
             if (!f.flush()) throw Error("cannot write " + P("job.fio"));
         }
-        std::ofstream il(P("job.iolog"));
-        size_t n = distiller::write_iolog(il, ev.cmds, vdev);
-        if (!il.flush()) throw Error("cannot write " + P("job.iolog"));
+        nlohmann::json phases = nlohmann::json::array();  // every stretch's phases (one stretch without trim runs)
+        for (const auto& piece : dr.plans.at(0).pieces)
+            for (const auto& ph : distiller::phases_json(piece)) phases.push_back(ph);
         doc["job"] = {{"options", distiller::job_json(job)},
                       {"not_inferred", job.not_inferred},
-                      {"iolog_ios", n},
-                      {"phases", distiller::phases_json(plan)}};
+                      {"iolog_ios", dr.iolog_ios},
+                      {"phases", phases}};
         stages.push_back({{"name", "distill"}, {"seconds", sw.seconds()}});
     }
-    check_interrupt();
-
     // ---- verify: the job under trace on the second device ----
     {
         Stopwatch sw;
@@ -505,7 +503,8 @@ RunResult run_all(const RunOptions& o) {
         kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
         distiller::Profile rep = distiller::profile_events(rev);
         distiller::Fidelity fid = distiller::score(orig, rep);
-        distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
+        distiller::TimeFidelity tf =
+            distiller::score_over_time(distiller::data_cmds(ev.cmds), distiller::data_cmds(rev.cmds));
         nlohmann::json fj = distiller::to_json(fid);
         fj["time_resolved"] = distiller::to_json(tf);
         fj["summary"] = distiller::summary_line(fid, tf);
