@@ -202,12 +202,12 @@ void device_tags(const Profile& p, uint32_t given, JobOptions& jo) {
 // The --verify scores of one device, as printed.
 std::string fidelity_text(const std::string& job_path, const std::string& target, const std::string& events,
                           const Fidelity& f, const TimeFidelity& tf) {
-    std::string s = strf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), target.c_str(),
-                         events.c_str());
+    std::string s =
+        strf("fidelity of %s replayed on %s (replay trace %s):\n", job_path.c_str(), target.c_str(), events.c_str());
     s += strf("                   whole run                     worst of %s (by commands)\n",
               count_noun(tf.windows, "window").c_str());
-    s += strf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write,
-              tf.worst_size_tv);
+    s +=
+        strf("  size TV          read %.4f  write %.4f      %.4f\n", f.size_tv_read, f.size_tv_write, tf.worst_size_tv);
     s += strf("  read share       %.1f -> %.1f %%, error %.2f    %.2f points\n", f.rwmix_orig, f.rwmix_replay,
               f.rwmix_err, tf.worst_read_err);
     s += strf("  queue depth TV   %.4f                        %.4f\n", f.qd_tv, tf.worst_depth_tv);
@@ -307,8 +307,7 @@ struct Run {
     void write_outputs() {
         std::ofstream iolog;
         if (!a.iolog.empty()) {
-            if (a.events.empty())
-                throw UsageError("--iolog: needs --events (histograms hold no individual commands)");
+            if (a.events.empty()) throw UsageError("--iolog: needs --events (histograms hold no individual commands)");
             iolog.open(a.iolog);
             if (!iolog) throw Error("distill: cannot write " + a.iolog + ": " + std::strerror(errno));
         }
@@ -423,9 +422,9 @@ struct Run {
                                   events_named.is_null() ? "removed at the end: --keep-files keeps it" : vo.events_out,
                                   f, tf));
                 if (ps[i].discard_cmds || rs[i].profile.discard_cmds)
-                    put(a.print, strf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
-                                      (unsigned long)rs[i].profile.discard_cmds,
-                                      v["discards"]["size_tv"].get<double>()));
+                    put(a.print,
+                        strf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
+                             (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>()));
             }
         }
         j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", events_named}} : per_dev[0];
@@ -434,8 +433,8 @@ struct Run {
             j["verify"]["max_tv"] = {{"limit", a.max_tv}, {"worst", worst_tv}, {"met", !r.missed}};
         }
         if (!json_stdout() && a.max_tv >= 0)
-            put(a.print, strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv,
-                              r.missed ? "MISSED" : "met"));
+            put(a.print,
+                strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, r.missed ? "MISSED" : "met"));
     }
 
     // The "wrote" lines of the job file and the iolog.

@@ -20,12 +20,12 @@ namespace kvio::distiller {
 
 /// What `kvio distill` is asked (its flags, one field each), plus what a library caller decides.
 struct DistillOptions {
-    std::string events;      ///< --events: kvio.events/1 JSONL or a kvio.events.bin/1 capture (preferred)
-    std::string trace_json;  ///< --trace-json: kvio.trace/1 histograms (used without events)
-    std::string dev;         ///< --dev: "MAJ:MIN" or name; "" = every device of the trace
-    uint32_t pid = 0;        ///< --pid: keep only this submitter's commands (0: all)
-    std::string comm;        ///< --comm: keep only commands of tasks with this comm ("" : all)
-    std::string out;         ///< -o: the job file; "" = the job is printed on `print`
+    std::string events;                  ///< --events: kvio.events/1 JSONL or a kvio.events.bin/1 capture (preferred)
+    std::string trace_json;              ///< --trace-json: kvio.trace/1 histograms (used without events)
+    std::string dev;                     ///< --dev: "MAJ:MIN" or name; "" = every device of the trace
+    uint32_t pid = 0;                    ///< --pid: keep only this submitter's commands (0: all)
+    std::string comm;                    ///< --comm: keep only commands of tasks with this comm ("" : all)
+    std::string out;                     ///< -o: the job file; "" = the job is printed on `print`
     std::vector<std::string> filenames;  ///< --filename: PATH, or DEV=PATH per device (DEV: MAJ:MIN or name)
     JobMode mode = JobMode::Count;       ///< --mode (--runtime implies Time)
     uint32_t runtime_s = 0;              ///< --runtime: the whole job's seconds (0: the trace span)
@@ -56,10 +56,10 @@ struct DistillOptions {
 
 /// What was derived and written: the job, what it was built from, the summary `--json` writes.
 struct DistillResult {
-    FioJob job;                     ///< the job (its text is what -o holds)
-    std::vector<Profile> profiles;  ///< each device's whole-run profile, in the trace's device order
-    std::vector<EventTrace> traces;  ///< each device's commands (empty for trace_json input)
-    std::vector<DevicePlan> plans;   ///< each device's phases and trim runs (empty for trace_json input)
+    FioJob job;                        ///< the job (its text is what -o holds)
+    std::vector<Profile> profiles;     ///< each device's whole-run profile, in the trace's device order
+    std::vector<EventTrace> traces;    ///< each device's commands (empty for trace_json input)
+    std::vector<DevicePlan> plans;     ///< each device's phases and trim runs (empty for trace_json input)
     std::vector<std::string> targets;  ///< each device's --filename target ("" when none)
     std::vector<std::string> notes;    ///< the "kvio distill: note:" lines (device-prefixed with several devices)
     size_t iolog_ios = 0;              ///< lines written to the iolog
