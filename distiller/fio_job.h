@@ -75,9 +75,15 @@ struct SectionSpec {
 /// are no writes or neither.
 double flush_rate(const Profile& p, std::string& why);
 
+/// The fio options derive_section can set, in the order they are written: its table of derivers, one per option
+/// (fio_job.cpp kRules; ioengine, cmd_type, filename and direct are target_options'). For tests and docs.
+std::vector<std::string> derived_options();
+
 /// The options of one section derived from `p` (a whole trace, one phase or one stream of a phase), with
-/// the reason for each in `FioSection::why` and what could not be told appended to `not_inferred`. Throws
-/// kvio::Error when a depth exceeds `opt.nr_requests`.
+/// the reason for each in `FioSection::why` and what could not be told appended to `not_inferred`. The profile is
+/// measured once (depth, mix, sizes, region, timing, passes); then each option's deriver, in derived_options()
+/// order, gives its value (or none) and its own header lines. Throws kvio::Error when a depth exceeds
+/// `opt.nr_requests` or no command size is one fio can issue.
 FioSection derive_section(const Profile& p, const JobOptions& opt, const SectionSpec& spec,
                           std::vector<std::string>& not_inferred);
 

@@ -315,6 +315,287 @@ nlohmann::json phases_json(const PhasePlan& plan) {
     return a;
 }
 
+namespace {
+
+// Threads that each read and write, k >= 2 of them at once: one randrw section of k clones, each drawing its
+// direction, missed a stretch's counts (365 reads where 353 were planned, 2.5 points), so their reads and writes
+// become a flow pair of k jobs in all (the threads' concurrency), split by the read share. Returns k, or 0.
+uint32_t split_threads(const Profile& pp) {
+    return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds ? pp.concurrent_tids
+                                                                                                : 0;
+}
+
+// The sections of a phased job, built phase by phase (make_phased_job): the trace, its plan and the job so far.
+class PhasedBuilder {
+public:
+    PhasedBuilder(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt,
+                  PhasePlan& plan, const std::vector<EventTrace>& slices, bool concurrent)
+        : t_(t), whole_(whole), opt_(opt), popt_(popt), plan_(plan), slices_(slices), concurrent_(concurrent) {}
+
+    // Every phase's sections (and the idle sections between them) into `job`.
+    void add_phases(FioJob& job) {
+        const auto& ph = plan_.phases;
+        // Repeats of one phase separated by idle gaps: one section with loops (number_ios restarts with every loop)
+        // and the gap as thinktime after each repetition.
+        loop_one_ = plan_.period == 1 && ph.size() > 1 && !concurrent_;
+        const size_t shown = loop_one_ ? 1 : ph.size();
+        bool stonewall = false;
+        for (size_t i = 0; i < shown; ++i) {
+            const Phase& p = ph[i];
+            if (p.idle_before_ns >= popt_.gap_ns && !loop_one_) {
+                job.sections.push_back(idle_section(opt_.job_name + "-idle" + std::to_string(i + 1), p.idle_before_ns,
+                                                    "phase " + std::to_string(i + 1)));
+                stonewall = true;
+            }
+            add_phase(i, stonewall, job);
+            stonewall = true;
+        }
+    }
+
+private:
+    // What the comment above a phase's sections says of it.
+    std::string phase_where(size_t i, const MixSummary& mix) const {
+        const auto& ph = plan_.phases;
+        const Phase& p = ph[i];
+        std::string where = "phase " + std::to_string(i + 1) + " of " + std::to_string(ph.size()) + ": commands " +
+                            std::to_string(p.begin) + "-" + std::to_string(p.end - 1) + " (" +
+                            std::to_string(p.cmds()) + "), " + describe(mix);
+        if (plan_.period > 1 && i >= plan_.period)
+            where += "; repeats phase " + std::to_string(i % plan_.period + 1) + " (pattern of " +
+                     std::to_string(plan_.period) + " phases, " + std::to_string(ph.size() / plan_.period) +
+                     " times: fio cannot loop a group of sections)";
+        return where;
+    }
+
+    // How phase i's sections are written: no target (in [global]), the whole trace's flush rate, its runtime share.
+    SectionSpec phase_spec(size_t i, bool stonewall) const {
+        const auto& d = plan_.data;
+        const auto& ph = plan_.phases;
+        const uint64_t span = std::max<uint64_t>(1, whole_.span_ns);
+        const uint64_t phase_ns =
+            (i + 1 < ph.size() ? d[ph[i + 1].begin].ts : t_.cmds.back().end_ts()) - d[ph[i].begin].ts;
+        SectionSpec spec;
+        spec.target = false;
+        spec.flushes_per_write = flush_rate(whole_, spec.flush_why);
+        spec.stonewall = stonewall;
+        if (opt_.mode == JobMode::Time)
+            spec.runtime_ms = std::max<uint64_t>(
+                1, uint64_t(std::llround(opt_.runtime_s ? double(opt_.runtime_s) * 1e3 * double(phase_ns) / double(span)
+                                                        : double(phase_ns) / 1e6)));
+        return spec;
+    }
+
+    // The read share drifts inside a phase (a reader slows as a writer fills the region; users of a serving
+    // workload store and load in turns): each stretch of a steady read share gets its own section (or pair of
+    // sections for concurrent streams), so the share is kept over time, not only on the phase's average. Steady:
+    // no score window departs from the stretch's share by more than kStretchScorePoints, no detector window by
+    // more than kStretchPhasePoints (so the replay's phases are cut where the trace's are), in blocks of a
+    // quarter detector window. Returns the stretches [begin, end) of `s`'s commands.
+    std::vector<std::pair<size_t, size_t>> stretches(const Phase& p, const EventTrace& s) const {
+        const auto& d = plan_.data;
+        const size_t wd = phase_window(d.size());
+        const size_t step = std::max<size_t>(8, wd / 4);
+        const double slack = std::max(double(step) / 2,  // D is seen at block ends only
+                                      std::min(kStretchScorePoints / 100 * double(d.size()) / double(kScoreWindows),
+                                               kStretchPhasePoints / 100 * double(wd)));
+        // At most kMaxStretches over the trace, the phase its share of them: a randrw mix's own binomial noise
+        // exceeds a small slack (a periodic 3-thread mix of 7000 commands became 138 stretches), so the slack doubles
+        // until the phase's stretches fit.
+        const size_t cap = std::max<size_t>(1, (kMaxStretches * p.cmds() + d.size() - 1) / d.size());
+        std::vector<std::pair<size_t, size_t>> groups{{0, s.cmds.size()}};
+        for (double sl = slack; !loop_one_; sl *= 2)
+            if ((groups = steady_ratio_groups(s, step, sl)).size() <= cap) break;
+        return groups;
+    }
+
+    // Phase i's sections: by stretch (or stream), a placed-size pair, or one section (a repeated phase's, looped).
+    void add_phase(size_t i, bool stonewall, FioJob& job) {
+        const Phase& p = plan_.phases[i];
+        const MixSummary mix = summarize(plan_.data, p.begin, p.end);
+        const std::string where = phase_where(i, mix);
+        const EventTrace& s = slices_[i];
+        SectionSpec spec = phase_spec(i, stonewall);
+        const bool streams = separate_streams(s);
+        const std::vector<std::pair<size_t, size_t>> groups = stretches(p, s);
+        if (!loop_one_ && (streams || groups.size() > 1 || split_threads(profile_events(s)))) {
+            for (size_t g = 0; g < groups.size(); ++g) add_stretch(i, s, groups, g, streams, where, spec, job);
+        } else if (const auto placed = loop_one_ ? std::nullopt : placed_size(s)) {
+            for (auto& sec : placed_size_pair(s, *placed, opt_, spec, ++flow_groups_, job.not_inferred,
+                                              opt_.job_name + "-phase" + std::to_string(i + 1), where))
+                job.sections.push_back(std::move(sec));
+        } else {
+            // A repeated phase: its values from every repetition.
+            FioSection sec = derive_section(loop_one_ ? whole_ : profile_events(s), opt_, spec, job.not_inferred);
+            sec.name = opt_.job_name + "-phase" + std::to_string(i + 1);
+            sec.comment = where;
+            if (loop_one_) loop_repetitions(mix, sec);
+            job.sections.push_back(sec);
+        }
+    }
+
+    // One section for every repetition of the one phase: number_ios per repetition, loops, the gap as thinktime.
+    void loop_repetitions(const MixSummary& mix, FioSection& sec) const {
+        const auto& ph = plan_.phases;
+        uint64_t total = 0, gaps = 0;
+        for (size_t k = 0; k < ph.size(); ++k) {
+            total += ph[k].cmds();
+            if (k) gaps += ph[k].idle_before_ns;
+        }
+        uint64_t per = (total + ph.size() / 2) / ph.size();
+        uint64_t gap_us = (gaps / (ph.size() - 1) + 500) / 1000;
+        sec.comment = "the trace repeats one phase " + std::to_string(ph.size()) + " times with idle gaps (mean " +
+                      ms_str(gaps / (ph.size() - 1)) + "); its first repetition: " + describe(mix);
+        std::erase_if(sec.options, [](const auto& kv) {
+            return kv.first == "number_ios" || kv.first == "loops" || kv.first == "thinktime" ||
+                   kv.first == "thinktime_blocks";
+        });
+        sec.options.emplace_back("number_ios", std::to_string(per));
+        sec.why.push_back("number_ios=" + std::to_string(per) + ": mean commands per repetition (" +
+                          std::to_string(total) + " in all); fio restarts the count with every loop");
+        sec.options.emplace_back("loops", std::to_string(ph.size()));
+        sec.why.push_back("loops=" + std::to_string(ph.size()) + ": the repetitions");
+        sec.options.emplace_back("thinktime", std::to_string(gap_us));
+        sec.options.emplace_back("thinktime_blocks", std::to_string(per));
+        sec.why.push_back("thinktime=" + std::to_string(gap_us) + ", thinktime_blocks=" + std::to_string(per) +
+                          ": the mean idle gap after each repetition, µs (fio also thinks after the last one)");
+    }
+
+    // Stretch g of phase i (slice `s`): one section, or a reads/writes flow pair for concurrent streams or threads
+    // that each read and write. `spec` is the phase's; the next stretch waits for this one (stonewall).
+    void add_stretch(size_t i, const EventTrace& s, const std::vector<std::pair<size_t, size_t>>& groups, size_t g,
+                     bool streams, const std::string& where, SectionSpec& spec, FioJob& job) {
+        EventTrace part = slice(s, groups[g].first, groups[g].second);
+        const uint64_t n = part.cmds.size();
+        uint64_t r = 0;
+        for (const auto& c : part.cmds) r += c.op == Op::Read;
+        uint64_t data = 0;
+        for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
+        const std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
+        const std::string part_why =
+            groups.size() > 1
+                ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
+                      " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) +
+                      " reads here)"
+                : "";
+        SectionSpec ps = spec;
+        if (opt_.mode == JobMode::Time && spec.runtime_ms)
+            ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
+        uint32_t threads = 0;
+        if (!streams) {
+            Profile pp = profile_events(part);
+            if (!split_threads(pp)) {
+                FioSection sec = derive_section(pp, opt_, ps, job.not_inferred);
+                sec.name = opt_.job_name + "-phase" + std::to_string(i + 1) + part_name;
+                sec.comment = where + part_why;
+                job.sections.push_back(sec);
+                spec.stonewall = true;
+                return;
+            }
+            threads = pp.concurrent_tids;
+        }
+        add_stream_pair(part, r, data, threads,
+                        {opt_.job_name + "-phase" + std::to_string(i + 1) + part_name, where + part_why}, ps, job);
+        spec.stonewall = true;
+    }
+
+    // The reads and the writes of `part` (r reads of `data` commands) as two sections side by side whose flow weights
+    // keep their ratio; `threads` > 0: that many threads each read and write (split_threads). `name_where`: the
+    // sections' name prefix and comment.
+    void add_stream_pair(const EventTrace& part, uint64_t r, uint64_t data, uint32_t threads,
+                         const std::pair<std::string, std::string>& name_where, SectionSpec ps, FioJob& job) {
+        const uint64_t n = part.cmds.size();
+        // fio weighs every job of a flow, so each of a section's numjobs clones carries its direction's weight
+        // divided by numjobs (2 reader clones of weight 181 against a writer of 133 gave 73 % reads, not 58 %).
+        EventTrace st[2] = {slice(part, 0, n, 0), slice(part, 0, n, 1)};
+        Profile sp[2];
+        uint64_t clones[2] = {1, 1};
+        if (threads) {
+            clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))), 1,
+                                             threads - 1);
+            clones[1] = threads - clones[0];
+        }
+        for (int w = 0; w < 2; ++w) {
+            if (st[w].cmds.empty()) continue;
+            sp[w] = profile_events(st[w]);
+            if (threads) {
+                sp[w].concurrent_tids = uint32_t(clones[w]);
+                continue;
+            }
+            std::vector<std::string> scratch;
+            const std::string nj = derive_section(sp[w], opt_, ps, scratch).get("numjobs");
+            if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
+        }
+        auto [fr, fw] = flow_weights(r * clones[1], (data - r) * clones[0]);
+        // A stretch where one stream issued nothing (a writer starved of CPU on a loaded VM) is one section:
+        // no flow, which would have no partner to hold a ratio against.
+        const bool pair = !st[0].cmds.empty() && !st[1].cmds.empty();
+        if (pair) ++flow_groups_;
+        for (int w = 0; w < 2; ++w) {
+            if (st[w].cmds.empty()) continue;
+            uint64_t k = w ? data - r : r;
+            SectionSpec ss = ps;
+            ss.flow = pair ? (w ? fw : fr) : 0;
+            ss.flow_id = pair ? flow_groups_ : 0;
+            ss.rate_why = std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
+                                                    std::to_string(clones[0]) + " reader and " +
+                                                    std::to_string(clones[1]) + " writer jobs"
+                                              : "concurrent streams") +
+                          ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
+                          std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
+                          std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " +
+                          std::to_string(clones[1]) +
+                          " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
+            FioSection sec = derive_section(sp[w], opt_, ss, job.not_inferred);
+            sec.name = name_where.first + (w ? "-writes" : "-reads");
+            sec.comment = name_where.second +
+                          (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws "
+                                          "each direction)"
+                                        : "; its reads (its writes run alongside: exact counts, a randrw job "
+                                          "draws each direction)")
+                           : w     ? "; its writes, submitted by other threads than its reads, run alongside"
+                                   : "; its reads (the writes run alongside, from other threads)");
+            job.sections.push_back(sec);
+            ps.stonewall = false;
+        }
+    }
+
+    const EventTrace& t_;
+    const Profile& whole_;
+    const JobOptions& opt_;
+    const PhaseOptions& popt_;
+    PhasePlan& plan_;
+    const std::vector<EventTrace>& slices_;
+    const bool concurrent_;
+    bool loop_one_ = false;
+    uint32_t flow_groups_ = 0;  // flow pairs so far: each has its own flow_id
+};
+
+// What the phased job could not infer, sorted and unique; then its text: header, phase line, notes, body.
+void finish_phased_job(const Profile& whole, const JobOptions& opt, const PhaseOptions& popt, const PhasePlan& plan,
+                       std::vector<std::string> notes, const FioSection& global, FioJob& job) {
+    job.not_inferred.push_back(
+        "the access distribution inside each range (uniform random assumed; no LBA heatmap used)");
+    if (whole.other_cmds > whole.flush_cmds)
+        job.not_inferred.push_back(std::to_string(whole.other_cmds - whole.flush_cmds) +
+                                   " discard/other commands are not reproduced");
+    job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
+    std::sort(job.not_inferred.begin(), job.not_inferred.end());
+    job.not_inferred.erase(std::unique(job.not_inferred.begin(), job.not_inferred.end()), job.not_inferred.end());
+
+    std::ostringstream o;
+    o << job_header(whole, opt, whole.write.cmds > 0);
+    o << "; " << plan.phases.size()
+      << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
+      << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns)
+      << "), in order, each after the previous ends (stonewall)"
+      << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
+    if (std::string r = rare_sizes_note(plan); !r.empty()) notes.push_back(std::move(r));
+    write_job_body(o, notes, global.why, job);
+    job.text = o.str();
+}
+
+}  // namespace
+
 FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptions& opt, const PhaseOptions& popt,
                        PhasePlan* out) {
     PhasePlan plan;
@@ -343,210 +624,8 @@ FioJob make_phased_job(const EventTrace& t, const Profile& whole, const JobOptio
     FioSection global;
     target_options(whole, opt, job.not_inferred, global);
     job.options = global.options;
-
-    // Repeats of one phase separated by idle gaps: one section with loops (number_ios restarts with every loop)
-    // and the gap as thinktime after each repetition.
-    const bool loop_one = plan.period == 1 && ph.size() > 1 && !concurrent;
-    const size_t shown = loop_one ? 1 : ph.size();
-    const uint64_t span = std::max<uint64_t>(1, whole.span_ns);
-    bool stonewall = false;
-    uint32_t flow_groups = 0;
-    for (size_t i = 0; i < shown; ++i) {
-        const Phase& p = ph[i];
-        const MixSummary mix = summarize(d, p.begin, p.end);
-        std::string where = "phase " + std::to_string(i + 1) + " of " + std::to_string(ph.size()) + ": commands " +
-                            std::to_string(p.begin) + "-" + std::to_string(p.end - 1) + " (" +
-                            std::to_string(p.cmds()) + "), " + describe(mix);
-        if (plan.period > 1 && i >= plan.period)
-            where += "; repeats phase " + std::to_string(i % plan.period + 1) + " (pattern of " +
-                     std::to_string(plan.period) + " phases, " + std::to_string(ph.size() / plan.period) +
-                     " times: fio cannot loop a group of sections)";
-        if (p.idle_before_ns >= popt.gap_ns && !loop_one) {
-            job.sections.push_back(idle_section(opt.job_name + "-idle" + std::to_string(i + 1), p.idle_before_ns,
-                                                "phase " + std::to_string(i + 1)));
-            stonewall = true;
-        }
-        const EventTrace& s = slices[i];
-        const uint64_t phase_ns = (i + 1 < ph.size() ? d[ph[i + 1].begin].ts : t.cmds.back().end_ts()) - d[p.begin].ts;
-        SectionSpec spec;
-        spec.target = false;
-        spec.flushes_per_write = flush_rate(whole, spec.flush_why);
-        spec.stonewall = stonewall;
-        if (opt.mode == JobMode::Time)
-            spec.runtime_ms = std::max<uint64_t>(
-                1, uint64_t(std::llround((opt.runtime_s ? double(opt.runtime_s) * 1e3 * double(phase_ns) / double(span)
-                                                        : double(phase_ns) / 1e6))));
-        // The read share drifts inside a phase (a reader slows as a writer fills the region; users of a serving
-        // workload store and load in turns): each stretch of a steady read share gets its own section (or pair of
-        // sections for concurrent streams), so the share is kept over time, not only on the phase's average. Steady:
-        // no score window departs from the stretch's share by more than kStretchScorePoints, no detector window by
-        // more than kStretchPhasePoints (so the replay's phases are cut where the trace's are), in blocks of a
-        // quarter detector window.
-        const size_t wd = phase_window(d.size());
-        const size_t step = std::max<size_t>(8, wd / 4);
-        const double slack = std::max(double(step) / 2,  // D is seen at block ends only
-                                      std::min(kStretchScorePoints / 100 * double(d.size()) / double(kScoreWindows),
-                                               kStretchPhasePoints / 100 * double(wd)));
-        const bool streams = separate_streams(s);
-        // At most kMaxStretches over the trace, the phase its share of them: a randrw mix's own binomial noise
-        // exceeds a small slack (a periodic 3-thread mix of 7000 commands became 138 stretches), so the slack doubles
-        // until the phase's stretches fit.
-        const size_t cap = std::max<size_t>(1, (kMaxStretches * p.cmds() + d.size() - 1) / d.size());
-        std::vector<std::pair<size_t, size_t>> groups{{0, s.cmds.size()}};
-        for (double sl = slack; !loop_one; sl *= 2)
-            if ((groups = steady_ratio_groups(s, step, sl)).size() <= cap) break;
-        // Threads that each read and write, k >= 2 of them at once: one randrw section of k clones, each drawing
-        // its direction, missed a stretch's counts (365 reads where 353 were planned, 2.5 points), so their reads
-        // and writes become a flow pair of k jobs in all (the threads' concurrency), split by the read share.
-        auto split_threads = [](const Profile& pp) -> uint32_t {
-            return pp.concurrent_tids >= 2 && std::min(pp.read.cmds, pp.write.cmds) >= kMinSplitDirCmds
-                       ? pp.concurrent_tids
-                       : 0;
-        };
-        if (!loop_one && (streams || groups.size() > 1 || split_threads(profile_events(s)))) {
-            for (size_t g = 0; g < groups.size(); ++g) {
-                EventTrace part = slice(s, groups[g].first, groups[g].second);
-                const uint64_t n = part.cmds.size();
-                uint64_t r = 0;
-                for (const auto& c : part.cmds) r += c.op == Op::Read;
-                uint64_t data = 0;
-                for (const auto& c : part.cmds) data += c.op == Op::Read || c.op == Op::Write;
-                const std::string part_name = groups.size() > 1 ? "-part" + std::to_string(g + 1) : "";
-                const std::string part_why =
-                    groups.size() > 1
-                        ? "; part " + std::to_string(g + 1) + " of " + std::to_string(groups.size()) +
-                              " (the read share changes: " + pct_str(double(r) / double(std::max<uint64_t>(1, data))) +
-                              " reads here)"
-                        : "";
-                SectionSpec ps = spec;
-                if (opt.mode == JobMode::Time && spec.runtime_ms)
-                    ps.runtime_ms = std::max<uint64_t>(1, spec.runtime_ms * n / std::max<uint64_t>(1, s.cmds.size()));
-                uint32_t threads = 0;
-                if (!streams) {
-                    Profile pp = profile_events(part);
-                    if (!split_threads(pp)) {
-                        FioSection sec = derive_section(pp, opt, ps, job.not_inferred);
-                        sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name;
-                        sec.comment = where + part_why;
-                        job.sections.push_back(sec);
-                        spec.stonewall = true;
-                        continue;
-                    }
-                    threads = pp.concurrent_tids;
-                }
-                // fio weighs every job of a flow, so each of a section's numjobs clones carries its direction's weight
-                // divided by numjobs (2 reader clones of weight 181 against a writer of 133 gave 73 % reads, not 58 %).
-                EventTrace st[2] = {slice(part, 0, n, 0), slice(part, 0, n, 1)};
-                Profile sp[2];
-                uint64_t clones[2] = {1, 1};
-                if (threads) {
-                    clones[0] = std::clamp<uint64_t>(uint64_t(std::llround(double(threads) * double(r) / double(data))),
-                                                     1, threads - 1);
-                    clones[1] = threads - clones[0];
-                }
-                for (int w = 0; w < 2; ++w) {
-                    if (st[w].cmds.empty()) continue;
-                    sp[w] = profile_events(st[w]);
-                    if (threads) {
-                        sp[w].concurrent_tids = uint32_t(clones[w]);
-                        continue;
-                    }
-                    std::vector<std::string> scratch;
-                    const std::string nj = derive_section(sp[w], opt, ps, scratch).get("numjobs");
-                    if (!nj.empty()) clones[w] = std::max<uint64_t>(1, std::stoull(nj));
-                }
-                auto [fr, fw] = flow_weights(r * clones[1], (data - r) * clones[0]);
-                // A stretch where one stream issued nothing (a writer starved of CPU on a loaded VM) is one section:
-                // no flow, which would have no partner to hold a ratio against.
-                const bool pair = !st[0].cmds.empty() && !st[1].cmds.empty();
-                if (pair) ++flow_groups;
-                for (int w = 0; w < 2; ++w) {
-                    if (st[w].cmds.empty()) continue;
-                    uint64_t k = w ? data - r : r;
-                    SectionSpec ss = ps;
-                    ss.flow = pair ? (w ? fw : fr) : 0;
-                    ss.flow_id = pair ? flow_groups : 0;
-                    ss.rate_why =
-                        std::string(threads ? std::to_string(threads) + " threads that each read and write, as " +
-                                                  std::to_string(clones[0]) + " reader and " +
-                                                  std::to_string(clones[1]) + " writer jobs"
-                                            : "concurrent streams") +
-                        ": " + std::string(w ? "writes" : "reads") + " are " + std::to_string(k) + " of " +
-                        std::to_string(data) + " commands here; flow weights " + std::to_string(fr) + " : " +
-                        std::to_string(fw) + " per job (" + std::to_string(clones[0]) + " : " +
-                        std::to_string(clones[1]) +
-                        " jobs; the closest ratio fio's 1..1000 weights can express) keep the streams' ratio";
-                    FioSection sec = derive_section(sp[w], opt, ss, job.not_inferred);
-                    sec.name = opt.job_name + "-phase" + std::to_string(i + 1) + part_name + (w ? "-writes" : "-reads");
-                    sec.comment = where + part_why +
-                                  (threads ? (w ? "; its writes, alongside its reads (exact counts: a randrw job draws "
-                                                  "each direction)"
-                                                : "; its reads (its writes run alongside: exact counts, a randrw job "
-                                                  "draws each direction)")
-                                   : w     ? "; its writes, submitted by other threads than its reads, run alongside"
-                                           : "; its reads (the writes run alongside, from other threads)");
-                    job.sections.push_back(sec);
-                    ps.stonewall = false;
-                }
-                spec.stonewall = true;
-            }
-        } else if (const auto placed = loop_one ? std::nullopt : placed_size(s)) {
-            for (auto& sec : placed_size_pair(s, *placed, opt, spec, ++flow_groups, job.not_inferred,
-                                              opt.job_name + "-phase" + std::to_string(i + 1), where))
-                job.sections.push_back(std::move(sec));
-        } else {
-            // A repeated phase: its values from every repetition.
-            FioSection sec = derive_section(loop_one ? whole : profile_events(s), opt, spec, job.not_inferred);
-            sec.name = opt.job_name + "-phase" + std::to_string(i + 1);
-            sec.comment = where;
-            if (loop_one) {
-                uint64_t total = 0, gaps = 0;
-                for (size_t k = 0; k < ph.size(); ++k) {
-                    total += ph[k].cmds();
-                    if (k) gaps += ph[k].idle_before_ns;
-                }
-                uint64_t per = (total + ph.size() / 2) / ph.size();
-                uint64_t gap_us = (gaps / (ph.size() - 1) + 500) / 1000;
-                sec.comment = "the trace repeats one phase " + std::to_string(ph.size()) +
-                              " times with idle gaps (mean " + ms_str(gaps / (ph.size() - 1)) +
-                              "); its first repetition: " + describe(mix);
-                std::erase_if(sec.options, [](const auto& kv) {
-                    return kv.first == "number_ios" || kv.first == "loops" || kv.first == "thinktime" ||
-                           kv.first == "thinktime_blocks";
-                });
-                sec.options.emplace_back("number_ios", std::to_string(per));
-                sec.why.push_back("number_ios=" + std::to_string(per) + ": mean commands per repetition (" +
-                                  std::to_string(total) + " in all); fio restarts the count with every loop");
-                sec.options.emplace_back("loops", std::to_string(ph.size()));
-                sec.why.push_back("loops=" + std::to_string(ph.size()) + ": the repetitions");
-                sec.options.emplace_back("thinktime", std::to_string(gap_us));
-                sec.options.emplace_back("thinktime_blocks", std::to_string(per));
-                sec.why.push_back("thinktime=" + std::to_string(gap_us) + ", thinktime_blocks=" + std::to_string(per) +
-                                  ": the mean idle gap after each repetition, µs (fio also thinks after the last one)");
-            }
-            job.sections.push_back(sec);
-        }
-        stonewall = true;
-    }
-    job.not_inferred.push_back(
-        "the access distribution inside each range (uniform random assumed; no LBA heatmap used)");
-    if (whole.other_cmds > whole.flush_cmds)
-        job.not_inferred.push_back(std::to_string(whole.other_cmds - whole.flush_cmds) +
-                                   " discard/other commands are not reproduced");
-    job.not_inferred.push_back("per-command timing and ordering (use --iolog for an exact replay)");
-    std::sort(job.not_inferred.begin(), job.not_inferred.end());
-    job.not_inferred.erase(std::unique(job.not_inferred.begin(), job.not_inferred.end()), job.not_inferred.end());
-
-    std::ostringstream o;
-    o << job_header(whole, opt, whole.write.cmds > 0);
-    o << "; " << ph.size()
-      << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
-      << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns)
-      << "), in order, each after the previous ends (stonewall)"
-      << (plan.period ? "; they repeat a pattern of " + std::to_string(plan.period) + " phase(s)" : "") << "\n";
-    if (std::string r = rare_sizes_note(plan); !r.empty()) notes.push_back(std::move(r));
-    write_job_body(o, notes, global.why, job);
-    job.text = o.str();
+    PhasedBuilder(t, whole, opt, popt, plan, slices, concurrent).add_phases(job);
+    finish_phased_job(whole, opt, popt, plan, std::move(notes), global, job);
     if (out) *out = std::move(plan);
     return job;
 }

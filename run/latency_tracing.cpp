@@ -19,8 +19,7 @@
 #include "common/error.h"
 #include "common/exec_logged.h"
 #include "common/event_trace.h"
-#include "distiller/fio_job.h"
-#include "distiller/profile.h"
+#include "distiller/distill.h"
 #include "validate/validate.h"
 
 namespace kvio::run {
@@ -169,17 +168,13 @@ LatencyTracingResult LatencyTracing::finish() {
     }
     const std::string ini = dir_ + "/fio_workload.ini";
     try {
-        using namespace kvio::distiller;
-        const EventTrace ev = load_events(events, EventFilter{disk_, 0, ""});
-        const Profile p = profile_events(ev);
-        JobOptions jo;
-        jo.filename = (fs::path(o_.cache_dir) / "kvio-fio-workload.dat").string();
-        jo.job_name = "kvio-simulate";
-        if (auto d = find_block_dev(disk_); d && d->nr_requests) {
-            jo.nr_requests = d->nr_requests;
-            jo.nr_requests_source = "/sys/block/" + disk_ + "/queue/nr_requests";
-        }
-        const FioJob job = make_fio_job(p, jo);
+        // The job `kvio distill --events events.jsonl --dev DISK --filename FILE` makes, named for simulate.
+        distiller::DistillOptions dopt;
+        dopt.events = events;
+        dopt.dev = disk_;
+        dopt.filenames = {(fs::path(o_.cache_dir) / "kvio-fio-workload.dat").string()};
+        dopt.job_name = "kvio-simulate";
+        const distiller::FioJob job = distiller::distill(dopt).job;
         r.fio_workload = job.text;
         std::ofstream(ini) << job.text;
     } catch (const std::exception& e) {

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "common/event_trace.h"
+#include "distiller/distill.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/iolog.h"
@@ -345,12 +346,47 @@ void gen_stage(const RunOptions& o, const std::string& out, const std::string& e
                     (gen_log_error.empty() ? "; see " + P("gen.log") : " (" + gen_log_error + ")"));
 }
 
+/// The distill stage: the job `kvio distill --events OUT/events.jsonl --dev DEV --filename VDEV --iolog job.iolog`
+/// makes (distiller::distill on the trace `ev` already read), written to OUT/job.fio with a header naming the
+/// temporary verify device; fills run.json's "job" (options, not inferred, iolog ios, every stretch's phases).
+void distill_stage(const std::string& out, RunStages& log, nlohmann::json& doc, const kvio::EventTrace& ev,
+                   const std::string& dev, const std::string& vdev) {
+    auto P = [&](const char* name) { return out + "/" + name; };
+    Stopwatch sw;
+    log.say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev +
+            ")");
+    distiller::DistillOptions dopt;
+    dopt.events = P("events.jsonl");
+    dopt.dev = dev;
+    dopt.loaded = {ev};
+    dopt.filenames = {vdev};
+    dopt.iolog = P("job.iolog");
+    const distiller::DistillResult dr = distiller::distill(dopt);
+    const distiller::FioJob& job = dr.job;
+    {
+        std::ofstream f(P("job.fio"));
+        f << "; kvio run: filename=" << vdev
+          << " was this run's temporary verify device, detached when the run ended:\n"
+          << "; set filename= to your own device before running this job\n"
+          << job.text;
+        if (!f.flush()) throw Error("cannot write " + P("job.fio"));
+    }
+    nlohmann::json phases = nlohmann::json::array();  // every stretch's phases (one stretch without trim runs)
+    for (const auto& piece : dr.plans.at(0).pieces)
+        for (const auto& ph : distiller::phases_json(piece)) phases.push_back(ph);
+    doc["job"] = {{"options", distiller::job_json(job)},
+                  {"not_inferred", job.not_inferred},
+                  {"iolog_ios", dr.iolog_ios},
+                  {"phases", phases}};
+    log.done("distill", sw);
+}
+
 /// The verify stage: the distilled OUT/job.fio run by fio on `vdev` (loop device `vdev_name`) under `kvio trace`
 /// (OUT/replay.events.jsonl, replay.trace.json, replay.fio.json; log OUT/verify.log), scored against the original
-/// profile `orig` and the phase plan's data commands; writes OUT/verify.json and returns what it holds.
+/// profile `orig` and, window by window, the trace `ev`'s data commands; writes OUT/verify.json and returns what it
+/// holds.
 nlohmann::json verify_stage(const std::string& out, const std::string& exe, const std::string& vdev,
-                            const std::string& vdev_name, const distiller::Profile& orig,
-                            const distiller::PhasePlan& plan) {
+                            const std::string& vdev_name, const distiller::Profile& orig, const kvio::EventTrace& ev) {
     auto P = [&](const char* name) { return out + "/" + name; };
     std::vector<std::string> a = {exe,
                                   "trace",
@@ -374,7 +410,8 @@ nlohmann::json verify_stage(const std::string& out, const std::string& exe, cons
     kvio::EventTrace rev = kvio::load_events(P("replay.events.jsonl"), f);
     distiller::Profile rep = distiller::profile_events(rev);
     distiller::Fidelity fid = distiller::score(orig, rep);
-    distiller::TimeFidelity tf = distiller::score_over_time(plan.data, distiller::data_cmds(rev.cmds));
+    distiller::TimeFidelity tf =
+        distiller::score_over_time(distiller::data_cmds(ev.cmds), distiller::data_cmds(rev.cmds));
     nlohmann::json fj = distiller::to_json(fid);
     fj["time_resolved"] = distiller::to_json(tf);
     fj["summary"] = distiller::summary_line(fid, tf);
@@ -592,45 +629,13 @@ RunResult run_all(const RunOptions& o) {
     const std::string vdev = attach_verify(o, out, verify_bytes, guard, img_b, log);
     doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
 
-    // ---- distill ----
-    distiller::PhasePlan plan;
-    {
-        Stopwatch sw;
-        say("distill " + P("events.jsonl") + " -> " + P("job.fio") + ", " + P("job.iolog") + " (filename " + vdev +
-            ")");
-        distiller::JobOptions jo;
-        jo.filename = vdev;
-        jo.target_is_block = true;
-        BlockDevInfo disk = block_dev_info(tinfo.whole_disk);
-        if (disk.nr_requests) {
-            jo.nr_requests = disk.nr_requests;
-            jo.nr_requests_source = "/sys/block/" + disk.name + "/queue/nr_requests";
-        }
-        distiller::FioJob job = distiller::make_phased_job(ev, orig, jo, {}, &plan);
-        {
-            std::ofstream f(P("job.fio"));
-            f << "; kvio run: filename=" << vdev
-              << " was this run's temporary verify device, detached when the run ended:\n"
-              << "; set filename= to your own device before running this job\n"
-              << job.text;
-            if (!f.flush()) throw Error("cannot write " + P("job.fio"));
-        }
-        std::ofstream il(P("job.iolog"));
-        size_t n = distiller::write_iolog(il, ev.cmds, vdev);
-        if (!il.flush()) throw Error("cannot write " + P("job.iolog"));
-        doc["job"] = {{"options", distiller::job_json(job)},
-                      {"not_inferred", job.not_inferred},
-                      {"iolog_ios", n},
-                      {"phases", distiller::phases_json(plan)}};
-        stages.push_back({{"name", "distill"}, {"seconds", sw.seconds()}});
-    }
-    check_interrupt();
-
+    // ---- distill: the job `kvio distill --events events.jsonl --dev DISK --filename VDEV --iolog job.iolog` makes
+    distill_stage(out, log, doc, ev, dev_string(tinfo.whole_disk), vdev);
     // ---- verify: the job under trace on the second device ----
     {
         Stopwatch sw;
         say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
-        doc["fidelity"] = verify_stage(out, exe, vdev, img_b->name(), orig, plan);
+        doc["fidelity"] = verify_stage(out, exe, vdev, img_b->name(), orig, ev);
         stages.push_back({{"name", "verify"}, {"seconds", sw.seconds()}});
     }
 

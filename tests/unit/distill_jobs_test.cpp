@@ -2,6 +2,7 @@
 // FUA / flush rules. Synthetic kvio.events/1 streams of a known shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -316,4 +317,47 @@ TEST(DistillDevices, SequentialDevicesAreStonewalledAndPhasesUseWaitFor) {
     EXPECT_EQ(s[1]->get("wait_for"), s[0]->name) << j.text;
     EXPECT_EQ(s[1]->get("filename"), "/dev/loop8");
     EXPECT_EQ(s[2]->get("filename"), "/dev/loop9");
+}
+
+// derive_section's table of derivers: one row per option, in the order a section writes them. A new option is
+// added to the table, not written around it; a job's options follow the table's order in every section.
+TEST(DistillTable, DeriversInFileOrder) {
+    const std::vector<std::string> want = {
+        "stonewall",    "ioengine",          "cmd_type",         "filename", "direct",       "rw",
+        "rwmixread",    "percentage_random", "norandommap",      "bssplit",  "bs_unaligned", "blockalign",
+        "iodepth",      "numjobs",           "group_reporting",  "offset",   "size",         "rate_iops",
+        "rate_process", "thinktime",         "thinktime_blocks", "sync",     "fdatasync",    "flow_id",
+        "flow",         "io_size",           "number_ios",       "loops",    "randrepeat",   "time_based",
+        "runtime"};
+    const std::vector<std::string> got = derived_options();
+    EXPECT_EQ(got, want);
+    Events e;
+    uint64_t t = writes(e, 300, 1'000'000, 100'000, "WFS");
+    for (int i = 0; i < 300; ++i, t += 50'000) e.cmd("read", "R", uint64_t(i) * 64, 32768, t, 40'000);
+    e.summary(0);
+    auto ts = e.load();
+    std::vector<Profile> ps;
+    for (JobMode mode : {JobMode::Count, JobMode::Time}) {
+        JobOptions o = opts();
+        o.mode = mode;
+        SectionSpec spec;
+        std::vector<std::string> ni;
+        const FioSection s = derive_section(profile_events(ts[0]), o, spec, ni);
+        size_t at = 0;
+        for (const auto& [k, v] : s.options) {
+            const auto it = std::find(got.begin() + long(at), got.end(), k);
+            ASSERT_NE(it, got.end()) << k << " is not in the table, or out of its order";
+            at = size_t(it - got.begin()) + 1;
+        }
+    }
+    FioJob j = job_of(ts, ps, {"/dev/loop9"});
+    for (const auto& s : j.sections) {
+        size_t at = 0;
+        for (const auto& [k, v] : s.options) {
+            if (s.get("ioengine") == "null") break;  // idle sections are not derived
+            const auto it = std::find(got.begin() + long(at), got.end(), k);
+            ASSERT_NE(it, got.end()) << s.name << ": " << k << " out of the table's order";
+            at = size_t(it - got.begin()) + 1;
+        }
+    }
 }
