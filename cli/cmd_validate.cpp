@@ -17,6 +17,96 @@
 
 namespace kvio::cli {
 
+namespace {
+
+/// `kvio validate`'s flags, bound by add_validate_command.
+struct Opts {
+    validate::Options o;
+    std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
+    bool timing = false;
+    std::string synth_dir;
+    validate::SynthSpec synth;
+    bool synth_bin = false;
+    validate::Gate gate;
+};
+
+/// The --synth-* options, under their own heading in --help.
+void add_synth_options(CLI::App* sub, Opts& a) {
+    // Synthetic inputs for benchmarks (docs/validate.md, docs/performance.md): listed under their own heading.
+    const std::string synth = "Synthetic inputs (benchmarks; docs/validate.md)";
+    sub->add_option(
+           "--synth", a.synth_dir,
+           "Write a synthetic DIR/semantic.jsonl and DIR/events.jsonl (a known answer: every op exact) and exit; "
+           "DIR is created if absent")
+        ->group(synth);
+    sub->add_option("--synth-objects", a.synth.objects, "--synth: object ops to write (half stores, half loads)")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-object-bytes", a.synth.object_bytes, "--synth: payload bytes of each object")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-slots", a.synth.slots,
+                    "--synth: slots on the device (0: one per object; loads reuse them)")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-noise-per-op", a.synth.noise_per_op,
+                    "--synth: untagged 4 KiB writes in the metadata region during each op")
+        ->capture_default_str()
+        ->group(synth);
+    sub->add_option("--synth-engine", a.synth.engine,
+                    "--synth: engine the ops claim: posix, or io_uring (commands tagged with user_data)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"posix", "io_uring"}))
+        ->group(synth);
+    sub->add_flag("--synth-bin", a.synth_bin,
+                  "--synth: write DIR/events.kvb (kvio.events.bin/1) instead of events.jsonl")
+        ->group(synth);
+}
+
+/// --synth writes its inputs and returns; else validate::run, the report, --json, --timing, and the exit status's
+/// reasons (nothing measured, a missed gate) as errors.
+void run_validate(Opts& a) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!a.synth_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(a.synth_dir, ec);
+        if (ec) throw kvio::Error("--synth " + a.synth_dir + ": cannot create it: " + ec.message());
+        const std::string ev = a.synth_bin ? "events.kvb" : "events.jsonl";
+        uint64_t n = validate::synth_write(a.synth, a.synth_dir + "/semantic.jsonl", a.synth_dir + "/" + ev);
+        std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", a.synth_dir.c_str(),
+                    (unsigned long long)a.synth.objects, a.synth_dir.c_str(), ev.c_str(), (unsigned long long)n);
+        return;
+    }
+    if (a.o.commands.empty() || a.o.semantic.empty())
+        throw kvio::Error("validate needs --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
+    a.o.join = validate::parse_join_mode(a.join);
+    a.o.semantic_format = validate::parse_semantic_format(a.semantic_format);
+    a.o.commands_format = validate::parse_commands_format(a.commands_format);
+    if (!a.json_out.empty()) {  // a bad --json path fails before the work, not after the report
+        std::ofstream probe(a.json_out);
+        if (!probe) throw kvio::Error(a.json_out + ": cannot write: " + std::strerror(errno));
+    }
+    validate::Report r = validate::run(a.o);
+    validate::print_report(std::cout, r);
+    if (!a.json_out.empty()) write_json_file(a.json_out, validate::report_json(r));
+    if (a.timing) {
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        struct rusage ru {};
+        getrusage(RUSAGE_SELF, &ru);
+        std::fprintf(stderr, "validate: %llu command records in %.3f s (%.0f records/s), peak RSS %.1f MiB\n",
+                     (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s,
+                     double(ru.ru_maxrss) / 1024);
+    }
+    // Why nothing joined reaches stderr too: the report on stdout is often a file or a pipe.
+    for (const auto& w : r.warnings) std::fprintf(stderr, "kvio validate: warning: %s\n", w.c_str());
+    if (!r.nothing_measured.empty()) throw kvio::Error("validate: nothing measured: " + r.nothing_measured);
+    std::string missed;
+    for (const auto& m : validate::missed_thresholds(r, a.gate)) missed += (missed.empty() ? "" : "; ") + m;
+    if (!missed.empty()) throw kvio::Error("validate: " + missed);
+}
+
+}  // namespace
+
 void add_validate_command(CLI::App& app) {
     auto* sub = app.add_subcommand(
         "validate",
@@ -26,15 +116,6 @@ void add_validate_command(CLI::App& app) {
         "is missed); 1 on malformed input, a missed threshold, or commands that hold nothing for the ops (none at "
         "all,\n"
         "or none on the ops' device: the report and --json are still written, the reason is on stderr).");
-    struct Opts {
-        validate::Options o;
-        std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
-        bool timing = false;
-        std::string synth_dir;
-        validate::SynthSpec synth;
-        bool synth_bin = false;
-        validate::Gate gate;
-    };
     auto opts = std::make_shared<Opts>();
     auto& o = opts->o;
     sub->add_option(
@@ -98,77 +179,9 @@ void add_validate_command(CLI::App& app) {
         ->check(pct)
         ->type_name("PCT");
     sub->add_flag("--timing", opts->timing, "Print elapsed time, records/s and peak RSS to stderr");
-    // Synthetic inputs for benchmarks (docs/validate.md, docs/performance.md): listed under their own heading.
-    const std::string synth = "Synthetic inputs (benchmarks; docs/validate.md)";
-    sub->add_option(
-           "--synth", opts->synth_dir,
-           "Write a synthetic DIR/semantic.jsonl and DIR/events.jsonl (a known answer: every op exact) and exit; "
-           "DIR is created if absent")
-        ->group(synth);
-    sub->add_option("--synth-objects", opts->synth.objects, "--synth: object ops to write (half stores, half loads)")
-        ->capture_default_str()
-        ->group(synth);
-    sub->add_option("--synth-object-bytes", opts->synth.object_bytes, "--synth: payload bytes of each object")
-        ->capture_default_str()
-        ->group(synth);
-    sub->add_option("--synth-slots", opts->synth.slots,
-                    "--synth: slots on the device (0: one per object; loads reuse them)")
-        ->capture_default_str()
-        ->group(synth);
-    sub->add_option("--synth-noise-per-op", opts->synth.noise_per_op,
-                    "--synth: untagged 4 KiB writes in the metadata region during each op")
-        ->capture_default_str()
-        ->group(synth);
-    sub->add_option("--synth-engine", opts->synth.engine,
-                    "--synth: engine the ops claim: posix, or io_uring (commands tagged with user_data)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"posix", "io_uring"}))
-        ->group(synth);
-    sub->add_flag("--synth-bin", opts->synth_bin,
-                  "--synth: write DIR/events.kvb (kvio.events.bin/1) instead of events.jsonl")
-        ->group(synth);
+    add_synth_options(sub, *opts);
 
-    sub->callback([opts] {
-        auto t0 = std::chrono::steady_clock::now();
-        if (!opts->synth_dir.empty()) {
-            std::error_code ec;
-            std::filesystem::create_directories(opts->synth_dir, ec);
-            if (ec) throw kvio::Error("--synth " + opts->synth_dir + ": cannot create it: " + ec.message());
-            const std::string ev = opts->synth_bin ? "events.kvb" : "events.jsonl";
-            uint64_t n =
-                validate::synth_write(opts->synth, opts->synth_dir + "/semantic.jsonl", opts->synth_dir + "/" + ev);
-            std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", opts->synth_dir.c_str(),
-                        (unsigned long long)opts->synth.objects, opts->synth_dir.c_str(), ev.c_str(),
-                        (unsigned long long)n);
-            return;
-        }
-        if (opts->o.commands.empty() || opts->o.semantic.empty())
-            throw kvio::Error("validate needs --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
-        opts->o.join = validate::parse_join_mode(opts->join);
-        opts->o.semantic_format = validate::parse_semantic_format(opts->semantic_format);
-        opts->o.commands_format = validate::parse_commands_format(opts->commands_format);
-        if (!opts->json_out.empty()) {  // a bad --json path fails before the work, not after the report
-            std::ofstream probe(opts->json_out);
-            if (!probe) throw kvio::Error(opts->json_out + ": cannot write: " + std::strerror(errno));
-        }
-        validate::Report r = validate::run(opts->o);
-        validate::print_report(std::cout, r);
-        if (!opts->json_out.empty()) write_json_file(opts->json_out, validate::report_json(r));
-        if (opts->timing) {
-            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            struct rusage ru {};
-            getrusage(RUSAGE_SELF, &ru);
-            std::fprintf(stderr, "validate: %llu command records in %.3f s (%.0f records/s), peak RSS %.1f MiB\n",
-                         (unsigned long long)r.join.records.cmds, s, double(r.join.records.cmds) / s,
-                         double(ru.ru_maxrss) / 1024);
-        }
-        // Why nothing joined reaches stderr too: the report on stdout is often a file or a pipe.
-        for (const auto& w : r.warnings) std::fprintf(stderr, "kvio validate: warning: %s\n", w.c_str());
-        if (!r.nothing_measured.empty()) throw kvio::Error("validate: nothing measured: " + r.nothing_measured);
-        std::string missed;
-        for (const auto& m : validate::missed_thresholds(r, opts->gate)) missed += (missed.empty() ? "" : "; ") + m;
-        if (!missed.empty()) throw kvio::Error("validate: " + missed);
-    });
+    sub->callback([opts] { run_validate(*opts); });
 }
 
 }  // namespace kvio::cli
