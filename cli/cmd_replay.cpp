@@ -2,6 +2,8 @@
 // on another target.
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "replay/events_replay.h"
@@ -12,17 +14,93 @@
 
 namespace kvio::cli {
 
+namespace {
+
+/// `kvio replay`'s flags, bound by add_replay_command.
+struct Opts {
+    replay::RecordReplayOptions rec;
+    replay::EventsOptions ev;
+    replay::IoTraceReplayOptions io;
+    std::string tiers;
+    uint64_t max_io = 0;
+    std::string timing = "asis";
+    std::vector<std::string> maps;
+    bool quiet = false;
+};
+
+/// --io-trace: the MLPerf io-trace-log's storage rows executed on --target.
+void run_io_trace(Opts& o) {
+    auto& t = o.io;
+    t.target = o.rec.target;
+    if (t.target.empty()) throw UsageError("--io-trace needs --target PATH");
+    t.force = o.rec.force;
+    t.semantic_path = o.rec.semantic_path;
+    if (!o.rec.engine.empty()) t.engine = o.rec.engine;
+    if (t.engine == "cufile") throw UsageError("--io-trace runs on posix, io_uring or uring_cmd");
+    if (o.rec.qd) t.qd = o.rec.qd;
+    if (o.rec.iters || !o.maps.empty()) throw UsageError("--iters and --map-dev do not apply to --io-trace replays");
+    if (!o.tiers.empty()) t.tiers = replay::parse_tiers(o.tiers);
+    t.max_io_bytes = o.max_io;
+    t.timing = replay::parse_timing(o.timing);
+    t.progress = o.quiet ? nullptr : &std::cerr;
+    StopSignal stop(
+        StopSignal::Options{.restart = true});  // the ops in flight finish and --semantic keeps every completed op
+    t.stop = stop.flag();
+    replay::IoTraceReplayResult r = replay::replay_io_trace(t);
+    replay::print_io_trace_replay(std::cout, t, r);
+    if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
+    if (!r.summary.first_error.empty())
+        throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) +
+                    " ops failed; first: " + r.summary.first_error);
+}
+
+/// --events: the captured device commands reissued on --target or the --map-dev paths.
+void run_events(Opts& o) {
+    auto& e = o.ev;
+    e.target = o.rec.target;
+    e.force = o.rec.force;
+    if (!o.rec.engine.empty()) e.engine = o.rec.engine;
+    if (o.rec.qd) e.max_qd = o.rec.qd;
+    if (o.rec.iters || !o.rec.semantic_path.empty())
+        throw UsageError("--iters and --semantic apply to --record replays, not --events");
+    e.timing = replay::parse_timing(o.timing);
+    for (const auto& m : o.maps) {
+        auto eq = m.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+            throw UsageError("--map-dev " + m + ": expected MAJ:MIN=PATH");
+        e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
+    }
+    if (!e.maps.empty() && !e.target.empty()) throw UsageError("give either --target or --map-dev, not both");
+    StopSignal stop(
+        StopSignal::Options{.restart = true});  // the commands in flight complete and the summary is printed
+    e.stop = stop.flag();
+    replay::EventsSummary s = replay::replay_events(e);
+    replay::print_events_summary(std::cout, e, s);
+    if (s.stopped_by) throw CLI::RuntimeError(128 + s.stopped_by);
+    if (s.errors) throw Error("replay: " + std::to_string(s.errors) + " commands failed; first: " + s.first_error);
+}
+
+/// --record: the object stream of `kvio gen --record` re-split for --target.
+void run_record(Opts& o) {
+    if (o.rec.record.empty()) throw UsageError("give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv");
+    if (o.rec.target.empty()) throw UsageError("--record needs --target PATH");
+    if (!o.maps.empty() || o.timing != "asis")
+        throw UsageError("--map-dev and --timing apply to --events replays, not --record");
+    o.rec.progress = o.quiet ? nullptr : &std::cerr;
+    StopSignal stop(StopSignal::Options{
+        .restart = true});  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
+    o.rec.stop = stop.flag();
+    replay::RecordReplayResult r = replay::replay_record(o.rec);
+    replay::print_record_replay(std::cout, o.rec, r);
+    if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
+    if (!r.summary.first_error.empty())
+        throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) +
+                    " ops failed; first: " + r.summary.first_error);
+}
+
+}  // namespace
+
 void add_replay_command(CLI::App& app) {
-    struct Opts {
-        replay::RecordReplayOptions rec;
-        replay::EventsOptions ev;
-        replay::IoTraceReplayOptions io;
-        std::string tiers;
-        uint64_t max_io = 0;
-        std::string timing = "asis";
-        std::vector<std::string> maps;
-        bool quiet = false;
-    };
     auto o = std::make_shared<Opts>();
     auto* sub = app.add_subcommand(
         "replay",
@@ -83,74 +161,10 @@ void add_replay_command(CLI::App& app) {
                   "mounted device");
     sub->add_flag("-q,--quiet", o->quiet, "No progress lines on stderr");
     sub->callback([o] {
-        if (!o->io.io_trace.empty()) {
-            auto& t = o->io;
-            t.target = o->rec.target;
-            if (t.target.empty()) throw UsageError("--io-trace needs --target PATH");
-            t.force = o->rec.force;
-            t.semantic_path = o->rec.semantic_path;
-            if (!o->rec.engine.empty()) t.engine = o->rec.engine;
-            if (t.engine == "cufile") throw UsageError("--io-trace runs on posix, io_uring or uring_cmd");
-            if (o->rec.qd) t.qd = o->rec.qd;
-            if (o->rec.iters || !o->maps.empty())
-                throw UsageError("--iters and --map-dev do not apply to --io-trace replays");
-            if (!o->tiers.empty()) t.tiers = replay::parse_tiers(o->tiers);
-            t.max_io_bytes = o->max_io;
-            t.timing = replay::parse_timing(o->timing);
-            t.progress = o->quiet ? nullptr : &std::cerr;
-            StopSignal stop(StopSignal::Options{
-                .restart = true});  // the ops in flight finish and --semantic keeps every completed op
-            t.stop = stop.flag();
-            replay::IoTraceReplayResult r = replay::replay_io_trace(t);
-            replay::print_io_trace_replay(std::cout, t, r);
-            if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
-            if (!r.summary.first_error.empty())
-                throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) +
-                            " ops failed; first: " + r.summary.first_error);
-            return;
-        }
+        if (!o->io.io_trace.empty()) return run_io_trace(*o);
         if (!o->tiers.empty() || o->max_io) throw UsageError("--tiers and --max-io apply to --io-trace replays");
-        if (!o->ev.events.empty()) {
-            auto& e = o->ev;
-            e.target = o->rec.target;
-            e.force = o->rec.force;
-            if (!o->rec.engine.empty()) e.engine = o->rec.engine;
-            if (o->rec.qd) e.max_qd = o->rec.qd;
-            if (o->rec.iters || !o->rec.semantic_path.empty())
-                throw UsageError("--iters and --semantic apply to --record replays, not --events");
-            e.timing = replay::parse_timing(o->timing);
-            for (const auto& m : o->maps) {
-                auto eq = m.find('=');
-                if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-                    throw UsageError("--map-dev " + m + ": expected MAJ:MIN=PATH");
-                e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
-            }
-            if (!e.maps.empty() && !e.target.empty()) throw UsageError("give either --target or --map-dev, not both");
-            StopSignal stop(
-                StopSignal::Options{.restart = true});  // the commands in flight complete and the summary is printed
-            e.stop = stop.flag();
-            replay::EventsSummary s = replay::replay_events(e);
-            replay::print_events_summary(std::cout, e, s);
-            if (s.stopped_by) throw CLI::RuntimeError(128 + s.stopped_by);
-            if (s.errors)
-                throw Error("replay: " + std::to_string(s.errors) + " commands failed; first: " + s.first_error);
-            return;
-        }
-        if (o->rec.record.empty())
-            throw UsageError("give --record REC.json, --events CMDS.jsonl or --io-trace FILE.csv");
-        if (o->rec.target.empty()) throw UsageError("--record needs --target PATH");
-        if (!o->maps.empty() || o->timing != "asis")
-            throw UsageError("--map-dev and --timing apply to --events replays, not --record");
-        o->rec.progress = o->quiet ? nullptr : &std::cerr;
-        StopSignal stop(StopSignal::Options{
-            .restart = true});  // as in `kvio gen`: the ops in flight finish and --semantic keeps every completed op
-        o->rec.stop = stop.flag();
-        replay::RecordReplayResult r = replay::replay_record(o->rec);
-        replay::print_record_replay(std::cout, o->rec, r);
-        if (r.summary.stopped_by) throw CLI::RuntimeError(128 + r.summary.stopped_by);
-        if (!r.summary.first_error.empty())
-            throw Error("replay: " + std::to_string(r.summary.store.errors + r.summary.load.errors) +
-                        " ops failed; first: " + r.summary.first_error);
+        if (!o->ev.events.empty()) return run_events(*o);
+        run_record(*o);
     });
 }
 

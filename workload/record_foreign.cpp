@@ -37,28 +37,19 @@ Geometry geometry_of(const json& j, const std::string& model, uint64_t payload, 
     return g;
 }
 
-}  // namespace
+/// An op of a kvio_record.json given without "seq": object and op index, its round (nth op of its kind on the object)
+/// and kind, ordered by order_ops.
+struct Pending {
+    size_t obj, op;
+    unsigned round;
+    OpKind kind;
+};
 
-bool is_kvio_record_json(const json& j) {
-    if (!j.is_object()) return false;
-    auto a = j.find("access_pattern");
-    if (a != j.end() && a->is_string()) return true;
-    auto d = j.find("device_geometry");
-    return d != j.end() && d->is_object() && d->contains("use_uring_cmd");
-}
-
-Record record_from_kvio_record_json(const json& j, const std::string& where) {
-    JsonSource src{where, 0};
-    if (!j.is_object()) throw Error(where + ": expected a JSON object (a kvio_record.json)");
-    Record r;
-    r.schema_version = int(get_u64(j, "schema_version", src));
-    if (r.schema_version != 1)
-        src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
-    (void)get_string_or(j, "source", "", src);
-    const std::string model = get_string(j, "model", src);
-
-    const json& dj = object_field(j, "device_geometry", src);
-    auto& d = r.device;
+/// device_geometry of a kvio_record.json: engine (use_uring_cmd true means uring_cmd), lba_bytes, mdts_bytes,
+/// max_io_bytes, block_align, header_bytes, slot_bytes, capacity_bytes, checked; io_bytes and data_base are left to
+/// the caller. Errors name the field (src).
+DeviceGeometry device_geometry_of(const json& dj, const JsonSource& src) {
+    DeviceGeometry d;
     d.engine = get_string(dj, "engine", src);
     if (d.engine != "posix" && d.engine != "io_uring" && d.engine != "uring_cmd" && d.engine != "cufile")
         src.fail("engine", "expected posix, io_uring, uring_cmd or cufile, got \"" + d.engine + "\"");
@@ -83,6 +74,52 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     d.block_align = uint32_t(align);
     if (d.mdts_bytes % 512 || d.mdts_bytes > (uint64_t(1) << 32))
         src.fail("mdts_bytes", std::to_string(d.mdts_bytes) + " is not a multiple of 512 up to 4 GiB");
+    return d;
+}
+
+/// Numbers the ops given without "seq" (`unordered`: every op, or a parse error) in the access pattern's order:
+/// round by round, every object's store then every object's load (`inter`leaved: per object, its store then its
+/// load); trace_id = seq + 1.
+void order_ops(Record& r, std::vector<Pending>& unordered, bool inter, const JsonSource& src) {
+    std::stable_sort(unordered.begin(), unordered.end(), [&](const Pending& a, const Pending& b) {
+        return inter ? std::tie(a.round, a.obj, a.kind) < std::tie(b.round, b.obj, b.kind)
+                     : std::tie(a.round, a.kind, a.obj) < std::tie(b.round, b.kind, b.obj);
+    });
+    if (unordered.size() != [&] {
+            size_t n = 0;
+            for (auto& o : r.objects) n += o.ops.size();
+            return n;
+        }())
+        src.fail("seq", "given for some ops and not others: give it for every op or for none");
+    for (size_t s = 0; s < unordered.size(); ++s) {
+        RecordOp& op = r.objects[unordered[s].obj].ops[unordered[s].op];
+        op.seq = s;
+        op.trace_id = uint32_t(s + 1);
+    }
+}
+
+}  // namespace
+
+bool is_kvio_record_json(const json& j) {
+    if (!j.is_object()) return false;
+    auto a = j.find("access_pattern");
+    if (a != j.end() && a->is_string()) return true;
+    auto d = j.find("device_geometry");
+    return d != j.end() && d->is_object() && d->contains("use_uring_cmd");
+}
+
+Record record_from_kvio_record_json(const json& j, const std::string& where) {
+    JsonSource src{where, 0};
+    if (!j.is_object()) throw Error(where + ": expected a JSON object (a kvio_record.json)");
+    Record r;
+    r.schema_version = int(get_u64(j, "schema_version", src));
+    if (r.schema_version != 1)
+        src.fail("schema_version", "unsupported version " + std::to_string(r.schema_version) + " (expected 1)");
+    (void)get_string_or(j, "source", "", src);
+    const std::string model = get_string(j, "model", src);
+
+    r.device = device_geometry_of(object_field(j, "device_geometry", src), src);
+    auto& d = r.device;
 
     if (!j.contains("access_pattern") || !j["access_pattern"].is_string())
         src.fail("access_pattern", "expected \"store-all-then-load-all\" or \"interleaved\"");
@@ -93,11 +130,6 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
     r.access.qd = 1;
 
     if (!j.contains("objects") || !j["objects"].is_array()) src.fail("objects", "missing or not an array");
-    struct Pending {
-        size_t obj, op;
-        unsigned round;
-        OpKind kind;
-    };
     std::vector<Pending> unordered;
     std::set<uint64_t> indexes;
     bool repeated = false;
@@ -138,26 +170,7 @@ Record record_from_kvio_record_json(const json& j, const std::string& where) {
         }
         r.objects.push_back(std::move(o));
     }
-    if (!unordered.empty()) {
-        // The pattern's order: round by round, every object's store then every object's load (interleaved: per
-        // object, its store then its load).
-        const bool inter = pattern == "interleaved";
-        std::stable_sort(unordered.begin(), unordered.end(), [&](const Pending& a, const Pending& b) {
-            return inter ? std::tie(a.round, a.obj, a.kind) < std::tie(b.round, b.obj, b.kind)
-                         : std::tie(a.round, a.kind, a.obj) < std::tie(b.round, b.kind, b.obj);
-        });
-        if (unordered.size() != [&] {
-                size_t n = 0;
-                for (auto& o : r.objects) n += o.ops.size();
-                return n;
-            }())
-            src.fail("seq", "given for some ops and not others: give it for every op or for none");
-        for (size_t s = 0; s < unordered.size(); ++s) {
-            RecordOp& op = r.objects[unordered[s].obj].ops[unordered[s].op];
-            op.seq = s;
-            op.trace_id = uint32_t(s + 1);
-        }
-    }
+    if (!unordered.empty()) order_ops(r, unordered, pattern == "interleaved", src);
     if (repeated)  // parts k and v of one index: every object its own slot, in list order
         for (size_t i = 0; i < r.objects.size(); ++i) r.objects[i].index = i;
     r.access.num_chunks = r.objects.size();
