@@ -43,6 +43,7 @@
 #include "workload/serving/request_queue.h"
 #include "workload/serving/simulate.h"
 #include "workload/serving/stats_util.h"
+#include "workload/serving/stop_counters.h"
 #include "workload/serving/validation_trace.h"
 #include "workload/serving/warmup.h"
 #include "workload/serving/trace_source.h"
@@ -211,9 +212,9 @@ private:
 
     StopFlag stop_;  // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
-    std::atomic<uint64_t> recorded_{0}, beyond_max_requests_{0};  // --max-requests: completions reserved, refused
-    std::atomic<uint64_t> seq_{0};                                // the benchmark's global req_id
-    std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
+    std::atomic<uint64_t> recorded_{0};  // --max-requests: completions reserved
+    std::atomic<uint64_t> seq_{0};       // the benchmark's global req_id
+    StopCounters stop_counts_;           // kvio.stop
     std::atomic<uint64_t> in_flight_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
     uint64_t last_read_[3] = {}, last_written_[3] = {};
@@ -274,7 +275,7 @@ void Simulation::user_loop(size_t index) {
         r->phase = ctx >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
         r->submit_ns = now_ns();
         queue_.push(r);
-        ++issued_;
+        ++stop_counts_.requests_issued;
         if (rag_ && rng.random() < y.rag_request_probability) {
             RagDocument doc;
             std::vector<size_t> chunks;
@@ -288,7 +289,7 @@ void Simulation::user_loop(size_t index) {
                 s->rag_doc_id = doc.doc_id;
                 s->submit_ns = now_ns();
                 queue_.push(s);
-                ++issued_;
+                ++stop_counts_.requests_issued;
             }
         }
     }
@@ -317,7 +318,7 @@ void Simulation::trace_loop() {
         r->phase = r->context_tokens >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
         r->submit_ns = now_ns();
         queue_.push(r);
-        ++issued_;
+        ++stop_counts_.requests_issued;
     }
     trace_done_ = true;
 }
@@ -332,7 +333,7 @@ void Simulation::worker_loop(size_t index) {
             continue;
         }
         if (stop_.is_set()) {  // the benchmark drops a request popped after the stop; kvio counts it
-            ++dropped_after_pop_;
+            ++stop_counts_.dropped_popped_after_stop;
             ++settled_;
             continue;
         }
@@ -379,7 +380,7 @@ bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
     m.t_s = t_s;
     m.tokens = metrics_.tokens();
     m.completed = metrics_.completed();
-    m.issued = issued_.load();
+    m.issued = stop_counts_.requests_issued.load();
     m.read_bytes = s.total_read_bytes;
     m.write_bytes = s.total_write_bytes;
     m.storage_read_lat = &s.read_lat[int(Tier::Storage)];
@@ -445,7 +446,7 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     // is in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer.
     auto cut = [&] {
         if (!stop_.is_set() && !rec.cut) return false;
-        ++cut_in_storage_;
+        ++stop_counts_.cut_in_storage;
         return true;
     };
 
@@ -516,19 +517,19 @@ void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
     }
 
     if (rec.cut) {  // an op cut by the stop: the request did not complete
-        ++cut_in_storage_;
+        ++stop_counts_.cut_in_storage;
         return;
     }
     // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
     rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
     if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
-        ++cut_in_generation_;
+        ++stop_counts_.cut_in_generation;
         return;
     }
 
     // 7. record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
     if (c_.max_requests > 0 && recorded_.fetch_add(1) >= uint64_t(c_.max_requests)) {
-        ++beyond_max_requests_;
+        ++stop_counts_.beyond_max_requests;
         max_reached_ = true;
         return;
     }
@@ -608,7 +609,9 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
             reason = "max_requests";
             break;
         }
-        if (trace_done_ && settled_.load() >= issued_.load()) {  // finite replay drained (the benchmark drops it, #839)
+        if (trace_done_ &&
+            settled_.load() >=
+                stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops it, #839)
             reason = "replay_cycles";
             break;
         }
@@ -658,7 +661,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                   << std::flush;
     rag_stop = true;
     for (auto& th : user_threads_) th.join();
-    size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
+    stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
     for (auto& th : worker_threads_) th.join();
     if (rag_thread.joinable()) rag_thread.join();
     const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
@@ -680,16 +683,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     out["summary"] = summary;
 
     nlohmann::ordered_json k;
-    k["stop"] = {{"reason", reason},
-                 {"signal", sig},
-                 {"stop_requested_at_s", stop_at},
-                 {"drain_s", elapsed_s - stop_at},
-                 {"requests_issued", issued_.load()},
-                 {"dropped_queued_at_stop", dropped_queued},
-                 {"dropped_popped_after_stop", dropped_after_pop_.load()},
-                 {"cut_in_generation", cut_in_generation_.load()},
-                 {"cut_in_storage", cut_in_storage_.load()},
-                 {"beyond_max_requests", beyond_max_requests_.load()}};
+    k["stop"] = stop_json(stop_counts_, reason, sig, stop_at, elapsed_s - stop_at);
     k["workers"] = num_workers_;
     k["bandwidth_timeline"] = bandwidth_;
     nlohmann::ordered_json lat;

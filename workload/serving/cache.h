@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/serving/storage_op_stats.h"
+#include "workload/serving/cache_stats.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {
@@ -58,43 +58,6 @@ struct AccessResult {
     double latency_s = 0;  ///< timing.total of the read; 0 on a miss
     bool cut = false;      ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
 };
-
-/// Counters and per-op latency lists, a consistent copy (stats()). Byte counters are bytes; lists are seconds.
-/// Names follow summary.cache_stats (spec §9.3) where the benchmark has the figure.
-struct CacheStats {
-    uint64_t cache_hits = 0, cache_misses = 0;
-    uint64_t system_prompt_hits = 0, common_phrase_hits = 0, user_cache_hits = 0, multi_turn_hits = 0;
-    uint64_t prefill_writes = 0, decode_reads = 0;
-    uint64_t read_operations = 0, write_operations = 0;  ///< read_iops / write_iops in the JSON (counts)
-    uint64_t total_read_bytes = 0,
-             total_write_bytes = 0;  ///< completed ops only (kvio fix: the benchmark counts before I/O)
-    uint64_t offloads_cpu = 0, offloads_storage = 0, evictions = 0;
-    double storage_tokens_processed = 0;
-    uint64_t tier_bytes_written[3] = {}, tier_bytes_read[3] = {};  ///< direct ops + demotions (fix #408/#420)
-    uint64_t entries[3] = {};                                      ///< entries present now
-    uint64_t used_bytes[3] = {}, limit_bytes[3] = {};              ///< limit UINT64_MAX = unlimited
-    bool tier_present[3] = {};
-    std::vector<double> read_lat[3], write_lat[3];  ///< total, per op, direct ops only
-    std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
-    std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
-    // kvio's additions (the benchmark does not count these: #421)
-    uint64_t demotions[3] = {};  ///< demotions *into* tier t
-    uint64_t demotion_bytes[3] = {};
-    std::vector<double> demotion_lat[3];         ///< read from source + write to destination, s
-    uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
-    uint64_t failed_writes = 0, failed_reads = 0;
-    uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
-    uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
-    /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
-    /// copy was taken (NoisePool::copy_misses since the last reset_stats).
-    uint64_t gather_fallbacks = 0;
-    std::string first_error;  ///< first I/O error seen (empty if none)
-};
-
-/// summary.cache_stats (spec §9.3) of `s` for a run of `elapsed_s` seconds: every key the benchmark writes, same
-/// units, percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
-/// MultiTierCache::cache_stats_json is this on stats(); the multi-client merge calls it on the clients' summed stats.
-nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile);
 
 class MultiTierCache {
 public:

@@ -12,16 +12,6 @@
 
 namespace kvio::serving {
 
-/// kvio.merge_state of one client's results: {"format": "kvio.merge_state/1", "cache_stats": every CacheStats
-/// field (counters in ops and bytes, latency lists in seconds per op, arrays indexed gpu, cpu, storage)}.
-nlohmann::ordered_json merge_state_json(const CacheStats& s);
-/// The CacheStats of a kvio.merge_state. Throws kvio::Error "<where>: kvio.merge_state: field 'x': ..." for a
-/// missing or mistyped field.
-CacheStats cache_stats_from_state(const nlohmann::ordered_json& state, const std::string& where);
-/// a += b: counters, bytes, entries and usage summed; latency lists concatenated; limits summed (unlimited stays
-/// unlimited); a tier is present if it is in either; a's first_error unless empty.
-void add_cache_stats(CacheStats& a, const CacheStats& b);
-
 /// What one client produced, as the launcher collected it.
 struct ClientResult {
     int rank = 0;                ///< 0..N-1: --num-clients index or MPI_Comm_rank
