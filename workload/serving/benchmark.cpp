@@ -170,7 +170,24 @@ private:
     void user_loop(size_t index);
     void trace_loop();
     void worker_loop(size_t index);
+    /// One request in flight: what its steps share.
+    struct RequestState {
+        InferenceRequest& req;
+        PyRandom& rng;
+        RequestRecord rec{};
+        CacheType cache_type = CacheType::User;  ///< the decode reads' counter (System after a prefix hit)
+        CachePhase phase = CachePhase::Prefill;  ///< the prefix read's phase (Decode for decode requests)
+    };
     void process_request(InferenceRequest& req, PyRandom& rng);
+    void read_prefix(RequestState& s);
+    bool read_previous_turns(RequestState& s);
+    void write_prefill(RequestState& s);
+    void read_rag_chunks(RequestState& s);
+    bool read_for_decode(RequestState& s);
+    bool generate(RequestState& s);
+    void record(RequestState& s);
+    AllocResult write_counted(const std::string& key, int64_t tokens, RequestRecord& rec);
+    bool cut_by_stop(const RequestRecord& rec);
     AccessResult read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
                               RequestRecord& rec, double& latency);
     std::shared_ptr<InferenceRequest> new_request(const UserProfile& u, int64_t ctx, int64_t gen);
@@ -179,6 +196,12 @@ private:
     void apply_users(int64_t n);
     bool autoscale_tick(double t_s, std::ostream* progress);
     void warm_up(std::ostream* progress);
+    std::string wait_for_stop(const std::function<double()>& elapsed, std::ostream* progress);
+    void print_progress(double t, std::ostream& out);
+    nlohmann::ordered_json results_json(double elapsed_s);
+    nlohmann::ordered_json kvio_json(const CacheStats& final_stats, const std::string& reason, int sig, double stop_at,
+                                     double elapsed_s);
+    nlohmann::ordered_json autoscaler_json() const;
 
     const SimConfig& c_;
     workload::ModelConfig model_;
@@ -423,119 +446,147 @@ AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, 
     return a;
 }
 
-// spec §4.3, in order: prefix → multi-turn reads → prefill write → RAG read → decode → generation → record.
+// One cache write of `tokens` tokens under `key`, counted in `rec` (latency to storage_s; a cut, a failure, or a
+// new entry's write and bytes).
+AllocResult Simulation::write_counted(const std::string& key, int64_t tokens, RequestRecord& rec) {
+    AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
+    rec.storage_s += w.latency_s;
+    if (w.cut) {
+        rec.cut = true;
+    } else if (!w.ok) {
+        ++rec.failed_ops;
+    } else if (!w.existed) {
+        ++rec.writes;
+        rec.bytes_written += cache_.entry_bytes(tokens);
+    }
+    return w;
+}
+
+// After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it is
+// in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer. True: give up now.
+bool Simulation::cut_by_stop(const RequestRecord& rec) {
+    if (!stop_.is_set() && !rec.cut) return false;
+    ++stop_counts_.cut_in_storage;
+    return true;
+}
+
+// The life of a request (docs/mlperf-benchmark.md, "The life of a request"), one call per step; a stop between
+// steps (or an op it cut) ends it uncounted as completed.
 void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
-    RequestRecord rec;
-    rec.request = &req;
-    CacheType cache_type = CacheType::User;
-    const CachePhase req_phase = req.phase == RequestPhase::Decode ? CachePhase::Decode : CachePhase::Prefill;
-    auto write = [&](const std::string& key, int64_t tokens) {
-        AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
-        rec.storage_s += w.latency_s;
-        if (w.cut) {
-            rec.cut = true;
-        } else if (!w.ok) {
-            ++rec.failed_ops;
-        } else if (!w.existed) {
-            ++rec.writes;
-            rec.bytes_written += cache_.entry_bytes(tokens);
-        }
-        return w;
-    };
-    // After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it
-    // is in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer.
-    auto cut = [&] {
-        if (!stop_.is_set() && !rec.cut) return false;
-        ++stop_counts_.cut_in_storage;
-        return true;
-    };
-
-    // 1. prefix: the system prompt's entry; kvio writes it on a miss so later requests hit (fix for #283).
-    if (prefix_) {
-        if (auto sp = prefix_->detect(rng)) {
-            AccessResult a =
-                read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
-            if (!a.hit && !c_.decode_only)
-                write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
-            req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
-            cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
-        }
-    }
-
-    if (cut()) return;
-    // 2. multi-turn: every other turn of the conversation (the benchmark's full-context reload, #281/#290).
-    if (!c_.decode_only && !req.conversation_id.empty() && req.turn_number > 1) {
-        for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
-            if (cut()) return;
-            AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
-                                          cache_.entry_bytes(t.context_tokens), rec, rec.storage_s);
-            ++(a.hit ? rec.multi_turn_hits : rec.multi_turn_misses);
-        }
-    }
-
-    // 3. prefill write of the request's entry.
-    if (cut()) return;
-    if (!c_.decode_only && req.phase != RequestPhase::Decode)
-        rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
-
-    if (cut()) return;
-    // 4. RAG read: with probability rag.request_probability, the top-k chunks of a random document.
-    if (rag_ && rng.random() < c_.yaml.rag_request_probability) {
-        RagDocument doc;
-        std::vector<size_t> chunks;
-        if (rag_->pick(rng, doc, chunks))
-            for (size_t i : chunks)
-                read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User,
-                             cache_.entry_bytes(doc.chunks[i].tokens), rec, rec.storage_s);
-    }
-
-    if (cut()) return;
-    // 5. decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
-    if (!c_.prefill_only && req.phase != RequestPhase::Prefill) {
-        std::string key = req.cache_key;
-        int64_t tokens = req.context_tokens;
-        if (c_.decode_only && !prepop_keys_.empty()) {
-            key = prepop_keys_[rng.choice_index(prepop_keys_.size())];
-            tokens = 2048;
-        }
-        double decode = 0;
-        uint32_t reads_before = rec.reads;
-        const uint64_t bytes = cache_.entry_bytes(tokens);
-        if (!read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode).hit) {
-            if (!c_.decode_only) write(key, tokens);  // evicted (or never written): re-write, no batched reads
-        } else {
-            int64_t batch = std::max(1, c_.yaml.decode_batch_size);
-            int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
-            for (int64_t i = 0; i < n; ++i) {
-                if (cut()) return;
-                read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
-            }
-        }
-        rec.decode_reads = rec.reads - reads_before;
-        rec.decode_s = decode;
-        rec.storage_s += decode;
-    }
-
-    if (rec.cut) {  // an op cut by the stop: the request did not complete
+    RequestState s{req, rng};
+    s.rec.request = &req;
+    s.phase = req.phase == RequestPhase::Decode ? CachePhase::Decode : CachePhase::Prefill;
+    read_prefix(s);
+    if (cut_by_stop(s.rec) || !read_previous_turns(s)) return;
+    if (cut_by_stop(s.rec)) return;
+    write_prefill(s);
+    if (cut_by_stop(s.rec)) return;
+    read_rag_chunks(s);
+    if (cut_by_stop(s.rec) || !read_for_decode(s)) return;
+    if (s.rec.cut) {  // an op cut by the stop: the request did not complete
         ++stop_counts_.cut_in_storage;
         return;
     }
-    // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
-    rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
-    if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
+    if (!generate(s)) return;
+    record(s);
+}
+
+// Step 1, prefix: the system prompt's entry, read; kvio writes it on a miss so later requests hit (the benchmark
+// never writes it: docs/mlperf-benchmark.md, "Upstream bugs kvio fixes or keeps").
+void Simulation::read_prefix(RequestState& s) {
+    if (!prefix_) return;
+    auto sp = prefix_->detect(s.rng);
+    if (!sp) return;
+    AccessResult a =
+        read_counted(sp->key, s.phase, CacheType::System, cache_.entry_bytes(sp->tokens), s.rec, s.rec.storage_s);
+    if (!a.hit && !c_.decode_only) write_counted(sp->key, sp->tokens, s.rec);  // decode-only writes nothing
+    s.req.context_tokens = std::max<int64_t>(1, s.req.context_tokens - sp->tokens);
+    s.cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
+}
+
+// Step 2, multi-turn: every earlier turn of the conversation is read (the benchmark's full-context reload). False
+// when the stop cut the request between reads.
+bool Simulation::read_previous_turns(RequestState& s) {
+    const InferenceRequest& req = s.req;
+    if (c_.decode_only || req.conversation_id.empty() || req.turn_number <= 1) return true;
+    for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
+        if (cut_by_stop(s.rec)) return false;
+        AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
+                                      cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
+        ++(a.hit ? s.rec.multi_turn_hits : s.rec.multi_turn_misses);
+    }
+    return true;
+}
+
+// Step 3, prefill: the request's own entry is written (not for decode-only runs or decode requests).
+void Simulation::write_prefill(RequestState& s) {
+    if (!c_.decode_only && s.req.phase != RequestPhase::Decode)
+        s.rec.prefill_s = write_counted(s.req.cache_key, s.req.context_tokens, s.rec).latency_s;
+}
+
+// Step 4, RAG: with probability rag.request_probability, the top-k chunks of a random document are read.
+void Simulation::read_rag_chunks(RequestState& s) {
+    if (!rag_ || s.rng.random() >= c_.yaml.rag_request_probability) return;
+    RagDocument doc;
+    std::vector<size_t> chunks;
+    if (rag_->pick(s.rng, doc, chunks))
+        for (size_t i : chunks)
+            read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User,
+                         cache_.entry_bytes(doc.chunks[i].tokens), s.rec, s.rec.storage_s);
+}
+
+// Step 5, decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
+// False when the stop cut the request between reads.
+bool Simulation::read_for_decode(RequestState& s) {
+    const InferenceRequest& req = s.req;
+    RequestRecord& rec = s.rec;
+    if (c_.prefill_only || req.phase == RequestPhase::Prefill) return true;
+    std::string key = req.cache_key;
+    int64_t tokens = req.context_tokens;
+    if (c_.decode_only && !prepop_keys_.empty()) {
+        key = prepop_keys_[s.rng.choice_index(prepop_keys_.size())];
+        tokens = 2048;
+    }
+    double decode = 0;
+    uint32_t reads_before = rec.reads;
+    const uint64_t bytes = cache_.entry_bytes(tokens);
+    if (!read_counted(key, CachePhase::Decode, s.cache_type, bytes, rec, decode).hit) {
+        if (!c_.decode_only) write_counted(key, tokens, rec);  // evicted (or never written): re-write, no batched reads
+    } else {
+        int64_t batch = std::max(1, c_.yaml.decode_batch_size);
+        int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
+        for (int64_t i = 0; i < n; ++i) {
+            if (cut_by_stop(rec)) return false;
+            read_counted(key, CachePhase::Decode, s.cache_type, bytes, rec, decode);
+        }
+    }
+    rec.decode_reads = rec.reads - reads_before;
+    rec.decode_s = decode;
+    rec.storage_s += decode;
+    return true;
+}
+
+// Step 6, generation: the simulated token time holds the worker. False when a stop during it abandoned the request
+// (counted).
+bool Simulation::generate(RequestState& s) {
+    s.rec.generation_s = double(s.req.generate_tokens) * gen_s_per_token_;
+    if (s.rec.generation_s > 0 && !stop_.sleep_for(s.rec.generation_s)) {
         ++stop_counts_.cut_in_generation;
-        return;
+        return false;
     }
+    return true;
+}
 
-    // 7. record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+// Step 7, record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+void Simulation::record(RequestState& s) {
     if (c_.max_requests > 0 && recorded_.fetch_add(1) >= uint64_t(c_.max_requests)) {
         ++stop_counts_.beyond_max_requests;
         max_reached_ = true;
         return;
     }
-    rec.e2e_s = double(now_ns() - req.submit_ns) / 1e9;
-    metrics_.record(rec);
-    qos_.record(req.qos, rec.e2e_s);
+    s.rec.e2e_s = double(now_ns() - s.req.submit_ns) / 1e9;
+    metrics_.record(s.rec);
+    qos_.record(s.req.qos, s.rec.e2e_s);
     if (c_.max_requests > 0 && metrics_.completed() >= uint64_t(c_.max_requests)) max_reached_ = true;
 }
 
@@ -598,7 +649,41 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     else
         for (size_t i = 0; i < active_users_.load(); ++i) user_threads_.emplace_back([this, i] { user_loop(i); });
 
-    // Main thread: wait for the duration, --max-requests or a signal; sample bandwidth each second.
+    const std::string reason = wait_for_stop(elapsed, progress);
+    const double stop_at = elapsed();
+    stop_.set();
+    {
+        std::lock_guard lk(park_mu_);  // parked threads see the stop
+    }
+    park_cv_.notify_all();
+    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
+    if (progress && in_flight_.load())
+        *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
+                  << " requests in flight give up at their next cache op\n"
+                  << std::flush;
+    rag_stop = true;
+    for (auto& th : user_threads_) th.join();
+    stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
+    for (auto& th : worker_threads_) th.join();
+    if (rag_thread.joinable()) rag_thread.join();
+    const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
+    // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
+    // before the join window during which it keeps counting completions).
+    const double elapsed_s = elapsed();
+    CacheStats final_stats = cache_.stats();
+    sample_bandwidth(elapsed_s, final_stats);
+
+    out = results_json(elapsed_s);
+    out["kvio"] = kvio_json(final_stats, reason, sig, stop_at, elapsed_s);
+    if (sig == SIGINT) return 130;
+    if (sig == SIGTERM) return 143;
+    if (sig == SIGHUP) return 129;
+    return 0;
+}
+
+// Main thread: waits for the duration, --max-requests, a drained replay, a signal or the autoscaler's stop;
+// samples bandwidth each second and prints progress. Returns the stop reason (kvio.stop.reason).
+std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, std::ostream* progress) {
     std::string reason = "duration";
     double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
     double next_tick = monitor_ ? c_.autoscaler_interval_s : 1e300;
@@ -633,45 +718,31 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                 next_sample += 1.0;
             }
             if (t >= next_progress && progress) {
-                char line[256];
-                std::snprintf(line, sizeof line,
-                              "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
-                              "%.2f GiB/s\n",
-                              t, static_cast<long long>(c_.duration),
-                              static_cast<unsigned long long>(metrics_.completed()), double(metrics_.tokens()) / t,
-                              queue_.size(),
-                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
-                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
-                *progress << line << std::flush;
+                print_progress(t, *progress);
                 next_progress += c_.progress_interval_s;
             }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    const double stop_at = elapsed();
-    stop_.set();
-    {
-        std::lock_guard lk(park_mu_);  // parked threads see the stop
-    }
-    park_cv_.notify_all();
-    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
-    if (progress && in_flight_.load())
-        *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
-                  << " requests in flight give up at their next cache op\n"
-                  << std::flush;
-    rag_stop = true;
-    for (auto& th : user_threads_) th.join();
-    stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
-    for (auto& th : worker_threads_) th.join();
-    if (rag_thread.joinable()) rag_thread.join();
-    const int sig = g_stop_signal.load();  // also a signal that came during the drain: it decides the exit status
-    // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
-    // before the join window during which it keeps counting completions).
-    const double elapsed_s = elapsed();
-    CacheStats final_stats = cache_.stats();
-    sample_bandwidth(elapsed_s, final_stats);
+    return reason;
+}
 
-    out = metrics_.top_level_json(c_.seed);
+// One progress line at `t` seconds.
+void Simulation::print_progress(double t, std::ostream& out) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
+                  "%.2f GiB/s\n",
+                  t, static_cast<long long>(c_.duration), static_cast<unsigned long long>(metrics_.completed()),
+                  double(metrics_.tokens()) / t, queue_.size(),
+                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
+                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
+    out << line << std::flush;
+}
+
+// The benchmark's part of the results (top level and summary) over `elapsed_s` seconds.
+nlohmann::ordered_json Simulation::results_json(double elapsed_s) {
+    nlohmann::ordered_json out = metrics_.top_level_json(c_.seed);
     nlohmann::ordered_json summary = metrics_.summary_head_json(elapsed_s);
     summary["cache_stats"] = cache_.cache_stats_json(elapsed_s, c_.performance_profile);
     summary["qos_metrics"] = qos_.to_json();
@@ -681,7 +752,13 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     if (monitor_) out["throughput_timeline"] = monitor_->throughput_timeline();
     summary["multi_turn_stats"] = metrics_.multi_turn_json();
     out["summary"] = summary;
+    return out;
+}
 
+// kvio's part of the results: the stop, workers, bandwidth timeline, storage host/device split and per-op figures,
+// conversations, RAG, trace, warm-up, autoscaler and per-request columns.
+nlohmann::ordered_json Simulation::kvio_json(const CacheStats& final_stats, const std::string& reason, int sig,
+                                             double stop_at, double elapsed_s) {
     nlohmann::ordered_json k;
     k["stop"] = stop_json(stop_counts_, reason, sig, stop_at, elapsed_s - stop_at);
     k["workers"] = num_workers_;
@@ -704,25 +781,24 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     }
     if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
     for (auto it = warmup_json_.begin(); it != warmup_json_.end(); ++it) k[it.key()] = it.value();
-    if (monitor_) {
-        nlohmann::ordered_json a;
-        a["mode"] = c_.autoscaler_mode;
-        a["interval_s"] = c_.autoscaler_interval_s;
-        a["max_users"] = monitor_->scaler().max_users();
-        a["max_users_run"] = max_active_users_;
-        a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
-        const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
-        a["added_users"] = users_to_json(std::vector<UserProfile>(
-            users_.begin() + long(initial), users_.begin() + long(std::max(initial, max_active_users_))));
-        a["intervals"] = monitor_->intervals_json();
-        k["autoscaler"] = a;
-    }
+    if (monitor_) k["autoscaler"] = autoscaler_json();
     k["requests"] = metrics_.requests_json();
-    out["kvio"] = k;
-    if (sig == SIGINT) return 130;
-    if (sig == SIGTERM) return 143;
-    if (sig == SIGHUP) return 129;
-    return 0;
+    return k;
+}
+
+// kvio.autoscaler: the mode, the users it added and its intervals.
+nlohmann::ordered_json Simulation::autoscaler_json() const {
+    nlohmann::ordered_json a;
+    a["mode"] = c_.autoscaler_mode;
+    a["interval_s"] = c_.autoscaler_interval_s;
+    a["max_users"] = monitor_->scaler().max_users();
+    a["max_users_run"] = max_active_users_;
+    a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
+    const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
+    a["added_users"] = users_to_json(std::vector<UserProfile>(
+        users_.begin() + long(initial), users_.begin() + long(std::max(initial, max_active_users_))));
+    a["intervals"] = monitor_->intervals_json();
+    return a;
 }
 
 nlohmann::ordered_json fixes_applied() {
