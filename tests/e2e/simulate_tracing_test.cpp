@@ -15,7 +15,7 @@
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
 #include "run/latency_tracing.h"
-#include "workload/serving/storage_semantic.h"
+#include "workload/serving/tiers/storage_semantic.h"
 #include "workload/target.h"
 
 using namespace kvio;

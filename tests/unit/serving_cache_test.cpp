@@ -22,10 +22,10 @@
 
 #include "common/error.h"
 #include "workload/serving/cache.h"
-#include "workload/serving/gpu_tier.h"
-#include "workload/serving/kv_data.h"
-#include "workload/serving/tiers.h"
-#include "workload/serving/tiers.h"
+#include "workload/serving/tiers/gpu_tier.h"
+#include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/tiers/tiers.h"
+#include "workload/serving/tiers/tiers.h"
 
 using namespace kvio::serving;
 namespace fs = std::filesystem;

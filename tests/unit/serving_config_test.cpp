@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "workload/serving/report.h"
+#include "workload/serving/results/report.h"
 #include "workload/serving/config.h"
 
 using namespace kvio;

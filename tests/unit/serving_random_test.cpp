@@ -9,7 +9,7 @@
 
 #include "tests/spec_seed42_users.h"
 #include "workload/serving/pyrandom.h"
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 using namespace kvio::serving;
 

@@ -9,10 +9,10 @@
 
 #include "common/csv.h"
 #include "common/error.h"
-#include "workload/serving/burstgpt.h"
-#include "workload/serving/sharegpt.h"
-#include "workload/serving/trace_source.h"
-#include "workload/serving/xlsx_export.h"
+#include "workload/serving/arrivals/burstgpt.h"
+#include "workload/serving/arrivals/sharegpt.h"
+#include "workload/serving/arrivals/trace_source.h"
+#include "workload/serving/results/xlsx_export.h"
 
 using namespace kvio;
 using namespace kvio::serving;

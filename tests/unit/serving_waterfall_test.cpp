@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "workload/serving/waterfall.h"
+#include "workload/serving/tiers/waterfall.h"
 
 using namespace kvio::serving;
 

@@ -14,13 +14,13 @@
 #include <ostream>
 
 #include "common/error.h"
-#include "workload/serving/gpu_tier.h"
-#include "workload/serving/io_trace_log.h"
-#include "workload/serving/kv_data.h"
-#include "workload/serving/stats_util.h"
-#include "workload/serving/storage_throttle.h"
-#include "workload/serving/tiers.h"
-#include "workload/serving/waterfall.h"
+#include "workload/serving/tiers/gpu_tier.h"
+#include "workload/serving/tiers/io_trace_log.h"
+#include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/results/stats_util.h"
+#include "workload/serving/tiers/storage_throttle.h"
+#include "workload/serving/tiers/tiers.h"
+#include "workload/serving/tiers/waterfall.h"
 #include "common/devinfo.h"
 
 namespace kvio::serving {

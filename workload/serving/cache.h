@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/serving/cache_stats.h"
+#include "workload/serving/results/cache_stats.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {

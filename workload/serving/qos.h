@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "workload/serving/config.h"
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 namespace kvio::serving {
 

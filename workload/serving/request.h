@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 namespace kvio::serving {
 
