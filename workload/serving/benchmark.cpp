@@ -1,6 +1,7 @@
-// run_simulation (simulate.h): the benchmark's IntegratedBenchmark (spec §4.1) natively — user threads that
-// generate the open-loop request stream (§3.3), one priority queue (§4.2), min(users, 500) workers that run the
-// per-request steps (§4.3), the stop rules (§4.7), then the results document (§9) and the console report.
+// run_simulation (simulate.h): the benchmark's IntegratedBenchmark natively — user threads that generate the
+// open-loop request stream into one priority queue, min(users, 500) workers that run the per-request steps, the stop
+// rules, then the results document and the console report (docs/mlperf-benchmark.md, "Users and the request stream",
+// "The life of a request", "Stop rules", "Metrics and the results JSON").
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,8 +86,9 @@ struct SignalGuard {
     }
 };
 
-/// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, spec §4.4; the YAML
-/// generation_timing values, dead in the benchmark, are honoured — their defaults are the same numbers).
+/// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, docs/mlperf-benchmark.md, "The life
+/// of a request"; the YAML generation_timing values, dead in the benchmark, are honoured — their defaults are the same
+/// numbers).
 double generation_seconds_per_token(const SimConfig& c) {
     if (c.generation_mode == "none") return c.yaml.generation_timing_none;
     if (c.generation_mode == "fast") return c.yaml.generation_timing_fast;
@@ -257,7 +259,8 @@ std::shared_ptr<InferenceRequest> Simulation::new_request(const UserProfile& u, 
     return r;
 }
 
-// spec §3.3: think, multi-turn bookkeeping, draw the request, enqueue, maybe a RAG side request.
+// docs/mlperf-benchmark.md, "Users and the request stream": think, multi-turn bookkeeping, draw the request, enqueue,
+// maybe a RAG side request.
 void Simulation::user_loop(size_t index) {
     const UserProfile& u = users_[index];
     PyRandom rng{int64_t(user_seeds_[index])};
@@ -318,7 +321,8 @@ void Simulation::user_loop(size_t index) {
     }
 }
 
-// spec §7.1-7.2: one producer replays the trace; a full queue (--max-queued-requests) holds it back.
+// docs/mlperf-benchmark.md, "Trace replay and special modes": one producer replays the trace; a full queue
+// (--max-queued-requests) holds it back.
 void Simulation::trace_loop() {
     while (!stop_.is_set()) {
         const uint64_t seq = seq_ + 1;
@@ -396,7 +400,8 @@ void Simulation::apply_users(int64_t n) {
     max_active_users_ = std::max(max_active_users_, users);
 }
 
-// One monitor_stats tick (spec §6): the interval's counters to the autoscaler, its decision applied. True on "stop".
+// One monitor_stats tick (docs/mlperf-benchmark.md, "Autoscaler"): the interval's counters to the autoscaler, its
+// decision applied. True on "stop".
 bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
     CacheStats s = cache_.stats();
     MonitorCounters m;
@@ -606,7 +611,8 @@ void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
     last_t_ = t_s;
 }
 
-// Before the clock starts: --precondition's fill (spec §7.5), then --decode-only's prepopulation (§7.4).
+// Before the clock starts: --precondition's fill (docs/mlperf-benchmark.md, "Trace replay and special modes"), then
+// --decode-only's prepopulation (docs/mlperf-benchmark.md, "Trace replay and special modes").
 void Simulation::warm_up(std::ostream* progress) {
     if (c_.precondition) {
         const uint64_t limit = cache_.stats().limit_bytes[int(Tier::Storage)];
@@ -696,7 +702,7 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
         }
         if (trace_done_ &&
             settled_.load() >=
-                stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops it, #839)
+                stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops its queue)
             reason = "replay_cycles";
             break;
         }
@@ -872,7 +878,8 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         sim.set_trace(std::move(trace));
         res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
-    if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
+    if (validation)  // results.validation (docs/mlperf-benchmark.md, "Metrics and the results JSON"), after summary
+                     // like the benchmark's
         doc["validation"] =
             compare_with_trace(*validation, doc["summary"]["cache_stats"]["cache_hit_rate"].get<double>());
     nlohmann::ordered_json& k = doc["kvio"];

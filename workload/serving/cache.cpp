@@ -1,5 +1,6 @@
 // MultiTierCache: the waterfall policy (waterfall.h) over one backend per tier (tiers.h), the benchmark's
-// counters and latency lists (spec §5, §9.3) with its accounting bugs fixed (docs/simulate.md).
+// counters and latency lists (docs/mlperf-benchmark.md, "Tiers and the waterfall", "Metrics and the results JSON") with
+// its accounting bugs fixed (docs/simulate.md).
 #include "workload/serving/cache.h"
 
 #include <sys/stat.h>
@@ -286,7 +287,7 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     st.demotions[int(to)] += 1;
     st.demotion_bytes[int(to)] += a.bytes;
     st.demotion_lat[int(to)].push_back(r.total + w.total);
-    st.tier_bytes_read[int(from)] += a.bytes;  // #408/#420
+    st.tier_bytes_read[int(from)] += a.bytes;  // demotion traffic counted per tier (the benchmark does not)
     st.tier_bytes_written[int(to)] += a.bytes;
     if (to == Tier::Cpu) st.offloads_cpu += 1;
     if (to == Tier::Storage) {
@@ -465,7 +466,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         st.storage_read_device.push_back(tm.device);
         st.storage_read_host.push_back(tm.host);
         st.storage_ops.push_back(storage_sample(false, false, g.bytes, tm));
-        uint64_t sharded = m.bpt / m.tp;  // #402: tokens of the sharded entry, not bytes / full bpt
+        uint64_t sharded = m.bpt / m.tp;  // tokens of the sharded entry (the benchmark divides by the full bpt)
         if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
     }
     res.latency_s = tm.total;

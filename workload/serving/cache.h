@@ -1,8 +1,8 @@
-// The multi-tier KV cache of the serving simulation (spec §5; benchmark cache.py:MultiTierCache): GPU → CPU →
-// storage tiers, placement by the waterfall policy (waterfall.h: capacities, 0.8 target, 0.95 large-entry rule,
-// recursive LRU demotion, LRU deletion at the bottom, no promotion), real I/O through one tier backend per tier
-// (tiers.h), and the benchmark's counters and latency lists with its accounting bugs fixed (docs/simulate.md).
-// Every method is thread-safe; many workers call allocate()/access() at once.
+// The multi-tier KV cache of the serving simulation (docs/mlperf-benchmark.md, "Tiers and the waterfall"; benchmark
+// cache.py:MultiTierCache): GPU → CPU → storage tiers, placement by the waterfall policy (waterfall.h: capacities, 0.8
+// target, 0.95 large-entry rule, recursive LRU demotion, LRU deletion at the bottom, no promotion), real I/O through
+// one tier backend per tier (tiers.h), and the benchmark's counters and latency lists with its accounting bugs fixed
+// (docs/simulate.md). Every method is thread-safe; many workers call allocate()/access() at once.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -30,9 +30,9 @@ enum class CachePhase { Prefill, Decode };
 enum class CacheType { User, System, MultiTurn, CommonPhrase };
 
 /// Times of one backend op, in seconds (the benchmark's unit), CLOCK_MONOTONIC. For GPU and CPU tiers
-/// total = device = host. Storage (spec §4.5 L4): write host = the write() calls into the page cache (or the
-/// O_DIRECT transfers' submission), device = fsync (buffered) or transfer completion (direct); read host = open +
-/// fadvise, device = the read() calls / transfers. Data generation is never included.
+/// total = device = host. Storage (docs/mlperf-benchmark.md, "Latency layers" L4): write host = the write() calls into
+/// the page cache (or the O_DIRECT transfers' submission), device = fsync (buffered) or transfer completion (direct);
+/// read host = open + fadvise, device = the read() calls / transfers. Data generation is never included.
 struct OpTiming {
     double total = 0, host = 0, device = 0;
     /// kvio's own split (storage tiers that measure it; < 0 = not measured): seconds inside the op's system
@@ -61,12 +61,12 @@ struct AccessResult {
 
 class MultiTierCache {
 public:
-    /// Builds the tiers from the config (spec §5.1): GPU = gpu_mem_gb × num_gpus GiB (present only when > 0; the
-    /// model or CUDA tier per c.gpu_tier — never silently dropped: gpu_tier_description() says which runs), CPU =
-    /// cpu_mem_gb GiB of real RAM, storage under c.cache_dir (a directory: one file per entry; a block device: an
-    /// extent allocator on the device, with kvio gen's safety refusals) limited to storage_capacity_gb GiB or
-    /// statvfs f_bavail × f_frsize × 0.95. With c.io_trace_log all tiers are null backends and every op is a CSV
-    /// row. Throws kvio::Error for an unusable cache_dir or device.
+    /// Builds the tiers from the config (docs/mlperf-benchmark.md, "Tiers and the waterfall"): GPU = gpu_mem_gb ×
+    /// num_gpus GiB (present only when > 0; the model or CUDA tier per c.gpu_tier — never silently dropped:
+    /// gpu_tier_description() says which runs), CPU = cpu_mem_gb GiB of real RAM, storage under c.cache_dir (a
+    /// directory: one file per entry; a block device: an extent allocator on the device, with kvio gen's safety
+    /// refusals) limited to storage_capacity_gb GiB or statvfs f_bavail × f_frsize × 0.95. With c.io_trace_log all
+    /// tiers are null backends and every op is a CSV row. Throws kvio::Error for an unusable cache_dir or device.
     MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std::ostream* log);
     ~MultiTierCache();
     MultiTierCache(const MultiTierCache&) = delete;
@@ -88,8 +88,9 @@ public:
     void cut_ops();
     /// reset_stats(): counters and lists to zero; entries and usage stay (after precondition / prepopulation).
     void reset_stats();
-    /// summary.cache_stats (spec §9.3) for a run of `elapsed_s` seconds: every key the benchmark writes, same units,
-    /// percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
+    /// summary.cache_stats (docs/mlperf-benchmark.md, "Metrics and the results JSON") for a run of `elapsed_s` seconds:
+    /// every key the benchmark writes, same units, percentiles with numpy's linear interpolation, plus storage_health
+    /// (docs/mlperf-benchmark.md, "Pass/fail assessment") for `performance_profile`.
     nlohmann::ordered_json cache_stats_json(double elapsed_s, const std::string& performance_profile) const;
     /// kvio's additions for the results' kvio object: demotions, deletions, failures, tier limits and backends.
     nlohmann::ordered_json kvio_json() const;

@@ -1,6 +1,7 @@
-// BurstGPT traces for `kvio simulate --use-burst-trace` (spec §7.2): CSV files with a header naming at least
-// `Timestamp` (s since the trace start), `Request tokens` and `Response tokens` (other columns, e.g. Model,
-// Total tokens, Log Type, are read past). Strict: every row has the header's field count and valid numbers.
+// BurstGPT traces for `kvio simulate --use-burst-trace` (docs/mlperf-benchmark.md, "Trace replay and special modes"):
+// CSV files with a header naming at least `Timestamp` (s since the trace start), `Request tokens` and `Response tokens`
+// (other columns, e.g. Model, Total tokens, Log Type, are read past). Strict: every row has the header's field count
+// and valid numbers.
 #pragma once
 #include <cstdint>
 #include <string>

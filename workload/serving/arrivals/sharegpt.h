@@ -1,6 +1,7 @@
-// ShareGPT datasets for `kvio simulate --dataset-path` (spec §7.1): a JSON list of conversations, each an object
-// with `conversations` (a list of {"from": ..., "value": ...}) and an optional `id`. Token counts use the
-// benchmark's no-tokenizer rule: max(1, characters // 4) (characters = Unicode code points, as Python's len()).
+// ShareGPT datasets for `kvio simulate --dataset-path` (docs/mlperf-benchmark.md, "Trace replay and special modes"): a
+// JSON list of conversations, each an object with `conversations` (a list of {"from": ..., "value": ...}) and an
+// optional `id`. Token counts use the benchmark's no-tokenizer rule: max(1, characters // 4) (characters = Unicode code
+// points, as Python's len()).
 #pragma once
 #include <cstdint>
 #include <string>

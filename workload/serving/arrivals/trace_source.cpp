@@ -16,7 +16,8 @@ std::string numbered(const std::string& prefix, const char* fmt, uint64_t n) {
     return prefix + b;
 }
 
-// spec §7.1: conversations shuffled, consumed turn by turn, reshuffled after the last one.
+// docs/mlperf-benchmark.md, "Trace replay and special modes": conversations shuffled, consumed turn by turn, reshuffled
+// after the last one.
 class ShareGptSource : public TraceSource {
 public:
     ShareGptSource(const SimConfig& c, ShareGptDataset ds, uint64_t seed)
@@ -43,7 +44,7 @@ public:
         a.request_id = numbered("req_" + a.user_id + "_", "%06llu", seq);
         a.turn_number = t.turn_number;
         // Without multi-turn there are no conversations: one key per request (the benchmark's workers all die
-        // here on turn_number None, spec §10.2-2).
+        // here on turn_number None, docs/mlperf-benchmark.md, "Upstream bugs kvio fixes or keeps").
         a.cache_key = c_.disable_multi_turn ? numbered(a.user_id + "_req_", "%06llu", seq)
                                             : conv.id + "_turn_" + std::to_string(t.turn_number);
         return a;
@@ -73,7 +74,8 @@ private:
     uint64_t produced_ = 0;
 };
 
-// spec §7.2: rows in file order, paced by the timestamps / --trace-speedup; no gap between passes.
+// docs/mlperf-benchmark.md, "Trace replay and special modes": rows in file order, paced by the timestamps /
+// --trace-speedup; no gap between passes.
 class BurstGptSource : public TraceSource {
 public:
     BurstGptSource(const SimConfig& c, BurstTrace t, uint64_t seed) : c_(c), t_(std::move(t)), rng_(int64_t(seed)) {}

@@ -1,6 +1,6 @@
-// Trace-driven arrivals of `kvio simulate` (spec §7.1–§7.2): the ShareGPT dataset (--dataset-path, which takes
-// precedence) or the BurstGPT trace (--use-burst-trace) replayed as a request stream in place of the synthetic
-// users, for --replay-cycles passes (0: until the run stops).
+// Trace-driven arrivals of `kvio simulate` (docs/mlperf-benchmark.md, "Trace replay and special modes"): the ShareGPT
+// dataset (--dataset-path, which takes precedence) or the BurstGPT trace (--use-burst-trace) replayed as a request
+// stream in place of the synthetic users, for --replay-cycles passes (0: until the run stops).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,5 +1,5 @@
-// Users of the serving simulation (spec §3.1, benchmark workload.py:UserSimulator): template, QoS class and
-// per-user context / generation / think time, fixed for the run.
+// Users of the serving simulation (docs/mlperf-benchmark.md, "Users and the request stream", benchmark
+// workload.py:UserSimulator): template, QoS class and per-user context / generation / think time, fixed for the run.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,7 +1,8 @@
-// `kvio simulate --mpi`: one client per rank of an mpirun job (spec §8; mlperf_wrapper.py's scale-out model, rules
-// §6.3.3 "a client is one MPI process"), with no shared filesystem: rank 0 gathers every rank's results over MPI
-// and writes the merged result (merge_results.h). Implemented in workload/serving/mpi/ and built only when the
-// Makefile finds Open MPI (pkg-config ompi, or mpicxx --showme); otherwise --mpi is refused with mpi_build_status().
+// `kvio simulate --mpi`: one client per rank of an mpirun job (docs/mlperf-benchmark.md, "Multi-client runs";
+// mlperf_wrapper.py's scale-out model: the MLPerf Storage rules' "a client is one MPI process"), with no shared
+// filesystem: rank 0 gathers every rank's results over MPI and writes the merged result (merge_results.h). Implemented
+// in workload/serving/mpi/ and built only when the Makefile finds Open MPI (pkg-config ompi, or mpicxx --showme);
+// otherwise --mpi is refused with mpi_build_status().
 #pragma once
 #include <iosfwd>
 

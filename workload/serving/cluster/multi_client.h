@@ -1,6 +1,7 @@
-// `kvio simulate --num-clients N`: N client processes on one host, like the benchmark's mlperf_wrapper.py (spec §8:
-// each its own cache subdirectory, seed base + rank, its own results file), and one merged result
-// (merge_results.h). The per-client helpers here are shared with the MPI launcher (mpi_client.h).
+// `kvio simulate --num-clients N`: N client processes on one host, like the benchmark's mlperf_wrapper.py
+// (docs/mlperf-benchmark.md, "Multi-client runs": each its own cache subdirectory, seed base + rank, its own results
+// file), and one merged result (merge_results.h). The per-client helpers here are shared with the MPI launcher
+// (mpi_client.h).
 #pragma once
 #include <iosfwd>
 #include <string>

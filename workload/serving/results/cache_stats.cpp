@@ -227,7 +227,7 @@ nlohmann::ordered_json criterion(const char* name, double target, double actual,
     return {{"name", name}, {"target", target}, {"actual", actual}, {"unit", unit}, {"passed", passed}};
 }
 
-// Spec §9.6: the benchmark's pass/fail assessment (not an MLCommons rule, #624).
+// docs/mlperf-benchmark.md, "Pass/fail assessment": the benchmark's pass/fail assessment (not an MLCommons rule).
 nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, double read_bw, double write_bw,
                                       const std::string& profile) {
     nlohmann::ordered_json crit = nlohmann::ordered_json::array();

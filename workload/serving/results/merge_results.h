@@ -1,7 +1,8 @@
-// One results document from many clients of `kvio simulate` (spec §8): the processes of --num-clients on one host
-// and the ranks of an mpirun job both end here. Sums of counts, bytes and tokens; percentiles over every client's
-// requests and cache ops (from the concatenated raw lists, never an average of percentiles); one section per
-// client; and the MLCommons aggregation figures (mlpstorage kvcache.py:_aggregate_option_results).
+// One results document from many clients of `kvio simulate` (docs/mlperf-benchmark.md, "Multi-client runs"): the
+// processes of --num-clients on one host and the ranks of an mpirun job both end here. Sums of counts, bytes and
+// tokens; percentiles over every client's requests and cache ops (from the concatenated raw lists, never an average of
+// percentiles); one section per client; and the MLCommons aggregation figures (mlpstorage
+// kvcache.py:_aggregate_option_results).
 #pragma once
 #include <string>
 #include <vector>
@@ -22,7 +23,8 @@ struct ClientResult {
     nlohmann::ordered_json doc;  ///< its results document, with kvio.merge_state (SimHooks::keep_merge_state)
 };
 
-/// The merged results document of `clients` (in rank order), with the spec §9 keys of a single run:
+/// The merged results document of `clients` (in rank order), with docs/mlperf-benchmark.md, "Metrics and the results
+/// JSON" keys of a single run:
 /// - top level: requests_completed, total_tokens_generated, total_*_latency summed; the per-request lists
 ///   concatenated in rank order; multi-turn hits/misses summed; seed = rank 0's (the base); throughput_timeline [].
 /// - summary: totals summed; elapsed_time = the longest client's (the clients ran side by side);

@@ -1,5 +1,5 @@
-// What a simulation run measured per request, and the results document built from it (spec §9.1/§9.2: the
-// benchmark's keys, same units). One object, one place where the key list lives.
+// What a simulation run measured per request, and the results document built from it (docs/mlperf-benchmark.md,
+// "Metrics and the results JSON": the benchmark's keys, same units). One object, one place where the key list lives.
 #pragma once
 #include <cstdint>
 #include <mutex>
@@ -37,9 +37,11 @@ struct RequestTotals {
     std::vector<double> e2e, storage, generation, prefill, decode;
 };
 
-/// The benchmark's top level (spec §9.1) without "summary" of `t` (see RunMetrics::top_level_json).
+/// The benchmark's top level (docs/mlperf-benchmark.md, "Metrics and the results JSON") without "summary" of `t` (see
+/// RunMetrics::top_level_json).
 nlohmann::ordered_json top_level_json(const RequestTotals& t, const nlohmann::ordered_json& seed);
-/// summary's head (spec §9.2) of `t` over `elapsed_s` seconds (see RunMetrics::summary_head_json).
+/// summary's head (docs/mlperf-benchmark.md, "Metrics and the results JSON") of `t` over `elapsed_s` seconds (see
+/// RunMetrics::summary_head_json).
 nlohmann::ordered_json summary_head_json(const RequestTotals& t, double elapsed_s);
 /// multi_turn_stats {cache_hits, cache_misses, hit_rate = hits / max(hits + misses, 1)} of `t`.
 nlohmann::ordered_json multi_turn_json(const RequestTotals& t);
@@ -51,15 +53,15 @@ public:
     uint64_t completed() const;
     uint64_t tokens() const;
 
-    /// The benchmark's top level (spec §9.1) up to and without "summary": requests_completed,
-    /// total_tokens_generated, total_storage_io_latency, total_generation_latency, end_to_end_latencies,
-    /// storage_latencies, generation_latencies, throughput_timeline, prefill_latencies, decode_latencies,
-    /// multi_turn_cache_hits, multi_turn_cache_misses, seed.
+    /// The benchmark's top level (docs/mlperf-benchmark.md, "Metrics and the results JSON") up to and without
+    /// "summary": requests_completed, total_tokens_generated, total_storage_io_latency, total_generation_latency,
+    /// end_to_end_latencies, storage_latencies, generation_latencies, throughput_timeline, prefill_latencies,
+    /// decode_latencies, multi_turn_cache_hits, multi_turn_cache_misses, seed.
     nlohmann::ordered_json top_level_json(std::optional<int64_t> seed) const;
-    /// summary (spec §9.2) without cache_stats/qos_metrics/prefix_cache_stats (the caller adds those in order):
-    /// total_requests, total_tokens, elapsed_time, avg_throughput_tokens_per_sec, total_storage_io_time,
-    /// storage_throughput_tokens_per_sec, requests_per_second, end_to_end_latency_ms, storage_io_latency_ms,
-    /// generation_latency_ms.
+    /// summary (docs/mlperf-benchmark.md, "Metrics and the results JSON") without
+    /// cache_stats/qos_metrics/prefix_cache_stats (the caller adds those in order): total_requests, total_tokens,
+    /// elapsed_time, avg_throughput_tokens_per_sec, total_storage_io_time, storage_throughput_tokens_per_sec,
+    /// requests_per_second, end_to_end_latency_ms, storage_io_latency_ms, generation_latency_ms.
     nlohmann::ordered_json summary_head_json(double elapsed_s) const;
     /// multi_turn_stats {cache_hits, cache_misses, hit_rate = hits / max(hits + misses, 1)}.
     nlohmann::ordered_json multi_turn_json() const;

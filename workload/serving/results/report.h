@@ -19,8 +19,8 @@ namespace kvio::serving {
 void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelConfig& model, uint64_t bytes_per_token,
                   const std::vector<UserProfile>& users, const MultiTierCache& cache, uint64_t seed_used);
 
-/// After the run: results, cache statistics, QoS and the storage assessment, read from `results` (spec §9 keys);
-/// a run a signal stopped says so first (stop_note).
+/// After the run: results, cache statistics, QoS and the storage assessment, read from `results`
+/// (docs/mlperf-benchmark.md, "Metrics and the results JSON" keys); a run a signal stopped says so first (stop_note).
 void print_report(std::ostream& os, const nlohmann::ordered_json& results);
 /// "Stopped by signal N after X s of Y s: figures cover the part that ran\n" when kvio.stop.signal (or, merged, a
 /// client's kvio.clients[].stop.signal) is set: X = stop_requested_at_s, Y = kvio.config.flags.duration; else "".

@@ -11,7 +11,8 @@ namespace kvio::serving {
 double percentile(std::vector<double> v, double q);
 /// Same on an already sorted vector (no copy).
 double percentile_sorted(const std::vector<double>& sorted, double q);
-/// {mean, p50, p95, p99, p999, p9999} of `v_s` (seconds) in ms (summary.*_latency_ms, spec §9.2).
+/// {mean, p50, p95, p99, p999, p9999} of `v_s` (seconds) in ms (summary.*_latency_ms, docs/mlperf-benchmark.md,
+/// "Metrics and the results JSON").
 nlohmann::ordered_json latency_summary_ms(const std::vector<double>& v_s);
 
 }  // namespace kvio::serving

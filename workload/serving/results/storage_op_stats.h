@@ -19,7 +19,7 @@ struct StorageOpSample {
     double gen_s = 0;       ///< generating its data (pool copy, stamps)
 };
 
-/// Entries of at least this many bytes are the ones the bench's overhead target is about (issue #13).
+/// Entries of at least this many bytes are the ones the bench's overhead target is about.
 inline constexpr uint64_t kLargeEntryBytes = 16ull << 20;
 
 /// kvio.storage_ops: {"mean_in_flight": Σ wall_s / elapsed_s, "write"/"read": {"ops", "bytes", "busy_s",

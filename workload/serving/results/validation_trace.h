@@ -1,6 +1,7 @@
-// --validation-trace (spec §7.7; benchmark workload.py ValidationEngine): a JSON list of RealTraceEntry records
-// (timestamp, request_id, user_id, context_tokens, generation_tokens, phase, cache_hit, cache_tier, read_bytes,
-// write_bytes, read_latency_ms, write_latency_ms, model_name, ...) whose cache hit rate the run is compared with.
+// --validation-trace (docs/mlperf-benchmark.md, "Trace replay and special modes"; benchmark workload.py
+// ValidationEngine): a JSON list of RealTraceEntry records (timestamp, request_id, user_id, context_tokens,
+// generation_tokens, phase, cache_hit, cache_tier, read_bytes, write_bytes, read_latency_ms, write_latency_ms,
+// model_name, ...) whose cache hit rate the run is compared with.
 #pragma once
 #include <cstdint>
 #include <string>

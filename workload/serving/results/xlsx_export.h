@@ -1,9 +1,9 @@
-// `kvio simulate --xlsx-output` (spec §9.5, the benchmark's cli.py:export_results_to_xlsx): the results as a
-// workbook with the benchmark's sheets and column names — "Summary" (one row: run parameters then metrics),
-// "Run Parameters" (Parameter, Value), "Performance Metrics" (Metric, Value), "QoS Metrics" (one row per class
-// with data), and with --enable-latency-tracing "Device Tracing" and "Trace Histograms" — written with
-// libxlsxwriter. A path not ending in ".xlsx", or a build without libxlsxwriter (KVIO_NO_XLSXWRITER), gets the
-// Summary row as CSV instead, as the benchmark does without openpyxl.
+// `kvio simulate --xlsx-output` (docs/mlperf-benchmark.md, "Metrics and the results JSON", the benchmark's
+// cli.py:export_results_to_xlsx): the results as a workbook with the benchmark's sheets and column names — "Summary"
+// (one row: run parameters then metrics), "Run Parameters" (Parameter, Value), "Performance Metrics" (Metric, Value),
+// "QoS Metrics" (one row per class with data), and with --enable-latency-tracing "Device Tracing" and "Trace
+// Histograms" — written with libxlsxwriter. A path not ending in ".xlsx", or a build without libxlsxwriter
+// (KVIO_NO_XLSXWRITER), gets the Summary row as CSV instead, as the benchmark does without openpyxl.
 #pragma once
 #include <string>
 #include <vector>

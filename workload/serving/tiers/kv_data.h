@@ -1,8 +1,8 @@
-// The bytes of KV-cache entries (spec §5.9, the benchmark's KVCacheGenerator in spirit): one pre-generated noise
-// pool made once at start from a seeded PRNG, and a per-4-KiB-block stamp (key hash and block index XORed into
-// each block's first 16 bytes) so no two blocks of any entries are equal (no dedup or compression gain).
-// Generation is never timed as storage time: backends fill their own buffers through EntryData and time only
-// the copies and I/O.
+// The bytes of KV-cache entries (docs/mlperf-benchmark.md, "Storage I/O and data generation", the benchmark's
+// KVCacheGenerator in spirit): one pre-generated noise pool made once at start from a seeded PRNG, and a
+// per-4-KiB-block stamp (key hash and block index XORed into each block's first 16 bytes) so no two blocks of any
+// entries are equal (no dedup or compression gain). Generation is never timed as storage time: backends fill their own
+// buffers through EntryData and time only the copies and I/O.
 #pragma once
 #include <cstddef>
 #include <cstdlib>

@@ -15,7 +15,8 @@ namespace kvio::serving {
 std::string errno_text(const std::string& what, const std::string& path);
 /// Deletes every `*.npy` in `dir` (the benchmark does so at start). Throws kvio::Error if `dir` cannot be read.
 void delete_npy_files(const std::string& dir);
-/// statvfs(dir) f_bavail × f_frsize × 0.95 (spec §5.1), or kUnlimited when statvfs fails.
+/// statvfs(dir) f_bavail × f_frsize × 0.95 (docs/mlperf-benchmark.md, "Tiers and the waterfall"), or kUnlimited when
+/// statvfs fails.
 uint64_t dir_auto_capacity(const std::string& dir);
 /// `e` ({dev_off, len} in order) with physically adjacent pieces joined: FIEMAP may list one contiguous run as
 /// several extents (ext4 splits its extent records, e.g. where unwritten blocks were converted), but the block

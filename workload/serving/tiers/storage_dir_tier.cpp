@@ -1,4 +1,5 @@
-// Storage tier in a directory, buffered I/O: the benchmark's NVMeBackend device pattern (spec §5.8).
+// Storage tier in a directory, buffered I/O: the benchmark's NVMeBackend device pattern (docs/mlperf-benchmark.md,
+// "Storage I/O and data generation").
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -19,7 +20,8 @@
 namespace kvio::serving {
 namespace {
 
-constexpr size_t kNpyHeader = 128;  // numpy 1.24's header for these shapes (spec §5.8)
+constexpr size_t kNpyHeader =
+    128;  // numpy 1.24's header for these shapes (docs/mlperf-benchmark.md, "Storage I/O and data generation")
 // Entry bytes per writev: two iovecs per 4 KiB block (its stamp, then the pool's rest of it) within IOV_MAX (1024).
 constexpr size_t kGatherBlocks = 512;
 constexpr size_t kGatherBytes = kGatherBlocks * 4096;

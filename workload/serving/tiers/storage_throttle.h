@@ -1,6 +1,7 @@
 // A throttled storage tier (kvio's --storage-throttle-mibps, a test hook): wraps the real storage tier and serves
 // its ops first come, first served at a fixed bandwidth, as a slow device would. Tests use it to give the storage
-// a latency they control (the autoscaler sees latency rise while throughput stays flat, spec §6).
+// a latency they control (the autoscaler sees latency rise while throughput stays flat, docs/mlperf-benchmark.md,
+// "Autoscaler").
 #pragma once
 #include <memory>
 

@@ -85,7 +85,7 @@ public:
     virtual uint64_t auto_capacity() const = 0;
 };
 
-/// The storage tier for `o` (spec §5.8):
+/// The storage tier for `o` (docs/mlperf-benchmark.md, "Storage I/O and data generation"):
 /// - directory, buffered (the benchmark's device pattern): `<dir>/<key>.npy` = a 128-byte .npy v1.0 header +
 ///   the data, fallocate(KEEP_SIZE), buffered writes of kChunkBytes (the same device pattern as one big
 ///   write: writeback decides the commands), fsync, close; read = stat + open + fadvise(DONTNEED) + whole-file

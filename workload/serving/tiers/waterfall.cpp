@@ -202,8 +202,9 @@ ReadGrant WaterfallPolicy::begin_read(const std::string& key) {
     for (;;) {
         auto it = entries_.find(key);
         if (it == entries_.end()) return {};
-        // One reader per key at a time, as the benchmark's per-key lock (cache.py access_cache, spec §5.6): two
-        // loads of one entry never overlap, which also keeps `kvio validate`'s offset join unambiguous.
+        // One reader per key at a time, as the benchmark's per-key lock (cache.py access_cache,
+        // docs/mlperf-benchmark.md, "Tiers and the waterfall"): two loads of one entry never overlap, which also keeps
+        // `kvio validate`'s offset join unambiguous.
         if (!it->second.leaving && it->second.readers == 0) break;
         if (cut_) return {-1, 0, true};
         cv_.wait(l);

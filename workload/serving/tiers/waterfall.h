@@ -1,7 +1,7 @@
-// The waterfall placement policy of the multi-tier KV cache (spec §5.1-§5.6; benchmark
-// cache.py:_ensure_space_in_tier / _demote_entry), on sizes alone: no I/O happens in here. The cache asks for a
-// placement step, executes the demotions and deletions it is handed (I/O outside the policy lock), reports them
-// done, and asks again until the entry has a reservation.
+// The waterfall placement policy of the multi-tier KV cache (docs/mlperf-benchmark.md, "Tiers and the waterfall";
+// benchmark cache.py:_ensure_space_in_tier / _demote_entry), on sizes alone: no I/O happens in here. The cache asks for
+// a placement step, executes the demotions and deletions it is handed (I/O outside the policy lock), reports them done,
+// and asks again until the entry has a reservation.
 //
 // The rules (the benchmark's): tiers in order (GPU if present, CPU, storage); a non-terminal tier fills to
 // target_ratio × limit (0.8), the last tier to 100 %; a non-terminal tier refuses an entry larger than
@@ -113,7 +113,8 @@ public:
 
     /// A hit: marks `key` read (last_access, access_count updated; it cannot be selected to leave until
     /// end_read()). Waits while the entry is being demoted or deleted, or read by another thread (reads of one key
-    /// are serialised, as the benchmark's per-key lock does: spec §5.6). Empty grant (tier -1) on a miss.
+    /// are serialised, as the benchmark's per-key lock does: docs/mlperf-benchmark.md, "Tiers and the waterfall").
+    /// Empty grant (tier -1) on a miss.
     ReadGrant begin_read(const std::string& key);
     /// The run is stopping: waits in begin_read() and wait_change() end now and from now on (cut_requested()).
     void cut();
