@@ -38,7 +38,10 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 APP_LIBS := cli run report trace
 LIBS     := serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
-LIB_SRCS  = $(filter-out cli/main.cpp,$(wildcard $(call LIB_DIR,$(1))/*.cpp))
+# serving's subfolders (tiers, arrivals, results, cluster) are the same library; mpi/ builds its own archives below.
+SERVING_SUBDIRS := tiers arrivals results cluster
+LIB_SUBDIRS = $(if $(filter serving,$(1)),$(addprefix workload/serving/,$(SERVING_SUBDIRS)))
+LIB_SRCS  = $(filter-out cli/main.cpp,$(wildcard $(call LIB_DIR,$(1))/*.cpp $(addsuffix /*.cpp,$(call LIB_SUBDIRS,$(1)))))
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
 
 # Open MPI for `kvio simulate --mpi` (workload/serving/mpi/): pkg-config ompi, else mpicxx --showme. Without it,
@@ -139,7 +142,7 @@ static: $(BUILD)/kvio-static
 $(BUILD)/nosimdjson/events_reader.o: common/events_reader.cpp
 	@mkdir -p $(@D)
 	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_SIMDJSON -c $< -o $@
-$(BUILD)/noxlsx/xlsx_export.o: workload/serving/xlsx_export.cpp
+$(BUILD)/noxlsx/xlsx_export.o: workload/serving/results/xlsx_export.cpp
 	@mkdir -p $(@D)
 	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
 $(BUILD)/kvio-static: $(BUILD)/cli/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(APP_ARCHIVES) $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))

@@ -5,8 +5,8 @@
 #include "cli/commands.h"
 #include "cli/simulate_options.h"
 #include "run/latency_tracing.h"
-#include "workload/serving/mpi_client.h"
-#include "workload/serving/multi_client.h"
+#include "workload/serving/cluster/mpi_client.h"
+#include "workload/serving/cluster/multi_client.h"
 #include "workload/serving/simulate.h"
 
 namespace kvio::cli {

@@ -21,10 +21,10 @@ void add_simulate_options(CLI::App* sub, serving::SimConfig& c);
 /// serving::flag_table() as argparse sees it, for argparse_check (cli/argparse_compat.h).
 std::vector<ArgparseOption> simulate_argparse_options();
 
-/// After parsing, in kv-cache.py's order: validate_config (spec §1.3), then --config into c.yaml, then the model
-/// name (resolve_model). Warnings (TP not a power of two) go to `warn`, one "kvio simulate: warning: ..." line each.
-/// Throws kvio::Error holding every refusal, one per line ("invalid arguments:\n  ..."), or the config file's
-/// or the unknown model's error.
+/// After parsing, in kv-cache.py's order: validate_config (docs/mlperf-benchmark.md, "Command line and validation"),
+/// then --config into c.yaml, then the model name (resolve_model). Warnings (TP not a power of two) go to `warn`, one
+/// "kvio simulate: warning: ..." line each. Throws kvio::Error holding every refusal, one per line ("invalid
+/// arguments:\n  ..."), or the config file's or the unknown model's error.
 void finish_simulate_options(serving::SimConfig& c, std::ostream& warn);
 
 /// Checks a `kvio simulate` command line (`args`: what follows "simulate") as simulate itself would — argparse_check,

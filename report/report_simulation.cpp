@@ -6,7 +6,7 @@
 
 #include "common/histogram.h"
 #include "report/svg_chart.h"
-#include "workload/serving/stats_util.h"
+#include "workload/serving/results/stats_util.h"
 
 namespace kvio::report {
 

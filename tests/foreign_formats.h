@@ -1,5 +1,5 @@
 // Test helper: rewrites kvio's own files in the foreign formats kvio validate reads (docs/formats.md, "Foreign
-// inputs"), from the field lists of issue #18, so a test can check that both score the same. Every variant the
+// inputs"), from the field lists those formats publish, so a test can check that both score the same. Every variant the
 // readers accept is exercised on the way: seconds and ns timestamps, decimal and hex user_data, slot_offset and
 // slot_dev_off, delete records, the io_uring_cmd and the driver-tracepoint monitor.
 #pragma once

@@ -1,5 +1,5 @@
 // Test fixture: a kvio_record.json of the reference kvio tooling (schema_version 1), written from the field list
-// of issue #18: source, model, geometry, device_geometry{engine, use_uring_cmd, mdts_bytes, block_align,
+// of the foreign-input work: source, model, geometry, device_geometry{engine, use_uring_cmd, mdts_bytes, block_align,
 // header_bytes, slot_bytes, capacity_bytes}, access_pattern "store-all-then-load-all", objects[{index, part,
 // payload_bytes, ops}]. Index 0 has a k and a v part; index 1 one kv part whose ops are objects.
 #pragma once

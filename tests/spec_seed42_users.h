@@ -1,6 +1,6 @@
-// The MLPerf KV benchmark's user table for --seed 42, 10 users (../shared/mlperf-kv-benchmark.md §3.1): template,
-// QoS draw (6 decimals), QoS class, context and generation tokens, think time (s, 6 decimals). Unit and e2e tests
-// check kvio's users against it.
+// The MLPerf KV benchmark's user table for --seed 42, 10 users (docs/mlperf-benchmark.md, "Users and the request
+// stream"): template, QoS draw (6 decimals), QoS class, context and generation tokens, think time (s, 6 decimals). Unit
+// and e2e tests check kvio's users against it.
 #pragma once
 #include <cstdint>
 

@@ -25,7 +25,7 @@ struct Geometry {
     uint32_t tp = 1;
     /// Per token, all ranks together. GQA/MHA: layers × 2 (K and V) × kv_heads × head_dim × dtype_bytes.
     /// MLA: layers × (kv_lora_rank + qk_rope_head_dim) × dtype_bytes (one latent, no ×2, no head axis;
-    /// DeepSeek-V2 paper §2.1, vLLM's MLA cache spec).
+    /// DeepSeek-V2 paper section 2.1, vLLM's MLA cache spec).
     uint64_t bytes_per_token = 0;
     uint64_t object_bytes = 0;  ///< bytes_per_token × chunk_tokens: one chunk with tp = 1
     /// KV heads each rank holds. kv_heads % tp == 0: kv_heads / tp; kv_heads < tp: 1 (each head

@@ -17,7 +17,7 @@
 #include "common/error.h"
 #include "tests/e2e/helpers.h"
 #include "workload/serving/cache.h"
-#include "workload/serving/kv_data.h"
+#include "workload/serving/tiers/kv_data.h"
 
 using namespace kvio::test;
 using namespace kvio::serving;

@@ -1,7 +1,8 @@
-// End-to-end tests of `kvio simulate --enable-autoscaling` (spec §6) on a tmpfs: qos mode scales up while the
-// storage is fast and the measured request rate follows the user count (a scale step really starts user threads),
-// scales down when a throttled storage tier (--storage-throttle-mibps, a slow device) saturates, and capacity
-// mode stops at the peak ("Peak capacity found"). Ticks are 0.5–1 s (--autoscaler-interval) instead of 10 s.
+// End-to-end tests of `kvio simulate --enable-autoscaling` (docs/mlperf-benchmark.md, "Autoscaler") on a tmpfs: qos
+// mode scales up while the storage is fast and the measured request rate follows the user count (a scale step really
+// starts user threads), scales down when a throttled storage tier (--storage-throttle-mibps, a slow device) saturates,
+// and capacity mode stops at the peak ("Peak capacity found"). Ticks are 0.5–1 s (--autoscaler-interval) instead of 10
+// s.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,5 +1,6 @@
-// End-to-end tests of `kvio simulate`'s special modes on a tmpfs (spec §7.3–§7.5, §7.7): --prefill-only issues no
-// storage reads, --decode-only prepopulates num_users × 10 entries (with progress) and writes nothing afterwards,
+// End-to-end tests of `kvio simulate`'s special modes on a tmpfs (docs/mlperf-benchmark.md, "Trace replay and special
+// modes"): --prefill-only issues no storage reads, --decode-only prepopulates num_users × 10 entries (with progress)
+// and writes nothing afterwards,
 // --precondition writes its volume to the storage tier before the counters start, --validation-trace compares the
 // run's hit rate with the trace's and refuses a bad trace before the run.
 #include <gtest/gtest.h>

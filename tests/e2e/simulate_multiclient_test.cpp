@@ -35,8 +35,9 @@ void expect_close(double got, double want, const std::string& what) {
     EXPECT_NEAR(got, want, 1e-9 * std::max(1.0, std::fabs(want))) << what;
 }
 
-/// The reference merge of the clients' own results (spec §8's method: concatenate the per-request lists, sum the
-/// counters; MLCommons: Σ read bandwidth, max storage P95), compared key by key with kvio's merged result.
+/// The reference merge of the clients' own results (docs/mlperf-benchmark.md, "Multi-client runs"'s method: concatenate
+/// the per-request lists, sum the counters; MLCommons: Σ read bandwidth, max storage P95), compared key by key with
+/// kvio's merged result.
 void expect_merged_like_reference(const json& merged, const std::vector<json>& clients) {
     uint64_t requests = 0, tokens = 0, read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0, entries = 0,
              hits = 0;

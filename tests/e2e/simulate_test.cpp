@@ -1,7 +1,9 @@
 // End-to-end tests of `kvio simulate` (docs/simulate.md): the results document has every key of the benchmark's
-// results JSON (spec §9), --seed 42 draws the spec's user table (§3.1), a logical run (--io-trace-log: no I/O, the
-// offered load) matches the spec's statistics (§11.2), real-I/O runs on tmpfs and ext4-on-loop with the
-// storage-baseline and "production" flags, the stop rules (--max-requests, SIGINT) and one-line flag errors.
+// results JSON (docs/mlperf-benchmark.md, "Metrics and the results JSON"), --seed 42 draws the spec's user table
+// (docs/mlperf-benchmark.md, "Users and the request stream"), a logical run (--io-trace-log: no I/O, the offered load)
+// matches the spec's statistics (docs/mlperf-benchmark.md, "Comparing with the Python benchmark"), real-I/O runs on
+// tmpfs and ext4-on-loop with the storage-baseline and "production" flags, the stop rules (--max-requests, SIGINT) and
+// one-line flag errors.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -23,13 +25,14 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr double kLlama8bBpt = 131072;  // llama3.1-8b bytes per token (spec §2)
+constexpr double kLlama8bBpt = 131072;  // llama3.1-8b bytes per token (docs/mlperf-benchmark.md, "Model geometry")
 
 void expect_keys(const json& obj, const std::vector<std::string>& keys, const std::string& where) {
     for (const auto& k : keys) EXPECT_TRUE(obj.contains(k)) << where << " lacks '" << k << "'";
 }
 
-/// The logical run of spec §11.2: seed 42, 10 users, llama3.1-8b, no I/O.
+/// The logical run of docs/mlperf-benchmark.md, "Comparing with the Python benchmark": seed 42, 10 users, llama3.1-8b,
+/// no I/O.
 std::string trace_args(const TempDir& dir, int duration, const std::string& extra) {
     return "--model llama3.1-8b --num-users 10 --duration " + std::to_string(duration) +
            " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --io-trace-log " + dir.file("trace.csv") +
@@ -62,7 +65,7 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
                  "end_to_end_latencies", "storage_latencies", "generation_latencies", "throughput_timeline",
                  "prefill_latencies", "decode_latencies", "multi_turn_cache_hits", "multi_turn_cache_misses", "seed",
                  "summary", "kvio"},
-                "top level (§9.1)");
+                "top level");
     EXPECT_EQ(j["seed"], 42);
     const json& s = j["summary"];
     expect_keys(s,
@@ -70,7 +73,7 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
                  "total_storage_io_time", "storage_throughput_tokens_per_sec", "requests_per_second",
                  "end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms", "cache_stats",
                  "qos_metrics", "prefix_cache_stats", "autoscaling_stats", "autoscaling_summary", "multi_turn_stats"},
-                "summary (§9.2)");
+                "summary");
     for (const char* l : {"end_to_end_latency_ms", "storage_io_latency_ms", "generation_latency_ms"})
         expect_keys(s[l], {"mean", "p50", "p95", "p99", "p999", "p9999"}, l);
     EXPECT_TRUE(s["autoscaling_stats"].is_array());
@@ -125,7 +128,7 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
                  "read_iops",
                  "write_iops",
                  "storage_tokens_processed"},
-                "cache_stats (§9.3)");
+                "cache_stats");
     expect_keys(j["kvio"],
                 {"format", "seed_used", "users", "offered_load_req_per_s", "gpu_tier", "storage_tier", "cache",
                  "fixes_applied", "stop", "bandwidth_timeline", "storage_host_device_ms", "requests", "config"},
@@ -146,7 +149,8 @@ TEST(Simulate, ResultsHaveEveryBenchmarkKeyAndTheSeed42UserTable) {
         EXPECT_EQ(users[i]["generation_length"], e.gen) << id;
         EXPECT_NEAR(users[i]["think_time"].get<double>(), e.think, 1e-6) << id;
     }
-    EXPECT_NEAR(j["kvio"]["offered_load_req_per_s"].get<double>(), 24.73, 0.01);  // spec §3.3
+    EXPECT_NEAR(j["kvio"]["offered_load_req_per_s"].get<double>(), 24.73,
+                0.01);  // docs/mlperf-benchmark.md, "Users and the request stream"
 }
 
 TEST(Simulate, LogicalRunMatchesTheBenchmarksStatisticsWithoutMultiTurn) {
@@ -159,7 +163,8 @@ TEST(Simulate, LogicalRunMatchesTheBenchmarksStatisticsWithoutMultiTurn) {
     for (const auto& u : r.results["kvio"]["users"]) ctx_of[u["user_id"]] = u["context_length"];
     size_t n = q["user_id"].size();
     ASSERT_GT(n, 150u);
-    // Offered load: Σ 1/think = 24.73 req/s, open loop (spec §11.2).
+    // Offered load: Σ 1/think = 24.73 req/s, open loop (docs/mlperf-benchmark.md, "Comparing with the Python
+    // benchmark").
     EXPECT_NEAR(s["requests_per_second"].get<double>(), 24.73, 24.73 * 0.15);
     double pos_sum = 0, reads_sum = 0;
     size_t prefill_only = 0, both = 0;
@@ -199,12 +204,14 @@ TEST(Simulate, LogicalRunWithMultiTurnAndWrittenPrefixEntries) {
     ASSERT_GT(n, 150u);
     double turn_sum = 0;
     for (size_t i = 0; i < n; ++i) turn_sum += q["turn"][i].get<double>();
-    EXPECT_NEAR(turn_sum / double(n), 5.0, 1.5);  // geometric, P(end) = 0.2 per turn (spec §3.3)
+    EXPECT_NEAR(turn_sum / double(n), 5.0,
+                1.5);  // geometric, P(end) = 0.2 per turn (docs/mlperf-benchmark.md, "Users and the request stream")
     EXPECT_GT(s["multi_turn_stats"]["hit_rate"].get<double>(), 0.9);
     uint64_t hits = s["prefix_cache_stats"]["prefix_hits"], misses = s["prefix_cache_stats"]["prefix_misses"];
     EXPECT_NEAR(double(hits) / double(hits + misses), 0.2, 0.05);
     EXPECT_NEAR(s["cache_stats"]["read_write_ratio"].get<double>(), 11.57, 3.0);  // spec: 11.57 with multi-turn
-    // #283 fixed: the system-prompt entries are written once each, later prefix requests read them.
+    // kvio writes prefix entries (the benchmark never does): the system-prompt entries are written once each, later
+    // prefix requests read them.
     std::ifstream csv(dir.file("trace.csv"));
     std::string line;
     size_t prefix_writes = 0, prefix_reads = 0;

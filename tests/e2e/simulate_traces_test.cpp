@@ -1,8 +1,9 @@
-// End-to-end tests of kvio simulate's trace-driven arrivals (spec §7.1–§7.2) and XLSX export (§9.5): a finite
-// BurstGPT replay drains its queue and completes every request (the benchmark drops them, #839), pacing by
+// End-to-end tests of kvio simulate's trace-driven arrivals (docs/mlperf-benchmark.md, "Trace replay and special
+// modes") and XLSX export ("Metrics and the results JSON"): a finite BurstGPT replay drains its queue and completes
+// every request (the benchmark drops them: docs/mlperf-benchmark.md, "Upstream bugs kvio fixes or keeps"), pacing by
 // --trace-speedup and --request-rate, ShareGPT in every flag combination (with --disable-multi-turn the
-// benchmark's workers all die, §10.2-2), one-line FILE:LINE errors for bad traces, and the workbook read back
-// with openpyxl (Debian python3-openpyxl) against the results JSON.
+// benchmark's workers all die, docs/mlperf-benchmark.md, "Upstream bugs kvio fixes or keeps"), one-line FILE:LINE
+// errors for bad traces, and the workbook read back with openpyxl (Debian python3-openpyxl) against the results JSON.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,7 +62,7 @@ TraceRun simulate(const TempDir& d, const std::string& args) {
 
 }  // namespace
 
-// Acceptance (#14): a finite replay ends when its last request completed, with every request of every pass done.
+// A finite replay ends when its last request completed, with every request of every pass done.
 TEST(SimulateTraces, DrainedBurstReplayCompletesEveryRequest) {
     TempDir d;
     const std::string trace = write_burst_fixture(d);
@@ -192,7 +193,8 @@ void expect_same_number(const json& cell, const json& expected, const std::strin
 }
 }  // namespace
 
-// --xlsx-output: the benchmark's sheets and columns (spec §9.5), values equal to the results JSON.
+// --xlsx-output: the benchmark's sheets and columns (docs/mlperf-benchmark.md, "Metrics and the results JSON"), values
+// equal to the results JSON.
 TEST(SimulateTraces, XlsxHasTheBenchmarksSheetsWithTheResultsValues) {
     TempDir d;
     const std::string trace = write_burst_fixture(d);

@@ -1,5 +1,5 @@
-// --enable-latency-tracing on a real device (issue #13's acceptance): kvio simulate with --storage-io direct on ext4
-// over a loop device; its storage ops must validate >= 99 % exact and the distilled fio job must parse.
+// --enable-latency-tracing on a real device (the tracing acceptance run): kvio simulate with --storage-io direct on
+// ext4 over a loop device; its storage ops must validate >= 99 % exact and the distilled fio job must parse.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
 #include "run/latency_tracing.h"
-#include "workload/serving/storage_semantic.h"
+#include "workload/serving/tiers/storage_semantic.h"
 #include "workload/target.h"
 
 using namespace kvio;

@@ -260,7 +260,7 @@ TEST(ValidateE2E, MalformedInputExitsNonZeroNamingFileLineField) {
     EXPECT_EQ(r.err, "kvio: " + tmp.path + ": Is a directory\n");
 }
 
-// Issue #18: the same gen run written as an LMCache kvio trace (schema 2) and as the NVMe monitor's JSONL (both
+// Foreign inputs: the same gen run written as an LMCache kvio trace (schema 2) and as the NVMe monitor's JSONL (both
 // variants) scores exactly what kvio's own files score. The LMCache meta names the loop device by path and
 // carries no lba_bytes or max_sectors_kb: both validations get --lba-bytes and --trace-json.
 TEST(ValidateE2E, LmcacheAndMonitorFormatsOfAGenRunScoreLikeKviosOwnFiles) {

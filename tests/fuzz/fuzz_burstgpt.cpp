@@ -2,7 +2,7 @@
 // the replay of its rows (what the producer does next: one pass of the trace source over them).
 #include "common/error.h"
 #include "tests/fuzz/harness.h"
-#include "workload/serving/burstgpt.h"
+#include "workload/serving/arrivals/burstgpt.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -2,7 +2,7 @@
 // a small --max-conversations so the early stop is exercised too, then every turn it kept.
 #include "common/error.h"
 #include "tests/fuzz/harness.h"
-#include "workload/serving/sharegpt.h"
+#include "workload/serving/arrivals/sharegpt.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = kvio::fuzz::input_file(data, size);

@@ -1,5 +1,6 @@
-// libFuzzer target: a `kvio simulate --config` YAML file (the benchmark's config.yaml schema, spec §1.4) through
-// serving::load_yaml_config and the cross-field checks the simulation applies next (validate_config).
+// libFuzzer target: a `kvio simulate --config` YAML file (the benchmark's config.yaml schema, docs/mlperf-benchmark.md,
+// "config.yaml") through serving::load_yaml_config and the cross-field checks the simulation applies next
+// (validate_config).
 #include "common/error.h"
 #include "tests/fuzz/harness.h"
 #include "workload/serving/config.h"

@@ -1,5 +1,5 @@
-// The autoscaler's decisions and saturation (spec §6; monitoring.py WorkloadAutoscaler and
-// StorageMonitor._compute_saturation_from_history), tick by tick with numbers worked out by hand.
+// The autoscaler's decisions and saturation (docs/mlperf-benchmark.md, "Autoscaler"; monitoring.py WorkloadAutoscaler
+// and StorageMonitor._compute_saturation_from_history), tick by tick with numbers worked out by hand.
 #include <gtest/gtest.h>
 
 #include "workload/serving/autoscaler.h"
@@ -49,7 +49,8 @@ TEST(Autoscaler, QosModeScalesUpBelowTargetAndDownAfterTwoSaturatedTicksWithCool
     EXPECT_EQ(a.decide(false, 0.0, 0).users, 10);  // int(9 × 1.2)
     Autoscaler small("qos", 4, 0.8, y);
     small.decide(true, 0, 0);
-    EXPECT_EQ(small.decide(false, 0.0, 0).action, "hold");  // int(4 × 1.2) = 4 never grows (spec §6)
+    EXPECT_EQ(small.decide(false, 0.0, 0).action,
+              "hold");  // int(4 × 1.2) = 4 never grows (docs/mlperf-benchmark.md, "Autoscaler")
 }
 
 TEST(Autoscaler, CapacityModeSearchesThePeakAndStopsAfterTwoTicksWithoutOne) {

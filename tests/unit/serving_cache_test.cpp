@@ -22,10 +22,10 @@
 
 #include "common/error.h"
 #include "workload/serving/cache.h"
-#include "workload/serving/gpu_tier.h"
-#include "workload/serving/kv_data.h"
-#include "workload/serving/tiers.h"
-#include "workload/serving/tiers.h"
+#include "workload/serving/tiers/gpu_tier.h"
+#include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/tiers/tiers.h"
+#include "workload/serving/tiers/tiers.h"
 
 using namespace kvio::serving;
 namespace fs = std::filesystem;
@@ -89,7 +89,7 @@ void run_trace_scenario(const std::string& log_path) {
     EXPECT_FALSE(cache.access("nope", CachePhase::Prefill, CacheType::User).hit);
     CacheStats s = cache.stats();
     EXPECT_EQ(s.demotions[int(Tier::Cpu)], 1u);
-    EXPECT_EQ(s.tier_bytes_written[int(Tier::Cpu)], 2457600u);  // #408: demotion bytes counted
+    EXPECT_EQ(s.tier_bytes_written[int(Tier::Cpu)], 2457600u);  // demotion bytes counted (the benchmark counts none)
     EXPECT_EQ(s.tier_bytes_read[int(Tier::Gpu)], 2457600u);
     EXPECT_EQ(s.limit_bytes[int(Tier::Storage)], UINT64_MAX);  // trace mode: unlimited
 }

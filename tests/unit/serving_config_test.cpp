@@ -1,5 +1,6 @@
-// kvio simulate's configuration: defaults, the benchmark's refusals (spec §1.3), config.yaml loading (§1.4),
-// the model table and bytes/token (§2), and the flag table docs/simulate.md shows.
+// kvio simulate's configuration: defaults, the benchmark's refusals (docs/mlperf-benchmark.md, "Command line and
+// validation"), config.yaml loading (docs/mlperf-benchmark.md, "config.yaml"), the model table and bytes/token
+// (docs/mlperf-benchmark.md, "Model geometry"), and the flag table docs/simulate.md shows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +14,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "workload/serving/report.h"
+#include "workload/serving/results/report.h"
 #include "workload/serving/config.h"
 
 using namespace kvio;
@@ -190,7 +191,7 @@ TEST(ServingConfig, KvioFlagChecks) {
     EXPECT_TRUE(has(errors_of(c), "performs no I/O"));
 }
 
-// spec §2: the benchmark's 9 models.
+// docs/mlperf-benchmark.md, "Model geometry": the benchmark's 9 models.
 TEST(ServingConfig, BytesPerTokenOfTheNineModels) {
     const std::pair<const char*, uint64_t> want[] = {{"tiny-1b", 24576},
                                                      {"mistral-7b", 131072},

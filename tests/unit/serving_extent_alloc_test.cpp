@@ -2,7 +2,7 @@
 // after the reserved first MiB, first fit, coalescing on release, pieces when fragmented.
 #include <gtest/gtest.h>
 
-#include "workload/serving/extent_alloc.h"
+#include "workload/serving/tiers/extent_alloc.h"
 
 using namespace kvio::serving;
 

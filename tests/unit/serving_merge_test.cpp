@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "workload/serving/merge_results.h"
-#include "workload/serving/stats_util.h"
+#include "workload/serving/results/merge_results.h"
+#include "workload/serving/results/stats_util.h"
 
 using namespace kvio::serving;
 using Json = nlohmann::ordered_json;

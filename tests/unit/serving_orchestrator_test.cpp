@@ -1,5 +1,6 @@
 // The orchestrator's parts of `kvio simulate`: conversations, system prompts, RAG chunking and picks, QoS
-// compliance, the request queue's order (spec §3.2–§3.6, §4.2).
+// compliance, the request queue's order (docs/mlperf-benchmark.md, "Users and the request stream", "Multi-turn, prefix
+// and RAG reuse").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,7 +33,8 @@ TEST(Conversation, PreviousTurnsIncludeLaterTurnsLikeTheBenchmark) {
     std::string c = m.start_conversation("user_0000");
     for (int i = 1; i <= 4; ++i) m.add_turn(c, 10 * i);
     auto prev = m.previous_turns(c, c + "_turn_2");
-    ASSERT_EQ(prev.size(), 3u);  // turns 1, 3, 4: everything but the current key (spec §3.4 / §10.2-12)
+    ASSERT_EQ(prev.size(), 3u);  // turns 1, 3, 4: everything but the current key (docs/mlperf-benchmark.md,
+                                 // "Multi-turn, prefix and RAG reuse", "Upstream bugs kvio fixes or keeps")
     EXPECT_EQ(prev[0].cache_key, c + "_turn_1");
     EXPECT_EQ(prev[1].cache_key, c + "_turn_3");
     EXPECT_EQ(prev[2].context_tokens, 40);

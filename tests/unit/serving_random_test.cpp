@@ -1,5 +1,6 @@
-// CPython random port and the user table against the MLPerf KV benchmark spec's check values (§3.1, §11.1),
-// and against python3's own `random` (the reference implementation) when python3 is installed.
+// CPython random port and the user table against the MLPerf KV benchmark spec's check values (docs/mlperf-benchmark.md,
+// "Users and the request stream", "Comparing with the Python benchmark"), and against python3's own `random` (the
+// reference implementation) when python3 is installed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +10,7 @@
 
 #include "tests/spec_seed42_users.h"
 #include "workload/serving/pyrandom.h"
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 using namespace kvio::serving;
 
@@ -28,7 +29,8 @@ TEST(PyRandom, SeedWordsAndSign) {
     EXPECT_NE(c.next_u32(), d.next_u32());
 }
 
-// spec §3.1: --seed 42, 10 users: template, qos draw (6 decimals), QoS, ctx, gen, think (6 decimals).
+// docs/mlperf-benchmark.md, "Users and the request stream": --seed 42, 10 users: template, qos draw (6 decimals), QoS,
+// ctx, gen, think (6 decimals).
 TEST(Users, Seed42TableMatchesSpec) {
     const auto& want = kvio::test::kSeed42Users;
     PyRandom rng(42);
@@ -46,7 +48,8 @@ TEST(Users, Seed42TableMatchesSpec) {
         EXPECT_EQ(users[i].generation_length, want[i].gen);
         EXPECT_NEAR(users[i].think_time, want[i].think, 5e-7);
     }
-    // spec §3.3 / §11.2: offered load Σ 1/think = 24.73 req/s for this table.
+    // docs/mlperf-benchmark.md, "Users and the request stream", "Comparing with the Python benchmark": offered load Σ
+    // 1/think = 24.73 req/s for this table.
     double rate = 0;
     for (const auto& u : users) rate += 1.0 / u.think_time;
     EXPECT_NEAR(rate, 24.73, 0.005);

@@ -1,6 +1,7 @@
-// The trace-driven arrivals of kvio simulate (spec §7.1–§7.2): the strict CSV splitter, the BurstGPT reader and
-// path resolution, the ShareGPT SAX reader (chars // 4 in code points, caps, pairing, early stop, FILE:LINE
-// errors naming the field) and the replay sources (pacing, keys, finite cycles); the XLSX export's CSV form.
+// The trace-driven arrivals of kvio simulate (docs/mlperf-benchmark.md, "Trace replay and special modes"): the strict
+// CSV splitter, the BurstGPT reader and path resolution, the ShareGPT SAX reader (chars // 4 in code points, caps,
+// pairing, early stop, FILE:LINE errors naming the field) and the replay sources (pacing, keys, finite cycles); the
+// XLSX export's CSV form.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,10 +10,10 @@
 
 #include "common/csv.h"
 #include "common/error.h"
-#include "workload/serving/burstgpt.h"
-#include "workload/serving/sharegpt.h"
-#include "workload/serving/trace_source.h"
-#include "workload/serving/xlsx_export.h"
+#include "workload/serving/arrivals/burstgpt.h"
+#include "workload/serving/arrivals/sharegpt.h"
+#include "workload/serving/arrivals/trace_source.h"
+#include "workload/serving/results/xlsx_export.h"
 
 using namespace kvio;
 using namespace kvio::serving;
@@ -287,5 +288,6 @@ TEST(XlsxExport, SummaryRowAsCsvWhenTheNameIsNotXlsx) {
     EXPECT_EQ(m["Dataset Path"], "N/A");
     EXPECT_EQ(h.front(), "Timestamp");
     EXPECT_EQ(h.back(), "Multi-turn Hit Rate");
-    EXPECT_EQ(h.size(), 27u + 72u);  // 27 run parameters + 72 metrics (spec §9.5)
+    EXPECT_EQ(h.size(),
+              27u + 72u);  // 27 run parameters + 72 metrics (docs/mlperf-benchmark.md, "Metrics and the results JSON")
 }

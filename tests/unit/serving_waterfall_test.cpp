@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "workload/serving/waterfall.h"
+#include "workload/serving/tiers/waterfall.h"
 
 using namespace kvio::serving;
 
@@ -109,7 +109,7 @@ TEST(Waterfall, BottomTierDeletesInLruOrderThenAccessCount) {
 
 TEST(Waterfall, ZeroLimitTierIsSkippedAndDoesNotShortenTheChain) {
     // gpu > 0, cpu 0: gpu entries can never be demoted (the cpu refuses them), so gpu fills to 80 % and every
-    // later entry goes straight to storage (spec §5.1).
+    // later entry goes straight to storage (docs/mlperf-benchmark.md, "Tiers and the waterfall").
     WaterfallPolicy p({1000, 0, 10000});
     EXPECT_EQ(place(p, "a", 400), 0);
     EXPECT_EQ(place(p, "b", 400), 0);
@@ -311,7 +311,8 @@ TEST(Waterfall, StressNeverExceedsALimitAndAccountingMatches) {
     }
 }
 
-// The benchmark holds a per-key lock across a read (spec §5.6): a second read of the same key waits for the first.
+// The benchmark holds a per-key lock across a read (docs/mlperf-benchmark.md, "Tiers and the waterfall"): a second read
+// of the same key waits for the first.
 TEST(Waterfall, ReadsOfOneKeyAreSerialised) {
     WaterfallPolicy p({0, 1000});
     ASSERT_EQ(place(p, "k", 100), 1);

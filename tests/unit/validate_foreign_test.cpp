@@ -1,5 +1,5 @@
-// validate/ on the foreign inputs (issue #18): the LMCache kvio trace (schema 2) and the NVMe io_uring_cmd
-// monitor JSONL, written from their field lists, score what kvio's own files score; zstd input everywhere;
+// validate/ on the foreign inputs (LMCache and NVMe-monitor formats): the LMCache kvio trace (schema 2) and the NVMe
+// io_uring_cmd monitor JSONL, written from their field lists, score what kvio's own files score; zstd input everywhere;
 // malformed records get FILE:LINE: field errors.
 #include <gtest/gtest.h>
 

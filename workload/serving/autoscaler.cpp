@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "common/error.h"
-#include "workload/serving/stats_util.h"
+#include "workload/serving/results/stats_util.h"
 
 namespace kvio::serving {
 

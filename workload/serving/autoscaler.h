@@ -1,7 +1,7 @@
-// The benchmark's autoscaler (spec §6; monitoring.py StorageMonitor + WorkloadAutoscaler, benchmark.py
-// monitor_stats) as a pure decision object: one tick per interval takes what the interval measured and returns
-// the action and the user count. The simulation (benchmark.cpp) applies the count by starting or parking user
-// threads, so the offered load follows the decision (the benchmark only changes a number).
+// The benchmark's autoscaler (docs/mlperf-benchmark.md, "Autoscaler"; monitoring.py StorageMonitor +
+// WorkloadAutoscaler, benchmark.py monitor_stats) as a pure decision object: one tick per interval takes what the
+// interval measured and returns the action and the user count. The simulation (benchmark.cpp) applies the count by
+// starting or parking user threads, so the offered load follows the decision (the benchmark only changes a number).
 #pragma once
 #include <cstdint>
 #include <string>

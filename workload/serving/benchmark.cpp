@@ -1,6 +1,7 @@
-// run_simulation (simulate.h): the benchmark's IntegratedBenchmark (spec §4.1) natively — user threads that
-// generate the open-loop request stream (§3.3), one priority queue (§4.2), min(users, 500) workers that run the
-// per-request steps (§4.3), the stop rules (§4.7), then the results document (§9) and the console report.
+// run_simulation (simulate.h): the benchmark's IntegratedBenchmark natively — user threads that generate the
+// open-loop request stream into one priority queue, min(users, 500) workers that run the per-request steps, the stop
+// rules, then the results document and the console report (docs/mlperf-benchmark.md, "Users and the request stream",
+// "The life of a request", "Stop rules", "Metrics and the results JSON").
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,20 +35,21 @@
 #include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
-#include "workload/serving/merge_results.h"
-#include "workload/serving/metrics.h"
-#include "workload/serving/output_path.h"
+#include "workload/serving/results/merge_results.h"
+#include "workload/serving/results/metrics.h"
+#include "workload/serving/results/output_path.h"
 #include "workload/serving/prefix.h"
 #include "workload/serving/qos.h"
 #include "workload/serving/rag.h"
-#include "workload/serving/report.h"
+#include "workload/serving/results/report.h"
 #include "workload/serving/request_queue.h"
 #include "workload/serving/simulate.h"
-#include "workload/serving/stats_util.h"
-#include "workload/serving/validation_trace.h"
+#include "workload/serving/results/stats_util.h"
+#include "workload/serving/results/stop_counters.h"
+#include "workload/serving/results/validation_trace.h"
 #include "workload/serving/warmup.h"
-#include "workload/serving/trace_source.h"
-#include "workload/serving/xlsx_export.h"
+#include "workload/serving/arrivals/trace_source.h"
+#include "workload/serving/results/xlsx_export.h"
 
 namespace kvio::serving {
 
@@ -77,8 +79,9 @@ struct SignalGuard {
     ~SignalGuard() { g_stop = nullptr; }
 };
 
-/// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, spec §4.4; the YAML
-/// generation_timing values, dead in the benchmark, are honoured — their defaults are the same numbers).
+/// Seconds per generated token of a --generation-mode (benchmark GENERATION_TIMING, docs/mlperf-benchmark.md, "The life
+/// of a request"; the YAML generation_timing values, dead in the benchmark, are honoured — their defaults are the same
+/// numbers).
 double generation_seconds_per_token(const SimConfig& c) {
     if (c.generation_mode == "none") return c.yaml.generation_timing_none;
     if (c.generation_mode == "fast") return c.yaml.generation_timing_fast;
@@ -162,7 +165,24 @@ private:
     void user_loop(size_t index);
     void trace_loop();
     void worker_loop(size_t index);
+    /// One request in flight: what its steps share.
+    struct RequestState {
+        InferenceRequest& req;
+        PyRandom& rng;
+        RequestRecord rec{};
+        CacheType cache_type = CacheType::User;  ///< the decode reads' counter (System after a prefix hit)
+        CachePhase phase = CachePhase::Prefill;  ///< the prefix read's phase (Decode for decode requests)
+    };
     void process_request(InferenceRequest& req, PyRandom& rng);
+    void read_prefix(RequestState& s);
+    bool read_previous_turns(RequestState& s);
+    void write_prefill(RequestState& s);
+    void read_rag_chunks(RequestState& s);
+    bool read_for_decode(RequestState& s);
+    bool generate(RequestState& s);
+    void record(RequestState& s);
+    AllocResult write_counted(const std::string& key, int64_t tokens, RequestRecord& rec);
+    bool cut_by_stop(const RequestRecord& rec);
     AccessResult read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
                               RequestRecord& rec, double& latency);
     std::shared_ptr<InferenceRequest> new_request(const UserProfile& u, int64_t ctx, int64_t gen);
@@ -171,6 +191,12 @@ private:
     void apply_users(int64_t n);
     bool autoscale_tick(double t_s, std::ostream* progress);
     void warm_up(std::ostream* progress);
+    std::string wait_for_stop(const std::function<double()>& elapsed, std::ostream* progress);
+    void print_progress(double t, std::ostream& out);
+    nlohmann::ordered_json results_json(double elapsed_s);
+    nlohmann::ordered_json kvio_json(const CacheStats& final_stats, const std::string& reason, int sig, double stop_at,
+                                     double elapsed_s);
+    nlohmann::ordered_json autoscaler_json() const;
 
     const SimConfig& c_;
     workload::ModelConfig model_;
@@ -204,9 +230,9 @@ private:
 
     StopFlag stop_;  // users stop generating, workers drop what they pop
     std::atomic<bool> max_reached_{false};
-    std::atomic<uint64_t> recorded_{0}, beyond_max_requests_{0};  // --max-requests: completions reserved, refused
-    std::atomic<uint64_t> seq_{0};                                // the benchmark's global req_id
-    std::atomic<uint64_t> issued_{0}, dropped_after_pop_{0}, cut_in_generation_{0}, cut_in_storage_{0};
+    std::atomic<uint64_t> recorded_{0};  // --max-requests: completions reserved
+    std::atomic<uint64_t> seq_{0};       // the benchmark's global req_id
+    StopCounters stop_counts_;           // kvio.stop
     std::atomic<uint64_t> in_flight_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
     uint64_t last_read_[3] = {}, last_written_[3] = {};
@@ -226,7 +252,8 @@ std::shared_ptr<InferenceRequest> Simulation::new_request(const UserProfile& u, 
     return r;
 }
 
-// spec §3.3: think, multi-turn bookkeeping, draw the request, enqueue, maybe a RAG side request.
+// docs/mlperf-benchmark.md, "Users and the request stream": think, multi-turn bookkeeping, draw the request, enqueue,
+// maybe a RAG side request.
 void Simulation::user_loop(size_t index) {
     const UserProfile& u = users_[index];
     PyRandom rng{int64_t(user_seeds_[index])};
@@ -267,7 +294,7 @@ void Simulation::user_loop(size_t index) {
         r->phase = ctx >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
         r->submit_ns = now_ns();
         queue_.push(r);
-        ++issued_;
+        ++stop_counts_.requests_issued;
         if (rag_ && rng.random() < y.rag_request_probability) {
             RagDocument doc;
             std::vector<size_t> chunks;
@@ -281,13 +308,14 @@ void Simulation::user_loop(size_t index) {
                 s->rag_doc_id = doc.doc_id;
                 s->submit_ns = now_ns();
                 queue_.push(s);
-                ++issued_;
+                ++stop_counts_.requests_issued;
             }
         }
     }
 }
 
-// spec §7.1-7.2: one producer replays the trace; a full queue (--max-queued-requests) holds it back.
+// docs/mlperf-benchmark.md, "Trace replay and special modes": one producer replays the trace; a full queue
+// (--max-queued-requests) holds it back.
 void Simulation::trace_loop() {
     while (!stop_.is_set()) {
         const uint64_t seq = seq_ + 1;
@@ -310,7 +338,7 @@ void Simulation::trace_loop() {
         r->phase = r->context_tokens >= 10000 ? RequestPhase::Prefill : RequestPhase::PrefillDecode;
         r->submit_ns = now_ns();
         queue_.push(r);
-        ++issued_;
+        ++stop_counts_.requests_issued;
     }
     trace_done_ = true;
 }
@@ -325,7 +353,7 @@ void Simulation::worker_loop(size_t index) {
             continue;
         }
         if (stop_.is_set()) {  // the benchmark drops a request popped after the stop; kvio counts it
-            ++dropped_after_pop_;
+            ++stop_counts_.dropped_popped_after_stop;
             ++settled_;
             continue;
         }
@@ -365,14 +393,15 @@ void Simulation::apply_users(int64_t n) {
     max_active_users_ = std::max(max_active_users_, users);
 }
 
-// One monitor_stats tick (spec §6): the interval's counters to the autoscaler, its decision applied. True on "stop".
+// One monitor_stats tick (docs/mlperf-benchmark.md, "Autoscaler"): the interval's counters to the autoscaler, its
+// decision applied. True on "stop".
 bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
     CacheStats s = cache_.stats();
     MonitorCounters m;
     m.t_s = t_s;
     m.tokens = metrics_.tokens();
     m.completed = metrics_.completed();
-    m.issued = issued_.load();
+    m.issued = stop_counts_.requests_issued.load();
     m.read_bytes = s.total_read_bytes;
     m.write_bytes = s.total_write_bytes;
     m.storage_read_lat = &s.read_lat[int(Tier::Storage)];
@@ -415,119 +444,147 @@ AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, 
     return a;
 }
 
-// spec §4.3, in order: prefix → multi-turn reads → prefill write → RAG read → decode → generation → record.
+// One cache write of `tokens` tokens under `key`, counted in `rec` (latency to storage_s; a cut, a failure, or a
+// new entry's write and bytes).
+AllocResult Simulation::write_counted(const std::string& key, int64_t tokens, RequestRecord& rec) {
+    AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
+    rec.storage_s += w.latency_s;
+    if (w.cut) {
+        rec.cut = true;
+    } else if (!w.ok) {
+        ++rec.failed_ops;
+    } else if (!w.existed) {
+        ++rec.writes;
+        rec.bytes_written += cache_.entry_bytes(tokens);
+    }
+    return w;
+}
+
+// After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it is
+// in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer. True: give up now.
+bool Simulation::cut_by_stop(const RequestRecord& rec) {
+    if (!stop_.is_set() && !rec.cut) return false;
+    ++stop_counts_.cut_in_storage;
+    return true;
+}
+
+// The life of a request (docs/mlperf-benchmark.md, "The life of a request"), one call per step; a stop between
+// steps (or an op it cut) ends it uncounted as completed.
 void Simulation::process_request(InferenceRequest& req, PyRandom& rng) {
-    RequestRecord rec;
-    rec.request = &req;
-    CacheType cache_type = CacheType::User;
-    const CachePhase req_phase = req.phase == RequestPhase::Decode ? CachePhase::Decode : CachePhase::Prefill;
-    auto write = [&](const std::string& key, int64_t tokens) {
-        AllocResult w = cache_.allocate(key, tokens, CachePhase::Prefill);
-        rec.storage_s += w.latency_s;
-        if (w.cut) {
-            rec.cut = true;
-        } else if (!w.ok) {
-            ++rec.failed_ops;
-        } else if (!w.existed) {
-            ++rec.writes;
-            rec.bytes_written += cache_.entry_bytes(tokens);
-        }
-        return w;
-    };
-    // After the stop a request in flight gives up before its next cache op (counted, not completed), and the op it
-    // is in stops at its next transfer (cache_.cut_ops()), so the drain lasts about one transfer.
-    auto cut = [&] {
-        if (!stop_.is_set() && !rec.cut) return false;
-        ++cut_in_storage_;
-        return true;
-    };
-
-    // 1. prefix: the system prompt's entry; kvio writes it on a miss so later requests hit (fix for #283).
-    if (prefix_) {
-        if (auto sp = prefix_->detect(rng)) {
-            AccessResult a =
-                read_counted(sp->key, req_phase, CacheType::System, cache_.entry_bytes(sp->tokens), rec, rec.storage_s);
-            if (!a.hit && !c_.decode_only)
-                write(sp->key, sp->tokens);  // decode-only writes nothing after prepopulation
-            req.context_tokens = std::max<int64_t>(1, req.context_tokens - sp->tokens);
-            cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
-        }
-    }
-
-    if (cut()) return;
-    // 2. multi-turn: every other turn of the conversation (the benchmark's full-context reload, #281/#290).
-    if (!c_.decode_only && !req.conversation_id.empty() && req.turn_number > 1) {
-        for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
-            if (cut()) return;
-            AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
-                                          cache_.entry_bytes(t.context_tokens), rec, rec.storage_s);
-            ++(a.hit ? rec.multi_turn_hits : rec.multi_turn_misses);
-        }
-    }
-
-    // 3. prefill write of the request's entry.
-    if (cut()) return;
-    if (!c_.decode_only && req.phase != RequestPhase::Decode)
-        rec.prefill_s = write(req.cache_key, req.context_tokens).latency_s;
-
-    if (cut()) return;
-    // 4. RAG read: with probability rag.request_probability, the top-k chunks of a random document.
-    if (rag_ && rng.random() < c_.yaml.rag_request_probability) {
-        RagDocument doc;
-        std::vector<size_t> chunks;
-        if (rag_->pick(rng, doc, chunks))
-            for (size_t i : chunks)
-                read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User,
-                             cache_.entry_bytes(doc.chunks[i].tokens), rec, rec.storage_s);
-    }
-
-    if (cut()) return;
-    // 5. decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
-    if (!c_.prefill_only && req.phase != RequestPhase::Prefill) {
-        std::string key = req.cache_key;
-        int64_t tokens = req.context_tokens;
-        if (c_.decode_only && !prepop_keys_.empty()) {
-            key = prepop_keys_[rng.choice_index(prepop_keys_.size())];
-            tokens = 2048;
-        }
-        double decode = 0;
-        uint32_t reads_before = rec.reads;
-        const uint64_t bytes = cache_.entry_bytes(tokens);
-        if (!read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode).hit) {
-            if (!c_.decode_only) write(key, tokens);  // evicted (or never written): re-write, no batched reads
-        } else {
-            int64_t batch = std::max(1, c_.yaml.decode_batch_size);
-            int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
-            for (int64_t i = 0; i < n; ++i) {
-                if (cut()) return;
-                read_counted(key, CachePhase::Decode, cache_type, bytes, rec, decode);
-            }
-        }
-        rec.decode_reads = rec.reads - reads_before;
-        rec.decode_s = decode;
-        rec.storage_s += decode;
-    }
-
-    if (rec.cut) {  // an op cut by the stop: the request did not complete
-        ++cut_in_storage_;
+    RequestState s{req, rng};
+    s.rec.request = &req;
+    s.phase = req.phase == RequestPhase::Decode ? CachePhase::Decode : CachePhase::Prefill;
+    read_prefix(s);
+    if (cut_by_stop(s.rec) || !read_previous_turns(s)) return;
+    if (cut_by_stop(s.rec)) return;
+    write_prefill(s);
+    if (cut_by_stop(s.rec)) return;
+    read_rag_chunks(s);
+    if (cut_by_stop(s.rec) || !read_for_decode(s)) return;
+    if (s.rec.cut) {  // an op cut by the stop: the request did not complete
+        ++stop_counts_.cut_in_storage;
         return;
     }
-    // 6. generation: the simulated token time holds the worker. A stop during it abandons the request (counted).
-    rec.generation_s = double(req.generate_tokens) * gen_s_per_token_;
-    if (rec.generation_s > 0 && !stop_.sleep_for(rec.generation_s)) {
-        ++cut_in_generation_;
-        return;
-    }
+    if (!generate(s)) return;
+    record(s);
+}
 
-    // 7. record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+// Step 1, prefix: the system prompt's entry, read; kvio writes it on a miss so later requests hit (the benchmark
+// never writes it: docs/mlperf-benchmark.md, "Upstream bugs kvio fixes or keeps").
+void Simulation::read_prefix(RequestState& s) {
+    if (!prefix_) return;
+    auto sp = prefix_->detect(s.rng);
+    if (!sp) return;
+    AccessResult a =
+        read_counted(sp->key, s.phase, CacheType::System, cache_.entry_bytes(sp->tokens), s.rec, s.rec.storage_s);
+    if (!a.hit && !c_.decode_only) write_counted(sp->key, sp->tokens, s.rec);  // decode-only writes nothing
+    s.req.context_tokens = std::max<int64_t>(1, s.req.context_tokens - sp->tokens);
+    s.cache_type = CacheType::System;  // reused for the decode reads, as in the benchmark
+}
+
+// Step 2, multi-turn: every earlier turn of the conversation is read (the benchmark's full-context reload). False
+// when the stop cut the request between reads.
+bool Simulation::read_previous_turns(RequestState& s) {
+    const InferenceRequest& req = s.req;
+    if (c_.decode_only || req.conversation_id.empty() || req.turn_number <= 1) return true;
+    for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
+        if (cut_by_stop(s.rec)) return false;
+        AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
+                                      cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
+        ++(a.hit ? s.rec.multi_turn_hits : s.rec.multi_turn_misses);
+    }
+    return true;
+}
+
+// Step 3, prefill: the request's own entry is written (not for decode-only runs or decode requests).
+void Simulation::write_prefill(RequestState& s) {
+    if (!c_.decode_only && s.req.phase != RequestPhase::Decode)
+        s.rec.prefill_s = write_counted(s.req.cache_key, s.req.context_tokens, s.rec).latency_s;
+}
+
+// Step 4, RAG: with probability rag.request_probability, the top-k chunks of a random document are read.
+void Simulation::read_rag_chunks(RequestState& s) {
+    if (!rag_ || s.rng.random() >= c_.yaml.rag_request_probability) return;
+    RagDocument doc;
+    std::vector<size_t> chunks;
+    if (rag_->pick(s.rng, doc, chunks))
+        for (size_t i : chunks)
+            read_counted(doc.chunks[i].key, CachePhase::Decode, CacheType::User,
+                         cache_.entry_bytes(doc.chunks[i].tokens), s.rec, s.rec.storage_s);
+}
+
+// Step 5, decode: a probe read; on a hit ceil(gen / decode.batch_size) more full-entry reads, on a miss a re-write.
+// False when the stop cut the request between reads.
+bool Simulation::read_for_decode(RequestState& s) {
+    const InferenceRequest& req = s.req;
+    RequestRecord& rec = s.rec;
+    if (c_.prefill_only || req.phase == RequestPhase::Prefill) return true;
+    std::string key = req.cache_key;
+    int64_t tokens = req.context_tokens;
+    if (c_.decode_only && !prepop_keys_.empty()) {
+        key = prepop_keys_[s.rng.choice_index(prepop_keys_.size())];
+        tokens = 2048;
+    }
+    double decode = 0;
+    uint32_t reads_before = rec.reads;
+    const uint64_t bytes = cache_.entry_bytes(tokens);
+    if (!read_counted(key, CachePhase::Decode, s.cache_type, bytes, rec, decode).hit) {
+        if (!c_.decode_only) write_counted(key, tokens, rec);  // evicted (or never written): re-write, no batched reads
+    } else {
+        int64_t batch = std::max(1, c_.yaml.decode_batch_size);
+        int64_t n = std::max<int64_t>(1, (req.generate_tokens + batch - 1) / batch);
+        for (int64_t i = 0; i < n; ++i) {
+            if (cut_by_stop(rec)) return false;
+            read_counted(key, CachePhase::Decode, s.cache_type, bytes, rec, decode);
+        }
+    }
+    rec.decode_reads = rec.reads - reads_before;
+    rec.decode_s = decode;
+    rec.storage_s += decode;
+    return true;
+}
+
+// Step 6, generation: the simulated token time holds the worker. False when a stop during it abandoned the request
+// (counted).
+bool Simulation::generate(RequestState& s) {
+    s.rec.generation_s = double(s.req.generate_tokens) * gen_s_per_token_;
+    if (s.rec.generation_s > 0 && !stop_.sleep_for(s.rec.generation_s)) {
+        ++stop_counts_.cut_in_generation;
+        return false;
+    }
+    return true;
+}
+
+// Step 7, record, at most --max-requests of them: one finishing after the N-th is counted apart, not completed.
+void Simulation::record(RequestState& s) {
     if (c_.max_requests > 0 && recorded_.fetch_add(1) >= uint64_t(c_.max_requests)) {
-        ++beyond_max_requests_;
+        ++stop_counts_.beyond_max_requests;
         max_reached_ = true;
         return;
     }
-    rec.e2e_s = double(now_ns() - req.submit_ns) / 1e9;
-    metrics_.record(rec);
-    qos_.record(req.qos, rec.e2e_s);
+    s.rec.e2e_s = double(now_ns() - s.req.submit_ns) / 1e9;
+    metrics_.record(s.rec);
+    qos_.record(s.req.qos, s.rec.e2e_s);
     if (c_.max_requests > 0 && metrics_.completed() >= uint64_t(c_.max_requests)) max_reached_ = true;
 }
 
@@ -547,7 +604,8 @@ void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
     last_t_ = t_s;
 }
 
-// Before the clock starts: --precondition's fill (spec §7.5), then --decode-only's prepopulation (§7.4).
+// Before the clock starts: --precondition's fill (docs/mlperf-benchmark.md, "Trace replay and special modes"), then
+// --decode-only's prepopulation (docs/mlperf-benchmark.md, "Trace replay and special modes").
 void Simulation::warm_up(std::ostream* progress) {
     if (c_.precondition) {
         const uint64_t limit = cache_.stats().limit_bytes[int(Tier::Storage)];
@@ -590,7 +648,41 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     else
         for (size_t i = 0; i < active_users_.load(); ++i) user_threads_.emplace_back([this, i] { user_loop(i); });
 
-    // Main thread: wait for the duration, --max-requests or a signal; sample bandwidth each second.
+    const std::string reason = wait_for_stop(elapsed, progress);
+    const double stop_at = elapsed();
+    stop_.set();
+    {
+        std::lock_guard lk(park_mu_);  // parked threads see the stop
+    }
+    park_cv_.notify_all();
+    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
+    if (progress && in_flight_.load())
+        *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
+                  << " requests in flight give up at their next cache op\n"
+                  << std::flush;
+    rag_stop = true;
+    for (auto& th : user_threads_) th.join();
+    stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
+    for (auto& th : worker_threads_) th.join();
+    if (rag_thread.joinable()) rag_thread.join();
+    const int sig = stop_signo();  // also a signal that came during the drain: it decides the exit status
+    // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
+    // before the join window during which it keeps counting completions).
+    const double elapsed_s = elapsed();
+    CacheStats final_stats = cache_.stats();
+    sample_bandwidth(elapsed_s, final_stats);
+
+    out = results_json(elapsed_s);
+    out["kvio"] = kvio_json(final_stats, reason, sig, stop_at, elapsed_s);
+    if (sig == SIGINT) return 130;
+    if (sig == SIGTERM) return 143;
+    if (sig == SIGHUP) return 129;
+    return 0;
+}
+
+// Main thread: waits for the duration, --max-requests, a drained replay, a signal or the autoscaler's stop;
+// samples bandwidth each second and prints progress. Returns the stop reason (kvio.stop.reason).
+std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, std::ostream* progress) {
     std::string reason = "duration";
     double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
     double next_tick = monitor_ ? c_.autoscaler_interval_s : 1e300;
@@ -601,7 +693,9 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
             reason = "max_requests";
             break;
         }
-        if (trace_done_ && settled_.load() >= issued_.load()) {  // finite replay drained (the benchmark drops it, #839)
+        if (trace_done_ &&
+            settled_.load() >=
+                stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops its queue)
             reason = "replay_cycles";
             break;
         }
@@ -623,45 +717,31 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                 next_sample += 1.0;
             }
             if (t >= next_progress && progress) {
-                char line[256];
-                std::snprintf(line, sizeof line,
-                              "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
-                              "%.2f GiB/s\n",
-                              t, static_cast<long long>(c_.duration),
-                              static_cast<unsigned long long>(metrics_.completed()), double(metrics_.tokens()) / t,
-                              queue_.size(),
-                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
-                              bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
-                *progress << line << std::flush;
+                print_progress(t, *progress);
                 next_progress += c_.progress_interval_s;
             }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    const double stop_at = elapsed();
-    stop_.set();
-    {
-        std::lock_guard lk(park_mu_);  // parked threads see the stop
-    }
-    park_cv_.notify_all();
-    cache_.cut_ops();  // ops in flight stop at their next transfer; waits for room, the semaphore or a key end
-    if (progress && in_flight_.load())
-        *progress << "simulate: stopping (" << reason << "): " << in_flight_.load()
-                  << " requests in flight give up at their next cache op\n"
-                  << std::flush;
-    rag_stop = true;
-    for (auto& th : user_threads_) th.join();
-    size_t dropped_queued = queue_.close();  // workers finish what they hold, then see the closed queue
-    for (auto& th : worker_threads_) th.join();
-    if (rag_thread.joinable()) rag_thread.join();
-    const int sig = stop_signo();  // also a signal that came during the drain: it decides the exit status
-    // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
-    // before the join window during which it keeps counting completions).
-    const double elapsed_s = elapsed();
-    CacheStats final_stats = cache_.stats();
-    sample_bandwidth(elapsed_s, final_stats);
+    return reason;
+}
 
-    out = metrics_.top_level_json(c_.seed);
+// One progress line at `t` seconds.
+void Simulation::print_progress(double t, std::ostream& out) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
+                  "%.2f GiB/s\n",
+                  t, static_cast<long long>(c_.duration), static_cast<unsigned long long>(metrics_.completed()),
+                  double(metrics_.tokens()) / t, queue_.size(),
+                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
+                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
+    out << line << std::flush;
+}
+
+// The benchmark's part of the results (top level and summary) over `elapsed_s` seconds.
+nlohmann::ordered_json Simulation::results_json(double elapsed_s) {
+    nlohmann::ordered_json out = metrics_.top_level_json(c_.seed);
     nlohmann::ordered_json summary = metrics_.summary_head_json(elapsed_s);
     summary["cache_stats"] = cache_.cache_stats_json(elapsed_s, c_.performance_profile);
     summary["qos_metrics"] = qos_.to_json();
@@ -671,18 +751,15 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     if (monitor_) out["throughput_timeline"] = monitor_->throughput_timeline();
     summary["multi_turn_stats"] = metrics_.multi_turn_json();
     out["summary"] = summary;
+    return out;
+}
 
+// kvio's part of the results: the stop, workers, bandwidth timeline, storage host/device split and per-op figures,
+// conversations, RAG, trace, warm-up, autoscaler and per-request columns.
+nlohmann::ordered_json Simulation::kvio_json(const CacheStats& final_stats, const std::string& reason, int sig,
+                                             double stop_at, double elapsed_s) {
     nlohmann::ordered_json k;
-    k["stop"] = {{"reason", reason},
-                 {"signal", sig},
-                 {"stop_requested_at_s", stop_at},
-                 {"drain_s", elapsed_s - stop_at},
-                 {"requests_issued", issued_.load()},
-                 {"dropped_queued_at_stop", dropped_queued},
-                 {"dropped_popped_after_stop", dropped_after_pop_.load()},
-                 {"cut_in_generation", cut_in_generation_.load()},
-                 {"cut_in_storage", cut_in_storage_.load()},
-                 {"beyond_max_requests", beyond_max_requests_.load()}};
+    k["stop"] = stop_json(stop_counts_, reason, sig, stop_at, elapsed_s - stop_at);
     k["workers"] = num_workers_;
     k["bandwidth_timeline"] = bandwidth_;
     nlohmann::ordered_json lat;
@@ -703,25 +780,24 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     }
     if (c_.decode_only) k["prepopulated_entries"] = prepop_keys_.size();
     for (auto it = warmup_json_.begin(); it != warmup_json_.end(); ++it) k[it.key()] = it.value();
-    if (monitor_) {
-        nlohmann::ordered_json a;
-        a["mode"] = c_.autoscaler_mode;
-        a["interval_s"] = c_.autoscaler_interval_s;
-        a["max_users"] = monitor_->scaler().max_users();
-        a["max_users_run"] = max_active_users_;
-        a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
-        const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
-        a["added_users"] = users_to_json(std::vector<UserProfile>(
-            users_.begin() + long(initial), users_.begin() + long(std::max(initial, max_active_users_))));
-        a["intervals"] = monitor_->intervals_json();
-        k["autoscaler"] = a;
-    }
+    if (monitor_) k["autoscaler"] = autoscaler_json();
     k["requests"] = metrics_.requests_json();
-    out["kvio"] = k;
-    if (sig == SIGINT) return 130;
-    if (sig == SIGTERM) return 143;
-    if (sig == SIGHUP) return 129;
-    return 0;
+    return k;
+}
+
+// kvio.autoscaler: the mode, the users it added and its intervals.
+nlohmann::ordered_json Simulation::autoscaler_json() const {
+    nlohmann::ordered_json a;
+    a["mode"] = c_.autoscaler_mode;
+    a["interval_s"] = c_.autoscaler_interval_s;
+    a["max_users"] = monitor_->scaler().max_users();
+    a["max_users_run"] = max_active_users_;
+    a["workers_follow"] = "min(users, 500): a scale step starts or parks user threads and workers";
+    const size_t initial = size_t(std::min<int64_t>(c_.num_users, int64_t(users_.size())));
+    a["added_users"] = users_to_json(std::vector<UserProfile>(
+        users_.begin() + long(initial), users_.begin() + long(std::max(initial, max_active_users_))));
+    a["intervals"] = monitor_->intervals_json();
+    return a;
 }
 
 nlohmann::ordered_json fixes_applied() {
@@ -795,7 +871,8 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         sim.set_trace(std::move(trace));
         res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
-    if (validation)  // results.validation (spec §9.1), after summary like the benchmark's
+    if (validation)  // results.validation (docs/mlperf-benchmark.md, "Metrics and the results JSON"), after summary
+                     // like the benchmark's
         doc["validation"] =
             compare_with_trace(*validation, doc["summary"]["cache_stats"]["cache_hit_rate"].get<double>());
     nlohmann::ordered_json& k = doc["kvio"];

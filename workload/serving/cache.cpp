@@ -1,5 +1,6 @@
 // MultiTierCache: the waterfall policy (waterfall.h) over one backend per tier (tiers.h), the benchmark's
-// counters and latency lists (spec §5, §9.3) with its accounting bugs fixed (docs/simulate.md).
+// counters and latency lists (docs/mlperf-benchmark.md, "Tiers and the waterfall", "Metrics and the results JSON") with
+// its accounting bugs fixed (docs/simulate.md).
 #include "workload/serving/cache.h"
 
 #include <sys/stat.h>
@@ -14,13 +15,13 @@
 #include <ostream>
 
 #include "common/error.h"
-#include "workload/serving/gpu_tier.h"
-#include "workload/serving/io_trace_log.h"
-#include "workload/serving/kv_data.h"
-#include "workload/serving/stats_util.h"
-#include "workload/serving/storage_throttle.h"
-#include "workload/serving/tiers.h"
-#include "workload/serving/waterfall.h"
+#include "workload/serving/tiers/gpu_tier.h"
+#include "workload/serving/tiers/io_trace_log.h"
+#include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/results/stats_util.h"
+#include "workload/serving/tiers/storage_throttle.h"
+#include "workload/serving/tiers/tiers.h"
+#include "workload/serving/tiers/waterfall.h"
 #include "common/devinfo.h"
 
 namespace kvio::serving {
@@ -286,7 +287,7 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     st.demotions[int(to)] += 1;
     st.demotion_bytes[int(to)] += a.bytes;
     st.demotion_lat[int(to)].push_back(r.total + w.total);
-    st.tier_bytes_read[int(from)] += a.bytes;  // #408/#420
+    st.tier_bytes_read[int(from)] += a.bytes;  // demotion traffic counted per tier (the benchmark does not)
     st.tier_bytes_written[int(to)] += a.bytes;
     if (to == Tier::Cpu) st.offloads_cpu += 1;
     if (to == Tier::Storage) {
@@ -465,7 +466,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         st.storage_read_device.push_back(tm.device);
         st.storage_read_host.push_back(tm.host);
         st.storage_ops.push_back(storage_sample(false, false, g.bytes, tm));
-        uint64_t sharded = m.bpt / m.tp;  // #402: tokens of the sharded entry, not bytes / full bpt
+        uint64_t sharded = m.bpt / m.tp;  // tokens of the sharded entry (the benchmark divides by the full bpt)
         if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
     }
     res.latency_s = tm.total;
@@ -506,7 +507,7 @@ void MultiTierCache::cut_ops() {
 
 void MultiTierCache::reset_stats() {
     std::lock_guard<std::mutex> g(impl_->stats_mu);
-    impl_->st = CacheStats{};
+    reset_cache_stats(impl_->st);
     if (impl_->pool) impl_->pool_misses_at_reset = impl_->pool->copy_misses();
 }
 
@@ -519,126 +520,9 @@ std::string MultiTierCache::storage_description() const {
     return m.storage_desc + ", limit " + l;
 }
 
-namespace {
-
-const char* const kPct[] = {"p50", "p95", "p99", "p999", "p9999"};
-const double kPctQ[] = {50, 95, 99, 99.9, 99.99};
-
-void put_percentiles(nlohmann::ordered_json& j, const std::string& prefix, const std::vector<double>& v_s) {
-    if (v_s.empty()) return;
-    std::vector<double> s = v_s;
-    std::sort(s.begin(), s.end());
-    for (int i = 0; i < 5; ++i) j[prefix + "_" + kPct[i] + "_ms"] = percentile_sorted(s, kPctQ[i]) * 1000.0;
-}
-
-double p95_ms(const std::vector<double>& v) { return percentile(v, 95) * 1000.0; }
-
-nlohmann::ordered_json criterion(const char* name, double target, double actual, const char* unit, bool passed) {
-    return {{"name", name}, {"target", target}, {"actual", actual}, {"unit", unit}, {"passed", passed}};
-}
-
-// Spec §9.6: the benchmark's pass/fail assessment (not an MLCommons rule, #624).
-nlohmann::ordered_json storage_health(const CacheStats& s, double hit_rate, double read_bw, double write_bw,
-                                      const std::string& profile) {
-    nlohmann::ordered_json crit = nlohmann::ordered_json::array();
-    const int S = int(Tier::Storage), C = int(Tier::Cpu);
-    if (profile == "throughput") {
-        bool any_read = s.tier_bytes_read[S] > 0, any_write = s.tier_bytes_written[S] > 0;
-        if (any_read || !any_write)
-            crit.push_back(criterion("Storage Read Bandwidth", 0, read_bw, "GB/s", read_bw > 0));
-        if (any_write || !any_read)
-            crit.push_back(criterion("Storage Write Bandwidth", 0, write_bw, "GB/s", write_bw > 0));
-    } else {
-        // The benchmark's basis: the device-side list when it has one, else the total (host + device); the name says
-        // which, as the benchmark's does, and "basis" names the cache_stats key that holds the same figure.
-        auto storage_p95 = [&](const char* op, const std::vector<double>& device, const std::vector<double>& total,
-                               double target) {
-            const bool dev = !device.empty();
-            const auto& l = dev ? device : total;
-            if (l.empty()) return;
-            const std::string name = std::string("Storage ") + op + (dev ? " Device" : " Total") + " P95 Latency";
-            auto c = criterion(name.c_str(), target, p95_ms(l), "ms", p95_ms(l) < target);
-            c["basis"] =
-                std::string("storage_") + (op[0] == 'W' ? "write" : "read") + (dev ? "_device" : "") + "_p95_ms";
-            crit.push_back(c);
-        };
-        storage_p95("Write", s.storage_write_device, s.write_lat[S], 500);
-        storage_p95("Read", s.storage_read_device, s.read_lat[S], 200);
-        std::vector<double> cpu = s.read_lat[C];
-        cpu.insert(cpu.end(), s.write_lat[C].begin(), s.write_lat[C].end());
-        if (!cpu.empty()) crit.push_back(criterion("CPU RAM P95 Latency", 150, p95_ms(cpu), "ms", p95_ms(cpu) < 150));
-        if (s.cache_hits + s.cache_misses > 0)
-            crit.push_back(criterion("Cache Hit Rate", 0.30, hit_rate, "ratio", hit_rate > 0.30));
-    }
-    int passed = 0;
-    for (const auto& c : crit) passed += c["passed"].get<bool>() ? 1 : 0;
-    nlohmann::ordered_json j;
-    j["overall_status"] = passed == int(crit.size()) ? "PASS" : "FAIL";
-    j["criteria"] = crit;
-    j["passed_count"] = passed;
-    j["total_count"] = crit.size();
-    return j;
-}
-
-}  // namespace
-
 nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s,
                                                         const std::string& performance_profile) const {
     return serving::cache_stats_json(stats(), elapsed_s, performance_profile);
-}
-
-nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile) {
-    const double accesses = double(s.cache_hits + s.cache_misses);
-    const double hit_rate = accesses > 0 ? double(s.cache_hits) / accesses : 0.0;
-    const double el = elapsed_s > 0 ? elapsed_s : 0.0;
-    auto gb = [](uint64_t b) { return double(b) / kGiB; };
-    auto bw = [&](uint64_t b) { return el > 0 ? gb(b) / el : 0.0; };
-    const char* names[3] = {"gpu", "cpu", "storage"};
-    const int S = int(Tier::Storage);
-
-    nlohmann::ordered_json j;
-    j["cache_hit_rate"] = hit_rate;
-    j["cache_hits"] = s.cache_hits;
-    j["cache_misses"] = s.cache_misses;
-    j["gpu_entries"] = s.entries[0];
-    j["cpu_entries"] = s.entries[1];
-    j["storage_entries"] = s.entries[2];
-    j["gpu_memory_used_gb"] = gb(s.used_bytes[0]);
-    j["cpu_memory_used_gb"] = gb(s.used_bytes[1]);
-    j["offloads_cpu"] = s.offloads_cpu;
-    j["offloads_storage"] = s.offloads_storage;
-    j["storage_health"] =
-        storage_health(s, hit_rate, bw(s.tier_bytes_read[S]), bw(s.tier_bytes_written[S]), performance_profile);
-    j["prefill_writes"] = s.prefill_writes;
-    j["decode_reads"] = s.decode_reads;
-    for (int t = 0; t < 3; ++t)
-        j[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = gb(s.tier_bytes_written[t]);
-    for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = gb(s.tier_bytes_read[t]);
-    for (int t = 0; t < 3; ++t) {
-        j[std::string("tier_") + names[t] + "_read_bandwidth_gbps"] = bw(s.tier_bytes_read[t]);
-        j[std::string("tier_") + names[t] + "_write_bandwidth_gbps"] = bw(s.tier_bytes_written[t]);
-    }
-    j["system_prompt_hits"] = s.system_prompt_hits;
-    j["common_phrase_hits"] = s.common_phrase_hits;
-    j["user_cache_hits"] = s.user_cache_hits;
-    j["multi_turn_hits"] = s.multi_turn_hits;
-    j["total_read_bytes"] = s.total_read_bytes;
-    j["total_write_bytes"] = s.total_write_bytes;
-    j["total_read_gb"] = gb(s.total_read_bytes);
-    j["total_write_gb"] = gb(s.total_write_bytes);
-    j["read_write_ratio"] = double(s.total_read_bytes) / double(std::max<uint64_t>(s.total_write_bytes, 1));
-    j["read_iops"] = s.read_operations;
-    j["write_iops"] = s.write_operations;
-    j["storage_tokens_processed"] = s.storage_tokens_processed;
-    for (int t = 0; t < 3; ++t) {
-        put_percentiles(j, std::string(names[t]) + "_read", s.read_lat[t]);
-        put_percentiles(j, std::string(names[t]) + "_write", s.write_lat[t]);
-    }
-    put_percentiles(j, "storage_read_device", s.storage_read_device);
-    put_percentiles(j, "storage_read_host", s.storage_read_host);
-    put_percentiles(j, "storage_write_device", s.storage_write_device);
-    put_percentiles(j, "storage_write_host", s.storage_write_host);
-    return j;
 }
 
 nlohmann::ordered_json MultiTierCache::kvio_json() const {

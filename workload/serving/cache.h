@@ -1,8 +1,8 @@
-// The multi-tier KV cache of the serving simulation (spec §5; benchmark cache.py:MultiTierCache): GPU → CPU →
-// storage tiers, placement by the waterfall policy (waterfall.h: capacities, 0.8 target, 0.95 large-entry rule,
-// recursive LRU demotion, LRU deletion at the bottom, no promotion), real I/O through one tier backend per tier
-// (tiers.h), and the benchmark's counters and latency lists with its accounting bugs fixed (docs/simulate.md).
-// Every method is thread-safe; many workers call allocate()/access() at once.
+// The multi-tier KV cache of the serving simulation (docs/mlperf-benchmark.md, "Tiers and the waterfall"; benchmark
+// cache.py:MultiTierCache): GPU → CPU → storage tiers, placement by the waterfall policy (waterfall.h: capacities, 0.8
+// target, 0.95 large-entry rule, recursive LRU demotion, LRU deletion at the bottom, no promotion), real I/O through
+// one tier backend per tier (tiers.h), and the benchmark's counters and latency lists with its accounting bugs fixed
+// (docs/simulate.md). Every method is thread-safe; many workers call allocate()/access() at once.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/serving/storage_op_stats.h"
+#include "workload/serving/results/cache_stats.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {
@@ -30,9 +30,9 @@ enum class CachePhase { Prefill, Decode };
 enum class CacheType { User, System, MultiTurn, CommonPhrase };
 
 /// Times of one backend op, in seconds (the benchmark's unit), CLOCK_MONOTONIC. For GPU and CPU tiers
-/// total = device = host. Storage (spec §4.5 L4): write host = the write() calls into the page cache (or the
-/// O_DIRECT transfers' submission), device = fsync (buffered) or transfer completion (direct); read host = open +
-/// fadvise, device = the read() calls / transfers. Data generation is never included.
+/// total = device = host. Storage (docs/mlperf-benchmark.md, "Latency layers" L4): write host = the write() calls into
+/// the page cache (or the O_DIRECT transfers' submission), device = fsync (buffered) or transfer completion (direct);
+/// read host = open + fadvise, device = the read() calls / transfers. Data generation is never included.
 struct OpTiming {
     double total = 0, host = 0, device = 0;
     /// kvio's own split (storage tiers that measure it; < 0 = not measured): seconds inside the op's system
@@ -59,51 +59,14 @@ struct AccessResult {
     bool cut = false;      ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
 };
 
-/// Counters and per-op latency lists, a consistent copy (stats()). Byte counters are bytes; lists are seconds.
-/// Names follow summary.cache_stats (spec §9.3) where the benchmark has the figure.
-struct CacheStats {
-    uint64_t cache_hits = 0, cache_misses = 0;
-    uint64_t system_prompt_hits = 0, common_phrase_hits = 0, user_cache_hits = 0, multi_turn_hits = 0;
-    uint64_t prefill_writes = 0, decode_reads = 0;
-    uint64_t read_operations = 0, write_operations = 0;  ///< read_iops / write_iops in the JSON (counts)
-    uint64_t total_read_bytes = 0,
-             total_write_bytes = 0;  ///< completed ops only (kvio fix: the benchmark counts before I/O)
-    uint64_t offloads_cpu = 0, offloads_storage = 0, evictions = 0;
-    double storage_tokens_processed = 0;
-    uint64_t tier_bytes_written[3] = {}, tier_bytes_read[3] = {};  ///< direct ops + demotions (fix #408/#420)
-    uint64_t entries[3] = {};                                      ///< entries present now
-    uint64_t used_bytes[3] = {}, limit_bytes[3] = {};              ///< limit UINT64_MAX = unlimited
-    bool tier_present[3] = {};
-    std::vector<double> read_lat[3], write_lat[3];  ///< total, per op, direct ops only
-    std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
-    std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
-    // kvio's additions (the benchmark does not count these: #421)
-    uint64_t demotions[3] = {};  ///< demotions *into* tier t
-    uint64_t demotion_bytes[3] = {};
-    std::vector<double> demotion_lat[3];         ///< read from source + write to destination, s
-    uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
-    uint64_t failed_writes = 0, failed_reads = 0;
-    uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
-    uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
-    /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
-    /// copy was taken (NoisePool::copy_misses since the last reset_stats).
-    uint64_t gather_fallbacks = 0;
-    std::string first_error;  ///< first I/O error seen (empty if none)
-};
-
-/// summary.cache_stats (spec §9.3) of `s` for a run of `elapsed_s` seconds: every key the benchmark writes, same
-/// units, percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
-/// MultiTierCache::cache_stats_json is this on stats(); the multi-client merge calls it on the clients' summed stats.
-nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile);
-
 class MultiTierCache {
 public:
-    /// Builds the tiers from the config (spec §5.1): GPU = gpu_mem_gb × num_gpus GiB (present only when > 0; the
-    /// model or CUDA tier per c.gpu_tier — never silently dropped: gpu_tier_description() says which runs), CPU =
-    /// cpu_mem_gb GiB of real RAM, storage under c.cache_dir (a directory: one file per entry; a block device: an
-    /// extent allocator on the device, with kvio gen's safety refusals) limited to storage_capacity_gb GiB or
-    /// statvfs f_bavail × f_frsize × 0.95. With c.io_trace_log all tiers are null backends and every op is a CSV
-    /// row. Throws kvio::Error for an unusable cache_dir or device.
+    /// Builds the tiers from the config (docs/mlperf-benchmark.md, "Tiers and the waterfall"): GPU = gpu_mem_gb ×
+    /// num_gpus GiB (present only when > 0; the model or CUDA tier per c.gpu_tier — never silently dropped:
+    /// gpu_tier_description() says which runs), CPU = cpu_mem_gb GiB of real RAM, storage under c.cache_dir (a
+    /// directory: one file per entry; a block device: an extent allocator on the device, with kvio gen's safety
+    /// refusals) limited to storage_capacity_gb GiB or statvfs f_bavail × f_frsize × 0.95. With c.io_trace_log all
+    /// tiers are null backends and every op is a CSV row. Throws kvio::Error for an unusable cache_dir or device.
     MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std::ostream* log);
     ~MultiTierCache();
     MultiTierCache(const MultiTierCache&) = delete;
@@ -125,8 +88,9 @@ public:
     void cut_ops();
     /// reset_stats(): counters and lists to zero; entries and usage stay (after precondition / prepopulation).
     void reset_stats();
-    /// summary.cache_stats (spec §9.3) for a run of `elapsed_s` seconds: every key the benchmark writes, same units,
-    /// percentiles with numpy's linear interpolation, plus storage_health (§9.6) for `performance_profile`.
+    /// summary.cache_stats (docs/mlperf-benchmark.md, "Metrics and the results JSON") for a run of `elapsed_s` seconds:
+    /// every key the benchmark writes, same units, percentiles with numpy's linear interpolation, plus storage_health
+    /// (docs/mlperf-benchmark.md, "Pass/fail assessment") for `performance_profile`.
     nlohmann::ordered_json cache_stats_json(double elapsed_s, const std::string& performance_profile) const;
     /// kvio's additions for the results' kvio object: demotions, deletions, failures, tier limits and backends.
     nlohmann::ordered_json kvio_json() const;

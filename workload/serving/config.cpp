@@ -1,5 +1,5 @@
-// SimConfig defaults, the flag table, the benchmark's argument checks and bytes/token (spec §1.2, §1.3, §2).
-// The YAML loader lives in config_yaml.cpp.
+// SimConfig defaults, the flag table, the benchmark's argument checks and bytes/token (docs/mlperf-benchmark.md,
+// "Command line and validation", "Model geometry"). The YAML loader lives in config_yaml.cpp.
 #include "workload/serving/config.h"
 
 #include <unistd.h>
@@ -32,11 +32,12 @@ YamlSettings default_yaml_settings() {
 
 const std::vector<FlagSpec>& flag_table() {
     using C = SimConfig;
-    // kv-cache.py's 40 add_argument calls in cli.py order (spec §1.2), then kvio's own flags.
+    // kv-cache.py's 40 add_argument calls in cli.py order (docs/mlperf-benchmark.md, "Command line and validation"),
+    // then kvio's own flags.
     static const std::vector<FlagSpec> t = {
         {"--log-level", "choice", "INFO", "Logging level.", false, &C::log_level, "DEBUG|INFO|WARNING|ERROR|CRITICAL"},
         {"--model", "str", "llama3.1-8b",
-         "Model whose KV geometry sizes every entry (bytes/token, spec §2); config.yaml model_configs add or override "
+         "Model whose KV geometry sizes every entry (bytes/token); config.yaml model_configs add or override "
          "models.",
          false, &C::model},
         {"--num-users", "int", "100",
@@ -123,7 +124,7 @@ const std::vector<FlagSpec>& flag_table() {
          &C::trace_speedup},
         {"--replay-cycles", "int", "0",
          "Passes over the BurstGPT/ShareGPT data (0 = until --duration); a finite replay ends once its last request "
-         "completed (queued requests are drained, not dropped as in the benchmark, #839).",
+         "completed (queued requests are drained, not dropped as in the benchmark).",
          false, &C::replay_cycles},
         {"--prefill-only", "flag", "off",
          "Skip the decode reads (step 5); multi-turn, prefix and RAG reads remain (add --disable-multi-turn "
@@ -299,7 +300,8 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (c.mpi && c.num_clients > 1)
         e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     // Limits are workload.py's module constants (MAX_USERS, MAX_DURATION_SECONDS, MAX_GPU_MEMORY_GB,
-    // MAX_CPU_MEMORY_GB), not config.yaml's validation_limits, which the benchmark never reads (spec §1.3).
+    // MAX_CPU_MEMORY_GB), not config.yaml's validation_limits, which the benchmark never reads
+    // (docs/mlperf-benchmark.md, "Command line and validation").
     positive("--num-users", c.num_users);
     at_most("--num-users", c.num_users, int64_t(100000), "limit (100000)");
     positive("--duration", c.duration);

@@ -1,6 +1,7 @@
-// `kvio simulate` configuration: every flag of the MLPerf Storage KV Cache Benchmark v3.0 (kv-cache.py, spec
-// ../shared/mlperf-kv-benchmark.md §1.2) with the same name, default and meaning, kvio's additions, and the
-// benchmark's config.yaml keys (§1.4). One struct for the CLI, the YAML loader, the simulation and the results.
+// `kvio simulate` configuration: every flag of the MLPerf Storage KV Cache Benchmark v3.0 (kv-cache.py;
+// docs/mlperf-benchmark.md, "Command line and validation") with the same name, default and meaning, kvio's additions,
+// and the benchmark's config.yaml keys (docs/mlperf-benchmark.md, "config.yaml"). One struct for the CLI, the YAML
+// loader, the simulation and the results.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,21 +24,23 @@ struct FloatRange {
     double lo = 0, hi = 0;
 };
 
-/// One user template (spec §3.1; YAML `user_templates.<name>`).
+/// One user template (docs/mlperf-benchmark.md, "Users and the request stream"; YAML `user_templates.<name>`).
 struct UserTemplate {
     IntRange context_range;       ///< tokens
     IntRange generation_range;    ///< tokens
     FloatRange think_time_range;  ///< seconds
 };
 
-/// One QoS class (spec §3.2; YAML `qos_profiles.<name>`). Only the P95 target is judged, per request.
+/// One QoS class (docs/mlperf-benchmark.md, "Users and the request stream"; YAML `qos_profiles.<name>`). Only the P95
+/// target is judged, per request.
 struct QosProfile {
     double target_latency_p95_ms = 0, target_latency_p99_ms = 0, target_latency_p999_ms = 0,
            target_latency_p9999_ms = 0;
     int priority = 0;  ///< 3 interactive, 2 responsive, 1 batch (higher is served first)
 };
 
-/// The config.yaml settings (spec §1.4). Defaults are the benchmark's code defaults (what applies without
+/// The config.yaml settings (docs/mlperf-benchmark.md, "config.yaml"). Defaults are the benchmark's code defaults (what
+/// applies without
 /// --config). Keys the benchmark reads nowhere ("dead") are accepted and kept so a file round-trips, and
 /// docs/simulate.md says which ones kvio honours anyway.
 struct YamlSettings {
@@ -99,7 +102,8 @@ struct YamlSettings {
 /// The benchmark's defaults for every YAML key above (what applies without --config).
 YamlSettings default_yaml_settings();
 
-/// Every flag of kv-cache.py (same names, defaults, meanings: spec §1.2) plus kvio's own.
+/// Every flag of kv-cache.py (same names, defaults, meanings: docs/mlperf-benchmark.md, "Command line and validation")
+/// plus kvio's own.
 struct SimConfig {
     // ---- the benchmark's 40 flags ----
     std::string log_level = "INFO";  ///< DEBUG|INFO|WARNING|ERROR|CRITICAL
@@ -201,9 +205,9 @@ std::string flag_table_markdown();
 /// The flags in the benchmark's order (cli.py), then kvio's.
 const std::vector<FlagSpec>& flag_table();
 
-/// The benchmark's argument checks (workload.py:validate_args, spec §1.3) plus kvio's. Returns every error
-/// (one sentence each, naming the flag and value); empty when valid. Warnings (TP not a power of two) go to
-/// `warnings`. prefill_only with decode_only is reported here too ("mutually exclusive").
+/// The benchmark's argument checks (workload.py:validate_args, docs/mlperf-benchmark.md, "Command line and validation")
+/// plus kvio's. Returns every error (one sentence each, naming the flag and value); empty when valid. Warnings (TP not
+/// a power of two) go to `warnings`. prefill_only with decode_only is reported here too ("mutually exclusive").
 std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::string>& warnings);
 
 /// Loads --config into c.yaml: yaml-cpp, strict (an unknown key at any level is an error naming its dotted path
@@ -216,9 +220,9 @@ void load_yaml_config(const std::string& path, SimConfig& c);
 /// "Unknown model 'X'. Available models: ..." (the benchmark's message).
 workload::ModelConfig resolve_model(const SimConfig& c);
 
-/// KV bytes per token of `m` with the benchmark's formula (spec §2): MHA/GQA layers × kv_heads × head_dim × 2 ×
-/// bytes_per_element; MLA layers × (kv_lora_rank + qk_rope_head_dim) × bytes_per_element. Equals
-/// workload::compute_geometry(m, tp=1).bytes_per_token.
+/// KV bytes per token of `m` with the benchmark's formula (docs/mlperf-benchmark.md, "Model geometry"): MHA/GQA layers
+/// × kv_heads × head_dim × 2 × bytes_per_element; MLA layers × (kv_lora_rank + qk_rope_head_dim) × bytes_per_element.
+/// Equals workload::compute_geometry(m, tp=1).bytes_per_token.
 uint64_t bytes_per_token(const workload::ModelConfig& m);
 
 /// The config as the results' kvio.config echo: {"flags": {<argparse dest>: value, ...} for every flag of

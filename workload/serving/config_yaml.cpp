@@ -1,5 +1,6 @@
-// --config: the benchmark's config.yaml (spec §1.4, kv_cache/config.py's schema) loaded strictly with yaml-cpp,
-// and the settings echoed as JSON. One table of leaves drives the loader, the "valid keys" messages and the echo.
+// --config: the benchmark's config.yaml (docs/mlperf-benchmark.md, "config.yaml", kv_cache/config.py's schema) loaded
+// strictly with yaml-cpp, and the settings echoed as JSON. One table of leaves drives the loader, the "valid keys"
+// messages and the echo.
 #include <sys/stat.h>
 
 #include <cerrno>

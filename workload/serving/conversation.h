@@ -1,5 +1,6 @@
-// Multi-turn conversations of the serving simulation (benchmark conversation.py:ConversationManager, spec §3.3
-// step 2 and §3.4): per-user conversations, their turns and cache keys, the table cap.
+// Multi-turn conversations of the serving simulation (benchmark conversation.py:ConversationManager,
+// docs/mlperf-benchmark.md, "Users and the request stream" step 2 and docs/mlperf-benchmark.md, "Multi-turn, prefix and
+// RAG reuse"): per-user conversations, their turns and cache keys, the table cap.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -18,7 +19,7 @@ struct Turn {
 };
 
 /// Thread-safe table of conversations. Ids are "conv_<user_id>_<n>" with n a per-user counter from 1 (the
-/// benchmark appends int(time.time()*1000), which makes keys differ run to run, #822; the counter keeps
+/// benchmark appends int(time.time()*1000), which makes keys differ run to run; the counter keeps
 /// same-seed runs comparable). Ended conversations stay in the table as in the benchmark; when it holds
 /// `max_conversations` the one with the oldest last access is dropped first (metadata only).
 class ConversationManager {
@@ -34,7 +35,8 @@ public:
     /// Turns so far (0 for an unknown id).
     int turn_count(const std::string& conv_id) const;
     /// get_all_previous_turn_keys(conv_id, current_key): every turn of the conversation except `current_key`,
-    /// in turn order — including turns added after it (the benchmark's quirk, spec §3.4/§10.2-12).
+    /// in turn order — including turns added after it (the benchmark's quirk, docs/mlperf-benchmark.md, "Multi-turn,
+    /// prefix and RAG reuse", "Upstream bugs kvio fixes or keeps").
     std::vector<Turn> previous_turns(const std::string& conv_id, const std::string& current_key) const;
     /// Marks a conversation ended (it stays in the table).
     void end_conversation(const std::string& conv_id);

@@ -1,4 +1,5 @@
-// System-prompt prefix sharing (benchmark prefix_cache.py:PrefixMatcher/PrefixCacheManager, spec §3.5).
+// System-prompt prefix sharing (benchmark prefix_cache.py:PrefixMatcher/PrefixCacheManager, docs/mlperf-benchmark.md,
+// "Multi-turn, prefix and RAG reuse").
 #pragma once
 #include <cstdint>
 #include <mutex>

@@ -1,6 +1,7 @@
 // CPython's `random` module (Lib/random.py, Modules/_randommodule.c), bit for bit: MT19937 seeded by
 // init_by_array of the seed's 32-bit words, random(), getrandbits(), randbelow-based randint/choice/shuffle,
-// uniform. So `--seed 42` draws exactly the benchmark's user table (spec §3.1, §11.1).
+// uniform. So `--seed 42` draws exactly the benchmark's user table (docs/mlperf-benchmark.md, "Users and the request
+// stream", "Comparing with the Python benchmark").
 #pragma once
 #include <array>
 #include <cstddef>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "workload/serving/stats_util.h"
+#include "workload/serving/results/stats_util.h"
 
 namespace kvio::serving {
 

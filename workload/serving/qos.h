@@ -1,4 +1,5 @@
-// QoS service-level accounting (benchmark monitoring.py:QoSMonitor, spec §3.2, §9.2 qos_metrics).
+// QoS service-level accounting (benchmark monitoring.py:QoSMonitor, docs/mlperf-benchmark.md, "Users and the request
+// stream", "Metrics and the results JSON" qos_metrics).
 #pragma once
 #include <map>
 #include <mutex>
@@ -8,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "workload/serving/config.h"
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 namespace kvio::serving {
 

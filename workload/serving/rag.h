@@ -1,5 +1,6 @@
 // Retrieval-augmented generation (benchmark rag.py:RAGDocumentManager and benchmark.py:_ingest_rag_documents,
-// spec §3.6): documents split into chunks written to the cache, top-k chunk picks with Zipf weights.
+// docs/mlperf-benchmark.md, "Multi-turn, prefix and RAG reuse"): documents split into chunks written to the cache,
+// top-k chunk picks with Zipf weights.
 #pragma once
 #include <atomic>
 #include <cstdint>

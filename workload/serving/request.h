@@ -1,9 +1,10 @@
-// One inference request of the serving simulation (benchmark benchmark.py:InferenceRequest, spec §3.3).
+// One inference request of the serving simulation (benchmark benchmark.py:InferenceRequest, docs/mlperf-benchmark.md,
+// "Users and the request stream").
 #pragma once
 #include <cstdint>
 #include <string>
 
-#include "workload/serving/users.h"
+#include "workload/serving/arrivals/users.h"
 
 namespace kvio::serving {
 

@@ -1,6 +1,7 @@
 // The simulation's one request queue (benchmark benchmark.py: queue.PriorityQueue keyed (-priority, time.time()),
-// spec §4.2): unbounded, strict priority interactive > responsive > batch, FIFO within a class. kvio breaks ties
-// by the global request sequence number instead of enqueue wall time (no equal keys, reproducible order).
+// docs/mlperf-benchmark.md, "Users and the request stream"): unbounded, strict priority interactive > responsive >
+// batch, FIFO within a class. kvio breaks ties by the global request sequence number instead of enqueue wall time (no
+// equal keys, reproducible order).
 #pragma once
 #include <chrono>
 #include <condition_variable>

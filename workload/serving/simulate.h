@@ -1,7 +1,7 @@
-// `kvio simulate` as a library call: the MLPerf Storage KV Cache Benchmark v3.0 serving workload (spec
-// ../shared/mlperf-kv-benchmark.md §3–§9) run natively: open-loop users, one priority queue, min(users, 500)
-// workers, the per-request steps (prefix → multi-turn reads → prefill write → RAG → decode → generation), the
-// multi-tier cache (cache.h), and the benchmark's results JSON plus a `kvio` object.
+// `kvio simulate` as a library call: the MLPerf Storage KV Cache Benchmark v3.0 serving workload
+// (docs/mlperf-benchmark.md, "Users and the request stream" to "Metrics and the results JSON") run natively: open-loop
+// users, one priority queue, min(users, 500) workers, the per-request steps (prefix → multi-turn reads → prefill write
+// → RAG → decode → generation), the multi-tier cache (cache.h), and the benchmark's results JSON plus a `kvio` object.
 #pragma once
 #include <functional>
 #include <iosfwd>
@@ -17,7 +17,8 @@ namespace kvio::serving {
 
 /// What a run produced.
 struct SimResult {
-    nlohmann::ordered_json results;  ///< the document written to --output (spec §9 keys + "kvio")
+    nlohmann::ordered_json results;  ///< the document written to --output (docs/mlperf-benchmark.md, "Metrics and the
+                                     ///< results JSON" keys + "kvio")
     std::string output_path;         ///< where it was written
     int exit_code = 0;               ///< 0, or 130/143 when stopped by SIGINT/SIGTERM (results still written)
 };

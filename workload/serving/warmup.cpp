@@ -13,7 +13,8 @@ namespace kvio::serving {
 
 namespace {
 
-constexpr int64_t kWarmupTokens = 2048;  // both warm-ups write 2048-token entries (spec §7.4, §7.5)
+constexpr int64_t kWarmupTokens =
+    2048;  // both warm-ups write 2048-token entries (docs/mlperf-benchmark.md, "Trace replay and special modes")
 constexpr uint64_t kStallFailures = 50;  // precondition: "> 50 consecutive failures" → stalled
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }

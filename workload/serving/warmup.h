@@ -1,7 +1,7 @@
-// Writes before the measured run (spec §7.4, §7.5): --decode-only's prepopulation (num_users × 10 entries
-// "prepop_<i>") and --precondition's fill ("precond_<seq>" entries until a byte target). Both write 2048-token
-// entries through the normal tier logic from several threads, print progress, and end with reset_stats()
-// (counters only: the entries stay and are evicted by LRU later).
+// Writes before the measured run (docs/mlperf-benchmark.md, "Trace replay and special modes"): --decode-only's
+// prepopulation (num_users × 10 entries "prepop_<i>") and --precondition's fill ("precond_<seq>" entries until a byte
+// target). Both write 2048-token entries through the normal tier logic from several threads, print progress, and end
+// with reset_stats() (counters only: the entries stay and are evicted by LRU later).
 #pragma once
 #include <cstdint>
 #include <functional>

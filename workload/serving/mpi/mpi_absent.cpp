@@ -1,6 +1,6 @@
 // The MPI launcher of a kvio built without Open MPI (mpi_client.h): --mpi is refused with the reason.
 #include "common/error.h"
-#include "workload/serving/mpi_client.h"
+#include "workload/serving/cluster/mpi_client.h"
 
 namespace kvio::serving {
 

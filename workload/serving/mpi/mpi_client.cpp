@@ -10,9 +10,9 @@
 
 #include "common/error.h"
 #include "workload/serving/line_prefix.h"
-#include "workload/serving/merge_results.h"
-#include "workload/serving/mpi_client.h"
-#include "workload/serving/multi_client.h"
+#include "workload/serving/results/merge_results.h"
+#include "workload/serving/cluster/mpi_client.h"
+#include "workload/serving/cluster/multi_client.h"
 
 namespace kvio::serving {
 

@@ -1,0 +1,30 @@
+// `kvio simulate --mpi`: one client per rank of an mpirun job (docs/mlperf-benchmark.md, "Multi-client runs";
+// mlperf_wrapper.py's scale-out model: the MLPerf Storage rules' "a client is one MPI process"), with no shared
+// filesystem: rank 0 gathers every rank's results over MPI and writes the merged result (merge_results.h). Implemented
+// in workload/serving/mpi/ and built only when the Makefile finds Open MPI (pkg-config ompi, or mpicxx --showme);
+// otherwise --mpi is refused with mpi_build_status().
+#pragma once
+#include <iosfwd>
+
+#include "workload/serving/config.h"
+#include "workload/serving/simulate.h"
+
+namespace kvio::serving {
+
+/// True when this kvio was built with MPI.
+bool mpi_built();
+/// One line for `kvio simulate --help` and errors: "MPI: built with <library version> (--mpi available)" or
+/// "MPI: not built (libopenmpi-dev was not found at build time, or make MPI=0: ...): --mpi is refused; --num-clients
+/// works".
+const char* mpi_build_status();
+
+/// Runs this process as one rank: MPI_Init (MPI_THREAD_FUNNELED), rank and size from MPI_Comm_rank/_size,
+/// client_config(c, rank) (cache <dir>/rank_<r>, seed base + r, <output>.rank<r>.json written on the rank's own
+/// host), an MPI_Barrier right before the clock starts (SimHooks::before_start), then MPI_Gatherv of every rank's
+/// results document (CBOR) to rank 0, which merges them (launcher "mpi", ranks named by MPI_Get_processor_name)
+/// into c.output and, with a console, prints the report. A rank that fails still joins the barrier and the
+/// gather with its error (kvio.merged.partial_failure). Returns rank 0's merged result (other ranks: their own).
+/// Throws kvio::Error when not built with MPI.
+SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress);
+
+}  // namespace kvio::serving

@@ -1,0 +1,44 @@
+// `kvio simulate --num-clients N`: N client processes on one host, like the benchmark's mlperf_wrapper.py
+// (docs/mlperf-benchmark.md, "Multi-client runs": each its own cache subdirectory, seed base + rank, its own results
+// file), and one merged result (merge_results.h). The per-client helpers here are shared with the MPI launcher
+// (mpi_client.h).
+#pragma once
+#include <iosfwd>
+#include <string>
+
+#include "workload/serving/config.h"
+#include "workload/serving/results/merge_results.h"
+#include "workload/serving/simulate.h"
+
+namespace kvio::serving {
+
+/// Client `rank`'s config: --cache-dir <dir>/rank_<rank> ("" stays "": each client makes its own temporary
+/// directory), --seed base + rank (unset stays unset: each client draws its own), --output
+/// client_output_path(output, rank), no console report, num_clients 1, mpi off.
+SimConfig client_config(const SimConfig& c, int rank);
+
+/// What many clients cannot share, refused before any client starts (kvio::Error naming `launcher_flag`): a raw
+/// block device as --cache-dir (one device cannot take a subdirectory per client), --enable-latency-tracing
+/// (every client's tracer would see every client's I/O) and --io-trace-log (one CSV per run). Also checks that
+/// --output can be written.
+void check_multi_client(const SimConfig& c, const char* launcher_flag);
+
+/// With the automatic storage limit (--storage-capacity-gb 0), gives each of the `clients_on_host` clients that
+/// share this host's filesystem 1/N of it (95 % of the free space of --cache-dir, or of its nearest existing
+/// parent) instead of all of it; leaves an explicit limit alone.
+void share_storage_capacity(SimConfig& c, int clients_on_host);
+
+/// Writes `merged` to c.output (or the default name) and, with a console, prints the benchmark's report of it and
+/// the per-client and MLCommons aggregation lines. Returns the path written. Throws kvio::Error when the file
+/// cannot be written.
+std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json& merged, std::ostream* console);
+
+/// Runs c.num_clients clients as child processes (fork, each calls run_simulation with its client_config and
+/// SimHooks::keep_merge_state), started together (a pipe barrier right before each client's clock starts), then
+/// merges their results files into c.output. SIGINT/SIGTERM/SIGHUP to this process are forwarded to every client
+/// (repeated until it exits), each client writes what it measured, and the merged result is still written; the
+/// exit code is then 130/143/129. A client that fails is named on stderr and in kvio.merged.failed_ranks
+/// (exit code 1). `progress` gets every client's progress lines prefixed "client <rank>: ".
+SimResult run_clients(const SimConfig& c, std::ostream* console, std::ostream* progress);
+
+}  // namespace kvio::serving

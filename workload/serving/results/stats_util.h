@@ -1,0 +1,18 @@
+// Percentiles and summaries as the benchmark computes them (numpy.percentile, linear interpolation).
+#pragma once
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvio::serving {
+
+/// numpy.percentile(v, q) with the default 'linear' method: sorted v, index (n − 1) × q / 100, linear
+/// interpolation between neighbours. q in [0, 100]. Empty v → 0.
+double percentile(std::vector<double> v, double q);
+/// Same on an already sorted vector (no copy).
+double percentile_sorted(const std::vector<double>& sorted, double q);
+/// {mean, p50, p95, p99, p999, p9999} of `v_s` (seconds) in ms (summary.*_latency_ms, docs/mlperf-benchmark.md,
+/// "Metrics and the results JSON").
+nlohmann::ordered_json latency_summary_ms(const std::vector<double>& v_s);
+
+}  // namespace kvio::serving
