@@ -223,9 +223,10 @@ check-layers:
 	bash scripts/check-layers.sh
 	bash scripts/check-layers.sh --self-test
 
-# Every tracked C, C++ and BPF source in the house layout (.clang-format, bpf/.clang-format; docs/style.md).
+# Every C, C++ and BPF source git tracks or would add (untracked, not ignored) in the house layout (.clang-format,
+# bpf/.clang-format; docs/style.md).
 # `make format` rewrites them; `make check-format` (run by `make test`) names the files that differ.
-FORMAT_SRCS = $(shell git ls-files '*.cpp' '*.h' '*.c' 2>/dev/null)
+FORMAT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.c' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_SRCS)
 check-format:

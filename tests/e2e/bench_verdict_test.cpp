@@ -11,29 +11,34 @@
 namespace kvio::test {
 namespace {
 
-nlohmann::json summarize(const std::vector<std::pair<std::string, double>>& rounds) {
+// bench/summarize.jq over these raw.jsonl records (machine.json empty).
+nlohmann::json summarize_raw(const std::vector<nlohmann::json>& records) {
     TempDir d;
     std::ofstream raw(d.path + "/raw.jsonl");
-    int r = 0;
-    for (const auto& [mode, ratio] : rounds)
-        raw << nlohmann::json{{"stage", "simulate"},
-                              {"mode", mode},
-                              {"round", ++r},
-                              {"ratio", ratio},
-                              {"sim_mbps", 100 * ratio},
-                              {"fio_mbps", 100},
-                              {"cpu_per_byte_fio_over_sim", 0.9},
-                              {"write_streams", 5},
-                              {"read_streams", 4},
-                              {"mean_in_flight", 9},
-                              {"load1", 12.5}}
-                   .dump()
-            << "\n";
+    for (const auto& rec : records) raw << rec.dump() << "\n";
     raw.close();
     std::ofstream(d.path + "/machine.json") << "{}\n";
     CmdResult c = run("jq -s --slurpfile m " + d.path + "/machine.json -f bench/summarize.jq " + d.path + "/raw.jsonl");
     EXPECT_EQ(c.status, 0) << c.err;
     return nlohmann::json::parse(c.out);
+}
+
+nlohmann::json summarize(const std::vector<std::pair<std::string, double>>& rounds) {
+    std::vector<nlohmann::json> records;
+    int r = 0;
+    for (const auto& [mode, ratio] : rounds)
+        records.push_back({{"stage", "simulate"},
+                           {"mode", mode},
+                           {"round", ++r},
+                           {"ratio", ratio},
+                           {"sim_mbps", 100 * ratio},
+                           {"fio_mbps", 100},
+                           {"cpu_per_byte_fio_over_sim", 0.9},
+                           {"write_streams", 5},
+                           {"read_streams", 4},
+                           {"mean_in_flight", 9},
+                           {"load1", 12.5}});
+    return summarize_raw(records);
 }
 
 TEST(BenchVerdict, SimulateRatioSpreadWiderThanTheMarginIsInsideNoise) {
@@ -57,20 +62,17 @@ TEST(BenchVerdict, SimulateRatioAllRoundsOnOneSideDecide) {
 // KVIO_BENCH_PEER: this kvio's BPF ns per command over the peer binary's of the same round (peer_hist); a round
 // without a peer measurement does not count, and rounds that straddle 1.1 wider than 0.1 are inside noise.
 nlohmann::json summarize_peer(const std::vector<std::tuple<int, std::string, double>>& runs) {
-    TempDir d;
-    std::ofstream raw(d.path + "/raw.jsonl");
+    std::vector<nlohmann::json> records;
     for (const auto& [round, mode, ns] : runs)
-        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode},
-                              {"round", round},      {"engine", "io_uring"},
-                              {"iops", 1000},        {"cmds", 4000},
-                              {"ns_per_cmd", ns},    {"programs", nlohmann::json::array()}}
-                   .dump()
-            << "\n";
-    raw.close();
-    std::ofstream(d.path + "/machine.json") << "{}\n";
-    CmdResult c = run("jq -s --slurpfile m " + d.path + "/machine.json -f bench/summarize.jq " + d.path + "/raw.jsonl");
-    EXPECT_EQ(c.status, 0) << c.err;
-    return nlohmann::json::parse(c.out);
+        records.push_back({{"stage", "overhead"},
+                           {"mode", mode},
+                           {"round", round},
+                           {"engine", "io_uring"},
+                           {"iops", 1000},
+                           {"cmds", 4000},
+                           {"ns_per_cmd", ns},
+                           {"programs", nlohmann::json::array()}});
+    return summarize_raw(records);
 }
 
 TEST(BenchVerdict, PeerRatioIsPairedByRound) {
@@ -96,13 +98,14 @@ TEST(BenchVerdict, PeerRatioIsPairedByRound) {
 // The syscall cost of each tracer: its getppid ns minus the untraced run's of the same round, per round; a round
 // without an untraced measurement does not count.
 TEST(BenchVerdict, SyscallAddedNsIsPairedByRound) {
-    TempDir d;
-    std::ofstream raw(d.path + "/raw.jsonl");
+    std::vector<nlohmann::json> raw;
     auto rec = [&raw](const char* mode, int round, double ns) {
-        raw << nlohmann::json{{"stage", "overhead"}, {"mode", mode}, {"round", round},
-                              {"engine", "libaio"},  {"iops", 1000}, {"syscall_ns", ns}}
-                   .dump()
-            << "\n";
+        raw.push_back({{"stage", "overhead"},
+                       {"mode", mode},
+                       {"round", round},
+                       {"engine", "libaio"},
+                       {"iops", 1000},
+                       {"syscall_ns", ns}});
     };
     rec("untraced", 1, 170);
     rec("kvio_hist", 1, 240);
@@ -111,11 +114,7 @@ TEST(BenchVerdict, SyscallAddedNsIsPairedByRound) {
     rec("kvio_hist", 2, 260);
     rec("kvio_comm_block", 2, 203);
     rec("kvio_hist", 3, 999);  // no untraced run in round 3
-    raw.close();
-    std::ofstream(d.path + "/machine.json") << "{}\n";
-    CmdResult c = run("jq -s --slurpfile m " + d.path + "/machine.json -f bench/summarize.jq " + d.path + "/raw.jsonl");
-    ASSERT_EQ(c.status, 0) << c.err;
-    const nlohmann::json s = nlohmann::json::parse(c.out)["overhead"]["libaio"];
+    const nlohmann::json s = summarize_raw(raw)["overhead"]["libaio"];
     EXPECT_DOUBLE_EQ(s["kvio_hist"]["syscall_added_ns"]["min"].get<double>(), 60);
     EXPECT_DOUBLE_EQ(s["kvio_hist"]["syscall_added_ns"]["max"].get<double>(), 70);
     EXPECT_DOUBLE_EQ(s["kvio_comm_block"]["syscall_added_ns"]["median"].get<double>(), 2);
