@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export KVIO_BIN=${KVIO_BIN:-$PWD/$BUILD/kvio}
 n=10 stress=1
-filter=${FLAKE_FILTER:-'Distill*:DistillJobs*:DistillPhases*:TraceQd*:Run*:RunSimulate*:Stop*:GenStop*:Replay*:TraceStop*:Simulate.MaxRequests*'}
+filter=${FLAKE_FILTER:-'Distill*:DistillJobs*:DistillPhases*:TraceQd*:Run*:RunSimulate*:Stop*:GenStop*:Replay*:TraceStop*:TraceInterval*:Simulate.MaxRequests*'}
 while [ $# -gt 0 ]; do
     case $1 in
     -n) n=$2; shift 2 ;;
