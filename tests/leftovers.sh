@@ -36,7 +36,13 @@ snapshot)
     ;;
 check)
     [ -r "${2:-}" ] || { echo "usage: $0 check FILE (a snapshot)" >&2; exit 2; }
-    new=$(comm -13 "$2" <(state | sort))
+    now=$(state | sort)
+    # Processes by count: more of a tool than at the snapshot is a leftover; fewer (a process that was running before
+    # and ended meanwhile) is not.
+    new=$(comm -13 <(grep -v '^proc ' "$2") <(grep -v '^proc ' <<<"$now"))
+    more=$(awk 'NR == FNR { if ($1 == "proc") was[$2] = substr($3, 2) + 0; next }
+                $1 == "proc" && substr($3, 2) + 0 > was[$2] + 0 { print }' "$2" - <<<"$now")
+    new=$(printf '%s\n%s\n' "$new" "$more" | sed '/^$/d')
     # The snapshot file itself, when it lives in a temporary directory.
     new=$(grep -vxF "file $2" <<<"$new")
     if [ -n "$new" ]; then
