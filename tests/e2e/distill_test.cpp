@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/helpers.h"
+#include "tests/event_lines.h"
 
 using namespace kvio::test;
 using nlohmann::json;
@@ -23,22 +24,7 @@ struct Events {
     explicit Events(const std::string& path) : out(path) {}
     void cmd(const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete, uint32_t tid = 4242,
              const char* dev = "7:200", const char* disk = "loop200") {
-        out << json{{"type", "cmd"},
-                    {"src", "block"},
-                    {"dev", dev},
-                    {"disk", disk},
-                    {"op", op},
-                    {"rwbs", op[0] == 'r' ? "R" : "W"},
-                    {"sector", sector},
-                    {"bytes", bytes},
-                    {"ts_issue", issue},
-                    {"ts_complete", complete},
-                    {"d2c_ns", complete - issue},
-                    {"pid", tid},
-                    {"tid", tid},
-                    {"comm", "app"}}
-                   .dump()
-            << "\n";
+        out << cmd_line(op, sector, bytes, issue, complete, tid, dev, disk, "app") << "\n";
     }
 };
 

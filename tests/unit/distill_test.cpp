@@ -21,6 +21,7 @@
 #include "distiller/phased_job.h"
 #include "distiller/rounding.h"
 #include "distiller/timeline.h"
+#include "tests/event_lines.h"
 
 using namespace kvio;
 using namespace kvio::distiller;
@@ -42,21 +43,7 @@ struct EventsFile {
     ~EventsFile() { std::remove(path.c_str()); }
     void cmd(const char* op, uint64_t sector, uint64_t bytes, uint64_t issue, uint64_t complete, uint32_t tid = 100,
              const char* dev = "7:0", const char* comm = "fio") {
-        json j = {{"type", "cmd"},
-                  {"src", "block"},
-                  {"dev", dev},
-                  {"disk", "loop0"},
-                  {"op", op},
-                  {"rwbs", op[0] == 'r' ? "R" : "W"},
-                  {"sector", sector},
-                  {"bytes", bytes},
-                  {"ts_issue", issue},
-                  {"ts_complete", complete},
-                  {"d2c_ns", complete - issue},
-                  {"pid", tid},
-                  {"tid", tid},
-                  {"comm", comm}};
-        out << j.dump() << "\n";
+        out << kvio::test::cmd_line(op, sector, bytes, issue, complete, tid, dev, "loop0", comm) << "\n";
     }
     void raw(const std::string& line) { out << line << "\n"; }
     EventTrace load(const EventFilter& f = {}) {
