@@ -228,7 +228,7 @@ check-layers:
 # `make format` rewrites them; `make check-format` (run by `make test`) names the files that differ.
 FORMAT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.c' 2>/dev/null)
 format:
-	clang-format -i $(FORMAT_SRCS)
+	@clang-format -i $(FORMAT_SRCS) && echo "format: $(words $(FORMAT_SRCS)) files in the house layout"
 check-format:
 	@bad=$$(clang-format --dry-run $(FORMAT_SRCS) 2>&1 | sed -n 's/^\([^: ]*\):[0-9]*:[0-9]*: warning: code should be clang-formatted.*/\1/p' | sort -u); \
 	    if [ -n "$$bad" ]; then echo "check-format: not in the house layout (run make format):" $$bad >&2; exit 1; fi

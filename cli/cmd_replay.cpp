@@ -71,6 +71,8 @@ void run_events(Opts& o) {
         e.maps.push_back({m.substr(0, eq), m.substr(eq + 1)});
     }
     if (!e.maps.empty() && !e.target.empty()) throw UsageError("give either --target or --map-dev, not both");
+    if (e.maps.empty() && e.target.empty())
+        throw UsageError("--events needs --target PATH (or --map-dev MAJ:MIN=PATH)");
     StopSignal stop(
         StopSignal::Options{.restart = true});  // the commands in flight complete and the summary is printed
     e.stop = stop.flag();

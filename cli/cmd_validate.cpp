@@ -78,13 +78,16 @@ void run_validate(Opts& a) {
         return;
     }
     if (a.o.commands.empty() || a.o.semantic.empty())
-        throw kvio::Error("validate needs --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
+        throw UsageError("give --commands EVENTS.jsonl and --semantic SEMANTIC.jsonl");
     a.o.join = validate::parse_join_mode(a.join);
     a.o.semantic_format = validate::parse_semantic_format(a.semantic_format);
     a.o.commands_format = validate::parse_commands_format(a.commands_format);
-    if (!a.json_out.empty()) {  // a bad --json path fails before the work, not after the report
-        std::ofstream probe(a.json_out);
+    if (!a.json_out.empty()) {  // a bad --json path fails before the work, not after the report; no empty file left
+        const bool existed = std::filesystem::exists(a.json_out);
+        std::ofstream probe(a.json_out, std::ios::app);
         if (!probe) throw kvio::Error(a.json_out + ": cannot write: " + std::strerror(errno));
+        probe.close();
+        if (!existed) std::filesystem::remove(a.json_out);
     }
     validate::Report r = validate::run(a.o);
     validate::print_report(std::cout, r);

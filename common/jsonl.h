@@ -50,7 +50,11 @@ private:
 /// Reads a whole JSON document. Throws kvio::Error naming the file on failure (as common/input_file.h opens it,
 /// "FILE: not valid JSON (...)").
 json read_json_file(const std::string& path);
-/// Writes `j` (pretty, 2-space indent) to `path`. Throws kvio::Error on failure.
+/// Writes `text` to `path` whole or not at all: a regular file is written as PATH.tmp-PID beside it and renamed over
+/// PATH when complete (a full disk leaves the old file, or none, never a cut one); a device, pipe or link is written
+/// in place. Throws kvio::Error "PATH: cannot write: REASON" or "PATH: write failed: REASON".
+void write_text_file(const std::string& path, const std::string& text);
+/// Writes `j` (pretty, 2-space indent) to `path` through write_text_file.
 void write_json_file(const std::string& path, const json& j);
 
 /// Required field accessors: throw "FILE:LINE: field 'NAME': missing" / "expected ...".

@@ -80,17 +80,21 @@ private:
 };
 
 void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path);
-    f << text;
-    f.flush();
-    if (!f) throw Error("distill: cannot write " + path);
+    try {
+        write_text_file(path, text);
+    } catch (const Error& e) {
+        throw Error(std::string("distill: ") + e.what());
+    }
 }
 
 // Fails before any work when an output cannot be written (a bad path must not cost a traced replay).
 void probe_writable(const std::string& path) {
     if (path.empty() || path == "-") return;
+    const bool existed = std::filesystem::exists(path);
     std::ofstream f(path, std::ios::app);
     if (!f) throw Error("distill: cannot write " + path + ": " + std::strerror(errno));
+    f.close();
+    if (!existed) std::filesystem::remove(path);  // only a probe: no empty file is left if the run fails later
 }
 
 // The option combinations `kvio distill` refuses, before anything is read or written.
