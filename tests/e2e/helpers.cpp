@@ -1,5 +1,7 @@
 #include "tests/e2e/helpers.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
@@ -72,7 +74,18 @@ static bool of_dead_process(const std::string& name, const std::string& prefix) 
     return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
+ReapLock::ReapLock() : fd_(open("/var/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0 || flock(fd_, LOCK_EX) != 0) throw std::runtime_error("cannot lock /var/tmp for reaping");
+}
+
+ReapLock::~ReapLock() { close(fd_); }
+
 size_t reap_dead_tests_leftovers(const std::string& dir) {
+    ReapLock lock;
+    return reap_dead_tests_leftovers_locked(dir);
+}
+
+size_t reap_dead_tests_leftovers_locked(const std::string& dir) {
     size_t reaped = 0;
     const std::string mnt_prefix = dir + "/kvio-mnt-", loop_prefix = dir + "/kvio-loop-";
     std::ifstream mounts("/proc/self/mounts");

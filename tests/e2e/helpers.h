@@ -40,8 +40,26 @@ struct TempDir {
 /// What a test process killed before its destructors ran (SIGKILL, a timeout) left: mounts on `dir`/kvio-mnt-<pid>-*,
 /// loop devices over a kvio-loop-<pid>-* file of any directory, and those files and directories in `dir`, where <pid>
 /// no longer runs. Unmounts, detaches and removes them; returns how many (a live process's, another run's beside this
-/// one, are kept).
+/// one, are kept). Takes a ReapLock for its duration.
 size_t reap_dead_tests_leftovers(const std::string& dir);
+
+/// Serialises reaping across test processes: the e2e suite runs in shards at once, and each LoopDevice reaps on
+/// construction. An exclusive flock(2) on /var/tmp itself (a directory: no lock file is left behind); released at
+/// destruction. A test that must see exactly what it leaves reaped by itself holds one across the death and calls
+/// reap_dead_tests_leftovers_locked.
+class ReapLock {
+public:
+    ReapLock();
+    ~ReapLock();
+    ReapLock(const ReapLock&) = delete;
+    ReapLock& operator=(const ReapLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+/// reap_dead_tests_leftovers for a caller that holds a ReapLock.
+size_t reap_dead_tests_leftovers_locked(const std::string& dir);
 
 /// A loop device over a sparse file <dir>/kvio-loop-<pid>-XXXXXX (losetup --direct-io). Detached and removed at
 /// destruction; a dead test process's leftovers in `dir` are reaped first.

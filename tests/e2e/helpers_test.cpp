@@ -32,16 +32,24 @@ TEST(TestHelpers, ReapsWhatAKilledTestLeftAndKeepsALiveOnes) {
     reap_dead_tests_leftovers("/var/tmp");  // an earlier run's, so that the count below is the child's
     TempDir d;
     LoopDevice live(1 << 20, true, d.path);  // this process's: kept
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
     pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-        {
-            LoopDevice loop(1 << 20, true, d.path);
-            Ext4Mount m(16 << 20);  // under /var/tmp
-            raise(SIGKILL);         // no destructor runs, as under a timeout's SIGKILL
-        }
-        _exit(0);
+        LoopDevice loop(1 << 20, true, d.path);
+        Ext4Mount m(16 << 20);  // under /var/tmp
+        (void)!write(ready[1], "r", 1);
+        for (;;) pause();  // killed by the parent: no destructor runs, as under a timeout's SIGKILL
     }
+    close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1) << "the child died before it had built its devices";
+    close(ready[0]);
+    // Held from before the child's death to after this test's own reap: the other e2e shards' LoopDevices would
+    // otherwise reap the dead child's devices first (a CI run saw 2 of 6 left for this test).
+    ReapLock lock;
+    ASSERT_EQ(kill(child, SIGKILL), 0);
     int st = 0;
     ASSERT_EQ(waitpid(child, &st, 0), child);
     ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
@@ -56,7 +64,7 @@ TEST(TestHelpers, ReapsWhatAKilledTestLeftAndKeepsALiveOnes) {
     EXPECT_TRUE(mounted(mnts[0]));
 
     // The mount, two loop devices, two files and the mount's directory.
-    EXPECT_EQ(reap_dead_tests_leftovers("/var/tmp") + reap_dead_tests_leftovers(d.path), 6u);
+    EXPECT_EQ(reap_dead_tests_leftovers_locked("/var/tmp") + reap_dead_tests_leftovers_locked(d.path), 6u);
     EXPECT_FALSE(mounted(mnts[0]));
     EXPECT_FALSE(attached(ext4_loops[0]));
     EXPECT_FALSE(attached(loops[0]));
