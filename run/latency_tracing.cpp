@@ -150,6 +150,7 @@ LatencyTracingResult LatencyTracing::finish() {
     r.device_latency_tracing["devices"] =
         tj.contains("devices") ? nlohmann::ordered_json(tj["devices"]) : nlohmann::ordered_json::array();
     if (tj.contains("duration_s")) r.device_latency_tracing["duration_s"] = tj["duration_s"];
+    if (tj.contains("process")) r.device_latency_tracing["process"] = tj["process"];
 
     // Too little traced (a run stopped early: no reads/writes, or no commands at all) makes validate or distill
     // refuse the trace; the run's results are still written, with the reason in place of what could not be made.

@@ -2,6 +2,8 @@
 // ext4 over a loop device; its storage ops must validate >= 99 % exact and the distilled fio job must parse.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
 #include "run/latency_tracing.h"
+#include "workload/serving/results/report.h"
 #include "workload/serving/tiers/storage_semantic.h"
 #include "workload/target.h"
 
@@ -54,6 +57,13 @@ TEST(SimulateTracing, SimulateRunAddsTracingResults) {
     EXPECT_EQ(doc["device_latency_tracing"]["device"], m.loop.name);
     EXPECT_TRUE(doc["device_latency_tracing"]["devices"][0].contains("histograms"));
     ASSERT_TRUE(doc["fio_workload"].is_string());
+    EXPECT_TRUE(doc["device_latency_tracing"]["process"].contains("vfs_read")) << "the syscall-side histograms";
+    // The console's tracing sections, as the benchmark prints them after its summary, from these results.
+    std::ostringstream console;
+    print_report(console, nlohmann::ordered_json::parse(test::slurp(out)));
+    for (const char* s : {"### DEVICE LATENCY TRACING (kvio trace) ###", "D2C Read (device hardware time):",
+                          "D2C Write (device hardware time):", "### GENERATED FIO WORKLOAD ###", "  [global]"})
+        EXPECT_NE(console.str().find(s), std::string::npos) << s << "\n" << console.str();
     const auto& v = doc["kvio"]["validation"];
     // O_DIRECT stores and loads: each op's commands are projected exactly from the device geometry and extents.
     // Four users, so stores and loads of different entries overlap; two loads of one entry never do (the cache

@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "workload/serving/results/report.h"
+#include "workload/serving/results/stats_util.h"
 #include "workload/serving/config.h"
 
 using namespace kvio;
@@ -396,7 +397,7 @@ TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
                             "noise-pool copies were in use\n"),
               std::string::npos)
         << os.str();
-    EXPECT_NE(os.str().find("BENCHMARK RESULTS\n" + std::string(80, '=') +
+    EXPECT_NE(os.str().find(std::string(80, '=') +
                             "\nStopped by signal 15 after 4.3 s of 60 s: figures cover the part that ran\n"),
               std::string::npos)
         << os.str();
@@ -415,4 +416,108 @@ TEST(ServingReport, AssessmentCriteriaAreFormattedAsTheBenchmarkDoes) {
     EXPECT_EQ(
         format_criterion({{"name", "Storage Read Bandwidth"}, {"target", 0}, {"actual", 0.16421}, {"unit", "GB/s"}}),
         "Storage Read Bandwidth: 0.16GB/s (target: 0.00GB/s)");
+}
+
+// The console report has the newest benchmark's sections in its order (benchmark.py _print_summary, then the
+// device tracing and the fio job; docs/simulate.md "Console"), with figures from the results: block sizes from the
+// live entries, KV ops/s over the configured duration, per-tier P95s, cache-type hits, prefix caching only when it
+// hit, and the traced histograms' percentile buckets.
+TEST(ServingReport, ConsoleHasTheBenchmarksSectionsInItsOrder) {
+    using J = nlohmann::ordered_json;
+    J lat = {{"mean", 10.0}, {"p50", 9.0}, {"p95", 20.0}, {"p99", 30.0}};
+    J cs = {{"cache_hit_rate", 0.5},
+            {"total_read_gb", 2.0},
+            {"total_write_gb", 1.0},
+            {"read_write_ratio", 2.0},
+            {"read_iops", 40},
+            {"write_iops", 20},
+            {"gpu_entries", 0},
+            {"gpu_memory_used_gb", 0.0},
+            {"cpu_entries", 3},
+            {"cpu_memory_used_gb", 1.5},
+            {"storage_entries", 7},
+            {"tier_storage_kv_bytes_read_gb", 2.0},
+            {"cpu_write_p95_ms", 0.42},
+            {"storage_read_p95_ms", 86.7},
+            {"storage_read_device_p95_ms", 86.6},
+            {"storage_read_host_p95_ms", 0.06},
+            {"system_prompt_hits", 6},
+            {"common_phrase_hits", 0},
+            {"user_cache_hits", 9},
+            {"multi_turn_hits", 1}};
+    J hist = {{"unit", "ns"}, {"count", 10}, {"buckets", {{1024, 2048, 5}, {2048, 4096, 4}, {65536, 131072, 1}}}};
+    J doc = {{"requests_completed", 3},
+             {"total_tokens_generated", 100},
+             {"summary",
+              {{"elapsed_time", 10.0},
+               {"avg_throughput_tokens_per_sec", 10.0},
+               {"end_to_end_latency_ms", lat},
+               {"storage_io_latency_ms", lat},
+               {"generation_latency_ms", lat},
+               {"cache_stats", cs},
+               {"prefix_cache_stats", {{"prefix_hits", 0}}},
+               {"multi_turn_stats", {{"cache_hits", 1}, {"cache_misses", 1}, {"hit_rate", 0.5}}},
+               {"qos_metrics", J::object()}}},
+             {"device_latency_tracing",
+              {{"device", "loop3"}, {"devices", {{{"disk", "loop3"}, {"histograms", {{"d2c_read", hist}}}}}}}},
+             {"fio_workload", "[global]\nrw=randrw\n"},
+             {"kvio",
+              {{"model", {{"bytes_per_token", 24576}, {"generation_ms_per_token", 0.0}}},
+               {"cache", {{"entry_sizes", kvio::serving::entry_sizes_json({1048576, 2097152, 3145728, 4194304})}}},
+               {"config", {{"flags", {{"duration", 20}, {"generation_mode", "none"}}}}}}}};
+    std::ostringstream os;
+    kvio::serving::print_report(os, doc);
+    const std::string out = os.str();
+    size_t at = 0;
+    for (const char* h : {"BENCHMARK RESULTS",
+                          "Generation Mode: none (0.0ms/token)",
+                          "Block size P95:   3.9MiB",
+                          "### OVERALL PERFORMANCE ###",
+                          "### END-TO-END LATENCY",
+                          "### PER-REQUEST STORAGE LATENCY",
+                          "### STORAGE PERFORMANCE ###",
+                          "Storage KV Read Operations/sec: 2.00",
+                          "Storage KV Write Operations/sec: 1.00",
+                          "### CACHE TIER DISTRIBUTION ###",
+                          "CPU Entries: 3 (1.50GiB)",
+                          "### TIER-SPECIFIC KV BYTES ###",
+                          "### STORAGE KV BANDWIDTH ###",
+                          "### TIER-SPECIFIC LATENCIES (Total = Host + Device) ###",
+                          "CPU Write P95 (Total): 0.42 ms",
+                          "### STORAGE TIER LATENCY BREAKDOWN",
+                          "Device P95 (Disk I/O): 86.60 ms",
+                          "### CACHE TYPE BREAKDOWNS ###",
+                          "User Cache Hits: 9",
+                          "### MULTI-TURN CONVERSATIONS ###",
+                          "Multi-turn Hit Rate: 50.0%",
+                          "### QOS LATENCY METRICS",
+                          "### DEVICE LATENCY TRACING (kvio trace) ###",
+                          "D2C Read (device hardware time):",
+                          "Samples: 10",
+                          "P50: [1, 2) us",
+                          "P95: [66, 131) us",
+                          "P99: [66, 131) us",
+                          "### GENERATED FIO WORKLOAD ###",
+                          "  rw=randrw\n",
+                          "NOTES:",
+                          "Pure storage I/O benchmark"}) {
+        size_t p = out.find(h, at);
+        ASSERT_NE(p, std::string::npos) << "missing or out of order: " << h << "\n" << out;
+        at = p;
+    }
+    EXPECT_EQ(out.find("### PREFIX CACHING ###"), std::string::npos) << "no prefix hits: no section";
+    EXPECT_EQ(out.find("### TOKEN GENERATION LATENCY"), std::string::npos) << "generation mode none";
+}
+
+// Block-size figures of the live entries use numpy's percentile (linear interpolation); none gives nulls.
+TEST(ServingReport, EntrySizesAreTheBenchmarksBlockSizeFigures) {
+    auto j = kvio::serving::entry_sizes_json({100, 1, 3, 2, 4});
+    EXPECT_EQ(j["count"], 5);
+    EXPECT_EQ(j["min_bytes"].get<double>(), 1);
+    EXPECT_EQ(j["max_bytes"].get<double>(), 100);
+    EXPECT_DOUBLE_EQ(j["mean_bytes"].get<double>(), 22.0);
+    EXPECT_DOUBLE_EQ(j["p95_bytes"].get<double>(), 4 + 0.8 * 96);  // index (5 - 1) × 0.95 = 3.8
+    auto e = kvio::serving::entry_sizes_json({});
+    EXPECT_EQ(e["count"], 0);
+    EXPECT_TRUE(e["p95_bytes"].is_null());
 }

@@ -881,7 +881,9 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["benchmark"] = "MLPerf Storage KV Cache Benchmark v3.0 (kv_cache_benchmark @ 64165f7), reimplemented";
     kv["seed_used"] = seed_used;
     kv["seed_source"] = seed_source;
-    kv["model"] = {{"name", c.model}, {"bytes_per_token", bpt}};
+    kv["model"] = {{"name", c.model},
+                   {"bytes_per_token", bpt},
+                   {"generation_ms_per_token", generation_seconds_per_token(c) * 1000}};
     kv["users"] = users_to_json(users);
     double offered = 0;
     for (const auto& u : users) offered += u.think_time > 0 ? 1.0 / u.think_time : 0;

@@ -562,6 +562,7 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["cut_ops"] = s.cut_ops;
     j["cut_bytes_moved"] = s.cut_bytes_moved;
     j["gather_fallbacks"] = s.gather_fallbacks;
+    j["entry_sizes"] = entry_sizes_json(m.policy->entry_sizes());
     if (m.pool) j["noise_pool_copies"] = m.pool->max_copies();
     if (!s.first_error.empty()) j["first_error"] = s.first_error;
     if (m.trace) {

@@ -34,4 +34,20 @@ nlohmann::ordered_json latency_summary_ms(const std::vector<double>& v_s) {
     return j;
 }
 
+nlohmann::ordered_json entry_sizes_json(const std::vector<uint64_t>& sizes) {
+    nlohmann::ordered_json j;
+    j["count"] = sizes.size();
+    if (sizes.empty()) {
+        for (const char* k : {"min_bytes", "mean_bytes", "p95_bytes", "max_bytes"}) j[k] = nullptr;
+        return j;
+    }
+    std::vector<double> s(sizes.begin(), sizes.end());
+    std::sort(s.begin(), s.end());
+    j["min_bytes"] = s.front();
+    j["mean_bytes"] = std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
+    j["p95_bytes"] = percentile_sorted(s, 95);
+    j["max_bytes"] = s.back();
+    return j;
+}
+
 }  // namespace kvio::serving

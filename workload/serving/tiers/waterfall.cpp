@@ -240,6 +240,14 @@ std::vector<std::string> WaterfallPolicy::keys_with_prefix(const std::string& pr
     return out;
 }
 
+std::vector<uint64_t> WaterfallPolicy::entry_sizes() const {
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<uint64_t> out;
+    out.reserve(entries_.size());
+    for (const auto& [k, e] : entries_) out.push_back(e.bytes);
+    return out;
+}
+
 TierUsage WaterfallPolicy::usage(int tier) const {
     std::lock_guard<std::mutex> g(mu_);
     const TierState& ts = st_[tier];

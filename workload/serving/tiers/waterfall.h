@@ -123,6 +123,9 @@ public:
 
     bool contains(const std::string& key) const;
     std::vector<std::string> keys_with_prefix(const std::string& prefix) const;
+    /// The sizes (bytes, as committed) of every resident entry of every tier, in no order: the block-size
+    /// statistics the benchmark prints from its live cache entries (docs/mlperf-benchmark.md, "Console report").
+    std::vector<uint64_t> entry_sizes() const;
     TierUsage usage(int tier) const;
     /// Tier of a committed entry, -1 when absent.
     int tier_of(const std::string& key) const;
