@@ -17,7 +17,7 @@ FLOORS=(
     "bpf"
     "common"
     "workload"
-    "workload/serving distiller validate importer replay"
+    "workload/serving distiller validate importer replay audit"
     "trace"
     "report"
     "run"

@@ -8,6 +8,7 @@
 # jq: tests/e2e/bench_verdict_test.cpp runs bench/summarize.jq.
 # ccache: the Makefile puts it in front of every compile where installed (a rebuild of unchanged sources is a
 # cache hit); the build never needs it. clang-format: `make check-format` (run by `make test`) and `make format`.
+# eatmydata: the audit test runs a benchmark under it (an interposed fsync must be found).
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
@@ -15,7 +16,7 @@ pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzst
       libopenmpi-dev openmpi-bin
       qemu-system-x86 busybox-static
       chromium libxlsxwriter-dev python3-openpyxl
-      prometheus curl)
+      prometheus curl eatmydata)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,236 @@
+// `kvio audit`: run a command under `kvio trace --syscalls`, count its I/O per cache filesystem and what the disk
+// saw, and judge (judge.cpp). docs/audit.md.
+#include "audit/audit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "audit/preload.h"
+#include "common/devinfo.h"
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "common/stop_signal.h"
+
+namespace kvio::audit {
+
+namespace fs = std::filesystem;
+
+void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigures& f) {
+    for (const auto& r : calls) {
+        if (!r.has_file || r.fs_dev != fs_kdev) continue;
+        const uint64_t moved = r.ret > 0 ? uint64_t(r.ret) : 0;
+        switch (r.kind) {
+            case SysKind::Read:
+                f.app_read_bytes += moved, f.app_read_calls++;
+                if (r.direct) f.app_read_direct_bytes += moved;
+                break;
+            case SysKind::Write:
+                f.app_write_bytes += moved, f.app_write_calls++;
+                if (r.direct) f.app_write_direct_bytes += moved;
+                break;
+            case SysKind::Fsync:
+            case SysKind::Fdatasync:
+                f.fsync_calls++;
+                break;
+            case SysKind::Fadvise:
+                f.fadvise_calls++;
+                break;
+            default:
+                break;
+        }
+    }
+}
+
+void count_device_io(const EventTrace& disk, uint64_t first_sector, uint64_t sectors, FsFigures& f) {
+    for (const auto& c : disk.cmds) {
+        if (sectors && (c.sector < first_sector || c.sector >= first_sector + sectors) && c.op != Op::Flush) continue;
+        if (c.op == Op::Read) f.dev_read_bytes += c.bytes, f.dev_read_cmds++;
+        if (c.op == Op::Write) {
+            f.dev_write_bytes += c.bytes, f.dev_write_cmds++;
+            if (c.preflush || c.fua) f.dev_flushes++;
+        }
+        if (c.op == Op::Flush) f.dev_flushes++;
+    }
+}
+
+namespace {
+
+volatile pid_t g_child = 0;
+
+void forward(int sig) {
+    if (g_child > 0) ::kill(g_child, sig == SIGINT ? SIGINT : SIGTERM);
+}
+
+/// One filesystem to audit: its directories, its device, the range of its disk it occupies.
+struct Target {
+    FsFigures fig;
+    uint32_t fs_kdev = 0;
+    DevId disk_dev;
+    uint64_t first_sector = 0, sectors = 0;
+};
+
+std::vector<Target> targets_of(const std::vector<std::string>& dirs) {
+    std::vector<Target> out;
+    for (const auto& d : dirs) {
+        struct stat st;
+        if (::stat(d.c_str(), &st) != 0) throw Error("audit: --cache-dir " + d + ": " + std::strerror(errno));
+        if (!S_ISDIR(st.st_mode)) throw Error("audit: --cache-dir " + d + ": not a directory");
+        const DevId fsdev{major(st.st_dev), minor(st.st_dev)};
+        BlockDevInfo info;
+        try {
+            info = block_dev_info_for_path(d);
+        } catch (const Error&) {
+            throw Error("audit: --cache-dir " + d + " is on " + dev_string(fsdev) +
+                        ", not a block device (tmpfs, overlay, a network filesystem): there is no device to audit");
+        }
+        auto same =
+            std::find_if(out.begin(), out.end(), [&](const Target& t) { return t.fs_kdev == kernel_dev(fsdev); });
+        if (same != out.end()) {
+            same->fig.dirs.push_back(d);
+            continue;
+        }
+        Target t;
+        t.fig.dirs = {d};
+        t.fig.fs_dev = dev_string(fsdev);
+        t.fig.disk = info.whole_disk_name;
+        t.fs_kdev = kernel_dev(fsdev);
+        t.disk_dev = info.whole_disk;
+        if (info.is_partition) t.first_sector = info.start_sector, t.sectors = info.size_bytes / 512;
+        std::ifstream wc("/sys/block/" + info.whole_disk_name + "/queue/write_cache");
+        std::string mode;
+        std::getline(wc, mode);
+        t.fig.volatile_cache = mode != "write through";
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+std::string private_dir(const std::string& keep) {
+    if (!keep.empty()) {
+        std::error_code ec;
+        fs::create_directories(keep, ec);
+        if (ec) throw Error("audit: --trace-dir " + keep + ": " + ec.message());
+        return keep;
+    }
+    const char* t = std::getenv("TMPDIR");
+    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/kvio-audit-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+        throw Error("audit: cannot make a directory under " + tmpl + ": " + std::strerror(errno));
+    return tmpl;
+}
+
+/// Runs argv, sampling its process tree for preloads every 100 ms; SIGINT/SIGTERM/SIGHUP go to it. Returns the
+/// wait status; `signo` the stop signal that arrived (0: none).
+int run_watched(const std::vector<std::string>& argv, PreloadWatch& watch, int& signo) {
+    StopSignal stop(StopSignal::Options{.on_signal = forward});
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        default_stop_signals();
+        std::vector<char*> a;
+        for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+        a.push_back(nullptr);
+        ::execv(a[0], a.data());
+        std::fprintf(stderr, "kvio audit: cannot run %s: %s\n", a[0], std::strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) throw Error(std::string("audit: fork: ") + std::strerror(errno));
+    g_child = pid;
+    int st = 0;
+    for (;;) {
+        pid_t w = ::waitpid(pid, &st, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR)) break;
+        watch.sample(pid);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    g_child = 0;
+    signo = stop.signo();
+    return st;
+}
+
+std::string resolved_exe(const std::string& exe) {
+    if (exe != "/proc/self/exe") return exe;
+    std::error_code ec;
+    auto p = fs::read_symlink(exe, ec);
+    if (ec) throw Error("audit: cannot resolve /proc/self/exe: " + ec.message());
+    return p.string();
+}
+
+nlohmann::json check_json(const Check& c) {
+    return {{"name", c.name}, {"verdict", verdict_name(c.verdict)}, {"line", c.line}, {"figures", c.figures}};
+}
+
+/// Counts, judges and builds the document from a finished trace at `events`.
+void judge_trace(const std::string& events, std::vector<Target>& targets, const AuditOptions& o, AuditResult& r) {
+    const std::vector<SyscallRec> calls = load_syscalls(events, SyscallFilter{});
+    if (!calls.empty() && std::none_of(calls.begin(), calls.end(), [](const SyscallRec& c) { return c.has_file; }))
+        throw Error("audit: " + events +
+                    ": the syscall records carry no file identity (ino, fs_dev): this kvio's "
+                    "tracer cannot tell which files were read");
+    nlohmann::json fss = nlohmann::json::array();
+    for (auto& t : targets) {
+        count_app_io(calls, t.fs_kdev, t.fig);
+        for (const auto& d : load_all_events(events, EventFilter{dev_string(t.disk_dev), 0, ""}))
+            count_device_io(d, t.first_sector, t.sectors, t.fig);
+        nlohmann::json cj = nlohmann::json::array();
+        for (auto c : judge_fs(t.fig, o)) {
+            if (targets.size() > 1) c.line = t.fig.dirs.front() + ": " + c.line;
+            cj.push_back(check_json(c));
+            r.checks.push_back(std::move(c));
+        }
+        fss.push_back({{"dirs", t.fig.dirs}, {"fs_dev", t.fig.fs_dev}, {"disk", t.fig.disk}, {"checks", cj}});
+        r.filesystems.push_back(t.fig);
+    }
+    const Check pre = judge_preloads(r.preloads);
+    r.checks.push_back(pre);
+    r.passed = r.command_status == 0 && std::none_of(r.checks.begin(), r.checks.end(),
+                                                     [](const Check& c) { return c.verdict == Verdict::Fail; });
+    r.doc = {{"schema", "kvio.audit/1"}, {"command", o.command},       {"command_status", r.command_status},
+             {"filesystems", fss},       {"preload", check_json(pre)}, {"passed", r.passed}};
+}
+
+}  // namespace
+
+AuditResult run_audit(const AuditOptions& o) {
+    if (o.command.empty()) throw UsageError("audit: no command: kvio audit --cache-dir DIR -- COMMAND [ARGS...]");
+    if (o.cache_dirs.empty())
+        throw UsageError("audit: --cache-dir is required (the directory the command's cache is in)");
+    std::vector<Target> targets = targets_of(o.cache_dirs);
+    AuditResult r;
+    r.trace_dir = private_dir(o.trace_dir);
+    const std::string events = r.trace_dir + "/events.jsonl";
+    std::vector<std::string> argv = {resolved_exe(o.kvio_exe), "trace", "-q", "--syscalls", "--events", events};
+    for (const auto& t : targets)
+        if (std::find(argv.begin(), argv.end(), t.fig.disk) == argv.end()) argv.insert(argv.end(), {"-d", t.fig.disk});
+    argv.push_back("--");
+    argv.insert(argv.end(), o.command.begin(), o.command.end());
+    PreloadWatch watch;
+    int signo = 0;
+    try {
+        const int st = run_watched(argv, watch, signo);
+        if (signo)
+            throw Stopped(signo, "audit: stopped by signal " + std::to_string(signo) + " (the command was ended)");
+        r.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (!fs::exists(events))
+            throw Error("audit: the tracer wrote no trace (exit status " + std::to_string(r.command_status) + ")");
+        r.preloads = watch.preloads();
+        judge_trace(events, targets, o, r);
+        if (!o.json_out.empty()) write_json_file(o.json_out, r.doc);
+    } catch (...) {
+        if (o.trace_dir.empty()) fs::remove_all(r.trace_dir);
+        throw;
+    }
+    if (o.trace_dir.empty()) fs::remove_all(r.trace_dir), r.trace_dir.clear();
+    return r;
+}
+
+}  // namespace kvio::audit

@@ -1,0 +1,184 @@
+// The audit's checks from counted figures (no I/O here): docs/audit.md, "Checks".
+#include <cstdio>
+#include <string>
+
+#include "audit/audit.h"
+#include "common/histogram.h"
+
+namespace kvio::audit {
+
+namespace {
+
+std::string pct(double share) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f %%", share * 100);
+    return b;
+}
+
+std::string gib(uint64_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f GiB", double(bytes) / double(1ull << 30));
+    return b;
+}
+
+Check reads_check(const FsFigures& f, const AuditOptions& o) {
+    Check c{"reads"};
+    c.figures = {{"app_read_bytes", f.app_read_bytes},
+                 {"app_read_calls", f.app_read_calls},
+                 {"app_read_direct_bytes", f.app_read_direct_bytes},
+                 {"device_read_bytes", f.dev_read_bytes},
+                 {"device_read_cmds", f.dev_read_cmds},
+                 {"min_share", o.min_read_share}};
+    if (f.app_read_bytes == 0) {
+        c.line = "reads: the application read nothing there";
+        return c;
+    }
+    const double share = double(f.dev_read_bytes) / double(f.app_read_bytes);
+    c.figures["device_share"] = share;
+    c.verdict = share >= o.min_read_share ? Verdict::Pass : Verdict::Fail;
+    c.line = "reads: " + pct(std::min(share, 1.0)) + " of the " + gib(f.app_read_bytes) +
+             " the application read came from the device (" + gib(f.dev_read_bytes) + " in " +
+             std::to_string(f.dev_read_cmds) + " commands; " + pct(o.min_read_share) + " required)";
+    if (c.verdict == Verdict::Fail) c.line += ": the rest was served from the page cache";
+    return c;
+}
+
+Check writes_check(const FsFigures& f, const AuditOptions& o) {
+    Check c{"writes"};
+    c.figures = {{"app_write_bytes", f.app_write_bytes},
+                 {"app_write_calls", f.app_write_calls},
+                 {"app_write_direct_bytes", f.app_write_direct_bytes},
+                 {"device_write_bytes", f.dev_write_bytes},
+                 {"device_write_cmds", f.dev_write_cmds},
+                 {"min_share", o.min_write_share}};
+    if (f.app_write_bytes == 0) {
+        c.line = "writes: the application wrote nothing there";
+        return c;
+    }
+    const double share = double(f.dev_write_bytes) / double(f.app_write_bytes);
+    c.figures["device_share"] = share;
+    c.verdict = share >= o.min_write_share ? Verdict::Pass : Verdict::Fail;
+    c.line = "writes: " + gib(f.app_write_bytes) + " written, " + gib(f.dev_write_bytes) + " (" + pct(share) +
+             ") reached the device in " + std::to_string(f.dev_write_cmds) + " commands (" + pct(o.min_write_share) +
+             " required)";
+    if (c.verdict == Verdict::Fail) c.line += ": the rest stayed in the page cache";
+    return c;
+}
+
+Check fsync_check(const FsFigures& f) {
+    Check c{"fsync"};
+    const uint64_t buffered = f.app_write_bytes - std::min(f.app_write_bytes, f.app_write_direct_bytes);
+    c.figures = {{"calls", f.fsync_calls},
+                 {"device_flushes", f.dev_flushes},
+                 {"buffered_write_bytes", buffered},
+                 {"volatile_write_cache", f.volatile_cache}};
+    if (buffered == 0) {
+        c.line = "fsync: no buffered writes to make durable";
+        return c;
+    }
+    if (f.fsync_calls == 0) {
+        c.verdict = Verdict::Fail;
+        c.line = "fsync: 0 calls after " + gib(buffered) +
+                 " of buffered writes: nothing was made durable (an interposed fsync, e.g. libeatmydata, calls "
+                 "nothing)";
+    } else if (f.volatile_cache && f.dev_flushes == 0) {
+        c.verdict = Verdict::Fail;
+        c.line = "fsync: " + std::to_string(f.fsync_calls) + " calls, 0 device flushes";
+    } else {
+        c.verdict = Verdict::Pass;
+        c.line = "fsync: " + std::to_string(f.fsync_calls) + " calls, " + std::to_string(f.dev_flushes) +
+                 " device flushes" + (f.volatile_cache ? "" : " (the device has no volatile write cache)");
+    }
+    return c;
+}
+
+Check fadvise_check(const FsFigures& f, const AuditOptions& o) {
+    Check c{"fadvise"};
+    const uint64_t buffered = f.app_read_bytes - std::min(f.app_read_bytes, f.app_read_direct_bytes);
+    const bool from_device =
+        f.app_read_bytes && double(f.dev_read_bytes) >= o.min_read_share * double(f.app_read_bytes);
+    c.figures = {{"calls", f.fadvise_calls}, {"buffered_read_bytes", buffered}};
+    if (buffered == 0) {
+        c.line = "fadvise: no buffered reads";
+        return c;
+    }
+    if (f.fadvise_calls > 0) {
+        c.verdict = from_device ? Verdict::Pass : Verdict::Fail;
+        c.line = "fadvise: " + std::to_string(f.fadvise_calls) + " calls; " +
+                 (from_device ? std::string("the reads after them reached the device")
+                              : std::string("the pages did not leave the page cache: reads were served from memory"));
+    } else {
+        c.verdict = from_device ? Verdict::Note : Verdict::Fail;
+        c.line = "fadvise: 0 calls before " + gib(buffered) + " of buffered reads" +
+                 (from_device ? std::string(" (they reached the device anyway: a cold cache)")
+                              : std::string(": nothing dropped the page cache (an interposed posix_fadvise calls "
+                                            "nothing)"));
+    }
+    return c;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+    switch (v) {
+        case Verdict::Pass:
+            return "PASS";
+        case Verdict::Fail:
+            return "FAIL";
+        case Verdict::Na:
+            return "n/a";
+        case Verdict::Note:
+            return "note";
+    }
+    return "?";
+}
+
+std::vector<Check> judge_fs(const FsFigures& f, const AuditOptions& o) {
+    return {reads_check(f, o), writes_check(f, o), fsync_check(f), fadvise_check(f, o)};
+}
+
+Check judge_preloads(const std::vector<Preload>& preloads) {
+    Check c{"preload"};
+    c.figures = nlohmann::json::array();
+    std::string failing, named;
+    for (const auto& p : preloads) {
+        c.figures.push_back(
+            {{"path", p.path}, {"source", p.source}, {"interposes", p.interposes}, {"readable", p.readable}});
+        std::string fns;
+        for (const auto& s : p.interposes) fns += (fns.empty() ? "" : ", ") + s;
+        if (!p.interposes.empty())
+            failing += (failing.empty() ? "" : "; ") + p.path + " (" + p.source + ") interposes " + fns;
+        else
+            named += (named.empty() ? "" : "; ") + p.path + " (" + p.source + ")" + (p.readable ? "" : ", unreadable");
+    }
+    if (preloads.empty()) {
+        c.line = "preload: no preloaded library in the traced processes";
+    } else if (!failing.empty()) {
+        c.verdict = Verdict::Fail;
+        c.line = "preload: " + failing;
+    } else {
+        c.verdict = Verdict::Note;
+        c.line = "preload: " + named + ": defines no I/O function";
+    }
+    return c;
+}
+
+std::string format_result(const AuditResult& r) {
+    std::string out;
+    for (const auto& f : r.filesystems) {
+        std::string dirs;
+        for (const auto& d : f.dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+        out += "audit: " + dirs + " (filesystem " + f.fs_dev + " on " + f.disk + ")\n";
+    }
+    for (const auto& c : r.checks) {
+        char v[8];
+        std::snprintf(v, sizeof v, "%-4s", verdict_name(c.verdict));
+        out += std::string("  ") + v + "  " + c.line + "\n";
+    }
+    if (r.command_status != 0)
+        out += "audit: the command exited with status " + std::to_string(r.command_status) + "\n";
+    out += std::string("audit: ") + (r.passed ? "PASS" : "FAIL") + "\n";
+    return out;
+}
+
+}  // namespace kvio::audit

@@ -1,0 +1,146 @@
+// kvio audit's counting and checks on figures built by hand (docs/audit.md, "Checks").
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "audit/audit.h"
+#include "common/error.h"
+
+using namespace kvio;
+using namespace kvio::audit;
+
+namespace {
+
+FsFigures clean() {
+    FsFigures f;
+    f.dirs = {"/mnt/kv"};
+    f.app_read_bytes = 1000 << 20, f.app_read_calls = 250;
+    f.app_write_bytes = 500 << 20, f.app_write_calls = 250;
+    f.fsync_calls = 10, f.fadvise_calls = 10;
+    f.dev_read_bytes = 1010 << 20, f.dev_read_cmds = 800;
+    f.dev_write_bytes = 505 << 20, f.dev_write_cmds = 400, f.dev_flushes = 20;
+    return f;
+}
+
+Verdict verdict_of(const std::vector<Check>& cs, const std::string& name) {
+    for (const auto& c : cs)
+        if (c.name == name) return c.verdict;
+    ADD_FAILURE() << "no check " << name;
+    return Verdict::Na;
+}
+
+SyscallRec call(SysKind k, int64_t ret, uint32_t fs_dev, bool direct = false) {
+    SyscallRec r;
+    r.kind = k, r.ret = ret, r.fs_dev = fs_dev, r.direct = direct, r.has_file = true, r.ino = 12;
+    return r;
+}
+
+}  // namespace
+
+TEST(Audit, ACleanRunPassesEveryCheck) {
+    auto cs = judge_fs(clean(), AuditOptions{});
+    for (const auto& c : cs) EXPECT_EQ(c.verdict, Verdict::Pass) << c.line;
+    EXPECT_NE(cs[0].line.find("100.0 % of the 0.977 GiB the application read came from the device"), std::string::npos)
+        << cs[0].line;
+}
+
+// Reads served from memory: a no-op posix_fadvise left the pages cached, so the device read a tenth.
+TEST(Audit, ReadsFromThePageCacheFailReadsAndFadvise) {
+    FsFigures f = clean();
+    f.dev_read_bytes = 100 << 20;
+    auto cs = judge_fs(f, AuditOptions{});
+    EXPECT_EQ(verdict_of(cs, "reads"), Verdict::Fail);
+    EXPECT_NE(cs[0].line.find("10.0 %"), std::string::npos) << cs[0].line;
+    EXPECT_EQ(verdict_of(cs, "fadvise"), Verdict::Fail);  // calls made, pages stayed
+    f.fadvise_calls = 0;
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fadvise"), Verdict::Fail);
+    f.dev_read_bytes = 1000 << 20;  // no fadvise but a cold cache: the reads still reached the device
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fadvise"), Verdict::Note);
+}
+
+// libeatmydata: fsync() returns without a system call, so no fsync is seen after buffered writes.
+TEST(Audit, BufferedWritesWithoutFsyncOrFlushFail) {
+    FsFigures f = clean();
+    f.fsync_calls = 0;
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fsync"), Verdict::Fail);
+    f = clean();
+    f.dev_flushes = 0;
+    auto cs = judge_fs(f, AuditOptions{});
+    EXPECT_EQ(verdict_of(cs, "fsync"), Verdict::Fail);
+    EXPECT_NE(cs[2].line.find("10 calls, 0 device flushes"), std::string::npos) << cs[2].line;
+    f.volatile_cache = false;  // a write-through device gets no flushes from fsync
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fsync"), Verdict::Pass);
+}
+
+TEST(Audit, DirectIoHasNothingForFsyncOrFadviseToDo) {
+    FsFigures f = clean();
+    f.app_read_direct_bytes = f.app_read_bytes, f.app_write_direct_bytes = f.app_write_bytes;
+    f.fsync_calls = f.fadvise_calls = f.dev_flushes = 0;
+    auto cs = judge_fs(f, AuditOptions{});
+    EXPECT_EQ(verdict_of(cs, "fsync"), Verdict::Na);
+    EXPECT_EQ(verdict_of(cs, "fadvise"), Verdict::Na);
+    EXPECT_EQ(verdict_of(cs, "reads"), Verdict::Pass);
+    FsFigures idle;
+    for (const auto& c : judge_fs(idle, AuditOptions{})) EXPECT_EQ(c.verdict, Verdict::Na) << c.line;
+}
+
+TEST(Audit, CountsOnlyTheCacheFilesystemsCallsAndTheirBytes) {
+    const uint32_t kv = (7u << 20) | 3, root = (254u << 20) | 1;
+    std::vector<SyscallRec> calls = {
+        call(SysKind::Read, 4096, kv),      call(SysKind::Read, 8192, kv, true), call(SysKind::Read, -5, kv),
+        call(SysKind::Read, 1 << 20, root), call(SysKind::Write, 2 << 20, kv),   call(SysKind::Fsync, 0, kv),
+        call(SysKind::Fdatasync, 0, kv),    call(SysKind::Fadvise, 0, kv),       call(SysKind::Fsync, 0, root)};
+    calls.push_back(calls[0]);
+    calls.back().has_file = false;  // an fd the tracer could not name: not counted
+    FsFigures f;
+    count_app_io(calls, kv, f);
+    EXPECT_EQ(f.app_read_bytes, 4096u + 8192u);
+    EXPECT_EQ(f.app_read_calls, 3u);  // the failed read is a call that moved nothing
+    EXPECT_EQ(f.app_read_direct_bytes, 8192u);
+    EXPECT_EQ(f.app_write_bytes, 2u << 20);
+    EXPECT_EQ(f.fsync_calls, 2u);
+    EXPECT_EQ(f.fadvise_calls, 1u);
+}
+
+TEST(Audit, CountsThePartitionsCommandsAndEveryKindOfFlush) {
+    EventTrace t;
+    auto cmd = [&](Op op, uint64_t sector, uint64_t bytes, bool preflush = false, bool fua = false) {
+        Cmd c;
+        c.op = op, c.sector = sector, c.bytes = bytes, c.preflush = preflush, c.fua = fua;
+        t.cmds.push_back(c);
+    };
+    cmd(Op::Read, 2048, 4096);
+    cmd(Op::Read, 10, 4096);  // before the partition: another filesystem's
+    cmd(Op::Write, 4096, 8192, true);
+    cmd(Op::Write, 4100, 4096, false, true);
+    cmd(Op::Write, 5000, 4096);
+    cmd(Op::Flush, 0, 0);
+    FsFigures f;
+    count_device_io(t, 2048, 1 << 20, f);
+    EXPECT_EQ(f.dev_read_bytes, 4096u);
+    EXPECT_EQ(f.dev_read_cmds, 1u);
+    EXPECT_EQ(f.dev_write_bytes, 16384u);
+    EXPECT_EQ(f.dev_flushes, 3u);
+}
+
+TEST(Audit, PreloadedLibrariesThatDefineIoFunctionsFail) {
+    EXPECT_EQ(judge_preloads({}).verdict, Verdict::Na);
+    Check c = judge_preloads({{"/usr/lib/libeatmydata.so", "LD_PRELOAD of pid 7 (python3)", {"fdatasync", "fsync"}}});
+    EXPECT_EQ(c.verdict, Verdict::Fail);
+    EXPECT_NE(c.line.find("/usr/lib/libeatmydata.so (LD_PRELOAD of pid 7 (python3)) interposes fdatasync, fsync"),
+              std::string::npos)
+        << c.line;
+    EXPECT_EQ(judge_preloads({{"/opt/libfoo.so", "/etc/ld.so.preload", {}}}).verdict, Verdict::Note);
+}
+
+// The ELF reader finds what libc defines and refuses a file that is not ELF.
+TEST(Audit, ReadsTheIoFunctionsAnObjectDefines) {
+    std::string libc;
+    for (const char* p : {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/lib64/libc.so.6"})
+        if (std::ifstream(p).good()) libc = p;
+    ASSERT_FALSE(libc.empty()) << "no libc.so.6 at the usual places";
+    auto fns = interposed_io_functions(libc);
+    for (const char* f : {"fsync", "fdatasync", "posix_fadvise", "pread64", "write"})
+        EXPECT_NE(std::find(fns.begin(), fns.end(), f), fns.end()) << f;
+    EXPECT_THROW(interposed_io_functions("/proc/self/status"), Error);
+}
