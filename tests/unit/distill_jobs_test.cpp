@@ -322,13 +322,39 @@ TEST(DistillDevices, SequentialDevicesAreStonewalledAndPhasesUseWaitFor) {
 // derive_section's table of derivers: one row per option, in the order a section writes them. A new option is
 // added to the table, not written around it; a job's options follow the table's order in every section.
 TEST(DistillTable, DeriversInFileOrder) {
-    const std::vector<std::string> want = {
-        "stonewall",    "ioengine",          "cmd_type",         "filename", "direct",       "rw",
-        "rwmixread",    "percentage_random", "norandommap",      "bssplit",  "bs_unaligned", "blockalign",
-        "iodepth",      "numjobs",           "group_reporting",  "offset",   "size",         "rate_iops",
-        "rate_process", "thinktime",         "thinktime_blocks", "sync",     "fdatasync",    "flow_id",
-        "flow",         "io_size",           "number_ios",       "loops",    "randrepeat",   "time_based",
-        "runtime"};
+    const std::vector<std::string> want = {"stonewall",
+                                           "ioengine",
+                                           "cmd_type",
+                                           "filename",
+                                           "direct",
+                                           "rw",
+                                           "rwmixread",
+                                           "percentage_random",
+                                           "norandommap",
+                                           "bssplit",
+                                           "bs_unaligned",
+                                           "blockalign",
+                                           "iodepth",
+                                           "numjobs",
+                                           "group_reporting",
+                                           "iomem",
+                                           "hugepage-size",
+                                           "offset",
+                                           "size",
+                                           "rate_iops",
+                                           "rate_process",
+                                           "thinktime",
+                                           "thinktime_blocks",
+                                           "sync",
+                                           "fdatasync",
+                                           "flow_id",
+                                           "flow",
+                                           "io_size",
+                                           "number_ios",
+                                           "loops",
+                                           "randrepeat",
+                                           "time_based",
+                                           "runtime"};
     const std::vector<std::string> got = derived_options();
     EXPECT_EQ(got, want);
     Events e;
