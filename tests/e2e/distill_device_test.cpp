@@ -107,9 +107,10 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
 // phases match the trace's. A fio starved of CPU drops to depth 1-2 for a while inside the QD-8 part, which is then a
 // phase of its own (5 -> 5 in 1 run of 5 beside stress-ng --cpu 2), so the count is the trace's, at least 3.
 // The worst window's depth TV is the host's as much as the job's: with the same iodepth=8, the device's median depth
-// was 5 in a trace and 2-3 in its replay when either run was starved; measured 0.13-0.52 (beside stress-ng --cpu 2:
-// 0.41, 0.13, 0.19, 0.13, 0.48); a QD-8 part replayed at depth 1 would score 1 - the trace's share at depth 1 there
-// (the trace's windows had medians 4-5: above 0.5). docs/distill.md, "Depth over time".
+// was 5 in a trace and 2-3 in its replay when either run was starved; measured 0.13-0.56 over 11 runs (beside
+// stress-ng --cpu 2: 0.41, 0.13, 0.19, 0.13, 0.48, 0.36, 0.15, 0.56), so the bound is 0.7; a QD-8 part replayed at
+// depth 1 would score 1 - the trace's share at depth 1 there (its windows had medians 4-5). The depths themselves are
+// asserted exactly. docs/distill.md, "Depth over time".
 TEST(DistillDevice, DepthAlternatesOneEightOne) {
     Loops l;
     ASSERT_EQ(l.src.fill(64), 0);
@@ -127,7 +128,7 @@ TEST(DistillDevice, DepthAlternatesOneEightOne) {
     EXPECT_GE(ph["orig"].get<size_t>(), 3u) << ph.dump(1);
     EXPECT_EQ(ph["replay"], ph["orig"]) << ph.dump(1);
     EXPECT_TRUE(ph["in_order"].get<bool>()) << ph.dump(1);
-    EXPECT_LE(j["verify"]["time_resolved"]["worst"]["depth_tv"].get<double>(), 0.6)
+    EXPECT_LE(j["verify"]["time_resolved"]["worst"]["depth_tv"].get<double>(), 0.7)
         << j["verify"]["time_resolved"]["worst"].dump();
 }
 
