@@ -22,6 +22,7 @@
 #include "distiller/phased_job.h"
 #include "distiller/timeline.h"
 #include "distiller/trims.h"
+#include "distiller/target_limits.h"
 #include "distiller/verify.h"
 
 namespace kvio::distiller {
@@ -379,6 +380,7 @@ struct Run {
             !dir || dir->kept() ? nlohmann::json(vo.events_out) : nlohmann::json(nullptr);
         std::vector<VerifyTarget> vt;
         vo.force = a.force;
+        vo.huge_pages = huge_pages_needed(r.job);
         for (size_t i = 0; i < ps.size(); ++i)
             vt.push_back({&ps[i], r.targets[i], multi ? r.plans[i].needs_bytes : r.job.needs_bytes()});
         std::vector<Replay> rs;

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/histogram.h"
 #include "distiller/rounding.h"
+#include "distiller/target_limits.h"
 
 namespace kvio::distiller {
 
@@ -594,6 +595,39 @@ Derived d_blockalign(const SectionFacts& f) {
     return set(human_bytes(align), "offsets aligned to the greatest common divisor of the sizes (O_DIRECT safe)");
 }
 
+// Commands larger than max_segments x 4 KiB need a physically contiguous buffer, or the block layer splits them:
+// a direct-I/O buffer of scattered 4 KiB pages made 1280 KiB reads into 512 + 512 + 256 KiB commands on a loop device
+// (max_segments 128), fio's iomem=shmhuge gave 1280 KiB at iodepth 1-32 (docs/distill.md "Sizes the target must not
+// split"). The limit is the target's when it is a block device here, else Linux's default 128 segments.
+uint64_t largest_kept(const SectionFacts& f) {
+    uint64_t m = 0;
+    for (const Dist* d : {&f.kept_r, &f.kept_w})
+        if (!d->empty()) m = std::max(m, d->rbegin()->first);
+    return m;
+}
+
+bool needs_contiguous(const SectionFacts& f) {
+    if (!f.p.per_command) return false;
+    const QueueLimits q = f.opt.target_is_block ? queue_limits(f.opt.filename) : QueueLimits{};
+    return largest_kept(f) > uint64_t(q.max_segments ? q.max_segments : kDefaultMaxSegments) * kBasePage;
+}
+
+Derived d_iomem(const SectionFacts& f) {
+    if (!needs_contiguous(f)) return {};
+    const QueueLimits q = f.opt.target_is_block ? queue_limits(f.opt.filename) : QueueLimits{};
+    const uint32_t segs = q.max_segments ? q.max_segments : kDefaultMaxSegments;
+    return set("shmhuge", "commands up to " + human_bytes(largest_kept(f)) + " exceed max_segments " +
+                              std::to_string(segs) + (q.max_segments ? " (" + q.source + ")" : " (Linux default)") +
+                              " x 4 KiB: buffers of 2 MiB huge pages, physically contiguous, so they are not split; " +
+                              std::to_string(huge_pages_for(f.iodepth, largest_kept(f), f.numjobs)) +
+                              " huge pages for this section (iodepth x largest size, per clone)");
+}
+
+Derived d_hugepage_size(const SectionFacts& f) {
+    if (!needs_contiguous(f)) return {};
+    return set("2m", "the x86-64 huge page (/proc/meminfo Hugepagesize)");
+}
+
 Derived d_iodepth(const SectionFacts& f) {
     const Profile& p = f.p;
     const uint64_t n = f.n;
@@ -877,6 +911,8 @@ constexpr OptionRule kRules[] = {
     {"iodepth", d_iodepth},
     {"numjobs", d_numjobs},
     {"group_reporting", d_group_reporting},
+    {"iomem", d_iomem},
+    {"hugepage-size", d_hugepage_size},
     {"offset", d_offset},
     {"size", d_size},
     {"rate_iops", d_rate_iops},
@@ -955,6 +991,7 @@ FioJob make_fio_job(const Profile& p, const JobOptions& opt, const std::vector<s
 
     std::ostringstream o;
     o << job_header(p, opt, p.write.cmds > 0);
+    for (const auto& l : device_level_lines(p, job, opt)) o << "; " << l << "\n";
     o << "; derivation (docs/distill.md):\n";
     for (const auto& w : notes) o << ";   " << w << "\n";
     for (const auto& w : s.why) o << ";   " << w << "\n";

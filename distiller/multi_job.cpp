@@ -1,5 +1,7 @@
 #include "distiller/multi_job.h"
 
+#include "distiller/target_limits.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -254,6 +256,7 @@ FioJob make_job(const std::vector<DeviceJobInput>& devs, const JobOptions& base,
     for (const auto& in : devs) writes |= in.whole->write.cmds > 0;
     if (!multi) {
         o << job_header(*devs[0].whole, devs[0].opt, writes);
+        for (const auto& l : device_level_lines(*devs[0].whole, job, devs[0].opt)) o << "; " << l << "\n";
         o << "; " << dp[0].trims.size() << " trim phase(s) (docs/distill.md \"Discards\": runs of >= " << kMinTrimRun
           << " discards with no read or write among them), in trace order with the phases of the reads and writes "
              "between them\n";

@@ -1,5 +1,7 @@
 #include "distiller/phased_job.h"
 
+#include "distiller/target_limits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -584,6 +586,7 @@ void finish_phased_job(const Profile& whole, const JobOptions& opt, const PhaseO
 
     std::ostringstream o;
     o << job_header(whole, opt, whole.write.cmds > 0);
+    for (const auto& l : device_level_lines(whole, job, opt)) o << "; " << l << "\n";
     o << "; " << plan.phases.size()
       << " phases (docs/distill.md \"Phases\": a phase ends where the direction share, sizes, depth or "
       << "sequentiality change, or at an idle gap >= " << ms_str(popt.gap_ns)

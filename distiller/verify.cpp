@@ -15,6 +15,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/stop_signal.h"
+#include "distiller/target_limits.h"
 #include "workload/target.h"
 
 namespace kvio::distiller {
@@ -121,6 +122,7 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
     for (const auto& info : infos) argv.insert(argv.end(), {"-d", info.whole_disk_name});
     argv.insert(argv.end(),
                 {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
+    HugePageReserve huge(opt.huge_pages);  // target_limits.h: the added pages are given back after the run
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
     if (g_verify_signal)
         throw Stopped(g_verify_signal, "distill --verify: stopped by signal " + std::to_string(g_verify_signal) +

@@ -17,6 +17,7 @@ struct VerifyOptions {
     std::string events_out;                   ///< where the replay trace goes
     uint64_t needs_bytes = 0;                 ///< the job's offset + size; a smaller target is refused (0: unchecked)
     bool force = false;                       ///< --force: a writing job may overwrite data in a target's first MiB
+    uint64_t huge_pages = 0;  ///< huge pages the job's iomem=shmhuge sections need: reserved for the run, then freed
 };
 
 /// One device of a multi-device job: the original's profile and the target its sections ran on.

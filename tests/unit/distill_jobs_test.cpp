@@ -15,6 +15,7 @@
 #include "distiller/fio_job.h"
 #include "distiller/multi_job.h"
 #include "distiller/profile.h"
+#include "distiller/target_limits.h"
 #include "distiller/trims.h"
 
 using namespace kvio;
@@ -322,13 +323,39 @@ TEST(DistillDevices, SequentialDevicesAreStonewalledAndPhasesUseWaitFor) {
 // derive_section's table of derivers: one row per option, in the order a section writes them. A new option is
 // added to the table, not written around it; a job's options follow the table's order in every section.
 TEST(DistillTable, DeriversInFileOrder) {
-    const std::vector<std::string> want = {
-        "stonewall",    "ioengine",          "cmd_type",         "filename", "direct",       "rw",
-        "rwmixread",    "percentage_random", "norandommap",      "bssplit",  "bs_unaligned", "blockalign",
-        "iodepth",      "numjobs",           "group_reporting",  "offset",   "size",         "rate_iops",
-        "rate_process", "thinktime",         "thinktime_blocks", "sync",     "fdatasync",    "flow_id",
-        "flow",         "io_size",           "number_ios",       "loops",    "randrepeat",   "time_based",
-        "runtime"};
+    const std::vector<std::string> want = {"stonewall",
+                                           "ioengine",
+                                           "cmd_type",
+                                           "filename",
+                                           "direct",
+                                           "rw",
+                                           "rwmixread",
+                                           "percentage_random",
+                                           "norandommap",
+                                           "bssplit",
+                                           "bs_unaligned",
+                                           "blockalign",
+                                           "iodepth",
+                                           "numjobs",
+                                           "group_reporting",
+                                           "iomem",
+                                           "hugepage-size",
+                                           "offset",
+                                           "size",
+                                           "rate_iops",
+                                           "rate_process",
+                                           "thinktime",
+                                           "thinktime_blocks",
+                                           "sync",
+                                           "fdatasync",
+                                           "flow_id",
+                                           "flow",
+                                           "io_size",
+                                           "number_ios",
+                                           "loops",
+                                           "randrepeat",
+                                           "time_based",
+                                           "runtime"};
     const std::vector<std::string> got = derived_options();
     EXPECT_EQ(got, want);
     Events e;
@@ -360,4 +387,48 @@ TEST(DistillTable, DeriversInFileOrder) {
             at = size_t(it - got.begin()) + 1;
         }
     }
+}
+
+// Commands above max_segments x 4 KiB (128 x 4 KiB = 512 KiB when the target is unknown) get huge-page buffers, and
+// the job header says the level and what a target needs; at 512 KiB a buffer of scattered pages suffices.
+TEST(DistillTargetLimits, LargeCommandsGetHugePageBuffers) {
+    for (uint64_t kib : {512ull, 1280ull}) {
+        Events e;
+        for (int i = 0; i < 300; ++i)
+            e.cmd("read", "R", uint64_t(i) * 7919 % 100 * (kib * 2), kib << 10, 1'000'000 + uint64_t(i) * 1'000'000,
+                  500'000);
+        e.summary(0);
+        auto ts = e.load();
+        const FioJob job = make_fio_job(profile_events(ts[0]), opts());
+        EXPECT_EQ(job.get("iomem"), kib > 512 ? "shmhuge" : "") << job.text;
+        EXPECT_EQ(job.get("hugepage-size"), kib > 512 ? "2m" : "") << job.text;
+        EXPECT_EQ(huge_pages_needed(job), kib > 512 ? 2u : 0u) << job.text;  // iodepth 1: ceil(1284 KiB / 2 MiB) + 1
+        EXPECT_NE(job.text.find("; level: device"), std::string::npos) << job.text;
+        EXPECT_NE(job.text.find("; target needs: max_sectors_kb >= " + std::to_string(kib)), std::string::npos)
+            << job.text;
+    }
+}
+
+// fio 3.33's huge pages per job (measured: the fewest it started with) and a job's need: the largest sum over the
+// sections that run together (a stonewall starts a group).
+TEST(DistillTargetLimits, HugePagesNeeded) {
+    EXPECT_EQ(huge_pages_for(1, 1 << 20, 1), 2u);
+    EXPECT_EQ(huge_pages_for(2, 1 << 20, 1), 3u);
+    EXPECT_EQ(huge_pages_for(8, 1 << 20, 1), 6u);
+    EXPECT_EQ(huge_pages_for(4, 512 << 10, 1), 3u);
+    EXPECT_EQ(huge_pages_for(4, 1280 << 10, 1), 4u);
+    EXPECT_EQ(huge_pages_for(4, 1280 << 10, 3), 12u);
+    FioJob job;
+    job.sections.push_back({"a", "", {{"bssplit", "256k/26:1280k/74"}, {"iodepth", "4"}, {"iomem", "shmhuge"}}, {}});
+    job.sections.push_back({"b", "", {{"bssplit", "1m/100"}, {"iodepth", "2"}, {"iomem", "shmhuge"}}, {}});
+    job.sections.push_back({"c",
+                            "",
+                            {{"stonewall", ""},
+                             {"bssplit", "4k/50:8k/50,1m/100"},
+                             {"iodepth", "8"},
+                             {"numjobs", "2"},
+                             {"iomem", "shmhuge"}},
+                            {}});
+    job.sections.push_back({"d", "", {{"stonewall", ""}, {"bs", "4k"}, {"iodepth", "32"}}, {}});
+    EXPECT_EQ(huge_pages_needed(job), 12u);  // a + b = 4 + 3 = 7; c = 6 x 2 = 12; d needs none
 }
