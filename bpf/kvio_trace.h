@@ -276,6 +276,18 @@ enum kvio_syscall {
     KVIO_SYSCALLS
 };
 
+/* Which syscall records carry `offset` and `count` (docs/formats.md): the positioned calls and fadvise64 an
+ * offset; every call but the sync calls and io_uring_enter a count. The JSON writer and the readers share these. */
+KVIO_SLOT_FN int kvio_syscall_has_offset(__u32 nr)
+{
+    return nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV || nr == KVIO_SYS_PWRITEV ||
+           nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2 || nr == KVIO_SYS_FADVISE64;
+}
+KVIO_SLOT_FN int kvio_syscall_has_count(__u32 nr)
+{
+    return nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC && nr != KVIO_SYS_IO_URING_ENTER;
+}
+
 struct kvio_syscall_event {
     __u8 type; /* KVIO_EV_SYSCALL */
     __u8 nr;   /* enum kvio_syscall */

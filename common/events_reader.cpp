@@ -32,6 +32,8 @@ constexpr const char* kNames[] = {"type",
                                   "rwbs",
                                   "comm",
                                   "key",
+                                  "name",
+                                  "fs_dev",
                                   "sector",
                                   "bytes",
                                   "ts_issue",
@@ -42,21 +44,34 @@ constexpr const char* kNames[] = {"type",
                                   "user_data",
                                   "slba",
                                   "nlb",
+                                  "ts_enter",
+                                  "ts_exit",
+                                  "offset",
+                                  "count",
+                                  "ino",
+                                  "gen",
+                                  "file_size",
                                   "events",
                                   "dropped",
                                   "unmatched_completes",
-                                  "negative_deltas"};
+                                  "negative_deltas",
+                                  "fd",
+                                  "ret",
+                                  "direct"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(EventField::Count_));
 
 constexpr int kNone = -1;
 constexpr int kFirstUint = int(EventField::Sector);
+constexpr int kFirstInt = int(EventField::Fd);
+constexpr int kFirstBool = int(EventField::Direct);
+static_assert(kFirstBool == int(EventField::Count_) - 1, "one boolean field: the parsers set r.direct");
 
 // Top-level key -> EventField index, kNone for keys no reader interprets.
 int lookup(std::string_view k) {
     using F = EventField;
     switch (k.size()) {
         case 2:
-            return k == "op" ? int(F::Op) : k == "qd" ? int(F::Qd) : kNone;
+            return k == "op" ? int(F::Op) : k == "qd" ? int(F::Qd) : k == "fd" ? int(F::Fd) : kNone;
         case 3:
             return k == "src"   ? int(F::Src)
                    : k == "dev" ? int(F::Dev)
@@ -64,6 +79,9 @@ int lookup(std::string_view k) {
                    : k == "nlb" ? int(F::Nlb)
                    : k == "pid" ? int(F::Pid)
                    : k == "tid" ? int(F::Tid)
+                   : k == "ret" ? int(F::Ret)
+                   : k == "ino" ? int(F::Ino)
+                   : k == "gen" ? int(F::Gen)
                                 : kNone;
         case 4:
             return k == "type"   ? int(F::Type)
@@ -71,17 +89,23 @@ int lookup(std::string_view k) {
                    : k == "slba" ? int(F::Slba)
                    : k == "disk" ? int(F::Disk)
                    : k == "comm" ? int(F::Comm)
+                   : k == "name" ? int(F::Name)
                                  : kNone;
         case 5:
-            return k == "bytes" ? int(F::Bytes) : kNone;
+            return k == "bytes" ? int(F::Bytes) : k == "count" ? int(F::Count) : kNone;
         case 6:
-            return k == "sector" ? int(F::Sector) : k == "events" ? int(F::Events) : kNone;
+            return k == "sector"   ? int(F::Sector)
+                   : k == "events" ? int(F::Events)
+                   : k == "offset" ? int(F::Offset)
+                   : k == "fs_dev" ? int(F::FsDev)
+                   : k == "direct" ? int(F::Direct)
+                                   : kNone;
         case 7:
-            return k == "dropped" ? int(F::Dropped) : kNone;
+            return k == "dropped" ? int(F::Dropped) : k == "ts_exit" ? int(F::TsExit) : kNone;
         case 8:
-            return k == "ts_issue" ? int(F::TsIssue) : kNone;
+            return k == "ts_issue" ? int(F::TsIssue) : k == "ts_enter" ? int(F::TsEnter) : kNone;
         case 9:
-            return k == "user_data" ? int(F::UserData) : kNone;
+            return k == "user_data" ? int(F::UserData) : k == "file_size" ? int(F::FileSize) : kNone;
         case 11:
             return k == "ts_complete" ? int(F::TsComplete) : kNone;
         case 15:
@@ -109,6 +133,10 @@ std::string_view* string_slot(EventRecord& r, int f) {
             return &r.rwbs;
         case EventField::Comm:
             return &r.comm;
+        case EventField::Name:
+            return &r.name;
+        case EventField::FsDev:
+            return &r.fs_dev;
         default:
             return &r.key;
     }
@@ -142,10 +170,26 @@ uint64_t* uint_slot(EventRecord& r, int f) {
             return &r.dropped;
         case EventField::UnmatchedCompletes:
             return &r.unmatched_completes;
+        case EventField::TsEnter:
+            return &r.ts_enter;
+        case EventField::TsExit:
+            return &r.ts_exit;
+        case EventField::Offset:
+            return &r.file_offset;
+        case EventField::Count:
+            return &r.count;
+        case EventField::Ino:
+            return &r.ino;
+        case EventField::Gen:
+            return &r.gen;
+        case EventField::FileSize:
+            return &r.file_size;
         default:
             return &r.negative_deltas;
     }
 }
+
+int64_t* int_slot(EventRecord& r, int f) { return EventField(f) == EventField::Fd ? &r.fd : &r.ret; }
 
 // A line that is not JSON at all (as opposed to JSON with a wrong field): the kind of damage a cut-off last line has.
 struct JsonSyntaxError : Error {
@@ -154,6 +198,8 @@ struct JsonSyntaxError : Error {
 
 [[noreturn]] void wrong_type(const JsonSource& src, int f, const char* got) {
     if (f < kFirstUint) src.fail(kNames[f], "expected a string");
+    if (f >= kFirstBool) src.fail(kNames[f], std::string("expected true or false, got ") + got);
+    if (f >= kFirstInt) src.fail(kNames[f], std::string("expected an integer, got ") + got);
     src.fail(kNames[f], std::string("expected a non-negative integer, got ") + got);
 }
 
@@ -233,7 +279,7 @@ struct EventsReader::Parser {
             int f = lookup(std::string_view(k, size_t(q - k)));
             if (f == kNone) continue;  // skipped by the iteration, unchecked
             ondemand::value v = fld.value();
-            r.has |= 1u << f;
+            r.has |= uint64_t{1} << f;
             if (f < kFirstUint) {
                 std::string_view s;
                 if (auto e = v.get_string().get(s)) {
@@ -241,6 +287,20 @@ struct EventsReader::Parser {
                     wrong_type(src, f, kind(v));
                 }
                 *string_slot(r, f) = s;
+            } else if (f >= kFirstBool) {
+                if (auto e = v.get_bool().get(r.direct)) {
+                    if (e != INCORRECT_TYPE) invalid(src, e);
+                    simdjson::ondemand::json_type t;
+                    wrong_type(src, f,
+                               !v.type().get(t) && t == simdjson::ondemand::json_type::number ? "a number" : kind(v));
+                }
+            } else if (f >= kFirstInt) {
+                int64_t i;
+                if (auto e = v.get_int64().get(i)) {
+                    if (e != INCORRECT_TYPE && e != NUMBER_OUT_OF_RANGE) invalid(src, e);
+                    wrong_type(src, f, kind(v));
+                }
+                *int_slot(r, f) = i;
             } else {
                 uint64_t u;
                 if (auto e = v.get_uint64().get(u)) {
@@ -273,22 +333,29 @@ struct EventsReader::Parser {
         for (auto& [k, v] : j.items()) {
             int f = lookup(k);
             if (f == kNone) continue;
-            r.has |= 1u << f;
+            r.has |= uint64_t{1} << f;
             if (f < kFirstUint) {
                 if (!v.is_string()) wrong_type(src, f, "");
                 strings[f] = v.get<std::string>();
                 *string_slot(r, f) = strings[f];
-            } else if (v.is_number_unsigned()) {
+            } else if (f >= kFirstBool && v.is_boolean()) {
+                r.direct = v.get<bool>();
+            } else if (f >= kFirstInt && f < kFirstBool && v.is_number_integer() &&
+                       (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX))) {
+                *int_slot(r, f) = v.get<int64_t>();
+            } else if (f < kFirstInt && v.is_number_unsigned()) {
                 *uint_slot(r, f) = v.get<uint64_t>();
             } else {
                 wrong_type(src, f,
-                           v.is_number_integer() ? "a negative number"
-                           : v.is_number_float() ? "a fraction"
-                           : v.is_string()       ? "a string"
-                           : v.is_boolean()      ? "a boolean"
-                           : v.is_null()         ? "null"
-                           : v.is_array()        ? "an array"
-                                                 : "an object");
+                           f >= kFirstBool && v.is_number() ? "a number"
+                           : v.is_number_unsigned()         ? "a number out of range"
+                           : v.is_number_integer()          ? "a negative number"
+                           : v.is_number_float()            ? "a fraction"
+                           : v.is_string()                  ? "a string"
+                           : v.is_boolean()                 ? "a boolean"
+                           : v.is_null()                    ? "null"
+                           : v.is_array()                   ? "an array"
+                                                            : "an object");
             }
         }
     }
@@ -368,7 +435,7 @@ bool EventsReader::next_bin(EventRecord& r) {
         src_.line = size_t(bin_->record());
         r = EventRecord{};
         using F = EventField;
-        auto set = [&r](F f) { r.has |= 1u << unsigned(f); };
+        auto set = [&r](F f) { r.has |= uint64_t{1} << unsigned(f); };
         switch (kind) {
             case evbin::Kind::Device:
                 continue;  // the capture reader keeps the device table
@@ -398,8 +465,12 @@ bool EventsReader::next_bin(EventRecord& r) {
                 std::memcpy(&e, p.data(), sizeof e);
                 std::memcpy(comm_, e.comm, sizeof comm_);
                 r.type = "syscall", r.comm = std::string_view(comm_, strnlen(comm_, sizeof comm_));
-                r.pid = e.pid, r.tid = e.tid;
-                for (F f : {F::Type, F::Comm, F::Pid, F::Tid}) set(f);
+                r.name = syscall_name(e.nr);
+                r.pid = e.pid, r.tid = e.tid, r.fd = e.fd, r.ret = e.ret, r.ts_enter = e.ts_enter,
+                r.ts_exit = e.ts_exit;
+                for (F f : {F::Type, F::Comm, F::Name, F::Pid, F::Tid, F::Fd, F::Ret, F::TsEnter, F::TsExit}) set(f);
+                if (kvio_syscall_has_offset(e.nr)) r.file_offset = e.offset, set(F::Offset);
+                if (kvio_syscall_has_count(e.nr)) r.count = e.count, set(F::Count);
                 return true;
             }
             case evbin::Kind::Json:

@@ -17,7 +17,8 @@
 namespace kvio {
 
 /// The top-level keys of a kvio.events/1 record that readers interpret (bit positions in EventRecord::has).
-/// Other keys (d2c_ns, qid, syscall fields, ...) are skipped unchecked.
+/// Other keys (d2c_ns, qid, lat_ns, ...) are skipped unchecked. Grouped by JSON type: strings, non-negative integers
+/// (the summary counters last among them), integers, booleans.
 enum class EventField : uint8_t {
     Type,
     Src,
@@ -26,7 +27,9 @@ enum class EventField : uint8_t {
     Op,
     Rwbs,
     Comm,
-    Key,  // strings
+    Key,
+    Name,
+    FsDev,  // strings
     Sector,
     Bytes,
     TsIssue,
@@ -36,11 +39,21 @@ enum class EventField : uint8_t {
     Tid,
     UserData,
     Slba,
-    Nlb,  // non-negative integers
+    Nlb,
+    TsEnter,
+    TsExit,
+    Offset,
+    Count,
+    Ino,
+    Gen,
+    FileSize,  // non-negative integers
     Events,
     Dropped,
     UnmatchedCompletes,
-    NegativeDeltas,  // summary counters
+    NegativeDeltas,  // summary counters (non-negative integers)
+    Fd,
+    Ret,     // integers
+    Direct,  // booleans
     Count_
 };
 
@@ -64,11 +77,17 @@ struct EventRecord {
     uint32_t kdev = 0;      ///< cmd: `dev` as a kernel dev_t (MAJOR << 20 | MINOR)
     uint64_t offset = 0;    ///< cmd: start byte on the whole disk: sector × 512 (block), slba × bytes/nlb (nvme)
 
-    uint32_t has = 0;
+    uint64_t has = 0;
     std::string_view type, src, dev, disk, op, rwbs, comm, key;
     uint64_t sector = 0, bytes = 0, ts_issue = 0, ts_complete = 0, qd = 0, pid = 0, tid = 0, user_data = 0;
     uint64_t slba = 0, nlb = 0;
     uint64_t events = 0, dropped = 0, unmatched_completes = 0, negative_deltas = 0;
+    // syscall records (docs/formats.md): `name`, `fs_dev` ("MAJ:MIN"), `offset` (file_offset: the key's own value,
+    // unlike the cmd's computed `offset` above), `count`, file identity and size, `fd`, `ret`, `direct`.
+    std::string_view name, fs_dev;
+    uint64_t ts_enter = 0, ts_exit = 0, file_offset = 0, count = 0, ino = 0, gen = 0, file_size = 0;
+    int64_t fd = 0, ret = 0;
+    bool direct = false;
 
     bool has_field(EventField f) const { return has >> unsigned(f) & 1; }
 };
@@ -89,6 +108,7 @@ public:
     ///   "FILE:LINE: expected a JSON object"                 the line is an array, string, ...
     ///   "FILE:LINE: field 'F': expected a string"           a string field of another type
     ///   "FILE:LINE: field 'F': expected a non-negative integer, got a string|a negative number|a fraction|..."
+    ///   "FILE:LINE: field 'F': expected an integer, got ..." / "expected true or false, got ..." (fd, ret / direct)
     /// It does not check which fields a record type requires: next_checked() does.
     /// A last line cut off by the end of the file (no newline, not valid JSON: the tracer was killed) is dropped
     /// with a warning (common/warn.h, jsonl.h torn_last_line_warning); the same line elsewhere is an error.
@@ -131,7 +151,7 @@ private:
     std::unique_ptr<Parser> parser_;
     // kvio.events.bin input: the record stream, its device table, and storage the string views point into.
     std::unique_ptr<evbin::Reader> bin_;
-    char rwbs_[8] = {}, comm_[16] = {};
+    char rwbs_[8] = {}, comm_[16] = {}, fs_dev_[24] = {};
     std::string json_;
 };
 

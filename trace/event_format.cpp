@@ -71,25 +71,8 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
     return j;
 }
 
-/// Positioned calls and fadvise carry an offset.
-static bool syscall_has_offset(uint32_t nr) {
-    switch (nr) {
-        case KVIO_SYS_PREAD64:
-        case KVIO_SYS_PWRITE64:
-        case KVIO_SYS_PREADV:
-        case KVIO_SYS_PWRITEV:
-        case KVIO_SYS_PREADV2:
-        case KVIO_SYS_PWRITEV2:
-        case KVIO_SYS_FADVISE64:
-            return true;
-        default:
-            return false;
-    }
-}
-/// Everything but the sync calls and io_uring_enter carries a count.
-static bool syscall_has_count(uint32_t nr) {
-    return nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC && nr != KVIO_SYS_IO_URING_ENTER;
-}
+static bool syscall_has_offset(uint32_t nr) { return kvio_syscall_has_offset(nr); }
+static bool syscall_has_count(uint32_t nr) { return kvio_syscall_has_count(nr); }
 
 nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
     nlohmann::json j = {
