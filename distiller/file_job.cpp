@@ -111,6 +111,7 @@ FilePattern derive_file_pattern(const std::vector<SyscallRec>& recs, uint32_t fs
             f.ino = r.ino;
             f.gen = r.gen;
             f.name = "i" + std::to_string(r.ino) + "g" + std::to_string(r.gen);
+            f.written_first = r.kind == SysKind::Write;
             p.files.push_back(f);
         }
         TracedFile& f = p.files[fit->second];
@@ -210,9 +211,15 @@ std::string stream_iolog(const FilePattern& p, const FileStream& s, const std::s
             case FileOp::Kind::Read:
                 os << t << ' ' << path(o.file) << " read " << o.offset << ' ' << o.len << '\n';
                 break;
-            case FileOp::Kind::Write:
-                os << t << ' ' << path(o.file) << " write " << o.offset << ' ' << o.len << '\n';
+            case FileOp::Kind::Write: {
+                // Buffered: widened to whole pages. The same pages are dirtied, and none is read first: the traced
+                // writes went into a new file (a 128-byte header, then 2 MiB from byte 128), the replay's into a
+                // laid-out one whose page cache the open dropped, where a partial page is read before it is changed.
+                const uint64_t lo = s.direct ? o.offset : o.offset / 4096 * 4096;
+                const uint64_t hi = s.direct ? o.offset + o.len : (o.offset + o.len + 4095) / 4096 * 4096;
+                os << t << ' ' << path(o.file) << " write " << lo << ' ' << hi - lo << '\n';
                 break;
+            }
             case FileOp::Kind::Sync:
                 os << t << ' ' << path(o.file) << " sync 0 0\n";
                 break;
@@ -238,8 +245,8 @@ std::string layout_iolog(const FilePattern& p, const std::string& dir, uint64_t&
         os << path << " add\n" << path << " open\n";
         for (uint64_t off = 0; off < f.size; off += kChunk)
             os << path << " write " << off << ' ' << std::min(kChunk, f.size - off) << '\n';
-        os << path << " sync 0 0\n" << path << " close\n";
         bytes += f.size;
+        os << path << " sync 0 0\n" << path << " close\n";
     }
     return os.str();
 }
@@ -259,14 +266,16 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
     h << "; fsync " << p.fsyncs << ", fdatasync " << p.fdatasyncs << ", fadvise " << p.dontneeds << "; at most "
       << p.max_threads_in_calls << " threads inside I/O calls at once\n";
     h << "; files: " << o.directory << "/i<ino>g<gen> (the traced inode and its generation); " << laid_out
-      << " of them are read by the trace and are written whole by section 'layout' first\n";
+      << " of them are read by the trace and written whole by section 'layout' first\n"
+         ";   the replay's buffered writes are widened to whole 4 KiB pages: the same pages are dirtied, and\n"
+         ";   none is read back first (a partial page of a laid-out file whose cache the open dropped would be)\n";
     h << "; each thread is a section replaying its calls from an iolog v3 at their traced times (a call waits at\n"
          ";   least its traced gap after the one before; a slower target falls behind, not ahead); a file is opened\n"
          ";   at its first call and closed when the thread turns to another; an fadvise is a close and reopen, and\n"
          ";   invalidate=1 drops the file's page cache at the open (fadvise's advice is not recorded: DONTNEED)\n";
     h << "; NOT reproduced: metadata calls (open flags, fallocate, unlink, stat, rename) and their journal\n"
-         ";   traffic beyond what the replayed calls cause; a file read by the trace is overwritten in place\n"
-         ";   when the trace rewrites it (the trace may have written new blocks); mmap, io_uring and other\n"
+         ";   traffic beyond what the replayed calls cause; a file the trace made and another thread read\n"
+         ";   exists from the start (laid out) and is overwritten in place; mmap, io_uring, other\n"
          ";   processes' I/O; the page cache and the filesystem's state (free space, fragmentation) at the start\n";
     if (p.no_identity_calls || p.other_fs_calls)
         h << "; left out: " << p.no_identity_calls << " calls without file identity, " << p.other_fs_calls
@@ -295,7 +304,9 @@ FileJob make_file_job(const FilePattern& p, const FileJobOptions& o) {
     std::ostringstream t;
     t << header_text(p, o, laid_out);
     t << "\n[global]\nioengine=psync\n; the traced calls move buffered data at unaligned offsets (a 128-byte header)\n"
-         "bs_unaligned=1\nfallocate=none\n";
+         "bs_unaligned=1\nfallocate=none\n"
+         "; no posix_fadvise of fio's own (its default hints SEQUENTIAL or RANDOM and changes readahead): the\n"
+         ";   application gave none but DONTNEED\nfadvise_hint=0\n";
     if (laid_out) {
         j.layout_section = "layout";
         j.iologs.push_back({o.iolog_prefix + "layout.iolog", layout});

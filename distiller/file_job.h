@@ -21,6 +21,7 @@ struct TracedFile {
     uint64_t read_bytes = 0;     ///< bytes read from it by the traced calls
     uint64_t written_bytes = 0;  ///< bytes written to it
     std::string name;            ///< its stable name in the job's directory: "i<ino>g<gen>"
+    bool written_first = false;  ///< the trace's first call on it is a write (the application made it in the trace)
 };
 
 /// One file operation of a stream, in the order the thread issued it.
@@ -86,10 +87,12 @@ struct FileJob {
     uint64_t needs_bytes = 0;  ///< the files' total size, each rounded up to 4 KiB: what the directory must hold
 };
 
-/// The fio job: a `layout` section (files read by the trace, written whole before anything is timed), then one
+/// The fio job: a `layout` section (every file the trace reads, written whole: fio opens a section's files when it
+/// starts, so a file one thread reads must exist then although another writes it later), then one
 /// section per stream replaying its calls from a fio iolog v3 (timestamps in µs from the trace's first call) with
-/// ioengine=psync, its direct=, and invalidate=1 when its reads came after fadvise DONTNEED. Throws kvio::Error when
-/// the pattern has no stream or the directory is not absolute or holds whitespace.
+/// ioengine=psync, its direct=, and invalidate=1 when its reads came after fadvise DONTNEED. A buffered write is
+/// widened to whole 4 KiB pages (it dirties the same pages; over a laid-out file a partial page would be read first).
+/// Throws kvio::Error when the pattern has no stream or the directory is not absolute or holds whitespace.
 FileJob make_file_job(const FilePattern& p, const FileJobOptions& o);
 
 }  // namespace kvio::distiller

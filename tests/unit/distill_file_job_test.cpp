@@ -106,10 +106,11 @@ TEST(FileJob, WritesOneSectionPerThreadAndLaysOutWhatIsRead) {
               "fio version 2 iolog\n/mnt/x/i12g9 add\n/mnt/x/i12g9 open\n/mnt/x/i12g9 write 0 1048576\n"
               "/mnt/x/i12g9 write 1048576 1048576\n/mnt/x/i12g9 write 2097152 1048576\n/mnt/x/i12g9 sync 0 0\n"
               "/mnt/x/i12g9 close\n");
-    // The writer: its calls at their traced times (µs), one open, the fsync, a close.
+    // The writer: its calls at their traced times (µs), widened to whole 4 KiB pages (the same pages dirtied), one
+    // open, the fsync, a close.
     EXPECT_EQ(j.iologs[1].second,
-              "fio version 3 iolog\n0 /mnt/x/i11g9 add\n0 /mnt/x/i11g9 open\n0 /mnt/x/i11g9 write 0 128\n"
-              "300 /mnt/x/i11g9 write 128 2097152\n2000 /mnt/x/i11g9 write 2097280 2097152\n"
+              "fio version 3 iolog\n0 /mnt/x/i11g9 add\n0 /mnt/x/i11g9 open\n0 /mnt/x/i11g9 write 0 4096\n"
+              "300 /mnt/x/i11g9 write 0 2101248\n2000 /mnt/x/i11g9 write 2097152 2101248\n"
               "3000 /mnt/x/i11g9 sync 0 0\n3000 /mnt/x/i11g9 close\n");
     // The reader: the fadvise is an open (its page cache dropped by invalidate=1), then the read.
     EXPECT_EQ(j.iologs[2].second,
