@@ -101,18 +101,17 @@ TEST(DistillFileLevel, SelfLoggedBufferedWorkloadReplaysOnAnotherFilesystem) {
     TempDir t;
     { std::ofstream(t.file("w.py")) << kSelfLoggingWorkload; }
     const std::string ev = t.file("ev.jsonl"), calls = t.file("calls.jsonl"), merged = t.file("merged.jsonl");
-    {
-        Ext4Mount m(1024 * kMiB);
-        auto r = run(kvio_bin() + " trace -q -d " + m.loop.name + " --events " + ev + " -- python3 " + t.file("w.py") +
-                     " " + m.mnt + " " + calls + " 3");
-        ASSERT_EQ(r.status, 0) << r.err;
-    }
+    // The traced device stays attached to the end: a target that took its loop number would be refused as it.
+    Ext4Mount m(1024 * kMiB);
+    auto r = run(kvio_bin() + " trace -q -d " + m.loop.name + " --events " + ev + " -- python3 " + t.file("w.py") +
+                 " " + m.mnt + " " + calls + " 3");
+    ASSERT_EQ(r.status, 0) << r.err;
     merge_calls(ev, calls, merged);
 
     // auto: the device's bytes came through the page cache, so the file level, checked on another filesystem.
     LoopDevice target(1024 * kMiB);
-    auto r = run(kvio_bin() + " distill --events " + merged + " -o " + t.file("job.fio") + " --directory /mnt/x" +
-                 " --verify --target " + target.path + " --json " + t.file("d.json"));
+    r = run(kvio_bin() + " distill --events " + merged + " -o " + t.file("job.fio") + " --directory /mnt/x" +
+            " --verify --target " + target.path + " --json " + t.file("d.json"));
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     EXPECT_NE(r.err.find("kvio distill: note: level file: auto: "), std::string::npos) << r.err;
     const json d = json::parse(slurp(t.file("d.json")));
@@ -123,9 +122,11 @@ TEST(DistillFileLevel, SelfLoggedBufferedWorkloadReplaysOnAnotherFilesystem) {
     const std::string job = slurp(t.file("job.fio"));
     EXPECT_NE(job.find("; level: file: auto: "), std::string::npos) << job;
     EXPECT_EQ(run("fio --parse-only " + t.file("job.fio")).status, 0);
-    // Bounds measured on this workload (docs/distill.md, "The file level"): looser than the acceptance's, which the
-    // serving workload's own trace is held to below.
-    expect_faithful(d["verify"], 0.45, 0.4, 25);
+    // Bounds measured on this workload (docs/distill.md, "The file level"): 4 runs quiet and 3 beside `stress-ng
+    // --cpu 2` (load 8-12) gave size TV read 0.13-0.31, write 0.15-0.17, queue-depth TV 0.12-0.25, worst window read
+    // share 6.8-14.4 points, phases 1 -> 1; the device-level job of one such trace: 0.63 / 0.78, 0.60, phases 1 -> 4.
+    // Looser than the acceptance's, which the serving workload's own trace is held to below.
+    expect_faithful(d["verify"], 0.4, 0.35, 20);
 
     // The same trace without file identity: auto falls back to the device level and says why; --level file refuses.
     strip_identity(merged, t.file("bare.jsonl"));
@@ -146,8 +147,8 @@ TEST(DistillFileLevel, SimulateBufferedStorageReplaysOnAnotherFilesystem) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
     TempDir t;
     const std::string ev = t.file("ev.jsonl");
+    Ext4Mount m(1024 * kMiB);  // attached to the end, as above
     {
-        Ext4Mount m(1024 * kMiB);
         auto r = run("mkdir -p " + m.mnt + "/kv && " + kvio_bin() + " trace -q -d " + m.loop.name +
                      " --syscalls --events " + ev + " -- " + kvio_bin() +
                      " simulate --model tiny-1b --num-users 3 --duration 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
