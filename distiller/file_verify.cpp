@@ -148,7 +148,7 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
                                      "--output=" + o.work_dir + "/replay.fio.json"};
     for (const auto& s : fr.job.replay_sections) argv.push_back("--section=" + s);
     argv.push_back(fr.job_path);
-    checked_run(argv, o.work_dir + "/replay.log", "the traced fio run of " + fr.job_path);
+    checked_run(argv, o.work_dir + "/replay.log", "the traced fio run (" + o.work_dir + "/replay.log)");
     EventFilter f;
     f.dev = dev_string(info.whole_disk);
     fr.replay.trace = load_events(fr.events_out, f);

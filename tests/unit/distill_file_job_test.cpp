@@ -3,11 +3,13 @@
 // iologs say, and what is left out.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "distiller/file_job.h"
+#include "distiller/file_level.h"
 
 namespace kvio::distiller {
 namespace {
@@ -155,6 +157,77 @@ TEST(FileJob, RefusesNoStreamsAndRelativeDirectories) {
     EXPECT_THROW(make_file_job(none, o), Error);
     o.directory = "rel/dir";
     EXPECT_THROW(make_file_job(derive_file_pattern(serving_records(), kFs), o), Error);
+}
+
+}  // namespace
+}  // namespace kvio::distiller
+
+namespace kvio::distiller {
+namespace {
+
+// A kvio.events/1 file of syscall records: `n` calls of `bytes` each on inode 5 of 7:3, direct or buffered, with
+// file identity or without.
+std::string calls_file(const std::string& name, int n, uint64_t bytes, bool direct, bool identity) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream o(path);
+    for (int i = 0; i < n; ++i) {
+        nlohmann::json r = {{"type", "syscall"},
+                            {"name", "pwrite64"},
+                            {"pid", 1},
+                            {"tid", 2},
+                            {"comm", "app"},
+                            {"fd", 3},
+                            {"ts_enter", 1000 * i},
+                            {"ts_exit", 1000 * i + 10},
+                            {"ret", bytes},
+                            {"offset", bytes * i},
+                            {"count", bytes}};
+        if (identity)
+            r.update({{"ino", 5}, {"fs_dev", "7:3"}, {"gen", 1}, {"direct", direct}, {"file_size", bytes * (i + 1)}});
+        o << r.dump() << '\n';
+    }
+    return path;
+}
+
+std::vector<Profile> device_7_3(uint64_t write_bytes) {
+    Profile p;
+    p.dev = "7:3";
+    p.disk = "loop3";
+    p.write.bytes = write_bytes;
+    p.write.cmds = 1;
+    return {p};
+}
+
+TEST(FileLevel, AutoPicksTheFileLevelForPageCacheBytes) {
+    DistillOptions o;
+    o.level = DistillLevel::Auto;
+    o.events = calls_file("buffered.jsonl", 8, kMiB, false, true);
+    const LevelChoice c = choose_level(o, device_7_3(8 * kMiB));
+    EXPECT_TRUE(c.file);
+    EXPECT_FALSE(c.device);
+    EXPECT_DOUBLE_EQ(c.page_cache_share, 1.0);
+    EXPECT_EQ(c.pattern.streams.size(), 1u);
+    EXPECT_EQ(c.level_name(), "file");
+}
+
+TEST(FileLevel, AutoKeepsTheDeviceLevelAndSaysWhy) {
+    DistillOptions o;
+    o.level = DistillLevel::Auto;
+    o.events = calls_file("direct.jsonl", 8, kMiB, true, true);  // the device's bytes are the direct calls'
+    LevelChoice c = choose_level(o, device_7_3(8 * kMiB));
+    EXPECT_TRUE(c.device);
+    EXPECT_FALSE(c.file);
+    EXPECT_NE(c.reason.find("mostly from direct calls"), std::string::npos) << c.reason;
+    o.events = calls_file("bare.jsonl", 8, kMiB, false, false);  // no file identity
+    c = choose_level(o, device_7_3(8 * kMiB));
+    EXPECT_TRUE(c.device);
+    EXPECT_NE(c.reason.find("carry no file identity"), std::string::npos) << c.reason;
+    o.level = DistillLevel::File;  // asked for: an error naming why
+    EXPECT_THROW(choose_level(o, device_7_3(8 * kMiB)), Error);
+    o.level = DistillLevel::Device;  // no syscall record is read
+    c = choose_level(o, device_7_3(8 * kMiB));
+    EXPECT_EQ(c.syscalls, 0u);
+    EXPECT_EQ(c.level_name(), "device");
 }
 
 }  // namespace
