@@ -16,11 +16,16 @@ namespace {
 struct DistillArgs {
     distiller::DistillOptions o;
     std::string mode = "count";
+    std::string level = "auto";
 };
 
 void run_distill(const DistillArgs& a) {
     distiller::DistillOptions o = a.o;
     o.mode = a.mode == "time" ? distiller::JobMode::Time : distiller::JobMode::Count;
+    o.level = a.level == "device" ? distiller::DistillLevel::Device
+              : a.level == "file" ? distiller::DistillLevel::File
+              : a.level == "both" ? distiller::DistillLevel::Both
+                                  : distiller::DistillLevel::Auto;
     o.print = &std::cout;
     o.diag = &std::cerr;
     // A stop while the trace is read (a large one takes a while): one line and 128 + N, not the signal's default
@@ -95,6 +100,21 @@ void add_distill_command(CLI::App& app) {
            "--max-tv", a->o.max_tv,
            "with --verify: exit 1 when the replay's worst size TV (whole run or any window) is above this (for CI)")
         ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--level", a->level,
+                    "device (the device's commands, as traced), file (the application's own file calls, from "
+                    "`trace --syscalls` records, reissued on a filesystem: for page-cache workloads), both (the file "
+                    "job beside -o as NAME.file.fio), or auto: file when most of the device's bytes came through the "
+                    "page cache (docs/distill.md, \"Two levels\")")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "device", "file", "both"}));
+    sub->add_option("--directory", a->o.directory,
+                    "the file level: the directory (absolute) the job's files live in (default /mnt/kvio-file)");
+    sub->add_option("--target", a->o.target,
+                    "with --verify, the file level: the block device a filesystem is made on for the replay (a "
+                    "mounted one is refused; one holding data unless --force)");
+    sub->add_option("--fs", a->o.fs_type, "with --target: the filesystem made there (ext4 or xfs)")
+        ->default_str("ext4")
+        ->check(CLI::IsMember({"ext4", "xfs"}));
     sub->add_option("--json", a->o.json_out,
                     "write the derived options, phases (and the fidelity numbers) as JSON to FILE; - = stdout "
                     "(instead of the text output)");

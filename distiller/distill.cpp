@@ -18,6 +18,8 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "distiller/fidelity.h"
+#include "distiller/file_level.h"
+#include "distiller/file_verify.h"
 #include "distiller/iolog.h"
 #include "distiller/phased_job.h"
 #include "distiller/timeline.h"
@@ -110,7 +112,15 @@ void check_options(const DistillOptions& a) {
             "give the trace with --events FILE (kvio.events/1, preferred) or --trace-json FILE (kvio.trace/1)");
     if (a.verify && a.events.empty())
         throw UsageError("--verify: needs --events (the score compares per-command distributions)");
-    if (a.filenames.empty() && (a.verify || !a.iolog.empty()))
+    const bool file_only = a.level == DistillLevel::File;
+    if (a.level != DistillLevel::Device && !a.events.empty() && a.verify && a.filenames.empty() && a.target.empty())
+        throw UsageError(
+            "--verify: needs --filename TARGET (a device-level job's device) or --target DEV (a block device a "
+            "file-level job's filesystem is made on)");
+    if (!a.target.empty() && !a.verify) throw UsageError("--target: needs --verify (the file level's replay device)");
+    if (file_only && !a.iolog.empty())
+        throw UsageError("--iolog: the device level's exact replay log; --level file writes its own iologs");
+    if (a.filenames.empty() && (a.verify || !a.iolog.empty()) && !file_only && a.target.empty())
         throw UsageError(std::string(a.verify ? "--verify" : "--iolog") +
                          ": needs --filename TARGET (the device the job runs on / the iolog names)");
     if (a.max_tv >= 0 && !a.verify) throw UsageError("--max-tv: needs --verify (it bounds the replay's size TV)");
@@ -233,6 +243,8 @@ struct Run {
     const DistillOptions& a;
     DistillResult& r;
     bool multi = false;
+    LevelChoice choice;
+    FileJob file_job;
     bool json_stdout() const { return a.json_out == "-"; }
 
     Stopped stopped(const char* what) const {
@@ -278,7 +290,7 @@ struct Run {
         if (multi && !a.iolog.empty())
             throw Error("distill --iolog: the trace has " + std::to_string(ps.size()) +
                         " devices; an iolog replays one: choose it with --dev");
-        if (a.verify || !a.iolog.empty())
+        if (verify_device() || !a.iolog.empty())
             for (size_t i = 0; i < ps.size(); ++i)
                 if (r.targets[i].empty())
                     throw Error(std::string("distill ") + (a.verify ? "--verify" : "--iolog") + ": device " +
@@ -286,8 +298,64 @@ struct Run {
                                 "=PATH for it");
     }
 
+    // --verify of the device-level job: chosen, and a --filename given (or no --target: then map() asks for one).
+    bool verify_device() const { return a.verify && choice.device && (!a.filenames.empty() || a.target.empty()); }
+    bool verify_file() const { return a.verify && choice.file && !a.target.empty(); }
+
+    // The level (docs/distill.md, "Two levels"), and what --verify can do with it.
+    void choose() {
+        choice = choose_level(a, r.profiles);
+        r.level = choice.level_name();
+        r.level_reason = choice.reason;
+        // Said when the file level was chosen, or when auto fell back although the trace has syscall records.
+        if (choice.file || (a.level == DistillLevel::Auto && choice.syscalls)) {
+            const std::string note = "level " + r.level + ": " + r.level_reason;
+            put(a.diag, "kvio distill: note: " + note + "\n");
+            r.notes.push_back(note);
+        }
+        if (a.verify && !verify_device() && !verify_file())
+            throw Error(choice.file ? "distill --verify: the file level's replay makes a filesystem on a block device: "
+                                      "give --target DEV"
+                                    : "distill --verify: the level is device (" + choice.reason +
+                                          "): its replay needs --filename TARGET");
+        if (choice.file && a.out.empty() && !a.verify)
+            throw Error("distill --level " + r.level +
+                        ": the file-level job reads iologs written beside it: give -o FILE");
+    }
+
+    // Where the file-level job goes: -o (file level), or -o's name with ".file.fio" (both levels); "" with no -o.
+    std::string file_job_path() const {
+        if (a.out.empty()) return "";
+        if (!choice.device) return a.out;
+        std::string stem = a.out;
+        for (const char* ext : {".fio", ".ini"})
+            if (stem.size() > std::strlen(ext) && stem.ends_with(ext)) stem.resize(stem.size() - std::strlen(ext));
+        return stem + ".file.fio";
+    }
+
+    // The file-level job (its iologs are named after the job's path, absolute: fio opens them from its cwd).
+    void derive_file() {
+        FileJobOptions fo;
+        fo.job_name = a.job_name;
+        fo.directory = a.directory.empty() ? "/mnt/kvio-file" : a.directory;
+        fo.header = choice.header_lines(r.profiles[choice.dev_index]);
+        if (a.directory.empty())
+            fo.header.push_back("directory: /mnt/kvio-file (no --directory given): the iologs name files there");
+        r.file_job_path = file_job_path();
+        if (!r.file_job_path.empty()) {
+            std::string stem = std::filesystem::absolute(r.file_job_path).string();
+            if (stem.ends_with(".fio")) stem.resize(stem.size() - 4);
+            fo.iolog_prefix = stem + ".";
+        }
+        if (r.file_job_path.empty()) fo.iolog_prefix = "/tmp/kvio-file-job.";  // printed only (--verify makes its own)
+        file_job = make_file_job(choice.pattern, fo);
+        r.file_job_text = file_job.text;
+    }
+
     // The job: every device's phases and trim runs (make_job), or one section from histograms (make_fio_job).
     void derive() {
+        if (choice.file) derive_file();
+        if (!choice.device) return poll("distilling");
         std::vector<DeviceJobInput> inputs(r.profiles.size());
         for (size_t i = 0; i < r.profiles.size(); ++i) {
             JobOptions& jo = inputs[i].opt;
@@ -316,7 +384,11 @@ struct Run {
             iolog.open(a.iolog);
             if (!iolog) throw Error("distill: cannot write " + a.iolog + ": " + std::strerror(errno));
         }
-        if (!a.out.empty()) write_file(a.out, r.job.text);
+        if (!a.out.empty() && choice.device) write_file(a.out, r.job.text);
+        if (choice.file && !r.file_job_path.empty()) {
+            for (const auto& [path, text] : file_job.iologs) write_file(path, text);
+            write_file(r.file_job_path, file_job.text);
+        }
         if (iolog.is_open()) {
             r.iolog_ios = write_iolog(iolog, r.traces[0].cmds, r.targets[0]);
             if (!iolog.flush()) throw Error("distill: cannot write " + a.iolog);
@@ -328,6 +400,16 @@ struct Run {
         const Profile& p = r.profiles[0];
         const auto& plans = r.plans;
         nlohmann::json& j = r.summary;
+        if (!choice.device) {  // the file level alone: no device job, its phases or notes
+            j = {{"schema", "kvio.distill/1"},
+                 {"source", p.source},
+                 {"format", p.format},
+                 {"dev", p.dev},
+                 {"disk", p.disk},
+                 {"level", choice.to_json()}};
+            file_summary();
+            return;
+        }
         j = {{"schema", "kvio.distill/1"},
              {"source", p.source},
              {"format", p.format},
@@ -353,6 +435,20 @@ struct Run {
                     r.notes.push_back(note);
                 }
         if (!a.iolog.empty()) j["iolog"] = {{"file", a.iolog}, {"ios", r.iolog_ios}};
+        if (a.level != DistillLevel::Device) j["level"] = choice.to_json();
+        if (a.level == DistillLevel::Auto && choice.syscalls)
+            j["notes"].push_back("level " + r.level + ": " + r.level_reason);
+        if (choice.file) file_summary();
+    }
+
+    void file_summary() {
+        nlohmann::json f = {{"sections", file_job.replay_sections}, {"needs_bytes", file_job.needs_bytes}};
+        f["layout_section"] =
+            file_job.layout_section.empty() ? nlohmann::json(nullptr) : nlohmann::json(file_job.layout_section);
+        f["job_file"] = r.file_job_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.file_job_path);
+        for (const auto& [path, text] : file_job.iologs)
+            if (!r.file_job_path.empty()) f["iologs"].push_back(path);
+        r.summary["file_job"] = f;
     }
 
     void write_json() const {
@@ -443,11 +539,72 @@ struct Run {
                 strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, r.missed ? "MISSED" : "met"));
     }
 
+    // --verify of the file-level job: a filesystem made on --target, the streams run there under `kvio trace`,
+    // scored against the traced device's commands as the device level's replay is.
+    void verify_file_level() {
+        const size_t i = choice.dev_index;
+        const Profile& orig = r.profiles[i];
+        VerifyDir dir(a.keep_files, a.diag);
+        FileVerifyOptions fo;
+        fo.kvio_exe = a.kvio_exe;
+        fo.target = a.target;
+        fo.fs_type = a.fs_type.empty() ? "ext4" : a.fs_type;
+        fo.work_dir = dir.path();
+        fo.force = a.force;
+        fo.job.job_name = a.job_name;
+        fo.job.header = choice.header_lines(orig);
+        nlohmann::json& j = r.summary;
+        const char* key = choice.device ? "verify_file" : "verify";
+        FileReplay fr;
+        try {
+            fr = run_file_replay(orig, choice.pattern, fo);
+        } catch (const Stopped& e) {
+            j["stopped_by_signal"] = e.signo;
+            j[key] = {{"stopped_by_signal", e.signo}};
+            write_json();
+            throw;
+        } catch (const Error&) {
+            if (std::filesystem::exists(dir.path() + "/replay.log") ||
+                std::filesystem::exists(dir.path() + "/mkfs.log"))
+                dir.keep_after_failure();
+            throw;
+        }
+        const nlohmann::json events_named = dir.kept() ? nlohmann::json(fr.events_out) : nlohmann::json(nullptr);
+        Fidelity f = score(orig, fr.replay.profile);
+        TimeFidelity tf = score_over_time(data_cmds(r.traces[i].cmds), data_cmds(fr.replay.trace.cmds));
+        nlohmann::json v = to_json(f);
+        v["time_resolved"] = to_json(tf);
+        v["replay_events"] = events_named;
+        v["summary"] = summary_line(f, tf);
+        v["level"] = "file";
+        v["target"] = a.target;
+        v["fs"] = fo.fs_type;
+        j[key] = v;
+        double worst_tv = std::max({f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
+        if (a.max_tv >= 0) {
+            r.missed = r.missed || worst_tv > a.max_tv;
+            j[key]["max_tv"] = {{"limit", a.max_tv}, {"worst", worst_tv}, {"met", worst_tv <= a.max_tv}};
+        }
+        if (json_stdout()) return;
+        put(a.print, "file level, on " + fo.fs_type + " made on " + a.target + ":\n");
+        put(a.print,
+            fidelity_text(dir.kept() ? fr.job_path : "the file-level job", a.target,
+                          events_named.is_null() ? "removed at the end: --keep-files keeps it" : fr.events_out, f, tf));
+        if (a.max_tv >= 0)
+            put(a.print, strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv,
+                              worst_tv > a.max_tv ? "MISSED" : "met"));
+    }
+
     // The "wrote" lines of the job file and the iolog.
     std::string wrote_text() const {
         std::string s;
         const auto& plans = r.plans;
-        if (!a.out.empty()) {
+        if (!r.file_job_path.empty())
+            s += "wrote " + r.file_job_path + ": the file-level job, " +
+                 count_noun(file_job.replay_sections.size(), "thread section") +
+                 (file_job.layout_section.empty() ? "" : " after a layout section") + ", " +
+                 count_noun(file_job.iologs.size(), "iolog") + " beside it\n";
+        if (!a.out.empty() && choice.device) {
             s += "wrote " + a.out + ":";
             if (!r.job.sections.empty()) {
                 size_t phases = 0, trims = 0;
@@ -478,14 +635,17 @@ DistillResult distill(const DistillOptions& o) {
     Run run{o, r};
     probe_writable(o.json_out);
     run.load();
-    run.map();
+    run.choose();
+    if (run.choice.device) run.map();
     run.derive();
     if (o.on_derived) o.on_derived();
     run.write_outputs();
     run.summarize();
     // Without -o the job is printed, --verify or not (before --verify's fidelity table); --json - replaces both.
-    if (!run.json_stdout() && o.out.empty() && o.print) *o.print << r.job.text << std::flush;
-    if (o.verify) run.verify();
+    if (!run.json_stdout() && o.out.empty() && o.print)
+        *o.print << (run.choice.device ? r.job.text : r.file_job_text) << std::flush;
+    if (run.verify_device()) run.verify();
+    if (run.verify_file()) run.verify_file_level();
     run.write_json();
     if (!run.json_stdout()) put(o.print, run.wrote_text());
     return r;

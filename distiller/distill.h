@@ -18,6 +18,11 @@
 
 namespace kvio::distiller {
 
+/// Which job `kvio distill` writes (docs/distill.md, "Two levels"): the device's commands (Device, today's job), the
+/// application's file calls (File), both, or the one the trace calls for (Auto: File when most of the traced device's
+/// bytes came from buffered calls with file identity on its filesystem).
+enum class DistillLevel { Auto, Device, File, Both };
+
 /// What `kvio distill` is asked (its flags, one field each), plus what a library caller decides.
 struct DistillOptions {
     std::string events;                  ///< --events: kvio.events/1 JSONL or a kvio.events.bin/1 capture (preferred)
@@ -37,6 +42,10 @@ struct DistillOptions {
     bool force = false;        ///< --force: --verify may write over data in its target's first MiB
     bool keep_files = false;   ///< --keep-files: --verify without `out` keeps its private directory
     double max_tv = -1;        ///< --max-tv: the replay's worst size TV allowed (< 0: no limit)
+    DistillLevel level = DistillLevel::Device;  ///< --level (the CLI's default is Auto)
+    std::string directory;  ///< --directory: where a file-level job's files live ("" : /mnt/kvio-file, said so)
+    std::string target;     ///< --target: the block device --verify makes a filesystem on for a file-level job
+    std::string fs_type;    ///< --fs: that filesystem ("" : ext4)
     std::string job_name = "kvio-distilled";  ///< the job's section name (prefix of a phased job's sections)
     std::string kvio_exe = "/proc/self/exe";  ///< the kvio binary --verify runs `trace` with
 
@@ -65,6 +74,10 @@ struct DistillResult {
     size_t iolog_ios = 0;              ///< lines written to the iolog
     nlohmann::json summary;            ///< the kvio.distill/1 document (--json)
     bool missed = false;               ///< --max-tv was given and the replay's worst size TV exceeds it
+    std::string level;                 ///< the level chosen: "device", "file" or "both"
+    std::string level_reason;          ///< why (one line, also in the job's header and the summary)
+    std::string file_job_text;         ///< the file-level job ("" when the level has none)
+    std::string file_job_path;         ///< where it was written ("" : not written)
 };
 
 /// Runs all of `kvio distill`: checks the options (UsageError for a bad combination, before anything is read or

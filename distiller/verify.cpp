@@ -92,6 +92,12 @@ BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
 }
 }  // namespace
 
+int run_passing_stops(const std::vector<std::string>& argv, const std::string& log, int* stop_signo) {
+    const int st = run_forwarding_signals(argv, log);
+    *stop_signo = g_verify_signal;
+    return st;
+}
+
 Replay run_replay(const Profile& orig, const VerifyOptions& opt) {
     return std::move(run_replays({VerifyTarget{&orig, opt.target, opt.needs_bytes}}, opt).front());
 }

@@ -45,4 +45,9 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt);
 /// `opt.target` and `opt.needs_bytes` are not used. Returns one Replay per target, in order.
 std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt);
 
+/// Runs argv (stdout and stderr to `log`, created or truncated) and waits for it; SIGINT, SIGTERM and SIGHUP meanwhile
+/// are passed on to it (SIGINT as SIGINT, the others as SIGTERM) instead of ending us. Returns the wait status and sets
+/// `*stop_signo` to the first stop signal that came (0: none). Throws kvio::Error when fork fails.
+int run_passing_stops(const std::vector<std::string>& argv, const std::string& log, int* stop_signo);
+
 }  // namespace kvio::distiller

@@ -1,0 +1,38 @@
+// `kvio distill --verify` for a file-level job: a filesystem made on the target, the job run there under
+// `kvio trace`, and everything made undone (unmounted, the mount point removed) even on an error or a stop signal.
+// Rules: docs/distill.md, "The file level".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "distiller/file_job.h"
+#include "distiller/verify.h"
+
+namespace kvio::distiller {
+
+/// How to run a file-level replay.
+struct FileVerifyOptions {
+    std::string kvio_exe = "/proc/self/exe";  ///< the kvio binary that provides `trace`
+    std::string target;                       ///< the block device a filesystem is made on
+    std::string fs_type = "ext4";             ///< mkfs.<fs_type>: ext4 or xfs
+    std::string work_dir;                     ///< existing directory for the job, iologs, replay trace and logs
+    bool force = false;  ///< --force: the target's first MiB may hold data (it is overwritten by mkfs)
+    FileJobOptions job;  ///< the job's name and header; its directory and iolog prefix are set here
+};
+
+/// The replay of a file-level job and where its files are.
+struct FileReplay {
+    Replay replay;           ///< the target's commands while the streams ran (the layout is not traced)
+    FileJob job;             ///< the job as run (its directory is the private mount point, gone at return)
+    std::string job_path;    ///< work_dir/job.fio
+    std::string events_out;  ///< work_dir/replay.jsonl
+};
+
+/// Refuses a target that is not a block device, is the original trace's device (`orig.dev`), is mounted (always),
+/// or holds data in its first MiB (unless `force`), or is smaller than the job's files need (their size + 10 % +
+/// 64 MiB for the filesystem); then mkfs, mount on a private directory under work_dir, write the files the trace
+/// reads (fio's `layout` section, untraced, then syncfs), run the stream sections under `kvio trace -d DISK`, unmount.
+/// Throws kvio::Error (a failed step named, with its log), Stopped on SIGINT/SIGTERM/SIGHUP (after cleaning up).
+FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const FileVerifyOptions& o);
+
+}  // namespace kvio::distiller
