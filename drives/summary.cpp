@@ -86,6 +86,8 @@ json share_json(const Target& t, const std::vector<const RunResult*>& runs) {
 json round_json(const RunResult& r) {
     json j = {{"round", r.round}, {"ok", r.ok}, {"files", r.files}};
     if (!r.ok) j["error"] = r.error;
+    if (!r.trace_error.empty()) j["trace_error"] = r.trace_error;
+    if (!r.fio.host.empty()) j["host"] = r.fio.host;
     if (r.ok) {
         j["mb_s"] = r.fio.total.read.mb_s + r.fio.total.write.mb_s;
         j["iops"] = r.fio.total.read.iops + r.fio.total.write.iops;

@@ -156,7 +156,7 @@ void probe_ceiling(Target& t, const RunEnv& env) {
             return;
         }
     }
-    if (t.field == TargetField::Directory) fs::remove(fs::path(t.spec.path) / "kvio-drives-probe");
+    if (t.field == TargetField::Directory && !t.spec.remote()) fs::remove(fs::path(t.spec.path) / "kvio-drives-probe");
     t.ceiling = c;
 }
 

@@ -105,3 +105,64 @@ TEST(Drives, MountedTargetRefusedAndUntouched) {
     EXPECT_EQ(md5(m.loop.path), before);
     EXPECT_FALSE(fs::exists(d.file("out"))) << "nothing is written before every target passed its checks";
 }
+
+// Two "hosts": fio servers on 127.0.0.2 and 127.0.0.3, each with its own loop device, reached through fio's client
+// at once. Host b's server (its whole process group: the server forks a process per job) is SIGKILLed while its
+// first run goes on: a's rounds are written, b is reported failed, the exit status is 1, nothing is left running.
+TEST(Drives, TwoFioServersOneKilledMidRun) {
+    TempDir d;
+    LoopDevice la(64 * kMiB), lb(64 * kMiB);
+    const int port = 20000 + getpid() % 20000;
+    auto server = [&](const std::string& ip, int p, const std::string& pidfile) {
+        return run("fio --server=ip:" + ip + "," + std::to_string(p) + " --daemonize=" + pidfile);
+    };
+    ASSERT_EQ(server("127.0.0.2", port, d.file("a.pid")).status, 0);
+    ASSERT_EQ(server("127.0.0.3", port + 1, d.file("b.pid")).status, 0);
+    struct Reap {
+        std::string a, b;
+        ~Reap() {
+            run("/bin/kill -9 -- -$(cat " + a + ") 2>/dev/null; /bin/kill -9 -- -$(cat " + b +
+                ") 2>/dev/null; sleep 0.2");
+        }
+    } reap{d.file("a.pid"), d.file("b.pid")};
+    run("for i in $(seq 100); do [ -s " + d.file("b.pid") + " ] && [ -s " + d.file("a.pid") +
+        " ] && break; sleep 0.05; done");
+    // 3 s of random reads per run: long enough to be killed in.
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\nsize=32m\n"
+                                        "time_based=1\nruntime=3\n";
+    const std::string out = d.file("out");
+    auto r =
+        run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive a=127.0.0.2:" + std::to_string(port) + ":" +
+            la.path + " --drive b=127.0.0.3:" + std::to_string(port + 1) + ":" + lb.path +
+            " --rounds 2 --probe-seconds 0 --remote-timeout 60 -o " + out + " & k=$!; for i in $(seq 600); do [ -e " +
+            out + "/runs/b-closed-r1.job.fio ] && break; sleep 0.1; done; sleep 1.5; /bin/kill -9 -- -$(cat " +
+            d.file("b.pid") + "); wait $k; echo status=$?");
+    EXPECT_NE(r.out.find("status=1"), std::string::npos) << r.out << r.err;
+    json j = json::parse(slurp(out + "/drives.json"));
+    ASSERT_EQ(j["targets"].size(), 2u);
+    const json& a = j["targets"][0];
+    const json& b = j["targets"][1];
+    EXPECT_EQ(a["status"], "ok") << a.dump();
+    EXPECT_EQ(a["modes"]["closed"]["rounds_ok"], 2);
+    EXPECT_GT(median(a["modes"]["closed"]["phases"].back()["read"]["iops"]), 0);
+    EXPECT_EQ(a["modes"]["closed"]["rounds"][0]["host"], "127.0.0.2");
+    EXPECT_EQ(b["status"], "failed");
+    EXPECT_NE(b.value("error", "").find("127.0.0.3"), std::string::npos) << b.dump();
+    EXPECT_NE(r.out.find("FAILED b"), std::string::npos) << r.out;
+    EXPECT_TRUE(a["modes"]["closed"]["device"].is_null());
+    EXPECT_FALSE(a["modes"]["closed"]["device_missing"].get<std::string>().empty());
+    // Nothing of b's server is left, and no fio client.
+    EXPECT_NE(run("pgrep -f 'fio --serve[r]=ip:127.0.0.3," + std::to_string(port + 1) + "'").status, 0);
+    EXPECT_NE(run("pgrep -f 'fio --clien[t]=127.0.0.[23],'").status, 0);
+}
+
+// --load trace needs the job's own rates: a job without any is refused before any target is looked at.
+TEST(Drives, OpenLoopRefusedForJobWithoutRates) {
+    TempDir d;
+    std::ofstream(d.file("job.fio")) << kJob;
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=/dev/nonexistent --load both -o " +
+                 d.file("out"));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("has no rate, rate_iops or rate_min line"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d.file("out")));
+}
