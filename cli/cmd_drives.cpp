@@ -47,6 +47,9 @@ void add_drives_command(CLI::App& app) {
                     "End a remote run (and fail its host) after this many seconds; 0: wait")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
+    sub->add_option("--metrics", o->metrics,
+                    "NAME=HOST:PORT: the `kvio trace -d DISK --listen HOST:PORT` exporter on remote drive NAME's host, "
+                    "scraped before and after each run for its device-side figures");
     sub->callback([o] {
         o->kvio_version = KVIO_VERSION;
         int st = drives::run_drives(*o, std::cout);

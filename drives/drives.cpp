@@ -2,6 +2,7 @@
 
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "common/jsonl.h"
 #include "drives/drives_html.h"
 #include "drives/process.h"
+#include "drives/prom_scrape.h"
 #include "drives/summary.h"
 #include "drives/target_run.h"
 
@@ -53,6 +55,14 @@ std::vector<Target> prepare_targets(const DrivesOptions& opt) {
             throw UsageError("--drive " + text + ": that target is named twice");
         ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, opt.force));
     }
+    for (const auto& text : opt.metrics) {
+        MetricsSpec m = parse_metrics_spec(text);
+        auto it = std::find_if(ts.begin(), ts.end(), [&](const Target& t) { return t.spec.name == m.name; });
+        if (it == ts.end() || !it->spec.remote())
+            throw UsageError("--metrics " + text + ": " + m.name + " is not a remote --drive");
+        it->spec.metrics_host = m.host, it->spec.metrics_port = m.port;
+        it->no_trace_reason.clear();
+    }
     std::set<std::string> disks;
     for (const auto& t : ts)
         if (!t.disk.empty() && !disks.insert(t.disk).second)
@@ -78,16 +88,28 @@ void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, cons
     }
 }
 
+/// A scrape of a remote target's exporter; a failure is the run's trace_error (the fio figures stand).
+PromScrape scrape_remote(const Target& t, RunResult& r) {
+    try {
+        return scrape_metrics(t.spec.metrics_host, t.spec.metrics_port, 10);
+    } catch (const Error& e) {
+        r.trace_error = std::string("scrape: ") + e.what();
+        return {};
+    }
+}
+
 /// One round of `mode` on every remote target at once (fio's client, one per host).
 void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
                   const std::string& mode, int round, const RunEnv& env) {
     std::vector<std::pair<size_t, pid_t>> started;
     std::vector<RunResult> rs(remote.size());
+    std::vector<PromScrape> before(remote.size());
     for (size_t k = 0; k < remote.size(); ++k) {
         Target& t = ts[remote[k]];
         if (!t.failed.empty()) continue;  // a host that failed is not asked again
         rs[k].round = round, rs[k].mode = mode;
         rs[k].files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
+        if (t.spec.metrics_port) before[k] = scrape_remote(t, rs[k]);
         started.emplace_back(k, start_remote_run(t, job, rs[k], env));
     }
     for (auto [k, pid] : started) {
@@ -95,6 +117,14 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
         int st = wait_child(pid, env.remote_timeout_s, &to);
         Target& t = ts[remote[k]];
         finish_run(t, rs[k], st, to);
+        if (t.spec.metrics_port && rs[k].trace_error.empty()) {
+            PromScrape after = scrape_remote(t, rs[k]);
+            if (rs[k].trace_error.empty()) {
+                std::string disk = t.spec.path.rfind("/dev/", 0) == 0 ? t.spec.path.substr(5) : "";
+                rs[k].dev = device_figures_between(before[k], after, disk);
+                if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
+            }
+        }
         if (!rs[k].ok && t.failed.empty())
             t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));

@@ -24,6 +24,7 @@ struct DrivesOptions {
     std::string kvio_version;                 ///< written into drives.json
     double remote_timeout_s = 0;              ///< a remote run longer than this is ended and failed; 0: none
     bool html = true;                         ///< also write drives.html
+    std::vector<std::string> metrics;         ///< `NAME=HOST:PORT`: remote drive NAME's `kvio trace --listen`
 };
 
 /// Runs everything, prints the table and verdicts to `out`, writes DIR/drives.json (kvio.drives/1) and

@@ -95,6 +95,23 @@ DriveSpec parse_drive_spec(const std::string& text) {
     return d;
 }
 
+MetricsSpec parse_metrics_spec(const std::string& text) {
+    MetricsSpec m;
+    size_t eq = text.find('='), colon = text.rfind(':');
+    if (eq == std::string::npos || eq == 0 || colon == std::string::npos || colon < eq + 2)
+        throw UsageError("--metrics " + text + ": expected NAME=HOST:PORT");
+    m.name = text.substr(0, eq), m.host = text.substr(eq + 1, colon - eq - 1);
+    size_t used = 0;
+    try {
+        m.port = std::stoi(text.substr(colon + 1), &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used == 0 || used != text.size() - colon - 1 || m.port < 1 || m.port > 65535)
+        throw UsageError("--metrics " + text + ": PORT must be 1-65535");
+    return m;
+}
+
 bool job_has_rates(const std::string& job) {
     std::istringstream in(job);
     for (std::string line; std::getline(in, line);) {

@@ -7,16 +7,25 @@ namespace kvio::drives {
 
 /// One `--drive NAME=PATH` (this host) or `--drive NAME=HOST[:PORT]:PATH` (a host running `fio --server`).
 struct DriveSpec {
-    std::string name;  ///< the column label: letters, digits, '-', '_', '.'
-    std::string host;  ///< empty for a local target
-    int port = 8765;   ///< fio's server port (fio's default, docs/drives.md "A lab of hosts")
-    std::string path;  ///< block device, file or directory (on `host` when remote)
+    std::string name;          ///< the column label: letters, digits, '-', '_', '.'
+    std::string host;          ///< empty for a local target
+    int port = 8765;           ///< fio's server port (fio's default, docs/drives.md "A lab of hosts")
+    std::string path;          ///< block device, file or directory (on `host` when remote)
+    std::string metrics_host;  ///< a remote target's `kvio trace --listen` exporter (`--metrics NAME=HOST:PORT`)
+    int metrics_port = 0;      ///< 0: none (no device-side figures for this remote target)
     bool remote() const { return !host.empty(); }
 };
 
 /// Parses "NAME=PATH" or "NAME=HOST[:PORT]:PATH" (PATH begins with '/' and a remote one follows the first ':' that is
 /// not part of a port). Throws kvio::UsageError naming the value when malformed.
 DriveSpec parse_drive_spec(const std::string& text);
+
+/// Parses `--metrics NAME=HOST:PORT` into {NAME, HOST, PORT}. Throws kvio::UsageError when malformed.
+struct MetricsSpec {
+    std::string name, host;
+    int port = 0;
+};
+MetricsSpec parse_metrics_spec(const std::string& text);
 
 /// Where a target's data goes in the job: a file or device is fio's `filename=`, a directory `directory=`.
 enum class TargetField { Filename, Directory };

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "drives/figures.h"
 #include "drives/job_text.h"
+#include "drives/prom_scrape.h"
 
 using namespace kvio::drives;
 
@@ -102,4 +103,33 @@ TEST(DrivesFio, LocalJsonPhasesAndTotal) {
     EXPECT_DOUBLE_EQ(r.phases[0].write.clat_p50, 2500);
     j["jobs"][1]["error"] = 5;
     EXPECT_THROW(parse_fio_json(j, "x.json"), kvio::Error);
+}
+
+TEST(DrivesProm, DeviceFiguresAreTheDifferenceOfTwoScrapes) {
+    const std::string before =
+        "# HELP x\nkvio_device_bytes_total{device=\"loop1\",op=\"read\"} 1000\n"
+        "kvio_device_commands_total{device=\"loop1\",op=\"read\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.001\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.002\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"+Inf\"} 10\n"
+        "kvio_queue_depth_sum{device=\"loop1\",op=\"read\"} 10\nkvio_queue_depth_count{device=\"loop1\",op=\"read\"} "
+        "10\n";
+    // 100 more reads: 50 under 1 ms, 50 between 1 and 2 ms, at depth 3 each.
+    const std::string after =
+        "kvio_device_bytes_total{device=\"loop1\",op=\"read\"} 410600\n"
+        "kvio_device_commands_total{device=\"loop1\",op=\"read\"} 110\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.001\"} 60\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.002\"} 110\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"+Inf\"} 110\n"
+        "kvio_queue_depth_sum{device=\"loop1\",op=\"read\"} 310\nkvio_queue_depth_count{device=\"loop1\",op=\"read\"} "
+        "110\n";
+    DeviceFigures f = device_figures_between(parse_prom_text(before), parse_prom_text(after), "");
+    ASSERT_TRUE(f.present);
+    EXPECT_EQ(f.disk, "loop1");
+    EXPECT_EQ(f.read_bytes, 409600u);
+    EXPECT_EQ(f.read_cmds, 100u);
+    EXPECT_NEAR(f.d2c_read_p50, 1e6, 1);     // the 50th of 100: the top of the first bucket
+    EXPECT_NEAR(f.d2c_read_p99, 1.98e6, 1);  // 49 of 50 into [1 ms, 2 ms)
+    EXPECT_DOUBLE_EQ(f.qd_read_mean, 3);
+    EXPECT_FALSE(device_figures_between(parse_prom_text(before), parse_prom_text(after), "loop2").present);
 }
