@@ -123,6 +123,32 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
     return o.str() + "</svg>";
 }
 
+/// One row of the drives table: the target, its ceiling probe and what sysfs says about its disk.
+std::string drive_row(const json& t) {
+    std::ostringstream o;
+    const json& c = t["ceiling"];
+    auto ceil = [&](const char* k, const char* f) { return c.contains(k) ? cell(c[k].get<double>(), f) : "–"; };
+    std::string where = t["host"].get<std::string>() + (t["host"] == "" ? "" : ":") + t["path"].get<std::string>();
+    std::string dev;
+    const json& info = t["info"];
+    if (info.contains("device")) {
+        const json& dv = info["device"];
+        for (const char* k : {"disk", "model", "serial", "firmware", "backing_file"})
+            if (dv.contains(k) && dv[k].is_string() && !dv[k].get<std::string>().empty())
+                dev += std::string(dev.empty() ? "" : " · ") + k + " " + dv[k].get<std::string>();
+        if (dv.contains("max_sectors_kb")) dev += " · max_sectors_kb " + dv["max_sectors_kb"].dump();
+    } else {
+        dev = "kind " + info.value("kind", std::string("?"));
+    }
+    o << "<tr><td>" << html_escape(t["name"].get<std::string>()) << "</td><td>" << html_escape(where) << "</td><td>"
+      << ceil("seq_read_mb_s", "%.1f") << "</td><td>" << ceil("seq_write_mb_s", "%.1f") << "</td><td>"
+      << ceil("rand_read_4k_iops", "%.0f") << "</td><td style='text-align:left'>" << html_escape(dev)
+      << (c.contains("error") ? " · probe: " + html_escape(c["error"].get<std::string>()) : "")
+      << (t.contains("error") ? " · <b class=bad>" + html_escape(t["error"].get<std::string>()) + "</b>" : "")
+      << "</td></tr>";
+    return o.str();
+}
+
 }  // namespace
 
 std::string drives_html(const json& d) {
@@ -141,12 +167,9 @@ std::string drives_html(const json& d) {
           << table(d, mode) << cdf_chart(d, mode, "read") << "\n"
           << cdf_chart(d, mode, "write") << "\n";
     }
-    o << "<h2>drives</h2><table><tr><th>drive</th><th>target</th><th>ceiling</th><th>device</th></tr>";
-    for (const auto& t : d["targets"])
-        o << "<tr><td>" << html_escape(t["name"].get<std::string>()) << "</td><td>"
-          << html_escape(t["host"].get<std::string>() + (t["host"] == "" ? "" : ":") + t["path"].get<std::string>())
-          << "</td><td>" << html_escape(t["ceiling"].dump()) << "</td><td>" << html_escape(t["info"].dump())
-          << "</td></tr>";
+    o << "<h2>drives</h2><table><tr><th>drive</th><th>target</th><th>seq read MB/s</th><th>seq write MB/s</th>"
+         "<th>4 KiB rand read IOPS</th><th>device</th></tr>";
+    for (const auto& t : d["targets"]) o << drive_row(t);
     o << "</table></body></html>\n";
     return o.str();
 }

@@ -193,7 +193,7 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
         for (const auto& t : targets) {
             auto runs = ok_runs(t, mode);
             if (runs.empty()) {
-                out << fmt(0, "").insert(0, t.spec.name) << "   FAILED: " << t.failed << "\n";
+                out << t.spec.name << "   FAILED: " << t.failed << "\n";
                 continue;
             }
             Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });

@@ -98,6 +98,9 @@ TEST(Drives, MountedTargetRefusedAndUntouched) {
     Ext4Mount m(64 * kMiB);
     LoopDevice other(32 * kMiB);
     std::ofstream(d.file("job.fio")) << kJob;
+    // Read-only mount: the kernel's own writes (ext4's lazy inode-table init, the journal) stop, so the device's bytes
+    // change only if kvio drives wrote them; it is still mounted, which is what kvio drives must refuse.
+    ASSERT_EQ(run("mount -o remount,ro " + m.mnt).status, 0);
     std::string before = md5(m.loop.path);
     auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive free=" + other.path +
                  " --drive mounted=" + m.loop.path + " --force -o " + d.file("out"));
@@ -105,6 +108,7 @@ TEST(Drives, MountedTargetRefusedAndUntouched) {
     EXPECT_NE(r.err.find("mounted"), std::string::npos) << r.err;
     EXPECT_EQ(md5(m.loop.path), before);
     EXPECT_FALSE(fs::exists(d.file("out"))) << "nothing is written before every target passed its checks";
+    run("mount -o remount,rw " + m.mnt);
 }
 
 // Two "hosts": fio servers on 127.0.0.2 and 127.0.0.3, each with its own loop device, reached through fio's client
