@@ -90,7 +90,26 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     EXPECT_NEAR(median(slow_phases[0]["write"]["mb_s"]), kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.10);
     EXPECT_NEAR(median(slow_phases[1]["read"]["mb_s"]), kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.10);
     EXPECT_NE(r.out.find("faster than slow by"), std::string::npos) << r.out;
-    EXPECT_NE(slurp(d.file("out/drives.html")).find("★"), std::string::npos);
+    // drives.html renders in headless Chromium: a screenshot with content, and in the DOM the table's marks and one
+    // CDF line per drive in each of the read and write charts.
+    if (run("command -v chromium").status != 0)
+        GTEST_FAIL() << "chromium is not installed (scripts/deps.sh installs it)";
+    TempDir profile;
+    const std::string flags =
+        " --headless --no-sandbox --disable-gpu --disable-background-networking "
+        "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+        profile.path + " ";
+    const std::string html = "file://" + d.file("out/drives.html"), png = d.file("drives.png");
+    run("timeout 120 chromium" + flags + "--screenshot=" + png + " --window-size=1200,1400 " + html);
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_GT(fs::file_size(png), 20000u) << "screenshot too small to hold the table and charts";
+    auto dom = run("timeout 120 chromium" + flags + "--dump-dom " + html);
+    ASSERT_EQ(dom.status, 0) << dom.err;
+    EXPECT_NE(dom.out.find("★"), std::string::npos);
+    size_t lines = 0;
+    for (size_t p = 0; (p = dom.out.find("<polyline", p)) != std::string::npos; ++p) ++lines;
+    EXPECT_EQ(lines, 6u) << "a read and a write CDF per drive";
+    EXPECT_NE(dom.out.find("faster than slow by"), std::string::npos);
 }
 
 TEST(Drives, MountedTargetRefusedAndUntouched) {
