@@ -171,6 +171,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     fs::create_directories(env.dir + "/runs");
     fs::create_directories(env.dir + "/probe");
     RunContext ctx = context_of(opt, modes);
+    ctx.job_bytes = job_declared_bytes(job);
     std::vector<size_t> local, remote;
     for (size_t i = 0; i < ts.size(); ++i) (ts[i].spec.remote() ? remote : local).push_back(i);
     ChildStop stop;

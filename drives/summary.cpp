@@ -138,6 +138,16 @@ std::string fmt(double v, const char* f = "%.1f") {
 
 std::string us(double ns) { return ns > 0 ? fmt(ns / 1000, "%.0f") : "-"; }
 
+/// Whether every round moved exactly the bytes the job declares (read + write); null when the job does not say
+/// (time_based, sizes in %, numjobs) or no round completed.
+json io_bytes_equal(const Target& t, const std::string& mode, uint64_t job_bytes) {
+    auto runs = ok_runs(t, mode);
+    if (!job_bytes || runs.empty()) return nullptr;
+    return std::all_of(runs.begin(), runs.end(), [&](const RunResult* r) {
+        return r->fio.total.read.io_bytes + r->fio.total.write.io_bytes == job_bytes;
+    });
+}
+
 }  // namespace
 
 double verdict_figure(const RunResult& r) {
@@ -164,12 +174,16 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
               {"rounds", ctx.rounds},
               {"modes", ctx.modes},
               {"started", ctx.started}};
+    j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
     json ts = json::array();
     for (const auto& t : targets) {
         json tj = {{"name", t.spec.name}, {"path", t.spec.path},  {"host", t.spec.host},
                    {"info", t.info},      {"ceiling", t.ceiling}, {"status", t.failed.empty() ? "ok" : "failed"}};
         if (!t.failed.empty()) tj["error"] = t.failed;
-        for (const auto& m : ctx.modes) tj["modes"][m] = mode_json(t, m);
+        for (const auto& m : ctx.modes) {
+            tj["modes"][m] = mode_json(t, m);
+            tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
+        }
         ts.push_back(tj);
     }
     j["targets"] = ts;

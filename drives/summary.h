@@ -1,5 +1,6 @@
 // The figures of every target over its rounds: drives.json (kvio.drives/1), the console table and the verdicts.
 #pragma once
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ namespace kvio::drives {
 struct RunContext {
     std::string job_path, kvio_version, fio_version, kernel, started;
     int rounds = 0;
+    uint64_t job_bytes = 0;  ///< job_declared_bytes of the job (0: the job does not say)
     std::vector<std::string> modes;
 };
 
