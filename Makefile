@@ -35,7 +35,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 # Highest floor first (scripts/check-layers.sh), so that an archive links before the ones it calls. APP_LIBS: the CLI's
 # command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
 # them, which the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
-APP_LIBS := cli run report trace
+APP_LIBS := cli drives run report trace
 LIBS     := audit serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
 # serving's subfolders (tiers, arrivals, results, cluster) are the same library; mpi/ builds its own archives below.
@@ -121,6 +121,7 @@ $(BUILD)/kvio_version.h: FORCE
 	@mkdir -p $(@D)
 	@v='#define KVIO_VERSION "$(KVIO_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
 $(BUILD)/cli/main.o: $(BUILD)/kvio_version.h
+$(BUILD)/cli/cmd_drives.o: $(BUILD)/kvio_version.h
 FORCE:
 
 define LIB_RULE

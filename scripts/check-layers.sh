@@ -20,7 +20,7 @@ FLOORS=(
     "workload/serving distiller validate importer replay audit"
     "trace"
     "report"
-    "run"
+    "run drives"
     "cli"
 )
 

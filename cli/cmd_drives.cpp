@@ -1,0 +1,60 @@
+// `kvio drives --job JOB.fio --drive NAME=PATH ...`: one fio job on many drives and hosts, side by side.
+#include <iostream>
+#include <memory>
+
+#include "drives/drives.h"
+#include "cli/commands.h"
+#include "kvio_version.h"
+
+namespace kvio::cli {
+
+void add_drives_command(CLI::App& app) {
+    auto o = std::make_shared<drives::DrivesOptions>();
+    auto* sub = app.add_subcommand(
+        "drives",
+        "Run one fio job (distilled or any) on several drives and hosts, in rounds interleaved across them (A B C, "
+        "B C A, ...), after a short ceiling probe of each; trace each local run at the device; print a table "
+        "(median [min-max] per figure) and a verdict per neighbour in the ranking: 'A faster than B by X % (rounds "
+        "don't overlap)' or 'inside noise'. Writes DIR/drives.json (kvio.drives/1) and DIR/drives.html. A mounted "
+        "or read-only device is refused, one holding data in its first MiB unless --force. Remote targets "
+        "(HOST[:PORT]:PATH) run through `fio --client` on hosts running `fio --server`, all hosts at once. Exit 1 when "
+        "a target failed (the others' results are written). docs/drives.md");
+    sub->add_option("--job", o->job_path, "The fio job file; its filename=/directory= lines are replaced per target")
+        ->required();
+    sub->add_option("--drive", o->drives,
+                    "NAME=PATH (block device, file or directory here) or NAME=HOST[:PORT]:PATH (a host running "
+                    "`fio --server`, port 8765 by default); repeat per target")
+        ->required();
+    sub->add_option("--rounds", o->rounds, "Runs per target and load mode (min/median/max over them)")
+        ->check(positive_integer())
+        ->capture_default_str();
+    sub->add_option("--load", o->load,
+                    "closed: as fast as the job's depth allows (rate lines dropped); trace: open loop at the job's "
+                    "own rates (refused for a job without rate/rate_iops); both")
+        ->check(CLI::IsMember({"closed", "trace", "both"}))
+        ->capture_default_str();
+    sub->add_option("-o,--output-dir", o->out_dir, "Results directory (default kvio-drives-YYYYMMDD-HHMMSS)");
+    sub->add_option("--probe-seconds", o->probe_seconds, "Length of each ceiling probe; 0 skips the probe")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    sub->add_option("--probe-bytes", o->probe_bytes, "Region each probe covers (capped at the target's size)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub->add_flag("--force", o->force, "Write a block device even when its first MiB holds data");
+    sub->add_option("--fio", o->fio, "The fio binary, or a wrapper that execs it (e.g. to enter a cgroup)")
+        ->capture_default_str();
+    sub->add_option("--remote-timeout", o->remote_timeout_s,
+                    "End a remote run (and fail its host) after this many seconds; 0: wait")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    sub->add_option("--metrics", o->metrics,
+                    "NAME=HOST:PORT: the `kvio trace -d DISK --listen HOST:PORT` exporter on remote drive NAME's host, "
+                    "scraped before and after each run for its device-side figures");
+    sub->callback([o] {
+        o->kvio_version = KVIO_VERSION;
+        int st = drives::run_drives(*o, std::cout);
+        if (st != 0) throw CLI::RuntimeError(st);
+    });
+}
+
+}  // namespace kvio::cli

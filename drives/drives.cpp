@@ -1,0 +1,203 @@
+#include "drives/drives.h"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "drives/drives_html.h"
+#include "drives/process.h"
+#include "drives/prom_scrape.h"
+#include "drives/summary.h"
+#include "drives/target_run.h"
+
+namespace kvio::drives {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string now_stamp(const char* f) {
+    std::time_t t = std::time(nullptr);
+    char b[64];
+    std::strftime(b, sizeof b, f, std::gmtime(&t));
+    return b;
+}
+
+std::vector<std::string> modes_of(const std::string& load) {
+    if (load == "closed" || load == "trace") return {load};
+    if (load == "both") return {"closed", "trace"};
+    throw UsageError("--load must be closed, trace or both, got " + load);
+}
+
+std::string read_job(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error(path + ": cannot open");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// Every target, checked before anything is written: a refusal ends the run with nothing touched.
+std::vector<Target> prepare_targets(const DrivesOptions& opt) {
+    std::vector<Target> ts;
+    std::set<std::string> names, paths;
+    for (const auto& text : opt.drives) {
+        DriveSpec d = parse_drive_spec(text);
+        if (!names.insert(d.name).second) throw UsageError("--drive " + text + ": the name " + d.name + " is taken");
+        if (!paths.insert(d.host + ":" + std::to_string(d.port) + ":" + d.path).second)
+            throw UsageError("--drive " + text + ": that target is named twice");
+        ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, opt.force));
+    }
+    for (const auto& text : opt.metrics) {
+        MetricsSpec m = parse_metrics_spec(text);
+        auto it = std::find_if(ts.begin(), ts.end(), [&](const Target& t) { return t.spec.name == m.name; });
+        if (it == ts.end() || !it->spec.remote())
+            throw UsageError("--metrics " + text + ": " + m.name + " is not a remote --drive");
+        it->spec.metrics_host = m.host, it->spec.metrics_port = m.port;
+        it->no_trace_reason.clear();
+    }
+    std::set<std::string> disks;
+    for (const auto& t : ts)
+        if (!t.disk.empty() && !disks.insert(t.disk).second)
+            throw UsageError("drive " + t.spec.name + " is on disk " + t.disk +
+                             " as another drive is: one disk's trace would count both");
+    return ts;
+}
+
+/// One round of `mode` over the local targets, one after another, starting at target `round % n` (A B C, B C A, ...).
+void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, const std::string& job,
+                 const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
+    for (size_t k = 0; k < local.size() && !stop.signo(); ++k) {
+        Target& t = ts[local[(k + round) % local.size()]];
+        RunResult r;
+        r.round = round, r.mode = mode;
+        r.files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
+        auto before = dir_entries(t);
+        int st = run_local(t, job, r, env);
+        finish_run(t, r, st, false);
+        clean_local_target(t, before);
+        if (!r.ok && t.failed.empty()) t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
+        t.runs.push_back(std::move(r));
+    }
+}
+
+/// A scrape of a remote target's exporter; a failure is the run's trace_error (the fio figures stand).
+PromScrape scrape_remote(const Target& t, RunResult& r) {
+    try {
+        return scrape_metrics(t.spec.metrics_host, t.spec.metrics_port, 10);
+    } catch (const Error& e) {
+        r.trace_error = std::string("scrape: ") + e.what();
+        return {};
+    }
+}
+
+/// One round of `mode` on every remote target at once (fio's client, one per host).
+void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
+                  const std::string& mode, int round, const RunEnv& env) {
+    std::vector<std::pair<size_t, pid_t>> started;
+    std::vector<RunResult> rs(remote.size());
+    std::vector<PromScrape> before(remote.size());
+    for (size_t k = 0; k < remote.size(); ++k) {
+        Target& t = ts[remote[k]];
+        if (!t.failed.empty()) continue;  // a host that failed is not asked again
+        rs[k].round = round, rs[k].mode = mode;
+        rs[k].files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
+        if (t.spec.metrics_port) before[k] = scrape_remote(t, rs[k]);
+        started.emplace_back(k, start_remote_run(t, job, rs[k], env));
+    }
+    for (auto [k, pid] : started) {
+        bool to = false;
+        int st = wait_child(pid, env.remote_timeout_s, &to);
+        Target& t = ts[remote[k]];
+        finish_run(t, rs[k], st, to);
+        if (t.spec.metrics_port && rs[k].trace_error.empty()) {
+            PromScrape after = scrape_remote(t, rs[k]);
+            if (rs[k].trace_error.empty()) {
+                std::string disk = t.spec.path.rfind("/dev/", 0) == 0 ? t.spec.path.substr(5) : "";
+                rs[k].dev = device_figures_between(before[k], after, disk);
+                if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
+            }
+        }
+        if (!rs[k].ok && t.failed.empty())
+            t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
+        t.runs.push_back(std::move(rs[k]));
+    }
+}
+
+RunContext context_of(const DrivesOptions& opt, const std::vector<std::string>& modes) {
+    RunContext c;
+    c.job_path = opt.job_path, c.kvio_version = opt.kvio_version, c.rounds = opt.rounds, c.modes = modes;
+    c.fio_version = first_line_of({opt.fio, "--version"});
+    struct utsname u {};
+    if (::uname(&u) == 0) c.kernel = u.release;
+    c.started = now_stamp("%Y-%m-%dT%H:%M:%SZ");
+    return c;
+}
+
+void write_outputs(const std::vector<Target>& ts, const RunContext& ctx, const DrivesOptions& opt,
+                   const std::string& dir) {
+    nlohmann::json j = drives_json(ts, ctx);
+    write_json_file(dir + "/drives.json", j);
+    if (opt.html) write_text_file(dir + "/drives.html", drives_html(j));
+}
+
+}  // namespace
+
+int run_drives(const DrivesOptions& opt, std::ostream& out) {
+    if (opt.drives.empty()) throw UsageError("--drive: give at least one target");
+    if (opt.rounds < 1) throw UsageError("--rounds must be at least 1");
+    std::vector<std::string> modes = modes_of(opt.load);
+    std::string job = read_job(opt.job_path);
+    for (const auto& m : modes)
+        if (m == "trace" && !job_has_rates(job))
+            throw UsageError("--load " + opt.load + ": " + opt.job_path +
+                             " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
+                             "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
+                             "closed for this job");
+    std::vector<Target> ts = prepare_targets(opt);
+    RunEnv env;
+    env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
+    env.remote_timeout_s = opt.remote_timeout_s;
+    env.kvio_exe = fs::read_symlink(opt.kvio_exe == "/proc/self/exe" ? "/proc/self/exe" : opt.kvio_exe).string();
+    if (opt.kvio_exe != "/proc/self/exe") env.kvio_exe = opt.kvio_exe;
+    env.dir = opt.out_dir.empty() ? now_stamp("kvio-drives-%Y%m%d-%H%M%S") : opt.out_dir;
+    fs::create_directories(env.dir + "/runs");
+    fs::create_directories(env.dir + "/probe");
+    RunContext ctx = context_of(opt, modes);
+    ctx.job_bytes = job_declared_bytes(job);
+    std::vector<size_t> local, remote;
+    for (size_t i = 0; i < ts.size(); ++i) (ts[i].spec.remote() ? remote : local).push_back(i);
+    ChildStop stop;
+    for (auto& t : ts) {
+        if (stop.signo()) break;
+        if (opt.probe_seconds > 0) probe_ceiling(t, env);
+        out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
+        out.flush();
+    }
+    for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
+        for (const auto& m : modes) {
+            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env);
+            if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop);
+            out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
+            out.flush();
+        }
+    write_outputs(ts, ctx, opt, env.dir);
+    print_table(out, ts, ctx);
+    out << "results: " << env.dir << "/drives.json" << (opt.html ? ", " + env.dir + "/drives.html" : "") << "\n";
+    if (stop.signo())
+        throw Stopped(stop.signo(), "drives: stopped by signal " + std::to_string(stop.signo()) +
+                                        "; what was measured is in " + env.dir + "/drives.json");
+    int failed = 0;
+    for (const auto& t : ts)
+        if (!t.failed.empty()) ++failed, out << "FAILED " << t.spec.name << ": " << t.failed << "\n";
+    return failed ? 1 : 0;
+}
+
+}  // namespace kvio::drives

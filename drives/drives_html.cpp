@@ -1,0 +1,177 @@
+#include "drives/drives_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "report/svg_chart.h"
+
+namespace kvio::drives {
+
+using nlohmann::json;
+using report::html_escape;
+
+namespace {
+
+double median_of(const json& spread) {
+    return spread.is_object() && spread.contains("median") ? spread["median"].get<double>() : NAN;
+}
+
+struct Column {
+    const char* title;
+    bool higher_is_better;
+    double (*get)(const json& mode);
+    const char* fmt;
+};
+
+double phase_total(const json& m, const char* dir, const char* key) {
+    if (!m.contains("phases") || m["phases"].empty()) return NAN;
+    return median_of(m["phases"].back()[dir][key]);
+}
+
+double dev_fig(const json& m, const char* key) {
+    return m.contains("device") && m["device"].is_object() ? median_of(m["device"][key]) : NAN;
+}
+
+const Column kColumns[] = {
+    {"MB/s (verdict, closed)", true,
+     [](const json& m) { return phase_total(m, "read", "mb_s") + phase_total(m, "write", "mb_s"); }, "%.1f"},
+    {"read IOPS", true, [](const json& m) { return phase_total(m, "read", "iops"); }, "%.0f"},
+    {"write IOPS", true, [](const json& m) { return phase_total(m, "write", "iops"); }, "%.0f"},
+    {"read clat p99 (µs)", false, [](const json& m) { return phase_total(m, "read", "clat_p99_ns") / 1e3; }, "%.0f"},
+    {"write clat p99 (µs)", false, [](const json& m) { return phase_total(m, "write", "clat_p99_ns") / 1e3; }, "%.0f"},
+    {"D2C read p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_read_p99_ns") / 1e3; }, "%.0f"},
+    {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
+};
+
+std::string cell(double v, const char* f) {
+    if (std::isnan(v) || v <= 0) return "–";
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+std::string table(const json& d, const std::string& mode) {
+    std::ostringstream o;
+    o << "<table><tr><th>drive</th>";
+    for (const auto& c : kColumns) o << "<th>" << html_escape(c.title) << "</th>";
+    o << "</tr>\n";
+    std::vector<double> best(std::size(kColumns), NAN);
+    for (const auto& t : d["targets"])
+        for (size_t i = 0; i < std::size(kColumns); ++i) {
+            double v = kColumns[i].get(t["modes"][mode]);
+            if (std::isnan(v) || v <= 0) continue;
+            if (std::isnan(best[i]) || (kColumns[i].higher_is_better ? v > best[i] : v < best[i])) best[i] = v;
+        }
+    for (const auto& t : d["targets"]) {
+        o << "<tr><td>" << html_escape(t["name"].get<std::string>());
+        if (t["status"] != "ok") o << " <b class=bad>failed</b>";
+        o << "</td>";
+        for (size_t i = 0; i < std::size(kColumns); ++i) {
+            double v = kColumns[i].get(t["modes"][mode]);
+            bool b = !std::isnan(v) && v == best[i];
+            o << "<td" << (b ? " class=best" : "") << ">" << cell(v, kColumns[i].fmt) << (b ? " ★" : "") << "</td>";
+        }
+        o << "</tr>\n";
+    }
+    o << "</table>\n<ul>";
+    for (const auto& v : d["verdicts"][mode]) o << "<li>" << html_escape(v["text"].get<std::string>()) << "</li>";
+    o << "</ul>\n";
+    return o.str();
+}
+
+/// One CDF chart: x = latency (log10 µs), y = percent; one polyline per drive of the median round's fio percentiles.
+std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
+    static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
+    const double W = 560, H = 260, L = 50, B = 30;
+    double lo = 1e18, hi = 0;
+    std::vector<std::pair<std::string, json>> lines;
+    std::string key = std::string(dir) + "_clat_cdf";
+    for (const auto& t : d["targets"]) {
+        const json& rounds = t["modes"][mode]["rounds"];
+        std::vector<json> ok;
+        for (const auto& r : rounds)
+            if (r["ok"] == true && r.contains(key) && !r[key].empty()) ok.push_back(r);
+        if (ok.empty()) continue;
+        std::sort(ok.begin(), ok.end(), [](const json& a, const json& b) { return a["mb_s"] < b["mb_s"]; });
+        const json& cdf = ok[ok.size() / 2][key];
+        for (const auto& p : cdf) lo = std::min(lo, p[1].get<double>()), hi = std::max(hi, p[1].get<double>());
+        lines.emplace_back(t["name"], cdf);
+    }
+    std::ostringstream o;
+    o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "'>"
+      << "<text x='" << L << "' y='14' font-size='13'>" << dir << " completion latency CDF (" << html_escape(mode)
+      << ")</text>";
+    if (lines.empty() || hi <= 0) return o.str() + "<text x='60' y='120'>no samples</text></svg>";
+    double x0 = std::log10(std::max(lo, 1.0)), x1 = std::log10(hi) + 0.05;
+    if (x1 - x0 < 0.1) x1 = x0 + 0.1;
+    auto X = [&](double ns) { return L + (std::log10(std::max(ns, 1.0)) - x0) / (x1 - x0) * (W - L - 10); };
+    auto Y = [&](double pct) { return H - B - pct / 100 * (H - B - 24); };
+    o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - 10 << "' y2='" << H - B << "' stroke='#888'/>";
+    for (double e = std::ceil(x0); e <= x1; e += 1)
+        o << "<text x='" << X(std::pow(10, e)) << "' y='" << H - 12 << "' font-size='11'>"
+          << html_escape(report::human_ns(std::pow(10, e))) << "</text>";
+    for (int p : {0, 50, 90, 100}) o << "<text x='4' y='" << Y(p) + 4 << "' font-size='11'>" << p << "%</text>";
+    for (size_t i = 0; i < lines.size(); ++i) {
+        o << "<polyline fill='none' stroke-width='2' stroke='" << kColors[i % std::size(kColors)] << "' points='";
+        for (const auto& p : lines[i].second) o << X(p[1].get<double>()) << "," << Y(p[0].get<double>()) << " ";
+        o << "'><title>" << html_escape(lines[i].first) << "</title></polyline>";
+        o << "<text x='" << W - 120 << "' y='" << 40 + 14 * i << "' font-size='12' fill='"
+          << kColors[i % std::size(kColors)] << "'>" << html_escape(lines[i].first) << "</text>";
+    }
+    return o.str() + "</svg>";
+}
+
+/// One row of the drives table: the target, its ceiling probe and what sysfs says about its disk.
+std::string drive_row(const json& t) {
+    std::ostringstream o;
+    const json& c = t["ceiling"];
+    auto ceil = [&](const char* k, const char* f) { return c.contains(k) ? cell(c[k].get<double>(), f) : "–"; };
+    std::string where = t["host"].get<std::string>() + (t["host"] == "" ? "" : ":") + t["path"].get<std::string>();
+    std::string dev;
+    const json& info = t["info"];
+    if (info.contains("device")) {
+        const json& dv = info["device"];
+        for (const char* k : {"disk", "model", "serial", "firmware", "backing_file"})
+            if (dv.contains(k) && dv[k].is_string() && !dv[k].get<std::string>().empty())
+                dev += std::string(dev.empty() ? "" : " · ") + k + " " + dv[k].get<std::string>();
+        if (dv.contains("max_sectors_kb")) dev += " · max_sectors_kb " + dv["max_sectors_kb"].dump();
+    } else {
+        dev = "kind " + info.value("kind", std::string("?"));
+    }
+    o << "<tr><td>" << html_escape(t["name"].get<std::string>()) << "</td><td>" << html_escape(where) << "</td><td>"
+      << ceil("seq_read_mb_s", "%.1f") << "</td><td>" << ceil("seq_write_mb_s", "%.1f") << "</td><td>"
+      << ceil("rand_read_4k_iops", "%.0f") << "</td><td style='text-align:left'>" << html_escape(dev)
+      << (c.contains("error") ? " · probe: " + html_escape(c["error"].get<std::string>()) : "")
+      << (t.contains("error") ? " · <b class=bad>" + html_escape(t["error"].get<std::string>()) + "</b>" : "")
+      << "</td></tr>";
+    return o.str();
+}
+
+}  // namespace
+
+std::string drives_html(const json& d) {
+    std::ostringstream o;
+    o << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>kvio drives</title><style>"
+         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+         "padding:3px 8px;text-align:right}td:first-child{text-align:left}.best{background:#dfd;font-weight:bold}"
+         ".bad{color:#c00}</style></head><body>\n<h1>kvio drives</h1>\n<p>job "
+      << html_escape(d.value("job", "")) << " · " << d.value("rounds", 0) << " rounds · kvio "
+      << html_escape(d.value("kvio_version", "")) << " · " << html_escape(d.value("fio_version", "")) << " · kernel "
+      << html_escape(d.value("kernel", "")) << "</p>\n<p>Each cell: the median over rounds; ★ the best of its "
+      << "column. A verdict names a difference only when the rounds do not overlap (docs/drives.md).</p>\n";
+    for (const auto& m : d["modes"]) {
+        std::string mode = m;
+        o << "<h2>" << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << "</h2>\n"
+          << table(d, mode) << cdf_chart(d, mode, "read") << "\n"
+          << cdf_chart(d, mode, "write") << "\n";
+    }
+    o << "<h2>drives</h2><table><tr><th>drive</th><th>target</th><th>seq read MB/s</th><th>seq write MB/s</th>"
+         "<th>4 KiB rand read IOPS</th><th>device</th></tr>";
+    for (const auto& t : d["targets"]) o << drive_row(t);
+    o << "</table></body></html>\n";
+    return o.str();
+}
+
+}  // namespace kvio::drives

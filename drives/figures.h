@@ -1,0 +1,84 @@
+// The figures of one fio run (fio's JSON output) and of the device under it (kvio trace's kvio.trace/1), and their
+// spread over rounds.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kvio::drives {
+
+/// One direction of a phase, from fio's JSON (`read` / `write` of a job entry). Latency: fio's completion latency
+/// (`clat_ns`), ns; rates per second of the phase's runtime.
+struct DirFigures {
+    double iops = 0;
+    double mb_s = 0;  ///< 10^6 bytes per second (fio's `bw_bytes`)
+    uint64_t io_bytes = 0;
+    uint64_t ios = 0;
+    double clat_p50 = 0, clat_p90 = 0, clat_p99 = 0, clat_p999 = 0;
+    /// fio's completion latency percentiles (percent, ns), ascending: the points of a CDF.
+    std::vector<std::pair<double, double>> clat_cdf;
+};
+
+/// One phase (a job name of the job file; numjobs clones merged) or the whole run.
+struct PhaseFigures {
+    std::string name;
+    double runtime_s = 0;
+    DirFigures read, write;
+};
+
+/// A whole fio run: its phases in the order fio printed them and the total. The total's rates are its bytes and
+/// I/Os over the sum of the phases' runtimes (phases run one after another, as the distiller's stonewalled phases
+/// do; for sections that run side by side, read the phases), its latency that of the phase with the most I/Os of
+/// that direction.
+struct FioRun {
+    std::vector<PhaseFigures> phases;
+    PhaseFigures total;
+    std::string fio_version;
+    std::string host;  ///< fio's `hostname` of a client run; empty locally
+};
+
+/// Reads fio's `--output-format=json` document (local `jobs` or client `client_stats`; the "All clients" summary is
+/// skipped). `source` names it in errors. Throws kvio::Error when it holds no job or a job reports an error.
+FioRun parse_fio_json(const nlohmann::json& j, const std::string& source);
+
+/// Device-side figures of one run from kvio.trace/1 (docs/formats.md): D2C and Q2D percentiles per direction (ns,
+/// interpolated in their log2 bucket) and the mean queue depth at dispatch (`qd_read`/`qd_write`).
+struct DeviceFigures {
+    bool present = false;
+    std::string disk;
+    double d2c_read_p50 = 0, d2c_read_p99 = 0, d2c_read_p999 = 0;
+    double d2c_write_p50 = 0, d2c_write_p99 = 0, d2c_write_p999 = 0;
+    double q2d_read_p50 = 0, q2d_read_p99 = 0, q2d_write_p50 = 0, q2d_write_p99 = 0;
+    double qd_read_mean = 0, qd_write_mean = 0;
+    uint64_t read_cmds = 0, write_cmds = 0, read_bytes = 0, write_bytes = 0;
+};
+
+/// The device named `disk` in a kvio.trace/1 document; `present` false when the trace has no such device.
+DeviceFigures parse_trace_json(const nlohmann::json& j, const std::string& disk);
+
+/// min / median / max of one figure over rounds (median: the middle value, the mean of the two middle ones for an
+/// even count). All zero for no values.
+struct Spread {
+    double min = 0, median = 0, max = 0;
+    size_t n = 0;
+};
+Spread spread_of(std::vector<double> v);
+nlohmann::json spread_json(const Spread& s);
+
+/// The verdict between two targets on one figure: `a` ranked before `b` by median; `pct` how much better a's median
+/// is (throughput: a/b − 1; latency: b/a − 1, in %); `separated` when every round of a beats every round of b.
+struct Verdict {
+    std::string a, b;
+    double pct = 0;
+    bool separated = false;
+    std::string text;  ///< "A faster than B by X % (rounds don't overlap)" or "A vs B: inside noise (...)"
+};
+/// Ranks by median (higher first when `higher_is_better`) and compares each target with the next. `figure` names
+/// the figure in the text ("MB/s").
+std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, Spread>>& by_target,
+                                      bool higher_is_better, const std::string& figure);
+
+}  // namespace kvio::drives

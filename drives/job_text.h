@@ -1,0 +1,46 @@
+// The fio job `kvio drives` runs, rewritten per target and load mode, and the targets as the command line names them.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kvio::drives {
+
+/// One `--drive NAME=PATH` (this host) or `--drive NAME=HOST[:PORT]:PATH` (a host running `fio --server`).
+struct DriveSpec {
+    std::string name;          ///< the column label: letters, digits, '-', '_', '.'
+    std::string host;          ///< empty for a local target
+    int port = 8765;           ///< fio's server port (fio's default, docs/drives.md "A lab of hosts")
+    std::string path;          ///< block device, file or directory (on `host` when remote)
+    std::string metrics_host;  ///< a remote target's `kvio trace --listen` exporter (`--metrics NAME=HOST:PORT`)
+    int metrics_port = 0;      ///< 0: none (no device-side figures for this remote target)
+    bool remote() const { return !host.empty(); }
+};
+
+/// Parses "NAME=PATH" or "NAME=HOST[:PORT]:PATH" (PATH begins with '/' and a remote one follows the first ':' that is
+/// not part of a port). Throws kvio::UsageError naming the value when malformed.
+DriveSpec parse_drive_spec(const std::string& text);
+
+/// Parses `--metrics NAME=HOST:PORT` into {NAME, HOST, PORT}. Throws kvio::UsageError when malformed.
+struct MetricsSpec {
+    std::string name, host;
+    int port = 0;
+};
+MetricsSpec parse_metrics_spec(const std::string& text);
+
+/// Where a target's data goes in the job: a file or device is fio's `filename=`, a directory `directory=`.
+enum class TargetField { Filename, Directory };
+
+/// True when the job text has a rate of its own: a `rate=`, `rate_iops=` or `rate_min`/`rate_iops_min` line (what an
+/// open-loop run at the job's rates needs; the distiller writes `rate_iops` per phase, docs/distill.md).
+bool job_has_rates(const std::string& job);
+
+/// The job text for one run: every `filename=`, `directory=` and `filename_format=` line dropped and one leading
+/// `[global]` section naming the target; for `closed` also every `rate*` line dropped (a closed loop: as fast as the
+/// job's depth allows). Lines, sections and comments otherwise unchanged.
+std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed);
+
+/// The bytes the job moves per direction when every section runs to its `size=`/`io_size=`, or 0 when the text
+/// does not say (a time_based job, a size in %, numjobs/loops not 1). For the check that io_bytes equal the job's.
+uint64_t job_declared_bytes(const std::string& job);
+
+}  // namespace kvio::drives

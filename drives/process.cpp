@@ -1,0 +1,116 @@
+#include "drives/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "common/error.h"
+#include "common/exec_logged.h"
+#include "common/stop_signal.h"
+
+namespace kvio::drives {
+
+namespace {
+
+constexpr int kMaxChildren = 64;
+std::atomic<pid_t> g_children[kMaxChildren];  // process groups to pass a stop signal to; 0 = free slot
+std::unique_ptr<StopSignal> g_stop;
+
+void forward(int sig) {
+    for (auto& c : g_children) {
+        pid_t p = c.load();
+        if (p > 0) ::kill(-p, sig == SIGINT ? SIGINT : SIGTERM);
+    }
+}
+
+void remember(pid_t pid, bool on) {
+    for (auto& c : g_children) {
+        pid_t expect = on ? 0 : pid;
+        if (c.compare_exchange_strong(expect, on ? pid : 0)) return;
+    }
+}
+
+}  // namespace
+
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) throw Error(std::string("kvio drives: fork: ") + std::strerror(errno));
+    if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) _exit(127);
+        default_stop_signals();
+        exec_logged(argv, log, false, "kvio drives");
+    }
+    ::setpgid(pid, pid);
+    remember(pid, true);
+    return pid;
+}
+
+int wait_child(pid_t pid, double timeout_s, bool* timed_out) {
+    using clock = std::chrono::steady_clock;
+    auto start = clock::now();
+    int st = 0;
+    bool termed = false;
+    if (timed_out) *timed_out = false;
+    for (;;) {
+        pid_t r = ::waitpid(pid, &st, timeout_s > 0 ? WNOHANG : 0);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) break;
+        if (timeout_s > 0 && r == 0) {
+            double el = std::chrono::duration<double>(clock::now() - start).count();
+            if (!termed && el > timeout_s) ::kill(-pid, SIGTERM), termed = true, *timed_out = true;
+            if (termed && el > timeout_s + 5) ::kill(-pid, SIGKILL);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    remember(pid, false);
+    return st;
+}
+
+bool child_ended(pid_t pid, int* status) {
+    pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r != pid) return false;
+    remember(pid, false);
+    return true;
+}
+
+std::string describe_status(int st) {
+    if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
+    if (WIFSIGNALED(st)) return "killed by signal " + std::to_string(WTERMSIG(st));
+    return "wait status " + std::to_string(st);
+}
+
+ChildStop::ChildStop() { g_stop = std::make_unique<StopSignal>(StopSignal::Options{.on_signal = forward}); }
+ChildStop::~ChildStop() { g_stop.reset(); }
+int ChildStop::signo() const { return g_stop ? g_stop->signo() : 0; }
+
+int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s) {
+    bool to = false;
+    return wait_child(spawn_logged(argv, log), timeout_s, &to);
+}
+
+std::string first_line_of(const std::vector<std::string>& argv) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += "'" + a + "' ";
+    std::FILE* p = ::popen((cmd + "2>/dev/null").c_str(), "r");
+    if (!p) return "";
+    char buf[256] = {};
+    std::string line = std::fgets(buf, sizeof buf, p) ? buf : "";
+    ::pclose(p);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    return line;
+}
+
+}  // namespace kvio::drives

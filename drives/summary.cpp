@@ -1,0 +1,238 @@
+#include "drives/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+namespace kvio::drives {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<const RunResult*> ok_runs(const Target& t, const std::string& mode) {
+    std::vector<const RunResult*> v;
+    for (const auto& r : t.runs)
+        if (r.mode == mode && r.ok) v.push_back(&r);
+    return v;
+}
+
+Spread over(const std::vector<const RunResult*>& runs, const std::function<double(const RunResult&)>& f) {
+    std::vector<double> v;
+    for (auto* r : runs) v.push_back(f(*r));
+    return spread_of(v);
+}
+
+const PhaseFigures& phase_of(const RunResult& r, size_t i) {
+    return i < r.fio.phases.size() ? r.fio.phases[i] : r.fio.total;
+}
+
+json dir_json(const std::vector<const RunResult*>& runs, size_t phase, bool write) {
+    auto d = [&](const RunResult& r) -> const DirFigures& {
+        const PhaseFigures& p = phase == SIZE_MAX ? r.fio.total : phase_of(r, phase);
+        return write ? p.write : p.read;
+    };
+    return {{"iops", spread_json(over(runs, [&](const RunResult& r) { return d(r).iops; }))},
+            {"mb_s", spread_json(over(runs, [&](const RunResult& r) { return d(r).mb_s; }))},
+            {"io_bytes", spread_json(over(runs, [&](const RunResult& r) { return double(d(r).io_bytes); }))},
+            {"clat_p50_ns", spread_json(over(runs, [&](const RunResult& r) { return d(r).clat_p50; }))},
+            {"clat_p90_ns", spread_json(over(runs, [&](const RunResult& r) { return d(r).clat_p90; }))},
+            {"clat_p99_ns", spread_json(over(runs, [&](const RunResult& r) { return d(r).clat_p99; }))},
+            {"clat_p999_ns", spread_json(over(runs, [&](const RunResult& r) { return d(r).clat_p999; }))}};
+}
+
+json device_json(const std::vector<const RunResult*>& runs) {
+    json j = json::object();
+    using F = double DeviceFigures::*;
+    static const std::pair<const char*, F> kFields[] = {
+        {"d2c_read_p50_ns", &DeviceFigures::d2c_read_p50},   {"d2c_read_p99_ns", &DeviceFigures::d2c_read_p99},
+        {"d2c_read_p999_ns", &DeviceFigures::d2c_read_p999}, {"d2c_write_p50_ns", &DeviceFigures::d2c_write_p50},
+        {"d2c_write_p99_ns", &DeviceFigures::d2c_write_p99}, {"d2c_write_p999_ns", &DeviceFigures::d2c_write_p999},
+        {"q2d_read_p50_ns", &DeviceFigures::q2d_read_p50},   {"q2d_read_p99_ns", &DeviceFigures::q2d_read_p99},
+        {"q2d_write_p50_ns", &DeviceFigures::q2d_write_p50}, {"q2d_write_p99_ns", &DeviceFigures::q2d_write_p99},
+        {"qd_read_mean", &DeviceFigures::qd_read_mean},      {"qd_write_mean", &DeviceFigures::qd_write_mean},
+    };
+    for (auto [k, f] : kFields) j[k] = spread_json(over(runs, [f](const RunResult& r) { return r.dev.*f; }));
+    j["read_bytes"] = spread_json(over(runs, [](const RunResult& r) { return double(r.dev.read_bytes); }));
+    j["write_bytes"] = spread_json(over(runs, [](const RunResult& r) { return double(r.dev.write_bytes); }));
+    return j;
+}
+
+/// Medians of the run over the drive's own ceiling (probe): the busiest phase's read and write MB/s over the
+/// sequential ceilings, its read IOPS over the 4 KiB random-read ceiling. Null where the probe did not measure.
+json share_json(const Target& t, const std::vector<const RunResult*>& runs) {
+    json s = json::object();
+    auto share = [&](const char* key, double v) -> json {
+        if (!t.ceiling.contains(key) || t.ceiling[key].get<double>() <= 0) return nullptr;
+        return v / t.ceiling[key].get<double>();
+    };
+    auto best = [](const RunResult& r, auto f) {
+        double b = 0;
+        for (const auto& p : r.fio.phases) b = std::max(b, f(p));
+        return b;
+    };
+    s["read_mb_s"] = share("seq_read_mb_s", over(runs, [&](const RunResult& r) {
+                                                return best(r, [](const PhaseFigures& p) { return p.read.mb_s; });
+                                            }).median);
+    s["write_mb_s"] = share("seq_write_mb_s", over(runs, [&](const RunResult& r) {
+                                                  return best(r, [](const PhaseFigures& p) { return p.write.mb_s; });
+                                              }).median);
+    s["read_iops"] = share("rand_read_4k_iops", over(runs, [&](const RunResult& r) {
+                                                    return best(r, [](const PhaseFigures& p) { return p.read.iops; });
+                                                }).median);
+    return s;
+}
+
+json round_json(const RunResult& r) {
+    json j = {{"round", r.round}, {"ok", r.ok}, {"files", r.files}};
+    if (!r.ok) j["error"] = r.error;
+    if (!r.trace_error.empty()) j["trace_error"] = r.trace_error;
+    if (!r.fio.host.empty()) j["host"] = r.fio.host;
+    if (r.ok) {
+        j["mb_s"] = r.fio.total.read.mb_s + r.fio.total.write.mb_s;
+        j["iops"] = r.fio.total.read.iops + r.fio.total.write.iops;
+        j["read_io_bytes"] = r.fio.total.read.io_bytes;
+        j["write_io_bytes"] = r.fio.total.write.io_bytes;
+        j["read_clat_cdf"] = r.fio.total.read.clat_cdf;
+        j["write_clat_cdf"] = r.fio.total.write.clat_cdf;
+    }
+    return j;
+}
+
+json mode_json(const Target& t, const std::string& mode) {
+    auto runs = ok_runs(t, mode);
+    json m = {{"rounds_ok", runs.size()}};
+    json phases = json::array();
+    if (!runs.empty()) {
+        for (size_t i = 0; i < runs.front()->fio.phases.size(); ++i)
+            phases.push_back({{"name", runs.front()->fio.phases[i].name},
+                              {"read", dir_json(runs, i, false)},
+                              {"write", dir_json(runs, i, true)}});
+        phases.push_back(
+            {{"name", "total"}, {"read", dir_json(runs, SIZE_MAX, false)}, {"write", dir_json(runs, SIZE_MAX, true)}});
+    }
+    m["phases"] = phases;
+    m["figure"] = spread_json(over(runs, verdict_figure));
+    m["figure_name"] = verdict_higher_is_better(mode) ? "mb_s" : "worst_clat_p99_ns";
+    bool traced = !runs.empty() && std::all_of(runs.begin(), runs.end(), [](auto* r) { return r->dev.present; });
+    m["device"] = traced ? device_json(runs) : json(nullptr);
+    if (!traced) {
+        std::string why = t.no_trace_reason;
+        for (auto* r : runs)
+            if (why.empty() && !r->trace_error.empty()) why = r->trace_error;
+        m["device_missing"] = why.empty() ? "the trace saw no command on " + t.disk : why;
+    }
+    m["share_of_ceiling"] = share_json(t, runs);
+    json rounds = json::array();
+    for (const auto& r : t.runs)
+        if (r.mode == mode) rounds.push_back(round_json(r));
+    m["rounds"] = rounds;
+    return m;
+}
+
+std::string fmt(double v, const char* f = "%.1f") {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+std::string us(double ns) { return ns > 0 ? fmt(ns / 1000, "%.0f") : "-"; }
+
+/// Whether every round moved exactly the bytes the job declares (read + write); null when the job does not say
+/// (time_based, sizes in %, numjobs) or no round completed.
+json io_bytes_equal(const Target& t, const std::string& mode, uint64_t job_bytes) {
+    auto runs = ok_runs(t, mode);
+    if (!job_bytes || runs.empty()) return nullptr;
+    return std::all_of(runs.begin(), runs.end(), [&](const RunResult* r) {
+        return r->fio.total.read.io_bytes + r->fio.total.write.io_bytes == job_bytes;
+    });
+}
+
+}  // namespace
+
+double verdict_figure(const RunResult& r) {
+    if (r.mode == "closed") return r.fio.total.read.mb_s + r.fio.total.write.mb_s;
+    return std::max(r.fio.total.read.clat_p99, r.fio.total.write.clat_p99);
+}
+
+bool verdict_higher_is_better(const std::string& mode) { return mode == "closed"; }
+
+std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std::string& mode) {
+    std::vector<std::pair<std::string, Spread>> by;
+    for (const auto& t : targets)
+        if (t.failed.empty() && !ok_runs(t, mode).empty())
+            by.emplace_back(t.spec.name, over(ok_runs(t, mode), verdict_figure));
+    return rank_and_compare(by, verdict_higher_is_better(mode), mode == "closed" ? "MB/s" : "worst completion p99");
+}
+
+json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
+    json j = {{"schema", "kvio.drives/1"},
+              {"kvio_version", ctx.kvio_version},
+              {"fio_version", ctx.fio_version},
+              {"kernel", ctx.kernel},
+              {"job", ctx.job_path},
+              {"rounds", ctx.rounds},
+              {"modes", ctx.modes},
+              {"started", ctx.started}};
+    j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
+    json ts = json::array();
+    for (const auto& t : targets) {
+        json tj = {{"name", t.spec.name}, {"path", t.spec.path},  {"host", t.spec.host},
+                   {"info", t.info},      {"ceiling", t.ceiling}, {"status", t.failed.empty() ? "ok" : "failed"}};
+        if (!t.failed.empty()) tj["error"] = t.failed;
+        for (const auto& m : ctx.modes) {
+            tj["modes"][m] = mode_json(t, m);
+            tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
+        }
+        ts.push_back(tj);
+    }
+    j["targets"] = ts;
+    for (const auto& m : ctx.modes) {
+        json vs = json::array();
+        for (const auto& v : verdicts_for(targets, m))
+            vs.push_back({{"a", v.a}, {"b", v.b}, {"pct", v.pct}, {"separated", v.separated}, {"text", v.text}});
+        j["verdicts"][m] = vs;
+    }
+    return j;
+}
+
+void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx) {
+    for (const auto& mode : ctx.modes) {
+        out << "\n== " << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << ", "
+            << ctx.rounds << " rounds: median [min-max]\n";
+        char h[256];
+        std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
+                      "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
+        out << h;
+        for (const auto& t : targets) {
+            auto runs = ok_runs(t, mode);
+            if (runs.empty()) {
+                out << t.spec.name << "   FAILED: " << t.failed << "\n";
+                continue;
+            }
+            Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });
+            double iops =
+                over(runs, [](const RunResult& r) { return r.fio.total.read.iops + r.fio.total.write.iops; }).median;
+            double rp = over(runs, [](const RunResult& r) { return r.fio.total.read.clat_p99; }).median;
+            double wp = over(runs, [](const RunResult& r) { return r.fio.total.write.clat_p99; }).median;
+            double dr = over(runs, [](const RunResult& r) { return r.dev.d2c_read_p99; }).median;
+            double dw = over(runs, [](const RunResult& r) { return r.dev.d2c_write_p99; }).median;
+            double qd =
+                over(runs, [](const RunResult& r) { return std::max(r.dev.qd_read_mean, r.dev.qd_write_mean); }).median;
+            json sh = share_json(t, runs);
+            double best_share = 0;
+            for (auto& [k, v] : sh.items())
+                if (v.is_number()) best_share = std::max(best_share, v.get<double>());
+            std::string mbs = fmt(mb.median) + " [" + fmt(mb.min) + "-" + fmt(mb.max) + "]";
+            char row[320];
+            std::snprintf(row, sizeof row, "%-12s %-24s %10.0f %10s %10s %10s %10s %6s %6s\n", t.spec.name.c_str(),
+                          mbs.c_str(), iops, us(rp).c_str(), us(wp).c_str(), us(dr).c_str(), us(dw).c_str(),
+                          qd > 0 ? fmt(qd).c_str() : "-", best_share > 0 ? fmt(best_share * 100, "%.0f").c_str() : "-");
+            out << row;
+            if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
+        }
+        for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";
+    }
+}
+
+}  // namespace kvio::drives

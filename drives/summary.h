@@ -1,0 +1,40 @@
+// The figures of every target over its rounds: drives.json (kvio.drives/1), the console table and the verdicts.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "drives/target_run.h"
+
+namespace kvio::drives {
+
+/// Versions and options written beside the results.
+struct RunContext {
+    std::string job_path, kvio_version, fio_version, kernel, started;
+    int rounds = 0;
+    uint64_t job_bytes = 0;  ///< job_declared_bytes of the job (0: the job does not say)
+    std::vector<std::string> modes;
+};
+
+/// The verdict figure of a mode: closed loop: the run's total MB/s (higher is better); open loop at the job's
+/// rates: the worse of the read and write completion p99 (ns, lower is better).
+double verdict_figure(const RunResult& r);
+bool verdict_higher_is_better(const std::string& mode);
+
+/// kvio.drives/1: {"schema", "kvio_version", "fio_version", "kernel", "job", "rounds", "modes",
+/// "targets": [{"name", "path", "host", "info", "ceiling", "status", "error", "modes": {MODE: {"phases": [{"name",
+/// "read"/"write": {"iops", "mb_s", "io_bytes", "clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns"} as
+/// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "rounds": [...]}}}],
+/// "verdicts": {MODE: [{"a", "b", "pct", "separated", "text"}]}}. Spreads: {"min","median","max","n"}.
+nlohmann::json drives_json(const std::vector<Target>& targets, const RunContext& ctx);
+
+/// The console table per mode (median [min–max] over rounds) and the verdict lines.
+void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx);
+
+/// The verdicts of one mode over the targets that measured every round.
+std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std::string& mode);
+
+}  // namespace kvio::drives

@@ -1,0 +1,231 @@
+#include "drives/target_run.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <filesystem>
+#include <fstream>
+
+#include "common/devinfo.h"
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "drives/process.h"
+#include "workload/target.h"
+
+namespace kvio::drives {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string sysfs_line(const fs::path& p) {
+    std::ifstream in(p);
+    std::string s;
+    std::getline(in, s);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+    return s;
+}
+
+/// The drive's identity and limits as sysfs states them (/sys/block/DISK/device/{model,serial,firmware_rev},
+/// queue/*; a loop device's loop/backing_file).
+json disk_info(const BlockDevInfo& d) {
+    fs::path b = fs::path("/sys/block") / d.whole_disk_name;
+    json j = {{"disk", d.whole_disk_name},
+              {"dev", dev_string(d.whole_disk)},
+              {"model", sysfs_line(b / "device/model")},
+              {"serial", sysfs_line(b / "device/serial")},
+              {"firmware", sysfs_line(b / "device/firmware_rev")},
+              {"rotational", sysfs_line(b / "queue/rotational") == "1"},
+              {"scheduler", sysfs_line(b / "queue/scheduler")},
+              {"logical_block_size", d.logical_block_size},
+              {"physical_block_size", d.physical_block_size},
+              {"max_sectors_kb", d.max_sectors_kb},
+              {"max_hw_sectors_kb", d.max_hw_sectors_kb},
+              {"max_segments", d.max_segments},
+              {"nr_requests", d.nr_requests}};
+    std::string backing = sysfs_line(b / "loop/backing_file");
+    if (!backing.empty()) j["backing_file"] = backing;
+    return j;
+}
+
+/// One ceiling probe as a job file: `rw` at `bs`, `depth`, over the target's first `bytes`, `seconds` long.
+std::string probe_job(const Target& t, const std::string& rw, const std::string& bs, int depth, uint64_t bytes,
+                      double seconds) {
+    std::string where = t.field == TargetField::Directory ? "directory=" + t.spec.path + "\nfilename=kvio-drives-probe"
+                                                          : "filename=" + t.spec.path;
+    return "; kvio drives: ceiling probe\n[probe-" + rw + "]\n" + where + "\nrw=" + rw + "\nbs=" + bs +
+           "\niodepth=" + std::to_string(depth) + "\nioengine=libaio\ndirect=1\nsize=" + std::to_string(bytes) +
+           "\ntime_based=1\nruntime=" + std::to_string(std::max(1, static_cast<int>(seconds * 1000))) +
+           "ms\nramp_time=0\n";
+}
+
+std::vector<std::string> fio_argv(const Target& t, const RunEnv& env, const std::string& job, const std::string& out) {
+    std::vector<std::string> a = {env.fio};
+    if (t.spec.remote()) a.push_back("--client=" + t.spec.host + "," + std::to_string(t.spec.port));
+    a.insert(a.end(), {"--output-format=json", "--output=" + out, job});
+    return a;
+}
+
+}  // namespace
+
+Target prepare_local_target(const DriveSpec& spec, bool force) {
+    Target t;
+    t.spec = spec;
+    std::error_code ec;
+    if (!fs::exists(spec.path, ec) && fs::is_directory(fs::path(spec.path).parent_path(), ec)) {
+        t.created_file = true;  // fio lays the file out; it is removed at the end
+        t.info = {{"kind", "file"}, {"created", true}};
+        t.no_trace_reason = "a file kvio drives creates";
+        try {
+            BlockDevInfo d = block_dev_info_for_path(fs::path(spec.path).parent_path());
+            t.disk = d.whole_disk_name, t.no_trace_reason.clear(), t.info["device"] = disk_info(d);
+        } catch (const Error&) {}
+        return t;
+    }
+    workload::TargetInfo info;
+    try {
+        info = workload::inspect_target(spec.path);
+    } catch (const Error& e) {
+        struct stat st {};
+        bool fs_target = ::stat(spec.path.c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
+        if (!fs_target) throw Error("drive " + spec.name + ": " + e.what());
+        if (::access(spec.path.c_str(), W_OK) != 0)
+            throw Error("drive " + spec.name + ": " + spec.path + " is not writable by this process");
+        t.field = S_ISDIR(st.st_mode) ? TargetField::Directory : TargetField::Filename;
+        t.info = {{"kind", S_ISDIR(st.st_mode) ? "directory" : "file"}};
+        t.no_trace_reason = e.what();  // tmpfs and friends: no block device to trace
+        return t;
+    }
+    if (info.kind == workload::TargetKind::NvmeChar)
+        throw Error("drive " + spec.name + ": " + spec.path +
+                    " is an NVMe generic char device; give its block device (/dev/nvmeXnY)");
+    try {
+        workload::check_device_safe(info, force);
+    } catch (const Error& e) {
+        throw Error("drive " + spec.name + ": " + e.what());
+    }
+    t.field = info.kind == workload::TargetKind::Directory ? TargetField::Directory : TargetField::Filename;
+    t.disk = info.dev.whole_disk_name;
+    t.info = {{"kind", workload::target_kind_name(info.kind)},
+              {"capacity_bytes", info.capacity_bytes},
+              {"fs_type", info.fs_type},
+              {"device", disk_info(info.dev)}};
+    return t;
+}
+
+Target prepare_remote_target(const DriveSpec& spec) {
+    Target t;
+    t.spec = spec;
+    t.info = {{"kind", "remote"}, {"host", spec.host}, {"port", spec.port}};
+    t.no_trace_reason = "remote target: device-side figures (kvio trace --listen on the host) are not scraped yet";
+    return t;
+}
+
+void probe_ceiling(Target& t, const RunEnv& env) {
+    uint64_t bytes = env.probe_bytes;
+    if (t.info.contains("capacity_bytes") && t.info["kind"] == "block")
+        bytes = std::min<uint64_t>(bytes, t.info["capacity_bytes"].get<uint64_t>());
+    struct P {
+        const char *rw, *bs, *key;
+        int depth;
+        bool iops;
+    };
+    const P probes[] = {{"read", "1M", "seq_read_mb_s", 32, false},
+                        {"write", "1M", "seq_write_mb_s", 32, false},
+                        {"randread", "4k", "rand_read_4k_iops", 64, true}};
+    json c = {{"seconds", env.probe_seconds}, {"bytes", bytes}};
+    for (const P& p : probes) {
+        std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
+        write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, bytes, env.probe_seconds));
+        int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
+                            t.spec.remote() ? env.remote_timeout_s : 0);
+        try {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error("fio " + describe_status(st));
+            FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
+            const DirFigures& d = std::string(p.rw) == "write" ? r.total.write : r.total.read;
+            c[p.key] = p.iops ? d.iops : d.mb_s;
+        } catch (const Error& e) {
+            t.ceiling = {{"error", std::string("probe ") + p.rw + ": " + e.what() + " (see " + base + ".log)"}};
+            return;
+        }
+    }
+    if (t.field == TargetField::Directory && !t.spec.remote()) fs::remove(fs::path(t.spec.path) / "kvio-drives-probe");
+    t.ceiling = c;
+}
+
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode) {
+    return job_for_target(job, t.spec.path, t.field, mode == "closed");
+}
+
+int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    std::vector<std::string> a = fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json");
+    if (t.disk.empty()) return run_logged(a, r.files + ".log");
+    const std::string ready = r.files + ".ready";
+    std::error_code ec;
+    fs::remove(ready, ec);
+    pid_t tp = spawn_logged({env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only", "--json",
+                             r.files + ".trace.json", "--ready-file", ready},
+                            r.files + ".trace.log");
+    int tst = 0;
+    bool ended = false;
+    // Loading BPF takes seconds on a busy machine: wait for the ready file, up to 120 s.
+    for (int i = 0; i < 2400 && !fs::exists(ready, ec) && !(ended = child_ended(tp, &tst)); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (ended || !fs::exists(ready, ec)) {
+        if (!ended) ::kill(tp, SIGTERM), wait_child(tp, 10, &ended);
+        r.trace_error = "kvio trace did not attach (see " + r.files + ".trace.log)";
+        return run_logged(a, r.files + ".log");
+    }
+    int st = run_logged(a, r.files + ".log");
+    ::kill(tp, SIGTERM);
+    bool to = false;
+    tst = wait_child(tp, 30, &to);
+    fs::remove(ready, ec);
+    if (to || !WIFEXITED(tst) || WEXITSTATUS(tst) != 0)
+        r.trace_error = "kvio trace ended with " + describe_status(tst) + " (see " + r.files + ".trace.log)";
+    return st;
+}
+
+pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    return spawn_logged(fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r.files + ".log");
+}
+
+void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
+    try {
+        if (timed_out) throw Error("no answer within the remote timeout; ended");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Error("fio ended with " + describe_status(status));
+        r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
+        if (!t.disk.empty() && !t.spec.remote() && r.trace_error.empty())
+            r.dev = parse_trace_json(read_json_file(r.files + ".trace.json"), t.disk);
+        r.ok = true;
+    } catch (const Error& e) {
+        r.error = std::string(e.what()) + " (see " + r.files + ".log)";
+    }
+}
+
+std::vector<std::string> dir_entries(const Target& t) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    if (t.spec.remote() || t.field != TargetField::Directory) return out;
+    for (const auto& e : fs::directory_iterator(t.spec.path, ec)) out.push_back(e.path().filename());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void clean_local_target(const Target& t, const std::vector<std::string>& dir_before) {
+    std::error_code ec;
+    if (t.created_file) fs::remove(t.spec.path, ec);
+    for (const auto& e : dir_entries(t))
+        if (!std::binary_search(dir_before.begin(), dir_before.end(), e)) fs::remove(fs::path(t.spec.path) / e, ec);
+}
+
+}  // namespace kvio::drives

@@ -1,0 +1,79 @@
+// One target of `kvio drives`: what it is, the checks before anything is written, its ceiling probe and one traced
+// run of the job on it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "drives/figures.h"
+#include "drives/job_text.h"
+
+namespace kvio::drives {
+
+/// The result of one run of the job on one target.
+struct RunResult {
+    int round = 0;
+    std::string mode;  ///< "closed" | "trace"
+    bool ok = false;
+    std::string error;  ///< why not ok
+    FioRun fio;
+    DeviceFigures dev;        ///< present only when traced
+    std::string trace_error;  ///< why a traced run has no device figures (the fio figures stand)
+    std::string files;        ///< path prefix of this run's files (.job.fio, .fio.json, .trace.json, .log)
+};
+
+/// A target and everything measured on it.
+struct Target {
+    DriveSpec spec;
+    TargetField field = TargetField::Filename;
+    std::string disk;             ///< whole-disk name traced for a local target; empty: not traceable
+    std::string no_trace_reason;  ///< why `disk` is empty
+    bool created_file = false;    ///< a file target that did not exist before (removed at the end)
+    nlohmann::json info;          ///< kind, model/serial/firmware, limits (sysfs)
+    nlohmann::json ceiling;       ///< the probe's figures, or {"error": ...}
+    std::vector<RunResult> runs;
+    std::string failed;  ///< the first failure's reason; empty while all went well
+};
+
+/// Inspects a local target and applies the rules of gen and replay (workload::check_device_safe): a mounted or
+/// read-only device, or one holding data in its first MiB without `force`, is refused with kvio::Error. A block
+/// device, file or directory; a file or directory on a filesystem with no block device (tmpfs) runs untraced.
+Target prepare_local_target(const DriveSpec& spec, bool force);
+/// A remote target: only what the command line says (the remote fio refuses what it cannot open).
+Target prepare_remote_target(const DriveSpec& spec);
+
+/// How to run fio and kvio for the targets.
+struct RunEnv {
+    std::string fio;
+    std::string kvio_exe;  ///< resolved (not /proc/self/exe)
+    std::string dir;       ///< the run directory
+    double probe_seconds = 1;
+    uint64_t probe_bytes = 64ull << 20;
+    double remote_timeout_s = 0;
+};
+
+/// The three ceiling probes on one target, one after another: sequential read and write at 1 MiB, depth 32, and
+/// 4 KiB random reads at depth 64 (libaio, O_DIRECT), each `probe_seconds` over the first `probe_bytes`. Sets
+/// t.ceiling {"seq_read_mb_s", "seq_write_mb_s", "rand_read_4k_iops", "seconds", "bytes"} or {"error": ...}.
+void probe_ceiling(Target& t, const RunEnv& env);
+
+/// The job text rewritten for `t` and `mode` (job_for_target).
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode);
+
+/// One run of `job` on a local target, to its end: `kvio trace -d DISK --block-only --json` started first (waited
+/// for until attached), then fio, then the trace ended with SIGTERM (which writes its JSON). The whole disk is traced,
+/// not fio's processes: a throttled bio is issued by the kernel's throttle worker, not by fio. Untraceable targets:
+/// fio alone. Returns fio's wait status; a trace that failed is recorded in r.error by finish_run.
+int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
+/// Starts one run of `job` on a remote target through `fio --client=HOST,PORT`.
+pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
+/// Reads fio's JSON (and the trace) of an ended run with wait status `status`; sets r.ok or r.error.
+void finish_run(const Target& t, RunResult& r, int status, bool timed_out);
+/// Removes what runs left on a local target: files fio laid out in a directory target, a file target kvio drives
+/// created.
+void clean_local_target(const Target& t, const std::vector<std::string>& dir_before);
+/// The entries of a directory target now (for clean_local_target); empty for other targets.
+std::vector<std::string> dir_entries(const Target& t);
+
+}  // namespace kvio::drives

@@ -1,0 +1,135 @@
+// kvio drives' pure parts: target specs, the job rewritten per target, the spread over rounds and the verdict.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "drives/figures.h"
+#include "drives/job_text.h"
+#include "drives/prom_scrape.h"
+
+using namespace kvio::drives;
+
+TEST(DrivesSpec, LocalAndRemoteForms) {
+    DriveSpec a = parse_drive_spec("fast=/dev/loop3");
+    EXPECT_EQ(a.name, "fast");
+    EXPECT_EQ(a.path, "/dev/loop3");
+    EXPECT_FALSE(a.remote());
+    DriveSpec b = parse_drive_spec("h1=127.0.0.2:9000:/dev/loop4");
+    EXPECT_EQ(b.host, "127.0.0.2");
+    EXPECT_EQ(b.port, 9000);
+    EXPECT_EQ(b.path, "/dev/loop4");
+    DriveSpec c = parse_drive_spec("h2=lab-host:/srv/kv");
+    EXPECT_EQ(c.host, "lab-host");
+    EXPECT_EQ(c.port, 8765);
+    EXPECT_EQ(c.path, "/srv/kv");
+    EXPECT_THROW(parse_drive_spec("/dev/loop3"), kvio::UsageError);
+    EXPECT_THROW(parse_drive_spec("x=host:70000:/p"), kvio::UsageError);
+    EXPECT_THROW(parse_drive_spec("x=relative"), kvio::UsageError);
+    EXPECT_THROW(parse_drive_spec("a b=/p"), kvio::UsageError);
+}
+
+TEST(DrivesJob, TargetReplacedAndRatesDroppedForClosedLoop) {
+    const std::string job =
+        "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\n[p1]\nrw=randread\nrate_iops=100,0\n"
+        "rate_process=poisson\nsize=8m\n[p2]\nstonewall\ndirectory=/mnt/x\nrw=write\nsize=4m\n";
+    EXPECT_TRUE(job_has_rates(job));
+    std::string closed = job_for_target(job, "/dev/loop7", TargetField::Filename, true);
+    EXPECT_EQ(closed.find("nvme0n1"), std::string::npos);
+    EXPECT_EQ(closed.find("/mnt/x"), std::string::npos);
+    EXPECT_EQ(closed.find("rate"), closed.find("rates dropped"));  // only the comment mentions it
+    EXPECT_NE(closed.find("[global]\nfilename=/dev/loop7\n"), std::string::npos);
+    EXPECT_NE(closed.find("rw=randread"), std::string::npos);
+    std::string open = job_for_target(job, "/srv/kv", TargetField::Directory, false);
+    EXPECT_NE(open.find("[global]\ndirectory=/srv/kv\n"), std::string::npos);
+    EXPECT_NE(open.find("rate_iops=100,0"), std::string::npos);
+    EXPECT_FALSE(job_has_rates("[a]\nrw=read\nsize=1m\n"));
+    EXPECT_EQ(job_declared_bytes(job), 12u << 20);
+    EXPECT_EQ(job_declared_bytes("[global]\nsize=1g\n[a]\n[b]\nio_size=2m\n"), (1u << 30) + (2u << 20));
+    EXPECT_EQ(job_declared_bytes("[a]\nsize=1m\ntime_based=1\nruntime=5\n"), 0u);
+}
+
+TEST(DrivesVerdict, SeparatedRoundsNamedAndOverlapIsNoise) {
+    Spread fast = spread_of({100, 104, 98});
+    EXPECT_DOUBLE_EQ(fast.median, 100);
+    EXPECT_DOUBLE_EQ(fast.min, 98);
+    EXPECT_DOUBLE_EQ(fast.max, 104);
+    Spread slow = spread_of({50, 52, 51});
+    Spread close = spread_of({97, 101, 103});
+    auto v = rank_and_compare({{"slow", slow}, {"close", close}, {"fast", fast}}, true, "MB/s");
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0].a, "close");  // median 101 > 100
+    EXPECT_EQ(v[0].b, "fast");
+    EXPECT_FALSE(v[0].separated);
+    EXPECT_NE(v[0].text.find("inside noise"), std::string::npos);
+    EXPECT_EQ(v[1].a, "fast");
+    EXPECT_EQ(v[1].b, "slow");
+    EXPECT_TRUE(v[1].separated);
+    EXPECT_NEAR(v[1].pct, (100.0 / 51 - 1) * 100, 1e-9);
+    EXPECT_NE(v[1].text.find("fast faster than slow by 96.1 %"), std::string::npos) << v[1].text;
+    // Latency: lower first.
+    auto l = rank_and_compare({{"a", spread_of({900, 1000})}, {"b", spread_of({400, 500})}}, false, "p99");
+    EXPECT_EQ(l[0].a, "b");
+    EXPECT_TRUE(l[0].separated);
+    EXPECT_NEAR(l[0].pct, 950.0 / 450 * 100 - 100, 1e-9);
+}
+
+TEST(DrivesFio, LocalJsonPhasesAndTotal) {
+    auto dir = [](double iops, double bw, uint64_t bytes, uint64_t ios, double p99) {
+        return nlohmann::json{{"iops", iops},
+                              {"bw_bytes", bw},
+                              {"io_bytes", bytes},
+                              {"total_ios", ios},
+                              {"clat_ns", {{"percentile", {{"50.000000", p99 / 2}, {"99.000000", p99}}}}}};
+    };
+    nlohmann::json j = {{"fio version", "fio-3.33"},
+                        {"jobs",
+                         {{{"jobname", "w"},
+                           {"error", 0},
+                           {"job_runtime", 1000},
+                           {"read", dir(0, 0, 0, 0, 0)},
+                           {"write", dir(100, 4e6, 4000000, 100, 5000)}},
+                          {{"jobname", "r"},
+                           {"error", 0},
+                           {"job_runtime", 3000},
+                           {"read", dir(300, 3e6, 9000000, 900, 7000)},
+                           {"write", dir(0, 0, 0, 0, 0)}}}}};
+    FioRun r = parse_fio_json(j, "x.json");
+    ASSERT_EQ(r.phases.size(), 2u);
+    EXPECT_EQ(r.total.write.io_bytes, 4000000u);
+    EXPECT_EQ(r.total.read.io_bytes, 9000000u);
+    EXPECT_DOUBLE_EQ(r.total.runtime_s, 4);
+    EXPECT_DOUBLE_EQ(r.total.read.mb_s, 9.0 / 4);
+    EXPECT_DOUBLE_EQ(r.total.read.iops, 900.0 / 4);
+    EXPECT_DOUBLE_EQ(r.total.read.clat_p99, 7000);
+    EXPECT_DOUBLE_EQ(r.phases[0].write.clat_p50, 2500);
+    j["jobs"][1]["error"] = 5;
+    EXPECT_THROW(parse_fio_json(j, "x.json"), kvio::Error);
+}
+
+TEST(DrivesProm, DeviceFiguresAreTheDifferenceOfTwoScrapes) {
+    const std::string before =
+        "# HELP x\nkvio_device_bytes_total{device=\"loop1\",op=\"read\"} 1000\n"
+        "kvio_device_commands_total{device=\"loop1\",op=\"read\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.001\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.002\"} 10\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"+Inf\"} 10\n"
+        "kvio_queue_depth_sum{device=\"loop1\",op=\"read\"} 10\nkvio_queue_depth_count{device=\"loop1\",op=\"read\"} "
+        "10\n";
+    // 100 more reads: 50 under 1 ms, 50 between 1 and 2 ms, at depth 3 each.
+    const std::string after =
+        "kvio_device_bytes_total{device=\"loop1\",op=\"read\"} 410600\n"
+        "kvio_device_commands_total{device=\"loop1\",op=\"read\"} 110\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.001\"} 60\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"0.002\"} 110\n"
+        "kvio_d2c_seconds_bucket{device=\"loop1\",op=\"read\",le=\"+Inf\"} 110\n"
+        "kvio_queue_depth_sum{device=\"loop1\",op=\"read\"} 310\nkvio_queue_depth_count{device=\"loop1\",op=\"read\"} "
+        "110\n";
+    DeviceFigures f = device_figures_between(parse_prom_text(before), parse_prom_text(after), "");
+    ASSERT_TRUE(f.present);
+    EXPECT_EQ(f.disk, "loop1");
+    EXPECT_EQ(f.read_bytes, 409600u);
+    EXPECT_EQ(f.read_cmds, 100u);
+    EXPECT_NEAR(f.d2c_read_p50, 1e6, 1);     // the 50th of 100: the top of the first bucket
+    EXPECT_NEAR(f.d2c_read_p99, 1.98e6, 1);  // 49 of 50 into [1 ms, 2 ms)
+    EXPECT_DOUBLE_EQ(f.qd_read_mean, 3);
+    EXPECT_FALSE(device_figures_between(parse_prom_text(before), parse_prom_text(after), "loop2").present);
+}
