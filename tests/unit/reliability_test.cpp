@@ -16,6 +16,7 @@
 #include "common/jsonl.h"
 #include "common/output_file.h"
 #include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/results/metrics.h"
 #include "workload/serving/tiers/storage_common.h"
 
 namespace fs = std::filesystem;
@@ -145,4 +146,17 @@ TEST(TempCacheDir, DeadOwnersDirectoriesAreRemovedLiveOnesKept) {
     EXPECT_EQ(fs::path(made).filename().string().rfind("kv_cache_" + std::to_string(getpid()) + "_", 0), 0u) << made;
     EXPECT_TRUE(serving::remove_dead_temp_cache_dirs(parent).empty()) << "our own directory is a live one";
     fs::remove_all(parent);
+}
+
+// Top-level multi_turn_cache_hits summed the hits of completed requests only, so it disagreed with
+// cache_stats.multi_turn_hits (0 vs 2, 5 vs 8, 17 vs 32) whenever the stop cut requests after their multi-turn reads.
+TEST(MultiTurnCounts, ReadsCountWhenTheyHappenNotWhenTheRequestCompletes) {
+    serving::RunMetrics m;
+    m.count_multi_turn(true);
+    m.count_multi_turn(true);
+    m.count_multi_turn(false);  // a request that never completes: no record()
+    const auto top = m.top_level_json(42);
+    EXPECT_EQ(top["multi_turn_cache_hits"], 2);
+    EXPECT_EQ(top["multi_turn_cache_misses"], 1);
+    EXPECT_EQ(m.multi_turn_json()["cache_hits"], 2);
 }

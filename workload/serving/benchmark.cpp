@@ -512,7 +512,9 @@ bool Simulation::read_previous_turns(RequestState& s) {
         if (cut_by_stop(s.rec)) return false;
         AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
                                       cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
+        if (a.cut) continue;  // a read the stop cut is neither a hit nor a miss (the cache counts it apart)
         ++(a.hit ? s.rec.multi_turn_hits : s.rec.multi_turn_misses);
+        metrics_.count_multi_turn(a.hit);  // top-level multi_turn_cache_*: every read, as cache_stats counts them
     }
     return true;
 }
