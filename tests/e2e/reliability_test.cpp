@@ -220,3 +220,20 @@ TEST(ReplayMerges, TheDeviceSeesEveryReplayedCommand) {
     EXPECT_NE(r.out.find("(none merged)", at), std::string::npos) << r.out;
     EXPECT_EQ(slurp(nomerges), before) << "the queue setting is restored";
 }
+
+// A valid file of another format given as --events said "not valid JSON" (distill, replay) where dump names the
+// format it found; the events reader now names the document.
+TEST(WrongFormat, AManifestGivenAsEventsIsNamed) {
+    TempDir d;
+    auto r = run(kvio_bin() + " gen --model tiny-1b --num-chunks 1 --target " + d.file("g.img") + " --record " +
+                 d.file("rec.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string want = d.file("rec.json") + " is a kvio record manifest (kvio gen --record), not kvio.events/1";
+    r = run("truncate -s 64M " + d.file("t.img") + " && " + kvio_bin() + " replay --events " + d.file("rec.json") +
+            " --target " + d.file("t.img"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    r = run(kvio_bin() + " distill --events " + d.file("rec.json"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+}
