@@ -538,13 +538,19 @@ TEST(RunTarget, UserTargetIsCheckedBeforeTracing) {
     EXPECT_EQ(slurp(out + "/job.fio").rfind("; kvio run: filename=", 0), 0u) << "job.fio must say its device is gone";
 }
 
-TEST(RunErrors, GenRefusalReasonIsInTheError) {
+// A device too small for the objects was found by gen, after the trace and gen had started (also with --force);
+// now before any stage, and no run directory is made.
+TEST(RunErrors, TooSmallDeviceIsRefusedBeforeAnyStage) {
     TempDir d;
     LoopDevice small(16ull << 20);
-    auto r = run(kvio_bin() + " run --target " + small.path + " --num-chunks 2 --out " + d.file("out"));
-    EXPECT_EQ(r.status, 1) << r.err;
-    EXPECT_NE(r.err.find("stage gen-under-trace failed (exit status 1): "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("has room for 16777216 bytes"), std::string::npos) << r.err;
+    for (const std::string force : {"", " --force"}) {
+        auto r = run(kvio_bin() + " run --target " + small.path + force + " --num-chunks 2 --out " + d.file("out"));
+        EXPECT_EQ(r.status, 1) << r.err;
+        EXPECT_EQ(r.err.find("stage "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("--target " + small.path + " has 16777216 bytes, but 2 objects of "), std::string::npos)
+            << r.err;
+        EXPECT_FALSE(std::filesystem::exists(d.file("out"))) << force;
+    }
 }
 
 }  // namespace
