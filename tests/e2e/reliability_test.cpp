@@ -237,3 +237,18 @@ TEST(WrongFormat, AManifestGivenAsEventsIsNamed) {
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
 }
+
+// simulate --enable-latency-tracing on the virtio-blk root disk returned validation.summary null: its semantic
+// file's mdts_bytes (2 199 023 254 528) was refused by its own reader ("not_validated").
+TEST(DeviceLimits, LatencyTracingOnTheRootDiskValidates) {
+    TempDir d;  // under /var/tmp: the root disk
+    SimRun r = simulate(d,
+                        "--model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                        "--generation-mode none --seed 42 --progress-interval 0 --enable-latency-tracing "
+                        "--cache-dir " +
+                            d.file("cache"));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const json& v = r.results["kvio"]["validation"];
+    EXPECT_TRUE(v["summary"].is_string()) << v.dump().substr(0, 600);
+    EXPECT_FALSE(v.contains("not_validated")) << v.dump().substr(0, 600);
+}

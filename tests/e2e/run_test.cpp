@@ -294,11 +294,17 @@ pid_t spawn_run(const std::vector<std::string>& args, const std::string& log) {
     return pid;
 }
 
+/// Waits for `path`, or for a file the tracer is still writing under PATH.tmp-PID (common/output_file.h: a trace's
+/// --events file gets its final name when the trace ends), to hold `min_size` bytes.
 bool wait_for_file(const std::string& path, double seconds, uint64_t min_size = 1) {
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const std::string pending = fs::path(path).filename().string() + ".tmp-";
     while (std::chrono::steady_clock::now() < end) {
         std::error_code ec;
         if (fs::exists(path, ec) && fs::file_size(path, ec) >= min_size) return true;
+        for (const auto& e : fs::directory_iterator(fs::path(path).parent_path(), ec))
+            if (e.path().filename().string().rfind(pending, 0) == 0 && fs::file_size(e.path(), ec) >= min_size)
+                return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
