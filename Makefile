@@ -114,9 +114,9 @@ $(BUILD)/%.o: %.cpp
 # BPF program changes, the compiler's .d files say (trace/tracer.cpp only).
 $(APP_OBJS): | $(BPF_SKELS)
 
-# `kvio --version`: `git describe` of the source tree at build time ("unknown" outside a git checkout). The header
-# is rewritten only when the text changes, so an unchanged tree rebuilds nothing.
-KVIO_VERSION := $(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown)
+# `kvio --version`: the release number in VERSION and `git describe` of the source tree at build time ("unknown"
+# outside a git checkout). The header is rewritten only when the text changes, so an unchanged tree rebuilds nothing.
+KVIO_VERSION := $(shell cat VERSION) ($(or $(shell git describe --tags --always --dirty 2>/dev/null),unknown))
 $(BUILD)/kvio_version.h: FORCE
 	@mkdir -p $(@D)
 	@v='#define KVIO_VERSION "$(KVIO_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@

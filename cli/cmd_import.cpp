@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "importer/blktrace.h"
 #include "importer/fio_iolog.h"
 #include "cli/commands.h"
@@ -15,7 +16,8 @@ namespace kvio::cli {
 
 namespace {
 
-/// Runs `write` into `path` (stdout when empty); throws kvio::Error when the file cannot be written.
+/// Runs `write` into `path` (stdout when empty), whole or not at all (common/output_file.h: PATH.tmp-PID renamed when
+/// complete; a name ending in .zst is compressed); throws kvio::Error naming the file and the errno.
 template <class F>
 void write_output(const std::string& path, F write) {
     if (path.empty()) {
@@ -23,11 +25,9 @@ void write_output(const std::string& path, F write) {
         std::cout.flush();
         return;
     }
-    std::ofstream out(path, std::ios::trunc);
-    if (!out) throw Error(path + ": cannot write: " + std::strerror(errno));
-    write(out);
+    OutputFile out(path);
+    write(out.stream());
     out.close();
-    if (!out) throw Error(path + ": write failed: " + std::strerror(errno));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // `kvio simulate`: the MLPerf Storage KV Cache Benchmark v3.0 serving workload run natively (docs/simulate.md).
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
+#include "common/error.h"
 #include "cli/commands.h"
 #include "cli/simulate_options.h"
 #include "run/latency_tracing.h"
@@ -24,6 +26,10 @@ void add_simulate_command(CLI::App& app) {
         serving::mpi_build_status());
     sub->callback([c] {
         finish_simulate_options(*c, std::cerr);
+        if (!c->mpi) {  // `mpirun -np N kvio simulate` without --mpi: N writers on one directory, refused
+            const std::string refusal = serving::mpi_launch_without_mpi([](const char* n) { return std::getenv(n); });
+            if (!refusal.empty()) throw UsageError(refusal);
+        }
         std::ostream* console = c->quiet ? nullptr : &std::cout;
         serving::SimResult r =
             c->mpi ? serving::run_mpi_client(*c, console, &std::cerr)

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     app.name("kvio");  // usage lines read "kvio trace [OPTIONS]", not "trace [OPTIONS]"
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kvio ") + KVIO_VERSION,
-                         "Print the version (git describe of the build) and exit");
+                         "Print the version (the release number, then git describe of the build) and exit");
     app.set_help_all_flag("--help-all", "Show help for every command");
     for (auto add : kCommands) add(app);
     // `kvio simulate` takes kv-cache.py's command lines: argparse's abbreviations, its errors and exit status 2.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +46,16 @@ static uint64_t read_u64(const fs::path& p, uint64_t dflt) {
     }
 }
 
+std::optional<DiskStat> read_disk_stat(DevId dev) {
+    auto line = read_line(fs::path("/sys/dev/block") / dev_string(dev) / "stat");
+    if (!line) return std::nullopt;
+    std::istringstream in(*line);
+    uint64_t v[6] = {};
+    for (auto& x : v)
+        if (!(in >> x)) return std::nullopt;
+    return DiskStat{v[0], v[1], v[4], v[5]};  // fields 1, 2, 5, 6: read I/Os, read merges, write I/Os, write merges
+}
+
 BlockDevInfo block_dev_info(DevId dev) {
     fs::path sys = fs::path("/sys/dev/block") / dev_string(dev);
     std::error_code ec;
@@ -64,15 +75,23 @@ BlockDevInfo block_dev_info(DevId dev) {
         info.start_sector = read_u64(real / "start", 0);
     }
     info.size_bytes = read_u64(real / "size", 0) * 512;
-    fs::path q = disk / "queue";
-    info.logical_block_size = uint32_t(read_u64(q / "logical_block_size", 512));
-    info.physical_block_size = uint32_t(read_u64(q / "physical_block_size", 512));
-    info.max_sectors_kb = uint32_t(read_u64(q / "max_sectors_kb", 0));
-    info.max_hw_sectors_kb = uint32_t(read_u64(q / "max_hw_sectors_kb", 0));
-    info.max_segments = uint32_t(read_u64(q / "max_segments", 0));
-    info.max_segment_size = uint32_t(read_u64(q / "max_segment_size", 0));
-    info.nr_requests = uint32_t(read_u64(q / "nr_requests", 0));
+    read_queue_limits((disk / "queue").string(), info);
     return info;
+}
+
+void read_queue_limits(const std::string& queue_dir, BlockDevInfo& info) {
+    const fs::path q(queue_dir);
+    auto u32 = [&](const char* name, uint64_t dflt) {
+        return uint32_t(std::min<uint64_t>(read_u64(q / name, dflt), UINT32_MAX));
+    };
+    auto kb = [&](const char* name) { return uint32_t(std::min<uint64_t>(read_u64(q / name, 0), kMaxCommandKb)); };
+    info.logical_block_size = u32("logical_block_size", 512);
+    info.physical_block_size = u32("physical_block_size", 512);
+    info.max_sectors_kb = kb("max_sectors_kb");
+    info.max_hw_sectors_kb = kb("max_hw_sectors_kb");
+    info.max_segments = u32("max_segments", 0);
+    info.max_segment_size = u32("max_segment_size", 0);
+    info.nr_requests = u32("nr_requests", 0);
 }
 
 std::optional<BlockDevInfo> find_block_dev(const std::string& name) {

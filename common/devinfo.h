@@ -41,6 +41,24 @@ struct BlockDevInfo {
     uint32_t nr_requests = 0;       ///< scheduler/tag depth of the queue
 };
 
+/// The largest transfer one block command can carry, KiB: a request's data length is a 32-bit byte count in the
+/// kernel (docs/formats.md, "Device limits"), so 4 GiB − 1 byte, of which the whole KiB: 4194303 KiB.
+constexpr uint32_t kMaxCommandKb = 4194303;
+
+/// Fills the queue limits of `info` (logical/physical block size, max_sectors_kb, max_hw_sectors_kb, max_segments,
+/// max_segment_size, nr_requests) from a sysfs queue directory (/sys/block/DISK/queue), each transfer limit
+/// clamped to kMaxCommandKb: virtio-blk reports max_hw_sectors_kb 2147483647 ("no limit"), which no command and
+/// no kvio file can carry. The one place kvio reads device limits; a missing file leaves the field's default.
+void read_queue_limits(const std::string& queue_dir, BlockDevInfo& info);
+
+/// The I/O counters of /sys/dev/block/MAJ:MIN/stat (the kernel's Documentation/block/stat.rst; docs/replay.md,
+/// "Commands the device saw"): requests completed and bios merged into a request, per direction, since boot.
+struct DiskStat {
+    uint64_t read_ios = 0, read_merges = 0, write_ios = 0, write_merges = 0;
+};
+/// Reads the counters of `dev`; nullopt when the device has no stat file.
+std::optional<DiskStat> read_disk_stat(DevId dev);
+
 /// Reads /sys/dev/block/MAJ:MIN. Throws kvio::Error when the device does not exist.
 BlockDevInfo block_dev_info(DevId dev);
 /// Looks a device up by kernel name ("vda", "loop3") or "MAJ:MIN". nullopt when absent.

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
 
 #include "common/devinfo.h"
@@ -483,6 +484,30 @@ bool EventsReader::next_bin(EventRecord& r) {
     return false;
 }
 
+namespace {
+
+/// When the file at `path` is one whole JSON document (a pretty-printed summary or manifest given where a
+/// kvio.events/1 stream belongs), what it is: "a kvio.trace/1 document", "a kvio record manifest (kvio gen --record)",
+/// "a JSON document"; "" when it is not one (or larger than 256 MiB, not worth reading twice).
+std::string whole_document_kind(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec || size > (uint64_t(256) << 20)) return "";
+    json j;
+    try {
+        j = read_json_file(path);
+    } catch (const Error&) {
+        return "";
+    }
+    if (j.is_object() && j.contains("schema") && j["schema"].is_string())
+        return "a " + j["schema"].get<std::string>() + " document";
+    if (j.is_object() && j.contains("schema_version") && j.contains("device_geometry"))
+        return "a kvio record manifest (kvio gen --record)";
+    return "a JSON document";
+}
+
+}  // namespace
+
 bool EventsReader::next(EventRecord& r) {
     if (bin_) return next_bin(r);
     const char *b, *e;
@@ -494,6 +519,12 @@ bool EventsReader::next(EventRecord& r) {
         try {
             parser_->parse(p, size_t(e - p), size_t(buf_ + cap_ + kPadding - p), r, src_);
         } catch (const JsonSyntaxError&) {
+            if (src_.line == 1 && !unterminated_) {  // a valid file of another format: say which, not "not valid JSON"
+                const std::string kind = whole_document_kind(src_.file);
+                if (!kind.empty())
+                    throw Error(src_.file + " is " + kind + ", not kvio.events/1 (one JSON object per line, as " +
+                                "`kvio trace --events` writes)");
+            }
             if (!unterminated_) throw;
             warn(torn_last_line_warning(src_));
             return false;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/input_file.h"
+#include "common/output_file.h"
 #include "common/warn.h"
 
 namespace kvio {
@@ -62,24 +63,15 @@ json read_json_file(const std::string& path) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-    struct stat st {};
-    const bool in_place = ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);  // a device, a pipe, a link
-    const std::string tmp = in_place ? path : path + ".tmp-" + std::to_string(::getpid());
-    std::ofstream out(tmp);
+    PendingRename pending(path);
+    std::ofstream out(pending.write_path());
     if (!out) throw Error(path + ": cannot write: " + std::strerror(errno));
     out << text;
     out.flush();
     const int err = out ? 0 : (errno ? errno : EIO);
     out.close();
-    if (err || !out) {
-        if (!in_place) std::remove(tmp.c_str());
-        throw Error(path + ": write failed: " + std::strerror(err ? err : EIO));
-    }
-    if (!in_place && std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int e = errno;
-        std::remove(tmp.c_str());
-        throw Error(path + ": cannot write: " + std::strerror(e));
-    }
+    if (err || !out) throw Error(path + ": write failed: " + std::strerror(err ? err : EIO));
+    pending.commit();
 }
 
 void write_json_file(const std::string& path, const json& j) { write_text_file(path, j.dump(2) + "\n"); }

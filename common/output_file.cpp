@@ -6,6 +6,9 @@
 #include <streambuf>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "common/error.h"
 #include "common/zstd_stream.h"
 
@@ -58,8 +61,41 @@ private:
     int err_ = 0;
 };
 
-OutputFile::OutputFile(const std::string& path) : path_(path) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
+PendingRename::PendingRename(std::string path) : path_(std::move(path)) {
+    struct stat st {};
+    const bool in_place = ::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode);  // a device, a pipe, a link
+    tmp_ = in_place ? path_ : path_ + ".tmp-" + std::to_string(::getpid());
+    done_ = in_place;
+}
+
+PendingRename::~PendingRename() { discard(); }
+
+void PendingRename::discard() {
+    if (!done_) ::unlink(tmp_.c_str());
+    done_ = true;
+}
+
+void PendingRename::commit() {
+    if (done_) return;
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+        const int e = errno;
+        discard();
+        throw Error(path_ + ": cannot write: " + std::strerror(e));
+    }
+    done_ = true;
+}
+
+void check_writable(const std::string& path) {
+    struct stat st {};
+    const bool existed = ::lstat(path.c_str(), &st) == 0;
+    std::FILE* f = std::fopen(path.c_str(), "ab");
+    if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
+    std::fclose(f);
+    if (!existed) ::unlink(path.c_str());
+}
+
+OutputFile::OutputFile(const std::string& path) : path_(path), pending_(path) {
+    std::FILE* f = std::fopen(pending_.write_path().c_str(), "wb");
     if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
     buf_ = std::make_unique<Buf>(f, has_zst_suffix(path));
     os_ = std::make_unique<std::ostream>(buf_.get());
@@ -70,7 +106,11 @@ OutputFile::~OutputFile() = default;
 std::ostream& OutputFile::stream() { return *os_; }
 
 void OutputFile::close() {
-    if (int e = buf_->drain(true)) throw Error(path_ + ": write failed: " + std::strerror(e));
+    if (int e = buf_->drain(true)) {
+        pending_.discard();
+        throw Error(path_ + ": write failed: " + std::strerror(e));
+    }
+    pending_.commit();
 }
 
 }  // namespace kvio

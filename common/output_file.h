@@ -8,24 +8,54 @@
 
 namespace kvio {
 
+/// The name an output is written under until it is complete: a regular file (or a name that does not exist yet)
+/// is written as PATH.tmp-PID in PATH's directory and renamed over PATH by commit(), so a full disk, an error or a
+/// kill never leaves a cut file under PATH (a kill leaves PATH.tmp-PID); a device, pipe or symbolic link is written
+/// in place (write_path() == path()). Not committed, the destructor removes the temporary file.
+class PendingRename {
+public:
+    explicit PendingRename(std::string path);
+    ~PendingRename();
+    PendingRename(const PendingRename&) = delete;
+    PendingRename& operator=(const PendingRename&) = delete;
+
+    /// The final name.
+    const std::string& path() const { return path_; }
+    /// Where to write until commit(): PATH.tmp-PID, or PATH itself when written in place.
+    const std::string& write_path() const { return tmp_; }
+    /// Renames the written file to path(). Throws kvio::Error "PATH: cannot write: REASON" (the temporary removed).
+    void commit();
+    /// Removes the temporary file (no-op in place or once committed).
+    void discard();
+
+private:
+    std::string path_, tmp_;
+    bool done_ = false;
+};
+
+/// Fails early for an output written at the end of a run: throws kvio::Error "PATH: cannot write: REASON" when
+/// `path` cannot be opened for writing; leaves no file that was not there.
+void check_writable(const std::string& path);
+
 class OutputFile {
 public:
-    /// Creates or truncates `path`. Throws kvio::Error "PATH: cannot write: REASON".
+    /// Opens `path` for writing as PATH.tmp-PID (PendingRename). Throws kvio::Error "PATH: cannot write: REASON".
     explicit OutputFile(const std::string& path);
-    /// Closes without reporting errors: call close() to know the file is whole.
+    /// Without close(): closes and removes the temporary file (nothing under PATH).
     ~OutputFile();
     OutputFile(const OutputFile&) = delete;
     OutputFile& operator=(const OutputFile&) = delete;
 
     /// Where to write the (uncompressed) text. Written through a 256 KiB buffer.
     std::ostream& stream();
-    /// Writes what is buffered, ends the zstd frame (a finished .zst), closes. Throws kvio::Error
-    /// "PATH: write failed: REASON" when any write failed.
+    /// Writes what is buffered, ends the zstd frame (a finished .zst), closes and renames to PATH. Throws kvio::Error
+    /// "PATH: write failed: REASON" when any write failed (nothing is left under PATH then).
     void close();
 
 private:
     class Buf;
     std::string path_;
+    PendingRename pending_;
     std::unique_ptr<Buf> buf_;
     std::unique_ptr<std::ostream> os_;
 };

@@ -36,6 +36,12 @@ struct DeviceReplay {
     uint64_t grown_to = 0;       ///< regular file: new size when it was grown, else 0
     uint64_t wrapped = 0;        ///< commands whose offset was wrapped (target smaller than the source)
     uint64_t checked_bytes = 0;  ///< bytes verified zero before writing (0 with --force)
+    /// Block-device target: requests its disk completed during the replay and bios merged into others (the
+    /// device's /sys/.../stat, read before and after; other I/O to the device counts too). The block layer
+    /// merges adjacent commands, so the device can see fewer than were submitted (docs/replay.md). A regular file's
+    /// disk is shared with its filesystem: not counted (device_counted false).
+    bool device_counted = false;
+    uint64_t device_ios = 0, device_merges = 0;
 };
 
 struct EventsSummary {

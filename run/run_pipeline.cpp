@@ -199,6 +199,14 @@ std::string checked_layout(const RunOptions& o, bool sim, uint64_t& cap_guess) {
         if (!layout.empty()) asked = workload::parse_layout(layout);
         layout = workload::layout_name(workload::resolve_layout(asked, t));
         workload::check_device_safe(t, o.force);
+        // A device too small for the objects is refused here, before trace and gen start (gen's exact check comes
+        // later): the slots layout needs at least its 1 MiB metadata region and every object's payload.
+        const uint64_t at_least = (uint64_t(1) << 20) + o.objects * o.object_bytes;
+        if (t.kind == workload::TargetKind::BlockDevice && layout == "slots" && o.objects &&
+            t.capacity_bytes < at_least)
+            throw Error("--target " + o.target + " has " + std::to_string(t.capacity_bytes) + " bytes, but " +
+                        std::to_string(o.objects) + " objects of " + std::to_string(o.object_bytes) +
+                        " bytes need at least " + std::to_string(at_least) + " (lower --num-chunks)");
         cap_guess = workload::default_max_io(t, o.engine == "uring_cmd");
     }
     return layout;

@@ -25,8 +25,9 @@ EventWriter::EventWriter(const std::string& path, size_t chunk_bytes, EventsForm
     // Standard output is written where it points, as it was opened (no truncation of a `>>` file, no O_DIRECT
     // on a shared file description).
     const bool to_stdout = events_on_stdout(path);
+    if (!to_stdout) pending_.emplace(path);
     fd_ = to_stdout ? ::fcntl(1, F_DUPFD_CLOEXEC, 3)
-                    : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+                    : ::open(pending_->write_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd_ < 0) throw Error(path + ": cannot write: " + std::strerror(errno));
     // O_DIRECT for regular files whose filesystem takes it (never pipes: O_DIRECT makes a pipe packet-mode).
     // Buffered writes of ~60 MB/s of JSONL cost the traced machine a page-cache page, a delalloc reservation
@@ -170,6 +171,8 @@ void EventWriter::close() {
         flush(true);
         if (::close(fd_) != 0 && !err_) err_ = errno;
         fd_ = -1;
+        if (pending_ && err_) pending_->discard();
+        if (pending_ && !err_) pending_->commit();  // throws "PATH: cannot write: REASON"
     }
     if (err_) throw Error(path_ + ": write failed: " + std::strerror(err_));
 }

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "bpf/kvio_trace.h"
 #include "common/events_bin.h"
+#include "common/output_file.h"
 #include "common/zstd_stream.h"
 #include "trace/event_format.h"
 
@@ -27,12 +29,14 @@ enum class EventsFormat { Jsonl, Bin };
 
 class EventWriter {
 public:
-    /// Creates or truncates `path` (mode 0666 minus umask, like std::ofstream). `chunk_bytes`: buffered
+    /// Creates PATH.tmp-PID (mode 0666 minus umask, like std::ofstream), renamed to `path` by close() when every
+    /// write succeeded (common/output_file.h PendingRename; standard output, a device or a pipe is written in
+    /// place). A failed write leaves nothing under `path`; a SIGKILL leaves PATH.tmp-PID. `chunk_bytes`: buffered
     /// text written per write(2). Throws kvio::Error "PATH: cannot write: REASON".
     /// `format`: kvio.events/1 JSONL, or the binary capture kvio.events.bin/1 (common/events_bin.h).
     explicit EventWriter(const std::string& path, size_t chunk_bytes = size_t(1) << 20,
                          EventsFormat format = EventsFormat::Jsonl);
-    /// Flushes and closes if close() was not called; errors are dropped here (call close() to see them).
+    /// Flushes, closes and renames if close() was not called; errors are dropped here (call close() to see them).
     ~EventWriter();
     EventWriter(const EventWriter&) = delete;
     EventWriter& operator=(const EventWriter&) = delete;
@@ -60,8 +64,8 @@ public:
     void flush_idle(uint64_t now_ns);
     static constexpr uint64_t kIdleFlushNs = 1'000'000'000;
 
-    /// Writes what is buffered and closes the file; idempotent.
-    /// Throws kvio::Error "PATH: write failed: REASON" if any write or the close failed.
+    /// Writes what is buffered, closes the file and renames it to path(); idempotent.
+    /// Throws kvio::Error "PATH: write failed: REASON" if any write or the close failed (the temporary removed).
     void close();
 
 private:
@@ -89,6 +93,7 @@ private:
     size_t staged_ = 0;
     uint64_t last_flush_ns_ = 0;
     std::string path_;
+    std::optional<PendingRename> pending_;  ///< unset for standard output
     int fd_ = -1;
     int err_ = 0;  ///< errno of the first failed write/close, 0 if none
     size_t chunk_;

@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/events_bin.h"
+#include "common/output_file.h"
 #include "trace/capture_records.h"
 #include "trace/event_format.h"
 
@@ -52,10 +54,18 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
         if (::stat(in.c_str(), &a) == 0 && ::stat(out.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             throw Error(out + " is the capture itself: writing it would destroy what is being read");
     }
-    std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
+    // Written as OUT.tmp-PID and renamed when whole: a full disk leaves nothing under OUT (common/output_file.h).
+    std::optional<PendingRename> pending;
+    if (!out.empty()) pending.emplace(out);
+    std::FILE* f = out.empty() ? stdout : std::fopen(pending->write_path().c_str(), "w");
     if (!f) throw Error(out + ": cannot write: " + std::strerror(errno));
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(out.empty() ? nullptr : f, std::fclose);
     const std::string what = out.empty() ? "stdout" : out;
+    auto finish = [&] {  // flushes, closes and renames; throws naming the file and the errno
+        if (std::fflush(f) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
+        if (closer && std::fclose(closer.release()) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
+        if (pending) pending->commit();
+    };
     ::signal(SIGPIPE, SIG_IGN);  // a reader that went away: "write failed: Broken pipe", not a silent exit
     bool summary = false;
     uint64_t written = 0;  // records written (commands, syscalls, json)
@@ -90,12 +100,11 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
     } catch (const Error&) {
         // What was decoded before the damage is written out: dump is how a cut-off capture is salvaged.
         put(f, enc.data(), enc.size(), what);
-        std::fflush(f);
+        finish();
         throw;
     }
     put(f, enc.data(), enc.size(), what);
-    if (std::fflush(f) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
-    if (closer && std::fclose(closer.release()) != 0) throw Error(what + ": write failed: " + std::strerror(errno));
+    finish();
     if (!summary)
         std::fprintf(stderr,
                      "kvio dump: warning: %s has no summary record: the capture was cut off (killed, crashed or "

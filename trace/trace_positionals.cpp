@@ -42,6 +42,9 @@ TracePositionals split_trace_positionals(const std::vector<std::string>& words, 
                 "'" + words[i] +
                 "' after the positionals: options go before INTERVAL [COUNT] (kvio trace -d nvme0n1 1 10); "
                 "a COMMAND that starts with '-' needs -- before it");
+        } else if (p.interval_s > 0) {  // `trace -d loop0 1 2 3`: a third number is a typo, not a program named "3"
+            throw UsageError("'" + words[i] + "' after INTERVAL" + (p.count ? " COUNT" : "") +
+                             ": a COMMAND after them needs -- before it (kvio trace -d loop0 1 10 -- fio job.ini)");
         }
     }
     p.command.assign(words.begin() + long(i), words.end());

@@ -17,7 +17,8 @@ struct TracePositionals {
 /// `dashdash_first`: a "--" came before any positional (CLI11 consumed it), so every word is COMMAND. Otherwise a
 /// leading number is INTERVAL (seconds, > 0), a whole number after it COUNT (>= 1), then an optional "--", then
 /// COMMAND. Throws kvio::Error for a number that is not a valid INTERVAL or COUNT, and for an option-looking word
-/// where COMMAND would start without "--" (`kvio trace 1 3 -d loop1`: CLI11 stops parsing options at a positional).
+/// where COMMAND would start without "--" (`kvio trace 1 3 -d loop1`: CLI11 stops parsing options at a positional),
+/// and for any word after INTERVAL [COUNT] without "--" (`kvio trace -d loop0 1 2 3` ran "3" as a program).
 TracePositionals split_trace_positionals(const std::vector<std::string>& words, bool dashdash_first);
 
 }  // namespace kvio::trace

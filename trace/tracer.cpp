@@ -26,6 +26,8 @@
 #include "bpf/kvio_trace.skel.h"
 #include "common/devinfo.h"
 #include "common/error.h"
+#include "common/jsonl.h"
+#include "common/output_file.h"
 #include "common/stop_signal.h"
 #include "trace/event_format.h"
 #include "trace/event_writer.h"
@@ -644,14 +646,20 @@ void add_children(kvio_trace_bpf* s, const TraceOptions& opts) {
         for (pid_t d : descendants(pid_t(pid))) filter_pid(s, uint32_t(d));
 }
 
-/// The --json file, opened before the trace so a bad path fails before it, not after; closed when not asked.
-std::ofstream open_json_out(const TraceOptions& opts) {
-    std::ofstream json_out;
-    if (!opts.json_path.empty()) {
-        json_out.open(opts.json_path);
-        if (!json_out) throw Error(opts.json_path + ": cannot write: " + std::strerror(errno));
+/// Writes the --json summary whole or not at all (write_json_file). A failure of the --events file (`events_error`)
+/// and one of the --json file are both named: "EVENTS: write failed: REASON; JSON: write failed: REASON".
+void write_summary_json(const TraceOptions& opts, const nlohmann::json& summary, std::exception_ptr& events_error) {
+    if (opts.json_path.empty()) return;
+    try {
+        write_json_file(opts.json_path, summary);
+    } catch (const Error& e) {
+        if (!events_error) throw;
+        try {
+            std::rethrow_exception(events_error);
+        } catch (const Error& ev) {
+            throw Error(std::string(ev.what()) + "; " + e.what());
+        }
     }
-    return json_out;
 }
 
 /// Kills and reaps the traced command before it was released (it waits for the tracer to start it); nothing for 0.
@@ -875,7 +883,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!opts.events_path.empty()) {
         sink.out.emplace(opts.events_path, size_t(1) << 20, opts.events_bin ? EventsFormat::Bin : EventsFormat::Jsonl);
     }
-    std::ofstream json_out = open_json_out(opts);
+    if (!opts.json_path.empty()) check_writable(opts.json_path);  // a bad --json path fails before the trace
     int release_fd = -1;
     pid_t child = 0;
     if (!opts.command.empty()) {
@@ -944,11 +952,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
     std::exception_ptr events_error = close_events(sink, fin.counters);  // the JSON summary is still written
-    if (json_out.is_open()) {
-        json_out << res.summary.dump(2) << '\n';
-        json_out.close();
-        if (!json_out) throw Error(opts.json_path + ": write failed: " + std::strerror(errno));
-    }
+    write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
     if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
     warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);

@@ -107,6 +107,7 @@ static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSourc
         // No FIEMAP list: one range from dev_off covering the payload.
         op.extents.push_back({get_u64(j, "dev_off", src), op.bytes});
     } else {
+        if (j.contains("dev_off")) get_u64(j, "dev_off", src);  // not used beside extents, but never of a wrong type
         if (!it->is_array()) src.fail("extents", "expected [[dev_off,len],...]");
         for (const auto& e : *it) {
             if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() || !e[1].is_number_unsigned())

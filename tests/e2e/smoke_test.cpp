@@ -33,6 +33,14 @@ TEST(Cli, VersionPrintsTheBuildsVersion) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.rfind("kvio ", 0), 0u) << r.out;
     EXPECT_GT(r.out.size(), std::string("kvio \n").size()) << r.out;  // a git describe, or "unknown" outside git
+    // The release number (VERSION) first, then the build's git describe: a hash alone said nothing of the release.
+    std::string release;
+    {
+        std::ifstream in("VERSION");  // the tests run from the source tree, as tests/fixtures/ are found
+        std::getline(in, release);
+    }
+    ASSERT_FALSE(release.empty());
+    EXPECT_EQ(r.out.rfind("kvio " + release + " (", 0), 0u) << r.out;
     EXPECT_EQ(r.err.find("subcommand is required"), std::string::npos) << r.err;
 }
 

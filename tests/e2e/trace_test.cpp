@@ -364,12 +364,14 @@ TEST(Trace, CaptureSurvivesKillAndPipesAndDumpRefusesItself) {
     TempDir dir;
     LoopDevice loop(64ull << 20);
     const std::string cap = dir.file("low.kvb");
-    // A quiet device: 40 reads, then SIGKILL. Records reach the file within a second (all but the last 4 KiB).
+    // A quiet device: 40 reads, then SIGKILL. Records reach the file within a second (all but the last 4 KiB). The
+    // file is written as CAP.tmp-PID and renamed when the trace ends (docs/formats.md, "Outputs: whole or absent"):
+    // a SIGKILLed trace leaves it under that name, nothing under CAP.
     auto r =
         run(trace_in_background(dir.file("ready"), "-q -d " + loop.name + " --events " + cap + " --events-format bin") +
             "for i in $(seq 1 40); do dd if=" + loop.path +
             " of=/dev/null bs=4k count=1 skip=$i iflag=direct status=none; done; " +
-            "sleep 2; kill -KILL $t; wait $t; true");
+            "sleep 2; kill -KILL $t; wait $t; test ! -e " + cap + " && mv " + cap + ".tmp-$t " + cap);
     ASSERT_EQ(r.status, 0) << r.err;
     auto d = run(kvio_bin() + " dump " + cap + " -o " + dir.file("low.jsonl"));
     EXPECT_EQ(d.status, 0) << d.err;

@@ -95,6 +95,16 @@ TEST(TracePositionals, IntervalCountAndCommandAreToldApart) {
     // `kvio trace 1 3 -d loop1`: an option after the positionals is refused, not run as a command named "-d"
     EXPECT_THROW(split_trace_positionals({"1", "3", "-d", "loop1"}, false), Error);
     EXPECT_THROW(split_trace_positionals({"--device", "loop1"}, false), Error);
+    // `kvio trace -d loop0 1 2 3` ran "3" as a program: a word after INTERVAL [COUNT] needs "--"
+    try {
+        split_trace_positionals({"1", "2", "3"}, false);
+        ADD_FAILURE() << "a third number was taken as a command";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("'3' after INTERVAL COUNT: a COMMAND after them needs --"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(split_trace_positionals({"1", "sleep", "3"}, false), UsageError);
     p = split_trace_positionals({"1", "--", "-x"}, false);  // after "--" it is COMMAND
     EXPECT_EQ(p.command, (std::vector<std::string>{"-x"}));
     p = split_trace_positionals({"-x"}, true);

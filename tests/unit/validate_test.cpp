@@ -572,6 +572,16 @@ TEST(ValidateInput, MalformedSemanticNamesFileLineField) {
     o["extents"] = json::array({json::array({1})});
     sem = t.write("sem2.jsonl", {meta(), o});
     EXPECT_THROW(read_semantic(sem), Error);
+    // A dev_off of the wrong type beside extents was accepted (only extents are read then).
+    o = op_rec("load", 0, 4096, 0, 4096, 1, 2);
+    o["dev_off"] = "x";
+    sem = t.write("sem4.jsonl", {meta(), o});
+    try {
+        read_semantic(sem);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), sem + ":2: field 'dev_off': expected a non-negative integer, got \"x\"");
+    }
     json m = meta();
     m["schema"] = "kvio.semantic/2";
     sem = t.write("sem3.jsonl", {m});

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/jsonl.h"
 #include "common/stop_signal.h"
 #include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
@@ -511,7 +512,9 @@ bool Simulation::read_previous_turns(RequestState& s) {
         if (cut_by_stop(s.rec)) return false;
         AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
                                       cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
+        if (a.cut) continue;  // a read the stop cut is neither a hit nor a miss (the cache counts it apart)
         ++(a.hit ? s.rec.multi_turn_hits : s.rec.multi_turn_misses);
+        metrics_.count_multi_turn(a.hit);  // top-level multi_turn_cache_*: every read, as cache_stats counts them
     }
     return true;
 }
@@ -862,6 +865,10 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     }
     auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
     MultiTierCache& cache = *cache_owner;
+    if (!cache.capacity_warning().empty()) {
+        warnings.push_back(cache.capacity_warning());
+        if (progress) *progress << "simulate: warning: " << cache.capacity_warning() << "\n" << std::flush;
+    }
     if (console) print_banner(*console, c, model, bpt, users, cache, seed_used);
 
     SimResult res;
@@ -897,6 +904,9 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["storage_tier"] = cache.storage_description();
     kv["cache"] = cache.kvio_json();
     kv["fixes_applied"] = fixes_applied();
+    if (const CacheStats st = cache.stats(); st.failed_writes)  // failed writes are never silent (report.cpp too)
+        warnings.push_back(std::to_string(st.failed_writes) + " storage writes failed (not counted as done); first " +
+                           "error: " + (st.first_error.empty() ? std::string("?") : st.first_error));
     kv["warnings"] = warnings;
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
@@ -911,12 +921,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     }
 
     res.output_path = c.output.empty() ? default_results_name() : c.output;
-    {
-        std::ofstream f(res.output_path);
-        if (!f) throw Error("simulate: cannot write results to " + res.output_path + ": " + std::strerror(errno));
-        f << doc.dump(4) << "\n";
-        if (!f) throw Error("simulate: writing " + res.output_path + " failed: " + std::strerror(errno));
-    }
+    write_text_file(res.output_path, doc.dump(4) + "\n");  // whole or absent: "PATH: write failed: REASON"
     if (!c.xlsx_output.empty()) {
         const std::string written = export_results_xlsx(doc, c, c.xlsx_output);
         if (progress)

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "workload/serving/tiers/gpu_tier.h"
 #include "workload/serving/tiers/io_trace_log.h"
 #include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/tiers/storage_common.h"
 #include "workload/serving/results/stats_util.h"
 #include "workload/serving/tiers/storage_throttle.h"
 #include "workload/serving/tiers/tiers.h"
@@ -112,6 +114,7 @@ struct MultiTierCache::Impl {
     std::string storage_dir;
     bool temp_dir = false;
     std::string gpu_desc, storage_desc;
+    std::string capacity_warning;                         ///< MultiTierCache::capacity_warning()
     std::function<uint64_t(uint64_t)> storage_footprint;  // bytes an entry takes on the storage target
     AllocGate gate{0};
     std::atomic<bool> cutting{false};  // cut_ops(): storage ops stop between transfers
@@ -181,9 +184,11 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         m.storage_dir = c.cache_dir;
         if (m.storage_dir.empty()) {
             const char* tmp = std::getenv("TMPDIR");
-            std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kv_cache_XXXXXX";
-            if (!::mkdtemp(tmpl.data())) throw Error("cannot create a temporary cache directory " + tmpl);
-            m.storage_dir = tmpl;
+            const std::string parent = tmp && *tmp ? tmp : "/tmp";
+            // A run killed by SIGKILL could not remove its directory: those of dead owners go first.
+            for (const std::string& p : remove_dead_temp_cache_dirs(parent))
+                if (log) *log << "simulate: removed " << p << ", left by a run that no longer runs\n";
+            m.storage_dir = make_temp_cache_dir(parent);
             m.temp_dir = true;
         } else if (!is_block_device(m.storage_dir)) {
             std::error_code ec;
@@ -198,7 +203,16 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         so.semantic_path = c.semantic_path;
         auto st = make_storage_tier(so);  // deletes old *.npy first
         if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
-        if (c.storage_capacity_gb <= 0) storage_limit = st->auto_capacity();
+        const uint64_t room = st->auto_capacity();
+        if (c.storage_capacity_gb <= 0) storage_limit = room;
+        if (storage_limit != kUnlimited && room != kUnlimited && storage_limit > room) {
+            char gib[96];
+            std::snprintf(gib, sizeof gib, "%g is more than the storage tier can hold (%.2f GiB", c.storage_capacity_gb,
+                          double(room) / kGiB);
+            m.capacity_warning = std::string("--storage-capacity-gb ") + gib + " under " + m.storage_dir +
+                                 ": 95 % of its free space, or the device's capacity): writes past it fail and are "
+                                 "counted in kvio.cache.failed_writes";
+        }
         m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
         m.storage_desc = st->description();
         m.backend[int(Tier::Storage)] = std::move(st);
@@ -235,6 +249,8 @@ MultiTierCache::~MultiTierCache() {
         std::filesystem::remove_all(m.storage_dir, ec);
     }
 }
+
+const std::string& MultiTierCache::capacity_warning() const { return impl_->capacity_warning; }
 
 uint64_t MultiTierCache::entry_bytes(int64_t tokens) const {
     return uint64_t(std::max<int64_t>(tokens, 0)) * impl_->bpt / impl_->tp;

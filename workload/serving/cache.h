@@ -98,6 +98,9 @@ public:
     std::string gpu_tier_description() const;
     /// Storage tier description: path, filesystem or device, I/O mode, limit.
     std::string storage_description() const;
+    /// Set when --storage-capacity-gb is more than the storage tier can hold (the default limit: 95 % of the free
+    /// space of the cache directory, or the device's capacity): writes past that fail and are counted; "" otherwise.
+    const std::string& capacity_warning() const;
     /// bytes per token / TP: the entry size of `tokens` tokens.
     uint64_t entry_bytes(int64_t tokens) const;
 

@@ -51,8 +51,8 @@ const std::vector<FlagSpec>& flag_table() {
          &C::tensor_parallel},
         {"--cpu-mem-gb", "float", "32", "CPU RAM tier budget in GiB; 0 disables the tier.", false, &C::cpu_mem_gb},
         {"--cache-dir", "str", "None",
-         "Storage tier directory (or a raw block device); default a temporary kv_cache_XXXXXX directory removed at "
-         "exit.",
+         "Storage tier directory (or a raw block device); default a temporary kv_cache_PID_XXXXXX directory removed at "
+         "exit; a later run removes those whose PID no longer runs (a SIGKILLed run could not).",
          false, &C::cache_dir},
         {"--generation-mode", "choice", "realistic",
          "Sleep per generated token: none 0 ms, fast 2 ms, realistic 30 ms.", false, &C::generation_mode,

@@ -114,7 +114,7 @@ struct SimConfig {
     int64_t num_gpus = 1;
     int64_t tensor_parallel = 1;
     double cpu_mem_gb = 32;                       ///< GiB
-    std::string cache_dir;                        ///< "" = a temporary directory kv_cache_XXXXXX, removed at exit
+    std::string cache_dir;                        ///< "" = a temporary directory kv_cache_PID_XXXXXX, removed at exit
     std::string generation_mode = "realistic";    ///< none|fast|realistic = 0/2/30 ms per generated token
     std::string performance_profile = "latency";  ///< latency|throughput (assessment only)
     bool disable_multi_turn = false;

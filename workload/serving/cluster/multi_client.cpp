@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/jsonl.h"
 #include "common/stop_signal.h"
 #include "workload/serving/results/output_path.h"
 #include "workload/serving/line_prefix.h"
@@ -138,6 +140,28 @@ void check_multi_client(const SimConfig& c, const char* flag) {
     check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);
 }
 
+std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>& env) {
+    auto number = [&](const char* name) -> long {  // -1: unset or not a number
+        const char* v = env(name);
+        if (!v || !*v) return -1;
+        char* end = nullptr;
+        long n = std::strtol(v, &end, 10);
+        return *end ? -1 : n;
+    };
+    static const char* const kSizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    static const char* const kRanks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    std::string seen;
+    for (const char* n : kSizes)
+        if (number(n) > 1) seen = std::string(n) + "=" + env(n);
+    for (const char* n : kRanks)
+        if (seen.empty() && number(n) > 0) seen = std::string(n) + "=" + env(n);
+    if (seen.empty()) return {};
+    return "simulate: started by an MPI launcher (" + seen +
+           ") without --mpi: every rank would run its own simulation on the same cache directory and results file "
+           "and delete the others' entries. Add --mpi (mpirun -np N kvio simulate --mpi ...: one client per rank, "
+           "rank 0 writes the merged result), or use --num-clients N without mpirun";
+}
+
 void share_storage_capacity(SimConfig& c, int clients_on_host) {
     if (c.storage_capacity_gb <= 0 && c.io_trace_log.empty() && clients_on_host > 1)
         c.storage_capacity_gb = auto_capacity_gib(c.cache_dir) / clients_on_host;
@@ -145,12 +169,7 @@ void share_storage_capacity(SimConfig& c, int clients_on_host) {
 
 std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json& merged, std::ostream* console) {
     const std::string path = c.output.empty() ? default_results_name() : c.output;
-    {
-        std::ofstream f(path);
-        if (!f) throw Error("simulate: cannot write the merged results to " + path + ": " + std::strerror(errno));
-        f << merged.dump(4) << "\n";
-        if (!f) throw Error("simulate: writing " + path + " failed: " + std::strerror(errno));
-    }
+    write_text_file(path, merged.dump(4) + "\n");  // whole or absent: "PATH: write failed: REASON"
     if (!console) return path;
     if (merged.contains("summary"))
         print_report(*console, merged);

@@ -3,6 +3,7 @@
 // file), and one merged result (merge_results.h). The per-client helpers here are shared with the MPI launcher
 // (mpi_client.h).
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -32,6 +33,14 @@ void share_storage_capacity(SimConfig& c, int clients_on_host);
 /// the per-client and MLCommons aggregation lines. Returns the path written. Throws kvio::Error when the file
 /// cannot be written.
 std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json& merged, std::ostream* console);
+
+/// The refusal of a run started by an MPI launcher without --mpi, "" when not so started. `env` reads an environment
+/// variable (nullptr when unset; ::getenv in kvio). A launcher's ranks are recognised by what it exports to each:
+/// Open MPI OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK, MPICH and Intel MPI (Hydra) PMI_SIZE / PMI_RANK, PMIx
+/// PMIX_RANK (docs/simulate.md, "Many clients"). More than one rank, or a rank above 0, means several copies of
+/// this command run at once: each would run its own simulation on the same cache directory and results file,
+/// deleting the others' entries, so they are refused with the fix (--mpi). One rank alone runs as usual.
+std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>& env);
 
 /// Runs c.num_clients clients as child processes (fork, each calls run_simulation with its client_config and
 /// SimHooks::keep_merge_state), started together (a pipe barrier right before each client's clock starts), then

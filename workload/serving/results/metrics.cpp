@@ -16,10 +16,13 @@ void RunMetrics::record(const RequestRecord& r) {
     t_.generation.push_back(r.generation_s);
     if (r.prefill_s) t_.prefill.push_back(*r.prefill_s);
     if (r.decode_s) t_.decode.push_back(*r.decode_s);
-    t_.mt_hits += r.multi_turn_hits;
-    t_.mt_misses += r.multi_turn_misses;
     rows_.push_back({q.user_id, q.qos, q.phase, q.turn_number, q.is_rag, q.context_tokens, q.generate_tokens, r.reads,
                      r.decode_reads, r.writes, r.failed_ops, r.bytes_read, r.bytes_written});
+}
+
+void RunMetrics::count_multi_turn(bool hit) {
+    std::lock_guard lk(mu_);
+    ++(hit ? t_.mt_hits : t_.mt_misses);
 }
 
 uint64_t RunMetrics::completed() const {

@@ -49,7 +49,11 @@ nlohmann::ordered_json multi_turn_json(const RequestTotals& t);
 /// The results' per-request lists and totals. record() is thread-safe.
 class RunMetrics {
 public:
+    /// A completed request: its latencies, tokens and row (not its multi-turn reads: count_multi_turn has them).
     void record(const RequestRecord& r);
+    /// One multi-turn read, counted when it happens (as the benchmark counts multi_turn_cache_hits/_misses), so a
+    /// request the stop cut later still has its reads in the top level, like cache_stats.multi_turn_hits.
+    void count_multi_turn(bool hit);
     uint64_t completed() const;
     uint64_t tokens() const;
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #ifndef KVIO_NO_XLSXWRITER
@@ -15,6 +16,8 @@
 
 #include "common/csv.h"
 #include "common/error.h"
+#include "common/jsonl.h"
+#include "common/output_file.h"
 
 namespace kvio::serving {
 
@@ -200,7 +203,8 @@ std::string csv_cell(const J& v) {
 
 #ifndef KVIO_NO_XLSXWRITER
 void write_xlsx(const std::vector<Sheet>& sheets, const std::string& path) {
-    lxw_workbook* wb = workbook_new(path.c_str());
+    PendingRename pending(path);  // whole or absent: libxlsxwriter writes the zip at close, into PATH.tmp-PID
+    lxw_workbook* wb = workbook_new(pending.write_path().c_str());
     if (!wb) throw Error("--xlsx-output " + path + ": cannot create the workbook: " + std::strerror(errno));
     lxw_format* bold = workbook_add_format(wb);
     format_set_bold(bold);
@@ -231,7 +235,10 @@ void write_xlsx(const std::vector<Sheet>& sheets, const std::string& path) {
     }
     const lxw_error close_err = workbook_close(wb);
     if (err != LXW_NO_ERROR) throw Error("--xlsx-output " + path + ": " + lxw_strerror(err));
-    if (close_err != LXW_NO_ERROR) throw Error("--xlsx-output " + path + ": " + lxw_strerror(close_err));
+    if (close_err != LXW_NO_ERROR)
+        throw Error("--xlsx-output " + path + ": " + lxw_strerror(close_err) +
+                    (errno ? std::string(" (") + std::strerror(errno) + ")" : ""));
+    pending.commit();
 }
 #endif
 
@@ -280,16 +287,18 @@ std::vector<Sheet> results_sheets(const nlohmann::ordered_json& results, const S
 }
 
 void write_sheet_csv(const Sheet& sheet, const std::string& path) {
-    std::ofstream f(path);
-    if (!f) throw Error("--xlsx-output: cannot write " + path + ": " + std::strerror(errno));
+    std::ostringstream f;
     for (size_t i = 0; i < sheet.columns.size(); ++i) f << (i ? "," : "") << csv_field(sheet.columns[i]);
     f << "\n";
     for (const auto& row : sheet.rows) {
         for (size_t i = 0; i < row.size(); ++i) f << (i ? "," : "") << csv_cell(row[i]);
         f << "\n";
     }
-    f.flush();
-    if (!f) throw Error("--xlsx-output: writing " + path + " failed: " + std::strerror(errno));
+    try {
+        write_text_file(path, f.str());  // whole or absent, "PATH: write failed: REASON"
+    } catch (const Error& e) {
+        throw Error(std::string("--xlsx-output: ") + e.what());
+    }
 }
 
 std::string export_results_xlsx(const nlohmann::ordered_json& results, const SimConfig& c, const std::string& path) {

@@ -1,11 +1,13 @@
 #include "workload/serving/tiers/storage_common.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 
 #include "common/error.h"
@@ -25,6 +27,38 @@ void delete_npy_files(const std::string& dir) {
         if (n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0) ::unlinkat(::dirfd(d), n.c_str(), 0);
     }
     ::closedir(d);
+}
+
+std::string make_temp_cache_dir(const std::string& parent) {
+    std::string tmpl = parent + "/kv_cache_" + std::to_string(::getpid()) + "_XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw Error(errno_text("cannot create the temporary cache directory", tmpl));
+    return tmpl;
+}
+
+std::vector<std::string> remove_dead_temp_cache_dirs(const std::string& parent) {
+    std::vector<std::string> removed;
+    DIR* d = ::opendir(parent.c_str());
+    if (!d) return removed;
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+    ::closedir(d);
+    for (const std::string& n : names) {
+        const std::string prefix = "kv_cache_";
+        if (n.rfind(prefix, 0) != 0) continue;
+        const size_t end = n.find('_', prefix.size());
+        if (end == std::string::npos || end == prefix.size()) continue;
+        const std::string digits = n.substr(prefix.size(), end - prefix.size());
+        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+        const pid_t pid = pid_t(std::stol(digits));
+        if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge (EPERM)
+        const std::string path = parent + "/" + n;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+        if (!ec) removed.push_back(path);
+    }
+    return removed;
 }
 
 uint64_t dir_auto_capacity(const std::string& dir) {

@@ -25,6 +25,13 @@ std::vector<std::pair<uint64_t, uint64_t>> merge_adjacent(const std::vector<std:
 /// The allocation unit of the filesystem holding `dir` (statvfs f_frsize; 4096 when unknown): file sizes on
 /// disk are whole units (ext4 on a small device uses 1 KiB blocks).
 uint64_t dir_block_bytes(const std::string& dir);
+/// The temporary cache directory of a run without --cache-dir: `<parent>/kv_cache_<pid>_XXXXXX` (mkdtemp), the pid
+/// of the run that owns it, so a later run can tell a dead owner's (remove_dead_temp_cache_dirs). Throws
+/// kvio::Error naming the path when it cannot be created.
+std::string make_temp_cache_dir(const std::string& parent);
+/// Removes every `<parent>/kv_cache_<pid>_*` directory whose <pid> no longer runs (a run killed by SIGKILL could not
+/// remove its own); a live process's are kept. Returns the paths removed.
+std::vector<std::string> remove_dead_temp_cache_dirs(const std::string& parent);
 /// `<dir>/<key>.npy`.
 inline std::string npy_path(const std::string& dir, const std::string& key) { return dir + "/" + key + ".npy"; }
 

@@ -1,0 +1,162 @@
+// Outputs whole or absent, an MPI launcher seen without --mpi, and a dead run's temporary cache directory.
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "common/output_file.h"
+#include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/results/metrics.h"
+#include "workload/serving/tiers/storage_common.h"
+
+namespace fs = std::filesystem;
+using namespace kvio;
+
+namespace {
+
+std::string temp_dir(const char* base) {
+    std::string t = std::string(base) + "/kvio-unit-rel-XXXXXX";
+    if (!::mkdtemp(t.data())) ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    return t;
+}
+
+/// A 64 KiB tmpfs with every block taken: creating a file works, every write fails with ENOSPC (root only).
+struct FullTmpfs {
+    FullTmpfs() : dir(temp_dir("/var/tmp")) {
+        ok = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") == 0;
+        if (!ok) return;
+        std::ofstream f(dir + "/filler");
+        std::string block(4096, 'x');
+        while (f.write(block.data(), std::streamsize(block.size())) && f.flush()) {}
+    }
+    ~FullTmpfs() {
+        if (ok) ::umount2(dir.c_str(), MNT_DETACH);
+        fs::remove_all(dir);
+    }
+    size_t entries() const {
+        size_t n = 0;
+        for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename() != "filler";
+        return n;
+    }
+    std::string dir;
+    bool ok = false;
+};
+
+}  // namespace
+
+TEST(WholeOrAbsent, TextAndStreamedFilesOnAFullFilesystem) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    FullTmpfs full;
+    ASSERT_TRUE(full.ok) << std::strerror(errno);
+    const std::string big(1 << 20, 'x');
+    try {
+        write_text_file(full.dir + "/a.json", big);
+        FAIL() << "a write to a full filesystem succeeded";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), full.dir + "/a.json: write failed: No space left on device");
+    }
+    try {
+        OutputFile out(full.dir + "/b.jsonl");
+        out.stream() << big;
+        out.close();
+        FAIL() << "a write to a full filesystem succeeded";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), full.dir + "/b.jsonl: write failed: No space left on device");
+    }
+    EXPECT_EQ(full.entries(), 0u) << "nothing under the final names, no temporary file left";
+}
+
+TEST(WholeOrAbsent, PendingRenameKeepsTheOldFileUntilCommit) {
+    const std::string d = temp_dir("/tmp");
+    const std::string p = d + "/out.json";
+    std::ofstream(p) << "old\n";
+    {
+        PendingRename pr(p);
+        EXPECT_EQ(pr.write_path(), p + ".tmp-" + std::to_string(getpid()));
+        std::ofstream(pr.write_path()) << "new\n";
+        // not committed: the old file stays, the temporary goes
+    }
+    EXPECT_FALSE(fs::exists(p + ".tmp-" + std::to_string(getpid())));
+    std::ifstream in(p);
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "old");
+    {
+        PendingRename pr(p);
+        std::ofstream(pr.write_path()) << "new\n";
+        pr.commit();
+    }
+    std::ifstream in2(p);
+    std::getline(in2, line);
+    EXPECT_EQ(line, "new");
+    PendingRename dev("/dev/null");  // a device is written in place
+    EXPECT_EQ(dev.write_path(), "/dev/null");
+    fs::remove_all(d);
+}
+
+TEST(MpiLaunch, RanksWithoutMpiAreRefused) {
+    auto env_of = [](std::map<std::string, std::string> m) {
+        return [m](const char* n) -> const char* {
+            auto it = m.find(n);
+            return it == m.end() ? nullptr : it->second.c_str();
+        };
+    };
+    EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({})), "");
+    // Open MPI's mpirun -np 2
+    std::string m = serving::mpi_launch_without_mpi(
+        env_of({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}, {"PMIX_RANK", "0"}}));
+    EXPECT_NE(m.find("OMPI_COMM_WORLD_SIZE=2"), std::string::npos) << m;
+    EXPECT_NE(m.find("--mpi"), std::string::npos) << m;
+    // MPICH / Hydra
+    EXPECT_NE(serving::mpi_launch_without_mpi(env_of({{"PMI_SIZE", "4"}, {"PMI_RANK", "3"}})), "");
+    // a PMIx launcher that exports only the rank: rank 1 means there are two
+    EXPECT_NE(serving::mpi_launch_without_mpi(env_of({{"PMIX_RANK", "1"}})), "");
+    // mpirun -np 1: one copy, an ordinary run
+    EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"OMPI_COMM_WORLD_SIZE", "1"}, {"PMIX_RANK", "0"}})), "");
+    EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"PMI_SIZE", "x"}})), "");
+}
+
+TEST(TempCacheDir, DeadOwnersDirectoriesAreRemovedLiveOnesKept) {
+    const std::string parent = temp_dir("/tmp");
+    pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ::waitpid(child, nullptr, 0);  // `child` no longer runs
+    const std::string dead = parent + "/kv_cache_" + std::to_string(child) + "_abc123";
+    const std::string live = parent + "/kv_cache_" + std::to_string(getpid()) + "_def456";
+    const std::string other = parent + "/kv_cache_XYZ123";  // an old-style name: whose it was is unknown
+    for (const auto& p : {dead, live, other}) fs::create_directory(p);
+    std::ofstream(dead + "/k.npy") << "x";
+    const auto removed = serving::remove_dead_temp_cache_dirs(parent);
+    ASSERT_EQ(removed.size(), 1u);
+    EXPECT_EQ(removed[0], dead);
+    EXPECT_FALSE(fs::exists(dead));
+    EXPECT_TRUE(fs::exists(live));
+    EXPECT_TRUE(fs::exists(other));
+    const std::string made = serving::make_temp_cache_dir(parent);
+    EXPECT_EQ(fs::path(made).filename().string().rfind("kv_cache_" + std::to_string(getpid()) + "_", 0), 0u) << made;
+    EXPECT_TRUE(serving::remove_dead_temp_cache_dirs(parent).empty()) << "our own directory is a live one";
+    fs::remove_all(parent);
+}
+
+// Top-level multi_turn_cache_hits summed the hits of completed requests only, so it disagreed with
+// cache_stats.multi_turn_hits (0 vs 2, 5 vs 8, 17 vs 32) whenever the stop cut requests after their multi-turn reads.
+TEST(MultiTurnCounts, ReadsCountWhenTheyHappenNotWhenTheRequestCompletes) {
+    serving::RunMetrics m;
+    m.count_multi_turn(true);
+    m.count_multi_turn(true);
+    m.count_multi_turn(false);  // a request that never completes: no record()
+    const auto top = m.top_level_json(42);
+    EXPECT_EQ(top["multi_turn_cache_hits"], 2);
+    EXPECT_EQ(top["multi_turn_cache_misses"], 1);
+    EXPECT_EQ(m.multi_turn_json()["cache_hits"], 2);
+}
