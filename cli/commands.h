@@ -37,5 +37,6 @@ void add_run_command(CLI::App& app);
 void add_dump_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_import_command(CLI::App& app);
+void add_mlperf_check_command(CLI::App& app);
 
 }  // namespace kvio::cli
