@@ -38,8 +38,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 APP_LIBS := cli drives run report trace
 LIBS     := audit serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
-# serving's subfolders (tiers, arrivals, results, cluster) are the same library; mpi/ builds its own archives below.
-SERVING_SUBDIRS := tiers arrivals results cluster
+# serving's subfolders (tiers, arrivals, results, cluster, mlperf) are the same library; mpi/ builds its own archives below.
+SERVING_SUBDIRS := tiers arrivals results cluster mlperf
 LIB_SUBDIRS = $(if $(filter serving,$(1)),$(addprefix workload/serving/,$(SERVING_SUBDIRS)))
 LIB_SRCS  = $(filter-out cli/main.cpp,$(wildcard $(call LIB_DIR,$(1))/*.cpp $(addsuffix /*.cpp,$(call LIB_SUBDIRS,$(1)))))
 LIB_OBJS  = $(patsubst %.cpp,$(BUILD)/%.o,$(call LIB_SRCS,$(1)))
@@ -120,7 +120,7 @@ KVIO_VERSION := $(shell cat VERSION) ($(or $(shell git describe --tags --always 
 $(BUILD)/kvio_version.h: FORCE
 	@mkdir -p $(@D)
 	@v='#define KVIO_VERSION "$(KVIO_VERSION)"'; [ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
-$(BUILD)/cli/main.o: $(BUILD)/kvio_version.h
+$(BUILD)/cli/main.o $(BUILD)/cli/cmd_simulate.o $(BUILD)/cli/cmd_mlperf_check.o: $(BUILD)/kvio_version.h
 $(BUILD)/cli/cmd_drives.o: $(BUILD)/kvio_version.h
 FORCE:
 

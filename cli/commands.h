@@ -39,5 +39,6 @@ void add_simulate_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_audit_command(CLI::App& app);
 void add_drives_command(CLI::App& app);
+void add_mlperf_check_command(CLI::App& app);
 
 }  // namespace kvio::cli

@@ -30,11 +30,11 @@ int usage_error(const CLI::App& app, std::string what, const std::string& first)
 
 // Subcommands in the order `kvio --help` lists them. Each stage adds its line when it lands.
 static void (*const kCommands[])(CLI::App&) = {
-    kvio::cli::add_trace_command,    kvio::cli::add_validate_command, kvio::cli::add_distill_command,
-    kvio::cli::add_geometry_command, kvio::cli::add_gen_command,      kvio::cli::add_run_command,
-    kvio::cli::add_simulate_command, kvio::cli::add_replay_command,   kvio::cli::add_compare_command,
-    kvio::cli::add_dump_command,     kvio::cli::add_import_command,   kvio::cli::add_audit_command,
-    kvio::cli::add_drives_command,
+    kvio::cli::add_trace_command,    kvio::cli::add_validate_command,     kvio::cli::add_distill_command,
+    kvio::cli::add_geometry_command, kvio::cli::add_gen_command,          kvio::cli::add_run_command,
+    kvio::cli::add_simulate_command, kvio::cli::add_replay_command,       kvio::cli::add_compare_command,
+    kvio::cli::add_dump_command,     kvio::cli::add_import_command,       kvio::cli::add_audit_command,
+    kvio::cli::add_drives_command,   kvio::cli::add_mlperf_check_command,
 };
 
 int main(int argc, char** argv) {

@@ -47,6 +47,13 @@ std::vector<ArgparseOption> simulate_argparse_options() {
         const auto ch = serving::flag_choices(f);
         v.push_back({f.name, f.type, std::vector<std::string>(ch.begin(), ch.end())});
     }
+    // --mlperf-closed and its options (cli/cmd_simulate.cpp): kvio's, around the benchmark's flags.
+    v.push_back({"--mlperf-closed", "flag", {}});
+    v.push_back({"--mlperf-option", "choice", {"1", "2", "3", "all"}});
+    v.push_back({"--results-dir", "str", {}});
+    v.push_back({"--trial-seconds", "int", {}});
+    v.push_back({"--pause-seconds", "float", {}});
+    v.push_back({"--test-cpu-mem-gb", "float", {}});
     return v;
 }
 

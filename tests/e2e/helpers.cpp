@@ -158,7 +158,7 @@ void LoopDevice::set_queue_attr(const std::string& attr, const std::string& valu
     if (!f) throw std::runtime_error("cannot set " + attr + "=" + value + " on " + name);
 }
 
-Ext4Mount::Ext4Mount(uint64_t size_bytes) : loop(size_bytes) {
+Ext4Mount::Ext4Mount(uint64_t size_bytes, const std::string& backing_dir) : loop(size_bytes, true, backing_dir) {
     auto r = run("mkfs.ext4 -q -F " + loop.path);
     if (r.status != 0) throw std::runtime_error("mkfs.ext4 failed: " + r.err);
     char tmpl[64];

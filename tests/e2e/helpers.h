@@ -83,9 +83,10 @@ struct LoopDevice {
     int fill(uint64_t mib) const;
 };
 
-/// An ext4 filesystem on a fresh loop device, mounted on a temp dir; unmounted at destruction.
+/// An ext4 filesystem on a fresh loop device, mounted on a temp dir; unmounted at destruction. `backing_dir` holds
+/// the loop device's backing file ("/dev/shm" for a device as fast as memory).
 struct Ext4Mount {
-    explicit Ext4Mount(uint64_t size_bytes);
+    explicit Ext4Mount(uint64_t size_bytes, const std::string& backing_dir = "/var/tmp");
     ~Ext4Mount();
     LoopDevice loop;
     std::string mnt;

@@ -1,0 +1,230 @@
+// End-to-end tests of `kvio simulate --mlperf-closed` and `kvio mlperf-check` (docs/mlperf-benchmark.md, "Running a
+// CLOSED submission with kvio"): the three Options x 3 trials at 2 clients with 2 s trials, cache on ext4 over a loop
+// device, results on /var/tmp; the summary's aggregates recomputed here from the rank files (sum over ranks, mean
+// over trials, P95 the maximum over ranks and trials); the refusals naming their rule; the checker finding planted
+// problems in copies of the run and passing the clean one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct OptionRow {
+    int option;
+    std::string model;
+    int users;
+    double cpu_mem_gb;
+    int allocs;
+};
+// Table KVCache-1 (docs/mlperf-benchmark.md, "The CLOSED rules"); Option 2's CPU tier is the test's 0.25 GiB.
+const std::vector<OptionRow> kRows = {
+    {1, "llama3.1-8b", 200, 0, 16}, {2, "llama3.1-8b", 100, 0.25, 16}, {3, "llama3.1-70b-instruct", 70, 0, 4}};
+
+std::string only_file(const std::string& rank_dir) {
+    std::vector<std::string> v;
+    for (const auto& e : fs::directory_iterator(rank_dir))
+        if (e.path().filename().string().rfind("kvcache_results_", 0) == 0) v.push_back(e.path().string());
+    return v.size() == 1 ? v[0] : "";
+}
+
+json load(const std::string& p) {
+    std::ifstream f(p);
+    return json::parse(f);
+}
+
+void save(const std::string& p, const json& j) { std::ofstream(p) << j.dump(2); }
+
+std::string summary_of(const std::string& dir) {
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().rfind("kvcache_run_summary_", 0) == 0) return e.path().string();
+    return "";
+}
+
+double num(const json& o, const char* k) { return o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0; }
+
+void expect_close(const json& got, double want, const std::string& what) {
+    ASSERT_TRUE(got.is_number()) << what;
+    EXPECT_NEAR(got.get<double>(), want, 1e-9 * std::max(1.0, std::fabs(want))) << what;
+}
+
+/// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>].
+void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row) {
+    SCOPED_TRACE("option " + std::to_string(row.option));
+    double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
+    for (int t = 0; t < 3; ++t) {
+        double r = 0, w = 0, k = 0;
+        for (int n = 0; n < 2; ++n) {
+            const std::string rank_dir = dir + "/option_" + std::to_string(row.option) + "/trial_" + std::to_string(t) +
+                                         "/rank_" + std::to_string(n);
+            const std::string f = only_file(rank_dir);
+            ASSERT_FALSE(f.empty()) << rank_dir << ": not exactly one kvcache_results_*.json";
+            const json d = load(f);
+            EXPECT_EQ(d["seed"], 42 + n) << f;
+            const json& flags = d["kvio"]["config"]["flags"];
+            EXPECT_EQ(flags["model"], row.model) << f;
+            EXPECT_EQ(flags["num_users"], row.users) << f;
+            EXPECT_EQ(flags["duration"], 2) << f;
+            EXPECT_EQ(flags["gpu_mem_gb"].get<double>(), 0.0) << f;
+            EXPECT_EQ(flags["cpu_mem_gb"].get<double>(), row.cpu_mem_gb) << f;
+            EXPECT_EQ(flags["max_concurrent_allocs"], row.allocs) << f;
+            EXPECT_EQ(flags["generation_mode"], "none") << f;
+            EXPECT_EQ(flags["cache_dir"], cache + "/rank_" + std::to_string(n)) << f;
+            EXPECT_EQ(d["kvio"]["mlperf_closed"]["closed_submission"], false) << f;
+            EXPECT_NE(d["kvio"]["mlperf_closed"]["not_a_closed_submission"].get<std::string>().find("--trial-seconds"),
+                      std::string::npos);
+            const json& cs = d["summary"]["cache_stats"];
+            r += num(cs, "tier_storage_read_bandwidth_gbps");
+            w += num(cs, "tier_storage_write_bandwidth_gbps");
+            k += num(d["summary"], "storage_throughput_tokens_per_sec");
+            read_p95 = std::max(read_p95, num(cs, "storage_read_device_p95_ms"));
+            write_p95 = std::max(write_p95, num(cs, "storage_write_device_p95_ms"));
+        }
+        read_sum += r;
+        write_sum += w;
+        tokens_sum += k;
+    }
+    const json& o = summary["options"][std::to_string(row.option)];
+    expect_close(o["aggregated_read_bandwidth_gbps"], read_sum / 3, "read bandwidth: sum over ranks, mean of trials");
+    expect_close(o["aggregated_write_bandwidth_gbps"], write_sum / 3, "write bandwidth");
+    expect_close(o["aggregated_storage_throughput_tokens_per_sec"], tokens_sum / 3, "storage tokens/s");
+    expect_close(o["aggregated_device_read_p95_ms"], read_p95, "device read P95: max over ranks and trials");
+    expect_close(o["aggregated_device_write_p95_ms"], write_p95, "device write P95");
+    EXPECT_EQ(o["rank_count"], 2);
+    EXPECT_EQ(o["trial_count"], 3);
+    EXPECT_EQ(o["partial_failure"], false);
+    // Options 1 and 3 have no CPU tier: every rank writes to the cache directory, so a run that measured nothing fails.
+    if (row.cpu_mem_gb == 0) {
+        EXPECT_GT(write_sum, 0.0) << "no storage writes measured";
+    }
+}
+
+/// `kvio mlperf-check --allow-shortened` over a copy of `dir` changed by `plant`; returns its result.
+CmdResult check_planted(const std::string& dir, const std::function<void(const std::string&)>& plant) {
+    TempDir copy;
+    fs::copy(dir, copy.path, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    plant(copy.path);
+    return run(kvio_bin() + " mlperf-check --allow-shortened " + copy.path);
+}
+
+}  // namespace
+
+TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;  // /var/tmp: another filesystem than the loop device's ext4
+    const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache + " --results-dir " + dir +
+                            " --num-clients 2 --trial-seconds 2 --pause-seconds 0 --test-cpu-mem-gb 0.25 "
+                            "--progress-interval 0");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("not a CLOSED submission"), std::string::npos) << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << "no kvcache_run_summary_*.json in " << dir;
+    const json s = load(sp);
+    EXPECT_EQ(s["total_ranks"], 2);
+    EXPECT_EQ(s["trials_per_option"], 3);
+    EXPECT_EQ(s["closed_submission"], false);
+    const json& meta = s["kvio"]["metadata"];
+    EXPECT_EQ(meta["trial_seconds"], 2);
+    EXPECT_EQ(meta["seed_base"], 42);
+    EXPECT_EQ(meta["option_parameters"]["2"]["cpu_mem_gb"].get<double>(), 0.25);
+    EXPECT_EQ(meta["option_parameters"]["3"]["model"], "llama3.1-70b-instruct");
+    const json& prov = s["kvio"]["provenance"];
+    const CmdResult sum = run("sha256sum " + kvio_bin());
+    EXPECT_EQ(prov["kvio"]["binary_sha256"].get<std::string>(), sum.out.substr(0, 64));
+    EXPECT_EQ(prov["cache_dir"]["fstype"], "ext4");
+    EXPECT_EQ(prov["cache_dir"]["device"]["name"], cache_fs.loop.name);
+    EXPECT_EQ(prov["cache_dir"]["device"]["backing_file"], cache_fs.loop.backing);
+    EXPECT_NE(prov["cache_dir"]["st_dev"], prov["results_dir"]["st_dev"]);
+    EXPECT_FALSE(prov["cpu"]["model"].get<std::string>().empty());
+    EXPECT_GT(prov["memory"]["total_bytes"].get<uint64_t>(), 0u);
+    for (const auto& row : kRows) expect_option(dir, cache, s, row);
+    for (int n = 0; n < 2; ++n) EXPECT_TRUE(fs::is_directory(cache + "/rank_" + std::to_string(n)));
+
+    // The checker: the clean run passes (as a shortened run), and is refused as a submission.
+    CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+    EXPECT_EQ(c.out, "");
+    c = run(kvio_bin() + " mlperf-check " + dir);
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("not a CLOSED submission"), std::string::npos) << c.out;
+
+    // Each planted problem is found and named.
+    c = check_planted(dir, [](const std::string& d) { fs::remove(only_file(d + "/option_2/trial_1/rank_1")); });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("option_2/trial_1/rank_1: no kvcache_results_*.json"), std::string::npos) << c.out;
+    c = check_planted(dir, [](const std::string& d) {
+        const std::string f = only_file(d + "/option_3/trial_0/rank_0");
+        json j = load(f);
+        j["kvio"]["config"]["flags"]["num_users"] = 71;
+        save(f, j);
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("num_users 71, Option 3 requires 70 (rule kvcacheFixedWorkloadPerOption)"), std::string::npos)
+        << c.out;
+    c = check_planted(dir, [](const std::string& d) {
+        const std::string f = only_file(d + "/option_1/trial_2/rank_1");
+        json j = load(f);
+        j["seed"] = 42;
+        save(f, j);
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("seed 42, expected 42 + rank 1 = 43"), std::string::npos) << c.out;
+    c = check_planted(dir, [](const std::string& d) {
+        const std::string f = summary_of(d);
+        json j = load(f);
+        j["options"]["1"]["aggregated_read_bandwidth_gbps"] =
+            j["options"]["1"]["aggregated_read_bandwidth_gbps"].get<double>() * 2 + 1;
+        j["kvio"]["provenance"]["results_dir"]["st_dev"] = j["kvio"]["provenance"]["cache_dir"]["st_dev"];
+        save(f, j);
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("options[1].aggregated_read_bandwidth_gbps"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("one filesystem"), std::string::npos) << c.out;
+}
+
+TEST(MlperfClosed, ForbiddenFlagsAreRefusedNamingTheRule) {
+    Ext4Mount cache_fs(64ull << 20, "/dev/shm");
+    TempDir results;
+    const std::string base = kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache_fs.mnt +
+                             "/kv --results-dir " + results.path + "/run --trial-seconds 1 --pause-seconds 0";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--config /dev/null", "rule kvcacheClosedSequenceLocks"},
+        {"--enable-autoscaling", "rule kvcacheAutoscalingProhibited"},
+        {"--num-users 10", "rule kvcacheFixedWorkloadPerOption"},
+        {"--seed 7", "rule kvcacheClosedSequenceLocks"},
+        {"--disable-prefix-caching", "rule kvcacheClosedImmutable"},
+    };
+    for (const auto& [flag, rule] : cases) {
+        const CmdResult r = run(base + " " + flag);
+        EXPECT_EQ(r.status, 1) << flag;
+        EXPECT_NE(r.err.find(rule), std::string::npos) << flag << ": " << r.err;
+        EXPECT_FALSE(fs::exists(results.path + "/run/option_1")) << flag << ": a run started";
+    }
+}
+
+TEST(MlperfClosed, CacheAndResultsOnOneFilesystemAreRefused) {
+    TempDir both;
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + both.path + "/kv --results-dir " +
+                            both.path + "/run --trial-seconds 1 --pause-seconds 0");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("are on one filesystem"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rule kvcachePosixCacheDir"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(both.path + "/run/option_1"));
+}
+
+TEST(MlperfCheck, UsageErrorsExitTwo) {
+    EXPECT_EQ(run(kvio_bin() + " mlperf-check").status, 2);
+    EXPECT_EQ(run(kvio_bin() + " mlperf-check /nonexistent-kvio-dir").status, 2);
+}

@@ -1,0 +1,104 @@
+// Unit tests of the CLOSED protocol's rules and arithmetic (workload/serving/mlperf/closed_rules.h) and of SHA-256
+// (common/sha256.h): the refusals and their rules, and aggregate_option over rank files written here with known
+// values (docs/mlperf-benchmark.md, "The CLOSED rules").
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "common/sha256.h"
+#include "workload/serving/mlperf/closed_rules.h"
+
+using namespace kvio::serving;
+namespace fs = std::filesystem;
+
+TEST(Sha256, KnownVectors) {
+    // FIPS 180-4 examples (the empty string, "abc", the two-block message).
+    EXPECT_EQ(kvio::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(kvio::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(kvio::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    EXPECT_EQ(kvio::sha256_hex(std::string(1000000, 'a')),
+              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(ClosedRules, TheTable) {
+    ASSERT_EQ(closed_options().size(), 3u);
+    EXPECT_EQ(closed_option(1).num_users, 200);
+    EXPECT_EQ(closed_option(2).cpu_mem_gb, 4);
+    EXPECT_EQ(closed_option(3).max_concurrent_allocs, 4);
+    EXPECT_EQ(std::string(closed_option(3).model), "llama3.1-70b-instruct");
+    for (const auto& o : closed_options()) {
+        EXPECT_EQ(o.duration_s, 300);
+        EXPECT_EQ(o.gpu_mem_gb, 0);
+        EXPECT_EQ(std::string(o.generation_mode), "none");
+    }
+    EXPECT_THROW(closed_option(4), std::exception);
+    SimConfig base;
+    base.config = "x.yaml";
+    base.enable_autoscaling = true;
+    const SimConfig c = closed_option_config(base, closed_option(2), 300);
+    EXPECT_EQ(c.num_users, 100);
+    EXPECT_EQ(c.cpu_mem_gb, 4);
+    EXPECT_EQ(*c.seed, 42);
+    EXPECT_TRUE(c.config.empty());
+    EXPECT_FALSE(c.enable_autoscaling);
+}
+
+TEST(ClosedRules, RefusalsNameTheRule) {
+    EXPECT_TRUE(closed_refusals({"--cache-dir", "--num-clients", "--quiet", "--seed"}, 42).empty());
+    auto one = [](const std::string& flag, std::optional<int64_t> seed = std::nullopt) {
+        const auto v = closed_refusals({flag}, seed);
+        return v.size() == 1 ? v[0] : std::string("(") + std::to_string(v.size()) + " refusals)";
+    };
+    EXPECT_NE(one("--config").find("kvcacheClosedSequenceLocks"), std::string::npos);
+    EXPECT_NE(one("--seed", 7).find("kvcacheClosedSequenceLocks"), std::string::npos);
+    EXPECT_NE(one("--enable-autoscaling").find("kvcacheAutoscalingProhibited"), std::string::npos);
+    EXPECT_NE(one("--target-saturation").find("kvcacheAutoscalingProhibited"), std::string::npos);
+    EXPECT_NE(one("--cpu-mem-gb").find("kvcacheFixedWorkloadPerOption"), std::string::npos);
+    EXPECT_NE(one("--enable-rag").find("kvcacheClosedImmutable"), std::string::npos);
+    EXPECT_NE(one("--output").find("kvcachePerClientIsolation"), std::string::npos);
+}
+
+namespace {
+void write_rank(const std::string& dir, int option, int trial, int rank, double rbw, double wbw, double tps,
+                double rp95, std::optional<double> wp95, int entries) {
+    const std::string d = dir + "/" + rank_dir_name(option, trial, rank);
+    fs::create_directories(d);
+    nlohmann::json cs = {{"tier_storage_read_bandwidth_gbps", rbw},
+                         {"tier_storage_write_bandwidth_gbps", wbw},
+                         {"storage_read_device_p95_ms", rp95},
+                         {"storage_entries", entries}};
+    if (wp95) cs["storage_write_device_p95_ms"] = *wp95;
+    nlohmann::json j = {{"seed", 42 + rank},
+                        {"summary", {{"storage_throughput_tokens_per_sec", tps}, {"cache_stats", cs}}}};
+    std::ofstream(d + "/kvcache_results_20260101_000000.json") << j.dump();
+}
+}  // namespace
+
+TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
+    const std::string dir = testing::TempDir() + "/kvio-closed-agg-" + std::to_string(::getpid());
+    fs::remove_all(dir);
+    // trial 0: ranks (1, 2) GB/s read; trial 1: (3, 4); trial 2: rank 1 missing, rank 0 = 5.
+    write_rank(dir, 1, 0, 0, 1, 0.5, 100, 2.0, 1.0, 3);
+    write_rank(dir, 1, 0, 1, 2, 0.5, 200, 9.0, std::nullopt, 3);
+    write_rank(dir, 1, 1, 0, 3, 1.0, 300, 4.0, 7.0, 3);
+    write_rank(dir, 1, 1, 1, 4, 1.0, 400, 1.0, 2.0, 0);
+    write_rank(dir, 1, 2, 0, 5, 2.0, 500, 3.0, 3.0, 3);
+    const auto a = aggregate_option(dir, 1, 3, 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), (3.0 + 7.0 + 5.0) / 3);
+    EXPECT_DOUBLE_EQ(a["aggregated_write_bandwidth_gbps"].get<double>(), (1.0 + 2.0 + 2.0) / 3);
+    EXPECT_DOUBLE_EQ(a["aggregated_storage_throughput_tokens_per_sec"].get<double>(), (300.0 + 700.0 + 500.0) / 3);
+    EXPECT_DOUBLE_EQ(a["aggregated_device_read_p95_ms"].get<double>(), 9.0);
+    EXPECT_DOUBLE_EQ(a["aggregated_device_write_p95_ms"].get<double>(), 7.0);
+    EXPECT_EQ(a["partial_failure"], true);
+    ASSERT_EQ(a["missing_files"].size(), 1u);
+    EXPECT_NE(a["missing_files"][0].get<std::string>().find("option_1/trial_2/rank_1"), std::string::npos);
+    EXPECT_EQ(a["cpu_tier_ranks"].size(), 1u);
+    EXPECT_EQ(a["rank_count"], 2);
+    fs::remove_all(dir);
+}

@@ -1,0 +1,32 @@
+// `kvio mlperf-check DIR`: checks a KV-cache CLOSED results directory (docs/mlperf-benchmark.md, "Checking a results
+// directory: kvio mlperf-check") written by `kvio simulate --mlperf-closed` or by mlpstorage over the Python benchmark
+// (the same layout: option_<O>/trial_<T>/rank_<N>/kvcache_results_*.json and kvcache_run_summary_*.json).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kvio::serving {
+
+/// How strict the check is.
+struct CheckOptions {
+    /// Accept a run kvio marked as not a CLOSED submission (--trial-seconds, --pause-seconds, one Option): its
+    /// recorded trial length and Options are then the expected ones. Off: such a run is a problem.
+    bool allow_shortened = false;
+};
+
+/// What the check found.
+struct CheckReport {
+    std::vector<std::string> problems;  ///< one line each: "PATH: what is wrong (rule NAME)"
+    std::vector<std::string> notes;     ///< what was not checkable (a rank file that records no parameters)
+    int options = 0, trials = 0, ranks = 0, rank_files = 0;  ///< what was looked at
+};
+
+/// Checks `dir`: the summary (kvcache_run_summary*.json; the newest by name), every Option's trial and rank
+/// directory (a missing rank or trial file, two results files in one rank), each rank file's seed (42 + rank) and,
+/// where the file records them (kvio's kvio.config.flags), its parameters against the Option's (Table KVCache-1) and
+/// its cache directory (one per rank; on another filesystem than `dir`), the recorded filesystems of the summary's
+/// provenance, the sequence locks (3 trials), and the summary's aggregates against aggregate_option over the rank
+/// files (relative difference 1e-9). Throws kvio::UsageError when `dir` is not a directory.
+CheckReport check_results_dir(const std::string& dir, const CheckOptions& o);
+
+}  // namespace kvio::serving

@@ -1,0 +1,214 @@
+#include "workload/serving/mlperf/closed_rules.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+
+namespace kvio::serving {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// Which rule forbids a flag in CLOSED (docs/mlperf-benchmark.md, "The CLOSED rules").
+std::string refusal_of(const std::string& flag) {
+    static const std::map<std::string, std::string> option_param = {
+        {"--model", "model"},
+        {"--num-users", "num-users"},
+        {"--duration", "duration"},
+        {"--gpu-mem-gb", "gpu-mem-gb"},
+        {"--cpu-mem-gb", "cpu-mem-gb"},
+        {"--max-concurrent-allocs", "max-concurrent-allocs"},
+        {"--generation-mode", "generation-mode"},
+    };
+    if (flag == "--config")
+        return "--config is not permitted in a CLOSED run (rule kvcacheClosedSequenceLocks: seed 42, 3 trials, "
+               "90 s between Options, no --config)";
+    if (flag == "--enable-autoscaling" || flag == "--autoscaler-mode" || flag == "--target-saturation" ||
+        flag == "--autoscaler-interval")
+        return flag +
+               " is not permitted in a CLOSED run (rule kvcacheAutoscalingProhibited: autoscaling must not be "
+               "set)";
+    if (option_param.count(flag))
+        return flag +
+               " is fixed by each Option in a CLOSED run (rule kvcacheFixedWorkloadPerOption: model, num-users, "
+               "duration, gpu-mem-gb, cpu-mem-gb, max-concurrent-allocs and generation-mode are immutable)";
+    if (flag == "--output")
+        return "--output is not used in a CLOSED run: each rank writes option_<O>/trial_<T>/rank_<N>/ under "
+               "--results-dir (rule kvcachePerClientIsolation)";
+    if (flag == "--mpi")
+        return "--mpi is not supported with --mlperf-closed yet: run the ranks with --num-clients N on this host "
+               "(rule kvcacheClientDefinition: one client per rank)";
+    return flag +
+           " is not permitted in a CLOSED run (rule kvcacheClosedImmutable: only the cache directory, the "
+           "results directory and the client topology may vary)";
+}
+
+double num(const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+double fmean(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / double(v.size());
+}
+
+}  // namespace
+
+const std::vector<ClosedOption>& closed_options() {
+    static const std::vector<ClosedOption> t = {
+        {1, "Max Storage Stress", "llama3.1-8b", 200, 300, 0, 0, 16, "none"},
+        {2, "Storage Throughput", "llama3.1-8b", 100, 300, 0, 4, 16, "none"},
+        {3, "Large Model (70B)", "llama3.1-70b-instruct", 70, 300, 0, 0, 4, "none"},
+    };
+    return t;
+}
+
+const ClosedOption& closed_option(int o) {
+    for (const auto& r : closed_options())
+        if (r.option == o) return r;
+    throw Error("mlperf-closed: no Option " + std::to_string(o) + " (Options are 1, 2 and 3)");
+}
+
+SimConfig closed_option_config(const SimConfig& base, const ClosedOption& o, int64_t duration_s) {
+    SimConfig c = base;
+    c.model = o.model;
+    c.num_users = o.num_users;
+    c.duration = duration_s;
+    c.gpu_mem_gb = o.gpu_mem_gb;
+    c.cpu_mem_gb = o.cpu_mem_gb;
+    c.max_concurrent_allocs = o.max_concurrent_allocs;
+    c.generation_mode = o.generation_mode;
+    c.seed = kClosedSeed;
+    c.config.clear();
+    c.enable_autoscaling = false;
+    return c;
+}
+
+std::vector<std::string> closed_refusals(const std::vector<std::string>& given, std::optional<int64_t> seed) {
+    static const std::vector<std::string> allowed = {"--cache-dir", "--num-clients", "--quiet", "--progress-interval",
+                                                     "--log-level"};
+    std::vector<std::string> out;
+    for (const auto& f : given) {
+        if (std::find(allowed.begin(), allowed.end(), f) != allowed.end()) continue;
+        if (f == "--seed") {
+            if (seed && *seed != kClosedSeed)
+                out.push_back("--seed " + std::to_string(*seed) +
+                              ": a CLOSED run uses seed 42 (rule kvcacheClosedSequenceLocks)");
+            continue;
+        }
+        out.push_back(refusal_of(f));
+    }
+    return out;
+}
+
+Json closed_option_parameters(const ClosedOption& o, int64_t duration_s) {
+    Json j;
+    j["model"] = o.model;
+    j["num_users"] = o.num_users;
+    j["duration"] = duration_s;
+    j["gpu_mem_gb"] = o.gpu_mem_gb;
+    j["cpu_mem_gb"] = o.cpu_mem_gb;
+    j["max_concurrent_allocs"] = o.max_concurrent_allocs;
+    j["generation_mode"] = o.generation_mode;
+    return j;
+}
+
+std::string rank_dir_name(int option, int trial, int rank) {
+    return "option_" + std::to_string(option) + "/trial_" + std::to_string(trial) + "/rank_" + std::to_string(rank);
+}
+
+std::vector<std::string> rank_result_files(const std::string& rank_dir) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(rank_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string n = it->path().filename().string();
+        if (n.rfind("kvcache_results_", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0)
+            out.push_back(it->path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+const std::vector<const char*>& aggregated_keys() {
+    static const std::vector<const char*> k = {
+        "aggregated_read_bandwidth_gbps",
+        "aggregated_write_bandwidth_gbps",
+        "aggregated_avg_throughput_tokens_per_sec",
+        "aggregated_storage_throughput_tokens_per_sec",
+        "aggregated_device_read_p95_ms",
+        "aggregated_device_write_p95_ms",
+    };
+    return k;
+}
+
+Json aggregate_option(const std::string& results_dir, int option, int trials, int ranks) {
+    std::vector<double> read_bw, write_bw, avg_tp, storage_tp, read_p95, write_p95;
+    Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array();
+    for (int t = 0; t < trials; ++t) {
+        double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
+        for (int n = 0; n < ranks; ++n) {
+            const std::string dir = results_dir + "/" + rank_dir_name(option, t, n);
+            const auto files = rank_result_files(dir);
+            if (files.empty()) {
+                missing.push_back(dir);
+                continue;
+            }
+            Json doc;
+            try {
+                std::ifstream f(files.front());
+                doc = Json::parse(f);
+            } catch (const std::exception&) {
+                missing.push_back(files.front());
+                continue;
+            }
+            const Json summary = doc.value("summary", Json::object());
+            const Json cs = summary.value("cache_stats", Json::object());
+            if (auto e = cs.find("storage_entries"); e != cs.end() && e->is_number() && e->get<double>() == 0)
+                cpu_tier.push_back(files.front());
+            r += num(cs, "tier_storage_read_bandwidth_gbps");
+            w += num(cs, "tier_storage_write_bandwidth_gbps");
+            a += num(summary, "avg_throughput_tokens_per_sec");
+            s += num(summary, "storage_throughput_tokens_per_sec");
+            rp = std::max(rp, num(cs, "storage_read_device_p95_ms"));
+            wp = std::max(wp, num(cs, "storage_write_device_p95_ms"));
+        }
+        read_bw.push_back(r);
+        write_bw.push_back(w);
+        avg_tp.push_back(a);
+        storage_tp.push_back(s);
+        read_p95.push_back(rp);
+        write_p95.push_back(wp);
+        per_trial.push_back({{"trial", t},
+                             {"read_bandwidth_gbps_sum", r},
+                             {"write_bandwidth_gbps_sum", w},
+                             {"storage_throughput_tokens_per_sec_sum", s},
+                             {"device_read_p95_ms_max", rp},
+                             {"device_write_p95_ms_max", wp}});
+    }
+    Json j;
+    j["option"] = option;
+    j["aggregated_read_bandwidth_gbps"] = fmean(read_bw);
+    j["aggregated_write_bandwidth_gbps"] = fmean(write_bw);
+    j["aggregated_avg_throughput_tokens_per_sec"] = fmean(avg_tp);
+    j["aggregated_storage_throughput_tokens_per_sec"] = fmean(storage_tp);
+    j["aggregated_device_read_p95_ms"] =
+        read_p95.empty() ? Json(nullptr) : Json(*std::max_element(read_p95.begin(), read_p95.end()));
+    j["aggregated_device_write_p95_ms"] =
+        write_p95.empty() ? Json(nullptr) : Json(*std::max_element(write_p95.begin(), write_p95.end()));
+    j["rank_count"] = ranks;
+    j["trial_count"] = trials;
+    j["partial_failure"] = !missing.empty();
+    j["missing_files"] = missing;
+    j["cpu_tier_ranks"] = cpu_tier;
+    j["per_trial"] = per_trial;
+    return j;
+}
+
+}  // namespace kvio::serving

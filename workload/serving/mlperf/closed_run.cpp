@@ -1,0 +1,271 @@
+#include "workload/serving/mlperf/closed_run.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/jsonl.h"
+#include "common/stop_signal.h"
+#include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/mlperf/closed_rules.h"
+#include "workload/serving/mlperf/provenance.h"
+#include "workload/serving/results/merge_results.h"
+
+namespace kvio::serving {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+std::string local_stamp() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char b[32];
+    std::strftime(b, sizeof b, "%Y%m%d_%H%M%S", &tm);
+    return b;
+}
+
+std::string utc_iso() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char b[32];
+    std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return b;
+}
+
+int64_t trial_seconds_of(const ClosedRunOptions& o) { return o.trial_seconds.value_or(closed_options()[0].duration_s); }
+double pause_seconds_of(const ClosedRunOptions& o) { return o.pause_seconds.value_or(kClosedPauseS); }
+
+/// Option `n` as this run runs it: the table's row, with --test-cpu-mem-gb for an Option that has a CPU tier.
+ClosedOption effective_option(int n, const ClosedRunOptions& o) {
+    ClosedOption r = closed_option(n);
+    if (o.test_cpu_mem_gb && r.cpu_mem_gb > 0) r.cpu_mem_gb = *o.test_cpu_mem_gb;
+    return r;
+}
+
+/// kvio.mlperf_closed, the marker every file of the run carries.
+Json marker(int option, int trial, int rank, const std::string& reason) {
+    Json m;
+    m["option"] = option;
+    m["trial"] = trial;
+    if (rank >= 0) m["rank"] = rank;
+    m["closed_submission"] = reason.empty();
+    if (!reason.empty()) m["not_a_closed_submission"] = reason;
+    return m;
+}
+
+/// Reads a client's results file, adds the marker, writes it whole at `to` and removes the original.
+void move_marked(const std::string& from, const std::string& to, const Json& mark) {
+    Json doc;
+    {
+        std::ifstream f(from);
+        if (!f) return;
+        doc = Json::parse(f);
+    }
+    doc["kvio"]["mlperf_closed"] = mark;
+    write_text_file(to, doc.dump(4) + "\n");
+    if (from != to) fs::remove(from);
+}
+
+/// One trial of one Option: the clients run, their results land in rank_<N>/. Returns run_clients' exit code.
+int run_trial(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
+              const std::string& reason, std::ostream& progress) {
+    const int clients = int(base.num_clients);
+    const std::string trial_dir =
+        o.results_dir + "/option_" + std::to_string(opt.option) + "/trial_" + std::to_string(trial);
+    for (int n = 0; n < clients; ++n) fs::create_directories(o.results_dir + "/" + rank_dir_name(opt.option, trial, n));
+    SimConfig c = closed_option_config(base, opt, trial_seconds_of(o));
+    c.output = trial_dir + "/kvio_merged_results.json";
+    c.quiet = true;
+    c.mpi = false;
+    progress << "mlperf-closed: option " << opt.option << " (" << opt.name << ") trial " << trial + 1 << "/"
+             << kClosedTrials << ": " << clients << " client(s) x " << opt.num_users << " users of " << opt.model
+             << ", " << c.duration << " s\n"
+             << std::flush;
+    const SimResult r = run_clients(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr);
+    const std::string stamp = local_stamp();
+    for (int n = 0; n < clients; ++n)
+        move_marked(client_output_path(c.output, n),
+                    o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
+                    marker(opt.option, trial, n, reason));
+    if (fs::exists(c.output)) move_marked(c.output, c.output, marker(opt.option, trial, -1, reason));
+    return r.exit_code;
+}
+
+/// Sleeps `seconds` in 100 ms steps; false when a stop signal came (its number in `signo`).
+bool pause_between_options(double seconds, int& signo) {
+    StopSignal stop;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+        if (stop.stopped()) {
+            signo = stop.signo();
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+}
+
+Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
+                   const std::string& reason) {
+    Json m;
+    m["mode"] = "closed";
+    m["closed_submission"] = reason.empty();
+    if (!reason.empty()) m["not_a_closed_submission"] = reason;
+    m["options_run"] = options;
+    m["seed_base"] = kClosedSeed;
+    m["rank_seed"] = "seed_base + rank";
+    m["trials_per_option"] = kClosedTrials;
+    m["trial_seconds"] = trial_seconds_of(o);
+    m["pause_between_options_seconds"] = pause_seconds_of(o);
+    m["clients"] = base.num_clients;
+    m["launcher"] = "processes";
+    m["cache_dir"] = fs::absolute(base.cache_dir).string();
+    m["results_dir"] = fs::absolute(o.results_dir).string();
+    Json params = Json::object();
+    for (int opt : options)
+        params[std::to_string(opt)] = closed_option_parameters(effective_option(opt, o), trial_seconds_of(o));
+    m["option_parameters"] = params;
+    return m;
+}
+
+}  // namespace
+
+std::string not_a_submission_reason(const ClosedRunOptions& o) {
+    std::string r;
+    auto add = [&](const std::string& s) { r += (r.empty() ? "" : "; ") + s; };
+    if (trial_seconds_of(o) != closed_options()[0].duration_s)
+        add("trials of " + std::to_string(trial_seconds_of(o)) + " s instead of 300 s (--trial-seconds)");
+    if (pause_seconds_of(o) != kClosedPauseS) {
+        char b[128];
+        std::snprintf(b, sizeof b, "%g s between Options instead of 90 s (--pause-seconds)", pause_seconds_of(o));
+        add(b);
+    }
+    if (o.test_cpu_mem_gb && *o.test_cpu_mem_gb != closed_option(2).cpu_mem_gb) {
+        char b[128];
+        std::snprintf(b, sizeof b, "Option 2 with a %g GiB CPU tier instead of 4 GiB (--test-cpu-mem-gb)",
+                      *o.test_cpu_mem_gb);
+        add(b);
+    }
+    if (o.option != "all") add("only Option " + o.option + " (--mlperf-option)");
+    return r.empty() ? r : "not a CLOSED submission: " + r;
+}
+
+std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o) {
+    std::vector<std::string> errors = closed_refusals(o.given_flags, base.seed);
+    if (base.cache_dir.empty())
+        errors.push_back("--cache-dir is required: the storage under test (rule kvcachePosixCacheDir)");
+    if (o.results_dir.empty())
+        errors.push_back(
+            "--results-dir is required, on another filesystem than --cache-dir (rule kvcachePosixCacheDir)");
+    std::vector<int> options;
+    if (o.option == "all")
+        options = {1, 2, 3};
+    else if (o.option == "1" || o.option == "2" || o.option == "3")
+        options = {std::stoi(o.option)};
+    else
+        errors.push_back("--mlperf-option " + o.option + ": one of 1, 2, 3, all");
+    if (o.trial_seconds && *o.trial_seconds < 1) errors.push_back("--trial-seconds must be >= 1");
+    if (o.pause_seconds && !(*o.pause_seconds >= 0)) errors.push_back("--pause-seconds must be >= 0");
+    if (o.test_cpu_mem_gb && !(*o.test_cpu_mem_gb > 0)) errors.push_back("--test-cpu-mem-gb must be > 0");
+    if (base.num_clients < 1) errors.push_back("--num-clients must be >= 1");
+    if (errors.empty()) {
+        fs::create_directories(base.cache_dir);
+        fs::create_directories(o.results_dir);
+        const std::string cd = path_st_dev(base.cache_dir), rd = path_st_dev(o.results_dir);
+        if (cd == rd)
+            errors.push_back("--cache-dir " + base.cache_dir + " and --results-dir " + o.results_dir +
+                             " are on one filesystem (device " + cd +
+                             "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
+    }
+    if (!errors.empty()) {
+        std::string msg = "mlperf-closed: refused:";
+        for (const auto& e : errors) msg += "\n  " + e;
+        throw Error(msg);
+    }
+    return options;
+}
+
+ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress) {
+    const std::vector<int> options = check_closed_run(base, o);
+    check_multi_client(base, "--mlperf-closed");
+    const std::string reason = not_a_submission_reason(o);
+    if (!reason.empty()) progress << "mlperf-closed: " << reason << "\n";
+    const std::string started = utc_iso(), stamp = local_stamp();
+    ClosedRunResult res;
+    Json opts = Json::object();
+    int signo = 0;
+    bool failed = false;
+    for (size_t i = 0; i < options.size() && !signo; ++i) {
+        const ClosedOption opt = effective_option(options[i], o);
+        int trials_run = 0;
+        for (int t = 0; t < kClosedTrials && !signo; ++t) {
+            const int code = run_trial(base, opt, t, o, reason, progress);
+            ++trials_run;
+            if (code == 130 || code == 143 || code == 129) signo = code - 128;
+            if (code != 0 && !signo) failed = true;
+        }
+        opts[std::to_string(opt.option)] =
+            aggregate_option(o.results_dir, opt.option, trials_run, int(base.num_clients));
+        const Json& a = opts[std::to_string(opt.option)];
+        char line[256];
+        std::snprintf(
+            line, sizeof line,
+            "mlperf-closed: option %d: read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 "
+            "%.2f ms, %.1f storage tokens/s\n",
+            opt.option, a["aggregated_read_bandwidth_gbps"].get<double>(),
+            a["aggregated_write_bandwidth_gbps"].get<double>(),
+            a["aggregated_device_read_p95_ms"].is_number() ? a["aggregated_device_read_p95_ms"].get<double>() : 0,
+            a["aggregated_device_write_p95_ms"].is_number() ? a["aggregated_device_write_p95_ms"].get<double>() : 0,
+            a["aggregated_storage_throughput_tokens_per_sec"].get<double>());
+        progress << line << std::flush;
+        if (i + 1 < options.size() && !signo) {
+            progress << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
+                     << "\n"
+                     << std::flush;
+            pause_between_options(pause_seconds_of(o), signo);
+        }
+    }
+    Json s;
+    s["schema_version"] = "1.0";
+    s["run_datetime"] = stamp;
+    s["npernode"] = base.num_clients;
+    s["host_count"] = 1;
+    s["total_ranks"] = base.num_clients;
+    s["trials_per_option"] = kClosedTrials;
+    s["options"] = opts;
+    bool partial = false;
+    for (const auto& [k, v] : opts.items()) partial = partial || v.value("partial_failure", false);
+    s["partial_failure"] = partial;
+    s["closed_submission"] = reason.empty() && !signo;
+    if (!reason.empty() || signo)
+        s["not_a_closed_submission"] =
+            signo ? "stopped by signal " + std::to_string(signo) + (reason.empty() ? "" : "; " + reason) : reason;
+    Json k;
+    k["metadata"] = metadata_json(base, o, options, reason);
+    k["metadata"]["started"] = started;
+    k["metadata"]["finished"] = utc_iso();
+    if (signo) k["metadata"]["stopped_by_signal"] = signo;
+    Json prov = host_provenance(o.kvio_version);
+    prov["cache_dir"] = filesystem_provenance(base.cache_dir);
+    prov["results_dir"] = filesystem_provenance(o.results_dir);
+    k["provenance"] = prov;
+    s["kvio"] = k;
+    res.summary_path = o.results_dir + "/kvcache_run_summary_" + stamp + ".json";
+    write_text_file(res.summary_path, s.dump(2) + "\n");
+    progress << "mlperf-closed: summary written to " << res.summary_path << "\n" << std::flush;
+    res.summary = std::move(s);
+    res.exit_code = signo ? 128 + signo : failed || partial ? 1 : 0;
+    return res;
+}
+
+}  // namespace kvio::serving

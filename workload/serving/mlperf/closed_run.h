@@ -1,0 +1,56 @@
+// `kvio simulate --mlperf-closed`: the MLPerf Storage KV-cache CLOSED protocol run natively (docs/mlperf-benchmark.md,
+// "Running a CLOSED submission with kvio"): each chosen Option of closed_rules.h, 3 trials with seed 42, every trial
+// N client processes (--num-clients) with their own <cache-dir>/rank_<N>/ and
+// <results-dir>/option_<O>/trial_<T>/rank_<N>/kvcache_results_<time>.json, 90 s between Options, then
+// <results-dir>/kvcache_run_summary_<time>.json shaped as mlpstorage writes it, with kvio's metadata and provenance.
+#pragma once
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/serving/config.h"
+
+namespace kvio::serving {
+
+/// What the command line chose beyond the SimConfig.
+struct ClosedRunOptions {
+    std::string results_dir;               ///< required; on another filesystem than --cache-dir
+    std::string option = "all";            ///< "1" | "2" | "3" | "all"
+    std::optional<int64_t> trial_seconds;  ///< test runs: each trial's --duration instead of 300 s
+    std::optional<double> pause_seconds;   ///< test runs: the pause between Options instead of 90 s
+    /// test runs: Option 2's CPU tier (GiB) instead of 4 (a 4 GiB tier is filled by memcpy on every trial: 35-100 s
+    /// per trial on the 2-CPU VM under load, docs/mlperf-benchmark.md); Options 1 and 3 keep 0.
+    std::optional<double> test_cpu_mem_gb;
+    std::vector<std::string> given_flags;  ///< every `kvio simulate` flag typed ("--config"), for closed_refusals
+    std::string kvio_version;              ///< `kvio --version`'s text, recorded in the provenance
+};
+
+/// What the run wrote.
+struct ClosedRunResult {
+    std::string summary_path;        ///< kvcache_run_summary_<time>.json
+    nlohmann::ordered_json summary;  ///< its contents
+    int exit_code = 0;               ///< 0; 1 when a client failed; 128 + signal when stopped (summary still written)
+};
+
+/// Why a run with these options is not a CLOSED submission ("" when it is one): a trial length other than 300 s, a
+/// pause other than 90 s, another CPU tier for Option 2, or not all three Options.
+std::string not_a_submission_reason(const ClosedRunOptions& o);
+
+/// Checks everything before the first client starts (kvio::Error, every refusal one per line, each naming its
+/// rule): the flags CLOSED forbids (closed_refusals), --cache-dir and --results-dir both set, --option one of
+/// 1|2|3|all, positive --trial-seconds, --pause-seconds >= 0, and the two directories (created here) on different
+/// filesystems (rule kvcachePosixCacheDir: their st_dev differ). Returns the Options to run, in order.
+std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o);
+
+/// Runs the protocol: check_closed_run, then for each Option and trial serving::run_clients with the Option's
+/// config (closed_option_config), its clients' results moved into the rank directories with kvio.mlperf_closed
+/// ({option, trial, rank, closed_submission, not_a_closed_submission}) added, the pause between Options (a stop
+/// signal ends it), and the summary written whole (temporary name, renamed). Progress lines ("mlperf-closed: option
+/// 1 trial 1/3: ...") go to `progress`. A stop signal ends the run after the trial in flight; the summary then holds
+/// what ran.
+ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress);
+
+}  // namespace kvio::serving
