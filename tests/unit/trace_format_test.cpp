@@ -704,8 +704,9 @@ TEST(EventsBin, UnknownSrcIsTheSameErrorForEveryReader) {
     auto bad = block_cmd();
     bad.src = 7;
     write_events(bin, EventsFormat::Bin, {block_cmd(), bad}, random_syscalls(1, 9));
-    // header 64, device record 8 + 56, cmd 8 + 120, syscall 8 + 72: the bad cmd is record 4
-    const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 80) +
+    // header 64, device record 8 + 56, cmd 8 + 120, syscall 8 + 96: the bad cmd is record 4
+    static_assert(sizeof(kvio_syscall_event) == 96);
+    const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 104) +
                              ": field 'src': 7 is neither block (0) nor nvme (1)";
     size_t cmds = 0, summaries = 0;
     EXPECT_EQ(read_checked(bin, cmds, summaries), want);
