@@ -14,6 +14,10 @@ const volatile __u32 targ_devs[KVIO_MAX_DEVS] = {};
 const volatile __u32 targ_nstorage = 0; /* syscall fds count only on these devices (0: every regular file) */
 const volatile __u32 targ_storage[KVIO_MAX_STORAGE_DEVS] = {};
 const volatile __u64 lba_bucket_bytes = 10ULL << 30;
+/* This kernel's O_DIRECT and O_APPEND open flags (trace/tracer.cpp sets them from the headers it was built with:
+ * the values differ between architectures, and BTF carries no macros) */
+const volatile __u32 o_direct_flag = 0;
+const volatile __u32 o_append_flag = 0;
 
 /* ---------------------------------------------------------------- rodata: task filters (filters.bpf.h) */
 
@@ -69,6 +73,12 @@ struct sys_state {
     __u64 offset, count;
     __s32 fd;
     __u32 nr;
+    /* with events (emit_syscalls): the file fd named at entry (files.bpf.h) and KVIO_SYSF_* */
+    __u64 ino;
+    __u64 size_inode; /* struct inode * whose i_size is read at exit */
+    __u32 fs_dev, gen;
+    __u32 flags;
+    __u32 pad;
 };
 
 /* In flight on a device with a slot = issued - completed (slot_depths): two counters 128 bytes apart (a value

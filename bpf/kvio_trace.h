@@ -276,29 +276,44 @@ enum kvio_syscall {
     KVIO_SYSCALLS
 };
 
+/* kvio_syscall_event.flags */
+#define KVIO_SYSF_FILE   1u /* ino, fs_dev, gen, file_size and KVIO_SYSF_DIRECT were recorded */
+#define KVIO_SYSF_DIRECT 2u /* the file was open with O_DIRECT */
+#define KVIO_SYSF_POS    4u /* read/write/readv/writev: offset is where in the file the call started (f_pos) */
+
 /* Which syscall records carry `offset` and `count` (docs/formats.md): the positioned calls and fadvise64 an
- * offset; every call but the sync calls and io_uring_enter a count. The JSON writer and the readers share these. */
-KVIO_SLOT_FN int kvio_syscall_has_offset(__u32 nr)
+ * offset, and read/write/readv/writev when KVIO_SYSF_POS; every call but the sync calls and io_uring_enter a
+ * count. The JSON writer and the readers share these. */
+KVIO_SLOT_FN int kvio_syscall_has_offset(__u32 nr, __u32 flags)
 {
-    return nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV || nr == KVIO_SYS_PWRITEV ||
-           nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2 || nr == KVIO_SYS_FADVISE64;
+    return (flags & KVIO_SYSF_POS) || nr == KVIO_SYS_PREAD64 || nr == KVIO_SYS_PWRITE64 || nr == KVIO_SYS_PREADV ||
+           nr == KVIO_SYS_PWRITEV || nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2 || nr == KVIO_SYS_FADVISE64;
 }
 KVIO_SLOT_FN int kvio_syscall_has_count(__u32 nr)
 {
     return nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC && nr != KVIO_SYS_IO_URING_ENTER;
 }
 
+/* One traced syscall. Captures (kvio.events.bin/1) of an earlier kvio hold the first KVIO_SYSCALL_EVENT_V1_BYTES
+ * of it, with pad where flags is now: readers take them as flags 0. */
 struct kvio_syscall_event {
-    __u8 type; /* KVIO_EV_SYSCALL */
-    __u8 nr;   /* enum kvio_syscall */
-    __u8 pad[2];
+    __u8 type;  /* KVIO_EV_SYSCALL */
+    __u8 nr;    /* enum kvio_syscall */
+    __u8 flags; /* KVIO_SYSF_* */
+    __u8 pad;
     __s32 fd;
     __u64 ts_enter, ts_exit;
     __s64 ret;
-    __u64 offset; /* positioned calls; fadvise: offset */
+    __u64 offset; /* positioned calls: their offset; KVIO_SYSF_POS: the file position at entry; fadvise: offset */
     __u64 count;  /* bytes requested (read/write), iovcnt (v-calls), fadvise: len */
     __u32 pid, tid;
     char comm[KVIO_COMM_LEN];
+    /* KVIO_SYSF_FILE: the file fd named at entry */
+    __u64 ino;       /* i_ino */
+    __u64 file_size; /* i_size at exit, bytes (a block device node: the device's size) */
+    __u32 fs_dev;    /* kernel dev_t of the inode's filesystem (i_sb->s_dev) */
+    __u32 gen;       /* i_generation */
 };
+#define KVIO_SYSCALL_EVENT_V1_BYTES 72 /* sizeof(struct kvio_syscall_event) before ino .. gen */
 
 #endif /* KVIO_TRACE_H */

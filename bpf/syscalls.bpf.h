@@ -4,45 +4,24 @@
 #ifndef KVIO_SYSCALLS_BPF_H
 #define KVIO_SYSCALLS_BPF_H
 
+#include "bpf/files.bpf.h"
 #include "bpf/hist.bpf.h"
 #include "bpf/io_uring.bpf.h"
 
-#define S_IFMT  00170000
-#define S_IFREG 0100000
-#define S_IFBLK 0060000
-
-/* Is fd storage of the current task: a regular file or block device, and with -d one on a traced device (a
- * block device node: its i_rdev; a file: its filesystem's s_dev), so ld.so's and libc's reads of the root
+/* Is f (the file of a traced fd, file_of_fd) storage: a regular file or block device, and with -d one on a traced
+ * device (a block device node: its i_rdev; a file: its filesystem's s_dev), so ld.so's and libc's reads of the root
  * filesystem, pipes, sockets and ttys do not count. targ_storage: the traced disks, their partitions and the
- * devices stacked on them (filled by userspace from sysfs). */
-static __always_inline bool fd_is_storage(int fd, bool typed)
+ * devices stacked on them (filled by userspace from sysfs). *fmt: the inode's S_IFMT bits. */
+static __always_inline bool file_is_storage(struct file *f, struct inode **inode_out, __u32 *fmt_out)
 {
-    if (fd < 0)
-        return false;
-    /* tp_btf: the task's files and fd table with plain loads; from the fd array on (a pointer the verifier gives
-     * no type) every read is a probe read, as in raw_tp */
-    struct file **fdarr;
-    unsigned int max;
-    if (typed) {
-        struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
-        fdarr = fdt->fd;
-        max = fdt->max_fds;
-    } else {
-        struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-        struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-        fdarr = BPF_CORE_READ(fdt, fd);
-        max = BPF_CORE_READ(fdt, max_fds);
-    }
-    if (!fdarr || (unsigned int)fd >= max)
-        return false;
-    struct file *f = 0;
-    bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]);
     if (!f)
         return false;
     struct inode *inode = BPF_CORE_READ(f, f_inode);
     unsigned short fmt = BPF_CORE_READ(inode, i_mode) & S_IFMT;
     if (fmt != S_IFREG && fmt != S_IFBLK)
         return false;
+    *inode_out = inode;
+    *fmt_out = fmt;
     if (!targ_nstorage)
         return true;
     __u32 dev = fmt == S_IFBLK ? BPF_CORE_READ(inode, i_rdev) : BPF_CORE_READ(inode, i_sb, s_dev);
@@ -99,6 +78,28 @@ static __always_inline void put_gap_start(__u64 *slot, void *map, __u32 tid, __u
         bpf_map_update_elem(map, &tid, &now, BPF_ANY);
 }
 
+/* With events: the file's identity into the syscall's state, and for read/write/readv/writev where in the file the
+ * call starts: the file position at entry, or for a write to an O_APPEND file its size (the kernel writes at the
+ * end). Another thread moving the shared position between this entry and the kernel's own read of it is not seen. */
+static __always_inline void record_file(struct sys_state *st, struct file *f, struct inode *inode, __u32 fmt)
+{
+    struct file_facts ff;
+    file_facts_of(f, inode, fmt, &ff);
+    st->ino = ff.ino;
+    st->size_inode = ff.size_inode;
+    st->fs_dev = ff.fs_dev;
+    st->gen = ff.gen;
+    st->flags = KVIO_SYSF_FILE;
+    if (o_direct_flag && (ff.f_flags & o_direct_flag))
+        st->flags |= KVIO_SYSF_DIRECT;
+    __u32 nr = st->nr;
+    if (nr == KVIO_SYS_READ || nr == KVIO_SYS_WRITE || nr == KVIO_SYS_READV || nr == KVIO_SYS_WRITEV) {
+        bool append = (nr == KVIO_SYS_WRITE || nr == KVIO_SYS_WRITEV) && o_append_flag && (ff.f_flags & o_append_flag);
+        st->offset = append ? file_size_of(ff.size_inode) : BPF_CORE_READ(f, f_pos);
+        st->flags |= KVIO_SYSF_POS;
+    }
+}
+
 /* A traced syscall's entry: args a0..a3 as the syscall got them; `typed`: a tp_btf program. io_uring_enter needs
  * nothing here: its exit ends the SQE user_data (sys_exit_filtered). */
 static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3, bool typed)
@@ -108,7 +109,10 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     if (!current_task_passes())
         return 0;
     int fd = (int)a0;
-    if (!fd_is_storage(fd, typed))
+    struct file *f = file_of_fd(fd, typed);
+    struct inode *inode = 0;
+    __u32 fmt = 0;
+    if (!file_is_storage(f, &inode, &fmt))
         return 0;
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
     __u64 now = bpf_ktime_get_ns();
@@ -123,6 +127,8 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
         st.count = a2;
     }
+    if (emit_syscalls)
+        record_file(&st, f, inode, fmt);
     struct thread_io dummy, *t = &dummy; /* the hash path never touches it */
     if (task_storage) {
         t = current_thread_io(true);
@@ -192,6 +198,12 @@ static __always_inline int on_sys_exit(long ret)
         return 0;
     e->type = KVIO_EV_SYSCALL;
     e->nr = nr;
+    e->flags = (__u8)st.flags;
+    e->pad = 0;
+    e->ino = st.ino;
+    e->fs_dev = st.fs_dev;
+    e->gen = st.gen;
+    e->file_size = st.flags & KVIO_SYSF_FILE ? file_size_of(st.size_inode) : 0;
     e->fd = st.fd;
     e->ts_enter = st.ts;
     e->ts_exit = now;

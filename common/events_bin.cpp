@@ -111,7 +111,9 @@ void Reader::check_header() {
     if (h.version != kVersion)
         throw Error(path + ": kvio.events.bin version " + std::to_string(h.version) + " (this kvio reads " +
                     std::to_string(kVersion) + ")");
-    if (h.cmd_bytes != sizeof(kvio_cmd_event) || h.syscall_bytes != sizeof(kvio_syscall_event))
+    // Syscall records of the size before the file fields (KVIO_SYSCALL_EVENT_V1_BYTES) read as records without them.
+    const bool old_syscalls = h.syscall_bytes == KVIO_SYSCALL_EVENT_V1_BYTES;
+    if (h.cmd_bytes != sizeof(kvio_cmd_event) || (h.syscall_bytes != sizeof(kvio_syscall_event) && !old_syscalls))
         throw Error(path + ": written by a kvio whose cmd/syscall records are " + std::to_string(h.cmd_bytes) + "/" +
                     std::to_string(h.syscall_bytes) + " bytes (this one reads " +
                     std::to_string(sizeof(kvio_cmd_event)) + "/" + std::to_string(sizeof(kvio_syscall_event)) +
@@ -120,6 +122,7 @@ void Reader::check_header() {
         throw Error(path + ": kvio.events.bin header of " + std::to_string(h.header_bytes) + " bytes");
     if (!fill(h.header_bytes)) throw Error(path + ": kvio.events.bin header is truncated");
     pos_ += h.header_bytes;
+    syscall_bytes_ = h.syscall_bytes;
 }
 
 Reader::~Reader() {
@@ -173,7 +176,7 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
         bad("unknown record kind " + std::to_string(rh.kind));
     if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
     const size_t want = rh.kind == uint32_t(Kind::Cmd)       ? sizeof(kvio_cmd_event)
-                        : rh.kind == uint32_t(Kind::Syscall) ? sizeof(kvio_syscall_event)
+                        : rh.kind == uint32_t(Kind::Syscall) ? syscall_bytes_
                         : rh.kind == uint32_t(Kind::Device)  ? sizeof(DeviceRecord)
                                                              : rh.bytes;
     if (rh.bytes != want) bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
@@ -181,7 +184,15 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     if (!fill(total)) return torn("truncated record");
     kind = Kind(rh.kind);
     payload = std::string_view(buf_ + pos_ + sizeof rh, rh.bytes);
-    if (kind == Kind::Device) {
+    if (kind == Kind::Syscall && syscall_bytes_ != sizeof(kvio_syscall_event)) {
+        // An older capture's record: its bytes, then zeros (no file fields); its pad byte (now flags) was never
+        // written by the kernel side, so it is cleared too.
+        upgraded_ = kvio_syscall_event{};
+        std::memcpy(&upgraded_, payload.data(), payload.size());
+        upgraded_.flags = 0;
+        upgraded_.pad = 0;
+        payload = std::string_view(reinterpret_cast<const char*>(&upgraded_), sizeof upgraded_);
+    } else if (kind == Kind::Device) {
         uint32_t dev = 0;
         DeviceFacts d = read_device_record(payload, dev);
         devs_[dev] = std::move(d);

@@ -38,7 +38,7 @@ static_assert(sizeof(FileHeader) == 64);
 enum class Kind : uint32_t {
     Device = 1,   ///< DeviceRecord
     Cmd = 2,      ///< kvio_cmd_event (bpf/kvio_trace.h), as the kernel filled it
-    Syscall = 3,  ///< kvio_syscall_event
+    Syscall = 3,  ///< kvio_syscall_event (or its first KVIO_SYSCALL_EVENT_V1_BYTES, in older captures)
     Json = 4,     ///< one kvio.events/1 record as JSON text without the newline (the summary)
 };
 
@@ -110,7 +110,9 @@ class Reader {
 public:
     /// Opens `path` and checks the header. Throws kvio::Error "PATH: cannot open: REASON", "PATH: not a
     /// kvio.events.bin file", "PATH: kvio.events.bin version V (this kvio reads 1)", or, for records of another
-    /// size, "PATH: written by a kvio whose cmd records are N bytes (this one reads M): dump it with that kvio".
+    /// size, "PATH: written by a kvio whose cmd/syscall records are N/M bytes (this one reads ...): dump it with that
+    /// kvio". Syscall records of KVIO_SYSCALL_EVENT_V1_BYTES (a kvio before the file fields) are read: next() returns
+    /// them at today's size with flags 0 (no file fields, no file position).
     explicit Reader(const std::string& path);
     /// Reads from `f` (taken over; also a pipe), whose first `n` bytes were already read into `prefix`.
     Reader(const std::string& path, std::FILE* f, const char* prefix, size_t n);
@@ -145,6 +147,8 @@ private:
     uint64_t consumed_ = 0;  ///< file offset of buf_[0]
     uint64_t record_ = 0, rec_off_ = 0;
     std::unordered_map<uint32_t, DeviceFacts> devs_;
+    uint32_t syscall_bytes_ = sizeof(kvio_syscall_event);  ///< syscall record size of the capture being read
+    kvio_syscall_event upgraded_{};                        ///< an older capture's record, returned at full size
 };
 
 }  // namespace kvio::evbin

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -470,8 +471,15 @@ bool EventsReader::next_bin(EventRecord& r) {
                 r.pid = e.pid, r.tid = e.tid, r.fd = e.fd, r.ret = e.ret, r.ts_enter = e.ts_enter,
                 r.ts_exit = e.ts_exit;
                 for (F f : {F::Type, F::Comm, F::Name, F::Pid, F::Tid, F::Fd, F::Ret, F::TsEnter, F::TsExit}) set(f);
-                if (kvio_syscall_has_offset(e.nr)) r.file_offset = e.offset, set(F::Offset);
+                if (kvio_syscall_has_offset(e.nr, e.flags)) r.file_offset = e.offset, set(F::Offset);
                 if (kvio_syscall_has_count(e.nr)) r.count = e.count, set(F::Count);
+                if (e.flags & KVIO_SYSF_FILE) {
+                    const DevId d = decode_kernel_dev(e.fs_dev);
+                    int n = std::snprintf(fs_dev_, sizeof fs_dev_, "%u:%u", d.major, d.minor);
+                    r.fs_dev = std::string_view(fs_dev_, size_t(n));
+                    r.ino = e.ino, r.gen = e.gen, r.file_size = e.file_size, r.direct = e.flags & KVIO_SYSF_DIRECT;
+                    for (F f : {F::FsDev, F::Ino, F::Gen, F::FileSize, F::Direct}) set(f);
+                }
                 return true;
             }
             case evbin::Kind::Json:

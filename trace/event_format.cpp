@@ -1,5 +1,6 @@
 #include "trace/event_format.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include <rapidjson/stringbuffer.h>
@@ -71,7 +72,7 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
     return j;
 }
 
-static bool syscall_has_offset(uint32_t nr) { return kvio_syscall_has_offset(nr); }
+static bool syscall_has_offset(const kvio_syscall_event& e) { return kvio_syscall_has_offset(e.nr, e.flags); }
 static bool syscall_has_count(uint32_t nr) { return kvio_syscall_has_count(nr); }
 
 nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
@@ -81,8 +82,15 @@ nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
         {"ts_enter", e.ts_enter}, {"ts_exit", e.ts_exit},        {"lat_ns", e.ts_exit - e.ts_enter},
         {"ret", e.ret},
     };
-    if (syscall_has_offset(e.nr)) j["offset"] = e.offset;
+    if (syscall_has_offset(e)) j["offset"] = e.offset;
     if (syscall_has_count(e.nr)) j["count"] = e.count;
+    if (e.flags & KVIO_SYSF_FILE) {
+        j["ino"] = e.ino;
+        j["fs_dev"] = dev_string(decode_kernel_dev(e.fs_dev));
+        j["gen"] = e.gen;
+        j["direct"] = (e.flags & KVIO_SYSF_DIRECT) != 0;
+        j["file_size"] = e.file_size;
+    }
     return j;
 }
 
@@ -193,12 +201,25 @@ void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
 void EventEncoder::syscall(const kvio_syscall_event& e) {
     auto& m = *impl_;
     m.begin();
+    const bool file = e.flags & KVIO_SYSF_FILE;
     m.s("comm", e.comm, strnlen(e.comm, KVIO_COMM_LEN));
     if (syscall_has_count(e.nr)) m.u("count", e.count);
+    if (file) {
+        m.key("direct");
+        m.w.Bool((e.flags & KVIO_SYSF_DIRECT) != 0);
+    }
     m.i("fd", e.fd);
+    if (file) {
+        m.u("file_size", e.file_size);
+        char dev[24];
+        const DevId d = decode_kernel_dev(e.fs_dev);
+        m.s("fs_dev", dev, size_t(std::snprintf(dev, sizeof dev, "%u:%u", d.major, d.minor)));
+        m.u("gen", e.gen);
+        m.u("ino", e.ino);
+    }
     m.u("lat_ns", e.ts_exit - e.ts_enter);
     m.s("name", syscall_name(e.nr));
-    if (syscall_has_offset(e.nr)) m.u("offset", e.offset);
+    if (syscall_has_offset(e)) m.u("offset", e.offset);
     m.u("pid", e.pid);
     m.i("ret", e.ret);
     m.u("tid", e.tid);

@@ -600,6 +600,9 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     size_slot_tables(s);
     ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
+    // The open flags syscall records report (bpf/files.bpf.h), from this architecture's <fcntl.h>.
+    ro->o_direct_flag = O_DIRECT;
+    ro->o_append_flag = O_APPEND;
     // Syscall histograms count fds on the traced disks (their partitions, stacked devices and filesystems) only.
     auto storage = storage_devices(devs);
     if (storage.size() > KVIO_MAX_STORAGE_DEVS) storage.resize(KVIO_MAX_STORAGE_DEVS);

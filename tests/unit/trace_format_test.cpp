@@ -264,6 +264,11 @@ std::vector<kvio_syscall_event> random_syscalls(size_t n, uint32_t seed) {
         e.pid = uint32_t(rng());
         e.tid = uint32_t(rng());
         set_comm(e.comm, kComms[rng() % kComms.size()]);
+        e.flags = uint8_t(rng() % 8);  // file fields, O_DIRECT, file position: each combination
+        e.ino = rng() >> (rng() % 64);
+        e.file_size = rng() >> (rng() % 64);
+        e.fs_dev = uint32_t(rng());
+        e.gen = uint32_t(rng());
     }
     return v;
 }
@@ -576,6 +581,18 @@ TEST(EventsBin, ReaderGivesTheRecordsOfTheJsonlFile) {
         EXPECT_EQ(a.slba, b.slba);
         EXPECT_EQ(a.nlb, b.nlb);
         EXPECT_EQ(a.events, b.events);
+        EXPECT_EQ(a.name, b.name);
+        EXPECT_EQ(a.fs_dev, b.fs_dev);
+        EXPECT_EQ(a.ts_enter, b.ts_enter);
+        EXPECT_EQ(a.ts_exit, b.ts_exit);
+        EXPECT_EQ(a.file_offset, b.file_offset);
+        EXPECT_EQ(a.count, b.count);
+        EXPECT_EQ(a.ino, b.ino);
+        EXPECT_EQ(a.gen, b.gen);
+        EXPECT_EQ(a.file_size, b.file_size);
+        EXPECT_EQ(a.fd, b.fd);
+        EXPECT_EQ(a.ret, b.ret);
+        EXPECT_EQ(a.direct, b.direct);
         if (a.type == "cmd" && !a.has_field(kvio::EventField::TsComplete)) ++lost;
     }
     EXPECT_FALSE(rb.next(b));
@@ -687,8 +704,9 @@ TEST(EventsBin, UnknownSrcIsTheSameErrorForEveryReader) {
     auto bad = block_cmd();
     bad.src = 7;
     write_events(bin, EventsFormat::Bin, {block_cmd(), bad}, random_syscalls(1, 9));
-    // header 64, device record 8 + 56, cmd 8 + 120, syscall 8 + 72: the bad cmd is record 4
-    const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 80) +
+    // header 64, device record 8 + 56, cmd 8 + 120, syscall 8 + 96: the bad cmd is record 4
+    static_assert(sizeof(kvio_syscall_event) == 96);
+    const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 104) +
                              ": field 'src': 7 is neither block (0) nor nvme (1)";
     size_t cmds = 0, summaries = 0;
     EXPECT_EQ(read_checked(bin, cmds, summaries), want);
