@@ -13,12 +13,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "audit/preload.h"
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/jsonl.h"
+#include "common/output_file.h"
 #include "common/stop_signal.h"
 
 namespace kvio::audit {
@@ -83,8 +85,8 @@ std::vector<Target> targets_of(const std::vector<std::string>& dirs) {
     std::vector<Target> out;
     for (const auto& d : dirs) {
         struct stat st;
-        if (::stat(d.c_str(), &st) != 0) throw Error("audit: --cache-dir " + d + ": " + std::strerror(errno));
-        if (!S_ISDIR(st.st_mode)) throw Error("audit: --cache-dir " + d + ": not a directory");
+        if (::stat(d.c_str(), &st) != 0) throw UsageError("audit: --cache-dir " + d + ": " + std::strerror(errno));
+        if (!S_ISDIR(st.st_mode)) throw UsageError("audit: --cache-dir " + d + ": not a directory");
         const DevId fsdev{major(st.st_dev), minor(st.st_dev)};
         BlockDevInfo info;
         try {
@@ -129,32 +131,69 @@ std::string private_dir(const std::string& keep) {
     return tmpl;
 }
 
-/// Runs argv, sampling its process tree for preloads every 100 ms; SIGINT/SIGTERM/SIGHUP go to it. Returns the
-/// wait status; `signo` the stop signal that arrived (0: none).
-int run_watched(const std::vector<std::string>& argv, PreloadWatch& watch, int& signo) {
-    StopSignal stop(StopSignal::Options{.on_signal = forward});
+pid_t spawn(const std::vector<std::string>& argv, bool quiet) {
     pid_t pid = ::fork();
     if (pid == 0) {
         default_stop_signals();
+        if (quiet) {
+            int fd = ::open("/dev/null", O_WRONLY);
+            if (fd >= 0) ::dup2(fd, 1);
+        }
         std::vector<char*> a;
         for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
         a.push_back(nullptr);
-        ::execv(a[0], a.data());
+        ::execvp(a[0], a.data());
         std::fprintf(stderr, "kvio audit: cannot run %s: %s\n", a[0], std::strerror(errno));
         _exit(127);
     }
     if (pid < 0) throw Error(std::string("audit: fork: ") + std::strerror(errno));
-    g_child = pid;
+    return pid;
+}
+
+int wait_status(pid_t pid) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/// Starts the tracer (`trace_argv`, which ends in --ready-file READY) and waits until it attached; then runs
+/// `command`, sampling its process tree for preloads and pids every 100 ms (SIGINT/SIGTERM/SIGHUP go to it); then
+/// stops the tracer (SIGINT: it flushes) and waits. The tracer is device-wide: the journal's and writeback's commands
+/// (flushes included) are issued by kernel threads, not by the command. Returns the command's exit status.
+int run_traced(const std::vector<std::string>& trace_argv, const std::string& ready,
+               const std::vector<std::string>& command, PreloadWatch& watch, int& signo) {
+    StopSignal stop(StopSignal::Options{.on_signal = forward});
+    const pid_t tracer = spawn(trace_argv, true);
+    for (int i = 0; !fs::exists(ready); ++i) {
+        int st = 0;
+        if (::waitpid(tracer, &st, WNOHANG) == tracer)
+            throw Error("audit: the tracer ended before it attached (exit status " +
+                        std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + ")");
+        if (stop.stopped() || i > 1200) {
+            ::kill(tracer, SIGINT);
+            wait_status(tracer);
+            if (stop.stopped()) throw Stopped(stop.signo(), "audit: stopped by signal " + std::to_string(stop.signo()));
+            throw Error("audit: the tracer did not attach within 60 s");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const pid_t child = spawn(command, false);
+    g_child = child;
+    watch.sample(child);  // the root's pid at least, however short its life
     int st = 0;
     for (;;) {
-        pid_t w = ::waitpid(pid, &st, WNOHANG);
-        if (w == pid || (w < 0 && errno != EINTR)) break;
-        watch.sample(pid);
+        pid_t w = ::waitpid(child, &st, WNOHANG);
+        if (w == child || (w < 0 && errno != EINTR)) break;
+        watch.sample(child);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     g_child = 0;
     signo = stop.signo();
-    return st;
+    ::kill(tracer, SIGINT);
+    const int trace_status = wait_status(tracer);
+    if (trace_status != 0 && trace_status != 130 && !signo)
+        throw Error("audit: the tracer failed (exit status " + std::to_string(trace_status) + ")");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 std::string resolved_exe(const std::string& exe) {
@@ -170,8 +209,10 @@ nlohmann::json check_json(const Check& c) {
 }
 
 /// Counts, judges and builds the document from a finished trace at `events`.
-void judge_trace(const std::string& events, std::vector<Target>& targets, const AuditOptions& o, AuditResult& r) {
-    const std::vector<SyscallRec> calls = load_syscalls(events, SyscallFilter{});
+void judge_trace(const std::string& events, std::vector<Target>& targets, const AuditOptions& o,
+                 const std::set<pid_t>& pids, AuditResult& r) {
+    std::vector<SyscallRec> calls = load_syscalls(events, SyscallFilter{});
+    std::erase_if(calls, [&](const SyscallRec& c) { return !pids.count(pid_t(c.pid)); });  // the command's tree only
     if (!calls.empty() && std::none_of(calls.begin(), calls.end(), [](const SyscallRec& c) { return c.has_file; }))
         throw Error("audit: " + events +
                     ": the syscall records carry no file identity (ino, fs_dev): this kvio's "
@@ -205,25 +246,26 @@ AuditResult run_audit(const AuditOptions& o) {
     if (o.cache_dirs.empty())
         throw UsageError("audit: --cache-dir is required (the directory the command's cache is in)");
     std::vector<Target> targets = targets_of(o.cache_dirs);
+    if (!o.json_out.empty()) check_writable(o.json_out);  // before the command runs, not after
     AuditResult r;
     r.trace_dir = private_dir(o.trace_dir);
     const std::string events = r.trace_dir + "/events.jsonl";
-    std::vector<std::string> argv = {resolved_exe(o.kvio_exe), "trace", "-q", "--syscalls", "--events", events};
+    std::vector<std::string> argv = {
+        resolved_exe(o.kvio_exe), "trace", "-q", "--syscalls", "--events", events, "--ready-file",
+        r.trace_dir + "/ready"};
     for (const auto& t : targets)
         if (std::find(argv.begin(), argv.end(), t.fig.disk) == argv.end()) argv.insert(argv.end(), {"-d", t.fig.disk});
-    argv.push_back("--");
-    argv.insert(argv.end(), o.command.begin(), o.command.end());
     PreloadWatch watch;
     int signo = 0;
     try {
-        const int st = run_watched(argv, watch, signo);
+        r.command_status = run_traced(argv, r.trace_dir + "/ready", o.command, watch, signo);
         if (signo)
             throw Stopped(signo, "audit: stopped by signal " + std::to_string(signo) + " (the command was ended)");
-        r.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (!fs::exists(events))
-            throw Error("audit: the tracer wrote no trace (exit status " + std::to_string(r.command_status) + ")");
+        if (r.command_status == 127)
+            throw Error("audit: the command could not be run (exit status 127): " + o.command.front());
+        if (!fs::exists(events)) throw Error("audit: the tracer wrote no trace");
         r.preloads = watch.preloads();
-        judge_trace(events, targets, o, r);
+        judge_trace(events, targets, o, watch.pids(), r);
         if (!o.json_out.empty()) write_json_file(o.json_out, r.doc);
     } catch (...) {
         if (o.trace_dir.empty()) fs::remove_all(r.trace_dir);

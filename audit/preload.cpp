@@ -80,6 +80,21 @@ std::vector<std::string> ld_preload_of(pid_t pid) {
     return out;
 }
 
+/// A bare LD_PRELOAD entry ("libeatmydata.so", found through the library path) as the file the process mapped:
+/// the path in /proc/PID/maps whose file name starts with it; the entry itself when none does.
+std::string mapped_path(pid_t pid, const std::string& entry) {
+    if (entry.find('/') != std::string::npos) return entry;
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string line; std::getline(maps, line);) {
+        auto slash = line.find('/');
+        if (slash == std::string::npos) continue;
+        const std::string path = line.substr(slash);
+        const std::string name = path.substr(path.rfind('/') + 1);
+        if (name.rfind(entry, 0) == 0) return path;
+    }
+    return entry;
+}
+
 }  // namespace
 
 std::vector<std::string> interposed_io_functions(const std::string& so_path) {
@@ -118,9 +133,13 @@ void PreloadWatch::sample(pid_t root) {
         for (const auto& [pid, ppid] : pp)
             if (tree.count(ppid) && tree.insert(pid).second) grew = true;
     }
-    for (pid_t pid : tree)
-        for (const auto& lib : ld_preload_of(pid))
+    for (pid_t pid : tree) {
+        pids_.insert(pid);
+        for (const auto& entry : ld_preload_of(pid)) {
+            const std::string lib = mapped_path(pid, entry);
             if (!seen_.count(lib)) seen_[lib] = "LD_PRELOAD of pid " + std::to_string(pid) + " (" + comm_of(pid) + ")";
+        }
+    }
 }
 
 std::vector<Preload> PreloadWatch::preloads() const {

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,12 @@ public:
     void sample(pid_t root);
     /// Every library seen (first sighting names its source), plus /etc/ld.so.preload's, with interposed functions.
     std::vector<Preload> preloads() const;
+    /// Every pid seen in the tree so far (the root included): whose syscall records the audit counts.
+    const std::set<pid_t>& pids() const { return pids_; }
 
 private:
     std::map<std::string, std::string> seen_;  ///< path -> where it was first seen
+    std::set<pid_t> pids_;
 };
 
 }  // namespace kvio::audit

@@ -27,7 +27,7 @@ void add_audit_command(CLI::App& app) {
     sub->add_option("--min-read-share", o->min_read_share,
                     "Device read bytes / application read bytes needed to pass the reads check")
         ->default_val(0.9)
-        ->check(CLI::Range(0.0, 10.0));
+        ->check(CLI::Number & CLI::Range(0.0, 10.0));
     sub->add_option("command", o->command, "The command to run (after --)")->required();
     sub->positionals_at_end();
     sub->callback([o] {

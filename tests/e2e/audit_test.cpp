@@ -1,0 +1,120 @@
+// kvio audit on real runs (docs/audit.md): `kvio simulate`'s buffered storage tier on ext4 over a loop device passes
+// every check; under eatmydata the fsync check and the preload check fail; under a no-op posix_fadvise shim the
+// reads are served from the page cache and the shim is named.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/helpers.h"
+
+using namespace kvio::test;
+using json = nlohmann::json;
+
+namespace {
+
+struct Audit {
+    CmdResult cmd;
+    json doc;
+    std::string verdict(const std::string& name) const {
+        for (const auto& fs : doc["filesystems"])
+            for (const auto& c : fs["checks"])
+                if (c["name"] == name) return c["verdict"];
+        return name == "preload" ? doc["preload"]["verdict"].get<std::string>() : "?";
+    }
+};
+
+/// `kvio audit` of a short buffered `kvio simulate` whose cache is on `m`, the simulation run through `wrapper`.
+Audit audit_simulate(const Ext4Mount& m, const TempDir& d, const std::string& wrapper) {
+    const std::string cache = m.mnt + "/cache";
+    std::filesystem::create_directories(cache);
+    Audit a;
+    a.cmd = run(kvio_bin() + " audit --cache-dir " + cache + " --json " + d.file("audit.json") + " -- " + wrapper +
+                " " + kvio_bin() +
+                " simulate --model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                "--generation-mode none --seed 42 --quiet --progress-interval 0 --cache-dir " +
+                cache + " --output " + d.file("sim.json"));
+    std::ifstream f(d.file("audit.json"));
+    if (f) a.doc = json::parse(f);
+    return a;
+}
+
+}  // namespace
+
+TEST(Audit, ACleanSimulateRunPassesEveryCheck) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(1ull << 30);
+    TempDir d;
+    Audit a = audit_simulate(m, d, "");
+    ASSERT_EQ(a.cmd.status, 0) << a.cmd.out << a.cmd.err;
+    for (const char* c : {"reads", "writes", "fsync", "fadvise"}) EXPECT_EQ(a.verdict(c), "PASS") << c << a.cmd.out;
+    EXPECT_EQ(a.verdict("preload"), "n/a") << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("audit: PASS"), std::string::npos) << a.cmd.out;
+    const auto& fig = a.doc["filesystems"][0]["checks"][0]["figures"];
+    EXPECT_GT(fig["app_read_bytes"].get<uint64_t>(), 10u << 20) << fig;
+}
+
+TEST(Audit, EatmydataFailsTheFsyncCheckAndIsNamed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    ASSERT_EQ(run("command -v eatmydata").status, 0) << "eatmydata is missing (scripts/deps.sh installs it)";
+    Ext4Mount m(1ull << 30);
+    TempDir d;
+    Audit a = audit_simulate(m, d, "eatmydata");
+    EXPECT_EQ(a.cmd.status, 1) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.verdict("fsync"), "FAIL") << a.cmd.out;
+    EXPECT_EQ(a.verdict("preload"), "FAIL") << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("libeatmydata"), std::string::npos) << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("fsync"), std::string::npos) << a.cmd.out;
+}
+
+TEST(Audit, ANoOpFadviseShimLeavesReadsInThePageCacheAndIsNamed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    TempDir d;
+    {
+        std::ofstream c(d.file("nofadvise.c"));
+        c << "int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; "
+             "(void)advice; return 0; }\n";
+    }
+    const std::string so = d.file("libnofadvise.so");
+    auto cc = run("cc -shared -fPIC -o " + so + " " + d.file("nofadvise.c"));
+    ASSERT_EQ(cc.status, 0) << cc.err;
+    Ext4Mount m(1ull << 30);
+    Audit a = audit_simulate(m, d, "env LD_PRELOAD=" + so);
+    EXPECT_EQ(a.cmd.status, 1) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.verdict("reads"), "FAIL") << a.cmd.out;
+    EXPECT_EQ(a.verdict("fadvise"), "FAIL") << a.cmd.out;
+    EXPECT_EQ(a.verdict("preload"), "FAIL") << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("libnofadvise.so"), std::string::npos) << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("posix_fadvise"), std::string::npos) << a.cmd.out;
+}
+
+TEST(Audit, BadInputsAreOneClearLine) {
+    auto none = run(kvio_bin() + " audit -- true");
+    EXPECT_EQ(none.status, 2) << none.err;
+    EXPECT_NE(none.err.find("--cache-dir"), std::string::npos) << none.err;
+    if (geteuid() != 0) return;
+    auto shm = run(kvio_bin() + " audit --cache-dir /dev/shm -- true");
+    EXPECT_EQ(shm.status, 1) << shm.err;
+    EXPECT_NE(shm.err.find("not a block device"), std::string::npos) << shm.err;
+    auto missing = run(kvio_bin() + " audit --cache-dir /nonexistent/kv -- true");
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.err.find("/nonexistent/kv: No such file or directory"), std::string::npos) << missing.err;
+}
+
+// An unwritable --json is refused before the command runs; a command that cannot start is named as such.
+TEST(Audit, OutputsAreCheckedFirstAndAMissingCommandIsNamed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(64ull << 20);
+    TempDir d;
+    const std::string marker = d.file("ran");
+    auto bad_json =
+        run(kvio_bin() + " audit --cache-dir " + m.mnt + " --json /nonexistent/dir/a.json -- touch " + marker);
+    EXPECT_EQ(bad_json.status, 1) << bad_json.err;
+    EXPECT_NE(bad_json.err.find("/nonexistent/dir/a.json"), std::string::npos) << bad_json.err;
+    EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran before the output was checked";
+    auto nocmd = run(kvio_bin() + " audit --cache-dir " + m.mnt + " -- /nonexistent-cmd");
+    EXPECT_EQ(nocmd.status, 1) << nocmd.err;
+    EXPECT_NE(nocmd.err.find("the command could not be run (exit status 127): /nonexistent-cmd"), std::string::npos)
+        << nocmd.err;
+}
