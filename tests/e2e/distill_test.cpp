@@ -2,6 +2,8 @@
 // implausible traces are refused with a message, and (with `kvio trace`) the closed loop scores a replay.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -454,7 +456,12 @@ TEST(Distill, ClosedLoopReproducesTracedFioJob) {
     const auto& v = j["verify"];
     EXPECT_LE(v["size_tv"]["read"].get<double>(), 0.02) << v.dump();
     EXPECT_LE(v["size_tv"]["write"].get<double>(), 0.02) << v.dump();
-    EXPECT_LE(v["rwmix_err_points"].get<double>(), 1.0) << v.dump();
+    // fio draws each I/O's direction at random: the replay's read share has a binomial spread of
+    // 100 * sqrt(p (1 - p) / n) points over its n commands (n: the trace's, which the replay matches in count) (~1
+    // point at n = 2000, where a fixed 1.0 failed 1.01-1.07 on busy runs), plus up to 0.5 from rwmixread's whole
+    // percent. Three standard deviations and the rounding.
+    const double n = std::max(1.0, j["cmds"]["read"].get<double>() + j["cmds"]["write"].get<double>());
+    EXPECT_LE(v["rwmix_err_points"].get<double>(), 0.5 + 300 * std::sqrt(0.7 * 0.3 / n)) << v.dump();
     // The depth over the whole run: 0.008-0.018 on a quiet VM; a replay on a busy one spends less time at 4 in flight
     // (the loop driver's worker runs at nice 0 beside the CPU hogs): 0.168 at a load of 8 on 2 CPUs. The bound holds
     // there with margin; the quiet-machine figure is make bench's (docs/testing.md). The per-phase depth median is
