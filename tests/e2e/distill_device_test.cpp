@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/distill_helpers.h"
 #include "tests/e2e/helpers.h"
 
 using namespace kvio::test;
@@ -18,39 +19,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Loops {
-    TempDir d;
-    LoopDevice src{256ull << 20}, dst{256ull << 20};
-};
+using Loops = DistillLoops;
 
 std::string write_file(const Loops& l, const std::string& name, const std::string& body) {
     std::ofstream(l.d.file(name)) << body;
     return l.d.file(name);
-}
-
-// Traces `cmd` (a shell command line) on l.src and distills it (with --verify on l.dst when `verify`); returns
-// distill's --json.
-json trace_and_distill(Loops& l, const std::string& cmd, bool verify) {
-    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
-                 " -- sh -c '" + cmd + "'");
-    EXPECT_EQ(t.status, 0) << t.err << t.out;
-    auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
-                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --json " + l.d.file("d.json") +
-                 (verify ? " --verify --force" : ""));
-    EXPECT_EQ(r.status, 0) << r.err << r.out;
-    std::cerr << r.out;
-    auto p = run("fio --parse-only " + l.d.file("job.ini"));
-    EXPECT_EQ(p.status, 0) << "fio --parse-only rejected the job: " << p.err << "\n" << slurp(l.d.file("job.ini"));
-    return json::parse(slurp(l.d.file("d.json")));
-}
-
-// The sections that issue device commands (not the idle ones on the null engine); a one-section job as one.
-std::vector<json> io_sections(const json& j) {
-    std::vector<json> v;
-    if (!j["job"].contains("sections")) return {j["job"]};
-    for (const auto& s : j["job"]["sections"])
-        if (s["options"].value("ioengine", "") != "null") v.push_back(s["options"]);
-    return v;
 }
 
 // The iodepth that most of each part's commands were given: parts are ranges [from, to) of command numbers, counted by
@@ -98,7 +71,7 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
     for (const auto& [qd, n] : {std::pair{"1", "2000"}, {"4", "4000"}, {"32", "8000"}})
         cmd += std::string(cmd.empty() ? "" : "; sleep 0.3; ") + "fio --output=/dev/null " +
                write_file(l, std::string("qd") + qd + ".ini", g + "[r]\niodepth=" + qd + "\nnumber_ios=" + n + "\n");
-    json j = trace_and_distill(l, cmd, false);
+    json j = trace_and_distill(l, cmd, "");
     EXPECT_EQ(depth_of(j, {{0, 2000}, {2000, 6000}, {6000, 14000}}), (std::vector<std::string>{"1", "4", "32"}))
         << slurp(l.d.file("job.ini"));
 }
@@ -120,7 +93,7 @@ TEST(DistillDevice, DepthAlternatesOneEightOne) {
     const std::string job = write_file(l, "src.ini",
                                        g + "[a]\niodepth=1\nnumber_ios=2000\n[b]\nstonewall\niodepth=8\nnumber_ios="
                                            "6000\n[c]\nstonewall\niodepth=1\nnumber_ios=2000\n");
-    json j = trace_and_distill(l, "fio --output=/dev/null " + job, true);
+    json j = trace_and_distill(l, "fio --output=/dev/null " + job, "--verify --force");
     const std::string text = slurp(l.d.file("job.ini"));
     const json& ph = j["verify"]["time_resolved"]["phases"];
     std::cerr << "fidelity: " << j["verify"]["summary"].get<std::string>() << "\n";

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/distill_helpers.h"
 #include "tests/e2e/helpers.h"
 
 using namespace kvio::test;
@@ -19,34 +20,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Loop {
-    TempDir d;
-    LoopDevice src{256ull << 20}, dst{256ull << 20};
-    /// LoopDevice::fill on both devices; true when both succeeded.
-    bool fill(uint64_t mib) const { return src.fill(mib) == 0 && dst.fill(mib) == 0; }
-};
+using Loop = DistillLoops;
 
 // Traces `cmd` (a shell command line) on l.src, distills with --verify on l.dst; returns distill's --json.
-json trace_distill_verify(Loop& l, const std::string& cmd, const std::string& extra = "") {
-    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
-                 " -- sh -c '" + cmd + "'");
-    EXPECT_EQ(t.status, 0) << t.err << t.out;
-    auto r = run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
-                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --verify --json " + l.d.file("d.json") +
-                 " " + extra);
-    EXPECT_EQ(r.status, 0) << r.err << r.out;
-    std::cerr << r.out;
-    auto p = run("fio --parse-only " + l.d.file("job.ini"));
-    EXPECT_EQ(p.status, 0) << "fio --parse-only rejected the job: " << p.err << "\n" << slurp(l.d.file("job.ini"));
-    return json::parse(slurp(l.d.file("d.json")));
-}
-
-// The sections of a phased job that issue device commands (not the idle sections on the null engine).
-std::vector<json> io_sections(const json& j) {
-    std::vector<json> v;
-    for (const auto& s : j["job"].value("sections", json::array()))
-        if (s["options"].value("ioengine", "") != "null") v.push_back(s["options"]);
-    return v;
+json trace_distill_verify(const Loop& l, const std::string& cmd, const std::string& extra = "") {
+    return trace_and_distill(l, cmd, "--verify " + extra);
 }
 
 // The issue's acceptance numbers, for a trace of `phases` phases (distinct mixes in order: a phase that an idle gap
