@@ -146,6 +146,9 @@ TEST(ClosedRun, MissingDirectoriesAreRefusedAndNothingIsCreated) {
     EXPECT_NE(same.find("are on one filesystem"), std::string::npos) << same;
     EXPECT_FALSE(fs::exists(r.path + "/kv"));
     EXPECT_FALSE(fs::exists(r.path + "/run"));
+    std::ofstream(r.path + "/file") << "x\n";
+    const std::string file = closed_refusal("/dev/shm", r.path + "/file");
+    EXPECT_NE(file.find("--results-dir " + r.path + "/file: Not a directory"), std::string::npos) << file;
 }
 
 // /dev/shm (tmpfs) and /var/tmp (the root disk) are two filesystems: accepted, and both created; a results directory

@@ -148,11 +148,15 @@ Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::
     return m;
 }
 
-/// Where `dir` will be: itself when it exists, else its parent when that exists (the run creates one level), else ""
-/// with "FLAG DIR: No such file or directory" added to `errors`.
+/// Where `dir` will be: itself when it is a directory, else its parent when that exists (the run creates one level),
+/// else "" with "FLAG DIR: No such file or directory" (or "Not a directory") added to `errors`.
 std::string existing_place(const std::string& flag, const std::string& dir, std::vector<std::string>& errors) {
     std::error_code ec;
-    if (fs::exists(dir, ec)) return dir;
+    if (fs::is_directory(dir, ec)) return dir;
+    if (fs::exists(dir, ec)) {
+        errors.push_back(flag + " " + dir + ": Not a directory");
+        return "";
+    }
     const fs::path parent = fs::absolute(dir, ec).parent_path();
     if (fs::is_directory(parent, ec)) return parent.string();
     errors.push_back(flag + " " + dir + ": No such file or directory");
