@@ -32,6 +32,7 @@ void add_mlperf_check_command(CLI::App& app) {
         if (a->notes)
             for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
         std::cout.flush();
+        if (r.no_run) throw CLI::RuntimeError(1);  // the one problem says there is no CLOSED run
         std::cerr << "mlperf-check: " << a->dir << ": " << r.options << " option(s) x " << r.trials << " trial(s) x "
                   << r.ranks << " rank(s), " << r.rank_files << " rank file(s) read: "
                   << (r.problems.empty() ? std::string("clean") : std::to_string(r.problems.size()) + " problem(s)")

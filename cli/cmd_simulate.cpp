@@ -55,6 +55,22 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
         ->group(group);
 }
 
+/// The --mlperf-closed options typed without --mlperf-closed, or a bad value of one: usage errors (exit 2), not
+/// options silently ignored or a run refused (exit 1).
+void check_closed_usage(CLI::App* sub, const ClosedFlags& f) {
+    auto given = [&](const char* n) { return sub->get_option(n)->count() > 0; };
+    if (!f.on) {
+        for (const char* n :
+             {"--mlperf-option", "--results-dir", "--trial-seconds", "--pause-seconds", "--test-cpu-mem-gb"})
+            if (given(n)) throw UsageError(std::string(n) + " needs --mlperf-closed");
+        return;
+    }
+    if (given("--trial-seconds") && f.trial_seconds < 1)
+        throw UsageError("--trial-seconds " + std::to_string(f.trial_seconds) + ": must be >= 1");
+    if (given("--pause-seconds") && !(f.pause_seconds >= 0)) throw UsageError("--pause-seconds: must be >= 0");
+    if (given("--test-cpu-mem-gb") && !(f.test_cpu_mem_gb > 0)) throw UsageError("--test-cpu-mem-gb: must be > 0");
+}
+
 int run_closed(CLI::App* sub, const serving::SimConfig& c, ClosedFlags& f) {
     for (const auto& spec : serving::flag_table())
         if (sub->get_option(spec.name)->count() > 0) f.run.given_flags.push_back(spec.name);
@@ -82,6 +98,7 @@ void add_simulate_command(CLI::App& app) {
                     "(one client per rank); docs/simulate.md says how results are merged.\n") +
         serving::mpi_build_status());
     sub->callback([c, closed, sub] {
+        check_closed_usage(sub, *closed);
         if (closed->on) {
             if (const int code = run_closed(sub, *c, *closed)) throw CLI::RuntimeError(code);
             return;

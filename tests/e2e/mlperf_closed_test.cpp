@@ -150,7 +150,15 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_FALSE(prov["cpu"]["model"].get<std::string>().empty());
     EXPECT_GT(prov["memory"]["total_bytes"].get<uint64_t>(), 0u);
     for (const auto& row : kRows) expect_option(dir, cache, s, row);
-    for (int n = 0; n < 2; ++n) EXPECT_TRUE(fs::is_directory(cache + "/rank_" + std::to_string(n)));
+    // Each rank's cache files are removed after its trial: nothing of the run is left on the storage under test.
+    EXPECT_TRUE(fs::is_directory(cache));
+    for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
+    // A second run into the same results directory is refused before it starts: one run per directory.
+    const CmdResult again = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache + " --results-dir " +
+                                dir + " --num-clients 2 --trial-seconds 1 --pause-seconds 0");
+    EXPECT_EQ(again.status, 1);
+    EXPECT_NE(again.err.find("already holds a CLOSED run"), std::string::npos) << again.err;
+    EXPECT_EQ(summary_of(dir), sp);
 
     // The checker: the clean run passes (as a shortened run), and is refused as a submission.
     CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
@@ -224,7 +232,46 @@ TEST(MlperfClosed, CacheAndResultsOnOneFilesystemAreRefused) {
     EXPECT_FALSE(fs::exists(both.path + "/run/option_1"));
 }
 
+TEST(MlperfClosed, MissingCacheDirIsRefusedAndNothingIsCreated) {
+    TempDir results;
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir /nonexistent-kvio/kv --results-dir " +
+                            results.path + "/run --trial-seconds 1 --pause-seconds 0");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("--cache-dir /nonexistent-kvio/kv: No such file or directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("one filesystem"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(results.path + "/run"));
+    EXPECT_FALSE(fs::exists("/nonexistent-kvio"));
+}
+
+TEST(MlperfClosed, BadOrOrphanClosedOptionsAreUsageErrors) {
+    const std::string closed =
+        kvio_bin() + " simulate --mlperf-closed --cache-dir /dev/shm/kvio-none --results-dir " + "/var/tmp/kvio-none ";
+    for (const std::string bad : {"--trial-seconds -1", "--trial-seconds 0", "--trial-seconds abc",
+                                  "--pause-seconds -1", "--test-cpu-mem-gb 0"}) {
+        const CmdResult r = run(closed + bad);
+        EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    }
+    EXPECT_FALSE(fs::exists("/dev/shm/kvio-none"));
+    for (const std::string flag : {"--trial-seconds 1", "--pause-seconds 0", "--mlperf-option 1", "--test-cpu-mem-gb 1",
+                                   "--results-dir /var/tmp/kvio-none"}) {
+        const CmdResult r = run(kvio_bin() + " simulate --duration 1 " + flag);
+        EXPECT_EQ(r.status, 2) << flag << ": " << r.err;
+        EXPECT_NE(r.err.find("needs --mlperf-closed"), std::string::npos) << flag << ": " << r.err;
+    }
+}
+
 TEST(MlperfCheck, UsageErrorsExitTwo) {
     EXPECT_EQ(run(kvio_bin() + " mlperf-check").status, 2);
-    EXPECT_EQ(run(kvio_bin() + " mlperf-check /nonexistent-kvio-dir").status, 2);
+    const CmdResult r = run(kvio_bin() + " mlperf-check /nonexistent-kvio-dir");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("/nonexistent-kvio-dir: No such file or directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("mlperf-check: mlperf-check"), std::string::npos) << r.err;
+}
+
+TEST(MlperfCheck, AnEmptyDirectoryHoldsNoRun) {
+    TempDir empty;
+    const CmdResult r = run(kvio_bin() + " mlperf-check " + empty.path);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("no CLOSED run in it"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("rank(s)"), std::string::npos) << r.err;
 }

@@ -10,8 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "common/sha256.h"
+#include "workload/serving/mlperf/check.h"
 #include "workload/serving/mlperf/closed_rules.h"
+#include "workload/serving/mlperf/closed_run.h"
 
 using namespace kvio::serving;
 namespace fs = std::filesystem;
@@ -101,4 +104,82 @@ TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     EXPECT_EQ(a["cpu_tier_ranks"].size(), 1u);
     EXPECT_EQ(a["rank_count"], 2);
     fs::remove_all(dir);
+}
+
+namespace {
+
+/// The message check_closed_run throws ("" when it accepts).
+std::string closed_refusal(const std::string& cache_dir, const std::string& results_dir) {
+    SimConfig c;
+    c.cache_dir = cache_dir;
+    c.num_clients = 1;
+    ClosedRunOptions o;
+    o.results_dir = results_dir;
+    try {
+        check_closed_run(c, o);
+    } catch (const kvio::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+struct ScratchDir {
+    std::string path;
+    explicit ScratchDir(const std::string& parent) : path(parent + "/kvio-closed-unit-" + std::to_string(::getpid())) {
+        fs::create_directories(path);
+    }
+    ~ScratchDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+// A cache directory with no parent is named as missing, not created on the root filesystem; a refused run creates
+// neither directory.
+TEST(ClosedRun, MissingDirectoriesAreRefusedAndNothingIsCreated) {
+    ScratchDir r("/var/tmp");
+    const std::string e = closed_refusal("/nonexistent-kvio-unit/kv", r.path + "/run");
+    EXPECT_NE(e.find("--cache-dir /nonexistent-kvio-unit/kv: No such file or directory"), std::string::npos) << e;
+    EXPECT_EQ(e.find("one filesystem"), std::string::npos) << e;
+    EXPECT_FALSE(fs::exists("/nonexistent-kvio-unit"));
+    EXPECT_FALSE(fs::exists(r.path + "/run"));
+    const std::string same = closed_refusal(r.path + "/kv", r.path + "/run");
+    EXPECT_NE(same.find("are on one filesystem"), std::string::npos) << same;
+    EXPECT_FALSE(fs::exists(r.path + "/kv"));
+    EXPECT_FALSE(fs::exists(r.path + "/run"));
+    std::ofstream(r.path + "/file") << "x\n";
+    const std::string file = closed_refusal("/dev/shm", r.path + "/file");
+    EXPECT_NE(file.find("--results-dir " + r.path + "/file: Not a directory"), std::string::npos) << file;
+}
+
+// /dev/shm (tmpfs) and /var/tmp (the root disk) are two filesystems: accepted, and both created; a results directory
+// that already holds a run (a summary, or option_<O>/) is refused.
+TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
+    ScratchDir cache("/dev/shm"), results("/var/tmp");
+    EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run"), "");
+    EXPECT_TRUE(fs::is_directory(cache.path + "/kv"));
+    EXPECT_TRUE(fs::is_directory(results.path + "/run"));
+    EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run"), "");  // empty: accepted again
+    std::ofstream(results.path + "/run/kvcache_run_summary_20261204_120000.json") << "{}\n";
+    std::string e = closed_refusal(cache.path + "/kv", results.path + "/run");
+    EXPECT_NE(e.find("already holds a CLOSED run (kvcache_run_summary_20261204_120000.json)"), std::string::npos) << e;
+    fs::remove(results.path + "/run/kvcache_run_summary_20261204_120000.json");
+    fs::create_directories(results.path + "/run/option_1");
+    e = closed_refusal(cache.path + "/kv", results.path + "/run");
+    EXPECT_NE(e.find("already holds a CLOSED run (option_1)"), std::string::npos) << e;
+}
+
+TEST(MlperfCheckDir, MissingAndEmptyDirectories) {
+    try {
+        check_results_dir("/nonexistent-kvio-unit", {});
+        ADD_FAILURE() << "no error";
+    } catch (const kvio::UsageError& e) {
+        EXPECT_STREQ(e.what(), "/nonexistent-kvio-unit: No such file or directory");
+    }
+    ScratchDir d("/var/tmp");
+    const CheckReport r = check_results_dir(d.path, {});
+    EXPECT_TRUE(r.no_run);
+    ASSERT_EQ(r.problems.size(), 1u);
+    EXPECT_EQ(r.problems[0], d.path + ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/)");
+    fs::create_directories(d.path + "/option_1");
+    EXPECT_FALSE(check_results_dir(d.path, {}).no_run);
 }

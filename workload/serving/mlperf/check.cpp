@@ -251,11 +251,26 @@ void check_filesystems(const std::string& dir, const RunShape& s, const std::set
                                    here + ") (rule kvcachePosixCacheDir)");
 }
 
+/// True when `dir` holds an option_<O>/ directory.
+bool has_option_dir(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().filename().string().rfind("option_", 0) == 0 && e.is_directory(ec)) return true;
+    return false;
+}
+
 }  // namespace
 
 CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
-    if (!fs::is_directory(dir)) throw UsageError("mlperf-check: " + dir + " is not a directory");
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) throw UsageError(dir + ": No such file or directory");
+    if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": Not a directory");
     CheckReport rep;
+    if (glob_summaries(dir).empty() && !has_option_dir(dir)) {
+        rep.no_run = true;
+        rep.problems.push_back(dir + ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/)");
+        return rep;
+    }
     const RunShape s = read_shape(dir, o, rep);
     rep.options = int(s.options.size());
     rep.trials = s.trials;

@@ -19,6 +19,7 @@ struct CheckReport {
     std::vector<std::string> problems;  ///< one line each: "PATH: what is wrong (rule NAME)"
     std::vector<std::string> notes;     ///< what was not checkable (a rank file that records no parameters)
     int options = 0, trials = 0, ranks = 0, rank_files = 0;  ///< what was looked at
+    bool no_run = false;  ///< `dir` holds neither a summary nor option_<O>/: no CLOSED run (one problem says so)
 };
 
 /// Checks `dir`: the summary (kvcache_run_summary*.json; the newest by name), every Option's trial and rank
@@ -26,7 +27,8 @@ struct CheckReport {
 /// where the file records them (kvio's kvio.config.flags), its parameters against the Option's (Table KVCache-1) and
 /// its cache directory (one per rank; on another filesystem than `dir`), the recorded filesystems of the summary's
 /// provenance, the sequence locks (3 trials), and the summary's aggregates against aggregate_option over the rank
-/// files (relative difference 1e-9). Throws kvio::UsageError when `dir` is not a directory.
+/// files (relative difference 1e-9). Throws kvio::UsageError ("DIR: No such file or
+/// directory", "DIR: Not a directory") when `dir` is not a directory.
 CheckReport check_results_dir(const std::string& dir, const CheckOptions& o);
 
 }  // namespace kvio::serving

@@ -76,6 +76,15 @@ void move_marked(const std::string& from, const std::string& to, const Json& mar
     if (from != to) fs::remove(from);
 }
 
+/// Removes each client's <cache-dir>/rank_<N>/ after its trial, as a plain run removes its entries: the next trial
+/// starts from an empty cache like the first, and the storage under test is left as it was found.
+void remove_rank_caches(const std::string& cache_dir, int clients) {
+    for (int n = 0; n < clients; ++n) {
+        std::error_code ec;
+        fs::remove_all(fs::path(cache_dir) / ("rank_" + std::to_string(n)), ec);
+    }
+}
+
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Returns run_clients' exit code.
 int run_trial(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
               const std::string& reason, std::ostream& progress) {
@@ -98,6 +107,7 @@ int run_trial(const SimConfig& base, const ClosedOption& opt, int trial, const C
                     o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
                     marker(opt.option, trial, n, reason));
     if (fs::exists(c.output)) move_marked(c.output, c.output, marker(opt.option, trial, -1, reason));
+    remove_rank_caches(c.cache_dir, clients);
     return r.exit_code;
 }
 
@@ -136,6 +146,47 @@ Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::
         params[std::to_string(opt)] = closed_option_parameters(effective_option(opt, o), trial_seconds_of(o));
     m["option_parameters"] = params;
     return m;
+}
+
+/// Where `dir` will be: itself when it is a directory, else its parent when that exists (the run creates one level),
+/// else "" with "FLAG DIR: No such file or directory" (or "Not a directory") added to `errors`.
+std::string existing_place(const std::string& flag, const std::string& dir, std::vector<std::string>& errors) {
+    std::error_code ec;
+    if (fs::is_directory(dir, ec)) return dir;
+    if (fs::exists(dir, ec)) {
+        errors.push_back(flag + " " + dir + ": Not a directory");
+        return "";
+    }
+    const fs::path parent = fs::absolute(dir, ec).parent_path();
+    if (fs::is_directory(parent, ec)) return parent.string();
+    errors.push_back(flag + " " + dir + ": No such file or directory");
+    return "";
+}
+
+/// The two directories' checks before anything is created (docs/mlperf-benchmark.md, "Running a CLOSED submission
+/// with kvio"): each exists or its parent does (a CLOSED cache directory is on the storage under test, so a missing
+/// tree of parents is a mistake, not something to create on the root filesystem), the results directory holds no
+/// earlier CLOSED run (option_<O>/ or kvcache_run_summary_*.json: mlperf-check reads one run per directory), and the
+/// two are on different filesystems (rule kvcachePosixCacheDir: their st_dev differ).
+void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, std::vector<std::string>& errors) {
+    const std::string cache_at = existing_place("--cache-dir", cache_dir, errors);
+    const std::string results_at = existing_place("--results-dir", results_dir, errors);
+    if (cache_at.empty() || results_at.empty()) return;
+    std::error_code ec;
+    if (results_at == results_dir && fs::is_directory(results_dir, ec))
+        for (const auto& e : fs::directory_iterator(results_dir, ec)) {
+            const std::string name = e.path().filename().string();
+            if ((name.rfind("option_", 0) == 0 && e.is_directory(ec)) || name.rfind("kvcache_run_summary_", 0) == 0) {
+                errors.push_back("--results-dir " + results_dir + " already holds a CLOSED run (" + name +
+                                 "): give each run its own results directory");
+                return;
+            }
+        }
+    const std::string cd = path_st_dev(cache_at), rd = path_st_dev(results_at);
+    if (cd == rd)
+        errors.push_back("--cache-dir " + cache_dir + " and --results-dir " + results_dir +
+                         " are on one filesystem (device " + cd +
+                         "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
 }
 
 }  // namespace
@@ -178,14 +229,10 @@ std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions&
     if (o.pause_seconds && !(*o.pause_seconds >= 0)) errors.push_back("--pause-seconds must be >= 0");
     if (o.test_cpu_mem_gb && !(*o.test_cpu_mem_gb > 0)) errors.push_back("--test-cpu-mem-gb must be > 0");
     if (base.num_clients < 1) errors.push_back("--num-clients must be >= 1");
-    if (errors.empty()) {
-        fs::create_directories(base.cache_dir);
-        fs::create_directories(o.results_dir);
-        const std::string cd = path_st_dev(base.cache_dir), rd = path_st_dev(o.results_dir);
-        if (cd == rd)
-            errors.push_back("--cache-dir " + base.cache_dir + " and --results-dir " + o.results_dir +
-                             " are on one filesystem (device " + cd +
-                             "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
+    if (errors.empty()) check_closed_dirs(base.cache_dir, o.results_dir, errors);
+    if (errors.empty()) {  // created only once nothing is refused: a refused run leaves no trace
+        fs::create_directory(base.cache_dir);
+        fs::create_directory(o.results_dir);
     }
     if (!errors.empty()) {
         std::string msg = "mlperf-closed: refused:";

@@ -41,8 +41,10 @@ std::string not_a_submission_reason(const ClosedRunOptions& o);
 
 /// Checks everything before the first client starts (kvio::Error, every refusal one per line, each naming its
 /// rule): the flags CLOSED forbids (closed_refusals), --cache-dir and --results-dir both set, --option one of
-/// 1|2|3|all, positive --trial-seconds, --pause-seconds >= 0, and the two directories (created here) on different
-/// filesystems (rule kvcachePosixCacheDir: their st_dev differ). Returns the Options to run, in order.
+/// 1|2|3|all, positive --trial-seconds, --pause-seconds >= 0, each directory existing or its parent existing
+/// ("--cache-dir DIR: No such file or directory"), no earlier CLOSED run in --results-dir, and the two on different
+/// filesystems (rule kvcachePosixCacheDir: their st_dev differ). Only then are the two directories created (one
+/// level); a refused run creates nothing. Returns the Options to run, in order.
 std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o);
 
 /// Runs the protocol: check_closed_run, then for each Option and trial serving::run_clients with the Option's
