@@ -3,6 +3,8 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -36,32 +38,53 @@ std::vector<std::string> modes_of(const std::string& load) {
     throw UsageError("--load must be closed, trace or both, got " + load);
 }
 
+/// The job file's text. A missing or unreadable path, or a directory, is a usage error (exit 2), found before any
+/// target is inspected.
 std::string read_job(const std::string& path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw UsageError("--job " + path + ": is a directory");
     std::ifstream in(path);
-    if (!in) throw Error(path + ": cannot open");
+    if (!in) throw UsageError("--job " + path + ": " + std::strerror(errno));
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
 
-/// Every target, checked before anything is written: a refusal ends the run with nothing touched.
-std::vector<Target> prepare_targets(const DrivesOptions& opt) {
-    std::vector<Target> ts;
+/// The same local path however it is spelled (a /dev/disk/by-id link and its /dev node are one target).
+std::string target_key(const DriveSpec& d) {
+    std::error_code ec;
+    std::string p = d.remote() ? d.path : fs::weakly_canonical(d.path, ec).string();
+    if (p.empty()) p = d.path;
+    return d.host + ":" + std::to_string(d.port) + ":" + p;
+}
+
+/// Every --drive and --metrics parsed and checked against the others: a usage error here is found before any
+/// target is inspected or written.
+std::vector<DriveSpec> parse_specs(const DrivesOptions& opt) {
+    std::vector<DriveSpec> ds;
     std::set<std::string> names, paths;
     for (const auto& text : opt.drives) {
         DriveSpec d = parse_drive_spec(text);
         if (!names.insert(d.name).second) throw UsageError("--drive " + text + ": the name " + d.name + " is taken");
-        if (!paths.insert(d.host + ":" + std::to_string(d.port) + ":" + d.path).second)
-            throw UsageError("--drive " + text + ": that target is named twice");
-        ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, opt.force));
+        if (!paths.insert(target_key(d)).second) throw UsageError("--drive " + text + ": that target is named twice");
+        ds.push_back(d);
     }
     for (const auto& text : opt.metrics) {
         MetricsSpec m = parse_metrics_spec(text);
-        auto it = std::find_if(ts.begin(), ts.end(), [&](const Target& t) { return t.spec.name == m.name; });
-        if (it == ts.end() || !it->spec.remote())
+        auto it = std::find_if(ds.begin(), ds.end(), [&](const DriveSpec& d) { return d.name == m.name; });
+        if (it == ds.end() || !it->remote())
             throw UsageError("--metrics " + text + ": " + m.name + " is not a remote --drive");
-        it->spec.metrics_host = m.host, it->spec.metrics_port = m.port;
-        it->no_trace_reason.clear();
+        it->metrics_host = m.host, it->metrics_port = m.port;
+    }
+    return ds;
+}
+
+/// Every target, checked before anything is written: a refusal ends the run with nothing touched.
+std::vector<Target> prepare_targets(const std::vector<DriveSpec>& specs, bool force) {
+    std::vector<Target> ts;
+    for (const auto& d : specs) {
+        ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, force));
+        if (d.metrics_port) ts.back().no_trace_reason.clear();
     }
     std::set<std::string> disks;
     for (const auto& t : ts)
@@ -161,7 +184,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
                              " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
                              "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
                              "closed for this job");
-    std::vector<Target> ts = prepare_targets(opt);
+    std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
     RunEnv env;
     env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
     env.remote_timeout_s = opt.remote_timeout_s;

@@ -218,3 +218,29 @@ TEST(Drives, OpenLoopRefusedForJobWithoutRates) {
     EXPECT_NE(r.err.find("has no rate, rate_iops or rate_min line"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d.file("out")));
 }
+
+// Usage errors are found before any target is inspected: each is exit 2 with its own message, though the drive holds
+// data in its first MiB (which, checked first, would refuse with exit 1), and no -o directory is written.
+TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
+    TempDir d;
+    LoopDevice a(4 * kMiB), b(4 * kMiB);
+    ASSERT_EQ(run("printf data | dd of=" + a.path + " bs=1 seek=8 conv=notrunc,fsync status=none").status, 0);
+    std::ofstream(d.file("job.fio")) << kJob;
+    fs::create_directories(d.file("jobdir"));
+    const std::string job = " --job " + d.file("job.fio");
+    const struct {
+        std::string args, says;
+    } cases[] = {
+        {job + " --drive A=" + a.path + " --drive A=" + b.path, "the name A is taken"},
+        {job + " --drive A=" + a.path + " --drive B=" + a.path, "that target is named twice"},
+        {" --job " + d.file("jobdir") + " --drive A=" + a.path, "is a directory"},
+        {" --job " + d.file("missing.fio") + " --drive A=" + a.path, "No such file or directory"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.args);
+        auto r = run(kvio_bin() + " drives" + c.args + " -o " + d.file("out"));
+        EXPECT_EQ(r.status, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(d.file("out")));
+    }
+}
