@@ -244,3 +244,39 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         EXPECT_FALSE(fs::exists(d.file("out")));
     }
 }
+
+// The ceiling probe writes past the first MiB of a block device: a drive only kvio drives used (here with a job that
+// reads) is not refused the next time, and its first MiB is still zeros.
+TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
+    TempDir d;
+    LoopDevice l(8 * kMiB);
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=read\nbs=64k\nsize=1m\n";
+    for (int i = 0; i < 2; ++i) {
+        auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
+                     " --rounds 1 --probe-seconds 0.2 -o " + d.file("out" + std::to_string(i)));
+        ASSERT_EQ(r.status, 0) << "run " << i << ": " << r.out << r.err;
+    }
+    json j = json::parse(slurp(d.file("out0/drives.json")));
+    EXPECT_EQ(j["targets"][0]["ceiling"]["offset"], kMiB);
+    EXPECT_GT(j["targets"][0]["ceiling"]["seq_write_mb_s"].get<double>(), 0);
+    EXPECT_EQ(run("cmp -n 1048576 " + l.path + " /dev/zero").status, 0) << "the first MiB was written";
+}
+
+// A directory target's probe file goes when fio fails (a stand-in fio that lays the file out and fails as on ENOSPC).
+TEST(Drives, ProbeFileRemovedWhenFioFails) {
+    TempDir d;
+    fs::create_directories(d.file("target"));
+    std::ofstream(d.file("fio.sh"))
+        << "#!/bin/sh\nfor a; do j=$a; done\nd=$(sed -n 's/^directory=//p' \"$j\" "
+           "2>/dev/null)\n[ -n \"$d\" ] && head -c 65536 /dev/zero > \"$d/kvio-drives-probe\""
+           "\necho 'fio: No space left on device' >&2\nexit 1\n";
+    fs::permissions(d.file("fio.sh"), fs::perms::owner_all);
+    std::ofstream(d.file("job.fio")) << "[r]\nrw=read\nbs=4k\nsize=1m\n";
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + d.file("target") +
+                 " --rounds 1 --probe-seconds 0.2 --fio " + d.file("fio.sh") + " -o " + d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("probe read"), std::string::npos);
+    EXPECT_FALSE(fs::exists(d.file("target/kvio-drives-probe")));
+    EXPECT_TRUE(fs::is_empty(d.file("target")));
+}
