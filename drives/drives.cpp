@@ -94,6 +94,25 @@ std::vector<Target> prepare_targets(const std::vector<DriveSpec>& specs, bool fo
     return ts;
 }
 
+/// A run a stop signal arrived during: fio was ended early, so its figures are not a full run's and are not counted.
+void cut_run(RunResult& r, int signo) {
+    r.ok = false;
+    r.error = "cut short by signal " + std::to_string(signo) + " (" + strsignal(signo) + ")";
+}
+
+/// After a stop signal: every target that has not measured each round and mode (and did not fail) is interrupted,
+/// with the round it was cut in.
+void mark_interrupted(std::vector<Target>& ts, int signo, size_t runs_planned) {
+    for (auto& t : ts) {
+        size_t ok = std::count_if(t.runs.begin(), t.runs.end(), [](const RunResult& r) { return r.ok; });
+        if (!t.failed.empty() || ok == runs_planned) continue;
+        t.interrupted = "stopped by signal " + std::to_string(signo) + " (" + strsignal(signo) + ") after " +
+                        std::to_string(ok) + " of " + std::to_string(runs_planned) + " runs";
+        if (!t.runs.empty() && !t.runs.back().ok)
+            t.interrupted += "; round " + std::to_string(t.runs.back().round + 1) + " " + t.runs.back().mode + " cut";
+    }
+}
+
 /// One round of `mode` over the local targets, one after another, starting at target `round % n` (A B C, B C A, ...).
 void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, const std::string& job,
                  const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
@@ -106,7 +125,9 @@ void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, cons
         int st = run_local(t, job, r, env);
         finish_run(t, r, st, false);
         clean_local_target(t, before);
-        if (!r.ok && t.failed.empty()) t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
+        if (stop.signo()) cut_run(r, stop.signo());
+        if (!r.ok && t.failed.empty() && !stop.signo())
+            t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
         t.runs.push_back(std::move(r));
     }
 }
@@ -123,7 +144,7 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
 
 /// One round of `mode` on every remote target at once (fio's client, one per host).
 void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
-                  const std::string& mode, int round, const RunEnv& env) {
+                  const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
     std::vector<std::pair<size_t, pid_t>> started;
     std::vector<RunResult> rs(remote.size());
     std::vector<PromScrape> before(remote.size());
@@ -148,7 +169,8 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
                 if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
             }
         }
-        if (!rs[k].ok && t.failed.empty())
+        if (stop.signo()) cut_run(rs[k], stop.signo());
+        if (!rs[k].ok && t.failed.empty() && !stop.signo())
             t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));
     }
@@ -200,19 +222,28 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     ChildStop stop;
     for (auto& t : ts) {
         if (stop.signo()) break;
-        if (opt.probe_seconds > 0) probe_ceiling(t, env);
-        out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
+        if (opt.probe_seconds <= 0) {
+            out << "probe " << t.spec.name << " skipped (--probe-seconds 0)\n";
+            continue;
+        }
+        probe_ceiling(t, env);
+        if (!stop.signo()) out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
         out.flush();
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
-            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env);
+            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env, stop);
             if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop);
+            if (stop.signo()) break;  // a cut round is not done
             out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
             out.flush();
         }
+    ctx.stopped_by_signal = stop.signo();
+    if (ctx.stopped_by_signal) mark_interrupted(ts, ctx.stopped_by_signal, size_t(opt.rounds) * modes.size());
     write_outputs(ts, ctx, opt, env.dir);
     print_table(out, ts, ctx);
+    for (const auto& t : ts)
+        if (!t.interrupted.empty()) out << "INTERRUPTED " << t.spec.name << ": " << t.interrupted << "\n";
     out << "results: " << env.dir << "/drives.json" << (opt.html ? ", " + env.dir + "/drives.html" : "") << "\n";
     if (stop.signo())
         throw Stopped(stop.signo(), "drives: stopped by signal " + std::to_string(stop.signo()) +

@@ -34,7 +34,8 @@ struct Target {
     nlohmann::json info;          ///< kind, model/serial/firmware, limits (sysfs)
     nlohmann::json ceiling;       ///< the probe's figures, or {"error": ...}
     std::vector<RunResult> runs;
-    std::string failed;  ///< the first failure's reason; empty while all went well
+    std::string failed;       ///< the first failure's reason; empty while all went well
+    std::string interrupted;  ///< why a stop signal left it short of every round; empty when not
 };
 
 /// Inspects a local target and applies the rules of gen and replay (workload::check_device_safe): a mounted or

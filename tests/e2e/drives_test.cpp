@@ -255,6 +255,7 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
         auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
                      " --rounds 1 --probe-seconds 0.2 -o " + d.file("out" + std::to_string(i)));
         ASSERT_EQ(r.status, 0) << "run " << i << ": " << r.out << r.err;
+        EXPECT_NE(r.out.find("1 round:"), std::string::npos) << r.out;
     }
     json j = json::parse(slurp(d.file("out0/drives.json")));
     EXPECT_EQ(j["targets"][0]["ceiling"]["offset"], kMiB);
@@ -279,4 +280,27 @@ TEST(Drives, ProbeFileRemovedWhenFioFails) {
     EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("probe read"), std::string::npos);
     EXPECT_FALSE(fs::exists(d.file("target/kvio-drives-probe")));
     EXPECT_TRUE(fs::is_empty(d.file("target")));
+}
+
+// SIGTERM in the first round: the console and drives.json agree that the target was interrupted (not failed, not
+// done), drives.json names the signal, and no "round 1/2 closed done" line is printed for the cut round.
+TEST(Drives, SigtermMarksTargetInterruptedInConsoleAndJson) {
+    TempDir d, shm("/dev/shm");
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=psync\nrw=read\nbs=4k\nsize=4m\ntime_based=1\nruntime=30\n";
+    const std::string out = d.file("out");
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + shm.path +
+                 " --rounds 2 --probe-seconds 0 -o " + out + " > " + d.file("console") + " 2>&1 & k=$!; for i in " +
+                 "$(seq 300); do [ -e " + out + "/runs/x-closed-r1.job.fio ] && break; sleep 0.1; done; sleep 1; " +
+                 "kill -TERM $k; wait $k; echo status=$?");
+    std::string console = slurp(d.file("console"));
+    EXPECT_NE(r.out.find("status=143"), std::string::npos) << r.out << console;
+    EXPECT_NE(console.find("probe x skipped"), std::string::npos) << console;
+    EXPECT_EQ(console.find("round 1/2 closed done"), std::string::npos) << console;
+    EXPECT_NE(console.find("INTERRUPTED x: stopped by signal 15"), std::string::npos) << console;
+    json j = json::parse(slurp(out + "/drives.json"));
+    EXPECT_EQ(j["stopped_by_signal"], 15);
+    EXPECT_EQ(j["targets"][0]["status"], "interrupted");
+    EXPECT_NE(j["targets"][0].value("interrupted", "").find("round 1 closed cut"), std::string::npos)
+        << j["targets"][0].dump();
+    EXPECT_EQ(j["targets"][0]["modes"]["closed"]["rounds_ok"], 0);
 }
