@@ -3,6 +3,8 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -36,32 +38,53 @@ std::vector<std::string> modes_of(const std::string& load) {
     throw UsageError("--load must be closed, trace or both, got " + load);
 }
 
+/// The job file's text. A missing or unreadable path, or a directory, is a usage error (exit 2), found before any
+/// target is inspected.
 std::string read_job(const std::string& path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw UsageError("--job " + path + ": is a directory");
     std::ifstream in(path);
-    if (!in) throw Error(path + ": cannot open");
+    if (!in) throw UsageError("--job " + path + ": " + std::strerror(errno));
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
 }
 
-/// Every target, checked before anything is written: a refusal ends the run with nothing touched.
-std::vector<Target> prepare_targets(const DrivesOptions& opt) {
-    std::vector<Target> ts;
+/// The same local path however it is spelled (a /dev/disk/by-id link and its /dev node are one target).
+std::string target_key(const DriveSpec& d) {
+    std::error_code ec;
+    std::string p = d.remote() ? d.path : fs::weakly_canonical(d.path, ec).string();
+    if (p.empty()) p = d.path;
+    return d.host + ":" + std::to_string(d.port) + ":" + p;
+}
+
+/// Every --drive and --metrics parsed and checked against the others: a usage error here is found before any
+/// target is inspected or written.
+std::vector<DriveSpec> parse_specs(const DrivesOptions& opt) {
+    std::vector<DriveSpec> ds;
     std::set<std::string> names, paths;
     for (const auto& text : opt.drives) {
         DriveSpec d = parse_drive_spec(text);
         if (!names.insert(d.name).second) throw UsageError("--drive " + text + ": the name " + d.name + " is taken");
-        if (!paths.insert(d.host + ":" + std::to_string(d.port) + ":" + d.path).second)
-            throw UsageError("--drive " + text + ": that target is named twice");
-        ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, opt.force));
+        if (!paths.insert(target_key(d)).second) throw UsageError("--drive " + text + ": that target is named twice");
+        ds.push_back(d);
     }
     for (const auto& text : opt.metrics) {
         MetricsSpec m = parse_metrics_spec(text);
-        auto it = std::find_if(ts.begin(), ts.end(), [&](const Target& t) { return t.spec.name == m.name; });
-        if (it == ts.end() || !it->spec.remote())
+        auto it = std::find_if(ds.begin(), ds.end(), [&](const DriveSpec& d) { return d.name == m.name; });
+        if (it == ds.end() || !it->remote())
             throw UsageError("--metrics " + text + ": " + m.name + " is not a remote --drive");
-        it->spec.metrics_host = m.host, it->spec.metrics_port = m.port;
-        it->no_trace_reason.clear();
+        it->metrics_host = m.host, it->metrics_port = m.port;
+    }
+    return ds;
+}
+
+/// Every target, checked before anything is written: a refusal ends the run with nothing touched.
+std::vector<Target> prepare_targets(const std::vector<DriveSpec>& specs, bool force) {
+    std::vector<Target> ts;
+    for (const auto& d : specs) {
+        ts.push_back(d.remote() ? prepare_remote_target(d) : prepare_local_target(d, force));
+        if (d.metrics_port) ts.back().no_trace_reason.clear();
     }
     std::set<std::string> disks;
     for (const auto& t : ts)
@@ -69,6 +92,25 @@ std::vector<Target> prepare_targets(const DrivesOptions& opt) {
             throw UsageError("drive " + t.spec.name + " is on disk " + t.disk +
                              " as another drive is: one disk's trace would count both");
     return ts;
+}
+
+/// A run a stop signal arrived during: fio was ended early, so its figures are not a full run's and are not counted.
+void cut_run(RunResult& r, int signo) {
+    r.ok = false;
+    r.error = "cut short by signal " + std::to_string(signo) + " (" + strsignal(signo) + ")";
+}
+
+/// After a stop signal: every target that has not measured each round and mode (and did not fail) is interrupted,
+/// with the round it was cut in.
+void mark_interrupted(std::vector<Target>& ts, int signo, size_t runs_planned) {
+    for (auto& t : ts) {
+        size_t ok = std::count_if(t.runs.begin(), t.runs.end(), [](const RunResult& r) { return r.ok; });
+        if (!t.failed.empty() || ok == runs_planned) continue;
+        t.interrupted = "stopped by signal " + std::to_string(signo) + " (" + strsignal(signo) + ") after " +
+                        std::to_string(ok) + " of " + std::to_string(runs_planned) + " runs";
+        if (!t.runs.empty() && !t.runs.back().ok)
+            t.interrupted += "; round " + std::to_string(t.runs.back().round + 1) + " " + t.runs.back().mode + " cut";
+    }
 }
 
 /// One round of `mode` over the local targets, one after another, starting at target `round % n` (A B C, B C A, ...).
@@ -83,7 +125,9 @@ void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, cons
         int st = run_local(t, job, r, env);
         finish_run(t, r, st, false);
         clean_local_target(t, before);
-        if (!r.ok && t.failed.empty()) t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
+        if (stop.signo()) cut_run(r, stop.signo());
+        if (!r.ok && t.failed.empty() && !stop.signo())
+            t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
         t.runs.push_back(std::move(r));
     }
 }
@@ -100,7 +144,7 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
 
 /// One round of `mode` on every remote target at once (fio's client, one per host).
 void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
-                  const std::string& mode, int round, const RunEnv& env) {
+                  const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
     std::vector<std::pair<size_t, pid_t>> started;
     std::vector<RunResult> rs(remote.size());
     std::vector<PromScrape> before(remote.size());
@@ -125,7 +169,8 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
                 if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
             }
         }
-        if (!rs[k].ok && t.failed.empty())
+        if (stop.signo()) cut_run(rs[k], stop.signo());
+        if (!rs[k].ok && t.failed.empty() && !stop.signo())
             t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));
     }
@@ -161,7 +206,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
                              " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
                              "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
                              "closed for this job");
-    std::vector<Target> ts = prepare_targets(opt);
+    std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
     RunEnv env;
     env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
     env.remote_timeout_s = opt.remote_timeout_s;
@@ -177,19 +222,28 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     ChildStop stop;
     for (auto& t : ts) {
         if (stop.signo()) break;
-        if (opt.probe_seconds > 0) probe_ceiling(t, env);
-        out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
+        if (opt.probe_seconds <= 0) {
+            out << "probe " << t.spec.name << " skipped (--probe-seconds 0)\n";
+            continue;
+        }
+        probe_ceiling(t, env);
+        if (!stop.signo()) out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
         out.flush();
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
-            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env);
+            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env, stop);
             if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop);
+            if (stop.signo()) break;  // a cut round is not done
             out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
             out.flush();
         }
+    ctx.stopped_by_signal = stop.signo();
+    if (ctx.stopped_by_signal) mark_interrupted(ts, ctx.stopped_by_signal, size_t(opt.rounds) * modes.size());
     write_outputs(ts, ctx, opt, env.dir);
     print_table(out, ts, ctx);
+    for (const auto& t : ts)
+        if (!t.interrupted.empty()) out << "INTERRUPTED " << t.spec.name << ": " << t.interrupted << "\n";
     out << "results: " << env.dir << "/drives.json" << (opt.html ? ", " + env.dir + "/drives.html" : "") << "\n";
     if (stop.signo())
         throw Stopped(stop.signo(), "drives: stopped by signal " + std::to_string(stop.signo()) +

@@ -66,7 +66,7 @@ std::string table(const json& d, const std::string& mode) {
         }
     for (const auto& t : d["targets"]) {
         o << "<tr><td>" << html_escape(t["name"].get<std::string>());
-        if (t["status"] != "ok") o << " <b class=bad>failed</b>";
+        if (t["status"] != "ok") o << " <b class=bad>" << html_escape(t["status"].get<std::string>()) << "</b>";
         o << "</td>";
         for (size_t i = 0; i < std::size(kColumns); ++i) {
             double v = kColumns[i].get(t["modes"][mode]);

@@ -175,11 +175,17 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
               {"modes", ctx.modes},
               {"started", ctx.started}};
     j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
+    j["stopped_by_signal"] = ctx.stopped_by_signal ? json(ctx.stopped_by_signal) : json(nullptr);
     json ts = json::array();
     for (const auto& t : targets) {
-        json tj = {{"name", t.spec.name}, {"path", t.spec.path},  {"host", t.spec.host},
-                   {"info", t.info},      {"ceiling", t.ceiling}, {"status", t.failed.empty() ? "ok" : "failed"}};
+        json tj = {{"name", t.spec.name},
+                   {"path", t.spec.path},
+                   {"host", t.spec.host},
+                   {"info", t.info},
+                   {"ceiling", t.ceiling},
+                   {"status", !t.failed.empty() ? "failed" : !t.interrupted.empty() ? "interrupted" : "ok"}};
         if (!t.failed.empty()) tj["error"] = t.failed;
+        if (!t.interrupted.empty()) tj["interrupted"] = t.interrupted;
         for (const auto& m : ctx.modes) {
             tj["modes"][m] = mode_json(t, m);
             tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
@@ -199,7 +205,7 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
 void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx) {
     for (const auto& mode : ctx.modes) {
         out << "\n== " << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << ", "
-            << ctx.rounds << " rounds: median [min-max]\n";
+            << ctx.rounds << (ctx.rounds == 1 ? " round" : " rounds") << ": median [min-max]\n";
         char h[256];
         std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
                       "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
@@ -207,7 +213,8 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
         for (const auto& t : targets) {
             auto runs = ok_runs(t, mode);
             if (runs.empty()) {
-                out << t.spec.name << "   FAILED: " << t.failed << "\n";
+                if (!t.failed.empty()) out << t.spec.name << "   FAILED: " << t.failed << "\n";
+                if (!t.interrupted.empty()) out << t.spec.name << "   INTERRUPTED: " << t.interrupted << "\n";
                 continue;
             }
             Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });

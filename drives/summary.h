@@ -15,7 +15,8 @@ namespace kvio::drives {
 struct RunContext {
     std::string job_path, kvio_version, fio_version, kernel, started;
     int rounds = 0;
-    uint64_t job_bytes = 0;  ///< job_declared_bytes of the job (0: the job does not say)
+    uint64_t job_bytes = 0;     ///< job_declared_bytes of the job (0: the job does not say)
+    int stopped_by_signal = 0;  ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end
     std::vector<std::string> modes;
 };
 
@@ -25,7 +26,9 @@ double verdict_figure(const RunResult& r);
 bool verdict_higher_is_better(const std::string& mode);
 
 /// kvio.drives/1: {"schema", "kvio_version", "fio_version", "kernel", "job", "rounds", "modes",
-/// "targets": [{"name", "path", "host", "info", "ceiling", "status", "error", "modes": {MODE: {"phases": [{"name",
+/// "stopped_by_signal" (signal number, null when the run ended by itself),
+/// "targets": [{"name", "path", "host", "info", "ceiling" (null: probe skipped), "status" ("ok" | "failed" |
+/// "interrupted"), "error", "interrupted" (the reason), "modes": {MODE: {"phases": [{"name",
 /// "read"/"write": {"iops", "mb_s", "io_bytes", "clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns"} as
 /// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "rounds": [...]}}}],
 /// "verdicts": {MODE: [{"a", "b", "pct", "separated", "text"}]}}. Spreads: {"min","median","max","n"}.

@@ -55,13 +55,14 @@ json disk_info(const BlockDevInfo& d) {
     return j;
 }
 
-/// One ceiling probe as a job file: `rw` at `bs`, `depth`, over the target's first `bytes`, `seconds` long.
-std::string probe_job(const Target& t, const std::string& rw, const std::string& bs, int depth, uint64_t bytes,
-                      double seconds) {
+/// One ceiling probe as a job file: `rw` at `bs`, `depth`, over `bytes` from `offset`, `seconds` long.
+std::string probe_job(const Target& t, const std::string& rw, const std::string& bs, int depth, uint64_t offset,
+                      uint64_t bytes, double seconds) {
     std::string where = t.field == TargetField::Directory ? "directory=" + t.spec.path + "\nfilename=kvio-drives-probe"
                                                           : "filename=" + t.spec.path;
     return "; kvio drives: ceiling probe\n[probe-" + rw + "]\n" + where + "\nrw=" + rw + "\nbs=" + bs +
-           "\niodepth=" + std::to_string(depth) + "\nioengine=libaio\ndirect=1\nsize=" + std::to_string(bytes) +
+           "\niodepth=" + std::to_string(depth) + "\nioengine=libaio\ndirect=1\noffset=" + std::to_string(offset) +
+           "\nsize=" + std::to_string(bytes) +
            "\ntime_based=1\nruntime=" + std::to_string(std::max(1, static_cast<int>(seconds * 1000))) +
            "ms\nramp_time=0\n";
 }
@@ -129,9 +130,14 @@ Target prepare_remote_target(const DriveSpec& spec) {
 }
 
 void probe_ceiling(Target& t, const RunEnv& env) {
-    uint64_t bytes = env.probe_bytes;
-    if (t.info.contains("capacity_bytes") && t.info["kind"] == "block")
-        bytes = std::min<uint64_t>(bytes, t.info["capacity_bytes"].get<uint64_t>());
+    // A block device's first MiB is where the safety check looks for data (workload::check_device_safe): the probe
+    // starts past it, so a drive only kvio drives' probe wrote is not refused next time (docs/drives.md "Safety").
+    uint64_t bytes = env.probe_bytes, offset = 0;
+    if (t.info.contains("capacity_bytes") && t.info["kind"] == "block") {
+        uint64_t cap = t.info["capacity_bytes"].get<uint64_t>();
+        offset = std::min<uint64_t>(kProbeSkip, cap);
+        bytes = std::min<uint64_t>(bytes, cap - offset);
+    }
     struct P {
         const char *rw, *bs, *key;
         int depth;
@@ -140,10 +146,19 @@ void probe_ceiling(Target& t, const RunEnv& env) {
     const P probes[] = {{"read", "1M", "seq_read_mb_s", 32, false},
                         {"write", "1M", "seq_write_mb_s", 32, false},
                         {"randread", "4k", "rand_read_4k_iops", 64, true}};
-    json c = {{"seconds", env.probe_seconds}, {"bytes", bytes}};
+    // The probe's file in a directory target goes on every path out, a failed fio's (ENOSPC) too.
+    struct RemoveProbeFile {
+        fs::path p;
+        ~RemoveProbeFile() {
+            std::error_code ec;
+            if (!p.empty()) fs::remove(p, ec);
+        }
+    } cleanup{t.field == TargetField::Directory && !t.spec.remote() ? fs::path(t.spec.path) / "kvio-drives-probe"
+                                                                    : fs::path()};
+    json c = {{"seconds", env.probe_seconds}, {"bytes", bytes}, {"offset", offset}};
     for (const P& p : probes) {
         std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
-        write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, bytes, env.probe_seconds));
+        write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, offset, bytes, env.probe_seconds));
         int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
                             t.spec.remote() ? env.remote_timeout_s : 0);
         try {
@@ -156,7 +171,6 @@ void probe_ceiling(Target& t, const RunEnv& env) {
             return;
         }
     }
-    if (t.field == TargetField::Directory && !t.spec.remote()) fs::remove(fs::path(t.spec.path) / "kvio-drives-probe");
     t.ceiling = c;
 }
 

@@ -1,6 +1,7 @@
 // One target of `kvio drives`: what it is, the checks before anything is written, its ceiling probe and one traced
 // run of the job on it.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,8 @@ struct Target {
     nlohmann::json info;          ///< kind, model/serial/firmware, limits (sysfs)
     nlohmann::json ceiling;       ///< the probe's figures, or {"error": ...}
     std::vector<RunResult> runs;
-    std::string failed;  ///< the first failure's reason; empty while all went well
+    std::string failed;       ///< the first failure's reason; empty while all went well
+    std::string interrupted;  ///< why a stop signal left it short of every round; empty when not
 };
 
 /// Inspects a local target and applies the rules of gen and replay (workload::check_device_safe): a mounted or
@@ -53,9 +55,14 @@ struct RunEnv {
     double remote_timeout_s = 0;
 };
 
+/// Bytes at the start of a block device the ceiling probe leaves alone: the first MiB, where the safety check looks
+/// for data (workload::check_device_safe), so the probe's own writes never make the next run refuse the drive.
+inline constexpr uint64_t kProbeSkip = 1ull << 20;
+
 /// The three ceiling probes on one target, one after another: sequential read and write at 1 MiB, depth 32, and
-/// 4 KiB random reads at depth 64 (libaio, O_DIRECT), each `probe_seconds` over the first `probe_bytes`. Sets
-/// t.ceiling {"seq_read_mb_s", "seq_write_mb_s", "rand_read_4k_iops", "seconds", "bytes"} or {"error": ...}.
+/// 4 KiB random reads at depth 64 (libaio, O_DIRECT), each `probe_seconds` over `probe_bytes` (a block device: from
+/// kProbeSkip, capped at its end). Sets t.ceiling {"seq_read_mb_s", "seq_write_mb_s", "rand_read_4k_iops", "seconds",
+/// "bytes", "offset"} or {"error": ...}. A directory target's probe file is removed on every path.
 void probe_ceiling(Target& t, const RunEnv& env);
 
 /// The job text rewritten for `t` and `mode` (job_for_target).

@@ -218,3 +218,89 @@ TEST(Drives, OpenLoopRefusedForJobWithoutRates) {
     EXPECT_NE(r.err.find("has no rate, rate_iops or rate_min line"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d.file("out")));
 }
+
+// Usage errors are found before any target is inspected: each is exit 2 with its own message, though the drive holds
+// data in its first MiB (which, checked first, would refuse with exit 1), and no -o directory is written.
+TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
+    TempDir d;
+    LoopDevice a(4 * kMiB), b(4 * kMiB);
+    ASSERT_EQ(run("printf data | dd of=" + a.path + " bs=1 seek=8 conv=notrunc,fsync status=none").status, 0);
+    std::ofstream(d.file("job.fio")) << kJob;
+    fs::create_directories(d.file("jobdir"));
+    const std::string job = " --job " + d.file("job.fio");
+    const struct {
+        std::string args, says;
+    } cases[] = {
+        {job + " --drive A=" + a.path + " --drive A=" + b.path, "the name A is taken"},
+        {job + " --drive A=" + a.path + " --drive B=" + a.path, "that target is named twice"},
+        {" --job " + d.file("jobdir") + " --drive A=" + a.path, "is a directory"},
+        {" --job " + d.file("missing.fio") + " --drive A=" + a.path, "No such file or directory"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.args);
+        auto r = run(kvio_bin() + " drives" + c.args + " -o " + d.file("out"));
+        EXPECT_EQ(r.status, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(d.file("out")));
+    }
+}
+
+// The ceiling probe writes past the first MiB of a block device: a drive only kvio drives used (here with a job that
+// reads) is not refused the next time, and its first MiB is still zeros.
+TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
+    TempDir d;
+    LoopDevice l(8 * kMiB);
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=read\nbs=64k\nsize=1m\n";
+    for (int i = 0; i < 2; ++i) {
+        auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
+                     " --rounds 1 --probe-seconds 0.2 -o " + d.file("out" + std::to_string(i)));
+        ASSERT_EQ(r.status, 0) << "run " << i << ": " << r.out << r.err;
+        EXPECT_NE(r.out.find("1 round:"), std::string::npos) << r.out;
+    }
+    json j = json::parse(slurp(d.file("out0/drives.json")));
+    EXPECT_EQ(j["targets"][0]["ceiling"]["offset"], kMiB);
+    EXPECT_GT(j["targets"][0]["ceiling"]["seq_write_mb_s"].get<double>(), 0);
+    EXPECT_EQ(run("cmp -n 1048576 " + l.path + " /dev/zero").status, 0) << "the first MiB was written";
+}
+
+// A directory target's probe file goes when fio fails (a stand-in fio that lays the file out and fails as on ENOSPC).
+TEST(Drives, ProbeFileRemovedWhenFioFails) {
+    TempDir d;
+    fs::create_directories(d.file("target"));
+    std::ofstream(d.file("fio.sh"))
+        << "#!/bin/sh\nfor a; do j=$a; done\nd=$(sed -n 's/^directory=//p' \"$j\" "
+           "2>/dev/null)\n[ -n \"$d\" ] && head -c 65536 /dev/zero > \"$d/kvio-drives-probe\""
+           "\necho 'fio: No space left on device' >&2\nexit 1\n";
+    fs::permissions(d.file("fio.sh"), fs::perms::owner_all);
+    std::ofstream(d.file("job.fio")) << "[r]\nrw=read\nbs=4k\nsize=1m\n";
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + d.file("target") +
+                 " --rounds 1 --probe-seconds 0.2 --fio " + d.file("fio.sh") + " -o " + d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("probe read"), std::string::npos);
+    EXPECT_FALSE(fs::exists(d.file("target/kvio-drives-probe")));
+    EXPECT_TRUE(fs::is_empty(d.file("target")));
+}
+
+// SIGTERM in the first round: the console and drives.json agree that the target was interrupted (not failed, not
+// done), drives.json names the signal, and no "round 1/2 closed done" line is printed for the cut round.
+TEST(Drives, SigtermMarksTargetInterruptedInConsoleAndJson) {
+    TempDir d, shm("/dev/shm");
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=psync\nrw=read\nbs=4k\nsize=4m\ntime_based=1\nruntime=30\n";
+    const std::string out = d.file("out");
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + shm.path +
+                 " --rounds 2 --probe-seconds 0 -o " + out + " > " + d.file("console") + " 2>&1 & k=$!; for i in " +
+                 "$(seq 300); do [ -e " + out + "/runs/x-closed-r1.job.fio ] && break; sleep 0.1; done; sleep 1; " +
+                 "kill -TERM $k; wait $k; echo status=$?");
+    std::string console = slurp(d.file("console"));
+    EXPECT_NE(r.out.find("status=143"), std::string::npos) << r.out << console;
+    EXPECT_NE(console.find("probe x skipped"), std::string::npos) << console;
+    EXPECT_EQ(console.find("round 1/2 closed done"), std::string::npos) << console;
+    EXPECT_NE(console.find("INTERRUPTED x: stopped by signal 15"), std::string::npos) << console;
+    json j = json::parse(slurp(out + "/drives.json"));
+    EXPECT_EQ(j["stopped_by_signal"], 15);
+    EXPECT_EQ(j["targets"][0]["status"], "interrupted");
+    EXPECT_NE(j["targets"][0].value("interrupted", "").find("round 1 closed cut"), std::string::npos)
+        << j["targets"][0].dump();
+    EXPECT_EQ(j["targets"][0]["modes"]["closed"]["rounds_ok"], 0);
+}

@@ -5,6 +5,9 @@
 #include "drives/figures.h"
 #include "drives/job_text.h"
 #include "drives/prom_scrape.h"
+#include "drives/summary.h"
+
+#include <sstream>
 
 using namespace kvio::drives;
 
@@ -132,4 +135,27 @@ TEST(DrivesProm, DeviceFiguresAreTheDifferenceOfTwoScrapes) {
     EXPECT_NEAR(f.d2c_read_p99, 1.98e6, 1);  // 49 of 50 into [1 ms, 2 ms)
     EXPECT_DOUBLE_EQ(f.qd_read_mean, 3);
     EXPECT_FALSE(device_figures_between(parse_prom_text(before), parse_prom_text(after), "loop2").present);
+}
+
+TEST(DrivesSummary, InterruptedTargetAndStopSignalInJsonAndConsole) {
+    Target t;
+    t.spec = parse_drive_spec("x=/dev/loop9");
+    t.interrupted = "stopped by signal 15 (Terminated) after 0 of 1 runs; round 1 closed cut";
+    RunResult cut;
+    cut.mode = "closed", cut.error = "cut short by signal 15 (Terminated)";
+    t.runs.push_back(cut);
+    RunContext ctx;
+    ctx.rounds = 1, ctx.modes = {"closed"}, ctx.stopped_by_signal = 15;
+    nlohmann::json j = drives_json({t}, ctx);
+    EXPECT_EQ(j["stopped_by_signal"], 15);
+    EXPECT_EQ(j["targets"][0]["status"], "interrupted");
+    EXPECT_EQ(j["targets"][0]["interrupted"], t.interrupted);
+    EXPECT_FALSE(j["targets"][0].contains("error"));
+    std::ostringstream out;
+    print_table(out, {t}, ctx);
+    EXPECT_NE(out.str().find(", 1 round: median"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("x   INTERRUPTED: stopped by signal 15"), std::string::npos) << out.str();
+    EXPECT_EQ(out.str().find("FAILED"), std::string::npos) << out.str();
+    ctx.stopped_by_signal = 0, ctx.rounds = 2;
+    EXPECT_TRUE(drives_json({}, ctx)["stopped_by_signal"].is_null());
 }
