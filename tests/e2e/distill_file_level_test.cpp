@@ -125,8 +125,10 @@ TEST(DistillFileLevel, SelfLoggedBufferedWorkloadReplaysOnAnotherFilesystem) {
     // Bounds measured on this workload (docs/distill.md, "The file level"): 4 runs quiet and 3 beside `stress-ng
     // --cpu 2` (load 8-12) gave size TV read 0.13-0.31, write 0.15-0.17, queue-depth TV 0.12-0.25, worst window read
     // share 6.8-14.4 points, phases 1 -> 1; the device-level job of one such trace: 0.63 / 0.78, 0.60, phases 1 -> 4.
+    // The replay's depth follows its threads' timing, which load moves: 4 more quiet runs gave depth TV 0.12-0.20, a
+    // CI run beside the other e2e shard 0.43. The depth bound sits below the device level's 0.60 with room for that.
     // Looser than the acceptance's, which the serving workload's own trace is held to below.
-    expect_faithful(d["verify"], 0.4, 0.35, 20);
+    expect_faithful(d["verify"], 0.4, 0.52, 20);
 
     // The same trace without file identity: auto falls back to the device level and says why; --level file refuses.
     strip_identity(merged, t.file("bare.jsonl"));
