@@ -23,8 +23,8 @@ void add_gen_command(CLI::App& app) {
     auto o = std::make_shared<Opts>();
     auto* sub = app.add_subcommand(
         "gen",
-        "Generate the KV-cache offload I/O stream of a model (LMCache-style stores and loads of fake, verifiable KV "
-        "chunks) on a block device, /dev/ngXnY, a regular file or a directory");
+        "Generate a model's KV-cache offload I/O (LMCache-style stores and loads of verifiable KV chunks) on a block "
+        "device, /dev/ngXnY, a regular file or a directory");
     add_model_options(sub, o->model);
     auto& g = o->gen;
     sub->add_option(

@@ -1,6 +1,8 @@
 // kvio: one binary, one subcommand per stage (trace, geometry, gen, validate, distill, replay, run).
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,39 @@ int usage_error(const CLI::App& app, std::string what, const std::string& first)
     return kvio::cli::kUsageError;
 }
 
+/// The first clause of a command's description: up to the first ". ", ";" or ": " outside parentheses and
+/// backticks, with its line breaks joined. `kvio --help` lists each command by it; `kvio CMD --help` keeps the whole.
+std::string summary_of(const std::string& description) {
+    std::string out;
+    int depth = 0;
+    bool code = false;
+    for (size_t i = 0; i < description.size(); ++i) {
+        const char c = description[i] == '\n' ? ' ' : description[i];
+        const char next = i + 1 < description.size() ? description[i + 1] : ' ';
+        if (c == '`') code = !code;
+        if (!code && c == '(') ++depth;
+        if (!code && c == ')' && depth > 0) --depth;
+        const bool top = depth == 0 && !code;
+        if (top && (c == ';' || (c == ':' && (next == ' ' || next == '\n')))) break;
+        if (top && c == '.' && (next == ' ' || next == '\n')) break;
+        if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+        out += c;
+    }
+    while (!out.empty() && (out.back() == ' ' || out.back() == '.')) out.pop_back();
+    return out;
+}
+
+/// CLI11's formatter with one change: a command list shows each command's summary_of() its description.
+class SummaryFormatter : public CLI::Formatter {
+public:
+    std::string make_subcommand(const CLI::App* sub) const override {
+        std::stringstream out;
+        CLI::detail::format_help(out, sub->get_display_name(true), summary_of(sub->get_description()),
+                                 get_column_width());
+        return out.str();
+    }
+};
+
 }  // namespace
 
 // Subcommands in the order `kvio --help` lists them. Each stage adds its line when it lands.
@@ -41,6 +76,7 @@ int main(int argc, char** argv) {
     CLI::App app{
         "kvio — storage I/O of LLM KV-cache offload, made visible, checkable and reproducible without a GPU.\n"
         "Run `kvio <command> --help` for each command's options."};
+    app.formatter(std::make_shared<SummaryFormatter>());  // before the commands: they inherit it
     app.name("kvio");  // usage lines read "kvio trace [OPTIONS]", not "trace [OPTIONS]"
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kvio ") + KVIO_VERSION,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tests/e2e/helpers.h"
 
@@ -21,6 +22,24 @@ TEST(Cli, UsageLinesNameTheProgram) {
     EXPECT_NE(run(kvio_bin() + " trace --help").out.find("Usage: kvio trace [OPTIONS]"), std::string::npos);
     EXPECT_NE(run(kvio_bin() + " import blktrace --help").out.find("Usage: kvio import blktrace [OPTIONS]"),
               std::string::npos);
+}
+
+// Before: the command list carried every command's whole description, 60 lines for 14 commands. Now one line each,
+// the description's first clause; `kvio CMD --help` keeps the whole.
+TEST(Cli, HelpListsEachCommandOnOneLine) {
+    const std::string out = run(kvio_bin() + " --help").out;
+    const size_t list = out.find("Subcommands:\n");
+    ASSERT_NE(list, std::string::npos) << out;
+    std::istringstream lines(out.substr(list + 13));
+    int commands = 0;
+    for (std::string line; std::getline(lines, line) && !line.empty(); ++commands) {
+        EXPECT_EQ(line.rfind("  ", 0), 0u) << line;
+        EXPECT_NE(line[2], ' ') << "a continuation line: " << line;
+        EXPECT_LE(line.size(), 200u) << line;
+    }
+    EXPECT_GE(commands, 14) << out;
+    EXPECT_NE(out.find("and report the storage latency stack\n"), std::string::npos) << out;
+    EXPECT_NE(run(kvio_bin() + " trace --help").out.find("LBA heatmap"), std::string::npos);
 }
 
 TEST(Cli, UnknownCommandFails) {
