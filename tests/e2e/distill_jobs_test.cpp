@@ -3,6 +3,8 @@
 // replayed under trace with `--verify`; every job passes `fio --parse-only`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <iostream>
 
@@ -158,23 +160,35 @@ TEST(DistillJobs, TwoDevicesAtOnce) {
 }
 
 // rate_iops=500 rate_process=poisson becomes rate_process=poisson with the measured rate (within 10 %); a regular
-// thinktime job keeps its thinktime and gets no rate.
+// thinktime job keeps its thinktime and gets no rate. The traced fio runs SCHED_FIFO: at load 10 a CFS fio's gaps
+// were stretched by the scheduler until neither pattern was in the trace (3 of 3 runs failed; 4 of 4 passed with it).
 TEST(DistillJobs, PoissonArrivalsGetRateProcessPoisson) {
     Loops l;
     std::string g = "[global]\nfilename=" + l.src.path +
                     "\nioengine=libaio\ndirect=1\nsize=64M\nnorandommap=1\nrw=randread\nbs=4k\n";
-    trace(
-        l, {&l.src},
-        "fio --output=/dev/null " + l.job("p.ini", g + "[p]\nrate_iops=500\nrate_process=poisson\nnumber_ios=1500\n"));
+    trace(l, {&l.src},
+          "chrt -f 20 fio --output=/dev/null " +
+              l.job("p.ini", g + "[p]\nrate_iops=500\nrate_process=poisson\nnumber_ios=1500\n"));
     json j = distill(l, "");
     std::string text = slurp(l.d.file("job.ini"));
     EXPECT_EQ(j["job"].value("rate_process", ""), "poisson") << text;
     ASSERT_FALSE(j["job"].value("rate_iops", "").empty()) << text;
-    EXPECT_NEAR(std::stod(j["job"]["rate_iops"].get<std::string>()), 500.0, 50.0) << text;
+    // The job carries the rate the trace shows: fio starved of CPU issued 416/s once where 500 was asked (the test
+    // then failed on the job's faithful 416), so the reference is the traced reads' own rate.
+    std::vector<uint64_t> issued;
+    for (const json& c : read_jsonl(l.d.file("src.jsonl")))
+        if (c.value("op", "") == "read") issued.push_back(c["ts_issue"].get<uint64_t>());
+    ASSERT_GT(issued.size(), 1000u);
+    std::sort(issued.begin(), issued.end());
+    const double traced = (issued.size() - 1) * 1e9 / double(issued.back() - issued.front());
+    std::cerr << "traced read rate " << traced << "/s\n";
+    EXPECT_NEAR(std::stod(j["job"]["rate_iops"].get<std::string>()), traced, 0.1 * traced) << text;
+    EXPECT_LE(traced, 550.0);  // fio never exceeds the rate it was given
     EXPECT_EQ(j["job"].value("thinktime", ""), "") << text;
 
     trace(l, {&l.src},
-          "fio --output=/dev/null " + l.job("t.ini", g + "[t]\nthinktime=2000\nthinktime_blocks=4\nnumber_ios=1500\n"));
+          "chrt -f 20 fio --output=/dev/null " +
+              l.job("t.ini", g + "[t]\nthinktime=2000\nthinktime_blocks=4\nnumber_ios=1500\n"));
     j = distill(l, "");
     text = slurp(l.d.file("job.ini"));
     EXPECT_EQ(j["job"].value("rate_process", ""), "") << text;
