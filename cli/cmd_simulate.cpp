@@ -100,6 +100,11 @@ void add_simulate_command(CLI::App& app) {
     sub->callback([c, closed, sub] {
         check_closed_usage(sub, *closed);
         if (closed->on) {
+            if (!c->mpi) {  // `mpirun -np N kvio simulate --mlperf-closed` without --mpi: N protocols on one tree
+                const std::string refusal =
+                    serving::mpi_launch_without_mpi([](const char* n) { return std::getenv(n); });
+                if (!refusal.empty()) throw UsageError(refusal);
+            }
             if (const int code = run_closed(sub, *c, *closed)) throw CLI::RuntimeError(code);
             return;
         }

@@ -60,7 +60,8 @@ void expect_close(const json& got, double want, const std::string& what) {
 }
 
 /// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>].
-void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row) {
+void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row,
+                   int duration = 2) {
     SCOPED_TRACE("option " + std::to_string(row.option));
     double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
     for (int t = 0; t < 3; ++t) {
@@ -75,7 +76,7 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
             const json& flags = d["kvio"]["config"]["flags"];
             EXPECT_EQ(flags["model"], row.model) << f;
             EXPECT_EQ(flags["num_users"], row.users) << f;
-            EXPECT_EQ(flags["duration"], 2) << f;
+            EXPECT_EQ(flags["duration"], duration) << f;
             EXPECT_EQ(flags["gpu_mem_gb"].get<double>(), 0.0) << f;
             EXPECT_EQ(flags["cpu_mem_gb"].get<double>(), row.cpu_mem_gb) << f;
             EXPECT_EQ(flags["max_concurrent_allocs"], row.allocs) << f;
@@ -200,6 +201,49 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_EQ(c.status, 1);
     EXPECT_NE(c.out.find("options[1].aggregated_read_bandwidth_gbps"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("one filesystem"), std::string::npos) << c.out;
+}
+
+// One client = one MPI rank (rule kvcacheClientDefinition): `mpirun -np 2 kvio simulate --mpi --mlperf-closed`, each
+// rank with its own cache and rank directory, rank 0's summary aggregated as the rules say, the checker clean.
+TEST(MlperfClosed, MpiRanksAreTheClients) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
+    const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() + " simulate --mpi ";
+    const CmdResult r = run(mpirun + "--mlperf-closed --cache-dir " + cache + " --results-dir " + dir +
+                            " --trial-seconds 1 --pause-seconds 1 --test-cpu-mem-gb 0.25 --progress-interval 0");
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    // Rank 0 alone reports: one line per trial, one per Option.
+    size_t trial_lines = 0;
+    for (size_t at = 0; (at = r.out.find("rank(s) x", at)) != std::string::npos; ++at) ++trial_lines;
+    for (size_t at = 0; (at = r.err.find("rank(s) x", at)) != std::string::npos; ++at) ++trial_lines;
+    EXPECT_EQ(trial_lines, 9u) << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << "no kvcache_run_summary_*.json in " << dir;
+    const json s = load(sp);
+    EXPECT_EQ(s["total_ranks"], 2);
+    EXPECT_EQ(s["host_count"], 1);
+    EXPECT_EQ(s["kvio"]["metadata"]["launcher"], "mpi");
+    EXPECT_EQ(s["kvio"]["metadata"]["clients"], 2);
+    for (const auto& row : kRows) expect_option(dir, cache, s, row, 1);
+    for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+
+    // Refused on every rank before anything is created: one filesystem for both, and --num-clients beside --mpi.
+    const std::string other = results.path + "/run2";
+    CmdResult bad = run(mpirun + "--mlperf-closed --cache-dir " + results.path + "/kv --results-dir " + other +
+                        " --trial-seconds 1 --pause-seconds 0");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("rule kvcachePosixCacheDir"), std::string::npos) << bad.err;
+    bad = run(mpirun + "--num-clients 2 --mlperf-closed --cache-dir " + cache + " --results-dir " + other +
+              " --trial-seconds 1 --pause-seconds 0");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("--num-clients with --mpi"), std::string::npos) << bad.err;
+    EXPECT_FALSE(fs::exists(other));
 }
 
 TEST(MlperfClosed, ForbiddenFlagsAreRefusedNamingTheRule) {
