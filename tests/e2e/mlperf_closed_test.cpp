@@ -201,6 +201,32 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_EQ(c.status, 1);
     EXPECT_NE(c.out.find("options[1].aggregated_read_bandwidth_gbps"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("one filesystem"), std::string::npos) << c.out;
+
+    // mlpstorage's metadata file (docs/mlperf-benchmark.md, "mlpstorage's metadata file"): one that records what the
+    // Options ran passes; one that records mlpstorage's CLI defaults, as its CLOSED command writes it, is named.
+    c = check_planted(dir, [](const std::string& d) {
+        save(d + "/kv_cache_20261204_120000_metadata.json",
+             json{{"benchmark_type", "kv_cache"},
+                  {"parameters", {{"duration", 2}, {"gpu_mem_gb", 0.0}, {"generation_mode", "none"}}}});
+    });
+    EXPECT_EQ(c.status, 0) << c.out;
+    c = check_planted(dir, [](const std::string& d) {
+        const json p = {{"model", "llama3.1-8b"}, {"num_users", 100},
+                        {"duration", 60},         {"gpu_mem_gb", 16.0},
+                        {"cpu_mem_gb", 32.0},     {"generation_mode", "realistic"},
+                        {"cache_dir", "/mnt/kv"}, {"performance_profile", "throughput"}};
+        save(d + "/kv_cache_20261204_120000_metadata.json",
+             json{{"benchmark_type", "kv_cache"}, {"num_users", 100}, {"parameters", p}});
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("parameters.gpu_mem_gb 16, every Option runs 0: mlpstorage's CLI default"), std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.generation_mode \"realistic\", every Option runs \"none\""), std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.num_users 100 is one value for Options that run 200, 100 and 70"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.duration 60, every Option runs 2"), std::string::npos) << c.out;
 }
 
 // One client = one MPI rank (rule kvcacheClientDefinition): `mpirun -np 2 kvio simulate --mpi --mlperf-closed`, each
