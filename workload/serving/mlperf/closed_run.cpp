@@ -356,7 +356,7 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
 /// The summary shaped as mlpstorage's kvcache_run_summary.json, with kvio's metadata and provenance.
 Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
                   const std::string& reason, const Topology& top, const Json& opts, int signo, const std::string& stamp,
-                  const std::string& started) {
+                  const std::string& started, Json prov) {
     Json s;
     s["schema_version"] = "1.0";
     s["run_datetime"] = stamp;
@@ -378,7 +378,6 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
     k["metadata"]["started"] = started;
     k["metadata"]["finished"] = utc_iso();
     if (signo) k["metadata"]["stopped_by_signal"] = signo;
-    Json prov = host_provenance(o.kvio_version);
     prov["cache_dir"] = filesystem_provenance(base.cache_dir);
     prov["results_dir"] = filesystem_provenance(o.results_dir);
     k["provenance"] = prov;
@@ -417,6 +416,9 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
     const std::string started = utc_iso(), stamp = local_stamp();
+    // Before the first trial: the binary's SHA-256 takes a second or more, and after a stop signal mpirun kills the
+    // ranks soon after forwarding it: the summary must be quick to write by then.
+    const Json prov = top.leader() ? Json(host_provenance(o.kvio_version)) : Json();
     ClosedRunResult res;
     Json opts = Json::object();
     int signo = 0;
@@ -444,15 +446,17 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
             if (top.mpi) signo = mpi_max_over_ranks(signo);  // the pause ends together; a signal on one stops all
         }
     }
-    if (!top.leader()) {  // rank 0 aggregates and writes the summary
+    if (!top.leader()) {        // rank 0 aggregates and writes the summary; the others wait for it before they exit
+        mpi_max_over_ranks(0);  // (mpirun ends the whole job when one rank exits non-zero, e.g. 130 after a stop)
         res.exit_code = signo ? 128 + signo : failed ? 1 : 0;
         return res;
     }
-    Json s = summary_json(base, o, options, reason, top, opts, signo, stamp, started);
+    Json s = summary_json(base, o, options, reason, top, opts, signo, stamp, started, prov);
     const bool partial = s["partial_failure"].get<bool>();
     res.summary_path = o.results_dir + "/kvcache_run_summary_" + stamp + ".json";
     write_text_file(res.summary_path, s.dump(2) + "\n");
     progress << "mlperf-closed: summary written to " << res.summary_path << "\n" << std::flush;
+    if (top.mpi) mpi_max_over_ranks(0);  // the summary is whole: the other ranks may exit
     res.summary = std::move(s);
     res.exit_code = signo ? 128 + signo : failed || partial ? 1 : 0;
     return res;
