@@ -55,7 +55,9 @@ MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null || mpicxx --showme:link
 endif
 MPI_IMPL := $(if $(strip $(MPI_LIBS)),mpi_client,mpi_absent)
 LDLIBS   += $(MPI_LIBS)
-LIB_ARCHIVES := $(BUILD)/libserving-$(MPI_IMPL).a $(foreach l,$(LIBS),$(BUILD)/lib$(l).a)
+# The launcher's archive right after libserving.a: the CLOSED protocol (mlperf/closed_run.cpp) calls it, and it calls
+# the simulation; what it needs of libserving.a, the command shells and the protocol have pulled in before.
+LIB_ARCHIVES := $(foreach l,$(LIBS),$(BUILD)/lib$(l).a $(if $(filter serving,$(l)),$(BUILD)/libserving-$(MPI_IMPL).a))
 APP_ARCHIVES := $(foreach l,$(APP_LIBS),$(BUILD)/lib$(l).a)
 $(BUILD)/workload/serving/mpi/mpi_client.o: CXXFLAGS += $(MPI_CFLAGS)
 $(BUILD)/libserving-%.a: $(BUILD)/workload/serving/mpi/%.o

@@ -275,4 +275,26 @@ AuditResult run_audit(const AuditOptions& o) {
     return r;
 }
 
+AuditResult run_audit_into_results(const AuditOptions& o, const std::string& results_json, std::string& note) {
+    AuditResult r = run_audit(o);
+    note.clear();
+    nlohmann::ordered_json doc;
+    {
+        std::ifstream f(results_json);
+        if (!f) {
+            note = results_json + ": not written by the run (exit status " + std::to_string(r.command_status) +
+                   "): the verdicts are not in it";
+            return r;
+        }
+        doc = nlohmann::ordered_json::parse(f, nullptr, false);
+    }
+    if (!doc.is_object()) {
+        note = results_json + ": not a JSON object: the verdicts are not in it";
+        return r;
+    }
+    doc["kvio"]["audit"] = r.doc;
+    write_text_file(results_json, doc.dump(4) + "\n");  // the simulation's own layout (4-space indent)
+    return r;
+}
+
 }  // namespace kvio::audit

@@ -94,6 +94,12 @@ struct AuditResult {
 /// signal ended the run (the command was stopped first).
 AuditResult run_audit(const AuditOptions& o);
 
+/// `kvio simulate --audit` (docs/audit.md, "Inside kvio simulate"): run_audit of `o` (o.command: the simulate command
+/// line without --audit, writing its results JSON to `results_json`), then the kvio.audit/1 document added to that
+/// file as kvio.audit, the file written whole again (temporary name, renamed). `note` gets why the file was left as it
+/// was ("" when it was amended): missing, or not a JSON object (the simulation failed before writing it).
+AuditResult run_audit_into_results(const AuditOptions& o, const std::string& results_json, std::string& note);
+
 /// The verdict table as `kvio audit` prints it: one line per check, then the overall line.
 std::string format_result(const AuditResult& r);
 

@@ -19,6 +19,10 @@
 #             (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20, KVIO_BENCH_SIM_ROUNDS 3)
 #   clients   the simulate storage baseline as 1 client vs --num-clients 2 vs mpirun -np 2 --mpi on one tmpfs,
 #             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
+#   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
+#             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
+#             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
+#             KVIO_BENCH_AUDIT_SECS 10)
 # Output: tables on stdout, every measurement in $BUILD/bench/raw.jsonl, summaries in $BUILD/bench/results.json
 # (bench/summarize.jq); $BUILD/bench/machine.json (bench/machine.sh): the machine, `$KVIO --version` of the binary
 # under test (kvio_version) and the source tree's HEAD (git_head: the binary may be older than it). Needs root. Environment knobs (defaults): BUILD (build), KVIO ($BUILD/kvio),
@@ -33,7 +37,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients fidelity}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients fidelity audit}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -71,6 +75,8 @@ cleanup() {
     mountpoint -q "$MNT" && umount "$MNT"
     mountpoint -q "$WORK/simext4" && umount "$WORK/simext4"
     mountpoint -q "$WORK/simtmpfs" && umount "$WORK/simtmpfs"
+    mountpoint -q "$WORK/auditfs" && umount "$WORK/auditfs"
+    [ -n "${AUDIT_LOOP:-}" ] && losetup -d "$AUDIT_LOOP"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -537,6 +543,85 @@ if has_stage fidelity; then
     command -v stress-ng >/dev/null || bash "$HERE/../scripts/deps.sh" stress-ng
     echo "== fidelity: closed-loop distill --verify of a known fio shape, quiet and beside stress-ng --cpu $(nproc)"
     for ((r = 1; r <= FID_ROUNDS; r++)); do fidelity_round quiet "$r" && fidelity_round stress "$r" || break; done
+fi
+
+# ---------------------------------------------------------------- the Python benchmark under kvio audit
+# docs/audit.md: the same kv-cache.py run three ways on ext4 over a loop device (a file in $WORK, disk-backed), each
+# under `kvio audit --cache-dir`: as is (expected PASS), under eatmydata (expected FAIL fsync: its fsync calls never
+# reach the device) and with a no-op posix_fadvise preloaded (expected FAIL reads and fadvise: its reads after the
+# page-cache drop come from memory). The preload check fails in both wrapped runs, naming the library. The model is
+# small (tiny-1b) so that what a run writes stays in the page cache until it is read back: the shim's effect is then
+# the whole difference (llama3.1-8b at 10 users writes ~30 GiB in 20 s here, more than the free memory). The shim
+# defines posix_fadvise64 too: Debian's python3 is built with _FILE_OFFSET_BITS=64 and calls that name (a shim with
+# posix_fadvise alone changed nothing: read share 1.0). The loop device uses direct I/O: its backing file is not
+# cached a second time.
+AUDIT_MODEL=${KVIO_BENCH_AUDIT_MODEL:-tiny-1b}
+AUDIT_USERS=${KVIO_BENCH_AUDIT_USERS:-4}
+AUDIT_SECS=${KVIO_BENCH_AUDIT_SECS:-10}
+audit_python() {  # audit_python MODE PY PYEXE: one audited run; records and prints its verdicts
+    local mode=$1 py=$2 pyexe=$3 cache=$WORK/auditfs/cache wrap=()
+    case $mode in
+        eatmydata) wrap=(eatmydata) ;;
+        nofadvise) wrap=(env "LD_PRELOAD=$WORK/libnofadvise.so") ;;
+    esac
+    rm -rf "$cache"; mkdir -p "$cache"
+    (cd "$(dirname "$py")" && "$KVIO" audit --cache-dir "$cache" --json "$WORK/audit_$mode.json" -- "${wrap[@]}" \
+        "$pyexe" "$py" --model "$AUDIT_MODEL" --num-users "$AUDIT_USERS" --duration "$AUDIT_SECS" --gpu-mem-gb 0 \
+        --cpu-mem-gb 0 --generation-mode none --seed 42 --cache-dir "$cache" --output "$WORK/audit_py.json") \
+        > "$WORK/audit_$mode.out" 2>&1 || true
+    rm -rf "$cache"
+    [ -f "$WORK/audit_$mode.json" ] || { echo "bench: audit ($mode) wrote no verdicts, see $WORK/audit_$mode.out" >&2; tail -3 "$WORK/audit_$mode.out" >&2; return 1; }
+    record audit "$mode" "$(jq -c '([.filesystems[].checks[]] + [.preload]) as $c |
+        ($c | map({key: .name, value: .verdict}) | from_entries) +
+        {passed, command_status, failed: ([$c[] | select(.verdict == "FAIL") | .name]),
+         app_read_bytes: ([.filesystems[].checks[] | select(.name == "reads") | .figures.app_read_bytes // 0] | add),
+         device_read_share: ([.filesystems[].checks[] | select(.name == "reads") | .figures.device_share // null] | first),
+         fsync_calls: ([.filesystems[].checks[] | select(.name == "fsync") | .figures.calls // 0] | add),
+         device_flushes: ([.filesystems[].checks[] | select(.name == "fsync") | .figures.device_flushes // 0] | add)}' "$WORK/audit_$mode.json")"
+    # expected: the checks that must fail ("" = every check passes). Under eatmydata the writes check may fail too:
+    # without fsync the written bytes reach the device by writeback, possibly after the run (docs/audit.md).
+    local expect got as
+    case $mode in
+        clean) expect="" ;;
+        eatmydata) expect="fsync preload" ;;
+        nofadvise) expect="reads fadvise preload" ;;
+    esac
+    got=$(tail -n 1 "$RAW" | jq -r 'if .passed then "PASS" else "FAIL " + (.failed | join("+")) end')
+    as=$(tail -n 1 "$RAW" | jq -r --arg e "$expect" '($e | split(" ") | map(select(. != ""))) as $x |
+        if ($x | length) == 0 then (if .passed then "as expected" else "NOT as expected" end)
+        else (if ([$x[] as $c | .failed | index($c)] | all) and (.failed | index("reads") != null) == ($x | index("reads") != null)
+              then "as expected" else "NOT as expected" end) end')
+    printf '  %-9s %-28s expected %-28s (%s); %s\n' "$mode" "$got" \
+        "$(if [ -z "$expect" ]; then echo PASS; else echo "FAIL ${expect// /+}"; fi)" "$as" \
+        "$(tail -n 1 "$RAW" | jq -r '"device read share \(if .device_read_share then (.device_read_share * 1000 | round / 1000) else "-" end) of \(.app_read_bytes / 1073741824 * 100 | round / 100) GiB, \(.fsync_calls) fsync calls / \(.device_flushes) device flushes"')"
+}
+if has_stage audit; then
+    echo "== audit: the Python benchmark under kvio audit, clean / eatmydata / no-op posix_fadvise shim"
+    py=""
+    if [ -z "${MLPERF_KV_DIR:-}" ]; then
+        echo "  skipped: MLPERF_KV_DIR is unset (point it to a checkout of the Python benchmark: kv-cache.py or kv_cache_benchmark/kv-cache.py)"
+    else
+        py=$MLPERF_KV_DIR/kv-cache.py
+        [ -f "$py" ] || py=$MLPERF_KV_DIR/kv_cache_benchmark/kv-cache.py
+        [ -f "$py" ] || { echo "  skipped: MLPERF_KV_DIR=$MLPERF_KV_DIR has no kv-cache.py"; py=""; }
+    fi
+    pyexe=""
+    if [ -n "$py" ]; then
+        pyexe=$(python_for_mlperf) || { echo "  skipped: no python3 imports numpy and yaml (apt install python3-numpy python3-yaml)"; py=""; }
+    fi
+    if [ -n "$py" ]; then
+        command -v eatmydata >/dev/null || bash "$HERE/../scripts/deps.sh" eatmydata
+        # both names: a program built with _FILE_OFFSET_BITS=64 (Debian's python3) calls posix_fadvise64
+        printf 'int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; (void)advice; return 0; }\nint posix_fadvise64(int fd, long off, long len, int advice) { return posix_fadvise(fd, off, len, advice); }\n' > "$WORK/nofadvise.c"
+        cc -shared -fPIC -o "$WORK/libnofadvise.so" "$WORK/nofadvise.c" || die "cannot build the no-op posix_fadvise shim"
+        mkdir -p "$WORK/auditfs"
+        truncate -s 8G "$WORK/audit.img"   # sparse
+        AUDIT_LOOP=$(losetup -f --show --direct-io=on "$WORK/audit.img")
+        mkfs.ext4 -q -F "$AUDIT_LOOP"
+        mount "$AUDIT_LOOP" "$WORK/auditfs"
+        for mode in clean eatmydata nofadvise; do audit_python "$mode" "$py" "$pyexe" || true; done
+        umount "$WORK/auditfs"; losetup -d "$AUDIT_LOOP"; AUDIT_LOOP=""; rm -f "$WORK/audit.img"
+    fi
 fi
 
 jq -s --slurpfile m "$OUT/machine.json" -f "$HERE/summarize.jq" "$RAW" > "$OUT/results.json"

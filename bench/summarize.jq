@@ -101,7 +101,8 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         mpi2_over_procs2: ([$c[].mpi2_over_procs2] | stats)} end),
     fidelity: ([$raw[] | select(.stage == "fidelity")] | group_by(.mode) | map({key: .[0].mode, value: {rounds: length,
         qd_tv: ([.[].qd_tv] | stats), worst_depth_tv: ([.[].worst_depth_tv] | stats), rwmix_err_points: ([.[].rwmix_err_points] | stats),
-        size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries)
+        size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries),
+    audit: ([$raw[] | select(.stage == "audit")] | map({key: .mode, value: (del(.stage, .mode))}) | from_entries)
   }
 | . as $r
 | .targets = ([$engines[] as $e | $r.overhead[$e] as $x |

@@ -1,9 +1,12 @@
 // `kvio simulate`: the MLPerf Storage KV Cache Benchmark v3.0 serving workload run natively (docs/simulate.md); with
 // --mlperf-closed, the CLOSED protocol (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio").
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "audit/audit.h"
 #include "common/error.h"
 #include "cli/commands.h"
 #include "cli/simulate_options.h"
@@ -82,24 +85,80 @@ int run_closed(CLI::App* sub, const serving::SimConfig& c, ClosedFlags& f) {
     return r.exit_code;
 }
 
+/// This process's command line from /proc/self/cmdline with `kvio` resolved (/proc/self/exe) and --audit (or an
+/// abbreviation argparse accepted) left out: the command `kvio simulate --audit` runs under the audit.
+std::vector<std::string> command_without_audit() {
+    std::ifstream f("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> argv;
+    for (std::string a; std::getline(f, a, '\0');) argv.push_back(a);
+    if (argv.size() < 2) throw Error("simulate --audit: /proc/self/cmdline is unreadable");
+    argv[0] = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::erase_if(argv, [](const std::string& a) {
+        return a.size() >= 4 && a.rfind("--au", 0) == 0 && std::string("--audit").rfind(a, 0) == 0;
+    });
+    return argv;
+}
+
+/// --audit: this simulate re-run under `kvio audit` (docs/audit.md, "Inside kvio simulate"); its console report,
+/// then the verdict lines; the verdicts go into the results JSON as kvio.audit. Exit status: the simulation's when it
+/// failed, else 1 when a check failed.
+int run_audited(const serving::SimConfig& c, bool closed) {
+    if (closed)
+        throw UsageError("--audit with --mlperf-closed: audit the protocol with kvio audit -- kvio simulate ...");
+    if (c.mpi) throw UsageError("--audit with --mpi: each rank's host needs its own tracer: run kvio audit per rank");
+    if (c.cache_dir.empty())
+        throw UsageError("--audit needs --cache-dir: the directory on the block device whose I/O is audited");
+    audit::AuditOptions o;
+    o.command = command_without_audit();
+    std::string results = c.output;
+    if (results.empty()) {
+        results = serving::default_results_name();
+        o.command.insert(o.command.end(), {"--output", results});
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(c.cache_dir, ec);  // as the simulation would: the audit looks it up first
+    o.cache_dirs = {c.cache_dir};
+    std::string note;
+    const audit::AuditResult r = audit::run_audit_into_results(o, results, note);
+    std::cout << audit::format_result(r) << std::flush;
+    if (!note.empty()) std::cerr << "simulate --audit: " << note << "\n";
+    if (r.command_status != 0) return r.command_status;
+    return r.passed ? 0 : 1;
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app) {
     auto c = std::make_shared<serving::SimConfig>();
     auto closed = std::make_shared<ClosedFlags>();
+    auto audited = std::make_shared<bool>(false);
     auto* sub = app.add_subcommand(
         "simulate",
         "Run the MLPerf Storage KV-cache benchmark's serving workload natively: users, priority queue, workers, "
         "GPU/CPU/storage tiers; writes the benchmark's results JSON");
     add_simulate_options(sub, *c);
     add_closed_options(sub, *closed);
+    sub->add_flag("--audit", *audited,
+                  "Run under `kvio audit` (needs --cache-dir on a block device, root): the reads, writes, fsync, "
+                  "fadvise and preload verdicts after the report and in the results JSON (kvio.audit); exit 1 when "
+                  "a check fails (docs/audit.md)")
+        ->group("kvio");
     sub->footer(
         std::string("Many clients: --num-clients N (processes on this host) or mpirun -np N kvio simulate --mpi "
                     "(one client per rank); docs/simulate.md says how results are merged.\n") +
         serving::mpi_build_status());
-    sub->callback([c, closed, sub] {
+    sub->callback([c, closed, audited, sub] {
         check_closed_usage(sub, *closed);
+        if (*audited) {
+            if (const int code = run_audited(*c, closed->on)) throw CLI::RuntimeError(code);
+            return;
+        }
         if (closed->on) {
+            if (!c->mpi) {  // `mpirun -np N kvio simulate --mlperf-closed` without --mpi: N protocols on one tree
+                const std::string refusal =
+                    serving::mpi_launch_without_mpi([](const char* n) { return std::getenv(n); });
+                if (!refusal.empty()) throw UsageError(refusal);
+            }
             if (const int code = run_closed(sub, *c, *closed)) throw CLI::RuntimeError(code);
             return;
         }

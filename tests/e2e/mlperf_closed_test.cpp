@@ -60,7 +60,8 @@ void expect_close(const json& got, double want, const std::string& what) {
 }
 
 /// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>].
-void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row) {
+void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row,
+                   int duration = 2) {
     SCOPED_TRACE("option " + std::to_string(row.option));
     double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
     for (int t = 0; t < 3; ++t) {
@@ -75,7 +76,7 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
             const json& flags = d["kvio"]["config"]["flags"];
             EXPECT_EQ(flags["model"], row.model) << f;
             EXPECT_EQ(flags["num_users"], row.users) << f;
-            EXPECT_EQ(flags["duration"], 2) << f;
+            EXPECT_EQ(flags["duration"], duration) << f;
             EXPECT_EQ(flags["gpu_mem_gb"].get<double>(), 0.0) << f;
             EXPECT_EQ(flags["cpu_mem_gb"].get<double>(), row.cpu_mem_gb) << f;
             EXPECT_EQ(flags["max_concurrent_allocs"], row.allocs) << f;
@@ -200,6 +201,104 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_EQ(c.status, 1);
     EXPECT_NE(c.out.find("options[1].aggregated_read_bandwidth_gbps"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("one filesystem"), std::string::npos) << c.out;
+
+    // mlpstorage's metadata file (docs/mlperf-benchmark.md, "mlpstorage's metadata file"): one that records what the
+    // Options ran passes; one that records mlpstorage's CLI defaults, as its CLOSED command writes it, is named.
+    c = check_planted(dir, [](const std::string& d) {
+        save(d + "/kv_cache_20261204_120000_metadata.json",
+             json{{"benchmark_type", "kv_cache"},
+                  {"parameters", {{"duration", 2}, {"gpu_mem_gb", 0.0}, {"generation_mode", "none"}}}});
+    });
+    EXPECT_EQ(c.status, 0) << c.out;
+    c = check_planted(dir, [](const std::string& d) {
+        const json p = {{"model", "llama3.1-8b"}, {"num_users", 100},
+                        {"duration", 60},         {"gpu_mem_gb", 16.0},
+                        {"cpu_mem_gb", 32.0},     {"generation_mode", "realistic"},
+                        {"cache_dir", "/mnt/kv"}, {"performance_profile", "throughput"}};
+        save(d + "/kv_cache_20261204_120000_metadata.json",
+             json{{"benchmark_type", "kv_cache"}, {"num_users", 100}, {"parameters", p}});
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("parameters.gpu_mem_gb 16, every Option runs 0: mlpstorage's CLI default"), std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.generation_mode \"realistic\", every Option runs \"none\""), std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.num_users 100 is one value for Options that run 200, 100 and 70"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("parameters.duration 60, every Option runs 2"), std::string::npos) << c.out;
+}
+
+// One client = one MPI rank (rule kvcacheClientDefinition): `mpirun -np 2 kvio simulate --mpi --mlperf-closed`, each
+// rank with its own cache and rank directory, rank 0's summary aggregated as the rules say, the checker clean.
+TEST(MlperfClosed, MpiRanksAreTheClients) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
+    const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() + " simulate --mpi ";
+    const CmdResult r = run(mpirun + "--mlperf-closed --cache-dir " + cache + " --results-dir " + dir +
+                            " --trial-seconds 2 --pause-seconds 1 --test-cpu-mem-gb 0.25 --progress-interval 0");
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    // Rank 0 alone reports: one line per trial, one per Option.
+    size_t trial_lines = 0;
+    for (size_t at = 0; (at = r.out.find("rank(s) x", at)) != std::string::npos; ++at) ++trial_lines;
+    for (size_t at = 0; (at = r.err.find("rank(s) x", at)) != std::string::npos; ++at) ++trial_lines;
+    EXPECT_EQ(trial_lines, 9u) << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << "no kvcache_run_summary_*.json in " << dir;
+    const json s = load(sp);
+    EXPECT_EQ(s["total_ranks"], 2);
+    EXPECT_EQ(s["host_count"], 1);
+    EXPECT_EQ(s["kvio"]["metadata"]["launcher"], "mpi");
+    EXPECT_EQ(s["kvio"]["metadata"]["clients"], 2);
+    // 2 s trials: in 1 s trials beside other tests, no Option 1 rank finished a storage entry once (storage_entries
+    // 0 on every rank, which the checker rightly calls no storage measured).
+    for (const auto& row : kRows) expect_option(dir, cache, s, row, 2);
+    for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+
+    // Refused on every rank before anything is created: one filesystem for both, and --num-clients beside --mpi.
+    const std::string other = results.path + "/run2";
+    CmdResult bad = run(mpirun + "--mlperf-closed --cache-dir " + results.path + "/kv --results-dir " + other +
+                        " --trial-seconds 1 --pause-seconds 0");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("rule kvcachePosixCacheDir"), std::string::npos) << bad.err;
+    bad = run(mpirun + "--num-clients 2 --mlperf-closed --cache-dir " + cache + " --results-dir " + other +
+              " --trial-seconds 1 --pause-seconds 0");
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("--num-clients with --mpi"), std::string::npos) << bad.err;
+    EXPECT_FALSE(fs::exists(other));
+}
+
+// SIGINT to mpirun (which sends SIGTERM to every rank, then kills them soon after): the trial in flight stops on every
+// rank, and rank 0 still writes the summary of what ran, marked as stopped.
+TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    // The signal once the first trial's clients run (its progress line, then 3 s): not during MPI's start-up.
+    const CmdResult r =
+        run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() +
+            " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt + "/kv --results-dir " +
+            dir + " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+            " & p=$!; for i in $(seq 300); do grep -q 'trial 1/3' " + log +
+            " 2>/dev/null && break; sleep 0.2; done; sleep 3; kill -INT $p; wait $p");
+    EXPECT_NE(r.status, 0);
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << slurp(log);
+    const json s = load(sp);
+    EXPECT_EQ(s["closed_submission"], false);
+    EXPECT_EQ(s["kvio"]["metadata"]["stopped_by_signal"], 15) << s["kvio"]["metadata"];
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 1);
+    EXPECT_NE(s["not_a_closed_submission"].get<std::string>().find("stopped by signal 15"), std::string::npos);
+    for (int n = 0; n < 2; ++n) EXPECT_FALSE(only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n)).empty());
 }
 
 TEST(MlperfClosed, ForbiddenFlagsAreRefusedNamingTheRule) {

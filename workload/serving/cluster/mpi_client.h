@@ -5,8 +5,10 @@
 // otherwise --mpi is refused with mpi_build_status().
 #pragma once
 #include <iosfwd>
+#include <vector>
 
 #include "workload/serving/config.h"
+#include "workload/serving/results/merge_results.h"
 #include "workload/serving/simulate.h"
 
 namespace kvio::serving {
@@ -24,7 +26,30 @@ const char* mpi_build_status();
 /// results document (CBOR) to rank 0, which merges them (launcher "mpi", ranks named by MPI_Get_processor_name)
 /// into c.output and, with a console, prints the report. A rank that fails still joins the barrier and the
 /// gather with its error (kvio.merged.partial_failure). Returns rank 0's merged result (other ranks: their own).
-/// Throws kvio::Error when not built with MPI.
-SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress);
+/// With `gathered`, rank 0 also gets every rank's result in rank order (their documents with kvio.merge_state; other
+/// ranks get theirs alone). Throws kvio::Error when not built with MPI.
+SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress,
+                         std::vector<ClientResult>* gathered = nullptr);
+
+/// Keeps MPI initialised across several run_mpi_client calls (a CLOSED run's trials: MPI may be initialised once per
+/// process): MPI_Init_thread at construction unless already initialised, MPI_Finalize at destruction when it
+/// initialised. Throws kvio::Error when not built with MPI.
+class MpiScope {
+public:
+    MpiScope();
+    ~MpiScope();
+    MpiScope(const MpiScope&) = delete;
+    MpiScope& operator=(const MpiScope&) = delete;
+    int rank() const { return rank_; }  ///< MPI_Comm_rank of MPI_COMM_WORLD
+    int size() const { return size_; }  ///< MPI_Comm_size of MPI_COMM_WORLD
+
+private:
+    bool owned_ = false;
+    int rank_ = 0, size_ = 1;
+};
+
+/// MPI_Allreduce(MPI_MAX) of `v` over MPI_COMM_WORLD: the value every rank agrees on (a refusal, a stop signal, an
+/// exit code), and a barrier. Throws kvio::Error when not built with MPI.
+int mpi_max_over_ranks(int v);
 
 }  // namespace kvio::serving

@@ -259,6 +259,71 @@ bool has_option_dir(const std::string& dir) {
     return false;
 }
 
+/// mlpstorage's values for a key its CLOSED command line does not expose (mlpstorage_py/cli/kvcache_args.py's
+/// set_defaults and defaults, docs/mlperf-benchmark.md, "mlpstorage's metadata file"): what its metadata records when
+/// it records the command line instead of the Options. null: no default known.
+Json mlpstorage_default(const std::string& key) {
+    static const Json d = {{"model", "llama3.1-8b"}, {"num_users", 100},   {"duration", 60},
+                           {"gpu_mem_gb", 16.0},     {"cpu_mem_gb", 32.0}, {"generation_mode", "realistic"}};
+    return d.value(key, Json(nullptr));
+}
+
+std::vector<std::string> glob_metadata(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string n = e.path().filename().string();
+        if (n.size() > 14 && n.compare(n.size() - 14, 14, "_metadata.json") == 0) out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// One metadata file: each Option parameter it records (its `parameters` object, else its top level) against what
+/// the Options ran. A key every Option runs with one value must record that value; a key the Options differ in
+/// (model, num_users, cpu_mem_gb) cannot be one scalar. Either way, a value equal to mlpstorage's CLI default is named
+/// as such: the metadata records the command line, not the run.
+void check_metadata_file(const std::string& path, const RunShape& s, CheckReport& rep) {
+    Json doc;
+    try {
+        std::ifstream f(path);
+        doc = Json::parse(f);
+    } catch (const std::exception& e) {
+        rep.problems.push_back(path + ": not valid JSON (" + e.what() + ")");
+        return;
+    }
+    if (!doc.is_object()) return rep.problems.push_back(path + ": not a JSON object");
+    const bool nested = doc.contains("parameters") && doc["parameters"].is_object() && !doc["parameters"].empty();
+    const Json& params = nested ? doc["parameters"] : doc;
+    const std::string where = nested ? "parameters." : "";
+    std::map<std::string, std::vector<Json>> ran;  // key -> the value of each Option run, in order
+    for (int o_num : s.options) {
+        const std::string k = std::to_string(o_num);
+        const Json want = s.recorded_parameters.contains(k)
+                              ? s.recorded_parameters[k]
+                              : closed_option_parameters(closed_option(o_num), s.trial_seconds);
+        for (const auto& [key, v] : want.items()) ran[key].push_back(v);
+    }
+    for (const auto& [key, values] : ran) {
+        if (!params.contains(key)) continue;
+        const Json& got = params[key];
+        if (got.is_object() || got.is_array()) continue;  // per-Option records: not mlpstorage's shape, not judged
+        const bool one_value =
+            std::all_of(values.begin(), values.end(), [&](const Json& v) { return same_number(v, values.front()); });
+        if (one_value && same_number(got, values.front())) continue;
+        std::string line = path + ": " + where + key + " " + fmt(got);
+        if (one_value) {
+            line += ", every Option runs " + fmt(values.front());
+        } else {
+            line += " is one value for Options that run";
+            for (size_t i = 0; i < values.size(); ++i)
+                line += (i == 0 ? " " : i + 1 == values.size() ? " and " : ", ") + fmt(values[i]);
+        }
+        if (same_number(got, mlpstorage_default(key)))
+            line += ": mlpstorage's CLI default, recorded instead of the Option values";
+        rep.problems.push_back(line + " (rule kvcacheFixedWorkloadPerOption)");
+    }
+}
+
 }  // namespace
 
 CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
@@ -286,6 +351,7 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
         check_aggregates(dir, opt, s, rep);
     }
     check_filesystems(dir, s, caches, rep);
+    for (const auto& m : glob_metadata(dir)) check_metadata_file(m, s, rep);
     return rep;
 }
 

@@ -39,9 +39,6 @@ std::string refusal_of(const std::string& flag) {
     if (flag == "--output")
         return "--output is not used in a CLOSED run: each rank writes option_<O>/trial_<T>/rank_<N>/ under "
                "--results-dir (rule kvcachePerClientIsolation)";
-    if (flag == "--mpi")
-        return "--mpi is not supported with --mlperf-closed yet: run the ranks with --num-clients N on this host "
-               "(rule kvcacheClientDefinition: one client per rank)";
     return flag +
            " is not permitted in a CLOSED run (rule kvcacheClosedImmutable: only the cache directory, the "
            "results directory and the client topology may vary)";
@@ -91,8 +88,8 @@ SimConfig closed_option_config(const SimConfig& base, const ClosedOption& o, int
 }
 
 std::vector<std::string> closed_refusals(const std::vector<std::string>& given, std::optional<int64_t> seed) {
-    static const std::vector<std::string> allowed = {"--cache-dir", "--num-clients", "--quiet", "--progress-interval",
-                                                     "--log-level"};
+    static const std::vector<std::string> allowed = {"--cache-dir", "--num-clients",       "--mpi",
+                                                     "--quiet",     "--progress-interval", "--log-level"};
     std::vector<std::string> out;
     for (const auto& f : given) {
         if (std::find(allowed.begin(), allowed.end(), f) != allowed.end()) continue;

@@ -44,7 +44,7 @@ SimConfig closed_option_config(const SimConfig& base, const ClosedOption& o, int
 /// The refusals for a CLOSED run given these `kvio simulate` flags (long names as typed, "--config") and seed: one
 /// sentence per flag naming it and the rule that forbids it (kvcacheClosedSequenceLocks for --config and a seed
 /// other than 42, kvcacheAutoscalingProhibited for the autoscaler's flags, kvcacheFixedWorkloadPerOption for an
-/// Option parameter, kvcacheClosedImmutable for anything else). Allowed: --cache-dir, --num-clients, --quiet,
+/// Option parameter, kvcacheClosedImmutable for anything else). Allowed: --cache-dir, --num-clients, --mpi, --quiet,
 /// --progress-interval, --log-level, --seed 42. Empty when the command line is CLOSED.
 std::vector<std::string> closed_refusals(const std::vector<std::string>& given_flags, std::optional<int64_t> seed);
 

@@ -1,6 +1,7 @@
 // `kvio simulate --mlperf-closed`: the MLPerf Storage KV-cache CLOSED protocol run natively (docs/mlperf-benchmark.md,
 // "Running a CLOSED submission with kvio"): each chosen Option of closed_rules.h, 3 trials with seed 42, every trial
-// N client processes (--num-clients) with their own <cache-dir>/rank_<N>/ and
+// N client processes (--num-clients), or the N ranks of `mpirun -np N kvio simulate --mpi` (one client per rank), with
+// their own <cache-dir>/rank_<N>/ and
 // <results-dir>/option_<O>/trial_<T>/rank_<N>/kvcache_results_<time>.json, 90 s between Options, then
 // <results-dir>/kvcache_run_summary_<time>.json shaped as mlpstorage writes it, with kvio's metadata and provenance.
 #pragma once
@@ -47,7 +48,10 @@ std::string not_a_submission_reason(const ClosedRunOptions& o);
 /// level); a refused run creates nothing. Returns the Options to run, in order.
 std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o);
 
-/// Runs the protocol: check_closed_run, then for each Option and trial serving::run_clients with the Option's
+/// Runs the protocol: check_closed_run, then for each Option and trial serving::run_clients (with SimConfig::mpi:
+/// this process is one rank, serving::run_mpi_client, its result in its own rank_<rank>/, rank 0 aggregating and
+/// writing the summary; every rank checks its own directories and all agree before the first trial, after each trial
+/// and after each pause, so a refusal, a failure or a stop signal on one rank is every rank's) with the Option's
 /// config (closed_option_config), its clients' results moved into the rank directories with kvio.mlperf_closed
 /// ({option, trial, rank, closed_submission, not_a_closed_submission}) added, the pause between Options (a stop
 /// signal ends it), and the summary written whole (temporary name, renamed). Progress lines ("mlperf-closed: option

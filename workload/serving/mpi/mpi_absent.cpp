@@ -11,8 +11,13 @@ const char* mpi_build_status() {
            "scripts/deps.sh, and rebuild): --mpi is refused; --num-clients works";
 }
 
-SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*) {
+SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*, std::vector<ClientResult>*) {
     throw Error(std::string("simulate: --mpi: ") + mpi_build_status());
 }
+
+MpiScope::MpiScope() { throw Error(std::string("simulate: --mpi: ") + mpi_build_status()); }
+MpiScope::~MpiScope() = default;
+
+int mpi_max_over_ranks(int) { throw Error(std::string("simulate: --mpi: ") + mpi_build_status()); }
 
 }  // namespace kvio::serving

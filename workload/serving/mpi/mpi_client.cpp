@@ -82,7 +82,30 @@ const char* mpi_build_status() {
     return s.c_str();
 }
 
-SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress) {
+MpiScope::MpiScope() {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        int provided = 0;
+        check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+        owned_ = true;
+    }
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+}
+
+MpiScope::~MpiScope() {
+    if (owned_) MPI_Finalize();
+}
+
+int mpi_max_over_ranks(int v) {
+    int out = v;
+    check(MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    return out;
+}
+
+SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress,
+                         std::vector<ClientResult>* gathered) {
     MpiSession session;
     int rank = 0, size = 1;
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
@@ -151,6 +174,7 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
         "MPI_Gatherv of the results");
     if (rank != 0) {
         if (!me.error.empty()) throw Error("simulate --mpi: rank " + std::to_string(rank) + ": " + me.error);
+        if (gathered) gathered->assign(1, me);
         return own;
     }
 
@@ -169,6 +193,7 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
     res.results = merge_client_results(results, "mpi");
     res.output_path = write_merged_result(c, res.results, c.quiet ? nullptr : console);
     res.exit_code = failed ? std::max(worst, 1) : worst;
+    if (gathered) *gathered = std::move(results);
     return res;
 }
 
