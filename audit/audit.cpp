@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -28,6 +29,7 @@ namespace kvio::audit {
 namespace fs = std::filesystem;
 
 void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigures& f) {
+    std::map<std::pair<uint64_t, uint32_t>, uint64_t> unsynced;  // (ino, gen) -> buffered bytes since its last fsync
     for (const auto& r : calls) {
         if (!r.has_file || r.fs_dev != fs_kdev) continue;
         const uint64_t moved = r.ret > 0 ? uint64_t(r.ret) : 0;
@@ -38,11 +40,15 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 break;
             case SysKind::Write:
                 f.app_write_bytes += moved, f.app_write_calls++;
-                if (r.direct) f.app_write_direct_bytes += moved;
+                if (r.direct)
+                    f.app_write_direct_bytes += moved;
+                else
+                    unsynced[{r.ino, r.gen}] += moved;
                 break;
             case SysKind::Fsync:
             case SysKind::Fdatasync:
                 f.fsync_calls++;
+                unsynced.erase({r.ino, r.gen});
                 break;
             case SysKind::Fadvise:
                 f.fadvise_calls++;
@@ -51,6 +57,7 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 break;
         }
     }
+    for (const auto& [file, bytes] : unsynced) f.app_write_unsynced_bytes += bytes;
 }
 
 void count_device_io(const EventTrace& disk, uint64_t first_sector, uint64_t sectors, FsFigures& f) {

@@ -102,6 +102,35 @@ TEST(Audit, CountsOnlyTheCacheFilesystemsCallsAndTheirBytes) {
     EXPECT_EQ(f.fadvise_calls, 1u);
 }
 
+// A write the stop cut (its file never synced, then deleted) need not reach the device; a synced file's must.
+TEST(Audit, WritesNoFsyncCoveredAreNotRequiredOnTheDevice) {
+    const uint32_t kv = (7u << 20) | 3;
+    auto on = [&](SysKind k, int64_t ret, uint64_t ino, bool direct = false) {
+        SyscallRec r = call(k, ret, kv, direct);
+        r.ino = ino;
+        return r;
+    };
+    const std::vector<SyscallRec> calls = {on(SysKind::Write, 100 << 20, 1),    on(SysKind::Fsync, 0, 1),      // synced
+                                           on(SysKind::Write, 50 << 20, 2),     on(SysKind::Fdatasync, 0, 2),  // synced
+                                           on(SysKind::Write, 10 << 20, 2),        // after file 2's sync: not covered
+                                           on(SysKind::Write, 40 << 20, 3),        // cut at the stop: never synced
+                                           on(SysKind::Write, 8 << 20, 4, true)};  // direct: needs no fsync
+    FsFigures f;
+    count_app_io(calls, kv, f);
+    EXPECT_EQ(f.app_write_bytes, 208u << 20);
+    EXPECT_EQ(f.app_write_unsynced_bytes, 50u << 20);
+    f.fsync_calls = 2, f.dev_flushes = 4, f.dev_write_bytes = 150u << 20;  // 150 of the 158 required
+    const auto cs = judge_fs(f, AuditOptions{});
+    EXPECT_EQ(verdict_of(cs, "writes"), Verdict::Pass);
+    f.dev_write_bytes = 130u << 20;  // 82 % of the required
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "writes"), Verdict::Fail);
+    // Nothing synced at all: every byte is required again (and the fsync check fails).
+    f = FsFigures{};
+    count_app_io({on(SysKind::Write, 100 << 20, 5)}, kv, f);
+    f.dev_write_bytes = 20u << 20;
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "writes"), Verdict::Fail);
+}
+
 TEST(Audit, CountsThePartitionsCommandsAndEveryKindOfFlush) {
     EventTrace t;
     auto cmd = [&](Op op, uint64_t sector, uint64_t bytes, bool preflush = false, bool fua = false) {
