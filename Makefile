@@ -75,7 +75,8 @@ E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 # $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
-FUZZ_CLI_OBJS = $(BUILD)/trace/events_dump.o $(BUILD)/trace/capture_records.o $(BUILD)/trace/event_format.o  # kvio dump's reader (not libtrace.a: no BPF skeleton)
+FUZZ_CLI_OBJS = $(BUILD)/trace/events_dump.o $(BUILD)/trace/capture_records.o $(BUILD)/trace/event_format.o \
+    $(BUILD)/trace/http_server.o  # kvio dump's reader and the exporter's request parser (not libtrace.a: no BPF skeleton)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
