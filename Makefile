@@ -205,7 +205,8 @@ fuzz: deps
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 # A sustained mixed fio workload on a loop device under `kvio trace --events` (binary capture) for SOAK_SECONDS
-# (default 180): checks 0 dropped, reports lost completions per 10^6 commands and the tracer's RSS slope
+# (default 60), its exporter scraped every second: checks 0 dropped and every scrape answered, reports commands/s,
+# RSS at start and end, lost completions per 10^6 commands and the tracer's RSS slope
 # (tests/soak.sh). Needs root. Not part of `make test`.
 soak:
 	bash scripts/deps.sh fio jq bc
