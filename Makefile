@@ -77,7 +77,8 @@ E2E_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(E2E_SRCS))
 # $(FUZZ_BUILD)/fuzz/NAME is the libFuzzer binary (clang, make fuzz).
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_REPLAYS  = $(patsubst %,$(BUILD)/fuzz-replay/%,$(FUZZ_TARGETS))
-FUZZ_CLI_OBJS = $(BUILD)/trace/events_dump.o $(BUILD)/trace/capture_records.o $(BUILD)/trace/event_format.o  # kvio dump's reader (not libtrace.a: no BPF skeleton)
+FUZZ_CLI_OBJS = $(BUILD)/trace/events_dump.o $(BUILD)/trace/capture_records.o $(BUILD)/trace/event_format.o \
+    $(BUILD)/trace/http_server.o  # kvio dump's reader and the exporter's request parser (not libtrace.a: no BPF skeleton)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 600
@@ -206,7 +207,8 @@ fuzz: deps
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 # A sustained mixed fio workload on a loop device under `kvio trace --events` (binary capture) for SOAK_SECONDS
-# (default 180): checks 0 dropped, reports lost completions per 10^6 commands and the tracer's RSS slope
+# (default 60), its exporter scraped every second: checks 0 dropped and every scrape answered, reports commands/s,
+# RSS at start and end, lost completions per 10^6 commands and the tracer's RSS slope
 # (tests/soak.sh). Needs root. Not part of `make test`.
 soak:
 	bash scripts/deps.sh fio jq bc

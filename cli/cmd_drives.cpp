@@ -19,8 +19,12 @@ void add_drives_command(CLI::App& app) {
         "or read-only device is refused, one holding data in its first MiB unless --force. Remote targets "
         "(HOST[:PORT]:PATH) run through `fio --client` on hosts running `fio --server`, all hosts at once. Exit 1 when "
         "a target failed (the others' results are written). docs/drives.md");
-    sub->add_option("--job", o->job_path, "The fio job file; its filename=/directory= lines are replaced per target")
-        ->required();
+    auto* job = sub->add_option("--job", o->job_path,
+                                "The fio job file; its filename=/directory= lines are replaced per target");
+    sub->add_option("--events", o->events_path,
+                    "Instead of --job: a kvio trace (kvio.events/1 or .bin/1), distilled on the fly into the device "
+                    "job `kvio distill --level device` writes (saved as DIR/job.fio)")
+        ->excludes(job);
     sub->add_option("--drive", o->drives,
                     "NAME=PATH (block device, file or directory here) or NAME=HOST[:PORT]:PATH (a host running "
                     "`fio --server`, port 8765 by default); repeat per target")

@@ -231,7 +231,8 @@ void add_trace_command(CLI::App& app) {
         "Serve Prometheus metrics (text format, or OpenMetrics when the scraper asks for it) at "
         "http://ADDR:PORT/metrics, read from the in-kernel histograms at each scrape; runs until Ctrl-C/SIGTERM "
         "(or --duration, COMMAND, COUNT), which still write --json. ADDR: 127.0.0.1, [::1], a host name, or "
-        "empty (:9435) for every address; PORT 0 picks a free one (printed on stderr)");
+        "empty (:9435, or a bare 9435) for loopback only; 0.0.0.0:PORT or [::]:PORT for every address; PORT 0 "
+        "picks a free one (printed on stderr). Limits: 64 connections, 16 KiB of headers, the request within 5 s");
     sub->add_option(
         "--prom-textfile", opts->prom_textfile,
         "Write the same metrics (text format) to FILE atomically every INTERVAL (default every 10 s) and at "

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/jsonl.h"
+#include "distiller/distill.h"
 #include "drives/drives_html.h"
 #include "drives/process.h"
 #include "drives/prom_scrape.h"
@@ -48,6 +49,17 @@ std::string read_job(const std::string& path) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+/// The job a kvio trace calls for, derived as `kvio distill --events PATH --level device` would (distiller::distill,
+/// the one entry point every command derives its job through; rules in docs/distill.md), its notes on `diag`.
+std::string distill_job(const std::string& events, std::ostream& diag) {
+    distiller::DistillOptions d;
+    d.events = events;
+    d.level = distiller::DistillLevel::Device;
+    distiller::DistillResult r = distiller::distill(d);
+    for (const auto& n : r.notes) diag << "kvio drives: distill note: " << n << "\n";
+    return r.job.text;
 }
 
 /// The same local path however it is spelled (a /dev/disk/by-id link and its /dev node are one target).
@@ -199,10 +211,13 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     if (opt.drives.empty()) throw UsageError("--drive: give at least one target");
     if (opt.rounds < 1) throw UsageError("--rounds must be at least 1");
     std::vector<std::string> modes = modes_of(opt.load);
-    std::string job = read_job(opt.job_path);
+    if (opt.job_path.empty() == opt.events_path.empty())
+        throw UsageError("give one workload: --job JOB.fio or --events TRACE");
+    std::string job = opt.events_path.empty() ? read_job(opt.job_path) : distill_job(opt.events_path, out);
+    const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
     for (const auto& m : modes)
         if (m == "trace" && !job_has_rates(job))
-            throw UsageError("--load " + opt.load + ": " + opt.job_path +
+            throw UsageError("--load " + opt.load + ": " + job_name +
                              " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
                              "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
                              "closed for this job");
@@ -215,6 +230,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     env.dir = opt.out_dir.empty() ? now_stamp("kvio-drives-%Y%m%d-%H%M%S") : opt.out_dir;
     fs::create_directories(env.dir + "/runs");
     fs::create_directories(env.dir + "/probe");
+    if (!opt.events_path.empty()) write_text_file(env.dir + "/job.fio", job);  // what ran, for the record
     RunContext ctx = context_of(opt, modes);
     ctx.job_bytes = job_declared_bytes(job);
     std::vector<size_t> local, remote;

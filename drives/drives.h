@@ -11,7 +11,8 @@ namespace kvio::drives {
 
 /// What `kvio drives` runs. Sizes in bytes, times in seconds.
 struct DrivesOptions {
-    std::string job_path;                     ///< the fio job (distilled or any)
+    std::string job_path;                     ///< the fio job (distilled or any); "" with events_path
+    std::string events_path;                  ///< a kvio trace (kvio.events/1 or .bin/1), distilled on the fly
     std::vector<std::string> drives;          ///< `NAME=PATH` / `NAME=HOST[:PORT]:PATH` (job_text.h DriveSpec)
     int rounds = 3;                           ///< runs per target and load mode, interleaved across targets
     std::string load = "closed";              ///< "closed" | "trace" | "both"

@@ -45,23 +45,6 @@ std::string trim(const std::string& s) {
     return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-/// Parses the request line and the Accept header of a complete header block. False: malformed.
-bool parse_request(const std::string& head, HttpRequest& req) {
-    std::istringstream in(head);
-    std::string line;
-    if (!std::getline(in, line)) return false;
-    std::istringstream rl(trim(line));
-    std::string version;
-    if (!(rl >> req.method >> req.path >> version) || version.rfind("HTTP/1.", 0) != 0) return false;
-    if (auto q = req.path.find('?'); q != std::string::npos) req.path.resize(q);
-    while (std::getline(in, line)) {
-        auto colon = line.find(':');
-        if (colon == std::string::npos) continue;
-        if (lower(trim(line.substr(0, colon))) == "accept") req.accept = trim(line.substr(colon + 1));
-    }
-    return true;
-}
-
 std::string address_string(const sockaddr_storage& ss) {
     char host[INET6_ADDRSTRLEN] = "?";
     uint16_t port = 0;
@@ -79,12 +62,34 @@ std::string address_string(const sockaddr_storage& ss) {
 
 }  // namespace
 
+bool parse_http_request(std::string_view head, HttpRequest& req) {
+    req = {};
+    size_t eol = head.find('\n');
+    std::istringstream rl(trim(std::string(head.substr(0, eol))));
+    std::string version, extra;
+    if (!(rl >> req.method >> req.path >> version) || version.rfind("HTTP/1.", 0) != 0 || (rl >> extra)) return false;
+    if (auto q = req.path.find('?'); q != std::string::npos) req.path.resize(q);
+    while (eol != std::string_view::npos) {
+        size_t start = eol + 1;
+        eol = head.find('\n', start);
+        std::string_view line =
+            head.substr(start, eol == std::string_view::npos ? std::string_view::npos : eol - start);
+        auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        if (lower(trim(std::string(line.substr(0, colon)))) == "accept")
+            req.accept = trim(std::string(line.substr(colon + 1)));
+    }
+    return true;
+}
+
 std::pair<std::string, std::string> split_host_port(const std::string& listen) {
     auto bad = [&] {
         return Error("--listen " + listen + ": expected ADDR:PORT (127.0.0.1:9435, [::1]:9435 or :9435)");
     };
     std::string host, port;
-    if (!listen.empty() && listen[0] == '[') {
+    if (listen.find_first_not_of("0123456789") == std::string::npos) {
+        port = listen;  // a bare PORT
+    } else if (!listen.empty() && listen[0] == '[') {
         auto close = listen.find("]:");
         if (close == std::string::npos) throw bad();
         host = listen.substr(1, close - 1);
@@ -98,17 +103,18 @@ std::pair<std::string, std::string> split_host_port(const std::string& listen) {
     if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
         std::stoul(port) > 65535)
         throw bad();
+    if (host.empty()) host = "127.0.0.1";  // loopback unless an address is given (docs/formats.md, "--listen")
     return {host, port};
 }
 
-HttpServer::HttpServer(const std::string& listen, Handler handler) : handler_(std::move(handler)) {
+HttpServer::HttpServer(const std::string& listen, Handler handler, HttpLimits limits)
+    : handler_(std::move(handler)), limits_(limits) {
     auto [host, port] = split_host_port(listen);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
     addrinfo* res = nullptr;
-    if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
         throw Error("--listen " + listen + ": " + gai_strerror(rc));
     std::string why = "no address";
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -145,16 +151,20 @@ void HttpServer::add_poll_fds(std::vector<pollfd>& fds) const {
 }
 
 void HttpServer::accept_all(uint64_t now_ns) {
-    while (true) {
+    // At most max_connections + 64 accepts a round: a client reconnecting in a loop cannot keep the tracer from
+    // draining its ring buffer (the loop comes back within 100 ms).
+    for (size_t i = 0; i < limits_.max_connections + 64; ++i) {
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;  // EAGAIN: none left; other errors (EMFILE, ECONNABORTED): try again on the next round
-        if (conns_.size() >= kMaxConnections) {
+        if (conns_.size() >= limits_.max_connections) {
             close(fd);
+            ++stats_.refused;
             continue;
         }
+        ++stats_.accepted;
         Conn c;
         c.fd = fd;
-        c.last_ns = now_ns;
+        c.last_ns = c.accepted_ns = now_ns;
         conns_.push_back(std::move(c));
     }
 }
@@ -164,7 +174,7 @@ void HttpServer::answer(Conn& c) {
     HttpRequest req;
     size_t end = c.in.find("\r\n\r\n");
     if (end == std::string::npos) end = c.in.find("\n\n");
-    if (!parse_request(c.in.substr(0, end), req)) {
+    if (!parse_http_request(std::string_view(c.in).substr(0, end), req)) {
         resp = {400, "text/plain; charset=utf-8", "malformed request\n"};
     } else if (req.method != "GET" && req.method != "HEAD") {
         resp = {405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
@@ -181,6 +191,7 @@ void HttpServer::answer(Conn& c) {
                        (resp.status == 405 ? "\r\nAllow: GET, HEAD" : "") + "\r\nConnection: close\r\n\r\n";
     c.out = req.method == "HEAD" ? head : head + resp.body;
     c.answered = true;
+    ++stats_.answered;
 }
 
 bool HttpServer::read_from(Conn& c, uint64_t now_ns) {
@@ -192,13 +203,17 @@ bool HttpServer::read_from(Conn& c, uint64_t now_ns) {
         c.last_ns = now_ns;
         c.in.append(buf, size_t(n));
         size_t end = std::min(c.in.find("\r\n\r\n"), c.in.find("\n\n"));
-        if (end != std::string::npos && end <= kMaxRequestBytes) {
+        if (end != std::string::npos && end <= limits_.max_request_bytes) {
             answer(c);
             return true;
         }
-        if (c.in.size() > kMaxRequestBytes) {
+        if (c.in.size() > limits_.max_request_bytes) {
+            c.in.clear();
+            c.in.shrink_to_fit();
             c.out = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
             c.answered = true;
+            ++stats_.answered;
+            ++stats_.too_large;
             return true;
         }
     }
@@ -211,14 +226,15 @@ bool HttpServer::write_to(Conn& c, uint64_t now_ns) {
     ssize_t n = 0;
     while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {}
     if (c.shut)
-        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) && now_ns - c.last_ns < kLingerNs;
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) &&
+               now_ns - c.last_ns < limits_.linger_ns;
     while (c.sent < c.out.size()) {
         n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
         c.sent += size_t(n);
         c.last_ns = now_ns;
     }
-    shutdown(c.fd, SHUT_WR);  // the response is complete; close once the client has closed its side (or kLingerNs)
+    shutdown(c.fd, SHUT_WR);  // the response is complete; close once the client has closed its side (or linger_ns)
     c.shut = true;
     return true;
 }
@@ -228,7 +244,12 @@ void HttpServer::service(uint64_t now_ns) {
     for (auto& c : conns_) {
         bool keep = c.answered ? true : read_from(c, now_ns);
         if (keep && c.answered) keep = write_to(c, now_ns);
-        if (keep && now_ns - c.last_ns > kIdleNs) keep = false;
+        bool late =
+            now_ns - c.last_ns > limits_.idle_ns || (!c.answered && now_ns - c.accepted_ns > limits_.request_ns);
+        if (keep && late) {
+            keep = false;
+            if (!c.answered || c.sent < c.out.size()) ++stats_.timed_out;
+        }
         if (!keep) {
             close(c.fd);
             c.fd = -1;

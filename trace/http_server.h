@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvio::trace {
@@ -24,12 +25,34 @@ struct HttpResponse {
     std::string body;
 };
 
+/// What one client may hold (docs/formats.md, "--listen"): the server is reachable by anything that can connect, so
+/// no client can hold memory or a slot for long. Defaults are for a Prometheus scraper (one request a scrape
+/// interval, headers well under 1 KiB, answered in milliseconds); tests shorten the times.
+struct HttpLimits {
+    size_t max_request_bytes = 16 << 10;  ///< request line + headers; more is answered 431
+    size_t max_connections = 64;          ///< open at once; more are closed at accept (counted in refused)
+    uint64_t idle_ns = 10'000'000'000;    ///< a connection that neither sends nor reads for 10 s is closed
+    uint64_t request_ns = 5'000'000'000;  ///< the whole request must arrive within 5 s of the accept (a client
+                                          ///< sending a byte a second is closed, not kept alive by each byte)
+    uint64_t linger_ns = 1'000'000'000;   ///< after the response, the client has 1 s to close its side
+};
+
+/// What the server did since it started (each count once per connection).
+struct HttpStats {
+    uint64_t accepted = 0;   ///< connections taken into a slot
+    uint64_t refused = 0;    ///< closed at accept: max_connections were open
+    uint64_t answered = 0;   ///< responses queued (any status)
+    uint64_t too_large = 0;  ///< answered 431: the headers exceeded max_request_bytes
+    uint64_t timed_out = 0;  ///< closed by idle_ns or request_ns before a response was sent
+};
+
 class HttpServer {
 public:
     using Handler = std::function<HttpResponse(const HttpRequest&)>;
-    /// Binds and listens on `listen`: "ADDR:PORT" with ADDR an IPv4 address, a host name, or [IPv6]; ":PORT" listens
-    /// on every address; PORT 0 takes a free port (see bound()). Throws kvio::Error naming the address.
-    HttpServer(const std::string& listen, Handler handler);
+    /// Binds and listens on `listen`: "ADDR:PORT" with ADDR an IPv4 address, a host name, or [IPv6]; ":PORT" or a
+    /// bare "PORT" listens on loopback (127.0.0.1) only: every address takes "0.0.0.0:PORT" or "[::]:PORT". PORT 0
+    /// takes a free port (see bound()). Throws kvio::Error naming the address.
+    HttpServer(const std::string& listen, Handler handler, HttpLimits limits = {});
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
@@ -39,14 +62,12 @@ public:
     /// Appends what to wait for: the listening socket, each connection for input or for output.
     void add_poll_fds(std::vector<pollfd>& fds) const;
     /// Accepts, reads, answers and closes what is ready; never blocks. `now_ns` (CLOCK_MONOTONIC) ends connections
-    /// idle longer than kIdleNs.
+    /// past the limits' idle_ns or request_ns.
     void service(uint64_t now_ns);
-
-    static constexpr size_t kMaxRequestBytes = 16 << 10;  ///< request line + headers; more is answered 431
-    static constexpr size_t kMaxConnections = 64;         ///< more are closed at once
-    static constexpr uint64_t kIdleNs =
-        10'000'000'000;  ///< a connection that neither sends nor reads for 10 s is closed
-    static constexpr uint64_t kLingerNs = 1'000'000'000;  ///< after the response, the client has 1 s to close its side
+    /// Connections open now (at most limits.max_connections).
+    size_t open_connections() const { return conns_.size(); }
+    const HttpStats& stats() const { return stats_; }
+    const HttpLimits& limits() const { return limits_; }
 
 private:
     struct Conn {
@@ -56,6 +77,7 @@ private:
         bool answered = false;
         bool shut = false;  ///< response sent and our side shut down: waiting for the client to close
         uint64_t last_ns = 0;
+        uint64_t accepted_ns = 0;
     };
     void accept_all(uint64_t now_ns);
     /// Reads what is there; answers once the headers are complete. False: close the connection.
@@ -67,10 +89,18 @@ private:
     int listen_fd_ = -1;
     std::string bound_;
     Handler handler_;
+    HttpLimits limits_;
+    HttpStats stats_;
     std::vector<Conn> conns_;
 };
 
-/// Splits "ADDR:PORT" / "[V6]:PORT" / ":PORT" into host ("" for any) and port; throws kvio::Error on another shape.
+/// Parses a complete header block (request line, then header lines; CRLF or LF; without the blank line) into
+/// method, path without its query and the Accept header. False: malformed (no request line, fewer than three
+/// words, a version other than HTTP/1.x). Never throws; any bytes are accepted (the fuzz target's contract).
+bool parse_http_request(std::string_view head, HttpRequest& req);
+
+/// Splits "ADDR:PORT" / "[V6]:PORT" / ":PORT" / "PORT" into host and port, host "127.0.0.1" when none is given
+/// (loopback unless an address is asked for); throws kvio::Error on another shape.
 std::pair<std::string, std::string> split_host_port(const std::string& listen);
 
 }  // namespace kvio::trace

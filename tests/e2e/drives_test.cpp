@@ -263,6 +263,34 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
     EXPECT_EQ(run("cmp -n 1048576 " + l.path + " /dev/zero").status, 0) << "the first MiB was written";
 }
 
+// --events: a trace of 64 writes of 64 KiB, distilled on the fly, runs on another drive: the job it ran is the
+// distiller's (saved as job.fio) and the drive moved exactly the trace's bytes.
+TEST(Drives, EventsTraceIsDistilledOnTheFly) {
+    TempDir d;
+    LoopDevice src(16 * kMiB), dst(16 * kMiB);
+    auto tr = run(kvio_bin() + " trace -q -d " + src.name + " --events " + d.file("ev.kvb") +
+                  " --events-format bin -- fio --name=w --filename=" + src.path +
+                  " --rw=write --bs=64k --size=4m --direct=1 --ioengine=psync --output=/dev/null");
+    ASSERT_EQ(tr.status, 0) << tr.err;
+    auto r = run(kvio_bin() + " drives --events " + d.file("ev.kvb") + " --drive x=" + dst.path +
+                 " --rounds 1 --probe-seconds 0 -o " + d.file("out"));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    std::string job = slurp(d.file("out/job.fio"));
+    EXPECT_NE(job.find("distilled by `kvio distill`"), std::string::npos) << job;
+    EXPECT_NE(job.find("64 read/write commands"), std::string::npos) << job;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    const json& m = j["targets"][0]["modes"]["closed"];
+    EXPECT_EQ(m["rounds_ok"], 1);
+    // The distilled job caps its commands with number_ios=64 under a larger io_size, which job_declared_bytes does
+    // not read: the bytes fio moved are checked instead of io_bytes_equal_job.
+    ASSERT_EQ(m["rounds"].size(), 1u) << m.dump().substr(0, 600);
+    EXPECT_EQ(m["rounds"][0]["write_io_bytes"], 4 * kMiB);
+    EXPECT_EQ(m["rounds"][0]["read_io_bytes"], 0);
+    auto both = run(kvio_bin() + " drives --events " + d.file("ev.kvb") + " --job " + d.file("ev.kvb") +
+                    " --drive x=" + dst.path + " -o " + d.file("out2"));
+    EXPECT_EQ(both.status, 2) << both.err;
+}
+
 // A directory target's probe file goes when fio fails (a stand-in fio that lays the file out and fails as on ENOSPC).
 TEST(Drives, ProbeFileRemovedWhenFioFails) {
     TempDir d;

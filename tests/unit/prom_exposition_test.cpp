@@ -2,6 +2,7 @@
 // small HTTP server of kvio trace --listen.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,13 +267,110 @@ TEST(HttpServer, AnswersGetHeadAndRefusesTheRest) {
 TEST(HttpServer, AddressesAreCheckedBeforeListening) {
     EXPECT_EQ(split_host_port("127.0.0.1:9435"), (std::pair<std::string, std::string>{"127.0.0.1", "9435"}));
     EXPECT_EQ(split_host_port("[::1]:80"), (std::pair<std::string, std::string>{"::1", "80"}));
-    EXPECT_EQ(split_host_port(":9435"), (std::pair<std::string, std::string>{"", "9435"}));
-    EXPECT_THROW(split_host_port("9435"), Error);
+    // No address: loopback only (an exporter on every address is asked for by name)
+    EXPECT_EQ(split_host_port(":9435"), (std::pair<std::string, std::string>{"127.0.0.1", "9435"}));
+    EXPECT_EQ(split_host_port("9435"), (std::pair<std::string, std::string>{"127.0.0.1", "9435"}));
+    EXPECT_EQ(split_host_port("0.0.0.0:9435"), (std::pair<std::string, std::string>{"0.0.0.0", "9435"}));
+    EXPECT_EQ(HttpServer(":0", [](const HttpRequest&) { return HttpResponse{}; }).bound().rfind("127.0.0.1:", 0), 0u);
+    EXPECT_EQ(HttpServer("0", [](const HttpRequest&) { return HttpResponse{}; }).bound().rfind("127.0.0.1:", 0), 0u);
+    EXPECT_EQ(HttpServer("0.0.0.0:0", [](const HttpRequest&) { return HttpResponse{}; }).bound().rfind("0.0.0.0:", 0),
+              0u);
+    EXPECT_THROW(split_host_port("x9435"), Error);
     EXPECT_THROW(split_host_port("127.0.0.1:"), Error);
     EXPECT_THROW(split_host_port("127.0.0.1:70000"), Error);
     EXPECT_THROW(split_host_port("::1:80"), Error);
     HttpServer a("127.0.0.1:0", [](const HttpRequest&) { return HttpResponse{}; });
     EXPECT_THROW(HttpServer(a.bound(), [](const HttpRequest&) { return HttpResponse{}; }), Error);  // in use
+}
+
+TEST(HttpServer, ParserReadsRequestLineAndAccept) {
+    HttpRequest r;
+    ASSERT_TRUE(parse_http_request("GET /metrics?a=b HTTP/1.1\r\nHost: x\r\naCCept:  text/plain \r\n", r));
+    EXPECT_EQ(r.method, "GET");
+    EXPECT_EQ(r.path, "/metrics");
+    EXPECT_EQ(r.accept, "text/plain");
+    ASSERT_TRUE(parse_http_request("HEAD / HTTP/1.0\nAccept:a", r));  // LF only; fields of the last call reset
+    EXPECT_EQ(r.method, "HEAD");
+    EXPECT_EQ(r.accept, "a");
+    EXPECT_FALSE(parse_http_request("", r));
+    EXPECT_FALSE(parse_http_request("GET /", r));
+    EXPECT_FALSE(parse_http_request("GET / HTTP/2", r));
+    EXPECT_FALSE(parse_http_request("GET / HTTP/1.1 extra", r));
+    EXPECT_FALSE(parse_http_request(std::string_view("\0\0\0", 3), r));
+}
+
+int connect_nonblocking(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);  // EINPROGRESS: completes in the background
+    return fd;
+}
+
+/// 1000 clients connect at once and hold their sockets open; 8 more send their request a byte at a time every 50 ms
+/// (request_ns shortened to 1 s: the byte-a-second client of a 5 s deadline, scaled). The server never holds more
+/// than max_connections, refuses the rest at accept, closes the slow ones at the deadline without an answer, and a
+/// well-behaved client is answered once they are gone.
+TEST(HttpServer, ThousandAndSlowClientsStayWithinLimits) {
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < 2048) {
+        rl.rlim_cur = std::min<rlim_t>(4096, rl.rlim_max);
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    ASSERT_GE(rl.rlim_cur, 1100u);
+    HttpLimits lim;
+    lim.request_ns = 1'000'000'000;
+    int handled = 0;
+    HttpServer srv(
+        "127.0.0.1:0",
+        [&](const HttpRequest&) {
+            ++handled;
+            return HttpResponse{200, "text/plain", "ok\n"};
+        },
+        lim);
+    int port = std::stoi(srv.bound().substr(srv.bound().rfind(':') + 1));
+    auto pump = [&](int ms) {
+        size_t most = 0;
+        for (uint64_t end = mono_ns() + uint64_t(ms) * 1'000'000; mono_ns() < end;) {
+            std::vector<pollfd> fds;
+            srv.add_poll_fds(fds);
+            poll(fds.data(), fds.size(), 5);
+            srv.service(mono_ns());
+            most = std::max(most, srv.open_connections());
+        }
+        return most;
+    };
+    std::vector<int> slow;
+    for (int i = 0; i < 8; ++i) slow.push_back(connect_nonblocking(port));
+    size_t most = pump(100);
+    std::vector<int> flood;
+    for (int i = 0; i < 1000; ++i) {
+        flood.push_back(connect_nonblocking(port));
+        if (i % 50 == 0) most = std::max(most, pump(5));
+    }
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (size_t b = 0; b < req.size(); ++b) {  // 1.8 s of trickling: past the 1 s deadline
+        for (int fd : slow) send(fd, &req[b], 1, MSG_NOSIGNAL);
+        most = std::max(most, pump(50));
+    }
+    EXPECT_LE(most, lim.max_connections);
+    EXPECT_EQ(srv.stats().accepted + srv.stats().refused, 1008u);  // every connection was taken or refused
+    EXPECT_GE(srv.stats().refused, 1008u - 2 * lim.max_connections);
+    EXPECT_EQ(handled, 0);  // the slow requests were never completed in time
+    EXPECT_GE(srv.stats().timed_out, 8u);
+    for (int fd : slow) {
+        char c;
+        EXPECT_LE(recv(fd, &c, 1, MSG_DONTWAIT), 0);  // closed, no response
+        close(fd);
+    }
+    for (int fd : flood) close(fd);
+    pump(100);
+    auto r = exchange(srv, port, req);
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+    EXPECT_EQ(handled, 1);
 }
 
 }  // namespace
