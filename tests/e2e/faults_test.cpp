@@ -180,3 +180,26 @@ TEST(Faults, SimulateOnAStallingDiskEndsAfterItsDuration) {
     EXPECT_GE(took, 3.0);
     EXPECT_LT(took, 3 + 2 + 1 + 10) << "simulate hung past its duration and the stalls (10 s for start and teardown)";
 }
+
+// The disk flips a bit of every byte it returns: with --verify-reads the first wrong byte fails the read, naming
+// the entry and offset.
+TEST(Faults, VerifyReadsReportsABitFlipWithEntryAndOffset) {
+    FaultDisk disk(256 * MiB);
+    Ext4OnFaultDisk fs4(disk);
+    ASSERT_TRUE(fs4.ok);
+    TempDir d;
+    std::filesystem::create_directory(fs4.dir + "/cache");
+    ASSERT_TRUE(disk.rule("flip 0 " + std::to_string(256 * MiB)));
+    const std::string sim = kvio_bin() +
+                            " simulate --model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                            "--generation-mode none --seed 42 --progress-interval 0 --quiet --cache-dir " +
+                            fs4.dir + "/cache --output ";
+    auto r = run(sim + d.file("checked.json") + " --verify-reads");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json c = json::parse(slurp(d.file("checked.json")))["kvio"]["cache"];
+    EXPECT_GE(c["failed_reads"].get<uint64_t>(), 1u) << c.dump();
+    const std::string e = c.value("first_error", "");
+    EXPECT_EQ(e.rfind("payload mismatch in entry ", 0), 0u) << e;
+    EXPECT_NE(e.find(" at payload byte 0 (file byte "), std::string::npos) << e;
+    EXPECT_GE(disk.counters().at("flipped_bytes"), 1u);
+}
