@@ -179,9 +179,15 @@ $(BUILD)/kvio-test-hooks: $(BUILD)/cli/main.o $(TEST_HOOKS_OBJS) $(APP_ARCHIVES)
 
 # The e2e tests run $(BUILD)/kvio (KVIO_BIN) and $(BUILD)/kvio-test-hooks: building them brings those up to date
 # too (order-only: no relink of the tests).
-$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES) | $(BUILD)/kvio $(BUILD)/kvio-test-hooks
+$(BUILD)/kvio_e2e_tests: $(E2E_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES) | $(BUILD)/kvio $(BUILD)/kvio-test-hooks $(BUILD)/faultfs
 	@echo "  LD       $@"
 	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ -lgtest_main -lgtest $(LDLIBS)
+
+# The tests' FUSE filesystem that injects device faults (tests/faultfs/faultfs.cpp, libfuse3): test-only.
+$(BUILD)/faultfs: tests/faultfs/faultfs.cpp
+	@mkdir -p $(@D)
+	@echo "  LD       $@"
+	$(Q)$(CXX) $(CXXFLAGS) $$(pkg-config --cflags fuse3) -o $@ $< $$(pkg-config --libs fuse3)
 
 $(UNIT_OBJS) $(E2E_OBJS): | $(BPF_SKELS)
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "common/count_noun.h"
 #include "common/devinfo.h"
@@ -376,22 +377,22 @@ struct Run {
         poll("distilling");
     }
 
-    // The job file and the iolog. Both are opened before either is written: a bad --iolog path leaves no job.
+    // The job file and the iolog. The iolog path is checked before either is written: a bad --iolog leaves no job.
     void write_outputs() {
-        std::ofstream iolog;
         if (!a.iolog.empty()) {
             if (a.events.empty()) throw UsageError("--iolog: needs --events (histograms hold no individual commands)");
-            iolog.open(a.iolog);
-            if (!iolog) throw Error("distill: cannot write " + a.iolog + ": " + std::strerror(errno));
+            probe_writable(a.iolog);  // a bad path fails before the job is written
         }
         if (!a.out.empty() && choice.device) write_file(a.out, r.job.text);
         if (choice.file && !r.file_job_path.empty()) {
             for (const auto& [path, text] : file_job.iologs) write_file(path, text);
             write_file(r.file_job_path, file_job.text);
         }
-        if (iolog.is_open()) {
+        if (!a.iolog.empty()) {
+            // Written as IOLOG.tmp-PID and renamed when complete: a full disk or a kill leaves no cut log.
+            std::ostringstream iolog;
             r.iolog_ios = write_iolog(iolog, r.traces[0].cmds, r.targets[0]);
-            if (!iolog.flush()) throw Error("distill: cannot write " + a.iolog);
+            write_file(a.iolog, iolog.str());
         }
     }
 

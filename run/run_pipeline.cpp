@@ -75,10 +75,14 @@ struct StageObserver {
 struct RunStages {
     std::ostream* prog = nullptr;
     nlohmann::json stages = nlohmann::json::array();
+    std::string current;  ///< the stage running now (run.json's "interrupted.stage" when a signal stops it)
     void say(const std::string& s) const {
         if (prog) *prog << "kvio run: " << s << std::endl;
     }
-    void done(const char* name, const Stopwatch& sw) { stages.push_back({{"name", name}, {"seconds", sw.seconds()}}); }
+    void done(const char* name, const Stopwatch& sw) {
+        stages.push_back({{"name", name}, {"seconds", sw.seconds()}});
+        current.clear();
+    }
 };
 
 std::string resolve_exe(const std::string& exe) {
@@ -389,8 +393,29 @@ void distill_stage(const std::string& out, RunStages& log, nlohmann::json& doc, 
     log.done("distill", sw);
 }
 
+/// Turns fio's --output file `partial` into the JSON document at `path` (written whole, through write_json_file)
+/// and removes `partial`. fio writes its notes ("fio: terminating on signal 2") into the same file before the JSON
+/// document: the document is read from the first line that starts with '{'. A file without a whole document (fio
+/// killed mid-write) leaves nothing under `path`.
+void settle_fio_json(const std::string& partial, const std::string& path) {
+    std::ifstream f(partial);
+    if (!f) return;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    f.close();
+    const std::string text = ss.str();
+    const size_t start = text.rfind('{', 0) == 0 ? 0 : text.find("\n{");
+    std::error_code ec;
+    if (start != std::string::npos) {
+        const json j = json::parse(text.begin() + long(start), text.end(), nullptr, false);
+        if (!j.is_discarded()) write_json_file(path, j);
+    }
+    fs::remove(partial, ec);
+}
+
 /// The verify stage: the distilled OUT/job.fio run by fio on `vdev` (loop device `vdev_name`) under `kvio trace`
-/// (OUT/replay.events.jsonl, replay.trace.json, replay.fio.json; log OUT/verify.log), scored against the original
+/// (OUT/replay.events.jsonl, replay.trace.json, replay.fio.json (whole or absent: settle_fio_json); log
+/// OUT/verify.log), scored against the original
 /// profile `orig` and, window by window, the trace `ev`'s data commands; writes OUT/verify.json and returns what it
 /// holds.
 nlohmann::json verify_stage(const std::string& out, const std::string& exe, const std::string& vdev,
@@ -408,9 +433,10 @@ nlohmann::json verify_stage(const std::string& out, const std::string& exe, cons
                                   "--",
                                   "fio",
                                   "--output-format=json",
-                                  "--output=" + P("replay.fio.json"),
+                                  "--output=" + P("replay.fio.json") + ".partial",
                                   P("job.fio")};
     int st = StageProcess(a, P("verify.log"), true).wait();
+    settle_fio_json(P("replay.fio.json") + ".partial", P("replay.fio.json"));
     check_interrupt();
     if (st != 0) throw Error("stage verify failed (exit status " + std::to_string(st) + "); see " + P("verify.log"));
     kvio::EventFilter f;
@@ -449,11 +475,19 @@ nlohmann::json timeline_stage(const std::string& out, bool sim) {
 /// run.json's "files": every output of the run by role.
 nlohmann::json files_json(const std::string& out, bool sim) {
     auto P = [&](const char* name) { return out + "/" + name; };
-    nlohmann::json j = {
-        {"events", P("events.jsonl")}, {"trace", P("trace.json")},       {"semantic", P("semantic.jsonl")},
-        {"record", P("record.json")},  {"validate", P("validate.json")}, {"job", P("job.fio")},
-        {"iolog", P("job.iolog")},     {"verify", P("verify.json")},     {"replay_events", P("replay.events.jsonl")},
-        {"report", P("report.html")},  {"verify_log", P("verify.log")},  {"timeline", P("timeline.json")}};
+    nlohmann::json j = {{"events", P("events.jsonl")},
+                        {"trace", P("trace.json")},
+                        {"semantic", P("semantic.jsonl")},
+                        {"record", P("record.json")},
+                        {"validate", P("validate.json")},
+                        {"job", P("job.fio")},
+                        {"iolog", P("job.iolog")},
+                        {"verify", P("verify.json")},
+                        {"replay_events", P("replay.events.jsonl")},
+                        {"replay_fio", P("replay.fio.json")},
+                        {"report", P("report.html")},
+                        {"verify_log", P("verify.log")},
+                        {"timeline", P("timeline.json")}};
     if (sim) {
         j.erase("record");
         j["simulate"] = P("simulate.json");
@@ -575,6 +609,115 @@ uint64_t run_dir_bytes(uint64_t objects, uint64_t object_bytes, uint64_t cap_byt
     return (embedded ? img : 0) + img + cmds * kOutputBytesPerCmd + kOutputFixedBytes;
 }
 
+namespace {
+
+/// Writes OUT/run.json for a run a signal stopped: what `doc` holds so far, the stages that completed, "seconds",
+/// "interrupted" {signal, signal_name, stage (the one running when it came), validated (what gen or simulate
+/// completed was scored, or why not)} and "files" (only those the run wrote).
+void write_interrupted_run_json(const std::string& out, bool sim, nlohmann::json doc, const RunStages& log,
+                                double seconds, const Interrupted& stop) {
+    doc["stages"] = log.stages;
+    doc["seconds"] = seconds;
+    doc["interrupted"] = {{"signal", stop.signo},
+                          {"signal_name", strsignal(stop.signo)},
+                          {"stage", log.current},
+                          {"validated", stop.validated}};
+    nlohmann::json files = nlohmann::json::object();
+    const nlohmann::json all = files_json(out, sim);
+    for (const auto& [role, path] : all.items()) {
+        std::error_code ec;
+        if (fs::exists(path.get<std::string>(), ec)) files[role] = path;
+    }
+    doc["files"] = files;
+    try {
+        write_json_file(out + "/run.json", doc);
+    } catch (const Error& e) {
+        if (log.prog) *log.prog << "kvio run: " << e.what() << std::endl;  // the stop is what the run reports
+    }
+}
+
+/// The run's stages after its directory, guard and signal handling are set up (run_all): fills `doc` and `log` as
+/// each stage completes, so a stop (Interrupted) leaves them holding what was done.
+RunResult run_stages(const RunOptions& o, bool sim, const std::string& out, uint64_t img_bytes, RunGuard& guard,
+                     RunStages& log, nlohmann::json& doc) {
+    auto say = [&](const std::string& s) { log.say(s); };
+    auto P = [&](const char* name) { return out + "/" + name; };
+    const std::string exe = resolve_exe(o.kvio_exe);
+    Stopwatch total;
+
+    // ---- target ----
+    std::unique_ptr<LoopImage> img_a, img_b;
+    log.current = "attach";
+    const std::string target = o.target.empty() ? attach_target(o, out, img_bytes, guard, img_a, log) : o.target;
+    BlockDevInfo tinfo = block_dev_info_for_path(target);
+    doc["target"] = {{"path", target},
+                     {"disk", tinfo.whole_disk_name},
+                     {"dev", dev_string(tinfo.whole_disk)},
+                     {"embedded", o.target.empty()},
+                     {"image", o.target.empty() ? P("target.img") : ""}};
+
+    // ---- the workload under trace: simulate (serving) or gen (objects) ----
+    if (sim) {
+        Stopwatch sw;
+        log.current = "trace+simulate";
+        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) +
+            " s on ext4 on " + target + " under kvio trace (log " + P("simulate.log") + ")");
+        simulate_stage(o, out, target, exe, guard);
+        doc["simulate"] = simulate_summary(P("simulate.json"));
+        log.done("trace+simulate", sw);
+    } else {
+        Stopwatch sw;
+        log.current = "trace+gen";
+        say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") +
+            ")");
+        gen_stage(o, out, exe, target, tinfo, doc["options"]["layout"].get<std::string>());
+        log.done("trace+gen", sw);
+    }
+
+    // ---- validate ----
+    log.current = "validate";
+    const validate::Report vr = validate_stage(out, log, doc);
+
+    // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
+    // would quietly shrink it and the fidelity would describe another workload.
+    kvio::EventTrace ev = kvio::load_events(P("events.jsonl"), kvio::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
+    distiller::Profile orig = distiller::profile_events(ev);
+    const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
+
+    // ---- second device for the verify replay ----
+    log.current = "attach-verify";
+    const std::string vdev = attach_verify(o, out, verify_bytes, guard, img_b, log);
+    doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
+
+    // ---- distill: the job `kvio distill --events events.jsonl --dev DISK --filename VDEV --iolog job.iolog` makes
+    log.current = "distill";
+    distill_stage(out, log, doc, ev, dev_string(tinfo.whole_disk), vdev);
+    // ---- verify: the job under trace on the second device ----
+    {
+        Stopwatch sw;
+        log.current = "verify";
+        say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
+        doc["fidelity"] = verify_stage(out, exe, vdev, img_b->name(), orig, ev);
+        log.done("verify", sw);
+    }
+
+    // ---- timeline ----
+    {
+        Stopwatch sw;
+        log.current = "timeline";
+        say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
+        doc["timeline"] = timeline_stage(out, sim);
+        log.done("timeline", sw);
+    }
+    check_interrupt();
+
+    doc["stages"] = log.stages;
+    doc["seconds"] = total.seconds();
+    return finish_run(out, sim, doc, vr, log);  // img_b then img_a are detached and removed here
+}
+
+}  // namespace
+
 RunResult run_all(const RunOptions& o) {
     const bool sim = o.workload == "simulate";
     uint64_t cap_guess = 0;
@@ -588,77 +731,18 @@ RunResult run_all(const RunOptions& o) {
     StageObserver observe_stages(guard);
     SignalGuard sig;
     RunStages log{o.progress};
-    auto say = [&](const std::string& s) { log.say(s); };
-    nlohmann::json& stages = log.stages;
     out = fs::absolute(out).lexically_normal().string();
-    auto P = [&](const char* name) { return out + "/" + name; };
-    const std::string exe = resolve_exe(o.kvio_exe);
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
     doc["options"] = options_json(o, sim, layout);
     Stopwatch total;
-
-    // ---- target ----
-    std::unique_ptr<LoopImage> img_a, img_b;
-    const std::string target = o.target.empty() ? attach_target(o, out, img_bytes, guard, img_a, log) : o.target;
-    BlockDevInfo tinfo = block_dev_info_for_path(target);
-    doc["target"] = {{"path", target},
-                     {"disk", tinfo.whole_disk_name},
-                     {"dev", dev_string(tinfo.whole_disk)},
-                     {"embedded", o.target.empty()},
-                     {"image", o.target.empty() ? P("target.img") : ""}};
-
-    // ---- the workload under trace: simulate (serving) or gen (objects) ----
-    if (sim) {
-        Stopwatch sw;
-        say("simulate " + std::to_string(o.sim.num_users) + " users for " + std::to_string(int(o.sim.duration_s)) +
-            " s on ext4 on " + target + " under kvio trace (log " + P("simulate.log") + ")");
-        simulate_stage(o, out, target, exe, guard);
-        doc["simulate"] = simulate_summary(P("simulate.json"));
-        log.done("trace+simulate", sw);
-    } else {
-        Stopwatch sw;
-        say("gen " + std::to_string(o.num_chunks) + " chunks on " + target + " under kvio trace (log " + P("gen.log") +
-            ")");
-        gen_stage(o, out, exe, target, tinfo, layout);
-        log.done("trace+gen", sw);
+    try {
+        return run_stages(o, sim, out, img_bytes, guard, log, doc);
+    } catch (const Interrupted& stop) {
+        // A stopped run flushes what it has: run.json with the stages that completed and where the signal came.
+        write_interrupted_run_json(out, sim, doc, log, total.seconds(), stop);
+        throw;
     }
-
-    // ---- validate ----
-    const validate::Report vr = validate_stage(out, log, doc);
-
-    // The trace's profile first: the verify device must hold the job's whole region (offset + size), or fio
-    // would quietly shrink it and the fidelity would describe another workload.
-    kvio::EventTrace ev = kvio::load_events(P("events.jsonl"), kvio::EventFilter{dev_string(tinfo.whole_disk), 0, ""});
-    distiller::Profile orig = distiller::profile_events(ev);
-    const uint64_t verify_bytes = std::max(img_bytes, (orig.lba_hi_bytes + (2 << 20) - 1) >> 20 << 20);
-
-    // ---- second device for the verify replay ----
-    const std::string vdev = attach_verify(o, out, verify_bytes, guard, img_b, log);
-    doc["verify_target"] = {{"path", vdev}, {"image", P("verify.img")}};
-
-    // ---- distill: the job `kvio distill --events events.jsonl --dev DISK --filename VDEV --iolog job.iolog` makes
-    distill_stage(out, log, doc, ev, dev_string(tinfo.whole_disk), vdev);
-    // ---- verify: the job under trace on the second device ----
-    {
-        Stopwatch sw;
-        say("verify: fio " + P("job.fio") + " on " + vdev + " under kvio trace (log " + P("verify.log") + ")");
-        doc["fidelity"] = verify_stage(out, exe, vdev, img_b->name(), orig, ev);
-        stages.push_back({{"name", "verify"}, {"seconds", sw.seconds()}});
-    }
-
-    // ---- timeline ----
-    {
-        Stopwatch sw;
-        say("timeline of the commands and object ops");  // its path is in the summary on stdout, once
-        doc["timeline"] = timeline_stage(out, sim);
-        stages.push_back({{"name", "timeline"}, {"seconds", sw.seconds()}});
-    }
-    check_interrupt();
-
-    doc["stages"] = stages;
-    doc["seconds"] = total.seconds();
-    return finish_run(out, sim, doc, vr, log);  // img_b then img_a are detached and removed here
 }
 
 }  // namespace kvio::run

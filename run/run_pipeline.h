@@ -56,6 +56,8 @@ struct Interrupted : std::exception {
 /// What a completed run wrote and scored: the document also written to OUT/run.json.
 /// Keys: schema "kvio.run/1", options, target {path, disk, dev, embedded}, verify_target, stages [{name, seconds}],
 /// validate (kvio.validate/1 report), fidelity (distiller to_json), job (fio options), files {name: path}.
+/// A run stopped by a signal writes OUT/run.json too, with the stages done, "interrupted" {signal, signal_name,
+/// stage, validated} and only the files it wrote, and throws Interrupted.
 struct RunResult {
     nlohmann::json doc;
     std::string summary_line;  ///< validate's one-line summary

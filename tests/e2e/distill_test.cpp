@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/simulate_helpers.h"
 #include "tests/event_lines.h"
 
 using namespace kvio::test;
@@ -195,6 +196,24 @@ TEST(Distill, IologReplaysOnLoopDevice) {
     uint64_t runtime_ms = job["job_runtime"].get<uint64_t>();
     EXPECT_GE(runtime_ms, 250u);
     EXPECT_LE(runtime_ms, 1000u);
+}
+
+// --iolog on a full filesystem left a 0-byte log under its name; now it is written as a temporary file and renamed
+// when complete: the error names the file and the errno, and nothing is left.
+TEST(Distill, IologOnAFullFilesystemLeavesNoFile) {
+    TempDir d;
+    TmpfsMount full(1ull << 20);
+    run("dd if=/dev/zero of=" + full.dir.file("filler") + " bs=64k status=none 2>/dev/null");
+    mixed(d.file("ev.jsonl"), 120, 1, 64 << 20);
+    auto r = run(distill("--events " + d.file("ev.jsonl") + " --filename " + d.file("t.img") + " -o " +
+                         d.file("job.ini") + " --iolog " + full.dir.file("replay.log")));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(full.dir.file("replay.log") + ": write failed: No space left on device"), std::string::npos)
+        << r.err;
+    std::vector<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator(full.dir.path))
+        if (e.path().filename() != "filler") left.push_back(e.path().filename().string());
+    EXPECT_TRUE(left.empty()) << left[0];
 }
 
 TEST(Distill, RefusesImplausibleTraces) {

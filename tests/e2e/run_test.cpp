@@ -380,6 +380,23 @@ TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
     kill(pid, SIGINT);
     EXPECT_EQ(wait_status(pid), 128 + SIGINT) << slurp(log);
     expect_clean(out);
+    // A stopped run flushes what it has: run.json says where the stop came and lists the stages done before it
+    // (there was no run.json before); fio's JSON is whole or absent (it was fio's notes and a cut document).
+    ASSERT_TRUE(fs::exists(out + "/run.json")) << slurp(log);
+    const json rj = json::parse(slurp(out + "/run.json"));
+    EXPECT_EQ(rj["interrupted"]["signal"], SIGINT) << rj.dump(2);
+    EXPECT_EQ(rj["interrupted"]["stage"], "verify") << rj.dump(2);
+    std::vector<std::string> done;
+    for (const auto& st : rj["stages"]) done.push_back(st["name"]);
+    EXPECT_EQ(done, (std::vector<std::string>{"attach", "trace+gen", "validate", "attach-verify", "distill"}));
+    EXPECT_EQ(rj["validate"]["objects"], 4) << "2 chunks: 2 stores and 2 loads, scored before the stop";
+    EXPECT_TRUE(rj["files"].contains("job")) << rj["files"].dump();
+    EXPECT_FALSE(rj["files"].contains("verify")) << "verify.json is written only by a completed verify";
+    if (fs::exists(out + "/replay.fio.json")) {
+        EXPECT_TRUE(json::accept(slurp(out + "/replay.fio.json"))) << slurp(out + "/replay.fio.json");
+    }
+    for (const auto& e : fs::directory_iterator(out))
+        EXPECT_EQ(e.path().filename().string().find("replay.fio.json."), std::string::npos) << e.path();
 }
 
 /// Mount points under `dir` (from /proc/mounts).

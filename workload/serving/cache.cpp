@@ -202,6 +202,8 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         so.force = c.force;
         so.semantic_path = c.semantic_path;
         auto st = make_storage_tier(so);  // deletes old *.npy first
+        m.pool = std::make_unique<NoisePool>(m.seed);
+        if (c.verify_reads) st->set_read_check(m.pool.get(), m.seed);  // docs/simulate.md, --verify-reads
         if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
         const uint64_t room = st->auto_capacity();
         if (c.storage_capacity_gb <= 0) storage_limit = room;
@@ -216,7 +218,6 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
         m.storage_desc = st->description();
         m.backend[int(Tier::Storage)] = std::move(st);
-        m.pool = std::make_unique<NoisePool>(m.seed);
     }
     limits.push_back(storage_limit);
 

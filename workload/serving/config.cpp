@@ -163,6 +163,10 @@ const std::vector<FlagSpec>& flag_table() {
          "With --enable-latency-tracing: the events also hold each syscall on the cache device (kvio trace --syscalls; "
          "a timeline's thread tracks).",
          true, &C::trace_syscalls},
+        {"--verify-reads", "flag", "off",
+         "Check every byte the storage tier reads against what was written (the noise pool and each block's stamp); "
+         "a wrong byte fails the read, naming the entry and offset. --storage-io buffered only.",
+         true, &C::verify_reads},
         {"--force", "flag", "off",
          "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true,
          &C::force},
@@ -358,6 +362,8 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
             "users to scale");
     if (!c.trace_dir.empty() && !c.enable_latency_tracing)
         e.push_back("--trace-dir needs --enable-latency-tracing (there is nothing to keep without it)");
+    if (c.verify_reads && c.storage_io != "buffered")
+        e.push_back("--verify-reads checks the buffered storage tier's reads: use --storage-io buffered");
     if (c.trace_syscalls && !c.enable_latency_tracing)
         e.push_back("--trace-syscalls needs --enable-latency-tracing (it adds syscall records to its events)");
     if (c.enable_latency_tracing && !c.io_trace_log.empty())

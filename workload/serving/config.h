@@ -157,6 +157,7 @@ struct SimConfig {
     double gpu_bandwidth_gbps = 64;  ///< host↔GPU model bandwidth, 10^9 bytes/s (the benchmark's proposed design)
     std::string gpu_tier = "auto";   ///< auto (cuda when built in and a GPU is present, else model) | model | cuda
     std::string trace_dir;           ///< --enable-latency-tracing: keep events/semantic/trace files here
+    bool verify_reads = false;       ///< --verify-reads: storage reads checked byte for byte (buffered tier)
     bool trace_syscalls = false;     ///< --enable-latency-tracing: the tracer also writes syscall records
     /// kvio.semantic/1 JSONL of every storage-tier op (written by the cache; "" = none). The latency tracer sets
     /// it (e.g. <trace_dir>/semantic.jsonl) so `kvio validate` can join the device commands to the entries.

@@ -109,6 +109,25 @@ void EntryData::fill(uint64_t off, void* dst, size_t len) const {
     }
 }
 
+uint64_t EntryData::first_mismatch(uint64_t off, const uint8_t* buf, size_t len) const {
+    for (size_t i = 0; i < len;) {
+        const uint64_t o = off + i, b = o / kBlock, in_block = o % kBlock;
+        const size_t run = size_t(std::min<uint64_t>(len - i, kBlock - in_block));  // within one block: no wrap
+        const uint8_t* p = pool_->data() + pool_offset(o);
+        const uint64_t words[2] = {hash_, b};
+        uint8_t stamp[16];
+        std::memcpy(stamp, words, 16);
+        size_t k = 0;
+        for (; k < run && in_block + k < 16; ++k)
+            if (buf[i + k] != uint8_t(p[k] ^ stamp[in_block + k])) return o + k;
+        if (k < run && std::memcmp(buf + i + k, p + k, run - k) != 0)
+            for (; k < run; ++k)
+                if (buf[i + k] != p[k]) return o + k;
+        i += run;
+    }
+    return kNoMismatch;
+}
+
 size_t EntryData::gather(uint64_t off, size_t len, iovec* iov, size_t max_iov, size_t& n_iov, uint8_t* stamps) const {
     n_iov = 0;
     size_t done = 0;

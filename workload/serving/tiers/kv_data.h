@@ -80,6 +80,11 @@ public:
     /// `copy`, a writable copy of the pool, in place: the pool bytes of [off, off + len) in `copy` become the
     /// entry's bytes. Calling it again restores the pool bytes (XOR is its own inverse).
     void toggle_stamps(uint8_t* copy, uint64_t off, size_t len) const;
+    /// Checks `len` bytes read back as entry bytes [off, off + len) (any offset) against what fill() writes there,
+    /// without making them: each block's 16 stamped bytes one by one, the rest with memcmp against the pool.
+    /// Returns the entry offset of the first byte that differs, or kNoMismatch.
+    uint64_t first_mismatch(uint64_t off, const uint8_t* buf, size_t len) const;
+    static constexpr uint64_t kNoMismatch = ~uint64_t(0);
 
 private:
     const NoisePool* pool_;

@@ -163,6 +163,18 @@ public:
         return t;
     }
 
+    // --verify-reads: file bytes [pos, pos + n) read into `buf`, their payload part checked against the entry's
+    // bytes (EntryData::first_mismatch). Throws "payload mismatch in entry KEY at payload byte N (file PATH)".
+    void check_read(const std::string& key, const std::string& path, uint64_t pos, const uint8_t* buf, size_t n) const {
+        if (pos + n <= kNpyHeader) return;
+        const uint64_t skip = pos < kNpyHeader ? kNpyHeader - pos : 0;
+        const EntryData d(*check_pool_, key_hash(key, check_seed_));
+        const uint64_t bad = d.first_mismatch(pos + skip - kNpyHeader, buf + skip, n - size_t(skip));
+        if (bad != EntryData::kNoMismatch)
+            throw Error("payload mismatch in entry " + key + " at payload byte " + std::to_string(bad) +
+                        " (file byte " + std::to_string(bad + kNpyHeader) + " of " + path + ")");
+    }
+
     OpTiming read(const std::string& key, uint64_t bytes) override {
         const std::string path = npy_path(dir_, key);
         StorageOpRecord rec;
@@ -193,6 +205,7 @@ public:
                 throw Error(e);
             }
             if (r == 0) break;
+            if (check_pool_) check_read(key, path, got, chunk, size_t(r));
             got += uint64_t(r);
             rec.transfers++;
         }

@@ -28,6 +28,10 @@ public:
     /// Ops check `*flag` between their transfers and throw OpCut once it is set (storage tiers that support it:
     /// the buffered directory tier). Null = never.
     void set_cut_flag(const std::atomic<bool>* flag) { cut_flag_ = flag; }
+    /// --verify-reads: reads check every byte against what a write of the key stored (EntryData of `pool` and
+    /// key_hash(key, seed)) and fail with the entry and offset of the first wrong byte (tiers that support it: the
+    /// buffered directory tier). Null = no check.
+    void set_read_check(const NoisePool* pool, uint64_t seed) { check_pool_ = pool, check_seed_ = seed; }
     /// "cpu" | "gpu-model" | "gpu-cuda" | "storage-buffered" | "storage-direct" | "storage-io_uring" |
     /// "storage-block" | "null".
     virtual std::string name() const = 0;
@@ -42,6 +46,8 @@ public:
 
 protected:
     bool cut_requested() const { return cut_flag_ && cut_flag_->load(std::memory_order_relaxed); }
+    const NoisePool* check_pool_ = nullptr;
+    uint64_t check_seed_ = 0;
 
 private:
     const std::atomic<bool>* cut_flag_ = nullptr;
