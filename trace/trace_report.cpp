@@ -206,21 +206,17 @@ nlohmann::json block_events_json(const std::map<uint32_t, TraceReport::BlockEven
 
 /// The --breakdown table: one line per device and direction.
 void print_block_events(std::ostream& os, const std::map<uint32_t, TraceReport::BlockEvents>& evs) {
-    os << "
-        == block layer events(--breakdown) "
-               << std::left << std::setw(10) << "DISK" << std::setw(7) << "DIR" << std::right;
+    os << "\n== block layer events (--breakdown)\n"
+       << std::left << std::setw(10) << "DISK" << std::setw(7) << "DIR" << std::right;
     for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k) os << std::setw(17) << block_event_name(k);
-    os << "
-          ";
-        if (evs.empty()) os
-       << "(none)\n";
+    os << "\n";
+    if (evs.empty()) os << "(none)\n";
     for (const auto& [kdev, counts] : evs)
         for (uint32_t dir = 0; dir < KVIO_BT_DIRS; ++dir) {
             os << std::left << std::setw(10) << disk_name(kdev) << std::setw(7) << block_event_dir_name(dir)
                << std::right;
             for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k) os << std::setw(17) << counts[k][dir];
-            os << "
-                  ";
+            os << "\n";
         }
 }
 
