@@ -12,7 +12,8 @@
  *   test_hooks.bpf.h  hooks of the test build only (-DKVIO_BPF_TEST_HOOKS)
  *   block.bpf.h       block layer programs        io_uring.bpf.h  io_uring submission programs
  *   nvme.bpf.h        NVMe driver programs        syscalls.bpf.h  syscall programs
- *   forks.bpf.h       children of filtered processes */
+ *   forks.bpf.h       children of filtered processes
+ *   breakdown.bpf.h   --breakdown: merges, splits, requeues */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -37,3 +38,4 @@ char LICENSE[] SEC("license") = "GPL";
 #include "bpf/nvme.bpf.h"
 #include "bpf/syscalls.bpf.h"
 #include "bpf/forks.bpf.h"
+#include "bpf/breakdown.bpf.h"

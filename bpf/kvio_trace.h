@@ -174,6 +174,39 @@ struct kvio_group_val {
     struct kvio_hist d2c; /* ns, log2 slots */
 };
 
+/* --breakdown (bpf/breakdown.bpf.h): block layer events counted per device and direction, map bt_counts. */
+enum kvio_bt_kind {
+    KVIO_BT_RQ_MERGE,   /* block_rq_merge: a request merged into another (freed without completing) */
+    KVIO_BT_BACKMERGE,  /* block_bio_backmerge: a bio appended to a queued request */
+    KVIO_BT_FRONTMERGE, /* block_bio_frontmerge: a bio prepended to a queued request */
+    KVIO_BT_SPLIT,      /* block_split: a bio split in two (device limits such as max_sectors_kb) */
+    KVIO_BT_REQUEUE,    /* block_rq_requeue: a request given back to the queue, to be issued again */
+    KVIO_BT_KINDS
+};
+enum kvio_bt_dir { KVIO_BT_READ, KVIO_BT_WRITE, KVIO_BT_OTHER, KVIO_BT_DIRS };
+/* --breakdown: the stages of each block read and write (map bt_hists, key kvio_hist_key, ns, log2 slots). Numbered
+ * apart from enum kvio_dev_hist, whose ids index the per-CPU slot_hists. */
+enum kvio_bt_hist {
+    KVIO_BT_H_Q2G_READ = 64, /* block_bio_queue -> block_getrq */
+    KVIO_BT_H_Q2G_WRITE,
+    KVIO_BT_H_G2I_READ, /* block_getrq -> block_rq_insert */
+    KVIO_BT_H_G2I_WRITE,
+    KVIO_BT_H_I2D_READ, /* block_rq_insert -> block_rq_issue */
+    KVIO_BT_H_I2D_WRITE,
+    KVIO_BT_H_G2D_READ, /* block_getrq -> block_rq_issue, requests issued without insert */
+    KVIO_BT_H_G2D_WRITE,
+    KVIO_BT_H_D2C_READ, /* block_rq_issue -> block_rq_complete, of the requests in the stages above */
+    KVIO_BT_H_D2C_WRITE,
+    KVIO_BT_H_Q2C_READ, /* block_bio_queue -> block_rq_complete */
+    KVIO_BT_H_Q2C_WRITE,
+    KVIO_BT_H_END
+};
+struct kvio_bt_key {
+    __u32 dev;  /* kernel dev_t of the tracepoint record (bio events: the partition's) */
+    __u16 kind; /* enum kvio_bt_kind */
+    __u16 dir;  /* enum kvio_bt_dir, from the record's rwbs */
+};
+
 enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2 };
 enum kvio_src { KVIO_SRC_BLOCK = 0, KVIO_SRC_NVME = 1 };
 

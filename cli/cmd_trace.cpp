@@ -153,7 +153,8 @@ void add_trace_command(CLI::App& app) {
         "         kvio trace -d nvme0n1 1 10          kvio trace --listen 127.0.0.1:9435");
     sub->add_option("-d,--device", opts->devices,
                     "Trace only this disk (a partition traces its whole disk): name (vda, loop3, nvme0n1) or MAJ:MIN; "
-                    "repeatable (-d a -d b)")
+                    "repeatable (-d a -d b) or a comma-separated list (-d a,b)")
+        ->delimiter(',')
         ->allow_extra_args(false);  // one value per -d: `-d loop1 1 3` leaves INTERVAL COUNT alone
     auto* pid = sub->add_option("-p,--pid", opts->pids,
                                 "Trace only I/O submitted by this process and its threads; repeatable. "
@@ -200,6 +201,10 @@ void add_trace_command(CLI::App& app) {
         "At the end, write the commands (and --syscalls) as a timeline for ui.perfetto.dev / chrome://tracing "
         "(Chrome JSON trace events; `kvio dump --perfetto` adds object ops; a FILE ending in .zst is zstd-compressed); "
         "without --events FILE the commands go through a temporary capture next to it");
+    sub->add_flag("--breakdown", opts->breakdown,
+                  "Also count the block layer's merges (request merges, bio back and front merges), bio splits and "
+                  "requeues per device and direction (blktrace's M/F/X/R events); in --json as \"block_events\", "
+                  "printed after the summary, and as kvio_block_events_total with --listen");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_flag(

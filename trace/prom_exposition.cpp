@@ -226,6 +226,20 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
            false);
     totals("kvio_device_bytes_total", "Bytes moved by completed block device commands.", true);
 
+    if (s.report.breakdown()) {
+        e.family("kvio_block_events_total", "counter",
+                 "Block layer events per device and direction (--breakdown): rq_merges (block_rq_merge), "
+                 "bio_backmerges, bio_frontmerges, splits (block_split), requeues (block_rq_requeue).");
+        for (const auto& [kdev, counts] : s.report.block_events())
+            for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k)
+                for (uint32_t d = 0; d < KVIO_BT_DIRS; ++d)
+                    e.sample("kvio_block_events_total",
+                             {{"device", device_label(kdev)},
+                              {"op", block_event_dir_name(d)},
+                              {"event", block_event_name(k)}},
+                             double(counts[k][d]));
+    }
+
     for (const auto& fam : kDevFamilies) {
         e.family(fam.name, "histogram",
                  fam.kind == DevFamily::Depth ? fam.help + qd_sampling_note(s.report.qd_sample_every()) : fam.help);

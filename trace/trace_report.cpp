@@ -28,6 +28,16 @@ constexpr HistSpec kDevHists[KVIO_DEV_HISTS] = {
     {"nvme_d2c_q", "ns", HistKind::Log2},      {"other_cmds", "bytes", HistKind::Log2},
     {"flush_cmds", "bytes", HistKind::Log2},   {"discard_cmds", "bytes", HistKind::Log2},
 };
+// --breakdown stages, from KVIO_BT_H_Q2G_READ on (enum kvio_bt_hist; "bt_" keeps them apart from the main d2c).
+constexpr HistSpec kBtHists[KVIO_BT_H_END - KVIO_BT_H_Q2G_READ] = {
+    {"bt_q2g_read", "ns", HistKind::Log2}, {"bt_q2g_write", "ns", HistKind::Log2},
+    {"bt_g2i_read", "ns", HistKind::Log2}, {"bt_g2i_write", "ns", HistKind::Log2},
+    {"bt_i2d_read", "ns", HistKind::Log2}, {"bt_i2d_write", "ns", HistKind::Log2},
+    {"bt_g2d_read", "ns", HistKind::Log2}, {"bt_g2d_write", "ns", HistKind::Log2},
+    {"bt_d2c_read", "ns", HistKind::Log2}, {"bt_d2c_write", "ns", HistKind::Log2},
+    {"bt_q2c_read", "ns", HistKind::Log2}, {"bt_q2c_write", "ns", HistKind::Log2},
+};
+bool is_bt_hist(uint32_t id) { return id >= KVIO_BT_H_Q2G_READ && id < KVIO_BT_H_END; }
 constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
     {"vfs_read", "ns", HistKind::Log2},
     {"vfs_write", "ns", HistKind::Log2},
@@ -38,6 +48,7 @@ constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
 }  // namespace
 
 std::string dev_hist_name(uint32_t id, uint32_t qid) {
+    if (is_bt_hist(id)) return kBtHists[id - KVIO_BT_H_Q2G_READ].name;
     if (id >= KVIO_DEV_HISTS) return "unknown";
     if (id == KVIO_H_NVME_D2C_QUEUE) return std::string(kDevHists[id].name) + std::to_string(qid);
     return kDevHists[id].name;
@@ -46,7 +57,7 @@ std::string dev_hist_name(uint32_t id, uint32_t qid) {
 std::string proc_hist_name(uint32_t id) { return id < KVIO_PROC_HISTS ? kProcHists[id].name : "unknown"; }
 
 Histogram make_dev_hist(uint32_t id, uint64_t lba_bucket_bytes) {
-    const auto& s = kDevHists[id < KVIO_DEV_HISTS ? id : 0];
+    const auto& s = is_bt_hist(id) ? kBtHists[id - KVIO_BT_H_Q2G_READ] : kDevHists[id < KVIO_DEV_HISTS ? id : 0];
     uint64_t width = id == KVIO_H_LBA_READ || id == KVIO_H_LBA_WRITE ? lba_bucket_bytes : 1;
     return Histogram(s.kind, s.unit, KVIO_HIST_SLOTS, width);
 }
@@ -160,6 +171,57 @@ static nlohmann::json totals(const std::map<std::string, Histogram>& m, const ch
     return {{"cmds", c}, {"bytes", b}};
 }
 
+const char* block_event_name(uint32_t kind) {
+    static const char* const names[KVIO_BT_KINDS] = {"rq_merges", "bio_backmerges", "bio_frontmerges", "splits",
+                                                     "requeues"};
+    return kind < KVIO_BT_KINDS ? names[kind] : "?";
+}
+
+const char* block_event_dir_name(uint32_t dir) {
+    static const char* const names[KVIO_BT_DIRS] = {"read", "write", "other"};
+    return dir < KVIO_BT_DIRS ? names[dir] : "?";
+}
+
+void TraceReport::add_block_events(const kvio_bt_key& key, uint64_t n) {
+    if (key.kind >= KVIO_BT_KINDS || key.dir >= KVIO_BT_DIRS) return;
+    block_events_[key.dev][key.kind][key.dir] += n;  // value-initialised: zeros
+}
+
+namespace {
+
+/// "block_events" of kvio.trace/1: per device, per direction, each kind's count.
+nlohmann::json block_events_json(const std::map<uint32_t, TraceReport::BlockEvents>& evs) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [kdev, counts] : evs) {
+        nlohmann::json d = {{"dev", dev_string(decode_kernel_dev(kdev))}, {"disk", disk_name(kdev)}};
+        for (uint32_t dir = 0; dir < KVIO_BT_DIRS; ++dir) {
+            nlohmann::json c = nlohmann::json::object();
+            for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k) c[block_event_name(k)] = counts[k][dir];
+            d[block_event_dir_name(dir)] = c;
+        }
+        out.push_back(d);
+    }
+    return out;
+}
+
+/// The --breakdown table: one line per device and direction.
+void print_block_events(std::ostream& os, const std::map<uint32_t, TraceReport::BlockEvents>& evs) {
+    os << "\n== block layer events (--breakdown)\n"
+       << std::left << std::setw(10) << "DISK" << std::setw(7) << "DIR" << std::right;
+    for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k) os << std::setw(17) << block_event_name(k);
+    os << "\n";
+    if (evs.empty()) os << "(none)\n";
+    for (const auto& [kdev, counts] : evs)
+        for (uint32_t dir = 0; dir < KVIO_BT_DIRS; ++dir) {
+            os << std::left << std::setw(10) << disk_name(kdev) << std::setw(7) << block_event_dir_name(dir)
+               << std::right;
+            for (uint32_t k = 0; k < KVIO_BT_KINDS; ++k) os << std::setw(17) << counts[k][dir];
+            os << "\n";
+        }
+}
+
+}  // namespace
+
 nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters)[KVIO_COUNTERS],
                                     bool nvme_present) const {
     nlohmann::json devices = nlohmann::json::array();
@@ -229,6 +291,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         }
         out["groups"] = {{"by", group_by_name(group_by_)}, {"entries", entries}};
     }
+    if (breakdown_) out["block_events"] = block_events_json(block_events_);
     return out;
 }
 
@@ -301,6 +364,7 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
             print_percentiles(os, h);
         }
     print_groups(os, *this, group_by_);
+    if (breakdown_) print_block_events(os, block_events_);
     os << "\nnvme tracepoints: " << (nvme_present ? "attached" : "not present on this kernel (no NVMe driver loaded)")
        << "\n";
     os << "dropped events: " << counters[KVIO_CNT_RB_DROPS]

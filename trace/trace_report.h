@@ -1,5 +1,6 @@
 // The kvio.trace/1 summary: histograms read from the BPF maps, per device and per process set.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -57,6 +58,14 @@ public:
     void set_group_by(kvio_group_by by) { group_by_ = by; }
     void add_group(const kvio_group_key& key, const kvio_group_val& val, std::string name);
 
+    /// --breakdown: `n` block layer events of key.kind in key.dir on key.dev (map bt_counts), and whether the
+    /// report carries them ("block_events" in the JSON, a table in print, kvio_block_events_total).
+    void add_block_events(const kvio_bt_key& key, uint64_t n);
+    void set_breakdown(bool on) { breakdown_ = on; }
+    bool breakdown() const { return breakdown_; }
+    /// kdev -> [kind][dir] event counts (enum kvio_bt_kind, enum kvio_bt_dir).
+    using BlockEvents = std::array<std::array<uint64_t, KVIO_BT_DIRS>, KVIO_BT_KINDS>;
+    const std::map<uint32_t, BlockEvents>& block_events() const { return block_events_; }
     /// kdev -> histogram name -> histogram, as accumulated.
     const std::map<uint32_t, std::map<std::string, Histogram>>& devices() const { return devs_; }
     /// Syscall-side histograms by name (vfs_read, fsync, ...).
@@ -81,7 +90,14 @@ private:
     std::vector<GroupTotals> groups_;
     std::string syscall_scope_ = "all regular files and block devices";
     uint32_t qd_sample_every_ = 1;
+    bool breakdown_ = false;
+    std::map<uint32_t, BlockEvents> block_events_;
 };
+
+/// The JSON and Prometheus name of a block event kind (rq_merges, bio_backmerges, bio_frontmerges, splits, requeues)
+/// and of a direction (read, write, other).
+const char* block_event_name(uint32_t kind);
+const char* block_event_dir_name(uint32_t dir);
 
 /// How the QD histograms were counted: "" when exact, else " [depth sampled at 1 issue in N, each sample counted
 /// N times]" (appended to their headings and to kvio_queue_depth's HELP).

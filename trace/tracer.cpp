@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -128,6 +129,63 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
+}
+
+/// --breakdown: the merge, split and requeue counters (bpf/breakdown.bpf.h), each where its tracepoint exists.
+void choose_breakdown_programs(kvio_trace_bpf* s, bool on) {
+    const std::pair<bpf_program*, const char*> progs[] = {{s->progs.bt_rq_merge, "block_rq_merge"},
+                                                          {s->progs.bt_rq_requeue, "block_rq_requeue"},
+                                                          {s->progs.bt_bio_backmerge, "block_bio_backmerge"},
+                                                          {s->progs.bt_bio_frontmerge, "block_bio_frontmerge"},
+                                                          {s->progs.bt_split, "block_split"}};
+    for (const auto& [p, tp] : progs) bpf_program__set_autoload(p, on && tracepoint_exists("block", tp));
+    // the stages (Q2G .. Q2C): raw_tp programs on every stage's tracepoint; without one of them, none
+    const std::pair<bpf_program*, const char*> stages[] = {
+        {s->progs.bt_bio_queue, "block_bio_queue"}, {s->progs.bt_bio_split, "block_split"},
+        {s->progs.bt_getrq, "block_getrq"},         {s->progs.bt_rq_insert, "block_rq_insert"},
+        {s->progs.bt_rq_issue, "block_rq_issue"},   {s->progs.bt_rq_requeue_stamp, "block_rq_requeue"},
+        {s->progs.bt_rq_merged, "block_rq_merge"},  {s->progs.bt_rq_complete, "block_rq_complete"}};
+    bool all = on;
+    for (const auto& [p, tp] : stages) all = all && tracepoint_exists("block", tp);
+    for (const auto& [p, tp] : stages) bpf_program__set_autoload(p, all);
+    // Before 5.11 the bio tracepoints took (q, bio, ...); BTF tells, the version number does not.
+    s->rodata->bt_bio_arg = btf_tracepoint_args("block_bio_queue") >= 2 ? 1 : 0;
+}
+
+/// The whole disk of kernel dev_t `kdev` (a partition's disk; itself when it is one or is gone).
+uint32_t whole_disk_of(uint32_t kdev) {
+    try {
+        return kernel_dev(block_dev_info(decode_kernel_dev(kdev)).whole_disk);
+    } catch (const std::exception&) {
+        return kdev;
+    }
+}
+
+/// Adds map bt_counts to `report`: the events of the -d disks (every disk without -d), a partition's on its disk.
+void read_block_events(kvio_trace_bpf* s, const std::vector<uint32_t>& devs, TraceReport& report) {
+    report.set_breakdown(true);
+    int fd = bpf_map__fd(s->maps.bt_counts);
+    kvio_bt_key key{}, next{};
+    uint64_t n = 0;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(fd, &next, &n) != 0) continue;
+        kvio_bt_key k = next;
+        k.dev = whole_disk_of(next.dev);
+        if (!devs.empty() && std::find(devs.begin(), devs.end(), k.dev) == devs.end()) continue;
+        report.add_block_events(k, n);
+    }
+    fd = bpf_map__fd(s->maps.bt_hists);
+    kvio_hist_key hkey{}, hnext{};
+    static kvio_hist h;  // 1 KiB: not on the stack of every call
+    first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &hkey, &hnext) == 0) {
+        first = false;
+        hkey = hnext;
+        if (bpf_map_lookup_elem(fd, &hnext, &h) == 0) report.add_dev_hist(hnext, h);
+    }
 }
 
 /// Attaches the programs that end a command's life first and those that start it last: completions, then
@@ -489,6 +547,7 @@ struct SnapshotSource {
     uint64_t t0_ns = 0;
     double start_unix_s = 0;
     uint32_t qd_sample_every = 1;
+    bool breakdown = false;  ///< --breakdown: read bt_counts
 };
 
 TraceSnapshot take_snapshot(const SnapshotSource& src) {
@@ -498,6 +557,7 @@ TraceSnapshot take_snapshot(const SnapshotSource& src) {
     for (uint32_t d : src.devs) snap.report.touch_device(d);
     read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
     read_groups(src.skel, src.group_by, snap.report);
+    if (src.breakdown) read_block_events(src.skel, src.devs, snap.report);
     snap.nvme_present = src.nvme_present;
     snap.stats_on = src.stats_on;
     if (src.stats_on) snap.progs = prog_stats(src.skel->obj);
@@ -870,6 +930,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     bool backups_from_start = false;
     const std::vector<uint32_t> slot_devs = configure(skel.get(), opts, devs, backups_from_start);
     choose_block_programs(skel.get());
+    choose_breakdown_programs(skel.get(), opts.breakdown);
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
     SyscallPrograms syscalls(skel.get(), !opts.block_only);
@@ -913,6 +974,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         stats_on.has_value(), "",        0,    double(time(nullptr)), ro->qd_sample_every};
     TraceResult res;
     snap_src.syscall_scope = syscall_scope(opts);
+    snap_src.breakdown = opts.breakdown;
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile

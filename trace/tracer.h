@@ -37,6 +37,7 @@ struct TraceOptions {
     GroupBy group_by = GroupBy::None;  ///< --per-process / --per-cgroup
     std::string listen;                ///< --listen ADDR:PORT: serve /metrics (Prometheus), "" = none
     std::string prom_textfile;         ///< --prom-textfile FILE: the same metrics, rewritten atomically each interval
+    bool breakdown = false;            ///< --breakdown: merges, splits, requeues per device and direction (bt_counts)
     uint32_t qd_sample = 1;  ///< --qd-sample N: queue depth read at 1 issue in N (power of two), 1 = every one
 };
 
