@@ -145,14 +145,8 @@ TEST(Audit, EatmydataFailsTheFsyncCheckAndIsNamed) {
 TEST(Audit, ANoOpFadviseShimLeavesReadsInThePageCacheAndIsNamed) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
     TempDir d;
-    {
-        std::ofstream c(d.file("nofadvise.c"));
-        c << "int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; "
-             "(void)advice; return 0; }\n";
-    }
-    const std::string so = d.file("libnofadvise.so");
-    auto cc = run("cc -shared -fPIC -o " + so + " " + d.file("nofadvise.c"));
-    ASSERT_EQ(cc.status, 0) << cc.err;
+    const std::string so = build_nofadvise(d);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     Ext4Mount m(1ull << 30);
     Audit a = audit_simulate(m, d, "env LD_PRELOAD=" + so);
     EXPECT_EQ(a.cmd.status, 1) << a.cmd.out << a.cmd.err;
