@@ -232,7 +232,8 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     fs::create_directories(env.dir + "/probe");
     if (!opt.events_path.empty()) write_text_file(env.dir + "/job.fio", job);  // what ran, for the record
     RunContext ctx = context_of(opt, modes);
-    ctx.job_bytes = job_declared_bytes(job);
+    const JobDeclared declared = job_declared(job);
+    ctx.job_bytes = declared.bytes, ctx.job_ios = declared.ios;
     std::vector<size_t> local, remote;
     for (size_t i = 0; i < ts.size(); ++i) (ts[i].spec.remote() ? remote : local).push_back(i);
     ChildStop stop;

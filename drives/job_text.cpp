@@ -1,6 +1,8 @@
 #include "drives/job_text.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -136,42 +138,115 @@ std::string job_for_target(const std::string& job, const std::string& target, Ta
     return out.str();
 }
 
-uint64_t job_declared_bytes(const std::string& job) {
+namespace {
+
+using Options = std::map<std::string, std::string>;
+
+uint64_t count_of(const Options& o, const char* key, uint64_t dflt) {
+    auto it = o.find(key);
+    if (it == o.end()) return dflt;
+    try {
+        return std::stoull(it->second);
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+/// The directions a section's `rw` moves: bit 0 reads, bit 1 writes; 0 for trims (fio counts them apart) or an
+/// unknown value. fio's default is `read`.
+int directions_of(const Options& o) {
+    auto it = o.find("rw");
+    if (it == o.end()) it = o.find("readwrite");
+    std::string rw = it == o.end() ? "read" : it->second;
+    rw = rw.substr(0, rw.find(':'));  // rw=randread:8 (a sequence modifier)
+    if (rw == "read" || rw == "randread") return 1;
+    if (rw == "write" || rw == "randwrite") return 2;
+    if (rw == "rw" || rw == "readwrite" || rw == "randrw") return 3;
+    return 0;
+}
+
+/// Element `i` of a comma list (fio's per-direction values "read,write"); a list of one applies to every direction.
+std::string nth_of_list(const std::string& v, int i) {
+    std::vector<std::string> parts;
+    std::istringstream in(v);
+    for (std::string p; std::getline(in, p, ',');) parts.push_back(trim(p));
+    if (parts.empty()) return "";
+    return parts.size() == 1 ? parts[0] : size_t(i) < parts.size() ? parts[i] : "";
+}
+
+/// The one command size of direction `i` (0 read, 1 write): `bssplit` with one entry, else `bs`/`blocksize`, else
+/// fio's default 4 KiB; 0 when the direction mixes sizes (a `bssplit` of several, `bsrange`).
+uint64_t one_size_of(const Options& o, int i) {
+    if (o.count("bsrange") || o.count("blocksize_range")) return 0;
+    if (auto it = o.find("bssplit"); it != o.end()) {
+        std::string d = nth_of_list(it->second, i);
+        if (d.empty() || d.find(':') != std::string::npos) return 0;
+        return parse_size(d.substr(0, d.find('/')));
+    }
+    for (const char* k : {"bs", "blocksize"})
+        if (auto it = o.find(k); it != o.end()) return parse_size(nth_of_list(it->second, i));
+    return 4096;
+}
+
+/// One section's declared bytes and commands (the struct's rules); `known_*` false where it does not say.
+void declare_section(const Options& o, JobDeclared& sum, bool& known_bytes, bool& known_ios) {
+    const bool timed = (o.count("time_based") && o.at("time_based") != "0") || o.count("runtime");
+    const uint64_t reps = count_of(o, "loops", 1) * count_of(o, "numjobs", 1);
+    if (timed || reps == 0 || count_of(o, "nrfiles", 1) != 1) {
+        known_bytes = known_ios = false;
+        return;
+    }
+    uint64_t cap = 0;
+    for (const char* k : {"io_size", "io_limit", "size"})
+        if (o.count(k) && !cap) {
+            cap = parse_size(o.at(k));
+            if (!cap) known_bytes = known_ios = false;  // a size in %, or unreadable
+        }
+    const int dirs = directions_of(o);
+    if (!dirs) {
+        known_bytes = known_ios = false;
+        return;
+    }
+    uint64_t bsz = one_size_of(o, dirs == 2 ? 1 : 0);
+    if (dirs == 3 && one_size_of(o, 1) != bsz) bsz = 0;
+    const uint64_t n = count_of(o, "number_ios", 0);
+    uint64_t ios = 0, bytes = 0;
+    if (n) {  // fio ends the pass at whichever comes first: n commands or the cap's bytes
+        ios = bsz && cap ? std::min(n, cap / bsz) : n;
+        bytes = ios * bsz;
+    } else {
+        bytes = cap;
+        ios = bsz ? cap / bsz : 0;
+    }
+    if (!bytes) known_bytes = false;
+    if (!ios) known_ios = false;
+    sum.bytes += bytes * reps, sum.ios += ios * reps;
+}
+
+}  // namespace
+
+JobDeclared job_declared(const std::string& job) {
     // Sections in order; [global] values apply to the sections after them.
-    struct Sec {
-        uint64_t size = 0, io_size = 0;
-        bool unknowable = false;
-    };
-    Sec global, cur;
-    bool in_job = false;
-    uint64_t total = 0;
-    bool unknowable = false;
+    Options global, cur;
+    bool in_job = false, known_bytes = true, known_ios = true, any = false;
+    JobDeclared sum;
     auto close_job = [&] {
-        if (!in_job) return;
-        uint64_t b = cur.io_size ? cur.io_size : cur.size;
-        if (cur.unknowable || b == 0) unknowable = true;
-        total += b;
+        if (in_job) declare_section(cur, sum, known_bytes, known_ios), any = true;
     };
     std::istringstream in(job);
     for (std::string line; std::getline(in, line);) {
         std::string t = trim(line);
         if (!t.empty() && t[0] == '[') {
             close_job();
-            std::string name = t.substr(1, t.find(']') - 1);
-            in_job = name != "global";
-            if (!in_job) continue;
-            cur = global;
+            in_job = t.substr(1, t.find(']') - 1) != "global";
+            if (in_job) cur = global;
             continue;
         }
         std::string k = key_of(line);
-        Sec& s = in_job ? cur : global;
-        if (k == "size") s.size = parse_size(value_of(line)), s.unknowable |= s.size == 0;
-        if (k == "io_size" || k == "io_limit") s.io_size = parse_size(value_of(line)), s.unknowable |= s.io_size == 0;
-        if (k == "time_based" || k == "runtime" || k == "loops" || k == "numjobs" || k == "nrfiles")
-            s.unknowable |= !(k == "loops" || k == "numjobs" || k == "nrfiles") || value_of(line) != "1";
+        if (!k.empty()) (in_job ? cur : global)[k] = value_of(line);
     }
     close_job();
-    return unknowable ? 0 : total;
+    return {any && known_bytes ? sum.bytes : 0, any && known_ios ? sum.ios : 0};
 }
 
 }  // namespace kvio::drives

@@ -39,8 +39,17 @@ bool job_has_rates(const std::string& job);
 /// job's depth allows). Lines, sections and comments otherwise unchanged.
 std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed);
 
-/// The bytes the job moves per direction when every section runs to its `size=`/`io_size=`, or 0 when the text
-/// does not say (a time_based job, a size in %, numjobs/loops not 1). For the check that io_bytes equal the job's.
-uint64_t job_declared_bytes(const std::string& job);
+/// What a job says it moves, read + write, counted as fio counts `io_bytes` and `total_ios`; 0 where the text does
+/// not say. Per section: passes = `loops` × `numjobs` (fio restarts `number_ios` and `io_size` with every loop,
+/// docs/distill.md "Phases"); a pass ends at `number_ios` commands or at `io_size` (else `size`) bytes, whichever
+/// comes first. The commands' size is known when `bs` (or the direction's `bssplit`) names one size, fio's default
+/// 4 KiB when neither is given. So a distilled job (`number_ios=N` under an `io_size` cap, `bssplit=64k/100`)
+/// declares N × 64 KiB, not its cap; one with a real `bssplit` mix declares its commands only. Unknowable: a
+/// `time_based`/`runtime` job, a size in %, `nrfiles` above 1, `bsrange`, a mixed `rw` with two block sizes.
+struct JobDeclared {
+    uint64_t bytes = 0;  ///< bytes over every section; 0: the job does not say
+    uint64_t ios = 0;    ///< commands over every section; 0: the job does not say
+};
+JobDeclared job_declared(const std::string& job);
 
 }  // namespace kvio::drives

@@ -93,6 +93,8 @@ json round_json(const RunResult& r) {
         j["iops"] = r.fio.total.read.iops + r.fio.total.write.iops;
         j["read_io_bytes"] = r.fio.total.read.io_bytes;
         j["write_io_bytes"] = r.fio.total.write.io_bytes;
+        j["read_ios"] = r.fio.total.read.ios;
+        j["write_ios"] = r.fio.total.write.ios;
         j["read_clat_cdf"] = r.fio.total.read.clat_cdf;
         j["write_clat_cdf"] = r.fio.total.write.clat_cdf;
     }
@@ -148,6 +150,15 @@ json io_bytes_equal(const Target& t, const std::string& mode, uint64_t job_bytes
     });
 }
 
+/// Whether every round issued exactly the commands the job declares (read + write, fio's total_ios); null when the
+/// job does not say or no round completed.
+json ios_equal(const Target& t, const std::string& mode, uint64_t job_ios) {
+    auto runs = ok_runs(t, mode);
+    if (!job_ios || runs.empty()) return nullptr;
+    return std::all_of(runs.begin(), runs.end(),
+                       [&](const RunResult* r) { return r->fio.total.read.ios + r->fio.total.write.ios == job_ios; });
+}
+
 }  // namespace
 
 double verdict_figure(const RunResult& r) {
@@ -175,6 +186,7 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
               {"modes", ctx.modes},
               {"started", ctx.started}};
     j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
+    j["job_declared_ios"] = ctx.job_ios ? json(ctx.job_ios) : json(nullptr);
     j["stopped_by_signal"] = ctx.stopped_by_signal ? json(ctx.stopped_by_signal) : json(nullptr);
     json ts = json::array();
     for (const auto& t : targets) {
@@ -189,6 +201,7 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
         for (const auto& m : ctx.modes) {
             tj["modes"][m] = mode_json(t, m);
             tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
+            tj["modes"][m]["ios_equal_job"] = ios_equal(t, m, ctx.job_ios);
         }
         ts.push_back(tj);
     }

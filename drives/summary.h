@@ -15,7 +15,8 @@ namespace kvio::drives {
 struct RunContext {
     std::string job_path, kvio_version, fio_version, kernel, started;
     int rounds = 0;
-    uint64_t job_bytes = 0;     ///< job_declared_bytes of the job (0: the job does not say)
+    uint64_t job_bytes = 0;     ///< job_declared(job).bytes (0: the job does not say)
+    uint64_t job_ios = 0;       ///< job_declared(job).ios (0: the job does not say)
     int stopped_by_signal = 0;  ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end
     std::vector<std::string> modes;
 };
@@ -26,12 +27,14 @@ double verdict_figure(const RunResult& r);
 bool verdict_higher_is_better(const std::string& mode);
 
 /// kvio.drives/1: {"schema", "kvio_version", "fio_version", "kernel", "job", "rounds", "modes",
-/// "stopped_by_signal" (signal number, null when the run ended by itself),
+/// "stopped_by_signal" (signal number, null when the run ended by itself), "job_declared_bytes", "job_declared_ios"
+/// (job_text.h job_declared; null: the job does not say),
 /// "targets": [{"name", "path", "host", "info", "ceiling" (null: probe skipped), "status" ("ok" | "failed" |
 /// "interrupted"), "error", "interrupted" (the reason), "modes": {MODE: {"phases": [{"name",
 /// "read"/"write": {"iops", "mb_s", "io_bytes", "clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns"} as
-/// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "rounds": [...]}}}],
-/// "verdicts": {MODE: [{"a", "b", "pct", "separated", "text"}]}}. Spreads: {"min","median","max","n"}.
+/// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "io_bytes_equal_job",
+/// "ios_equal_job", "rounds": [...]}}}], "verdicts": {MODE: [{"a", "b", "pct", "separated", "text"}]}}. Spreads:
+/// {"min","median","max","n"}.
 nlohmann::json drives_json(const std::vector<Target>& targets, const RunContext& ctx);
 
 /// The console table per mode (median [min–max] over rounds) and the verdict lines.

@@ -60,6 +60,7 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     json j = json::parse(slurp(d.file("out/drives.json")));
     EXPECT_EQ(j["schema"], "kvio.drives/1");
     EXPECT_EQ(j["job_declared_bytes"], 128 * kMiB);
+    EXPECT_EQ(j["job_declared_ios"], 128);
     EXPECT_FALSE(j["fio_version"].get<std::string>().empty());
     ASSERT_EQ(j["targets"].size(), 3u);
     for (const auto& t : j["targets"]) {
@@ -68,6 +69,7 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
         const json& m = t["modes"]["closed"];
         EXPECT_EQ(m["rounds_ok"], 3);
         EXPECT_EQ(m["io_bytes_equal_job"], true);
+        EXPECT_EQ(m["ios_equal_job"], true);
         const json& total = m["phases"].back();
         ASSERT_EQ(total["name"], "total");
         // io_bytes equal the job's, in every round (min and max), at fio and at the device.
@@ -281,10 +283,15 @@ TEST(Drives, EventsTraceIsDistilledOnTheFly) {
     json j = json::parse(slurp(d.file("out/drives.json")));
     const json& m = j["targets"][0]["modes"]["closed"];
     EXPECT_EQ(m["rounds_ok"], 1);
-    // The distilled job caps its commands with number_ios=64 under a larger io_size, which job_declared_bytes does
-    // not read: the bytes fio moved are checked instead of io_bytes_equal_job.
+    // The distilled job ends its section at number_ios=64 under an io_size bound twice the trace's bytes: it declares
+    // 64 commands of 64 KiB (4 MiB), and every round moved exactly that.
+    EXPECT_EQ(j["job_declared_bytes"], 4 * kMiB);
+    EXPECT_EQ(j["job_declared_ios"], 64);
+    EXPECT_EQ(m["io_bytes_equal_job"], true);
+    EXPECT_EQ(m["ios_equal_job"], true);
     ASSERT_EQ(m["rounds"].size(), 1u) << m.dump().substr(0, 600);
     EXPECT_EQ(m["rounds"][0]["write_io_bytes"], 4 * kMiB);
+    EXPECT_EQ(m["rounds"][0]["write_ios"], 64);
     EXPECT_EQ(m["rounds"][0]["read_io_bytes"], 0);
     auto both = run(kvio_bin() + " drives --events " + d.file("ev.kvb") + " --job " + d.file("ev.kvb") +
                     " --drive x=" + dst.path + " -o " + d.file("out2"));

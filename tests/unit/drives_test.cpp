@@ -45,9 +45,36 @@ TEST(DrivesJob, TargetReplacedAndRatesDroppedForClosedLoop) {
     EXPECT_NE(open.find("[global]\ndirectory=/srv/kv\n"), std::string::npos);
     EXPECT_NE(open.find("rate_iops=100,0"), std::string::npos);
     EXPECT_FALSE(job_has_rates("[a]\nrw=read\nsize=1m\n"));
-    EXPECT_EQ(job_declared_bytes(job), 12u << 20);
-    EXPECT_EQ(job_declared_bytes("[global]\nsize=1g\n[a]\n[b]\nio_size=2m\n"), (1u << 30) + (2u << 20));
-    EXPECT_EQ(job_declared_bytes("[a]\nsize=1m\ntime_based=1\nruntime=5\n"), 0u);
+    EXPECT_EQ(job_declared(job).bytes, 12u << 20);
+    EXPECT_EQ(job_declared(job).ios, 3072u);  // fio's default bs, 4 KiB
+    EXPECT_EQ(job_declared("[global]\nsize=1g\n[a]\n[b]\nio_size=2m\n").bytes, (1u << 30) + (2u << 20));
+    EXPECT_EQ(job_declared("[a]\nsize=1m\ntime_based=1\nruntime=5\n").bytes, 0u);
+    EXPECT_EQ(job_declared("[a]\nsize=1m\ntime_based=1\nruntime=5\n").ios, 0u);
+}
+
+// A distilled job ends each section at number_ios commands under an io_size that is only an upper bound
+// (docs/distill.md "Phases"): it declares number_ios × the one command size, not the bound.
+TEST(DrivesJob, DeclaredBytesOfDistilledJobCountNumberIos) {
+    const std::string distilled =
+        "[global]\nioengine=libaio\n[kvio-distilled]\nrw=write\nbssplit=64k/100\nsize=4194304\n"
+        "io_size=9437184\nnumber_ios=64\n";
+    EXPECT_EQ(job_declared(distilled).bytes, 4u << 20);
+    EXPECT_EQ(job_declared(distilled).ios, 64u);
+    // A real mix of sizes: the commands are declared, the bytes are not.
+    const std::string mix = "[a]\nrw=randrw\nbssplit=4k/50:64k/50,128k/100\nio_size=64m\nnumber_ios=100\n";
+    EXPECT_EQ(job_declared(mix).bytes, 0u);
+    EXPECT_EQ(job_declared(mix).ios, 100u);
+    // The cap comes first: 1 MiB of 64 KiB commands is 16, though number_ios says 64.
+    EXPECT_EQ(job_declared("[a]\nrw=read\nbs=64k\nio_size=1m\nnumber_ios=64\n").ios, 16u);
+    // Passes: loops and numjobs restart number_ios; the distiller's idle section (null engine, one 4 KiB I/O).
+    EXPECT_EQ(job_declared("[a]\nrw=read\nbs=8k\nnumber_ios=10\nloops=3\nnumjobs=2\n").bytes, 60u * 8192);
+    EXPECT_EQ(job_declared("[i]\nioengine=null\nrw=read\nbs=4k\nsize=4k\nnumber_ios=1\n").bytes, 4096u);
+    // Per-direction sizes: a write-only section takes the write size; a mix of two sizes says no bytes.
+    EXPECT_EQ(job_declared("[a]\nrw=write\nbs=4k,16k\nnumber_ios=4\n").bytes, 4u * 16384);
+    EXPECT_EQ(job_declared("[a]\nrw=randrw\nbs=4k,16k\nnumber_ios=4\n").bytes, 0u);
+    EXPECT_EQ(job_declared("[a]\nrw=randrw\nbs=4k,16k\nnumber_ios=4\n").ios, 4u);
+    EXPECT_EQ(job_declared("[a]\nrw=read\nsize=50%\n").bytes, 0u);
+    EXPECT_EQ(job_declared("[a]\nrw=trim\nsize=1m\n").bytes, 0u);
 }
 
 TEST(DrivesVerdict, SeparatedRoundsNamedAndOverlapIsNoise) {
