@@ -12,7 +12,8 @@ void add_drives_command(CLI::App& app) {
     auto o = std::make_shared<drives::DrivesOptions>();
     auto* sub = app.add_subcommand(
         "drives",
-        "Run one fio job (distilled or any) on several drives and hosts, in rounds interleaved across them (A B C, "
+        "Run one workload (a fio job, distilled or any; a kvio trace; or kvio simulate) on several drives and hosts, "
+        "in rounds interleaved across them (A B C, "
         "B C A, ...), after a short ceiling probe of each; trace each local run at the device; print a table "
         "(median [min-max] per figure) and a verdict per neighbour in the ranking: 'A faster than B by X % (rounds "
         "don't overlap)' or 'inside noise'. Writes DIR/drives.json (kvio.drives/1) and DIR/drives.html. A mounted "
@@ -24,6 +25,14 @@ void add_drives_command(CLI::App& app) {
     sub->add_option("--events", o->events_path,
                     "Instead of --job: a kvio trace (kvio.events/1 or .bin/1), distilled on the fly into the device "
                     "job `kvio distill --level device` writes (saved as DIR/job.fio)")
+        ->excludes(job);
+    sub->add_option(
+           "--simulate", o->simulate,
+           "Instead of --job: the serving workload itself, `kvio simulate` with these flags (one quoted "
+           "string, e.g. '--model llama3.1-8b --num-users 10 --duration 30 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+           "--seed 42 --storage-io direct') run on each drive: --cache-dir is a directory under a directory "
+           "target, or the block device itself (which needs --storage-io direct or io_uring). Compared by "
+           "the benchmark's storage tokens/s, with its read/write bandwidth and device P95s; local drives only")
         ->excludes(job);
     sub->add_option("--drive", o->drives,
                     "NAME=PATH (block device, file or directory here) or NAME=HOST[:PORT]:PATH (a host running "

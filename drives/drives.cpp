@@ -134,7 +134,7 @@ void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, cons
         r.round = round, r.mode = mode;
         r.files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
         auto before = dir_entries(t);
-        int st = run_local(t, job, r, env);
+        int st = mode == "simulate" ? run_local_simulate(t, r, env) : run_local(t, job, r, env);
         finish_run(t, r, st, false);
         clean_local_target(t, before);
         if (stop.signo()) cut_run(r, stop.signo());
@@ -188,6 +188,45 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
     }
 }
 
+/// --simulate runs kvio simulate on this host, on a filesystem (a directory target) or a raw block device (which
+/// kvio simulate reads and writes with O_DIRECT only: docs/simulate.md, `--storage-io`). Usage errors, found before
+/// anything is written.
+void check_simulate_targets(const std::vector<Target>& ts, const std::string& storage_io) {
+    for (const auto& t : ts) {
+        if (t.spec.remote())
+            throw UsageError("--simulate: drive " + t.spec.name +
+                             " is remote; kvio simulate runs on this host only (give a remote drive a --job)");
+        const bool block = t.info.value("kind", "") == "block";
+        if (t.field != TargetField::Directory && !block)
+            throw UsageError("--simulate: drive " + t.spec.name + " (" + t.spec.path +
+                             ") must be a directory or a block device: the simulation's storage tier");
+        if (block && storage_io != "direct" && storage_io != "io_uring")
+            throw UsageError("--simulate: drive " + t.spec.name +
+                             " is a block device, which kvio simulate only "
+                             "writes with O_DIRECT: add --storage-io direct (or io_uring) to the flags");
+    }
+}
+
+/// The workload of the run: the job text (empty for --simulate), checked against the load modes.
+std::string workload_job(const DrivesOptions& opt, const std::vector<std::string>& modes, std::ostream& out) {
+    int given = !opt.job_path.empty() + !opt.events_path.empty() + !opt.simulate.empty();
+    if (given != 1) throw UsageError("give one workload: --job JOB.fio, --events TRACE or --simulate 'FLAGS'");
+    if (!opt.simulate.empty()) {
+        if (opt.load != "closed")
+            throw UsageError("--load " + opt.load + " with --simulate: the simulation offers its own load");
+        return "";
+    }
+    std::string job = opt.events_path.empty() ? read_job(opt.job_path) : distill_job(opt.events_path, out);
+    const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
+    for (const auto& m : modes)
+        if (m == "trace" && !job_has_rates(job))
+            throw UsageError("--load " + opt.load + ": " + job_name +
+                             " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
+                             "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
+                             "closed for this job");
+    return job;
+}
+
 RunContext context_of(const DrivesOptions& opt, const std::vector<std::string>& modes) {
     RunContext c;
     c.job_path = opt.job_path, c.kvio_version = opt.kvio_version, c.rounds = opt.rounds, c.modes = modes;
@@ -210,19 +249,14 @@ void write_outputs(const std::vector<Target>& ts, const RunContext& ctx, const D
 int run_drives(const DrivesOptions& opt, std::ostream& out) {
     if (opt.drives.empty()) throw UsageError("--drive: give at least one target");
     if (opt.rounds < 1) throw UsageError("--rounds must be at least 1");
-    std::vector<std::string> modes = modes_of(opt.load);
-    if (opt.job_path.empty() == opt.events_path.empty())
-        throw UsageError("give one workload: --job JOB.fio or --events TRACE");
-    std::string job = opt.events_path.empty() ? read_job(opt.job_path) : distill_job(opt.events_path, out);
-    const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
-    for (const auto& m : modes)
-        if (m == "trace" && !job_has_rates(job))
-            throw UsageError("--load " + opt.load + ": " + job_name +
-                             " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
-                             "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
-                             "closed for this job");
+    std::vector<std::string> modes = opt.simulate.empty() ? modes_of(opt.load) : std::vector<std::string>{"simulate"};
+    std::string job = workload_job(opt, modes, out);
+    std::vector<std::string> sim_words = split_words(opt.simulate);
+    const std::string storage_io = opt.simulate.empty() ? "" : check_simulate_flags(sim_words);
     std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
+    if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;
+    env.sim_words = sim_words, env.force = opt.force;
     env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
     env.remote_timeout_s = opt.remote_timeout_s;
     env.kvio_exe = fs::read_symlink(opt.kvio_exe == "/proc/self/exe" ? "/proc/self/exe" : opt.kvio_exe).string();
@@ -234,6 +268,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     RunContext ctx = context_of(opt, modes);
     const JobDeclared declared = job_declared(job);
     ctx.job_bytes = declared.bytes, ctx.job_ios = declared.ios;
+    if (!opt.simulate.empty()) ctx.job_path = "kvio simulate " + opt.simulate;
     std::vector<size_t> local, remote;
     for (size_t i = 0; i < ts.size(); ++i) (ts[i].spec.remote() ? remote : local).push_back(i);
     ChildStop stop;

@@ -1,6 +1,6 @@
-// `kvio drives`: one fio job on many targets (this host's block devices, files and directories; hosts running
-// `fio --server`), in interleaved rounds, traced at the device, side by side with a verdict that says whether a
-// difference is larger than the rounds' spread. docs/drives.md.
+// `kvio drives`: one workload (a fio job, or kvio simulate's serving workload) on many targets (this host's block
+// devices, files and directories; hosts running `fio --server`), in interleaved rounds, traced at the device, side by
+// side with a verdict that says whether a difference is larger than the rounds' spread. docs/drives.md.
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -13,6 +13,7 @@ namespace kvio::drives {
 struct DrivesOptions {
     std::string job_path;                     ///< the fio job (distilled or any); "" with events_path
     std::string events_path;                  ///< a kvio trace (kvio.events/1 or .bin/1), distilled on the fly
+    std::string simulate;                     ///< `kvio simulate` flags: the serving workload on each drive
     std::vector<std::string> drives;          ///< `NAME=PATH` / `NAME=HOST[:PORT]:PATH` (job_text.h DriveSpec)
     int rounds = 3;                           ///< runs per target and load mode, interleaved across targets
     std::string load = "closed";              ///< "closed" | "trace" | "both"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <sstream>
 
 #include "report/svg_chart.h"
@@ -45,6 +46,24 @@ const Column kColumns[] = {
     {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
 };
 
+double sim_fig(const json& m, const char* key) {
+    return m.contains("simulate") && m["simulate"].is_object() ? median_of(m["simulate"][key]) : NAN;
+}
+
+/// The serving workload's columns: the benchmark's headline figures (docs/mlperf-benchmark.md, "Metrics and the
+/// results JSON") and the device's D2C.
+const Column kSimColumns[] = {
+    {"storage tokens/s (verdict)", true, [](const json& m) { return sim_fig(m, "storage_throughput_tokens_per_sec"); },
+     "%.1f"},
+    {"tokens/s", true, [](const json& m) { return sim_fig(m, "avg_throughput_tokens_per_sec"); }, "%.1f"},
+    {"storage read GiB/s", true, [](const json& m) { return sim_fig(m, "storage_read_bandwidth_gib_s"); }, "%.3f"},
+    {"storage write GiB/s", true, [](const json& m) { return sim_fig(m, "storage_write_bandwidth_gib_s"); }, "%.3f"},
+    {"device read P95 (ms)", false, [](const json& m) { return sim_fig(m, "storage_read_device_p95_ms"); }, "%.2f"},
+    {"device write P95 (ms)", false, [](const json& m) { return sim_fig(m, "storage_write_device_p95_ms"); }, "%.2f"},
+    {"D2C read p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_read_p99_ns") / 1e3; }, "%.0f"},
+    {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
+};
+
 std::string cell(double v, const char* f) {
     if (std::isnan(v) || v <= 0) return "–";
     char b[64];
@@ -54,24 +73,26 @@ std::string cell(double v, const char* f) {
 
 std::string table(const json& d, const std::string& mode) {
     std::ostringstream o;
+    const std::span<const Column> cols =
+        mode == "simulate" ? std::span<const Column>(kSimColumns) : std::span<const Column>(kColumns);
     o << "<table><tr><th>drive</th>";
-    for (const auto& c : kColumns) o << "<th>" << html_escape(c.title) << "</th>";
+    for (const auto& c : cols) o << "<th>" << html_escape(c.title) << "</th>";
     o << "</tr>\n";
-    std::vector<double> best(std::size(kColumns), NAN);
+    std::vector<double> best(cols.size(), NAN);
     for (const auto& t : d["targets"])
-        for (size_t i = 0; i < std::size(kColumns); ++i) {
-            double v = kColumns[i].get(t["modes"][mode]);
+        for (size_t i = 0; i < cols.size(); ++i) {
+            double v = cols[i].get(t["modes"][mode]);
             if (std::isnan(v) || v <= 0) continue;
-            if (std::isnan(best[i]) || (kColumns[i].higher_is_better ? v > best[i] : v < best[i])) best[i] = v;
+            if (std::isnan(best[i]) || (cols[i].higher_is_better ? v > best[i] : v < best[i])) best[i] = v;
         }
     for (const auto& t : d["targets"]) {
         o << "<tr><td>" << html_escape(t["name"].get<std::string>());
         if (t["status"] != "ok") o << " <b class=bad>" << html_escape(t["status"].get<std::string>()) << "</b>";
         o << "</td>";
-        for (size_t i = 0; i < std::size(kColumns); ++i) {
-            double v = kColumns[i].get(t["modes"][mode]);
+        for (size_t i = 0; i < cols.size(); ++i) {
+            double v = cols[i].get(t["modes"][mode]);
             bool b = !std::isnan(v) && v == best[i];
-            o << "<td" << (b ? " class=best" : "") << ">" << cell(v, kColumns[i].fmt) << (b ? " ★" : "") << "</td>";
+            o << "<td" << (b ? " class=best" : "") << ">" << cell(v, cols[i].fmt) << (b ? " ★" : "") << "</td>";
         }
         o << "</tr>\n";
     }
@@ -163,6 +184,10 @@ std::string drives_html(const json& d) {
       << "column. A verdict names a difference only when the rounds do not overlap (docs/drives.md).</p>\n";
     for (const auto& m : d["modes"]) {
         std::string mode = m;
+        if (mode == "simulate") {
+            o << "<h2>the serving workload (kvio simulate)</h2>\n" << table(d, mode);
+            continue;
+        }
         o << "<h2>" << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << "</h2>\n"
           << table(d, mode) << cdf_chart(d, mode, "read") << "\n"
           << cdf_chart(d, mode, "write") << "\n";

@@ -66,6 +66,15 @@ json share_json(const Target& t, const std::vector<const RunResult*>& runs) {
         if (!t.ceiling.contains(key) || t.ceiling[key].get<double>() <= 0) return nullptr;
         return v / t.ceiling[key].get<double>();
     };
+    if (!runs.empty() && runs.front()->mode == "simulate") {  // GiB/s over the probe's 10^6 B/s ceilings
+        constexpr double kMBperGiB = 1073.741824;
+        s["read_mb_s"] =
+            share("seq_read_mb_s", over(runs, [](const RunResult& r) { return r.sim.read_gib_s; }).median * kMBperGiB);
+        s["write_mb_s"] = share("seq_write_mb_s",
+                                over(runs, [](const RunResult& r) { return r.sim.write_gib_s; }).median * kMBperGiB);
+        s["read_iops"] = nullptr;
+        return s;
+    }
     auto best = [](const RunResult& r, auto f) {
         double b = 0;
         for (const auto& p : r.fio.phases) b = std::max(b, f(p));
@@ -83,11 +92,43 @@ json share_json(const Target& t, const std::vector<const RunResult*>& runs) {
     return s;
 }
 
+/// The serving workload's figures (sim_workload.h SimFigures) under their results-JSON names.
+const std::pair<const char*, double SimFigures::*> kSimFields[] = {
+    {"storage_throughput_tokens_per_sec", &SimFigures::storage_tokens_per_s},
+    {"avg_throughput_tokens_per_sec", &SimFigures::avg_tokens_per_s},
+    {"storage_read_bandwidth_gib_s", &SimFigures::read_gib_s},
+    {"storage_write_bandwidth_gib_s", &SimFigures::write_gib_s},
+    {"storage_read_device_p95_ms", &SimFigures::read_device_p95_ms},
+    {"storage_write_device_p95_ms", &SimFigures::write_device_p95_ms},
+    {"storage_io_latency_p95_ms", &SimFigures::storage_io_p95_ms},
+    {"storage_kv_read_gib", &SimFigures::read_gib},
+    {"storage_kv_written_gib", &SimFigures::write_gib},
+    {"requests_completed", &SimFigures::requests},
+    {"elapsed_s", &SimFigures::elapsed_s},
+};
+
+json sim_json(const SimFigures& f) {
+    json j = json::object();
+    for (auto [k, m] : kSimFields) j[k] = f.*m;
+    return j;
+}
+
+json sim_spread_json(const std::vector<const RunResult*>& runs) {
+    json j = json::object();
+    for (auto [k, m] : kSimFields) j[k] = spread_json(over(runs, [m](const RunResult& r) { return r.sim.*m; }));
+    return j;
+}
+
 json round_json(const RunResult& r) {
     json j = {{"round", r.round}, {"ok", r.ok}, {"files", r.files}};
     if (!r.ok) j["error"] = r.error;
     if (!r.trace_error.empty()) j["trace_error"] = r.trace_error;
     if (!r.fio.host.empty()) j["host"] = r.fio.host;
+    if (r.ok && r.mode == "simulate") {
+        j["simulate"] = sim_json(r.sim);
+        j["timeline"] = r.sim.timeline;
+        return j;
+    }
     if (r.ok) {
         j["mb_s"] = r.fio.total.read.mb_s + r.fio.total.write.mb_s;
         j["iops"] = r.fio.total.read.iops + r.fio.total.write.iops;
@@ -114,8 +155,11 @@ json mode_json(const Target& t, const std::string& mode) {
             {{"name", "total"}, {"read", dir_json(runs, SIZE_MAX, false)}, {"write", dir_json(runs, SIZE_MAX, true)}});
     }
     m["phases"] = phases;
+    if (mode == "simulate") m["simulate"] = runs.empty() ? json(nullptr) : sim_spread_json(runs);
     m["figure"] = spread_json(over(runs, verdict_figure));
-    m["figure_name"] = verdict_higher_is_better(mode) ? "mb_s" : "worst_clat_p99_ns";
+    m["figure_name"] = mode == "simulate"               ? "storage_throughput_tokens_per_sec"
+                       : verdict_higher_is_better(mode) ? "mb_s"
+                                                        : "worst_clat_p99_ns";
     bool traced = !runs.empty() && std::all_of(runs.begin(), runs.end(), [](auto* r) { return r->dev.present; });
     m["device"] = traced ? device_json(runs) : json(nullptr);
     if (!traced) {
@@ -162,18 +206,22 @@ json ios_equal(const Target& t, const std::string& mode, uint64_t job_ios) {
 }  // namespace
 
 double verdict_figure(const RunResult& r) {
+    if (r.mode == "simulate") return r.sim.storage_tokens_per_s;
     if (r.mode == "closed") return r.fio.total.read.mb_s + r.fio.total.write.mb_s;
     return std::max(r.fio.total.read.clat_p99, r.fio.total.write.clat_p99);
 }
 
-bool verdict_higher_is_better(const std::string& mode) { return mode == "closed"; }
+bool verdict_higher_is_better(const std::string& mode) { return mode == "closed" || mode == "simulate"; }
 
 std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std::string& mode) {
     std::vector<std::pair<std::string, Spread>> by;
     for (const auto& t : targets)
         if (t.failed.empty() && !ok_runs(t, mode).empty())
             by.emplace_back(t.spec.name, over(ok_runs(t, mode), verdict_figure));
-    return rank_and_compare(by, verdict_higher_is_better(mode), mode == "closed" ? "MB/s" : "worst completion p99");
+    return rank_and_compare(by, verdict_higher_is_better(mode),
+                            mode == "simulate" ? "storage tokens/s"
+                            : mode == "closed" ? "MB/s"
+                                               : "worst completion p99");
 }
 
 json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
@@ -215,13 +263,68 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
     return j;
 }
 
+namespace {
+
+/// The device's and the ceiling's cells of a row: D2C read and write p99 (µs), mean QD, the best share of ceiling.
+std::string device_cells(const Target& t, const std::vector<const RunResult*>& runs) {
+    double dr = over(runs, [](const RunResult& r) { return r.dev.d2c_read_p99; }).median;
+    double dw = over(runs, [](const RunResult& r) { return r.dev.d2c_write_p99; }).median;
+    double qd = over(runs, [](const RunResult& r) { return std::max(r.dev.qd_read_mean, r.dev.qd_write_mean); }).median;
+    double best_share = 0;
+    const json sh = share_json(t, runs);  // items() of a temporary would dangle
+    for (auto& [k, v] : sh.items())
+        if (v.is_number()) best_share = std::max(best_share, v.get<double>());
+    char c[128];
+    std::snprintf(c, sizeof c, " %10s %10s %6s %6s", us(dr).c_str(), us(dw).c_str(), qd > 0 ? fmt(qd).c_str() : "-",
+                  best_share > 0 ? fmt(best_share * 100, "%.0f").c_str() : "-");
+    return c;
+}
+
+std::string spread_cell(const Spread& s) { return fmt(s.median) + " [" + fmt(s.min) + "-" + fmt(s.max) + "]"; }
+
+/// A fio run's row: MB/s (the verdict figure of a closed loop), IOPS, completion p99 per direction (µs).
+std::string fio_row(const Target& t, const std::vector<const RunResult*>& runs) {
+    Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });
+    double iops = over(runs, [](const RunResult& r) { return r.fio.total.read.iops + r.fio.total.write.iops; }).median;
+    double rp = over(runs, [](const RunResult& r) { return r.fio.total.read.clat_p99; }).median;
+    double wp = over(runs, [](const RunResult& r) { return r.fio.total.write.clat_p99; }).median;
+    char row[320];
+    std::snprintf(row, sizeof row, "%-12s %-24s %10.0f %10s %10s", t.spec.name.c_str(), spread_cell(mb).c_str(), iops,
+                  us(rp).c_str(), us(wp).c_str());
+    return row + device_cells(t, runs) + "\n";
+}
+
+/// A simulate run's row: storage tokens/s (the verdict figure), storage read and write GiB/s, device P95 per
+/// direction (ms), as the benchmark reports them.
+std::string sim_row(const Target& t, const std::vector<const RunResult*>& runs) {
+    auto med = [&](double SimFigures::*m) { return over(runs, [m](const RunResult& r) { return r.sim.*m; }).median; };
+    Spread tok = over(runs, [](const RunResult& r) { return r.sim.storage_tokens_per_s; });
+    char row[320];
+    std::snprintf(row, sizeof row, "%-12s %-24s %8.3f %8.3f %9.2f %9.2f", t.spec.name.c_str(), spread_cell(tok).c_str(),
+                  med(&SimFigures::read_gib_s), med(&SimFigures::write_gib_s), med(&SimFigures::read_device_p95_ms),
+                  med(&SimFigures::write_device_p95_ms));
+    return row + device_cells(t, runs) + "\n";
+}
+
+const char* mode_title(const std::string& mode) {
+    return mode == "closed"     ? "closed loop (capacity)"
+           : mode == "simulate" ? "the serving workload (kvio simulate)"
+                                : "open loop at the job's rates";
+}
+
+}  // namespace
+
 void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx) {
     for (const auto& mode : ctx.modes) {
-        out << "\n== " << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << ", "
-            << ctx.rounds << (ctx.rounds == 1 ? " round" : " rounds") << ": median [min-max]\n";
+        out << "\n== " << mode_title(mode) << ", " << ctx.rounds << (ctx.rounds == 1 ? " round" : " rounds")
+            << ": median [min-max]\n";
         char h[256];
-        std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
-                      "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
+        if (mode == "simulate")
+            std::snprintf(h, sizeof h, "%-12s %-24s %8s %8s %9s %9s %10s %10s %6s %6s\n", "DRIVE", "storage_tok/s",
+                          "rd_GiB/s", "wr_GiB/s", "rd_p95ms", "wr_p95ms", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
+        else
+            std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
+                          "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
         out << h;
         for (const auto& t : targets) {
             auto runs = ok_runs(t, mode);
@@ -230,25 +333,7 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
                 if (!t.interrupted.empty()) out << t.spec.name << "   INTERRUPTED: " << t.interrupted << "\n";
                 continue;
             }
-            Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });
-            double iops =
-                over(runs, [](const RunResult& r) { return r.fio.total.read.iops + r.fio.total.write.iops; }).median;
-            double rp = over(runs, [](const RunResult& r) { return r.fio.total.read.clat_p99; }).median;
-            double wp = over(runs, [](const RunResult& r) { return r.fio.total.write.clat_p99; }).median;
-            double dr = over(runs, [](const RunResult& r) { return r.dev.d2c_read_p99; }).median;
-            double dw = over(runs, [](const RunResult& r) { return r.dev.d2c_write_p99; }).median;
-            double qd =
-                over(runs, [](const RunResult& r) { return std::max(r.dev.qd_read_mean, r.dev.qd_write_mean); }).median;
-            json sh = share_json(t, runs);
-            double best_share = 0;
-            for (auto& [k, v] : sh.items())
-                if (v.is_number()) best_share = std::max(best_share, v.get<double>());
-            std::string mbs = fmt(mb.median) + " [" + fmt(mb.min) + "-" + fmt(mb.max) + "]";
-            char row[320];
-            std::snprintf(row, sizeof row, "%-12s %-24s %10.0f %10s %10s %10s %10s %6s %6s\n", t.spec.name.c_str(),
-                          mbs.c_str(), iops, us(rp).c_str(), us(wp).c_str(), us(dr).c_str(), us(dw).c_str(),
-                          qd > 0 ? fmt(qd).c_str() : "-", best_share > 0 ? fmt(best_share * 100, "%.0f").c_str() : "-");
-            out << row;
+            out << (mode == "simulate" ? sim_row(t, runs) : fio_row(t, runs));
             if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
         }
         for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";

@@ -178,9 +178,10 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
     return job_for_target(job, t.spec.path, t.field, mode == "closed");
 }
 
-int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
-    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
-    std::vector<std::string> a = fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json");
+namespace {
+
+/// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only --json` (run_local's rules).
+int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r, const RunEnv& env) {
     if (t.disk.empty()) return run_logged(a, r.files + ".log");
     const std::string ready = r.files + ".ready";
     std::error_code ec;
@@ -208,6 +209,26 @@ int run_local(const Target& t, const std::string& job, RunResult& r, const RunEn
     return st;
 }
 
+}  // namespace
+
+int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    return run_traced(t, fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r, env);
+}
+
+int run_local_simulate(const Target& t, RunResult& r, const RunEnv& env) {
+    std::vector<std::string> a = {env.kvio_exe, "simulate"};
+    a.insert(a.end(), env.sim_words.begin(), env.sim_words.end());
+    const std::string cache =
+        t.field == TargetField::Directory ? (fs::path(t.spec.path) / "kvio-drives-sim").string() : t.spec.path;
+    a.insert(a.end(), {"--cache-dir", cache, "--output", r.files + ".sim.json"});
+    if (env.force && t.field != TargetField::Directory) a.push_back("--force");
+    std::string cmd;
+    for (const auto& w : a) cmd += (cmd.empty() ? "" : " ") + w;
+    write_text_file(r.files + ".cmd", cmd + "\n");  // what ran, for the record
+    return run_traced(t, a, r, env);
+}
+
 pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
     write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
     return spawn_logged(fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r.files + ".log");
@@ -216,8 +237,13 @@ pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, co
 void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
     try {
         if (timed_out) throw Error("no answer within the remote timeout; ended");
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw Error("fio ended with " + describe_status(status));
-        r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
+        const bool sim = r.mode == "simulate";
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status));
+        if (sim)
+            r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
+        else
+            r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
         if (!t.disk.empty() && !t.spec.remote() && r.trace_error.empty())
             r.dev = parse_trace_json(read_json_file(r.files + ".trace.json"), t.disk);
         r.ok = true;
@@ -239,7 +265,7 @@ void clean_local_target(const Target& t, const std::vector<std::string>& dir_bef
     std::error_code ec;
     if (t.created_file) fs::remove(t.spec.path, ec);
     for (const auto& e : dir_entries(t))
-        if (!std::binary_search(dir_before.begin(), dir_before.end(), e)) fs::remove(fs::path(t.spec.path) / e, ec);
+        if (!std::binary_search(dir_before.begin(), dir_before.end(), e)) fs::remove_all(fs::path(t.spec.path) / e, ec);
 }
 
 }  // namespace kvio::drives

@@ -9,16 +9,18 @@
 
 #include "drives/figures.h"
 #include "drives/job_text.h"
+#include "drives/sim_workload.h"
 
 namespace kvio::drives {
 
 /// The result of one run of the job on one target.
 struct RunResult {
     int round = 0;
-    std::string mode;  ///< "closed" | "trace"
+    std::string mode;  ///< "closed" | "trace" (a fio job) | "simulate" (kvio simulate)
     bool ok = false;
-    std::string error;  ///< why not ok
-    FioRun fio;
+    std::string error;        ///< why not ok
+    FioRun fio;               ///< a fio run's figures
+    SimFigures sim;           ///< a simulate run's figures
     DeviceFigures dev;        ///< present only when traced
     std::string trace_error;  ///< why a traced run has no device figures (the fio figures stand)
     std::string files;        ///< path prefix of this run's files (.job.fio, .fio.json, .trace.json, .log)
@@ -53,6 +55,8 @@ struct RunEnv {
     double probe_seconds = 1;
     uint64_t probe_bytes = 64ull << 20;
     double remote_timeout_s = 0;
+    std::vector<std::string> sim_words;  ///< `--simulate`'s flags as words (sim_workload.h)
+    bool force = false;                  ///< passed on to kvio simulate for a block device
 };
 
 /// Bytes at the start of a block device the ceiling probe leaves alone: the first MiB, where the safety check looks
@@ -73,12 +77,17 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
 /// not fio's processes: a throttled bio is issued by the kernel's throttle worker, not by fio. Untraceable targets:
 /// fio alone. Returns fio's wait status; a trace that failed is recorded in r.error by finish_run.
 int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
+/// One run of the serving workload on a local target, traced as run_local traces fio: `kvio simulate WORDS
+/// --cache-dir C --output FILES.sim.json` with C the block device itself or DIR/kvio-drives-sim under a directory
+/// target (removed afterwards by clean_local_target), `--force` when kvio drives has it. Returns simulate's status.
+int run_local_simulate(const Target& t, RunResult& r, const RunEnv& env);
 /// Starts one run of `job` on a remote target through `fio --client=HOST,PORT`.
 pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
-/// Reads fio's JSON (and the trace) of an ended run with wait status `status`; sets r.ok or r.error.
+/// Reads fio's JSON (kvio simulate's results for mode "simulate") and the trace of an ended run with wait status
+/// `status`; sets r.ok or r.error.
 void finish_run(const Target& t, RunResult& r, int status, bool timed_out);
-/// Removes what runs left on a local target: files fio laid out in a directory target, a file target kvio drives
-/// created.
+/// Removes what runs left on a local target: every entry new in a directory target (files fio laid out, kvio
+/// simulate's cache directory), a file target kvio drives created.
 void clean_local_target(const Target& t, const std::vector<std::string>& dir_before);
 /// The entries of a directory target now (for clean_local_target); empty for other targets.
 std::vector<std::string> dir_entries(const Target& t);

@@ -339,3 +339,84 @@ TEST(Drives, SigtermMarksTargetInterruptedInConsoleAndJson) {
         << j["targets"][0].dump();
     EXPECT_EQ(j["targets"][0]["modes"]["closed"]["rounds_ok"], 0);
 }
+
+// --simulate: the serving workload itself (kvio simulate, O_DIRECT on the raw devices) on three drives of really
+// different speed, the whole kvio drives inside the cgroup whose blkio rule throttles only the third drive. The
+// throttled drive is last by the benchmark's storage tokens/s, separated from the one above it, its storage read
+// bandwidth at most its throttle (+10 %: the throttle's first slice); each run was traced at its device, which read
+// at least the bytes the benchmark counted (ops cut at the stop move bytes the benchmark does not count).
+TEST(Drives, SimulateOnThreeDrivesThrottledLast) {
+    if (!fs::exists("/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device"))
+        GTEST_FAIL() << "the cgroup v1 blkio controller is not mounted at /sys/fs/cgroup/blkio";
+    TempDir d;
+    LoopDevice shm(256 * kMiB, true, "/dev/shm"), disk(256 * kMiB, true, "/var/tmp"),
+        slow(256 * kMiB, true, "/dev/shm");
+    // A model of 512 B per token (4 layers, 1 KV head of 32, fp16), so entries are a few MB and requests complete
+    // at 40 MB/s (measured: 10 requests in 4 s, storage reads at 39.0 MB/s; tiny-1b's 100-230 MB prefill writes
+    // complete none).
+    std::ofstream(d.file("micro.yaml")) << "model_configs:\n  micro: {name: \"Micro\", num_layers: 4, hidden_dim: 256, "
+                                           "num_heads: 8, kv_heads: 1, dtype: \"float16\"}\n";
+    BlkioThrottle th(slow.majmin, kThrottleBps, d.path);
+    const std::string flags = "--config " + d.file("micro.yaml") +
+                              " --model micro --num-users 4 --duration 4 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                              "--generation-mode none --seed 42 --storage-io direct";
+    auto r = run("sh -c 'echo $$ > " + th.dir + "/cgroup.procs && exec " + kvio_bin() + " drives --simulate \"" +
+                 flags + "\" --drive shm=" + shm.path + " --drive disk=" + disk.path + " --drive slow=" + slow.path +
+                 " --rounds 3 --probe-seconds 0 -o " + d.file("out") + "'");
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("the serving workload (kvio simulate)"), std::string::npos) << r.out;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    EXPECT_EQ(j["modes"], json::array({"simulate"}));
+    EXPECT_EQ(j["job"], "kvio simulate " + flags);
+    ASSERT_EQ(j["targets"].size(), 3u);
+    for (const auto& t : j["targets"]) {
+        SCOPED_TRACE(t["name"].get<std::string>());
+        EXPECT_EQ(t["status"], "ok") << t.dump().substr(0, 800);
+        const json& m = t["modes"]["simulate"];
+        EXPECT_EQ(m["rounds_ok"], 3);
+        EXPECT_EQ(m["figure_name"], "storage_throughput_tokens_per_sec");
+        ASSERT_TRUE(m["simulate"].is_object());
+        EXPECT_GT(median(m["simulate"]["requests_completed"]), 0);
+        ASSERT_TRUE(m["device"].is_object()) << m.value("device_missing", "");
+        for (const auto& round : m["rounds"]) EXPECT_FALSE(round["timeline"].empty());
+        for (auto [kv, dev] :
+             {std::pair{"storage_kv_read_gib", "read_bytes"}, {"storage_kv_written_gib", "write_bytes"}}) {
+            const double counted = m["simulate"][kv]["min"].get<double>() * double(1ull << 30);
+            EXPECT_GE(m["device"][dev]["min"].get<double>(), counted * 0.999) << dev;
+        }
+        EXPECT_GT(median(m["simulate"]["storage_kv_written_gib"]), 0);
+    }
+    const json& v = j["verdicts"]["simulate"];
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[1]["b"], "slow") << v.dump();
+    EXPECT_TRUE(v[1]["separated"].get<bool>()) << v.dump();
+    const json& slow_sim = j["targets"][2]["modes"]["simulate"]["simulate"];
+    EXPECT_LE(slow_sim["storage_read_bandwidth_gib_s"]["max"].get<double>() * double(1ull << 30), kThrottleBps * 1.10);
+    EXPECT_NE(slurp(d.file("out/drives.html")).find("storage tokens/s"), std::string::npos);
+    EXPECT_TRUE(fs::exists(d.file("out/runs/slow-simulate-r1.sim.json")));
+}
+
+// --simulate's usage errors, before any drive is looked at or written: a flag kvio drives sets, an unknown flag, a
+// remote drive, a block device without O_DIRECT storage I/O, --load trace.
+TEST(Drives, SimulateUsageErrors) {
+    TempDir d;
+    LoopDevice a(8 * kMiB);
+    const std::string ok = "--model tiny-1b --duration 1 --storage-io direct";
+    const struct {
+        std::string args, says;
+    } cases[] = {
+        {" --simulate '" + ok + " --cache-dir /tmp' --drive a=" + a.path, "--cache-dir is set by kvio drives"},
+        {" --simulate '" + ok + " --no-such-flag 1' --drive a=" + a.path, "--no-such-flag is not a kvio simulate flag"},
+        {" --simulate '" + ok + "' --drive a=127.0.0.2:/dev/loop0", "kvio simulate runs on this host only"},
+        {" --simulate '--model tiny-1b --duration 1' --drive a=" + a.path, "add --storage-io direct"},
+        {" --simulate '" + ok + "' --load trace --drive a=" + a.path, "the simulation offers its own load"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.args);
+        auto r = run(kvio_bin() + " drives" + c.args + " -o " + d.file("out"));
+        EXPECT_EQ(r.status, 2) << r.out << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(d.file("out")));
+    }
+    EXPECT_EQ(run("cmp -n 1048576 " + a.path + " /dev/zero").status, 0);
+}

@@ -5,6 +5,7 @@
 #include "drives/figures.h"
 #include "drives/job_text.h"
 #include "drives/prom_scrape.h"
+#include "drives/sim_workload.h"
 #include "drives/summary.h"
 
 #include <sstream>
@@ -185,4 +186,44 @@ TEST(DrivesSummary, InterruptedTargetAndStopSignalInJsonAndConsole) {
     EXPECT_EQ(out.str().find("FAILED"), std::string::npos) << out.str();
     ctx.stopped_by_signal = 0, ctx.rounds = 2;
     EXPECT_TRUE(drives_json({}, ctx)["stopped_by_signal"].is_null());
+}
+
+// --simulate's flags: words split with quotes kept, checked against kvio simulate's flag table, the flags kvio drives
+// sets refused; the results JSON's headline figures read back.
+TEST(DrivesSimulate, FlagsCheckedAndResultsRead) {
+    auto w = split_words("--model 'my model' --seed=42  --storage-io direct");
+    ASSERT_EQ(w.size(), 5u);
+    EXPECT_EQ(w[1], "my model");
+    EXPECT_EQ(w[2], "--seed=42");
+    EXPECT_EQ(check_simulate_flags(w), "direct");
+    EXPECT_EQ(check_simulate_flags(split_words("--storage-io=io_uring")), "io_uring");
+    EXPECT_EQ(check_simulate_flags(split_words("--num-u 4")), "");  // a unique prefix, as argparse takes it
+    EXPECT_THROW(split_words("--model 'x"), kvio::UsageError);
+    EXPECT_THROW(check_simulate_flags(split_words("--output r.json")), kvio::UsageError);
+    EXPECT_THROW(check_simulate_flags(split_words("--cache-d /x")), kvio::UsageError);
+    EXPECT_THROW(check_simulate_flags(split_words("--bogus 1")), kvio::UsageError);
+    nlohmann::json r = {
+        {"requests_completed", 10},
+        {"summary",
+         {{"elapsed_time", 4.2},
+          {"storage_throughput_tokens_per_sec", 188.0},
+          {"avg_throughput_tokens_per_sec", 50.0},
+          {"storage_io_latency_ms", {{"p95", 900.0}}},
+          {"cache_stats",
+           {{"tier_storage_read_bandwidth_gbps", 0.036},
+            {"tier_storage_write_bandwidth_gbps", 0.006},
+            {"storage_read_device_p95_ms", 800.0},
+            {"tier_storage_kv_bytes_read_gb", 0.15}}}}},
+        {"kvio",
+         {{"bandwidth_timeline", {{{"t_s", 1.0}, {"storage_read_gibps", 0.04}, {"storage_write_gibps", 0.01}}}}}}};
+    SimFigures f = parse_sim_results(r, "r.json");
+    EXPECT_EQ(f.requests, 10);
+    EXPECT_EQ(f.storage_tokens_per_s, 188.0);
+    EXPECT_EQ(f.read_gib_s, 0.036);
+    EXPECT_EQ(f.read_device_p95_ms, 800.0);
+    EXPECT_EQ(f.write_device_p95_ms, 0.0);  // absent: no device-side write list
+    EXPECT_EQ(f.storage_io_p95_ms, 900.0);
+    ASSERT_EQ(f.timeline.size(), 1u);
+    EXPECT_EQ(f.timeline[0], (std::vector<double>{1.0, 0.04, 0.01}));
+    EXPECT_THROW(parse_sim_results(nlohmann::json{{"requests_completed", 0}}, "r.json"), kvio::Error);
 }
