@@ -46,6 +46,10 @@ void add_drives_command(CLI::App& app) {
                     "own rates (refused for a job without rate/rate_iops); both")
         ->check(CLI::IsMember({"closed", "trace", "both"}))
         ->capture_default_str();
+    sub->add_flag("--parallel", o->parallel,
+                  "Run the local drives of a round all at once instead of one after another (each still traced at "
+                  "its own disk): a round takes the slowest drive's time; the drives then share this host's CPUs, "
+                  "memory and, for loop devices, their backing storage");
     sub->add_option("-o,--output-dir", o->out_dir, "Results directory (default kvio-drives-YYYYMMDD-HHMMSS)");
     sub->add_option("--probe-seconds", o->probe_seconds, "Length of each ceiling probe; 0 skips the probe")
         ->check(CLI::NonNegativeNumber)

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/jsonl.h"
@@ -125,18 +126,41 @@ void mark_interrupted(std::vector<Target>& ts, int signo, size_t runs_planned) {
     }
 }
 
-/// One round of `mode` over the local targets, one after another, starting at target `round % n` (A B C, B C A, ...).
-void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, const std::string& job,
-                 const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
-    for (size_t k = 0; k < local.size() && !stop.signo(); ++k) {
-        Target& t = ts[local[(k + round) % local.size()]];
-        RunResult r;
-        r.round = round, r.mode = mode;
-        r.files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
+/// One run of `mode` on local target `t`, to its end: the traced run, its figures, what it left on the target
+/// removed. In `catch_errors`, an error (a file that cannot be written) is the run's error instead of thrown.
+RunResult local_run(Target& t, const std::string& job, const std::string& mode, int round, const RunEnv& env,
+                    bool catch_errors) {
+    RunResult r;
+    r.round = round, r.mode = mode;
+    r.files = env.dir + "/runs/" + t.spec.name + "-" + mode + "-r" + std::to_string(round + 1);
+    try {
         auto before = dir_entries(t);
         int st = mode == "simulate" ? run_local_simulate(t, r, env) : run_local(t, job, r, env);
         finish_run(t, r, st, false);
         clean_local_target(t, before);
+    } catch (const Error& e) {
+        if (!catch_errors) throw;
+        r.ok = false, r.error = e.what();
+    }
+    return r;
+}
+
+/// One round of `mode` over the local targets: one after another, starting at target `round % n` (A B C, B C A,
+/// ...), or with `parallel` all at once (one thread per target; each waits for its own trace to attach).
+void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, const std::string& job,
+                 const std::string& mode, int round, const RunEnv& env, const ChildStop& stop, bool parallel) {
+    std::vector<size_t> order;
+    for (size_t k = 0; k < local.size(); ++k) order.push_back(local[(k + round) % local.size()]);
+    std::vector<RunResult> rs(order.size());
+    if (parallel) {
+        std::vector<std::thread> threads;
+        for (size_t k = 0; k < order.size(); ++k)
+            threads.emplace_back([&, k] { rs[k] = local_run(ts[order[k]], job, mode, round, env, true); });
+        for (auto& th : threads) th.join();
+    }
+    for (size_t k = 0; k < order.size() && (parallel || !stop.signo()); ++k) {
+        Target& t = ts[order[k]];
+        RunResult r = parallel ? std::move(rs[k]) : local_run(t, job, mode, round, env, false);
         if (stop.signo()) cut_run(r, stop.signo());
         if (!r.ok && t.failed.empty() && !stop.signo())
             t.failed = "round " + std::to_string(round + 1) + " " + mode + ": " + r.error;
@@ -285,7 +309,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
             if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env, stop);
-            if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop);
+            if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop, opt.parallel);
             if (stop.signo()) break;  // a cut round is not done
             out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
             out.flush();

@@ -26,6 +26,7 @@ struct DrivesOptions {
     std::string kvio_version;                 ///< written into drives.json
     double remote_timeout_s = 0;              ///< a remote run longer than this is ended and failed; 0: none
     bool html = true;                         ///< also write drives.html
+    bool parallel = false;                    ///< local targets at once in each round (default one after another)
     std::vector<std::string> metrics;         ///< `NAME=HOST:PORT`: remote drive NAME's `kvio trace --listen`
 };
 

@@ -120,7 +120,8 @@ json sim_spread_json(const std::vector<const RunResult*>& runs) {
 }
 
 json round_json(const RunResult& r) {
-    json j = {{"round", r.round}, {"ok", r.ok}, {"files", r.files}};
+    json j = {
+        {"round", r.round}, {"ok", r.ok}, {"files", r.files}, {"start_unix_ms", r.start_ms}, {"end_unix_ms", r.end_ms}};
     if (!r.ok) j["error"] = r.error;
     if (!r.trace_error.empty()) j["trace_error"] = r.trace_error;
     if (!r.fio.host.empty()) j["host"] = r.fio.host;

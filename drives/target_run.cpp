@@ -180,9 +180,21 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
 
 namespace {
 
+double now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// run_logged, with the workload's start and end in r.
+int run_timed(const std::vector<std::string>& a, RunResult& r) {
+    r.start_ms = now_ms();
+    int st = run_logged(a, r.files + ".log");
+    r.end_ms = now_ms();
+    return st;
+}
+
 /// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only --json` (run_local's rules).
 int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r, const RunEnv& env) {
-    if (t.disk.empty()) return run_logged(a, r.files + ".log");
+    if (t.disk.empty()) return run_timed(a, r);
     const std::string ready = r.files + ".ready";
     std::error_code ec;
     fs::remove(ready, ec);
@@ -197,9 +209,9 @@ int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r,
     if (ended || !fs::exists(ready, ec)) {
         if (!ended) ::kill(tp, SIGTERM), wait_child(tp, 10, &ended);
         r.trace_error = "kvio trace did not attach (see " + r.files + ".trace.log)";
-        return run_logged(a, r.files + ".log");
+        return run_timed(a, r);
     }
-    int st = run_logged(a, r.files + ".log");
+    int st = run_timed(a, r);
     ::kill(tp, SIGTERM);
     bool to = false;
     tst = wait_child(tp, 30, &to);
@@ -231,10 +243,12 @@ int run_local_simulate(const Target& t, RunResult& r, const RunEnv& env) {
 
 pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
     write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    r.start_ms = now_ms();
     return spawn_logged(fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r.files + ".log");
 }
 
 void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
+    if (r.end_ms == 0) r.end_ms = now_ms();  // a remote run: it ended when its client was reaped
     try {
         if (timed_out) throw Error("no answer within the remote timeout; ended");
         const bool sim = r.mode == "simulate";

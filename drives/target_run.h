@@ -18,12 +18,13 @@ struct RunResult {
     int round = 0;
     std::string mode;  ///< "closed" | "trace" (a fio job) | "simulate" (kvio simulate)
     bool ok = false;
-    std::string error;        ///< why not ok
-    FioRun fio;               ///< a fio run's figures
-    SimFigures sim;           ///< a simulate run's figures
-    DeviceFigures dev;        ///< present only when traced
-    std::string trace_error;  ///< why a traced run has no device figures (the fio figures stand)
-    std::string files;        ///< path prefix of this run's files (.job.fio, .fio.json, .trace.json, .log)
+    std::string error;                ///< why not ok
+    FioRun fio;                       ///< a fio run's figures
+    SimFigures sim;                   ///< a simulate run's figures
+    DeviceFigures dev;                ///< present only when traced
+    std::string trace_error;          ///< why a traced run has no device figures (the fio figures stand)
+    std::string files;                ///< path prefix of this run's files (.job.fio, .fio.json, .trace.json, .log)
+    double start_ms = 0, end_ms = 0;  ///< the workload process's start and end, ms since the epoch (system clock)
 };
 
 /// A target and everything measured on it.
