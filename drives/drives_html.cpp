@@ -144,6 +144,46 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
     return o.str() + "</svg>";
 }
 
+/// Storage bandwidth over time of the serving workload, one polyline per drive (`dir` "read" or "write"): the
+/// results' per-second storage GiB/s (kvio.bandwidth_timeline) of the drive's median round by storage tokens/s.
+std::string timeline_chart(const json& d, const char* dir) {
+    static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
+    const double W = 560, H = 240, L = 50, B = 30;
+    const size_t col = std::string(dir) == "read" ? 1 : 2;
+    double tmax = 0, ymax = 0;
+    std::vector<std::pair<std::string, json>> lines;
+    for (const auto& t : d["targets"]) {
+        std::vector<json> ok;
+        for (const auto& r : t["modes"]["simulate"]["rounds"])
+            if (r["ok"] == true && r.contains("timeline") && !r["timeline"].empty()) ok.push_back(r);
+        if (ok.empty()) continue;
+        std::sort(ok.begin(), ok.end(), [](const json& a, const json& b) {
+            return a["simulate"]["storage_throughput_tokens_per_sec"] <
+                   b["simulate"]["storage_throughput_tokens_per_sec"];
+        });
+        const json& tl = ok[ok.size() / 2]["timeline"];
+        for (const auto& p : tl) tmax = std::max(tmax, p[0].get<double>()), ymax = std::max(ymax, p[col].get<double>());
+        lines.emplace_back(t["name"], tl);
+    }
+    std::ostringstream o;
+    o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "'>"
+      << "<text x='" << L << "' y='14' font-size='13'>storage " << dir << " GiB/s over time (median round)</text>";
+    if (lines.empty() || tmax <= 0 || ymax <= 0) return o.str() + "<text x='60' y='120'>no samples</text></svg>";
+    auto X = [&](double ts) { return L + ts / tmax * (W - L - 10); };
+    auto Y = [&](double v) { return H - B - v / ymax * (H - B - 24); };
+    o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - 10 << "' y2='" << H - B << "' stroke='#888'/>"
+      << "<text x='" << W - 60 << "' y='" << H - 12 << "' font-size='11'>" << cell(tmax, "%.0f") << " s</text>"
+      << "<text x='4' y='" << Y(ymax) + 4 << "' font-size='11'>" << cell(ymax, "%.2f") << "</text>";
+    for (size_t i = 0; i < lines.size(); ++i) {
+        o << "<polyline fill='none' stroke-width='2' stroke='" << kColors[i % std::size(kColors)] << "' points='";
+        for (const auto& p : lines[i].second) o << X(p[0].get<double>()) << "," << Y(p[col].get<double>()) << " ";
+        o << "'><title>" << html_escape(lines[i].first) << "</title></polyline>";
+        o << "<text x='" << W - 120 << "' y='" << 40 + 14 * i << "' font-size='12' fill='"
+          << kColors[i % std::size(kColors)] << "'>" << html_escape(lines[i].first) << "</text>";
+    }
+    return o.str() + "</svg>";
+}
+
 /// One row of the drives table: the target, its ceiling probe and what sysfs says about its disk.
 std::string drive_row(const json& t) {
     std::ostringstream o;
@@ -185,7 +225,9 @@ std::string drives_html(const json& d) {
     for (const auto& m : d["modes"]) {
         std::string mode = m;
         if (mode == "simulate") {
-            o << "<h2>the serving workload (kvio simulate)</h2>\n" << table(d, mode);
+            o << "<h2>the serving workload (kvio simulate)</h2>\n"
+              << table(d, mode) << timeline_chart(d, "read") << "\n"
+              << timeline_chart(d, "write") << "\n";
             continue;
         }
         o << "<h2>" << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << "</h2>\n"

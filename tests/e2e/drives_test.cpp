@@ -392,7 +392,13 @@ TEST(Drives, SimulateOnThreeDrivesThrottledLast) {
     EXPECT_TRUE(v[1]["separated"].get<bool>()) << v.dump();
     const json& slow_sim = j["targets"][2]["modes"]["simulate"]["simulate"];
     EXPECT_LE(slow_sim["storage_read_bandwidth_gib_s"]["max"].get<double>() * double(1ull << 30), kThrottleBps * 1.10);
-    EXPECT_NE(slurp(d.file("out/drives.html")).find("storage tokens/s"), std::string::npos);
+    // drives.html: the table and the storage bandwidth over time, one line per drive in the read and write charts.
+    const std::string html = slurp(d.file("out/drives.html"));
+    EXPECT_NE(html.find("storage tokens/s"), std::string::npos);
+    EXPECT_NE(html.find("storage read GiB/s over time"), std::string::npos);
+    size_t lines = 0;
+    for (size_t p = 0; (p = html.find("<polyline", p)) != std::string::npos; ++p) ++lines;
+    EXPECT_EQ(lines, 6u) << "a read and a write timeline per drive";
     EXPECT_TRUE(fs::exists(d.file("out/runs/slow-simulate-r1.sim.json")));
 }
 
