@@ -86,9 +86,11 @@ struct AuditResult {
     std::vector<FsFigures> filesystems;
     std::vector<Preload> preloads;
     std::vector<Check> checks;  ///< per filesystem its four checks (names prefixed by the directory), then preload
-    bool passed = false;        ///< no check failed and the command exited 0
-    nlohmann::json doc;         ///< kvio.audit/1 (docs/audit.md)
-    std::string trace_dir;      ///< where the trace is (kept only with --trace-dir)
+    bool passed = false;        ///< no check failed, some check judged I/O (`measured`) and the command exited 0
+    /// Some check judged I/O (PASS or FAIL): a command that did none in the directories is not a PASS.
+    bool measured = false;
+    nlohmann::json doc;     ///< kvio.audit/1 (docs/audit.md)
+    std::string trace_dir;  ///< where the trace is (kept only with --trace-dir)
 };
 
 /// Runs the command under `kvio trace --syscalls -q --events DIR/events.jsonl -d DISK...`, watching its process

@@ -161,7 +161,9 @@ Check judge_preloads(const std::vector<Preload>& preloads) {
             named += (named.empty() ? "" : "; ") + p.path + " (" + p.source + ")" + (p.readable ? "" : ", unreadable");
     }
     if (preloads.empty()) {
-        c.line = "preload: no preloaded library in the traced processes";
+        c.line =
+            "preload: no preloaded library seen in the traced processes (sampled every 100 ms: one that lived "
+            "shorter is not seen)";
     } else if (!failing.empty()) {
         c.verdict = Verdict::Fail;
         c.line = "preload: " + failing;
@@ -186,6 +188,8 @@ std::string format_result(const AuditResult& r) {
     }
     if (r.command_status != 0)
         out += "audit: the command exited with status " + std::to_string(r.command_status) + "\n";
+    if (!r.measured)
+        out += "audit: the command did no I/O in the audited directories: nothing was measured, nothing passes\n";
     out += std::string("audit: ") + (r.passed ? "PASS" : "FAIL") + "\n";
     return out;
 }

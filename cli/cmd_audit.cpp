@@ -21,7 +21,8 @@ void add_audit_command(CLI::App& app) {
         "Example: kvio audit --cache-dir /mnt/nvme/kv -- python3 kv-cache.py --cache-dir /mnt/nvme/kv ...");
     sub->add_option("--cache-dir", o->cache_dirs,
                     "A directory whose filesystem's I/O is audited (repeat for several; on a block device)")
-        ->required();
+        ->required()
+        ->allow_extra_args(false);  // one directory per --cache-dir: the words after it are the command
     sub->add_option("--trace-dir", o->trace_dir, "Keep the trace (events.jsonl) in this directory");
     sub->add_option("--json", o->json_out, "Write the kvio.audit/1 document here");
     sub->add_option("--min-read-share", o->min_read_share,

@@ -104,7 +104,7 @@ std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path
         }
         insert_in_issue_order(d, c);
     }
-    if (devs.empty()) throw Error(path + ": no device commands (\"type\":\"cmd\" records) in the trace");
+    if (devs.empty()) throw NoDeviceCommands(path + ": no device commands (\"type\":\"cmd\" records) in the trace");
     return devs;
 }
 
@@ -147,7 +147,8 @@ EventTrace load_events(const std::string& path, const EventFilter& filter, const
     } else {
         for (auto it = devs.begin(); it != devs.end(); ++it)
             if (it->first == filter.dev || it->second.disk == filter.dev) pick = it;
-        if (pick == devs.end()) throw Error(path + ": no commands on device " + filter.dev + " in the trace");
+        if (pick == devs.end())
+            throw NoDeviceCommands(path + ": no commands on device " + filter.dev + " in the trace");
     }
     return take_device(common, pick->first, pick->second);
 }

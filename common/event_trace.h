@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
 #include "common/events_reader.h"
 
 namespace kvio {
@@ -83,6 +84,12 @@ EventTrace empty_like(const EventTrace& t);
 /// becomes non-zero (a signal's number, kvio::StopSignal::flag()), throws kvio::Stopped "stopped by signal N while
 /// loading PATH" at the next record.
 EventTrace load_events(const std::string& path, const EventFilter& filter, const volatile sig_atomic_t* stop = nullptr);
+
+/// What load_events and load_all_events throw when the trace holds no device command (of `filter.dev`, when set):
+/// a caller for which an idle device is a result (an audit of a command that moved nothing) catches this one.
+struct NoDeviceCommands : Error {
+    using Error::Error;
+};
 
 /// Every device of the trace (ordered by "MAJ:MIN"), each as load_events() would return it; with `filter.dev` set,
 /// only that one. The summary's counts (dropped, unmatched completions) are the whole file's, in every element.

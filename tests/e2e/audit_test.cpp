@@ -186,3 +186,24 @@ TEST(Audit, OutputsAreCheckedFirstAndAMissingCommandIsNamed) {
     EXPECT_NE(nocmd.err.find("the command could not be run (exit status 127): /nonexistent-cmd"), std::string::npos)
         << nocmd.err;
 }
+
+// A command whose writes never reached the disk is judged (FAIL writes, FAIL fsync), not an error for an empty trace;
+// one that did no I/O there measured nothing and does not pass. The words after --cache-dir DIR are the command.
+TEST(Audit, ACommandTheDiskNeverSawIsJudged) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(256ull << 20);
+    TempDir d;
+    // 20 MiB buffered, no fsync, then the file removed before writeback: the disk sees none of it.
+    auto dd = run(kvio_bin() + " audit --cache-dir " + m.mnt + " --json " + d.file("a.json") +
+                  " -- sh -c 'dd if=/dev/zero of=" + m.mnt + "/f bs=1M count=20 2>/dev/null && rm " + m.mnt + "/f'");
+    EXPECT_EQ(dd.status, 1) << dd.out << dd.err;
+    EXPECT_EQ(dd.err.find("no device commands"), std::string::npos) << dd.err;
+    Audit a{dd, json::parse(std::ifstream(d.file("a.json")))};
+    EXPECT_EQ(a.verdict("writes"), "FAIL") << dd.out;
+    EXPECT_EQ(a.verdict("fsync"), "FAIL") << dd.out;
+    EXPECT_NE(dd.out.find("audit: FAIL"), std::string::npos) << dd.out;
+    auto idle = run(kvio_bin() + " audit --cache-dir " + m.mnt + " true");
+    EXPECT_EQ(idle.status, 1) << idle.out << idle.err;
+    EXPECT_NE(idle.out.find("nothing was measured"), std::string::npos) << idle.out;
+    EXPECT_NE(idle.out.find("audit: FAIL"), std::string::npos) << idle.out;
+}

@@ -183,3 +183,114 @@ TEST(MlperfCheckDir, MissingAndEmptyDirectories) {
     fs::create_directories(d.path + "/option_1");
     EXPECT_FALSE(check_results_dir(d.path, {}).no_run);
 }
+
+namespace {
+
+/// A shortened one-Option run of 3 trials x 2 ranks written here, with a summary whose aggregates are
+/// aggregate_option's over `trials` trials: what `kvio simulate --mlperf-closed --mlperf-option 1` leaves.
+std::string write_synthetic_run(const std::string& dir, int trials) {
+    fs::remove_all(dir);
+    for (int t = 0; t < trials; ++t)
+        for (int n = 0; n < 2; ++n) write_rank(dir, 1, t, n, 1.0 + t + n, 0.5, 100.0 * (n + 1), 2.0 + n, 1.0, 3);
+    nlohmann::ordered_json s = {{"total_ranks", 2},
+                                {"trials_per_option", 3},
+                                {"closed_submission", false},
+                                {"not_a_closed_submission", "shortened"},
+                                {"kvio", {{"metadata", {{"options_run", {1}}, {"trial_seconds", 2}}}}}};
+    s["options"]["1"] = aggregate_option(dir, 1, trials, 2);
+    const std::string path = dir + "/kvcache_run_summary_20261204_120000.json";
+    std::ofstream(path) << s.dump(2);
+    return path;
+}
+
+nlohmann::ordered_json load_json(const std::string& path) {
+    std::ifstream f(path);
+    return nlohmann::ordered_json::parse(f);
+}
+
+void save_json(const std::string& path, const nlohmann::ordered_json& j) { std::ofstream(path) << j.dump(); }
+
+std::string rank_file(const std::string& dir, int trial, int rank) {
+    return dir + "/" + rank_dir_name(1, trial, rank) + "/kvcache_results_20260101_000000.json";
+}
+
+/// The report's problems on one line each, for failure messages and searches.
+std::string joined(const CheckReport& r) {
+    std::string s;
+    for (const auto& p : r.problems) s += p + "\n";
+    return s;
+}
+
+const CheckOptions kShortened{.allow_shortened = true};
+
+}  // namespace
+
+// The synthetic run is clean; a run stopped after two trials (its summary aggregates trial_count 2) is checked over
+// the trials it ran: the missing trial is the one problem, not its aggregates.
+TEST(MlperfCheckDir, AStoppedRunIsCheckedOverTheTrialsItRan) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    EXPECT_EQ(r.rank_files, 6);
+    write_synthetic_run(d.path, 2);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_NE(r.problems[0].find("option_1/trial_2: missing trial"), std::string::npos) << joined(r);
+    // The summary's figures still have to be the rank files': one changed is found.
+    const std::string sp = d.path + "/kvcache_run_summary_20261204_120000.json";
+    auto s = load_json(sp);
+    s["options"]["1"]["aggregated_storage_throughput_tokens_per_sec"] = 1.0;
+    save_json(sp, s);
+    r = check_results_dir(d.path, kShortened);
+    EXPECT_NE(joined(r).find("aggregated_storage_throughput_tokens_per_sec 1, the rank files give 300 (rule "
+                             "kvcacheAggregateThroughput)"),
+              std::string::npos)
+        << joined(r);
+}
+
+// Valid JSON of the wrong shape is a problem naming the file and field, and the check goes on to the rest.
+TEST(MlperfCheckDir, WrongShapesNameTheFileAndFieldAndTheCheckGoesOn) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto s = load_json(sp);
+    s["trials_per_option"] = nullptr;
+    save_json(sp, s);
+    save_json(rank_file(d.path, 0, 0), nlohmann::ordered_json::array({1, 2}));
+    auto rk = load_json(rank_file(d.path, 1, 0));
+    rk["summary"] = nullptr;
+    save_json(rank_file(d.path, 1, 0), rk);
+    rk = load_json(rank_file(d.path, 2, 1));
+    rk["summary"]["cache_stats"]["tier_storage_read_bandwidth_gbps"] = "x";
+    rk["seed"] = 7;
+    save_json(rank_file(d.path, 2, 1), rk);
+    CheckReport r;
+    ASSERT_NO_THROW(r = check_results_dir(d.path, kShortened));
+    const std::string all = joined(r);
+    EXPECT_NE(all.find(sp + ": trials_per_option null: not an integer"), std::string::npos) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 0, 0) + ": not a JSON object (array)"), std::string::npos) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 1, 0) + ": summary null: not an object"), std::string::npos) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 2, 1) +
+                       ": summary.cache_stats.tier_storage_read_bandwidth_gbps \"x\": not a number"),
+              std::string::npos)
+        << all;
+    // The check went on past the broken files: the seed in the same file is still judged.
+    EXPECT_NE(all.find(rank_file(d.path, 2, 1) + ": seed 7, expected 42 + rank 1 = 43"), std::string::npos) << all;
+    // A summary that is an array, and options[1] of the wrong type.
+    save_json(sp, nlohmann::ordered_json::array({1}));
+    ASSERT_NO_THROW(r = check_results_dir(d.path, kShortened));
+    EXPECT_NE(joined(r).find(sp + ": not a JSON object (array)"), std::string::npos) << joined(r);
+}
+
+// A rank directory beyond the run's clients (total_ranks) is not one of its ranks.
+TEST(MlperfCheckDir, RankDirectoriesBeyondTheClientsAreFound) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    fs::create_directories(d.path + "/" + rank_dir_name(1, 0, 2));
+    fs::copy_file(rank_file(d.path, 0, 1), rank_file(d.path, 0, 2));
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], d.path +
+                                 "/option_1/trial_0/rank_2: unexpected rank directory: the run had 2 clients "
+                                 "(total_ranks) (rule kvcacheClientDefinition)");
+}

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/provenance.h"
+#include "workload/serving/results/json_need.h"
 
 namespace kvio::serving {
 
@@ -47,6 +48,38 @@ bool same_number(const Json& a, const Json& b) {
     if (!a.is_number() || !b.is_number()) return a == b;
     const double x = a.get<double>(), y = b.get<double>();
     return std::fabs(x - y) <= 1e-9 * std::max({1.0, std::fabs(x), std::fabs(y)});
+}
+
+/// `j.<dotted path>` through objects only; null when any step is not an object or is missing.
+const Json& at_path(const Json& j, std::initializer_list<const char*> keys) {
+    const Json* v = &j;
+    for (const char* k : keys) v = &field_or_null(*v, k);
+    return *v;
+}
+
+/// An integer field of the summary, or `fallback` when it is absent; of another type, a problem naming the file and
+/// field and `fallback`.
+int64_t int_field(const Json& doc, const char* key, int64_t fallback, const std::string& path, CheckReport& rep) {
+    const Json& v = field_or_null(doc, key);
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (doc.is_object() && doc.contains(key))
+        rep.problems.push_back(path + ": " + key + " " + v.dump() + ": not an integer");
+    return fallback;
+}
+
+/// A parsed JSON document, or a problem ("PATH: not valid JSON (...)", "PATH: not a JSON object") and null.
+Json load_object(const std::string& path, CheckReport& rep) {
+    Json doc;
+    try {
+        std::ifstream f(path);
+        doc = Json::parse(f);
+    } catch (const std::exception& e) {
+        rep.problems.push_back(path + ": not valid JSON (" + e.what() + ")");
+        return Json();
+    }
+    if (doc.is_object()) return doc;
+    rep.problems.push_back(path + ": not a JSON object (" + std::string(doc.type_name()) + ")");
+    return Json();
 }
 
 std::vector<std::string> glob_summaries(const std::string& dir) {
@@ -88,44 +121,72 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
         if (summaries.size() > 1)
             rep.notes.push_back(dir + ": " + std::to_string(summaries.size()) + " summaries; checked the newest, " +
                                 s.summary_path);
-        try {
-            std::ifstream f(s.summary_path);
-            s.summary = Json::parse(f);
-        } catch (const std::exception& e) {
-            rep.problems.push_back(s.summary_path + ": not valid JSON (" + e.what() + ")");
-        }
+        s.summary = load_object(s.summary_path, rep);
+        if (s.summary.is_null()) s.summary = Json::object();
     }
-    const Json meta = s.summary.value("kvio", Json::object()).value("metadata", Json::object());
-    s.shortened = s.summary.value("closed_submission", true) == false;
-    if (s.shortened && !o.allow_shortened)
+    const Json& meta = at_path(s.summary, {"kvio", "metadata"});
+    s.shortened = field_or_null(s.summary, "closed_submission") == false;
+    if (s.shortened && !o.allow_shortened) {
+        const Json& why = field_or_null(s.summary, "not_a_closed_submission");
         rep.problems.push_back(s.summary_path + ": " +
-                               s.summary.value("not_a_closed_submission", std::string("not a CLOSED submission")));
-    if (s.shortened && o.allow_shortened && meta.contains("options_run"))
-        s.options = meta["options_run"].get<std::vector<int>>();
-    else
-        s.options = {1, 2, 3};
-    if (s.shortened && o.allow_shortened) {
-        s.trial_seconds = meta.value("trial_seconds", int64_t(300));
-        s.recorded_parameters = meta.value("option_parameters", Json::object());
+                               (why.is_string() ? why.get<std::string>() : std::string("not a CLOSED submission")));
     }
-    s.trials = s.summary.value("trials_per_option", kClosedTrials);
+    s.options = {1, 2, 3};
+    if (s.shortened && o.allow_shortened) {
+        const Json& run = field_or_null(meta, "options_run");
+        const bool ints = run.is_array() && !run.empty() && std::all_of(run.begin(), run.end(), [](const Json& v) {
+                              return v.is_number_integer() && v.get<int>() >= 1 && v.get<int>() <= 3;
+                          });
+        if (ints)
+            s.options = run.get<std::vector<int>>();
+        else if (!run.is_null())
+            rep.problems.push_back(s.summary_path + ": kvio.metadata.options_run " + run.dump() +
+                                   ": not a list of Options 1-3");
+        s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata", rep);
+        const Json& params = field_or_null(meta, "option_parameters");
+        if (params.is_object()) s.recorded_parameters = params;
+    }
+    s.trials = int(int_field(s.summary, "trials_per_option", kClosedTrials, s.summary_path, rep));
     if (s.trials != kClosedTrials)
         rep.problems.push_back(s.summary_path + ": trials_per_option " + std::to_string(s.trials) +
                                ", CLOSED runs 3 (rule kvcacheClosedSequenceLocks)");
-    s.ranks = s.summary.value("total_ranks", 0);
+    s.trials = std::clamp(s.trials, 1, kClosedTrials);
+    s.ranks = int(int_field(s.summary, "total_ranks", 0, s.summary_path, rep));
     if (s.ranks <= 0) s.ranks = ranks_on_disk(dir);
     return s;
+}
+
+/// The figures of a rank file the aggregates are made of (aggregate_option): each present must be a number; a value
+/// of another type would count as 0 in the sums.
+void check_rank_figures(const std::string& path, const Json& doc, CheckReport& rep) {
+    const Json& summary = field_or_null(doc, "summary");
+    if (!summary.is_object()) {
+        rep.problems.push_back(path + ": summary " + (doc.contains("summary") ? summary.dump() : "missing") +
+                               ": not an object (rule kvcacheHeadlineResult)");
+        return;
+    }
+    const Json& cs = field_or_null(summary, "cache_stats");
+    if (!cs.is_null() && !cs.is_object())
+        rep.problems.push_back(path + ": summary.cache_stats " + cs.dump() + ": not an object");
+    for (const char* k : {"avg_throughput_tokens_per_sec", "storage_throughput_tokens_per_sec"})
+        if (const Json& v = field_or_null(summary, k); !v.is_null() && !v.is_number())
+            rep.problems.push_back(path + ": summary." + k + " " + v.dump() + ": not a number");
+    for (const char* k : {"tier_storage_read_bandwidth_gbps", "tier_storage_write_bandwidth_gbps",
+                          "storage_read_device_p95_ms", "storage_write_device_p95_ms", "storage_entries"})
+        if (const Json& v = field_or_null(cs, k); !v.is_null() && !v.is_number())
+            rep.problems.push_back(path + ": summary.cache_stats." + k + " " + v.dump() + ": not a number");
 }
 
 /// The checks of one rank file: its seed, its recorded parameters and cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int rank, const RunShape& s,
                      std::map<std::string, std::string>& cache_dirs, CheckReport& rep) {
     const int64_t want_seed = kClosedSeed + rank;
-    const Json seed = doc.value("seed", Json(nullptr));
+    const Json& seed = field_or_null(doc, "seed");
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
         rep.problems.push_back(path + ": seed " + fmt(seed) + ", expected 42 + rank " + std::to_string(rank) + " = " +
                                std::to_string(want_seed) + " (rule kvcacheClosedSequenceLocks)");
-    const Json flags = doc.value("kvio", Json::object()).value("config", Json::object()).value("flags", Json(nullptr));
+    check_rank_figures(path, doc, rep);
+    const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
         rep.notes.push_back(path +
                             ": the file records no parameters (not written by kvio): checked seed and "
@@ -133,28 +194,47 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
         return;
     }
     const std::string key = std::to_string(opt.option);
-    const Json want = s.recorded_parameters.contains(key) ? s.recorded_parameters[key]
-                                                          : closed_option_parameters(opt, s.trial_seconds);
+    const Json want = field_or_null(s.recorded_parameters, key.c_str()).is_object()
+                          ? s.recorded_parameters[key]
+                          : closed_option_parameters(opt, s.trial_seconds);
     for (const auto& [k, v] : want.items()) {
-        const Json got = flags.value(k, Json(nullptr));
+        const Json& got = field_or_null(flags, k.c_str());
         if (!same_number(got, v))
             rep.problems.push_back(path + ": " + k + " " + fmt(got) + ", Option " + std::to_string(opt.option) +
                                    " requires " + fmt(v) + " (rule kvcacheFixedWorkloadPerOption)");
     }
-    const Json cfg = flags.value("config", Json(nullptr));
+    const Json& cfg = field_or_null(flags, "config");
     if (!cfg.is_null() && !(cfg.is_string() && cfg.get<std::string>().empty()))
         rep.problems.push_back(path + ": config " + fmt(cfg) +
                                ": --config is not permitted (rule "
                                "kvcacheClosedSequenceLocks)");
-    if (flags.value("enable_autoscaling", false))
+    if (field_or_null(flags, "enable_autoscaling") == true)
         rep.problems.push_back(path + ": enable_autoscaling true (rule kvcacheAutoscalingProhibited)");
-    const Json cd = flags.value("cache_dir", Json(nullptr));
+    const Json& cd = field_or_null(flags, "cache_dir");
     if (cd.is_string() && !cd.get<std::string>().empty()) {
         auto [it, fresh] = cache_dirs.emplace(cd.get<std::string>(), path);
         if (!fresh)
             rep.problems.push_back(path + ": cache directory " + cd.get<std::string>() + " is also " + it->second +
                                    "'s (rule kvcachePerClientIsolation)");
     }
+}
+
+/// A rank_<N>/ in `tdir` with N >= `ranks` (or not a number): the run had `ranks` clients, so it is not one of theirs.
+void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep) {
+    std::error_code ec;
+    std::vector<std::string> extra;
+    for (fs::directory_iterator it(tdir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string n = it->path().filename().string();
+        if (n.rfind("rank_", 0) != 0) continue;
+        const std::string digits = n.substr(5);
+        const bool number = !digits.empty() && digits.size() < 9 &&
+                            std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!number || std::stoi(digits) >= ranks) extra.push_back(it->path().string());
+    }
+    std::sort(extra.begin(), extra.end());
+    for (const auto& p : extra)
+        rep.problems.push_back(p + ": unexpected rank directory: the run had " + std::to_string(ranks) +
+                               " clients (total_ranks) (rule kvcacheClientDefinition)");
 }
 
 /// Every trial and rank file of one Option.
@@ -173,6 +253,7 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             rep.problems.push_back(tdir + ": missing trial (rule kvcacheClosedSequenceLocks: 3 trials)");
             continue;
         }
+        check_unexpected_ranks(tdir, s.ranks, rep);
         std::map<std::string, std::string> cache_dirs;
         for (int n = 0; n < s.ranks; ++n) {
             const std::string rdir = dir + "/" + rank_dir_name(opt.option, t, n);
@@ -186,31 +267,37 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
                 rep.problems.push_back(rdir + ": " + std::to_string(files.size()) +
                                        " results files: one per rank and trial (rule kvcachePerClientIsolation)");
             ++rep.rank_files;
-            Json doc;
-            try {
-                std::ifstream f(files.front());
-                doc = Json::parse(f);
-            } catch (const std::exception& e) {
-                rep.problems.push_back(files.front() + ": not valid JSON (" + e.what() + ")");
-                continue;
-            }
+            const Json doc = load_object(files.front(), rep);
+            if (doc.is_null()) continue;
             check_rank_file(files.front(), doc, opt, n, s, cache_dirs, rep);
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
 }
 
+/// The rule that defines an aggregated figure (docs/mlperf-benchmark.md, "The CLOSED rules").
+std::string aggregate_rule(const std::string& key) {
+    if (key.find("bandwidth") != std::string::npos) return "kvcacheAggregateBandwidth";
+    if (key.find("tokens") != std::string::npos) return "kvcacheAggregateThroughput";
+    return "kvcacheAggregateDeviceLatency";
+}
+
 /// The summary's aggregates against the rank files' (rules kvcacheAggregateBandwidth/Throughput/DeviceLatency).
 void check_aggregates(const std::string& dir, const ClosedOption& opt, const RunShape& s, CheckReport& rep) {
     if (s.summary_path.empty()) return;
     const std::string key = std::to_string(opt.option);
-    const Json opts = s.summary.value("options", Json::object());
-    if (!opts.contains(key)) {
-        rep.problems.push_back(s.summary_path + ": options[" + key + "] missing (rule kvcacheHeadlineResult)");
+    const Json& have = at_path(s.summary, {"options", key.c_str()});
+    if (!have.is_object()) {
+        rep.problems.push_back(s.summary_path + ": options[" + key + "] " +
+                               (have.is_null() ? std::string("missing") : have.dump() + ": not an object") +
+                               " (rule kvcacheHeadlineResult)");
         return;
     }
-    const Json& have = opts[key];
-    const Json want = aggregate_option(dir, opt.option, s.trials, s.ranks);
+    // A run stopped by a signal aggregates the trials it ran (trial_count); the missing trial is its own problem.
+    int trials = s.trials;
+    if (const Json& tc = field_or_null(have, "trial_count"); tc.is_number_integer())
+        trials = std::clamp(int(tc.get<int64_t>()), 1, s.trials);
+    const Json want = aggregate_option(dir, opt.option, trials, s.ranks);
     for (const char* k : aggregated_keys()) {
         if (!have.contains(k)) {
             rep.problems.push_back(s.summary_path + ": options[" + key + "]." + k + " missing");
@@ -218,13 +305,11 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
         }
         if (!same_number(have[k], want[k]))
             rep.problems.push_back(s.summary_path + ": options[" + key + "]." + k + " " + fmt(have[k]) +
-                                   ", the rank files give " + fmt(want[k]) +
-                                   " (rules kvcacheAggregateBandwidth, kvcacheAggregateDeviceLatency)");
+                                   ", the rank files give " + fmt(want[k]) + " (rule " + aggregate_rule(k) + ")");
     }
-    if (have.value("rank_count", -1) != s.ranks)
+    if (field_or_null(have, "rank_count") != s.ranks)
         rep.problems.push_back(s.summary_path + ": options[" + key + "].rank_count " +
-                               fmt(have.value("rank_count", Json(nullptr))) + ", total_ranks " +
-                               std::to_string(s.ranks));
+                               fmt(field_or_null(have, "rank_count")) + ", total_ranks " + std::to_string(s.ranks));
     const size_t cpu = want["cpu_tier_ranks"].size();
     if (cpu > 0 && cpu == size_t(s.trials) * size_t(s.ranks))
         rep.problems.push_back(dir + "/option_" + key +
@@ -236,9 +321,11 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
 /// directory the rank files name that still exists.
 void check_filesystems(const std::string& dir, const RunShape& s, const std::set<std::string>& caches,
                        CheckReport& rep) {
-    const Json prov = s.summary.value("kvio", Json::object()).value("provenance", Json::object());
-    const std::string cd = prov.value("cache_dir", Json::object()).value("st_dev", std::string());
-    const std::string rd = prov.value("results_dir", Json::object()).value("st_dev", std::string());
+    const Json& prov = at_path(s.summary, {"kvio", "provenance"});
+    const Json& cdj = at_path(prov, {"cache_dir", "st_dev"});
+    const Json& rdj = at_path(prov, {"results_dir", "st_dev"});
+    const std::string cd = cdj.is_string() ? cdj.get<std::string>() : "";
+    const std::string rd = rdj.is_string() ? rdj.get<std::string>() : "";
     if (!cd.empty() && cd == rd)
         rep.problems.push_back(s.summary_path + ": cache and results directories were on one filesystem (device " + cd +
                                ") (rule kvcachePosixCacheDir)");
@@ -283,22 +370,15 @@ std::vector<std::string> glob_metadata(const std::string& dir) {
 /// (model, num_users, cpu_mem_gb) cannot be one scalar. Either way, a value equal to mlpstorage's CLI default is named
 /// as such: the metadata records the command line, not the run.
 void check_metadata_file(const std::string& path, const RunShape& s, CheckReport& rep) {
-    Json doc;
-    try {
-        std::ifstream f(path);
-        doc = Json::parse(f);
-    } catch (const std::exception& e) {
-        rep.problems.push_back(path + ": not valid JSON (" + e.what() + ")");
-        return;
-    }
-    if (!doc.is_object()) return rep.problems.push_back(path + ": not a JSON object");
+    const Json doc = load_object(path, rep);
+    if (doc.is_null()) return;
     const bool nested = doc.contains("parameters") && doc["parameters"].is_object() && !doc["parameters"].empty();
     const Json& params = nested ? doc["parameters"] : doc;
     const std::string where = nested ? "parameters." : "";
     std::map<std::string, std::vector<Json>> ran;  // key -> the value of each Option run, in order
     for (int o_num : s.options) {
         const std::string k = std::to_string(o_num);
-        const Json want = s.recorded_parameters.contains(k)
+        const Json want = field_or_null(s.recorded_parameters, k.c_str()).is_object()
                               ? s.recorded_parameters[k]
                               : closed_option_parameters(closed_option(o_num), s.trial_seconds);
         for (const auto& [key, v] : want.items()) ran[key].push_back(v);

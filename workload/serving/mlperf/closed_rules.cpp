@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "workload/serving/results/json_need.h"
 
 namespace kvio::serving {
 
@@ -165,8 +166,8 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
                 missing.push_back(files.front());
                 continue;
             }
-            const Json summary = doc.value("summary", Json::object());
-            const Json cs = summary.value("cache_stats", Json::object());
+            const Json& summary = field_or_null(doc, "summary");
+            const Json& cs = field_or_null(summary, "cache_stats");
             if (auto e = cs.find("storage_entries"); e != cs.end() && e->is_number() && e->get<double>() == 0)
                 cpu_tier.push_back(files.front());
             r += num(cs, "tier_storage_read_bandwidth_gbps");

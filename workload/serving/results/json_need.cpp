@@ -17,6 +17,13 @@ const Json& need(const Json& j, const char* key, const std::string& where, const
     return *it;
 }
 
+const Json& field_or_null(const Json& j, const char* key) {
+    static const Json null_json;
+    if (!j.is_object()) return null_json;
+    auto it = j.find(key);
+    return it == j.end() ? null_json : *it;
+}
+
 double need_number(const Json& j, const char* key, const std::string& where, const std::string& path) {
     const Json& v = need(j, key, where, path);
     if (!v.is_number()) bad_field(where, path + "." + key, "not a number");
