@@ -128,7 +128,10 @@ FilePattern derive_file_pattern(const std::vector<SyscallRec>& recs, uint32_t fs
         FileOp op;
         op.file = fit->second;
         op.ts_ns = r.ts_enter;
-        if (first) p.t0_ns = r.ts_enter, first = false;
+        // Records come in the order their calls returned: a long call (an fsync) entered before the first record's
+        // call and returned after it, so the clock starts at the earliest entry, not the first record's.
+        p.t0_ns = first ? r.ts_enter : std::min(p.t0_ns, r.ts_enter);
+        first = false;
         last_exit = std::max(last_exit, r.ts_exit);
         switch (r.kind) {
             case SysKind::Read:

@@ -152,6 +152,25 @@ TEST(FileJob, ThreadsKeepTheTracesClock) {
               "/d/i21g9 write 4096 4096\n/d/i21g9 wait 1900 0\n/d/i21g9 write 8192 4096\n/d/i21g9 close\n");
 }
 
+// Records come in the order their calls returned: thread 2's fsync entered 3 ms before thread 1's write, which is
+// recorded first. The clock starts at the earliest entry: the write waits 3 ms, the fsync none (before, the fsync's
+// wait was its entry minus the write's, wrapped around to ~1.8e13 ms).
+TEST(FileJob, TheClockStartsAtTheEarliestEntryNotTheFirstRecord) {
+    const std::vector<SyscallRec> v = {rec(SysKind::Write, 1, 20, 3'000, 4096, 0, 4096, 4096),
+                                       rec(SysKind::Fsync, 2, 21, 0, 0, 0, 0, 4096),
+                                       rec(SysKind::Write, 2, 21, 5'000, 4096, 0, 4096, 4096)};
+    FileJobOptions o;
+    o.directory = "/d";
+    const FileJob j = make_file_job(derive_file_pattern(v, kFs), o);
+    ASSERT_EQ(j.iologs.size(), 2u);  // nothing is read: no layout
+    EXPECT_EQ(j.iologs[0].second,
+              "fio version 2 iolog\n/d/i20g9 add\n/d/i20g9 wait 3 0\n/d/i20g9 open\n/d/i20g9 write 0 4096\n"
+              "/d/i20g9 close\n");
+    EXPECT_EQ(j.iologs[1].second,
+              "fio version 2 iolog\n/d/i21g9 add\n/d/i21g9 open\n/d/i21g9 sync 0 0\n/d/i21g9 wait 5 0\n"
+              "/d/i21g9 write 0 4096\n/d/i21g9 close\n");
+}
+
 TEST(FileJob, ColdReadsAndDirectStreamsAreSaidSo) {
     std::vector<SyscallRec> v = {rec(SysKind::Read, 5, 20, 0, 4096, 0, 4096, 8192),
                                  rec(SysKind::Read, 5, 20, 10, 4096, 4096, 4096, 8192)};
