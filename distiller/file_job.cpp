@@ -128,7 +128,10 @@ FilePattern derive_file_pattern(const std::vector<SyscallRec>& recs, uint32_t fs
         FileOp op;
         op.file = fit->second;
         op.ts_ns = r.ts_enter;
-        if (first) p.t0_ns = r.ts_enter, first = false;
+        // Records come in the order their calls returned: a long call (an fsync) entered before the first record's
+        // call and returned after it, so the clock starts at the earliest entry, not the first record's.
+        p.t0_ns = first ? r.ts_enter : std::min(p.t0_ns, r.ts_enter);
+        first = false;
         last_exit = std::max(last_exit, r.ts_exit);
         switch (r.kind) {
             case SysKind::Read:
@@ -182,26 +185,32 @@ std::string section_name(const FileJobOptions& o, const FileStream& s) {
     return o.job_name + "-t" + std::to_string(s.tid);
 }
 
-// A stream's iolog v3: every op at its traced entry (µs from the trace's first call); a file is opened at its first
-// op and closed when the stream turns to another file; an fadvise closes and reopens it (invalidate=1 drops its
-// page cache at the open, as the traced DONTNEED did).
+// A stream's iolog (v2) paced on one clock: before each call whose traced entry falls in a later millisecond than
+// the previous wait's, a `wait` to that millisecond (from the trace's first call). fio 3.33 reads a v2 `wait` as an
+// absolute time in ms since it started its threads (docs/distill.md, "Pacing the file level"), so a thread
+// starts when it did in the trace, one that fell behind (a call slower than traced) catches up at its next wait, and
+// the threads' calls meet as they did. A file is opened at its first op and closed when the stream turns to another
+// file; an fadvise closes and reopens it (invalidate=1 drops its page cache at the open, as the traced DONTNEED did).
 std::string stream_iolog(const FilePattern& p, const FileStream& s, const std::string& dir) {
     std::ostringstream os;
-    os << "fio version 3 iolog\n";
+    os << "fio version 2 iolog\n";
     auto path = [&](uint32_t f) { return dir + "/" + p.files[f].name; };
-    auto ts = [&](uint64_t t) { return (t - p.t0_ns) / 1000; };
     std::set<uint32_t> added;
     for (const auto& o : s.ops)
-        if (added.insert(o.file).second) os << ts(s.ops.front().ts_ns) << ' ' << path(o.file) << " add\n";
+        if (added.insert(o.file).second) os << path(o.file) << " add\n";
     long open = -1;
-    uint64_t t = 0;
+    uint64_t waited_ms = 0;  // fio sleeps only while the elapsed ms are below the wait's: a wait of 0 is never needed
     auto reopen = [&](uint32_t f) {
-        if (open >= 0) os << t << ' ' << path(uint32_t(open)) << " close\n";
-        os << t << ' ' << path(f) << " open\n";
+        if (open >= 0) os << path(uint32_t(open)) << " close\n";
+        os << path(f) << " open\n";
         open = long(f);
     };
     for (const auto& o : s.ops) {
-        t = ts(o.ts_ns);
+        const uint64_t ms = (o.ts_ns - p.t0_ns) / 1000000;
+        if (ms > waited_ms) {
+            os << path(o.file) << " wait " << ms << " 0\n";
+            waited_ms = ms;
+        }
         if (o.kind == FileOp::Kind::Dontneed) {
             reopen(o.file);
             continue;
@@ -209,7 +218,7 @@ std::string stream_iolog(const FilePattern& p, const FileStream& s, const std::s
         if (open != long(o.file)) reopen(o.file);
         switch (o.kind) {
             case FileOp::Kind::Read:
-                os << t << ' ' << path(o.file) << " read " << o.offset << ' ' << o.len << '\n';
+                os << path(o.file) << " read " << o.offset << ' ' << o.len << '\n';
                 break;
             case FileOp::Kind::Write: {
                 // Buffered: widened to whole pages. The same pages are dirtied, and none is read first: the traced
@@ -217,20 +226,20 @@ std::string stream_iolog(const FilePattern& p, const FileStream& s, const std::s
                 // laid-out one whose page cache the open dropped, where a partial page is read before it is changed.
                 const uint64_t lo = s.direct ? o.offset : o.offset / 4096 * 4096;
                 const uint64_t hi = s.direct ? o.offset + o.len : (o.offset + o.len + 4095) / 4096 * 4096;
-                os << t << ' ' << path(o.file) << " write " << lo << ' ' << hi - lo << '\n';
+                os << path(o.file) << " write " << lo << ' ' << hi - lo << '\n';
                 break;
             }
             case FileOp::Kind::Sync:
-                os << t << ' ' << path(o.file) << " sync 0 0\n";
+                os << path(o.file) << " sync 0 0\n";
                 break;
             case FileOp::Kind::Datasync:
-                os << t << ' ' << path(o.file) << " datasync 0 0\n";
+                os << path(o.file) << " datasync 0 0\n";
                 break;
             default:
                 break;
         }
     }
-    if (open >= 0) os << t << ' ' << path(uint32_t(open)) << " close\n";
+    if (open >= 0) os << path(uint32_t(open)) << " close\n";
     return os.str();
 }
 
@@ -269,10 +278,11 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
       << " of them are read by the trace and written whole by section 'layout' first\n"
          ";   the replay's buffered writes are widened to whole 4 KiB pages: the same pages are dirtied, and\n"
          ";   none is read back first (a partial page of a laid-out file whose cache the open dropped would be)\n";
-    h << "; each thread is a section replaying its calls from an iolog v3 at their traced times (a call waits at\n"
-         ";   least its traced gap after the one before; a slower target falls behind, not ahead); a file is opened\n"
-         ";   at its first call and closed when the thread turns to another; an fadvise is a close and reopen, and\n"
-         ";   invalidate=1 drops the file's page cache at the open (fadvise's advice is not recorded: DONTNEED)\n";
+    h << "; each thread is a section replaying its calls from an iolog v2 on the trace's clock: a `wait` before a\n"
+         ";   call is its traced time in ms since the trace's first call (fio 3.33 waits until that long after it\n"
+         ";   started the threads), so a thread starts when it did and one that fell behind catches up; a file is\n"
+         ";   opened at its first call and closed when the thread turns to another; an fadvise is a close and\n"
+         ";   reopen, and invalidate=1 drops the file's page cache at the open (fadvise's advice is not recorded)\n";
     h << "; NOT reproduced: metadata calls (open flags, fallocate, unlink, stat, rename) and their journal\n"
          ";   traffic beyond what the replayed calls cause; a file the trace made and another thread read\n"
          ";   exists from the start (laid out) and is overwritten in place; mmap, io_uring, other\n"
@@ -280,8 +290,8 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
     if (p.no_identity_calls || p.other_fs_calls)
         h << "; left out: " << p.no_identity_calls << " calls without file identity, " << p.other_fs_calls
           << " calls on other filesystems\n";
-    h << "; run: fio --section=layout JOB (once, then drop or let the page cache settle), then fio JOB with every\n"
-         ";   other section (fio --section=NAME for each), or all at once: 'layout' is stonewalled before them\n";
+    h << "; run: fio --section=layout JOB (once), then fio JOB with every other section (fio --section=NAME for\n"
+         ";   each): the waits count from fio's start, so a layout in the same run would eat into the first ones\n";
     return h.str();
 }
 

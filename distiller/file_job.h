@@ -88,11 +88,13 @@ struct FileJob {
 };
 
 /// The fio job: a `layout` section (every file the trace reads, written whole: fio opens a section's files when it
-/// starts, so a file one thread reads must exist then although another writes it later), then one
-/// section per stream replaying its calls from a fio iolog v3 (timestamps in µs from the trace's first call) with
-/// ioengine=psync, its direct=, and invalidate=1 when its reads came after fadvise DONTNEED. A buffered write is
-/// widened to whole 4 KiB pages (it dirties the same pages; over a laid-out file a partial page would be read first).
-/// Throws kvio::Error when the pattern has no stream or the directory is not absolute or holds whitespace.
+/// starts, so a file one thread reads must exist then although another writes it later), then one section per stream
+/// replaying its calls from a fio iolog v2 paced by `wait` lines (fio 3.33: absolute ms since its threads started,
+/// docs/distill.md "Pacing the file level"; each the traced ms since the trace's first call, so a thread that falls
+/// behind catches up and the threads meet as in the trace) with ioengine=psync, its direct=, and invalidate=1 when its
+/// reads came after fadvise DONTNEED. A buffered write is widened to whole 4 KiB pages (it dirties the same pages; over
+/// a laid-out file a partial page would be read first). Throws kvio::Error when the pattern has no stream or the
+/// directory is not absolute or holds whitespace.
 FileJob make_file_job(const FilePattern& p, const FileJobOptions& o);
 
 }  // namespace kvio::distiller

@@ -108,16 +108,18 @@ TEST(FileJob, WritesOneSectionPerThreadAndLaysOutWhatIsRead) {
               "fio version 2 iolog\n/mnt/x/i12g9 add\n/mnt/x/i12g9 open\n/mnt/x/i12g9 write 0 1048576\n"
               "/mnt/x/i12g9 write 1048576 1048576\n/mnt/x/i12g9 write 2097152 1048576\n/mnt/x/i12g9 sync 0 0\n"
               "/mnt/x/i12g9 close\n");
-    // The writer: its calls at their traced times (µs), widened to whole 4 KiB pages (the same pages dirtied), one
-    // open, the fsync, a close.
+    // The writer: a wait (ms since fio started its threads: fio 3.33's v2 `wait` is absolute) before each call in a
+    // later traced millisecond, its writes widened to whole 4 KiB pages (the same pages dirtied), one open, the fsync,
+    // a close.
     EXPECT_EQ(j.iologs[1].second,
-              "fio version 3 iolog\n0 /mnt/x/i11g9 add\n0 /mnt/x/i11g9 open\n0 /mnt/x/i11g9 write 0 4096\n"
-              "300 /mnt/x/i11g9 write 0 2101248\n2000 /mnt/x/i11g9 write 2097152 2101248\n"
-              "3000 /mnt/x/i11g9 sync 0 0\n3000 /mnt/x/i11g9 close\n");
-    // The reader: the fadvise is an open (its page cache dropped by invalidate=1), then the read.
+              "fio version 2 iolog\n/mnt/x/i11g9 add\n/mnt/x/i11g9 open\n/mnt/x/i11g9 write 0 4096\n"
+              "/mnt/x/i11g9 write 0 2101248\n/mnt/x/i11g9 wait 2 0\n/mnt/x/i11g9 write 2097152 2101248\n"
+              "/mnt/x/i11g9 wait 3 0\n/mnt/x/i11g9 sync 0 0\n/mnt/x/i11g9 close\n");
+    // The reader: the fadvise is an open (its page cache dropped by invalidate=1), then the read; both in the trace's
+    // first millisecond, so no wait.
     EXPECT_EQ(j.iologs[2].second,
-              "fio version 3 iolog\n100 /mnt/x/i12g9 add\n100 /mnt/x/i12g9 open\n"
-              "200 /mnt/x/i12g9 read 0 3145728\n200 /mnt/x/i12g9 close\n");
+              "fio version 2 iolog\n/mnt/x/i12g9 add\n/mnt/x/i12g9 open\n/mnt/x/i12g9 read 0 3145728\n"
+              "/mnt/x/i12g9 close\n");
     EXPECT_NE(j.text.find("; level: file (buffered)\n"), std::string::npos);
     EXPECT_NE(j.text.find("[layout]\nread_iolog=/tmp/j.layout.iolog\n"), std::string::npos) << j.text;
     EXPECT_NE(j.text.find("[kvio-file-t1]\nstonewall\nread_iolog=/tmp/j.kvio-file-t1.iolog\ndirect=0"),
@@ -128,6 +130,45 @@ TEST(FileJob, WritesOneSectionPerThreadAndLaysOutWhatIsRead) {
     EXPECT_NE(j.text.find("invalidate=1"), std::string::npos);
     EXPECT_NE(j.text.find("1 calls without file identity, 1 calls on other filesystems"), std::string::npos);
     EXPECT_EQ(j.needs_bytes, (128 + 4 * kMiB + 4095) / 4096 * 4096 + 3 * kMiB);
+}
+
+// A thread whose first call came 400 ms into the trace starts 400 ms into the replay, and one that fell behind
+// catches up: every wait is the traced time since the trace's first call, not a gap after the previous call.
+TEST(FileJob, ThreadsKeepTheTracesClock) {
+    const std::vector<SyscallRec> v = {rec(SysKind::Read, 1, 20, 0, 4096, 0, 4096, 8192),
+                                       rec(SysKind::Read, 1, 20, 250'000, 4096, 4096, 4096, 8192),
+                                       rec(SysKind::Write, 2, 21, 400'000, 4096, 0, 4096, 4096),
+                                       rec(SysKind::Write, 2, 21, 400'700, 4096, 4096, 4096, 8192),
+                                       rec(SysKind::Write, 2, 21, 1'900'000, 4096, 8192, 4096, 12288)};
+    FileJobOptions o;
+    o.directory = "/d";
+    const FileJob j = make_file_job(derive_file_pattern(v, kFs), o);
+    ASSERT_EQ(j.iologs.size(), 3u);  // layout (file 20 is read), then one per thread
+    EXPECT_EQ(j.iologs[1].second,
+              "fio version 2 iolog\n/d/i20g9 add\n/d/i20g9 open\n/d/i20g9 read 0 4096\n/d/i20g9 wait 250 0\n"
+              "/d/i20g9 read 4096 4096\n/d/i20g9 close\n");
+    EXPECT_EQ(j.iologs[2].second,
+              "fio version 2 iolog\n/d/i21g9 add\n/d/i21g9 wait 400 0\n/d/i21g9 open\n/d/i21g9 write 0 4096\n"
+              "/d/i21g9 write 4096 4096\n/d/i21g9 wait 1900 0\n/d/i21g9 write 8192 4096\n/d/i21g9 close\n");
+}
+
+// Records come in the order their calls returned: thread 2's fsync entered 3 ms before thread 1's write, which is
+// recorded first. The clock starts at the earliest entry: the write waits 3 ms, the fsync none (before, the fsync's
+// wait was its entry minus the write's, wrapped around to ~1.8e13 ms).
+TEST(FileJob, TheClockStartsAtTheEarliestEntryNotTheFirstRecord) {
+    const std::vector<SyscallRec> v = {rec(SysKind::Write, 1, 20, 3'000, 4096, 0, 4096, 4096),
+                                       rec(SysKind::Fsync, 2, 21, 0, 0, 0, 0, 4096),
+                                       rec(SysKind::Write, 2, 21, 5'000, 4096, 0, 4096, 4096)};
+    FileJobOptions o;
+    o.directory = "/d";
+    const FileJob j = make_file_job(derive_file_pattern(v, kFs), o);
+    ASSERT_EQ(j.iologs.size(), 2u);  // nothing is read: no layout
+    EXPECT_EQ(j.iologs[0].second,
+              "fio version 2 iolog\n/d/i20g9 add\n/d/i20g9 wait 3 0\n/d/i20g9 open\n/d/i20g9 write 0 4096\n"
+              "/d/i20g9 close\n");
+    EXPECT_EQ(j.iologs[1].second,
+              "fio version 2 iolog\n/d/i21g9 add\n/d/i21g9 open\n/d/i21g9 sync 0 0\n/d/i21g9 wait 5 0\n"
+              "/d/i21g9 write 0 4096\n/d/i21g9 close\n");
 }
 
 TEST(FileJob, ColdReadsAndDirectStreamsAreSaidSo) {
