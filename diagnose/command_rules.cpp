@@ -18,7 +18,7 @@ namespace {
 /// completed, for all reads and writes and for reads alone.
 struct Window {
     uint64_t busy_all = 0, inflight_all = 0, bytes_all = 0;
-    uint64_t busy_read = 0, inflight_read = 0, bytes_read = 0;
+    uint64_t busy_read = 0, inflight_read = 0, bytes_read = 0, reads = 0;
 };
 
 /// Adds the busy and in-flight time of `cmds` (those `keep` selects) to windows of `w` ns starting at `t0`.
@@ -60,19 +60,19 @@ void low_depth_rule(const EventTrace& t, std::vector<Finding>& out) {
         if (!c.completion_seen() || (c.op != Op::Read && c.op != Op::Write)) continue;
         Window& x = win[std::min(win.size() - 1, size_t((c.ts_complete - t0) / w))];
         x.bytes_all += c.bytes;
-        if (c.op == Op::Read) x.bytes_read += c.bytes, read_bytes += c.bytes;
+        if (c.op == Op::Read) x.bytes_read += c.bytes, read_bytes += c.bytes, ++x.reads;
     }
     // The low-depth read windows and the device's best window at depth >= 4 (only whole windows: the last is cut).
     uint64_t low_n = 0, low_bytes = 0, low_busy = 0, low_inflight = 0, read_n = 0;
     double best_bps = 0, best_depth = 0;
     for (size_t k = 0; k + 1 < win.size(); ++k) {
         const Window& x = win[k];
-        read_n += x.busy_read * 2 >= w;
-        if (x.busy_read * 2 >= w && double(x.inflight_read) < 2.0 * double(x.busy_read))
+        read_n += x.reads >= 8;
+        if (x.reads >= 8 && double(x.inflight_read) < 2.0 * double(x.busy_read))
             ++low_n, low_bytes += x.bytes_read, low_busy += x.busy_read, low_inflight += x.inflight_read;
         const double depth = x.busy_all ? double(x.inflight_all) / double(x.busy_all) : 0;
         const double bps = double(x.bytes_all) * 1e9 / double(w);
-        if (x.busy_all * 2 >= w && depth >= 4.0 && bps > best_bps) best_bps = bps, best_depth = depth;
+        if (depth >= 4.0 && bps > best_bps) best_bps = bps, best_depth = depth;
     }
     if (!low_n || !read_bytes || best_bps <= 0) return;
     const double low_bps = double(low_bytes) * 1e9 / double(low_n * w);
@@ -90,7 +90,8 @@ void low_depth_rule(const EventTrace& t, std::vector<Finding>& out) {
                  {"window_ns", w}};
     f.summary = "reads ran at queue depth " + fixed(low_depth, 1) + " (in flight while busy) for " +
                 fixed(double(low_n * w) / 1e9, 1) + " s and moved " + mb_per_s(low_bps) + " (" +
-                fixed(100.0 * share, 0) + " % of the time reads kept the device busy); the same device moved " +
+                fixed(100.0 * share, 0) + " % of the time reads ran), with the device busy " +
+                fixed(100.0 * double(low_busy) / double(low_n * w), 0) + " % of that time; the same device moved " +
                 mb_per_s(best_bps) + " at depth " + fixed(best_depth, 1) + " in this trace: the reads used " +
                 fixed(100.0 * low_bps / best_bps, 0) + " % of it.";
     f.action =
