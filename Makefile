@@ -36,7 +36,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 # command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
 # them, which the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
 APP_LIBS := cli drives run report trace
-LIBS     := audit serving replay importer distiller validate workload common
+LIBS     := diagnose audit serving replay importer distiller validate workload common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
 # serving's subfolders (tiers, arrivals, results, cluster, mlperf) are the same library; mpi/ builds its own archives below.
 SERVING_SUBDIRS := tiers arrivals results cluster mlperf

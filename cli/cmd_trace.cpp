@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "cli/commands.h"
+#include "diagnose/diagnose.h"
 #include "trace/trace_positionals.h"
 #include "report/perfetto_timeline.h"
 #include "trace/tracer.h"
@@ -118,9 +119,13 @@ bool complete_trace_options(trace::TraceOptions& opts, const std::vector<std::st
 /// `kvio trace`'s run: the trace, then the --perfetto timeline; a stop signal or the command's failure becomes the
 /// exit status (128 + signal, the command's status).
 void run_trace_command(trace::TraceOptions& opts, const std::vector<std::string>& positionals, const CLI::App& sub,
-                       const std::string& perfetto) {
+                       const std::string& perfetto, bool diagnosis) {
     const bool temp_events = complete_trace_options(opts, positionals, sub, perfetto);
     auto res = trace::run_trace(opts);
+    if (diagnosis)  // before the timeline, which removes a temporary capture; stdout --events cannot be read back
+        std::cout << diagnose::to_text(
+                         diagnose::diagnose({res.summary, opts.events_path == "-" ? std::string() : opts.events_path}))
+                  << std::flush;
     if (!perfetto.empty()) write_trace_timeline(opts.events_path, perfetto, temp_events);
     if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal
         std::cerr << "kvio trace: stopped by signal " << res.stopped_by << " (" << strsignal(res.stopped_by)
@@ -206,6 +211,12 @@ void add_trace_command(CLI::App& app) {
                   "requeues per device and direction (blktrace's M/F/X/R events); in --json as \"block_events\", "
                   "printed after the summary, and as kvio_block_events_total with --listen");
     sub->add_option("--json", opts->json_path, "Write the summary and histograms (kvio.trace/1 JSON)");
+    auto diagnosis = std::make_shared<bool>(false);
+    sub->add_flag("--diagnose", *diagnosis,
+                  "At the end, print a diagnosis from the trace (docs/diagnose.md): each finding with its figures and "
+                  "what to change (low queue depth where the device did more, commands split at max_sectors_kb, reads "
+                  "from the page cache, fsync-dominated writes, queue wait, requeues, merges). With --events the "
+                  "per-command rules run too; `kvio report TRACE.json --events FILE` gives the same from saved files");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_flag(
         "--stats", opts->stats,
@@ -254,7 +265,9 @@ void add_trace_command(CLI::App& app) {
         "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
         "trace it and its children for its lifetime");
     sub->positionals_at_end();
-    sub->callback([opts, positionals, sub, perfetto] { run_trace_command(*opts, *positionals, *sub, *perfetto); });
+    sub->callback([opts, positionals, sub, perfetto, diagnosis] {
+        run_trace_command(*opts, *positionals, *sub, *perfetto, *diagnosis);
+    });
 }
 
 }  // namespace kvio::cli

@@ -40,5 +40,6 @@ void add_import_command(CLI::App& app);
 void add_audit_command(CLI::App& app);
 void add_drives_command(CLI::App& app);
 void add_mlperf_check_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace kvio::cli

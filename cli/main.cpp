@@ -69,7 +69,7 @@ static void (*const kCommands[])(CLI::App&) = {
     kvio::cli::add_geometry_command, kvio::cli::add_gen_command,          kvio::cli::add_run_command,
     kvio::cli::add_simulate_command, kvio::cli::add_replay_command,       kvio::cli::add_compare_command,
     kvio::cli::add_dump_command,     kvio::cli::add_import_command,       kvio::cli::add_audit_command,
-    kvio::cli::add_drives_command,   kvio::cli::add_mlperf_check_command,
+    kvio::cli::add_drives_command,   kvio::cli::add_mlperf_check_command, kvio::cli::add_report_command,
 };
 
 int main(int argc, char** argv) {

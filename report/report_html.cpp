@@ -4,12 +4,15 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/histogram.h"
 #include "common/jsonl.h"
+#include "report/report_breakdown.h"
+#include "report/report_diagnosis.h"
 #include "report/report_simulation.h"
 #include "report/svg_chart.h"
 
@@ -178,8 +181,9 @@ std::vector<OpRec> read_ops(const std::string& path, json& meta) {
 }
 
 /// The document's head: title and the style sheet (no script, no external resource).
-void write_head(std::ostream& h) {
-    h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvio run report</title>\n<style>\n"
+void write_head(std::ostream& h, const std::string& title = "kvio run report") {
+    h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(title)
+      << "</title>\n<style>\n"
          "body{font-family:sans-serif;margin:24px;color:#222;max-width:1160px}h1{margin-bottom:4px}"
          "h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}table{border-collapse:collapse;margin:8px "
          "0}"
@@ -459,13 +463,71 @@ void write_report(const std::string& dir, const std::string& path) {
     scores_section(h, val, fid);
     latency_section(h, dh, ph);
     sizes_and_depth_sections(h, dh, tr);
+    h << breakdown_section(tr);
+    const bool events = std::filesystem::exists(P("events.jsonl"));
+    h << diagnosis_section(diagnose::diagnose({tr, events ? P("events.jsonl") : ""}), events);
     lba_section(h, cmds, t0, t1);
     timeline_section(h, ops, cmds, t0, t1);
     job_and_files_sections(h, job, run);
 
-    std::ofstream f(path);
-    f << h.str();
-    if (!f.flush()) throw Error("report: cannot write " + path);
+    write_text_file(path, h.str());
+}
+
+namespace {
+
+/// The trace report's "Trace" table: kernel, duration, loss counters, and per device its commands and limits.
+void trace_summary_section(std::ostream& h, const json& tr, const std::string& trace_path) {
+    h << "<h1>kvio trace</h1>\n<section id=\"summary\"><h2>Trace</h2><table>";
+    auto kv = [&](const std::string& k, const std::string& v) {
+        h << "<tr><th>" << html_escape(k) << "</th>" << td(v) << "</tr>";
+    };
+    kv("trace", trace_path);
+    kv("kernel", tr.value("kernel", ""));
+    kv("duration", fix(tr.value("duration_s", 0.0), 3) + " s");
+    kv("dropped events / unmatched completions", ju(tr, "dropped") + " / " + ju(tr, "unmatched_completes"));
+    kv("syscall histograms count", tr.value("process_fds", ""));
+    h << "</table><table id=\"devices\"><tr><th>device</th><th>read cmds</th><th>read bytes</th><th>write "
+         "cmds</th><th>write bytes</th><th>max_sectors_kb</th><th>max_hw_sectors_kb</th></tr>";
+    for (const auto& d : tr.value("devices", json::array())) {
+        const json r = d.value("read", json::object()), w = d.value("write", json::object());
+        h << "<tr>" << td(d.value("disk", "") + " (" + d.value("dev", "") + ")") << td(ju(r, "cmds"))
+          << td(ju(r, "bytes")) << td(ju(w, "cmds")) << td(ju(w, "bytes")) << td(ju(d, "max_sectors_kb"))
+          << td(ju(d, "max_hw_sectors_kb")) << "</tr>";
+    }
+    h << "</table></section>\n";
+}
+
+/// Whether device entry `d` of a kvio.trace/1 document saw a read or write command.
+bool device_busy(const json& d) {
+    return d.value("read", json::object()).value("cmds", uint64_t(0)) +
+               d.value("write", json::object()).value("cmds", uint64_t(0)) >
+           0;
+}
+
+}  // namespace
+
+std::vector<diagnose::Finding> write_trace_report(const TraceReportInputs& in) {
+    const json tr = read_json_file(in.trace_json);
+    if (tr.value("schema", "") != "kvio.trace/1")
+        throw Error(in.trace_json + ": field 'schema': expected \"kvio.trace/1\" (a kvio trace --json summary)");
+    std::ostringstream h;
+    write_head(h, "kvio trace report");
+    trace_summary_section(h, tr, in.trace_json);
+    const auto findings = diagnose::diagnose({tr, in.events});
+    h << diagnosis_section(findings, !in.events.empty());
+    const json ph = tr.value("process", json::object());
+    bool first = true;
+    for (const auto& d : tr.value("devices", json::array())) {
+        if (!device_busy(d)) continue;
+        const json dh = d.value("histograms", json::object());
+        h << "<h2>" << html_escape(d.value("disk", "")) << "</h2>";
+        latency_section(h, dh, first ? ph : json::object());
+        sizes_and_depth_sections(h, dh, tr);
+        first = false;
+    }
+    h << breakdown_section(tr) << "</body></html>\n";
+    write_text_file(in.out, h.str());
+    return findings;
 }
 
 }  // namespace kvio::report

@@ -17,7 +17,7 @@ FLOORS=(
     "bpf"
     "common"
     "workload"
-    "workload/serving distiller validate importer replay audit"
+    "workload/serving distiller validate importer replay audit diagnose"
     "trace"
     "report"
     "run drives"

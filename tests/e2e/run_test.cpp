@@ -142,6 +142,10 @@ TEST_F(RunOutputs, EveryFileExistsAndParses) {
     EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
     EXPECT_EQ(html.find("<script"), std::string::npos);
     EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no link out but the SVG namespace
+    // the diagnosis of the run's own trace (gen's 512 KiB transfers at depth >= 1: none of docs/diagnose.md's
+    // findings), and no breakdown section: the run does not trace with --breakdown
+    EXPECT_NE(html.find("<section id=\"diagnosis\">"), std::string::npos);
+    EXPECT_EQ(html.find("<section id=\"breakdown\">"), std::string::npos);
 }
 
 TEST_F(RunOutputs, ScoresAreExact) {

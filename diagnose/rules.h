@@ -1,0 +1,44 @@
+// The diagnosis' rules, one function each (docs/diagnose.md); diagnose() in diagnose.cpp calls them in order.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose/diagnose.h"
+
+namespace kvio::diagnose {
+
+/// Count and sum of histogram `name` of the histograms object `hs` (0, 0 when absent).
+struct HistSum {
+    uint64_t count = 0, sum = 0;
+    double mean() const { return count ? double(sum) / double(count) : 0; }
+};
+HistSum hist_sum(const nlohmann::json& hs, const std::string& name);
+
+/// What the per-command records say about one device and direction (filled from the events file).
+struct CommandFacts {
+    uint64_t cmds = 0, bytes = 0;
+    uint64_t at_limit = 0;       ///< commands of exactly max_sectors_kb
+    uint64_t chained_bytes = 0;  ///< bytes in chains of >= 2 contiguous commands issued while the previous one ran
+    uint64_t chains = 0;         ///< such chains
+    uint64_t chained_cmds = 0;   ///< commands in them
+};
+/// Per device "MAJ:MIN", per direction ("read", "write").
+using CommandFactsMap = std::map<std::string, std::map<std::string, CommandFacts>>;
+
+/// Reads the events file's commands: fills `facts` (chains, commands at each device's max_sectors_kb from `trace`)
+/// and appends the low_queue_depth findings.
+void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding>& out);
+/// split_by_max_sectors per device and direction, from bssplit, block_events and `facts` (empty without events).
+void split_rule(const nlohmann::json& trace, const CommandFactsMap& facts, std::vector<Finding>& out);
+/// page_cache_reads from the events file's syscall records (none: no finding).
+void page_cache_rule(const Inputs& in, std::vector<Finding>& out);
+/// fsync_dominated_writes from the process histograms.
+void fsync_rule(const nlohmann::json& trace, std::vector<Finding>& out);
+/// queue_wait, requeues and merged_small_io per device and direction.
+void queue_rules(const nlohmann::json& trace, std::vector<Finding>& out);
+
+}  // namespace kvio::diagnose
