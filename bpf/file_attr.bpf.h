@@ -92,6 +92,29 @@ static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct 
     return fk->ino != 0;
 }
 
+/* Is the first page of `bio` in the page cache of disk `dev`: a regular file's on it (file_of_bio_page finds the file
+ * at completion) or a block device's own (filesystem metadata, the journal: no file's data)? False for a direct-I/O
+ * buffer: anonymous memory, or a page of another filesystem's file. 5 to 8 probe reads. */
+static __always_inline bool bio_page_in_disk_cache(struct bio *bio, __u32 dev)
+{
+    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
+    if (!page)
+        return false;
+    unsigned long head = BPF_CORE_READ(page, compound_head);
+    if (head & 1)
+        page = (struct page *)(head - 1);
+    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
+    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
+        return false;
+    struct inode *host = BPF_CORE_READ((struct address_space *)m, host);
+    if (!host)
+        return false;
+    __u32 fmt = BPF_CORE_READ(host, i_mode) & S_IFMT;
+    if (fmt == S_IFBLK)
+        return true;
+    return fmt == S_IFREG && gendisk_dev(BPF_CORE_READ(host, i_sb, s_bdev, bd_disk), false) == dev;
+}
+
 /* The file of the syscall the current thread is in (its state from on_sys_enter, which records the file with
  * track_files), or of the io_uring SQE it is submitting. *src: KVIO_FILE_SRC_SYSCALL or KVIO_FILE_SRC_URING. */
 static __always_inline bool file_of_current(struct kvio_file_key *fk, __u8 *src)
@@ -122,8 +145,9 @@ static __always_inline bool file_of_current(struct kvio_file_key *fk, __u8 *src)
     return false;
 }
 
-/* block_getrq, in the submitting thread: a bio whose pages are not a file's page cache (direct I/O) takes the file
- * of the syscall or SQE in progress. A live slot of the same bio pointer is an earlier life's: overwritten. */
+/* block_getrq, in the submitting thread: a bio whose pages are in no page cache of the disk (direct I/O) takes the
+ * file of the syscall or SQE in progress; metadata a syscall reads on its way (the block device's cache) does not. A
+ * live slot of the same bio pointer is an earlier life's: overwritten. */
 static __always_inline int files_on_getrq(struct bio *bio, bool typed)
 {
     if (!bio)
@@ -131,9 +155,11 @@ static __always_inline int files_on_getrq(struct bio *bio, bool typed)
     __u32 dev = bio_dev(bio, typed);
     if (targ_ndevs && !dev_passes(dev))
         return 0;
+    /* the thread's file first: most bios are submitted outside a traced syscall or SQE (writeback, other tasks), and
+     * it costs two task-storage lookups where the page costs eight probe reads */
     struct kvio_file_key fk = {};
     __u8 src = 0;
-    if (file_of_bio_page(bio, dev, &fk) || !file_of_current(&fk, &src))
+    if (!file_of_current(&fk, &src) || bio_page_in_disk_cache(bio, dev))
         return 0;
     __u64 key = typed ? ptr_number(NUM_GETRQ, bio) : (__u64)bio;
     if (!key)
