@@ -4,6 +4,7 @@
 #ifndef KVIO_BLOCK_BPF_H
 #define KVIO_BLOCK_BPF_H
 
+#include "bpf/file_attr.bpf.h"
 #include "bpf/hist.bpf.h"
 #include "bpf/owner.bpf.h"
 #include "bpf/rq_state.bpf.h"
@@ -73,7 +74,7 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
  * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count.
  * sole_writer: the caller is the completion program, the only writer of slot_hists (no atomics). */
 static __always_inline void account_cmd(const struct rq_state *st, const struct kvio_rq_owner *o, __u64 now, int error,
-                                        bool lost, bool sole_writer)
+                                        bool lost, bool sole_writer, const struct kvio_file_key *fk)
 {
     __u32 op = st->opf & KVIO_OP_MASK;
     bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
@@ -137,6 +138,11 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
         e->owner = o->owner;
         e->has_user_data = o->owner.user_data != 0;
     }
+    if (fk && fk->ino) {   /* --files (file_attr.bpf.h) */
+        e->slba = fk->ino; /* a block record's NVMe words hold its file (file_attr.h) */
+        e->nlb = fk->fs_dev;
+        e->nsid = fk->gen;
+    }
     event_submit(e);
 }
 
@@ -173,7 +179,7 @@ static __always_inline void rq_state_stale(const struct rq_state *s, const struc
 {
     if (s->issued && !s->ignored) {
         inflight_dec(s->slot, s->dev);
-        account_cmd(s, o, 0, 0, true, false);
+        account_cmd(s, o, 0, 0, true, false, 0);
     } else {
         count(KVIO_CNT_STALE);
     }
@@ -258,7 +264,13 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     }
     __u64 now = bpf_ktime_get_ns();
     inflight_dec(s->slot, s->dev);
-    account_cmd(s, r.o, now, error, false, sole_writer);
+    struct kvio_file_key fk = {};
+    __u8 fsrc = 0;
+    if (track_files) /* --files: the file this command moved (file_attr.bpf.h) */
+        files_of_rq(rq, s->dev, typed, &fk, &fsrc);
+    account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fk : 0);
+    if (track_files)
+        files_account(&fk, fsrc, s->opf & KVIO_OP_MASK, s->bytes, now - s->ts_issue, now >= s->ts_issue);
     rq_release(&r, key);
     return 0;
 }

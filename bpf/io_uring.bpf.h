@@ -3,6 +3,7 @@
 #ifndef KVIO_IO_URING_BPF_H
 #define KVIO_IO_URING_BPF_H
 
+#include "bpf/file_attr.bpf.h"
 #include "bpf/owner.bpf.h"
 
 /* The submission of one SQE: its user_data is the current thread's until the io_uring_enter it runs in returns
@@ -30,6 +31,8 @@ static __always_inline void remember_user_data(__u64 req, __u64 ud)
 /* io_uring_enter returned: the submissions it ran are over. */
 static __always_inline void end_user_data(void)
 {
+    if (track_files)
+        files_uring_end();
     if (task_storage) {
         struct thread_io *t = current_thread_io(false);
         if (t)
@@ -43,6 +46,8 @@ static __always_inline void end_user_data(void)
 SEC("tp/io_uring/io_uring_submit_req")
 int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
 {
+    if (track_files)
+        files_uring_submit((struct io_kiocb *)ctx->req);
     remember_user_data((__u64)ctx->req, ctx->user_data);
     return 0;
 }
@@ -51,6 +56,8 @@ int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
 SEC("tp/io_uring/io_uring_submit_sqe")
 int io_uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe___kvio *ctx)
 {
+    if (track_files)
+        files_uring_submit((struct io_kiocb *)ctx->req);
     remember_user_data((__u64)ctx->req, ctx->user_data);
     return 0;
 }
@@ -63,6 +70,8 @@ static __always_inline __u64 kiocb_user_data(struct io_kiocb *req) { return req-
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
 {
+    if (track_files)
+        files_uring_submit(req);
     remember_user_data((__u64)req, kiocb_user_data(req));
     return 0;
 }
@@ -70,6 +79,8 @@ int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
 SEC("tp_btf/io_uring_submit_sqe")
 int BPF_PROG(io_uring_submit_sqe_btf, struct io_kiocb *req)
 {
+    if (track_files)
+        files_uring_submit(req);
     remember_user_data((__u64)req, kiocb_user_data(req));
     return 0;
 }

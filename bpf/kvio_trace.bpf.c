@@ -13,7 +13,8 @@
  *   block.bpf.h       block layer programs        io_uring.bpf.h  io_uring submission programs
  *   nvme.bpf.h        NVMe driver programs        syscalls.bpf.h  syscall programs
  *   forks.bpf.h       children of filtered processes
- *   breakdown.bpf.h   --breakdown: merges, splits, requeues */
+ *   breakdown.bpf.h   --breakdown: merges, splits, requeues
+ *   file_attr.bpf.h   --files: the file each command moves, per-file stats */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -32,6 +33,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "bpf/owner.bpf.h"
 #include "bpf/rq_state.bpf.h"
 #include "bpf/test_hooks.bpf.h"
+#include "bpf/file_attr.bpf.h"
 
 #include "bpf/block.bpf.h"
 #include "bpf/io_uring.bpf.h"

@@ -127,7 +127,7 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
         st.count = a2;
     }
-    if (emit_syscalls)
+    if (emit_syscalls || track_files) /* --files: the file direct I/O and the app's bytes are attributed to */
         record_file(&st, f, inode, fmt);
     struct thread_io dummy, *t = &dummy; /* the hash path never touches it */
     if (task_storage) {
@@ -191,6 +191,8 @@ static __always_inline int on_sys_exit(long ret)
     } else if (nr == KVIO_SYS_FADVISE64) {
         put_gap_start(&t->last_fadvise_exit, &last_fadvise_exit, tid, now);
     }
+    if (track_files)
+        files_on_sys_exit(&st, ret, is_read_call(nr), is_write_call(nr));
     if (!emit_syscalls)
         return 0;
     struct kvio_syscall_event *e = EVENT_RESERVE(struct kvio_syscall_event);

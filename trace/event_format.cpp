@@ -60,6 +60,11 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
     j["comm"] = comm_string(e.owner.comm);
     if (e.has_user_data) j["user_data"] = e.owner.user_data;
     if (e.error) j["error"] = e.error;
+    if (!nvme && e.slba) {  // --files: a block record's NVMe words hold its file (bpf/file_attr.h)
+        j["ino"] = e.slba;
+        j["fs_dev"] = dev_string(decode_kernel_dev(e.nlb));
+        j["gen"] = e.nsid;
+    }
     if (nvme) {
         j["qid"] = e.qid;
         j["cid"] = e.cid;
@@ -173,6 +178,14 @@ void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
     m.s("dev", d.majmin);
     m.s("disk", d.disk);
     if (e.error) m.i("error", e.error);
+    const bool file = !nvme && e.slba;  // --files: a block record's NVMe words hold its file (bpf/file_attr.h)
+    if (file) {
+        char dev[24];
+        const DevId fd = decode_kernel_dev(e.nlb);
+        m.s("fs_dev", dev, size_t(std::snprintf(dev, sizeof dev, "%u:%u", fd.major, fd.minor)));
+        m.u("gen", e.nsid);
+        m.u("ino", e.slba);
+    }
     if (nvme) {
         m.u("nlb", e.nlb);
         m.u("nsid", e.nsid);

@@ -48,9 +48,10 @@ constexpr TracedSyscall kSyscalls[] = {
     {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER, {"io_uring_enter"}, Enter::None},
 };
 
-/// io_uring_enter is traced for events only: its exit ends the SQE user_data they carry.
+/// io_uring_enter is traced for events and --files only: its exit ends the SQE user_data they carry and the SQE's
+/// file (bpf/file_attr.bpf.h).
 bool traced(const TracedSyscall& sc, const kvio_trace_bpf* s) {
-    return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data;
+    return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data || s->rodata->track_files;
 }
 
 /// The name under which tracefs has both events of `sc` (events/syscalls/sys_{enter,exit}_NAME), or nullptr.
@@ -90,7 +91,8 @@ SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s, bool enabled) : s_(s), enabl
     bpf_program* tp[] = {s->progs.sys_enter_1arg, s->progs.sys_enter_3args, s->progs.sys_enter_4args,
                          s->progs.sys_exit_traced, s->progs.sys_exit_uring_enter};
     for (bpf_program* p : tp) {
-        bpf_program__set_autoload(p, per_syscall_ && (p != s->progs.sys_exit_uring_enter || s->rodata->need_user_data));
+        bpf_program__set_autoload(p, per_syscall_ && (p != s->progs.sys_exit_uring_enter || s->rodata->need_user_data ||
+                                                      s->rodata->track_files));
         bpf_program__set_autoattach(p, false);
     }
     const bool btf = raw_pair_btf();

@@ -32,6 +32,7 @@
 #include "common/stop_signal.h"
 #include "trace/event_format.h"
 #include "trace/event_writer.h"
+#include "trace/file_table.h"
 #include "trace/bpf_stats.h"
 #include "trace/command_guard.h"
 #include "trace/pid_watch.h"
@@ -81,12 +82,15 @@ struct SkelDeleter {
 /// Writes events as they arrive; counts them.
 struct EventSink {
     std::optional<EventWriter> out;  ///< set with --events
+    FilePaths* files = nullptr;      ///< --files: paths taken at a file's first sight
 };
 
 int on_event(void* ctx, void* data, size_t size) {
     auto* sink = static_cast<EventSink*>(ctx);
-    if (!sink->out) return 0;
     auto type = *static_cast<const uint8_t*>(data);
+    if (type == KVIO_EV_FILE && size >= sizeof(kvio_file_event) && sink->files)
+        sink->files->seen(static_cast<const kvio_file_event*>(data)->key);
+    if (!sink->out) return 0;
     if (type == KVIO_EV_CMD && size >= sizeof(kvio_cmd_event))
         sink->out->cmd(*static_cast<const kvio_cmd_event*>(data));
     else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event))
@@ -115,6 +119,9 @@ void choose_block_programs(kvio_trace_bpf* s) {
     // block_getrq only records who submitted a bio: needed for events and task filters, not histograms
     bool owners = s->rodata->need_owner;
     bpf_program__set_autoload(s->progs.block_getrq_btf, btf && owners);
+    // --files: the file of direct I/O, taken in the submitting thread (bpf/file_attr.bpf.h)
+    bpf_program__set_autoload(s->progs.block_getrq_files_btf, btf && s->rodata->track_files);
+    bpf_program__set_autoload(s->progs.block_getrq_files_raw, !btf && s->rodata->track_files);
     bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
@@ -342,7 +349,7 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     // They give each request its SQE user_data and passthrough owner: only events and filters use them.
     // With NVMe present they also give passthrough commands their submitter (task filters).
     bool owners = s->rodata->need_owner;
-    bool wanted = s->rodata->need_user_data || (owners && nvme_present);
+    bool wanted = s->rodata->need_user_data || (owners && nvme_present) || s->rodata->track_files;
     bool submit_req = wanted && tracepoint_exists("io_uring", "io_uring_submit_req");
     bool submit_sqe = wanted && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
     // tp_btf where BTF gives the tracepoint the io_kiocb first (6.0+): no trace record is built for the program.
@@ -366,13 +373,16 @@ void choose_thread_state(kvio_trace_bpf* s) {
     const char* force = std::getenv("KVIO_TRACE_THREAD_HASHES");
     s->rodata->task_storage = !(force && *force && std::string(force) != "0") && task_storage_everywhere();
     if (s->rodata->task_storage) {  // the hashes stay unused: one slot each instead of 16384 preallocated
-        for (bpf_map* m : {s->maps.cur_udata, s->maps.sys_starts, s->maps.last_write_exit, s->maps.last_fadvise_exit})
+        for (bpf_map* m : {s->maps.cur_udata, s->maps.sys_starts, s->maps.last_write_exit, s->maps.last_fadvise_exit,
+                           s->maps.uring_files_by_tid})
             bpf_map__set_max_entries(m, 1);
         return;
     }
-    bpf_map__set_type(s->maps.thread_ios, BPF_MAP_TYPE_ARRAY);
-    bpf_map__set_map_flags(s->maps.thread_ios, 0);
-    bpf_map__set_max_entries(s->maps.thread_ios, 1);
+    for (bpf_map* m : {s->maps.thread_ios, s->maps.uring_files}) {
+        bpf_map__set_type(m, BPF_MAP_TYPE_ARRAY);
+        bpf_map__set_map_flags(m, 0);
+        bpf_map__set_max_entries(m, 1);
+    }
 }
 
 /// The per-CPU wakeup period of event_submit (a power of two minus one): all CPUs together wake the collector
@@ -534,6 +544,39 @@ void read_groups(kvio_trace_bpf* s, kvio_group_by by, TraceReport& report) {
     }
 }
 
+/// --files: the per-file table of map file_stats ("files" in the summary) and how commands were attributed
+/// ("files_attribution": commands by source, without a file, and those of files the map had no room for).
+void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nlohmann::json& summary) {
+    std::vector<FileEntry> files;
+    int fd = bpf_map__fd(s->maps.file_stats);
+    kvio_file_key key{}, next{};
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? nullptr : &key, &next) == 0) {
+        first = false;
+        key = next;
+        FileEntry f;
+        f.key = next;
+        if (bpf_map_lookup_elem(fd, &next, &f.stats) == 0) files.push_back(std::move(f));
+    }
+    std::vector<kvio_file_key> keys;
+    for (const auto& f : files) keys.push_back(f.key);
+    paths.finish(keys);
+    for (auto& f : files) f.path = paths.path(f.key);
+    summary["files"] = file_table_json(files, FileTableOptions{opts.files_under, opts.files_group_by});
+    int ncpu = libbpf_num_possible_cpus();
+    std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
+    const char* names[] = {"no_file", "map_full", "by_page", "by_syscall", "by_uring"};
+    nlohmann::json counts = nlohmann::json::object();
+    for (uint32_t i = 0; i < std::size(names); ++i) {
+        uint64_t n = 0;
+        if (bpf_map_lookup_elem(bpf_map__fd(s->maps.file_counters), &i, percpu.data()) == 0)
+            for (auto v : percpu) n += v;
+        counts[names[i]] = n;
+    }
+    counts["files_seen"] = files.size();
+    summary["files_attribution"] = counts;
+}
+
 /// What the snapshot reads and how it labels it.
 struct SnapshotSource {
     kvio_trace_bpf* skel = nullptr;
@@ -660,6 +703,10 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     size_slot_tables(s);
     ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
+    ro->track_files = opts.files;
+    bpf_map__set_max_entries(s->maps.bio_files, opts.files ? ro->bio_slot_mask + 1 : 1);
+    if (!opts.files)  // unused: one entry each
+        for (bpf_map* m : {s->maps.file_stats, s->maps.uring_files_by_tid}) bpf_map__set_max_entries(m, 1);
     // The open flags syscall records report (bpf/files.bpf.h), from this architecture's <fcntl.h>.
     ro->o_direct_flag = O_DIRECT;
     ro->o_append_flag = O_APPEND;
@@ -934,7 +981,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     bool nvme_present = false;
     choose_optional_programs(skel.get(), nvme_present);
     SyscallPrograms syscalls(skel.get(), !opts.block_only);
-    if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, 4096);
+    // Without --events the ring buffer carries only --files' first sight of each file (32 B a file): 256 KiB holds
+    // thousands of new files between two drains.
+    if (!ro->emit_events) bpf_map__set_max_entries(skel->maps.events, opts.files ? 256 * 1024 : 4096);
     choose_thread_state(skel.get());
     ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
     load_programs(skel.get(), syscalls, devs.empty(), slot_devs);
@@ -944,6 +993,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     add_children(skel.get(), opts);
 
     EventSink sink;
+    std::optional<FilePaths> file_paths;  // --files: paths at first sight, kept for files deleted later
+    if (opts.files) sink.files = &file_paths.emplace(opts.files_under);
     if (!opts.events_path.empty()) {
         sink.out.emplace(opts.events_path, size_t(1) << 20, opts.events_bin ? EventsFormat::Bin : EventsFormat::Jsonl);
     }
@@ -1016,9 +1067,11 @@ TraceResult run_trace(const TraceOptions& opts) {
         }
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
+    if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
     std::exception_ptr events_error = close_events(sink, fin.counters);  // the JSON summary is still written
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
+    if (!opts.quiet && file_paths) print_file_table(human, res.summary["files"], res.summary["files_attribution"]);
     if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
     warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);
     if (events_error) std::rethrow_exception(events_error);

@@ -1,0 +1,315 @@
+/* file_attr.bpf.h — --files: which file each device command moves, with no help from the traced process
+ * (docs/trace.md "Per-file attribution"). Three sources, tried in this order:
+ *   page     the request's first page is in a regular file's page cache on the same disk (buffered writeback,
+ *            readahead, fsync): rq->bio->bi_io_vec[0].bv_page->mapping->host, read at completion, when the bios are
+ *            still on the request (block_rq_complete runs at the start of blk_update_request);
+ *   syscall  direct I/O: the file the read/write-family syscall in progress named (files.bpf.h file_of_fd, kept
+ *            in the thread's syscall state), taken at block_getrq, which runs in the submitting thread;
+ *   uring    io_uring: the file of the SQE being submitted (io_kiocb->file at io_uring_submit_req), until the
+ *            io_uring_enter it runs in returns.
+ * The syscall and uring sources are kept per bio in bio_files (a slot table like bio_table) until the request
+ * completes. Per file, map file_stats counts commands, bytes, D2C and sizes per direction, and the bytes the
+ * read/write-family syscalls returned on it; a file's first entry is announced to userspace (KVIO_EV_FILE) so it can
+ * resolve the path before the file may be deleted. Everything here is compiled out unless track_files is set. */
+#ifndef KVIO_FILE_ATTR_BPF_H
+#define KVIO_FILE_ATTR_BPF_H
+
+#include "bpf/file_attr.h"
+#include "bpf/files.bpf.h"
+#include "bpf/core_fixes.bpf.h"
+#include "bpf/owner.bpf.h"
+
+const volatile bool track_files = false; /* --files */
+
+/* PAGE_MAPPING_ANON and PAGE_MAPPING_MOVABLE (include/linux/page-flags.h): page->mapping of an anonymous or movable
+ * page is not a struct address_space * and has one of these low bits set. */
+#define KVIO_PAGE_MAPPING_FLAGS 3UL
+
+/* A bio's file from the submitting context (syscall or uring source), until its request completes. */
+struct bio_file {
+    __u64 key; /* struct bio * | KVIO_SLOT_LIVE */
+    struct kvio_file_key file;
+    __u64 pad;
+};
+KVIO_ARRAY(bio_files, BPF_MAP_TYPE_ARRAY, KVIO_BIO_SLOTS, struct bio_file);
+/* The file of the SQE the thread is submitting (uring source): task storage, else keyed by tid. */
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, struct kvio_file_key);
+} uring_files SEC(".maps");
+KVIO_MAP(uring_files_by_tid, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, struct kvio_file_key);
+/* Allocated as files are first seen (userspace sizes it): an update of a known file is in place. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct kvio_file_key);
+    __type(value, struct kvio_file_stats);
+} file_stats SEC(".maps");
+/* [0] commands with no file (metadata, journal, flushes' data-less bios, unknown), [1] files file_stats had no room
+ * for, [2..4] commands attributed by the page, syscall and uring sources. */
+enum { FILES_NONE, FILES_FULL, FILES_BY_PAGE, FILES_BY_SYSCALL, FILES_BY_URING, FILES_COUNTERS };
+KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
+
+static const struct kvio_file_stats zero_file_stats;
+
+static __always_inline void files_count(__u32 which)
+{
+    __u64 *c = bpf_map_lookup_elem(&file_counters, &which);
+    if (c)
+        *c += 1;
+}
+
+/* The regular file whose page cache holds the first page of `bio`, when that file lives on disk `dev` (so an
+ * O_DIRECT buffer mapped from tmpfs or another disk's file, and the block device's own cache of metadata, are not
+ * taken for the file the I/O is about). False: no such page. A tail page of a large folio (compound_head bit 0 set)
+ * stands for its head, whose mapping is the folio's. Probe reads throughout (the page pointer is a number here):
+ * 8 of them for a file's page. */
+static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct kvio_file_key *fk)
+{
+    if (!bio)
+        return false;
+    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
+    if (!page)
+        return false;
+    unsigned long head = BPF_CORE_READ(page, compound_head);
+    if (head & 1)
+        page = (struct page *)(head - 1);
+    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
+    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
+        return false;
+    struct inode *host = BPF_CORE_READ((struct address_space *)m, host);
+    if (!host || (BPF_CORE_READ(host, i_mode) & S_IFMT) != S_IFREG)
+        return false;
+    struct super_block *sb = BPF_CORE_READ(host, i_sb);
+    if (!sb || gendisk_dev(BPF_CORE_READ(sb, s_bdev, bd_disk), false) != dev)
+        return false;
+    fk->ino = BPF_CORE_READ(host, i_ino);
+    fk->fs_dev = BPF_CORE_READ(sb, s_dev);
+    fk->gen = BPF_CORE_READ(host, i_generation);
+    return fk->ino != 0;
+}
+
+/* Is the first page of `bio` in the page cache of disk `dev`: a regular file's on it (file_of_bio_page finds the file
+ * at completion) or a block device's own (filesystem metadata, the journal: no file's data)? False for a direct-I/O
+ * buffer: anonymous memory, or a page of another filesystem's file. 5 to 8 probe reads. */
+static __always_inline bool bio_page_in_disk_cache(struct bio *bio, __u32 dev)
+{
+    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
+    if (!page)
+        return false;
+    unsigned long head = BPF_CORE_READ(page, compound_head);
+    if (head & 1)
+        page = (struct page *)(head - 1);
+    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
+    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
+        return false;
+    struct inode *host = BPF_CORE_READ((struct address_space *)m, host);
+    if (!host)
+        return false;
+    __u32 fmt = BPF_CORE_READ(host, i_mode) & S_IFMT;
+    if (fmt == S_IFBLK)
+        return true;
+    return fmt == S_IFREG && gendisk_dev(BPF_CORE_READ(host, i_sb, s_bdev, bd_disk), false) == dev;
+}
+
+/* The file of the syscall the current thread is in (its state from on_sys_enter, which records the file with
+ * track_files), or of the io_uring SQE it is submitting. *src: KVIO_FILE_SRC_SYSCALL or KVIO_FILE_SRC_URING. */
+static __always_inline bool file_of_current(struct kvio_file_key *fk, __u8 *src)
+{
+    struct sys_state *st;
+    struct kvio_file_key *u;
+    if (task_storage) {
+        struct thread_io *t = current_thread_io(false);
+        st = t && t->sys.ts ? &t->sys : 0;
+        u = bpf_task_storage_get(&uring_files, bpf_get_current_task_btf(), 0, 0);
+    } else {
+        __u32 tid = (__u32)bpf_get_current_pid_tgid();
+        st = bpf_map_lookup_elem(&sys_starts, &tid);
+        u = bpf_map_lookup_elem(&uring_files_by_tid, &tid);
+    }
+    if (st && (st->flags & KVIO_SYSF_FILE) && st->ino) {
+        fk->ino = st->ino;
+        fk->fs_dev = st->fs_dev;
+        fk->gen = st->gen;
+        *src = KVIO_FILE_SRC_SYSCALL;
+        return true;
+    }
+    if (u && u->ino) {
+        *fk = *u;
+        *src = KVIO_FILE_SRC_URING;
+        return true;
+    }
+    return false;
+}
+
+/* block_getrq, in the submitting thread: a bio whose pages are in no page cache of the disk (direct I/O) takes the
+ * file of the syscall or SQE in progress; metadata a syscall reads on its way (the block device's cache) does not. A
+ * live slot of the same bio pointer is an earlier life's: overwritten. */
+static __always_inline int files_on_getrq(struct bio *bio, bool typed)
+{
+    if (!bio)
+        return 0;
+    __u32 dev = bio_dev(bio, typed);
+    if (targ_ndevs && !dev_passes(dev))
+        return 0;
+    /* the thread's file first: most bios are submitted outside a traced syscall or SQE (writeback, other tasks), and
+     * it costs two task-storage lookups where the page costs eight probe reads */
+    struct kvio_file_key fk = {};
+    __u8 src = 0;
+    if (!file_of_current(&fk, &src) || bio_page_in_disk_cache(bio, dev))
+        return 0;
+    __u64 key = typed ? ptr_number(NUM_GETRQ, bio) : (__u64)bio;
+    if (!key)
+        return 0;
+    __u32 idx = 0;
+    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
+    if (!slot_live(k))
+        k = slot_claim(&bio_files, bio_slot_mask, key, k, &idx);
+    if (!k) {
+        files_count(FILES_FULL);
+        return 0;
+    }
+    struct bio_file *b = (struct bio_file *)k;
+    b->file = fk;
+    b->pad = src;
+    return 0;
+}
+
+/* The file a completing request moved (*src: enum kvio_file_source), from its first bio: its page, else what
+ * block_getrq kept for it (the slot is released). False: none known. */
+static __always_inline bool files_of_rq(struct request *rq, __u32 dev, bool typed, struct kvio_file_key *fk, __u8 *src)
+{
+    struct bio *bio = KREAD(typed, rq, bio);
+    if (!bio)
+        return false;
+    if (file_of_bio_page(bio, dev, fk)) {
+        *src = KVIO_FILE_SRC_PAGE;
+        return true;
+    }
+    __u64 key = typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio;
+    __u32 idx = 0;
+    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
+    if (!slot_live(k))
+        return false;
+    struct bio_file *b = (struct bio_file *)k;
+    *fk = b->file;
+    *src = (__u8)b->pad;
+    slot_release(k, key);
+    return fk->ino != 0;
+}
+
+/* The stats entry of file `fk`, created (and announced to userspace) on first sight. NULL: the map is full. */
+static __always_inline struct kvio_file_stats *file_stats_of(const struct kvio_file_key *fk)
+{
+    bool created;
+    struct kvio_file_stats *fs = map_lookup_or_init(&file_stats, fk, &zero_file_stats, &created);
+    if (!fs) {
+        files_count(FILES_FULL);
+        return 0;
+    }
+    if (created) {
+        struct kvio_file_event *e = EVENT_RESERVE(struct kvio_file_event);
+        if (e) {
+            e->type = KVIO_EV_FILE;
+            e->key = *fk;
+            bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* rare: the path is wanted before an unlink */
+        }
+    }
+    return fs;
+}
+
+/* A completed read or write of `bytes` into its file's stats; d2c counted when `timed`. */
+static __always_inline void files_account(const struct kvio_file_key *fk, __u8 src, __u32 op, __u64 bytes, __u64 d2c,
+                                          bool timed)
+{
+    if (!fk->ino) {
+        files_count(FILES_NONE);
+        return;
+    }
+    files_count(src == KVIO_FILE_SRC_PAGE      ? FILES_BY_PAGE
+                : src == KVIO_FILE_SRC_SYSCALL ? FILES_BY_SYSCALL
+                                               : FILES_BY_URING);
+    if (op != KVIO_OP_READ && op != KVIO_OP_WRITE)
+        return;
+    struct kvio_file_stats *fs = file_stats_of(fk);
+    if (!fs)
+        return;
+    struct kvio_file_dir *d = &fs->dir[op == KVIO_OP_WRITE];
+    __u32 s = kvio_log2_slot(bytes);
+    if (s >= KVIO_FILE_HIST_SLOTS)
+        s = KVIO_FILE_HIST_SLOTS - 1;
+    __sync_fetch_and_add(&d->cmds, 1);
+    __sync_fetch_and_add(&d->bytes, bytes);
+    __sync_fetch_and_add(&d->size_sum, bytes);
+    __sync_fetch_and_add(&d->size[s], 1);
+    if (!timed)
+        return;
+    s = kvio_log2_slot(d2c);
+    if (s >= KVIO_FILE_HIST_SLOTS)
+        s = KVIO_FILE_HIST_SLOTS - 1;
+    __sync_fetch_and_add(&d->d2c_sum, d2c);
+    __sync_fetch_and_add(&d->d2c[s], 1);
+}
+
+/* A read/write-family syscall returned `ret` bytes on the file its state names: the application's own bytes. */
+static __always_inline void files_on_sys_exit(const struct sys_state *st, long ret, bool is_read, bool is_write)
+{
+    if (ret <= 0 || !(is_read || is_write) || !(st->flags & KVIO_SYSF_FILE) || !st->ino)
+        return;
+    struct kvio_file_key fk = {.ino = st->ino, .fs_dev = st->fs_dev, .gen = st->gen};
+    struct kvio_file_stats *fs = file_stats_of(&fk);
+    if (!fs)
+        return;
+    struct kvio_file_dir *d = &fs->dir[is_write];
+    __sync_fetch_and_add(&d->app_calls, 1);
+    __sync_fetch_and_add(&d->app_bytes, ret);
+}
+
+/* io_uring_submit_req: the SQE's file is the thread's until its io_uring_enter returns (files_uring_end). The
+ * request's file is assigned when it is issued, after this tracepoint, so a request without one yet names it by the
+ * SQE's fd (io_kiocb cqe.fd, set from the SQE before the tracepoint), looked up in the submitter's fd table; a
+ * registered (fixed) file (REQ_F_FIXED_FILE, bit 0 of the request's flags, IOSQE_FIXED_FILE_BIT) is not looked up. */
+static __always_inline void files_uring_submit(struct io_kiocb *req)
+{
+    struct kvio_file_key fk = {};
+    struct file *f = BPF_CORE_READ(req, file);
+    if (!f && !(BPF_CORE_READ(req, flags) & 1))
+        f = file_of_fd(BPF_CORE_READ(req, cqe.fd), true);
+    if (f) {
+        struct inode *inode = BPF_CORE_READ(f, f_inode);
+        fk.ino = BPF_CORE_READ(inode, i_ino);
+        fk.fs_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+        fk.gen = BPF_CORE_READ(inode, i_generation);
+    }
+    if (task_storage) {
+        struct kvio_file_key *u =
+            bpf_task_storage_get(&uring_files, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (u)
+            *u = fk;
+        return;
+    }
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_update_elem(&uring_files_by_tid, &tid, &fk, BPF_ANY);
+}
+
+static __always_inline void files_uring_end(void)
+{
+    if (task_storage) {
+        struct kvio_file_key *u = bpf_task_storage_get(&uring_files, bpf_get_current_task_btf(), 0, 0);
+        if (u)
+            u->ino = 0;
+        return;
+    }
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_delete_elem(&uring_files_by_tid, &tid);
+}
+
+SEC("tp_btf/block_getrq")
+int BPF_PROG(block_getrq_files_btf, struct bio *bio) { return files_on_getrq(bio, true); }
+SEC("raw_tp/block_getrq")
+int BPF_PROG(block_getrq_files_raw, struct bio *bio) { return files_on_getrq(bio, false); }
+
+#endif /* KVIO_FILE_ATTR_BPF_H */

@@ -1,0 +1,37 @@
+/* file_attr.h — what `kvio trace --files` shares between the kernel (bpf/file_attr.bpf.h) and userspace
+ * (trace/file_table.h): device commands and syscall bytes per file, in map file_stats (docs/trace.md "Per-file
+ * attribution"). A file is its inode: number, generation and the kernel dev_t of its filesystem. A block command
+ * record (kvio_cmd_event, src KVIO_SRC_BLOCK) with --files carries its file in the words NVMe records use for their
+ * own fields: slba = inode number (0: no file), nlb = the filesystem's kernel dev_t, nsid = i_generation. */
+#ifndef KVIO_FILE_ATTR_H
+#define KVIO_FILE_ATTR_H
+
+#include "bpf/kvio_trace.h"
+
+#define KVIO_FILE_HIST_SLOTS 48 /* log2 slots of the per-file D2C (ns) and size (bytes) histograms: up to 2^47 */
+struct kvio_file_key {
+    __u64 ino;
+    __u32 fs_dev; /* i_sb->s_dev */
+    __u32 gen;    /* i_generation */
+};
+/* One direction (0 read, 1 write) of one file. */
+struct kvio_file_dir {
+    __u64 cmds, bytes;                /* device read/write commands that carried this file's data, and their bytes */
+    __u64 app_calls, app_bytes;       /* read/write-family syscalls on the file and the bytes they returned */
+    __u64 d2c_sum, size_sum;          /* ns, bytes: exact sums of the histograms below */
+    __u64 d2c[KVIO_FILE_HIST_SLOTS];  /* ns, log2 slots (kvio_log2_slot) */
+    __u64 size[KVIO_FILE_HIST_SLOTS]; /* bytes per command, log2 slots */
+};
+struct kvio_file_stats {
+    struct kvio_file_dir dir[2];
+};
+enum kvio_file_source { KVIO_FILE_SRC_PAGE = 1, KVIO_FILE_SRC_SYSCALL = 2, KVIO_FILE_SRC_URING = 3 };
+/* First sight of a file in file_stats: userspace resolves its path now, before the file may be deleted. */
+struct kvio_file_event {
+    __u8 type; /* KVIO_EV_FILE */
+    __u8 pad[7];
+    struct kvio_file_key key;
+};
+#define KVIO_EV_FILE 3
+
+#endif /* KVIO_FILE_ATTR_H */
