@@ -110,6 +110,14 @@ public:
         if (at == std::string::npos) return -1;
         return std::stoll(text.substr(at + field.size() + 2));
     }
+    /// `calls` of one command in INFO commandstats (e.g. "set"); 0 when never called.
+    long long calls(const std::string& cmd) const {
+        redis::Connection c(url_struct(), 5.0);
+        std::string text = c.command({"INFO", "commandstats"}).str;
+        size_t at = text.find("cmdstat_" + cmd + ":calls=");
+        if (at == std::string::npos) return 0;
+        return std::stoll(text.substr(at + cmd.size() + 15));
+    }
     long long dbsize() const {
         redis::Connection c(url_struct(), 5.0);
         return c.command({"DBSIZE"}).integer;
