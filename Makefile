@@ -23,7 +23,7 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-missing-field-initializers -MMD -MP -I. -I$(BUILD)
 # Under SAN the libraries are built at -O1 (ASan's usual level; it compiles in about half the time of -O2).
 CXXFLAGS += $(if $(SAN),-O1 -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer $(SAN_EXTRA))
-LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
+LDLIBS   := -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lhiredis -lpthread $(shell pkg-config --libs simdjson 2>/dev/null || echo -lsimdjson)
 # libxlsxwriter (kvio simulate --xlsx-output): found by pkg-config; without it the export writes CSV.
 XLSX_LIBS   := $(shell pkg-config --libs xlsxwriter 2>/dev/null)
 XLSX_CFLAGS := $(if $(XLSX_LIBS),$(shell pkg-config --cflags xlsxwriter 2>/dev/null),-DKVIO_NO_XLSXWRITER)
@@ -36,7 +36,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -I.
 # command shells (cli/ without main.cpp), the end-to-end pipeline, the reports and the tracer; LIBS: the floors below
 # them, which the fuzz targets link. serving (the `kvio simulate` workload) lives in workload/serving/.
 APP_LIBS := cli drives run report trace
-LIBS     := diagnose audit serving replay importer distiller validate workload common
+LIBS     := diagnose audit serving replay importer distiller validate workload redis common
 LIB_DIR   = $(if $(filter serving,$(1)),workload/serving,$(1))
 # serving's subfolders (tiers, arrivals, results, cluster, mlperf) are the same library; mpi/ builds its own archives below.
 SERVING_SUBDIRS := tiers arrivals results cluster mlperf
@@ -151,7 +151,7 @@ $(BUILD)/noxlsx/xlsx_export.o: workload/serving/results/xlsx_export.cpp
 	$(Q)$(CCACHE) $(CXX) $(CXXFLAGS) -DKVIO_NO_XLSXWRITER -c $< -o $@
 $(BUILD)/kvio-static: $(BUILD)/cli/main.o $(BUILD)/nosimdjson/events_reader.o $(BUILD)/noxlsx/xlsx_export.o $(APP_ARCHIVES) $(BUILD)/libserving-mpi_absent.a $(filter-out $(BUILD)/libserving-mpi_%,$(LIB_ARCHIVES))
 	@echo "  LD       $@"
-	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lpthread
+	$(Q)$(CXX) $(CXXFLAGS) -static -o $@ $^ -lbpf -lelf -lz -lzstd -lyaml-cpp -luring -lhiredis -lpthread
 
 $(BUILD)/kvio_unit_tests: $(UNIT_OBJS) $(APP_ARCHIVES) $(LIB_ARCHIVES)
 	@echo "  LD       $@"

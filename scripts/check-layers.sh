@@ -16,7 +16,7 @@ set -euo pipefail
 FLOORS=(
     "bpf"
     "common"
-    "workload"
+    "workload redis"
     "workload/serving distiller validate importer replay audit diagnose"
     "trace"
     "report"

@@ -9,6 +9,8 @@
 # ccache: the Makefile puts it in front of every compile where installed (a rebuild of unchanged sources is a
 # cache hit); the build never needs it. clang-format: `make check-format` (run by `make test`) and `make format`.
 # eatmydata: the audit test runs a benchmark under it (an interposed fsync must be found).
+# libhiredis-dev: simulate's --remote-tier client (redis/); redis-server + redis-tools: the servers and redis-cli
+# its tests start (docs/simulate.md, "Remote tier").
 # libfuse3-dev + fuse3: the tests' fault-injecting filesystem (tests/faultfs, build/faultfs) and its fusermount3.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
@@ -17,7 +19,8 @@ pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzst
       libopenmpi-dev openmpi-bin
       qemu-system-x86 busybox-static
       chromium libxlsxwriter-dev python3-openpyxl
-      prometheus curl eatmydata libfuse3-dev fuse3)
+      prometheus curl eatmydata libfuse3-dev fuse3
+      libhiredis-dev redis-server redis-tools)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

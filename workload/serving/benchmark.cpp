@@ -236,7 +236,7 @@ private:
     StopCounters stop_counts_;           // kvio.stop
     std::atomic<uint64_t> in_flight_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
-    uint64_t last_read_[3] = {}, last_written_[3] = {};
+    uint64_t last_read_[kTierSlots] = {}, last_written_[kTierSlots] = {};
     double last_t_ = 0;
 };
 
@@ -596,7 +596,8 @@ void Simulation::sample_bandwidth(double t_s, const CacheStats& s) {
     if (dt <= 0) return;
     nlohmann::ordered_json row;
     row["t_s"] = t_s;
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < kTierSlots; ++t) {
+        if (t == int(Tier::Remote) && !s.tier_present[t]) continue;  // kvio's remote tier: only when present
         std::string n = tier_name(Tier(t));
         row[n + "_read_gibps"] = double(s.tier_bytes_read[t] - last_read_[t]) / dt / double(1ull << 30);
         row[n + "_write_gibps"] = double(s.tier_bytes_written[t] - last_written_[t]) / dt / double(1ull << 30);

@@ -19,6 +19,7 @@
 #include "workload/serving/tiers/gpu_tier.h"
 #include "workload/serving/tiers/io_trace_log.h"
 #include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/tiers/remote_tier.h"
 #include "workload/serving/tiers/storage_common.h"
 #include "workload/serving/results/stats_util.h"
 #include "workload/serving/tiers/storage_throttle.h"
@@ -36,6 +37,8 @@ const char* tier_name(Tier t) {
             return "cpu";
         case Tier::Storage:
             return "storage";
+        case Tier::Remote:
+            return "remote";
     }
     return "?";
 }
@@ -104,9 +107,10 @@ struct MultiTierCache::Impl {
     bool trace_mode = false;
     uint64_t seed = 0;
 
-    std::vector<Tier> order;      // waterfall order of the tiers in the policy
-    int index[3] = {-1, -1, -1};  // Tier -> policy index
-    std::unique_ptr<TierBackend> backend[3];
+    std::vector<Tier> order;                   // waterfall order of the tiers in the policy
+    int index[kTierSlots] = {-1, -1, -1, -1};  // Tier -> policy index
+    std::unique_ptr<TierBackend> backend[kTierSlots];
+    RemoteTier* remote = nullptr;  // backend[Remote] when --remote-tier
     std::unique_ptr<WaterfallPolicy> policy;
     std::unique_ptr<NoisePool> pool;
     uint64_t pool_misses_at_reset = 0;  // pool->copy_misses() at the last reset_stats (under stats_mu)
@@ -125,6 +129,8 @@ struct MultiTierCache::Impl {
     explicit Impl(const SimConfig& cfg) : c(cfg), gate(cfg.max_concurrent_allocs) {}
 
     TierBackend& be(int policy_tier) { return *backend[int(order[policy_tier])]; }
+    void add_remote_tier(std::vector<uint64_t>& limits);
+    void add_storage_tier(std::vector<uint64_t>& limits);
     Tier tier_at(int policy_tier) const { return order[policy_tier]; }
 
     void note_error(const std::string& e) {
@@ -140,6 +146,68 @@ struct MultiTierCache::Impl {
     void demote(const WaterfallAction& a);
 };
 
+void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
+    index[int(Tier::Storage)] = int(order.size());
+    order.push_back(Tier::Storage);
+    uint64_t storage_limit = c.storage_capacity_gb > 0 ? uint64_t(c.storage_capacity_gb * kGiB) : kUnlimited;
+    if (trace_mode) {
+        backend[int(Tier::Storage)] = make_null_tier();
+        storage_desc = "null (trace mode: --io-trace-log " + c.io_trace_log + ")";
+        trace = std::make_unique<IoTraceLog>(c.io_trace_log);
+    } else {
+        storage_dir = c.cache_dir;
+        if (storage_dir.empty()) {
+            const char* tmp = std::getenv("TMPDIR");
+            const std::string parent = tmp && *tmp ? tmp : "/tmp";
+            // A run killed by SIGKILL could not remove its directory: those of dead owners go first.
+            for (const std::string& p : remove_dead_temp_cache_dirs(parent))
+                if (log) *log << "simulate: removed " << p << ", left by a run that no longer runs\n";
+            storage_dir = make_temp_cache_dir(parent);
+            temp_dir = true;
+        } else if (!is_block_device(storage_dir)) {
+            std::error_code ec;
+            std::filesystem::create_directories(storage_dir, ec);  // the benchmark creates it (parents too)
+        }
+        StorageOptions so;
+        so.path = storage_dir;
+        so.io = c.storage_io;
+        so.qd = c.storage_qd;
+        so.max_io_bytes = c.max_io_bytes;
+        so.force = c.force;
+        so.semantic_path = c.semantic_path;
+        auto st = make_storage_tier(so);                           // deletes old *.npy first
+        if (c.verify_reads) st->set_read_check(pool.get(), seed);  // docs/simulate.md, --verify-reads
+        if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
+        const uint64_t room = st->auto_capacity();
+        if (c.storage_capacity_gb <= 0) storage_limit = room;
+        if (storage_limit != kUnlimited && room != kUnlimited && storage_limit > room) {
+            char gib[96];
+            std::snprintf(gib, sizeof gib, "%g is more than the storage tier can hold (%.2f GiB", c.storage_capacity_gb,
+                          double(room) / kGiB);
+            capacity_warning = std::string("--storage-capacity-gb ") + gib + " under " + storage_dir +
+                               ": 95 % of its free space, or the device's capacity): writes past it fail and are "
+                               "counted in kvio.cache.failed_writes";
+        }
+        storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
+        storage_desc = st->description();
+        backend[int(Tier::Storage)] = std::move(st);
+    }
+    limits.push_back(storage_limit);
+}
+
+void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
+    RemoteOptions ro;
+    ro.url = c.remote_tier;
+    ro.run_id = c.remote_run_id.empty() ? make_remote_run_id() : c.remote_run_id;
+    auto rt = make_remote_tier(ro);  // connects: an unreachable server fails the run here, in one line
+    if (c.verify_reads) rt->set_read_check(pool.get(), seed);
+    index[int(Tier::Remote)] = int(order.size());
+    order.push_back(Tier::Remote);
+    limits.push_back(c.remote_capacity_gb > 0 ? uint64_t(c.remote_capacity_gb * kGiB) : rt->auto_capacity());
+    remote = rt.get();
+    backend[int(Tier::Remote)] = std::move(rt);
+}
+
 MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std::ostream* log)
     : impl_(std::make_unique<Impl>(c)) {
     Impl& m = *impl_;
@@ -152,6 +220,7 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
     const uint64_t gpu_limit = uint64_t(std::max(0.0, c.gpu_mem_gb) * double(std::max<int64_t>(c.num_gpus, 1)) * kGiB);
     const uint64_t cpu_limit = uint64_t(std::max(0.0, c.cpu_mem_gb) * kGiB);
     std::vector<uint64_t> limits;
+    m.pool = m.trace_mode ? std::make_unique<NoisePool>(m.seed, 4096) : std::make_unique<NoisePool>(m.seed);
 
     if (gpu_limit > 0) {
         m.index[int(Tier::Gpu)] = int(m.order.size());
@@ -172,63 +241,24 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
     limits.push_back(cpu_limit);
     m.backend[int(Tier::Cpu)] = m.trace_mode ? make_null_tier() : make_cpu_tier();
 
-    m.index[int(Tier::Storage)] = int(m.order.size());
-    m.order.push_back(Tier::Storage);
-    uint64_t storage_limit = c.storage_capacity_gb > 0 ? uint64_t(c.storage_capacity_gb * kGiB) : kUnlimited;
-    if (m.trace_mode) {
-        m.backend[int(Tier::Storage)] = make_null_tier();
-        m.storage_desc = "null (trace mode: --io-trace-log " + c.io_trace_log + ")";
-        m.trace = std::make_unique<IoTraceLog>(c.io_trace_log);
-        m.pool = std::make_unique<NoisePool>(m.seed, 4096);
-    } else {
-        m.storage_dir = c.cache_dir;
-        if (m.storage_dir.empty()) {
-            const char* tmp = std::getenv("TMPDIR");
-            const std::string parent = tmp && *tmp ? tmp : "/tmp";
-            // A run killed by SIGKILL could not remove its directory: those of dead owners go first.
-            for (const std::string& p : remove_dead_temp_cache_dirs(parent))
-                if (log) *log << "simulate: removed " << p << ", left by a run that no longer runs\n";
-            m.storage_dir = make_temp_cache_dir(parent);
-            m.temp_dir = true;
-        } else if (!is_block_device(m.storage_dir)) {
-            std::error_code ec;
-            std::filesystem::create_directories(m.storage_dir, ec);  // the benchmark creates it (parents too)
-        }
-        StorageOptions so;
-        so.path = m.storage_dir;
-        so.io = c.storage_io;
-        so.qd = c.storage_qd;
-        so.max_io_bytes = c.max_io_bytes;
-        so.force = c.force;
-        so.semantic_path = c.semantic_path;
-        auto st = make_storage_tier(so);  // deletes old *.npy first
-        m.pool = std::make_unique<NoisePool>(m.seed);
-        if (c.verify_reads) st->set_read_check(m.pool.get(), m.seed);  // docs/simulate.md, --verify-reads
-        if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
-        const uint64_t room = st->auto_capacity();
-        if (c.storage_capacity_gb <= 0) storage_limit = room;
-        if (storage_limit != kUnlimited && room != kUnlimited && storage_limit > room) {
-            char gib[96];
-            std::snprintf(gib, sizeof gib, "%g is more than the storage tier can hold (%.2f GiB", c.storage_capacity_gb,
-                          double(room) / kGiB);
-            m.capacity_warning = std::string("--storage-capacity-gb ") + gib + " under " + m.storage_dir +
-                                 ": 95 % of its free space, or the device's capacity): writes past it fail and are "
-                                 "counted in kvio.cache.failed_writes";
-        }
-        m.storage_footprint = [s = st.get()](uint64_t b) { return s->footprint(b); };
-        m.storage_desc = st->description();
-        m.backend[int(Tier::Storage)] = std::move(st);
-    }
-    limits.push_back(storage_limit);
+    // The remote tier sits between CPU and storage; without --cache-dir it is the last tier (docs/simulate.md,
+    // "Remote tier").
+    if (!c.remote_tier.empty()) m.add_remote_tier(limits);
+    if (c.remote_tier.empty() || !c.cache_dir.empty()) m.add_storage_tier(limits);
 
     WaterfallOptions o;
     o.target_ratio = c.yaml.target_usage_ratio;
     o.large_entry_ratio = c.yaml.large_entry_limit_ratio;
     o.max_depth = c.yaml.max_recursion_depth;
-    if (m.storage_footprint) {
-        // The storage limit holds on the target: an entry occupies its layout's header + data in whole blocks.
-        const int si = m.index[int(Tier::Storage)];
-        o.footprint = [si, f = m.storage_footprint](int tier, uint64_t b) { return tier == si ? f(b) : b; };
+    if (m.storage_footprint || m.remote) {
+        // The storage limit holds on the target: an entry occupies its layout's header + data in whole blocks; the
+        // remote limit holds in the server's memory: chunks in allocator size classes plus their keys.
+        const int si = m.index[int(Tier::Storage)], ri = m.index[int(Tier::Remote)];
+        o.footprint = [si, ri, f = m.storage_footprint, r = m.remote](int tier, uint64_t b) {
+            if (tier == si && f) return f(b);
+            if (tier == ri && r) return r->footprint(b);
+            return b;
+        };
     }
     m.policy = std::make_unique<WaterfallPolicy>(limits, o);
     for (auto& b : m.backend)
@@ -244,6 +274,7 @@ MultiTierCache::~MultiTierCache() {
             if (m.log) *m.log << "kvio: " << e.what() << "\n";
         }
     }
+    if (m.remote) m.remote->clear();  // a shared server: the run's entries do not outlive it
     for (auto& b : m.backend) b.reset();
     if (m.temp_dir) {
         std::error_code ec;
@@ -532,9 +563,17 @@ std::string MultiTierCache::gpu_tier_description() const { return impl_->gpu_des
 
 std::string MultiTierCache::storage_description() const {
     const Impl& m = *impl_;
+    if (m.index[int(Tier::Storage)] < 0) return "absent (--remote-tier without --cache-dir: the remote tier is last)";
     uint64_t lim = m.policy->limit(m.index[int(Tier::Storage)]);
     std::string l = lim == kUnlimited ? "unlimited" : std::to_string(lim) + " bytes";
     return m.storage_desc + ", limit " + l;
+}
+
+std::string MultiTierCache::remote_description() const {
+    const Impl& m = *impl_;
+    if (!m.remote) return "";
+    uint64_t lim = m.policy->limit(m.index[int(Tier::Remote)]);
+    return m.remote->description() + ", limit " + (lim == kUnlimited ? "unlimited" : std::to_string(lim) + " bytes");
 }
 
 nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s,
@@ -547,8 +586,12 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     const CacheStats s = stats();
     nlohmann::ordered_json j;
     nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+    // Per tier, as the waterfall has no promotion: an access reaches a tier when no tier above it holds the entry;
+    // hits = reads it served, misses = accesses that reached it and went on (docs/simulate.md, "Remote tier").
+    uint64_t reached = s.cache_hits + s.cache_misses;
     for (Tier t : m.order) {
         int i = int(t);
+        const uint64_t hits = s.read_lat[i].size();
         nlohmann::ordered_json o;
         o["tier"] = tier_name(t);
         o["backend"] = m.backend[i]->name();
@@ -566,6 +609,12 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
         o["demotions_in"] = s.demotions[i];
         o["demotion_bytes_in"] = s.demotion_bytes[i];
         o["demotion_latency_ms"] = latency_summary_ms(s.demotion_lat[i]);
+        o["hits"] = hits;
+        o["misses"] = reached >= hits ? reached - hits : 0;
+        reached = reached >= hits ? reached - hits : 0;
+        o["read_latency_ms"] = latency_summary_ms(s.read_lat[i]);
+        o["write_latency_ms"] = latency_summary_ms(s.write_lat[i]);
+        if (t == Tier::Remote && m.remote) o["remote"] = m.remote->stats_json();
         tiers.push_back(o);
     }
     j["tiers"] = tiers;

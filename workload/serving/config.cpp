@@ -170,6 +170,17 @@ const std::vector<FlagSpec>& flag_table() {
         {"--force", "flag", "off",
          "Raw block device as --cache-dir: write even if it holds data (a mounted device is always refused).", true,
          &C::force},
+        {"--remote-tier", "str", "None",
+         "A Redis/Valkey server as a KV tier between CPU and storage (the last tier without --cache-dir): "
+         "redis://[user:pass@]HOST:PORT[/DB]; every client of the run shares its entries.",
+         true, &C::remote_tier},
+        {"--remote-capacity-gb", "float", "0",
+         "Remote tier limit in GiB of server memory (0 = the server's maxmemory less what it used at start; "
+         "unlimited without maxmemory).",
+         true, &C::remote_capacity_gb},
+        {"--remote-run-id", "str", "None",
+         "Key prefix of the remote tier's entries (default: made at start and shared by every client of the run).",
+         true, &C::remote_run_id},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true,
          &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
@@ -303,6 +314,13 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         e.push_back("--num-clients must be between 1 and 1024 (got " + num(c.num_clients) + ")");
     if (c.mpi && c.num_clients > 1)
         e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
+    non_negative("--remote-capacity-gb", c.remote_capacity_gb);
+    if (!c.remote_tier.empty() && !c.io_trace_log.empty())
+        e.push_back("--remote-tier moves real bytes: it cannot run with --io-trace-log (no I/O)");
+    if (c.remote_tier.empty() && (c.remote_capacity_gb > 0 || !c.remote_run_id.empty()))
+        e.push_back("--remote-capacity-gb and --remote-run-id need --remote-tier");
+    if (c.remote_run_id.find_first_of(" \t\r\n") != std::string::npos)
+        e.push_back("--remote-run-id '" + c.remote_run_id + "' holds white space");
     // Limits are workload.py's module constants (MAX_USERS, MAX_DURATION_SECONDS, MAX_GPU_MEMORY_GB,
     // MAX_CPU_MEMORY_GB), not config.yaml's validation_limits, which the benchmark never reads
     // (docs/mlperf-benchmark.md, "Command line and validation").

@@ -162,7 +162,14 @@ struct SimConfig {
     /// kvio.semantic/1 JSONL of every storage-tier op (written by the cache; "" = none). The latency tracer sets
     /// it (e.g. <trace_dir>/semantic.jsonl) so `kvio validate` can join the device commands to the entries.
     std::string semantic_path;
-    bool force = false;                ///< raw block device as --cache-dir: write even if its first MiB holds data
+    bool force = false;  ///< raw block device as --cache-dir: write even if its first MiB holds data
+    /// --remote-tier: redis://[user:pass@]HOST:PORT[/DB] of a Redis/Valkey server, a tier between CPU and storage
+    /// (the last tier without --cache-dir); "" = none (docs/simulate.md, "Remote tier").
+    std::string remote_tier;
+    double remote_capacity_gb = 0;  ///< GiB; 0 = the server's maxmemory less what it used at start (unlimited without)
+    /// Key prefix of the run's remote entries; "" = made at start (kvio-<host>-<pid>-<time>) and handed to every
+    /// client of --num-clients / --mpi, so all of them share one namespace.
+    std::string remote_run_id;
     double progress_interval_s = 1.0;  ///< progress line on stderr; 0 = none
     /// Autoscaler tick, s: the benchmark's WorkloadAutoscaler.scale_interval (10 s); shorter for tests.
     double autoscaler_interval_s = 10.0;

@@ -81,17 +81,17 @@ void merge_field(CacheStats& a, const CacheStats& b, const CacheStatsField& f) {
     std::visit(Overload{
                    [&](uint64_t S::*m) { a.*m += b.*m; },
                    [&](double S::*m) { a.*m += b.*m; },
-                   [&](uint64_t(S::*m)[3]) {
-                       for (int t = 0; t < 3; ++t)
+                   [&](uint64_t(S::*m)[kTierSlots]) {
+                       for (int t = 0; t < kTierSlots; ++t)
                            (a.*m)[t] =
                                f.merge == M::SumOrUnlimited ? sum_limits((a.*m)[t], (b.*m)[t]) : (a.*m)[t] + (b.*m)[t];
                    },
-                   [&](bool(S::*m)[3]) {
-                       for (int t = 0; t < 3; ++t) (a.*m)[t] = (a.*m)[t] || (b.*m)[t];
+                   [&](bool(S::*m)[kTierSlots]) {
+                       for (int t = 0; t < kTierSlots; ++t) (a.*m)[t] = (a.*m)[t] || (b.*m)[t];
                    },
                    [&](std::vector<double> S::*m) { append(a.*m, b.*m); },
-                   [&](std::vector<double>(S::*m)[3]) {
-                       for (int t = 0; t < 3; ++t) append((a.*m)[t], (b.*m)[t]);
+                   [&](std::vector<double>(S::*m)[kTierSlots]) {
+                       for (int t = 0; t < kTierSlots; ++t) append((a.*m)[t], (b.*m)[t]);
                    },
                    [&](std::vector<StorageOpSample> S::*m) { append(a.*m, b.*m); },
                    [&](std::string S::*m) {
@@ -106,15 +106,15 @@ Json field_json(const CacheStats& s, const CacheStatsField& f) {
         Overload{
             [&](uint64_t S::*m) { return Json(s.*m); },
             [&](double S::*m) { return Json(s.*m); },
-            [&](uint64_t(S::*m)[3]) {
+            [&](uint64_t(S::*m)[kTierSlots]) {
                 Json a = Json::array();
                 for (uint64_t v : s.*m)
                     a.push_back(f.merge == M::SumOrUnlimited && v == kUnlimitedTierBytes ? Json(nullptr) : Json(v));
                 return a;
             },
-            [&](bool(S::*m)[3]) { return Json(std::vector<bool>(std::begin(s.*m), std::end(s.*m))); },
+            [&](bool(S::*m)[kTierSlots]) { return Json(std::vector<bool>(std::begin(s.*m), std::end(s.*m))); },
             [&](std::vector<double> S::*m) { return Json(s.*m); },
-            [&](std::vector<double>(S::*m)[3]) {
+            [&](std::vector<double>(S::*m)[kTierSlots]) {
                 Json a = Json::array();
                 for (const auto& v : s.*m) a.push_back(v);
                 return a;
@@ -129,15 +129,16 @@ void field_from_json(CacheStats& s, const Json& c, const CacheStatsField& f, con
     const std::string p = "kvio.merge_state.cache_stats";
     auto tier_array = [&]() -> const Json& {
         const Json& a = need(c, f.key, where, p);
-        if (!a.is_array() || a.size() != 3) bad_field(where, p + "." + f.key, "not an array of 3 (gpu, cpu, storage)");
+        if (!a.is_array() || (a.size() != 3 && a.size() != size_t(kTierSlots)))
+            bad_field(where, p + "." + f.key, "not an array of 4 (gpu, cpu, storage, remote) or 3 (no remote)");
         return a;
     };
     std::visit(Overload{
                    [&](uint64_t S::*m) { s.*m = need_count(c, f.key, where, p); },
                    [&](double S::*m) { s.*m = need_number(c, f.key, where, p); },
-                   [&](uint64_t(S::*m)[3]) {
+                   [&](uint64_t(S::*m)[kTierSlots]) {
                        const Json& a = tier_array();
-                       for (int t = 0; t < 3; ++t) {
+                       for (int t = 0; t < int(a.size()); ++t) {
                            if (f.merge == M::SumOrUnlimited && a[t].is_null())
                                (s.*m)[t] = kUnlimitedTierBytes;
                            else if (!a[t].is_number_unsigned())
@@ -146,17 +147,17 @@ void field_from_json(CacheStats& s, const Json& c, const CacheStatsField& f, con
                                (s.*m)[t] = a[t].get<uint64_t>();
                        }
                    },
-                   [&](bool(S::*m)[3]) {
+                   [&](bool(S::*m)[kTierSlots]) {
                        const Json& a = tier_array();
-                       for (int t = 0; t < 3; ++t) {
+                       for (int t = 0; t < int(a.size()); ++t) {
                            if (!a[t].is_boolean()) bad_field(where, p + "." + f.key, "holds a non-boolean");
                            (s.*m)[t] = a[t].get<bool>();
                        }
                    },
                    [&](std::vector<double> S::*m) { append_numbers(s.*m, c, f.key, where, p); },
-                   [&](std::vector<double>(S::*m)[3]) {
+                   [&](std::vector<double>(S::*m)[kTierSlots]) {
                        const Json& a = tier_array();
-                       for (int t = 0; t < 3; ++t) {
+                       for (int t = 0; t < int(a.size()); ++t) {
                            Json one = {{"v", a[t]}};
                            append_numbers((s.*m)[t], one, "v", where, p + "." + f.key);
                        }
@@ -278,8 +279,10 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, c
     const double el = elapsed_s > 0 ? elapsed_s : 0.0;
     auto gb = [](uint64_t b) { return double(b) / kGiB; };
     auto bw = [&](uint64_t b) { return el > 0 ? gb(b) / el : 0.0; };
-    const char* names[3] = {"gpu", "cpu", "storage"};
-    const int S = int(Tier::Storage);
+    const char* names[kTierSlots] = {"gpu", "cpu", "storage", "remote"};
+    const int S = int(Tier::Storage), R = int(Tier::Remote);
+    // The benchmark's three tiers always; the remote tier (kvio's, docs/simulate.md "Remote tier") when present.
+    const int tiers = s.tier_present[R] ? kTierSlots : 3;
 
     nlohmann::ordered_json j;
     j["cache_hit_rate"] = hit_rate;
@@ -288,18 +291,20 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, c
     j["gpu_entries"] = s.entries[0];
     j["cpu_entries"] = s.entries[1];
     j["storage_entries"] = s.entries[2];
+    if (s.tier_present[R]) j["remote_entries"] = s.entries[R];
     j["gpu_memory_used_gb"] = gb(s.used_bytes[0]);
     j["cpu_memory_used_gb"] = gb(s.used_bytes[1]);
+    if (s.tier_present[R]) j["remote_memory_used_gb"] = gb(s.used_bytes[R]);
     j["offloads_cpu"] = s.offloads_cpu;
     j["offloads_storage"] = s.offloads_storage;
     j["storage_health"] =
         storage_health(s, hit_rate, bw(s.tier_bytes_read[S]), bw(s.tier_bytes_written[S]), performance_profile);
     j["prefill_writes"] = s.prefill_writes;
     j["decode_reads"] = s.decode_reads;
-    for (int t = 0; t < 3; ++t)
+    for (int t = 0; t < tiers; ++t)
         j[std::string("tier_") + names[t] + "_kv_bytes_written_gb"] = gb(s.tier_bytes_written[t]);
-    for (int t = 0; t < 3; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = gb(s.tier_bytes_read[t]);
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < tiers; ++t) j[std::string("tier_") + names[t] + "_kv_bytes_read_gb"] = gb(s.tier_bytes_read[t]);
+    for (int t = 0; t < tiers; ++t) {
         j[std::string("tier_") + names[t] + "_read_bandwidth_gbps"] = bw(s.tier_bytes_read[t]);
         j[std::string("tier_") + names[t] + "_write_bandwidth_gbps"] = bw(s.tier_bytes_written[t]);
     }
@@ -315,7 +320,7 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, c
     j["read_iops"] = s.read_operations;
     j["write_iops"] = s.write_operations;
     j["storage_tokens_processed"] = s.storage_tokens_processed;
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < tiers; ++t) {
         put_percentiles(j, std::string(names[t]) + "_read", s.read_lat[t]);
         put_percentiles(j, std::string(names[t]) + "_write", s.write_lat[t]);
     }

@@ -16,9 +16,12 @@
 
 namespace kvio::serving {
 
+/// Slots of the per-tier arrays: gpu, cpu, storage, remote (the Tier enum, cache.h).
+inline constexpr int kTierSlots = 4;
+
 /// Counters and per-op latency lists, a consistent copy (MultiTierCache::stats()). Byte counters are bytes; lists
-/// are seconds; arrays of three are indexed by Tier (gpu, cpu, storage). Names follow summary.cache_stats where the
-/// benchmark has the figure (docs/mlperf-benchmark.md, "Metrics and the results JSON").
+/// are seconds; per-tier arrays are indexed by Tier (gpu, cpu, storage, remote). Names follow summary.cache_stats where
+/// the benchmark has the figure (docs/mlperf-benchmark.md, "Metrics and the results JSON").
 struct CacheStats {
     uint64_t cache_hits = 0, cache_misses = 0;
     uint64_t system_prompt_hits = 0, common_phrase_hits = 0, user_cache_hits = 0, multi_turn_hits = 0;
@@ -29,18 +32,18 @@ struct CacheStats {
     uint64_t offloads_cpu = 0, offloads_storage = 0, evictions = 0;
     double storage_tokens_processed = 0;
     /// Direct ops + demotions (kvio fix: the benchmark counts demotion traffic in neither tier).
-    uint64_t tier_bytes_written[3] = {}, tier_bytes_read[3] = {};
-    uint64_t entries[3] = {};                          ///< entries present now
-    uint64_t used_bytes[3] = {}, limit_bytes[3] = {};  ///< limit UINT64_MAX = unlimited
-    bool tier_present[3] = {};
-    std::vector<double> read_lat[3], write_lat[3];  ///< total, per op, direct ops only
+    uint64_t tier_bytes_written[kTierSlots] = {}, tier_bytes_read[kTierSlots] = {};
+    uint64_t entries[kTierSlots] = {};                                   ///< entries present now
+    uint64_t used_bytes[kTierSlots] = {}, limit_bytes[kTierSlots] = {};  ///< limit UINT64_MAX = unlimited
+    bool tier_present[kTierSlots] = {};
+    std::vector<double> read_lat[kTierSlots], write_lat[kTierSlots];  ///< total, per op, direct ops only
     std::vector<double> storage_read_device, storage_read_host, storage_write_device, storage_write_host;
     std::vector<StorageOpSample> storage_ops;  ///< every completed storage-tier op, demotions included (kvio)
     // kvio's additions (the benchmark does not count demotions at all)
-    uint64_t demotions[3] = {};  ///< demotions *into* tier t
-    uint64_t demotion_bytes[3] = {};
-    std::vector<double> demotion_lat[3];         ///< read from source + write to destination, s
-    uint64_t deletions = 0, deletion_bytes = 0;  ///< LRU deletions at the bottom tier
+    uint64_t demotions[kTierSlots] = {};  ///< demotions *into* tier t
+    uint64_t demotion_bytes[kTierSlots] = {};
+    std::vector<double> demotion_lat[kTierSlots];  ///< read from source + write to destination, s
+    uint64_t deletions = 0, deletion_bytes = 0;    ///< LRU deletions at the bottom tier
     uint64_t failed_writes = 0, failed_reads = 0;
     uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
     uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
@@ -65,9 +68,10 @@ enum class FieldMerge {
 
 /// A pointer to one CacheStats member, of any of the shapes CacheStats has.
 using CacheStatsMember =
-    std::variant<uint64_t CacheStats::*, double CacheStats::*, uint64_t (CacheStats::*)[3], bool (CacheStats::*)[3],
-                 std::vector<double> CacheStats::*, std::vector<double> (CacheStats::*)[3],
-                 std::vector<StorageOpSample> CacheStats::*, std::string CacheStats::*>;
+    std::variant<uint64_t CacheStats::*, double CacheStats::*, uint64_t (CacheStats::*)[kTierSlots],
+                 bool (CacheStats::*)[kTierSlots], std::vector<double> CacheStats::*,
+                 std::vector<double> (CacheStats::*)[kTierSlots], std::vector<StorageOpSample> CacheStats::*,
+                 std::string CacheStats::*>;
 
 /// One row of the schema: the member's kvio.merge_state key, the member, how it merges.
 struct CacheStatsField {
@@ -89,7 +93,7 @@ void add_cache_stats(CacheStats& a, const CacheStats& b);
 
 /// kvio.merge_state of one client's results: {"format": "kvio.merge_state/1", "cache_stats": every non-Local field
 /// by its table key (counters in ops and bytes, latency lists in seconds per op, arrays indexed gpu, cpu, storage,
-/// an unlimited limit as null)}.
+/// remote (a state of 3 = before the remote tier), an unlimited limit as null)}.
 nlohmann::ordered_json merge_state_json(const CacheStats& s);
 
 /// The CacheStats of a kvio.merge_state. Throws kvio::Error "<where>: field 'kvio.merge_state...x': ..." for a

@@ -36,6 +36,7 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
     os << "GPU Memory: " << c.gpu_mem_gb << " GiB x " << c.num_gpus << " -> " << cache.gpu_tier_description() << "\n";
     os << "CPU Memory: " << c.cpu_mem_gb << " GiB\n";
     os << "Storage: " << cache.storage_description() << "\n";
+    if (!cache.remote_description().empty()) os << "Remote: " << cache.remote_description() << "\n";
     os << "Generation mode: " << c.generation_mode << ", performance profile: " << c.performance_profile << "\n";
     os << "Features: multi-turn " << (c.disable_multi_turn ? "off" : "on") << ", prefix caching "
        << (c.disable_prefix_caching ? "off" : "on") << ", RAG " << (c.enable_rag ? "on" : "off")
@@ -175,7 +176,10 @@ void storage_sections(std::ostream& os, const J& cs, double duration_s) {
     os << "  CPU Entries: " << cs.value("cpu_entries", 0) << " (" << fmt("%.2f", num(cs, "cpu_memory_used_gb"))
        << "GiB)\n";
     os << "  Storage Entries: " << cs.value("storage_entries", 0) << "\n";
-    static const char* kTiers[3][2] = {{"gpu", "GPU"}, {"cpu", "CPU"}, {"storage", "Storage"}};
+    if (cs.contains("remote_entries"))
+        os << "  Remote Entries: " << cs.value("remote_entries", 0) << " ("
+           << fmt("%.2f", num(cs, "remote_memory_used_gb")) << "GiB)\n";
+    static const char* kTiers[4][2] = {{"gpu", "GPU"}, {"cpu", "CPU"}, {"storage", "Storage"}, {"remote", "Remote"}};
     os << "\n### TIER-SPECIFIC KV BYTES ###\n";
     for (const auto& t : kTiers)
         for (const char* dir : {"written", "read"}) {
@@ -197,14 +201,25 @@ void storage_sections(std::ostream& os, const J& cs, double duration_s) {
 /// TIER-SPECIFIC LATENCIES (the P95 of every tier and direction present) and STORAGE TIER LATENCY BREAKDOWN.
 void tier_latency_sections(std::ostream& os, const J& cs) {
     os << "\n### TIER-SPECIFIC LATENCIES (Total = Host + Device) ###\n";
-    for (const char* tier : {"gpu", "cpu", "storage"})
+    for (const char* tier : {"gpu", "cpu", "storage", "remote"})
         for (const char* op : {"read", "write"}) {
             const std::string key = std::string(tier) + "_" + op + "_p95_ms";
             if (!has_num(cs, key.c_str())) continue;
-            const std::string label = tier[0] == 's' ? "Storage" : tier[0] == 'g' ? "GPU" : "CPU";
+            const std::string label = tier[0] == 's'   ? "Storage"
+                                      : tier[0] == 'g' ? "GPU"
+                                      : tier[0] == 'r' ? "Remote"
+                                                       : "CPU";
             os << "  " << label << " " << (op[0] == 'r' ? "Read" : "Write")
                << " P95 (Total): " << fmt("%.2f", num(cs, key.c_str())) << " ms\n";
         }
+    for (const char* op : {"read", "write"}) {  // the remote tier's spread (kvio: a network hop has a tail)
+        const std::string p = std::string("remote_") + op;
+        if (!has_num(cs, (p + "_p50_ms").c_str())) continue;
+        os << "  Remote " << (op[0] == 'r' ? "Read" : "Write")
+           << " P50/P95/P99: " << fmt("%.2f", num(cs, (p + "_p50_ms").c_str())) << " / "
+           << fmt("%.2f", num(cs, (p + "_p95_ms").c_str())) << " / " << fmt("%.2f", num(cs, (p + "_p99_ms").c_str()))
+           << " ms\n";
+    }
     os << "\n### STORAGE TIER LATENCY BREAKDOWN (Device = Disk I/O, Host = Serialization) ###\n";
     for (const std::string op : {"read", "write"}) {
         const std::string dev = "storage_" + op + "_device_p95_ms", host = "storage_" + op + "_host_p95_ms",

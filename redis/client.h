@@ -1,0 +1,79 @@
+// A small synchronous Redis/Valkey client over hiredis (docs/simulate.md, "Remote tier"): one connection, used by one
+// thread at a time (the remote tier keeps one per worker thread), and the chunked, pipelined SET/GET/DEL of values
+// larger than one bulk string may be.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "redis/url.h"
+
+struct redisContext;
+
+namespace kvio::redis {
+
+/// One reply, copied out of hiredis' reply tree.
+struct Reply {
+    enum class Type { Nil, Status, Error, Integer, String, Array } type = Type::Nil;
+    std::string str;  ///< Status, Error and String text
+    long long integer = 0;
+    std::vector<Reply> elements;  ///< Array
+};
+
+/// Writes value bytes [off, off + len) into `dst` (the data of a chunked SET).
+using ChunkFill = std::function<void(uint64_t off, char* dst, size_t len)>;
+/// Receives value bytes [off, off + len) of a chunked GET (may be empty: the bytes are dropped).
+using ChunkSink = std::function<void(uint64_t off, const char* src, size_t len)>;
+
+/// Redis' own default proto-max-bulk-len (512 MiB): the bulk limit assumed when CONFIG GET is refused.
+inline constexpr uint64_t kDefaultMaxBulk = 512ull << 20;
+/// Chunked commands a connection keeps in flight (pipelined): the next chunk is sent while the server works on
+/// the ones before it.
+inline constexpr size_t kPipelineWindow = 4;
+
+/// The key of chunk `i` of value `key`: "KEY:I".
+std::string chunk_key(const std::string& key, uint64_t i);
+/// Chunks of a value of `bytes` bytes in `chunk`-byte pieces (an empty value is one empty chunk).
+uint64_t chunk_count(uint64_t bytes, uint64_t chunk);
+
+/// One connection: connect, AUTH, SELECT. Throws kvio::Error "redis HOST:PORT: WHAT" when the server cannot be
+/// reached within `timeout_s` or refuses the credentials or database. Every later I/O waits at most `timeout_s`.
+/// After an I/O error the connection is broken() and every command throws.
+class Connection {
+public:
+    Connection(const Url& url, double timeout_s);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    /// HOST:PORT.
+    const std::string& endpoint() const { return endpoint_; }
+    bool broken() const;
+
+    /// Sends one command and returns its reply (an Error reply is returned, not thrown). Throws on I/O errors.
+    Reply command(const std::vector<std::string>& args);
+    /// CONFIG GET proto-max-bulk-len, or kDefaultMaxBulk when the server refuses CONFIG (a managed service).
+    uint64_t max_bulk_len();
+
+    /// SET of chunk keys chunk_key(key, 0..n-1), chunk i holding bytes [i × chunk, ...) of a `bytes`-byte value
+    /// made by `fill`, kPipelineWindow in flight. Throws kvio::Error on an error reply (the first one) or I/O error.
+    void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
+    /// GET of the same chunks, pipelined. Throws when a chunk is missing or not of its size.
+    void get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink);
+    /// DEL of every chunk key in one command; returns the keys deleted.
+    long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
+
+private:
+    [[noreturn]] void fail_io(const std::string& what);
+    void append(const std::vector<const char*>& argv, const std::vector<size_t>& len);
+    Reply next_reply();
+    void* next_raw_reply();  ///< a redisReply* the caller frees
+
+    redisContext* c_ = nullptr;
+    std::string endpoint_;
+    std::vector<char> buf_;  // one chunk of a SET being formatted
+};
+
+}  // namespace kvio::redis

@@ -1,0 +1,133 @@
+// A redis-server for one test (Debian's redis-server): loopback, a free port, its own temporary directory, no
+// persistence (--save '' --appendonly no), bounded memory, started in the foreground as this process' child and
+// killed by the destructor; PR_SET_PDEATHSIG kills it too when the test binary itself is killed.
+#pragma once
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/client.h"
+#include "tests/e2e/helpers.h"
+
+namespace kvio::test {
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and closed).
+inline int free_loopback_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+class RedisServer {
+public:
+    /// Starts a server (maxmemory `maxmemory_mb` MiB, noeviction: a full server refuses writes) and waits up to
+    /// 10 s for it to answer PING. `extra` = more "--name value" arguments. ok() false when it never answered.
+    explicit RedisServer(int maxmemory_mb = 256, std::vector<std::string> extra = {}) : dir_("/var/tmp") {
+        for (int attempt = 0; attempt < 5 && !ok_; ++attempt) {
+            port_ = free_loopback_port();
+            std::vector<std::string> args{"redis-server",
+                                          "--port",
+                                          std::to_string(port_),
+                                          "--bind",
+                                          "127.0.0.1",
+                                          "--save",
+                                          "",
+                                          "--appendonly",
+                                          "no",
+                                          "--dir",
+                                          dir_.path,
+                                          "--maxmemory",
+                                          std::to_string(maxmemory_mb) + "mb",
+                                          "--maxmemory-policy",
+                                          "noeviction",
+                                          "--logfile",
+                                          dir_.file("redis.log")};
+            args.insert(args.end(), extra.begin(), extra.end());
+            pid_ = fork();
+            if (pid_ == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                std::vector<char*> argv;
+                for (auto& s : args) argv.push_back(s.data());
+                argv.push_back(nullptr);
+                execvp("redis-server", argv.data());
+                _exit(127);
+            }
+            for (int i = 0; i < 100 && !ok_; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                int st = 0;
+                if (waitpid(pid_, &st, WNOHANG) == pid_) {
+                    pid_ = -1;
+                    break;  // exited (the port was taken meanwhile): try another
+                }
+                try {
+                    redis::Connection c(url_struct(), 1.0);
+                    c.command({"PING"});  // PONG, or NOAUTH from a server with a password: up either way
+                    ok_ = true;
+                } catch (const std::exception&) {}
+            }
+            if (!ok_) stop();
+        }
+    }
+    ~RedisServer() { stop(); }
+    RedisServer(const RedisServer&) = delete;
+    RedisServer& operator=(const RedisServer&) = delete;
+
+    bool ok() const { return ok_; }
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+    redis::Url url_struct() const { return redis::parse_url(url()); }
+    /// Kills the server now (SIGKILL) and reaps it.
+    void stop() {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        pid_ = -1;
+    }
+    /// One field of INFO (e.g. "used_memory", "keyspace_hits"); -1 when absent.
+    long long info(const std::string& field) const {
+        redis::Connection c(url_struct(), 5.0);
+        std::string text = c.command({"INFO", "all"}).str;
+        size_t at = text.find("\n" + field + ":");
+        if (at == std::string::npos) return -1;
+        return std::stoll(text.substr(at + field.size() + 2));
+    }
+    /// `calls` of one command in INFO commandstats (e.g. "set"); 0 when never called.
+    long long calls(const std::string& cmd) const {
+        redis::Connection c(url_struct(), 5.0);
+        std::string text = c.command({"INFO", "commandstats"}).str;
+        size_t at = text.find("cmdstat_" + cmd + ":calls=");
+        if (at == std::string::npos) return 0;
+        return std::stoll(text.substr(at + cmd.size() + 15));
+    }
+    long long dbsize() const {
+        redis::Connection c(url_struct(), 5.0);
+        return c.command({"DBSIZE"}).integer;
+    }
+
+private:
+    TempDir dir_;
+    pid_t pid_ = -1;
+    int port_ = -1;
+    bool ok_ = false;
+};
+
+}  // namespace kvio::test

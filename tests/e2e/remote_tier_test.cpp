@@ -1,0 +1,130 @@
+// The remote KV tier against a real redis-server each test starts (tests/e2e/redis_server.h; docs/simulate.md,
+// "Remote tier"): the redis/ client's chunked, pipelined SET/GET/DEL and its errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "redis/client.h"
+#include "tests/e2e/redis_server.h"
+#include "tests/e2e/simulate_helpers.h"
+
+using namespace kvio::test;
+namespace redis = kvio::redis;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const kvio::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(RedisClient, ChunkedSetGetDelAgainstAServer) {
+    RedisServer srv;
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    redis::Connection c(srv.url_struct(), 5.0);
+    EXPECT_GT(c.max_bulk_len(), 0u);
+    const uint64_t bytes = 10 * 1000 * 1000 + 123, chunk = 1 << 20;  // 10 chunks, the last one short
+    auto byte_at = [](uint64_t off) { return char((off * 131 + 7) % 251); };
+    c.set_chunks("run1:e1", bytes, chunk, [&](uint64_t off, char* dst, size_t len) {
+        for (size_t i = 0; i < len; ++i) dst[i] = byte_at(off + i);
+    });
+    EXPECT_EQ(srv.dbsize(), 10);
+    uint64_t seen = 0, wrong = 0;
+    c.get_chunks("run1:e1", bytes, chunk, [&](uint64_t off, const char* src, size_t len) {
+        for (size_t i = 0; i < len; ++i) wrong += src[i] != byte_at(off + i);
+        seen += len;
+    });
+    EXPECT_EQ(seen, bytes);
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_EQ(srv.info("keyspace_hits"), 10);  // one GET per chunk, pipelined on one connection
+    EXPECT_EQ(c.command({"STRLEN", "run1:e1:9"}).integer, long(bytes - 9 * chunk));
+    EXPECT_EQ(c.del_chunks("run1:e1", bytes, chunk), 10);
+    EXPECT_EQ(srv.dbsize(), 0);
+    EXPECT_NE(error_of([&] { c.get_chunks("run1:e1", bytes, chunk, nullptr); }).find("chunk 0 is missing"),
+              std::string::npos);
+}
+
+TEST(RedisClient, ConnectErrorsAreOneLine) {
+    RedisServer srv(64, {"--requirepass", "right"});
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    redis::Url u = srv.url_struct();
+    u.password = "wrong";
+    EXPECT_NE(error_of([&] { redis::Connection c(u, 2.0); }).find("AUTH refused"), std::string::npos);
+    u.password = "right";
+    EXPECT_EQ(error_of([&] { redis::Connection c(u, 2.0); }), "");
+    redis::Url dead = redis::parse_url("redis://127.0.0.1:" + std::to_string(free_loopback_port()));
+    std::string e = error_of([&] { redis::Connection c(dead, 2.0); });
+    EXPECT_NE(e.find("cannot connect"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+namespace {
+
+const nlohmann::json* tier_section(const nlohmann::json& results, const std::string& name) {
+    for (const auto& t : results["kvio"]["cache"]["tiers"])
+        if (t["tier"] == name) return &t;
+    return nullptr;
+}
+
+}  // namespace
+
+// The remote tier as simulate's last tier (no --cache-dir, no CPU tier): every entry lives on the server, and what
+// kvio reports is what the server counted: its SET and GET calls, the chunk GETs that found their key, the bytes it
+// received and sent, and no key left behind at the end.
+TEST(RemoteTier, SimulateOnRedisAgreesWithTheServer) {
+    RedisServer srv(1024);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(dir,
+                        "--model tiny-1b --num-users 2 --duration 10 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                        "--generation-mode none --max-concurrent-allocs 1 --disable-multi-turn --seed 3 "
+                        "--remote-tier " +
+                            srv.url() + " --remote-capacity-gb 0.4");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json* t = tier_section(r.results, "remote");
+    ASSERT_NE(t, nullptr) << r.results["kvio"]["cache"].dump().substr(0, 600);
+    EXPECT_EQ(tier_section(r.results, "storage"), nullptr);          // no --cache-dir: the remote tier is the last
+    EXPECT_EQ((*tier_section(r.results, "cpu"))["limit_bytes"], 0);  // --cpu-mem-gb 0: every entry is remote
+    const nlohmann::json& rs = (*t)["remote"];
+    const nlohmann::json& cs = r.results["summary"]["cache_stats"];
+    // kvio read and wrote through the tier.
+    EXPECT_GT((*t)["hits"].get<uint64_t>(), 0u);
+    EXPECT_GT((*t)["bytes_written"].get<uint64_t>(), 0u);
+    EXPECT_GT((*t)["bytes_read"].get<uint64_t>(), 0u);
+    EXPECT_GT(cs["tier_remote_kv_bytes_read_gb"].get<double>(), 0.0);
+    EXPECT_TRUE(cs.contains("remote_read_p50_ms") && cs.contains("remote_read_p99_ms")) << cs.dump().substr(0, 400);
+    EXPECT_EQ((*t)["bytes_written"].get<uint64_t>(), rs["bytes_sent"].get<uint64_t>());
+    EXPECT_EQ((*t)["bytes_read"].get<uint64_t>(), rs["bytes_received"].get<uint64_t>());
+    EXPECT_EQ(rs["errors"].get<uint64_t>(), 0u);
+    // The server counted the same commands: every chunk SET and GET, and every GET found its key.
+    EXPECT_EQ(srv.calls("set"), rs["commands"]["set"].get<long long>());
+    EXPECT_EQ(srv.calls("get"), rs["commands"]["get"].get<long long>());
+    EXPECT_EQ(srv.info("keyspace_hits"), rs["chunk_get_hits"].get<long long>());
+    EXPECT_EQ(srv.info("keyspace_misses"), 0);
+    // It received the bytes kvio sent and sent the bytes kvio read (plus RESP framing: < 256 bytes a command).
+    const long long in = srv.info("total_net_input_bytes"), out = srv.info("total_net_output_bytes");
+    const long long cmds = srv.calls("set") + srv.calls("get") + srv.calls("del") + 64;
+    EXPECT_GE(in, rs["bytes_sent"].get<long long>());
+    EXPECT_LE(in, rs["bytes_sent"].get<long long>() + 256 * cmds + (1 << 20));
+    EXPECT_GE(out, rs["bytes_received"].get<long long>());
+    EXPECT_LE(out, rs["bytes_received"].get<long long>() + 256 * cmds + (1 << 20));
+    // The limit held in the server's memory at the end (before the run deleted its keys) ...
+    const long long grew =
+        rs["server"]["used_memory_now"].get<long long>() - rs["server"]["used_memory_start"].get<long long>();
+    EXPECT_LE(grew, (*t)["limit_bytes"].get<long long>());
+    // The footprint is the keys' and values' allocations; the connections' input buffers (up to a chunk each while
+    // a SET streams in) come on top.
+    EXPECT_LE(grew, (*t)["used_bytes"].get<long long>() +
+                        rs["connections"].get<long long>() * rs["chunk_bytes"].get<long long>() + (1 << 20));
+    // ... and nothing of the run is left on the server.
+    EXPECT_EQ(srv.dbsize(), 0);
+}

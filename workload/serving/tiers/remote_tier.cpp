@@ -1,0 +1,227 @@
+// The remote KV tier over redis/ (remote_tier.h).
+#include "workload/serving/tiers/remote_tier.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <atomic>
+#include <bit>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "redis/client.h"
+#include "workload/serving/tiers/waterfall.h"
+
+namespace kvio::serving {
+
+namespace {
+
+/// jemalloc's size class of an allocation of `n` bytes: four classes per doubling above 64 bytes (docs/simulate.md,
+/// "Remote tier").
+uint64_t alloc_class(uint64_t n) {
+    if (n <= 64) return (n + 15) / 16 * 16;
+    const int k = 63 - std::countl_zero(n - 1);  // 2^k < n <= 2^(k+1)
+    const uint64_t step = uint64_t(1) << (k - 2);
+    return (n + step - 1) / step * step;
+}
+
+long long info_field(redis::Connection& c, const std::string& field) {
+    const std::string text = c.command({"INFO", "memory"}).str;
+    size_t at = text.find(field + ":");
+    if (at == std::string::npos) return -1;
+    return std::atoll(text.c_str() + at + field.size() + 1);
+}
+
+class RedisTier final : public RemoteTier {
+public:
+    explicit RedisTier(const RemoteOptions& o) : o_(o) {
+        try {
+            url_ = redis::parse_url(o.url);
+            control_ = std::make_unique<redis::Connection>(url_, o.timeout_s);
+            chunk_ = std::min<uint64_t>(control_->max_bulk_len(), kRemoteChunkBytes);
+            used_start_ = info_field(*control_, "used_memory");
+            maxmemory_ = info_field(*control_, "maxmemory");
+        } catch (const Error& e) {
+            throw Error("--remote-tier " + o.url + ": " + e.what());
+        }
+    }
+    ~RedisTier() override = default;
+
+    std::string name() const override { return "remote-redis"; }
+    std::string description() const override {
+        return "remote (" + url_.safe_text() + ", keys " + o_.run_id + ":<entry>:<chunk>, " + std::to_string(chunk_) +
+               "-byte chunks, pipelined, a connection per worker thread)";
+    }
+    uint64_t footprint(uint64_t bytes) const override { return remote_footprint(bytes, chunk_); }
+    uint64_t auto_capacity() const override {
+        if (maxmemory_ <= 0) return kUnlimited;
+        return maxmemory_ > used_start_ ? uint64_t(maxmemory_ - used_start_) : 0;
+    }
+
+    OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
+        redis::Connection& c = conn();
+        double gen = 0;
+        const double t0 = now_s();
+        try {
+            c.set_chunks(full_key(key), bytes, chunk_, [&](uint64_t off, char* dst, size_t len) {
+                const double g0 = now_s();
+                data.fill(off, dst, len);  // generation: not the tier's time
+                gen += now_s() - g0;
+            });
+        } catch (const Error&) {
+            errors_ += 1;
+            throw;
+        }
+        const double total = now_s() - t0 - gen;
+        sets_ += redis::chunk_count(bytes, chunk_);
+        sent_ += bytes;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            sizes_[key] = bytes;
+        }
+        OpTiming t{total, total, total};
+        t.gen = gen;
+        return t;
+    }
+
+    OpTiming read(const std::string& key, uint64_t bytes) override {
+        redis::Connection& c = conn();
+        const EntryData want(check_pool_ ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
+        uint64_t bad = EntryData::kNoMismatch;
+        const double t0 = now_s();
+        try {
+            c.get_chunks(full_key(key), bytes, chunk_, [&](uint64_t off, const char* src, size_t len) {
+                if (check_pool_ && bad == EntryData::kNoMismatch) {
+                    uint64_t m = want.first_mismatch(off, reinterpret_cast<const uint8_t*>(src), len);
+                    if (m != EntryData::kNoMismatch) bad = m;
+                }
+            });
+        } catch (const Error&) {
+            errors_ += 1;
+            throw;
+        }
+        const double total = now_s() - t0;
+        const uint64_t n = redis::chunk_count(bytes, chunk_);
+        gets_ += n;
+        get_hits_ += n;
+        received_ += bytes;
+        if (bad != EntryData::kNoMismatch)
+            throw Error("--verify-reads: remote entry '" + key + "' differs at byte " + std::to_string(bad));
+        return {total, total, total};
+    }
+
+    void remove(const std::string& key) override {
+        uint64_t bytes;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            auto it = sizes_.find(key);
+            if (it == sizes_.end()) return;
+            bytes = it->second;
+            sizes_.erase(it);
+        }
+        try {
+            conn().del_chunks(full_key(key), bytes, chunk_);
+            dels_ += redis::chunk_count(bytes, chunk_);
+        } catch (const Error&) {
+            errors_ += 1;  // the bytes may stay on the server: counted, the run goes on
+        }
+    }
+
+    nlohmann::ordered_json stats_json() override {
+        nlohmann::ordered_json j;
+        j["url"] = url_.safe_text();
+        j["run_id"] = o_.run_id;
+        j["chunk_bytes"] = chunk_;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            j["connections"] = conns_.size();
+        }
+        j["commands"] = {{"set", sets_.load()}, {"get", gets_.load()}, {"del", dels_.load()}};
+        j["chunk_get_hits"] = get_hits_.load();
+        j["bytes_sent"] = sent_.load();
+        j["bytes_received"] = received_.load();
+        j["errors"] = errors_.load();
+        long long now = -1;
+        try {
+            std::lock_guard<std::mutex> g(control_mu_);
+            now = info_field(*control_, "used_memory");
+        } catch (const std::exception&) {}
+        j["server"] = {{"used_memory_start", used_start_}, {"used_memory_now", now}, {"maxmemory", maxmemory_}};
+        return j;
+    }
+
+    void clear() override {
+        std::map<std::string, uint64_t> left;
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            left.insert(sizes_.begin(), sizes_.end());
+            sizes_.clear();
+        }
+        try {
+            std::lock_guard<std::mutex> g(control_mu_);
+            for (const auto& [k, b] : left) control_->del_chunks(full_key(k), b, chunk_);
+        } catch (const std::exception&) {}
+    }
+
+private:
+    std::string full_key(const std::string& key) const { return o_.run_id + ":" + key; }
+    static const NoisePool& dummy_pool() {
+        static const NoisePool p(0, 4096, 1);
+        return p;
+    }
+
+    /// This thread's connection, made (again, after an I/O error broke it) on demand.
+    redis::Connection& conn() {
+        const auto id = std::this_thread::get_id();
+        std::unique_lock<std::mutex> l(mu_);
+        auto& slot = conns_[id];
+        if (slot && !slot->broken()) return *slot;
+        l.unlock();
+        std::unique_ptr<redis::Connection> c;
+        try {
+            c = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+        } catch (const Error&) {
+            errors_ += 1;
+            throw;
+        }
+        l.lock();
+        auto& s2 = conns_[id];
+        s2 = std::move(c);
+        return *s2;
+    }
+
+    RemoteOptions o_;
+    redis::Url url_;
+    uint64_t chunk_ = kRemoteChunkBytes;
+    long long used_start_ = -1, maxmemory_ = -1;
+    std::mutex control_mu_;
+    std::unique_ptr<redis::Connection> control_;
+    std::mutex mu_;
+    std::unordered_map<std::thread::id, std::unique_ptr<redis::Connection>> conns_;
+    std::unordered_map<std::string, uint64_t> sizes_;
+    std::atomic<uint64_t> sets_{0}, gets_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
+};
+
+}  // namespace
+
+uint64_t remote_footprint(uint64_t bytes, uint64_t chunk) {
+    const uint64_t n = redis::chunk_count(bytes, chunk);
+    const uint64_t full = bytes / chunk, last = bytes - full * chunk;
+    // A string value is its header (up to 17 bytes), the bytes, a NUL, and the CRLF read with them: 20 bytes.
+    uint64_t b = full * alloc_class(chunk + 20) + (n > full ? alloc_class(last + 20) : 0);
+    return b + n * kRemoteKeyOverhead;
+}
+
+std::string make_remote_run_id() {
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    return "kvio-" + std::string(host) + "-" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
+}
+
+std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o) { return std::make_unique<RedisTier>(o); }
+
+}  // namespace kvio::serving

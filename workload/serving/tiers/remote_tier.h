@@ -1,0 +1,53 @@
+// The remote KV tier (docs/simulate.md, "Remote tier"): entries on a Redis or Valkey server shared by every client of a
+// run, as LMCache's remote backend keeps them. An entry of B bytes is chunk_count(B, chunk) string keys
+// "<run id>:<entry key>:<chunk>", SET and GET pipelined through a connection per worker thread (redis/client.h).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "workload/serving/tiers/tiers.h"
+
+namespace kvio::serving {
+
+/// How the remote tier is built (SimConfig's remote_tier, remote_run_id).
+struct RemoteOptions {
+    std::string url;       ///< redis://[user:pass@]HOST:PORT[/DB]
+    std::string run_id;    ///< key prefix: the clients of one run share it, and so the entries
+    double timeout_s = 5;  ///< connect and per-reply wait, s
+};
+
+/// Bytes of a chunk: 4 MiB − 4 KiB, so a chunk, the server's string header and the CRLF it reads with it fit
+/// jemalloc's 4 MiB size class (docs/simulate.md, "Remote tier"); smaller when the server's proto-max-bulk-len is.
+inline constexpr uint64_t kRemoteChunkBytes = (4u << 20) - 4096;
+
+/// Bytes the server's memory grows by for an entry of `bytes` in `chunk`-byte chunks: each chunk's value rounded up
+/// to jemalloc's size classes (4 per doubling) plus kRemoteKeyOverhead for its key, object and hash-table slot.
+uint64_t remote_footprint(uint64_t bytes, uint64_t chunk);
+/// Per chunk key: the dict entry, the string object, the key's own string and a hash-table slot, rounded up.
+inline constexpr uint64_t kRemoteKeyOverhead = 256;
+
+class RemoteTier : public TierBackend {
+public:
+    /// Bytes an entry of `bytes` takes on the server (remote_footprint with this server's chunk size).
+    virtual uint64_t footprint(uint64_t bytes) const = 0;
+    /// The limit when --remote-capacity-gb is 0: the server's maxmemory less what it used at start, or
+    /// kUnlimited for a server without maxmemory.
+    virtual uint64_t auto_capacity() const = 0;
+    /// {url, run_id, chunk_bytes, connections, commands: {set, get, del}, chunk_get_hits, bytes_sent,
+    /// bytes_received, errors, server: {used_memory_start, used_memory_now, maxmemory}} (counts, bytes).
+    virtual nlohmann::ordered_json stats_json() = 0;
+    /// Deletes every entry this tier wrote and still holds (the end of a run). Errors are ignored.
+    virtual void clear() = 0;
+};
+
+/// A run id for --remote-run-id's default: "kvio-<host>-<pid>-<unix seconds>".
+std::string make_remote_run_id();
+
+/// Connects once (throws kvio::Error "--remote-tier URL: ..." in one line when the URL is bad or the server cannot
+/// be reached, refuses the credentials or the database) and reads the server's chunk limit and memory.
+std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o);
+
+}  // namespace kvio::serving
