@@ -193,6 +193,7 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
         } else if (!is_block_device(m.storage_dir)) {
             std::error_code ec;
             std::filesystem::create_directories(m.storage_dir, ec);  // the benchmark creates it (parents too)
+            if (ec) throw Error("cannot create --cache-dir " + m.storage_dir + ": " + ec.message());
         }
         StorageOptions so;
         so.path = m.storage_dir;
