@@ -19,6 +19,8 @@
 #             (KVIO_BENCH_SIM_USERS 20, KVIO_BENCH_SIM_SECS 20, KVIO_BENCH_SIM_ROUNDS 3)
 #   clients   the simulate storage baseline as 1 client vs --num-clients 2 vs mpirun -np 2 --mpi on one tmpfs,
 #             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
+#   verify    `kvio simulate --verify-reads`'s cost: the storage baseline on tmpfs without and with it, storage read
+#             bytes/s paired per round (KVIO_BENCH_VERIFY_ROUNDS 5, KVIO_BENCH_VERIFY_SECS 10)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -37,7 +39,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients fidelity audit}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients verify fidelity audit}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -511,6 +513,47 @@ if has_stage clients; then
         printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"1 client \(.single_mbps|floor) MB/s, --num-clients 2 \(.procs2_mbps|floor) MB/s (x\(.procs2_over_single*100|round/100)), mpirun -np 2 \(.mpi2_mbps|floor) MB/s (x\(.mpi2_over_single*100|round/100); mpi/procs x\(.mpi2_over_procs2*100|round/100))"')"
     done
     umount "$CLT"
+fi
+
+# ---------------------------------------------------------------- simulate --verify-reads: its cost
+# The storage-baseline config (SIM_FLAGS; KVIO_BENCH_VERIFY_SECS s, default 10) on one 4 GiB tmpfs (memory speed: the
+# check's CPU cost is the largest share there), without and with --verify-reads, paired per round
+# (KVIO_BENCH_VERIFY_ROUNDS, default 5; the order alternates so a load trend hits both). Read bytes/s = storage-tier
+# bytes read / elapsed_time; the ratio with / without per round, min / median / max over rounds.
+VR_SECS=${KVIO_BENCH_VERIFY_SECS:-10}
+VR_ROUNDS=${KVIO_BENCH_VERIFY_ROUNDS:-5}
+verify_bps() {  # verify_bps plain|verify DIR: storage-tier read and total bytes/s of one run, as "READ TOTAL"
+    local kind=$1 dir=$2 out=$WORK/verify.json extra=()
+    [ "$kind" = verify ] && extra=(--verify-reads)
+    "$KVIO" simulate "${SIM_FLAGS[@]}" --duration "$VR_SECS" --cache-dir "$dir/cache" --quiet --progress-interval 0 \
+        --output "$out" "${extra[@]}" > "$WORK/verify.out" 2>&1 \
+        || { echo "bench: simulate ($kind) failed:" >&2; tail -5 "$WORK/verify.out" >&2; return 1; }
+    rm -rf "$dir/cache"
+    [ "$(jq '.kvio.cache.failed_reads' "$out")" -eq 0 ] || { echo "bench: simulate ($kind) had failed reads" >&2; return 1; }
+    jq -r '.summary.cache_stats as $c | "\($c.tier_storage_kv_bytes_read_gb * 1073741824 / .summary.elapsed_time) \(
+           ($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb) * 1073741824 / .summary.elapsed_time)"' "$out"
+}
+if has_stage verify; then
+    echo "== verify: simulate storage baseline (${SIM_FLAGS[*]} --duration $VR_SECS) on tmpfs, without and with --verify-reads"
+    VRT=$WORK/verify
+    mkdir -p "$VRT"
+    mount -t tmpfs -o size=4g kvio-bench-verify "$VRT"
+    for ((r = 1; r <= VR_ROUNDS; r++)); do
+        load0=$(cut -d' ' -f1 /proc/loadavg)
+        if ((r % 2)); then
+            plain=$(verify_bps plain "$VRT") && checked=$(verify_bps verify "$VRT") || break
+        else
+            checked=$(verify_bps verify "$VRT") && plain=$(verify_bps plain "$VRT") || break
+        fi
+        record verify "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$VR_SECS" --arg p "$plain" --arg v "$checked" \
+            --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
+            '($p | split(" ") | map(tonumber)) as $a | ($v | split(" ") | map(tonumber)) as $b |
+             {round: $r, secs: $s, load1: (($l0 | tonumber) + ($l1 | tonumber)) / 2,
+              plain_read_mbps: ($a[0] / 1e6), verify_read_mbps: ($b[0] / 1e6), read_ratio: ($b[0] / $a[0]),
+              plain_mbps: ($a[1] / 1e6), verify_mbps: ($b[1] / 1e6), total_ratio: ($b[1] / $a[1])}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): reads \(.plain_read_mbps|floor) MB/s, with --verify-reads \(.verify_read_mbps|floor) MB/s (x\(.read_ratio*1000|round/1000)); reads+writes x\(.total_ratio*1000|round/1000)"')"
+    done
+    umount "$VRT"
 fi
 
 # ---------------------------------------------------------------- distill fidelity, quiet and beside CPU hogs

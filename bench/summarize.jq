@@ -99,6 +99,10 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         single_mbps: ([$c[].single_mbps] | stats), procs2_mbps: ([$c[].procs2_mbps] | stats), mpi2_mbps: ([$c[].mpi2_mbps] | stats),
         procs2_over_single: ([$c[].procs2_over_single] | stats), mpi2_over_single: ([$c[].mpi2_over_single] | stats),
         mpi2_over_procs2: ([$c[].mpi2_over_procs2] | stats)} end),
+    verify: ([$raw[] | select(.stage == "verify")] as $c | if ($c | length) == 0 then null else {
+        rounds: ($c | length), secs: $c[0].secs, load1: ([$c[].load1] | stats),
+        plain_read_mbps: ([$c[].plain_read_mbps] | stats), verify_read_mbps: ([$c[].verify_read_mbps] | stats),
+        read_ratio: ([$c[].read_ratio] | stats), total_ratio: ([$c[].total_ratio] | stats)} end),
     fidelity: ([$raw[] | select(.stage == "fidelity")] | group_by(.mode) | map({key: .[0].mode, value: {rounds: length,
         qd_tv: ([.[].qd_tv] | stats), worst_depth_tv: ([.[].worst_depth_tv] | stats), rwmix_err_points: ([.[].rwmix_err_points] | stats),
         size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries),

@@ -42,6 +42,10 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "  1 client \(.clients.single_mbps | mmm(0))  --num-clients 2 \(.clients.procs2_mbps | mmm(0))  mpirun -np 2 \(.clients.mpi2_mbps | mmm(0))",
   "  --num-clients 2 / 1 client \(.clients.procs2_over_single | mmm(2))  mpirun -np 2 / 1 client \(.clients.mpi2_over_single | mmm(2))  mpirun / --num-clients \(.clients.mpi2_over_procs2 | mmm(2))",
   "" else empty end),
+(if .verify then
+  "simulate --verify-reads on tmpfs, \(.verify.rounds) rounds x \(.verify.secs) s (min / median / max; load \(.verify.load1 | mmm(1)))",
+  "  storage reads \(.verify.plain_read_mbps | mmm(0)) MB/s, with --verify-reads \(.verify.verify_read_mbps | mmm(0)) MB/s; paired ratio reads \(.verify.read_ratio | mmm(3)), reads+writes \(.verify.total_ratio | mmm(3))",
+  "" else empty end),
 "targets:",
 (.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
   if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)

@@ -96,6 +96,12 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
                          sole_writer);
     }
     __u64 bytes = st->bytes;
+    if (error && !lost) { /* completed with an error (blk_status_t): counted apart, rare, in the dev_hists hash */
+        __u16 failed = is_write ? KVIO_H_FAILED_WRITE : KVIO_H_FAILED_OTHER;
+        if (is_read)
+            failed = KVIO_H_FAILED_READ;
+        dev_hist_add(dev, failed, 0, kvio_log2_slot(bytes), bytes);
+    }
     if (is_read || is_write) {
         __u64 offset = st->sector * 512;
         if (group_by)

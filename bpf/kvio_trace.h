@@ -98,6 +98,16 @@ enum kvio_dev_hist {
     KVIO_DEV_HISTS
 };
 
+/* Failed commands (completed with an error: blk_status_t != 0) per device and direction, in the dev_hists hash
+ * (failures are rare: no room in the per-CPU slot_hists), bytes (log2), count = commands. Numbered apart from enum
+ * kvio_dev_hist and enum kvio_bt_hist. */
+enum kvio_failed_hist {
+    KVIO_H_FAILED_READ = 48,
+    KVIO_H_FAILED_WRITE,
+    KVIO_H_FAILED_OTHER, /* flush, discard, write zeroes, driver commands */
+    KVIO_H_FAILED_END
+};
+
 enum kvio_proc_hist {
     KVIO_H_VFS_READ,
     KVIO_H_VFS_WRITE,

@@ -514,6 +514,15 @@ std::string whole_document_kind(const std::string& path) {
     return "a JSON document";
 }
 
+/// The first line [b, e) of a JSONL file that is not kvio.events/1, when it says what it is: "a kvio.semantic/1 file"
+/// (its meta record's "schema"), "a kvio.trace/1 document" (a one-line trace.json); else "".
+std::string first_line_kind(const char* b, const char* e) {
+    const json j = json::parse(b, e, nullptr, false);
+    if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) return "";
+    const std::string s = j["schema"].get<std::string>();
+    return s.find("semantic") != std::string::npos ? "a " + s + " file (kvio gen --semantic)" : "a " + s + " document";
+}
+
 }  // namespace
 
 bool EventsReader::next(EventRecord& r) {
@@ -536,6 +545,14 @@ bool EventsReader::next(EventRecord& r) {
             if (!unterminated_) throw;
             warn(torn_last_line_warning(src_));
             return false;
+        }
+        if (src_.line == 1 &&
+            (!r.has_field(EventField::Type) || (r.type != "cmd" && r.type != "syscall" && r.type != "summary"))) {
+            // a JSONL file of another format (a semantic log's "meta" record, a one-line trace.json): say which
+            const std::string kind = first_line_kind(p, e);
+            if (!kind.empty())
+                throw Error(src_.file + " is " + kind + ", not kvio.events/1 (one JSON object per line, as " +
+                            "`kvio trace --events` writes)");
         }
         return true;
     }

@@ -225,6 +225,15 @@ std::string render_metrics(const TraceSnapshot& s, ExpositionFormat f) {
            "driver commands).",
            false);
     totals("kvio_device_bytes_total", "Bytes moved by completed block device commands.", true);
+    e.family("kvio_device_failed_commands_total", "counter",
+             "Block device commands that completed with an error (blk_status_t), of kvio_device_commands_total "
+             "(op other: flushes, discards and the rest).");
+    for (const auto& [kdev, dev] : names)
+        for (auto [op, id] : {std::pair<const char*, uint32_t>{"read", KVIO_H_FAILED_READ},
+                              {"write", KVIO_H_FAILED_WRITE},
+                              {"other", KVIO_H_FAILED_OTHER}})
+            e.sample("kvio_device_failed_commands_total", {{"device", dev}, {"op", op}},
+                     double(dev_hist(devs.at(kdev), id, lba).count()));
 
     if (s.report.breakdown()) {
         e.family("kvio_block_events_total", "counter",

@@ -38,6 +38,13 @@ constexpr HistSpec kBtHists[KVIO_BT_H_END - KVIO_BT_H_Q2G_READ] = {
     {"bt_q2c_read", "ns", HistKind::Log2}, {"bt_q2c_write", "ns", HistKind::Log2},
 };
 bool is_bt_hist(uint32_t id) { return id >= KVIO_BT_H_Q2G_READ && id < KVIO_BT_H_END; }
+// Failed commands, from KVIO_H_FAILED_READ on (enum kvio_failed_hist).
+constexpr HistSpec kFailedHists[KVIO_H_FAILED_END - KVIO_H_FAILED_READ] = {
+    {"failed_read", "bytes", HistKind::Log2},
+    {"failed_write", "bytes", HistKind::Log2},
+    {"failed_other", "bytes", HistKind::Log2},
+};
+bool is_failed_hist(uint32_t id) { return id >= KVIO_H_FAILED_READ && id < KVIO_H_FAILED_END; }
 constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
     {"vfs_read", "ns", HistKind::Log2},
     {"vfs_write", "ns", HistKind::Log2},
@@ -49,6 +56,7 @@ constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
 
 std::string dev_hist_name(uint32_t id, uint32_t qid) {
     if (is_bt_hist(id)) return kBtHists[id - KVIO_BT_H_Q2G_READ].name;
+    if (is_failed_hist(id)) return kFailedHists[id - KVIO_H_FAILED_READ].name;
     if (id >= KVIO_DEV_HISTS) return "unknown";
     if (id == KVIO_H_NVME_D2C_QUEUE) return std::string(kDevHists[id].name) + std::to_string(qid);
     return kDevHists[id].name;
@@ -57,7 +65,9 @@ std::string dev_hist_name(uint32_t id, uint32_t qid) {
 std::string proc_hist_name(uint32_t id) { return id < KVIO_PROC_HISTS ? kProcHists[id].name : "unknown"; }
 
 Histogram make_dev_hist(uint32_t id, uint64_t lba_bucket_bytes) {
-    const auto& s = is_bt_hist(id) ? kBtHists[id - KVIO_BT_H_Q2G_READ] : kDevHists[id < KVIO_DEV_HISTS ? id : 0];
+    const auto& s = is_bt_hist(id)       ? kBtHists[id - KVIO_BT_H_Q2G_READ]
+                    : is_failed_hist(id) ? kFailedHists[id - KVIO_H_FAILED_READ]
+                                         : kDevHists[id < KVIO_DEV_HISTS ? id : 0];
     uint64_t width = id == KVIO_H_LBA_READ || id == KVIO_H_LBA_WRITE ? lba_bucket_bytes : 1;
     return Histogram(s.kind, s.unit, KVIO_HIST_SLOTS, width);
 }
@@ -171,6 +181,22 @@ static nlohmann::json totals(const std::map<std::string, Histogram>& m, const ch
     return {{"cmds", c}, {"bytes", b}};
 }
 
+/// "failed" of a device in kvio.trace/1: {read, write, other} -> {cmds, bytes} of the commands that completed with
+/// an error (the block layer's blk_status_t; the events' "error" field).
+static nlohmann::json failed_json(const std::map<std::string, Histogram>& m) {
+    return {
+        {"read", totals(m, "failed_read")}, {"write", totals(m, "failed_write")}, {"other", totals(m, "failed_other")}};
+}
+
+/// Failed commands of all devices (kvio.trace/1 "failed_cmds").
+static uint64_t failed_cmds(const std::map<uint32_t, std::map<std::string, Histogram>>& devs) {
+    uint64_t n = 0;
+    for (const auto& [kdev, hists] : devs)
+        for (const char* h : {"failed_read", "failed_write", "failed_other"})
+            if (auto it = hists.find(h); it != hists.end()) n += it->second.count();
+    return n;
+}
+
 const char* block_event_name(uint32_t kind) {
     static const char* const names[KVIO_BT_KINDS] = {"rq_merges", "bio_backmerges", "bio_frontmerges", "splits",
                                                      "requeues"};
@@ -242,6 +268,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         d["read"] = totals(hists, "bssplit_read");
         d["write"] = totals(hists, "bssplit_write");
         d["other"] = totals(hists, "other_cmds");
+        d["failed"] = failed_json(hists);
         nlohmann::json hj = nlohmann::json::object();
         for (const auto& [name, h] : hists) hj[name] = hist_json(h);
         d["histograms"] = hj;
@@ -264,6 +291,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"unattributed", counters[KVIO_CNT_NO_OWNER]},
         {"stale_entries", counters[KVIO_CNT_STALE]},
         {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
+        {"failed_cmds", failed_cmds(devs_)},
         {"rescued_by_backup", counters[KVIO_CNT_RESCUED]},
         {"rq_table_spills", counters[KVIO_CNT_RQ_SPILLS]},
         {"owner_table_spills", counters[KVIO_CNT_OWNER_SPILLS]},
@@ -350,6 +378,11 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
         auto r = totals(hists, "bssplit_read"), w = totals(hists, "bssplit_write");
         os << "\n== " << name << " (" << dev_string(id) << "): read " << r["cmds"] << " cmds / " << r["bytes"]
            << " B, write " << w["cmds"] << " cmds / " << w["bytes"] << " B\n";
+        const auto f = failed_json(hists);
+        if (f["read"]["cmds"] != 0 || f["write"]["cmds"] != 0 || f["other"]["cmds"] != 0)
+            os << "FAILED (completed with an error): read " << f["read"]["cmds"] << " cmds / " << f["read"]["bytes"]
+               << " B, write " << f["write"]["cmds"] << " cmds / " << f["write"]["bytes"] << " B, other "
+               << f["other"]["cmds"] << " cmds\n";
         for (const auto& [hname, h] : hists) {
             if (!h.count()) continue;
             bool qd = hname == "qd_read" || hname == "qd_write";
@@ -371,7 +404,8 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
        << "  unmatched completes: " << counters[KVIO_CNT_UNMATCHED_COMPLETE]
        << "  negative deltas discarded: " << counters[KVIO_CNT_NEGATIVE_DELTA]
        << "  unattributed (submitter unknown, not counted): " << counters[KVIO_CNT_NO_OWNER]
-       << "  completions not seen: " << counters[KVIO_CNT_LOST_COMPLETE] << "\n";
+       << "  completions not seen: " << counters[KVIO_CNT_LOST_COMPLETE] << "  failed commands: " << failed_cmds(devs_)
+       << "\n";
     if (counters[KVIO_CNT_RQ_SPILLS] || counters[KVIO_CNT_OWNER_SPILLS])
         os << "in-flight table spills (kept in the fallback hashes): requests " << counters[KVIO_CNT_RQ_SPILLS]
            << "  bio owners " << counters[KVIO_CNT_OWNER_SPILLS] << "\n";

@@ -3,7 +3,11 @@
 // crashes, and every result file stays valid JSON.
 #include <sys/mount.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -57,7 +61,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 // A read error and a write error reach the tracer as the failed commands' `error` field, on exactly the commands
-// over the bad ranges; the summary and the events file stay valid.
+// over the bad ranges; the summary (trace.json's failed counts) and the events file stay valid.
 TEST(Faults, TraceReportsReadAndWriteErrorsOnTheFailedCommands) {
     FaultDisk disk(64 * MiB);
     TempDir d;
@@ -93,6 +97,16 @@ TEST(Faults, TraceReportsReadAndWriteErrorsOnTheFailedCommands) {
     const auto n = disk.counters();
     EXPECT_EQ(n.at("eio_writes"), 1u);
     EXPECT_EQ(n.at("eio_reads"), 1u);
+    // The summary counts them too: per device and direction, and in all.
+    const json t = json::parse(slurp(d.file("t.json")));
+    EXPECT_EQ(t["failed_cmds"], 2) << t.dump().substr(0, 600);
+    for (const auto& dv : t["devices"]) {
+        if (dv["dev"] != disk.majmin) continue;
+        EXPECT_EQ(dv["failed"]["write"]["cmds"], 1) << dv["failed"].dump();
+        EXPECT_EQ(dv["failed"]["write"]["bytes"], bad_w[0]["bytes"]) << dv["failed"].dump();
+        EXPECT_EQ(dv["failed"]["read"]["cmds"], 1) << dv["failed"].dump();
+        EXPECT_EQ(dv["failed"]["other"]["cmds"], 0) << dv["failed"].dump();
+    }
 }
 
 // A stalled command holds its caller for the stall and no longer: the trace shows the stall as the command's D2C
@@ -153,8 +167,7 @@ TEST(Faults, SimulateCountsFailedReadsWithTheFirstError) {
 }
 
 // For its first 2 s the disk holds every request 1 s: simulate ends at its duration plus what the stall cost, not
-// later, and its results are whole. (With every request stalled for the whole run, a 3 s simulate took 495 s: an
-// entry op of ~310 transfers is not cut at the stop, so ending waits for its transfers at the disk's pace.)
+// later, and its results are whole.
 TEST(Faults, SimulateOnAStallingDiskEndsAfterItsDuration) {
     FaultDisk disk(256 * MiB);
     Ext4OnFaultDisk fs4(disk);
@@ -179,6 +192,140 @@ TEST(Faults, SimulateOnAStallingDiskEndsAfterItsDuration) {
     std::cerr << "[ measured ] simulate --duration 3, the disk stalling every request 1 s for 2 s: " << took << " s\n";
     EXPECT_GE(took, 3.0);
     EXPECT_LT(took, 3 + 2 + 1 + 10) << "simulate hung past its duration and the stalls (10 s for start and teardown)";
+}
+
+// The disk holds every request 1 s for the whole run: the stop cuts each entry op between its transfers (O_DIRECT,
+// posix and io_uring engines), so simulate ends about one stalled transfer (plus the ext4 metadata I/O of its
+// start and end) after its duration with whole results, the cut ops counted. Before, the ops ran to their end at
+// the disk's pace: a 3 s run took 495 s (entries of ~310 transfers). timeout(1) keeps a regression from taking
+// that long.
+TEST(Faults, SimulateOnADiskStallingEveryRequestEndsSoonAfterItsDuration) {
+    for (const char* io : {"direct", "io_uring"}) {
+        FaultDisk disk(256 * MiB);
+        Ext4OnFaultDisk fs4(disk);
+        ASSERT_TRUE(fs4.ok);
+        TempDir d;
+        std::filesystem::create_directory(fs4.dir + "/cache");
+        run("sync");
+        ASSERT_TRUE(disk.rule("stall rw 0 " + std::to_string(256 * MiB) + " 1000"));
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = run("timeout -s KILL 120 " + kvio_bin() +
+                     " simulate --model tiny-1b --num-users 4 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                     "--generation-mode none --seed 42 --progress-interval 0 --quiet --storage-io " +
+                     io + " --cache-dir " + fs4.dir + "/cache --output " + d.file("r.json"));
+        const double took = seconds_since(t0);
+        const auto n = disk.counters();
+        disk.rule("clear");
+        std::cerr << "[ measured ] " << io << ": simulate --duration 3, every request stalled 1 s: " << took << " s, "
+                  << n.at("stalls") << " stalls\n";
+        EXPECT_EQ(r.status, 0) << io << ": " << r.err;
+        const std::string text = slurp(d.file("r.json"));
+        ASSERT_TRUE(json::accept(text)) << io << ": " << text.substr(0, 300);
+        const json k = json::parse(text)["kvio"];
+        EXPECT_GE(n.at("stalls"), 1u) << io;
+        EXPECT_GE(k["cache"]["cut_ops"].get<uint64_t>(), 1u) << io << ": " << k["cache"].dump().substr(0, 400);
+        // What the stop waits for is the transfers in flight: 1 per user with the posix engine; with io_uring up to
+        // --storage-qd (8) per user, which the loop device serves one after another (measured: direct 6.3 s, drain
+        // under 4 s; io_uring 15.3 s, drain 12.2 s, at load ~15).
+        const double in_flight_s = std::string(io) == "direct" ? 4 * 1.0 : 4 * 8 * 1.0;
+        EXPECT_GE(took, 3.0) << io;
+        EXPECT_LT(took, 3 + in_flight_s + 10) << io << ": simulate ran on past its duration at the stalled disk's pace";
+        EXPECT_LT(k["stop"]["drain_s"].get<double>(), in_flight_s + 1) << io << ": " << k["stop"].dump();
+    }
+}
+
+// The cache directory cannot be made (a read-only filesystem: EROFS; a disk failing its metadata reads: EIO):
+// simulate stops before it runs with one line naming the path and the mkdir's errno. Before, the mkdir's error was
+// dropped and the line named the opendir after it ("No such file or directory").
+TEST(Faults, SimulateNamesTheCacheDirAndErrnoWhenItsMkdirFails) {
+    TempDir d;
+    std::filesystem::create_directory(d.file("ro"));
+    ASSERT_EQ(::mount("tmpfs", d.file("ro").c_str(), "tmpfs", MS_RDONLY, "size=1m"), 0) << std::strerror(errno);
+    const std::string cache = d.file("ro") + "/a/cache";
+    auto r = run(kvio_bin() +
+                 " simulate --model tiny-1b --num-users 1 --duration 1 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                 "--generation-mode none --seed 42 --progress-interval 0 --quiet --cache-dir " +
+                 cache + " --output " + d.file("r.json"));
+    ::umount2(d.file("ro").c_str(), MNT_DETACH);
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("cannot create --cache-dir " + cache + ": Read-only file system"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(d.file("r.json")));
+}
+
+// gen on a disk with a bad sector: the store over it fails (and so does the load of that object, which finds no
+// valid stamp); both are counted, the first named with the transfer's offset and the errno, the exit status is 1,
+// and --semantic (every op, the failed ones with their error) and --record stay valid.
+TEST(Faults, GenCountsFailedOpsAndKeepsItsOutputsValid) {
+    FaultDisk disk(64 * MiB);
+    TempDir d;
+    ASSERT_TRUE(disk.rule("eio write " + std::to_string(8 * MiB) + " 4096"));
+    auto r = run(kvio_bin() + " gen --model tiny-1b --num-chunks 4 --target " + disk.path + " --semantic " +
+                 d.file("s.jsonl") + " --record " + d.file("r.json"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    const std::string first = "kvio: gen: 2 ops failed; first: store of object 1: transfer at offset ";
+    const auto at = r.err.find(first);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const uint64_t off = std::stoull(r.err.substr(at + first.size()));
+    EXPECT_LE(off, 8 * MiB) << r.err;
+    EXPECT_GT(off + 512 * 1024, 8 * MiB) << r.err;  // the failed transfer (at most the 512 KiB cap) covers the sector
+    EXPECT_NE(r.err.find("failed: Input/output error"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("ERRORS 1"), std::string::npos) << r.out;
+    size_t ops = 0, failed = 0;
+    for (const auto& rec : read_jsonl(d.file("s.jsonl"))) {  // throws on a line that does not parse
+        if (!rec.contains("op")) continue;                   // the meta record
+        ++ops;
+        failed += rec.contains("error");
+    }
+    EXPECT_EQ(ops, 8u);
+    EXPECT_EQ(failed, 2u);
+    EXPECT_TRUE(json::accept(slurp(d.file("r.json"))));
+    EXPECT_GE(disk.counters().at("eio_writes"), 1u);
+}
+
+// replay on a disk with bad sectors: a --record replay counts its failed load, an --events replay its failed read
+// and write commands, each naming the first; exit status 1, no hang.
+TEST(Faults, ReplayCountsFailedOpsAndCommands) {
+    FaultDisk disk(64 * MiB);
+    TempDir d;
+    auto r =
+        run(kvio_bin() + " gen --model tiny-1b --num-chunks 4 --target " + disk.path + " --record " + d.file("r.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_TRUE(disk.rule("eio read " + std::to_string(20 * MiB) + " 4096"));
+    r = run(kvio_bin() + " replay --record " + d.file("r.json") + " --target " + disk.path + " --force --semantic " +
+            d.file("s.jsonl"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("kvio: replay: 1 ops failed; first: load of object "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("failed: Input/output error"), std::string::npos) << r.err;
+    for (const auto& rec : read_jsonl(d.file("s.jsonl"))) EXPECT_TRUE(rec.is_object());
+    // 32 writes then 32 reads of 64 KiB from sector 16384; the 6th write and the 10th read hit bad sectors.
+    ASSERT_TRUE(disk.rule("clear"));
+    const uint64_t base = 16384 * 512;
+    ASSERT_TRUE(disk.rule("eio write " + std::to_string(base + 5 * 65536) + " 4096"));
+    ASSERT_TRUE(disk.rule("eio read " + std::to_string(base + 9 * 65536) + " 4096"));
+    {
+        std::ofstream f(d.file("ev.jsonl"));
+        for (int i = 0; i < 64; ++i)
+            f << json{{"type", "cmd"},
+                      {"src", "block"},
+                      {"dev", "259:99"},
+                      {"disk", "x"},
+                      {"op", i < 32 ? "write" : "read"},
+                      {"bytes", 65536},
+                      {"sector", 16384 + (i % 32) * 128},
+                      {"ts_issue", 1000000 + i * 100000}}
+                     .dump()
+              << "\n";
+    }
+    r = run(kvio_bin() + " replay --events " + d.file("ev.jsonl") + " --target " + disk.path + " --force");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.out.find("replayed 64 commands: 31 reads (2031616 bytes), 31 writes (2031616 bytes), 2 FAILED"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find("kvio: replay: 2 commands failed; first: write of 65536 bytes at " +
+                         std::to_string(base + 5 * 65536) + " on " + disk.path + ": Input/output error"),
+              std::string::npos)
+        << r.err;
 }
 
 // The disk flips a bit of every byte it returns: with --verify-reads the first wrong byte fails the read, naming

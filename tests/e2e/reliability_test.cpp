@@ -238,6 +238,35 @@ TEST(WrongFormat, AManifestGivenAsEventsIsNamed) {
     EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
 }
 
+// A JSONL file of another format (gen's semantic log, whose first record is its "meta") given as --events said
+// "field 'type': expected \"cmd\", ...", and a one-line kvio.trace/1 document "field 'type': missing": both are
+// named now, by distill, replay and validate alike.
+TEST(WrongFormat, ASemanticLogGivenAsEventsIsNamed) {
+    TempDir d;
+    auto r = run(kvio_bin() + " gen --model tiny-1b --num-chunks 1 --target " + d.file("g.img") + " --semantic " +
+                 d.file("sem.jsonl"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    {
+        std::ofstream(d.file("t.json")) << R"({"schema":"kvio.trace/1","devices":[]})"
+                                        << "\n";
+    }
+    const std::string sem = d.file("sem.jsonl") + " is a kvio.semantic/1 file (kvio gen --semantic), not kvio.events/1";
+    const std::string trace = d.file("t.json") + " is a kvio.trace/1 document, not kvio.events/1";
+    r = run(kvio_bin() + " distill --events " + d.file("sem.jsonl"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(sem), std::string::npos) << r.err;
+    r = run("truncate -s 64M " + d.file("t.img") + " && " + kvio_bin() + " replay --events " + d.file("sem.jsonl") +
+            " --target " + d.file("t.img"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(sem), std::string::npos) << r.err;
+    r = run(kvio_bin() + " validate --commands " + d.file("sem.jsonl") + " --semantic " + d.file("sem.jsonl"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(sem), std::string::npos) << r.err;
+    r = run(kvio_bin() + " distill --events " + d.file("t.json"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(trace), std::string::npos) << r.err;
+}
+
 // simulate --enable-latency-tracing on the virtio-blk root disk returned validation.summary null: its semantic
 // file's mdts_bytes (2 199 023 254 528) was refused by its own reader ("not_validated").
 TEST(DeviceLimits, LatencyTracingOnTheRootDiskValidates) {

@@ -129,6 +129,7 @@ TraceSnapshot sample_snapshot() {
     s.report.add_proc_hist(KVIO_H_FSYNC, log2_hist({{20, 1}}));
     s.report.add_dev_hist({kDev, KVIO_H_OTHER_CMDS, 0}, log2_hist({{0, 3}}));  // 3 other commands, 2 of them flushes
     s.report.add_dev_hist({kDev, KVIO_H_FLUSH_CMDS, 0}, log2_hist({{0, 2}}));
+    s.report.add_dev_hist({kDev, KVIO_H_FAILED_WRITE, 0}, log2_hist({{18, 1}}));  // 1 of the writes failed
     s.counters[KVIO_CNT_RB_DROPS] = 3;
     s.stats_on = true;
     s.progs = {{"block_rq_issue_btf", 64, 64000}};
@@ -151,6 +152,8 @@ TEST(PromExposition, TextFormatNamesUnitsAndCumulativeBuckets) {
     EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"discard\"}"), 0);
     EXPECT_EQ(sample(t, "kvio_device_commands_total{" + dev + ",op=\"other\"}"), 1);
     EXPECT_EQ(sample(t, "kvio_device_bytes_total{" + dev + ",op=\"write\"}"), 64 * 131072);
+    EXPECT_EQ(sample(t, "kvio_device_failed_commands_total{" + dev + ",op=\"write\"}"), 1);
+    EXPECT_EQ(sample(t, "kvio_device_failed_commands_total{" + dev + ",op=\"read\"}"), 0);
     EXPECT_NE(t.find("# TYPE kvio_device_commands_total counter\n"), std::string::npos);
     EXPECT_NE(t.find("# TYPE kvio_d2c_seconds histogram\n"), std::string::npos);
     // slot 14 = [8192, 16384) ns -> le = 16383 ns; slot 17 -> le = 131071 ns

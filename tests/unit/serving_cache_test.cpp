@@ -3,6 +3,7 @@
 // buffered storage layout (<key>.npy = 128-byte .npy header + data), LRU deletion of files, the accounting of
 // demotions and failures, and the storage limit on a private tmpfs under concurrent writers.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -24,6 +25,8 @@
 #include "workload/serving/cache.h"
 #include "workload/serving/tiers/gpu_tier.h"
 #include "workload/serving/tiers/kv_data.h"
+#include "workload/serving/tiers/storage_io.h"
+#include "workload/serving/tiers/storage_throttle.h"
 #include "workload/serving/tiers/tiers.h"
 #include "workload/serving/tiers/tiers.h"
 
@@ -186,6 +189,93 @@ TEST(ServingCache, CutWriteFileGoesWhenTheTierGoes) {
     }
     EXPECT_FALSE(std::filesystem::exists(d.path + "/cut.npy")) << "a cut write left its file";
     EXPECT_TRUE(std::filesystem::exists(d.path + "/kept.npy"));
+}
+
+// The O_DIRECT tier stops at the stop too: a write cut before its first transfer moves nothing and its file goes
+// with the tier; a read of a stored entry is cut the same way; the tier ignoring the flag is what made a run on a
+// disk stalling every request wait for whole entries (hundreds of transfers) after its duration.
+TEST(ServingCache, DirectTierCutsWritesAndReadsAtTheStop) {
+    TmpDir d;
+    StorageOptions o;
+    o.path = d.path;
+    o.io = "direct";
+    NoisePool pool(7);
+    std::atomic<bool> stop{false};
+    {
+        auto tier = make_storage_tier(o);
+        tier->set_cut_flag(&stop);
+        tier->write("kept", 1u << 20, EntryData(pool, key_hash("kept", 7)));
+        stop = true;
+        try {
+            tier->write("cut", 8u << 20, EntryData(pool, key_hash("cut", 7)));
+            ADD_FAILURE() << "a write went on after the stop";
+        } catch (const OpCut& e) {
+            EXPECT_EQ(e.bytes_moved, 0u);
+        }
+        EXPECT_THROW(tier->read("kept", 1u << 20), OpCut);
+        EXPECT_TRUE(std::filesystem::exists(d.path + "/cut.npy")) << "removed in the drain";
+    }
+    EXPECT_FALSE(std::filesystem::exists(d.path + "/cut.npy")) << "a cut write left its file";
+}
+
+// EnginePool::run asks `cut` before each transfer: once it says true nothing more is queued, the transfers in
+// flight finish and OpCut carries the bytes they moved.
+TEST(ServingCache, EnginePoolStopsQueueingWhenCut) {
+    TmpDir d;
+    const std::string path = d.path + "/f";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    ASSERT_EQ(::ftruncate(fd, 1 << 20), 0);
+    for (const char* engine : {"posix", "io_uring"}) {
+        EnginePool p(engine, 4, 64 * 1024);
+        auto lease = p.take();
+        int asked = 0;
+        try {  // 16 transfers of 64 KiB; the 6th question says stop
+            p.run(*lease, fd, false, {{0, 1 << 20}}, 1 << 20, {}, nullptr, 0, 0, [&] { return ++asked > 5; });
+            ADD_FAILURE() << engine << ": not cut";
+        } catch (const OpCut& e) {  // what was queued before the stop moved (qd 4: 4 of the 16 transfers)
+            EXPECT_GT(e.bytes_moved, 0u) << engine;
+            EXPECT_LE(e.bytes_moved, 5u * 64 * 1024) << engine;
+            EXPECT_EQ(e.bytes_moved % (64 * 1024), 0u) << engine;
+        }
+        EXPECT_EQ(asked, 6) << engine << ": asked again after it said stop";
+        TransferResult r = p.run(*lease, fd, false, {{0, 1 << 20}}, 1 << 20, {}, nullptr, 0, 0, [] { return false; });
+        EXPECT_EQ(r.bytes, 1u << 20) << engine;
+        EXPECT_EQ(r.transfers, 16u) << engine;
+    }
+    ::close(fd);
+}
+
+// --verify-reads under --storage-throttle-mibps: the throttle passes the read check (and the cut flag) on to the
+// tier it wraps, whichever is set first, so a wrong byte read through it is still caught, naming the entry.
+TEST(ServingCache, ThrottledTierPassesTheReadCheckAndTheCutOn) {
+    TmpDir d;
+    StorageOptions o;
+    o.path = d.path;
+    NoisePool pool(7);
+    auto tier = make_throttled_storage_tier(make_storage_tier(o), 1024);
+    tier->set_read_check(&pool, 7);
+    tier->write("e", 1u << 20, EntryData(pool, key_hash("e", 7)));
+    tier->read("e", 1u << 20);  // intact: no error
+    {
+        std::fstream f(d.path + "/e.npy", std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(128 + 5000);  // payload byte 5000 (after the 128-byte .npy header)
+        char c = 0;
+        f.read(&c, 1);
+        f.seekp(128 + 5000);
+        c ^= 1;
+        f.write(&c, 1);
+    }
+    try {
+        tier->read("e", 1u << 20);
+        ADD_FAILURE() << "a flipped bit read through the throttle was not caught";
+    } catch (const kvio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("payload mismatch in entry e at payload byte 5000"), std::string::npos)
+            << e.what();
+    }
+    std::atomic<bool> stop{true};
+    tier->set_cut_flag(&stop);
+    EXPECT_THROW(tier->read("e", 1u << 20), OpCut);
 }
 
 // The writev path (gather) yields the bytes fill() copies, in pieces of any iovec budget, wrapping the pool.

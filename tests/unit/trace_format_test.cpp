@@ -10,6 +10,7 @@
 #include <tuple>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "bpf/kvio_trace.h"
@@ -160,6 +161,39 @@ TEST(TraceReport, JsonFromMapValues) {
     EXPECT_EQ(j["devices"][0]["write"]["bytes"], 5 * 131072);
     EXPECT_EQ(j["devices"][0]["histograms"]["bssplit_write"]["buckets"], nlohmann::json::parse("[[131072,262144,5]]"));
     EXPECT_TRUE(j["process"].contains("write_fsync_gap"));
+    EXPECT_EQ(j["failed_cmds"], 0);
+    EXPECT_EQ(j["devices"][0]["failed"]["write"]["cmds"], 0);
+}
+
+// Commands that completed with an error (the failed_* histograms the completion program fills from the dev_hists
+// hash) are counted per device and direction and in all, in the JSON and the text summary.
+TEST(TraceReport, FailedCommandsAreCountedPerDeviceAndInAll) {
+    EXPECT_EQ(dev_hist_name(KVIO_H_FAILED_READ), "failed_read");
+    EXPECT_EQ(dev_hist_name(KVIO_H_FAILED_OTHER), "failed_other");
+    EXPECT_EQ(make_dev_hist(KVIO_H_FAILED_WRITE, 1 << 20).unit(), "bytes");
+    TraceReport r(10ull << 30);
+    kvio_hist h{};
+    h.slots[17] = 2;  // two 64 KiB reads failed
+    h.sum = 2 * 65536;
+    r.add_dev_hist({KVIO_MKDEV(4095, 79), KVIO_H_FAILED_READ, 0}, h);
+    kvio_hist w{};
+    w.slots[13] = 1;  // one 4 KiB write failed, on another device
+    w.sum = 4096;
+    r.add_dev_hist({KVIO_MKDEV(4095, 80), KVIO_H_FAILED_WRITE, 0}, w);
+    uint64_t counters[KVIO_COUNTERS] = {};
+    auto j = r.to_json(1.0, counters, false);
+    EXPECT_EQ(j["failed_cmds"], 3);
+    ASSERT_EQ(j["devices"].size(), 2u);
+    EXPECT_EQ(j["devices"][0]["failed"]["read"]["cmds"], 2);
+    EXPECT_EQ(j["devices"][0]["failed"]["read"]["bytes"], 2 * 65536);
+    EXPECT_EQ(j["devices"][0]["failed"]["write"]["cmds"], 0);
+    EXPECT_EQ(j["devices"][1]["failed"]["write"]["cmds"], 1);
+    std::ostringstream text;
+    r.print(text, 1.0, counters, false);
+    EXPECT_NE(text.str().find("FAILED (completed with an error): read 2 cmds / 131072 B, write 0 cmds / 0 B"),
+              std::string::npos)
+        << text.str();
+    EXPECT_NE(text.str().find("failed commands: 3"), std::string::npos) << text.str();
 }
 
 // ---- EventEncoder / EventWriter: the fast writer must produce exactly the reference records ----

@@ -167,6 +167,7 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
         } else if (!is_block_device(storage_dir)) {
             std::error_code ec;
             std::filesystem::create_directories(storage_dir, ec);  // the benchmark creates it (parents too)
+            if (ec) throw Error("cannot create --cache-dir " + storage_dir + ": " + ec.message());
         }
         StorageOptions so;
         so.path = storage_dir;

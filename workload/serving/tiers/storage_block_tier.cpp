@@ -71,7 +71,7 @@ public:
             auto lease = pool_->take();
             if (sem_) rec.trace_id = sem_->next_trace_id();
             TransferResult r = pool_->run(*lease, fd_, true, where, total, npy_header(bytes, kDirectHeader), &data,
-                                          bytes, rec.trace_id);
+                                          bytes, rec.trace_id, [this] { return cut_requested(); });
             t = {r.host + r.device, r.host, r.device};
             rec.transfers = r.transfers;
         } catch (...) {
@@ -100,7 +100,8 @@ public:
         where = skip(where, kDirectHeader);
         auto lease = pool_->take();
         if (sem_) rec.trace_id = sem_->next_trace_id();
-        TransferResult r = pool_->run(*lease, fd_, false, where, io, {}, nullptr, bytes, rec.trace_id);
+        TransferResult r = pool_->run(*lease, fd_, false, where, io, {}, nullptr, bytes, rec.trace_id,
+                                      [this] { return cut_requested(); });
         rec.transfers = r.transfers;
         rec.ts = workload::monotonic_ns();
         if (sem_) record(rec, where);

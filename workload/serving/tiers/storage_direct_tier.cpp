@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <mutex>
 #include <optional>
 
 #include "common/error.h"
@@ -33,6 +34,7 @@ public:
     }
     ~DirectDirTier() override {
         if (sem_) sem_->close();
+        for (const auto& p : cut_files_) ::unlink(p.c_str());
     }
     std::string name() const override { return "storage-" + std::string(engine_ == "posix" ? "direct" : "io_uring"); }
     std::string description() const override {
@@ -58,6 +60,12 @@ public:
             if (::fallocate(fd, 0, 0, off_t(total)) != 0 && errno != EOPNOTSUPP)
                 throw Error(errno_text("fallocate", path));
             t = transfer(*lease, fd, 0, rec, npy_header(bytes, kDirectHeader), &data, t0, path);
+        } catch (const OpCut&) {
+            lease->engine->close(fd);
+            // As the buffered tier: the file of a cut write goes in the destructor, after the run's clock stopped.
+            std::lock_guard<std::mutex> g(cut_mu_);
+            cut_files_.push_back(path);
+            throw;
         } catch (...) {
             lease->engine->close(fd);
             ::unlink(path.c_str());
@@ -99,8 +107,8 @@ private:
                       const EntryData* data, double t0, const std::string& path) {
         if (sem_) rec.trace_id = sem_->next_trace_id();
         double t1 = now_s();
-        TransferResult r =
-            pool_->run(s, fd, rec.store, {{off, rec.bytes}}, rec.bytes, header, data, rec.payload_bytes, rec.trace_id);
+        TransferResult r = pool_->run(s, fd, rec.store, {{off, rec.bytes}}, rec.bytes, header, data, rec.payload_bytes,
+                                      rec.trace_id, [this] { return cut_requested(); });
         rec.transfers = r.transfers;
         rec.ts = workload::monotonic_ns();
         if (sem_) record(rec, fd, path);
@@ -126,6 +134,8 @@ private:
     std::optional<workload::TargetInfo> target_;
     std::unique_ptr<EnginePool> pool_;
     std::unique_ptr<StorageSemanticLog> sem_;
+    std::mutex cut_mu_;
+    std::vector<std::string> cut_files_;  // files of cut writes, removed by the destructor
 };
 
 }  // namespace

@@ -50,7 +50,7 @@ void EnginePool::give(std::unique_ptr<Slot> s) {
 
 TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<std::pair<uint64_t, uint64_t>>& where,
                                uint64_t total, const std::string& header, const EntryData* data, uint64_t payload,
-                               uint32_t trace_id) {
+                               uint32_t trace_id, const std::function<bool()>& cut) {
     TransferResult r;
     const bool sync_engine = engine_ == "posix";  // its queue() performs the transfer: that time is device time
     struct Inflight {
@@ -67,9 +67,11 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
     uint64_t piece_start = 0;  // stream offset where `where[piece]` begins
     double gen = 0;
     const uint64_t hdr = header.empty() ? 0 : kDirectHeader;
-    while ((pos < total && error.empty()) || !inflight.empty()) {
+    bool stopped = false;  // `cut` said true: nothing more is queued
+    auto more = [&] { return pos < total && error.empty() && !(stopped = stopped || (cut && cut())); };
+    while (more() || !inflight.empty()) {
         double q0 = now_s(), g0 = gen;
-        while (pos < total && error.empty() && !free_bufs.empty() && inflight.size() < qd_) {
+        while (!free_bufs.empty() && inflight.size() < qd_ && more()) {
             while (piece < where.size() && pos >= piece_start + where[piece].second)
                 piece_start += where[piece++].second;
             if (piece == where.size())
@@ -127,6 +129,7 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
         }
     }
     if (!error.empty()) throw Error(std::string(write ? "write" : "read") + " failed: " + error);
+    if (stopped) throw OpCut(r.bytes);
     return r;
 }
 

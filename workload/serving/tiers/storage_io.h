@@ -3,6 +3,7 @@
 // are not thread-safe, so each op leases one (with its registered buffers) from a pool.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,10 +60,12 @@ public:
     /// load, which skips the known header) the whole stream is entry bytes. Entry bytes are `data` up to
     /// `payload`, zero after (writes). `where` maps the stream onto target offsets as consecutive
     /// {offset, len} pieces (a transfer never crosses a piece). Throws kvio::Error on a failed or short
-    /// transfer.
+    /// transfer. `cut` (may be empty) is asked before each transfer is queued: once it says true no transfer
+    /// is queued, those in flight are reaped and OpCut (the bytes moved) is thrown, so a stop waits for at most
+    /// the transfers in flight, not the op's remaining ones (docs/simulate.md, "Stopping").
     TransferResult run(Slot& s, int fd, bool write, const std::vector<std::pair<uint64_t, uint64_t>>& where,
                        uint64_t total, const std::string& header, const EntryData* data, uint64_t payload,
-                       uint32_t trace_id);
+                       uint32_t trace_id, const std::function<bool()>& cut = {});
 
 private:
     void give(std::unique_ptr<Slot> s);

@@ -15,6 +15,14 @@ public:
     ThrottledTier(std::unique_ptr<StorageTier> inner, double mib_per_s)
         : inner_(std::move(inner)), bytes_per_s_(mib_per_s * double(1u << 20)), mib_per_s_(mib_per_s) {}
 
+    void set_cut_flag(const std::atomic<bool>* flag) override {
+        StorageTier::set_cut_flag(flag);
+        inner_->set_cut_flag(flag);
+    }
+    void set_read_check(const NoisePool* pool, uint64_t seed) override {
+        StorageTier::set_read_check(pool, seed);
+        inner_->set_read_check(pool, seed);
+    }
     std::string name() const override { return inner_->name(); }
     std::string description() const override {
         std::ostringstream o;
@@ -41,13 +49,15 @@ private:
         next_free_s_ = start + double(bytes) / bytes_per_s_;
         return next_free_s_;
     }
-    static OpTiming finish(OpTiming t, double slot_end) {
-        const double wait = slot_end - now_s();
-        if (wait > 0) {
-            std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-            t.device += wait;
-            t.total += wait;
-        }
+    // The op's I/O is done: waits for the end of its slot, in steps of at most 10 ms so a stop (the cut flag)
+    // ends the wait; the op stays done, with the time it waited.
+    OpTiming finish(OpTiming t, double slot_end) const {
+        const double t0 = now_s();
+        for (double now = t0; now < slot_end && !cut_requested(); now = now_s())
+            std::this_thread::sleep_for(std::chrono::duration<double>(std::min(slot_end - now, 0.01)));
+        const double wait = now_s() - t0;
+        t.device += wait;
+        t.total += wait;
         return t;
     }
 

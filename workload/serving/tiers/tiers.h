@@ -25,13 +25,14 @@ struct OpCut : std::runtime_error {
 class TierBackend {
 public:
     virtual ~TierBackend() = default;
-    /// Ops check `*flag` between their transfers and throw OpCut once it is set (storage tiers that support it:
-    /// the buffered directory tier). Null = never.
-    void set_cut_flag(const std::atomic<bool>* flag) { cut_flag_ = flag; }
+    /// Ops check `*flag` between their transfers and throw OpCut once it is set (the storage tiers: buffered
+    /// between its 2 MiB writev and 4 MiB read calls, direct/io_uring and block between engine transfers, so a stop
+    /// waits for the transfers in flight only). Null = never. A wrapping tier passes it on.
+    virtual void set_cut_flag(const std::atomic<bool>* flag) { cut_flag_ = flag; }
     /// --verify-reads: reads check every byte against what a write of the key stored (EntryData of `pool` and
     /// key_hash(key, seed)) and fail with the entry and offset of the first wrong byte (tiers that support it: the
-    /// buffered directory tier). Null = no check.
-    void set_read_check(const NoisePool* pool, uint64_t seed) { check_pool_ = pool, check_seed_ = seed; }
+    /// buffered directory tier). Null = no check. A wrapping tier passes it on.
+    virtual void set_read_check(const NoisePool* pool, uint64_t seed) { check_pool_ = pool, check_seed_ = seed; }
     /// "cpu" | "gpu-model" | "gpu-cuda" | "storage-buffered" | "storage-direct" | "storage-io_uring" |
     /// "storage-block" | "null".
     virtual std::string name() const = 0;
