@@ -690,6 +690,12 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
     double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
     double next_tick = monitor_ ? c_.autoscaler_interval_s : 1e300;
     while (true) {
+        // A signal first: when this thread was held up (a stats call under load) past the duration while a signal
+        // came, the stop is the signal's, not the clock's.
+        if (const int sig = stop_signo()) {
+            reason = std::string("signal ") + strsignal(sig);
+            break;
+        }
         double t = elapsed();
         if (t >= double(c_.duration)) break;
         if (max_reached_) {
@@ -700,10 +706,6 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
             settled_.load() >=
                 stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops its queue)
             reason = "replay_cycles";
-            break;
-        }
-        if (const int sig = stop_signo()) {
-            reason = std::string("signal ") + strsignal(sig);
             break;
         }
         if (t >= next_tick) {
