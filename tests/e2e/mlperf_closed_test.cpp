@@ -305,6 +305,38 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n)).empty());
 }
 
+// SIGINT to one rank alone (not to mpirun): every rank's trial stops within a second or so, not at the trial's end.
+TEST(MlperfClosed, MpiStopOfOneRankStopsEveryRank) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    TempDir cache, results("/dev/shm");
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    // The newest process whose command line starts with kvio and names this results directory is a rank.
+    const CmdResult r =
+        run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() +
+            " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache.path + "/kv --results-dir " + dir +
+            " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+            " 2>/dev/null && break; sleep 0.2; done; sleep 3; kill -INT $(pgrep -n -f '^" + kvio_bin() +
+            " simulate --mpi.*" + dir + "'); wait $p");
+    EXPECT_NE(r.status, 0);
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << slurp(log);
+    const json s = load(sp);
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 1) << slurp(log);
+    int other = 0;
+    for (int n = 0; n < 2; ++n) {
+        const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+        ASSERT_FALSE(f.empty()) << slurp(log);
+        const json st = load(f)["kvio"]["stop"];
+        EXPECT_NE(st["reason"].get<std::string>().find("signal Interrupt"), std::string::npos) << st;
+        EXPECT_LT(st["stop_requested_at_s"].get<double>(), 30.0) << st;
+        other += st["reason"].get<std::string>().find("to another client") != std::string::npos;
+    }
+    EXPECT_EQ(other, 1);
+}
+
 TEST(MlperfClosed, ForbiddenFlagsAreRefusedNamingTheRule) {
     Ext4Mount cache_fs(64ull << 20, "/dev/shm");
     TempDir results;
