@@ -60,7 +60,7 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
 
 /// The --mlperf-closed options typed without --mlperf-closed, or a bad value of one: usage errors (exit 2), not
 /// options silently ignored or a run refused (exit 1).
-void check_closed_usage(CLI::App* sub, const ClosedFlags& f) {
+void check_closed_usage(CLI::App* sub, const ClosedFlags& f, const serving::SimConfig& c) {
     auto given = [&](const char* n) { return sub->get_option(n)->count() > 0; };
     if (!f.on) {
         for (const char* n :
@@ -72,6 +72,9 @@ void check_closed_usage(CLI::App* sub, const ClosedFlags& f) {
         throw UsageError("--trial-seconds " + std::to_string(f.trial_seconds) + ": must be >= 1");
     if (given("--pause-seconds") && !(f.pause_seconds >= 0)) throw UsageError("--pause-seconds: must be >= 0");
     if (given("--test-cpu-mem-gb") && !(f.test_cpu_mem_gb > 0)) throw UsageError("--test-cpu-mem-gb: must be > 0");
+    if (c.num_clients < 1 || c.num_clients > 1024)
+        throw UsageError("--num-clients " + std::to_string(c.num_clients) +
+                         ": must be between 1 and 1024 (one client = one process, rule kvcacheClientDefinition)");
 }
 
 int run_closed(CLI::App* sub, const serving::SimConfig& c, ClosedFlags& f) {
@@ -148,7 +151,7 @@ void add_simulate_command(CLI::App& app) {
                     "(one client per rank); docs/simulate.md says how results are merged.\n") +
         serving::mpi_build_status());
     sub->callback([c, closed, audited, sub] {
-        check_closed_usage(sub, *closed);
+        check_closed_usage(sub, *closed, *c);
         if (*audited) {
             if (const int code = run_audited(*c, closed->on)) throw CLI::RuntimeError(code);
             return;

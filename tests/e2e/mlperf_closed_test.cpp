@@ -4,8 +4,11 @@
 // over trials, P95 the maximum over ranks and trials); the refusals naming their rule; the checker finding planted
 // problems in copies of the run and passing the clean one.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/simulate_helpers.h"
 
 using namespace kvio::test;
 using nlohmann::json;
@@ -288,7 +292,7 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
         run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() +
             " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt + "/kv --results-dir " +
             dir + " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
-            " & p=$!; for i in $(seq 300); do grep -q 'trial 1/3' " + log +
+            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
             " 2>/dev/null && break; sleep 0.2; done; sleep 3; kill -INT $p; wait $p");
     EXPECT_NE(r.status, 0);
     const std::string sp = summary_of(dir);
@@ -299,6 +303,38 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
     EXPECT_EQ(s["options"]["1"]["trial_count"], 1);
     EXPECT_NE(s["not_a_closed_submission"].get<std::string>().find("stopped by signal 15"), std::string::npos);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n)).empty());
+}
+
+// SIGINT to one rank alone (not to mpirun): every rank's trial stops within a second or so, not at the trial's end.
+TEST(MlperfClosed, MpiStopOfOneRankStopsEveryRank) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    TempDir cache, results("/dev/shm");
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    // The newest process whose command line starts with kvio and names this results directory is a rank.
+    const CmdResult r =
+        run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() +
+            " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache.path + "/kv --results-dir " + dir +
+            " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+            " 2>/dev/null && break; sleep 0.2; done; sleep 3; kill -INT $(pgrep -n -f '^" + kvio_bin() +
+            " simulate --mpi.*" + dir + "'); wait $p");
+    EXPECT_NE(r.status, 0);
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << slurp(log);
+    const json s = load(sp);
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 1) << slurp(log);
+    int other = 0;
+    for (int n = 0; n < 2; ++n) {
+        const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+        ASSERT_FALSE(f.empty()) << slurp(log);
+        const json st = load(f)["kvio"]["stop"];
+        EXPECT_NE(st["reason"].get<std::string>().find("signal Interrupt"), std::string::npos) << st;
+        EXPECT_LT(st["stop_requested_at_s"].get<double>(), 30.0) << st;
+        other += st["reason"].get<std::string>().find("to another client") != std::string::npos;
+    }
+    EXPECT_EQ(other, 1);
 }
 
 TEST(MlperfClosed, ForbiddenFlagsAreRefusedNamingTheRule) {
@@ -357,6 +393,138 @@ TEST(MlperfClosed, BadOrOrphanClosedOptionsAreUsageErrors) {
         EXPECT_EQ(r.status, 2) << flag << ": " << r.err;
         EXPECT_NE(r.err.find("needs --mlperf-closed"), std::string::npos) << flag << ": " << r.err;
     }
+}
+
+// The shortened one-Option run of the tests below: 1 s trials, no pause, 2 clients.
+std::string short_closed(const std::string& cache, const std::string& results) {
+    return kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " +
+           results +
+           " --num-clients 2 --trial-seconds 1 --pause-seconds 0 --test-cpu-mem-gb 0.25 --progress-interval 0";
+}
+
+/// Every file under `dir` whose name starts with `prefix`.
+std::vector<std::string> files_named(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> v;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().filename().string().rfind(prefix, 0) == 0) v.push_back(it->path().string());
+    return v;
+}
+
+// A results disk that fills during the first trial (a 20 MB tmpfs with ~100 KB free: less than two rank files and the
+// merged file): the error is named, every client's cache is removed from the storage under test, every rank file
+// written whole is in its rank directory (none left as trial_0/kvio_merged_results.rankN.json), the protocol stops
+// after that trial, and a summary is attempted, its outcome named.
+TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
+    TempDir cache;  // /var/tmp
+    TmpfsMount results(20ull << 20);
+    const CmdResult fill = run("dd if=/dev/zero of=" + results.dir.path +
+                               "/filler bs=4096 count=$(( ($(stat -f -c %a " + results.dir.path + ") - 25) )) 2>&1");
+    ASSERT_EQ(fill.status, 0) << fill.out;
+    const std::string dir = results.dir.path + "/run";
+    const CmdResult r = run(short_closed(cache.path + "/kv", dir));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+    for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache.path + "/kv/rank_" + std::to_string(n))) << r.err;
+    EXPECT_TRUE(files_named(dir, "kvio_merged_results.rank").empty()) << r.err;
+    for (const auto& f : files_named(dir, "kvcache_results_")) {
+        EXPECT_NE(f.find("/option_1/trial_0/rank_"), std::string::npos) << f;
+        EXPECT_NO_THROW(load(f)) << f;
+    }
+    EXPECT_FALSE(fs::exists(dir + "/option_1/trial_1")) << "the protocol ran on after a failed trial: " << r.err;
+    EXPECT_NE(r.err.find("produced no rank file: the protocol stops here"), std::string::npos) << r.err;
+    const bool written = r.err.find("summary written to") != std::string::npos;
+    const bool named = r.err.find("summary not written: ") != std::string::npos;
+    EXPECT_TRUE(written != named) << r.err;
+    EXPECT_EQ(!summary_of(dir).empty(), written) << r.err;
+}
+
+namespace {
+
+/// A read-only tmpfs on a temp dir, unmounted at destruction.
+struct ReadOnlyMount {
+    ReadOnlyMount() {
+        if (::mount("tmpfs", dir.path.c_str(), "tmpfs", MS_RDONLY, "size=1m") != 0)
+            ADD_FAILURE() << "mount tmpfs ro: " << std::strerror(errno);
+    }
+    ~ReadOnlyMount() { ::umount2(dir.path.c_str(), MNT_DETACH); }
+    TempDir dir;
+};
+
+}  // namespace
+
+// A read-only --results-dir or --cache-dir is refused up front, the flag named, before anything is created.
+TEST(MlperfClosed, ReadOnlyDirectoriesAreRefusedBeforeAnythingStarts) {
+    ReadOnlyMount ro;
+    TempDir shm("/dev/shm"), var;
+    CmdResult r = run(short_closed(var.path + "/kv", ro.dir.path));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("--results-dir " + ro.dir.path + ": not writable: Read-only file system"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(var.path + "/kv"));
+    r = run(short_closed(ro.dir.path + "/kv", shm.path + "/run"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("--cache-dir " + ro.dir.path + "/kv: not writable: Read-only file system"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("trial_0"), std::string::npos) << "a trial started: " << r.err;
+    EXPECT_FALSE(fs::exists(shm.path + "/run"));
+    // A parent that is a regular file is "Not a directory".
+    std::ofstream(shm.path + "/file") << "x";
+    r = run(short_closed(var.path + "/kv", shm.path + "/file/run"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("--results-dir " + shm.path + "/file/run: Not a directory"), std::string::npos) << r.err;
+}
+
+// Two CLOSED runs on one --cache-dir: the second is refused while the first runs, naming the first's pid and rule
+// kvcachePerClientIsolation. The first, given relative directories, records them absolute and normalised (metadata,
+// provenance, rank files), each rank file's output is its final path, and the progress names trial_<T> with its count.
+TEST(MlperfClosed, SecondRunOnOneCacheDirIsRefusedAndPathsAreAbsolute) {
+    TempDir var, shm("/dev/shm");
+    const std::string cache_rel = fs::relative(var.path, shm.path).string() + "/./kv/";
+    const std::string log = shm.path + "/log";
+    const CmdResult r =
+        run("cd " + shm.path + " && { " + short_closed(cache_rel, "./run/") + " 2> " + log +
+            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+            " 2>/dev/null && break; sleep 0.1; done; " + short_closed(var.path + "/kv", shm.path + "/run2") +
+            "; echo second=$?; echo pid=$p; wait $p; echo first=$?; }");
+    const std::string err1 = slurp(log);
+    EXPECT_NE(r.out.find("first=0"), std::string::npos) << r.out << err1;
+    EXPECT_NE(r.out.find("second=1"), std::string::npos) << r.out << r.err;
+    const size_t at = r.out.find("pid=");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string pid = r.out.substr(at + 4, r.out.find('\n', at) - at - 4);
+    EXPECT_NE(r.err.find("is in use by another CLOSED run (pid " + pid + " holds " + var.path + "/kv/rank_0.lock)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("rule kvcachePerClientIsolation"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(shm.path + "/run2"));
+    for (int t = 0; t < 3; ++t)
+        EXPECT_NE(err1.find("trial_" + std::to_string(t) + " (" + std::to_string(t + 1) + "/3)"), std::string::npos)
+            << err1;
+    EXPECT_TRUE(fs::is_empty(var.path + "/kv")) << "locks or caches left";
+    const std::string dir = shm.path + "/run";
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err1;
+    const json s = load(sp);
+    EXPECT_EQ(s["kvio"]["metadata"]["cache_dir"], var.path + "/kv");
+    EXPECT_EQ(s["kvio"]["metadata"]["results_dir"], dir);
+    EXPECT_EQ(s["kvio"]["provenance"]["cache_dir"]["path"], var.path + "/kv") << s["kvio"]["provenance"]["cache_dir"];
+    const std::string f = only_file(dir + "/option_1/trial_2/rank_1");
+    ASSERT_FALSE(f.empty());
+    const json d = load(f);
+    EXPECT_EQ(d["kvio"]["config"]["flags"]["cache_dir"], var.path + "/kv/rank_1");
+    EXPECT_EQ(d["kvio"]["config"]["flags"]["output"], f);
+}
+
+TEST(MlperfClosed, NoClientsIsAUsageError) {
+    TempDir var, shm("/dev/shm");
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + var.path + "/kv --results-dir " +
+                            shm.path + "/run --num-clients 0 --trial-seconds 1 --pause-seconds 0");
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("--num-clients 0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("rule kvcacheClientDefinition"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(shm.path + "/run"));
 }
 
 TEST(MlperfCheck, UsageErrorsExitTwo) {

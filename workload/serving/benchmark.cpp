@@ -159,6 +159,7 @@ public:
 
     /// Replaces the synthetic users by a trace/dataset replay (one producer thread).
     void set_trace(std::unique_ptr<TraceSource> t) { trace_ = std::move(t); }
+    void set_poll_stop(std::function<int(int)> f) { poll_stop_ = std::move(f); }
     /// Runs to the stop; fills `out` (the results document) and returns the exit code.
     int run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start);
 
@@ -225,6 +226,7 @@ private:
     std::mutex park_mu_;
     std::condition_variable park_cv_;
     std::unique_ptr<TraceSource> trace_;
+    std::function<int(int)> poll_stop_;    ///< SimHooks::poll_stop
     std::atomic<bool> trace_done_{false};  // the replay issued its last request (finite --replay-cycles)
     std::atomic<uint64_t> settled_{0};     // requests a worker is done with (completed, cut or dropped)
     uint64_t trace_waits_full_queue_ = 0;
@@ -691,6 +693,17 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
     double next_sample = 1.0, next_progress = c_.progress_interval_s > 0 ? c_.progress_interval_s : 1e300;
     double next_tick = monitor_ ? c_.autoscaler_interval_s : 1e300;
     while (true) {
+        // A signal first: when this thread was held up (a stats call under load) past the duration while a signal
+        // came, the stop is the signal's, not the clock's.
+        const int own = stop_signo();
+        if (const int other = poll_stop_ ? poll_stop_(own) : 0; other && !own) {
+            reason = std::string("signal ") + strsignal(other) + " to another client";
+            break;
+        }
+        if (own) {
+            reason = std::string("signal ") + strsignal(own);
+            break;
+        }
         double t = elapsed();
         if (t >= double(c_.duration)) break;
         if (max_reached_) {
@@ -701,10 +714,6 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
             settled_.load() >=
                 stop_counts_.requests_issued.load()) {  // finite replay drained (the benchmark drops its queue)
             reason = "replay_cycles";
-            break;
-        }
-        if (const int sig = stop_signo()) {
-            reason = std::string("signal ") + strsignal(sig);
             break;
         }
         if (t >= next_tick) {
@@ -877,6 +886,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     {
         Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
         sim.set_trace(std::move(trace));
+        sim.set_poll_stop(hooks.poll_stop);
         res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
     if (validation)  // results.validation (docs/mlperf-benchmark.md, "Metrics and the results JSON"), after summary

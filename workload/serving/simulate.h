@@ -47,6 +47,10 @@ struct SimHooks {
     /// Starts the tracer of --enable-latency-tracing (called only with it set). Empty: --enable-latency-tracing is
     /// refused.
     std::function<std::unique_ptr<StorageTracing>(const SimConfig&)> start_tracing;
+    /// Called by the main loop about every 10 ms while the clock runs, with this run's own stop signal (0: none):
+    /// passes it on to other clients and returns a stop signal one of them got (0: none), which stops this run too
+    /// (kvio.stop.reason "signal NAME to another client"; the exit status stays this run's). Empty: none.
+    std::function<int(int own_signo)> poll_stop;
 };
 
 /// The benchmark's default --output: benchmark_results_<YYYYmmdd_HHMMSS>.json (local time, now).

@@ -62,11 +62,15 @@ void write_byte(int fd) {
 }
 
 /// A client process: runs its simulation and returns its exit code. `ready` and `go` are the barrier's pipe ends.
-int client_main(const SimConfig& c, int rank, int ready, int go, std::ostream* progress) {
+/// `early` is the handler that held the stop signals from the fork until run_simulation installed its own: a signal
+/// it caught is raised again once run_simulation's handler is in place, so the client stops at once instead of
+/// waiting for the launcher's next forward.
+int client_main(const SimConfig& c, int rank, int ready, int go, std::ostream* progress, const StopSignal& early) {
     LinePrefixStream prog(progress ? *progress : std::cerr, "client " + std::to_string(rank) + ": ");
     SimHooks hooks;
     hooks.keep_merge_state = true;
     hooks.before_start = [&] {
+        if (early.stopped()) ::raise(early.signo());  // run_simulation's handler is installed by now
         write_byte(ready);
         ::close(ready);
         ready = -1;
@@ -236,7 +240,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
             {
                 StopSignal early;  // a signal before the client's own handlers must not kill it: it comes again
                 sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-                code = client_main(c, rank, ready[1], go[0], progress);
+                code = client_main(c, rank, ready[1], go[0], progress, early);
             }
             std::cout.flush();
             std::cerr.flush();

@@ -1,8 +1,16 @@
 #include "workload/serving/mlperf/closed_run.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -66,17 +74,38 @@ Json marker(int option, int trial, int rank, const std::string& reason) {
     return m;
 }
 
-/// Reads a client's results file, adds the marker, writes it whole at `to` and removes the original.
-void move_marked(const std::string& from, const std::string& to, const Json& mark) {
-    Json doc;
-    {
-        std::ifstream f(from);
-        if (!f) return;
-        doc = Json::parse(f);
+/// Reads a client's results file, adds the marker and its final path (kvio.config.flags.output), writes it whole at
+/// `to` and removes the original. When that cannot be written (a full results disk), the file is renamed to `to` as it
+/// is (no new data: a rename on one filesystem) and the reason goes to `progress`. Returns false when `from` is absent
+/// or could not be placed at all.
+bool move_marked(const std::string& from, const std::string& to, const Json& mark, std::ostream& progress) {
+    std::error_code ec;
+    if (!fs::exists(from, ec)) return false;
+    try {
+        Json doc;
+        {
+            std::ifstream f(from);
+            doc = Json::parse(f);
+        }
+        doc["kvio"]["mlperf_closed"] = mark;
+        if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
+            doc["kvio"]["config"]["flags"]["output"] = to;
+        write_text_file(to, doc.dump(4) + "\n");
+        if (from != to) fs::remove(from, ec);
+        return true;
+    } catch (const std::exception& e) {
+        progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
     }
-    doc["kvio"]["mlperf_closed"] = mark;
-    write_text_file(to, doc.dump(4) + "\n");
-    if (from != to) fs::remove(from);
+    if (from == to) return true;
+    fs::rename(from, to, ec);
+    if (ec) {
+        progress << "mlperf-closed: " << from << " stays where it is: cannot move it to " << to << ": " << ec.message()
+                 << "\n"
+                 << std::flush;
+        return false;
+    }
+    progress << "mlperf-closed: " << to << " moved unchanged (without kvio.mlperf_closed)\n" << std::flush;
+    return true;
 }
 
 /// Removes each client's <cache-dir>/rank_<N>/ after its trial, as a plain run removes its entries: the next trial
@@ -112,79 +141,114 @@ SimConfig trial_config(const SimConfig& base, const ClosedOption& opt, int trial
     return c;
 }
 
+/// "trial_<T> (<T+1>/3)": the directory's name and the count, so the two agree.
+std::string trial_label(int trial) {
+    return "trial_" + std::to_string(trial) + " (" + std::to_string(trial + 1) + "/" + std::to_string(kClosedTrials) +
+           ")";
+}
+
 void trial_progress(std::ostream& progress, const ClosedOption& opt, int trial, int clients, const SimConfig& c,
                     const char* what) {
-    progress << "mlperf-closed: option " << opt.option << " (" << opt.name << ") trial " << trial + 1 << "/"
-             << kClosedTrials << ": " << clients << " " << what << " x " << opt.num_users << " users of " << opt.model
-             << ", " << c.duration << " s\n"
+    progress << "mlperf-closed: option " << opt.option << " (" << opt.name << ") " << trial_label(trial) << ": "
+             << clients << " " << what << " x " << opt.num_users << " users of " << opt.model << ", " << c.duration
+             << " s\n"
              << std::flush;
 }
 
-/// One trial of one Option: the clients run, their results land in rank_<N>/. Returns run_clients' exit code.
-int run_trial(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
-              const std::string& reason, std::ostream& progress) {
+/// How a trial ended: the clients' exit code (run_clients', 1 when the launcher itself failed), how many rank files
+/// are in place, and whether it failed entirely (the launcher failed, or no rank produced a file): then the protocol
+/// stops rather than run the rest.
+struct TrialOutcome {
+    int code = 0;
+    int placed = 0;
+    bool failed_entirely = false;
+};
+
+/// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
+/// launcher failing, a full results disk), every client's cache is removed and every rank file that was written
+/// whole is moved into its rank directory.
+TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
+                       const std::string& reason, std::ostream& progress) {
     const int clients = int(base.num_clients);
-    for (int n = 0; n < clients; ++n) fs::create_directories(o.results_dir + "/" + rank_dir_name(opt.option, trial, n));
     const SimConfig c = trial_config(base, opt, trial, o);
-    trial_progress(progress, opt, trial, clients, c, "client(s)");
-    const SimResult r = run_clients(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr);
+    TrialOutcome out;
+    try {
+        for (int n = 0; n < clients; ++n)
+            fs::create_directories(o.results_dir + "/" + rank_dir_name(opt.option, trial, n));
+        trial_progress(progress, opt, trial, clients, c, "client(s)");
+        out.code = run_clients(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr).exit_code;
+    } catch (const std::exception& e) {
+        progress << "mlperf-closed: option " << opt.option << " " << trial_label(trial) << ": " << e.what() << "\n"
+                 << std::flush;
+        out.code = 1;
+        out.failed_entirely = true;
+    }
+    remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
     for (int n = 0; n < clients; ++n)
-        move_marked(client_output_path(c.output, n),
-                    o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
-                    marker(opt.option, trial, n, reason));
-    if (fs::exists(c.output)) move_marked(c.output, c.output, marker(opt.option, trial, -1, reason));
-    remove_rank_caches(c.cache_dir, clients);
-    return r.exit_code;
+        out.placed += move_marked(
+            client_output_path(c.output, n),
+            o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
+            marker(opt.option, trial, n, reason), progress);
+    move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    if (out.placed == 0) out.failed_entirely = true;
+    return out;
 }
 
 /// One trial as one rank of an MPI job: run_mpi_client (a barrier before the clock starts, every rank's result
 /// gathered on rank 0), this rank's results moved into its own rank_<rank>/ and its cache <cache-dir>/rank_<rank>/
 /// removed; then every rank agrees on the worst exit code (mpi_max_over_ranks: also the barrier after which every rank
-/// file is in place). Rank 0 then writes the copy of any rank's file its own results tree lacks (ranks on other hosts
-/// write theirs on their host) from the gathered documents, so that it aggregates every rank. Returns the agreed
-/// exit code.
-int run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
-                  const std::string& reason, Topology& top, std::ostream& progress) {
+/// file is in place) and on whether any rank placed a file. Rank 0 then writes the copy of any rank's file its own
+/// results tree lacks (ranks on other hosts write theirs on their host) from the gathered documents, so that it
+/// aggregates every rank.
+TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int trial, const ClosedRunOptions& o,
+                           const std::string& reason, Topology& top, const StopSignal& stop, std::ostream& progress) {
     const std::string own_dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, top.rank);
-    fs::create_directories(own_dir);
     SimConfig c = trial_config(base, opt, trial, o);
     c.num_clients = 1;
     if (top.leader()) trial_progress(progress, opt, trial, top.clients, c, "rank(s)");
     std::vector<ClientResult> gathered;
-    int code = 0;
+    TrialOutcome out;
     try {
+        fs::create_directories(own_dir);
         const SimResult r = run_mpi_client(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr, &gathered);
-        code = r.exit_code;
+        out.code = r.exit_code;
     } catch (const std::exception& e) {  // this rank failed (and said so); the others still agree below
         progress << "mlperf-closed: rank " << top.rank << ": " << e.what() << "\n" << std::flush;
-        code = 1;
+        out.code = 1;
     }
-    const std::string stamp = local_stamp();
-    move_marked(client_output_path(c.output, top.rank), own_dir + "/kvcache_results_" + stamp + ".json",
-                marker(opt.option, trial, top.rank, reason));
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    code = mpi_max_over_ranks(code);
-    if (!top.leader()) return code;
+    const std::string stamp = local_stamp();
+    const bool placed =
+        move_marked(client_output_path(c.output, top.rank), own_dir + "/kvcache_results_" + stamp + ".json",
+                    marker(opt.option, trial, top.rank, reason), progress);
+    if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
+    out.code = mpi_max_over_ranks(out.code);
+    out.placed = mpi_max_over_ranks(placed ? 1 : 0);
+    out.failed_entirely = out.placed == 0;
+    if (!top.leader()) return out;
     for (const auto& g : gathered) {
         top.hosts.insert(g.host);
         const std::string dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, g.rank);
         if (g.doc.is_null() || !rank_result_files(dir).empty()) continue;
-        fs::create_directories(dir);
-        Json doc = g.doc;
-        doc["kvio"]["mlperf_closed"] = marker(opt.option, trial, g.rank, reason);
-        doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
-                                                     " sent over MPI (its own copy is on " + g.host + ")";
-        write_text_file(dir + "/kvcache_results_" + stamp + ".json", doc.dump(4) + "\n");
+        try {
+            fs::create_directories(dir);
+            Json doc = g.doc;
+            doc["kvio"]["mlperf_closed"] = marker(opt.option, trial, g.rank, reason);
+            doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
+                                                         " sent over MPI (its own copy is on " + g.host + ")";
+            write_text_file(dir + "/kvcache_results_" + stamp + ".json", doc.dump(4) + "\n");
+        } catch (const std::exception& e) {
+            progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
+        }
     }
-    if (fs::exists(c.output)) move_marked(c.output, c.output, marker(opt.option, trial, -1, reason));
-    return code;
+    move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    return out;
 }
 
-/// Sleeps `seconds` in 100 ms steps; false when a stop signal came (its number in `signo`).
-bool pause_between_options(double seconds, int& signo) {
-    StopSignal stop;
+/// Sleeps `seconds` in 100 ms steps; false when the run's stop signal came (its number in `signo`).
+bool pause_between_options(double seconds, const StopSignal& stop, int& signo) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < end) {
         if (stop.stopped()) {
@@ -231,19 +295,42 @@ std::string existing_place(const std::string& flag, const std::string& dir, std:
     }
     const fs::path parent = fs::absolute(dir, ec).parent_path();
     if (fs::is_directory(parent, ec)) return parent.string();
-    errors.push_back(flag + " " + dir + ": No such file or directory");
+    // ENOTDIR when a component is a regular file: say so, as the kernel would
+    struct stat st {};
+    const bool not_dir = ::stat(parent.c_str(), &st) == 0 || errno == ENOTDIR;
+    errors.push_back(flag + " " + dir + (not_dir ? ": Not a directory" : ": No such file or directory"));
     return "";
+}
+
+/// Whether the run can create files in `place` (the directory, or the parent it will be made in): a probe file is
+/// created and removed. Adds "FLAG DIR: not writable: REASON" to `errors` when not: a read-only or unwritable
+/// directory is refused before anything starts, not found by the first trial.
+void check_writable(const std::string& flag, const std::string& dir, const std::string& place,
+                    std::vector<std::string>& errors) {
+    const std::string probe = place + "/.kvio-closed-probe-" + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        errors.push_back(flag + " " + dir + ": not writable: " + std::strerror(errno) +
+                         (place == dir ? "" : " (its parent " + place + ")"));
+        return;
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
 }
 
 /// The two directories' checks before anything is created (docs/mlperf-benchmark.md, "Running a CLOSED submission
 /// with kvio"): each exists or its parent does (a CLOSED cache directory is on the storage under test, so a missing
 /// tree of parents is a mistake, not something to create on the root filesystem), the results directory holds no
 /// earlier CLOSED run (option_<O>/ or kvcache_run_summary_*.json: mlperf-check reads one run per directory), and the
-/// two are on different filesystems (rule kvcachePosixCacheDir: their st_dev differ).
+/// two are on different filesystems (rule kvcachePosixCacheDir: their st_dev differ). Each must be writable (a probe
+/// file created and removed in it, or in the parent it will be made in).
 void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, std::vector<std::string>& errors) {
     const std::string cache_at = existing_place("--cache-dir", cache_dir, errors);
     const std::string results_at = existing_place("--results-dir", results_dir, errors);
     if (cache_at.empty() || results_at.empty()) return;
+    check_writable("--cache-dir", cache_dir, cache_at, errors);
+    check_writable("--results-dir", results_dir, results_at, errors);
+    if (!errors.empty()) return;
     std::error_code ec;
     if (results_at == results_dir && fs::is_directory(results_dir, ec))
         for (const auto& e : fs::directory_iterator(results_dir, ec)) {
@@ -260,6 +347,59 @@ void check_closed_dirs(const std::string& cache_dir, const std::string& results_
                          " are on one filesystem (device " + cd +
                          "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
 }
+
+/// The run's hold on its cache directory (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): an
+/// exclusive flock(2) on <cache-dir>/rank_<N>.lock for every rank this process runs (all of them with --num-clients,
+/// its own under MPI), so two runs that would share a <cache-dir>/rank_<N>/ cannot both run (rule
+/// kvcachePerClientIsolation). The lock file holds the holder's pid; it is removed at destruction while still locked.
+class CacheLocks {
+public:
+    CacheLocks() = default;
+    CacheLocks(const CacheLocks&) = delete;
+    CacheLocks& operator=(const CacheLocks&) = delete;
+    ~CacheLocks() {
+        for (const auto& [path, fd] : held_) {
+            ::unlink(path.c_str());  // while locked: a run waiting on this file sees it gone and makes a new one
+            ::close(fd);
+        }
+    }
+
+    /// Locks rank `rank`'s file in `cache_dir`; "" or the refusal.
+    std::string lock(const std::string& cache_dir, int rank) {
+        const std::string path = cache_dir + "/rank_" + std::to_string(rank) + ".lock";
+        for (;;) {
+            const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            if (fd < 0) return "--cache-dir " + cache_dir + ": cannot create " + path + ": " + std::strerror(errno);
+            if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+                const int err = errno;
+                char pid[32] = {};
+                const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+                ::close(fd);
+                if (err != EWOULDBLOCK)
+                    return "--cache-dir " + cache_dir + ": flock " + path + ": " + std::strerror(err);
+                std::string holder = n > 0 ? std::string(pid, size_t(n)) : "?";
+                while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+                return "--cache-dir " + cache_dir + " is in use by another CLOSED run (pid " + holder + " holds " +
+                       path + "): each client needs a cache directory no other run uses (rule " +
+                       "kvcachePerClientIsolation)";
+            }
+            struct stat held {
+            }, named{};
+            if (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0 || held.st_ino != named.st_ino ||
+                held.st_dev != named.st_dev) {
+                ::close(fd);  // its holder removed it between our open and flock: lock the one there now
+                continue;
+            }
+            const std::string me = std::to_string(::getpid()) + "\n";
+            if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {}  // the pid is only a hint
+            held_.emplace_back(path, fd);
+            return "";
+        }
+    }
+
+private:
+    std::vector<std::pair<std::string, int>> held_;
+};
 
 }  // namespace
 
@@ -323,19 +463,50 @@ std::vector<std::string> closed_run_errors(const SimConfig& base, const ClosedRu
     throw Error(msg);
 }
 
+/// Once nothing is refused: the cache directory created (one level), its rank locks taken (CacheLocks), then the
+/// results directory created. Returns the refusal when another run holds a lock (the cache directory removed again
+/// when this call made it: a refused run leaves no trace), else "".
+std::string create_and_lock(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& ranks,
+                            CacheLocks& locks) {
+    const bool made = fs::create_directory(base.cache_dir);
+    for (int r : ranks)
+        if (std::string e = locks.lock(base.cache_dir, r); !e.empty()) {
+            std::error_code ec;
+            if (made) fs::remove(base.cache_dir, ec);
+            return e;
+        }
+    fs::create_directory(o.results_dir);
+    return "";
+}
+
+/// check_closed_run with the cache locks held in `locks` for the run.
+std::vector<int> check_and_lock(const SimConfig& base, const ClosedRunOptions& o, CacheLocks& locks) {
+    std::vector<int> options;
+    const std::vector<std::string> errors = closed_run_errors(base, o, options);
+    if (!errors.empty()) refuse(errors);
+    std::vector<int> ranks;
+    for (int n = 0; n < int(base.num_clients); ++n) ranks.push_back(n);
+    if (std::string e = create_and_lock(base, o, ranks, locks); !e.empty()) refuse({e});
+    return options;
+}
+
 /// Under MPI every rank checks its own host's directories, and a refusal on any rank refuses the run on every rank
-/// before any directory is created (mpi_max_over_ranks): no rank starts a trial the others will not join.
-std::vector<int> check_closed_run_mpi(const SimConfig& base, const ClosedRunOptions& o, const Topology& top) {
+/// before any directory is created (mpi_max_over_ranks): no rank starts a trial the others will not join. Each rank
+/// then locks its own rank's file in its cache directory, and the ranks agree again.
+std::vector<int> check_closed_run_mpi(const SimConfig& base, const ClosedRunOptions& o, const Topology& top,
+                                      CacheLocks& locks) {
     std::vector<int> options;
     const std::vector<std::string> errors = closed_run_errors(base, o, options);
     const int refused = mpi_max_over_ranks(errors.empty() ? 0 : 1);
     if (!errors.empty()) refuse(errors);
-    if (refused)
-        throw Error("mlperf-closed: rank " + std::to_string(top.rank) +
-                    ": refused because another rank was (its reasons are printed by that rank)");
-    fs::create_directory(base.cache_dir);
-    fs::create_directory(o.results_dir);
-    mpi_max_over_ranks(0);  // every rank's directories exist before any trial starts
+    const std::string others = "mlperf-closed: rank " + std::to_string(top.rank) +
+                               ": refused because another rank was (its reasons are printed by that rank)";
+    if (refused) throw Error(others);
+    const std::string lock_error = create_and_lock(base, o, {top.rank}, locks);
+    if (mpi_max_over_ranks(lock_error.empty() ? 0 : 1)) {
+        if (!lock_error.empty()) refuse({lock_error});
+        throw Error(others);
+    }
     return options;
 }
 
@@ -388,30 +559,59 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
 }  // namespace
 
 std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o) {
-    std::vector<int> options;
-    const std::vector<std::string> errors = closed_run_errors(base, o, options);
-    if (!errors.empty()) refuse(errors);
-    // created only once nothing is refused: a refused run leaves no trace
-    fs::create_directory(base.cache_dir);
-    fs::create_directory(o.results_dir);
-    return options;
+    CacheLocks locks;  // released at return: the run itself holds its own for its whole length
+    return check_and_lock(base, o, locks);
 }
 
-ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o, std::ostream& progress) {
+namespace {
+
+/// `dir` absolute and normalised ("./cache/" -> "/work/cache"): what metadata, provenance and rank files record.
+std::string absolute_normal(const std::string& dir) {
+    fs::path p = fs::absolute(dir).lexically_normal();
+    if (p.filename().empty() && p.has_relative_path()) p = p.parent_path();
+    return p.string();
+}
+
+/// Writes the summary; a failure (a full results disk) is named on `progress` and gives "".
+std::string write_summary(const std::string& results_dir, const std::string& stamp, const Json& s,
+                          std::ostream& progress) {
+    const std::string path = results_dir + "/kvcache_run_summary_" + stamp + ".json";
+    try {
+        write_text_file(path, s.dump(2) + "\n");
+    } catch (const std::exception& e) {
+        progress << "mlperf-closed: summary not written: " << e.what() << "\n" << std::flush;
+        return "";
+    }
+    progress << "mlperf-closed: summary written to " << path << "\n" << std::flush;
+    return path;
+}
+
+}  // namespace
+
+ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o_in, std::ostream& progress) {
+    // Before anything that takes a while (MPI's start-up, the binary's SHA-256) and before any client is forked: a
+    // stop signal from the first moment stops the run cleanly. Its handler replaces SIG_IGN too (a shell starts a
+    // background job `cmd &` with SIGINT ignored): a CLOSED run started from a script still stops on SIGINT.
+    StopSignal stop;
+    // Absolute and normalised from here on: the refusals, the metadata, provenance and rank files name them so.
+    SimConfig base = base_in;
+    ClosedRunOptions o = o_in;
+    if (!base.cache_dir.empty()) base.cache_dir = absolute_normal(base.cache_dir);
+    if (!o.results_dir.empty()) o.results_dir = absolute_normal(o.results_dir);
     std::optional<MpiScope> mpi;
     Topology top;
     std::vector<int> options;
-    if (base_in.mpi) {
+    CacheLocks locks;
+    if (base.mpi) {
         mpi.emplace();
         top.mpi = true;
         top.rank = mpi->rank();
         top.clients = mpi->size();
-        options = check_closed_run_mpi(base_in, o, top);
+        options = check_closed_run_mpi(base, o, top, locks);
     } else {
-        options = check_closed_run(base_in, o);
-        top.clients = int(base_in.num_clients);
+        options = check_and_lock(base, o, locks);
+        top.clients = int(base.num_clients);
     }
-    SimConfig base = base_in;
     base.num_clients = top.clients;
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
@@ -421,28 +621,38 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     const Json prov = top.leader() ? Json(host_provenance(o.kvio_version)) : Json();
     ClosedRunResult res;
     Json opts = Json::object();
-    int signo = 0;
-    bool failed = false;
-    for (size_t i = 0; i < options.size() && !signo; ++i) {
+    int signo = stop.signo();
+    if (top.mpi) signo = mpi_max_over_ranks(signo);
+    bool failed = false, ended = false;
+    for (size_t i = 0; i < options.size() && !signo && !ended; ++i) {
         const ClosedOption opt = effective_option(options[i], o);
         int trials_run = 0;
-        for (int t = 0; t < kClosedTrials && !signo; ++t) {
-            const int code = top.mpi ? run_trial_mpi(base, opt, t, o, reason, top, progress)
-                                     : run_trial(base, opt, t, o, reason, progress);
+        for (int t = 0; t < kClosedTrials && !signo && !ended; ++t) {
+            const TrialOutcome out = top.mpi ? run_trial_mpi(base, opt, t, o, reason, top, stop, progress)
+                                             : run_trial(base, opt, t, o, reason, progress);
             ++trials_run;
+            const int code = top.mpi ? out.code : std::max(out.code, stop.stopped() ? 128 + stop.signo() : 0);
             if (code == 130 || code == 143 || code == 129) signo = code - 128;
             if (code != 0 && !signo) failed = true;
+            if (out.failed_entirely && !signo) {
+                if (top.leader())
+                    progress << "mlperf-closed: option " << opt.option << " " << trial_label(t)
+                             << " produced no rank file: the protocol stops here\n"
+                             << std::flush;
+                ended = true;
+                failed = true;
+            }
         }
         if (top.leader()) {
             opts[std::to_string(opt.option)] = aggregate_option(o.results_dir, opt.option, trials_run, top.clients);
             print_option_line(progress, opt.option, opts[std::to_string(opt.option)]);
         }
-        if (i + 1 < options.size() && !signo) {
+        if (i + 1 < options.size() && !signo && !ended) {
             if (top.leader())
                 progress << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
                          << "\n"
                          << std::flush;
-            pause_between_options(pause_seconds_of(o), signo);
+            pause_between_options(pause_seconds_of(o), stop, signo);
             if (top.mpi) signo = mpi_max_over_ranks(signo);  // the pause ends together; a signal on one stops all
         }
     }
@@ -453,12 +663,10 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     }
     Json s = summary_json(base, o, options, reason, top, opts, signo, stamp, started, prov);
     const bool partial = s["partial_failure"].get<bool>();
-    res.summary_path = o.results_dir + "/kvcache_run_summary_" + stamp + ".json";
-    write_text_file(res.summary_path, s.dump(2) + "\n");
-    progress << "mlperf-closed: summary written to " << res.summary_path << "\n" << std::flush;
+    res.summary_path = write_summary(o.results_dir, stamp, s, progress);
     if (top.mpi) mpi_max_over_ranks(0);  // the summary is whole: the other ranks may exit
     res.summary = std::move(s);
-    res.exit_code = signo ? 128 + signo : failed || partial ? 1 : 0;
+    res.exit_code = signo ? 128 + signo : failed || partial || res.summary_path.empty() ? 1 : 0;
     return res;
 }
 

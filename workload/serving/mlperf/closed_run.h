@@ -43,9 +43,13 @@ std::string not_a_submission_reason(const ClosedRunOptions& o);
 /// Checks everything before the first client starts (kvio::Error, every refusal one per line, each naming its
 /// rule): the flags CLOSED forbids (closed_refusals), --cache-dir and --results-dir both set, --option one of
 /// 1|2|3|all, positive --trial-seconds, --pause-seconds >= 0, each directory existing or its parent existing
-/// ("--cache-dir DIR: No such file or directory"), no earlier CLOSED run in --results-dir, and the two on different
-/// filesystems (rule kvcachePosixCacheDir: their st_dev differ). Only then are the two directories created (one
-/// level); a refused run creates nothing. Returns the Options to run, in order.
+/// ("--cache-dir DIR: No such file or directory", "Not a directory"), each writable (a probe file created and
+/// removed: "--results-dir DIR: not writable: Read-only file system"), no earlier CLOSED run in --results-dir, and the
+/// two on different filesystems (rule kvcachePosixCacheDir: their st_dev differ). Only then is the cache directory
+/// created (one level) and each client's <cache-dir>/rank_<N>.lock locked (flock; another run holding one is refused
+/// with its pid, rule kvcachePerClientIsolation; here the locks are released at return, run_mlperf_closed holds them
+/// for its whole run), then the results directory created; a refused run creates nothing. Returns the Options to
+/// run, in order.
 std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o);
 
 /// Runs the protocol: check_closed_run, then for each Option and trial serving::run_clients (with SimConfig::mpi:
@@ -55,8 +59,11 @@ std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions&
 /// config (closed_option_config), its clients' results moved into the rank directories with kvio.mlperf_closed
 /// ({option, trial, rank, closed_submission, not_a_closed_submission}) added, the pause between Options (a stop
 /// signal ends it), and the summary written whole (temporary name, renamed). Progress lines ("mlperf-closed: option
-/// 1 trial 1/3: ...") go to `progress`. A stop signal ends the run after the trial in flight; the summary then holds
-/// what ran.
+/// 1 (...) trial_0 (1/3): ...") go to `progress`. The directories are made absolute and normalised first. A stop
+/// signal (handled from the first moment, before any fork, also when SIGINT was inherited as ignored) ends the run
+/// after the trial in flight; the summary then holds what ran. A failed trial still removes its caches and moves
+/// every whole rank file into place; one that produced no rank file ends the protocol; a summary that cannot be
+/// written is named on `progress` (summary_path "", exit code 1).
 ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress);
 
 }  // namespace kvio::serving

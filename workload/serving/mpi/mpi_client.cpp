@@ -66,6 +66,65 @@ ClientResult unpack(const uint8_t* p, size_t n, int rank) {
     return r;
 }
 
+/// A stop signal passed between the ranks while their clocks run (docs/mlperf-benchmark.md, "One client per MPI
+/// rank"): each rank posts a receive for a stop from any rank before the start barrier; a rank whose run gets a stop
+/// signal sends its number to every other rank (non-blocking), and the main loop tests the receive
+/// (SimHooks::poll_stop, the main thread: MPI_THREAD_FUNNELED). finish() completes the sends and receives every stop
+/// sent to this rank (their count agreed by an MPI_Allreduce), so none is left over for the next run.
+class StopRelay {
+public:
+    StopRelay(int rank, int size) : rank_(rank), size_(size) {}
+    void post() {
+        check(MPI_Irecv(&in_, 1, MPI_INT, MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &recv_), "MPI_Irecv of a stop");
+        posted_ = true;
+    }
+    int poll(int own) {
+        if (own && !sent_) {
+            sent_ = true;
+            out_ = own;
+            for (int r = 0; r < size_; ++r) {
+                if (r == rank_) continue;
+                MPI_Request q;
+                check(MPI_Isend(&out_, 1, MPI_INT, r, kTag, MPI_COMM_WORLD, &q), "MPI_Isend of a stop");
+                sends_.push_back(q);
+            }
+        }
+        if (posted_ && !got_) {
+            int flag = 0;
+            MPI_Test(&recv_, &flag, MPI_STATUS_IGNORE);
+            got_ = flag != 0;
+        }
+        return got_ ? in_ : 0;
+    }
+    void finish() {
+        if (!sends_.empty()) MPI_Waitall(int(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE);
+        int mine = sent_ ? 1 : 0, senders = 0;
+        check(MPI_Allreduce(&mine, &senders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce of the stops");
+        int expected = senders - mine;
+        if (posted_ && !got_) {
+            if (expected > 0) {
+                MPI_Wait(&recv_, MPI_STATUS_IGNORE);
+                got_ = true;
+            } else {
+                MPI_Cancel(&recv_);
+                MPI_Wait(&recv_, MPI_STATUS_IGNORE);
+            }
+        }
+        if (got_) --expected;
+        for (int v = 0; expected > 0; --expected)
+            check(MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv of a stop");
+    }
+
+private:
+    static constexpr int kTag = 7301;  // kvio's stop messages; no other point-to-point message uses a tag
+    int rank_, size_;
+    int in_ = 0, out_ = 0;
+    bool posted_ = false, sent_ = false, got_ = false;
+    MPI_Request recv_ = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> sends_;
+};
+
 }  // namespace
 
 bool mpi_built() { return true; }
@@ -129,10 +188,13 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
     bool at_barrier = false;
     SimHooks hooks;
     hooks.keep_merge_state = true;
+    StopRelay relay(rank, size);
     hooks.before_start = [&] {
         at_barrier = true;
+        relay.post();
         check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier before the start");
     };
+    hooks.poll_stop = [&](int own) { return relay.poll(own); };
     SimResult own;
     {
         LinePrefixStream prog(progress ? *progress : std::cerr, "rank " + std::to_string(rank) + ": ");
@@ -149,6 +211,8 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
             if (!at_barrier) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier before the start");
         }
     }
+
+    relay.finish();  // every rank, also one that failed: the stops sent to it are received
 
     // Gather every rank's packed result on rank 0: sizes first, then the bytes.
     std::vector<uint8_t> mine = pack(me);
