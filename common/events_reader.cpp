@@ -460,6 +460,13 @@ bool EventsReader::next_bin(EventRecord& r) {
                 if (!e.complete_lost) r.ts_complete = e.ts_complete, set(F::TsComplete);
                 if (e.has_user_data) r.user_data = e.owner.user_data, set(F::UserData);
                 if (nvme) r.slba = e.slba, r.nlb = e.nlb, set(F::Slba), set(F::Nlb);
+                if (!nvme && e.slba) {  // --files: a block record's NVMe words hold its file (bpf/file_attr.h)
+                    const DevId fd = decode_kernel_dev(uint32_t(e.nlb));
+                    const int n = std::snprintf(fs_dev_, sizeof fs_dev_, "%u:%u", fd.major, fd.minor);
+                    r.fs_dev = std::string_view(fs_dev_, size_t(n));
+                    r.ino = e.slba, r.gen = e.nsid;
+                    set(F::FsDev), set(F::Ino), set(F::Gen);
+                }
                 return true;
             }
             case evbin::Kind::Syscall: {
