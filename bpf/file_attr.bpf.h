@@ -62,6 +62,22 @@ static __always_inline void files_count(__u32 which)
         *c += 1;
 }
 
+/* The inode whose page cache holds the first page of `bio` (through the head page of a large folio); NULL for
+ * anonymous memory (a direct-I/O buffer), a swap or KSM page, or no page. 4 probe reads. */
+static __always_inline struct inode *bio_page_host(struct bio *bio)
+{
+    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
+    if (!page)
+        return NULL;
+    unsigned long head = BPF_CORE_READ(page, compound_head);
+    if (head & 1)
+        page = (struct page *)(head - 1);
+    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
+    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
+        return NULL;
+    return BPF_CORE_READ((struct address_space *)m, host);
+}
+
 /* The regular file whose page cache holds the first page of `bio`, when that file lives on disk `dev` (so an
  * O_DIRECT buffer mapped from tmpfs or another disk's file, and the block device's own cache of metadata, are not
  * taken for the file the I/O is about). False: no such page. A tail page of a large folio (compound_head bit 0 set)
@@ -71,16 +87,7 @@ static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct 
 {
     if (!bio)
         return false;
-    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
-    if (!page)
-        return false;
-    unsigned long head = BPF_CORE_READ(page, compound_head);
-    if (head & 1)
-        page = (struct page *)(head - 1);
-    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
-    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
-        return false;
-    struct inode *host = BPF_CORE_READ((struct address_space *)m, host);
+    struct inode *host = bio_page_host(bio);
     if (!host || (BPF_CORE_READ(host, i_mode) & S_IFMT) != S_IFREG)
         return false;
     struct super_block *sb = BPF_CORE_READ(host, i_sb);
@@ -97,16 +104,7 @@ static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct 
  * buffer: anonymous memory, or a page of another filesystem's file. 5 to 8 probe reads. */
 static __always_inline bool bio_page_in_disk_cache(struct bio *bio, __u32 dev)
 {
-    struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
-    if (!page)
-        return false;
-    unsigned long head = BPF_CORE_READ(page, compound_head);
-    if (head & 1)
-        page = (struct page *)(head - 1);
-    __u64 m = (__u64)BPF_CORE_READ(page, mapping);
-    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
-        return false;
-    struct inode *host = BPF_CORE_READ((struct address_space *)m, host);
+    struct inode *host = bio_page_host(bio);
     if (!host)
         return false;
     __u32 fmt = BPF_CORE_READ(host, i_mode) & S_IFMT;

@@ -39,15 +39,6 @@ std::string pctl(const json& h, const char* q) {
     return human_ns(h["percentiles"][q].value("value", 0.0));
 }
 
-std::vector<Bucket> buckets_of(const json& h) {
-    std::vector<Bucket> out;
-    if (!h.is_object() || !h.contains("buckets")) return out;
-    for (const auto& b : h["buckets"])
-        out.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>()});
-    std::sort(out.begin(), out.end(), [](const Bucket& a, const Bucket& b) { return a.lo < b.lo; });
-    return out;
-}
-
 /// Whether device histograms `hs` hold a staged request in direction `dir`.
 bool has_stages(const json& hs, const std::string& dir) {
     const std::string k = "bt_q2c_" + dir;

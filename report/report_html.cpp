@@ -40,15 +40,6 @@ std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-std::vector<Bucket> buckets_of(const json& h) {
-    std::vector<Bucket> out;
-    if (!h.is_object() || !h.contains("buckets")) return out;
-    for (const auto& b : h["buckets"])
-        out.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>()});
-    std::sort(out.begin(), out.end(), [](const Bucket& a, const Bucket& b) { return a.lo < b.lo; });
-    return out;
-}
-
 /// 4096 -> "4 KiB", 33554432 -> "32 MiB" (human_bytes' k/m/g suffixes are powers of 1024).
 std::string iec(uint64_t b) {
     std::string h = human_bytes(b);

@@ -47,6 +47,15 @@ std::string human_ns(double ns) {
     return b;
 }
 
+std::vector<Bucket> buckets_of(const nlohmann::json& h) {
+    std::vector<Bucket> out;
+    if (!h.is_object() || !h.contains("buckets")) return out;
+    for (const auto& b : h["buckets"])
+        out.push_back({b[0].get<uint64_t>(), b[1].get<uint64_t>(), b[2].get<uint64_t>()});
+    std::sort(out.begin(), out.end(), [](const Bucket& a, const Bucket& b) { return a.lo < b.lo; });
+    return out;
+}
+
 namespace {
 
 constexpr int W = 560, H = 270, ML = 64, MR = 16, MT = 28, MB = 78;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/histogram.h"
 
 namespace kvio::report {
@@ -14,6 +16,10 @@ namespace kvio::report {
 std::string html_escape(const std::string& s);
 /// A duration in ns as "750 ns", "12.5 µs", "3.2 ms", "1.50 s".
 std::string human_ns(double ns);
+
+/// The buckets of a kvio.trace/1 histogram object ({"buckets": [[lo, hi, count], ...]}, docs/formats.md) sorted by
+/// lower bound; none when `h` is not an object or holds no "buckets".
+std::vector<Bucket> buckets_of(const nlohmann::json& h);
 
 /// One bar per non-empty bucket (categorical x axis: log2 buckets have unequal widths), y = count.
 /// `tick(lo, hi)` labels a bucket. An empty `buckets` draws the frame with "no samples" and `empty_note`.
