@@ -139,6 +139,29 @@ void run_trace_command(trace::TraceOptions& opts, const std::vector<std::string>
 }
 }  // namespace
 
+/// trace's options that group its totals: by process, by cgroup, by file (--files, --under, --group-by).
+void add_grouping_options(CLI::App& sub, const std::shared_ptr<trace::TraceOptions>& opts) {
+    auto* per_process = sub.add_flag_function(
+        "--per-process", [opts](int64_t) { opts->group_by = trace::GroupBy::Process; },
+        "Group block read/write totals and D2C by submitting process (biotop): printed, and \"groups\" in --json");
+    sub.add_flag_function(
+           "--per-cgroup", [opts](int64_t) { opts->group_by = trace::GroupBy::Cgroup; },
+           "Group block read/write totals and D2C by the submitter's cgroup v2 (a container, a systemd unit)")
+        ->excludes(per_process);
+    auto* files = sub.add_flag(
+        "--files", opts->files,
+        "Attribute each device command to the file whose data it moves, in the kernel (page-cache pages: buffered "
+        "writeback, readahead; the syscall's or io_uring SQE's file: direct I/O), and print a table per file: device "
+        "commands, bytes, sizes and D2C per direction, the application's own read/write bytes on the file, and the "
+        "page-cache share 1 - device/app; \"files\" in --json, ino/fs_dev/gen on --events block records");
+    sub.add_option("--under", opts->files_under, "With --files: only files below this directory in the table")
+        ->needs(files);
+    sub.add_option("--group-by", opts->files_group_by,
+                   "With --files: a row per distinct match of this regex (ECMAScript) over the path, its first "
+                   "capture group when it has one (e.g. '^(.*)/' per directory); unmatched files keep their own row")
+        ->needs(files);
+}
+
 void add_trace_command(CLI::App& app) {
     auto opts = std::make_shared<trace::TraceOptions>();
     auto positionals = std::make_shared<std::vector<std::string>>();
@@ -253,25 +276,7 @@ void add_trace_command(CLI::App& app) {
         "--prom-textfile", opts->prom_textfile,
         "Write the same metrics (text format) to FILE atomically every INTERVAL (default every 10 s) and at "
         "stop, for node_exporter's textfile collector (FILE ending in .prom in its directory)");
-    auto* per_process = sub->add_flag_function(
-        "--per-process", [opts](int64_t) { opts->group_by = trace::GroupBy::Process; },
-        "Group block read/write totals and D2C by submitting process (biotop): printed, and \"groups\" in --json");
-    sub->add_flag_function(
-           "--per-cgroup", [opts](int64_t) { opts->group_by = trace::GroupBy::Cgroup; },
-           "Group block read/write totals and D2C by the submitter's cgroup v2 (a container, a systemd unit)")
-        ->excludes(per_process);
-    auto* files = sub->add_flag(
-        "--files", opts->files,
-        "Attribute each device command to the file whose data it moves, in the kernel (page-cache pages: buffered "
-        "writeback, readahead; the syscall's or io_uring SQE's file: direct I/O), and print a table per file: device "
-        "commands, bytes, sizes and D2C per direction, the application's own read/write bytes on the file, and the "
-        "page-cache share 1 - device/app; \"files\" in --json, ino/fs_dev/gen on --events block records");
-    sub->add_option("--under", opts->files_under, "With --files: only files below this directory in the table")
-        ->needs(files);
-    sub->add_option("--group-by", opts->files_group_by,
-                    "With --files: a row per distinct match of this regex (ECMAScript) over the path, its first "
-                    "capture group when it has one (e.g. '^(.*)/' per directory); unmatched files keep their own row")
-        ->needs(files);
+    add_grouping_options(*sub, opts);
     sub->add_option(
         "args", *positionals,
         "[INTERVAL [COUNT]] [-- COMMAND [ARGS...]]: print every INTERVAL seconds (COUNT times); run COMMAND, "
