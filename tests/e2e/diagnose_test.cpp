@@ -87,8 +87,10 @@ TEST(DiagnoseE2E, SplitAtMaxSectorsFound) {
     EXPECT_EQ(g["max_sectors_kb"], 4);
     EXPECT_GE(g["cmds_at_limit"].get<uint64_t>(), 2000u) << "16 x 512 KiB in 4 KiB commands: 2048";
     EXPECT_GE(g["splits"].get<uint64_t>(), 16u) << g;
-    // a run ends where a piece was issued after the previous one completed: 430 KiB a run measured here
-    EXPECT_GE(g["transfer_bytes_mean"].get<double>(), 256.0 * 1024) << g;
+    // A run ends where a piece was issued after the previous one completed: 430 KiB a run measured on a quiet
+    // machine, 177 KiB in CI's e2e stage beside the other shard (the loop worker completes pieces sooner than the
+    // splitter issues them). 16 x the 4 KiB limit still says the transfers were larger than the commands.
+    EXPECT_GE(g["transfer_bytes_mean"].get<double>(), 64.0 * 1024) << g;
     EXPECT_LE(g["transfer_bytes_mean"].get<double>(), 512.0 * 1024) << g;
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -125,6 +126,16 @@ LoopDevice::LoopDevice(uint64_t size_bytes, bool direct_io, const std::string& d
     path = trim(r.out);
     name = path.substr(path.rfind('/') + 1);
     majmin = trim(slurp("/sys/block/" + name + "/dev"));
+    // A loop device's queue settings outlive its detach: a 4 KiB max_sectors_kb that a crashed test or a hand
+    // experiment left would split every later test's commands on this minor. Each device starts from the block
+    // layer's default (max_sectors_kb = max_hw_sectors_kb capped at 1280 KiB, BLK_DEF_MAX_SECTORS_CAP) and merging on.
+    const std::string q = "/sys/block/" + name + "/queue/";
+    uint64_t hw = 1280;
+    try {
+        hw = std::min<uint64_t>(std::stoull(trim(slurp(q + "max_hw_sectors_kb"))), 1280);
+    } catch (const std::exception&) {}
+    std::ofstream(q + "max_sectors_kb") << hw;
+    std::ofstream(q + "nomerges") << 0;
 }
 
 LoopDevice::~LoopDevice() {
