@@ -12,9 +12,10 @@ void add_drives_command(CLI::App& app) {
     auto o = std::make_shared<drives::DrivesOptions>();
     auto* sub = app.add_subcommand(
         "drives",
-        "Run one workload (a fio job, distilled or any; a kvio trace; or kvio simulate) on several drives and hosts, "
-        "in rounds interleaved across them (A B C, "
-        "B C A, ...), after a short ceiling probe of each; trace each local run at the device; print a table "
+        "Run one workload (a fio job, a kvio trace or kvio simulate) on several drives and hosts in interleaved "
+        "rounds; before them, a short ceiling probe of each drive; the job may be distilled or any; rounds go A B C, "
+        "B C A, ...; trace each local run at the "
+        "device; print a table "
         "(median [min-max] per figure) and a verdict per neighbour in the ranking: 'A faster than B by X % (rounds "
         "don't overlap)' or 'inside noise'. Writes DIR/drives.json (kvio.drives/1) and DIR/drives.html. A mounted "
         "or read-only device is refused, one holding data in its first MiB unless --force. Remote targets "
