@@ -6,7 +6,8 @@
 # scraped every second (curl, as Prometheus would). The tracer's RSS (VmRSS of the kvio process,
 # /proc/PID/status) is sampled every second. Checks: 0 events dropped; the capture reads back (kvio dump) with one
 # record per traced command; the RSS slope (least squares over the samples after the first 10 s) is at most
-# SOAK_MAX_RSS_KIB_PER_MIN (default 1024); every scrape answered. Reports commands/s, RSS at start (the first
+# SOAK_MAX_RSS_KIB_PER_MIN (default 1024) and the RSS at the end within SOAK_MAX_RSS_GROWTH_PCT (default 5) % of
+# the RSS at start; every scrape answered. Reports commands/s, RSS at start (the first
 # sample after 10 s) and end, lost
 # completions per 10^6 commands. Needs root. Results: $BUILD/soak/soak.json and rss.tsv (seconds, KiB).
 set -euo pipefail
@@ -15,6 +16,7 @@ BUILD=${BUILD:-build}
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 SOAK_IOPS=${SOAK_IOPS:-10000}
 SOAK_MAX_RSS_KIB_PER_MIN=${SOAK_MAX_RSS_KIB_PER_MIN:-1024}
+SOAK_MAX_RSS_GROWTH_PCT=${SOAK_MAX_RSS_GROWTH_PCT:-5}
 KVIO=$PWD/$BUILD/kvio
 out=$PWD/$BUILD/soak
 [ "$(id -u)" -eq 0 ] || { echo "soak: needs root (BPF, loop devices)" >&2; exit 1; }
@@ -97,5 +99,7 @@ ok=1
 [ "$n" -ge 2 ] || { echo "soak: FAIL: only $n RSS samples after 10 s (SOAK_SECONDS too short?)" >&2; ok=0; }
 awk -v s="$slope" -v m="$SOAK_MAX_RSS_KIB_PER_MIN" 'BEGIN { exit !(s <= m) }' ||
     { echo "soak: FAIL: RSS grows $slope KiB/min (limit $SOAK_MAX_RSS_KIB_PER_MIN)" >&2; ok=0; }
+awk -v a="${rss_start:-0}" -v b="${rss_end:-0}" -v p="$SOAK_MAX_RSS_GROWTH_PCT" 'BEGIN { exit !(a > 0 && b <= a * (1 + p / 100)) }' ||
+    { echo "soak: FAIL: RSS ${rss_start:-?} -> ${rss_end:-?} KiB: more than $SOAK_MAX_RSS_GROWTH_PCT % growth" >&2; ok=0; }
 echo "soak: $cmds commands in $SOAK_SECONDS s ($cmds_per_s/s), $scrapes_ok scrapes, RSS $rss_start -> $rss_end KiB, dropped $dropped, lost completions $lost_per_m per 10^6, RSS $rss_min..$rss_max KiB, slope $slope KiB/min: $([ $ok = 1 ] && echo ok || echo FAILED)"
 [ $ok = 1 ]
