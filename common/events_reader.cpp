@@ -499,11 +499,6 @@ bool EventsReader::next_bin(EventRecord& r) {
     return false;
 }
 
-namespace {
-
-/// When the file at `path` is one whole JSON document (a pretty-printed summary or manifest given where a
-/// kvio.events/1 stream belongs), what it is: "a kvio.trace/1 document", "a kvio record manifest (kvio gen --record)",
-/// "a JSON document"; "" when it is not one (or larger than 256 MiB, not worth reading twice).
 std::string whole_document_kind(const std::string& path) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
@@ -520,6 +515,8 @@ std::string whole_document_kind(const std::string& path) {
         return "a kvio record manifest (kvio gen --record)";
     return "a JSON document";
 }
+
+namespace {
 
 /// The first line [b, e) of a JSONL file that is not kvio.events/1, when it says what it is: "a kvio.semantic/1 file"
 /// (its meta record's "schema"), "a kvio.trace/1 document" (a one-line trace.json); else "".

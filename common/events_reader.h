@@ -92,6 +92,11 @@ struct EventRecord {
     bool has_field(EventField f) const { return has >> unsigned(f) & 1; }
 };
 
+/// When the file at `path` is one whole JSON document (a pretty-printed summary or manifest given where a
+/// kvio.events/1 stream belongs), what it is: "a kvio.trace/1 document", "a kvio record manifest (kvio gen --record)",
+/// "a JSON document"; "" when it is not one (a JSONL stream, or larger than 256 MiB: not worth reading twice).
+std::string whole_document_kind(const std::string& path);
+
 /// Streams a kvio.events/1 file record by record with memory independent of its length (one read buffer
 /// of 4 MiB, grown only for a longer line). Blank lines (spaces, tabs, CR) are skipped; CRLF line ends and
 /// a last line without a newline are accepted.

@@ -12,6 +12,7 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/events_bin.h"
+#include "common/events_reader.h"
 #include "common/output_file.h"
 #include "trace/capture_records.h"
 #include "trace/event_format.h"
@@ -35,11 +36,15 @@ void refuse_jsonl(const std::string& in) {
     int c;
     while ((c = std::fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t') {}
     std::fclose(f);
-    if (c == '{')
-        throw Error(
-            in +
-            " is a JSONL file (kvio.events/1, what `kvio dump` writes), not a kvio.events.bin capture: it needs "
-            "no dump; validate, distill, replay and compare read it as it is");
+    if (c != '{') return;
+    // One whole document (a trace.json, a record manifest): named as what it is, not as a stream it is not.
+    const std::string kind = whole_document_kind(in);
+    if (kind.rfind("a kvio", 0) == 0)
+        throw Error(in + " is " + kind + ", not a kvio.events.bin capture (what `kvio trace --events FILE " +
+                    "--events-format bin` writes): there is nothing to dump");
+    throw Error(in +
+                " is a JSONL file (kvio.events/1, what `kvio dump` writes), not a kvio.events.bin capture: it needs "
+                "no dump; validate, distill, replay and compare read it as it is");
 }
 
 }  // namespace

@@ -150,7 +150,7 @@ uint64_t synth_write(const SynthSpec& s, const std::string& semantic_path, const
         [&](const Command& c) {
             bool w = c.op == CmdOp::Write;
             if (bin) {
-                be.opf = w ? (KVIO_OP_WRITE | KVIO_F_SYNC) : KVIO_OP_READ;
+                be.opf = w ? uint32_t(KVIO_OP_WRITE | KVIO_F_SYNC) : uint32_t(KVIO_OP_READ);
                 be.bytes = uint32_t(c.bytes);
                 be.sector = c.offset / 512;
                 be.ts_issue = c.ts_issue;

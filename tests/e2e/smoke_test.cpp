@@ -74,6 +74,19 @@ TEST(Cli, DumpOfJsonlSaysItNeedsNoDump) {
     EXPECT_EQ(r.out, "");
 }
 
+// A trace.json given to dump is named as what it is (it said "a JSONL file (kvio.events/1 ...)").
+TEST(Cli, DumpOfATraceJsonNamesItsSchema) {
+    TempDir d;
+    std::ofstream(d.file("trace.json")) << "{\n  \"schema\": \"kvio.trace/1\",\n  \"devices\": []\n}\n";
+    auto r = run(kvio_bin() + " dump " + d.file("trace.json"));
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find(d.file("trace.json") + " is a kvio.trace/1 document, not a kvio.events.bin capture"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("JSONL"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+}
+
 TEST(Cli, ValidateSynthIsListedAndCreatesItsDirectory) {
     auto h = run(kvio_bin() + " validate --help");
     EXPECT_NE(h.out.find("--synth "), std::string::npos) << h.out;
