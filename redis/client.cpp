@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "redis/cluster.h"
 
 namespace kvio::redis {
 
@@ -57,7 +58,7 @@ std::string chunk_key(const std::string& key, uint64_t i) { return key + ":" + s
 
 uint64_t chunk_count(uint64_t bytes, uint64_t chunk) { return bytes == 0 ? 1 : (bytes + chunk - 1) / chunk; }
 
-Connection::Connection(const Url& url, double timeout_s) {
+Connection::Connection(const Url& url, double timeout_s, Routing routing) {
     endpoint_ =
         (url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host) + ":" + std::to_string(url.port);
     c_ = redisConnectWithTimeout(url.host.c_str(), url.port, to_tv(timeout_s));
@@ -80,9 +81,23 @@ Connection::Connection(const Url& url, double timeout_s) {
             checked({"AUTH", url.user, url.password}, "AUTH refused");
     }
     if (url.db != 0) checked({"SELECT", std::to_string(url.db)}, "SELECT " + std::to_string(url.db) + " refused");
+    if (routing == Routing::Detect) {
+        // A server without cluster support answers INFO cluster with an empty section or an error: a single server.
+        Reply info = command({"INFO", "cluster"});
+        if (info.type == Reply::Type::String && info.str.find("cluster_enabled:1") != std::string::npos) {
+            try {
+                cluster_ = std::make_unique<Cluster>(*this, url, timeout_s);
+            } catch (...) {
+                redisFree(c_);  // the destructor does not run for a constructor that throws
+                c_ = nullptr;
+                throw;
+            }
+        }
+    }
 }
 
 Connection::~Connection() {
+    cluster_.reset();
     if (c_) redisFree(c_);
 }
 
@@ -98,6 +113,41 @@ void Connection::append(const std::vector<const char*>& argv, const std::vector<
     if (broken()) fail_io("cannot send");
     if (redisAppendCommandArgv(c_, int(argv.size()), const_cast<const char**>(argv.data()), len.data()) != REDIS_OK)
         fail_io("cannot send");
+}
+
+void Connection::flush() {
+    if (broken()) fail_io("cannot send");
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(c_, &done) != REDIS_OK) fail_io("cannot send");
+}
+
+void Connection::receive(const std::function<void(const ReplyView&)>& f) {
+    ReplyPtr raw(next_raw_reply());
+    const redisReply* r = static_cast<const redisReply*>(raw.get());
+    ReplyView v;
+    switch (r->type) {
+        case REDIS_REPLY_STATUS:
+            v.type = Reply::Type::Status;
+            break;
+        case REDIS_REPLY_ERROR:
+            v.type = Reply::Type::Error;
+            break;
+        case REDIS_REPLY_INTEGER:
+            v.type = Reply::Type::Integer, v.integer = r->integer;
+            break;
+        case REDIS_REPLY_STRING:
+            v.type = Reply::Type::String;
+            break;
+        case REDIS_REPLY_ARRAY:
+            v.type = Reply::Type::Array;
+            break;
+        default:
+            v.type = Reply::Type::Nil;
+    }
+    if (v.type == Reply::Type::Status || v.type == Reply::Type::Error || v.type == Reply::Type::String)
+        v.data = r->str, v.len = r->len;
+    f(v);
 }
 
 Reply Connection::next_reply() {
@@ -133,6 +183,7 @@ uint64_t Connection::max_bulk_len() {
 }
 
 void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill) {
+    if (cluster_) return cluster_->set_chunks(key, bytes, chunk, fill);
     const uint64_t n = chunk_count(bytes, chunk);
     buf_.resize(size_t(std::min<uint64_t>(chunk, std::max<uint64_t>(bytes, 1))));
     std::string first_error;
@@ -156,6 +207,7 @@ void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chu
 }
 
 void Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink) {
+    if (cluster_) return cluster_->get_chunks(key, bytes, chunk, sink);
     const uint64_t n = chunk_count(bytes, chunk);
     std::string problem;
     uint64_t sent = 0, got = 0;
@@ -187,6 +239,7 @@ void Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chu
 }
 
 long long Connection::del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk) {
+    if (cluster_) return cluster_->del_chunks(key, bytes, chunk);
     std::vector<std::string> args{"DEL"};
     for (uint64_t i = 0, n = chunk_count(bytes, chunk); i < n; ++i) args.push_back(chunk_key(key, i));
     Reply r = command(args);

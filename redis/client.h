@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 struct redisContext;
 
 namespace kvio::redis {
+
+class Cluster;
 
 /// One reply, copied out of hiredis' reply tree.
 struct Reply {
@@ -27,6 +30,21 @@ using ChunkFill = std::function<void(uint64_t off, char* dst, size_t len)>;
 /// Receives value bytes [off, off + len) of a chunked GET (may be empty: the bytes are dropped).
 using ChunkSink = std::function<void(uint64_t off, const char* src, size_t len)>;
 
+/// A reply that is not an array, seen in place: `data`/`len` (Status, Error, String) stay valid only during the
+/// callback that receives it.
+struct ReplyView {
+    Reply::Type type = Reply::Type::Nil;
+    const char* data = nullptr;
+    size_t len = 0;
+    long long integer = 0;
+};
+
+/// Whether a Connection routes its chunked commands over a Redis Cluster (redis/cluster.h).
+enum class Routing {
+    Detect,  ///< ask the server (INFO cluster: cluster_enabled:1) and route over the cluster when it is one
+    Single,  ///< this server only (a cluster node's own connection)
+};
+
 /// Redis' own default proto-max-bulk-len (512 MiB): the bulk limit assumed when CONFIG GET is refused.
 inline constexpr uint64_t kDefaultMaxBulk = 512ull << 20;
 /// Chunked commands a connection keeps in flight (pipelined): the next chunk is sent while the server works on
@@ -40,10 +58,12 @@ uint64_t chunk_count(uint64_t bytes, uint64_t chunk);
 
 /// One connection: connect, AUTH, SELECT. Throws kvio::Error "redis HOST:PORT: WHAT" when the server cannot be
 /// reached within `timeout_s` or refuses the credentials or database. Every later I/O waits at most `timeout_s`.
-/// After an I/O error the connection is broken() and every command throws.
+/// After an I/O error the connection is broken() and every command throws. With Routing::Detect and a server that
+/// is a Redis Cluster node, the chunked commands go to the node owning each chunk key (redis/cluster.h,
+/// docs/redis-cluster.md); command() still talks to this server only.
 class Connection {
 public:
-    Connection(const Url& url, double timeout_s);
+    Connection(const Url& url, double timeout_s, Routing routing = Routing::Detect);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -62,18 +82,28 @@ public:
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
     /// GET of the same chunks, pipelined. Throws when a chunk is missing or not of its size.
     void get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink);
-    /// DEL of every chunk key in one command; returns the keys deleted.
+    /// DEL of every chunk key in one command (one per chunk key over a cluster); returns the keys deleted.
     long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
+
+    /// The cluster this connection routes over, or nullptr for a single server.
+    const Cluster* cluster() const { return cluster_.get(); }
+
+    /// Pipelining: queues one command (hiredis copies the arguments), sent at the next flush() or receive().
+    void append(const std::vector<const char*>& argv, const std::vector<size_t>& len);
+    /// Writes every queued command to the socket. Throws on I/O errors.
+    void flush();
+    /// Receives the next reply and hands it to `f`; an Array arrives as Type::Array without its elements.
+    void receive(const std::function<void(const ReplyView&)>& f);
 
 private:
     [[noreturn]] void fail_io(const std::string& what);
-    void append(const std::vector<const char*>& argv, const std::vector<size_t>& len);
     Reply next_reply();
     void* next_raw_reply();  ///< a redisReply* the caller frees
 
     redisContext* c_ = nullptr;
     std::string endpoint_;
     std::vector<char> buf_;  // one chunk of a SET being formatted
+    std::unique_ptr<Cluster> cluster_;
 };
 
 }  // namespace kvio::redis

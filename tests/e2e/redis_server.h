@@ -77,7 +77,7 @@ public:
                     break;  // exited (the port was taken meanwhile): try another
                 }
                 try {
-                    redis::Connection c(url_struct(), 1.0);
+                    redis::Connection c(url_struct(), 1.0, redis::Routing::Single);
                     c.command({"PING"});  // PONG, or NOAUTH from a server with a password: up either way
                     ok_ = true;
                 } catch (const std::exception&) {}
@@ -104,7 +104,7 @@ public:
     }
     /// One field of INFO (e.g. "used_memory", "keyspace_hits"); -1 when absent.
     long long info(const std::string& field) const {
-        redis::Connection c(url_struct(), 5.0);
+        redis::Connection c(url_struct(), 5.0, redis::Routing::Single);
         std::string text = c.command({"INFO", "all"}).str;
         size_t at = text.find("\n" + field + ":");
         if (at == std::string::npos) return -1;
@@ -112,14 +112,14 @@ public:
     }
     /// `calls` of one command in INFO commandstats (e.g. "set"); 0 when never called.
     long long calls(const std::string& cmd) const {
-        redis::Connection c(url_struct(), 5.0);
+        redis::Connection c(url_struct(), 5.0, redis::Routing::Single);
         std::string text = c.command({"INFO", "commandstats"}).str;
         size_t at = text.find("cmdstat_" + cmd + ":calls=");
         if (at == std::string::npos) return 0;
         return std::stoll(text.substr(at + cmd.size() + 15));
     }
     long long dbsize() const {
-        redis::Connection c(url_struct(), 5.0);
+        redis::Connection c(url_struct(), 5.0, redis::Routing::Single);
         return c.command({"DBSIZE"}).integer;
     }
 
