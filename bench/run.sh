@@ -21,6 +21,9 @@
 #             paired ratios per round (KVIO_BENCH_CLIENT_ROUNDS 3, KVIO_BENCH_CLIENT_SECS 10)
 #   verify    `kvio simulate --verify-reads`'s cost: the storage baseline on tmpfs without and with it, storage read
 #             bytes/s paired per round (KVIO_BENCH_VERIFY_ROUNDS 5, KVIO_BENCH_VERIFY_SECS 10)
+#   remote    `kvio simulate --remote-tier` on one redis-server vs redis-benchmark on the same server (chunk size,
+#             connections, pipeline depth), remote bytes/s paired per round (KVIO_BENCH_REMOTE_ROUNDS 3,
+#             KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 100)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -39,7 +42,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients verify fidelity audit}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients verify remote fidelity audit}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -79,6 +82,7 @@ cleanup() {
     mountpoint -q "$WORK/simtmpfs" && umount "$WORK/simtmpfs"
     mountpoint -q "$WORK/auditfs" && umount "$WORK/auditfs"
     [ -n "${AUDIT_LOOP:-}" ] && losetup -d "$AUDIT_LOOP"
+    [ -f "$WORK/redis/pid" ] && kill "$(cat "$WORK/redis/pid")" 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -554,6 +558,62 @@ if has_stage verify; then
         printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): reads \(.plain_read_mbps|floor) MB/s, with --verify-reads \(.verify_read_mbps|floor) MB/s (x\(.read_ratio*1000|round/1000)); reads+writes x\(.total_ratio*1000|round/1000)"')"
     done
     umount "$VRT"
+fi
+
+# ---------------------------------------------------------------- remote tier vs redis-benchmark
+# docs/performance.md, "Remote tier": one redis-server (loopback, a free port, --save '', maxmemory 2 GiB noeviction,
+# its own directory in $WORK). Per round (KVIO_BENCH_REMOTE_ROUNDS, default 3; the order alternates): `kvio simulate`
+# with the remote tier as its only tier (KVIO_BENCH_REMOTE_SECS s, default 10) = remote bytes written + read /
+# elapsed_time; then redis-benchmark on the same server with kvio's chunk size as -d, kvio's connection count as -c,
+# kvio's pipeline window (4) as -P, SET then GET (KVIO_BENCH_REMOTE_REQS requests each, default 100, over 64 keys:
+# at most 64 chunks in memory). redis-benchmark's time for kvio's own bytes = written / SET bytes/s + read / GET
+# bytes/s; the ratio = that time / kvio's elapsed time (> 1: kvio moved the bytes faster), paired per round.
+RM_SECS=${KVIO_BENCH_REMOTE_SECS:-10}
+RM_ROUNDS=${KVIO_BENCH_REMOTE_ROUNDS:-3}
+RM_REQS=${KVIO_BENCH_REMOTE_REQS:-100}
+RM_PORT=""
+RM_SIM=(--model tiny-1b --num-users 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --remote-capacity-gb 1.5)
+remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS" of one simulate run
+    local out=$WORK/remote.json
+    "$KVIO" simulate "${RM_SIM[@]}" --duration "$RM_SECS" --remote-tier "redis://127.0.0.1:$RM_PORT" --quiet \
+        --progress-interval 0 --output "$out" > "$WORK/remote.out" 2>&1 \
+        || { echo "bench: simulate --remote-tier failed:" >&2; tail -5 "$WORK/remote.out" >&2; return 1; }
+    jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
+           if $t.errors > 0 then error("remote tier errors: \($t.errors)") else
+           "\($c.tier_remote_kv_bytes_written_gb * 1073741824) \($c.tier_remote_kv_bytes_read_gb * 1073741824) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections)" end' "$out"
+}
+remote_bench() {  # remote_bench CHUNK CONNS: prints "SET_RPS GET_RPS"
+    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set,get -d "$1" -c "$2" -P 4 -n "$RM_REQS" -r 64 --csv > "$WORK/rb.csv" 2> "$WORK/rb.err" \
+        || { echo "bench: redis-benchmark failed:" >&2; tail -3 "$WORK/rb.err" >&2; return 1; }
+    redis-cli -p "$RM_PORT" flushall > /dev/null
+    awk -F'"' '$2 == "SET" {s = $4} $2 == "GET" {g = $4} END {if (s == "" || g == "") exit 1; print s, g}' "$WORK/rb.csv"
+}
+if has_stage remote; then
+    for t in redis-server redis-cli redis-benchmark; do command -v "$t" >/dev/null || die "$t is missing (apt install redis-server redis-tools)"; done
+    echo "== remote: kvio simulate --remote-tier (${RM_SIM[*]} --duration $RM_SECS) vs redis-benchmark, same server, chunk size, connections"
+    mkdir -p "$WORK/redis"
+    RM_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    redis-server --port "$RM_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK/redis" --maxmemory 2gb \
+        --maxmemory-policy noeviction --daemonize yes --pidfile "$WORK/redis/pid" --logfile "$WORK/redis/log"
+    for ((i = 0; i < 100; i++)); do redis-cli -p "$RM_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    for ((r = 1; r <= RM_ROUNDS; r++)); do
+        load0=$(cut -d' ' -f1 /proc/loadavg)
+        if ((r % 2)); then
+            k=$(remote_kvio) && read -r _ _ _ chunk conns <<< "$k" && b=$(remote_bench "$chunk" "$conns") || break
+        else  # redis-benchmark first: kvio's chunk size and connections of the round before
+            b=$(remote_bench "$chunk" "$conns") && k=$(remote_kvio) || break
+        fi
+        record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" \
+            --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
+            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns] | ($b | split(" ") | map(tonumber)) as [$set, $get] |
+             ($w / ($set * $chunk) + $rd / ($get * $chunk)) as $rb_s |
+             {round: $r, secs: $s, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), chunk_bytes: $chunk, connections: $conns,
+              kvio_mbps: (($w + $rd) / $el / 1e6), kvio_write_gb: ($w / 1e9), kvio_read_gb: ($rd / 1e9), kvio_elapsed_s: $el,
+              rb_set_mbps: ($set * $chunk / 1e6), rb_get_mbps: ($get * $chunk / 1e6), rb_mbps: (($w + $rd) / $rb_s / 1e6),
+              ratio: ($rb_s / $el)}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_mbps|floor) MB/s (\(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), redis-benchmark SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix: x\(.ratio*1000|round/1000)"')"
+    done
+    redis-cli -p "$RM_PORT" shutdown nosave > /dev/null 2>&1 || true
 fi
 
 # ---------------------------------------------------------------- distill fidelity, quiet and beside CPU hogs

@@ -103,6 +103,11 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         rounds: ($c | length), secs: $c[0].secs, load1: ([$c[].load1] | stats),
         plain_read_mbps: ([$c[].plain_read_mbps] | stats), verify_read_mbps: ([$c[].verify_read_mbps] | stats),
         read_ratio: ([$c[].read_ratio] | stats), total_ratio: ([$c[].total_ratio] | stats)} end),
+    remote: ([$raw[] | select(.stage == "remote")] as $c | if ($c | length) == 0 then null else {
+        rounds: ($c | length), secs: $c[0].secs, load1: ([$c[].load1] | stats), chunk_bytes: $c[0].chunk_bytes,
+        connections: ([$c[].connections] | stats), kvio_mbps: ([$c[].kvio_mbps] | stats),
+        rb_set_mbps: ([$c[].rb_set_mbps] | stats), rb_get_mbps: ([$c[].rb_get_mbps] | stats),
+        rb_mbps: ([$c[].rb_mbps] | stats), ratio: ([$c[].ratio] | stats)} end),
     fidelity: ([$raw[] | select(.stage == "fidelity")] | group_by(.mode) | map({key: .[0].mode, value: {rounds: length,
         qd_tv: ([.[].qd_tv] | stats), worst_depth_tv: ([.[].worst_depth_tv] | stats), rwmix_err_points: ([.[].rwmix_err_points] | stats),
         size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries),
@@ -152,6 +157,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
                               target: "<= 0.05 x syscall time per storage op >= 16 MiB (p50; worst of tmpfs/loop, write/read)",
                               verdict: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50 // empty, .large_read_overhead_p50 // empty | verdict(0.05)] |
                                         if length == 0 then null elif any(. == "missed") then "missed" elif any(. == "inside noise") then "inside noise" else "met" end)},
+    remote_vs_redis_benchmark: {value: ($r.remote.ratio.median | r3), spread: $r.remote.ratio,
+                                 target: ">= 0.8 x redis-benchmark (remote bytes/s; same server, value size, connections)",
+                                 verdict: ($r.remote.ratio | atleast(0.8; 0.2))},
     validate_rss_vs_commands: {value: (if $r.validate.big and $r.validate.few_cmds then
                                          ($r.validate.big.peak_rss_kib / $r.validate.few_cmds.peak_rss_kib | r3) else null end),
                                target: "~1 (peak RSS, 10x the commands on the same objects)",

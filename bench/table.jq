@@ -46,6 +46,10 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "simulate --verify-reads on tmpfs, \(.verify.rounds) rounds x \(.verify.secs) s (min / median / max; load \(.verify.load1 | mmm(1)))",
   "  storage reads \(.verify.plain_read_mbps | mmm(0)) MB/s, with --verify-reads \(.verify.verify_read_mbps | mmm(0)) MB/s; paired ratio reads \(.verify.read_ratio | mmm(3)), reads+writes \(.verify.total_ratio | mmm(3))",
   "" else empty end),
+(if .remote then
+  "simulate --remote-tier vs redis-benchmark, \(.remote.rounds) rounds x \(.remote.secs) s, \(.remote.chunk_bytes)-byte values (min / median / max; load \(.remote.load1 | mmm(1)))",
+  "  kvio \(.remote.kvio_mbps | mmm(0)) MB/s; redis-benchmark SET \(.remote.rb_set_mbps | mmm(0)) GET \(.remote.rb_get_mbps | mmm(0)) MB/s, at kvio's mix \(.remote.rb_mbps | mmm(0)) MB/s; paired ratio \(.remote.ratio | mmm(3))",
+  "" else empty end),
 "targets:",
 (.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
   if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)
