@@ -121,6 +121,39 @@ TEST(BenchVerdict, SyscallAddedNsIsPairedByRound) {
     EXPECT_DOUBLE_EQ(s["untraced"]["syscall_added_ns"]["median"].get<double>(), 0);
 }
 
+// The remote stage's ratio (redis-benchmark's time for kvio's bytes / kvio's elapsed time, target >= 0.8): rounds
+// that straddle 0.8 and spread wider than 0.2 are "inside noise"; all above: "met"; all below: "missed"; no remote
+// rounds: no figure and no verdict.
+TEST(BenchVerdict, RemoteRatioAgainstRedisBenchmark) {
+    auto remote = [](const std::vector<double>& ratios) {
+        std::vector<nlohmann::json> raw;
+        int r = 0;
+        for (double x : ratios)
+            raw.push_back({{"stage", "remote"},
+                           {"mode", "round" + std::to_string(++r)},
+                           {"round", r},
+                           {"secs", 10},
+                           {"load1", 8.0},
+                           {"chunk_bytes", 4190208},
+                           {"connections", 2},
+                           {"kvio_mbps", 70 * x},
+                           {"rb_set_mbps", 50},
+                           {"rb_get_mbps", 130},
+                           {"rb_mbps", 70},
+                           {"ratio", x}});
+        return summarize_raw(raw);
+    };
+    const nlohmann::json noisy = remote({1.03, 1.01, 0.79});
+    EXPECT_EQ(noisy["targets"]["remote_vs_redis_benchmark"]["verdict"], "inside noise");
+    EXPECT_DOUBLE_EQ(noisy["targets"]["remote_vs_redis_benchmark"]["value"].get<double>(), 1.01);
+    EXPECT_EQ(noisy["remote"]["rounds"], 3);
+    EXPECT_EQ(remote({0.85, 0.9, 0.95})["targets"]["remote_vs_redis_benchmark"]["verdict"], "met");
+    EXPECT_EQ(remote({0.5, 0.6, 0.7})["targets"]["remote_vs_redis_benchmark"]["verdict"], "missed");
+    const nlohmann::json none = summarize_raw({});
+    EXPECT_TRUE(none["remote"].is_null());
+    EXPECT_TRUE(none["targets"]["remote_vs_redis_benchmark"]["verdict"].is_null());
+}
+
 // Before: machine.json's "commit" was the source tree's HEAD, whatever commit the binary under test was built from.
 TEST(BenchMachine, RecordsTheVersionOfTheBinaryUnderTestAndTheHeadApart) {
     TempDir d;
