@@ -77,10 +77,8 @@ cleanup() {
     stop_bpftrace
     [ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
     [ -n "$LOOP" ] && losetup -d "$LOOP"
-    mountpoint -q "$MNT" && umount "$MNT"
-    mountpoint -q "$WORK/simext4" && umount "$WORK/simext4"
-    mountpoint -q "$WORK/simtmpfs" && umount "$WORK/simtmpfs"
-    mountpoint -q "$WORK/auditfs" && umount "$WORK/auditfs"
+    # every mount under $WORK, deepest first (a stage that failed half-way left its own): rm -rf could not remove it
+    awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount "$m"; done
     [ -n "${AUDIT_LOOP:-}" ] && losetup -d "$AUDIT_LOOP"
     [ -f "$WORK/redis/pid" ] && kill "$(cat "$WORK/redis/pid")" 2>/dev/null
     rm -rf "$WORK"
@@ -523,10 +521,12 @@ fi
 # The storage-baseline config (SIM_FLAGS; KVIO_BENCH_VERIFY_SECS s, default 10) on one 4 GiB tmpfs (memory speed: the
 # check's CPU cost is the largest share there), without and with --verify-reads, paired per round
 # (KVIO_BENCH_VERIFY_ROUNDS, default 5; the order alternates so a load trend hits both). Read bytes/s = storage-tier
-# bytes read / elapsed_time; the ratio with / without per round, min / median / max over rounds.
+# bytes read / elapsed_time; the ratio with / without per round, min / median / max over rounds. Beside it, the figure
+# load does not move: the check's own CPU time (kvio.cache.verify_reads: thread CPU seconds around each chunk's
+# comparison) as GB checked per CPU second and as a share of the storage tier's read time.
 VR_SECS=${KVIO_BENCH_VERIFY_SECS:-10}
 VR_ROUNDS=${KVIO_BENCH_VERIFY_ROUNDS:-5}
-verify_bps() {  # verify_bps plain|verify DIR: storage-tier read and total bytes/s of one run, as "READ TOTAL"
+verify_bps() {  # verify_bps plain|verify DIR: "READ TOTAL GB_PER_CPU_S SHARE" (bytes/s; the last two null for plain)
     local kind=$1 dir=$2 out=$WORK/verify.json extra=()
     [ "$kind" = verify ] && extra=(--verify-reads)
     "$KVIO" simulate "${SIM_FLAGS[@]}" --duration "$VR_SECS" --cache-dir "$dir/cache" --quiet --progress-interval 0 \
@@ -535,7 +535,8 @@ verify_bps() {  # verify_bps plain|verify DIR: storage-tier read and total bytes
     rm -rf "$dir/cache"
     [ "$(jq '.kvio.cache.failed_reads' "$out")" -eq 0 ] || { echo "bench: simulate ($kind) had failed reads" >&2; return 1; }
     jq -r '.summary.cache_stats as $c | "\($c.tier_storage_kv_bytes_read_gb * 1073741824 / .summary.elapsed_time) \(
-           ($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb) * 1073741824 / .summary.elapsed_time)"' "$out"
+           ($c.tier_storage_kv_bytes_written_gb + $c.tier_storage_kv_bytes_read_gb) * 1073741824 / .summary.elapsed_time) \(
+           .kvio.cache.verify_reads.checked_gb_per_cpu_s) \(.kvio.cache.verify_reads.share_of_read_time)"' "$out"
 }
 if has_stage verify; then
     echo "== verify: simulate storage baseline (${SIM_FLAGS[*]} --duration $VR_SECS) on tmpfs, without and with --verify-reads"
@@ -551,11 +552,12 @@ if has_stage verify; then
         fi
         record verify "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$VR_SECS" --arg p "$plain" --arg v "$checked" \
             --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '($p | split(" ") | map(tonumber)) as $a | ($v | split(" ") | map(tonumber)) as $b |
-             {round: $r, secs: $s, load1: (($l0 | tonumber) + ($l1 | tonumber)) / 2,
+            '($p | split(" ") | map(if . == "null" then null else tonumber end)) as $a | ($v | split(" ") | map(if . == "null" then null else tonumber end)) as $b |
+             {round: $r, secs: $s, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2),
               plain_read_mbps: ($a[0] / 1e6), verify_read_mbps: ($b[0] / 1e6), read_ratio: ($b[0] / $a[0]),
-              plain_mbps: ($a[1] / 1e6), verify_mbps: ($b[1] / 1e6), total_ratio: ($b[1] / $a[1])}')"
-        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): reads \(.plain_read_mbps|floor) MB/s, with --verify-reads \(.verify_read_mbps|floor) MB/s (x\(.read_ratio*1000|round/1000)); reads+writes x\(.total_ratio*1000|round/1000)"')"
+              plain_mbps: ($a[1] / 1e6), verify_mbps: ($b[1] / 1e6), total_ratio: ($b[1] / $a[1]),
+              check_gb_per_cpu_s: $b[2], check_share_of_read_time: $b[3]}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): reads \(.plain_read_mbps|floor) MB/s, with --verify-reads \(.verify_read_mbps|floor) MB/s (x\(.read_ratio*1000|round/1000)); reads+writes x\(.total_ratio*1000|round/1000); check \(.check_gb_per_cpu_s*10|round/10) GB per CPU s, \(.check_share_of_read_time*1000|round/10) % of read time"')"
     done
     umount "$VRT"
 fi

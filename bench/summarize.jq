@@ -102,7 +102,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
     verify: ([$raw[] | select(.stage == "verify")] as $c | if ($c | length) == 0 then null else {
         rounds: ($c | length), secs: $c[0].secs, load1: ([$c[].load1] | stats),
         plain_read_mbps: ([$c[].plain_read_mbps] | stats), verify_read_mbps: ([$c[].verify_read_mbps] | stats),
-        read_ratio: ([$c[].read_ratio] | stats), total_ratio: ([$c[].total_ratio] | stats)} end),
+        read_ratio: ([$c[].read_ratio] | stats), total_ratio: ([$c[].total_ratio] | stats),
+        check_gb_per_cpu_s: ([$c[].check_gb_per_cpu_s] | stats),
+        check_share_of_read_time: ([$c[].check_share_of_read_time] | stats)} end),
     remote: ([$raw[] | select(.stage == "remote")] as $c | if ($c | length) == 0 then null else {
         rounds: ($c | length), secs: $c[0].secs, load1: ([$c[].load1] | stats), chunk_bytes: $c[0].chunk_bytes,
         connections: ([$c[].connections] | stats), kvio_mbps: ([$c[].kvio_mbps] | stats),

@@ -45,6 +45,7 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 (if .verify then
   "simulate --verify-reads on tmpfs, \(.verify.rounds) rounds x \(.verify.secs) s (min / median / max; load \(.verify.load1 | mmm(1)))",
   "  storage reads \(.verify.plain_read_mbps | mmm(0)) MB/s, with --verify-reads \(.verify.verify_read_mbps | mmm(0)) MB/s; paired ratio reads \(.verify.read_ratio | mmm(3)), reads+writes \(.verify.total_ratio | mmm(3))",
+  "  the check itself (thread CPU time): \(.verify.check_gb_per_cpu_s | mmm(1)) GB per CPU second, \(.verify.check_share_of_read_time | mmm(3)) of the storage read time",
   "" else empty end),
 (if .remote then
   "simulate --remote-tier vs redis-benchmark, \(.remote.rounds) rounds x \(.remote.secs) s, \(.remote.chunk_bytes)-byte values (min / median / max; load \(.remote.load1 | mmm(1)))",

@@ -350,3 +350,31 @@ TEST(Faults, VerifyReadsReportsABitFlipWithEntryAndOffset) {
     EXPECT_NE(e.find(" at payload byte 0 (file byte "), std::string::npos) << e;
     EXPECT_GE(disk.counters().at("flipped_bytes"), 1u);
 }
+
+// A healthy disk: --verify-reads reports what it checked (every payload byte the storage tier read) and the CPU time
+// the check took, the figure its cost is judged by (bench stage `verify`); without the flag there is no such section.
+TEST(Faults, VerifyReadsCountsTheBytesItCheckedAndItsCpuTime) {
+    TempDir d;
+    const std::string sim = kvio_bin() +
+                            " simulate --model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                            "--generation-mode none --seed 42 --progress-interval 0 --quiet --cache-dir " +
+                            d.file("cache") + " --output ";
+    auto r = run(sim + d.file("checked.json") + " --verify-reads");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json c = json::parse(slurp(d.file("checked.json")))["kvio"]["cache"];
+    uint64_t storage_read = 0;
+    for (const auto& t : c["tiers"])
+        if (t["tier"] == "storage") storage_read = t["bytes_read"];
+    ASSERT_GT(storage_read, 0u) << c.dump();
+    EXPECT_EQ(c["failed_reads"], 0u);
+    const json& v = c["verify_reads"];
+    EXPECT_EQ(v["checked_bytes"].get<uint64_t>(), storage_read) << v.dump();
+    EXPECT_GT(v["cpu_s"].get<double>(), 0.0) << v.dump();
+    EXPECT_GT(v["checked_gb_per_cpu_s"].get<double>(), 0.0) << v.dump();
+    const double share = v["share_of_read_time"].get<double>();
+    EXPECT_GT(share, 0.0);
+    EXPECT_LE(share, 1.0);
+    r = run(sim + d.file("plain.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_FALSE(json::parse(slurp(d.file("plain.json")))["kvio"]["cache"].contains("verify_reads"));
+}

@@ -117,6 +117,7 @@ struct MultiTierCache::Impl {
     std::unique_ptr<IoTraceLog> trace;
     std::string storage_dir;
     bool temp_dir = false;
+    bool verify_reads = false;  // --verify-reads on the storage tier: kvio_json reports the check's cost
     std::string gpu_desc, storage_desc;
     std::string capacity_warning;                         ///< MultiTierCache::capacity_warning()
     std::function<uint64_t(uint64_t)> storage_footprint;  // bytes an entry takes on the storage target
@@ -178,6 +179,7 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
         so.semantic_path = c.semantic_path;
         auto st = make_storage_tier(so);                           // deletes old *.npy first
         if (c.verify_reads) st->set_read_check(pool.get(), seed);  // docs/simulate.md, --verify-reads
+        verify_reads = c.verify_reads;
         if (c.storage_throttle_mibps > 0) st = make_throttled_storage_tier(std::move(st), c.storage_throttle_mibps);
         const uint64_t room = st->auto_capacity();
         if (c.storage_capacity_gb <= 0) storage_limit = room;
@@ -515,6 +517,8 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         st.storage_read_device.push_back(tm.device);
         st.storage_read_host.push_back(tm.host);
         st.storage_ops.push_back(storage_sample(false, false, g.bytes, tm));
+        st.verified_bytes += tm.checked_bytes;
+        st.verify_cpu_s += tm.check_cpu;
         uint64_t sharded = m.bpt / m.tp;  // tokens of the sharded entry (the benchmark divides by the full bpt)
         if (sharded > 0) st.storage_tokens_processed += double(g.bytes) / double(sharded);
     }
@@ -629,6 +633,7 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["cut_ops"] = s.cut_ops;
     j["cut_bytes_moved"] = s.cut_bytes_moved;
     j["gather_fallbacks"] = s.gather_fallbacks;
+    if (m.verify_reads) j["verify_reads"] = verify_reads_json(s);
     j["entry_sizes"] = entry_sizes_json(m.policy->entry_sizes());
     if (m.pool) j["noise_pool_copies"] = m.pool->max_copies();
     if (!s.first_error.empty()) j["first_error"] = s.first_error;

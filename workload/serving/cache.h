@@ -43,6 +43,10 @@ struct OpTiming {
     /// ... and generating its data (pool copy + stamps), which total/host/device leave out. The op's wall time
     /// is total + gen; its own overhead (what the simulation costs beyond the I/O) is total − syscall.
     double gen = 0;
+    /// --verify-reads: this thread's CPU seconds spent comparing the bytes read with the entry's (inside total;
+    /// CLOCK_THREAD_CPUTIME_ID around each chunk's check), and the payload bytes compared. 0 when not checked.
+    double check_cpu = 0;
+    uint64_t checked_bytes = 0;
 };
 
 struct AllocResult {

@@ -37,6 +37,8 @@ const CacheStatsField kFields[] = {
     {"deletion_bytes", &S::deletion_bytes, M::Sum},
     {"failed_writes", &S::failed_writes, M::Sum},
     {"failed_reads", &S::failed_reads, M::Sum},
+    {"verified_bytes", &S::verified_bytes, M::Sum},
+    {"verify_cpu_s", &S::verify_cpu_s, M::Sum},
     {"gather_fallbacks", &S::gather_fallbacks, M::Sum},
     {"storage_tokens_processed", &S::storage_tokens_processed, M::Sum},
     {"tier_bytes_written", &S::tier_bytes_written, M::Sum},
@@ -328,6 +330,17 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, c
     put_percentiles(j, "storage_read_host", s.storage_read_host);
     put_percentiles(j, "storage_write_device", s.storage_write_device);
     put_percentiles(j, "storage_write_host", s.storage_write_host);
+    return j;
+}
+
+nlohmann::ordered_json verify_reads_json(const CacheStats& s) {
+    double read_s = 0;
+    for (double v : s.read_lat[int(Tier::Storage)]) read_s += v;
+    Json j;
+    j["checked_bytes"] = s.verified_bytes;
+    j["cpu_s"] = s.verify_cpu_s;
+    j["checked_gb_per_cpu_s"] = s.verify_cpu_s > 0 ? Json(double(s.verified_bytes) / 1e9 / s.verify_cpu_s) : Json();
+    j["share_of_read_time"] = read_s > 0 ? Json(s.verify_cpu_s / read_s) : Json();
     return j;
 }
 

@@ -45,6 +45,10 @@ struct CacheStats {
     std::vector<double> demotion_lat[kTierSlots];  ///< read from source + write to destination, s
     uint64_t deletions = 0, deletion_bytes = 0;    ///< LRU deletions at the bottom tier
     uint64_t failed_writes = 0, failed_reads = 0;
+    /// --verify-reads (storage tier): payload bytes compared with what was written, and the CPU seconds it took
+    /// (OpTiming::check_cpu summed over reads): the check's measured cost, steady where bytes/s swing with load.
+    uint64_t verified_bytes = 0;
+    double verify_cpu_s = 0;
     uint64_t cut_ops = 0;          ///< ops stopped by cut_ops(): not done, not failed, not in any other counter
     uint64_t cut_bytes_moved = 0;  ///< bytes their system calls had moved (a cut write's file is removed)
     /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
@@ -105,5 +109,10 @@ CacheStats cache_stats_from_state(const nlohmann::ordered_json& state, const std
 /// assessment") for `performance_profile`. MultiTierCache::cache_stats_json is this on stats(); the multi-client
 /// merge calls it on the clients' summed stats.
 nlohmann::ordered_json cache_stats_json(const CacheStats& s, double elapsed_s, const std::string& performance_profile);
+
+/// kvio.cache.verify_reads: what --verify-reads checked and what it cost, measured: {checked_bytes, cpu_s,
+/// checked_gb_per_cpu_s (10^9 bytes per CPU second), share_of_read_time (cpu_s over the storage tier's summed read
+/// latency; null without reads)}.
+nlohmann::ordered_json verify_reads_json(const CacheStats& s);
 
 }  // namespace kvio::serving

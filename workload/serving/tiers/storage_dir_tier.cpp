@@ -164,12 +164,17 @@ public:
     }
 
     // --verify-reads: file bytes [pos, pos + n) read into `buf`, their payload part checked against the entry's
-    // bytes (EntryData::first_mismatch). Throws "payload mismatch in entry KEY at payload byte N (file PATH)".
-    void check_read(const std::string& key, const std::string& path, uint64_t pos, const uint8_t* buf, size_t n) const {
+    // bytes (EntryData::first_mismatch), its CPU time and byte count added to `t`. Throws "payload mismatch in entry
+    // KEY at payload byte N (file PATH)".
+    void check_read(const std::string& key, const std::string& path, uint64_t pos, const uint8_t* buf, size_t n,
+                    OpTiming& t) const {
         if (pos + n <= kNpyHeader) return;
+        const double c0 = thread_cpu_s();
         const uint64_t skip = pos < kNpyHeader ? kNpyHeader - pos : 0;
         const EntryData d(*check_pool_, key_hash(key, check_seed_));
         const uint64_t bad = d.first_mismatch(pos + skip - kNpyHeader, buf + skip, n - size_t(skip));
+        t.check_cpu += thread_cpu_s() - c0;
+        t.checked_bytes += n - size_t(skip);
         if (bad != EntryData::kNoMismatch)
             throw Error("payload mismatch in entry " + key + " at payload byte " + std::to_string(bad) +
                         " (file byte " + std::to_string(bad + kNpyHeader) + " of " + path + ")");
@@ -192,6 +197,7 @@ public:
         double t1 = now_s();
         uint8_t* chunk = thread_chunk();
         uint64_t got = 0;
+        OpTiming checked;  // check_cpu and checked_bytes of --verify-reads
         for (;;) {
             if (cut_requested()) {
                 ::close(fd);
@@ -205,7 +211,7 @@ public:
                 throw Error(e);
             }
             if (r == 0) break;
-            if (check_pool_) check_read(key, path, got, chunk, size_t(r));
+            if (check_pool_) check_read(key, path, got, chunk, size_t(r), checked);
             got += uint64_t(r);
             rec.transfers++;
         }
@@ -226,6 +232,8 @@ public:
                         std::to_string(kNpyHeader + bytes));
         OpTiming t{now_s() - t0, t1 - t0, t2 - t1};
         t.syscall = sc.s;
+        t.check_cpu = checked.check_cpu;
+        t.checked_bytes = checked.checked_bytes;
         return t;
     }
 

@@ -19,6 +19,12 @@ double now_s() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+double thread_cpu_s() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 uint8_t* thread_chunk() {
     struct Buf {
         uint8_t* p = nullptr;

@@ -64,6 +64,9 @@ uint8_t* thread_chunk();
 /// Seconds on CLOCK_MONOTONIC.
 double now_s();
 
+/// The calling thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID): what a piece of work cost, whatever the load.
+double thread_cpu_s();
+
 /// CPU tier: real bytes in RAM; write = memcpy from generated chunks (the copies timed), read = memcpy out.
 std::unique_ptr<TierBackend> make_cpu_tier();
 /// GPU tier, bandwidth model: holds no bytes; an op of B bytes takes B / (gbps × 1e9) s (sleep, then spin to
