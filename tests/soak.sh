@@ -76,7 +76,8 @@ read -r slope n rss_min rss_max < <(awk '$1 >= 10 { n++; sx += $1; sy += $2; sxx
         if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 }
     END { d = n * sxx - sx * sx; s = (n > 1 && d > 0) ? (n * sxy - sx * sy) / d * 60 : 0; printf "%.1f %d %d %d\n", s, n, min, max }' "$out/rss.tsv")
 rss_start=$(awk '$1 >= 10 {print $2; exit}' "$out/rss.tsv")  # after set-up, like the slope
-rss_end=$(awk 'END {print $2}' "$out/rss.tsv")
+# the last sample while fio ran: after it the tracer frees its buffers and writes its outputs (53 -> 20 MiB in 1 s)
+rss_end=$(awk -v s="$SOAK_SECONDS" '$1 <= s { v = $2 } END { print v }' "$out/rss.tsv")
 cmds_per_s=$(echo "scale=1; $cmds / $SOAK_SECONDS" | bc)
 lost_per_m=$(echo "scale=3; $lost * 1000000 / ($cmds + ($cmds == 0))" | bc)
 
