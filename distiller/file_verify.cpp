@@ -136,16 +136,10 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
         syncfs_of(mnt);
     }
     poll("the layout");
-    std::vector<std::string> argv = {resolved_exe(o.kvio_exe),
-                                     "trace",
-                                     "--events",
-                                     fr.events_out,
-                                     "-d",
-                                     info.whole_disk_name,
-                                     "--",
-                                     "fio",
-                                     "--output-format=json",
-                                     "--output=" + o.work_dir + "/replay.fio.json"};
+    std::vector<std::string> argv = {resolved_exe(o.kvio_exe), "trace", "--events", fr.events_out, "-d",
+                                     info.whole_disk_name,     "--"};
+    for (const auto& s : replay_fio_command()) argv.push_back(s);
+    argv.insert(argv.end(), {"--output-format=json", "--output=" + o.work_dir + "/replay.fio.json"});
     for (const auto& s : fr.job.replay_sections) argv.push_back("--section=" + s);
     argv.push_back(fr.job_path);
     checked_run(argv, o.work_dir + "/replay.log", "the traced fio run (" + o.work_dir + "/replay.log)");

@@ -92,6 +92,8 @@ BlockDevInfo checked_target(const VerifyTarget& t, bool force) {
 }
 }  // namespace
 
+std::vector<std::string> replay_fio_command() { return {"nice", "-n", "-10", "fio"}; }
+
 int run_passing_stops(const std::vector<std::string>& argv, const std::string& log, int* stop_signo) {
     const int st = run_forwarding_signals(argv, log);
     *stop_signo = g_verify_signal;
@@ -126,8 +128,9 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
     }
     std::vector<std::string> argv = {exe, "trace", "--events", opt.events_out};
     for (const auto& info : infos) argv.insert(argv.end(), {"-d", info.whole_disk_name});
-    argv.insert(argv.end(),
-                {"--", "fio", "--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
+    argv.push_back("--");
+    for (const auto& s : replay_fio_command()) argv.push_back(s);
+    argv.insert(argv.end(), {"--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
     HugePageReserve huge(opt.huge_pages);  // target_limits.h: the added pages are given back after the run
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
     if (g_verify_signal)

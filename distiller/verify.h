@@ -45,6 +45,13 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt);
 /// `opt.target` and `opt.needs_bytes` are not used. Returns one Replay per target, in order.
 std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt);
 
+/// The command that starts the replay's fio: `nice -n -10 fio`, 10 below the caller's niceness (at most -20). A replay
+/// is closed-loop, so a fio starved of CPU keeps fewer commands in flight than the trace did and every depth score
+/// reads the host's load, not the job (docs/distill.md, "A replay under load"). CFS niceness, never a real-time class:
+/// a SCHED_FIFO fio livelocked the loop device's worker (an ordinary kernel thread) when a `flow` job spun; at -10 that
+/// worker still gets about a tenth of a contended core (CFS weights 9548 : 1024).
+std::vector<std::string> replay_fio_command();
+
 /// Runs argv (stdout and stderr to `log`, created or truncated) and waits for it; SIGINT, SIGTERM and SIGHUP meanwhile
 /// are passed on to it (SIGINT as SIGINT, the others as SIGTERM) instead of ending us. Returns the wait status and sets
 /// `*stop_signo` to the first stop signal that came (0: none). Throws kvio::Error when fork fails.

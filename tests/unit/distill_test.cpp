@@ -21,6 +21,7 @@
 #include "distiller/phased_job.h"
 #include "distiller/rounding.h"
 #include "distiller/timeline.h"
+#include "distiller/verify.h"
 #include "tests/event_lines.h"
 
 using namespace kvio;
@@ -1002,4 +1003,16 @@ TEST(Distill, MalformedTraceJsonHistogramNamesTheField) {
     d = doc;
     d["devices"][0]["histograms"]["lba_write"]["buckets"][0][1] = -1;
     expect_field(d, "histograms.lba_write");
+}
+
+// The replay's fio runs raised in CFS niceness, never in a real-time class (docs/distill.md, "A replay under load"):
+// the command is nice(1) with a negative increment in front of fio, and nothing names chrt or SCHED_FIFO.
+TEST(Verify, ReplayFioRunsNicedNotRealTime) {
+    const auto cmd = replay_fio_command();
+    ASSERT_EQ(cmd.size(), 4u);
+    EXPECT_EQ(cmd[0], "nice");
+    EXPECT_EQ(cmd[1], "-n");
+    EXPECT_LT(std::stoi(cmd[2]), 0);
+    EXPECT_GE(std::stoi(cmd[2]), -20);
+    EXPECT_EQ(cmd[3], "fio");
 }
