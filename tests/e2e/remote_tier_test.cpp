@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -211,4 +212,104 @@ TEST(RemoteTier, TwoClientsShareSystemPromptEntries) {
     const long long peak = srv.info("used_memory_peak");
     EXPECT_LE(peak - used_start, limits + conns * remotes[0]["chunk_bytes"].get<long long>() + (1 << 20));
     EXPECT_EQ(srv.dbsize(), 0);
+}
+
+namespace {
+
+// A short run with every entry on the remote tier (no CPU tier, no storage): each op is a server round trip.
+std::string remote_only_args(const std::string& url, int duration_s) {
+    return "--model tiny-1b --num-users 2 --duration " + std::to_string(duration_s) +
+           " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --max-concurrent-allocs 1 --disable-multi-turn "
+           "--seed 3 --progress-interval 0 --remote-tier " +
+           url;
+}
+
+/// The remote tier's `remote` section of a results document (null when absent).
+nlohmann::json remote_of(const nlohmann::json& results) {
+    const nlohmann::json* t = tier_section(results, "remote");
+    return t ? (*t)["remote"] : nlohmann::json();
+}
+
+}  // namespace
+
+// Faults (docs/simulate.md, "Remote tier"): an unreachable server or a wrong password fails the run at start in one
+// line (exit status 1, the project's rule for an error that is not a command-line one); no results file.
+TEST(RemoteTierFaults, UnreachableOrWrongPasswordFailsAtStartInOneLine) {
+    TempDir dir;
+    const std::string dead = "redis://127.0.0.1:" + std::to_string(free_loopback_port());
+    SimRun r = simulate(dir, remote_only_args(dead, 2));
+    EXPECT_EQ(r.cmd.status, 1) << r.cmd.err;
+    EXPECT_NE(r.cmd.err.find("--remote-tier " + dead), std::string::npos) << r.cmd.err;
+    EXPECT_NE(r.cmd.err.find("cannot connect"), std::string::npos) << r.cmd.err;
+    EXPECT_EQ(std::count(r.cmd.err.begin(), r.cmd.err.end(), '\n'), 1) << r.cmd.err;
+    EXPECT_TRUE(r.results.is_null());
+
+    RedisServer srv(64, {"--requirepass", "right"});
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    SimRun w = simulate(dir, remote_only_args("redis://:wrong@127.0.0.1:" + std::to_string(srv.port()), 2));
+    EXPECT_EQ(w.cmd.status, 1) << w.cmd.err;
+    EXPECT_NE(w.cmd.err.find("AUTH refused"), std::string::npos) << w.cmd.err;
+    EXPECT_EQ(w.cmd.err.find("wrong"), std::string::npos) << "the password is printed: " << w.cmd.err;
+    EXPECT_EQ(std::count(w.cmd.err.begin(), w.cmd.err.end(), '\n'), 1) << w.cmd.err;
+}
+
+// The server killed 2 s into a 5 s run: the ops after it fail fast (connection refused on every reconnect), are
+// counted with the first error, and the run ends on time with valid results.
+TEST(RemoteTierFaults, ServerKilledMidRunIsCountedAndTheRunEnds) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    const auto t0 = std::chrono::steady_clock::now();
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 5),
+                        "& p=$!; sleep 2; kill -9 " + std::to_string(srv.pid()) + "; wait $p");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    ASSERT_FALSE(r.results.is_null());
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    EXPECT_GT(rs["bytes_sent"].get<long long>(), 0);  // it worked before the kill
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>() + cache["failed_reads"].get<long long>(), 0);
+    EXPECT_NE(cache.value("first_error", "").find("redis 127.0.0.1:"), std::string::npos)
+        << cache.dump().substr(0, 400);
+    // 5 s of run plus start and drain; a hang would wait out the per-reply timeouts (5 s each) op after op.
+    EXPECT_LT(took, 20.0);
+}
+
+// CLIENT KILL of kvio's connections 2 s into the run: the op on a killed connection fails and is counted, the
+// thread connects again, and the run goes on reading and writing.
+TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(
+        dir, remote_only_args(srv.url(), 5),
+        "& p=$!; sleep 2; redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null; wait $p");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    EXPECT_GT(srv.info("total_connections_received"), rs["connections"].get<long long>() + 1);  // reconnected
+    // After the reconnect the server keeps counting kvio's commands: the clients' SETs exceed what failed.
+    EXPECT_GT(srv.calls("set"), 0);
+    EXPECT_EQ(srv.dbsize(), 0);  // the end-of-run cleanup ran on a fresh connection
+}
+
+// A full server (maxmemory 16 MiB, noeviction) under a tier that claims 0.5 GiB: the server refuses SETs with OOM;
+// every refusal is a failed write with the server's error, and the run ends with valid results.
+TEST(RemoteTierFaults, FullServerRefusalsAreFailedWrites) {
+    RedisServer srv(16);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 4) + " --remote-capacity-gb 0.5");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>(), 0);
+    EXPECT_NE(cache.value("first_error", "").find("OOM"), std::string::npos) << cache.dump().substr(0, 400);
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    // maxmemory, plus what the server accepts once below it: one chunk (4 MiB) and its input buffer, twice over
+    EXPECT_LE(srv.info("used_memory_peak"), (16 << 20) + (16 << 20));
 }

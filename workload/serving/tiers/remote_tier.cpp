@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <ctime>
+#include <functional>
 #include <atomic>
 #include <bit>
 #include <map>
@@ -41,12 +43,16 @@ public:
     explicit RedisTier(const RemoteOptions& o) : o_(o) {
         try {
             url_ = redis::parse_url(o.url);
+        } catch (const Error& e) {
+            throw Error("--remote-tier: " + std::string(e.what()));
+        }
+        try {
             control_ = std::make_unique<redis::Connection>(url_, o.timeout_s);
             chunk_ = std::min<uint64_t>(control_->max_bulk_len(), kRemoteChunkBytes);
             used_start_ = info_field(*control_, "used_memory");
             maxmemory_ = info_field(*control_, "maxmemory");
         } catch (const Error& e) {
-            throw Error("--remote-tier " + o.url + ": " + e.what());
+            throw Error("--remote-tier " + url_.safe_text() + ": " + e.what());  // never the password
         }
     }
     ~RedisTier() override = default;
@@ -154,7 +160,7 @@ public:
         long long now = -1;
         try {
             std::lock_guard<std::mutex> g(control_mu_);
-            now = info_field(*control_, "used_memory");
+            now = on_control([](redis::Connection& c) { return info_field(c, "used_memory"); });
         } catch (const std::exception&) {}
         j["server"] = {{"used_memory_start", used_start_}, {"used_memory_now", now}, {"maxmemory", maxmemory_}};
         return j;
@@ -169,7 +175,10 @@ public:
         }
         try {
             std::lock_guard<std::mutex> g(control_mu_);
-            for (const auto& [k, b] : left) control_->del_chunks(full_key(k), b, chunk_);
+            on_control([&](redis::Connection& c) {
+                for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
+                return 0LL;
+            });
         } catch (const std::exception&) {}
     }
 
@@ -214,6 +223,19 @@ private:
     static const NoisePool& dummy_pool() {
         static const NoisePool p(0, 4096, 1);
         return p;
+    }
+
+    /// Runs `f` on the control connection (INFO, the end-of-run DELs); when a fault broke it (a killed connection
+    /// is found broken at its first use), once more on a new one. control_mu_ held.
+    long long on_control(const std::function<long long(redis::Connection&)>& f) {
+        try {
+            if (control_->broken()) control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            return f(*control_);
+        } catch (const Error&) {
+            if (!control_->broken()) throw;
+            control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            return f(*control_);
+        }
     }
 
     /// This thread's connection, made (again, after an I/O error broke it) on demand.
@@ -267,6 +289,11 @@ std::string make_remote_run_id() {
     return "kvio-" + std::string(host) + "-" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
 }
 
-std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o) { return std::make_unique<RedisTier>(o); }
+std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o) {
+    // hiredis write()s to its socket: after the server closed a connection (CLIENT KILL, a killed server) the next
+    // write would raise SIGPIPE and kill the run. Ignored, the write fails with EPIPE: a counted I/O error.
+    std::signal(SIGPIPE, SIG_IGN);
+    return std::make_unique<RedisTier>(o);
+}
 
 }  // namespace kvio::serving
