@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -162,11 +163,17 @@ TEST(RemoteTier, TwoClientsShareSystemPromptEntries) {
     RedisServer srv(1024);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
-    SimRun r = simulate(dir,
-                        "--model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
-                        "--generation-mode none --max-concurrent-allocs 2 --disable-multi-turn --seed 3 "
-                        "--progress-interval 0 --num-clients 2 --remote-tier " +
-                            srv.url() + " --remote-capacity-gb 0.3");
+    // Every request starts with one of the 3 system prompts: a client's first request on each is the only one that
+    // may miss, so foreign hits do not hang on how many requests a loaded machine completes.
+    {
+        std::ofstream y(dir.file("prefix.yaml"));
+        y << "prefix_cache:\n  system_prompt_hit_probability: 1.0\n";
+    }
+    SimRun r = simulate(dir, "--config " + dir.file("prefix.yaml") +
+                                 " --model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                                 "--generation-mode none --max-concurrent-allocs 2 --disable-multi-turn --seed 3 "
+                                 "--progress-interval 0 --num-clients 2 --remote-tier " +
+                                 srv.url() + " --remote-capacity-gb 0.3");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const std::vector<nlohmann::json> clients = rank_files(dir, 2);
     std::vector<nlohmann::json> remotes;
@@ -178,7 +185,10 @@ TEST(RemoteTier, TwoClientsShareSystemPromptEntries) {
         const nlohmann::json& rs = (*t)["remote"];
         EXPECT_EQ(rs["client"], i);
         EXPECT_EQ(rs["errors"].get<long long>(), rs["lost_reads"].get<long long>()) << "client " << i;
-        EXPECT_EQ(clients[i]["kvio"]["cache"]["failed_writes"], 0) << "client " << i;  // the server never refused
+        // The server never refused: a write fails only for an entry larger than the tier's limit (a few of the
+        // benchmark's request sizes pass 0.3 GiB), never with a server error.
+        const std::string first = clients[i]["kvio"]["cache"].value("first_error", "");
+        EXPECT_TRUE(first.empty() || first.rfind("no tier can take", 0) == 0) << "client " << i << ": " << first;
         EXPECT_TRUE((*t)["read_latency_ms"].contains("p95")) << (*t)["read_latency_ms"].dump();
         remotes.push_back(rs);
         limits += (*t)["limit_bytes"].get<long long>();
@@ -193,6 +203,9 @@ TEST(RemoteTier, TwoClientsShareSystemPromptEntries) {
     // nothing plus the chunks of a client's own entries another client deleted (lost_reads).
     const long long foreign = sum_of(remotes, "foreign_hits");
     EXPECT_GT(foreign, 0);
+    std::cout << "foreign hits " << remotes[0]["foreign_hits"] << " + " << remotes[1]["foreign_hits"] << ", misses "
+              << remotes[0]["foreign_misses"] << " + " << remotes[1]["foreign_misses"] << ", lost "
+              << sum_of(remotes, "lost_reads") << "\n";
     for (const auto& rs : remotes)
         EXPECT_LE(rs["foreign_hit_bytes"].get<long long>(),
                   rs["foreign_hits"].get<long long>() * rs["chunk_bytes"].get<long long>());
