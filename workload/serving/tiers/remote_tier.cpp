@@ -80,6 +80,12 @@ public:
             });
         } catch (const Error&) {
             errors_ += 1;
+            // The chunks SET before the fault would stay on the server, held by no one: deleted (DEL of a chunk
+            // never written is a no-op), on the control connection, made again if the fault broke it.
+            try {
+                std::lock_guard<std::mutex> g(control_mu_);
+                on_control([&](redis::Connection& cc) { return cc.del_chunks(full_key(key), bytes, chunk_); });
+            } catch (const std::exception&) {}
             throw;
         }
         const double total = now_s() - t0 - gen;
