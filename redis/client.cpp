@@ -206,21 +206,26 @@ void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chu
     if (!first_error.empty()) throw Error("redis " + endpoint_ + ": SET " + key + ": " + first_error);
 }
 
-void Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink) {
-    if (cluster_) return cluster_->get_chunks(key, bytes, chunk, sink);
+uint64_t Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
+                                const std::string& verb) {
+    if (cluster_) return cluster_->get_chunks(key, bytes, chunk, sink, verb);
     const uint64_t n = chunk_count(bytes, chunk);
     std::string problem;
+    bool missing = false;
+    uint64_t found = 0;
     uint64_t sent = 0, got = 0;
     auto take = [&] {
         ReplyPtr raw(next_raw_reply());  // the bytes stay in hiredis' reply: no copy of a chunk
         const redisReply* r = static_cast<const redisReply*>(raw.get());
+        if (r->type == REDIS_REPLY_STRING) ++found;
         const uint64_t off = got * chunk;
         const uint64_t want = std::min<uint64_t>(chunk, bytes - off);
-        if (problem.empty()) {
-            if (r->type == REDIS_REPLY_ERROR)
-                problem.assign(r->str, r->len);
-            else if (r->type != REDIS_REPLY_STRING)
-                problem = "chunk " + std::to_string(got) + " is missing";
+        if (r->type == REDIS_REPLY_ERROR && (problem.empty() || missing)) {
+            problem.assign(r->str, r->len);  // an error reply is thrown, also after a missing chunk
+            missing = false;
+        } else if (problem.empty()) {
+            if (r->type != REDIS_REPLY_STRING)
+                missing = true, problem = "chunk " + std::to_string(got) + " is missing";
             else if (uint64_t(r->len) != want)
                 problem = "chunk " + std::to_string(got) + " holds " + std::to_string(r->len) + " bytes, expected " +
                           std::to_string(want);
@@ -232,10 +237,11 @@ void Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chu
     for (; sent < n; ++sent) {
         if (sent - got >= kPipelineWindow) take();
         const std::string k = chunk_key(key, sent);
-        append({"GET", k.data()}, {3, k.size()});
+        append({verb.data(), k.data()}, {verb.size(), k.size()});
     }
     while (got < n) take();
-    if (!problem.empty()) throw Error("redis " + endpoint_ + ": GET " + key + ": " + problem);
+    if (!problem.empty() && !missing) throw Error("redis " + endpoint_ + ": " + verb + " " + key + ": " + problem);
+    return found;
 }
 
 long long Connection::del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk) {

@@ -80,8 +80,12 @@ public:
     /// SET of chunk keys chunk_key(key, 0..n-1), chunk i holding bytes [i × chunk, ...) of a `bytes`-byte value
     /// made by `fill`, kPipelineWindow in flight. Throws kvio::Error on an error reply (the first one) or I/O error.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
-    /// GET of the same chunks, pipelined. Throws when a chunk is missing or not of its size.
-    void get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink);
+    /// GET of the same chunks, pipelined: returns how many were there (chunk_count(bytes, chunk) = the whole value;
+    /// fewer when some were missing: the sink saw the chunks before the first missing one). Throws on an error
+    /// reply, a chunk not of its size, or an I/O error. `verb` = the read command: "GET", or "GETEX" (the same read,
+    /// counted apart in the server's INFO commandstats).
+    uint64_t get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
+                        const std::string& verb = "GET");
     /// DEL of every chunk key in one command (one per chunk key over a cluster); returns the keys deleted.
     long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
 

@@ -266,31 +266,35 @@ void Cluster::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk,
         throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": SET " + key + ": " + first_error);
 }
 
-void Cluster::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink) {
+uint64_t Cluster::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
+                             const std::string& verb) {
     const uint64_t n = chunk_count(bytes, chunk);
     std::string problem;
+    uint64_t found = 0;
     run(
         key, n,
         [&](Connection& c, uint64_t i) {
             const std::string k = chunk_key(key, i);
-            c.append({"GET", k.data()}, {3, k.size()});
+            c.append({verb.data(), k.data()}, {verb.size(), k.size()});
         },
         [&](uint64_t i, const ReplyView& v) {
             const uint64_t off = i * chunk, want = std::min<uint64_t>(chunk, bytes - off);
+            if (v.type == Reply::Type::String) ++found;
             if (!problem.empty()) return;
             if (v.type == Reply::Type::Error)
                 problem.assign(v.data, v.len);
             else if (v.type != Reply::Type::String)
-                problem = "chunk " + std::to_string(i) + " is missing";
+                return;  // missing: counted by what `found` lacks
             else if (uint64_t(v.len) != want)
                 problem = "chunk " + std::to_string(i) + " holds " + std::to_string(v.len) + " bytes, expected " +
                           std::to_string(want);
             else if (sink)
                 sink(off, v.data, v.len);
         },
-        "GET");
+        verb);
     if (!problem.empty())
-        throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": GET " + key + ": " + problem);
+        throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + verb + " " + key + ": " + problem);
+    return found;
 }
 
 long long Cluster::del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk) {

@@ -71,7 +71,10 @@ public:
     /// node; the nodes' pipelines (kPipelineWindow each) run side by side. Throws kvio::Error on an error reply (the
     /// first), an I/O error, or a command still redirected after kMaxRedirections.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
-    void get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink);
+    /// get_chunks returns the chunks found (a missing one is not an error; over several nodes the sink may also see
+    /// chunks after a missing one, in reply order) and reads with `verb` ("GET" or "GETEX").
+    uint64_t get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
+                        const std::string& verb = "GET");
     long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
 
     /// HOST:PORT of the node the map gives for `slot`.

@@ -2,6 +2,10 @@
 // "Remote tier"): the redis/ client's chunked, pipelined SET/GET/DEL and its errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,18 +43,21 @@ TEST(RedisClient, ChunkedSetGetDelAgainstAServer) {
     });
     EXPECT_EQ(srv.dbsize(), 10);
     uint64_t seen = 0, wrong = 0;
-    c.get_chunks("run1:e1", bytes, chunk, [&](uint64_t off, const char* src, size_t len) {
-        for (size_t i = 0; i < len; ++i) wrong += src[i] != byte_at(off + i);
-        seen += len;
-    });
+    EXPECT_EQ(c.get_chunks("run1:e1", bytes, chunk,
+                           [&](uint64_t off, const char* src, size_t len) {
+                               for (size_t i = 0; i < len; ++i) wrong += src[i] != byte_at(off + i);
+                               seen += len;
+                           }),
+              10u);
     EXPECT_EQ(seen, bytes);
     EXPECT_EQ(wrong, 0u);
     EXPECT_EQ(srv.info("keyspace_hits"), 10);  // one GET per chunk, pipelined on one connection
     EXPECT_EQ(c.command({"STRLEN", "run1:e1:9"}).integer, long(bytes - 9 * chunk));
     EXPECT_EQ(c.del_chunks("run1:e1", bytes, chunk), 10);
     EXPECT_EQ(srv.dbsize(), 0);
-    EXPECT_NE(error_of([&] { c.get_chunks("run1:e1", bytes, chunk, nullptr); }).find("chunk 0 is missing"),
-              std::string::npos);
+    EXPECT_EQ(c.get_chunks("run1:e1", bytes, chunk, nullptr), 0u);  // absent: none found, not an error
+    EXPECT_EQ(c.get_chunks("run1:e1", bytes, chunk, nullptr, "GETEX"), 0u);
+    EXPECT_EQ(srv.calls("getex"), 10);  // counted apart from GET
 }
 
 TEST(RedisClient, ConnectErrorsAreOneLine) {
@@ -127,4 +134,195 @@ TEST(RemoteTier, SimulateOnRedisAgreesWithTheServer) {
                         rs["connections"].get<long long>() * rs["chunk_bytes"].get<long long>() + (1 << 20));
     // ... and nothing of the run is left on the server.
     EXPECT_EQ(srv.dbsize(), 0);
+}
+
+namespace {
+
+/// The clients' own results files next to DIR/r.json (r.rank<i>.json), parsed (null when absent).
+std::vector<nlohmann::json> rank_files(const TempDir& dir, int n) {
+    std::vector<nlohmann::json> v;
+    for (int i = 0; i < n; ++i) {
+        const std::string f = dir.file("r.rank" + std::to_string(i) + ".json");
+        v.push_back(std::filesystem::exists(f) ? nlohmann::json::parse(slurp(f)) : nlohmann::json());
+    }
+    return v;
+}
+
+long long sum_of(const std::vector<nlohmann::json>& remotes, const std::string& field) {
+    long long s = 0;
+    for (const auto& r : remotes) s += r.at(field).get<long long>();
+    return s;
+}
+
+}  // namespace
+
+// Two clients (--num-clients 2) on one server share one run id: the system-prompt entries one client wrote are hits
+// for the other. Reads of entries the client does not hold go out as GETEX (GET for its own), so the server's
+// commandstats and keyspace counters tell them apart, and the clients' counts must equal the server's exactly.
+TEST(RemoteTier, TwoClientsShareSystemPromptEntries) {
+    RedisServer srv(1024);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    // Every request starts with one of the 3 system prompts: a client's first request on each is the only one that
+    // may miss, so foreign hits do not hang on how many requests a loaded machine completes.
+    {
+        std::ofstream y(dir.file("prefix.yaml"));
+        y << "prefix_cache:\n  system_prompt_hit_probability: 1.0\n";
+    }
+    SimRun r = simulate(dir, "--config " + dir.file("prefix.yaml") +
+                                 " --model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                                 "--generation-mode none --max-concurrent-allocs 2 --disable-multi-turn --seed 3 "
+                                 "--progress-interval 0 --num-clients 2 --remote-tier " +
+                                 srv.url() + " --remote-capacity-gb 0.3");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const std::vector<nlohmann::json> clients = rank_files(dir, 2);
+    std::vector<nlohmann::json> remotes;
+    long long limits = 0, conns = 0, used_start = -1;
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_FALSE(clients[i].is_null()) << "client " << i;
+        const nlohmann::json* t = tier_section(clients[i], "remote");
+        ASSERT_NE(t, nullptr) << "client " << i;
+        const nlohmann::json& rs = (*t)["remote"];
+        EXPECT_EQ(rs["client"], i);
+        EXPECT_EQ(rs["errors"].get<long long>(), rs["lost_reads"].get<long long>()) << "client " << i;
+        // The server never refused: a write fails only for an entry larger than the tier's limit (a few of the
+        // benchmark's request sizes pass 0.3 GiB), never with a server error.
+        const std::string first = clients[i]["kvio"]["cache"].value("first_error", "");
+        EXPECT_TRUE(first.empty() || first.rfind("no tier can take", 0) == 0) << "client " << i << ": " << first;
+        EXPECT_TRUE((*t)["read_latency_ms"].contains("p95")) << (*t)["read_latency_ms"].dump();
+        remotes.push_back(rs);
+        limits += (*t)["limit_bytes"].get<long long>();
+        conns += rs["connections"].get<long long>();
+        const long long s = rs["server"]["used_memory_start"].get<long long>();
+        used_start = used_start < 0 ? s : std::min(used_start, s);
+    }
+    // One namespace: both clients got the run id the launcher chose.
+    EXPECT_EQ(remotes[0]["run_id"], remotes[1]["run_id"]);
+    // Hits on entries the other client wrote: some, and what the server saw. Every read of an entry a client did not
+    // hold was a GETEX of one chunk (a system prompt is a few KiB); the server's misses are those that found
+    // nothing plus the chunks of a client's own entries another client deleted (lost_reads).
+    const long long foreign = sum_of(remotes, "foreign_hits");
+    EXPECT_GT(foreign, 0);
+    std::cout << "foreign hits " << remotes[0]["foreign_hits"] << " + " << remotes[1]["foreign_hits"] << ", misses "
+              << remotes[0]["foreign_misses"] << " + " << remotes[1]["foreign_misses"] << ", lost "
+              << sum_of(remotes, "lost_reads") << "\n";
+    for (const auto& rs : remotes)
+        EXPECT_LE(rs["foreign_hit_bytes"].get<long long>(),
+                  rs["foreign_hits"].get<long long>() * rs["chunk_bytes"].get<long long>());
+    EXPECT_EQ(srv.calls("getex"), sum_of(remotes, "foreign_hits") + sum_of(remotes, "foreign_misses"));
+    EXPECT_EQ(srv.calls("get"), [&] {
+        long long g = 0;
+        for (const auto& rs : remotes) g += rs["commands"]["get"].get<long long>();
+        return g;
+    }());
+    EXPECT_EQ(srv.info("keyspace_hits"), sum_of(remotes, "chunk_get_hits"));
+    EXPECT_EQ(srv.info("keyspace_misses"), sum_of(remotes, "chunk_get_misses"));
+    EXPECT_EQ(srv.calls("getex") - (srv.info("keyspace_misses") - sum_of(remotes, "lost_reads")), foreign);
+    // The merged result's remote tier sums the clients'.
+    EXPECT_GT(r.results["summary"]["cache_stats"].value("tier_remote_kv_bytes_read_gb", 0.0), 0.0);
+    // Capacity: the server's peak growth stayed within the clients' limits (plus the connections' input buffers,
+    // up to a chunk each while a SET streams in); nothing of the run is left.
+    const long long peak = srv.info("used_memory_peak");
+    EXPECT_LE(peak - used_start, limits + conns * remotes[0]["chunk_bytes"].get<long long>() + (1 << 20));
+    EXPECT_EQ(srv.dbsize(), 0);
+}
+
+namespace {
+
+// A short run with every entry on the remote tier (no CPU tier, no storage): each op is a server round trip.
+std::string remote_only_args(const std::string& url, int duration_s) {
+    return "--model tiny-1b --num-users 2 --duration " + std::to_string(duration_s) +
+           " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --max-concurrent-allocs 1 --disable-multi-turn "
+           "--seed 3 --progress-interval 0 --remote-tier " +
+           url;
+}
+
+/// The remote tier's `remote` section of a results document (null when absent).
+nlohmann::json remote_of(const nlohmann::json& results) {
+    const nlohmann::json* t = tier_section(results, "remote");
+    return t ? (*t)["remote"] : nlohmann::json();
+}
+
+}  // namespace
+
+// Faults (docs/simulate.md, "Remote tier"): an unreachable server or a wrong password fails the run at start in one
+// line (exit status 1, the project's rule for an error that is not a command-line one); no results file.
+TEST(RemoteTierFaults, UnreachableOrWrongPasswordFailsAtStartInOneLine) {
+    TempDir dir;
+    const std::string dead = "redis://127.0.0.1:" + std::to_string(free_loopback_port());
+    SimRun r = simulate(dir, remote_only_args(dead, 2));
+    EXPECT_EQ(r.cmd.status, 1) << r.cmd.err;
+    EXPECT_NE(r.cmd.err.find("--remote-tier " + dead), std::string::npos) << r.cmd.err;
+    EXPECT_NE(r.cmd.err.find("cannot connect"), std::string::npos) << r.cmd.err;
+    EXPECT_EQ(std::count(r.cmd.err.begin(), r.cmd.err.end(), '\n'), 1) << r.cmd.err;
+    EXPECT_TRUE(r.results.is_null());
+
+    RedisServer srv(64, {"--requirepass", "right"});
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    SimRun w = simulate(dir, remote_only_args("redis://:wrong@127.0.0.1:" + std::to_string(srv.port()), 2));
+    EXPECT_EQ(w.cmd.status, 1) << w.cmd.err;
+    EXPECT_NE(w.cmd.err.find("AUTH refused"), std::string::npos) << w.cmd.err;
+    EXPECT_EQ(w.cmd.err.find("wrong"), std::string::npos) << "the password is printed: " << w.cmd.err;
+    EXPECT_EQ(std::count(w.cmd.err.begin(), w.cmd.err.end(), '\n'), 1) << w.cmd.err;
+}
+
+// The server killed 2 s into a 5 s run: the ops after it fail fast (connection refused on every reconnect), are
+// counted with the first error, and the run ends on time with valid results.
+TEST(RemoteTierFaults, ServerKilledMidRunIsCountedAndTheRunEnds) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    const auto t0 = std::chrono::steady_clock::now();
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 5),
+                        "& p=$!; sleep 2; kill -9 " + std::to_string(srv.pid()) + "; wait $p");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    ASSERT_FALSE(r.results.is_null());
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    EXPECT_GT(rs["bytes_sent"].get<long long>(), 0);  // it worked before the kill
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>() + cache["failed_reads"].get<long long>(), 0);
+    EXPECT_NE(cache.value("first_error", "").find("redis 127.0.0.1:"), std::string::npos)
+        << cache.dump().substr(0, 400);
+    // 5 s of run plus start and drain; a hang would wait out the per-reply timeouts (5 s each) op after op.
+    EXPECT_LT(took, 20.0);
+}
+
+// CLIENT KILL of kvio's connections 2 s into the run: the op on a killed connection fails and is counted, the
+// thread connects again, and the run goes on reading and writing.
+TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(
+        dir, remote_only_args(srv.url(), 5),
+        "& p=$!; sleep 2; redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null; wait $p");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    EXPECT_GT(srv.info("total_connections_received"), rs["connections"].get<long long>() + 1);  // reconnected
+    // After the reconnect the server keeps counting kvio's commands: the clients' SETs exceed what failed.
+    EXPECT_GT(srv.calls("set"), 0);
+    EXPECT_EQ(srv.dbsize(), 0);  // the end-of-run cleanup ran on a fresh connection
+}
+
+// A full server (maxmemory 16 MiB, noeviction) under a tier that claims 0.5 GiB: the server refuses SETs with OOM;
+// every refusal is a failed write with the server's error, and the run ends with valid results.
+TEST(RemoteTierFaults, FullServerRefusalsAreFailedWrites) {
+    RedisServer srv(16);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 4) + " --remote-capacity-gb 0.5");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>(), 0);
+    EXPECT_NE(cache.value("first_error", "").find("OOM"), std::string::npos) << cache.dump().substr(0, 400);
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    // maxmemory, plus what the server accepts once below it: one chunk (4 MiB) and its input buffer, twice over
+    EXPECT_LE(srv.info("used_memory_peak"), (16 << 20) + (16 << 20));
 }

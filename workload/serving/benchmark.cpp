@@ -435,7 +435,7 @@ bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
 // a hit whose read failed in rec.failed_ops.
 AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
                                       RequestRecord& rec, double& latency) {
-    AccessResult a = cache_.access(key, phase, type);
+    AccessResult a = cache_.access(key, phase, type, bytes);
     latency += a.latency_s;
     if (a.cut) rec.cut = true;
     if (a.hit && a.ok) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <ostream>
 
 #include "common/error.h"
@@ -202,6 +203,7 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     RemoteOptions ro;
     ro.url = c.remote_tier;
     ro.run_id = c.remote_run_id.empty() ? make_remote_run_id() : c.remote_run_id;
+    ro.client = int(c.client_index);
     auto rt = make_remote_tier(ro);  // connects: an unreachable server fails the run here, in one line
     if (c.verify_reads) rt->set_read_check(pool.get(), seed);
     index[int(Tier::Remote)] = int(order.size());
@@ -451,7 +453,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     return res;
 }
 
-AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, CacheType type) {
+AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes) {
     Impl& m = *impl_;
     AccessResult res;
     ReadGrant g = m.policy->begin_read(key);
@@ -461,17 +463,35 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         res.cut = true;
         return res;
     }
+    OpTiming tm;
+    std::string err;
+    bool foreign = false;
     if (g.tier < 0) {
-        std::lock_guard<std::mutex> l(m.stats_mu);
-        m.st.cache_misses += 1;
-        return res;
+        // Not held here: a shared entry may be on the server, written by another client of the run.
+        std::optional<OpTiming> f;
+        if (m.remote && bytes > 0 && remote_shared_key(key) && !m.cutting) {
+            try {
+                f = m.remote->read_foreign(key, bytes);
+            } catch (const std::exception& e) {
+                std::lock_guard<std::mutex> l(m.stats_mu);
+                m.note_error(e.what());  // counted in the tier's errors; for the run, a miss
+            }
+        }
+        if (!f) {
+            std::lock_guard<std::mutex> l(m.stats_mu);
+            m.st.cache_misses += 1;
+            return res;
+        }
+        foreign = true;
+        tm = *f;
+        g.tier = m.index[int(Tier::Remote)];
+        g.bytes = bytes;
+        res.ok = true;
     }
     res.hit = true;
     res.tier = m.tier_at(g.tier);
-    OpTiming tm;
-    std::string err;
     try {
-        tm = m.be(g.tier).read(key, g.bytes);
+        if (!foreign) tm = m.be(g.tier).read(key, g.bytes);
         res.ok = true;
     } catch (const OpCut& e) {
         m.policy->end_read(key);
@@ -483,7 +503,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     } catch (const std::exception& e) {
         err = e.what();
     }
-    m.policy->end_read(key);
+    if (!foreign) m.policy->end_read(key);
     if (res.ok && m.trace) m.trace->row("Read", g.bytes, int(res.tier), key, phase_text(phase));
     std::lock_guard<std::mutex> l(m.stats_mu);
     CacheStats& st = m.st;

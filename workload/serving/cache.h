@@ -81,8 +81,10 @@ public:
     /// allocate_cache(key, tokens, phase): size = tokens × bytes_per_token / TP bytes; places and writes it.
     /// Bounded by --max-concurrent-allocs (a semaphore held across data generation, placement and the write).
     AllocResult allocate(const std::string& key, int64_t tokens, CachePhase phase = CachePhase::Prefill);
-    /// access_cache(key, phase, cache_type): a full-entry read if present (no promotion), else a miss.
-    AccessResult access(const std::string& key, CachePhase phase, CacheType type);
+    /// access_cache(key, phase, cache_type): a full-entry read if present (no promotion), else a miss. With the
+    /// remote tier, a shared entry (remote_shared_key) of `bytes` bytes that this client's tiers do not hold is
+    /// looked up on the server: another client may have written it (docs/simulate.md, "Remote tier").
+    AccessResult access(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes = 0);
     bool contains(const std::string& key) const;
     /// Keys currently cached whose name starts with `prefix` (decode-only picks among "prepop_").
     std::vector<std::string> keys_with_prefix(const std::string& prefix) const;

@@ -170,6 +170,9 @@ struct SimConfig {
     /// Key prefix of the run's remote entries; "" = made at start (kvio-<host>-<pid>-<time>) and handed to every
     /// client of --num-clients / --mpi, so all of them share one namespace.
     std::string remote_run_id;
+    /// This client's index among the run's clients (--num-clients index or MPI rank; 0 for a single run): the remote
+    /// tier's namespace of the client's own entries. Set by client_config(), not a flag.
+    int64_t client_index = 0;
     double progress_interval_s = 1.0;  ///< progress line on stderr; 0 = none
     /// Autoscaler tick, s: the benchmark's WorkloadAutoscaler.scale_interval (10 s); shorter for tests.
     double autoscaler_interval_s = 10.0;

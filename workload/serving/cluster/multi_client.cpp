@@ -27,6 +27,7 @@
 #include "workload/serving/results/output_path.h"
 #include "workload/serving/line_prefix.h"
 #include "workload/serving/results/report.h"
+#include "workload/serving/tiers/remote_tier.h"
 
 namespace kvio::serving {
 
@@ -124,6 +125,7 @@ SimConfig client_config(const SimConfig& c, int rank) {
         r.cache_dir = (std::filesystem::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
     if (c.seed) r.seed = *c.seed + rank;
     r.output = client_output_path(c.output, rank);
+    r.client_index = rank;
     r.quiet = true;
     r.num_clients = 1;
     r.mpi = false;
@@ -212,6 +214,8 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
     SimConfig c = config;
     const int n = int(c.num_clients);
     share_storage_capacity(c, n);
+    // One remote namespace for the run, chosen here and handed to every client (docs/simulate.md, "Remote tier").
+    if (!c.remote_tier.empty() && c.remote_run_id.empty()) c.remote_run_id = make_remote_run_id();
 
     int ready[2], go[2];
     if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)

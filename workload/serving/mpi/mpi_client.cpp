@@ -13,6 +13,7 @@
 #include "workload/serving/results/merge_results.h"
 #include "workload/serving/cluster/mpi_client.h"
 #include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/tiers/remote_tier.h"
 
 namespace kvio::serving {
 
@@ -157,6 +158,16 @@ MpiScope::~MpiScope() {
     if (owned_) MPI_Finalize();
 }
 
+/// Rank 0's make_remote_run_id(), sent to every rank (MPI_Bcast of its length, then its bytes).
+static std::string broadcast_run_id(int rank) {
+    std::string id = rank == 0 ? make_remote_run_id() : std::string();
+    int len = int(id.size());
+    check(MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast of the remote run id's length");
+    id.resize(size_t(len));
+    check(MPI_Bcast(id.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast of the remote run id");
+    return id;
+}
+
 int mpi_max_over_ranks(int v) {
     int out = v;
     check(MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -180,6 +191,9 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
     MPI_Comm_size(node, &on_host);
     MPI_Comm_free(&node);
     SimConfig rc = client_config(c, rank);
+    // One remote namespace for the run: rank 0 chooses the run id, every rank gets it (docs/simulate.md, "Remote
+    // tier").
+    if (!c.remote_tier.empty() && c.remote_run_id.empty()) rc.remote_run_id = broadcast_run_id(rank);
 
     ClientResult me;
     me.rank = rank;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <ctime>
+#include <functional>
 #include <atomic>
 #include <bit>
 #include <map>
@@ -41,12 +43,16 @@ public:
     explicit RedisTier(const RemoteOptions& o) : o_(o) {
         try {
             url_ = redis::parse_url(o.url);
+        } catch (const Error& e) {
+            throw Error("--remote-tier: " + std::string(e.what()));
+        }
+        try {
             control_ = std::make_unique<redis::Connection>(url_, o.timeout_s);
             chunk_ = std::min<uint64_t>(control_->max_bulk_len(), kRemoteChunkBytes);
             used_start_ = info_field(*control_, "used_memory");
             maxmemory_ = info_field(*control_, "maxmemory");
         } catch (const Error& e) {
-            throw Error("--remote-tier " + o.url + ": " + e.what());
+            throw Error("--remote-tier " + url_.safe_text() + ": " + e.what());  // never the password
         }
     }
     ~RedisTier() override = default;
@@ -74,6 +80,12 @@ public:
             });
         } catch (const Error&) {
             errors_ += 1;
+            // The chunks SET before the fault would stay on the server, held by no one: deleted (DEL of a chunk
+            // never written is a no-op), on the control connection, made again if the fault broke it.
+            try {
+                std::lock_guard<std::mutex> g(control_mu_);
+                on_control([&](redis::Connection& cc) { return cc.del_chunks(full_key(key), bytes, chunk_); });
+            } catch (const std::exception&) {}
             throw;
         }
         const double total = now_s() - t0 - gen;
@@ -89,29 +101,26 @@ public:
     }
 
     OpTiming read(const std::string& key, uint64_t bytes) override {
-        redis::Connection& c = conn();
-        const EntryData want(check_pool_ ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
-        uint64_t bad = EntryData::kNoMismatch;
         const double t0 = now_s();
-        try {
-            c.get_chunks(full_key(key), bytes, chunk_, [&](uint64_t off, const char* src, size_t len) {
-                if (check_pool_ && bad == EntryData::kNoMismatch) {
-                    uint64_t m = want.first_mismatch(off, reinterpret_cast<const uint8_t*>(src), len);
-                    if (m != EntryData::kNoMismatch) bad = m;
-                }
-            });
-        } catch (const Error&) {
-            errors_ += 1;
-            throw;
+        if (!get(key, bytes, "GET", !remote_shared_key(key))) {
+            errors_ += 1;  // an entry this client wrote, gone: a shared one another client deleted
+            lost_ += 1;
+            throw Error("redis: GET " + full_key(key) + ": a chunk is missing");
         }
         const double total = now_s() - t0;
-        const uint64_t n = redis::chunk_count(bytes, chunk_);
-        gets_ += n;
-        get_hits_ += n;
-        received_ += bytes;
-        if (bad != EntryData::kNoMismatch)
-            throw Error("--verify-reads: remote entry '" + key + "' differs at byte " + std::to_string(bad));
         return {total, total, total};
+    }
+
+    std::optional<OpTiming> read_foreign(const std::string& key, uint64_t bytes) override {
+        const double t0 = now_s();
+        if (!get(key, bytes, "GETEX", false)) {
+            foreign_misses_ += 1;
+            return std::nullopt;
+        }
+        const double total = now_s() - t0;
+        foreign_hits_ += 1;
+        foreign_bytes_ += bytes;
+        return OpTiming{total, total, total};
     }
 
     void remove(const std::string& key) override {
@@ -140,15 +149,24 @@ public:
             std::lock_guard<std::mutex> g(mu_);
             j["connections"] = conns_.size();
         }
-        j["commands"] = {{"set", sets_.load()}, {"get", gets_.load()}, {"del", dels_.load()}};
+        j["client"] = o_.client;
+        j["commands"] = {
+            {"set", sets_.load()}, {"get", gets_.load()}, {"getex", getexs_.load()}, {"del", dels_.load()}};
         j["chunk_get_hits"] = get_hits_.load();
+        j["chunk_get_misses"] = get_misses_.load();
         j["bytes_sent"] = sent_.load();
         j["bytes_received"] = received_.load();
+        // Reads of shared entries this client's tiers did not hold (docs/simulate.md, "Remote tier"): found on the
+        // server (another client wrote them: hits), or not.
+        j["foreign_hits"] = foreign_hits_.load();
+        j["foreign_hit_bytes"] = foreign_bytes_.load();
+        j["foreign_misses"] = foreign_misses_.load();
+        j["lost_reads"] = lost_.load();  // reads of this client's own entries that the server no longer had
         j["errors"] = errors_.load();
         long long now = -1;
         try {
             std::lock_guard<std::mutex> g(control_mu_);
-            now = info_field(*control_, "used_memory");
+            now = on_control([](redis::Connection& c) { return info_field(c, "used_memory"); });
         } catch (const std::exception&) {}
         j["server"] = {{"used_memory_start", used_start_}, {"used_memory_now", now}, {"maxmemory", maxmemory_}};
         return j;
@@ -163,15 +181,67 @@ public:
         }
         try {
             std::lock_guard<std::mutex> g(control_mu_);
-            for (const auto& [k, b] : left) control_->del_chunks(full_key(k), b, chunk_);
+            on_control([&](redis::Connection& c) {
+                for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
+                return 0LL;
+            });
         } catch (const std::exception&) {}
     }
 
 private:
-    std::string full_key(const std::string& key) const { return o_.run_id + ":" + key; }
+    /// Shared entries under "<run id>:shared:", the client's own under "<run id>:c<client>:".
+    std::string full_key(const std::string& key) const {
+        return o_.run_id + (remote_shared_key(key) ? ":shared:" : ":c" + std::to_string(o_.client) + ":") + key;
+    }
+
+    /// The chunks of `key` read with `verb`: false when one is missing. With --verify-reads and `check`, every byte
+    /// is compared with what this client's write sent (a shared entry may hold another client's bytes: unchecked).
+    bool get(const std::string& key, uint64_t bytes, const std::string& verb, bool check) {
+        redis::Connection& c = conn();
+        const bool verify = check && check_pool_;
+        const EntryData want(verify ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
+        uint64_t bad = EntryData::kNoMismatch;
+        uint64_t found = 0;
+        try {
+            found = c.get_chunks(
+                full_key(key), bytes, chunk_,
+                [&](uint64_t off, const char* src, size_t len) {
+                    if (verify && bad == EntryData::kNoMismatch) {
+                        uint64_t m = want.first_mismatch(off, reinterpret_cast<const uint8_t*>(src), len);
+                        if (m != EntryData::kNoMismatch) bad = m;
+                    }
+                },
+                verb);
+        } catch (const Error&) {
+            errors_ += 1;
+            throw;
+        }
+        const uint64_t n = redis::chunk_count(bytes, chunk_);
+        (verb == "GET" ? gets_ : getexs_) += n;
+        get_hits_ += found;
+        get_misses_ += n - found;
+        if (found < n) return false;
+        received_ += bytes;
+        if (bad != EntryData::kNoMismatch)
+            throw Error("--verify-reads: remote entry '" + key + "' differs at byte " + std::to_string(bad));
+        return true;
+    }
     static const NoisePool& dummy_pool() {
         static const NoisePool p(0, 4096, 1);
         return p;
+    }
+
+    /// Runs `f` on the control connection (INFO, the end-of-run DELs); when a fault broke it (a killed connection
+    /// is found broken at its first use), once more on a new one. control_mu_ held.
+    long long on_control(const std::function<long long(redis::Connection&)>& f) {
+        try {
+            if (control_->broken()) control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            return f(*control_);
+        } catch (const Error&) {
+            if (!control_->broken()) throw;
+            control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            return f(*control_);
+        }
     }
 
     /// This thread's connection, made (again, after an I/O error broke it) on demand.
@@ -203,10 +273,13 @@ private:
     std::mutex mu_;
     std::unordered_map<std::thread::id, std::unique_ptr<redis::Connection>> conns_;
     std::unordered_map<std::string, uint64_t> sizes_;
-    std::atomic<uint64_t> sets_{0}, gets_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
+    std::atomic<uint64_t> sets_{0}, gets_{0}, getexs_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
+    std::atomic<uint64_t> foreign_hits_{0}, foreign_bytes_{0}, foreign_misses_{0}, get_misses_{0}, lost_{0};
 };
 
 }  // namespace
+
+bool remote_shared_key(const std::string& key) { return key.rfind("kv_system_", 0) == 0; }
 
 uint64_t remote_footprint(uint64_t bytes, uint64_t chunk) {
     const uint64_t n = redis::chunk_count(bytes, chunk);
@@ -222,6 +295,11 @@ std::string make_remote_run_id() {
     return "kvio-" + std::string(host) + "-" + std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
 }
 
-std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o) { return std::make_unique<RedisTier>(o); }
+std::unique_ptr<RemoteTier> make_remote_tier(const RemoteOptions& o) {
+    // hiredis write()s to its socket: after the server closed a connection (CLIENT KILL, a killed server) the next
+    // write would raise SIGPIPE and kill the run. Ignored, the write fails with EPIPE: a counted I/O error.
+    std::signal(SIGPIPE, SIG_IGN);
+    return std::make_unique<RedisTier>(o);
+}
 
 }  // namespace kvio::serving

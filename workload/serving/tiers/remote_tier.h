@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,8 +17,14 @@ namespace kvio::serving {
 struct RemoteOptions {
     std::string url;       ///< redis://[user:pass@]HOST:PORT[/DB]
     std::string run_id;    ///< key prefix: the clients of one run share it, and so the entries
+    int client = 0;        ///< this client's index (--num-clients index or MPI rank): its private keys' namespace
     double timeout_s = 5;  ///< connect and per-reply wait, s
 };
+
+/// True for the entries every client of a run shares on the server (docs/simulate.md, "Remote tier"): the
+/// system-prompt prefixes ("kv_system_<hash>", the same key and size in every client). Every other entry is the
+/// client's own, under "<run id>:c<client>:".
+bool remote_shared_key(const std::string& key);
 
 /// Bytes of a chunk: 4 MiB − 4 KiB, so a chunk, the server's string header and the CRLF it reads with it fit
 /// jemalloc's 4 MiB size class (docs/simulate.md, "Remote tier"); smaller when the server's proto-max-bulk-len is.
@@ -41,6 +48,10 @@ public:
     virtual nlohmann::ordered_json stats_json() = 0;
     /// Deletes every entry this tier wrote and still holds (the end of a run). Errors are ignored.
     virtual void clear() = 0;
+    /// A read of shared entry `key` of `bytes` that this client's tiers do not hold: another client may have
+    /// written it. GETEX of its chunks (counted apart from GET in the server's commandstats, so a test can check
+    /// the count exactly); nullopt when a chunk is absent (never written, or deleted meanwhile). Throws on errors.
+    virtual std::optional<OpTiming> read_foreign(const std::string& key, uint64_t bytes) = 0;
 };
 
 /// A run id for --remote-run-id's default: "kvio-<host>-<pid>-<unix seconds>".
