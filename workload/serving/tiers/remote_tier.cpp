@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "redis/client.h"
+#include "redis/cluster.h"
 #include "workload/serving/tiers/waterfall.h"
 
 namespace kvio::serving {
@@ -148,6 +149,18 @@ public:
         {
             std::lock_guard<std::mutex> g(mu_);
             j["connections"] = conns_.size();
+            // Over a Redis Cluster (docs/redis-cluster.md): redirections followed and slot-map reloads, summed over
+            // the connections (read when the run ends, so no worker is using them).
+            redis::ClusterStats cs;
+            bool cluster = false;
+            for (const auto& [id, c] : conns_)
+                if (c && c->cluster()) {
+                    cluster = true;
+                    cs.moved += c->cluster()->stats().moved;
+                    cs.ask += c->cluster()->stats().ask;
+                    cs.map_reloads += c->cluster()->stats().map_reloads;
+                }
+            if (cluster) j["cluster"] = {{"moved", cs.moved}, {"ask", cs.ask}, {"map_reloads", cs.map_reloads}};
         }
         j["client"] = o_.client;
         j["commands"] = {
