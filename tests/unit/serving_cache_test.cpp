@@ -381,8 +381,12 @@ TEST(ServingCache, BufferedTierWritesTheEntryBytesFromPoolCopiesAndGather) {
             EXPECT_GE(pool.copies_made(), 1u);
         }
         // Every chunk of the 20 non-empty writes gathered without a copy; with a copy per writer none did.
-        if (copies == 0) EXPECT_GE(pool.copy_misses(), 4 * sizes.size());
-        if (copies >= 4) EXPECT_EQ(pool.copy_misses(), 0u);
+        if (copies == 0) {
+            EXPECT_GE(pool.copy_misses(), 4 * sizes.size());
+        }
+        if (copies >= 4) {
+            EXPECT_EQ(pool.copy_misses(), 0u);
+        }
         for (int t = 0; t < 4; ++t)
             for (size_t i = 0; i < sizes.size(); ++i) {
                 std::string key = "t" + std::to_string(t) + "_" + std::to_string(i);

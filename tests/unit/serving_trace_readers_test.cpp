@@ -244,7 +244,9 @@ TEST(TraceSource, ShareGptKeysRateAndDisabledMultiTurn) {
     for (uint64_t seq = 1; auto a = src->next(seq); ++seq) {
         keys.push_back(a->cache_key);
         delays.push_back(a->delay_s);
-        if (seq == 5) EXPECT_EQ(a->user_id, "dataset_user_2");
+        if (seq == 5) {
+            EXPECT_EQ(a->user_id, "dataset_user_2");
+        }
     }
     EXPECT_EQ(keys, (std::vector<std::string>{"k_turn_1", "k_turn_2", "k_turn_1", "k_turn_2", "k_turn_1", "k_turn_2"}));
     EXPECT_EQ(delays, (std::vector<double>{0, 0.25, 0.25, 0.25, 0.25, 0.25}));
