@@ -10,10 +10,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
 #include "redis/client.h"
 #include "tests/e2e/helpers.h"
 
@@ -129,5 +133,22 @@ private:
     int port_ = -1;
     bool ok_ = false;
 };
+
+/// results' kvio.cache.tiers[] entry of tier `name` ("remote", "storage", ...), or nullptr.
+inline const nlohmann::json* tier_section(const nlohmann::json& results, const std::string& name) {
+    for (const auto& t : results["kvio"]["cache"]["tiers"])
+        if (t["tier"] == name) return &t;
+    return nullptr;
+}
+
+/// The kvio::Error `f` threw ("" when it threw none).
+inline std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const kvio::Error& e) {
+        return e.what();
+    }
+    return "";
+}
 
 }  // namespace kvio::test

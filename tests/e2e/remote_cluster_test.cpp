@@ -16,25 +16,6 @@
 using namespace kvio::test;
 namespace redis = kvio::redis;
 
-namespace {
-
-const nlohmann::json* tier_section(const nlohmann::json& results, const std::string& name) {
-    for (const auto& t : results["kvio"]["cache"]["tiers"])
-        if (t["tier"] == name) return &t;
-    return nullptr;
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvio::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-}  // namespace
-
 // `kvio simulate --remote-tier redis://SEED` with the seed one node of a cluster: detected (INFO cluster), every
 // chunk key goes to its slot's shard, each shard serves SETs and GETs, the shards' command counts add up to kvio's,
 // every GET found its key on the shard asked (no redirection on a stable cluster), and no key is left behind. The

@@ -18,19 +18,6 @@
 using namespace kvio::test;
 namespace redis = kvio::redis;
 
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvio::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-}  // namespace
-
 TEST(RedisClient, ChunkedSetGetDelAgainstAServer) {
     RedisServer srv;
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
@@ -73,16 +60,6 @@ TEST(RedisClient, ConnectErrorsAreOneLine) {
     EXPECT_NE(e.find("cannot connect"), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos);
 }
-
-namespace {
-
-const nlohmann::json* tier_section(const nlohmann::json& results, const std::string& name) {
-    for (const auto& t : results["kvio"]["cache"]["tiers"])
-        if (t["tier"] == name) return &t;
-    return nullptr;
-}
-
-}  // namespace
 
 // The remote tier as simulate's last tier (no --cache-dir, no CPU tier): every entry lives on the server, and what
 // kvio reports is what the server counted: its SET and GET calls, the chunk GETs that found their key, the bytes it
