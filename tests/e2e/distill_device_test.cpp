@@ -92,9 +92,10 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
 // phase of its own (5 -> 5 in 1 run of 5 beside stress-ng --cpu 2), so the count is the trace's, at least 3.
 // The worst window's depth TV is the host's as much as the job's: with the same iodepth=8, the device's median depth
 // was 5 in a trace and 2-3 in its replay when either run was starved; measured 0.13-0.56 over 11 runs (beside
-// stress-ng --cpu 2: 0.41, 0.13, 0.19, 0.13, 0.48, 0.36, 0.15, 0.56), so the bound is 0.7; a QD-8 part replayed at
-// depth 1 would score 1 - the trace's share at depth 1 there (its windows had medians 4-5). The depths themselves are
-// asserted exactly. docs/distill.md, "Depth over time".
+// stress-ng --cpu 2: 0.41, 0.13, 0.19, 0.13, 0.48, 0.36, 0.15, 0.56) and 0.72 in a CI run at load ~10, so it is
+// printed, not bounded. The whole run's depth TV is bounded instead: 0.04-0.16 measured (0.16 in that CI run), while
+// a QD-8 part replayed at depth 1 would put its 6000 of 10000 commands at depth 1 (about 0.55): the bound is 0.4.
+// The depths themselves are asserted exactly. docs/distill.md, "Depth over time".
 TEST(DistillDevice, DepthAlternatesOneEightOne) {
     Loops l;
     ASSERT_EQ(l.src.fill(64), 0);
@@ -112,8 +113,7 @@ TEST(DistillDevice, DepthAlternatesOneEightOne) {
     EXPECT_GE(ph["orig"].get<size_t>(), 3u) << ph.dump(1);
     EXPECT_EQ(ph["replay"], ph["orig"]) << ph.dump(1);
     EXPECT_TRUE(ph["in_order"].get<bool>()) << ph.dump(1);
-    EXPECT_LE(j["verify"]["time_resolved"]["worst"]["depth_tv"].get<double>(), 0.7)
-        << j["verify"]["time_resolved"]["worst"].dump();
+    EXPECT_LE(j["verify"]["qd_tv"].get<double>(), 0.4) << j["verify"]["summary"];
 }
 
 // 1280 KiB (and 256 KiB) reads at QD 4, then 1 MiB writes at QD 2: above max_segments x 4 KiB = 512 KiB of a loop
