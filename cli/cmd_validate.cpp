@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "cli/commands.h"
+#include "validate/files.h"
 #include "validate/gate.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
@@ -75,6 +76,13 @@ void run_validate(Opts& a) {
         uint64_t n = validate::synth_write(a.synth, a.synth_dir + "/semantic.jsonl", a.synth_dir + "/" + ev);
         std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", a.synth_dir.c_str(),
                     (unsigned long long)a.synth.objects, a.synth_dir.c_str(), ev.c_str(), (unsigned long long)n);
+        return;
+    }
+    if (a.join == "files") {  // no semantic log: each traced file is the object (docs/validate_files.md)
+        if (a.o.commands.empty()) throw UsageError("--join files: give --commands EVENTS (traced with --files)");
+        validate::FilesJoin j = validate::join_files(a.o.commands);
+        validate::print_files_report(std::cout, j);
+        if (!a.json_out.empty()) write_json_file(a.json_out, validate::files_report_json(j));
         return;
     }
     if (a.o.commands.empty() || a.o.semantic.empty())
@@ -167,8 +175,10 @@ void add_validate_command(CLI::App& app) {
             opts->o.geometry.header_bytes_set = true;
         },
         "Slot header bytes a store writes before the payload (default: meta header_bytes)");
-    sub->add_option("--join", opts->join, "How commands find their op: auto, user_data, key or offset (default auto)")
-        ->check(CLI::IsMember({"auto", "user_data", "key", "offset"}));
+    sub->add_option("--join", opts->join,
+                    "How commands find their op: auto, user_data, key or offset (default auto); files: no --semantic, "
+                    "each file of a `kvio trace --files` events stream is the object (docs/validate_files.md)")
+        ->check(CLI::IsMember({"auto", "user_data", "key", "offset", "files"}));
     sub->add_option("--json", opts->json_out, "Also write the report as JSON to this file");
     auto pct = CLI::Range(0.0, 100.0);
     sub->add_option_function<double>(

@@ -1,0 +1,80 @@
+// validate/files.h: per-file grouping of --files device commands (docs/validate_files.md).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/error.h"
+#include "validate/files.h"
+
+namespace {
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+    std::string p = (std::filesystem::temp_directory_path() / (name + std::to_string(getpid()) + ".jsonl")).string();
+    std::ofstream(p) << text;
+    return p;
+}
+
+// A block command; `file` holds the ,"ino":..,"fs_dev":..,"gen":.. suffix or "".
+std::string cmd(const char* op, uint64_t sector, uint64_t bytes, const std::string& file) {
+    return std::string("{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:3\",\"op\":\"") + op +
+           "\",\"sector\":" + std::to_string(sector) + ",\"bytes\":" + std::to_string(bytes) +
+           ",\"ts_issue\":100,\"ts_complete\":200" + file + "}\n";
+}
+
+}  // namespace
+
+TEST(ValidateFiles, GroupsCommandsPerFileAndScoresSyscalls) {
+    const std::string a = ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5", b = ",\"ino\":13,\"fs_dev\":\"7:3\",\"gen\":9";
+    std::string text = cmd("write", 2048, 131072, a) + cmd("write", 2304, 65536, a) + cmd("read", 4096, 4096, b) +
+                       cmd("write", 8, 4096, "") +  // journal: no file
+                       "{\"type\":\"syscall\",\"name\":\"pread64\",\"pid\":1,\"tid\":1,\"comm\":\"x\",\"fd\":3,"
+                       "\"ts_enter\":1,\"ts_exit\":2,\"ret\":16384,\"count\":16384,\"offset\":0,\"direct\":false,"
+                       "\"file_size\":16384,\"ino\":13,\"fs_dev\":\"7:3\",\"gen\":9}\n";
+    std::string p = write_tmp("kvio_files_ok", text);
+    kvio::validate::FilesJoin j = kvio::validate::join_files(p);
+    std::filesystem::remove(p);
+    EXPECT_EQ(j.cmds, 4u);
+    EXPECT_EQ(j.unattributed_cmds, 1u);
+    ASSERT_EQ(j.files.size(), 2u);
+    const auto& fa = j.files[0];
+    EXPECT_EQ(fa.id.ino, 12u);
+    EXPECT_EQ(fa.id.gen, 5u);
+    EXPECT_EQ(fa.write_cmds, 2u);
+    EXPECT_EQ(fa.write_bytes, 196608u);
+    EXPECT_EQ(fa.min_cmd_bytes, 65536u);
+    EXPECT_EQ(fa.max_cmd_bytes, 131072u);
+    EXPECT_FALSE(fa.has_syscalls);
+    EXPECT_EQ(fa.page_cache_read_share(), -1);
+    const auto& fb = j.files[1];
+    EXPECT_EQ(fb.id.ino, 13u);
+    EXPECT_EQ(fb.read_bytes, 4096u);
+    EXPECT_EQ(fb.sys_read_bytes, 16384u);
+    EXPECT_EQ(fb.file_size, 16384u);
+    EXPECT_DOUBLE_EQ(fb.page_cache_read_share(), 0.75);  // 12 KiB of 16 KiB never reached the device
+}
+
+TEST(ValidateFiles, NoFileAttributionSaysTraceWithFiles) {
+    std::string p = write_tmp("kvio_files_none", cmd("write", 2048, 4096, "") + cmd("read", 8, 4096, ""));
+    try {
+        kvio::validate::join_files(p);
+        std::filesystem::remove(p);
+        FAIL() << "expected an error";
+    } catch (const kvio::Error& e) {
+        std::filesystem::remove(p);
+        EXPECT_NE(std::string(e.what()).find("trace with --files"), std::string::npos) << e.what();
+    }
+}
+
+TEST(ValidateFiles, SameInodeNewGenerationIsAnotherFile) {
+    std::string p =
+        write_tmp("kvio_files_gen", cmd("write", 2048, 4096, ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":1") +
+                                        cmd("write", 4096, 8192, ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":2"));
+    kvio::validate::FilesJoin j = kvio::validate::join_files(p);
+    std::filesystem::remove(p);
+    ASSERT_EQ(j.files.size(), 2u);
+    EXPECT_EQ(j.files[0].write_bytes, 4096u);
+    EXPECT_EQ(j.files[1].write_bytes, 8192u);
+}

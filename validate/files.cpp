@@ -1,0 +1,117 @@
+#include "validate/files.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/error.h"
+#include "common/events_reader.h"
+
+namespace kvio::validate {
+
+double FileIo::page_cache_read_share() const {
+    if (sys_read_bytes == 0) return -1;
+    double s = 1.0 - double(read_bytes) / double(sys_read_bytes);
+    return std::clamp(s, 0.0, 1.0);
+}
+
+namespace {
+
+/// Adds one read/write command of `r` to `f`.
+void add_cmd(FileIo& f, const EventRecord& r) {
+    const bool rd = r.io == IoOp::Read;
+    (rd ? f.read_cmds : f.write_cmds)++;
+    (rd ? f.read_bytes : f.write_bytes) += r.bytes;
+    const bool first = f.read_cmds + f.write_cmds == 1;
+    f.min_cmd_bytes = first ? r.bytes : std::min(f.min_cmd_bytes, r.bytes);
+    f.max_cmd_bytes = std::max(f.max_cmd_bytes, r.bytes);
+}
+
+/// Adds one syscall record of `r` (read/write family, by name) to `f`.
+void add_syscall(FileIo& f, const EventRecord& r) {
+    f.has_syscalls = true;
+    f.file_size = std::max(f.file_size, r.file_size);
+    if (r.ret <= 0) return;
+    const bool rd = r.name.find("read") != std::string_view::npos;
+    const bool wr = r.name.find("write") != std::string_view::npos;
+    if (rd) f.sys_read_bytes += uint64_t(r.ret);
+    if (wr) f.sys_write_bytes += uint64_t(r.ret);
+}
+
+}  // namespace
+
+FilesJoin join_files(const std::string& events_path) {
+    kvio::EventsReader rd(events_path);
+    EventRecord r;
+    std::map<FileId, FileIo> by;
+    FilesJoin out;
+    while (rd.next_checked(r)) {
+        const bool file = r.has_field(EventField::Ino) && r.has_field(EventField::FsDev);
+        if (r.kind == EventType::Cmd) {
+            if (r.io != IoOp::Read && r.io != IoOp::Write) continue;
+            out.cmds++;
+            if (!file) {
+                out.unattributed_cmds++;
+                continue;
+            }
+        } else if (r.kind != EventType::Syscall || !file) {
+            continue;
+        }
+        FileId id{std::string(r.fs_dev), r.ino, r.gen};
+        FileIo& f = by[id];
+        f.id = id;
+        if (r.kind == EventType::Cmd)
+            add_cmd(f, r);
+        else
+            add_syscall(f, r);
+    }
+    if (out.cmds > 0 && out.unattributed_cmds == out.cmds)
+        throw Error(events_path + ": no device command carries a file (ino): trace with --files");
+    for (auto& [id, f] : by)
+        if (f.read_cmds + f.write_cmds > 0) out.files.push_back(std::move(f));
+    return out;
+}
+
+void print_files_report(std::ostream& os, const FilesJoin& j) {
+    char line[320];
+    os << "file (fs_dev:ino:gen)      rd_cmds   rd_bytes  wr_cmds   wr_bytes  cmd_min  cmd_max  sys_rd_bytes"
+          "  file_size  cache_rd\n";
+    for (const FileIo& f : j.files) {
+        std::string id = f.id.fs_dev + ":" + std::to_string(f.id.ino) + ":" + std::to_string(f.id.gen);
+        double s = f.page_cache_read_share();
+        std::string share = s < 0 ? "-" : std::to_string(s).substr(0, 5);
+        std::snprintf(line, sizeof line, "%-26s %7llu %10llu %8llu %10llu %8llu %8llu %13llu %10llu  %s\n", id.c_str(),
+                      (unsigned long long)f.read_cmds, (unsigned long long)f.read_bytes,
+                      (unsigned long long)f.write_cmds, (unsigned long long)f.write_bytes,
+                      (unsigned long long)f.min_cmd_bytes, (unsigned long long)f.max_cmd_bytes,
+                      (unsigned long long)f.sys_read_bytes, (unsigned long long)f.file_size, share.c_str());
+        os << line;
+    }
+    os << j.files.size() << " files; " << j.unattributed_cmds << " of " << j.cmds
+       << " read/write commands carry no file (metadata, journal)\n";
+}
+
+nlohmann::json files_report_json(const FilesJoin& j) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const FileIo& f : j.files) {
+        double s = f.page_cache_read_share();
+        files.push_back({{"fs_dev", f.id.fs_dev},
+                         {"ino", f.id.ino},
+                         {"gen", f.id.gen},
+                         {"read_cmds", f.read_cmds},
+                         {"write_cmds", f.write_cmds},
+                         {"read_bytes", f.read_bytes},
+                         {"write_bytes", f.write_bytes},
+                         {"min_cmd_bytes", f.min_cmd_bytes},
+                         {"max_cmd_bytes", f.max_cmd_bytes},
+                         {"file_size", f.file_size},
+                         {"sys_read_bytes", f.sys_read_bytes},
+                         {"sys_write_bytes", f.sys_write_bytes},
+                         {"page_cache_read_share", s < 0 ? nlohmann::json(nullptr) : nlohmann::json(s)}});
+    }
+    return {{"schema", "kvio.validate.files/1"},
+            {"cmds", j.cmds},
+            {"unattributed_cmds", j.unattributed_cmds},
+            {"files", files}};
+}
+
+}  // namespace kvio::validate
