@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/jsonl.h"
 #include "cli/commands.h"
 #include "diagnose/diagnose.h"
 #include "trace/trace_positionals.h"
@@ -122,10 +123,15 @@ void run_trace_command(trace::TraceOptions& opts, const std::vector<std::string>
                        const std::string& perfetto, bool diagnosis) {
     const bool temp_events = complete_trace_options(opts, positionals, sub, perfetto);
     auto res = trace::run_trace(opts);
-    if (diagnosis)  // before the timeline, which removes a temporary capture; stdout --events cannot be read back
-        std::cout << diagnose::to_text(
-                         diagnose::diagnose({res.summary, opts.events_path == "-" ? std::string() : opts.events_path}))
-                  << std::flush;
+    if (diagnosis) {  // before the timeline, which removes a temporary capture; stdout --events cannot be read back
+        const auto findings =
+            diagnose::diagnose({res.summary, opts.events_path == "-" ? std::string() : opts.events_path});
+        if (!opts.json_path.empty()) {  // the summary again, with the findings (docs/formats.md, kvio.trace/1)
+            res.summary["diagnosis"] = diagnose::to_json(findings);
+            write_json_file(opts.json_path, res.summary);
+        }
+        std::cout << diagnose::to_text(findings) << std::flush;
+    }
     if (!perfetto.empty()) write_trace_timeline(opts.events_path, perfetto, temp_events);
     if (res.stopped_by) {  // outputs are flushed; exit as a shell reports a job ended by that signal
         std::cerr << "kvio trace: stopped by signal " << res.stopped_by << " (" << strsignal(res.stopped_by)
@@ -238,8 +244,10 @@ void add_trace_command(CLI::App& app) {
     sub->add_flag("--diagnose", *diagnosis,
                   "At the end, print a diagnosis from the trace (docs/diagnose.md): each finding with its figures and "
                   "what to change (low queue depth where the device did more, commands split at max_sectors_kb, reads "
-                  "from the page cache, fsync-dominated writes, queue wait, requeues, merges). With --events the "
-                  "per-command rules run too; `kvio report TRACE.json --events FILE` gives the same from saved files");
+                  "from the page cache, fsync-dominated writes, small writes amplified, unaligned I/O, queue wait, "
+                  "requeues, merges). With --events the per-command rules run too (with --syscalls the syscall "
+                  "ones); with --json the findings go into the summary as \"diagnosis\" (kvio.diagnosis/1). "
+                  "`kvio report TRACE.json --events FILE` gives the same from saved files");
     sub->add_flag("-q,--quiet", opts->quiet, "No human summary on stdout");
     sub->add_flag(
         "--stats", opts->stats,

@@ -119,6 +119,7 @@ void chain_facts(const EventTrace& t, uint64_t limit, std::map<std::string, Comm
         CommandFacts& f = facts[d ? "write" : "read"];
         ++f.cmds, f.bytes += c.bytes;
         if (c.bytes == limit) ++f.at_limit;
+        if (c.sector % 8 || c.bytes % 4096) ++f.unaligned;  // 8 sectors of 512 bytes: 4 KiB
         const Cmd* p = prev[d];
         const bool joins = p && p->bytes == limit && p->end_sector() == c.sector &&
                            (!p->completion_seen() || c.ts_issue < p->ts_complete);
@@ -145,16 +146,15 @@ void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding
     }
 }
 
-void page_cache_rule(const Inputs& in, std::vector<Finding>& out) {
-    if (in.events.empty()) return;
+void page_cache_rule(const json& trace, const std::vector<SyscallRec>& sys, std::vector<Finding>& out) {
     uint64_t buffered = 0, direct = 0, calls = 0;
-    for (const auto& s : load_syscalls(in.events, {})) {
+    for (const auto& s : sys) {
         if (s.kind != SysKind::Read || s.ret <= 0 || !s.has_file) continue;
         (s.direct ? direct : buffered) += uint64_t(s.ret);
         calls += !s.direct;
     }
     uint64_t device = 0;
-    for (const auto& d : in.trace.value("devices", json::array()))
+    for (const auto& d : trace.value("devices", json::array()))
         device += d.value("read", json::object()).value("bytes", uint64_t(0));
     const uint64_t device_buffered = device > direct ? device - direct : 0;
     // docs/diagnose.md, page_cache_reads: 1 MiB or more read through the page cache, half of it or more not from

@@ -13,8 +13,11 @@ std::vector<Finding> diagnose(const Inputs& in) {
     CommandFactsMap facts;
     command_rules(in, facts, out);
     split_rule(in.trace, facts, out);
-    page_cache_rule(in, out);
+    const std::vector<SyscallRec> sys = in.events.empty() ? std::vector<SyscallRec>() : load_syscalls(in.events, {});
+    page_cache_rule(in.trace, sys, out);
     fsync_rule(in.trace, out);
+    small_write_rule(in.trace, sys, out);
+    unaligned_rule(in.trace, sys, facts, out);
     queue_rules(in.trace, out);
     return out;
 }

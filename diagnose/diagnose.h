@@ -9,7 +9,8 @@
 namespace kvio::diagnose {
 
 /// One finding. `id` is one of: low_queue_depth, split_by_max_sectors, page_cache_reads, fsync_dominated_writes,
-/// queue_wait, requeues, merged_small_io (docs/diagnose.md, one section each).
+/// small_write_amplification, unaligned_io, queue_wait, requeues, merged_small_io (docs/diagnose.md, one section
+/// each).
 struct Finding {
     std::string id;
     std::string device;      ///< disk name ("loop3", "nvme0n1"), "" for a finding about the processes' syscalls
@@ -26,8 +27,9 @@ struct Inputs {
 };
 
 /// Every finding the inputs support, in the order of docs/diagnose.md. Findings that need per-command records
-/// (low_queue_depth, the chains of split_by_max_sectors) or syscall records (page_cache_reads) are skipped without
-/// them. Throws kvio::Error "FILE:LINE: field 'F': ..." for a malformed events file.
+/// (low_queue_depth, the chains of split_by_max_sectors, unaligned_io's commands) or syscall records
+/// (page_cache_reads, small_write_amplification, unaligned_io's calls) are skipped without them. Throws kvio::Error
+/// "FILE:LINE: field 'F': ..." for a malformed events file.
 std::vector<Finding> diagnose(const Inputs& in);
 
 /// {"schema":"kvio.diagnosis/1","findings":[{"id","device","op","summary","action","figures"},...]}.

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/syscall_trace.h"
 #include "diagnose/diagnose.h"
 
 namespace kvio::diagnose {
@@ -25,6 +26,7 @@ struct CommandFacts {
     uint64_t chained_bytes = 0;  ///< bytes in chains of >= 2 contiguous commands issued while the previous one ran
     uint64_t chains = 0;         ///< such chains
     uint64_t chained_cmds = 0;   ///< commands in them
+    uint64_t unaligned = 0;      ///< commands whose start or size is not a multiple of 4 KiB
 };
 /// Per device "MAJ:MIN", per direction ("read", "write").
 using CommandFactsMap = std::map<std::string, std::map<std::string, CommandFacts>>;
@@ -34,8 +36,14 @@ using CommandFactsMap = std::map<std::string, std::map<std::string, CommandFacts
 void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding>& out);
 /// split_by_max_sectors per device and direction, from bssplit, block_events and `facts` (empty without events).
 void split_rule(const nlohmann::json& trace, const CommandFactsMap& facts, std::vector<Finding>& out);
-/// page_cache_reads from the events file's syscall records (none: no finding).
-void page_cache_rule(const Inputs& in, std::vector<Finding>& out);
+/// page_cache_reads from the events file's syscall records `sys` (none: no finding).
+void page_cache_rule(const nlohmann::json& trace, const std::vector<SyscallRec>& sys, std::vector<Finding>& out);
+/// small_write_amplification: the application's write bytes (syscall records) against the devices' (summary).
+void small_write_rule(const nlohmann::json& trace, const std::vector<SyscallRec>& sys, std::vector<Finding>& out);
+/// unaligned_io: syscall reads and writes (per direction) and device commands (per device and direction, from
+/// `facts`) whose offset or length is not a multiple of 4 KiB.
+void unaligned_rule(const nlohmann::json& trace, const std::vector<SyscallRec>& sys, const CommandFactsMap& facts,
+                    std::vector<Finding>& out);
 /// fsync_dominated_writes from the process histograms.
 void fsync_rule(const nlohmann::json& trace, std::vector<Finding>& out);
 /// queue_wait, requeues and merged_small_io per device and direction.

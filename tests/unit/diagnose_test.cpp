@@ -227,6 +227,126 @@ TEST(Diagnose, PageCacheShareFromSyscallRecords) {
     EXPECT_TRUE(with_id(diagnose::diagnose({trace_doc(json::object(), 8, 1 << 20), ""}), "page_cache_reads").empty());
 }
 
+/// `n` syscall records `name` on fd 3 (ino 12 on 7:7), each asking `count` bytes at offsets `offset`, offset + `step`,
+/// ... and moving them; O_DIRECT when `direct`.
+std::string sys_lines(const char* name, int n, uint64_t offset, uint64_t step, uint64_t count, bool direct = false) {
+    std::string s;
+    for (int i = 0; i < n; ++i)
+        s += json{{"type", "syscall"},
+                  {"name", name},
+                  {"pid", 9},
+                  {"tid", 9},
+                  {"comm", "app"},
+                  {"fd", 3},
+                  {"ts_enter", 1000 * i},
+                  {"ts_exit", 1000 * i + 500},
+                  {"ret", count},
+                  {"offset", offset + step * uint64_t(i)},
+                  {"count", count},
+                  {"ino", 12},
+                  {"fs_dev", "7:7"},
+                  {"gen", 1},
+                  {"direct", direct},
+                  {"file_size", 1 << 30}}
+                 .dump() +
+             "\n";
+    return s;
+}
+
+/// `cmds` write command records of `bytes` / `cmds` bytes each on 7:7, 1 ms apart: the events of write_doc's trace.
+std::string write_cmds(uint64_t cmds, uint64_t bytes) {
+    std::string s;
+    for (uint64_t i = 0; i < cmds; ++i)
+        s += test::cmd_line("write", i * 4096, bytes / cmds, i * 1'000'000, i * 1'000'000 + 50'000, 9, "7:7", "loop7",
+                            "app") +
+             "\n";
+    return s;
+}
+
+/// trace_doc with `cmds` write commands of `bytes` bytes in all on loop7 and `flushes` flush commands.
+json write_doc(uint64_t cmds, uint64_t bytes, uint64_t flushes = 0) {
+    json t = trace_doc(json::object());
+    t["devices"][0]["write"] = {{"cmds", cmds}, {"bytes", bytes}};
+    t["devices"][0]["histograms"]["flush_cmds"] = hist(flushes, 1);
+    return t;
+}
+
+// 64 appending 1 KiB writes (64 KiB) against 64 x 3 device commands of 12 KiB (data page + journal: 768 KiB): 12x,
+// found with its figures; the same bytes written by the device for 64 writes of 16 KiB (1 MiB) is 0.75x: nothing;
+// 16 x 1 MiB writes are not small whatever the device wrote.
+TEST(Diagnose, SmallWriteAmplificationFromAppAgainstDeviceBytes) {
+    TmpText small(sys_lines("pwrite64", 64, 0, 1024, 1024) + write_cmds(192, 768 * 1024));
+    auto f = with_id(diagnose::diagnose({write_doc(192, 768 * 1024, 64), small.path}), "small_write_amplification");
+    ASSERT_EQ(f.size(), 1u);
+    const json& g = f[0].figures;
+    EXPECT_EQ(g["app_write_calls"], 64);
+    EXPECT_EQ(g["app_write_bytes"], 64 * 1024);
+    EXPECT_DOUBLE_EQ(g["app_write_bytes_mean"].get<double>(), 1024.0);
+    EXPECT_EQ(g["partial_page_write_calls"], 64);
+    EXPECT_EQ(g["device_write_cmds"], 192);
+    EXPECT_DOUBLE_EQ(g["device_write_cmds_per_app_write"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(g["write_amplification"].get<double>(), 12.0);
+    EXPECT_EQ(g["flush_cmds"], 64);
+    EXPECT_NE(f[0].action.find("read the rest of the page"), std::string::npos) << f[0].action;
+    EXPECT_NE(diagnose::to_text(f).find("[small_write_amplification] write: the application wrote 64 KiB in 64 calls"),
+              std::string::npos)
+        << diagnose::to_text(f);
+
+    TmpText whole(sys_lines("write", 64, 0, 16384, 16384) + write_cmds(192, 768 * 1024));
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({write_doc(192, 768 * 1024), whole.path}), "small_write_amplification").empty());
+    TmpText large(sys_lines("write", 16, 0, 1 << 20, 1 << 20) + write_cmds(512, 64u << 20));
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({write_doc(512, 64u << 20), large.path}), "small_write_amplification").empty());
+    // Without syscall records there are no application bytes to compare with.
+    EXPECT_TRUE(with_id(diagnose::diagnose({write_doc(192, 768 * 1024), ""}), "small_write_amplification").empty());
+}
+
+// 32 buffered 4 KiB reads at 512-byte offsets and 32 writes of 1000 bytes at 4 KiB offsets: both directions found
+// (offsets vs lengths counted apart); the same calls on 4 KiB are not. Device commands at odd sectors: found on the
+// device.
+TEST(Diagnose, UnalignedIoFromSyscallsAndCommands) {
+    TmpText ev(sys_lines("pread64", 32, 512, 8192, 4096) + sys_lines("pwrite64", 32, 0, 4096, 1000));
+    auto f = with_id(diagnose::diagnose({trace_doc(json::object()), ev.path}), "unaligned_io");
+    ASSERT_EQ(f.size(), 2u);
+    EXPECT_EQ(f[0].op, "read");
+    EXPECT_EQ(f[0].device, "");
+    EXPECT_EQ(f[0].figures["calls"], 32);
+    EXPECT_EQ(f[0].figures["unaligned_calls"], 32);
+    EXPECT_EQ(f[0].figures["unaligned_offset_calls"], 32);
+    EXPECT_EQ(f[0].figures["unaligned_length_calls"], 0);
+    EXPECT_EQ(f[0].figures["off_logical_block_calls"], 0) << "no logical_block_size in the trace: 0 = not counted";
+    EXPECT_EQ(f[1].op, "write");
+    EXPECT_EQ(f[1].figures["unaligned_offset_calls"], 0);
+    EXPECT_EQ(f[1].figures["unaligned_length_calls"], 32);
+    EXPECT_DOUBLE_EQ(f[1].figures["unaligned_pct"].get<double>(), 100.0);
+
+    json t = trace_doc(json::object());
+    t["devices"][0]["logical_block_size"] = 512;
+    f = with_id(diagnose::diagnose({t, ev.path}), "unaligned_io");
+    ASSERT_EQ(f.size(), 2u);
+    EXPECT_EQ(f[1].figures["off_logical_block_calls"], 32) << "1000 bytes is not a multiple of 512";
+    EXPECT_EQ(f[0].figures["off_logical_block_calls"], 0) << "512-byte offsets are on the logical block";
+
+    TmpText aligned(sys_lines("pread64", 32, 4096, 8192, 4096) + sys_lines("pwrite64", 32, 0, 4096, 4096));
+    EXPECT_TRUE(with_id(diagnose::diagnose({trace_doc(json::object()), aligned.path}), "unaligned_io").empty());
+    // Half or more: 8 unaligned calls of 32 are not a finding.
+    TmpText few(sys_lines("pread64", 24, 0, 4096, 4096) + sys_lines("pread64", 8, 512, 4096, 4096));
+    EXPECT_TRUE(with_id(diagnose::diagnose({trace_doc(json::object()), few.path}), "unaligned_io").empty());
+
+    uint64_t sector = 1;  // reads() leaves 8 sectors between commands: every start stays odd
+    TmpText cmds(reads(0, 20, 1, 4096, 100'000, sector));
+    f = with_id(diagnose::diagnose({trace_doc(json::object(), 20, 20 * 4096), cmds.path}), "unaligned_io");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].device, "loop7");
+    EXPECT_EQ(f[0].figures["cmds"], 20);
+    EXPECT_EQ(f[0].figures["unaligned_cmds"], 20);
+    sector = 0;
+    TmpText on4k(reads(0, 20, 1, 4096, 100'000, sector));
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({trace_doc(json::object(), 20, 20 * 4096), on4k.path}), "unaligned_io").empty());
+}
+
 TEST(ReportBreakdown, StageTableFromHistogramsAndNothingWithout) {
     json hs = {{"bt_q2g_read", hist(10, 1000)},
                {"bt_g2d_read", hist(10, 2000)},
