@@ -81,6 +81,7 @@ void run_validate(Opts& a) {
     if (a.join == "files") {  // no semantic log: each traced file is the object (docs/validate_files.md)
         if (a.o.commands.empty()) throw UsageError("--join files: give --commands EVENTS (traced with --files)");
         validate::FilesJoin j = validate::join_files(a.o.commands);
+        if (!a.o.geometry.trace_json.empty()) validate::name_files_from_trace_json(j, a.o.geometry.trace_json);
         validate::print_files_report(std::cout, j);
         if (!a.json_out.empty()) write_json_file(a.json_out, validate::files_report_json(j));
         return;
@@ -145,7 +146,8 @@ void add_validate_command(CLI::App& app) {
     sub->add_option("--record", o.record,
                     "Record manifest from `kvio gen --record`: fills geometry the semantic meta lacks");
     sub->add_option("--trace-json", o.geometry.trace_json,
-                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb");
+                    "kvio.trace/1 JSON from `kvio trace --json`: its entry for the meta's device gives max_sectors_kb; "
+                    "with --join files, its `files` table (--files) names each file's path");
     sub->add_option("--lba-bytes", o.geometry.lba_bytes, "Logical block size in bytes (default: meta lba_bytes)")
         ->check(CLI::Validator(
             [](std::string& v) {

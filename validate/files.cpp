@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/events_reader.h"
+#include "common/jsonl.h"
 
 namespace kvio::validate {
 
@@ -71,20 +72,46 @@ FilesJoin join_files(const std::string& events_path) {
     return out;
 }
 
+size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path) {
+    const nlohmann::json t = read_json_file(trace_json_path);
+    const JsonSource src{trace_json_path, 0};
+    if (!t.is_object()) throw Error(trace_json_path + ": expected a JSON object");
+    const std::string schema = get_string(t, "schema", src);
+    if (schema != "kvio.trace/1") src.fail("schema", "expected \"kvio.trace/1\", got \"" + schema + "\"");
+    auto rows = t.find("files");
+    if (rows == t.end() || !rows->is_array())
+        src.fail("files", "missing or not an array (trace with --files and --json)");
+    std::map<FileId, std::string> paths;
+    for (const auto& r : *rows) {
+        if (!r.is_object()) src.fail("files", "expected objects");
+        if (!r.contains("ino")) continue;  // a --group-by row of several files
+        paths[FileId{get_string(r, "fs_dev", src), get_u64(r, "ino", src), get_u64(r, "gen", src)}] =
+            get_string(r, "path", src);
+    }
+    size_t named = 0;
+    for (FileIo& f : j.files) {
+        auto it = paths.find(f.id);
+        if (it == paths.end()) continue;
+        f.path = it->second;
+        named++;
+    }
+    return named;
+}
+
 void print_files_report(std::ostream& os, const FilesJoin& j) {
     char line[320];
     os << "file (fs_dev:ino:gen)      rd_cmds   rd_bytes  wr_cmds   wr_bytes  cmd_min  cmd_max  sys_rd_bytes"
-          "  file_size  cache_rd\n";
+          "  file_size  cache_rd  path\n";
     for (const FileIo& f : j.files) {
         std::string id = f.id.fs_dev + ":" + std::to_string(f.id.ino) + ":" + std::to_string(f.id.gen);
         double s = f.page_cache_read_share();
         std::string share = s < 0 ? "-" : std::to_string(s).substr(0, 5);
-        std::snprintf(line, sizeof line, "%-26s %7llu %10llu %8llu %10llu %8llu %8llu %13llu %10llu  %s\n", id.c_str(),
+        std::snprintf(line, sizeof line, "%-26s %7llu %10llu %8llu %10llu %8llu %8llu %13llu %10llu  %-8s", id.c_str(),
                       (unsigned long long)f.read_cmds, (unsigned long long)f.read_bytes,
                       (unsigned long long)f.write_cmds, (unsigned long long)f.write_bytes,
                       (unsigned long long)f.min_cmd_bytes, (unsigned long long)f.max_cmd_bytes,
                       (unsigned long long)f.sys_read_bytes, (unsigned long long)f.file_size, share.c_str());
-        os << line;
+        os << line << "  " << (f.path.empty() ? "-" : f.path) << "\n";  // a path may be longer than `line`
     }
     os << j.files.size() << " files; " << j.unattributed_cmds << " of " << j.cmds
        << " read/write commands carry no file (metadata, journal)\n";
@@ -106,7 +133,8 @@ nlohmann::json files_report_json(const FilesJoin& j) {
                          {"file_size", f.file_size},
                          {"sys_read_bytes", f.sys_read_bytes},
                          {"sys_write_bytes", f.sys_write_bytes},
-                         {"page_cache_read_share", s < 0 ? nlohmann::json(nullptr) : nlohmann::json(s)}});
+                         {"page_cache_read_share", s < 0 ? nlohmann::json(nullptr) : nlohmann::json(s)},
+                         {"path", f.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.path)}});
     }
     return {{"schema", "kvio.validate.files/1"},
             {"cmds", j.cmds},

@@ -29,6 +29,7 @@ struct FileIo {
     uint64_t file_size = 0;                            ///< largest `file_size` of the file's syscall records; 0: none
     uint64_t sys_read_bytes = 0, sys_write_bytes = 0;  ///< bytes syscalls returned (ret > 0) for the file
     bool has_syscalls = false;                         ///< at least one syscall record names the file
+    std::string path;  ///< from the trace's --json `files` table (name_files_from_trace_json); "" when not known
     /// Share of syscall read bytes the device did not read (served by the page cache): 1 - read_bytes /
     /// sys_read_bytes, clamped to [0, 1]; -1 when no syscall read the file.
     double page_cache_read_share() const;
@@ -46,13 +47,20 @@ struct FilesJoin {
 /// read/write commands exist but none is attributed, and the reader's FILE:LINE: field errors on bad records.
 FilesJoin join_files(const std::string& events_path);
 
+/// Sets each file's `path` from the `files` rows of the kvio.trace/1 summary (`kvio trace --files --json`) of the
+/// same trace: a row of one file carries its `ino`, `fs_dev` and `gen` (docs/formats.md); a `--group-by` row of
+/// several files names none of them, and a file `--under` left out keeps "". The events stream carries no paths
+/// (docs/validate_files.md). Returns the number of files named. Throws kvio::Error "FILE: field 'F': ..." when the
+/// file is not a kvio.trace/1 summary or has no `files` array (traced without --files).
+size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path);
+
 /// One text row per file: identity, device read/write commands and bytes, command size range, syscall bytes,
-/// file size and page-cache read share ("-" when unknown), then the unattributed count.
+/// file size, page-cache read share and path ("-" when unknown), then the unattributed count.
 void print_files_report(std::ostream& os, const FilesJoin& j);
 
 /// {"schema":"kvio.validate.files/1","cmds":N,"unattributed_cmds":N,"files":[{"fs_dev","ino","gen","read_cmds",
 /// "write_cmds","read_bytes","write_bytes","min_cmd_bytes","max_cmd_bytes","file_size","sys_read_bytes",
-/// "sys_write_bytes","page_cache_read_share" (null when unknown)}]}.
+/// "sys_write_bytes","page_cache_read_share","path" (each null when unknown)}]}.
 nlohmann::json files_report_json(const FilesJoin& j);
 
 }  // namespace kvio::validate

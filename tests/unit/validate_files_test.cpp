@@ -78,3 +78,36 @@ TEST(ValidateFiles, SameInodeNewGenerationIsAnotherFile) {
     EXPECT_EQ(j.files[0].write_bytes, 4096u);
     EXPECT_EQ(j.files[1].write_bytes, 8192u);
 }
+
+// --trace-json names the files: a row of one file by its (fs_dev, ino, gen); a --group-by row of several files names
+// none; a file the table lacks keeps no path; a summary traced without --files is an error naming the field.
+TEST(ValidateFiles, TraceJsonNamesEachFileByItsIdentity) {
+    std::string ev =
+        write_tmp("kvio_files_named", cmd("write", 2048, 4096, ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5") +
+                                          cmd("write", 4096, 4096, ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":6") +
+                                          cmd("write", 8192, 4096, ",\"ino\":14,\"fs_dev\":\"7:3\",\"gen\":1"));
+    std::string tj = write_tmp("kvio_files_trace",
+                               "{\"schema\":\"kvio.trace/1\",\"files\":["
+                               "{\"path\":\"/m/a\",\"files\":1,\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5},"
+                               "{\"path\":\"/m/old\",\"files\":1,\"ino\":12,\"fs_dev\":\"7:4\",\"gen\":6},"
+                               "{\"path\":\"/m/dir\",\"files\":2}]}");
+    std::string none = write_tmp("kvio_files_nofiles", "{\"schema\":\"kvio.trace/1\",\"devices\":[]}");
+    kvio::validate::FilesJoin j = kvio::validate::join_files(ev);
+    EXPECT_EQ(kvio::validate::name_files_from_trace_json(j, tj), 1u);
+    ASSERT_EQ(j.files.size(), 3u);
+    EXPECT_EQ(j.files[0].path, "/m/a");
+    EXPECT_EQ(j.files[1].path, "");  // same inode, another generation and filesystem: not the row's file
+    EXPECT_EQ(j.files[2].path, "");
+    const auto js = kvio::validate::files_report_json(j);
+    EXPECT_EQ(js["files"][0]["path"], "/m/a");
+    EXPECT_TRUE(js["files"][1]["path"].is_null());
+    std::string err;
+    try {
+        kvio::validate::name_files_from_trace_json(j, none);
+    } catch (const kvio::Error& e) {
+        err = e.what();
+    }
+    for (const auto& p : {ev, tj, none}) std::filesystem::remove(p);
+    EXPECT_NE(err.find("'files'"), std::string::npos) << err;
+    EXPECT_NE(err.find("--files"), std::string::npos) << err;
+}
