@@ -272,26 +272,30 @@ TEST_F(NvmeGuest, PosixOnBlockDeviceJoinsByOffset) {
     expect_engine_validates(out_, "posix", "offset");
 }
 
-// blktrace and kvio trace ran side by side on the same dd writes and reads (steps/nvme_e2e.sh): `kvio import
-// blktrace` of blktrace's per-CPU files gives the same data commands as kvio trace's block rows, command for command
-// (sector, bytes, op, rwbs), issue and completion times within 1 ms (the same tracepoints, different probes).
+// blktrace and kvio trace (two runs, one per dd) ran side by side on the same dd writes and reads (steps/nvme_e2e.sh):
+// `kvio import blktrace` of blktrace's per-CPU files gives the same data commands as kvio trace's block rows, command
+// for command (sector, bytes, op, rwbs), issue and completion times within 1 ms (the same tracepoints, different
+// probes).
 TEST_F(NvmeGuest, BlktraceImportEqualsKvioTraceCommandForCommand) {
     SKIP_WITHOUT_TRACER();
     expect_step_ok("bt_trace");
+    expect_step_ok("bt_trace_read");
     ASSERT_EQ(result("blktrace.rc"), "0") << result("blktrace.log");
     TempDir d;
     auto r = run(kvio_bin() + " import blktrace " + out_ + "/bt -o " + d.file("bt.jsonl"));
     ASSERT_EQ(r.status, 0) << r.err;
-    auto data_cmds = [](const std::string& path) {
+    auto data_cmds = [](std::initializer_list<std::string> paths) {
         std::vector<nlohmann::json> v;
-        for (auto& j : read_jsonl(path))
-            if (j.value("type", "") == "cmd" && j.value("src", "") == "block" &&
-                (j["op"] == "read" || j["op"] == "write"))
-                v.push_back(j);
+        for (auto& path : paths)
+            for (auto& j : read_jsonl(path))
+                if (j.value("type", "") == "cmd" && j.value("src", "") == "block" &&
+                    (j["op"] == "read" || j["op"] == "write"))
+                    v.push_back(j);
         std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a["ts_issue"] < b["ts_issue"]; });
         return v;
     };
-    auto bt = data_cmds(d.file("bt.jsonl")), kv = data_cmds(out_ + "/bt.events.jsonl");
+    auto bt = data_cmds({d.file("bt.jsonl")});
+    auto kv = data_cmds({out_ + "/bt.events.jsonl", out_ + "/bt_read.events.jsonl"});
     // 16 × 64 KiB writes, 4 × 256 KiB reads split at MDTS 128 KiB: 24 commands.
     ASSERT_EQ(kv.size(), 24u) << slurp(out_ + "/bt.events.jsonl");
     ASSERT_EQ(bt.size(), kv.size()) << slurp(d.file("bt.jsonl"));

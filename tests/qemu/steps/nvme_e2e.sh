@@ -57,8 +57,12 @@ if [ -x /data/blktrace ]; then
   /data/ld-linux-x86-64.so.2 --library-path /data /data/blktrace -d /dev/nvme0n1 -o nvme0n1 -D bt > blktrace.log 2>&1 &
   btpid=$!
   sleep 2
-  step bt_trace kvio trace -d nvme0n1 -q --events bt.events.jsonl -- sh -c \
-    'dd if=/dev/zero of=/dev/nvme0n1 bs=64k count=16 seek=160 oflag=direct && dd if=/dev/nvme0n1 of=/dev/null bs=256k count=4 skip=40 iflag=direct'
+  # Each dd is kvio trace's own child (no `sh -c`): busybox sh runs dd as a forked applet whose comm is "sh" until
+  # it renames itself, and blktrace notes a task's comm once, so the two tools' comm could differ.
+  step bt_trace kvio trace -d nvme0n1 -q --events bt.events.jsonl -- \
+    dd if=/dev/zero of=/dev/nvme0n1 bs=64k count=16 seek=160 oflag=direct
+  step bt_trace_read kvio trace -d nvme0n1 -q --events bt_read.events.jsonl -- \
+    dd if=/dev/nvme0n1 of=/dev/null bs=256k count=4 skip=40 iflag=direct
   sleep 1
   kill -INT $btpid
   wait $btpid
