@@ -883,6 +883,9 @@ TEST(Trace, LibaioSubmitAndGeteventsGetSyscallLatency) {
             EXPECT_EQ(getevents, 16) << env;
         }
     }
+    // report.html charts them (only for runs that used libaio).
+    ASSERT_EQ(run(kvio_bin() + " report " + dir.file("t.json") + " -o " + dir.file("r.html")).status, 0);
+    EXPECT_NE(slurp(dir.file("r.html")).find("libaio io_submit"), std::string::npos);
 }
 
 // --files: libaio's O_DIRECT writes are issued inside io_submit, so each device command takes the file of the call's
