@@ -178,6 +178,8 @@ KVIO_ARRAY(proc_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_PROC_HISTS, struct kvio_h
 KVIO_MAP(sys_starts, BPF_MAP_TYPE_HASH, 16384, __u32, struct sys_state);
 KVIO_MAP(last_write_exit, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, __u64);
 KVIO_MAP(last_fadvise_exit, BPF_MAP_TYPE_LRU_HASH, 16384, __u32, __u64);
+/* libaio contexts (aio_context_t) an io_submit on storage used: io_getevents on them is traced, on others not */
+KVIO_MAP(aio_ctxs, BPF_MAP_TYPE_LRU_HASH, 4096, __u64, __u8);
 struct {
     __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
     __uint(map_flags, BPF_F_NO_PREALLOC);

@@ -114,6 +114,8 @@ enum kvio_proc_hist {
     KVIO_H_FSYNC,
     KVIO_H_WRITE_FSYNC_GAP,
     KVIO_H_FADVISE_READ_GAP,
+    KVIO_H_AIO_SUBMIT,    /* io_submit latency on storage (the submission path of libaio) */
+    KVIO_H_AIO_GETEVENTS, /* io_getevents/io_pgetevents latency on a context that submitted to storage */
     KVIO_PROC_HISTS
 };
 
@@ -316,6 +318,8 @@ enum kvio_syscall {
     KVIO_SYS_FDATASYNC,
     KVIO_SYS_FADVISE64,
     KVIO_SYS_IO_URING_ENTER,
+    KVIO_SYS_IO_SUBMIT,    /* libaio: io_submit(ctx, nr, iocbpp); its file is the first iocb's aio_fildes */
+    KVIO_SYS_IO_GETEVENTS, /* io_getevents and io_pgetevents(ctx, min_nr, nr, ...) on a context io_submit used */
     KVIO_SYSCALLS
 };
 

@@ -1,6 +1,6 @@
-/* syscalls.bpf.h — the read/write families, fsync/fdatasync and fadvise64 on storage fds: VFS latency, the gaps
- * write -> fsync and fadvise -> read, and syscall events; io_uring_enter's exit ends the SQE user_data
- * (io_uring.bpf.h). */
+/* syscalls.bpf.h — the read/write families, fsync/fdatasync, fadvise64 and libaio's io_submit/io_getevents on
+ * storage fds: VFS and AIO latency, the gaps write -> fsync and fadvise -> read, and syscall events; io_uring_enter's
+ * exit ends the SQE user_data (io_uring.bpf.h). */
 #ifndef KVIO_SYSCALLS_BPF_H
 #define KVIO_SYSCALLS_BPF_H
 
@@ -100,6 +100,49 @@ static __always_inline void record_file(struct sys_state *st, struct file *f, st
     }
 }
 
+/* The state of a traced syscall in progress, kept for its exit: in the thread's thread_io `t` (task_storage), else in
+ * sys_starts. */
+static __always_inline void keep_sys_state(struct thread_io *t, const struct sys_state *st, __u32 tid)
+{
+    if (task_storage)
+        t->sys = *st;
+    else if (bpf_map_update_elem(&sys_starts, &tid, st, BPF_ANY))
+        count(KVIO_CNT_MAP_FULL);
+}
+
+/* io_submit(ctx, nr, iocbpp): the fd of the first iocb (struct iocb, linux/aio_abi.h: aio_fildes), read from the
+ * caller's memory; -1 when there is none or it cannot be read. A batch that spans several files is named by its
+ * first (docs/tracing.md). */
+static __always_inline int aio_first_fd(__u64 nr, __u64 iocbpp)
+{
+    __u64 iocb = 0;
+    __u32 fd = 0;
+    if ((long)nr < 1 || bpf_probe_read_user(&iocb, sizeof(iocb), (void *)iocbpp) || !iocb)
+        return -1;
+    if (bpf_probe_read_user(&fd, sizeof(fd), &((struct iocb *)iocb)->aio_fildes))
+        return -1;
+    return (int)fd;
+}
+
+/* io_getevents/io_pgetevents(ctx, min_nr, nr, ...): traced when an io_submit on storage used ctx. No file: fd -1. */
+static __always_inline int on_aio_getevents_enter(__u32 nr, __u64 ctx, __u64 max_nr)
+{
+    if (!bpf_map_lookup_elem(&aio_ctxs, &ctx))
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct sys_state st = {.ts = bpf_ktime_get_ns(), .fd = -1, .nr = nr, .count = max_nr};
+    struct thread_io dummy, *t = &dummy;
+    if (task_storage) {
+        t = current_thread_io(true);
+        if (!t) {
+            count(KVIO_CNT_MAP_FULL);
+            return 0;
+        }
+    }
+    keep_sys_state(t, &st, tid);
+    return 0;
+}
+
 /* A traced syscall's entry: args a0..a3 as the syscall got them; `typed`: a tp_btf program. io_uring_enter needs
  * nothing here: its exit ends the SQE user_data (sys_exit_filtered). */
 static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3, bool typed)
@@ -108,7 +151,9 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
         return 0;
     if (!current_task_passes())
         return 0;
-    int fd = (int)a0;
+    if (nr == KVIO_SYS_IO_GETEVENTS)
+        return on_aio_getevents_enter(nr, a0, a2);
+    int fd = nr == KVIO_SYS_IO_SUBMIT ? aio_first_fd(a1, a2) : (int)a0;
     struct file *f = file_of_fd(fd, typed);
     struct inode *inode = 0;
     __u32 fmt = 0;
@@ -124,6 +169,10 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
                nr == KVIO_SYS_PREADV2 || nr == KVIO_SYS_PWRITEV2) {
         st.count = a2;
         st.offset = a3;
+    } else if (nr == KVIO_SYS_IO_SUBMIT) {
+        st.count = a1; /* iocbs */
+        __u8 one = 1;
+        bpf_map_update_elem(&aio_ctxs, &a0, &one, BPF_ANY);
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
         st.count = a2;
     }
@@ -146,10 +195,7 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
         if (a && now >= a)
             proc_hist_add(KVIO_H_FADVISE_READ_GAP, now - a);
     }
-    if (task_storage)
-        t->sys = st;
-    else if (bpf_map_update_elem(&sys_starts, &tid, &st, BPF_ANY))
-        count(KVIO_CNT_MAP_FULL);
+    keep_sys_state(t, &st, tid);
     return 0;
 }
 
@@ -190,6 +236,10 @@ static __always_inline int on_sys_exit(long ret)
         proc_hist_add(KVIO_H_FSYNC, lat);
     } else if (nr == KVIO_SYS_FADVISE64) {
         put_gap_start(&t->last_fadvise_exit, &last_fadvise_exit, tid, now);
+    } else if (nr == KVIO_SYS_IO_SUBMIT) {
+        proc_hist_add(KVIO_H_AIO_SUBMIT, lat);
+    } else if (nr == KVIO_SYS_IO_GETEVENTS) {
+        proc_hist_add(KVIO_H_AIO_GETEVENTS, lat);
     }
     if (track_files)
         files_on_sys_exit(&st, ret, is_read_call(nr), is_write_call(nr));
@@ -308,11 +358,12 @@ int sys_enter_1arg(struct kvio_sys_enter_rec *ctx)
     return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], 0, 0, 0, true);
 }
 
-/* read, write: (fd, buf, count); readv, writev: (fd, vec, vlen) */
+/* read, write: (fd, buf, count); readv, writev: (fd, vec, vlen); io_submit: (ctx, nr, iocbpp); io_getevents,
+ * io_pgetevents: (ctx, min_nr, nr, ...) */
 SEC("tp")
 int sys_enter_3args(struct kvio_sys_enter_rec *ctx)
 {
-    return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], 0, ctx->args[2], 0, true);
+    return on_sys_enter(syscall_kind(ctx->nr), ctx->args[0], ctx->args[1], ctx->args[2], 0, true);
 }
 
 /* pread64, pwrite64: (fd, buf, count, pos); fadvise64: (fd, offset, len, advice); preadv, pwritev (+ pos_h) and

@@ -70,9 +70,9 @@ const char* op_name_from_nvme_opcode(uint8_t opcode) {
 }
 
 const char* syscall_name(uint32_t nr) {
-    static const char* names[KVIO_SYSCALLS] = {"read",   "write",     "pread64",   "pwrite64",      "readv",
-                                               "writev", "preadv",    "pwritev",   "preadv2",       "pwritev2",
-                                               "fsync",  "fdatasync", "fadvise64", "io_uring_enter"};
+    static const char* names[KVIO_SYSCALLS] = {
+        "read",    "write",    "pread64", "pwrite64",  "readv",     "writev",         "preadv",    "pwritev",
+        "preadv2", "pwritev2", "fsync",   "fdatasync", "fadvise64", "io_uring_enter", "io_submit", "io_getevents"};
     return nr < KVIO_SYSCALLS ? names[nr] : "?";
 }
 

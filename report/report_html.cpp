@@ -303,6 +303,10 @@ void latency_section(std::ostream& h, const json& dh, const json& ph) {
                "O_DIRECT run: no fsync");
     h << chart(pget("fadvise_read_gap"), "gap: fadvise → read", "gap (log2 bucket, lower bound)", "gaps", ns_tick,
                "O_DIRECT run: no posix_fadvise");
+    if (const json a = pget("aio_submit"); a.is_object() && a.value("count", 0) > 0) {  // libaio runs only
+        h << chart(pget("aio_submit"), "libaio io_submit", lat_x, "syscalls", ns_tick, "");
+        h << chart(pget("aio_getevents"), "libaio io_getevents", lat_x, "syscalls", ns_tick, "no io_getevents");
+    }
     h << "</div></section>\n";
 }
 

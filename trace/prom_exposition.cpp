@@ -155,6 +155,9 @@ constexpr ProcFamily kProcFamilies[] = {
     {KVIO_H_FSYNC, "kvio_fsync_seconds", "Latency of fsync and fdatasync."},
     {KVIO_H_WRITE_FSYNC_GAP, "kvio_write_fsync_gap_seconds", "Time from a thread's last write to its fsync."},
     {KVIO_H_FADVISE_READ_GAP, "kvio_fadvise_read_gap_seconds", "Time from a thread's fadvise to its next read."},
+    {KVIO_H_AIO_SUBMIT, "kvio_aio_submit_seconds", "Latency of libaio io_submit on traced files and devices."},
+    {KVIO_H_AIO_GETEVENTS, "kvio_aio_getevents_seconds",
+     "Latency of io_getevents/io_pgetevents on contexts that submitted to traced storage."},
 };
 
 struct CounterMetric {

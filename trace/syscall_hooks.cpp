@@ -46,6 +46,11 @@ constexpr TracedSyscall kSyscalls[] = {
     {SYS_fdatasync, KVIO_SYS_FDATASYNC, {"fdatasync"}, Enter::Args1},
     {SYS_fadvise64, KVIO_SYS_FADVISE64, {"fadvise64", "fadvise64_64"}, Enter::Args4},
     {SYS_io_uring_enter, KVIO_SYS_IO_URING_ENTER, {"io_uring_enter"}, Enter::None},
+    {SYS_io_submit, KVIO_SYS_IO_SUBMIT, {"io_submit"}, Enter::Args3},
+#ifdef SYS_io_getevents  // arm64 has io_pgetevents only
+    {SYS_io_getevents, KVIO_SYS_IO_GETEVENTS, {"io_getevents"}, Enter::Args3},
+#endif
+    {SYS_io_pgetevents, KVIO_SYS_IO_GETEVENTS, {"io_pgetevents"}, Enter::Args3},
 };
 
 /// io_uring_enter is traced for events and --files only: its exit ends the SQE user_data they carry and the SQE's

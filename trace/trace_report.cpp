@@ -51,6 +51,8 @@ constexpr HistSpec kProcHists[KVIO_PROC_HISTS] = {
     {"fsync", "ns", HistKind::Log2},
     {"write_fsync_gap", "ns", HistKind::Log2},
     {"fadvise_read_gap", "ns", HistKind::Log2},
+    {"aio_submit", "ns", HistKind::Log2},
+    {"aio_getevents", "ns", HistKind::Log2},
 };
 }  // namespace
 

@@ -833,3 +833,78 @@ TEST(Trace, CommFilterMatchesARenamedTaskWhateverItsOldNameLeftBehindTheNul) {
 }
 
 }  // namespace
+
+namespace {
+
+// libaio (fio ioengine=libaio, O_DIRECT, iodepth 1: one io_submit and one io_getevents per I/O, as strace -c counts
+// them) on the traced loop device, beside the same job on a file in /dev/shm that is not on it: the aio_submit and
+// aio_getevents histograms count exactly the traced job's 16 + 16 calls, and the events stream has one io_submit
+// record per I/O naming the device node's fd (ret 1: one iocb accepted) and one io_getevents record (fd -1) each,
+// on either syscall hook and either thread state.
+TEST(Trace, LibaioSubmitAndGeteventsGetSyscallLatency) {
+    LoopDevice loop(16 * MiB);
+    TempDir dir;
+    const std::string shm = "/dev/shm/kvio-aio-" + std::to_string(getpid());
+    const std::string job =
+        " --ioengine=libaio --direct=1 --rw=randwrite --bs=64k --iodepth=1 --number_ios=16"
+        " --size=8M --output=/dev/null";
+    for (const auto& [hooks_env, hooks] : kSyscallHooks) {
+        for (const char* state_env : kThreadStates) {
+            const std::string env = std::string(hooks_env) + state_env;
+            auto r =
+                run(env + kvio_bin() + " trace -q -d " + loop.name + " --syscalls --events " + dir.file("ev.jsonl") +
+                    " --json " + dir.file("t.json") + " -- sh -c 'fio --name=t --filename=" + loop.path + job +
+                    " & fio --name=o --filename=" + shm + job + "; wait'");
+            unlink(shm.c_str());
+            ASSERT_EQ(r.status, 0) << env << r.err;
+            auto s = json::parse(slurp(dir.file("t.json")));
+            EXPECT_EQ(s["syscall_hooks"], hooks) << env;
+            const json& p = s["process"];
+            ASSERT_TRUE(p.contains("aio_submit")) << env << p.dump();
+            EXPECT_EQ(p["aio_submit"]["count"], 16) << env << p.dump();
+            EXPECT_EQ(p["aio_getevents"]["count"], 16) << env << p.dump();
+            EXPECT_EQ(p.value("vfs_write", json::object()).value("count", 0), 0) << "libaio writes are no write calls";
+            int submits = 0, getevents = 0;
+            for (const json& e : read_jsonl(dir.file("ev.jsonl"))) {
+                if (e.value("type", "") != "syscall") continue;
+                if (e["name"] == "io_submit") {
+                    ++submits;
+                    EXPECT_EQ(e["ret"], 1) << env << e.dump();
+                    EXPECT_EQ(e["count"], 1) << env << e.dump();
+                    EXPECT_GE(e["fd"].get<int>(), 0) << env << e.dump();
+                    EXPECT_TRUE(e.value("direct", false)) << env << e.dump();
+                } else if (e["name"] == "io_getevents") {
+                    ++getevents;
+                    EXPECT_EQ(e["fd"], -1) << env << e.dump();
+                    EXPECT_EQ(e["ret"], 1) << env << e.dump();
+                }
+            }
+            EXPECT_EQ(submits, 16) << env;
+            EXPECT_EQ(getevents, 16) << env;
+        }
+    }
+    // report.html charts them (only for runs that used libaio).
+    ASSERT_EQ(run(kvio_bin() + " report " + dir.file("t.json") + " -o " + dir.file("r.html")).status, 0);
+    EXPECT_NE(slurp(dir.file("r.html")).find("libaio io_submit"), std::string::npos);
+}
+
+// --files: libaio's O_DIRECT writes are issued inside io_submit, so each device command takes the file of the call's
+// first iocb: 16 x 64 KiB to one file on ext4 over the traced loop device is 1 MiB of device writes to that file.
+TEST(Trace, LibaioDirectWritesAreAttributedToTheSubmittedFile) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string f = m.mnt + "/aio.bin";
+    auto r = run(kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + dir.file("t.json") +
+                 " -- fio --name=a --filename=" + f +
+                 " --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=1 --size=1M --output=/dev/null");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto s = json::parse(slurp(dir.file("t.json")));
+    const json* row = nullptr;
+    for (const json& x : s.at("files"))
+        if (x.value("path", "") == f) row = &x;
+    ASSERT_NE(row, nullptr) << s["files"].dump();
+    EXPECT_EQ((*row)["write"]["bytes"], 1 * MiB) << row->dump();
+    EXPECT_GT(s["files_attribution"]["by_syscall"].get<uint64_t>(), 0u);
+}
+
+}  // namespace
