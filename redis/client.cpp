@@ -2,9 +2,14 @@
 #include "redis/client.h"
 
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -150,6 +155,100 @@ void Connection::receive(const std::function<void(const ReplyView&)>& f) {
     f(v);
 }
 
+void Connection::fail_socket(const std::string& what, int err, bool protocol) {
+    if (c_ && !c_->err) {
+        c_->err = protocol ? REDIS_ERR_PROTOCOL : REDIS_ERR_IO;
+        std::snprintf(c_->errstr, sizeof c_->errstr, "%s",
+                      protocol ? "protocol error"
+                      : err    ? std::strerror(err)
+                               : "Server closed the connection");
+    }
+    fail_io(what);
+}
+
+void Connection::send_set(const std::string& key, const char* value, size_t len) {
+    flush();
+    std::string head =
+        "*3\r\n$3\r\nSET\r\n$" + std::to_string(key.size()) + "\r\n" + key + "\r\n$" + std::to_string(len) + "\r\n";
+    static const char crlf[] = "\r\n";
+    iovec iov[3] = {{head.data(), head.size()}, {const_cast<char*>(value), len}, {const_cast<char*>(crlf), 2}};
+    size_t i = 0;
+    while (i < 3) {
+        ssize_t w = ::writev(c_->fd, iov + i, int(3 - i));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) fail_socket("cannot send", w < 0 ? errno : EPIPE);
+        size_t n = size_t(w);
+        while (i < 3 && n >= iov[i].iov_len) n -= iov[i++].iov_len;
+        if (i < 3) iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + n, iov[i].iov_len -= n;
+    }
+}
+
+void Connection::read_exact(char* dst, size_t n) {
+    while (n > 0) {
+        ssize_t r = ::recv(c_->fd, dst, n, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) fail_socket("no reply", r < 0 ? errno : 0);
+        dst += r, n -= size_t(r);
+    }
+}
+
+std::string Connection::read_line() {
+    std::string line;
+    char peek[256];
+    for (;;) {
+        // Peek, so that bytes past this line (the bulk that follows, the next reply) stay in the socket.
+        ssize_t r = ::recv(c_->fd, peek, sizeof peek, MSG_PEEK);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) fail_socket("no reply", r < 0 ? errno : 0);
+        size_t avail = size_t(r), take = avail;
+        bool done = false;
+        if (!line.empty() && line.back() == '\r' && peek[0] == '\n') {
+            take = 1, done = true;
+        } else if (const void* nl = memmem(peek, avail, "\r\n", 2)) {
+            take = size_t(static_cast<const char*>(nl) - peek) + 2, done = true;
+        }
+        line.append(peek, take);
+        read_exact(peek, take);  // consume what was appended
+        if (done) {
+            line.resize(line.size() - 2);
+            return line;
+        }
+        if (line.size() > (64u << 10)) fail_socket("no reply", 0, true);  // no reply header is this long
+    }
+}
+
+void Connection::receive_direct(const std::function<void(const ReplyView&)>& f) {
+    if (broken()) fail_io("no reply");
+    if (c_->reader->pos < c_->reader->len || c_->reader->ridx >= 0) return receive(f);  // hiredis holds bytes
+    const std::string line = read_line();
+    ReplyView v;
+    char* end = nullptr;
+    switch (line.empty() ? '\0' : line[0]) {
+        case '+':
+        case '-':
+            v.type = line[0] == '+' ? Reply::Type::Status : Reply::Type::Error;
+            v.data = line.data() + 1, v.len = line.size() - 1;
+            break;
+        case ':':
+            v.type = Reply::Type::Integer, v.integer = std::strtoll(line.c_str() + 1, &end, 10);
+            if (end == line.c_str() + 1 || *end) fail_socket("no reply", 0, true);
+            break;
+        case '$': {
+            const long long n = std::strtoll(line.c_str() + 1, &end, 10);
+            if (end == line.c_str() + 1 || *end || n < -1) fail_socket("no reply", 0, true);
+            if (n == -1) break;  // Nil: no such key
+            if (rbuf_.size() < size_t(n) + 2) rbuf_.resize(size_t(n) + 2);
+            read_exact(rbuf_.data(), size_t(n) + 2);
+            if (rbuf_[size_t(n)] != '\r' || rbuf_[size_t(n) + 1] != '\n') fail_socket("no reply", 0, true);
+            v.type = Reply::Type::String, v.data = rbuf_.data(), v.len = size_t(n);
+            break;
+        }
+        default:  // an array, RESP3 types, or garbage: not a reply to SET or GET
+            fail_socket("no reply", 0, true);
+    }
+    f(v);
+}
+
 Reply Connection::next_reply() {
     void* raw = nullptr;
     if (broken() || redisGetReply(c_, &raw) != REDIS_OK || !raw) fail_io("no reply");
@@ -189,18 +288,17 @@ void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chu
     std::string first_error;
     uint64_t sent = 0, got = 0;
     auto take = [&] {
-        Reply r = next_reply();
+        receive_direct([&](const ReplyView& r) {
+            if (r.type == Reply::Type::Error && first_error.empty()) first_error.assign(r.data, r.len);
+        });
         ++got;
-        if (r.type == Reply::Type::Error && first_error.empty()) first_error = r.str;
     };
     for (; sent < n; ++sent) {
         if (sent - got >= kPipelineWindow) take();
         const uint64_t off = sent * chunk;
         const size_t len = size_t(std::min<uint64_t>(chunk, bytes - off));
         if (len) fill(off, buf_.data(), len);
-        const std::string k = chunk_key(key, sent);
-        // hiredis copies the arguments into its output buffer: buf_ is free again when append returns.
-        append({"SET", k.data(), buf_.data()}, {3, k.size(), len});
+        send_set(chunk_key(key, sent), buf_.data(), len);  // written when it returns: buf_ is free again
     }
     while (got < n) take();
     if (!first_error.empty()) throw Error("redis " + endpoint_ + ": SET " + key + ": " + first_error);
@@ -215,30 +313,34 @@ uint64_t Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t
     uint64_t found = 0;
     uint64_t sent = 0, got = 0;
     auto take = [&] {
-        ReplyPtr raw(next_raw_reply());  // the bytes stay in hiredis' reply: no copy of a chunk
-        const redisReply* r = static_cast<const redisReply*>(raw.get());
-        if (r->type == REDIS_REPLY_STRING) ++found;
-        const uint64_t off = got * chunk;
-        const uint64_t want = std::min<uint64_t>(chunk, bytes - off);
-        if (r->type == REDIS_REPLY_ERROR && (problem.empty() || missing)) {
-            problem.assign(r->str, r->len);  // an error reply is thrown, also after a missing chunk
-            missing = false;
-        } else if (problem.empty()) {
-            if (r->type != REDIS_REPLY_STRING)
-                missing = true, problem = "chunk " + std::to_string(got) + " is missing";
-            else if (uint64_t(r->len) != want)
-                problem = "chunk " + std::to_string(got) + " holds " + std::to_string(r->len) + " bytes, expected " +
-                          std::to_string(want);
-            else if (sink)
-                sink(off, r->str, size_t(r->len));
-        }
+        receive_direct([&](const ReplyView& r) {  // the bytes stay in the connection's buffer: no copy of a chunk
+            if (r.type == Reply::Type::String) ++found;
+            const uint64_t off = got * chunk;
+            const uint64_t want = std::min<uint64_t>(chunk, bytes - off);
+            if (r.type == Reply::Type::Error && (problem.empty() || missing)) {
+                problem.assign(r.data, r.len);  // an error reply is thrown, also after a missing chunk
+                missing = false;
+            } else if (problem.empty()) {
+                if (r.type != Reply::Type::String)
+                    missing = true, problem = "chunk " + std::to_string(got) + " is missing";
+                else if (uint64_t(r.len) != want)
+                    problem = "chunk " + std::to_string(got) + " holds " + std::to_string(r.len) + " bytes, expected " +
+                              std::to_string(want);
+                else if (sink)
+                    sink(off, r.data, r.len);
+            }
+        });
         ++got;
     };
     for (; sent < n; ++sent) {
-        if (sent - got >= kPipelineWindow) take();
+        if (sent - got >= kPipelineWindow) {
+            flush();
+            take();
+        }
         const std::string k = chunk_key(key, sent);
         append({verb.data(), k.data()}, {verb.size(), k.size()});
     }
+    flush();
     while (got < n) take();
     if (!problem.empty() && !missing) throw Error("redis " + endpoint_ + ": " + verb + " " + key + ": " + problem);
     return found;

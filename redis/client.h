@@ -99,14 +99,30 @@ public:
     /// Receives the next reply and hands it to `f`; an Array arrives as Type::Array without its elements.
     void receive(const std::function<void(const ReplyView&)>& f);
 
+    /// SET key value written straight to the socket (the RESP header, the value and CRLF in one writev) after any
+    /// queued command: the value is not copied (hiredis' output buffer copies it twice and moves the unsent rest
+    /// after every partial write: docs/performance.md, "Remote tier"). Its reply: receive_direct(). Throws on I/O
+    /// errors.
+    void send_set(const std::string& key, const char* value, size_t len);
+    /// The next reply, read straight from the socket: a bulk string lands in a buffer this connection keeps (no copy
+    /// in hiredis' reader, whose reads are 16 KiB), header lines are peeked so nothing past the reply is consumed.
+    /// For replies that are not arrays (an array is a protocol error); when hiredis' own reader still holds bytes,
+    /// receive() is used. Flush queued commands first. Throws on I/O and protocol errors.
+    void receive_direct(const std::function<void(const ReplyView&)>& f);
+
 private:
     [[noreturn]] void fail_io(const std::string& what);
+    /// Marks the connection broken (hiredis' err/errstr: `err` an errno, 0 = closed by the server) and throws.
+    [[noreturn]] void fail_socket(const std::string& what, int err, bool protocol = false);
+    void read_exact(char* dst, size_t n);
+    std::string read_line();
     Reply next_reply();
     void* next_raw_reply();  ///< a redisReply* the caller frees
 
     redisContext* c_ = nullptr;
     std::string endpoint_;
-    std::vector<char> buf_;  // one chunk of a SET being formatted
+    std::vector<char> buf_;   // one chunk of a SET being formatted
+    std::vector<char> rbuf_;  // one bulk reply of receive_direct(), with its CRLF
     std::unique_ptr<Cluster> cluster_;
 };
 
