@@ -112,7 +112,7 @@ static __always_inline void keep_sys_state(struct thread_io *t, const struct sys
 
 /* io_submit(ctx, nr, iocbpp): the fd of the first iocb (struct iocb, linux/aio_abi.h: aio_fildes), read from the
  * caller's memory; -1 when there is none or it cannot be read. A batch that spans several files is named by its
- * first (docs/tracing.md). */
+ * first (docs/formats.md). */
 static __always_inline int aio_first_fd(__u64 nr, __u64 iocbpp)
 {
     __u64 iocb = 0;
