@@ -170,9 +170,11 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
         st.count = a2;
         st.offset = a3;
     } else if (nr == KVIO_SYS_IO_SUBMIT) {
-        st.count = a1; /* iocbs */
-        __u8 one = 1;
-        bpf_map_update_elem(&aio_ctxs, &a0, &one, BPF_ANY);
+        st.count = a1;                              /* iocbs */
+        if (!bpf_map_lookup_elem(&aio_ctxs, &a0)) { /* once per context: a lookup is cheaper than an update */
+            __u8 one = 1;
+            bpf_map_update_elem(&aio_ctxs, &a0, &one, BPF_ANY);
+        }
     } else if (nr != KVIO_SYS_FSYNC && nr != KVIO_SYS_FDATASYNC) {
         st.count = a2;
     }

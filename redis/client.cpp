@@ -219,6 +219,7 @@ std::string Connection::read_line() {
 
 void Connection::receive_direct(const std::function<void(const ReplyView&)>& f) {
     if (broken()) fail_io("no reply");
+    flush();  // queued commands first, as redisGetReply does
     if (c_->reader->pos < c_->reader->len || c_->reader->ridx >= 0) return receive(f);  // hiredis holds bytes
     const std::string line = read_line();
     ReplyView v;
@@ -333,14 +334,10 @@ uint64_t Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t
         ++got;
     };
     for (; sent < n; ++sent) {
-        if (sent - got >= kPipelineWindow) {
-            flush();
-            take();
-        }
+        if (sent - got >= kPipelineWindow) take();
         const std::string k = chunk_key(key, sent);
         append({verb.data(), k.data()}, {verb.size(), k.size()});
     }
-    flush();
     while (got < n) take();
     if (!problem.empty() && !missing) throw Error("redis " + endpoint_ + ": " + verb + " " + key + ": " + problem);
     return found;

@@ -107,7 +107,7 @@ public:
     /// The next reply, read straight from the socket: a bulk string lands in a buffer this connection keeps (no copy
     /// in hiredis' reader, whose reads are 16 KiB), header lines are peeked so nothing past the reply is consumed.
     /// For replies that are not arrays (an array is a protocol error); when hiredis' own reader still holds bytes,
-    /// receive() is used. Flush queued commands first. Throws on I/O and protocol errors.
+    /// receive() is used. Queued commands are flushed first. Throws on I/O and protocol errors.
     void receive_direct(const std::function<void(const ReplyView&)>& f);
 
 private:
