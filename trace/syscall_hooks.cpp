@@ -54,8 +54,11 @@ constexpr TracedSyscall kSyscalls[] = {
 };
 
 /// io_uring_enter is traced for events and --files only: its exit ends the SQE user_data they carry and the SQE's
-/// file (bpf/file_attr.bpf.h).
+/// file (bpf/file_attr.bpf.h). libaio's calls only with --syscalls or --files: two traced calls per I/O would double
+/// the default mode's kernel cost per command for libaio programs (docs/performance.md).
 bool traced(const TracedSyscall& sc, const kvio_trace_bpf* s) {
+    if (sc.kind == KVIO_SYS_IO_SUBMIT || sc.kind == KVIO_SYS_IO_GETEVENTS)
+        return s->rodata->emit_syscalls || s->rodata->track_files;
     return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data || s->rodata->track_files;
 }
 
