@@ -3,6 +3,7 @@
 // iologs say, and what is left out.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -208,6 +209,12 @@ namespace {
 
 // A kvio.events/1 file of syscall records: `n` calls of `bytes` each on inode 5 of 7:3, direct or buffered, with
 // file identity or without.
+/// Removes a test's file in /tmp when the test ends, however it ends.
+struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd() { std::remove(path.c_str()); }
+};
+
 std::string calls_file(const std::string& name, int n, uint64_t bytes, bool direct, bool identity) {
     const std::string path = ::testing::TempDir() + name;
     std::ofstream o(path);
@@ -243,6 +250,7 @@ TEST(FileLevel, AutoPicksTheFileLevelForPageCacheBytes) {
     DistillOptions o;
     o.level = DistillLevel::Auto;
     o.events = calls_file("buffered.jsonl", 8, kMiB, false, true);
+    const RemoveAtEnd rm{o.events};
     const LevelChoice c = choose_level(o, device_7_3(8 * kMiB));
     EXPECT_TRUE(c.file);
     EXPECT_FALSE(c.device);
@@ -255,11 +263,13 @@ TEST(FileLevel, AutoKeepsTheDeviceLevelAndSaysWhy) {
     DistillOptions o;
     o.level = DistillLevel::Auto;
     o.events = calls_file("direct.jsonl", 8, kMiB, true, true);  // the device's bytes are the direct calls'
+    const RemoveAtEnd rm{o.events};
     LevelChoice c = choose_level(o, device_7_3(8 * kMiB));
     EXPECT_TRUE(c.device);
     EXPECT_FALSE(c.file);
     EXPECT_NE(c.reason.find("mostly from direct calls"), std::string::npos) << c.reason;
     o.events = calls_file("bare.jsonl", 8, kMiB, false, false);  // no file identity
+    const RemoveAtEnd rm_bare{o.events};
     c = choose_level(o, device_7_3(8 * kMiB));
     EXPECT_TRUE(c.device);
     EXPECT_NE(c.reason.find("carry no file identity"), std::string::npos) << c.reason;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "common/error.h"
@@ -91,6 +92,10 @@ TEST(ReplaySafety, MergeRanges) {
 
 TEST(ReplaySafety, CheckZeroFindsDataAndHonoursSlotMagic) {
     std::string p = testing::TempDir() + "replay_zero.bin";
+    struct RemoveAtEnd {
+        const std::string& path;
+        ~RemoveAtEnd() { std::remove(path.c_str()); }
+    } rm{p};
     {
         std::ofstream f(p, std::ios::binary | std::ios::trunc);
         std::string z(8192, '\0');
