@@ -87,15 +87,25 @@ void add_gen_command(CLI::App& app) {
         if (!o->layout.empty()) g.layout = workload::parse_layout(o->layout);
         g.verify = workload::parse_verify(o->verify);
         g.progress = o->quiet ? nullptr : &std::cerr;
-        // Ctrl-C / SIGTERM: the ops in flight finish, --semantic and --record keep every completed op
-        StopSignal stop(StopSignal::Options{.restart = true});
+        // Ctrl-C / SIGTERM: the ops in flight finish, --semantic and --record keep every completed op; a second
+        // signal half a second or more later gives up the ops in flight at their transfers in flight.
+        StopSignal stop(StopSignal::Options{
+            .restart = true,
+            .first_message = "kvio gen: stopping: the ops in flight finish (signal again to give them up at the "
+                             "transfers in flight)\n"});
         g.stop = stop.flag();
+        g.cut = stop.insist_flag();
         workload::GenSummary s = workload::run_gen(g);
         workload::print_summary(std::cout, g, s);
         if (s.stopped_by) {
             std::fprintf(stderr, "kvio gen: stopped by signal %d (%s) after %zu of %llu ops%s%s\n", s.stopped_by,
                          strsignal(s.stopped_by), s.done_trace_ids.size(), (unsigned long long)s.ops_planned,
                          g.semantic_path.empty() ? "" : "; wrote them to ", g.semantic_path.c_str());
+            if (s.cut_ops)
+                std::fprintf(stderr,
+                             "kvio gen: %llu ops given up at the second signal: their bytes on the target belong "
+                             "to no op of --semantic or --record\n",
+                             (unsigned long long)s.cut_ops);
             throw CLI::RuntimeError(128 + s.stopped_by);
         }
         if (!s.first_error.empty())

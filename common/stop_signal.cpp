@@ -1,6 +1,10 @@
 #include "common/stop_signal.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstring>
+#include <ctime>
 
 namespace kvio {
 
@@ -41,8 +45,20 @@ StopSignal::~StopSignal() {
 void StopSignal::handle(int sig) {
     const int saved_errno = errno;  // the interrupted code may be about to read it
     if (StopSignal* s = g_current.load()) {
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe (POSIX.1-2008)
+        const int64_t now = int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
         int none = 0;
-        if (s->signo_.compare_exchange_strong(none, sig)) s->flag_ = sig;  // the first signal names the stop
+        if (s->signo_.compare_exchange_strong(none, sig)) {  // the first signal names the stop
+            s->first_ns_.store(now);
+            s->flag_ = sig;
+            if (const char* m = s->options_.first_message) {
+                ssize_t w = ::write(STDERR_FILENO, m, std::strlen(m));
+                (void)w;
+            }
+        } else if (!s->insist_ && now - s->first_ns_.load() >= kInsistNs) {
+            s->insist_ = sig;
+        }
         if (s->options_.on_signal) s->options_.on_signal(sig);
     }
     errno = saved_errno;

@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include <atomic>
+#include <cstdint>
 
 namespace kvio {
 
@@ -45,6 +46,9 @@ public:
         bool restart = false;
         /// Passes the stop on (to a child, a process group); nullptr: nothing but remembering it.
         OnSignal on_signal = nullptr;
+        /// Written to stderr (write(2)) when the first stop signal arrives: what the command does now and how to
+        /// make it stop sooner. nullptr: nothing.
+        const char* first_message = nullptr;
     };
 
     StopSignal() : StopSignal(Options{}) {}
@@ -60,6 +64,16 @@ public:
     /// signo() as a flag for work that polls `const volatile sig_atomic_t*` (workload::GenOptions::stop, the
     /// replays' stop, load_events): 0, then the first stop signal's number. Valid while this object lives.
     const volatile sig_atomic_t* flag() const { return &flag_; }
+    /// True once a stop signal came again at least kInsistNs after the first: the user asks a second time (a
+    /// stop passed on by a parent or a terminal's process group arrives within microseconds of the first and does
+    /// not count). Work that finishes what it started on the first signal gives up on it here.
+    bool insisted() const { return insist_ != 0; }
+    /// insisted() as a flag (0, then the later signal's number), like flag(). Valid while this object lives.
+    const volatile sig_atomic_t* insist_flag() const { return &insist_; }
+
+    /// How long after the first stop signal another one counts as the user insisting: 0.5 s, well above the
+    /// microseconds a forwarded copy takes and below a person's second Ctrl-C.
+    static constexpr int64_t kInsistNs = 500'000'000;
 
 private:
     static void handle(int sig);
@@ -67,8 +81,10 @@ private:
     Options options_;
     std::atomic<int> signo_{0};
     volatile sig_atomic_t flag_ = 0;
-    StopSignal* outer_ = nullptr;  ///< the instance that received the signals before this one
-    struct sigaction old_[3]{};    ///< the dispositions of kStopSignals before this one
+    volatile sig_atomic_t insist_ = 0;
+    std::atomic<int64_t> first_ns_{0};  ///< CLOCK_MONOTONIC of the first stop signal
+    StopSignal* outer_ = nullptr;       ///< the instance that received the signals before this one
+    struct sigaction old_[3]{};         ///< the dispositions of kStopSignals before this one
     static_assert(std::atomic<int>::is_always_lock_free, "signo_ is written from a signal handler");
 };
 

@@ -255,14 +255,17 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
     };
 
     auto stopping = [&] { return opt.stop && *opt.stop; };
+    auto cutting = [&] { return opt.cut && *opt.cut; };
     while (finished < ops.size()) {
         if (finished == next_op && stopping()) break;  // every started op is complete
+        if (cutting() && inflight.empty()) break;      // the started ops' other transfers are given up
         // Fill the queue: finish queuing the newest op, then start the next one if it does not
         // depend on an op still in flight (none once stopping).
         while (inflight.size() < qd && !pool.empty()) {
             size_t cur = SIZE_MAX;
             for (size_t i = 0; i < active.size(); ++i)
                 if (!active[i].finished && active[i].next < active[i].total) cur = i;
+            if (cutting()) break;
             if (cur != SIZE_MAX) {
                 queue_one(cur);
                 continue;
@@ -324,6 +327,8 @@ std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, 
             if (--a.outstanding == 0 && a.next >= a.total) finish(a);
         }
     }
+    for (const auto& a : active)  // ops cut by opt.cut keep the files they opened until here
+        if (!a.finished && a.own_fd) engine.close(a.fd);
     if (target_fd >= 0) engine.close(target_fd);
     return res;
 }

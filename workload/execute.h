@@ -39,6 +39,10 @@ struct ExecOptions {
     /// Polled between transfers (a signal handler's flag): once non-zero no new op starts, and the ops already
     /// started run to their last transfer, so every op either completed whole or never issued a byte. nullptr: never.
     const volatile sig_atomic_t* stop = nullptr;
+    /// Polled like `stop` (the user's second stop signal, StopSignal::insist_flag()): once non-zero no transfer is
+    /// queued any more; the transfers in flight complete and the ops they belong to end unfinished (cut: ts_start
+    /// set, ts 0, on_done not called). Bounds a stop on a stalled device to the transfers in flight. nullptr: never.
+    const volatile sig_atomic_t* cut = nullptr;
     /// Per op (same length as the ops, or nullptr): ns after the schedule's anchor before which the op must not
     /// start (a replay's schedule). The anchor is the first op's start less its own offset, so a run that opens its
     /// target late on a busy machine shifts the whole schedule and keeps the gaps between ops. Ops still start in
@@ -64,7 +68,7 @@ uint64_t monotonic_ns();
 
 /// Runs `ops` in order on `engine`. `target` is the device/file (slots) or the directory (files).
 /// A load waits for earlier ops on the same object to finish. Returns one result per op (same order); an op
-/// that never started because ExecOptions::stop was set keeps ts_start 0.
+/// that never started because ExecOptions::stop was set keeps ts_start 0; one cut by ExecOptions::cut keeps ts 0.
 /// Throws kvio::Error when the target or a file cannot be opened or the engine fails; per-transfer
 /// errors and pattern mismatches are reported in OpResult::error.
 std::vector<OpResult> execute(const std::vector<ObjectOp>& ops, Engine& engine, const std::string& target,

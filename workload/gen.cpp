@@ -146,6 +146,7 @@ GenSummary run_gen(const GenOptions& o) {
     ro.progress = o.progress;
     ro.verify = o.verify;
     ro.stop = o.stop;
+    ro.cut = o.cut;
     created.keep();  // from here on bytes are written: the target holds the run's objects
     s = run_record(rec, t, ro);
     if (!o.record_path.empty())
@@ -185,6 +186,7 @@ GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const Ta
     eo.qd = rec.access.qd;
     eo.verify = o.verify;
     eo.stop = o.stop;
+    eo.cut = o.cut;
     eo.not_before = o.not_before;
     s.ops_planned = ops.size();
     eo.on_done = [&](size_t idx, const ObjectOp& op, OpResult& r, int fd) {
@@ -221,7 +223,8 @@ GenSummary run_ops(const std::vector<ObjectOp>& ops, const Record& rec, const Ta
                         << " MB, " << uint64_t(double(done_bytes) / secs / 1e6) << " MB/s" << std::endl;
         }
     };
-    execute(ops, *engine, t.path, layout, eo);
+    const std::vector<OpResult> results = execute(ops, *engine, t.path, layout, eo);
+    for (const OpResult& r : results) s.cut_ops += r.ts_start && !r.ts;
     if (s.done_trace_ids.size() < ops.size() && o.stop && *o.stop) s.stopped_by = int(*o.stop);
     s.elapsed_ns = monotonic_ns() - t0;
     {

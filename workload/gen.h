@@ -39,6 +39,10 @@ struct GenOptions {
     /// A signal handler's flag (ExecOptions::stop): once non-zero the ops in flight finish, no new one starts, and
     /// --semantic and --record hold exactly the completed ops. nullptr: run to the end.
     const volatile sig_atomic_t* stop = nullptr;
+    /// The user's second stop signal (ExecOptions::cut): the ops in flight end at their transfers in flight,
+    /// counted in GenSummary::cut_ops and left out of --semantic and --record (their bytes are on the target but
+    /// belong to no op). nullptr: a stop always finishes the started ops.
+    const volatile sig_atomic_t* cut = nullptr;
 };
 
 /// Per op kind: counts, bytes, op latencies (ts - ts_start) in ns.
@@ -59,6 +63,7 @@ struct GenSummary {
     std::string first_error;               ///< empty when every op succeeded and verified
     uint64_t ops_planned = 0;              ///< ops of the record
     std::vector<uint32_t> done_trace_ids;  ///< trace_id of every completed op, in completion order
+    uint64_t cut_ops = 0;                  ///< ops started but given up at a second stop signal (GenOptions::cut)
     int stopped_by = 0;                    ///< the stop flag's value (a signal number) when ops were left out, else 0
 };
 
@@ -84,6 +89,7 @@ struct RunOptions {
     std::string label = "kvio gen";               ///< prefix of the progress lines
     Verify verify = Verify::Stamps;               ///< load check and checksum coverage (workload/pattern.h)
     const volatile sig_atomic_t* stop = nullptr;  ///< see GenOptions::stop
+    const volatile sig_atomic_t* cut = nullptr;   ///< see GenOptions::cut
     /// run_ops() only: per op, ns after the schedule's anchor before which it must not start (ExecOptions::not_before).
     const std::vector<uint64_t>* not_before = nullptr;
     /// Called after each op completed and its semantic record was written (the op's index in the ops list).

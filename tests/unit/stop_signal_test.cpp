@@ -129,3 +129,29 @@ TEST(StopSignal, ChildGetsDefaultDispositions) {
     EXPECT_EQ(WTERMSIG(st), SIGTERM);
     EXPECT_FALSE(stop.stopped());
 }
+
+// A signal right after the first (a forwarded copy, a terminal's process group) is not the user insisting; one
+// StopSignal::kInsistNs or more later is, and names itself.
+TEST(StopSignal, ASecondSignalInsistsOnlyWhenItComesLater) {
+    StopSignal stop;
+    raise(SIGINT);
+    raise(SIGINT);
+    EXPECT_FALSE(stop.insisted());
+    EXPECT_EQ(*stop.insist_flag(), 0);
+    usleep(useconds_t(StopSignal::kInsistNs / 1000 + 50'000));
+    raise(SIGTERM);
+    EXPECT_TRUE(stop.insisted());
+    EXPECT_EQ(*stop.insist_flag(), SIGTERM);
+    EXPECT_EQ(stop.signo(), SIGINT) << "the first signal still names the stop";
+}
+
+// The first signal's message goes to stderr once, whatever comes after.
+TEST(StopSignal, FirstMessageIsWrittenOnce) {
+    testing::internal::CaptureStderr();
+    {
+        StopSignal stop(StopSignal::Options{.first_message = "stopping: finishing what is in flight\n"});
+        raise(SIGTERM);
+        raise(SIGTERM);
+    }
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "stopping: finishing what is in flight\n");
+}
