@@ -2,9 +2,12 @@
 // filesystem): read errors, write errors and stalls are counted and reported, nothing hangs past the stall, nothing
 // crashes, and every result file stays valid JSON.
 #include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -342,13 +345,50 @@ TEST(Faults, VerifyReadsReportsABitFlipWithEntryAndOffset) {
                             "--generation-mode none --seed 42 --progress-interval 0 --quiet --cache-dir " +
                             fs4.dir + "/cache --output ";
     auto r = run(sim + d.file("checked.json") + " --verify-reads");
-    ASSERT_EQ(r.status, 0) << r.err;
-    const json c = json::parse(slurp(d.file("checked.json")))["kvio"]["cache"];
+    // Data that came back wrong fails the run, after the results are written.
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("simulate: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" reads returned other bytes than were written; first: payload mismatch in entry "),
+              std::string::npos)
+        << r.err;
+    const json k = json::parse(slurp(d.file("checked.json")))["kvio"];
+    const json& c = k["cache"];
     EXPECT_GE(c["failed_reads"].get<uint64_t>(), 1u) << c.dump();
-    const std::string e = c.value("first_error", "");
-    EXPECT_EQ(e.rfind("payload mismatch in entry ", 0), 0u) << e;
-    EXPECT_NE(e.find(" at payload byte 0 (file byte "), std::string::npos) << e;
+    EXPECT_EQ(c["corrupted_reads"], c["failed_reads"]) << "every failed read here is a flipped one: " << c.dump();
+    for (const char* key : {"first_error", "first_read_error", "first_corruption"}) {
+        const std::string e = c.value(key, "");
+        EXPECT_EQ(e.rfind("payload mismatch in entry ", 0), 0u) << key << ": " << e;
+        EXPECT_NE(e.find(" at payload byte 0 (file byte "), std::string::npos) << key << ": " << e;
+    }
+    // Writes fail here too (an entry larger than the 256 MiB disk): their first error is theirs, not a read's.
+    EXPECT_EQ(c.value("first_write_error", "").find("payload mismatch"), std::string::npos) << c.dump();
+    EXPECT_NE(k["warnings"].dump().find("reads returned other bytes than were written (--verify-reads)"),
+              std::string::npos)
+        << k["warnings"].dump();
     EXPECT_GE(disk.counters().at("flipped_bytes"), 1u);
+}
+
+// Writes that fail (a filesystem too small for --storage-capacity-gb) and reads that come back flipped in one run:
+// each kind names its own first error (a read's mismatch was shown as the failed writes' first error).
+TEST(Faults, SimulateNamesTheFirstErrorOfEachKind) {
+    FaultDisk disk(48 * MiB);
+    Ext4OnFaultDisk fs4(disk);
+    ASSERT_TRUE(fs4.ok);
+    TempDir d;
+    std::filesystem::create_directory(fs4.dir + "/cache");
+    ASSERT_TRUE(disk.rule("flip 0 " + std::to_string(48 * MiB)));
+    auto r = run(kvio_bin() +
+                 " simulate --model tiny-1b --num-users 4 --duration 4 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                 "--storage-capacity-gb 1 --generation-mode none --seed 42 --progress-interval 0 --quiet "
+                 "--verify-reads --cache-dir " +
+                 fs4.dir + "/cache --output " + d.file("r.json"));
+    EXPECT_EQ(r.status, 1) << r.err;
+    const json c = json::parse(slurp(d.file("r.json")))["kvio"]["cache"];
+    ASSERT_GE(c["failed_writes"].get<uint64_t>(), 1u) << c.dump();
+    ASSERT_GE(c.value("corrupted_reads", uint64_t(0)), 1u) << c.dump();
+    EXPECT_NE(c.value("first_write_error", "").find("No space left on device"), std::string::npos) << c.dump();
+    EXPECT_EQ(c.value("first_corruption", "").rfind("payload mismatch in entry ", 0), 0u) << c.dump();
+    EXPECT_EQ(c.value("first_read_error", "").rfind("payload mismatch in entry ", 0), 0u) << c.dump();
 }
 
 // A healthy disk: --verify-reads reports what it checked (every payload byte the storage tier read) and the CPU time
@@ -377,4 +417,85 @@ TEST(Faults, VerifyReadsCountsTheBytesItCheckedAndItsCpuTime) {
     r = run(sim + d.file("plain.json"));
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_FALSE(json::parse(slurp(d.file("plain.json")))["kvio"]["cache"].contains("verify_reads"));
+}
+
+// A stop on a stalled disk: the first signal says what gen waits for (its ops in flight finish, here a 32 MiB
+// store at 1 s a transfer: about a minute); a second one half a second or more later gives the ops up at the
+// transfers in flight, so gen ends within a few stalls and says how many ops it gave up.
+TEST(Faults, GenGivesUpItsOpsInFlightAtASecondSignal) {
+    FaultDisk disk(128 * MiB);
+    TempDir d;
+    ASSERT_TRUE(disk.rule("stall write 0 " + std::to_string(128 * MiB) + " 1000"));
+    const std::string log = d.file("gen.log");
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE* f = std::fopen(log.c_str(), "w");
+        if (f) dup2(fileno(f), 1), dup2(fileno(f), 2);
+        const std::string bin = kvio_bin(), sem = d.file("s.jsonl");
+        execl(bin.c_str(), bin.c_str(), "gen", "--model", "llama3.1-8b", "--num-chunks", "2", "--qd", "2", "--target",
+              disk.path.c_str(), "--semantic", sem.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the first store's transfers are stalled by now
+    kill(pid, SIGINT);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    EXPECT_NE(slurp(log).find("kvio gen: stopping: the ops in flight finish (signal again"), std::string::npos)
+        << slurp(log);
+    kill(pid, SIGINT);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    const double took = seconds_since(t0);
+    const std::string out = slurp(log);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st << "\n" << out;
+    std::cerr << "[ measured ] gen on a disk stalling every write 1 s: ended " << took << " s after the first signal\n";
+    EXPECT_LT(took, 1 + 2 * 2 + 10) << "more than the transfers in flight (qd 2, 1 s each) and 10 s slack\n" << out;
+    EXPECT_NE(out.find("kvio gen: stopped by signal 2"), std::string::npos) << out;
+    EXPECT_NE(out.find(" ops given up at the second signal"), std::string::npos) << out;
+    size_t ops = 0;
+    for (const auto& rec : read_jsonl(d.file("s.jsonl"))) ops += rec.contains("op");  // the file parses whole
+    EXPECT_EQ(ops, 0u) << "no op completed: the first store was given up";
+}
+
+// Stopped on a disk that holds every request 3 s, simulate's drain waits for the transfers in flight: it says how
+// many, and a second signal is told why the run cannot end sooner; the results are still written whole.
+TEST(Faults, SimulateSaysWhatItsDrainWaitsFor) {
+    FaultDisk disk(256 * MiB);
+    Ext4OnFaultDisk fs4(disk);
+    ASSERT_TRUE(fs4.ok);
+    TempDir d;
+    std::filesystem::create_directory(fs4.dir + "/cache");
+    run("sync");
+    ASSERT_TRUE(disk.rule("stall rw 0 " + std::to_string(256 * MiB) + " 3000"));
+    const std::string log = d.file("sim.log"), out = d.file("r.json"), cache = fs4.dir + "/cache";
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE* f = std::fopen(log.c_str(), "w");
+        if (f) dup2(fileno(f), 1), dup2(fileno(f), 2);
+        const std::string bin = kvio_bin();
+        execl(bin.c_str(), bin.c_str(), "simulate", "--model", "tiny-1b", "--num-users", "2", "--duration", "60",
+              "--gpu-mem-gb", "0", "--cpu-mem-gb", "0", "--generation-mode", "none", "--seed", "42",
+              "--progress-interval", "0", "--quiet", "--storage-io", "direct", "--cache-dir", cache.c_str(), "--output",
+              out.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(5));  // every request is held by the disk by now
+    kill(pid, SIGINT);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    kill(pid, SIGINT);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    const double took = seconds_since(t0);
+    disk.rule("clear");
+    const std::string text = slurp(log);
+    std::cerr << "[ measured ] simulate stopped on a disk holding every request 3 s: ended " << took
+              << " s after the first signal\n";
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st << "\n" << text;
+    EXPECT_NE(text.find("simulate: draining: "), std::string::npos) << text;
+    EXPECT_NE(text.find("the transfers in flight cannot be cancelled"), std::string::npos) << text;
+    // Each user's transfer in flight, then the cut entry's unlink and the filesystem's journal writes, each held 3 s
+    // (measured 13.2 s); a drain at the disk's pace (the ops run to their end) would take minutes.
+    EXPECT_LT(took, 30) << "the drain went on past a few stalled requests per user";
+    EXPECT_TRUE(json::accept(slurp(out))) << slurp(out).substr(0, 300);
 }

@@ -198,6 +198,33 @@ TEST(ServingMerge, FailedClientIsNamedAndAddsNothing) {
     EXPECT_EQ(m["kvio"]["clients"][1]["error"].get<std::string>(), "cannot create cache directory");
 }
 
+// The merged results say why the run stopped (a client stopped by a signal names it over another's duration) and
+// carry every client's warnings, named by rank, plus one per failed rank; each kind of first error is kept.
+TEST(ServingMerge, StopReasonSignalWarningsAndFirstErrorsAreMerged) {
+    CacheStats c0 = stats_with({0.001}, 100, 1), c1 = stats_with({0.002}, 100, 1);
+    c1.failed_writes = 2;
+    c1.first_error = c1.first_write_error = "write: No space left on device";
+    c1.corrupted_reads = c1.failed_reads = 1;
+    c1.first_read_error = c1.first_corruption = "payload mismatch in entry k at payload byte 0";
+    Json d0 = client_doc({0.5}, {0.1}, {"batch"}, c0, 2.0, 1), d1 = client_doc({0.4}, {0.1}, {"batch"}, c1, 2.0, 2);
+    d0["kvio"]["warnings"] = {"the first"};
+    d1["kvio"]["stop"] = {{"reason", "signal Interrupt"}, {"signal", 2}, {"drain_s", 1.5}, {"requests_issued", 2}};
+    d1["kvio"]["warnings"] = {"2 storage writes failed"};
+    ClientResult bad;
+    bad.rank = 2;
+    bad.error = "no results";
+    Json m = merge_client_results({client(0, d0), client(1, d1), bad}, "processes");
+    const Json& k = m["kvio"];
+    EXPECT_EQ(k["stop"]["reason"], "signal Interrupt") << k["stop"].dump();
+    EXPECT_EQ(k["stop"]["signal"], 2) << k["stop"].dump();
+    EXPECT_EQ(k["stop"]["drain_s"], 1.5) << k["stop"].dump();
+    EXPECT_EQ(k["warnings"], Json::array({"rank 0: the first", "rank 1: 2 storage writes failed",
+                                          "rank 2: no results (see kvio.clients)"}));
+    EXPECT_EQ(k["cache"]["first_write_error"], "write: No space left on device");
+    EXPECT_EQ(k["cache"]["first_corruption"], "payload mismatch in entry k at payload byte 0");
+    EXPECT_EQ(k["cache"]["corrupted_reads"], 1);
+}
+
 TEST(ServingMerge, MalformedClientNamesRankAndField) {
     CacheStats c0 = stats_with({0.001}, 100, 1);
     Json d = client_doc({0.5}, {0.1}, {"batch"}, c0, 2.0, 1);

@@ -194,6 +194,7 @@ private:
     bool autoscale_tick(double t_s, std::ostream* progress);
     void warm_up(std::ostream* progress);
     std::string wait_for_stop(const std::function<double()>& elapsed, std::ostream* progress);
+    void wait_for_drain(std::ostream* progress);
     void print_progress(double t, std::ostream& out);
     nlohmann::ordered_json results_json(double elapsed_s);
     nlohmann::ordered_json kvio_json(const CacheStats& final_stats, const std::string& reason, int sig, double stop_at,
@@ -667,6 +668,7 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
                   << " requests in flight give up at their next cache op\n"
                   << std::flush;
     rag_stop = true;
+    wait_for_drain(progress);
     for (auto& th : user_threads_) th.join();
     stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
     for (auto& th : worker_threads_) th.join();
@@ -684,6 +686,30 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     if (sig == SIGTERM) return 143;
     if (sig == SIGHUP) return 129;
     return 0;
+}
+
+// After the stop: waits for the requests in flight to give up or complete (about one transfer each; as long as a
+// stalled device holds that transfer), saying every 5 s how many are left, and once, at a second stop signal, why
+// it cannot end sooner: block I/O in flight cannot be cancelled, and the results need the requests' outcomes.
+void Simulation::wait_for_drain(std::ostream* progress) {
+    const uint64_t t0 = now_ns();
+    double next = 5;
+    bool told = false;
+    while (in_flight_.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const double waited = double(now_ns() - t0) / 1e9;
+        const StopSignal* st = g_stop.load();
+        const bool insisted = st && st->insisted();
+        if (!progress || (waited < next && (told || !insisted))) continue;
+        *progress << "simulate: draining: " << in_flight_.load() << " requests in flight after " << int(waited)
+                  << " s (each ends at its transfer in flight; a stalled device holds it)";
+        if (insisted && !told)
+            *progress << "; the transfers in flight cannot be cancelled: the results are written when they end, "
+                         "SIGKILL leaves none";
+        *progress << "\n" << std::flush;
+        told = told || insisted;
+        if (waited >= next) next += 5;
+    }
 }
 
 // Main thread: waits for the duration, --max-requests, a drained replay, a signal or the autoscaler's stop;
@@ -915,9 +941,21 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     kv["storage_tier"] = cache.storage_description();
     kv["cache"] = cache.kvio_json();
     kv["fixes_applied"] = fixes_applied();
-    if (const CacheStats st = cache.stats(); st.failed_writes)  // failed writes are never silent (report.cpp too)
-        warnings.push_back(std::to_string(st.failed_writes) + " storage writes failed (not counted as done); first " +
-                           "error: " + (st.first_error.empty() ? std::string("?") : st.first_error));
+    // Failed and corrupted ops are never silent (report.cpp too), each kind with its own first error.
+    if (const CacheStats st = cache.stats(); st.failed_writes || st.failed_reads || st.corrupted_reads) {
+        auto first = [](const std::string& e) { return e.empty() ? std::string("?") : e; };
+        if (st.failed_writes)
+            warnings.push_back(
+                std::to_string(st.failed_writes) +
+                " storage writes failed (not counted as done); first error: " + first(st.first_write_error));
+        if (st.failed_reads > st.corrupted_reads)
+            warnings.push_back(std::to_string(st.failed_reads - st.corrupted_reads) +
+                               " reads failed (not counted as done); first error: " + first(st.first_read_error));
+        if (st.corrupted_reads)
+            warnings.push_back(
+                std::to_string(st.corrupted_reads) +
+                " reads returned other bytes than were written (--verify-reads); first: " + first(st.first_corruption));
+    }
     kv["warnings"] = warnings;
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);
@@ -943,6 +981,15 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
                       << "\n";
     }
     if (console) print_report(*console, doc);
+    // Data that came back wrong fails the run (exit 1, after the results are written): a benchmark figure of a
+    // drive that corrupts is not a result. A stop's own status (130/143/129) still wins.
+    if (const uint64_t bad = doc["kvio"]["cache"].value("corrupted_reads", uint64_t(0)); bad && res.exit_code == 0) {
+        res.exit_code = 1;
+        if (progress)
+            *progress << "simulate: error: " << bad << " reads returned other bytes than were written; first: "
+                      << doc["kvio"]["cache"].value("first_corruption", std::string("?")) << "\n"
+                      << std::flush;
+    }
     res.results = std::move(doc);
     return res;
 }

@@ -135,8 +135,17 @@ struct MultiTierCache::Impl {
     void add_storage_tier(std::vector<uint64_t>& limits);
     Tier tier_at(int policy_tier) const { return order[policy_tier]; }
 
-    void note_error(const std::string& e) {
+    /// Notes an error: the first of the run, and the first of its kind. stats_mu held by the caller.
+    enum class ErrorKind { Write, Read, Corruption, Other };
+    void note_error(const std::string& e, ErrorKind kind = ErrorKind::Other) {
         if (st.first_error.empty()) st.first_error = e;
+        if (kind == ErrorKind::Write && st.first_write_error.empty()) st.first_write_error = e;
+        if ((kind == ErrorKind::Read || kind == ErrorKind::Corruption) && st.first_read_error.empty())
+            st.first_read_error = e;
+        if (kind == ErrorKind::Corruption) {
+            st.corrupted_reads += 1;
+            if (st.first_corruption.empty()) st.first_corruption = e;
+        }
     }
 
     void execute(const std::vector<WaterfallAction>& actions);
@@ -331,7 +340,7 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     }
     if (!ok) {
         (read_ok ? st.failed_writes : st.failed_reads) += 1;
-        note_error(err);
+        note_error(err, read_ok ? ErrorKind::Write : ErrorKind::Read);
         return;
     }
     if (from == Tier::Storage) st.storage_ops.push_back(storage_sample(false, true, a.bytes, r));
@@ -408,7 +417,8 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
             return res;
         }
         m.st.failed_writes += 1;
-        m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes");
+        m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes",
+                     Impl::ErrorKind::Write);
         return res;
     }
     const Tier t = m.tier_at(tier);
@@ -426,7 +436,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
         m.policy->abort_write(key, tier, size);  // the reservation is released: nothing counted as written
         std::lock_guard<std::mutex> g(m.stats_mu);
         m.st.failed_writes += 1;
-        m.note_error(e.what());
+        m.note_error(e.what(), Impl::ErrorKind::Write);
         res.tier = t;
         return res;
     }
@@ -465,6 +475,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     }
     OpTiming tm;
     std::string err;
+    bool corrupt = false;  // --verify-reads found other bytes than were written
     bool foreign = false;
     if (g.tier < 0) {
         // Not held here: a shared entry may be on the server, written by another client of the run.
@@ -472,6 +483,9 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         if (m.remote && bytes > 0 && remote_shared_key(key) && !m.cutting) {
             try {
                 f = m.remote->read_foreign(key, bytes);
+            } catch (const PayloadMismatch& e) {
+                std::lock_guard<std::mutex> l(m.stats_mu);
+                m.note_error(e.what(), Impl::ErrorKind::Corruption);  // a miss for the run, never silent
             } catch (const std::exception& e) {
                 std::lock_guard<std::mutex> l(m.stats_mu);
                 m.note_error(e.what());  // counted in the tier's errors; for the run, a miss
@@ -500,6 +514,9 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         res.hit = false;
         res.cut = true;
         return res;
+    } catch (const PayloadMismatch& e) {
+        err = e.what();
+        corrupt = true;
     } catch (const std::exception& e) {
         err = e.what();
     }
@@ -524,7 +541,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     }
     if (!res.ok) {
         st.failed_reads += 1;
-        m.note_error(err);
+        m.note_error(err, corrupt ? Impl::ErrorKind::Corruption : Impl::ErrorKind::Read);
         return res;
     }
     const int t = int(res.tier);
@@ -657,6 +674,10 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["entry_sizes"] = entry_sizes_json(m.policy->entry_sizes());
     if (m.pool) j["noise_pool_copies"] = m.pool->max_copies();
     if (!s.first_error.empty()) j["first_error"] = s.first_error;
+    if (!s.first_write_error.empty()) j["first_write_error"] = s.first_write_error;
+    if (!s.first_read_error.empty()) j["first_read_error"] = s.first_read_error;
+    if (s.corrupted_reads) j["corrupted_reads"] = s.corrupted_reads;
+    if (!s.first_corruption.empty()) j["first_corruption"] = s.first_corruption;
     if (m.trace) {
         j["io_trace_log"] = m.trace->path();
         j["io_trace_rows"] = m.trace->rows();

@@ -20,7 +20,9 @@ struct SimResult {
     nlohmann::ordered_json results;  ///< the document written to --output (docs/mlperf-benchmark.md, "Metrics and the
                                      ///< results JSON" keys + "kvio")
     std::string output_path;         ///< where it was written
-    int exit_code = 0;               ///< 0, or 130/143 when stopped by SIGINT/SIGTERM (results still written)
+    /// 0; 130/143/129 when stopped by SIGINT/SIGTERM/SIGHUP; 1 when --verify-reads found corrupted reads (results
+    /// still written in every case)
+    int exit_code = 0;
 };
 
 /// --enable-latency-tracing: a tracer of the run's own storage I/O, started before the first write and finished after

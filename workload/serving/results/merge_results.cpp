@@ -51,6 +51,7 @@ struct Merger {
     Json prefix = Json::object();
     Json stop = Json::object();
     Json requests = Json::object();
+    Json warnings = Json::array();  ///< each client's kvio.warnings, prefixed "rank N: "
     Json sections = Json::array(), failed = Json::array(), cpu_only = Json::array();
     const Json* first_doc = nullptr;
     std::string profile = "latency";
@@ -91,7 +92,20 @@ void Merger::add(const ClientResult& cr) {
     const Json& ps = need(s, "prefix_cache_stats", where, "summary");
     for (auto it = ps.begin(); it != ps.end(); ++it)
         if (it->is_number()) prefix[it.key()] = prefix.value(it.key(), uint64_t(0)) + it->get<uint64_t>();
-    if (auto st = k.find("stop"); st != k.end()) add_stop_counts(stop, *st);
+    if (auto st = k.find("stop"); st != k.end()) {
+        add_stop_counts(stop, *st);
+        // The run's reason and signal: the first client's, unless a later one was stopped by a signal; the
+        // longest drain.
+        const int sig = st->value("signal", 0);
+        if (!stop.contains("reason") || (sig && !stop.value("signal", 0))) {
+            stop["reason"] = st->value("reason", Json(nullptr));
+            stop["signal"] = sig;
+        }
+        stop["drain_s"] = std::max(stop.value("drain_s", 0.0), st->value("drain_s", 0.0));
+    }
+    if (auto w = k.find("warnings"); w != k.end() && w->is_array())
+        for (const auto& x : *w)
+            if (x.is_string()) warnings.push_back("rank " + std::to_string(cr.rank) + ": " + x.get<std::string>());
     if (auto cfg = k.find("config"); cfg != k.end())
         profile = cfg->value("flags", Json::object()).value("performance_profile", profile);
 
@@ -189,6 +203,15 @@ Json Merger::kvio(size_t clients, const std::string& launcher) const {
                   {"failed_reads", cs.failed_reads},
                   {"gather_fallbacks", cs.gather_fallbacks}};
     if (!cs.first_error.empty()) k["cache"]["first_error"] = cs.first_error;
+    Json w = warnings;
+    for (const auto& r : failed) w.push_back("rank " + r.dump() + ": no results (see kvio.clients)");
+    k["warnings"] = w;
+    if (!cs.first_write_error.empty()) k["cache"]["first_write_error"] = cs.first_write_error;
+    if (!cs.first_read_error.empty()) k["cache"]["first_read_error"] = cs.first_read_error;
+    if (cs.corrupted_reads) {
+        k["cache"]["corrupted_reads"] = cs.corrupted_reads;
+        k["cache"]["first_corruption"] = cs.first_corruption;
+    }
     k["requests"] = requests;
     if (first_doc && first_doc->contains("kvio")) {
         const Json& fk = (*first_doc)["kvio"];

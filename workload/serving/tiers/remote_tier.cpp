@@ -236,7 +236,7 @@ private:
         if (found < n) return false;
         received_ += bytes;
         if (bad != EntryData::kNoMismatch)
-            throw Error("--verify-reads: remote entry '" + key + "' differs at byte " + std::to_string(bad));
+            throw PayloadMismatch("--verify-reads: remote entry '" + key + "' differs at byte " + std::to_string(bad));
         return true;
     }
     static const NoisePool& dummy_pool() {

@@ -176,8 +176,8 @@ public:
         t.check_cpu += thread_cpu_s() - c0;
         t.checked_bytes += n - size_t(skip);
         if (bad != EntryData::kNoMismatch)
-            throw Error("payload mismatch in entry " + key + " at payload byte " + std::to_string(bad) +
-                        " (file byte " + std::to_string(bad + kNpyHeader) + " of " + path + ")");
+            throw PayloadMismatch("payload mismatch in entry " + key + " at payload byte " + std::to_string(bad) +
+                                  " (file byte " + std::to_string(bad + kNpyHeader) + " of " + path + ")");
     }
 
     OpTiming read(const std::string& key, uint64_t bytes) override {

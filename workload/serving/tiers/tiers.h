@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "common/error.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/tiers/kv_data.h"
 
@@ -20,6 +21,12 @@ namespace kvio::serving {
 struct OpCut : std::runtime_error {
     uint64_t bytes_moved;  ///< bytes the op's system calls had moved before it stopped
     explicit OpCut(uint64_t moved) : std::runtime_error("storage op cut by the stop"), bytes_moved(moved) {}
+};
+
+/// Thrown by a --verify-reads read whose bytes differ from what the write of its key stored: the data came back
+/// wrong (a corrupting drive, filesystem or server), counted apart from reads that failed (CacheStats).
+struct PayloadMismatch : Error {
+    using Error::Error;
 };
 
 class TierBackend {
