@@ -18,6 +18,32 @@ void JsonSource::fail(const std::string& field, const std::string& msg) const {
     throw Error(where() + ": field '" + field + "': " + msg);
 }
 
+std::string JsonSource::other_kind(const json& j) const {
+    if (line > 1 || !expect) return "";
+    const std::string kind = json_kind(j);
+    return kind.empty() || kind.find(expect) != std::string::npos ? "" : ": the file holds " + kind;
+}
+
+std::string json_kind(const json& j) {
+    if (!j.is_object()) return "";
+    auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; };
+    if (const std::string s = str("schema"); !s.empty())
+        return s.find("semantic") != std::string::npos ? s + " ops (kvio gen --semantic)" : "a " + s + " document";
+    if (j.contains("schema_version") && j.contains("device_geometry"))
+        return "a kvio record manifest (kvio gen --record)";
+    if (const std::string t = str("type");
+        (t == "cmd" || t == "syscall" || t == "summary" || t == "meta") && (j.contains("dev") || j.contains("src")))
+        return "kvio.events/1 records (kvio trace --events)";
+    if (const std::string e = str("event_type"); !e.empty())
+        return e == "kvio_meta" ? "an LMCache kvio semantic trace"
+               : e == "nvme_cmd" || e == "nvme_cmp" || e == "cq_overflow" || e == "clock_anchor" || e == "drops"
+                   ? "an NVMe io_uring_cmd monitor stream"
+                   : "";
+    if (j.contains("fio version")) return "fio JSON output";
+    if (j.contains("requests_completed") && j.contains("summary")) return "kvio simulate / MLPerf KV-cache results";
+    return "";
+}
+
 std::string torn_last_line_warning(const JsonSource& at) {
     return at.where() + ": the last line is cut off (the writer was killed?): dropped";
 }
@@ -40,6 +66,13 @@ bool JsonlReader::next(json& out) {
         try {
             out = json::parse(l);
         } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
+            struct stat st {};
+            if (src_.line == 1 && ::stat(src_.file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                st.st_size < (off_t(256) << 20)) {  // one pretty-printed document of a known kind: named
+                json whole = json::parse(read_input(src_.file), nullptr, false);
+                if (const std::string kind = json_kind(whole); !kind.empty())
+                    throw Error(src_.file + " is " + kind + " (one JSON document), not JSON lines");
+            }
             if (!newline) {
                 warn(torn_last_line_warning(src_));
                 return false;
@@ -58,6 +91,10 @@ json read_json_file(const std::string& path) {
     try {
         return json::parse(text);
     } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
+        // JSON lines of a known kind (an events or semantic stream): named, not "not valid JSON".
+        const json first = json::parse(text.substr(0, text.find('\n')), nullptr, false);
+        if (const std::string kind = json_kind(first); !kind.empty())
+            throw Error(path + " holds " + kind + " as JSON lines, not one JSON document");
         throw Error(path + ": not valid JSON (" + e.what() + ")");
     }
 }
@@ -78,7 +115,10 @@ void write_json_file(const std::string& path, const json& j) { write_text_file(p
 
 static const json& require(const json& obj, const char* field, const JsonSource& src) {
     auto it = obj.find(field);
-    if (it == obj.end()) src.fail(field, "missing");
+    if (it == obj.end()) {
+        // The first record (or the document) of another kvio or known format: say what the file is.
+        src.fail(field, "missing" + src.other_kind(obj));
+    }
     return *it;
 }
 

@@ -17,9 +17,16 @@ using json = nlohmann::json;
 struct JsonSource {
     std::string file;
     size_t line = 0;  ///< 1-based; 0 for a whole-file JSON document
+    /// What the reader expects, as a part of json_kind()'s text ("kvio.semantic/1", "record manifest"); when set and
+    /// the first record (or the document) lacks a field because it is of another known kind, the error names that
+    /// kind. nullptr: never named.
+    const char* expect = nullptr;
     std::string where() const { return line ? file + ":" + std::to_string(line) : file; }
     /// Throws kvio::Error "FILE:LINE: field 'F': MSG".
     [[noreturn]] void fail(const std::string& field, const std::string& msg) const;
+    /// ": the file holds KIND" when `j` is the first record (or the document) and of a known kind (json_kind)
+    /// other than `expect`; "" otherwise. For a reader's own refusals of a first record.
+    std::string other_kind(const nlohmann::json& j) const;
 };
 
 /// The message for a last line cut off mid-record (no newline, not valid JSON: the writer was killed or ran out
@@ -39,6 +46,8 @@ public:
     /// Reads the next object into `out`; false at end of file.
     bool next(json& out);
     const JsonSource& source() const { return src_; }
+    /// What this stream should hold (JsonSource::expect): a first record of another known kind is named.
+    void expect(const char* kind) { src_.expect = kind; }
 
 private:
     std::FILE* f_ = nullptr;
@@ -54,6 +63,12 @@ json read_json_file(const std::string& path);
 /// PATH when complete (a full disk leaves the old file, or none, never a cut one); a device, pipe or link is written
 /// in place. Throws kvio::Error "PATH: cannot write: REASON" or "PATH: write failed: REASON".
 void write_text_file(const std::string& path, const std::string& text);
+
+/// What a JSON object (a document, or the first record of JSON lines) is, when it is a format kvio knows: "a
+/// kvio.trace/1 document", "kvio.semantic/1 ops (kvio gen --semantic)", "kvio.events/1 records (kvio trace
+/// --events)", "a kvio record manifest (kvio gen --record)", "fio JSON output", ... ("" otherwise). Readers use
+/// it to name a valid file of the wrong kind instead of calling it invalid.
+std::string json_kind(const json& j);
 /// Writes `j` (pretty, 2-space indent) to `path` through write_text_file.
 void write_json_file(const std::string& path, const json& j);
 

@@ -2,6 +2,7 @@
 // frame (common/zstd_stream.h), as every kvio output does (--events, --semantic, --perfetto). Readers take either
 // (common/input_file.h).
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -10,7 +11,8 @@ namespace kvio {
 
 /// The name an output is written under until it is complete: a regular file (or a name that does not exist yet)
 /// is written as PATH.tmp-PID in PATH's directory and renamed over PATH by commit(), so a full disk, an error or a
-/// kill never leaves a cut file under PATH (a kill leaves PATH.tmp-PID); a device, pipe or symbolic link is written
+/// kill never leaves a cut file under PATH (a SIGKILL leaves PATH.tmp-PID, which the next writer of PATH removes:
+/// remove_stale_temporaries()); a device, pipe or symbolic link is written
 /// in place (write_path() == path()). Not committed, the destructor removes the temporary file.
 class PendingRename {
 public:
@@ -32,6 +34,11 @@ private:
     std::string path_, tmp_;
     bool done_ = false;
 };
+
+/// Removes PATH.tmp-PID files beside `path` whose process is gone (kill(PID, 0) fails with ESRCH): what a SIGKILL
+/// of an earlier writer of PATH left (PendingRename). Each removal is a warning naming the file. A temporary of a
+/// process still alive, or of a PID now reused, is left alone. Returns how many were removed.
+size_t remove_stale_temporaries(const std::string& path);
 
 /// Fails early for an output written at the end of a run: throws kvio::Error "PATH: cannot write: REASON" when
 /// `path` cannot be opened for writing; leaves no file that was not there.

@@ -20,13 +20,34 @@ namespace kvio::run {
 namespace {
 
 // One record per thing set up: a tag byte, the value, a NUL (paths hold no NUL).
-constexpr char kImage = 'I', kKeptImage = 'K', kMount = 'M', kStage = 'S', kStageEnded = 'E', kRelease = 'R';
+constexpr char kImage = 'I', kKeptImage = 'K', kMount = 'M', kStage = 'S', kStageEnded = 'E', kRelease = 'R',
+               kOutputs = 'O';
 
 struct SetUp {
     std::vector<std::pair<std::string, bool>> images;  // path, keep
     std::vector<std::string> mounts;
     std::vector<pid_t> stages;
+    std::string outputs;  // the run directory
 };
+
+/// Removes the files named NAME.tmp-PID directly in `dir` (the run's and its stages' partial outputs: every process
+/// that wrote them is dead or SIGKILLed by now) and returns their names, each after a space.
+std::string remove_partial_outputs(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::string removed;
+    std::error_code ec;
+    if (dir.empty()) return removed;
+    for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        const size_t at = name.rfind(".tmp-");
+        if (at == std::string::npos || at + 5 == name.size() ||
+            name.find_first_not_of("0123456789", at + 5) != std::string::npos)
+            continue;
+        std::error_code rm;
+        if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) removed += " " + it->path().string();
+    }
+    return removed;
+}
 
 /// Undoes what the dead run set up, last first.
 void clean_up(const SetUp& s) {
@@ -42,10 +63,13 @@ void clean_up(const SetUp& s) {
         std::error_code ec;
         if (!it->second && std::filesystem::remove(it->first, ec)) removed += " " + it->first;
     }
-    std::fprintf(
-        stderr,
-        "kvio run guard: the run died; %zu running stages killed, %zu mounts unmounted, %zu images detached%s%s\n",
-        s.stages.size(), s.mounts.size(), s.images.size(), removed.empty() ? "" : ", removed:", removed.c_str());
+    const std::string partial = remove_partial_outputs(s.outputs);
+    std::fprintf(stderr,
+                 "kvio run guard: the run died; %zu running stages killed, %zu mounts unmounted, %zu images "
+                 "detached%s%s%s%s\n",
+                 s.stages.size(), s.mounts.size(), s.images.size(),
+                 removed.empty() ? "" : ", removed:", removed.c_str(),
+                 partial.empty() ? "" : ", partial outputs removed:", partial.c_str());
 }
 
 [[noreturn]] void guard_main(int fd) {
@@ -70,6 +94,8 @@ void clean_up(const SetUp& s) {
             if (tag == kRelease) _exit(0);
             if (tag == kImage || tag == kKeptImage)
                 s.images.emplace_back(value, tag == kKeptImage);
+            else if (tag == kOutputs)
+                s.outputs = value;
             else if (tag == kMount)
                 s.mounts.push_back(value);
             else if (tag == kStage)
@@ -114,6 +140,7 @@ RunGuard::~RunGuard() {
 
 void RunGuard::image(const std::string& path, bool keep) noexcept { send(keep ? kKeptImage : kImage, path); }
 void RunGuard::mount(const std::string& dir) noexcept { send(kMount, dir); }
+void RunGuard::outputs(const std::string& dir) noexcept { send(kOutputs, dir); }
 void RunGuard::stage(pid_t pgid, bool running) noexcept { send(running ? kStage : kStageEnded, std::to_string(pgid)); }
 
 void RunGuard::send(char tag, const std::string& value) noexcept {

@@ -618,10 +618,19 @@ void write_interrupted_run_json(const std::string& out, bool sim, nlohmann::json
                                 double seconds, const Interrupted& stop) {
     doc["stages"] = log.stages;
     doc["seconds"] = seconds;
+    std::string validated = stop.validated;
+    if (validated.empty()) {  // stopped after the validate stage (in verify): its scores are in validate.txt
+        std::ifstream t(out + "/validate.txt");
+        std::string first;
+        if (std::getline(t, first) && !first.empty())
+            validated = "scored before the stop: " + first + " (" + out + "/validate.txt)";
+        else
+            validated = "not scored: stopped before the workload's ops were scored";
+    }
     doc["interrupted"] = {{"signal", stop.signo},
                           {"signal_name", strsignal(stop.signo)},
                           {"stage", log.current},
-                          {"validated", stop.validated}};
+                          {"validated", validated}};
     nlohmann::json files = nlohmann::json::object();
     const nlohmann::json all = files_json(out, sim);
     for (const auto& [role, path] : all.items()) {
@@ -732,6 +741,7 @@ RunResult run_all(const RunOptions& o) {
     SignalGuard sig;
     RunStages log{o.progress};
     out = fs::absolute(out).lexically_normal().string();
+    guard.outputs(out);
 
     nlohmann::json doc = {{"schema", "kvio.run/1"}, {"out", out}};
     doc["options"] = options_json(o, sim, layout);

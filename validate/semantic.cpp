@@ -43,7 +43,7 @@ void check_semantic_geometry(const SemanticMeta& m, const JsonSource& src) {
 
 static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     if (get_string_or(j, "type", "", src) != "meta")
-        src.fail("type", "the first line must be the meta record (\"type\":\"meta\")");
+        src.fail("type", "the first line must be the meta record (\"type\":\"meta\")" + src.other_kind(j));
     std::string schema = get_string(j, "schema", src);
     if (schema != "kvio.semantic/1") src.fail("schema", "expected \"kvio.semantic/1\", got \"" + schema + "\"");
     SemanticMeta m;
@@ -135,6 +135,7 @@ SemanticTrace read_semantic(const std::string& path) {
     SemanticTrace t;
     t.path = path;
     JsonlReader r(path);
+    r.expect("kvio.semantic/1");
     json j;
     if (!r.next(j)) throw Error(path + ": empty: expected a kvio.semantic/1 meta line");
     t.meta = read_meta(j, r.source());
@@ -144,7 +145,7 @@ SemanticTrace read_semantic(const std::string& path) {
 
 void merge_record_manifest(SemanticMeta& meta, const std::string& record_path) {
     json j = read_json_file(record_path);
-    JsonSource src{record_path, 0};
+    JsonSource src{record_path, 0, "record manifest"};
     if (!j.is_object()) throw Error(record_path + ": expected a JSON object");
     uint64_t v = get_u64(j, "schema_version", src);
     if (v != 1) src.fail("schema_version", "expected 1, got " + std::to_string(v));
@@ -166,7 +167,7 @@ void merge_record_manifest(SemanticMeta& meta, const std::string& record_path) {
 
 uint64_t max_sectors_kb_from_trace_json(const std::string& path, uint32_t dev) {
     json j = read_json_file(path);
-    JsonSource src{path, 0};
+    JsonSource src{path, 0, "kvio.trace/1"};
     if (!j.is_object()) throw Error(path + ": expected a JSON object");
     std::string schema = get_string(j, "schema", src);
     if (schema != "kvio.trace/1") src.fail("schema", "expected \"kvio.trace/1\", got \"" + schema + "\"");

@@ -121,7 +121,7 @@ nlohmann::json record_to_json(const Record& r) {
 }
 
 Record record_from_json(const nlohmann::json& j, const std::string& where) {
-    JsonSource src{where, 0};
+    JsonSource src{where, 0, "record manifest"};
     if (!j.is_object()) throw Error(where + ": expected a JSON object (a kvio record manifest)");
     Record r;
     r.schema_version = int(get_u64(j, "schema_version", src));

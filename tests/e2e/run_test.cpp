@@ -397,6 +397,9 @@ TEST(RunSignals, SigintDuringVerifyDetachesBothAndRemoves) {
     for (const auto& st : rj["stages"]) done.push_back(st["name"]);
     EXPECT_EQ(done, (std::vector<std::string>{"attach", "trace+gen", "validate", "attach-verify", "distill"}));
     EXPECT_EQ(rj["validate"]["objects"], 4) << "2 chunks: 2 stores and 2 loads, scored before the stop";
+    const std::string validated = rj["interrupted"].value("validated", "");
+    EXPECT_EQ(validated.rfind("scored before the stop: ", 0), 0u) << validated;
+    EXPECT_NE(validated.find("/validate.txt)"), std::string::npos) << validated;
     EXPECT_TRUE(rj["files"].contains("job")) << rj["files"].dump();
     EXPECT_FALSE(rj["files"].contains("verify")) << "verify.json is written only by a completed verify";
     if (fs::exists(out + "/replay.fio.json")) {
@@ -451,12 +454,26 @@ TEST(RunSignals, SigkillDuringGenLeavesNoLoopDeviceOrImage) {
     while (loops_under(out).empty() && std::chrono::steady_clock::now() < end)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(loops_under(out).size(), 1u) << slurp(log);
+    auto partial = [&] {  // the trace stage's events file while it writes: NAME.tmp-PID
+        std::vector<std::string> v;
+        for (const auto& e : fs::directory_iterator(out))
+            if (e.path().filename().string().find(".tmp-") != std::string::npos) v.push_back(e.path().string());
+        return v;
+    };
+    while (partial().empty() && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::vector<std::string> before = partial();
+    ASSERT_FALSE(before.empty()) << "no partial output to leave behind\n" << slurp(log);
     kill(pid, SIGKILL);
     EXPECT_EQ(wait_status(pid), 128 + SIGKILL);
     const auto [s, left] = seconds_until_clean(out, 10);
     EXPECT_GE(s, 0) << "left 10 s after SIGKILL:\n" << left << slurp(log);
     std::cerr << "[ measured ] clean " << s << " s after SIGKILL during gen\n";
+    for (int i = 0; i < 200 && slurp(log).find("kvio run guard: the run died") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_NE(slurp(log).find("kvio run guard: the run died"), std::string::npos) << slurp(log);
+    EXPECT_TRUE(partial().empty()) << "partial outputs left: " << partial().front();
+    EXPECT_NE(slurp(log).find("partial outputs removed: "), std::string::npos) << slurp(log);
 }
 
 TEST(RunSignals, SigkillDuringSimulateLeavesNoMountLoopDeviceOrImage) {

@@ -9,12 +9,14 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "common/output_file.h"
+#include "common/warn.h"
 #include "workload/serving/cluster/multi_client.h"
 #include "workload/serving/results/metrics.h"
 #include "workload/serving/tiers/storage_common.h"
@@ -124,6 +126,74 @@ TEST(MpiLaunch, RanksWithoutMpiAreRefused) {
     // mpirun -np 1: one copy, an ordinary run
     EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"OMPI_COMM_WORLD_SIZE", "1"}, {"PMIX_RANK", "0"}})), "");
     EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"PMI_SIZE", "x"}})), "");
+}
+
+// A SIGKILLed writer leaves PATH.tmp-PID: the next writer of PATH removes it and says so; a live process's
+// temporary and other names stay.
+TEST(WholeOrAbsent, TheNextWriterRemovesADeadWritersTemporary) {
+    const std::string d = temp_dir("/tmp");
+    const std::string p = d + "/events.jsonl";
+    pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ::waitpid(child, nullptr, 0);  // `child` no longer runs
+    const std::string dead = p + ".tmp-" + std::to_string(child);
+    const std::string live = p + ".tmp-" + std::to_string(getppid());
+    const std::string other = p + ".tmp-x1", sibling = d + "/other.jsonl.tmp-" + std::to_string(child);
+    for (const auto& f : {dead, live, other, sibling}) std::ofstream(f) << "partial";
+    std::vector<std::string> warnings;
+    auto old = set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
+    {
+        PendingRename pr(p);
+        std::ofstream(pr.write_path()) << "new\n";
+        pr.commit();
+    }
+    set_warning_sink(old);
+    EXPECT_FALSE(fs::exists(dead));
+    EXPECT_TRUE(fs::exists(live));
+    EXPECT_TRUE(fs::exists(other));
+    EXPECT_TRUE(fs::exists(sibling)) << "another output's temporary is its own writer's to remove";
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find(dead), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("process " + std::to_string(child) + " is gone"), std::string::npos) << warnings[0];
+    fs::remove_all(d);
+}
+
+// A valid file of another kind is named by what it is, not called invalid JSON or short of a field.
+TEST(WrongKind, ReadersNameTheKindTheyFound) {
+    const std::string d = temp_dir("/tmp");
+    const std::string events = d + "/events.jsonl", trace = d + "/trace.json";
+    std::ofstream(events) << R"({"type":"cmd","src":"block","dev":"7:0","op":"read","bytes":4096,"ts_issue":1})"
+                          << "\n"
+                          << R"({"type":"summary","dev":"7:0"})"
+                          << "\n";
+    std::ofstream(trace) << "{\n  \"schema\": \"kvio.trace/1\",\n  \"devices\": []\n}\n";
+    auto what = [](auto&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(what([&] { read_json_file(events); }),
+              events + " holds kvio.events/1 records (kvio trace --events) as JSON lines, not one JSON document");
+    EXPECT_EQ(what([&] {
+                  JsonlReader r(trace);
+                  json j;
+                  r.next(j);
+              }),
+              trace + " is a kvio.trace/1 document (one JSON document), not JSON lines");
+    JsonSource first{events, 1, "kvio.semantic/1"};
+    const json cmd = json::parse(R"({"type":"cmd","src":"block","dev":"7:0"})");
+    EXPECT_EQ(what([&] { get_string(cmd, "schema", first); }),
+              events + ":1: field 'schema': missing: the file holds kvio.events/1 records (kvio trace --events)");
+    JsonSource later{events, 2, "kvio.semantic/1"}, unset{events, 1};
+    EXPECT_EQ(what([&] { get_string(cmd, "schema", later); }), events + ":2: field 'schema': missing");
+    EXPECT_EQ(what([&] { get_string(cmd, "schema", unset); }), events + ":1: field 'schema': missing");
+    const json sem = json::parse(R"({"type":"meta","schema":"kvio.semantic/1"})");
+    EXPECT_EQ(what([&] { get_string(sem, "engine", first); }), events + ":1: field 'engine': missing")
+        << "the kind expected is not named";
+    fs::remove_all(d);
 }
 
 TEST(TempCacheDir, DeadOwnersDirectoriesAreRemovedLiveOnesKept) {
