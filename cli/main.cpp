@@ -1,6 +1,7 @@
 // kvio: one binary, one subcommand per stage (trace, geometry, gen, validate, distill, replay, run).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -113,6 +114,11 @@ int main(int argc, char** argv) {
         return 128 + e.signo;
     } catch (const kvio::Error& e) {
         std::fprintf(stderr, "kvio: %s\n", e.what());
+        return 1;
+    } catch (const std::filesystem::filesystem_error& e) {
+        // A path kvio could not create, rename or remove (a full or read-only filesystem): the path and the
+        // reason, a failure of the run like kvio::Error.
+        std::fprintf(stderr, "kvio: %s: %s\n", e.path1().c_str(), e.code().message().c_str());
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "kvio: internal error: %s\n", e.what());

@@ -65,6 +65,12 @@ void finish_simulate_options(SimConfig& c, std::ostream& warn) {
     if (!errors.empty()) {
         std::string msg = "invalid arguments:";
         for (const auto& e : errors) msg += "\n  " + e;
+        // The benchmark's own flags fail as its validate_args does (exit 1); kvio's flags alone (clients, MPI,
+        // the remote tier) are usage errors like every other kvio command's (exit 2, with the --help hint).
+        const bool kvio_only = std::all_of(errors.begin(), errors.end(), [](const std::string& e) {
+            return e.rfind("--num-clients", 0) == 0 || e.rfind("--mpi", 0) == 0 || e.rfind("--remote-", 0) == 0;
+        });
+        if (kvio_only) throw UsageError(msg);
         throw Error(msg);
     }
     if (!c.config.empty()) serving::load_yaml_config(c.config, c);

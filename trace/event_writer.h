@@ -54,6 +54,8 @@ public:
     uint64_t written() const { return written_; }
     /// A write has failed (close() will throw).
     bool failed() const { return err_ != 0; }
+    /// The first failed write's errno (0: none).
+    int error() const { return err_; }
     const std::string& path() const { return path_; }
     /// The file takes O_DIRECT writes (false: the filesystem refused them, buffered writes instead).
     bool direct() const { return stage_ != nullptr; }

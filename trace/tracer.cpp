@@ -861,7 +861,13 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
         ring_buffer__consume(t.rb);
         t.backups.service();
         if (t.sink.out) t.sink.out->flush_idle(now_ns());
-        if (t.sink.out && t.sink.out->failed()) break;  // close() reports why
+        if (t.sink.out && t.sink.out->failed()) {  // close() reports it again at the end
+            std::cerr << "kvio trace: " << t.sink.out->path()
+                      << ": write failed: " << std::strerror(t.sink.out->error())
+                      << (child > 0 ? ": the trace cannot go on; ending the traced command" : ": the trace stops")
+                      << "\n";
+            break;
+        }
         if (t.opts.duration_s > 0 && double(now_ns() - t.t0_ns) / 1e9 >= t.opts.duration_s) break;
         if (t.pid_watch && child == 0 &&
             t.pid_watch->all_exited()) {  // like a COMMAND's exit (which ends a trace of both)

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -103,6 +104,24 @@ TEST(FullDisk, TraceNamesBothOutputsAndLeavesNeither) {
     EXPECT_NE(r.status, 0) << r.err;
     EXPECT_NE(r.err.find(full.file("e.jsonl") + ": write failed: No space left on device"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(full.file("t.json") + ": write failed: No space left on device"), std::string::npos) << r.err;
+    EXPECT_TRUE(full.left().empty()) << joined(full.left());
+}
+
+// The events file fills up while the traced command runs on: the trace says so at once and why it ends the command
+// (it ended it with no word before), rather than tracing on with its records dropped.
+TEST(FullDisk, TraceSaysWhyItEndsTheTracedCommand) {
+    FullTmpfs full;
+    LoopDevice loop(64ull << 20);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + full.file("e.jsonl") +
+                 " -- sh -c 'dd if=/dev/zero of=" + loop.path + " bs=64k count=64 oflag=direct status=none; sleep 60'");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_NE(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("kvio trace: " + full.file("e.jsonl") +
+                         ": write failed: No space left on device: the trace cannot go on; ending the traced command"),
+              std::string::npos)
+        << r.err;
+    EXPECT_LT(took, 30) << "the command ran on after its trace could no longer be written";
     EXPECT_TRUE(full.left().empty()) << joined(full.left());
 }
 

@@ -411,6 +411,21 @@ TEST(Simulate, BadFlagsGiveOneLineErrors) {
     }
 }
 
+// kvio's own flags (clients, MPI) given wrong are usage errors (exit 2, the --help hint), like every other kvio
+// command's; the benchmark's own flags keep its exit status 1.
+TEST(Simulate, KviosOwnFlagsGivenWrongExitTwo) {
+    TempDir dir;
+    for (const std::string args : {"--num-clients 0", "--mpi --num-clients 2"}) {
+        SimRun r = simulate(dir, args + " --duration 1 --io-trace-log " + dir.file("t.csv"));
+        EXPECT_EQ(r.cmd.status, 2) << args << ": " << r.cmd.err;
+        EXPECT_NE(r.cmd.err.find("kvio simulate --help"), std::string::npos) << args << ": " << r.cmd.err;
+        EXPECT_EQ(r.cmd.err.find("simulate: simulate:"), std::string::npos) << args << ": " << r.cmd.err;
+        EXPECT_TRUE(r.results.is_null()) << args;
+    }
+    SimRun r = simulate(dir, "--num-users 0 --duration 1 --io-trace-log " + dir.file("t.csv"));
+    EXPECT_EQ(r.cmd.status, 1) << r.cmd.err;
+}
+
 TEST(Simulate, RagPrefillOnlyDecodeOnlyAndUnseededRuns) {
     TempDir dir;
     // RAG: documents ingested as chunk writes, RAG side requests (DECODE phase) complete.
