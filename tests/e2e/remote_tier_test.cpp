@@ -243,15 +243,29 @@ TEST(RemoteTierFaults, UnreachableOrWrongPasswordFailsAtStartInOneLine) {
     EXPECT_EQ(std::count(w.cmd.err.begin(), w.cmd.err.end(), '\n'), 1) << w.cmd.err;
 }
 
-// The server killed 2 s into a 5 s run: the ops after it fail fast (connection refused on every reconnect), are
-// counted with the first error, and the run ends on time with valid results.
+namespace {
+
+/// Shell text after a background simulate: once the server at `port` holds a key (the run has started writing;
+/// within 10 s) and 2 s more (the stats count from the end of the warm-up: writes after it must have completed),
+/// runs `action`, then waits for simulate. A fixed sleep from the start let a slow start (a busy machine) meet the
+/// action first.
+std::string once_writing(int port, const std::string& action) {
+    const std::string cli = "redis-cli -p " + std::to_string(port);
+    return "& p=$!; for i in $(seq 100); do [ \"$(" + cli +
+           " DBSIZE 2>/dev/null)\" -gt 0 ] 2>/dev/null && break; sleep 0.1; done; sleep 2; " + action + "; wait $p";
+}
+
+}  // namespace
+
+// The server killed once the 5 s run is writing: the ops after it fail fast (connection refused on every reconnect),
+// are counted with the first error, and the run ends on time with valid results.
 TEST(RemoteTierFaults, ServerKilledMidRunIsCountedAndTheRunEnds) {
     RedisServer srv(256);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
     const auto t0 = std::chrono::steady_clock::now();
-    SimRun r = simulate(dir, remote_only_args(srv.url(), 5),
-                        "& p=$!; sleep 2; kill -9 " + std::to_string(srv.pid()) + "; wait $p");
+    SimRun r =
+        simulate(dir, remote_only_args(srv.url(), 5), once_writing(srv.port(), "kill -9 " + std::to_string(srv.pid())));
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     ASSERT_FALSE(r.results.is_null());
@@ -267,7 +281,7 @@ TEST(RemoteTierFaults, ServerKilledMidRunIsCountedAndTheRunEnds) {
     EXPECT_LT(took, 20.0);
 }
 
-// CLIENT KILL of kvio's connections 2 s into the run: the op on a killed connection fails and is counted, the
+// CLIENT KILL of kvio's connections once the run writes: the op on a killed connection fails and is counted, the
 // thread connects again, and the run goes on reading and writing.
 TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {
     RedisServer srv(256);
@@ -275,7 +289,7 @@ TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {
     TempDir dir;
     SimRun r = simulate(
         dir, remote_only_args(srv.url(), 5),
-        "& p=$!; sleep 2; redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null; wait $p");
+        once_writing(srv.port(), "redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const nlohmann::json rs = remote_of(r.results);
     ASSERT_FALSE(rs.is_null());

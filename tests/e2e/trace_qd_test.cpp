@@ -129,6 +129,15 @@ std::map<uint64_t, uint64_t> qd1_depths(const QdRun& r, std::string& others) {
     return depths;
 }
 
+/// A summary's in-flight bookkeeping counters, for failure messages (a lost completion keeps a command in flight).
+std::string counters(const json& summary) {
+    json c;
+    for (const char* k : {"lost_completes", "unmatched_completes", "stale_entries", "rescued_by_backup",
+                          "recursion_misses", "backups_attached", "rq_table_spills"})
+        c[k] = summary.value(k, json());
+    return c.dump();
+}
+
 double mean(const json& h) { return h["count"] > 0 ? h["sum"].get<double>() / h["count"].get<double>() : 0; }
 
 TEST_F(TraceQd, AllThreeTracersRanTheWholeWorkload) {
@@ -150,7 +159,9 @@ TEST_F(TraceQd, DefaultCountsEveryCommandsDepth) {
     std::string others;
     json want = json::array();
     for (auto [qd, n] : qd1_depths(r_, others)) want.push_back({qd, qd + 1, n});
-    EXPECT_EQ(h1["buckets"], want) << "other commands on the QD 1 device:\n" << others;
+    EXPECT_EQ(h1["buckets"], want) << "other commands on the QD 1 device:\n"
+                                   << others << "counters: " << counters(r_.exact)
+                                   << "\nevents tracer's: " << counters(r_.events_summary);
     const json& h4 = device(r_.exact, r_.qd4)["histograms"]["qd_read"];
     EXPECT_EQ(h4["count"], kQd4Cmds);
     // the last of each batch of 4 finds the other 3 in flight (the loop device completes them on a worker)
@@ -184,12 +195,25 @@ TEST_F(TraceQd, EventsStayExact) {
     EXPECT_EQ(r_.events_summary["qd_sample_every"], 1);
     uint64_t n1 = 0, n4 = 0, at4 = 0;
     const auto spans1 = spans_of(r_.events, r_.qd1);
+    std::vector<const json*> seen1;  // the QD 1 device's commands so far: the context of a first mismatch
+    bool told = false;
     for (const auto& e : r_.events) {
+        if (e["type"] == "cmd" && e["dev"] == r_.qd1) seen1.push_back(&e);
         if (e["type"] != "cmd" || e["op"] != "read") continue;
         const uint64_t qd = e["qd"];
         if (e["dev"] == r_.qd1) {
             ++n1;
-            EXPECT_EQ(qd, depth_at_issue(spans1, e["ts_issue"])) << e.dump();  // 1 unless another was in flight
+            const uint64_t want = depth_at_issue(spans1, e["ts_issue"]);  // 1 unless another was in flight
+            if (qd != want && !told) {
+                told = true;
+                std::string before;
+                for (size_t i = seen1.size() > 5 ? seen1.size() - 5 : 0; i < seen1.size(); ++i)
+                    before += seen1[i]->dump() + "\n";
+                ADD_FAILURE() << "first QD 1 read at depth " << qd << " where " << want
+                              << " commands were in flight; the device's last commands:\n"
+                              << before << "counters: " << counters(r_.events_summary);
+            }
+            EXPECT_EQ(qd, want) << e.dump();
         } else if (e["dev"] == r_.qd4) {
             ++n4;
             EXPECT_GE(qd, 1u) << e.dump();
