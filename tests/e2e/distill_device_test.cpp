@@ -83,8 +83,17 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
         cmd += std::string(cmd.empty() ? "" : "; sleep 0.3; ") + "fio --output=/dev/null " +
                write_file(l, std::string("qd") + qd + ".ini", g + "[r]\niodepth=" + qd + "\nnumber_ios=" + n + "\n");
     json j = trace_and_distill(l, cmd, "");
-    EXPECT_EQ(depth_of(j, {{0, 2000}, {2000, 6000}, {6000, 14000}}, true), (std::vector<std::string>{"1", "4", "32"}))
-        << slurp(l.d.file("job.ini"));
+    // A QD-32 reader starved of CPU refills its depth late: in a CI run at load ~8 the p90 of its commands in flight
+    // was 30 in its deepest sections, so that part's depth is asserted within 10 % below 32 (a job at the device's
+    // median, 9 in another CI run, or at 16 is still caught).
+    const auto depths = depth_of(j, {{0, 2000}, {2000, 6000}, {6000, 14000}}, true);
+    const std::string text = slurp(l.d.file("job.ini"));
+    ASSERT_EQ(depths.size(), 3u);
+    EXPECT_EQ(depths[0], "1") << text;
+    EXPECT_EQ(depths[1], "4") << text;
+    ASSERT_FALSE(depths[2].empty()) << text;
+    EXPECT_GE(std::stoi(depths[2]), 29) << text;
+    EXPECT_LE(std::stoi(depths[2]), 32) << text;
 }
 
 // Reads at QD 1, then 8, then 1 (one mix: 4 KiB random reads): phases of depths 1, 8, 1 in the job and a replay whose
