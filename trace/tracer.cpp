@@ -1039,6 +1039,13 @@ TraceResult run_trace(const TraceOptions& opts) {
     start_live(opts, snap_src, human, child, live);
     write_ready_file(opts);
 
+    if (child > 0 && stop->stopped()) {  // stopped during set-up: the command never runs, nothing was traced
+        kill_unreleased(child);
+        guard.reset();
+        throw Stopped(stop->signo(), "trace: stopped by signal " + std::to_string(stop->signo()) + " (" +
+                                         strsignal(stop->signo()) +
+                                         ") while the tracer was being set up: the command was not started");
+    }
     if (child > 0) release_command(child, release_fd);
     if (!opts.quiet && child == 0)
         std::cerr << "kvio trace: tracing"

@@ -217,3 +217,21 @@ TEST(TraceStop, SigintDuringSetupFromABackgroundJobStopsTheTrace) {
     EXPECT_EQ(r.status, 0) << r.err;  // a bare trace ends normally on its stop
     EXPECT_EQ(json::parse(slurp(js))["schema"], "kvio.trace/1");
 }
+
+// A stop while the tracer is being set up (BPF objects loading: 1-2 s) used to start COMMAND anyway once the set-up
+// was done, and then TERM and KILL it 5 s later. A stop before COMMAND is released now means it never runs: exit 143
+// with one line that says so. The signal is sent as soon as kvio's handler is installed (SigCgt in /proc/PID/status
+// has SIGTERM), which is before the programs load, whatever the load of the machine.
+TEST(TraceStop, SigtermDuringSetupNeverStartsTheCommand) {
+    TempDir dir;
+    const std::string mark = dir.file("ran");
+    auto r = run(kvio_bin() + " trace -q -- sh -c 'echo ran > " + mark +
+                 "' & p=$!; ( sleep 30; kill -KILL $p ) 2>/dev/null & w=$!; "
+                 "for i in $(seq 6000); do c=$(awk '/^SigCgt/ {print $2}' /proc/$p/status 2>/dev/null); "
+                 "[ -n \"$c\" ] && [ $(( 0x$c & 0x4000 )) -ne 0 ] && break; sleep 0.002; done; "
+                 "kill -TERM $p; wait $p; s=$?; kill $w 2>/dev/null; exit $s");
+    EXPECT_NE(r.status, 137) << "the trace ran on until the watchdog killed it: " << r.err;
+    EXPECT_EQ(r.status, 128 + 15) << r.err;
+    EXPECT_NE(r.err.find("while the tracer was being set up: the command was not started"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(mark)) << "the command ran: " << r.err;
+}
