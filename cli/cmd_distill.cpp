@@ -4,6 +4,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "distiller/distill.h"
@@ -17,6 +19,8 @@ struct DistillArgs {
     distiller::DistillOptions o;
     std::string mode = "count";
     std::string level = "auto";
+    std::vector<std::string>
+        stray;  ///< words given without an option (`kvio distill trace.jsonl`): refused with the fix
 };
 
 void run_distill(const DistillArgs& a) {
@@ -118,7 +122,15 @@ void add_distill_command(CLI::App& app) {
     sub->add_option("--json", a->o.json_out,
                     "write the derived options, phases (and the fidelity numbers) as JSON to FILE; - = stdout "
                     "(instead of the text output)");
-    sub->callback([a] { run_distill(*a); });
+    // A trace given as a bare word is the commonest slip: say which option takes it rather than "not expected".
+    sub->add_option("stray", a->stray)->group("");
+    sub->callback([a] {
+        if (!a->stray.empty())
+            throw UsageError("'" + a->stray.front() +
+                             "' is not an option: give the trace as --events FILE (kvio trace --events) or "
+                             "--trace-json FILE (kvio trace --json)");
+        run_distill(*a);
+    });
 }
 
 }  // namespace kvio::cli

@@ -504,7 +504,8 @@ bool device_busy(const json& d) {
 std::vector<diagnose::Finding> write_trace_report(const TraceReportInputs& in) {
     const json tr = read_json_file(in.trace_json);
     if (tr.value("schema", "") != "kvio.trace/1")
-        throw Error(in.trace_json + ": field 'schema': expected \"kvio.trace/1\" (a kvio trace --json summary)");
+        throw Error(in.trace_json + ": field 'schema': expected \"kvio.trace/1\" (a kvio trace --json summary)" +
+                    JsonSource{in.trace_json, 0, "kvio.trace/1"}.other_kind(tr));
     std::ostringstream h;
     write_head(h, "kvio trace report");
     trace_summary_section(h, tr, in.trace_json);

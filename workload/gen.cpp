@@ -276,9 +276,12 @@ void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s) {
     os << line;
     if (s.stopped_by)
         os << "  stopped by signal " << s.stopped_by << " (" << strsignal(s.stopped_by) << ") after "
-           << s.done_trace_ids.size() << " of " << s.ops_planned
-           << " ops: the ops in flight were completed and none was started after them; "
-           << "--semantic and --record hold the completed ops\n";
+           << s.done_trace_ids.size() << " of " << s.ops_planned << " ops: "
+           << (s.cut_ops ? std::to_string(s.cut_ops) +
+                               " ops in flight were given up at a second signal (their "
+                               "transfers in flight ended first)"
+                         : std::string("the ops in flight were completed"))
+           << " and none was started after them; --semantic and --record hold the completed ops\n";
 }
 
 }  // namespace kvio::workload

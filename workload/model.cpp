@@ -130,6 +130,9 @@ ModelConfig builtin_model(const std::string& name) {
 ModelConfig model_from_hf_json(const nlohmann::json& cfg, const std::string& where) {
     JsonSource src{where, 0};
     if (!cfg.is_object()) throw Error(where + ": expected a JSON object (a Hugging Face config.json)");
+    // A file kvio wrote (a trace summary, simulate results) given for a model config: named, not "field missing".
+    if (const std::string other = JsonSource{where, 0, "Hugging Face"}.other_kind(cfg); !other.empty())
+        throw Error(where + ": expected a Hugging Face config.json" + other);
     // Multimodal configs nest the language model under text_config (e.g. Llama 4, Qwen-VL).
     if (!cfg.contains("num_hidden_layers") && cfg.contains("text_config") && cfg["text_config"].is_object())
         return model_from_hf_json(cfg["text_config"], where + " (text_config)");

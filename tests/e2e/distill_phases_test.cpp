@@ -45,8 +45,9 @@ std::vector<std::pair<int, std::string>> mix_sequence(const json& mixes) {
 
 // Whether two mix sequences name the same sizes with read shares within 3 points, in the same order.
 bool same_mixes(const std::vector<std::pair<int, std::string>>& a, const std::vector<std::pair<int, std::string>>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const auto& x, const auto& y) { return x.second == y.second && std::abs(x.first - y.first) <= 3; });
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+        return x.second == y.second && std::abs(x.first - y.first) <= 3;
+    });
 }
 
 // The acceptance numbers, for a trace of `phases` phases (distinct mixes in order: a phase that an idle gap
@@ -80,9 +81,9 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
         if (concurrent) {
             for (const auto& m : ph["mix"]["replay"]) {
                 const int share = std::stoi(m.get<std::string>());
-                EXPECT_TRUE(std::any_of(
-                    ph["mix"]["orig"].begin(), ph["mix"]["orig"].end(),
-                    [&](const json& o) { return std::abs(std::stoi(o.get<std::string>()) - share) <= 3; }))
+                EXPECT_TRUE(
+                    std::any_of(ph["mix"]["orig"].begin(), ph["mix"]["orig"].end(),
+                                [&](const json& o) { return std::abs(std::stoi(o.get<std::string>()) - share) <= 3; }))
                     << "replay phase \"" << m.get<std::string>() << "\" carries no traced mix\n"
                     << ph.dump(1);
             }

@@ -469,6 +469,8 @@ TEST(Faults, GenGivesUpItsOpsInFlightAtASecondSignal) {
     EXPECT_LT(took, 1 + 2 * 2 + 10) << "more than the transfers in flight (qd 2, 1 s each) and 10 s slack\n" << out;
     EXPECT_NE(out.find("kvio gen: stopped by signal 2"), std::string::npos) << out;
     EXPECT_NE(out.find(" ops given up at the second signal"), std::string::npos) << out;
+    EXPECT_NE(out.find("ops in flight were given up at a second signal"), std::string::npos) << out;  // the summary
+    EXPECT_EQ(out.find("the ops in flight were completed"), std::string::npos) << out;
     size_t ops = 0;
     for (const auto& rec : read_jsonl(d.file("s.jsonl"))) ops += rec.contains("op");  // the file parses whole
     EXPECT_EQ(ops, 0u) << "no op completed: the first store was given up";

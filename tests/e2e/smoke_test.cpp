@@ -164,6 +164,7 @@ TEST(Cli, OptionConflictsFoundAfterParsingExitTwo) {
         {"trace --events x.jsonl --json x.jsonl", "kvio trace: --events and --json name the same file"},
         {"trace 1 3 -d loop0", "kvio trace: '-d' after the positionals: options go before INTERVAL"},
         {"distill", "kvio distill: give the trace with --events FILE"},
+        {"distill trace.jsonl", "kvio distill: 'trace.jsonl' is not an option: give the trace as --events FILE"},
         {"distill --events x.jsonl --max-tv 0.1", "kvio distill: --max-tv: needs --verify"},
         {"distill --events x.jsonl --force", "kvio distill: --force: needs --verify"},
         {"distill --events x.jsonl --iolog x.log", "kvio distill: --iolog: needs --filename TARGET"},

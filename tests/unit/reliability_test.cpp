@@ -17,6 +17,8 @@
 #include "common/jsonl.h"
 #include "common/output_file.h"
 #include "common/warn.h"
+#include "report/report_html.h"
+#include "workload/model.h"
 #include "workload/serving/cluster/multi_client.h"
 #include "workload/serving/results/metrics.h"
 #include "workload/serving/tiers/storage_common.h"
@@ -193,6 +195,15 @@ TEST(WrongKind, ReadersNameTheKindTheyFound) {
     const json sem = json::parse(R"({"type":"meta","schema":"kvio.semantic/1"})");
     EXPECT_EQ(what([&] { get_string(sem, "engine", first); }), events + ":1: field 'engine': missing")
         << "the kind expected is not named";
+    // A model config and an HTML report given kvio's own outputs.
+    const json results = json::parse(R"({"requests_completed": 3, "summary": {}})");
+    EXPECT_EQ(what([&] { workload::model_from_hf_json(results, "r.json"); }),
+              "r.json: expected a Hugging Face config.json: the file holds kvio simulate / MLPerf KV-cache results");
+    std::ofstream(d + "/r.json") << results.dump();
+    EXPECT_EQ(what([&] { report::write_trace_report({.trace_json = d + "/r.json", .out = d + "/r.html"}); }),
+              d + "/r.json: field 'schema': expected \"kvio.trace/1\" (a kvio trace --json summary): the file holds "
+                  "kvio simulate / MLPerf KV-cache results");
+    EXPECT_FALSE(fs::exists(d + "/r.html"));
     fs::remove_all(d);
 }
 

@@ -162,7 +162,7 @@ std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>
     for (const char* n : kRanks)
         if (seen.empty() && number(n) > 0) seen = std::string(n) + "=" + env(n);
     if (seen.empty()) return {};
-    return "simulate: started by an MPI launcher (" + seen +
+    return "started by an MPI launcher (" + seen +
            ") without --mpi: every rank would run its own simulation on the same cache directory and results file "
            "and delete the others' entries. Add --mpi (mpirun -np N kvio simulate --mpi ...: one client per rank, "
            "rank 0 writes the merged result), or use --num-clients N without mpirun";
