@@ -403,6 +403,55 @@ TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
         << os.str();
 }
 
+// Failed writes, failed reads and corrupted reads each print their own first error (a write's ENOSPC does not explain
+// a read's EIO); a clean --verify-reads run says how many bytes were checked.
+TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
+    using kvio::serving::print_report;
+    nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
+    nlohmann::ordered_json doc = {{"requests_completed", 3},
+                                  {"summary",
+                                   {{"elapsed_time", 4.5},
+                                    {"end_to_end_latency_ms", lat},
+                                    {"storage_io_latency_ms", lat},
+                                    {"generation_latency_ms", lat},
+                                    {"cache_stats", nlohmann::ordered_json::object()},
+                                    {"multi_turn_stats", nlohmann::ordered_json::object()},
+                                    {"qos_metrics", nlohmann::ordered_json::object()}}},
+                                  {"kvio",
+                                   {{"cache",
+                                     {{"failed_writes", 2},
+                                      {"failed_reads", 5},
+                                      {"corrupted_reads", 1},
+                                      {"first_error", "write A: No space left on device"},
+                                      {"first_write_error", "write A: No space left on device"},
+                                      {"first_read_error", "read B: Input/output error"},
+                                      {"first_corruption", "read C: payload mismatch"}}},
+                                    {"config", {{"flags", {{"duration", 60}}}}}}}};
+    std::ostringstream os;
+    print_report(os, doc);
+    const std::string out = os.str();
+    EXPECT_NE(
+        out.find("WARNING: 2 writes failed (not counted as done); first error: write A: No space left on device\n"),
+        std::string::npos)
+        << out;
+    EXPECT_NE(out.find("WARNING: 4 reads failed (not counted as done); first error: read B: Input/output error\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("ERROR: 1 reads returned other bytes than were written (--verify-reads); first: read C: "
+                       "payload mismatch\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("Read check"), std::string::npos) << out;
+    doc["kvio"]["cache"] = {{"failed_writes", 0}, {"failed_reads", 0}, {"verify_reads", {{"checked_bytes", 123456}}}};
+    std::ostringstream clean;
+    print_report(clean, doc);
+    EXPECT_NE(
+        clean.str().find("Read check (--verify-reads): 123456 bytes read back from storage were the bytes written"),
+        std::string::npos)
+        << clean.str();
+    EXPECT_EQ(clean.str().find("WARNING"), std::string::npos) << clean.str();
+}
+
 // The assessment prints its figures as benchmark.py does (ratios as percentages, numbers with two decimals and
 // the unit), not as raw JSON floats ("0.6268115942028986 ratio (target 0.3)" before).
 TEST(ServingReport, AssessmentCriteriaAreFormattedAsTheBenchmarkDoes) {

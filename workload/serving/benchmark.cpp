@@ -765,16 +765,19 @@ std::string Simulation::wait_for_stop(const std::function<double()>& elapsed, st
     return reason;
 }
 
-// One progress line at `t` seconds.
+// One progress line at `t` seconds. Storage bandwidth in MB/s (10^6 B/s): a slow or throttled device's 1 MB/s would
+// read 0.00 in the results' GiB/s.
 void Simulation::print_progress(double t, std::ostream& out) {
+    auto bandwidth_mbps = [&](const char* key) {
+        return bandwidth_.empty() ? 0.0 : bandwidth_.back()[key].get<double>() * double(1ull << 30) / 1e6;
+    };
     char line[256];
     std::snprintf(line, sizeof line,
-                  "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.2f W "
-                  "%.2f GiB/s\n",
+                  "simulate: %.0f/%lld s, %llu requests done, %.0f tokens/s, queue %zu, storage R %.1f W "
+                  "%.1f MB/s\n",
                   t, static_cast<long long>(c_.duration), static_cast<unsigned long long>(metrics_.completed()),
-                  double(metrics_.tokens()) / t, queue_.size(),
-                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_read_gibps"].get<double>(),
-                  bandwidth_.empty() ? 0.0 : bandwidth_.back()["storage_write_gibps"].get<double>());
+                  double(metrics_.tokens()) / t, queue_.size(), bandwidth_mbps("storage_read_gibps"),
+                  bandwidth_mbps("storage_write_gibps"));
     out << line << std::flush;
 }
 

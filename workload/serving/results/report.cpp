@@ -292,10 +292,23 @@ void qos_autoscaling_validation(std::ostream& os, const J& r, const J& s, const 
 /// kvio's own lines: failed ops, gather fallbacks, warnings; then the assessment the benchmark no longer prints.
 void kvio_sections(std::ostream& os, const J& r, const J& cs) {
     const J& kc = obj(obj(r, "kvio"), "cache");
-    const uint64_t fw = kc.value("failed_writes", uint64_t(0)), fr = kc.value("failed_reads", uint64_t(0));
-    if (fw || fr)
-        os << "\nWARNING: " << fw << " writes and " << fr
-           << " reads failed (not counted as done); first error: " << kc.value("first_error", std::string("?")) << "\n";
+    const uint64_t fw = kc.value("failed_writes", uint64_t(0)), fr = kc.value("failed_reads", uint64_t(0)),
+                   bad = kc.value("corrupted_reads", uint64_t(0));
+    // Each kind with its own first error (a write's ENOSPC does not explain a read's EIO).
+    auto first = [&](const char* key) { return kc.value(key, kc.value("first_error", std::string("?"))); };
+    if (fw)
+        os << "\nWARNING: " << fw << " writes failed (not counted as done); first error: " << first("first_write_error")
+           << "\n";
+    if (fr > bad)
+        os << (fw ? "" : "\n") << "WARNING: " << fr - bad
+           << " reads failed (not counted as done); first error: " << first("first_read_error") << "\n";
+    if (bad)
+        os << (fw || fr > bad ? "" : "\n") << "ERROR: " << bad
+           << " reads returned other bytes than were written (--verify-reads); first: " << first("first_corruption")
+           << "\n";
+    else if (const J& v = obj(kc, "verify_reads"); !v.empty())
+        os << "\nRead check (--verify-reads): " << v.value("checked_bytes", uint64_t(0))
+           << " bytes read back from storage were the bytes written\n";
     if (const uint64_t g = kc.value("gather_fallbacks", uint64_t(0)))
         os << "NOTE: " << g << " storage write chunks took the slower gather path (iovecs per 4 KiB block): all "
            << (kc.contains("noise_pool_copies") ? std::to_string(kc.value("noise_pool_copies", uint64_t(0))) + " " : "")
