@@ -924,6 +924,15 @@ std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO
     return nullptr;
 }
 
+/// The what() of a kvio::Error held by `e`.
+std::string message_of(std::exception_ptr e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const Error& ev) {
+        return ev.what();
+    }
+}
+
 /// --stats: the programs' run time and how the syscalls were hooked.
 void print_bpf_stats(std::ostream& os, const std::vector<ProgStats>& stats, uint64_t cmds, SyscallHooks h) {
     print_stats(os, stats, cmds);
@@ -1082,12 +1091,18 @@ TraceResult run_trace(const TraceOptions& opts) {
     const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
     if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
     std::exception_ptr events_error = close_events(sink, fin.counters);  // the JSON summary is still written
+    if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
     if (!opts.quiet && file_paths) print_file_table(human, res.summary["files"], res.summary["files_attribution"]);
     if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
     warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);
-    if (events_error) std::rethrow_exception(events_error);
+    // trace_loop said at once why the trace ended; this says what was and was not written.
+    if (events_error)
+        throw Error(message_of(events_error) + ": no events file was written" +
+                    (opts.json_path.empty() ? ""
+                                            : "; " + opts.json_path +
+                                                  " covers the trace until the failure and records it (events_error)"));
     if (live_error) std::rethrow_exception(live_error);
     return res;
 }

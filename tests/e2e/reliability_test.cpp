@@ -113,8 +113,10 @@ TEST(FullDisk, TraceSaysWhyItEndsTheTracedCommand) {
     FullTmpfs full;
     LoopDevice loop(64ull << 20);
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + full.file("e.jsonl") +
-                 " -- sh -c 'dd if=/dev/zero of=" + loop.path + " bs=64k count=64 oflag=direct status=none; sleep 60'");
+    TempDir d;
+    auto r = run(kvio_bin() + " trace -q -d " + loop.name + " --events " + full.file("e.jsonl") + " --json " +
+                 d.file("t.json") + " -- sh -c 'dd if=/dev/zero of=" + loop.path +
+                 " bs=64k count=64 oflag=direct status=none; sleep 60'");
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_NE(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("kvio trace: " + full.file("e.jsonl") +
@@ -123,6 +125,15 @@ TEST(FullDisk, TraceSaysWhyItEndsTheTracedCommand) {
         << r.err;
     EXPECT_LT(took, 30) << "the command ran on after its trace could no longer be written";
     EXPECT_TRUE(full.left().empty()) << joined(full.left());
+    // The end says what was written, not the same line again; the summary records the cut.
+    EXPECT_NE(r.err.find("kvio: " + full.file("e.jsonl") +
+                         ": write failed: No space left on device: no events file was written; " + d.file("t.json") +
+                         " covers the trace until the failure"),
+              std::string::npos)
+        << r.err;
+    const json s = json::parse(slurp(d.file("t.json")));
+    EXPECT_NE(s.value("events_error", "").find("No space left on device: the trace ended there"), std::string::npos)
+        << s.dump();
 }
 
 // dump -o left a partial file, import -o an empty one.
