@@ -108,6 +108,17 @@ bool move_marked(const std::string& from, const std::string& to, const Json& mar
     return true;
 }
 
+/// Removes `rel` (option_<O>/trial_<T>/rank_<N>) under `root` when it is empty (a client that wrote no results), and
+/// its parents up to `root` when that leaves them empty: a failed trial leaves no empty directories behind.
+void remove_empty_dirs(const std::string& root, const std::string& rel) {
+    for (fs::path p = rel; !p.empty(); p = p.parent_path()) {
+        std::error_code ec;
+        const fs::path dir = fs::path(root) / p;
+        if (!fs::is_directory(dir, ec) || !fs::is_empty(dir, ec) || ec) return;
+        fs::remove(dir, ec);
+    }
+}
+
 /// Removes each client's <cache-dir>/rank_<N>/ after its trial, as a plain run removes its entries: the next trial
 /// starts from an empty cache like the first, and the storage under test is left as it was found.
 void remove_rank_caches(const std::string& cache_dir, int clients) {
@@ -191,6 +202,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
             marker(opt.option, trial, n, reason), progress);
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
     if (out.placed == 0) out.failed_entirely = true;
     return out;
 }
@@ -223,6 +235,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const bool placed =
         move_marked(client_output_path(c.output, top.rank), own_dir + "/kvcache_results_" + stamp + ".json",
                     marker(opt.option, trial, top.rank, reason), progress);
+    if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
     out.placed = mpi_max_over_ranks(placed ? 1 : 0);
@@ -510,8 +523,17 @@ std::vector<int> check_closed_run_mpi(const SimConfig& base, const ClosedRunOpti
     return options;
 }
 
-/// The per-Option line of the console.
+/// The per-Option line of the console. An Option without any rank file says so instead of figures (its aggregate is
+/// all zeros); one with some rank files missing says how many, as the summary's partial_failure does.
 void print_option_line(std::ostream& progress, int option, const Json& a) {
+    const size_t missing = a.value("missing_files", Json::array()).size();
+    const size_t expected = size_t(std::max(0, a.value("rank_count", 0) * a.value("trial_count", 0)));
+    if (missing && missing >= expected) {
+        progress << "mlperf-closed: option " << option << ": no result: none of its " << expected
+                 << " rank file(s) was written (first missing: " << a["missing_files"][0].get<std::string>() << ")\n"
+                 << std::flush;
+        return;
+    }
     auto p95 = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
     char line[256];
     std::snprintf(line, sizeof line,
@@ -521,7 +543,12 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                   a["aggregated_write_bandwidth_gbps"].get<double>(), p95("aggregated_device_read_p95_ms"),
                   p95("aggregated_device_write_p95_ms"),
                   a["aggregated_storage_throughput_tokens_per_sec"].get<double>());
-    progress << line << std::flush;
+    progress << line;
+    if (missing)
+        progress << "mlperf-closed: option " << option << ": PARTIAL: " << missing << " of " << expected
+                 << " rank files missing (counted as zero; first: " << a["missing_files"][0].get<std::string>()
+                 << ")\n";
+    progress << std::flush;
 }
 
 /// The summary shaped as mlpstorage's kvcache_run_summary.json, with kvio's metadata and provenance.
@@ -637,7 +664,10 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
             if (out.failed_entirely && !signo) {
                 if (top.leader())
                     progress << "mlperf-closed: option " << opt.option << " " << trial_label(t)
-                             << " produced no rank file: the protocol stops here\n"
+                             << (out.placed ? " failed (" + std::to_string(out.placed) + " of " +
+                                                  std::to_string(top.clients) + " rank files placed)"
+                                            : std::string(" produced no rank file"))
+                             << ": the protocol stops here\n"
                              << std::flush;
                 ended = true;
                 failed = true;
