@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/temp_name.h"
 #include "common/warn.h"
 #include "common/zstd_stream.h"
 
@@ -67,17 +68,14 @@ private:
 size_t remove_stale_temporaries(const std::string& path) {
     namespace fs = std::filesystem;
     const fs::path p(path);
-    const std::string prefix = p.filename().string() + ".tmp-";
+    const std::string base = p.filename().string();
     std::error_code ec;
     fs::directory_iterator it(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec);
     size_t removed = 0;
     for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string digits = name.substr(prefix.size());
-        if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
-        const pid_t pid = pid_t(std::stol(digits));
+        const pid_t pid = temporary_writer(it->path().filename().string(), base);
         if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours
+        const std::string digits = std::to_string(pid);
         std::error_code rm;
         if (!it->is_regular_file(rm) || !fs::remove(it->path(), rm)) continue;
         warn("removed " + it->path().string() + ", the partial output of a kvio that was killed (process " + digits +
@@ -90,7 +88,7 @@ size_t remove_stale_temporaries(const std::string& path) {
 PendingRename::PendingRename(std::string path) : path_(std::move(path)) {
     struct stat st {};
     const bool in_place = ::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode);  // a device, a pipe, a link
-    tmp_ = in_place ? path_ : path_ + ".tmp-" + std::to_string(::getpid());
+    tmp_ = in_place ? path_ : temporary_name(path_, ::getpid());
     done_ = in_place;
     if (!in_place) remove_stale_temporaries(path_);
 }

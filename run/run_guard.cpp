@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/temp_name.h"
 #include "run/loop_image.h"
 
 namespace kvio::run {
@@ -38,11 +39,7 @@ std::string remove_partial_outputs(const std::string& dir) {
     std::error_code ec;
     if (dir.empty()) return removed;
     for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        const size_t at = name.rfind(".tmp-");
-        if (at == std::string::npos || at + 5 == name.size() ||
-            name.find_first_not_of("0123456789", at + 5) != std::string::npos)
-            continue;
+        if (!temporary_writer(it->path().filename().string())) continue;
         std::error_code rm;
         if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) removed += " " + it->path().string();
     }

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "common/output_file.h"
+#include "common/temp_name.h"
 #include "common/warn.h"
 #include "report/report_html.h"
 #include "workload/model.h"
@@ -158,6 +159,18 @@ TEST(WholeOrAbsent, TheNextWriterRemovesADeadWritersTemporary) {
     EXPECT_NE(warnings[0].find(dead), std::string::npos) << warnings[0];
     EXPECT_NE(warnings[0].find("process " + std::to_string(child) + " is gone"), std::string::npos) << warnings[0];
     fs::remove_all(d);
+}
+
+// NAME.tmp-PID is the one shape both cleaners (the next writer of NAME, kvio run's guard) remove; anything else stays.
+TEST(WholeOrAbsent, TemporaryNamesAreParsedOneWay) {
+    EXPECT_EQ(temporary_name("/d/r.json", 4242), "/d/r.json.tmp-4242");
+    EXPECT_EQ(temporary_writer("r.json.tmp-4242"), 4242);
+    EXPECT_EQ(temporary_writer("r.json.tmp-4242", "r.json"), 4242);
+    EXPECT_EQ(temporary_writer("r.json.tmp-4242", "r.jso"), 0) << "another output's temporary";
+    EXPECT_EQ(temporary_writer("x.r.json.tmp-4242", "r.json"), 0);
+    for (const char* no : {"r.json", "r.json.tmp-", "r.json.tmp-12a", "r.json.tmp-0", "r.json.tmp-1234567890",
+                           ".tmp-12", "r.json.tmp--1", "r.json.tmp-12.zst"})
+        EXPECT_EQ(temporary_writer(no), 0) << no;
 }
 
 // A valid file of another kind is named by what it is, not called invalid JSON or short of a field.
