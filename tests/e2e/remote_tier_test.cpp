@@ -281,6 +281,36 @@ TEST(RemoteTierFaults, ServerKilledMidRunIsCountedAndTheRunEnds) {
     EXPECT_LT(took, 20.0);
 }
 
+// The server killed under a run with storage below it: the first ops to meet the fault fail (counted), the tier is
+// marked down once a reconnect is refused, and the run goes on through storage: new entries and the CPU tier's
+// victims skip the remote tier, its entries become misses. Before, every op that chose the remote tier after the
+// kill failed (each allocation tried it first while it had room): hundreds in 4 s.
+TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.05 --cache-dir " + dir.file("c"),
+                        once_writing(srv.port(), "kill -9 " + std::to_string(srv.pid())));
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    ASSERT_TRUE(rs.contains("down")) << rs.dump();
+    EXPECT_TRUE(rs["down"]["entries_lost"].get<bool>()) << rs.dump();
+    EXPECT_NE(rs["down"]["reason"].get<std::string>().find("cannot be reached again"), std::string::npos) << rs.dump();
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    const long long failed = cache["failed_writes"].get<long long>() + cache["failed_reads"].get<long long>();
+    // At most each of the two users' op on its broken connection and its next one, whose reconnect is refused, and
+    // a demotion of each in between.
+    EXPECT_LE(failed, 8) << cache.dump().substr(0, 600);
+    bool warned = false;
+    for (const auto& w : r.results["kvio"]["warnings"])
+        warned = warned || w.get<std::string>().find("remote tier was marked down") != std::string::npos;
+    EXPECT_TRUE(warned) << r.results["kvio"]["warnings"].dump();
+    const nlohmann::json* st = tier_section(r.results, "storage");
+    ASSERT_NE(st, nullptr);
+    EXPECT_GT((*st)["bytes_written"].get<uint64_t>(), 0u);
+}
+
 // CLIENT KILL of kvio's connections once the run writes: the op on a killed connection fails and is counted, the
 // thread connects again, and the run goes on reading and writing.
 TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {

@@ -64,6 +64,48 @@ TEST(Waterfall, FillsTheFirstTierToItsTargetThenDemotesTheOldest) {
     EXPECT_EQ(p.usage(1).claimed, 300u);
 }
 
+// A remote tier (the middle one) marked down after a fault: new entries and the CPU tier's victims go past it to
+// storage; what it held stays readable while it only refuses writes (a full server), and becomes a miss once it is
+// gone (a killed server).
+TEST(Waterfall, ATierMarkedDownIsPassedOverAndItsEntriesGoWithIt) {
+    WaterfallPolicy p({1000, 1000, 10000});  // cpu, remote, storage
+    ASSERT_EQ(place(p, "a", 300), 0);
+    ASSERT_EQ(place(p, "b", 300), 0);
+    ASSERT_EQ(place(p, "c", 300), 0);  // a demoted to the remote tier
+    ASSERT_EQ(p.tier_of("a"), 1);
+    p.mark_down(1, true);
+    EXPECT_TRUE(p.is_down(1));
+    std::vector<WaterfallAction> done;
+    EXPECT_EQ(place(p, "d", 300, &done), 0);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].key, "b");
+    EXPECT_EQ(done[0].to, 2) << "demoted past the tier that is down";
+    EXPECT_EQ(place(p, "big", 960), 2) << "an entry too large for the cpu tier (> 95 %) skips the remote tier";
+    ReadGrant g = p.begin_read("a");
+    EXPECT_EQ(g.tier, 1) << "a full server's entries are still read";
+    p.end_read("a");
+    p.mark_down(1, false);
+    EXPECT_EQ(p.begin_read("a").tier, -1) << "a gone server's entries are misses";
+    EXPECT_FALSE(p.contains("a"));
+    EXPECT_EQ(p.usage(1).entries, 0u);
+}
+
+// The remote tier as the last tier (no storage) marked down: the CPU tier is the last one now and deletes its
+// oldest entries instead of demoting them to a server that is gone.
+TEST(Waterfall, WithTheLastTierDownTheTierAboveDeletes) {
+    WaterfallPolicy p({1000, 1000});  // cpu, remote
+    ASSERT_EQ(place(p, "a", 300), 0);
+    ASSERT_EQ(place(p, "b", 300), 0);
+    p.mark_down(1, false);
+    ASSERT_EQ(place(p, "c", 300), 0) << "the cpu tier now fills to its limit, as a last tier does";
+    std::vector<WaterfallAction> done;
+    EXPECT_EQ(place(p, "d", 300, &done), 0);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].kind, WaterfallAction::Kind::Delete);
+    EXPECT_EQ(done[0].key, "a");
+    EXPECT_EQ(place(p, "huge", 2000), -1) << "no tier that is up can take it";
+}
+
 TEST(Waterfall, DemotionChainReachesStorageRecursively) {
     WaterfallPolicy p({1000, 1000, 1000});
     for (const char* k : {"a", "b", "c", "d", "e"}) ASSERT_EQ(place(p, k, 300), 0) << k;

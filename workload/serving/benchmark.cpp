@@ -959,6 +959,9 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
                 std::to_string(st.corrupted_reads) +
                 " reads returned other bytes than were written (--verify-reads); first: " + first(st.first_corruption));
     }
+    if (const CacheStats st = cache.stats(); !st.remote_down.empty())
+        warnings.push_back("the remote tier was marked down for the rest of the run (" + st.remote_down +
+                           "): new entries went to the tiers below it");
     kv["warnings"] = warnings;
     for (auto it = k.begin(); it != k.end(); ++it) kv[it.key()] = it.value();
     kv["config"] = config_to_json(c);

@@ -138,6 +138,7 @@ struct MultiTierCache::Impl {
     /// Notes an error: the first of the run, and the first of its kind. stats_mu held by the caller.
     enum class ErrorKind { Write, Read, Corruption, Other };
     void note_error(const std::string& e, ErrorKind kind = ErrorKind::Other) {
+        check_remote();
         if (st.first_error.empty()) st.first_error = e;
         if (kind == ErrorKind::Write && st.first_write_error.empty()) st.first_write_error = e;
         if ((kind == ErrorKind::Read || kind == ErrorKind::Corruption) && st.first_read_error.empty())
@@ -146,6 +147,18 @@ struct MultiTierCache::Impl {
             st.corrupted_reads += 1;
             if (st.first_corruption.empty()) st.first_corruption = e;
         }
+    }
+
+    /// After a failed op: a remote tier that says it is down (RemoteTier::down) is marked down in the policy once,
+    /// so the run goes on through the tiers below it (docs/simulate.md, "Remote tier"). stats_mu held by the caller
+    /// (the policy's lock is taken inside it; the policy never takes stats_mu).
+    void check_remote() {
+        if (!remote || !st.remote_down.empty()) return;
+        const RemoteTier::Down d = remote->down();
+        if (d.reason.empty()) return;
+        st.remote_down = d.reason;
+        const int t = index[int(Tier::Remote)];
+        if (t >= 0) policy->mark_down(t, !d.gone);
     }
 
     void execute(const std::vector<WaterfallAction>& actions);
@@ -678,6 +691,7 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     if (!s.first_read_error.empty()) j["first_read_error"] = s.first_read_error;
     if (s.corrupted_reads) j["corrupted_reads"] = s.corrupted_reads;
     if (!s.first_corruption.empty()) j["first_corruption"] = s.first_corruption;
+    if (!s.remote_down.empty()) j["remote_down"] = s.remote_down;
     if (m.trace) {
         j["io_trace_log"] = m.trace->path();
         j["io_trace_rows"] = m.trace->rows();

@@ -61,6 +61,7 @@ const CacheStatsField kFields[] = {
     {"first_read_error", &S::first_read_error, M::First},
     {"corrupted_reads", &S::corrupted_reads, M::Sum},
     {"first_corruption", &S::first_corruption, M::First},
+    {"remote_down", &S::remote_down, M::First},
     {"cut_ops", &S::cut_ops, M::Local},
     {"cut_bytes_moved", &S::cut_bytes_moved, M::Local},
     {"storage_ops", &S::storage_ops, M::Local},

@@ -61,6 +61,9 @@ struct CacheStats {
     /// first one's entry and offset.
     uint64_t corrupted_reads = 0;
     std::string first_corruption;
+    /// Why the remote tier was marked down for the rest of the run ("" while it is up): docs/simulate.md, "Remote
+    /// tier".
+    std::string remote_down;
 };
 
 /// limit_bytes of an unlimited tier.

@@ -79,8 +79,10 @@ public:
                 data.fill(off, dst, len);  // generation: not the tier's time
                 gen += now_s() - g0;
             });
-        } catch (const Error&) {
+        } catch (const Error& e) {
             errors_ += 1;
+            if (std::string(e.what()).find("OOM") != std::string::npos)
+                set_down("the server refuses writes: " + std::string(e.what()), false);
             // The chunks SET before the fault would stay on the server, held by no one: deleted (DEL of a chunk
             // never written is a no-op), on the control connection, made again if the fault broke it.
             try {
@@ -176,6 +178,7 @@ public:
         j["foreign_misses"] = foreign_misses_.load();
         j["lost_reads"] = lost_.load();  // reads of this client's own entries that the server no longer had
         j["errors"] = errors_.load();
+        if (const Down d = down(); !d.reason.empty()) j["down"] = {{"reason", d.reason}, {"entries_lost", d.gone}};
         long long now = -1;
         try {
             std::lock_guard<std::mutex> g(control_mu_);
@@ -183,6 +186,11 @@ public:
         } catch (const std::exception&) {}
         j["server"] = {{"used_memory_start", used_start_}, {"used_memory_now", now}, {"maxmemory", maxmemory_}};
         return j;
+    }
+
+    Down down() const override {
+        std::lock_guard<std::mutex> g(down_mu_);
+        return down_;
     }
 
     void clear() override {
@@ -257,6 +265,13 @@ private:
         }
     }
 
+    /// The first reason the tier went down wins; a later "gone" makes a full server's entries lost too.
+    void set_down(const std::string& reason, bool gone) {
+        std::lock_guard<std::mutex> g(down_mu_);
+        if (down_.reason.empty()) down_.reason = reason;
+        down_.gone = down_.gone || gone;
+    }
+
     /// This thread's connection, made (again, after an I/O error broke it) on demand.
     redis::Connection& conn() {
         const auto id = std::this_thread::get_id();
@@ -267,8 +282,9 @@ private:
         std::unique_ptr<redis::Connection> c;
         try {
             c = std::make_unique<redis::Connection>(url_, o_.timeout_s);
-        } catch (const Error&) {
+        } catch (const Error& e) {
             errors_ += 1;
+            set_down("the server cannot be reached again after a fault: " + std::string(e.what()), true);
             throw;
         }
         l.lock();
@@ -286,6 +302,8 @@ private:
     std::mutex mu_;
     std::unordered_map<std::thread::id, std::unique_ptr<redis::Connection>> conns_;
     std::unordered_map<std::string, uint64_t> sizes_;
+    mutable std::mutex down_mu_;
+    Down down_;
     std::atomic<uint64_t> sets_{0}, gets_{0}, getexs_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
     std::atomic<uint64_t> foreign_hits_{0}, foreign_bytes_{0}, foreign_misses_{0}, get_misses_{0}, lost_{0};
 };

@@ -52,6 +52,13 @@ public:
     /// written it. GETEX of its chunks (counted apart from GET in the server's commandstats, so a test can check
     /// the count exactly); nullopt when a chunk is absent (never written, or deleted meanwhile). Throws on errors.
     virtual std::optional<OpTiming> read_foreign(const std::string& key, uint64_t bytes) = 0;
+    /// Why the tier should take no more writes, "" while it is up: the server could not be reached again after a
+    /// fault (`gone`: its entries are lost with it), or it refused a write for memory (OOM: its entries still read).
+    struct Down {
+        std::string reason;
+        bool gone = false;
+    };
+    virtual Down down() const = 0;
 };
 
 /// A run id for --remote-run-id's default: "kvio-<host>-<pid>-<unix seconds>".

@@ -6,7 +6,7 @@
 namespace kvio::serving {
 
 WaterfallPolicy::WaterfallPolicy(std::vector<uint64_t> limits, WaterfallOptions o)
-    : limits_(std::move(limits)), opt_(o), st_(limits_.size()) {}
+    : limits_(std::move(limits)), opt_(o), st_(limits_.size()), down_(limits_.size(), kUp) {}
 
 uint64_t WaterfallPolicy::effective(int t) const {
     uint64_t lim = limits_[t];
@@ -50,7 +50,7 @@ PlaceStep WaterfallPolicy::place_step(uint64_t bytes, int first_tier) {
     PlaceStep s;
     s.generation = generation_;
     for (int t = std::max(first_tier, 0); t < tiers(); ++t) {
-        if (too_large(t, bytes)) continue;
+        if (down_[t] != kUp || too_large(t, bytes)) continue;
         TierState& ts = st_[t];
         if (fits(t, bytes)) {
             ts.reserved += fp(t, bytes);
@@ -104,7 +104,7 @@ bool WaterfallPolicy::make_room(int t, uint64_t bytes, int depth, std::vector<Wa
             out.push_back({WaterfallAction::Kind::Delete, key, t, -1, e.bytes});
             continue;
         }
-        int n = t + 1;
+        int n = next_up(t);                       // a tier marked down is passed over
         if (too_large(n, e.bytes)) return false;  // the benchmark: "Could not make space in <next> for demotion"
         if (fits(n, e.bytes)) {
             st_[n].reserved += fp(n, e.bytes);
@@ -202,6 +202,11 @@ ReadGrant WaterfallPolicy::begin_read(const std::string& key) {
     for (;;) {
         auto it = entries_.find(key);
         if (it == entries_.end()) return {};
+        if (down_[it->second.tier] == kGone && !it->second.leaving && it->second.readers == 0) {
+            erase(key);  // its bytes were on a server that is gone: a miss from now on
+            changed();
+            return {};
+        }
         // One reader per key at a time, as the benchmark's per-key lock (cache.py access_cache,
         // docs/mlperf-benchmark.md, "Tiers and the waterfall"): two loads of one entry never overlap, which also keeps
         // `kvio validate`'s offset join unambiguous.
@@ -269,6 +274,17 @@ void WaterfallPolicy::set_lru(const std::string& key, uint64_t last_access, uint
     e.last_access = last_access;
     e.access_count = access_count;
     ts.lru.insert({e.last_access, e.access_count, key});
+}
+
+void WaterfallPolicy::mark_down(int tier, bool readable) {
+    std::lock_guard<std::mutex> g(mu_);
+    down_[tier] = std::max<uint8_t>(down_[tier], readable ? kNoWrites : kGone);
+    changed();  // a placement waiting on this tier asks again and passes it over
+}
+
+bool WaterfallPolicy::is_down(int tier) const {
+    std::lock_guard<std::mutex> g(mu_);
+    return down_[tier] != kUp;
 }
 
 std::vector<std::string> WaterfallPolicy::lru_order(int tier) const {

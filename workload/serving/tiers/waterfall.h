@@ -133,6 +133,13 @@ public:
     void set_lru(const std::string& key, uint64_t last_access, uint64_t access_count);
     /// Keys of `tier` in LRU order (oldest first).
     std::vector<std::string> lru_order(int tier) const;
+    /// The tier takes no more entries, for the rest of the run (a remote server that is full or gone:
+    /// docs/simulate.md, "Remote tier"): placement skips it, the tier above demotes past it (to the next tier that is
+    /// up, or deletes when none is: it is then the last tier). With `readable` false its entries are gone too: a read
+    /// of one is a miss and drops the entry. Idempotent.
+    void mark_down(int tier, bool readable);
+    /// Whether mark_down() was called for `tier`.
+    bool is_down(int tier) const;
 
 private:
     struct Entry {
@@ -149,7 +156,13 @@ private:
         uint64_t claimed() const { return resident + reserved; }
     };
 
-    bool terminal(int t) const { return t + 1 == tiers(); }
+    /// The first tier after `t` that is not down (tiers() when none is).
+    int next_up(int t) const {
+        int n = t + 1;
+        while (n < tiers() && down_[n] != kUp) ++n;
+        return n;
+    }
+    bool terminal(int t) const { return next_up(t) == tiers(); }
     uint64_t fp(int t, uint64_t bytes) const { return opt_.footprint ? opt_.footprint(t, bytes) : bytes; }
     uint64_t effective(int t) const;
     bool too_large(int t, uint64_t bytes) const;
@@ -164,6 +177,8 @@ private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::atomic<bool> cut_{false};
+    enum : uint8_t { kUp = 0, kNoWrites = 1, kGone = 2 };
+    std::vector<uint8_t> down_;  ///< per tier (mark_down)
     uint64_t generation_ = 0, clock_ = 0;
     std::unordered_map<std::string, Entry> entries_;
     std::unordered_set<std::string> writing_;
