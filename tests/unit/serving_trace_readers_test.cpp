@@ -292,4 +292,35 @@ TEST(XlsxExport, SummaryRowAsCsvWhenTheNameIsNotXlsx) {
     EXPECT_EQ(h.back(), "Multi-turn Hit Rate");
     EXPECT_EQ(h.size(),
               27u + 72u);  // 27 run parameters + 72 metrics (docs/mlperf-benchmark.md, "Metrics and the results JSON")
+    EXPECT_EQ(m.count("Remote Entries"), 0u) << "no remote tier: the benchmark's columns exactly";
+}
+
+// A run with --remote-tier: its tier's bytes, bandwidth and entries join the Summary row like the others'.
+TEST(XlsxExport, RemoteTierColumnsOnlyWhenTheRunHadOne) {
+    Dir d;
+    SimConfig c;
+    nlohmann::ordered_json r;
+    r["summary"] = {{"total_requests", 3},
+                    {"cache_stats",
+                     {{"tier_remote_kv_bytes_written_gb", 1.5},
+                      {"tier_remote_kv_bytes_read_gb", 2.5},
+                      {"tier_remote_read_bandwidth_gbps", 0.25},
+                      {"tier_remote_write_bandwidth_gbps", 0.125},
+                      {"remote_entries", 7}}}};
+    std::ifstream in(export_results_xlsx(r, c, d.path + "/r.csv"));
+    std::string header, row;
+    std::getline(in, header);
+    std::getline(in, row);
+    std::vector<std::string> h, v;
+    ASSERT_FALSE(split_csv_record(header, h));
+    ASSERT_FALSE(split_csv_record(row, v));
+    ASSERT_EQ(h.size(), v.size());
+    std::map<std::string, std::string> m;
+    for (size_t i = 0; i < h.size(); ++i) m[h[i]] = v[i];
+    EXPECT_EQ(h.size(), 27u + 72u + 5u);  // written, read, two bandwidths, entries
+    EXPECT_EQ(m["Tier Remote KV Bytes Written (GiB)"], "1.5");
+    EXPECT_EQ(m["Tier Remote KV Bytes Read (GiB)"], "2.5");
+    EXPECT_EQ(m["Tier Remote Read Bandwidth (GiB/s)"], "0.25");
+    EXPECT_EQ(m["Tier Remote Write Bandwidth (GiB/s)"], "0.125");
+    EXPECT_EQ(m["Remote Entries"], "7");
 }

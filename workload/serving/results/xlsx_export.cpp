@@ -101,7 +101,11 @@ std::vector<std::pair<std::string, J>> performance_metrics(const J& s) {
     m.emplace_back("Read/Write Ratio", nested(s, {"cache_stats", "read_write_ratio"}));
     m.emplace_back("Total Read (GiB)", nested(s, {"cache_stats", "total_read_gb"}));
     m.emplace_back("Total Write (GiB)", nested(s, {"cache_stats", "total_write_gb"}));
-    const std::pair<const char*, const char*> tiers[] = {{"GPU", "gpu"}, {"CPU", "cpu"}, {"Storage", "storage"}};
+    // The benchmark's tiers; a run with --remote-tier adds the remote tier's columns after them (kvio: a run without
+    // it keeps the benchmark's columns exactly).
+    std::vector<std::pair<const char*, const char*>> tiers = {{"GPU", "gpu"}, {"CPU", "cpu"}, {"Storage", "storage"}};
+    if (!nested(s, {"cache_stats", "tier_remote_kv_bytes_written_gb"}).is_null())
+        tiers.emplace_back("Remote", "remote");
     for (const char* dir : {"Written", "Read"})
         for (auto [T, t] : tiers) {
             const std::string key =
