@@ -366,25 +366,28 @@ TEST(SimConfig, NonFiniteFloatsAreRefused) {
     }
 }
 
+/// A results document print_report() takes: a 4.5 s run of a 60 s duration with `cache` as kvio.cache.
+nlohmann::ordered_json report_results(const nlohmann::ordered_json& cache) {
+    nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
+    return {{"requests_completed", 3},
+            {"summary",
+             {{"elapsed_time", 4.5},
+              {"end_to_end_latency_ms", lat},
+              {"storage_io_latency_ms", lat},
+              {"generation_latency_ms", lat},
+              {"cache_stats", nlohmann::ordered_json::object()},
+              {"multi_turn_stats", nlohmann::ordered_json::object()},
+              {"qos_metrics", nlohmann::ordered_json::object()}}},
+            {"kvio", {{"cache", cache}, {"config", {{"flags", {{"duration", 60}}}}}}}};
+}
+
 // The console report's storage part names the write chunks that fell back to the gather path (every noise-pool copy
 // taken), and a run a signal stopped says so at its top; neither line when there is nothing to say.
 TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
     using kvio::serving::print_report;
-    nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
-    nlohmann::ordered_json doc = {
-        {"requests_completed", 3},
-        {"summary",
-         {{"elapsed_time", 4.5},
-          {"end_to_end_latency_ms", lat},
-          {"storage_io_latency_ms", lat},
-          {"generation_latency_ms", lat},
-          {"cache_stats", nlohmann::ordered_json::object()},
-          {"multi_turn_stats", nlohmann::ordered_json::object()},
-          {"qos_metrics", nlohmann::ordered_json::object()}}},
-        {"kvio",
-         {{"cache", {{"failed_writes", 0}, {"failed_reads", 0}, {"gather_fallbacks", 0}, {"noise_pool_copies", 4}}},
-          {"stop", {{"reason", "duration"}, {"signal", 0}, {"stop_requested_at_s", 4.5}}},
-          {"config", {{"flags", {{"duration", 60}}}}}}}};
+    nlohmann::ordered_json doc =
+        report_results({{"failed_writes", 0}, {"failed_reads", 0}, {"gather_fallbacks", 0}, {"noise_pool_copies", 4}});
+    doc["kvio"]["stop"] = {{"reason", "duration"}, {"signal", 0}, {"stop_requested_at_s", 4.5}};
     std::ostringstream quiet;
     print_report(quiet, doc);
     EXPECT_EQ(quiet.str().find("gather path"), std::string::npos) << quiet.str();
@@ -407,26 +410,13 @@ TEST(ServingReport, ConsoleNamesGatherFallbacksAndASignalStop) {
 // a read's EIO); a clean --verify-reads run says how many bytes were checked.
 TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
     using kvio::serving::print_report;
-    nlohmann::ordered_json lat = {{"mean", 1.0}, {"p50", 1.0}, {"p95", 2.0}, {"p99", 3.0}};
-    nlohmann::ordered_json doc = {{"requests_completed", 3},
-                                  {"summary",
-                                   {{"elapsed_time", 4.5},
-                                    {"end_to_end_latency_ms", lat},
-                                    {"storage_io_latency_ms", lat},
-                                    {"generation_latency_ms", lat},
-                                    {"cache_stats", nlohmann::ordered_json::object()},
-                                    {"multi_turn_stats", nlohmann::ordered_json::object()},
-                                    {"qos_metrics", nlohmann::ordered_json::object()}}},
-                                  {"kvio",
-                                   {{"cache",
-                                     {{"failed_writes", 2},
-                                      {"failed_reads", 5},
-                                      {"corrupted_reads", 1},
-                                      {"first_error", "write A: No space left on device"},
-                                      {"first_write_error", "write A: No space left on device"},
-                                      {"first_read_error", "read B: Input/output error"},
-                                      {"first_corruption", "read C: payload mismatch"}}},
-                                    {"config", {{"flags", {{"duration", 60}}}}}}}};
+    nlohmann::ordered_json doc = report_results({{"failed_writes", 2},
+                                                 {"failed_reads", 5},
+                                                 {"corrupted_reads", 1},
+                                                 {"first_error", "write A: No space left on device"},
+                                                 {"first_write_error", "write A: No space left on device"},
+                                                 {"first_read_error", "read B: Input/output error"},
+                                                 {"first_corruption", "read C: payload mismatch"}});
     std::ostringstream os;
     print_report(os, doc);
     const std::string out = os.str();

@@ -258,6 +258,23 @@ TEST(TraceSource, ShareGptKeysRateAndDisabledMultiTurn) {
     EXPECT_EQ(make_trace_source(c, 1), nullptr);  // synthetic users
 }
 
+/// The Summary row of a CSV export as column -> cell; its header in `h`. Fails the test unless the file holds exactly
+/// a header and one row of as many cells.
+std::map<std::string, std::string> summary_row(const std::string& path, std::vector<std::string>& h) {
+    std::ifstream in(path);
+    std::string header, row, extra;
+    std::getline(in, header);
+    std::getline(in, row);
+    EXPECT_FALSE(std::getline(in, extra)) << path;
+    std::vector<std::string> v;
+    EXPECT_FALSE(split_csv_record(header, h)) << path;
+    EXPECT_FALSE(split_csv_record(row, v)) << path;
+    EXPECT_EQ(h.size(), v.size()) << path;
+    std::map<std::string, std::string> m;
+    for (size_t i = 0; i < h.size() && i < v.size(); ++i) m[h[i]] = v[i];
+    return m;
+}
+
 TEST(XlsxExport, SummaryRowAsCsvWhenTheNameIsNotXlsx) {
     Dir d;
     SimConfig c;
@@ -269,17 +286,8 @@ TEST(XlsxExport, SummaryRowAsCsvWhenTheNameIsNotXlsx) {
                     {"cache_stats", {{"cache_hit_rate", 0.75}}}};
     const std::string out = export_results_xlsx(r, c, d.path + "/r");
     EXPECT_EQ(out, d.path + "/r.csv");
-    std::ifstream in(out);
-    std::string header, row, extra;
-    std::getline(in, header);
-    std::getline(in, row);
-    EXPECT_FALSE(std::getline(in, extra));
-    std::vector<std::string> h, v;
-    ASSERT_FALSE(split_csv_record(header, h));
-    ASSERT_FALSE(split_csv_record(row, v));
-    ASSERT_EQ(h.size(), v.size());
-    std::map<std::string, std::string> m;
-    for (size_t i = 0; i < h.size(); ++i) m[h[i]] = v[i];
+    std::vector<std::string> h;
+    auto m = summary_row(out, h);
     EXPECT_EQ(m["Total Requests"], "12");
     EXPECT_EQ(m["Elapsed Time (s)"], "0.1");
     EXPECT_EQ(m["E2E Latency P95 (ms)"], "2.5");
@@ -307,16 +315,8 @@ TEST(XlsxExport, RemoteTierColumnsOnlyWhenTheRunHadOne) {
                       {"tier_remote_read_bandwidth_gbps", 0.25},
                       {"tier_remote_write_bandwidth_gbps", 0.125},
                       {"remote_entries", 7}}}};
-    std::ifstream in(export_results_xlsx(r, c, d.path + "/r.csv"));
-    std::string header, row;
-    std::getline(in, header);
-    std::getline(in, row);
-    std::vector<std::string> h, v;
-    ASSERT_FALSE(split_csv_record(header, h));
-    ASSERT_FALSE(split_csv_record(row, v));
-    ASSERT_EQ(h.size(), v.size());
-    std::map<std::string, std::string> m;
-    for (size_t i = 0; i < h.size(); ++i) m[h[i]] = v[i];
+    std::vector<std::string> h;
+    auto m = summary_row(export_results_xlsx(r, c, d.path + "/r.csv"), h);
     EXPECT_EQ(h.size(), 27u + 72u + 5u);  // written, read, two bandwidths, entries
     EXPECT_EQ(m["Tier Remote KV Bytes Written (GiB)"], "1.5");
     EXPECT_EQ(m["Tier Remote KV Bytes Read (GiB)"], "2.5");
