@@ -125,7 +125,8 @@ void add_replay_command(CLI::App& app) {
     io->excludes(rec)->excludes(ev);
     sub->add_option(
         "--tiers", o->tiers,
-        "--io-trace: tiers whose rows are executed, a comma list of 0 (GPU), 1 (CPU), 2 (storage); default 2");
+        "--io-trace: tiers whose rows are executed, a comma list of 0 (GPU), 1 (CPU), 2 (storage), 3 (kvio's remote "
+        "tier); default 2");
     sub->add_option("--max-io", o->max_io,
                     "--io-trace: transfer cap in bytes (default: the target's max_sectors_kb / max_segments limit)");
     sub->add_option(

@@ -156,8 +156,10 @@ IoTrace parse_io_trace(std::string_view text, const std::string& path) {
             r.tier = 1;
         else if (f[3] == "Tier-2")
             r.tier = 2;
+        else if (f[3] == "Tier-3")  // kvio's remote tier (simulate --remote-tier with --io-trace-log)
+            r.tier = 3;
         else
-            err.fail("Tier", "expected Tier-0, Tier-1 or Tier-2, got " + quoted_excerpt(f[3]));
+            err.fail("Tier", "expected Tier-0, Tier-1, Tier-2 or Tier-3, got " + quoted_excerpt(f[3]));
         if (f[4].empty()) err.fail("Key", "empty");
         if (f[4].size() > kMaxKeyBytes) err.fail("Key", std::to_string(f[4].size()) + " bytes, at most 4096");
         if (f[5] == "Prefill")

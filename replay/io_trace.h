@@ -19,7 +19,7 @@ struct IoTraceRow {
     uint64_t ts_ns = 0;
     bool write = false;  ///< Operation Write (else Read)
     uint64_t bytes = 0;  ///< Object_Size_Bytes
-    uint8_t tier = 0;    ///< Tier-0 (GPU), Tier-1 (CPU), Tier-2 (storage)
+    uint8_t tier = 0;    ///< Tier-0 (GPU), Tier-1 (CPU), Tier-2 (storage), Tier-3 (kvio's remote tier)
     TracePhase phase = TracePhase::Prefill;
     uint32_t key = 0;   ///< index into IoTrace::keys
     uint64_t line = 0;  ///< line number in the file (1 = header)

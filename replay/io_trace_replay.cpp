@@ -39,11 +39,13 @@ uint8_t parse_tiers(const std::string& s) {
     std::stringstream ss(s);
     for (std::string item; std::getline(ss, item, ',');) {
         if (item.rfind("Tier-", 0) == 0) item = item.substr(5);
-        if (item != "0" && item != "1" && item != "2")
-            throw Error("--tiers " + s + ": expected a comma list of 0, 1, 2 (Tier-0 GPU, Tier-1 CPU, Tier-2 storage)");
+        if (item != "0" && item != "1" && item != "2" && item != "3")
+            throw Error(
+                "--tiers " + s +
+                ": expected a comma list of 0, 1, 2, 3 (Tier-0 GPU, Tier-1 CPU, Tier-2 storage, Tier-3 remote)");
         m |= uint8_t(1u << (item[0] - '0'));
     }
-    if (!m) throw Error("--tiers " + s + ": expected a comma list of 0, 1, 2");
+    if (!m) throw Error("--tiers " + s + ": expected a comma list of 0, 1, 2, 3");
     return m;
 }
 
@@ -206,7 +208,7 @@ void print_io_trace_replay(std::ostream& os, const IoTraceReplayOptions& o, cons
     const IoTracePlan& p = r.plan;
     const workload::GenSummary& s = r.summary;
     std::string tiers;
-    for (int k = 0; k < 3; ++k)
+    for (int k = 0; k < 4; ++k)
         if (o.tiers >> k & 1) tiers += (tiers.empty() ? "" : ",") + std::to_string(k);
     char line[512];
     std::snprintf(line, sizeof line,

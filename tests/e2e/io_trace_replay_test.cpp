@@ -184,7 +184,8 @@ TEST(ReplayIoTrace, RefusalsLeaveTheTargetUnchanged) {
                                         "1764590400.000002,Write,4096,Tier-9,k,Prefill\n";
     r = run(kvio_bin() + " replay -q --force --io-trace " + d.file("bad.csv") + " --target " + loop.path);
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find(d.file("bad.csv") + ":3: field 'Tier': expected Tier-0, Tier-1 or Tier-2"), std::string::npos)
+    EXPECT_NE(r.err.find(d.file("bad.csv") + ":3: field 'Tier': expected Tier-0, Tier-1, Tier-2 or Tier-3"),
+              std::string::npos)
         << r.err;
     EXPECT_EQ(md5(loop.path), dirty);
     // --force overrides the data check; the replay then succeeds.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -221,6 +222,42 @@ nlohmann::json remote_of(const nlohmann::json& results) {
 }
 
 }  // namespace
+
+// The logical mode (--io-trace-log: no I/O) with a remote tier asks no server (the URL here is a port nobody
+// listens on) and logs the remote tier's ops as Tier-3 rows beside the others; without --remote-capacity-gb it is
+// refused (exit 2), as nothing could tell the tier's size.
+TEST(RemoteTier, TraceModeLogsRemoteRowsWithoutAServer) {
+    TempDir dir;
+    const std::string dead = "redis://127.0.0.1:" + std::to_string(free_loopback_port());
+    const std::string log = dir.file("t.csv");
+    SimRun r = simulate(dir,
+                        "--model tiny-1b --num-users 4 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0.05 "
+                        "--generation-mode none --seed 3 --progress-interval 0 --remote-tier " +
+                            dead + " --remote-capacity-gb 0.1 --cache-dir " + dir.file("c") + " --io-trace-log " + log);
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    std::map<std::string, uint64_t> rows;
+    uint64_t remote_written = 0;  // Object_Size_Bytes of the Tier-3 Write rows
+    std::ifstream in(log);
+    for (std::string l; std::getline(in, l);) {
+        const size_t a = l.find(",Tier-");
+        if (a == std::string::npos) continue;
+        rows[l.substr(a + 1, 6)] += 1;
+        const size_t op = l.find(',') + 1, size = l.find(',', op) + 1;
+        if (l.compare(a + 1, 6, "Tier-3") == 0 && l.compare(op, 6, "Write,") == 0)
+            remote_written += std::stoull(l.substr(size, a - size));
+    }
+    EXPECT_GT(rows["Tier-3"], 0u) << "remote rows";
+    EXPECT_GT(rows["Tier-1"], 0u) << "cpu rows";
+    EXPECT_GT(rows["Tier-2"], 0u) << "storage rows: the remote tier's victims";
+    const nlohmann::json* t = tier_section(r.results, "remote");
+    ASSERT_NE(t, nullptr);
+    EXPECT_GT((*t)["bytes_written"].get<uint64_t>(), 0u);
+    // The results count from the end of the warm-up; the log has every op.
+    EXPECT_LE((*t)["bytes_written"].get<uint64_t>(), remote_written);
+    SimRun no = simulate(dir, "--model tiny-1b --duration 1 --remote-tier " + dead + " --io-trace-log " + log);
+    EXPECT_EQ(no.cmd.status, 2) << no.cmd.err;  // kvio's own flags given wrong: a usage error
+    EXPECT_NE(no.cmd.err.find("needs --remote-capacity-gb"), std::string::npos) << no.cmd.err;
+}
 
 // Faults (docs/simulate.md, "Remote tier"): an unreachable server or a wrong password fails the run at start in one
 // line (exit status 1, the project's rule for an error that is not a command-line one); no results file.

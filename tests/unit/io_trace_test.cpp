@@ -58,7 +58,7 @@ TEST(IoTraceReader, BadRowsNameFileLineAndField) {
         {"1.0,Write,0,Tier-2,k,Prefill\n", "t.csv:2: field 'Object_Size_Bytes'"},
         {"1.0,Write,-5,Tier-2,k,Prefill\n", "t.csv:2: field 'Object_Size_Bytes'"},
         {"1.0,Write,2199023255553,Tier-2,k,Prefill\n", "t.csv:2: field 'Object_Size_Bytes'"},
-        {"1.0,Write,4096,Tier-3,k,Prefill\n", "t.csv:2: field 'Tier'"},
+        {"1.0,Write,4096,Tier-4,k,Prefill\n", "t.csv:2: field 'Tier': expected Tier-0, Tier-1, Tier-2 or Tier-3"},
         {"1.0,Write,4096,Tier-2,,Prefill\n", "t.csv:2: field 'Key': empty"},
         {"1.0,Write,4096,Tier-2,k,Generate\n", "t.csv:2: field 'Phase'"},
         {"1.0,Write,4096,Tier-2,k,\n", "t.csv:2: field 'Phase'"},
@@ -144,6 +144,27 @@ TEST(IoTracePlan, Tiers) {
     EXPECT_EQ(parse_tiers("2"), 4);
     EXPECT_EQ(parse_tiers("1,Tier-2"), 6);
     EXPECT_EQ(parse_tiers("0,1,2"), 7);
-    EXPECT_THROW(parse_tiers("3"), kvio::Error);
+    EXPECT_EQ(parse_tiers("Tier-3"), 8);  // kvio's remote tier
+    EXPECT_THROW(parse_tiers("4"), kvio::Error);
     EXPECT_THROW(parse_tiers(""), kvio::Error);
+}
+
+// kvio's remote tier (simulate --remote-tier with --io-trace-log) writes Tier-3 rows: read as tier 3, skipped by a
+// replay of the default tiers like the GPU and CPU tiers' rows.
+TEST(IoTracePlan, RemoteTierRowsAreReadAndSkippedByDefault) {
+    IoTrace t = parse_io_trace(std::string(kHead) +
+                                   "100.000000,Write,1000,Tier-3,r,Prefill\n"
+                                   "100.001000,Write,2000,Tier-2,s,Prefill\n"
+                                   "100.002000,Read,1000,Tier-3,r,Decode\n",
+                               "t.csv");
+    ASSERT_EQ(t.rows.size(), 3u);
+    EXPECT_EQ(t.rows[0].tier, 3);
+    EXPECT_EQ(t.rows[2].tier, 3);
+    kvio::workload::DeviceGeometry d;
+    d.lba_bytes = 512;
+    d.block_align = 4096;
+    kvio::workload::compute_layout(d, 512);
+    const IoTracePlan p = plan_io_trace(t, parse_tiers("2"), d, parse_timing("fast"));
+    EXPECT_EQ(p.rows_other_tiers, 2u);
+    EXPECT_EQ(plan_io_trace(t, parse_tiers("3"), d, parse_timing("fast")).rows_other_tiers, 1u);
 }

@@ -177,7 +177,6 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
     if (trace_mode) {
         backend[int(Tier::Storage)] = make_null_tier();
         storage_desc = "null (trace mode: --io-trace-log " + c.io_trace_log + ")";
-        trace = std::make_unique<IoTraceLog>(c.io_trace_log);
     } else {
         storage_dir = c.cache_dir;
         if (storage_dir.empty()) {
@@ -222,6 +221,13 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
 }
 
 void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
+    if (trace_mode) {  // logical: no server is asked; rows of the --io-trace-log say Tier-3
+        index[int(Tier::Remote)] = int(order.size());
+        order.push_back(Tier::Remote);
+        limits.push_back(uint64_t(c.remote_capacity_gb * kGiB));
+        backend[int(Tier::Remote)] = make_null_tier();
+        return;
+    }
     RemoteOptions ro;
     ro.url = c.remote_tier;
     ro.run_id = c.remote_run_id.empty() ? make_remote_run_id() : c.remote_run_id;
@@ -270,6 +276,7 @@ MultiTierCache::MultiTierCache(const SimConfig& c, uint64_t bytes_per_token, std
 
     // The remote tier sits between CPU and storage; without --cache-dir it is the last tier (docs/simulate.md,
     // "Remote tier").
+    if (m.trace_mode) m.trace = std::make_unique<IoTraceLog>(c.io_trace_log);  // the CSV of every tier's ops
     if (!c.remote_tier.empty()) m.add_remote_tier(limits);
     if (c.remote_tier.empty() || !c.cache_dir.empty()) m.add_storage_tier(limits);
 
@@ -626,9 +633,10 @@ std::string MultiTierCache::storage_description() const {
 
 std::string MultiTierCache::remote_description() const {
     const Impl& m = *impl_;
-    if (!m.remote) return "";
+    if (m.index[int(Tier::Remote)] < 0) return "";
     uint64_t lim = m.policy->limit(m.index[int(Tier::Remote)]);
-    return m.remote->description() + ", limit " + (lim == kUnlimited ? "unlimited" : std::to_string(lim) + " bytes");
+    return (m.remote ? m.remote->description() : std::string("null (trace mode: no server asked)")) + ", limit " +
+           (lim == kUnlimited ? "unlimited" : std::to_string(lim) + " bytes");
 }
 
 nlohmann::ordered_json MultiTierCache::cache_stats_json(double elapsed_s,

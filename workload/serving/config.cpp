@@ -315,8 +315,9 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (c.mpi && c.num_clients > 1)
         e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     non_negative("--remote-capacity-gb", c.remote_capacity_gb);
-    if (!c.remote_tier.empty() && !c.io_trace_log.empty())
-        e.push_back("--remote-tier moves real bytes: it cannot run with --io-trace-log (no I/O)");
+    // The logical mode asks no server: the remote tier's limit must be given (docs/simulate.md, "Remote tier").
+    if (!c.remote_tier.empty() && !c.io_trace_log.empty() && c.remote_capacity_gb <= 0)
+        e.push_back("--remote-tier with --io-trace-log (no I/O, no server asked) needs --remote-capacity-gb");
     if (c.remote_tier.empty() && (c.remote_capacity_gb > 0 || !c.remote_run_id.empty()))
         e.push_back("--remote-capacity-gb and --remote-run-id need --remote-tier");
     if (c.remote_run_id.find_first_of(" \t\r\n") != std::string::npos)

@@ -1,8 +1,8 @@
 // --io-trace-log PATH (docs/mlperf-benchmark.md, "Trace replay and special modes", the benchmark's tracer.py:IOTracer):
 // one CSV row per cache operation, `Timestamp,Operation,Object_Size_Bytes,Tier,Key,Phase`. Timestamp = CLOCK_REALTIME
-// epoch seconds with 6 decimals; Operation Read|Write; size = the TP-adjusted object bytes; Tier Tier-0|1|2 =
-// gpu|cpu|storage; Phase Prefill|Decode|Evict. A path ending in ".zst" is compressed with libzstd streaming at level 3
-// (the benchmark's level) and finished with a proper end frame on close().
+// epoch seconds with 6 decimals; Operation Read|Write; size = the TP-adjusted object bytes; Tier Tier-0|1|2|3 =
+// gpu|cpu|storage|remote (kvio's own tier); Phase Prefill|Decode|Evict. A path ending in ".zst" is compressed with
+// libzstd streaming at level 3 (the benchmark's level) and finished with a proper end frame on close().
 #pragma once
 #include <cstdint>
 #include <cstdio>
