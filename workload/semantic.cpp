@@ -67,7 +67,8 @@ nlohmann::ordered_json semantic_op(const ObjectOp& op, const OpResult& res, cons
     return j;
 }
 
-SemanticWriter::SemanticWriter(const std::string& path) : path_(path), out_(path, std::ios::trunc | std::ios::binary) {
+SemanticWriter::SemanticWriter(const std::string& path)
+    : path_(path), pending_(path), out_(pending_.write_path(), std::ios::trunc | std::ios::binary) {
     if (!out_) throw Error(path + ": cannot write: " + std::strerror(errno));
     if (has_zst_suffix(path)) zstd_ = std::make_unique<ZstdCompressor>();
 }
@@ -86,7 +87,13 @@ void SemanticWriter::put(std::string_view text, ZstdCompressor::Mode mode) {
     }
     out_.write(text.data(), std::streamsize(text.size()));
     out_.flush();
-    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
+    if (!out_) {
+        const int e = errno;
+        failed_ = true;
+        out_.close();
+        pending_.discard();  // a cut file is never left, under the path or beside it
+        throw Error(path_ + ": write failed: " + std::strerror(e));
+    }
 }
 
 void SemanticWriter::write(const nlohmann::ordered_json& line) {
@@ -97,10 +104,17 @@ void SemanticWriter::write(const nlohmann::ordered_json& line) {
 void SemanticWriter::close() {
     if (closed_) return;
     closed_ = true;
+    if (failed_) return;
     if (zstd_) put({}, ZstdCompressor::Mode::End);
     out_.flush();
-    if (!out_) throw Error(path_ + ": write failed: " + std::strerror(errno));
+    if (!out_) {
+        const int e = errno;
+        out_.close();
+        pending_.discard();
+        throw Error(path_ + ": write failed: " + std::strerror(e));
+    }
     out_.close();
+    pending_.commit();
 }
 
 }  // namespace kvio::workload

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/output_file.h"
 #include "common/zstd_stream.h"
 #include "workload/execute.h"
 #include "workload/record.h"
@@ -39,12 +40,19 @@ public:
     SemanticWriter(const SemanticWriter&) = delete;
     SemanticWriter& operator=(const SemanticWriter&) = delete;
     void write(const nlohmann::ordered_json& line);
+    /// Ends the frame and renames the file to its path. After a failed write nothing is left under the path.
     void close();
+    /// Where the lines are until close(): PATH.tmp-PID (common/output_file.h, PendingRename), so a full disk never
+    /// leaves a cut file under PATH; a SIGKILLed gen leaves its completed ops there, and the next writer of PATH
+    /// removes it.
+    const std::string& write_path() const { return pending_.write_path(); }
 
 private:
     void put(std::string_view text, ZstdCompressor::Mode mode);
     std::string path_;
+    PendingRename pending_;
     std::ofstream out_;
+    bool failed_ = false;
     std::unique_ptr<ZstdCompressor> zstd_;  ///< null: plain text
     std::string zbuf_;
     bool closed_ = false;

@@ -41,9 +41,15 @@ void stop_traced_gen_midway(const LoopDevice& loop, const std::string& ev, const
                                " gen -q --force --model llama3.1-8b --num-chunks 12 --iters 4 --verify full --target " +
                                loop.path + " --semantic " + sem + " --record " + rec,
                            log);
-    // 0.6 s after gen started (its semantic file appears when it does).
-    for (int i = 0; i < 600 && !fs::exists(sem); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ASSERT_TRUE(fs::exists(sem)) << slurp(log);
+    // 0.6 s after gen started (its semantic file appears when it does, as SEM.tmp-PID until gen closes it).
+    auto started = [&] {
+        std::error_code ec;
+        for (fs::directory_iterator it(fs::path(sem).parent_path(), ec), end; !ec && it != end; it.increment(ec))
+            if (it->path().filename().string().rfind(fs::path(sem).filename().string() + ".tmp-", 0) == 0) return true;
+        return fs::exists(sem);
+    };
+    for (int i = 0; i < 600 && !started(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_TRUE(started()) << slurp(log);
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     ASSERT_EQ(kill(-pg, sig), 0);
     int st = 0;

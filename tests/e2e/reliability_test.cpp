@@ -136,6 +136,20 @@ TEST(FullDisk, TraceSaysWhyItEndsTheTracedCommand) {
         << s.dump();
 }
 
+// gen --semantic on a full filesystem left a cut file under its name (4096 bytes ending mid-record), which a later
+// validate or replay would read as an op stream: now nothing, and the error names the file.
+TEST(FullDisk, GenSemanticLeavesNoCutFile) {
+    FullTmpfs full;
+    TempDir d;
+    for (const char* name : {"s.jsonl", "s.jsonl.zst"}) {
+        auto r = run(kvio_bin() + " gen -q --model tiny-1b --num-chunks 64 --target " + d.file("g.img") +
+                     " --semantic " + full.file(name));
+        EXPECT_EQ(r.status, 1) << r.err;
+        EXPECT_NE(r.err.find(full.file(name) + ": write failed: No space left on device"), std::string::npos) << r.err;
+        EXPECT_TRUE(full.left().empty()) << name << ": " << joined(full.left());
+    }
+}
+
 // dump -o left a partial file, import -o an empty one.
 TEST(FullDisk, DumpAndImportLeaveNoPartialFile) {
     FullTmpfs full;

@@ -386,7 +386,8 @@ TEST(ValidateForeign, SemanticWriterZstdFlushesEachOpAndFinishesAtClose) {
     for (size_t i = 0; i < 11; ++i) w.write(lines[i]);
     std::vector<std::string> warnings;
     auto old = set_warning_sink([&](const std::string& m) { warnings.push_back(m); });
-    EXPECT_EQ(read_semantic(z).ops.size(), 10u) << "every op written so far, before close";
+    EXPECT_FALSE(std::filesystem::exists(z)) << "under its name only once closed";
+    EXPECT_EQ(read_semantic(w.write_path()).ops.size(), 10u) << "every op written so far, before close";
     EXPECT_EQ(warnings.size(), 1u);
     for (size_t i = 11; i < lines.size(); ++i) w.write(lines[i]);
     w.close();
