@@ -96,7 +96,10 @@ bool move_marked(const std::string& from, const std::string& to, const Json& mar
     } catch (const std::exception& e) {
         progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
     }
-    if (from == to) return true;
+    if (from == to) {  // the marked copy could not replace it: the file stays as its writer left it (whole)
+        progress << "mlperf-closed: " << to << " kept as written (without kvio.mlperf_closed)\n" << std::flush;
+        return true;
+    }
     fs::rename(from, to, ec);
     if (ec) {
         progress << "mlperf-closed: " << from << " stays where it is: cannot move it to " << to << ": " << ec.message()
