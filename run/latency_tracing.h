@@ -23,6 +23,7 @@ struct LatencyTracingOptions {
     std::string trace_dir;  ///< keep the files here; "" = a temporary directory, removed by finish()
     std::string kvio_exe = "/proc/self/exe";  ///< the kvio binary that runs `trace`
     bool syscalls = false;                    ///< `kvio trace --syscalls`: syscall records in the events too
+    std::string storage_io = "direct";        ///< simulate's --storage-io: buffered is validated with a warning
     double ready_timeout_s = 60;              ///< how long to wait for the programs to attach
 };
 
