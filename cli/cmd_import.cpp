@@ -9,8 +9,10 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "importer/blktrace.h"
+#include "importer/engine_layout.h"
 #include "importer/fio_iolog.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 
 namespace kvio::cli {
 
@@ -30,6 +32,64 @@ void write_output(const std::string& path, F write) {
     out.close();
 }
 
+/// `kvio import vllm-fs|lmcache-disk DIR --model M --events EV -o SEM`: an engine's KV files as kvio.semantic/1.
+void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
+    struct Opts {
+        std::string dir, out, events;
+        ModelOptions model;
+        std::optional<uint32_t> block_tokens, blocks_per_file;
+    };
+    auto o = std::make_shared<Opts>();
+    const bool vllm = engine == importer::EngineLayout::VllmFs;
+    auto* c = sub->add_subcommand(
+        importer::engine_layout_name(engine),
+        vllm ? "vLLM's offloading filesystem tier (llm-d fs backend): DIR/.../<hhh>/<hh>/<16-hex block hash>.bin, raw "
+               "KV bytes of blocks_per_file blocks of one rank, with block_size_B_blocks_per_file_N, tp_T_..., rank_R "
+               "in the directory names. With the events of `kvio trace --files`, writes one store (writes) and one "
+               "load (reads) per file as kvio.semantic/1, sized by the model geometry, for `kvio validate --objects` "
+               "(docs/engine_layouts.md)"
+             : "LMCache's local disk backend: DIR/FMT@MODEL@WORLD_SIZE@WORKER_ID@CHUNK_HASH[@...].pt, raw KV bytes of "
+               "one chunk of one worker. With the events of `kvio trace --files`, writes one store and one load per "
+               "file as kvio.semantic/1, sized by the model geometry, for `kvio validate --objects` "
+               "(docs/engine_layouts.md)");
+    c->add_option("DIR", o->dir, "The engine's KV directory (read recursively)")->required();
+    c->add_option("--events", o->events, "kvio.events/1 of `kvio trace --files --events` over the same run")
+        ->required();
+    c->add_option("-o,--output", o->out, "kvio.semantic/1 JSONL to write (default: stdout)");
+    auto* m = c->add_option("--model", o->model.model, "Built-in model (kvio geometry lists them)");
+    m->excludes(c->add_option("--hf-config", o->model.hf_config, "A Hugging Face config.json instead of --model"));
+    c->add_option("--kv-dtype", o->model.kv_dtype, "KV element type: fp32, fp16, bf16, fp8 (default: the model's)");
+    c->add_option("--tp", o->model.tp, "Tensor-parallel ranks (vLLM tp_T, LMCache world_size must agree)")
+        ->capture_default_str()
+        ->check(positive_integer());
+    c->add_option("--block-tokens", o->block_tokens,
+                  vllm ? "Tokens per GPU block (default: block_size_B in the path, else vLLM's 16)"
+                       : "Tokens per chunk, LMCache's chunk_size (default 256)")
+        ->check(positive_integer());
+    if (vllm)
+        c->add_option("--blocks-per-file", o->blocks_per_file,
+                      "GPU blocks per file (default: blocks_per_file_N in the path, else 1)")
+            ->check(positive_integer());
+    c->callback([o, engine] {
+        importer::ImportOptions io;
+        io.layout.engine = engine;
+        o->model.chunk_tokens =
+            o->block_tokens.value_or(engine == importer::EngineLayout::VllmFs ? importer::kVllmDefaultBlockTokens
+                                                                              : importer::kLmcacheDefaultChunkTokens);
+        io.layout.geometry = resolve_geometry(o->model);
+        io.layout.block_tokens = o->block_tokens;
+        io.layout.blocks_per_file = o->blocks_per_file;
+        io.events_path = o->events;
+        importer::ImportSummary s;
+        write_output(o->out, [&](std::ostream& os) { s = importer::import_engine_layout(o->dir, io, os); });
+        std::cerr << "kvio import " << importer::engine_layout_name(engine) << ": " << s.scan.files.size() << " files, "
+                  << s.projected_bytes << " B projected -> " << s.stores << " stores, " << s.loads << " loads; "
+                  << s.untouched << " files untouched by the events";
+        if (s.scan.skipped_tmp) std::cerr << ", " << s.scan.skipped_tmp << " temporary files left out";
+        std::cerr << "\n";
+    });
+}
+
 }  // namespace
 
 void add_import_command(CLI::App& app) {
@@ -40,7 +100,8 @@ void add_import_command(CLI::App& app) {
     auto* sub = app.add_subcommand(
         "import",
         "Turn another tool's trace into kvio.events/1 device commands (as `kvio trace --events` writes them), so "
-        "distill, compare and replay --events read it. Formats: docs/formats.md#kvio-import");
+        "distill, compare and replay --events read it; or an engine's KV file directory (vllm-fs, lmcache-disk) into "
+        "kvio.semantic/1 for `kvio validate --objects`. Formats: docs/formats.md#kvio-import, docs/engine_layouts.md");
     // Not require_subcommand(1): CLI11's "A subcommand is required" names no format; the callback below does.
     sub->require_subcommand(0, 1);
     sub->allow_extras();
@@ -49,7 +110,7 @@ void add_import_command(CLI::App& app) {
         const auto left = sub->remaining();
         throw CLI::ValidationError(
             (left.empty() ? std::string("which format?") : "unknown format '" + left.front() + "':") +
-            " give a subcommand, blktrace or fio-iolog");  // main: a usage error
+            " give a subcommand, blktrace, fio-iolog, vllm-fs or lmcache-disk");  // main: a usage error
     });
 
     auto* bt = sub->add_subcommand(
@@ -97,6 +158,8 @@ void add_import_command(CLI::App& app) {
                       << " segments (fio runs appended to the log), each placed where the one before ended";
         std::cerr << "\n";
     });
+    add_engine_layout_command(sub, importer::EngineLayout::VllmFs);
+    add_engine_layout_command(sub, importer::EngineLayout::LmcacheDisk);
 }
 
 }  // namespace kvio::cli

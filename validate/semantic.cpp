@@ -74,6 +74,21 @@ static SemanticMeta read_meta(const json& j, const JsonSource& src) {
     return m;
 }
 
+// An op imported from an engine's KV files names its file as kvio.events/1 does (docs/engine_layouts.md).
+static void read_file_identity(const json& j, ObjectOp& op, const JsonSource& src) {
+    const int n = int(j.contains("ino")) + int(j.contains("fs_dev")) + int(j.contains("gen"));
+    if (n != 0 && n != 3)
+        src.fail(j.contains("ino") ? (j.contains("fs_dev") ? "gen" : "fs_dev") : "ino",
+                 "missing: ino, fs_dev and gen go together");
+    op.path = get_string_or(j, "path", "", src);
+    if (n == 0) return;
+    op.has_file = true;
+    op.ino = get_u64(j, "ino", src);
+    op.gen = get_u64(j, "gen", src);
+    op.fs_dev = get_string(j, "fs_dev", src);
+    if (!parse_dev_string(op.fs_dev)) src.fail("fs_dev", "expected \"MAJ:MIN\", got \"" + op.fs_dev + "\"");
+}
+
 static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSource& src) {
     ObjectOp op;
     std::string kind = get_string(j, "op", src);
@@ -127,6 +142,7 @@ static ObjectOp read_op(const json& j, const SemanticMeta& meta, const JsonSourc
                  std::to_string(op.bytes) + " is more than its extents hold (" + std::to_string(mapped) + " bytes)");
     if (j.contains("error"))
         op.failed = !(j["error"].is_null() || (j["error"].is_string() && j["error"].get<std::string>().empty()));
+    read_file_identity(j, op, src);
     op.line = src.line;
     return op;
 }

@@ -31,6 +31,11 @@ struct ObjectOp {
     uint64_t ts_start = 0, ts = 0;
     bool failed = false;  ///< the record carries "error": joined, but not scored
     size_t line = 0;      ///< line in the semantic file, for messages
+    /// The op's file (`kvio import vllm-fs|lmcache-disk`): `ino`, `fs_dev`, `gen` all present (has_file) or none;
+    /// `path` relative to the imported directory, "" when absent (docs/engine_layouts.md).
+    bool has_file = false;
+    std::string fs_dev, path;
+    uint64_t ino = 0, gen = 0;
 };
 
 /// Direction of a device command (kvio.events/1 `op`).

@@ -90,8 +90,8 @@ TEST(ImportCli, HelpExplainsAndBadInputIsNamed) {
     r = run(kvio_bin() + " import foo x");
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("unknown format 'foo'"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("blktrace or fio-iolog"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("blktrace, fio-iolog, vllm-fs or lmcache-disk"), std::string::npos) << r.err;
     r = run(kvio_bin() + " import");
     EXPECT_EQ(r.status, 2) << r.err;
-    EXPECT_NE(r.err.find("blktrace or fio-iolog"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("blktrace, fio-iolog, vllm-fs or lmcache-disk"), std::string::npos) << r.err;
 }

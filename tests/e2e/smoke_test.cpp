@@ -141,7 +141,7 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
         {"compare", "kvio compare: A is required"},
         {"dump", "kvio dump: file is required"},
         {"geometry --tp x", "kvio geometry: --tp: "},
-        {"import foo x", "kvio import: unknown format 'foo': give a subcommand, blktrace or fio-iolog"},
+        {"import foo x", "kvio import: unknown format 'foo': give a subcommand, blktrace, fio-iolog, vllm-fs or lmcache-disk"},
         {"import fio-iolog", "kvio import fio-iolog: FILE is required"},
         {"no-such-command", "kvio: unknown command 'no-such-command'"},
         {"", "kvio: A subcommand is required"},

@@ -1,0 +1,99 @@
+// `kvio import vllm-fs` / `kvio import lmcache-disk`: a directory of an engine's KV block files (one file per block,
+// named by its hash; docs/engine_layouts.md) plus a `kvio trace --files --events` stream of the same run, turned into
+// kvio.semantic/1 object ops whose sizes come from the model's KV geometry, so `kvio validate --objects` compares each
+// file's projected bytes with what the device moved for it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload/geometry.h"
+
+namespace kvio::importer {
+
+/// Which engine wrote the directory (docs/engine_layouts.md).
+enum class EngineLayout : uint8_t { VllmFs, LmcacheDisk };
+/// "vllm-fs" | "lmcache-disk".
+const char* engine_layout_name(EngineLayout e);
+
+/// vLLM's default GPU block size, tokens (the fs tier's file holds blocks_per_file such blocks).
+inline constexpr uint32_t kVllmDefaultBlockTokens = 16;
+/// LMCache's default chunk_size, tokens (one file per chunk).
+inline constexpr uint32_t kLmcacheDefaultChunkTokens = 256;
+
+/// What a directory is read with. `geometry` gives per_rank_bytes_per_token (workload/geometry.h) and tp.
+struct LayoutOptions {
+    EngineLayout engine = EngineLayout::VllmFs;
+    workload::Geometry geometry;
+    /// Tokens per block (vLLM) or chunk (LMCache); unset: what the path says (vLLM), else the engine's default.
+    std::optional<uint32_t> block_tokens;
+    std::optional<uint32_t> blocks_per_file;  ///< vLLM only; unset: what the path says, else 1
+};
+
+/// One KV file of the directory. Bytes are bytes.
+struct KvFile {
+    std::string path;              ///< as found under the directory (DIR/...)
+    std::string rel;               ///< relative to the directory
+    std::string key;               ///< the block or chunk hash from the name
+    uint64_t size = 0;             ///< st_size
+    uint64_t tokens = 0;           ///< tokens the file holds: size / per-rank bytes per token
+    uint64_t block_tokens = 0;     ///< tokens a full file holds (block size × blocks per file, or chunk size)
+    uint64_t projected_bytes = 0;  ///< tokens × per_rank_bytes_per_token of the model geometry
+    bool partial = false;          ///< LMCache: a last chunk shorter than chunk_size
+    uint32_t rank = 0;             ///< vLLM rank_R / LMCache worker_id
+    uint64_t ino = 0, gen = 0;     ///< stat(2) st_ino; FS_IOC_GETVERSION (gen_known false when it fails)
+    bool gen_known = false;
+    std::string fs_dev;  ///< "MAJ:MIN" of st_dev
+};
+
+/// The files of a directory, sorted by `rel`, and what was left out.
+struct LayoutScan {
+    std::vector<KvFile> files;
+    uint64_t skipped_tmp = 0;  ///< vLLM fs tier's in-flight temporary files (`NAME.bin_<n>.tmp`)
+};
+
+/// Reads `dir` recursively (names, sizes, inode identity). Each file's name must be the engine's (docs/
+/// engine_layouts.md) and its size what the geometry predicts: vLLM exactly blocks_per_file × block_tokens tokens;
+/// LMCache a whole number of tokens, at most chunk_size. Throws kvio::Error "FILE: field 'name'|'size'|'tp'|
+/// 'world_size'|'block_size'|'blocks_per_file': ..." naming the file, or "DIR: ..." when it cannot be read or holds
+/// no KV file.
+LayoutScan scan_layout(const std::string& dir, const LayoutOptions& o);
+
+/// Where a file's bytes sit on its disk: whole-disk "MAJ:MIN", byte ranges on it in file order, and the disk's
+/// queue limits the projection uses.
+struct MappedFile {
+    std::string dev;
+    std::vector<std::pair<uint64_t, uint64_t>> extents;  ///< [disk offset, length], bytes
+    uint64_t lba_bytes = 4096;    ///< the filesystem block: writes reach the disk in whole blocks
+    uint64_t max_sectors_kb = 0;  ///< 0: unknown (validate then needs --trace-json or --max-sectors-kb)
+};
+
+/// Maps files to disk ranges; the default (null) is FIEMAP plus the partition start (workload/fiemap.h, sysfs).
+using FileMapper = std::function<MappedFile(const KvFile&)>;
+
+struct ImportOptions {
+    LayoutOptions layout;
+    std::string events_path;  ///< kvio.events/1 from `kvio trace --files` (JSONL or binary)
+    FileMapper mapper;
+};
+
+/// What an import wrote.
+struct ImportSummary {
+    LayoutScan scan;
+    uint64_t stores = 0, loads = 0;  ///< ops written
+    uint64_t untouched = 0;          ///< files no command or syscall of the events touched
+    uint64_t projected_bytes = 0;    ///< sum over files
+};
+
+/// Scans `dir`, joins the events per file (fs_dev, ino, gen; gen left out when the filesystem keeps none we could
+/// read) and writes kvio.semantic/1 to `out`: a meta line (engine posix, layout files, the model and its geometry,
+/// `source` the engine layout) then per file one `store` when device writes or write syscalls touched it and one
+/// `load` when reads did, in ts_start order: `key` the hash, `payload_bytes` the projection, `bytes` it padded to the
+/// filesystem block, `tokens`, `path`, `ino`/`fs_dev`/`gen`, `extents`, ts_start/ts the first issue (or syscall
+/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader.
+ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
+
+}  // namespace kvio::importer
