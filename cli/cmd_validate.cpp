@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "validate/files.h"
 #include "validate/gate.h"
+#include "validate/objects.h"
 #include "validate/synth.h"
 #include "validate/validate.h"
 
@@ -24,7 +25,7 @@ namespace {
 struct Opts {
     validate::Options o;
     std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
-    bool timing = false;
+    bool timing = false, objects = false;
     std::string synth_dir;
     validate::SynthSpec synth;
     bool synth_bin = false;
@@ -76,6 +77,15 @@ void run_validate(Opts& a) {
         uint64_t n = validate::synth_write(a.synth, a.synth_dir + "/semantic.jsonl", a.synth_dir + "/" + ev);
         std::printf("wrote %s/semantic.jsonl (%llu ops) and %s/%s (%llu commands)\n", a.synth_dir.c_str(),
                     (unsigned long long)a.synth.objects, a.synth_dir.c_str(), ev.c_str(), (unsigned long long)n);
+        return;
+    }
+    if (a.objects) {  // ops that name their file (kvio import vllm-fs|lmcache-disk): joined by file
+        if (a.o.commands.empty() || a.o.semantic.empty())
+            throw UsageError("--objects: give --commands EVENTS (traced with --files) and --semantic SEMANTIC");
+        if (a.join != "auto" && a.join != "files") throw UsageError("--objects joins by file: leave --join out");
+        const validate::ObjectsReport r = validate::join_objects(a.o.semantic, a.o.commands, a.o.geometry);
+        validate::print_objects_report(std::cout, r);
+        if (!a.json_out.empty()) write_json_file(a.json_out, validate::objects_report_json(r));
         return;
     }
     if (a.join == "files") {  // no semantic log: each traced file is the object (docs/validate_files.md)
@@ -181,6 +191,9 @@ void add_validate_command(CLI::App& app) {
                     "How commands find their op: auto, user_data, key or offset (default auto); files: no --semantic, "
                     "each file of a `kvio trace --files` events stream is the object (docs/validate_files.md)")
         ->check(CLI::IsMember({"auto", "user_data", "key", "offset", "files"}));
+    sub->add_flag("--objects", opts->objects,
+                  "Per object (per file): projected vs measured device bytes and commands, the commands joined by "
+                  "file; --semantic from `kvio import vllm-fs|lmcache-disk` (docs/engine_layouts.md)");
     sub->add_option("--json", opts->json_out, "Also write the report as JSON to this file");
     auto pct = CLI::Range(0.0, 100.0);
     sub->add_option_function<double>(
