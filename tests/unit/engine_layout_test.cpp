@@ -1,0 +1,290 @@
+// importer/engine_layout.h: engines' KV file directories (docs/engine_layouts.md) read, checked and joined to
+// `kvio trace --files` events; validate/objects.h: the per-object report of the result.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "importer/engine_layout.h"
+#include "tests/engine_layout_writer.h"
+#include "validate/objects.h"
+#include "validate/semantic.h"
+#include "workload/geometry.h"
+
+using namespace kvio;
+using kvio::test::hex16;
+using kvio::test::lmcache_disk_rel;
+using kvio::test::vllm_fs_rel;
+using kvio::test::write_kv_file;
+
+namespace {
+
+/// A fresh directory under /tmp (kvio_* as tests/leftovers.sh expects), removed at the end.
+struct Dir {
+    std::string path;
+    Dir() {
+        char t[] = "/tmp/kvio_layout_XXXXXX";
+        path = mkdtemp(t);
+    }
+    ~Dir() { std::filesystem::remove_all(path); }
+};
+
+/// tiny-1b (12 layers, 4 KV heads, head_dim 128, bf16): 24576 bytes per token per rank at tp 1.
+workload::Geometry tiny(uint32_t tokens = 16) {
+    workload::GeometryOptions g;
+    g.chunk_tokens = tokens;
+    return workload::compute_geometry(workload::builtin_model("tiny-1b"), g);
+}
+
+importer::LayoutOptions vllm_opts() {
+    importer::LayoutOptions o;
+    o.engine = importer::EngineLayout::VllmFs;
+    o.geometry = tiny();
+    return o;
+}
+
+/// The message of the kvio::Error `f` throws ("" when it throws none).
+template <class F>
+std::string error_of(F f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(EngineLayout, TinyGeometryIs24KiBPerTokenPerRank) { EXPECT_EQ(tiny().per_rank_bytes_per_token, 24576u); }
+
+// Three blocks of 2 x 16 tokens each (the path says block_size_16_blocks_per_file_2): 786432 bytes each, keyed by
+// their hash; llm-d's in-flight temporary file is left out and counted.
+TEST(EngineLayout, VllmFsNamesSizesAndPathParameters) {
+    Dir d;
+    const uint64_t want = 2 * 16 * 24576;
+    for (uint64_t h : {0x00ab12cd34ef5678ull, 0xfedcba9876543210ull, 0x1ull})
+        write_kv_file(d.path, vllm_fs_rel("m", 16, 2, 1, 0, "bfloat16", h), want, true);
+    write_kv_file(d.path, vllm_fs_rel("m", 16, 2, 1, 0, "bfloat16", 7) + "_1234.tmp", 100, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 3u);
+    EXPECT_EQ(s.skipped_tmp, 1u);
+    EXPECT_EQ(s.files[0].key, "0000000000000001");
+    EXPECT_EQ(s.files[1].key, "00ab12cd34ef5678");
+    EXPECT_EQ(s.files[2].key, "fedcba9876543210");
+    for (const auto& f : s.files) {
+        EXPECT_EQ(f.size, want);
+        EXPECT_EQ(f.projected_bytes, want);
+        EXPECT_EQ(f.tokens, 32u);
+        EXPECT_EQ(f.block_tokens, 32u);
+        EXPECT_FALSE(f.partial);
+        struct stat st {};
+        ASSERT_EQ(stat(f.path.c_str(), &st), 0);
+        EXPECT_EQ(f.ino, st.st_ino);
+        EXPECT_EQ(f.fs_dev, std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)));
+    }
+}
+
+TEST(EngineLayout, VllmFsBadNamesAndSizesNameTheFile) {
+    {
+        Dir d;  // 16 tokens x 24576 expected, one byte short
+        const std::string rel = vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 0x42);
+        write_kv_file(d.path, rel, 16 * 24576 - 1, true);
+        const std::string e = error_of([&] { importer::scan_layout(d.path, vllm_opts()); });
+        EXPECT_NE(e.find(d.path + "/" + rel + ": field 'size': 393215 bytes, expected 393216"), std::string::npos) << e;
+    }
+    {
+        Dir d;
+        write_kv_file(d.path, "abc/de/not-a-hash.bin", 16 * 24576, true);
+        const std::string e = error_of([&] { importer::scan_layout(d.path, vllm_opts()); });
+        EXPECT_NE(e.find("abc/de/not-a-hash.bin: field 'name': expected <16 lowercase hex digits>.bin"),
+                  std::string::npos)
+            << e;
+    }
+    {
+        Dir d;  // a valid hash under the wrong fan-out directories
+        write_kv_file(d.path, "000/00/" + hex16(0xabcdef) + ".bin", 16 * 24576, true);
+        const std::string e = error_of([&] { importer::scan_layout(d.path, vllm_opts()); });
+        EXPECT_NE(e.find("field 'name': expected under 000/00/"), std::string::npos) << e;
+        EXPECT_NE(e.find(hex16(0xabcdef) + ".bin"), std::string::npos) << e;
+    }
+    {
+        Dir d;  // the path says 16-token blocks, the flag 32
+        write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 3), 16 * 24576, true);
+        importer::LayoutOptions o = vllm_opts();
+        o.block_tokens = 32;
+        const std::string e = error_of([&] { importer::scan_layout(d.path, o); });
+        EXPECT_NE(e.find("field 'block_size': the path says 16, --block-tokens says 32"), std::string::npos) << e;
+    }
+    {
+        Dir d;  // tp_2 in the path, geometry tp 1
+        write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 2, 0, "bfloat16", 3), 16 * 24576, true);
+        const std::string e = error_of([&] { importer::scan_layout(d.path, vllm_opts()); });
+        EXPECT_NE(e.find("field 'tp': the path says tp_2, the geometry has --tp 1"), std::string::npos) << e;
+    }
+    {
+        Dir d;
+        const std::string e = error_of([&] { importer::scan_layout(d.path, vllm_opts()); });
+        EXPECT_NE(e.find(d.path + ": no vllm-fs KV file under it"), std::string::npos) << e;
+    }
+}
+
+// LMCache: a full 256-token chunk and a last chunk of 100 tokens; world_size must be the geometry's tp.
+TEST(EngineLayout, LmcacheDiskChunksPartialAndErrors) {
+    importer::LayoutOptions o;
+    o.engine = importer::EngineLayout::LmcacheDisk;
+    o.geometry = tiny(256);
+    {
+        Dir d;
+        write_kv_file(d.path, lmcache_disk_rel("org/tiny", 1, 0, 0xbeef, "bfloat16"), 256 * 24576, true);
+        write_kv_file(d.path, lmcache_disk_rel("org/tiny", 1, 0, 0xcafe, "bfloat16"), 100 * 24576, true);
+        const importer::LayoutScan s = importer::scan_layout(d.path, o);
+        ASSERT_EQ(s.files.size(), 2u);
+        EXPECT_EQ(s.files[0].rel, "vllm@org-tiny@1@0@beef@bfloat16.pt");
+        EXPECT_EQ(s.files[0].key, "beef");
+        EXPECT_EQ(s.files[0].tokens, 256u);
+        EXPECT_FALSE(s.files[0].partial);
+        EXPECT_EQ(s.files[0].projected_bytes, 6291456u);
+        EXPECT_EQ(s.files[1].key, "cafe");
+        EXPECT_EQ(s.files[1].tokens, 100u);
+        EXPECT_TRUE(s.files[1].partial);
+        EXPECT_EQ(s.files[1].projected_bytes, 2457600u);
+    }
+    struct Case {
+        std::string rel;
+        uint64_t size;
+        std::string want;
+    } cases[] = {
+        {"vllm@m@1@0@beef.pt", 1000, "vllm@m@1@0@beef.pt: field 'size': 1000 bytes is not a whole, non-zero number"},
+        {"vllm@m@1@0@beef.pt", 257 * 24576, "field 'size': 6316032 bytes = 257 tokens, more than a chunk of 256"},
+        {"vllm@m@2@0@beef.pt", 24576, "vllm@m@2@0@beef.pt: field 'world_size': 2, the geometry has --tp 1"},
+        {"vllm@m@1@0@xyz.pt", 24576, "field 'chunk_hash': expected hex or decimal digits, got \"xyz\""},
+        {"chunk.pt", 24576, "chunk.pt: field 'name': expected FMT@MODEL@WORLD_SIZE@WORKER_ID@CHUNK_HASH"},
+        {"vllm@m@1@0@beef.bin", 24576, "vllm@m@1@0@beef.bin: field 'name'"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.rel);
+        Dir d;
+        write_kv_file(d.path, c.rel, c.size, true);
+        const std::string e = error_of([&] { importer::scan_layout(d.path, o); });
+        EXPECT_NE(e.find(c.want), std::string::npos) << e;
+    }
+}
+
+namespace {
+
+/// A block command on 7:3 attributed to `f` (its stat identity and generation `gen`).
+std::string file_cmd(const char* op, uint64_t bytes, uint64_t ts, const importer::KvFile& f, uint64_t gen) {
+    return nlohmann::json{{"type", "cmd"},  {"src", "block"},     {"dev", "7:3"},   {"op", op},
+                          {"sector", 2048}, {"bytes", bytes},     {"ts_issue", ts}, {"ts_complete", ts + 50},
+                          {"ino", f.ino},   {"fs_dev", f.fs_dev}, {"gen", gen}}
+               .dump() +
+           "\n";
+}
+
+/// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
+uint64_t gen_of(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    long g = 0;
+    const bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETVERSION, &g) == 0;
+    if (fd >= 0) close(fd);
+    return ok ? uint32_t(g) : 77;
+}
+
+}  // namespace
+
+// Block A written whole (two 196608-byte commands) and read back whole; block B written half; block C untouched.
+// The import writes stores for A and B and a load for A, sized by the geometry; --objects says A's store and load
+// match their projection byte for byte and command for command (128 KiB kernel limit: 3 commands of 393216 bytes),
+// B's store does not.
+TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
+    Dir d;
+    const uint64_t size = 16 * 24576;  // 393216
+    for (uint64_t h : {0xa, 0xb, 0xc}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 3u);
+    const auto &a = s.files[0], &b = s.files[1];
+    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    Dir outs;  // outside the scanned directory
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << file_cmd("write", 196608, 1000, a, ga) << file_cmd("write", 196608, 1100, a, ga)
+                      << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga);
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    io.mapper = [](const importer::KvFile& f) {
+        importer::MappedFile m;
+        m.dev = "7:3";
+        m.extents = {{1048576, f.size}};
+        m.max_sectors_kb = 128;
+        return m;
+    };
+    const std::string sem = outs.path + "/sem.jsonl";
+    importer::ImportSummary sum;
+    {
+        std::ofstream out(sem);
+        sum = importer::import_engine_layout(d.path, io, out);
+    }
+    EXPECT_EQ(sum.stores, 2u);
+    EXPECT_EQ(sum.loads, 1u);
+    EXPECT_EQ(sum.untouched, 1u);
+    EXPECT_EQ(sum.projected_bytes, 3 * size);
+
+    const validate::SemanticTrace t = validate::read_semantic(sem);
+    ASSERT_EQ(t.ops.size(), 3u);
+    EXPECT_EQ(t.meta.layout, "files");
+    EXPECT_EQ(t.meta.max_sectors_kb, 128u);
+    EXPECT_EQ(t.ops[0].key, hex16(0xa));  // ts order: A's store (1000), B's store (1200), A's load (5000)
+    EXPECT_EQ(t.ops[0].kind, validate::OpKind::Store);
+    EXPECT_EQ(t.ops[0].ts_start, 1000u);
+    EXPECT_EQ(t.ops[0].ts, 1150u);
+    EXPECT_EQ(t.ops[1].key, hex16(0xb));
+    EXPECT_EQ(t.ops[2].kind, validate::OpKind::Load);
+    EXPECT_EQ(t.ops[2].bytes, size);
+    EXPECT_TRUE(t.ops[0].has_file);
+    EXPECT_EQ(t.ops[0].ino, a.ino);
+    EXPECT_EQ(t.ops[0].gen, ga);
+    EXPECT_EQ(t.ops[0].path, a.rel);
+
+    const validate::ObjectsReport r = validate::join_objects(sem, ev, {});
+    ASSERT_EQ(r.rows.size(), 3u);
+    EXPECT_EQ(r.rows[0].projected_bytes, size);
+    EXPECT_EQ(r.rows[0].measured_bytes, size);
+    EXPECT_EQ(r.rows[0].projected_cmds, 3u);
+    EXPECT_EQ(r.rows[0].measured_cmds, 2u);
+    EXPECT_EQ(r.rows[1].measured_bytes, 196608u);
+    EXPECT_FALSE(r.rows[1].bytes_match());
+    EXPECT_EQ(r.rows[2].measured_bytes, size);
+    EXPECT_EQ(r.rows[2].measured_cmds, 1u);
+    EXPECT_EQ(r.bytes_exact, 2u);
+    EXPECT_EQ(r.cmds_exact, 0u);
+    std::ostringstream text;
+    validate::print_objects_report(text, r);
+    EXPECT_NE(text.str().find("objects: bytes exact 2/3"), std::string::npos) << text.str();
+}
+
+// A semantic file whose ops name no file cannot be joined by file: the error names the line and the importer.
+TEST(EngineLayout, ObjectsNeedOpsThatNameTheirFile) {
+    Dir d;
+    const std::string sem = d.path + "/s.jsonl", ev = d.path + "/e.jsonl";
+    std::ofstream(sem) << "{\"type\":\"meta\",\"schema\":\"kvio.semantic/1\",\"engine\":\"posix\",\"layout\":\"files\","
+                          "\"lba_bytes\":4096,\"max_sectors_kb\":128}\n"
+                          "{\"op\":\"store\",\"object_id\":0,\"bytes\":4096,\"dev\":\"7:3\",\"dev_off\":0,"
+                          "\"ts_start\":1,\"ts\":2}\n";
+    std::ofstream(ev) << "{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:3\",\"op\":\"write\",\"sector\":0,"
+                         "\"bytes\":4096,\"ts_issue\":1,\"ino\":5,\"fs_dev\":\"7:3\",\"gen\":0}\n";
+    const std::string e = error_of([&] { validate::join_objects(sem, ev, {}); });
+    EXPECT_NE(e.find(sem + ":2: field 'ino': missing: --objects needs ops that name their file"), std::string::npos)
+        << e;
+}
