@@ -234,7 +234,9 @@ EventsByFile read_file_events(const std::string& path) {
     EventsReader rd(path);
     EventRecord r;
     EventsByFile by;
+    uint64_t records = 0;
     while (rd.next_checked(r)) {
+        records++;
         if (!r.has_field(EventField::Ino) || !r.has_field(EventField::FsDev)) continue;
         FileEvents& fe = by[{std::string(r.fs_dev), r.ino}][r.gen];
         if (r.kind == EventType::Cmd) {
@@ -250,6 +252,10 @@ EventsByFile read_file_events(const std::string& path) {
             d.span(r.ts_enter, r.ts_exit);
         }
     }
+    // Without per-file fields every KV file would look untouched: say why instead (docs/engine_layouts.md).
+    if (by.empty())
+        throw Error(path + ": field 'ino': none of its " + std::to_string(records) +
+                    " records names a file (ino, fs_dev): trace with `kvio trace --files --events`");
     return by;
 }
 

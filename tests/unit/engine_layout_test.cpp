@@ -273,6 +273,24 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     EXPECT_NE(text.str().find("objects: bytes exact 2/3"), std::string::npos) << text.str();
 }
 
+// Events traced without --files name no file: the import says so, naming the events file and the field, instead of
+// writing every KV file as untouched.
+TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
+    Dir d;
+    write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 0xa), 16 * 24576, true);
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << "{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:3\",\"op\":\"write\",\"sector\":0,"
+                         "\"bytes\":4096,\"ts_issue\":1}\n";
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    std::ostringstream out;
+    const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
+    EXPECT_NE(e.find(ev + ": field 'ino': none of its 1 records names a file"), std::string::npos) << e;
+    EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
+}
+
 // A semantic file whose ops name no file cannot be joined by file: the error names the line and the importer.
 TEST(EngineLayout, ObjectsNeedOpsThatNameTheirFile) {
     Dir d;
