@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/devinfo.h"
+#include "common/queue_settings.h"
 
 namespace kvio::trace {
 
@@ -264,6 +265,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
             d["max_hw_sectors_kb"] = info.max_hw_sectors_kb;
             d["max_segments"] = info.max_segments;
             d["nr_requests"] = info.nr_requests;
+            d["queue"] = queue_settings_json(read_queue_settings(info.name));  // docs/formats.md, kvio.trace/1
         } catch (const std::exception&) {
             d["disk"] = "?";  // detached before the report was written
         }

@@ -907,11 +907,17 @@ uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, con
 }
 
 /// Ends the --events file with its summary record and closes it; returns the error instead of throwing it, so the
-/// JSON summary is still written.
-std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS]) {
+/// JSON summary is still written. The record carries the traced devices' queue settings (`queues`, "MAJ:MIN" ->
+/// the `queue` object of the kvio.trace/1 device) for the file level's --verify (docs/distill.md).
+std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS],
+                                const nlohmann::json& devices) {
     if (!sink.out) return nullptr;
+    nlohmann::json queues = nlohmann::json::object();
+    for (const auto& d : devices)
+        if (d.contains("queue")) queues[d["dev"].get<std::string>()] = d["queue"];
     try {
         sink.out->line(nlohmann::json{{"type", "summary"},
+                                      {"queues", queues},
                                       {"events", sink.out->written()},
                                       {"dropped", counters[KVIO_CNT_RB_DROPS]},
                                       {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
@@ -1090,7 +1096,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
     if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
-    std::exception_ptr events_error = close_events(sink, fin.counters);  // the JSON summary is still written
+    std::exception_ptr events_error =
+        close_events(sink, fin.counters, res.summary["devices"]);  // the JSON summary is still written
     if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
