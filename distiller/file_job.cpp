@@ -243,13 +243,26 @@ std::string stream_iolog(const FilePattern& p, const FileStream& s, const std::s
     return os.str();
 }
 
-// The layout log (v2: no timing): every file the trace reads, written whole in 1 MiB calls and synced.
+// A file the trace reads and did not make: written whole by the layout. One it made (its first call a write) and
+// read is only created at its size, sparse, by the layout's script: the replay's writes then allocate its blocks.
+bool laid_out_whole(const TracedFile& f) { return f.read_bytes && f.size && !f.written_first; }
+bool laid_out_sparse(const TracedFile& f) { return f.read_bytes && f.size && f.written_first; }
+
+// The scratch file a layout of sparse files only writes, so that its section has I/O.
+constexpr const char* kLayoutStamp = "kvio-layout.stamp";
+
+// The layout log (v2: no timing): every file laid_out_whole, written whole in 1 MiB calls and synced; one 4 KiB page
+// of the stamp file when there is none.
 std::string layout_iolog(const FilePattern& p, const std::string& dir, uint64_t& bytes) {
     std::ostringstream os;
     os << "fio version 2 iolog\n";
     constexpr uint64_t kChunk = 1 << 20;
+    if (std::none_of(p.files.begin(), p.files.end(), laid_out_whole)) {
+        const std::string path = dir + "/" + kLayoutStamp;
+        os << path << " add\n" << path << " open\n" << path << " write 0 4096\n" << path << " close\n";
+    }
     for (const auto& f : p.files) {
-        if (!f.read_bytes || !f.size) continue;
+        if (!laid_out_whole(f)) continue;
         const std::string path = dir + "/" + f.name;
         os << path << " add\n" << path << " open\n";
         for (uint64_t off = 0; off < f.size; off += kChunk)
@@ -275,7 +288,8 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
     h << "; fsync " << p.fsyncs << ", fdatasync " << p.fdatasyncs << ", fadvise " << p.dontneeds << "; at most "
       << p.max_threads_in_calls << " threads inside I/O calls at once\n";
     h << "; files: " << o.directory << "/i<ino>g<gen> (the traced inode and its generation); " << laid_out
-      << " of them are read by the trace and written whole by section 'layout' first\n"
+      << " of them are read by the trace and made by section 'layout' first (whole, or sparse when the trace\n"
+         ";   made them)\n"
          ";   the replay's buffered writes are widened to whole 4 KiB pages: the same pages are dirtied, and\n"
          ";   none is read back first (a partial page of a laid-out file whose cache the open dropped would be)\n";
     h << "; each thread is a section replaying its calls from an iolog v2 on the trace's clock: a `wait` before a\n"
@@ -284,8 +298,8 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
          ";   opened at its first call and closed when the thread turns to another; an fadvise is a close and\n"
          ";   reopen, and invalidate=1 drops the file's page cache at the open (fadvise's advice is not recorded)\n";
     h << "; NOT reproduced: metadata calls (open flags, fallocate, unlink, stat, rename) and their journal\n"
-         ";   traffic beyond what the replayed calls cause; a file the trace made and another thread read\n"
-         ";   exists from the start (laid out) and is overwritten in place; mmap, io_uring, other\n"
+         ";   traffic beyond what the replayed calls cause; a file the trace made and read exists from the\n"
+         ";   start (sparse, at its size: written into, not extended); mmap, io_uring, other\n"
          ";   processes' I/O; the page cache and the filesystem's state (free space, fragmentation) at the start\n";
     if (p.no_identity_calls || p.other_fs_calls)
         h << "; left out: " << p.no_identity_calls << " calls without file identity, " << p.other_fs_calls
@@ -293,6 +307,15 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
     h << "; run: fio --section=layout JOB (once), then fio JOB with every other section (fio --section=NAME for\n"
          ";   each): the waits count from fio's start, so a layout in the same run would eat into the first ones\n";
     return h.str();
+}
+
+// The layout's script (fio's exec_prerun, sh): each laid_out_sparse file created empty and set to its size.
+std::string sparse_script(const FilePattern& p, const std::string& dir) {
+    std::ostringstream os;
+    os << "# kvio distill --level file: the files the trace made and read, created sparse at their size\nset -e\n";
+    for (const auto& f : p.files)
+        if (laid_out_sparse(f)) os << "truncate -s " << f.size << " '" << dir << "/" << f.name << "'\n";
+    return os.str();
 }
 
 }  // namespace
@@ -306,22 +329,31 @@ FileJob make_file_job(const FilePattern& p, const FileJobOptions& o) {
     FileJob j;
     uint64_t laid_bytes = 0;
     const std::string layout = layout_iolog(p, o.directory, laid_bytes);
-    size_t laid_out = 0;
+    size_t laid_out = 0, sparse = 0;
     for (const auto& f : p.files) {
-        if (f.read_bytes && f.size) ++laid_out;
+        laid_out += laid_out_whole(f), sparse += laid_out_sparse(f);
         j.needs_bytes += (f.size + 4095) / 4096 * 4096;
     }
+    if (sparse && !laid_out) j.needs_bytes += 4096;  // the stamp
     std::ostringstream t;
-    t << header_text(p, o, laid_out);
+    t << header_text(p, o, laid_out + sparse);
     t << "\n[global]\nioengine=psync\n; the traced calls move buffered data at unaligned offsets (a 128-byte header)\n"
          "bs_unaligned=1\nfallocate=none\n"
          "; no posix_fadvise of fio's own (its default hints SEQUENTIAL or RANDOM and changes readahead): the\n"
          ";   application gave none but DONTNEED\nfadvise_hint=0\n";
-    if (laid_out) {
+    if (laid_out || sparse) {
         j.layout_section = "layout";
         j.iologs.push_back({o.iolog_prefix + "layout.iolog", layout});
-        t << "\n; the files the trace reads, written whole before the replay (" << mib(laid_bytes) << ")\n[layout]\n"
+        t << "\n; the files the trace reads and did not make, written whole before the replay (" << mib(laid_bytes)
+          << ")\n[layout]\n"
           << "read_iolog=" << o.iolog_prefix << "layout.iolog\ndirect=0\nreplay_no_stall=1\n";
+        if (sparse) {
+            j.iologs.push_back({o.iolog_prefix + "layout.sh", sparse_script(p, o.directory)});
+            t << "; the " << sparse
+              << " files the trace made and read, created sparse at their size (their blocks are\n"
+              << ";   allocated by the replayed writes, as by the traced ones)\nexec_prerun=sh " << o.iolog_prefix
+              << "layout.sh\n";
+        }
     }
     bool first = true;
     for (const auto& s : p.streams) {

@@ -133,6 +133,31 @@ TEST(FileJob, WritesOneSectionPerThreadAndLaysOutWhatIsRead) {
     EXPECT_EQ(j.needs_bytes, (128 + 4 * kMiB + 4095) / 4096 * 4096 + 3 * kMiB);
 }
 
+// A file the trace made (its first call a write) and another thread read later is created sparse at its size by the
+// layout's script, not written whole: the replayed writes allocate its blocks as the traced ones did. With no file
+// to write whole, the layout writes one page of a stamp file so that its section has I/O.
+TEST(FileJob, AFileTheTraceMadeIsLaidOutSparse) {
+    const std::vector<SyscallRec> v = {rec(SysKind::Write, 1, 30, 0, 8192, 0, 8192, 8192),
+                                       rec(SysKind::Fsync, 1, 30, 100, 0, 0, 0, 8192),
+                                       rec(SysKind::Read, 2, 30, 2'000, 8192, 0, 8192, 8192)};
+    FileJobOptions o;
+    o.directory = "/d";
+    o.iolog_prefix = "/tmp/j.";
+    const FileJob j = make_file_job(derive_file_pattern(v, kFs), o);
+    EXPECT_EQ(j.layout_section, "layout");
+    ASSERT_EQ(j.iologs.size(), 4u);  // layout, its script, one per thread
+    EXPECT_EQ(j.iologs[0].second,
+              "fio version 2 iolog\n/d/kvio-layout.stamp add\n/d/kvio-layout.stamp open\n"
+              "/d/kvio-layout.stamp write 0 4096\n/d/kvio-layout.stamp close\n");
+    EXPECT_EQ(j.iologs[1].first, "/tmp/j.layout.sh");
+    EXPECT_NE(j.iologs[1].second.find("\ntruncate -s 8192 '/d/i30g9'\n"), std::string::npos) << j.iologs[1].second;
+    EXPECT_NE(j.text.find("replay_no_stall=1\n; the 1 files the trace made and read, created sparse"),
+              std::string::npos)
+        << j.text;
+    EXPECT_NE(j.text.find("exec_prerun=sh /tmp/j.layout.sh\n"), std::string::npos) << j.text;
+    EXPECT_EQ(j.needs_bytes, 8192u + 4096u);  // the file and the stamp
+}
+
 // A thread whose first call came 400 ms into the trace starts 400 ms into the replay, and one that fell behind
 // catches up: every wait is the traced time since the trace's first call, not a gap after the previous call.
 TEST(FileJob, ThreadsKeepTheTracesClock) {
