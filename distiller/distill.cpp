@@ -21,6 +21,7 @@
 #include "distiller/fidelity.h"
 #include "distiller/file_level.h"
 #include "distiller/file_verify.h"
+#include "distiller/stream_scores.h"
 #include "distiller/iolog.h"
 #include "distiller/phased_job.h"
 #include "distiller/timeline.h"
@@ -340,6 +341,7 @@ struct Run {
         fo.job_name = a.job_name;
         fo.directory = a.directory.empty() ? "/mnt/kvio-file" : a.directory;
         fo.header = choice.header_lines(r.profiles[choice.dev_index]);
+        fo.header.push_back(queue_settings_header(traced_queue()));
         if (a.directory.empty())
             fo.header.push_back("directory: /mnt/kvio-file (no --directory given): the iologs name files there");
         r.file_job_path = file_job_path();
@@ -540,6 +542,19 @@ struct Run {
                 strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv, r.missed ? "MISSED" : "met"));
     }
 
+    // The traced device's queue settings as the trace recorded them (empty: not recorded).
+    QueueSettings traced_queue() const {
+        return a.events.empty() ? QueueSettings{} : recorded_queue_settings(a.events, r.profiles[choice.dev_index].dev);
+    }
+
+    // verify.queue: what the trace recorded and what the target was changed from and to for the replay.
+    static nlohmann::json queue_json(
+        const QueueSettings& rec, const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ch) {
+        nlohmann::json c = nlohmann::json::object();
+        for (const auto& [k, v] : ch) c[k] = {{"target_had", v.first}, {"set_to", v.second}};
+        return {{"recorded", queue_settings_json(rec)}, {"changed", c}};
+    }
+
     // --verify of the file-level job: a filesystem made on --target, the streams run there under `kvio trace`,
     // scored against the traced device's commands as the device level's replay is.
     void verify_file_level() {
@@ -554,6 +569,8 @@ struct Run {
         fo.force = a.force;
         fo.job.job_name = a.job_name;
         fo.job.header = choice.header_lines(orig);
+        fo.queue = traced_queue();
+        fo.job.header.push_back(queue_settings_header(fo.queue));
         nlohmann::json& j = r.summary;
         const char* key = choice.device ? "verify_file" : "verify";
         FileReplay fr;
@@ -580,6 +597,9 @@ struct Run {
         v["level"] = "file";
         v["target"] = a.target;
         v["fs"] = fo.fs_type;
+        v["queue"] = queue_json(fo.queue, fr.queue_changed);
+        const auto streams = score_streams(r.traces[i], choice.pattern, fr.replay.trace, fr.stream_pids);
+        v["streams"] = streams_json(streams);
         j[key] = v;
         double worst_tv = std::max({f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
         if (a.max_tv >= 0) {
@@ -591,6 +611,7 @@ struct Run {
         put(a.print,
             fidelity_text(dir.kept() ? fr.job_path : "the file-level job", a.target,
                           events_named.is_null() ? "removed at the end: --keep-files keeps it" : fr.events_out, f, tf));
+        put(a.print, "per stream (traced pid/tid, commands read/write traced -> replayed):\n" + streams_text(streams));
         if (a.max_tv >= 0)
             put(a.print, strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv,
                               worst_tv > a.max_tv ? "MISSED" : "met"));

@@ -5,14 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "common/stop_signal.h"
+#include "common/syscall_trace.h"
+#include "distiller/stream_scores.h"
 #include "workload/target.h"
 
 namespace kvio::distiller {
@@ -99,6 +103,32 @@ void syncfs_of(const std::string& dir) {
 
 }  // namespace
 
+QueueSettings recorded_queue_settings(const std::string& events, const std::string& dev) {
+    std::ifstream in(events, std::ios::binary | std::ios::ate);
+    if (!in) return {};
+    const std::streamoff size = in.tellg(), tail = std::min<std::streamoff>(size, 1 << 16);
+    std::string buf(size_t(tail), '\0');
+    in.seekg(size - tail);
+    if (!in.read(buf.data(), tail)) return {};
+    while (!buf.empty() && buf.back() == '\n') buf.pop_back();
+    const nlohmann::json j = nlohmann::json::parse(buf.substr(buf.rfind('\n') + 1), nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "summary" || !j.contains("queues") || !j["queues"].is_object())
+        return {};
+    auto it = j["queues"].find(dev);
+    return it == j["queues"].end() ? QueueSettings{} : queue_settings_from_json(*it);
+}
+
+std::string queue_settings_header(const QueueSettings& s) {
+    if (s.empty()) return "target queue settings: not recorded in the trace (a trace by an older kvio, or binary)";
+    std::string l =
+        "target needs: the traced device's queue settings (recorded in the trace; they shape the page "
+        "cache's commands): ";
+    bool first = true;
+    for (const auto& k : page_cache_queue_settings())
+        if (auto it = s.find(k); it != s.end()) l += (first ? "" : ", ") + k + " " + it->second, first = false;
+    return l;
+}
+
 FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const FileVerifyOptions& o) {
     if (o.fs_type != "ext4" && o.fs_type != "xfs")
         throw Error("distill --verify: --fs " + o.fs_type + ": kvio makes ext4 or xfs");
@@ -120,6 +150,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     write_text_file(fr.job_path, fr.job.text);
     for (const auto& [path, text] : fr.job.iologs) write_text_file(path, text);
     poll("set-up");
+    QueueSettingsOverride queue(info.whole_disk_name, o.queue);  // restored after the unmount (destroyed later)
+    fr.queue_changed = queue.changed();
     // Inode tables and the journal initialised now, not by a background thread while the replay is traced.
     std::vector<std::string> mkfs = {"/usr/bin/env", "mkfs." + o.fs_type, "-q"};
     if (o.fs_type == "ext4")
@@ -136,7 +168,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
         syncfs_of(mnt);
     }
     poll("the layout");
-    std::vector<std::string> argv = {resolved_exe(o.kvio_exe), "trace", "--events", fr.events_out, "-d",
+    // --syscalls: the fio processes' calls on the target name which process replayed which stream.
+    std::vector<std::string> argv = {resolved_exe(o.kvio_exe), "trace", "--syscalls", "--events", fr.events_out, "-d",
                                      info.whole_disk_name,     "--"};
     for (const auto& s : replay_fio_command()) argv.push_back(s);
     argv.insert(argv.end(), {"--output-format=json", "--output=" + o.work_dir + "/replay.fio.json"});
@@ -147,6 +180,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     f.dev = dev_string(info.whole_disk);
     fr.replay.trace = load_events(fr.events_out, f);
     fr.replay.profile = profile_events(fr.replay.trace);
+    fr.stream_pids =
+        replay_stream_pids(load_syscalls(fr.events_out, SyscallFilter{}), kernel_dev(info.dev), p.streams.size());
     return fr;
 }
 

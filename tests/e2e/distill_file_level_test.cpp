@@ -79,6 +79,14 @@ void strip_identity(const std::string& events, const std::string& out) {
     }
 }
 
+// /sys/block/DISK/queue/KEY as the trace records it (the scheduler without its brackets).
+std::string queue_setting(const std::string& disk, const std::string& key) {
+    std::string v = slurp("/sys/block/" + disk + "/queue/" + key);
+    while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+    if (auto a = v.find('['); key == "scheduler" && a != std::string::npos) v = v.substr(a + 1, v.find(']') - a - 1);
+    return v;
+}
+
 bool has_identity(const std::string& events) {
     for (const auto& r : read_jsonl(events))
         if (r.value("type", "") == "syscall" && r.contains("ino")) return true;
@@ -172,7 +180,21 @@ TEST(DistillFileLevel, SimulateBufferedStorageReplaysOnAnotherFilesystem) {
     const json d = json::parse(slurp(t.file("d.json")));
     ASSERT_EQ(d["level"]["level"], "file") << d["level"].dump(1);
     const json& v = d["verify"];
-    std::printf("file level on simulate: %s\n", v["summary"].get<std::string>().c_str());
+    std::printf("file level on simulate: %s\nqueue: %s\nstreams: %s\n", v["summary"].get<std::string>().c_str(),
+                v["queue"].dump().c_str(), v["streams"].dump().c_str());
+    // The traced device's queue settings were recorded by the trace and the target ran with them; its own are back.
+    const json& rec = v["queue"]["recorded"];
+    ASSERT_TRUE(rec.contains("wbt_lat_usec") && rec.contains("nr_requests") && rec.contains("read_ahead_kb"))
+        << v["queue"].dump();
+    for (const auto& [k, val] : rec.items())
+        EXPECT_EQ(val.get<std::string>(), queue_setting(m.loop.name, k)) << k << ": recorded as the traced device's";
+    for (const auto& [k, ch] : v["queue"]["changed"].items())
+        EXPECT_EQ(queue_setting(target.name, k), ch["target_had"].get<std::string>()) << k << ": not restored";
+    // One row per traced thread that made calls on the filesystem, matched to its fio process, and the others row.
+    const json& streams = v["streams"];
+    ASSERT_EQ(streams.size(), d["level"]["file"]["threads"].get<size_t>() + 1) << streams.dump(1);
+    for (size_t k = 0; k + 1 < streams.size(); ++k) EXPECT_NE(streams[k]["replay_pid"], 0) << streams[k].dump();
+    EXPECT_EQ(streams.back()["comm"], "(others)");
     EXPECT_LE(v["size_tv"]["read"].get<double>(), 0.3) << v["size_tv"].dump();
     EXPECT_LE(v["size_tv"]["write"].get<double>(), 0.3) << v["size_tv"].dump();
     EXPECT_LE(v["qd_tv"].get<double>(), 0.5);
