@@ -195,8 +195,11 @@ TEST(DistillFileLevel, SimulateBufferedStorageReplaysOnAnotherFilesystem) {
     ASSERT_EQ(streams.size(), d["level"]["file"]["threads"].get<size_t>() + 1) << streams.dump(1);
     for (size_t k = 0; k + 1 < streams.size(); ++k) EXPECT_NE(streams[k]["replay_pid"], 0) << streams[k].dump();
     EXPECT_EQ(streams.back()["comm"], "(others)");
+    // Measured (docs/distill.md, "Measured fidelity of each level"), 3 runs at load 15 with the sparse layout: size
+    // TV read 0.071-0.094, write 0.036-0.037, queue-depth TV 0.15-0.26 (3 runs before it: write 0.051-0.074). The
+    // write bound drops from 0.3 to 0.15 (4x the worst measured); read and depth keep their margin for load.
     EXPECT_LE(v["size_tv"]["read"].get<double>(), 0.3) << v["size_tv"].dump();
-    EXPECT_LE(v["size_tv"]["write"].get<double>(), 0.3) << v["size_tv"].dump();
+    EXPECT_LE(v["size_tv"]["write"].get<double>(), 0.15) << v["size_tv"].dump();
     EXPECT_LE(v["qd_tv"].get<double>(), 0.5);
 }
 
