@@ -163,7 +163,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     poll("mkfs");
     PrivateMount mount(o.target, mnt, o.fs_type);
     if (!fr.job.layout_section.empty()) {
-        checked_run({"/usr/bin/env", "fio", "--section=" + fr.job.layout_section, fr.job_path},
+        // In work_dir: fio writes the layout's exec_prerun output to <section>.prerun.txt in its working directory.
+        checked_run({"/usr/bin/env", "-C", o.work_dir, "fio", "--section=" + fr.job.layout_section, fr.job_path},
                     o.work_dir + "/layout.log", "the layout of the files the trace reads (fio --section=layout)");
         syncfs_of(mnt);
     }
