@@ -2,16 +2,26 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
 
 namespace kvio {
 
+std::string queue_disk(const std::string& name) {
+    // A partition's /sys/class/block entry resolves into its disk's directory and holds a "partition" file
+    // (docs/distill.md, "Queue settings the file level copies").
+    std::error_code ec;
+    const auto dir = std::filesystem::canonical("/sys/class/block/" + name, ec);
+    if (ec || !std::filesystem::exists(dir / "partition", ec)) return name;
+    return dir.parent_path().filename().string();
+}
+
 namespace {
 
 std::string queue_file(const std::string& disk, const std::string& key) {
-    return "/sys/block/" + disk + "/queue/" + key;
+    return "/sys/block/" + queue_disk(disk) + "/queue/" + key;
 }
 
 // The value as page_cache_queue_settings() spells it; "" when the file is absent or unreadable.
@@ -70,10 +80,13 @@ QueueSettingsOverride::QueueSettingsOverride(std::string disk, const QueueSettin
         auto o = original_.find(k);
         if (w == want.end() || o == original_.end()) continue;  // not recorded, or the target has no such setting
         if (read_setting(disk_, k) == w->second) continue;
-        if (int e = write_setting(disk_, k, w->second)) {
+        int e = write_setting(disk_, k, w->second);
+        const std::string now = e ? "" : read_setting(disk_, k);  // a write sysfs took but did not apply
+        if (e || now != w->second) {
             restore();
             throw Error("distill --verify: cannot set " + queue_file(disk_, k) + " to " + w->second + " (the traced " +
-                        "device's; the target has " + o->second + "): " + std::strerror(e));
+                        "device's; the target has " + o->second +
+                        "): " + (e ? std::string(std::strerror(e)) : "it reads back " + now));
         }
         changed_.push_back({k, {o->second, w->second}});
     }

@@ -17,7 +17,13 @@ using QueueSettings = std::map<std::string, std::string>;
 /// then nr_requests, max_sectors_kb, read_ahead_kb, wbt_lat_usec.
 const std::vector<std::string>& page_cache_queue_settings();
 
-/// Reads the settings of page_cache_queue_settings() from /sys/block/`disk`/queue; empty when the disk has none.
+/// The disk whose queue directory governs block device `name`: `name` itself, or for a partition ("vda1",
+/// "loop3p1", which have no queue directory of their own) its parent disk ("vda", "loop3").
+std::string queue_disk(const std::string& name);
+
+/// Reads the settings of page_cache_queue_settings() from /sys/block/`disk`/queue (a partition: its
+/// disk's, queue_disk()); empty when the disk has none. Values stay strings as sysfs spells them, so odd ones
+/// (virtio-blk's max_hw_sectors_kb 2147483647) pass through unparsed.
 QueueSettings read_queue_settings(const std::string& disk);
 
 /// {"scheduler": "none", "wbt_lat_usec": "2000", ...}; and back (keys outside the list and non-strings skipped).
