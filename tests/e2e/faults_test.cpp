@@ -192,6 +192,10 @@ TEST(Faults, SimulateCountsFailedReadsWithTheFirstError) {
     const json k = json::parse(text)["kvio"];
     EXPECT_GE(k["cache"]["failed_reads"].get<uint64_t>(), 1u) << k["cache"].dump();
     EXPECT_NE(k["cache"].value("first_error", "").find("Input/output error"), std::string::npos) << k["cache"].dump();
+    // Where: the tier, the entry and the failed transfer's place, so the bad range can be found.
+    const std::string first = k["cache"].value("first_read_error", "");
+    EXPECT_EQ(first.rfind("storage read of entry '", 0), 0u) << first;
+    EXPECT_NE(first.find(" bytes at byte "), std::string::npos) << first;
     EXPECT_NE(k["warnings"].dump().find("Input/output error"), std::string::npos) << k["warnings"].dump();
     EXPECT_GE(disk.counters().at("eio_reads"), k["cache"]["failed_reads"].get<uint64_t>());
 }

@@ -456,7 +456,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
         m.policy->abort_write(key, tier, size);  // the reservation is released: nothing counted as written
         std::lock_guard<std::mutex> g(m.stats_mu);
         m.st.failed_writes += 1;
-        m.note_error(e.what(), Impl::ErrorKind::Write);
+        m.note_error(std::string(tier_name(t)) + " write of entry '" + key + "': " + e.what(), Impl::ErrorKind::Write);
         res.tier = t;
         return res;
     }
@@ -561,7 +561,9 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
     }
     if (!res.ok) {
         st.failed_reads += 1;
-        m.note_error(err, corrupt ? Impl::ErrorKind::Corruption : Impl::ErrorKind::Read);
+        // A corruption names its entry and offset itself; an I/O error gets the tier and the entry.
+        m.note_error(corrupt ? err : std::string(tier_name(res.tier)) + " read of entry '" + key + "': " + err,
+                     corrupt ? Impl::ErrorKind::Corruption : Impl::ErrorKind::Read);
         return res;
     }
     const int t = int(res.tier);

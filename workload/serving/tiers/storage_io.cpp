@@ -56,6 +56,7 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
     struct Inflight {
         uint16_t buf;
         uint32_t len;
+        uint64_t offset;  ///< where on the file or device: named when the transfer fails
     };
     std::unordered_map<uint64_t, Inflight> inflight;
     std::vector<uint16_t> free_bufs;
@@ -102,7 +103,7 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
             u.buf = buf;
             u.buf_index = b;
             u.user_data = (uint64_t(trace_id) << 32) | counter++;
-            inflight[u.user_data] = {b, len};
+            inflight[u.user_data] = {b, len, u.offset};
             s.engine->queue(u);
             pos += len;
             r.transfers++;
@@ -117,11 +118,13 @@ TransferResult EnginePool::run(Slot& s, int fd, bool write, const std::vector<st
         for (const auto& c : comps) {
             auto it = inflight.find(c.user_data);
             if (it == inflight.end()) throw Error("engine returned an unknown completion");
+            // Where it failed, so a bad range of the drive can be found (gen and replay name it too).
+            const std::string at =
+                " (" + std::to_string(it->second.len) + " bytes at byte " + std::to_string(it->second.offset) + ")";
             if (c.res < 0 && error.empty())
-                error = std::strerror(int(-c.res));
+                error = std::strerror(int(-c.res)) + at;
             else if (c.res >= 0 && uint64_t(c.res) != it->second.len && error.empty())
-                error =
-                    "short transfer (" + std::to_string(c.res) + " of " + std::to_string(it->second.len) + " bytes)";
+                error = "short transfer: " + std::to_string(c.res) + " of" + at;
             else
                 r.bytes += it->second.len;
             free_bufs.push_back(it->second.buf);
