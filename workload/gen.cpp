@@ -271,7 +271,10 @@ void print_summary(std::ostream& os, const GenOptions& o, const GenSummary& s) {
         "  total %llu bytes in %.3f s = %.1f MB/s (first op start to last op end; setup+teardown %.1f ms not counted); "
         "loads verified against the pattern: %s (%s)\n",
         (unsigned long long)total, double(s.io_ns) / 1e9, s.io_ns ? double(total) / (double(s.io_ns) / 1e9) / 1e6 : 0.0,
-        s.elapsed_ns > s.io_ns ? double(s.elapsed_ns - s.io_ns) / 1e6 : 0.0, s.first_error.empty() ? "ok" : "FAILED",
+        s.elapsed_ns > s.io_ns ? double(s.elapsed_ns - s.io_ns) / 1e6 : 0.0,
+        !s.first_error.empty() ? "FAILED"
+        : s.load.ops           ? "ok"
+                               : "none (no load completed)",
         o.verify == Verify::Full ? "verify full: every byte" : "verify stamps: 32 B of every 4 KiB");
     os << line;
     if (s.stopped_by)

@@ -432,6 +432,15 @@ TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
               std::string::npos)
         << out;
     EXPECT_EQ(out.find("Read check"), std::string::npos) << out;
+    EXPECT_EQ(out.find("were cut at the end"), std::string::npos) << out;
+    doc["kvio"]["cache"]["cut_ops"] = 2;
+    doc["kvio"]["cache"]["cut_bytes_moved"] = 4096;
+    std::ostringstream cut;
+    print_report(cut, doc);
+    EXPECT_NE(cut.str().find("NOTE: 2 cache ops were cut at the end of the run (in flight when it stopped; 4096 bytes "
+                             "moved by them): counted in kvio.cache.cut_ops, not as done\n"),
+              std::string::npos)
+        << cut.str();
     doc["kvio"]["cache"] = {{"failed_writes", 0}, {"failed_reads", 0}, {"verify_reads", {{"checked_bytes", 123456}}}};
     std::ostringstream clean;
     print_report(clean, doc);

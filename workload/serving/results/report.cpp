@@ -309,6 +309,11 @@ void kvio_sections(std::ostream& os, const J& r, const J& cs) {
     else if (const J& v = obj(kc, "verify_reads"); !v.empty())
         os << "\nRead check (--verify-reads): " << v.value("checked_bytes", uint64_t(0))
            << " bytes read back from storage were the bytes written\n";
+    // Ops in flight at the end stop at their next transfer: on a stalled disk they can be all the storage did.
+    if (const uint64_t cut = kc.value("cut_ops", uint64_t(0)))
+        os << "NOTE: " << cut << " cache ops were cut at the end of the run (in flight when it stopped; "
+           << kc.value("cut_bytes_moved", uint64_t(0))
+           << " bytes moved by them): counted in kvio.cache.cut_ops, not as done\n";
     if (const uint64_t g = kc.value("gather_fallbacks", uint64_t(0)))
         os << "NOTE: " << g << " storage write chunks took the slower gather path (iovecs per 4 KiB block): all "
            << (kc.contains("noise_pool_copies") ? std::to_string(kc.value("noise_pool_copies", uint64_t(0))) + " " : "")
