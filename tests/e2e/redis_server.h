@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tests/error_of.h"
 #include "redis/client.h"
 #include "tests/e2e/helpers.h"
 
@@ -139,16 +140,6 @@ inline const nlohmann::json* tier_section(const nlohmann::json& results, const s
     for (const auto& t : results["kvio"]["cache"]["tiers"])
         if (t["tier"] == name) return &t;
     return nullptr;
-}
-
-/// The kvio::Error `f` threw ("" when it threw none).
-inline std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const kvio::Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 }  // namespace kvio::test

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/error_of.h"
 #include "common/error.h"
 #include "importer/engine_layout.h"
 #include "tests/engine_layout_writer.h"
@@ -54,16 +55,7 @@ importer::LayoutOptions vllm_opts() {
     return o;
 }
 
-/// The message of the kvio::Error `f` throws ("" when it throws none).
-template <class F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using kvio::test::error_of;
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/error_of.h"
 #include "common/csv.h"
 #include "common/error.h"
 #include "workload/serving/arrivals/burstgpt.h"
@@ -35,16 +36,7 @@ struct Dir {
     std::string path;
 };
 
-/// The message kvio::Error carries for `f()`, or "" when it does not throw.
-template <class F>
-std::string error_of(F f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using kvio::test::error_of;
 
 const char* kHeader = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
 
