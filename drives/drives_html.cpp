@@ -6,6 +6,7 @@
 #include <span>
 #include <sstream>
 
+#include "drives/job_text.h"
 #include "report/svg_chart.h"
 
 namespace kvio::drives {
@@ -144,30 +145,36 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
     return o.str() + "</svg>";
 }
 
-/// Storage bandwidth over time of the serving workload, one polyline per drive (`dir` "read" or "write"): the
-/// results' per-second storage GiB/s (kvio.bandwidth_timeline) of the drive's median round by storage tokens/s.
-std::string timeline_chart(const json& d, const char* dir) {
+/// Throughput over time, one polyline per drive (`dir` "read" or "write") of the drive's median round: for
+/// "simulate" the results' per-second storage GiB/s (kvio.bandwidth_timeline, median by storage tokens/s), for a
+/// fio mode the bandwidth log's MB/s per window (`bw_timeline`, parse_bw_logs; median by MB/s).
+std::string timeline_chart(const json& d, const std::string& mode, const char* dir) {
     static const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
     const double W = 560, H = 240, L = 50, B = 30;
     const size_t col = std::string(dir) == "read" ? 1 : 2;
+    const bool sim = mode == "simulate";
+    const std::string key = sim ? "timeline" : "bw_timeline";
+    auto figure = [&](const json& r) {
+        return sim ? r["simulate"]["storage_throughput_tokens_per_sec"].get<double>() : r["mb_s"].get<double>();
+    };
     double tmax = 0, ymax = 0;
     std::vector<std::pair<std::string, json>> lines;
     for (const auto& t : d["targets"]) {
         std::vector<json> ok;
-        for (const auto& r : t["modes"]["simulate"]["rounds"])
-            if (r["ok"] == true && r.contains("timeline") && !r["timeline"].empty()) ok.push_back(r);
+        for (const auto& r : t["modes"][mode]["rounds"])
+            if (r["ok"] == true && r.contains(key) && !r[key].empty()) ok.push_back(r);
         if (ok.empty()) continue;
-        std::sort(ok.begin(), ok.end(), [](const json& a, const json& b) {
-            return a["simulate"]["storage_throughput_tokens_per_sec"] <
-                   b["simulate"]["storage_throughput_tokens_per_sec"];
-        });
-        const json& tl = ok[ok.size() / 2]["timeline"];
+        std::sort(ok.begin(), ok.end(), [&](const json& a, const json& b) { return figure(a) < figure(b); });
+        const json& tl = ok[ok.size() / 2][key];
         for (const auto& p : tl) tmax = std::max(tmax, p[0].get<double>()), ymax = std::max(ymax, p[col].get<double>());
         lines.emplace_back(t["name"], tl);
     }
+    const std::string title = sim ? std::string("storage ") + dir + " GiB/s over time (median round)"
+                                  : std::string("fio ") + dir + " MB/s over time (bandwidth log, " +
+                                        std::to_string(kBwLogMs) + " ms windows, median round)";
     std::ostringstream o;
     o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "'>"
-      << "<text x='" << L << "' y='14' font-size='13'>storage " << dir << " GiB/s over time (median round)</text>";
+      << "<text x='" << L << "' y='14' font-size='13'>" << html_escape(title) << "</text>";
     if (lines.empty() || tmax <= 0 || ymax <= 0) return o.str() + "<text x='60' y='120'>no samples</text></svg>";
     auto X = [&](double ts) { return L + ts / tmax * (W - L - 10); };
     auto Y = [&](double v) { return H - B - v / ymax * (H - B - 24); };
@@ -226,12 +233,14 @@ std::string drives_html(const json& d) {
         std::string mode = m;
         if (mode == "simulate") {
             o << "<h2>the serving workload (kvio simulate)</h2>\n"
-              << table(d, mode) << timeline_chart(d, "read") << "\n"
-              << timeline_chart(d, "write") << "\n";
+              << table(d, mode) << timeline_chart(d, mode, "read") << "\n"
+              << timeline_chart(d, mode, "write") << "\n";
             continue;
         }
         o << "<h2>" << (mode == "closed" ? "closed loop (capacity)" : "open loop at the job's rates") << "</h2>\n"
-          << table(d, mode) << cdf_chart(d, mode, "read") << "\n"
+          << table(d, mode) << timeline_chart(d, mode, "read") << "\n"
+          << timeline_chart(d, mode, "write") << "\n"
+          << cdf_chart(d, mode, "read") << "\n"
           << cdf_chart(d, mode, "write") << "\n";
     }
     o << "<h2>drives</h2><table><tr><th>drive</th><th>target</th><th>seq read MB/s</th><th>seq write MB/s</th>"

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <map>
+#include <sstream>
 
 #include "common/error.h"
 
@@ -176,6 +178,55 @@ std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, S
         v.separated = v.separated && a.n > 1 && b.n > 1;
         v.text = buf;
         out.push_back(v);
+    }
+    return out;
+}
+
+namespace {
+
+/// Adds `bytes` spread evenly over [t0, t1) (ms after the origin) to the windows of `window_ms` they overlap.
+void spread_bytes(std::map<int64_t, double>& windows, double t0, double t1, double bytes, int window_ms) {
+    if (t1 <= t0) return;
+    for (auto i = static_cast<int64_t>(std::floor(t0 / window_ms)); i * window_ms < t1; ++i) {
+        double lo = std::max(t0, double(i * window_ms)), hi = std::min(t1, double((i + 1) * window_ms));
+        if (hi > lo) windows[i] += bytes * (hi - lo) / (t1 - t0);
+    }
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> parse_bw_logs(const std::vector<std::string>& texts, int window_ms, double origin_ms,
+                                               const std::string& source) {
+    std::map<int64_t, double> windows[2];  // per direction: window index -> bytes
+    for (const auto& text : texts) {
+        std::istringstream in(text);
+        double prev[2] = {NAN, NAN};
+        int line_no = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++line_no;
+            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+            std::replace(line.begin(), line.end(), ',', ' ');
+            std::istringstream fields(line);
+            double t_ms = 0, kib_s = 0;
+            int ddir = 0;
+            if (!(fields >> t_ms >> kib_s >> ddir))
+                throw Error(source + " line " + std::to_string(line_no) + ": not a fio log line: " + line);
+            if (ddir != 0 && ddir != 1) continue;
+            const double t = t_ms - origin_ms, t0 = std::isnan(prev[ddir]) ? t - window_ms : prev[ddir];
+            spread_bytes(windows[ddir], t0, t, kib_s * 1024 * (t - t0) / 1000, window_ms);
+            prev[ddir] = t;
+        }
+    }
+    std::vector<std::vector<double>> out;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& w : windows)
+        if (!w.empty()) first = std::min(first, w.begin()->first), last = std::max(last, w.rbegin()->first);
+    for (int64_t i = first; i <= last && first != INT64_MAX; ++i) {
+        auto at = [&](const std::map<int64_t, double>& w) {
+            auto it = w.find(i);
+            return it == w.end() ? 0.0 : it->second / (window_ms / 1000.0) / 1e6;
+        };
+        out.push_back({(i + 1) * window_ms / 1000.0, at(windows[0]), at(windows[1])});
     }
     return out;
 }

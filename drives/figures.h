@@ -38,7 +38,21 @@ struct FioRun {
     PhaseFigures total;
     std::string fio_version;
     std::string host;  ///< fio's `hostname` of a client run; empty locally
+    /// Throughput over time from fio's bandwidth logs (parse_bw_logs): [t_s since fio started, read MB/s, write
+    /// MB/s] per window; empty when the run wrote no log (a remote run).
+    std::vector<std::vector<double>> bw_timeline;
 };
+
+/// Sums fio bandwidth logs into windows of `window_ms` from `origin_ms`. Each text is one job's log written with
+/// `log_avg_msec=window_ms` and `log_unix_epoch=1`: lines "time_ms, KiB/s, ddir, bs, offset[, prio]", time in ms
+/// since the epoch (so stonewalled jobs, each logging from its own start, share one clock), ddir 0 read, 1 write,
+/// others skipped. A sample is fio's mean rate since that job's previous sample of its direction (the first: over one
+/// window before it), so its bytes (KiB/s × 1024 × its span) are spread over the windows that span overlaps.
+/// Returns [t_s, read MB/s, write MB/s] per window (t_s: the window's end after `origin_ms`; MB = 10^6 bytes, as
+/// DirFigures::mb_s) from the first to the last window holding bytes. Throws kvio::Error naming `source` on a line
+/// that is not numbers.
+std::vector<std::vector<double>> parse_bw_logs(const std::vector<std::string>& texts, int window_ms, double origin_ms,
+                                               const std::string& source);
 
 /// Reads fio's `--output-format=json` document (local `jobs` or client `client_stats`; the "All clients" summary is
 /// skipped). `source` names it in errors. Throws kvio::Error when it holds no job or a job reports an error.

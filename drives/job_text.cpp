@@ -123,15 +123,21 @@ bool job_has_rates(const std::string& job) {
     return false;
 }
 
-std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed) {
+std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed,
+                           const std::string& bw_log) {
     std::ostringstream out;
     out << "; kvio drives: the job below, its data on " << target << (closed ? " (closed loop: rates dropped)" : "")
         << "\n[global]\n"
-        << (field == TargetField::Directory ? "directory=" : "filename=") << target << "\n\n";
+        << (field == TargetField::Directory ? "directory=" : "filename=") << target << "\n";
+    if (!bw_log.empty()) out << "write_bw_log=" << bw_log << "\nlog_avg_msec=" << kBwLogMs << "\nlog_unix_epoch=1\n";
+    out << "\n";
     std::istringstream in(job);
     for (std::string line; std::getline(in, line);) {
         std::string k = key_of(line);
         if (k == "filename" || k == "directory" || k == "filename_format") continue;
+        if (!bw_log.empty() &&
+            (k == "write_bw_log" || k == "log_avg_msec" || k == "per_job_logs" || k == "log_unix_epoch"))
+            continue;
         if (closed && is_rate_key(k)) continue;
         out << line << "\n";
     }

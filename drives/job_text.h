@@ -34,10 +34,17 @@ enum class TargetField { Filename, Directory };
 /// open-loop run at the job's rates needs; the distiller writes `rate_iops` per phase, docs/distill.md).
 bool job_has_rates(const std::string& job);
 
+/// The averaging window of the bandwidth log kvio drives asks fio for (`log_avg_msec`), ms.
+inline constexpr int kBwLogMs = 100;
+
 /// The job text for one run: every `filename=`, `directory=` and `filename_format=` line dropped and one leading
 /// `[global]` section naming the target; for `closed` also every `rate*` line dropped (a closed loop: as fast as the
-/// job's depth allows). Lines, sections and comments otherwise unchanged.
-std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed);
+/// job's depth allows). With `bw_log` non-empty the leading section also asks fio for a bandwidth log per job,
+/// `write_bw_log=BW_LOG` averaged over kBwLogMs with times since the epoch (`log_unix_epoch=1`; fio writes
+/// BW_LOG_bw.N.log), and the job's own `write_bw_log`, `log_avg_msec`, `log_unix_epoch` and `per_job_logs` lines are
+/// dropped. Lines, sections and comments otherwise unchanged.
+std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed,
+                           const std::string& bw_log = "");
 
 /// What a job says it moves, read + write, counted as fio counts `io_bytes` and `total_ios`; 0 where the text does
 /// not say. Per section: passes = `loops` × `numjobs` (fio restarts `number_ios` and `io_size` with every loop,

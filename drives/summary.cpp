@@ -139,6 +139,7 @@ json round_json(const RunResult& r) {
         j["write_ios"] = r.fio.total.write.ios;
         j["read_clat_cdf"] = r.fio.total.read.clat_cdf;
         j["write_clat_cdf"] = r.fio.total.write.clat_cdf;
+        if (!r.fio.bw_timeline.empty()) j["bw_timeline"] = r.fio.bw_timeline;
     }
     return j;
 }

@@ -174,8 +174,8 @@ void probe_ceiling(Target& t, const RunEnv& env) {
     t.ceiling = c;
 }
 
-std::string job_text_for(const Target& t, const std::string& job, const std::string& mode) {
-    return job_for_target(job, t.spec.path, t.field, mode == "closed");
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode, const std::string& bw_log) {
+    return job_for_target(job, t.spec.path, t.field, mode == "closed", bw_log);
 }
 
 namespace {
@@ -221,10 +221,27 @@ int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r,
     return st;
 }
 
+/// The bandwidth logs fio wrote for the run at `files` (FILES_bw.N.log, one per job), summed in windows from
+/// `origin_ms` (the fio process's start; parse_bw_logs).
+std::vector<std::vector<double>> read_bw_logs(const std::string& files, double origin_ms) {
+    const fs::path p(files);
+    const std::string stem = p.filename().string() + "_bw.";
+    std::vector<std::string> texts;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(p.parent_path(), ec)) {
+        std::string n = e.path().filename();
+        if (n.starts_with(stem) && n.ends_with(".log")) {
+            std::ifstream in(e.path());
+            texts.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        }
+    }
+    return parse_bw_logs(texts, kBwLogMs, origin_ms, files + "_bw.*.log");
+}
+
 }  // namespace
 
 int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
-    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode, r.files));
     return run_traced(t, fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r, env);
 }
 
@@ -258,6 +275,7 @@ void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
             r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
         else
             r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
+        if (!sim && !t.spec.remote()) r.fio.bw_timeline = read_bw_logs(r.files, r.start_ms);
         if (!t.disk.empty() && !t.spec.remote() && r.trace_error.empty())
             r.dev = parse_trace_json(read_json_file(r.files + ".trace.json"), t.disk);
         r.ok = true;

@@ -70,13 +70,15 @@ inline constexpr uint64_t kProbeSkip = 1ull << 20;
 /// "bytes", "offset"} or {"error": ...}. A directory target's probe file is removed on every path.
 void probe_ceiling(Target& t, const RunEnv& env);
 
-/// The job text rewritten for `t` and `mode` (job_for_target).
-std::string job_text_for(const Target& t, const std::string& job, const std::string& mode);
+/// The job text rewritten for `t` and `mode` (job_for_target), with a bandwidth log to `bw_log` when not empty.
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode,
+                         const std::string& bw_log = "");
 
-/// One run of `job` on a local target, to its end: `kvio trace -d DISK --block-only --json` started first (waited
-/// for until attached), then fio, then the trace ended with SIGTERM (which writes its JSON). The whole disk is traced,
-/// not fio's processes: a throttled bio is issued by the kernel's throttle worker, not by fio. Untraceable targets:
-/// fio alone. Returns fio's wait status; a trace that failed is recorded in r.error by finish_run.
+/// One run of `job` on a local target, to its end, fio writing a bandwidth log per job to r.files + "_bw.N.log": `kvio
+/// trace -d DISK --block-only --json` started first (waited for until attached), then fio, then the trace ended with
+/// SIGTERM (which writes its JSON). The whole disk is traced, not fio's processes: a throttled bio is issued by the
+/// kernel's throttle worker, not by fio. Untraceable targets: fio alone. Returns fio's wait status; a trace that failed
+/// is recorded in r.error by finish_run.
 int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
 /// One run of the serving workload on a local target, traced as run_local traces fio: `kvio simulate WORDS
 /// --cache-dir C --output FILES.sim.json` with C the block device itself or DIR/kvio-drives-sim under a directory
@@ -84,8 +86,8 @@ int run_local(const Target& t, const std::string& job, RunResult& r, const RunEn
 int run_local_simulate(const Target& t, RunResult& r, const RunEnv& env);
 /// Starts one run of `job` on a remote target through `fio --client=HOST,PORT`.
 pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
-/// Reads fio's JSON (kvio simulate's results for mode "simulate") and the trace of an ended run with wait status
-/// `status`; sets r.ok or r.error.
+/// Reads fio's JSON (kvio simulate's results for mode "simulate"), a local fio run's bandwidth logs
+/// (FILES_bw.N.log, parse_bw_logs) and the trace of an ended run with wait status `status`; sets r.ok or r.error.
 void finish_run(const Target& t, RunResult& r, int status, bool timed_out);
 /// Removes what runs left on a local target: every entry new in a directory target (files fio laid out, kvio
 /// simulate's cache directory), a file target kvio drives created.

@@ -227,3 +227,46 @@ TEST(DrivesSimulate, FlagsCheckedAndResultsRead) {
     EXPECT_EQ(f.timeline[0], (std::vector<double>{1.0, 0.04, 0.01}));
     EXPECT_THROW(parse_sim_results(nlohmann::json{{"requests_completed", 0}}, "r.json"), kvio::Error);
 }
+
+// The job asks fio for a bandwidth log per job; the job's own log lines would send it elsewhere and are dropped.
+TEST(DrivesJob, BandwidthLogAskedAndJobsOwnLogLinesDropped) {
+    const std::string job = "[global]\nwrite_bw_log=/tmp/x\nper_job_logs=0\n[a]\nrw=write\nlog_avg_msec=1000\n";
+    std::string t = job_for_target(job, "/dev/loop7", TargetField::Filename, true, "/run/d/runs/a-closed-r1");
+    EXPECT_NE(t.find("[global]\nfilename=/dev/loop7\nwrite_bw_log=/run/d/runs/a-closed-r1\nlog_avg_msec=" +
+                     std::to_string(kBwLogMs) + "\n"),
+              std::string::npos);
+    EXPECT_EQ(t.find("/tmp/x"), std::string::npos);
+    EXPECT_EQ(t.find("per_job_logs"), std::string::npos);
+    EXPECT_EQ(t.find("log_avg_msec=1000"), std::string::npos);
+    EXPECT_EQ(job_for_target(job, "/dev/loop7", TargetField::Filename, true).find("write_bw_log=/run"),
+              std::string::npos);
+}
+
+// Two jobs' logs (fio 3.33's five columns and a newer six), times since the epoch: each sample is the mean rate
+// since that job's previous one (the first: over one window), its bytes spread over the 100 ms windows its span
+// overlaps; KiB/s to MB/s; trim samples skipped; the bytes in equal the bytes out.
+TEST(DrivesFio, BandwidthLogsSpreadOverWindowsFromTheOrigin) {
+    const double origin = 1796466316000;
+    // job 1 writes 1000 KiB/s over (0,100], then 2000 KiB/s over (100,300] (a window fio skipped); job 2, a later
+    // stonewalled phase, reads 500 KiB/s over (250,350] and 700 over (350,450].
+    const std::string j1 = "1796466316100, 1000, 1, 1048576, 0\n1796466316300, 2000, 1, 1048576, 0\n";
+    const std::string j2 =
+        "1796466316350, 500, 0, 4096, 0, 0\n1796466316400, 9, 2, 4096, 0, 0\n1796466316450, 700, 0, 4096, 0, 0\n";
+    auto tl = parse_bw_logs({j1, j2}, 100, origin, "test");
+    ASSERT_EQ(tl.size(), 5u);     // windows ending 100 .. 500 ms
+    const double k = 1024 / 1e6;  // KiB/s -> MB/s
+    EXPECT_DOUBLE_EQ(tl[0][0], 0.1);
+    EXPECT_DOUBLE_EQ(tl[0][2], 1000 * k);
+    EXPECT_DOUBLE_EQ(tl[1][2], 2000 * k);
+    EXPECT_DOUBLE_EQ(tl[2][2], 2000 * k);     // the skipped window holds its share, not 0
+    EXPECT_DOUBLE_EQ(tl[2][1], 500 * k / 2);  // (250,300] of the read's first window
+    EXPECT_DOUBLE_EQ(tl[3][1], 500 * k / 2 + 700 * k / 2);
+    EXPECT_DOUBLE_EQ(tl[4][0], 0.5);
+    EXPECT_DOUBLE_EQ(tl[4][1], 700 * k / 2);
+    double read_bytes = 0, write_bytes = 0;
+    for (const auto& w : tl) read_bytes += w[1] * 1e6 * 0.1, write_bytes += w[2] * 1e6 * 0.1;
+    EXPECT_NEAR(read_bytes, (500 + 700) * 1024 * 0.1, 1e-6);
+    EXPECT_NEAR(write_bytes, (1000 * 0.1 + 2000 * 0.2) * 1024, 1e-6);
+    EXPECT_TRUE(parse_bw_logs({""}, 100, origin, "test").empty());
+    EXPECT_THROW(parse_bw_logs({"100, x, 1\n"}, 100, 0, "test"), kvio::Error);
+}
