@@ -5,9 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
+#include <vector>
 
 #include "tests/e2e/helpers.h"
 
@@ -94,8 +98,29 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     EXPECT_NEAR(median(slow_phases[0]["write"]["mb_s"]), kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.10);
     EXPECT_NEAR(median(slow_phases[1]["read"]["mb_s"]), kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.10);
     EXPECT_NE(r.out.find("faster than slow by"), std::string::npos) << r.out;
+    // The throttled drive's bandwidth log, every round: while writing, then reading, the windows run at the throttle
+    // (their median within 15 %), and the windows hold the bytes fio moved less at most fio's unlogged last window
+    // per direction (fio logs a window only when it closes).
+    for (const auto& round : j["targets"][2]["modes"]["closed"]["rounds"]) {
+        ASSERT_TRUE(round.contains("bw_timeline")) << round.dump();
+        std::vector<double> by_dir[2];
+        double bytes[2] = {0, 0};
+        for (const auto& w : round["bw_timeline"])
+            for (int k : {0, 1}) {
+                bytes[k] += w[1 + k].get<double>() * 1e6 * 0.1;
+                if (w[1 + k].get<double>() > 0) by_dir[k].push_back(w[1 + k].get<double>());
+            }
+        for (int k : {0, 1}) {
+            SCOPED_TRACE(k ? "write" : "read");
+            ASSERT_GE(by_dir[k].size(), 10u) << round["bw_timeline"].dump();
+            std::sort(by_dir[k].begin(), by_dir[k].end());
+            EXPECT_NEAR(by_dir[k][by_dir[k].size() / 2], kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.15);
+            EXPECT_LE(bytes[k], 64 * kMiB * 1.01);
+            EXPECT_GE(bytes[k], 64 * kMiB - kThrottleBps * 0.1 * 1.2);
+        }
+    }
     // drives.html renders in headless Chromium: a screenshot with content, and in the DOM the table's marks and one
-    // CDF line per drive in each of the read and write charts.
+    // line per drive in each of the read and write throughput and CDF charts.
     if (run("command -v chromium").status != 0)
         GTEST_FAIL() << "chromium is not installed (scripts/deps.sh installs it)";
     TempDir profile;
@@ -112,7 +137,16 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     EXPECT_NE(dom.out.find("★"), std::string::npos);
     size_t lines = 0;
     for (size_t p = 0; (p = dom.out.find("<polyline", p)) != std::string::npos; ++p) ++lines;
-    EXPECT_EQ(lines, 6u) << "a read and a write CDF per drive";
+    // A throughput line per drive whose median round logged a window (a run shorter than one window logs none).
+    size_t logged = 0;
+    for (const auto& t : j["targets"]) {
+        std::vector<json> rounds(t["modes"]["closed"]["rounds"].begin(), t["modes"]["closed"]["rounds"].end());
+        std::sort(rounds.begin(), rounds.end(), [](const json& a, const json& b) { return a["mb_s"] < b["mb_s"]; });
+        logged += !rounds[rounds.size() / 2].value("bw_timeline", json::array()).empty();
+    }
+    EXPECT_GE(logged, 1u);
+    EXPECT_EQ(lines, 6u + 2 * logged) << "a read and a write CDF per drive, a throughput line per logged drive";
+    EXPECT_NE(dom.out.find("MB/s over time (bandwidth log"), std::string::npos);
     EXPECT_NE(dom.out.find("faster than slow by"), std::string::npos);
 }
 
@@ -468,4 +502,35 @@ TEST(Drives, ParallelRunsLocalDrivesAtOnce) {
     const json& qa = q["targets"][0]["modes"]["closed"]["rounds"][0];
     const json& qb = q["targets"][1]["modes"]["closed"]["rounds"][0];
     EXPECT_LE(qa["end_unix_ms"].get<double>(), qb["start_unix_ms"].get<double>()) << "one after another";
+}
+
+// SIGTERM or SIGKILL of kvio drives mid-run (a traced run on a loop device): within 10 s no fio and no kvio trace
+// of the run (their command lines name its files) stays running.
+TEST(Drives, KilledParentLeavesNoFioOrTraceBehind) {
+    for (const char* sig : {"TERM", "KILL"}) {
+        SCOPED_TRACE(sig);
+        TempDir d;
+        LoopDevice dev(64 * kMiB, true, "/dev/shm");
+        std::ofstream(d.file("job.fio"))
+            << "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\nsize=32m\ntime_based=1\nruntime=60\n";
+        const std::string out = d.file("out");
+        // fio's and the trace's command lines name out/runs/x-closed-r1.*; the bracket keeps the shell's own command
+        // line (which holds the pattern) from matching it.
+        const std::string ours = "'" + out + "/[r]uns/x-closed-r1'";
+        auto r =
+            run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + dev.path +
+                " --rounds 1 --probe-seconds 0 -o " + out + " > " + d.file("console") +
+                " 2>&1 & k=$!; for i in $(seq 600); do [ $(pgrep -f " + ours + " | wc -l) -ge 2 ] && [ -e " + out +
+                "/runs/x-closed-r1.ready ] && break; sleep 0.1; done; sleep 1; echo before=$(pgrep -f " + ours +
+                " | wc -l); kill -" + sig + " $k; wait $k; echo status=$?; for i in $(seq 100); do " + "[ $(pgrep -f " +
+                ours + " | wc -l) = 0 ] && break; sleep 0.1; done; echo after=$(pgrep -f " + ours + " | wc -l)");
+        std::string console = slurp(d.file("console"));
+        auto count = [&](const char* key) {
+            size_t p = r.out.find(key);
+            return p == std::string::npos ? -1 : std::atoi(r.out.c_str() + p + std::strlen(key));
+        };
+        EXPECT_GE(count("before="), 2) << r.out << console;  // fio and the trace were running
+        EXPECT_EQ(count("after="), 0) << r.out << run("pgrep -af " + ours).out << console;
+        EXPECT_NE(r.out.find(std::string("status=") + (sig[0] == 'T' ? "143" : "137")), std::string::npos) << r.out;
+    }
 }
