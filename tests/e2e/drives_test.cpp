@@ -99,8 +99,9 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     EXPECT_NEAR(median(slow_phases[1]["read"]["mb_s"]), kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.10);
     EXPECT_NE(r.out.find("faster than slow by"), std::string::npos) << r.out;
     // The throttled drive's bandwidth log, every round: while writing, then reading, the windows run at the throttle
-    // (their median within 15 %), and the windows hold the bytes fio moved less at most fio's unlogged last window
-    // per direction (fio logs a window only when it closes).
+    // (their median within 15 %), and the windows hold at most the bytes fio moved and at least 3/4 of them: fio logs
+    // a window only when an I/O completes after it closed and never logs the windows open at the job's end, which
+    // here left 5-14 % of a direction's 64 MiB unlogged (up to ~0.23 s at the throttle; docs/drives.md).
     for (const auto& round : j["targets"][2]["modes"]["closed"]["rounds"]) {
         ASSERT_TRUE(round.contains("bw_timeline")) << round.dump();
         std::vector<double> by_dir[2];
@@ -116,7 +117,7 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
             std::sort(by_dir[k].begin(), by_dir[k].end());
             EXPECT_NEAR(by_dir[k][by_dir[k].size() / 2], kThrottleBps / 1e6, kThrottleBps / 1e6 * 0.15);
             EXPECT_LE(bytes[k], 64 * kMiB * 1.01);
-            EXPECT_GE(bytes[k], 64 * kMiB - kThrottleBps * 0.1 * 1.2);
+            EXPECT_GE(bytes[k], 64 * kMiB * 0.75);
         }
     }
     // drives.html renders in headless Chromium: a screenshot with content, and in the DOM the table's marks and one
