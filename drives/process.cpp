@@ -11,12 +11,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "common/error.h"
 #include "common/exec_logged.h"
 #include "common/stop_signal.h"
+#include "trace/command_guard.h"
 
 namespace kvio::drives {
 
@@ -33,11 +36,22 @@ void forward(int sig) {
     }
 }
 
+// One guard per running child (trace/command_guard.h): should kvio drives be SIGKILLed, it kills the child and every
+// process below it (fio's job processes), which a parent-death signal to the child alone would leave running.
+std::mutex g_guards_mu;
+std::map<pid_t, std::unique_ptr<trace::CommandGuard>> g_guards;
+
 void remember(pid_t pid, bool on) {
     for (auto& c : g_children) {
         pid_t expect = on ? 0 : pid;
-        if (c.compare_exchange_strong(expect, on ? pid : 0)) return;
+        if (c.compare_exchange_strong(expect, on ? pid : 0)) break;
     }
+    std::unique_ptr<trace::CommandGuard> released;  // released (and reaped) outside the lock
+    std::lock_guard lock(g_guards_mu);
+    if (on)
+        g_guards[pid] = std::make_unique<trace::CommandGuard>(pid);
+    else if (auto it = g_guards.find(pid); it != g_guards.end())
+        released = std::move(it->second), g_guards.erase(it);
 }
 
 }  // namespace
@@ -48,7 +62,8 @@ pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log)
     if (pid < 0) throw Error(std::string("kvio drives: fork: ") + std::strerror(errno));
     if (pid == 0) {
         ::setpgid(0, 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        // No parent-death signal: it would kill fio before the guard walks the processes below it (fio's jobs, in
+        // sessions of their own), leaving them to init. The guard ends the child and those (trace/command_guard.h).
         if (::getppid() != parent) _exit(127);
         default_stop_signals();
         exec_logged(argv, log, false, "kvio drives");

@@ -8,7 +8,9 @@
 namespace kvio::drives {
 
 /// Forks and execs `argv` with stdout and stderr to `log` (truncated), stdin /dev/null, in its own process group and
-/// with SIGTERM as its parent-death signal. Returns the pid. Throws kvio::Error when fork fails.
+/// a guard process (trace/command_guard.h, released when wait_child or child_ended reaps it) that kills it and every
+/// process below it should kvio drives die without reaping it (SIGKILL). Returns the pid.
+/// Throws kvio::Error when fork fails.
 pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log);
 
 /// Waits for `pid` (retrying on EINTR); `timeout_s` > 0: after that long SIGTERM to its group, 5 s later SIGKILL,
