@@ -44,6 +44,7 @@ std::vector<pid_t> descendants(pid_t root) {
 CommandGuard::CommandGuard(pid_t child) {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t tracer = getpid();
     guard_ = fork();
     if (guard_ < 0) {
         close(p[0]);
@@ -66,6 +67,10 @@ CommandGuard::CommandGuard(pid_t child) {
         do n = read(p[0], &c, 1);
         while (n < 0 && errno == EINTR);
         if (n == 1) _exit(0);  // released: the tracer ended and reaped the command itself
+        // The pipe closes before the kernel reparents the tracer's children and checks their process groups: a child
+        // we stopped before that check sits in a newly orphaned group and gets SIGHUP, dying before we walk the
+        // processes below it (which go to init). Wait until we are reparented ourselves (at most 1 s).
+        for (int i = 0; i < 1000 && getppid() == tracer; ++i) usleep(1000);
         // The tracer is gone. Its command and every process below it go too; twice, for a fork in between.
         for (int round = 0; round < 2; ++round) {
             kill(child, SIGSTOP);  // no new children while we look
