@@ -231,4 +231,17 @@ std::vector<std::vector<double>> parse_bw_logs(const std::vector<std::string>& t
     return out;
 }
 
+std::array<double, 2> cap_bw_timeline(std::vector<std::vector<double>>& timeline, const uint64_t moved_bytes[2],
+                                      int window_ms) {
+    std::array<double, 2> factor = {1, 1};
+    for (int d : {0, 1}) {
+        double logged = 0;  // bytes: MB/s x 10^6 x the window in s
+        for (const auto& w : timeline) logged += w[1 + d] * 1e6 * window_ms / 1000.0;
+        if (logged > double(moved_bytes[d]) && logged > 0) factor[d] = double(moved_bytes[d]) / logged;
+        if (factor[d] < 1)
+            for (auto& w : timeline) w[1 + d] *= factor[d];
+    }
+    return factor;
+}
+
 }  // namespace kvio::drives

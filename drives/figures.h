@@ -1,6 +1,7 @@
 // The figures of one fio run (fio's JSON output) and of the device under it (kvio trace's kvio.trace/1), and their
 // spread over rounds.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -53,6 +54,15 @@ struct FioRun {
 /// that is not numbers.
 std::vector<std::vector<double>> parse_bw_logs(const std::vector<std::string>& texts, int window_ms, double origin_ms,
                                                const std::string& source);
+
+/// Caps a timeline from parse_bw_logs at what fio moved: when a direction's windows hold more than `moved_bytes[d]`
+/// (fio's JSON io_bytes, d 0 read, 1 write), that direction's MB/s are scaled down to it; a direction holding less
+/// (fio leaves a job's last windows unlogged) is left as logged. `window_ms` is the windows' width. An over-count
+/// happens because fio logs the unweighted mean of the rate samples inside a log window: after a stall a throttled
+/// job catches up in short fast samples that count as much as the long slow one (docs/drives.md). Returns the factor
+/// applied per direction (1 when none).
+std::array<double, 2> cap_bw_timeline(std::vector<std::vector<double>>& timeline, const uint64_t moved_bytes[2],
+                                      int window_ms);
 
 /// Reads fio's `--output-format=json` document (local `jobs` or client `client_stats`; the "All clients" summary is
 /// skipped). `source` names it in errors. Throws kvio::Error when it holds no job or a job reports an error.

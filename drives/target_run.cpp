@@ -275,7 +275,11 @@ void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
             r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
         else
             r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
-        if (!sim && !t.spec.remote()) r.fio.bw_timeline = read_bw_logs(r.files, r.start_ms);
+        if (!sim && !t.spec.remote()) {
+            r.fio.bw_timeline = read_bw_logs(r.files, r.start_ms);
+            const uint64_t moved[2] = {r.fio.total.read.io_bytes, r.fio.total.write.io_bytes};
+            cap_bw_timeline(r.fio.bw_timeline, moved, kBwLogMs);
+        }
         if (!t.disk.empty() && !t.spec.remote() && r.trace_error.empty())
             r.dev = parse_trace_json(read_json_file(r.files + ".trace.json"), t.disk);
         r.ok = true;

@@ -270,3 +270,22 @@ TEST(DrivesFio, BandwidthLogsSpreadOverWindowsFromTheOrigin) {
     EXPECT_TRUE(parse_bw_logs({""}, 100, origin, "test").empty());
     EXPECT_THROW(parse_bw_logs({"100, x, 1\n"}, 100, 0, "test"), kvio::Error);
 }
+
+// A timeline holding more than fio moved in a direction is scaled down to it, the shape kept; a direction holding
+// less (fio's unlogged end) is left as logged.
+TEST(DrivesFio, BandwidthTimelineCappedAtTheBytesMoved) {
+    // 100 ms windows: read 10 + 30 MB/s = 4 MB logged, write 5 + 5 MB/s = 1 MB logged.
+    std::vector<std::vector<double>> tl = {{0.1, 10, 5}, {0.2, 30, 5}};
+    const uint64_t moved[2] = {2000000, 1500000};  // read moved half of what was logged, write more
+    auto f = cap_bw_timeline(tl, moved, 100);
+    EXPECT_DOUBLE_EQ(f[0], 0.5);
+    EXPECT_DOUBLE_EQ(f[1], 1.0);
+    EXPECT_DOUBLE_EQ(tl[0][1], 5);
+    EXPECT_DOUBLE_EQ(tl[1][1], 15);
+    EXPECT_DOUBLE_EQ(tl[0][2], 5);
+    EXPECT_DOUBLE_EQ(tl[1][0], 0.2);
+    const uint64_t none[2] = {0, 0};  // a direction fio never moved: its windows are emptied, not divided by zero
+    auto g = cap_bw_timeline(tl, none, 100);
+    EXPECT_DOUBLE_EQ(g[0], 0.0);
+    EXPECT_DOUBLE_EQ(tl[1][1], 0.0);
+}
