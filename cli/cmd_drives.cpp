@@ -3,13 +3,16 @@
 #include <memory>
 
 #include "drives/drives.h"
+#include "common/error.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "kvio_version.h"
 
 namespace kvio::cli {
 
 void add_drives_command(CLI::App& app) {
     auto o = std::make_shared<drives::DrivesOptions>();
+    auto model = std::make_shared<ModelOptions>();
     auto* sub = app.add_subcommand(
         "drives",
         "Run one workload (a fio job, a kvio trace or kvio simulate) on several drives and hosts in interleaved "
@@ -20,7 +23,9 @@ void add_drives_command(CLI::App& app) {
         "don't overlap)' or 'inside noise'. Writes DIR/drives.json (kvio.drives/1) and DIR/drives.html. A mounted "
         "or read-only device is refused, one holding data in its first MiB unless --force. Remote targets "
         "(HOST[:PORT]:PATH) run through `fio --client` on hosts running `fio --server`, all hosts at once. Exit 1 when "
-        "a target failed (the others' results are written). docs/drives.md");
+        "a target failed (the others' results are written). With --model, a KV line per drive: time to store and to "
+        "load "
+        "one KV object of the model at the measured mix, and the users' loads it sustains. docs/drives.md");
     auto* job = sub->add_option("--job", o->job_path,
                                 "The fio job file; its filename=/directory= lines are replaced per target");
     sub->add_option("--events", o->events_path,
@@ -68,8 +73,24 @@ void add_drives_command(CLI::App& app) {
     sub->add_option("--metrics", o->metrics,
                     "NAME=HOST:PORT: the `kvio trace -d DISK --listen HOST:PORT` exporter on remote drive NAME's host, "
                     "scraped before and after each run for its device-side figures");
-    sub->callback([o] {
+    add_model_options(sub, *model);
+    sub->add_option("--kv-user-rate", o->kv.user_objects_per_s,
+                    "With --model: KV objects one user loads per second, to turn the KV line's loads/s into users")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub->callback([o, model] {
         o->kvio_version = KVIO_VERSION;
+        if (!model->model.empty() || !model->hf_config.empty()) {
+            if (!o->simulate.empty())
+                throw UsageError(
+                    "--model/--hf-config: the KV line is for --job and --events; --simulate reports "
+                    "the benchmark's storage tokens/s for the model in its own flags");
+            const workload::Geometry g = resolve_geometry(*model);
+            o->kv.bytes = g.per_rank_bytes;
+            o->kv.label = g.model.name + " " + workload::dtype_name(g.kv_dtype) + ", " +
+                          std::to_string(g.chunk_tokens) + "-token chunk, tp " + std::to_string(g.tp) +
+                          (g.tp > 1 ? " (one rank's object)" : "");
+        }
         int st = drives::run_drives(*o, std::cout);
         if (st != 0) throw CLI::RuntimeError(st);
     });

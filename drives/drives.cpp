@@ -258,6 +258,7 @@ RunContext context_of(const DrivesOptions& opt, const std::vector<std::string>& 
     struct utsname u {};
     if (::uname(&u) == 0) c.kernel = u.release;
     c.started = now_stamp("%Y-%m-%dT%H:%M:%SZ");
+    c.kv = opt.kv;
     return c;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "drives/kv_line.h"
+
 namespace kvio::drives {
 
 /// What `kvio drives` runs. Sizes in bytes, times in seconds.
@@ -28,6 +30,7 @@ struct DrivesOptions {
     bool html = true;                         ///< also write drives.html
     bool parallel = false;                    ///< local targets at once in each round (default one after another)
     std::vector<std::string> metrics;         ///< `NAME=HOST:PORT`: remote drive NAME's `kvio trace --listen`
+    KvObject kv;                              ///< the KV line's object; bytes 0: no KV line (no --model)
 };
 
 /// Runs everything, prints the table and verdicts to `out`, writes DIR/drives.json (kvio.drives/1) and

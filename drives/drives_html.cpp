@@ -100,6 +100,19 @@ std::string table(const json& d, const std::string& mode) {
     o << "</table>\n<ul>";
     for (const auto& v : d["verdicts"][mode]) o << "<li>" << html_escape(v["text"].get<std::string>()) << "</li>";
     o << "</ul>\n";
+    bool kv_head = false;  // the KV line per drive (kv_line.h), when the run named a model
+    for (const auto& t : d["targets"]) {
+        const json* kv = t.contains("modes") && t["modes"].contains(mode) && t["modes"][mode].contains("kv")
+                             ? &t["modes"][mode]["kv"]
+                             : nullptr;
+        if (!kv) continue;
+        if (!kv_head)
+            o << "<p class=kv>KV object: " << html_escape(d["kv"]["label"].get<std::string>())
+              << " (at each drive's measured read/write mix)</p>\n<ul class=kv>";
+        kv_head = true;
+        o << "<li>" << html_escape((*kv)["text"].get<std::string>()) << "</li>";
+    }
+    if (kv_head) o << "</ul>\n";
     return o.str();
 }
 

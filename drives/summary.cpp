@@ -205,6 +205,32 @@ json ios_equal(const Target& t, const std::string& mode, uint64_t job_ios) {
                        [&](const RunResult* r) { return r->fio.total.read.ios + r->fio.total.write.ios == job_ios; });
 }
 
+/// Bytes/s of one direction while the job moved it: its bytes over the time the phases that moved any spent on it
+/// (each phase's io_bytes over fio's bw_bytes: that direction's own runtime), so a stonewalled write phase does not
+/// dilute the read rate and a mixed phase counts with its mix.
+double moving_rate(const FioRun& f, bool write) {
+    double bytes = 0, secs = 0;
+    for (const auto& p : f.phases) {
+        const DirFigures& d = write ? p.write : p.read;
+        if (d.io_bytes && d.mb_s > 0) bytes += double(d.io_bytes), secs += double(d.io_bytes) / (d.mb_s * 1e6);
+    }
+    return secs > 0 ? bytes / secs : 0;
+}
+
+/// A closed loop's KV line for `t`: the object over the medians of its rounds' read and write rates (moving_rate).
+KvLine kv_line_of(const Target& t, const std::string& mode, const KvObject& kv) {
+    auto runs = ok_runs(t, mode);
+    double rd = over(runs, [](const RunResult& r) { return moving_rate(r.fio, false); }).median;
+    double wr = over(runs, [](const RunResult& r) { return moving_rate(r.fio, true); }).median;
+    return kv_line(kv, rd, wr);
+}
+
+/// Whether `mode` of `t` gets a KV line: a closed loop (capacity; an open loop's bandwidth is the job's own rate)
+/// with a KV object and a round that completed.
+bool has_kv_line(const Target& t, const std::string& mode, const KvObject& kv) {
+    return kv.bytes > 0 && mode == "closed" && !ok_runs(t, mode).empty();
+}
+
 }  // namespace
 
 double verdict_figure(const RunResult& r) {
@@ -252,10 +278,19 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
             tj["modes"][m] = mode_json(t, m);
             tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
             tj["modes"][m]["ios_equal_job"] = ios_equal(t, m, ctx.job_ios);
+            if (has_kv_line(t, m, ctx.kv)) {
+                const KvLine l = kv_line_of(t, m, ctx.kv);
+                tj["modes"][m]["kv"] = kv_line_json(l);
+                tj["modes"][m]["kv"]["text"] = kv_line_text(t.spec.name, ctx.kv, l);
+            }
         }
         ts.push_back(tj);
     }
     j["targets"] = ts;
+    j["kv"] = ctx.kv.bytes ? json{{"label", ctx.kv.label},
+                                  {"object_bytes", ctx.kv.bytes},
+                                  {"user_objects_per_s", ctx.kv.user_objects_per_s}}
+                           : json(nullptr);
     for (const auto& m : ctx.modes) {
         json vs = json::array();
         for (const auto& v : verdicts_for(targets, m))
@@ -339,6 +374,13 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
             if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
         }
         for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";
+        bool kv_head = false;
+        for (const auto& t : targets)
+            if (has_kv_line(t, mode, ctx.kv)) {
+                if (!kv_head) out << "KV object: " << ctx.kv.label << " (at each drive's measured read/write mix)\n";
+                kv_head = true;
+                out << kv_line_text(t.spec.name, ctx.kv, kv_line_of(t, mode, ctx.kv)) << "\n";
+            }
     }
 }
 

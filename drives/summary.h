@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drives/kv_line.h"
 #include "drives/target_run.h"
 
 namespace kvio::drives {
@@ -19,6 +20,7 @@ struct RunContext {
     uint64_t job_ios = 0;       ///< job_declared(job).ios (0: the job does not say)
     int stopped_by_signal = 0;  ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end
     std::vector<std::string> modes;
+    KvObject kv;  ///< the KV line's object (kv_line.h); bytes 0: no KV line
 };
 
 /// The verdict figure of a mode: closed loop: the run's total MB/s (higher is better); open loop at the job's
@@ -33,7 +35,10 @@ bool verdict_higher_is_better(const std::string& mode);
 /// "interrupted"), "error", "interrupted" (the reason), "modes": {MODE: {"phases": [{"name",
 /// "read"/"write": {"iops", "mb_s", "io_bytes", "clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns"} as
 /// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "io_bytes_equal_job",
-/// "ios_equal_job", "rounds": [...]}}}], "verdicts": {MODE: [{"a", "b", "pct", "separated", "text"}]}}. Spreads:
+/// "ios_equal_job", "kv" (closed loop with a KV object: kv_line_json + "text"; per direction the median over
+/// rounds of its bytes over the runtimes of the phases that moved it), "rounds": [...]}}}], "kv"
+/// ({"label", "object_bytes", "user_objects_per_s"} | null), "verdicts": {MODE: [{"a", "b", "pct", "separated",
+/// "text"}]}}. Spreads:
 /// {"min","median","max","n"}.
 nlohmann::json drives_json(const std::vector<Target>& targets, const RunContext& ctx);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <tuple>
 #include <vector>
 
@@ -57,11 +58,36 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     LoopDevice shm(96 * kMiB, true, "/dev/shm"), disk(96 * kMiB, true, "/var/tmp"), slow(96 * kMiB, true, "/dev/shm");
     BlkioThrottle th(slow.majmin, kThrottleBps, d.path);
     std::ofstream(d.file("job.fio")) << kJob;
-    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive shm=" + shm.path +
-                 " --drive disk=" + disk.path + " --drive slow=" + slow.path +
-                 " --rounds 3 --probe-seconds 0.5 --fio " + th.wrapper + " -o " + d.file("out"));
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive shm=" + shm.path + " --drive disk=" +
+                 disk.path + " --drive slow=" + slow.path + " --rounds 3 --probe-seconds 0.5 --fio " + th.wrapper +
+                 " -o " + d.file("out") + " --model llama3.1-8b --tp 2 --kv-user-rate 2");
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     json j = json::parse(slurp(d.file("out/drives.json")));
+    // The KV line: one rank's object of the model (as `kvio geometry` sizes it) over each drive's median read and
+    // write MB/s of the mixed job; users at 2 objects/s each; the throttled drive loads slowest.
+    auto geo = run(kvio_bin() + " geometry --model llama3.1-8b --tp 2 --json");
+    ASSERT_EQ(geo.status, 0) << geo.err;
+    const double obj = json::parse(geo.out)["per_rank_bytes"].get<double>();
+    ASSERT_TRUE(j["kv"].is_object()) << j["kv"].dump();
+    EXPECT_EQ(j["kv"]["object_bytes"].get<double>(), obj);
+    EXPECT_EQ(j["kv"]["user_objects_per_s"], 2.0);
+    std::map<std::string, double> load_ms;
+    for (const auto& t : j["targets"]) {
+        const json& m = t["modes"]["closed"];
+        ASSERT_TRUE(m.contains("kv")) << m.dump();
+        // The job writes in its first phase and reads in its second (stonewalled): each direction's rate is that
+        // phase's (fio's bw_bytes of that phase, one value per round: the median of the rates; the whole run's
+        // rate would be about half).
+        const double rd = median(m["phases"][1]["read"]["mb_s"]) * 1e6,
+                     wr = median(m["phases"][0]["write"]["mb_s"]) * 1e6;
+        EXPECT_NEAR(m["kv"]["load_ms"].get<double>(), obj / rd * 1000, 1e-6 * obj / rd * 1000);
+        EXPECT_NEAR(m["kv"]["store_ms"].get<double>(), obj / wr * 1000, 1e-6 * obj / wr * 1000);
+        EXPECT_NEAR(m["kv"]["users"].get<double>(), rd / obj / 2, 1e-6 * rd / obj / 2);
+        load_ms[t["name"]] = m["kv"]["load_ms"].get<double>();
+        EXPECT_NE(r.out.find("KV " + t["name"].get<std::string>() + ": store "), std::string::npos) << r.out;
+    }
+    EXPECT_GT(load_ms["slow"], load_ms["shm"]);
+    EXPECT_NE(slurp(d.file("out/drives.html")).find("KV object: llama3.1-8b"), std::string::npos);
     EXPECT_EQ(j["schema"], "kvio.drives/1");
     EXPECT_EQ(j["job_declared_bytes"], 128 * kMiB);
     EXPECT_EQ(j["job_declared_ios"], 128);
@@ -454,6 +480,8 @@ TEST(Drives, SimulateUsageErrors) {
         {" --simulate '" + ok + "' --drive a=127.0.0.2:/dev/loop0", "kvio simulate runs on this host only"},
         {" --simulate '--model tiny-1b --duration 1' --drive a=" + a.path, "add --storage-io direct"},
         {" --simulate '" + ok + "' --load trace --drive a=" + a.path, "the simulation offers its own load"},
+        {" --simulate '" + ok + "' --model llama3.1-8b --drive a=" + a.path, "the KV line is for --job and --events"},
+        {" --job /dev/null --model no-such-model --drive a=" + a.path, "--model"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.args);

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "drives/figures.h"
 #include "drives/job_text.h"
+#include "drives/kv_line.h"
 #include "drives/prom_scrape.h"
 #include "drives/sim_workload.h"
 #include "drives/summary.h"
@@ -288,4 +289,23 @@ TEST(DrivesFio, BandwidthTimelineCappedAtTheBytesMoved) {
     auto g = cap_bw_timeline(tl, none, 100);
     EXPECT_DOUBLE_EQ(g[0], 0.0);
     EXPECT_DOUBLE_EQ(tl[1][1], 0.0);
+}
+
+// The KV line: an object's bytes over each direction's bandwidth; loads/s and users from the read side; a direction
+// the workload did not move has no figure (null in JSON, "-" in the text).
+TEST(DrivesKv, LineFromTheMeasuredMix) {
+    KvObject obj{"m", 64ull << 20, 4};
+    KvLine l = kv_line(obj, 512e6, 128e6);
+    EXPECT_DOUBLE_EQ(l.load_ms, (64 << 20) / 512e6 * 1000);
+    EXPECT_DOUBLE_EQ(l.store_ms, (64 << 20) / 128e6 * 1000);
+    EXPECT_DOUBLE_EQ(l.loads_per_s, 512e6 / (64 << 20));
+    EXPECT_DOUBLE_EQ(l.users, l.loads_per_s / 4);
+    EXPECT_EQ(kv_line_text("a", obj, l),
+              "KV a: store 524.3 ms, load 131.1 ms per 64.0 MiB object; 8 loads/s = 2 "
+              "users at 4 object/s each");
+    KvLine w = kv_line(obj, 0, 128e6);  // a write-only job
+    EXPECT_TRUE(kv_line_json(w)["load_ms"].is_null());
+    EXPECT_TRUE(kv_line_json(w)["users"].is_null());
+    EXPECT_NE(kv_line_text("a", obj, w).find("load -"), std::string::npos);
+    EXPECT_NE(kv_line_text("a", obj, w).find("no reads in the workload"), std::string::npos);
 }
