@@ -24,6 +24,10 @@
 #   remote    `kvio simulate --remote-tier` on one redis-server vs redis-benchmark on the same server (chunk size,
 #             connections, pipeline depth), remote bytes/s paired per round (KVIO_BENCH_REMOTE_ROUNDS 3,
 #             KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 100)
+#   drives    `kvio drives`' cost around a fio run: the overhead stage's fio job (4 KiB randread QD 32, libaio,
+#             time_based KVIO_BENCH_SECS) plainly and as the job of `kvio drives --rounds 1 --probe-seconds 0` (its
+#             tracer at the loop device's disk and fio's bandwidth log), IOPS paired per round, the order alternating
+#             (KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -42,7 +46,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen validate distill simulate clients verify remote fidelity audit}
+STAGES=${KVIO_BENCH_STAGES:-overhead gen drives validate distill simulate clients verify remote fidelity audit}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -102,7 +106,7 @@ bash "$HERE/machine.sh" "$KVIO" "$ROUNDS" "$SECS" "$ENGINES" > "$OUT/machine.jso
 
 has_stage() { [[ " $STAGES " == *" $1 "* ]]; }
 
-if has_stage overhead || has_stage gen; then
+if has_stage overhead || has_stage gen || has_stage drives; then
     mkdir -p "$MNT"
     mount -t tmpfs -o size=1200m kvio-bench "$MNT"
     truncate -s 1100M "$MNT/disk.img"
@@ -319,6 +323,43 @@ if has_stage gen; then
         done
     done
 fi
+# ---------------------------------------------------------------- kvio drives around a fio run: its cost
+# docs/performance.md, "kvio drives": what a user pays for kvio drives' tracing and bandwidth log on the job's own
+# figure. One job file (the overhead stage's fio job); per round the plain `fio JOB` and `kvio drives --job JOB`
+# (1 round, no probe; the loop device holds only zeros, so it is not refused) in alternating order; the cost is
+# 1 - drives IOPS / plain IOPS of the same round (drives.json's round iops: fio's own figure inside kvio drives).
+DV_ROUNDS=${KVIO_BENCH_DRIVES_ROUNDS:-$ROUNDS}
+drives_iops() {  # drives_iops plain|drives ROUND: prints fio's IOPS of one run
+    local out=$WORK/drives-$1-$2
+    rm -rf "$out"
+    if [ "$1" = plain ]; then
+        fio "$WORK/drives.fio" --output-format=json --output="$out.json" >/dev/null
+        jq '.jobs[0].read.iops' "$out.json"
+    else
+        "$KVIO" drives --job "$WORK/drives.fio" --drive bench="$LOOP" --rounds 1 --probe-seconds 0 -o "$out" \
+            > "$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
+        jq '.targets[0].modes.closed.rounds[0].iops' "$out/drives.json"
+    fi
+}
+if has_stage drives; then
+    echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) on $LOOP plainly vs inside kvio drives"
+    printf '[global]\nfilename=%s\ndirect=1\nioengine=libaio\niodepth=32\nbs=4k\nrw=randread\nnorandommap\nrandrepeat=0\ntime_based\nruntime=%s\n[randread]\n' \
+        "$LOOP" "$SECS" > "$WORK/drives.fio"
+    for ((r = 1; r <= DV_ROUNDS; r++)); do
+        load0=$(cut -d' ' -f1 /proc/loadavg)
+        if ((r % 2)); then
+            plain=$(drives_iops plain "$r") && inside=$(drives_iops drives "$r") || break
+        else
+            inside=$(drives_iops drives "$r") && plain=$(drives_iops plain "$r") || break
+        fi
+        record drives "round$r" "$(jq -c -n --argjson r "$r" --argjson p "$plain" --argjson d "$inside" \
+            --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
+            '{round: $r, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), plain_iops: $p, drives_iops: $d,
+              cost_pct: ((1 - $d / $p) * 100)}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS, inside kvio drives \(.drives_iops|floor) IOPS (cost \(.cost_pct*100|round/100) %)"')"
+    done
+fi
+
 if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=""; umount "$MNT"; fi
 
 # ---------------------------------------------------------------- validate

@@ -113,6 +113,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
     fidelity: ([$raw[] | select(.stage == "fidelity")] | group_by(.mode) | map({key: .[0].mode, value: {rounds: length,
         qd_tv: ([.[].qd_tv] | stats), worst_depth_tv: ([.[].worst_depth_tv] | stats), rwmix_err_points: ([.[].rwmix_err_points] | stats),
         size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries),
+    drives: ([$raw[] | select(.stage == "drives")] as $c | if ($c | length) == 0 then null else {
+        rounds: ($c | length), load1: ([$c[].load1] | stats), plain_iops: ([$c[].plain_iops] | stats),
+        drives_iops: ([$c[].drives_iops] | stats), cost_pct: ([$c[].cost_pct] | stats)} end),
     audit: ([$raw[] | select(.stage == "audit")] | map({key: .mode, value: (del(.stage, .mode))}) | from_entries)
   }
 | . as $r
@@ -159,6 +162,9 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
                               target: "<= 0.05 x syscall time per storage op >= 16 MiB (p50; worst of tmpfs/loop, write/read)",
                               verdict: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50 // empty, .large_read_overhead_p50 // empty | verdict(0.05)] |
                                         if length == 0 then null elif any(. == "missed") then "missed" elif any(. == "inside noise") then "inside noise" else "met" end)},
+    drives_cost: {value: ($r.drives.cost_pct.median | r3), spread: $r.drives.cost_pct,
+                  target: "<= 2 % (fio IOPS inside kvio drives vs plain fio, paired per round)",
+                  verdict: ($r.drives.cost_pct | verdict(2))},
     remote_vs_redis_benchmark: {value: ($r.remote.ratio.median | r3), spread: $r.remote.ratio,
                                  target: ">= 0.8 x redis-benchmark (remote bytes/s; same server, value size, connections)",
                                  verdict: ($r.remote.ratio | atleast(0.8; 0.2))},

@@ -51,6 +51,10 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "simulate --remote-tier vs redis-benchmark, \(.remote.rounds) rounds x \(.remote.secs) s, \(.remote.chunk_bytes)-byte values (min / median / max; load \(.remote.load1 | mmm(1)))",
   "  kvio \(.remote.kvio_mbps | mmm(0)) MB/s; redis-benchmark SET \(.remote.rb_set_mbps | mmm(0)) GET \(.remote.rb_get_mbps | mmm(0)) MB/s, at kvio's mix \(.remote.rb_mbps | mmm(0)) MB/s; paired ratio \(.remote.ratio | mmm(3))",
   "" else empty end),
+(if .drives then
+  "kvio drives around fio (4 KiB randread QD 32), \(.drives.rounds) rounds (min / median / max; load \(.drives.load1 | mmm(1)))",
+  "  fio \(.drives.plain_iops | mmm(0)) IOPS, inside kvio drives \(.drives.drives_iops | mmm(0)) IOPS; paired cost \(.drives.cost_pct | mmm(2)) %",
+  "" else empty end),
 "targets:",
 (.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
   if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)
