@@ -113,6 +113,18 @@ std::string table(const json& d, const std::string& mode) {
         o << "<li>" << html_escape((*kv)["text"].get<std::string>()) << "</li>";
     }
     if (kv_head) o << "</ul>\n";
+    for (const auto& t : d["targets"]) {  // the diagnosis of each drive's median traced round (diagnosis.h)
+        if (!t.contains("modes") || !t["modes"].contains(mode)) continue;
+        const json& m = t["modes"][mode];
+        if (!m.contains("diagnosis") || m["diagnosis"].empty()) continue;
+        o << "<p class=diag>Diagnosis of " << html_escape(t["name"].get<std::string>()) << " (median round, round "
+          << m["diagnosis_round"].get<int>() + 1 << ")</p>\n<ul class=diag>";
+        for (const auto& f : m["diagnosis"])
+            o << "<li><b>" << html_escape(f["id"].get<std::string>()) << "</b> " << html_escape(f.value("op", ""))
+              << ": " << html_escape(f["summary"].get<std::string>()) << "<br>&rarr; "
+              << html_escape(f["action"].get<std::string>()) << "</li>";
+        o << "</ul>\n";
+    }
     return o.str();
 }
 

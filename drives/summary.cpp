@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string_view>
+
+#include "drives/diagnosis.h"
 
 namespace kvio::drives {
 
@@ -278,6 +281,9 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
             tj["modes"][m] = mode_json(t, m);
             tj["modes"][m]["io_bytes_equal_job"] = io_bytes_equal(t, m, ctx.job_bytes);
             tj["modes"][m]["ios_equal_job"] = ios_equal(t, m, ctx.job_ios);
+            const RunResult* dr = median_traced_round(t, m);
+            tj["modes"][m]["diagnosis"] = diagnose::to_json(drive_findings(t, m))["findings"];
+            tj["modes"][m]["diagnosis_round"] = dr ? json(dr->round) : json(nullptr);
             if (has_kv_line(t, m, ctx.kv)) {
                 const KvLine l = kv_line_of(t, m, ctx.kv);
                 tj["modes"][m]["kv"] = kv_line_json(l);
@@ -381,6 +387,13 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
                 kv_head = true;
                 out << kv_line_text(t.spec.name, ctx.kv, kv_line_of(t, mode, ctx.kv)) << "\n";
             }
+        for (const auto& t : targets) {
+            const RunResult* dr = median_traced_round(t, mode);
+            const auto fs = drive_findings(t, mode);
+            if (!dr || fs.empty()) continue;
+            out << "diagnosis " << t.spec.name << " (median round, round " << dr->round + 1 << "): ";
+            out << diagnose::to_text(fs).substr(std::string_view("== diagnosis: ").size());
+        }
     }
 }
 

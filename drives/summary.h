@@ -35,8 +35,10 @@ bool verdict_higher_is_better(const std::string& mode);
 /// "interrupted"), "error", "interrupted" (the reason), "modes": {MODE: {"phases": [{"name",
 /// "read"/"write": {"iops", "mb_s", "io_bytes", "clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns"} as
 /// spreads}], "device": {...spreads} | null, "device_missing", "share_of_ceiling", "io_bytes_equal_job",
-/// "ios_equal_job", "kv" (closed loop with a KV object: kv_line_json + "text"; per direction the median over
-/// rounds of its bytes over the runtimes of the phases that moved it), "rounds": [...]}}}], "kv"
+/// "ios_equal_job", "diagnosis" (drive_findings of the median traced round, as kvio.diagnosis/1's findings),
+/// "diagnosis_round" (that round; null: none traced), "kv" (closed loop with a KV object: kv_line_json + "text"; per
+/// direction the median over rounds of its bytes over the runtimes of the phases that moved it), "rounds": [...]}}}],
+/// "kv"
 /// ({"label", "object_bytes", "user_objects_per_s"} | null), "verdicts": {MODE: [{"a", "b", "pct", "separated",
 /// "text"}]}}. Spreads:
 /// {"min","median","max","n"}.

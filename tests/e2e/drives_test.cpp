@@ -329,6 +329,41 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
     EXPECT_EQ(run("cmp -n 1048576 " + l.path + " /dev/zero").status, 0) << "the first MiB was written";
 }
 
+// The diagnosis section: a QD-1 reader paced by thinktime (at most ~4000 IOPS of 4 KiB, whatever the load) on a
+// loop device over tmpfs, against the drive's own ceiling probe: job_below_ceiling for reads, with the figures it
+// rests on (the larger of its bandwidth and IOPS shares; the device's mean depth 1), in drives.json, on the console
+// and in drives.html; the rule's thresholds are unit-tested (DrivesDiagnosis.*).
+TEST(Drives, DiagnosisFindsAJobFarBelowTheDrivesCeiling) {
+    TempDir d;
+    LoopDevice l(96 * kMiB, true, "/dev/shm");
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=psync\ndirect=1\nrw=randread\nbs=4k\nsize=4m\nthinktime=250\n";
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
+                 " --rounds 1 --probe-seconds 0.5 -o " + d.file("out"));
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    const json& m = j["targets"][0]["modes"]["closed"];
+    EXPECT_EQ(m["diagnosis_round"], 0);
+    const json* f = nullptr;
+    for (const auto& x : m["diagnosis"])
+        if (x["id"] == "job_below_ceiling") f = &x;
+    ASSERT_NE(f, nullptr) << m["diagnosis"].dump();
+    EXPECT_EQ((*f)["op"], "read");
+    EXPECT_EQ((*f)["device"], l.name);
+    const json& g = (*f)["figures"];
+    const json& c = j["targets"][0]["ceiling"];
+    EXPECT_EQ(g["ceiling_mb_s"], c["seq_read_mb_s"]);
+    EXPECT_EQ(g["ceiling_iops"], c["rand_read_4k_iops"]);
+    const double share = std::max(g["job_mb_s"].get<double>() / g["ceiling_mb_s"].get<double>(),
+                                  g["job_iops"].get<double>() / g["ceiling_iops"].get<double>());
+    EXPECT_NEAR(g["share_pct"].get<double>(), share * 100, 1e-9);
+    EXPECT_LT(g["share_pct"].get<double>(), 50);
+    EXPECT_NEAR(g["device_qd_mean"].get<double>(), 1.0, 0.05);
+    EXPECT_NE(r.out.find("diagnosis x (median round, round 1): "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[job_below_ceiling] " + l.name + " read: the job's reads reached"), std::string::npos)
+        << r.out;
+    EXPECT_NE(slurp(d.file("out/drives.html")).find("<b>job_below_ceiling</b>"), std::string::npos);
+}
+
 // --events: a trace of 64 writes of 64 KiB, distilled on the fly, runs on another drive: the job it ran is the
 // distiller's (saved as job.fio) and the drive moved exactly the trace's bytes.
 TEST(Drives, EventsTraceIsDistilledOnTheFly) {

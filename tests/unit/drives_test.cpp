@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "drives/figures.h"
+#include "drives/diagnosis.h"
 #include "drives/job_text.h"
 #include "drives/kv_line.h"
 #include "drives/prom_scrape.h"
@@ -308,4 +309,44 @@ TEST(DrivesKv, LineFromTheMeasuredMix) {
     EXPECT_TRUE(kv_line_json(w)["users"].is_null());
     EXPECT_NE(kv_line_text("a", obj, w).find("load -"), std::string::npos);
     EXPECT_NE(kv_line_text("a", obj, w).find("no reads in the workload"), std::string::npos);
+}
+
+// job_below_ceiling: reported for a direction below half of every ceiling probed for it at a mean device depth
+// below 8; not at or above either threshold, not for the open loop, not without a trace or a ceiling.
+TEST(DrivesDiagnosis, JobBelowCeilingThresholds) {
+    Target t;
+    t.disk = "nvme0n1";
+    t.ceiling = {{"seq_read_mb_s", 1000.0}, {"seq_write_mb_s", 800.0}, {"rand_read_4k_iops", 100000.0}};
+    RunResult r;
+    r.mode = "closed";
+    r.dev.present = true;
+    r.dev.qd_read_mean = 1.0, r.dev.qd_write_mean = 1.0;
+    PhaseFigures p;
+    p.read.mb_s = 120, p.read.iops = 30000;  // 12 % of the bandwidth, 30 % of the IOPS ceiling
+    p.write.mb_s = 500;                      // 62.5 % of the write ceiling: no finding
+    r.fio.phases = {p};
+    auto f = headroom_findings(t, r);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].id, "job_below_ceiling");
+    EXPECT_EQ(f[0].op, "read");
+    EXPECT_EQ(f[0].device, "nvme0n1");
+    EXPECT_DOUBLE_EQ(f[0].figures["share_pct"].get<double>(), 30.0);  // the closer ceiling
+    EXPECT_NE(f[0].summary.find("12 % of this drive's bandwidth ceiling"), std::string::npos) << f[0].summary;
+    EXPECT_NE(f[0].summary.find("30 % of its IOPS ceiling"), std::string::npos) << f[0].summary;
+    r.fio.phases[0].read.iops = 50000;  // half the IOPS ceiling: not below it
+    EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.fio.phases[0].read.iops = 30000;
+    r.dev.qd_read_mean = 8;  // deep enough: the drive, not the job, sets the figure
+    EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.dev.qd_read_mean = 1;
+    r.mode = "trace";
+    EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.mode = "closed";
+    r.dev.present = false;
+    EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.dev.present = true;
+    t.ceiling = nullptr;  // --probe-seconds 0
+    EXPECT_TRUE(headroom_findings(t, r).empty());
+    t.ceiling = {{"error", "probe read: fio exited 1"}};
+    EXPECT_TRUE(headroom_findings(t, r).empty());
 }
