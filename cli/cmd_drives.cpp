@@ -73,9 +73,12 @@ void add_drives_command(CLI::App& app) {
     sub->add_option("--metrics", o->metrics,
                     "NAME=HOST:PORT: the `kvio trace -d DISK --listen HOST:PORT` exporter on remote drive NAME's host, "
                     "scraped before and after each run for its device-side figures");
-    add_model_options(sub, *model);
-    sub->add_option("--kv-user-rate", o->kv.user_objects_per_s,
-                    "With --model: KV objects one user loads per second, to turn the KV line's loads/s into users")
+    auto* kv = sub->add_option_group("KV line",
+                                     "With --model or --hf-config: per drive, the time to store and to "
+                                     "load one KV object of the model, and the users' loads it sustains");
+    add_model_options(kv, *model);
+    kv->add_option("--kv-user-rate", o->kv.user_objects_per_s,
+                   "With --model: KV objects one user loads per second, to turn the KV line's loads/s into users")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     sub->callback([o, model] {
