@@ -178,14 +178,23 @@ LatencyTracingResult LatencyTracing::finish() {
     const std::string ini = dir_ + "/fio_workload.ini";
     try {
         // The job `kvio distill --events events.jsonl --dev DISK --filename FILE` makes, named for simulate.
+        // The level the trace calls for (docs/distill.md, "Two levels"): with --trace-syscalls a buffered cache's
+        // device commands come from the page cache, and the file-level job carries the workload; without syscall
+        // records only the device level can be derived.
         distiller::DistillOptions dopt;
         dopt.events = events;
         dopt.dev = disk_;
+        // A file-level job reads iologs beside it: without --trace-dir they would go with the temporary directory.
+        dopt.level = temp_dir_ ? distiller::DistillLevel::Device : distiller::DistillLevel::Auto;
         dopt.filenames = {(fs::path(o_.cache_dir) / "kvio-fio-workload.dat").string()};
+        dopt.directory = (fs::absolute(o_.cache_dir) / "kvio-fio-workload").string();
         dopt.job_name = "kvio-simulate";
-        const distiller::FioJob job = distiller::distill(dopt).job;
-        r.fio_workload = job.text;
-        std::ofstream(ini) << job.text;
+        dopt.out = ini;  // a file-level job reads iologs written beside it (fio_workload.ini.*)
+        const distiller::DistillResult dr = distiller::distill(dopt);
+        r.fio_workload = dr.level == "file" ? dr.file_job_text : dr.job.text;
+        r.validation["fio_workload_level"] = dr.level;
+        r.validation["fio_workload_level_reason"] =
+            temp_dir_ ? "the file level needs --trace-dir (its job reads iologs kept beside it)" : dr.level_reason;
     } catch (const std::exception& e) {
         r.fio_workload.reset();
         r.validation["fio_workload_not_distilled"] = e.what();

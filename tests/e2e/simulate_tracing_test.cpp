@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -153,4 +154,43 @@ TEST(SimulateTracing, FinishWithNothingTracedGivesReasonsNotAnError) {
     EXPECT_TRUE(doc["fio_workload"].is_null());
     EXPECT_TRUE(doc["device_latency_tracing"].is_object());
     std::printf("not distilled: %s\n", r.validation["fio_workload_not_distilled"].get<std::string>().c_str());
+}
+
+// The fio job of a buffered cache traced with --trace-syscalls is the file-level one (its device commands came from
+// the page cache, which a direct-I/O job cannot make on another drive; docs/distill.md "Two levels"): the results say
+// the level and why, the job and the iologs it reads are in --trace-dir and fio parses it. Without --trace-dir the
+// iologs would go with the temporary directory, so the device level is kept and the reason says so.
+TEST(SimulateTracing, BufferedCacheGetsTheFileLevelJob) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    test::Ext4Mount m(1ull << 30);
+    test::TempDir t;
+    const std::string flags =
+        " simulate --model tiny-1b --num-users 3 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+        "--generation-mode none --seed 42 --progress-interval 0 --enable-latency-tracing "
+        "--trace-syscalls --cache-dir " +
+        m.mnt + "/c";
+    const std::string tdir = t.file("trace");
+    auto r = test::run(test::kvio_bin() + flags + " --trace-dir " + tdir + " --output " + t.file("file.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto doc = nlohmann::json::parse(test::slurp(t.file("file.json")));
+    const auto& v = doc["kvio"]["validation"];
+    ASSERT_EQ(v["fio_workload_level"], "file") << v.dump().substr(0, 2000);
+    EXPECT_NE(v["fio_workload_level_reason"].get<std::string>().find("page cache"), std::string::npos);
+    const std::string job = doc["fio_workload"].get<std::string>();
+    EXPECT_EQ(job.rfind("; kvio distill --level file", 0), 0u) << job.substr(0, 300);
+    EXPECT_EQ(test::slurp(tdir + "/fio_workload.ini"), job);
+    size_t iologs = 0;
+    for (const auto& e : std::filesystem::directory_iterator(tdir))
+        iologs += e.path().filename().string().ends_with(".iolog");
+    EXPECT_GE(iologs, 2u) << "a layout iolog and one per traced thread";
+    EXPECT_NE(r.out.find("; level: file: auto:"), std::string::npos) << "the console's GENERATED FIO WORKLOAD";
+    const auto parse = test::run("cd " + tdir + " && fio --parse-only fio_workload.ini");
+    EXPECT_EQ(parse.status, 0) << parse.out << parse.err;
+
+    r = test::run(test::kvio_bin() + flags + " --output " + t.file("dev.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    doc = nlohmann::json::parse(test::slurp(t.file("dev.json")));
+    EXPECT_EQ(doc["kvio"]["validation"]["fio_workload_level"], "device");
+    EXPECT_NE(doc["kvio"]["validation"]["fio_workload_level_reason"].get<std::string>().find("--trace-dir"),
+              std::string::npos);
 }
