@@ -130,13 +130,15 @@ fi
 #   bpftrace    bench/bpftrace/kvio_equiv.bt DEVT fio   (syscall probes filtered by comm, like MLPerf's script)
 #   kvio_listen kvio_hist plus --listen 127.0.0.1:0, its /metrics scraped every second while fio runs: paired with
 #               kvio_hist of the same round it gives the cost of the scrapes alone (results.json scrape_cost)
+#   kvio_files  kvio_hist plus --files (per-file attribution: the syscall's file for direct I/O, the page's for the
+#               page cache): paired with kvio_hist of the same round, the BPF ns per command it adds (files_cost)
 # kvio runs with --stats (BPF_ENABLE_STATS): per-program run counts and ns in its JSON summary. bpftrace's
 # programs are read with bpftool while kernel.bpf_stats_enabled is on (set for the stage, restored after).
 #   peer_hist   kvio_hist with the kvio binary KVIO_BENCH_PEER names (an older build, say): only when that is set.
 #               Paired by round with kvio_hist it shows whether a change moved the BPF cost (results.json
 #               overhead.ENGINE.peer_hist.ns_vs_peer... and targets.kernel_ns_vs_peer_ENGINE)
 PEER=${KVIO_BENCH_PEER:+$(realpath "$KVIO_BENCH_PEER")}
-read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_comm_block kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen${PEER:+ peer_hist}}"
+read -r -a OVERHEAD_MODES <<< "${KVIO_BENCH_MODES:-untraced kvio_hist kvio_child kvio_comm kvio_comm_block kvio_pid kvio_events kvio_events_bin bpftrace kvio_listen kvio_files${PEER:+ peer_hist}}"
 fio_args() {  # fio_args ENGINE OUTPUT.json [extra fio options]
     local eng=$1 out=$2; shift 2
     echo --name=randread --filename="$LOOP" --direct=1 --rw=randread --bs=4k --iodepth=32 --ioengine="$eng" \
@@ -198,8 +200,9 @@ overhead_run() {  # overhead_run MODE ROUND ENGINE
         local sum=null
         if [ "$m" = kvio_events_bin ]; then sum=$("$KVIO" dump "$ev" | tail -n 1); elif [ "$m" = kvio_events ]; then sum=$(tail -n 1 "$ev"); fi
         kvio_record "$m" "$r" "$eng" "$iops" "$t" "$sum" ;;
-    kvio_hist|kvio_comm|kvio_comm_block|peer_hist)
+    kvio_hist|kvio_comm|kvio_comm_block|peer_hist|kvio_files)
         local filt=()
+        [ "$m" = kvio_files ] && filt=(--files)
         [ "$m" = kvio_comm ] && filt=(-c fio)
         [ "$m" = kvio_comm_block ] && filt=(-c fio --block-only)
         "${trace[@]}" "${filt[@]}" >/dev/null 2>"$log" &

@@ -27,7 +27,7 @@ def atmost($t; $noise): if . == null or .median == null then null
     elif (.max - .min) > $noise then "inside noise"
     elif .median <= $t then "met" else "missed" end;
 def t_peer: 1.1;
-def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen", "peer_hist"];
+def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block", "kvio_pid", "kvio_events", "kvio_events_bin", "bpftrace", "kvio_listen", "kvio_files", "peer_hist"];
 
 . as $raw
 | [$raw[] | select(.stage == "overhead")] as $o
@@ -71,6 +71,15 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         | if ($runs | length) == 0 then . else . + {($e): {
             rounds: ($runs | length), scrapes: ([$runs[].scrapes // empty] | stats),
             iops_ratio: ([$runs[] | .iops / $hist[.round | tostring]] | stats)}} end)),
+    # --files vs the same trace without it (kvio_hist), paired by round: BPF ns per command added, IOPS ratio
+    files_cost: (reduce $engines[] as $e ({};
+        [$o[] | select(.engine == $e)] as $oe
+        | ([$oe[] | select(.mode == "kvio_hist")] | map({key: (.round | tostring), value: .}) | from_entries) as $hist
+        | [$oe[] | select(.mode == "kvio_files" and $hist[.round | tostring] and .ns_per_cmd != null)] as $runs
+        | if ($runs | length) == 0 then . else . + {($e): {
+            rounds: ($runs | length),
+            ns_added_per_cmd: ([$runs[] | .ns_per_cmd - $hist[.round | tostring].ns_per_cmd] | stats),
+            iops_ratio: ([$runs[] | .iops / $hist[.round | tostring].iops] | stats)}} end)),
     gen: (reduce ("posix", "io_uring") as $e ({};
         [$g[] | select(.mode == $e)] as $runs
         | if ($runs | length) == 0 then . else . + {($e): {
@@ -132,6 +141,10 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
                   if any(. == "missed") then "missed" elif any(. == "inside noise") then "inside noise" elif length > 0 and all(. == "met") then "met" else null end)}}),
     {("kernel_ns_events_bin_" + $e): {value: ($x.kvio_events_bin.ns_vs_bpftrace.median | r3), spread: $x.kvio_events_bin.ns_vs_bpftrace,
         target: "<= 1 x bpftrace (binary capture of -- fio)", verdict: ($x.kvio_events_bin.ns_vs_bpftrace | verdict(1))}},
+    (if $r.files_cost[$e] then {("files_ns_added_" + $e): {value: ($r.files_cost[$e].ns_added_per_cmd.median | r3),
+        spread: $r.files_cost[$e].ns_added_per_cmd,
+        target: "<= 150 ns per command added by --files (BPF ns, paired with kvio trace -d of the same round; direct I/O on a raw loop device)",
+        verdict: ($r.files_cost[$e].ns_added_per_cmd | verdict(150))}} else {} end),
     {("iops_hist_" + $e): {value: ($x.kvio_hist.overhead_pct.median | r3), spread: $x.kvio_hist.overhead_pct,
         target: "<= 2 % (histograms, no task filter)", verdict: ($x.kvio_hist.overhead_pct | verdict(2))}},
     {("iops_filter_" + $e): {value: ([$x.kvio_child, $x.kvio_comm, $x.kvio_pid | .overhead_pct.median // empty] | max | r3),

@@ -54,11 +54,13 @@ constexpr TracedSyscall kSyscalls[] = {
 };
 
 /// io_uring_enter is traced for events and --files only: its exit ends the SQE user_data they carry and the SQE's
-/// file (bpf/file_attr.bpf.h). libaio's calls only with --syscalls or --files: two traced calls per I/O would double
-/// the default mode's kernel cost per command for libaio programs (docs/performance.md).
+/// file (bpf/file_attr.bpf.h). libaio's calls only when asked: two traced calls per I/O would double the default
+/// mode's kernel cost per command for libaio programs (docs/performance.md); io_submit with --syscalls or --files
+/// (the file its direct I/O goes to), io_getevents with --syscalls only (it names no file: --files alone does not
+/// need it, and it ran ~2 times per command of a QD-32 fio job).
 bool traced(const TracedSyscall& sc, const kvio_trace_bpf* s) {
-    if (sc.kind == KVIO_SYS_IO_SUBMIT || sc.kind == KVIO_SYS_IO_GETEVENTS)
-        return s->rodata->emit_syscalls || s->rodata->track_files;
+    if (sc.kind == KVIO_SYS_IO_SUBMIT) return s->rodata->emit_syscalls || s->rodata->track_files;
+    if (sc.kind == KVIO_SYS_IO_GETEVENTS) return s->rodata->emit_syscalls;
     return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data || s->rodata->track_files;
 }
 
