@@ -457,6 +457,50 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
     EXPECT_EQ(!summary_of(dir).empty(), written) << r.err;
 }
 
+// SIGTERM 2 s into the first trial of 30 s: the run exits 143 and says on the console where it stopped; the stopped
+// trial's rank and merged files are marked stopped (a stopped trial is no scored trial, whatever the run's flags),
+// the summary's metadata agrees with its top level, and `kvio mlperf-check --allow-shortened` names the stop in the
+// summary and in each stopped rank file (a shortened run is accepted, a stopped one is not).
+TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+                            "/kv --results-dir " + dir +
+                            " --num-clients 1 --trial-seconds 30 --pause-seconds 0 --progress-interval 0 2> " + log +
+                            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+                            " 2>/dev/null && break; sleep 0.2; done; sleep 2; kill -TERM $p; wait $p");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 143) << err;
+    EXPECT_NE(err.find("mlperf-closed: stopped by signal 15 (Terminated) in option 1 trial_0 (1/3): the summary "
+                       "holds what ran, closed_submission false; that trial's rank files say it was stopped"),
+              std::string::npos)
+        << err;
+    const std::string rank = only_file(dir + "/option_1/trial_0/rank_0");
+    ASSERT_FALSE(rank.empty()) << err;
+    for (const std::string& f : {rank, dir + "/option_1/trial_0/kvio_merged_results.json"}) {
+        const json m = load(f)["kvio"]["mlperf_closed"];
+        EXPECT_EQ(m.value("closed_submission", json()), false) << f << ": " << m;
+        EXPECT_EQ(m.value("stopped_by_signal", json()), 15) << f << ": " << m;
+        EXPECT_EQ(m.value("not_a_closed_submission", std::string()).rfind("stopped by signal 15", 0), 0u) << m;
+    }
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    const json meta = load(sp)["kvio"]["metadata"];
+    EXPECT_EQ(meta.value("closed_submission", json()), false) << meta;
+    EXPECT_EQ(meta.value("stopped_by_signal", json()), 15) << meta;
+    EXPECT_EQ(meta.value("not_a_closed_submission", json()), load(sp)["not_a_closed_submission"]) << meta;
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 1) << c.out << c.err;
+    EXPECT_NE(c.out.find(sp + ": kvio.metadata.stopped_by_signal 15: the run was stopped before its end (rule "
+                              "kvcacheClosedSequenceLocks)"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find(rank + ": kvio.stop.signal 15 (signal Terminated) "), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)"), std::string::npos)
+        << c.out;
+}
+
 namespace {
 
 /// A read-only tmpfs on a temp dir, unmounted at destruction.
