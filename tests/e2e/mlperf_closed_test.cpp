@@ -501,6 +501,24 @@ TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
         << c.out;
 }
 
+// A results disk with 3 pages free: no client's results fit, so the trial places no rank file. The launcher's merge
+// of no client (0 requests) is no result either: nothing of the trial stays behind but the summary saying so.
+TEST(MlperfClosed, ATrialWithNoRankFileLeavesNoMergedResult) {
+    TempDir cache;  // /var/tmp
+    TmpfsMount results(2ull << 20);
+    const CmdResult fill = run("dd if=/dev/zero of=" + results.dir.path + "/filler bs=4096 count=$(( $(stat -f -c %a " +
+                               results.dir.path + ") - 3 )) 2>&1");
+    ASSERT_EQ(fill.status, 0) << fill.out;
+    const std::string dir = results.dir.path + "/run";
+    const CmdResult r = run(short_closed(cache.path + "/kv", dir));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("option 1 trial_0 (1/3) produced no rank file: the protocol stops here"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(files_named(dir, "kvio_merged_results").empty()) << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/option_1")) << r.err;
+    EXPECT_FALSE(summary_of(dir).empty()) << r.err;
+}
+
 namespace {
 
 /// A read-only tmpfs on a temp dir, unmounted at destruction.

@@ -198,6 +198,14 @@ struct TrialOutcome {
     bool failed_entirely = false;
 };
 
+/// A trial that placed no rank file: the launcher's merged result of no client (0 requests) is no result, so it goes,
+/// and the trial's directories with it when that leaves them empty; the console already says "produced no rank file".
+void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const std::string& merged) {
+    std::error_code ec;
+    fs::remove(merged, ec);
+    remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
+}
+
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
 /// launcher failing, a full results disk), every client's cache is removed and every rank file that was written
 /// whole is moved into its rank directory.
@@ -226,7 +234,10 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
             marker(opt.option, trial, n, reason), progress);
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
-    if (out.placed == 0) out.failed_entirely = true;
+    if (out.placed == 0) {
+        out.failed_entirely = true;
+        drop_empty_merge(o, opt.option, trial, c.output);
+    }
     return out;
 }
 
@@ -280,6 +291,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
         }
     }
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    if (out.failed_entirely) drop_empty_merge(o, opt.option, trial, c.output);
     return out;
 }
 
