@@ -166,6 +166,9 @@ TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
     fs::create_directories(results.path + "/run/option_1");
     e = closed_refusal(cache.path + "/kv", results.path + "/run");
     EXPECT_NE(e.find("already holds a CLOSED run (option_1)"), std::string::npos) << e;
+    // Like every refusal of the protocol, it names the rule it applies.
+    EXPECT_NE(e.find("(rule kvcachePerClientIsolation: one output per client, trial and Option)"), std::string::npos)
+        << e;
 }
 
 TEST(MlperfCheckDir, MissingAndEmptyDirectories) {

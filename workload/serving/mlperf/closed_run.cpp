@@ -385,7 +385,9 @@ void check_closed_dirs(const std::string& cache_dir, const std::string& results_
             const std::string name = e.path().filename().string();
             if ((name.rfind("option_", 0) == 0 && e.is_directory(ec)) || name.rfind("kvcache_run_summary_", 0) == 0) {
                 errors.push_back("--results-dir " + results_dir + " already holds a CLOSED run (" + name +
-                                 "): give each run its own results directory");
+                                 "): give each run its own results directory (rule kvcachePerClientIsolation: one "
+                                 "output per client, "
+                                 "trial and Option)");
                 return;
             }
         }
