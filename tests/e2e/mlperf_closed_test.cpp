@@ -501,6 +501,35 @@ TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
         << c.out;
 }
 
+// SIGINT in the pause after Option 1: the run ends at once (not after the pause), the console names the pause, and
+// the metadata records the Options that ran ([1]) apart from those asked for ([1, 2, 3]).
+TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r =
+        run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache_fs.mnt + "/kv --results-dir " + dir +
+            " --num-clients 1 --trial-seconds 1 --pause-seconds 120 --test-cpu-mem-gb 0.25 "
+            "--progress-interval 0 2> " +
+            log + " & p=$!; for i in $(seq 600); do grep -q 'pausing' " + log +
+            " 2>/dev/null && break; sleep 0.2; done; kill -INT $p; s=$(date +%s); wait $p; st=$?; "
+            "echo $(( $(date +%s) - s )); exit $st");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 130) << err;
+    EXPECT_LT(std::stoi("0" + r.out), 30) << "the stop waited for the pause: " << r.out;
+    EXPECT_NE(err.find("mlperf-closed: stopped by signal 2 (Interrupt) in the pause before option 2: the summary holds "
+                       "what ran, closed_submission false\n"),
+              std::string::npos)
+        << err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    const json s = load(sp);
+    EXPECT_EQ(s["kvio"]["metadata"]["options_run"], json::array({1})) << s["kvio"]["metadata"];
+    EXPECT_EQ(s["kvio"]["metadata"].value("options_planned", json()), json::array({1, 2, 3})) << s["kvio"]["metadata"];
+    EXPECT_EQ(s["options"].size(), 1u) << s["options"];
+    EXPECT_FALSE(fs::exists(dir + "/option_2")) << err;
+}
+
 // A results disk with 3 pages free: no client's results fit, so the trial places no rank file. The launcher's merge
 // of no client (0 requests) is no result either: nothing of the trial stays behind but the summary saying so.
 TEST(MlperfClosed, ATrialWithNoRankFileLeavesNoMergedResult) {

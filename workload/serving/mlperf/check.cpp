@@ -139,14 +139,17 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
                                ": the run was stopped before its end (rule kvcacheClosedSequenceLocks)");
     s.options = {1, 2, 3};
     if (s.shortened && o.allow_shortened) {
-        const Json& run = field_or_null(meta, "options_run");
+        // The Options the run was asked for (a stopped run ran fewer: options_run); older runs record options_run only.
+        const Json& planned = field_or_null(meta, "options_planned");
+        const Json& run = planned.is_null() ? field_or_null(meta, "options_run") : planned;
         const bool ints = run.is_array() && !run.empty() && std::all_of(run.begin(), run.end(), [](const Json& v) {
                               return v.is_number_integer() && v.get<int>() >= 1 && v.get<int>() <= 3;
                           });
         if (ints)
             s.options = run.get<std::vector<int>>();
         else if (!run.is_null())
-            rep.problems.push_back(s.summary_path + ": kvio.metadata.options_run " + run.dump() +
+            rep.problems.push_back(s.summary_path + ": kvio.metadata." +
+                                   (planned.is_null() ? "options_run " : "options_planned ") + run.dump() +
                                    ": not a list of Options 1-3");
         s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata", rep);
         const Json& params = field_or_null(meta, "option_parameters");

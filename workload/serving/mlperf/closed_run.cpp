@@ -610,6 +610,11 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
             signo ? "stopped by signal " + std::to_string(signo) + (reason.empty() ? "" : "; " + reason) : reason;
     Json k;
     k["metadata"] = metadata_json(base, o, options, reason, top);
+    // What ran, not what was asked: a run stopped after Option 1 ran [1] of [1, 2, 3] (options_planned).
+    std::vector<int> ran;
+    for (const auto& [key, v] : opts.items()) ran.push_back(std::stoi(key));
+    k["metadata"]["options_run"] = ran;
+    k["metadata"]["options_planned"] = options;
     k["metadata"]["started"] = started;
     k["metadata"]["finished"] = utc_iso();
     if (signo) {  // the metadata says what the summary says: a stopped run is no submission, shortened or not
