@@ -333,6 +333,11 @@ TEST(MlperfClosed, MpiStopOfOneRankStopsEveryRank) {
         EXPECT_NE(st["reason"].get<std::string>().find("signal Interrupt"), std::string::npos) << st;
         EXPECT_LT(st["stop_requested_at_s"].get<double>(), 30.0) << st;
         other += st["reason"].get<std::string>().find("to another client") != std::string::npos;
+        // Both ranks measured part of a trial, the one the signal reached and the one it stopped in turn: both files
+        // say so (the second records signal 0, its reason naming the other client's signal).
+        const json m = load(f)["kvio"]["mlperf_closed"];
+        EXPECT_EQ(m.value("stopped", false), true) << f << ": " << m;
+        EXPECT_EQ(m.value("closed_submission", true), false) << f << ": " << m;
     }
     EXPECT_EQ(other, 1);
 }

@@ -316,6 +316,16 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     EXPECT_EQ(r.problems[1], rank_file(d.path, 2, 1) +
                                  ": kvio.stop.signal 15 (signal Terminated) 2.2 s into the trial: a stopped trial is "
                                  "not a scored trial (rule kvcacheClosedSequenceLocks)");
+    // A rank another rank's signal stopped records signal 0 and says so in its reason: a stop as well.
+    rk["kvio"]["stop"] = {
+        {"reason", "signal Interrupt to another client"}, {"signal", 0}, {"stop_requested_at_s", 3.6}};
+    save_json(rank_file(d.path, 2, 1), rk);
+    const CheckReport other = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(other.problems.size(), 2u) << joined(other);
+    EXPECT_EQ(other.problems[1],
+              rank_file(d.path, 2, 1) +
+                  ": kvio.stop.reason \"signal Interrupt to another client\" 3.6 s into the trial: a "
+                  "stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
     // A client that ran to its end records signal 0: not a stop.
     rk["kvio"]["stop"] = {{"reason", "duration"}, {"signal", 0}};
     save_json(rank_file(d.path, 2, 1), rk);

@@ -186,14 +186,18 @@ void check_rank_figures(const std::string& path, const Json& doc, CheckReport& r
             rep.problems.push_back(path + ": summary.cache_stats." + k + " " + v.dump() + ": not a number");
 }
 
-/// A rank file whose client a signal stopped (kvio's `kvio.stop.signal`, docs/simulate.md) measured part of a trial:
-/// it is not one of the 3 scored trials, even in a shortened run.
+/// A rank file whose client a signal stopped (kvio's `kvio.stop`, docs/simulate.md: `signal` its number, or 0 with a
+/// `reason` "signal NAME to another client" when another rank's signal stopped it) measured part of a trial: it is not
+/// one of the 3 scored trials, even in a shortened run.
 void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& rep) {
     const Json& stop = at_path(doc, {"kvio", "stop"});
     const Json& sig = field_or_null(stop, "signal");
-    if (!sig.is_number_integer() || sig.get<int64_t>() == 0) return;
-    std::string line = path + ": kvio.stop.signal " + fmt(sig);
-    if (const Json& why = field_or_null(stop, "reason"); why.is_string()) line += " (" + why.get<std::string>() + ")";
+    const Json& why = field_or_null(stop, "reason");
+    const bool own = sig.is_number_integer() && sig.get<int64_t>() != 0;
+    const bool other = why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0;
+    if (!own && !other) return;
+    std::string line = path + (own ? ": kvio.stop.signal " + fmt(sig) : std::string(": kvio.stop.reason"));
+    if (why.is_string()) line += own ? " (" + why.get<std::string>() + ")" : " " + why.dump();
     if (const Json& at = field_or_null(stop, "stop_requested_at_s"); at.is_number()) {
         char b[64];
         std::snprintf(b, sizeof b, " %.1f s into the trial", at.get<double>());

@@ -81,13 +81,19 @@ Json marker(int option, int trial, int rank, const std::string& reason) {
 Json mark_stop(Json mark, const Json& doc) {
     const Json& stop = field_or_null(field_or_null(doc, "kvio"), "stop");
     const Json& sig = field_or_null(stop, "signal");
-    if (!sig.is_number_integer() || sig.get<int>() == 0) return mark;
+    const Json& reason = field_or_null(stop, "reason");
+    const bool own = sig.is_number_integer() && sig.get<int>() != 0;
+    const bool other = reason.is_string() && reason.get<std::string>().rfind("signal ", 0) == 0;  // another rank's
+    if (!own && !other) return mark;
     char at[64] = "";
     if (const Json& t = field_or_null(stop, "stop_requested_at_s"); t.is_number())
         std::snprintf(at, sizeof at, " %.1f s into the trial", t.get<double>());
-    const std::string why = "stopped by signal " + std::to_string(sig.get<int>()) + at;
+    const std::string why =
+        (own ? "stopped by signal " + std::to_string(sig.get<int>()) : "stopped (" + reason.get<std::string>() + ")") +
+        at;
     mark["closed_submission"] = false;
-    mark["stopped_by_signal"] = sig;
+    if (own) mark["stopped_by_signal"] = sig;
+    mark["stopped"] = true;
     mark["not_a_closed_submission"] = mark.contains("not_a_closed_submission")
                                           ? why + "; " + mark["not_a_closed_submission"].get<std::string>()
                                           : why;
