@@ -92,8 +92,8 @@ std::vector<Target> targets_of(const std::vector<std::string>& dirs) {
     std::vector<Target> out;
     for (const auto& d : dirs) {
         struct stat st;
-        if (::stat(d.c_str(), &st) != 0) throw UsageError("audit: --cache-dir " + d + ": " + std::strerror(errno));
-        if (!S_ISDIR(st.st_mode)) throw UsageError("audit: --cache-dir " + d + ": not a directory");
+        if (::stat(d.c_str(), &st) != 0) throw UsageError("--cache-dir " + d + ": " + std::strerror(errno));
+        if (!S_ISDIR(st.st_mode)) throw UsageError("--cache-dir " + d + ": not a directory");
         const DevId fsdev{major(st.st_dev), minor(st.st_dev)};
         BlockDevInfo info;
         try {
@@ -258,9 +258,8 @@ void judge_trace(const std::string& events, std::vector<Target>& targets, const 
 }  // namespace
 
 AuditResult run_audit(const AuditOptions& o) {
-    if (o.command.empty()) throw UsageError("audit: no command: kvio audit --cache-dir DIR -- COMMAND [ARGS...]");
-    if (o.cache_dirs.empty())
-        throw UsageError("audit: --cache-dir is required (the directory the command's cache is in)");
+    if (o.command.empty()) throw UsageError("no command: kvio audit --cache-dir DIR -- COMMAND [ARGS...]");
+    if (o.cache_dirs.empty()) throw UsageError("--cache-dir is required (the directory the command's cache is in)");
     std::vector<Target> targets = targets_of(o.cache_dirs);
     if (!o.json_out.empty()) check_writable(o.json_out);  // before the command runs, not after
     AuditResult r;

@@ -189,7 +189,9 @@ std::string format_result(const AuditResult& r) {
     if (r.command_status != 0)
         out += "audit: the command exited with status " + std::to_string(r.command_status) + "\n";
     if (!r.measured)
-        out += "audit: the command did no I/O in the audited directories: nothing was measured, nothing passes\n";
+        out +=
+            "audit: no I/O of the command's processes was seen in the audited directories (its process tree is "
+            "sampled every 100 ms: a process that lived shorter is not seen): nothing was measured, nothing passes\n";
     out += std::string("audit: ") + (r.passed ? "PASS" : "FAIL") + "\n";
     return out;
 }

@@ -333,6 +333,11 @@ TEST(MlperfClosed, MpiStopOfOneRankStopsEveryRank) {
         EXPECT_NE(st["reason"].get<std::string>().find("signal Interrupt"), std::string::npos) << st;
         EXPECT_LT(st["stop_requested_at_s"].get<double>(), 30.0) << st;
         other += st["reason"].get<std::string>().find("to another client") != std::string::npos;
+        // Both ranks measured part of a trial, the one the signal reached and the one it stopped in turn: both files
+        // say so (the second records signal 0, its reason naming the other client's signal).
+        const json m = load(f)["kvio"]["mlperf_closed"];
+        EXPECT_EQ(m.value("stopped", false), true) << f << ": " << m;
+        EXPECT_EQ(m.value("closed_submission", true), false) << f << ": " << m;
     }
     EXPECT_EQ(other, 1);
 }
@@ -455,6 +460,97 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
     const bool named = r.err.find("summary not written: ") != std::string::npos;
     EXPECT_TRUE(written != named) << r.err;
     EXPECT_EQ(!summary_of(dir).empty(), written) << r.err;
+}
+
+// SIGTERM 2 s into the first trial of 30 s: the run exits 143 and says on the console where it stopped; the stopped
+// trial's rank and merged files are marked stopped (a stopped trial is no scored trial, whatever the run's flags),
+// the summary's metadata agrees with its top level, and `kvio mlperf-check --allow-shortened` names the stop in the
+// summary and in each stopped rank file (a shortened run is accepted, a stopped one is not).
+TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+                            "/kv --results-dir " + dir +
+                            " --num-clients 1 --trial-seconds 30 --pause-seconds 0 --progress-interval 0 2> " + log +
+                            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+                            " 2>/dev/null && break; sleep 0.2; done; sleep 2; kill -TERM $p; wait $p");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 143) << err;
+    EXPECT_NE(err.find("mlperf-closed: stopped by signal 15 (Terminated) in option 1 trial_0 (1/3): the summary "
+                       "holds what ran, closed_submission false; that trial's rank files say it was stopped"),
+              std::string::npos)
+        << err;
+    const std::string rank = only_file(dir + "/option_1/trial_0/rank_0");
+    ASSERT_FALSE(rank.empty()) << err;
+    for (const std::string& f : {rank, dir + "/option_1/trial_0/kvio_merged_results.json"}) {
+        const json m = load(f)["kvio"]["mlperf_closed"];
+        EXPECT_EQ(m.value("closed_submission", json()), false) << f << ": " << m;
+        EXPECT_EQ(m.value("stopped_by_signal", json()), 15) << f << ": " << m;
+        EXPECT_EQ(m.value("not_a_closed_submission", std::string()).rfind("stopped by signal 15", 0), 0u) << m;
+    }
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    const json meta = load(sp)["kvio"]["metadata"];
+    EXPECT_EQ(meta.value("closed_submission", json()), false) << meta;
+    EXPECT_EQ(meta.value("stopped_by_signal", json()), 15) << meta;
+    EXPECT_EQ(meta.value("not_a_closed_submission", json()), load(sp)["not_a_closed_submission"]) << meta;
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 1) << c.out << c.err;
+    EXPECT_NE(c.out.find(sp + ": kvio.metadata.stopped_by_signal 15: the run was stopped before its end (rule "
+                              "kvcacheClosedSequenceLocks)"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find(rank + ": kvio.stop.signal 15 (signal Terminated) "), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)"), std::string::npos)
+        << c.out;
+}
+
+// SIGINT in the pause after Option 1: the run ends at once (not after the pause), the console names the pause, and
+// the metadata records the Options that ran ([1]) apart from those asked for ([1, 2, 3]).
+TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r =
+        run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache_fs.mnt + "/kv --results-dir " + dir +
+            " --num-clients 1 --trial-seconds 1 --pause-seconds 120 --test-cpu-mem-gb 0.25 "
+            "--progress-interval 0 2> " +
+            log + " & p=$!; for i in $(seq 600); do grep -q 'pausing' " + log +
+            " 2>/dev/null && break; sleep 0.2; done; kill -INT $p; s=$(date +%s); wait $p; st=$?; "
+            "echo $(( $(date +%s) - s )); exit $st");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 130) << err;
+    EXPECT_LT(std::stoi("0" + r.out), 30) << "the stop waited for the pause: " << r.out;
+    EXPECT_NE(err.find("mlperf-closed: stopped by signal 2 (Interrupt) in the pause before option 2: the summary holds "
+                       "what ran, closed_submission false\n"),
+              std::string::npos)
+        << err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    const json s = load(sp);
+    EXPECT_EQ(s["kvio"]["metadata"]["options_run"], json::array({1})) << s["kvio"]["metadata"];
+    EXPECT_EQ(s["kvio"]["metadata"].value("options_planned", json()), json::array({1, 2, 3})) << s["kvio"]["metadata"];
+    EXPECT_EQ(s["options"].size(), 1u) << s["options"];
+    EXPECT_FALSE(fs::exists(dir + "/option_2")) << err;
+}
+
+// A results disk with 3 pages free: no client's results fit, so the trial places no rank file. The launcher's merge
+// of no client (0 requests) is no result either: nothing of the trial stays behind but the summary saying so.
+TEST(MlperfClosed, ATrialWithNoRankFileLeavesNoMergedResult) {
+    TempDir cache;  // /var/tmp
+    TmpfsMount results(2ull << 20);
+    const CmdResult fill = run("dd if=/dev/zero of=" + results.dir.path + "/filler bs=4096 count=$(( $(stat -f -c %a " +
+                               results.dir.path + ") - 3 )) 2>&1");
+    ASSERT_EQ(fill.status, 0) << fill.out;
+    const std::string dir = results.dir.path + "/run";
+    const CmdResult r = run(short_closed(cache.path + "/kv", dir));
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("option 1 trial_0 (1/3) produced no rank file: the protocol stops here"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(files_named(dir, "kvio_merged_results").empty()) << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/option_1")) << r.err;
+    EXPECT_FALSE(summary_of(dir).empty()) << r.err;
 }
 
 namespace {

@@ -166,6 +166,9 @@ TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
     fs::create_directories(results.path + "/run/option_1");
     e = closed_refusal(cache.path + "/kv", results.path + "/run");
     EXPECT_NE(e.find("already holds a CLOSED run (option_1)"), std::string::npos) << e;
+    // Like every refusal of the protocol, it names the rule it applies.
+    EXPECT_NE(e.find("(rule kvcachePerClientIsolation: one output per client, trial and Option)"), std::string::npos)
+        << e;
 }
 
 TEST(MlperfCheckDir, MissingAndEmptyDirectories) {
@@ -293,4 +296,51 @@ TEST(MlperfCheckDir, RankDirectoriesBeyondTheClientsAreFound) {
     EXPECT_EQ(r.problems[0], d.path +
                                  "/option_1/trial_0/rank_2: unexpected rank directory: the run had 2 clients "
                                  "(total_ranks) (rule kvcacheClientDefinition)");
+}
+
+// A trial a signal stopped is not a scored trial, and a stopped run is not what --allow-shortened accepts: each is a
+// problem naming its file and field, even in a shortened run, where every other figure here is clean.
+TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto rk = load_json(rank_file(d.path, 2, 1));
+    rk["kvio"]["stop"] = {{"reason", "signal Terminated"}, {"signal", 15}, {"stop_requested_at_s", 2.25}};
+    save_json(rank_file(d.path, 2, 1), rk);
+    auto s = load_json(sp);
+    s["kvio"]["metadata"]["stopped_by_signal"] = 15;
+    save_json(sp, s);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 2u) << joined(r);
+    EXPECT_EQ(r.problems[0], sp + ": kvio.metadata.stopped_by_signal 15: the run was stopped before its end (rule "
+                                  "kvcacheClosedSequenceLocks)");
+    EXPECT_EQ(r.problems[1], rank_file(d.path, 2, 1) +
+                                 ": kvio.stop.signal 15 (signal Terminated) 2.2 s into the trial: a stopped trial is "
+                                 "not a scored trial (rule kvcacheClosedSequenceLocks)");
+    // A rank another rank's signal stopped records signal 0 and says so in its reason: a stop as well.
+    rk["kvio"]["stop"] = {
+        {"reason", "signal Interrupt to another client"}, {"signal", 0}, {"stop_requested_at_s", 3.6}};
+    save_json(rank_file(d.path, 2, 1), rk);
+    const CheckReport other = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(other.problems.size(), 2u) << joined(other);
+    EXPECT_EQ(other.problems[1],
+              rank_file(d.path, 2, 1) +
+                  ": kvio.stop.reason \"signal Interrupt to another client\" 3.6 s into the trial: a "
+                  "stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
+    // A client that ran to its end records signal 0: not a stop.
+    rk["kvio"]["stop"] = {{"reason", "duration"}, {"signal", 0}};
+    save_json(rank_file(d.path, 2, 1), rk);
+    EXPECT_EQ(check_results_dir(d.path, kShortened).problems.size(), 1u);
+}
+
+// A summary that is not JSON is one problem: not one more per Option ("options[1] missing") on top of it.
+TEST(MlperfCheckDir, AnUnreadableSummaryIsOneProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    std::ofstream(sp, std::ios::trunc) << "{\"total_ranks\": 2, \"opti";
+    const CheckReport r = check_results_dir(d.path, {});
+    // Options 2 and 3 are missing from this one-Option run: two problems of their own, and nothing more.
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(sp + ": not valid JSON (", 0), 0u) << joined(r);
+    EXPECT_EQ(joined(r).find("options["), std::string::npos) << joined(r);
+    EXPECT_EQ(r.rank_files, 6);
 }

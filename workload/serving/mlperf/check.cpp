@@ -30,6 +30,7 @@ struct RunShape {
     int ranks = 0;
     int64_t trial_seconds = 300;
     bool shortened = false;
+    bool summary_unreadable = false;  ///< present but not a JSON object: its aggregates cannot be compared
     /// With CheckOptions::allow_shortened, the parameters kvio recorded per Option (kvio.metadata.option_parameters).
     Json recorded_parameters = Json::object();
 };
@@ -122,6 +123,7 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
             rep.notes.push_back(dir + ": " + std::to_string(summaries.size()) + " summaries; checked the newest, " +
                                 s.summary_path);
         s.summary = load_object(s.summary_path, rep);
+        s.summary_unreadable = s.summary.is_null();
         if (s.summary.is_null()) s.summary = Json::object();
     }
     const Json& meta = at_path(s.summary, {"kvio", "metadata"});
@@ -131,16 +133,23 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
         rep.problems.push_back(s.summary_path + ": " +
                                (why.is_string() ? why.get<std::string>() : std::string("not a CLOSED submission")));
     }
+    // A stop is never what --allow-shortened accepts: the run did not end (without it, the reason line above says so).
+    if (const Json& sig = field_or_null(meta, "stopped_by_signal"); o.allow_shortened && !sig.is_null())
+        rep.problems.push_back(s.summary_path + ": kvio.metadata.stopped_by_signal " + fmt(sig) +
+                               ": the run was stopped before its end (rule kvcacheClosedSequenceLocks)");
     s.options = {1, 2, 3};
     if (s.shortened && o.allow_shortened) {
-        const Json& run = field_or_null(meta, "options_run");
+        // The Options the run was asked for (a stopped run ran fewer: options_run); older runs record options_run only.
+        const Json& planned = field_or_null(meta, "options_planned");
+        const Json& run = planned.is_null() ? field_or_null(meta, "options_run") : planned;
         const bool ints = run.is_array() && !run.empty() && std::all_of(run.begin(), run.end(), [](const Json& v) {
                               return v.is_number_integer() && v.get<int>() >= 1 && v.get<int>() <= 3;
                           });
         if (ints)
             s.options = run.get<std::vector<int>>();
         else if (!run.is_null())
-            rep.problems.push_back(s.summary_path + ": kvio.metadata.options_run " + run.dump() +
+            rep.problems.push_back(s.summary_path + ": kvio.metadata." +
+                                   (planned.is_null() ? "options_run " : "options_planned ") + run.dump() +
                                    ": not a list of Options 1-3");
         s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata", rep);
         const Json& params = field_or_null(meta, "option_parameters");
@@ -177,6 +186,26 @@ void check_rank_figures(const std::string& path, const Json& doc, CheckReport& r
             rep.problems.push_back(path + ": summary.cache_stats." + k + " " + v.dump() + ": not a number");
 }
 
+/// A rank file whose client a signal stopped (kvio's `kvio.stop`, docs/simulate.md: `signal` its number, or 0 with a
+/// `reason` "signal NAME to another client" when another rank's signal stopped it) measured part of a trial: it is not
+/// one of the 3 scored trials, even in a shortened run.
+void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& rep) {
+    const Json& stop = at_path(doc, {"kvio", "stop"});
+    const Json& sig = field_or_null(stop, "signal");
+    const Json& why = field_or_null(stop, "reason");
+    const bool own = sig.is_number_integer() && sig.get<int64_t>() != 0;
+    const bool other = why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0;
+    if (!own && !other) return;
+    std::string line = path + (own ? ": kvio.stop.signal " + fmt(sig) : std::string(": kvio.stop.reason"));
+    if (why.is_string()) line += own ? " (" + why.get<std::string>() + ")" : " " + why.dump();
+    if (const Json& at = field_or_null(stop, "stop_requested_at_s"); at.is_number()) {
+        char b[64];
+        std::snprintf(b, sizeof b, " %.1f s into the trial", at.get<double>());
+        line += b;
+    }
+    rep.problems.push_back(line + ": a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
+}
+
 /// The checks of one rank file: its seed, its recorded parameters and cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int rank, const RunShape& s,
                      std::map<std::string, std::string>& cache_dirs, CheckReport& rep) {
@@ -185,6 +214,7 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
         rep.problems.push_back(path + ": seed " + fmt(seed) + ", expected 42 + rank " + std::to_string(rank) + " = " +
                                std::to_string(want_seed) + " (rule kvcacheClosedSequenceLocks)");
+    check_stopped_rank(path, doc, rep);
     check_rank_figures(path, doc, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
@@ -284,7 +314,7 @@ std::string aggregate_rule(const std::string& key) {
 
 /// The summary's aggregates against the rank files' (rules kvcacheAggregateBandwidth/Throughput/DeviceLatency).
 void check_aggregates(const std::string& dir, const ClosedOption& opt, const RunShape& s, CheckReport& rep) {
-    if (s.summary_path.empty()) return;
+    if (s.summary_path.empty() || s.summary_unreadable) return;  // said once already, not once per Option
     const std::string key = std::to_string(opt.option);
     const Json& have = at_path(s.summary, {"options", key.c_str()});
     if (!have.is_object()) {

@@ -26,6 +26,7 @@
 #include "workload/serving/cluster/multi_client.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/provenance.h"
+#include "workload/serving/results/json_need.h"
 #include "workload/serving/results/merge_results.h"
 
 namespace kvio::serving {
@@ -74,6 +75,31 @@ Json marker(int option, int trial, int rank, const std::string& reason) {
     return m;
 }
 
+/// `mark` for the results document `doc`: a client a signal stopped (`kvio.stop.signal`, docs/simulate.md, "Stop
+/// rules") measured part of its trial, so its file is no CLOSED result whatever the run's flags
+/// (`closed_submission` false, `stopped_by_signal`, the stop named first in `not_a_closed_submission`).
+Json mark_stop(Json mark, const Json& doc) {
+    const Json& stop = field_or_null(field_or_null(doc, "kvio"), "stop");
+    const Json& sig = field_or_null(stop, "signal");
+    const Json& reason = field_or_null(stop, "reason");
+    const bool own = sig.is_number_integer() && sig.get<int>() != 0;
+    const bool other = reason.is_string() && reason.get<std::string>().rfind("signal ", 0) == 0;  // another rank's
+    if (!own && !other) return mark;
+    char at[64] = "";
+    if (const Json& t = field_or_null(stop, "stop_requested_at_s"); t.is_number())
+        std::snprintf(at, sizeof at, " %.1f s into the trial", t.get<double>());
+    const std::string why =
+        (own ? "stopped by signal " + std::to_string(sig.get<int>()) : "stopped (" + reason.get<std::string>() + ")") +
+        at;
+    mark["closed_submission"] = false;
+    if (own) mark["stopped_by_signal"] = sig;
+    mark["stopped"] = true;
+    mark["not_a_closed_submission"] = mark.contains("not_a_closed_submission")
+                                          ? why + "; " + mark["not_a_closed_submission"].get<std::string>()
+                                          : why;
+    return mark;
+}
+
 /// Reads a client's results file, adds the marker and its final path (kvio.config.flags.output), writes it whole at
 /// `to` and removes the original. When that cannot be written (a full results disk), the file is renamed to `to` as it
 /// is (no new data: a rename on one filesystem) and the reason goes to `progress`. Returns false when `from` is absent
@@ -87,7 +113,7 @@ bool move_marked(const std::string& from, const std::string& to, const Json& mar
             std::ifstream f(from);
             doc = Json::parse(f);
         }
-        doc["kvio"]["mlperf_closed"] = mark;
+        doc["kvio"]["mlperf_closed"] = mark_stop(mark, doc);
         if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
             doc["kvio"]["config"]["flags"]["output"] = to;
         write_text_file(to, doc.dump(4) + "\n");
@@ -178,6 +204,14 @@ struct TrialOutcome {
     bool failed_entirely = false;
 };
 
+/// A trial that placed no rank file: the launcher's merged result of no client (0 requests) is no result, so it goes,
+/// and the trial's directories with it when that leaves them empty; the console already says "produced no rank file".
+void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const std::string& merged) {
+    std::error_code ec;
+    fs::remove(merged, ec);
+    remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
+}
+
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
 /// launcher failing, a full results disk), every client's cache is removed and every rank file that was written
 /// whole is moved into its rank directory.
@@ -206,7 +240,10 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
             marker(opt.option, trial, n, reason), progress);
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
-    if (out.placed == 0) out.failed_entirely = true;
+    if (out.placed == 0) {
+        out.failed_entirely = true;
+        drop_empty_merge(o, opt.option, trial, c.output);
+    }
     return out;
 }
 
@@ -251,7 +288,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
         try {
             fs::create_directories(dir);
             Json doc = g.doc;
-            doc["kvio"]["mlperf_closed"] = marker(opt.option, trial, g.rank, reason);
+            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason), doc);
             doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
                                                          " sent over MPI (its own copy is on " + g.host + ")";
             write_text_file(dir + "/kvcache_results_" + stamp + ".json", doc.dump(4) + "\n");
@@ -260,6 +297,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
         }
     }
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    if (out.failed_entirely) drop_empty_merge(o, opt.option, trial, c.output);
     return out;
 }
 
@@ -353,7 +391,9 @@ void check_closed_dirs(const std::string& cache_dir, const std::string& results_
             const std::string name = e.path().filename().string();
             if ((name.rfind("option_", 0) == 0 && e.is_directory(ec)) || name.rfind("kvcache_run_summary_", 0) == 0) {
                 errors.push_back("--results-dir " + results_dir + " already holds a CLOSED run (" + name +
-                                 "): give each run its own results directory");
+                                 "): give each run its own results directory (rule kvcachePerClientIsolation: one "
+                                 "output per client, "
+                                 "trial and Option)");
                 return;
             }
         }
@@ -576,9 +616,18 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
             signo ? "stopped by signal " + std::to_string(signo) + (reason.empty() ? "" : "; " + reason) : reason;
     Json k;
     k["metadata"] = metadata_json(base, o, options, reason, top);
+    // What ran, not what was asked: a run stopped after Option 1 ran [1] of [1, 2, 3] (options_planned).
+    std::vector<int> ran;
+    for (const auto& [key, v] : opts.items()) ran.push_back(std::stoi(key));
+    k["metadata"]["options_run"] = ran;
+    k["metadata"]["options_planned"] = options;
     k["metadata"]["started"] = started;
     k["metadata"]["finished"] = utc_iso();
-    if (signo) k["metadata"]["stopped_by_signal"] = signo;
+    if (signo) {  // the metadata says what the summary says: a stopped run is no submission, shortened or not
+        k["metadata"]["stopped_by_signal"] = signo;
+        k["metadata"]["closed_submission"] = false;
+        k["metadata"]["not_a_closed_submission"] = s["not_a_closed_submission"];
+    }
     prov["cache_dir"] = filesystem_provenance(base.cache_dir);
     prov["results_dir"] = filesystem_provenance(o.results_dir);
     k["provenance"] = prov;
@@ -654,6 +703,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     int signo = stop.signo();
     if (top.mpi) signo = mpi_max_over_ranks(signo);
     bool failed = false, ended = false;
+    std::string stopped_in = signo ? "the set-up" : "";  // where a stop signal ended the protocol, for the console
     for (size_t i = 0; i < options.size() && !signo && !ended; ++i) {
         const ClosedOption opt = effective_option(options[i], o);
         int trials_run = 0;
@@ -663,6 +713,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
             ++trials_run;
             const int code = top.mpi ? out.code : std::max(out.code, stop.stopped() ? 128 + stop.signo() : 0);
             if (code == 130 || code == 143 || code == 129) signo = code - 128;
+            if (signo && stopped_in.empty()) stopped_in = "option " + std::to_string(opt.option) + " " + trial_label(t);
             if (code != 0 && !signo) failed = true;
             if (out.failed_entirely && !signo) {
                 if (top.leader())
@@ -687,8 +738,14 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
                          << std::flush;
             pause_between_options(pause_seconds_of(o), stop, signo);
             if (top.mpi) signo = mpi_max_over_ranks(signo);  // the pause ends together; a signal on one stops all
+            if (signo && stopped_in.empty()) stopped_in = "the pause before option " + std::to_string(options[i + 1]);
         }
     }
+    if (signo && top.leader())
+        progress << "mlperf-closed: stopped by signal " << signo << " (" << strsignal(signo) << ") in " << stopped_in
+                 << ": the summary holds what ran, closed_submission false"
+                 << (stopped_in.rfind("option", 0) == 0 ? "; that trial's rank files say it was stopped" : "") << "\n"
+                 << std::flush;
     if (!top.leader()) {        // rank 0 aggregates and writes the summary; the others wait for it before they exit
         mpi_max_over_ranks(0);  // (mpirun ends the whole job when one rank exits non-zero, e.g. 130 after a stop)
         res.exit_code = signo ? 128 + signo : failed ? 1 : 0;
