@@ -115,6 +115,7 @@ public:
             throw;
         }
         const double total = now_s() - t0 - gen;
+        set_s_ += total;
         sets_ += redis::chunk_count(bytes, chunk_);
         sent_ += bytes;
         {
@@ -207,6 +208,9 @@ public:
         j["chunk_get_misses"] = get_misses_.load();
         j["bytes_sent"] = sent_.load();
         j["bytes_received"] = received_.load();
+        // Seconds the connections spent in the chunked SETs and GETs (summed over connections): bytes over them are
+        // the tier's bytes/s while transferring, per connection (bench/run.sh, remote stage).
+        j["busy_s"] = {{"set", set_s_.load()}, {"get", get_s_.load()}};
         // Reads of shared entries this client's tiers did not hold (docs/simulate.md, "Remote tier"): found on the
         // server (another client wrote them: hits), or not.
         j["foreign_hits"] = foreign_hits_.load();
@@ -375,6 +379,7 @@ private:
     /// is compared with what this client's write sent (a shared entry may hold another client's bytes: unchecked).
     bool get(const std::string& key, uint64_t bytes, const std::string& verb, bool check) {
         redis::Connection& c = conn();
+        const double t0 = now_s();
         const bool verify = check && check_pool_;
         const EntryData want(verify ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
         uint64_t bad = EntryData::kNoMismatch;
@@ -393,6 +398,7 @@ private:
             errors_ += 1;
             throw;
         }
+        get_s_ += now_s() - t0;
         const uint64_t n = redis::chunk_count(bytes, chunk_);
         (verb == "GET" ? gets_ : getexs_) += n;
         get_hits_ += found;
@@ -462,6 +468,7 @@ private:
     Down down_;
     std::atomic<uint64_t> sets_{0}, gets_{0}, getexs_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
     std::atomic<uint64_t> foreign_hits_{0}, foreign_bytes_{0}, foreign_misses_{0}, get_misses_{0}, lost_{0};
+    std::atomic<double> set_s_{0}, get_s_{0};
     std::atomic<uint64_t> foreign_turn_hits_{0}, foreign_turn_bytes_{0}, foreign_turn_misses_{0};
     // Write-back (under mu_ but the atomics): writes queued or in progress per key, entries whose write was lost.
     std::condition_variable pending_cv_;
