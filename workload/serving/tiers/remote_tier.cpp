@@ -86,6 +86,7 @@ public:
             sizes_[key] = bytes;
             pending_[key] += 1;
             lost_keys_.erase(key);
+            wb_queued_ += 1;
         }
         q.push(WriteJob{key, bytes, data});
         const double total = now_s() - t0;
@@ -361,6 +362,7 @@ private:
         j["writeback_queued_max"] = qmax;
         j["writeback_full_waits"] = waits;
         j["writeback_full_wait_s"] = wait_s;
+        j["writeback_queued"] = wb_queued_;  // every write handed to a queue: written + lost once the run ended
         j["writeback_written"] = wb_written_;
         j["writeback_lost"] = wb_lost_;
         j["writeback_lost_at_stop"] = wb_lost_at_stop_.load();
@@ -475,7 +477,7 @@ private:
     std::unordered_map<std::string, int> pending_;
     std::unordered_set<std::string> lost_keys_;
     std::unordered_map<std::thread::id, std::unique_ptr<WriteBackQueue>> writers_;
-    uint64_t wb_written_ = 0, wb_lost_ = 0;
+    uint64_t wb_queued_ = 0, wb_written_ = 0, wb_lost_ = 0;
     std::vector<double> wb_set_lat_;  ///< s, each background write's SETs (not the op's latency)
     std::string wb_first_lost_;
     std::atomic<uint64_t> wb_lost_at_stop_{0}, lost_reads_wb_{0};
