@@ -134,7 +134,9 @@ public:
           bpt_(bpt),
           users_(std::move(users)),
           cache_(cache),
-          conversations_(c.yaml.max_conversations),
+          conversations_(c.yaml.max_conversations, c.remote_handoff_probability > 0
+                                                       ? "hconv_c" + std::to_string(c.client_index) + "_"
+                                                       : std::string("conv_")),
           qos_(c.yaml.qos_profiles),
           gen_s_per_token_(generation_seconds_per_token(c)) {
         PyRandom derive(int64_t(seed_used) + 1);  // per-thread streams, derived from the seed (not the user table's)
@@ -200,6 +202,8 @@ private:
     nlohmann::ordered_json kvio_json(const CacheStats& final_stats, const std::string& reason, int sig, double stop_at,
                                      double elapsed_s);
     nlohmann::ordered_json autoscaler_json() const;
+    bool hand_off(const std::string& conv);
+    std::string take_or_start(const std::string& user_id);
 
     const SimConfig& c_;
     workload::ModelConfig model_;
@@ -238,6 +242,9 @@ private:
     std::atomic<uint64_t> seq_{0};       // the benchmark's global req_id
     StopCounters stop_counts_;           // kvio.stop
     std::atomic<uint64_t> in_flight_{0};
+    // --remote-handoff-probability: conversations handed to the next client, lists polled, conversations taken over
+    // and the turns they carried.
+    std::atomic<uint64_t> handed_off_{0}, handoff_polls_{0}, taken_over_{0}, turns_taken_over_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
     uint64_t last_read_[kTierSlots] = {}, last_written_[kTierSlots] = {};
     double last_t_ = 0;
@@ -276,7 +283,13 @@ void Simulation::user_loop(size_t index) {
                 conversations_.end_conversation(conv);
                 conv.clear();
             }
-            if (conv.empty()) conv = conversations_.start_conversation(u.user_id);
+            // The user returns to another client (docs/simulate.md, "Remote tier", handoff).
+            if (!conv.empty() && c_.remote_handoff_probability > 0 && rng.random() < c_.remote_handoff_probability &&
+                hand_off(conv))
+                conv.clear();
+            if (conv.empty())
+                conv = c_.remote_handoff_probability > 0 ? take_or_start(u.user_id)
+                                                         : conversations_.start_conversation(u.user_id);
         }
         int64_t ctx = rng.randint(std::max<int64_t>(1, u.context_length / 4), u.context_length);
         int64_t gen = rng.randint(std::max<int64_t>(1, u.generation_length / 4), u.generation_length);
@@ -316,6 +329,39 @@ void Simulation::user_loop(size_t index) {
             }
         }
     }
+}
+
+// Conversation handoff: `conv` and its turns so far go to the next client's list on the remote server
+// (docs/simulate.md, "Remote tier"); the conversation ends here. False when the server did not take it.
+bool Simulation::hand_off(const std::string& conv) {
+    nlohmann::json turns = nlohmann::json::array();
+    for (const Turn& t : conversations_.turns(conv)) turns.push_back({t.cache_key, t.context_tokens});
+    const nlohmann::json msg = {{"conv", conv}, {"turns", turns}};
+    const int to = int((c_.client_index + 1) % std::max<int64_t>(c_.client_count, 1));
+    if (!cache_.handoff_send(to, msg.dump())) return false;
+    conversations_.end_conversation(conv);
+    ++handed_off_;
+    return true;
+}
+
+// A conversation another client handed over, when one waits in this client's list; else a new one of `user_id`.
+std::string Simulation::take_or_start(const std::string& user_id) {
+    ++handoff_polls_;
+    if (std::optional<std::string> m = cache_.handoff_take()) {
+        try {
+            const nlohmann::json j = nlohmann::json::parse(*m);
+            std::vector<Turn> turns;
+            for (const auto& t : j.at("turns"))
+                turns.push_back({int(turns.size()) + 1, t.at(0).get<std::string>(), t.at(1).get<int64_t>()});
+            const std::string id = j.at("conv").get<std::string>();
+            if (conversations_.adopt(id, turns)) {
+                ++taken_over_;
+                turns_taken_over_ += turns.size();
+                return id;
+            }
+        } catch (const std::exception&) {}  // not a message of this run's clients: a new conversation instead
+    }
+    return conversations_.start_conversation(user_id);
 }
 
 // docs/mlperf-benchmark.md, "Trace replay and special modes": one producer replays the trace; a full queue
@@ -524,6 +570,8 @@ bool Simulation::read_previous_turns(RequestState& s) {
 
 // Step 3, prefill: the request's own entry is written (not for decode-only runs or decode requests).
 void Simulation::write_prefill(RequestState& s) {
+    if (!c_.decode_only && s.req.phase != RequestPhase::Decode && !s.req.conversation_id.empty())
+        conversations_.set_turn_tokens(s.req.conversation_id, s.req.cache_key, s.req.context_tokens);
     if (!c_.decode_only && s.req.phase != RequestPhase::Decode)
         s.rec.prefill_s = write_counted(s.req.cache_key, s.req.context_tokens, s.rec).latency_s;
 }
@@ -673,7 +721,8 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
     stop_counts_.dropped_queued_at_stop = queue_.close();  // workers finish what they hold, then see the closed queue
     for (auto& th : worker_threads_) th.join();
     if (rag_thread.joinable()) rag_thread.join();
-    const int sig = stop_signo();  // also a signal that came during the drain: it decides the exit status
+    cache_.finish_remote_writes();  // write-back: the queued writes reach the server, or are counted lost
+    const int sig = stop_signo();   // also a signal that came during the drain: it decides the exit status
     // elapsed_time includes the drain: every request counted completed within it (the benchmark stops its clock
     // before the join window during which it keeps counting completions).
     const double elapsed_s = elapsed();
@@ -814,6 +863,11 @@ nlohmann::ordered_json Simulation::kvio_json(const CacheStats& final_stats, cons
     k["conversations"] = {{"started", conversations_.started()},
                           {"dropped_by_cap", conversations_.dropped()},
                           {"in_table", conversations_.size()}};
+    if (c_.remote_handoff_probability > 0)
+        k["conversations"]["handoff"] = {{"handed_off", handed_off_.load()},
+                                         {"polls", handoff_polls_.load()},
+                                         {"taken_over", taken_over_.load()},
+                                         {"turns_taken_over", turns_taken_over_.load()}};
     if (rag_) k["rag"] = rag_->stats_json();
     if (trace_) {
         k["trace"] = trace_->stats_json();

@@ -232,6 +232,8 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     ro.url = c.remote_tier;
     ro.run_id = c.remote_run_id.empty() ? make_remote_run_id() : c.remote_run_id;
     ro.client = int(c.client_index);
+    ro.write_back = c.remote_write_mode == "back";
+    ro.writeback_queue = size_t(std::max<int64_t>(c.remote_writeback_queue, 1));
     auto rt = make_remote_tier(ro);  // connects: an unreachable server fails the run here, in one line
     if (c.verify_reads) rt->set_read_check(pool.get(), seed);
     index[int(Tier::Remote)] = int(order.size());
@@ -328,11 +330,13 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     bool ok = true;
     std::string err;
     uint64_t cut_moved = 0;
-    bool cut = false;
+    bool cut = false, lost = false;
     try {
         r = be(a.from).read(a.key, a.bytes);
     } catch (const OpCut& e) {
         ok = false, cut = true, cut_moved = e.bytes_moved;
+    } catch (const EntryLost&) {
+        ok = false, lost = true;  // a remote write-back write that never reached the server: nothing to move
     } catch (const std::exception& e) {
         ok = false, err = e.what();
     }
@@ -356,6 +360,10 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     std::lock_guard<std::mutex> g(stats_mu);
     if (cut) {
         count_cut(cut_moved);
+        return;
+    }
+    if (lost) {
+        check_remote();
         return;
     }
     if (!ok) {
@@ -468,6 +476,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
         m.st.total_write_bytes += size;
         m.st.tier_bytes_written[int(t)] += size;
         m.st.write_lat[int(t)].push_back(tm.total);
+        if (t == Tier::Remote) m.check_remote();  // a write-back writer may have met a fault meanwhile
         if (t == Tier::Cpu) m.st.offloads_cpu += 1;
         if (t == Tier::Storage) {
             m.st.offloads_storage += 1;
@@ -534,6 +543,13 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         res.hit = false;
         res.cut = true;
         return res;
+    } catch (const EntryLost&) {
+        // Its write-back write never reached the server (docs/simulate.md, "Remote tier"): a miss, not a failed read.
+        m.policy->drop_read(key);
+        std::lock_guard<std::mutex> l(m.stats_mu);
+        m.check_remote();
+        m.st.cache_misses += 1;
+        return AccessResult{};
     } catch (const PayloadMismatch& e) {
         err = e.what();
         corrupt = true;
@@ -615,6 +631,39 @@ void MultiTierCache::cut_ops() {
     m.cutting = true;
     m.gate.cut();
     m.policy->cut();
+}
+
+void MultiTierCache::finish_remote_writes() {
+    Impl& m = *impl_;
+    if (!m.remote) return;
+    m.remote->finish_writes(kWriteBackDrainS);
+    std::lock_guard<std::mutex> g(m.stats_mu);
+    m.check_remote();
+}
+
+bool MultiTierCache::handoff_send(int to, const std::string& msg) {
+    Impl& m = *impl_;
+    if (!m.remote || m.policy->is_down(m.index[int(Tier::Remote)])) return false;
+    try {
+        m.remote->handoff_send(to, msg);
+        return true;
+    } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.note_error(std::string("conversation handoff: ") + e.what());
+        return false;
+    }
+}
+
+std::optional<std::string> MultiTierCache::handoff_take() {
+    Impl& m = *impl_;
+    if (!m.remote || m.policy->is_down(m.index[int(Tier::Remote)])) return std::nullopt;
+    try {
+        return m.remote->handoff_take();
+    } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> g(m.stats_mu);
+        m.note_error(std::string("conversation handoff: ") + e.what());
+        return std::nullopt;
+    }
 }
 
 void MultiTierCache::reset_stats() {

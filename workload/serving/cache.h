@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,14 @@ public:
     /// waits for the allocation semaphore, for placement room or for a key another thread reads end, each op
     /// returning with `cut` set. Counted in CacheStats::cut_ops, never as done or failed.
     void cut_ops();
+    /// The end of a run, after the workers stopped: the remote tier's write-back queues are drained (at most
+    /// kWriteBackDrainS s), then its writers stop; writes still queued are counted lost. No-op otherwise.
+    void finish_remote_writes();
+    /// Conversation handoff through the remote tier (docs/simulate.md, "Remote tier"): `msg` to client `to`'s list;
+    /// false when there is no remote tier or the server refused (the error is counted, the first one kept).
+    bool handoff_send(int to, const std::string& msg);
+    /// The oldest message handed to this client, nullopt when none (or no remote tier, or an error: counted).
+    std::optional<std::string> handoff_take();
     /// reset_stats(): counters and lists to zero; entries and usage stay (after precondition / prepopulation).
     void reset_stats();
     /// summary.cache_stats (docs/mlperf-benchmark.md, "Metrics and the results JSON") for a run of `elapsed_s` seconds:

@@ -181,6 +181,17 @@ const std::vector<FlagSpec>& flag_table() {
         {"--remote-run-id", "str", "None",
          "Key prefix of the remote tier's entries (default: made at start and shared by every client of the run).",
          true, &C::remote_run_id},
+        {"--remote-write-mode", "choice", "through",
+         "Remote tier writes: through (an op completes when the server acknowledged it) or back (when queued; a "
+         "background writer per connection sends it, and writes queued at a fault or the run's end are lost).",
+         true, &C::remote_write_mode, "through|back"},
+        {"--remote-writeback-queue", "int", "8",
+         "--remote-write-mode back: writes queued per connection at most; a full queue makes the op wait.", true,
+         &C::remote_writeback_queue},
+        {"--remote-handoff-probability", "float", "0",
+         "Before a conversation's next turn, the chance (0-1) that the user returns to another client of the run "
+         "(--num-clients, --mpi), which reads the earlier turns from the remote tier.",
+         true, &C::remote_handoff_probability},
         {"--progress-interval", "float", "1.0", "Seconds between progress lines on stderr (0 = none).", true,
          &C::progress_interval_s},
         {"--quiet", "flag", "off", "No console report (the results JSON is still written).", true, &C::quiet},
@@ -320,6 +331,18 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
         e.push_back("--remote-tier with --io-trace-log (no I/O, no server asked) needs --remote-capacity-gb");
     if (c.remote_tier.empty() && (c.remote_capacity_gb > 0 || !c.remote_run_id.empty()))
         e.push_back("--remote-capacity-gb and --remote-run-id need --remote-tier");
+    if (c.remote_writeback_queue < 1 || c.remote_writeback_queue > 4096)
+        e.push_back("--remote-writeback-queue must be between 1 and 4096 (got " + num(c.remote_writeback_queue) + ")");
+    non_negative("--remote-handoff-probability", c.remote_handoff_probability);
+    if (c.remote_handoff_probability > 1)
+        e.push_back("--remote-handoff-probability " + num(c.remote_handoff_probability) + " is above 1");
+    if (c.remote_handoff_probability > 0 &&
+        (c.remote_tier.empty() || c.disable_multi_turn || (c.num_clients < 2 && !c.mpi && c.client_count < 2)))
+        e.push_back(
+            "--remote-handoff-probability needs --remote-tier, multi-turn conversations and more than one "
+            "client (--num-clients or --mpi)");
+    if (c.remote_tier.empty() && c.remote_write_mode != "through")
+        e.push_back("--remote-write-mode back needs --remote-tier");
     if (c.remote_run_id.find_first_of(" \t\r\n") != std::string::npos)
         e.push_back("--remote-run-id '" + c.remote_run_id + "' holds white space");
     // Limits are workload.py's module constants (MAX_USERS, MAX_DURATION_SECONDS, MAX_GPU_MEMORY_GB,

@@ -170,6 +170,16 @@ struct SimConfig {
     /// Key prefix of the run's remote entries; "" = made at start (kvio-<host>-<pid>-<time>) and handed to every
     /// client of --num-clients / --mpi, so all of them share one namespace.
     std::string remote_run_id;
+    /// --remote-write-mode: "through" (a write completes when the server acknowledged it) or "back" (when queued in
+    /// a bounded queue per connection, written by a background writer; docs/simulate.md, "Remote tier").
+    std::string remote_write_mode = "through";
+    int64_t remote_writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
+    /// --remote-handoff-probability: before a conversation's next turn, the chance that the user returns to another
+    /// client (the next one, by index) instead; its earlier turns are then read from the remote tier.
+    double remote_handoff_probability = 0;
+    /// The run's number of clients (--num-clients or the MPI size; 1 for a single run): where handoffs go. Set by
+    /// client_config(), not a flag.
+    int64_t client_count = 1;
     /// This client's index among the run's clients (--num-clients index or MPI rank; 0 for a single run): the remote
     /// tier's namespace of the client's own entries. Set by client_config(), not a flag.
     int64_t client_index = 0;

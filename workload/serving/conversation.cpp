@@ -2,8 +2,7 @@
 
 namespace kvio::serving {
 
-std::string ConversationManager::start_conversation(const std::string& user_id) {
-    std::lock_guard lk(mu_);
+void ConversationManager::make_room() {
     if (max_conversations_ > 0 && table_.size() >= size_t(max_conversations_)) {
         auto oldest = table_.begin();
         for (auto it = table_.begin(); it != table_.end(); ++it)
@@ -11,7 +10,12 @@ std::string ConversationManager::start_conversation(const std::string& user_id) 
         table_.erase(oldest);
         ++dropped_;
     }
-    std::string id = "conv_" + user_id + "_" + std::to_string(++per_user_count_[user_id]);
+}
+
+std::string ConversationManager::start_conversation(const std::string& user_id) {
+    std::lock_guard lk(mu_);
+    make_room();
+    std::string id = id_prefix_ + user_id + "_" + std::to_string(++per_user_count_[user_id]);
     table_[id].last_access = ++clock_;
     ++started_;
     return id;
@@ -52,6 +56,30 @@ void ConversationManager::end_conversation(const std::string& conv_id) {
     std::lock_guard lk(mu_);
     auto it = table_.find(conv_id);
     if (it != table_.end()) it->second.ended = true;
+}
+
+bool ConversationManager::adopt(const std::string& conv_id, const std::vector<Turn>& turns) {
+    std::lock_guard lk(mu_);
+    if (table_.count(conv_id)) return false;
+    make_room();
+    Conversation& c = table_[conv_id];
+    c.turns = turns;
+    c.last_access = ++clock_;
+    return true;
+}
+
+void ConversationManager::set_turn_tokens(const std::string& conv_id, const std::string& key, int64_t tokens) {
+    std::lock_guard lk(mu_);
+    auto it = table_.find(conv_id);
+    if (it == table_.end()) return;
+    for (Turn& t : it->second.turns)
+        if (t.cache_key == key) t.context_tokens = tokens;
+}
+
+std::vector<Turn> ConversationManager::turns(const std::string& conv_id) const {
+    std::lock_guard lk(mu_);
+    auto it = table_.find(conv_id);
+    return it == table_.end() ? std::vector<Turn>{} : it->second.turns;
 }
 
 size_t ConversationManager::size() const {

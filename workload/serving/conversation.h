@@ -24,7 +24,10 @@ struct Turn {
 /// `max_conversations` the one with the oldest last access is dropped first (metadata only).
 class ConversationManager {
 public:
-    explicit ConversationManager(int max_conversations = 1000) : max_conversations_(max_conversations) {}
+    /// `id_prefix` starts every conversation id ("conv_"; with --remote-handoff-probability "hconv_c<client>_", so
+    /// that ids are unique across the clients of a run and their turns are shared remote entries: remote_tier.h).
+    explicit ConversationManager(int max_conversations = 1000, std::string id_prefix = "conv_")
+        : max_conversations_(max_conversations), id_prefix_(std::move(id_prefix)) {}
 
     /// start_conversation(user_id): a new open conversation, returns its id.
     std::string start_conversation(const std::string& user_id);
@@ -40,6 +43,14 @@ public:
     std::vector<Turn> previous_turns(const std::string& conv_id, const std::string& current_key) const;
     /// Marks a conversation ended (it stays in the table).
     void end_conversation(const std::string& conv_id);
+    /// A conversation another client handed to this one (docs/simulate.md, "Remote tier", handoff): `conv_id` with
+    /// its `turns` so far enters the table open (the cap applies as for a new one); false when the id is there already.
+    bool adopt(const std::string& conv_id, const std::vector<Turn>& turns);
+    /// The tokens turn `key` of `conv_id` was written with (the prefill's, after a system prompt's tokens came off):
+    /// what a client that takes the conversation over reads. No-op for an unknown id or key.
+    void set_turn_tokens(const std::string& conv_id, const std::string& key, int64_t tokens);
+    /// All turns of a conversation (empty for an unknown id).
+    std::vector<Turn> turns(const std::string& conv_id) const;
 
     size_t size() const;
     uint64_t started() const;
@@ -51,7 +62,9 @@ private:
         uint64_t last_access = 0;  ///< logical clock (a counter): the drop order without wall-clock ties
         bool ended = false;
     };
+    void make_room();  ///< drops the oldest conversation when the table is full (mu_ held)
     int max_conversations_;
+    std::string id_prefix_;
     mutable std::mutex mu_;
     std::map<std::string, Conversation> table_;
     std::map<std::string, uint64_t> per_user_count_;

@@ -82,7 +82,8 @@ int client_main(const SimConfig& c, int rank, int ready, int go, std::ostream* p
         go = -1;
     };
     try {
-        SimResult r = run_simulation(client_config(c, rank), nullptr, progress ? &prog : nullptr, hooks);
+        SimResult r =
+            run_simulation(client_config(c, rank, int(c.num_clients)), nullptr, progress ? &prog : nullptr, hooks);
         prog.flush();
         return r.exit_code;
     } catch (const std::exception& e) {
@@ -119,13 +120,14 @@ ClientResult collect(const SimConfig& c, int rank, int status) {
 
 }  // namespace
 
-SimConfig client_config(const SimConfig& c, int rank) {
+SimConfig client_config(const SimConfig& c, int rank, int clients) {
     SimConfig r = c;
     if (!c.cache_dir.empty())
         r.cache_dir = (std::filesystem::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
     if (c.seed) r.seed = *c.seed + rank;
     r.output = client_output_path(c.output, rank);
     r.client_index = rank;
+    r.client_count = clients;
     r.quiet = true;
     r.num_clients = 1;
     r.mpi = false;

@@ -15,8 +15,8 @@ namespace kvio::serving {
 
 /// Client `rank`'s config: --cache-dir <dir>/rank_<rank> ("" stays "": each client makes its own temporary
 /// directory), --seed base + rank (unset stays unset: each client draws its own), --output
-/// client_output_path(output, rank), no console report, num_clients 1, mpi off.
-SimConfig client_config(const SimConfig& c, int rank);
+/// client_output_path(output, rank), no console report, num_clients 1, mpi off; client_count = `clients`.
+SimConfig client_config(const SimConfig& c, int rank, int clients);
 
 /// What many clients cannot share, refused before any client starts (kvio::Error naming `launcher_flag`): a raw
 /// block device as --cache-dir (one device cannot take a subdirectory per client), --enable-latency-tracing

@@ -190,7 +190,7 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
     check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
     MPI_Comm_size(node, &on_host);
     MPI_Comm_free(&node);
-    SimConfig rc = client_config(c, rank);
+    SimConfig rc = client_config(c, rank, size);
     // One remote namespace for the run: rank 0 chooses the run id, every rank gets it (docs/simulate.md, "Remote
     // tier").
     if (!c.remote_tier.empty() && c.remote_run_id.empty()) rc.remote_run_id = broadcast_run_id(rank);

@@ -9,15 +9,19 @@
 #include <functional>
 #include <atomic>
 #include <bit>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "redis/client.h"
 #include "redis/cluster.h"
+#include "workload/serving/results/stats_util.h"
 #include "workload/serving/tiers/waterfall.h"
+#include "workload/serving/tiers/writeback_queue.h"
 
 namespace kvio::serving {
 
@@ -56,12 +60,15 @@ public:
             throw Error("--remote-tier " + url_.safe_text() + ": " + e.what());  // never the password
         }
     }
-    ~RedisTier() override = default;
+    ~RedisTier() override { stop_writers(); }
 
     std::string name() const override { return "remote-redis"; }
     std::string description() const override {
         return "remote (" + url_.safe_text() + ", keys " + o_.run_id + ":<entry>:<chunk>, " + std::to_string(chunk_) +
-               "-byte chunks, pipelined, a connection per worker thread)";
+               "-byte chunks, pipelined, a connection per worker thread, " +
+               (o_.write_back ? "write-back: " + std::to_string(o_.writeback_queue) +
+                                    " writes queued per connection, a writer thread and connection each)"
+                              : std::string("write-through)"));
     }
     uint64_t footprint(uint64_t bytes) const override { return remote_footprint(bytes, chunk_); }
     uint64_t auto_capacity() const override {
@@ -70,6 +77,23 @@ public:
     }
 
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
+        if (!o_.write_back) return write_through(key, bytes, data);
+        // Write-back: the op is the time to queue the write (waiting while this connection's queue is full).
+        const double t0 = now_s();
+        WriteBackQueue& q = writer();
+        {
+            std::lock_guard<std::mutex> g(mu_);
+            sizes_[key] = bytes;
+            pending_[key] += 1;
+            lost_keys_.erase(key);
+            wb_queued_ += 1;
+        }
+        q.push(WriteJob{key, bytes, data});
+        const double total = now_s() - t0;
+        return {total, total, total};
+    }
+
+    OpTiming write_through(const std::string& key, uint64_t bytes, const EntryData& data) {
         redis::Connection& c = conn();
         double gen = 0;
         const double t0 = now_s();
@@ -92,6 +116,7 @@ public:
             throw;
         }
         const double total = now_s() - t0 - gen;
+        set_s_ += total;
         sets_ += redis::chunk_count(bytes, chunk_);
         sent_ += bytes;
         {
@@ -105,6 +130,10 @@ public:
 
     OpTiming read(const std::string& key, uint64_t bytes) override {
         const double t0 = now_s();
+        if (!settled(key)) {
+            lost_reads_wb_ += 1;  // its write-back write never reached the server: a miss for the cache
+            throw EntryLost("remote entry '" + key + "' was lost with its write-back write");
+        }
         if (!get(key, bytes, "GET", !remote_shared_key(key))) {
             errors_ += 1;  // an entry this client wrote, gone: a shared one another client deleted
             lost_ += 1;
@@ -116,20 +145,29 @@ public:
 
     std::optional<OpTiming> read_foreign(const std::string& key, uint64_t bytes) override {
         const double t0 = now_s();
+        const bool turn = key.rfind("hconv_", 0) == 0;  // a turn of a conversation handed over by another client
         if (!get(key, bytes, "GETEX", false)) {
             foreign_misses_ += 1;
+            if (turn) foreign_turn_misses_ += 1;
             return std::nullopt;
         }
         const double total = now_s() - t0;
         foreign_hits_ += 1;
         foreign_bytes_ += bytes;
+        if (turn) foreign_turn_hits_ += 1, foreign_turn_bytes_ += bytes;
         return OpTiming{total, total, total};
     }
 
     void remove(const std::string& key) override {
         uint64_t bytes;
+        const bool written = settled(key);
         {
             std::lock_guard<std::mutex> g(mu_);
+            if (!written) {  // lost: nothing of it is on the server (a failed write deletes its chunks)
+                lost_keys_.erase(key);
+                sizes_.erase(key);
+                return;
+            }
             auto it = sizes_.find(key);
             if (it == sizes_.end()) return;
             bytes = it->second;
@@ -171,13 +209,20 @@ public:
         j["chunk_get_misses"] = get_misses_.load();
         j["bytes_sent"] = sent_.load();
         j["bytes_received"] = received_.load();
+        // Seconds the connections spent in the chunked SETs and GETs (summed over connections): bytes over them are
+        // the tier's bytes/s while transferring, per connection (bench/run.sh, remote stage).
+        j["busy_s"] = {{"set", set_s_.load()}, {"get", get_s_.load()}};
         // Reads of shared entries this client's tiers did not hold (docs/simulate.md, "Remote tier"): found on the
         // server (another client wrote them: hits), or not.
         j["foreign_hits"] = foreign_hits_.load();
         j["foreign_hit_bytes"] = foreign_bytes_.load();
         j["foreign_misses"] = foreign_misses_.load();
+        j["foreign_turn_hits"] = foreign_turn_hits_.load();  // of them, turns of conversations handed over
+        j["foreign_turn_hit_bytes"] = foreign_turn_bytes_.load();
+        j["foreign_turn_misses"] = foreign_turn_misses_.load();
         j["lost_reads"] = lost_.load();  // reads of this client's own entries that the server no longer had
         j["errors"] = errors_.load();
+        writeback_json(j);
         if (const Down d = down(); !d.reason.empty()) j["down"] = {{"reason", d.reason}, {"entries_lost", d.gone}};
         long long now = -1;
         try {
@@ -193,7 +238,39 @@ public:
         return down_;
     }
 
+    void finish_writes(double timeout_s) override {
+        if (!o_.write_back) return;
+        const double t0 = now_s();
+        for (WriteBackQueue* q : writers_now()) q->drain(timeout_s - (now_s() - t0));
+        wb_drain_s_ = now_s() - t0;
+        wb_lost_at_stop_ += stop_writers();
+    }
+
+    void handoff_send(int to, const std::string& msg) override {
+        const std::string list = o_.run_id + ":handoff:" + std::to_string(to);
+        std::lock_guard<std::mutex> g(control_mu_);
+        on_control([&](redis::Connection& c) {
+            redis::Reply r = c.command({"RPUSH", list, msg});
+            if (r.type == redis::Reply::Type::Error) throw Error("redis: RPUSH " + list + ": " + r.str);
+            return r.integer;
+        });
+    }
+
+    std::optional<std::string> handoff_take() override {
+        const std::string list = o_.run_id + ":handoff:" + std::to_string(o_.client);
+        std::optional<std::string> out;
+        std::lock_guard<std::mutex> g(control_mu_);
+        on_control([&](redis::Connection& c) {
+            redis::Reply r = c.command({"LPOP", list});
+            if (r.type == redis::Reply::Type::Error) throw Error("redis: LPOP " + list + ": " + r.str);
+            if (r.type == redis::Reply::Type::String) out = r.str;
+            return 0LL;
+        });
+        return out;
+    }
+
     void clear() override {
+        stop_writers();
         std::map<std::string, uint64_t> left;
         {
             std::lock_guard<std::mutex> g(mu_);
@@ -204,12 +281,97 @@ public:
             std::lock_guard<std::mutex> g(control_mu_);
             on_control([&](redis::Connection& c) {
                 for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
+                c.command({"DEL", o_.run_id + ":handoff:" + std::to_string(o_.client)});  // messages nobody took
                 return 0LL;
             });
         } catch (const std::exception&) {}
     }
 
 private:
+    /// Write-back: this thread's queue, made with its writer thread on first use.
+    WriteBackQueue& writer() {
+        const auto id = std::this_thread::get_id();
+        std::lock_guard<std::mutex> g(mu_);
+        auto& w = writers_[id];
+        if (!w)
+            w = std::make_unique<WriteBackQueue>(
+                o_.writeback_queue, [this](WriteJob& j) { write_queued(j); },
+                [this](WriteJob& j) { finish_job(j.key, false, 0, "still queued when the writers stopped"); });
+        return *w;
+    }
+    std::vector<WriteBackQueue*> writers_now() {
+        std::lock_guard<std::mutex> g(mu_);
+        std::vector<WriteBackQueue*> v;
+        for (auto& [id, w] : writers_) v.push_back(w.get());
+        return v;
+    }
+    /// Stops every writer (the queued writes are lost); returns how many were lost so.
+    uint64_t stop_writers() {
+        uint64_t n = 0;
+        for (WriteBackQueue* q : writers_now()) n += q->stop();
+        return n;
+    }
+
+    /// On a writer thread: the queued write, through this thread's own connection; none once the tier is down (the
+    /// server is gone or full: the write is lost without a try).
+    void write_queued(WriteJob& j) {
+        std::string err = down().reason;
+        const double t0 = now_s();
+        if (err.empty()) {
+            try {
+                write_through(j.key, j.bytes, j.data);
+            } catch (const std::exception& e) {
+                err = e.what();  // counted in errors_ by write_through
+            }
+        }
+        finish_job(j.key, err.empty(), now_s() - t0, err);
+    }
+    void finish_job(const std::string& key, bool ok, double set_s, const std::string& err) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (ok) {
+            wb_written_ += 1;
+            wb_set_lat_.push_back(set_s);
+        } else {
+            wb_lost_ += 1;
+            lost_keys_.insert(key);
+            if (wb_first_lost_.empty()) wb_first_lost_ = key + ": " + err;
+        }
+        if (auto it = pending_.find(key); it != pending_.end() && --it->second <= 0) pending_.erase(it);
+        pending_cv_.notify_all();
+    }
+    /// Waits while a write of `key` is queued or being written; false when the entry was lost.
+    bool settled(const std::string& key) {
+        std::unique_lock<std::mutex> l(mu_);
+        pending_cv_.wait(l, [&] { return !pending_.count(key); });
+        return !lost_keys_.count(key);
+    }
+    void writeback_json(nlohmann::ordered_json& j) {
+        j["write_mode"] = o_.write_back ? "back" : "through";
+        if (!o_.write_back) return;
+        std::lock_guard<std::mutex> g(mu_);
+        size_t qmax = 0;
+        uint64_t waits = 0;
+        double wait_s = 0;
+        for (const auto& [id, w] : writers_) {
+            qmax = std::max(qmax, w->queued_max());
+            waits += w->full_waits();
+            wait_s += w->full_wait_s();
+        }
+        j["writeback_queue_bound"] = o_.writeback_queue;
+        j["writeback_writers"] = writers_.size();
+        j["writeback_queued_max"] = qmax;
+        j["writeback_full_waits"] = waits;
+        j["writeback_full_wait_s"] = wait_s;
+        j["writeback_queued"] = wb_queued_;  // every write handed to a queue: written + lost once the run ended
+        j["writeback_written"] = wb_written_;
+        j["writeback_lost"] = wb_lost_;
+        j["writeback_lost_at_stop"] = wb_lost_at_stop_.load();
+        j["writeback_lost_reads"] = lost_reads_wb_.load();
+        if (!wb_first_lost_.empty()) j["writeback_first_lost"] = wb_first_lost_;
+        j["writeback_drain_s"] = wb_drain_s_.load();
+        j["writeback_set_latency_ms"] = latency_summary_ms(wb_set_lat_);
+    }
+
     /// Shared entries under "<run id>:shared:", the client's own under "<run id>:c<client>:".
     std::string full_key(const std::string& key) const {
         return o_.run_id + (remote_shared_key(key) ? ":shared:" : ":c" + std::to_string(o_.client) + ":") + key;
@@ -219,6 +381,7 @@ private:
     /// is compared with what this client's write sent (a shared entry may hold another client's bytes: unchecked).
     bool get(const std::string& key, uint64_t bytes, const std::string& verb, bool check) {
         redis::Connection& c = conn();
+        const double t0 = now_s();
         const bool verify = check && check_pool_;
         const EntryData want(verify ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
         uint64_t bad = EntryData::kNoMismatch;
@@ -237,6 +400,7 @@ private:
             errors_ += 1;
             throw;
         }
+        get_s_ += now_s() - t0;
         const uint64_t n = redis::chunk_count(bytes, chunk_);
         (verb == "GET" ? gets_ : getexs_) += n;
         get_hits_ += found;
@@ -306,11 +470,25 @@ private:
     Down down_;
     std::atomic<uint64_t> sets_{0}, gets_{0}, getexs_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
     std::atomic<uint64_t> foreign_hits_{0}, foreign_bytes_{0}, foreign_misses_{0}, get_misses_{0}, lost_{0};
+    std::atomic<double> set_s_{0}, get_s_{0};
+    std::atomic<uint64_t> foreign_turn_hits_{0}, foreign_turn_bytes_{0}, foreign_turn_misses_{0};
+    // Write-back (under mu_ but the atomics): writes queued or in progress per key, entries whose write was lost.
+    std::condition_variable pending_cv_;
+    std::unordered_map<std::string, int> pending_;
+    std::unordered_set<std::string> lost_keys_;
+    std::unordered_map<std::thread::id, std::unique_ptr<WriteBackQueue>> writers_;
+    uint64_t wb_queued_ = 0, wb_written_ = 0, wb_lost_ = 0;
+    std::vector<double> wb_set_lat_;  ///< s, each background write's SETs (not the op's latency)
+    std::string wb_first_lost_;
+    std::atomic<uint64_t> wb_lost_at_stop_{0}, lost_reads_wb_{0};
+    std::atomic<double> wb_drain_s_{0};
 };
 
 }  // namespace
 
-bool remote_shared_key(const std::string& key) { return key.rfind("kv_system_", 0) == 0; }
+bool remote_shared_key(const std::string& key) {
+    return key.rfind("kv_system_", 0) == 0 || key.rfind("hconv_", 0) == 0;
+}
 
 uint64_t remote_footprint(uint64_t bytes, uint64_t chunk) {
     const uint64_t n = redis::chunk_count(bytes, chunk);

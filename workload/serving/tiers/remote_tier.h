@@ -19,11 +19,16 @@ struct RemoteOptions {
     std::string run_id;    ///< key prefix: the clients of one run share it, and so the entries
     int client = 0;        ///< this client's index (--num-clients index or MPI rank): its private keys' namespace
     double timeout_s = 5;  ///< connect and per-reply wait, s
+    /// --remote-write-mode back: a write completes once queued (WriteBackQueue, one per worker connection, drained by
+    /// its own thread and connection); false = write-through: once the server acknowledged every chunk.
+    bool write_back = false;
+    size_t writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
 };
 
 /// True for the entries every client of a run shares on the server (docs/simulate.md, "Remote tier"): the
-/// system-prompt prefixes ("kv_system_<hash>", the same key and size in every client). Every other entry is the
-/// client's own, under "<run id>:c<client>:".
+/// system-prompt prefixes ("kv_system_<hash>", the same key and size in every client) and, with
+/// --remote-handoff-probability, the conversation turns ("hconv_c<client>_...": ids unique across the clients).
+/// Every other entry is the client's own, under "<run id>:c<client>:".
 bool remote_shared_key(const std::string& key);
 
 /// Bytes of a chunk: 4 MiB − 4 KiB, so a chunk, the server's string header and the CRLF it reads with it fit
@@ -59,7 +64,18 @@ public:
         bool gone = false;
     };
     virtual Down down() const = 0;
+    /// The end of a run (write-back): waits until every queued write is written, at most `timeout_s` seconds in all,
+    /// then stops the writers; writes still queued are lost (counted). No-op in write-through mode.
+    virtual void finish_writes(double timeout_s) = 0;
+    /// Conversation handoff (docs/simulate.md, "Remote tier"): appends `msg` to client `to`'s list on the server
+    /// (RPUSH "<run id>:handoff:<to>"). Throws kvio::Error on errors.
+    virtual void handoff_send(int to, const std::string& msg) = 0;
+    /// The oldest message handed to this client (LPOP of its list); nullopt when there is none. Throws on errors.
+    virtual std::optional<std::string> handoff_take() = 0;
 };
+
+/// The longest the end of a run waits for write-back queues to drain, s (docs/simulate.md, "Remote tier").
+inline constexpr double kWriteBackDrainS = 30;
 
 /// A run id for --remote-run-id's default: "kvio-<host>-<pid>-<unix seconds>".
 std::string make_remote_run_id();

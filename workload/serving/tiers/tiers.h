@@ -29,6 +29,12 @@ struct PayloadMismatch : Error {
     using Error::Error;
 };
 
+/// Thrown by a read of an entry whose bytes never reached the tier (a remote write-back write lost at a fault:
+/// docs/simulate.md, "Remote tier"): the cache counts it a miss and forgets the entry, not a failed read.
+struct EntryLost : Error {
+    using Error::Error;
+};
+
 class TierBackend {
 public:
     virtual ~TierBackend() = default;

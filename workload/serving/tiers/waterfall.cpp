@@ -231,6 +231,16 @@ void WaterfallPolicy::end_read(const std::string& key) {
     changed();
 }
 
+void WaterfallPolicy::drop_read(const std::string& key) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+        if (it->second.readers > 0) it->second.readers -= 1;
+        if (it->second.readers == 0 && !it->second.leaving) erase(key);
+    }
+    changed();
+}
+
 bool WaterfallPolicy::contains(const std::string& key) const {
     std::lock_guard<std::mutex> g(mu_);
     return entries_.count(key) > 0;

@@ -120,6 +120,9 @@ public:
     void cut();
     bool cut_requested() const { return cut_.load(); }
     void end_read(const std::string& key);
+    /// Ends a begin_read() whose entry turned out never to have reached its tier (a remote write-back write lost at a
+    /// fault): the entry is dropped, its bytes released; a later read is a miss.
+    void drop_read(const std::string& key);
 
     bool contains(const std::string& key) const;
     std::vector<std::string> keys_with_prefix(const std::string& prefix) const;
