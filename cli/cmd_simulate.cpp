@@ -152,6 +152,11 @@ void add_simulate_command(CLI::App& app) {
         serving::mpi_build_status());
     sub->callback([c, closed, audited, sub] {
         check_closed_usage(sub, *closed, *c);
+        if (c->mpi) {  // `kvio simulate --mpi` run by hand: MPI's singleton, one rank where N were meant
+            const std::string refusal =
+                serving::mpi_flag_without_launcher([](const char* n) { return std::getenv(n); });
+            if (!refusal.empty()) throw UsageError(refusal);
+        }
         if (*audited) {
             if (const int code = run_audited(*c, closed->on)) throw CLI::RuntimeError(code);
             return;

@@ -221,6 +221,22 @@ TEST(KilledSimulate, NextRunRemovesTheDeadRunsTemporaryCacheDir) {
     EXPECT_TRUE(left.empty()) << joined(left);
 }
 
+// kvio simulate --mpi (and --mlperf-closed --mpi) run by hand ran MPI's singleton: one rank, the full protocol as
+// one client. Refused with the fix before anything is created.
+TEST(Mpirun, MpiFlagWithoutALauncherIsRefused) {
+    TempDir d;
+    for (const std::string extra : {std::string(" --output ") + d.file("r.json"),
+                                    std::string(" --mlperf-closed --results-dir ") + d.file("res")}) {
+        auto r = run("env -u OMPI_COMM_WORLD_SIZE -u OMPI_COMM_WORLD_RANK -u PMI_SIZE -u PMI_RANK -u PMIX_RANK " +
+                     kvio_bin() + " simulate --mpi --cache-dir " + d.file("c") + extra);
+        EXPECT_EQ(r.status, 2) << extra << "\n" << r.err;
+        EXPECT_NE(r.err.find("--mpi: not started by an MPI launcher"), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(d.file("c")));
+        EXPECT_FALSE(fs::exists(d.file("r.json")));
+        EXPECT_FALSE(fs::exists(d.file("res")));
+    }
+}
+
 // mpirun -np 2 kvio simulate without --mpi ran two simulations on one cache directory and one results file.
 TEST(Mpirun, WithoutMpiIsRefusedWithTheFix) {
     if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";

@@ -129,6 +129,13 @@ TEST(MpiLaunch, RanksWithoutMpiAreRefused) {
     // mpirun -np 1: one copy, an ordinary run
     EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"OMPI_COMM_WORLD_SIZE", "1"}, {"PMIX_RANK", "0"}})), "");
     EXPECT_EQ(serving::mpi_launch_without_mpi(env_of({{"PMI_SIZE", "x"}})), "");
+    // --mpi by hand: no launcher variable at all is refused with the fix; any launcher's, even one rank, is not
+    const std::string by_hand = serving::mpi_flag_without_launcher(env_of({}));
+    EXPECT_NE(by_hand.find("not started by an MPI launcher"), std::string::npos) << by_hand;
+    EXPECT_NE(by_hand.find("mpirun -np N"), std::string::npos) << by_hand;
+    EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"OMPI_COMM_WORLD_SIZE", "1"}})), "");
+    EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"PMI_RANK", "0"}})), "");
+    EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"PMIX_RANK", "0"}})), "");
 }
 
 // A SIGKILLed writer leaves PATH.tmp-PID: the next writer of PATH removes it and says so; a live process's

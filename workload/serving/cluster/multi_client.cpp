@@ -170,6 +170,13 @@ std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>
            "rank 0 writes the merged result), or use --num-clients N without mpirun";
 }
 
+std::string mpi_flag_without_launcher(const std::function<const char*(const char*)>& env) {
+    for (const char* n : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"})
+        if (const char* v = env(n); v && *v) return {};
+    return "--mpi: not started by an MPI launcher (none of OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK is set), so this "
+           "would run as one rank; start it as mpirun -np N kvio simulate --mpi ..., or use --num-clients N";
+}
+
 void share_storage_capacity(SimConfig& c, int clients_on_host) {
     if (c.storage_capacity_gb <= 0 && c.io_trace_log.empty() && clients_on_host > 1)
         c.storage_capacity_gb = auto_capacity_gib(c.cache_dir) / clients_on_host;

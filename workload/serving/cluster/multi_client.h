@@ -42,6 +42,11 @@ std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json
 /// deleting the others' entries, so they are refused with the fix (--mpi). One rank alone runs as usual.
 std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>& env);
 
+/// The refusal of --mpi in a process no MPI launcher started (none of the variables mpi_launch_without_mpi reads is
+/// set), "" when one did: MPI would run it as a singleton, one rank, and a CLOSED run would be the full protocol as
+/// one client where N were meant.
+std::string mpi_flag_without_launcher(const std::function<const char*(const char*)>& env);
+
 /// Runs c.num_clients clients as child processes (fork, each calls run_simulation with its client_config and
 /// SimHooks::keep_merge_state), started together (a pipe barrier right before each client's clock starts), then
 /// merges their results files into c.output. SIGINT/SIGTERM/SIGHUP to this process are forwarded to every client
