@@ -25,6 +25,12 @@ using nlohmann::json;
 
 namespace {
 
+/// ": what the child said" from its log (process.h error_lines_of), "" when it said nothing.
+std::string said(const std::string& log) {
+    std::string e = error_lines_of(log);
+    return e.empty() ? "" : ": " + e;
+}
+
 std::string sysfs_line(const fs::path& p) {
     std::ifstream in(p);
     std::string s;
@@ -162,7 +168,7 @@ void probe_ceiling(Target& t, const RunEnv& env) {
         int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
                             t.spec.remote() ? env.remote_timeout_s : 0);
         try {
-            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error("fio " + describe_status(st));
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error("fio " + describe_status(st) + said(base + ".log"));
             FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
             const DirFigures& d = std::string(p.rw) == "write" ? r.total.write : r.total.read;
             c[p.key] = p.iops ? d.iops : d.mb_s;
@@ -270,7 +276,8 @@ void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
         if (timed_out) throw Error("no answer within the remote timeout; ended");
         const bool sim = r.mode == "simulate";
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status));
+            throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status) +
+                        said(r.files + ".log"));
         if (sim)
             r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
         else

@@ -6,10 +6,15 @@
 #include "drives/diagnosis.h"
 #include "drives/job_text.h"
 #include "drives/kv_line.h"
+#include "drives/process.h"
 #include "drives/prom_scrape.h"
 #include "drives/sim_workload.h"
 #include "drives/summary.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 using namespace kvio::drives;
@@ -349,4 +354,23 @@ TEST(DrivesDiagnosis, JobBelowCeilingThresholds) {
     EXPECT_TRUE(headroom_findings(t, r).empty());
     t.ceiling = {{"error", "probe read: fio exited 1"}};
     EXPECT_TRUE(headroom_findings(t, r).empty());
+}
+
+// What a failed child said: fio's error lines (not its job banner or the option list it prints after a bad value),
+// at most the asked number; the last line when none names an error; nothing for a missing log.
+TEST(DrivesProcess, ErrorLinesOfALog) {
+    char path[] = "/tmp/kvio-unit-drives-log-XXXXXX";
+    int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    std::ofstream(path) << "w: (g=0): rw=write, bs=(R) 1024KiB-1024KiB\nfio: failed parsing rw=rread\n"
+                           "        valid values: read       Sequential read\nfio: job global dropped\n\n";
+    EXPECT_EQ(error_lines_of(path), "fio: failed parsing rw=rread; fio: job global dropped");
+    EXPECT_EQ(error_lines_of(path, 1), "fio: failed parsing rw=rread");
+    std::ofstream(path) << "Starting 1 process\nJobs: 1 (f=1)\n";
+    EXPECT_EQ(error_lines_of(path), "Jobs: 1 (f=1)");
+    std::ofstream(path) << "kvio: Unknown model 'nope'. Available models: tiny-1b\n";
+    EXPECT_EQ(error_lines_of(path), "kvio: Unknown model 'nope'. Available models: tiny-1b");
+    std::remove(path);
+    EXPECT_EQ(error_lines_of(path), "");
 }
