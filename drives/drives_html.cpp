@@ -99,6 +99,9 @@ std::string table(const json& d, const std::string& mode) {
     }
     o << "</table>\n<ul>";
     for (const auto& v : d["verdicts"][mode]) o << "<li>" << html_escape(v["text"].get<std::string>()) << "</li>";
+    if (d.contains("left_out_of_verdicts"))
+        for (const auto& l : d["left_out_of_verdicts"][mode])
+            o << "<li>" << html_escape(l["text"].get<std::string>()) << "</li>";
     o << "</ul>\n";
     bool kv_head = false;  // the KV line per drive (kv_line.h), when the run named a model
     for (const auto& t : d["targets"]) {

@@ -255,6 +255,20 @@ std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std:
                                                : "worst completion p99");
 }
 
+std::vector<std::pair<std::string, std::string>> left_out_of_verdicts(const std::vector<Target>& targets,
+                                                                      const std::string& mode, int rounds) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& t : targets) {
+        const size_t ok = ok_runs(t, mode).size();
+        if (t.failed.empty() && ok > 0) continue;
+        std::string why = t.spec.name + " left out of the ranking: " + (t.failed.empty() ? "" : "failed with ") +
+                          std::to_string(ok) + " of " + std::to_string(rounds) + " rounds measured";
+        if (!t.failed.empty()) why += " (" + t.failed + ")";
+        out.emplace_back(t.spec.name, why);
+    }
+    return out;
+}
+
 json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
     json j = {{"schema", "kvio.drives/1"},
               {"kvio_version", ctx.kvio_version},
@@ -302,6 +316,10 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
         for (const auto& v : verdicts_for(targets, m))
             vs.push_back({{"a", v.a}, {"b", v.b}, {"pct", v.pct}, {"separated", v.separated}, {"text", v.text}});
         j["verdicts"][m] = vs;
+        json left = json::array();
+        for (const auto& [name, why] : left_out_of_verdicts(targets, m, ctx.rounds))
+            left.push_back({{"name", name}, {"text", why}});
+        j["left_out_of_verdicts"][m] = left;
     }
     return j;
 }
@@ -380,6 +398,7 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
             if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
         }
         for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";
+        for (const auto& l : left_out_of_verdicts(targets, mode, ctx.rounds)) out << "verdict: " << l.second << "\n";
         bool kv_head = false;
         for (const auto& t : targets)
             if (has_kv_line(t, mode, ctx.kv)) {

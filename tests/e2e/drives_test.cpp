@@ -258,6 +258,13 @@ TEST(Drives, TwoFioServersOneKilledMidRun) {
     EXPECT_EQ(b["status"], "failed");
     EXPECT_NE(b.value("error", "").find("127.0.0.3"), std::string::npos) << b.dump();
     EXPECT_NE(r.out.find("FAILED b"), std::string::npos) << r.out;
+    // the killed host is named as left out of the ranking, not silently dropped from the verdicts
+    EXPECT_NE(r.out.find("verdict: b left out of the ranking: failed with "), std::string::npos) << r.out;
+    ASSERT_EQ(j["left_out_of_verdicts"]["closed"].size(), 1u) << j["left_out_of_verdicts"].dump();
+    EXPECT_EQ(j["left_out_of_verdicts"]["closed"][0]["name"], "b");
+    // the failure says more than an exit status: fio's words, or that its client said nothing about a gone server
+    const std::string berr = b.value("error", "");
+    EXPECT_TRUE(berr.find("may have gone away") != std::string::npos || berr.find("fio:") != std::string::npos) << berr;
     // a's device-side figures: the exporter's histograms scraped before and after each run; the device read what fio
     // read (4 KiB O_DIRECT reads of a loop device nothing else uses), plus at most the iodepth (4) reads in flight when
     // the time_based job's runtime ran out, which fio does not count (measured: equal in most runs, 16 KiB more once).

@@ -374,3 +374,34 @@ TEST(DrivesProcess, ErrorLinesOfALog) {
     std::remove(path);
     EXPECT_EQ(error_lines_of(path), "");
 }
+
+// A target no verdict compares is named with why: one that failed after a measured round, one with no round; the
+// ranked ones are not listed. The same lines in drives.json and on the console.
+TEST(DrivesSummary, FailedTargetsNamedAsLeftOutOfTheVerdicts) {
+    auto target = [](const std::string& spec, bool ok_round, const std::string& failed) {
+        Target t;
+        t.spec = parse_drive_spec(spec);
+        RunResult r;
+        r.mode = "closed", r.ok = ok_round;
+        r.fio.total.read.mb_s = 100;
+        t.runs.push_back(r);
+        t.failed = failed;
+        return t;
+    };
+    std::vector<Target> ts = {target("a=/dev/loop8", true, ""), target("b=127.0.0.3:/dev/loop9", true, "round 2 gone"),
+                              target("c=/dev/loop7", false, "")};
+    auto l = left_out_of_verdicts(ts, "closed", 3);
+    ASSERT_EQ(l.size(), 2u);
+    EXPECT_EQ(l[0].first, "b");
+    EXPECT_EQ(l[0].second, "b left out of the ranking: failed with 1 of 3 rounds measured (round 2 gone)");
+    EXPECT_EQ(l[1].second, "c left out of the ranking: 0 of 3 rounds measured");
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"closed"};
+    nlohmann::json j = drives_json(ts, ctx);
+    ASSERT_EQ(j["left_out_of_verdicts"]["closed"].size(), 2u);
+    EXPECT_EQ(j["left_out_of_verdicts"]["closed"][0]["text"], l[0].second);
+    std::ostringstream out;
+    print_table(out, ts, ctx);
+    EXPECT_NE(out.str().find("verdict: " + l[0].second), std::string::npos) << out.str();
+    EXPECT_EQ(out.str().find("a left out"), std::string::npos) << out.str();
+}
