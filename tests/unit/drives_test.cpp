@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "drives/drives_html.h"
 #include "drives/figures.h"
 #include "drives/diagnosis.h"
 #include "drives/job_text.h"
@@ -404,4 +405,39 @@ TEST(DrivesSummary, FailedTargetsNamedAsLeftOutOfTheVerdicts) {
     print_table(out, ts, ctx);
     EXPECT_NE(out.str().find("verdict: " + l[0].second), std::string::npos) << out.str();
     EXPECT_EQ(out.str().find("a left out"), std::string::npos) << out.str();
+}
+
+// drives.html's charts: a drive keeps one colour in every chart (its place among the targets), also when a drive
+// before it has no line in a chart; a drive with measured rounds but no bandwidth-log sample is named under the
+// throughput chart instead of silently missing.
+TEST(DrivesHtml, OneColourPerDriveAndDrivesWithoutSamplesNamed) {
+    auto target = [](const std::string& spec, bool timeline) {
+        Target t;
+        t.spec = parse_drive_spec(spec);
+        RunResult r;
+        r.mode = "closed", r.ok = true;
+        r.fio.total.read.mb_s = 100;
+        r.fio.total.read.clat_cdf = {{50, 1000}, {99, 2000}};
+        t.info = nlohmann::json::object();
+        if (timeline) r.fio.bw_timeline = {{0.1, 40, 0}, {0.2, 41, 0}};
+        t.runs.push_back(r);
+        return t;
+    };
+    RunContext ctx;
+    ctx.rounds = 1, ctx.modes = {"closed"};
+    const std::string html =
+        drives_html(drives_json({target("fast=/dev/loop8", false), target("slow=/dev/loop9", true)}, ctx));
+    const size_t tl = html.find("MB/s over time");
+    ASSERT_NE(tl, std::string::npos);
+    const size_t end = html.find("</svg>", tl);
+    const std::string chart = html.substr(tl, end - tl);
+    EXPECT_NE(chart.find("no sample: fast"), std::string::npos) << chart;
+    // slow is the second target: the second colour, as in the CDF chart, though it is the chart's only line
+    EXPECT_NE(chart.find("stroke='#d62728'"), std::string::npos) << chart;
+    EXPECT_EQ(chart.find("stroke='#1f77b4'"), std::string::npos) << chart;
+    const size_t cdf = html.find("completion latency CDF");
+    ASSERT_NE(cdf, std::string::npos);
+    const std::string cdf_chart = html.substr(cdf, html.find("</svg>", cdf) - cdf);
+    EXPECT_NE(cdf_chart.find("stroke='#1f77b4'"), std::string::npos) << cdf_chart;
+    EXPECT_NE(cdf_chart.find("stroke='#d62728'"), std::string::npos) << cdf_chart;
 }
