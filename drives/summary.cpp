@@ -343,9 +343,14 @@ std::string device_cells(const Target& t, const std::vector<const RunResult*>& r
 
 std::string spread_cell(const Spread& s) { return fmt(s.median) + " [" + fmt(s.min) + "-" + fmt(s.max) + "]"; }
 
-/// A fio run's row: MB/s (the verdict figure of a closed loop), IOPS, completion p99 per direction (µs).
-std::string fio_row(const Target& t, const std::vector<const RunResult*>& runs) {
+/// A fio run's row: the verdict figure (closed loop: MB/s; open loop: the worse direction's completion p99 per
+/// round, in µs, so the verdict can be checked against its own column), IOPS, completion p99 per direction (µs).
+std::string fio_row(const Target& t, const std::vector<const RunResult*>& runs, const std::string& mode) {
     Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });
+    if (mode == "trace") {
+        mb = over(runs, verdict_figure);
+        mb.min /= 1000, mb.median /= 1000, mb.max /= 1000;  // ns -> µs
+    }
     double iops = over(runs, [](const RunResult& r) { return r.fio.total.read.iops + r.fio.total.write.iops; }).median;
     double rp = over(runs, [](const RunResult& r) { return r.fio.total.read.clat_p99; }).median;
     double wp = over(runs, [](const RunResult& r) { return r.fio.total.write.clat_p99; }).median;
@@ -384,8 +389,9 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
             std::snprintf(h, sizeof h, "%-12s %-24s %8s %8s %9s %9s %10s %10s %6s %6s\n", "DRIVE", "storage_tok/s",
                           "rd_GiB/s", "wr_GiB/s", "rd_p95ms", "wr_p95ms", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
         else
-            std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
-                          "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
+            std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE",
+                          mode == "trace" ? "worst_p99us" : "MB/s", "IOPS", "rd_p99us", "wr_p99us", "d2c_r99us",
+                          "d2c_w99us", "QD", "ceil%");
         out << h;
         for (const auto& t : targets) {
             auto runs = ok_runs(t, mode);
@@ -394,7 +400,7 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
                 if (!t.interrupted.empty()) out << t.spec.name << "   INTERRUPTED: " << t.interrupted << "\n";
                 continue;
             }
-            out << (mode == "simulate" ? sim_row(t, runs) : fio_row(t, runs));
+            out << (mode == "simulate" ? sim_row(t, runs) : fio_row(t, runs, mode));
             if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
         }
         for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";

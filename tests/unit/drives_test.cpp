@@ -441,3 +441,24 @@ TEST(DrivesHtml, OneColourPerDriveAndDrivesWithoutSamplesNamed) {
     EXPECT_NE(cdf_chart.find("stroke='#1f77b4'"), std::string::npos) << cdf_chart;
     EXPECT_NE(cdf_chart.find("stroke='#d62728'"), std::string::npos) << cdf_chart;
 }
+
+// The open loop's table shows its verdict figure (the worse direction's completion p99 of each round, median over
+// rounds, µs) as its first column: a verdict that ranks by it can be checked against the table.
+TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
+    Target t;
+    t.spec = parse_drive_spec("x=/dev/loop9");
+    t.info = nlohmann::json::object();
+    for (auto [rp, wp] : {std::pair{8000e3, 1000e3}, std::pair{1000e3, 3000e3}, std::pair{2000e3, 2500e3}}) {
+        RunResult r;
+        r.mode = "trace", r.ok = true;
+        r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
+        t.runs.push_back(r);
+    }
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"trace"};
+    std::ostringstream out;
+    print_table(out, {t}, ctx);
+    // worst per round 8000, 3000, 2500 µs: median 3000 [2500-8000]; the per-direction medians are 2000 and 2500
+    EXPECT_NE(out.str().find("worst_p99us"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("x            3000.0 [2500.0-8000.0]"), std::string::npos) << out.str();
+}
