@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/simulate_options.h"
 #include "kvio_version.h"
 
 namespace kvio::cli {
@@ -83,6 +84,7 @@ void add_drives_command(CLI::App& app) {
         ->capture_default_str();
     sub->callback([o, model] {
         o->kvio_version = KVIO_VERSION;
+        o->check_simulate_args = check_simulate_args;
         if (!model->model.empty() || !model->hf_config.empty()) {
             if (!o->simulate.empty())
                 throw UsageError(

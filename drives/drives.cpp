@@ -1,6 +1,8 @@
 #include "drives/drives.h"
 
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -61,6 +63,30 @@ std::string distill_job(const std::string& events, std::ostream& diag) {
     distiller::DistillResult r = distiller::distill(d);
     for (const auto& n : r.notes) diag << "kvio drives: distill note: " << n << "\n";
     return r.job.text;
+}
+
+/// fio's own parser over the job (`fio --parse-only`, which reads every option but opens no file and runs nothing):
+/// a job fio would refuse (an unknown option, a bad value) is a usage error (exit 2) naming what fio said, found
+/// before any target is inspected, instead of a failed run on every drive.
+void check_job_parses(const std::string& fio, const std::string& job, const std::string& job_name) {
+    const fs::path tmp = fs::temp_directory_path();
+    std::string base = (tmp / "kvio-drives-job-XXXXXX").string();
+    int fd = ::mkstemp(base.data());
+    if (fd < 0) throw Error(base + ": cannot create: " + std::strerror(errno));
+    ::close(fd);
+    struct Remove {
+        std::string a, b;
+        ~Remove() {
+            std::error_code ec;
+            fs::remove(a, ec), fs::remove(b, ec);
+        }
+    } cleanup{base, base + ".log"};
+    write_text_file(base, job);
+    const int st = run_logged({fio, "--parse-only", base}, base + ".log");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return;
+    std::string said = error_lines_of(base + ".log");
+    throw UsageError(job_name + ": fio cannot parse it (" + fio + " --parse-only, " + describe_status(st) + ")" +
+                     (said.empty() ? "" : ": " + said));
 }
 
 /// The same local path however it is spelled (a /dev/disk/by-id link and its /dev node are one target).
@@ -242,6 +268,7 @@ std::string workload_job(const DrivesOptions& opt, const std::vector<std::string
     }
     std::string job = opt.events_path.empty() ? read_job(opt.job_path) : distill_job(opt.events_path, out);
     const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
+    check_job_parses(opt.fio, job, job_name);
     for (const auto& m : modes)
         if (m == "trace" && !job_has_rates(job))
             throw UsageError("--load " + opt.load + ": " + job_name +
@@ -278,6 +305,13 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     std::string job = workload_job(opt, modes, out);
     std::vector<std::string> sim_words = split_words(opt.simulate);
     const std::string storage_io = opt.simulate.empty() ? "" : check_simulate_flags(sim_words);
+    if (!opt.simulate.empty() && opt.check_simulate_args) try {
+            opt.check_simulate_args(sim_words);
+        } catch (const UsageError&) {
+            throw;
+        } catch (const Error& e) {
+            throw UsageError(std::string("--simulate: ") + e.what());
+        }
     std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
     if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;

@@ -3,6 +3,7 @@
 // side with a verdict that says whether a difference is larger than the rounds' spread. docs/drives.md.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct DrivesOptions {
     bool parallel = false;                    ///< local targets at once in each round (default one after another)
     std::vector<std::string> metrics;         ///< `NAME=HOST:PORT`: remote drive NAME's `kvio trace --listen`
     KvObject kv;                              ///< the KV line's object; bytes 0: no KV line (no --model)
+    /// kvio simulate's own parser over the --simulate words (the CLI gives cli::check_simulate_args); throws
+    /// kvio::Error naming the bad flag or value. Empty: not checked.
+    std::function<void(const std::vector<std::string>&)> check_simulate_args;
 };
 
 /// Runs everything, prints the table and verdicts to `out`, writes DIR/drives.json (kvio.drives/1) and

@@ -99,6 +99,9 @@ std::string table(const json& d, const std::string& mode) {
     }
     o << "</table>\n<ul>";
     for (const auto& v : d["verdicts"][mode]) o << "<li>" << html_escape(v["text"].get<std::string>()) << "</li>";
+    if (d.contains("left_out_of_verdicts"))
+        for (const auto& l : d["left_out_of_verdicts"][mode])
+            o << "<li>" << html_escape(l["text"].get<std::string>()) << "</li>";
     o << "</ul>\n";
     bool kv_head = false;  // the KV line per drive (kv_line.h), when the run named a model
     for (const auto& t : d["targets"]) {
@@ -134,8 +137,10 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
     const double W = 560, H = 260, L = 50, B = 30;
     double lo = 1e18, hi = 0;
     std::vector<std::pair<std::string, json>> lines;
+    std::vector<size_t> colour_of;  // the target's index: one colour per drive in every chart
     std::string key = std::string(dir) + "_clat_cdf";
-    for (const auto& t : d["targets"]) {
+    for (size_t ti = 0; ti < d["targets"].size(); ++ti) {
+        const json& t = d["targets"][ti];
         const json& rounds = t["modes"][mode]["rounds"];
         std::vector<json> ok;
         for (const auto& r : rounds)
@@ -145,6 +150,7 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
         const json& cdf = ok[ok.size() / 2][key];
         for (const auto& p : cdf) lo = std::min(lo, p[1].get<double>()), hi = std::max(hi, p[1].get<double>());
         lines.emplace_back(t["name"], cdf);
+        colour_of.push_back(ti);
     }
     std::ostringstream o;
     o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "'>"
@@ -161,11 +167,12 @@ std::string cdf_chart(const json& d, const std::string& mode, const char* dir) {
           << html_escape(report::human_ns(std::pow(10, e))) << "</text>";
     for (int p : {0, 50, 90, 100}) o << "<text x='4' y='" << Y(p) + 4 << "' font-size='11'>" << p << "%</text>";
     for (size_t i = 0; i < lines.size(); ++i) {
-        o << "<polyline fill='none' stroke-width='2' stroke='" << kColors[i % std::size(kColors)] << "' points='";
+        o << "<polyline fill='none' stroke-width='2' stroke='" << kColors[colour_of[i] % std::size(kColors)]
+          << "' points='";
         for (const auto& p : lines[i].second) o << X(p[1].get<double>()) << "," << Y(p[0].get<double>()) << " ";
         o << "'><title>" << html_escape(lines[i].first) << "</title></polyline>";
         o << "<text x='" << W - 120 << "' y='" << 40 + 14 * i << "' font-size='12' fill='"
-          << kColors[i % std::size(kColors)] << "'>" << html_escape(lines[i].first) << "</text>";
+          << kColors[colour_of[i] % std::size(kColors)] << "'>" << html_escape(lines[i].first) << "</text>";
     }
     return o.str() + "</svg>";
 }
@@ -183,37 +190,58 @@ std::string timeline_chart(const json& d, const std::string& mode, const char* d
         return sim ? r["simulate"]["storage_throughput_tokens_per_sec"].get<double>() : r["mb_s"].get<double>();
     };
     double tmax = 0, ymax = 0;
-    std::vector<std::pair<std::string, json>> lines;
-    for (const auto& t : d["targets"]) {
+    struct Line {
+        std::string name;
+        json points;
+        size_t color;  // the target's index, so a drive has one colour in every chart (the CDFs too)
+    };
+    std::vector<Line> lines;
+    std::vector<std::string> without;  // drives with rounds but no sample: named, not silently missing
+    for (size_t ti = 0; ti < d["targets"].size(); ++ti) {
+        const json& t = d["targets"][ti];
         std::vector<json> ok;
-        for (const auto& r : t["modes"][mode]["rounds"])
+        bool measured = false;
+        for (const auto& r : t["modes"][mode]["rounds"]) {
+            measured = measured || r["ok"] == true;
             if (r["ok"] == true && r.contains(key) && !r[key].empty()) ok.push_back(r);
-        if (ok.empty()) continue;
+        }
+        if (ok.empty()) {
+            if (measured) without.push_back(t["name"]);
+            continue;
+        }
         std::sort(ok.begin(), ok.end(), [&](const json& a, const json& b) { return figure(a) < figure(b); });
         const json& tl = ok[ok.size() / 2][key];
         for (const auto& p : tl) tmax = std::max(tmax, p[0].get<double>()), ymax = std::max(ymax, p[col].get<double>());
-        lines.emplace_back(t["name"], tl);
+        lines.push_back({t["name"], tl, ti});
     }
+    std::string no_sample;  // fio logs nothing for a job inside its first window, nor for a remote run
+    for (const auto& n : without) no_sample += (no_sample.empty() ? "" : ", ") + n;
+    if (!no_sample.empty())
+        no_sample = "<text x='" + std::to_string(L) + "' y='" + std::to_string(H - 1) +
+                    "' font-size='11' fill='#666'>no sample: " + html_escape(no_sample) +
+                    (sim ? "" : " (a remote run, or a run shorter than a log window)") + "</text>";
     const std::string title = sim ? std::string("storage ") + dir + " GiB/s over time (median round)"
                                   : std::string("fio ") + dir + " MB/s over time (bandwidth log, " +
                                         std::to_string(kBwLogMs) + " ms windows, median round)";
     std::ostringstream o;
     o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "'>"
       << "<text x='" << L << "' y='14' font-size='13'>" << html_escape(title) << "</text>";
-    if (lines.empty() || tmax <= 0 || ymax <= 0) return o.str() + "<text x='60' y='120'>no samples</text></svg>";
+    if (lines.empty() || tmax <= 0 || ymax <= 0)
+        return o.str() + "<text x='60' y='120'>no samples</text>" + no_sample + "</svg>";
     auto X = [&](double ts) { return L + ts / tmax * (W - L - 10); };
     auto Y = [&](double v) { return H - B - v / ymax * (H - B - 24); };
     o << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - 10 << "' y2='" << H - B << "' stroke='#888'/>"
       << "<text x='" << W - 60 << "' y='" << H - 12 << "' font-size='11'>" << cell(tmax, "%.0f") << " s</text>"
       << "<text x='4' y='" << Y(ymax) + 4 << "' font-size='11'>" << cell(ymax, "%.2f") << "</text>";
     for (size_t i = 0; i < lines.size(); ++i) {
-        o << "<polyline fill='none' stroke-width='2' stroke='" << kColors[i % std::size(kColors)] << "' points='";
-        for (const auto& p : lines[i].second) o << X(p[0].get<double>()) << "," << Y(p[col].get<double>()) << " ";
-        o << "'><title>" << html_escape(lines[i].first) << "</title></polyline>";
-        o << "<text x='" << W - 120 << "' y='" << 40 + 14 * i << "' font-size='12' fill='"
-          << kColors[i % std::size(kColors)] << "'>" << html_escape(lines[i].first) << "</text>";
+        const char* colour = kColors[lines[i].color % std::size(kColors)];
+        o << "<polyline fill='none' stroke-width='2' stroke='" << colour << "' points='";
+        for (const auto& p : lines[i].points) o << X(p[0].get<double>()) << "," << Y(p[col].get<double>()) << " ";
+        o << "'><title>" << html_escape(lines[i].name) << "</title></polyline>";
+        o << "<text x='" << W - 120 << "' y='" << 40 + 14 * i << "' font-size='12' fill='" << colour << "'>"
+          << html_escape(lines[i].name) << "</text>";
     }
-    return o.str() + "</svg>";
+    return o.str() + no_sample + "</svg>";
 }
 
 /// One row of the drives table: the target, its ceiling probe and what sysfs says about its disk.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,24 @@ int ChildStop::signo() const { return g_stop ? g_stop->signo() : 0; }
 int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s) {
     bool to = false;
     return wait_child(spawn_logged(argv, log), timeout_s, &to);
+}
+
+std::string error_lines_of(const std::string& log, size_t max_lines) {
+    std::ifstream in(log);
+    std::string line, last, out;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        if (line.empty()) continue;
+        last = line;
+        const bool names_error = line.rfind("fio:", 0) == 0 || line.rfind("kvio", 0) == 0 ||
+                                 line.rfind("Bad option", 0) == 0 || line.rfind("Did you mean", 0) == 0 ||
+                                 line.find("error") != std::string::npos;
+        if (!names_error || n == max_lines) continue;
+        out += (out.empty() ? "" : "; ") + line;
+        ++n;
+    }
+    return out.empty() ? last : out;
 }
 
 std::string first_line_of(const std::vector<std::string>& argv) {

@@ -38,6 +38,11 @@ public:
 /// Runs `argv` to the end (spawn_logged + wait_child) and returns the wait status.
 int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s = 0);
 
+/// What a failed child said in `log`: its lines that start with "fio:" or "kvio", or name an error or a bad
+/// option (fio's parse errors, a refused connection, kvio simulate's message), at most `max_lines`, joined by "; ";
+/// the log's last non-empty line when none does; "" for an empty or missing log.
+std::string error_lines_of(const std::string& log, size_t max_lines = 3);
+
 /// The first line `argv` prints on stdout (e.g. `fio --version`), empty when it cannot run.
 std::string first_line_of(const std::vector<std::string>& argv);
 

@@ -255,6 +255,20 @@ std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std:
                                                : "worst completion p99");
 }
 
+std::vector<std::pair<std::string, std::string>> left_out_of_verdicts(const std::vector<Target>& targets,
+                                                                      const std::string& mode, int rounds) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& t : targets) {
+        const size_t ok = ok_runs(t, mode).size();
+        if (t.failed.empty() && ok > 0) continue;
+        std::string why = t.spec.name + " left out of the ranking: " + (t.failed.empty() ? "" : "failed with ") +
+                          std::to_string(ok) + " of " + std::to_string(rounds) + " rounds measured";
+        if (!t.failed.empty()) why += " (" + t.failed + ")";
+        out.emplace_back(t.spec.name, why);
+    }
+    return out;
+}
+
 json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
     json j = {{"schema", "kvio.drives/1"},
               {"kvio_version", ctx.kvio_version},
@@ -302,6 +316,10 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
         for (const auto& v : verdicts_for(targets, m))
             vs.push_back({{"a", v.a}, {"b", v.b}, {"pct", v.pct}, {"separated", v.separated}, {"text", v.text}});
         j["verdicts"][m] = vs;
+        json left = json::array();
+        for (const auto& [name, why] : left_out_of_verdicts(targets, m, ctx.rounds))
+            left.push_back({{"name", name}, {"text", why}});
+        j["left_out_of_verdicts"][m] = left;
     }
     return j;
 }
@@ -325,9 +343,14 @@ std::string device_cells(const Target& t, const std::vector<const RunResult*>& r
 
 std::string spread_cell(const Spread& s) { return fmt(s.median) + " [" + fmt(s.min) + "-" + fmt(s.max) + "]"; }
 
-/// A fio run's row: MB/s (the verdict figure of a closed loop), IOPS, completion p99 per direction (µs).
-std::string fio_row(const Target& t, const std::vector<const RunResult*>& runs) {
+/// A fio run's row: the verdict figure (closed loop: MB/s; open loop: the worse direction's completion p99 per
+/// round, in µs, so the verdict can be checked against its own column), IOPS, completion p99 per direction (µs).
+std::string fio_row(const Target& t, const std::vector<const RunResult*>& runs, const std::string& mode) {
     Spread mb = over(runs, [](const RunResult& r) { return r.fio.total.read.mb_s + r.fio.total.write.mb_s; });
+    if (mode == "trace") {
+        mb = over(runs, verdict_figure);
+        mb.min /= 1000, mb.median /= 1000, mb.max /= 1000;  // ns -> µs
+    }
     double iops = over(runs, [](const RunResult& r) { return r.fio.total.read.iops + r.fio.total.write.iops; }).median;
     double rp = over(runs, [](const RunResult& r) { return r.fio.total.read.clat_p99; }).median;
     double wp = over(runs, [](const RunResult& r) { return r.fio.total.write.clat_p99; }).median;
@@ -366,8 +389,9 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
             std::snprintf(h, sizeof h, "%-12s %-24s %8s %8s %9s %9s %10s %10s %6s %6s\n", "DRIVE", "storage_tok/s",
                           "rd_GiB/s", "wr_GiB/s", "rd_p95ms", "wr_p95ms", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
         else
-            std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE", "MB/s", "IOPS",
-                          "rd_p99us", "wr_p99us", "d2c_r99us", "d2c_w99us", "QD", "ceil%");
+            std::snprintf(h, sizeof h, "%-12s %-24s %10s %10s %10s %10s %10s %6s %6s\n", "DRIVE",
+                          mode == "trace" ? "worst_p99us" : "MB/s", "IOPS", "rd_p99us", "wr_p99us", "d2c_r99us",
+                          "d2c_w99us", "QD", "ceil%");
         out << h;
         for (const auto& t : targets) {
             auto runs = ok_runs(t, mode);
@@ -376,10 +400,11 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
                 if (!t.interrupted.empty()) out << t.spec.name << "   INTERRUPTED: " << t.interrupted << "\n";
                 continue;
             }
-            out << (mode == "simulate" ? sim_row(t, runs) : fio_row(t, runs));
+            out << (mode == "simulate" ? sim_row(t, runs) : fio_row(t, runs, mode));
             if (!t.failed.empty()) out << "  (" << t.spec.name << " FAILED: " << t.failed << ")\n";
         }
         for (const auto& v : verdicts_for(targets, mode)) out << "verdict: " << v.text << "\n";
+        for (const auto& l : left_out_of_verdicts(targets, mode, ctx.rounds)) out << "verdict: " << l.second << "\n";
         bool kv_head = false;
         for (const auto& t : targets)
             if (has_kv_line(t, mode, ctx.kv)) {

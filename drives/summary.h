@@ -50,4 +50,10 @@ void print_table(std::ostream& out, const std::vector<Target>& targets, const Ru
 /// The verdicts of one mode over the targets that measured every round.
 std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std::string& mode);
 
+/// The targets of a mode that no verdict compares, each with why, as printed after the verdicts:
+/// {"h3", "h3 left out of the ranking: failed with 1 of 3 rounds measured (round 2 closed ...)"}, or "... 0 of 3
+/// rounds measured" for one that measured none (interrupted). A failed target is left out whatever it measured.
+std::vector<std::pair<std::string, std::string>> left_out_of_verdicts(const std::vector<Target>& targets,
+                                                                      const std::string& mode, int rounds);
+
 }  // namespace kvio::drives

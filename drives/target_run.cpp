@@ -25,6 +25,18 @@ using nlohmann::json;
 
 namespace {
 
+/// ": what the child said" from its log (process.h error_lines_of). When it said nothing: for a remote target's fio
+/// client (whose server was killed mid-run: measured, fio 3.33 exits 1 without a word) that the server may have
+/// gone, else "".
+std::string said(const std::string& log, const Target& t) {
+    std::string e = error_lines_of(log);
+    if (!e.empty()) return ": " + e;
+    if (t.spec.remote())
+        return ": fio's client printed nothing; the fio server at " + t.spec.host + ":" + std::to_string(t.spec.port) +
+               " may have gone away";
+    return "";
+}
+
 std::string sysfs_line(const fs::path& p) {
     std::ifstream in(p);
     std::string s;
@@ -162,7 +174,8 @@ void probe_ceiling(Target& t, const RunEnv& env) {
         int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
                             t.spec.remote() ? env.remote_timeout_s : 0);
         try {
-            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error("fio " + describe_status(st));
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                throw Error("fio " + describe_status(st) + said(base + ".log", t));
             FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
             const DirFigures& d = std::string(p.rw) == "write" ? r.total.write : r.total.read;
             c[p.key] = p.iops ? d.iops : d.mb_s;
@@ -270,7 +283,8 @@ void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
         if (timed_out) throw Error("no answer within the remote timeout; ended");
         const bool sim = r.mode == "simulate";
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status));
+            throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status) +
+                        said(r.files + ".log", t));
         if (sim)
             r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
         else

@@ -258,6 +258,13 @@ TEST(Drives, TwoFioServersOneKilledMidRun) {
     EXPECT_EQ(b["status"], "failed");
     EXPECT_NE(b.value("error", "").find("127.0.0.3"), std::string::npos) << b.dump();
     EXPECT_NE(r.out.find("FAILED b"), std::string::npos) << r.out;
+    // the killed host is named as left out of the ranking, not silently dropped from the verdicts
+    EXPECT_NE(r.out.find("verdict: b left out of the ranking: failed with "), std::string::npos) << r.out;
+    ASSERT_EQ(j["left_out_of_verdicts"]["closed"].size(), 1u) << j["left_out_of_verdicts"].dump();
+    EXPECT_EQ(j["left_out_of_verdicts"]["closed"][0]["name"], "b");
+    // the failure says more than an exit status: fio's words, or that its client said nothing about a gone server
+    const std::string berr = b.value("error", "");
+    EXPECT_TRUE(berr.find("may have gone away") != std::string::npos || berr.find("fio:") != std::string::npos) << berr;
     // a's device-side figures: the exporter's histograms scraped before and after each run; the device read what fio
     // read (4 KiB O_DIRECT reads of a loop device nothing else uses), plus at most the iodepth (4) reads in flight when
     // the time_based job's runtime ran out, which fio does not count (measured: equal in most runs, 16 KiB more once).
@@ -292,6 +299,8 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
     LoopDevice a(4 * kMiB), b(4 * kMiB);
     ASSERT_EQ(run("printf data | dd of=" + a.path + " bs=1 seek=8 conv=notrunc,fsync status=none").status, 0);
     std::ofstream(d.file("job.fio")) << kJob;
+    std::ofstream(d.file("typo.fio")) << "[global]\nrw=rread\nbs=1m\nsize=8m\n[x]\n";
+    std::ofstream(d.file("badopt.fio")) << "[x]\nrw=read\nbsz=1m\nsize=8m\n";
     fs::create_directories(d.file("jobdir"));
     const std::string job = " --job " + d.file("job.fio");
     const struct {
@@ -301,6 +310,10 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         {job + " --drive A=" + a.path + " --drive B=" + a.path, "that target is named twice"},
         {" --job " + d.file("jobdir") + " --drive A=" + a.path, "is a directory"},
         {" --job " + d.file("missing.fio") + " --drive A=" + a.path, "No such file or directory"},
+        // fio's own parser, before a drive is looked at: its words, not a failed run per drive
+        {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio cannot parse it"},
+        {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio: failed parsing rw=rread"},
+        {" --job " + d.file("badopt.fio") + " --drive A=" + a.path, "Bad option <bsz=1m>"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.args);
@@ -397,12 +410,13 @@ TEST(Drives, EventsTraceIsDistilledOnTheFly) {
     EXPECT_EQ(both.status, 2) << both.err;
 }
 
-// A directory target's probe file goes when fio fails (a stand-in fio that lays the file out and fails as on ENOSPC).
+// A directory target's probe file goes when fio fails (a stand-in fio that lays the file out and fails as on ENOSPC;
+// it parses any job), and the probe's error says what fio said.
 TEST(Drives, ProbeFileRemovedWhenFioFails) {
     TempDir d;
     fs::create_directories(d.file("target"));
     std::ofstream(d.file("fio.sh"))
-        << "#!/bin/sh\nfor a; do j=$a; done\nd=$(sed -n 's/^directory=//p' \"$j\" "
+        << "#!/bin/sh\n[ \"$1\" = --parse-only ] && exit 0\nfor a; do j=$a; done\nd=$(sed -n 's/^directory=//p' \"$j\" "
            "2>/dev/null)\n[ -n \"$d\" ] && head -c 65536 /dev/zero > \"$d/kvio-drives-probe\""
            "\necho 'fio: No space left on device' >&2\nexit 1\n";
     fs::permissions(d.file("fio.sh"), fs::perms::owner_all);
@@ -411,7 +425,9 @@ TEST(Drives, ProbeFileRemovedWhenFioFails) {
                  " --rounds 1 --probe-seconds 0.2 --fio " + d.file("fio.sh") + " -o " + d.file("out"));
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     json j = json::parse(slurp(d.file("out/drives.json")));
-    EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("probe read"), std::string::npos);
+    EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("probe read: fio exit status 1: fio: No space left"),
+              std::string::npos)
+        << j["targets"][0]["ceiling"].dump();
     EXPECT_FALSE(fs::exists(d.file("target/kvio-drives-probe")));
     EXPECT_TRUE(fs::is_empty(d.file("target")));
 }
@@ -517,6 +533,9 @@ TEST(Drives, SimulateUsageErrors) {
         {" --simulate '" + ok + "' --load trace --drive a=" + a.path, "the simulation offers its own load"},
         {" --simulate '" + ok + "' --model llama3.1-8b --drive a=" + a.path, "the KV line is for --job and --events"},
         {" --job /dev/null --model no-such-model --drive a=" + a.path, "--model"},
+        // values kvio simulate's own parser refuses, before any drive is written or any round runs
+        {" --simulate '--model nope --storage-io direct' --drive a=" + a.path, "--simulate: Unknown model 'nope'"},
+        {" --simulate '" + ok + " --num-users 0' --drive a=" + a.path, "--num-users must be positive"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.args);
@@ -526,6 +545,26 @@ TEST(Drives, SimulateUsageErrors) {
         EXPECT_FALSE(fs::exists(d.file("out")));
     }
     EXPECT_EQ(run("cmp -n 1048576 " + a.path + " /dev/zero").status, 0);
+}
+
+// A host no fio server answers on: the probe and the round fail with fio's own words (the refused connection), not
+// only an exit status, on the console and in drives.json; exit 1. Traffic only to 127.0.0.9, a loopback address.
+TEST(Drives, UnreachableHostFailsWithFiosReason) {
+    TempDir d;
+    std::ofstream(d.file("job.fio")) << kJob;
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") +
+                 " --drive far=127.0.0.9:1:/dev/nvme0n1 --rounds 1 --probe-seconds 0.2 --remote-timeout 30 -o " +
+                 d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("FAILED far: round 1 closed on 127.0.0.9: fio ended with exit status 1: fio: connect: "
+                         "Connection refused"),
+              std::string::npos)
+        << r.out;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    const json& t = j["targets"][0];
+    EXPECT_EQ(t["status"], "failed");
+    EXPECT_NE(t["error"].get<std::string>().find("failed to connect to 127.0.0.9:1"), std::string::npos) << t.dump();
+    EXPECT_NE(t["ceiling"]["error"].get<std::string>().find("Connection refused"), std::string::npos) << t.dump();
 }
 
 // --parallel: the local drives of a round run at once, each traced at its own disk. In every round the two fio runs

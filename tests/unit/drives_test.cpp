@@ -2,14 +2,20 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "drives/drives_html.h"
 #include "drives/figures.h"
 #include "drives/diagnosis.h"
 #include "drives/job_text.h"
 #include "drives/kv_line.h"
+#include "drives/process.h"
 #include "drives/prom_scrape.h"
 #include "drives/sim_workload.h"
 #include "drives/summary.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 using namespace kvio::drives;
@@ -349,4 +355,110 @@ TEST(DrivesDiagnosis, JobBelowCeilingThresholds) {
     EXPECT_TRUE(headroom_findings(t, r).empty());
     t.ceiling = {{"error", "probe read: fio exited 1"}};
     EXPECT_TRUE(headroom_findings(t, r).empty());
+}
+
+// What a failed child said: fio's error lines (not its job banner or the option list it prints after a bad value),
+// at most the asked number; the last line when none names an error; nothing for a missing log.
+TEST(DrivesProcess, ErrorLinesOfALog) {
+    char path[] = "/tmp/kvio-unit-drives-log-XXXXXX";
+    int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    std::ofstream(path) << "w: (g=0): rw=write, bs=(R) 1024KiB-1024KiB\nfio: failed parsing rw=rread\n"
+                           "        valid values: read       Sequential read\nfio: job global dropped\n\n";
+    EXPECT_EQ(error_lines_of(path), "fio: failed parsing rw=rread; fio: job global dropped");
+    EXPECT_EQ(error_lines_of(path, 1), "fio: failed parsing rw=rread");
+    std::ofstream(path) << "Starting 1 process\nJobs: 1 (f=1)\n";
+    EXPECT_EQ(error_lines_of(path), "Jobs: 1 (f=1)");
+    std::ofstream(path) << "kvio: Unknown model 'nope'. Available models: tiny-1b\n";
+    EXPECT_EQ(error_lines_of(path), "kvio: Unknown model 'nope'. Available models: tiny-1b");
+    std::remove(path);
+    EXPECT_EQ(error_lines_of(path), "");
+}
+
+// A target no verdict compares is named with why: one that failed after a measured round, one with no round; the
+// ranked ones are not listed. The same lines in drives.json and on the console.
+TEST(DrivesSummary, FailedTargetsNamedAsLeftOutOfTheVerdicts) {
+    auto target = [](const std::string& spec, bool ok_round, const std::string& failed) {
+        Target t;
+        t.spec = parse_drive_spec(spec);
+        RunResult r;
+        r.mode = "closed", r.ok = ok_round;
+        r.fio.total.read.mb_s = 100;
+        t.runs.push_back(r);
+        t.failed = failed;
+        return t;
+    };
+    std::vector<Target> ts = {target("a=/dev/loop8", true, ""), target("b=127.0.0.3:/dev/loop9", true, "round 2 gone"),
+                              target("c=/dev/loop7", false, "")};
+    auto l = left_out_of_verdicts(ts, "closed", 3);
+    ASSERT_EQ(l.size(), 2u);
+    EXPECT_EQ(l[0].first, "b");
+    EXPECT_EQ(l[0].second, "b left out of the ranking: failed with 1 of 3 rounds measured (round 2 gone)");
+    EXPECT_EQ(l[1].second, "c left out of the ranking: 0 of 3 rounds measured");
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"closed"};
+    nlohmann::json j = drives_json(ts, ctx);
+    ASSERT_EQ(j["left_out_of_verdicts"]["closed"].size(), 2u);
+    EXPECT_EQ(j["left_out_of_verdicts"]["closed"][0]["text"], l[0].second);
+    std::ostringstream out;
+    print_table(out, ts, ctx);
+    EXPECT_NE(out.str().find("verdict: " + l[0].second), std::string::npos) << out.str();
+    EXPECT_EQ(out.str().find("a left out"), std::string::npos) << out.str();
+}
+
+// drives.html's charts: a drive keeps one colour in every chart (its place among the targets), also when a drive
+// before it has no line in a chart; a drive with measured rounds but no bandwidth-log sample is named under the
+// throughput chart instead of silently missing.
+TEST(DrivesHtml, OneColourPerDriveAndDrivesWithoutSamplesNamed) {
+    auto target = [](const std::string& spec, bool timeline) {
+        Target t;
+        t.spec = parse_drive_spec(spec);
+        RunResult r;
+        r.mode = "closed", r.ok = true;
+        r.fio.total.read.mb_s = 100;
+        r.fio.total.read.clat_cdf = {{50, 1000}, {99, 2000}};
+        t.info = nlohmann::json::object();
+        if (timeline) r.fio.bw_timeline = {{0.1, 40, 0}, {0.2, 41, 0}};
+        t.runs.push_back(r);
+        return t;
+    };
+    RunContext ctx;
+    ctx.rounds = 1, ctx.modes = {"closed"};
+    const std::string html =
+        drives_html(drives_json({target("fast=/dev/loop8", false), target("slow=/dev/loop9", true)}, ctx));
+    const size_t tl = html.find("MB/s over time");
+    ASSERT_NE(tl, std::string::npos);
+    const size_t end = html.find("</svg>", tl);
+    const std::string chart = html.substr(tl, end - tl);
+    EXPECT_NE(chart.find("no sample: fast"), std::string::npos) << chart;
+    // slow is the second target: the second colour, as in the CDF chart, though it is the chart's only line
+    EXPECT_NE(chart.find("stroke='#d62728'"), std::string::npos) << chart;
+    EXPECT_EQ(chart.find("stroke='#1f77b4'"), std::string::npos) << chart;
+    const size_t cdf = html.find("completion latency CDF");
+    ASSERT_NE(cdf, std::string::npos);
+    const std::string cdf_chart = html.substr(cdf, html.find("</svg>", cdf) - cdf);
+    EXPECT_NE(cdf_chart.find("stroke='#1f77b4'"), std::string::npos) << cdf_chart;
+    EXPECT_NE(cdf_chart.find("stroke='#d62728'"), std::string::npos) << cdf_chart;
+}
+
+// The open loop's table shows its verdict figure (the worse direction's completion p99 of each round, median over
+// rounds, µs) as its first column: a verdict that ranks by it can be checked against the table.
+TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
+    Target t;
+    t.spec = parse_drive_spec("x=/dev/loop9");
+    t.info = nlohmann::json::object();
+    for (auto [rp, wp] : {std::pair{8000e3, 1000e3}, std::pair{1000e3, 3000e3}, std::pair{2000e3, 2500e3}}) {
+        RunResult r;
+        r.mode = "trace", r.ok = true;
+        r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
+        t.runs.push_back(r);
+    }
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"trace"};
+    std::ostringstream out;
+    print_table(out, {t}, ctx);
+    // worst per round 8000, 3000, 2500 µs: median 3000 [2500-8000]; the per-direction medians are 2000 and 2500
+    EXPECT_NE(out.str().find("worst_p99us"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("x            3000.0 [2500.0-8000.0]"), std::string::npos) << out.str();
 }
