@@ -240,6 +240,45 @@ std::string fidelity_text(const std::string& job_path, const std::string& target
     return s;
 }
 
+// verify.queue: what the trace recorded and each setting on the target (docs/distill.md, "Queue settings the file
+// level copies"); "" is null (not recorded, no such setting, not read, reproduced).
+nlohmann::json queue_json(const QueueSettings& recorded, const std::vector<QueueSettingResult>& results) {
+    auto str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    nlohmann::json settings = nlohmann::json::array(), missed = nlohmann::json::array();
+    for (const auto& q : results) {
+        settings.push_back({{"name", q.name},
+                            {"traced", str(q.traced)},
+                            {"target_before", str(q.target_before)},
+                            {"applied", str(q.applied)},
+                            {"after_replay", str(q.after_replay)},
+                            {"error", str(q.error)}});
+        if (!q.reproduced()) missed.push_back(q.name);
+    }
+    return {{"recorded", queue_settings_json(recorded)}, {"settings", settings}, {"not_reproduced", missed}};
+}
+
+// The console's lines on the queue settings the replay ran with, each not reproduced named with what it means.
+std::string queue_text(const std::string& target, const std::vector<QueueSettingResult>& results) {
+    if (results.empty()) return "queue settings: not recorded in the trace: " + target + " ran with its own\n";
+    std::string s = "queue settings on " + target + " (traced -> target's own -> during the replay; its own written " +
+                    "back after):\n";
+    size_t missed = 0;
+    for (const auto& q : results) {
+        const std::string during = q.after_replay.empty() ? q.applied : q.after_replay;
+        s += strf("  %-15s %s -> %s -> %s\n", q.name.c_str(), q.traced.c_str(),
+                  q.target_before.empty() ? "(none)" : q.target_before.c_str(),
+                  during.empty() ? "(none)" : during.c_str());
+        if (!q.reproduced()) {
+            s += "    not reproduced: " + q.error + "\n";
+            ++missed;
+        }
+    }
+    s += missed ? "queue settings: " + std::to_string(missed) + " of " + std::to_string(results.size()) +
+                      " not reproduced on the target (above): the scores compare those settings too\n"
+                : "queue settings: all " + std::to_string(results.size()) + " reproduced on the target\n";
+    return s;
+}
+
 // One distillation in progress: the options, what was read, and the result being filled.
 struct Run {
     const DistillOptions& a;
@@ -547,14 +586,6 @@ struct Run {
         return a.events.empty() ? QueueSettings{} : recorded_queue_settings(a.events, r.profiles[choice.dev_index].dev);
     }
 
-    // verify.queue: what the trace recorded and what the target was changed from and to for the replay.
-    static nlohmann::json queue_json(
-        const QueueSettings& rec, const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ch) {
-        nlohmann::json c = nlohmann::json::object();
-        for (const auto& [k, v] : ch) c[k] = {{"target_had", v.first}, {"set_to", v.second}};
-        return {{"recorded", queue_settings_json(rec)}, {"changed", c}};
-    }
-
     // --verify of the file-level job: a filesystem made on --target, the streams run there under `kvio trace`,
     // scored against the traced device's commands as the device level's replay is.
     void verify_file_level() {
@@ -597,7 +628,7 @@ struct Run {
         v["level"] = "file";
         v["target"] = a.target;
         v["fs"] = fo.fs_type;
-        v["queue"] = queue_json(fo.queue, fr.queue_changed);
+        v["queue"] = queue_json(fo.queue, fr.queue);
         const auto streams = score_streams(r.traces[i], choice.pattern, fr.replay.trace, fr.stream_pids);
         v["streams"] = streams_json(streams);
         j[key] = v;
@@ -612,6 +643,7 @@ struct Run {
             fidelity_text(dir.kept() ? fr.job_path : "the file-level job", a.target,
                           events_named.is_null() ? "removed at the end: --keep-files keeps it" : fr.events_out, f, tf));
         put(a.print, "per stream (traced pid/tid, commands read/write traced -> replayed):\n" + streams_text(streams));
+        put(a.print, queue_text(a.target, fr.queue));
         if (a.max_tv >= 0)
             put(a.print, strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv,
                               worst_tv > a.max_tv ? "MISSED" : "met"));

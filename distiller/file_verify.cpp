@@ -151,7 +151,6 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     for (const auto& [path, text] : fr.job.iologs) write_text_file(path, text);
     poll("set-up");
     QueueSettingsOverride queue(info.whole_disk_name, o.queue);  // restored after the unmount (destroyed later)
-    fr.queue_changed = queue.changed();
     // Inode tables and the journal initialised now, not by a background thread while the replay is traced.
     std::vector<std::string> mkfs = {"/usr/bin/env", "mkfs." + o.fs_type, "-q"};
     if (o.fs_type == "ext4")
@@ -177,6 +176,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     for (const auto& s : fr.job.replay_sections) argv.push_back("--section=" + s);
     argv.push_back(fr.job_path);
     checked_run(argv, o.work_dir + "/replay.log", "the traced fio run (" + o.work_dir + "/replay.log)");
+    queue.check_held();
+    fr.queue = queue.results();
     EventFilter f;
     f.dev = dev_string(info.whole_disk);
     fr.replay.trace = load_events(fr.events_out, f);
