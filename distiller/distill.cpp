@@ -380,7 +380,7 @@ struct Run {
         fo.job_name = a.job_name;
         fo.directory = a.directory.empty() ? "/mnt/kvio-file" : a.directory;
         fo.header = choice.header_lines(r.profiles[choice.dev_index]);
-        fo.header.push_back(queue_settings_header(traced_queue()));
+        for (const auto& l : queue_settings_header(traced_queue())) fo.header.push_back(l);
         if (a.directory.empty())
             fo.header.push_back("directory: /mnt/kvio-file (no --directory given): the iologs name files there");
         r.file_job_path = file_job_path();
@@ -601,7 +601,7 @@ struct Run {
         fo.job.job_name = a.job_name;
         fo.job.header = choice.header_lines(orig);
         fo.queue = traced_queue();
-        fo.job.header.push_back(queue_settings_header(fo.queue));
+        for (const auto& l : queue_settings_header(fo.queue)) fo.job.header.push_back(l);
         nlohmann::json& j = r.summary;
         const char* key = choice.device ? "verify_file" : "verify";
         FileReplay fr;

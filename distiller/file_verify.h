@@ -38,9 +38,10 @@ struct FileReplay {
 /// the kvio.events/1 JSONL file `events`; empty when the file is not plain JSONL or the trace did not record them.
 QueueSettings recorded_queue_settings(const std::string& events, const std::string& dev);
 
-/// The job header's line naming the queue settings the target needs (docs/distill.md, "Queue settings the file
-/// level copies"); a line saying they were not recorded when `s` is empty.
-std::string queue_settings_header(const QueueSettings& s);
+/// The job header's lines on the queue settings the target needs (docs/distill.md, "Queue settings the file level
+/// copies"): the traced values, and what a target with other limits (max_hw_sectors_kb, max_segments, its
+/// schedulers) will not reproduce and what to set; one line saying they were not recorded when `s` is empty.
+std::vector<std::string> queue_settings_header(const QueueSettings& s);
 
 /// Refuses a target that is not a block device, is the original trace's device (`orig.dev`), is mounted (always),
 /// or holds data in its first MiB (unless `force`), or is smaller than the job's files need (their size + 10 % +
