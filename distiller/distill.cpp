@@ -520,7 +520,8 @@ struct Run {
         vo.force = a.force;
         vo.huge_pages = huge_pages_needed(r.job);
         for (size_t i = 0; i < ps.size(); ++i)
-            vt.push_back({&ps[i], r.targets[i], multi ? r.plans[i].needs_bytes : r.job.needs_bytes()});
+            vt.push_back({&ps[i], r.targets[i], multi ? r.plans[i].needs_bytes : r.job.needs_bytes(),
+                          recorded_queue_settings(a.events, ps[i].dev)});
         std::vector<Replay> rs;
         try {
             rs = run_replays(vt, vo);
@@ -552,6 +553,7 @@ struct Run {
             v["summary"] = summary_line(f, tf);
             const nlohmann::json kinds = trim_flush_fidelity(ps[i], rs[i].profile);
             v.update(kinds);
+            v["queue"] = queue_json(vt[i].queue, rs[i].queue);
             worst_tv = std::max({worst_tv, f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
             if (multi) {
                 v["dev"] = ps[i].dev;
@@ -569,6 +571,7 @@ struct Run {
                     put(a.print,
                         strf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
                              (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>()));
+                put(a.print, queue_text(r.targets[i], rs[i].queue));
             }
         }
         j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", events_named}} : per_dev[0];

@@ -111,7 +111,8 @@ void rewrite_queue(const std::string& events, const std::string& majmin, const S
 }
 
 // The pid of a replay fio of a `kvio distill --verify` whose private directory is under `tmpdir` (its command line
-// names `tmpdir`/kvio-distill-verify-*/replay.fio.json; the layout's fio does not), 0 when none runs.
+// names `tmpdir`/kvio-distill-verify-*/ and its JSON output, replay.fio.json or job.ini.replay.jsonl.fio.json; the
+// layout's fio does not), 0 when none runs.
 pid_t replay_fio(const std::string& tmpdir) {
     std::error_code ec;
     for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
@@ -122,7 +123,7 @@ pid_t replay_fio(const std::string& tmpdir) {
         for (auto& c : cmd)
             if (c == '\0') c = ' ';
         if (cmd.find(tmpdir + "/kvio-distill-verify-") != std::string::npos &&
-            cmd.find("/replay.fio.json") != std::string::npos)
+            cmd.find(".fio.json") != std::string::npos)
             return pid_t(std::stol(pid));
     }
     return 0;
@@ -290,6 +291,37 @@ TEST(DistillQueue, SettingsTheTargetCannotTakeAreReportedAndTheVerifyGoesOn) {
     EXPECT_NE(s.out.find("queue settings: 2 of 5 not reproduced on the target"), std::string::npos) << s.out;
     EXPECT_EQ(queue_settings(target.name), kTarget);
     EXPECT_FALSE(mounted(target.path));
+}
+
+// The device level copies them too: direct 256 KiB reads at QD 4 for 3 s traced on a loop device set to kTraced,
+// replayed on one set to kTarget (whose max_sectors_kb 64 would split every command).
+TEST(DistillQueue, DeviceLevelReplayRunsWithTheTracedSettings) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices)";
+    TempDir t;
+    LoopDevice src(256 * kMiB), target(256 * kMiB);
+    ASSERT_EQ(src.fill(64), 0);
+    set_all(src, kTraced);
+    set_all(target, kTarget);
+    auto r = run(kvio_bin() + " trace -q -d " + src.name + " --events " + t.file("ev.jsonl") + " -- fio --name=r " +
+                 "--filename=" + src.path + " --direct=1 --ioengine=libaio --iodepth=4 --rw=randread --bs=256k " +
+                 "--size=64m --time_based --runtime=3 --rate_iops=200 --output=/dev/null");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string tmp = t.file("tmp");
+    fs::create_directories(tmp);
+    const Sampled s = run_sampling("distill --events " + t.file("ev.jsonl") + " --filename " + target.path +
+                                       " --verify --force --json " + t.file("d.json"),
+                                   tmp, target.name);
+    ASSERT_EQ(s.status, 0) << s.err << s.out;
+    expect_in_force(s, kTraced, 5);
+    const json v = json::parse(slurp(t.file("d.json")))["verify"];
+    EXPECT_TRUE(v["queue"]["not_reproduced"].empty()) << v["queue"].dump(1);
+    ASSERT_EQ(v["queue"]["settings"].size(), kKeys.size()) << v["queue"].dump(1);
+    for (const auto& x : v["queue"]["settings"]) EXPECT_EQ(x["after_replay"], kTraced.at(x["name"])) << x.dump();
+    std::printf("device level: %s\n", v["summary"].get<std::string>().c_str());
+    // With the traced max_sectors_kb the target kept the 256 KiB commands whole (its own 64 splits each in 4).
+    EXPECT_LE(v["size_tv"]["read"].get<double>(), 0.05) << v["size_tv"].dump();
+    EXPECT_NE(s.out.find("queue settings: all 5 reproduced on the target"), std::string::npos) << s.out;
+    EXPECT_EQ(queue_settings(target.name), kTarget);
 }
 
 }  // namespace
