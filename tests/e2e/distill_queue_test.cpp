@@ -62,7 +62,6 @@ std::string dump(const Settings& s) { return json(s).dump(); }
 
 // One thread stores 40 MiB buffered in 1 MiB writes with an fsync every 4, then drops the file's page cache and
 // loads it back in 1 MiB reads, 50 ms apart: about 4 s, so the replay (paced on the trace's clock) lasts as long.
-// One thread: fio's parent process makes an fadvise-only stream, whose empty iolog fio refuses.
 constexpr const char* kStoreLoad = R"PY(
 import os, sys, time
 p = sys.argv[1]; buf = os.urandom(1 << 20)
