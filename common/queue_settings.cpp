@@ -1,11 +1,11 @@
 #include "common/queue_settings.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include "common/error.h"
+#include <optional>
 
 namespace kvio {
 
@@ -37,11 +37,33 @@ std::string read_setting(const std::string& disk, const std::string& key) {
 
 // Writes one setting; the errno of a refused write (EINVAL above max_hw_sectors_kb), 0 when written.
 int write_setting(const std::string& disk, const std::string& key, const std::string& value) {
+    errno = 0;
     std::ofstream out(queue_file(disk, key));
     if (!out) return errno ? errno : EACCES;
     out << value << '\n';
     out.flush();
     return out ? 0 : (errno ? errno : EINVAL);
+}
+
+// A decimal value as sysfs prints it; nothing for another spelling.
+std::optional<uint64_t> number(const std::string& s) {
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+    return v;
+}
+
+uint64_t number_file(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    if (!in || !std::getline(in, line)) return 0;
+    return number(line.substr(0, line.find_last_not_of(" \n") + 1)).value_or(0);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
 }
 
 }  // namespace
@@ -73,26 +95,100 @@ QueueSettings queue_settings_from_json(const nlohmann::json& j) {
     return s;
 }
 
+QueueTarget read_queue_target(const std::string& disk) {
+    QueueTarget t;
+    t.current = read_queue_settings(disk);
+    const std::string q = "/sys/block/" + queue_disk(disk);
+    std::ifstream in(q + "/queue/scheduler");  // "none [mq-deadline] kyber"
+    std::string word;
+    while (in >> word) t.schedulers.push_back(word.front() == '[' ? word.substr(1, word.size() - 2) : word);
+    t.max_hw_sectors_kb = number_file(q + "/queue/max_hw_sectors_kb");
+    t.nr_tags = number_file(q + "/mq/0/nr_tags");
+    return t;
+}
+
+std::string queue_setting_consequence(const std::string& name) {
+    if (name == "scheduler")
+        return "the replay's requests are merged and ordered by another scheduler: command sizes, queue depth and D2C "
+               "compare the schedulers too";
+    if (name == "nr_requests")
+        return "the target admits another number of requests at once: the queue-depth score compares that limit too";
+    if (name == "max_sectors_kb")
+        return "the target splits commands above its value: the size TV counts those splits, not the job";
+    if (name == "read_ahead_kb")
+        return "readahead commands take the target's size: the read size TV compares readahead settings too";
+    if (name == "wbt_lat_usec")
+        return "background writeback is throttled otherwise: the write depth compares writeback throttles too";
+    return "the replay ran with the target's own value";
+}
+
+QueueSettingResult plan_queue_setting(const std::string& name, const QueueSettings& traced, const QueueSettings& before,
+                                      const QueueTarget& t) {
+    QueueSettingResult r;
+    r.name = name;
+    r.traced = traced.at(name);
+    const auto b = before.find(name), now = t.current.find(name);
+    r.target_before = b == before.end() ? "" : b->second;
+    if (now == t.current.end()) {
+        r.error = "the target has no queue/" + name + ": " + queue_setting_consequence(name);
+        return r;
+    }
+    r.applied = now->second;
+    r.write = r.traced;
+    const auto want = number(r.traced);
+    std::string limit;  // the target's limit that caps the write, said in `error`
+    if (name == "max_sectors_kb" && want && t.max_hw_sectors_kb && *want > t.max_hw_sectors_kb) {
+        r.write = std::to_string(t.max_hw_sectors_kb);
+        limit = "its max_hw_sectors_kb";
+    }
+    const auto sched = t.current.find("scheduler");
+    if (name == "nr_requests" && want && t.nr_tags && *want > t.nr_tags && sched != t.current.end() &&
+        sched->second == "none") {
+        r.write = std::to_string(t.nr_tags);
+        limit = "its nr_tags (the most without a scheduler)";
+    }
+    if (!limit.empty()) r.error = "set to " + r.write + ", " + limit + ": " + queue_setting_consequence(name);
+    if (r.write == r.applied) r.write.clear();  // already in force
+    return r;
+}
+
+void settle_queue_setting(QueueSettingResult& r, int err, const std::string& read_back, const QueueTarget& t) {
+    r.applied = read_back;
+    if (err) {
+        std::string why = std::strerror(err);
+        if (r.name == "scheduler" && !t.schedulers.empty()) why += "; the target offers " + joined(t.schedulers);
+        r.error = "writing " + r.write + " failed (" + why + "), left at " + read_back + ": " +
+                  queue_setting_consequence(r.name);
+    } else if (read_back != r.write) {
+        r.error =
+            "wrote " + r.write + ", the target reads back " + read_back + ": " + queue_setting_consequence(r.name);
+    }
+}
+
 QueueSettingsOverride::QueueSettingsOverride(std::string disk, const QueueSettings& want)
     : disk_(std::move(disk)), original_(read_queue_settings(disk_)) {
+    QueueTarget t = read_queue_target(disk_);
     for (const auto& k : page_cache_queue_settings()) {
-        auto w = want.find(k);
-        auto o = original_.find(k);
-        if (w == want.end() || o == original_.end()) continue;  // not recorded, or the target has no such setting
-        if (read_setting(disk_, k) == w->second) continue;
-        int e = write_setting(disk_, k, w->second);
-        const std::string now = e ? "" : read_setting(disk_, k);  // a write sysfs took but did not apply
-        if (e || now != w->second) {
-            restore();
-            throw Error("distill --verify: cannot set " + queue_file(disk_, k) + " to " + w->second + " (the traced " +
-                        "device's; the target has " + o->second +
-                        "): " + (e ? std::string(std::strerror(e)) : "it reads back " + now));
+        if (!want.count(k)) continue;  // not recorded in the trace
+        QueueSettingResult r = plan_queue_setting(k, want, original_, t);
+        if (!r.write.empty()) {
+            const int e = write_setting(disk_, k, r.write);
+            settle_queue_setting(r, e, read_setting(disk_, k), t);
         }
-        changed_.push_back({k, {o->second, w->second}});
+        t.current = read_queue_settings(disk_);  // switching the scheduler resets nr_requests
+        results_.push_back(std::move(r));
     }
 }
 
 QueueSettingsOverride::~QueueSettingsOverride() { restore(); }
+
+void QueueSettingsOverride::check_held() {
+    for (auto& r : results_) {
+        r.after_replay = read_setting(disk_, r.name);
+        if (r.after_replay != r.applied && r.error.empty())
+            r.error = "changed to " + r.after_replay + " during the replay: " + queue_setting_consequence(r.name);
+    }
+}
 
 void QueueSettingsOverride::restore() noexcept {
     // In the order written: the scheduler's original first, as switching it resets nr_requests.

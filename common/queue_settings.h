@@ -1,6 +1,7 @@
 // The block queue settings that shape the commands the page cache sends a device (docs/distill.md, "Queue settings
 // the file level copies"): read from sysfs, recorded in a trace, copied onto another device and restored.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,24 +31,65 @@ QueueSettings read_queue_settings(const std::string& disk);
 nlohmann::json queue_settings_json(const QueueSettings& s);
 QueueSettings queue_settings_from_json(const nlohmann::json& j);
 
-/// Writes `want` onto /sys/block/`disk`/queue at construction, in the order of page_cache_queue_settings(), and
-/// writes back every original that differs at destruction (so also when an exception or a stop signal unwinds).
-/// A setting already equal is not written. Throws kvio::Error naming the setting when a write fails (what it had
-/// changed restored first); max_sectors_kb above the target's max_hw_sectors_kb is such a failure.
+/// What the target's queue takes besides its current values (plan_queue_setting's limits); 0 or empty: unknown.
+struct QueueTarget {
+    QueueSettings current;                ///< the target's settings now (read_queue_settings), as the writes go on
+    std::vector<std::string> schedulers;  ///< the schedulers queue/scheduler lists ("none", "mq-deadline", ...)
+    uint64_t max_hw_sectors_kb = 0;       ///< queue/max_hw_sectors_kb: max_sectors_kb's ceiling (KiB)
+    uint64_t nr_tags = 0;                 ///< mq/0/nr_tags: nr_requests' ceiling while the scheduler is "none"
+};
+
+/// The target's QueueTarget read from /sys/block/`disk` (a partition: its disk's).
+QueueTarget read_queue_target(const std::string& disk);
+
+/// One setting copied from the traced device onto a target: the values as sysfs spells them.
+struct QueueSettingResult {
+    std::string name;           ///< a setting of page_cache_queue_settings()
+    std::string traced;         ///< the traced device's value, as recorded in the trace
+    std::string target_before;  ///< the target's own value ("": the target has no such setting)
+    std::string write;          ///< the value written: traced, or the nearest the target takes ("": none written)
+    std::string applied;        ///< read back after the write (the target's value when nothing was written)
+    std::string after_replay;   ///< read back after the replay, before the restore ("": not read)
+    std::string error;          ///< "": reproduced; else what was not and what it means for the comparison
+    bool reproduced() const { return error.empty(); }
+};
+
+/// The write for setting `name` of `traced` onto target `t` (docs/distill.md, "Queue settings the file level
+/// copies"): the traced value; the nearest the target takes where its limit is known (max_sectors_kb capped at
+/// max_hw_sectors_kb; nr_requests at nr_tags while t.current's scheduler is "none"), with `error` saying so; nothing
+/// when the value is already in force or the target has no such setting (then `error` says so). `target_before`
+/// is `before`'s value. `name` must be in `traced`.
+QueueSettingResult plan_queue_setting(const std::string& name, const QueueSettings& traced, const QueueSettings& before,
+                                      const QueueTarget& t);
+
+/// Completes `r` after its write: `err` the write's errno (0: sysfs took it), `read_back` the value read after it.
+/// Sets `applied` and, when the traced value is not what the target now has, `error` (a refused write, a value the
+/// target changed, a planned deviation), naming the schedulers `t` offers when a scheduler is refused.
+void settle_queue_setting(QueueSettingResult& r, int err, const std::string& read_back, const QueueTarget& t);
+
+/// What a setting that is not the traced device's means for a replay's scores, in a few words.
+std::string queue_setting_consequence(const std::string& name);
+
+/// Writes the traced settings `want` onto /sys/block/`disk`/queue at construction, in the order of
+/// page_cache_queue_settings(), each as near as the target takes it (plan_queue_setting, settle_queue_setting; a
+/// setting the target refuses is left at its own value and the rest go on), and writes back every original that
+/// differs at destruction (so also when an exception or a stop signal unwinds). Never throws for a setting.
 class QueueSettingsOverride {
 public:
     QueueSettingsOverride(std::string disk, const QueueSettings& want);
     ~QueueSettingsOverride();
     QueueSettingsOverride(const QueueSettingsOverride&) = delete;
     QueueSettingsOverride& operator=(const QueueSettingsOverride&) = delete;
-    /// Setting -> {target's original, value written}, for what was changed.
-    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& changed() const { return changed_; }
+    /// One entry per setting `want` holds, in the order written.
+    const std::vector<QueueSettingResult>& results() const { return results_; }
+    /// Reads every setting back into `after_replay`; one that no longer reads as `applied` gets an `error`.
+    void check_held();
 
 private:
     void restore() noexcept;
     std::string disk_;
     QueueSettings original_;
-    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> changed_;
+    std::vector<QueueSettingResult> results_;
 };
 
 }  // namespace kvio

@@ -240,6 +240,45 @@ std::string fidelity_text(const std::string& job_path, const std::string& target
     return s;
 }
 
+// verify.queue: what the trace recorded and each setting on the target (docs/distill.md, "Queue settings the file
+// level copies"); "" is null (not recorded, no such setting, not read, reproduced).
+nlohmann::json queue_json(const QueueSettings& recorded, const std::vector<QueueSettingResult>& results) {
+    auto str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    nlohmann::json settings = nlohmann::json::array(), missed = nlohmann::json::array();
+    for (const auto& q : results) {
+        settings.push_back({{"name", q.name},
+                            {"traced", str(q.traced)},
+                            {"target_before", str(q.target_before)},
+                            {"applied", str(q.applied)},
+                            {"after_replay", str(q.after_replay)},
+                            {"error", str(q.error)}});
+        if (!q.reproduced()) missed.push_back(q.name);
+    }
+    return {{"recorded", queue_settings_json(recorded)}, {"settings", settings}, {"not_reproduced", missed}};
+}
+
+// The console's lines on the queue settings the replay ran with, each not reproduced named with what it means.
+std::string queue_text(const std::string& target, const std::vector<QueueSettingResult>& results) {
+    if (results.empty()) return "queue settings: not recorded in the trace: " + target + " ran with its own\n";
+    std::string s = "queue settings on " + target + " (traced -> target's own -> during the replay; its own written " +
+                    "back after):\n";
+    size_t missed = 0;
+    for (const auto& q : results) {
+        const std::string during = q.after_replay.empty() ? q.applied : q.after_replay;
+        s += strf("  %-15s %s -> %s -> %s\n", q.name.c_str(), q.traced.c_str(),
+                  q.target_before.empty() ? "(none)" : q.target_before.c_str(),
+                  during.empty() ? "(none)" : during.c_str());
+        if (!q.reproduced()) {
+            s += "    not reproduced: " + q.error + "\n";
+            ++missed;
+        }
+    }
+    s += missed ? "queue settings: " + std::to_string(missed) + " of " + std::to_string(results.size()) +
+                      " not reproduced on the target (above): the scores compare those settings too\n"
+                : "queue settings: all " + std::to_string(results.size()) + " reproduced on the target\n";
+    return s;
+}
+
 // One distillation in progress: the options, what was read, and the result being filled.
 struct Run {
     const DistillOptions& a;
@@ -341,7 +380,7 @@ struct Run {
         fo.job_name = a.job_name;
         fo.directory = a.directory.empty() ? "/mnt/kvio-file" : a.directory;
         fo.header = choice.header_lines(r.profiles[choice.dev_index]);
-        fo.header.push_back(queue_settings_header(traced_queue()));
+        for (const auto& l : queue_settings_header(traced_queue())) fo.header.push_back(l);
         if (a.directory.empty())
             fo.header.push_back("directory: /mnt/kvio-file (no --directory given): the iologs name files there");
         r.file_job_path = file_job_path();
@@ -481,7 +520,8 @@ struct Run {
         vo.force = a.force;
         vo.huge_pages = huge_pages_needed(r.job);
         for (size_t i = 0; i < ps.size(); ++i)
-            vt.push_back({&ps[i], r.targets[i], multi ? r.plans[i].needs_bytes : r.job.needs_bytes()});
+            vt.push_back({&ps[i], r.targets[i], multi ? r.plans[i].needs_bytes : r.job.needs_bytes(),
+                          recorded_queue_settings(a.events, ps[i].dev)});
         std::vector<Replay> rs;
         try {
             rs = run_replays(vt, vo);
@@ -513,6 +553,7 @@ struct Run {
             v["summary"] = summary_line(f, tf);
             const nlohmann::json kinds = trim_flush_fidelity(ps[i], rs[i].profile);
             v.update(kinds);
+            v["queue"] = queue_json(vt[i].queue, rs[i].queue);
             worst_tv = std::max({worst_tv, f.size_tv_read, f.size_tv_write, tf.worst_size_tv});
             if (multi) {
                 v["dev"] = ps[i].dev;
@@ -530,6 +571,7 @@ struct Run {
                     put(a.print,
                         strf("  discards         %lu -> %lu, size TV %.4f\n", (unsigned long)ps[i].discard_cmds,
                              (unsigned long)rs[i].profile.discard_cmds, v["discards"]["size_tv"].get<double>()));
+                put(a.print, queue_text(r.targets[i], rs[i].queue));
             }
         }
         j["verify"] = multi ? nlohmann::json{{"devices", per_dev}, {"replay_events", events_named}} : per_dev[0];
@@ -547,14 +589,6 @@ struct Run {
         return a.events.empty() ? QueueSettings{} : recorded_queue_settings(a.events, r.profiles[choice.dev_index].dev);
     }
 
-    // verify.queue: what the trace recorded and what the target was changed from and to for the replay.
-    static nlohmann::json queue_json(
-        const QueueSettings& rec, const std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ch) {
-        nlohmann::json c = nlohmann::json::object();
-        for (const auto& [k, v] : ch) c[k] = {{"target_had", v.first}, {"set_to", v.second}};
-        return {{"recorded", queue_settings_json(rec)}, {"changed", c}};
-    }
-
     // --verify of the file-level job: a filesystem made on --target, the streams run there under `kvio trace`,
     // scored against the traced device's commands as the device level's replay is.
     void verify_file_level() {
@@ -570,7 +604,7 @@ struct Run {
         fo.job.job_name = a.job_name;
         fo.job.header = choice.header_lines(orig);
         fo.queue = traced_queue();
-        fo.job.header.push_back(queue_settings_header(fo.queue));
+        for (const auto& l : queue_settings_header(fo.queue)) fo.job.header.push_back(l);
         nlohmann::json& j = r.summary;
         const char* key = choice.device ? "verify_file" : "verify";
         FileReplay fr;
@@ -597,7 +631,7 @@ struct Run {
         v["level"] = "file";
         v["target"] = a.target;
         v["fs"] = fo.fs_type;
-        v["queue"] = queue_json(fo.queue, fr.queue_changed);
+        v["queue"] = queue_json(fo.queue, fr.queue);
         const auto streams = score_streams(r.traces[i], choice.pattern, fr.replay.trace, fr.stream_pids);
         v["streams"] = streams_json(streams);
         j[key] = v;
@@ -612,6 +646,7 @@ struct Run {
             fidelity_text(dir.kept() ? fr.job_path : "the file-level job", a.target,
                           events_named.is_null() ? "removed at the end: --keep-files keeps it" : fr.events_out, f, tf));
         put(a.print, "per stream (traced pid/tid, commands read/write traced -> replayed):\n" + streams_text(streams));
+        put(a.print, queue_text(a.target, fr.queue));
         if (a.max_tv >= 0)
             put(a.print, strf("--max-tv %.4f: worst size TV %.4f, %s\n", a.max_tv, worst_tv,
                               worst_tv > a.max_tv ? "MISSED" : "met"));

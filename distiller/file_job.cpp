@@ -170,6 +170,10 @@ FilePattern derive_file_pattern(const std::vector<SyscallRec>& recs, uint32_t fs
     }
     if (!first) p.span_ns = last_exit > p.t0_ns ? last_exit - p.t0_ns : 0;
     p.max_threads_in_calls = max_in_calls(spans);
+    p.fadvise_only_threads = std::erase_if(p.streams, [](const FileStream& s) {
+        return std::all_of(s.ops.begin(), s.ops.end(),
+                           [](const FileOp& o) { return o.kind == FileOp::Kind::Dontneed; });
+    });
     for (auto& s : p.streams) {
         const auto [d, b] = stream_bytes[s.tid];
         s.direct = d > b;
@@ -304,6 +308,10 @@ std::string header_text(const FilePattern& p, const FileJobOptions& o, size_t la
     if (p.no_identity_calls || p.other_fs_calls)
         h << "; left out: " << p.no_identity_calls << " calls without file identity, " << p.other_fs_calls
           << " calls on other filesystems\n";
+    if (p.fadvise_only_threads)
+        h << "; left out: " << p.fadvise_only_threads
+          << " thread(s) whose only calls were fadvise (fio refuses an iolog without I/O); the readers'\n"
+             ";   invalidate=1 drops the page cache at their open instead\n";
     h << "; run: fio --section=layout JOB (once), then fio JOB with every other section (fio --section=NAME for\n"
          ";   each): the waits count from fio's start, so a layout in the same run would eat into the first ones\n";
     return h.str();

@@ -56,6 +56,9 @@ struct FilePattern {
     uint64_t t0_ns = 0, span_ns = 0;    ///< first call's entry; last exit - first entry
     uint64_t other_fs_calls = 0;        ///< calls with file identity on other filesystems (not replayed)
     uint64_t no_identity_calls = 0;     ///< read/write/sync calls without file identity (not replayed)
+    /// Threads whose only calls were fadvise (fio's parent drops a file's cache before its jobs): not streams, as an
+    /// iolog without a read, write or sync is refused by fio (EINVAL); the readers' invalidate=1 drops it instead.
+    uint64_t fadvise_only_threads = 0;
     uint64_t app_bytes() const {
         return buffered_read_bytes + buffered_write_bytes + direct_read_bytes + direct_write_bytes;
     }

@@ -118,15 +118,28 @@ QueueSettings recorded_queue_settings(const std::string& events, const std::stri
     return it == j["queues"].end() ? QueueSettings{} : queue_settings_from_json(*it);
 }
 
-std::string queue_settings_header(const QueueSettings& s) {
-    if (s.empty()) return "target queue settings: not recorded in the trace (a trace by an older kvio, or binary)";
+std::vector<std::string> queue_settings_header(const QueueSettings& s) {
+    if (s.empty()) return {"target queue settings: not recorded in the trace (a trace by an older kvio, or binary)"};
     std::string l =
         "target needs: the traced device's queue settings (recorded in the trace; they shape the page "
         "cache's commands): ";
     bool first = true;
     for (const auto& k : page_cache_queue_settings())
         if (auto it = s.find(k); it != s.end()) l += (first ? "" : ", ") + k + " " + it->second, first = false;
-    return l;
+    std::vector<std::string> lines = {l};
+    lines.push_back(
+        "set each with `echo VALUE > /sys/block/DEV/queue/NAME` before the run (kvio distill --verify does, and "
+        "writes the target's own back after)");
+    const auto msk = s.find("max_sectors_kb");
+    lines.push_back(
+        "on a target with other limits: " +
+        (msk == s.end() ? std::string("a max_sectors_kb")
+                        : "max_sectors_kb " + msk->second + " (the largest command the page cache sent)") +
+        " above its max_hw_sectors_kb, or above its max_segments x max_segment_size, is split at its limit; a "
+        "scheduler it does not offer leaves its own (merges and depth differ): those are not reproduced (--verify "
+        "names each in verify.queue); the page cache sends whole 4 KiB pages, which any logical block size up to "
+        "4096 takes");
+    return lines;
 }
 
 FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const FileVerifyOptions& o) {
@@ -151,7 +164,6 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     for (const auto& [path, text] : fr.job.iologs) write_text_file(path, text);
     poll("set-up");
     QueueSettingsOverride queue(info.whole_disk_name, o.queue);  // restored after the unmount (destroyed later)
-    fr.queue_changed = queue.changed();
     // Inode tables and the journal initialised now, not by a background thread while the replay is traced.
     std::vector<std::string> mkfs = {"/usr/bin/env", "mkfs." + o.fs_type, "-q"};
     if (o.fs_type == "ext4")
@@ -177,6 +189,8 @@ FileReplay run_file_replay(const Profile& orig, const FilePattern& p, const File
     for (const auto& s : fr.job.replay_sections) argv.push_back("--section=" + s);
     argv.push_back(fr.job_path);
     checked_run(argv, o.work_dir + "/replay.log", "the traced fio run (" + o.work_dir + "/replay.log)");
+    queue.check_held();
+    fr.queue = queue.results();
     EventFilter f;
     f.dev = dev_string(info.whole_disk);
     fr.replay.trace = load_events(fr.events_out, f);

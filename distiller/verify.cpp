@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "common/devinfo.h"
 #include "common/error.h"
@@ -132,7 +133,13 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
     for (const auto& s : replay_fio_command()) argv.push_back(s);
     argv.insert(argv.end(), {"--output-format=json", "--output=" + opt.events_out + ".fio.json", opt.job_path});
     HugePageReserve huge(opt.huge_pages);  // target_limits.h: the added pages are given back after the run
+    // The traced queue settings on each target (docs/distill.md, "Queue settings the file level copies"), restored
+    // when these go, also on an error or a stop.
+    std::vector<std::unique_ptr<QueueSettingsOverride>> queues;
+    for (size_t i = 0; i < infos.size(); ++i)
+        queues.push_back(std::make_unique<QueueSettingsOverride>(infos[i].whole_disk_name, targets[i].queue));
     int st = run_forwarding_signals(argv, opt.events_out + ".log");
+    for (auto& q : queues) q->check_held();
     if (g_verify_signal)
         throw Stopped(g_verify_signal, "distill --verify: stopped by signal " + std::to_string(g_verify_signal) +
                                            " (the traced fio run was ended; see " + opt.events_out + ".log)");
@@ -141,10 +148,11 @@ std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const 
                     std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) + "); see " + opt.events_out +
                     ".log");
     std::vector<Replay> out;
-    for (const auto& info : infos) {
+    for (size_t i = 0; i < infos.size(); ++i) {
         EventFilter f;
-        f.dev = dev_string(info.whole_disk);
+        f.dev = dev_string(infos[i].whole_disk);
         Replay r;
+        r.queue = queues[i]->results();
         r.trace = load_events(opt.events_out, f);
         r.profile = profile_events(r.trace);
         out.push_back(std::move(r));

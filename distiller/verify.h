@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/queue_settings.h"
 #include "distiller/fidelity.h"
 #include "distiller/fio_job.h"
 #include "distiller/profile.h"
@@ -25,12 +26,14 @@ struct VerifyTarget {
     const Profile* orig = nullptr;
     std::string target;        ///< block device
     uint64_t needs_bytes = 0;  ///< its sections' largest offset + size (0: unchecked)
+    QueueSettings queue;       ///< the traced device's queue settings, written onto the target for the run
 };
 
 /// The traced replay: its commands and their profile.
 struct Replay {
     EventTrace trace;
     Profile profile;
+    std::vector<QueueSettingResult> queue;  ///< each traced queue setting on the target (QueueSettingsOverride)
 };
 
 /// Runs `KVIO trace --events EVENTS -d DISK -- fio --output-format=json --output=FILE JOB` and profiles
@@ -42,7 +45,9 @@ Replay run_replay(const Profile& orig, const VerifyOptions& opt);
 
 /// run_replay() for a job on several devices: every target is checked as above (and no two name one disk), the
 /// run is traced on every target disk (`-d A -d B ...`), and each target's commands are profiled on their own.
-/// `opt.target` and `opt.needs_bytes` are not used. Returns one Replay per target, in order.
+/// `opt.target` and `opt.needs_bytes` are not used. Each target runs with its `queue` written onto its queue (as near
+/// as it takes it, never an error) and gets its own settings back at return, on an error or a stop signal
+/// (QueueSettingsOverride). Returns one Replay per target, in order.
 std::vector<Replay> run_replays(const std::vector<VerifyTarget>& targets, const VerifyOptions& opt);
 
 /// The command that starts the replay's fio: `nice -n -10 fio`, 10 below the caller's niceness (at most -20). A replay

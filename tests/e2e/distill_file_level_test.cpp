@@ -188,8 +188,12 @@ TEST(DistillFileLevel, SimulateBufferedStorageReplaysOnAnotherFilesystem) {
         << v["queue"].dump();
     for (const auto& [k, val] : rec.items())
         EXPECT_EQ(val.get<std::string>(), queue_setting(m.loop.name, k)) << k << ": recorded as the traced device's";
-    for (const auto& [k, ch] : v["queue"]["changed"].items())
-        EXPECT_EQ(queue_setting(target.name, k), ch["target_had"].get<std::string>()) << k << ": not restored";
+    ASSERT_EQ(v["queue"]["settings"].size(), rec.size()) << v["queue"].dump();
+    for (const auto& q : v["queue"]["settings"]) {
+        const std::string k = q["name"];
+        EXPECT_EQ(q["after_replay"], rec[k]) << k << ": the replay ran without the traced value";
+        EXPECT_EQ(queue_setting(target.name, k), q["target_before"].get<std::string>()) << k << ": not restored";
+    }
     // One row per traced thread that made calls on the filesystem, matched to its fio process, and the others row.
     const json& streams = v["streams"];
     ASSERT_EQ(streams.size(), d["level"]["file"]["threads"].get<size_t>() + 1) << streams.dump(1);

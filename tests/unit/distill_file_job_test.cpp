@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "distiller/file_job.h"
 #include "distiller/file_level.h"
+#include "distiller/file_verify.h"
 
 namespace kvio::distiller {
 namespace {
@@ -304,6 +305,59 @@ TEST(FileLevel, AutoKeepsTheDeviceLevelAndSaysWhy) {
     c = choose_level(o, device_7_3(8 * kMiB));
     EXPECT_EQ(c.syscalls, 0u);
     EXPECT_EQ(c.level_name(), "device");
+}
+
+// The header's queue lines: the traced values, how to set them, and what a target with other limits will not
+// reproduce (docs/distill.md, "Queue settings the file level copies").
+TEST(FileJob, QueueHeaderSaysWhatATargetWithOtherLimitsWillNotReproduce) {
+    const QueueSettings s = {{"scheduler", "mq-deadline"},
+                             {"nr_requests", "64"},
+                             {"max_sectors_kb", "1280"},
+                             {"read_ahead_kb", "512"},
+                             {"wbt_lat_usec", "4000"}};
+    const std::vector<std::string> l = queue_settings_header(s);
+    ASSERT_EQ(l.size(), 3u);
+    EXPECT_NE(l[0].find("target needs: the traced device's queue settings"), std::string::npos) << l[0];
+    EXPECT_NE(l[0].find(": scheduler mq-deadline, nr_requests 64, max_sectors_kb 1280, read_ahead_kb 512, "
+                        "wbt_lat_usec 4000"),
+              std::string::npos)
+        << l[0];
+    EXPECT_NE(l[1].find("echo VALUE > /sys/block/DEV/queue/NAME"), std::string::npos) << l[1];
+    for (const char* says : {"on a target with other limits: max_sectors_kb 1280 (the largest command",
+                             "above its max_hw_sectors_kb", "max_segments x max_segment_size", "is split at its limit",
+                             "a scheduler it does not offer leaves its own", "logical block size up to 4096"})
+        EXPECT_NE(l[2].find(says), std::string::npos) << says << "\n" << l[2];
+    // In the job, as comment lines.
+    FileJobOptions o;
+    o.directory = "/mnt/x";
+    o.iolog_prefix = "/tmp/j.";
+    o.header = l;
+    const FileJob j = make_file_job(derive_file_pattern(serving_records(), kFs), o);
+    EXPECT_NE(j.text.find("; on a target with other limits: max_sectors_kb 1280"), std::string::npos) << j.text;
+    // Not recorded: one line that says so.
+    const std::vector<std::string> none = queue_settings_header({});
+    ASSERT_EQ(none.size(), 1u);
+    EXPECT_NE(none[0].find("not recorded in the trace"), std::string::npos) << none[0];
+}
+
+// A thread that only dropped a file's cache (fio's parent before its jobs start) is no stream: fio refuses an iolog
+// without a read, write or sync (EINVAL, measured with fio 3.33); the header says it was left out.
+TEST(FileJob, AThreadWithOnlyFadviseIsNotAStream) {
+    std::vector<SyscallRec> v = serving_records();
+    v.push_back(rec(SysKind::Fadvise, 7, 12, 50, 0, 0, 0, 3 * kMiB));
+    const FilePattern p = derive_file_pattern(v, kFs);
+    ASSERT_EQ(p.streams.size(), 2u);
+    EXPECT_EQ(p.streams[0].tid, 1u);
+    EXPECT_EQ(p.streams[1].tid, 2u);
+    EXPECT_EQ(p.fadvise_only_threads, 1u);
+    EXPECT_EQ(p.dontneeds, 2u) << "both fadvise calls counted";
+    FileJobOptions o;
+    o.directory = "/mnt/x";
+    o.iolog_prefix = "/tmp/j.";
+    const FileJob j = make_file_job(p, o);
+    EXPECT_EQ(j.replay_sections.size(), 2u);
+    EXPECT_NE(j.text.find("; left out: 1 thread(s) whose only calls were fadvise"), std::string::npos) << j.text;
+    EXPECT_EQ(derive_file_pattern(serving_records(), kFs).fadvise_only_threads, 0u);
 }
 
 }  // namespace

@@ -409,6 +409,25 @@ TEST(DistillTargetLimits, LargeCommandsGetHugePageBuffers) {
     }
 }
 
+// The device-level header says what a target with other limits will not reproduce and what to set: 1280 KiB and
+// 6 KiB commands need max_sectors_kb >= 1280 and a logical block size <= 2048 (the largest power of 2 dividing both).
+TEST(DistillTargetLimits, HeaderSaysWhatATargetWithOtherLimitsWillNotReproduce) {
+    Events e;
+    for (int i = 0; i < 100; ++i)
+        e.cmd("read", "R", uint64_t(i) * 4096, (i % 2 ? 1280ull : 6ull) << 10, 1'000'000 + uint64_t(i) * 1'000'000,
+              500'000);
+    e.summary(0);
+    auto ts = e.load();
+    const FioJob job = make_fio_job(profile_events(ts[0]), opts("/tmp/kvio-not-a-block-device"));
+    for (const char* says :
+         {"; target needs: max_sectors_kb >= 1280 (the largest command, 1280k), max_segments x max_segment_size >= "
+          "that, logical_block_size <= 2048 (the sizes' largest power-of-2 divisor)",
+          "; on a target with smaller limits the commands above them are split (the replay's size TV counts them): "
+          "raise `/sys/block/DEV/queue/max_sectors_kb` up to its max_hw_sectors_kb; a drive whose max_hw_sectors_kb, "
+          "max_segments x max_segment_size or logical block size does not allow them will not reproduce those sizes"})
+        EXPECT_NE(job.text.find(says), std::string::npos) << says << "\n" << job.text;
+}
+
 // fio 3.33's huge pages per job (measured: the fewest it started with) and a job's need: the largest sum over the
 // sections that run together (a stonewall starts a group).
 TEST(DistillTargetLimits, HugePagesNeeded) {
