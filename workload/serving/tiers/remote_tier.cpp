@@ -249,6 +249,7 @@ public:
     void handoff_send(int to, const std::string& msg) override {
         const std::string list = o_.run_id + ":handoff:" + std::to_string(to);
         std::lock_guard<std::mutex> g(control_mu_);
+        handoff_used_ = true;
         on_control([&](redis::Connection& c) {
             redis::Reply r = c.command({"RPUSH", list, msg});
             if (r.type == redis::Reply::Type::Error) throw Error("redis: RPUSH " + list + ": " + r.str);
@@ -260,6 +261,7 @@ public:
         const std::string list = o_.run_id + ":handoff:" + std::to_string(o_.client);
         std::optional<std::string> out;
         std::lock_guard<std::mutex> g(control_mu_);
+        handoff_used_ = true;
         on_control([&](redis::Connection& c) {
             redis::Reply r = c.command({"LPOP", list});
             if (r.type == redis::Reply::Type::Error) throw Error("redis: LPOP " + list + ": " + r.str);
@@ -281,7 +283,9 @@ public:
             std::lock_guard<std::mutex> g(control_mu_);
             on_control([&](redis::Connection& c) {
                 for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
-                c.command({"DEL", o_.run_id + ":handoff:" + std::to_string(o_.client)});  // messages nobody took
+                if (handoff_used_)  // messages nobody took; without handoff no list was made (and over a cluster
+                                    // the control connection is the seed's, which may not own the list's slot)
+                    c.command({"DEL", o_.run_id + ":handoff:" + std::to_string(o_.client)});
                 return 0LL;
             });
         } catch (const std::exception&) {}
@@ -462,6 +466,7 @@ private:
     uint64_t chunk_ = kRemoteChunkBytes;
     long long used_start_ = -1, maxmemory_ = -1;
     std::mutex control_mu_;
+    bool handoff_used_ = false;  ///< handoff_send or handoff_take ran (under control_mu_)
     std::unique_ptr<redis::Connection> control_;
     std::mutex mu_;
     std::unordered_map<std::thread::id, std::unique_ptr<redis::Connection>> conns_;
