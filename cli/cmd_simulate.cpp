@@ -152,16 +152,19 @@ void add_simulate_command(CLI::App& app) {
         serving::mpi_build_status());
     sub->callback([c, closed, audited, sub] {
         check_closed_usage(sub, *closed, *c);
-        if (c->mpi) {  // `kvio simulate --mpi` run by hand: MPI's singleton, one rank where N were meant
+        // `kvio simulate --mpi` run by hand: MPI's singleton, one rank where N were meant
+        auto refuse_mpi_by_hand = [&c] {
+            if (!c->mpi) return;
             const std::string refusal =
                 serving::mpi_flag_without_launcher([](const char* n) { return std::getenv(n); });
             if (!refusal.empty()) throw UsageError(refusal);
-        }
+        };
         if (*audited) {
             if (const int code = run_audited(*c, closed->on)) throw CLI::RuntimeError(code);
             return;
         }
         if (closed->on) {
+            refuse_mpi_by_hand();
             if (!c->mpi) {  // `mpirun -np N kvio simulate --mlperf-closed` without --mpi: N protocols on one tree
                 const std::string refusal =
                     serving::mpi_launch_without_mpi([](const char* n) { return std::getenv(n); });
@@ -170,7 +173,8 @@ void add_simulate_command(CLI::App& app) {
             if (const int code = run_closed(sub, *c, *closed)) throw CLI::RuntimeError(code);
             return;
         }
-        finish_simulate_options(*c, std::cerr);
+        finish_simulate_options(*c, std::cerr);  // its option checks first (--mpi with --num-clients, ...)
+        refuse_mpi_by_hand();
         if (!c->mpi) {  // `mpirun -np N kvio simulate` without --mpi: N writers on one directory, refused
             const std::string refusal = serving::mpi_launch_without_mpi([](const char* n) { return std::getenv(n); });
             if (!refusal.empty()) throw UsageError(refusal);
