@@ -209,8 +209,12 @@ std::vector<std::vector<double>> parse_bw_logs(const std::vector<std::string>& t
             std::istringstream fields(line);
             double t_ms = 0, kib_s = 0;
             int ddir = 0;
-            if (!(fields >> t_ms >> kib_s >> ddir))
-                throw Error(source + " line " + std::to_string(line_no) + ": not a fio log line: " + line);
+            const char* bad = !(fields >> t_ms)    ? "time_ms"
+                              : !(fields >> kib_s) ? "KiB/s"
+                              : !(fields >> ddir)  ? "ddir"
+                                                   : nullptr;
+            if (bad)
+                throw Error(source + ":" + std::to_string(line_no) + ": field '" + bad + "': not a number: " + line);
             if (ddir != 0 && ddir != 1) continue;
             const double t = t_ms - origin_ms, t0 = std::isnan(prev[ddir]) ? t - window_ms : prev[ddir];
             spread_bytes(windows[ddir], t0, t, kib_s * 1024 * (t - t0) / 1000, window_ms);

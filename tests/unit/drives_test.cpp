@@ -276,7 +276,12 @@ TEST(DrivesFio, BandwidthLogsSpreadOverWindowsFromTheOrigin) {
     EXPECT_NEAR(read_bytes, (500 + 700) * 1024 * 0.1, 1e-6);
     EXPECT_NEAR(write_bytes, (1000 * 0.1 + 2000 * 0.2) * 1024, 1e-6);
     EXPECT_TRUE(parse_bw_logs({""}, 100, origin, "test").empty());
-    EXPECT_THROW(parse_bw_logs({"100, x, 1\n"}, 100, 0, "test"), kvio::Error);
+    try {
+        parse_bw_logs({"100, 5, 1\n100, x, 1\n"}, 100, 0, "f_bw.1.log");
+        FAIL() << "a malformed line was accepted";
+    } catch (const kvio::Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("f_bw.1.log:2: field 'KiB/s': not a number", 0), 0u) << e.what();
+    }
 }
 
 // A timeline holding more than fio moved in a direction is scaled down to it, the shape kept; a direction holding
