@@ -61,7 +61,10 @@ StreamStats stream_stats(const DeviceStream& s) {
 
 Comparison compare_streams(const std::string& a, const std::string& dev_a, const std::string& b,
                            const std::string& dev_b) {
-    DeviceStream sa = load_stream(a, dev_a, "--dev-a MAJ:MIN"), sb = load_stream(b, dev_b, "--dev-b MAJ:MIN");
+    return compare_loaded(load_stream(a, dev_a, "--dev-a MAJ:MIN"), load_stream(b, dev_b, "--dev-b MAJ:MIN"));
+}
+
+Comparison compare_loaded(const DeviceStream& sa, const DeviceStream& sb) {
     Comparison c;
     c.a = stream_stats(sa);
     c.b = stream_stats(sb);
@@ -150,6 +153,8 @@ void print_comparison(std::ostream& os, const Comparison& c) {
     os << line;
     if (c.a.non_data || c.b.non_data)
         os << "not compared (flush/discard/other): A " << c.a.non_data << ", B " << c.b.non_data << "\n";
+    if (!c.fidelity_summary.empty())
+        os << "B against A as `kvio distill --verify` scores a replay: " << c.fidelity_summary << "\n";
 }
 
 nlohmann::ordered_json comparison_json(const Comparison& c) {
@@ -184,7 +189,8 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
             {"a", side(c.a)},
             {"b", side(c.b)},
             {"diff_pct", diff},
-            {"order", {{"same_position", c.same_position}, {"compared", c.compared}}}};
+            {"order", {{"same_position", c.same_position}, {"compared", c.compared}}},
+            {"fidelity", c.fidelity}};
 }
 
 }  // namespace kvio::replay

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "replay/compare.h"
+#include "report/compare_scored.h"
 #include "replay/record_replay.h"
 #include "replay/safety.h"
 #include "replay/schedule.h"
@@ -175,4 +176,50 @@ TEST(ReplayRegeometry, LargerLbaRecomputesLayout) {
     EXPECT_EQ(d.engine, "io_uring");
     EXPECT_EQ(d.io_bytes % 4096, 0u);
     EXPECT_GE(notes.size(), 2u);  // engine, LBA size
+}
+
+namespace {
+
+/// A kvio.events/1 file of `n` 4 KiB reads at depth 1, then `n` 4 KiB writes at depth 4 (reads first unless
+/// `writes_first`), one command every 100 µs, each taking 50 µs (reads) or 400 µs (writes).
+std::string two_phase_stream(const std::string& name, int n, bool writes_first) {
+    const std::string p = testing::TempDir() + name;
+    std::ofstream f(p);
+    uint64_t t = 1'000'000'000;
+    auto put = [&](bool write, uint64_t d2c, uint64_t sector) {
+        f << R"({"type":"cmd","src":"block","dev":"7:0","disk":"loop0","op":")" << (write ? "write" : "read")
+          << R"(","rwbs":")" << (write ? "W" : "R") << R"(","sector":)" << sector << R"(,"bytes":4096,"ts_issue":)" << t
+          << R"(,"ts_complete":)" << t + d2c << R"(,"pid":1,"tid":1,"comm":"x","qd":1})"
+          << "\n";
+        t += 100'000;
+    };
+    for (int half = 0; half < 2; ++half) {
+        const bool write = (half == 0) == writes_first;
+        for (int i = 0; i < n; ++i) put(write, write ? 400'000 : 50'000, uint64_t(i) * 64);
+    }
+    return p;
+}
+
+}  // namespace
+
+// compare scores B against A as distill --verify scores a replay: a stream against itself is perfect, the same
+// commands with the phases swapped keep the whole-run mix but lose every window and the phase order.
+TEST(CompareFidelity, WindowsAndPhasesOfTwoStreams) {
+    const std::string a = two_phase_stream("cmp_a.jsonl", 1000, false);
+    const std::string b = two_phase_stream("cmp_b.jsonl", 1000, true);
+    const Comparison same = kvio::report::compare_scored(a, "", a, "");
+    ASSERT_FALSE(same.fidelity.is_null());
+    EXPECT_EQ(same.fidelity["rwmix_err_points"].get<double>(), 0.0);
+    EXPECT_EQ(same.fidelity["qd_tv"].get<double>(), 0.0);
+    EXPECT_EQ(same.fidelity["time_resolved"]["worst"]["depth_tv"].get<double>(), 0.0);
+    EXPECT_EQ(same.fidelity["time_resolved"]["windows"].get<size_t>(), 20u);
+    EXPECT_TRUE(same.fidelity["time_resolved"]["phases"]["in_order"].get<bool>()) << same.fidelity.dump();
+    EXPECT_NE(same.fidelity_summary.find("in order"), std::string::npos) << same.fidelity_summary;
+    const Comparison swapped = kvio::report::compare_scored(a, "", b, "");
+    ASSERT_FALSE(swapped.fidelity.is_null());
+    EXPECT_EQ(swapped.fidelity["rwmix_err_points"].get<double>(), 0.0);
+    EXPECT_EQ(swapped.fidelity["time_resolved"]["worst"]["read_err_points"].get<double>(), 100.0)
+        << swapped.fidelity["time_resolved"].dump();
+    EXPECT_FALSE(swapped.fidelity["time_resolved"]["phases"]["in_order"].get<bool>());
+    EXPECT_EQ(comparison_json(swapped)["fidelity"], swapped.fidelity);
 }
