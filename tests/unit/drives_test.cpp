@@ -467,3 +467,29 @@ TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
     EXPECT_NE(out.str().find("worst_p99us"), std::string::npos) << out.str();
     EXPECT_NE(out.str().find("x            3000.0 [2500.0-8000.0]"), std::string::npos) << out.str();
 }
+
+// drives.html's open-loop table carries the same verdict figure as the console's (the worse direction's completion
+// p99 per round, median over rounds, µs) as its first column, so its verdict can be checked against the page.
+TEST(DrivesHtml, OpenLoopTableShowsItsVerdictFigure) {
+    Target t;
+    t.spec = parse_drive_spec("x=/dev/loop9");
+    t.info = nlohmann::json::object();
+    for (auto [rp, wp] : {std::pair{8000e3, 1000e3}, std::pair{1000e3, 3000e3}, std::pair{2000e3, 2500e3}}) {
+        RunResult r;
+        r.mode = "trace", r.ok = true;
+        r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
+        r.fio.total.read.mb_s = 10;
+        t.runs.push_back(r);
+    }
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"trace"};
+    const std::string html = drives_html(drives_json({t}, ctx));
+    const size_t h2 = html.find("open loop at the job's rates");
+    ASSERT_NE(h2, std::string::npos);
+    const std::string table = html.substr(h2, html.find("</table>", h2) - h2);
+    // the verdict column heads the table, and its cell is the median of the worst per round: 8000, 3000, 2500 µs
+    const size_t head = table.find("<th>worst clat p99 (µs, verdict)</th>");
+    ASSERT_NE(head, std::string::npos) << table;
+    EXPECT_LT(head, table.find("<th>MB/s</th>")) << table;
+    EXPECT_NE(table.find("<td>x</td><td class=best>3000 ★</td>"), std::string::npos) << table;
+}
