@@ -338,7 +338,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
             continue;
         }
         probe_ceiling(t, env);
-        if (!stop.signo()) out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
+        if (!stop.signo()) out << ceiling_line(t) << "\n";
         out.flush();
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)

@@ -335,6 +335,10 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
                      " --rounds 1 --probe-seconds 0.2 -o " + d.file("out" + std::to_string(i)));
         ASSERT_EQ(r.status, 0) << "run " << i << ": " << r.out << r.err;
         EXPECT_NE(r.out.find("1 round:"), std::string::npos) << r.out;
+        // the probe as a sentence (ceiling_line), not its JSON
+        EXPECT_NE(r.out.find("probe x: sequential read "), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(" IOPS (3 x 0.2 s over 7 MiB)"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("{\""), std::string::npos) << r.out;
     }
     json j = json::parse(slurp(d.file("out0/drives.json")));
     EXPECT_EQ(j["targets"][0]["ceiling"]["offset"], kMiB);

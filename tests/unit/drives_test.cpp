@@ -493,3 +493,18 @@ TEST(DrivesHtml, OpenLoopTableShowsItsVerdictFigure) {
     EXPECT_LT(head, table.find("<th>MB/s</th>")) << table;
     EXPECT_NE(table.find("<td>x</td><td class=best>3000 ★</td>"), std::string::npos) << table;
 }
+
+// The ceiling probe's console line is a sentence per drive, not the probe's JSON: sequential read and write MB/s and
+// 4 KiB random read IOPS, with what the probe covered; a failed probe says so with its error.
+TEST(DrivesSummary, CeilingProbeLineIsHuman) {
+    Target t;
+    t.spec = parse_drive_spec("nvme-a=/dev/loop9");
+    t.ceiling = {{"seq_read_mb_s", 1234.56}, {"seq_write_mb_s", 987.61}, {"rand_read_4k_iops", 123456.7},
+                 {"seconds", 0.5},           {"bytes", 64 << 20},        {"offset", 1 << 20}};
+    EXPECT_EQ(ceiling_line(t),
+              "probe nvme-a: sequential read 1234.6 MB/s, write 987.6 MB/s; 4 KiB random read 123457 IOPS "
+              "(3 x 0.5 s over 64 MiB)");
+    t.ceiling = {{"error", "probe read: fio exit status 1: fio: No space left on device (see x.log)"}};
+    EXPECT_EQ(ceiling_line(t),
+              "probe nvme-a failed: probe read: fio exit status 1: fio: No space left on device (see x.log)");
+}
