@@ -349,6 +349,8 @@ TEST(DrivesDiagnosis, JobBelowCeilingThresholds) {
     r.fio.phases[0].read.iops = 30000;
     r.dev.qd_read_mean = 8;  // deep enough: the drive, not the job, sets the figure
     EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.dev.qd_read_mean = 0;  // the tracer sampled no read's depth (kQdSample): unknown, not shallow
+    EXPECT_TRUE(headroom_findings(t, r).empty());
     r.dev.qd_read_mean = 1;
     r.mode = "trace";
     EXPECT_TRUE(headroom_findings(t, r).empty());
