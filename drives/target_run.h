@@ -75,9 +75,9 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
                          const std::string& bw_log = "");
 
 /// The tracer reads the queue depth at 1 issue in this many (`kvio trace --qd-sample`, each sample counted this
-/// many times: the mean depth drives reports is kept; docs/drives.md "What the tracer costs"). At 4 KiB commands on a
-/// CPU-bound device the exact depth's per-command read of the completing CPU's counter is a measurable share of the
-/// tracer's cost (docs/performance.md, "kvio drives"); a direction with commands but no sample has depth 0: unknown.
+/// many times: the mean depth drives reports is kept; docs/drives.md "What the tracer costs"). Reading every
+/// command's depth also reads the completing CPU's in-flight counter, ~40-95 ns per command (docs/performance.md
+/// "Two in-flight counters"); a direction with commands but no sampled dispatch has depth 0: unknown.
 inline constexpr int kQdSample = 16;
 
 /// One run of `job` on a local target, to its end, fio writing a bandwidth log per job to r.files + "_bw.N.log": `kvio
