@@ -27,10 +27,11 @@
 #             the seconds its connections spent in SET and GET (its results' remote busy_s), against
 #             redis-benchmark's bytes/s divided by its connections; kvio's bytes/elapsed (idle time in it) is kept
 #             as elapsed_ratio
-#   drives    `kvio drives`' cost around a fio run: the overhead stage's fio job (4 KiB randread QD 32, libaio,
-#             time_based KVIO_BENCH_SECS) plainly and as the job of `kvio drives --rounds 1 --probe-seconds 0` (its
-#             tracer at the loop device's disk and fio's bandwidth log), IOPS paired per round, the order alternating
-#             (KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
+#   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
+#             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
+#             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
+#             0`, IOPS paired per round, the order rotating; on a RAM-backed and a disk-backed loop device
+#             (KVIO_BENCH_DRIVES_DEVICES "ram disk"; KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
