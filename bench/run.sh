@@ -27,10 +27,11 @@
 #             the seconds its connections spent in SET and GET (its results' remote busy_s), against
 #             redis-benchmark's bytes/s divided by its connections; kvio's bytes/elapsed (idle time in it) is kept
 #             as elapsed_ratio
-#   drives    `kvio drives`' cost around a fio run: the overhead stage's fio job (4 KiB randread QD 32, libaio,
-#             time_based KVIO_BENCH_SECS) plainly and as the job of `kvio drives --rounds 1 --probe-seconds 0` (its
-#             tracer at the loop device's disk and fio's bandwidth log), IOPS paired per round, the order alternating
-#             (KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
+#   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
+#             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
+#             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
+#             0`, IOPS paired per round, the order rotating; on a RAM-backed and a disk-backed loop device
+#             (KVIO_BENCH_DRIVES_DEVICES "ram disk"; KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -84,6 +85,7 @@ cleanup() {
     stop_bpftrace
     [ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
     [ -n "$LOOP" ] && losetup -d "$LOOP"
+    [ -n "${DISK_LOOP:-}" ] && losetup -d "$DISK_LOOP"
     # every mount under $WORK, deepest first (a stage that failed half-way left its own): rm -rf could not remove it
     awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount "$m"; done
     [ -n "${AUDIT_LOOP:-}" ] && losetup -d "$AUDIT_LOOP"
@@ -330,40 +332,121 @@ if has_stage gen; then
     done
 fi
 # ---------------------------------------------------------------- kvio drives around a fio run: its cost
-# docs/performance.md, "kvio drives": what a user pays for kvio drives' tracing and bandwidth log on the job's own
-# figure. One job file (the overhead stage's fio job); per round the plain `fio JOB` and `kvio drives --job JOB`
-# (1 round, no probe; the loop device holds only zeros, so it is not refused) in alternating order; the cost is
-# 1 - drives IOPS / plain IOPS of the same round (drives.json's round iops: fio's own figure inside kvio drives).
+# docs/performance.md, "kvio drives": what a user pays for kvio drives on the job's own figure, and which part of it
+# pays what. One job file (the overhead stage's fio job); per round and device, four runs in an order that rotates
+# each round, each paired with `plain` of the same round and device:
+#   plain   fio JOB
+#   bwlog   fio with the job text kvio drives writes (its [global] section: the bandwidth log), taken from a kvio drives
+#           run before the rounds, the log's path moved into $WORK
+#   trace   fio JOB under the tracer kvio drives starts (kvio trace -q -d DISK --block-only --qd-sample 16 --json,
+#           waited for through --ready-file), plus --stats: its BPF ns per command (the statistics' own cost, two clock
+#           reads per program run, is in this variant's IOPS and not in kvio drives')
+#   trace_exact  the same with --qd-sample 1 (every command's depth: what kvio drives ran before): the sampling's saving
+#   drives  kvio drives --job JOB --drive bench=LOOP --rounds 1 --probe-seconds 0 (the loop device holds only zeros,
+#           so it is not refused): fio's own IOPS from drives.json
+# Devices (KVIO_BENCH_DRIVES_DEVICES, default "ram disk"): ram = the overhead stage's loop device over a private tmpfs
+# (CPU-bound: any CPU the tracer takes is throughput lost); disk = a loop device with direct I/O over a written file
+# in $WORK on the root filesystem (device-bound: fio waits on the disk, the CPUs have time to spare). Per run: the
+# CPU the whole machine spent (/proc/stat busy time over the run, every process's, other jobs' too) per command, and
+# fio's own CPU per command (its user + system time as its JSON reports it: not other jobs').
 DV_ROUNDS=${KVIO_BENCH_DRIVES_ROUNDS:-$ROUNDS}
-drives_iops() {  # drives_iops plain|drives ROUND: prints fio's IOPS of one run
-    local out=$WORK/drives-$1-$2
-    rm -rf "$out"
-    if [ "$1" = plain ]; then
-        fio "$WORK/drives.fio" --output-format=json --output="$out.json" >/dev/null
-        jq '.jobs[0].read.iops' "$out.json"
-    else
-        "$KVIO" drives --job "$WORK/drives.fio" --drive bench="$LOOP" --rounds 1 --probe-seconds 0 -o "$out" \
+read -r -a DV_DEVICES <<< "${KVIO_BENCH_DRIVES_DEVICES:-ram disk}"
+DV_MODES=(plain bwlog trace trace_exact drives)
+DISK_LOOP=""
+cpu_busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# drives_run MODE DEVICE_PATH ROUND: prints {"iops": N, "busy_s": CPU seconds busy, ...} of one run
+drives_run() {
+    local m=$1 dev=$2 out=$WORK/dv-$1-r$3 t0 t1="" iops extra='{}' busy=null
+    rm -rf "$out" "$out".*
+    t0=$(cpu_busy_ticks)
+    case $m in
+    plain)
+        fio "$WORK/drives-${dev##*/}.fio" --output-format=json --output="$out.json" >/dev/null
+        iops=$(jq '.jobs[0].read.iops' "$out.json") ;;
+    bwlog)
+        fio "$WORK/drives-${dev##*/}.bw.fio" --output-format=json --output="$out.json" >/dev/null
+        iops=$(jq '.jobs[0].read.iops' "$out.json")
+        rm -f "$WORK"/dvbw_bw.*.log ;;
+    trace|trace_exact)
+        local kpid qd=16   # kvio drives' --qd-sample (drives/target_run.h kQdSample); trace_exact: every command's
+        [ "$m" = trace_exact ] && qd=1
+        "$KVIO" trace -q -d "${dev#/dev/}" --block-only --qd-sample "$qd" --json "$out.trace.json" --stats \
+            --ready-file "$out.ready" >/dev/null 2>"$out.log" &
+        kpid=$!
+        for ((i = 0; i < 1200; i++)); do [ -f "$out.ready" ] && break; kill -0 $kpid 2>/dev/null || break; sleep 0.05; done
+        [ -f "$out.ready" ] || { kill -TERM $kpid 2>/dev/null; wait $kpid; echo "bench: drives trace did not attach" >&2; cat "$out.log" >&2; return 1; }
+        t0=$(cpu_busy_ticks)
+        fio "$WORK/drives-${dev##*/}.fio" --output-format=json --output="$out.json" >/dev/null
+        t1=$(cpu_busy_ticks)
+        kill -TERM $kpid; wait $kpid || true
+        iops=$(jq '.jobs[0].read.iops' "$out.json")
+        extra=$(jq -c '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
+            {cmds: $n, ns_per_cmd: .bpf_stats.ns_per_cmd,
+             programs: [.bpf_stats.programs[] | select(.run_cnt > 0) | {name, run_cnt, ns_per_run, ns_per_cmd: (.run_time_ns / ($n + (if $n == 0 then 1 else 0 end)))}]}' "$out.trace.json") ;;
+    drives)
+        "$KVIO" drives --job "$WORK/drives-${dev##*/}.fio" --drive bench="$dev" --rounds 1 --probe-seconds 0 -o "$out" \
             > "$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
-        jq '.targets[0].modes.closed.rounds[0].iops' "$out/drives.json"
-    fi
+        iops=$(jq '.targets[0].modes.closed.rounds[0].iops' "$out/drives.json") ;;
+    esac
+    # kvio drives' busy time would hold its tracer's start (loading BPF) too: the CPU per command is fio's alone
+    [ -n "$t1" ] || t1=$(cpu_busy_ticks)
+    [ "$m" = drives ] || busy=$(( t1 - t0 ))
+    # fio's own CPU (its threads' user + system time, which fio reports) per command: other jobs' load is not in it
+    local fj=$out.json fcpu
+    [ "$m" = drives ] && fj=$out/runs/bench-closed-r1.fio.json
+    fcpu=$(jq '.jobs[0] | (.usr_cpu + .sys_cpu) / 100 * .job_runtime / 1000 / (.read.total_ios + .write.total_ios) * 1e6' "$fj")
+    jq -c -n --argjson i "$iops" --argjson x "$extra" --argjson b "$busy" --argjson hz "$(getconf CLK_TCK)" --argjson f "$fcpu" \
+        '{iops: $i, busy_s: (if $b == null then null else $b / $hz end), fio_cpu_us_per_cmd: $f} + $x'
+    rm -rf "$out" "$out".*
 }
 if has_stage drives; then
-    echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) on $LOOP plainly vs inside kvio drives"
-    printf '[global]\nfilename=%s\ndirect=1\nioengine=libaio\niodepth=32\nbs=4k\nrw=randread\nnorandommap\nrandrepeat=0\ntime_based\nruntime=%s\n[randread]\n' \
-        "$LOOP" "$SECS" > "$WORK/drives.fio"
-    for ((r = 1; r <= DV_ROUNDS; r++)); do
-        load0=$(cut -d' ' -f1 /proc/loadavg)
-        if ((r % 2)); then
-            plain=$(drives_iops plain "$r") && inside=$(drives_iops drives "$r") || break
-        else
-            inside=$(drives_iops drives "$r") && plain=$(drives_iops plain "$r") || break
-        fi
-        record drives "round$r" "$(jq -c -n --argjson r "$r" --argjson p "$plain" --argjson d "$inside" \
-            --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '{round: $r, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), plain_iops: $p, drives_iops: $d,
-              cost_pct: ((1 - $d / $p) * 100)}')"
-        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS, inside kvio drives \(.drives_iops|floor) IOPS (cost \(.cost_pct*100|round/100) %)"')"
+    for d in "${DV_DEVICES[@]}"; do
+        case $d in
+        ram) ;;
+        disk)
+            mkdir -p "$WORK/dvdisk"
+            fallocate -l 1100M "$WORK/dvdisk/disk.img"
+            DISK_LOOP=$(losetup -f --show --direct-io=on "$WORK/dvdisk/disk.img")
+            [ "$(cat /sys/block/${DISK_LOOP#/dev/}/loop/dio)" = 1 ] || echo "bench: warning: $DISK_LOOP runs without direct I/O" >&2
+            dd if=/dev/zero of="$DISK_LOOP" bs=1M count=1100 oflag=direct status=none ;;   # every block written once
+        *) die "KVIO_BENCH_DRIVES_DEVICES: unknown device $d (ram, disk)" ;;
+        esac
     done
+    for d in "${DV_DEVICES[@]}"; do
+        dev=$LOOP; [ "$d" = disk ] && dev=$DISK_LOOP
+        printf '[global]\nfilename=%s\ndirect=1\nioengine=libaio\niodepth=32\nbs=4k\nrw=randread\nnorandommap\nrandrepeat=0\ntime_based\nruntime=%s\n[randread]\n' \
+            "$dev" "$SECS" > "$WORK/drives-${dev##*/}.fio"
+        # the job text kvio drives writes, from a run of its own (also a warm-up): the bandwidth log moved into $WORK
+        "$KVIO" drives --job "$WORK/drives-${dev##*/}.fio" --drive bench="$dev" --rounds 1 --probe-seconds 0 -o "$WORK/dv-warm" \
+            > "$WORK/dv-warm.log" 2>&1 || { cat "$WORK/dv-warm.log" >&2; die "kvio drives failed on $dev"; }
+        sed "s|^write_bw_log=.*|write_bw_log=$WORK/dvbw|" "$WORK/dv-warm/runs/bench-closed-r1.job.fio" > "$WORK/drives-${dev##*/}.bw.fio"
+        rm -rf "$WORK/dv-warm" "$WORK/dv-warm.log"
+    done
+    echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) plainly / with kvio drives' bandwidth log / under its tracer / inside kvio drives"
+    for ((r = 1; r <= DV_ROUNDS; r++)); do
+        for d in "${DV_DEVICES[@]}"; do
+            dev=$LOOP; [ "$d" = disk ] && dev=$DISK_LOOP
+            load0=$(cut -d' ' -f1 /proc/loadavg)
+            res='{}'
+            for ((k = 0; k < ${#DV_MODES[@]}; k++)); do
+                m=${DV_MODES[$(( (k + r - 1) % ${#DV_MODES[@]} ))]}
+                x=$(drives_run "$m" "$dev" "$r") || break 2
+                res=$(jq -c -n --argjson a "$res" --argjson x "$x" --arg m "$m" '$a + {($m): $x}')
+            done
+            record drives "$d" "$(jq -c -n --argjson r "$r" --argjson a "$res" --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
+                '{round: $r, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), plain_iops: $a.plain.iops, bwlog_iops: $a.bwlog.iops,
+                  trace_iops: $a.trace.iops, trace_exact_iops: $a.trace_exact.iops, drives_iops: $a.drives.iops,
+                  bwlog_cost_pct: ((1 - $a.bwlog.iops / $a.plain.iops) * 100), trace_cost_pct: ((1 - $a.trace.iops / $a.plain.iops) * 100),
+                  trace_exact_cost_pct: ((1 - $a.trace_exact.iops / $a.plain.iops) * 100),
+                  trace_exact_ns_per_cmd: $a.trace_exact.ns_per_cmd, qd_sample_saving_ns: ($a.trace_exact.ns_per_cmd - $a.trace.ns_per_cmd),
+                  cost_pct: ((1 - $a.drives.iops / $a.plain.iops) * 100),
+                  trace_ns_per_cmd: $a.trace.ns_per_cmd, trace_programs: $a.trace.programs,
+                  fio_cpu_us_per_cmd: ($a | map_values(.fio_cpu_us_per_cmd)),
+                  busy_us_per_cmd: ([$a | to_entries[] | select(.value.busy_s != null) | {key, value: (.value.busy_s / (.value.iops * '"$SECS"') * 1e6)}] | from_entries)}')"
+            printf '  %-4s round %d %s\n' "$d" "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS; bw log \(.bwlog_cost_pct*10|round/10) %, tracer \(.trace_cost_pct*10|round/10) % (\(.trace_ns_per_cmd|floor) BPF ns/cmd; exact depth \(.trace_exact_cost_pct*10|round/10) %, \(.trace_exact_ns_per_cmd|floor) ns), kvio drives \(.cost_pct*10|round/10) %; fio CPU us/cmd plain \(.fio_cpu_us_per_cmd.plain*100|round/100), bw log \(.fio_cpu_us_per_cmd.bwlog*100|round/100), traced \(.fio_cpu_us_per_cmd.trace*100|round/100), drives \(.fio_cpu_us_per_cmd.drives*100|round/100)"')"
+        done
+    done
+    if [ -n "$DISK_LOOP" ]; then losetup -d "$DISK_LOOP"; DISK_LOOP=""; rm -rf "$WORK/dvdisk"; fi
 fi
 
 if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=""; umount "$MNT"; fi

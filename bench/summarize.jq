@@ -124,9 +124,18 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
     fidelity: ([$raw[] | select(.stage == "fidelity")] | group_by(.mode) | map({key: .[0].mode, value: {rounds: length,
         qd_tv: ([.[].qd_tv] | stats), worst_depth_tv: ([.[].worst_depth_tv] | stats), rwmix_err_points: ([.[].rwmix_err_points] | stats),
         size_tv_max: ([.[] | [.size_tv_read, .size_tv_write] | max] | stats)}}) | from_entries),
-    drives: ([$raw[] | select(.stage == "drives")] as $c | if ($c | length) == 0 then null else {
+    drives: ([$raw[] | select(.stage == "drives")] | group_by(.mode) | map({key: .[0].mode, value: (. as $c | {
         rounds: ($c | length), load1: ([$c[].load1] | stats), plain_iops: ([$c[].plain_iops] | stats),
-        drives_iops: ([$c[].drives_iops] | stats), cost_pct: ([$c[].cost_pct] | stats)} end),
+        bwlog_iops: ([$c[].bwlog_iops] | stats), trace_iops: ([$c[].trace_iops] | stats),
+        drives_iops: ([$c[].drives_iops] | stats), bwlog_cost_pct: ([$c[].bwlog_cost_pct] | stats),
+        trace_cost_pct: ([$c[].trace_cost_pct] | stats), cost_pct: ([$c[].cost_pct] | stats),
+        trace_ns_per_cmd: ([$c[].trace_ns_per_cmd // empty] | stats),
+        trace_exact_iops: ([$c[].trace_exact_iops // empty] | stats), trace_exact_cost_pct: ([$c[].trace_exact_cost_pct // empty] | stats),
+        trace_exact_ns_per_cmd: ([$c[].trace_exact_ns_per_cmd // empty] | stats), qd_sample_saving_ns: ([$c[].qd_sample_saving_ns // empty] | stats),
+        fio_cpu_us_per_cmd: ([$c[0].fio_cpu_us_per_cmd | keys[]] | map({key: ., value: (. as $k | [$c[].fio_cpu_us_per_cmd[$k] // empty] | stats)}) | from_entries),
+        busy_us_per_cmd: ({plain: ([$c[].busy_us_per_cmd.plain // empty] | stats), bwlog: ([$c[].busy_us_per_cmd.bwlog // empty] | stats),
+                           trace: ([$c[].busy_us_per_cmd.trace // empty] | stats),
+                           trace_exact: ([$c[].busy_us_per_cmd.trace_exact // empty] | stats)})})}) | from_entries),
     audit: ([$raw[] | select(.stage == "audit")] | map({key: .mode, value: (del(.stage, .mode))}) | from_entries)
   }
 | . as $r
@@ -157,7 +166,10 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
     {("iops_events_bin_" + $e): {value: ($x.kvio_events_bin.overhead_pct.median | r3), spread: $x.kvio_events_bin.overhead_pct,
         target: "<= 8 % with 0 drops (binary capture of -- fio)",
         verdict: (if $x.kvio_events_bin == null then null elif $x.kvio_events_bin.dropped.max > 0 then "missed (drops)" else ($x.kvio_events_bin.overhead_pct | verdict(8)) end)}}
-  ] | add // {}) + {
+  ] | add // {}) + ([($r.drives // {}) | to_entries[] |
+    {("drives_cost_" + .key): {value: (.value.cost_pct.median | r3), spread: .value.cost_pct,
+        target: "<= 2 % (fio IOPS inside kvio drives vs plain fio, paired per round; \(.key) device)",
+        verdict: (.value.cost_pct | verdict(2))}}] | add // {}) + {
     gen_vs_fio_posix: {value: ($r.gen.posix.ratio.median | r3), target: ">= 0.97",
                        met: (if $r.gen.posix then $r.gen.posix.ratio.median >= 0.97 else null end)},
     gen_vs_fio_io_uring: {value: ($r.gen.io_uring.ratio.median | r3), target: ">= 0.97",
@@ -177,9 +189,6 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
                               target: "<= 0.05 x syscall time per storage op >= 16 MiB (p50; worst of tmpfs/loop, write/read)",
                               verdict: ([$r.simulate.tmpfs, $r.simulate.loop | .large_write_overhead_p50 // empty, .large_read_overhead_p50 // empty | verdict(0.05)] |
                                         if length == 0 then null elif any(. == "missed") then "missed" elif any(. == "inside noise") then "inside noise" else "met" end)},
-    drives_cost: {value: ($r.drives.cost_pct.median | r3), spread: $r.drives.cost_pct,
-                  target: "<= 2 % (fio IOPS inside kvio drives vs plain fio, paired per round)",
-                  verdict: ($r.drives.cost_pct | verdict(2))},
     remote_vs_redis_benchmark: {value: ($r.remote.ratio.median | r3), spread: $r.remote.ratio,
                                  target: ">= 0.8 x redis-benchmark (remote bytes/s while transferring, per connection; same server, value size, connections)",
                                  verdict: ($r.remote.ratio | atleast(0.8; 0.2))},

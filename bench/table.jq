@@ -51,10 +51,14 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "simulate --remote-tier vs redis-benchmark, \(.remote.rounds) rounds x \(.remote.secs) s, \(.remote.chunk_bytes)-byte values (min / median / max; load \(.remote.load1 | mmm(1)))",
   "  kvio \(.remote.kvio_mbps | mmm(0)) MB/s; redis-benchmark SET \(.remote.rb_set_mbps | mmm(0)) GET \(.remote.rb_get_mbps | mmm(0)) MB/s, at kvio's mix \(.remote.rb_mbps | mmm(0)) MB/s; paired ratio \(.remote.ratio | mmm(3))",
   "" else empty end),
-(if .drives then
-  "kvio drives around fio (4 KiB randread QD 32), \(.drives.rounds) rounds (min / median / max; load \(.drives.load1 | mmm(1)))",
-  "  fio \(.drives.plain_iops | mmm(0)) IOPS, inside kvio drives \(.drives.drives_iops | mmm(0)) IOPS; paired cost \(.drives.cost_pct | mmm(2)) %",
-  "" else empty end),
+(if (.drives // {}) != {} then "kvio drives around fio (4 KiB randread QD 32); cost % paired with plain fio by round (min / median / max)" else empty end),
+((.drives // {}) | to_entries[] |
+  "  \(.key | pad(5)) \(.value.rounds) rounds, load \(.value.load1 | mmm(1)): fio \(.value.plain_iops | mmm(0)) IOPS, inside kvio drives \(.value.drives_iops | mmm(0))",
+  "        cost: bandwidth log \(.value.bwlog_cost_pct | mmm(2)) %, tracer \(.value.trace_cost_pct | mmm(2)) % (\(.value.trace_ns_per_cmd | mmm(0)) BPF ns/cmd), kvio drives \(.value.cost_pct | mmm(2)) %",
+  "        tracer with every command's depth (--qd-sample 1): \(.value.trace_exact_cost_pct | mmm(2)) %, \(.value.trace_exact_ns_per_cmd | mmm(0)) BPF ns/cmd; sampling saves \(.value.qd_sample_saving_ns | mmm(0)) ns/cmd",
+  "        fio's CPU per command (us): plain \(.value.fio_cpu_us_per_cmd.plain | mmm(2)), bandwidth log \(.value.fio_cpu_us_per_cmd.bwlog | mmm(2)), traced \(.value.fio_cpu_us_per_cmd.trace | mmm(2)), inside kvio drives \(.value.fio_cpu_us_per_cmd.drives | mmm(2))",
+  "        machine CPU per command (us): plain \(.value.busy_us_per_cmd.plain | mmm(2)), bandwidth log \(.value.busy_us_per_cmd.bwlog | mmm(2)), traced \(.value.busy_us_per_cmd.trace | mmm(2))"),
+(if (.drives // {}) != {} then "" else empty end),
 "targets:",
 (.targets | to_entries[] | "  \(.key | pad(32)) \(.value.value | tostring | pad(10)) target \(.value.target): \(
   if .value | has("verdict") then (.value.verdict // "not measured") + (if .value.spread.min then " (rounds \(.value.spread | mmm(2)))" else "" end)

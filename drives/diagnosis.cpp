@@ -49,7 +49,8 @@ std::vector<diagnose::Finding> headroom_findings(const Target& t, const RunResul
                      rnd = write ? 0 : ceiling_of(t, "rand_read_4k_iops");
         const double mb_share = seq > 0 ? mb / seq : 0, iops_share = rnd > 0 ? iops / rnd : 0;
         const double share = std::max(mb_share, iops_share), qd = write ? r.dev.qd_write_mean : r.dev.qd_read_mean;
-        if (mb <= 0 || (seq <= 0 && rnd <= 0) || share >= kHeadroomShare || qd >= kHeadroomQd) continue;
+        // qd 0: no sampled dispatch of this direction (the depth counts the command itself, so a sample is >= 1)
+        if (mb <= 0 || (seq <= 0 && rnd <= 0) || share >= kHeadroomShare || qd <= 0 || qd >= kHeadroomQd) continue;
         std::string s = std::string("the job's ") + (write ? "writes" : "reads") + " reached ";
         char b[200];
         if (seq > 0) {

@@ -296,6 +296,53 @@ void write_outputs(const std::vector<Target>& ts, const RunContext& ctx, const D
     if (opt.html) write_text_file(dir + "/drives.html", drives_html(j));
 }
 
+/// The output directory's parts a run makes (DIR itself when it did not exist, else runs/, probe/ and job.fio in
+/// it): removed again unless kept, so a run that fails before its drives.json is written (a full filesystem) leaves
+/// nothing half-written behind.
+class OutputDir {
+public:
+    /// Makes DIR/runs and DIR/probe; a failure names the path.
+    explicit OutputDir(const std::string& dir) : dir_(dir) {
+        std::error_code ec;
+        existed_ = fs::exists(dir, ec);
+        for (const char* sub : {"runs", "probe"}) {
+            const fs::path p = fs::path(dir) / sub;
+            if (!fs::create_directories(p, ec) && ec) {
+                remove();
+                throw Error(p.string() + ": cannot create: " + ec.message());
+            }
+        }
+    }
+    ~OutputDir() {
+        if (!kept_) remove();
+    }
+    OutputDir(const OutputDir&) = delete;
+    OutputDir& operator=(const OutputDir&) = delete;
+    void keep() { kept_ = true; }
+    /// What a failed run says after its error: that nothing of it stayed.
+    std::string removed_note() const {
+        return existed_ ? "; kvio drives removed what it had written in " + dir_
+                        : "; kvio drives removed " + dir_ + ", which it had created";
+    }
+
+private:
+    void remove() const {
+        std::error_code ec;
+        if (!existed_) {
+            fs::remove_all(dir_, ec);
+            return;
+        }
+        for (const char* sub : {"runs", "probe", "job.fio"}) fs::remove_all(fs::path(dir_) / sub, ec);
+    }
+    std::string dir_;
+    bool existed_ = false, kept_ = false;
+};
+
+/// The probes, the rounds and the outputs (drives.json, drives.html, the console table) of a run whose targets are
+/// checked and whose output directory exists; returns run_drives' status.
+int measure_and_report(const DrivesOptions& opt, const std::string& job, const std::vector<std::string>& modes,
+                       std::vector<Target>& ts, const RunEnv& env, std::ostream& out);
+
 }  // namespace
 
 int run_drives(const DrivesOptions& opt, std::ostream& out) {
@@ -321,8 +368,25 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     env.kvio_exe = fs::read_symlink(opt.kvio_exe == "/proc/self/exe" ? "/proc/self/exe" : opt.kvio_exe).string();
     if (opt.kvio_exe != "/proc/self/exe") env.kvio_exe = opt.kvio_exe;
     env.dir = opt.out_dir.empty() ? now_stamp("kvio-drives-%Y%m%d-%H%M%S") : opt.out_dir;
-    fs::create_directories(env.dir + "/runs");
-    fs::create_directories(env.dir + "/probe");
+    OutputDir out_dir(env.dir);
+    try {
+        const int status = measure_and_report(opt, job, modes, ts, env, out);
+        out_dir.keep();
+        return status;
+    } catch (const Stopped&) {
+        out_dir.keep();  // drives.json holds what was measured
+        throw;
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + out_dir.removed_note());
+    }
+}
+
+namespace {
+
+int measure_and_report(const DrivesOptions& opt, const std::string& job, const std::vector<std::string>& modes,
+                       std::vector<Target>& ts, const RunEnv& env, std::ostream& out) {
     if (!opt.events_path.empty()) write_text_file(env.dir + "/job.fio", job);  // what ran, for the record
     RunContext ctx = context_of(opt, modes);
     const JobDeclared declared = job_declared(job);
@@ -338,7 +402,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
             continue;
         }
         probe_ceiling(t, env);
-        if (!stop.signo()) out << "probe " << t.spec.name << ": " << t.ceiling.dump() << "\n";
+        if (!stop.signo()) out << ceiling_line(t) << "\n";
         out.flush();
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
@@ -364,5 +428,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
         if (!t.failed.empty()) ++failed, out << "FAILED " << t.spec.name << ": " << t.failed << "\n";
     return failed ? 1 : 0;
 }
+
+}  // namespace
 
 }  // namespace kvio::drives

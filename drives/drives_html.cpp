@@ -47,6 +47,21 @@ const Column kColumns[] = {
     {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
 };
 
+/// The open loop's columns: its verdict figure first (the worse direction's completion p99 of each round, median over
+/// rounds: the mode's `figure`, ns; summary.h verdict_figure), as the console table shows it, then the closed loop's.
+const Column kOpenColumns[] = {
+    {"worst clat p99 (µs, verdict)", false,
+     [](const json& m) { return m.contains("figure") ? median_of(m["figure"]) / 1e3 : NAN; }, "%.0f"},
+    {"MB/s", true, [](const json& m) { return phase_total(m, "read", "mb_s") + phase_total(m, "write", "mb_s"); },
+     "%.1f"},
+    kColumns[1],
+    kColumns[2],
+    kColumns[3],
+    kColumns[4],
+    kColumns[5],
+    kColumns[6],
+};
+
 double sim_fig(const json& m, const char* key) {
     return m.contains("simulate") && m["simulate"].is_object() ? median_of(m["simulate"][key]) : NAN;
 }
@@ -74,8 +89,9 @@ std::string cell(double v, const char* f) {
 
 std::string table(const json& d, const std::string& mode) {
     std::ostringstream o;
-    const std::span<const Column> cols =
-        mode == "simulate" ? std::span<const Column>(kSimColumns) : std::span<const Column>(kColumns);
+    const std::span<const Column> cols = mode == "simulate" ? std::span<const Column>(kSimColumns)
+                                         : mode == "trace"  ? std::span<const Column>(kOpenColumns)
+                                                            : std::span<const Column>(kColumns);
     o << "<table><tr><th>drive</th>";
     for (const auto& c : cols) o << "<th>" << html_escape(c.title) << "</th>";
     o << "</tr>\n";

@@ -380,6 +380,16 @@ const char* mode_title(const std::string& mode) {
 
 }  // namespace
 
+std::string ceiling_line(const Target& t) {
+    const json& c = t.ceiling;
+    if (c.contains("error")) return "probe " + t.spec.name + " failed: " + c["error"].get<std::string>();
+    auto num = [&](const char* k) { return c.contains(k) && c[k].is_number() ? c[k].get<double>() : 0.0; };
+    const double mib = num("bytes") / (1 << 20);
+    return "probe " + t.spec.name + ": sequential read " + fmt(num("seq_read_mb_s")) + " MB/s, write " +
+           fmt(num("seq_write_mb_s")) + " MB/s; 4 KiB random read " + fmt(num("rand_read_4k_iops"), "%.0f") +
+           " IOPS (3 x " + fmt(num("seconds"), "%g") + " s over " + fmt(mib, "%.0f") + " MiB)";
+}
+
 void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx) {
     for (const auto& mode : ctx.modes) {
         out << "\n== " << mode_title(mode) << ", " << ctx.rounds << (ctx.rounds == 1 ? " round" : " rounds")

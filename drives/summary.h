@@ -47,6 +47,11 @@ nlohmann::json drives_json(const std::vector<Target>& targets, const RunContext&
 /// The console table per mode (median [min–max] over rounds) and the verdict lines.
 void print_table(std::ostream& out, const std::vector<Target>& targets, const RunContext& ctx);
 
+/// The console's line for a target's ceiling probe (probe_ceiling): "probe NAME: sequential read 1234.5 MB/s, write
+/// 987.6 MB/s; 4 KiB random read 123456 IOPS (3 x 1 s over 64 MiB)" (MB/s = 10^6 B/s, fio's own figures), or "probe
+/// NAME failed: ..." with the probe's error. No newline.
+std::string ceiling_line(const Target& t);
+
 /// The verdicts of one mode over the targets that measured every round.
 std::vector<Verdict> verdicts_for(const std::vector<Target>& targets, const std::string& mode);
 

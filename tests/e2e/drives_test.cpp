@@ -335,6 +335,10 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
                      " --rounds 1 --probe-seconds 0.2 -o " + d.file("out" + std::to_string(i)));
         ASSERT_EQ(r.status, 0) << "run " << i << ": " << r.out << r.err;
         EXPECT_NE(r.out.find("1 round:"), std::string::npos) << r.out;
+        // the probe as a sentence (ceiling_line), not its JSON
+        EXPECT_NE(r.out.find("probe x: sequential read "), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(" IOPS (3 x 0.2 s over 7 MiB)"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("{\""), std::string::npos) << r.out;
     }
     json j = json::parse(slurp(d.file("out0/drives.json")));
     EXPECT_EQ(j["targets"][0]["ceiling"]["offset"], kMiB);
@@ -430,6 +434,45 @@ TEST(Drives, ProbeFileRemovedWhenFioFails) {
         << j["targets"][0]["ceiling"].dump();
     EXPECT_FALSE(fs::exists(d.file("target/kvio-drives-probe")));
     EXPECT_TRUE(fs::is_empty(d.file("target")));
+}
+
+// The output directory on a full filesystem (a 4 KiB tmpfs: one page, so the second file written fails with ENOSPC):
+// the run fails naming the file it could not write (a probe's or the first round's job file: the probe's fio cannot
+// write its own output either, which the probe records as its error), and leaves nothing half-written: an output
+// directory it made is gone, one that existed keeps only what it held. With and without the probe.
+TEST(Drives, FullOutputFilesystemLeavesNothingHalfWritten) {
+    TempDir d;
+    LoopDevice l(8 * kMiB);
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=read\nbs=64k\nsize=1m\n";
+    struct Tmpfs {
+        explicit Tmpfs(const std::string& p) : path(p) {
+            fs::create_directories(p);
+            ok = run("mount -t tmpfs -o size=4k kvio-drives-full " + p).status == 0;
+        }
+        ~Tmpfs() {
+            if (ok) run("umount " + path);
+        }
+        std::string path;
+        bool ok = false;
+    } full(d.file("full"));
+    ASSERT_TRUE(full.ok);
+    for (const char* probe : {"0.2", "0"}) {
+        SCOPED_TRACE(std::string("--probe-seconds ") + probe);
+        auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
+                     " --rounds 1 --probe-seconds " + probe + " -o " + full.path + "/out");
+        EXPECT_EQ(r.status, 1) << r.out << r.err;
+        EXPECT_NE(r.err.find(full.path + "/out/"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("removed " + full.path + "/out, which it had created"), std::string::npos) << r.err;
+        EXPECT_TRUE(fs::is_empty(full.path)) << run("find " + full.path).out;
+    }
+    // an output directory that existed: what it held stays, nothing of the run does
+    fs::create_directories(full.path + "/mine");
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
+                 " --rounds 1 --probe-seconds 0.2 -o " + full.path + "/mine");
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("removed what it had written in " + full.path + "/mine"), std::string::npos) << r.err;
+    EXPECT_TRUE(fs::is_empty(full.path + "/mine")) << run("find " + full.path).out;
 }
 
 // SIGTERM in the first round: the console and drives.json agree that the target was interrupted (not failed, not

@@ -349,6 +349,8 @@ TEST(DrivesDiagnosis, JobBelowCeilingThresholds) {
     r.fio.phases[0].read.iops = 30000;
     r.dev.qd_read_mean = 8;  // deep enough: the drive, not the job, sets the figure
     EXPECT_TRUE(headroom_findings(t, r).empty());
+    r.dev.qd_read_mean = 0;  // the tracer sampled no read's depth (kQdSample): unknown, not shallow
+    EXPECT_TRUE(headroom_findings(t, r).empty());
     r.dev.qd_read_mean = 1;
     r.mode = "trace";
     EXPECT_TRUE(headroom_findings(t, r).empty());
@@ -466,4 +468,45 @@ TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
     // worst per round 8000, 3000, 2500 µs: median 3000 [2500-8000]; the per-direction medians are 2000 and 2500
     EXPECT_NE(out.str().find("worst_p99us"), std::string::npos) << out.str();
     EXPECT_NE(out.str().find("x            3000.0 [2500.0-8000.0]"), std::string::npos) << out.str();
+}
+
+// drives.html's open-loop table carries the same verdict figure as the console's (the worse direction's completion
+// p99 per round, median over rounds, µs) as its first column, so its verdict can be checked against the page.
+TEST(DrivesHtml, OpenLoopTableShowsItsVerdictFigure) {
+    Target t;
+    t.spec = parse_drive_spec("x=/dev/loop9");
+    t.info = nlohmann::json::object();
+    for (auto [rp, wp] : {std::pair{8000e3, 1000e3}, std::pair{1000e3, 3000e3}, std::pair{2000e3, 2500e3}}) {
+        RunResult r;
+        r.mode = "trace", r.ok = true;
+        r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
+        r.fio.total.read.mb_s = 10;
+        t.runs.push_back(r);
+    }
+    RunContext ctx;
+    ctx.rounds = 3, ctx.modes = {"trace"};
+    const std::string html = drives_html(drives_json({t}, ctx));
+    const size_t h2 = html.find("open loop at the job's rates");
+    ASSERT_NE(h2, std::string::npos);
+    const std::string table = html.substr(h2, html.find("</table>", h2) - h2);
+    // the verdict column heads the table, and its cell is the median of the worst per round: 8000, 3000, 2500 µs
+    const size_t head = table.find("<th>worst clat p99 (µs, verdict)</th>");
+    ASSERT_NE(head, std::string::npos) << table;
+    EXPECT_LT(head, table.find("<th>MB/s</th>")) << table;
+    EXPECT_NE(table.find("<td>x</td><td class=best>3000 ★</td>"), std::string::npos) << table;
+}
+
+// The ceiling probe's console line is a sentence per drive, not the probe's JSON: sequential read and write MB/s and
+// 4 KiB random read IOPS, with what the probe covered; a failed probe says so with its error.
+TEST(DrivesSummary, CeilingProbeLineIsHuman) {
+    Target t;
+    t.spec = parse_drive_spec("nvme-a=/dev/loop9");
+    t.ceiling = {{"seq_read_mb_s", 1234.56}, {"seq_write_mb_s", 987.61}, {"rand_read_4k_iops", 123456.7},
+                 {"seconds", 0.5},           {"bytes", 64 << 20},        {"offset", 1 << 20}};
+    EXPECT_EQ(ceiling_line(t),
+              "probe nvme-a: sequential read 1234.6 MB/s, write 987.6 MB/s; 4 KiB random read 123457 IOPS "
+              "(3 x 0.5 s over 64 MiB)");
+    t.ceiling = {{"error", "probe read: fio exit status 1: fio: No space left on device (see x.log)"}};
+    EXPECT_EQ(ceiling_line(t),
+              "probe nvme-a failed: probe read: fio exit status 1: fio: No space left on device (see x.log)");
 }
