@@ -53,6 +53,34 @@ TEST(Conversation, CapDropsTheLeastRecentlyUsedAndAddTurnReportsIt) {
     EXPECT_TRUE(m.add_turn(c, 1));
 }
 
+// A turn is sized once its prefill set its tokens; a handoff message carries that, so the client taking the
+// conversation over knows which turns' sizes are the written ones (docs/simulate.md, "Remote tier", handoff).
+TEST(Conversation, HandoffMessageCarriesWhetherEachTurnIsSized) {
+    ConversationManager m;
+    std::string a = m.start_conversation("u");
+    m.add_turn(a, 1000);
+    m.add_turn(a, 2000);
+    EXPECT_FALSE(m.turns(a)[0].sized);
+    m.set_turn_tokens(a, a + "_turn_1", 990);  // a system prompt of 10 tokens came off
+    const std::vector<Turn> t = m.turns(a);
+    EXPECT_TRUE(t[0].sized);
+    EXPECT_EQ(t[0].context_tokens, 990);
+    EXPECT_FALSE(t[1].sized);
+    const std::optional<HandedConversation> h = parse_handoff_message(handoff_message(a, t));
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->conv_id, a);
+    ASSERT_EQ(h->turns.size(), 2u);
+    EXPECT_EQ(h->turns[0].cache_key, a + "_turn_1");
+    EXPECT_EQ(h->turns[0].context_tokens, 990);
+    EXPECT_TRUE(h->turns[0].sized);
+    EXPECT_EQ(h->turns[1].turn_number, 2);
+    EXPECT_EQ(h->turns[1].context_tokens, 2000);
+    EXPECT_FALSE(h->turns[1].sized);
+    EXPECT_TRUE(h->turns[0].handed_over && h->turns[1].handed_over);
+    EXPECT_FALSE(parse_handoff_message("not json"));
+    EXPECT_FALSE(parse_handoff_message(R"({"conv": "x", "turns": [["k", 5]]})"));  // no sized flag
+}
+
 TEST(Prefix, ThreePromptsWithTheBenchmarksWordCountsAndStableKeys) {
     EXPECT_EQ(system_prompt(0).tokens, 5);
     EXPECT_EQ(system_prompt(1).tokens, 9);

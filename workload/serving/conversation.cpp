@@ -1,5 +1,7 @@
 #include "workload/serving/conversation.h"
 
+#include <nlohmann/json.hpp>
+
 namespace kvio::serving {
 
 void ConversationManager::make_room() {
@@ -73,7 +75,7 @@ void ConversationManager::set_turn_tokens(const std::string& conv_id, const std:
     auto it = table_.find(conv_id);
     if (it == table_.end()) return;
     for (Turn& t : it->second.turns)
-        if (t.cache_key == key) t.context_tokens = tokens;
+        if (t.cache_key == key) t.context_tokens = tokens, t.sized = true;
 }
 
 std::vector<Turn> ConversationManager::turns(const std::string& conv_id) const {
@@ -93,6 +95,32 @@ uint64_t ConversationManager::started() const {
 uint64_t ConversationManager::dropped() const {
     std::lock_guard lk(mu_);
     return dropped_;
+}
+
+std::string handoff_message(const std::string& conv_id, const std::vector<Turn>& turns) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Turn& t : turns) list.push_back({t.cache_key, t.context_tokens, t.sized});
+    return nlohmann::json{{"conv", conv_id}, {"turns", list}}.dump();
+}
+
+std::optional<HandedConversation> parse_handoff_message(const std::string& text) {
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text);
+        HandedConversation h;
+        h.conv_id = j.at("conv").get<std::string>();
+        for (const auto& t : j.at("turns")) {
+            Turn turn;
+            turn.turn_number = int(h.turns.size()) + 1;
+            turn.cache_key = t.at(0).get<std::string>();
+            turn.context_tokens = t.at(1).get<int64_t>();
+            turn.sized = t.at(2).get<bool>();
+            turn.handed_over = true;
+            h.turns.push_back(std::move(turn));
+        }
+        return h;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
 }
 
 }  // namespace kvio::serving
