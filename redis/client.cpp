@@ -271,6 +271,10 @@ Reply Connection::command(const std::vector<std::string>& args) {
     return next_reply();
 }
 
+Reply Connection::key_command(const std::string& key, const std::vector<std::string>& args) {
+    return cluster_ ? cluster_->key_command(key, args) : command(args);
+}
+
 uint64_t Connection::max_bulk_len() {
     Reply r = command({"CONFIG", "GET", "proto-max-bulk-len"});
     if (r.type != Reply::Type::Array || r.elements.size() != 2) return kDefaultMaxBulk;

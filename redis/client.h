@@ -74,6 +74,9 @@ public:
 
     /// Sends one command and returns its reply (an Error reply is returned, not thrown). Throws on I/O errors.
     Reply command(const std::vector<std::string>& args);
+    /// command() for a command on one key (`args` names `key`): over a Redis Cluster it goes to the node owning the
+    /// key's slot (Cluster::key_command), else to this server.
+    Reply key_command(const std::string& key, const std::vector<std::string>& args);
     /// CONFIG GET proto-max-bulk-len, or kDefaultMaxBulk when the server refuses CONFIG (a managed service).
     uint64_t max_bulk_len();
 

@@ -245,6 +245,42 @@ void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const 
     if (!too_many.empty()) throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + too_many);
 }
 
+Reply Cluster::key_command(const std::string& key, const std::vector<std::string>& args) {
+    const int slot = key_slot(key);
+    std::pair<std::string, int> at = owner_[size_t(slot)];
+    bool asking = false, moved = false;
+    for (int redirects = 0;; ++redirects) {
+        Node& nd = node(at.first, at.second);
+        if (asking && nd.conn->command({"ASKING"}).type == Reply::Type::Error)
+            throw Error("redis cluster " + endpoint_of(at.first, at.second) + ": ASKING refused");
+        Reply r = nd.conn->command(args);
+        const Redirect rd = r.type == Reply::Type::Error ? parse_redirect(r.str) : Redirect{};
+        if (rd.kind == Redirect::Kind::None) {
+            if (moved) {  // as run(): slots changed owners, usually more than one
+                try {
+                    load_map(*nd.conn);
+                    stats_.map_reloads += 1;
+                } catch (const std::exception&) {}
+            }
+            return r;
+        }
+        const std::string host = rd.host.empty() ? at.first : rd.host;
+        if (redirects >= kMaxRedirections)
+            throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + args.at(0) + " " + key +
+                        ": still redirected after " + std::to_string(kMaxRedirections) + " redirections (last to " +
+                        endpoint_of(host, rd.port) + ")");
+        if (rd.kind == Redirect::Kind::Moved) {
+            stats_.moved += 1;
+            owner_[size_t(rd.slot)] = {host, rd.port};
+            moved = true;
+        } else {
+            stats_.ask += 1;
+        }
+        asking = rd.kind == Redirect::Kind::Ask;
+        at = {host, rd.port};
+    }
+}
+
 void Cluster::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill) {
     const uint64_t n = chunk_count(bytes, chunk);
     buf_.resize(size_t(std::min<uint64_t>(chunk, std::max<uint64_t>(bytes, 1))));

@@ -76,6 +76,11 @@ public:
     uint64_t get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
                         const std::string& verb = "GET");
     long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
+    /// One command on one key (`args` names `key`; RPUSH, LPOP, DEL of a list) at the node owning the key's slot,
+    /// following MOVED (the map read again afterwards) and ASK (ASKING first) as the chunked commands do. Returns the
+    /// reply (an error reply other than a redirection is returned, not thrown); throws kvio::Error on an I/O error or a
+    /// command still redirected after kMaxRedirections.
+    Reply key_command(const std::string& key, const std::vector<std::string>& args);
 
     /// HOST:PORT of the node the map gives for `slot`.
     std::string node_of_slot(int slot) const;

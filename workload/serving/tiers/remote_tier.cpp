@@ -251,7 +251,7 @@ public:
         std::lock_guard<std::mutex> g(control_mu_);
         handoff_used_ = true;
         on_control([&](redis::Connection& c) {
-            redis::Reply r = c.command({"RPUSH", list, msg});
+            redis::Reply r = c.key_command(list, {"RPUSH", list, msg});  // over a cluster: at the list's shard
             if (r.type == redis::Reply::Type::Error) throw Error("redis: RPUSH " + list + ": " + r.str);
             return r.integer;
         });
@@ -263,7 +263,7 @@ public:
         std::lock_guard<std::mutex> g(control_mu_);
         handoff_used_ = true;
         on_control([&](redis::Connection& c) {
-            redis::Reply r = c.command({"LPOP", list});
+            redis::Reply r = c.key_command(list, {"LPOP", list});
             if (r.type == redis::Reply::Type::Error) throw Error("redis: LPOP " + list + ": " + r.str);
             if (r.type == redis::Reply::Type::String) out = r.str;
             return 0LL;
@@ -283,9 +283,10 @@ public:
             std::lock_guard<std::mutex> g(control_mu_);
             on_control([&](redis::Connection& c) {
                 for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
-                if (handoff_used_)  // messages nobody took; without handoff no list was made (and over a cluster
-                                    // the control connection is the seed's, which may not own the list's slot)
-                    c.command({"DEL", o_.run_id + ":handoff:" + std::to_string(o_.client)});
+                if (handoff_used_) {  // messages nobody took; without handoff no list was made
+                    const std::string list = o_.run_id + ":handoff:" + std::to_string(o_.client);
+                    c.key_command(list, {"DEL", list});
+                }
                 return 0LL;
             });
         } catch (const std::exception&) {}
