@@ -158,8 +158,8 @@ size_t Cluster::nodes() const {
     return size_t(std::unique(all.begin(), all.end()) - all.begin());
 }
 
-void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply,
-                  const std::string& what) {
+void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what,
+                  size_t window) {
     std::vector<Op> ops(n);
     std::vector<Node*> active;
     auto enqueue = [&](size_t i) {
@@ -180,7 +180,7 @@ void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const 
             for (size_t a = 0; a < active.size(); ++a) {  // fill every node's window, then let them all work
                 Node& nd = *active[a];
                 bool sent = false;
-                while (!nd.pending.empty() && nd.in_flight.size() < kPipelineWindow) {
+                while (!nd.pending.empty() && nd.in_flight.size() < window) {
                     const size_t i = nd.pending.front();
                     nd.pending.pop_front();
                     if (ops[i].asking) nd.conn->append({"ASKING"}, {6});
@@ -327,7 +327,7 @@ uint64_t Cluster::get_chunks(const std::string& key, uint64_t bytes, uint64_t ch
             else if (sink)
                 sink(off, v.data, v.len);
         },
-        verb);
+        verb, get_window(chunk));
     if (!problem.empty())
         throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + verb + " " + key + ": " + problem);
     return found;

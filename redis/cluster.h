@@ -68,8 +68,8 @@ public:
     Cluster& operator=(const Cluster&) = delete;
 
     /// client.h's set_chunks/get_chunks/del_chunks: the same keys and replies, each chunk key sent to its slot's
-    /// node; the nodes' pipelines (kPipelineWindow each) run side by side. Throws kvio::Error on an error reply (the
-    /// first), an I/O error, or a command still redirected after kMaxRedirections.
+    /// node; the nodes' pipelines (kPipelineWindow each, get_window(chunk) for GETs) run side by side. Throws
+    /// kvio::Error on an error reply (the first), an I/O error, or a command still redirected after kMaxRedirections.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
     /// get_chunks returns the chunks found (a missing one is not an error; over several nodes the sink may also see
     /// chunks after a missing one, in reply order) and reads with `verb` ("GET" or "GETEX").
@@ -96,9 +96,10 @@ private:
     void load_map(Connection& from);
     Node& node(const std::string& host, int port);
     /// Sends chunk command 0..n-1 of `key` (`send` appends it) to the node owning its chunk key (ASKING first after
-    /// an ASK), pipelined per node; every reply but a redirection goes to `reply`; a MOVED updates the slot's owner
-    /// and an ASK the op's target, and the op is sent again (at most kMaxRedirections times).
-    void run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what);
+    /// an ASK), pipelined per node (`window` deep); every reply but a redirection goes to `reply`; a MOVED updates the
+    /// slot's owner and an ASK the op's target, and the op is sent again (at most kMaxRedirections times).
+    void run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what,
+             size_t window = kPipelineWindow);
 
     Url url_;
     double timeout_s_;
