@@ -90,6 +90,16 @@ TEST(RemoteTier, SimulateOnRedisAgreesWithTheServer) {
     EXPECT_EQ((*t)["bytes_written"].get<uint64_t>(), rs["bytes_sent"].get<uint64_t>());
     EXPECT_EQ((*t)["bytes_read"].get<uint64_t>(), rs["bytes_received"].get<uint64_t>());
     EXPECT_EQ(rs["errors"].get<uint64_t>(), 0u);
+    // The time with a SET or GET in flight is the union of the connections' busy time: no more than their sum, no
+    // less than their sum over the connections (each connection's ops run one after the other), within the run (1 ms
+    // an op for the clock reads around the spans' ends).
+    const double infl = rs["in_flight_s"].get<double>(),
+                 busy = rs["busy_s"]["set"].get<double>() + rs["busy_s"]["get"].get<double>();
+    const double slack = 1e-3 * double(rs["commands"]["set"].get<long long>() + rs["commands"]["get"].get<long long>());
+    EXPECT_GT(infl, 0.0);
+    EXPECT_LE(infl, busy + slack);
+    EXPECT_GE(infl, busy / rs["connections"].get<double>() - slack);
+    EXPECT_LE(infl, r.results["summary"]["elapsed_time"].get<double>() + slack);
     // The server counted the same commands: every chunk SET and GET, and every GET found its key.
     EXPECT_EQ(srv.calls("set"), rs["commands"]["set"].get<long long>());
     EXPECT_EQ(srv.calls("get"), rs["commands"]["get"].get<long long>());
