@@ -559,6 +559,11 @@ TEST(RemoteTier, ConversationHandoffReadsEarlierTurnsWrittenByTheOtherClient) {
     }
     EXPECT_GT(handed, 0);
     EXPECT_GT(unsized, 0);  // the case this test is about happened
+    // Conversations came back to the client that handed them off, with the turns the other added: taken over again.
+    long long taken = 0, turns_taken = 0;
+    for (const auto& h : handoffs)
+        taken += h["taken_over"].get<long long>(), turns_taken += h["turns_taken_over"].get<long long>();
+    EXPECT_GT(turns_taken, taken);
     EXPECT_EQ(srv.calls("rpush"), handed);
     EXPECT_EQ(srv.calls("lpop"), polls);
     EXPECT_EQ(srv.calls("getex"), getex);

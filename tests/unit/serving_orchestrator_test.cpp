@@ -81,6 +81,29 @@ TEST(Conversation, HandoffMessageCarriesWhetherEachTurnIsSized) {
     EXPECT_FALSE(parse_handoff_message(R"({"conv": "x", "turns": [["k", 5]]})"));  // no sized flag
 }
 
+// A conversation handed off and handed back (two clients, each hands every conversation to the other) is taken over
+// again with the turns the other client added; one still open here is not replaced.
+TEST(Conversation, AdoptTakesBackAConversationThisClientHandedOff) {
+    ConversationManager m;
+    std::string a = m.start_conversation("u");
+    m.add_turn(a, 100);
+    EXPECT_FALSE(m.adopt(a, {}));  // open here: refused
+    m.end_conversation(a);         // handed off before turn 1's prefill: the message carries it unsized
+    std::vector<Turn> back = m.turns(a);
+    for (Turn& t : back) t.handed_over = true;
+    back.push_back({2, a + "_turn_2", 200, true, true});
+    m.set_turn_tokens(a, a + "_turn_1", 90);  // turn 1's prefill ran here meanwhile
+    ASSERT_TRUE(m.adopt(a, back));
+    const std::vector<Turn> t = m.turns(a);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_TRUE(t[0].sized);  // this client's own turn: its size is known here
+    EXPECT_EQ(t[0].context_tokens, 90);
+    EXPECT_FALSE(t[0].handed_over);
+    EXPECT_TRUE(t[1].handed_over && t[1].sized);
+    EXPECT_EQ(m.add_turn(a, 300)->cache_key, a + "_turn_3");  // numbering goes on
+    EXPECT_EQ(m.size(), 1u);
+}
+
 TEST(Prefix, ThreePromptsWithTheBenchmarksWordCountsAndStableKeys) {
     EXPECT_EQ(system_prompt(0).tokens, 5);
     EXPECT_EQ(system_prompt(1).tokens, 9);

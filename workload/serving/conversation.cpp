@@ -62,10 +62,19 @@ void ConversationManager::end_conversation(const std::string& conv_id) {
 
 bool ConversationManager::adopt(const std::string& conv_id, const std::vector<Turn>& turns) {
     std::lock_guard lk(mu_);
-    if (table_.count(conv_id)) return false;
+    std::vector<Turn> merged = turns;
+    if (auto it = table_.find(conv_id); it != table_.end()) {
+        if (!it->second.ended) return false;
+        // This client handed it off (and ended it): it comes back with the turns added since. A turn sized here is
+        // this client's own: its size is known here even when the message carries it unsized.
+        for (Turn& t : merged)
+            for (const Turn& mine : it->second.turns)
+                if (mine.cache_key == t.cache_key && mine.sized && !t.sized) t = mine;
+        table_.erase(it);
+    }
     make_room();
     Conversation& c = table_[conv_id];
-    c.turns = turns;
+    c.turns = std::move(merged);
     c.last_access = ++clock_;
     return true;
 }

@@ -49,7 +49,8 @@ public:
     /// Marks a conversation ended (it stays in the table).
     void end_conversation(const std::string& conv_id);
     /// A conversation another client handed to this one (docs/simulate.md, "Remote tier", handoff): `conv_id` with
-    /// its `turns` so far enters the table open (the cap applies as for a new one); false when the id is there already.
+    /// its `turns` so far enters the table open (the cap applies as for a new one); an ended conversation of that id
+    /// (this client handed it off before: it comes back) is replaced; false when the id is there and open.
     bool adopt(const std::string& conv_id, const std::vector<Turn>& turns);
     /// The tokens turn `key` of `conv_id` is written with (the prefill's, after a system prompt's tokens came off),
     /// set before that write: what a client that takes the conversation over reads; the turn is sized from then on.
