@@ -22,11 +22,10 @@
 #   verify    `kvio simulate --verify-reads`'s cost: the storage baseline on tmpfs without and with it, storage read
 #             bytes/s paired per round (KVIO_BENCH_VERIFY_ROUNDS 5, KVIO_BENCH_VERIFY_SECS 10)
 #   remote    `kvio simulate --remote-tier` on one redis-server vs redis-benchmark on the same server (chunk size,
-#             connections, pipeline depth), remote bytes/s while transferring per connection, paired per round
-#             (KVIO_BENCH_REMOTE_ROUNDS 3, KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 1000): kvio's bytes over
-#             the seconds its connections spent in SET and GET (its results' remote busy_s), against
-#             redis-benchmark's bytes/s divided by its connections; kvio's bytes/elapsed (idle time in it) is kept
-#             as elapsed_ratio
+#             connections, pipeline depth; SETs of new keys as kvio's are), paired per round (KVIO_BENCH_REMOTE_ROUNDS
+#             3, KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 1000): kvio's bytes over the wall time with a
+#             request in flight (its results' remote in_flight_s) against redis-benchmark's bytes/s at kvio's mix;
+#             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
 #             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
@@ -695,42 +694,39 @@ fi
 # ---------------------------------------------------------------- remote tier vs redis-benchmark
 # docs/performance.md, "Remote tier": one redis-server (loopback, a free port, --save '', maxmemory 2 GiB noeviction,
 # its own directory in $WORK). Per round (KVIO_BENCH_REMOTE_ROUNDS, default 3; the order alternates): `kvio simulate`
-# with the remote tier as its only tier (KVIO_BENCH_REMOTE_SECS s, default 10) = remote bytes written + read /
-# elapsed_time; then redis-benchmark on the same server with kvio's chunk size as -d, kvio's connection count as -c,
-# SET then GET (KVIO_BENCH_REMOTE_REQS requests each, default 1000, over 64 keys: at most 64 chunks in memory), at
-# -P 1 and -P 4, the better of the two per command (redis-benchmark's own hiredis buffers make -P 4 of 4 MiB values
-# ~10x slower for SET on this machine: the peer is the fastest way it moves these values). redis-benchmark's time for kvio's own bytes = written / SET bytes/s + read / GET
-# bytes/s; the ratio = that time / kvio's elapsed time (> 1: kvio moved the bytes faster), paired per round.
-# That ratio (elapsed_ratio) compared unlike things: kvio's elapsed time holds the simulation's pacing (think times,
-# requests waiting, the warm-up), when its connections move nothing, while redis-benchmark keeps every connection
-# busy. The ratio reported now compares bytes/s while transferring, per connection: kvio's remote bytes sent +
-# received over the seconds its connections spent inside the chunked SETs and GETs (the remote section's busy_s,
-# summed over connections, from the first command of an op to its last reply; data generation is not in it), and
-# redis-benchmark's SET and GET bytes/s divided by its connection count (-c = kvio's). redis-benchmark's
-# per-connection time for kvio's own bytes = written / (SET bytes/s / c) + read / (GET bytes/s / c); the ratio =
-# that time / kvio's busy seconds. It leans toward kvio where its connections were busy one at a time (one then
-# has the server alone, redis-benchmark's c always share it); with 2 connections on this machine that is the
-# difference between ~1 and ~2 concurrent transfers, so the figure is an upper bound of like with like and the
-# elapsed ratio the lower one; both are recorded, with kvio_busy_share = busy seconds / (connections x elapsed):
-# how much of the run kvio's connections were moving bytes (near 1 means idle time was never the gap).
+# with the remote tier as its only tier (KVIO_BENCH_REMOTE_SECS s, default 10); then redis-benchmark on the same
+# server with kvio's chunk size as -d and kvio's connection count as -c, at -P 1 and -P 4, the better of the two per
+# command (redis-benchmark's own hiredis buffers make -P 4 of 4 MiB values ~10x slower for SET on this machine): SET
+# of new keys (-n = kvio's SET count, -r 100000000: kvio's stores are new keys, which the server faults in; the old
+# peer's -r 64 overwrote 64 keys and recycled their memory, 5x faster), then after a FLUSHALL SET+GET over 64 keys
+# (KVIO_BENCH_REMOTE_REQS each, default 1000), of which the GETs are kept. redis-benchmark's time for kvio's own
+# bytes = written / SET bytes/s + read / GET bytes/s; the ratio = that time / kvio's in_flight_s (the wall time with
+# at least one SET or GET in flight on any of its connections: the tier's busy time, whatever the simulation's pacing
+# offered). Kept beside it: the ratio over kvio's elapsed time (elapsed_ratio), the per-connection ratio over busy_s
+# (conn_ratio), the in-flight share of the run and the mean number of requests in flight.
 RM_SECS=${KVIO_BENCH_REMOTE_SECS:-10}
 RM_ROUNDS=${KVIO_BENCH_REMOTE_ROUNDS:-3}
 RM_REQS=${KVIO_BENCH_REMOTE_REQS:-1000}
 RM_PORT=""
 RM_SIM=(--model tiny-1b --num-users 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --remote-capacity-gb 1.5)
-remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S" of one run
+remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS" of one run
     local out=$WORK/remote.json
     "$KVIO" simulate "${RM_SIM[@]}" --duration "$RM_SECS" --remote-tier "redis://127.0.0.1:$RM_PORT" --quiet \
         --progress-interval 0 --output "$out" > "$WORK/remote.out" 2>&1 \
         || { echo "bench: simulate --remote-tier failed:" >&2; tail -5 "$WORK/remote.out" >&2; return 1; }
     jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
            if $t.errors > 0 then error("remote tier errors: \($t.errors)") else
-           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get)" end' "$out"
+           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set)" end' "$out"
 }
-remote_bench() {  # remote_bench CHUNK CONNS: prints "SET_RPS GET_RPS", each the better of -P 1 and -P 4
+remote_bench() {  # remote_bench CHUNK CONNS SETS: prints "SET_RPS GET_RPS", each the better of -P 1 and -P 4
     : > "$WORK/rb.csv"
     for p in 1 4; do
-        redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set,get -d "$1" -c "$2" -P "$p" -n "$RM_REQS" -r 64 --csv >> "$WORK/rb.csv" 2> "$WORK/rb.err" \
+        # SETs of new keys, as kvio's stores are (-r far above -n: nearly every key is new; SETS = kvio's count, so
+        # the server holds what kvio's run held), then SET+GET over 64 keys, of which the GETs are kept.
+        redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c "$2" -P "$p" -n "$3" -r 100000000 --csv >> "$WORK/rb.csv" 2> "$WORK/rb.err" \
+            && redis-cli -p "$RM_PORT" flushall > /dev/null \
+            && redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set,get -d "$1" -c "$2" -P "$p" -n "$RM_REQS" -r 64 --csv > "$WORK/rb2.csv" 2> "$WORK/rb.err" \
+            && grep '^"GET"' "$WORK/rb2.csv" >> "$WORK/rb.csv" \
             || { echo "bench: redis-benchmark failed:" >&2; tail -3 "$WORK/rb.err" >&2; return 1; }
         redis-cli -p "$RM_PORT" flushall > /dev/null
     done
@@ -747,13 +743,13 @@ if has_stage remote; then
     for ((r = 1; r <= RM_ROUNDS; r++)); do
         load0=$(cut -d' ' -f1 /proc/loadavg)
         if ((r % 2)); then
-            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ <<< "$k" && b=$(remote_bench "$chunk" "$conns") || break
-        else  # redis-benchmark first: kvio's chunk size and connections of the round before
-            b=$(remote_bench "$chunk" "$conns") && k=$(remote_kvio) || break
+            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets <<< "$k" && b=$(remote_bench "$chunk" "$conns" "$sets") || break
+        else  # redis-benchmark first: kvio's chunk size, connections and SET count of the round before
+            b=$(remote_bench "$chunk" "$conns" "$sets") && k=$(remote_kvio) || break
         fi
         record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" \
             --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget] | ($b | split(" ") | map(tonumber)) as [$set, $get] |
+            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets] | ($b | split(" ") | map(tonumber)) as [$set, $get] |
              ($w / ($set * $chunk) + $rd / ($get * $chunk)) as $rb_s |
              ($w / ($set * $chunk / $conns) + $rd / ($get * $chunk / $conns)) as $rb_conn_s |
              {round: $r, secs: $s, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), chunk_bytes: $chunk, connections: $conns,
@@ -761,8 +757,10 @@ if has_stage remote; then
               rb_set_mbps: ($set * $chunk / 1e6), rb_get_mbps: ($get * $chunk / 1e6), rb_mbps: (($w + $rd) / $rb_s / 1e6),
               kvio_busy_s: ($bset + $bget), kvio_busy_share: (($bset + $bget) / ($conns * $el)), kvio_conn_mbps: (($w + $rd) / ($bset + $bget) / 1e6),
               rb_conn_mbps: (($w + $rd) / $rb_conn_s / 1e6),
-              elapsed_ratio: ($rb_s / $el), ratio: ($rb_conn_s / ($bset + $bget))}')"
-        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_mbps|floor) MB/s (\(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), redis-benchmark SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix (elapsed x\(.elapsed_ratio*1000|round/1000)); per connection while transferring: kvio \(.kvio_conn_mbps|floor) MB/s over \(.kvio_busy_s*10|round/10) busy s (\(.kvio_busy_share*100|round) % of the connections'"'"' time), redis-benchmark \(.rb_conn_mbps|floor) MB/s: x\(.ratio*1000|round/1000)"')"
+              kvio_in_flight_s: $infl, kvio_in_flight_share: ($infl / $el), kvio_concurrency: (($bset + $bget) / $infl),
+              kvio_in_flight_mbps: (($w + $rd) / $infl / 1e6), kvio_sets: $sets,
+              elapsed_ratio: ($rb_s / $el), conn_ratio: ($rb_conn_s / ($bset + $bget)), ratio: ($rb_s / $infl)}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_mbps|floor) MB/s (\(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), redis-benchmark SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix (elapsed x\(.elapsed_ratio*1000|round/1000)); per connection while transferring: kvio \(.kvio_conn_mbps|floor) MB/s over \(.kvio_busy_s*10|round/10) busy s (\(.kvio_busy_share*100|round) % of the connections'"'"' time), redis-benchmark \(.rb_conn_mbps|floor) MB/s: x\(.conn_ratio*1000|round/1000); while a request was in flight (\(.kvio_in_flight_s*10|round/10) s, \(.kvio_in_flight_share*100|round) % of the run, \(.kvio_concurrency*100|round/100) in flight on average): kvio \(.kvio_in_flight_mbps|floor) MB/s vs redis-benchmark \(.rb_mbps|floor) MB/s: x\(.ratio*1000|round/1000)"')"
     done
     redis-cli -p "$RM_PORT" shutdown nosave > /dev/null 2>&1 || true
 fi

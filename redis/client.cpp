@@ -61,6 +61,10 @@ using ReplyPtr = std::unique_ptr<void, FreeReply>;
 
 std::string chunk_key(const std::string& key, uint64_t i) { return key + ":" + std::to_string(i); }
 
+size_t get_window(uint64_t chunk) {
+    return size_t(std::clamp<uint64_t>(kGetPipelineBytes / std::max<uint64_t>(chunk, 1), 1, kPipelineWindow));
+}
+
 uint64_t chunk_count(uint64_t bytes, uint64_t chunk) { return bytes == 0 ? 1 : (bytes + chunk - 1) / chunk; }
 
 Connection::Connection(const Url& url, double timeout_s, Routing routing) {
@@ -271,6 +275,10 @@ Reply Connection::command(const std::vector<std::string>& args) {
     return next_reply();
 }
 
+Reply Connection::key_command(const std::string& key, const std::vector<std::string>& args) {
+    return cluster_ ? cluster_->key_command(key, args) : command(args);
+}
+
 uint64_t Connection::max_bulk_len() {
     Reply r = command({"CONFIG", "GET", "proto-max-bulk-len"});
     if (r.type != Reply::Type::Array || r.elements.size() != 2) return kDefaultMaxBulk;
@@ -308,7 +316,7 @@ void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chu
 uint64_t Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
                                 const std::string& verb) {
     if (cluster_) return cluster_->get_chunks(key, bytes, chunk, sink, verb);
-    const uint64_t n = chunk_count(bytes, chunk);
+    const uint64_t n = chunk_count(bytes, chunk), window = get_window(chunk);
     std::string problem;
     bool missing = false;
     uint64_t found = 0;
@@ -334,7 +342,7 @@ uint64_t Connection::get_chunks(const std::string& key, uint64_t bytes, uint64_t
         ++got;
     };
     for (; sent < n; ++sent) {
-        if (sent - got >= kPipelineWindow) take();
+        if (sent - got >= window) take();
         const std::string k = chunk_key(key, sent);
         append({verb.data(), k.data()}, {verb.size(), k.size()});
     }

@@ -50,6 +50,15 @@ inline constexpr uint64_t kDefaultMaxBulk = 512ull << 20;
 /// Chunked commands a connection keeps in flight (pipelined): the next chunk is sent while the server works on
 /// the ones before it.
 inline constexpr size_t kPipelineWindow = 4;
+/// Reply bytes of pipelined GETs a connection lets the server hold at most (one chunk of simulate's remote tier): a
+/// server builds the replies of every GET it has read before it writes them, and replies of megabytes then land in
+/// fresh buffers it page-faults in (docs/performance.md, "Remote tier: where the time goes": redis-server 7.0 spent
+/// 5.1 ms of CPU per 4 MiB GET pipelined 4 deep, 0.74 ms one at a time). SETs keep kPipelineWindow: their values are
+/// new memory on the server either way.
+inline constexpr uint64_t kGetPipelineBytes = 4u << 20;
+/// GETs of `chunk`-byte values in flight on one connection: kGetPipelineBytes / chunk, at least 1, at most
+/// kPipelineWindow (4 MiB − 4 KiB chunks: 1; 1 MiB: 4).
+size_t get_window(uint64_t chunk);
 
 /// The key of chunk `i` of value `key`: "KEY:I".
 std::string chunk_key(const std::string& key, uint64_t i);
@@ -74,16 +83,19 @@ public:
 
     /// Sends one command and returns its reply (an Error reply is returned, not thrown). Throws on I/O errors.
     Reply command(const std::vector<std::string>& args);
+    /// command() for a command on one key (`args` names `key`): over a Redis Cluster it goes to the node owning the
+    /// key's slot (Cluster::key_command), else to this server.
+    Reply key_command(const std::string& key, const std::vector<std::string>& args);
     /// CONFIG GET proto-max-bulk-len, or kDefaultMaxBulk when the server refuses CONFIG (a managed service).
     uint64_t max_bulk_len();
 
     /// SET of chunk keys chunk_key(key, 0..n-1), chunk i holding bytes [i × chunk, ...) of a `bytes`-byte value
     /// made by `fill`, kPipelineWindow in flight. Throws kvio::Error on an error reply (the first one) or I/O error.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
-    /// GET of the same chunks, pipelined: returns how many were there (chunk_count(bytes, chunk) = the whole value;
-    /// fewer when some were missing: the sink saw the chunks before the first missing one). Throws on an error
-    /// reply, a chunk not of its size, or an I/O error. `verb` = the read command: "GET", or "GETEX" (the same read,
-    /// counted apart in the server's INFO commandstats).
+    /// GET of the same chunks, pipelined get_window(chunk) deep: returns how many were there (chunk_count(bytes, chunk)
+    /// = the whole value; fewer when some were missing: the sink saw the chunks before the first missing one). Throws
+    /// on an error reply, a chunk not of its size, or an I/O error. `verb` = the read command: "GET", or "GETEX" (the
+    /// same read, counted apart in the server's INFO commandstats).
     uint64_t get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
                         const std::string& verb = "GET");
     /// DEL of every chunk key in one command (one per chunk key over a cluster); returns the keys deleted.

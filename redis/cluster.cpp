@@ -158,8 +158,8 @@ size_t Cluster::nodes() const {
     return size_t(std::unique(all.begin(), all.end()) - all.begin());
 }
 
-void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply,
-                  const std::string& what) {
+void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what,
+                  size_t window) {
     std::vector<Op> ops(n);
     std::vector<Node*> active;
     auto enqueue = [&](size_t i) {
@@ -180,7 +180,7 @@ void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const 
             for (size_t a = 0; a < active.size(); ++a) {  // fill every node's window, then let them all work
                 Node& nd = *active[a];
                 bool sent = false;
-                while (!nd.pending.empty() && nd.in_flight.size() < kPipelineWindow) {
+                while (!nd.pending.empty() && nd.in_flight.size() < window) {
                     const size_t i = nd.pending.front();
                     nd.pending.pop_front();
                     if (ops[i].asking) nd.conn->append({"ASKING"}, {6});
@@ -245,6 +245,42 @@ void Cluster::run(const std::string& key, uint64_t n, const SendFn& send, const 
     if (!too_many.empty()) throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + too_many);
 }
 
+Reply Cluster::key_command(const std::string& key, const std::vector<std::string>& args) {
+    const int slot = key_slot(key);
+    std::pair<std::string, int> at = owner_[size_t(slot)];
+    bool asking = false, moved = false;
+    for (int redirects = 0;; ++redirects) {
+        Node& nd = node(at.first, at.second);
+        if (asking && nd.conn->command({"ASKING"}).type == Reply::Type::Error)
+            throw Error("redis cluster " + endpoint_of(at.first, at.second) + ": ASKING refused");
+        Reply r = nd.conn->command(args);
+        const Redirect rd = r.type == Reply::Type::Error ? parse_redirect(r.str) : Redirect{};
+        if (rd.kind == Redirect::Kind::None) {
+            if (moved) {  // as run(): slots changed owners, usually more than one
+                try {
+                    load_map(*nd.conn);
+                    stats_.map_reloads += 1;
+                } catch (const std::exception&) {}
+            }
+            return r;
+        }
+        const std::string host = rd.host.empty() ? at.first : rd.host;
+        if (redirects >= kMaxRedirections)
+            throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + args.at(0) + " " + key +
+                        ": still redirected after " + std::to_string(kMaxRedirections) + " redirections (last to " +
+                        endpoint_of(host, rd.port) + ")");
+        if (rd.kind == Redirect::Kind::Moved) {
+            stats_.moved += 1;
+            owner_[size_t(rd.slot)] = {host, rd.port};
+            moved = true;
+        } else {
+            stats_.ask += 1;
+        }
+        asking = rd.kind == Redirect::Kind::Ask;
+        at = {host, rd.port};
+    }
+}
+
 void Cluster::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill) {
     const uint64_t n = chunk_count(bytes, chunk);
     buf_.resize(size_t(std::min<uint64_t>(chunk, std::max<uint64_t>(bytes, 1))));
@@ -291,7 +327,7 @@ uint64_t Cluster::get_chunks(const std::string& key, uint64_t bytes, uint64_t ch
             else if (sink)
                 sink(off, v.data, v.len);
         },
-        verb);
+        verb, get_window(chunk));
     if (!problem.empty())
         throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": " + verb + " " + key + ": " + problem);
     return found;

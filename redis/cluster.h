@@ -68,14 +68,19 @@ public:
     Cluster& operator=(const Cluster&) = delete;
 
     /// client.h's set_chunks/get_chunks/del_chunks: the same keys and replies, each chunk key sent to its slot's
-    /// node; the nodes' pipelines (kPipelineWindow each) run side by side. Throws kvio::Error on an error reply (the
-    /// first), an I/O error, or a command still redirected after kMaxRedirections.
+    /// node; the nodes' pipelines (kPipelineWindow each, get_window(chunk) for GETs) run side by side. Throws
+    /// kvio::Error on an error reply (the first), an I/O error, or a command still redirected after kMaxRedirections.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
     /// get_chunks returns the chunks found (a missing one is not an error; over several nodes the sink may also see
     /// chunks after a missing one, in reply order) and reads with `verb` ("GET" or "GETEX").
     uint64_t get_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkSink& sink,
                         const std::string& verb = "GET");
     long long del_chunks(const std::string& key, uint64_t bytes, uint64_t chunk);
+    /// One command on one key (`args` names `key`; RPUSH, LPOP, DEL of a list) at the node owning the key's slot,
+    /// following MOVED (the map read again afterwards) and ASK (ASKING first) as the chunked commands do. Returns the
+    /// reply (an error reply other than a redirection is returned, not thrown); throws kvio::Error on an I/O error or a
+    /// command still redirected after kMaxRedirections.
+    Reply key_command(const std::string& key, const std::vector<std::string>& args);
 
     /// HOST:PORT of the node the map gives for `slot`.
     std::string node_of_slot(int slot) const;
@@ -91,9 +96,10 @@ private:
     void load_map(Connection& from);
     Node& node(const std::string& host, int port);
     /// Sends chunk command 0..n-1 of `key` (`send` appends it) to the node owning its chunk key (ASKING first after
-    /// an ASK), pipelined per node; every reply but a redirection goes to `reply`; a MOVED updates the slot's owner
-    /// and an ASK the op's target, and the op is sent again (at most kMaxRedirections times).
-    void run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what);
+    /// an ASK), pipelined per node (`window` deep); every reply but a redirection goes to `reply`; a MOVED updates the
+    /// slot's owner and an ASK the op's target, and the op is sent again (at most kMaxRedirections times).
+    void run(const std::string& key, uint64_t n, const SendFn& send, const ReplyFn& reply, const std::string& what,
+             size_t window = kPipelineWindow);
 
     Url url_;
     double timeout_s_;

@@ -1,9 +1,12 @@
 // The remote KV tier on a real 3-shard Redis Cluster (tests/e2e/redis_cluster.h; docs/redis-cluster.md): keys spread
 // over every shard and kvio's counts equal the shards' sums; MOVED and ASK redirections of a slot moved by hand are
-// followed, counted, and bounded.
+// followed, counted, and bounded; the handoff lists' single-key commands go to their own shards.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -142,4 +145,119 @@ TEST(RemoteCluster, MovedAndAskAreFollowedAndCounted) {
     ASSERT_EQ(RedisCluster::command(to, {"CLUSTER", "SETSLOT", s, "STABLE"}).str, "OK");
     c.set_chunks("{rt}c", 1000, 4096, fill_bytes);
     EXPECT_EQ(c.del_chunks("{rt}c", 1000, 4096), 1);
+}
+
+// Single-key commands (the handoff lists' RPUSH, LPOP and DEL) go to the shard owning the key's slot, not to the seed:
+// each list is on its owner and nowhere else, no shard refused a command (a MOVED counts in rejected_calls), and a
+// MOVED from a stale map is followed.
+TEST(RemoteCluster, KeyCommandsGoToTheShardOwningTheKey) {
+    RedisCluster cl(64);
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    redis::Connection c(redis::parse_url(cl.seed_url()), 5.0);
+    ASSERT_NE(c.cluster(), nullptr);
+    const redis::Cluster& rc = *c.cluster();
+    std::vector<int> lists_on(cl.size(), 0);
+    for (int i = 0; i < 12; ++i) {
+        const std::string list = "kc:handoff:" + std::to_string(i);
+        EXPECT_EQ(c.key_command(list, {"RPUSH", list, "m1"}).integer, 1);
+        EXPECT_EQ(c.key_command(list, {"RPUSH", list, "m2"}).integer, 2);
+        const size_t owner = shard_at(cl, rc.node_of_slot(redis::key_slot(list)));
+        ASSERT_LT(owner, cl.size());
+        ++lists_on[owner];
+        // On its owner (asked directly, no routing) and, as a cluster node refuses another's key, only there.
+        EXPECT_EQ(RedisCluster::command(cl.shard(owner), {"LLEN", list}).integer, 2) << list;
+        EXPECT_EQ(c.key_command(list, {"LPOP", list}).str, "m1");
+    }
+    long long rpush = 0, lpop = 0, keys = 0;
+    for (size_t s = 0; s < cl.size(); ++s) {
+        EXPECT_GT(lists_on[s], 0) << "shard " << s << " owns none of the 12 lists";
+        EXPECT_EQ(cl.shard(s).calls("rpush"), 2 * lists_on[s]) << "shard " << s;
+        EXPECT_EQ(cl.shard(s).calls("lpop"), lists_on[s]) << "shard " << s;
+        EXPECT_EQ(cl.shard(s).dbsize(), lists_on[s]) << "shard " << s;  // each list (one message left) on its owner
+        EXPECT_EQ(RedisCluster::rejected_calls(cl.shard(s)), 0) << "shard " << s;
+        rpush += cl.shard(s).calls("rpush"), lpop += cl.shard(s).calls("lpop"), keys += cl.shard(s).dbsize();
+    }
+    EXPECT_EQ(rpush, 24);
+    EXPECT_EQ(lpop, 12);
+    EXPECT_EQ(keys, 12);
+    EXPECT_EQ(rc.stats().moved + rc.stats().ask, 0u);
+
+    // The slot of one list moved to another shard behind the client's back: MOVED, followed, the map read again.
+    const std::string list = "kc:handoff:0";
+    const int slot = redis::key_slot(list);
+    const size_t a = shard_at(cl, rc.node_of_slot(slot)), b = (a + 1) % cl.size();
+    RedisServer &from = cl.shard(a), &to = cl.shard(b);
+    const std::string s = std::to_string(slot), to_id = RedisCluster::id(to);
+    const long long to_lpops = to.calls("lpop");
+    ASSERT_EQ(RedisCluster::command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", RedisCluster::id(from)}).str, "OK");
+    ASSERT_EQ(RedisCluster::command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}).str, "OK");
+    ASSERT_EQ(RedisCluster::command(from, {"MIGRATE", "127.0.0.1", std::to_string(to.port()), list, "0", "5000"}).str,
+              "OK");
+    for (size_t i = 0; i < cl.size(); ++i)
+        ASSERT_EQ(RedisCluster::command(cl.shard(i), {"CLUSTER", "SETSLOT", s, "NODE", to_id}).str, "OK");
+    EXPECT_EQ(c.key_command(list, {"LPOP", list}).str, "m2");
+    EXPECT_EQ(rc.stats().moved, 1u);
+    EXPECT_EQ(rc.stats().map_reloads, 1u);
+    EXPECT_EQ(RedisCluster::rejected_calls(from), 1);
+    EXPECT_EQ(to.calls("lpop"), to_lpops + 1);
+}
+
+// `kvio simulate` with conversation handoff over a cluster (two clients, --remote-handoff-probability 1): the run id
+// puts both clients' lists on shards other than the seed, so a list command sent to the seed would be answered MOVED
+// (an error, the conversation kept). Each shard served exactly the RPUSHes and LPOPs of the lists it owns, no shard
+// refused a command, no read failed, and nothing is left on any shard.
+TEST(RemoteCluster, ConversationHandoffOverAClusterRoutesTheLists) {
+    RedisCluster cl(1024);
+    ASSERT_TRUE(cl.ok()) << cl.error();
+    const std::string run_id = "cl-handoff";
+    std::vector<size_t> list_shard;
+    {
+        redis::Connection c(redis::parse_url(cl.seed_url()), 5.0);
+        ASSERT_NE(c.cluster(), nullptr);
+        for (int i = 0; i < 2; ++i) {
+            const std::string list = run_id + ":handoff:" + std::to_string(i);
+            list_shard.push_back(shard_at(cl, c.cluster()->node_of_slot(redis::key_slot(list))));
+            ASSERT_LT(list_shard.back(), cl.size());
+            ASSERT_NE(list_shard.back(), 0u) << list << " is on the seed: the test would not see a misrouted list";
+        }
+    }
+    TempDir dir;
+    {
+        std::ofstream y(dir.file("conv.yaml"));
+        y << "conversation:\n  end_conversation_probability: 0.0\n";
+    }
+    SimRun r = simulate(dir, "--config " + dir.file("conv.yaml") +
+                                 " --model tiny-1b --num-gpus 4 --tensor-parallel 4 --num-users 4 --duration 8 "
+                                 "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 3 --progress-interval 0 "
+                                 "--num-clients 2 --remote-handoff-probability 1 --remote-run-id " +
+                                 run_id + " --remote-tier " + cl.seed_url() + " --remote-capacity-gb 0.8");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    std::vector<long long> rpush(cl.size(), 0), lpop(cl.size(), 0);
+    long long handed = 0;
+    for (int i = 0; i < 2; ++i) {
+        const std::string f = dir.file("r.rank" + std::to_string(i) + ".json");
+        ASSERT_TRUE(std::filesystem::exists(f)) << f;
+        const nlohmann::json j = nlohmann::json::parse(slurp(f));
+        const nlohmann::json& k = j["kvio"];
+        EXPECT_FALSE(k["cache"].contains("first_error")) << "client " << i << ": " << k["cache"]["first_error"];
+        const nlohmann::json& h = k["conversations"]["handoff"];
+        ASSERT_TRUE(h.is_object()) << k["conversations"].dump();
+        const nlohmann::json* t = tier_section(j, "remote");
+        ASSERT_NE(t, nullptr);
+        EXPECT_EQ((*t)["remote"]["errors"].get<long long>(), 0) << "client " << i;
+        EXPECT_EQ((*t)["remote"]["cluster"]["moved"].get<long long>(), 0) << "client " << i;
+        // Client i sends to client i+1's list and polls its own.
+        rpush[list_shard[size_t((i + 1) % 2)]] += h["handed_off"].get<long long>();
+        lpop[list_shard[size_t(i)]] += h["polls"].get<long long>();
+        handed += h["handed_off"].get<long long>();
+        std::cout << "client " << i << ": handed off " << h["handed_off"] << ", polls " << h["polls"] << ", took over "
+                  << h["taken_over"] << "\n";
+    }
+    EXPECT_GT(handed, 0);
+    for (size_t s = 0; s < cl.size(); ++s) {
+        EXPECT_EQ(cl.shard(s).calls("rpush"), rpush[s]) << "shard " << s;
+        EXPECT_EQ(cl.shard(s).calls("lpop"), lpop[s]) << "shard " << s;
+        EXPECT_EQ(RedisCluster::rejected_calls(cl.shard(s)), 0) << "shard " << s;
+        EXPECT_EQ(cl.shard(s).dbsize(), 0) << "shard " << s;
+    }
 }

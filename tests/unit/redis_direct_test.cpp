@@ -196,3 +196,45 @@ TEST(RedisDirect, SilentServerTimesOut) {
 }
 
 }  // namespace
+
+namespace {
+
+void send_all(int fd, const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const ssize_t w = ::send(fd, s.data() + i, s.size() - i, MSG_NOSIGNAL);
+        if (w <= 0) return;
+        i += size_t(w);
+    }
+}
+
+}  // namespace
+
+// GETs of chunks of megabytes go one at a time (get_window): the server builds the reply of every GET it has read
+// before writing them, in fresh buffers (docs/performance.md, "Remote tier: where the time goes"). The scripted
+// server answers each GET 100 ms after reading it and looks whether the next one came before its reply: with one in
+// flight it cannot have; pipelined 4 deep (the window before), all three came in the first write.
+TEST(RedisDirect, GetsOfLargeChunksAreNotPipelined) {
+    EXPECT_EQ(get_window(4190208), 1u);  // simulate's chunk: 4 MiB - 4 KiB
+    EXPECT_EQ(get_window(4u << 20), 1u);
+    EXPECT_EQ(get_window(2u << 20), 2u);
+    EXPECT_EQ(get_window(1u << 20), 4u);
+    EXPECT_EQ(get_window(4096), kPipelineWindow);
+    EXPECT_EQ(get_window(64u << 20), 1u);
+    const uint64_t chunk = 4190208;
+    int early = 0;
+    ScriptedServer srv([&](int fd) {
+        const std::string value(chunk, 'v');
+        for (int i = 0; i < 3; ++i) {
+            if (read_n(fd, get_cmd("big:" + std::to_string(i)).size()).empty()) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            char b[64];
+            if (::recv(fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT) > 0) ++early;
+            send_all(fd, bulk(value));
+        }
+    });
+    Connection c(srv.url(), 5, Routing::Single);
+    uint64_t bytes = 0;
+    EXPECT_EQ(c.get_chunks("big", 3 * chunk, chunk, [&](uint64_t, const char*, size_t n) { bytes += n; }), 3u);
+    EXPECT_EQ(bytes, 3 * chunk);
+    EXPECT_EQ(early, 0) << "a GET was sent before the reply to the one before it";
+}

@@ -53,6 +53,57 @@ TEST(Conversation, CapDropsTheLeastRecentlyUsedAndAddTurnReportsIt) {
     EXPECT_TRUE(m.add_turn(c, 1));
 }
 
+// A turn is sized once its prefill set its tokens; a handoff message carries that, so the client taking the
+// conversation over knows which turns' sizes are the written ones (docs/simulate.md, "Remote tier", handoff).
+TEST(Conversation, HandoffMessageCarriesWhetherEachTurnIsSized) {
+    ConversationManager m;
+    std::string a = m.start_conversation("u");
+    m.add_turn(a, 1000);
+    m.add_turn(a, 2000);
+    EXPECT_FALSE(m.turns(a)[0].sized);
+    m.set_turn_tokens(a, a + "_turn_1", 990);  // a system prompt of 10 tokens came off
+    const std::vector<Turn> t = m.turns(a);
+    EXPECT_TRUE(t[0].sized);
+    EXPECT_EQ(t[0].context_tokens, 990);
+    EXPECT_FALSE(t[1].sized);
+    const std::optional<HandedConversation> h = parse_handoff_message(handoff_message(a, t));
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->conv_id, a);
+    ASSERT_EQ(h->turns.size(), 2u);
+    EXPECT_EQ(h->turns[0].cache_key, a + "_turn_1");
+    EXPECT_EQ(h->turns[0].context_tokens, 990);
+    EXPECT_TRUE(h->turns[0].sized);
+    EXPECT_EQ(h->turns[1].turn_number, 2);
+    EXPECT_EQ(h->turns[1].context_tokens, 2000);
+    EXPECT_FALSE(h->turns[1].sized);
+    EXPECT_TRUE(h->turns[0].handed_over && h->turns[1].handed_over);
+    EXPECT_FALSE(parse_handoff_message("not json"));
+    EXPECT_FALSE(parse_handoff_message(R"({"conv": "x", "turns": [["k", 5]]})"));  // no sized flag
+}
+
+// A conversation handed off and handed back (two clients, each hands every conversation to the other) is taken over
+// again with the turns the other client added; one still open here is not replaced.
+TEST(Conversation, AdoptTakesBackAConversationThisClientHandedOff) {
+    ConversationManager m;
+    std::string a = m.start_conversation("u");
+    m.add_turn(a, 100);
+    EXPECT_FALSE(m.adopt(a, {}));  // open here: refused
+    m.end_conversation(a);         // handed off before turn 1's prefill: the message carries it unsized
+    std::vector<Turn> back = m.turns(a);
+    for (Turn& t : back) t.handed_over = true;
+    back.push_back({2, a + "_turn_2", 200, true, true});
+    m.set_turn_tokens(a, a + "_turn_1", 90);  // turn 1's prefill ran here meanwhile
+    ASSERT_TRUE(m.adopt(a, back));
+    const std::vector<Turn> t = m.turns(a);
+    ASSERT_EQ(t.size(), 2u);
+    EXPECT_TRUE(t[0].sized);  // this client's own turn: its size is known here
+    EXPECT_EQ(t[0].context_tokens, 90);
+    EXPECT_FALSE(t[0].handed_over);
+    EXPECT_TRUE(t[1].handed_over && t[1].sized);
+    EXPECT_EQ(m.add_turn(a, 300)->cache_key, a + "_turn_3");  // numbering goes on
+    EXPECT_EQ(m.size(), 1u);
+}
+
 TEST(Prefix, ThreePromptsWithTheBenchmarksWordCountsAndStableKeys) {
     EXPECT_EQ(system_prompt(0).tokens, 5);
     EXPECT_EQ(system_prompt(1).tokens, 9);

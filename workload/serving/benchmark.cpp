@@ -245,6 +245,9 @@ private:
     // --remote-handoff-probability: conversations handed to the next client, lists polled, conversations taken over
     // and the turns they carried.
     std::atomic<uint64_t> handed_off_{0}, handoff_polls_{0}, taken_over_{0}, turns_taken_over_{0};
+    // Turns handed off before their prefill sized them, and reads of such turns skipped by the client that took them
+    // over (their size is not known there: docs/simulate.md, "Remote tier", handoff).
+    std::atomic<uint64_t> turns_handed_unsized_{0}, unsized_turn_reads_skipped_{0};
     nlohmann::ordered_json bandwidth_ = nlohmann::ordered_json::array();
     uint64_t last_read_[kTierSlots] = {}, last_written_[kTierSlots] = {};
     double last_t_ = 0;
@@ -334,13 +337,12 @@ void Simulation::user_loop(size_t index) {
 // Conversation handoff: `conv` and its turns so far go to the next client's list on the remote server
 // (docs/simulate.md, "Remote tier"); the conversation ends here. False when the server did not take it.
 bool Simulation::hand_off(const std::string& conv) {
-    nlohmann::json turns = nlohmann::json::array();
-    for (const Turn& t : conversations_.turns(conv)) turns.push_back({t.cache_key, t.context_tokens});
-    const nlohmann::json msg = {{"conv", conv}, {"turns", turns}};
+    const std::vector<Turn> turns = conversations_.turns(conv);
     const int to = int((c_.client_index + 1) % std::max<int64_t>(c_.client_count, 1));
-    if (!cache_.handoff_send(to, msg.dump())) return false;
+    if (!cache_.handoff_send(to, handoff_message(conv, turns))) return false;
     conversations_.end_conversation(conv);
     ++handed_off_;
+    for (const Turn& t : turns) turns_handed_unsized_ += !t.sized;
     return true;
 }
 
@@ -348,18 +350,13 @@ bool Simulation::hand_off(const std::string& conv) {
 std::string Simulation::take_or_start(const std::string& user_id) {
     ++handoff_polls_;
     if (std::optional<std::string> m = cache_.handoff_take()) {
-        try {
-            const nlohmann::json j = nlohmann::json::parse(*m);
-            std::vector<Turn> turns;
-            for (const auto& t : j.at("turns"))
-                turns.push_back({int(turns.size()) + 1, t.at(0).get<std::string>(), t.at(1).get<int64_t>()});
-            const std::string id = j.at("conv").get<std::string>();
-            if (conversations_.adopt(id, turns)) {
-                ++taken_over_;
-                turns_taken_over_ += turns.size();
-                return id;
-            }
-        } catch (const std::exception&) {}  // not a message of this run's clients: a new conversation instead
+        // Not a message of this run's clients: a new conversation instead.
+        if (std::optional<HandedConversation> h = parse_handoff_message(*m);
+            h && conversations_.adopt(h->conv_id, h->turns)) {
+            ++taken_over_;
+            turns_taken_over_ += h->turns.size();
+            return h->conv_id;
+        }
     }
     return conversations_.start_conversation(user_id);
 }
@@ -559,6 +556,10 @@ bool Simulation::read_previous_turns(RequestState& s) {
     if (c_.decode_only || req.conversation_id.empty() || req.turn_number <= 1) return true;
     for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
         if (cut_by_stop(s.rec)) return false;
+        if (t.handed_over && !t.sized) {  // handed over before its prefill: what the other client writes is unknown
+            ++unsized_turn_reads_skipped_;
+            continue;
+        }
         AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
                                       cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
         if (a.cut) continue;  // a read the stop cut is neither a hit nor a miss (the cache counts it apart)
@@ -867,7 +868,9 @@ nlohmann::ordered_json Simulation::kvio_json(const CacheStats& final_stats, cons
         k["conversations"]["handoff"] = {{"handed_off", handed_off_.load()},
                                          {"polls", handoff_polls_.load()},
                                          {"taken_over", taken_over_.load()},
-                                         {"turns_taken_over", turns_taken_over_.load()}};
+                                         {"turns_taken_over", turns_taken_over_.load()},
+                                         {"turns_handed_unsized", turns_handed_unsized_.load()},
+                                         {"unsized_turn_reads_skipped", unsized_turn_reads_skipped_.load()}};
     if (rag_) k["rag"] = rag_->stats_json();
     if (trace_) {
         k["trace"] = trace_->stats_json();

@@ -1,5 +1,7 @@
 #include "workload/serving/conversation.h"
 
+#include <nlohmann/json.hpp>
+
 namespace kvio::serving {
 
 void ConversationManager::make_room() {
@@ -60,10 +62,19 @@ void ConversationManager::end_conversation(const std::string& conv_id) {
 
 bool ConversationManager::adopt(const std::string& conv_id, const std::vector<Turn>& turns) {
     std::lock_guard lk(mu_);
-    if (table_.count(conv_id)) return false;
+    std::vector<Turn> merged = turns;
+    if (auto it = table_.find(conv_id); it != table_.end()) {
+        if (!it->second.ended) return false;
+        // This client handed it off (and ended it): it comes back with the turns added since. A turn sized here is
+        // this client's own: its size is known here even when the message carries it unsized.
+        for (Turn& t : merged)
+            for (const Turn& mine : it->second.turns)
+                if (mine.cache_key == t.cache_key && mine.sized && !t.sized) t = mine;
+        table_.erase(it);
+    }
     make_room();
     Conversation& c = table_[conv_id];
-    c.turns = turns;
+    c.turns = std::move(merged);
     c.last_access = ++clock_;
     return true;
 }
@@ -73,7 +84,7 @@ void ConversationManager::set_turn_tokens(const std::string& conv_id, const std:
     auto it = table_.find(conv_id);
     if (it == table_.end()) return;
     for (Turn& t : it->second.turns)
-        if (t.cache_key == key) t.context_tokens = tokens;
+        if (t.cache_key == key) t.context_tokens = tokens, t.sized = true;
 }
 
 std::vector<Turn> ConversationManager::turns(const std::string& conv_id) const {
@@ -93,6 +104,32 @@ uint64_t ConversationManager::started() const {
 uint64_t ConversationManager::dropped() const {
     std::lock_guard lk(mu_);
     return dropped_;
+}
+
+std::string handoff_message(const std::string& conv_id, const std::vector<Turn>& turns) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Turn& t : turns) list.push_back({t.cache_key, t.context_tokens, t.sized});
+    return nlohmann::json{{"conv", conv_id}, {"turns", list}}.dump();
+}
+
+std::optional<HandedConversation> parse_handoff_message(const std::string& text) {
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text);
+        HandedConversation h;
+        h.conv_id = j.at("conv").get<std::string>();
+        for (const auto& t : j.at("turns")) {
+            Turn turn;
+            turn.turn_number = int(h.turns.size()) + 1;
+            turn.cache_key = t.at(0).get<std::string>();
+            turn.context_tokens = t.at(1).get<int64_t>();
+            turn.sized = t.at(2).get<bool>();
+            turn.handed_over = true;
+            h.turns.push_back(std::move(turn));
+        }
+        return h;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
 }
 
 }  // namespace kvio::serving

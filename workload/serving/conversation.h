@@ -16,6 +16,11 @@ struct Turn {
     int turn_number = 0;
     std::string cache_key;
     int64_t context_tokens = 0;  ///< the turn's entry size in tokens (kvio: per-request byte accounting)
+    /// context_tokens is the size the turn's prefill writes (set_turn_tokens ran, here or on the client that handed
+    /// the turn over); false until its request reaches its prefill: the drawn size, which a system prompt's tokens
+    /// may still shrink (docs/simulate.md, "Remote tier", handoff).
+    bool sized = false;
+    bool handed_over = false;  ///< came with a conversation another client handed to this one
 };
 
 /// Thread-safe table of conversations. Ids are "conv_<user_id>_<n>" with n a per-user counter from 1 (the
@@ -44,10 +49,12 @@ public:
     /// Marks a conversation ended (it stays in the table).
     void end_conversation(const std::string& conv_id);
     /// A conversation another client handed to this one (docs/simulate.md, "Remote tier", handoff): `conv_id` with
-    /// its `turns` so far enters the table open (the cap applies as for a new one); false when the id is there already.
+    /// its `turns` so far enters the table open (the cap applies as for a new one); an ended conversation of that id
+    /// (this client handed it off before: it comes back) is replaced; false when the id is there and open.
     bool adopt(const std::string& conv_id, const std::vector<Turn>& turns);
-    /// The tokens turn `key` of `conv_id` was written with (the prefill's, after a system prompt's tokens came off):
-    /// what a client that takes the conversation over reads. No-op for an unknown id or key.
+    /// The tokens turn `key` of `conv_id` is written with (the prefill's, after a system prompt's tokens came off),
+    /// set before that write: what a client that takes the conversation over reads; the turn is sized from then on.
+    /// No-op for an unknown id or key.
     void set_turn_tokens(const std::string& conv_id, const std::string& key, int64_t tokens);
     /// All turns of a conversation (empty for an unknown id).
     std::vector<Turn> turns(const std::string& conv_id) const;
@@ -70,5 +77,15 @@ private:
     std::map<std::string, uint64_t> per_user_count_;
     uint64_t clock_ = 0, started_ = 0, dropped_ = 0;
 };
+
+/// A conversation handed to another client (docs/simulate.md, "Remote tier", handoff).
+struct HandedConversation {
+    std::string conv_id;
+    std::vector<Turn> turns;  ///< in turn order, each handed_over; numbers and keys as the sender had them
+};
+/// The message a client RPUSHes for the next one: {"conv": ID, "turns": [[KEY, TOKENS, SIZED], ...]}.
+std::string handoff_message(const std::string& conv_id, const std::vector<Turn>& turns);
+/// Reads handoff_message's text; nullopt when it is not one (not JSON, another shape).
+std::optional<HandedConversation> parse_handoff_message(const std::string& text);
 
 }  // namespace kvio::serving

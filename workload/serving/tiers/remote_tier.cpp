@@ -43,6 +43,48 @@ long long info_field(redis::Connection& c, const std::string& field) {
     return std::atoll(text.c_str() + at + field.size() + 1);
 }
 
+/// Wall-clock seconds during which at least one of the tier's connections is inside a chunked SET or GET (data
+/// generation left out, as in busy_s): the tier's own busy time, whatever the simulation's pacing offers it
+/// (docs/performance.md, "Remote tier").
+class InFlightClock {
+public:
+    void begin() {
+        std::lock_guard<std::mutex> g(mu_);
+        if (n_++ == 0) t0_ = now_s();
+    }
+    void end() {
+        std::lock_guard<std::mutex> g(mu_);
+        if (--n_ == 0) busy_ += now_s() - t0_;
+    }
+    double seconds() {
+        std::lock_guard<std::mutex> g(mu_);
+        return busy_ + (n_ > 0 ? now_s() - t0_ : 0);
+    }
+
+private:
+    std::mutex mu_;
+    int n_ = 0;
+    double t0_ = 0, busy_ = 0;
+};
+
+/// One op's share of an InFlightClock: begun now, paused while the op generates data (stop() ... start()), ended at
+/// destruction.
+class InFlightScope {
+public:
+    explicit InFlightScope(InFlightClock& c) : c_(c) { start(); }
+    void start() {
+        if (!on_) c_.begin(), on_ = true;
+    }
+    void stop() {
+        if (on_) c_.end(), on_ = false;
+    }
+    ~InFlightScope() { stop(); }
+
+private:
+    InFlightClock& c_;
+    bool on_ = false;
+};
+
 class RedisTier final : public RemoteTier {
 public:
     explicit RedisTier(const RemoteOptions& o) : o_(o) {
@@ -97,11 +139,14 @@ public:
         redis::Connection& c = conn();
         double gen = 0;
         const double t0 = now_s();
+        InFlightScope busy(in_flight_);
         try {
             c.set_chunks(full_key(key), bytes, chunk_, [&](uint64_t off, char* dst, size_t len) {
+                busy.stop();
                 const double g0 = now_s();
                 data.fill(off, dst, len);  // generation: not the tier's time
                 gen += now_s() - g0;
+                busy.start();
             });
         } catch (const Error& e) {
             errors_ += 1;
@@ -212,6 +257,9 @@ public:
         // Seconds the connections spent in the chunked SETs and GETs (summed over connections): bytes over them are
         // the tier's bytes/s while transferring, per connection (bench/run.sh, remote stage).
         j["busy_s"] = {{"set", set_s_.load()}, {"get", get_s_.load()}};
+        // Wall-clock seconds with at least one SET or GET in flight on any connection (<= set + get above, >= their
+        // sum over the connections): bytes over them are the tier's bytes/s while it had work (bench/run.sh).
+        j["in_flight_s"] = in_flight_.seconds();
         // Reads of shared entries this client's tiers did not hold (docs/simulate.md, "Remote tier"): found on the
         // server (another client wrote them: hits), or not.
         j["foreign_hits"] = foreign_hits_.load();
@@ -251,7 +299,7 @@ public:
         std::lock_guard<std::mutex> g(control_mu_);
         handoff_used_ = true;
         on_control([&](redis::Connection& c) {
-            redis::Reply r = c.command({"RPUSH", list, msg});
+            redis::Reply r = c.key_command(list, {"RPUSH", list, msg});  // over a cluster: at the list's shard
             if (r.type == redis::Reply::Type::Error) throw Error("redis: RPUSH " + list + ": " + r.str);
             return r.integer;
         });
@@ -263,7 +311,7 @@ public:
         std::lock_guard<std::mutex> g(control_mu_);
         handoff_used_ = true;
         on_control([&](redis::Connection& c) {
-            redis::Reply r = c.command({"LPOP", list});
+            redis::Reply r = c.key_command(list, {"LPOP", list});
             if (r.type == redis::Reply::Type::Error) throw Error("redis: LPOP " + list + ": " + r.str);
             if (r.type == redis::Reply::Type::String) out = r.str;
             return 0LL;
@@ -283,9 +331,10 @@ public:
             std::lock_guard<std::mutex> g(control_mu_);
             on_control([&](redis::Connection& c) {
                 for (const auto& [k, b] : left) c.del_chunks(full_key(k), b, chunk_);
-                if (handoff_used_)  // messages nobody took; without handoff no list was made (and over a cluster
-                                    // the control connection is the seed's, which may not own the list's slot)
-                    c.command({"DEL", o_.run_id + ":handoff:" + std::to_string(o_.client)});
+                if (handoff_used_) {  // messages nobody took; without handoff no list was made
+                    const std::string list = o_.run_id + ":handoff:" + std::to_string(o_.client);
+                    c.key_command(list, {"DEL", list});
+                }
                 return 0LL;
             });
         } catch (const std::exception&) {}
@@ -390,6 +439,7 @@ private:
         const EntryData want(verify ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
         uint64_t bad = EntryData::kNoMismatch;
         uint64_t found = 0;
+        InFlightScope busy(in_flight_);
         try {
             found = c.get_chunks(
                 full_key(key), bytes, chunk_,
@@ -476,6 +526,7 @@ private:
     std::atomic<uint64_t> sets_{0}, gets_{0}, getexs_{0}, dels_{0}, get_hits_{0}, sent_{0}, received_{0}, errors_{0};
     std::atomic<uint64_t> foreign_hits_{0}, foreign_bytes_{0}, foreign_misses_{0}, get_misses_{0}, lost_{0};
     std::atomic<double> set_s_{0}, get_s_{0};
+    InFlightClock in_flight_;
     std::atomic<uint64_t> foreign_turn_hits_{0}, foreign_turn_bytes_{0}, foreign_turn_misses_{0};
     // Write-back (under mu_ but the atomics): writes queued or in progress per key, entries whose write was lost.
     std::condition_variable pending_cv_;

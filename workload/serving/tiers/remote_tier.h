@@ -68,7 +68,7 @@ public:
     /// then stops the writers; writes still queued are lost (counted). No-op in write-through mode.
     virtual void finish_writes(double timeout_s) = 0;
     /// Conversation handoff (docs/simulate.md, "Remote tier"): appends `msg` to client `to`'s list on the server
-    /// (RPUSH "<run id>:handoff:<to>"). Throws kvio::Error on errors.
+    /// (RPUSH "<run id>:handoff:<to>", over a cluster at the shard owning that key). Throws kvio::Error on errors.
     virtual void handoff_send(int to, const std::string& msg) = 0;
     /// The oldest message handed to this client (LPOP of its list); nullopt when there is none. Throws on errors.
     virtual std::optional<std::string> handoff_take() = 0;
