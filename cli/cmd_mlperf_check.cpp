@@ -36,7 +36,7 @@ void add_mlperf_check_command(CLI::App& app) {
         std::cerr << "mlperf-check: " << a->dir << ": " << r.options << " option(s) x " << r.trials << " trial(s) x "
                   << r.ranks << " rank(s), " << r.rank_files << " rank file(s) read: "
                   << (r.problems.empty() ? std::string("clean") : std::to_string(r.problems.size()) + " problem(s)")
-                  << "\n";
+                  << (r.stopped ? "; STOPPED: a stop signal ended the run, it is not submittable" : "") << "\n";
         if (!r.problems.empty()) throw CLI::RuntimeError(1);
     });
 }

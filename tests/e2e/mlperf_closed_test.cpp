@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/fault_disk.h"
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
 
@@ -303,6 +304,83 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
     EXPECT_EQ(s["options"]["1"]["trial_count"], 1);
     EXPECT_NE(s["not_a_closed_submission"].get<std::string>().find("stopped by signal 15"), std::string::npos);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n)).empty());
+}
+
+namespace {
+
+/// Every path under `dir` whose name holds ".tmp-": a file write_text_file had not renamed yet.
+std::vector<std::string> temp_files(const std::string& dir) {
+    std::vector<std::string> v;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp-") != std::string::npos) v.push_back(e.path().string());
+    return v;
+}
+
+/// A CLOSED Option 1 run of 2 ranks under mpirun (`mca`: extra mpirun arguments) with its cache on `fs4`, results in
+/// `dir`: once the first trial runs, every transfer to the cache disk is stalled `stall_ms`, half a second later mpirun
+/// gets SIGINT (Ctrl-C), and a second after that the stall rule goes (the loop device serves a stalled disk's requests
+/// one after the other: a rank's drain then lasts about one stall, not one per request in flight). Returns the run's
+/// exit status.
+CmdResult ctrl_c_to_mpirun_on_a_slow_disk(const FaultDisk& disk, const std::string& cache, const std::string& dir,
+                                          const std::string& log, const std::string& mca, int stall_ms) {
+    EXPECT_TRUE(disk.rule("clear"));
+    const std::string stall = "stall rw 0 " + std::to_string(1ull << 30) + " " + std::to_string(stall_ms);
+    return run("mpirun --allow-run-as-root --oversubscribe -np 2 " + mca + " " + kvio_bin() +
+               " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " + dir +
+               " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+               " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+               " 2>/dev/null && break; sleep 0.2; done; sleep 3; echo '" + stall + "' > " + disk.dir.file("mnt/ctl") +
+               "; sleep 0.5; kill -INT $p; sleep 1; echo clear > " + disk.dir.file("mnt/ctl") + "; wait $p");
+}
+
+}  // namespace
+
+// Ctrl-C to mpirun while the cache disk is slow: Open MPI forwards SIGTERM to every rank and SIGKILLs them
+// odls_base_sigkill_timeout (1 s; measured: mpirun ends about 2 s after the SIGINT) later, while each rank still waits
+// for its 6 s transfers. Each rank wrote its rank
+// file at the signal, flagged stopped and results_pending; no temporary file is left, and mlperf-check calls the run
+// stopped. With the documented longer grace (--mca odls_base_sigkill_timeout 30) the ranks drain, their full results
+// replace the placeholders and rank 0 writes the stopped summary.
+TEST(MlperfClosed, CtrlCToMpirunOnASlowDiskLeavesStoppedRankFiles) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    CacheOnFaultDisk c4(1ull << 30);
+    ASSERT_TRUE(c4.ok);
+    TempDir results("/dev/shm");
+    for (const bool longer_grace : {false, true}) {
+        SCOPED_TRACE(longer_grace ? "odls_base_sigkill_timeout 30" : "default grace (1 s)");
+        const std::string tag = longer_grace ? "long" : "short";
+        const std::string dir = results.file(tag), log = results.file(tag + ".log");
+        const CmdResult r = ctrl_c_to_mpirun_on_a_slow_disk(
+            c4.disk, c4.cache + "/" + tag, dir, log, longer_grace ? "--mca odls_base_sigkill_timeout 30" : "", 6000);
+        EXPECT_TRUE(c4.disk.rule("clear"));
+        EXPECT_NE(r.status, 0) << slurp(log);
+        EXPECT_EQ(temp_files(dir), std::vector<std::string>{});
+        for (int n = 0; n < 2; ++n) {
+            const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+            ASSERT_FALSE(f.empty()) << "rank " << n << ": no rank file\n" << slurp(log);
+            const json d = load(f);
+            const json& m = d["kvio"]["mlperf_closed"];
+            EXPECT_EQ(m.value("stopped", false), true) << f << ": " << m;
+            EXPECT_EQ(m.value("closed_submission", true), false) << f << ": " << m;
+            EXPECT_EQ(d["seed"], 42 + n);
+            // Killed at 1 s while the drain needs 5 s: the placeholder stays. With 30 s: the results replaced it.
+            EXPECT_EQ(m.value("results_pending", false), !longer_grace) << f << ": " << m;
+            EXPECT_EQ(d.contains("summary"), longer_grace) << f;
+        }
+        const std::string sp = summary_of(dir);
+        EXPECT_EQ(sp.empty(), !longer_grace) << slurp(log);
+        if (!sp.empty()) {
+            EXPECT_EQ(load(sp)["kvio"]["metadata"]["stopped_by_signal"], 15);
+        }
+        const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+        EXPECT_EQ(c.status, 1) << c.out << c.err;
+        EXPECT_NE(c.err.find("STOPPED"), std::string::npos) << c.err;
+        if (!longer_grace) {
+            EXPECT_NE(c.out.find(": a stopped run: 2 rank file(s)"), std::string::npos) << c.out;
+        }
+    }
 }
 
 // SIGINT to one rank alone (not to mpirun): every rank's trial stops within a second or so, not at the trial's end.

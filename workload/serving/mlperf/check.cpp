@@ -196,6 +196,7 @@ void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
     const bool own = sig.is_number_integer() && sig.get<int64_t>() != 0;
     const bool other = why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0;
     if (!own && !other) return;
+    ++rep.stopped_rank_files;
     std::string line = path + (own ? ": kvio.stop.signal " + fmt(sig) : std::string(": kvio.stop.reason"));
     if (why.is_string()) line += own ? " (" + why.get<std::string>() + ")" : " " + why.dump();
     if (const Json& at = field_or_null(stop, "stop_requested_at_s"); at.is_number()) {
@@ -215,6 +216,13 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
         rep.problems.push_back(path + ": seed " + fmt(seed) + ", expected 42 + rank " + std::to_string(rank) + " = " +
                                std::to_string(want_seed) + " (rule kvcacheClosedSequenceLocks)");
     check_stopped_rank(path, doc, rep);
+    if (at_path(doc, {"kvio", "mlperf_closed", "results_pending"}) == true) {
+        rep.problems.push_back(
+            path + ": written by rank " + std::to_string(rank) +
+            " at the stop signal; the rank ended before its results replaced it (the launcher killed "
+            "it): no figures (rule kvcacheClosedSequenceLocks)");
+        return;
+    }
     check_rank_figures(path, doc, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
@@ -460,6 +468,13 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
         check_option(dir, opt, s, caches, rep);
         check_aggregates(dir, opt, s, rep);
     }
+    rep.stopped = rep.stopped_rank_files > 0 ||
+                  !field_or_null(at_path(s.summary, {"kvio", "metadata"}), "stopped_by_signal").is_null();
+    if (rep.stopped && s.summary_path.empty())
+        rep.problems.insert(rep.problems.begin(),
+                            dir + ": a stopped run: " + std::to_string(rep.stopped_rank_files) +
+                                " rank file(s) record a stop signal and no summary was written (the launcher ended "
+                                "the ranks first): not a submittable run (rule kvcacheClosedSequenceLocks)");
     check_filesystems(dir, s, caches, rep);
     for (const auto& m : glob_metadata(dir)) check_metadata_file(m, s, rep);
     return rep;
