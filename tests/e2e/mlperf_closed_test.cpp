@@ -66,7 +66,7 @@ void expect_close(const json& got, double want, const std::string& what) {
 
 /// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>].
 void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row,
-                   int duration = 2) {
+                   int duration = 2, bool mpi = false) {
     SCOPED_TRACE("option " + std::to_string(row.option));
     double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
     for (int t = 0; t < 3; ++t) {
@@ -87,6 +87,11 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
             EXPECT_EQ(flags["max_concurrent_allocs"], row.allocs) << f;
             EXPECT_EQ(flags["generation_mode"], "none") << f;
             EXPECT_EQ(flags["cache_dir"], cache + "/rank_" + std::to_string(n)) << f;
+            // The run's client count and launcher, not the one-client view each client runs with.
+            EXPECT_EQ(flags["num_clients"], 2) << f;
+            EXPECT_EQ(flags["mpi"], mpi) << f;
+            EXPECT_EQ(d["kvio"]["config"]["client"]["rank"], n) << f;
+            EXPECT_EQ(d["kvio"]["config"]["client"]["launcher"], mpi ? "mpi" : "processes") << f;
             EXPECT_EQ(d["kvio"]["mlperf_closed"]["closed_submission"], false) << f;
             EXPECT_NE(d["kvio"]["mlperf_closed"]["not_a_closed_submission"].get<std::string>().find("--trial-seconds"),
                       std::string::npos);
@@ -261,7 +266,7 @@ TEST(MlperfClosed, MpiRanksAreTheClients) {
     EXPECT_EQ(s["kvio"]["metadata"]["clients"], 2);
     // 2 s trials: in 1 s trials beside other tests, no Option 1 rank finished a storage entry once (storage_entries
     // 0 on every rank, which the checker rightly calls no storage measured).
-    for (const auto& row : kRows) expect_option(dir, cache, s, row, 2);
+    for (const auto& row : kRows) expect_option(dir, cache, s, row, 2, true);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
     const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
     EXPECT_EQ(c.status, 0) << c.out << c.err;

@@ -254,7 +254,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
 /// results replace it (one rename) when the rank lives long enough. Written whole (temporary name, renamed); a failure
 /// is named on `progress` and changes nothing else.
 void write_stop_placeholder(const std::string& path, const ClosedOption& opt, int trial, int rank,
-                            const std::string& reason, const SimConfig& c, int signo, bool own,
+                            const std::string& reason, const SimConfig& c, int base_clients, int signo, bool own,
                             std::ostream& progress) {
     Json doc;
     doc["seed"] = kClosedSeed + rank;
@@ -265,7 +265,10 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
     Json flags = closed_option_parameters(opt, c.duration);
     flags["cache_dir"] = (fs::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
     flags["output"] = path;
+    flags["num_clients"] = base_clients;
+    flags["mpi"] = true;
     doc["kvio"]["config"]["flags"] = flags;
+    doc["kvio"]["config"]["client"] = {{"rank", rank}, {"clients", base_clients}, {"launcher", "mpi"}};
     Json m = mark_stop(marker(opt.option, trial, rank, reason), doc);
     m["results_pending"] = true;
     m["written_at"] =
@@ -290,13 +293,14 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const std::string own_dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, top.rank);
     SimConfig c = trial_config(base, opt, trial, o);
     c.num_clients = 1;
+    c.mpi = true;  // run_mpi_client's clients record it (client_config)
     if (top.leader()) trial_progress(progress, opt, trial, top.clients, c, "rank(s)");
     std::vector<ClientResult> gathered;
     TrialOutcome out;
     const std::string stamp = local_stamp();
     const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
     auto on_stop = [&](int signo, bool own) {
-        write_stop_placeholder(own_file, opt, trial, top.rank, reason, c, signo, own, progress);
+        write_stop_placeholder(own_file, opt, trial, top.rank, reason, c, top.clients, signo, own, progress);
     };
     try {
         fs::create_directories(own_dir);
