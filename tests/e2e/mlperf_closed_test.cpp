@@ -589,6 +589,53 @@ TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
         << c.out;
 }
 
+// A stop in the second trial: the first trial, whole, is the headline; the stopped one is left out of every aggregated
+// figure (stopped_trials_excluded, scored_trial_count), kept in per_trial, and the console says so.
+TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+                            "/kv --results-dir " + dir +
+                            " --num-clients 2 --trial-seconds 4 --pause-seconds 0 --progress-interval 0 2> " + log +
+                            " & p=$!; for i in $(seq 600); do grep -q 'trial_1 (2/3)' " + log +
+                            " 2>/dev/null && break; sleep 0.2; done; sleep 1.5; kill -TERM $p; wait $p");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 143) << err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    const json o = load(sp)["options"]["1"];
+    EXPECT_EQ(o["trial_count"], 2) << o;
+    EXPECT_EQ(o["scored_trial_count"], 1) << o;
+    EXPECT_EQ(o["stopped_trials_excluded"], json::array({1})) << o;
+    ASSERT_EQ(o["per_trial"].size(), 2u) << o;
+    EXPECT_EQ(o["per_trial"][1]["stopped"], true) << o;
+    // The headline is trial_0's figures alone, recomputed from its two rank files.
+    double read = 0, write = 0, tokens = 0, read_p95 = 0;
+    for (int n = 0; n < 2; ++n) {
+        const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+        ASSERT_FALSE(f.empty()) << err;
+        const json d = load(f);
+        EXPECT_FALSE(d["kvio"]["mlperf_closed"].value("stopped", false)) << f;
+        const json& cs = d["summary"]["cache_stats"];
+        read += num(cs, "tier_storage_read_bandwidth_gbps");
+        write += num(cs, "tier_storage_write_bandwidth_gbps");
+        tokens += num(d["summary"], "storage_throughput_tokens_per_sec");
+        read_p95 = std::max(read_p95, num(cs, "storage_read_device_p95_ms"));
+    }
+    EXPECT_GT(write, 0.0) << "no storage writes measured in trial_0";
+    expect_close(o["aggregated_read_bandwidth_gbps"], read, "read bandwidth of trial_0 alone");
+    expect_close(o["aggregated_write_bandwidth_gbps"], write, "write bandwidth of trial_0 alone");
+    expect_close(o["aggregated_storage_throughput_tokens_per_sec"], tokens, "storage tokens/s of trial_0 alone");
+    expect_close(o["aggregated_device_read_p95_ms"], read_p95, "device read P95 of trial_0 alone");
+    EXPECT_NE(err.find("mlperf-closed: option 1: excluded from these figures: trial_1, stopped by a signal"),
+              std::string::npos)
+        << err;
+    // The checker recomputes the same figures: no aggregate mismatch, only the stop's own problems.
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.out.find("the rank files give"), std::string::npos) << c.out;
+}
+
 // SIGINT in the pause after Option 1: the run ends at once (not after the pause), the console names the pause, and
 // the metadata records the Options that ran ([1]) apart from those asked for ([1, 2, 3]).
 TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {

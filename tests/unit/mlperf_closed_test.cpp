@@ -308,6 +308,10 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     save_json(rank_file(d.path, 2, 1), rk);
     auto s = load_json(sp);
     s["kvio"]["metadata"]["stopped_by_signal"] = 15;
+    // As the run writes it: the stopped trial_2 left out of the headline.
+    s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);
+    EXPECT_EQ(s["options"]["1"]["stopped_trials_excluded"], nlohmann::json::array({2}));
+    EXPECT_EQ(s["options"]["1"]["scored_trial_count"], 2);
     save_json(sp, s);
     const CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 2u) << joined(r);
@@ -329,6 +333,9 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     // A client that ran to its end records signal 0: not a stop.
     rk["kvio"]["stop"] = {{"reason", "duration"}, {"signal", 0}};
     save_json(rank_file(d.path, 2, 1), rk);
+    s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);
+    EXPECT_EQ(s["options"]["1"]["stopped_trials_excluded"], nlohmann::json::array());
+    save_json(sp, s);
     EXPECT_EQ(check_results_dir(d.path, kShortened).problems.size(), 1u);
 }
 

@@ -618,6 +618,15 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                  << std::flush;
         return;
     }
+    const Json excluded = a.value("stopped_trials_excluded", Json::array());
+    std::string trials;
+    for (const auto& t : excluded) trials += (trials.empty() ? "trial_" : ", trial_") + t.dump();
+    if (a.value("scored_trial_count", 1) == 0) {
+        progress << "mlperf-closed: option " << option << ": no scored trial: a stop signal ended " << trials
+                 << " (not averaged; their figures are in per_trial)\n"
+                 << std::flush;
+        return;
+    }
     auto p95 = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
     char line[256];
     std::snprintf(line, sizeof line,
@@ -628,6 +637,9 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                   p95("aggregated_device_write_p95_ms"),
                   a["aggregated_storage_throughput_tokens_per_sec"].get<double>());
     progress << line;
+    if (!excluded.empty())
+        progress << "mlperf-closed: option " << option << ": excluded from these figures: " << trials
+                 << ", stopped by a signal (part of a trial; in per_trial)\n";
     if (missing)
         progress << "mlperf-closed: option " << option << ": PARTIAL: " << missing << " of " << expected
                  << " rank files missing (counted as zero; first: " << a["missing_files"][0].get<std::string>()
