@@ -207,9 +207,39 @@ void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
     rep.problems.push_back(line + ": a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
 }
 
-/// The checks of one rank file: its seed, its recorded parameters and cache directory.
+/// One kind of parameter problem of an Option (a key, the value found, the value required) and the rank files that
+/// have it: reported once, not once per file.
+struct ParamMismatch {
+    std::string key, got, want;
+    std::vector<std::string> files;
+};
+using ParamMismatches = std::map<std::string, ParamMismatch>;  ///< by key, value found and value required
+
+/// One line per kind: the file itself when one file has it, else the Option's directory with the count and the files
+/// (as option-relative trial_<T>/rank_<N>).
+void report_param_mismatches(const std::string& odir, const ClosedOption& opt, const ParamMismatches& m,
+                             CheckReport& rep) {
+    const std::string rule = ", Option " + std::to_string(opt.option) + " requires ";
+    for (const auto& [id, p] : m) {
+        if (p.files.size() == 1) {
+            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + rule + p.want +
+                                   " (rule kvcacheFixedWorkloadPerOption)");
+            continue;
+        }
+        std::string where;
+        for (const auto& f : p.files) {
+            const fs::path rel = fs::path(f).lexically_relative(odir).parent_path();
+            where += (where.empty() ? "" : ", ") + rel.string();
+        }
+        rep.problems.push_back(odir + ": " + p.key + " " + p.got + " in " + std::to_string(p.files.size()) +
+                               " rank files (" + where + ")" + rule + p.want + " (rule kvcacheFixedWorkloadPerOption)");
+    }
+}
+
+/// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
+/// cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int rank, const RunShape& s,
-                     std::map<std::string, std::string>& cache_dirs, CheckReport& rep) {
+                     std::map<std::string, std::string>& cache_dirs, ParamMismatches& mismatches, CheckReport& rep) {
     const int64_t want_seed = kClosedSeed + rank;
     const Json& seed = field_or_null(doc, "seed");
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
@@ -237,9 +267,13 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
                           : closed_option_parameters(opt, s.trial_seconds);
     for (const auto& [k, v] : want.items()) {
         const Json& got = field_or_null(flags, k.c_str());
-        if (!same_number(got, v))
-            rep.problems.push_back(path + ": " + k + " " + fmt(got) + ", Option " + std::to_string(opt.option) +
-                                   " requires " + fmt(v) + " (rule kvcacheFixedWorkloadPerOption)");
+        if (!same_number(got, v)) {
+            ParamMismatch& m = mismatches[k + '\n' + fmt(got) + '\n' + fmt(v)];
+            m.key = k;
+            m.got = fmt(got);
+            m.want = fmt(v);
+            m.files.push_back(path);
+        }
     }
     const Json& cfg = field_or_null(flags, "config");
     if (!cfg.is_null() && !(cfg.is_string() && cfg.get<std::string>().empty()))
@@ -285,6 +319,7 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
                                "kvcacheFixedWorkloadPerOption)");
         return;
     }
+    ParamMismatches mismatches;
     for (int t = 0; t < s.trials; ++t) {
         const std::string tdir = odir + "/trial_" + std::to_string(t);
         if (!fs::is_directory(tdir)) {
@@ -307,10 +342,11 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             ++rep.rank_files;
             const Json doc = load_object(files.front(), rep);
             if (doc.is_null()) continue;
-            check_rank_file(files.front(), doc, opt, n, s, cache_dirs, rep);
+            check_rank_file(files.front(), doc, opt, n, s, cache_dirs, mismatches, rep);
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
+    report_param_mismatches(odir, opt, mismatches, rep);
 }
 
 /// The rule that defines an aggregated figure (docs/mlperf-benchmark.md, "The CLOSED rules").
