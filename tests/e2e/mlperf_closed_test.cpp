@@ -786,3 +786,16 @@ TEST(MlperfCheck, AnEmptyDirectoryHoldsNoRun) {
     EXPECT_NE(r.out.find("no CLOSED run in it"), std::string::npos) << r.out;
     EXPECT_EQ(r.err.find("rank(s)"), std::string::npos) << r.err;
 }
+
+// The count line says what was found against what a CLOSED run holds: one Option of three, one rank file of nine.
+TEST(MlperfCheck, TheCountLineSaysWhatWasFoundOfWhatWasExpected) {
+    TempDir d;
+    fs::create_directories(d.file("option_1/trial_0/rank_0"));
+    save(d.file("option_1/trial_0/rank_0/kvcache_results_20260101_000000.json"),
+         json{{"seed", 42}, {"summary", {{"cache_stats", json::object()}}}});
+    const CmdResult r = run(kvio_bin() + " mlperf-check " + d.path);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_NE(r.err.find(": 1 of 3 Options found, expected 3 trial(s) x 1 rank(s) each, 1 of 9 rank file(s) read: "),
+              std::string::npos)
+        << r.err;
+}

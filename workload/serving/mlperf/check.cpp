@@ -313,6 +313,7 @@ void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep
 void check_option(const std::string& dir, const ClosedOption& opt, const RunShape& s, std::set<std::string>& cache_seen,
                   CheckReport& rep) {
     const std::string odir = dir + "/option_" + std::to_string(opt.option);
+    if (fs::is_directory(odir)) ++rep.options_found;
     if (!fs::is_directory(odir)) {
         rep.problems.push_back(odir +
                                ": missing: a CLOSED submission runs Options 1, 2 and 3 (rule "
