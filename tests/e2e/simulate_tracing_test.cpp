@@ -49,10 +49,16 @@ TEST(SimulateTracing, SimulateRunAddsTracingResults) {
     const auto r =
         test::run(test::kvio_bin() +
                   " simulate --model tiny-1b --num-users 4 --duration 5 --gpu-mem-gb 0 "
-                  "--cpu-mem-gb 0 --generation-mode none --seed 42 --quiet --progress-interval 0 --storage-io direct "
+                  "--cpu-mem-gb 0 --generation-mode none --seed 42 --progress-interval 0 --storage-io direct "
                   "--cache-dir " +
                   m.mnt + "/cache --enable-latency-tracing --trace-dir " + tdir + " --output " + out);
     ASSERT_EQ(r.status, 0) << r.err;
+    // The benchmark's sections of its tracer's start and end (docs/mlperf-benchmark.md, "Console report").
+    const size_t started = r.out.find("### LATENCY TRACING ###\n"),
+                 collecting = r.out.find("### COLLECTING TRACE DATA");
+    EXPECT_NE(started, std::string::npos) << r.out;
+    EXPECT_NE(collecting, std::string::npos) << r.out;
+    EXPECT_LT(started, collecting) << r.out;
     const auto doc = nlohmann::json::parse(test::slurp(out));
     ASSERT_TRUE(doc.contains("device_latency_tracing")) << r.err;
     EXPECT_EQ(doc["device_latency_tracing"]["device"], m.loop.name);
