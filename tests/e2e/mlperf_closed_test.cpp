@@ -604,7 +604,7 @@ TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
     EXPECT_EQ(r.status, 143) << err;
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << err;
-    const json o = load(sp)["options"]["1"];
+    json o = load(sp)["options"]["1"];  // not const: a key an older summary lacks reads as null, a failure
     EXPECT_EQ(o["trial_count"], 2) << o;
     EXPECT_EQ(o["scored_trial_count"], 1) << o;
     EXPECT_EQ(o["stopped_trials_excluded"], json::array({1})) << o;
