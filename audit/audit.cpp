@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -88,18 +89,43 @@ struct Target {
     uint64_t first_sector = 0, sectors = 0;
 };
 
+/// Where `dir` is or will be (docs/audit.md, "A cache directory the command creates"): `dir` itself when it exists
+/// (a directory, else UsageError "not a directory"), else its nearest existing ancestor, which must be a directory
+/// (UsageError "Not a directory" when a component is a file, or the stat error); `st` gets its stat. The command may
+/// create the directory (kvio simulate and the Python benchmark do): its files land on that ancestor's filesystem
+/// unless something is mounted there meanwhile, which the audit cannot foresee.
+std::string existing_place(const std::string& dir, struct stat& st) {
+    if (::stat(dir.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) throw UsageError("--cache-dir " + dir + ": not a directory");
+        return dir;
+    }
+    if (errno != ENOENT) throw UsageError("--cache-dir " + dir + ": " + std::strerror(errno));
+    std::error_code ec;
+    for (std::filesystem::path p = std::filesystem::absolute(dir, ec).parent_path();; p = p.parent_path()) {
+        if (::stat(p.c_str(), &st) == 0) {
+            if (!S_ISDIR(st.st_mode)) throw UsageError("--cache-dir " + dir + ": Not a directory (" + p.string() + ")");
+            return p.string();
+        }
+        if (errno != ENOENT) throw UsageError("--cache-dir " + dir + ": " + p.string() + ": " + std::strerror(errno));
+        if (p == p.parent_path()) throw UsageError("--cache-dir " + dir + ": No such file or directory");
+    }
+}
+
 std::vector<Target> targets_of(const std::vector<std::string>& dirs) {
     std::vector<Target> out;
     for (const auto& d : dirs) {
         struct stat st;
-        if (::stat(d.c_str(), &st) != 0) throw UsageError("--cache-dir " + d + ": " + std::strerror(errno));
-        if (!S_ISDIR(st.st_mode)) throw UsageError("--cache-dir " + d + ": not a directory");
+        const std::string place = existing_place(d, st);
         const DevId fsdev{major(st.st_dev), minor(st.st_dev)};
+        if (place != d)
+            std::cerr << "audit: --cache-dir " << d << " does not exist yet: auditing the filesystem of " << place
+                      << " (" << dev_string(fsdev) << "), where the command will create it\n";
         BlockDevInfo info;
         try {
-            info = block_dev_info_for_path(d);
+            info = block_dev_info_for_path(place);
         } catch (const Error&) {
-            throw Error("audit: --cache-dir " + d + " is on " + dev_string(fsdev) +
+            throw Error("audit: --cache-dir " + d + (place == d ? "" : " (to be created in " + place + ")") +
+                        " is on " + dev_string(fsdev) +
                         ", not a block device (tmpfs, overlay, a network filesystem): there is no device to audit");
         }
         auto same =

@@ -165,11 +165,42 @@ TEST(Audit, BadInputsAreOneClearLine) {
     auto shm = run(kvio_bin() + " audit --cache-dir /dev/shm -- true");
     EXPECT_EQ(shm.status, 1) << shm.err;
     EXPECT_NE(shm.err.find("not a block device"), std::string::npos) << shm.err;
-    auto missing = run(kvio_bin() + " audit --cache-dir /nonexistent/kv -- true");
-    EXPECT_EQ(missing.status, 2);
-    // One prefix: the command's (it said "kvio audit: audit: --cache-dir ..." before).
-    EXPECT_EQ(missing.err.rfind("kvio audit: --cache-dir /nonexistent/kv: No such file or directory\n", 0), 0u)
-        << missing.err;
+    // Under a regular file: no command can create it. One prefix: the command's.
+    auto under_file = run(kvio_bin() + " audit --cache-dir /etc/hostname/kv -- true");
+    EXPECT_EQ(under_file.status, 2);
+    EXPECT_EQ(under_file.err.rfind("kvio audit: --cache-dir /etc/hostname/kv: Not a directory\n", 0), 0u)
+        << under_file.err;
+    // Not there yet, on tmpfs: judged by the filesystem it would be created on, and named so.
+    TempDir tmpfs("/dev/shm");
+    auto on_tmpfs = run(kvio_bin() + " audit --cache-dir " + tmpfs.file("a/kv") + " -- true");
+    EXPECT_EQ(on_tmpfs.status, 1) << on_tmpfs.err;
+    EXPECT_NE(on_tmpfs.err.find("--cache-dir " + tmpfs.file("a/kv") + " (to be created in " + tmpfs.path + ") is on "),
+              std::string::npos)
+        << on_tmpfs.err;
+}
+
+// A cache directory the command creates (kvio simulate, the Python benchmark): not there when the audit starts, it is
+// audited on the filesystem of its nearest existing parent, and the console says so.
+TEST(Audit, ACacheDirTheCommandCreatesIsAudited) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(1ull << 30);
+    TempDir d;
+    const std::string cache = m.mnt + "/new/kv";
+    ASSERT_FALSE(std::filesystem::exists(m.mnt + "/new"));
+    const CmdResult r =
+        run(kvio_bin() + " audit --cache-dir " + cache + " --json " + d.file("audit.json") + " -- " + kvio_bin() +
+            " simulate --model tiny-1b --num-users 2 --duration 3 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+            "--generation-mode none --seed 42 --quiet --progress-interval 0 --cache-dir " +
+            cache + " --output " + d.file("sim.json"));
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(
+        r.err.find("audit: --cache-dir " + cache + " does not exist yet: auditing the filesystem of " + m.mnt + " ("),
+        std::string::npos)
+        << r.err;
+    ASSERT_TRUE(std::filesystem::exists(d.file("audit.json"))) << r.err;
+    const Audit a{r, json::parse(std::ifstream(d.file("audit.json")))};
+    for (const char* c : {"reads", "writes", "fsync"}) EXPECT_EQ(a.verdict(c), "PASS") << c << r.out;
+    EXPECT_GT(a.doc["filesystems"][0]["checks"][0]["figures"]["app_read_bytes"].get<uint64_t>(), 1u << 20) << r.out;
 }
 
 // An unwritable --json is refused before the command runs; a command that cannot start is named as such.

@@ -2,6 +2,7 @@
 // FUSE filesystem build/faultfs (tests/faultfs/faultfs.cpp), which fails, stalls or corrupts chosen byte ranges.
 #pragma once
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,33 @@ struct FaultDisk {
     TempDir dir;
     pid_t pid = -1;
     std::string path, name, majmin;
+};
+
+/// ext4 on `disk`, mounted (errors=continue: a failed metadata read must not make it read-only mid-test) on a
+/// directory beside it; unmounted at destruction.
+struct Ext4OnFaultDisk {
+    explicit Ext4OnFaultDisk(const FaultDisk& disk) : dir(disk.dir.file("ext4")) {
+        std::filesystem::create_directory(dir);
+        ok = run("mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0 " + disk.path).status == 0 &&
+             run("mount -o errors=continue " + disk.path + " " + dir).status == 0;
+    }
+    ~Ext4OnFaultDisk() {
+        if (ok) ::umount2(dir.c_str(), MNT_DETACH);
+    }
+    std::string dir;
+    bool ok = false;
+};
+
+/// A simulate cache directory on ext4 over a fresh fault disk of `bytes`: `ok` once made and mounted; rules are
+/// added on `disk` after, so the filesystem itself was made on a healthy disk.
+struct CacheOnFaultDisk {
+    explicit CacheOnFaultDisk(uint64_t bytes) : disk(bytes), fs(disk), cache(fs.dir + "/cache") {
+        ok = fs.ok && std::filesystem::create_directory(cache);
+    }
+    FaultDisk disk;
+    Ext4OnFaultDisk fs;
+    std::string cache;
+    bool ok = false;
 };
 
 }  // namespace kvio::test

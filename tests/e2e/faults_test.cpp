@@ -42,33 +42,6 @@ bool overlaps(const json& c, uint64_t off, uint64_t len) {
     return lo < off + len && off < hi;
 }
 
-/// ext4 on `disk`, mounted (errors=continue: a failed metadata read must not make it read-only mid-test) on a
-/// directory beside it; unmounted at destruction.
-struct Ext4OnFaultDisk {
-    explicit Ext4OnFaultDisk(const FaultDisk& disk) : dir(disk.dir.file("ext4")) {
-        std::filesystem::create_directory(dir);
-        ok = run("mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0 " + disk.path).status == 0 &&
-             run("mount -o errors=continue " + disk.path + " " + dir).status == 0;
-    }
-    ~Ext4OnFaultDisk() {
-        if (ok) ::umount2(dir.c_str(), MNT_DETACH);
-    }
-    std::string dir;
-    bool ok = false;
-};
-
-/// A simulate cache directory on ext4 over a fresh fault disk of `bytes`: `ok` once made and mounted; rules are
-/// added on `disk` after, so the filesystem itself was made on a healthy disk.
-struct CacheOnFaultDisk {
-    explicit CacheOnFaultDisk(uint64_t bytes) : disk(bytes), fs(disk), cache(fs.dir + "/cache") {
-        ok = fs.ok && std::filesystem::create_directory(cache);
-    }
-    FaultDisk disk;
-    Ext4OnFaultDisk fs;
-    std::string cache;
-    bool ok = false;
-};
-
 /// Starts `argv` (argv[0] a path) with stdout and stderr to `log`; returns its pid.
 pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
     pid_t pid = fork();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/fault_disk.h"
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/simulate_helpers.h"
 
@@ -65,7 +66,7 @@ void expect_close(const json& got, double want, const std::string& what) {
 
 /// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>].
 void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row,
-                   int duration = 2) {
+                   int duration = 2, bool mpi = false) {
     SCOPED_TRACE("option " + std::to_string(row.option));
     double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
     for (int t = 0; t < 3; ++t) {
@@ -86,6 +87,11 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
             EXPECT_EQ(flags["max_concurrent_allocs"], row.allocs) << f;
             EXPECT_EQ(flags["generation_mode"], "none") << f;
             EXPECT_EQ(flags["cache_dir"], cache + "/rank_" + std::to_string(n)) << f;
+            // The run's client count and launcher, not the one-client view each client runs with.
+            EXPECT_EQ(flags["num_clients"], 2) << f;
+            EXPECT_EQ(flags["mpi"], mpi) << f;
+            EXPECT_EQ(d["kvio"]["config"]["client"]["rank"], n) << f;
+            EXPECT_EQ(d["kvio"]["config"]["client"]["launcher"], mpi ? "mpi" : "processes") << f;
             EXPECT_EQ(d["kvio"]["mlperf_closed"]["closed_submission"], false) << f;
             EXPECT_NE(d["kvio"]["mlperf_closed"]["not_a_closed_submission"].get<std::string>().find("--trial-seconds"),
                       std::string::npos);
@@ -260,7 +266,7 @@ TEST(MlperfClosed, MpiRanksAreTheClients) {
     EXPECT_EQ(s["kvio"]["metadata"]["clients"], 2);
     // 2 s trials: in 1 s trials beside other tests, no Option 1 rank finished a storage entry once (storage_entries
     // 0 on every rank, which the checker rightly calls no storage measured).
-    for (const auto& row : kRows) expect_option(dir, cache, s, row, 2);
+    for (const auto& row : kRows) expect_option(dir, cache, s, row, 2, true);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
     const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
     EXPECT_EQ(c.status, 0) << c.out << c.err;
@@ -303,6 +309,83 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
     EXPECT_EQ(s["options"]["1"]["trial_count"], 1);
     EXPECT_NE(s["not_a_closed_submission"].get<std::string>().find("stopped by signal 15"), std::string::npos);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n)).empty());
+}
+
+namespace {
+
+/// Every path under `dir` whose name holds ".tmp-": a file write_text_file had not renamed yet.
+std::vector<std::string> temp_files(const std::string& dir) {
+    std::vector<std::string> v;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp-") != std::string::npos) v.push_back(e.path().string());
+    return v;
+}
+
+/// A CLOSED Option 1 run of 2 ranks under mpirun (`mca`: extra mpirun arguments) with its cache on `fs4`, results in
+/// `dir`: once the first trial runs, every transfer to the cache disk is stalled `stall_ms`, half a second later mpirun
+/// gets SIGINT (Ctrl-C), and a second after that the stall rule goes (the loop device serves a stalled disk's requests
+/// one after the other: a rank's drain then lasts about one stall, not one per request in flight). Returns the run's
+/// exit status.
+CmdResult ctrl_c_to_mpirun_on_a_slow_disk(const FaultDisk& disk, const std::string& cache, const std::string& dir,
+                                          const std::string& log, const std::string& mca, int stall_ms) {
+    EXPECT_TRUE(disk.rule("clear"));
+    const std::string stall = "stall rw 0 " + std::to_string(1ull << 30) + " " + std::to_string(stall_ms);
+    return run("mpirun --allow-run-as-root --oversubscribe -np 2 " + mca + " " + kvio_bin() +
+               " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " + dir +
+               " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+               " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
+               " 2>/dev/null && break; sleep 0.2; done; sleep 3; echo '" + stall + "' > " + disk.dir.file("mnt/ctl") +
+               "; sleep 0.5; kill -INT $p; sleep 1; echo clear > " + disk.dir.file("mnt/ctl") + "; wait $p");
+}
+
+}  // namespace
+
+// Ctrl-C to mpirun while the cache disk is slow: Open MPI forwards SIGTERM to every rank and SIGKILLs them
+// odls_base_sigkill_timeout (1 s; measured: mpirun ends about 2 s after the SIGINT) later, while each rank still waits
+// for its 6 s transfers. Each rank wrote its rank
+// file at the signal, flagged stopped and results_pending; no temporary file is left, and mlperf-check calls the run
+// stopped. With the documented longer grace (--mca odls_base_sigkill_timeout 30) the ranks drain, their full results
+// replace the placeholders and rank 0 writes the stopped summary.
+TEST(MlperfClosed, CtrlCToMpirunOnASlowDiskLeavesStoppedRankFiles) {
+    if (run("command -v mpirun").status != 0) GTEST_SKIP() << "mpirun not installed (scripts/deps.sh installs it)";
+    if (run(kvio_bin() + " simulate --help").out.find("--mpi available") == std::string::npos)
+        GTEST_SKIP() << "this kvio was built without MPI";
+    CacheOnFaultDisk c4(1ull << 30);
+    ASSERT_TRUE(c4.ok);
+    TempDir results("/dev/shm");
+    for (const bool longer_grace : {false, true}) {
+        SCOPED_TRACE(longer_grace ? "odls_base_sigkill_timeout 30" : "default grace (1 s)");
+        const std::string tag = longer_grace ? "long" : "short";
+        const std::string dir = results.file(tag), log = results.file(tag + ".log");
+        const CmdResult r = ctrl_c_to_mpirun_on_a_slow_disk(
+            c4.disk, c4.cache + "/" + tag, dir, log, longer_grace ? "--mca odls_base_sigkill_timeout 30" : "", 6000);
+        EXPECT_TRUE(c4.disk.rule("clear"));
+        EXPECT_NE(r.status, 0) << slurp(log);
+        EXPECT_EQ(temp_files(dir), std::vector<std::string>{});
+        for (int n = 0; n < 2; ++n) {
+            const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+            ASSERT_FALSE(f.empty()) << "rank " << n << ": no rank file\n" << slurp(log);
+            const json d = load(f);
+            const json& m = d["kvio"]["mlperf_closed"];
+            EXPECT_EQ(m.value("stopped", false), true) << f << ": " << m;
+            EXPECT_EQ(m.value("closed_submission", true), false) << f << ": " << m;
+            EXPECT_EQ(d["seed"], 42 + n);
+            // Killed at 1 s while the drain needs 5 s: the placeholder stays. With 30 s: the results replaced it.
+            EXPECT_EQ(m.value("results_pending", false), !longer_grace) << f << ": " << m;
+            EXPECT_EQ(d.contains("summary"), longer_grace) << f;
+        }
+        const std::string sp = summary_of(dir);
+        EXPECT_EQ(sp.empty(), !longer_grace) << slurp(log);
+        if (!sp.empty()) {
+            EXPECT_EQ(load(sp)["kvio"]["metadata"]["stopped_by_signal"], 15);
+        }
+        const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+        EXPECT_EQ(c.status, 1) << c.out << c.err;
+        EXPECT_NE(c.err.find("STOPPED"), std::string::npos) << c.err;
+        if (!longer_grace) {
+            EXPECT_NE(c.out.find(": a stopped run: 2 rank file(s)"), std::string::npos) << c.out;
+        }
+    }
 }
 
 // SIGINT to one rank alone (not to mpirun): every rank's trial stops within a second or so, not at the trial's end.
@@ -506,6 +589,53 @@ TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
         << c.out;
 }
 
+// A stop in the second trial: the first trial, whole, is the headline; the stopped one is left out of every aggregated
+// figure (stopped_trials_excluded, scored_trial_count), kept in per_trial, and the console says so.
+TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string dir = results.path + "/run", log = results.path + "/log";
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+                            "/kv --results-dir " + dir +
+                            " --num-clients 2 --trial-seconds 4 --pause-seconds 0 --progress-interval 0 2> " + log +
+                            " & p=$!; for i in $(seq 600); do grep -q 'trial_1 (2/3)' " + log +
+                            " 2>/dev/null && break; sleep 0.2; done; sleep 1.5; kill -TERM $p; wait $p");
+    const std::string err = slurp(log);
+    EXPECT_EQ(r.status, 143) << err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << err;
+    json o = load(sp)["options"]["1"];  // not const: a key an older summary lacks reads as null, a failure
+    EXPECT_EQ(o["trial_count"], 2) << o;
+    EXPECT_EQ(o["scored_trial_count"], 1) << o;
+    EXPECT_EQ(o["stopped_trials_excluded"], json::array({1})) << o;
+    ASSERT_EQ(o["per_trial"].size(), 2u) << o;
+    EXPECT_EQ(o["per_trial"][1]["stopped"], true) << o;
+    // The headline is trial_0's figures alone, recomputed from its two rank files.
+    double read = 0, write = 0, tokens = 0, read_p95 = 0;
+    for (int n = 0; n < 2; ++n) {
+        const std::string f = only_file(dir + "/option_1/trial_0/rank_" + std::to_string(n));
+        ASSERT_FALSE(f.empty()) << err;
+        const json d = load(f);
+        EXPECT_FALSE(d["kvio"]["mlperf_closed"].value("stopped", false)) << f;
+        const json& cs = d["summary"]["cache_stats"];
+        read += num(cs, "tier_storage_read_bandwidth_gbps");
+        write += num(cs, "tier_storage_write_bandwidth_gbps");
+        tokens += num(d["summary"], "storage_throughput_tokens_per_sec");
+        read_p95 = std::max(read_p95, num(cs, "storage_read_device_p95_ms"));
+    }
+    EXPECT_GT(write, 0.0) << "no storage writes measured in trial_0";
+    expect_close(o["aggregated_read_bandwidth_gbps"], read, "read bandwidth of trial_0 alone");
+    expect_close(o["aggregated_write_bandwidth_gbps"], write, "write bandwidth of trial_0 alone");
+    expect_close(o["aggregated_storage_throughput_tokens_per_sec"], tokens, "storage tokens/s of trial_0 alone");
+    expect_close(o["aggregated_device_read_p95_ms"], read_p95, "device read P95 of trial_0 alone");
+    EXPECT_NE(err.find("mlperf-closed: option 1: excluded from these figures: trial_1, stopped by a signal"),
+              std::string::npos)
+        << err;
+    // The checker recomputes the same figures: no aggregate mismatch, only the stop's own problems.
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.out.find("the rank files give"), std::string::npos) << c.out;
+}
+
 // SIGINT in the pause after Option 1: the run ends at once (not after the pause), the console names the pause, and
 // the metadata records the Options that ran ([1]) apart from those asked for ([1, 2, 3]).
 TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {
@@ -655,4 +785,17 @@ TEST(MlperfCheck, AnEmptyDirectoryHoldsNoRun) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("no CLOSED run in it"), std::string::npos) << r.out;
     EXPECT_EQ(r.err.find("rank(s)"), std::string::npos) << r.err;
+}
+
+// The count line says what was found against what a CLOSED run holds: one Option of three, one rank file of nine.
+TEST(MlperfCheck, TheCountLineSaysWhatWasFoundOfWhatWasExpected) {
+    TempDir d;
+    fs::create_directories(d.file("option_1/trial_0/rank_0"));
+    save(d.file("option_1/trial_0/rank_0/kvcache_results_20260101_000000.json"),
+         json{{"seed", 42}, {"summary", {{"cache_stats", json::object()}}}});
+    const CmdResult r = run(kvio_bin() + " mlperf-check " + d.path);
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_NE(r.err.find(": 1 of 3 Options found, expected 3 trial(s) x 1 rank(s) each, 1 of 9 rank file(s) read: "),
+              std::string::npos)
+        << r.err;
 }

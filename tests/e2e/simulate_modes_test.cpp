@@ -154,3 +154,55 @@ TEST(SimulateModes, ValidationTraceComparesHitRatesAndRefusesBadTraces) {
         EXPECT_TRUE(r.results.is_null());
     }
 }
+
+// The benchmark's console sections of the steps before the clock (docs/mlperf-benchmark.md, "Console report"): each
+// appears when kvio runs that step, with what the run measured (the results file's kvio.prepopulation /
+// kvio.precondition), and not otherwise.
+TEST(SimulateModes, WarmUpAndTraceModeSectionsAppearOnlyWhenTheStepRuns) {
+    TempDir d;
+    const std::string sim = kvio_bin() +
+                            " simulate --model tiny-1b --num-users 2 --duration 1 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                            "--generation-mode none --seed 42 --progress-interval 0 ";
+    const char* prepop = "### PRE-POPULATING CACHE FOR DECODE-ONLY MODE ###";
+    const char* precond = "### PRECONDITIONING PHASE ###";
+    const char* trace_mode = "  - I/O TRACE MODE: ACTIVE - writing trace to ";
+    const char* tracing = "### LATENCY TRACING ###";
+    auto written = [](const json& w) {
+        char b[160];
+        std::snprintf(b, sizeof b, "  Threads: %d\n  Written: %d entries, %.2f GiB in %.2f s (%d failed allocations)",
+                      w["threads"].get<int>(), w["entries"].get<int>(),
+                      w["bytes_written"].get<double>() / double(1ull << 30), w["seconds"].get<double>(),
+                      w["failed"].get<int>());
+        return std::string(b);
+    };
+
+    CmdResult r = run(sim + "--decode-only --cache-dir " + d.file("c1") + " --output " + d.file("a.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json a = json::parse(slurp(d.file("a.json")))["kvio"]["prepopulation"];
+    EXPECT_EQ(a["entries"], 20) << a;  // --num-users 2 x 10
+    const size_t at = r.out.find(prepop);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(written(a), at), r.out.find('\n', at) + 1) << r.out.substr(at, 300) << "\n" << written(a);
+    for (const char* s : {precond, trace_mode, tracing}) EXPECT_EQ(r.out.find(s), std::string::npos) << s;
+
+    r = run(sim + "--precondition --precondition-size-gb 0.05 --cache-dir " + d.file("c2") + " --output " +
+            d.file("b.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json b = json::parse(slurp(d.file("b.json")))["kvio"]["precondition"];
+    const size_t bt = r.out.find(std::string(precond) + "\n  Target: 0.05 GiB\n");
+    ASSERT_NE(bt, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(written(b), bt), std::string::npos) << r.out.substr(bt, 300) << "\n" << written(b);
+    EXPECT_GT(b["bytes_written"].get<double>(), 0.05 * double(1ull << 30)) << b;
+    for (const char* s : {prepop, trace_mode, tracing}) EXPECT_EQ(r.out.find(s), std::string::npos) << s;
+
+    r = run(sim + "--io-trace-log " + d.file("t.csv") + " --output " + d.file("c.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(trace_mode + d.file("t.csv") + "\n    (No real GPU/CPU/NVMe I/O will be performed)\n"),
+              std::string::npos)
+        << r.out;
+    for (const char* s : {prepop, precond, tracing}) EXPECT_EQ(r.out.find(s), std::string::npos) << s;
+
+    r = run(sim + "--cache-dir " + d.file("c3") + " --output " + d.file("d.json"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* s : {prepop, precond, trace_mode, tracing}) EXPECT_EQ(r.out.find(s), std::string::npos) << s;
+}

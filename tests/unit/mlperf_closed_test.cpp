@@ -308,6 +308,10 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     save_json(rank_file(d.path, 2, 1), rk);
     auto s = load_json(sp);
     s["kvio"]["metadata"]["stopped_by_signal"] = 15;
+    // As the run writes it: the stopped trial_2 left out of the headline.
+    s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);
+    EXPECT_EQ(s["options"]["1"]["stopped_trials_excluded"], nlohmann::json::array({2}));
+    EXPECT_EQ(s["options"]["1"]["scored_trial_count"], 2);
     save_json(sp, s);
     const CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 2u) << joined(r);
@@ -329,6 +333,9 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     // A client that ran to its end records signal 0: not a stop.
     rk["kvio"]["stop"] = {{"reason", "duration"}, {"signal", 0}};
     save_json(rank_file(d.path, 2, 1), rk);
+    s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);
+    EXPECT_EQ(s["options"]["1"]["stopped_trials_excluded"], nlohmann::json::array());
+    save_json(sp, s);
     EXPECT_EQ(check_results_dir(d.path, kShortened).problems.size(), 1u);
 }
 
@@ -343,4 +350,37 @@ TEST(MlperfCheckDir, AnUnreadableSummaryIsOneProblem) {
     EXPECT_EQ(r.problems[0].rfind(sp + ": not valid JSON (", 0), 0u) << joined(r);
     EXPECT_EQ(joined(r).find("options["), std::string::npos) << joined(r);
     EXPECT_EQ(r.rank_files, 6);
+}
+
+// A shortened run whose summary was cut off: the recorded trial length is lost, so every rank file's duration
+// differs from the Option's 300 s. That is one problem with its count and rank files, not one line per file.
+TEST(MlperfCheckDir, OneParameterProblemOfManyRankFilesIsOneLine) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            const std::string f = rank_file(d.path, t, n);
+            auto rk = load_json(f);
+            rk["kvio"]["config"]["flags"] = closed_option_parameters(closed_option(1), 2);
+            save_json(f, rk);
+        }
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty());
+    std::ofstream(sp, std::ios::trunc) << "{\"total_ranks\": 2, \"opti";
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    std::vector<std::string> durations;
+    for (const auto& p : r.problems)
+        if (p.find("duration") != std::string::npos) durations.push_back(p);
+    ASSERT_EQ(durations.size(), 1u) << joined(r);
+    EXPECT_EQ(durations[0],
+              d.path +
+                  "/option_1: duration 2 in 6 rank files (trial_0/rank_0, trial_0/rank_1, trial_1/rank_0, "
+                  "trial_1/rank_1, trial_2/rank_0, trial_2/rank_1), Option 1 requires 300 (rule "
+                  "kvcacheFixedWorkloadPerOption)");
+    // One rank file alone keeps its own line, naming the file.
+    auto rk = load_json(rank_file(d.path, 1, 1));
+    rk["kvio"]["config"]["flags"]["num_users"] = 7;
+    save_json(rank_file(d.path, 1, 1), rk);
+    const std::string all = joined(check_results_dir(d.path, kShortened));
+    EXPECT_NE(all.find(rank_file(d.path, 1, 1) + ": num_users 7, Option 1 requires 200 (rule "), std::string::npos)
+        << all;
 }

@@ -102,6 +102,24 @@ std::string default_results_name() {
 
 namespace {
 
+/// The console section of a warm-up step as the benchmark titles it (docs/mlperf-benchmark.md, "Console report"), with
+/// what this run measured: target (precondition), writer threads, entries and GiB written, failed allocations,
+/// wall time, and how it ended. Printed after the step (its progress lines go to stderr while it runs).
+void print_warmup_section(std::ostream& os, const char* title, const WarmupResult& w) {
+    char b[256];
+    os << "\n### " << title << " ###\n";
+    if (w.target_bytes) {
+        std::snprintf(b, sizeof b, "  Target: %.2f GiB\n", double(w.target_bytes) / double(1ull << 30));
+        os << b;
+    }
+    os << "  Threads: " << w.threads << "\n";
+    std::snprintf(b, sizeof b, "  Written: %zu entries, %.2f GiB in %.2f s (%llu failed allocations)%s%s\n",
+                  w.keys.size(), double(w.bytes_written) / double(1ull << 30), w.seconds,
+                  static_cast<unsigned long long>(w.failed), w.stalled ? "; stalled: the filesystem is full" : "",
+                  w.stopped ? "; stopped by a signal" : "");
+    os << b << "  Statistics reset for the steady-state measurement\n" << std::flush;
+}
+
 /// A stop-aware sleep: false when the run was asked to stop before `dur` elapsed.
 class StopFlag {
 public:
@@ -162,6 +180,8 @@ public:
     /// Replaces the synthetic users by a trace/dataset replay (one producer thread).
     void set_trace(std::unique_ptr<TraceSource> t) { trace_ = std::move(t); }
     void set_poll_stop(std::function<int(int)> f) { poll_stop_ = std::move(f); }
+    /// Where the warm-up's console sections go (print_warmup_section); null: none.
+    void set_console(std::ostream* console) { console_ = console; }
     /// Runs to the stop; fills `out` (the results document) and returns the exit code.
     int run(nlohmann::ordered_json& out, std::ostream* progress, const std::function<void()>& before_start);
 
@@ -232,6 +252,7 @@ private:
     std::condition_variable park_cv_;
     std::unique_ptr<TraceSource> trace_;
     std::function<int(int)> poll_stop_;    ///< SimHooks::poll_stop
+    std::ostream* console_ = nullptr;      ///< the report's console (set_console)
     std::atomic<bool> trace_done_{false};  // the replay issued its last request (finite --replay-cycles)
     std::atomic<uint64_t> settled_{0};     // requests a worker is done with (completed, cut or dropped)
     uint64_t trace_waits_full_queue_ = 0;
@@ -674,12 +695,15 @@ void Simulation::warm_up(std::ostream* progress) {
                              "--precondition-size-gb or --storage-capacity-gb)\n";
             warmup_json_["precondition"] = {{"skipped", "storage tier unlimited"}};
         } else {
-            warmup_json_["precondition"] =
-                precondition(cache_, target, unsigned(c_.precondition_threads), progress, stop_signalled).to_json();
+            const WarmupResult w =
+                precondition(cache_, target, unsigned(c_.precondition_threads), progress, stop_signalled);
+            if (console_) print_warmup_section(*console_, "PRECONDITIONING PHASE", w);
+            warmup_json_["precondition"] = w.to_json();
         }
     }
     if (c_.decode_only && !stop_signalled()) {
         WarmupResult w = prepopulate(cache_, uint64_t(c_.num_users) * 10, 0, progress, stop_signalled);
+        if (console_) print_warmup_section(*console_, "PRE-POPULATING CACHE FOR DECODE-ONLY MODE", w);
         warmup_json_["prepopulation"] = w.to_json();
         prepop_keys_ = std::move(w.keys);
     }
@@ -958,6 +982,11 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         if (!hooks.start_tracing) throw Error("simulate: --enable-latency-tracing: this caller has no tracer");
         tracing = hooks.start_tracing(c);
         c.semantic_path = tracing->semantic_path();
+        if (console)
+            *console
+                << "\n### LATENCY TRACING ###\n  Tracer: kvio's BPF tracer on the cache directory's disk, attached "
+                   "before the first entry\n  Storage-tier records: "
+                << c.semantic_path << "\n";
     }
     auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
     MultiTierCache& cache = *cache_owner;
@@ -973,6 +1002,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
         Simulation sim(c, model, bpt, std::move(pool_users), seed_used, cache);
         sim.set_trace(std::move(trace));
         sim.set_poll_stop(hooks.poll_stop);
+        sim.set_console(console);
         res.exit_code = sim.run(doc, progress, hooks.before_start);
     }
     if (validation)  // results.validation (docs/mlperf-benchmark.md, "Metrics and the results JSON"), after summary
@@ -1026,6 +1056,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     doc["kvio"] = kv;
     cache_owner.reset();  // closes the storage tier's semantic log before the tracer's validation reads it
     if (tracing) {
+        if (console) *console << "\n### COLLECTING TRACE DATA ###\n" << std::flush;
         for (const auto& w : tracing->finish(doc)) {
             doc["kvio"]["warnings"].push_back("--enable-latency-tracing: " + w);
             if (progress) *progress << "simulate: warning: --enable-latency-tracing: " << w << "\n" << std::flush;

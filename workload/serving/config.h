@@ -183,6 +183,9 @@ struct SimConfig {
     /// This client's index among the run's clients (--num-clients index or MPI rank; 0 for a single run): the remote
     /// tier's namespace of the client's own entries. Set by client_config(), not a flag.
     int64_t client_index = 0;
+    /// This client is one rank of an `mpirun ... kvio simulate --mpi` job (client_count its world size, client_index
+    /// its rank). Set by client_config(), not a flag: a client's own --mpi is off (it runs one simulation).
+    bool client_of_mpi = false;
     double progress_interval_s = 1.0;  ///< progress line on stderr; 0 = none
     /// Autoscaler tick, s: the benchmark's WorkloadAutoscaler.scale_interval (10 s); shorter for tests.
     double autoscaler_interval_s = 10.0;

@@ -473,8 +473,18 @@ nlohmann::ordered_json config_to_json(const SimConfig& c) {
             },
             f.target);
     }
+    // One client of several (client_config): the run's launcher and client count, not the client's own one-client
+    // view of them (docs/mlperf-benchmark.md, "Multi-client runs").
+    const bool one_of_many = c.client_count > 1 || c.client_of_mpi;
+    if (one_of_many) {
+        flags["num_clients"] = c.client_count;
+        flags["mpi"] = c.client_of_mpi;
+    }
     OJson o = OJson::object();
     o["flags"] = std::move(flags);
+    if (one_of_many)
+        o["client"] = {
+            {"rank", c.client_index}, {"clients", c.client_count}, {"launcher", c.client_of_mpi ? "mpi" : "processes"}};
     o["yaml"] = yaml_settings_to_json(c.yaml);
     o["yaml_file"] = c.yaml.raw;
     return o;

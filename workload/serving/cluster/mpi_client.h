@@ -4,6 +4,7 @@
 // in workload/serving/mpi/ and built only when the Makefile finds Open MPI (pkg-config ompi, or mpicxx --showme);
 // otherwise --mpi is refused with mpi_build_status().
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <vector>
 
@@ -27,9 +28,13 @@ const char* mpi_build_status();
 /// into c.output and, with a console, prints the report. A rank that fails still joins the barrier and the
 /// gather with its error (kvio.merged.partial_failure). Returns rank 0's merged result (other ranks: their own).
 /// With `gathered`, rank 0 also gets every rank's result in rank order (their documents with kvio.merge_state; other
-/// ranks get theirs alone). Throws kvio::Error when not built with MPI.
+/// ranks get theirs alone). `on_stop`, when set, is called once on the main loop's thread the moment this rank's run
+/// sees a stop (its own signal: `own` true; or one relayed from another rank), before the in-flight requests drain and
+/// before any collective step: what must be on disk before a launcher that forwarded the signal kills the rank
+/// (docs/mlperf-benchmark.md, "Stopping an MPI run"). Throws kvio::Error when not built with MPI.
 SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress,
-                         std::vector<ClientResult>* gathered = nullptr);
+                         std::vector<ClientResult>* gathered = nullptr,
+                         const std::function<void(int signo, bool own)>& on_stop = {});
 
 /// Keeps MPI initialised across several run_mpi_client calls (a CLOSED run's trials: MPI may be initialised once per
 /// process): MPI_Init_thread at construction unless already initialised, MPI_Finalize at destruction when it

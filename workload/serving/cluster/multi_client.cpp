@@ -128,6 +128,7 @@ SimConfig client_config(const SimConfig& c, int rank, int clients) {
     r.output = client_output_path(c.output, rank);
     r.client_index = rank;
     r.client_count = clients;
+    r.client_of_mpi = c.mpi;
     r.quiet = true;
     r.num_clients = 1;
     r.mpi = false;

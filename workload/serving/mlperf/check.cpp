@@ -196,6 +196,7 @@ void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
     const bool own = sig.is_number_integer() && sig.get<int64_t>() != 0;
     const bool other = why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0;
     if (!own && !other) return;
+    ++rep.stopped_rank_files;
     std::string line = path + (own ? ": kvio.stop.signal " + fmt(sig) : std::string(": kvio.stop.reason"));
     if (why.is_string()) line += own ? " (" + why.get<std::string>() + ")" : " " + why.dump();
     if (const Json& at = field_or_null(stop, "stop_requested_at_s"); at.is_number()) {
@@ -206,15 +207,52 @@ void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
     rep.problems.push_back(line + ": a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
 }
 
-/// The checks of one rank file: its seed, its recorded parameters and cache directory.
+/// One kind of parameter problem of an Option (a key, the value found, the value required) and the rank files that
+/// have it: reported once, not once per file.
+struct ParamMismatch {
+    std::string key, got, want;
+    std::vector<std::string> files;
+};
+using ParamMismatches = std::map<std::string, ParamMismatch>;  ///< by key, value found and value required
+
+/// One line per kind: the file itself when one file has it, else the Option's directory with the count and the files
+/// (as option-relative trial_<T>/rank_<N>).
+void report_param_mismatches(const std::string& odir, const ClosedOption& opt, const ParamMismatches& m,
+                             CheckReport& rep) {
+    const std::string rule = ", Option " + std::to_string(opt.option) + " requires ";
+    for (const auto& [id, p] : m) {
+        if (p.files.size() == 1) {
+            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + rule + p.want +
+                                   " (rule kvcacheFixedWorkloadPerOption)");
+            continue;
+        }
+        std::string where;
+        for (const auto& f : p.files) {
+            const fs::path rel = fs::path(f).lexically_relative(odir).parent_path();
+            where += (where.empty() ? "" : ", ") + rel.string();
+        }
+        rep.problems.push_back(odir + ": " + p.key + " " + p.got + " in " + std::to_string(p.files.size()) +
+                               " rank files (" + where + ")" + rule + p.want + " (rule kvcacheFixedWorkloadPerOption)");
+    }
+}
+
+/// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
+/// cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int rank, const RunShape& s,
-                     std::map<std::string, std::string>& cache_dirs, CheckReport& rep) {
+                     std::map<std::string, std::string>& cache_dirs, ParamMismatches& mismatches, CheckReport& rep) {
     const int64_t want_seed = kClosedSeed + rank;
     const Json& seed = field_or_null(doc, "seed");
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
         rep.problems.push_back(path + ": seed " + fmt(seed) + ", expected 42 + rank " + std::to_string(rank) + " = " +
                                std::to_string(want_seed) + " (rule kvcacheClosedSequenceLocks)");
     check_stopped_rank(path, doc, rep);
+    if (at_path(doc, {"kvio", "mlperf_closed", "results_pending"}) == true) {
+        rep.problems.push_back(
+            path + ": written by rank " + std::to_string(rank) +
+            " at the stop signal; the rank ended before its results replaced it (the launcher killed "
+            "it): no figures (rule kvcacheClosedSequenceLocks)");
+        return;
+    }
     check_rank_figures(path, doc, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
@@ -229,9 +267,13 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
                           : closed_option_parameters(opt, s.trial_seconds);
     for (const auto& [k, v] : want.items()) {
         const Json& got = field_or_null(flags, k.c_str());
-        if (!same_number(got, v))
-            rep.problems.push_back(path + ": " + k + " " + fmt(got) + ", Option " + std::to_string(opt.option) +
-                                   " requires " + fmt(v) + " (rule kvcacheFixedWorkloadPerOption)");
+        if (!same_number(got, v)) {
+            ParamMismatch& m = mismatches[k + '\n' + fmt(got) + '\n' + fmt(v)];
+            m.key = k;
+            m.got = fmt(got);
+            m.want = fmt(v);
+            m.files.push_back(path);
+        }
     }
     const Json& cfg = field_or_null(flags, "config");
     if (!cfg.is_null() && !(cfg.is_string() && cfg.get<std::string>().empty()))
@@ -271,12 +313,14 @@ void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep
 void check_option(const std::string& dir, const ClosedOption& opt, const RunShape& s, std::set<std::string>& cache_seen,
                   CheckReport& rep) {
     const std::string odir = dir + "/option_" + std::to_string(opt.option);
+    if (fs::is_directory(odir)) ++rep.options_found;
     if (!fs::is_directory(odir)) {
         rep.problems.push_back(odir +
                                ": missing: a CLOSED submission runs Options 1, 2 and 3 (rule "
                                "kvcacheFixedWorkloadPerOption)");
         return;
     }
+    ParamMismatches mismatches;
     for (int t = 0; t < s.trials; ++t) {
         const std::string tdir = odir + "/trial_" + std::to_string(t);
         if (!fs::is_directory(tdir)) {
@@ -299,10 +343,11 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             ++rep.rank_files;
             const Json doc = load_object(files.front(), rep);
             if (doc.is_null()) continue;
-            check_rank_file(files.front(), doc, opt, n, s, cache_dirs, rep);
+            check_rank_file(files.front(), doc, opt, n, s, cache_dirs, mismatches, rep);
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
+    report_param_mismatches(odir, opt, mismatches, rep);
 }
 
 /// The rule that defines an aggregated figure (docs/mlperf-benchmark.md, "The CLOSED rules").
@@ -460,6 +505,13 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
         check_option(dir, opt, s, caches, rep);
         check_aggregates(dir, opt, s, rep);
     }
+    rep.stopped = rep.stopped_rank_files > 0 ||
+                  !field_or_null(at_path(s.summary, {"kvio", "metadata"}), "stopped_by_signal").is_null();
+    if (rep.stopped && s.summary_path.empty())
+        rep.problems.insert(rep.problems.begin(),
+                            dir + ": a stopped run: " + std::to_string(rep.stopped_rank_files) +
+                                " rank file(s) record a stop signal and no summary was written (the launcher ended "
+                                "the ranks first): not a submittable run (rule kvcacheClosedSequenceLocks)");
     check_filesystems(dir, s, caches, rep);
     for (const auto& m : glob_metadata(dir)) check_metadata_file(m, s, rep);
     return rep;

@@ -18,8 +18,11 @@ struct CheckOptions {
 struct CheckReport {
     std::vector<std::string> problems;  ///< one line each: "PATH: what is wrong (rule NAME)"
     std::vector<std::string> notes;     ///< what was not checkable (a rank file that records no parameters)
-    int options = 0, trials = 0, ranks = 0, rank_files = 0;  ///< what was looked at
-    bool no_run = false;  ///< `dir` holds neither a summary nor option_<O>/: no CLOSED run (one problem says so)
+    int options = 0, trials = 0, ranks = 0, rank_files = 0;  ///< what was expected (Options, trials, ranks), and read
+    int options_found = 0;       ///< of the `options` expected, how many have their option_<O>/ directory
+    bool no_run = false;         ///< `dir` holds neither a summary nor option_<O>/: no CLOSED run (one problem says so)
+    int stopped_rank_files = 0;  ///< rank files whose trial a stop signal ended (kvio.stop)
+    bool stopped = false;        ///< a stop signal ended the run (a stopped rank file, or the summary says so)
 };
 
 /// Checks `dir`: the summary (kvcache_run_summary*.json; the newest by name), every Option's trial and rank

@@ -56,6 +56,26 @@ double fmean(const std::vector<double>& v) {
     return v.empty() ? 0.0 : s / double(v.size());
 }
 
+/// A rank file whose trial a stop signal ended: kvio.mlperf_closed.stopped, or kvio.stop with a signal (its own, or
+/// "signal NAME to another client").
+bool rank_file_stopped(const Json& doc) {
+    const Json& k = field_or_null(doc, "kvio");
+    if (field_or_null(field_or_null(k, "mlperf_closed"), "stopped") == true) return true;
+    const Json& stop = field_or_null(k, "stop");
+    const Json& sig = field_or_null(stop, "signal");
+    const Json& why = field_or_null(stop, "reason");
+    return (sig.is_number_integer() && sig.get<int64_t>() != 0) ||
+           (why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0);
+}
+
+/// The maximum of `v`, null when empty.
+Json max_or_null(const std::vector<double>& v) {
+    return v.empty() ? Json(nullptr) : Json(*std::max_element(v.begin(), v.end()));
+}
+
+/// The mean of `v`, null when empty.
+Json mean_or_null(const std::vector<double>& v) { return v.empty() ? Json(nullptr) : Json(fmean(v)); }
+
 }  // namespace
 
 const std::vector<ClosedOption>& closed_options() {
@@ -148,9 +168,10 @@ const std::vector<const char*>& aggregated_keys() {
 
 Json aggregate_option(const std::string& results_dir, int option, int trials, int ranks) {
     std::vector<double> read_bw, write_bw, avg_tp, storage_tp, read_p95, write_p95;
-    Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array();
+    Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array(), stopped_trials = Json::array();
     for (int t = 0; t < trials; ++t) {
         double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
+        bool stopped = false;
         for (int n = 0; n < ranks; ++n) {
             const std::string dir = results_dir + "/" + rank_dir_name(option, t, n);
             const auto files = rank_result_files(dir);
@@ -166,6 +187,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
                 missing.push_back(files.front());
                 continue;
             }
+            stopped = stopped || rank_file_stopped(doc);
             const Json& summary = field_or_null(doc, "summary");
             const Json& cs = field_or_null(summary, "cache_stats");
             if (auto e = cs.find("storage_entries"); e != cs.end() && e->is_number() && e->get<double>() == 0)
@@ -177,31 +199,36 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
             rp = std::max(rp, num(cs, "storage_read_device_p95_ms"));
             wp = std::max(wp, num(cs, "storage_write_device_p95_ms"));
         }
+        per_trial.push_back({{"trial", t},
+                             {"stopped", stopped},
+                             {"read_bandwidth_gbps_sum", r},
+                             {"write_bandwidth_gbps_sum", w},
+                             {"storage_throughput_tokens_per_sec_sum", s},
+                             {"device_read_p95_ms_max", rp},
+                             {"device_write_p95_ms_max", wp}});
+        if (stopped) {  // part of a trial: not a scored trial, kept out of the headline (per_trial still shows it)
+            stopped_trials.push_back(t);
+            continue;
+        }
         read_bw.push_back(r);
         write_bw.push_back(w);
         avg_tp.push_back(a);
         storage_tp.push_back(s);
         read_p95.push_back(rp);
         write_p95.push_back(wp);
-        per_trial.push_back({{"trial", t},
-                             {"read_bandwidth_gbps_sum", r},
-                             {"write_bandwidth_gbps_sum", w},
-                             {"storage_throughput_tokens_per_sec_sum", s},
-                             {"device_read_p95_ms_max", rp},
-                             {"device_write_p95_ms_max", wp}});
     }
     Json j;
     j["option"] = option;
-    j["aggregated_read_bandwidth_gbps"] = fmean(read_bw);
-    j["aggregated_write_bandwidth_gbps"] = fmean(write_bw);
-    j["aggregated_avg_throughput_tokens_per_sec"] = fmean(avg_tp);
-    j["aggregated_storage_throughput_tokens_per_sec"] = fmean(storage_tp);
-    j["aggregated_device_read_p95_ms"] =
-        read_p95.empty() ? Json(nullptr) : Json(*std::max_element(read_p95.begin(), read_p95.end()));
-    j["aggregated_device_write_p95_ms"] =
-        write_p95.empty() ? Json(nullptr) : Json(*std::max_element(write_p95.begin(), write_p95.end()));
+    j["aggregated_read_bandwidth_gbps"] = mean_or_null(read_bw);
+    j["aggregated_write_bandwidth_gbps"] = mean_or_null(write_bw);
+    j["aggregated_avg_throughput_tokens_per_sec"] = mean_or_null(avg_tp);
+    j["aggregated_storage_throughput_tokens_per_sec"] = mean_or_null(storage_tp);
+    j["aggregated_device_read_p95_ms"] = max_or_null(read_p95);
+    j["aggregated_device_write_p95_ms"] = max_or_null(write_p95);
     j["rank_count"] = ranks;
     j["trial_count"] = trials;
+    j["scored_trial_count"] = int(read_bw.size());
+    j["stopped_trials_excluded"] = stopped_trials;
     j["partial_failure"] = !missing.empty();
     j["missing_files"] = missing;
     j["cpu_tier_ranks"] = cpu_tier;

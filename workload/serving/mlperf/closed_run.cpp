@@ -247,6 +247,41 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     return out;
 }
 
+/// The rank file a rank writes the moment its trial sees a stop (docs/mlperf-benchmark.md, "Stopping an MPI run"):
+/// mpirun forwards Ctrl-C to every rank as SIGTERM and kills them odls_base_sigkill_timeout seconds later (1 s by
+/// default), often before the in-flight requests drained and the results were written. So the rank's place holds, from
+/// the first moment, a file that says the trial was stopped and holds no figures (`results_pending`); the rank's full
+/// results replace it (one rename) when the rank lives long enough. Written whole (temporary name, renamed); a failure
+/// is named on `progress` and changes nothing else.
+void write_stop_placeholder(const std::string& path, const ClosedOption& opt, int trial, int rank,
+                            const std::string& reason, const SimConfig& c, int base_clients, int signo, bool own,
+                            std::ostream& progress) {
+    Json doc;
+    doc["seed"] = kClosedSeed + rank;
+    Json stop;
+    stop["signal"] = own ? signo : 0;
+    stop["reason"] = std::string("signal ") + strsignal(signo) + (own ? "" : " to another client");
+    doc["kvio"]["stop"] = stop;
+    Json flags = closed_option_parameters(opt, c.duration);
+    flags["cache_dir"] = (fs::path(c.cache_dir) / ("rank_" + std::to_string(rank))).string();
+    flags["output"] = path;
+    flags["num_clients"] = base_clients;
+    flags["mpi"] = true;
+    doc["kvio"]["config"]["flags"] = flags;
+    doc["kvio"]["config"]["client"] = {{"rank", rank}, {"clients", base_clients}, {"launcher", "mpi"}};
+    Json m = mark_stop(marker(opt.option, trial, rank, reason), doc);
+    m["results_pending"] = true;
+    m["written_at"] =
+        "the stop signal, before the trial's requests drained: replaced by the rank's results when it "
+        "outlives the launcher's kill (odls_base_sigkill_timeout)";
+    doc["kvio"]["mlperf_closed"] = m;
+    try {
+        write_text_file(path, doc.dump(4) + "\n");
+    } catch (const std::exception& e) {
+        progress << "mlperf-closed: rank " << rank << ": " << e.what() << "\n" << std::flush;
+    }
+}
+
 /// One trial as one rank of an MPI job: run_mpi_client (a barrier before the clock starts, every rank's result
 /// gathered on rank 0), this rank's results moved into its own rank_<rank>/ and its cache <cache-dir>/rank_<rank>/
 /// removed; then every rank agrees on the worst exit code (mpi_max_over_ranks: also the barrier after which every rank
@@ -258,12 +293,19 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const std::string own_dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, top.rank);
     SimConfig c = trial_config(base, opt, trial, o);
     c.num_clients = 1;
+    c.mpi = true;  // run_mpi_client's clients record it (client_config)
     if (top.leader()) trial_progress(progress, opt, trial, top.clients, c, "rank(s)");
     std::vector<ClientResult> gathered;
     TrialOutcome out;
+    const std::string stamp = local_stamp();
+    const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
+    auto on_stop = [&](int signo, bool own) {
+        write_stop_placeholder(own_file, opt, trial, top.rank, reason, c, top.clients, signo, own, progress);
+    };
     try {
         fs::create_directories(own_dir);
-        const SimResult r = run_mpi_client(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr, &gathered);
+        const SimResult r =
+            run_mpi_client(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr, &gathered, on_stop);
         out.code = r.exit_code;
     } catch (const std::exception& e) {  // this rank failed (and said so); the others still agree below
         progress << "mlperf-closed: rank " << top.rank << ": " << e.what() << "\n" << std::flush;
@@ -271,10 +313,9 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    const std::string stamp = local_stamp();
-    const bool placed =
-        move_marked(client_output_path(c.output, top.rank), own_dir + "/kvcache_results_" + stamp + ".json",
-                    marker(opt.option, trial, top.rank, reason), progress);
+    const bool placed = move_marked(client_output_path(c.output, top.rank), own_file,
+                                    marker(opt.option, trial, top.rank, reason), progress) ||
+                        fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
@@ -577,6 +618,15 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                  << std::flush;
         return;
     }
+    const Json excluded = a.value("stopped_trials_excluded", Json::array());
+    std::string trials;
+    for (const auto& t : excluded) trials += (trials.empty() ? "trial_" : ", trial_") + t.dump();
+    if (a.value("scored_trial_count", 1) == 0) {
+        progress << "mlperf-closed: option " << option << ": no scored trial: a stop signal ended " << trials
+                 << " (not averaged; their figures are in per_trial)\n"
+                 << std::flush;
+        return;
+    }
     auto p95 = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
     char line[256];
     std::snprintf(line, sizeof line,
@@ -587,6 +637,9 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                   p95("aggregated_device_write_p95_ms"),
                   a["aggregated_storage_throughput_tokens_per_sec"].get<double>());
     progress << line;
+    if (!excluded.empty())
+        progress << "mlperf-closed: option " << option << ": excluded from these figures: " << trials
+                 << ", stopped by a signal (part of a trial; in per_trial)\n";
     if (missing)
         progress << "mlperf-closed: option " << option << ": PARTIAL: " << missing << " of " << expected
                  << " rank files missing (counted as zero; first: " << a["missing_files"][0].get<std::string>()

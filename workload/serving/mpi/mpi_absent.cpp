@@ -11,7 +11,8 @@ const char* mpi_build_status() {
            "scripts/deps.sh, and rebuild): --mpi is refused; --num-clients works";
 }
 
-SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*, std::vector<ClientResult>*) {
+SimResult run_mpi_client(const SimConfig&, std::ostream*, std::ostream*, std::vector<ClientResult>*,
+                         const std::function<void(int, bool)>&) {
     throw Error(std::string("simulate: --mpi: ") + mpi_build_status());
 }
 

@@ -175,7 +175,7 @@ int mpi_max_over_ranks(int v) {
 }
 
 SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress,
-                         std::vector<ClientResult>* gathered) {
+                         std::vector<ClientResult>* gathered, const std::function<void(int, bool)>& on_stop) {
     MpiSession session;
     int rank = 0, size = 1;
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
@@ -208,7 +208,15 @@ SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream
         relay.post();
         check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier before the start");
     };
-    hooks.poll_stop = [&](int own) { return relay.poll(own); };
+    bool told = false;
+    hooks.poll_stop = [&](int own) {
+        const int other = relay.poll(own);
+        if (!told && on_stop && (own || other)) {
+            told = true;
+            on_stop(own ? own : other, own != 0);
+        }
+        return other;
+    };
     SimResult own;
     {
         LinePrefixStream prog(progress ? *progress : std::cerr, "rank " + std::to_string(rank) + ": ");

@@ -55,6 +55,9 @@ void print_banner(std::ostream& os, const SimConfig& c, const workload::ModelCon
         os << "Arrivals: BurstGPT " << c.burst_trace_path << " (speedup " << c.trace_speedup << ", "
            << (c.replay_cycles ? std::to_string(c.replay_cycles) + " passes" : std::string("until the duration"))
            << ")\n";
+    if (!c.io_trace_log.empty())
+        os << "  - I/O TRACE MODE: ACTIVE - writing trace to " << c.io_trace_log
+           << "\n    (No real GPU/CPU/NVMe I/O will be performed)\n";
     os << "Seed: " << seed_used << (c.seed ? "" : " (random: no --seed)") << "\n";
     os << "IMPORTANT: All storage latencies are per KV cache BLOCK (one whole entry per read or write).\n";
     std::string table = users_summary(users);
