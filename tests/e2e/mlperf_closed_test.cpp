@@ -636,6 +636,25 @@ TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
     EXPECT_EQ(c.out.find("the rank files give"), std::string::npos) << c.out;
 }
 
+// A cache a killed run left in <cache-dir>/rank_<N>/ is removed once this run holds rank N's lock, and said: the
+// storage tier is sized from the free space, so left in place it would shrink the first trial's tier unseen.
+TEST(MlperfClosed, ACacheLeftByAKilledRunIsRemovedBeforeTheFirstTrial) {
+    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
+    fs::create_directories(cache + "/rank_0/sub");
+    ASSERT_EQ(run("head -c 3145728 /dev/zero > " + cache + "/rank_0/sub/left.bin").status, 0);
+    const CmdResult r =
+        run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " + dir +
+            " --num-clients 1 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: removed " + cache +
+                         "/rank_0 (1 file(s), 3145728 bytes) left by an earlier run that did not end its trial"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(cache + "/rank_0/sub/left.bin"));
+}
+
 // SIGINT in the pause after Option 1: the run ends at once (not after the pause), the console names the pause, and
 // the metadata records the Options that ran ([1]) apart from those asked for ([1, 2, 3]).
 TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {

@@ -576,6 +576,32 @@ std::string create_and_lock(const SimConfig& base, const ClosedRunOptions& o, co
     return "";
 }
 
+/// 0 .. n-1.
+std::vector<int> all_ranks(int n) {
+    std::vector<int> v;
+    for (int r = 0; r < n; ++r) v.push_back(r);
+    return v;
+}
+
+/// Removes a <cache-dir>/rank_<N>/ an earlier run left behind (killed before its trial ended: a plain run removes it
+/// after each trial), once this run holds rank N's lock: the storage tier is sized from the free space, so a left-over
+/// cache would shrink the first trial's tier (and fill its disk) without a word. Says what it removed on `progress`.
+void remove_stale_rank_caches(const std::string& cache_dir, const std::vector<int>& ranks, std::ostream& progress) {
+    for (int r : ranks) {
+        const fs::path dir = fs::path(cache_dir) / ("rank_" + std::to_string(r));
+        std::error_code ec;
+        if (!fs::exists(dir, ec)) continue;
+        uintmax_t bytes = 0, files = 0;
+        for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_regular_file(ec)) bytes += it->file_size(ec), ++files;
+        fs::remove_all(dir, ec);
+        progress << "mlperf-closed: removed " << dir.string() << " (" << files << " file(s), " << bytes
+                 << " bytes) left by an earlier run that did not end its trial"
+                 << (ec ? ": " + ec.message() : std::string()) << "\n"
+                 << std::flush;
+    }
+}
+
 /// check_closed_run with the cache locks held in `locks` for the run.
 std::vector<int> check_and_lock(const SimConfig& base, const ClosedRunOptions& o, CacheLocks& locks) {
     std::vector<int> options;
@@ -745,6 +771,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         top.clients = int(base.num_clients);
     }
     base.num_clients = top.clients;
+    remove_stale_rank_caches(base.cache_dir, top.mpi ? std::vector<int>{top.rank} : all_ranks(top.clients), progress);
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
     const std::string started = utc_iso(), stamp = local_stamp();
