@@ -272,6 +272,7 @@ TEST(MlperfCheckDir, WrongShapesNameTheFileAndFieldAndTheCheckGoesOn) {
     const std::string all = joined(r);
     EXPECT_NE(all.find(sp + ": trials_per_option null: not an integer"), std::string::npos) << all;
     EXPECT_NE(all.find(rank_file(d.path, 0, 0) + ": not a JSON object (array)"), std::string::npos) << all;
+    EXPECT_EQ(r.rank_files, 5) << "the array is found but not read";
     EXPECT_NE(all.find(rank_file(d.path, 1, 0) + ": summary null: not an object"), std::string::npos) << all;
     EXPECT_NE(all.find(rank_file(d.path, 2, 1) +
                        ": summary.cache_stats.tier_storage_read_bandwidth_gbps \"x\": not a number"),

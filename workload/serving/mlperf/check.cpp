@@ -340,9 +340,9 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             if (files.size() > 1)
                 rep.problems.push_back(rdir + ": " + std::to_string(files.size()) +
                                        " results files: one per rank and trial (rule kvcachePerClientIsolation)");
-            ++rep.rank_files;
             const Json doc = load_object(files.front(), rep);
-            if (doc.is_null()) continue;
+            if (doc.is_null()) continue;  // not read: its own problem says why, and the count line leaves it out
+            ++rep.rank_files;
             check_rank_file(files.front(), doc, opt, n, s, cache_dirs, mismatches, rep);
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);

@@ -16,9 +16,10 @@ struct CheckOptions {
 
 /// What the check found.
 struct CheckReport {
-    std::vector<std::string> problems;  ///< one line each: "PATH: what is wrong (rule NAME)"
-    std::vector<std::string> notes;     ///< what was not checkable (a rank file that records no parameters)
-    int options = 0, trials = 0, ranks = 0, rank_files = 0;  ///< what was expected (Options, trials, ranks), and read
+    std::vector<std::string> problems;       ///< one line each: "PATH: what is wrong (rule NAME)"
+    std::vector<std::string> notes;          ///< what was not checkable (a rank file that records no parameters)
+    int options = 0, trials = 0, ranks = 0;  ///< what was expected (Options, trials, ranks)
+    int rank_files = 0;  ///< rank files read: found and parsed as a JSON object (a broken one is a problem, not read)
     int options_found = 0;       ///< of the `options` expected, how many have their option_<O>/ directory
     bool no_run = false;         ///< `dir` holds neither a summary nor option_<O>/: no CLOSED run (one problem says so)
     int stopped_rank_files = 0;  ///< rank files whose trial a stop signal ended (kvio.stop)
