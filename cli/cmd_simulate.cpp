@@ -36,7 +36,10 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
                   "Run the MLPerf KV-cache CLOSED protocol: Options 1-3, 3 trials each at seed 42, 90 s between "
                   "Options, one client per --num-clients; refuses what CLOSED forbids")
         ->group(group);
-    sub->add_option("--mlperf-option", f.run.option, "With --mlperf-closed: the Option to run (1, 2, 3) or all")
+    sub->add_option(
+           "--mlperf-option", f.run.option,
+           "With --mlperf-closed: the Option to run (1, 2, 3) or all (one Option alone is not a CLOSED submission: the "
+           "result says so)")
         ->check(CLI::IsMember({"1", "2", "3", "all"}))
         ->default_str("all")
         ->group(group);
