@@ -140,6 +140,27 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
                             "--progress-interval 0");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("not a CLOSED submission"), std::string::npos) << r.err;
+    // A client whose storage writes failed (on this 1 GiB filesystem: entries larger than the tier) is said on the
+    // console with its count, as its rank file records it; one that had none is not.
+    for (int o = 1; o <= 3; ++o)
+        for (int t = 0; t < 3; ++t)
+            for (int n = 0; n < 2; ++n) {
+                const std::string f = only_file(dir + "/option_" + std::to_string(o) + "/trial_" + std::to_string(t) +
+                                                "/rank_" + std::to_string(n));
+                if (f.empty()) continue;  // expect_option names a missing rank file
+                const json kc = load(f)["kvio"].value("cache", json::object());
+                const uint64_t failed = kc.value("failed_writes", uint64_t(0));
+                const std::string line = "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) +
+                                         " (" + std::to_string(t + 1) + "/3): client " + std::to_string(n) + ": " +
+                                         std::to_string(failed) + " storage writes failed";
+                if (failed)
+                    EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+                else if (kc.value("failed_reads", uint64_t(0)) == 0)
+                    EXPECT_EQ(
+                        r.err.find(line.substr(0, line.find(": client ")) + ": client " + std::to_string(n) + ": "),
+                        std::string::npos)
+                        << r.err;
+            }
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << "no kvcache_run_summary_*.json in " << dir;
     const json s = load(sp);

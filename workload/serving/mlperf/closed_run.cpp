@@ -18,6 +18,7 @@
 #include <set>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/jsonl.h"
@@ -212,6 +213,32 @@ void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const st
     remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
 }
 
+/// Says on `progress` when a client of the trial had storage operations fail (its results file `path`, kvio.cache:
+/// failed_writes, failed_reads; e.g. an entry no tier can take, a full disk): the client's own warning goes to its
+/// results only, and the trial's figures count only the operations that completed. Silent when `path` cannot be read.
+void say_failed_ops(const std::string& path, const ClosedOption& opt, int trial, int client, std::ostream& progress) {
+    Json doc;
+    try {
+        std::ifstream f(path);
+        doc = Json::parse(f);
+    } catch (const std::exception&) {
+        return;
+    }
+    const Json kc = doc.is_object() && doc.contains("kvio") && doc["kvio"].is_object()
+                        ? doc["kvio"].value("cache", Json())
+                        : Json();
+    if (!kc.is_object()) return;
+    for (const auto& [key, first, what] : {std::tuple{"failed_writes", "first_write_error", "storage writes"},
+                                           std::tuple{"failed_reads", "first_read_error", "storage reads"}}) {
+        const uint64_t n = kc.value(key, uint64_t(0));
+        if (!n) continue;
+        progress << "mlperf-closed: option " << opt.option << " " << trial_label(trial) << ": client " << client << ": "
+                 << n << " " << what << " failed (not counted as done; first: " << kc.value(first, std::string("?"))
+                 << ")\n"
+                 << std::flush;
+    }
+}
+
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
 /// launcher failing, a full results disk), every client's cache is removed and every rank file that was written
 /// whole is moved into its rank directory.
@@ -233,6 +260,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     }
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
+    for (int n = 0; n < clients; ++n) say_failed_ops(client_output_path(c.output, n), opt, trial, n, progress);
     for (int n = 0; n < clients; ++n)
         out.placed += move_marked(
             client_output_path(c.output, n),
@@ -313,6 +341,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
+    say_failed_ops(client_output_path(c.output, top.rank), opt, trial, top.rank, progress);
     const bool placed = move_marked(client_output_path(c.output, top.rank), own_file,
                                     marker(opt.option, trial, top.rank, reason), progress) ||
                         fs::exists(own_file, ec);
