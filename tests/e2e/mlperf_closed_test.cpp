@@ -566,6 +566,17 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
     EXPECT_EQ(!summary_of(dir).empty(), written) << r.err;
 }
 
+/// `kvio simulate --mlperf-closed --mlperf-option 1` with `clients` clients and trials of `trial_s` s, its console in
+/// `log`, sent SIGTERM `delay_s` seconds after the console names `trial` (waiting up to 120 s for it); its result.
+static CmdResult option1_stopped(const std::string& cache, const std::string& dir, const std::string& log, int clients,
+                                 int trial_s, const std::string& trial, const std::string& delay_s) {
+    return run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " +
+               dir + " --num-clients " + std::to_string(clients) + " --trial-seconds " + std::to_string(trial_s) +
+               " --pause-seconds 0 --progress-interval 0 2> " + log + " & p=$!; for i in $(seq 600); do grep -q '" +
+               trial + "' " + log + " 2>/dev/null && break; sleep 0.2; done; sleep " + delay_s +
+               "; kill -TERM $p; wait $p");
+}
+
 // SIGTERM 2 s into the first trial of 30 s: the run exits 143 and says on the console where it stopped; the stopped
 // trial's rank and merged files are marked stopped (a stopped trial is no scored trial, whatever the run's flags),
 // the summary's metadata agrees with its top level, and `kvio mlperf-check --allow-shortened` names the stop in the
@@ -574,11 +585,7 @@ TEST(MlperfClosed, StopMidTrialIsMarkedInEveryFileAndTheCheckerNamesIt) {
     Ext4Mount cache_fs(1ull << 30, "/dev/shm");
     TempDir results;
     const std::string dir = results.path + "/run", log = results.path + "/log";
-    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
-                            "/kv --results-dir " + dir +
-                            " --num-clients 1 --trial-seconds 30 --pause-seconds 0 --progress-interval 0 2> " + log +
-                            " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
-                            " 2>/dev/null && break; sleep 0.2; done; sleep 2; kill -TERM $p; wait $p");
+    const CmdResult r = option1_stopped(cache_fs.mnt + "/kv", dir, log, 1, 30, "trial_0 (1/3)", "2");
     const std::string err = slurp(log);
     EXPECT_EQ(r.status, 143) << err;
     EXPECT_NE(err.find("mlperf-closed: stopped by signal 15 (Terminated) in option 1 trial_0 (1/3): the summary "
@@ -616,11 +623,7 @@ TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
     Ext4Mount cache_fs(1ull << 30, "/dev/shm");
     TempDir results;
     const std::string dir = results.path + "/run", log = results.path + "/log";
-    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt +
-                            "/kv --results-dir " + dir +
-                            " --num-clients 2 --trial-seconds 4 --pause-seconds 0 --progress-interval 0 2> " + log +
-                            " & p=$!; for i in $(seq 600); do grep -q 'trial_1 (2/3)' " + log +
-                            " 2>/dev/null && break; sleep 0.2; done; sleep 1.5; kill -TERM $p; wait $p");
+    const CmdResult r = option1_stopped(cache_fs.mnt + "/kv", dir, log, 2, 4, "trial_1 (2/3)", "1.5");
     const std::string err = slurp(log);
     EXPECT_EQ(r.status, 143) << err;
     const std::string sp = summary_of(dir);

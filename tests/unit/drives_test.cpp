@@ -451,7 +451,9 @@ TEST(DrivesHtml, OneColourPerDriveAndDrivesWithoutSamplesNamed) {
 
 // The open loop's table shows its verdict figure (the worse direction's completion p99 of each round, median over
 // rounds, µs) as its first column: a verdict that ranks by it can be checked against the table.
-TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
+/// Drive "x" with three open-loop rounds whose read / write completion p99 are 8000 / 1000, 1000 / 3000 and 2000 / 2500
+/// µs (ns in fio's figures), 10 MB/s of reads each: the worse direction per round is 8000, 3000, 2500.
+static Target open_loop_target() {
     Target t;
     t.spec = parse_drive_spec("x=/dev/loop9");
     t.info = nlohmann::json::object();
@@ -459,8 +461,14 @@ TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
         RunResult r;
         r.mode = "trace", r.ok = true;
         r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
+        r.fio.total.read.mb_s = 10;
         t.runs.push_back(r);
     }
+    return t;
+}
+
+TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
+    const Target t = open_loop_target();
     RunContext ctx;
     ctx.rounds = 3, ctx.modes = {"trace"};
     std::ostringstream out;
@@ -473,16 +481,7 @@ TEST(DrivesSummary, OpenLoopTableShowsItsVerdictFigure) {
 // drives.html's open-loop table carries the same verdict figure as the console's (the worse direction's completion
 // p99 per round, median over rounds, µs) as its first column, so its verdict can be checked against the page.
 TEST(DrivesHtml, OpenLoopTableShowsItsVerdictFigure) {
-    Target t;
-    t.spec = parse_drive_spec("x=/dev/loop9");
-    t.info = nlohmann::json::object();
-    for (auto [rp, wp] : {std::pair{8000e3, 1000e3}, std::pair{1000e3, 3000e3}, std::pair{2000e3, 2500e3}}) {
-        RunResult r;
-        r.mode = "trace", r.ok = true;
-        r.fio.total.read.clat_p99 = rp, r.fio.total.write.clat_p99 = wp;
-        r.fio.total.read.mb_s = 10;
-        t.runs.push_back(r);
-    }
+    const Target t = open_loop_target();
     RunContext ctx;
     ctx.rounds = 3, ctx.modes = {"trace"};
     const std::string html = drives_html(drives_json({t}, ctx));
