@@ -1,5 +1,7 @@
 #include "report/compare_scored.h"
 
+#include <utility>
+
 #include "common/event_trace.h"
 #include "distiller/fidelity.h"
 #include "distiller/phases.h"
@@ -11,13 +13,14 @@ namespace kvio::report {
 
 namespace {
 
-/// The stream as the distiller's trace of one device, for its profile and windows.
-kvio::EventTrace as_trace(const replay::DeviceStream& s) {
+/// The stream as the distiller's trace of one device, for its profile and windows; its commands are moved, not
+/// copied (a capture can hold millions).
+kvio::EventTrace as_trace(replay::DeviceStream&& s) {
     kvio::EventTrace t;
     t.path = s.path;
     t.dev = s.dev;
     t.disk = s.disk;
-    t.cmds = s.cmds;
+    t.cmds = std::move(s.cmds);
     return t;
 }
 
@@ -25,10 +28,10 @@ kvio::EventTrace as_trace(const replay::DeviceStream& s) {
 
 replay::Comparison compare_scored(const std::string& a, const std::string& dev_a, const std::string& b,
                                   const std::string& dev_b) {
-    const replay::DeviceStream sa = replay::load_stream(a, dev_a, "--dev-a MAJ:MIN");
-    const replay::DeviceStream sb = replay::load_stream(b, dev_b, "--dev-b MAJ:MIN");
+    replay::DeviceStream sa = replay::load_stream(a, dev_a, "--dev-a MAJ:MIN");
+    replay::DeviceStream sb = replay::load_stream(b, dev_b, "--dev-b MAJ:MIN");
     replay::Comparison c = replay::compare_loaded(sa, sb);
-    const kvio::EventTrace ta = as_trace(sa), tb = as_trace(sb);
+    const kvio::EventTrace ta = as_trace(std::move(sa)), tb = as_trace(std::move(sb));
     const auto da = distiller::data_cmds(ta.cmds), db = distiller::data_cmds(tb.cmds);
     if (da.empty() || db.empty()) return c;  // profile_events refuses a trace without reads or writes
     const distiller::Fidelity f = distiller::score(distiller::profile_events(ta), distiller::profile_events(tb));
