@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <ostream>
@@ -104,8 +105,10 @@ Json mark_stop(Json mark, const Json& doc) {
 /// Reads a client's results file, adds the marker and its final path (kvio.config.flags.output), writes it whole at
 /// `to` and removes the original. When that cannot be written (a full results disk), the file is renamed to `to` as it
 /// is (no new data: a rename on one filesystem) and the reason goes to `progress`. Returns false when `from` is absent
-/// or could not be placed at all.
-bool move_marked(const std::string& from, const std::string& to, const Json& mark, std::ostream& progress) {
+/// or could not be placed at all. `on_read`, when set, is given the file's document once it is read (before the
+/// marker).
+bool move_marked(const std::string& from, const std::string& to, const Json& mark, std::ostream& progress,
+                 const std::function<void(const Json&)>& on_read = nullptr) {
     std::error_code ec;
     if (!fs::exists(from, ec)) return false;
     try {
@@ -114,6 +117,7 @@ bool move_marked(const std::string& from, const std::string& to, const Json& mar
             std::ifstream f(from);
             doc = Json::parse(f);
         }
+        if (on_read) on_read(doc);
         doc["kvio"]["mlperf_closed"] = mark_stop(mark, doc);
         if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
             doc["kvio"]["config"]["flags"]["output"] = to;
@@ -213,17 +217,10 @@ void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const st
     remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
 }
 
-/// Says on `progress` when a client of the trial had storage operations fail (its results file `path`, kvio.cache:
+/// Says on `progress` when a client of the trial had storage operations fail (`doc`, its results, kvio.cache:
 /// failed_writes, failed_reads; e.g. an entry no tier can take, a full disk): the client's own warning goes to its
-/// results only, and the trial's figures count only the operations that completed. Silent when `path` cannot be read.
-void say_failed_ops(const std::string& path, const ClosedOption& opt, int trial, int client, std::ostream& progress) {
-    Json doc;
-    try {
-        std::ifstream f(path);
-        doc = Json::parse(f);
-    } catch (const std::exception&) {
-        return;
-    }
+/// results only, and the trial's figures count only the operations that completed.
+void say_failed_ops(const Json& doc, const ClosedOption& opt, int trial, int client, std::ostream& progress) {
     const Json kc = doc.is_object() && doc.contains("kvio") && doc["kvio"].is_object()
                         ? doc["kvio"].value("cache", Json())
                         : Json();
@@ -260,12 +257,12 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     }
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
-    for (int n = 0; n < clients; ++n) say_failed_ops(client_output_path(c.output, n), opt, trial, n, progress);
     for (int n = 0; n < clients; ++n)
         out.placed += move_marked(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
-            marker(opt.option, trial, n, reason), progress);
+            marker(opt.option, trial, n, reason), progress,
+            [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); });
     move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
     if (out.placed == 0) {
@@ -341,10 +338,10 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    say_failed_ops(client_output_path(c.output, top.rank), opt, trial, top.rank, progress);
-    const bool placed = move_marked(client_output_path(c.output, top.rank), own_file,
-                                    marker(opt.option, trial, top.rank, reason), progress) ||
-                        fs::exists(own_file, ec);
+    const bool placed =
+        move_marked(client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason),
+                    progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); }) ||
+        fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
