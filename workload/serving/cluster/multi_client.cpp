@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -238,6 +239,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
     std::cerr.flush();
     std::fflush(nullptr);
     std::vector<pid_t> pids;
+    const pid_t launcher = ::getpid();
     for (int rank = 0; rank < n; ++rank) {
         pid_t pid = ::fork();
         if (pid < 0) {
@@ -253,6 +255,10 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
             int code;
             {
                 StopSignal early;  // a signal before the client's own handlers must not kill it: it comes again
+                // A launcher killed outright (SIGKILL, OOM) forwards nothing: the kernel stops the client as a stop
+                // signal would (its results written, flagged stopped). A launcher gone before this line: raised now.
+                ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+                if (::getppid() != launcher) ::raise(SIGTERM);
                 sigprocmask(SIG_SETMASK, &old_mask, nullptr);
                 code = client_main(c, rank, ready[1], go[0], progress, early);
             }
