@@ -192,6 +192,20 @@ TEST(SimulateMultiClient, MpirunThreeRanksGatherLikeTheReference) {
     expect_merged_like_reference(merged, clients);
 }
 
+// Every rank parses the same command line: a refused one is said once (by rank 0), not once per rank.
+TEST(SimulateMultiClient, MpirunRefusalIsSaidOnce) {
+    TempDir dir;
+    CmdResult r = run("mpirun --allow-run-as-root --oversubscribe -np 3 " + kvio_bin() + " simulate " +
+                      sim_args(dir, 3) + " --mpi --num-clients 2 2>&1");
+    EXPECT_NE(r.status, 0);
+    size_t said = 0;
+    for (size_t at = r.out.find("instead of --num-clients"); at != std::string::npos;
+         at = r.out.find("instead of --num-clients", at + 1))
+        ++said;
+    EXPECT_EQ(said, 1u) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("r.json")));
+}
+
 // Ctrl-C to mpirun: it sends SIGTERM to every rank; each stops and the gather and the merge still happen.
 TEST(SimulateMultiClient, SigintToMpirunStillGathersTheMerge) {
     TempDir dir;
