@@ -154,6 +154,7 @@ void add_simulate_command(CLI::App& app) {
                     "(one client per rank); docs/simulate.md says how results are merged.\n") +
         serving::mpi_build_status());
     sub->callback([c, closed, audited, sub] {
+        warn_repeated_options(*sub, std::cerr);
         check_closed_usage(sub, *closed, *c);
         // `kvio simulate --mpi` run by hand: MPI's singleton, one rank where N were meant
         auto refuse_mpi_by_hand = [&c] {

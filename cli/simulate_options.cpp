@@ -41,6 +41,16 @@ void add_simulate_options(CLI::App* sub, SimConfig& c) {
     }
 }
 
+void warn_repeated_options(const CLI::App& sub, std::ostream& warn) {
+    for (const CLI::Option* o : sub.get_options()) {
+        if (o->count() < 2) continue;
+        const auto& given = o->results();
+        warn << "kvio simulate: warning: " << o->get_name() << " given " << o->count() << " times: the last";
+        if (o->get_expected_min() > 0 && !given.empty()) warn << " (" << given.back() << ")";
+        warn << " is used\n";
+    }
+}
+
 std::vector<ArgparseOption> simulate_argparse_options() {
     std::vector<ArgparseOption> v;
     for (const auto& f : serving::flag_table()) {

@@ -27,6 +27,11 @@ std::vector<ArgparseOption> simulate_argparse_options();
 /// arguments:\n  ..."), or the config file's or the unknown model's error.
 void finish_simulate_options(serving::SimConfig& c, std::ostream& warn);
 
+/// One "kvio simulate: warning: --X given N times: the last (V) is used" line on `warn` per option of `sub` given
+/// more than once: the benchmark's argparse keeps the last silently, and a repeated --num-clients or --cache-dir is
+/// more often a pasted command line than a choice.
+void warn_repeated_options(const CLI::App& sub, std::ostream& warn);
+
 /// Checks a `kvio simulate` command line (`args`: what follows "simulate") as simulate itself would — argparse_check,
 /// CLI11 over add_simulate_options, finish_simulate_options — without running anything, so a caller (`kvio run
 /// --sim-arg`) refuses it before it sets anything up. Its warnings are dropped (simulate prints them when it runs).

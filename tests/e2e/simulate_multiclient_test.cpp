@@ -159,6 +159,25 @@ TEST(SimulateMultiClient, SigintReachesEveryClientAndTheMergeIsWritten) {
     expect_merged_like_reference(merged, clients);
 }
 
+// The launcher killed outright (SIGKILL: nothing forwarded) must not leave its clients running to the end of the
+// duration: each gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and writes its own results, flagged stopped.
+TEST(SimulateMultiClient, KilledLauncherLeavesNoClientRunning) {
+    TempDir dir;
+    CmdResult r =
+        run(kvio_bin() + " simulate " + sim_args(dir, 120) + " --num-clients 2 --quiet 2>" + dir.file("err.txt") +
+            " & p=$!; for i in $(seq 100); do [ $(pgrep -P $p | wc -l) = 2 ] && break; sleep 0.1; done; "
+            "sleep 2; kids=$(pgrep -P $p); kill -KILL $p; wait $p; echo \"clients: $kids\"; "
+            "for i in $(seq 300); do n=0; for k in $kids; do [ -d /proc/$k ] && n=$((n+1)); done; "
+            "[ $n = 0 ] && break; sleep 0.1; done; echo \"left: $n\"");
+    EXPECT_NE(r.out.find("left: 0"), std::string::npos) << r.out << slurp(dir.file("err.txt"));
+    EXPECT_EQ(r.out.find("clients: \n"), std::string::npos) << "no client was seen running: " << r.out;
+    std::vector<json> clients = client_files(dir, 2);
+    for (size_t i = 0; i < clients.size(); ++i) {
+        EXPECT_EQ(clients[i]["kvio"]["stop"]["signal"].get<int>(), 15) << "client " << i;
+        EXPECT_LT(clients[i]["summary"]["elapsed_time"].get<double>(), 60.0);
+    }
+}
+
 TEST(SimulateMultiClient, MpirunThreeRanksGatherLikeTheReference) {
     TempDir dir;
     CmdResult r = run("mpirun --allow-run-as-root --oversubscribe -np 3 " + kvio_bin() + " simulate " +
@@ -171,6 +190,20 @@ TEST(SimulateMultiClient, MpirunThreeRanksGatherLikeTheReference) {
     expect_clients_own_dirs_and_seeds(dir, clients);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(merged["kvio"]["clients"][i]["rank"].get<int>(), i);
     expect_merged_like_reference(merged, clients);
+}
+
+// Every rank parses the same command line: a refused one is said once (by rank 0), not once per rank.
+TEST(SimulateMultiClient, MpirunRefusalIsSaidOnce) {
+    TempDir dir;
+    CmdResult r = run("mpirun --allow-run-as-root --oversubscribe -np 3 " + kvio_bin() + " simulate " +
+                      sim_args(dir, 3) + " --mpi --num-clients 2 2>&1");
+    EXPECT_NE(r.status, 0);
+    size_t said = 0;
+    for (size_t at = r.out.find("instead of --num-clients"); at != std::string::npos;
+         at = r.out.find("instead of --num-clients", at + 1))
+        ++said;
+    EXPECT_EQ(said, 1u) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("r.json")));
 }
 
 // Ctrl-C to mpirun: it sends SIGTERM to every rank; each stops and the gather and the merge still happen.

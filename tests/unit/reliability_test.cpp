@@ -136,6 +136,12 @@ TEST(MpiLaunch, RanksWithoutMpiAreRefused) {
     EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"OMPI_COMM_WORLD_SIZE", "1"}})), "");
     EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"PMI_RANK", "0"}})), "");
     EXPECT_EQ(serving::mpi_flag_without_launcher(env_of({{"PMIX_RANK", "0"}})), "");
+    // the rank that says a command-line error: Open MPI's, Hydra's, PMIx's; none or not a number: -1
+    EXPECT_EQ(serving::mpi_rank_from_env(env_of({})), -1);
+    EXPECT_EQ(serving::mpi_rank_from_env(env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"PMIX_RANK", "3"}})), 3);
+    EXPECT_EQ(serving::mpi_rank_from_env(env_of({{"PMI_RANK", "2"}})), 2);
+    EXPECT_EQ(serving::mpi_rank_from_env(env_of({{"PMIX_RANK", "0"}})), 0);
+    EXPECT_EQ(serving::mpi_rank_from_env(env_of({{"PMIX_RANK", "1x"}})), -1);
 }
 
 // A SIGKILLed writer leaves PATH.tmp-PID: the next writer of PATH removes it and says so; a live process's

@@ -775,7 +775,10 @@ void Simulation::wait_for_drain(std::ostream* progress) {
         const StopSignal* st = g_stop.load();
         const bool insisted = st && st->insisted();
         if (!progress || (waited < next && (told || !insisted))) continue;
-        *progress << "simulate: draining: " << in_flight_.load() << " requests in flight after " << int(waited)
+        // read once: the count said is the one tested, never "0 requests in flight" (drained meanwhile)
+        const uint64_t left = in_flight_.load();
+        if (!left) break;
+        *progress << "simulate: draining: " << left << " requests in flight after " << int(waited)
                   << " s (each ends at its transfer in flight; a stalled device holds it)";
         if (insisted && !told)
             *progress << "; the transfers in flight cannot be cancelled: the results are written when they end, "
@@ -986,7 +989,10 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
             *console
                 << "\n### LATENCY TRACING ###\n  Tracer: kvio's BPF tracer on the cache directory's disk, attached "
                    "before the first entry\n  Storage-tier records: "
-                << c.semantic_path << "\n";
+                << (c.trace_dir.empty()
+                        ? "in a temporary directory, removed when the run ends (--trace-dir DIR keeps them)"
+                        : c.semantic_path)
+                << "\n";
     }
     auto cache_owner = std::make_unique<MultiTierCache>(c, bpt, progress);
     MultiTierCache& cache = *cache_owner;

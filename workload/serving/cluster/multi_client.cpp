@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -149,16 +150,30 @@ void check_multi_client(const SimConfig& c, const char* flag) {
     check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);
 }
 
+namespace {
+const char* const kMpiSizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+const char* const kMpiRanks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+
+/// The numeric value of variable `name`, -1 when unset or not a number.
+long env_number(const std::function<const char*(const char*)>& env, const char* name) {
+    const char* v = env(name);
+    if (!v || !*v) return -1;
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    return *end ? -1 : n;
+}
+}  // namespace
+
+long mpi_rank_from_env(const std::function<const char*(const char*)>& env) {
+    for (const char* n : kMpiRanks)
+        if (const long r = env_number(env, n); r >= 0) return r;
+    return -1;
+}
+
 std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>& env) {
-    auto number = [&](const char* name) -> long {  // -1: unset or not a number
-        const char* v = env(name);
-        if (!v || !*v) return -1;
-        char* end = nullptr;
-        long n = std::strtol(v, &end, 10);
-        return *end ? -1 : n;
-    };
-    static const char* const kSizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
-    static const char* const kRanks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    auto number = [&](const char* name) { return env_number(env, name); };
+    const auto& kSizes = kMpiSizes;
+    const auto& kRanks = kMpiRanks;
     std::string seen;
     for (const char* n : kSizes)
         if (number(n) > 1) seen = std::string(n) + "=" + env(n);
@@ -238,6 +253,7 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
     std::cerr.flush();
     std::fflush(nullptr);
     std::vector<pid_t> pids;
+    const pid_t launcher = ::getpid();
     for (int rank = 0; rank < n; ++rank) {
         pid_t pid = ::fork();
         if (pid < 0) {
@@ -253,6 +269,10 @@ SimResult run_clients(const SimConfig& config, std::ostream* console, std::ostre
             int code;
             {
                 StopSignal early;  // a signal before the client's own handlers must not kill it: it comes again
+                // A launcher killed outright (SIGKILL, OOM) forwards nothing: the kernel stops the client as a stop
+                // signal would (its results written, flagged stopped). A launcher gone before this line: raised now.
+                ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+                if (::getppid() != launcher) ::raise(SIGTERM);
                 sigprocmask(SIG_SETMASK, &old_mask, nullptr);
                 code = client_main(c, rank, ready[1], go[0], progress, early);
             }

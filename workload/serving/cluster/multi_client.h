@@ -42,6 +42,11 @@ std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json
 /// deleting the others' entries, so they are refused with the fix (--mpi). One rank alone runs as usual.
 std::string mpi_launch_without_mpi(const std::function<const char*(const char*)>& env);
 
+/// This process's rank as its MPI launcher exported it (the variables mpi_launch_without_mpi reads:
+/// OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, the first set and numeric), -1 when none is. Every rank parses the same
+/// command line, so a command-line error is said by rank 0 alone (cli/main.cpp).
+long mpi_rank_from_env(const std::function<const char*(const char*)>& env);
+
 /// The refusal of --mpi in a process no MPI launcher started (none of the variables mpi_launch_without_mpi reads is
 /// set), "" when one did: MPI would run it as a singleton, one rank, and a CLOSED run would be the full protocol as
 /// one client where N were meant.
