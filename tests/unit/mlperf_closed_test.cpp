@@ -421,3 +421,15 @@ TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
                                  "(kvio.cache.write_io_errors, failed_reads); first_write_error: storage write of "
                                  "entry 'k': No space left on device (rule kvioStorageIoErrors)");
 }
+
+// The rank_count line names its rule, as every problem line does.
+TEST(MlperfCheckDir, ARankCountThatIsNotTheRanksNamesItsRule) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto s = load_json(sp);
+    s["options"]["1"]["rank_count"] = 3;
+    save_json(sp, s);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], sp + ": options[1].rank_count 3, total_ranks 2 (rule kvcacheHeadlineResult)");
+}

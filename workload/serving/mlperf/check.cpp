@@ -432,7 +432,8 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
     }
     if (field_or_null(have, "rank_count") != s.ranks)
         rep.problems.push_back(s.summary_path + ": options[" + key + "].rank_count " +
-                               fmt(field_or_null(have, "rank_count")) + ", total_ranks " + std::to_string(s.ranks));
+                               fmt(field_or_null(have, "rank_count")) + ", total_ranks " + std::to_string(s.ranks) +
+                               " (rule kvcacheHeadlineResult)");
     const size_t cpu = want["cpu_tier_ranks"].size();
     if (cpu > 0 && cpu == size_t(s.trials) * size_t(s.ranks))
         rep.problems.push_back(dir + "/option_" + key +
