@@ -124,9 +124,11 @@ std::vector<Target> targets_of(const std::vector<std::string>& dirs) {
         try {
             info = block_dev_info_for_path(place);
         } catch (const Error&) {
-            throw Error("audit: --cache-dir " + d + (place == d ? "" : " (to be created in " + place + ")") +
-                        " is on " + dev_string(fsdev) +
-                        ", not a block device (tmpfs, overlay, a network filesystem): there is no device to audit");
+            // A refusal before anything runs, as "Not a directory" is: a usage error (docs/audit.md, exit status).
+            throw UsageError(
+                "--cache-dir " + d + (place == d ? "" : " (to be created in " + place + ")") + " is on " +
+                dev_string(fsdev) +
+                ", not a block device (tmpfs, overlay, a network filesystem): there is no device to audit");
         }
         auto same =
             std::find_if(out.begin(), out.end(), [&](const Target& t) { return t.fs_kdev == kernel_dev(fsdev); });

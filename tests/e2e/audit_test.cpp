@@ -163,7 +163,9 @@ TEST(Audit, BadInputsAreOneClearLine) {
     EXPECT_NE(none.err.find("--cache-dir"), std::string::npos) << none.err;
     if (geteuid() != 0) return;
     auto shm = run(kvio_bin() + " audit --cache-dir /dev/shm -- true");
-    EXPECT_EQ(shm.status, 1) << shm.err;
+    // Refused before the command runs, as a cache directory under a file is: exit 2, one prefix.
+    EXPECT_EQ(shm.status, 2) << shm.err;
+    EXPECT_EQ(shm.err.rfind("kvio audit: --cache-dir /dev/shm is on ", 0), 0u) << shm.err;
     EXPECT_NE(shm.err.find("not a block device"), std::string::npos) << shm.err;
     // Under a regular file: no command can create it. One prefix: the command's.
     auto under_file = run(kvio_bin() + " audit --cache-dir /etc/hostname/kv -- true");
@@ -173,7 +175,7 @@ TEST(Audit, BadInputsAreOneClearLine) {
     // Not there yet, on tmpfs: judged by the filesystem it would be created on, and named so.
     TempDir tmpfs("/dev/shm");
     auto on_tmpfs = run(kvio_bin() + " audit --cache-dir " + tmpfs.file("a/kv") + " -- true");
-    EXPECT_EQ(on_tmpfs.status, 1) << on_tmpfs.err;
+    EXPECT_EQ(on_tmpfs.status, 2) << on_tmpfs.err;
     EXPECT_NE(on_tmpfs.err.find("--cache-dir " + tmpfs.file("a/kv") + " (to be created in " + tmpfs.path + ") is on "),
               std::string::npos)
         << on_tmpfs.err;

@@ -385,3 +385,51 @@ TEST(MlperfCheckDir, OneParameterProblemOfManyRankFilesIsOneLine) {
     EXPECT_NE(all.find(rank_file(d.path, 1, 1) + ": num_users 7, Option 1 requires 200 (rule "), std::string::npos)
         << all;
 }
+
+// Failed storage operations of a kvio rank file: an I/O error on a tier that had room is always a problem naming the
+// rank file and counts; capacity refusals only past 1 % of the trial's write bytes.
+TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    const std::string f = rank_file(d.path, 2, 1);
+    auto rk = load_json(f);
+    rk["summary"]["cache_stats"]["total_write_bytes"] = 1000000;
+    rk["kvio"]["cache"] = {{"failed_writes", 1},
+                           {"failed_reads", 0},
+                           {"capacity_refusals", 1},
+                           {"capacity_refused_bytes", 10000},
+                           {"write_io_errors", 0}};
+    save_json(f, rk);
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << "a refusal of 1.0 % of the bytes is under the threshold: " << joined(check_results_dir(d.path, kShortened));
+    rk["kvio"]["cache"]["capacity_refused_bytes"] = 20000;
+    save_json(f, rk);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], f + ": 1 entry of 20000 bytes larger than any tier could hold, refused unwritten "
+                                 "(kvio.cache.capacity_refusals): 2.0 % of the trial's write bytes, more than 1 %: the "
+                                 "cache filesystem is too small for the Option (rule kvioCapacityRefusals)");
+    rk["kvio"]["cache"] = {{"failed_writes", 3},
+                           {"failed_reads", 2},
+                           {"capacity_refusals", 0},
+                           {"write_io_errors", 3},
+                           {"first_write_error", "storage write of entry 'k': No space left on device"}};
+    save_json(f, rk);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], f + ": 3 storage write(s) and 2 read(s) failed on a tier that had room "
+                                 "(kvio.cache.write_io_errors, failed_reads); first_write_error: storage write of "
+                                 "entry 'k': No space left on device (rule kvioStorageIoErrors)");
+}
+
+// The rank_count line names its rule, as every problem line does.
+TEST(MlperfCheckDir, ARankCountThatIsNotTheRanksNamesItsRule) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto s = load_json(sp);
+    s["options"]["1"]["rank_count"] = 3;
+    save_json(sp, s);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], sp + ": options[1].rank_count 3, total_ranks 2 (rule kvcacheHeadlineResult)");
+}

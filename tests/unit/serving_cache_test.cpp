@@ -565,11 +565,37 @@ TEST(ServingCache, FailedWriteIsNotCountedAndReleasesItsSpace) {
     EXPECT_FALSE(r.ok);
     CacheStats s = cache.stats();
     EXPECT_EQ(s.failed_writes, 1u);
+    EXPECT_EQ(s.write_io_errors, 1u);  // the tier had room: an I/O error, not a capacity refusal
+    EXPECT_EQ(s.capacity_refusals, 0u);
     EXPECT_EQ(s.write_operations, 0u);
     EXPECT_EQ(s.total_write_bytes, 0u);
     EXPECT_EQ(s.used_bytes[int(Tier::Storage)], 0u);
     EXPECT_FALSE(cache.contains("bad"));
     EXPECT_NE(s.first_error.find("bad.npy"), std::string::npos) << s.first_error;
+}
+
+// An entry larger than every tier's limit is refused unwritten and counted as a capacity refusal with its bytes, apart
+// from I/O errors; an entry that fits is written beside it.
+TEST(ServingCache, EntryNoTierCanHoldIsACapacityRefusalNotAnIoError) {
+    TmpDir d;
+    SimConfig c = base_config();
+    c.cache_dir = d.path;
+    c.storage_capacity_gb = 1.0 / 1024;  // 1 MiB
+    MultiTierCache cache(c, kBpt, nullptr);
+    const uint64_t big = cache.entry_bytes(100);  // 100 x 24 KiB: 2.4 MiB
+    ASSERT_GT(big, uint64_t(1) << 20);
+    EXPECT_FALSE(cache.allocate("big", 100).ok);
+    EXPECT_TRUE(cache.allocate("small", 10).ok);
+    const CacheStats s = cache.stats();
+    EXPECT_EQ(s.capacity_refusals, 1u);
+    EXPECT_EQ(s.capacity_refused_bytes, big);
+    EXPECT_EQ(s.write_io_errors, 0u);
+    EXPECT_EQ(s.failed_writes, 1u);
+    EXPECT_EQ(s.write_operations, 1u);
+    const auto j = cache.kvio_json();
+    EXPECT_EQ(j["capacity_refusals"], 1u);
+    EXPECT_EQ(j["capacity_refused_bytes"], big);
+    EXPECT_EQ(j["write_io_errors"], 0u);
 }
 
 // 8 writers on a private tmpfs: the filesystem's used blocks (statvfs, one atomic figure) never exceed the

@@ -368,6 +368,7 @@ void MultiTierCache::Impl::demote(const WaterfallAction& a) {
     }
     if (!ok) {
         (read_ok ? st.failed_writes : st.failed_reads) += 1;
+        if (read_ok) st.write_io_errors += 1;
         note_error(err, read_ok ? ErrorKind::Write : ErrorKind::Read);
         return;
     }
@@ -445,6 +446,8 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
             return res;
         }
         m.st.failed_writes += 1;
+        m.st.capacity_refusals += 1;
+        m.st.capacity_refused_bytes += size;
         m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes",
                      Impl::ErrorKind::Write);
         return res;
@@ -464,6 +467,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
         m.policy->abort_write(key, tier, size);  // the reservation is released: nothing counted as written
         std::lock_guard<std::mutex> g(m.stats_mu);
         m.st.failed_writes += 1;
+        m.st.write_io_errors += 1;
         m.note_error(std::string(tier_name(t)) + " write of entry '" + key + "': " + e.what(), Impl::ErrorKind::Write);
         res.tier = t;
         return res;
@@ -739,6 +743,9 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     j["deletion_bytes"] = s.deletion_bytes;
     j["failed_writes"] = s.failed_writes;
     j["failed_reads"] = s.failed_reads;
+    j["capacity_refusals"] = s.capacity_refusals;
+    j["capacity_refused_bytes"] = s.capacity_refused_bytes;
+    j["write_io_errors"] = s.write_io_errors;
     j["cut_ops"] = s.cut_ops;
     j["cut_bytes_moved"] = s.cut_bytes_moved;
     j["gather_fallbacks"] = s.gather_fallbacks;

@@ -44,7 +44,13 @@ struct CacheStats {
     uint64_t demotion_bytes[kTierSlots] = {};
     std::vector<double> demotion_lat[kTierSlots];  ///< read from source + write to destination, s
     uint64_t deletions = 0, deletion_bytes = 0;    ///< LRU deletions at the bottom tier
-    uint64_t failed_writes = 0, failed_reads = 0;
+    uint64_t failed_writes = 0, failed_reads = 0;  ///< every failed write (both kinds below) and read
+    /// Entries no tier can ever hold (larger than every tier's limit; docs/mlperf-benchmark.md, "Tiers and the
+    /// waterfall"): refused unwritten, a subset of failed_writes, with their bytes.
+    uint64_t capacity_refusals = 0, capacity_refused_bytes = 0;
+    /// Writes that failed on a tier that had room reserved for them (EIO, ENOSPC, a short write; a demotion's write
+    /// side included): a subset of failed_writes, failed_writes = capacity_refusals + write_io_errors.
+    uint64_t write_io_errors = 0;
     /// --verify-reads (storage tier): payload bytes compared with what was written, and the CPU seconds it took
     /// (OpTiming::check_cpu summed over reads): the check's measured cost, steady where bytes/s swing with load.
     uint64_t verified_bytes = 0;

@@ -199,9 +199,9 @@ Json Merger::kvio(size_t clients, const std::string& launcher) const {
                                   {"partial_failure", partial}};
     k["clients"] = sections;
     k["stop"] = stop;
-    k["cache"] = {{"failed_writes", cs.failed_writes},
-                  {"failed_reads", cs.failed_reads},
-                  {"gather_fallbacks", cs.gather_fallbacks}};
+    k["cache"] = {{"failed_writes", cs.failed_writes},         {"failed_reads", cs.failed_reads},
+                  {"capacity_refusals", cs.capacity_refusals}, {"capacity_refused_bytes", cs.capacity_refused_bytes},
+                  {"write_io_errors", cs.write_io_errors},     {"gather_fallbacks", cs.gather_fallbacks}};
     if (!cs.first_error.empty()) k["cache"]["first_error"] = cs.first_error;
     Json w = warnings;
     for (const auto& r : failed) w.push_back("rank " + r.dump() + ": no results (see kvio.clients)");
