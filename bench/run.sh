@@ -709,14 +709,23 @@ RM_ROUNDS=${KVIO_BENCH_REMOTE_ROUNDS:-3}
 RM_REQS=${KVIO_BENCH_REMOTE_REQS:-1000}
 RM_PORT=""
 RM_SIM=(--model tiny-1b --num-users 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --remote-capacity-gb 1.5)
-remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS" of one run
-    local out=$WORK/remote.json
+RM_PID=""
+RM_TCK=$(getconf CLK_TCK)
+srv_stat() { awk '{print $10, $14 + $15}' "/proc/$RM_PID/stat"; }  # the server's minor faults and utime + stime ticks
+srv_cost() {  # srv_cost "FAULTS0 TICKS0" "FAULTS1 TICKS1": prints "CPU_S FAULTS" between two srv_stat
+    awk -v a="$1" -v b="$2" -v t="$RM_TCK" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.3f %d\n", (y[2] - x[2]) / t, y[1] - x[1]}'
+}
+remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS GETS SRV_CPU_S SRV_FAULTS" of one run
+    local out=$WORK/remote.json s0 s1 k
+    s0=$(srv_stat)
     "$KVIO" simulate "${RM_SIM[@]}" --duration "$RM_SECS" --remote-tier "redis://127.0.0.1:$RM_PORT" --quiet \
         --progress-interval 0 --output "$out" > "$WORK/remote.out" 2>&1 \
         || { echo "bench: simulate --remote-tier failed:" >&2; tail -5 "$WORK/remote.out" >&2; return 1; }
-    jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
+    s1=$(srv_stat)
+    k=$(jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
            if $t.errors > 0 then error("remote tier errors: \($t.errors)") else
-           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set)" end' "$out"
+           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set) \($t.commands.get + $t.commands.getex)" end' "$out") \
+        && echo "$k $(srv_cost "$s0" "$s1")"
 }
 remote_bench() {  # remote_bench CHUNK CONNS SETS: prints "SET_RPS GET_RPS", each the better of -P 1 and -P 4
     : > "$WORK/rb.csv"
@@ -732,6 +741,22 @@ remote_bench() {  # remote_bench CHUNK CONNS SETS: prints "SET_RPS GET_RPS", eac
     done
     awk -F'"' '$2 == "SET" && $4 + 0 > s + 0 {s = $4} $2 == "GET" && $4 + 0 > g + 0 {g = $4} END {if (s == "" || g == "") exit 1; print s, g}' "$WORK/rb.csv"
 }
+remote_mix() {  # remote_mix CHUNK CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV_FAULTS" of kvio's mix made by redis-benchmark
+    # 64 keys of CHUNK bytes for the GETs (redis-benchmark's key names for -r 64), then two redis-benchmark at once, -P 1:
+    # SETS SETs of new keys and GETS GETs over the 64 keys, half of kvio's connections each (one each for kvio's two).
+    local s0 s1 t0 t1 p1 p2 i
+    head -c "$1" /dev/zero > "$WORK/rb.val"
+    for ((i = 0; i < 64; i++)); do redis-cli -p "$RM_PORT" -x set "$(printf 'key:%012d' "$i")" < "$WORK/rb.val" > /dev/null || return 1; done
+    s0=$(srv_stat) t0=$(date +%s.%N)
+    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c $((($2 + 1) / 2)) -P 1 -n "$3" -r 100000000 --csv > "$WORK/mix_set.csv" 2> "$WORK/rb.err" &
+    p1=$!
+    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t get -d "$1" -c $(($2 > 1 ? $2 / 2 : 1)) -P 1 -n "$4" -r 64 --csv > "$WORK/mix_get.csv" 2> "$WORK/rb2.err" &
+    p2=$!
+    wait "$p1" && wait "$p2" || { echo "bench: redis-benchmark (mix) failed:" >&2; tail -3 "$WORK/rb.err" "$WORK/rb2.err" >&2; return 1; }
+    t1=$(date +%s.%N) s1=$(srv_stat)
+    redis-cli -p "$RM_PORT" flushall > /dev/null
+    echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') $(srv_cost "$s0" "$s1")"
+}
 if has_stage remote; then
     for t in redis-server redis-cli redis-benchmark; do command -v "$t" >/dev/null || die "$t is missing (apt install redis-server redis-tools)"; done
     echo "== remote: kvio simulate --remote-tier (${RM_SIM[*]} --duration $RM_SECS) vs redis-benchmark, same server, chunk size, connections"
@@ -740,27 +765,35 @@ if has_stage remote; then
     redis-server --port "$RM_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK/redis" --maxmemory 2gb \
         --maxmemory-policy noeviction --daemonize yes --pidfile "$WORK/redis/pid" --logfile "$WORK/redis/log"
     for ((i = 0; i < 100; i++)); do redis-cli -p "$RM_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    RM_PID=$(cat "$WORK/redis/pid")
     for ((r = 1; r <= RM_ROUNDS; r++)); do
         load0=$(cut -d' ' -f1 /proc/loadavg)
         if ((r % 2)); then
-            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets <<< "$k" && b=$(remote_bench "$chunk" "$conns" "$sets") || break
-        else  # redis-benchmark first: kvio's chunk size, connections and SET count of the round before
-            b=$(remote_bench "$chunk" "$conns" "$sets") && k=$(remote_kvio) || break
+            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets gets _ <<< "$k" && b=$(remote_bench "$chunk" "$conns" "$sets") \
+                && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") || break
+        else  # redis-benchmark first: kvio's chunk size, connections and command counts of the round before
+            b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") && k=$(remote_kvio) || break
         fi
-        record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" \
+        record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" --arg m "$m" \
             --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets] | ($b | split(" ") | map(tonumber)) as [$set, $get] |
+            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets, $gets, $kcpu, $kflt] |
+             ($b | split(" ") | map(tonumber)) as [$set, $get] | ($m | split(" ") | map(tonumber)) as [$mwall, $mcpu, $mflt] |
              ($w / ($set * $chunk) + $rd / ($get * $chunk)) as $rb_s |
              ($w / ($set * $chunk / $conns) + $rd / ($get * $chunk / $conns)) as $rb_conn_s |
+             (($sets + $gets) * $chunk) as $mbytes |
              {round: $r, secs: $s, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), chunk_bytes: $chunk, connections: $conns,
               kvio_mbps: (($w + $rd) / $el / 1e6), kvio_write_gb: ($w / 1e9), kvio_read_gb: ($rd / 1e9), kvio_elapsed_s: $el,
               rb_set_mbps: ($set * $chunk / 1e6), rb_get_mbps: ($get * $chunk / 1e6), rb_mbps: (($w + $rd) / $rb_s / 1e6),
               kvio_busy_s: ($bset + $bget), kvio_busy_share: (($bset + $bget) / ($conns * $el)), kvio_conn_mbps: (($w + $rd) / ($bset + $bget) / 1e6),
               rb_conn_mbps: (($w + $rd) / $rb_conn_s / 1e6),
               kvio_in_flight_s: $infl, kvio_in_flight_share: ($infl / $el), kvio_concurrency: (($bset + $bget) / $infl),
-              kvio_in_flight_mbps: (($w + $rd) / $infl / 1e6), kvio_sets: $sets,
-              elapsed_ratio: ($rb_s / $el), conn_ratio: ($rb_conn_s / ($bset + $bget)), ratio: ($rb_s / $infl)}')"
-        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_mbps|floor) MB/s (\(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), redis-benchmark SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix (elapsed x\(.elapsed_ratio*1000|round/1000)); per connection while transferring: kvio \(.kvio_conn_mbps|floor) MB/s over \(.kvio_busy_s*10|round/10) busy s (\(.kvio_busy_share*100|round) % of the connections'"'"' time), redis-benchmark \(.rb_conn_mbps|floor) MB/s: x\(.conn_ratio*1000|round/1000); while a request was in flight (\(.kvio_in_flight_s*10|round/10) s, \(.kvio_in_flight_share*100|round) % of the run, \(.kvio_concurrency*100|round/100) in flight on average): kvio \(.kvio_in_flight_mbps|floor) MB/s vs redis-benchmark \(.rb_mbps|floor) MB/s: x\(.ratio*1000|round/1000)"')"
+              kvio_in_flight_mbps: (($w + $rd) / $infl / 1e6), kvio_sets: $sets, kvio_gets: $gets,
+              mix_wall_s: $mwall, mix_mbps: ($mbytes / $mwall / 1e6),
+              kvio_srv_cpu_ms_per_mb: ($kcpu * 1e3 / (($w + $rd) / 1e6)), kvio_srv_faults_per_mb: ($kflt / (($w + $rd) / 1e6)),
+              mix_srv_cpu_ms_per_mb: ($mcpu * 1e3 / ($mbytes / 1e6)), mix_srv_faults_per_mb: ($mflt / ($mbytes / 1e6)),
+              elapsed_ratio: ($rb_s / $el), conn_ratio: ($rb_conn_s / ($bset + $bget)), separate_ratio: ($rb_s / $infl),
+              ratio: ((($w + $rd) / $infl) / ($mbytes / $mwall))}')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_in_flight_mbps|floor) MB/s while a request was in flight (\(.kvio_in_flight_s*10|round/10) s, \(.kvio_in_flight_share*100|round) % of the run, \(.kvio_concurrency*100|round/100) in flight; \(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), server \(.kvio_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.kvio_srv_faults_per_mb|round) faults per MB; redis-benchmark SET and GET at once: \(.mix_mbps|floor) MB/s, server \(.mix_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.mix_srv_faults_per_mb|round) faults per MB: x\(.ratio*1000|round/1000); apart: SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix: x\(.separate_ratio*1000|round/1000) (elapsed x\(.elapsed_ratio*1000|round/1000), per connection x\(.conn_ratio*1000|round/1000))"')"
     done
     redis-cli -p "$RM_PORT" shutdown nosave > /dev/null 2>&1 || true
 fi

@@ -65,6 +65,8 @@ size_t get_window(uint64_t chunk) {
     return size_t(std::clamp<uint64_t>(kGetPipelineBytes / std::max<uint64_t>(chunk, 1), 1, kPipelineWindow));
 }
 
+size_t set_window(uint64_t chunk) { return chunk >= kServerBigArgBytes ? 1 : kPipelineWindow; }
+
 uint64_t chunk_count(uint64_t bytes, uint64_t chunk) { return bytes == 0 ? 1 : (bytes + chunk - 1) / chunk; }
 
 Connection::Connection(const Url& url, double timeout_s, Routing routing) {
@@ -292,7 +294,7 @@ uint64_t Connection::max_bulk_len() {
 
 void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill) {
     if (cluster_) return cluster_->set_chunks(key, bytes, chunk, fill);
-    const uint64_t n = chunk_count(bytes, chunk);
+    const uint64_t n = chunk_count(bytes, chunk), window = set_window(chunk);
     buf_.resize(size_t(std::min<uint64_t>(chunk, std::max<uint64_t>(bytes, 1))));
     std::string first_error;
     uint64_t sent = 0, got = 0;
@@ -303,7 +305,7 @@ void Connection::set_chunks(const std::string& key, uint64_t bytes, uint64_t chu
         ++got;
     };
     for (; sent < n; ++sent) {
-        if (sent - got >= kPipelineWindow) take();
+        if (sent - got >= window) take();
         const uint64_t off = sent * chunk;
         const size_t len = size_t(std::min<uint64_t>(chunk, bytes - off));
         if (len) fill(off, buf_.data(), len);

@@ -50,11 +50,18 @@ inline constexpr uint64_t kDefaultMaxBulk = 512ull << 20;
 /// Chunked commands a connection keeps in flight (pipelined): the next chunk is sent while the server works on
 /// the ones before it.
 inline constexpr size_t kPipelineWindow = 4;
+/// Redis' big-argument size (its PROTO_MBULK_BIG_ARG, 32 KiB): a SET value at least this long becomes the stored
+/// value without a copy only when the server's query buffer holds nothing past it (docs/performance.md, "Remote
+/// tier: where the time goes").
+inline constexpr uint64_t kServerBigArgBytes = 32u << 10;
+/// SETs of `chunk`-byte values in flight on one connection: 1 from kServerBigArgBytes on (the next SET pipelined
+/// behind a big value made redis-server 7.0 copy that value: 12 % of its CPU in a 2-connection run), else
+/// kPipelineWindow.
+size_t set_window(uint64_t chunk);
 /// Reply bytes of pipelined GETs a connection lets the server hold at most (one chunk of simulate's remote tier): a
 /// server builds the replies of every GET it has read before it writes them, and replies of megabytes then land in
 /// fresh buffers it page-faults in (docs/performance.md, "Remote tier: where the time goes": redis-server 7.0 spent
-/// 5.1 ms of CPU per 4 MiB GET pipelined 4 deep, 0.74 ms one at a time). SETs keep kPipelineWindow: their values are
-/// new memory on the server either way.
+/// 5.1 ms of CPU per 4 MiB GET pipelined 4 deep, 0.74 ms one at a time). SETs: set_window().
 inline constexpr uint64_t kGetPipelineBytes = 4u << 20;
 /// GETs of `chunk`-byte values in flight on one connection: kGetPipelineBytes / chunk, at least 1, at most
 /// kPipelineWindow (4 MiB − 4 KiB chunks: 1; 1 MiB: 4).
@@ -90,7 +97,7 @@ public:
     uint64_t max_bulk_len();
 
     /// SET of chunk keys chunk_key(key, 0..n-1), chunk i holding bytes [i × chunk, ...) of a `bytes`-byte value
-    /// made by `fill`, kPipelineWindow in flight. Throws kvio::Error on an error reply (the first one) or I/O error.
+    /// made by `fill`, set_window(chunk) in flight. Throws kvio::Error on an error reply (the first one) or I/O error.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
     /// GET of the same chunks, pipelined get_window(chunk) deep: returns how many were there (chunk_count(bytes, chunk)
     /// = the whole value; fewer when some were missing: the sink saw the chunks before the first missing one). Throws

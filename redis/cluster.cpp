@@ -297,7 +297,7 @@ void Cluster::set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk,
         [&](uint64_t, const ReplyView& v) {
             if (v.type == Reply::Type::Error && first_error.empty()) first_error.assign(v.data, v.len);
         },
-        "SET");
+        "SET", set_window(chunk));
     if (!first_error.empty())
         throw Error("redis cluster " + endpoint_of(seed_host_, seed_port_) + ": SET " + key + ": " + first_error);
 }

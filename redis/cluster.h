@@ -68,8 +68,9 @@ public:
     Cluster& operator=(const Cluster&) = delete;
 
     /// client.h's set_chunks/get_chunks/del_chunks: the same keys and replies, each chunk key sent to its slot's
-    /// node; the nodes' pipelines (kPipelineWindow each, get_window(chunk) for GETs) run side by side. Throws
-    /// kvio::Error on an error reply (the first), an I/O error, or a command still redirected after kMaxRedirections.
+    /// node; the nodes' pipelines (set_window(chunk) each for SETs, get_window(chunk) for GETs) run side by side.
+    /// Throws kvio::Error on an error reply (the first), an I/O error, or a command still redirected after
+    /// kMaxRedirections.
     void set_chunks(const std::string& key, uint64_t bytes, uint64_t chunk, const ChunkFill& fill);
     /// get_chunks returns the chunks found (a missing one is not an error; over several nodes the sink may also see
     /// chunks after a missing one, in reply order) and reads with `verb` ("GET" or "GETEX").

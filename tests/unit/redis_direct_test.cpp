@@ -6,9 +6,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <thread>
@@ -208,6 +210,47 @@ void send_all(int fd, const std::string& s) {
 }
 
 }  // namespace
+
+/// Whether the client's next command reaches `fd` within `ms` milliseconds (peeked: nothing is consumed).
+bool next_command_within(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0 && (p.revents & POLLIN);
+}
+
+std::string set_cmd(const std::string& k, const std::string& v) { return "*3\r\n$3\r\nSET\r\n" + bulk(k) + bulk(v); }
+
+// SETs of values of redis' big-argument size or more go one at a time (set_window): a SET pipelined behind a big value
+// makes redis-server copy that value (docs/performance.md, "Remote tier: where the time goes"); smaller values stay
+// pipelined kPipelineWindow deep. The scripted server reads each SET and, before its reply, looks whether the next one
+// came: for big chunks within 100 ms (it cannot have, one is in flight), for small ones within 5 s (it must have:
+// the window lets all three go before any reply).
+TEST(RedisDirect, SetsOfBigChunksAreNotPipelined) {
+    EXPECT_EQ(set_window(4190208), 1u);  // simulate's chunk: 4 MiB - 4 KiB
+    EXPECT_EQ(set_window(kServerBigArgBytes), 1u);
+    EXPECT_EQ(set_window(kServerBigArgBytes - 1), kPipelineWindow);
+    EXPECT_EQ(set_window(4096), kPipelineWindow);
+    for (const uint64_t chunk : {uint64_t(4190208), uint64_t(4096)}) {
+        const bool big = chunk >= kServerBigArgBytes;
+        const std::string value(chunk, 'v');
+        int early = 0;
+        std::string wrong;
+        ScriptedServer srv([&](int fd) {
+            for (int i = 0; i < 3; ++i) {
+                const std::string want = set_cmd("s:" + std::to_string(i), value);
+                if (read_n(fd, want.size()) != want) {
+                    wrong = "SET " + std::to_string(i) + " is not the RESP expected";
+                    return;
+                }
+                if (i < 2 && next_command_within(fd, big ? 100 : 5000)) ++early;
+                send_all(fd, "+OK\r\n");
+            }
+        });
+        Connection c(srv.url(), 10, Routing::Single);
+        c.set_chunks("s", 3 * chunk, chunk, [&](uint64_t, char* dst, size_t len) { std::fill_n(dst, len, 'v'); });
+        EXPECT_EQ(wrong, "") << chunk;
+        EXPECT_EQ(early, big ? 0 : 2) << chunk << "-byte chunks: SETs sent before the reply to the one before";
+    }
+}
 
 // GETs of chunks of megabytes go one at a time (get_window): the server builds the reply of every GET it has read
 // before writing them, in fresh buffers (docs/performance.md, "Remote tier: where the time goes"). The scripted
