@@ -36,7 +36,7 @@ static __always_inline bool rq_ref_spilled(struct rq_ref *r, __u64 rq)
 static __always_inline bool rq_lookup(__u64 rq, struct rq_ref *r)
 {
     __u32 idx = 0;
-    __u64 *k = slot_find(&rq_table, rq_slot_mask, rq, &idx);
+    __u64 *k = slot_find_excl(&rq_table, rq_slot_mask, rq, &idx);
     if (slot_live(k)) {
         rq_ref_slot(r, k, idx);
         return true;
@@ -51,7 +51,7 @@ static const struct kvio_rq_spilled zero_spilled;
 static __always_inline bool rq_take(__u64 rq, struct rq_ref *r, bool *fresh)
 {
     __u32 idx = 0;
-    __u64 *k = slot_find(&rq_table, rq_slot_mask, rq, &idx);
+    __u64 *k = slot_find_excl(&rq_table, rq_slot_mask, rq, &idx);
     *fresh = false;
     if (slot_live(k)) {
         rq_ref_slot(r, k, idx);
