@@ -44,6 +44,9 @@ const volatile bool task_storage = false; /* per-thread state in task local stor
 /* Queue depth of a device with a slot is sampled at one issue in qd_sample_every (a power of two; 1: every command,
  * as events need), and the sample counts that many times in the QD histograms (slot_depth). */
 const volatile __u32 qd_sample_every = 1;
+/* --d2c-sample: 1 request in rq_sample_every (a power of two; 1: every one) gets in-flight state and is timed, in
+ * histogram mode only (rq_state.bpf.h, rq_time_weight) */
+const volatile __u32 rq_sample_every = 1;
 /* rq_table and bio_table have rq_slot_mask + 1 and bio_slot_mask + 1 entries (userspace sizes them before load) */
 const volatile __u32 rq_slot_mask = KVIO_RQ_SLOTS - 1;
 const volatile __u32 bio_slot_mask = KVIO_BIO_SLOTS - 1;

@@ -590,12 +590,14 @@ struct SnapshotSource {
     uint64_t t0_ns = 0;
     double start_unix_s = 0;
     uint32_t qd_sample_every = 1;
-    bool breakdown = false;  ///< --breakdown: read bt_counts
+    bool breakdown = false;         ///< --breakdown: read bt_counts
+    uint32_t d2c_sample_every = 1;  ///< --d2c-sample
 };
 
 TraceSnapshot take_snapshot(const SnapshotSource& src) {
     TraceSnapshot snap(src.lba_bucket_bytes);
     snap.report.set_qd_sample_every(src.qd_sample_every);
+    snap.report.set_d2c_sample_every(src.d2c_sample_every);
     if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
     for (uint32_t d : src.devs) snap.report.touch_device(d);
     read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
@@ -720,6 +722,12 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     bpf_map__set_max_entries(s->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     bpf_map__set_max_entries(s->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     ro->qd_sample_every = qd_sample_every(opts, ro->emit_events);
+    // --d2c-sample: only where no request's state is needed for anything but its timing (bpf/rq_state.bpf.h)
+    if (opts.d2c_sample > 1 && (ro->need_owner || ro->track_files))
+        throw Error("--d2c-sample " + std::to_string(opts.d2c_sample) +
+                    " needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, --per-process, "
+                    "--per-cgroup or --files (they need every request's state)");
+    ro->rq_sample_every = opts.d2c_sample ? opts.d2c_sample : 1;
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
         struct stat st {};
@@ -1047,6 +1055,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     TraceResult res;
     snap_src.syscall_scope = syscall_scope(opts);
     snap_src.breakdown = opts.breakdown;
+    snap_src.d2c_sample_every = ro->rq_sample_every;
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
