@@ -134,6 +134,8 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoattach(s->progs.block_rq_complete_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
     bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
+    // children join the task filter only with `-- COMMAND` or --children: no fork of the machine runs it otherwise
+    bpf_program__set_autoload(s->progs.sched_process_fork, s->rodata->follow_forks);
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
@@ -896,15 +898,32 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
     return nullptr;
 }
 
+/// The programs attached at the end of the trace (skeleton links, the syscall programs, backups attached on the
+/// way), sorted, each name once: kvio.trace/1 "programs_attached", so a test sees which programs a mode pays for.
+nlohmann::json attached_programs(const kvio_trace_bpf* s, const SyscallPrograms& syscalls) {
+    std::vector<std::string> names = syscalls.attached();
+    const bpf_object_skeleton* sk = s->skeleton;
+    for (int i = 0; i < sk->prog_cnt; ++i) {
+        const auto* p = reinterpret_cast<const bpf_prog_skeleton*>(reinterpret_cast<const char*>(sk->progs) +
+                                                                   size_t(i) * size_t(sk->prog_skel_sz));
+        if (p->link && *p->link) names.push_back(p->name);
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
 /// Fills res.summary (kvio.trace/1) from the final snapshot: the report, recursion misses, backups, syscall hooks
 /// and, with --stats, the programs' run time per traced command; res.dropped and res.events. Returns the number of
 /// device commands traced.
 uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, const TraceOptions& opts,
-                      const BackupPrograms& backups, const SyscallPrograms& syscalls, const EventSink& sink) {
+                      const kvio_trace_bpf* s, const BackupPrograms& backups, const SyscallPrograms& syscalls,
+                      const EventSink& sink) {
     res.summary = fin.report.to_json(duration, fin.counters, fin.nvme_present);
     res.summary["recursion_misses"] = fin.recursion_misses;
     res.summary["backups_attached"] = backups.attached();
     res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
+    res.summary["programs_attached"] = attached_programs(s, syscalls);
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
     for (const auto& d : res.summary["devices"])
         cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
@@ -1103,7 +1122,7 @@ TraceResult run_trace(const TraceOptions& opts) {
             if (!live_error) live_error = std::current_exception();
         }
     }
-    const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
+    const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
     if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
     std::exception_ptr events_error =
         close_events(sink, fin.counters, res.summary["devices"]);  // the JSON summary is still written

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,18 @@ TEST_F(TraceQd, EventsStayExact) {
     EXPECT_EQ(device(r_.events_summary, r_.qd4)["histograms"]["qd_read"]["count"], kQd4Cmds);
 }
 
+/// The names of `summary`'s programs_attached without their attach kind (_btf, _raw: the kernel decides which).
+std::set<std::string> attached(const json& summary) {
+    std::set<std::string> out;
+    for (const auto& p : summary["programs_attached"]) {
+        std::string n = p;
+        for (const char* k : {"_btf", "_raw"})
+            if (n.size() > 4 && n.compare(n.size() - 4, 4, k) == 0) n.resize(n.size() - 4);
+        out.insert(n);
+    }
+    return out;
+}
+
 TEST_F(TraceQd, D2cSampleCountsEveryCommandAndTimesOneInN) {
     const uint64_t n = kD2cSample;
     EXPECT_EQ(r_.d2c["d2c_sample_every"], n);
@@ -257,6 +270,24 @@ TEST_F(TraceQd, D2cSampleCountsEveryCommandAndTimesOneInN) {
         " [1 request in " + std::to_string(n) + " timed, each counted " + std::to_string(n) + " times] (";
     EXPECT_NE(r_.d2c_text.find("d2c_read" + note), std::string::npos) << r_.d2c_text;
     EXPECT_EQ(r_.d2c_text.find("bssplit_read ["), std::string::npos) << "sizes are not sampled";
+}
+
+// Which programs each mode pays for: a program attached where its mode does not need it costs every command (or
+// every fork, every syscall) of the machine.
+TEST_F(TraceQd, EachModeAttachesOnlyWhatItNeeds) {
+    const std::set<std::string> block = {"block_rq_complete", "block_rq_insert", "block_rq_issue", "block_rq_merge",
+                                         "block_rq_requeue"};
+    EXPECT_EQ(attached(r_.d2c), block) << "--block-only: the request's life only; " << r_.d2c.dump();
+    EXPECT_EQ(r_.d2c["syscall_hooks"], "none");
+    // histograms with syscalls, no task filter: no submitter (block_getrq) and no fork to follow
+    const auto x = attached(r_.exact);
+    for (const auto& p : block) EXPECT_EQ(x.count(p), 1u) << p;
+    EXPECT_EQ(x.count("block_getrq"), 0u) << r_.exact["programs_attached"];
+    EXPECT_EQ(x.count("sched_process_fork"), 0u) << r_.exact["programs_attached"];
+    EXPECT_NE(r_.exact["syscall_hooks"], "none");
+    EXPECT_GT(x.size(), block.size()) << "the syscall programs: " << r_.exact["programs_attached"];
+    // --events: each command's submitter
+    EXPECT_EQ(attached(r_.events_summary).count("block_getrq"), 1u) << r_.events_summary["programs_attached"];
 }
 
 TEST_F(TraceQd, D2cSampleRefusedWhereEveryRequestIsNeeded) {
