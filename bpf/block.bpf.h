@@ -157,6 +157,33 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
 
 /* ---------------------------------------------------------------- request life */
 
+/* --d2c-sample: a request that is not sampled is counted at its issue from the request itself (size, LBA, op), so a
+ * command whose completion no program sees is counted all the same, as a timed one's leftover state is at the end.
+ * `n`: 1 at issue, (__u64)-1 at a requeue (its next issue counts it again; userspace sums the per-CPU sets modulo
+ * 2^64). Into rescue_hists, with atomic adds: the completion program is the only writer of slot_hists. */
+static __always_inline void count_unsampled(struct request *rq, __u32 dev, __u32 slot, bool typed, __u64 n)
+{
+    struct kvio_dev_hists *hs = slot_hists_of(slot, false);
+    if (!hs)
+        return;
+    __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
+    __u64 bytes = KREAD(typed, rq, __data_len);
+    __u32 bslot = kvio_log2_slot(bytes);
+    if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
+        bool is_read = op == KVIO_OP_READ;
+        __u64 offset = KREAD(typed, rq, __sector) * 512;
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, bslot, bytes, n, false);
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, kvio_linear_slot(offset, lba_bucket_bytes),
+                     offset, n, false);
+        return;
+    }
+    cmd_hist_add(hs, dev, KVIO_H_OTHER_CMDS, bslot, bytes, n, false);
+    if (op == KVIO_OP_FLUSH)
+        cmd_hist_add(hs, dev, KVIO_H_FLUSH_CMDS, bslot, bytes, n, false);
+    else if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
+        cmd_hist_add(hs, dev, KVIO_H_DISCARD_CMDS, bslot, bytes, n, false);
+}
+
 /* A request's in-flight state as first seen (at insert, or at issue without insert): device, slot, owner and
  * the filter's verdict, decided here once for the request. */
 static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, __u32 dev, __u32 slot, __u64 gen,
@@ -223,9 +250,11 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (!key)
         return 0;
     __u32 tw = rq_time_weight(key, gen, slot);
-    if (!tw) { /* not sampled (--d2c-sample): no state, only the in-flight count */
-        if (!at_insert)
+    if (!tw) { /* not sampled (--d2c-sample): no state; counted at issue */
+        if (!at_insert) {
             inflight_inc(slot);
+            count_unsampled(rq, dev, slot, typed, 1);
+        }
         return 0;
     }
     if (!rq_take(key, &r, &fresh))
@@ -248,21 +277,24 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
 static __always_inline int on_insert(struct request *rq, bool typed) { return on_rq_seen(rq, typed, true); }
 static __always_inline int on_issue(struct request *rq, bool typed) { return on_rq_seen(rq, typed, false); }
 
-/* --d2c-sample: the completion of a request of traced device `dev` (histogram slot `slot`) that was not sampled,
- * counted from the request itself: it has no state. */
+/* --d2c-sample: the completion of a request of traced device `dev` (histogram slot `slot`) that was not sampled
+ * (counted at its issue, count_unsampled): it leaves the in-flight count, and a failed one is counted as such. */
 static __always_inline int complete_unsampled(struct request *rq, __u32 dev, __u32 slot, int error,
-                                              unsigned int nr_bytes, bool typed, bool sole_writer)
+                                              unsigned int nr_bytes, bool typed)
 {
     __u32 len = KREAD(typed, rq, __data_len);
     if (nr_bytes && nr_bytes < len) {
         count(KVIO_CNT_PARTIAL_COMPLETE); /* partial completion: the request goes on */
         return 0;
     }
-    struct rq_state st = {.dev = dev, .slot = slot, .bytes = len};
-    st.sector = KREAD(typed, rq, __sector);
-    st.opf = rq_opf(rq, typed);
     inflight_dec(slot, dev);
-    account_cmd(&st, 0, 0, error, false, sole_writer, 0, 0);
+    if (error) { /* as account_cmd counts a failed command: rare, in the dev_hists hash */
+        __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
+        __u16 failed = op == KVIO_OP_WRITE ? KVIO_H_FAILED_WRITE : KVIO_H_FAILED_OTHER;
+        if (op == KVIO_OP_READ)
+            failed = KVIO_H_FAILED_READ;
+        dev_hist_add(dev, failed, 0, kvio_log2_slot(len), len);
+    }
     return 0;
 }
 
@@ -283,7 +315,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     if (rq_sample_every > 1 && key) {
         tw = rq_time_weight(key, rq_generation(rq, typed), slot);
         if (!tw)
-            return complete_unsampled(rq, dev, slot, error, nr_bytes, typed, sole_writer);
+            return complete_unsampled(rq, dev, slot, error, nr_bytes, typed);
     }
     struct rq_ref r = {};
     if (!key || !rq_lookup(key, &r)) {
@@ -417,11 +449,13 @@ int block_rq_requeue_raw(u64 *ctx)
         }
         return 0;
     }
-    if (rq_sample_every > 1) { /* a request --d2c-sample did not sample was counted at its issue (inflight_inc) */
+    if (rq_sample_every > 1) { /* a request --d2c-sample did not sample was counted at its issue: its next one counts */
         struct request *rq = (struct request *)key;
         __u32 dev = rq_dev(rq, false), slot;
-        if (dev_traced(dev, &slot) && !rq_time_weight(key, rq_generation(rq, false), slot))
+        if (dev_traced(dev, &slot) && !rq_time_weight(key, rq_generation(rq, false), slot)) {
             inflight_dec(slot, dev);
+            count_unsampled(rq, dev, slot, false, (__u64)-1);
+        }
     }
     return 0;
 }
