@@ -160,10 +160,12 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
 /* --d2c-sample: a request that is not sampled is counted at its issue from the request itself (size, LBA, op), so a
  * command whose completion no program sees is counted all the same, as a timed one's leftover state is at the end.
  * `n`: 1 at issue, (__u64)-1 at a requeue (its next issue counts it again; userspace sums the per-CPU sets modulo
- * 2^64). Into rescue_hists, with atomic adds: the completion program is the only writer of slot_hists. */
-static __always_inline void count_unsampled(struct request *rq, __u32 dev, __u32 slot, bool typed, __u64 n)
+ * 2^64). `sole_writer`: the caller is the primary issue program, the only writer of issue_hists (plain adds); else
+ * into rescue_hists, with atomic adds. */
+static __always_inline void count_unsampled(struct request *rq, __u32 dev, __u32 slot, bool typed, __u64 n,
+                                            bool sole_writer)
 {
-    struct kvio_dev_hists *hs = slot_hists_of(slot, false);
+    struct kvio_dev_hists *hs = sole_writer ? bpf_map_lookup_elem(&issue_hists, &slot) : slot_hists_of(slot, false);
     if (!hs)
         return;
     __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
@@ -172,16 +174,16 @@ static __always_inline void count_unsampled(struct request *rq, __u32 dev, __u32
     if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
         bool is_read = op == KVIO_OP_READ;
         __u64 offset = KREAD(typed, rq, __sector) * 512;
-        cmd_hist_add(hs, dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, bslot, bytes, n, false);
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, bslot, bytes, n, sole_writer);
         cmd_hist_add(hs, dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, kvio_linear_slot(offset, lba_bucket_bytes),
-                     offset, n, false);
+                     offset, n, sole_writer);
         return;
     }
-    cmd_hist_add(hs, dev, KVIO_H_OTHER_CMDS, bslot, bytes, n, false);
+    cmd_hist_add(hs, dev, KVIO_H_OTHER_CMDS, bslot, bytes, n, sole_writer);
     if (op == KVIO_OP_FLUSH)
-        cmd_hist_add(hs, dev, KVIO_H_FLUSH_CMDS, bslot, bytes, n, false);
+        cmd_hist_add(hs, dev, KVIO_H_FLUSH_CMDS, bslot, bytes, n, sole_writer);
     else if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
-        cmd_hist_add(hs, dev, KVIO_H_DISCARD_CMDS, bslot, bytes, n, false);
+        cmd_hist_add(hs, dev, KVIO_H_DISCARD_CMDS, bslot, bytes, n, sole_writer);
 }
 
 /* A request's in-flight state as first seen (at insert, or at issue without insert): device, slot, owner and
@@ -253,7 +255,7 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (!tw) { /* not sampled (--d2c-sample): no state; counted at issue */
         if (!at_insert) {
             inflight_inc(slot);
-            count_unsampled(rq, dev, slot, typed, 1);
+            count_unsampled(rq, dev, slot, typed, 1, typed || !backup_programs); /* the primary, or the only one */
         }
         return 0;
     }
@@ -454,7 +456,7 @@ int block_rq_requeue_raw(u64 *ctx)
         __u32 dev = rq_dev(rq, false), slot;
         if (dev_traced(dev, &slot) && !rq_time_weight(key, rq_generation(rq, false), slot)) {
             inflight_dec(slot, dev);
-            count_unsampled(rq, dev, slot, false, (__u64)-1);
+            count_unsampled(rq, dev, slot, false, (__u64)-1, false);
         }
     }
     return 0;

@@ -470,13 +470,17 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
         key = next;
     }
     int ncpus = libbpf_num_possible_cpus();
-    std::vector<kvio_dev_hists> cpus(2 * size_t(ncpus > 0 ? ncpus : 1));  // slot_hists' CPUs, then rescue_hists'
-    const size_t half = cpus.size() / 2;
+    // slot_hists' CPUs, then rescue_hists', then issue_hists' (--d2c-sample; one entry, unused, without it)
+    const size_t third = size_t(ncpus > 0 ? ncpus : 1);
+    std::vector<kvio_dev_hists> cpus(3 * third);
     const int own_fd = bpf_map__fd(s->maps.slot_hists), rescue_fd = bpf_map__fd(s->maps.rescue_hists);
+    const int issue_fd = bpf_map__fd(s->maps.issue_hists);
     for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
         if (bpf_map_lookup_elem(own_fd, &slot, cpus.data()) != 0 ||
-            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + half) != 0)
+            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + third) != 0)
             continue;
+        if (bpf_map_lookup_elem(issue_fd, &slot, cpus.data() + 2 * third) != 0)
+            std::fill(cpus.begin() + std::ptrdiff_t(2 * third), cpus.end(), kvio_dev_hists{});
         for (uint16_t id = 0; id < KVIO_DEV_HISTS; ++id) {
             if (id == KVIO_H_NVME_D2C_QUEUE) continue;  // per queue: in dev_hists
             kvio_hist sum{};
@@ -730,6 +734,8 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
                     " needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, --per-process, "
                     "--per-cgroup or --files (they need every request's state)");
     ro->rq_sample_every = opts.d2c_sample ? opts.d2c_sample : 1;
+    bpf_map__set_max_entries(s->maps.issue_hists,
+                             ro->rq_sample_every > 1 ? uint32_t(std::max<size_t>(slot_devs.size(), 1)) : 1);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
         struct stat st {};
