@@ -28,7 +28,7 @@
 #             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
-#             tracer alone (--stats; --d2c-sample 16, and every request timed) and as the job of `kvio drives --rounds 1 --probe-seconds
+#             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
 #             0`, IOPS paired per round, the order rotating; on a RAM-backed and a disk-backed loop device
 #             (KVIO_BENCH_DRIVES_DEVICES "ram disk"; KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
@@ -337,11 +337,10 @@ fi
 #   plain   fio JOB
 #   bwlog   fio with the job text kvio drives writes (its [global] section: the bandwidth log), taken from a kvio drives
 #           run before the rounds, the log's path moved into $WORK
-#   trace   fio JOB under the tracer kvio drives starts (kvio trace -q -d DISK --block-only --d2c-sample 16 --json,
+#   trace   fio JOB under the tracer kvio drives starts (kvio trace -q -d DISK --block-only --qd-sample 16 --json,
 #           waited for through --ready-file), plus --stats: its BPF ns per command (the statistics' own cost, two clock
 #           reads per program run, is in this variant's IOPS and not in kvio drives')
-#   trace_exact  the same timing every request (--qd-sample 16 instead: what kvio drives ran before): the saving of
-#           --d2c-sample, with the BPF ns per run of each program in both
+#   trace_exact  the same with --qd-sample 1 (every command's depth: what kvio drives ran before): the sampling's saving
 #   drives  kvio drives --job JOB --drive bench=LOOP --rounds 1 --probe-seconds 0 (the loop device holds only zeros,
 #           so it is not refused): fio's own IOPS from drives.json
 # Devices (KVIO_BENCH_DRIVES_DEVICES, default "ram disk"): ram = the overhead stage's loop device over a private tmpfs
@@ -368,9 +367,9 @@ drives_run() {
         iops=$(jq '.jobs[0].read.iops' "$out.json")
         rm -f "$WORK"/dvbw_bw.*.log ;;
     trace|trace_exact)
-        local kpid samp=(--d2c-sample 16)   # kvio drives' (drives/target_run.h kD2cSample); trace_exact: every request
-        [ "$m" = trace_exact ] && samp=(--qd-sample 16)
-        "$KVIO" trace -q -d "${dev#/dev/}" --block-only "${samp[@]}" --json "$out.trace.json" --stats \
+        local kpid qd=16   # kvio drives' --qd-sample (drives/target_run.h kQdSample); trace_exact: every command's
+        [ "$m" = trace_exact ] && qd=1
+        "$KVIO" trace -q -d "${dev#/dev/}" --block-only --qd-sample "$qd" --json "$out.trace.json" --stats \
             --ready-file "$out.ready" >/dev/null 2>"$out.log" &
         kpid=$!
         for ((i = 0; i < 1200; i++)); do [ -f "$out.ready" ] && break; kill -0 $kpid 2>/dev/null || break; sleep 0.05; done

@@ -25,7 +25,7 @@ const RunResult* median_traced_round(const Target& t, const std::string& mode);
 /// The job_below_ceiling findings of one closed-loop round: per direction whose busiest phase reached less than
 /// kHeadroomShare of every ceiling the probe measured for it (sequential MB/s; for reads also random 4 KiB IOPS: a
 /// small-block job is judged by the closer of the two) at a known mean dispatch queue depth below kHeadroomQd (0: the
-/// tracer sampled none of that direction's dispatches, target_run.h kD2cSample; no finding). Figures:
+/// tracer sampled none of that direction's dispatches, target_run.h kQdSample; no finding). Figures:
 /// job_mb_s, job_iops, ceiling_mb_s, ceiling_iops (null: not probed), share_pct (the larger share), device_qd_mean.
 /// None without a ceiling or a trace.
 std::vector<diagnose::Finding> headroom_findings(const Target& t, const RunResult& r);

@@ -205,15 +205,15 @@ int run_timed(const std::vector<std::string>& a, RunResult& r) {
     return st;
 }
 
-/// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only --d2c-sample kD2cSample --json`
+/// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only --qd-sample kQdSample --json`
 /// (run_local's rules).
 int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r, const RunEnv& env) {
     if (t.disk.empty()) return run_timed(a, r);
     const std::string ready = r.files + ".ready";
     std::error_code ec;
     fs::remove(ready, ec);
-    pid_t tp = spawn_logged({env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only", "--d2c-sample",
-                             std::to_string(kD2cSample), "--json", r.files + ".trace.json", "--ready-file", ready},
+    pid_t tp = spawn_logged({env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only", "--qd-sample",
+                             std::to_string(kQdSample), "--json", r.files + ".trace.json", "--ready-file", ready},
                             r.files + ".trace.log");
     int tst = 0;
     bool ended = false;

@@ -74,15 +74,14 @@ void probe_ceiling(Target& t, const RunEnv& env);
 std::string job_text_for(const Target& t, const std::string& job, const std::string& mode,
                          const std::string& bw_log = "");
 
-/// The tracer times 1 request in this many: D2C, Q2D and queue depth at dispatch (`kvio trace --d2c-sample`, each
-/// sample counted this many times: the mean depth and the percentiles drives reports are kept; counts and bytes stay
-/// exact; docs/drives.md "What the tracer costs"). The others get no in-flight state, about half the BPF time per
-/// command (docs/performance.md "kvio drives: where the cost goes"); a direction with commands but no sampled
-/// request has depth 0: unknown.
-inline constexpr int kD2cSample = 16;
+/// The tracer reads the queue depth at 1 issue in this many (`kvio trace --qd-sample`, each sample counted this
+/// many times: the mean depth drives reports is kept; docs/drives.md "What the tracer costs"). Reading every
+/// command's depth also reads the completing CPU's in-flight counter, ~40-95 ns per command (docs/performance.md
+/// "Two in-flight counters"); a direction with commands but no sampled dispatch has depth 0: unknown.
+inline constexpr int kQdSample = 16;
 
 /// One run of `job` on a local target, to its end, fio writing a bandwidth log per job to r.files + "_bw.N.log": `kvio
-/// trace -d DISK --block-only --d2c-sample kD2cSample --json` started first (waited for until attached), then fio, then
+/// trace -d DISK --block-only --qd-sample kQdSample --json` started first (waited for until attached), then fio, then
 /// the trace ended with
 /// SIGTERM (which writes its JSON). The whole disk is traced, not fio's processes: a throttled bio is issued by the
 /// kernel's throttle worker, not by fio. Untraceable targets: fio alone. Returns fio's wait status; a trace that failed
