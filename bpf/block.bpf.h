@@ -72,9 +72,10 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
 
 /* Histograms and the event of one finished command. lost: its completion was never seen (the state
  * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count.
- * sole_writer: the caller is the completion program, the only writer of slot_hists (no atomics). */
+ * sole_writer: the caller is the completion program, the only writer of slot_hists (no atomics). tw: the commands
+ * its D2C and Q2D stand for (rq_time_weight), 0: not timed (a request --d2c-sample did not sample). */
 static __always_inline void account_cmd(const struct rq_state *st, const struct kvio_rq_owner *o, __u64 now, int error,
-                                        bool lost, bool sole_writer, const struct kvio_file_key *fk)
+                                        bool lost, bool sole_writer, const struct kvio_file_key *fk, __u32 tw)
 {
     __u32 op = st->opf & KVIO_OP_MASK;
     bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
@@ -84,15 +85,17 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
     bool timed = false;
     if (lost) {
         count(KVIO_CNT_LOST_COMPLETE);
+    } else if (!tw) {
+        /* not sampled: counted below, not timed */
     } else if (now < st->ts_issue || (st->ts_insert && st->ts_issue < st->ts_insert)) {
         count(KVIO_CNT_NEGATIVE_DELTA);
     } else if (is_read || is_write) {
         __u64 q2d = st->ts_issue - st->ts_insert;
         d2c = now - st->ts_issue;
         timed = true;
-        cmd_hist_add(hs, dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, kvio_log2_slot(d2c), d2c, 1, sole_writer);
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_D2C_READ : KVIO_H_D2C_WRITE, kvio_log2_slot(d2c), d2c, tw, sole_writer);
         if (st->ts_insert)
-            cmd_hist_add(hs, dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, kvio_log2_slot(q2d), q2d, 1,
+            cmd_hist_add(hs, dev, is_read ? KVIO_H_Q2D_READ : KVIO_H_Q2D_WRITE, kvio_log2_slot(q2d), q2d, tw,
                          sole_writer);
     }
     __u64 bytes = st->bytes;
@@ -154,6 +157,35 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
 
 /* ---------------------------------------------------------------- request life */
 
+/* --d2c-sample: a request that is not sampled is counted at its issue from the request itself (size, LBA, op), so a
+ * command whose completion no program sees is counted all the same, as a timed one's leftover state is at the end.
+ * `n`: 1 at issue, (__u64)-1 at a requeue (its next issue counts it again; userspace sums the per-CPU sets modulo
+ * 2^64). `sole_writer`: the caller is the primary issue program, the only writer of issue_hists (plain adds); else
+ * into rescue_hists, with atomic adds. */
+static __always_inline void count_unsampled(struct request *rq, __u32 dev, __u32 slot, bool typed, __u64 n,
+                                            bool sole_writer)
+{
+    struct kvio_dev_hists *hs = sole_writer ? bpf_map_lookup_elem(&issue_hists, &slot) : slot_hists_of(slot, false);
+    if (!hs)
+        return;
+    __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
+    __u64 bytes = KREAD(typed, rq, __data_len);
+    __u32 bslot = kvio_log2_slot(bytes);
+    if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
+        bool is_read = op == KVIO_OP_READ;
+        __u64 offset = KREAD(typed, rq, __sector) * 512;
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_BSSPLIT_READ : KVIO_H_BSSPLIT_WRITE, bslot, bytes, n, sole_writer);
+        cmd_hist_add(hs, dev, is_read ? KVIO_H_LBA_READ : KVIO_H_LBA_WRITE, kvio_linear_slot(offset, lba_bucket_bytes),
+                     offset, n, sole_writer);
+        return;
+    }
+    cmd_hist_add(hs, dev, KVIO_H_OTHER_CMDS, bslot, bytes, n, sole_writer);
+    if (op == KVIO_OP_FLUSH)
+        cmd_hist_add(hs, dev, KVIO_H_FLUSH_CMDS, bslot, bytes, n, sole_writer);
+    else if (op == KVIO_OP_DISCARD || op == KVIO_OP_SECURE_ERASE)
+        cmd_hist_add(hs, dev, KVIO_H_DISCARD_CMDS, bslot, bytes, n, sole_writer);
+}
+
 /* A request's in-flight state as first seen (at insert, or at issue without insert): device, slot, owner and
  * the filter's verdict, decided here once for the request. */
 static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, __u32 dev, __u32 slot, __u64 gen,
@@ -185,15 +217,15 @@ static __always_inline void rq_state_stale(const struct rq_state *s, const struc
 {
     if (s->issued && !s->ignored) {
         inflight_dec(s->slot, s->dev);
-        account_cmd(s, o, 0, 0, true, false, 0);
+        account_cmd(s, o, 0, 0, true, false, 0, 0);
     } else {
         count(KVIO_CNT_STALE);
     }
 }
 
 /* What issue records of a traced request: time, extent, op, and its queue depth (once: a requeued request is
- * issued again but not counted twice). */
-static __always_inline void issue_fill(struct rq_state *s, struct request *rq, bool typed)
+ * issued again but not counted twice), a sample of `tw` commands (rq_time_weight). */
+static __always_inline void issue_fill(struct rq_state *s, struct request *rq, bool typed, __u32 tw)
 {
     s->ts_issue = bpf_ktime_get_ns();
     s->sector = KREAD(typed, rq, __sector);
@@ -202,6 +234,7 @@ static __always_inline void issue_fill(struct rq_state *s, struct request *rq, b
     if (!s->issued) {
         s->issued = 1;
         s->qd = issue_depth(s->slot, s->dev, &s->qd_weight);
+        s->qd_weight *= tw;
     }
 }
 
@@ -218,6 +251,14 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     bool fresh;
     if (!key)
         return 0;
+    __u32 tw = rq_time_weight(key, gen, slot);
+    if (!tw) { /* not sampled (--d2c-sample): no state; counted at issue */
+        if (!at_insert) {
+            inflight_inc(slot);
+            count_unsampled(rq, dev, slot, typed, 1, typed || !backup_programs); /* the primary, or the only one */
+        }
+        return 0;
+    }
     if (!rq_take(key, &r, &fresh))
         return 0;
     struct rq_state *s = r.s;
@@ -231,20 +272,53 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (at_insert)
         s->ts_insert = bpf_ktime_get_ns();
     else
-        issue_fill(s, rq, typed);
+        issue_fill(s, rq, typed, tw);
     return 0;
 }
 
 static __always_inline int on_insert(struct request *rq, bool typed) { return on_rq_seen(rq, typed, true); }
 static __always_inline int on_issue(struct request *rq, bool typed) { return on_rq_seen(rq, typed, false); }
 
+/* --d2c-sample: the completion of a request of traced device `dev` (histogram slot `slot`) that was not sampled
+ * (counted at its issue, count_unsampled): it leaves the in-flight count, and a failed one is counted as such. */
+static __always_inline int complete_unsampled(struct request *rq, __u32 dev, __u32 slot, int error,
+                                              unsigned int nr_bytes, bool typed)
+{
+    __u32 len = KREAD(typed, rq, __data_len);
+    if (nr_bytes && nr_bytes < len) {
+        count(KVIO_CNT_PARTIAL_COMPLETE); /* partial completion: the request goes on */
+        return 0;
+    }
+    inflight_dec(slot, dev);
+    if (error) { /* as account_cmd counts a failed command: rare, in the dev_hists hash */
+        __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
+        __u16 failed = op == KVIO_OP_WRITE ? KVIO_H_FAILED_WRITE : KVIO_H_FAILED_OTHER;
+        if (op == KVIO_OP_READ)
+            failed = KVIO_H_FAILED_READ;
+        dev_hist_add(dev, failed, 0, kvio_log2_slot(len), len);
+    }
+    return 0;
+}
+
 static __always_inline int on_complete(struct request *rq, int error, unsigned int nr_bytes, bool typed,
                                        bool sole_writer)
 {
     /* requests of other devices get no state at all: no lookup for them (with -d the device is known cheaper) */
-    if (targ_ndevs && !dev_passes(rq_dev(rq, typed)))
+    __u32 dev = 0, slot = KVIO_SLOT_NONE;
+    if (rq_sample_every > 1) {
+        dev = rq_dev(rq, typed);
+        if (!dev_traced(dev, &slot))
+            return 0;
+    } else if (targ_ndevs && !dev_passes(rq_dev(rq, typed))) {
         return 0;
+    }
     __u64 key = typed ? ptr_number(NUM_COMPLETE, rq) : (__u64)rq;
+    __u32 tw = 1;
+    if (rq_sample_every > 1 && key) {
+        tw = rq_time_weight(key, rq_generation(rq, typed), slot);
+        if (!tw)
+            return complete_unsampled(rq, dev, slot, error, nr_bytes, typed);
+    }
     struct rq_ref r = {};
     if (!key || !rq_lookup(key, &r)) {
         count(KVIO_CNT_UNMATCHED_COMPLETE);
@@ -274,7 +348,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     __u8 fsrc = 0;
     if (track_files) /* --files: the file this command moved (file_attr.bpf.h) */
         files_of_rq(rq, s->dev, typed, &fk, &fsrc);
-    account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fk : 0);
+    account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fk : 0, tw);
     if (track_files)
         files_account(&fk, fsrc, s->opf & KVIO_OP_MASK, s->bytes, now - s->ts_issue, now >= s->ts_issue);
     rq_release(&r, key);
@@ -370,9 +444,20 @@ int block_rq_requeue_raw(u64 *ctx)
 {
     __u64 key = ctx[rq_has_queue_arg ? 1 : 0];
     struct rq_ref r = {};
-    if (rq_lookup(key, &r) && r.s->issued && !r.s->ignored) {
-        r.s->issued = 0;
-        inflight_dec(r.s->slot, r.s->dev);
+    if (rq_lookup(key, &r)) {
+        if (r.s->issued && !r.s->ignored) {
+            r.s->issued = 0;
+            inflight_dec(r.s->slot, r.s->dev);
+        }
+        return 0;
+    }
+    if (rq_sample_every > 1) { /* a request --d2c-sample did not sample was counted at its issue: its next one counts */
+        struct request *rq = (struct request *)key;
+        __u32 dev = rq_dev(rq, false), slot;
+        if (dev_traced(dev, &slot) && !rq_time_weight(key, rq_generation(rq, false), slot)) {
+            inflight_dec(slot, dev);
+            count_unsampled(rq, dev, slot, false, (__u64)-1, false);
+        }
     }
     return 0;
 }

@@ -44,6 +44,9 @@ const volatile bool task_storage = false; /* per-thread state in task local stor
 /* Queue depth of a device with a slot is sampled at one issue in qd_sample_every (a power of two; 1: every command,
  * as events need), and the sample counts that many times in the QD histograms (slot_depth). */
 const volatile __u32 qd_sample_every = 1;
+/* --d2c-sample: 1 request in rq_sample_every (a power of two; 1: every one) gets in-flight state and is timed, in
+ * histogram mode only (rq_state.bpf.h, rq_time_weight) */
+const volatile __u32 rq_sample_every = 1;
 /* rq_table and bio_table have rq_slot_mask + 1 and bio_slot_mask + 1 entries (userspace sizes them before load) */
 const volatile __u32 rq_slot_mask = KVIO_RQ_SLOTS - 1;
 const volatile __u32 bio_slot_mask = KVIO_BIO_SLOTS - 1;
@@ -166,6 +169,10 @@ KVIO_ARRAY(slot_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_MAX_DEV_SLOTS, struct kvi
  * block words have one writer per CPU, the completion program, which updates them without atomics; a program
  * that may run nested inside it must not touch them. Userspace adds the two sets. */
 KVIO_ARRAY(rescue_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_MAX_DEV_SLOTS, struct kvio_dev_hists);
+/* --d2c-sample: what the primary issue program counts of the requests it does not time (block.bpf.h,
+ * count_unsampled), one writer per CPU, plain adds; userspace adds it to the two sets above (sized to the slots
+ * with --d2c-sample, else one entry: unused). */
+KVIO_ARRAY(issue_hists, BPF_MAP_TYPE_PERCPU_ARRAY, KVIO_MAX_DEV_SLOTS, struct kvio_dev_hists);
 KVIO_ARRAY(slot_depths, BPF_MAP_TYPE_ARRAY, KVIO_MAX_DEV_SLOTS, struct slot_depth);
 KVIO_MAP(inflight, BPF_MAP_TYPE_HASH, 1024, __u32, __s64);
 KVIO_MAP(dev_hists, BPF_MAP_TYPE_HASH, 4096, struct kvio_hist_key, struct kvio_hist);

@@ -36,7 +36,7 @@ static __always_inline bool rq_ref_spilled(struct rq_ref *r, __u64 rq)
 static __always_inline bool rq_lookup(__u64 rq, struct rq_ref *r)
 {
     __u32 idx = 0;
-    __u64 *k = slot_find(&rq_table, rq_slot_mask, rq, &idx);
+    __u64 *k = slot_find_excl(&rq_table, rq_slot_mask, rq, &idx);
     if (slot_live(k)) {
         rq_ref_slot(r, k, idx);
         return true;
@@ -51,7 +51,7 @@ static const struct kvio_rq_spilled zero_spilled;
 static __always_inline bool rq_take(__u64 rq, struct rq_ref *r, bool *fresh)
 {
     __u32 idx = 0;
-    __u64 *k = slot_find(&rq_table, rq_slot_mask, rq, &idx);
+    __u64 *k = slot_find_excl(&rq_table, rq_slot_mask, rq, &idx);
     *fresh = false;
     if (slot_live(k)) {
         rq_ref_slot(r, k, idx);
@@ -83,6 +83,24 @@ static __always_inline void rq_release(struct rq_ref *r, __u64 rq)
     }
     if (!bpf_map_delete_elem(&rq_spill, &rq))
         spill_add(SPILL_RQ, -1);
+}
+
+/* ---------------------------------------------------------------- sampled requests (--d2c-sample) */
+
+/* The weight of request `rq` (its pointer as a number) in the timed histograms (D2C, Q2D and its queue depth), or 0
+ * when it is not sampled. With rq_sample_every N > 1 (histogram mode only: nothing needs every request's state)
+ * only 1 request in N gets in-flight state, and each sample counts N times; the others are counted at completion
+ * from the request itself (size, LBA, op, error), with no state: no slot to claim at issue and none to find at
+ * completion, the two cache-line moves between the issuing and the completing CPU that most of a command's cost
+ * is (docs/performance.md, "kvio drives: where the cost goes"). Which: a hash of the pointer and the request's
+ * allocation time `gen`, the same at insert, issue, requeue and completion of one life and independent between
+ * lives. Always 1 (every request, exact) for a request without an allocation time (no iostats, no scheduler) and on
+ * a device without a histogram slot (the dev_hists hash counts 1 a sample). */
+static __always_inline __u32 rq_time_weight(__u64 rq, __u64 gen, __u32 slot)
+{
+    if (rq_sample_every <= 1 || !gen || slot >= KVIO_MAX_DEV_SLOTS)
+        return 1;
+    return ptr_hash(rq ^ gen) < (__u32)((1ULL << 32) / rq_sample_every) ? rq_sample_every : 0;
 }
 
 /* ---------------------------------------------------------------- in-flight counts */
@@ -130,6 +148,15 @@ static __always_inline void inflight_dec(__u32 slot, __u32 dev)
     __s64 *n = inflight_of(dev, false);
     if (n && *n > 0)
         __sync_fetch_and_add(n, -1);
+}
+
+/* Counts the issue of a request that is not sampled (rq_time_weight 0) in the device's in-flight count: its
+ * completion or requeue takes it out again (inflight_dec). */
+static __always_inline void inflight_inc(__u32 slot)
+{
+    struct slot_depth *d = slot_depth_of(slot);
+    if (d)
+        __sync_fetch_and_add(&d->issued, 1);
 }
 
 /* Counts an issue on the device and returns its queue depth (this command included, >= 1) with *weight, the

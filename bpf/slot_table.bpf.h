@@ -27,7 +27,7 @@ static __always_inline __u32 ptr_hash(__u64 p) { return (__u32)((p * 0x9E3779B97
  * pointer takes the first of its probes that is not live, so a never-used slot (key 0) ends the search. Claiming
  * (claim true): the first probe that is not live, taken with a compare-and-swap. Returns the slot's key word, or
  * NULL. */
-static __always_inline __u64 *slot_scan(void *map, __u32 mask, __u64 ptr, __u32 *idx, bool claim)
+static __always_inline __u64 *slot_scan(void *map, __u32 mask, __u64 ptr, __u32 *idx, bool claim, bool excl)
 {
     __u32 h = ptr_hash(ptr);
     for (int i = 0; i < KVIO_SLOT_PROBES; i++) {
@@ -35,7 +35,7 @@ static __always_inline __u64 *slot_scan(void *map, __u32 mask, __u64 ptr, __u32 
         __u64 *k = bpf_map_lookup_elem(map, idx);
         if (!k)
             return 0;
-        __u64 key = *(volatile __u64 *)k;
+        __u64 key = excl ? __sync_fetch_and_add(k, 0) : *(volatile __u64 *)k;
         if (claim) {
             if (!(key & KVIO_SLOT_LIVE) && __sync_bool_compare_and_swap(k, key, ptr | KVIO_SLOT_LIVE))
                 return k;
@@ -52,7 +52,17 @@ static __always_inline __u64 *slot_scan(void *map, __u32 mask, __u64 ptr, __u32 
 /* `ptr`'s slot (live or not) and its index, or NULL. */
 static __always_inline __u64 *slot_find(void *map, __u32 mask, __u64 ptr, __u32 *idx)
 {
-    return slot_scan(map, mask, ptr, idx, false);
+    return slot_scan(map, mask, ptr, idx, false, false);
+}
+
+/* slot_find for a caller that writes the slot next (a claim at issue, a release at completion): each probe's key
+ * is read with an atomic add of 0, which fetches its cache line for writing. The line was last written by the
+ * CPU at the other end of the request's life (issue and completion often run on different CPUs), so a plain read
+ * would fetch it shared and the write after it would fetch it once more; this way it moves once per program run
+ * (docs/performance.md, "kvio drives: where the cost goes"). */
+static __always_inline __u64 *slot_find_excl(void *map, __u32 mask, __u64 ptr, __u32 *idx)
+{
+    return slot_scan(map, mask, ptr, idx, false, true);
 }
 
 static __always_inline bool slot_live(const __u64 *k) { return k && (*(volatile const __u64 *)k & KVIO_SLOT_LIVE); }
@@ -65,7 +75,7 @@ static __always_inline __u64 *slot_claim(void *map, __u32 mask, __u64 ptr, __u64
 {
     if (own && __sync_bool_compare_and_swap(own, ptr, ptr | KVIO_SLOT_LIVE))
         return own;
-    return slot_scan(map, mask, ptr, idx, true);
+    return slot_scan(map, mask, ptr, idx, true, false);
 }
 
 /* Ends ptr's life in its slot: the key stays (its next life finds the slot at the first probe), the live bit goes.

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -123,9 +124,17 @@ SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s, bool enabled) : s_(s), enabl
 
 SyscallPrograms::~SyscallPrograms() { detach(); }
 
+std::vector<std::string> SyscallPrograms::attached() const {
+    std::vector<std::string> out;
+    for (bpf_program* p : attached_)
+        if (std::find(out.begin(), out.end(), bpf_program__name(p)) == out.end()) out.push_back(bpf_program__name(p));
+    return out;
+}
+
 void SyscallPrograms::detach() {
     for (bpf_link* l : links_) bpf_link__destroy(l);
     links_.clear();
+    attached_.clear();
 }
 
 void SyscallPrograms::fill_syscall_map() {
@@ -150,6 +159,7 @@ int SyscallPrograms::attach_per_syscall() {
             return err;
         }
         links_.push_back(l);
+        attached_.push_back(p);
         return 0;
     };
     for (const auto& sc : kSyscalls) {  // exits first
@@ -184,6 +194,7 @@ int SyscallPrograms::attach() {
         bpf_link* l = bpf_program__attach(p);
         if (!l) return -errno;
         links_.push_back(l);
+        attached_.push_back(p);
     }
     return 0;
 }

@@ -2,9 +2,11 @@
 // the traced syscalls only) where tracefs has them and the kernel accepts the attach, else raw_syscalls sys_enter /
 // sys_exit (BPF runs for every syscall of the machine and drops the untraced ones itself).
 #pragma once
+#include <string>
 #include <vector>
 
 struct bpf_link;
+struct bpf_program;
 struct kvio_trace_bpf;
 
 namespace kvio::trace {
@@ -44,6 +46,9 @@ public:
     /// The hooks attached (valid after attach() returned 0).
     SyscallHooks hooks() const { return hooks_; }
 
+    /// The names of the programs attached now (a per-syscall program attached to several tracepoints once).
+    std::vector<std::string> attached() const;
+
 private:
     int attach_per_syscall();
     void detach();
@@ -53,6 +58,7 @@ private:
     bool per_syscall_ = false;
     SyscallHooks hooks_ = SyscallHooks::RawSyscalls;
     std::vector<bpf_link*> links_;
+    std::vector<bpf_program*> attached_;  ///< the program of each link
 };
 
 }  // namespace kvio::trace

@@ -301,6 +301,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"owner_table_spills", counters[KVIO_CNT_OWNER_SPILLS]},
         {"nvme_tracepoints", nvme_present},
         {"qd_sample_every", qd_sample_every_},
+        {"d2c_sample_every", d2c_sample_every_},
         {"devices", devices},
         {"process", proc},
         {"process_fds", syscall_scope_},
@@ -390,7 +391,12 @@ void TraceReport::print(std::ostream& os, double duration_s, const uint64_t (&co
         for (const auto& [hname, h] : hists) {
             if (!h.count()) continue;
             bool qd = hname == "qd_read" || hname == "qd_write";
-            h.print(os, qd ? hname + qd_sampling_note(qd_sample_every_) : hname);
+            bool timed = hname.rfind("d2c_", 0) == 0 || hname.rfind("q2d_", 0) == 0 || qd;
+            std::string note = qd ? qd_sampling_note(qd_sample_every_) : "";
+            if (timed && d2c_sample_every_ > 1)
+                note += " [1 request in " + std::to_string(d2c_sample_every_) + " timed, each counted " +
+                        std::to_string(d2c_sample_every_) + " times]";
+            h.print(os, hname + note);
             print_percentiles(os, h);
         }
     }

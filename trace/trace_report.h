@@ -50,6 +50,10 @@ public:
     /// Prometheus HELP of kvio_queue_depth.
     void set_qd_sample_every(uint32_t n) { qd_sample_every_ = n ? n : 1; }
     uint32_t qd_sample_every() const { return qd_sample_every_; }
+    /// Requests per D2C/Q2D sample (--d2c-sample, 1: every one, exact), named in the JSON ("d2c_sample_every") and
+    /// the text report; the queue depth of a sampled request counts as many times too.
+    void set_d2c_sample_every(uint32_t n) { d2c_sample_every_ = n ? n : 1; }
+    uint32_t d2c_sample_every() const { return d2c_sample_every_; }
     /// Which fds the syscall histograms count (printed in their heading, "process_fds" in the JSON).
     void set_syscall_scope(std::string scope) { syscall_scope_ = std::move(scope); }
     /// Whether a device saw any command.
@@ -90,6 +94,7 @@ private:
     std::vector<GroupTotals> groups_;
     std::string syscall_scope_ = "all regular files and block devices";
     uint32_t qd_sample_every_ = 1;
+    uint32_t d2c_sample_every_ = 1;
     bool breakdown_ = false;
     std::map<uint32_t, BlockEvents> block_events_;
 };

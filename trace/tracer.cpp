@@ -134,6 +134,8 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoattach(s->progs.block_rq_complete_raw, !btf);
     bpf_program__set_autoload(s->progs.block_rq_merge_raw, tracepoint_exists("block", "block_rq_merge"));
     bpf_program__set_autoload(s->progs.block_rq_requeue_raw, tracepoint_exists("block", "block_rq_requeue"));
+    // children join the task filter only with `-- COMMAND` or --children: no fork of the machine runs it otherwise
+    bpf_program__set_autoload(s->progs.sched_process_fork, s->rodata->follow_forks);
     // Before 5.11 block_rq_insert/issue took (q, rq); BTF tells, the version number does not.
     s->rodata->rq_has_queue_arg = btf_tracepoint_args("block_rq_issue") == 2;
 }
@@ -468,13 +470,17 @@ void read_maps(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs, TraceR
         key = next;
     }
     int ncpus = libbpf_num_possible_cpus();
-    std::vector<kvio_dev_hists> cpus(2 * size_t(ncpus > 0 ? ncpus : 1));  // slot_hists' CPUs, then rescue_hists'
-    const size_t half = cpus.size() / 2;
+    // slot_hists' CPUs, then rescue_hists', then issue_hists' (--d2c-sample; one entry, unused, without it)
+    const size_t third = size_t(ncpus > 0 ? ncpus : 1);
+    std::vector<kvio_dev_hists> cpus(3 * third);
     const int own_fd = bpf_map__fd(s->maps.slot_hists), rescue_fd = bpf_map__fd(s->maps.rescue_hists);
+    const int issue_fd = bpf_map__fd(s->maps.issue_hists);
     for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
         if (bpf_map_lookup_elem(own_fd, &slot, cpus.data()) != 0 ||
-            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + half) != 0)
+            bpf_map_lookup_elem(rescue_fd, &slot, cpus.data() + third) != 0)
             continue;
+        if (bpf_map_lookup_elem(issue_fd, &slot, cpus.data() + 2 * third) != 0)
+            std::fill(cpus.begin() + std::ptrdiff_t(2 * third), cpus.end(), kvio_dev_hists{});
         for (uint16_t id = 0; id < KVIO_DEV_HISTS; ++id) {
             if (id == KVIO_H_NVME_D2C_QUEUE) continue;  // per queue: in dev_hists
             kvio_hist sum{};
@@ -590,12 +596,14 @@ struct SnapshotSource {
     uint64_t t0_ns = 0;
     double start_unix_s = 0;
     uint32_t qd_sample_every = 1;
-    bool breakdown = false;  ///< --breakdown: read bt_counts
+    bool breakdown = false;         ///< --breakdown: read bt_counts
+    uint32_t d2c_sample_every = 1;  ///< --d2c-sample
 };
 
 TraceSnapshot take_snapshot(const SnapshotSource& src) {
     TraceSnapshot snap(src.lba_bucket_bytes);
     snap.report.set_qd_sample_every(src.qd_sample_every);
+    snap.report.set_d2c_sample_every(src.d2c_sample_every);
     if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
     for (uint32_t d : src.devs) snap.report.touch_device(d);
     read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
@@ -720,6 +728,14 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     bpf_map__set_max_entries(s->maps.slot_hists, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     bpf_map__set_max_entries(s->maps.slot_depths, uint32_t(std::max<size_t>(slot_devs.size(), 1)));
     ro->qd_sample_every = qd_sample_every(opts, ro->emit_events);
+    // --d2c-sample: only where no request's state is needed for anything but its timing (bpf/rq_state.bpf.h)
+    if (opts.d2c_sample > 1 && (ro->need_owner || ro->track_files))
+        throw Error("--d2c-sample " + std::to_string(opts.d2c_sample) +
+                    " needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, --per-process, "
+                    "--per-cgroup or --files (they need every request's state)");
+    ro->rq_sample_every = opts.d2c_sample ? opts.d2c_sample : 1;
+    bpf_map__set_max_entries(s->maps.issue_hists,
+                             ro->rq_sample_every > 1 ? uint32_t(std::max<size_t>(slot_devs.size(), 1)) : 1);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
     if (!opts.cgroup.empty()) {
         struct stat st {};
@@ -888,15 +904,32 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
     return nullptr;
 }
 
+/// The programs attached at the end of the trace (skeleton links, the syscall programs, backups attached on the
+/// way), sorted, each name once: kvio.trace/1 "programs_attached", so a test sees which programs a mode pays for.
+nlohmann::json attached_programs(const kvio_trace_bpf* s, const SyscallPrograms& syscalls) {
+    std::vector<std::string> names = syscalls.attached();
+    const bpf_object_skeleton* sk = s->skeleton;
+    for (int i = 0; i < sk->prog_cnt; ++i) {
+        const auto* p = reinterpret_cast<const bpf_prog_skeleton*>(reinterpret_cast<const char*>(sk->progs) +
+                                                                   size_t(i) * size_t(sk->prog_skel_sz));
+        if (p->link && *p->link) names.push_back(p->name);
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
 /// Fills res.summary (kvio.trace/1) from the final snapshot: the report, recursion misses, backups, syscall hooks
 /// and, with --stats, the programs' run time per traced command; res.dropped and res.events. Returns the number of
 /// device commands traced.
 uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, const TraceOptions& opts,
-                      const BackupPrograms& backups, const SyscallPrograms& syscalls, const EventSink& sink) {
+                      const kvio_trace_bpf* s, const BackupPrograms& backups, const SyscallPrograms& syscalls,
+                      const EventSink& sink) {
     res.summary = fin.report.to_json(duration, fin.counters, fin.nvme_present);
     res.summary["recursion_misses"] = fin.recursion_misses;
     res.summary["backups_attached"] = backups.attached();
     res.summary["syscall_hooks"] = syscall_hooks_name(syscalls.hooks());
+    res.summary["programs_attached"] = attached_programs(s, syscalls);
     uint64_t cmds = 0;  // device commands traced: what the per-command cost is divided by
     for (const auto& d : res.summary["devices"])
         cmds += d["read"]["cmds"].get<uint64_t>() + d["write"]["cmds"].get<uint64_t>();
@@ -1047,6 +1080,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     TraceResult res;
     snap_src.syscall_scope = syscall_scope(opts);
     snap_src.breakdown = opts.breakdown;
+    snap_src.d2c_sample_every = ro->rq_sample_every;
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
@@ -1094,7 +1128,7 @@ TraceResult run_trace(const TraceOptions& opts) {
             if (!live_error) live_error = std::current_exception();
         }
     }
-    const uint64_t cmds = fill_summary(res, fin, duration, opts, backups, syscalls, sink);
+    const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
     if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
     std::exception_ptr events_error =
         close_events(sink, fin.counters, res.summary["devices"]);  // the JSON summary is still written

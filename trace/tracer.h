@@ -39,6 +39,7 @@ struct TraceOptions {
     std::string prom_textfile;         ///< --prom-textfile FILE: the same metrics, rewritten atomically each interval
     bool breakdown = false;            ///< --breakdown: merges, splits, requeues per device and direction (bt_counts)
     uint32_t qd_sample = 1;      ///< --qd-sample N: queue depth read at 1 issue in N (power of two), 1 = every one
+    uint32_t d2c_sample = 1;     ///< --d2c-sample N: 1 request in N timed (D2C, Q2D, depth), 1 = every one
     bool files = false;          ///< --files: each command's file, a table per file ("files" in the summary)
     std::string files_under;     ///< --under DIR: only files below DIR in the table
     std::string files_group_by;  ///< --group-by REGEX: a row per match over the path (first group if any)

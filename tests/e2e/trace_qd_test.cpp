@@ -1,6 +1,7 @@
 // kvio trace's queue-depth histograms (qd_read/qd_write) in their three modes, traced at once over the same fio run:
 // the default (every command), --qd-sample 16 (1 issue in 16 sampled, each sample counted 16 times) and --events
-// (each record's exact qd; given with --qd-sample 1, the exact default, which --events accepts). Two closed-loop
+// (each record's exact qd; given with --qd-sample 1, the exact default, which --events accepts), and a fourth,
+// --block-only --d2c-sample 16 (what kvio drives runs: 1 request in 16 timed, the others counted). Two closed-loop
 // readers: QD 1 (psync, every depth 1) and QD 4 (io_uring, batches of 4 submitted together after the previous 4
 // completed: depths 1..4 in every batch, a period a sampler with a fixed phase would lock onto).
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,12 +24,13 @@ namespace {
 constexpr uint64_t MiB = 1024 * 1024;
 constexpr uint64_t kQd1Cmds = 1024, kQd4Cmds = 4096;  // 4 MiB and 16 MiB of 4 KiB reads
 constexpr uint64_t kSample = 16;                      // the sampled tracer's --qd-sample
+constexpr uint64_t kD2cSample = 16;                   // the fourth tracer's --d2c-sample
 
 struct QdRun {
-    json exact, sampled, events_summary;  // kvio.trace/1 of each tracer
-    std::vector<json> events;             // the --events tracer's records
-    std::string sampled_text;             // the sampled tracer's human report
-    std::string qd1, qd4;                 // MAJ:MIN of the QD 1 and the QD 4 device
+    json exact, sampled, events_summary, d2c;  // kvio.trace/1 of each tracer
+    std::vector<json> events;                  // the --events tracer's records
+    std::string sampled_text, d2c_text;        // the sampled tracers' human reports
+    std::string qd1, qd4;                      // MAJ:MIN of the QD 1 and the QD 4 device
 };
 
 // The three tracers on two loop devices, attached (--ready-file) before fio starts, stopped by SIGINT after it.
@@ -53,16 +56,19 @@ protected:
             " --ioengine=io_uring --iodepth=4"
             " --iodepth_batch_submit=4 --iodepth_batch_complete_min=4 --size=16m";
         std::string wait_ready = "for i in $(seq 1200); do [ -e " + dir_->file("x.ready") + " ] && [ -e " +
-                                 dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") +
-                                 " ] && break; sleep 0.05; done; ";
+                                 dir_->file("s.ready") + " ] && [ -e " + dir_->file("e.ready") + " ] && [ -e " +
+                                 dir_->file("d.ready") + " ] && break; sleep 0.05; done; ";
         result_ = run(tracer("x", "-q") + tracer("s", "--qd-sample " + std::to_string(kSample)) +
-                      tracer("e", "-q --qd-sample 1 --events " + dir_->file("ev.jsonl")) + wait_ready + fio +
-                      "; f=$?; kill -INT $x $s $e; wait $x && wait $s && wait $e && exit $f");
+                      tracer("e", "-q --qd-sample 1 --events " + dir_->file("ev.jsonl")) +
+                      tracer("d", "--block-only --d2c-sample " + std::to_string(kD2cSample)) + wait_ready + fio +
+                      "; f=$?; kill -INT $x $s $e $d; wait $x && wait $s && wait $e && wait $d && exit $f");
         r_.exact = json::parse(slurp(dir_->file("x.json")));
         r_.sampled = json::parse(slurp(dir_->file("s.json")));
         r_.events_summary = json::parse(slurp(dir_->file("e.json")));
         r_.events = read_jsonl(dir_->file("ev.jsonl"));
         r_.sampled_text = slurp(dir_->file("s.txt"));
+        r_.d2c = json::parse(slurp(dir_->file("d.json")));
+        r_.d2c_text = slurp(dir_->file("d.txt"));
         r_.qd1 = a_->majmin;
         r_.qd4 = b_->majmin;
     }
@@ -142,7 +148,7 @@ double mean(const json& h) { return h["count"] > 0 ? h["sum"].get<double>() / h[
 
 TEST_F(TraceQd, AllThreeTracersRanTheWholeWorkload) {
     ASSERT_EQ(result_.status, 0) << result_.err;
-    for (const json* s : {&r_.exact, &r_.sampled, &r_.events_summary}) {
+    for (const json* s : {&r_.exact, &r_.sampled, &r_.events_summary, &r_.d2c}) {
         EXPECT_EQ(device(*s, r_.qd1)["read"]["cmds"], kQd1Cmds) << s->dump();
         EXPECT_EQ(device(*s, r_.qd4)["read"]["cmds"], kQd4Cmds) << s->dump();
         for (const char* k : {"lost_completes", "unmatched_completes", "map_full", "dropped"})
@@ -225,6 +231,72 @@ TEST_F(TraceQd, EventsStayExact) {
     EXPECT_EQ(n4, kQd4Cmds);
     EXPECT_GT(at4, 0u);
     EXPECT_EQ(device(r_.events_summary, r_.qd4)["histograms"]["qd_read"]["count"], kQd4Cmds);
+}
+
+/// The names of `summary`'s programs_attached without their attach kind (_btf, _raw: the kernel decides which).
+std::set<std::string> attached(const json& summary) {
+    std::set<std::string> out;
+    for (const auto& p : summary["programs_attached"]) {
+        std::string n = p;
+        for (const char* k : {"_btf", "_raw"})
+            if (n.size() > 4 && n.compare(n.size() - 4, 4, k) == 0) n.resize(n.size() - 4);
+        out.insert(n);
+    }
+    return out;
+}
+
+TEST_F(TraceQd, D2cSampleCountsEveryCommandAndTimesOneInN) {
+    const uint64_t n = kD2cSample;
+    EXPECT_EQ(r_.d2c["d2c_sample_every"], n);
+    EXPECT_EQ(r_.exact["d2c_sample_every"], 1);
+    // Binomial(cmds, 1/16) samples: the bounds are 4.9 (QD 1, 1024 commands) and 6.6 (QD 4) standard deviations wide
+    for (auto [dev, cmds, bound] : {std::tuple{r_.qd1, kQd1Cmds, 0.6}, {r_.qd4, kQd4Cmds, 0.4}}) {
+        const json& hs = device(r_.d2c, dev)["histograms"];
+        EXPECT_EQ(hs["bssplit_read"]["count"], cmds) << "sizes are counted for every command";
+        EXPECT_EQ(hs["lba_read"]["count"], cmds);
+        const uint64_t timed = hs["d2c_read"]["count"];
+        EXPECT_EQ(timed % n, 0u) << hs["d2c_read"].dump();
+        EXPECT_NEAR(double(timed), double(cmds), bound * double(cmds)) << hs["d2c_read"].dump();
+        EXPECT_EQ(hs["qd_read"]["count"], timed) << "each timed request carries its depth";
+    }
+    // The sampled D2C is the exact tracer's over the same commands: median within a factor of 2, mean depth within 0.5
+    const json& dx = device(r_.exact, r_.qd4)["histograms"];
+    const json& ds = device(r_.d2c, r_.qd4)["histograms"];
+    const double px = dx["d2c_read"]["percentiles"]["p50"]["value"], ps = ds["d2c_read"]["percentiles"]["p50"]["value"];
+    EXPECT_GT(ps, px / 2) << ds["d2c_read"].dump() << "\nexact " << dx["d2c_read"].dump();
+    EXPECT_LT(ps, px * 2) << ds["d2c_read"].dump() << "\nexact " << dx["d2c_read"].dump();
+    EXPECT_NEAR(mean(ds["qd_read"]), mean(dx["qd_read"]), 0.5) << ds["qd_read"].dump() << "\nexact " << dx["qd_read"];
+    const std::string note =
+        " [1 request in " + std::to_string(n) + " timed, each counted " + std::to_string(n) + " times] (";
+    EXPECT_NE(r_.d2c_text.find("d2c_read" + note), std::string::npos) << r_.d2c_text;
+    EXPECT_EQ(r_.d2c_text.find("bssplit_read ["), std::string::npos) << "sizes are not sampled";
+}
+
+// Which programs each mode pays for: a program attached where its mode does not need it costs every command (or
+// every fork, every syscall) of the machine.
+TEST_F(TraceQd, EachModeAttachesOnlyWhatItNeeds) {
+    const std::set<std::string> block = {"block_rq_complete", "block_rq_insert", "block_rq_issue", "block_rq_merge",
+                                         "block_rq_requeue"};
+    EXPECT_EQ(attached(r_.d2c), block) << "--block-only: the request's life only; " << r_.d2c.dump();
+    EXPECT_EQ(r_.d2c["syscall_hooks"], "none");
+    // histograms with syscalls, no task filter: no submitter (block_getrq) and no fork to follow
+    const auto x = attached(r_.exact);
+    for (const auto& p : block) EXPECT_EQ(x.count(p), 1u) << p;
+    EXPECT_EQ(x.count("block_getrq"), 0u) << r_.exact["programs_attached"];
+    EXPECT_EQ(x.count("sched_process_fork"), 0u) << r_.exact["programs_attached"];
+    EXPECT_NE(r_.exact["syscall_hooks"], "none");
+    EXPECT_GT(x.size(), block.size()) << "the syscall programs: " << r_.exact["programs_attached"];
+    // --events: each command's submitter
+    EXPECT_EQ(attached(r_.events_summary).count("block_getrq"), 1u) << r_.events_summary["programs_attached"];
+}
+
+TEST_F(TraceQd, D2cSampleRefusedWhereEveryRequestIsNeeded) {
+    for (const std::string& mode : {"--events " + dir_->file("refused.jsonl"), std::string("--files"),
+                                    std::string("-c fio"), std::string("--per-process")}) {
+        auto r = run(kvio_bin() + " trace -d " + a_->name + " --d2c-sample 16 --duration 0.1 " + mode);
+        EXPECT_NE(r.status, 0) << mode;
+        EXPECT_NE(r.err.find("--d2c-sample 16 needs histogram mode"), std::string::npos) << mode << ": " << r.err;
+    }
 }
 
 }  // namespace
