@@ -83,6 +83,8 @@ FioRun parse_fio_json(const json& j, const std::string& source) {
         PhaseFigures p;
         p.name = name;
         p.runtime_s = num(e, "job_runtime") / 1000.0;
+        if (const auto o = e.find("job options"); o != e.end() && o->is_object())
+            p.null_engine = o->value("ioengine", std::string()) == "null";
         p.read = dir_figures(e.value("read", json::object()));
         p.write = dir_figures(e.value("write", json::object()));
         auto it = index.find(name);
@@ -153,6 +155,13 @@ Spread spread_of(std::vector<double> v) {
 
 json spread_json(const Spread& s) { return {{"min", s.min}, {"median", s.median}, {"max", s.max}, {"n", s.n}}; }
 
+double separation_by_chance(size_t n, size_t m) {
+    // 2 of the C(n+m, n) equally likely interleavings of two samples of one distribution leave them apart
+    double c = 1;
+    for (size_t i = 1; i <= n; ++i) c = c * double(m + i) / double(i);
+    return c > 0 ? 2 / c : 1;
+}
+
 std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, Spread>>& by_target,
                                       bool higher_is_better, const std::string& figure) {
     auto order = by_target;
@@ -168,10 +177,12 @@ std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, S
         double num_ = higher_is_better ? a.median : b.median, den = higher_is_better ? b.median : a.median;
         v.pct = den > 0 ? (num_ / den - 1) * 100 : 0;
         v.separated = higher_is_better ? a.min > b.max : a.max < b.min;
-        char buf[256];
+        char buf[512];
         if (v.separated && a.n > 1 && b.n > 1)
-            std::snprintf(buf, sizeof buf, "%s faster than %s by %.1f %% in %s (rounds don't overlap)", an.c_str(),
-                          bn.c_str(), v.pct, figure.c_str());
+            std::snprintf(buf, sizeof buf,
+                          "%s faster than %s by %.1f %% in %s (rounds don't overlap; for two equal drives by chance 1 "
+                          "in %.0f at %zu and %zu rounds)",
+                          an.c_str(), bn.c_str(), v.pct, figure.c_str(), 1 / separation_by_chance(a.n, b.n), a.n, b.n);
         else
             std::snprintf(buf, sizeof buf, "%s vs %s: inside noise in %s (medians %.1f %% apart, rounds overlap%s)",
                           an.c_str(), bn.c_str(), figure.c_str(), v.pct, a.n > 1 && b.n > 1 ? "" : " or one round");
@@ -246,6 +257,20 @@ std::array<double, 2> cap_bw_timeline(std::vector<std::vector<double>>& timeline
             for (auto& w : timeline) w[1 + d] *= factor[d];
     }
     return factor;
+}
+
+// Bytes/s of one direction while the job moved it: its bytes over the time the phases that moved any spent on it
+// (each phase's io_bytes over fio's bw_bytes: that direction's own runtime), so a stonewalled write phase does not
+// dilute the read rate and a mixed phase counts with its mix. The distiller's idle sections (fio's null engine: one
+// 4 KiB I/O and the gap's thinktime) moved nothing on the device and are left out.
+double moving_rate(const FioRun& f, bool write) {
+    double bytes = 0, secs = 0;
+    for (const auto& p : f.phases) {
+        if (p.null_engine) continue;
+        const DirFigures& d = write ? p.write : p.read;
+        if (d.io_bytes && d.mb_s > 0) bytes += double(d.io_bytes), secs += double(d.io_bytes) / (d.mb_s * 1e6);
+    }
+    return secs > 0 ? bytes / secs : 0;
 }
 
 }  // namespace kvio::drives

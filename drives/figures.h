@@ -27,6 +27,9 @@ struct DirFigures {
 struct PhaseFigures {
     std::string name;
     double runtime_s = 0;
+    /// The section ran on fio's `null` engine (the distiller's idle sections: docs/distill.md): its I/O never
+    /// reached a device, so no device rate is taken from it.
+    bool null_engine = false;
     DirFigures read, write;
 };
 
@@ -104,5 +107,15 @@ struct Verdict {
 /// the figure in the text ("MB/s").
 std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, Spread>>& by_target,
                                       bool higher_is_better, const std::string& figure);
+
+/// The probability that n rounds of one drive and m of another of equal speed come out with no overlap (either
+/// way): 2 / C(n+m, n) for continuous figures (2 and 2 rounds: 1/3; 3 and 3: 1/10; 5 and 5: 1/126). The verdict
+/// says it beside "rounds don't overlap" (docs/drives.md, "The verdict").
+double separation_by_chance(size_t n, size_t m);
+
+/// Bytes/s of one direction of `f` while the job moved it: its bytes over the time the phases that moved any spent
+/// on it (each phase's io_bytes over its bw_bytes), so a stonewalled phase of the other direction does not dilute
+/// it; the distiller's idle sections (null_engine) are left out. 0 when no phase moved that direction.
+double moving_rate(const FioRun& f, bool write);
 
 }  // namespace kvio::drives

@@ -36,7 +36,8 @@ std::string kv_line_text(const std::string& drive, const KvObject& obj, const Kv
                   ms(l.load_ms).c_str(), static_cast<double>(obj.bytes) / (1 << 20));
     std::string s = b;
     if (l.loads_per_s >= 0) {
-        std::snprintf(b, sizeof b, "; %.0f loads/s = %.0f users at %g object/s each", l.loads_per_s, l.users,
+        // three significant digits: a slow drive's 0.646 loads/s is not "1"
+        std::snprintf(b, sizeof b, "; %.3g loads/s = %.3g users at %g object/s each", l.loads_per_s, l.users,
                       obj.user_objects_per_s);
         s += b;
     } else {

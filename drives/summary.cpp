@@ -208,18 +208,6 @@ json ios_equal(const Target& t, const std::string& mode, uint64_t job_ios) {
                        [&](const RunResult* r) { return r->fio.total.read.ios + r->fio.total.write.ios == job_ios; });
 }
 
-/// Bytes/s of one direction while the job moved it: its bytes over the time the phases that moved any spent on it
-/// (each phase's io_bytes over fio's bw_bytes: that direction's own runtime), so a stonewalled write phase does not
-/// dilute the read rate and a mixed phase counts with its mix.
-double moving_rate(const FioRun& f, bool write) {
-    double bytes = 0, secs = 0;
-    for (const auto& p : f.phases) {
-        const DirFigures& d = write ? p.write : p.read;
-        if (d.io_bytes && d.mb_s > 0) bytes += double(d.io_bytes), secs += double(d.io_bytes) / (d.mb_s * 1e6);
-    }
-    return secs > 0 ? bytes / secs : 0;
-}
-
 /// A closed loop's KV line for `t`: the object over the medians of its rounds' read and write rates (moving_rate).
 KvLine kv_line_of(const Target& t, const std::string& mode, const KvObject& kv) {
     auto runs = ok_runs(t, mode);

@@ -104,6 +104,10 @@ TEST(DrivesVerdict, SeparatedRoundsNamedAndOverlapIsNoise) {
     EXPECT_TRUE(v[1].separated);
     EXPECT_NEAR(v[1].pct, (100.0 / 51 - 1) * 100, 1e-9);
     EXPECT_NE(v[1].text.find("fast faster than slow by 96.1 %"), std::string::npos) << v[1].text;
+    EXPECT_NE(v[1].text.find("by chance 1 in 10 at 3 and 3 rounds"), std::string::npos) << v[1].text;
+    EXPECT_NEAR(separation_by_chance(2, 2), 1.0 / 3, 1e-12);
+    EXPECT_NEAR(separation_by_chance(5, 5), 2.0 / 252, 1e-12);
+    EXPECT_NEAR(separation_by_chance(2, 3), 2.0 / 10, 1e-12);
     // Latency: lower first.
     auto l = rank_and_compare({{"a", spread_of({900, 1000})}, {"b", spread_of({400, 500})}}, false, "p99");
     EXPECT_EQ(l[0].a, "b");
@@ -142,6 +146,32 @@ TEST(DrivesFio, LocalJsonPhasesAndTotal) {
     EXPECT_DOUBLE_EQ(r.phases[0].write.clat_p50, 2500);
     j["jobs"][1]["error"] = 5;
     EXPECT_THROW(parse_fio_json(j, "x.json"), kvio::Error);
+}
+
+// A direction's rate while the job moved it: the phases' bytes over their own times; the distiller's idle section
+// (fio's null engine, one 4 KiB read and the gap's thinktime) is no device rate and is left out.
+TEST(DrivesFio, MovingRateLeavesOutNullEngineSections) {
+    auto dir = [](double bw, uint64_t bytes) {
+        return nlohmann::json{{"iops", 1}, {"bw_bytes", bw}, {"io_bytes", bytes}, {"total_ios", 1}};
+    };
+    auto job = [&](const char* name, const char* engine, nlohmann::json rd, nlohmann::json wr) {
+        nlohmann::json j = {{"jobname", name}, {"error", 0}, {"job_runtime", 1000}, {"read", rd}, {"write", wr}};
+        if (engine) j["job options"] = {{"ioengine", engine}};
+        return j;
+    };
+    nlohmann::json j = {
+        {"jobs",
+         {job("idle", "null", dir(12e3, 4096), dir(0, 0)), job("r", "libaio", dir(30e6, 30000000), dir(0, 0)),
+          job("w", nullptr, dir(0, 0), dir(10e6, 5000000))}}};
+    FioRun r = parse_fio_json(j, "x.json");
+    ASSERT_EQ(r.phases.size(), 3u);
+    EXPECT_TRUE(r.phases[0].null_engine);
+    EXPECT_FALSE(r.phases[1].null_engine);
+    EXPECT_FALSE(r.phases[2].null_engine);
+    EXPECT_DOUBLE_EQ(moving_rate(r, false), 30e6);  // with the idle section: (30e6 + 4096) / 1.34 s
+    EXPECT_DOUBLE_EQ(moving_rate(r, true), 10e6);
+    r.phases[0].null_engine = false;
+    EXPECT_LT(moving_rate(r, false), 23e6);
 }
 
 TEST(DrivesProm, DeviceFiguresAreTheDifferenceOfTwoScrapes) {
@@ -313,8 +343,12 @@ TEST(DrivesKv, LineFromTheMeasuredMix) {
     EXPECT_DOUBLE_EQ(l.loads_per_s, 512e6 / (64 << 20));
     EXPECT_DOUBLE_EQ(l.users, l.loads_per_s / 4);
     EXPECT_EQ(kv_line_text("a", obj, l),
-              "KV a: store 524.3 ms, load 131.1 ms per 64.0 MiB object; 8 loads/s = 2 "
+              "KV a: store 524.3 ms, load 131.1 ms per 64.0 MiB object; 7.63 loads/s = 1.91 "
               "users at 4 object/s each");
+    // a slow drive's figure below one is not rounded to 1 (or 0)
+    EXPECT_NE(kv_line_text("a", obj, kv_line(obj, 43.3e6, 1e6)).find("; 0.645 loads/s = 0.161 users"),
+              std::string::npos)
+        << kv_line_text("a", obj, kv_line(obj, 43.3e6, 1e6));
     KvLine w = kv_line(obj, 0, 128e6);  // a write-only job
     EXPECT_TRUE(kv_line_json(w)["load_ms"].is_null());
     EXPECT_TRUE(kv_line_json(w)["users"].is_null());
