@@ -77,6 +77,7 @@ void write_rank(const std::string& dir, int option, int trial, int rank, double 
                          {"storage_read_device_p95_ms", rp95},
                          {"storage_entries", entries}};
     if (wp95) cs["storage_write_device_p95_ms"] = *wp95;
+    cs["tier_storage_kv_bytes_read_gb"] = rbw;  // a rank that read nothing has 0 read bandwidth too
     nlohmann::json j = {{"seed", 42 + rank},
                         {"summary", {{"storage_throughput_tokens_per_sec", tps}, {"cache_stats", cs}}}};
     std::ofstream(d + "/kvcache_results_20260101_000000.json") << j.dump();
@@ -102,7 +103,16 @@ TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     ASSERT_EQ(a["missing_files"].size(), 1u);
     EXPECT_NE(a["missing_files"][0].get<std::string>().find("option_1/trial_2/rank_1"), std::string::npos);
     EXPECT_EQ(a["cpu_tier_ranks"].size(), 1u);
+    EXPECT_EQ(a["storage_unread_ranks"].size(), 0u);
     EXPECT_EQ(a["rank_count"], 2);
+    // entries on storage, none read back: listed apart from the CPU-tier rank (which read none either)
+    write_rank(dir, 1, 2, 1, 0, 2.0, 50, 0, 3.0, 4);
+    write_rank(dir, 1, 1, 1, 0, 1.0, 400, 1.0, 2.0, 0);
+    const auto b = aggregate_option(dir, 1, 3, 2);
+    ASSERT_EQ(b["storage_unread_ranks"].size(), 1u) << b.dump();
+    EXPECT_NE(b["storage_unread_ranks"][0].get<std::string>().find("option_1/trial_2/rank_1"), std::string::npos);
+    ASSERT_EQ(b["cpu_tier_ranks"].size(), 1u);
+    EXPECT_NE(b["cpu_tier_ranks"][0].get<std::string>().find("option_1/trial_1/rank_1"), std::string::npos);
     fs::remove_all(dir);
 }
 
@@ -351,6 +361,53 @@ TEST(MlperfCheckDir, AnUnreadableSummaryIsOneProblem) {
     EXPECT_EQ(r.problems[0].rfind(sp + ": not valid JSON (", 0), 0u) << joined(r);
     EXPECT_EQ(joined(r).find("options["), std::string::npos) << joined(r);
     EXPECT_EQ(r.rank_files, 6);
+}
+
+// A broken summary with a newer name beside the run's own: it is a problem of its own, and the readable one is the
+// one checked (said in the notes), so the run's aggregates are still compared.
+TEST(MlperfCheckDir, ABrokenNewerSummaryDoesNotHideTheReadableOne) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    const CheckReport clean = check_results_dir(d.path, {});
+    const std::string broken = d.path + "/kvcache_run_summary_zzzz.json";
+    std::ofstream(broken) << "{\"total_ranks\": 2, \"opti";
+    const CheckReport r = check_results_dir(d.path, {});
+    ASSERT_EQ(r.problems.size(), clean.problems.size() + 1) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(broken + ": not valid JSON (", 0), 0u) << joined(r);
+    bool said = false;
+    for (const auto& n : r.notes)
+        said = said || n.find("checked " + sp + ", the newest readable one") != std::string::npos;
+    EXPECT_TRUE(said) << joined(r);
+    // its aggregates are still compared: an edited one is found
+    auto sum = load_json(sp);
+    sum["options"]["1"]["aggregated_read_bandwidth_gbps"] = 123.0;
+    save_json(sp, sum);
+    EXPECT_NE(joined(check_results_dir(d.path, {})).find("aggregated_read_bandwidth_gbps"), std::string::npos);
+}
+
+// The summary's per_trial sums and its lists of rank files are recomputed from the rank files: a forged one is a
+// problem naming the field, the summary's value and the rank files'; a moved results directory still compares.
+TEST(MlperfCheckDir, ForgedPerTrialAndRankListsAreFound) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    const CheckReport clean = check_results_dir(d.path, {});
+    auto sum = load_json(sp);
+    ASSERT_TRUE(sum["options"]["1"]["per_trial"].is_array());
+    for (auto& f : sum["options"]["1"]["missing_files"])
+        f = "/elsewhere/" + f.get<std::string>().substr(d.path.size() + 1);
+    save_json(sp, sum);
+    EXPECT_EQ(check_results_dir(d.path, {}).problems.size(), clean.problems.size())
+        << joined(check_results_dir(d.path, {}));
+    sum["options"]["1"]["per_trial"][1]["read_bandwidth_gbps_sum"] = 99.0;
+    sum["options"]["1"]["cpu_tier_ranks"] = nlohmann::json::array({d.path + "/option_1/trial_0/rank_0/x.json"});
+    save_json(sp, sum);
+    const CheckReport r = check_results_dir(d.path, {});
+    ASSERT_EQ(r.problems.size(), clean.problems.size() + 2) << joined(r);
+    const std::string all = joined(r);
+    EXPECT_NE(all.find("options[1].per_trial[1].read_bandwidth_gbps_sum 99, the rank files give"), std::string::npos)
+        << all;
+    EXPECT_NE(all.find("options[1].cpu_tier_ranks [\""), std::string::npos) << all;
+    EXPECT_NE(all.find("(rule kvcacheLatencyValidity)"), std::string::npos) << all;
 }
 
 // A shortened run whose summary was cut off: the recorded trial length is lost, so every rank file's duration

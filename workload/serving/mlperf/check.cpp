@@ -118,13 +118,21 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
                                ": no kvcache_run_summary*.json: the aggregates cannot be compared (rule "
                                "kvcacheHeadlineResult)");
     } else {
-        s.summary_path = summaries.back();
+        // The newest (by name: kvcache_run_summary_<timestamp>) that parses; each that does not is a problem of its
+        // own, and a broken newer one never hides the readable run beside it.
+        for (auto it = summaries.rbegin(); it != summaries.rend() && s.summary.is_object() && s.summary.empty(); ++it) {
+            s.summary_path = *it;
+            s.summary = load_object(*it, rep);
+            if (s.summary.is_null())
+                s.summary = Json::object(), s.summary_unreadable = true;
+            else
+                s.summary_unreadable = false;
+        }
+        if (s.summary_unreadable) s.summary_path = summaries.back();
         if (summaries.size() > 1)
-            rep.notes.push_back(dir + ": " + std::to_string(summaries.size()) + " summaries; checked the newest, " +
-                                s.summary_path);
-        s.summary = load_object(s.summary_path, rep);
-        s.summary_unreadable = s.summary.is_null();
-        if (s.summary.is_null()) s.summary = Json::object();
+            rep.notes.push_back(dir + ": " + std::to_string(summaries.size()) + " summaries; checked " +
+                                (s.summary_unreadable ? "none (none is readable)" : s.summary_path) +
+                                ", the newest readable one");
     }
     const Json& meta = at_path(s.summary, {"kvio", "metadata"});
     s.shortened = field_or_null(s.summary, "closed_submission") == false;
@@ -405,6 +413,50 @@ std::string aggregate_rule(const std::string& key) {
     return "kvcacheAggregateDeviceLatency";
 }
 
+/// A summary's list of rank files or directories as paths under the results directory ("option_1/trial_0/rank_1/..."),
+/// so that a results directory moved after the run still compares; sorted.
+std::vector<std::string> relative_paths(const Json& list) {
+    std::vector<std::string> out;
+    if (!list.is_array()) return out;
+    for (const auto& v : list) {
+        const std::string p = v.is_string() ? v.get<std::string>() : v.dump();
+        const size_t at = p.rfind("/option_");
+        out.push_back(at == std::string::npos ? p : p.substr(at + 1));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// The summary's lists of rank files (missing_files, cpu_tier_ranks, storage_unread_ranks) and its per_trial sums
+/// against those made from the rank files; a key the summary lacks (an older kvio's) is not compared.
+void check_lists_and_trials(const Json& have, const Json& want, const std::string& where, CheckReport& rep) {
+    static const std::pair<const char*, const char*> kLists[] = {{"missing_files", "kvcacheHeadlineResult"},
+                                                                 {"cpu_tier_ranks", "kvcacheLatencyValidity"},
+                                                                 {"storage_unread_ranks", "kvcacheHeadlineResult"}};
+    for (const auto& [k, rule] : kLists) {
+        if (!have.contains(k)) continue;
+        if (relative_paths(have[k]) != relative_paths(want[k]))
+            rep.problems.push_back(where + "." + k + " " + have[k].dump() + ", the rank files give " + want[k].dump() +
+                                   " (rule " + rule + ")");
+    }
+    const Json& pt = field_or_null(have, "per_trial");
+    if (pt.is_null()) return;
+    const Json& ref = want["per_trial"];
+    if (!pt.is_array() || pt.size() != ref.size()) {
+        rep.problems.push_back(where + ".per_trial " +
+                               (pt.is_array() ? std::to_string(pt.size()) + " trials" : pt.dump()) +
+                               ", the rank files give " + std::to_string(ref.size()) + " (rule kvcacheHeadlineResult)");
+        return;
+    }
+    for (size_t t = 0; t < ref.size(); ++t)
+        for (const auto& [k, v] : ref[t].items()) {
+            const Json& h = field_or_null(pt[t], k.c_str());
+            if (v.is_number() ? !same_number(h, v) : h != v)
+                rep.problems.push_back(where + ".per_trial[" + std::to_string(t) + "]." + k + " " + fmt(h) +
+                                       ", the rank files give " + fmt(v) + " (rule kvcacheHeadlineResult)");
+        }
+}
+
 /// The summary's aggregates against the rank files' (rules kvcacheAggregateBandwidth/Throughput/DeviceLatency).
 void check_aggregates(const std::string& dir, const ClosedOption& opt, const RunShape& s, CheckReport& rep) {
     if (s.summary_path.empty() || s.summary_unreadable) return;  // said once already, not once per Option
@@ -430,6 +482,7 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
             rep.problems.push_back(s.summary_path + ": options[" + key + "]." + k + " " + fmt(have[k]) +
                                    ", the rank files give " + fmt(want[k]) + " (rule " + aggregate_rule(k) + ")");
     }
+    check_lists_and_trials(have, want, s.summary_path + ": options[" + key + "]", rep);
     if (field_or_null(have, "rank_count") != s.ranks)
         rep.problems.push_back(s.summary_path + ": options[" + key + "].rank_count " +
                                fmt(field_or_null(have, "rank_count")) + ", total_ranks " + std::to_string(s.ranks) +

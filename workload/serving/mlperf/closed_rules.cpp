@@ -168,7 +168,8 @@ const std::vector<const char*>& aggregated_keys() {
 
 Json aggregate_option(const std::string& results_dir, int option, int trials, int ranks) {
     std::vector<double> read_bw, write_bw, avg_tp, storage_tp, read_p95, write_p95;
-    Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array(), stopped_trials = Json::array();
+    Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array(), stopped_trials = Json::array(),
+         unread = Json::array();
     for (int t = 0; t < trials; ++t) {
         double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
         bool stopped = false;
@@ -190,8 +191,14 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
             stopped = stopped || rank_file_stopped(doc);
             const Json& summary = field_or_null(doc, "summary");
             const Json& cs = field_or_null(summary, "cache_stats");
-            if (auto e = cs.find("storage_entries"); e != cs.end() && e->is_number() && e->get<double>() == 0)
+            auto zero = [&cs](const char* k) {
+                auto e = cs.find(k);
+                return e != cs.end() && e->is_number() && e->get<double>() == 0;
+            };
+            if (zero("storage_entries"))
                 cpu_tier.push_back(files.front());
+            else if (zero("tier_storage_kv_bytes_read_gb"))  // on storage, never read back (docs/mlperf-benchmark.md)
+                unread.push_back(files.front());
             r += num(cs, "tier_storage_read_bandwidth_gbps");
             w += num(cs, "tier_storage_write_bandwidth_gbps");
             a += num(summary, "avg_throughput_tokens_per_sec");
@@ -232,6 +239,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
     j["partial_failure"] = !missing.empty();
     j["missing_files"] = missing;
     j["cpu_tier_ranks"] = cpu_tier;
+    j["storage_unread_ranks"] = unread;
     j["per_trial"] = per_trial;
     return j;
 }
