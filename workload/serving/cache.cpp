@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include "common/error.h"
 #include "workload/serving/tiers/gpu_tier.h"
@@ -220,6 +222,24 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
     limits.push_back(storage_limit);
 }
 
+namespace {
+
+/// Connections a run's remote tier may hold open besides its control connection (docs/simulate.md, "Remote tier"):
+/// one per worker thread (min(users, 500); the autoscaler's maximum when it scales) and per warm-up writer thread
+/// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs), each doubled under
+/// write-back (every connection has a writer with its own).
+size_t planned_remote_connections(const SimConfig& c) {
+    const int64_t users =
+        c.enable_autoscaling ? std::max<int64_t>(c.yaml.autoscaler_max_users, c.num_users) : c.num_users;
+    const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+    size_t n = size_t(std::clamp<int64_t>(users, 1, 500));
+    if (c.precondition) n += c.precondition_threads > 0 ? size_t(c.precondition_threads) : cpus;
+    if (c.decode_only) n += cpus;
+    return c.remote_write_mode == "back" ? 2 * n : n;
+}
+
+}  // namespace
+
 void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     if (trace_mode) {  // logical: no server is asked; rows of the --io-trace-log say Tier-3
         index[int(Tier::Remote)] = int(order.size());
@@ -234,11 +254,14 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     ro.client = int(c.client_index);
     ro.write_back = c.remote_write_mode == "back";
     ro.writeback_queue = size_t(std::max<int64_t>(c.remote_writeback_queue, 1));
+    ro.planned_connections = planned_remote_connections(c);
     auto rt = make_remote_tier(ro);  // connects: an unreachable server fails the run here, in one line
     if (c.verify_reads) rt->set_read_check(pool.get(), seed);
     index[int(Tier::Remote)] = int(order.size());
     order.push_back(Tier::Remote);
-    limits.push_back(c.remote_capacity_gb > 0 ? uint64_t(c.remote_capacity_gb * kGiB) : rt->auto_capacity());
+    // The limit is server memory: the connections' own (client structures, query and reply buffers) comes out of it.
+    const uint64_t cap = c.remote_capacity_gb > 0 ? uint64_t(c.remote_capacity_gb * kGiB) : rt->auto_capacity();
+    limits.push_back(cap == kUnlimited ? cap : cap - std::min(cap, rt->connection_reserve()));
     remote = rt.get();
     backend[int(Tier::Remote)] = std::move(rt);
 }

@@ -98,6 +98,7 @@ public:
             chunk_ = std::min<uint64_t>(control_->max_bulk_len(), kRemoteChunkBytes);
             used_start_ = info_field(*control_, "used_memory");
             maxmemory_ = info_field(*control_, "maxmemory");
+            conn_bytes_ = measure_connection_bytes();
         } catch (const Error& e) {
             throw Error("--remote-tier " + url_.safe_text() + ": " + e.what());  // never the password
         }
@@ -113,6 +114,8 @@ public:
                               : std::string("write-through)"));
     }
     uint64_t footprint(uint64_t bytes) const override { return remote_footprint(bytes, chunk_); }
+    uint64_t connection_bytes() const override { return conn_bytes_; }
+    uint64_t connection_reserve() const override { return conn_bytes_ * o_.planned_connections; }
     uint64_t auto_capacity() const override {
         if (maxmemory_ <= 0) return kUnlimited;
         return maxmemory_ > used_start_ ? uint64_t(maxmemory_ - used_start_) : 0;
@@ -234,6 +237,9 @@ public:
         {
             std::lock_guard<std::mutex> g(mu_);
             j["connections"] = conns_.size();
+            // Server memory set aside out of the limit for the connections the run may open (docs/simulate.md).
+            j["connections_planned"] = o_.planned_connections;
+            j["connection_bytes"] = conn_bytes_;
             // Over a Redis Cluster (docs/redis-cluster.md): redirections followed and slot-map reloads, summed over
             // the connections (read when the run ends, so no worker is using them).
             redis::ClusterStats cs;
@@ -490,6 +496,22 @@ private:
         down_.gone = down_.gone || gone;
     }
 
+    /// Server memory of one idle connection: this (control) connection's `tot-mem` in `CLIENT INFO`; a server that
+    /// refuses the command (older than Redis 6.2, or managed) is asked for used_memory before and after a probe
+    /// connection opens and answers a PING.
+    uint64_t measure_connection_bytes() {
+        try {
+            const std::string text = control_->command({"CLIENT", "INFO"}).str;
+            if (const size_t at = text.find("tot-mem="); at != std::string::npos)
+                return uint64_t(std::atoll(text.c_str() + at + 8));
+        } catch (const Error&) {}
+        const long long before = info_field(*control_, "used_memory");
+        redis::Connection probe(url_, o_.timeout_s, redis::Routing::Single);
+        probe.command({"PING"});
+        const long long after = info_field(*control_, "used_memory");
+        return after > before ? uint64_t(after - before) : 0;
+    }
+
     /// This thread's connection, made (again, after an I/O error broke it) on demand.
     redis::Connection& conn() {
         const auto id = std::this_thread::get_id();
@@ -515,6 +537,7 @@ private:
     redis::Url url_;
     uint64_t chunk_ = kRemoteChunkBytes;
     long long used_start_ = -1, maxmemory_ = -1;
+    uint64_t conn_bytes_ = 0;  ///< measure_connection_bytes()
     std::mutex control_mu_;
     bool handoff_used_ = false;  ///< handoff_send or handoff_take ran (under control_mu_)
     std::unique_ptr<redis::Connection> control_;

@@ -23,6 +23,9 @@ struct RemoteOptions {
     /// its own thread and connection); false = write-through: once the server acknowledged every chunk.
     bool write_back = false;
     size_t writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
+    /// Connections the run may open beside the control connection (planned_remote_connections): the server memory
+    /// of each (measured at connect, RemoteTier::connection_bytes) is reserved out of the tier's limit.
+    size_t planned_connections = 0;
 };
 
 /// True for the entries every client of a run shares on the server (docs/simulate.md, "Remote tier"): the
@@ -48,6 +51,11 @@ public:
     /// The limit when --remote-capacity-gb is 0: the server's maxmemory less what it used at start, or
     /// kUnlimited for a server without maxmemory.
     virtual uint64_t auto_capacity() const = 0;
+    /// Server memory one idle connection of this tier takes (the client structure with its query and reply buffers:
+    /// `CLIENT INFO` tot-mem, else the growth of used_memory when a probe connection opened), bytes.
+    virtual uint64_t connection_bytes() const = 0;
+    /// Bytes of the limit set aside for the planned connections: connection_bytes × planned_connections.
+    virtual uint64_t connection_reserve() const = 0;
     /// {url, run_id, chunk_bytes, connections, commands: {set, get, del}, chunk_get_hits, bytes_sent,
     /// bytes_received, errors, server: {used_memory_start, used_memory_now, maxmemory}} (counts, bytes).
     virtual nlohmann::ordered_json stats_json() = 0;
