@@ -49,10 +49,13 @@ void add_drives_command(CLI::App& app) {
         ->check(positive_integer())
         ->capture_default_str();
     sub->add_option("--load", o->load,
-                    "closed: as fast as the job's depth allows (rate lines dropped); trace: open loop at the job's "
-                    "own rates (refused for a job without rate/rate_iops); both")
+                    "closed: as fast as the job's depth allows (rate and thinktime lines dropped: capacity); trace: "
+                    "open loop at the job's own rates and thinktime (refused for a job without rate/rate_iops); both")
         ->check(CLI::IsMember({"closed", "trace", "both"}))
         ->capture_default_str();
+    sub->add_flag("--keep-thinktime", o->keep_thinktime,
+                  "The closed loop keeps the job's thinktime lines: the workload at its own pace between bursts "
+                  "(how each drive serves it as traced), not the drive's capacity at the job's depth");
     sub->add_flag("--parallel", o->parallel,
                   "Run the local drives of a round all at once instead of one after another (each still traced at "
                   "its own disk): a round takes the slowest drive's time; the drives then share this host's CPUs, "

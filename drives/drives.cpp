@@ -270,17 +270,18 @@ std::string workload_job(const DrivesOptions& opt, const std::vector<std::string
     const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
     check_job_parses(opt.fio, job, job_name);
     for (const auto& m : modes)
-        if (m == "trace" && !job_has_rates(job))
+        if (m == "trace" && !job_is_paced(job))
             throw UsageError("--load " + opt.load + ": " + job_name +
-                             " has no rate, rate_iops or rate_min line, so there is no offered load to replay open "
-                             "loop (the distiller writes rate_iops per phase where its trace shows one); use --load "
-                             "closed for this job");
+                             " has no rate, rate_iops, rate_min or thinktime line, so there is no offered load to "
+                             "replay open loop (the distiller writes rate_iops per phase where its trace shows one, "
+                             "thinktime for regular bursts); use --load closed for this job");
     return job;
 }
 
 RunContext context_of(const DrivesOptions& opt, const std::vector<std::string>& modes) {
     RunContext c;
     c.job_path = opt.job_path, c.kvio_version = opt.kvio_version, c.rounds = opt.rounds, c.modes = modes;
+    c.keep_thinktime = opt.keep_thinktime;
     c.fio_version = first_line_of({opt.fio, "--version"});
     struct utsname u {};
     if (::uname(&u) == 0) c.kernel = u.release;
@@ -362,7 +363,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
     if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;
-    env.sim_words = sim_words, env.force = opt.force;
+    env.sim_words = sim_words, env.force = opt.force, env.keep_thinktime = opt.keep_thinktime;
     env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
     env.remote_timeout_s = opt.remote_timeout_s;
     env.kvio_exe = fs::read_symlink(opt.kvio_exe == "/proc/self/exe" ? "/proc/self/exe" : opt.kvio_exe).string();

@@ -20,6 +20,7 @@ struct DrivesOptions {
     std::vector<std::string> drives;          ///< `NAME=PATH` / `NAME=HOST[:PORT]:PATH` (job_text.h DriveSpec)
     int rounds = 3;                           ///< runs per target and load mode, interleaved across targets
     std::string load = "closed";              ///< "closed" | "trace" | "both"
+    bool keep_thinktime = false;              ///< the closed loop keeps the job's thinktime lines (Pacing)
     std::string out_dir;                      ///< results; default kvio-drives-YYYYMMDD-HHMMSS
     double probe_seconds = 1;                 ///< length of each of the three ceiling probes; 0 skips the probe
     uint64_t probe_bytes = 64ull << 20;       ///< region each probe covers (capped at the target's size)

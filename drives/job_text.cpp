@@ -38,6 +38,9 @@ bool is_rate_key(const std::string& k) {
            k == "rate_cycle" || k == "rate_ignore_thinktime";
 }
 
+/// fio's think-time options: thinktime, thinktime_blocks, thinktime_blocks_type, thinktime_spin, thinktime_iotime.
+bool is_thinktime_key(const std::string& k) { return k.starts_with("thinktime"); }
+
 /// fio's size suffixes (k, m, g, t; base 1024 as fio reads them by default, kb_base=1024). 0 when not a plain size.
 uint64_t parse_size(const std::string& v) {
     size_t used = 0;
@@ -114,19 +117,24 @@ MetricsSpec parse_metrics_spec(const std::string& text) {
     return m;
 }
 
-bool job_has_rates(const std::string& job) {
+bool job_is_paced(const std::string& job) {
     std::istringstream in(job);
     for (std::string line; std::getline(in, line);) {
         std::string k = key_of(line);
         if (k == "rate" || k == "rate_iops" || k == "rate_min" || k == "rate_iops_min") return true;
+        if (k == "thinktime" && value_of(line) != "0") return true;
     }
     return false;
 }
 
-std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed,
+std::string job_for_target(const std::string& job, const std::string& target, TargetField field, Pacing pacing,
                            const std::string& bw_log) {
+    const bool closed = pacing != Pacing::Open, no_think = pacing == Pacing::Closed;
     std::ostringstream out;
-    out << "; kvio drives: the job below, its data on " << target << (closed ? " (closed loop: rates dropped)" : "")
+    out << "; kvio drives: the job below, its data on " << target
+        << (no_think ? " (closed loop: rates and thinktime dropped)"
+            : closed ? " (closed loop: rates dropped, thinktime kept)"
+                     : "")
         << "\n[global]\n"
         << (field == TargetField::Directory ? "directory=" : "filename=") << target << "\n";
     if (!bw_log.empty()) out << "write_bw_log=" << bw_log << "\nlog_avg_msec=" << kBwLogMs << "\nlog_unix_epoch=1\n";
@@ -139,6 +147,7 @@ std::string job_for_target(const std::string& job, const std::string& target, Ta
             (k == "write_bw_log" || k == "log_avg_msec" || k == "per_job_logs" || k == "log_unix_epoch"))
             continue;
         if (closed && is_rate_key(k)) continue;
+        if (no_think && is_thinktime_key(k)) continue;
         out << line << "\n";
     }
     return out.str();

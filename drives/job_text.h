@@ -30,20 +30,25 @@ MetricsSpec parse_metrics_spec(const std::string& text);
 /// Where a target's data goes in the job: a file or device is fio's `filename=`, a directory `directory=`.
 enum class TargetField { Filename, Directory };
 
-/// True when the job text has a rate of its own: a `rate=`, `rate_iops=` or `rate_min`/`rate_iops_min` line (what an
-/// open-loop run at the job's rates needs; the distiller writes `rate_iops` per phase, docs/distill.md).
-bool job_has_rates(const std::string& job);
+/// True when the job text paces itself: a `rate=`, `rate_iops=` or `rate_min`/`rate_iops_min` line, or a
+/// `thinktime=` other than 0 (what an open-loop run at the job's own pace needs; the distiller writes `rate_iops` per
+/// phase, or `thinktime` for regular bursts, docs/distill.md).
+bool job_is_paced(const std::string& job);
 
 /// The averaging window of the bandwidth log kvio drives asks fio for (`log_avg_msec`), ms.
 inline constexpr int kBwLogMs = 100;
 
+/// How a run paces the job (docs/drives.md, "Load modes"): Open keeps every line (the job's own rates and
+/// thinktime); Closed drops the `rate*` and `thinktime*` lines (as fast as the job's depth allows: capacity);
+/// ClosedKeepThinktime drops the rates only (`--keep-thinktime`: the job at its own pace between bursts).
+enum class Pacing { Open, Closed, ClosedKeepThinktime };
+
 /// The job text for one run: every `filename=`, `directory=` and `filename_format=` line dropped and one leading
-/// `[global]` section naming the target; for `closed` also every `rate*` line dropped (a closed loop: as fast as the
-/// job's depth allows). With `bw_log` non-empty the leading section also asks fio for a bandwidth log per job,
-/// `write_bw_log=BW_LOG` averaged over kBwLogMs with times since the epoch (`log_unix_epoch=1`; fio writes
-/// BW_LOG_bw.N.log), and the job's own `write_bw_log`, `log_avg_msec`, `log_unix_epoch` and `per_job_logs` lines are
-/// dropped. Lines, sections and comments otherwise unchanged.
-std::string job_for_target(const std::string& job, const std::string& target, TargetField field, bool closed,
+/// `[global]` section naming the target; the pacing lines `pacing` drops (Pacing). With `bw_log` non-empty the leading
+/// section also asks fio for a bandwidth log per job, `write_bw_log=BW_LOG` averaged over kBwLogMs with times since the
+/// epoch (`log_unix_epoch=1`; fio writes BW_LOG_bw.N.log), and the job's own `write_bw_log`, `log_avg_msec`,
+/// `log_unix_epoch` and `per_job_logs` lines are dropped. Lines, sections and comments otherwise unchanged.
+std::string job_for_target(const std::string& job, const std::string& target, TargetField field, Pacing pacing,
                            const std::string& bw_log = "");
 
 /// What a job says it moves, read + write, counted as fio counts `io_bytes` and `total_ios`; 0 where the text does

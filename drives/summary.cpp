@@ -265,6 +265,7 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
               {"job", ctx.job_path},
               {"rounds", ctx.rounds},
               {"modes", ctx.modes},
+              {"keep_thinktime", ctx.keep_thinktime},
               {"started", ctx.started}};
     j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
     j["job_declared_ios"] = ctx.job_ios ? json(ctx.job_ios) : json(nullptr);

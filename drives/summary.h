@@ -16,9 +16,10 @@ namespace kvio::drives {
 struct RunContext {
     std::string job_path, kvio_version, fio_version, kernel, started;
     int rounds = 0;
-    uint64_t job_bytes = 0;     ///< job_declared(job).bytes (0: the job does not say)
-    uint64_t job_ios = 0;       ///< job_declared(job).ios (0: the job does not say)
-    int stopped_by_signal = 0;  ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end
+    bool keep_thinktime = false;  ///< the closed loop kept the job's thinktime (--keep-thinktime)
+    uint64_t job_bytes = 0;       ///< job_declared(job).bytes (0: the job does not say)
+    uint64_t job_ios = 0;         ///< job_declared(job).ios (0: the job does not say)
+    int stopped_by_signal = 0;    ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end
     std::vector<std::string> modes;
     KvObject kv;  ///< the KV line's object (kv_line.h); bytes 0: no KV line
 };
@@ -28,7 +29,7 @@ struct RunContext {
 double verdict_figure(const RunResult& r);
 bool verdict_higher_is_better(const std::string& mode);
 
-/// kvio.drives/1: {"schema", "kvio_version", "fio_version", "kernel", "job", "rounds", "modes",
+/// kvio.drives/1: {"schema", "kvio_version", "fio_version", "kernel", "job", "rounds", "modes", "keep_thinktime",
 /// "stopped_by_signal" (signal number, null when the run ended by itself), "job_declared_bytes", "job_declared_ios"
 /// (job_text.h job_declared; null: the job does not say),
 /// "targets": [{"name", "path", "host", "info", "ceiling" (null: probe skipped), "status" ("ok" | "failed" |

@@ -187,8 +187,12 @@ void probe_ceiling(Target& t, const RunEnv& env) {
     t.ceiling = c;
 }
 
-std::string job_text_for(const Target& t, const std::string& job, const std::string& mode, const std::string& bw_log) {
-    return job_for_target(job, t.spec.path, t.field, mode == "closed", bw_log);
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode, const RunEnv& env,
+                         const std::string& bw_log) {
+    const Pacing p = mode != "closed"     ? Pacing::Open
+                     : env.keep_thinktime ? Pacing::ClosedKeepThinktime
+                                          : Pacing::Closed;
+    return job_for_target(job, t.spec.path, t.field, p, bw_log);
 }
 
 namespace {
@@ -255,7 +259,7 @@ std::vector<std::vector<double>> read_bw_logs(const std::string& files, double o
 }  // namespace
 
 int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
-    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode, r.files));
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode, env, r.files));
     return run_traced(t, fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r, env);
 }
 
@@ -273,7 +277,7 @@ int run_local_simulate(const Target& t, RunResult& r, const RunEnv& env) {
 }
 
 pid_t start_remote_run(const Target& t, const std::string& job, RunResult& r, const RunEnv& env) {
-    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode));
+    write_text_file(r.files + ".job.fio", job_text_for(t, job, r.mode, env));
     r.start_ms = now_ms();
     return spawn_logged(fio_argv(t, env, r.files + ".job.fio", r.files + ".fio.json"), r.files + ".log");
 }

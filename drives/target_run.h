@@ -58,6 +58,7 @@ struct RunEnv {
     double remote_timeout_s = 0;
     std::vector<std::string> sim_words;  ///< `--simulate`'s flags as words (sim_workload.h)
     bool force = false;                  ///< passed on to kvio simulate for a block device
+    bool keep_thinktime = false;         ///< the closed loop keeps the job's thinktime (Pacing::ClosedKeepThinktime)
 };
 
 /// Bytes at the start of a block device the ceiling probe leaves alone: the first MiB, where the safety check looks
@@ -70,8 +71,9 @@ inline constexpr uint64_t kProbeSkip = 1ull << 20;
 /// "bytes", "offset"} or {"error": ...}. A directory target's probe file is removed on every path.
 void probe_ceiling(Target& t, const RunEnv& env);
 
-/// The job text rewritten for `t` and `mode` (job_for_target), with a bandwidth log to `bw_log` when not empty.
-std::string job_text_for(const Target& t, const std::string& job, const std::string& mode,
+/// The job text rewritten for `t` and `mode` (job_for_target; the closed loop's pacing from env.keep_thinktime),
+/// with a bandwidth log to `bw_log` when not empty.
+std::string job_text_for(const Target& t, const std::string& job, const std::string& mode, const RunEnv& env,
                          const std::string& bw_log = "");
 
 /// The tracer reads the queue depth at 1 issue in this many (`kvio trace --qd-sample`, each sample counted this

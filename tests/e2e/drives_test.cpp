@@ -288,7 +288,7 @@ TEST(Drives, OpenLoopRefusedForJobWithoutRates) {
     auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=/dev/nonexistent --load both -o " +
                  d.file("out"));
     EXPECT_EQ(r.status, 2) << r.err;
-    EXPECT_NE(r.err.find("has no rate, rate_iops or rate_min line"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("has no rate, rate_iops, rate_min or thinktime line"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(d.file("out")));
 }
 
@@ -346,7 +346,8 @@ TEST(Drives, ProbeLeavesFirstMiBSoTheNextRunIsNotRefused) {
     EXPECT_EQ(run("cmp -n 1048576 " + l.path + " /dev/zero").status, 0) << "the first MiB was written";
 }
 
-// The diagnosis section: a QD-1 reader paced by thinktime (at most ~4000 IOPS of 4 KiB, whatever the load) on a
+// The diagnosis section: a QD-1 reader paced by thinktime (kept in the closed loop by --keep-thinktime: at most ~4000
+// IOPS of 4 KiB, whatever the load) on a
 // loop device over tmpfs, against the drive's own ceiling probe: job_below_ceiling for reads, with the figures it
 // rests on (the larger of its bandwidth and IOPS shares; the device's mean depth 1), in drives.json, on the console
 // and in drives.html; the rule's thresholds are unit-tested (DrivesDiagnosis.*).
@@ -355,9 +356,11 @@ TEST(Drives, DiagnosisFindsAJobFarBelowTheDrivesCeiling) {
     LoopDevice l(96 * kMiB, true, "/dev/shm");
     std::ofstream(d.file("job.fio")) << "[r]\nioengine=psync\ndirect=1\nrw=randread\nbs=4k\nsize=4m\nthinktime=250\n";
     auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive x=" + l.path +
-                 " --rounds 1 --probe-seconds 0.5 -o " + d.file("out"));
+                 " --rounds 1 --probe-seconds 0.5 --keep-thinktime -o " + d.file("out"));
     ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(slurp(d.file("out/runs/x-closed-r1.job.fio")).find("\nthinktime=250\n"), std::string::npos);
     json j = json::parse(slurp(d.file("out/drives.json")));
+    EXPECT_EQ(j["keep_thinktime"], true);
     const json& m = j["targets"][0]["modes"]["closed"];
     EXPECT_EQ(m["diagnosis_round"], 0);
     const json* f = nullptr;

@@ -43,17 +43,29 @@ TEST(DrivesJob, TargetReplacedAndRatesDroppedForClosedLoop) {
     const std::string job =
         "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\n[p1]\nrw=randread\nrate_iops=100,0\n"
         "rate_process=poisson\nsize=8m\n[p2]\nstonewall\ndirectory=/mnt/x\nrw=write\nsize=4m\n";
-    EXPECT_TRUE(job_has_rates(job));
-    std::string closed = job_for_target(job, "/dev/loop7", TargetField::Filename, true);
+    EXPECT_TRUE(job_is_paced(job));
+    std::string closed = job_for_target(job, "/dev/loop7", TargetField::Filename, Pacing::Closed);
     EXPECT_EQ(closed.find("nvme0n1"), std::string::npos);
     EXPECT_EQ(closed.find("/mnt/x"), std::string::npos);
-    EXPECT_EQ(closed.find("rate"), closed.find("rates dropped"));  // only the comment mentions it
+    EXPECT_EQ(closed.find("rate"), closed.find("rates and thinktime dropped"));  // only the comment mentions it
     EXPECT_NE(closed.find("[global]\nfilename=/dev/loop7\n"), std::string::npos);
     EXPECT_NE(closed.find("rw=randread"), std::string::npos);
-    std::string open = job_for_target(job, "/srv/kv", TargetField::Directory, false);
+    std::string open = job_for_target(job, "/srv/kv", TargetField::Directory, Pacing::Open);
     EXPECT_NE(open.find("[global]\ndirectory=/srv/kv\n"), std::string::npos);
     EXPECT_NE(open.find("rate_iops=100,0"), std::string::npos);
-    EXPECT_FALSE(job_has_rates("[a]\nrw=read\nsize=1m\n"));
+    EXPECT_FALSE(job_is_paced("[a]\nrw=read\nsize=1m\n"));
+    EXPECT_FALSE(job_is_paced("[a]\nrw=read\nthinktime=0\n"));
+    EXPECT_TRUE(job_is_paced("[a]\nrw=read\nthinktime=250\n"));
+    // thinktime: the closed loop drops it (capacity at the job's depth) unless --keep-thinktime; the open loop keeps it
+    const std::string paced = "[a]\nrw=read\nthinktime=250\nthinktime_blocks=4\nthinktime_spin=10\nsize=1m\n";
+    const std::string c = job_for_target(paced, "/dev/loop7", TargetField::Filename, Pacing::Closed);
+    EXPECT_EQ(c.find("thinktime="), std::string::npos) << c;
+    EXPECT_EQ(c.find("thinktime_"), std::string::npos) << c;
+    EXPECT_NE(c.find("rates and thinktime dropped"), std::string::npos) << c;
+    for (Pacing p : {Pacing::ClosedKeepThinktime, Pacing::Open}) {
+        const std::string k = job_for_target(paced, "/dev/loop7", TargetField::Filename, p);
+        EXPECT_NE(k.find("thinktime=250\nthinktime_blocks=4\nthinktime_spin=10\n"), std::string::npos) << k;
+    }
     EXPECT_EQ(job_declared(job).bytes, 12u << 20);
     EXPECT_EQ(job_declared(job).ios, 3072u);  // fio's default bs, 4 KiB
     EXPECT_EQ(job_declared("[global]\nsize=1g\n[a]\n[b]\nio_size=2m\n").bytes, (1u << 30) + (2u << 20));
@@ -269,14 +281,14 @@ TEST(DrivesSimulate, FlagsCheckedAndResultsRead) {
 // The job asks fio for a bandwidth log per job; the job's own log lines would send it elsewhere and are dropped.
 TEST(DrivesJob, BandwidthLogAskedAndJobsOwnLogLinesDropped) {
     const std::string job = "[global]\nwrite_bw_log=/tmp/x\nper_job_logs=0\n[a]\nrw=write\nlog_avg_msec=1000\n";
-    std::string t = job_for_target(job, "/dev/loop7", TargetField::Filename, true, "/run/d/runs/a-closed-r1");
+    std::string t = job_for_target(job, "/dev/loop7", TargetField::Filename, Pacing::Closed, "/run/d/runs/a-closed-r1");
     EXPECT_NE(t.find("[global]\nfilename=/dev/loop7\nwrite_bw_log=/run/d/runs/a-closed-r1\nlog_avg_msec=" +
                      std::to_string(kBwLogMs) + "\n"),
               std::string::npos);
     EXPECT_EQ(t.find("/tmp/x"), std::string::npos);
     EXPECT_EQ(t.find("per_job_logs"), std::string::npos);
     EXPECT_EQ(t.find("log_avg_msec=1000"), std::string::npos);
-    EXPECT_EQ(job_for_target(job, "/dev/loop7", TargetField::Filename, true).find("write_bw_log=/run"),
+    EXPECT_EQ(job_for_target(job, "/dev/loop7", TargetField::Filename, Pacing::Closed).find("write_bw_log=/run"),
               std::string::npos);
 }
 
