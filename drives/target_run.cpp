@@ -68,10 +68,21 @@ json disk_info(const BlockDevInfo& d) {
 }
 
 /// One ceiling probe as a job file: `rw` at `bs`, `depth`, over `bytes` from `offset`, `seconds` long.
+/// True for a path under /dev (a device node's place; a remote host's too).
+bool device_path(const std::string& path) { return path.starts_with("/dev/"); }
+
+/// The option line that makes fio refuse to create `t`'s file: a remote path under /dev that names no device
+/// (fio's allow_file_create=0 errors out instead of laying out a file in the host's devtmpfs); "" otherwise. A local
+/// one is refused before the run (prepare_local_target).
+std::string no_create_line(const Target& t) {
+    return t.spec.remote() && t.field == TargetField::Filename && device_path(t.spec.path) ? "allow_file_create=0\n"
+                                                                                           : "";
+}
+
 std::string probe_job(const Target& t, const std::string& rw, const std::string& bs, int depth, uint64_t offset,
                       uint64_t bytes, double seconds) {
     std::string where = t.field == TargetField::Directory ? "directory=" + t.spec.path + "\nfilename=kvio-drives-probe"
-                                                          : "filename=" + t.spec.path;
+                                                          : no_create_line(t) + "filename=" + t.spec.path;
     return "; kvio drives: ceiling probe\n[probe-" + rw + "]\n" + where + "\nrw=" + rw + "\nbs=" + bs +
            "\niodepth=" + std::to_string(depth) + "\nioengine=libaio\ndirect=1\noffset=" + std::to_string(offset) +
            "\nsize=" + std::to_string(bytes) +
@@ -92,6 +103,11 @@ Target prepare_local_target(const DriveSpec& spec, bool force) {
     Target t;
     t.spec = spec;
     std::error_code ec;
+    // A path under /dev that names nothing is a mistyped device, not a file to create: the file would land in
+    // devtmpfs (memory) and be benchmarked as the drive.
+    if (!fs::exists(spec.path, ec) && device_path(spec.path))
+        throw Error("drive " + spec.name + ": " + spec.path +
+                    ": no such device (a path under /dev that does not exist is not made into a file)");
     if (!fs::exists(spec.path, ec) && fs::is_directory(fs::path(spec.path).parent_path(), ec)) {
         t.created_file = true;  // fio lays the file out; it is removed at the end
         t.info = {{"kind", "file"}, {"created", true}};
@@ -142,9 +158,11 @@ Target prepare_remote_target(const DriveSpec& spec) {
 }
 
 void probe_ceiling(Target& t, const RunEnv& env) {
-    // A block device's first MiB is where the safety check looks for data (workload::check_device_safe): the probe
-    // starts past it, so a drive only kvio drives' probe wrote is not refused next time (docs/drives.md "Safety").
-    uint64_t bytes = env.probe_bytes, offset = 0;
+    // A block device's first MiB is where the safety check looks for data (workload::check_device_safe) and where a
+    // partition table or filesystem signature lives: the probe starts past it, so a drive only kvio drives' probe
+    // wrote is not refused next time (docs/drives.md "Safety"). A remote target's kind is not known here (its host
+    // checks it): every remote file or device path is probed from the same offset.
+    uint64_t bytes = env.probe_bytes, offset = t.field == TargetField::Filename && t.spec.remote() ? kProbeSkip : 0;
     if (t.info.contains("capacity_bytes") && t.info["kind"] == "block") {
         uint64_t cap = t.info["capacity_bytes"].get<uint64_t>();
         offset = std::min<uint64_t>(kProbeSkip, cap);
@@ -192,7 +210,10 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
     const Pacing p = mode != "closed"     ? Pacing::Open
                      : env.keep_thinktime ? Pacing::ClosedKeepThinktime
                                           : Pacing::Closed;
-    return job_for_target(job, t.spec.path, t.field, p, bw_log);
+    std::string text = job_for_target(job, t.spec.path, t.field, p, bw_log);
+    if (const std::string no_create = no_create_line(t); !no_create.empty())  // into the leading [global] section
+        text.insert(text.find("\n[global]\n") + std::string_view("\n[global]\n").size(), no_create);
+    return text;
 }
 
 namespace {

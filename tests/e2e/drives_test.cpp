@@ -611,6 +611,26 @@ TEST(Drives, UnreachableHostFailsWithFiosReason) {
     EXPECT_EQ(t["status"], "failed");
     EXPECT_NE(t["error"].get<std::string>().find("failed to connect to 127.0.0.9:1"), std::string::npos) << t.dump();
     EXPECT_NE(t["ceiling"]["error"].get<std::string>().find("Connection refused"), std::string::npos) << t.dump();
+    // A remote device path: the probe leaves its first MiB alone (a filesystem's signature lives there), and fio is
+    // told not to lay out a file where no device is (a mistyped /dev path would become a file in devtmpfs).
+    const std::string probe = slurp(d.file("out/probe/far-read.job.fio"));
+    EXPECT_NE(probe.find("\noffset=1048576\n"), std::string::npos) << probe;
+    EXPECT_NE(probe.find("\nallow_file_create=0\nfilename=/dev/nvme0n1\n"), std::string::npos) << probe;
+    const std::string job = slurp(d.file("out/runs/far-closed-r1.job.fio"));
+    EXPECT_NE(job.find("\n[global]\nallow_file_create=0\nfilename=/dev/nvme0n1\n"), std::string::npos) << job;
+}
+
+// A local path under /dev that names nothing is a mistyped device: refused before anything is written, where it
+// would otherwise become a file in devtmpfs, benchmarked as the drive.
+TEST(Drives, MistypedDevicePathRefused) {
+    TempDir d;
+    std::ofstream(d.file("job.fio")) << kJob;
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") +
+                 " --drive x=/dev/kvio-no-such-drive --rounds 1 --probe-seconds 0 -o " + d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("drive x: /dev/kvio-no-such-drive: no such device"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists("/dev/kvio-no-such-drive"));
+    EXPECT_FALSE(std::filesystem::exists(d.file("out")));
 }
 
 // --parallel: the local drives of a round run at once, each traced at its own disk. In every round the two fio runs
