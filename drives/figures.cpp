@@ -178,7 +178,10 @@ std::vector<Verdict> rank_and_compare(const std::vector<std::pair<std::string, S
         v.pct = den > 0 ? (num_ / den - 1) * 100 : 0;
         v.separated = higher_is_better ? a.min > b.max : a.max < b.min;
         char buf[512];
-        if (v.separated && a.n > 1 && b.n > 1)
+        if (den <= 0 && num_ > 0)  // a ratio over nothing is no percentage
+            std::snprintf(buf, sizeof buf, "%s ahead of %s in %s, %s's median being 0 (no percentage)", an.c_str(),
+                          bn.c_str(), figure.c_str(), higher_is_better ? bn.c_str() : an.c_str());
+        else if (v.separated && a.n > 1 && b.n > 1)
             std::snprintf(buf, sizeof buf,
                           "%s faster than %s by %.1f %% in %s (rounds don't overlap; for two equal drives by chance 1 "
                           "in %.0f at %zu and %zu rounds)",

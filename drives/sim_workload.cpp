@@ -1,6 +1,7 @@
 #include "drives/sim_workload.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/error.h"
 #include "workload/serving/config.h"
@@ -101,12 +102,43 @@ SimFigures parse_sim_results(const json& j, const std::string& source) {
     f.write_device_p95_ms = num(c, "storage_write_device_p95_ms");
     f.read_gib = num(c, "tier_storage_kv_bytes_read_gb");
     f.write_gib = num(c, "tier_storage_kv_bytes_written_gb");
+    f.write_bytes = num(c, "total_write_bytes");
+    if (j.contains("kvio") && j["kvio"].contains("cache") && j["kvio"]["cache"].is_object()) {
+        const json& k = j["kvio"]["cache"];
+        f.io_errors = (k.contains("write_io_errors") ? num(k, "write_io_errors") : num(k, "failed_writes")) +
+                      num(k, "failed_reads") + num(k, "corrupted_reads");
+        f.capacity_refusals = num(k, "capacity_refusals");
+        f.capacity_refused_bytes = num(k, "capacity_refused_bytes");
+        for (const char* e : {"first_write_error", "first_read_error", "first_error"})
+            if (f.first_error.empty() && k.contains(e) && k[e].is_string()) f.first_error = k[e].get<std::string>();
+    }
     if (s.contains("storage_io_latency_ms") && s["storage_io_latency_ms"].is_object())
         f.storage_io_p95_ms = num(s["storage_io_latency_ms"], "p95");
     if (j.contains("kvio") && j["kvio"].contains("bandwidth_timeline") && j["kvio"]["bandwidth_timeline"].is_array())
         for (const auto& p : j["kvio"]["bandwidth_timeline"])
             f.timeline.push_back({num(p, "t_s"), num(p, "storage_read_gibps"), num(p, "storage_write_gibps")});
     return f;
+}
+
+std::string sim_run_problem(const SimFigures& f) {
+    char b[160];
+    if (f.requests <= 0) return "the simulation served no request";
+    if (f.io_errors > 0) {
+        std::snprintf(b, sizeof b, "%.0f storage I/O error(s) in the simulation", f.io_errors);
+        return b + (f.first_error.empty() ? std::string() : " (first: " + f.first_error + ")");
+    }
+    const double share = f.capacity_refused_bytes / std::max(f.capacity_refused_bytes + f.write_bytes, 1.0);
+    if (f.capacity_refusals > 0 && share > kMaxSimRefusedShare) {
+        std::snprintf(b, sizeof b,
+                      "%.0f entr%s (%.1f %% of the write bytes) larger than the drive could hold, refused unwritten: "
+                      "the drive is too small for this workload",
+                      f.capacity_refusals, f.capacity_refusals == 1 ? "y" : "ies", 100 * share);
+        return b;
+    }
+    if (f.read_gib <= 0 && f.write_gib <= 0)
+        return "the simulation did no storage I/O (its entries fit the tiers above storage: give --gpu-mem-gb 0 "
+               "--cpu-mem-gb 0 in --simulate)";
+    return "";
 }
 
 }  // namespace kvio::drives

@@ -32,6 +32,12 @@ struct SimFigures {
     double read_gib_s = 0, write_gib_s = 0;
     double read_device_p95_ms = 0, write_device_p95_ms = 0, storage_io_p95_ms = 0;
     double read_gib = 0, write_gib = 0;
+    /// `kvio.cache`: storage reads and writes that failed on a tier that had room (write_io_errors + failed_reads +
+    /// corrupted_reads; a file without write_io_errors: failed_writes), entries no tier could hold
+    /// (capacity_refusals, capacity_refused_bytes), and the bytes the run wrote
+    /// (summary.cache_stats.total_write_bytes).
+    double io_errors = 0, capacity_refusals = 0, capacity_refused_bytes = 0, write_bytes = 0;
+    std::string first_error;  ///< kvio.cache.first_write_error / first_read_error / first_error
     /// {t (s), read GiB/s, write GiB/s} per second of the run.
     std::vector<std::vector<double>> timeline;
 };
@@ -39,5 +45,14 @@ struct SimFigures {
 /// Reads a results JSON of `kvio simulate`. `source` names it in errors. Throws kvio::Error when it has no summary
 /// (no request completed).
 SimFigures parse_sim_results(const nlohmann::json& j, const std::string& source);
+
+/// Entries refused for room above this share of a run's write bytes make the run no measure of the drive (the same
+/// 1 % as kvio mlperf-check's kvioCapacityRefusals, docs/mlperf-benchmark.md).
+inline constexpr double kMaxSimRefusedShare = 0.01;
+
+/// Why a --simulate run measured no drive, "" when it did: it served no request, did no storage I/O (its entries fit
+/// the tiers above storage), had storage I/O errors, or refused more than kMaxSimRefusedShare of its write bytes for
+/// room (docs/drives.md, "The serving workload").
+std::string sim_run_problem(const SimFigures& f);
 
 }  // namespace kvio::drives

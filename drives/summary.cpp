@@ -107,6 +107,9 @@ const std::pair<const char*, double SimFigures::*> kSimFields[] = {
     {"storage_kv_read_gib", &SimFigures::read_gib},
     {"storage_kv_written_gib", &SimFigures::write_gib},
     {"requests_completed", &SimFigures::requests},
+    {"storage_io_errors", &SimFigures::io_errors},
+    {"capacity_refusals", &SimFigures::capacity_refusals},
+    {"capacity_refused_bytes", &SimFigures::capacity_refused_bytes},
     {"elapsed_s", &SimFigures::elapsed_s},
 };
 

@@ -311,9 +311,11 @@ void finish_run(const Target& t, RunResult& r, int status, bool timed_out) {
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             throw Error(std::string(sim ? "kvio simulate" : "fio") + " ended with " + describe_status(status) +
                         said(r.files + ".log", t));
-        if (sim)
+        if (sim) {
             r.sim = parse_sim_results(read_json_file(r.files + ".sim.json"), r.files + ".sim.json");
-        else
+            if (const std::string why = sim_run_problem(r.sim); !why.empty())
+                throw Error(why + ": no measure of the drive (" + r.files + ".sim.json)");
+        } else
             r.fio = parse_fio_json(read_json_file(r.files + ".fio.json"), r.files + ".fio.json");
         if (!sim && !t.spec.remote()) {
             r.fio.bw_timeline = read_bw_logs(r.files, r.start_ms);

@@ -593,6 +593,21 @@ TEST(Drives, SimulateUsageErrors) {
     EXPECT_EQ(run("cmp -n 1048576 " + a.path + " /dev/zero").status, 0);
 }
 
+// A simulation whose entries all fit the tiers above storage (no --gpu-mem-gb 0 --cpu-mem-gb 0) moves nothing on the
+// drive: its round fails and says why, where a winner used to be named from noise.
+TEST(Drives, SimulateThatDidNoStorageIoFailsTheDrive) {
+    TempDir d;
+    LoopDevice a(64 * kMiB, true, "/dev/shm");
+    auto r = run(kvio_bin() + " drives --simulate '--model tiny-1b --num-users 4 --duration 5 --seed 42 --storage-io " +
+                 "direct' --drive a=" + a.path + " --rounds 1 --probe-seconds 0 -o " + d.file("out"));
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("did no storage I/O"), std::string::npos) << r.out;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    EXPECT_EQ(j["targets"][0]["status"], "failed");
+    EXPECT_NE(j["targets"][0]["error"].get<std::string>().find("give --gpu-mem-gb 0 --cpu-mem-gb 0"),
+              std::string::npos);
+}
+
 // A host no fio server answers on: the probe and the round fail with fio's own words (the refused connection), not
 // only an exit status, on the console and in drives.json; exit 1. Traffic only to 127.0.0.9, a loopback address.
 TEST(Drives, UnreachableHostFailsWithFiosReason) {

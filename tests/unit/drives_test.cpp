@@ -125,6 +125,10 @@ TEST(DrivesVerdict, SeparatedRoundsNamedAndOverlapIsNoise) {
     EXPECT_EQ(l[0].a, "b");
     EXPECT_TRUE(l[0].separated);
     EXPECT_NEAR(l[0].pct, 950.0 / 450 * 100 - 100, 1e-9);
+    // A median of 0 (a drive that moved nothing) is no base for a percentage: "by 0.0 %" was printed.
+    auto z = rank_and_compare({{"zero", spread_of({0, 0, 0})}, {"some", spread_of({5, 6, 7})}}, true, "tok/s");
+    ASSERT_EQ(z.size(), 1u);
+    EXPECT_EQ(z[0].text, "some ahead of zero in tok/s, zero's median being 0 (no percentage)");
 }
 
 TEST(DrivesFio, LocalJsonPhasesAndTotal) {
@@ -276,6 +280,39 @@ TEST(DrivesSimulate, FlagsCheckedAndResultsRead) {
     ASSERT_EQ(f.timeline.size(), 1u);
     EXPECT_EQ(f.timeline[0], (std::vector<double>{1.0, 0.04, 0.01}));
     EXPECT_THROW(parse_sim_results(nlohmann::json{{"requests_completed", 0}}, "r.json"), kvio::Error);
+    EXPECT_EQ(sim_run_problem(f), "");
+}
+
+// A --simulate run that measured no drive fails its round (left out of the ranking, its reason said), where it used
+// to be ranked: no request, no storage I/O at all, storage I/O errors, or entries refused for room above 1 % of the
+// write bytes (a drive too small for the workload).
+TEST(DrivesSimulate, RunThatMeasuredNoDriveIsAProblem) {
+    auto doc = [](double reqs, double read_gb, const nlohmann::json& cache, double written = 1e9) {
+        return nlohmann::json{
+            {"requests_completed", reqs},
+            {"summary",
+             {{"elapsed_time", 4.0},
+              {"cache_stats", {{"tier_storage_kv_bytes_read_gb", read_gb}, {"total_write_bytes", written}}}}},
+            {"kvio", {{"cache", cache}}}};
+    };
+    const nlohmann::json clean = {{"write_io_errors", 0}, {"failed_reads", 0}, {"capacity_refusals", 0}};
+    EXPECT_EQ(sim_run_problem(parse_sim_results(doc(10, 0.5, clean), "r")), "");
+    EXPECT_EQ(sim_run_problem(parse_sim_results(doc(0, 0.5, clean), "r")), "the simulation served no request");
+    EXPECT_NE(sim_run_problem(parse_sim_results(doc(10, 0, clean), "r")).find("did no storage I/O"), std::string::npos);
+    nlohmann::json io = {
+        {"write_io_errors", 26}, {"failed_reads", 1}, {"first_write_error", "write failed: No space left on device"}};
+    EXPECT_EQ(sim_run_problem(parse_sim_results(doc(10, 0.5, io), "r")),
+              "27 storage I/O error(s) in the simulation (first: write failed: No space left on device)");
+    // an older results file: failed_writes counts both kinds
+    EXPECT_NE(sim_run_problem(parse_sim_results(doc(10, 0.5, {{"failed_writes", 3}}), "r")).find("3 storage I/O"),
+              std::string::npos);
+    // refusals: 1 % of the write bytes is the line (kvio mlperf-check's rule)
+    nlohmann::json few = {{"capacity_refusals", 1}, {"capacity_refused_bytes", 1e7}};  // 0.99 % of 1.01e9
+    EXPECT_EQ(sim_run_problem(parse_sim_results(doc(10, 0.5, few), "r")), "");
+    nlohmann::json many = {{"capacity_refusals", 2}, {"capacity_refused_bytes", 2.5e8}};  // 20 %
+    EXPECT_EQ(sim_run_problem(parse_sim_results(doc(10, 0.5, many), "r")),
+              "2 entries (20.0 % of the write bytes) larger than the drive could hold, refused unwritten: the drive "
+              "is too small for this workload");
 }
 
 // The job asks fio for a bandwidth log per job; the job's own log lines would send it elsewhere and are dropped.
