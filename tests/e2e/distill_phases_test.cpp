@@ -23,8 +23,9 @@ namespace {
 using Loop = DistillLoops;
 
 // Traces `cmd` (a shell command line) on l.src, distills with --verify on l.dst; returns distill's --json.
-json trace_distill_verify(const Loop& l, const std::string& cmd, const std::string& extra = "") {
-    return trace_and_distill(l, cmd, "--verify " + extra);
+json trace_distill_verify(const Loop& l, const std::string& cmd, const std::string& extra = "",
+                          Replay replay = Replay::realtime) {
+    return trace_and_distill(l, cmd, "--verify " + extra, replay);
 }
 
 // The phases' mixes without their depths, neighbours of one mix taken together: (read %, size) per run of phases whose
@@ -265,7 +266,8 @@ TEST(DistillPhases, ConcurrentReaderAndWriter) {
                                    "time_based=1\nruntime=3\n"
                                    "[r]\nrw=randread\nbs=4k\niodepth=8\n"
                                    "[w]\nrw=randwrite\nbs=64k\niodepth=1\n");
-    json j = trace_distill_verify(l, "fio --output=/dev/null " + job);
+    // Its replay is flow pairs: not real-time (docs/testing.md, "Workloads at real-time priority").
+    json j = trace_distill_verify(l, "fio --output=/dev/null " + job, "", Replay::niced);
     std::string text = slurp(l.d.file("job.ini"));
     expect_faithful(j, 0, text, true, 80);  // the job's steady mix: about 90 % of the commands are reads
     auto s = io_sections(j);
@@ -312,7 +314,8 @@ TEST(DistillPhases, SyncWritesStaySyncWrites) {
 TEST(DistillPhases, KvioGenStoreAllThenLoadAll) {
     Loop l;
     json j = trace_distill_verify(
-        l, kvio_bin() + " gen -q --model llama3.1-8b --target " + l.src.path + " --num-chunks 4 --force");
+        l, kvio_bin() + " gen -q --model llama3.1-8b --target " + l.src.path + " --num-chunks 4 --force", "",
+        Replay::niced);  // the stores are a flow pair: not real-time
     std::string text = slurp(l.d.file("job.ini"));
     // The stores' 4 KiB slot headers are 2 % of the writes, one at each object's start. Drawn at random by bssplit
     // (Binomial(103, 0.02) per score window) the worst window's size TV was 0.037-0.074 in about one run of five; a
