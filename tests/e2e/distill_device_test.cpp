@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -97,14 +98,15 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
 }
 
 // Reads at QD 1, then 8, then 1 (one mix: 4 KiB random reads): phases of depths 1, 8, 1 in the job and a replay whose
-// phases match the trace's. A fio starved of CPU drops to depth 1-2 for a while inside the QD-8 part, which is then a
-// phase of its own (5 -> 5 in 1 run of 5 beside stress-ng --cpu 2), so the count is the trace's, at least 3.
-// The worst window's depth TV is the host's as much as the job's: with the same iodepth=8, the device's median depth
-// was 5 in a trace and 2-3 in its replay when either run was starved; measured 0.13-0.56 over 11 runs (beside
-// stress-ng --cpu 2: 0.41, 0.13, 0.19, 0.13, 0.48, 0.36, 0.15, 0.56) and 0.72 in a CI run at load ~10, so it is
-// printed, not bounded. The whole run's depth TV is bounded instead: 0.04-0.16 measured (0.16 in that CI run), while
-// a QD-8 part replayed at depth 1 would put its 6000 of 10000 commands at depth 1 (about 0.55): the bound is 0.4.
-// The depths themselves are asserted exactly. docs/distill.md, "Depth over time".
+// phases match the trace's, each phase's median depth within 1. The traced fio and the replay run realtime()
+// (docs/testing.md, "Workloads at real-time priority"): starved of CPU, fio dropped to depth 1-2 inside the QD-8 part
+// (an extra phase) and the worst window's depth TV was 0.61-0.65 in 3 runs beside stress-ng --cpu 2; at real-time
+// priority, 15 runs beside stress-ng --cpu 2 (load 6-28) gave phases 3 -> 3 every time, a worst window depth TV of
+// 0.01-0.28 (printed), and in the 5 that printed them phase depth medians 1 / 5 / 1 in trace and replay. The whole
+// run's time-weighted queue-depth TV is printed, not bounded: it follows how long the loop device's worker (an ordinary
+// kernel thread, not isolated) takes per command, and reached 0.49 in a replay whose every window matched (worst window
+// 0.04); two traces of this very job differ by up to 0.37 under load and 0.28 across devices quiet (docs/distill.md,
+// "The workload against itself"). docs/distill.md, "Depth over time".
 TEST(DistillDevice, DepthAlternatesOneEightOne) {
     Loops l;
     ASSERT_EQ(l.src.fill(64), 0);
@@ -122,7 +124,13 @@ TEST(DistillDevice, DepthAlternatesOneEightOne) {
     EXPECT_GE(ph["orig"].get<size_t>(), 3u) << ph.dump(1);
     EXPECT_EQ(ph["replay"], ph["orig"]) << ph.dump(1);
     EXPECT_TRUE(ph["in_order"].get<bool>()) << ph.dump(1);
-    EXPECT_LE(j["verify"]["qd_tv"].get<double>(), 0.4) << j["verify"]["summary"];
+    // Each phase's median depth, the replay's within 1 of the trace's: a QD-8 phase replayed at depth 1 fails.
+    ASSERT_EQ(ph["depth_median"]["orig"].size(), ph["depth_median"]["replay"].size()) << ph.dump(1);
+    for (size_t i = 0; i < ph["depth_median"]["orig"].size(); ++i)
+        EXPECT_LE(std::abs(ph["depth_median"]["orig"][i].get<int>() - ph["depth_median"]["replay"][i].get<int>()), 1)
+            << ph.dump(1);
+    std::cerr << "depth medians " << ph["depth_median"].dump() << ", whole-run queue-depth TV " << j["verify"]["qd_tv"]
+              << " (printed, not bounded)\n";
 }
 
 // 1280 KiB (and 256 KiB) reads at QD 4, then 1 MiB writes at QD 2: above max_segments x 4 KiB = 512 KiB of a loop

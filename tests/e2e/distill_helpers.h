@@ -18,20 +18,34 @@ struct DistillLoops {
     bool fill(uint64_t mib) const { return src.fill(mib) == 0 && dst.fill(mib) == 0; }
 };
 
-/// Traces `cmd` (a shell command line) on l.src, distills it onto l.dst with `extra` flags (e.g. "--verify"), checks
-/// that fio parses the job, and returns distill's --json.
-inline nlohmann::json trace_and_distill(const DistillLoops& l, const std::string& cmd, const std::string& extra) {
+/// Whether `kvio distill` (and so the replay `--verify` starts) runs realtime() or as the caller does: a replay with
+/// `flow` pairs must not run real-time (a job ahead of its partner spins; docs/testing.md, "Workloads at real-time
+/// priority").
+enum class Replay { realtime, niced };
+
+/// Traces `cmd` (a shell command line, run realtime(): the traced workloads block between I/Os) on l.src, distills it
+/// onto l.dst with `extra` flags (e.g. "--verify"), checks that fio parses the job, and returns distill's --json.
+/// `replay`: how distill runs; a realtime one whose job has `flow` pairs fails the test (use Replay::niced there).
+inline nlohmann::json trace_and_distill(const DistillLoops& l, const std::string& cmd, const std::string& extra,
+                                        Replay replay = Replay::realtime) {
     auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
-                 " -- sh -c '" + cmd + "'");
+                 " -- " + realtime(cmd));
     EXPECT_EQ(t.status, 0) << t.err << t.out;
-    auto r =
-        run("nice -n -20 " + kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
-            " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --json " + l.d.file("d.json") + " " + extra);
+    const std::string distill = kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
+                                " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --json " +
+                                l.d.file("d.json") + " " + extra;
+    auto r = run(replay == Replay::realtime ? realtime(distill) : "nice -n -20 " + distill);
     EXPECT_EQ(r.status, 0) << r.err << r.out;
     std::cerr << r.out;
     auto p = run("fio --parse-only " + l.d.file("job.ini"));
     EXPECT_EQ(p.status, 0) << "fio --parse-only rejected the job: " << p.err << "\n" << slurp(l.d.file("job.ini"));
-    return nlohmann::json::parse(slurp(l.d.file("d.json")));
+    auto j = nlohmann::json::parse(slurp(l.d.file("d.json")));
+    if (replay == Replay::realtime && j["job"].contains("sections"))
+        for (const auto& s : j["job"]["sections"])
+            EXPECT_FALSE(s["options"].contains("flow"))
+                << "a job with flow pairs replayed real-time: pass Replay::niced\n"
+                << slurp(l.d.file("job.ini"));
+    return j;
 }
 
 /// The sections that issue device commands (not the idle ones on the null engine); a one-section job as one.

@@ -34,6 +34,13 @@ std::string kvio_bin() {
     return b ? b : "build/kvio";
 }
 
+std::string realtime(const std::string& cmd) {
+    // Quoted for sh -c: every ' of cmd closes the quote, adds an escaped one and reopens it.
+    std::string q;
+    for (char c : cmd) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return "chrt -f 10 sh -c '" + q + "'";
+}
+
 std::string trace_in_background(const std::string& ready, const std::string& args, const std::string& var) {
     return "rm -f " + ready + "; " + kvio_bin() + " trace --ready-file " + ready + " " + args + " & " + var + "=$!; " +
            "for i in $(seq 600); do [ -e " + ready + " ] && break; sleep 0.05; done; ";

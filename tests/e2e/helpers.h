@@ -22,6 +22,10 @@ std::string kvio_bin();
 /// 30 s, until the trace is attached, so what the script does next is traced however long loading BPF takes on a busy
 /// machine (a fixed `sleep 1` there missed the workload at a load of 8 on 2 CPUs). Ends with "; ".
 std::string trace_in_background(const std::string& ready, const std::string& args, const std::string& var = "t");
+/// `cmd` (shell text) run under SCHED_FIFO at priority 10 (`chrt -f 10 sh -c CMD`), its children too: the traced
+/// workload, kvio's trace and the replay `kvio distill --verify` starts then keep their depth and pace beside CPU load
+/// (docs/testing.md, "Workloads at real-time priority": why, and why only for workloads that block between I/Os).
+std::string realtime(const std::string& cmd);
 /// Path of the kvio binary whose BPF object has the test hooks ($KVIO_TEST_HOOKS_BIN, default kvio-test-hooks beside
 /// kvio_bin()).
 std::string kvio_test_hooks_bin();

@@ -1,5 +1,6 @@
 // The test helpers' own promises: a test process killed before its destructors ran leaves a mount, a loop device
 // and their files behind; the next LoopDevice (reap_dead_tests_leftovers) removes them, and keeps a live process's.
+// realtime() runs a command SCHED_FIFO.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -73,4 +74,16 @@ TEST(TestHelpers, ReapsWhatAKilledTestLeftAndKeepsALiveOnes) {
     EXPECT_FALSE(fs::exists(mnts[0]));
     EXPECT_TRUE(attached(live.backing));
     EXPECT_TRUE(fs::exists(live.backing));
+}
+
+// realtime(): the command and what it starts run SCHED_FIFO at priority 10, and its text reaches sh unchanged
+// (single quotes included).
+TEST(TestHelpers, RealtimeRunsTheCommandAndItsChildrenSchedFifo) {
+    auto r = run(realtime("echo 'a b'; sh -c 'chrt -p $$'"));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("a b\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("scheduling policy: SCHED_FIFO"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("scheduling priority: 10"), std::string::npos) << r.out;
+    EXPECT_NE(run(realtime("chrt -p $$")).out.find("SCHED_FIFO"), std::string::npos);
+    EXPECT_EQ(run("chrt -p $$").out.find("SCHED_FIFO"), std::string::npos) << "the test itself runs SCHED_OTHER";
 }
