@@ -134,43 +134,20 @@ struct CacheFs {
     Ext4Mount fs;
 };
 
-/// Every rank file of `dir` records no capacity refusal and no failed read (kvio.cache). Known and not yet fixed: a
-/// storage write now and then meets ENOSPC on this filesystem although the rank's tier had room (2 of 3 runs, one
-/// write each, Option 2: the ranks' tier limits together overcommit the shared filesystem); such a write must be
-/// recorded as a write I/O error with that cause. Returns the rank files that have one.
-std::set<std::string> expect_no_failed_storage_ops(const std::string& dir) {
+/// Every rank file of `dir` records no failed storage operation of any kind (kvio.cache): each rank's storage share
+/// holds on the filesystem the ranks share (docs/mlperf-benchmark.md, "Each rank's share of a shared cache
+/// filesystem"). Before the share kept the bytes of writes cut at a trial's stop, 2 of 2 runs here had 1-2 writes
+/// fail with ENOSPC.
+void expect_no_failed_storage_ops(const std::string& dir) {
     int files = 0;
-    std::set<std::string> enospc;
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
         if (e.path().filename().string().rfind("kvcache_results_", 0) != 0) continue;
         ++files;
         const json c = load(e.path().string())["kvio"]["cache"];
-        for (const char* k : {"failed_reads", "capacity_refusals"})
+        for (const char* k : {"failed_reads", "failed_writes", "capacity_refusals", "write_io_errors"})
             EXPECT_EQ(c.value(k, json()), 0) << e.path() << ": " << k << " " << c.dump();
-        EXPECT_EQ(c.value("failed_writes", json()), c.value("write_io_errors", json())) << c.dump();
-        if (c.value("write_io_errors", 0) == 0) continue;
-        enospc.insert(e.path().string());
-        EXPECT_NE(c.value("first_write_error", std::string()).find("No space left on device"), std::string::npos)
-            << c.dump();
     }
     EXPECT_GT(files, 0) << dir;
-    return enospc;
-}
-
-/// The checker's output `out` but the kvioStorageIoErrors line of each file in `enospc` (each must have one).
-std::string beyond_enospc(const std::string& out, const std::set<std::string>& enospc) {
-    std::string rest, line;
-    std::istringstream in(out);
-    std::set<std::string> seen;
-    while (std::getline(in, line)) {
-        const std::string file = line.substr(0, line.find(": "));
-        if (enospc.count(file) && line.find("(rule kvioStorageIoErrors)") != std::string::npos)
-            seen.insert(file);
-        else
-            rest += line + "\n";
-    }
-    EXPECT_EQ(seen, enospc) << out;
-    return rest;
 }
 
 /// `kvio mlperf-check --allow-shortened` over a copy of `dir` changed by `plant`; returns its result.
@@ -194,7 +171,7 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("not a CLOSED submission"), std::string::npos) << r.err;
     // On a cache filesystem sized for the Options no storage operation fails (a too-small one: CacheTooSmall below).
-    const std::set<std::string> enospc = expect_no_failed_storage_ops(dir);
+    expect_no_failed_storage_ops(dir);
     // A client whose storage writes failed is said on the console with its count, as its rank file records it; one
     // that had none is not.
     for (int o = 1; o <= 3; ++o)
@@ -249,8 +226,8 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
 
     // The checker: the clean run passes (as a shortened run), and is refused as a submission.
     CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
-    EXPECT_EQ(c.status, enospc.empty() ? 0 : 1) << c.out << c.err;
-    EXPECT_EQ(beyond_enospc(c.out, enospc), "");
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+    EXPECT_EQ(c.out, "");
     c = run(kvio_bin() + " mlperf-check " + dir);
     EXPECT_EQ(c.status, 1);
     EXPECT_NE(c.out.find("not a CLOSED submission"), std::string::npos) << c.out;
@@ -295,14 +272,8 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
              json{{"benchmark_type", "kv_cache"},
                   {"parameters", {{"duration", 2}, {"gpu_mem_gb", 0.0}, {"generation_mode", "none"}}}});
     });
-    EXPECT_EQ(c.status, enospc.empty() ? 0 : 1) << c.out;
-    {  // the copy's only lines are the ENOSPC ones of its rank files, one each
-        std::istringstream in(c.out);
-        size_t lines = 0;
-        for (std::string line; std::getline(in, line); ++lines)
-            EXPECT_NE(line.find("(rule kvioStorageIoErrors)"), std::string::npos) << line;
-        EXPECT_EQ(lines, enospc.size()) << c.out;
-    }
+    EXPECT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(c.out, "");
     c = check_planted(dir, [](const std::string& d) {
         const json p = {{"model", "llama3.1-8b"}, {"num_users", 100},
                         {"duration", 60},         {"gpu_mem_gb", 16.0},
@@ -351,10 +322,10 @@ TEST(MlperfClosed, MpiRanksAreTheClients) {
     // 0 on every rank, which the checker rightly calls no storage measured).
     for (const auto& row : kRows) expect_option(dir, cache, s, row, 2, true);
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
-    const std::set<std::string> enospc = expect_no_failed_storage_ops(dir);
+    expect_no_failed_storage_ops(dir);
     const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
-    EXPECT_EQ(c.status, enospc.empty() ? 0 : 1) << c.out << c.err;
-    EXPECT_EQ(beyond_enospc(c.out, enospc), "");
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+    EXPECT_EQ(c.out, "");
 
     // Refused on every rank before anything is created: one filesystem for both, and --num-clients beside --mpi.
     const std::string other = results.path + "/run2";

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -266,4 +267,24 @@ TEST(MultiTurnCounts, ReadsCountWhenTheyHappenNotWhenTheRequestCompletes) {
     EXPECT_EQ(top["multi_turn_cache_hits"], 2);
     EXPECT_EQ(top["multi_turn_cache_misses"], 1);
     EXPECT_EQ(m.multi_turn_json()["cache_hits"], 2);
+}
+
+// Each of N clients' automatic storage limit on one shared filesystem (docs/mlperf-benchmark.md, "Each rank's share
+// of a shared cache filesystem"): whole blocks, and the N shares together within 95 % of what statvfs says an
+// unprivileged writer may still allocate (f_bavail); measured on this machine's /dev/shm and on fixed numbers.
+TEST(StorageShare, SharesOfOneFilesystemNeverPassItsRoom) {
+    const kvio::serving::FsRoom fixed{4096, 2419518};  // a 10 GiB ext4 as mkfs.ext4 leaves it
+    EXPECT_EQ(kvio::serving::shared_auto_capacity(fixed, 2), 1149271ull * 4096);
+    EXPECT_EQ(kvio::serving::shared_auto_capacity(fixed, 0), kvio::serving::shared_auto_capacity(fixed, 1));
+    const std::optional<kvio::serving::FsRoom> room = kvio::serving::dir_room("/dev/shm");
+    ASSERT_TRUE(room.has_value());
+    ASSERT_GT(room->block, 0u);
+    for (int n = 1; n <= 7; ++n) {
+        const uint64_t share = kvio::serving::shared_auto_capacity(*room, n);
+        EXPECT_EQ(share % room->block, 0u) << n;
+        const double usable = 0.95 * double(room->avail_blocks) * double(room->block);
+        EXPECT_LE(double(share) * n, usable) << n;
+        EXPECT_GT(double(share) * n + double(room->block) * n, usable - double(room->block)) << n;
+    }
+    EXPECT_FALSE(kvio::serving::dir_room("/nonexistent-kvio-unit").has_value());
 }

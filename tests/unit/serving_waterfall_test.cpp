@@ -220,6 +220,25 @@ TEST(Waterfall, AbortedWriteReleasesItsReservation) {
     EXPECT_TRUE(p.begin_allocate("x"));  // may be tried again
 }
 
+// A storage write cut at the stop leaves its file until the tier closes (docs/simulate.md, "Stop rules"): its bytes
+// stay claimed, so a write of the drain cannot take room the filesystem does not have (before, the room was released
+// at the cut and several ranks' drains overcommitted a shared cache filesystem: ENOSPC).
+TEST(Waterfall, CutWriteStaysClaimedUntilTheTierCloses) {
+    WaterfallPolicy p({0, 1000});
+    ASSERT_TRUE(p.begin_allocate("x"));
+    PlaceStep s = p.place_step(600);
+    ASSERT_EQ(s.kind, PlaceStep::Kind::Reserved);
+    p.hold_cut_write("x", s.tier, 600);
+    EXPECT_EQ(p.usage(1).claimed, 600u);
+    EXPECT_EQ(p.usage(1).reserved, 0u);
+    EXPECT_FALSE(p.contains("x"));
+    ASSERT_TRUE(p.begin_allocate("y"));
+    EXPECT_NE(p.place_step(600).kind, PlaceStep::Kind::Reserved) << "600 more bytes on a 1000-byte tier holding 600";
+    const PlaceStep fits = p.place_step(400);
+    ASSERT_EQ(fits.kind, PlaceStep::Kind::Reserved);
+    EXPECT_EQ(p.usage(1).claimed, 1000u);
+}
+
 TEST(Waterfall, ExistingOrInFlightKeyIsNotAllocatedTwice) {
     WaterfallPolicy p({0, 1000});
     ASSERT_TRUE(p.begin_allocate("k"));

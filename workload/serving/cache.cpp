@@ -480,7 +480,11 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
     try {
         tm = m.be(tier).write(key, size, EntryData(*m.pool, key_hash(key, m.seed)));
     } catch (const OpCut& e) {
-        m.policy->abort_write(key, tier, size);
+        // A cut storage write's file stays until the tier closes: its bytes stay claimed (hold_cut_write).
+        if (t == Tier::Storage)
+            m.policy->hold_cut_write(key, tier, size);
+        else
+            m.policy->abort_write(key, tier, size);
         std::lock_guard<std::mutex> g(m.stats_mu);
         m.count_cut(e.bytes_moved);
         res.tier = t;

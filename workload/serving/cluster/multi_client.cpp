@@ -29,6 +29,7 @@
 #include "workload/serving/line_prefix.h"
 #include "workload/serving/results/report.h"
 #include "workload/serving/tiers/remote_tier.h"
+#include "workload/serving/tiers/storage_common.h"
 
 namespace kvio::serving {
 
@@ -42,9 +43,9 @@ std::string host_name() {
     return h;
 }
 
-/// 95 % of the free space of the filesystem that holds `dir` (or its nearest existing parent), in GiB: the
-/// storage tier's automatic limit (cache.cpp), here shared by the clients of one host.
-double auto_capacity_gib(std::string dir) {
+/// One of `clients` clients' share of the storage tier's automatic limit on the filesystem that holds `dir` (or its
+/// nearest existing parent), in GiB (shared_auto_capacity: 95 % of f_bavail, whole blocks per client).
+double auto_capacity_gib(std::string dir, int clients) {
     namespace fs = std::filesystem;
     if (dir.empty()) {
         const char* tmp = std::getenv("TMPDIR");
@@ -53,9 +54,9 @@ double auto_capacity_gib(std::string dir) {
     fs::path p = fs::absolute(dir);
     std::error_code ec;
     while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
-    struct statvfs v {};
-    if (::statvfs(p.c_str(), &v) != 0) throw Error("simulate: statvfs " + p.string() + ": " + std::strerror(errno));
-    return double(v.f_bavail) * double(v.f_frsize) * 0.95 / (1024.0 * 1024.0 * 1024.0);
+    const std::optional<FsRoom> room = dir_room(p.string());
+    if (!room) throw Error("simulate: statvfs " + p.string() + ": " + std::strerror(errno));
+    return double(shared_auto_capacity(*room, clients)) / (1024.0 * 1024.0 * 1024.0);
 }
 
 void write_byte(int fd) {
@@ -195,7 +196,7 @@ std::string mpi_flag_without_launcher(const std::function<const char*(const char
 
 void share_storage_capacity(SimConfig& c, int clients_on_host) {
     if (c.storage_capacity_gb <= 0 && c.io_trace_log.empty() && clients_on_host > 1)
-        c.storage_capacity_gb = auto_capacity_gib(c.cache_dir) / clients_on_host;
+        c.storage_capacity_gb = auto_capacity_gib(c.cache_dir, clients_on_host);
 }
 
 std::string write_merged_result(const SimConfig& c, const nlohmann::ordered_json& merged, std::ostream* console) {

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <cstring>
@@ -61,10 +62,20 @@ std::vector<std::string> remove_dead_temp_cache_dirs(const std::string& parent) 
     return removed;
 }
 
+std::optional<FsRoom> dir_room(const std::string& dir) {
+    struct statvfs v {};
+    if (::statvfs(dir.c_str(), &v) != 0) return std::nullopt;
+    return FsRoom{uint64_t(v.f_frsize), uint64_t(v.f_bavail)};
+}
+
+uint64_t shared_auto_capacity(const FsRoom& room, int clients) {
+    const uint64_t usable_blocks = uint64_t(double(room.avail_blocks) * 0.95);  // rounded down: whole blocks
+    return usable_blocks / uint64_t(std::max(clients, 1)) * room.block;
+}
+
 uint64_t dir_auto_capacity(const std::string& dir) {
-    struct statvfs v;
-    if (::statvfs(dir.c_str(), &v) != 0) return kUnlimited;
-    return uint64_t(double(v.f_bavail) * double(v.f_frsize) * 0.95);
+    const std::optional<FsRoom> r = dir_room(dir);
+    return r ? shared_auto_capacity(*r, 1) : kUnlimited;
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> merge_adjacent(const std::vector<std::pair<uint64_t, uint64_t>>& e) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,20 @@ namespace kvio::serving {
 std::string errno_text(const std::string& what, const std::string& path);
 /// Deletes every `*.npy` in `dir` (the benchmark does so at start). Throws kvio::Error if `dir` cannot be read.
 void delete_npy_files(const std::string& dir);
-/// statvfs(dir) f_bavail × f_frsize × 0.95 (docs/mlperf-benchmark.md, "Tiers and the waterfall"), or kUnlimited when
-/// statvfs fails.
+/// What statvfs(3) says of a filesystem's room: its allocation unit (f_frsize, bytes) and the units an unprivileged
+/// writer may still allocate (f_bavail: the root-reserved blocks and the filesystem's own metadata reserve left out).
+struct FsRoom {
+    uint64_t block = 0;         ///< f_frsize, bytes
+    uint64_t avail_blocks = 0;  ///< f_bavail, units of `block`
+};
+/// statvfs of `dir`; nullopt when it fails.
+std::optional<FsRoom> dir_room(const std::string& dir);
+/// The storage tier's automatic limit of one of `clients` clients whose cache directories share one filesystem
+/// (docs/mlperf-benchmark.md, "Tiers and the waterfall", and "Each rank's share of a shared cache filesystem"): 95 % of
+/// f_bavail, whole blocks, split into `clients` whole-block shares, so the shares together never pass 95 % of what
+/// statvfs says is free. Bytes; `clients` < 1 counts as 1.
+uint64_t shared_auto_capacity(const FsRoom& room, int clients);
+/// shared_auto_capacity(dir_room(dir), 1), or kUnlimited when statvfs fails.
 uint64_t dir_auto_capacity(const std::string& dir);
 /// `e` ({dev_off, len} in order) with physically adjacent pieces joined: FIEMAP may list one contiguous run as
 /// several extents (ext4 splits its extent records, e.g. where unwritten blocks were converted), but the block

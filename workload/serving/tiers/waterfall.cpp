@@ -164,6 +164,14 @@ void WaterfallPolicy::abort_write(const std::string& key, int tier, uint64_t byt
     changed();
 }
 
+void WaterfallPolicy::hold_cut_write(const std::string& key, int tier, uint64_t bytes) {
+    std::lock_guard<std::mutex> g(mu_);
+    st_[tier].reserved -= fp(tier, bytes);
+    st_[tier].held += fp(tier, bytes);
+    writing_.erase(key);
+    changed();
+}
+
 void WaterfallPolicy::finish_demotion(const WaterfallAction& a, bool ok) {
     std::lock_guard<std::mutex> g(mu_);
     st_[a.to].reserved -= fp(a.to, a.bytes);

@@ -100,6 +100,10 @@ public:
     void commit_write(const std::string& key, int tier, uint64_t bytes);
     /// The write failed or was given up: the reservation is released, nothing becomes resident.
     void abort_write(const std::string& key, int tier, uint64_t bytes);
+    /// The write was cut at the stop and its bytes stay on the tier until the tier is closed (the storage tiers
+    /// remove a cut write's file at their end, docs/simulate.md, "Stop rules"): nothing becomes resident, but the
+    /// reservation stays claimed, so the writes of the drain never count on room the filesystem does not have.
+    void hold_cut_write(const std::string& key, int tier, uint64_t bytes);
     /// Ends a begin_allocate() that never got a reservation.
     void end_allocate(const std::string& key);
 
@@ -156,7 +160,8 @@ private:
     struct TierState {
         std::set<LruKey> lru;
         uint64_t resident = 0, reserved = 0, leaving = 0, entries = 0;
-        uint64_t claimed() const { return resident + reserved; }
+        uint64_t held = 0;  ///< bytes of cut writes still on the tier (hold_cut_write)
+        uint64_t claimed() const { return resident + reserved + held; }
     };
 
     /// The first tier after `t` that is not down (tiers() when none is).
