@@ -236,6 +236,21 @@ std::string joined(const CheckReport& r) {
 
 const CheckOptions kShortened{.allow_shortened = true};
 
+/// Rank file (trial `t`, rank `n`) of the synthetic run as kvio's CLOSED run places it: its parameters
+/// (kvio.config.flags, trial length `seconds`, its own path as `output`) and its kvio.mlperf_closed marks.
+void mark_as_kvio(const std::string& dir, int t, int n, int seconds) {
+    const std::string f = rank_file(dir, t, n);
+    auto rk = load_json(f);
+    rk["kvio"]["config"]["flags"] = closed_option_parameters(closed_option(1), seconds);
+    rk["kvio"]["config"]["flags"]["output"] = f;
+    rk["kvio"]["mlperf_closed"] = {{"option", 1},
+                                   {"trial", t},
+                                   {"rank", n},
+                                   {"closed_submission", false},
+                                   {"not_a_closed_submission", "shortened"}};
+    save_json(f, rk);
+}
+
 }  // namespace
 
 // The synthetic run is clean; a run stopped after two trials (its summary aggregates trial_count 2) is checked over
@@ -358,7 +373,8 @@ TEST(MlperfCheckDir, AnUnreadableSummaryIsOneProblem) {
     const CheckReport r = check_results_dir(d.path, {});
     // Options 2 and 3 are missing from this one-Option run: two problems of their own, and nothing more.
     ASSERT_EQ(r.problems.size(), 3u) << joined(r);
-    EXPECT_EQ(r.problems[0].rfind(sp + ": not valid JSON (", 0), 0u) << joined(r);
+    // FILE:LINE:COLUMN of where the parser stopped: the end of the cut-off text (24 bytes).
+    EXPECT_EQ(r.problems[0].rfind(sp + ":1:25: not valid JSON (", 0), 0u) << joined(r);
     EXPECT_EQ(joined(r).find("options["), std::string::npos) << joined(r);
     EXPECT_EQ(r.rank_files, 6);
 }
@@ -373,7 +389,7 @@ TEST(MlperfCheckDir, ABrokenNewerSummaryDoesNotHideTheReadableOne) {
     std::ofstream(broken) << "{\"total_ranks\": 2, \"opti";
     const CheckReport r = check_results_dir(d.path, {});
     ASSERT_EQ(r.problems.size(), clean.problems.size() + 1) << joined(r);
-    EXPECT_EQ(r.problems[0].rfind(broken + ": not valid JSON (", 0), 0u) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(broken + ":1:25: not valid JSON (", 0), 0u) << joined(r);
     bool said = false;
     for (const auto& n : r.notes)
         said = said || n.find("checked " + sp + ", the newest readable one") != std::string::npos;
@@ -416,23 +432,24 @@ TEST(MlperfCheckDir, OneParameterProblemOfManyRankFilesIsOneLine) {
     ScratchDir d("/var/tmp");
     const std::string sp = write_synthetic_run(d.path, 3);
     for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    for (int t = 0; t < 3; ++t)
         for (int n = 0; n < 2; ++n) {
-            const std::string f = rank_file(d.path, t, n);
-            auto rk = load_json(f);
-            rk["kvio"]["config"]["flags"] = closed_option_parameters(closed_option(1), 2);
-            save_json(f, rk);
+            auto rk = load_json(rank_file(d.path, t, n));
+            rk["kvio"]["config"]["flags"]["max_concurrent_allocs"] = 4;
+            save_json(rank_file(d.path, t, n), rk);
         }
-    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty());
-    std::ofstream(sp, std::ios::trunc) << "{\"total_ranks\": 2, \"opti";
     const CheckReport r = check_results_dir(d.path, kShortened);
-    std::vector<std::string> durations;
+    std::vector<std::string> allocs;
     for (const auto& p : r.problems)
-        if (p.find("duration") != std::string::npos) durations.push_back(p);
-    ASSERT_EQ(durations.size(), 1u) << joined(r);
-    EXPECT_EQ(durations[0],
+        if (p.find("max_concurrent_allocs") != std::string::npos) allocs.push_back(p);
+    ASSERT_EQ(allocs.size(), 1u) << joined(r);
+    EXPECT_EQ(allocs[0],
               d.path +
-                  "/option_1: duration 2 in 6 rank files (trial_0/rank_0, trial_0/rank_1, trial_1/rank_0, "
-                  "trial_1/rank_1, trial_2/rank_0, trial_2/rank_1), Option 1 requires 300 (rule "
+                  "/option_1: max_concurrent_allocs 4 in 6 rank files (trial_0/rank_0, trial_0/rank_1, trial_1/rank_0, "
+                  "trial_1/rank_1, trial_2/rank_0, trial_2/rank_1), Option 1 requires 16 (rule "
                   "kvcacheFixedWorkloadPerOption)");
     // One rank file alone keeps its own line, naming the file.
     auto rk = load_json(rank_file(d.path, 1, 1));
@@ -440,6 +457,98 @@ TEST(MlperfCheckDir, OneParameterProblemOfManyRankFilesIsOneLine) {
     save_json(rank_file(d.path, 1, 1), rk);
     const std::string all = joined(check_results_dir(d.path, kShortened));
     EXPECT_NE(all.find(rank_file(d.path, 1, 1) + ": num_users 7, Option 1 requires 200 (rule "), std::string::npos)
+        << all;
+}
+
+// --allow-shortened still applies when no summary is readable: the rank files' own marks (kvio.mlperf_closed
+// closed_submission false) and parameters say the run was shortened and what its trial length was, so the 2 s trials
+// are not reported against 300 s; a rank file whose duration differs from the others' still is. Without
+// --allow-shortened the same files are checked against the Option's 300 s.
+TEST(MlperfCheckDir, AllowShortenedAppliesWithoutAReadableSummary) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    for (const bool remove : {false, true}) {
+        SCOPED_TRACE(remove ? "no summary" : "unreadable summary");
+        if (remove)
+            fs::remove(sp);
+        else
+            std::ofstream(sp, std::ios::trunc) << "{\"total_ranks\": 2, \"opti";
+        const CheckReport r = check_results_dir(d.path, kShortened);
+        EXPECT_EQ(joined(r).find("duration"), std::string::npos) << joined(r);
+        ASSERT_EQ(r.problems.size(), 1u) << joined(r);  // the summary's own problem, no more
+        EXPECT_EQ(r.problems[0].rfind(remove ? d.path + ": no kvcache_run_summary" : sp + ":1:25: not valid JSON", 0),
+                  0u)
+            << joined(r);
+        EXPECT_EQ(r.rank_files, 6);
+        EXPECT_NE(joined(check_results_dir(d.path, {})).find("duration 2 in 6 rank files"), std::string::npos);
+    }
+    auto rk = load_json(rank_file(d.path, 2, 0));
+    rk["kvio"]["config"]["flags"]["duration"] = 3;
+    save_json(rank_file(d.path, 2, 0), rk);
+    EXPECT_NE(
+        joined(check_results_dir(d.path, kShortened))
+            .find(rank_file(d.path, 2, 0) + ": duration 3, Option 1 requires 2 (rule kvcacheFixedWorkloadPerOption)"),
+        std::string::npos)
+        << joined(check_results_dir(d.path, kShortened));
+}
+
+// What a full results disk left before the run refused to place an unmarked file: a rank file moved into place as
+// its client wrote it (no kvio.mlperf_closed, kvio.config.flags.output naming the client's temporary name). Each is
+// named, as is a mark for another trial or rank.
+TEST(MlperfCheckDir, ARankFileWithoutItsRunsMarksIsAProblem) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    auto rk = load_json(rank_file(d.path, 0, 1));
+    rk["kvio"].erase("mlperf_closed");
+    rk["kvio"]["config"]["flags"]["output"] = d.path + "/option_1/trial_0/kvio_merged_results.json.rank1.json";
+    save_json(rank_file(d.path, 0, 1), rk);
+    rk = load_json(rank_file(d.path, 2, 0));
+    rk["kvio"]["mlperf_closed"]["trial"] = 1;
+    save_json(rank_file(d.path, 2, 0), rk);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    const std::string all = joined(r);
+    EXPECT_EQ(r.problems.size(), 3u) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 0, 1) + ": no kvio.mlperf_closed: the CLOSED run did not mark this rank file"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(rank_file(d.path, 0, 1) + ": kvio.config.flags.output \"" + d.path +
+                       "/option_1/trial_0/kvio_merged_results.json.rank1.json\" is not this file"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(rank_file(d.path, 2, 0) + ": kvio.mlperf_closed.trial 1, the file is trial 2's"),
+              std::string::npos)
+        << all;
+    // A results directory moved after the run (its recorded output under another root) is still its own file.
+    ScratchDir moved("/var/tmp");
+    write_synthetic_run(moved.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            mark_as_kvio(moved.path, t, n, 2);
+            auto m = load_json(rank_file(moved.path, t, n));
+            m["kvio"]["config"]["flags"]["output"] =
+                "/elsewhere/run/" + rank_dir_name(1, t, n) + "/kvcache_results_20260101_000000.json";
+            save_json(rank_file(moved.path, t, n), m);
+        }
+    EXPECT_TRUE(check_results_dir(moved.path, kShortened).problems.empty())
+        << joined(check_results_dir(moved.path, kShortened));
+}
+
+// A JSON file the checker cannot parse is named with the line and column where the parser stopped: a rank file, a
+// summary (above) and an mlpstorage metadata file.
+TEST(MlperfCheckDir, ParseErrorsNameFileLineAndColumn) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    std::ofstream(rank_file(d.path, 1, 0), std::ios::trunc) << "{\n  \"seed\": 42,\n  \"summary\": ]\n}\n";
+    std::ofstream(d.path + "/kv_cache_20261204_120000_metadata.json") << "{\"parameters\": {\n\n\"model\" 1}}";
+    const std::string all = joined(check_results_dir(d.path, kShortened));
+    EXPECT_NE(all.find(rank_file(d.path, 1, 0) + ":3:14: not valid JSON (syntax error"), std::string::npos) << all;
+    EXPECT_NE(all.find(d.path + "/kv_cache_20261204_120000_metadata.json:3:9: not valid JSON ("), std::string::npos)
         << all;
 }
 

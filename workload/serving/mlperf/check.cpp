@@ -1,11 +1,14 @@
 #include "workload/serving/mlperf/check.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +34,9 @@ struct RunShape {
     int64_t trial_seconds = 300;
     bool shortened = false;
     bool summary_unreadable = false;  ///< present but not a JSON object: its aggregates cannot be compared
+    /// kvio's CLOSED run wrote the directory (its summary has kvio.metadata, or a rank file kvio.mlperf_closed): every
+    /// rank file kvio wrote then carries kvio.mlperf_closed.
+    bool kvio_marked = false;
     /// With CheckOptions::allow_shortened, the parameters kvio recorded per Option (kvio.metadata.option_parameters).
     Json recorded_parameters = Json::object();
 };
@@ -68,14 +74,43 @@ int64_t int_field(const Json& doc, const char* key, int64_t fallback, const std:
     return fallback;
 }
 
-/// A parsed JSON document, or a problem ("PATH: not valid JSON (...)", "PATH: not a JSON object") and null.
+/// The JSON document in `path`. Throws kvio::Error "PATH: cannot read: REASON", or "PATH:LINE:COLUMN: not valid JSON
+/// (what is wrong)" with the line and column (both from 1) of the byte where the parser stopped.
+Json parse_json_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(path + ": cannot read: " + std::strerror(errno));
+    std::ostringstream buf;
+    buf << f.rdbuf();
+    const std::string text = buf.str();
+    try {
+        return Json::parse(text);
+    } catch (const Json::parse_error& e) {
+        // e.byte: 1-based index of the last byte read, the one the parser stopped at.
+        const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+        size_t line = 1, column = 1;
+        for (size_t i = 0; i < at; ++i) {
+            if (text[i] == '\n')
+                ++line, column = 1;
+            else
+                ++column;
+        }
+        std::string why = e.what();
+        if (const size_t k = why.find(": ", why.find("parse error")); k != std::string::npos) why = why.substr(k + 2);
+        throw Error(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not valid JSON (" + why +
+                    ")");
+    } catch (const Json::exception& e) {  // parsed, but a value nlohmann cannot hold (1e400)
+        throw Error(path + ": not valid JSON (" + e.what() + ")");
+    }
+}
+
+/// A parsed JSON document, or a problem ("PATH:LINE:COLUMN: not valid JSON (...)", "PATH: not a JSON object") and
+/// null.
 Json load_object(const std::string& path, CheckReport& rep) {
     Json doc;
     try {
-        std::ifstream f(path);
-        doc = Json::parse(f);
+        doc = parse_json_file(path);
     } catch (const std::exception& e) {
-        rep.problems.push_back(path + ": not valid JSON (" + e.what() + ")");
+        rep.problems.push_back(e.what());
         return Json();
     }
     if (doc.is_object()) return doc;
@@ -108,6 +143,66 @@ int ranks_on_disk(const std::string& dir) {
         }
     }
     return n;
+}
+
+/// Whether any rank file under `dir` (option_<O>/trial_<T>/rank_<N>/kvcache_results_*.json) carries kvio.mlperf_closed.
+bool any_rank_file_marked(const std::string& dir) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        if (it.depth() != 3 || it->path().filename().string().rfind("kvcache_results_", 0) != 0) continue;
+        try {
+            if (at_path(parse_json_file(it->path().string()), {"kvio", "mlperf_closed"}).is_object()) return true;
+        } catch (const std::exception&) {}
+    }
+    return false;
+}
+
+/// With --allow-shortened and no readable summary: what kvio recorded in the rank files themselves (each carries
+/// kvio.mlperf_closed and its parameters in kvio.config.flags) says whether the run was shortened, its Options
+/// (those with an option_<O>/), its trial length (the first rank file's duration) and a CPU tier --test-cpu-mem-gb
+/// changed; the parameters are then checked against those. A run whose rank files carry no such mark is left as
+/// it is (checked as a CLOSED submission).
+void shape_from_rank_files(const std::string& dir, RunShape& s, CheckReport& rep) {
+    std::map<int, Json> flags_of;  // Option -> the flags of its first marked rank file
+    for (int opt = 1; opt <= 3; ++opt) {
+        const std::string odir = dir + "/option_" + std::to_string(opt);
+        std::error_code ec;
+        if (!fs::is_directory(odir, ec)) continue;
+        for (const auto& t : fs::directory_iterator(odir, ec))
+            for (const auto& r : fs::directory_iterator(t.path(), ec)) {
+                if (flags_of.count(opt)) break;
+                const auto files = rank_result_files(r.path().string());
+                if (files.empty()) continue;
+                Json doc;
+                try {
+                    doc = parse_json_file(files.front());
+                } catch (const std::exception&) {
+                    continue;  // its own problem when the Option is checked
+                }
+                const Json& mark = at_path(doc, {"kvio", "mlperf_closed"});
+                const Json& flags = at_path(doc, {"kvio", "config", "flags"});
+                if (field_or_null(mark, "closed_submission") == false && flags.is_object()) flags_of[opt] = flags;
+            }
+    }
+    if (flags_of.empty()) return;
+    s.shortened = true;
+    s.options.clear();
+    for (const auto& [opt, flags] : flags_of) s.options.push_back(opt);
+    const Json& duration = field_or_null(flags_of.begin()->second, "duration");
+    if (duration.is_number_integer()) s.trial_seconds = duration.get<int64_t>();
+    for (const auto& [opt, flags] : flags_of) {
+        const ClosedOption& row = closed_option(opt);
+        Json want = closed_option_parameters(row, s.trial_seconds);
+        if (const Json& cpu = field_or_null(flags, "cpu_mem_gb");
+            row.cpu_mem_gb > 0 && cpu.is_number() && cpu.get<double>() > 0)
+            want["cpu_mem_gb"] = cpu;  // --test-cpu-mem-gb: the one parameter a shortened run changes
+        s.recorded_parameters[std::to_string(opt)] = want;
+    }
+    rep.notes.push_back(dir +
+                        ": no readable summary: the run's rank files say it is not a CLOSED submission; checked "
+                        "against the trial length (" +
+                        std::to_string(s.trial_seconds) + " s) and Options they record");
 }
 
 RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& rep) {
@@ -163,6 +258,8 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
         const Json& params = field_or_null(meta, "option_parameters");
         if (params.is_object()) s.recorded_parameters = params;
     }
+    if (o.allow_shortened && (summaries.empty() || s.summary_unreadable)) shape_from_rank_files(dir, s, rep);
+    s.kvio_marked = at_path(s.summary, {"kvio", "metadata"}).is_object() || any_rank_file_marked(dir);
     s.trials = int(int_field(s.summary, "trials_per_option", kClosedTrials, s.summary_path, rep));
     if (s.trials != kClosedTrials)
         rep.problems.push_back(s.summary_path + ": trials_per_option " + std::to_string(s.trials) +
@@ -291,10 +388,53 @@ void report_param_mismatches(const std::string& odir, const ClosedOption& opt, c
     }
 }
 
+/// The last `n` components of `p` ("option_1/trial_0/rank_0/kvcache_results_X.json" for 4).
+std::string tail_of(const fs::path& p, int n) {
+    std::vector<std::string> parts;
+    for (const auto& c : p.lexically_normal()) parts.push_back(c.string());
+    std::string out;
+    for (size_t i = parts.size() > size_t(n) ? parts.size() - size_t(n) : 0; i < parts.size(); ++i)
+        out += (out.empty() ? "" : "/") + parts[i];
+    return out;
+}
+
+/// The marks kvio's CLOSED run puts in every rank file it places (docs/mlperf-benchmark.md, "Checking a results
+/// directory: kvio mlperf-check"): kvio.mlperf_closed for this Option, trial and rank (its closed_submission agreeing
+/// with the summary's), and kvio.config.flags.output naming the file itself, not the client's temporary name. A file
+/// without them was moved into place unmarked (a full results disk) or comes from another run (rule
+/// kvioRankFileMarks: kvio's name, the rules have none for it).
+void check_rank_marks(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
+                      const RunShape& s, CheckReport& rep) {
+    if (!at_path(doc, {"kvio", "config"}).is_object()) return;  // not written by kvio: nothing to compare
+    const Json& mark = at_path(doc, {"kvio", "mlperf_closed"});
+    if (s.kvio_marked && !mark.is_object())
+        rep.problems.push_back(path +
+                               ": no kvio.mlperf_closed: the CLOSED run did not mark this rank file (placed unmarked, "
+                               "e.g. on a full results disk): not a result of the run (rule kvioRankFileMarks)");
+    if (mark.is_object()) {
+        const std::vector<std::pair<const char*, int>> want = {
+            {"option", opt.option}, {"trial", trial}, {"rank", rank}};
+        for (const auto& [k, v] : want)
+            if (const Json& got = field_or_null(mark, k); !got.is_number_integer() || got.get<int64_t>() != v)
+                rep.problems.push_back(path + ": kvio.mlperf_closed." + k + " " + fmt(got) + ", the file is " + k +
+                                       " " + std::to_string(v) + "'s (rule kvioRankFileMarks)");
+        if (s.shortened && field_or_null(mark, "closed_submission") == true)
+            rep.problems.push_back(path +
+                                   ": kvio.mlperf_closed.closed_submission true, the summary says the run is not a "
+                                   "CLOSED submission (rule kvioRankFileMarks)");
+    }
+    const Json& out = at_path(doc, {"kvio", "config", "flags", "output"});
+    if (out.is_string() && !out.get<std::string>().empty() && tail_of(out.get<std::string>(), 4) != tail_of(path, 4))
+        rep.problems.push_back(path + ": kvio.config.flags.output " + out.dump() +
+                               " is not this file: its results were written under another name and moved unmarked "
+                               "(rule kvioRankFileMarks)");
+}
+
 /// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
 /// cache directory.
-void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int rank, const RunShape& s,
-                     std::map<std::string, std::string>& cache_dirs, ParamMismatches& mismatches, CheckReport& rep) {
+void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
+                     const RunShape& s, std::map<std::string, std::string>& cache_dirs, ParamMismatches& mismatches,
+                     CheckReport& rep) {
     const int64_t want_seed = kClosedSeed + rank;
     const Json& seed = field_or_null(doc, "seed");
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
@@ -310,6 +450,7 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     }
     check_rank_figures(path, doc, rep);
     check_rank_failures(path, doc, rep);
+    check_rank_marks(path, doc, opt, trial, rank, s, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
         rep.notes.push_back(path +
@@ -399,7 +540,7 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             const Json doc = load_object(files.front(), rep);
             if (doc.is_null()) continue;  // not read: its own problem says why, and the count line leaves it out
             ++rep.rank_files;
-            check_rank_file(files.front(), doc, opt, n, s, cache_dirs, mismatches, rep);
+            check_rank_file(files.front(), doc, opt, t, n, s, cache_dirs, mismatches, rep);
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
