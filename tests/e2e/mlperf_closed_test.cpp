@@ -150,6 +150,20 @@ void expect_no_failed_storage_ops(const std::string& dir) {
     EXPECT_GT(files, 0) << dir;
 }
 
+/// The console line a CLOSED run prints for client `n` of Option `o`, trial `t` whose kvio.cache `kc` records failed
+/// storage writes: their count and its two kinds (capacity_refusals, write_io_errors) as the rank file counts them.
+std::string client_failed_writes_line(int o, int t, int n, const json& kc) {
+    const uint64_t refused = kc.value("capacity_refusals", uint64_t(0)), io = kc.value("write_io_errors", uint64_t(0));
+    std::string line = "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) + " (" +
+                       std::to_string(t + 1) + "/3): client " + std::to_string(n) + ": " +
+                       std::to_string(kc.value("failed_writes", uint64_t(0))) + " storage writes failed: " +
+                       std::to_string(refused) + " capacity refusal" + (refused == 1 ? "" : "s");
+    if (refused)
+        line += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
+                " bytes no tier could hold, refused unwritten)";
+    return line + ", " + std::to_string(io) + " I/O error" + (io == 1 ? "" : "s") + " (not counted as done; first: ";
+}
+
 /// `kvio mlperf-check --allow-shortened` over a copy of `dir` changed by `plant`; returns its result.
 CmdResult check_planted(const std::string& dir, const std::function<void(const std::string&)>& plant) {
     TempDir copy;
@@ -182,9 +196,7 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
                 if (f.empty()) continue;  // expect_option names a missing rank file
                 const json kc = load(f)["kvio"].value("cache", json::object());
                 const uint64_t failed = kc.value("failed_writes", uint64_t(0));
-                const std::string line = "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) +
-                                         " (" + std::to_string(t + 1) + "/3): client " + std::to_string(n) + ": " +
-                                         std::to_string(failed) + " storage writes failed";
+                const std::string line = client_failed_writes_line(o, t, n, kc);
                 if (failed)
                     EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
                 else if (kc.value("failed_reads", uint64_t(0)) == 0)
@@ -571,10 +583,22 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
     EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache.path + "/kv/rank_" + std::to_string(n))) << r.err;
     EXPECT_TRUE(files_named(dir, "kvio_merged_results.rank").empty()) << r.err;
+    // A rank file in place is a marked one, naming itself: results that could not be marked (the disk filled between
+    // the client's write and the marked copy) are removed and named, never left looking complete.
     for (const auto& f : files_named(dir, "kvcache_results_")) {
         EXPECT_NE(f.find("/option_1/trial_0/rank_"), std::string::npos) << f;
-        EXPECT_NO_THROW(load(f)) << f;
+        json d;
+        ASSERT_NO_THROW(d = load(f)) << f;
+        EXPECT_TRUE(d["kvio"]["mlperf_closed"].is_object()) << f;
+        EXPECT_EQ(d["kvio"]["config"]["flags"]["output"], f) << f;
     }
+    if (r.err.find(": not written: ") != std::string::npos)
+        EXPECT_NE(r.err.find("removed: results that cannot carry the run's marks are no result of it)"),
+                  std::string::npos)
+            << r.err;
+    const CmdResult chk = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(chk.status, 1) << chk.out;
+    EXPECT_EQ(chk.out.find("kvioRankFileMarks"), std::string::npos) << chk.out;
     EXPECT_FALSE(fs::exists(dir + "/option_1/trial_1")) << "the protocol ran on after a failed trial: " << r.err;
     EXPECT_NE(r.err.find(": the protocol stops here"), std::string::npos) << r.err;
     // How many rank files landed depends on when the disk filled. No figures for an Option without rank files (its
@@ -901,6 +925,13 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
         EXPECT_EQ(k.value("failed_writes", uint64_t(0)), refused + k.value("write_io_errors", uint64_t(0))) << k;
         const double bytes = k.value("capacity_refused_bytes", 0.0);
         const double share = bytes / (bytes + d["summary"]["cache_stats"].value("total_write_bytes", 0.0));
+        // The trial's console line for this client says both kinds, as its rank file counts them.
+        const std::string rel = fs::path(f).lexically_relative(dir).string();  // option_3/trial_T/rank_N/...
+        const int t = rel[15] - '0', n = rel[22] - '0';
+        if (k.value("failed_writes", uint64_t(0)) > 0)
+            EXPECT_NE(r.err.find(client_failed_writes_line(3, t, n, k)), std::string::npos)
+                << client_failed_writes_line(3, t, n, k) << "\n"
+                << r.err;
         const std::string line = f + ": " + std::to_string(refused) + (refused == 1 ? " entry of " : " entries of ");
         if (refused > 0 && share > 0.01) {
             ++named;

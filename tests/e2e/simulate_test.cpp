@@ -550,8 +550,13 @@ TEST(Simulate, FailedWritesAreReportedOnTheConsole) {
     ASSERT_EQ(r.status, 0) << r.err;
     auto doc = json::parse(slurp(d.file("r.json")));
     ASSERT_GT(doc["kvio"]["cache"]["failed_writes"].get<uint64_t>(), 0u) << doc["kvio"]["cache"].dump();
-    EXPECT_NE(r.out.find("WARNING: " + std::to_string(doc["kvio"]["cache"]["failed_writes"].get<uint64_t>()) +
-                         " writes failed (not counted as done); first error: "),
+    const json& kc = doc["kvio"]["cache"];
+    const uint64_t refused = kc["capacity_refusals"].get<uint64_t>(), io = kc["write_io_errors"].get<uint64_t>();
+    EXPECT_EQ(kc["failed_writes"].get<uint64_t>(), refused + io) << kc.dump();
+    EXPECT_NE(r.out.find("WARNING: " + std::to_string(kc["failed_writes"].get<uint64_t>()) +
+                         " writes failed (not counted as done): " + std::to_string(refused) + " capacity refusal" +
+                         (refused == 1 ? "" : "s") + " (entries no tier could hold), " + std::to_string(io) +
+                         " I/O error" + (io == 1 ? "" : "s") + "; first error: "),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("No space left on device"), std::string::npos) << r.out;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "report/report_html.h"
 #include "workload/model.h"
 #include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/mlperf/closed_run.h"
 #include "workload/serving/results/metrics.h"
 #include "workload/serving/tiers/storage_common.h"
 
@@ -287,4 +289,37 @@ TEST(StorageShare, SharesOfOneFilesystemNeverPassItsRoom) {
         EXPECT_GT(double(share) * n + double(room->block) * n, usable - double(room->block)) << n;
     }
     EXPECT_FALSE(kvio::serving::dir_room("/nonexistent-kvio-unit").has_value());
+}
+
+// A client's results placed as a CLOSED rank file: marked, its output the rank file itself. On a full results disk
+// the marked copy cannot be written: before, the client's file was renamed into place unmarked (no
+// kvio.mlperf_closed, flags.output naming the client's temporary name) and the run went on as if it were whole; now
+// no file stays under either name and the failure names the rank file.
+TEST(ClosedRankFile, PlacedMarkedOrNotAtAll) {
+    const std::string src = temp_dir("/var/tmp");
+    const std::string from = src + "/kvio_merged_results.json.rank0.json", to = src + "/kvcache_results_x.json";
+    const nlohmann::ordered_json doc = {{"seed", 42}, {"kvio", {{"config", {{"flags", {{"output", from}}}}}}}};
+    const nlohmann::ordered_json mark = {{"option", 1}, {"trial", 0}, {"rank", 0}, {"closed_submission", false}};
+    std::ostringstream progress;
+    EXPECT_EQ(serving::place_marked_file(from, to, mark, progress), serving::Placement::Absent);
+    std::ofstream(from) << doc.dump();
+    ASSERT_EQ(serving::place_marked_file(from, to, mark, progress), serving::Placement::Placed) << progress.str();
+    EXPECT_FALSE(fs::exists(from));
+    std::ifstream in(to);
+    const auto placed = nlohmann::ordered_json::parse(in);
+    EXPECT_EQ(placed["kvio"]["config"]["flags"]["output"], to);
+    EXPECT_EQ(placed["kvio"]["mlperf_closed"], mark);
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    FullTmpfs full;
+    ASSERT_TRUE(full.ok) << std::strerror(errno);
+    std::ofstream(from) << doc.dump();
+    const std::string full_to = full.dir + "/kvcache_results_x.json";
+    EXPECT_EQ(serving::place_marked_file(from, full_to, mark, progress), serving::Placement::Failed);
+    EXPECT_FALSE(fs::exists(from)) << "the unmarked results stayed";
+    EXPECT_EQ(full.entries(), 0u) << "a file under the rank file's name or a temporary one";
+    EXPECT_NE(progress.str().find("mlperf-closed: " + full_to + ": not written: " + full_to +
+                                  ": write failed: No space left on device (" + from + " removed"),
+              std::string::npos)
+        << progress.str();
+    fs::remove_all(src);
 }

@@ -420,10 +420,23 @@ TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
     std::ostringstream os;
     print_report(os, doc);
     const std::string out = os.str();
-    EXPECT_NE(
-        out.find("WARNING: 2 writes failed (not counted as done); first error: write A: No space left on device\n"),
-        std::string::npos)
+    // A file of a kvio that did not split the kinds: every failed write counts as an I/O error.
+    EXPECT_NE(out.find("WARNING: 2 writes failed (not counted as done): 0 capacity refusals (entries no tier could "
+                       "hold), 2 I/O errors; first error: write A: No space left on device\n"),
+              std::string::npos)
         << out;
+    // The two kinds apart, as kvio.cache counts them.
+    nlohmann::ordered_json split = report_results({{"failed_writes", 3},
+                                                   {"capacity_refusals", 1},
+                                                   {"capacity_refused_bytes", 5000},
+                                                   {"write_io_errors", 2},
+                                                   {"first_write_error", "write A: No space left on device"}});
+    std::ostringstream os2;
+    print_report(os2, split);
+    EXPECT_NE(os2.str().find("WARNING: 3 writes failed (not counted as done): 1 capacity refusal (entries no tier "
+                             "could hold), 2 I/O errors; first error: write A: No space left on device\n"),
+              std::string::npos)
+        << os2.str();
     EXPECT_NE(out.find("WARNING: 4 reads failed (not counted as done); first error: read B: Input/output error\n"),
               std::string::npos)
         << out;

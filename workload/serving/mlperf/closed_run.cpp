@@ -102,46 +102,6 @@ Json mark_stop(Json mark, const Json& doc) {
     return mark;
 }
 
-/// Reads a client's results file, adds the marker and its final path (kvio.config.flags.output), writes it whole at
-/// `to` and removes the original. When that cannot be written (a full results disk), the file is renamed to `to` as it
-/// is (no new data: a rename on one filesystem) and the reason goes to `progress`. Returns false when `from` is absent
-/// or could not be placed at all. `on_read`, when set, is given the file's document once it is read (before the
-/// marker).
-bool move_marked(const std::string& from, const std::string& to, const Json& mark, std::ostream& progress,
-                 const std::function<void(const Json&)>& on_read = nullptr) {
-    std::error_code ec;
-    if (!fs::exists(from, ec)) return false;
-    try {
-        Json doc;
-        {
-            std::ifstream f(from);
-            doc = Json::parse(f);
-        }
-        if (on_read) on_read(doc);
-        doc["kvio"]["mlperf_closed"] = mark_stop(mark, doc);
-        if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
-            doc["kvio"]["config"]["flags"]["output"] = to;
-        write_text_file(to, doc.dump(4) + "\n");
-        if (from != to) fs::remove(from, ec);
-        return true;
-    } catch (const std::exception& e) {
-        progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
-    }
-    if (from == to) {  // the marked copy could not replace it: the file stays as its writer left it (whole)
-        progress << "mlperf-closed: " << to << " kept as written (without kvio.mlperf_closed)\n" << std::flush;
-        return true;
-    }
-    fs::rename(from, to, ec);
-    if (ec) {
-        progress << "mlperf-closed: " << from << " stays where it is: cannot move it to " << to << ": " << ec.message()
-                 << "\n"
-                 << std::flush;
-        return false;
-    }
-    progress << "mlperf-closed: " << to << " moved unchanged (without kvio.mlperf_closed)\n" << std::flush;
-    return true;
-}
-
 /// Removes `rel` (option_<O>/trial_<T>/rank_<N>) under `root` when it is empty (a client that wrote no results), and
 /// its parents up to `root` when that leaves them empty: a failed trial leaves no empty directories behind.
 void remove_empty_dirs(const std::string& root, const std::string& rel) {
@@ -217,23 +177,39 @@ void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const st
     remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
 }
 
+/// The failed storage writes of kvio.cache `kc` by kind, as the checker judges them (docs/mlperf-benchmark.md,
+/// "Running a CLOSED submission with kvio"): "F storage writes failed: R capacity refusal(s) (B bytes no tier could
+/// hold, refused unwritten), E I/O error(s) (first: ...)". A file without capacity_refusals (an older kvio) counts
+/// them all as I/O errors.
+std::string failed_writes_text(const Json& kc) {
+    const uint64_t failed = kc.value("failed_writes", uint64_t(0));
+    const bool split = kc.contains("capacity_refusals");
+    const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
+    const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : failed;
+    std::string t = std::to_string(failed) + " storage writes failed: " + std::to_string(refused) + " capacity refusal" +
+                    (refused == 1 ? "" : "s");
+    if (refused)
+        t += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
+             " bytes no tier could hold, refused unwritten)";
+    t += ", " + std::to_string(io) + " I/O error" + (io == 1 ? "" : "s");
+    return t + " (not counted as done; first: " + kc.value("first_write_error", std::string("?")) + ")";
+}
+
 /// Says on `progress` when a client of the trial had storage operations fail (`doc`, its results, kvio.cache:
-/// failed_writes, failed_reads; e.g. an entry no tier can take, a full disk): the client's own warning goes to its
-/// results only, and the trial's figures count only the operations that completed.
+/// capacity_refusals and write_io_errors, which make up failed_writes, and failed_reads): the client's own warning
+/// goes to its results only, and the trial's figures count only the operations that completed.
 void say_failed_ops(const Json& doc, const ClosedOption& opt, int trial, int client, std::ostream& progress) {
     const Json kc = doc.is_object() && doc.contains("kvio") && doc["kvio"].is_object()
                         ? doc["kvio"].value("cache", Json())
                         : Json();
     if (!kc.is_object()) return;
-    for (const auto& [key, first, what] : {std::tuple{"failed_writes", "first_write_error", "storage writes"},
-                                           std::tuple{"failed_reads", "first_read_error", "storage reads"}}) {
-        const uint64_t n = kc.value(key, uint64_t(0));
-        if (!n) continue;
-        progress << "mlperf-closed: option " << opt.option << " " << trial_label(trial) << ": client " << client << ": "
-                 << n << " " << what << " failed (not counted as done; first: " << kc.value(first, std::string("?"))
-                 << ")\n"
-                 << std::flush;
-    }
+    const std::string who = "mlperf-closed: option " + std::to_string(opt.option) + " " + trial_label(trial) +
+                            ": client " + std::to_string(client) + ": ";
+    if (kc.value("failed_writes", uint64_t(0))) progress << who << failed_writes_text(kc) << "\n";
+    if (const uint64_t n = kc.value("failed_reads", uint64_t(0)))
+        progress << who << n << " storage reads failed (not counted as done; first: "
+                 << kc.value("first_read_error", std::string("?")) << ")\n";
+    progress << std::flush;
 }
 
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
@@ -257,13 +233,17 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     }
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
-    for (int n = 0; n < clients; ++n)
-        out.placed += move_marked(
+    for (int n = 0; n < clients; ++n) {
+        const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
             marker(opt.option, trial, n, reason), progress,
             [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); });
-    move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+        out.placed += p == Placement::Placed;
+        if (p == Placement::Failed) out.code = std::max(out.code, 1);
+    }
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason), progress) == Placement::Failed)
+        out.code = std::max(out.code, 1);
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
     if (out.placed == 0) {
         out.failed_entirely = true;
@@ -338,10 +318,11 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    const bool placed =
-        move_marked(client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason),
-                    progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); }) ||
-        fs::exists(own_file, ec);
+    const Placement placement = place_marked_file(
+        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason), progress,
+        [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
+    if (placement == Placement::Failed) out.code = std::max(out.code, 1);
+    const bool placed = placement == Placement::Placed || fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
@@ -363,7 +344,8 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
             progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
         }
     }
-    move_marked(c.output, c.output, marker(opt.option, trial, -1, reason), progress);
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason), progress) == Placement::Failed)
+        out.code = std::max(out.code, 1);
     if (out.failed_entirely) drop_empty_merge(o, opt.option, trial, c.output);
     return out;
 }
@@ -741,6 +723,34 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
 }
 
 }  // namespace
+
+Placement place_marked_file(const std::string& from, const std::string& to, const nlohmann::ordered_json& mark,
+                            std::ostream& progress, const std::function<void(const nlohmann::ordered_json&)>& on_read) {
+    std::error_code ec;
+    if (!fs::exists(from, ec)) return Placement::Absent;
+    try {
+        Json doc;
+        {
+            std::ifstream f(from);
+            doc = Json::parse(f);
+        }
+        if (on_read) on_read(doc);
+        doc["kvio"]["mlperf_closed"] = mark_stop(mark, doc);
+        if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
+            doc["kvio"]["config"]["flags"]["output"] = to;
+        write_text_file(to, doc.dump(4) + "\n");  // whole or absent (a temporary name, renamed)
+        if (from != to) fs::remove(from, ec);
+        return Placement::Placed;
+    } catch (const std::exception& e) {
+        // An unmarked file under either name would look like a result of the run (without the marks that say what
+        // it is, naming the client's temporary name as its output): it goes, and the run fails naming it.
+        fs::remove(from, ec);
+        progress << "mlperf-closed: " << to << ": not written: " << e.what() << " (" << from
+                 << " removed: results that cannot carry the run's marks are no result of it)\n"
+                 << std::flush;
+    }
+    return Placement::Failed;
+}
 
 std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions& o) {
     CacheLocks locks;  // released at return: the run itself holds its own for its whole length

@@ -6,7 +6,9 @@
 // <results-dir>/kvcache_run_summary_<time>.json shaped as mlpstorage writes it, with kvio's metadata and provenance.
 #pragma once
 #include <iosfwd>
+#include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,22 @@ struct ClosedRunResult {
     nlohmann::ordered_json summary;  ///< its contents
     int exit_code = 0;               ///< 0; 1 when a client failed; 128 + signal when stopped (summary still written)
 };
+
+/// Where place_marked_file left a client's results.
+enum class Placement {
+    Absent,  ///< `from` did not exist: nothing to place
+    Placed,  ///< `to` holds the results with the marks
+    Failed,  ///< the marked copy could not be written (a full results disk): `from` removed, nothing at `to`
+};
+
+/// Places a client's results file `from` at `to` (its rank file, or `from` itself for the trial's merged file): reads
+/// it, calls `on_read` (when set) with the document, adds `mark` as kvio.mlperf_closed (with the stop of a client a
+/// signal stopped) and `to` as kvio.config.flags.output, writes it whole at `to` (a temporary name, renamed) and
+/// removes `from`. When the marked copy cannot be written (a full results disk) no unmarked file stays under either
+/// name: `from` is removed and "mlperf-closed: TO: not written: REASON (FROM removed: ...)" goes to `progress`.
+Placement place_marked_file(const std::string& from, const std::string& to, const nlohmann::ordered_json& mark,
+                            std::ostream& progress,
+                            const std::function<void(const nlohmann::ordered_json&)>& on_read = nullptr);
 
 /// Why a run with these options is not a CLOSED submission ("" when it is one): a trial length other than 300 s, a
 /// pause other than 90 s, another CPU tier for Option 2, or not all three Options.

@@ -299,9 +299,14 @@ void kvio_sections(std::ostream& os, const J& r, const J& cs) {
                    bad = kc.value("corrupted_reads", uint64_t(0));
     // Each kind with its own first error (a write's ENOSPC does not explain a read's EIO).
     auto first = [&](const char* key) { return kc.value(key, kc.value("first_error", std::string("?"))); };
-    if (fw)
-        os << "\nWARNING: " << fw << " writes failed (not counted as done); first error: " << first("first_write_error")
-           << "\n";
+    if (fw) {  // the two kinds apart, as kvio.cache counts them (a file of an older kvio: all as I/O errors)
+        const bool split = kc.contains("capacity_refusals");
+        const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
+        const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : fw;
+        os << "\nWARNING: " << fw << " writes failed (not counted as done): " << refused << " capacity refusal"
+           << (refused == 1 ? "" : "s") << " (entries no tier could hold), " << io << " I/O error"
+           << (io == 1 ? "" : "s") << "; first error: " << first("first_write_error") << "\n";
+    }
     if (fr > bad)
         os << (fw ? "" : "\n") << "WARNING: " << fr - bad
            << " reads failed (not counted as done); first error: " << first("first_read_error") << "\n";
