@@ -154,10 +154,10 @@ void expect_no_failed_storage_ops(const std::string& dir) {
 /// storage writes: their count and its two kinds (capacity_refusals, write_io_errors) as the rank file counts them.
 std::string client_failed_writes_line(int o, int t, int n, const json& kc) {
     const uint64_t refused = kc.value("capacity_refusals", uint64_t(0)), io = kc.value("write_io_errors", uint64_t(0));
-    std::string line = "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) + " (" +
-                       std::to_string(t + 1) + "/3): client " + std::to_string(n) + ": " +
-                       std::to_string(kc.value("failed_writes", uint64_t(0))) + " storage writes failed: " +
-                       std::to_string(refused) + " capacity refusal" + (refused == 1 ? "" : "s");
+    std::string line =
+        "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) + " (" + std::to_string(t + 1) +
+        "/3): client " + std::to_string(n) + ": " + std::to_string(kc.value("failed_writes", uint64_t(0))) +
+        " storage writes failed: " + std::to_string(refused) + " capacity refusal" + (refused == 1 ? "" : "s");
     if (refused)
         line += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
                 " bytes no tier could hold, refused unwritten)";

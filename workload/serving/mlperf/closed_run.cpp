@@ -186,8 +186,8 @@ std::string failed_writes_text(const Json& kc) {
     const bool split = kc.contains("capacity_refusals");
     const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
     const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : failed;
-    std::string t = std::to_string(failed) + " storage writes failed: " + std::to_string(refused) + " capacity refusal" +
-                    (refused == 1 ? "" : "s");
+    std::string t = std::to_string(failed) + " storage writes failed: " + std::to_string(refused) +
+                    " capacity refusal" + (refused == 1 ? "" : "s");
     if (refused)
         t += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
              " bytes no tier could hold, refused unwritten)";
@@ -318,9 +318,9 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    const Placement placement = place_marked_file(
-        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason), progress,
-        [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
+    const Placement placement =
+        place_marked_file(client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason),
+                          progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
     if (placement == Placement::Failed) out.code = std::max(out.code, 1);
     const bool placed = placement == Placement::Placed || fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
