@@ -339,7 +339,10 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
             doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason), doc);
             doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
                                                          " sent over MPI (its own copy is on " + g.host + ")";
-            write_text_file(dir + "/kvcache_results_" + stamp + ".json", doc.dump(4) + "\n");
+            const std::string copy = dir + "/kvcache_results_" + stamp + ".json";
+            if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
+                doc["kvio"]["config"]["flags"]["output"] = copy;  // the file itself, as every placed rank file names
+            write_text_file(copy, doc.dump(4) + "\n");
         } catch (const std::exception& e) {
             progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
         }
