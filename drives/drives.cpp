@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -204,9 +205,28 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
     }
 }
 
+/// After a stop signal, how long a remote run's fio client gets to end (it has the signal) before it is SIGKILLed:
+/// a client whose server hangs never ends by itself.
+constexpr double kStopGraceS = 2;
+/// After --remote-timeout, how long a fio client gets between SIGTERM and SIGKILL: a client whose server hangs
+/// ignores the SIGTERM, and the timeout is to hold.
+constexpr double kRemoteKillAfterS = 0.5;
+
+/// The error of a remote run ended by --remote-timeout, said in full: its log is often empty then.
+std::string timeout_message(const Target& t, const RunResult& r, double timeout_s, double seconds) {
+    char b[200];
+    std::snprintf(b, sizeof b,
+                  "no answer from the fio server at %s:%d within --remote-timeout %g s: its fio client "
+                  "was ended after %.1f s",
+                  t.spec.host.c_str(), t.spec.port, timeout_s, seconds);
+    std::string said = error_lines_of(r.files + ".log");
+    return std::string(b) + (said.empty() ? " (the server may be stopped, hung or unreachable)"
+                                          : "; its log (" + r.files + ".log) says: " + said);
+}
+
 /// One round of `mode` on every remote target at once (fio's client, one per host).
 void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
-                  const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
+                  const std::string& mode, int round, const RunEnv& env) {
     std::vector<std::pair<size_t, pid_t>> started;
     std::vector<RunResult> rs(remote.size());
     std::vector<PromScrape> before(remote.size());
@@ -218,12 +238,16 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
         if (t.spec.metrics_port) before[k] = scrape_remote(t, rs[k]);
         started.emplace_back(k, start_remote_run(t, job, rs[k], env));
     }
-    for (auto [k, pid] : started) {
-        bool to = false;
-        int st = wait_child(pid, env.remote_timeout_s, &to);
+    std::vector<pid_t> pids;
+    for (auto [k, pid] : started) pids.push_back(pid);
+    const std::vector<ChildEnd> ends = wait_children(pids, env.remote_timeout_s, kRemoteKillAfterS, kStopGraceS);
+    for (size_t i = 0; i < started.size(); ++i) {
+        const size_t k = started[i].first;
+        const ChildEnd& e = ends[i];
         Target& t = ts[remote[k]];
-        finish_run(t, rs[k], st, to);
-        if (t.spec.metrics_port && rs[k].trace_error.empty()) {
+        finish_run(t, rs[k], e.status, e.timed_out);
+        if (e.timed_out) rs[k].error = timeout_message(t, rs[k], env.remote_timeout_s, e.seconds);
+        if (t.spec.metrics_port && rs[k].trace_error.empty() && !e.stop_signo) {
             PromScrape after = scrape_remote(t, rs[k]);
             if (rs[k].trace_error.empty()) {
                 std::string disk = t.spec.path.rfind("/dev/", 0) == 0 ? t.spec.path.substr(5) : "";
@@ -231,8 +255,9 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
                 if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
             }
         }
-        if (stop.signo()) cut_run(rs[k], stop.signo());
-        if (!rs[k].ok && t.failed.empty() && !stop.signo())
+        // A run that ended before the stop signal keeps its own result: a failure stays that failure.
+        if (e.stop_signo) cut_run(rs[k], e.stop_signo);
+        if (!rs[k].ok && t.failed.empty() && !e.stop_signo)
             t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));
     }
@@ -408,7 +433,7 @@ int measure_and_report(const DrivesOptions& opt, const std::string& job, const s
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
-            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env, stop);
+            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env);
             if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop, opt.parallel);
             if (stop.signo()) break;  // a cut round is not done
             out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
