@@ -315,6 +315,13 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio cannot parse it"},
         {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio: failed parsing rw=rread"},
         {" --job " + d.file("badopt.fio") + " --drive A=" + a.path, "Bad option <bsz=1m>"},
+        // as a missing --job: exit 2, not 1
+        {" --events " + d.file("missing.jsonl") + " --drive A=" + a.path, "--events " + d.file("missing.jsonl")},
+        // a remote drive with --simulate, before the local drive's first MiB is looked at
+        {" --simulate '--model tiny-1b --storage-io direct' --drive A=" + a.path + " --drive B=127.0.0.2:/dev/loop0",
+         "kvio simulate runs on this host only"},
+        {job + " --drive A=" + a.path + " --probe-bytes 1000", "--probe-bytes: Value 1000 not in range 1048576"},
+        {job + " --drive A=" + a.path + " --probe-seconds 0.05", "must be 0 (no probe) or at least 0.1, got 0.05"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.args);
@@ -323,6 +330,11 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
         EXPECT_FALSE(fs::exists(d.file("out")));
     }
+    // -o naming a regular file: a usage error, the file untouched
+    auto r = run(kvio_bin() + " drives" + job + " --drive A=" + a.path + " -o " + d.file("typo.fio"));
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("exists and is not a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(d.file("typo.fio")), "[global]\nrw=rread\nbs=1m\nsize=8m\n[x]\n");
 }
 
 // The ceiling probe writes past the first MiB of a block device: a drive only kvio drives used (here with a job that
