@@ -24,23 +24,29 @@ void add_drives_command(CLI::App& app) {
         "don't overlap)' or 'inside noise'. Writes DIR/drives.json (kvio.drives/1) and DIR/drives.html. A mounted "
         "or read-only device is refused, one holding data in its first MiB unless --force. Remote targets "
         "(HOST[:PORT]:PATH) run through `fio --client` on hosts running `fio --server`, all hosts at once. Exit 1 when "
-        "a target failed (the others' results are written). With --model, a KV line per drive: time to store and to "
+        "a target failed (the others' results are written), 2 for a usage error (options that do not go together, a "
+        "missing --job or --events file), 128+N when stopped by signal N (what was measured is written). "
+        "--job, --events and --simulate exclude each other. With --model, a KV line per drive: time to store and to "
         "load "
         "one KV object of the model at the measured mix, and the users' loads it sustains. docs/drives.md");
     auto* job = sub->add_option("--job", o->job_path,
                                 "The fio job file; its filename=/directory= lines are replaced per target");
-    sub->add_option("--events", o->events_path,
-                    "Instead of --job: a kvio trace (kvio.events/1 or .bin/1), distilled on the fly into the device "
-                    "job `kvio distill --level device` writes (saved as DIR/job.fio)")
-        ->excludes(job);
+    auto* events =
+        sub->add_option(
+               "--events", o->events_path,
+               "Instead of --job: a kvio trace (kvio.events/1 or .bin/1), distilled on the fly into the device "
+               "job `kvio distill --level device` writes (saved as DIR/job.fio)")
+            ->excludes(job);
     sub->add_option(
            "--simulate", o->simulate,
            "Instead of --job: the serving workload itself, `kvio simulate` with these flags (one quoted "
            "string, e.g. '--model llama3.1-8b --num-users 10 --duration 30 --gpu-mem-gb 0 --cpu-mem-gb 0 "
            "--seed 42 --storage-io direct') run on each drive: --cache-dir is a directory under a directory "
            "target, or the block device itself (which needs --storage-io direct or io_uring). Compared by "
-           "the benchmark's storage tokens/s, with its read/write bandwidth and device P95s; local drives only")
-        ->excludes(job);
+           "the benchmark's storage tokens/s, with its read/write bandwidth and device P95s; local drives only; "
+           "--load trace or both is refused with it (the simulation offers its own load) and --fio is not used")
+        ->excludes(job)
+        ->excludes(events);
     sub->add_option("--drive", o->drives,
                     "NAME=PATH (block device, file or directory here) or NAME=HOST[:PORT]:PATH (a host running "
                     "`fio --server`, port 8765 by default); repeat per target")
@@ -60,15 +66,29 @@ void add_drives_command(CLI::App& app) {
                   "Run the local drives of a round all at once instead of one after another (each still traced at "
                   "its own disk): a round takes the slowest drive's time; the drives then share this host's CPUs, "
                   "memory and, for loop devices, their backing storage");
-    sub->add_option("-o,--output-dir", o->out_dir, "Results directory (default kvio-drives-YYYYMMDD-HHMMSS)");
-    sub->add_option("--probe-seconds", o->probe_seconds, "Length of each ceiling probe; 0 skips the probe")
-        ->check(CLI::NonNegativeNumber)
+    sub->add_option("-o,--output-dir", o->out_dir,
+                    "Results directory (default kvio-drives-YYYYMMDD-HHMMSS); an existing directory is written into "
+                    "(drives.json, drives.html, job.fio, runs/ and probe/ replaced, nothing else touched); a path "
+                    "that is not a directory is refused");
+    sub->add_option("--probe-seconds", o->probe_seconds,
+                    "Length of each ceiling probe in seconds, at least 0.1; 0 skips the probe")
+        ->check(CLI::Number)
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                const double s = std::stod(v);
+                return s == 0 || s >= 0.1 ? std::string() : "must be 0 (no probe) or at least 0.1, got " + v;
+            },
+            "0 or >= 0.1"))
         ->capture_default_str();
-    sub->add_option("--probe-bytes", o->probe_bytes, "Region each probe covers (capped at the target's size)")
-        ->check(CLI::PositiveNumber)
+    sub->add_option("--probe-bytes", o->probe_bytes,
+                    "Region each probe covers, in bytes or with a suffix (64m, 1g: powers of 1024), at least 1 MiB "
+                    "(capped at the target's size)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(uint64_t(1) << 20, uint64_t(1) << 60, "1 MiB to 1 EiB"))
         ->capture_default_str();
     sub->add_flag("--force", o->force, "Write a block device even when its first MiB holds data");
-    sub->add_option("--fio", o->fio, "The fio binary, or a wrapper that execs it (e.g. to enter a cgroup)")
+    sub->add_option("--fio", o->fio,
+                    "The fio binary, or a wrapper that execs it (e.g. to enter a cgroup); not used by --simulate")
         ->capture_default_str();
     sub->add_option("--remote-timeout", o->remote_timeout_s,
                     "End a remote run (and fail its host) after this many seconds; 0: wait")

@@ -527,6 +527,16 @@ std::string first_line_kind(const char* b, const char* e) {
     return s.find("semantic") != std::string::npos ? "a " + s + " file (kvio gen --semantic)" : "a " + s + " document";
 }
 
+/// The error for a file that is not kvio.events/1, `kind` being what it says it is (first_line_kind,
+/// whole_document_kind). A file that names kvio.events/1 itself is told what is wrong with it instead of that it is
+/// not what it claims: one JSON document over several lines (`whole`), or a first line that is no event record.
+std::string not_events_message(const std::string& file, const std::string& kind, bool whole) {
+    const std::string rule = " (one JSON object per line, as `kvio trace --events` writes)";
+    if (kind.find("kvio.events/1") == std::string::npos) return file + " is " + kind + ", not kvio.events/1" + rule;
+    return whole ? file + " names kvio.events/1 but is one JSON document over several lines, not kvio.events/1" + rule
+                 : file + ":1: names kvio.events/1 but is not an event record (field 'type': cmd, syscall or summary)";
+}
+
 }  // namespace
 
 bool EventsReader::next(EventRecord& r) {
@@ -542,9 +552,7 @@ bool EventsReader::next(EventRecord& r) {
         } catch (const JsonSyntaxError&) {
             if (src_.line == 1 && !unterminated_) {  // a valid file of another format: say which, not "not valid JSON"
                 const std::string kind = whole_document_kind(src_.file);
-                if (!kind.empty())
-                    throw Error(src_.file + " is " + kind + ", not kvio.events/1 (one JSON object per line, as " +
-                                "`kvio trace --events` writes)");
+                if (!kind.empty()) throw Error(not_events_message(src_.file, kind, true));
             }
             if (!unterminated_) throw;
             warn(torn_last_line_warning(src_));
@@ -554,9 +562,7 @@ bool EventsReader::next(EventRecord& r) {
             (!r.has_field(EventField::Type) || (r.type != "cmd" && r.type != "syscall" && r.type != "summary"))) {
             // a JSONL file of another format (a semantic log's "meta" record, a one-line trace.json): say which
             const std::string kind = first_line_kind(p, e);
-            if (!kind.empty())
-                throw Error(src_.file + " is " + kind + ", not kvio.events/1 (one JSON object per line, as " +
-                            "`kvio trace --events` writes)");
+            if (!kind.empty()) throw Error(not_events_message(src_.file, kind, false));
         }
         return true;
     }

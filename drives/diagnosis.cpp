@@ -87,15 +87,18 @@ std::vector<diagnose::Finding> drive_findings(const Target& t, const std::string
     const RunResult* r = median_traced_round(t, mode);
     if (!r) return {};
     std::vector<diagnose::Finding> out;
-    try {
-        out = diagnose::diagnose({read_json_file(r->files + ".trace.json"), ""});
-    } catch (const Error& e) {
-        diagnose::Finding f;
-        f.id = "trace_unreadable";
-        f.device = t.disk;
-        f.summary = std::string("the trace of round ") + std::to_string(r->round) + " could not be read: " + e.what();
-        out.push_back(f);
-    }
+    // A remote run has no trace file: its device figures are the exporter's counters (--metrics), not a trace.
+    if (!t.spec.remote()) try {
+            out = diagnose::diagnose({read_json_file(r->files + ".trace.json"), ""});
+        } catch (const Error& e) {
+            diagnose::Finding f;
+            f.id = "trace_unreadable";
+            f.device = t.disk;
+            f.summary =
+                std::string("the trace of round ") + std::to_string(r->round + 1) + " could not be read: " + e.what();
+            f.action = "rerun this drive; the trace's log next to it (.trace.log) says why kvio trace wrote nothing";
+            out.push_back(f);
+        }
     for (auto& f : headroom_findings(t, *r)) out.push_back(std::move(f));
     return out;
 }

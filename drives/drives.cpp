@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -174,11 +175,15 @@ RunResult local_run(Target& t, const std::string& job, const std::string& mode, 
 /// One round of `mode` over the local targets: one after another, starting at target `round % n` (A B C, B C A,
 /// ...), or with `parallel` all at once (one thread per target; each waits for its own trace to attach).
 void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, const std::string& job,
-                 const std::string& mode, int round, const RunEnv& env, const ChildStop& stop, bool parallel) {
+                 const std::string& mode, int round, const RunEnv& env, const ChildStop& stop, bool parallel,
+                 const std::string& label, std::ostream& out) {
     std::vector<size_t> order;
     for (size_t k = 0; k < local.size(); ++k) order.push_back(local[(k + round) % local.size()]);
     std::vector<RunResult> rs(order.size());
     if (parallel) {
+        out << label << ":";
+        for (size_t i : order) out << " " << ts[i].spec.name;
+        out << " (at once) ...\n" << std::flush;
         std::vector<std::thread> threads;
         for (size_t k = 0; k < order.size(); ++k)
             threads.emplace_back([&, k] { rs[k] = local_run(ts[order[k]], job, mode, round, env, true); });
@@ -186,6 +191,7 @@ void local_round(std::vector<Target>& ts, const std::vector<size_t>& local, cons
     }
     for (size_t k = 0; k < order.size() && (parallel || !stop.signo()); ++k) {
         Target& t = ts[order[k]];
+        if (!parallel) out << label << ": " << t.spec.name << " ...\n" << std::flush;
         RunResult r = parallel ? std::move(rs[k]) : local_run(t, job, mode, round, env, false);
         if (stop.signo()) cut_run(r, stop.signo());
         if (!r.ok && t.failed.empty() && !stop.signo())
@@ -204,9 +210,28 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
     }
 }
 
+/// After a stop signal, how long a remote run's fio client gets to end (it has the signal) before it is SIGKILLed:
+/// a client whose server hangs never ends by itself.
+constexpr double kStopGraceS = 2;
+/// After --remote-timeout, how long a fio client gets between SIGTERM and SIGKILL: a client whose server hangs
+/// ignores the SIGTERM, and the timeout is to hold.
+constexpr double kRemoteKillAfterS = 0.5;
+
+/// The error of a remote run ended by --remote-timeout, said in full: its log is often empty then.
+std::string timeout_message(const Target& t, const RunResult& r, double timeout_s, double seconds) {
+    char b[200];
+    std::snprintf(b, sizeof b,
+                  "no answer from the fio server at %s:%d within --remote-timeout %g s: its fio client "
+                  "was ended after %.1f s",
+                  t.spec.host.c_str(), t.spec.port, timeout_s, seconds);
+    std::string said = error_lines_of(r.files + ".log");
+    return std::string(b) + (said.empty() ? " (the server may be stopped, hung or unreachable)"
+                                          : "; its log (" + r.files + ".log) says: " + said);
+}
+
 /// One round of `mode` on every remote target at once (fio's client, one per host).
 void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, const std::string& job,
-                  const std::string& mode, int round, const RunEnv& env, const ChildStop& stop) {
+                  const std::string& mode, int round, const RunEnv& env) {
     std::vector<std::pair<size_t, pid_t>> started;
     std::vector<RunResult> rs(remote.size());
     std::vector<PromScrape> before(remote.size());
@@ -218,12 +243,16 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
         if (t.spec.metrics_port) before[k] = scrape_remote(t, rs[k]);
         started.emplace_back(k, start_remote_run(t, job, rs[k], env));
     }
-    for (auto [k, pid] : started) {
-        bool to = false;
-        int st = wait_child(pid, env.remote_timeout_s, &to);
+    std::vector<pid_t> pids;
+    for (auto [k, pid] : started) pids.push_back(pid);
+    const std::vector<ChildEnd> ends = wait_children(pids, env.remote_timeout_s, kRemoteKillAfterS, kStopGraceS);
+    for (size_t i = 0; i < started.size(); ++i) {
+        const size_t k = started[i].first;
+        const ChildEnd& e = ends[i];
         Target& t = ts[remote[k]];
-        finish_run(t, rs[k], st, to);
-        if (t.spec.metrics_port && rs[k].trace_error.empty()) {
+        finish_run(t, rs[k], e.status, e.timed_out);
+        if (e.timed_out) rs[k].error = timeout_message(t, rs[k], env.remote_timeout_s, e.seconds);
+        if (t.spec.metrics_port && rs[k].trace_error.empty() && !e.stop_signo) {
             PromScrape after = scrape_remote(t, rs[k]);
             if (rs[k].trace_error.empty()) {
                 std::string disk = t.spec.path.rfind("/dev/", 0) == 0 ? t.spec.path.substr(5) : "";
@@ -231,8 +260,9 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
                 if (!rs[k].dev.present) rs[k].trace_error = "the exporter has no device " + disk;
             }
         }
-        if (stop.signo()) cut_run(rs[k], stop.signo());
-        if (!rs[k].ok && t.failed.empty() && !stop.signo())
+        // A run that ended before the stop signal keeps its own result: a failure stays that failure.
+        if (e.stop_signo) cut_run(rs[k], e.stop_signo);
+        if (!rs[k].ok && t.failed.empty() && !e.stop_signo)
             t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));
     }
@@ -265,6 +295,12 @@ std::string workload_job(const DrivesOptions& opt, const std::vector<std::string
         if (opt.load != "closed")
             throw UsageError("--load " + opt.load + " with --simulate: the simulation offers its own load");
         return "";
+    }
+    if (!opt.events_path.empty()) {  // as a missing --job: a usage error (exit 2) before any target is looked at
+        std::error_code ec;
+        if (fs::is_directory(opt.events_path, ec)) throw UsageError("--events " + opt.events_path + ": is a directory");
+        if (::access(opt.events_path.c_str(), R_OK) != 0)
+            throw UsageError("--events " + opt.events_path + ": " + std::strerror(errno));
     }
     std::string job = opt.events_path.empty() ? read_job(opt.job_path) : distill_job(opt.events_path, out);
     const std::string job_name = opt.events_path.empty() ? opt.job_path : "the job distilled from " + opt.events_path;
@@ -360,7 +396,14 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
         } catch (const Error& e) {
             throw UsageError(std::string("--simulate: ") + e.what());
         }
-    std::vector<Target> ts = prepare_targets(parse_specs(opt), opt.force);
+    const std::vector<DriveSpec> specs = parse_specs(opt);
+    for (const auto& d : specs)  // before any drive is looked at (check_simulate_targets checks the rest)
+        if (!opt.simulate.empty() && d.remote())
+            throw UsageError("--simulate: drive " + d.name +
+                             " is remote; kvio simulate runs on this host only (give a remote drive a --job)");
+    if (std::error_code ec; !opt.out_dir.empty() && fs::exists(opt.out_dir, ec) && !fs::is_directory(opt.out_dir, ec))
+        throw UsageError("-o " + opt.out_dir + ": exists and is not a directory");
+    std::vector<Target> ts = prepare_targets(specs, opt.force);
     if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;
     env.sim_words = sim_words, env.force = opt.force, env.keep_thinktime = opt.keep_thinktime;
@@ -408,8 +451,15 @@ int measure_and_report(const DrivesOptions& opt, const std::string& job, const s
     }
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
-            if (!remote.empty() && !stop.signo()) remote_round(ts, remote, job, m, r, env, stop);
-            if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop, opt.parallel);
+            const std::string label = "round " + std::to_string(r + 1) + "/" + std::to_string(opt.rounds) + " " + m;
+            if (!remote.empty() && !stop.signo()) {
+                out << label << ":";
+                for (size_t i : remote)
+                    if (ts[i].failed.empty()) out << " " << ts[i].spec.name;
+                out << " (remote, at once) ...\n" << std::flush;
+                remote_round(ts, remote, job, m, r, env);
+            }
+            if (!local.empty() && !stop.signo()) local_round(ts, local, job, m, r, env, stop, opt.parallel, label, out);
             if (stop.signo()) break;  // a cut round is not done
             out << "round " << r + 1 << "/" << opt.rounds << " " << m << " done\n";
             out.flush();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <sstream>
 
@@ -25,6 +26,7 @@ struct Column {
     bool higher_is_better;
     double (*get)(const json& mode);
     const char* fmt;
+    bool ranked = true;  ///< false: no ★ (a depth or a share of the drive's own ceiling is no better when higher)
 };
 
 double phase_total(const json& m, const char* dir, const char* key) {
@@ -36,6 +38,21 @@ double dev_fig(const json& m, const char* key) {
     return m.contains("device") && m["device"].is_object() ? median_of(m["device"][key]) : NAN;
 }
 
+/// The mean device queue depth of the busier direction (median over rounds), as the console's QD column.
+double qd_fig(const json& m) { return std::fmax(dev_fig(m, "qd_read_mean"), dev_fig(m, "qd_write_mean")); }
+
+/// The largest share of the drive's own ceiling (probe; summary.cpp share_json), in %, as the console's ceil%.
+double ceil_pct(const json& m) {
+    double best = NAN;
+    if (m.contains("share_of_ceiling") && m["share_of_ceiling"].is_object())
+        for (const auto& [k, v] : m["share_of_ceiling"].items())
+            if (v.is_number()) best = std::isnan(best) ? v.get<double>() * 100 : std::fmax(best, v.get<double>() * 100);
+    return best;
+}
+
+const Column kQdColumn = {"QD", false, qd_fig, "%.1f", false};
+const Column kCeilColumn = {"ceil%", true, ceil_pct, "%.0f", false};
+
 const Column kColumns[] = {
     {"MB/s (verdict, closed)", true,
      [](const json& m) { return phase_total(m, "read", "mb_s") + phase_total(m, "write", "mb_s"); }, "%.1f"},
@@ -45,6 +62,8 @@ const Column kColumns[] = {
     {"write clat p99 (µs)", false, [](const json& m) { return phase_total(m, "write", "clat_p99_ns") / 1e3; }, "%.0f"},
     {"D2C read p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_read_p99_ns") / 1e3; }, "%.0f"},
     {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
+    kQdColumn,
+    kCeilColumn,
 };
 
 /// The open loop's columns: its verdict figure first (the worse direction's completion p99 of each round, median over
@@ -60,6 +79,8 @@ const Column kOpenColumns[] = {
     kColumns[4],
     kColumns[5],
     kColumns[6],
+    kQdColumn,
+    kCeilColumn,
 };
 
 double sim_fig(const json& m, const char* key) {
@@ -78,7 +99,18 @@ const Column kSimColumns[] = {
     {"device write P95 (ms)", false, [](const json& m) { return sim_fig(m, "storage_write_device_p95_ms"); }, "%.2f"},
     {"D2C read p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_read_p99_ns") / 1e3; }, "%.0f"},
     {"D2C write p99 (µs)", false, [](const json& m) { return dev_fig(m, "d2c_write_p99_ns") / 1e3; }, "%.0f"},
+    kCeilColumn,
 };
+
+/// True for a drive the ranking of `mode` left out (failed, or served nothing: drives.json left_out_of_verdicts):
+/// it gets no ★.
+bool left_out(const json& d, const std::string& mode, const json& t) {
+    if (t.value("status", "") == "failed") return true;
+    if (!d.contains("left_out_of_verdicts") || !d["left_out_of_verdicts"].contains(mode)) return false;
+    for (const auto& l : d["left_out_of_verdicts"][mode])
+        if (l.value("name", "") == t["name"]) return true;
+    return false;
+}
 
 std::string cell(double v, const char* f) {
     if (std::isnan(v) || v <= 0) return "–";
@@ -97,7 +129,7 @@ std::string table(const json& d, const std::string& mode) {
     o << "</tr>\n";
     std::vector<double> best(cols.size(), NAN);
     for (const auto& t : d["targets"])
-        for (size_t i = 0; i < cols.size(); ++i) {
+        for (size_t i = 0; i < cols.size() && !left_out(d, mode, t); ++i) {
             double v = cols[i].get(t["modes"][mode]);
             if (std::isnan(v) || v <= 0) continue;
             if (std::isnan(best[i]) || (cols[i].higher_is_better ? v > best[i] : v < best[i])) best[i] = v;
@@ -108,7 +140,7 @@ std::string table(const json& d, const std::string& mode) {
         o << "</td>";
         for (size_t i = 0; i < cols.size(); ++i) {
             double v = cols[i].get(t["modes"][mode]);
-            bool b = !std::isnan(v) && v == best[i];
+            bool b = cols[i].ranked && !std::isnan(v) && v == best[i] && !left_out(d, mode, t);
             o << "<td" << (b ? " class=best" : "") << ">" << cell(v, cols[i].fmt) << (b ? " ★" : "") << "</td>";
         }
         o << "</tr>\n";
@@ -297,7 +329,13 @@ std::string drives_html(const json& d) {
       << html_escape(d.value("job", "")) << " · " << d.value("rounds", 0) << " rounds · kvio "
       << html_escape(d.value("kvio_version", "")) << " · " << html_escape(d.value("fio_version", "")) << " · kernel "
       << html_escape(d.value("kernel", "")) << "</p>\n<p>Each cell: the median over rounds; ★ the best of its "
-      << "column. A verdict names a difference only when the rounds do not overlap (docs/drives.md).</p>\n";
+      << "column among the ranked drives. A verdict names a difference only when the rounds do not overlap "
+      << "(docs/drives.md).</p>\n";
+    if (d.contains("stopped_by_signal") && d["stopped_by_signal"].is_number_integer()) {
+        const int sig = d["stopped_by_signal"].get<int>();
+        o << "<p class=bad>Stopped by signal " << sig << " (" << html_escape(strsignal(sig))
+          << "): the rounds that ran are below; a run the signal cut is not counted.</p>\n";
+    }
     for (const auto& m : d["modes"]) {
         std::string mode = m;
         if (mode == "simulate") {

@@ -95,6 +95,39 @@ int wait_child(pid_t pid, double timeout_s, bool* timed_out) {
     return st;
 }
 
+std::vector<ChildEnd> wait_children(const std::vector<pid_t>& pids, double timeout_s, double kill_after_s,
+                                    double stop_grace_s) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+    std::vector<ChildEnd> ends(pids.size());
+    std::vector<bool> done(pids.size(), false), termed(pids.size(), false);
+    clock::time_point stop_seen{};
+    for (size_t left = pids.size(); left > 0;) {
+        const int signo = g_stop ? g_stop->signo() : 0;
+        if (signo && stop_seen == clock::time_point{}) stop_seen = clock::now();
+        for (size_t i = 0; i < pids.size(); ++i) {
+            if (done[i]) continue;
+            int st = 0;
+            pid_t r = ::waitpid(pids[i], &st, WNOHANG);
+            if (r == pids[i] || (r < 0 && errno != EINTR)) {
+                done[i] = true, --left;
+                ends[i].status = st, ends[i].stop_signo = signo, ends[i].seconds = since(start);
+                remember(pids[i], false);
+                continue;
+            }
+            const double el = since(start);
+            if (timeout_s > 0 && !termed[i] && el > timeout_s)
+                ::kill(-pids[i], SIGTERM), termed[i] = true, ends[i].timed_out = true;
+            if ((termed[i] && el > timeout_s + kill_after_s) ||
+                (signo && stop_grace_s >= 0 && since(stop_seen) > stop_grace_s))
+                ::kill(-pids[i], SIGKILL);
+        }
+        if (left) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return ends;
+}
+
 bool child_ended(pid_t pid, int* status) {
     pid_t r = ::waitpid(pid, status, WNOHANG);
     if (r != pid) return false;

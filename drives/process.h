@@ -17,6 +17,22 @@ pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log)
 /// and `timed_out` set. Returns the wait status.
 int wait_child(pid_t pid, double timeout_s, bool* timed_out);
 
+/// How one child of wait_children ended.
+struct ChildEnd {
+    int status = 0;          ///< its wait status
+    bool timed_out = false;  ///< ended by wait_children's timeout
+    int stop_signo = 0;      ///< the stop signal (ChildStop) that had arrived before it ended; 0: it ended on its own
+    double seconds = 0;      ///< from the call to its end, measured (steady clock)
+};
+
+/// Waits for every pid at once (polled every 50 ms), so each is reaped when it ends, in whatever order.
+/// `timeout_s` > 0: a child still running after that long gets SIGTERM to its group and, `kill_after_s` later,
+/// SIGKILL. `stop_grace_s` >= 0: once a stop signal arrived (ChildStop, which passes it on to the child), a child
+/// still running `stop_grace_s` after it is SIGKILLed (a fio client whose server hangs ignores SIGTERM); < 0 waits
+/// for it. One ChildEnd per pid, in the order of `pids`.
+std::vector<ChildEnd> wait_children(const std::vector<pid_t>& pids, double timeout_s, double kill_after_s,
+                                    double stop_grace_s);
+
 /// True (and the wait status in `status`) when `pid` has ended; it is reaped then. False while it runs.
 bool child_ended(pid_t pid, int* status);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -314,6 +315,13 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio cannot parse it"},
         {" --job " + d.file("typo.fio") + " --drive A=" + a.path, "fio: failed parsing rw=rread"},
         {" --job " + d.file("badopt.fio") + " --drive A=" + a.path, "Bad option <bsz=1m>"},
+        // as a missing --job: exit 2, not 1
+        {" --events " + d.file("missing.jsonl") + " --drive A=" + a.path, "--events " + d.file("missing.jsonl")},
+        // a remote drive with --simulate, before the local drive's first MiB is looked at
+        {" --simulate '--model tiny-1b --storage-io direct' --drive A=" + a.path + " --drive B=127.0.0.2:/dev/loop0",
+         "kvio simulate runs on this host only"},
+        {job + " --drive A=" + a.path + " --probe-bytes 1000", "--probe-bytes: Value 1000 not in range 1048576"},
+        {job + " --drive A=" + a.path + " --probe-seconds 0.05", "must be 0 (no probe) or at least 0.1, got 0.05"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.args);
@@ -322,6 +330,11 @@ TEST(Drives, UsageErrorsComeBeforeDeviceChecks) {
         EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
         EXPECT_FALSE(fs::exists(d.file("out")));
     }
+    // -o naming a regular file: a usage error, the file untouched
+    auto r = run(kvio_bin() + " drives" + job + " --drive A=" + a.path + " -o " + d.file("typo.fio"));
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("exists and is not a directory"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(d.file("typo.fio")), "[global]\nrw=rread\nbs=1m\nsize=8m\n[x]\n");
 }
 
 // The ceiling probe writes past the first MiB of a block device: a drive only kvio drives used (here with a job that
@@ -724,4 +737,72 @@ TEST(Drives, KilledParentLeavesNoFioOrTraceBehind) {
         EXPECT_EQ(count("temps="), 0) << r.out << run("find " + out).out;
         EXPECT_NE(r.out.find(std::string("status=") + (sig[0] == 'T' ? "143" : "137")), std::string::npos) << r.out;
     }
+}
+
+// A fio server that hangs (SIGSTOPped: it accepts the connection, then never answers). Without --remote-timeout, a
+// SIGTERM to kvio drives ends it within the stop grace (2 s) plus reaping, exit 143, drives.json written; host a,
+// which had already failed (nothing listens on its port: "Connection refused"), keeps that failure instead of being
+// reported cut by the signal. With --remote-timeout 3 the run ends within about a second of the timeout, and the
+// error says what happened itself (the test prints both times).
+TEST(Drives, HangingServerEndsOnSigtermAndTimeout) {
+    TempDir d;
+    LoopDevice lb(64 * kMiB);
+    const int port = 20000 + (getpid() + 7) % 20000;
+    const std::string addr = "127.0.0.3:" + std::to_string(port);
+    ASSERT_EQ(run("setsid sh -c 'echo $$ > " + d.file("b.pid") + "; exec fio --server=ip:127.0.0.3," +
+                  std::to_string(port) + "' > " + d.file("b.log") + " 2>&1 < /dev/null & for i in $(seq 300); do " +
+                  "ss -ltn | grep -q ' " + addr + " ' && break; sleep 0.1; done; ss -ltn | grep -q ' " + addr + " '")
+                  .status,
+              0);
+    struct Reap {
+        std::string pid;
+        ~Reap() { run("/bin/kill -9 -- -$(cat " + pid + ") 2>/dev/null; sleep 0.3"); }
+    } reap{d.file("b.pid")};
+    ASSERT_EQ(run("/bin/kill -STOP -- -$(cat " + d.file("b.pid") + ")").status, 0);
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\nsize=32m\n"
+                                        "time_based=1\nruntime=3\n";
+    const std::string b = " --drive b=" + addr + ":" + lb.path;
+    // nothing listens on 127.0.0.2:port+1 (the test's own port, not taken by another test's server)
+    const std::string a = " --drive a=127.0.0.2:" + std::to_string(port + 1) + ":/dev/null";
+    auto seconds = [](const std::string& out, const char* key) {
+        size_t p = out.find(key);
+        return p == std::string::npos ? -1.0 : std::atof(out.c_str() + p + std::strlen(key));
+    };
+    {
+        const std::string out = d.file("stop");
+        auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + a + b + " --rounds 2 --probe-seconds 0 -o " +
+                     out + " > " + d.file("stop.console") +
+                     " 2>&1 & k=$!; sleep 3; t0=$(date +%s.%N); kill -TERM $k; wait $k; s=$?; "
+                     "echo status=$s took=$(echo \"$(date +%s.%N) - $t0\" | bc)");
+        const std::string console = slurp(d.file("stop.console"));
+        std::cout << "after SIGTERM: " << r.out;
+        EXPECT_NE(r.out.find("status=143"), std::string::npos) << r.out << console;
+        EXPECT_GT(seconds(r.out, "took="), 0) << r.out;
+        EXPECT_LT(seconds(r.out, "took="), 6) << r.out << console;  // 2 s grace; was: until the server resumed
+        json j = json::parse(slurp(out + "/drives.json"));
+        ASSERT_EQ(j["targets"].size(), 2u);
+        EXPECT_EQ(j["targets"][0]["status"], "failed") << j["targets"][0].dump();
+        EXPECT_NE(j["targets"][0].value("error", "").find("onnection refused"), std::string::npos)
+            << j["targets"][0].dump();
+        EXPECT_EQ(console.find("INTERRUPTED a"), std::string::npos) << console;
+        EXPECT_NE(console.find("INTERRUPTED b"), std::string::npos) << console;
+        EXPECT_EQ(console.find("trace_unreadable"), std::string::npos) << console;
+    }
+    {
+        const std::string out = d.file("timeout");
+        auto r = run("t0=$(date +%s.%N); " + kvio_bin() + " drives --job " + d.file("job.fio") + b +
+                     " --rounds 2 --probe-seconds 0 --remote-timeout 3 -o " + out + " > " + d.file("to.console") +
+                     " 2>&1; s=$?; echo status=$s took=$(echo \"$(date +%s.%N) - $t0\" | bc)");
+        const std::string console = slurp(d.file("to.console"));
+        std::cout << "--remote-timeout 3: " << r.out;
+        EXPECT_NE(r.out.find("status=1 "), std::string::npos) << r.out << console;
+        EXPECT_GE(seconds(r.out, "took="), 3) << r.out;
+        EXPECT_LT(seconds(r.out, "took="), 5) << r.out << console;  // was 9 s: SIGTERM, then SIGKILL 5 s later
+        json j = json::parse(slurp(out + "/drives.json"));
+        const std::string err = j["targets"][0].value("error", "");
+        EXPECT_NE(err.find("no answer from the fio server at " + addr + " within --remote-timeout 3 s"),
+                  std::string::npos)
+            << err;
+    }
+    EXPECT_NE(run("pgrep -f 'fio --clien[t]=127.0.0.[23]," + std::to_string(port) + "'").status, 0);
 }

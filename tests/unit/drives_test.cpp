@@ -592,3 +592,41 @@ TEST(DrivesSummary, CeilingProbeLineIsHuman) {
     EXPECT_EQ(ceiling_line(t),
               "probe nvme-a failed: probe read: fio exit status 1: fio: No space left on device (see x.log)");
 }
+
+// drives.html's fio table has the console's QD and ceil% columns; ★ never goes to a drive left out of the ranking
+// (b failed, with a faster partial round than a); a stopped run says which signal stopped it.
+TEST(DrivesHtml, QdAndCeilingColumnsAndNoStarForALeftOutDrive) {
+    auto target = [](const std::string& spec, double mb_s, const std::string& failed) {
+        Target t;
+        t.spec = parse_drive_spec(spec);
+        t.info = nlohmann::json::object();
+        t.ceiling = {{"seq_read_mb_s", 400.0}};
+        RunResult r;
+        r.mode = "closed", r.ok = true;
+        r.fio.total.read.mb_s = mb_s;
+        PhaseFigures ph;
+        ph.read.mb_s = mb_s;
+        r.fio.phases.push_back(ph);
+        r.dev.present = true, r.dev.qd_read_mean = 3.5;
+        t.runs.push_back(r);
+        t.failed = failed;
+        return t;
+    };
+    RunContext ctx;
+    ctx.rounds = 2, ctx.modes = {"closed"}, ctx.stopped_by_signal = 2;
+    const std::string html =
+        drives_html(drives_json({target("a=/dev/loop8", 100, ""), target("b=/dev/loop9", 200, "round 2: gone")}, ctx));
+    const size_t h2 = html.find("closed loop (capacity)");
+    ASSERT_NE(h2, std::string::npos) << html;
+    const std::string table = html.substr(h2, html.find("</table>", h2) - h2);
+    EXPECT_NE(table.find("<th>QD</th><th>ceil%</th>"), std::string::npos) << table;
+    const std::string row_a = table.substr(table.find("<td>a</td>"), table.find("</tr>", table.find("<td>a</td>")));
+    const size_t b_at = table.find("<td>b <b class=bad>failed</b></td>");
+    ASSERT_NE(b_at, std::string::npos) << table;
+    const std::string row_b = table.substr(b_at, table.find("</tr>", b_at) - b_at);
+    EXPECT_NE(row_a.find("<td class=best>100.0 ★</td>"), std::string::npos) << row_a;
+    EXPECT_NE(row_a.find("<td>3.5</td><td>25</td>"), std::string::npos) << row_a;  // 100 of 400 MB/s: 25 %
+    EXPECT_NE(row_b.find("<td>200.0</td>"), std::string::npos) << row_b;
+    EXPECT_EQ(row_b.find("★"), std::string::npos) << row_b;
+    EXPECT_NE(html.find("Stopped by signal 2 (Interrupt)"), std::string::npos);
+}

@@ -427,3 +427,17 @@ TEST(EventsReader, ADirectorySaysSo) {
     EXPECT_THROW(JsonlReader{d}, Error);
     rmdir(d);
 }
+
+// A file that names kvio.events/1 itself but is not JSON lines is told what is wrong with it, never that it is
+// "a kvio.events/1 document, not kvio.events/1".
+TEST(EventsReader, FileNamingEventsSchemaIsToldWhatIsWrong) {
+    TmpFile whole("{\n  \"schema\": \"kvio.events/1\",\n  \"events\": []\n}\n");
+    const std::string e = read_all_error(whole.path);
+    EXPECT_NE(e.find(whole.path + " names kvio.events/1 but is one JSON document over several lines"),
+              std::string::npos)
+        << e;
+    TmpFile meta("{\"schema\":\"kvio.events/1\",\"type\":\"meta\"}\n" + kBlock + "\n");
+    const std::string m = read_all_error(meta.path);
+    EXPECT_NE(m.find(meta.path + ":1: names kvio.events/1 but is not an event record"), std::string::npos) << m;
+    for (const std::string& s : {e, m}) EXPECT_EQ(s.find("is a kvio.events/1 document"), std::string::npos) << s;
+}
