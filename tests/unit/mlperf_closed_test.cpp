@@ -588,6 +588,37 @@ TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
                                  "entry 'k': No space left on device (rule kvioStorageIoErrors)");
 }
 
+// A rank file whose run was shorter than the trial is a problem, whatever its flags say: the measured
+// summary.elapsed_time against the trial length (an mlpstorage result of a --duration 2 run, without kvio's marks or
+// with its flags edited, was called clean). A run that ran its trial (drain included) passes; a stopped one is
+// said once, as stopped.
+TEST(MlperfCheckDir, ARunShorterThanItsTrialIsAProblem) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);  // shortened: 2 s trials
+    const std::string f = rank_file(d.path, 1, 0);
+    auto rk = load_json(f);
+    rk["summary"]["elapsed_time"] = 2.4;  // the 2 s trial and its drain
+    save_json(f, rk);
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    rk["summary"]["elapsed_time"] = 1.99;  // inside the 0.1 s slack
+    save_json(f, rk);
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    rk["summary"]["elapsed_time"] = 1.2;
+    save_json(f, rk);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], f + ": summary.elapsed_time 1.2 s: the run was shorter than the trial's 2 s (rule "
+                                 "kvcacheFixedWorkloadPerOption)");
+    // stopped by a signal: said as stopped (and the summary, which says otherwise, disagrees), not as short
+    rk["kvio"]["stop"] = {{"signal", 15}, {"reason", "signal Terminated"}, {"stop_requested_at_s", 1.0}};
+    save_json(f, rk);
+    r = check_results_dir(d.path, kShortened);
+    EXPECT_NE(r.problems.at(0).find("a stopped trial is not a scored trial"), std::string::npos) << joined(r);
+    EXPECT_EQ(joined(r).find("elapsed_time"), std::string::npos) << joined(r);
+}
+
 // The rank_count line names its rule, as every problem line does.
 TEST(MlperfCheckDir, ARankCountThatIsNotTheRanksNamesItsRule) {
     ScratchDir d("/var/tmp");

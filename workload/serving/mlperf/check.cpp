@@ -293,14 +293,14 @@ void check_rank_figures(const std::string& path, const Json& doc, CheckReport& r
 
 /// A rank file whose client a signal stopped (kvio's `kvio.stop`, docs/simulate.md: `signal` its number, or 0 with a
 /// `reason` "signal NAME to another client" when another rank's signal stopped it) measured part of a trial: it is not
-/// one of the 3 scored trials, even in a shortened run.
-void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& rep) {
+/// one of the 3 scored trials, even in a shortened run. Returns whether it was stopped.
+bool check_stopped_rank(const std::string& path, const Json& doc, CheckReport& rep) {
     const Json& stop = at_path(doc, {"kvio", "stop"});
     const Json& sig = field_or_null(stop, "signal");
     const Json& why = field_or_null(stop, "reason");
     const bool own = sig.is_number_integer() && sig.get<int64_t>() != 0;
     const bool other = why.is_string() && why.get<std::string>().rfind("signal ", 0) == 0;
-    if (!own && !other) return;
+    if (!own && !other) return false;
     ++rep.stopped_rank_files;
     std::string line = path + (own ? ": kvio.stop.signal " + fmt(sig) : std::string(": kvio.stop.reason"));
     if (why.is_string()) line += own ? " (" + why.get<std::string>() + ")" : " " + why.dump();
@@ -310,6 +310,7 @@ void check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
         line += b;
     }
     rep.problems.push_back(line + ": a stopped trial is not a scored trial (rule kvcacheClosedSequenceLocks)");
+    return true;
 }
 
 /// The share of a trial's write bytes that capacity refusals may reach before a rank file is a problem
@@ -430,6 +431,22 @@ void check_rank_marks(const std::string& path, const Json& doc, const ClosedOpti
                                "(rule kvioRankFileMarks)");
 }
 
+/// A rank file whose run was shorter than the trial: `summary.elapsed_time` (s, the benchmark's own clock from the
+/// start of the measured run to its end, drain included, so at least the duration when the run ran it) below the
+/// trial length `s.trial_seconds` less 1 % (at least 0.1 s) of slack. A file without elapsed_time is not judged.
+/// Catches a result whose recorded flags were edited to the Option's values or that carries no kvio marks at all
+/// (an mlpstorage result of a `--duration 30` run passed before).
+void check_trial_length(const std::string& path, const Json& doc, const RunShape& s, CheckReport& rep) {
+    const Json& e = at_path(doc, {"summary", "elapsed_time"});
+    if (!e.is_number() || s.trial_seconds <= 0) return;
+    const double want = double(s.trial_seconds), slack = std::max(0.1, 0.01 * want);
+    if (e.get<double>() + slack >= want) return;
+    char b[96];
+    std::snprintf(b, sizeof b, "%.1f s", e.get<double>());
+    rep.problems.push_back(path + ": summary.elapsed_time " + b + ": the run was shorter than the trial's " +
+                           std::to_string(s.trial_seconds) + " s (rule kvcacheFixedWorkloadPerOption)");
+}
+
 /// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
 /// cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
@@ -440,7 +457,7 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     if (!seed.is_number_integer() || seed.get<int64_t>() != want_seed)
         rep.problems.push_back(path + ": seed " + fmt(seed) + ", expected 42 + rank " + std::to_string(rank) + " = " +
                                std::to_string(want_seed) + " (rule kvcacheClosedSequenceLocks)");
-    check_stopped_rank(path, doc, rep);
+    const bool stopped = check_stopped_rank(path, doc, rep);
     if (at_path(doc, {"kvio", "mlperf_closed", "results_pending"}) == true) {
         rep.problems.push_back(
             path + ": written by rank " + std::to_string(rank) +
@@ -449,6 +466,7 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
         return;
     }
     check_rank_figures(path, doc, rep);
+    if (!stopped) check_trial_length(path, doc, s, rep);  // a stopped one is said above
     check_rank_failures(path, doc, rep);
     check_rank_marks(path, doc, opt, trial, rank, s, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
