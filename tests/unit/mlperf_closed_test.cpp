@@ -84,6 +84,23 @@ void write_rank(const std::string& dir, int option, int trial, int rank, double 
 }
 }  // namespace
 
+// A trial with no rank file (a full results disk) measured nothing: it is left out of the mean, not averaged in as
+// zero (which halved a headline), and per_trial says it had no rank file.
+TEST(ClosedRules, ATrialWithoutRankFilesIsNotAveragedInAsZero) {
+    const std::string dir = testing::TempDir() + "/kvio-closed-empty-" + std::to_string(::getpid());
+    fs::remove_all(dir);
+    write_rank(dir, 1, 0, 0, 2, 0.5, 100, 2.0, 1.0, 3);
+    write_rank(dir, 1, 0, 1, 3, 0.5, 200, 9.0, 1.0, 3);
+    fs::create_directories(dir + "/" + rank_dir_name(1, 1, 0));  // trial 1: directories, no file
+    const auto a = aggregate_option(dir, 1, 2, 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), 5.0);
+    EXPECT_EQ(a["scored_trial_count"], 1);
+    EXPECT_EQ(a["per_trial"][0]["rank_files"], 2);
+    EXPECT_EQ(a["per_trial"][1]["rank_files"], 0);
+    EXPECT_EQ(a["partial_failure"], true);
+    fs::remove_all(dir);
+}
+
 TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     const std::string dir = testing::TempDir() + "/kvio-closed-agg-" + std::to_string(::getpid());
     fs::remove_all(dir);

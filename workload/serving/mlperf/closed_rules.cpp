@@ -173,6 +173,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
     for (int t = 0; t < trials; ++t) {
         double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
         bool stopped = false;
+        int read_files = 0;
         for (int n = 0; n < ranks; ++n) {
             const std::string dir = results_dir + "/" + rank_dir_name(option, t, n);
             const auto files = rank_result_files(dir);
@@ -189,6 +190,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
                 continue;
             }
             stopped = stopped || rank_file_stopped(doc);
+            ++read_files;
             const Json& summary = field_or_null(doc, "summary");
             const Json& cs = field_or_null(summary, "cache_stats");
             auto zero = [&cs](const char* k) {
@@ -208,6 +210,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
         }
         per_trial.push_back({{"trial", t},
                              {"stopped", stopped},
+                             {"rank_files", read_files},
                              {"read_bandwidth_gbps_sum", r},
                              {"write_bandwidth_gbps_sum", w},
                              {"storage_throughput_tokens_per_sec_sum", s},
@@ -217,6 +220,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
             stopped_trials.push_back(t);
             continue;
         }
+        if (read_files == 0) continue;  // no rank file (a full results disk): nothing measured, no zero in the mean
         read_bw.push_back(r);
         write_bw.push_back(w);
         avg_tp.push_back(a);
