@@ -605,6 +605,24 @@ TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
                                  "entry 'k': No space left on device (rule kvioStorageIoErrors)");
 }
 
+// A cache the summary records on tmpfs measured memory: a problem even in a shortened run (it was called clean).
+TEST(MlperfCheckDir, ACacheInMemoryIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string path = write_synthetic_run(d.path, 3);
+    auto sj = load_json(path);
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", "ext4"}, {"st_dev", "7:0"}};
+    save_json(path, sj);
+    EXPECT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    sj["kvio"]["provenance"]["cache_dir"]["fstype"] = "tmpfs";
+    save_json(path, sj);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], path +
+                                 ": kvio.provenance.cache_dir.fstype tmpfs: the cache was in memory, no storage was "
+                                 "measured (rule kvioCacheOnMemory)");
+}
+
 // A rank file whose run was shorter than the trial is a problem, whatever its flags say: the measured
 // summary.elapsed_time against the trial length (an mlpstorage result of a --duration 2 run, without kvio's marks or
 // with its flags edited, was called clean). A run that ran its trial (drain included) passes; a stopped one is

@@ -655,7 +655,8 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
 }
 
 /// Cache and results on one filesystem (rule kvcachePosixCacheDir): the summary's recorded st_dev, and each cache
-/// directory the rank files name that still exists.
+/// directory the rank files name that still exists. A cache the summary records on a memory filesystem (tmpfs,
+/// ramfs: its provenance's fstype) measured memory, not storage (rule kvioCacheOnMemory, kvio's name).
 void check_filesystems(const std::string& dir, const RunShape& s, const std::set<std::string>& caches,
                        CheckReport& rep) {
     const Json& prov = at_path(s.summary, {"kvio", "provenance"});
@@ -666,6 +667,10 @@ void check_filesystems(const std::string& dir, const RunShape& s, const std::set
     if (!cd.empty() && cd == rd)
         rep.problems.push_back(s.summary_path + ": cache and results directories were on one filesystem (device " + cd +
                                ") (rule kvcachePosixCacheDir)");
+    const Json& fst = at_path(prov, {"cache_dir", "fstype"});
+    if (fst == "tmpfs" || fst == "ramfs")
+        rep.problems.push_back(s.summary_path + ": kvio.provenance.cache_dir.fstype " + fst.get<std::string>() +
+                               ": the cache was in memory, no storage was measured (rule kvioCacheOnMemory)");
     const std::string here = path_st_dev(dir);
     std::set<std::string> parents;
     for (const auto& c : caches) parents.insert(fs::path(c).parent_path().string());
