@@ -128,7 +128,7 @@ bool job_is_paced(const std::string& job) {
 }
 
 std::string job_for_target(const std::string& job, const std::string& target, TargetField field, Pacing pacing,
-                           const std::string& bw_log) {
+                           const std::string& bw_log, bool refuse_create) {
     const bool closed = pacing != Pacing::Open, no_think = pacing == Pacing::Closed;
     std::ostringstream out;
     out << "; kvio drives: the job below, its data on " << target
@@ -137,12 +137,14 @@ std::string job_for_target(const std::string& job, const std::string& target, Ta
                      : "")
         << "\n[global]\n"
         << (field == TargetField::Directory ? "directory=" : "filename=") << target << "\n";
+    if (refuse_create) out << "allow_file_create=0\n";
     if (!bw_log.empty()) out << "write_bw_log=" << bw_log << "\nlog_avg_msec=" << kBwLogMs << "\nlog_unix_epoch=1\n";
     out << "\n";
     std::istringstream in(job);
     for (std::string line; std::getline(in, line);) {
         std::string k = key_of(line);
         if (k == "filename" || k == "directory" || k == "filename_format") continue;
+        if (refuse_create && k == "allow_file_create") continue;
         if (!bw_log.empty() &&
             (k == "write_bw_log" || k == "log_avg_msec" || k == "per_job_logs" || k == "log_unix_epoch"))
             continue;

@@ -47,9 +47,12 @@ enum class Pacing { Open, Closed, ClosedKeepThinktime };
 /// `[global]` section naming the target; the pacing lines `pacing` drops (Pacing). With `bw_log` non-empty the leading
 /// section also asks fio for a bandwidth log per job, `write_bw_log=BW_LOG` averaged over kBwLogMs with times since the
 /// epoch (`log_unix_epoch=1`; fio writes BW_LOG_bw.N.log), and the job's own `write_bw_log`, `log_avg_msec`,
-/// `log_unix_epoch` and `per_job_logs` lines are dropped. Lines, sections and comments otherwise unchanged.
+/// `log_unix_epoch` and `per_job_logs` lines are dropped. With `refuse_create` the leading section also says
+/// `allow_file_create=0` (fio then fails instead of creating a missing `target`: a remote path under /dev that names no
+/// device must not become a file in that host's devtmpfs) and the job's own `allow_file_create` lines are dropped.
+/// Lines, sections and comments otherwise unchanged.
 std::string job_for_target(const std::string& job, const std::string& target, TargetField field, Pacing pacing,
-                           const std::string& bw_log = "");
+                           const std::string& bw_log = "", bool refuse_create = false);
 
 /// What a job says it moves, read + write, counted as fio counts `io_bytes` and `total_ios`; 0 where the text does
 /// not say. Per section: passes = `loops` × `numjobs` (fio restarts `number_ios` and `io_size` with every loop,

@@ -329,6 +329,18 @@ TEST(DrivesJob, BandwidthLogAskedAndJobsOwnLogLinesDropped) {
               std::string::npos);
 }
 
+// A remote /dev path that names no device: fio is told in the leading section not to create it, and a job's own
+// allow_file_create line (which could say 1) is dropped; without the flag nothing is added.
+TEST(DrivesJob, RefuseCreateTellsFioNotToCreateTheTarget) {
+    const std::string job = "[global]\nallow_file_create=1\n[a]\nrw=read\nsize=1m\n";
+    const std::string t = job_for_target(job, "/dev/nvme9n1", TargetField::Filename, Pacing::Closed, "", true);
+    EXPECT_NE(t.find("[global]\nfilename=/dev/nvme9n1\nallow_file_create=0\n"), std::string::npos) << t;
+    EXPECT_EQ(t.find("allow_file_create=1"), std::string::npos) << t;
+    const std::string plain = job_for_target(job, "/dev/nvme9n1", TargetField::Filename, Pacing::Closed);
+    EXPECT_EQ(plain.find("allow_file_create=0"), std::string::npos) << plain;
+    EXPECT_NE(plain.find("allow_file_create=1"), std::string::npos) << plain;
+}
+
 // Two jobs' logs (fio 3.33's five columns and a newer six), times since the epoch: each sample is the mean rate
 // since that job's previous one (the first: over one window), its bytes spread over the 100 ms windows its span
 // overlaps; KiB/s to MB/s; trim samples skipped; the bytes in equal the bytes out.
