@@ -532,9 +532,10 @@ std::string first_line_kind(const char* b, const char* e) {
 /// not what it claims: one JSON document over several lines (`whole`), or a first line that is no event record.
 std::string not_events_message(const std::string& file, const std::string& kind, bool whole) {
     const std::string rule = " (one JSON object per line, as `kvio trace --events` writes)";
-    if (kind.find("kvio.events/1") == std::string::npos) return file + " is " + kind + ", not kvio.events/1" + rule;
-    return whole ? file + " names kvio.events/1 but is one JSON document over several lines, not kvio.events/1" + rule
-                 : file + ":1: names kvio.events/1 but is not an event record (field 'type': cmd, syscall or summary)";
+    if (kind.find("kvio.events/1") == std::string::npos) return file + ":1: is " + kind + ", not kvio.events/1" + rule;
+    return whole
+               ? file + ":1: names kvio.events/1 but is one JSON document over several lines, not kvio.events/1" + rule
+               : file + ":1: names kvio.events/1 but is not an event record (field 'type': cmd, syscall or summary)";
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ bool JsonlReader::next(json& out) {
                 st.st_size < (off_t(256) << 20)) {  // one pretty-printed document of a known kind: named
                 json whole = json::parse(read_input(src_.file), nullptr, false);
                 if (const std::string kind = json_kind(whole); !kind.empty())
-                    throw Error(src_.file + " is " + kind + " (one JSON document), not JSON lines");
+                    throw Error(src_.file + ":1: is " + kind + " (one JSON document), not JSON lines");
             }
             if (!newline) {
                 warn(torn_last_line_warning(src_));
@@ -94,7 +94,7 @@ json read_json_file(const std::string& path) {
         // JSON lines of a known kind (an events or semantic stream): named, not "not valid JSON".
         const json first = json::parse(text.substr(0, text.find('\n')), nullptr, false);
         if (const std::string kind = json_kind(first); !kind.empty())
-            throw Error(path + " holds " + kind + " as JSON lines, not one JSON document");
+            throw Error(path + ":1: holds " + kind + " as JSON lines, not one JSON document");
         throw Error(path + ": not valid JSON (" + e.what() + ")");
     }
 }

@@ -289,7 +289,8 @@ TEST(WrongFormat, AManifestGivenAsEventsIsNamed) {
     auto r = run(kvio_bin() + " gen --model tiny-1b --num-chunks 1 --target " + d.file("g.img") + " --record " +
                  d.file("rec.json"));
     ASSERT_EQ(r.status, 0) << r.err;
-    const std::string want = d.file("rec.json") + " is a kvio record manifest (kvio gen --record), not kvio.events/1";
+    const std::string want =
+        d.file("rec.json") + ":1: is a kvio record manifest (kvio gen --record), not kvio.events/1";
     r = run("truncate -s 64M " + d.file("t.img") + " && " + kvio_bin() + " replay --events " + d.file("rec.json") +
             " --target " + d.file("t.img"));
     EXPECT_EQ(r.status, 1) << r.err;
@@ -311,8 +312,9 @@ TEST(WrongFormat, ASemanticLogGivenAsEventsIsNamed) {
         std::ofstream(d.file("t.json")) << R"({"schema":"kvio.trace/1","devices":[]})"
                                         << "\n";
     }
-    const std::string sem = d.file("sem.jsonl") + " is a kvio.semantic/1 file (kvio gen --semantic), not kvio.events/1";
-    const std::string trace = d.file("t.json") + " is a kvio.trace/1 document, not kvio.events/1";
+    const std::string sem =
+        d.file("sem.jsonl") + ":1: is a kvio.semantic/1 file (kvio gen --semantic), not kvio.events/1";
+    const std::string trace = d.file("t.json") + ":1: is a kvio.trace/1 document, not kvio.events/1";
     r = run(kvio_bin() + " distill --events " + d.file("sem.jsonl"));
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_NE(r.err.find(sem), std::string::npos) << r.err;

@@ -433,7 +433,7 @@ TEST(EventsReader, ADirectorySaysSo) {
 TEST(EventsReader, FileNamingEventsSchemaIsToldWhatIsWrong) {
     TmpFile whole("{\n  \"schema\": \"kvio.events/1\",\n  \"events\": []\n}\n");
     const std::string e = read_all_error(whole.path);
-    EXPECT_NE(e.find(whole.path + " names kvio.events/1 but is one JSON document over several lines"),
+    EXPECT_NE(e.find(whole.path + ":1: names kvio.events/1 but is one JSON document over several lines"),
               std::string::npos)
         << e;
     TmpFile meta("{\"schema\":\"kvio.events/1\",\"type\":\"meta\"}\n" + kBlock + "\n");

@@ -207,13 +207,13 @@ TEST(WrongKind, ReadersNameTheKindTheyFound) {
         return std::string("no error");
     };
     EXPECT_EQ(what([&] { read_json_file(events); }),
-              events + " holds kvio.events/1 records (kvio trace --events) as JSON lines, not one JSON document");
+              events + ":1: holds kvio.events/1 records (kvio trace --events) as JSON lines, not one JSON document");
     EXPECT_EQ(what([&] {
                   JsonlReader r(trace);
                   json j;
                   r.next(j);
               }),
-              trace + " is a kvio.trace/1 document (one JSON document), not JSON lines");
+              trace + ":1: is a kvio.trace/1 document (one JSON document), not JSON lines");
     JsonSource first{events, 1, "kvio.semantic/1"};
     const json cmd = json::parse(R"({"type":"cmd","src":"block","dev":"7:0"})");
     EXPECT_EQ(what([&] { get_string(cmd, "schema", first); }),
