@@ -210,13 +210,6 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
     }
 }
 
-/// After a stop signal, how long a remote run's fio client gets to end (it has the signal) before it is SIGKILLed:
-/// a client whose server hangs never ends by itself.
-constexpr double kStopGraceS = 2;
-/// After --remote-timeout, how long a fio client gets between SIGTERM and SIGKILL: a client whose server hangs
-/// ignores the SIGTERM, and the timeout is to hold.
-constexpr double kRemoteKillAfterS = 0.5;
-
 /// The error of a remote run ended by --remote-timeout, said in full: its log is often empty then.
 std::string timeout_message(const Target& t, const RunResult& r, double timeout_s, double seconds) {
     char b[200];

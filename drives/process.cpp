@@ -144,10 +144,10 @@ std::string describe_status(int st) {
 ChildStop::ChildStop() { g_stop = std::make_unique<StopSignal>(StopSignal::Options{.on_signal = forward}); }
 ChildStop::~ChildStop() { g_stop.reset(); }
 int ChildStop::signo() const { return g_stop ? g_stop->signo() : 0; }
+int stop_signal_seen() { return g_stop ? g_stop->signo() : 0; }
 
-int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s) {
-    bool to = false;
-    return wait_child(spawn_logged(argv, log), timeout_s, &to);
+int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s, double stop_grace_s) {
+    return wait_children({spawn_logged(argv, log)}, timeout_s, kRemoteKillAfterS, stop_grace_s)[0].status;
 }
 
 std::string error_lines_of(const std::string& log, size_t max_lines) {

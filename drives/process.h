@@ -51,8 +51,21 @@ public:
     int signo() const;
 };
 
-/// Runs `argv` to the end (spawn_logged + wait_child) and returns the wait status.
-int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s = 0);
+/// After a stop signal, how long a child gets to end (it has the signal) before it is SIGKILLed, s: a fio client
+/// whose server hangs never ends by itself.
+inline constexpr double kStopGraceS = 2;
+/// After a remote timeout, how long a fio client gets between SIGTERM and SIGKILL, s: a client whose server hangs
+/// ignores the SIGTERM, and the timeout is to hold.
+inline constexpr double kRemoteKillAfterS = 0.5;
+
+/// The stop signal the live ChildStop has seen, 0 for none (or no ChildStop).
+int stop_signal_seen();
+
+/// Runs `argv` to the end (spawn_logged + wait_children: `timeout_s` > 0 ends it that long after its start,
+/// SIGKILL kRemoteKillAfterS after the SIGTERM; `stop_grace_s` >= 0 SIGKILLs it that long after a stop signal, < 0
+/// waits for it to end: a local child flushes what it has) and returns the wait status.
+int run_logged(const std::vector<std::string>& argv, const std::string& log, double timeout_s = 0,
+               double stop_grace_s = -1);
 
 /// What a failed child said in `log`: its lines that start with "fio:" or "kvio", or name an error or a bad
 /// option (fio's parse errors, a refused connection, kvio simulate's message), at most `max_lines`, joined by "; ";

@@ -71,18 +71,18 @@ json disk_info(const BlockDevInfo& d) {
 /// True for a path under /dev (a device node's place; a remote host's too).
 bool device_path(const std::string& path) { return path.starts_with("/dev/"); }
 
-/// The option line that makes fio refuse to create `t`'s file: a remote path under /dev that names no device
-/// (fio's allow_file_create=0 errors out instead of laying out a file in the host's devtmpfs); "" otherwise. A local
-/// one is refused before the run (prepare_local_target).
-std::string no_create_line(const Target& t) {
-    return t.spec.remote() && t.field == TargetField::Filename && device_path(t.spec.path) ? "allow_file_create=0\n"
-                                                                                           : "";
+/// True when fio must refuse to create `t`'s file: a remote path under /dev that names no device (fio's
+/// allow_file_create=0 errors out instead of laying out a file in the host's devtmpfs). A local one is refused before
+/// the run (prepare_local_target).
+bool refuse_create(const Target& t) {
+    return t.spec.remote() && t.field == TargetField::Filename && device_path(t.spec.path);
 }
 
 std::string probe_job(const Target& t, const std::string& rw, const std::string& bs, int depth, uint64_t offset,
                       uint64_t bytes, double seconds) {
-    std::string where = t.field == TargetField::Directory ? "directory=" + t.spec.path + "\nfilename=kvio-drives-probe"
-                                                          : no_create_line(t) + "filename=" + t.spec.path;
+    std::string where = t.field == TargetField::Directory
+                            ? "directory=" + t.spec.path + "\nfilename=kvio-drives-probe"
+                            : std::string(refuse_create(t) ? "allow_file_create=0\n" : "") + "filename=" + t.spec.path;
     return "; kvio drives: ceiling probe\n[probe-" + rw + "]\n" + where + "\nrw=" + rw + "\nbs=" + bs +
            "\niodepth=" + std::to_string(depth) + "\nioengine=libaio\ndirect=1\noffset=" + std::to_string(offset) +
            "\nsize=" + std::to_string(bytes) +
@@ -187,11 +187,17 @@ void probe_ceiling(Target& t, const RunEnv& env) {
                                                                     : fs::path()};
     json c = {{"seconds", env.probe_seconds}, {"bytes", bytes}, {"offset", offset}};
     for (const P& p : probes) {
+        if (const int sig = stop_signal_seen()) {  // a probe started after the stop would run its full length
+            t.ceiling = {{"error", "probe stopped by signal " + std::to_string(sig)}};
+            return;
+        }
         std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
         write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, offset, bytes, env.probe_seconds));
+        const bool remote = t.spec.remote();  // a hung host's fio client ignores SIGTERM: bounded both ways
         int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
-                            t.spec.remote() ? env.remote_timeout_s : 0);
+                            remote ? env.remote_timeout_s : 0, remote ? kStopGraceS : -1);
         try {
+            if (const int sig = stop_signal_seen()) throw Error("stopped by signal " + std::to_string(sig));
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
                 throw Error("fio " + describe_status(st) + said(base + ".log", t));
             FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
@@ -210,10 +216,7 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
     const Pacing p = mode != "closed"     ? Pacing::Open
                      : env.keep_thinktime ? Pacing::ClosedKeepThinktime
                                           : Pacing::Closed;
-    std::string text = job_for_target(job, t.spec.path, t.field, p, bw_log);
-    if (const std::string no_create = no_create_line(t); !no_create.empty())  // into the leading [global] section
-        text.insert(text.find("\n[global]\n") + std::string_view("\n[global]\n").size(), no_create);
-    return text;
+    return job_for_target(job, t.spec.path, t.field, p, bw_log, refuse_create(t));
 }
 
 namespace {

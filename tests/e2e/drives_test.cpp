@@ -804,5 +804,21 @@ TEST(Drives, HangingServerEndsOnSigtermAndTimeout) {
                   std::string::npos)
             << err;
     }
+    {  // a stop during the ceiling probe: the probe's client is ended within the grace, no later probe starts
+        const std::string out = d.file("probe");
+        auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + b + " --rounds 1 --probe-seconds 5 -o " + out +
+                     " > " + d.file("probe.console") +
+                     " 2>&1 & k=$!; sleep 2; t0=$(date +%s.%N); kill -TERM $k; wait $k; s=$?; "
+                     "echo status=$s took=$(echo \"$(date +%s.%N) - $t0\" | bc)");
+        const std::string console = slurp(d.file("probe.console"));
+        std::cout << "SIGTERM in the probe: " << r.out;
+        EXPECT_NE(r.out.find("status=143"), std::string::npos) << r.out << console;
+        EXPECT_LT(seconds(r.out, "took="), 6) << r.out << console;  // was: until the server resumed
+        json j = json::parse(slurp(out + "/drives.json"));
+        ASSERT_EQ(j["targets"].size(), 1u);
+        EXPECT_NE(j["targets"][0]["ceiling"].value("error", "").find("stopped by signal 15"), std::string::npos)
+            << j["targets"][0].dump();
+        EXPECT_FALSE(std::filesystem::exists(out + "/probe/b-write.job.fio")) << run("ls " + out + "/probe").out;
+    }
     EXPECT_NE(run("pgrep -f 'fio --clien[t]=127.0.0.[23]," + std::to_string(port) + "'").status, 0);
 }
