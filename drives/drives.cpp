@@ -459,10 +459,17 @@ int measure_and_report(const DrivesOptions& opt, const std::string& job, const s
         }
     ctx.stopped_by_signal = stop.signo();
     if (ctx.stopped_by_signal) mark_interrupted(ts, ctx.stopped_by_signal, size_t(opt.rounds) * modes.size());
-    write_outputs(ts, ctx, opt, env.dir);
+    // The table first: when the result files cannot be written (a full filesystem), what was measured is on the
+    // console at least.
     print_table(out, ts, ctx);
     for (const auto& t : ts)
         if (!t.interrupted.empty()) out << "INTERRUPTED " << t.spec.name << ": " << t.interrupted << "\n";
+    out.flush();
+    try {
+        write_outputs(ts, ctx, opt, env.dir);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " (the table above is what was measured)");
+    }
     out << "results: " << env.dir << "/drives.json" << (opt.html ? ", " + env.dir + "/drives.html" : "") << "\n";
     if (stop.signo())
         throw Stopped(stop.signo(), "drives: stopped by signal " + std::to_string(stop.signo()) +

@@ -491,6 +491,40 @@ TEST(Drives, FullOutputFilesystemLeavesNothingHalfWritten) {
     EXPECT_TRUE(fs::is_empty(full.path + "/mine")) << run("find " + full.path).out;
 }
 
+// The output filesystem fills while the run measures (a fio wrapper fills it after the run's fio): the run fails naming
+// drives.json and ENOSPC, the console still shows the table of what was measured, and nothing half-written stays.
+TEST(Drives, FullOutputFilesystemAtTheEndStillPrintsTheTable) {
+    TempDir d, shm("/dev/shm");
+    struct Tmpfs {
+        explicit Tmpfs(const std::string& p) : path(p) {
+            fs::create_directories(p);
+            ok = run("mount -t tmpfs -o size=1m kvio-drives-full-end " + p).status == 0;
+        }
+        ~Tmpfs() {
+            if (ok) run("umount " + path);
+        }
+        std::string path;
+        bool ok = false;
+    } full(d.file("full"));
+    ASSERT_TRUE(full.ok);
+    std::ofstream(d.file("fio.sh")) << "#!/bin/sh\nfio \"$@\"; s=$?\ncase \"$*\" in *--output-format=json*) "
+                                       "head -c 2m /dev/zero > " +
+                                           d.file("full") +
+                                           "/filler 2>/dev/null;; esac\n"
+                                           "exit $s\n";
+    fs::permissions(d.file("fio.sh"), fs::perms::owner_all);
+    std::ofstream(d.file("job.fio")) << "[r]\nrw=write\nbs=64k\nsize=1m\n";
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive shm=" + shm.path +
+                 " --rounds 1 --probe-seconds 0 --fio " + d.file("fio.sh") + " -o " + full.path + "/out");
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(full.path + "/out/drives.json"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the table above is what was measured"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("DRIVE"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\nshm "), std::string::npos) << r.out;  // the drive's row
+    EXPECT_FALSE(fs::exists(full.path + "/out")) << run("find " + full.path).out;
+}
+
 // SIGTERM in the first round: the console and drives.json agree that the target was interrupted (not failed, not
 // done), drives.json names the signal, and no "round 1/2 closed done" line is printed for the cut round.
 TEST(Drives, SigtermMarksTargetInterruptedInConsoleAndJson) {
