@@ -49,7 +49,7 @@ void add_drives_command(CLI::App& app) {
         ->excludes(events);
     sub->add_option("--drive", o->drives,
                     "NAME=PATH (block device, file or directory here) or NAME=HOST[:PORT]:PATH (a host running "
-                    "`fio --server`, port 8765 by default); repeat per target")
+                    "`fio --server`, port 8765 by default; an IPv6 HOST in brackets: [::1]); repeat per target")
         ->required();
     sub->add_option("--rounds", o->rounds, "Runs per target and load mode (min/median/max over them)")
         ->check(positive_integer())

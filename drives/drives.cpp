@@ -95,7 +95,7 @@ std::string target_key(const DriveSpec& d) {
     std::error_code ec;
     std::string p = d.remote() ? d.path : fs::weakly_canonical(d.path, ec).string();
     if (p.empty()) p = d.path;
-    return d.host + ":" + std::to_string(d.port) + ":" + p;
+    return d.address() + ":" + p;
 }
 
 /// Every --drive and --metrics parsed and checked against the others: a usage error here is found before any
@@ -214,9 +214,9 @@ PromScrape scrape_remote(const Target& t, RunResult& r) {
 std::string timeout_message(const Target& t, const RunResult& r, double timeout_s, double seconds) {
     char b[200];
     std::snprintf(b, sizeof b,
-                  "no answer from the fio server at %s:%d within --remote-timeout %g s: its fio client "
+                  "no answer from the fio server at %s within --remote-timeout %g s: its fio client "
                   "was ended after %.1f s",
-                  t.spec.host.c_str(), t.spec.port, timeout_s, seconds);
+                  t.spec.address().c_str(), timeout_s, seconds);
     std::string said = error_lines_of(r.files + ".log");
     return std::string(b) + (said.empty() ? " (the server may be stopped, hung or unreachable)"
                                           : "; its log (" + r.files + ".log) says: " + said);
@@ -256,7 +256,8 @@ void remote_round(std::vector<Target>& ts, const std::vector<size_t>& remote, co
         // A run that ended before the stop signal keeps its own result: a failure stays that failure.
         if (e.stop_signo) cut_run(rs[k], e.stop_signo);
         if (!rs[k].ok && t.failed.empty() && !e.stop_signo)
-            t.failed = "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.host + ": " + rs[k].error;
+            t.failed =
+                "round " + std::to_string(round + 1) + " " + mode + " on " + t.spec.address() + ": " + rs[k].error;
         t.runs.push_back(std::move(rs[k]));
     }
 }

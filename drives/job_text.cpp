@@ -61,6 +61,15 @@ uint64_t parse_size(const std::string& v) {
 
 }  // namespace
 
+std::string DriveSpec::address() const {
+    const bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string DriveSpec::fio_client() const {
+    return (host.find(':') != std::string::npos ? "ip6:" : "") + host + "," + std::to_string(port);
+}
+
 DriveSpec parse_drive_spec(const std::string& text) {
     size_t eq = text.find('=');
     auto bad = [&](const std::string& why) {
@@ -78,10 +87,19 @@ DriveSpec parse_drive_spec(const std::string& text) {
         d.path = rest;
         return d;
     }
-    size_t c1 = rest.find(':');
-    if (c1 == std::string::npos || c1 == 0) throw bad("PATH must be absolute");
-    d.host = rest.substr(0, c1);
-    std::string after = rest.substr(c1 + 1);
+    std::string after;
+    if (rest[0] == '[') {  // an IPv6 address: [ADDR]:...
+        const size_t close = rest.find(']');
+        if (close == std::string::npos || close < 3 || rest.find(':') > close)
+            throw bad("an IPv6 HOST is [ADDR] with ':' in ADDR");
+        if (close + 1 >= rest.size() || rest[close + 1] != ':')
+            throw bad("no :PATH after " + rest.substr(0, close + 1));
+        d.host = rest.substr(1, close - 1), after = rest.substr(close + 2);
+    } else {
+        size_t c1 = rest.find(':');
+        if (c1 == std::string::npos || c1 == 0) throw bad("PATH must be absolute");
+        d.host = rest.substr(0, c1), after = rest.substr(c1 + 1);
+    }
     if (!after.empty() && after[0] != '/') {
         size_t c2 = after.find(':');
         std::string port = after.substr(0, c2);
@@ -106,6 +124,8 @@ MetricsSpec parse_metrics_spec(const std::string& text) {
     if (eq == std::string::npos || eq == 0 || colon == std::string::npos || colon < eq + 2)
         throw UsageError("--metrics " + text + ": expected NAME=HOST:PORT");
     m.name = text.substr(0, eq), m.host = text.substr(eq + 1, colon - eq - 1);
+    if (m.host.size() > 2 && m.host.front() == '[' && m.host.back() == ']')
+        m.host = m.host.substr(1, m.host.size() - 2);
     size_t used = 0;
     try {
         m.port = std::stoi(text.substr(colon + 1), &used);

@@ -14,10 +14,15 @@ struct DriveSpec {
     std::string metrics_host;  ///< a remote target's `kvio trace --listen` exporter (`--metrics NAME=HOST:PORT`)
     int metrics_port = 0;      ///< 0: none (no device-side figures for this remote target)
     bool remote() const { return !host.empty(); }
+    /// "HOST:PORT", an IPv6 address in brackets ("[::1]:8765"), for messages.
+    std::string address() const;
+    /// fio's `--client` value: "HOST,PORT", "ip6:ADDR,PORT" for an IPv6 address (fio's client syntax).
+    std::string fio_client() const;
 };
 
 /// Parses "NAME=PATH" or "NAME=HOST[:PORT]:PATH" (PATH begins with '/' and a remote one follows the first ':' that is
-/// not part of a port). Throws kvio::UsageError naming the value when malformed.
+/// not part of a port); an IPv6 HOST is written in brackets, "NAME=[::1]:8765:/dev/nvme0n1". Throws
+/// kvio::UsageError naming the value when malformed.
 DriveSpec parse_drive_spec(const std::string& text);
 
 /// Parses `--metrics NAME=HOST:PORT` into {NAME, HOST, PORT}. Throws kvio::UsageError when malformed.

@@ -32,8 +32,7 @@ std::string said(const std::string& log, const Target& t) {
     std::string e = error_lines_of(log);
     if (!e.empty()) return ": " + e;
     if (t.spec.remote())
-        return ": fio's client printed nothing; the fio server at " + t.spec.host + ":" + std::to_string(t.spec.port) +
-               " may have gone away";
+        return ": fio's client printed nothing; the fio server at " + t.spec.address() + " may have gone away";
     return "";
 }
 
@@ -92,7 +91,7 @@ std::string probe_job(const Target& t, const std::string& rw, const std::string&
 
 std::vector<std::string> fio_argv(const Target& t, const RunEnv& env, const std::string& job, const std::string& out) {
     std::vector<std::string> a = {env.fio};
-    if (t.spec.remote()) a.push_back("--client=" + t.spec.host + "," + std::to_string(t.spec.port));
+    if (t.spec.remote()) a.push_back("--client=" + t.spec.fio_client());
     a.insert(a.end(), {"--output-format=json", "--output=" + out, job});
     return a;
 }

@@ -282,6 +282,34 @@ TEST(Drives, TwoFioServersOneKilledMidRun) {
     EXPECT_NE(run("pgrep -f 'fio --clien[t]=127.0.0.[23],'").status, 0);
 }
 
+// A fio server on the IPv6 loopback, named [::1] in --drive: fio's client reaches it (ip6: form), the run is done and
+// drives.json names the host as given.
+TEST(Drives, Ipv6FioServer) {
+    TempDir d;
+    LoopDevice l(32 * kMiB);
+    const int port = 20000 + (getpid() + 11) % 20000;
+    const std::string addr = "[::1]:" + std::to_string(port);
+    ASSERT_EQ(run("setsid sh -c 'echo $$ > " + d.file("s.pid") + "; exec fio --server=ip6:::1," + std::to_string(port) +
+                  "' > " + d.file("s.log") + " 2>&1 < /dev/null & for i in $(seq 300); do ss -ltn | grep -qF ' " +
+                  addr + " ' && break; sleep 0.1; done; ss -ltn | grep -qF ' " + addr + " '")
+                  .status,
+              0)
+        << slurp(d.file("s.log"));
+    struct Reap {
+        std::string pid;
+        ~Reap() { run("/bin/kill -9 -- -$(cat " + pid + ") 2>/dev/null; sleep 0.3"); }
+    } reap{d.file("s.pid")};
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\nsize=8m\n";
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive v6=" + addr + ":" + l.path +
+                 " --rounds 1 --probe-seconds 0 --remote-timeout 60 -o " + d.file("out"));
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    json j = json::parse(slurp(d.file("out/drives.json")));
+    ASSERT_EQ(j["targets"].size(), 1u);
+    EXPECT_EQ(j["targets"][0]["status"], "ok") << j["targets"][0].dump();
+    EXPECT_EQ(j["targets"][0]["host"], "::1") << j["targets"][0].dump();
+    EXPECT_EQ(median(j["targets"][0]["modes"]["closed"]["phases"].back()["read"]["io_bytes"]), 8.0 * kMiB);
+}
+
 // --load trace needs the job's own rates: a job without any is refused before any target is looked at.
 TEST(Drives, OpenLoopRefusedForJobWithoutRates) {
     TempDir d;

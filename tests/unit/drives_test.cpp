@@ -39,6 +39,24 @@ TEST(DrivesSpec, LocalAndRemoteForms) {
     EXPECT_THROW(parse_drive_spec("a b=/p"), kvio::UsageError);
 }
 
+// An IPv6 host in brackets, with and without a port: fio is given its ip6: client form, messages the bracketed one.
+TEST(DrivesSpec, Ipv6HostInBrackets) {
+    DriveSpec a = parse_drive_spec("v6=[::1]:9000:/dev/nvme0n1");
+    EXPECT_EQ(a.host, "::1");
+    EXPECT_EQ(a.port, 9000);
+    EXPECT_EQ(a.path, "/dev/nvme0n1");
+    EXPECT_EQ(a.fio_client(), "ip6:::1,9000");
+    EXPECT_EQ(a.address(), "[::1]:9000");
+    DriveSpec b = parse_drive_spec("v6=[fd00::2]:/srv/kv");
+    EXPECT_EQ(b.host, "fd00::2");
+    EXPECT_EQ(b.port, 8765);
+    EXPECT_EQ(b.path, "/srv/kv");
+    EXPECT_EQ(parse_drive_spec("v4=10.0.0.1:/p").fio_client(), "10.0.0.1,8765");
+    EXPECT_EQ(parse_drive_spec("v4=10.0.0.1:/p").address(), "10.0.0.1:8765");
+    for (const char* bad : {"x=[::1]/p", "x=[::1", "x=[]:/p", "x=[host]:/p", "x=[::1]:99999:/p", "x=[::1]:rel"})
+        EXPECT_THROW(parse_drive_spec(bad), kvio::UsageError) << bad;
+}
+
 TEST(DrivesJob, TargetReplacedAndRatesDroppedForClosedLoop) {
     const std::string job =
         "[global]\nioengine=libaio\nfilename=/dev/nvme0n1\n[p1]\nrw=randread\nrate_iops=100,0\n"
