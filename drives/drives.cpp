@@ -327,6 +327,20 @@ void write_outputs(const std::vector<Target>& ts, const RunContext& ctx, const D
     if (opt.html) write_text_file(dir + "/drives.html", drives_html(j));
 }
 
+/// What in `dir` an earlier kvio drives run wrote ("drives.json", "runs/", "probe/", comma-separated), "" for none
+/// or no `dir`.
+std::string earlier_result_in(const std::string& dir) {
+    std::string held;
+    std::error_code ec;
+    if (dir.empty()) return held;
+    for (const char* part : {"drives.json", "drives.html", "runs", "probe"}) {
+        const fs::path p = fs::path(dir) / part;
+        const bool there = fs::is_directory(p, ec) ? !fs::is_empty(p, ec) : fs::exists(p, ec);
+        if (there) held += (held.empty() ? "" : ", ") + std::string(part) + (fs::is_directory(p, ec) ? "/" : "");
+    }
+    return held;
+}
+
 /// The output directory's parts a run makes (DIR itself when it did not exist, else runs/, probe/ and job.fio in
 /// it): removed again unless kept, so a run that fails before its drives.json is written (a full filesystem) leaves
 /// nothing half-written behind.
@@ -397,6 +411,9 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
                              " is remote; kvio simulate runs on this host only (give a remote drive a --job)");
     if (std::error_code ec; !opt.out_dir.empty() && fs::exists(opt.out_dir, ec) && !fs::is_directory(opt.out_dir, ec))
         throw UsageError("-o " + opt.out_dir + ": exists and is not a directory");
+    if (const std::string held = earlier_result_in(opt.out_dir); !held.empty())
+        throw UsageError("-o " + opt.out_dir + ": holds an earlier kvio drives result (" + held +
+                         "); its files would mix with this run's: give a new directory or remove it");
     std::vector<Target> ts = prepare_targets(specs, opt.force);
     if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;

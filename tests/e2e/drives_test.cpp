@@ -553,6 +553,26 @@ TEST(Drives, FullOutputFilesystemAtTheEndStillPrintsTheTable) {
     EXPECT_FALSE(fs::exists(full.path + "/out")) << run("find " + full.path).out;
 }
 
+// A second run into the -o directory of a first: refused (exit 2) before anything is measured, naming what is there;
+// the first result is untouched. An existing empty directory is used.
+TEST(Drives, OutputDirectoryWithAnEarlierResultIsRefused) {
+    TempDir d, shm("/dev/shm");
+    std::ofstream(d.file("job.fio")) << "[r]\nrw=write\nbs=64k\nsize=1m\n";
+    fs::create_directories(d.file("out"));
+    const std::string cmd = kvio_bin() + " drives --job " + d.file("job.fio") + " --drive shm=" + shm.path +
+                            " --rounds 1 --probe-seconds 0 -o " + d.file("out");
+    auto r = run(cmd);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const std::string first = slurp(d.file("out/drives.json"));
+    r = run(cmd);
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_NE(
+        r.err.find("-o " + d.file("out") + ": holds an earlier kvio drives result (drives.json, drives.html, runs/"),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(slurp(d.file("out/drives.json")), first);
+}
+
 // SIGTERM in the first round: the console and drives.json agree that the target was interrupted (not failed, not
 // done), drives.json names the signal, and no "round 1/2 closed done" line is printed for the cut round.
 TEST(Drives, SigtermMarksTargetInterruptedInConsoleAndJson) {
