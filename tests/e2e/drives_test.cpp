@@ -712,7 +712,7 @@ TEST(Drives, UnreachableHostFailsWithFiosReason) {
                  " --drive far=127.0.0.9:1:/dev/nvme0n1 --rounds 1 --probe-seconds 0.2 --remote-timeout 30 -o " +
                  d.file("out"));
     EXPECT_EQ(r.status, 1) << r.out << r.err;
-    EXPECT_NE(r.out.find("FAILED far: round 1 closed on 127.0.0.9: fio ended with exit status 1: fio: connect: "
+    EXPECT_NE(r.out.find("FAILED far: round 1 closed on 127.0.0.9:1: fio ended with exit status 1: fio: connect: "
                          "Connection refused"),
               std::string::npos)
         << r.out;
@@ -727,7 +727,7 @@ TEST(Drives, UnreachableHostFailsWithFiosReason) {
     EXPECT_NE(probe.find("\noffset=1048576\n"), std::string::npos) << probe;
     EXPECT_NE(probe.find("\nallow_file_create=0\nfilename=/dev/nvme0n1\n"), std::string::npos) << probe;
     const std::string job = slurp(d.file("out/runs/far-closed-r1.job.fio"));
-    EXPECT_NE(job.find("\n[global]\nallow_file_create=0\nfilename=/dev/nvme0n1\n"), std::string::npos) << job;
+    EXPECT_NE(job.find("\n[global]\nfilename=/dev/nvme0n1\nallow_file_create=0\n"), std::string::npos) << job;
 }
 
 // A local path under /dev that names nothing is a mistyped device: refused before anything is written, where it
