@@ -440,6 +440,34 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
 
 namespace {
 
+/// The ceiling probes (probe_ceilings): every remote target at once, then each local one alone; a line per target.
+void probe_all(std::vector<Target>& ts, const std::vector<size_t>& local, const std::vector<size_t>& remote,
+               double probe_seconds, const RunEnv& env, const ChildStop& stop, std::ostream& out) {
+    if (probe_seconds <= 0) {
+        for (const auto& t : ts) out << "probe " << t.spec.name << " skipped (--probe-seconds 0)\n";
+        return;
+    }
+    auto report = [&](const std::vector<Target*>& group) {
+        if (stop.signo()) return;
+        for (const Target* t : group) out << ceiling_line(*t) << "\n";
+        out.flush();
+    };
+    if (!remote.empty()) {
+        std::vector<Target*> group;
+        for (size_t i : remote) group.push_back(&ts[i]);
+        out << "probing" << (group.size() > 1 ? " at once:" : ":");
+        for (const Target* t : group) out << " " << t->spec.name;
+        out << " (remote) ...\n" << std::flush;
+        probe_ceilings(group, env);
+        report(group);
+    }
+    for (size_t i : local) {
+        if (stop.signo()) return;
+        probe_ceilings({&ts[i]}, env);
+        report({&ts[i]});
+    }
+}
+
 int measure_and_report(const DrivesOptions& opt, const std::string& job, const std::vector<std::string>& modes,
                        std::vector<Target>& ts, const RunEnv& env, std::ostream& out) {
     if (!opt.events_path.empty()) write_text_file(env.dir + "/job.fio", job);  // what ran, for the record
@@ -450,16 +478,7 @@ int measure_and_report(const DrivesOptions& opt, const std::string& job, const s
     std::vector<size_t> local, remote;
     for (size_t i = 0; i < ts.size(); ++i) (ts[i].spec.remote() ? remote : local).push_back(i);
     ChildStop stop;
-    for (auto& t : ts) {
-        if (stop.signo()) break;
-        if (opt.probe_seconds <= 0) {
-            out << "probe " << t.spec.name << " skipped (--probe-seconds 0)\n";
-            continue;
-        }
-        probe_ceiling(t, env);
-        if (!stop.signo()) out << ceiling_line(t) << "\n";
-        out.flush();
-    }
+    probe_all(ts, local, remote, opt.probe_seconds, env, stop, out);
     for (int r = 0; r < opt.rounds && !stop.signo(); ++r)
         for (const auto& m : modes) {
             const std::string label = "round " + std::to_string(r + 1) + "/" + std::to_string(opt.rounds) + " " + m;

@@ -156,58 +156,95 @@ Target prepare_remote_target(const DriveSpec& spec) {
     return t;
 }
 
-void probe_ceiling(Target& t, const RunEnv& env) {
-    // A block device's first MiB is where the safety check looks for data (workload::check_device_safe) and where a
-    // partition table or filesystem signature lives: the probe starts past it, so a drive only kvio drives' probe
-    // wrote is not refused next time (docs/drives.md "Safety"). A remote target's kind is not known here (its host
-    // checks it): every remote file or device path is probed from the same offset.
+namespace {
+
+/// One ceiling probe: fio's `rw` at `bs` and `depth`; its figure goes to ceiling[key] (IOPS when `iops`, else MB/s).
+struct ProbeKind {
+    const char *rw, *bs, *key;
+    int depth;
+    bool iops;
+};
+constexpr ProbeKind kProbes[] = {{"read", "1M", "seq_read_mb_s", 32, false},
+                                 {"write", "1M", "seq_write_mb_s", 32, false},
+                                 {"randread", "4k", "rand_read_4k_iops", 64, true}};
+
+/// Where `t`'s probes go: {"seconds", "bytes", "offset"}. A block device's first MiB is where the safety check looks
+/// for data (workload::check_device_safe) and where a partition table or filesystem signature lives: the probe
+/// starts past it, so a drive only kvio drives' probe wrote is not refused next time (docs/drives.md "Safety"). A
+/// remote target's kind is not known here (its host checks it): every remote file or device path is probed from the
+/// same offset.
+json probe_span(const Target& t, const RunEnv& env) {
     uint64_t bytes = env.probe_bytes, offset = t.field == TargetField::Filename && t.spec.remote() ? kProbeSkip : 0;
     if (t.info.contains("capacity_bytes") && t.info["kind"] == "block") {
         uint64_t cap = t.info["capacity_bytes"].get<uint64_t>();
         offset = std::min<uint64_t>(kProbeSkip, cap);
         bytes = std::min<uint64_t>(bytes, cap - offset);
     }
-    struct P {
-        const char *rw, *bs, *key;
-        int depth;
-        bool iops;
-    };
-    const P probes[] = {{"read", "1M", "seq_read_mb_s", 32, false},
-                        {"write", "1M", "seq_write_mb_s", 32, false},
-                        {"randread", "4k", "rand_read_4k_iops", 64, true}};
+    return {{"seconds", env.probe_seconds}, {"bytes", bytes}, {"offset", offset}};
+}
+
+/// Probe `p`'s figure for `t` from its wait status `st` and fio output under `base` into `c`; throws kvio::Error with
+/// the reason when it failed.
+void read_probe(const Target& t, const ProbeKind& p, int st, const std::string& base, json& c) {
+    if (const int sig = stop_signal_seen()) throw Error("stopped by signal " + std::to_string(sig));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error("fio " + describe_status(st) + said(base + ".log", t));
+    FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
+    const DirFigures& d = std::string(p.rw) == "write" ? r.total.write : r.total.read;
+    c[p.key] = p.iops ? d.iops : d.mb_s;
+}
+
+}  // namespace
+
+void probe_ceilings(const std::vector<Target*>& ts, const RunEnv& env) {
     // The probe's file in a directory target goes on every path out, a failed fio's (ENOSPC) too.
-    struct RemoveProbeFile {
-        fs::path p;
-        ~RemoveProbeFile() {
+    struct RemoveProbeFiles {
+        std::vector<fs::path> ps;
+        ~RemoveProbeFiles() {
             std::error_code ec;
-            if (!p.empty()) fs::remove(p, ec);
+            for (const auto& p : ps) fs::remove(p, ec);
         }
-    } cleanup{t.field == TargetField::Directory && !t.spec.remote() ? fs::path(t.spec.path) / "kvio-drives-probe"
-                                                                    : fs::path()};
-    json c = {{"seconds", env.probe_seconds}, {"bytes", bytes}, {"offset", offset}};
-    for (const P& p : probes) {
-        if (const int sig = stop_signal_seen()) {  // a probe started after the stop would run its full length
-            t.ceiling = {{"error", "probe stopped by signal " + std::to_string(sig)}};
-            return;
+    } cleanup;
+    std::vector<json> c;
+    for (const Target* t : ts) {
+        c.push_back(probe_span(*t, env));
+        if (t->field == TargetField::Directory && !t->spec.remote())
+            cleanup.ps.push_back(fs::path(t->spec.path) / "kvio-drives-probe");
+    }
+    std::vector<bool> done(ts.size(), false);
+    for (const ProbeKind& p : kProbes) {
+        std::vector<pid_t> pids;
+        std::vector<size_t> which;
+        for (size_t i = 0; i < ts.size(); ++i) {
+            if (done[i]) continue;
+            if (const int sig = stop_signal_seen()) {  // a probe started after the stop would run its full length
+                ts[i]->ceiling = {{"error", "probe stopped by signal " + std::to_string(sig)}}, done[i] = true;
+                continue;
+            }
+            const Target& t = *ts[i];
+            const std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
+            write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, c[i]["offset"].get<uint64_t>(),
+                                                         c[i]["bytes"].get<uint64_t>(), env.probe_seconds));
+            pids.push_back(spawn_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log"));
+            which.push_back(i);
         }
-        std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
-        write_text_file(base + ".job.fio", probe_job(t, p.rw, p.bs, p.depth, offset, bytes, env.probe_seconds));
-        const bool remote = t.spec.remote();  // a hung host's fio client ignores SIGTERM: bounded both ways
-        int st = run_logged(fio_argv(t, env, base + ".job.fio", base + ".fio.json"), base + ".log",
-                            remote ? env.remote_timeout_s : 0, remote ? kStopGraceS : -1);
-        try {
-            if (const int sig = stop_signal_seen()) throw Error("stopped by signal " + std::to_string(sig));
-            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-                throw Error("fio " + describe_status(st) + said(base + ".log", t));
-            FioRun r = parse_fio_json(read_json_file(base + ".fio.json"), base + ".fio.json");
-            const DirFigures& d = std::string(p.rw) == "write" ? r.total.write : r.total.read;
-            c[p.key] = p.iops ? d.iops : d.mb_s;
-        } catch (const Error& e) {
-            t.ceiling = {{"error", std::string("probe ") + p.rw + ": " + e.what() + " (see " + base + ".log)"}};
-            return;
+        if (pids.empty()) break;
+        // A hung host's fio client ignores SIGTERM: remote probes are bounded by the timeout and the stop grace.
+        const bool remote = ts[which[0]]->spec.remote();
+        const std::vector<ChildEnd> ends =
+            wait_children(pids, remote ? env.remote_timeout_s : 0, kRemoteKillAfterS, remote ? kStopGraceS : -1);
+        for (size_t k = 0; k < which.size(); ++k) {
+            Target& t = *ts[which[k]];
+            const std::string base = env.dir + "/probe/" + t.spec.name + "-" + p.rw;
+            try {
+                read_probe(t, p, ends[k].status, base, c[which[k]]);
+            } catch (const Error& e) {
+                t.ceiling = {{"error", std::string("probe ") + p.rw + ": " + e.what() + " (see " + base + ".log)"}};
+                done[which[k]] = true;
+            }
         }
     }
-    t.ceiling = c;
+    for (size_t i = 0; i < ts.size(); ++i)
+        if (!done[i]) ts[i]->ceiling = c[i];
 }
 
 std::string job_text_for(const Target& t, const std::string& job, const std::string& mode, const RunEnv& env,

@@ -65,11 +65,13 @@ struct RunEnv {
 /// for data (workload::check_device_safe), so the probe's own writes never make the next run refuse the drive.
 inline constexpr uint64_t kProbeSkip = 1ull << 20;
 
-/// The three ceiling probes on one target, one after another: sequential read and write at 1 MiB, depth 32, and
-/// 4 KiB random reads at depth 64 (libaio, O_DIRECT), each `probe_seconds` over `probe_bytes` (a block device: from
-/// kProbeSkip, capped at its end). Sets t.ceiling {"seq_read_mb_s", "seq_write_mb_s", "rand_read_4k_iops", "seconds",
-/// "bytes", "offset"} or {"error": ...}. A directory target's probe file is removed on every path.
-void probe_ceiling(Target& t, const RunEnv& env);
+/// The three ceiling probes, one after another on each target and on every target of `ts` at once (a lab's hosts are
+/// probed together; give local targets one at a time, they would share this host): sequential read and write at
+/// 1 MiB, depth 32, and 4 KiB random reads at depth 64 (libaio, O_DIRECT), each `probe_seconds` over `probe_bytes`
+/// (a block device: from kProbeSkip, capped at its end). Sets each t.ceiling {"seq_read_mb_s", "seq_write_mb_s",
+/// "rand_read_4k_iops", "seconds", "bytes", "offset"} or {"error": ...}; no probe starts after a stop signal. A
+/// directory target's probe file is removed on every path. `ts` are all remote or all local.
+void probe_ceilings(const std::vector<Target*>& ts, const RunEnv& env);
 
 /// The job text rewritten for `t` and `mode` (job_for_target; the closed loop's pacing from env.keep_thinktime),
 /// with a bandwidth log to `bw_log` when not empty.

@@ -282,6 +282,46 @@ TEST(Drives, TwoFioServersOneKilledMidRun) {
     EXPECT_NE(run("pgrep -f 'fio --clien[t]=127.0.0.[23],'").status, 0);
 }
 
+// Two hosts' ceiling probes run at once: each host's first probe is started before either has finished (file times of
+// the probe's job and fio output, written by kvio drives in that order, not a duration), and both ceilings are set.
+TEST(Drives, RemoteHostsAreProbedAtOnce) {
+    TempDir d;
+    LoopDevice la(32 * kMiB), lb(32 * kMiB);
+    const int port = 20000 + (getpid() + 13) % 20000;
+    for (auto [ip, p, tag] : {std::tuple{"127.0.0.2", port, "a"}, std::tuple{"127.0.0.3", port + 1, "b"}}) {
+        const std::string addr = std::string(ip) + ":" + std::to_string(p), pid = d.file(std::string(tag) + ".pid");
+        ASSERT_EQ(run("setsid sh -c 'echo $$ > " + pid + "; exec fio --server=ip:" + ip + "," + std::to_string(p) +
+                      "' > " + pid + ".log 2>&1 < /dev/null & for i in $(seq 300); do ss -ltn | grep -q ' " + addr +
+                      " ' && break; sleep 0.1; done; ss -ltn | grep -q ' " + addr + " '")
+                      .status,
+                  0);
+    }
+    struct Reap {
+        std::string a, b;
+        ~Reap() { run("/bin/kill -9 -- -$(cat " + a + ") -$(cat " + b + ") 2>/dev/null; sleep 0.3"); }
+    } reap{d.file("a.pid"), d.file("b.pid")};
+    std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=4\nsize=4m\n";
+    const std::string out = d.file("out");
+    auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive a=127.0.0.2:" + std::to_string(port) +
+                 ":" + la.path + " --drive b=127.0.0.3:" + std::to_string(port + 1) + ":" + lb.path +
+                 " --rounds 1 --probe-seconds 1 --probe-bytes 16m --remote-timeout 120 -o " + out);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("probing at once: a b (remote)"), std::string::npos) << r.out;
+    auto mtime = [&](const std::string& f) { return fs::last_write_time(out + "/probe/" + f); };
+    for (const char* first : {"a", "b"}) {
+        const std::string other = first[0] == 'a' ? "b" : "a";
+        EXPECT_LT(mtime(other + "-read.job.fio"), mtime(std::string(first) + "-read.fio.json"))
+            << other << "'s read probe was started only after " << first << "'s had ended";
+    }
+    json j = json::parse(slurp(out + "/drives.json"));
+    for (int i = 0; i < 2; ++i) {
+        const json& c = j["targets"][i]["ceiling"];
+        EXPECT_FALSE(c.contains("error")) << c.dump();
+        EXPECT_GT(c.value("seq_read_mb_s", 0.0), 0) << c.dump();
+        EXPECT_GT(c.value("rand_read_4k_iops", 0.0), 0) << c.dump();
+    }
+}
+
 // A fio server on the IPv6 loopback, named [::1] in --drive: fio's client reaches it (ip6: form), the run is done and
 // drives.json names the host as given.
 TEST(Drives, Ipv6FioServer) {
