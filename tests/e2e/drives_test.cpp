@@ -50,6 +50,21 @@ struct BlkioThrottle {
 
 double median(const json& spread) { return spread.at("median").get<double>(); }
 
+/// A tmpfs of `size` (mount's size=) mounted on `path` (made) while it lives: a filesystem to fill.
+struct SmallTmpfs {
+    SmallTmpfs(const std::string& p, const std::string& size) : path(p) {
+        fs::create_directories(p);
+        ok = run("mount -t tmpfs -o size=" + size + " kvio-drives-full " + p).status == 0;
+    }
+    ~SmallTmpfs() {
+        if (ok) run("umount " + path);
+    }
+    SmallTmpfs(const SmallTmpfs&) = delete;
+    SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+    std::string path;
+    bool ok = false;
+};
+
 }  // namespace
 
 TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
@@ -528,17 +543,7 @@ TEST(Drives, FullOutputFilesystemLeavesNothingHalfWritten) {
     TempDir d;
     LoopDevice l(8 * kMiB);
     std::ofstream(d.file("job.fio")) << "[r]\nioengine=libaio\ndirect=1\nrw=read\nbs=64k\nsize=1m\n";
-    struct Tmpfs {
-        explicit Tmpfs(const std::string& p) : path(p) {
-            fs::create_directories(p);
-            ok = run("mount -t tmpfs -o size=4k kvio-drives-full " + p).status == 0;
-        }
-        ~Tmpfs() {
-            if (ok) run("umount " + path);
-        }
-        std::string path;
-        bool ok = false;
-    } full(d.file("full"));
+    SmallTmpfs full(d.file("full"), "4k");
     ASSERT_TRUE(full.ok);
     for (const char* probe : {"0.2", "0"}) {
         SCOPED_TRACE(std::string("--probe-seconds ") + probe);
@@ -563,17 +568,7 @@ TEST(Drives, FullOutputFilesystemLeavesNothingHalfWritten) {
 // drives.json and ENOSPC, the console still shows the table of what was measured, and nothing half-written stays.
 TEST(Drives, FullOutputFilesystemAtTheEndStillPrintsTheTable) {
     TempDir d, shm("/dev/shm");
-    struct Tmpfs {
-        explicit Tmpfs(const std::string& p) : path(p) {
-            fs::create_directories(p);
-            ok = run("mount -t tmpfs -o size=1m kvio-drives-full-end " + p).status == 0;
-        }
-        ~Tmpfs() {
-            if (ok) run("umount " + path);
-        }
-        std::string path;
-        bool ok = false;
-    } full(d.file("full"));
+    SmallTmpfs full(d.file("full"), "1m");
     ASSERT_TRUE(full.ok);
     std::ofstream(d.file("fio.sh")) << "#!/bin/sh\nfio \"$@\"; s=$?\ncase \"$*\" in *--output-format=json*) "
                                        "head -c 2m /dev/zero > " +
