@@ -309,6 +309,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
         dev = rq_dev(rq, typed);
         if (!dev_traced(dev, &slot))
             return 0;
+        if (qd_kernel_done && kernel_counts_unissued(rq, typed))
+            inflight_inc(slot, rq, typed); /* the kernel counts it finished: its issue, never seen, counts now */
     } else if (targ_ndevs && !dev_passes(rq_dev(rq, typed))) {
         return 0;
     }

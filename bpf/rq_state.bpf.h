@@ -120,23 +120,37 @@ static __always_inline __s64 *inflight_of(__u32 dev, bool create)
     return bpf_map_lookup_elem(&inflight, &dev);
 }
 
-/* qd_kernel_done: whether the kernel counts this request in disk_stats.ios when it finishes (blk_account_io_done
- * counts a request with RQF_IO_STAT and without RQF_FLUSH_SEQ). Only those count as issued, so issues and the
- * kernel's finished count cover the same requests. */
+/* qd_kernel_done: whether the kernel counts this request in disk_stats.ios[read, write or discard] when it finishes,
+ * so that its issue counts here (docs/performance.md, "The kernel's finished counts"). blk_account_io_done counts
+ * a request that has RQF_IO_STAT and, then, no RQF_FLUSH_SEQ; a request of the flush machinery (RQF_FLUSH_SEQ at its
+ * issue) has the flag cleared before it ends, so it is counted too, except the flush request itself (REQ_OP_FLUSH),
+ * which the kernel counts in ios[flush] only, a group the sum leaves out. */
 static __always_inline bool kernel_counts(struct request *rq, bool typed)
 {
-    if (!bpf_core_enum_value_exists(enum rqf_flags, __RQF_IO_STAT) ||
-        !bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+    if (!bpf_core_enum_value_exists(enum rqf_flags, __RQF_IO_STAT))
         return false;
     __u32 io_stat = 1u << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT);
+    __u32 f = typed ? (__u32)rq->rq_flags : (__u32)BPF_CORE_READ(rq, rq_flags);
+    return (f & io_stat) && (rq_opf(rq, typed) & KVIO_OP_MASK) != KVIO_OP_FLUSH;
+}
+
+/* qd_kernel_done: a completion the kernel counts as finished whose request was never issued, so no issue of it was
+ * counted: the empty write that carried a cache flush (the flush machinery issued only its flush request) or one a
+ * device without a write cache ends at once. Nothing else is a write of 0 bytes at its completion. */
+static __always_inline bool kernel_counts_unissued(struct request *rq, bool typed)
+{
+    if (!bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+        return false;
     __u32 flush_seq = 1u << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
     __u32 f = typed ? (__u32)rq->rq_flags : (__u32)BPF_CORE_READ(rq, rq_flags);
-    return (f & (io_stat | flush_seq)) == io_stat;
+    return kernel_counts(rq, typed) && !(f & flush_seq) && (rq_opf(rq, typed) & KVIO_OP_MASK) == KVIO_OP_WRITE &&
+           KREAD(typed, rq, __data_len) == 0;
 }
 
 /* qd_kernel_done: requests of rq's disk the kernel has counted as finished since boot (every CPU's disk_stats.ios,
- * all stat groups: read, write, discard, flush), or -1 when it cannot be read. The kernel adds to it after the
- * completion tracepoint of each counted request (blk_account_io_done), whether a BPF program ran there or not. */
+ * the read, write and discard groups: not flush, kernel_counts), or -1 when it cannot be read. The kernel adds to it
+ * after the completion tracepoint of each counted request (blk_account_io_done), whether a BPF program ran there or
+ * not. */
 static __always_inline __s64 kernel_done(struct request *rq)
 {
     /* userspace sets qd_kernel_done only where BTF has all of these (trace/probe.h, kernel_finished_counts) */
@@ -165,19 +179,17 @@ static __always_inline __s64 kernel_done(struct request *rq)
     if (!sc)
         return -1;
     __u32 ios_off = bpf_core_field_offset(struct disk_stats, ios);
-    __u32 ngroups = bpf_core_field_size(struct disk_stats, ios) / sizeof(unsigned long);
     __u64 sum = 0;
     for (__u32 cpu = 0; cpu < KVIO_MAX_KERNEL_CPUS && cpu < kernel_ncpus; cpu++) {
         const void *p = bpf_map_lookup_percpu_elem(&primary_seen, &zero, cpu);
         if (!p)
             break;
-        unsigned long ios[4] = {};
+        unsigned long ios[3] = {}; /* read, write, discard: not flush (kernel_counts) */
         /* a map value's address as a number: stored and read back (no arithmetic on the pointer itself) */
         *(volatile __u64 *)&sc->w[63] = (__u64)p;
         __u64 pa = *(volatile __u64 *)&sc->w[63];
-        bpf_probe_read_kernel(ios, ngroups >= 4 ? sizeof(ios) : 3 * sizeof(ios[0]),
-                              (const void *)((__u64)ds + (pa - pcpu) + ios_off));
-        sum += ios[0] + ios[1] + ios[2] + ios[3];
+        bpf_probe_read_kernel(ios, sizeof(ios), (const void *)((__u64)ds + (pa - pcpu) + ios_off));
+        sum += ios[0] + ios[1] + ios[2];
     }
     return (__s64)sum;
 }

@@ -99,6 +99,8 @@ bool btf_has_member(const char* name, uint32_t kind, const char* member) {
 bool kernel_finished_counts() {
     const struct btf* btf = vmlinux_btf();
     return btf && btf_has_member("disk_stats", BTF_KIND_STRUCT, "ios") &&
+           btf_has_member("request_queue", BTF_KIND_STRUCT, "disk") &&
+           btf_has_member("gendisk", BTF_KIND_STRUCT, "part0") &&
            btf_has_member("block_device", BTF_KIND_STRUCT, "bd_stats") &&
            btf_has_member("rqf_flags", BTF_KIND_ENUM, "__RQF_IO_STAT") &&
            btf_has_member("rqf_flags", BTF_KIND_ENUM, "__RQF_FLUSH_SEQ") &&
