@@ -337,10 +337,14 @@ fi
 #   plain   fio JOB
 #   bwlog   fio with the job text kvio drives writes (its [global] section: the bandwidth log), taken from a kvio drives
 #           run before the rounds, the log's path moved into $WORK
-#   trace   fio JOB under the tracer kvio drives starts (kvio trace -q -d DISK --block-only --qd-sample 16 --json,
-#           waited for through --ready-file), plus --stats: its BPF ns per command (the statistics' own cost, two clock
-#           reads per program run, is in this variant's IOPS and not in kvio drives')
-#   trace_exact  the same with --qd-sample 1 (every command's depth: what kvio drives ran before): the sampling's saving
+#   trace   fio JOB under the tracer kvio drives starts (kvio trace -q -d DISK --block-only --d2c-sample 16 --json,
+#           waited for through --ready-file; drives/target_run.h tracer_sampling: this kernel has the finished counts
+#           its depth needs), plus --stats: its BPF ns per command (the statistics' own cost, two clock reads per
+#           program run, is in this variant's IOPS and not in kvio drives')
+#   trace_before  the same with --qd-sample 16 (what kvio drives ran before): per program, before against after
+#   bpftrace  fio JOB under bench/bpftrace/drives_equiv.bt DEVT (the same figures as a bpftrace user writes them: issue
+#           time per command keyed by sector, D2C and size histograms), its programs' run time from bpf_stats
+#           (kernel.bpf_stats_enabled=1 for the stage) over its @cmds: the peer of `trace`, paired per round
 #   drives  kvio drives --job JOB --drive bench=LOOP --rounds 1 --probe-seconds 0 (the loop device holds only zeros,
 #           so it is not refused): fio's own IOPS from drives.json
 # Devices (KVIO_BENCH_DRIVES_DEVICES, default "ram disk"): ram = the overhead stage's loop device over a private tmpfs
@@ -350,7 +354,7 @@ fi
 # fio's own CPU per command (its user + system time as its JSON reports it: not other jobs').
 DV_ROUNDS=${KVIO_BENCH_DRIVES_ROUNDS:-$ROUNDS}
 read -r -a DV_DEVICES <<< "${KVIO_BENCH_DRIVES_DEVICES:-ram disk}"
-DV_MODES=(plain bwlog trace trace_exact drives)
+DV_MODES=(plain bwlog trace trace_before bpftrace drives)
 DISK_LOOP=""
 cpu_busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 # drives_run MODE DEVICE_PATH ROUND: prints {"iops": N, "busy_s": CPU seconds busy, ...} of one run
@@ -366,10 +370,10 @@ drives_run() {
         fio "$WORK/drives-${dev##*/}.bw.fio" --output-format=json --output="$out.json" >/dev/null
         iops=$(jq '.jobs[0].read.iops' "$out.json")
         rm -f "$WORK"/dvbw_bw.*.log ;;
-    trace|trace_exact)
-        local kpid qd=16   # kvio drives' --qd-sample (drives/target_run.h kQdSample); trace_exact: every command's
-        [ "$m" = trace_exact ] && qd=1
-        "$KVIO" trace -q -d "${dev#/dev/}" --block-only --qd-sample "$qd" --json "$out.trace.json" --stats \
+    trace|trace_before)
+        local kpid samp=(--d2c-sample 16)   # kvio drives' (drives/target_run.h kD2cSample); before: --qd-sample 16
+        [ "$m" = trace_before ] && samp=(--qd-sample 16)
+        "$KVIO" trace -q -d "${dev#/dev/}" --block-only "${samp[@]}" --json "$out.trace.json" --stats \
             --ready-file "$out.ready" >/dev/null 2>"$out.log" &
         kpid=$!
         for ((i = 0; i < 1200; i++)); do [ -f "$out.ready" ] && break; kill -0 $kpid 2>/dev/null || break; sleep 0.05; done
@@ -380,8 +384,30 @@ drives_run() {
         kill -TERM $kpid; wait $kpid || true
         iops=$(jq '.jobs[0].read.iops' "$out.json")
         extra=$(jq -c '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
-            {cmds: $n, ns_per_cmd: .bpf_stats.ns_per_cmd,
+            {cmds: $n, ns_per_cmd: .bpf_stats.ns_per_cmd, qd_source,
              programs: [.bpf_stats.programs[] | select(.run_cnt > 0) | {name, run_cnt, ns_per_run, ns_per_cmd: (.run_time_ns / ($n + (if $n == 0 then 1 else 0 end)))}]}' "$out.trace.json") ;;
+    bpftrace)
+        local bo=$out.bt before a b n dmm
+        dmm=$(cat "/sys/block/${dev#/dev/}/dev")
+        before=$(bpftool -j prog show | jq -c '[.[].id]')
+        bpftrace -B line "$HERE/bpftrace/drives_equiv.bt" $(( ${dmm%:*} << 20 | ${dmm#*:} )) > "$bo" 2> "$out.log" &
+        BTPID=$!
+        wait_for "$bo" '^Attaching' 180 || { stop_bpftrace; echo "bench: bpftrace did not attach: $(cat "$out.log")" >&2; return 1; }
+        sleep 0.5   # "Attaching" is printed before the last probe is attached
+        a=$(bt_progs "$before")
+        t0=$(cpu_busy_ticks)
+        fio "$WORK/drives-${dev##*/}.fio" --output-format=json --output="$out.json" >/dev/null
+        t1=$(cpu_busy_ticks)
+        b=$(bt_progs "$before")
+        stop_bpftrace
+        n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
+        iops=$(jq '.jobs[0].read.iops' "$out.json")
+        extra=$(jq -c -n --argjson n "$n" --argjson a "$a" --argjson b "$b" \
+            '($a | map({key: (.id | tostring), value: .}) | from_entries) as $A |
+             [$b[] | ($A[.id | tostring] // {run_cnt: 0, run_time_ns: 0}) as $q |
+              {name, run_cnt: (.run_cnt - $q.run_cnt), run_time_ns: (.run_time_ns - $q.run_time_ns)} | select(.run_cnt > 0)] as $d |
+             {cmds: $n, ns_per_cmd: (if $n > 0 then ([$d[].run_time_ns] | add) / $n else null end),
+              programs: [$d[] | {name, run_cnt, ns_per_run: (.run_time_ns / .run_cnt), ns_per_cmd: (if $n > 0 then .run_time_ns / $n else null end)}]}') ;;
     drives)
         "$KVIO" drives --job "$WORK/drives-${dev##*/}.fio" --drive bench="$dev" --rounds 1 --probe-seconds 0 -o "$out" \
             > "$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
@@ -421,7 +447,9 @@ if has_stage drives; then
         sed "s|^write_bw_log=.*|write_bw_log=$WORK/dvbw|" "$WORK/dv-warm/runs/bench-closed-r1.job.fio" > "$WORK/drives-${dev##*/}.bw.fio"
         rm -rf "$WORK/dv-warm" "$WORK/dv-warm.log"
     done
-    echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) plainly / with kvio drives' bandwidth log / under its tracer / inside kvio drives"
+    echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) plainly / with kvio drives' bandwidth log / under its tracer (now, before) / under bpftrace / inside kvio drives"
+    STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
+    sysctl -qw kernel.bpf_stats_enabled=1   # for bpftrace's programs; kvio enables its own with --stats
     for ((r = 1; r <= DV_ROUNDS; r++)); do
         for d in "${DV_DEVICES[@]}"; do
             dev=$LOOP; [ "$d" = disk ] && dev=$DISK_LOOP
@@ -434,17 +462,23 @@ if has_stage drives; then
             done
             record drives "$d" "$(jq -c -n --argjson r "$r" --argjson a "$res" --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
                 '{round: $r, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), plain_iops: $a.plain.iops, bwlog_iops: $a.bwlog.iops,
-                  trace_iops: $a.trace.iops, trace_exact_iops: $a.trace_exact.iops, drives_iops: $a.drives.iops,
+                  trace_iops: $a.trace.iops, trace_before_iops: $a.trace_before.iops, bpftrace_iops: $a.bpftrace.iops,
+                  drives_iops: $a.drives.iops,
                   bwlog_cost_pct: ((1 - $a.bwlog.iops / $a.plain.iops) * 100), trace_cost_pct: ((1 - $a.trace.iops / $a.plain.iops) * 100),
-                  trace_exact_cost_pct: ((1 - $a.trace_exact.iops / $a.plain.iops) * 100),
-                  trace_exact_ns_per_cmd: $a.trace_exact.ns_per_cmd, qd_sample_saving_ns: ($a.trace_exact.ns_per_cmd - $a.trace.ns_per_cmd),
+                  trace_before_cost_pct: ((1 - $a.trace_before.iops / $a.plain.iops) * 100),
+                  bpftrace_cost_pct: ((1 - $a.bpftrace.iops / $a.plain.iops) * 100),
+                  trace_before_ns_per_cmd: $a.trace_before.ns_per_cmd, saving_ns: ($a.trace_before.ns_per_cmd - $a.trace.ns_per_cmd),
+                  bpftrace_ns_per_cmd: $a.bpftrace.ns_per_cmd, bpftrace_cmds: $a.bpftrace.cmds,
+                  ns_vs_bpftrace: (if $a.bpftrace.ns_per_cmd then $a.trace.ns_per_cmd / $a.bpftrace.ns_per_cmd else null end),
                   cost_pct: ((1 - $a.drives.iops / $a.plain.iops) * 100),
-                  trace_ns_per_cmd: $a.trace.ns_per_cmd, trace_programs: $a.trace.programs,
+                  trace_ns_per_cmd: $a.trace.ns_per_cmd, trace_qd_source: $a.trace.qd_source, trace_programs: $a.trace.programs,
+                  trace_before_programs: $a.trace_before.programs, bpftrace_programs: $a.bpftrace.programs,
                   fio_cpu_us_per_cmd: ($a | map_values(.fio_cpu_us_per_cmd)),
                   busy_us_per_cmd: ([$a | to_entries[] | select(.value.busy_s != null) | {key, value: (.value.busy_s / (.value.iops * '"$SECS"') * 1e6)}] | from_entries)}')"
-            printf '  %-4s round %d %s\n' "$d" "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS; bw log \(.bwlog_cost_pct*10|round/10) %, tracer \(.trace_cost_pct*10|round/10) % (\(.trace_ns_per_cmd|floor) BPF ns/cmd; exact depth \(.trace_exact_cost_pct*10|round/10) %, \(.trace_exact_ns_per_cmd|floor) ns), kvio drives \(.cost_pct*10|round/10) %; fio CPU us/cmd plain \(.fio_cpu_us_per_cmd.plain*100|round/100), bw log \(.fio_cpu_us_per_cmd.bwlog*100|round/100), traced \(.fio_cpu_us_per_cmd.trace*100|round/100), drives \(.fio_cpu_us_per_cmd.drives*100|round/100)"')"
+            printf '  %-4s round %d %s\n' "$d" "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS; bw log \(.bwlog_cost_pct*10|round/10) %, tracer \(.trace_cost_pct*10|round/10) % (\(.trace_ns_per_cmd|floor) BPF ns/cmd, depth from \(.trace_qd_source); before \(.trace_before_cost_pct*10|round/10) %, \(.trace_before_ns_per_cmd|floor) ns; bpftrace \(.bpftrace_cost_pct*10|round/10) %, \(.bpftrace_ns_per_cmd // 0|floor) ns, kvio/bpftrace \(.ns_vs_bpftrace // 0|.*1000|round/1000)), kvio drives \(.cost_pct*10|round/10) %; fio CPU us/cmd plain \(.fio_cpu_us_per_cmd.plain*100|round/100), traced \(.fio_cpu_us_per_cmd.trace*100|round/100), drives \(.fio_cpu_us_per_cmd.drives*100|round/100)"')"
         done
     done
+    sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; STATS_WAS=""
     if [ -n "$DISK_LOOP" ]; then losetup -d "$DISK_LOOP"; DISK_LOOP=""; rm -rf "$WORK/dvdisk"; fi
 fi
 

@@ -137,12 +137,19 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
         drives_iops: ([$c[].drives_iops] | stats), bwlog_cost_pct: ([$c[].bwlog_cost_pct] | stats),
         trace_cost_pct: ([$c[].trace_cost_pct] | stats), cost_pct: ([$c[].cost_pct] | stats),
         trace_ns_per_cmd: ([$c[].trace_ns_per_cmd // empty] | stats),
-        trace_exact_iops: ([$c[].trace_exact_iops // empty] | stats), trace_exact_cost_pct: ([$c[].trace_exact_cost_pct // empty] | stats),
-        trace_exact_ns_per_cmd: ([$c[].trace_exact_ns_per_cmd // empty] | stats), qd_sample_saving_ns: ([$c[].qd_sample_saving_ns // empty] | stats),
+        trace_before_iops: ([$c[].trace_before_iops // empty] | stats), trace_before_cost_pct: ([$c[].trace_before_cost_pct // empty] | stats),
+        trace_before_ns_per_cmd: ([$c[].trace_before_ns_per_cmd // empty] | stats), saving_ns: ([$c[].saving_ns // empty] | stats),
+        bpftrace_cost_pct: ([$c[].bpftrace_cost_pct // empty] | stats), bpftrace_ns_per_cmd: ([$c[].bpftrace_ns_per_cmd // empty] | stats),
+        ns_vs_bpftrace: ([$c[].ns_vs_bpftrace // empty] | stats),
+        programs: ([$c[] | ((.trace_programs // [])[] | {mode: "trace", name, ns_per_run, ns_per_cmd}),
+                                ((.trace_before_programs // [])[] | {mode: "trace_before", name, ns_per_run, ns_per_cmd}),
+                                ((.bpftrace_programs // [])[] | {mode: "bpftrace", name, ns_per_run, ns_per_cmd})]
+                   | group_by([.mode, .name]) | map({key: (.[0].mode + " " + .[0].name), value: {ns_per_run: ([.[].ns_per_run] | stats), ns_per_cmd: ([.[].ns_per_cmd] | stats)}}) | from_entries),
         fio_cpu_us_per_cmd: ([$c[0].fio_cpu_us_per_cmd | keys[]] | map({key: ., value: (. as $k | [$c[].fio_cpu_us_per_cmd[$k] // empty] | stats)}) | from_entries),
         busy_us_per_cmd: ({plain: ([$c[].busy_us_per_cmd.plain // empty] | stats), bwlog: ([$c[].busy_us_per_cmd.bwlog // empty] | stats),
                            trace: ([$c[].busy_us_per_cmd.trace // empty] | stats),
-                           trace_exact: ([$c[].busy_us_per_cmd.trace_exact // empty] | stats)})})}) | from_entries),
+                           trace_before: ([$c[].busy_us_per_cmd.trace_before // empty] | stats),
+                           bpftrace: ([$c[].busy_us_per_cmd.bpftrace // empty] | stats)})})}) | from_entries),
     audit: ([$raw[] | select(.stage == "audit")] | map({key: .mode, value: (del(.stage, .mode))}) | from_entries)
   }
 | . as $r
@@ -176,7 +183,10 @@ def modes: ["untraced", "kvio_hist", "kvio_child", "kvio_comm", "kvio_comm_block
   ] | add // {}) + ([($r.drives // {}) | to_entries[] |
     {("drives_cost_" + .key): {value: (.value.cost_pct.median | r3), spread: .value.cost_pct,
         target: "<= 2 % (fio IOPS inside kvio drives vs plain fio, paired per round; \(.key) device)",
-        verdict: (.value.cost_pct | verdict(2))}}] | add // {}) + {
+        verdict: (.value.cost_pct | verdict(2))}},
+     {("drives_tracer_ns_vs_bpftrace_" + .key): {value: (.value.ns_vs_bpftrace.median | r3), spread: .value.ns_vs_bpftrace,
+        target: "< 1: kvio drives tracer BPF ns per command / bpftrace drives_equiv.bt, paired per round (\(.key) device)",
+        met: (if .value.ns_vs_bpftrace.median then .value.ns_vs_bpftrace.median < 1 else null end)}}] | add // {}) + {
     gen_vs_fio_posix: {value: ($r.gen.posix.ratio.median | r3), target: ">= 0.97",
                        met: (if $r.gen.posix then $r.gen.posix.ratio.median >= 0.97 else null end)},
     gen_vs_fio_io_uring: {value: ($r.gen.io_uring.ratio.median | r3), target: ">= 0.97",

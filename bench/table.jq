@@ -56,7 +56,8 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
 ((.drives // {}) | to_entries[] |
   "  \(.key | pad(5)) \(.value.rounds) rounds, load \(.value.load1 | mmm(1)): fio \(.value.plain_iops | mmm(0)) IOPS, inside kvio drives \(.value.drives_iops | mmm(0))",
   "        cost: bandwidth log \(.value.bwlog_cost_pct | mmm(2)) %, tracer \(.value.trace_cost_pct | mmm(2)) % (\(.value.trace_ns_per_cmd | mmm(0)) BPF ns/cmd), kvio drives \(.value.cost_pct | mmm(2)) %",
-  "        tracer with every command's depth (--qd-sample 1): \(.value.trace_exact_cost_pct | mmm(2)) %, \(.value.trace_exact_ns_per_cmd | mmm(0)) BPF ns/cmd; sampling saves \(.value.qd_sample_saving_ns | mmm(0)) ns/cmd",
+  "        tracer before (--qd-sample 16): \(.value.trace_before_cost_pct | mmm(2)) %, \(.value.trace_before_ns_per_cmd | mmm(0)) BPF ns/cmd; --d2c-sample 16 saves \(.value.saving_ns | mmm(0)) ns/cmd",
+  "        bpftrace drives_equiv.bt: \(.value.bpftrace_cost_pct | mmm(2)) %, \(.value.bpftrace_ns_per_cmd | mmm(0)) BPF ns/cmd; kvio / bpftrace ns per command \(.value.ns_vs_bpftrace | mmm(3))",
   "        fio's CPU per command (us): plain \(.value.fio_cpu_us_per_cmd.plain | mmm(2)), bandwidth log \(.value.fio_cpu_us_per_cmd.bwlog | mmm(2)), traced \(.value.fio_cpu_us_per_cmd.trace | mmm(2)), inside kvio drives \(.value.fio_cpu_us_per_cmd.drives | mmm(2))",
   "        machine CPU per command (us): plain \(.value.busy_us_per_cmd.plain | mmm(2)), bandwidth log \(.value.busy_us_per_cmd.bwlog | mmm(2)), traced \(.value.busy_us_per_cmd.trace | mmm(2))"),
 (if (.drives // {}) != {} then "" else empty end),

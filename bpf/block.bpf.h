@@ -216,7 +216,7 @@ static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, 
 static __always_inline void rq_state_stale(const struct rq_state *s, const struct kvio_rq_owner *o)
 {
     if (s->issued && !s->ignored) {
-        inflight_dec(s->slot, s->dev);
+        inflight_dec(s->slot, s->dev, false);
         account_cmd(s, o, 0, 0, true, false, 0, 0);
     } else {
         count(KVIO_CNT_STALE);
@@ -233,7 +233,7 @@ static __always_inline void issue_fill(struct rq_state *s, struct request *rq, b
     s->opf = rq_opf(rq, typed);
     if (!s->issued) {
         s->issued = 1;
-        s->qd = issue_depth(s->slot, s->dev, &s->qd_weight);
+        s->qd = issue_depth(s->slot, s->dev, &s->qd_weight, rq, typed);
         s->qd_weight *= tw;
     }
 }
@@ -254,7 +254,7 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     __u32 tw = rq_time_weight(key, gen, slot);
     if (!tw) { /* not sampled (--d2c-sample): no state; counted at issue */
         if (!at_insert) {
-            inflight_inc(slot);
+            inflight_inc(slot, rq, typed);
             count_unsampled(rq, dev, slot, typed, 1, typed || !backup_programs); /* the primary, or the only one */
         }
         return 0;
@@ -289,7 +289,7 @@ static __always_inline int complete_unsampled(struct request *rq, __u32 dev, __u
         count(KVIO_CNT_PARTIAL_COMPLETE); /* partial completion: the request goes on */
         return 0;
     }
-    inflight_dec(slot, dev);
+    inflight_dec(slot, dev, false);
     if (error) { /* as account_cmd counts a failed command: rare, in the dev_hists hash */
         __u32 op = rq_opf(rq, typed) & KVIO_OP_MASK;
         __u16 failed = op == KVIO_OP_WRITE ? KVIO_H_FAILED_WRITE : KVIO_H_FAILED_OTHER;
@@ -309,6 +309,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
         dev = rq_dev(rq, typed);
         if (!dev_traced(dev, &slot))
             return 0;
+        if (qd_kernel_done && kernel_counts_unissued(rq, typed))
+            inflight_inc(slot, rq, typed); /* the kernel counts it finished: its issue, never seen, counts now */
     } else if (targ_ndevs && !dev_passes(rq_dev(rq, typed))) {
         return 0;
     }
@@ -343,7 +345,7 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
         return 0;
     }
     __u64 now = bpf_ktime_get_ns();
-    inflight_dec(s->slot, s->dev);
+    inflight_dec(s->slot, s->dev, false);
     struct kvio_file_key fk = {};
     __u8 fsrc = 0;
     if (track_files) /* --files: the file this command moved (file_attr.bpf.h) */
@@ -447,7 +449,8 @@ int block_rq_requeue_raw(u64 *ctx)
     if (rq_lookup(key, &r)) {
         if (r.s->issued && !r.s->ignored) {
             r.s->issued = 0;
-            inflight_dec(r.s->slot, r.s->dev);
+            if (issue_counts((struct request *)key, false))
+                inflight_dec(r.s->slot, r.s->dev, true);
         }
         return 0;
     }
@@ -455,7 +458,8 @@ int block_rq_requeue_raw(u64 *ctx)
         struct request *rq = (struct request *)key;
         __u32 dev = rq_dev(rq, false), slot;
         if (dev_traced(dev, &slot) && !rq_time_weight(key, rq_generation(rq, false), slot)) {
-            inflight_dec(slot, dev);
+            if (issue_counts(rq, false))
+                inflight_dec(slot, dev, true);
             count_unsampled(rq, dev, slot, false, (__u64)-1, false);
         }
     }

@@ -47,6 +47,12 @@ const volatile __u32 qd_sample_every = 1;
 /* --d2c-sample: 1 request in rq_sample_every (a power of two; 1: every one) gets in-flight state and is timed, in
  * histogram mode only (rq_state.bpf.h, rq_time_weight) */
 const volatile __u32 rq_sample_every = 1;
+/* With --d2c-sample on a kernel that counts each disk's finished requests per CPU (disk_stats.ios) and marks which
+ * requests it counts (RQF_IO_STAT, not RQF_FLUSH_SEQ): the in-flight count is issues counted here minus the kernel's
+ * own count of finished requests, so a completion no BPF program saw cannot stay in flight (rq_state.bpf.h,
+ * kernel_done). Userspace probes BTF and sets it, with kernel_ncpus (possible CPUs, <= KVIO_MAX_KERNEL_CPUS). */
+const volatile bool qd_kernel_done = false;
+const volatile __u32 kernel_ncpus = 1;
 /* rq_table and bio_table have rq_slot_mask + 1 and bio_slot_mask + 1 entries (userspace sizes them before load) */
 const volatile __u32 rq_slot_mask = KVIO_RQ_SLOTS - 1;
 const volatile __u32 bio_slot_mask = KVIO_BIO_SLOTS - 1;
@@ -56,6 +62,7 @@ const volatile bool backup_programs = false;
 #ifdef KVIO_BPF_TEST_HOOKS
 /* Test builds only (test_hooks.bpf.h): each primary skips every Nth run, as if the kernel had. */
 const volatile __u32 test_skip_every = 0;
+const volatile __u32 test_lose_every = 0; /* completions only, with no backup */
 #endif
 
 /* ---------------------------------------------------------------- private map values */
@@ -82,17 +89,6 @@ struct sys_state {
     __u32 fs_dev, gen;
     __u32 flags;
     __u32 pad;
-};
-
-/* In flight on a device with a slot = issued - completed (slot_depths): two counters 128 bytes apart (a value
- * starts only 8-byte aligned), so each stays in the cache of the CPU that adds to it (the issuing CPU's, and the
- * completing CPU's, often another: a loop device completes on a kworker), where one shared counter's line moved
- * between them twice per command (~150 ns/cmd on a loop device, docs/performance.md). */
-struct slot_depth {
-    __s64 issued; /* counted issues (issue_depth) */
-    __u8 pad0[120];
-    __s64 completed; /* of those, completed, requeued or reported lost (inflight_dec) */
-    __u8 pad1[120];
 };
 
 /* Per-thread state of the syscall and io_uring programs in the thread's task local storage, where this kernel lets
@@ -145,6 +141,13 @@ KVIO_ARRAY(spill_live, BPF_MAP_TYPE_ARRAY, SPILLS, __s64);
 KVIO_ARRAY(ptr_numbers, BPF_MAP_TYPE_PERCPU_ARRAY, NUMS, __u64);
 /* The request each primary program is handling on this CPU (block.bpf.h, primary_mark). */
 KVIO_ARRAY(primary_seen, BPF_MAP_TYPE_PERCPU_ARRAY, HOOKS, __u64);
+/* qd_kernel_done (rq_state.bpf.h, kernel_done): [0] the per-CPU address of primary_seen's element 0, read once from
+ * the map's own kernel object; the scratch it is read through (a map pointer cannot be offset). */
+struct pcpu_scratch {
+    __u64 w[64];
+};
+KVIO_ARRAY(pcpu_base, BPF_MAP_TYPE_ARRAY, 1, __u64);
+KVIO_ARRAY(pcpu_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, 1, struct pcpu_scratch);
 #ifdef KVIO_BPF_TEST_HOOKS
 KVIO_ARRAY(primary_runs, BPF_MAP_TYPE_PERCPU_ARRAY, HOOKS, __u64); /* runs of each primary (test_skip_every) */
 #endif

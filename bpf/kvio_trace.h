@@ -8,8 +8,9 @@
 #endif
 
 #define KVIO_COMM_LEN         16
-#define KVIO_MAX_DEVS         8  /* -d filters */
-#define KVIO_MAX_DEV_SLOTS    32 /* devices with per-CPU histograms; more (no -d) fall back to the dev_hists hash */
+#define KVIO_MAX_DEVS         8   /* -d filters */
+#define KVIO_MAX_DEV_SLOTS    32  /* devices with per-CPU histograms; more (no -d) fall back to the dev_hists hash */
+#define KVIO_MAX_KERNEL_CPUS  256 /* CPUs whose disk_stats the in-flight count sums (qd_kernel_done) */
 #define KVIO_SLOT_NONE        0xffu
 #define KVIO_MAX_STORAGE_DEVS 32   /* -d disks, their partitions and the devices stacked on them (syscall fd filter) */
 #define KVIO_MAX_COMMS        4    /* -c filters */
@@ -362,5 +363,19 @@ struct kvio_syscall_event {
     __u32 gen;       /* i_generation */
 };
 #define KVIO_SYSCALL_EVENT_V1_BYTES 72 /* sizeof(struct kvio_syscall_event) before ino .. gen */
+
+/* In flight on a device with a slot = issued - completed (slot_depths): two counters 128 bytes apart (a value
+ * starts only 8-byte aligned), so each stays in the cache of the CPU that adds to it (the issuing CPU's, and the
+ * completing CPU's, often another: a loop device completes on a kworker), where one shared counter's line moved
+ * between them twice per command (~150 ns/cmd on a loop device, docs/performance.md). */
+struct slot_depth {
+    __s64 issued; /* counted issues (issue_depth) */
+    __u8 pad0[120];
+    __s64 completed; /* of those, completed, requeued or reported lost (inflight_dec); qd_kernel_done: requeued */
+    __s64 kbase;     /* qd_kernel_done: the kernel's finished-request count at the trace's first issue, plus the
+                      * requests in flight when it began (their issues are not counted here; userspace sets those) */
+    __s64 kbase_set; /* kbase holds the finished count (rq_state.bpf.h, kernel_base) */
+    __u8 pad1[104];
+};
 
 #endif /* KVIO_TRACE_H */

@@ -79,7 +79,7 @@ int BPF_PROG(nvme_setup_cmd, struct request *rq, void *cmd)
             st.qid = BPF_CORE_READ(rq, mq_hctx, queue_num) + 1;
         st.ts_setup = bpf_ktime_get_ns();
         /* the block issue of this request comes right after setup: count it in */
-        st.qd = (__u32)inflight_now(st.slot, st.dev) + 1;
+        st.qd = (__u32)inflight_now(st.slot, st.dev, rq) + 1;
     }
     if (bpf_map_update_elem(&nvme_starts, &key, &st, BPF_ANY))
         count(KVIO_CNT_MAP_FULL);

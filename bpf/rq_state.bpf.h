@@ -120,26 +120,133 @@ static __always_inline __s64 *inflight_of(__u32 dev, bool create)
     return bpf_map_lookup_elem(&inflight, &dev);
 }
 
+/* qd_kernel_done: whether the kernel counts this request in disk_stats.ios[read, write or discard] when it finishes,
+ * so that its issue counts here (docs/performance.md, "The kernel's finished counts"). blk_account_io_done counts
+ * a request that has RQF_IO_STAT and, then, no RQF_FLUSH_SEQ; a request of the flush machinery (RQF_FLUSH_SEQ at its
+ * issue) has the flag cleared before it ends, so it is counted too, except the flush request itself (REQ_OP_FLUSH),
+ * which the kernel counts in ios[flush] only, a group the sum leaves out. */
+static __always_inline bool kernel_counts(struct request *rq, bool typed)
+{
+    if (!bpf_core_enum_value_exists(enum rqf_flags, __RQF_IO_STAT))
+        return false;
+    __u32 io_stat = 1u << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT);
+    __u32 f = typed ? (__u32)rq->rq_flags : (__u32)BPF_CORE_READ(rq, rq_flags);
+    return (f & io_stat) && (rq_opf(rq, typed) & KVIO_OP_MASK) != KVIO_OP_FLUSH;
+}
+
+/* qd_kernel_done: a completion the kernel counts as finished whose request was never issued, so no issue of it was
+ * counted: the empty write that carried a cache flush (the flush machinery issued only its flush request) or one a
+ * device without a write cache ends at once. Nothing else is a write of 0 bytes at its completion. */
+static __always_inline bool kernel_counts_unissued(struct request *rq, bool typed)
+{
+    if (!bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+        return false;
+    __u32 flush_seq = 1u << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+    __u32 f = typed ? (__u32)rq->rq_flags : (__u32)BPF_CORE_READ(rq, rq_flags);
+    return kernel_counts(rq, typed) && !(f & flush_seq) && (rq_opf(rq, typed) & KVIO_OP_MASK) == KVIO_OP_WRITE &&
+           KREAD(typed, rq, __data_len) == 0;
+}
+
+/* qd_kernel_done: requests of rq's disk the kernel has counted as finished since boot (every CPU's disk_stats.ios,
+ * the read, write and discard groups: not flush, kernel_counts), or -1 when it cannot be read. The kernel adds to it
+ * after the completion tracepoint of each counted request (blk_account_io_done), whether a BPF program ran there or
+ * not. */
+static __always_inline __s64 kernel_done(struct request *rq)
+{
+    /* userspace sets qd_kernel_done only where BTF has all of these (trace/probe.h, kernel_finished_counts) */
+    if (!bpf_core_field_exists(struct block_device, bd_stats) || !bpf_core_field_exists(struct disk_stats, ios) ||
+        !bpf_core_field_exists(struct bpf_array, pptrs))
+        return -1;
+    struct disk_stats *ds = BPF_CORE_READ(rq, q, disk, part0, bd_stats);
+    if (!ds)
+        return -1;
+    /* Each CPU's per-CPU offset, from a per-CPU map of ours: its element 0 on that CPU minus the element's per-CPU
+     * address (the array's pptrs[0]); disk_stats are per-CPU data like it, at the same offsets. */
+    __u32 zero = 0;
+    __u64 *base = bpf_map_lookup_elem(&pcpu_base, &zero), pcpu = base ? *base : 0;
+    if (base && !pcpu) { /* first use: the array's pptrs[0], read through the scratch (the map is 8-byte aligned) */
+        __u32 off = bpf_core_field_offset(struct bpf_array, pptrs);
+        struct pcpu_scratch *sc = bpf_map_lookup_elem(&pcpu_scratch, &zero);
+        if (!sc || off + 8 > sizeof(sc->w) - 8 || off % 8)
+            return -1;
+        bpf_probe_read_kernel(sc->w, off + 8, &primary_seen);
+        pcpu = sc->w[(off / 8) & 63];
+        *base = pcpu;
+    }
+    if (!pcpu)
+        return -1;
+    struct pcpu_scratch *sc = bpf_map_lookup_elem(&pcpu_scratch, &zero);
+    if (!sc)
+        return -1;
+    __u32 ios_off = bpf_core_field_offset(struct disk_stats, ios);
+    __u64 sum = 0;
+    for (__u32 cpu = 0; cpu < KVIO_MAX_KERNEL_CPUS && cpu < kernel_ncpus; cpu++) {
+        const void *p = bpf_map_lookup_percpu_elem(&primary_seen, &zero, cpu);
+        if (!p)
+            break;
+        unsigned long ios[3] = {}; /* read, write, discard: not flush (kernel_counts) */
+        /* a map value's address as a number: stored and read back (no arithmetic on the pointer itself) */
+        *(volatile __u64 *)&sc->w[63] = (__u64)p;
+        __u64 pa = *(volatile __u64 *)&sc->w[63];
+        bpf_probe_read_kernel(ios, sizeof(ios), (const void *)((__u64)ds + (pa - pcpu) + ios_off));
+        sum += ios[0] + ios[1] + ios[2];
+    }
+    return (__s64)sum;
+}
+
+/* qd_kernel_done, at the first counted issue of the trace on a device: the kernel's finished count now plus what
+ * userspace left in kbase (the requests in flight when the trace began, whose completions the kernel will count but
+ * whose issues no program saw) is the count the issues are measured against. Read here, not from the disk's stat
+ * file: the sum over CPUs differs from the file's by a constant on this kernel (docs/performance.md). Exact when no
+ * request in flight at the start completed before this issue (an idle disk at the start, as kvio drives has). */
+static __always_inline void kernel_base(struct slot_depth *d, struct request *rq)
+{
+    if (!qd_kernel_done)
+        return;
+    __s64 k = kernel_done(rq);
+    if (k < 0)
+        return;
+    d->kbase += k;
+    *(volatile __s64 *)&d->kbase_set = 1;
+}
+
+/* In flight on the device in `slot` for issue number `issued` (this issue included): the issues counted minus the
+ * requests that left, either counted here (completed: completions, requeues, losses) or, with qd_kernel_done, the
+ * kernel's own finished count since the trace began plus the requeues counted here. */
+static __always_inline __s64 depth_of(struct slot_depth *d, __s64 issued, struct request *rq)
+{
+    __s64 left = *(volatile __s64 *)&d->completed;
+    if (qd_kernel_done && rq && *(volatile __s64 *)&d->kbase_set) {
+        __s64 k = kernel_done(rq);
+        if (k >= 0)
+            left += k - d->kbase;
+    }
+    return issued - left;
+}
+
 /* Commands in flight on a device now (issue_depth's counts), for the NVMe setup program. */
-static __always_inline __s64 inflight_now(__u32 slot, __u32 dev)
+static __always_inline __s64 inflight_now(__u32 slot, __u32 dev, struct request *rq)
 {
     if (slot < KVIO_MAX_DEV_SLOTS) {
         struct slot_depth *d = slot_depth_of(slot);
         if (!d)
             return 0;
         /* issued first: a completion between the reads only lowers the difference */
-        __s64 n = *(volatile __s64 *)&d->issued;
-        n -= *(volatile __s64 *)&d->completed;
+        __s64 n = depth_of(d, *(volatile __s64 *)&d->issued, rq);
         return n > 0 ? n : 0;
     }
     __s64 *n = inflight_of(dev, false);
     return n ? *n : 0;
 }
 
-/* A command issue_depth counted leaves the device's in-flight count (its completion, requeue or loss). */
-static __always_inline void inflight_dec(__u32 slot, __u32 dev)
+/* A command issue_depth counted leaves the device's in-flight count (its completion, requeue or loss). With
+ * qd_kernel_done the kernel counts completions and losses (a finished request is counted whether or not a program
+ * saw it): only a requeue (`requeue`) is counted here. */
+static __always_inline void inflight_dec(__u32 slot, __u32 dev, bool requeue)
 {
     if (slot < KVIO_MAX_DEV_SLOTS) {
+        if (qd_kernel_done && !requeue)
+            return;
         struct slot_depth *d = slot_depth_of(slot);
         if (d)
             __sync_fetch_and_add(&d->completed, 1);
@@ -150,30 +257,40 @@ static __always_inline void inflight_dec(__u32 slot, __u32 dev)
         __sync_fetch_and_add(n, -1);
 }
 
+/* Whether an issue of rq counts in the in-flight count: always, except with qd_kernel_done a request the kernel
+ * will not count as finished. */
+static __always_inline bool issue_counts(struct request *rq, bool typed)
+{
+    return !qd_kernel_done || kernel_counts(rq, typed);
+}
+
 /* Counts the issue of a request that is not sampled (rq_time_weight 0) in the device's in-flight count: its
  * completion or requeue takes it out again (inflight_dec). */
-static __always_inline void inflight_inc(__u32 slot)
+static __always_inline void inflight_inc(__u32 slot, struct request *rq, bool typed)
 {
     struct slot_depth *d = slot_depth_of(slot);
-    if (d)
-        __sync_fetch_and_add(&d->issued, 1);
+    if (d && issue_counts(rq, typed) && !__sync_fetch_and_add(&d->issued, 1))
+        kernel_base(d, rq);
 }
 
 /* Counts an issue on the device and returns its queue depth (this command included, >= 1) with *weight, the
  * commands that depth stands for in the QD histograms: 1, or for a device with a slot qd_sample_every when this
  * issue is sampled and 0 (depth 0) when not. The issue number is free (the fetch-and-add's result); only a sampled
- * issue reads the completing CPU's counter. Sampled issue numbers i: frac(i * golden ratio) < 1 / qd_sample_every,
- * one in qd_sample_every on average over any stretch of issues, with no fixed phase a periodic workload (batches of
- * qd_sample_every submissions) could lock onto. A completion counted between the fetch-and-add and the read lowers
- * the depth (it is clamped to 1). */
-static __always_inline __u32 issue_depth(__u32 slot, __u32 dev, __u32 *weight)
+ * issue reads the completing CPU's counter (or, qd_kernel_done, the kernel's per-CPU finished counts). Sampled issue
+ * numbers i: frac(i * golden ratio) < 1 / qd_sample_every, one in qd_sample_every on average over any stretch of
+ * issues, with no fixed phase a periodic workload (batches of qd_sample_every submissions) could lock onto. A
+ * completion counted between the fetch-and-add and the read lowers the depth (it is clamped to 1). */
+static __always_inline __u32 issue_depth(__u32 slot, __u32 dev, __u32 *weight, struct request *rq, bool typed)
 {
     *weight = 1;
     if (slot < KVIO_MAX_DEV_SLOTS) {
         struct slot_depth *d = slot_depth_of(slot);
         if (!d)
             return 1;
-        __s64 i = __sync_fetch_and_add(&d->issued, 1);
+        bool counts = issue_counts(rq, typed);
+        __s64 i = counts ? __sync_fetch_and_add(&d->issued, 1) : *(volatile __s64 *)&d->issued - 1;
+        if (counts && !i)
+            kernel_base(d, rq);
         if (qd_sample_every > 1) {
             if ((__u64)((__u32)i * 0x9E3779B9u) >= (1ULL << 32) / qd_sample_every) {
                 *weight = 0;
@@ -181,7 +298,7 @@ static __always_inline __u32 issue_depth(__u32 slot, __u32 dev, __u32 *weight)
             }
             *weight = qd_sample_every;
         }
-        __s64 n = i + 1 - *(volatile __s64 *)&d->completed;
+        __s64 n = depth_of(d, i + 1, rq);
         return n > 1 ? (__u32)n : 1;
     }
     __s64 *n = inflight_of(dev, true);

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/jsonl.h"
 #include "drives/process.h"
+#include "trace/probe.h"
 #include "workload/target.h"
 
 namespace kvio::drives {
@@ -255,6 +256,14 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
     return job_for_target(job, t.spec.path, t.field, p, bw_log, refuse_create(t));
 }
 
+std::vector<std::string> tracer_sampling(const std::string& disk) {
+    std::ifstream in("/sys/block/" + disk + "/queue/iostats");
+    int iostats = 0;
+    if (trace::kernel_finished_counts() && (in >> iostats) && iostats != 0)
+        return {"--d2c-sample", std::to_string(kD2cSample)};
+    return {"--qd-sample", std::to_string(kQdSample)};
+}
+
 namespace {
 
 double now_ms() {
@@ -269,16 +278,17 @@ int run_timed(const std::vector<std::string>& a, RunResult& r) {
     return st;
 }
 
-/// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only --qd-sample kQdSample --json`
-/// (run_local's rules).
+/// Runs `argv` (fio or kvio simulate) to its end under `kvio trace -d DISK --block-only SAMPLING --json`
+/// (tracer_sampling; run_local's rules).
 int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r, const RunEnv& env) {
     if (t.disk.empty()) return run_timed(a, r);
     const std::string ready = r.files + ".ready";
     std::error_code ec;
     fs::remove(ready, ec);
-    pid_t tp = spawn_logged({env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only", "--qd-sample",
-                             std::to_string(kQdSample), "--json", r.files + ".trace.json", "--ready-file", ready},
-                            r.files + ".trace.log");
+    std::vector<std::string> targv = {env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only"};
+    for (auto& w : tracer_sampling(t.disk)) targv.push_back(std::move(w));
+    targv.insert(targv.end(), {"--json", r.files + ".trace.json", "--ready-file", ready});
+    pid_t tp = spawn_logged(targv, r.files + ".trace.log");
     int tst = 0;
     bool ended = false;
     // Loading BPF takes seconds on a busy machine: wait for the ready file, up to 120 s.

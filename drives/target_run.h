@@ -83,13 +83,20 @@ std::string job_text_for(const Target& t, const std::string& job, const std::str
 /// command's depth also reads the completing CPU's in-flight counter, ~40-95 ns per command (docs/performance.md
 /// "Two in-flight counters"); a direction with commands but no sampled dispatch has depth 0: unknown.
 inline constexpr int kQdSample = 16;
+/// Where the tracer's depth comes from the kernel's own per-disk finished counts (trace/probe.h
+/// kernel_finished_counts, the disk's queue/iostats on), it times 1 request in this many instead (`kvio trace
+/// --d2c-sample`: D2C, Q2D and depth of those, each counted this many times; commands, bytes and sizes exact), about
+/// half the BPF time per command (docs/performance.md "kvio drives: where the cost goes").
+inline constexpr int kD2cSample = 16;
+/// The sampling flags of drives' tracer on `disk` (a name under /sys/block): `--d2c-sample kD2cSample` where its
+/// depth is exact without per-request state, else `--qd-sample kQdSample`.
+std::vector<std::string> tracer_sampling(const std::string& disk);
 
 /// One run of `job` on a local target, to its end, fio writing a bandwidth log per job to r.files + "_bw.N.log": `kvio
-/// trace -d DISK --block-only --qd-sample kQdSample --json` started first (waited for until attached), then fio, then
-/// the trace ended with
-/// SIGTERM (which writes its JSON). The whole disk is traced, not fio's processes: a throttled bio is issued by the
-/// kernel's throttle worker, not by fio. Untraceable targets: fio alone. Returns fio's wait status; a trace that failed
-/// is recorded in r.error by finish_run.
+/// trace -d DISK --block-only SAMPLING --json` (tracer_sampling) started first (waited for until attached), then fio,
+/// then the trace ended with SIGTERM (which writes its JSON). The whole disk is traced, not fio's processes: a
+/// throttled bio is issued by the kernel's throttle worker, not by fio. Untraceable targets: fio alone. Returns fio's
+/// wait status; a trace that failed is recorded in r.error by finish_run.
 int run_local(const Target& t, const std::string& job, RunResult& r, const RunEnv& env);
 /// One run of the serving workload on a local target, traced as run_local traces fio: `kvio simulate WORDS
 /// --cache-dir C --output FILES.sim.json` with C the block device itself or DIR/kvio-drives-sim under a directory

@@ -67,6 +67,47 @@ int btf_tracepoint_args(const std::string& name) {
 
 bool has_btf_tracepoint(const std::string& name) { return btf_tracepoint_args(name) >= 0; }
 
+namespace {
+/// Whether BTF type `id` (a struct, union or enum) has a member or enumerator called `member`, also inside its
+/// anonymous structs and unions (`depth` levels down).
+bool btf_type_has(const struct btf* btf, int id, const std::string& member, int depth = 3) {
+    const struct btf_type* t = btf__type_by_id(btf, id);
+    if (!t) return false;
+    for (uint32_t i = 0; i < btf_vlen(t); ++i) {
+        if (btf_is_enum(t)) {
+            if (member == btf__name_by_offset(btf, btf_enum(t)[i].name_off)) return true;
+            continue;
+        }
+        const struct btf_member& m = btf_members(t)[i];
+        const char* n = btf__name_by_offset(btf, m.name_off);
+        if (n && member == n) return true;
+        if ((!n || !*n) && depth > 0 && btf_type_has(btf, int(btf__resolve_type(btf, m.type)), member, depth - 1))
+            return true;
+    }
+    return false;
+}
+
+/// Whether BTF type `name` of `kind` has a member (struct) or enumerator (enum) called `member`.
+bool btf_has_member(const char* name, uint32_t kind, const char* member) {
+    const struct btf* btf = vmlinux_btf();
+    if (!btf) return false;
+    int id = btf__find_by_name_kind(btf, name, kind);
+    return id > 0 && btf_type_has(btf, id, member);
+}
+}  // namespace
+
+bool kernel_finished_counts() {
+    const struct btf* btf = vmlinux_btf();
+    return btf && btf_has_member("disk_stats", BTF_KIND_STRUCT, "ios") &&
+           btf_has_member("request_queue", BTF_KIND_STRUCT, "disk") &&
+           btf_has_member("gendisk", BTF_KIND_STRUCT, "part0") &&
+           btf_has_member("block_device", BTF_KIND_STRUCT, "bd_stats") &&
+           btf_has_member("rqf_flags", BTF_KIND_ENUM, "__RQF_IO_STAT") &&
+           btf_has_member("rqf_flags", BTF_KIND_ENUM, "__RQF_FLUSH_SEQ") &&
+           btf_has_member("bpf_array", BTF_KIND_STRUCT, "pptrs") &&
+           libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_map_lookup_percpu_elem, nullptr) == 1;
+}
+
 bool task_storage_everywhere() {
     if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) != 1) return false;
     for (auto type : {BPF_PROG_TYPE_TRACEPOINT, BPF_PROG_TYPE_RAW_TRACEPOINT})

@@ -27,4 +27,11 @@ int btf_tracepoint_args(const std::string& name);
 /// of each type. tp_btf programs got the helper before either, so they have it too.
 bool task_storage_everywhere();
 
+/// True when vmlinux BTF shows the kernel's own per-disk count of finished requests that the in-flight count of
+/// --d2c-sample reads (bpf/rq_state.bpf.h, kernel_done): per-CPU `disk_stats.ios` behind `block_device.bd_stats`
+/// of the request's disk (`request_queue.disk`, `gendisk.part0`: the whole disk, which counts its partitions' too),
+/// the request flags `__RQF_IO_STAT` and `__RQF_FLUSH_SEQ` that say which requests it counts, and what gives each
+/// CPU's per-CPU offset (a per-CPU array's `pptrs`, the helper bpf_map_lookup_percpu_elem).
+bool kernel_finished_counts();
+
 }  // namespace kvio::trace

@@ -302,6 +302,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"nvme_tracepoints", nvme_present},
         {"qd_sample_every", qd_sample_every_},
         {"d2c_sample_every", d2c_sample_every_},
+        {"qd_source", qd_source_},
         {"devices", devices},
         {"process", proc},
         {"process_fds", syscall_scope_},

@@ -54,6 +54,9 @@ public:
     /// the text report; the queue depth of a sampled request counts as many times too.
     void set_d2c_sample_every(uint32_t n) { d2c_sample_every_ = n ? n : 1; }
     uint32_t d2c_sample_every() const { return d2c_sample_every_; }
+    /// What the queue depth's "left the device" side counts ("qd_source" in the JSON): "programs" (completions the
+    /// BPF programs saw) or "kernel_finished" (--d2c-sample: the kernel's own per-disk finished counts).
+    void set_qd_source(std::string src) { qd_source_ = std::move(src); }
     /// Which fds the syscall histograms count (printed in their heading, "process_fds" in the JSON).
     void set_syscall_scope(std::string scope) { syscall_scope_ = std::move(scope); }
     /// Whether a device saw any command.
@@ -95,6 +98,7 @@ private:
     std::string syscall_scope_ = "all regular files and block devices";
     uint32_t qd_sample_every_ = 1;
     uint32_t d2c_sample_every_ = 1;
+    std::string qd_source_ = "programs";
     bool breakdown_ = false;
     std::map<uint32_t, BlockEvents> block_events_;
 };

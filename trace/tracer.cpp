@@ -310,6 +310,7 @@ uint32_t env_hook(const char* name) {
 bool set_test_hooks([[maybe_unused]] kvio_trace_bpf* s) {
 #ifdef KVIO_BPF_TEST_HOOKS
     s->rodata->test_skip_every = env_hook("KVIO_TRACE_TEST_SKIP_EVERY");
+    s->rodata->test_lose_every = env_hook("KVIO_TRACE_TEST_LOSE_EVERY");  // no backups: lost for good
     return s->rodata->test_skip_every > 0;
 #else
     return false;
@@ -598,12 +599,14 @@ struct SnapshotSource {
     uint32_t qd_sample_every = 1;
     bool breakdown = false;         ///< --breakdown: read bt_counts
     uint32_t d2c_sample_every = 1;  ///< --d2c-sample
+    bool qd_kernel_done = false;    ///< the in-flight count uses the kernel's finished counts
 };
 
 TraceSnapshot take_snapshot(const SnapshotSource& src) {
     TraceSnapshot snap(src.lba_bucket_bytes);
     snap.report.set_qd_sample_every(src.qd_sample_every);
     snap.report.set_d2c_sample_every(src.d2c_sample_every);
+    snap.report.set_qd_source(src.qd_kernel_done ? "kernel_finished" : "programs");
     if (!src.syscall_scope.empty()) snap.report.set_syscall_scope(src.syscall_scope);
     for (uint32_t d : src.devs) snap.report.touch_device(d);
     read_maps(src.skel, src.slot_devs, snap.report, snap.counters);
@@ -687,6 +690,19 @@ void check_comms(const TraceOptions& opts) {
         if (c.size() >= KVIO_COMM_LEN) throw Error("-c " + c + ": a task comm has at most 15 characters");
 }
 
+/// Whether every disk counts its I/O in its stats (queue/iostats not 0): only those requests carry the flag and
+/// the finished count qd_kernel_done relies on (bpf/rq_state.bpf.h).
+bool iostats_on(const std::vector<uint32_t>& disks) {
+    for (uint32_t kdev : disks) {
+        DevId id = decode_kernel_dev(kdev);
+        std::ifstream in("/sys/dev/block/" + std::to_string(id.major) + ":" + std::to_string(id.minor) +
+                         "/queue/iostats");
+        int v = 0;
+        if (!(in >> v) || v == 0) return false;
+    }
+    return !disks.empty();
+}
+
 /// Sets the BPF object's configuration for `opts` before it loads: the -d (`devs`, kernel dev_t), -c, -p and --cgroup
 /// filters, what is recorded (events, owners, syscalls, groups), the storage devices whose fds the syscall histograms
 /// count, the histogram slots (returned: the -d disks, else every disk present now), the queue-depth sampling and the
@@ -734,6 +750,13 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
                     " needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, --per-process, "
                     "--per-cgroup or --files (they need every request's state)");
     ro->rq_sample_every = opts.d2c_sample ? opts.d2c_sample : 1;
+    // --d2c-sample's in-flight count from the kernel's own finished counts where BTF shows them
+    // (KVIO_TRACE_QD_KERNEL=0: the counts of the programs alone, for comparison)
+    const char* qd_kernel = std::getenv("KVIO_TRACE_QD_KERNEL");
+    const int ncpus = libbpf_num_possible_cpus();
+    ro->kernel_ncpus = ncpus > 0 ? uint32_t(ncpus) : 1;
+    ro->qd_kernel_done = ro->rq_sample_every > 1 && !(qd_kernel && std::string(qd_kernel) == "0") && ncpus > 0 &&
+                         ncpus <= KVIO_MAX_KERNEL_CPUS && kernel_finished_counts() && iostats_on(slot_devs);
     bpf_map__set_max_entries(s->maps.issue_hists,
                              ro->rq_sample_every > 1 ? uint32_t(std::max<size_t>(slot_devs.size(), 1)) : 1);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
@@ -743,6 +766,29 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
         ro->targ_cgroup = st.st_ino;  // cgroup v2: the directory's inode number is the cgroup id
     }
     return slot_devs;
+}
+
+/// One field of a disk's /sys/dev/block/MAJ:MIN/`file` (whitespace-separated unsigned numbers, 0-based `index`).
+uint64_t sysfs_block_field(const DevId& id, const char* file, size_t index) {
+    std::string path = "/sys/dev/block/" + std::to_string(id.major) + ":" + std::to_string(id.minor) + "/" + file;
+    std::ifstream in(path);
+    uint64_t v = 0;
+    for (size_t i = 0; i <= index; ++i)
+        if (!(in >> v)) throw Error(path + ": field " + std::to_string(index + 1) + " is missing or not a number");
+    return v;
+}
+
+/// qd_kernel_done: each slot's `kbase` starts as the requests in flight on the disk now (`inflight`), whose
+/// completions the kernel will count but whose issues no program saw; the first issue adds the kernel's finished count
+/// to it (bpf/rq_state.bpf.h, kernel_base). Read before attaching.
+void set_kernel_baselines(kvio_trace_bpf* s, const std::vector<uint32_t>& slot_devs) {
+    if (!s->rodata->qd_kernel_done) return;
+    for (uint32_t slot = 0; slot < slot_devs.size(); ++slot) {
+        DevId id = decode_kernel_dev(slot_devs[slot]);
+        struct slot_depth d {};
+        d.kbase = int64_t(sysfs_block_field(id, "inflight", 0) + sysfs_block_field(id, "inflight", 1));
+        bpf_map__update_elem(s->maps.slot_depths, &slot, sizeof slot, &d, sizeof d, BPF_ANY);
+    }
 }
 
 /// Loads the configured BPF object (a failure points at KVIO_DEBUG=1 for the verifier log), then fills the syscall
@@ -1041,6 +1087,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     choose_thread_state(skel.get());
     ro->wakeup_mask = wakeup_mask(libbpf_num_possible_cpus());
     load_programs(skel.get(), syscalls, devs.empty(), slot_devs);
+    set_kernel_baselines(skel.get(), slot_devs);
     std::optional<BpfStatsEnabled> stats_on;  // before attach: every run of every program is counted
     if (opts.stats) stats_on.emplace();
     for (uint32_t pid : opts.pids) filter_pid(skel.get(), pid);
@@ -1081,6 +1128,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     snap_src.syscall_scope = syscall_scope(opts);
     snap_src.breakdown = opts.breakdown;
     snap_src.d2c_sample_every = ro->rq_sample_every;
+    snap_src.qd_kernel_done = ro->qd_kernel_done;
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
