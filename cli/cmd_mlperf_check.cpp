@@ -33,11 +33,15 @@ void add_mlperf_check_command(CLI::App& app) {
             for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
         std::cout.flush();
         if (r.no_run) throw CLI::RuntimeError(1);  // the one problem says there is no CLOSED run
-        std::cerr << "mlperf-check: " << a->dir << ": " << r.options_found << " of " << r.options
-                  << " Options found, expected " << r.trials << " trial(s) x " << r.ranks << " rank(s) each, "
-                  << r.rank_files << " of " << r.options * r.trials * r.ranks << " rank file(s) read: "
-                  << (r.problems.empty() ? std::string("clean") : std::to_string(r.problems.size()) + " problem(s)")
-                  << (r.stopped ? "; STOPPED: a stop signal ended the run, it is not submittable" : "") << "\n";
+        std::cerr
+            << "mlperf-check: " << a->dir << ": " << r.options_found << " of " << r.options
+            << " Options found, expected " << r.trials << " trial(s) x " << r.ranks << " rank(s) each, " << r.rank_files
+            << " of " << r.options * r.trials * r.ranks << " rank file(s) read: "
+            << (r.problems.empty() ? std::string("clean") : std::to_string(r.problems.size()) + " problem(s)")
+            << (r.stopped
+                    ? "; STOPPED: the run was stopped before its end (a stop signal, or killed), it is not submittable"
+                    : "")
+            << "\n";
         if (!r.problems.empty()) throw CLI::RuntimeError(1);
     });
 }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -209,7 +210,9 @@ TEST(MlperfCheckDir, MissingAndEmptyDirectories) {
     const CheckReport r = check_results_dir(d.path, {});
     EXPECT_TRUE(r.no_run);
     ASSERT_EQ(r.problems.size(), 1u);
-    EXPECT_EQ(r.problems[0], d.path + ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/)");
+    EXPECT_EQ(r.problems[0], d.path +
+                                 ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/) (rule "
+                                 "kvcacheHeadlineResult)");
     fs::create_directories(d.path + "/option_1");
     EXPECT_FALSE(check_results_dir(d.path, {}).no_run);
 }
@@ -589,9 +592,18 @@ TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
     save_json(f, rk);
     CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 1u) << joined(r);
-    EXPECT_EQ(r.problems[0], f + ": 1 entry of 20000 bytes larger than any tier could hold, refused unwritten "
-                                 "(kvio.cache.capacity_refusals): 2.0 % of the trial's write bytes, more than 1 %: the "
-                                 "cache filesystem is too small for the Option (rule kvioCapacityRefusals)");
+    EXPECT_EQ(r.problems[0], f + ": 1 entry (20000 bytes) larger than any tier could hold, refused unwritten "
+                                 "(kvio.cache.capacity_refusals, capacity_refused_bytes): 2.0 % of the trial's write "
+                                 "bytes, more than 1 %: the cache filesystem is too small for the Option (rule "
+                                 "kvioCapacityRefusals)");
+    // Several entries: capacity_refused_bytes is their sum, said as such (not "3 entries of B bytes" each).
+    rk["kvio"]["cache"]["capacity_refusals"] = 3;
+    rk["kvio"]["cache"]["failed_writes"] = 3;
+    save_json(f, rk);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(f + ": 3 entries (20000 bytes in all) larger than any tier could hold", 0), 0u)
+        << joined(r);
     rk["kvio"]["cache"] = {{"failed_writes", 3},
                            {"failed_reads", 2},
                            {"capacity_refusals", 0},
@@ -664,4 +676,174 @@ TEST(MlperfCheckDir, ARankCountThatIsNotTheRanksNamesItsRule) {
     const CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 1u) << joined(r);
     EXPECT_EQ(r.problems[0], sp + ": options[1].rank_count 3, total_ranks 2 (rule kvcacheHeadlineResult)");
+}
+
+namespace {
+
+/// Whether `line` names the rule it applies: "(rule kvcache...", "(rule kvio..." (docs/mlperf-benchmark.md, "Checking a
+/// results directory: kvio mlperf-check").
+bool names_rule(const std::string& line) {
+    return line.find("(rule kvcache") != std::string::npos || line.find("(rule kvio") != std::string::npos;
+}
+
+}  // namespace
+
+// Every problem line names its rule, whatever is wrong: a run with a broken and planted file of each kind the checker
+// reads (summary fields of the wrong type, an unparseable rank file, figures that are not numbers, a missing
+// aggregate, a bad options list, a metadata file that does not parse, a missing trial), with and without
+// --allow-shortened, and directories with no run or no rank directories.
+TEST(MlperfCheckDir, EveryProblemNamesItsRule) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto s = load_json(sp);
+    s["trials_per_option"] = "three";
+    s["total_ranks"] = 2.5;
+    s["kvio"]["metadata"]["trial_seconds"] = "2";
+    s["kvio"]["metadata"]["options_run"] = "one";
+    s["options"]["1"].erase("aggregated_device_read_p95_ms");
+    save_json(sp, s);
+    std::ofstream(rank_file(d.path, 0, 0), std::ios::trunc) << "{\"seed\": ";
+    save_json(rank_file(d.path, 0, 1), nlohmann::ordered_json::array());
+    auto rk = load_json(rank_file(d.path, 1, 0));
+    rk["summary"]["cache_stats"] = 3;
+    rk["summary"]["storage_throughput_tokens_per_sec"] = "fast";
+    save_json(rank_file(d.path, 1, 0), rk);
+    rk = load_json(rank_file(d.path, 1, 1));
+    rk["summary"]["cache_stats"]["storage_entries"] = "many";
+    save_json(rank_file(d.path, 1, 1), rk);
+    fs::remove_all(d.path + "/option_1/trial_2");
+    std::ofstream(d.path + "/kv_cache_20261204_120000_metadata.json") << "[";
+    int lines = 0;
+    for (const CheckOptions& o : {kShortened, CheckOptions{}}) {
+        const CheckReport r = check_results_dir(d.path, o);
+        EXPECT_GE(r.problems.size(), 10u) << joined(r);
+        for (const auto& p : r.problems) {
+            ++lines;
+            EXPECT_TRUE(names_rule(p)) << p;
+        }
+    }
+    ScratchDir empty("/var/tmp");
+    for (const auto& p : check_results_dir(empty.path, {}).problems) EXPECT_TRUE(names_rule(p)) << p, ++lines;
+    fs::create_directories(empty.path + "/option_1");
+    for (const auto& p : check_results_dir(empty.path, {}).problems) EXPECT_TRUE(names_rule(p)) << p, ++lines;
+    EXPECT_GE(lines, 24);
+}
+
+// The holes of kvioRankFileMarks: a kvio rank file whose flags.output is missing or null, a `kvio` member that is not
+// an object, and a rank file swapped in from another run (its run id not the summary's, or not the other rank files'
+// when there is no summary) are each a problem naming the file and the field.
+TEST(MlperfCheckDir, RankMarkHolesAndForeignRankFilesAreProblems) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            mark_as_kvio(d.path, t, n, 2);
+            auto rk = load_json(rank_file(d.path, t, n));
+            rk["kvio"]["mlperf_closed"]["run_id"] = "run-a";
+            save_json(rank_file(d.path, t, n), rk);
+        }
+    auto s = load_json(sp);
+    s["kvio"]["metadata"]["run_id"] = "run-a";
+    save_json(sp, s);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    auto edit = [&](int t, int n, const std::function<void(nlohmann::ordered_json&)>& f) {
+        auto rk = load_json(rank_file(d.path, t, n));
+        f(rk);
+        save_json(rank_file(d.path, t, n), rk);
+    };
+    edit(0, 0, [](auto& rk) { rk["kvio"]["config"]["flags"].erase("output"); });
+    edit(0, 1, [](auto& rk) { rk["kvio"]["config"]["flags"]["output"] = nullptr; });
+    edit(1, 0, [](auto& rk) { rk["kvio"] = "kvio"; });
+    edit(1, 1, [](auto& rk) { rk["kvio"]["mlperf_closed"]["run_id"] = "run-b"; });
+    edit(2, 0, [](auto& rk) { rk["kvio"]["mlperf_closed"].erase("run_id"); });
+    CheckReport r = check_results_dir(d.path, kShortened);
+    std::string all = joined(r);
+    EXPECT_EQ(r.problems.size(), 5u) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 0, 0) + ": kvio.config.flags.output missing: every rank file kvio's CLOSED "
+                                                 "run places names itself there (rule kvioRankFileMarks)"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(rank_file(d.path, 0, 1) + ": kvio.config.flags.output null: "), std::string::npos) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 1, 0) + ": kvio \"kvio\": not an object: its marks and parameters cannot be "
+                                                 "read (rule kvioRankFileMarks)"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(rank_file(d.path, 1, 1) + ": kvio.mlperf_closed.run_id \"run-b\", the summary's is \"run-a\": "
+                                                 "a rank file of another run (rule kvioRankFileMarks)"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(rank_file(d.path, 2, 0) + ": kvio.mlperf_closed.run_id missing, the summary's is \"run-a\""),
+              std::string::npos)
+        << all;
+    // Without a summary the run's id is the one most rank files record.
+    fs::remove(sp);
+    r = check_results_dir(d.path, kShortened);
+    all = joined(r);
+    EXPECT_NE(all.find(rank_file(d.path, 1, 1) + ": kvio.mlperf_closed.run_id \"run-b\", the other rank files' is "
+                                                 "\"run-a\": a rank file of another run (rule kvioRankFileMarks)"),
+              std::string::npos)
+        << all;
+}
+
+// --allow-shortened without a summary takes the trial length from every marked rank file, not the first one read: one
+// file with another duration is named (and checked against the others' length), the rest pass.
+TEST(MlperfCheckDir, WithoutASummaryTheTrialLengthIsEveryRankFilesAndDisagreementIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    fs::remove(sp);
+    for (const auto& [t, n] : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 1}}) {
+        SCOPED_TRACE(rank_file(d.path, t, n));
+        write_synthetic_run(d.path, 3);
+        fs::remove(sp);
+        for (int tt = 0; tt < 3; ++tt)
+            for (int nn = 0; nn < 2; ++nn) mark_as_kvio(d.path, tt, nn, tt == t && nn == n ? 3 : 2);
+        const CheckReport r = check_results_dir(d.path, kShortened);
+        const std::string all = joined(r);
+        ASSERT_EQ(r.problems.size(), 3u) << all;  // no summary; the lengths disagree; the odd file's duration
+        EXPECT_NE(all.find(d.path +
+                           ": the rank files record 2 trial lengths (kvio.config.flags.duration): 5 of 6 "
+                           "record 2 s, taken as the run's; the others: " +
+                           rank_dir_name(1, t, n) +
+                           "/kvcache_results_20260101_000000.json 3 s (rule kvcacheFixedWorkloadPerOption)"),
+                  std::string::npos)
+            << all;
+        EXPECT_NE(all.find(rank_file(d.path, t, n) + ": duration 3, Option 1 requires 2"), std::string::npos) << all;
+        ASSERT_EQ(r.notes.size(), 1u);
+        EXPECT_NE(r.notes[0].find("checked against the trial length (2 s)"), std::string::npos) << r.notes[0];
+    }
+}
+
+// What a CLOSED run killed with SIGKILL leaves in a trial (a client's own results not yet moved into its rank
+// directory, a temporary of a file being written) makes the checker call the run stopped, naming the files: not a
+// rank "missing".
+TEST(MlperfCheckDir, AKilledRunIsStoppedNamingItsLeftoverFiles) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    fs::remove(sp);
+    const std::string tdir = d.path + "/option_1/trial_2";
+    fs::rename(rank_file(d.path, 2, 1), tdir + "/kvio_merged_results.rank1.json");
+    fs::remove(d.path + "/" + rank_dir_name(1, 2, 1));
+    std::ofstream(d.path + "/" + rank_dir_name(1, 2, 0) + "/kvcache_results_20260101_000001.json.tmp-4242") << "{";
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    const std::string all = joined(r);
+    EXPECT_TRUE(r.stopped);
+    EXPECT_EQ(r.killed_trials, 1);
+    EXPECT_NE(all.find(tdir + ": stopped: the run ended before this trial was complete (killed, e.g. SIGKILL: files "
+                              "it was still writing or moving are left: kvio_merged_results.rank1.json, rank_0/"
+                              "kvcache_results_20260101_000001.json.tmp-4242): an incomplete trial, not a submittable "
+                              "run (rule kvcacheClosedSequenceLocks)"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(tdir + "/rank_1: no kvcache_results_*.json: rank 1 not placed: the run was stopped first"),
+              std::string::npos)
+        << all;
+    EXPECT_EQ(all.find("rank 1 missing"), std::string::npos) << all;
+    EXPECT_EQ(r.problems.at(0).rfind(d.path + ": a stopped run: 0 rank file(s) record a stop signal, 1 trial(s) hold "
+                                              "files left by a killed run",
+                                     0),
+              0u)
+        << all;
 }

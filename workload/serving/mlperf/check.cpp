@@ -39,6 +39,11 @@ struct RunShape {
     bool kvio_marked = false;
     /// With CheckOptions::allow_shortened, the parameters kvio recorded per Option (kvio.metadata.option_parameters).
     Json recorded_parameters = Json::object();
+    /// The run id the summary records (kvio.metadata.run_id), "" when it records none (no summary, an older kvio).
+    std::string run_id;
+    /// Each marked rank file and the run id it records (kvio.mlperf_closed.run_id; null when absent), filled as the
+    /// rank files are checked, compared once all are read (check_run_ids).
+    mutable std::vector<std::pair<std::string, Json>> rank_run_ids;
 };
 
 std::string fmt(const Json& v) {
@@ -64,13 +69,14 @@ const Json& at_path(const Json& j, std::initializer_list<const char*> keys) {
     return *v;
 }
 
-/// An integer field of the summary, or `fallback` when it is absent; of another type, a problem naming the file and
-/// field and `fallback`.
-int64_t int_field(const Json& doc, const char* key, int64_t fallback, const std::string& path, CheckReport& rep) {
+/// An integer field of the summary, or `fallback` when it is absent; of another type, a problem naming the file,
+/// field and `rule` and `fallback`.
+int64_t int_field(const Json& doc, const char* key, int64_t fallback, const std::string& path, const char* rule,
+                  CheckReport& rep) {
     const Json& v = field_or_null(doc, key);
     if (v.is_number_integer()) return v.get<int64_t>();
     if (doc.is_object() && doc.contains(key))
-        rep.problems.push_back(path + ": " + key + " " + v.dump() + ": not an integer");
+        rep.problems.push_back(path + ": " + key + " " + v.dump() + ": not an integer (rule " + rule + ")");
     return fallback;
 }
 
@@ -103,18 +109,18 @@ Json parse_json_file(const std::string& path) {
     }
 }
 
-/// A parsed JSON document, or a problem ("PATH:LINE:COLUMN: not valid JSON (...)", "PATH: not a JSON object") and
-/// null.
-Json load_object(const std::string& path, CheckReport& rep) {
+/// A parsed JSON document, or a problem ("PATH:LINE:COLUMN: not valid JSON (...) (rule R)", "PATH: not a JSON object
+/// (rule R)", R the rule that needs the file: `rule`) and null.
+Json load_object(const std::string& path, const char* rule, CheckReport& rep) {
     Json doc;
     try {
         doc = parse_json_file(path);
     } catch (const std::exception& e) {
-        rep.problems.push_back(e.what());
+        rep.problems.push_back(std::string(e.what()) + " (rule " + rule + ")");
         return Json();
     }
     if (doc.is_object()) return doc;
-    rep.problems.push_back(path + ": not a JSON object (" + std::string(doc.type_name()) + ")");
+    rep.problems.push_back(path + ": not a JSON object (" + std::string(doc.type_name()) + ") (rule " + rule + ")");
     return Json();
 }
 
@@ -158,20 +164,44 @@ bool any_rank_file_marked(const std::string& dir) {
     return false;
 }
 
+/// The trial length the marked rank files record (kvio.config.flags.duration, s, each file's in `durations`): the
+/// value most of them record. When they disagree that is a problem naming every file off that value (rule
+/// kvcacheFixedWorkloadPerOption): one run has one trial length, so a file with another comes from another run or
+/// was edited. 0 when no file records one.
+int64_t agreed_trial_length(const std::string& dir, const std::map<std::string, int64_t>& durations, CheckReport& rep) {
+    std::map<int64_t, int> count;
+    for (const auto& [path, d] : durations) ++count[d];
+    int64_t best = 0;
+    int most = 0;
+    for (const auto& [d, n] : count)
+        if (n > most) best = d, most = n;
+    if (count.size() <= 1) return best;
+    std::string off;
+    for (const auto& [path, d] : durations)
+        if (d != best)
+            off += (off.empty() ? "" : ", ") + fs::path(path).lexically_relative(dir).string() + " " +
+                   std::to_string(d) + " s";
+    rep.problems.push_back(dir + ": the rank files record " + std::to_string(count.size()) +
+                           " trial lengths (kvio.config.flags.duration): " + std::to_string(most) + " of " +
+                           std::to_string(durations.size()) + " record " + std::to_string(best) +
+                           " s, taken as the run's; the others: " + off + " (rule kvcacheFixedWorkloadPerOption)");
+    return best;
+}
+
 /// With --allow-shortened and no readable summary: what kvio recorded in the rank files themselves (each carries
 /// kvio.mlperf_closed and its parameters in kvio.config.flags) says whether the run was shortened, its Options
-/// (those with an option_<O>/), its trial length (the first rank file's duration) and a CPU tier --test-cpu-mem-gb
-/// changed; the parameters are then checked against those. A run whose rank files carry no such mark is left as
-/// it is (checked as a CLOSED submission).
+/// (those with an option_<O>/), its trial length (agreed_trial_length over every marked rank file) and a CPU tier
+/// --test-cpu-mem-gb changed; the parameters are then checked against those. A run whose rank files carry no such
+/// mark is left as it is (checked as a CLOSED submission).
 void shape_from_rank_files(const std::string& dir, RunShape& s, CheckReport& rep) {
-    std::map<int, Json> flags_of;  // Option -> the flags of its first marked rank file
+    std::map<int, Json> flags_of;              // Option -> the flags of its first marked rank file
+    std::map<std::string, int64_t> durations;  // every marked rank file -> its recorded duration
     for (int opt = 1; opt <= 3; ++opt) {
         const std::string odir = dir + "/option_" + std::to_string(opt);
         std::error_code ec;
         if (!fs::is_directory(odir, ec)) continue;
         for (const auto& t : fs::directory_iterator(odir, ec))
             for (const auto& r : fs::directory_iterator(t.path(), ec)) {
-                if (flags_of.count(opt)) break;
                 const auto files = rank_result_files(r.path().string());
                 if (files.empty()) continue;
                 Json doc;
@@ -182,15 +212,17 @@ void shape_from_rank_files(const std::string& dir, RunShape& s, CheckReport& rep
                 }
                 const Json& mark = at_path(doc, {"kvio", "mlperf_closed"});
                 const Json& flags = at_path(doc, {"kvio", "config", "flags"});
-                if (field_or_null(mark, "closed_submission") == false && flags.is_object()) flags_of[opt] = flags;
+                if (field_or_null(mark, "closed_submission") != false || !flags.is_object()) continue;
+                flags_of.emplace(opt, flags);
+                if (const Json& d = field_or_null(flags, "duration"); d.is_number_integer())
+                    durations[files.front()] = d.get<int64_t>();
             }
     }
     if (flags_of.empty()) return;
     s.shortened = true;
     s.options.clear();
     for (const auto& [opt, flags] : flags_of) s.options.push_back(opt);
-    const Json& duration = field_or_null(flags_of.begin()->second, "duration");
-    if (duration.is_number_integer()) s.trial_seconds = duration.get<int64_t>();
+    if (const int64_t d = agreed_trial_length(dir, durations, rep); d > 0) s.trial_seconds = d;
     for (const auto& [opt, flags] : flags_of) {
         const ClosedOption& row = closed_option(opt);
         Json want = closed_option_parameters(row, s.trial_seconds);
@@ -217,7 +249,7 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
         // own, and a broken newer one never hides the readable run beside it.
         for (auto it = summaries.rbegin(); it != summaries.rend() && s.summary.is_object() && s.summary.empty(); ++it) {
             s.summary_path = *it;
-            s.summary = load_object(*it, rep);
+            s.summary = load_object(*it, "kvcacheHeadlineResult", rep);
             if (s.summary.is_null())
                 s.summary = Json::object(), s.summary_unreadable = true;
             else
@@ -234,7 +266,8 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
     if (s.shortened && !o.allow_shortened) {
         const Json& why = field_or_null(s.summary, "not_a_closed_submission");
         rep.problems.push_back(s.summary_path + ": " +
-                               (why.is_string() ? why.get<std::string>() : std::string("not a CLOSED submission")));
+                               (why.is_string() ? why.get<std::string>() : std::string("not a CLOSED submission")) +
+                               " (rule kvcacheClosedImmutable)");
     }
     // A stop is never what --allow-shortened accepts: the run did not end (without it, the reason line above says so).
     if (const Json& sig = field_or_null(meta, "stopped_by_signal"); o.allow_shortened && !sig.is_null())
@@ -253,19 +286,22 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
         else if (!run.is_null())
             rep.problems.push_back(s.summary_path + ": kvio.metadata." +
                                    (planned.is_null() ? "options_run " : "options_planned ") + run.dump() +
-                                   ": not a list of Options 1-3");
-        s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata", rep);
+                                   ": not a list of Options 1-3 (rule kvcacheHeadlineResult)");
+        s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata",
+                                    "kvcacheFixedWorkloadPerOption", rep);
         const Json& params = field_or_null(meta, "option_parameters");
         if (params.is_object()) s.recorded_parameters = params;
     }
     if (o.allow_shortened && (summaries.empty() || s.summary_unreadable)) shape_from_rank_files(dir, s, rep);
     s.kvio_marked = at_path(s.summary, {"kvio", "metadata"}).is_object() || any_rank_file_marked(dir);
-    s.trials = int(int_field(s.summary, "trials_per_option", kClosedTrials, s.summary_path, rep));
+    if (const Json& id = field_or_null(meta, "run_id"); id.is_string()) s.run_id = id.get<std::string>();
+    s.trials = int(
+        int_field(s.summary, "trials_per_option", kClosedTrials, s.summary_path, "kvcacheClosedSequenceLocks", rep));
     if (s.trials != kClosedTrials)
         rep.problems.push_back(s.summary_path + ": trials_per_option " + std::to_string(s.trials) +
                                ", CLOSED runs 3 (rule kvcacheClosedSequenceLocks)");
     s.trials = std::clamp(s.trials, 1, kClosedTrials);
-    s.ranks = int(int_field(s.summary, "total_ranks", 0, s.summary_path, rep));
+    s.ranks = int(int_field(s.summary, "total_ranks", 0, s.summary_path, "kvcacheClientDefinition", rep));
     if (s.ranks <= 0) s.ranks = ranks_on_disk(dir);
     return s;
 }
@@ -281,14 +317,17 @@ void check_rank_figures(const std::string& path, const Json& doc, CheckReport& r
     }
     const Json& cs = field_or_null(summary, "cache_stats");
     if (!cs.is_null() && !cs.is_object())
-        rep.problems.push_back(path + ": summary.cache_stats " + cs.dump() + ": not an object");
+        rep.problems.push_back(path + ": summary.cache_stats " + cs.dump() +
+                               ": not an object (rule kvcacheHeadlineResult)");
     for (const char* k : {"avg_throughput_tokens_per_sec", "storage_throughput_tokens_per_sec"})
         if (const Json& v = field_or_null(summary, k); !v.is_null() && !v.is_number())
-            rep.problems.push_back(path + ": summary." + k + " " + v.dump() + ": not a number");
+            rep.problems.push_back(path + ": summary." + k + " " + v.dump() +
+                                   ": not a number (rule kvcacheHeadlineResult)");
     for (const char* k : {"tier_storage_read_bandwidth_gbps", "tier_storage_write_bandwidth_gbps",
                           "storage_read_device_p95_ms", "storage_write_device_p95_ms", "storage_entries"})
         if (const Json& v = field_or_null(cs, k); !v.is_null() && !v.is_number())
-            rep.problems.push_back(path + ": summary.cache_stats." + k + " " + v.dump() + ": not a number");
+            rep.problems.push_back(path + ": summary.cache_stats." + k + " " + v.dump() +
+                                   ": not a number (rule kvcacheHeadlineResult)");
 }
 
 /// A rank file whose client a signal stopped (kvio's `kvio.stop`, docs/simulate.md: `signal` its number, or 0 with a
@@ -352,10 +391,13 @@ void check_rank_failures(const std::string& path, const Json& doc, CheckReport& 
     if (share <= kMaxRefusedShare) return;
     char b[96];
     std::snprintf(b, sizeof b, "%.1f %% of the trial's write bytes", 100 * share);
+    // capacity_refused_bytes is the sum over the refused entries, not an entry's size.
+    const std::string bytes = std::to_string(uint64_t(refused_bytes)) + " bytes";
     rep.problems.push_back(
-        path + ": " + std::to_string(refused) + " entr" + (refused == 1 ? "y" : "ies") + " of " +
-        std::to_string(uint64_t(refused_bytes)) +
-        " bytes larger than any tier could hold, refused unwritten (kvio.cache.capacity_refusals): " + b +
+        path + ": " + std::to_string(refused) + " entr" +
+        (refused == 1 ? "y (" + bytes + ")" : "ies (" + bytes + " in all)") +
+        " larger than any tier could hold, refused unwritten (kvio.cache.capacity_refusals, capacity_refused_bytes): " +
+        b +
         ", more than 1 %: the cache filesystem is too small for the Option (rule "
         "kvioCapacityRefusals)");
 }
@@ -401,34 +443,85 @@ std::string tail_of(const fs::path& p, int n) {
 
 /// The marks kvio's CLOSED run puts in every rank file it places (docs/mlperf-benchmark.md, "Checking a results
 /// directory: kvio mlperf-check"): kvio.mlperf_closed for this Option, trial and rank (its closed_submission agreeing
-/// with the summary's), and kvio.config.flags.output naming the file itself, not the client's temporary name. A file
-/// without them was moved into place unmarked (a full results disk) or comes from another run (rule
-/// kvioRankFileMarks: kvio's name, the rules have none for it).
+/// with the summary's, its run_id collected for check_run_ids), and kvio.config.flags.output naming the file itself,
+/// not the client's temporary name. A file without them was moved into place unmarked (a full results disk) or comes
+/// from another run; a `kvio` member, kvio.config or kvio.mlperf_closed that is not an object, and in a run kvio
+/// marked a flags.output that is missing or null, are problems too (rule kvioRankFileMarks: kvio's name, the rules
+/// have none for it).
 void check_rank_marks(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
                       const RunShape& s, CheckReport& rep) {
+    const std::string rule = " (rule kvioRankFileMarks)";
+    if (doc.contains("kvio") && !doc["kvio"].is_object()) {
+        rep.problems.push_back(path + ": kvio " + fmt(doc["kvio"]) + ": not an object: its marks and parameters " +
+                               "cannot be read" + rule);
+        return;
+    }
+    for (const char* k : {"config", "mlperf_closed"})
+        if (const Json& v = at_path(doc, {"kvio", k}); !v.is_null() && !v.is_object()) {
+            rep.problems.push_back(path + ": kvio." + k + " " + fmt(v) + ": not an object" + rule);
+            return;
+        }
     if (!at_path(doc, {"kvio", "config"}).is_object()) return;  // not written by kvio: nothing to compare
     const Json& mark = at_path(doc, {"kvio", "mlperf_closed"});
     if (s.kvio_marked && !mark.is_object())
         rep.problems.push_back(path +
                                ": no kvio.mlperf_closed: the CLOSED run did not mark this rank file (placed unmarked, "
-                               "e.g. on a full results disk): not a result of the run (rule kvioRankFileMarks)");
+                               "e.g. on a full results disk): not a result of the run" +
+                               rule);
     if (mark.is_object()) {
         const std::vector<std::pair<const char*, int>> want = {
             {"option", opt.option}, {"trial", trial}, {"rank", rank}};
         for (const auto& [k, v] : want)
             if (const Json& got = field_or_null(mark, k); !got.is_number_integer() || got.get<int64_t>() != v)
                 rep.problems.push_back(path + ": kvio.mlperf_closed." + k + " " + fmt(got) + ", the file is " + k +
-                                       " " + std::to_string(v) + "'s (rule kvioRankFileMarks)");
+                                       " " + std::to_string(v) + "'s" + rule);
         if (s.shortened && field_or_null(mark, "closed_submission") == true)
             rep.problems.push_back(path +
                                    ": kvio.mlperf_closed.closed_submission true, the summary says the run is not a "
-                                   "CLOSED submission (rule kvioRankFileMarks)");
+                                   "CLOSED submission" +
+                                   rule);
+        s.rank_run_ids.emplace_back(path, field_or_null(mark, "run_id"));
     }
-    const Json& out = at_path(doc, {"kvio", "config", "flags", "output"});
-    if (out.is_string() && !out.get<std::string>().empty() && tail_of(out.get<std::string>(), 4) != tail_of(path, 4))
-        rep.problems.push_back(path + ": kvio.config.flags.output " + out.dump() +
-                               " is not this file: its results were written under another name and moved unmarked "
-                               "(rule kvioRankFileMarks)");
+    const Json& flags = at_path(doc, {"kvio", "config", "flags"});
+    if (!flags.is_null() && !flags.is_object()) {
+        rep.problems.push_back(path + ": kvio.config.flags " + fmt(flags) + ": not an object" + rule);
+        return;
+    }
+    const Json& out = field_or_null(flags, "output");
+    if (out.is_string() && !out.get<std::string>().empty()) {
+        if (tail_of(out.get<std::string>(), 4) != tail_of(path, 4))
+            rep.problems.push_back(path + ": kvio.config.flags.output " + out.dump() +
+                                   " is not this file: its results were written under another name and moved "
+                                   "unmarked" +
+                                   rule);
+    } else if (s.kvio_marked && flags.is_object()) {
+        rep.problems.push_back(path + ": kvio.config.flags.output " +
+                               (flags.contains("output") ? fmt(out) : std::string("missing")) +
+                               ": every rank file kvio's CLOSED run places names itself there" + rule);
+    }
+}
+
+/// The run id of every marked rank file against the run's (docs/mlperf-benchmark.md, "Checking a results directory:
+/// kvio mlperf-check"): the summary's kvio.metadata.run_id, or without one the id most rank files record. A file with
+/// another id, or none where the run has one, is a rank file of another run swapped in (rule kvioRankFileMarks).
+void check_run_ids(const RunShape& s, CheckReport& rep) {
+    std::string run = s.run_id;
+    const char* source = "the summary's";
+    if (run.empty()) {
+        std::map<std::string, int> count;
+        for (const auto& [path, id] : s.rank_run_ids)
+            if (id.is_string()) ++count[id.get<std::string>()];
+        int best = 0;
+        for (const auto& [id, n] : count)
+            if (n > best) run = id, best = n;
+        source = "the other rank files'";
+    }
+    if (run.empty()) return;  // no file records one: a run of an older kvio
+    for (const auto& [path, id] : s.rank_run_ids)
+        if (!id.is_string() || id.get<std::string>() != run)
+            rep.problems.push_back(path + ": kvio.mlperf_closed.run_id " +
+                                   (id.is_null() ? std::string("missing") : fmt(id)) + ", " + source + " is \"" + run +
+                                   "\": a rank file of another run (rule kvioRankFileMarks)");
 }
 
 /// A rank file whose run was shorter than the trial: `summary.elapsed_time` (s, the benchmark's own clock from the
@@ -524,6 +617,27 @@ void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep
                                " clients (total_ranks) (rule kvcacheClientDefinition)");
 }
 
+/// What a CLOSED run killed in a trial leaves in its trial directory `tdir` (docs/mlperf-benchmark.md, "Stopping an
+/// MPI run"): each client's own results not yet moved into its rank directory (<output>.rank<N>.json beside the
+/// trial's kvio_merged_results.json) and temporaries of files being written (NAME.tmp-PID, common/jsonl.h's
+/// write_text_file), in the trial or a rank directory. Paths relative to `tdir`, sorted.
+std::vector<std::string> leftover_files(const std::string& tdir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(tdir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it.depth() > 1 || !it->is_regular_file(ec)) continue;
+        const std::string n = it->path().filename().string();
+        const size_t r = n.rfind(".rank");
+        const bool client =
+            it.depth() == 0 && r != std::string::npos && n.size() > r + 10 &&
+            n.compare(n.size() - 5, 5, ".json") == 0 &&
+            std::all_of(n.begin() + long(r) + 5, n.end() - 5, [](char c) { return c >= '0' && c <= '9'; });
+        if (client || n.find(".tmp-") != std::string::npos) out.push_back(it->path().lexically_relative(tdir).string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 /// Every trial and rank file of one Option.
 void check_option(const std::string& dir, const ClosedOption& opt, const RunShape& s, std::set<std::string>& cache_seen,
                   CheckReport& rep) {
@@ -543,19 +657,30 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
             continue;
         }
         check_unexpected_ranks(tdir, s.ranks, rep);
+        const std::vector<std::string> left = leftover_files(tdir);
+        if (!left.empty()) {
+            std::string names;
+            for (const auto& f : left) names += (names.empty() ? "" : ", ") + f;
+            rep.problems.push_back(tdir + ": stopped: the run ended before this trial was complete (killed, e.g. " +
+                                   "SIGKILL: files it was still writing or moving are left: " + names +
+                                   "): an incomplete trial, not a submittable run (rule kvcacheClosedSequenceLocks)");
+            ++rep.killed_trials;
+        }
         std::map<std::string, std::string> cache_dirs;
         for (int n = 0; n < s.ranks; ++n) {
             const std::string rdir = dir + "/" + rank_dir_name(opt.option, t, n);
             const auto files = rank_result_files(rdir);
             if (files.empty()) {
                 rep.problems.push_back(rdir + ": no kvcache_results_*.json: rank " + std::to_string(n) +
-                                       " missing (rule kvcachePerClientIsolation)");
+                                       (left.empty() ? std::string(" missing")
+                                                     : " not placed: the run was stopped first (leftovers above)") +
+                                       " (rule kvcachePerClientIsolation)");
                 continue;
             }
             if (files.size() > 1)
                 rep.problems.push_back(rdir + ": " + std::to_string(files.size()) +
                                        " results files: one per rank and trial (rule kvcachePerClientIsolation)");
-            const Json doc = load_object(files.front(), rep);
+            const Json doc = load_object(files.front(), "kvcachePerClientIsolation", rep);
             if (doc.is_null()) continue;  // not read: its own problem says why, and the count line leaves it out
             ++rep.rank_files;
             check_rank_file(files.front(), doc, opt, t, n, s, cache_dirs, mismatches, rep);
@@ -635,7 +760,8 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
     const Json want = aggregate_option(dir, opt.option, trials, s.ranks);
     for (const char* k : aggregated_keys()) {
         if (!have.contains(k)) {
-            rep.problems.push_back(s.summary_path + ": options[" + key + "]." + k + " missing");
+            rep.problems.push_back(s.summary_path + ": options[" + key + "]." + k + " missing (rule " +
+                                   aggregate_rule(k) + ")");
             continue;
         }
         if (!same_number(have[k], want[k]))
@@ -712,7 +838,7 @@ std::vector<std::string> glob_metadata(const std::string& dir) {
 /// (model, num_users, cpu_mem_gb) cannot be one scalar. Either way, a value equal to mlpstorage's CLI default is named
 /// as such: the metadata records the command line, not the run.
 void check_metadata_file(const std::string& path, const RunShape& s, CheckReport& rep) {
-    const Json doc = load_object(path, rep);
+    const Json doc = load_object(path, "kvcacheFixedWorkloadPerOption", rep);
     if (doc.is_null()) return;
     const bool nested = doc.contains("parameters") && doc["parameters"].is_object() && !doc["parameters"].empty();
     const Json& params = nested ? doc["parameters"] : doc;
@@ -755,7 +881,9 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
     CheckReport rep;
     if (glob_summaries(dir).empty() && !has_option_dir(dir)) {
         rep.no_run = true;
-        rep.problems.push_back(dir + ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/)");
+        rep.problems.push_back(dir +
+                               ": no CLOSED run in it (no kvcache_run_summary_*.json, no option_<O>/) (rule "
+                               "kvcacheHeadlineResult)");
         return rep;
     }
     const RunShape s = read_shape(dir, o, rep);
@@ -763,7 +891,9 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
     rep.trials = s.trials;
     rep.ranks = s.ranks;
     if (s.ranks <= 0) {
-        rep.problems.push_back(dir + ": no rank directories (option_<O>/trial_<T>/rank_<N>/) and no total_ranks");
+        rep.problems.push_back(dir +
+                               ": no rank directories (option_<O>/trial_<T>/rank_<N>/) and no total_ranks (rule "
+                               "kvcacheClientDefinition)");
         return rep;
     }
     std::set<std::string> caches;
@@ -772,13 +902,16 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
         check_option(dir, opt, s, caches, rep);
         check_aggregates(dir, opt, s, rep);
     }
-    rep.stopped = rep.stopped_rank_files > 0 ||
+    check_run_ids(s, rep);
+    rep.stopped = rep.killed_trials > 0 || rep.stopped_rank_files > 0 ||
                   !field_or_null(at_path(s.summary, {"kvio", "metadata"}), "stopped_by_signal").is_null();
     if (rep.stopped && s.summary_path.empty())
         rep.problems.insert(rep.problems.begin(),
                             dir + ": a stopped run: " + std::to_string(rep.stopped_rank_files) +
-                                " rank file(s) record a stop signal and no summary was written (the launcher ended "
-                                "the ranks first): not a submittable run (rule kvcacheClosedSequenceLocks)");
+                                " rank file(s) record a stop signal, " + std::to_string(rep.killed_trials) +
+                                " trial(s) hold files left by a killed run, and no summary was written (the run or "
+                                "its launcher was ended first): not a submittable run (rule "
+                                "kvcacheClosedSequenceLocks)");
     check_filesystems(dir, s, caches, rep);
     for (const auto& m : glob_metadata(dir)) check_metadata_file(m, s, rep);
     return rep;

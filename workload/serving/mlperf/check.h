@@ -23,7 +23,9 @@ struct CheckReport {
     int options_found = 0;       ///< of the `options` expected, how many have their option_<O>/ directory
     bool no_run = false;         ///< `dir` holds neither a summary nor option_<O>/: no CLOSED run (one problem says so)
     int stopped_rank_files = 0;  ///< rank files whose trial a stop signal ended (kvio.stop)
-    bool stopped = false;        ///< a stop signal ended the run (a stopped rank file, or the summary says so)
+    int killed_trials = 0;       ///< trial directories holding files a killed run left (unplaced results, temporaries)
+    /// the run was stopped before its end: a stopped rank file, a killed trial, or the summary says so
+    bool stopped = false;
 };
 
 /// Checks `dir`: the summary (kvcache_run_summary*.json; the newest by name), every Option's trial and rank
