@@ -592,7 +592,12 @@ TEST(ServingCache, EntryNoTierCanHoldIsACapacityRefusalNotAnIoError) {
     EXPECT_EQ(s.write_io_errors, 0u);
     EXPECT_EQ(s.failed_writes, 1u);
     EXPECT_EQ(s.write_operations, 1u);
+    // Its first error is the refusal's own, not a write's I/O error (which no write had).
+    EXPECT_EQ(s.first_capacity_refusal, "no tier can take entry 'big' of " + std::to_string(big) + " bytes");
+    EXPECT_EQ(s.first_write_error, "");
     const auto j = cache.kvio_json();
+    EXPECT_EQ(j["first_capacity_refusal"], s.first_capacity_refusal);
+    EXPECT_FALSE(j.contains("first_write_error"));
     EXPECT_EQ(j["capacity_refusals"], 1u);
     EXPECT_EQ(j["capacity_refused_bytes"], big);
     EXPECT_EQ(j["write_io_errors"], 0u);

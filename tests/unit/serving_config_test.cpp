@@ -421,8 +421,8 @@ TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
     print_report(os, doc);
     const std::string out = os.str();
     // A file of a kvio that did not split the kinds: every failed write counts as an I/O error.
-    EXPECT_NE(out.find("WARNING: 2 writes failed (not counted as done): 0 capacity refusals (entries no tier could "
-                       "hold), 2 I/O errors; first error: write A: No space left on device\n"),
+    EXPECT_NE(out.find("WARNING: 2 storage writes failed: 0 capacity refusals, 2 I/O errors (first: write A: No space "
+                       "left on device) (not counted as done)\n"),
               std::string::npos)
         << out;
     // The two kinds apart, as kvio.cache counts them.
@@ -433,10 +433,26 @@ TEST(ServingReport, ConsoleNamesEachKindsFirstErrorAndACleanReadCheck) {
                                                    {"first_write_error", "write A: No space left on device"}});
     std::ostringstream os2;
     print_report(os2, split);
-    EXPECT_NE(os2.str().find("WARNING: 3 writes failed (not counted as done): 1 capacity refusal (entries no tier "
-                             "could hold), 2 I/O errors; first error: write A: No space left on device\n"),
+    EXPECT_NE(os2.str().find("WARNING: 3 storage writes failed: 1 capacity refusal (5000 bytes in all, no tier could "
+                             "hold them, refused unwritten), 2 I/O errors (first: write A: No space left on device) "
+                             "(not counted as done)\n"),
               std::string::npos)
         << os2.str();
+    // Refusals alone: no I/O error's "first" beside a count of 0, and the refusal's own first entry named.
+    nlohmann::ordered_json refusals =
+        report_results({{"failed_writes", 2},
+                        {"capacity_refusals", 2},
+                        {"capacity_refused_bytes", 9000},
+                        {"write_io_errors", 0},
+                        {"first_error", "no tier can take entry 'k' of 5000 bytes"},
+                        {"first_capacity_refusal", "no tier can take entry 'k' of 5000 bytes"}});
+    std::ostringstream os3;
+    print_report(os3, refusals);
+    EXPECT_NE(os3.str().find("WARNING: 2 storage writes failed: 2 capacity refusals (9000 bytes in all, no tier could "
+                             "hold them, refused unwritten; first: no tier can take entry 'k' of 5000 bytes), 0 I/O "
+                             "errors (not counted as done)\n"),
+              std::string::npos)
+        << os3.str();
     EXPECT_NE(out.find("WARNING: 4 reads failed (not counted as done); first error: read B: Input/output error\n"),
               std::string::npos)
         << out;

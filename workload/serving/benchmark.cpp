@@ -1040,11 +1040,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     // Failed and corrupted ops are never silent (report.cpp too), each kind with its own first error.
     if (const CacheStats st = cache.stats(); st.failed_writes || st.failed_reads || st.corrupted_reads) {
         auto first = [](const std::string& e) { return e.empty() ? std::string("?") : e; };
-        if (st.failed_writes)
-            warnings.push_back(std::to_string(st.failed_writes) + " storage writes failed (not counted as done): " +
-                               std::to_string(st.capacity_refusals) + " capacity refusals (entries no tier could " +
-                               "hold), " + std::to_string(st.write_io_errors) +
-                               " I/O errors; first error: " + first(st.first_write_error));
+        if (st.failed_writes) warnings.push_back(failed_writes_phrase(kv["cache"]) + " (not counted as done)");
         if (st.failed_reads > st.corrupted_reads)
             warnings.push_back(std::to_string(st.failed_reads - st.corrupted_reads) +
                                " reads failed (not counted as done); first error: " + first(st.first_read_error));

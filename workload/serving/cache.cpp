@@ -138,11 +138,13 @@ struct MultiTierCache::Impl {
     Tier tier_at(int policy_tier) const { return order[policy_tier]; }
 
     /// Notes an error: the first of the run, and the first of its kind. stats_mu held by the caller.
-    enum class ErrorKind { Write, Read, Corruption, Other };
+    /// Refusal: an entry no tier can hold (first_capacity_refusal), kept apart from a write's I/O error.
+    enum class ErrorKind { Write, Read, Corruption, Refusal, Other };
     void note_error(const std::string& e, ErrorKind kind = ErrorKind::Other) {
         check_remote();
         if (st.first_error.empty()) st.first_error = e;
         if (kind == ErrorKind::Write && st.first_write_error.empty()) st.first_write_error = e;
+        if (kind == ErrorKind::Refusal && st.first_capacity_refusal.empty()) st.first_capacity_refusal = e;
         if ((kind == ErrorKind::Read || kind == ErrorKind::Corruption) && st.first_read_error.empty())
             st.first_read_error = e;
         if (kind == ErrorKind::Corruption) {
@@ -472,7 +474,7 @@ AllocResult MultiTierCache::allocate(const std::string& key, int64_t tokens, Cac
         m.st.capacity_refusals += 1;
         m.st.capacity_refused_bytes += size;
         m.note_error("no tier can take entry '" + key + "' of " + std::to_string(size) + " bytes",
-                     Impl::ErrorKind::Write);
+                     Impl::ErrorKind::Refusal);
         return res;
     }
     const Tier t = m.tier_at(tier);
@@ -781,6 +783,7 @@ nlohmann::ordered_json MultiTierCache::kvio_json() const {
     if (m.pool) j["noise_pool_copies"] = m.pool->max_copies();
     if (!s.first_error.empty()) j["first_error"] = s.first_error;
     if (!s.first_write_error.empty()) j["first_write_error"] = s.first_write_error;
+    if (!s.first_capacity_refusal.empty()) j["first_capacity_refusal"] = s.first_capacity_refusal;
     if (!s.first_read_error.empty()) j["first_read_error"] = s.first_read_error;
     if (s.corrupted_reads) j["corrupted_reads"] = s.corrupted_reads;
     if (!s.first_corruption.empty()) j["first_corruption"] = s.first_corruption;

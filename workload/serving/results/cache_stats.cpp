@@ -61,6 +61,7 @@ const CacheStatsField kFields[] = {
     {"demotion_lat", &S::demotion_lat, M::Concat},
     {"first_error", &S::first_error, M::First},
     {"first_write_error", &S::first_write_error, M::First},
+    {"first_capacity_refusal", &S::first_capacity_refusal, M::First},
     {"first_read_error", &S::first_read_error, M::First},
     {"corrupted_reads", &S::corrupted_reads, M::Sum},
     {"first_corruption", &S::first_corruption, M::First},

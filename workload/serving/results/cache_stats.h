@@ -60,9 +60,10 @@ struct CacheStats {
     /// Buffered-tier write chunks sent as iovecs per 4 KiB block (the slower gather path) because every noise-pool
     /// copy was taken (NoisePool::copy_misses since the last reset_stats).
     uint64_t gather_fallbacks = 0;
-    std::string first_error;        ///< first I/O error seen, of any kind (empty if none)
-    std::string first_write_error;  ///< first failed write's (or demotion's write side) error
-    std::string first_read_error;   ///< first failed read's error (a corrupted read included)
+    std::string first_error;             ///< first I/O error seen, of any kind (empty if none)
+    std::string first_write_error;       ///< first failed write's (or demotion's write side) I/O error
+    std::string first_capacity_refusal;  ///< first entry no tier could hold (a capacity refusal, not an I/O error)
+    std::string first_read_error;        ///< first failed read's error (a corrupted read included)
     /// --verify-reads: reads whose bytes differed from what was written (also counted in failed_reads), and the
     /// first one's entry and offset.
     uint64_t corrupted_reads = 0;

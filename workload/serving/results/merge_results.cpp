@@ -207,6 +207,7 @@ Json Merger::kvio(size_t clients, const std::string& launcher) const {
     for (const auto& r : failed) w.push_back("rank " + r.dump() + ": no results (see kvio.clients)");
     k["warnings"] = w;
     if (!cs.first_write_error.empty()) k["cache"]["first_write_error"] = cs.first_write_error;
+    if (!cs.first_capacity_refusal.empty()) k["cache"]["first_capacity_refusal"] = cs.first_capacity_refusal;
     if (!cs.first_read_error.empty()) k["cache"]["first_read_error"] = cs.first_read_error;
     if (cs.corrupted_reads) {
         k["cache"]["corrupted_reads"] = cs.corrupted_reads;

@@ -292,6 +292,11 @@ void qos_autoscaling_validation(std::ostream& os, const J& r, const J& s, const 
     }
 }
 
+/// "N <what>" with an s after `what` unless N is 1.
+std::string counted(uint64_t n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
 /// kvio's own lines: failed ops, gather fallbacks, warnings; then the assessment the benchmark no longer prints.
 void kvio_sections(std::ostream& os, const J& r, const J& cs) {
     const J& kc = obj(obj(r, "kvio"), "cache");
@@ -299,14 +304,7 @@ void kvio_sections(std::ostream& os, const J& r, const J& cs) {
                    bad = kc.value("corrupted_reads", uint64_t(0));
     // Each kind with its own first error (a write's ENOSPC does not explain a read's EIO).
     auto first = [&](const char* key) { return kc.value(key, kc.value("first_error", std::string("?"))); };
-    if (fw) {  // the two kinds apart, as kvio.cache counts them (a file of an older kvio: all as I/O errors)
-        const bool split = kc.contains("capacity_refusals");
-        const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
-        const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : fw;
-        os << "\nWARNING: " << fw << " writes failed (not counted as done): " << refused << " capacity refusal"
-           << (refused == 1 ? "" : "s") << " (entries no tier could hold), " << io << " I/O error"
-           << (io == 1 ? "" : "s") << "; first error: " << first("first_write_error") << "\n";
-    }
+    if (fw) os << "\nWARNING: " << failed_writes_phrase(kc) << " (not counted as done)\n";
     if (fr > bad)
         os << (fw ? "" : "\n") << "WARNING: " << fr - bad
            << " reads failed (not counted as done); first error: " << first("first_read_error") << "\n";
@@ -424,6 +422,24 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& r) {
     os << (ms_per_token > 0 ? "  - End-to-end latency includes simulated GPU inference\n"
                             : "  - Pure storage I/O benchmark (no generation simulation)\n");
     os << kRule << std::flush;
+}
+
+std::string failed_writes_phrase(const J& kc) {
+    const uint64_t failed = kc.value("failed_writes", uint64_t(0));
+    if (!failed) return "";
+    const bool split = kc.contains("capacity_refusals");
+    const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
+    const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : failed;
+    std::string t = counted(failed, "storage write") + " failed: " + counted(refused, "capacity refusal");
+    if (refused) {
+        t += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
+             " bytes in all, no tier could hold them, refused unwritten";
+        if (const std::string f = kc.value("first_capacity_refusal", std::string()); !f.empty()) t += "; first: " + f;
+        t += ")";
+    }
+    t += ", " + counted(io, "I/O error");
+    if (io) t += " (first: " + kc.value("first_write_error", kc.value("first_error", std::string("?"))) + ")";
+    return t;
 }
 
 std::string format_criterion(const nlohmann::ordered_json& c) {

@@ -25,6 +25,12 @@ void print_report(std::ostream& os, const nlohmann::ordered_json& results);
 /// "Stopped by signal N after X s of Y s: figures cover the part that ran\n" when kvio.stop.signal (or, merged, a
 /// client's kvio.clients[].stop.signal) is set: X = stop_requested_at_s, Y = kvio.config.flags.duration; else "".
 std::string stop_note(const nlohmann::ordered_json& results);
+/// The failed storage writes of kvio.cache `kc`, their two kinds apart (docs/mlperf-benchmark.md, "Running a CLOSED
+/// submission with kvio"): "F storage writes failed: R capacity refusal(s) (B bytes in all, no tier could hold them,
+/// refused unwritten; first: ...), E I/O error(s) (first: ...)", each kind's first error (first_capacity_refusal,
+/// first_write_error) given only when that kind happened. A file without capacity_refusals (an older kvio) counts
+/// every failed write as an I/O error. "" when no write failed.
+std::string failed_writes_phrase(const nlohmann::ordered_json& kc);
 /// One STORAGE PERFORMANCE ASSESSMENT criterion as the benchmark prints it (benchmark.py): unit "ratio" as
 /// percentages with one decimal ("name: 97.3% (target: 95.0%)"), numbers with two decimals and the unit appended
 /// ("name: 12.35ms (target: 500.00ms)"), anything else as JSON text.
