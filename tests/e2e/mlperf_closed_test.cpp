@@ -150,18 +150,27 @@ void expect_no_failed_storage_ops(const std::string& dir) {
     EXPECT_GT(files, 0) << dir;
 }
 
+/// "N what" with an s unless N is 1.
+std::string counted(uint64_t n, const std::string& what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
 /// The console line a CLOSED run prints for client `n` of Option `o`, trial `t` whose kvio.cache `kc` records failed
-/// storage writes: their count and its two kinds (capacity_refusals, write_io_errors) as the rank file counts them.
+/// storage writes: their count and its two kinds (capacity_refusals, write_io_errors) as the rank file counts them,
+/// each kind's first error only for a kind that happened (never "0 I/O errors (first: ...)").
 std::string client_failed_writes_line(int o, int t, int n, const json& kc) {
     const uint64_t refused = kc.value("capacity_refusals", uint64_t(0)), io = kc.value("write_io_errors", uint64_t(0));
-    std::string line =
-        "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) + " (" + std::to_string(t + 1) +
-        "/3): client " + std::to_string(n) + ": " + std::to_string(kc.value("failed_writes", uint64_t(0))) +
-        " storage writes failed: " + std::to_string(refused) + " capacity refusal" + (refused == 1 ? "" : "s");
+    std::string line = "mlperf-closed: option " + std::to_string(o) + " trial_" + std::to_string(t) + " (" +
+                       std::to_string(t + 1) + "/3): client " + std::to_string(n) + ": " +
+                       counted(kc.value("failed_writes", uint64_t(0)), "storage write") +
+                       " failed: " + counted(refused, "capacity refusal");
     if (refused)
         line += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
-                " bytes no tier could hold, refused unwritten)";
-    return line + ", " + std::to_string(io) + " I/O error" + (io == 1 ? "" : "s") + " (not counted as done; first: ";
+                " bytes in all, no tier could hold them, refused unwritten; first: " +
+                kc.value("first_capacity_refusal", std::string("?")) + ")";
+    line += ", " + counted(io, "I/O error");
+    if (io) line += " (first: " + kc.value("first_write_error", std::string("?")) + ")";
+    return line + " (not counted as done)\n";
 }
 
 /// `kvio mlperf-check --allow-shortened` over a copy of `dir` changed by `plant`; returns its result.
@@ -186,6 +195,18 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_NE(r.err.find("not a CLOSED submission"), std::string::npos) << r.err;
     // On a cache filesystem sized for the Options no storage operation fails (a too-small one: CacheTooSmall below).
     expect_no_failed_storage_ops(dir);
+    EXPECT_NE(r.err.find("mlperf-closed: end: complete: 18 rank file(s), no failed storage operation\n"),
+              std::string::npos)
+        << r.err;
+    // 10 GiB at 2 clients: a share (~5.1 GB) holds Option 1's and 2's largest entry (~3.3 GB), not Option 3's (~7.4 GB
+    // and more): said at the start, for Option 3 alone (whose 2 s trials here happen not to reach those users).
+    EXPECT_NE(r.err.find("mlperf-closed: WARNING: option 3 (llama3.1-70b-instruct): each rank's share of the cache "
+                         "filesystem is "),
+              std::string::npos)
+        << r.err;
+    EXPECT_LT(r.err.find("WARNING: option 3"), r.err.find("trial_0 (1/3)")) << r.err;
+    EXPECT_EQ(r.err.find("WARNING: option 1"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("WARNING: option 2"), std::string::npos) << r.err;
     // A client whose storage writes failed is said on the console with its count, as its rank file records it; one
     // that had none is not.
     for (int o = 1; o <= 3; ++o)
@@ -611,7 +632,8 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
             << r.err;
         EXPECT_EQ(r.err.find("mlperf-closed: option 1: read "), std::string::npos) << r.err;
     } else if (placed == 1) {
-        EXPECT_NE(r.err.find("option 1 trial_0 (1/3) failed (1 of 2 rank files placed)"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("option 1 trial_0 (1/3) failed ("), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("; 1 of 2 rank files placed): the protocol stops here"), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("mlperf-closed: option 1: PARTIAL: 1 of 2 rank files missing"), std::string::npos)
             << r.err;
     }
@@ -619,6 +641,10 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
         const std::string rank = dir + "/option_1/trial_0/rank_" + std::to_string(n);
         EXPECT_EQ(fs::exists(rank), !files_named(rank, "kvcache_results_").empty()) << "an empty " << rank;
     }
+    // No file claims a success the trial did not have: a failed trial's merged result (failed_ranks [] while a rank's
+    // file was refused by the disk) is removed, and the run's end line says it failed.
+    EXPECT_FALSE(fs::exists(dir + "/option_1/trial_0/kvio_merged_results.json")) << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: option 1 trial_0 (1/3) "), std::string::npos) << r.err;
     const bool written = r.err.find("summary written to") != std::string::npos;
     const bool named = r.err.find("summary not written: ") != std::string::npos;
     EXPECT_TRUE(written != named) << r.err;
@@ -722,7 +748,9 @@ TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
 // A cache a killed run left in <cache-dir>/rank_<N>/ is removed once this run holds rank N's lock, and said: the
 // storage tier is sized from the free space, so left in place it would shrink the first trial's tier unseen.
 TEST(MlperfClosed, ACacheLeftByAKilledRunIsRemovedBeforeTheFirstTrial) {
-    Ext4Mount cache_fs(1ull << 30, "/dev/shm");
+    // 4 GiB: one client's share holds Option 1's largest entry (~3.3 GB; docs/mlperf-benchmark.md, "Sizing the cache
+    // filesystem per rank"), so the run is a complete one (on 1 GiB 70 % of a trial's write bytes were refused).
+    Ext4Mount cache_fs(4ull << 30, "/dev/shm");
     TempDir results;
     const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
     fs::create_directories(cache + "/rank_0/sub");
@@ -912,7 +940,12 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
     const CmdResult r =
         run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 3 --cache-dir " + small.fs.mnt +
             "/kv --results-dir " + dir + " --num-clients 2 --trial-seconds 2 --pause-seconds 0 --progress-interval 0");
-    ASSERT_EQ(r.status, 0) << r.err;
+    // The run says at its start that Option 3 is short of room, and at its end that it failed: a trial whose refusals
+    // pass 1 % of its write bytes is no valid trial, and the run exits 1.
+    EXPECT_NE(r.err.find("mlperf-closed: WARNING: option 3 (llama3.1-70b-instruct): each rank's share of the cache "
+                         "filesystem is "),
+              std::string::npos)
+        << r.err;
     const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
     EXPECT_EQ(c.status, 1) << c.out << c.err;
     int named = 0;
@@ -932,7 +965,7 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
             EXPECT_NE(r.err.find(client_failed_writes_line(3, t, n, k)), std::string::npos)
                 << client_failed_writes_line(3, t, n, k) << "\n"
                 << r.err;
-        const std::string line = f + ": " + std::to_string(refused) + (refused == 1 ? " entry of " : " entries of ");
+        const std::string line = f + ": " + std::to_string(refused) + (refused == 1 ? " entry (" : " entries (");
         if (refused > 0 && share > 0.01) {
             ++named;
             EXPECT_NE(c.out.find(line), std::string::npos) << line << "\n" << c.out;
@@ -941,7 +974,48 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
         }
     }
     EXPECT_GT(named, 0) << "no trial refused an entry on a 256 MiB cache:\n" << c.out;
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: " + std::to_string(named) + " of "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" rank file(s) are not valid trials (first: " + dir + "/option_3/trial_"), std::string::npos)
+        << r.err;
     EXPECT_NE(c.out.find("the cache filesystem is too small for the Option (rule kvioCapacityRefusals)"),
               std::string::npos)
         << c.out;
+}
+
+// A launcher killed with SIGKILL after a client wrote its results but before they were moved into the rank directory
+// leaves kvio_merged_results.rank<N>.json in the trial (the name docs/mlperf-benchmark.md gives): the checker calls
+// the run stopped, naming that file, not the rank "missing". The kill comes the moment the file appears; a run whose
+// files were moved before it is tried again (up to 3 runs).
+TEST(MlperfCheck, ALauncherKilledWithSigkillIsStoppedNamingItsLeftovers) {
+    bool caught = false;
+    for (int attempt = 0; attempt < 3 && !caught; ++attempt) {
+        SCOPED_TRACE("attempt " + std::to_string(attempt));
+        TempDir cache, shm("/dev/shm");
+        const std::string dir = shm.path + "/run", tdir = dir + "/option_1/trial_0";
+        Spawned p("exec " + short_closed(cache.path + "/kv", dir), shm.path + "/out", shm.path + "/err");
+        std::string left;
+        for (int i = 0; i < 60000 && left.empty(); ++i) {  // up to 120 s
+            for (int n = 0; n < 2 && left.empty(); ++n)
+                if (fs::exists(tdir + "/kvio_merged_results.rank" + std::to_string(n) + ".json"))
+                    left = "kvio_merged_results.rank" + std::to_string(n) + ".json";
+            if (left.empty()) ::usleep(2000);
+        }
+        ASSERT_FALSE(left.empty()) << "no client wrote its results: " << slurp(shm.path + "/err");
+        ::kill(p.pid, SIGKILL);
+        EXPECT_EQ(p.wait(), 128 + SIGKILL);
+        // the clients outlive their launcher by at most their trial and drain (1 s trials)
+        for (int i = 0; i < 100 && run("pgrep -f -- '--results-dir " + dir + "'").status == 0; ++i) ::usleep(100000);
+        if (!fs::exists(tdir + "/" + left)) continue;  // moved before the kill came
+        caught = true;
+        const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+        EXPECT_EQ(c.status, 1) << c.out;
+        EXPECT_NE(c.out.find(tdir + ": stopped: the run ended before this trial was complete (killed, e.g. SIGKILL: "),
+                  std::string::npos)
+            << c.out;
+        EXPECT_NE(c.out.find(left), std::string::npos) << c.out;
+        EXPECT_EQ(c.out.find(" missing (rule kvcachePerClientIsolation)"), std::string::npos) << c.out;
+        EXPECT_NE(c.err.find("STOPPED"), std::string::npos) << c.err;
+    }
+    EXPECT_TRUE(caught) << "every run moved its files before the kill";
 }

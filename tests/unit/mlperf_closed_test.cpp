@@ -2,6 +2,7 @@
 // (common/sha256.h): the refusals and their rules, and aggregate_option over rank files written here with known
 // values (docs/mlperf-benchmark.md, "The CLOSED rules").
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "workload/serving/mlperf/check.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/closed_run.h"
+#include "workload/serving/mlperf/sizing.h"
 
 using namespace kvio::serving;
 namespace fs = std::filesystem;
@@ -846,4 +848,68 @@ TEST(MlperfCheckDir, AKilledRunIsStoppedNamingItsLeftoverFiles) {
                                      0),
               0u)
         << all;
+}
+
+namespace {
+
+/// A tmpfs of `bytes` on a fresh directory under /var/tmp (a limit, not an allocation: nothing is written to it),
+/// unmounted and removed at destruction (root only).
+struct SizedTmpfs {
+    explicit SizedTmpfs(uint64_t bytes)
+        : path("/var/tmp/kvio-closed-unit-" + std::to_string(::getpid()) + "-tmpfs-" + std::to_string(bytes)) {
+        fs::create_directories(path);
+        ok = ::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
+    }
+    ~SizedTmpfs() {
+        if (ok) ::umount2(path.c_str(), MNT_DETACH);
+        std::error_code ec;
+        fs::remove(path, ec);
+    }
+    std::string path;
+    bool ok = false;
+};
+
+}  // namespace
+
+// Each Option's need per rank against the cache filesystem's share per rank: on 10 GiB at 2 clients a share is ~5.1
+// GB, below what an Option 3 entry can take (a 70B user of ~22600 tokens x 327680 bytes: ~7.4 GB) but above Option 1's
+// (~3.3 GB): the warning fires for Option 3 alone, naming Option, share and need; on 20 GiB for none. The tokens are
+// the largest context of the seed-42 user table (rank 0), which a logical `kvio simulate` of the Option's users
+// recorded as 22617 (70 users) and 24836 (200 users).
+TEST(ClosedSizing, AnOptionWhoseEntriesPassTheShareIsNamed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (tmpfs mount)";
+    SizedTmpfs small(10ull << 30), big(20ull << 30);
+    ASSERT_TRUE(small.ok && big.ok);
+    const std::vector<ClosedOption> rows = closed_options();
+    SimConfig base;
+    const auto rank0 = closed_sizing(base, rows, small.path, 2, {0});
+    ASSERT_EQ(rank0.size(), 3u);
+    EXPECT_EQ(rank0[2].need_tokens, 22617);
+    EXPECT_EQ(rank0[0].need_tokens, 24836);
+    EXPECT_EQ(rank0[2].bytes_per_token, 327680u);
+    EXPECT_EQ(rank0[0].bytes_per_token, 131072u);
+    const auto s = closed_sizing(base, rows, small.path, 2, {0, 1});
+    for (const auto& o : s) {
+        SCOPED_TRACE("option " + std::to_string(o.option));
+        EXPECT_GE(o.need_tokens, rank0[size_t(o.option - 1)].need_tokens);  // the max over both ranks
+        const uint64_t bytes = 128 + uint64_t(o.need_tokens) * o.bytes_per_token;
+        EXPECT_EQ(o.need_bytes, (bytes + 4095) / 4096 * 4096);
+        // 95 % of the tmpfs's free blocks in two whole-block shares.
+        EXPECT_NEAR(double(o.share_bytes), 0.95 * double(10ull << 30) / 2, 4096.0 * 2);
+    }
+    EXPECT_FALSE(s[0].short_of_need());
+    EXPECT_FALSE(s[1].short_of_need());
+    EXPECT_TRUE(s[2].short_of_need());
+    EXPECT_EQ(sizing_warning(s[0], 2), "");
+    char want[320];
+    std::snprintf(want, sizeof want,
+                  "mlperf-closed: WARNING: option 3 (llama3.1-70b-instruct): each rank's share of the cache "
+                  "filesystem is %.2f GB (95 %% of its free space over 2 client(s)), below the %.2f GB",
+                  double(s[2].share_bytes) / 1e9, double(s[2].need_bytes) / 1e9);
+    EXPECT_EQ(sizing_warning(s[2], 2).rfind(want, 0), 0u) << sizing_warning(s[2], 2);
+    EXPECT_NE(sizing_warning(s[2], 2).find("(rule kvioCapacityRefusals)"), std::string::npos);
+    for (const auto& o : closed_sizing(base, rows, big.path, 2, {0, 1})) {
+        EXPECT_FALSE(o.short_of_need()) << o.option;
+        EXPECT_EQ(sizing_warning(o, 2), "");
+    }
 }

@@ -352,50 +352,32 @@ bool check_stopped_rank(const std::string& path, const Json& doc, CheckReport& r
     return true;
 }
 
-/// The share of a trial's write bytes that capacity refusals may reach before a rank file is a problem
-/// (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check").
-constexpr double kMaxRefusedShare = 0.01;
-
-/// A count of `cache` (kvio's kvio.cache), 0 when absent or not a non-negative integer.
-uint64_t cache_count(const Json& cache, const char* key) {
-    const Json& v = field_or_null(cache, key);
-    return v.is_number_unsigned() ? v.get<uint64_t>() : 0;
-}
-
-/// Failed storage operations a kvio rank file records (kvio.cache; docs/mlperf-benchmark.md, "Checking a results
-/// directory: kvio mlperf-check"): I/O errors of a tier that had room (write_io_errors, failed_reads) are always a
-/// problem (rule kvioStorageIoErrors); capacity refusals (entries no tier can hold) when their bytes pass
+/// Failed storage operations a kvio rank file records (rank_storage_failures; docs/mlperf-benchmark.md, "Checking a
+/// results directory: kvio mlperf-check"): I/O errors of a tier that had room (write_io_errors, failed_reads) are
+/// always a problem (rule kvioStorageIoErrors); capacity refusals (entries no tier can hold) when their bytes pass
 /// kMaxRefusedShare of the trial's write bytes (rule kvioCapacityRefusals). A file of a kvio that did not split the
 /// kinds (no capacity_refusals) has its failed_writes counted as I/O errors.
 void check_rank_failures(const std::string& path, const Json& doc, CheckReport& rep) {
+    const RankStorageFailures f = rank_storage_failures(doc);
+    if (!f.recorded) return;  // not written by kvio: nothing recorded to judge
     const Json& cache = at_path(doc, {"kvio", "cache"});
-    if (!cache.is_object()) return;  // not written by kvio: nothing recorded to judge
-    const bool split = cache.contains("capacity_refusals");
-    const uint64_t io_w = split ? cache_count(cache, "write_io_errors") : cache_count(cache, "failed_writes");
-    const uint64_t io_r = cache_count(cache, "failed_reads");
-    if (io_w + io_r > 0) {
-        std::string line = path + ": " + std::to_string(io_w) + " storage write(s) and " + std::to_string(io_r) +
-                           " read(s) failed on a tier that had room (kvio.cache." +
-                           (split ? "write_io_errors" : "failed_writes") + ", failed_reads)";
+    if (f.io_writes + f.io_reads > 0) {
+        std::string line = path + ": " + std::to_string(f.io_writes) + " storage write(s) and " +
+                           std::to_string(f.io_reads) + " read(s) failed on a tier that had room (kvio.cache." +
+                           (f.split ? "write_io_errors" : "failed_writes") + ", failed_reads)";
         for (const char* k : {"first_write_error", "first_read_error"})
             if (const Json& e = field_or_null(cache, k); e.is_string())
                 line += "; " + std::string(k) + ": " + e.get<std::string>();
         rep.problems.push_back(line + " (rule kvioStorageIoErrors)");
     }
-    const uint64_t refused = cache_count(cache, "capacity_refusals");
-    if (refused == 0) return;
-    const double refused_bytes = double(cache_count(cache, "capacity_refused_bytes"));
-    const Json& written = at_path(doc, {"summary", "cache_stats", "total_write_bytes"});
-    const double total = refused_bytes + (written.is_number() ? written.get<double>() : 0.0);
-    const double share = total > 0 ? refused_bytes / total : 1.0;
-    if (share <= kMaxRefusedShare) return;
+    if (f.refusals == 0 || f.refused_share <= kMaxRefusedShare) return;
     char b[96];
-    std::snprintf(b, sizeof b, "%.1f %% of the trial's write bytes", 100 * share);
+    std::snprintf(b, sizeof b, "%.1f %% of the trial's write bytes", 100 * f.refused_share);
     // capacity_refused_bytes is the sum over the refused entries, not an entry's size.
-    const std::string bytes = std::to_string(uint64_t(refused_bytes)) + " bytes";
+    const std::string bytes = std::to_string(f.refused_bytes) + " bytes";
     rep.problems.push_back(
-        path + ": " + std::to_string(refused) + " entr" +
-        (refused == 1 ? "y (" + bytes + ")" : "ies (" + bytes + " in all)") +
+        path + ": " + std::to_string(f.refusals) + " entr" +
+        (f.refusals == 1 ? "y (" + bytes + ")" : "ies (" + bytes + " in all)") +
         " larger than any tier could hold, refused unwritten (kvio.cache.capacity_refusals, capacity_refused_bytes): " +
         b +
         ", more than 1 %: the cache filesystem is too small for the Option (rule "

@@ -154,6 +154,31 @@ std::vector<std::string> rank_result_files(const std::string& rank_dir) {
     return out;
 }
 
+namespace {
+/// A count of `cache`, 0 when absent or not a non-negative integer.
+uint64_t cache_count(const Json& cache, const char* key) {
+    const Json& v = field_or_null(cache, key);
+    return v.is_number_unsigned() ? v.get<uint64_t>() : 0;
+}
+}  // namespace
+
+RankStorageFailures rank_storage_failures(const Json& doc) {
+    RankStorageFailures f;
+    const Json& cache = field_or_null(field_or_null(doc, "kvio"), "cache");
+    if (!cache.is_object()) return f;
+    f.recorded = true;
+    f.split = cache.contains("capacity_refusals");
+    f.io_writes = f.split ? cache_count(cache, "write_io_errors") : cache_count(cache, "failed_writes");
+    f.io_reads = cache_count(cache, "failed_reads");
+    f.refusals = cache_count(cache, "capacity_refusals");
+    f.refused_bytes = cache_count(cache, "capacity_refused_bytes");
+    const Json& written =
+        field_or_null(field_or_null(field_or_null(doc, "summary"), "cache_stats"), "total_write_bytes");
+    const double total = double(f.refused_bytes) + (written.is_number() ? written.get<double>() : 0.0);
+    f.refused_share = total > 0 ? double(f.refused_bytes) / total : 1.0;
+    return f;
+}
+
 const std::vector<const char*>& aggregated_keys() {
     static const std::vector<const char*> k = {
         "aggregated_read_bandwidth_gbps",

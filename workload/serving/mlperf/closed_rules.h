@@ -75,6 +75,26 @@ std::vector<std::string> rank_result_files(const std::string& rank_dir);
 /// `rank_files` read).
 nlohmann::ordered_json aggregate_option(const std::string& results_dir, int option, int trials, int ranks);
 
+/// The share of a trial's write bytes that capacity refusals may reach before a rank file is no valid trial
+/// (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check").
+inline constexpr double kMaxRefusedShare = 0.01;
+
+/// The failed storage operations a kvio rank file records (kvio.cache), as the protocol's end line and mlperf-check
+/// judge them: I/O errors of a tier that had room (write_io_errors, or failed_writes in a file of a kvio that did not
+/// split the kinds; failed_reads) and capacity refusals with their bytes (capacity_refused_bytes, the sum over the
+/// refused entries) and their share of the trial's write bytes, refused / (refused + summary.cache_stats.
+/// total_write_bytes).
+struct RankStorageFailures {
+    bool recorded = false;  ///< the file has kvio.cache (a file not written by kvio records nothing to judge)
+    bool split = false;     ///< kvio.cache has capacity_refusals (the kinds counted apart)
+    uint64_t io_writes = 0, io_reads = 0, refusals = 0, refused_bytes = 0;
+    double refused_share = 0;  ///< 0..1; 1 when the trial wrote nothing else
+    /// Whether the rank file is no valid trial: any I/O error, or refusals above kMaxRefusedShare.
+    bool invalid() const { return io_writes + io_reads > 0 || (refusals > 0 && refused_share > kMaxRefusedShare); }
+};
+/// The failures rank file `doc` records.
+RankStorageFailures rank_storage_failures(const nlohmann::ordered_json& doc);
+
 /// The figures of aggregate_option that the checker compares (the aggregated_* keys).
 const std::vector<const char*>& aggregated_keys();
 

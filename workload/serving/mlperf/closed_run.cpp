@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <random>
 #include <set>
 #include <ostream>
 #include <thread>
@@ -28,8 +29,10 @@
 #include "workload/serving/cluster/multi_client.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/provenance.h"
+#include "workload/serving/mlperf/sizing.h"
 #include "workload/serving/results/json_need.h"
 #include "workload/serving/results/merge_results.h"
+#include "workload/serving/results/report.h"
 
 namespace kvio::serving {
 
@@ -66,9 +69,10 @@ ClosedOption effective_option(int n, const ClosedRunOptions& o) {
     return r;
 }
 
-/// kvio.mlperf_closed, the marker every file of the run carries.
-Json marker(int option, int trial, int rank, const std::string& reason) {
+/// kvio.mlperf_closed, the marker every file of the run carries; `run_id` tells its files from another run's.
+Json marker(int option, int trial, int rank, const std::string& reason, const std::string& run_id) {
     Json m;
+    if (!run_id.empty()) m["run_id"] = run_id;
     m["option"] = option;
     m["trial"] = trial;
     if (rank >= 0) m["rank"] = rank;
@@ -167,7 +171,23 @@ struct TrialOutcome {
     int code = 0;
     int placed = 0;
     bool failed_entirely = false;
+    std::string why;  ///< what failed, for the console ("a client failed", "a rank file could not be written")
 };
+
+/// Whether exit code `code` of a trial's clients is a failure (1), not a stop (128 + signal) or success (0).
+bool failure_code(int code) { return code > 0 && code < 128; }
+
+/// A failed trial's merged result goes (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): its
+/// failed_ranks name only clients that exited non-zero, not a rank file that could not be written, so it would claim
+/// a trial the protocol counts as failed. Said on `progress`.
+void remove_failed_merge(const std::string& merged, const ClosedOption& opt, int trial, const std::string& why,
+                         std::ostream& progress) {
+    std::error_code ec;
+    if (!fs::remove(merged, ec)) return;
+    progress << "mlperf-closed: option " << opt.option << " " << trial_label(trial) << ": " << merged
+             << " removed: the trial failed (" << why << "), its merged result is no result\n"
+             << std::flush;
+}
 
 /// A trial that placed no rank file: the launcher's merged result of no client (0 requests) is no result, so it goes,
 /// and the trial's directories with it when that leaves them empty; the console already says "produced no rank file".
@@ -175,24 +195,6 @@ void drop_empty_merge(const ClosedRunOptions& o, int option, int trial, const st
     std::error_code ec;
     fs::remove(merged, ec);
     remove_empty_dirs(o.results_dir, "option_" + std::to_string(option) + "/trial_" + std::to_string(trial));
-}
-
-/// The failed storage writes of kvio.cache `kc` by kind, as the checker judges them (docs/mlperf-benchmark.md,
-/// "Running a CLOSED submission with kvio"): "F storage writes failed: R capacity refusal(s) (B bytes no tier could
-/// hold, refused unwritten), E I/O error(s) (first: ...)". A file without capacity_refusals (an older kvio) counts
-/// them all as I/O errors.
-std::string failed_writes_text(const Json& kc) {
-    const uint64_t failed = kc.value("failed_writes", uint64_t(0));
-    const bool split = kc.contains("capacity_refusals");
-    const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
-    const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : failed;
-    std::string t = std::to_string(failed) + " storage writes failed: " + std::to_string(refused) +
-                    " capacity refusal" + (refused == 1 ? "" : "s");
-    if (refused)
-        t += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
-             " bytes no tier could hold, refused unwritten)";
-    t += ", " + std::to_string(io) + " I/O error" + (io == 1 ? "" : "s");
-    return t + " (not counted as done; first: " + kc.value("first_write_error", std::string("?")) + ")";
 }
 
 /// Says on `progress` when a client of the trial had storage operations fail (`doc`, its results, kvio.cache:
@@ -205,7 +207,8 @@ void say_failed_ops(const Json& doc, const ClosedOption& opt, int trial, int cli
     if (!kc.is_object()) return;
     const std::string who = "mlperf-closed: option " + std::to_string(opt.option) + " " + trial_label(trial) +
                             ": client " + std::to_string(client) + ": ";
-    if (kc.value("failed_writes", uint64_t(0))) progress << who << failed_writes_text(kc) << "\n";
+    if (kc.value("failed_writes", uint64_t(0)))
+        progress << who << failed_writes_phrase(kc) << " (not counted as done)\n";
     if (const uint64_t n = kc.value("failed_reads", uint64_t(0)))
         progress << who << n << " storage reads failed (not counted as done; first: "
                  << kc.value("first_read_error", std::string("?")) << ")\n";
@@ -233,21 +236,34 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     }
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
+    bool write_failed = false;
     for (int n = 0; n < clients; ++n) {
         const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
-            marker(opt.option, trial, n, reason), progress,
+            marker(opt.option, trial, n, reason, o.run_id), progress,
             [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); });
         out.placed += p == Placement::Placed;
-        if (p == Placement::Failed) out.code = std::max(out.code, 1);
+        write_failed = write_failed || p == Placement::Failed;
     }
-    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason), progress) == Placement::Failed)
-        out.code = std::max(out.code, 1);
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
     if (out.placed == 0) {
         out.failed_entirely = true;
         drop_empty_merge(o, opt.option, trial, c.output);
+        return out;
+    }
+    if (write_failed || failure_code(out.code)) {  // a failed trial: the protocol stops after it
+        out.code = std::max(out.code, 1);
+        out.failed_entirely = true;
+        out.why = write_failed ? "a rank file could not be written" : "a client failed";
+        remove_failed_merge(c.output, opt, trial, out.why, progress);
+        return out;
+    }
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress) ==
+        Placement::Failed) {
+        out.code = std::max(out.code, 1);
+        out.failed_entirely = true;
+        out.why = "its merged result could not be written";
     }
     return out;
 }
@@ -259,8 +275,8 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
 /// results replace it (one rename) when the rank lives long enough. Written whole (temporary name, renamed); a failure
 /// is named on `progress` and changes nothing else.
 void write_stop_placeholder(const std::string& path, const ClosedOption& opt, int trial, int rank,
-                            const std::string& reason, const SimConfig& c, int base_clients, int signo, bool own,
-                            std::ostream& progress) {
+                            const std::string& reason, const std::string& run_id, const SimConfig& c, int base_clients,
+                            int signo, bool own, std::ostream& progress) {
     Json doc;
     doc["seed"] = kClosedSeed + rank;
     Json stop;
@@ -274,7 +290,7 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
     flags["mpi"] = true;
     doc["kvio"]["config"]["flags"] = flags;
     doc["kvio"]["config"]["client"] = {{"rank", rank}, {"clients", base_clients}, {"launcher", "mpi"}};
-    Json m = mark_stop(marker(opt.option, trial, rank, reason), doc);
+    Json m = mark_stop(marker(opt.option, trial, rank, reason, run_id), doc);
     m["results_pending"] = true;
     m["written_at"] =
         "the stop signal, before the trial's requests drained: replaced by the rank's results when it "
@@ -285,6 +301,36 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
     } catch (const std::exception& e) {
         progress << "mlperf-closed: rank " << rank << ": " << e.what() << "\n" << std::flush;
     }
+}
+
+/// Rank 0's copy of each rank file its own results tree lacks (a rank on another host wrote its own there), from the
+/// result that rank sent over MPI (`gathered`), marked like a placed rank file and naming itself in flags.output, with
+/// kvio.mlperf_closed.written_by saying where it came from. False (said on `progress`) when a copy could not be
+/// written.
+bool write_gathered_copies(const std::vector<ClientResult>& gathered, const ClosedOption& opt, int trial,
+                           const ClosedRunOptions& o, const std::string& reason, const std::string& stamp,
+                           std::ostream& progress) {
+    bool ok = true;
+    for (const auto& g : gathered) {
+        const std::string dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, g.rank);
+        if (g.doc.is_null() || !rank_result_files(dir).empty()) continue;
+        try {
+            fs::create_directories(dir);
+            Json doc = g.doc;
+            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason, o.run_id), doc);
+            doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
+                                                         " sent over MPI (its own copy is on " + g.host + ")";
+            const std::string copy = dir + "/kvcache_results_" + stamp + ".json";
+            if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
+                doc["kvio"]["config"]["flags"]["output"] = copy;  // the file itself, as every placed rank file names
+            write_text_file(copy, doc.dump(4) + "\n");
+        } catch (const std::exception& e) {
+            progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
+            remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, g.rank));
+            ok = false;
+        }
+    }
+    return ok;
 }
 
 /// One trial as one rank of an MPI job: run_mpi_client (a barrier before the clock starts, every rank's result
@@ -305,7 +351,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const std::string stamp = local_stamp();
     const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
     auto on_stop = [&](int signo, bool own) {
-        write_stop_placeholder(own_file, opt, trial, top.rank, reason, c, top.clients, signo, own, progress);
+        write_stop_placeholder(own_file, opt, trial, top.rank, reason, o.run_id, c, top.clients, signo, own, progress);
     };
     try {
         fs::create_directories(own_dir);
@@ -318,38 +364,35 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     }
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
-    const Placement placement =
-        place_marked_file(client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason),
-                          progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
+    const Placement placement = place_marked_file(
+        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o.run_id),
+        progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
     if (placement == Placement::Failed) out.code = std::max(out.code, 1);
     const bool placed = placement == Placement::Placed || fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
     out.placed = mpi_max_over_ranks(placed ? 1 : 0);
-    out.failed_entirely = out.placed == 0;
-    if (!top.leader()) return out;
-    for (const auto& g : gathered) {
-        top.hosts.insert(g.host);
-        const std::string dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, g.rank);
-        if (g.doc.is_null() || !rank_result_files(dir).empty()) continue;
-        try {
-            fs::create_directories(dir);
-            Json doc = g.doc;
-            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason), doc);
-            doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
-                                                         " sent over MPI (its own copy is on " + g.host + ")";
-            const std::string copy = dir + "/kvcache_results_" + stamp + ".json";
-            if (doc["kvio"].contains("config") && doc["kvio"]["config"].contains("flags"))
-                doc["kvio"]["config"]["flags"]["output"] = copy;  // the file itself, as every placed rank file names
-            write_text_file(copy, doc.dump(4) + "\n");
-        } catch (const std::exception& e) {
-            progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
-        }
+    // A failed trial (a rank's file not written, a rank failed) is not filled in from the results sent over MPI: the
+    // rank that failed said so, and a copy would contradict it.
+    const bool failed = out.placed == 0 || failure_code(out.code);
+    bool wrote = true;  // rank 0's copies and the trial's merged file
+    if (top.leader()) {
+        for (const auto& g : gathered) top.hosts.insert(g.host);
+        if (!failed)
+            wrote = write_gathered_copies(gathered, opt, trial, o, reason, stamp, progress) &&
+                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress) !=
+                        Placement::Failed;
     }
-    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason), progress) == Placement::Failed)
-        out.code = std::max(out.code, 1);
-    if (out.failed_entirely) drop_empty_merge(o, opt.option, trial, c.output);
+    if (mpi_max_over_ranks(wrote ? 0 : 1)) out.code = std::max(out.code, 1);  // every rank stops together
+    out.failed_entirely = out.placed == 0 || failure_code(out.code);
+    if (out.failed_entirely && out.placed > 0)
+        out.why = failed ? "a rank failed or its file was not written" : "rank 0 could not write a results file";
+    if (!top.leader()) return out;
+    if (out.placed == 0)
+        drop_empty_merge(o, opt.option, trial, c.output);
+    else if (out.failed_entirely)
+        remove_failed_merge(c.output, opt, trial, out.why, progress);
     return out;
 }
 
@@ -370,6 +413,7 @@ Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::
                    const std::string& reason, const Topology& top) {
     Json m;
     m["mode"] = "closed";
+    m["run_id"] = o.run_id;
     m["closed_submission"] = reason.empty();
     if (!reason.empty()) m["not_a_closed_submission"] = reason;
     m["options_run"] = options;
@@ -769,6 +813,112 @@ std::string absolute_normal(const std::string& dir) {
     return p.string();
 }
 
+/// What the rank files of the Options in `opts` (the summary's options, with each trial_count) record of failed
+/// storage operations (rank_storage_failures): how many are no valid trial, the first of them with why, and the
+/// capacity refusals of the others.
+struct RankFilesVerdict {
+    int files = 0, invalid = 0;
+    std::string first_invalid;  ///< "PATH: why"
+    uint64_t refusals = 0, refused_bytes = 0;
+    double max_share = 0;  ///< the largest refused share of a trial's write bytes, 0..1
+};
+
+RankFilesVerdict judge_rank_files(const std::string& results_dir, const Json& opts, int ranks) {
+    RankFilesVerdict v;
+    for (const auto& [key, a] : opts.items())
+        for (int t = 0; t < a.value("trial_count", 0); ++t)
+            for (int n = 0; n < ranks; ++n)
+                for (const auto& f : rank_result_files(results_dir + "/" + rank_dir_name(std::stoi(key), t, n))) {
+                    Json doc;
+                    try {
+                        std::ifstream in(f);
+                        doc = Json::parse(in);
+                    } catch (const std::exception&) {
+                        continue;  // not read: the Option's aggregate counts it missing
+                    }
+                    ++v.files;
+                    const RankStorageFailures r = rank_storage_failures(doc);
+                    if (r.invalid()) {
+                        char why[160];
+                        if (r.io_writes + r.io_reads)
+                            std::snprintf(why, sizeof why, "%llu storage I/O error(s)",
+                                          static_cast<unsigned long long>(r.io_writes + r.io_reads));
+                        else
+                            std::snprintf(why, sizeof why, "%.1f %% of its write bytes refused (more than 1 %%)",
+                                          100 * r.refused_share);
+                        if (!v.invalid++) v.first_invalid = f + ": " + why;
+                    } else if (r.refusals) {
+                        v.refusals += r.refusals;
+                        v.refused_bytes += r.refused_bytes;
+                        v.max_share = std::max(v.max_share, r.refused_share);
+                    }
+                }
+    return v;
+}
+
+/// The run's last console line (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): "mlperf-closed:
+/// end: complete ...", "complete with N capacity refusals ...", "failed: ..." or "stopped by signal ...". Returns
+/// whether the run is complete: not stopped, no `failure`, and every rank file a valid trial (rank_storage_failures).
+bool print_end_line(std::ostream& progress, const std::string& results_dir, const Json& opts, int ranks, int signo,
+                    const std::string& failure) {
+    const RankFilesVerdict v = judge_rank_files(results_dir, opts, ranks);
+    progress << "mlperf-closed: end: ";
+    bool valid = false;
+    if (signo) {
+        progress << "stopped by signal " << signo << " (" << strsignal(signo) << "): not a complete run";
+    } else if (!failure.empty()) {
+        progress << "failed: " << failure;
+    } else if (v.invalid) {
+        progress << "failed: " << v.invalid << " of " << v.files
+                 << " rank file(s) are not valid trials (first: " << v.first_invalid
+                 << "); kvio mlperf-check names each";
+    } else if (v.refusals) {
+        char b[256];
+        std::snprintf(b, sizeof b,
+                      "complete with %llu capacity refusal(s) (%llu bytes in all; at most %.2f %% of a trial's write "
+                      "bytes, within the 1 %% kvio mlperf-check allows)",
+                      static_cast<unsigned long long>(v.refusals), static_cast<unsigned long long>(v.refused_bytes),
+                      100 * v.max_share);
+        progress << b;
+        valid = true;
+    } else {
+        progress << "complete: " << v.files << " rank file(s), no failed storage operation";
+        valid = true;
+    }
+    progress << "\n" << std::flush;
+    return valid;
+}
+
+/// The run's id: its start time and 62 random bits (under MPI each rank draws and the ranks agree on the maximum, so
+/// every rank marks its files with the same id).
+std::string make_run_id(const std::string& stamp, bool mpi) {
+    std::random_device rd;
+    int hi = int(rd() & 0x7fffffff), lo = int(rd() & 0x7fffffff);
+    if (mpi) hi = mpi_max_over_ranks(hi), lo = mpi_max_over_ranks(lo);
+    char b[64];
+    std::snprintf(b, sizeof b, "%s-%08x%08x", stamp.c_str(), unsigned(hi), unsigned(lo));
+    return b;
+}
+
+/// Says on `progress`, per Option, when each rank's share of the cache filesystem is below the largest entry the
+/// Option's ranks can write (sizing_warning): the run goes on (docs/mlperf-benchmark.md, "Sizing the cache filesystem
+/// per rank": refusals are a problem only past 1 % of a trial's write bytes, which no check before the run can
+/// know). The clients of --num-clients share one filesystem; under MPI the ranks of a host are not known before the
+/// first trial, and nothing is said.
+void warn_sizing(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options, int clients,
+                 std::ostream& progress) {
+    std::vector<ClosedOption> rows;
+    for (int n : options) rows.push_back(effective_option(n, o));
+    try {
+        for (const OptionSizing& s : closed_sizing(base, rows, base.cache_dir, clients, all_ranks(clients)))
+            progress << sizing_warning(s, clients);
+    } catch (const std::exception& e) {
+        progress << "mlperf-closed: WARNING: the cache filesystem's size per rank was not checked: " << e.what()
+                 << "\n";
+    }
+    progress << std::flush;
+}
+
 /// Writes the summary; a failure (a full results disk) is named on `progress` and gives "".
 std::string write_summary(const std::string& results_dir, const std::string& stamp, const Json& s,
                           std::ostream& progress) {
@@ -814,6 +964,8 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
     const std::string started = utc_iso(), stamp = local_stamp();
+    o.run_id = make_run_id(stamp, top.mpi);
+    if (!top.mpi) warn_sizing(base, o, options, top.clients, progress);
     // Before the first trial: the binary's SHA-256 takes a second or more, and after a stop signal mpirun kills the
     // ranks soon after forwarding it: the summary must be quick to write by then.
     const Json prov = top.leader() ? Json(host_provenance(o.kvio_version)) : Json();
@@ -822,6 +974,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     int signo = stop.signo();
     if (top.mpi) signo = mpi_max_over_ranks(signo);
     bool failed = false, ended = false;
+    std::string failure;                                 // the first trial that failed, for the end line
     std::string stopped_in = signo ? "the set-up" : "";  // where a stop signal ended the protocol, for the console
     for (size_t i = 0; i < options.size() && !signo && !ended; ++i) {
         const ClosedOption opt = effective_option(options[i], o);
@@ -835,13 +988,18 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
             if (signo && stopped_in.empty()) stopped_in = "option " + std::to_string(opt.option) + " " + trial_label(t);
             if (code != 0 && !signo) failed = true;
             if (out.failed_entirely && !signo) {
+                std::string what = " produced no rank file";
+                if (out.placed)
+                    what = " failed (" + out.why +
+                           (top.mpi ? std::string()
+                                    : "; " + std::to_string(out.placed) + " of " + std::to_string(top.clients) +
+                                          " rank files placed") +
+                           ")";
                 if (top.leader())
-                    progress << "mlperf-closed: option " << opt.option << " " << trial_label(t)
-                             << (out.placed ? " failed (" + std::to_string(out.placed) + " of " +
-                                                  std::to_string(top.clients) + " rank files placed)"
-                                            : std::string(" produced no rank file"))
+                    progress << "mlperf-closed: option " << opt.option << " " << trial_label(t) << what
                              << ": the protocol stops here\n"
                              << std::flush;
+                if (failure.empty()) failure = "option " + std::to_string(opt.option) + " " + trial_label(t) + what;
                 ended = true;
                 failed = true;
             }
@@ -874,8 +1032,12 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     const bool partial = s["partial_failure"].get<bool>();
     res.summary_path = write_summary(o.results_dir, stamp, s, progress);
     if (top.mpi) mpi_max_over_ranks(0);  // the summary is whole: the other ranks may exit
+    if (failure.empty() && res.summary_path.empty()) failure = "the summary was not written";
+    if (failure.empty() && partial) failure = "rank files are missing (partial_failure)";
+    if (failure.empty() && failed) failure = "a trial failed (above)";
+    const bool valid = print_end_line(progress, o.results_dir, opts, top.clients, signo, failure);
     res.summary = std::move(s);
-    res.exit_code = signo ? 128 + signo : failed || partial || res.summary_path.empty() ? 1 : 0;
+    res.exit_code = signo ? 128 + signo : valid ? 0 : 1;
     return res;
 }
 

@@ -29,6 +29,9 @@ struct ClosedRunOptions {
     std::optional<double> test_cpu_mem_gb;
     std::vector<std::string> given_flags;  ///< every `kvio simulate` flag typed ("--config"), for closed_refusals
     std::string kvio_version;              ///< `kvio --version`'s text, recorded in the provenance
+    /// Set by run_mlperf_closed, not by the caller: the run's id, in every file it writes (kvio.mlperf_closed.run_id,
+    /// the summary's kvio.metadata.run_id), so that mlperf-check tells a rank file of another run.
+    std::string run_id;
 };
 
 /// What the run wrote.
