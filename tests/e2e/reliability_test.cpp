@@ -188,7 +188,9 @@ TEST(FullDisk, StorageCapacityAboveTheFreeSpaceIsWarned) {
     bool in_json = false, failures_named = false;
     for (const auto& w : r.results["kvio"]["warnings"]) {
         in_json = in_json || w.get<std::string>().find(want) != std::string::npos;
-        failures_named = failures_named || w.get<std::string>().find("storage writes failed") != std::string::npos;
+        const std::string t = w.get<std::string>();  // "N storage write(s) failed: ..." (1: "write", singular)
+        failures_named = failures_named ||
+                         (t.find(" storage write") != std::string::npos && t.find(" failed: ") != std::string::npos);
     }
     EXPECT_TRUE(in_json) << r.results["kvio"]["warnings"].dump();
     const uint64_t failed = r.results["kvio"]["cache"]["failed_writes"].get<uint64_t>();
