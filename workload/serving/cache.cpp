@@ -614,6 +614,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         return res;
     }
     const int t = int(res.tier);
+    res.bytes = g.bytes;
     if (phase == CachePhase::Decode) st.decode_reads += 1;
     st.read_operations += 1;
     st.total_read_bytes += g.bytes;
