@@ -163,11 +163,11 @@ public:
         // run without autoscaling draws exactly what it drew before.
         const size_t initial = size_t(std::min<int64_t>(c.num_users, int64_t(users_.size())));
         for (size_t i = 0; i < initial; ++i) user_seeds_.push_back(derive.getrandbits(32));
-        num_workers_ = size_t(std::min<int64_t>(c.num_users, 500));
+        num_workers_ = worker_threads(c.num_users);
         for (size_t i = 0; i < num_workers_; ++i) worker_seeds_.push_back(derive.getrandbits(32));
         rag_seed_ = derive.getrandbits(32);
         for (size_t i = initial; i < users_.size(); ++i) user_seeds_.push_back(derive.getrandbits(32));
-        for (size_t i = num_workers_; i < std::min<size_t>(users_.size(), 500); ++i)
+        for (size_t i = num_workers_; i < worker_threads(int64_t(users_.size())); ++i)
             worker_seeds_.push_back(derive.getrandbits(32));
         active_users_ = max_active_users_ = initial;
         active_workers_ = num_workers_;
@@ -963,11 +963,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     // With --enable-autoscaling the table continues to the autoscaler's ceiling (the same draws a larger
     // --num-users would give); the first --num-users are the run's users, the rest are added by scale steps.
-    const int64_t pool =
-        c.enable_autoscaling
-            ? std::max<int64_t>(c.num_users,
-                                Autoscaler(c.autoscaler_mode, c.num_users, c.target_saturation, c.yaml).max_users())
-            : c.num_users;
+    const int64_t pool = run_user_ceiling(c);
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
     check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);
