@@ -511,29 +511,33 @@ TEST(RemoteTierFaults, WriteBackServerKilledCountsLostWritesAndTheRunGoesOn) {
               << cache["failed_writes"] << " + " << cache["failed_reads"] << "\n";
 }
 
-// Conversation handoff (--remote-handoff-probability 1, two clients): before every later turn the user returns to the
-// other client, which takes the conversation from its list on the server and reads the earlier turns from the remote
-// tier (GETEX: reads of entries another client wrote). What the clients counted is what the server counted: the
-// RPUSHes are the conversations handed off, the LPOPs the polls, the GETEX and keyspace counts the clients' sums;
+// Conversation handoff (--remote-handoff-probability 0.5, two clients): before a later turn the user returns to the
+// other client half the time, which takes the conversation from its list on the server and reads the earlier turns from
+// the remote tier (GETEX: reads of entries another client wrote). What the clients counted is what the server counted:
+// the RPUSHes are the conversations handed off, the LPOPs the polls, the GETEX and keyspace counts the clients' sums;
 // a client takes over only what the other handed off. Every request finds a system prompt (hit probability 1), so a
 // turn's entry is smaller than its request drew: a turn handed off before its prefill sized it (counted,
 // turns_handed_unsized) is not read by the taker, and every turn read is read at the size its writer wrote — a read at
-// the drawn size found a chunk of another size, a failed read (errors 1 in 2 of 2 runs before the fix).
+// the drawn size found a chunk of another size, a failed read (errors 1 in 2 of 2 runs before the fix). A client's
+// own turns are read from its own tiers only (AnOwnTurnBeingWrittenIsNotReadFromTheServerAtItsDrawnSize).
 TEST(RemoteTier, ConversationHandoffReadsEarlierTurnsWrittenByTheOtherClient) {
     RedisServer srv(1024);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
     {
         std::ofstream y(dir.file("conv.yaml"));
-        y << "conversation:\n  end_conversation_probability: 0.0\n"
+        // A micro model (512 bytes a token, entries of at most ~13 MB): requests keep up with the users' think times
+        // on a loaded machine, so turns reach their prefill before the user moves on and are handed over sized.
+        y << "model_configs:\n  micro: {name: \"Micro\", num_layers: 4, hidden_dim: 256, num_heads: 8, kv_heads: 1, "
+             "dtype: \"float16\"}\n"
+             "conversation:\n  end_conversation_probability: 0.0\n"
              "prefix_cache:\n  system_prompt_hit_probability: 1.0\n";
     }
     SimRun r = simulate(dir, "--config " + dir.file("conv.yaml") +
-                                 " --model tiny-1b --num-gpus 4 --tensor-parallel 4 --num-users 4 --duration 10 "
-                                 "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
-                                 "--seed 3 --progress-interval 0 --num-clients 2 --remote-handoff-probability 1 "
-                                 "--remote-tier " +
-                                 srv.url() + " --remote-capacity-gb 0.8");
+                                 " --model micro --num-users 4 --duration 10 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                                 "--generation-mode none --seed 3 --progress-interval 0 --num-clients 2 "
+                                 "--remote-handoff-probability 0.5 --remote-tier " +
+                                 srv.url() + " --remote-capacity-gb 0.4");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const std::vector<nlohmann::json> clients = rank_files(dir, 2);
     std::vector<nlohmann::json> remotes, handoffs;
