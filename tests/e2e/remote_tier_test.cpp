@@ -15,6 +15,9 @@
 #include "redis/client.h"
 #include "tests/e2e/redis_server.h"
 #include "tests/e2e/simulate_helpers.h"
+#include "workload/serving/cache.h"
+#include "workload/serving/conversation.h"
+#include "workload/serving/prefix.h"
 
 using namespace kvio::test;
 namespace redis = kvio::redis;
@@ -508,29 +511,33 @@ TEST(RemoteTierFaults, WriteBackServerKilledCountsLostWritesAndTheRunGoesOn) {
               << cache["failed_writes"] << " + " << cache["failed_reads"] << "\n";
 }
 
-// Conversation handoff (--remote-handoff-probability 1, two clients): before every later turn the user returns to the
-// other client, which takes the conversation from its list on the server and reads the earlier turns from the remote
-// tier (GETEX: reads of entries another client wrote). What the clients counted is what the server counted: the
-// RPUSHes are the conversations handed off, the LPOPs the polls, the GETEX and keyspace counts the clients' sums;
+// Conversation handoff (--remote-handoff-probability 0.5, two clients): before a later turn the user returns to the
+// other client half the time, which takes the conversation from its list on the server and reads the earlier turns from
+// the remote tier (GETEX: reads of entries another client wrote). What the clients counted is what the server counted:
+// the RPUSHes are the conversations handed off, the LPOPs the polls, the GETEX and keyspace counts the clients' sums;
 // a client takes over only what the other handed off. Every request finds a system prompt (hit probability 1), so a
 // turn's entry is smaller than its request drew: a turn handed off before its prefill sized it (counted,
 // turns_handed_unsized) is not read by the taker, and every turn read is read at the size its writer wrote — a read at
-// the drawn size found a chunk of another size, a failed read (errors 1 in 2 of 2 runs before the fix).
+// the drawn size found a chunk of another size, a failed read (errors 1 in 2 of 2 runs before the fix). A client's
+// own turns are read from its own tiers only (AnOwnTurnBeingWrittenIsNotReadFromTheServerAtItsDrawnSize).
 TEST(RemoteTier, ConversationHandoffReadsEarlierTurnsWrittenByTheOtherClient) {
     RedisServer srv(1024);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
     {
         std::ofstream y(dir.file("conv.yaml"));
-        y << "conversation:\n  end_conversation_probability: 0.0\n"
+        // A micro model (512 bytes a token, entries of at most ~13 MB): requests keep up with the users' think times
+        // on a loaded machine, so turns reach their prefill before the user moves on and are handed over sized.
+        y << "model_configs:\n  micro: {name: \"Micro\", num_layers: 4, hidden_dim: 256, num_heads: 8, kv_heads: 1, "
+             "dtype: \"float16\"}\n"
+             "conversation:\n  end_conversation_probability: 0.0\n"
              "prefix_cache:\n  system_prompt_hit_probability: 1.0\n";
     }
     SimRun r = simulate(dir, "--config " + dir.file("conv.yaml") +
-                                 " --model tiny-1b --num-gpus 4 --tensor-parallel 4 --num-users 4 --duration 10 "
-                                 "--gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
-                                 "--seed 3 --progress-interval 0 --num-clients 2 --remote-handoff-probability 1 "
-                                 "--remote-tier " +
-                                 srv.url() + " --remote-capacity-gb 0.8");
+                                 " --model micro --num-users 4 --duration 10 --gpu-mem-gb 0 --cpu-mem-gb 0 "
+                                 "--generation-mode none --seed 3 --progress-interval 0 --num-clients 2 "
+                                 "--remote-handoff-probability 0.5 --remote-tier " +
+                                 srv.url() + " --remote-capacity-gb 0.4");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const std::vector<nlohmann::json> clients = rank_files(dir, 2);
     std::vector<nlohmann::json> remotes, handoffs;
@@ -580,4 +587,87 @@ TEST(RemoteTier, ConversationHandoffReadsEarlierTurnsWrittenByTheOtherClient) {
     EXPECT_LE(sum_of(remotes, "foreign_turn_hits"), sum_of(remotes, "foreign_hits"));  // the rest: system prompts
     EXPECT_LE(sum_of(remotes, "foreign_turn_hit_bytes"), sum_of(remotes, "foreign_hit_bytes"));
     EXPECT_EQ(srv.dbsize(), 0);  // the entries and the lists nobody emptied are gone
+}
+
+namespace {
+
+/// A client of a run whose only tier is the remote one on `srv` (run id `run`), as one --num-clients client sees it.
+kvio::serving::SimConfig remote_only_client(const RedisServer& srv, const std::string& run, int client) {
+    kvio::serving::SimConfig c;
+    c.seed = 3;
+    c.num_users = 1;
+    c.gpu_mem_gb = 0;
+    c.cpu_mem_gb = 0;
+    c.remote_tier = srv.url();
+    c.remote_capacity_gb = 0.2;
+    c.remote_run_id = run;
+    c.client_count = 2;
+    c.client_index = client;
+    return c;
+}
+
+/// The remote tier's section (RemoteTier::stats_json) of a cache's kvio_json().
+nlohmann::ordered_json remote_stats(const kvio::serving::MultiTierCache& cache) {
+    const nlohmann::ordered_json j = cache.kvio_json();
+    for (const auto& t : j["tiers"])
+        if (t["tier"] == "remote") return t["remote"];
+    return nullptr;
+}
+
+}  // namespace
+
+// The race behind a handoff run's failed GETEX ("chunk 0 holds 3612672 bytes, expected 3649536": 882 tokens written,
+// 891 read), made deterministic: a request reads the earlier turns of its conversation from a copy taken while an
+// earlier turn's request was still queued (its drawn size), and that turn's prefill, on another worker, writes it
+// with the system prompt's 9 tokens off. Between the server's answer to that write and the write's commit the
+// client's tiers do not hold the turn; `writer` (same run, same client) holds the server's side of that moment. A
+// read of the turn at its drawn size from the server fails on the chunk's size; an own turn is read from the
+// client's own tiers only (TurnRead::Local), a turn handed over sized from the server at the size written.
+TEST(RemoteTier, AnOwnTurnBeingWrittenIsNotReadFromTheServerAtItsDrawnSize) {
+    using namespace kvio::serving;
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    const SimConfig cfg = remote_only_client(srv, "run-race", 1);
+    // 4096 bytes a token, as the failed run's tiny-1b over 4 GPUs: a turn is one chunk.
+    MultiTierCache writer(cfg, 4096, nullptr), reader(cfg, 4096, nullptr), old_reader(cfg, 4096, nullptr);
+    ConversationManager convs(1000, "hconv_c0_");
+    const std::string conv = convs.start_conversation("user_0003");
+    const Turn t1 = *convs.add_turn(conv, 891);  // drawn; its request waits in the queue
+    const Turn t2 = *convs.add_turn(conv, 500);
+    const std::vector<Turn> seen = convs.previous_turns(conv, t2.cache_key);  // turn 2's request reads turn 1
+    ASSERT_EQ(seen.size(), 1u);
+    convs.set_turn_tokens(conv, t1.cache_key, 891 - system_prompt(1).tokens);  // turn 1's prefill, 9 tokens off
+    ASSERT_TRUE(writer.allocate(t1.cache_key, 882).ok);                        // on the server now
+
+    // Before: the copy's drawn size was asked of the server.
+    const uint64_t drawn = reader.entry_bytes(seen[0].context_tokens), written = reader.entry_bytes(882);
+    ASSERT_NE(drawn, written);
+    EXPECT_FALSE(old_reader.access(t1.cache_key, CachePhase::Decode, CacheType::MultiTurn, drawn).ok);
+    const nlohmann::ordered_json old_stats = old_reader.kvio_json();
+    EXPECT_NE(old_stats.value("first_error", "")
+                  .find("holds " + std::to_string(written) + " bytes, expected " + std::to_string(drawn)),
+              std::string::npos)
+        << old_stats.dump().substr(0, 600);
+    EXPECT_EQ(srv.calls("getex"), 1);
+    EXPECT_EQ(remote_stats(old_reader)["commands"]["getex"].get<long long>(), 1);  // counted as the server did
+
+    // Now: the turn is this client's own, read from its own tiers only: a miss, no GETEX, no error.
+    EXPECT_EQ(turn_read(seen[0]), TurnRead::Local);
+    const AccessResult own = reader.access(t1.cache_key, CachePhase::Decode, CacheType::MultiTurn, 0);
+    EXPECT_FALSE(own.hit);
+    EXPECT_EQ(srv.calls("getex"), 1);
+    // Handed to the other client after its prefill: sized, read from the server at the size written.
+    const std::optional<HandedConversation> h = parse_handoff_message(handoff_message(conv, convs.turns(conv)));
+    ASSERT_TRUE(h);
+    ASSERT_EQ(turn_read(h->turns[0]), TurnRead::Shared);
+    EXPECT_EQ(turn_read(h->turns[1]), TurnRead::Skip);  // turn 2: its prefill has not run
+    const AccessResult other = reader.access(h->turns[0].cache_key, CachePhase::Decode, CacheType::MultiTurn,
+                                             reader.entry_bytes(h->turns[0].context_tokens));
+    EXPECT_TRUE(other.ok);
+    EXPECT_EQ(other.bytes, written);
+    EXPECT_EQ(srv.calls("getex"), 2);
+    const nlohmann::ordered_json st = reader.kvio_json();
+    EXPECT_EQ(st.value("first_error", ""), "");
+    EXPECT_EQ(remote_stats(reader)["errors"].get<long long>(), 0);
+    EXPECT_EQ(remote_stats(reader)["foreign_turn_hits"].get<long long>(), 1);
 }

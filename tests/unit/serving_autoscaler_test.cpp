@@ -68,3 +68,24 @@ TEST(Autoscaler, CapacityModeSearchesThePeakAndStopsAfterTwoTicksWithoutOne) {
     Autoscaler big("capacity", 480, 0.8, default_yaml_settings());
     EXPECT_EQ(big.decide(false, 0, 1).users, 500);
 }
+
+// The one rule for the workers (the run's and the remote tier's planned connections): min(users, 500), and the users a
+// run may reach: the autoscaler's ceiling (clamped to 500) when it scales and that is higher.
+TEST(Autoscaler, WorkersFollowMinUsers500AndTheRunsUserCeiling) {
+    EXPECT_EQ(worker_threads(1), 1u);
+    EXPECT_EQ(worker_threads(0), 1u);
+    EXPECT_EQ(worker_threads(499), 499u);
+    EXPECT_EQ(worker_threads(500), 500u);
+    EXPECT_EQ(worker_threads(5000), 500u);
+    SimConfig c;
+    c.num_users = 20;
+    c.yaml.autoscaler_max_users = 900;
+    EXPECT_EQ(run_user_ceiling(c), 20);  // no autoscaling: --num-users
+    c.enable_autoscaling = true;
+    EXPECT_EQ(run_user_ceiling(c), 500);  // the autoscaler applies at most 500
+    c.yaml.autoscaler_max_users = 60;
+    EXPECT_EQ(run_user_ceiling(c), 60);
+    c.num_users = 80;
+    EXPECT_EQ(run_user_ceiling(c), 80);  // started above the ceiling
+    EXPECT_EQ(worker_threads(run_user_ceiling(c)), 80u);
+}

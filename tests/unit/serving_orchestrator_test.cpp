@@ -104,6 +104,28 @@ TEST(Conversation, AdoptTakesBackAConversationThisClientHandedOff) {
     EXPECT_EQ(m.size(), 1u);
 }
 
+// Which tiers a turn is read from (docs/simulate.md, "Remote tier"): the server only for a turn another client handed
+// over sized; a turn added here stays this client's own when its conversation comes back, also before its prefill.
+TEST(Conversation, OnlyTurnsHandedOverSizedAreReadFromTheServer) {
+    EXPECT_EQ(turn_read({1, "k", 10, false, false}), TurnRead::Local);
+    EXPECT_EQ(turn_read({1, "k", 10, true, false}), TurnRead::Local);
+    EXPECT_EQ(turn_read({1, "k", 10, false, true}), TurnRead::Skip);
+    EXPECT_EQ(turn_read({1, "k", 10, true, true}), TurnRead::Shared);
+    ConversationManager m;
+    const std::string a = m.start_conversation("u");
+    m.add_turn(a, 891);  // its request still queued here when the conversation is handed off
+    m.end_conversation(a);
+    std::vector<Turn> back = m.turns(a);
+    for (Turn& t : back) t.handed_over = true;  // the other client got it unsized and sends it back so
+    back.push_back({2, a + "_turn_2", 200, true, true});
+    ASSERT_TRUE(m.adopt(a, back));
+    EXPECT_EQ(turn_read(m.turns(a)[0]), TurnRead::Local);  // still this client's: not asked of the server
+    m.set_turn_tokens(a, a + "_turn_1", 882);              // its prefill, the system prompt's 9 tokens off
+    EXPECT_EQ(turn_read(m.turns(a)[0]), TurnRead::Local);
+    EXPECT_EQ(m.turns(a)[0].context_tokens, 882);
+    EXPECT_EQ(turn_read(m.turns(a)[1]), TurnRead::Shared);
+}
+
 TEST(Prefix, ThreePromptsWithTheBenchmarksWordCountsAndStableKeys) {
     EXPECT_EQ(system_prompt(0).tokens, 5);
     EXPECT_EQ(system_prompt(1).tokens, 9);

@@ -48,6 +48,14 @@ double saturation_level(const std::vector<StorageSample>& history, size_t window
     return std::min(latency_factor * plateau_factor, 1.0);
 }
 
+size_t worker_threads(int64_t users) { return size_t(std::clamp<int64_t>(users, 1, kAppliedUserCap)); }
+
+int64_t run_user_ceiling(const SimConfig& c) {
+    if (!c.enable_autoscaling) return c.num_users;
+    return std::max<int64_t>(c.num_users,
+                             Autoscaler(c.autoscaler_mode, c.num_users, c.target_saturation, c.yaml).max_users());
+}
+
 Autoscaler::Autoscaler(const std::string& mode, int64_t initial_users, double target_saturation, const YamlSettings& y)
     : mode_(mode),
       users_(initial_users),

@@ -35,6 +35,13 @@ struct ScaleDecision {
     int64_t users = 0;   ///< the user count after the decision
 };
 
+/// Worker threads that serve `users` users: min(users, 500), at least 1 (docs/mlperf-benchmark.md, "Users and the
+/// request stream"; a scale step applies it to the new user count).
+size_t worker_threads(int64_t users);
+/// Users a run may reach: --num-users, or with --enable-autoscaling the autoscaler's ceiling (Autoscaler::max_users)
+/// when that is higher. The user table is drawn to it; worker_threads() of it is the most workers the run starts.
+int64_t run_user_ceiling(const SimConfig& c);
+
 /// WorkloadAutoscaler: mode "qos" (latency-driven: saturation above 1.1 × target for
 /// consecutive_samples_required ticks → users × scale_down_factor and a 3-tick cooldown; below 0.9 × target →
 /// users × scale_up_factor; int() truncation, so ≤ 4 users never grow at ×1.2) or "capacity" (first tick: peak =

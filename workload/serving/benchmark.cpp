@@ -163,11 +163,11 @@ public:
         // run without autoscaling draws exactly what it drew before.
         const size_t initial = size_t(std::min<int64_t>(c.num_users, int64_t(users_.size())));
         for (size_t i = 0; i < initial; ++i) user_seeds_.push_back(derive.getrandbits(32));
-        num_workers_ = size_t(std::min<int64_t>(c.num_users, 500));
+        num_workers_ = worker_threads(c.num_users);
         for (size_t i = 0; i < num_workers_; ++i) worker_seeds_.push_back(derive.getrandbits(32));
         rag_seed_ = derive.getrandbits(32);
         for (size_t i = initial; i < users_.size(); ++i) user_seeds_.push_back(derive.getrandbits(32));
-        for (size_t i = num_workers_; i < std::min<size_t>(users_.size(), 500); ++i)
+        for (size_t i = num_workers_; i < worker_threads(int64_t(users_.size())); ++i)
             worker_seeds_.push_back(derive.getrandbits(32));
         active_users_ = max_active_users_ = initial;
         active_workers_ = num_workers_;
@@ -496,8 +496,9 @@ bool Simulation::autoscale_tick(double t_s, std::ostream* progress) {
     return false;
 }
 
-// One cache read of `bytes` bytes: its latency added to `latency`, a successful hit counted in rec.reads/bytes_read,
-// a hit whose read failed in rec.failed_ops.
+// One cache read of an entry of `bytes` bytes (0: its size is not known here, MultiTierCache::access): its latency
+// added to `latency`, a successful hit counted in rec.reads/bytes_read (the bytes read), a hit whose read failed in
+// rec.failed_ops.
 AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes,
                                       RequestRecord& rec, double& latency) {
     AccessResult a = cache_.access(key, phase, type, bytes);
@@ -505,7 +506,7 @@ AccessResult Simulation::read_counted(const std::string& key, CachePhase phase, 
     if (a.cut) rec.cut = true;
     if (a.hit && a.ok) {
         ++rec.reads;
-        rec.bytes_read += bytes;
+        rec.bytes_read += a.bytes;
     } else if (a.hit) {
         ++rec.failed_ops;
     }
@@ -577,12 +578,16 @@ bool Simulation::read_previous_turns(RequestState& s) {
     if (c_.decode_only || req.conversation_id.empty() || req.turn_number <= 1) return true;
     for (const Turn& t : conversations_.previous_turns(req.conversation_id, req.cache_key)) {
         if (cut_by_stop(s.rec)) return false;
-        if (t.handed_over && !t.sized) {  // handed over before its prefill: what the other client writes is unknown
+        const TurnRead how = turn_read(t);
+        if (how == TurnRead::Skip) {  // handed over before its prefill: what the other client writes is unknown
             ++unsized_turn_reads_skipped_;
             continue;
         }
-        AccessResult a = read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn,
-                                      cache_.entry_bytes(t.context_tokens), s.rec, s.rec.storage_s);
+        // This client's own turn is read from its own tiers only: its prefill, maybe running on another worker
+        // right now, may write it with fewer tokens than this copy says (docs/simulate.md, "Remote tier").
+        const uint64_t bytes = how == TurnRead::Shared ? cache_.entry_bytes(t.context_tokens) : 0;
+        AccessResult a =
+            read_counted(t.cache_key, CachePhase::Decode, CacheType::MultiTurn, bytes, s.rec, s.rec.storage_s);
         if (a.cut) continue;  // a read the stop cut is neither a hit nor a miss (the cache counts it apart)
         ++(a.hit ? s.rec.multi_turn_hits : s.rec.multi_turn_misses);
         metrics_.count_multi_turn(a.hit);  // top-level multi_turn_cache_*: every read, as cache_stats counts them
@@ -958,11 +963,7 @@ SimResult run_simulation(const SimConfig& config, std::ostream* console, std::os
     PyRandom rng{int64_t(seed_used)};
     // With --enable-autoscaling the table continues to the autoscaler's ceiling (the same draws a larger
     // --num-users would give); the first --num-users are the run's users, the rest are added by scale steps.
-    const int64_t pool =
-        c.enable_autoscaling
-            ? std::max<int64_t>(c.num_users,
-                                Autoscaler(c.autoscaler_mode, c.num_users, c.target_saturation, c.yaml).max_users())
-            : c.num_users;
+    const int64_t pool = run_user_ceiling(c);
     std::vector<UserProfile> pool_users = generate_users(rng, pool, c.yaml);
     std::vector<UserProfile> users(pool_users.begin(), pool_users.begin() + long(c.num_users));
     check_output_writable("--output", c.output.empty() ? default_results_name() : c.output);

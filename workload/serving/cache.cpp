@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "workload/serving/autoscaler.h"
 #include "workload/serving/tiers/gpu_tier.h"
 #include "workload/serving/tiers/io_trace_log.h"
 #include "workload/serving/tiers/kv_data.h"
@@ -231,10 +232,8 @@ namespace {
 /// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs), each doubled under
 /// write-back (every connection has a writer with its own).
 size_t planned_remote_connections(const SimConfig& c) {
-    const int64_t users =
-        c.enable_autoscaling ? std::max<int64_t>(c.yaml.autoscaler_max_users, c.num_users) : c.num_users;
     const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-    size_t n = size_t(std::clamp<int64_t>(users, 1, 500));
+    size_t n = worker_threads(run_user_ceiling(c));  // the most workers the run starts
     if (c.precondition) n += c.precondition_threads > 0 ? size_t(c.precondition_threads) : cpus;
     if (c.decode_only) n += cpus;
     return c.remote_write_mode == "back" ? 2 * n : n;
@@ -616,6 +615,7 @@ AccessResult MultiTierCache::access(const std::string& key, CachePhase phase, Ca
         return res;
     }
     const int t = int(res.tier);
+    res.bytes = g.bytes;
     if (phase == CachePhase::Decode) st.decode_reads += 1;
     st.read_operations += 1;
     st.total_read_bytes += g.bytes;

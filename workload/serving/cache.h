@@ -64,6 +64,7 @@ struct AccessResult {
     Tier tier = Tier::Storage;
     double latency_s = 0;  ///< timing.total of the read; 0 on a miss
     bool cut = false;      ///< stopped by cut_ops() (then hit and ok are false, no hit or miss counted)
+    uint64_t bytes = 0;    ///< bytes read when ok: the entry's size in the tier that held it
 };
 
 class MultiTierCache {
@@ -84,7 +85,8 @@ public:
     AllocResult allocate(const std::string& key, int64_t tokens, CachePhase phase = CachePhase::Prefill);
     /// access_cache(key, phase, cache_type): a full-entry read if present (no promotion), else a miss. With the
     /// remote tier, a shared entry (remote_shared_key) of `bytes` bytes that this client's tiers do not hold is
-    /// looked up on the server: another client may have written it (docs/simulate.md, "Remote tier").
+    /// looked up on the server: another client may have written it (docs/simulate.md, "Remote tier"). `bytes` is the
+    /// size its writer wrote; 0 when the reader does not know it: then only this client's tiers are asked.
     AccessResult access(const std::string& key, CachePhase phase, CacheType type, uint64_t bytes = 0);
     bool contains(const std::string& key) const;
     /// Keys currently cached whose name starts with `prefix` (decode-only picks among "prepop_").

@@ -65,11 +65,12 @@ bool ConversationManager::adopt(const std::string& conv_id, const std::vector<Tu
     std::vector<Turn> merged = turns;
     if (auto it = table_.find(conv_id); it != table_.end()) {
         if (!it->second.ended) return false;
-        // This client handed it off (and ended it): it comes back with the turns added since. A turn sized here is
-        // this client's own: its size is known here even when the message carries it unsized.
+        // This client handed it off (and ended it): it comes back with the turns added since. A turn added here is
+        // this client's own (only its prefill sizes and writes it, maybe still to come), and a turn sized here has
+        // its size known here even when the message carries it unsized.
         for (Turn& t : merged)
             for (const Turn& mine : it->second.turns)
-                if (mine.cache_key == t.cache_key && mine.sized && !t.sized) t = mine;
+                if (mine.cache_key == t.cache_key && (!mine.handed_over || (mine.sized && !t.sized))) t = mine;
         table_.erase(it);
     }
     make_room();
@@ -104,6 +105,11 @@ uint64_t ConversationManager::started() const {
 uint64_t ConversationManager::dropped() const {
     std::lock_guard lk(mu_);
     return dropped_;
+}
+
+TurnRead turn_read(const Turn& t) {
+    if (!t.handed_over) return TurnRead::Local;
+    return t.sized ? TurnRead::Shared : TurnRead::Skip;
 }
 
 std::string handoff_message(const std::string& conv_id, const std::vector<Turn>& turns) {

@@ -23,6 +23,19 @@ struct Turn {
     bool handed_over = false;  ///< came with a conversation another client handed to this one
 };
 
+/// How a request reads an earlier turn of its conversation (docs/simulate.md, "Remote tier", "Which tiers a turn is
+/// read from").
+enum class TurnRead {
+    Skip,    ///< handed over before its prefill: the size the other client writes is not known here, so it is not read
+    Local,   ///< this client's own turn: only this client writes it, so only this client's tiers are asked. Its size
+             ///< may still change (the prefill takes the system prompt's tokens off the drawn size), and the server
+             ///< could hold nothing of it but this client's own write in flight
+    Shared,  ///< handed over sized: its size is the one its writer wrote; the server is asked when this client's tiers
+             ///< do not hold it (another client wrote it)
+};
+/// turn_read(t): Skip for a turn handed over unsized, Shared for one handed over sized, Local otherwise.
+TurnRead turn_read(const Turn& t);
+
 /// Thread-safe table of conversations. Ids are "conv_<user_id>_<n>" with n a per-user counter from 1 (the
 /// benchmark appends int(time.time()*1000), which makes keys differ run to run; the counter keeps
 /// same-seed runs comparable). Ended conversations stay in the table as in the benchmark; when it holds

@@ -458,6 +458,9 @@ private:
                 verb);
         } catch (const Error&) {
             errors_ += 1;
+            // An error reply or a chunk of another size comes after every chunk's command was answered: the server
+            // counted them, so they are counted here too (an I/O error leaves the number unknown).
+            if (!c.broken()) (verb == "GET" ? gets_ : getexs_) += redis::chunk_count(bytes, chunk_);
             throw;
         }
         get_s_ += now_s() - t0;
