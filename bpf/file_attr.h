@@ -25,7 +25,12 @@ struct kvio_file_dir {
 struct kvio_file_stats {
     struct kvio_file_dir dir[2];
 };
-enum kvio_file_source { KVIO_FILE_SRC_PAGE = 1, KVIO_FILE_SRC_SYSCALL = 2, KVIO_FILE_SRC_URING = 3 };
+enum kvio_file_source {
+    KVIO_FILE_SRC_PAGE = 1,
+    KVIO_FILE_SRC_SYSCALL = 2,
+    KVIO_FILE_SRC_URING = 3,
+    KVIO_FILE_SRC_DIO = 4, /* iomap direct I/O: the file of the bio's iocb (file_attr.bpf.h) */
+};
 /* First sight of a file in file_stats: userspace resolves its path now, before the file may be deleted. */
 struct kvio_file_event {
     __u8 type; /* KVIO_EV_FILE */
