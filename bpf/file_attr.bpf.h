@@ -285,9 +285,7 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
     __u32 s = kvio_log2_slot(bytes);
     if (s >= KVIO_FILE_HIST_SLOTS)
         s = KVIO_FILE_HIST_SLOTS - 1;
-    __sync_fetch_and_add(&d->cmds, 1);
     __sync_fetch_and_add(&d->bytes, bytes);
-    __sync_fetch_and_add(&d->size_sum, bytes);
     __sync_fetch_and_add(&d->size[s], 1);
     if (!timed)
         return;
