@@ -97,6 +97,9 @@ TEST(TraceFiles, BufferedWritebackAndReadaheadPerFile) {
         " of=/dev/null bs=1M status=none && dd if=" + b + " of=/dev/null bs=128k status=none";
     const json s = trace_files(m, dir, script);
     auto rows = rows_by_path(s);
+    // a failure names how commands were attributed and whether completions were lost (no file for those)
+    const std::string why =
+        s["files_attribution"].dump() + " lost_completes " + s.value("lost_completes", json()).dump();
     ASSERT_TRUE(rows.count(a)) << s["files"].dump();
     ASSERT_TRUE(rows.count(b)) << s["files"].dump();
     ASSERT_TRUE(rows.count(c)) << "the deleted file lost its path: " << s["files"].dump();
@@ -111,7 +114,7 @@ TEST(TraceFiles, BufferedWritebackAndReadaheadPerFile) {
         SCOPED_TRACE(w.path);
         const json& wr = rows[w.path]["write"];
         const json& rd = rows[w.path]["read"];
-        EXPECT_EQ(wr["bytes"], w.size);
+        EXPECT_EQ(wr["bytes"], w.size) << why;
         EXPECT_EQ(wr["app_bytes"], w.size);
         EXPECT_GT(wr["cmds"].get<uint64_t>(), 0u);
         EXPECT_EQ(wr["size"]["count"], wr["cmds"]);
