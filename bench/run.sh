@@ -8,6 +8,11 @@
 #             and io_uring: untraced and every way users run `kvio trace` (histograms; -- fio; -c fio; -p PID;
 #             --events JSONL and binary) and bpftrace (bench/bpftrace/kvio_equiv.bt), interleaved over rounds
 #             (the order rotates each round); IOPS paired per round, BPF ns per command from bpf_stats
+#   files     what `kvio trace --files` adds per device command, per BPF program (bench/files_cost.sh): ext4 over a
+#             loop device over a file in /dev/shm, fio 4 KiB randread and randwrite QD 32 O_DIRECT on one file, libaio
+#             and io_uring, under `kvio trace --stats -d LOOP` plain, with --files and with --files from the
+#             submitting context (KVIO_TRACE_FILES_FROM_SUBMITTER=1), rotating per round; summary in
+#             $BUILD/bench/files_cost.json (bench/files_cost.jq)
 #   gen       `kvio gen` vs fio, same block size (the transfer cap), queue depth and engine, same device:
 #             posix (fio psync) QD 1 and io_uring (fio io_uring, fixedbufs) QD 8
 #   validate  `kvio validate` on validate's synthetic stream: 10 M commands / 100 k objects, plus two
@@ -49,7 +54,7 @@ KVIO=$(realpath "${KVIO:-$BUILD/kvio}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${KVIO_BENCH_ROUNDS:-7}
 SECS=${KVIO_BENCH_SECS:-4}
-STAGES=${KVIO_BENCH_STAGES:-overhead gen drives validate distill simulate clients verify remote fidelity audit}
+STAGES=${KVIO_BENCH_STAGES:-overhead files gen drives validate distill simulate clients verify remote fidelity audit}
 NCMDS=${KVIO_BENCH_CMDS:-10000000}
 NOBJ=${KVIO_BENCH_OBJECTS:-100000}
 ENGINES=${KVIO_BENCH_ENGINES:-libaio io_uring}
@@ -298,6 +303,15 @@ if has_stage overhead; then
         done
     done
     sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; STATS_WAS=""
+fi
+
+# ---------------------------------------------------------------- files: --files' cost per program
+if has_stage files; then
+    echo "== files: fio 4 KiB randread/randwrite QD 32 O_DIRECT on ext4 over a loop device, ${SECS} s x $ROUNDS rounds, engines: $ENGINES"
+    bash "$HERE/files_cost.sh" "$KVIO" "$RAW" "$ROUNDS" "$SECS" "$ENGINES"
+    jq -s -f "$HERE/files_cost.jq" "$RAW" > "$OUT/files_cost.json"
+    jq -r '.[] | "  \(.engine) \(.rw) (load \(.load1.min)-\(.load1.max)): " +
+        ([.modes[] | "\(.mode) \(.ns_per_cmd | floor) ns/cmd (+\(if .added_vs_plain == null then "?" else (.added_vs_plain | floor) end))"] | join(", "))' "$OUT/files_cost.json"
 fi
 
 # ---------------------------------------------------------------- gen vs fio

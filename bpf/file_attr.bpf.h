@@ -1,5 +1,10 @@
 /* file_attr.bpf.h — --files: which file each device command moves, with no help from the traced process
- * (docs/trace.md "Per-file attribution"). Three sources, tried in this order:
+ * (docs/trace.md "Per-file attribution"). Four sources, tried in this order:
+ *   dio      direct I/O through iomap (ext4, xfs, btrfs: docs/trace.md "Per-file attribution"): the request's
+ *            first bio (or the bio it was split from) ends in iomap_dio_bio_end_io, and its bi_private is the
+ *            struct iomap_dio whose iocb names the file; read at completion, while the dio still holds the bio.
+ *            Nothing runs at submission: userspace sets files_dio_end_io from /proc/kallsyms, and with it the
+ *            syscall and uring sources below are not attached (KVIO_TRACE_FILES_FROM_SUBMITTER=1 forces them);
  *   page     the request's first page is in a regular file's page cache on the same disk (buffered writeback,
  *            readahead, fsync): rq->bio->bi_io_vec[0].bv_page->mapping->host, read at completion, when the bios are
  *            still on the request (block_rq_complete runs at the start of blk_update_request);
@@ -20,6 +25,13 @@
 #include "bpf/owner.bpf.h"
 
 const volatile bool track_files = false; /* --files */
+/* --files: the addresses of iomap_dio_bio_end_io and bio_chain_endio (/proc/kallsyms), 0: no dio source (the
+ * syscall and uring sources instead) */
+const volatile __u64 files_dio_end_io = 0;
+const volatile __u64 files_chain_end_io = 0;
+
+/* The submitting context's file is wanted (syscall and uring sources): --files without the dio source. */
+static __always_inline bool files_from_submitter(void) { return track_files && !files_dio_end_io; }
 
 /* PAGE_MAPPING_ANON and PAGE_MAPPING_MOVABLE (include/linux/page-flags.h): page->mapping of an anonymous or movable
  * page is not a struct address_space * and has one of these low bits set. */
@@ -49,8 +61,8 @@ struct {
     __type(value, struct kvio_file_stats);
 } file_stats SEC(".maps");
 /* [0] commands with no file (metadata, journal, flushes' data-less bios, unknown), [1] files file_stats had no room
- * for, [2..4] commands attributed by the page, syscall and uring sources. */
-enum { FILES_NONE, FILES_FULL, FILES_BY_PAGE, FILES_BY_SYSCALL, FILES_BY_URING, FILES_COUNTERS };
+ * for, [2..5] commands attributed by the page, syscall, uring and dio sources. */
+enum { FILES_NONE, FILES_FULL, FILES_BY_PAGE, FILES_BY_SYSCALL, FILES_BY_URING, FILES_BY_DIO, FILES_COUNTERS };
 KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
 
 static const struct kvio_file_stats zero_file_stats;
@@ -176,17 +188,50 @@ static __always_inline int files_on_getrq(struct bio *bio, bool typed)
     return 0;
 }
 
-/* The file a completing request moved (*src: enum kvio_file_source), from its first bio: its page, else what
- * block_getrq kept for it (the slot is released). False: none known. */
+/* The file of an iomap direct-I/O bio: bio->bi_end_io is iomap_dio_bio_end_io and bi_private its struct iomap_dio,
+ * whose iocb (struct kiocb) names the file; a bio split off one (bio_chain_endio) is looked at through the bio it
+ * was split from, its bi_private (a split of a split chains to the same remainder: one level). False: not such a
+ * bio. The function pointer and bi_private are numbers to the verifier even in tp_btf: probe reads from there on,
+ * 6 for a file (2 more for a split). */
+static __always_inline bool file_of_dio_bio(struct bio *bio, bool typed, struct kvio_file_key *fk)
+{
+    if (!files_dio_end_io)
+        return false;
+    __u64 end_io = (__u64)KREAD(typed, bio, bi_end_io);
+    __u64 priv = (__u64)KREAD(typed, bio, bi_private);
+    if (end_io == files_chain_end_io && files_chain_end_io && priv) {
+        struct bio *parent = (struct bio *)priv;
+        end_io = (__u64)BPF_CORE_READ(parent, bi_end_io);
+        priv = (__u64)BPF_CORE_READ(parent, bi_private);
+    }
+    if (end_io != files_dio_end_io || !priv)
+        return false;
+    struct inode *inode = BPF_CORE_READ((struct iomap_dio *)priv, iocb, ki_filp, f_inode);
+    if (!inode)
+        return false;
+    fk->ino = BPF_CORE_READ(inode, i_ino);
+    fk->fs_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+    fk->gen = BPF_CORE_READ(inode, i_generation);
+    return fk->ino != 0;
+}
+
+/* The file a completing request moved (*src: enum kvio_file_source), from its first bio: its iomap direct I/O,
+ * else its page, else what block_getrq kept for it (the slot is released). False: none known. */
 static __always_inline bool files_of_rq(struct request *rq, __u32 dev, bool typed, struct kvio_file_key *fk, __u8 *src)
 {
     struct bio *bio = KREAD(typed, rq, bio);
     if (!bio)
         return false;
+    if (file_of_dio_bio(bio, typed, fk)) {
+        *src = KVIO_FILE_SRC_DIO;
+        return true;
+    }
     if (file_of_bio_page(bio, dev, fk)) {
         *src = KVIO_FILE_SRC_PAGE;
         return true;
     }
+    if (!files_from_submitter())
+        return false;
     __u64 key = typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio;
     __u32 idx = 0;
     __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
@@ -229,6 +274,7 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
     }
     files_count(src == KVIO_FILE_SRC_PAGE      ? FILES_BY_PAGE
                 : src == KVIO_FILE_SRC_SYSCALL ? FILES_BY_SYSCALL
+                : src == KVIO_FILE_SRC_DIO     ? FILES_BY_DIO
                                                : FILES_BY_URING);
     if (op != KVIO_OP_READ && op != KVIO_OP_WRITE)
         return;
@@ -239,9 +285,7 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
     __u32 s = kvio_log2_slot(bytes);
     if (s >= KVIO_FILE_HIST_SLOTS)
         s = KVIO_FILE_HIST_SLOTS - 1;
-    __sync_fetch_and_add(&d->cmds, 1);
     __sync_fetch_and_add(&d->bytes, bytes);
-    __sync_fetch_and_add(&d->size_sum, bytes);
     __sync_fetch_and_add(&d->size[s], 1);
     if (!timed)
         return;

@@ -14,18 +14,25 @@ struct kvio_file_key {
     __u32 fs_dev; /* i_sb->s_dev */
     __u32 gen;    /* i_generation */
 };
-/* One direction (0 read, 1 write) of one file. */
+/* One direction (0 read, 1 write) of one file. Every word is added to atomically by the completing CPU, so each
+ * costs a command its cache line: the command count is the size histogram's total and the size histogram's sum is
+ * `bytes` (userspace derives both). */
 struct kvio_file_dir {
-    __u64 cmds, bytes;                /* device read/write commands that carried this file's data, and their bytes */
+    __u64 bytes;                      /* bytes of the device read/write commands that carried this file's data */
+    __u64 d2c_sum;                    /* ns: the exact sum of the d2c histogram */
     __u64 app_calls, app_bytes;       /* read/write-family syscalls on the file and the bytes they returned */
-    __u64 d2c_sum, size_sum;          /* ns, bytes: exact sums of the histograms below */
     __u64 d2c[KVIO_FILE_HIST_SLOTS];  /* ns, log2 slots (kvio_log2_slot) */
-    __u64 size[KVIO_FILE_HIST_SLOTS]; /* bytes per command, log2 slots */
+    __u64 size[KVIO_FILE_HIST_SLOTS]; /* bytes per command, log2 slots: its total is the command count */
 };
 struct kvio_file_stats {
     struct kvio_file_dir dir[2];
 };
-enum kvio_file_source { KVIO_FILE_SRC_PAGE = 1, KVIO_FILE_SRC_SYSCALL = 2, KVIO_FILE_SRC_URING = 3 };
+enum kvio_file_source {
+    KVIO_FILE_SRC_PAGE = 1,
+    KVIO_FILE_SRC_SYSCALL = 2,
+    KVIO_FILE_SRC_URING = 3,
+    KVIO_FILE_SRC_DIO = 4, /* iomap direct I/O: the file of the bio's iocb (file_attr.bpf.h) */
+};
 /* First sight of a file in file_stats: userspace resolves its path now, before the file may be deleted. */
 struct kvio_file_event {
     __u8 type; /* KVIO_EV_FILE */

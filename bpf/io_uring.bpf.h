@@ -31,7 +31,7 @@ static __always_inline void remember_user_data(__u64 req, __u64 ud)
 /* io_uring_enter returned: the submissions it ran are over. */
 static __always_inline void end_user_data(void)
 {
-    if (track_files)
+    if (files_from_submitter())
         files_uring_end();
     if (task_storage) {
         struct thread_io *t = current_thread_io(false);
@@ -46,7 +46,7 @@ static __always_inline void end_user_data(void)
 SEC("tp/io_uring/io_uring_submit_req")
 int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
 {
-    if (track_files)
+    if (files_from_submitter())
         files_uring_submit((struct io_kiocb *)ctx->req);
     remember_user_data((__u64)ctx->req, ctx->user_data);
     return 0;
@@ -56,7 +56,7 @@ int io_uring_submit_req(struct trace_event_raw_io_uring_submit_req *ctx)
 SEC("tp/io_uring/io_uring_submit_sqe")
 int io_uring_submit_sqe(struct trace_event_raw_io_uring_submit_sqe___kvio *ctx)
 {
-    if (track_files)
+    if (files_from_submitter())
         files_uring_submit((struct io_kiocb *)ctx->req);
     remember_user_data((__u64)ctx->req, ctx->user_data);
     return 0;
@@ -70,7 +70,7 @@ static __always_inline __u64 kiocb_user_data(struct io_kiocb *req) { return req-
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
 {
-    if (track_files)
+    if (files_from_submitter())
         files_uring_submit(req);
     remember_user_data((__u64)req, kiocb_user_data(req));
     return 0;
@@ -79,7 +79,7 @@ int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
 SEC("tp_btf/io_uring_submit_sqe")
 int BPF_PROG(io_uring_submit_sqe_btf, struct io_kiocb *req)
 {
-    if (track_files)
+    if (files_from_submitter())
         files_uring_submit(req);
     remember_user_data((__u64)req, kiocb_user_data(req));
     return 0;

@@ -170,12 +170,13 @@ void add_file(Row& r, const FileEntry& f) {
     for (int i = 0; i < 2; ++i) {
         const auto& s = f.stats.dir[i];
         auto& d = r.dir[i];
-        d.cmds += s.cmds;
+        // the kernel keeps no command count or size sum apart (bpf/file_attr.h): the size histogram's total, bytes
+        for (uint64_t n : s.size) d.cmds += n;
         d.bytes += s.bytes;
         d.app_calls += s.app_calls;
         d.app_bytes += s.app_bytes;
         d.d2c.add_slots(reinterpret_cast<const uint64_t*>(s.d2c), KVIO_FILE_HIST_SLOTS, s.d2c_sum);
-        d.size.add_slots(reinterpret_cast<const uint64_t*>(s.size), KVIO_FILE_HIST_SLOTS, s.size_sum);
+        d.size.add_slots(reinterpret_cast<const uint64_t*>(s.size), KVIO_FILE_HIST_SLOTS, s.bytes);
     }
 }
 
@@ -274,9 +275,10 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
         }
     }
     if (!counts.is_null())
-        os << "commands by source: page cache " << counts.value("by_page", 0) << ", syscall "
-           << counts.value("by_syscall", 0) << ", io_uring " << counts.value("by_uring", 0) << "; no file "
-           << counts.value("no_file", 0) << "; files without room " << counts.value("map_full", 0) << "\n";
+        os << "commands by source: page cache " << counts.value("by_page", 0) << ", direct I/O (iomap) "
+           << counts.value("by_dio", 0) << ", syscall " << counts.value("by_syscall", 0) << ", io_uring "
+           << counts.value("by_uring", 0) << "; no file " << counts.value("no_file", 0) << "; files without room "
+           << counts.value("map_full", 0) << "\n";
 }
 
 }  // namespace kvio::trace

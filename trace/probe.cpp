@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "common/error.h"
 
@@ -106,6 +108,23 @@ bool kernel_finished_counts() {
            btf_has_member("rqf_flags", BTF_KIND_ENUM, "__RQF_FLUSH_SEQ") &&
            btf_has_member("bpf_array", BTF_KIND_STRUCT, "pptrs") &&
            libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_map_lookup_percpu_elem, nullptr) == 1;
+}
+
+unsigned long long kernel_function_address(const std::string& name) {
+    std::ifstream in("/proc/kallsyms");
+    std::string line;
+    while (std::getline(in, line)) {
+        // "ffffffff81791150 T iomap_dio_bio_end_io" (a module's symbols add "\t[module]")
+        std::istringstream ls(line);
+        std::string addr, type, sym;
+        if (!(ls >> addr >> type >> sym) || sym != name || (type != "t" && type != "T")) continue;
+        return std::stoull(addr, nullptr, 16);
+    }
+    return 0;
+}
+
+bool btf_struct_has_field(const std::string& type, const std::string& field) {
+    return btf_has_member(type.c_str(), BTF_KIND_STRUCT, field.c_str());
 }
 
 bool task_storage_everywhere() {

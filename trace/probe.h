@@ -34,4 +34,11 @@ bool task_storage_everywhere();
 /// CPU's per-CPU offset (a per-CPU array's `pptrs`, the helper bpf_map_lookup_percpu_elem).
 bool kernel_finished_counts();
 
+/// The address of kernel function `name` in /proc/kallsyms (text symbols only: type t or T); 0 when absent or
+/// hidden (kallsyms shows 0 to readers without CAP_SYSLOG).
+unsigned long long kernel_function_address(const std::string& name);
+
+/// True when vmlinux BTF has struct `type` with a member `field` (also inside its anonymous structs and unions).
+bool btf_struct_has_field(const std::string& type, const std::string& field);
+
 }  // namespace kvio::trace

@@ -54,15 +54,15 @@ constexpr TracedSyscall kSyscalls[] = {
     {SYS_io_pgetevents, KVIO_SYS_IO_GETEVENTS, {"io_pgetevents"}, Enter::Args3},
 };
 
-/// io_uring_enter is traced for events and --files only: its exit ends the SQE user_data they carry and the SQE's
-/// file (bpf/file_attr.bpf.h). libaio's calls only when asked: two traced calls per I/O would double the default
-/// mode's kernel cost per command for libaio programs (docs/performance.md); io_submit with --syscalls or --files
-/// (the file its direct I/O goes to), io_getevents with --syscalls only (it names no file: --files alone does not
-/// need it, and it ran ~2 times per command of a QD-32 fio job).
+/// io_uring_enter is traced for events and --files from the submitter only: its exit ends the SQE user_data they
+/// carry and the SQE's file (bpf/file_attr.bpf.h). libaio's calls only when asked: two traced calls per I/O would
+/// double the default mode's kernel cost per command for libaio programs (docs/performance.md); io_submit with
+/// --syscalls or --files from the submitter (the file its direct I/O goes to), io_getevents with --syscalls only (it
+/// names no file: --files alone does not need it, and it ran ~2 times per command of a QD-32 fio job).
 bool traced(const TracedSyscall& sc, const kvio_trace_bpf* s) {
-    if (sc.kind == KVIO_SYS_IO_SUBMIT) return s->rodata->emit_syscalls || s->rodata->track_files;
+    if (sc.kind == KVIO_SYS_IO_SUBMIT) return s->rodata->emit_syscalls || files_from_submitter(s);
     if (sc.kind == KVIO_SYS_IO_GETEVENTS) return s->rodata->emit_syscalls;
-    return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data || s->rodata->track_files;
+    return sc.kind != KVIO_SYS_IO_URING_ENTER || s->rodata->need_user_data || files_from_submitter(s);
 }
 
 /// The name under which tracefs has both events of `sc` (events/syscalls/sys_{enter,exit}_NAME), or nullptr.
@@ -82,6 +82,8 @@ bool env_forces_raw() {
 bool raw_pair_btf() { return has_btf_tracepoint("sys_enter") && has_btf_tracepoint("sys_exit"); }
 
 }  // namespace
+
+bool files_from_submitter(const kvio_trace_bpf* s) { return s->rodata->track_files && !s->rodata->files_dio_end_io; }
 
 const char* syscall_hooks_name(SyscallHooks h) {
     switch (h) {
@@ -103,7 +105,7 @@ SyscallPrograms::SyscallPrograms(kvio_trace_bpf* s, bool enabled) : s_(s), enabl
                          s->progs.sys_exit_traced, s->progs.sys_exit_uring_enter};
     for (bpf_program* p : tp) {
         bpf_program__set_autoload(p, per_syscall_ && (p != s->progs.sys_exit_uring_enter || s->rodata->need_user_data ||
-                                                      s->rodata->track_files));
+                                                      files_from_submitter(s)));
         bpf_program__set_autoattach(p, false);
     }
     const bool btf = raw_pair_btf();

@@ -18,6 +18,11 @@ enum class SyscallHooks {
     None,         ///< "none": --block-only, no syscall program (the machine's syscalls keep the kernel's fast path)
 };
 
+/// --files takes direct I/O's file from the submitting context (the io_submit and read/write-family syscalls', the
+/// io_uring SQE's, kept per bio at block_getrq) rather than from the bio's iomap dio at completion: rodata track_files
+/// without files_dio_end_io (bpf/file_attr.bpf.h). Set from the skeleton's rodata before load.
+bool files_from_submitter(const kvio_trace_bpf* s);
+
 /// "per_syscall", "raw_syscalls" or "none".
 const char* syscall_hooks_name(SyscallHooks h);
 

@@ -112,6 +112,18 @@ std::vector<uint32_t> resolve_devices(const std::vector<std::string>& names) {
     return out;
 }
 
+/// --files: direct I/O's file from the bio's iomap dio at completion where this kernel has iomap_dio_bio_end_io
+/// (/proc/kallsyms) and struct iomap_dio names its kiocb (BTF), else from the submitting context
+/// (bpf/file_attr.bpf.h). KVIO_TRACE_FILES_FROM_SUBMITTER=1 takes the submitting context anyway: what kernels
+/// without iomap run, to compare costs and to test that both give the same table.
+void choose_files_source(kvio_trace_bpf* s) {
+    auto* ro = s->rodata;
+    const char* force = std::getenv("KVIO_TRACE_FILES_FROM_SUBMITTER");
+    if ((force && *force && std::string(force) != "0") || !btf_struct_has_field("iomap_dio", "iocb")) return;
+    ro->files_dio_end_io = kernel_function_address("iomap_dio_bio_end_io");
+    ro->files_chain_end_io = ro->files_dio_end_io ? kernel_function_address("bio_chain_endio") : 0;
+}
+
 /// Program pairs attached as tp_btf where BTF describes the tracepoint, else raw_tp.
 void choose_block_programs(kvio_trace_bpf* s) {
     bool btf = has_btf_tracepoint("block_rq_issue") && has_btf_tracepoint("block_rq_complete") &&
@@ -119,9 +131,9 @@ void choose_block_programs(kvio_trace_bpf* s) {
     // block_getrq only records who submitted a bio: needed for events and task filters, not histograms
     bool owners = s->rodata->need_owner;
     bpf_program__set_autoload(s->progs.block_getrq_btf, btf && owners);
-    // --files: the file of direct I/O, taken in the submitting thread (bpf/file_attr.bpf.h)
-    bpf_program__set_autoload(s->progs.block_getrq_files_btf, btf && s->rodata->track_files);
-    bpf_program__set_autoload(s->progs.block_getrq_files_raw, !btf && s->rodata->track_files);
+    // --files without the dio source: the file of direct I/O, taken in the submitting thread (bpf/file_attr.bpf.h)
+    bpf_program__set_autoload(s->progs.block_getrq_files_btf, btf && files_from_submitter(s));
+    bpf_program__set_autoload(s->progs.block_getrq_files_raw, !btf && files_from_submitter(s));
     bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
@@ -352,7 +364,7 @@ void choose_optional_programs(kvio_trace_bpf* s, bool& nvme_present) {
     // They give each request its SQE user_data and passthrough owner: only events and filters use them.
     // With NVMe present they also give passthrough commands their submitter (task filters).
     bool owners = s->rodata->need_owner;
-    bool wanted = s->rodata->need_user_data || (owners && nvme_present) || s->rodata->track_files;
+    bool wanted = s->rodata->need_user_data || (owners && nvme_present) || files_from_submitter(s);
     bool submit_req = wanted && tracepoint_exists("io_uring", "io_uring_submit_req");
     bool submit_sqe = wanted && !submit_req && tracepoint_exists("io_uring", "io_uring_submit_sqe");
     // tp_btf where BTF gives the tracepoint the io_kiocb first (6.0+): no trace record is built for the program.
@@ -572,7 +584,7 @@ void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, n
     summary["files"] = file_table_json(files, FileTableOptions{opts.files_under, opts.files_group_by});
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
-    const char* names[] = {"no_file", "map_full", "by_page", "by_syscall", "by_uring"};
+    const char* names[] = {"no_file", "map_full", "by_page", "by_syscall", "by_uring", "by_dio"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
@@ -728,6 +740,7 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     ro->need_user_data = ro->emit_events && !opts.block_only;  // its end is io_uring_enter's exit: a syscall program
     ro->emit_syscalls = !opts.events_path.empty() && opts.syscall_events;
     ro->track_files = opts.files;
+    if (opts.files) choose_files_source(s);
     bpf_map__set_max_entries(s->maps.bio_files, opts.files ? ro->bio_slot_mask + 1 : 1);
     if (!opts.files)  // unused: one entry each
         for (bpf_map* m : {s->maps.file_stats, s->maps.uring_files_by_tid}) bpf_map__set_max_entries(m, 1);

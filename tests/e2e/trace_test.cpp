@@ -896,28 +896,40 @@ TEST(Trace, LibaioSubmitAndGeteventsGetSyscallLatency) {
     EXPECT_NE(slurp(dir.file("r.html")).find("libaio io_submit"), std::string::npos);
 }
 
-// --files: libaio's O_DIRECT writes are issued inside io_submit, so each device command takes the file of the call's
-// first iocb: 16 x 64 KiB to one file on ext4 over the traced loop device is 1 MiB of device writes to that file.
-// io_getevents is not traced for --files alone (docs/formats.md).
+// --files: libaio's O_DIRECT writes on ext4 go through iomap, so each device command's bio names its file (the dio
+// source: io_submit is not traced for --files); forced to the submitting context (KVIO_TRACE_FILES_FROM_SUBMITTER=1,
+// what kernels without iomap run) each takes the file of its io_submit's first iocb. Either way 16 x 64 KiB to one
+// file on ext4 over the traced loop device is 1 MiB of device writes to that file. io_getevents is not traced for
+// --files alone (docs/formats.md).
 TEST(Trace, LibaioDirectWritesAreAttributedToTheSubmittedFile) {
-    Ext4Mount m(64 * MiB);
-    TempDir dir;
-    const std::string f = m.mnt + "/aio.bin";
-    auto r = run(kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + dir.file("t.json") +
-                 " -- fio --name=a --filename=" + f +
-                 " --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=1 --size=1M --output=/dev/null");
-    ASSERT_EQ(r.status, 0) << r.err;
-    auto s = json::parse(slurp(dir.file("t.json")));
-    const json* row = nullptr;
-    for (const json& x : s.at("files"))
-        if (x.value("path", "") == f) row = &x;
-    ASSERT_NE(row, nullptr) << s["files"].dump();
-    EXPECT_EQ((*row)["write"]["bytes"], 1 * MiB) << row->dump();
-    EXPECT_GT(s["files_attribution"]["by_syscall"].get<uint64_t>(), 0u);
-    // --files traces io_submit (its iocbs name the file), not io_getevents (it names none; traced with --syscalls):
-    // one traced call per I/O instead of two.
-    EXPECT_EQ(s["process"].value("aio_submit", json::object()).value("count", 0), 16) << s["process"].dump();
-    EXPECT_EQ(s["process"].value("aio_getevents", json::object()).value("count", 0), 0) << s["process"].dump();
+    for (bool submitter : {false, true}) {
+        SCOPED_TRACE(submitter ? "submitter source" : "default source");
+        Ext4Mount m(64 * MiB);
+        TempDir dir;
+        const std::string f = m.mnt + "/aio.bin";
+        auto r = run(std::string(submitter ? "KVIO_TRACE_FILES_FROM_SUBMITTER=1 " : "") + kvio_bin() + " trace -q -d " +
+                     m.loop.name + " --files --json " + dir.file("t.json") + " -- fio --name=a --filename=" + f +
+                     " --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=1 --size=1M --output=/dev/null");
+        ASSERT_EQ(r.status, 0) << r.err;
+        auto s = json::parse(slurp(dir.file("t.json")));
+        const json* row = nullptr;
+        for (const json& x : s.at("files"))
+            if (x.value("path", "") == f) row = &x;
+        ASSERT_NE(row, nullptr) << s["files"].dump();
+        EXPECT_EQ((*row)["write"]["bytes"], 1 * MiB) << row->dump();
+        EXPECT_EQ((*row)["write"]["cmds"], 16) << row->dump();
+        const json& at = s["files_attribution"];
+        // the dio source wherever the kernel has iomap (its completion in kallsyms): then no command from the syscall
+        const bool dio = !submitter && at["by_dio"].get<uint64_t>() > 0;
+        EXPECT_EQ(at["by_syscall"].get<uint64_t>() > 0, !dio) << at.dump();
+        if (!submitter)
+            EXPECT_TRUE(dio || run("grep -qw iomap_dio_bio_end_io /proc/kallsyms").status != 0) << at.dump();
+        // from the submitter --files traces io_submit (its iocbs name the file), not io_getevents (it names none;
+        // traced with --syscalls): one traced call per I/O instead of two; with the dio source neither
+        EXPECT_EQ(s["process"].value("aio_submit", json::object()).value("count", 0), dio ? 0 : 16)
+            << s["process"].dump();
+        EXPECT_EQ(s["process"].value("aio_getevents", json::object()).value("count", 0), 0) << s["process"].dump();
+    }
 }
 
 }  // namespace
