@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "workload/serving/config.h"
+#include "workload/serving/mlperf/closed_rules.h"
 
 namespace kvio::drives {
 
@@ -128,7 +129,7 @@ std::string sim_run_problem(const SimFigures& f) {
         return b + (f.first_error.empty() ? std::string() : " (first: " + f.first_error + ")");
     }
     const double share = f.capacity_refused_bytes / std::max(f.capacity_refused_bytes + f.write_bytes, 1.0);
-    if (f.capacity_refusals > 0 && share > kMaxSimRefusedShare) {
+    if (f.capacity_refusals > 0 && share > serving::kMaxRefusedShare) {
         std::snprintf(b, sizeof b,
                       "%.0f entr%s (%.1f %% of the write bytes) larger than the drive could hold, refused unwritten: "
                       "the drive is too small for this workload",

@@ -46,13 +46,9 @@ struct SimFigures {
 /// (no request completed).
 SimFigures parse_sim_results(const nlohmann::json& j, const std::string& source);
 
-/// Entries refused for room above this share of a run's write bytes make the run no measure of the drive (the same
-/// 1 % as kvio mlperf-check's kvioCapacityRefusals, docs/mlperf-benchmark.md).
-inline constexpr double kMaxSimRefusedShare = 0.01;
-
 /// Why a --simulate run measured no drive, "" when it did: it served no request, did no storage I/O (its entries fit
-/// the tiers above storage), had storage I/O errors, or refused more than kMaxSimRefusedShare of its write bytes for
-/// room (docs/drives.md, "The serving workload").
+/// the tiers above storage), had storage I/O errors, or refused more than serving::kMaxRefusedShare of its write
+/// bytes for room, the share kvio mlperf-check allows (docs/drives.md, "The serving workload").
 std::string sim_run_problem(const SimFigures& f);
 
 }  // namespace kvio::drives
