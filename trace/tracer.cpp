@@ -1067,6 +1067,39 @@ void warn_after_trace(const TraceOptions& opts, const std::vector<uint32_t>& dev
                   << "\n";
 }
 
+/// What take_snapshot reads for this trace (the configured BPF object's rodata, the devices, --stats).
+SnapshotSource snapshot_source(kvio_trace_bpf* skel, const TraceOptions& opts, const std::vector<uint32_t>& slot_devs,
+                               const std::vector<uint32_t>& devs, bool nvme_present, bool stats_on) {
+    const auto* ro = skel->rodata;
+    SnapshotSource s{skel,     slot_devs, devs, ro->lba_bucket_bytes,  kvio_group_by(ro->group_by), nvme_present,
+                     stats_on, "",        0,    double(time(nullptr)), ro->qd_sample_every};
+    s.syscall_scope = syscall_scope(opts);
+    s.breakdown = opts.breakdown;
+    s.d2c_sample_every = ro->rq_sample_every;
+    s.qd_kernel_done = ro->qd_kernel_done;
+    return s;
+}
+
+/// A stop signal `signo` that came while the tracer was being set up: the command was never started.
+[[noreturn]] void throw_stopped_in_setup(int signo) {
+    throw Stopped(signo, "trace: stopped by signal " + std::to_string(signo) + " (" + strsignal(signo) +
+                             ") while the tracer was being set up: the command was not started");
+}
+
+/// "tracing ...; Ctrl-C to stop" on stderr, for a trace without a command.
+void say_tracing(const TraceOptions& opts) {
+    std::cerr << "kvio trace: tracing" << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
+              << "; Ctrl-C to stop\n";
+}
+
+/// The error of a trace whose events file failed: what failed, and what the --json summary still covers.
+std::string events_failure_message(const std::exception_ptr& events_error, const TraceOptions& opts) {
+    return message_of(events_error) + ": no events file was written" +
+           (opts.json_path.empty()
+                ? ""
+                : "; " + opts.json_path + " covers the trace until the failure and records it (events_error)");
+}
+
 }  // namespace
 
 TraceResult run_trace(const TraceOptions& opts) {
@@ -1134,14 +1167,8 @@ TraceResult run_trace(const TraceOptions& opts) {
         ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &sink, nullptr), ring_buffer__free);
     if (!rb) throw Error("cannot create the ring buffer reader");
 
-    SnapshotSource snap_src{
-        skel.get(),           slot_devs, devs, ro->lba_bucket_bytes,  kvio_group_by(ro->group_by), nvme_present,
-        stats_on.has_value(), "",        0,    double(time(nullptr)), ro->qd_sample_every};
+    SnapshotSource snap_src = snapshot_source(skel.get(), opts, slot_devs, devs, nvme_present, stats_on.has_value());
     TraceResult res;
-    snap_src.syscall_scope = syscall_scope(opts);
-    snap_src.breakdown = opts.breakdown;
-    snap_src.d2c_sample_every = ro->rq_sample_every;
-    snap_src.qd_kernel_done = ro->qd_kernel_done;
     // With the events on stdout the human output goes to stderr, so the JSONL stream stays clean.
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
@@ -1152,15 +1179,10 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (child > 0 && stop->stopped()) {  // stopped during set-up: the command never runs, nothing was traced
         kill_unreleased(child);
         guard.reset();
-        throw Stopped(stop->signo(), "trace: stopped by signal " + std::to_string(stop->signo()) + " (" +
-                                         strsignal(stop->signo()) +
-                                         ") while the tracer was being set up: the command was not started");
+        throw_stopped_in_setup(stop->signo());
     }
     if (child > 0) release_command(child, release_fd);
-    if (!opts.quiet && child == 0)
-        std::cerr << "kvio trace: tracing"
-                  << (opts.duration_s > 0 ? " for " + std::to_string(opts.duration_s) + " s" : "")
-                  << "; Ctrl-C to stop\n";
+    if (!opts.quiet && child == 0) say_tracing(opts);
     // A textfile that cannot be written stops the trace; the summary is still written.
     std::exception_ptr live_error =
         trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns}, child, res);
@@ -1200,11 +1222,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
     warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);
     // trace_loop said at once why the trace ended; this says what was and was not written.
-    if (events_error)
-        throw Error(message_of(events_error) + ": no events file was written" +
-                    (opts.json_path.empty() ? ""
-                                            : "; " + opts.json_path +
-                                                  " covers the trace until the failure and records it (events_error)"));
+    if (events_error) throw Error(events_failure_message(events_error, opts));
     if (live_error) std::rethrow_exception(live_error);
     return res;
 }
