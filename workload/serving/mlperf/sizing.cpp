@@ -9,14 +9,11 @@
 #include "workload/serving/arrivals/users.h"
 #include "workload/serving/pyrandom.h"
 #include "workload/serving/tiers/storage_common.h"
+#include "workload/serving/tiers/tiers.h"
 
 namespace kvio::serving {
 
 namespace {
-
-/// The storage file header every entry carries (docs/mlperf-benchmark.md, "Each rank's share of a shared cache
-/// filesystem": the 128-byte header plus the payload, whole blocks).
-constexpr uint64_t kEntryHeaderBytes = 128;
 
 /// The largest context_length among the users of a rank seeded `seed` with `users` users (the run's own draw).
 int64_t largest_context(const SimConfig& c, int64_t seed, int64_t users) {
@@ -45,7 +42,7 @@ std::vector<OptionSizing> closed_sizing(const SimConfig& base, const std::vector
         s.bytes_per_token = bytes_per_token(resolve_model(c));
         for (int r : ranks) {
             const int64_t tokens = largest_context(c, kClosedSeed + r, o.num_users);
-            const uint64_t bytes = kEntryHeaderBytes + uint64_t(tokens) * s.bytes_per_token;
+            const uint64_t bytes = kBufferedNpyHeaderBytes + uint64_t(tokens) * s.bytes_per_token;
             const uint64_t on_disk = (bytes + block - 1) / block * block;
             if (on_disk > s.need_bytes) s.need_bytes = on_disk, s.need_rank = r, s.need_tokens = tokens;
         }

@@ -20,8 +20,6 @@
 namespace kvio::serving {
 namespace {
 
-constexpr size_t kNpyHeader =
-    128;  // numpy 1.24's header for these shapes (docs/mlperf-benchmark.md, "Storage I/O and data generation")
 // Entry bytes per writev: two iovecs per 4 KiB block (its stamp, then the pool's rest of it) within IOV_MAX (1024).
 constexpr size_t kGatherBlocks = 512;
 constexpr size_t kGatherBytes = kGatherBlocks * 4096;
@@ -69,7 +67,8 @@ public:
             target_ = workload::inspect_target(dir_);
         } catch (const Error&) {  // tmpfs and other filesystems without a block device
         }
-        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, "posix", "files", true, kNpyHeader, kGatherBytes);
+        sem_ = open_semantic_log(o, target_ ? &*target_ : nullptr, "posix", "files", true, kBufferedNpyHeaderBytes,
+                                 kGatherBytes);
     }
     ~BufferedDirTier() override {
         if (sem_) sem_->close();
@@ -81,7 +80,7 @@ public:
         return dir_ + fs +
                ": files <key>.npy, 128-byte .npy header, buffered writes + fsync, reads after fadvise DONTNEED";
     }
-    uint64_t footprint(uint64_t bytes) const override { return round_up(kNpyHeader + bytes, block_); }
+    uint64_t footprint(uint64_t bytes) const override { return round_up(kBufferedNpyHeaderBytes + bytes, block_); }
     uint64_t auto_capacity() const override { return dir_auto_capacity(dir_); }
 
     // Write: the data goes from a copy of the noise pool straight to writev, so the kernel's copy into the page
@@ -95,7 +94,7 @@ public:
         rec.store = true;
         rec.key = key;
         rec.payload_bytes = bytes;
-        rec.header_bytes = kNpyHeader;
+        rec.header_bytes = kBufferedNpyHeaderBytes;
         rec.ts_start = workload::monotonic_ns();
         SyscallClock sc;
         double gen = 0, t0 = now_s();
@@ -103,16 +102,18 @@ public:
         if (fd < 0) throw Error(errno_text("cannot create", path));
         OpTiming t;
         try {
-            std::string h = npy_header(bytes, kNpyHeader);
+            std::string h = npy_header(bytes, kBufferedNpyHeaderBytes);
             write_all(fd, reinterpret_cast<const uint8_t*>(h.data()), h.size(), path, sc);
             if (bytes > 0 &&
-                sc([&] { return ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kNpyHeader), off_t(bytes)); }) != 0 &&
+                sc([&] {
+                    return ::fallocate(fd, FALLOC_FL_KEEP_SIZE, off_t(kBufferedNpyHeaderBytes), off_t(bytes));
+                }) != 0 &&
                 errno != EOPNOTSUPP)
                 throw Error(errno_text("fallocate", path));
             thread_local iovec iov[2 * kGatherBlocks];
             thread_local uint8_t stamps[16 * kGatherBlocks];
             for (uint64_t off = 0; off < bytes;) {
-                if (cut_requested()) throw OpCut(kNpyHeader + off);
+                if (cut_requested()) throw OpCut(kBufferedNpyHeaderBytes + off);
                 const size_t want = size_t(std::min<uint64_t>(kGatherBytes, bytes - off));
                 size_t n_iov = 0, n = 0;
                 double g0 = now_s();  // generation (stamping, gathering): not timed
@@ -138,7 +139,7 @@ public:
             t.host = t1 - t0 - gen;
             t.device = t2 - t1;
             rec.ts = workload::monotonic_ns();
-            rec.bytes = kNpyHeader + bytes;
+            rec.bytes = kBufferedNpyHeaderBytes + bytes;
             if (sem_) record(rec, fd, path);
         } catch (const OpCut&) {
             ::close(fd);
@@ -168,16 +169,16 @@ public:
     // KEY at payload byte N (file PATH)".
     void check_read(const std::string& key, const std::string& path, uint64_t pos, const uint8_t* buf, size_t n,
                     OpTiming& t) const {
-        if (pos + n <= kNpyHeader) return;
+        if (pos + n <= kBufferedNpyHeaderBytes) return;
         const double c0 = thread_cpu_s();
-        const uint64_t skip = pos < kNpyHeader ? kNpyHeader - pos : 0;
+        const uint64_t skip = pos < kBufferedNpyHeaderBytes ? kBufferedNpyHeaderBytes - pos : 0;
         const EntryData d(*check_pool_, key_hash(key, check_seed_));
-        const uint64_t bad = d.first_mismatch(pos + skip - kNpyHeader, buf + skip, n - size_t(skip));
+        const uint64_t bad = d.first_mismatch(pos + skip - kBufferedNpyHeaderBytes, buf + skip, n - size_t(skip));
         t.check_cpu += thread_cpu_s() - c0;
         t.checked_bytes += n - size_t(skip);
         if (bad != EntryData::kNoMismatch)
             throw PayloadMismatch("payload mismatch in entry " + key + " at payload byte " + std::to_string(bad) +
-                                  " (file byte " + std::to_string(bad + kNpyHeader) + " of " + path + ")");
+                                  " (file byte " + std::to_string(bad + kBufferedNpyHeaderBytes) + " of " + path + ")");
     }
 
     OpTiming read(const std::string& key, uint64_t bytes) override {
@@ -227,9 +228,9 @@ public:
             }
         }
         sc([&] { return ::close(fd); });
-        if (got != kNpyHeader + bytes)
+        if (got != kBufferedNpyHeaderBytes + bytes)
             throw Error("read " + path + ": " + std::to_string(got) + " bytes, expected " +
-                        std::to_string(kNpyHeader + bytes));
+                        std::to_string(kBufferedNpyHeaderBytes + bytes));
         OpTiming t{now_s() - t0, t1 - t0, t2 - t1};
         t.syscall = sc.s;
         t.check_cpu = checked.check_cpu;

@@ -108,6 +108,10 @@ public:
     virtual uint64_t auto_capacity() const = 0;
 };
 
+/// The .npy header of a buffered directory tier's entry file, bytes: numpy 1.24's header for these shapes
+/// (docs/mlperf-benchmark.md, "Storage I/O and data generation"); an entry takes it plus its data, in whole blocks.
+inline constexpr size_t kBufferedNpyHeaderBytes = 128;
+
 /// The storage tier for `o` (docs/mlperf-benchmark.md, "Storage I/O and data generation"):
 /// - directory, buffered (the benchmark's device pattern): `<dir>/<key>.npy` = a 128-byte .npy v1.0 header +
 ///   the data, fallocate(KEEP_SIZE), buffered writes of kChunkBytes (the same device pattern as one big
