@@ -164,6 +164,15 @@ bool any_rank_file_marked(const std::string& dir) {
     return false;
 }
 
+/// The value `count` holds most often with its count (the first in map order on a tie); {V{}, 0} when empty.
+template <class V>
+std::pair<V, int> most_common(const std::map<V, int>& count) {
+    std::pair<V, int> best{V{}, 0};
+    for (const auto& [v, n] : count)
+        if (n > best.second) best = {v, n};
+    return best;
+}
+
 /// The trial length the marked rank files record (kvio.config.flags.duration, s, each file's in `durations`): the
 /// value most of them record. When they disagree that is a problem naming every file off that value (rule
 /// kvcacheFixedWorkloadPerOption): one run has one trial length, so a file with another comes from another run or
@@ -171,10 +180,7 @@ bool any_rank_file_marked(const std::string& dir) {
 int64_t agreed_trial_length(const std::string& dir, const std::map<std::string, int64_t>& durations, CheckReport& rep) {
     std::map<int64_t, int> count;
     for (const auto& [path, d] : durations) ++count[d];
-    int64_t best = 0;
-    int most = 0;
-    for (const auto& [d, n] : count)
-        if (n > most) best = d, most = n;
+    const auto [best, most] = most_common(count);
     if (count.size() <= 1) return best;
     std::string off;
     for (const auto& [path, d] : durations)
@@ -493,9 +499,7 @@ void check_run_ids(const RunShape& s, CheckReport& rep) {
         std::map<std::string, int> count;
         for (const auto& [path, id] : s.rank_run_ids)
             if (id.is_string()) ++count[id.get<std::string>()];
-        int best = 0;
-        for (const auto& [id, n] : count)
-            if (n > best) run = id, best = n;
+        run = most_common(count).first;
         source = "the other rank files'";
     }
     if (run.empty()) return;  // no file records one: a run of an older kvio
