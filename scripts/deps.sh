@@ -12,6 +12,7 @@
 # libhiredis-dev: simulate's --remote-tier client (redis/); redis-server + redis-tools: the servers and redis-cli
 # its tests start (docs/simulate.md, "Remote tier").
 # libfuse3-dev + fuse3: the tests' fault-injecting filesystem (tests/faultfs, build/faultfs) and its fusermount3.
+# iproute2 (ss), psmisc (fuser), bc: the drives tests wait for their fio servers' ports, free them and time stops.
 set -euo pipefail
 pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev liburing-dev
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev rapidjson-dev libsimdjson-dev libgtest-dev g++ make pkg-config
@@ -20,7 +21,8 @@ pkgs=(clang llvm libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libzst
       qemu-system-x86 busybox-static
       chromium libxlsxwriter-dev python3-openpyxl
       prometheus curl eatmydata libfuse3-dev fuse3
-      libhiredis-dev redis-server redis-tools)
+      libhiredis-dev redis-server redis-tools
+      iproute2 psmisc bc)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
