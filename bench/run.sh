@@ -34,8 +34,9 @@
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
 #             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
-#             0`, IOPS paired per round, the order rotating; on a RAM-backed and a disk-backed loop device
-#             (KVIO_BENCH_DRIVES_DEVICES "ram disk"; KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS)
+#             0`, IOPS paired per round, the order rotating; on a RAM-backed, a disk-backed and a throttled loop
+#             device (KVIO_BENCH_DRIVES_DEVICES "ram disk throttled"; KVIO_BENCH_DRIVES_ROUNDS, default
+#             KVIO_BENCH_ROUNDS; KVIO_BENCH_DRIVES_THROTTLE_IOPS 20000)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -90,10 +91,12 @@ cleanup() {
     [ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
     [ -n "$LOOP" ] && losetup -d "$LOOP"
     [ -n "${DISK_LOOP:-}" ] && losetup -d "$DISK_LOOP"
+    [ -n "${THR_LOOP:-}" ] && losetup -d "$THR_LOOP"
     # every mount under $WORK, deepest first (a stage that failed half-way left its own): rm -rf could not remove it
     awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount "$m"; done
     [ -n "${AUDIT_LOOP:-}" ] && losetup -d "$AUDIT_LOOP"
     [ -f "$WORK/redis/pid" ] && kill "$(cat "$WORK/redis/pid")" 2>/dev/null
+    [ -n "${THR_CG:-}" ] && rmdir "$THR_CG"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -358,22 +361,32 @@ fi
 #   trace_before  the same with --qd-sample 16 (what kvio drives ran before): per program, before against after
 #   bpftrace  fio JOB under bench/bpftrace/drives_equiv.bt DEVT (the same figures as a bpftrace user writes them: issue
 #           time per command keyed by sector, D2C and size histograms), its programs' run time from bpf_stats
-#           (kernel.bpf_stats_enabled=1 for the stage) over its @cmds: the peer of `trace`, paired per round
+#           (kernel.bpf_stats_enabled=1 for its runs only) over its @cmds: the peer of `trace`, paired per round
 #   drives  kvio drives --job JOB --drive bench=LOOP --rounds 1 --probe-seconds 0 (the loop device holds only zeros,
 #           so it is not refused): fio's own IOPS from drives.json
-# Devices (KVIO_BENCH_DRIVES_DEVICES, default "ram disk"): ram = the overhead stage's loop device over a private tmpfs
+# Devices (KVIO_BENCH_DRIVES_DEVICES, default "ram disk throttled"): ram = the overhead stage's loop device over a
+# private tmpfs
 # (CPU-bound: any CPU the tracer takes is throughput lost); disk = a loop device with direct I/O over a written file
-# in $WORK on the root filesystem (device-bound: fio waits on the disk, the CPUs have time to spare). Per run: the
+# in $WORK on the root filesystem (on this VM's virtio disk still CPU-heavy: the host's emulation and the loop
+# worker take the CPUs fio would use); throttled = a loop device over a small private tmpfs whose reads the blkio
+# controller (cgroup v1) holds at KVIO_BENCH_DRIVES_THROTTLE_IOPS (20000) for every run of its rounds: a drive slower
+# than the CPUs, where the tracer's CPU is spare CPU, as for most real drives a host compares. Per run: the
 # CPU the whole machine spent (/proc/stat busy time over the run, every process's, other jobs' too) per command, and
 # fio's own CPU per command (its user + system time as its JSON reports it: not other jobs').
 DV_ROUNDS=${KVIO_BENCH_DRIVES_ROUNDS:-$ROUNDS}
-read -r -a DV_DEVICES <<< "${KVIO_BENCH_DRIVES_DEVICES:-ram disk}"
+read -r -a DV_DEVICES <<< "${KVIO_BENCH_DRIVES_DEVICES:-ram disk throttled}"
 DV_MODES=(plain bwlog trace trace_before bpftrace drives)
 DISK_LOOP=""
+THR_LOOP="" THR_CG=""
+THR_IOPS=${KVIO_BENCH_DRIVES_THROTTLE_IOPS:-20000}
+# dv_device NAME: the loop device of a drives-stage device name
+dv_device() { case $1 in disk) echo "$DISK_LOOP" ;; throttled) echo "$THR_LOOP" ;; *) echo "$LOOP" ;; esac; }
 cpu_busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 # drives_run MODE DEVICE_PATH ROUND: prints {"iops": N, "busy_s": CPU seconds busy, ...} of one run
 drives_run() {
     local m=$1 dev=$2 out=$WORK/dv-$1-r$3 t0 t1="" iops extra='{}' busy=null
+    # the throttled device's runs (fio, kvio drives and the tracers) in its blkio cgroup: this subshell and its children
+    [ "$dev" = "$THR_LOOP" ] && echo "$BASHPID" > "$THR_CG/cgroup.procs"
     rm -rf "$out" "$out".*
     t0=$(cpu_busy_ticks)
     case $m in
@@ -404,6 +417,7 @@ drives_run() {
         local bo=$out.bt before a b n dmm
         dmm=$(cat "/sys/block/${dev#/dev/}/dev")
         before=$(bpftool -j prog show | jq -c '[.[].id]')
+        sysctl -qw kernel.bpf_stats_enabled=1   # off again below: bpftrace's run alone pays for it
         bpftrace -B line "$HERE/bpftrace/drives_equiv.bt" $(( ${dmm%:*} << 20 | ${dmm#*:} )) > "$bo" 2> "$out.log" &
         BTPID=$!
         wait_for "$bo" '^Attaching' 180 || { stop_bpftrace; echo "bench: bpftrace did not attach: $(cat "$out.log")" >&2; return 1; }
@@ -413,6 +427,7 @@ drives_run() {
         fio "$WORK/drives-${dev##*/}.fio" --output-format=json --output="$out.json" >/dev/null
         t1=$(cpu_busy_ticks)
         b=$(bt_progs "$before")
+        sysctl -qw kernel.bpf_stats_enabled=0
         stop_bpftrace
         n=$(awk '/^@cmds:/ {print $2}' "$bo"); n=${n:-0}
         iops=$(jq '.jobs[0].read.iops' "$out.json")
@@ -448,11 +463,21 @@ if has_stage drives; then
             DISK_LOOP=$(losetup -f --show --direct-io=on "$WORK/dvdisk/disk.img")
             [ "$(cat /sys/block/${DISK_LOOP#/dev/}/loop/dio)" = 1 ] || echo "bench: warning: $DISK_LOOP runs without direct I/O" >&2
             dd if=/dev/zero of="$DISK_LOOP" bs=1M count=1100 oflag=direct status=none ;;   # every block written once
-        *) die "KVIO_BENCH_DRIVES_DEVICES: unknown device $d (ram, disk)" ;;
+        throttled)
+            [ -d /sys/fs/cgroup/blkio ] || die "KVIO_BENCH_DRIVES_DEVICES: throttled needs the cgroup v1 blkio controller"
+            mkdir -p "$WORK/dvthr"
+            mount -t tmpfs -o size=300m kvio-bench-thr "$WORK/dvthr"
+            truncate -s 256M "$WORK/dvthr/disk.img"
+            THR_LOOP=$(losetup -f --show --direct-io=on "$WORK/dvthr/disk.img")
+            dd if=/dev/zero of="$THR_LOOP" bs=1M count=256 oflag=direct status=none
+            THR_CG=/sys/fs/cgroup/blkio/kvio-bench-$$
+            mkdir "$THR_CG"
+            echo "$(cat "/sys/block/${THR_LOOP#/dev/}/dev") $THR_IOPS" > "$THR_CG/blkio.throttle.read_iops_device" ;;
+        *) die "KVIO_BENCH_DRIVES_DEVICES: unknown device $d (ram, disk, throttled)" ;;
         esac
     done
     for d in "${DV_DEVICES[@]}"; do
-        dev=$LOOP; [ "$d" = disk ] && dev=$DISK_LOOP
+        dev=$(dv_device "$d")
         printf '[global]\nfilename=%s\ndirect=1\nioengine=libaio\niodepth=32\nbs=4k\nrw=randread\nnorandommap\nrandrepeat=0\ntime_based\nruntime=%s\n[randread]\n' \
             "$dev" "$SECS" > "$WORK/drives-${dev##*/}.fio"
         # the job text kvio drives writes, from a run of its own (also a warm-up): the bandwidth log moved into $WORK
@@ -462,11 +487,14 @@ if has_stage drives; then
         rm -rf "$WORK/dv-warm" "$WORK/dv-warm.log"
     done
     echo "== drives: fio 4 KiB randread QD 32 (libaio, ${SECS} s) plainly / with kvio drives' bandwidth log / under its tracer (now, before) / under bpftrace / inside kvio drives"
+    # kernel.bpf_stats_enabled only around bpftrace's runs (drives_run): with it on, every BPF program run pays two
+    # clock reads more, so kvio drives' runs would carry a cost kvio drives does not have (it never enables stats);
+    # kvio's `trace` runs enable their own with --stats, as the figures they report need
     STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
-    sysctl -qw kernel.bpf_stats_enabled=1   # for bpftrace's programs; kvio enables its own with --stats
+    sysctl -qw kernel.bpf_stats_enabled=0
     for ((r = 1; r <= DV_ROUNDS; r++)); do
         for d in "${DV_DEVICES[@]}"; do
-            dev=$LOOP; [ "$d" = disk ] && dev=$DISK_LOOP
+            dev=$(dv_device "$d")
             load0=$(cut -d' ' -f1 /proc/loadavg)
             res='{}'
             for ((k = 0; k < ${#DV_MODES[@]}; k++)); do
@@ -494,6 +522,7 @@ if has_stage drives; then
     done
     sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; STATS_WAS=""
     if [ -n "$DISK_LOOP" ]; then losetup -d "$DISK_LOOP"; DISK_LOOP=""; rm -rf "$WORK/dvdisk"; fi
+    if [ -n "$THR_LOOP" ]; then losetup -d "$THR_LOOP"; THR_LOOP=""; umount "$WORK/dvthr"; rmdir "$THR_CG"; THR_CG=""; fi
 fi
 
 if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=""; umount "$MNT"; fi

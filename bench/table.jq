@@ -54,7 +54,7 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "" else empty end),
 (if (.drives // {}) != {} then "kvio drives around fio (4 KiB randread QD 32); cost % paired with plain fio by round (min / median / max)" else empty end),
 ((.drives // {}) | to_entries[] |
-  "  \(.key | pad(5)) \(.value.rounds) rounds, load \(.value.load1 | mmm(1)): fio \(.value.plain_iops | mmm(0)) IOPS, inside kvio drives \(.value.drives_iops | mmm(0))",
+  "  \(.key | pad(9)) \(.value.rounds) rounds, load \(.value.load1 | mmm(1)): fio \(.value.plain_iops | mmm(0)) IOPS, inside kvio drives \(.value.drives_iops | mmm(0))",
   "        cost: bandwidth log \(.value.bwlog_cost_pct | mmm(2)) %, tracer \(.value.trace_cost_pct | mmm(2)) % (\(.value.trace_ns_per_cmd | mmm(0)) BPF ns/cmd), kvio drives \(.value.cost_pct | mmm(2)) %",
   "        tracer before (--qd-sample 16): \(.value.trace_before_cost_pct | mmm(2)) %, \(.value.trace_before_ns_per_cmd | mmm(0)) BPF ns/cmd; --d2c-sample 16 saves \(.value.saving_ns | mmm(0)) ns/cmd",
   "        bpftrace drives_equiv.bt: \(.value.bpftrace_cost_pct | mmm(2)) %, \(.value.bpftrace_ns_per_cmd | mmm(0)) BPF ns/cmd; kvio / bpftrace ns per command \(.value.ns_vs_bpftrace | mmm(3))",
