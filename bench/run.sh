@@ -30,7 +30,8 @@
 #             connections, pipeline depth; SETs of new keys as kvio's are), paired per round (KVIO_BENCH_REMOTE_ROUNDS
 #             3, KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 1000): kvio's bytes over the wall time with a
 #             request in flight (its results' remote in_flight_s) against redis-benchmark's bytes/s at kvio's mix;
-#             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too
+#             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too; and kvio's own
+#             commands, recorded under strace, replayed through hiredis (bench/redis_replay.c): exact_ratio
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
 #             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
