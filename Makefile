@@ -224,7 +224,7 @@ soak:
 # Benchmarks against fio and bpftrace (bench/run.sh; figures in docs/performance.md). Installs missing
 # packages, builds, runs as root; about 20 minutes (the overhead stage: 8 modes x 2 engines x 7 rounds). Not part of `make test`.
 bench:
-	bash scripts/deps.sh bpftrace jq time python3-numpy python3-yaml
+	bash scripts/deps.sh bpftrace jq time python3-numpy python3-yaml strace
 	$(MAKE) $(BUILD)/kvio
 	BUILD=$(BUILD) bash bench/run.sh
 

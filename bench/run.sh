@@ -30,7 +30,8 @@
 #             connections, pipeline depth; SETs of new keys as kvio's are), paired per round (KVIO_BENCH_REMOTE_ROUNDS
 #             3, KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 1000): kvio's bytes over the wall time with a
 #             request in flight (its results' remote in_flight_s) against redis-benchmark's bytes/s at kvio's mix;
-#             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too
+#             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too; and kvio's own
+#             commands, recorded under strace, replayed through hiredis (bench/redis_replay.c): exact_ratio
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
 #             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
@@ -781,6 +782,11 @@ fi
 # at least one SET or GET in flight on any of its connections: the tier's busy time, whatever the simulation's pacing
 # offered). Kept beside it: the ratio over kvio's elapsed time (elapsed_ratio), the per-connection ratio over busy_s
 # (conn_ratio), the in-flight share of the run and the mean number of requests in flight.
+# The exact peer: kvio runs under strace (write, writev and sendto only, seccomp-filtered: its SET, GET and DEL
+# commands with key, value size, connection and time; bench/redis_ops.py), and bench/redis_replay.c sends the same
+# commands on as many connections through plain hiredis, each no earlier than kvio did (`asis`; a GET after the SET it
+# read): exact_ratio = kvio's bytes/s in flight / the replay's. Per run the server's CPU, minor faults and jemalloc's
+# purged dirty pages (MEMORY MALLOC-STATS) are kept for kvio, the mixing redis-benchmark and the replay.
 RM_SECS=${KVIO_BENCH_REMOTE_SECS:-10}
 RM_ROUNDS=${KVIO_BENCH_REMOTE_ROUNDS:-3}
 RM_REQS=${KVIO_BENCH_REMOTE_REQS:-1000}
@@ -788,17 +794,23 @@ RM_PORT=""
 RM_SIM=(--model tiny-1b --num-users 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --remote-capacity-gb 1.5)
 RM_PID=""
 RM_TCK=$(getconf CLK_TCK)
-srv_stat() { awk '{print $10, $14 + $15}' "/proc/$RM_PID/stat"; }  # the server's minor faults and utime + stime ticks
-srv_cost() {  # srv_cost "FAULTS0 TICKS0" "FAULTS1 TICKS1": prints "CPU_S FAULTS" between two srv_stat
-    awk -v a="$1" -v b="$2" -v t="$RM_TCK" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.3f %d\n", (y[2] - x[2]) / t, y[1] - x[1]}'
+# the server's minor faults, utime + stime ticks and jemalloc's purged dirty pages (its arenas' "dirty:" decay row)
+srv_stat() {
+    echo "$(awk '{print $10, $14 + $15}' "/proc/$RM_PID/stat") $(redis-cli -p "$RM_PORT" memory malloc-stats | awk '$1 == "dirty:" {print $NF; exit}')"
 }
-remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS GETS SRV_CPU_S SRV_FAULTS" of one run
+srv_cost() {  # srv_cost "FAULTS0 TICKS0 PURGED0" "FAULTS1 TICKS1 PURGED1": prints "CPU_S FAULTS PURGED" between two srv_stat
+    awk -v a="$1" -v b="$2" -v t="$RM_TCK" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.3f %d %d\n", (y[2] - x[2]) / t, y[1] - x[1], y[3] - x[3]}'
+}
+remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS GETS SRV_CPU_S SRV_FAULTS SRV_PURGED" of one run; its commands in $WORK/remote.ops
     local out=$WORK/remote.json s0 s1 k
     s0=$(srv_stat)
-    "$KVIO" simulate "${RM_SIM[@]}" --duration "$RM_SECS" --remote-tier "redis://127.0.0.1:$RM_PORT" --quiet \
+    strace -f -qq --seccomp-bpf -ttt -s 400 -e trace=writev,write,sendto -o "$WORK/remote.strace" \
+        "$KVIO" simulate "${RM_SIM[@]}" --duration "$RM_SECS" --remote-tier "redis://127.0.0.1:$RM_PORT" --quiet \
         --progress-interval 0 --output "$out" > "$WORK/remote.out" 2>&1 \
         || { echo "bench: simulate --remote-tier failed:" >&2; tail -5 "$WORK/remote.out" >&2; return 1; }
     s1=$(srv_stat)
+    python3 "$HERE/redis_ops.py" "$WORK/remote.strace" > "$WORK/remote.ops" || return 1
+    rm -f "$WORK/remote.strace"
     k=$(jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
            if $t.errors > 0 then error("remote tier errors: \($t.errors)") else
            "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set) \($t.commands.get + $t.commands.getex)" end' "$out") \
@@ -818,7 +830,16 @@ remote_bench() {  # remote_bench CHUNK CONNS SETS: prints "SET_RPS GET_RPS", eac
     done
     awk -F'"' '$2 == "SET" && $4 + 0 > s + 0 {s = $4} $2 == "GET" && $4 + 0 > g + 0 {g = $4} END {if (s == "" || g == "") exit 1; print s, g}' "$WORK/rb.csv"
 }
-remote_mix() {  # remote_mix CHUNK CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV_FAULTS" of kvio's mix made by redis-benchmark
+remote_replay() {  # prints "BYTES IN_FLIGHT_S SRV_CPU_S SRV_FAULTS SRV_PURGED" of kvio's commands ($WORK/remote.ops) replayed
+    local s0 s1 r
+    s0=$(srv_stat)
+    r=$("$WORK/redis_replay" 127.0.0.1 "$RM_PORT" "$WORK/remote.ops" asis 2> "$WORK/replay.err") \
+        || { echo "bench: redis_replay failed:" >&2; tail -3 "$WORK/replay.err" >&2; return 1; }
+    s1=$(srv_stat)
+    redis-cli -p "$RM_PORT" flushall > /dev/null
+    echo "$(jq -r '"\(.set_bytes + .get_bytes) \(.in_flight_s)"' <<< "$r") $(srv_cost "$s0" "$s1")"
+}
+remote_mix() {  # remote_mix CHUNK CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV_FAULTS SRV_PURGED" of kvio's mix made by redis-benchmark
     # 64 keys of CHUNK bytes for the GETs (redis-benchmark's key names for -r 64), then two redis-benchmark at once, -P 1:
     # SETS SETs of new keys and GETS GETs over the 64 keys, half of kvio's connections each (one each for kvio's two).
     local s0 s1 t0 t1 p1 p2 i
@@ -835,7 +856,8 @@ remote_mix() {  # remote_mix CHUNK CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV
     echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') $(srv_cost "$s0" "$s1")"
 }
 if has_stage remote; then
-    for t in redis-server redis-cli redis-benchmark; do command -v "$t" >/dev/null || die "$t is missing (apt install redis-server redis-tools)"; done
+    for t in redis-server redis-cli redis-benchmark strace python3; do command -v "$t" >/dev/null || die "$t is missing (apt install redis-server redis-tools strace python3)"; done
+    ${CC:-cc} -O2 -o "$WORK/redis_replay" "$HERE/redis_replay.c" -lhiredis -lpthread || die "cannot compile bench/redis_replay.c (CC=${CC:-cc}; libhiredis-dev)"
     echo "== remote: kvio simulate --remote-tier (${RM_SIM[*]} --duration $RM_SECS) vs redis-benchmark, same server, chunk size, connections"
     mkdir -p "$WORK/redis"
     RM_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -846,15 +868,17 @@ if has_stage remote; then
     for ((r = 1; r <= RM_ROUNDS; r++)); do
         load0=$(cut -d' ' -f1 /proc/loadavg)
         if ((r % 2)); then
-            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets gets _ <<< "$k" && b=$(remote_bench "$chunk" "$conns" "$sets") \
-                && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") || break
+            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets gets _ <<< "$k" && x=$(remote_replay) \
+                && b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") || break
         else  # redis-benchmark first: kvio's chunk size, connections and command counts of the round before
-            b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") && k=$(remote_kvio) || break
+            b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") && k=$(remote_kvio) \
+                && x=$(remote_replay) || break
         fi
-        record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" --arg m "$m" \
+        record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" --arg m "$m" --arg x "$x" \
             --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets, $gets, $kcpu, $kflt] |
-             ($b | split(" ") | map(tonumber)) as [$set, $get] | ($m | split(" ") | map(tonumber)) as [$mwall, $mcpu, $mflt] |
+            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets, $gets, $kcpu, $kflt, $kpur] |
+             ($b | split(" ") | map(tonumber)) as [$set, $get] | ($m | split(" ") | map(tonumber)) as [$mwall, $mcpu, $mflt, $mpur] |
+             ($x | split(" ") | map(tonumber)) as [$xbytes, $xinfl, $xcpu, $xflt, $xpur] |
              ($w / ($set * $chunk) + $rd / ($get * $chunk)) as $rb_s |
              ($w / ($set * $chunk / $conns) + $rd / ($get * $chunk / $conns)) as $rb_conn_s |
              (($sets + $gets) * $chunk) as $mbytes |
@@ -868,9 +892,13 @@ if has_stage remote; then
               mix_wall_s: $mwall, mix_mbps: ($mbytes / $mwall / 1e6),
               kvio_srv_cpu_ms_per_mb: ($kcpu * 1e3 / (($w + $rd) / 1e6)), kvio_srv_faults_per_mb: ($kflt / (($w + $rd) / 1e6)),
               mix_srv_cpu_ms_per_mb: ($mcpu * 1e3 / ($mbytes / 1e6)), mix_srv_faults_per_mb: ($mflt / ($mbytes / 1e6)),
+              kvio_srv_purged_per_mb: ($kpur / (($w + $rd) / 1e6)), mix_srv_purged_per_mb: ($mpur / ($mbytes / 1e6)),
+              replay_mbps: ($xbytes / $xinfl / 1e6), replay_srv_cpu_ms_per_mb: ($xcpu * 1e3 / ($xbytes / 1e6)),
+              replay_srv_faults_per_mb: ($xflt / ($xbytes / 1e6)), replay_srv_purged_per_mb: ($xpur / ($xbytes / 1e6)),
+              exact_ratio: ((($w + $rd) / $infl) / ($xbytes / $xinfl)),
               elapsed_ratio: ($rb_s / $el), conn_ratio: ($rb_conn_s / ($bset + $bget)), separate_ratio: ($rb_s / $infl),
               ratio: ((($w + $rd) / $infl) / ($mbytes / $mwall))}')"
-        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_in_flight_mbps|floor) MB/s while a request was in flight (\(.kvio_in_flight_s*10|round/10) s, \(.kvio_in_flight_share*100|round) % of the run, \(.kvio_concurrency*100|round/100) in flight; \(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), server \(.kvio_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.kvio_srv_faults_per_mb|round) faults per MB; redis-benchmark SET and GET at once: \(.mix_mbps|floor) MB/s, server \(.mix_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.mix_srv_faults_per_mb|round) faults per MB: x\(.ratio*1000|round/1000); apart: SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix: x\(.separate_ratio*1000|round/1000) (elapsed x\(.elapsed_ratio*1000|round/1000), per connection x\(.conn_ratio*1000|round/1000))"')"
+        printf '  round %d %s\n' "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): kvio \(.kvio_in_flight_mbps|floor) MB/s while a request was in flight (\(.kvio_in_flight_s*10|round/10) s, \(.kvio_in_flight_share*100|round) % of the run, \(.kvio_concurrency*100|round/100) in flight; \(.kvio_write_gb*100|round/100) GB written, \(.kvio_read_gb*100|round/100) GB read, \(.connections) connections), server \(.kvio_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.kvio_srv_faults_per_mb|round) faults per MB; redis-benchmark SET and GET at once: \(.mix_mbps|floor) MB/s, server \(.mix_srv_cpu_ms_per_mb*100|round/100) CPU-ms and \(.mix_srv_faults_per_mb|round) faults per MB: x\(.ratio*1000|round/1000); kvio'"'"'s own commands replayed: \(.replay_mbps|floor) MB/s in flight, server \(.replay_srv_cpu_ms_per_mb*100|round/100) CPU-ms, \(.replay_srv_faults_per_mb|round) faults per MB: x\(.exact_ratio*1000|round/1000); purged pages per MB kvio \(.kvio_srv_purged_per_mb|round), mix \(.mix_srv_purged_per_mb|round), replay \(.replay_srv_purged_per_mb|round); apart: SET \(.rb_set_mbps|floor) GET \(.rb_get_mbps|floor) MB/s -> \(.rb_mbps|floor) MB/s at kvio'"'"'s mix: x\(.separate_ratio*1000|round/1000) (elapsed x\(.elapsed_ratio*1000|round/1000), per connection x\(.conn_ratio*1000|round/1000))"')"
     done
     redis-cli -p "$RM_PORT" shutdown nosave > /dev/null 2>&1 || true
 fi

@@ -51,6 +51,7 @@ def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
   "simulate --remote-tier vs redis-benchmark, \(.remote.rounds) rounds x \(.remote.secs) s, \(.remote.chunk_bytes)-byte values (min / median / max; load \(.remote.load1 | mmm(1)))",
   "  kvio \(.remote.kvio_mbps | mmm(0)) MB/s; redis-benchmark SET \(.remote.rb_set_mbps | mmm(0)) GET \(.remote.rb_get_mbps | mmm(0)) MB/s, at kvio's mix \(.remote.rb_mbps | mmm(0)) MB/s",
   "  kvio while a request was in flight \(.remote.kvio_in_flight_mbps | mmm(0)) MB/s (\(.remote.kvio_in_flight_share | mmm(2)) of the run, \(.remote.kvio_concurrency | mmm(2)) in flight); paired ratio \(.remote.ratio | mmm(3)); per connection \(.remote.conn_ratio | mmm(3))",
+  (if .remote.exact_ratio then "  kvio's own commands replayed through hiredis \(.remote.replay_mbps | mmm(0)) MB/s in flight: ratio \(.remote.exact_ratio | mmm(3)); server CPU-ms per MB kvio \(.remote.kvio_srv_cpu_ms_per_mb | mmm(2)), replay \(.remote.replay_srv_cpu_ms_per_mb | mmm(2)), redis-benchmark \(.remote.mix_srv_cpu_ms_per_mb | mmm(2)); jemalloc pages purged per MB kvio \(.remote.kvio_srv_purged_per_mb | mmm(0)), replay \(.remote.replay_srv_purged_per_mb | mmm(0)), redis-benchmark \(.remote.mix_srv_purged_per_mb | mmm(0))" else empty end),
   "" else empty end),
 (if (.drives // {}) != {} then "kvio drives around fio (4 KiB randread QD 32); cost % paired with plain fio by round (min / median / max)" else empty end),
 ((.drives // {}) | to_entries[] |
