@@ -913,3 +913,23 @@ TEST(ClosedSizing, AnOptionWhoseEntriesPassTheShareIsNamed) {
         EXPECT_EQ(sizing_warning(o, 2), "");
     }
 }
+
+// Under MPI the ranks whose cache filesystem is one (the same host and st_dev: "HOST ST_DEV") share it; the lowest of
+// them warns for all. Two hosts of two ranks each, rank order interleaved as a round-robin mapping gives it, and on
+// host b a rank whose --cache-dir is another filesystem: each rank's group, ascending, is exactly its own.
+TEST(ClosedSizing, RanksSharingACacheFilesystemAreGroupedByHostAndDevice) {
+    const std::vector<std::string> keys = {"a 7:1", "b 7:1", "a 7:1", "b 7:1", "b 8:3"};
+    EXPECT_EQ(ranks_sharing(keys, 0), (std::vector<int>{0, 2}));
+    EXPECT_EQ(ranks_sharing(keys, 2), (std::vector<int>{0, 2}));
+    EXPECT_EQ(ranks_sharing(keys, 1), (std::vector<int>{1, 3}));
+    EXPECT_EQ(ranks_sharing(keys, 3), (std::vector<int>{1, 3}));
+    EXPECT_EQ(ranks_sharing(keys, 4), (std::vector<int>{4}));  // same host, another filesystem: alone
+    // One warning per group: the ranks that are the first of their group.
+    std::vector<int> warners;
+    for (int r = 0; r < int(keys.size()); ++r)
+        if (ranks_sharing(keys, r).front() == r) warners.push_back(r);
+    EXPECT_EQ(warners, (std::vector<int>{0, 1, 4}));
+    EXPECT_EQ(ranks_sharing({"h 0:5"}, 0), (std::vector<int>{0}));
+    EXPECT_THROW(ranks_sharing(keys, 5), kvio::Error);
+    EXPECT_THROW(ranks_sharing(keys, -1), kvio::Error);
+}
