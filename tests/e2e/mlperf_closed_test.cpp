@@ -1152,3 +1152,19 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
     EXPECT_EQ(c.status, 1) << c.out << c.err;
     for (const auto& f : with_errors) EXPECT_NE(c.out.find(f), std::string::npos) << f << "\n" << c.out;
 }
+
+// `kvio simulate --help` explains the protocol below the options: the Options' parameters, the trials, seed and
+// pause, the directories it needs, what is allowed and refused, and the exit statuses.
+TEST(MlperfClosed, HelpExplainsTheProtocol) {
+    const CmdResult h = run(kvio_bin() + " simulate --help");
+    ASSERT_EQ(h.status, 0) << h.err;
+    for (const char* want :
+         {"MLPerf CLOSED protocol (--mlperf-closed; docs/mlperf-benchmark.md",
+          "the Options in order, 3 trials each, client N seeded 42 + N, 90 s between Options",
+          "Option 1 (Max Storage Stress): --model llama3.1-8b --num-users 200 --duration 300",
+          "--cpu-mem-gb 4 --max-concurrent-allocs 16", "Option 3 (", "--model llama3.1-70b-instruct --num-users 70",
+          "Needs --cache-dir (the storage under test) and --results-dir (another filesystem",
+          "Refused before anything runs, naming its rule (exit 1)",
+          "exit 0 complete, 1 failed or refused, 128 + signal when stopped"})
+        EXPECT_NE(h.out.find(want), std::string::npos) << want << "\n" << h.out;
+}

@@ -933,3 +933,33 @@ TEST(ClosedSizing, RanksSharingACacheFilesystemAreGroupedByHostAndDevice) {
     EXPECT_THROW(ranks_sharing(keys, 5), kvio::Error);
     EXPECT_THROW(ranks_sharing(keys, -1), kvio::Error);
 }
+
+// `kvio simulate --help`'s CLOSED section comes from the table: every Option's parameters as the flags a plain run
+// would take, the trials, seed and pause, every allowed flag, what is refused and the exit statuses; lines that fit.
+TEST(ClosedRules, TheHelpSaysTheProtocolFromTheTable) {
+    const std::string h = closed_protocol_help();
+    for (const ClosedOption& o : closed_options()) {
+        char want[200];
+        std::snprintf(want, sizeof want, "Option %d (%s): --model %s --num-users %lld --duration %lld ", o.option,
+                      o.name, o.model, static_cast<long long>(o.num_users), static_cast<long long>(o.duration_s));
+        EXPECT_NE(h.find(want), std::string::npos) << want << "\n" << h;
+    }
+    EXPECT_NE(h.find("--cpu-mem-gb 4 "), std::string::npos) << h;  // Option 2's CPU tier
+    EXPECT_NE(h.find("the Options in order, 3 trials each, client N seeded 42 + N, 90 s between Options"),
+              std::string::npos)
+        << h;
+    for (const char* f : {"--num-clients", "--mpi", "--quiet", "--progress-interval", "--log-level", "--seed 42"}) {
+        EXPECT_NE(h.find(std::string(" ") + f), std::string::npos) << f;
+        EXPECT_TRUE(closed_refusals({f == std::string("--seed 42") ? "--seed" : f}, 42).empty()) << f;
+    }
+    EXPECT_FALSE(closed_refusals({"--config"}, 42).empty());
+    EXPECT_NE(h.find("Refused before anything runs, naming its rule (exit 1): any other flag"), std::string::npos) << h;
+    EXPECT_NE(h.find("exit 0 complete, 1 failed or refused, 128 + signal when stopped"), std::string::npos) << h;
+    size_t longest = 0;
+    for (size_t at = 0, nl = 0; at <= h.size(); at = nl + 1) {
+        nl = h.find('\n', at);
+        if (nl == std::string::npos) nl = h.size();
+        longest = std::max(longest, nl - at);
+    }
+    EXPECT_LE(longest, 120u) << h;
+}
