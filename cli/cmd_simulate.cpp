@@ -14,6 +14,7 @@
 #include "run/latency_tracing.h"
 #include "workload/serving/cluster/mpi_client.h"
 #include "workload/serving/cluster/multi_client.h"
+#include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/closed_run.h"
 #include "workload/serving/simulate.h"
 
@@ -33,8 +34,11 @@ struct ClosedFlags {
 void add_closed_options(CLI::App* sub, ClosedFlags& f) {
     const char* group = "MLPerf CLOSED protocol [kvio]";
     sub->add_flag("--mlperf-closed", f.on,
-                  "Run the MLPerf KV-cache CLOSED protocol: Options 1-3, 3 trials each at seed 42, 90 s between "
-                  "Options, one client per --num-clients; refuses what CLOSED forbids")
+                  "Run the MLPerf KV-cache CLOSED protocol: Options 1-3, " + std::to_string(serving::kClosedTrials) +
+                      " trials of " + std::to_string(serving::closed_options()[0].duration_s) + " s each at seed " +
+                      std::to_string(serving::kClosedSeed) +
+                      ", a pause between Options, one client per --num-clients or per MPI rank (--mpi); needs "
+                      "--cache-dir and --results-dir; refuses what CLOSED forbids (the protocol below the options)")
         ->group(group);
     sub->add_option(
            "--mlperf-option", f.run.option,
@@ -152,7 +156,7 @@ void add_simulate_command(CLI::App& app) {
     sub->footer(
         std::string("Many clients: --num-clients N (processes on this host) or mpirun -np N kvio simulate --mpi "
                     "(one client per rank); docs/simulate.md says how results are merged.\n") +
-        serving::mpi_build_status());
+        serving::mpi_build_status() + "\n\n" + serving::closed_protocol_help());
     sub->callback([c, closed, audited, sub] {
         warn_repeated_options(*sub, std::cerr);
         check_closed_usage(sub, *closed, *c);

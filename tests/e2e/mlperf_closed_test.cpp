@@ -7,12 +7,14 @@
 #include <sys/mount.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -588,6 +590,13 @@ std::vector<std::string> files_named(const std::string& dir, const std::string& 
     return v;
 }
 
+/// How many times `what` occurs in `text`.
+size_t occurrences(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
 // A results disk that fills during the first trial (a 20 MB tmpfs with ~100 KB free: less than two rank files and the
 // merged file): the error is named, every client's cache is removed from the storage under test, every rank file
 // written whole is in its rank directory (none left as trial_0/kvio_merged_results.rankN.json), the protocol stops
@@ -649,6 +658,19 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
     const bool named = r.err.find("summary not written: ") != std::string::npos;
     EXPECT_TRUE(written != named) << r.err;
     EXPECT_EQ(!summary_of(dir).empty(), written) << r.err;
+    // The summary names each file the full disk refused, with the reason the console gave.
+    if (written) {
+        const json tf = load(summary_of(dir))["kvio"]["trial_failures"];
+        size_t refused = 0;
+        for (const auto& f : tf) {
+            const std::string why = f.value("why", "");
+            EXPECT_NE(why, "") << f;
+            if (why.find(": not written: ") == std::string::npos) continue;  // a client that failed
+            ++refused;
+            EXPECT_NE(why.find("No space left on device"), std::string::npos) << f;
+        }
+        EXPECT_EQ(refused, occurrences(r.err, ": not written: ")) << tf << "\n" << r.err;
+    }
 }
 
 /// `kvio simulate --mlperf-closed --mlperf-option 1` with `clients` clients and trials of `trial_s` s, its console in
@@ -1018,4 +1040,131 @@ TEST(MlperfCheck, ALauncherKilledWithSigkillIsStoppedNamingItsLeftovers) {
         EXPECT_NE(c.err.find("STOPPED"), std::string::npos) << c.err;
     }
     EXPECT_TRUE(caught) << "every run moved its files before the kill";
+}
+
+namespace {
+
+/// `mpirun -np 2 kvio simulate --mpi --mlperf-closed` of Option 1 with 1 s trials and no pause, bounded: `timeout`
+/// sends mpirun SIGTERM after `limit_s` seconds and SIGKILL 10 s later, so a run that hangs fails its test (status 124
+/// or 137) instead of holding CI. `seconds` gets how long it took.
+CmdResult bounded_mpi_option1(const std::string& cache, const std::string& dir, int limit_s, double& seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const CmdResult r =
+        run("timeout -k 10 " + std::to_string(limit_s) + " mpirun --allow-run-as-root --oversubscribe -np 2 " +
+            kvio_bin() + " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " +
+            dir + " --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+/// The line of `text` that starts with `head`, without its newline; "" when none.
+std::string line_starting(const std::string& text, const std::string& head) {
+    const size_t at = text.find(head);
+    return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);
+}
+
+bool mpi_usable() {
+    return run("command -v mpirun").status == 0 &&
+           run(kvio_bin() + " simulate --help").out.find("--mpi available") != std::string::npos;
+}
+
+}  // namespace
+
+// The sizing warning under MPI (docs/mlperf-benchmark.md, "Sizing the cache filesystem per rank"): the 2 ranks of this
+// host share its cache filesystem (a 64 MiB tmpfs: each rank's share ~32 MB, below every Option 1 entry), so the
+// warning is said once, by rank 0, over 2 clients: the very line a --num-clients 2 run prints on that filesystem.
+TEST(MlperfClosed, MpiSizingWarningIsSaidOncePerHostOverItsRanks) {
+    if (!mpi_usable()) GTEST_SKIP() << "mpirun not installed, or kvio built without MPI (scripts/deps.sh)";
+    TmpfsMount small(64ull << 20);
+    TempDir results;
+    double took = 0;
+    const CmdResult r = bounded_mpi_option1(small.dir.path + "/kv", results.path + "/run", 60, took);
+    ASSERT_NE(r.status, 124) << "the run did not end within 60 s\n" << r.err;
+    ASSERT_NE(r.status, 137) << "the run did not end within 70 s\n" << r.err;
+    const std::string head =
+        "mlperf-closed: WARNING: option 1 (llama3.1-8b): each rank's share of the cache filesystem is ";
+    EXPECT_EQ(occurrences(r.err + r.out, head), 1u) << r.err;
+    EXPECT_EQ(occurrences(r.err + r.out, "mlperf-closed: end: "), 1u) << r.err;
+    const CmdResult p = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + small.dir.path +
+                            "/kv2 --results-dir " + results.path +
+                            "/run2 --num-clients 2 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    const std::string want = line_starting(p.err, head);
+    ASSERT_NE(want, "") << p.err;
+    EXPECT_NE(want.find(" (95 % of its free space over 2 client(s)), below the "), std::string::npos) << want;
+    EXPECT_EQ(line_starting(r.err, head), want) << r.err;
+}
+
+// A cache filesystem that is full under MPI: a tmpfs whose inodes run out (nr_inodes=6: its root, the cache
+// directory, the 2 ranks' lock files and cache directories) while its bytes would hold each rank's share, so every
+// entry a rank creates fails with ENOSPC during the trial. Every rank ends (mpirun within the bound, not killed), each
+// rank file records the I/O errors with their first error, the summary names each such rank file and why
+// (kvio.invalid_rank_files), the end line says the run failed and mpirun exits non-zero; nothing half-written stays
+// (no temporary name, no client file left unplaced) and the cache filesystem is left empty.
+TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
+    if (!mpi_usable()) GTEST_SKIP() << "mpirun not installed, or kvio built without MPI (scripts/deps.sh)";
+    TmpfsMount full(1ull << 30, "nr_inodes=6");
+    TempDir results;
+    const std::string cache = full.dir.path + "/kv", dir = results.path + "/run";
+    double took = 0;
+    const CmdResult r = bounded_mpi_option1(cache, dir, 60, took);
+    ASSERT_NE(r.status, 124) << "the run did not end within 60 s\n" << r.err;
+    ASSERT_NE(r.status, 137) << "the run did not end within 70 s\n" << r.err;
+    EXPECT_NE(r.status, 0) << r.err;
+    std::cout << "mpirun -np 2, Option 1, 3 trials of 1 s on a full cache filesystem: " << took << " s\n";
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << r.err;
+    const json s = load(sp);
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 3) << "an I/O error is judged at the end, the trials go on";
+    EXPECT_EQ(s["kvio"]["trial_failures"], json::array()) << "no client failed: their writes did";
+    std::set<std::string> with_errors, named;
+    int files = 0;
+    for (const auto& f : files_named(dir, "kvcache_results_")) {
+        ++files;
+        const json c = load(f)["kvio"]["cache"];
+        if (c.value("write_io_errors", uint64_t(0)) == 0) continue;
+        with_errors.insert(f);
+        EXPECT_NE(c.value("first_write_error", "").find("No space left on device"), std::string::npos) << c.dump();
+    }
+    EXPECT_EQ(files, 6) << r.err;
+    ASSERT_FALSE(with_errors.empty()) << "no rank met ENOSPC:\n" << r.err;
+    for (const auto& e : s["kvio"]["invalid_rank_files"]) {
+        const std::string f = e["path"];
+        named.insert(f);
+        EXPECT_EQ(f, only_file(dir + "/option_1/trial_" + e["trial"].dump() + "/rank_" + e["rank"].dump())) << e;
+        const std::string why = e["why"];
+        EXPECT_NE(why.find(" storage I/O error(s), first: "), std::string::npos) << e;
+        EXPECT_NE(why.find("No space left on device"), std::string::npos) << e;
+        // The rank's own console line for that trial says the same kind of failure.
+        const int t = e["trial"], n = e["rank"];
+        EXPECT_NE(r.err.find(client_failed_writes_line(1, t, n, load(f)["kvio"]["cache"])), std::string::npos)
+            << client_failed_writes_line(1, t, n, load(f)["kvio"]["cache"]) << r.err;
+    }
+    EXPECT_EQ(named, with_errors);
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: " + std::to_string(named.size()) +
+                         " of 6 rank file(s) are not "
+                         "valid trials (first: "),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(temp_files(dir), std::vector<std::string>{});
+    EXPECT_EQ(files_named(dir, "kvio_merged_results.rank"), std::vector<std::string>{});
+    EXPECT_EQ(files_named(cache, ""), std::vector<std::string>{}) << "the cache filesystem is not left empty";
+    const CmdResult c = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
+    EXPECT_EQ(c.status, 1) << c.out << c.err;
+    for (const auto& f : with_errors) EXPECT_NE(c.out.find(f), std::string::npos) << f << "\n" << c.out;
+}
+
+// `kvio simulate --help` explains the protocol below the options: the Options' parameters, the trials, seed and
+// pause, the directories it needs, what is allowed and refused, and the exit statuses.
+TEST(MlperfClosed, HelpExplainsTheProtocol) {
+    const CmdResult h = run(kvio_bin() + " simulate --help");
+    ASSERT_EQ(h.status, 0) << h.err;
+    for (const char* want :
+         {"MLPerf CLOSED protocol (--mlperf-closed; docs/mlperf-benchmark.md",
+          "the Options in order, 3 trials each, client N seeded 42 + N, 90 s between Options",
+          "Option 1 (Max Storage Stress): --model llama3.1-8b --num-users 200 --duration 300",
+          "--cpu-mem-gb 4 --max-concurrent-allocs 16", "Option 3 (", "--model llama3.1-70b-instruct --num-users 70",
+          "Needs --cache-dir (the storage under test) and --results-dir (another filesystem",
+          "Refused before anything runs, naming its rule (exit 1)",
+          "exit 0 complete, 1 failed or refused, 128 + signal when stopped"})
+        EXPECT_NE(h.out.find(want), std::string::npos) << want << "\n" << h.out;
 }

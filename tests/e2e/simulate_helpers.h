@@ -38,8 +38,10 @@ inline SimRun simulate(const TempDir& dir, const std::string& args, const std::s
 
 /// A tmpfs of `bytes` bytes mounted on a fresh temp dir, unmounted at destruction.
 struct TmpfsMount {
-    explicit TmpfsMount(uint64_t bytes) {
-        if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) != 0)
+    /// `options`: more mount options ("nr_inodes=6": a filesystem whose files run out before its bytes do).
+    explicit TmpfsMount(uint64_t bytes, const std::string& options = "") {
+        const std::string o = "size=" + std::to_string(bytes) + (options.empty() ? "" : "," + options);
+        if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, o.c_str()) != 0)
             ADD_FAILURE() << "mount tmpfs: " << std::strerror(errno);
     }
     ~TmpfsMount() { ::umount2(dir.path.c_str(), MNT_DETACH); }

@@ -913,3 +913,53 @@ TEST(ClosedSizing, AnOptionWhoseEntriesPassTheShareIsNamed) {
         EXPECT_EQ(sizing_warning(o, 2), "");
     }
 }
+
+// Under MPI the ranks whose cache filesystem is one (the same host and st_dev: "HOST ST_DEV") share it; the lowest of
+// them warns for all. Two hosts of two ranks each, rank order interleaved as a round-robin mapping gives it, and on
+// host b a rank whose --cache-dir is another filesystem: each rank's group, ascending, is exactly its own.
+TEST(ClosedSizing, RanksSharingACacheFilesystemAreGroupedByHostAndDevice) {
+    const std::vector<std::string> keys = {"a 7:1", "b 7:1", "a 7:1", "b 7:1", "b 8:3"};
+    EXPECT_EQ(ranks_sharing(keys, 0), (std::vector<int>{0, 2}));
+    EXPECT_EQ(ranks_sharing(keys, 2), (std::vector<int>{0, 2}));
+    EXPECT_EQ(ranks_sharing(keys, 1), (std::vector<int>{1, 3}));
+    EXPECT_EQ(ranks_sharing(keys, 3), (std::vector<int>{1, 3}));
+    EXPECT_EQ(ranks_sharing(keys, 4), (std::vector<int>{4}));  // same host, another filesystem: alone
+    // One warning per group: the ranks that are the first of their group.
+    std::vector<int> warners;
+    for (int r = 0; r < int(keys.size()); ++r)
+        if (ranks_sharing(keys, r).front() == r) warners.push_back(r);
+    EXPECT_EQ(warners, (std::vector<int>{0, 1, 4}));
+    EXPECT_EQ(ranks_sharing({"h 0:5"}, 0), (std::vector<int>{0}));
+    EXPECT_THROW(ranks_sharing(keys, 5), kvio::Error);
+    EXPECT_THROW(ranks_sharing(keys, -1), kvio::Error);
+}
+
+// `kvio simulate --help`'s CLOSED section comes from the table: every Option's parameters as the flags a plain run
+// would take, the trials, seed and pause, every allowed flag, what is refused and the exit statuses; lines that fit.
+TEST(ClosedRules, TheHelpSaysTheProtocolFromTheTable) {
+    const std::string h = closed_protocol_help();
+    for (const ClosedOption& o : closed_options()) {
+        char want[200];
+        std::snprintf(want, sizeof want, "Option %d (%s): --model %s --num-users %lld --duration %lld ", o.option,
+                      o.name, o.model, static_cast<long long>(o.num_users), static_cast<long long>(o.duration_s));
+        EXPECT_NE(h.find(want), std::string::npos) << want << "\n" << h;
+    }
+    EXPECT_NE(h.find("--cpu-mem-gb 4 "), std::string::npos) << h;  // Option 2's CPU tier
+    EXPECT_NE(h.find("the Options in order, 3 trials each, client N seeded 42 + N, 90 s between Options"),
+              std::string::npos)
+        << h;
+    for (const char* f : {"--num-clients", "--mpi", "--quiet", "--progress-interval", "--log-level", "--seed 42"}) {
+        EXPECT_NE(h.find(std::string(" ") + f), std::string::npos) << f;
+        EXPECT_TRUE(closed_refusals({f == std::string("--seed 42") ? "--seed" : f}, 42).empty()) << f;
+    }
+    EXPECT_FALSE(closed_refusals({"--config"}, 42).empty());
+    EXPECT_NE(h.find("Refused before anything runs, naming its rule (exit 1): any other flag"), std::string::npos) << h;
+    EXPECT_NE(h.find("exit 0 complete, 1 failed or refused, 128 + signal when stopped"), std::string::npos) << h;
+    size_t longest = 0;
+    for (size_t at = 0, nl = 0; at <= h.size(); at = nl + 1) {
+        nl = h.find('\n', at);
+        if (nl == std::string::npos) nl = h.size();
+        longest = std::max(longest, nl - at);
+    }
+    EXPECT_LE(longest, 120u) << h;
+}

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "workload/serving/config.h"
@@ -56,5 +57,14 @@ private:
 /// MPI_Allreduce(MPI_MAX) of `v` over MPI_COMM_WORLD: the value every rank agrees on (a refusal, a stop signal, an
 /// exit code), and a barrier. Throws kvio::Error when not built with MPI.
 int mpi_max_over_ranks(int v);
+
+/// Every rank's `mine`, in rank order (MPI_Allgather of the lengths, then MPI_Allgatherv of the bytes over
+/// MPI_COMM_WORLD): what each rank must know of every other, e.g. the identity of its cache filesystem. Every rank must
+/// call it. Throws kvio::Error when not built with MPI.
+std::vector<std::string> mpi_gather_strings(const std::string& mine);
+
+/// This rank's host as MPI names it (MPI_Get_processor_name): the name run_mpi_client records for the rank. Throws
+/// kvio::Error when not built with MPI.
+std::string mpi_host_name();
 
 }  // namespace kvio::serving

@@ -1,6 +1,7 @@
 #include "workload/serving/mlperf/closed_rules.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -108,9 +109,51 @@ SimConfig closed_option_config(const SimConfig& base, const ClosedOption& o, int
     return c;
 }
 
-std::vector<std::string> closed_refusals(const std::vector<std::string>& given, std::optional<int64_t> seed) {
+namespace {
+/// The flags a CLOSED run accepts besides --seed 42 (closed_refusals).
+const std::vector<std::string>& closed_allowed_flags() {
     static const std::vector<std::string> allowed = {"--cache-dir", "--num-clients",       "--mpi",
                                                      "--quiet",     "--progress-interval", "--log-level"};
+    return allowed;
+}
+}  // namespace
+
+std::string closed_protocol_help() {
+    char b[320];
+    std::snprintf(b, sizeof b,
+                  "MLPerf CLOSED protocol (--mlperf-closed; docs/mlperf-benchmark.md, \"Running a CLOSED submission "
+                  "with kvio\"):\n  the Options in order, %d trials each, client N seeded %lld + N, %g s between "
+                  "Options; one client per --num-clients N\n  (default 1), or per rank under mpirun -np N kvio "
+                  "simulate --mpi; each client runs:\n",
+                  kClosedTrials, static_cast<long long>(kClosedSeed), kClosedPauseS);
+    std::string h = b;
+    for (const ClosedOption& o : closed_options()) {
+        std::snprintf(b, sizeof b,
+                      "    Option %d (%s): --model %s --num-users %lld --duration %lld --gpu-mem-gb %g\n"
+                      "      --cpu-mem-gb %g --max-concurrent-allocs %lld --generation-mode %s\n",
+                      o.option, o.name, o.model, static_cast<long long>(o.num_users),
+                      static_cast<long long>(o.duration_s), o.gpu_mem_gb, o.cpu_mem_gb,
+                      static_cast<long long>(o.max_concurrent_allocs), o.generation_mode);
+        h += b;
+    }
+    h +=
+        "  Needs --cache-dir (the storage under test) and --results-dir (another filesystem, holding no earlier run).\n"
+        "  Allowed besides:";
+    for (const auto& f : closed_allowed_flags())
+        if (f != "--cache-dir") h += " " + f;
+    h += " --seed " + std::to_string(kClosedSeed) +
+         ".\n  Refused before anything runs, naming its rule (exit 1): any other flag (--config, another seed, an "
+         "Option\n  parameter, --output, ...).\n"
+         "  For tests, making the results say they are no CLOSED submission: --mlperf-option, --trial-seconds,\n"
+         "  --pause-seconds, --test-cpu-mem-gb. Warns at its start when the cache filesystem is too small for an "
+         "Option.\n"
+         "  Ends with \"mlperf-closed: end: ...\": exit 0 complete, 1 failed or refused, 128 + signal when stopped\n"
+         "  (SIGINT/SIGTERM: the summary of what ran is still written). kvio mlperf-check DIR checks the results.";
+    return h;
+}
+
+std::vector<std::string> closed_refusals(const std::vector<std::string>& given, std::optional<int64_t> seed) {
+    const std::vector<std::string>& allowed = closed_allowed_flags();
     std::vector<std::string> out;
     for (const auto& f : given) {
         if (std::find(allowed.begin(), allowed.end(), f) != allowed.end()) continue;

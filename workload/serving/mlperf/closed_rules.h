@@ -48,6 +48,11 @@ SimConfig closed_option_config(const SimConfig& base, const ClosedOption& o, int
 /// --progress-interval, --log-level, --seed 42. Empty when the command line is CLOSED.
 std::vector<std::string> closed_refusals(const std::vector<std::string>& given_flags, std::optional<int64_t> seed);
 
+/// The CLOSED protocol as `kvio simulate --help` says it, built from this table and closed_refusals' allowed flags:
+/// the Options' parameters, trials, seed and pause, the directories it needs, what is allowed and refused, the test
+/// flags, and its exit statuses. Lines of at most ~120 characters, "\n" between them, none at the end.
+std::string closed_protocol_help();
+
 /// The parameters an Option's rank must have recorded, as the keys of kvio's results (kvio.config.flags):
 /// {model, num_users, duration, gpu_mem_gb, cpu_mem_gb, max_concurrent_allocs, generation_mode}.
 nlohmann::ordered_json closed_option_parameters(const ClosedOption& o, int64_t duration_s);

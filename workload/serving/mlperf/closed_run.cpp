@@ -172,6 +172,9 @@ struct TrialOutcome {
     int placed = 0;
     bool failed_entirely = false;
     std::string why;  ///< what failed, for the console ("a client failed", "a rank file could not be written")
+    /// Each client that failed in the trial, and why ({rank, why}; under MPI with its host; without a rank for what is
+    /// no client's: the launcher, the trial's merged file): the summary's kvio.trial_failures.
+    Json failures = Json::array();
 };
 
 /// Whether exit code `code` of a trial's clients is a failure (1), not a stop (128 + signal) or success (0).
@@ -207,12 +210,21 @@ void say_failed_ops(const Json& doc, const ClosedOption& opt, int trial, int cli
     if (!kc.is_object()) return;
     const std::string who = "mlperf-closed: option " + std::to_string(opt.option) + " " + trial_label(trial) +
                             ": client " + std::to_string(client) + ": ";
+    // Each line one string, one write: under MPI every rank writes to its own stderr at once, and mpirun forwards
+    // what each write gave (a line written piecewise could be cut by another rank's).
     if (kc.value("failed_writes", uint64_t(0)))
-        progress << who << failed_writes_phrase(kc) << " (not counted as done)\n";
+        progress << (who + failed_writes_phrase(kc) + " (not counted as done)\n") << std::flush;
     if (const uint64_t n = kc.value("failed_reads", uint64_t(0)))
-        progress << who << n << " storage reads failed (not counted as done; first: "
-                 << kc.value("first_read_error", std::string("?")) << ")\n";
-    progress << std::flush;
+        progress << (who + std::to_string(n) + " storage reads failed (not counted as done; first: " +
+                     kc.value("first_read_error", std::string("?")) + ")\n")
+                 << std::flush;
+}
+
+/// Why a client failed in its trial, "" when it did not: its launcher's `error`, or an exit status that is a failure
+/// (failure_code: not a stop).
+std::string client_failure(const std::string& error, int exit_code) {
+    if (!error.empty()) return error;
+    return failure_code(exit_code) ? "its client exited with status " + std::to_string(exit_code) : "";
 }
 
 /// One trial of one Option: the clients run, their results land in rank_<N>/. Whatever happened (a client or the
@@ -227,24 +239,32 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         for (int n = 0; n < clients; ++n)
             fs::create_directories(o.results_dir + "/" + rank_dir_name(opt.option, trial, n));
         trial_progress(progress, opt, trial, clients, c, "client(s)");
-        out.code = run_clients(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr).exit_code;
+        const SimResult r = run_clients(c, nullptr, c.progress_interval_s > 0 ? &progress : nullptr);
+        out.code = r.exit_code;
+        for (const Json& cl : field_or_null(field_or_null(r.results, "kvio"), "clients"))
+            if (std::string why = client_failure(cl.value("error", std::string()), cl.value("exit_code", 0));
+                !why.empty())
+                out.failures.push_back({{"rank", cl.value("rank", -1)}, {"why", why}});
     } catch (const std::exception& e) {
         progress << "mlperf-closed: option " << opt.option << " " << trial_label(trial) << ": " << e.what() << "\n"
                  << std::flush;
         out.code = 1;
         out.failed_entirely = true;
+        out.failures.push_back({{"why", std::string("the launcher failed: ") + e.what()}});
     }
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
     bool write_failed = false;
     for (int n = 0; n < clients; ++n) {
+        std::string why;
         const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
             marker(opt.option, trial, n, reason, o.run_id), progress,
-            [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); });
+            [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); }, &why);
         out.placed += p == Placement::Placed;
         write_failed = write_failed || p == Placement::Failed;
+        if (p == Placement::Failed) out.failures.push_back({{"rank", n}, {"why", why}});
     }
     for (int n = 0; n < clients; ++n) remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, n));
     if (out.placed == 0) {
@@ -259,11 +279,13 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         remove_failed_merge(c.output, opt, trial, out.why, progress);
         return out;
     }
-    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress) ==
-        Placement::Failed) {
+    std::string why;
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress, nullptr,
+                          &why) == Placement::Failed) {
         out.code = std::max(out.code, 1);
         out.failed_entirely = true;
         out.why = "its merged result could not be written";
+        out.failures.push_back({{"why", why}});
     }
     return out;
 }
@@ -305,11 +327,11 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
 
 /// Rank 0's copy of each rank file its own results tree lacks (a rank on another host wrote its own there), from the
 /// result that rank sent over MPI (`gathered`), marked like a placed rank file and naming itself in flags.output, with
-/// kvio.mlperf_closed.written_by saying where it came from. False (said on `progress`) when a copy could not be
-/// written.
+/// kvio.mlperf_closed.written_by saying where it came from. False (said on `progress`, and in `why`) when a copy could
+/// not be written.
 bool write_gathered_copies(const std::vector<ClientResult>& gathered, const ClosedOption& opt, int trial,
                            const ClosedRunOptions& o, const std::string& reason, const std::string& stamp,
-                           std::ostream& progress) {
+                           std::ostream& progress, std::string& why) {
     bool ok = true;
     for (const auto& g : gathered) {
         const std::string dir = o.results_dir + "/" + rank_dir_name(opt.option, trial, g.rank);
@@ -326,6 +348,7 @@ bool write_gathered_copies(const std::vector<ClientResult>& gathered, const Clos
             write_text_file(copy, doc.dump(4) + "\n");
         } catch (const std::exception& e) {
             progress << "mlperf-closed: " << e.what() << "\n" << std::flush;
+            if (why.empty()) why = "rank 0's copy of rank " + std::to_string(g.rank) + "'s file: " + e.what();
             remove_empty_dirs(o.results_dir, rank_dir_name(opt.option, trial, g.rank));
             ok = false;
         }
@@ -348,6 +371,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     if (top.leader()) trial_progress(progress, opt, trial, top.clients, c, "rank(s)");
     std::vector<ClientResult> gathered;
     TrialOutcome out;
+    std::string own_why;  // what failed of this rank, for the summary
     const std::string stamp = local_stamp();
     const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
     auto on_stop = [&](int signo, bool own) {
@@ -361,13 +385,22 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     } catch (const std::exception& e) {  // this rank failed (and said so); the others still agree below
         progress << "mlperf-closed: rank " << top.rank << ": " << e.what() << "\n" << std::flush;
         out.code = 1;
+        own_why = e.what();
     }
+    for (const auto& g : gathered)  // this rank's own client (rank 0's exit code is the merged one)
+        if (g.rank == top.rank && own_why.empty()) own_why = client_failure(g.error, g.exit_code);
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
+    std::string not_written;
     const Placement placement = place_marked_file(
         client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o.run_id),
-        progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); });
-    if (placement == Placement::Failed) out.code = std::max(out.code, 1);
+        progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); }, &not_written);
+    if (placement == Placement::Failed) {
+        out.code = std::max(out.code, 1);
+        own_why += (own_why.empty() ? "" : "; ") + not_written;
+    }
+    // Every rank says rank 0 what failed of it (a collective): the summary names each failed rank and why.
+    const std::vector<std::string> whys = mpi_gather_strings(own_why);
     const bool placed = placement == Placement::Placed || fs::exists(own_file, ec);
     if (!placed) fs::remove(own_dir, ec);  // only when empty; its parents may be other ranks' (a shared directory)
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
@@ -379,10 +412,19 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     bool wrote = true;  // rank 0's copies and the trial's merged file
     if (top.leader()) {
         for (const auto& g : gathered) top.hosts.insert(g.host);
+        for (size_t r = 0; r < whys.size(); ++r) {
+            if (whys[r].empty()) continue;
+            Json f = {{"rank", int(r)}, {"why", whys[r]}};
+            for (const auto& g : gathered)
+                if (g.rank == int(r)) f["host"] = g.host;
+            out.failures.push_back(f);
+        }
+        std::string why;
         if (!failed)
-            wrote = write_gathered_copies(gathered, opt, trial, o, reason, stamp, progress) &&
-                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress) !=
-                        Placement::Failed;
+            wrote = write_gathered_copies(gathered, opt, trial, o, reason, stamp, progress, why) &&
+                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress,
+                                      nullptr, &why) != Placement::Failed;
+        if (!wrote) out.failures.push_back({{"rank", 0}, {"why", why}});
     }
     if (mpi_max_over_ranks(wrote ? 0 : 1)) out.code = std::max(out.code, 1);  // every rank stops together
     out.failed_entirely = out.placed == 0 || failure_code(out.code);
@@ -772,7 +814,8 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
 }  // namespace
 
 Placement place_marked_file(const std::string& from, const std::string& to, const nlohmann::ordered_json& mark,
-                            std::ostream& progress, const std::function<void(const nlohmann::ordered_json&)>& on_read) {
+                            std::ostream& progress, const std::function<void(const nlohmann::ordered_json&)>& on_read,
+                            std::string* why) {
     std::error_code ec;
     if (!fs::exists(from, ec)) return Placement::Absent;
     try {
@@ -792,6 +835,7 @@ Placement place_marked_file(const std::string& from, const std::string& to, cons
         // An unmarked file under either name would look like a result of the run (without the marks that say what
         // it is, naming the client's temporary name as its output): it goes, and the run fails naming it.
         fs::remove(from, ec);
+        if (why) *why = to + ": not written: " + e.what();
         progress << "mlperf-closed: " << to << ": not written: " << e.what() << " (" << from
                  << " removed: results that cannot carry the run's marks are no result of it)\n"
                  << std::flush;
@@ -818,10 +862,26 @@ std::string absolute_normal(const std::string& dir) {
 /// capacity refusals of the others.
 struct RankFilesVerdict {
     int files = 0, invalid = 0;
-    std::string first_invalid;  ///< "PATH: why"
+    std::string first_invalid;           ///< "PATH: why"
+    Json invalid_files = Json::array();  ///< each invalid one: {option, trial, rank, path, why}: the summary's
     uint64_t refusals = 0, refused_bytes = 0;
     double max_share = 0;  ///< the largest refused share of a trial's write bytes, 0..1
 };
+
+/// Why rank file `doc` (whose failures are `r`, invalid) is no valid trial: "E storage I/O error(s), first: ERROR",
+/// the first error as kvio.cache records it (first_write_error, else first_read_error), or "X % of its write bytes
+/// refused (more than 1 %)".
+std::string invalid_why(const RankStorageFailures& r, const Json& doc) {
+    char b[160];
+    if (!(r.io_writes + r.io_reads)) {
+        std::snprintf(b, sizeof b, "%.1f %% of its write bytes refused (more than 1 %%)", 100 * r.refused_share);
+        return b;
+    }
+    std::snprintf(b, sizeof b, "%llu storage I/O error(s)", static_cast<unsigned long long>(r.io_writes + r.io_reads));
+    const Json& kc = field_or_null(field_or_null(doc, "kvio"), "cache");
+    const Json& first = field_or_null(kc, r.io_writes ? "first_write_error" : "first_read_error");
+    return first.is_string() ? std::string(b) + ", first: " + first.get<std::string>() : std::string(b);
+}
 
 RankFilesVerdict judge_rank_files(const std::string& results_dir, const Json& opts, int ranks) {
     RankFilesVerdict v;
@@ -839,14 +899,10 @@ RankFilesVerdict judge_rank_files(const std::string& results_dir, const Json& op
                     ++v.files;
                     const RankStorageFailures r = rank_storage_failures(doc);
                     if (r.invalid()) {
-                        char why[160];
-                        if (r.io_writes + r.io_reads)
-                            std::snprintf(why, sizeof why, "%llu storage I/O error(s)",
-                                          static_cast<unsigned long long>(r.io_writes + r.io_reads));
-                        else
-                            std::snprintf(why, sizeof why, "%.1f %% of its write bytes refused (more than 1 %%)",
-                                          100 * r.refused_share);
+                        const std::string why = invalid_why(r, doc);
                         if (!v.invalid++) v.first_invalid = f + ": " + why;
+                        v.invalid_files.push_back(
+                            {{"option", std::stoi(key)}, {"trial", t}, {"rank", n}, {"path", f}, {"why", why}});
                     } else if (r.refusals) {
                         v.refusals += r.refusals;
                         v.refused_bytes += r.refused_bytes;
@@ -859,9 +915,7 @@ RankFilesVerdict judge_rank_files(const std::string& results_dir, const Json& op
 /// The run's last console line (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): "mlperf-closed:
 /// end: complete ...", "complete with N capacity refusals ...", "failed: ..." or "stopped by signal ...". Returns
 /// whether the run is complete: not stopped, no `failure`, and every rank file a valid trial (rank_storage_failures).
-bool print_end_line(std::ostream& progress, const std::string& results_dir, const Json& opts, int ranks, int signo,
-                    const std::string& failure) {
-    const RankFilesVerdict v = judge_rank_files(results_dir, opts, ranks);
+bool print_end_line(std::ostream& progress, const RankFilesVerdict& v, int signo, const std::string& failure) {
     progress << "mlperf-closed: end: ";
     bool valid = false;
     if (signo) {
@@ -903,20 +957,31 @@ std::string make_run_id(const std::string& stamp, bool mpi) {
 /// Says on `progress`, per Option, when each rank's share of the cache filesystem is below the largest entry the
 /// Option's ranks can write (sizing_warning): the run goes on (docs/mlperf-benchmark.md, "Sizing the cache filesystem
 /// per rank": refusals are a problem only past 1 % of a trial's write bytes, which no check before the run can
-/// know). The clients of --num-clients share one filesystem; under MPI the ranks of a host are not known before the
-/// first trial, and nothing is said.
-void warn_sizing(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options, int clients,
-                 std::ostream& progress) {
+/// know). `ranks` are the clients that share the filesystem: every client of --num-clients, or under MPI the ranks of
+/// one host (warn_sizing_mpi).
+void warn_sizing(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
+                 const std::vector<int>& ranks, std::ostream& progress) {
     std::vector<ClosedOption> rows;
     for (int n : options) rows.push_back(effective_option(n, o));
+    const int clients = int(ranks.size());
     try {
-        for (const OptionSizing& s : closed_sizing(base, rows, base.cache_dir, clients, all_ranks(clients)))
+        for (const OptionSizing& s : closed_sizing(base, rows, base.cache_dir, clients, ranks))
             progress << sizing_warning(s, clients);
     } catch (const std::exception& e) {
         progress << "mlperf-closed: WARNING: the cache filesystem's size per rank was not checked: " << e.what()
                  << "\n";
     }
     progress << std::flush;
+}
+
+/// warn_sizing under MPI: the ranks whose --cache-dir is one filesystem of one host share it (every rank's "HOST
+/// ST_DEV" gathered, ranks_sharing; on one host that is run_mpi_client's count of the ranks its storage share is split
+/// over), and the lowest of them says it once for all of them. Every rank calls it (a collective).
+void warn_sizing_mpi(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
+                     const Topology& top, std::ostream& progress) {
+    const std::vector<std::string> keys = mpi_gather_strings(mpi_host_name() + " " + path_st_dev(base.cache_dir));
+    const std::vector<int> sharing = ranks_sharing(keys, top.rank);
+    if (sharing.front() == top.rank) warn_sizing(base, o, options, sharing, progress);
 }
 
 /// Writes the summary; a failure (a full results disk) is named on `progress` and gives "".
@@ -965,7 +1030,10 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
     const std::string started = utc_iso(), stamp = local_stamp();
     o.run_id = make_run_id(stamp, top.mpi);
-    if (!top.mpi) warn_sizing(base, o, options, top.clients, progress);
+    if (top.mpi)
+        warn_sizing_mpi(base, o, options, top, progress);
+    else
+        warn_sizing(base, o, options, all_ranks(top.clients), progress);
     // Before the first trial: the binary's SHA-256 takes a second or more, and after a stop signal mpirun kills the
     // ranks soon after forwarding it: the summary must be quick to write by then.
     const Json prov = top.leader() ? Json(host_provenance(o.kvio_version)) : Json();
@@ -974,6 +1042,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     int signo = stop.signo();
     if (top.mpi) signo = mpi_max_over_ranks(signo);
     bool failed = false, ended = false;
+    Json trial_failures = Json::array();                 // each client that failed, for the summary
     std::string failure;                                 // the first trial that failed, for the end line
     std::string stopped_in = signo ? "the set-up" : "";  // where a stop signal ended the protocol, for the console
     for (size_t i = 0; i < options.size() && !signo && !ended; ++i) {
@@ -983,6 +1052,11 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
             const TrialOutcome out = top.mpi ? run_trial_mpi(base, opt, t, o, reason, top, stop, progress)
                                              : run_trial(base, opt, t, o, reason, progress);
             ++trials_run;
+            for (const Json& f : out.failures) {  // rank 0's list under MPI (the others' is empty)
+                Json e = {{"option", opt.option}, {"trial", t}};
+                e.update(f);
+                trial_failures.push_back(e);
+            }
             const int code = top.mpi ? out.code : std::max(out.code, stop.stopped() ? 128 + stop.signo() : 0);
             if (code == 130 || code == 143 || code == 129) signo = code - 128;
             if (signo && stopped_in.empty()) stopped_in = "option " + std::to_string(opt.option) + " " + trial_label(t);
@@ -1028,14 +1102,17 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         res.exit_code = signo ? 128 + signo : failed ? 1 : 0;
         return res;
     }
+    const RankFilesVerdict verdict = judge_rank_files(o.results_dir, opts, top.clients);
     Json s = summary_json(base, o, options, reason, top, opts, signo, stamp, started, prov);
+    s["kvio"]["trial_failures"] = trial_failures;
+    s["kvio"]["invalid_rank_files"] = verdict.invalid_files;
     const bool partial = s["partial_failure"].get<bool>();
     res.summary_path = write_summary(o.results_dir, stamp, s, progress);
     if (top.mpi) mpi_max_over_ranks(0);  // the summary is whole: the other ranks may exit
     if (failure.empty() && res.summary_path.empty()) failure = "the summary was not written";
     if (failure.empty() && partial) failure = "rank files are missing (partial_failure)";
     if (failure.empty() && failed) failure = "a trial failed (above)";
-    const bool valid = print_end_line(progress, o.results_dir, opts, top.clients, signo, failure);
+    const bool valid = print_end_line(progress, verdict, signo, failure);
     res.summary = std::move(s);
     res.exit_code = signo ? 128 + signo : valid ? 0 : 1;
     return res;

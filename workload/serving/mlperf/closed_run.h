@@ -52,10 +52,12 @@ enum class Placement {
 /// it, calls `on_read` (when set) with the document, adds `mark` as kvio.mlperf_closed (with the stop of a client a
 /// signal stopped) and `to` as kvio.config.flags.output, writes it whole at `to` (a temporary name, renamed) and
 /// removes `from`. When the marked copy cannot be written (a full results disk) no unmarked file stays under either
-/// name: `from` is removed and "mlperf-closed: TO: not written: REASON (FROM removed: ...)" goes to `progress`.
+/// name: `from` is removed and "mlperf-closed: TO: not written: REASON (FROM removed: ...)" goes to `progress`, and
+/// to `why` (when set) "TO: not written: REASON".
 Placement place_marked_file(const std::string& from, const std::string& to, const nlohmann::ordered_json& mark,
                             std::ostream& progress,
-                            const std::function<void(const nlohmann::ordered_json&)>& on_read = nullptr);
+                            const std::function<void(const nlohmann::ordered_json&)>& on_read = nullptr,
+                            std::string* why = nullptr);
 
 /// Why a run with these options is not a CLOSED submission ("" when it is one): a trial length other than 300 s, a
 /// pause other than 90 s, another CPU tier for Option 2, or not all three Options.
@@ -84,7 +86,11 @@ std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions&
 /// signal (handled from the first moment, before any fork, also when SIGINT was inherited as ignored) ends the run
 /// after the trial in flight; the summary then holds what ran. A failed trial still removes its caches and moves
 /// every whole rank file into place; one that produced no rank file ends the protocol; a summary that cannot be
-/// written is named on `progress` (summary_path "", exit code 1).
+/// written is named on `progress` (summary_path "", exit code 1). The summary's kvio.trial_failures names each client
+/// that failed in a trial and why (under MPI every rank's reason gathered on rank 0 after each trial), and
+/// kvio.invalid_rank_files each rank file that is no valid trial (rank_storage_failures) and why. Before the first
+/// trial each group of clients that share a cache filesystem (all of --num-clients; under MPI the ranks of one host,
+/// ranks_sharing) is warned once when their share is too small for an Option (sizing_warning).
 ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress);
 
 }  // namespace kvio::serving

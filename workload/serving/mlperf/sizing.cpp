@@ -51,6 +51,16 @@ std::vector<OptionSizing> closed_sizing(const SimConfig& base, const std::vector
     return out;
 }
 
+std::vector<int> ranks_sharing(const std::vector<std::string>& keys, int rank) {
+    if (rank < 0 || size_t(rank) >= keys.size())
+        throw Error("mlperf-closed: rank " + std::to_string(rank) + " of " + std::to_string(keys.size()) +
+                    " ranks: no key of its cache filesystem");
+    std::vector<int> out;
+    for (size_t r = 0; r < keys.size(); ++r)
+        if (keys[r] == keys[size_t(rank)]) out.push_back(int(r));
+    return out;
+}
+
 std::string sizing_warning(const OptionSizing& s, int clients_on_host) {
     if (!s.short_of_need()) return "";
     char b[640];

@@ -35,6 +35,13 @@ std::vector<OptionSizing> closed_sizing(const SimConfig& base, const std::vector
                                         const std::string& cache_dir, int clients_on_host,
                                         const std::vector<int>& ranks);
 
+/// The ranks that share rank `rank`'s cache filesystem in an MPI run, ascending (docs/mlperf-benchmark.md, "Sizing
+/// the cache filesystem per rank"): those whose key equals its own. `keys` holds every rank's key in rank order, each
+/// naming its cache filesystem as "HOST ST_DEV" (its host, MPI_Get_processor_name, and the st_dev of its --cache-dir:
+/// one filesystem of one host). The first is the rank that warns for them. Throws kvio::Error when `rank` is not an
+/// index of `keys`.
+std::vector<int> ranks_sharing(const std::vector<std::string>& keys, int rank);
+
 /// The console warning for an Option short of its need: "mlperf-closed: WARNING: option 3 (MODEL): each rank's
 /// share of the cache filesystem is S GB, below the N GB its largest entry takes (rank R: a user of T tokens x B
 /// bytes per token): ..."; "" when the share holds it.

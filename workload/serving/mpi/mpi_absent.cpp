@@ -21,4 +21,10 @@ MpiScope::~MpiScope() = default;
 
 int mpi_max_over_ranks(int) { throw Error(std::string("simulate: --mpi: ") + mpi_build_status()); }
 
+std::vector<std::string> mpi_gather_strings(const std::string&) {
+    throw Error(std::string("simulate: --mpi: ") + mpi_build_status());
+}
+
+std::string mpi_host_name() { throw Error(std::string("simulate: --mpi: ") + mpi_build_status()); }
+
 }  // namespace kvio::serving

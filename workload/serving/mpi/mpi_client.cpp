@@ -174,6 +174,35 @@ int mpi_max_over_ranks(int v) {
     return out;
 }
 
+std::vector<std::string> mpi_gather_strings(const std::string& mine) {
+    int size = 1;
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    if (mine.size() > size_t(INT_MAX)) throw Error("simulate --mpi: a string of more than 2 GiB to gather");
+    int len = int(mine.size());
+    std::vector<int> lens(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
+    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather of lengths");
+    size_t total = 0;
+    for (int i = 0; i < size; ++i) {
+        if (total > size_t(INT_MAX) - size_t(lens[size_t(i)]))
+            throw Error("simulate --mpi: gathered strings exceed 2 GiB");
+        displs[size_t(i)] = int(total);
+        total += size_t(lens[size_t(i)]);
+    }
+    std::string all(total, '\0');
+    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, MPI_COMM_WORLD),
+          "MPI_Allgatherv of strings");
+    std::vector<std::string> out;
+    for (int i = 0; i < size; ++i) out.push_back(all.substr(size_t(displs[size_t(i)]), size_t(lens[size_t(i)])));
+    return out;
+}
+
+std::string mpi_host_name() {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    check(MPI_Get_processor_name(host, &len), "MPI_Get_processor_name");
+    return std::string(host, size_t(len));
+}
+
 SimResult run_mpi_client(const SimConfig& c, std::ostream* console, std::ostream* progress,
                          std::vector<ClientResult>* gathered, const std::function<void(int, bool)>& on_stop) {
     MpiSession session;
