@@ -152,6 +152,8 @@ enum kvio_counter {
     KVIO_CNT_LOST_COMPLETE,      /* issued request whose completion no program saw: reported without D2C */
     KVIO_CNT_RQ_SPILLS,          /* requests whose rq_table probes were all in flight: kept in the rq_spill hash */
     KVIO_CNT_OWNER_SPILLS,       /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
+    KVIO_CNT_COMPLETE_RUNS,      /* completion program runs for a whole request of a traced device (not partial):
+                                  * the kernel's completions minus these are completions no program ran for */
     KVIO_COUNTERS
 };
 
@@ -298,7 +300,8 @@ struct kvio_cmd_event {
     __u16 qid, cid;
     __u32 nsid;
     __u8 opcode;
-    __u8 complete_lost; /* the completion was never seen: ts_complete is 0, no D2C */
+    __u8 complete_lost; /* the completion was never seen: no D2C; ts_complete is when the tracer found it lost (the
+                         * request's next life, or a merge), 0 when found at stop */
     __u8 pad[2];
     __u32 nlb; /* number of LBAs (cdw12[15:0] + 1) */
     __u64 slba;

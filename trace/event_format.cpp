@@ -45,7 +45,8 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
         {"ts_issue", e.ts_issue},
     };
     if (e.complete_lost) {
-        j["complete_lost"] = true;  // no program saw its completion: no ts_complete, no D2C
+        j["complete_lost"] = true;                        // no program saw its completion: no ts_complete, no D2C
+        if (e.ts_complete) j["ts_lost"] = e.ts_complete;  // when the tracer found it lost
     } else {
         j["ts_complete"] = e.ts_complete;
         j["d2c_ns"] = e.ts_complete - e.ts_issue;
@@ -206,6 +207,7 @@ void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
     if (!e.complete_lost) m.u("ts_complete", e.ts_complete);
     if (e.has_insert) m.u("ts_insert", e.ts_insert);
     m.u("ts_issue", e.ts_issue);
+    if (e.complete_lost && e.ts_complete) m.u("ts_lost", e.ts_complete);
     m.s("type", "cmd");
     if (e.has_user_data) m.u("user_data", e.owner.user_data);
     m.end();

@@ -4,16 +4,14 @@
 #include <unistd.h>
 
 #include <array>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/tracefs.h"
 
 using namespace kvio::test;
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -24,69 +22,26 @@ const char* const kEvents[] = {"block_rq_merge", "block_bio_backmerge", "block_b
 // the JSON name of each tracefs event above (docs/formats.md, "block_events")
 const char* const kNames[] = {"rq_merges", "bio_backmerges", "bio_frontmerges", "splits", "requeues"};
 
-void write_file(const std::string& path, const std::string& text) {
-    std::ofstream f(path);
-    f << text;
-    f.close();
-    ASSERT_TRUE(f) << "writing " << path;
-}
-
-// A tracefs instance of its own (so no other tracer's settings matter) recording kEvents of one device. Removed at
-// destruction.
-struct TracefsInstance {
-    explicit TracefsInstance(uint32_t kdev) {
-        std::string root =
-            fs::exists("/sys/kernel/tracing/instances") ? "/sys/kernel/tracing" : "/sys/kernel/debug/tracing";
-        dir = root + "/instances/kvio-btt-" + std::to_string(getpid());
-        fs::create_directory(dir);
-        write_file(dir + "/buffer_size_kb", "16384");
+// [event][dir] counts of a tracefs instance's lines (dir: 0 read, 1 write, 2 other, by the rwbs rule of
+// bpf/breakdown.bpf.h)
+std::map<std::string, std::array<uint64_t, 3>> tracefs_counts(const TracefsInstance& t) {
+    std::map<std::string, std::array<uint64_t, 3>> out;
+    for (const std::string& line : t.lines()) {
         for (const char* ev : kEvents) {
-            write_file(dir + "/events/block/" + ev + "/filter", "dev == " + std::to_string(kdev));
-            write_file(dir + "/events/block/" + ev + "/enable", "1");
+            std::string tag = std::string(" ") + ev + ": ";
+            auto at = line.find(tag);
+            if (at == std::string::npos) continue;
+            std::istringstream rest(line.substr(at + tag.size()));
+            std::string dev, rwbs;
+            rest >> dev >> rwbs;
+            int d = 2;
+            if (rwbs[0] == 'R' || (rwbs.size() > 1 && rwbs[0] == 'F' && rwbs[1] == 'R')) d = 0;
+            if (rwbs[0] == 'W' || (rwbs.size() > 1 && rwbs[0] == 'F' && rwbs[1] == 'W')) d = 1;
+            ++out[ev][d];
         }
     }
-    ~TracefsInstance() {
-        for (const char* ev : kEvents) write_file(dir + "/events/block/" + ev + "/enable", "0");
-        ::rmdir(dir.c_str());
-    }
-    void stop() { write_file(dir + "/tracing_on", "0"); }
-    // [event][dir] counts (dir: 0 read, 1 write, 2 other, by the rwbs rule of bpf/breakdown.bpf.h)
-    std::map<std::string, std::array<uint64_t, 3>> counts() const {
-        std::map<std::string, std::array<uint64_t, 3>> out;
-        std::ifstream f(dir + "/trace");
-        std::string line;
-        while (std::getline(f, line)) {
-            if (line.empty() || line[0] == '#') continue;
-            for (const char* ev : kEvents) {
-                std::string tag = std::string(" ") + ev + ": ";
-                auto at = line.find(tag);
-                if (at == std::string::npos) continue;
-                std::istringstream rest(line.substr(at + tag.size()));
-                std::string dev, rwbs;
-                rest >> dev >> rwbs;
-                int d = 2;
-                if (rwbs[0] == 'R' || (rwbs.size() > 1 && rwbs[0] == 'F' && rwbs[1] == 'R')) d = 0;
-                if (rwbs[0] == 'W' || (rwbs.size() > 1 && rwbs[0] == 'F' && rwbs[1] == 'W')) d = 1;
-                ++out[ev][d];
-            }
-        }
-        return out;
-    }
-    // events the ring buffer overwrote or dropped (the comparison is void if any)
-    uint64_t overruns() const {
-        uint64_t n = 0;
-        for (const auto& cpu : fs::directory_iterator(dir + "/per_cpu")) {
-            std::ifstream f(cpu.path() / "stats");
-            std::string key;
-            uint64_t v = 0;
-            while (f >> key) {
-                if ((key == "overrun:" || key == "dropped") && f >> v) n += v;
-            }
-        }
-        return n;
-    }
-    std::string dir;
-};
+    return out;
+}
 
 }  // namespace
 
@@ -97,9 +52,7 @@ TEST(TraceBreakdown, CountsEqualTracefsEvents) {
     LoopDevice loop(64 * MiB);
     loop.set_queue_attr("max_sectors_kb", "4");
     TempDir dir;
-    unsigned maj = 0, min = 0;
-    ASSERT_EQ(sscanf(loop.majmin.c_str(), "%u:%u", &maj, &min), 2);
-    const uint32_t kdev = (maj << 20) | min;
+    const uint32_t kdev = kernel_dev_of(loop.majmin);
     const std::string work =
         "sh -c 'dd if=/dev/zero of=" + loop.path + " bs=512k count=8 oflag=direct status=none && dd if=" + loop.path +
         " of=/dev/null bs=512k count=8 iflag=direct status=none && dd if=/dev/zero of=" + loop.path +
@@ -107,11 +60,11 @@ TEST(TraceBreakdown, CountsEqualTracefsEvents) {
     std::map<std::string, std::array<uint64_t, 3>> want;
     CmdResult r;
     {
-        TracefsInstance tfs(kdev);
+        TracefsInstance tfs({std::begin(kEvents), std::end(kEvents)}, "dev == " + std::to_string(kdev));
         r = run(kvio_bin() + " trace -q --breakdown -d " + loop.name + " --json " + dir.file("t.json") + " -- " + work);
         tfs.stop();
         ASSERT_EQ(tfs.overruns(), 0u) << "tracefs lost events: the comparison would be void";
-        want = tfs.counts();
+        want = tracefs_counts(tfs);
     }
     ASSERT_EQ(r.status, 0) << r.err;
     auto s = json::parse(slurp(dir.file("t.json")));
@@ -173,3 +126,4 @@ TEST(TraceBreakdown, OffByDefault) {
     EXPECT_FALSE(s.contains("block_events"));
     EXPECT_EQ(s["bpf_stats"].dump().find("bt_"), std::string::npos) << s["bpf_stats"].dump();
 }
+
