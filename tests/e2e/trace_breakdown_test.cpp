@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "tests/e2e/helpers.h"
 #include "tests/e2e/tracefs.h"
@@ -127,3 +130,136 @@ TEST(TraceBreakdown, OffByDefault) {
     EXPECT_EQ(s["bpf_stats"].dump().find("bt_"), std::string::npos) << s["bpf_stats"].dump();
 }
 
+namespace {
+
+/// The histogram `bt_STAGE_OP` of device `d` as {count, sum}; {0, 0} when absent.
+std::pair<uint64_t, uint64_t> bt_hist(const json& d, const std::string& stage, const std::string& op) {
+    const json& h = d["histograms"];
+    const std::string k = "bt_" + stage + "_" + op;
+    if (!h.contains(k)) return {0, 0};
+    return {h[k]["count"].get<uint64_t>(), h[k]["sum"].get<uint64_t>()};
+}
+
+}  // namespace
+
+// --breakdown with --events: one "stages" record per staged request (docs/formats.md, "Block stages record"). On a
+// loop device, buffered 4 KiB writes written back at fsync and O_DIRECT 4 KiB writes and reads submitted 16 at once
+// (both merge in the plug: block_bio_backmerge), first without a scheduler (issued directly: G2D), then with
+// mq-deadline (inserted: G2I + I2D). Per request: the stamps are in order and Q2G + G2I + I2D + D2C (or Q2G + G2D +
+// D2C) = Q2C; the record is the stages of exactly one "cmd" record (same sector, size and op; its issue and completion
+// stamped by the other programs of the same tracepoint calls, within 1 ms); every read and write command is staged
+// but those a front merge left without a getrq. The histograms count the stream's requests with its values: each
+// stage's count and sum equal the stream's.
+TEST(TraceBreakdown, StagesPerRequestOnTheEventsStream) {
+    LoopDevice loop(64 * MiB);
+    loop.set_queue_attr("scheduler", "none");  // restored at destruction: the workload switches it to mq-deadline
+    TempDir dir;
+    const std::string fio =
+        "fio --output=/dev/null --direct=1 --bs=4k --ioengine=libaio --iodepth=16"
+        " --iodepth_batch_submit=16 --iodepth_batch_complete_min=16 --size=2m --filename=" +
+        loop.path;
+    const std::string phase = "dd if=/dev/zero of=" + loop.path +
+                              " bs=4k count=512 seek=%SEEK% conv=fsync status=none" + " && " + fio +
+                              " --name=w --rw=write --offset=%OFF%m && " + fio + " --name=r --rw=read --offset=%OFF%m";
+    auto at = [&](int seek, int off) {
+        std::string p = phase;
+        p.replace(p.find("%SEEK%"), 6, std::to_string(seek));
+        for (size_t i; (i = p.find("%OFF%")) != std::string::npos;) p.replace(i, 5, std::to_string(off));
+        return p;
+    };
+    const std::string work =
+        at(0, 8) + " && echo mq-deadline > /sys/block/" + loop.name + "/queue/scheduler && " + at(4096, 24);
+    auto r = run(kvio_bin() + " trace -q --breakdown -d " + loop.name + " --json " + dir.file("t.json") + " --events " +
+                 dir.file("ev.jsonl") + " -- sh -c '" + work + "'");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto s = json::parse(slurp(dir.file("t.json")));
+    const json* d = nullptr;
+    for (const auto& e : s["devices"])
+        if (e["dev"] == loop.majmin) d = &e;
+    ASSERT_NE(d, nullptr) << s.dump();
+    const json* be = nullptr;
+    for (const auto& e : s["block_events"])
+        if (e["dev"] == loop.majmin) be = &e;
+    ASSERT_NE(be, nullptr) << s["block_events"].dump();
+
+    // the block commands of the loop device by (op, sector, bytes)
+    std::map<std::tuple<std::string, uint64_t, uint64_t>, std::vector<const json*>> cmds;
+    std::vector<json> events = read_jsonl(dir.file("ev.jsonl"));
+    std::vector<const json*> stages;
+    uint64_t summary_stages = 0, n_cmds[2] = {};
+    for (const auto& e : events) {
+        if (e["type"] == "summary") summary_stages = e.value("stages", uint64_t(0));
+        if (e.value("dev", "") != loop.majmin) continue;
+        if (e["type"] == "stages") stages.push_back(&e);
+        if (e["type"] == "cmd" && (e["op"] == "read" || e["op"] == "write")) {
+            cmds[{e["op"], e["sector"], e["bytes"]}].push_back(&e);
+            ++n_cmds[e["op"] == "write"];
+        }
+    }
+    EXPECT_EQ(summary_stages, stages.size());
+
+    // per op: [with insert, without] counts and the stream's sums per stage
+    std::map<std::string, std::map<std::string, uint64_t>> sum, count;
+    std::set<const json*> joined;
+    for (const json* p : stages) {
+        const json& e = *p;
+        const std::string op = e["op"];
+        ASSERT_TRUE(op == "read" || op == "write") << e.dump();
+        const uint64_t q = e["ts_queue"], g = e["ts_getrq"], dd = e["ts_issue"], c = e["ts_complete"];
+        const bool ins = e.contains("ts_insert");
+        EXPECT_LE(q, g) << e.dump();
+        EXPECT_LE(dd, c) << e.dump();
+        if (ins) {
+            const uint64_t i = e["ts_insert"];
+            EXPECT_LE(g, i) << e.dump();
+            EXPECT_LE(i, dd) << e.dump();
+            EXPECT_FALSE(e.contains("g2d_ns")) << e.dump();
+            EXPECT_EQ(e["q2g_ns"].get<uint64_t>() + e["g2i_ns"].get<uint64_t>() + e["i2d_ns"].get<uint64_t>() +
+                          e["d2c_ns"].get<uint64_t>(),
+                      e["q2c_ns"].get<uint64_t>())
+                << e.dump();
+            EXPECT_EQ(e["q2c_ns"].get<uint64_t>(), c - q) << e.dump();
+        } else {
+            EXPECT_LE(g, dd) << e.dump();
+            EXPECT_FALSE(e.contains("g2i_ns") || e.contains("i2d_ns")) << e.dump();
+            EXPECT_EQ(e["q2g_ns"].get<uint64_t>() + e["g2d_ns"].get<uint64_t>() + e["d2c_ns"].get<uint64_t>(),
+                      e["q2c_ns"].get<uint64_t>())
+                << e.dump();
+            EXPECT_EQ(e["q2c_ns"].get<uint64_t>(), c - q) << e.dump();
+        }
+        for (const char* k : {"q2g", "g2i", "i2d", "g2d", "d2c", "q2c"})
+            if (e.contains(std::string(k) + "_ns")) {
+                sum[op][k] += e[std::string(k) + "_ns"].get<uint64_t>();
+                ++count[op][k];
+            }
+        // the one command these are the stages of
+        const json* best = nullptr;
+        uint64_t best_gap = UINT64_MAX;
+        for (const json* cm : cmds[{op, e["sector"], e["bytes"]}]) {
+            if (!cm->contains("ts_complete")) continue;
+            const uint64_t ci = (*cm)["ts_issue"], cc = (*cm)["ts_complete"];
+            const uint64_t gap = std::max(ci > dd ? ci - dd : dd - ci, cc > c ? cc - c : c - cc);
+            if (gap < best_gap) best_gap = gap, best = cm;
+        }
+        ASSERT_NE(best, nullptr) << "no command for " << e.dump();
+        EXPECT_LT(best_gap, 1'000'000u) << e.dump() << "\n" << best->dump();
+        EXPECT_EQ(best->contains("ts_insert"), ins) << e.dump() << "\n" << best->dump();
+        EXPECT_TRUE(joined.insert(best).second) << "two stages records for " << best->dump();
+    }
+
+    for (std::string op : {"read", "write"}) {
+        const uint64_t cmds_op = n_cmds[op == "write"];
+        const uint64_t front = (*be)[op]["bio_frontmerges"];
+        EXPECT_GE(count[op]["q2c"], 32u) << op << ": 2 x 2 MiB each way, merged up to the device's limit";
+        EXPECT_LE(count[op]["q2c"], cmds_op) << op;
+        EXPECT_GE(count[op]["q2c"] + front, cmds_op) << op << ": a staged command each, but front merges";
+        EXPECT_GT(count[op]["g2i"], 0u) << op << ": inserted by mq-deadline";
+        EXPECT_GT(count[op]["g2d"], 0u) << op << ": issued directly without a scheduler";
+        for (const char* k : {"q2g", "g2i", "i2d", "g2d", "d2c", "q2c"}) {
+            const auto [hc, hs] = bt_hist(*d, k, op);
+            EXPECT_EQ(hc, count[op][k]) << op << " " << k;
+            EXPECT_EQ(hs, sum[op][k]) << op << " " << k;
+        }
+    }
+    EXPECT_GT((*be)["write"]["bio_backmerges"].get<uint64_t>(), 0u) << "the workload merges: " << be->dump();
+}
