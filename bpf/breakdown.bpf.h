@@ -179,6 +179,9 @@ static __always_inline void bt_rq_first_seen(__u64 rq, __u64 now, bool at_insert
     bpf_map_delete_elem(&bt_bios, &bio);
     if (!st.ts_q || !st.ts_g)
         return;
+    /* the stamps of a bio of a traced device merged away, whose address a bio of another device took: not its own */
+    if (targ_ndevs && !dev_passes(rq_dev((struct request *)rq, false)))
+        return;
     if (at_insert)
         st.ts_i = now;
     else
