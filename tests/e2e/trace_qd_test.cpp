@@ -84,6 +84,7 @@ protected:
                       marked("ready") + fio + "; f=$?; " + marked("stop") +
                       "kill -INT $x $s $e $d; wait $x && wait $s && wait $e && wait $d && exit $f");
         tfs.stop();
+        r_ = QdRun{};  // --gtest_repeat runs this again: nothing of the last run's counts stays
         r_.tracefs_overruns = tfs.overruns();
         const std::vector<std::string> lines = tfs.lines();
         bool in_marks = false;

@@ -21,8 +21,10 @@ void write_tracefs(const std::string& path, const std::string& text) {
 TracefsInstance::TracefsInstance(std::vector<std::string> evs, const std::string& filter) : events(std::move(evs)) {
     const std::string root =
         std::filesystem::exists("/sys/kernel/tracing/instances") ? "/sys/kernel/tracing" : "/sys/kernel/debug/tracing";
-    dir = root + "/instances/kvio-test-" + std::to_string(getpid());
+    static int made = 0;  // one name per instance: a name reused by --gtest_repeat must not find an old buffer
+    dir = root + "/instances/kvio-test-" + std::to_string(getpid()) + "-" + std::to_string(made++);
     std::filesystem::create_directory(dir);
+    write_tracefs(dir + "/trace", "");  // empty, whatever it held
     write_tracefs(dir + "/buffer_size_kb", "16384");
     write_tracefs(dir + "/trace_clock", "mono");
     for (const auto& ev : events) {
