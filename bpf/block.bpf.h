@@ -71,7 +71,8 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
 }
 
 /* Histograms and the event of one finished command. lost: its completion was never seen (the state
- * outlived the request), so there is no D2C and no completion time; size, QD and LBA still count.
+ * outlived the request), so there is no D2C and no completion time (`now` is when it was found lost); size, QD and
+ * LBA still count.
  * sole_writer: the caller is the completion program, the only writer of slot_hists (no atomics). tw: the commands
  * its D2C and Q2D stand for (rq_time_weight), 0: not timed (a request --d2c-sample did not sample). */
 static __always_inline void account_cmd(const struct rq_state *st, const struct kvio_rq_owner *o, __u64 now, int error,
@@ -139,7 +140,7 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
     e->ts_insert = st->ts_insert;
     e->has_insert = st->ts_insert != 0;
     e->ts_issue = st->ts_issue;
-    e->ts_complete = lost ? 0 : now;
+    e->ts_complete = now; /* lost: when it was found lost */
     e->complete_lost = lost;
     e->qd = st->qd;
     e->error = error;
@@ -212,12 +213,13 @@ static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, 
 
 /* The live state of rq left from an earlier life of the request (gen differs). On some kernels no BPF program runs
  * for a completion in certain softirq contexts (tracefs still records it, recursion_misses stays 0): an issued,
- * traced leftover is such a command. Report it without a completion. */
+ * traced leftover is such a command. Report it without a completion; its record's ts_complete says when it was
+ * found lost (now), the end of its time in the in-flight count (docs/formats.md, "Lost completions"). */
 static __always_inline void rq_state_stale(const struct rq_state *s, const struct kvio_rq_owner *o)
 {
     if (s->issued && !s->ignored) {
         inflight_dec(s->slot, s->dev, false);
-        account_cmd(s, o, 0, 0, true, false, 0, 0);
+        account_cmd(s, o, bpf_ktime_get_ns(), 0, true, false, 0, 0);
     } else {
         count(KVIO_CNT_STALE);
     }
@@ -314,6 +316,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     } else if (targ_ndevs && !dev_passes(rq_dev(rq, typed))) {
         return 0;
     }
+    if (!nr_bytes || nr_bytes >= KREAD(typed, rq, __data_len))
+        count(KVIO_CNT_COMPLETE_RUNS); /* a program ran for the end of this request (the kernel counts the end) */
     __u64 key = typed ? ptr_number(NUM_COMPLETE, rq) : (__u64)rq;
     __u32 tw = 1;
     if (rq_sample_every > 1 && key) {

@@ -179,6 +179,9 @@ static __always_inline void bt_rq_first_seen(__u64 rq, __u64 now, bool at_insert
     bpf_map_delete_elem(&bt_bios, &bio);
     if (!st.ts_q || !st.ts_g)
         return;
+    /* the stamps of a bio of a traced device merged away, whose address a bio of another device took: not its own */
+    if (targ_ndevs && !dev_passes(rq_dev((struct request *)rq, false)))
+        return;
     if (at_insert)
         st.ts_i = now;
     else
@@ -229,8 +232,29 @@ int bt_rq_merged(u64 *ctx)
     return 0;
 }
 
+/* --events: the stages of a request bt_rq_complete put into bt_hists, as one record with the same stamps. */
+static __always_inline void bt_emit(struct request *rq, __u32 dev, const struct bt_rq_stamp *st, __u64 now)
+{
+    struct kvio_stages_event *e = EVENT_RESERVE(struct kvio_stages_event);
+    if (!e)
+        return;
+    e->type = KVIO_EV_STAGES;
+    e->has_insert = st->ts_i != 0;
+    e->dev = dev;
+    e->opf = rq_opf(rq, false);
+    e->bytes = BPF_CORE_READ(rq, __data_len);
+    e->sector = BPF_CORE_READ(rq, __sector);
+    e->ts_queue = st->ts_q;
+    e->ts_getrq = st->ts_g;
+    e->ts_insert = st->ts_i;
+    e->ts_issue = st->ts_d;
+    e->ts_complete = now;
+    event_submit(e);
+}
+
 /* The stages of a completed request into bt_hists; each sum is of the same requests, so per request and in the sums
- * Q2G + G2I + I2D + D2C (inserted) or Q2G + G2D + D2C (issued directly) = Q2C. */
+ * Q2G + G2I + I2D + D2C (inserted) or Q2G + G2D + D2C (issued directly) = Q2C. With --events, the same request's
+ * stamps as a stages record (bt_emit). */
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(bt_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
@@ -261,6 +285,8 @@ int BPF_PROG(bt_rq_complete, struct request *rq, int error, unsigned int nr_byte
     }
     bt_hist_add(dev, KVIO_BT_H_D2C_READ + w, now - st.ts_d);
     bt_hist_add(dev, KVIO_BT_H_Q2C_READ + w, now - st.ts_q);
+    if (emit_events)
+        bt_emit(rq, dev, &st, now);
     return 0;
 }
 

@@ -152,6 +152,8 @@ enum kvio_counter {
     KVIO_CNT_LOST_COMPLETE,      /* issued request whose completion no program saw: reported without D2C */
     KVIO_CNT_RQ_SPILLS,          /* requests whose rq_table probes were all in flight: kept in the rq_spill hash */
     KVIO_CNT_OWNER_SPILLS,       /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
+    KVIO_CNT_COMPLETE_RUNS,      /* completion program runs for a whole request of a traced device (not partial):
+                                  * the kernel's completions minus these are completions no program ran for */
     KVIO_COUNTERS
 };
 
@@ -220,7 +222,7 @@ struct kvio_bt_key {
     __u16 dir;  /* enum kvio_bt_dir, from the record's rwbs */
 };
 
-enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2 };
+enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2, KVIO_EV_STAGES = 4 }; /* 3: KVIO_EV_FILE (file_attr.h) */
 enum kvio_src { KVIO_SRC_BLOCK = 0, KVIO_SRC_NVME = 1 };
 
 /* Who submitted an I/O: the task at block_getrq (or insert/issue outside a kernel thread). */
@@ -298,10 +300,27 @@ struct kvio_cmd_event {
     __u16 qid, cid;
     __u32 nsid;
     __u8 opcode;
-    __u8 complete_lost; /* the completion was never seen: ts_complete is 0, no D2C */
+    __u8 complete_lost; /* the completion was never seen: no D2C; ts_complete is when the tracer found it lost (the
+                         * request's next life, or a merge), 0 when found at stop */
     __u8 pad[2];
     __u32 nlb; /* number of LBAs (cdw12[15:0] + 1) */
     __u64 slba;
+};
+
+/* --breakdown with --events: the stages of one completed block read or write (bpf/breakdown.bpf.h, bt_rq_complete),
+ * the very stamps its bt_* histogram values were taken from, so the stream's stages and the histograms count the
+ * same requests with the same values (docs/formats.md, "Block stages record"). Stamps: CLOCK_MONOTONIC ns of the
+ * breakdown programs' own runs (block_bio_queue, block_getrq, block_rq_insert, the last block_rq_issue, the final
+ * block_rq_complete), not the "cmd" record's (other programs of the same tracepoints: a few microseconds apart). */
+struct kvio_stages_event {
+    __u8 type;       /* KVIO_EV_STAGES */
+    __u8 has_insert; /* block_rq_insert was seen: G2I + I2D; else G2D (issued without insert) */
+    __u16 pad;
+    __u32 dev;                                                  /* kernel dev_t, whole disk */
+    __u32 opf;                                                  /* kvio op | KVIO_F_*: a read or a write */
+    __u32 bytes;                                                /* request bytes at completion */
+    __u64 sector;                                               /* 512-byte units, whole disk */
+    __u64 ts_queue, ts_getrq, ts_insert, ts_issue, ts_complete; /* ts_insert 0 without has_insert */
 };
 
 enum kvio_syscall {

@@ -65,7 +65,7 @@ std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path
     while (rd.next_checked(r)) {
         if (stop && *stop)
             throw Stopped(int(*stop), "stopped by signal " + std::to_string(int(*stop)) + " while loading " + path);
-        if (r.kind == EventType::Syscall) continue;
+        if (r.kind == EventType::Syscall || r.kind == EventType::Stages) continue;
         if (r.kind == EventType::Summary) {
             out.has_summary = true;
             out.summary_events = r.events;

@@ -172,12 +172,13 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     RecordHeader rh{};
     if (!fill(sizeof rh)) return torn("truncated record header");
     std::memcpy(&rh, buf_ + pos_, sizeof rh);
-    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Json))
+    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Stages))
         bad("unknown record kind " + std::to_string(rh.kind));
     if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
     const size_t want = rh.kind == uint32_t(Kind::Cmd)       ? sizeof(kvio_cmd_event)
                         : rh.kind == uint32_t(Kind::Syscall) ? syscall_bytes_
                         : rh.kind == uint32_t(Kind::Device)  ? sizeof(DeviceRecord)
+                        : rh.kind == uint32_t(Kind::Stages)  ? sizeof(kvio_stages_event)
                                                              : rh.bytes;
     if (rh.bytes != want) bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
     const size_t total = sizeof rh + pad8(rh.bytes);
@@ -204,6 +205,11 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
         if (e.src != KVIO_SRC_BLOCK && e.src != KVIO_SRC_NVME)
             bad("field 'src': " + std::to_string(unsigned(e.src)) + " is neither block (" +
                 std::to_string(KVIO_SRC_BLOCK) + ") nor nvme (" + std::to_string(KVIO_SRC_NVME) + ")");
+    } else if (kind == Kind::Stages) {
+        kvio_stages_event e;
+        std::memcpy(&e, payload.data(), sizeof e);
+        if (!devs_.count(e.dev))
+            bad("a stages record of device " + dev_string(decode_kernel_dev(e.dev)) + " before its device record");
     }
     pos_ += total;
     return true;

@@ -5,7 +5,7 @@
 //
 // Layout, host byte order (the header's byte_order word tells): a 64-byte FileHeader, then records, each a
 // RecordHeader (kind, payload bytes) followed by the payload and zero padding to a multiple of 8 bytes.
-// A Device record precedes the first Cmd record of its device.
+// A Device record precedes the first Cmd or Stages record of its device.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +40,7 @@ enum class Kind : uint32_t {
     Cmd = 2,      ///< kvio_cmd_event (bpf/kvio_trace.h), as the kernel filled it
     Syscall = 3,  ///< kvio_syscall_event (or its first KVIO_SYSCALL_EVENT_V1_BYTES, in older captures)
     Json = 4,     ///< one kvio.events/1 record as JSON text without the newline (the summary)
+    Stages = 5,   ///< kvio_stages_event (--breakdown with --events), as the kernel filled it; after its Device record
 };
 
 struct RecordHeader {
@@ -79,6 +80,8 @@ public:
     /// Appends a Cmd record. The caller appends its device() first.
     void cmd(const kvio_cmd_event& e) { record(Kind::Cmd, &e, sizeof e); }
     void syscall(const kvio_syscall_event& e) { record(Kind::Syscall, &e, sizeof e); }
+    /// Appends a Stages record. The caller appends its device() first.
+    void stages(const kvio_stages_event& e) { record(Kind::Stages, &e, sizeof e); }
     /// Appends a Json record holding `text` (one JSON object, no newline).
     void json(std::string_view text) { record(Kind::Json, text.data(), text.size()); }
     /// Whether device() was called for `dev` (one compare for the device of the last call).

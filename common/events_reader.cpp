@@ -469,6 +469,10 @@ bool EventsReader::next_bin(EventRecord& r) {
                 }
                 return true;
             }
+            case evbin::Kind::Stages:  // as a JSONL "stages" record reads: its type only (no reader needs more)
+                r.type = "stages";
+                set(F::Type);
+                return true;
             case evbin::Kind::Syscall: {
                 kvio_syscall_event e;
                 std::memcpy(&e, p.data(), sizeof e);
@@ -559,8 +563,8 @@ bool EventsReader::next(EventRecord& r) {
             warn(torn_last_line_warning(src_));
             return false;
         }
-        if (src_.line == 1 &&
-            (!r.has_field(EventField::Type) || (r.type != "cmd" && r.type != "syscall" && r.type != "summary"))) {
+        if (src_.line == 1 && (!r.has_field(EventField::Type) ||
+                               (r.type != "cmd" && r.type != "syscall" && r.type != "stages" && r.type != "summary"))) {
             // a JSONL file of another format (a semantic log's "meta" record, a one-line trace.json): say which
             const std::string kind = first_line_kind(p, e);
             if (!kind.empty()) throw Error(not_events_message(src_.file, kind, false));
@@ -587,8 +591,12 @@ void EventsReader::check(EventRecord& r) {
     } else if (r.type == "summary") {
         r.kind = EventType::Summary;
         return;
+    } else if (r.type == "stages") {
+        r.kind = EventType::Stages;  // --breakdown's per-request stages: no reader needs them
+        return;
     } else
-        src_.fail("type", "expected \"cmd\", \"syscall\" or \"summary\", got \"" + std::string(r.type) + "\"");
+        src_.fail("type",
+                  "expected \"cmd\", \"syscall\", \"stages\" or \"summary\", got \"" + std::string(r.type) + "\"");
     for (F f : {F::Src, F::Dev, F::Op, F::Bytes, F::TsIssue}) require(r, f);
     if (r.src == "nvme")
         r.nvme = true;

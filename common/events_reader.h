@@ -61,7 +61,7 @@ enum class EventField : uint8_t {
 const char* event_field_name(EventField f);
 
 /// The record types of kvio.events/1 (`type`).
-enum class EventType : uint8_t { Cmd, Syscall, Summary };
+enum class EventType : uint8_t { Cmd, Syscall, Summary, Stages };
 /// Direction of a device command (`op`).
 enum class IoOp : uint8_t { Read, Write, Flush, Discard, Other };
 /// "read", "write", "flush", "discard", "other".
@@ -120,7 +120,7 @@ public:
     bool next(EventRecord& r);
 
     /// next() and then the format's rules, the one set every command applies (docs/formats.md, "Reader rules"):
-    ///   `type` present and "cmd", "syscall" or "summary";
+    ///   `type` present and "cmd", "syscall", "stages" (--breakdown; no field checked) or "summary";
     ///   a cmd has `src` ("block" | "nvme"), `dev` ("MAJ:MIN"), `op` (read|write|flush|discard|other), `bytes`
     ///   and `ts_issue`; a block cmd has `sector`, an nvme cmd `slba` and `nlb`; `ts_complete`, when present, is
     ///   not before `ts_issue`; a read or write lies on the disk (sector × 512, slba × LBA bytes fit in 64 bits)

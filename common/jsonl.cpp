@@ -32,7 +32,8 @@ std::string json_kind(const json& j) {
     if (j.contains("schema_version") && j.contains("device_geometry"))
         return "a kvio record manifest (kvio gen --record)";
     if (const std::string t = str("type");
-        (t == "cmd" || t == "syscall" || t == "summary" || t == "meta") && (j.contains("dev") || j.contains("src")))
+        (t == "cmd" || t == "syscall" || t == "stages" || t == "summary" || t == "meta") &&
+        (j.contains("dev") || j.contains("src")))
         return "kvio.events/1 records (kvio trace --events)";
     if (const std::string e = str("event_type"); !e.empty())
         return e == "kvio_meta" ? "an LMCache kvio semantic trace"

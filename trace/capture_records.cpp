@@ -30,6 +30,12 @@ void visit_capture(evbin::Reader& r, const std::string& path, const CaptureVisit
                 if (v.syscall) v.syscall(e);
                 break;
             }
+            case evbin::Kind::Stages: {
+                kvio_stages_event e;
+                std::memcpy(&e, p.data(), sizeof e);
+                if (v.stages) v.stages(e, devs);
+                break;
+            }
             case evbin::Kind::Json: {
                 auto j = nlohmann::json::parse(p.begin(), p.end(), nullptr, false);
                 if (j.is_discarded() || !j.is_object() || p.find('\n') != std::string_view::npos)

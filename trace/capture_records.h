@@ -16,6 +16,7 @@ namespace kvio::trace {
 struct CaptureVisitor {
     std::function<void(const kvio_cmd_event&, DevCache&)> cmd;
     std::function<void(const kvio_syscall_event&)> syscall;
+    std::function<void(const kvio_stages_event&, DevCache&)> stages;
     /// A json record (the summary, stop notes): its text, one JSON object on one line, and the parsed object.
     std::function<void(std::string_view text, const nlohmann::json&)> json;
 };

@@ -45,7 +45,8 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
         {"ts_issue", e.ts_issue},
     };
     if (e.complete_lost) {
-        j["complete_lost"] = true;  // no program saw its completion: no ts_complete, no D2C
+        j["complete_lost"] = true;                        // no program saw its completion: no ts_complete, no D2C
+        if (e.ts_complete) j["ts_lost"] = e.ts_complete;  // when the tracer found it lost
     } else {
         j["ts_complete"] = e.ts_complete;
         j["d2c_ns"] = e.ts_complete - e.ts_issue;
@@ -95,6 +96,34 @@ nlohmann::json syscall_event_json(const kvio_syscall_event& e) {
         j["gen"] = e.gen;
         j["direct"] = (e.flags & KVIO_SYSF_DIRECT) != 0;
         j["file_size"] = e.file_size;
+    }
+    return j;
+}
+
+nlohmann::json stages_event_json(const kvio_stages_event& e, DevCache& devs) {
+    const auto& d = devs.get(e.dev);
+    nlohmann::json j = {
+        {"type", "stages"},
+        {"dev", d.majmin},
+        {"disk", d.disk},
+        {"op", op_name_from_opf(e.opf)},
+        {"rwbs", rwbs_from_opf(e.opf)},
+        {"sector", e.sector},
+        {"bytes", e.bytes},
+        {"ts_queue", e.ts_queue},
+        {"ts_getrq", e.ts_getrq},
+        {"ts_issue", e.ts_issue},
+        {"ts_complete", e.ts_complete},
+        {"q2g_ns", e.ts_getrq - e.ts_queue},
+        {"d2c_ns", e.ts_complete - e.ts_issue},
+        {"q2c_ns", e.ts_complete - e.ts_queue},
+    };
+    if (e.has_insert) {
+        j["ts_insert"] = e.ts_insert;
+        j["g2i_ns"] = e.ts_insert - e.ts_getrq;
+        j["i2d_ns"] = e.ts_issue - e.ts_insert;
+    } else {
+        j["g2d_ns"] = e.ts_issue - e.ts_getrq;
     }
     return j;
 }
@@ -206,6 +235,7 @@ void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
     if (!e.complete_lost) m.u("ts_complete", e.ts_complete);
     if (e.has_insert) m.u("ts_insert", e.ts_insert);
     m.u("ts_issue", e.ts_issue);
+    if (e.complete_lost && e.ts_complete) m.u("ts_lost", e.ts_complete);
     m.s("type", "cmd");
     if (e.has_user_data) m.u("user_data", e.owner.user_data);
     m.end();
@@ -239,6 +269,34 @@ void EventEncoder::syscall(const kvio_syscall_event& e) {
     m.u("ts_enter", e.ts_enter);
     m.u("ts_exit", e.ts_exit);
     m.s("type", "syscall");
+    m.end();
+}
+
+void EventEncoder::stages(const kvio_stages_event& e, DevCache& devs) {
+    const auto& d = devs.get(e.dev);
+    auto& m = *impl_;
+    m.begin();
+    m.u("bytes", e.bytes);
+    m.u("d2c_ns", e.ts_complete - e.ts_issue);
+    m.s("dev", d.majmin);
+    m.s("disk", d.disk);
+    if (!e.has_insert) m.u("g2d_ns", e.ts_issue - e.ts_getrq);
+    if (e.has_insert) {
+        m.u("g2i_ns", e.ts_insert - e.ts_getrq);
+        m.u("i2d_ns", e.ts_issue - e.ts_insert);
+    }
+    m.s("op", op_name_from_opf(e.opf));
+    m.u("q2c_ns", e.ts_complete - e.ts_queue);
+    m.u("q2g_ns", e.ts_getrq - e.ts_queue);
+    char rwbs[8];
+    m.s("rwbs", rwbs, rwbs_chars(e.opf, rwbs));
+    m.u("sector", e.sector);
+    m.u("ts_complete", e.ts_complete);
+    m.u("ts_getrq", e.ts_getrq);
+    if (e.has_insert) m.u("ts_insert", e.ts_insert);
+    m.u("ts_issue", e.ts_issue);
+    m.u("ts_queue", e.ts_queue);
+    m.s("type", "stages");
     m.end();
 }
 

@@ -40,6 +40,9 @@ private:
 nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs);
 /// One "syscall" record as a JSON object (reference definition, see cmd_event_json).
 nlohmann::json syscall_event_json(const kvio_syscall_event& e);
+/// One "stages" record (--breakdown with --events, docs/formats.md "Block stages record") as a JSON object: the
+/// stamps and the stage durations in ns, Q2G + G2I + I2D + D2C (G2D in place of G2I + I2D without an insert) = Q2C.
+nlohmann::json stages_event_json(const kvio_stages_event& e, DevCache& devs);
 
 /// Serialises kvio.events/1 records as JSONL text (one record + '\n' each) into one growing buffer, with
 /// RapidJSON's SAX Writer: no DOM and, once the buffer has grown, no allocation per record (~10× cheaper
@@ -59,6 +62,8 @@ public:
     void cmd(const kvio_cmd_event& e, DevCache& devs);
     /// Appends one "syscall" record (same values as syscall_event_json).
     void syscall(const kvio_syscall_event& e);
+    /// Appends one "stages" record (same values as stages_event_json).
+    void stages(const kvio_stages_event& e, DevCache& devs);
     /// Appends any other record (e.g. the summary): j.dump() + '\n', invalid UTF-8 replaced by U+FFFD.
     void line(const nlohmann::json& j);
 

@@ -68,6 +68,20 @@ void EventWriter::cmd(const kvio_cmd_event& e) {
     maybe_flush();
 }
 
+void EventWriter::stages(const kvio_stages_event& e) {
+    if (bin_) {
+        if (!benc_.has_device(e.dev)) {
+            const auto& d = devs_.get(e.dev);
+            benc_.device(evbin::make_device_record(e.dev, d.lba_bytes, d.majmin, d.disk));
+        }
+        benc_.stages(e);
+    } else {
+        enc_.stages(e, devs_);
+    }
+    ++stages_written_;
+    maybe_flush();
+}
+
 void EventWriter::syscall(const kvio_syscall_event& e) {
     if (bin_)
         benc_.syscall(e);

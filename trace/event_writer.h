@@ -47,11 +47,16 @@ public:
     void cmd(const kvio_cmd_event& e);
     /// Appends one "syscall" record and counts it; I/O errors as for cmd().
     void syscall(const kvio_syscall_event& e);
+    /// Appends one "stages" record (--breakdown), counted in stages_written(), not in written(); I/O errors as for
+    /// cmd().
+    void stages(const kvio_stages_event& e);
     /// Appends another record (the summary): j.dump() + '\n'. Not counted in written().
     void line(const nlohmann::json& j);
 
     /// cmd + syscall records appended so far (what the summary calls "events").
     uint64_t written() const { return written_; }
+    /// "stages" records appended so far (the summary's "stages").
+    uint64_t stages_written() const { return stages_written_; }
     /// A write has failed (close() will throw).
     bool failed() const { return err_ != 0; }
     /// The first failed write's errno (0: none).
@@ -100,6 +105,7 @@ private:
     int err_ = 0;  ///< errno of the first failed write/close, 0 if none
     size_t chunk_;
     uint64_t written_ = 0;
+    uint64_t stages_written_ = 0;
     DevCache devs_;
     bool bin_ = false;
     EventEncoder enc_;

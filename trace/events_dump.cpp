@@ -92,6 +92,11 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
         ++written;
         spill();
     };
+    v.stages = [&](const kvio_stages_event& e, DevCache& devs) {
+        enc.stages(e, devs);
+        ++written;
+        spill();
+    };
     v.json = [&](std::string_view text, const nlohmann::json& j) {
         put(f, enc.data(), enc.size(), what);
         enc.clear();

@@ -184,6 +184,8 @@ constexpr CounterMetric kCounters[] = {
     {KVIO_CNT_OWNER_SPILLS, "kvio_owner_table_spills_total",
      "Bio owners kept in the fallback hash: every slot they may use was taken."},
     {KVIO_CNT_EVENTS, "kvio_events_total", "Event records submitted to the ring buffer."},
+    {KVIO_CNT_COMPLETE_RUNS, "kvio_completion_runs_total",
+     "Completion program runs for the end of a request of a traced device."},
 };
 
 }  // namespace

@@ -295,6 +295,7 @@ nlohmann::json TraceReport::to_json(double duration_s, const uint64_t (&counters
         {"unattributed", counters[KVIO_CNT_NO_OWNER]},
         {"stale_entries", counters[KVIO_CNT_STALE]},
         {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
+        {"complete_runs", counters[KVIO_CNT_COMPLETE_RUNS]},
         {"failed_cmds", failed_cmds(devs_)},
         {"rescued_by_backup", counters[KVIO_CNT_RESCUED]},
         {"rq_table_spills", counters[KVIO_CNT_RQ_SPILLS]},

@@ -95,6 +95,8 @@ int on_event(void* ctx, void* data, size_t size) {
         sink->out->cmd(*static_cast<const kvio_cmd_event*>(data));
     else if (type == KVIO_EV_SYSCALL && size >= sizeof(kvio_syscall_event))
         sink->out->syscall(*static_cast<const kvio_syscall_event*>(data));
+    else if (type == KVIO_EV_STAGES && size >= sizeof(kvio_stages_event))
+        sink->out->stages(*static_cast<const kvio_stages_event*>(data));
     return 0;
 }
 
@@ -1008,13 +1010,15 @@ std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO
     for (const auto& d : devices)
         if (d.contains("queue")) queues[d["dev"].get<std::string>()] = d["queue"];
     try {
-        sink.out->line(nlohmann::json{{"type", "summary"},
-                                      {"queues", queues},
-                                      {"events", sink.out->written()},
-                                      {"dropped", counters[KVIO_CNT_RB_DROPS]},
-                                      {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
-                                      {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
-                                      {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}});
+        nlohmann::json summary{{"type", "summary"},
+                               {"queues", queues},
+                               {"events", sink.out->written()},
+                               {"dropped", counters[KVIO_CNT_RB_DROPS]},
+                               {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
+                               {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
+                               {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}};
+        if (sink.out->stages_written()) summary["stages"] = sink.out->stages_written();  // --breakdown
+        sink.out->line(summary);
         sink.out->close();
     } catch (const Error&) {
         return std::current_exception();

@@ -814,3 +814,100 @@ TEST(CommWords, EveryByteFromTheFirstNulOnIsCleared) {
     EXPECT_EQ(clip({'V', 'L', 'L', 'M', ':', ':', 'E', 'n', 'g', 'i', 'n', 'e', 'C', 'o', 'r', 0}),
               std::string("VLLM::EngineCor") + std::string(1, '\0'));
 }
+
+// ---- --breakdown's "stages" records (docs/formats.md, "Block stages record") ----
+
+namespace {
+
+/// A stages record of the loop device block_cmd() uses: inserted (`insert`) or issued directly.
+kvio_stages_event stages_rec(bool insert, uint64_t base) {
+    kvio_stages_event e{};
+    e.type = KVIO_EV_STAGES;
+    e.dev = block_cmd().dev;
+    e.opf = insert ? KVIO_OP_WRITE | KVIO_F_SYNC : KVIO_OP_READ;
+    e.bytes = 65536;
+    e.sector = 2048 + base;
+    e.ts_queue = base + 1000;
+    e.ts_getrq = base + 1300;
+    e.has_insert = insert;
+    e.ts_insert = insert ? base + 1700 : 0;
+    e.ts_issue = base + 2600;
+    e.ts_complete = base + 9100;
+    return e;
+}
+
+}  // namespace
+
+TEST(EventEncoder, StagesRecordByteIdenticalToReferenceAndAddsUp) {
+    DevCache devs;
+    EventEncoder enc;
+    std::string want;
+    for (bool insert : {true, false}) {
+        const auto e = stages_rec(insert, 0);
+        enc.stages(e, devs);
+        const auto j = stages_event_json(e, devs);
+        want += ref_line(j);
+        EXPECT_EQ(j["type"], "stages");
+        EXPECT_EQ(j["q2g_ns"], 300u);
+        EXPECT_EQ(j["d2c_ns"], 6500u);
+        EXPECT_EQ(j["q2c_ns"], 8100u);
+        if (insert) {
+            EXPECT_EQ(j["g2i_ns"], 400u);
+            EXPECT_EQ(j["i2d_ns"], 900u);
+            EXPECT_FALSE(j.contains("g2d_ns"));
+            EXPECT_EQ(j["ts_insert"], 1700u);
+        } else {
+            EXPECT_EQ(j["g2d_ns"], 1300u);
+            EXPECT_FALSE(j.contains("g2i_ns") || j.contains("i2d_ns") || j.contains("ts_insert"));
+        }
+    }
+    EXPECT_EQ(std::string(enc.data(), enc.size()), want);
+}
+
+// A capture with stages records dumps as the JSONL writer writes them, and the events reader hands them on as
+// "stages" records (which every command skips: EventType::Stages) while the commands read as before.
+TEST(EventsBin, StagesRecordsDumpAsTheJsonlWriterAndReadersSkipThem) {
+    auto cmds = random_cmds(300, 41);
+    for (auto& c : cmds) c.dev = block_cmd().dev;  // the stages' device: one device record serves both
+    const auto jsonl = temp_path("st.jsonl"), bin = temp_path("st.kvb"), dumped = temp_path("st-dumped.jsonl");
+    for (auto [path, format] : {std::pair{jsonl, EventsFormat::Jsonl}, {bin, EventsFormat::Bin}}) {
+        EventWriter w(path, 4096, format);
+        for (size_t i = 0; i < cmds.size(); ++i) {
+            w.cmd(cmds[i]);
+            w.stages(stages_rec(i % 2, i * 10000));
+        }
+        EXPECT_EQ(w.written(), cmds.size());
+        EXPECT_EQ(w.stages_written(), cmds.size());
+        w.line({{"type", "summary"}, {"events", w.written()}, {"stages", w.stages_written()}});
+        w.close();
+    }
+    dump_capture(bin, dumped);
+    EXPECT_EQ(slurp_file(jsonl), slurp_file(dumped));
+    for (const auto& p : {jsonl, bin}) {
+        SCOPED_TRACE(p);
+        kvio::EventsReader rd(p);
+        kvio::EventRecord r;
+        size_t n_cmd = 0, n_stages = 0;
+        while (rd.next(r)) {  // the random commands break the format's rules on purpose: no next_checked
+            if (r.type == "cmd") {
+                EXPECT_EQ(r.ts_issue, cmds[n_cmd].ts_issue);
+                ++n_cmd;
+            }
+            n_stages += r.type == "stages";
+        }
+        EXPECT_EQ(n_cmd, cmds.size());
+        EXPECT_EQ(n_stages, cmds.size());
+    }
+    // the format's rules accept a stages record as such (no field of it is checked)
+    const auto one = temp_path("st-one.jsonl");
+    {
+        EventWriter w(one, 4096, EventsFormat::Jsonl);
+        w.stages(stages_rec(true, 0));
+        w.close();
+    }
+    kvio::EventsReader rd(one);
+    kvio::EventRecord r;
+    ASSERT_TRUE(rd.next_checked(r));
+    EXPECT_EQ(r.kind, kvio::EventType::Stages);
+    for (const auto& p : {jsonl, bin, dumped, one}) std::remove(p.c_str());
+}
