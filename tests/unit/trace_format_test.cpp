@@ -824,7 +824,7 @@ kvio_stages_event stages_rec(bool insert, uint64_t base) {
     kvio_stages_event e{};
     e.type = KVIO_EV_STAGES;
     e.dev = block_cmd().dev;
-    e.opf = insert ? KVIO_OP_WRITE | KVIO_F_SYNC : KVIO_OP_READ;
+    e.opf = insert ? uint32_t(KVIO_OP_WRITE | KVIO_F_SYNC) : uint32_t(KVIO_OP_READ);
     e.bytes = 65536;
     e.sector = 2048 + base;
     e.ts_queue = base + 1000;
