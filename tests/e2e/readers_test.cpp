@@ -87,7 +87,8 @@ TEST(ReadersE2E, SameBadLineSameErrorFromEveryCommand) {
     const std::string target = s.tmp.file("target.img");
     ASSERT_EQ(run("truncate -s 256M " + target).status, 0);
     const std::vector<std::pair<std::string, std::string>> bad = {
-        {R"({"type":"bogus"})", "field 'type': expected \"cmd\", \"syscall\", \"stages\" or \"summary\", got \"bogus\""},
+        {R"({"type":"bogus"})",
+         "field 'type': expected \"cmd\", \"syscall\", \"stages\" or \"summary\", got \"bogus\""},
         {R"({"type":"cmd","src":"block","dev":"abc","op":"read","sector":0,"bytes":4096,"ts_issue":5})",
          "field 'dev': expected \"MAJ:MIN\", got \"abc\""},
         {R"({"type":"cmd","src":"block","dev":"7:0","op":"read","sector":0,"bytes":4096,"ts_issue":5,"ts_complete":4})",

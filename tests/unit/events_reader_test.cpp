@@ -390,7 +390,8 @@ TEST(EventsReader, RulesNameFileLineField) {
         return j;
     };
     const std::vector<Case> cases = {
-        {with(base, "type", "bogus"), "field 'type': expected \"cmd\", \"syscall\", \"stages\" or \"summary\", got \"bogus\""},
+        {with(base, "type", "bogus"),
+         "field 'type': expected \"cmd\", \"syscall\", \"stages\" or \"summary\", got \"bogus\""},
         {without(base, "type"), "field 'type': missing"},
         {with(base, "ts_complete", 900), "field 'ts_complete': is before ts_issue (900 < 1000)"},
         {with(base, "dev", "abc"), "field 'dev': expected \"MAJ:MIN\", got \"abc\""},
