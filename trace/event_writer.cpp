@@ -54,12 +54,15 @@ EventWriter::~EventWriter() {
     } catch (...) {}
 }
 
+void EventWriter::bin_device(uint32_t dev) {
+    if (benc_.has_device(dev)) return;
+    const auto& d = devs_.get(dev);
+    benc_.device(evbin::make_device_record(dev, d.lba_bytes, d.majmin, d.disk));
+}
+
 void EventWriter::cmd(const kvio_cmd_event& e) {
     if (bin_) {
-        if (!benc_.has_device(e.dev)) {
-            const auto& d = devs_.get(e.dev);
-            benc_.device(evbin::make_device_record(e.dev, d.lba_bytes, d.majmin, d.disk));
-        }
+        bin_device(e.dev);
         benc_.cmd(e);
     } else {
         enc_.cmd(e, devs_);
@@ -70,10 +73,7 @@ void EventWriter::cmd(const kvio_cmd_event& e) {
 
 void EventWriter::stages(const kvio_stages_event& e) {
     if (bin_) {
-        if (!benc_.has_device(e.dev)) {
-            const auto& d = devs_.get(e.dev);
-            benc_.device(evbin::make_device_record(e.dev, d.lba_bytes, d.majmin, d.disk));
-        }
+        bin_device(e.dev);
         benc_.stages(e);
     } else {
         enc_.stages(e, devs_);

@@ -76,6 +76,8 @@ public:
     void close();
 
 private:
+    /// The binary capture: writes device `dev`'s record before its first command or stages record.
+    void bin_device(uint32_t dev);
     const char* encoded_data() const { return bin_ ? benc_.data() : enc_.data(); }
     size_t encoded_size() const { return bin_ ? benc_.size() : enc_.size(); }
     void clear_encoded() { bin_ ? benc_.clear() : enc_.clear(); }
