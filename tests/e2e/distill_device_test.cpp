@@ -58,6 +58,17 @@ std::vector<std::string> depth_of(const json& j, const std::vector<std::pair<uin
     return out;
 }
 
+// Whether a --verify's replay has the trace's phases, in order, each phase's median depth within 1 of the trace's.
+bool replay_follows_phases(const json& j) {
+    const json& ph = j["verify"]["time_resolved"]["phases"];
+    if (ph["replay"] != ph["orig"] || !ph["in_order"].get<bool>()) return false;
+    const json &o = ph["depth_median"]["orig"], &r = ph["depth_median"]["replay"];
+    if (o.size() != r.size()) return false;
+    for (size_t i = 0; i < o.size(); ++i)
+        if (std::abs(o[i].get<int>() - r[i].get<int>()) > 1) return false;
+    return true;
+}
+
 // vm.nr_hugepages raised by `pages` for the source fio run (iomem=shmhuge), restored at destruction.
 struct HugePages {
     long old = -1;
@@ -117,6 +128,15 @@ TEST(DistillDevice, DepthAlternatesOneEightOne) {
                                        g + "[a]\niodepth=1\nnumber_ios=2000\n[b]\nstonewall\niodepth=8\nnumber_ios="
                                            "6000\n[c]\nstonewall\niodepth=1\nnumber_ios=2000\n");
     json j = trace_and_distill(l, "fio --output=/dev/null " + job, "--verify --force");
+    // A replay whose phases differ from the trace's is replayed again, at most twice: the test asserts that the job
+    // can reproduce the trace's depth over time, which a job of wrong depths never does, while one replay on a busy
+    // host may not (docs/testing.md: in 1 run of 8 beside a buffered writeback test, depth-1 dips the device showed
+    // inside the QD-8 part, in the trace and again in its replay at other places, with fio at real-time priority).
+    for (int replays = 1; replays < 3 && !replay_follows_phases(j); ++replays) {
+        std::cerr << "replay " << replays << " did not follow the trace's phases: "
+                  << j["verify"]["time_resolved"]["phases"]["depth_median"].dump() << "; replayed again\n";
+        j = distill_traced(l, "--verify --force");
+    }
     const std::string text = slurp(l.d.file("job.ini"));
     const json& ph = j["verify"]["time_resolved"]["phases"];
     std::cerr << "fidelity: " << j["verify"]["summary"].get<std::string>() << "\n";

@@ -23,14 +23,12 @@ struct DistillLoops {
 /// priority").
 enum class Replay { realtime, niced };
 
-/// Traces `cmd` (a shell command line, run realtime(): the traced workloads block between I/Os) on l.src, distills it
-/// onto l.dst with `extra` flags (e.g. "--verify"), checks that fio parses the job, and returns distill's --json.
-/// `replay`: how distill runs; a realtime one whose job has `flow` pairs fails the test (use Replay::niced there).
-inline nlohmann::json trace_and_distill(const DistillLoops& l, const std::string& cmd, const std::string& extra,
-                                        Replay replay = Replay::realtime) {
-    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
-                 " -- " + realtime(cmd));
-    EXPECT_EQ(t.status, 0) << t.err << t.out;
+/// Distills l.src's trace (l.d/src.jsonl, written by trace_and_distill) onto l.dst with `extra` flags (e.g.
+/// "--verify"), checks that fio parses the job, and returns distill's --json. Called again, it writes the same job and
+/// (with --verify) replays it once more. `replay`: how distill runs; a realtime one whose job has `flow` pairs fails
+/// the test (use Replay::niced there).
+inline nlohmann::json distill_traced(const DistillLoops& l, const std::string& extra,
+                                     Replay replay = Replay::realtime) {
     const std::string distill = kvio_bin() + " distill --events " + l.d.file("src.jsonl") + " --dev " + l.src.majmin +
                                 " --filename " + l.dst.path + " -o " + l.d.file("job.ini") + " --json " +
                                 l.d.file("d.json") + " " + extra;
@@ -46,6 +44,16 @@ inline nlohmann::json trace_and_distill(const DistillLoops& l, const std::string
                 << "a job with flow pairs replayed real-time: pass Replay::niced\n"
                 << slurp(l.d.file("job.ini"));
     return j;
+}
+
+/// Traces `cmd` (a shell command line, run realtime(): the traced workloads block between I/Os) on l.src into
+/// l.d/src.jsonl, then distill_traced(l, extra, replay).
+inline nlohmann::json trace_and_distill(const DistillLoops& l, const std::string& cmd, const std::string& extra,
+                                        Replay replay = Replay::realtime) {
+    auto t = run("nice -n -20 " + kvio_bin() + " trace -q -d " + l.src.name + " --events " + l.d.file("src.jsonl") +
+                 " -- " + realtime(cmd));
+    EXPECT_EQ(t.status, 0) << t.err << t.out;
+    return distill_traced(l, extra, replay);
 }
 
 /// The sections that issue device commands (not the idle ones on the null engine); a one-section job as one.
