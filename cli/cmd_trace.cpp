@@ -14,6 +14,7 @@
 #include "common/jsonl.h"
 #include "cli/commands.h"
 #include "diagnose/diagnose.h"
+#include "trace/file_table.h"
 #include "trace/trace_positionals.h"
 #include "report/perfetto_timeline.h"
 #include "trace/tracer.h"
@@ -160,12 +161,36 @@ void add_grouping_options(CLI::App& sub, const std::shared_ptr<trace::TraceOptio
         "writeback, readahead; the syscall's or io_uring SQE's file: direct I/O), and print a table per file: device "
         "commands, bytes, sizes and D2C per direction, the application's own read/write bytes on the file, and the "
         "page-cache share 1 - device/app; \"files\" in --json, ino/fs_dev/gen on --events block records");
-    sub.add_option("--under", opts->files_under, "With --files: only files below this directory in the table")
-        ->needs(files);
+    sub.add_option("--under", opts->files_under,
+                   "With --files: only files below this directory in the table (an existing directory; symbolic links "
+                   "and a relative path are resolved when the command line is read)")
+        ->needs(files)
+        ->check(CLI::Validator(
+            [](std::string& dir) {
+                std::error_code ec;
+                const auto real = std::filesystem::canonical(dir, ec);
+                if (ec) return dir + ": " + ec.message();
+                if (!std::filesystem::is_directory(real)) return dir + ": not a directory";
+                dir = real.string();
+                return std::string();
+            },
+            "DIR"));
     sub.add_option("--group-by", opts->files_group_by,
-                   "With --files: a row per distinct match of this regex (ECMAScript) over the path, its first "
-                   "capture group when it has one (e.g. '^(.*)/' per directory); unmatched files keep their own row")
-        ->needs(files);
+                   "With --files: a row per distinct match of this regex (ECMAScript, at most " +
+                       std::to_string(trace::kMaxGroupByChars) +
+                       " characters) over the path, its first capture group when it has one (e.g. '^(.*)/' per "
+                       "directory); unmatched files keep their own row")
+        ->needs(files)
+        ->check(CLI::Validator(
+            [](const std::string& pattern) {
+                try {
+                    trace::group_by_regex(pattern);
+                    return std::string();
+                } catch (const Error& e) {
+                    return std::string(e.what());
+                }
+            },
+            "REGEX"));
 }
 
 void add_trace_command(CLI::App& app) {

@@ -205,13 +205,25 @@ std::string row_name(const FileEntry& f, const std::regex* re) {
 
 }  // namespace
 
+std::regex group_by_regex(const std::string& pattern) {
+    if (pattern.empty()) throw Error("an empty pattern (give a regex, e.g. '^(.*)/' per directory)");
+    if (pattern.size() > kMaxGroupByChars)
+        throw Error("a pattern of " + std::to_string(pattern.size()) + " characters (at most " +
+                    std::to_string(kMaxGroupByChars) + ")");
+    try {
+        return std::regex(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+        throw Error("'" + pattern + "': not a regular expression (" + e.what() + ")");
+    }
+}
+
 nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts) {
     std::optional<std::regex> re;
     if (!opts.group_by.empty()) {
         try {
-            re.emplace(opts.group_by, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-            throw Error("--group-by " + opts.group_by + ": not a regular expression (" + e.what() + ")");
+            re.emplace(group_by_regex(opts.group_by));
+        } catch (const Error& e) {
+            throw Error(std::string("--group-by: ") + e.what());
         }
     }
     std::map<std::string, Row> rows;

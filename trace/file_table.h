@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,15 @@ struct FileTableOptions {
     std::string under;
     std::string group_by;
 };
+
+/// The longest --group-by pattern accepted, in characters: std::regex compiles a pattern by recursion, and a pattern
+/// of 30000 nested groups overflowed the stack (a path regex needs a few dozen).
+constexpr size_t kMaxGroupByChars = 1024;
+
+/// The --group-by pattern compiled as an ECMAScript regex; throws kvio::Error (naming the pattern, not the flag) for
+/// a pattern that is empty, longer than kMaxGroupByChars or not a regular expression. Checked when the command line is
+/// read, so a bad pattern is refused before anything is traced.
+std::regex group_by_regex(const std::string& pattern);
 
 /// The "files" array of kvio.trace/1: per row path (or group), files, and per direction ("read", "write") cmds,
 /// bytes, app_calls, app_bytes, page_cache_share (1 - bytes / app_bytes; null without app bytes), the size and D2C

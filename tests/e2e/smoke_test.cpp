@@ -153,6 +153,30 @@ TEST(Cli, UsageErrorsExitTwoWithOneLineAndAHint) {
     EXPECT_EQ(run(kvio_bin() + " run --help").status, 0);
 }
 
+// --files' --group-by and --under are checked when the command line is read: a bad pattern or a missing directory
+// was refused only after the whole trace (the traced command had run, and no --json was written), a relative or
+// symlinked --under matched nothing, and a pattern of 30000 nested groups crashed std::regex's recursive compiler.
+TEST(Cli, FileTableOptionsAreCheckedBeforeTheCommandRuns) {
+    TempDir d;
+    const std::string marker = d.file("ran");
+    const std::string deep(600, '('), close(600, ')');
+    const std::pair<std::string, std::string> cases[] = {
+        {"--group-by '['", "kvio trace: --group-by: '[': not a regular expression ("},
+        {"--group-by ''", "kvio trace: --group-by: an empty pattern"},
+        {"--group-by '" + deep + close + "'", "kvio trace: --group-by: a pattern of 1200 characters (at most 1024)"},
+        {"--under " + d.file("none"), "kvio trace: --under: " + d.file("none") + ": No such file or directory"},
+        {"--under " + marker + "x", "kvio trace: --under: " + marker + "x: No such file or directory"},
+    };
+    for (const auto& [opt, line] : cases) {
+        expect_usage_error("trace -d loop0 --files " + opt + " -- touch " + marker, line);
+        EXPECT_FALSE(std::filesystem::exists(marker)) << opt << ": the traced command ran";
+    }
+    std::ofstream(d.file("plain")) << "x";
+    expect_usage_error("trace -d loop0 --files --under " + d.file("plain") + " -- touch " + marker,
+                       "kvio trace: --under: " + d.file("plain") + ": not a directory");
+    EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
 // Options that parse but do not go together, or name nothing known, are usage errors too: exit 2 with the same two
 // lines (before: exit 1 and `kvio: ...`, as for a failed run).
 TEST(Cli, OptionConflictsFoundAfterParsingExitTwo) {
