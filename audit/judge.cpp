@@ -162,8 +162,8 @@ Check judge_preloads(const std::vector<Preload>& preloads) {
     }
     if (preloads.empty()) {
         c.line =
-            "preload: no preloaded library seen in the traced processes (sampled every 100 ms: one that lived "
-            "shorter is not seen)";
+            "preload: no preloaded library seen in the traced processes (their LD_PRELOAD and mapped objects, "
+            "sampled every 100 ms: one that lived shorter is not seen)";
     } else if (!failing.empty()) {
         c.verdict = Verdict::Fail;
         c.line = "preload: " + failing;

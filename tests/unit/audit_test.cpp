@@ -1,9 +1,18 @@
 // kvio audit's counting and checks on figures built by hand (docs/audit.md, "Checks").
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "audit/audit.h"
+#include "audit/preload.h"
 #include "common/error.h"
 
 using namespace kvio;
@@ -172,4 +181,45 @@ TEST(Audit, ReadsTheIoFunctionsAnObjectDefines) {
     for (const char* f : {"fsync", "fdatasync", "posix_fadvise", "pread64", "write"})
         EXPECT_NE(std::find(fns.begin(), fns.end(), f), fns.end()) << f;
     EXPECT_THROW(interposed_io_functions("/proc/self/status"), Error);
+}
+
+// A shim that blanks its own LD_PRELOAD in its constructor is still named: it is mapped into the process, and the
+// executable (sleep) does not need it.
+TEST(Audit, AShimThatBlanksItsLdPreloadIsFoundInTheMaps) {
+    char tmpl[] = "/tmp/kvio-audit-unit-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl, so = dir + "/libhidden.so";
+    {
+        std::ofstream c(dir + "/hidden.c");
+        c << "#include <stdlib.h>\n#include <string.h>\n"
+             "int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; "
+             "(void)advice; return 0; }\n"
+             "static void __attribute__((constructor)) hide(void) { char *p = getenv(\"LD_PRELOAD\"); "
+             "if (p) memset(p, 0, strlen(p)); }\n";
+    }
+    ASSERT_EQ(std::system(("cc -shared -fPIC -o " + so + " " + dir + "/hidden.c").c_str()), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setenv("LD_PRELOAD", so.c_str(), 1);
+        ::execlp("sleep", "sleep", "5", nullptr);
+        _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    PreloadWatch w;
+    for (int i = 0; i < 50 && w.preloads().empty(); ++i) {  // until sleep has exec'd and mapped the shim
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        w.sample(pid);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    const auto pre = w.preloads();  // reads the shim's symbols again: before it is removed
+    std::filesystem::remove_all(dir);
+    ASSERT_EQ(pre.size(), 1u);
+    EXPECT_EQ(pre[0].path, so);
+    EXPECT_NE(pre[0].source.find("mapped into pid " + std::to_string(pid) + " (sleep), not needed by"),
+              std::string::npos)
+        << pre[0].source;
+    EXPECT_EQ(pre[0].interposes, std::vector<std::string>{"posix_fadvise"});
+    EXPECT_TRUE(w.maps_read().count(pid));
+    EXPECT_EQ(judge_preloads(pre).verdict, Verdict::Fail);
 }
