@@ -54,6 +54,9 @@ struct FsFigures {
     uint64_t dev_read_bytes = 0, dev_read_cmds = 0, dev_write_bytes = 0, dev_write_cmds = 0;
     uint64_t dev_flushes = 0;    ///< flush commands plus writes with REQ_PREFLUSH or REQ_FUA
     bool volatile_cache = true;  ///< queue/write_cache says "write back": fsync must reach the device as a flush
+    /// The command's process tree is known whole (every fork seen by the process events connector): "nothing" in a
+    /// line is then a fact, else only "nothing seen" (audit.cpp, run_traced).
+    bool tree_complete = true;
 };
 
 /// A library found preloaded into a traced process (LD_PRELOAD of any process of the tree, /etc/ld.so.preload),

@@ -31,7 +31,9 @@ Check reads_check(const FsFigures& f, const AuditOptions& o) {
                  {"device_read_cmds", f.dev_read_cmds},
                  {"min_share", o.min_read_share}};
     if (f.app_read_bytes == 0) {
-        c.line = "reads: the application read nothing there";
+        c.line = f.tree_complete ? "reads: the application read nothing there"
+                                 : "reads: no read by the command's processes was seen there (some of its processes "
+                                   "may have gone unseen)";
         return c;
     }
     const double share = double(f.dev_read_bytes) / double(f.app_read_bytes);
@@ -53,7 +55,9 @@ Check writes_check(const FsFigures& f, const AuditOptions& o) {
                  {"device_write_cmds", f.dev_write_cmds},
                  {"min_share", o.min_write_share}};
     if (f.app_write_bytes == 0) {
-        c.line = "writes: the application wrote nothing there";
+        c.line = f.tree_complete ? "writes: the application wrote nothing there"
+                                 : "writes: no write by the command's processes was seen there (some of its "
+                                   "processes may have gone unseen)";
         return c;
     }
     // Bytes no fsync covered need not be on the device (a write cut by the stop, a file deleted unsynced), unless
