@@ -41,7 +41,7 @@ Check reads_check(const FsFigures& f, const AuditOptions& o) {
     c.verdict = share >= o.min_read_share ? Verdict::Pass : Verdict::Fail;
     c.line = "reads: " + pct(std::min(share, 1.0)) + " of the " + gib(f.app_read_bytes) +
              " the application read came from the device (" + gib(f.dev_read_bytes) + " in " +
-             std::to_string(f.dev_read_cmds) + " commands; " + pct(o.min_read_share) + " required)";
+             std::to_string(f.dev_read_cmds) + " commands; " + pct(o.min_read_share) + " of the bytes read needed)";
     if (c.verdict == Verdict::Fail) c.line += ": the rest was served from the page cache";
     return c;
 }
@@ -69,11 +69,14 @@ Check writes_check(const FsFigures& f, const AuditOptions& o) {
     const double share = double(f.dev_write_bytes) / double(required);
     c.figures["device_share"] = share;
     c.verdict = share >= o.min_write_share ? Verdict::Pass : Verdict::Fail;
-    c.line = "writes: " + gib(f.app_write_bytes) + " written, " + gib(f.dev_write_bytes) + " (" + pct(share) +
-             ") reached the device in " + std::to_string(f.dev_write_cmds) + " commands (" + pct(o.min_write_share) +
-             " required)";
+    // Every percentage names its base: of the bytes written, and (when some were not required) of the required.
+    c.line = "writes: " + gib(f.app_write_bytes) + " written, " + gib(f.dev_write_bytes) + " reached the device in " +
+             std::to_string(f.dev_write_cmds) + " commands (" +
+             pct(double(f.dev_write_bytes) / double(f.app_write_bytes)) + " of the bytes written";
     if (required != f.app_write_bytes)
-        c.line += "; " + gib(unsynced) + " no fsync covered (cut at the stop or deleted unsynced) not required";
+        c.line += "; " + pct(share) + " of the " + gib(required) + " required: " + gib(unsynced) +
+                  " no fsync covered, cut at the stop or deleted unsynced, are not required";
+    c.line += "; " + pct(o.min_write_share) + " of the required bytes needed)";
     if (c.verdict == Verdict::Fail) c.line += ": the rest stayed in the page cache";
     return c;
 }

@@ -131,6 +131,14 @@ TEST(Audit, WritesNoFsyncCoveredAreNotRequiredOnTheDevice) {
     f.fsync_calls = 2, f.dev_flushes = 4, f.dev_write_bytes = 150u << 20;  // 150 of the 158 required
     const auto cs = judge_fs(f, AuditOptions{});
     EXPECT_EQ(verdict_of(cs, "writes"), Verdict::Pass);
+    // Each percentage names its base: 150 MiB is 72.1 % of the 208 MiB written and 94.9 % of the 158 MiB required.
+    const std::string line =
+        std::find_if(cs.begin(), cs.end(), [](const Check& c) { return c.name == "writes"; })->line;
+    EXPECT_NE(line.find("0.146 GiB reached the device in 0 commands (72.1 % of the bytes written; 94.9 % of the "
+                        "0.154 GiB required: 0.049 GiB no fsync covered"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("90.0 % of the required bytes needed)"), std::string::npos) << line;
     f.dev_write_bytes = 130u << 20;  // 82 % of the required
     EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "writes"), Verdict::Fail);
     // Nothing synced at all: every byte is required again (and the fsync check fails).
