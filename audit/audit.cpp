@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 
 void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigures& f) {
     std::map<std::pair<uint64_t, uint32_t>, uint64_t> unsynced;  // (ino, gen) -> buffered bytes since its last fsync
+    std::set<std::pair<uint64_t, uint32_t>> written;             // files with buffered writes
     for (const auto& r : calls) {
         if (!r.has_file || r.fs_dev != fs_kdev) continue;
         const uint64_t moved = r.ret > 0 ? uint64_t(r.ret) : 0;
@@ -45,7 +46,7 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 if (r.direct)
                     f.app_write_direct_bytes += moved;
                 else
-                    unsynced[{r.ino, r.gen}] += moved;
+                    unsynced[{r.ino, r.gen}] += moved, written.insert({r.ino, r.gen});
                 break;
             case SysKind::Fsync:
             case SysKind::Fdatasync:
@@ -59,7 +60,9 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 break;
         }
     }
-    for (const auto& [file, bytes] : unsynced) f.app_write_unsynced_bytes += bytes;
+    for (const auto& [file, bytes] : unsynced)
+        if (bytes) f.app_write_unsynced_bytes += bytes, f.app_files_unsynced++;
+    f.app_files_written = written.size();
 }
 
 void count_device_io(const EventTrace& disk, uint64_t first_sector, uint64_t sectors, FsFigures& f) {

@@ -141,6 +141,12 @@ TEST(Audit, WritesNoFsyncCoveredAreNotRequiredOnTheDevice) {
     EXPECT_NE(line.find("90.0 % of the required bytes needed)"), std::string::npos) << line;
     f.dev_write_bytes = 130u << 20;  // 82 % of the required
     EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "writes"), Verdict::Fail);
+    EXPECT_EQ(f.app_files_written, 3u);  // the direct file needs no fsync
+    EXPECT_EQ(f.app_files_unsynced, 2u);
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fsync"), Verdict::Fail);  // 2 of 3 files left unsynced
+    FsFigures g = f;
+    g.app_files_unsynced = 1;
+    EXPECT_EQ(verdict_of(judge_fs(g, AuditOptions{}), "fsync"), Verdict::Pass);  // one cut at the stop
     // Nothing synced at all: every byte is required again (and the fsync check fails).
     f = FsFigures{};
     count_app_io({on(SysKind::Write, 100 << 20, 5)}, kv, f);
