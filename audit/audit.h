@@ -50,10 +50,15 @@ struct FsFigures {
     /// buffered bytes written to files that no later fsync/fdatasync on the same file covered (a write cut by the
     /// run's stop, a file deleted before it was synced): the writes check does not require them on the device
     uint64_t app_write_unsynced_bytes = 0;
+    uint64_t app_files_written = 0;   ///< files (inode, generation) with buffered writes
+    uint64_t app_files_unsynced = 0;  ///< of those, files whose last buffered write no fsync/fdatasync followed
     uint64_t fsync_calls = 0, fadvise_calls = 0;
     uint64_t dev_read_bytes = 0, dev_read_cmds = 0, dev_write_bytes = 0, dev_write_cmds = 0;
     uint64_t dev_flushes = 0;    ///< flush commands plus writes with REQ_PREFLUSH or REQ_FUA
     bool volatile_cache = true;  ///< queue/write_cache says "write back": fsync must reach the device as a flush
+    /// The command's process tree is known whole (every fork seen by the process events connector): "nothing" in a
+    /// line is then a fact, else only "nothing seen" (audit.cpp, run_traced).
+    bool tree_complete = true;
 };
 
 /// A library found preloaded into a traced process (LD_PRELOAD of any process of the tree, /etc/ld.so.preload),

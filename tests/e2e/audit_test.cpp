@@ -205,6 +205,30 @@ TEST(Audit, ACacheDirTheCommandCreatesIsAudited) {
     EXPECT_GT(a.doc["filesystems"][0]["checks"][0]["figures"]["app_read_bytes"].get<uint64_t>(), 1u << 20) << r.out;
 }
 
+// A child that lives a millisecond, far shorter than the 100 ms samples, is still the command's: its reads are
+// counted (its fork is recorded by the process events connector), not "the application read nothing there".
+TEST(Audit, AShortLivedChildsReadsAreCounted) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(1ull << 30);
+    TempDir d;
+    const std::string cache = m.mnt + "/kv";
+    std::filesystem::create_directories(cache);
+    {
+        std::ofstream f(cache + "/x", std::ios::binary);
+        f << std::string(1 << 20, 'k');
+    }
+    for (int i = 0; i < 3; ++i) {  // each run a fresh chance for the sampling to miss the reader
+        const CmdResult r = run(kvio_bin() + " audit --cache-dir " + cache + " --json " + d.file("audit.json") +
+                                " -- sh -c 'sleep 0.25; cat " + cache + "/x >/dev/null'");
+        ASSERT_TRUE(std::filesystem::exists(d.file("audit.json"))) << r.out << r.err;
+        const Audit a{r, json::parse(std::ifstream(d.file("audit.json")))};
+        const auto& reads = a.doc["filesystems"][0]["checks"][0];
+        ASSERT_EQ(reads["name"], "reads");
+        EXPECT_EQ(reads["figures"]["app_read_bytes"].get<uint64_t>(), 1u << 20) << r.out;
+        EXPECT_EQ(r.out.find("read nothing"), std::string::npos) << r.out;
+    }
+}
+
 // An unwritable --json is refused before the command runs; a command that cannot start is named as such.
 TEST(Audit, OutputsAreCheckedFirstAndAMissingCommandIsNamed) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
