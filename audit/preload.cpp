@@ -140,10 +140,12 @@ const PreloadWatch::Dynamic& PreloadWatch::dynamic_of(const std::string& path) {
             for (size_t i = 0; i < nph; ++i) {
                 GElf_Phdr ph;
                 if (!gelf_getphdr(elf, int(i), &ph) || ph.p_type != PT_INTERP) continue;
-                size_t n = 0;
-                const char* raw = elf_rawfile(elf, &n);
-                if (raw && ph.p_offset + ph.p_filesz <= n)
-                    d.interp = std::string(raw + ph.p_offset, strnlen(raw + ph.p_offset, ph.p_filesz));
+                // Only the loader's path: elf_rawfile would read the whole file (a 200 MB executable with its debug
+                // information took 4 s on a loaded machine, and the samples stopped meanwhile).
+                Elf_Data* chunk = elf_getdata_rawchunk(elf, int64_t(ph.p_offset), ph.p_filesz, ELF_T_BYTE);
+                if (chunk && chunk->d_buf)
+                    d.interp = std::string(static_cast<const char*>(chunk->d_buf),
+                                           strnlen(static_cast<const char*>(chunk->d_buf), chunk->d_size));
             }
         for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
             GElf_Shdr sh;
