@@ -74,7 +74,12 @@ struct Preload {
 std::vector<Check> judge_fs(const FsFigures& f, const AuditOptions& o);
 /// The preload check: FAIL when a preloaded library defines a function that moves or makes durable data (fsync,
 /// fdatasync, sync_file_range, posix_fadvise, open, read, write, ...), note when it defines none, n/a without any.
-Check judge_preloads(const std::vector<Preload>& preloads);
+/// `not_inspected`: the programs the command ran that ended before any sample could read their environment and
+/// maps ("pid N (comm)"; PreloadWatch::not_inspected): what they preloaded is not known, and the line names them
+/// (a note when nothing else was seen, never "none"). `every_exec_seen`: the process events connector recorded
+/// every exec (false: the tree was only sampled every 100 ms, and the line says a shorter process is not seen).
+Check judge_preloads(const std::vector<Preload>& preloads, const std::vector<std::string>& not_inspected = {},
+                     bool every_exec_seen = true);
 
 /// Adds to `f` the application's calls from `calls` (those on f.fs_dev) and the device commands of `disk` (those in
 /// [first_sector, first_sector + sectors) when sectors != 0: a partition's range on its disk).

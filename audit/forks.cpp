@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "common/error.h"
@@ -71,11 +72,19 @@ void ForkLog::loop() {
         for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, size_t(n)); h = NLMSG_NEXT(h, n)) {
             const auto* cn = static_cast<const cn_msg*>(NLMSG_DATA(h));
             const auto* ev = reinterpret_cast<const proc_event*>(cn->data);
-            if (ev->what != proc_event::PROC_EVENT_FORK) continue;
-            const pid_t parent = ev->event_data.fork.parent_tgid, child = ev->event_data.fork.child_tgid;
-            if (parent == child) continue;  // a thread
             std::lock_guard<std::mutex> l(mu_);
-            forks_.emplace_back(parent, child);
+            if (ev->what == proc_event::PROC_EVENT_FORK) {
+                const pid_t parent = ev->event_data.fork.parent_tgid, child = ev->event_data.fork.child_tgid;
+                if (parent != child) forks_.emplace_back(parent, child);  // else a thread
+            } else if (ev->what == proc_event::PROC_EVENT_EXEC) {
+                // The connector's exec event carries no name (a comm event only comes from prctl or a write to
+                // /proc/PID/comm): read it now, while a short-lived program most likely still runs.
+                const pid_t pid = ev->event_data.exec.process_tgid;
+                std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+                std::string comm;
+                std::getline(f, comm);
+                execs_.push_back({pid, ev->timestamp_ns, comm});
+            }
         }
     }
 }
@@ -85,6 +94,14 @@ std::set<pid_t> ForkLog::tree(pid_t root) const {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [parent, child] : forks_)
         if (out.count(parent)) out.insert(child);
+    return out;
+}
+
+std::vector<ExecImage> ForkLog::execs(const std::set<pid_t>& tree) const {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<ExecImage> out;
+    for (const auto& e : execs_)
+        if (tree.count(e.pid)) out.push_back(e);
     return out;
 }
 

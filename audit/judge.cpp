@@ -163,7 +163,8 @@ std::vector<Check> judge_fs(const FsFigures& f, const AuditOptions& o) {
     return {reads_check(f, o), writes_check(f, o), fsync_check(f), fadvise_check(f, o)};
 }
 
-Check judge_preloads(const std::vector<Preload>& preloads) {
+Check judge_preloads(const std::vector<Preload>& preloads, const std::vector<std::string>& not_inspected,
+                     bool every_exec_seen) {
     Check c{"preload"};
     c.figures = nlohmann::json::array();
     std::string failing, named;
@@ -177,10 +178,25 @@ Check judge_preloads(const std::vector<Preload>& preloads) {
         else
             named += (named.empty() ? "" : "; ") + p.path + " (" + p.source + ")" + (p.readable ? "" : ", unreadable");
     }
-    if (preloads.empty()) {
-        c.line =
-            "preload: no preloaded library seen in the traced processes (their LD_PRELOAD and mapped objects, "
-            "sampled every 100 ms: one that lived shorter is not seen)";
+    // The programs no sample inspected: named (the first 8), so "none seen" is never read as "none there".
+    std::string unseen;
+    for (size_t i = 0; i < not_inspected.size() && i < 8; ++i) unseen += (i ? ", " : "") + not_inspected[i];
+    if (not_inspected.size() > 8) unseen += " and " + std::to_string(not_inspected.size() - 8) + " more";
+    const std::string unseen_line =
+        unseen.empty() ? ""
+                       : std::to_string(not_inspected.size()) +
+                             " program(s) the command ran ended before a sample could read their environment and "
+                             "maps, what they preloaded is not known: " +
+                             unseen;
+    if (preloads.empty() && !unseen.empty()) {
+        c.verdict = Verdict::Note;
+        c.line = "preload: none seen in the programs inspected, but " + unseen_line;
+    } else if (preloads.empty()) {
+        c.line = every_exec_seen
+                     ? "preload: no preloaded library in any program the command ran (each inspected after its "
+                       "loader had mapped its libraries: its LD_PRELOAD and mapped objects)"
+                     : "preload: no preloaded library seen in the traced processes (their LD_PRELOAD and mapped "
+                       "objects, sampled every 100 ms: one that lived shorter is not seen)";
     } else if (!failing.empty()) {
         c.verdict = Verdict::Fail;
         c.line = "preload: " + failing;
@@ -188,6 +204,7 @@ Check judge_preloads(const std::vector<Preload>& preloads) {
         c.verdict = Verdict::Note;
         c.line = "preload: " + named + ": defines no I/O function";
     }
+    if (!preloads.empty() && !unseen.empty()) c.line += "; " + unseen_line;
     return c;
 }
 

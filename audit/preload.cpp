@@ -6,10 +6,12 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+#include <time.h>
 #include <libelf.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -134,7 +136,7 @@ const PreloadWatch::Dynamic& PreloadWatch::dynamic_of(const std::string& path) {
     if (it != dyn_.end()) return it->second;
     Dynamic d;
     d.soname = path.substr(path.rfind('/') + 1);
-    with_elf(path, [&](Elf* elf) {
+    d.elf = with_elf(path, [&](Elf* elf) {
         size_t nph = 0;
         if (elf_getphdrnum(elf, &nph) == 0)
             for (size_t i = 0; i < nph; ++i) {
@@ -174,10 +176,10 @@ const PreloadWatch::Dynamic& PreloadWatch::dynamic_of(const std::string& path) {
     return dyn_.emplace(path, std::move(d)).first->second;
 }
 
-void PreloadWatch::sample_maps(pid_t pid) {
+bool PreloadWatch::sample_maps(pid_t pid) {
     std::error_code ec;
     const std::string exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
-    if (ec) return;  // ended, or a kernel thread
+    if (ec) return false;  // ended, or a kernel thread
     const std::set<std::string> objs = mapped_objects(pid, exe);
     maps_read_.insert(pid);
     std::map<std::string, std::string> by_soname;  // DT_SONAME (else file name) -> mapped path
@@ -186,6 +188,11 @@ void PreloadWatch::sample_maps(pid_t pid) {
     std::set<std::string> needed;
     std::vector<std::string> todo = dynamic_of(exe).needed;
     const std::string interp = dynamic_of(exe).interp;
+    // The loader maps the preloaded objects before the executable's DT_NEEDED ones (ld.so(8)): once all of those are
+    // mapped, so is every preload. A static executable (no PT_INTERP) has nothing to load.
+    const bool loaded = dynamic_of(exe).elf && std::all_of(todo.begin(), todo.end(), [&](const std::string& soname) {
+                            return by_soname.count(soname) != 0;
+                        });
     if (!interp.empty()) {
         needed.insert(std::filesystem::weakly_canonical(interp, ec).string());
         needed.insert(interp);
@@ -204,6 +211,7 @@ void PreloadWatch::sample_maps(pid_t pid) {
         if (needed.count(o) || seen_.count(o) || dynamic_of(o).interposes.empty()) continue;
         seen_[o] = "mapped into pid " + std::to_string(pid) + " (" + comm_of(pid) + "), not needed by " + exe;
     }
+    return loaded;
 }
 
 std::vector<std::string> interposed_io_functions(const std::string& so_path) {
@@ -244,12 +252,31 @@ void PreloadWatch::sample(pid_t root) {
     }
     for (pid_t pid : tree) {
         pids_.insert(pid);
+        // Before anything is read: an exec after this instant makes this inspection one of the previous program.
+        timespec now{};
+        ::clock_gettime(CLOCK_MONOTONIC, &now);
+        const uint64_t start = uint64_t(now.tv_sec) * 1'000'000'000u + uint64_t(now.tv_nsec);
         for (const auto& entry : ld_preload_of(pid)) {
             const std::string lib = mapped_path(pid, entry);
             if (!seen_.count(lib)) seen_[lib] = "LD_PRELOAD of pid " + std::to_string(pid) + " (" + comm_of(pid) + ")";
         }
-        sample_maps(pid);
+        if (sample_maps(pid)) inspected_[pid].push_back(start);
     }
+}
+
+std::vector<ExecImage> PreloadWatch::not_inspected(const std::vector<ExecImage>& execs) const {
+    std::vector<ExecImage> out;
+    for (size_t i = 0; i < execs.size(); ++i) {
+        uint64_t until = UINT64_MAX;  // the same process's next exec, if any
+        for (size_t j = i + 1; j < execs.size() && until == UINT64_MAX; ++j)
+            if (execs[j].pid == execs[i].pid) until = execs[j].ns;
+        auto it = inspected_.find(execs[i].pid);
+        const bool seen = it != inspected_.end() && std::any_of(it->second.begin(), it->second.end(), [&](uint64_t t) {
+                              return t >= execs[i].ns && t < until;
+                          });
+        if (!seen) out.push_back(execs[i]);
+    }
+    return out;
 }
 
 std::vector<Preload> PreloadWatch::preloads() const {

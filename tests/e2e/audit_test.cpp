@@ -272,3 +272,37 @@ TEST(Audit, ACommandTheDiskNeverSawIsJudged) {
         << idle.out;
     EXPECT_NE(idle.out.find("audit: FAIL"), std::string::npos) << idle.out;
 }
+
+// A program that runs for a millisecond under a shim, far shorter than the 100 ms between samples: either a sample
+// caught it (the shim is named: FAIL) or it is named as not inspected (a note, with its pid and name). Never "no
+// preloaded library", which the audit cannot know.
+TEST(Audit, AProgramTooShortToInspectIsNamedNotCalledClean) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    TempDir d;
+    const std::string so = build_nofadvise(d);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    Ext4Mount m(64ull << 20);
+    for (int i = 0; i < 3; ++i) {
+        const CmdResult r = run(kvio_bin() + " audit --cache-dir " + m.mnt + " --json " + d.file("a.json") +
+                                " -- sh -c 'LD_PRELOAD=" + so + " /bin/true; sleep 0.3'");
+        ASSERT_TRUE(std::filesystem::exists(d.file("a.json"))) << r.out << r.err;
+        const Audit a{r, json::parse(std::ifstream(d.file("a.json")))};
+        const std::string v = a.verdict("preload");
+        const auto& unseen = a.doc["preload"]["not_inspected"];
+        if (v == "FAIL") {
+            EXPECT_NE(r.out.find(so + " ("), std::string::npos) << r.out;
+        } else {
+            EXPECT_EQ(v, "note") << r.out;
+            ASSERT_EQ(unseen.size(), 1u) << r.out;
+            EXPECT_EQ(unseen[0]["comm"], "true") << r.out;
+            EXPECT_NE(r.out.find("preload: none seen in the programs inspected, but 1 program(s) the command ran "
+                                 "ended before a sample could read their environment and maps, what they preloaded "
+                                 "is not known: pid " +
+                                 std::to_string(unseen[0]["pid"].get<int>()) + " (true)"),
+                      std::string::npos)
+                << r.out;
+        }
+        // sh itself ran 300 ms: inspected, never named.
+        for (const auto& u : unseen) EXPECT_NE(u["comm"], "sh") << r.out;
+    }
+}

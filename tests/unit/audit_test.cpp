@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -236,4 +237,49 @@ TEST(Audit, AShimThatBlanksItsLdPreloadIsFoundInTheMaps) {
     EXPECT_EQ(pre[0].interposes, std::vector<std::string>{"posix_fadvise"});
     EXPECT_TRUE(w.maps_read().count(pid));
     EXPECT_EQ(judge_preloads(pre).verdict, Verdict::Fail);
+}
+
+// An inspection counts for the program a process ran when it began: after that program's exec, before the next one.
+// A program no sample inspected is named, and the preload check never calls it clean.
+TEST(Audit, AProgramNoSampleInspectedIsNamed) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t before = uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execlp("sleep", "sleep", "5", nullptr);
+        _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    PreloadWatch w;
+    const std::vector<ExecImage> one = {{pid, before, "sleep"}};
+    for (int i = 0; i < 50 && !w.not_inspected(one).empty(); ++i) {  // until sleep's loader has mapped libc
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        w.sample(pid);
+    }
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t after = uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    EXPECT_TRUE(w.not_inspected(one).empty());
+    // The same process exec'd again after the last sample: that program was never inspected, the first one was.
+    const auto unseen = w.not_inspected({{pid, before, "sleep"}, {pid, after, "true"}});
+    ASSERT_EQ(unseen.size(), 1u);
+    EXPECT_EQ(unseen[0].comm, "true");
+    // An exec after the inspections hides the first program from them too when it came before any of them.
+    EXPECT_EQ(w.not_inspected({{pid, after, "sleep"}}).size(), 1u);
+
+    const Check none = judge_preloads({}, {"pid 7 (true)"});
+    EXPECT_EQ(none.verdict, Verdict::Note);
+    EXPECT_NE(none.line.find("none seen in the programs inspected, but 1 program(s) the command ran ended before a "
+                             "sample could read their environment and maps, what they preloaded is not known: pid 7 "
+                             "(true)"),
+              std::string::npos)
+        << none.line;
+    const Check found =
+        judge_preloads({{"/x/libeatmydata.so", "LD_PRELOAD of pid 6 (sh)", {"fsync"}}}, {"pid 7 (true)"});
+    EXPECT_EQ(found.verdict, Verdict::Fail);
+    EXPECT_NE(found.line.find("interposes fsync; 1 program(s)"), std::string::npos) << found.line;
+    EXPECT_NE(judge_preloads({}, {}, false).line.find("sampled every 100 ms"), std::string::npos);
+    EXPECT_NE(judge_preloads({}).line.find("no preloaded library in any program the command ran"), std::string::npos);
 }
