@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "audit/forks.h"
 #include "audit/preload.h"
 #include "common/devinfo.h"
 #include "common/error.h"
@@ -31,6 +32,7 @@ namespace fs = std::filesystem;
 
 void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigures& f) {
     std::map<std::pair<uint64_t, uint32_t>, uint64_t> unsynced;  // (ino, gen) -> buffered bytes since its last fsync
+    std::set<std::pair<uint64_t, uint32_t>> written;             // files with buffered writes
     for (const auto& r : calls) {
         if (!r.has_file || r.fs_dev != fs_kdev) continue;
         const uint64_t moved = r.ret > 0 ? uint64_t(r.ret) : 0;
@@ -44,7 +46,7 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 if (r.direct)
                     f.app_write_direct_bytes += moved;
                 else
-                    unsynced[{r.ino, r.gen}] += moved;
+                    unsynced[{r.ino, r.gen}] += moved, written.insert({r.ino, r.gen});
                 break;
             case SysKind::Fsync:
             case SysKind::Fdatasync:
@@ -58,7 +60,9 @@ void count_app_io(const std::vector<SyscallRec>& calls, uint32_t fs_kdev, FsFigu
                 break;
         }
     }
-    for (const auto& [file, bytes] : unsynced) f.app_write_unsynced_bytes += bytes;
+    for (const auto& [file, bytes] : unsynced)
+        if (bytes) f.app_write_unsynced_bytes += bytes, f.app_files_unsynced++;
+    f.app_files_written = written.size();
 }
 
 void count_device_io(const EventTrace& disk, uint64_t first_sector, uint64_t sectors, FsFigures& f) {
@@ -192,11 +196,15 @@ int wait_status(pid_t pid) {
 }
 
 /// Starts the tracer (`trace_argv`, which ends in --ready-file READY) and waits until it attached; then runs
-/// `command`, sampling its process tree for preloads and pids every 100 ms (SIGINT/SIGTERM/SIGHUP go to it); then
+/// `command`, sampling its process tree for preloads and pids every 100 ms (SIGINT/SIGTERM/SIGHUP go to it), and
+/// recording every fork meanwhile (ForkLog): `tree` gets the command's processes, however short-lived, and
+/// `tree_complete` says no fork event was lost (false too without the connector), `not_inspected` gets the
+/// programs it ran (execs) that no sample inspected (PreloadWatch::not_inspected); then
 /// stops the tracer (SIGINT: it flushes) and waits. The tracer is device-wide: the journal's and writeback's commands
 /// (flushes included) are issued by kernel threads, not by the command. Returns the command's exit status.
 int run_traced(const std::vector<std::string>& trace_argv, const std::string& ready,
-               const std::vector<std::string>& command, PreloadWatch& watch, int& signo) {
+               const std::vector<std::string>& command, PreloadWatch& watch, int& signo, std::set<pid_t>& tree,
+               bool& tree_complete, std::vector<ExecImage>& not_inspected) {
     StopSignal stop(StopSignal::Options{.on_signal = forward});
     const pid_t tracer = spawn(trace_argv, true);
     for (int i = 0; !fs::exists(ready); ++i) {
@@ -212,6 +220,12 @@ int run_traced(const std::vector<std::string>& trace_argv, const std::string& re
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    std::unique_ptr<ForkLog> forks;
+    try {
+        forks = std::make_unique<ForkLog>();
+    } catch (const Error& e) {
+        std::fprintf(stderr, "kvio audit: %s: the process tree is sampled only\n", e.what());
+    }
     const pid_t child = spawn(command, false);
     g_child = child;
     watch.sample(child);  // the root's pid at least, however short its life
@@ -223,6 +237,15 @@ int run_traced(const std::vector<std::string>& trace_argv, const std::string& re
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     g_child = 0;
+    tree = watch.pids();
+    tree_complete = false;
+    if (forks) {
+        forks->stop();
+        const std::set<pid_t> forked = forks->tree(child);
+        tree.insert(forked.begin(), forked.end());
+        tree_complete = forks->lost() == 0;
+        not_inspected = watch.not_inspected(forks->execs(forked));
+    }
     signo = stop.signo();
     ::kill(tracer, SIGINT);
     const int trace_status = wait_status(tracer);
@@ -245,7 +268,8 @@ nlohmann::json check_json(const Check& c) {
 
 /// Counts, judges and builds the document from a finished trace at `events`.
 void judge_trace(const std::string& events, std::vector<Target>& targets, const AuditOptions& o,
-                 const std::set<pid_t>& pids, AuditResult& r) {
+                 const std::set<pid_t>& pids, bool tree_complete, const std::vector<ExecImage>& not_inspected,
+                 AuditResult& r) {
     std::vector<SyscallRec> calls = load_syscalls(events, SyscallFilter{});
     std::erase_if(calls, [&](const SyscallRec& c) { return !pids.count(pid_t(c.pid)); });  // the command's tree only
     if (!calls.empty() && std::none_of(calls.begin(), calls.end(), [](const SyscallRec& c) { return c.has_file; }))
@@ -255,6 +279,7 @@ void judge_trace(const std::string& events, std::vector<Target>& targets, const 
     nlohmann::json fss = nlohmann::json::array();
     for (auto& t : targets) {
         count_app_io(calls, t.fs_kdev, t.fig);
+        t.fig.tree_complete = tree_complete;
         std::vector<EventTrace> disks;
         try {
             disks = load_all_events(events, EventFilter{dev_string(t.disk_dev), 0, ""});
@@ -271,7 +296,14 @@ void judge_trace(const std::string& events, std::vector<Target>& targets, const 
         fss.push_back({{"dirs", t.fig.dirs}, {"fs_dev", t.fig.fs_dev}, {"disk", t.fig.disk}, {"checks", cj}});
         r.filesystems.push_back(t.fig);
     }
-    const Check pre = judge_preloads(r.preloads);
+    std::vector<std::string> unseen;
+    nlohmann::json unseen_json = nlohmann::json::array();
+    for (const auto& e : not_inspected) {
+        unseen.push_back("pid " + std::to_string(e.pid) + " (" +
+                         (e.comm.empty() ? "ended before its name was read" : e.comm) + ")");
+        unseen_json.push_back({{"pid", e.pid}, {"comm", e.comm}});
+    }
+    const Check pre = judge_preloads(r.preloads, unseen, tree_complete);
     r.checks.push_back(pre);
     r.measured = std::any_of(r.checks.begin(), r.checks.end(),
                              [](const Check& c) { return c.verdict == Verdict::Pass || c.verdict == Verdict::Fail; });
@@ -281,6 +313,7 @@ void judge_trace(const std::string& events, std::vector<Target>& targets, const 
     r.doc = {{"schema", "kvio.audit/1"}, {"command", o.command},       {"command_status", r.command_status},
              {"filesystems", fss},       {"preload", check_json(pre)}, {"measured", r.measured},
              {"passed", r.passed}};
+    r.doc["preload"]["not_inspected"] = unseen_json;
 }
 
 }  // namespace
@@ -301,14 +334,18 @@ AuditResult run_audit(const AuditOptions& o) {
     PreloadWatch watch;
     int signo = 0;
     try {
-        r.command_status = run_traced(argv, r.trace_dir + "/ready", o.command, watch, signo);
+        std::set<pid_t> tree;
+        bool tree_complete = false;
+        std::vector<ExecImage> not_inspected;
+        r.command_status =
+            run_traced(argv, r.trace_dir + "/ready", o.command, watch, signo, tree, tree_complete, not_inspected);
         if (signo)
             throw Stopped(signo, "audit: stopped by signal " + std::to_string(signo) + " (the command was ended)");
         if (r.command_status == 127)
             throw Error("audit: the command could not be run (exit status 127): " + o.command.front());
         if (!fs::exists(events)) throw Error("audit: the tracer wrote no trace");
         r.preloads = watch.preloads();
-        judge_trace(events, targets, o, watch.pids(), r);
+        judge_trace(events, targets, o, tree, tree_complete, not_inspected, r);
         if (!o.json_out.empty()) write_json_file(o.json_out, r.doc);
     } catch (...) {
         if (o.trace_dir.empty()) fs::remove_all(r.trace_dir);

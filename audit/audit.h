@@ -50,10 +50,15 @@ struct FsFigures {
     /// buffered bytes written to files that no later fsync/fdatasync on the same file covered (a write cut by the
     /// run's stop, a file deleted before it was synced): the writes check does not require them on the device
     uint64_t app_write_unsynced_bytes = 0;
+    uint64_t app_files_written = 0;   ///< files (inode, generation) with buffered writes
+    uint64_t app_files_unsynced = 0;  ///< of those, files whose last buffered write no fsync/fdatasync followed
     uint64_t fsync_calls = 0, fadvise_calls = 0;
     uint64_t dev_read_bytes = 0, dev_read_cmds = 0, dev_write_bytes = 0, dev_write_cmds = 0;
     uint64_t dev_flushes = 0;    ///< flush commands plus writes with REQ_PREFLUSH or REQ_FUA
     bool volatile_cache = true;  ///< queue/write_cache says "write back": fsync must reach the device as a flush
+    /// The command's process tree is known whole (every fork seen by the process events connector): "nothing" in a
+    /// line is then a fact, else only "nothing seen" (audit.cpp, run_traced).
+    bool tree_complete = true;
 };
 
 /// A library found preloaded into a traced process (LD_PRELOAD of any process of the tree, /etc/ld.so.preload),
@@ -69,7 +74,12 @@ struct Preload {
 std::vector<Check> judge_fs(const FsFigures& f, const AuditOptions& o);
 /// The preload check: FAIL when a preloaded library defines a function that moves or makes durable data (fsync,
 /// fdatasync, sync_file_range, posix_fadvise, open, read, write, ...), note when it defines none, n/a without any.
-Check judge_preloads(const std::vector<Preload>& preloads);
+/// `not_inspected`: the programs the command ran that ended before any sample could read their environment and
+/// maps ("pid N (comm)"; PreloadWatch::not_inspected): what they preloaded is not known, and the line names them
+/// (a note when nothing else was seen, never "none"). `every_exec_seen`: the process events connector recorded
+/// every exec (false: the tree was only sampled every 100 ms, and the line says a shorter process is not seen).
+Check judge_preloads(const std::vector<Preload>& preloads, const std::vector<std::string>& not_inspected = {},
+                     bool every_exec_seen = true);
 
 /// Adds to `f` the application's calls from `calls` (those on f.fs_dev) and the device commands of `disk` (those in
 /// [first_sector, first_sector + sectors) when sectors != 0: a partition's range on its disk).

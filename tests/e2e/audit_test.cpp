@@ -68,6 +68,18 @@ std::string build_nofadvise(const TempDir& d) {
     return so;
 }
 
+/// Compiles `source` into the shared object `name` in `d`; its path returned.
+std::string build_shim(const TempDir& d, const std::string& name, const std::string& source) {
+    {
+        std::ofstream c(d.file(name + ".c"));
+        c << source;
+    }
+    const std::string so = d.file(name);
+    auto cc = run("cc -shared -fPIC -o " + so + " " + d.file(name + ".c") + " -ldl");
+    EXPECT_EQ(cc.status, 0) << cc.err;
+    return so;
+}
+
 }  // namespace
 
 // The same verdicts from `kvio simulate --audit`: printed after the report, and in the results JSON.
@@ -205,6 +217,30 @@ TEST(Audit, ACacheDirTheCommandCreatesIsAudited) {
     EXPECT_GT(a.doc["filesystems"][0]["checks"][0]["figures"]["app_read_bytes"].get<uint64_t>(), 1u << 20) << r.out;
 }
 
+// A child that lives a millisecond, far shorter than the 100 ms samples, is still the command's: its reads are
+// counted (its fork is recorded by the process events connector), not "the application read nothing there".
+TEST(Audit, AShortLivedChildsReadsAreCounted) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    Ext4Mount m(1ull << 30);
+    TempDir d;
+    const std::string cache = m.mnt + "/kv";
+    std::filesystem::create_directories(cache);
+    {
+        std::ofstream f(cache + "/x", std::ios::binary);
+        f << std::string(1 << 20, 'k');
+    }
+    for (int i = 0; i < 3; ++i) {  // each run a fresh chance for the sampling to miss the reader
+        const CmdResult r = run(kvio_bin() + " audit --cache-dir " + cache + " --json " + d.file("audit.json") +
+                                " -- sh -c 'sleep 0.25; cat " + cache + "/x >/dev/null'");
+        ASSERT_TRUE(std::filesystem::exists(d.file("audit.json"))) << r.out << r.err;
+        const Audit a{r, json::parse(std::ifstream(d.file("audit.json")))};
+        const auto& reads = a.doc["filesystems"][0]["checks"][0];
+        ASSERT_EQ(reads["name"], "reads");
+        EXPECT_EQ(reads["figures"]["app_read_bytes"].get<uint64_t>(), 1u << 20) << r.out;
+        EXPECT_EQ(r.out.find("read nothing"), std::string::npos) << r.out;
+    }
+}
+
 // An unwritable --json is refused before the command runs; a command that cannot start is named as such.
 TEST(Audit, OutputsAreCheckedFirstAndAMissingCommandIsNamed) {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
@@ -247,4 +283,96 @@ TEST(Audit, ACommandTheDiskNeverSawIsJudged) {
               std::string::npos)
         << idle.out;
     EXPECT_NE(idle.out.find("audit: FAIL"), std::string::npos) << idle.out;
+}
+
+// A shim that passes 1 fsync (and fdatasync) in 10 to libc, the first among them: the calls it skips never reach the
+// kernel, so the files they should have synced are left unsynced after their last write (kvio simulate syncs every
+// entry), and the fsync check fails although some calls and flushes were seen; the shim is named by the preload
+// check. (Passing the 10th instead, a run with fewer than 10 entries would fail as "0 calls", not by this rule.)
+TEST(Audit, AShimThatSkipsNineFsyncsInTenFailsTheFsyncCheck) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    TempDir d;
+    const std::string so =
+        build_shim(d, "libthinfsync.so",
+                   "#define _GNU_SOURCE\n#include <dlfcn.h>\n"
+                   "static int n;\n"
+                   "int fsync(int fd) { int (*f)(int) = (int (*)(int))dlsym(RTLD_NEXT, \"fsync\"); return n++ % 10 ? 0 "
+                   ": f(fd); }\n"
+                   "int fdatasync(int fd) { int (*f)(int) = (int (*)(int))dlsym(RTLD_NEXT, \"fdatasync\"); "
+                   "return n++ % 10 ? 0 : f(fd); }\n");
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    Ext4Mount m(1ull << 30);
+    Audit a = audit_simulate(m, d, "env LD_PRELOAD=" + so);
+    ASSERT_TRUE(a.doc.is_object()) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.cmd.status, 1) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.verdict("fsync"), "FAIL") << a.cmd.out;
+    const auto& fsync = a.doc["filesystems"][0]["checks"][2];
+    ASSERT_EQ(fsync["name"], "fsync");
+    const uint64_t written = fsync["figures"]["files_written"], unsynced = fsync["figures"]["files_unsynced"];
+    ASSERT_GE(written, 3u) << a.cmd.out;  // with 1 or 2 entries, the one call passed on could be all there was
+    EXPECT_GE(fsync["figures"]["calls"].get<uint64_t>(), 1u) << a.cmd.out;
+    EXPECT_GT(2 * unsynced, written) << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("files written were not synced after their last write"), std::string::npos) << a.cmd.out;
+    EXPECT_EQ(a.verdict("preload"), "FAIL") << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find(so + " (LD_PRELOAD of pid "), std::string::npos) << a.cmd.out;
+}
+
+// A shim that blanks its own LD_PRELOAD string in its constructor is still named: it is mapped into the simulation,
+// whose executable does not need it.
+TEST(Audit, AShimThatBlanksItsLdPreloadIsNamed) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    TempDir d;
+    const std::string so = build_shim(
+        d, "libhidden.so",
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; (void)advice; "
+        "return 0; }\n"
+        "static void __attribute__((constructor)) hide(void) { char *p = getenv(\"LD_PRELOAD\"); "
+        "if (p) memset(p, 0, strlen(p)); }\n");
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    Ext4Mount m(1ull << 30);
+    Audit a = audit_simulate(m, d, "env LD_PRELOAD=" + so);
+    ASSERT_TRUE(a.doc.is_object()) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.cmd.status, 1) << a.cmd.out << a.cmd.err;
+    EXPECT_EQ(a.verdict("preload"), "FAIL") << a.cmd.out;
+    EXPECT_EQ(a.verdict("reads"), "FAIL") << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find(so + " ("), std::string::npos) << a.cmd.out;
+    EXPECT_NE(a.cmd.out.find("interposes posix_fadvise"), std::string::npos) << a.cmd.out;
+}
+
+// A program that runs for a millisecond under a shim, far shorter than the 100 ms between samples: either a sample
+// caught it (the shim is named: FAIL) or it is named as not inspected (a note, with its pid and name). Never "no
+// preloaded library", which the audit cannot know.
+TEST(Audit, AProgramTooShortToInspectIsNamedNotCalledClean) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF, loop devices, mount)";
+    TempDir d;
+    const std::string so = build_nofadvise(d);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    Ext4Mount m(64ull << 20);
+    for (int i = 0; i < 3; ++i) {
+        const CmdResult r = run(kvio_bin() + " audit --cache-dir " + m.mnt + " --json " + d.file("a.json") +
+                                " -- sh -c 'LD_PRELOAD=" + so + " /bin/true; sleep 0.3'");
+        ASSERT_TRUE(std::filesystem::exists(d.file("a.json"))) << r.out << r.err;
+        const Audit a{r, json::parse(std::ifstream(d.file("a.json")))};
+        const std::string v = a.verdict("preload");
+        const auto& unseen = a.doc["preload"]["not_inspected"];
+        if (v == "FAIL") {
+            EXPECT_NE(r.out.find(so + " ("), std::string::npos) << r.out;
+        } else {
+            EXPECT_EQ(v, "note") << r.out;
+            ASSERT_EQ(unseen.size(), 1u) << r.out;
+            // Its name is read on the exec event: a program that had already ended is named by its pid alone.
+            const std::string comm = unseen[0]["comm"];
+            EXPECT_TRUE(comm == "true" || comm.empty()) << r.out;
+            EXPECT_NE(r.out.find("preload: none seen in the programs inspected, but 1 program(s) the command ran "
+                                 "ended before a sample could read their environment and maps, what they preloaded "
+                                 "is not known: pid " +
+                                 std::to_string(unseen[0]["pid"].get<int>()) + " (" +
+                                 (comm.empty() ? "ended before its name was read" : comm) + ")"),
+                      std::string::npos)
+                << r.out;
+        }
+        // sh itself ran 300 ms: inspected, never named.
+        for (const auto& u : unseen) EXPECT_NE(u["comm"], "sh") << r.out;
+    }
 }

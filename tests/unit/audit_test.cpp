@@ -1,9 +1,19 @@
 // kvio audit's counting and checks on figures built by hand (docs/audit.md, "Checks").
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "audit/audit.h"
+#include "audit/preload.h"
 #include "common/error.h"
 
 using namespace kvio;
@@ -122,8 +132,22 @@ TEST(Audit, WritesNoFsyncCoveredAreNotRequiredOnTheDevice) {
     f.fsync_calls = 2, f.dev_flushes = 4, f.dev_write_bytes = 150u << 20;  // 150 of the 158 required
     const auto cs = judge_fs(f, AuditOptions{});
     EXPECT_EQ(verdict_of(cs, "writes"), Verdict::Pass);
+    // Each percentage names its base: 150 MiB is 72.1 % of the 208 MiB written and 94.9 % of the 158 MiB required.
+    const std::string line =
+        std::find_if(cs.begin(), cs.end(), [](const Check& c) { return c.name == "writes"; })->line;
+    EXPECT_NE(line.find("0.146 GiB reached the device in 0 commands (72.1 % of the bytes written; 94.9 % of the "
+                        "0.154 GiB required: 0.049 GiB no fsync covered"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("90.0 % of the required bytes needed)"), std::string::npos) << line;
     f.dev_write_bytes = 130u << 20;  // 82 % of the required
     EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "writes"), Verdict::Fail);
+    EXPECT_EQ(f.app_files_written, 3u);  // the direct file needs no fsync
+    EXPECT_EQ(f.app_files_unsynced, 2u);
+    EXPECT_EQ(verdict_of(judge_fs(f, AuditOptions{}), "fsync"), Verdict::Fail);  // 2 of 3 files left unsynced
+    FsFigures g = f;
+    g.app_files_unsynced = 1;
+    EXPECT_EQ(verdict_of(judge_fs(g, AuditOptions{}), "fsync"), Verdict::Pass);  // one cut at the stop
     // Nothing synced at all: every byte is required again (and the fsync check fails).
     f = FsFigures{};
     count_app_io({on(SysKind::Write, 100 << 20, 5)}, kv, f);
@@ -172,4 +196,90 @@ TEST(Audit, ReadsTheIoFunctionsAnObjectDefines) {
     for (const char* f : {"fsync", "fdatasync", "posix_fadvise", "pread64", "write"})
         EXPECT_NE(std::find(fns.begin(), fns.end(), f), fns.end()) << f;
     EXPECT_THROW(interposed_io_functions("/proc/self/status"), Error);
+}
+
+// A shim that blanks its own LD_PRELOAD in its constructor is still named: it is mapped into the process, and the
+// executable (sleep) does not need it.
+TEST(Audit, AShimThatBlanksItsLdPreloadIsFoundInTheMaps) {
+    char tmpl[] = "/tmp/kvio-audit-unit-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl, so = dir + "/libhidden.so";
+    {
+        std::ofstream c(dir + "/hidden.c");
+        c << "#include <stdlib.h>\n#include <string.h>\n"
+             "int posix_fadvise(int fd, long off, long len, int advice) { (void)fd; (void)off; (void)len; "
+             "(void)advice; return 0; }\n"
+             "static void __attribute__((constructor)) hide(void) { char *p = getenv(\"LD_PRELOAD\"); "
+             "if (p) memset(p, 0, strlen(p)); }\n";
+    }
+    ASSERT_EQ(std::system(("cc -shared -fPIC -o " + so + " " + dir + "/hidden.c").c_str()), 0);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setenv("LD_PRELOAD", so.c_str(), 1);
+        ::execlp("sleep", "sleep", "5", nullptr);
+        _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    PreloadWatch w;
+    for (int i = 0; i < 50 && w.preloads().empty(); ++i) {  // until sleep has exec'd and mapped the shim
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        w.sample(pid);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    const auto pre = w.preloads();  // reads the shim's symbols again: before it is removed
+    std::filesystem::remove_all(dir);
+    ASSERT_EQ(pre.size(), 1u);
+    EXPECT_EQ(pre[0].path, so);
+    EXPECT_NE(pre[0].source.find("mapped into pid " + std::to_string(pid) + " (sleep), not needed by"),
+              std::string::npos)
+        << pre[0].source;
+    EXPECT_EQ(pre[0].interposes, std::vector<std::string>{"posix_fadvise"});
+    EXPECT_TRUE(w.maps_read().count(pid));
+    EXPECT_EQ(judge_preloads(pre).verdict, Verdict::Fail);
+}
+
+// An inspection counts for the program a process ran when it began: after that program's exec, before the next one.
+// A program no sample inspected is named, and the preload check never calls it clean.
+TEST(Audit, AProgramNoSampleInspectedIsNamed) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t before = uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execlp("sleep", "sleep", "5", nullptr);
+        _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    PreloadWatch w;
+    const std::vector<ExecImage> one = {{pid, before, "sleep"}};
+    for (int i = 0; i < 50 && !w.not_inspected(one).empty(); ++i) {  // until sleep's loader has mapped libc
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        w.sample(pid);
+    }
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t after = uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    EXPECT_TRUE(w.not_inspected(one).empty());
+    // The same process exec'd again after the last sample: that program was never inspected, the first one was.
+    const auto unseen = w.not_inspected({{pid, before, "sleep"}, {pid, after, "true"}});
+    ASSERT_EQ(unseen.size(), 1u);
+    EXPECT_EQ(unseen[0].comm, "true");
+    // An exec after the inspections hides the first program from them too when it came before any of them.
+    EXPECT_EQ(w.not_inspected({{pid, after, "sleep"}}).size(), 1u);
+
+    const Check none = judge_preloads({}, {"pid 7 (true)"});
+    EXPECT_EQ(none.verdict, Verdict::Note);
+    EXPECT_NE(none.line.find("none seen in the programs inspected, but 1 program(s) the command ran ended before a "
+                             "sample could read their environment and maps, what they preloaded is not known: pid 7 "
+                             "(true)"),
+              std::string::npos)
+        << none.line;
+    const Check found =
+        judge_preloads({{"/x/libeatmydata.so", "LD_PRELOAD of pid 6 (sh)", {"fsync"}}}, {"pid 7 (true)"});
+    EXPECT_EQ(found.verdict, Verdict::Fail);
+    EXPECT_NE(found.line.find("interposes fsync; 1 program(s)"), std::string::npos) << found.line;
+    EXPECT_NE(judge_preloads({}, {}, false).line.find("sampled every 100 ms"), std::string::npos);
+    EXPECT_NE(judge_preloads({}).line.find("no preloaded library in any program the command ran"), std::string::npos);
 }
