@@ -228,15 +228,15 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
 namespace {
 
 /// Connections a run's remote tier may hold open besides its control connection (docs/simulate.md, "Remote tier"):
-/// one per worker thread (min(users, 500); the autoscaler's maximum when it scales) and per warm-up writer thread
-/// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs), each doubled under
-/// write-back (every connection has a writer with its own).
+/// two per worker thread (min(users, 500); the autoscaler's maximum when it scales) and per warm-up writer thread
+/// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs): its write connection
+/// (under write-back its writer thread's) and its read connection.
 size_t planned_remote_connections(const SimConfig& c) {
     const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
     size_t n = worker_threads(run_user_ceiling(c));  // the most workers the run starts
     if (c.precondition) n += c.precondition_threads > 0 ? size_t(c.precondition_threads) : cpus;
     if (c.decode_only) n += cpus;
-    return c.remote_write_mode == "back" ? 2 * n : n;
+    return 2 * n;
 }
 
 }  // namespace
