@@ -124,6 +124,9 @@ TEST(RemoteTier, SimulateOnRedisAgreesWithTheServer) {
     const long long conn = rs["connection_bytes"].get<long long>();
     EXPECT_GT(conn, 0);
     EXPECT_LE(rs["connections"].get<long long>(), rs["connections_planned"].get<long long>());
+    EXPECT_EQ(rs["connections_mode"], "shared");  // the default: one connection per worker thread
+    EXPECT_EQ(rs["connections_planned"].get<long long>(), 2);
+    EXPECT_FALSE(rs.contains("connections_write"));
     EXPECT_EQ((*t)["limit_bytes"].get<long long>() + conn * rs["connections_planned"].get<long long>(),
               (long long)(0.4 * double(1ull << 30)));
     EXPECT_LE(grew, (long long)(0.4 * double(1ull << 30)));
@@ -315,16 +318,16 @@ std::string once_writing(int port, const std::string& action) {
 
 }  // namespace
 
-// Each worker thread writes on one connection and reads on another (docs/simulate.md, "Remote tier"): one connection
-// carrying both big SET values and big GET replies costs the server more per MB. The server's CLIENT LIST, sampled
+// --remote-connections split: each worker thread writes on one connection and reads on another (docs/simulate.md,
+// "Remote tier"); by default one connection carries both. The server's CLIENT LIST, sampled
 // all through a run, names each connection's role (CLIENT SETNAME) and its last command: a write connection only ever
 // SET, a read connection only GET or DEL; the results count the two kinds as the server saw them.
-TEST(RemoteTier, WritesAndReadsGoOnSeparateNamedConnections) {
+TEST(RemoteTier, SplitConnectionsWriteAndReadOnSeparateNamedConnections) {
     RedisServer srv(1024);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
     const std::string list = dir.file("clients.txt");
-    SimRun r = simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.4",
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.4 --remote-connections split",
                         "& p=$!; while kill -0 $p 2>/dev/null; do redis-cli -p " + std::to_string(srv.port()) +
                             " CLIENT LIST >> " + list + " 2>/dev/null; sleep 0.05; done; wait $p");
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
@@ -340,6 +343,7 @@ TEST(RemoteTier, WritesAndReadsGoOnSeparateNamedConnections) {
     EXPECT_GE(nr, 1);
     EXPECT_LE(nr, 2);
     EXPECT_EQ(rs["connections_planned"].get<long long>(), 4);
+    EXPECT_EQ(rs["connections_mode"], "split");
     auto field = [](const std::string& line, const std::string& name) {
         const size_t at = line.find(" " + name + "=");
         if (at == std::string::npos) return std::string();

@@ -93,8 +93,9 @@ public:
         } catch (const Error& e) {
             throw Error("--remote-tier: " + std::string(e.what()));
         }
-        control_url_ = write_url_ = read_url_ = url_;
+        control_url_ = write_url_ = read_url_ = shared_url_ = url_;
         control_url_.client_name = kControlName;
+        shared_url_.client_name = kSharedName;
         write_url_.client_name = kWriteName;
         read_url_.client_name = kReadName;
         try {
@@ -112,7 +113,8 @@ public:
     std::string name() const override { return "remote-redis"; }
     std::string description() const override {
         return "remote (" + url_.safe_text() + ", keys " + o_.run_id + ":<entry>:<chunk>, " + std::to_string(chunk_) +
-               "-byte chunks, pipelined, a write and a read connection per worker thread, " +
+               "-byte chunks, pipelined, " + (o_.split_connections ? "a write and a read connection" : "a connection") +
+               " per worker thread, " +
                (o_.write_back ? "write-back: " + std::to_string(o_.writeback_queue) +
                                     " writes queued per worker thread, a writer thread with the write connection each)"
                               : std::string("write-through)"));
@@ -246,8 +248,8 @@ public:
             size_t nw = 0, nr = 0;
             for (const auto& [id, tc] : conns_) nw += tc.write != nullptr, nr += tc.read != nullptr;
             j["connections"] = nw + nr;
-            j["connections_write"] = nw;
-            j["connections_read"] = nr;
+            j["connections_mode"] = o_.split_connections ? "split" : "shared";
+            if (o_.split_connections) j["connections_write"] = nw, j["connections_read"] = nr;
             // Server memory set aside out of the limit for the connections the run may open (docs/simulate.md).
             j["connections_planned"] = o_.planned_connections;
             j["connection_bytes"] = conn_bytes_;
@@ -370,6 +372,7 @@ private:
     /// The connections' names in the server's CLIENT LIST (redis::Url::client_name; docs/simulate.md, "Remote tier").
     static constexpr const char* kWriteName = "kvio-write";
     static constexpr const char* kReadName = "kvio-read";
+    static constexpr const char* kSharedName = "kvio-data";
     static constexpr const char* kControlName = "kvio-control";
 
     /// Write-back: this thread's queue, made with its writer thread on first use.
@@ -548,12 +551,16 @@ private:
         std::unique_lock<std::mutex> l(mu_);
         ThreadConns& tc = conns_[id];
         if ((tc.write && tc.write->broken()) || (tc.read && tc.read->broken())) tc.write.reset(), tc.read.reset();
+        if (!o_.split_connections) role = Role::Read;  // one connection per thread: under the read slot
         std::unique_ptr<redis::Connection>& slot = role == Role::Write ? tc.write : tc.read;
         if (slot) return *slot;
         l.unlock();
         std::unique_ptr<redis::Connection> c;
         try {
-            c = std::make_unique<redis::Connection>(role == Role::Write ? write_url_ : read_url_, o_.timeout_s);
+            c = std::make_unique<redis::Connection>(!o_.split_connections ? shared_url_
+                                                    : role == Role::Write ? write_url_
+                                                                          : read_url_,
+                                                    o_.timeout_s);
         } catch (const Error& e) {
             errors_ += 1;
             set_down("the server cannot be reached again after a fault: " + std::string(e.what()), true);
@@ -567,7 +574,7 @@ private:
 
     RemoteOptions o_;
     redis::Url url_;
-    redis::Url write_url_, read_url_, control_url_;  ///< url_ named kWriteName, kReadName, kControlName
+    redis::Url write_url_, read_url_, shared_url_, control_url_;  ///< url_ named kWriteName ... kControlName
     uint64_t chunk_ = kRemoteChunkBytes;
     long long used_start_ = -1, maxmemory_ = -1;
     uint64_t conn_bytes_ = 0;  ///< measure_connection_bytes()

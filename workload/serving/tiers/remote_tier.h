@@ -24,6 +24,10 @@ struct RemoteOptions {
     /// its own thread and write connection); false = write-through: once the server acknowledged every chunk.
     bool write_back = false;
     size_t writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
+    /// --remote-connections split: a worker thread's SETs on a write connection, its GETs, GETEXs and DELs on a
+    /// read connection; false = one connection per thread carries all (under write-back the SETs are the writer
+    /// thread's, on its own connection, either way).
+    bool split_connections = false;
     /// Connections the run may open beside the control connection (planned_remote_connections): the server memory
     /// of each (measured at connect, RemoteTier::connection_bytes) is reserved out of the tier's limit.
     size_t planned_connections = 0;
