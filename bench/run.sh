@@ -31,7 +31,8 @@
 #             3, KVIO_BENCH_REMOTE_SECS 10, KVIO_BENCH_REMOTE_REQS 1000): kvio's bytes over the wall time with a
 #             request in flight (its results' remote in_flight_s) against redis-benchmark's bytes/s at kvio's mix;
 #             bytes/elapsed (elapsed_ratio) and per connection over busy_s (conn_ratio) are kept too; and kvio's own
-#             commands, recorded under strace, replayed through hiredis (bench/redis_replay.c): exact_ratio
+#             commands, recorded under strace, replayed through hiredis (bench/redis_replay.c): exact_ratio;
+#             KVIO_BENCH_REMOTE_ARGS: more flags for kvio's runs (e.g. "--remote-connections split")
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
 #             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
@@ -773,7 +774,10 @@ fi
 # docs/performance.md, "Remote tier": one redis-server (loopback, a free port, --save '', maxmemory 2 GiB noeviction,
 # its own directory in $WORK). Per round (KVIO_BENCH_REMOTE_ROUNDS, default 3; the order alternates): `kvio simulate`
 # with the remote tier as its only tier (KVIO_BENCH_REMOTE_SECS s, default 10); then redis-benchmark on the same
-# server with kvio's chunk size as -d and kvio's connection count as -c, at -P 1 and -P 4, the better of the two per
+# server with kvio's chunk size as -d and kvio's connection counts as -c (its data connections, `connections`, for
+# each; with --remote-connections split its SETs' connections_write for SET and its GETs' connections_read for GET;
+# the control connection, idle while data moves, is not counted; docs/simulate.md, "Remote tier"; more simulate
+# flags, e.g. "--remote-connections split", in KVIO_BENCH_REMOTE_ARGS), at -P 1 and -P 4, the better of the two per
 # command (redis-benchmark's own hiredis buffers make -P 4 of 4 MiB values ~10x slower for SET on this machine): SET
 # of new keys (-n = kvio's SET count, -r 100000000: kvio's stores are new keys, which the server faults in; the old
 # peer's -r 64 overwrote 64 keys and recycled their memory, 5x faster), then after a FLUSHALL SET+GET over 64 keys
@@ -792,6 +796,8 @@ RM_ROUNDS=${KVIO_BENCH_REMOTE_ROUNDS:-3}
 RM_REQS=${KVIO_BENCH_REMOTE_REQS:-1000}
 RM_PORT=""
 RM_SIM=(--model tiny-1b --num-users 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --seed 42 --remote-capacity-gb 1.5)
+read -r -a RM_EXTRA <<< "${KVIO_BENCH_REMOTE_ARGS:-}"
+RM_SIM+=("${RM_EXTRA[@]}")
 RM_PID=""
 RM_TCK=$(getconf CLK_TCK)
 # the server's minor faults, utime + stime ticks and jemalloc's purged dirty pages (its arenas' "dirty:" decay row)
@@ -801,7 +807,9 @@ srv_stat() {
 srv_cost() {  # srv_cost "FAULTS0 TICKS0 PURGED0" "FAULTS1 TICKS1 PURGED1": prints "CPU_S FAULTS PURGED" between two srv_stat
     awk -v a="$1" -v b="$2" -v t="$RM_TCK" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.3f %d %d\n", (y[2] - x[2]) / t, y[1] - x[1], y[3] - x[3]}'
 }
-remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS GETS SRV_CPU_S SRV_FAULTS SRV_PURGED" of one run; its commands in $WORK/remote.ops
+remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS SET_BUSY_S GET_BUSY_S IN_FLIGHT_S SETS GETS SET_CONNS GET_CONNS SRV_CPU_S SRV_FAULTS SRV_PURGED" of one run; its commands in $WORK/remote.ops
+    # SET_CONNS GET_CONNS: the connections that carried kvio's SETs and its GETs (connections_write, connections_read);
+    # a binary whose connections carry both (no such fields) prints CONNECTIONS for each.
     local out=$WORK/remote.json s0 s1 k
     s0=$(srv_stat)
     strace -f -qq --seccomp-bpf -ttt -s 400 -e trace=writev,write,sendto -o "$WORK/remote.strace" \
@@ -813,17 +821,17 @@ remote_kvio() {  # prints "WRITTEN_BYTES READ_BYTES ELAPSED_S CHUNK CONNECTIONS 
     rm -f "$WORK/remote.strace"
     k=$(jq -r '(.kvio.cache.tiers[] | select(.tier == "remote") | .remote) as $t | .summary.cache_stats as $c |
            if $t.errors > 0 then error("remote tier errors: \($t.errors)") else
-           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set) \($t.commands.get + $t.commands.getex)" end' "$out") \
+           "\($t.bytes_sent) \($t.bytes_received) \(.summary.elapsed_time) \($t.chunk_bytes) \($t.connections) \($t.busy_s.set) \($t.busy_s.get) \($t.in_flight_s) \($t.commands.set) \($t.commands.get + $t.commands.getex) \([$t.connections_write // $t.connections, 1] | max) \([$t.connections_read // $t.connections, 1] | max)" end' "$out") \
         && echo "$k $(srv_cost "$s0" "$s1")"
 }
-remote_bench() {  # remote_bench CHUNK CONNS SETS: prints "SET_RPS GET_RPS", each the better of -P 1 and -P 4
+remote_bench() {  # remote_bench CHUNK SET_CONNS GET_CONNS SETS: prints "SET_RPS GET_RPS", each the better of -P 1 and -P 4
     : > "$WORK/rb.csv"
     for p in 1 4; do
         # SETs of new keys, as kvio's stores are (-r far above -n: nearly every key is new; SETS = kvio's count, so
         # the server holds what kvio's run held), then SET+GET over 64 keys, of which the GETs are kept.
-        redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c "$2" -P "$p" -n "$3" -r 100000000 --csv >> "$WORK/rb.csv" 2> "$WORK/rb.err" \
+        redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c "$2" -P "$p" -n "$4" -r 100000000 --csv >> "$WORK/rb.csv" 2> "$WORK/rb.err" \
             && redis-cli -p "$RM_PORT" flushall > /dev/null \
-            && redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set,get -d "$1" -c "$2" -P "$p" -n "$RM_REQS" -r 64 --csv > "$WORK/rb2.csv" 2> "$WORK/rb.err" \
+            && redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set,get -d "$1" -c "$3" -P "$p" -n "$RM_REQS" -r 64 --csv > "$WORK/rb2.csv" 2> "$WORK/rb.err" \
             && grep '^"GET"' "$WORK/rb2.csv" >> "$WORK/rb.csv" \
             || { echo "bench: redis-benchmark failed:" >&2; tail -3 "$WORK/rb.err" >&2; return 1; }
         redis-cli -p "$RM_PORT" flushall > /dev/null
@@ -839,21 +847,27 @@ remote_replay() {  # prints "BYTES IN_FLIGHT_S SRV_CPU_S SRV_FAULTS SRV_PURGED" 
     redis-cli -p "$RM_PORT" flushall > /dev/null
     echo "$(jq -r '"\(.set_bytes + .get_bytes) \(.in_flight_s)"' <<< "$r") $(srv_cost "$s0" "$s1")"
 }
-remote_mix() {  # remote_mix CHUNK CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV_FAULTS SRV_PURGED" of kvio's mix made by redis-benchmark
+remote_mix() {  # remote_mix CHUNK SET_CONNS GET_CONNS SETS GETS: prints "WALL_S SRV_CPU_S SRV_FAULTS SRV_PURGED" of kvio's mix made by redis-benchmark
     # 64 keys of CHUNK bytes for the GETs (redis-benchmark's key names for -r 64), then two redis-benchmark at once, -P 1:
-    # SETS SETs of new keys and GETS GETs over the 64 keys, half of kvio's connections each (one each for kvio's two).
+    # SETS SETs of new keys on SET_CONNS connections and GETS GETs over the 64 keys on GET_CONNS: kvio's own counts.
     local s0 s1 t0 t1 p1 p2 i
     head -c "$1" /dev/zero > "$WORK/rb.val"
     for ((i = 0; i < 64; i++)); do redis-cli -p "$RM_PORT" -x set "$(printf 'key:%012d' "$i")" < "$WORK/rb.val" > /dev/null || return 1; done
     s0=$(srv_stat) t0=$(date +%s.%N)
-    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c $((($2 + 1) / 2)) -P 1 -n "$3" -r 100000000 --csv > "$WORK/mix_set.csv" 2> "$WORK/rb.err" &
+    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t set -d "$1" -c "$2" -P 1 -n "$4" -r 100000000 --csv > "$WORK/mix_set.csv" 2> "$WORK/rb.err" &
     p1=$!
-    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t get -d "$1" -c $(($2 > 1 ? $2 / 2 : 1)) -P 1 -n "$4" -r 64 --csv > "$WORK/mix_get.csv" 2> "$WORK/rb2.err" &
+    redis-benchmark -h 127.0.0.1 -p "$RM_PORT" -t get -d "$1" -c "$3" -P 1 -n "$5" -r 64 --csv > "$WORK/mix_get.csv" 2> "$WORK/rb2.err" &
     p2=$!
     wait "$p1" && wait "$p2" || { echo "bench: redis-benchmark (mix) failed:" >&2; tail -3 "$WORK/rb.err" "$WORK/rb2.err" >&2; return 1; }
     t1=$(date +%s.%N) s1=$(srv_stat)
     redis-cli -p "$RM_PORT" flushall > /dev/null
     echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') $(srv_cost "$s0" "$s1")"
+}
+mix_conns() {  # mix_conns "$(remote_kvio)": prints "SET_CONNS GET_CONNS" for the mixing peer: kvio's own (its write and
+    # read connections, --remote-connections split); when its connections carry both, half of them each (one each
+    # for two): the same number of connections in all.
+    read -r _ _ _ _ c _ _ _ _ _ sc gc _ <<< "$1"
+    if ((sc + gc <= c)); then echo "$sc $gc"; else echo "$(((c + 1) / 2)) $((c > 1 ? c / 2 : 1))"; fi
 }
 if has_stage remote; then
     for t in redis-server redis-cli redis-benchmark strace python3; do command -v "$t" >/dev/null || die "$t is missing (apt install redis-server redis-tools strace python3)"; done
@@ -868,21 +882,24 @@ if has_stage remote; then
     for ((r = 1; r <= RM_ROUNDS; r++)); do
         load0=$(cut -d' ' -f1 /proc/loadavg)
         if ((r % 2)); then
-            k=$(remote_kvio) && read -r _ _ _ chunk conns _ _ _ sets gets _ <<< "$k" && x=$(remote_replay) \
-                && b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") || break
+            k=$(remote_kvio) && read -r _ _ _ chunk _ _ _ _ sets gets sc gc _ <<< "$k" && mc=$(mix_conns "$k") && x=$(remote_replay) \
+                && b=$(remote_bench "$chunk" "$sc" "$gc" "$sets") && m=$(remote_mix "$chunk" $mc "$sets" "$gets") || break
         else  # redis-benchmark first: kvio's chunk size, connections and command counts of the round before
-            b=$(remote_bench "$chunk" "$conns" "$sets") && m=$(remote_mix "$chunk" "$conns" "$sets" "$gets") && k=$(remote_kvio) \
+            b=$(remote_bench "$chunk" "$sc" "$gc" "$sets") && m=$(remote_mix "$chunk" $mc "$sets" "$gets") && k=$(remote_kvio) \
                 && x=$(remote_replay) || break
         fi
         record remote "round$r" "$(jq -c -n --argjson r "$r" --argjson s "$RM_SECS" --arg k "$k" --arg b "$b" --arg m "$m" --arg x "$x" \
             --arg l0 "$load0" --arg l1 "$(cut -d' ' -f1 /proc/loadavg)" \
-            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets, $gets, $kcpu, $kflt, $kpur] |
+            --arg mc "$mc" \
+            '($k | split(" ") | map(tonumber)) as [$w, $rd, $el, $chunk, $conns, $bset, $bget, $infl, $sets, $gets, $sc, $gc, $kcpu, $kflt, $kpur] |
+             ($mc | split(" ") | map(tonumber)) as [$msc, $mgc] |
              ($b | split(" ") | map(tonumber)) as [$set, $get] | ($m | split(" ") | map(tonumber)) as [$mwall, $mcpu, $mflt, $mpur] |
              ($x | split(" ") | map(tonumber)) as [$xbytes, $xinfl, $xcpu, $xflt, $xpur] |
              ($w / ($set * $chunk) + $rd / ($get * $chunk)) as $rb_s |
-             ($w / ($set * $chunk / $conns) + $rd / ($get * $chunk / $conns)) as $rb_conn_s |
+             ($w / ($set * $chunk / $sc) + $rd / ($get * $chunk / $gc)) as $rb_conn_s |
              (($sets + $gets) * $chunk) as $mbytes |
              {round: $r, secs: $s, load1: ((($l0 | tonumber) + ($l1 | tonumber)) / 2), chunk_bytes: $chunk, connections: $conns,
+              set_connections: $sc, get_connections: $gc, mix_set_connections: $msc, mix_get_connections: $mgc,
               kvio_mbps: (($w + $rd) / $el / 1e6), kvio_write_gb: ($w / 1e9), kvio_read_gb: ($rd / 1e9), kvio_elapsed_s: $el,
               rb_set_mbps: ($set * $chunk / 1e6), rb_get_mbps: ($get * $chunk / 1e6), rb_mbps: (($w + $rd) / $rb_s / 1e6),
               kvio_busy_s: ($bset + $bget), kvio_busy_share: (($bset + $bget) / ($conns * $el)), kvio_conn_mbps: (($w + $rd) / ($bset + $bget) / 1e6),

@@ -105,6 +105,9 @@ Connection::Connection(const Url& url, double timeout_s, Routing routing) {
             }
         }
     }
+    // Last, so CLIENT LIST's `cmd` of a connection is its name or what it was used for. A server that refuses the
+    // command (an ACL without it) leaves the connection unnamed: only the name is lost.
+    if (!url.client_name.empty()) command({"CLIENT", "SETNAME", url.client_name});
 }
 
 Connection::~Connection() {

@@ -12,6 +12,9 @@ struct Url {
     std::string user;      ///< ACL user ("" = default)
     std::string password;  ///< "" = no AUTH
     int db = 0;            ///< logical database (SELECT), 0..
+    /// Not part of the URL text: a name each connection gives itself (CLIENT SETNAME, no spaces; "" = none), so the
+    /// server's CLIENT LIST tells the connections' roles apart (docs/simulate.md, "Remote tier").
+    std::string client_name;
     /// The URL without the password (for logs and results): redis://user@host:port/db.
     std::string safe_text() const;
 };

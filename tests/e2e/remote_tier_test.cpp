@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,9 @@ TEST(RemoteTier, SimulateOnRedisAgreesWithTheServer) {
     const long long conn = rs["connection_bytes"].get<long long>();
     EXPECT_GT(conn, 0);
     EXPECT_LE(rs["connections"].get<long long>(), rs["connections_planned"].get<long long>());
+    EXPECT_EQ(rs["connections_mode"], "shared");  // the default: one connection per worker thread
+    EXPECT_EQ(rs["connections_planned"].get<long long>(), 2);
+    EXPECT_FALSE(rs.contains("connections_write"));
     EXPECT_EQ((*t)["limit_bytes"].get<long long>() + conn * rs["connections_planned"].get<long long>(),
               (long long)(0.4 * double(1ull << 30)));
     EXPECT_LE(grew, (long long)(0.4 * double(1ull << 30)));
@@ -313,6 +317,68 @@ std::string once_writing(int port, const std::string& action) {
 }
 
 }  // namespace
+
+// --remote-connections split: each worker thread writes on one connection and reads on another (docs/simulate.md,
+// "Remote tier"); by default one connection carries both. The server's CLIENT LIST, sampled
+// all through a run, names each connection's role (CLIENT SETNAME) and its last command: a write connection only ever
+// SET, a read connection only GET or DEL; the results count the two kinds as the server saw them.
+TEST(RemoteTier, SplitConnectionsWriteAndReadOnSeparateNamedConnections) {
+    RedisServer srv(1024);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    const std::string list = dir.file("clients.txt");
+    SimRun r = simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.4 --remote-connections split",
+                        "& p=$!; while kill -0 $p 2>/dev/null; do redis-cli -p " + std::to_string(srv.port()) +
+                            " CLIENT LIST >> " + list + " 2>/dev/null; sleep 0.05; done; wait $p");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_EQ(rs["errors"].get<long long>(), 0);
+    ASSERT_TRUE(rs.contains("connections_write") && rs.contains("connections_read")) << rs.dump();
+    // Two users, two worker threads: a write and a read connection each at most, the control connection apart.
+    const long long nw = rs["connections_write"].get<long long>(), nr = rs["connections_read"].get<long long>();
+    EXPECT_EQ(rs["connections"].get<long long>(), nw + nr);
+    EXPECT_GE(nw, 1);
+    EXPECT_LE(nw, 2);
+    EXPECT_GE(nr, 1);
+    EXPECT_LE(nr, 2);
+    EXPECT_EQ(rs["connections_planned"].get<long long>(), 4);
+    EXPECT_EQ(rs["connections_mode"], "split");
+    auto field = [](const std::string& line, const std::string& name) {
+        const size_t at = line.find(" " + name + "=");
+        if (at == std::string::npos) return std::string();
+        const size_t from = at + name.size() + 2;
+        return line.substr(from, line.find(' ', from) - from);
+    };
+    std::map<std::string, std::set<std::string>> ids;        // name -> connection ids seen
+    std::map<std::string, std::map<std::string, int>> cmds;  // name -> last command -> samples
+    std::ifstream in(list);
+    for (std::string line; std::getline(in, line);) {
+        const std::string name = field(line, "name"), cmd = field(line, "cmd");
+        if (cmd == "client|list") continue;  // the sampler's own connection
+        ids[name].insert(line.substr(0, line.find(' ')));
+        cmds[name][cmd] += 1;
+    }
+    auto dump = [&] {
+        std::string d;
+        for (const auto& [n, m] : cmds)
+            for (const auto& [c, k] : m) d += "'" + n + "' " + c + " x" + std::to_string(k) + "; ";
+        return d;
+    };
+    // Every data command the samples caught ran on a connection of its role; none on an unnamed one.
+    for (const auto& [c, k] : cmds["kvio-write"]) EXPECT_TRUE(c == "set" || c == "client|setname") << dump();
+    for (const auto& [c, k] : cmds["kvio-read"])
+        EXPECT_TRUE(c == "get" || c == "del" || c == "client|setname") << dump();
+    EXPECT_EQ(cmds[""].count("set") + cmds[""].count("get") + cmds[""].count("del"), 0u) << dump();
+    // ... and the samples did catch both roles at work, on no more connections than the results count.
+    EXPECT_GT(cmds["kvio-write"]["set"], 0) << dump();
+    EXPECT_GT(cmds["kvio-read"]["get"], 0) << dump();
+    EXPECT_LE((long long)ids["kvio-write"].size(), nw) << dump();
+    EXPECT_LE((long long)ids["kvio-read"].size(), nr) << dump();
+    EXPECT_EQ(ids["kvio-control"].size(), 1u) << dump();
+    EXPECT_EQ(srv.calls("set"), rs["commands"]["set"].get<long long>());
+    EXPECT_EQ(srv.dbsize(), 0);
+}
 
 // The server killed once the 5 s run is writing: the ops after it fail fast (connection refused on every reconnect),
 // are counted with the first error, and the run ends on time with valid results.

@@ -228,15 +228,16 @@ void MultiTierCache::Impl::add_storage_tier(std::vector<uint64_t>& limits) {
 namespace {
 
 /// Connections a run's remote tier may hold open besides its control connection (docs/simulate.md, "Remote tier"):
-/// one per worker thread (min(users, 500); the autoscaler's maximum when it scales) and per warm-up writer thread
-/// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs), each doubled under
-/// write-back (every connection has a writer with its own).
+/// per worker thread (min(users, 500); the autoscaler's maximum when it scales) and per warm-up writer thread
+/// (--precondition-threads or the online CPUs; decode-only pre-population: the online CPUs) one, or two with
+/// --remote-connections split or under write-back (a write connection, the writer thread's under write-back, and
+/// a read connection).
 size_t planned_remote_connections(const SimConfig& c) {
     const size_t cpus = std::max(1u, std::thread::hardware_concurrency());
     size_t n = worker_threads(run_user_ceiling(c));  // the most workers the run starts
     if (c.precondition) n += c.precondition_threads > 0 ? size_t(c.precondition_threads) : cpus;
     if (c.decode_only) n += cpus;
-    return c.remote_write_mode == "back" ? 2 * n : n;
+    return c.remote_write_mode == "back" || c.remote_connections == "split" ? 2 * n : n;
 }
 
 }  // namespace
@@ -255,6 +256,7 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     ro.client = int(c.client_index);
     ro.write_back = c.remote_write_mode == "back";
     ro.writeback_queue = size_t(std::max<int64_t>(c.remote_writeback_queue, 1));
+    ro.split_connections = c.remote_connections == "split";
     ro.planned_connections = planned_remote_connections(c);
     auto rt = make_remote_tier(ro);  // connects: an unreachable server fails the run here, in one line
     if (c.verify_reads) rt->set_read_check(pool.get(), seed);

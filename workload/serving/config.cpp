@@ -185,6 +185,10 @@ const std::vector<FlagSpec>& flag_table() {
          "Remote tier writes: through (an op completes when the server acknowledged it) or back (when queued; a "
          "background writer per connection sends it, and writes queued at a fault or the run's end are lost).",
          true, &C::remote_write_mode, "through|back"},
+        {"--remote-connections", "choice", "shared",
+         "Remote tier connections per worker thread: shared (one carries its SETs and GETs) or split (a write "
+         "connection for its SETs, a read connection for its GETs and DELs).",
+         true, &C::remote_connections, "shared|split"},
         {"--remote-writeback-queue", "int", "8",
          "--remote-write-mode back: writes queued per connection at most; a full queue makes the op wait.", true,
          &C::remote_writeback_queue},

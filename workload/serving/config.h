@@ -174,6 +174,9 @@ struct SimConfig {
     /// a bounded queue per connection, written by a background writer; docs/simulate.md, "Remote tier").
     std::string remote_write_mode = "through";
     int64_t remote_writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
+    /// --remote-connections: "shared" (a worker thread's SETs and GETs on one connection) or "split" (a write and a
+    /// read connection per worker thread; docs/simulate.md, "Remote tier").
+    std::string remote_connections = "shared";
     /// --remote-handoff-probability: before a conversation's next turn, the chance that the user returns to another
     /// client (the next one, by index) instead; its earlier turns are then read from the remote tier.
     double remote_handoff_probability = 0;

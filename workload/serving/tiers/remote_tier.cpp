@@ -93,8 +93,13 @@ public:
         } catch (const Error& e) {
             throw Error("--remote-tier: " + std::string(e.what()));
         }
+        control_url_ = write_url_ = read_url_ = shared_url_ = url_;
+        control_url_.client_name = kControlName;
+        shared_url_.client_name = kSharedName;
+        write_url_.client_name = kWriteName;
+        read_url_.client_name = kReadName;
         try {
-            control_ = std::make_unique<redis::Connection>(url_, o.timeout_s);
+            control_ = std::make_unique<redis::Connection>(control_url_, o.timeout_s);
             chunk_ = std::min<uint64_t>(control_->max_bulk_len(), kRemoteChunkBytes);
             used_start_ = info_field(*control_, "used_memory");
             maxmemory_ = info_field(*control_, "maxmemory");
@@ -108,9 +113,10 @@ public:
     std::string name() const override { return "remote-redis"; }
     std::string description() const override {
         return "remote (" + url_.safe_text() + ", keys " + o_.run_id + ":<entry>:<chunk>, " + std::to_string(chunk_) +
-               "-byte chunks, pipelined, a connection per worker thread, " +
+               "-byte chunks, pipelined, " + (o_.split_connections ? "a write and a read connection" : "a connection") +
+               " per worker thread, " +
                (o_.write_back ? "write-back: " + std::to_string(o_.writeback_queue) +
-                                    " writes queued per connection, a writer thread and connection each)"
+                                    " writes queued per worker thread, a writer thread with the write connection each)"
                               : std::string("write-through)"));
     }
     uint64_t footprint(uint64_t bytes) const override { return remote_footprint(bytes, chunk_); }
@@ -139,7 +145,7 @@ public:
     }
 
     OpTiming write_through(const std::string& key, uint64_t bytes, const EntryData& data) {
-        redis::Connection& c = conn();
+        redis::Connection& c = conn(Role::Write);
         double gen = 0;
         const double t0 = now_s();
         InFlightScope busy(in_flight_);
@@ -222,7 +228,7 @@ public:
             sizes_.erase(it);
         }
         try {
-            conn().del_chunks(full_key(key), bytes, chunk_);
+            conn(Role::Read).del_chunks(full_key(key), bytes, chunk_);
             dels_ += redis::chunk_count(bytes, chunk_);
         } catch (const Error&) {
             errors_ += 1;  // the bytes may stay on the server: counted, the run goes on
@@ -236,7 +242,14 @@ public:
         j["chunk_bytes"] = chunk_;
         {
             std::lock_guard<std::mutex> g(mu_);
-            j["connections"] = conns_.size();
+            // Data connections open (the control connection not counted): a worker thread's write connection
+            // (its SETs) and read connection (its GETs, GETEXs and DELs), each made on first use; under write-back
+            // the write connection is its writer thread's (docs/simulate.md, "Remote tier").
+            size_t nw = 0, nr = 0;
+            for (const auto& [id, tc] : conns_) nw += tc.write != nullptr, nr += tc.read != nullptr;
+            j["connections"] = nw + nr;
+            j["connections_mode"] = o_.split_connections ? "split" : "shared";
+            if (o_.split_connections) j["connections_write"] = nw, j["connections_read"] = nr;
             // Server memory set aside out of the limit for the connections the run may open (docs/simulate.md).
             j["connections_planned"] = o_.planned_connections;
             j["connection_bytes"] = conn_bytes_;
@@ -244,13 +257,14 @@ public:
             // the connections (read when the run ends, so no worker is using them).
             redis::ClusterStats cs;
             bool cluster = false;
-            for (const auto& [id, c] : conns_)
-                if (c && c->cluster()) {
-                    cluster = true;
-                    cs.moved += c->cluster()->stats().moved;
-                    cs.ask += c->cluster()->stats().ask;
-                    cs.map_reloads += c->cluster()->stats().map_reloads;
-                }
+            for (const auto& [id, tc] : conns_)
+                for (const redis::Connection* c : {tc.write.get(), tc.read.get()})
+                    if (c && c->cluster()) {
+                        cluster = true;
+                        cs.moved += c->cluster()->stats().moved;
+                        cs.ask += c->cluster()->stats().ask;
+                        cs.map_reloads += c->cluster()->stats().map_reloads;
+                    }
             if (cluster) j["cluster"] = {{"moved", cs.moved}, {"ask", cs.ask}, {"map_reloads", cs.map_reloads}};
         }
         j["client"] = o_.client;
@@ -347,6 +361,20 @@ public:
     }
 
 private:
+    /// A thread's write connection (SETs) and read connection (GETs, GETEXs, DELs): a connection that carries both
+    /// big SET values and big GET replies costs the server more CPU and page faults per MB than two that each carry
+    /// one (docs/performance.md, "Remote tier: where the time goes").
+    enum class Role { Write, Read };
+    struct ThreadConns {
+        std::unique_ptr<redis::Connection> write, read;
+    };
+
+    /// The connections' names in the server's CLIENT LIST (redis::Url::client_name; docs/simulate.md, "Remote tier").
+    static constexpr const char* kWriteName = "kvio-write";
+    static constexpr const char* kReadName = "kvio-read";
+    static constexpr const char* kSharedName = "kvio-data";
+    static constexpr const char* kControlName = "kvio-control";
+
     /// Write-back: this thread's queue, made with its writer thread on first use.
     WriteBackQueue& writer() {
         const auto id = std::this_thread::get_id();
@@ -439,7 +467,7 @@ private:
     /// The chunks of `key` read with `verb`: false when one is missing. With --verify-reads and `check`, every byte
     /// is compared with what this client's write sent (a shared entry may hold another client's bytes: unchecked).
     bool get(const std::string& key, uint64_t bytes, const std::string& verb, bool check) {
-        redis::Connection& c = conn();
+        redis::Connection& c = conn(Role::Read);
         const double t0 = now_s();
         const bool verify = check && check_pool_;
         const EntryData want(verify ? *check_pool_ : dummy_pool(), key_hash(key, check_seed_));
@@ -483,11 +511,11 @@ private:
     /// is found broken at its first use), once more on a new one. control_mu_ held.
     long long on_control(const std::function<long long(redis::Connection&)>& f) {
         try {
-            if (control_->broken()) control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            if (control_->broken()) control_ = std::make_unique<redis::Connection>(control_url_, o_.timeout_s);
             return f(*control_);
         } catch (const Error&) {
             if (!control_->broken()) throw;
-            control_ = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            control_ = std::make_unique<redis::Connection>(control_url_, o_.timeout_s);
             return f(*control_);
         }
     }
@@ -515,29 +543,38 @@ private:
         return after > before ? uint64_t(after - before) : 0;
     }
 
-    /// This thread's connection, made (again, after an I/O error broke it) on demand.
-    redis::Connection& conn() {
+    /// This thread's connection for `role`, made on demand. After an I/O error broke either of the thread's two, both
+    /// are made again at its next op (a fault meets the thread once, as with one connection: a killed server's
+    /// refusal then marks the tier down at that op instead of failing one more on the other dead socket).
+    redis::Connection& conn(Role role) {
         const auto id = std::this_thread::get_id();
         std::unique_lock<std::mutex> l(mu_);
-        auto& slot = conns_[id];
-        if (slot && !slot->broken()) return *slot;
+        ThreadConns& tc = conns_[id];
+        if ((tc.write && tc.write->broken()) || (tc.read && tc.read->broken())) tc.write.reset(), tc.read.reset();
+        if (!o_.split_connections) role = Role::Read;  // one connection per thread: under the read slot
+        std::unique_ptr<redis::Connection>& slot = role == Role::Write ? tc.write : tc.read;
+        if (slot) return *slot;
         l.unlock();
         std::unique_ptr<redis::Connection> c;
         try {
-            c = std::make_unique<redis::Connection>(url_, o_.timeout_s);
+            c = std::make_unique<redis::Connection>(!o_.split_connections ? shared_url_
+                                                    : role == Role::Write ? write_url_
+                                                                          : read_url_,
+                                                    o_.timeout_s);
         } catch (const Error& e) {
             errors_ += 1;
             set_down("the server cannot be reached again after a fault: " + std::string(e.what()), true);
             throw;
         }
         l.lock();
-        auto& s2 = conns_[id];
+        std::unique_ptr<redis::Connection>& s2 = role == Role::Write ? conns_[id].write : conns_[id].read;
         s2 = std::move(c);
         return *s2;
     }
 
     RemoteOptions o_;
     redis::Url url_;
+    redis::Url write_url_, read_url_, shared_url_, control_url_;  ///< url_ named kWriteName ... kControlName
     uint64_t chunk_ = kRemoteChunkBytes;
     long long used_start_ = -1, maxmemory_ = -1;
     uint64_t conn_bytes_ = 0;  ///< measure_connection_bytes()
@@ -545,7 +582,7 @@ private:
     bool handoff_used_ = false;  ///< handoff_send or handoff_take ran (under control_mu_)
     std::unique_ptr<redis::Connection> control_;
     std::mutex mu_;
-    std::unordered_map<std::thread::id, std::unique_ptr<redis::Connection>> conns_;
+    std::unordered_map<std::thread::id, ThreadConns> conns_;
     std::unordered_map<std::string, uint64_t> sizes_;
     mutable std::mutex down_mu_;
     Down down_;

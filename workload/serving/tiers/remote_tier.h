@@ -1,6 +1,7 @@
 // The remote KV tier (docs/simulate.md, "Remote tier"): entries on a Redis or Valkey server shared by every client of a
 // run, as LMCache's remote backend keeps them. An entry of B bytes is chunk_count(B, chunk) string keys
-// "<run id>:<entry key>:<chunk>", SET and GET pipelined through a connection per worker thread (redis/client.h).
+// "<run id>:<entry key>:<chunk>", SET pipelined through a write connection and GET through a read connection per
+// worker thread (redis/client.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,10 +20,14 @@ struct RemoteOptions {
     std::string run_id;    ///< key prefix: the clients of one run share it, and so the entries
     int client = 0;        ///< this client's index (--num-clients index or MPI rank): its private keys' namespace
     double timeout_s = 5;  ///< connect and per-reply wait, s
-    /// --remote-write-mode back: a write completes once queued (WriteBackQueue, one per worker connection, drained by
-    /// its own thread and connection); false = write-through: once the server acknowledged every chunk.
+    /// --remote-write-mode back: a write completes once queued (WriteBackQueue, one per worker thread, drained by
+    /// its own thread and write connection); false = write-through: once the server acknowledged every chunk.
     bool write_back = false;
     size_t writeback_queue = 8;  ///< --remote-writeback-queue: writes queued per connection at most
+    /// --remote-connections split: a worker thread's SETs on a write connection, its GETs, GETEXs and DELs on a
+    /// read connection; false = one connection per thread carries all (under write-back the SETs are the writer
+    /// thread's, on its own connection, either way).
+    bool split_connections = false;
     /// Connections the run may open beside the control connection (planned_remote_connections): the server memory
     /// of each (measured at connect, RemoteTier::connection_bytes) is reserved out of the tier's limit.
     size_t planned_connections = 0;
@@ -56,8 +61,9 @@ public:
     virtual uint64_t connection_bytes() const = 0;
     /// Bytes of the limit set aside for the planned connections: connection_bytes × planned_connections.
     virtual uint64_t connection_reserve() const = 0;
-    /// {url, run_id, chunk_bytes, connections, commands: {set, get, del}, chunk_get_hits, bytes_sent,
-    /// bytes_received, errors, server: {used_memory_start, used_memory_now, maxmemory}} (counts, bytes).
+    /// {url, run_id, chunk_bytes, connections (= connections_write + connections_read), commands: {set, get, del},
+    /// chunk_get_hits, bytes_sent, bytes_received, errors, server: {used_memory_start, used_memory_now, maxmemory}}
+    /// (counts, bytes).
     virtual nlohmann::ordered_json stats_json() = 0;
     /// Deletes every entry this tier wrote and still holds (the end of a run). Errors are ignored.
     virtual void clear() = 0;
