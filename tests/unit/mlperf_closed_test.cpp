@@ -17,6 +17,7 @@
 #include "workload/serving/mlperf/check.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/closed_run.h"
+#include "workload/serving/mlperf/provenance.h"
 #include "workload/serving/mlperf/sizing.h"
 
 using namespace kvio::serving;
@@ -139,12 +140,14 @@ TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
 namespace {
 
 /// The message check_closed_run throws ("" when it accepts).
-std::string closed_refusal(const std::string& cache_dir, const std::string& results_dir) {
+std::string closed_refusal(const std::string& cache_dir, const std::string& results_dir,
+                           bool test_memory_cache = false) {
     SimConfig c;
     c.cache_dir = cache_dir;
     c.num_clients = 1;
     ClosedRunOptions o;
     o.results_dir = results_dir;
+    o.test_memory_cache = test_memory_cache;
     try {
         check_closed_run(c, o);
     } catch (const kvio::Error& e) {
@@ -181,10 +184,65 @@ TEST(ClosedRun, MissingDirectoriesAreRefusedAndNothingIsCreated) {
     EXPECT_NE(file.find("--results-dir " + r.path + "/file: Not a directory"), std::string::npos) << file;
 }
 
-// /dev/shm (tmpfs) and /var/tmp (the root disk) are two filesystems: accepted, and both created; a results directory
-// that already holds a run (a summary, or option_<O>/) is refused.
-TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
+// A cache backed by memory measures memory, not storage: refused at the start naming the rule, the directory and what
+// backs it (nothing created), unless the test flag allows it, which the results then record as no submission.
+TEST(ClosedRun, AMemoryBackedCacheIsRefusedNamingWhatBacksIt) {
     ScratchDir cache("/dev/shm"), results("/var/tmp");
+    const std::string e = closed_refusal(cache.path + "/kv", results.path + "/run");
+    EXPECT_NE(e.find("--cache-dir " + cache.path +
+                     "/kv is backed by memory (tmpfs): a CLOSED run measures storage "
+                     "(rule kvioCacheOnMemory)"),
+              std::string::npos)
+        << e;
+    EXPECT_FALSE(fs::exists(cache.path + "/kv"));
+    EXPECT_FALSE(fs::exists(results.path + "/run"));
+    EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run", true), "");
+    ClosedRunOptions o;
+    o.test_memory_cache = true;
+    EXPECT_NE(not_a_submission_reason(o).find("a cache backed by memory allowed (--test-memory-cache)"),
+              std::string::npos)
+        << not_a_submission_reason(o);
+    EXPECT_EQ(memory_backing(filesystem_provenance(cache.path)), "tmpfs");
+    EXPECT_EQ(memory_backing(filesystem_provenance(results.path)), "") << filesystem_provenance(results.path).dump();
+}
+
+// What memory_backing reads from a recorded provenance: the filesystem's type, a RAM disk under it, a loop device's
+// backing file followed down (two loops deep here), and nothing for a disk or a loop over a file on one.
+TEST(ClosedRun, MemoryBackingFollowsLoopDevicesToTheirBackingFile) {
+    using J = nlohmann::ordered_json;
+    EXPECT_EQ(memory_backing(J{{"fstype", "ramfs"}}), "ramfs");
+    EXPECT_EQ(memory_backing(J{{"fstype", "xfs"}, {"device", {{"name", "zram0"}, {"whole_disk", "zram0"}}}}),
+              "xfs on zram0 (a compressed RAM disk)");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "ram1"}, {"whole_disk", "ram1"}}}}),
+              "ext4 on ram1 (a brd RAM disk)");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "vda1"}, {"whole_disk", "vda"}}}}), "");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "ramdisk"}, {"whole_disk", "ramdisk"}}}}), "");
+    const J on_shm = {{"fstype", "tmpfs"}};
+    const J inner = {{"fstype", "xfs"},
+                     {"device",
+                      {{"name", "loop4"},
+                       {"whole_disk", "loop4"},
+                       {"backing_file", "/dev/shm/a.img"},
+                       {"backing_filesystem", on_shm}}}};
+    EXPECT_EQ(memory_backing(inner), "xfs on loop4 over /dev/shm/a.img, on tmpfs");
+    const J outer = {{"fstype", "ext4"},
+                     {"device",
+                      {{"name", "loop5p1"},
+                       {"whole_disk", "loop5"},
+                       {"backing_file", "/mnt/x/b.img"},
+                       {"backing_filesystem", inner}}}};
+    EXPECT_EQ(memory_backing(outer),
+              "ext4 on loop5p1 over /mnt/x/b.img, on xfs on loop4 over /dev/shm/a.img, on tmpfs");
+    J on_disk = outer;
+    on_disk["device"]["backing_filesystem"] = {{"fstype", "ext4"},
+                                               {"device", {{"name", "vda"}, {"whole_disk", "vda"}}}};
+    EXPECT_EQ(memory_backing(on_disk), "");
+}
+
+// /var/tmp (the root disk: storage) and /dev/shm (tmpfs) are two filesystems: accepted, and both created; a results
+// directory that already holds a run (a summary, or option_<O>/) is refused.
+TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
+    ScratchDir cache("/var/tmp"), results("/dev/shm");
     EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run"), "");
     EXPECT_TRUE(fs::is_directory(cache.path + "/kv"));
     EXPECT_TRUE(fs::is_directory(results.path + "/run"));

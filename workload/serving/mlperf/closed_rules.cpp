@@ -145,8 +145,8 @@ std::string closed_protocol_help() {
          ".\n  Refused before anything runs, naming its rule (exit 1): any other flag (--config, another seed, an "
          "Option\n  parameter, --output, ...).\n"
          "  For tests, making the results say they are no CLOSED submission: --mlperf-option, --trial-seconds,\n"
-         "  --pause-seconds, --test-cpu-mem-gb. Warns at its start when the cache filesystem is too small for an "
-         "Option.\n"
+         "  --pause-seconds, --test-cpu-mem-gb, --test-memory-cache (a cache backed by memory, refused otherwise).\n"
+         "  Warns at its start when the cache filesystem is too small for an Option.\n"
          "  Ends with \"mlperf-closed: end: ...\": exit 0 complete, 1 failed or refused, 128 + signal when stopped\n"
          "  (SIGINT/SIGTERM: the summary of what ran is still written). kvio mlperf-check DIR checks the results.";
     return h;

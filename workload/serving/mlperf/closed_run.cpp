@@ -515,8 +515,11 @@ void check_writable(const std::string& flag, const std::string& dir, const std::
 /// tree of parents is a mistake, not something to create on the root filesystem), the results directory holds no
 /// earlier CLOSED run (option_<O>/ or kvcache_run_summary_*.json: mlperf-check reads one run per directory), and the
 /// two are on different filesystems (rule kvcachePosixCacheDir: their st_dev differ). Each must be writable (a probe
-/// file created and removed in it, or in the parent it will be made in).
-void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, std::vector<std::string>& errors) {
+/// file created and removed in it, or in the parent it will be made in). The cache must not be backed by memory
+/// (memory_backing: tmpfs, ramfs, zram, brd, or a loop device over a file on one; rule kvioCacheOnMemory) unless
+/// `memory_cache_ok` (--test-memory-cache).
+void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, bool memory_cache_ok,
+                       std::vector<std::string>& errors) {
     const std::string cache_at = existing_place("--cache-dir", cache_dir, errors);
     const std::string results_at = existing_place("--results-dir", results_dir, errors);
     if (cache_at.empty() || results_at.empty()) return;
@@ -540,6 +543,9 @@ void check_closed_dirs(const std::string& cache_dir, const std::string& results_
         errors.push_back("--cache-dir " + cache_dir + " and --results-dir " + results_dir +
                          " are on one filesystem (device " + cd +
                          "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
+    if (const std::string mem = memory_backing(filesystem_provenance(cache_at)); !mem.empty() && !memory_cache_ok)
+        errors.push_back("--cache-dir " + cache_dir + " is backed by memory (" + mem +
+                         "): a CLOSED run measures storage (rule kvioCacheOnMemory)");
 }
 
 /// The run's hold on its cache directory (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): an
@@ -614,6 +620,7 @@ std::string not_a_submission_reason(const ClosedRunOptions& o) {
         add(b);
     }
     if (o.option != "all") add("only Option " + o.option + " (--mlperf-option)");
+    if (o.test_memory_cache) add("a cache backed by memory allowed (--test-memory-cache)");
     return r.empty() ? r : "not a CLOSED submission: " + r;
 }
 
@@ -642,7 +649,7 @@ std::vector<std::string> closed_run_errors(const SimConfig& base, const ClosedRu
         errors.push_back(
             "--num-clients with --mpi: the MPI job's ranks are the clients, one per rank (rule "
             "kvcacheClientDefinition)");
-    if (errors.empty()) check_closed_dirs(base.cache_dir, o.results_dir, errors);
+    if (errors.empty()) check_closed_dirs(base.cache_dir, o.results_dir, o.test_memory_cache, errors);
     if (errors.empty()) try {
             check_multi_client(base, base.mpi ? "--mpi" : "--mlperf-closed");
         } catch (const Error& e) {
