@@ -1136,11 +1136,59 @@ TEST(MlperfClosed, MpiSizingWarningIsSaidOncePerHostOverItsRanks) {
     EXPECT_EQ(line_starting(r.err, head), want) << r.err;
 }
 
+// A trial whose ranks' storage I/O fails (a tmpfs whose inodes run out, nr_inodes=6: its root, the cache directory,
+// 2 lock files and 2 rank caches; every entry then fails with ENOSPC) is a failed trial: the protocol stops after it,
+// it is not scored (no figures with a failed rank counted as zero), the Option and the summary say they are no valid
+// submission and why, and the exit status is 1.
+TEST(MlperfClosed, AFailedTrialIsNotScoredAndEndsTheProtocol) {
+    TmpfsMount full(1ull << 30, "nr_inodes=6");
+    TempDir results;
+    const std::string dir = results.path + "/run";
+    const CmdResult r = run(
+        kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + full.dir.path +
+        "/kv --results-dir " + dir + " --num-clients 2 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: option 1 trial_0 (1/3) failed (storage I/O errors on client 0, client 1; 2 "
+                         "of 2 rank files placed): the protocol stops here\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: option 1 trial_0 (1/3) failed (storage I/O errors on client 0, "
+                         "client 1; 2 of 2 rank files placed); not a valid submission"),
+              std::string::npos)
+        << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << r.err;
+    const json s = load(sp);
+    const json& o = s["options"]["1"];
+    EXPECT_EQ(o["trial_count"], 1) << o;
+    EXPECT_EQ(o["scored_trial_count"], 0) << o;
+    EXPECT_EQ(o["valid"], false) << o;
+    for (const char* k : {"aggregated_read_bandwidth_gbps", "aggregated_write_bandwidth_gbps",
+                          "aggregated_storage_throughput_tokens_per_sec", "aggregated_device_write_p95_ms"})
+        EXPECT_TRUE(o[k].is_null()) << k << ": " << o;
+    ASSERT_EQ(o["failed_trials_excluded"].size(), 1u) << o;
+    EXPECT_EQ(o["failed_trials_excluded"][0]["trial"], 0) << o;
+    EXPECT_NE(o["failed_trials_excluded"][0]["why"].get<std::string>().find("rank_0: "), std::string::npos) << o;
+    EXPECT_NE(o["failed_trials_excluded"][0]["why"].get<std::string>().find(" storage I/O error(s)"), std::string::npos)
+        << o;
+    EXPECT_EQ(s["closed_submission"], false);
+    const std::string why = s.value("not_a_closed_submission", "");
+    EXPECT_EQ(why.rfind("option 1: trial_0 failed (rank_0: ", 0), 0u) << why;
+    EXPECT_NE(why.find("the figures cover only the 0 complete trial(s); not a valid submission"), std::string::npos)
+        << why;
+    EXPECT_EQ(s["kvio"]["metadata"]["not_a_closed_submission"], why);
+    EXPECT_NE(r.err.find("mlperf-closed: option 1: no scored trial: INVALID: trial_0 failed (rank_0: "),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/option_1/trial_1")) << r.err;
+}
+
 // A cache filesystem that is full under MPI: a tmpfs whose inodes run out (nr_inodes=6: its root, the cache
 // directory, the 2 ranks' lock files and cache directories) while its bytes would hold each rank's share, so every
 // entry a rank creates fails with ENOSPC during the trial. Every rank ends (mpirun within the bound, not killed), each
 // rank file records the I/O errors with their first error, the summary names each such rank file and why
-// (kvio.invalid_rank_files), the end line says the run failed and mpirun exits non-zero; nothing half-written stays
+// (kvio.invalid_rank_files), the protocol stops after that trial (left out of the figures), the end line says the run
+// failed and mpirun exits non-zero; nothing half-written stays
 // (no temporary name, no client file left unplaced) and the cache filesystem is left empty.
 TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
     if (!mpi_usable()) GTEST_SKIP() << "mpirun not installed, or kvio built without MPI (scripts/deps.sh)";
@@ -1156,7 +1204,12 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << r.err;
     const json s = load(sp);
-    EXPECT_EQ(s["options"]["1"]["trial_count"], 3) << "an I/O error is judged at the end, the trials go on";
+    // Every entry fails from the first trial on: a trial with storage I/O errors ends the protocol (a failed device
+    // fails again), and is left out of the figures.
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 1) << r.err;
+    EXPECT_EQ(s["options"]["1"]["valid"], false) << s["options"]["1"];
+    EXPECT_EQ(s["options"]["1"]["scored_trial_count"], 0) << s["options"]["1"];
+    EXPECT_EQ(s["closed_submission"], false);
     EXPECT_EQ(s["kvio"]["trial_failures"], json::array()) << "no client failed: their writes did";
     std::set<std::string> with_errors, named;
     int files = 0;
@@ -1167,7 +1220,7 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
         with_errors.insert(f);
         EXPECT_NE(c.value("first_write_error", "").find("No space left on device"), std::string::npos) << c.dump();
     }
-    EXPECT_EQ(files, 6) << r.err;
+    EXPECT_EQ(files, 2) << r.err;
     ASSERT_FALSE(with_errors.empty()) << "no rank met ENOSPC:\n" << r.err;
     for (const auto& e : s["kvio"]["invalid_rank_files"]) {
         const std::string f = e["path"];
@@ -1182,9 +1235,12 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
             << client_failed_writes_line(1, t, n, load(f)["kvio"]["cache"]) << r.err;
     }
     EXPECT_EQ(named, with_errors);
-    EXPECT_NE(r.err.find("mlperf-closed: end: failed: " + std::to_string(named.size()) +
-                         " of 6 rank file(s) are not "
-                         "valid trials (first: "),
+    EXPECT_NE(r.err.find("mlperf-closed: option 1 trial_0 (1/3) failed (storage I/O errors on a rank): the protocol "
+                         "stops here\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: option 1 trial_0 (1/3) failed (storage I/O errors on a rank); "
+                         "not a valid submission"),
               std::string::npos)
         << r.err;
     EXPECT_EQ(temp_files(dir), std::vector<std::string>{});
