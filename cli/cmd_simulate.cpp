@@ -63,6 +63,11 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
                     "With --mlperf-closed, for tests: Option 2's CPU tier in GiB instead of 4 (the result says it is "
                     "not a CLOSED submission)")
         ->group(group);
+    sub->add_flag("--test-memory-cache", f.run.test_memory_cache,
+                  "With --mlperf-closed, for tests: run a --cache-dir backed by memory (tmpfs, ramfs, zram, brd, or a "
+                  "loop device over a file on one) instead of refusing it (the result says it is not a CLOSED "
+                  "submission)")
+        ->group(group);
 }
 
 /// The --mlperf-closed options typed without --mlperf-closed, or a bad value of one: usage errors (exit 2), not
@@ -70,8 +75,8 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
 void check_closed_usage(CLI::App* sub, const ClosedFlags& f, const serving::SimConfig& c) {
     auto given = [&](const char* n) { return sub->get_option(n)->count() > 0; };
     if (!f.on) {
-        for (const char* n :
-             {"--mlperf-option", "--results-dir", "--trial-seconds", "--pause-seconds", "--test-cpu-mem-gb"})
+        for (const char* n : {"--mlperf-option", "--results-dir", "--trial-seconds", "--pause-seconds",
+                              "--test-cpu-mem-gb", "--test-memory-cache"})
             if (given(n)) throw UsageError(std::string(n) + " needs --mlperf-closed");
         return;
     }

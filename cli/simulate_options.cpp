@@ -64,6 +64,7 @@ std::vector<ArgparseOption> simulate_argparse_options() {
     v.push_back({"--trial-seconds", "int", {}});
     v.push_back({"--pause-seconds", "float", {}});
     v.push_back({"--test-cpu-mem-gb", "float", {}});
+    v.push_back({"--test-memory-cache", "flag", {}});
     v.push_back({"--audit", "flag", {}});  // kvio simulate --audit (cli/cmd_simulate.cpp)
     return v;
 }

@@ -190,7 +190,8 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     const Ext4Mount& cache_fs = big.fs;
     TempDir results;  // /var/tmp: another filesystem than the loop device's ext4
     const std::string cache = cache_fs.mnt + "/kv", dir = results.path + "/run";
-    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache + " --results-dir " + dir +
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --cache-dir " + cache +
+                            " --results-dir " + dir +
                             " --num-clients 2 --trial-seconds 2 --pause-seconds 0 --test-cpu-mem-gb 0.25 "
                             "--progress-interval 0");
     ASSERT_EQ(r.status, 0) << r.err;
@@ -253,8 +254,8 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_TRUE(fs::is_directory(cache));
     for (int n = 0; n < 2; ++n) EXPECT_FALSE(fs::exists(cache + "/rank_" + std::to_string(n)));
     // A second run into the same results directory is refused before it starts: one run per directory.
-    const CmdResult again = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache + " --results-dir " +
-                                dir + " --num-clients 2 --trial-seconds 1 --pause-seconds 0");
+    const CmdResult again = run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --cache-dir " + cache +
+                                " --results-dir " + dir + " --num-clients 2 --trial-seconds 1 --pause-seconds 0");
     EXPECT_EQ(again.status, 1);
     EXPECT_NE(again.err.find("already holds a CLOSED run"), std::string::npos) << again.err;
     EXPECT_EQ(summary_of(dir), sp);
@@ -338,8 +339,8 @@ TEST(MlperfClosed, MpiRanksAreTheClients) {
     TempDir results;
     const std::string cache = big.fs.mnt + "/kv", dir = results.path + "/run";
     const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() + " simulate --mpi ";
-    const CmdResult r = run(mpirun + "--mlperf-closed --cache-dir " + cache + " --results-dir " + dir +
-                            " --trial-seconds 2 --pause-seconds 1 --test-cpu-mem-gb 0.25 --progress-interval 0");
+    const CmdResult r = run(mpirun + "--mlperf-closed --test-memory-cache --cache-dir " + cache + " --results-dir " +
+                            dir + " --trial-seconds 2 --pause-seconds 1 --test-cpu-mem-gb 0.25 --progress-interval 0");
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     // Rank 0 alone reports: one line per trial, one per Option.
     size_t trial_lines = 0;
@@ -387,8 +388,8 @@ TEST(MlperfClosed, MpiStopStillWritesTheSummary) {
     // The signal once the first trial's clients run (its progress line, then 3 s): not during MPI's start-up.
     const CmdResult r =
         run("mpirun --allow-run-as-root --oversubscribe -np 2 " + kvio_bin() +
-            " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache_fs.mnt + "/kv --results-dir " +
-            dir + " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
+            " simulate --mpi --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+            "/kv --results-dir " + dir + " --trial-seconds 60 --pause-seconds 0 --progress-interval 0 2> " + log +
             " & p=$!; for i in $(seq 300); do grep -q 'trial_0 (1/3)' " + log +
             " 2>/dev/null && break; sleep 0.2; done; sleep 3; kill -INT $p; wait $p");
     EXPECT_NE(r.status, 0);
@@ -567,7 +568,7 @@ TEST(MlperfClosed, BadOrOrphanClosedOptionsAreUsageErrors) {
     }
     EXPECT_FALSE(fs::exists("/dev/shm/kvio-none"));
     for (const std::string flag : {"--trial-seconds 1", "--pause-seconds 0", "--mlperf-option 1", "--test-cpu-mem-gb 1",
-                                   "--results-dir /var/tmp/kvio-none"}) {
+                                   "--results-dir /var/tmp/kvio-none", "--test-memory-cache"}) {
         const CmdResult r = run(kvio_bin() + " simulate --duration 1 " + flag);
         EXPECT_EQ(r.status, 2) << flag << ": " << r.err;
         EXPECT_NE(r.err.find("needs --mlperf-closed"), std::string::npos) << flag << ": " << r.err;
@@ -595,6 +596,46 @@ size_t occurrences(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
+}
+
+// A cache on ext4 over a loop device whose backing file is in /dev/shm measures memory: refused before anything
+// starts, naming the rule, the directory and the chain that backs it. The same filesystem over a file on the root disk
+// is storage: the run starts. --test-memory-cache runs the memory-backed one, every file saying it is no submission.
+TEST(MlperfClosed, ACacheBackedByMemoryIsRefusedNamingWhatBacksIt) {
+    Ext4Mount on_shm(64ull << 20, "/dev/shm"), on_disk(64ull << 20, "/var/tmp");
+    TempDir results;
+    const std::string tail = " --mlperf-option 1 --trial-seconds 1 --pause-seconds 0 --progress-interval 0";
+    CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + on_shm.mnt + "/kv --results-dir " +
+                      results.path + "/shm" + tail);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("--cache-dir " + on_shm.mnt + "/kv is backed by memory (ext4 on " + on_shm.loop.name +
+                         " over " + on_shm.loop.backing +
+                         ", on tmpfs): a CLOSED run measures storage (rule "
+                         "kvioCacheOnMemory)\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(on_shm.mnt + "/kv"));
+    EXPECT_FALSE(fs::exists(results.path + "/shm"));
+    r = run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + on_disk.mnt + "/kv --results-dir " + results.path +
+            "/disk" + tail);
+    EXPECT_EQ(r.err.find("kvioCacheOnMemory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("trial_0 (1/3)"), std::string::npos) << r.err;
+    const std::string sp = summary_of(results.path + "/disk");
+    ASSERT_FALSE(sp.empty()) << r.err;
+    EXPECT_EQ(load(sp)["kvio"]["provenance"]["cache_dir"]["device"]["backing_file"], on_disk.loop.backing);
+    r = run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --cache-dir " + on_shm.mnt +
+            "/kv --results-dir " + results.path + "/allowed" + tail);
+    EXPECT_NE(r.err.find("trial_0 (1/3)"), std::string::npos) << r.err;
+    const std::string allowed = summary_of(results.path + "/allowed");
+    ASSERT_FALSE(allowed.empty()) << r.err;
+    const json s = load(allowed);
+    EXPECT_EQ(s["closed_submission"], false);
+    EXPECT_NE(s["kvio"]["metadata"]["not_a_closed_submission"].get<std::string>().find("--test-memory-cache"),
+              std::string::npos);
+    for (const auto& f : files_named(results.path + "/allowed", "kvcache_results_"))
+        EXPECT_NE(load(f)["kvio"]["mlperf_closed"].value("not_a_closed_submission", "").find("--test-memory-cache"),
+                  std::string::npos)
+            << f;
 }
 
 // A results disk that fills during the first trial (a 20 MB tmpfs with ~100 KB free: less than two rank files and the
@@ -677,11 +718,11 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
 /// `log`, sent SIGTERM `delay_s` seconds after the console names `trial` (waiting up to 120 s for it); its result.
 static CmdResult option1_stopped(const std::string& cache, const std::string& dir, const std::string& log, int clients,
                                  int trial_s, const std::string& trial, const std::string& delay_s) {
-    return run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " +
-               dir + " --num-clients " + std::to_string(clients) + " --trial-seconds " + std::to_string(trial_s) +
-               " --pause-seconds 0 --progress-interval 0 2> " + log + " & p=$!; for i in $(seq 600); do grep -q '" +
-               trial + "' " + log + " 2>/dev/null && break; sleep 0.2; done; sleep " + delay_s +
-               "; kill -TERM $p; wait $p");
+    return run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + cache +
+               " --results-dir " + dir + " --num-clients " + std::to_string(clients) + " --trial-seconds " +
+               std::to_string(trial_s) + " --pause-seconds 0 --progress-interval 0 2> " + log +
+               " & p=$!; for i in $(seq 600); do grep -q '" + trial + "' " + log +
+               " 2>/dev/null && break; sleep 0.2; done; sleep " + delay_s + "; kill -TERM $p; wait $p");
 }
 
 // SIGTERM 2 s into the first trial of 30 s: the run exits 143 and says on the console where it stopped; the stopped
@@ -778,8 +819,8 @@ TEST(MlperfClosed, ACacheLeftByAKilledRunIsRemovedBeforeTheFirstTrial) {
     fs::create_directories(cache + "/rank_0/sub");
     ASSERT_EQ(run("head -c 3145728 /dev/zero > " + cache + "/rank_0/sub/left.bin").status, 0);
     const CmdResult r =
-        run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " + dir +
-            " --num-clients 1 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+        run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + cache +
+            " --results-dir " + dir + " --num-clients 1 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("mlperf-closed: removed " + cache +
                          "/rank_0 (1 file(s), 3145728 bytes) left by an earlier run that did not end its trial"),
@@ -794,13 +835,13 @@ TEST(MlperfClosed, StopInThePauseRecordsTheOptionsThatRan) {
     Ext4Mount cache_fs(1ull << 30, "/dev/shm");
     TempDir results;
     const std::string dir = results.path + "/run", log = results.path + "/log";
-    const CmdResult r =
-        run(kvio_bin() + " simulate --mlperf-closed --cache-dir " + cache_fs.mnt + "/kv --results-dir " + dir +
-            " --num-clients 1 --trial-seconds 1 --pause-seconds 120 --test-cpu-mem-gb 0.25 "
-            "--progress-interval 0 2> " +
-            log + " & p=$!; for i in $(seq 600); do grep -q 'pausing' " + log +
-            " 2>/dev/null && break; sleep 0.2; done; kill -INT $p; s=$(date +%s); wait $p; st=$?; "
-            "echo $(( $(date +%s) - s )); exit $st");
+    const CmdResult r = run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --cache-dir " + cache_fs.mnt +
+                            "/kv --results-dir " + dir +
+                            " --num-clients 1 --trial-seconds 1 --pause-seconds 120 --test-cpu-mem-gb 0.25 "
+                            "--progress-interval 0 2> " +
+                            log + " & p=$!; for i in $(seq 600); do grep -q 'pausing' " + log +
+                            " 2>/dev/null && break; sleep 0.2; done; kill -INT $p; s=$(date +%s); wait $p; st=$?; "
+                            "echo $(( $(date +%s) - s )); exit $st");
     const std::string err = slurp(log);
     EXPECT_EQ(r.status, 130) << err;
     EXPECT_LT(std::stoi("0" + r.out), 30) << "the stop waited for the pause: " << r.out;
@@ -960,7 +1001,7 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
     TempDir results;
     const std::string dir = results.path + "/run";
     const CmdResult r =
-        run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 3 --cache-dir " + small.fs.mnt +
+        run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 3 --cache-dir " + small.fs.mnt +
             "/kv --results-dir " + dir + " --num-clients 2 --trial-seconds 2 --pause-seconds 0 --progress-interval 0");
     // The run says at its start that Option 3 is short of room, and at its end that it failed: a trial whose refusals
     // pass 1 % of its write bytes is no valid trial, and the run exits 1.
@@ -1051,8 +1092,8 @@ CmdResult bounded_mpi_option1(const std::string& cache, const std::string& dir, 
     const auto t0 = std::chrono::steady_clock::now();
     const CmdResult r =
         run("timeout -k 10 " + std::to_string(limit_s) + " mpirun --allow-run-as-root --oversubscribe -np 2 " +
-            kvio_bin() + " simulate --mpi --mlperf-closed --mlperf-option 1 --cache-dir " + cache + " --results-dir " +
-            dir + " --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+            kvio_bin() + " simulate --mpi --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + cache +
+            " --results-dir " + dir + " --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
@@ -1085,20 +1126,69 @@ TEST(MlperfClosed, MpiSizingWarningIsSaidOncePerHostOverItsRanks) {
         "mlperf-closed: WARNING: option 1 (llama3.1-8b): each rank's share of the cache filesystem is ";
     EXPECT_EQ(occurrences(r.err + r.out, head), 1u) << r.err;
     EXPECT_EQ(occurrences(r.err + r.out, "mlperf-closed: end: "), 1u) << r.err;
-    const CmdResult p = run(kvio_bin() + " simulate --mlperf-closed --mlperf-option 1 --cache-dir " + small.dir.path +
-                            "/kv2 --results-dir " + results.path +
-                            "/run2 --num-clients 2 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    const CmdResult p =
+        run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " +
+            small.dir.path + "/kv2 --results-dir " + results.path +
+            "/run2 --num-clients 2 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
     const std::string want = line_starting(p.err, head);
     ASSERT_NE(want, "") << p.err;
     EXPECT_NE(want.find(" (95 % of its free space over 2 client(s)), below the "), std::string::npos) << want;
     EXPECT_EQ(line_starting(r.err, head), want) << r.err;
 }
 
+// A trial whose ranks' storage I/O fails (a tmpfs whose inodes run out, nr_inodes=6: its root, the cache directory,
+// 2 lock files and 2 rank caches; every entry then fails with ENOSPC) is a failed trial: the protocol stops after it,
+// it is not scored (no figures with a failed rank counted as zero), the Option and the summary say they are no valid
+// submission and why, and the exit status is 1.
+TEST(MlperfClosed, AFailedTrialIsNotScoredAndEndsTheProtocol) {
+    TmpfsMount full(1ull << 30, "nr_inodes=6");
+    TempDir results;
+    const std::string dir = results.path + "/run";
+    const CmdResult r = run(
+        kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + full.dir.path +
+        "/kv --results-dir " + dir + " --num-clients 2 --trial-seconds 1 --pause-seconds 0 --progress-interval 0");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: option 1 trial_0 (1/3) failed (storage I/O errors on client 0, client 1; 2 "
+                         "of 2 rank files placed): the protocol stops here\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: option 1 trial_0 (1/3) failed (storage I/O errors on client 0, "
+                         "client 1; 2 of 2 rank files placed); not a valid submission"),
+              std::string::npos)
+        << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << r.err;
+    const json s = load(sp);
+    const json& o = s["options"]["1"];
+    EXPECT_EQ(o["trial_count"], 1) << o;
+    EXPECT_EQ(o["scored_trial_count"], 0) << o;
+    EXPECT_EQ(o["valid"], false) << o;
+    for (const char* k : {"aggregated_read_bandwidth_gbps", "aggregated_write_bandwidth_gbps",
+                          "aggregated_storage_throughput_tokens_per_sec", "aggregated_device_write_p95_ms"})
+        EXPECT_TRUE(o[k].is_null()) << k << ": " << o;
+    ASSERT_EQ(o["failed_trials_excluded"].size(), 1u) << o;
+    EXPECT_EQ(o["failed_trials_excluded"][0]["trial"], 0) << o;
+    EXPECT_NE(o["failed_trials_excluded"][0]["why"].get<std::string>().find("rank_0: "), std::string::npos) << o;
+    EXPECT_NE(o["failed_trials_excluded"][0]["why"].get<std::string>().find(" storage I/O error(s)"), std::string::npos)
+        << o;
+    EXPECT_EQ(s["closed_submission"], false);
+    const std::string why = s.value("not_a_closed_submission", "");
+    EXPECT_EQ(why.rfind("option 1: trial_0 failed (rank_0: ", 0), 0u) << why;
+    EXPECT_NE(why.find("the figures cover only the 0 complete trial(s); not a valid submission"), std::string::npos)
+        << why;
+    EXPECT_EQ(s["kvio"]["metadata"]["not_a_closed_submission"], why);
+    EXPECT_NE(r.err.find("mlperf-closed: option 1: no scored trial: INVALID: trial_0 failed (rank_0: "),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/option_1/trial_1")) << r.err;
+}
+
 // A cache filesystem that is full under MPI: a tmpfs whose inodes run out (nr_inodes=6: its root, the cache
 // directory, the 2 ranks' lock files and cache directories) while its bytes would hold each rank's share, so every
 // entry a rank creates fails with ENOSPC during the trial. Every rank ends (mpirun within the bound, not killed), each
 // rank file records the I/O errors with their first error, the summary names each such rank file and why
-// (kvio.invalid_rank_files), the end line says the run failed and mpirun exits non-zero; nothing half-written stays
+// (kvio.invalid_rank_files), the protocol stops after that trial (left out of the figures), the end line says the run
+// failed and mpirun exits non-zero; nothing half-written stays
 // (no temporary name, no client file left unplaced) and the cache filesystem is left empty.
 TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
     if (!mpi_usable()) GTEST_SKIP() << "mpirun not installed, or kvio built without MPI (scripts/deps.sh)";
@@ -1114,7 +1204,12 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << r.err;
     const json s = load(sp);
-    EXPECT_EQ(s["options"]["1"]["trial_count"], 3) << "an I/O error is judged at the end, the trials go on";
+    // Every entry fails from the first trial on: a trial with storage I/O errors ends the protocol (a failed device
+    // fails again), and is left out of the figures.
+    EXPECT_EQ(s["options"]["1"]["trial_count"], 1) << r.err;
+    EXPECT_EQ(s["options"]["1"]["valid"], false) << s["options"]["1"];
+    EXPECT_EQ(s["options"]["1"]["scored_trial_count"], 0) << s["options"]["1"];
+    EXPECT_EQ(s["closed_submission"], false);
     EXPECT_EQ(s["kvio"]["trial_failures"], json::array()) << "no client failed: their writes did";
     std::set<std::string> with_errors, named;
     int files = 0;
@@ -1125,7 +1220,7 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
         with_errors.insert(f);
         EXPECT_NE(c.value("first_write_error", "").find("No space left on device"), std::string::npos) << c.dump();
     }
-    EXPECT_EQ(files, 6) << r.err;
+    EXPECT_EQ(files, 2) << r.err;
     ASSERT_FALSE(with_errors.empty()) << "no rank met ENOSPC:\n" << r.err;
     for (const auto& e : s["kvio"]["invalid_rank_files"]) {
         const std::string f = e["path"];
@@ -1140,9 +1235,12 @@ TEST(MlperfClosed, MpiFullCacheDiskEndsEveryRankAndNamesTheFailedRankFiles) {
             << client_failed_writes_line(1, t, n, load(f)["kvio"]["cache"]) << r.err;
     }
     EXPECT_EQ(named, with_errors);
-    EXPECT_NE(r.err.find("mlperf-closed: end: failed: " + std::to_string(named.size()) +
-                         " of 6 rank file(s) are not "
-                         "valid trials (first: "),
+    EXPECT_NE(r.err.find("mlperf-closed: option 1 trial_0 (1/3) failed (storage I/O errors on a rank): the protocol "
+                         "stops here\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("mlperf-closed: end: failed: option 1 trial_0 (1/3) failed (storage I/O errors on a rank); "
+                         "not a valid submission"),
               std::string::npos)
         << r.err;
     EXPECT_EQ(temp_files(dir), std::vector<std::string>{});

@@ -17,6 +17,7 @@
 #include "workload/serving/mlperf/check.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/closed_run.h"
+#include "workload/serving/mlperf/provenance.h"
 #include "workload/serving/mlperf/sizing.h"
 
 using namespace kvio::serving;
@@ -101,22 +102,55 @@ TEST(ClosedRules, ATrialWithoutRankFilesIsNotAveragedInAsZero) {
     EXPECT_EQ(a["per_trial"][0]["rank_files"], 2);
     EXPECT_EQ(a["per_trial"][1]["rank_files"], 0);
     EXPECT_EQ(a["partial_failure"], true);
+    EXPECT_EQ(a["valid"], false);
+    fs::remove_all(dir);
+}
+
+// A rank file that records storage I/O errors is a failed trial: the trial is left out of the figures, listed with why,
+// and the Option is not valid; a complete Option is valid and has no invalid_reason.
+TEST(ClosedRules, ATrialWithStorageIOErrorsIsNotScored) {
+    const std::string dir = testing::TempDir() + "/kvio-closed-eio-" + std::to_string(::getpid());
+    fs::remove_all(dir);
+    for (int t = 0; t < 2; ++t)
+        for (int n = 0; n < 2; ++n) write_rank(dir, 1, t, n, 1 + t, 0.5, 100, 2.0, 1.0, 3);
+    const auto clean = aggregate_option(dir, 1, 2, 2);
+    EXPECT_EQ(clean["valid"], true);
+    EXPECT_FALSE(clean.contains("invalid_reason"));
+    EXPECT_DOUBLE_EQ(clean["aggregated_read_bandwidth_gbps"].get<double>(), (2.0 + 4.0) / 2);
+    const std::string f = rank_result_files(dir + "/" + rank_dir_name(1, 1, 0)).at(0);
+    nlohmann::json d = nlohmann::json::parse(std::ifstream(f));
+    d["kvio"]["cache"] = {{"capacity_refusals", 0}, {"write_io_errors", 3}, {"failed_reads", 1}};
+    std::ofstream(f) << d.dump();
+    const auto a = aggregate_option(dir, 1, 2, 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), 2.0);
+    EXPECT_EQ(a["scored_trial_count"], 1);
+    EXPECT_EQ(a["partial_failure"], false);  // every rank file is there
+    EXPECT_EQ(a["valid"], false);
+    EXPECT_EQ(a["failed_trials_excluded"],
+              nlohmann::json::array({{{"trial", 1}, {"why", "rank_0: 4 storage I/O error(s)"}}}));
     fs::remove_all(dir);
 }
 
 TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     const std::string dir = testing::TempDir() + "/kvio-closed-agg-" + std::to_string(::getpid());
     fs::remove_all(dir);
-    // trial 0: ranks (1, 2) GB/s read; trial 1: (3, 4); trial 2: rank 1 missing, rank 0 = 5.
+    // trial 0: ranks (1, 2) GB/s read; trial 1: (3, 4); trial 2: rank 1 missing, rank 0 = 5: a failed trial, not
+    // scored (before, its sum counted the missing rank as zero and was averaged in).
     write_rank(dir, 1, 0, 0, 1, 0.5, 100, 2.0, 1.0, 3);
     write_rank(dir, 1, 0, 1, 2, 0.5, 200, 9.0, std::nullopt, 3);
     write_rank(dir, 1, 1, 0, 3, 1.0, 300, 4.0, 7.0, 3);
     write_rank(dir, 1, 1, 1, 4, 1.0, 400, 1.0, 2.0, 0);
     write_rank(dir, 1, 2, 0, 5, 2.0, 500, 3.0, 3.0, 3);
     const auto a = aggregate_option(dir, 1, 3, 2);
-    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), (3.0 + 7.0 + 5.0) / 3);
-    EXPECT_DOUBLE_EQ(a["aggregated_write_bandwidth_gbps"].get<double>(), (1.0 + 2.0 + 2.0) / 3);
-    EXPECT_DOUBLE_EQ(a["aggregated_storage_throughput_tokens_per_sec"].get<double>(), (300.0 + 700.0 + 500.0) / 3);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), (3.0 + 7.0) / 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_write_bandwidth_gbps"].get<double>(), (1.0 + 2.0) / 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_storage_throughput_tokens_per_sec"].get<double>(), (300.0 + 700.0) / 2);
+    EXPECT_EQ(a["scored_trial_count"], 2);
+    EXPECT_EQ(a["valid"], false);
+    EXPECT_EQ(a["failed_trials_excluded"], nlohmann::json::array({{{"trial", 2}, {"why", "rank_1: no rank file"}}}));
+    EXPECT_EQ(a["invalid_reason"],
+              "trial_2 failed (rank_1: no rank file): the figures cover only the 2 complete "
+              "trial(s); not a valid submission");
     EXPECT_DOUBLE_EQ(a["aggregated_device_read_p95_ms"].get<double>(), 9.0);
     EXPECT_DOUBLE_EQ(a["aggregated_device_write_p95_ms"].get<double>(), 7.0);
     EXPECT_EQ(a["partial_failure"], true);
@@ -139,12 +173,14 @@ TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
 namespace {
 
 /// The message check_closed_run throws ("" when it accepts).
-std::string closed_refusal(const std::string& cache_dir, const std::string& results_dir) {
+std::string closed_refusal(const std::string& cache_dir, const std::string& results_dir,
+                           bool test_memory_cache = false) {
     SimConfig c;
     c.cache_dir = cache_dir;
     c.num_clients = 1;
     ClosedRunOptions o;
     o.results_dir = results_dir;
+    o.test_memory_cache = test_memory_cache;
     try {
         check_closed_run(c, o);
     } catch (const kvio::Error& e) {
@@ -181,10 +217,65 @@ TEST(ClosedRun, MissingDirectoriesAreRefusedAndNothingIsCreated) {
     EXPECT_NE(file.find("--results-dir " + r.path + "/file: Not a directory"), std::string::npos) << file;
 }
 
-// /dev/shm (tmpfs) and /var/tmp (the root disk) are two filesystems: accepted, and both created; a results directory
-// that already holds a run (a summary, or option_<O>/) is refused.
-TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
+// A cache backed by memory measures memory, not storage: refused at the start naming the rule, the directory and what
+// backs it (nothing created), unless the test flag allows it, which the results then record as no submission.
+TEST(ClosedRun, AMemoryBackedCacheIsRefusedNamingWhatBacksIt) {
     ScratchDir cache("/dev/shm"), results("/var/tmp");
+    const std::string e = closed_refusal(cache.path + "/kv", results.path + "/run");
+    EXPECT_NE(e.find("--cache-dir " + cache.path +
+                     "/kv is backed by memory (tmpfs): a CLOSED run measures storage "
+                     "(rule kvioCacheOnMemory)"),
+              std::string::npos)
+        << e;
+    EXPECT_FALSE(fs::exists(cache.path + "/kv"));
+    EXPECT_FALSE(fs::exists(results.path + "/run"));
+    EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run", true), "");
+    ClosedRunOptions o;
+    o.test_memory_cache = true;
+    EXPECT_NE(not_a_submission_reason(o).find("a cache backed by memory allowed (--test-memory-cache)"),
+              std::string::npos)
+        << not_a_submission_reason(o);
+    EXPECT_EQ(memory_backing(filesystem_provenance(cache.path)), "tmpfs");
+    EXPECT_EQ(memory_backing(filesystem_provenance(results.path)), "") << filesystem_provenance(results.path).dump();
+}
+
+// What memory_backing reads from a recorded provenance: the filesystem's type, a RAM disk under it, a loop device's
+// backing file followed down (two loops deep here), and nothing for a disk or a loop over a file on one.
+TEST(ClosedRun, MemoryBackingFollowsLoopDevicesToTheirBackingFile) {
+    using J = nlohmann::ordered_json;
+    EXPECT_EQ(memory_backing(J{{"fstype", "ramfs"}}), "ramfs");
+    EXPECT_EQ(memory_backing(J{{"fstype", "xfs"}, {"device", {{"name", "zram0"}, {"whole_disk", "zram0"}}}}),
+              "xfs on zram0 (a compressed RAM disk)");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "ram1"}, {"whole_disk", "ram1"}}}}),
+              "ext4 on ram1 (a brd RAM disk)");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "vda1"}, {"whole_disk", "vda"}}}}), "");
+    EXPECT_EQ(memory_backing(J{{"fstype", "ext4"}, {"device", {{"name", "ramdisk"}, {"whole_disk", "ramdisk"}}}}), "");
+    const J on_shm = {{"fstype", "tmpfs"}};
+    const J inner = {{"fstype", "xfs"},
+                     {"device",
+                      {{"name", "loop4"},
+                       {"whole_disk", "loop4"},
+                       {"backing_file", "/dev/shm/a.img"},
+                       {"backing_filesystem", on_shm}}}};
+    EXPECT_EQ(memory_backing(inner), "xfs on loop4 over /dev/shm/a.img, on tmpfs");
+    const J outer = {{"fstype", "ext4"},
+                     {"device",
+                      {{"name", "loop5p1"},
+                       {"whole_disk", "loop5"},
+                       {"backing_file", "/mnt/x/b.img"},
+                       {"backing_filesystem", inner}}}};
+    EXPECT_EQ(memory_backing(outer),
+              "ext4 on loop5p1 over /mnt/x/b.img, on xfs on loop4 over /dev/shm/a.img, on tmpfs");
+    J on_disk = outer;
+    on_disk["device"]["backing_filesystem"] = {{"fstype", "ext4"},
+                                               {"device", {{"name", "vda"}, {"whole_disk", "vda"}}}};
+    EXPECT_EQ(memory_backing(on_disk), "");
+}
+
+// /var/tmp (the root disk: storage) and /dev/shm (tmpfs) are two filesystems: accepted, and both created; a results
+// directory that already holds a run (a summary, or option_<O>/) is refused.
+TEST(ClosedRun, AResultsDirectoryHoldsOneRun) {
+    ScratchDir cache("/var/tmp"), results("/dev/shm");
     EXPECT_EQ(closed_refusal(cache.path + "/kv", results.path + "/run"), "");
     EXPECT_TRUE(fs::is_directory(cache.path + "/kv"));
     EXPECT_TRUE(fs::is_directory(results.path + "/run"));
@@ -612,6 +703,12 @@ TEST(MlperfCheckDir, StorageIoErrorsAndMaterialCapacityRefusalsAreProblems) {
                            {"write_io_errors", 3},
                            {"first_write_error", "storage write of entry 'k': No space left on device"}};
     save_json(f, rk);
+    {  // as the run writes it: the trial with I/O errors left out of the figures (aggregate_option)
+        const std::string sp = d.path + "/kvcache_run_summary_20261204_120000.json";
+        auto s = load_json(sp);
+        s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);
+        save_json(sp, s);
+    }
     r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 1u) << joined(r);
     EXPECT_EQ(r.problems[0], f + ": 3 storage write(s) and 2 read(s) failed on a tier that had room "

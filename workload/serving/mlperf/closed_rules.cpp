@@ -145,8 +145,8 @@ std::string closed_protocol_help() {
          ".\n  Refused before anything runs, naming its rule (exit 1): any other flag (--config, another seed, an "
          "Option\n  parameter, --output, ...).\n"
          "  For tests, making the results say they are no CLOSED submission: --mlperf-option, --trial-seconds,\n"
-         "  --pause-seconds, --test-cpu-mem-gb. Warns at its start when the cache filesystem is too small for an "
-         "Option.\n"
+         "  --pause-seconds, --test-cpu-mem-gb, --test-memory-cache (a cache backed by memory, refused otherwise).\n"
+         "  Warns at its start when the cache filesystem is too small for an Option.\n"
          "  Ends with \"mlperf-closed: end: ...\": exit 0 complete, 1 failed or refused, 128 + signal when stopped\n"
          "  (SIGINT/SIGTERM: the summary of what ran is still written). kvio mlperf-check DIR checks the results.";
     return h;
@@ -234,67 +234,91 @@ const std::vector<const char*>& aggregated_keys() {
     return k;
 }
 
+namespace {
+/// One trial's rank files as aggregate_option reads them.
+struct TrialFigures {
+    double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
+    bool stopped = false;
+    int read_files = 0;
+    std::vector<std::string> failed;  ///< why the trial is no complete trial: "rank_1: no rank file", ...
+};
+
+/// Reads trial `t`'s rank files into `f`, adding to the Option's lists (`missing`, `cpu_tier`, `unread`).
+void read_trial(const std::string& results_dir, int option, int t, int ranks, TrialFigures& f, Json& missing,
+                Json& cpu_tier, Json& unread) {
+    for (int n = 0; n < ranks; ++n) {
+        const std::string dir = results_dir + "/" + rank_dir_name(option, t, n);
+        const std::string rank = "rank_" + std::to_string(n);
+        const auto files = rank_result_files(dir);
+        if (files.empty()) {
+            missing.push_back(dir);
+            f.failed.push_back(rank + ": no rank file");
+            continue;
+        }
+        Json doc;
+        try {
+            std::ifstream in(files.front());
+            doc = Json::parse(in);
+        } catch (const std::exception&) {
+            missing.push_back(files.front());
+            f.failed.push_back(rank + ": its rank file is not JSON");
+            continue;
+        }
+        f.stopped = f.stopped || rank_file_stopped(doc);
+        ++f.read_files;
+        if (const RankStorageFailures sf = rank_storage_failures(doc); sf.io_writes + sf.io_reads > 0)
+            f.failed.push_back(rank + ": " + std::to_string(sf.io_writes + sf.io_reads) + " storage I/O error(s)");
+        const Json& summary = field_or_null(doc, "summary");
+        const Json& cs = field_or_null(summary, "cache_stats");
+        auto zero = [&cs](const char* k) {
+            auto e = cs.find(k);
+            return e != cs.end() && e->is_number() && e->get<double>() == 0;
+        };
+        if (zero("storage_entries"))
+            cpu_tier.push_back(files.front());
+        else if (zero("tier_storage_kv_bytes_read_gb"))  // on storage, never read back (docs/mlperf-benchmark.md)
+            unread.push_back(files.front());
+        f.r += num(cs, "tier_storage_read_bandwidth_gbps");
+        f.w += num(cs, "tier_storage_write_bandwidth_gbps");
+        f.a += num(summary, "avg_throughput_tokens_per_sec");
+        f.s += num(summary, "storage_throughput_tokens_per_sec");
+        f.rp = std::max(f.rp, num(cs, "storage_read_device_p95_ms"));
+        f.wp = std::max(f.wp, num(cs, "storage_write_device_p95_ms"));
+    }
+}
+}  // namespace
+
 Json aggregate_option(const std::string& results_dir, int option, int trials, int ranks) {
     std::vector<double> read_bw, write_bw, avg_tp, storage_tp, read_p95, write_p95;
     Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array(), stopped_trials = Json::array(),
-         unread = Json::array();
+         unread = Json::array(), failed_trials = Json::array();
     for (int t = 0; t < trials; ++t) {
-        double r = 0, w = 0, a = 0, s = 0, rp = 0, wp = 0;
-        bool stopped = false;
-        int read_files = 0;
-        for (int n = 0; n < ranks; ++n) {
-            const std::string dir = results_dir + "/" + rank_dir_name(option, t, n);
-            const auto files = rank_result_files(dir);
-            if (files.empty()) {
-                missing.push_back(dir);
-                continue;
-            }
-            Json doc;
-            try {
-                std::ifstream f(files.front());
-                doc = Json::parse(f);
-            } catch (const std::exception&) {
-                missing.push_back(files.front());
-                continue;
-            }
-            stopped = stopped || rank_file_stopped(doc);
-            ++read_files;
-            const Json& summary = field_or_null(doc, "summary");
-            const Json& cs = field_or_null(summary, "cache_stats");
-            auto zero = [&cs](const char* k) {
-                auto e = cs.find(k);
-                return e != cs.end() && e->is_number() && e->get<double>() == 0;
-            };
-            if (zero("storage_entries"))
-                cpu_tier.push_back(files.front());
-            else if (zero("tier_storage_kv_bytes_read_gb"))  // on storage, never read back (docs/mlperf-benchmark.md)
-                unread.push_back(files.front());
-            r += num(cs, "tier_storage_read_bandwidth_gbps");
-            w += num(cs, "tier_storage_write_bandwidth_gbps");
-            a += num(summary, "avg_throughput_tokens_per_sec");
-            s += num(summary, "storage_throughput_tokens_per_sec");
-            rp = std::max(rp, num(cs, "storage_read_device_p95_ms"));
-            wp = std::max(wp, num(cs, "storage_write_device_p95_ms"));
-        }
+        TrialFigures f;
+        read_trial(results_dir, option, t, ranks, f, missing, cpu_tier, unread);
         per_trial.push_back({{"trial", t},
-                             {"stopped", stopped},
-                             {"rank_files", read_files},
-                             {"read_bandwidth_gbps_sum", r},
-                             {"write_bandwidth_gbps_sum", w},
-                             {"storage_throughput_tokens_per_sec_sum", s},
-                             {"device_read_p95_ms_max", rp},
-                             {"device_write_p95_ms_max", wp}});
-        if (stopped) {  // part of a trial: not a scored trial, kept out of the headline (per_trial still shows it)
+                             {"stopped", f.stopped},
+                             {"rank_files", f.read_files},
+                             {"read_bandwidth_gbps_sum", f.r},
+                             {"write_bandwidth_gbps_sum", f.w},
+                             {"storage_throughput_tokens_per_sec_sum", f.s},
+                             {"device_read_p95_ms_max", f.rp},
+                             {"device_write_p95_ms_max", f.wp}});
+        if (f.stopped) {  // part of a trial: not a scored trial, kept out of the headline (per_trial still shows it)
             stopped_trials.push_back(t);
             continue;
         }
-        if (read_files == 0) continue;  // no rank file (a full results disk): nothing measured, no zero in the mean
-        read_bw.push_back(r);
-        write_bw.push_back(w);
-        avg_tp.push_back(a);
-        storage_tp.push_back(s);
-        read_p95.push_back(rp);
-        write_p95.push_back(wp);
+        if (!f.failed.empty()) {  // a failed trial: its sums would count a failed rank as zero, so none is scored
+            std::string why;
+            for (const auto& w : f.failed) why += (why.empty() ? "" : "; ") + w;
+            failed_trials.push_back({{"trial", t}, {"why", why}});
+            continue;
+        }
+        read_bw.push_back(f.r);
+        write_bw.push_back(f.w);
+        avg_tp.push_back(f.a);
+        storage_tp.push_back(f.s);
+        read_p95.push_back(f.rp);
+        write_p95.push_back(f.wp);
     }
     Json j;
     j["option"] = option;
@@ -308,6 +332,17 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
     j["trial_count"] = trials;
     j["scored_trial_count"] = int(read_bw.size());
     j["stopped_trials_excluded"] = stopped_trials;
+    j["failed_trials_excluded"] = failed_trials;
+    j["valid"] = failed_trials.empty();
+    if (!failed_trials.empty()) {
+        const Json& first = failed_trials[0];
+        j["invalid_reason"] =
+            "trial_" + first["trial"].dump() + " failed (" + first["why"].get<std::string>() + ")" +
+            (failed_trials.size() > 1 ? " and " + std::to_string(failed_trials.size() - 1) + " more trial(s)"
+                                      : std::string()) +
+            ": the figures cover only the " + std::to_string(read_bw.size()) +
+            " complete trial(s); not a valid submission";
+    }
     j["partial_failure"] = !missing.empty();
     j["missing_files"] = missing;
     j["cpu_tier_ranks"] = cpu_tier;

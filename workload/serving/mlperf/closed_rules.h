@@ -71,13 +71,15 @@ std::vector<std::string> rank_result_files(const std::string& rank_dir);
 /// missing or unreadable rank file is listed in missing_files (partial_failure), a rank with
 /// cache_stats.storage_entries == 0 in cpu_tier_ranks. A trial any of whose rank files a stop signal ended
 /// (kvio.mlperf_closed.stopped, or kvio.stop with a signal) measured part of a trial: it is left out of every
-/// aggregated_* figure and listed in stopped_trials_excluded; so is a trial none of whose rank files could be read (a
-/// full results disk: nothing measured, no zero averaged in). Keys: option, aggregated_read_bandwidth_gbps,
-/// aggregated_write_bandwidth_gbps, aggregated_avg_throughput_tokens_per_sec,
+/// aggregated_* figure and listed in stopped_trials_excluded. A failed trial (a rank file missing or unreadable, or one
+/// recording storage I/O errors, rank_storage_failures) is no complete trial: summing its ranks would count the failed
+/// one as zero, so it is left out too and listed in failed_trials_excluded ({trial, why}); the Option is then `valid`
+/// false with `invalid_reason` (docs/mlperf-benchmark.md, "A failed trial"). Keys: option,
+/// aggregated_read_bandwidth_gbps, aggregated_write_bandwidth_gbps, aggregated_avg_throughput_tokens_per_sec,
 /// aggregated_storage_throughput_tokens_per_sec, aggregated_device_read_p95_ms, aggregated_device_write_p95_ms (each
 /// null without a scored trial), rank_count, trial_count (trials run), scored_trial_count, stopped_trials_excluded,
-/// partial_failure, missing_files, cpu_tier_ranks, and per_trial (kvio's: each trial's sums and maxima, `stopped`,
-/// `rank_files` read).
+/// failed_trials_excluded, valid, invalid_reason (only when not valid), partial_failure, missing_files,
+/// cpu_tier_ranks, and per_trial (kvio's: each trial's sums and maxima, `stopped`, `rank_files` read).
 nlohmann::ordered_json aggregate_option(const std::string& results_dir, int option, int trials, int ranks);
 
 /// The share of a trial's write bytes that capacity refusals may reach before a rank file is no valid trial

@@ -220,6 +220,14 @@ void say_failed_ops(const Json& doc, const ClosedOption& opt, int trial, int cli
                  << std::flush;
 }
 
+/// Whether results `doc` record failed storage I/O (kvio.cache: write_io_errors or failed_reads,
+/// rank_storage_failures): the device under test failed, and one that failed usually fails again, so the protocol stops
+/// after that trial (docs/mlperf-benchmark.md, "A failed trial").
+bool storage_io_failed(const Json& doc) {
+    const RankStorageFailures f = rank_storage_failures(doc);
+    return f.io_writes + f.io_reads > 0;
+}
+
 /// Why a client failed in its trial, "" when it did not: its launcher's `error`, or an exit status that is a failure
 /// (failure_code: not a stop).
 std::string client_failure(const std::string& error, int exit_code) {
@@ -255,13 +263,19 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
     remove_rank_caches(c.cache_dir, clients);
     const std::string stamp = local_stamp();
     bool write_failed = false;
+    std::string io_failed;  // the clients whose storage I/O failed ("client 0, client 1")
     for (int n = 0; n < clients; ++n) {
         std::string why;
         const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
             marker(opt.option, trial, n, reason, o.run_id), progress,
-            [&](const Json& doc) { say_failed_ops(doc, opt, trial, n, progress); }, &why);
+            [&](const Json& doc) {
+                say_failed_ops(doc, opt, trial, n, progress);
+                if (storage_io_failed(doc))
+                    io_failed += (io_failed.empty() ? "client " : ", client ") + std::to_string(n);
+            },
+            &why);
         out.placed += p == Placement::Placed;
         write_failed = write_failed || p == Placement::Failed;
         if (p == Placement::Failed) out.failures.push_back({{"rank", n}, {"why", why}});
@@ -272,10 +286,12 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         drop_empty_merge(o, opt.option, trial, c.output);
         return out;
     }
-    if (write_failed || failure_code(out.code)) {  // a failed trial: the protocol stops after it
+    if (write_failed || failure_code(out.code) || !io_failed.empty()) {  // a failed trial: the protocol stops after it
         out.code = std::max(out.code, 1);
         out.failed_entirely = true;
-        out.why = write_failed ? "a rank file could not be written" : "a client failed";
+        out.why = write_failed                                  ? "a rank file could not be written"
+                  : failure_code(out.code) && io_failed.empty() ? "a client failed"
+                                                                : "storage I/O errors on " + io_failed;
         remove_failed_merge(c.output, opt, trial, out.why, progress);
         return out;
     }
@@ -392,9 +408,15 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     std::error_code ec;
     fs::remove_all(fs::path(c.cache_dir) / ("rank_" + std::to_string(top.rank)), ec);
     std::string not_written;
+    bool own_io_failed = false;
     const Placement placement = place_marked_file(
         client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o.run_id),
-        progress, [&](const Json& doc) { say_failed_ops(doc, opt, trial, top.rank, progress); }, &not_written);
+        progress,
+        [&](const Json& doc) {
+            say_failed_ops(doc, opt, trial, top.rank, progress);
+            own_io_failed = storage_io_failed(doc);
+        },
+        &not_written);
     if (placement == Placement::Failed) {
         out.code = std::max(out.code, 1);
         own_why += (own_why.empty() ? "" : "; ") + not_written;
@@ -406,6 +428,8 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     if (stop.stopped()) out.code = std::max(out.code, 128 + stop.signo());  // a signal between the trials
     out.code = mpi_max_over_ranks(out.code);
     out.placed = mpi_max_over_ranks(placed ? 1 : 0);
+    const bool io_failed = mpi_max_over_ranks(own_io_failed ? 1 : 0) != 0;  // a rank's storage I/O failed
+    if (io_failed) out.code = std::max(out.code, 1);
     // A failed trial (a rank's file not written, a rank failed) is not filled in from the results sent over MPI: the
     // rank that failed said so, and a copy would contradict it.
     const bool failed = out.placed == 0 || failure_code(out.code);
@@ -429,7 +453,9 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     if (mpi_max_over_ranks(wrote ? 0 : 1)) out.code = std::max(out.code, 1);  // every rank stops together
     out.failed_entirely = out.placed == 0 || failure_code(out.code);
     if (out.failed_entirely && out.placed > 0)
-        out.why = failed ? "a rank failed or its file was not written" : "rank 0 could not write a results file";
+        out.why = io_failed ? "storage I/O errors on a rank"
+                  : failed  ? "a rank failed or its file was not written"
+                            : "rank 0 could not write a results file";
     if (!top.leader()) return out;
     if (out.placed == 0)
         drop_empty_merge(o, opt.option, trial, c.output);
@@ -515,8 +541,11 @@ void check_writable(const std::string& flag, const std::string& dir, const std::
 /// tree of parents is a mistake, not something to create on the root filesystem), the results directory holds no
 /// earlier CLOSED run (option_<O>/ or kvcache_run_summary_*.json: mlperf-check reads one run per directory), and the
 /// two are on different filesystems (rule kvcachePosixCacheDir: their st_dev differ). Each must be writable (a probe
-/// file created and removed in it, or in the parent it will be made in).
-void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, std::vector<std::string>& errors) {
+/// file created and removed in it, or in the parent it will be made in). The cache must not be backed by memory
+/// (memory_backing: tmpfs, ramfs, zram, brd, or a loop device over a file on one; rule kvioCacheOnMemory) unless
+/// `memory_cache_ok` (--test-memory-cache).
+void check_closed_dirs(const std::string& cache_dir, const std::string& results_dir, bool memory_cache_ok,
+                       std::vector<std::string>& errors) {
     const std::string cache_at = existing_place("--cache-dir", cache_dir, errors);
     const std::string results_at = existing_place("--results-dir", results_dir, errors);
     if (cache_at.empty() || results_at.empty()) return;
@@ -540,6 +569,9 @@ void check_closed_dirs(const std::string& cache_dir, const std::string& results_
         errors.push_back("--cache-dir " + cache_dir + " and --results-dir " + results_dir +
                          " are on one filesystem (device " + cd +
                          "): CLOSED needs them on different filesystems (rule kvcachePosixCacheDir)");
+    if (const std::string mem = memory_backing(filesystem_provenance(cache_at)); !mem.empty() && !memory_cache_ok)
+        errors.push_back("--cache-dir " + cache_dir + " is backed by memory (" + mem +
+                         "): a CLOSED run measures storage (rule kvioCacheOnMemory)");
 }
 
 /// The run's hold on its cache directory (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): an
@@ -614,6 +646,7 @@ std::string not_a_submission_reason(const ClosedRunOptions& o) {
         add(b);
     }
     if (o.option != "all") add("only Option " + o.option + " (--mlperf-option)");
+    if (o.test_memory_cache) add("a cache backed by memory allowed (--test-memory-cache)");
     return r.empty() ? r : "not a CLOSED submission: " + r;
 }
 
@@ -642,7 +675,7 @@ std::vector<std::string> closed_run_errors(const SimConfig& base, const ClosedRu
         errors.push_back(
             "--num-clients with --mpi: the MPI job's ranks are the clients, one per rank (rule "
             "kvcacheClientDefinition)");
-    if (errors.empty()) check_closed_dirs(base.cache_dir, o.results_dir, errors);
+    if (errors.empty()) check_closed_dirs(base.cache_dir, o.results_dir, o.test_memory_cache, errors);
     if (errors.empty()) try {
             check_multi_client(base, base.mpi ? "--mpi" : "--mlperf-closed");
         } catch (const Error& e) {
@@ -745,9 +778,13 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
     std::string trials;
     for (const auto& t : excluded) trials += (trials.empty() ? "trial_" : ", trial_") + t.dump();
     if (a.value("scored_trial_count", 1) == 0) {
-        progress << "mlperf-closed: option " << option << ": no scored trial: a stop signal ended " << trials
-                 << " (not averaged; their figures are in per_trial)\n"
-                 << std::flush;
+        if (!excluded.empty())
+            progress << "mlperf-closed: option " << option << ": no scored trial: a stop signal ended " << trials
+                     << " (not averaged; their figures are in per_trial)\n";
+        if (a.value("valid", true) == false)
+            progress << "mlperf-closed: option " << option
+                     << ": no scored trial: INVALID: " << a.value("invalid_reason", std::string()) << "\n";
+        progress << std::flush;
         return;
     }
     auto p95 = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
@@ -765,8 +802,10 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
                  << ", stopped by a signal (part of a trial; in per_trial)\n";
     if (missing)
         progress << "mlperf-closed: option " << option << ": PARTIAL: " << missing << " of " << expected
-                 << " rank files missing (counted as zero; first: " << a["missing_files"][0].get<std::string>()
-                 << ")\n";
+                 << " rank files missing (first: " << a["missing_files"][0].get<std::string>() << ")\n";
+    if (a.value("valid", true) == false)
+        progress << "mlperf-closed: option " << option << ": INVALID: " << a.value("invalid_reason", std::string())
+                 << "\n";
     progress << std::flush;
 }
 
@@ -786,10 +825,17 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
     bool partial = false;
     for (const auto& [k, v] : opts.items()) partial = partial || v.value("partial_failure", false);
     s["partial_failure"] = partial;
-    s["closed_submission"] = reason.empty() && !signo;
-    if (!reason.empty() || signo)
-        s["not_a_closed_submission"] =
-            signo ? "stopped by signal " + std::to_string(signo) + (reason.empty() ? "" : "; " + reason) : reason;
+    // A failed trial makes its Option's figures those of the complete trials alone: no valid submission.
+    std::string invalid;
+    for (const auto& [key, v] : opts.items())
+        if (v.value("valid", true) == false)
+            invalid += (invalid.empty() ? "" : "; ") + std::string("option ") + key + ": " +
+                       v.value("invalid_reason", std::string());
+    std::string why_not = signo ? "stopped by signal " + std::to_string(signo) : "";
+    for (const std::string& w : {invalid, reason})
+        if (!w.empty()) why_not += (why_not.empty() ? "" : "; ") + w;
+    s["closed_submission"] = why_not.empty();
+    if (!why_not.empty()) s["not_a_closed_submission"] = why_not;
     Json k;
     k["metadata"] = metadata_json(base, o, options, reason, top);
     // What ran, not what was asked: a run stopped after Option 1 ran [1] of [1, 2, 3] (options_planned).
@@ -799,8 +845,8 @@ Json summary_json(const SimConfig& base, const ClosedRunOptions& o, const std::v
     k["metadata"]["options_planned"] = options;
     k["metadata"]["started"] = started;
     k["metadata"]["finished"] = utc_iso();
-    if (signo) {  // the metadata says what the summary says: a stopped run is no submission, shortened or not
-        k["metadata"]["stopped_by_signal"] = signo;
+    if (signo) k["metadata"]["stopped_by_signal"] = signo;
+    if (signo || !invalid.empty()) {  // the metadata says what the summary says: a stopped or failed run is none
         k["metadata"]["closed_submission"] = false;
         k["metadata"]["not_a_closed_submission"] = s["not_a_closed_submission"];
     }
@@ -921,7 +967,7 @@ bool print_end_line(std::ostream& progress, const RankFilesVerdict& v, int signo
     if (signo) {
         progress << "stopped by signal " << signo << " (" << strsignal(signo) << "): not a complete run";
     } else if (!failure.empty()) {
-        progress << "failed: " << failure;
+        progress << "failed: " << failure << "; not a valid submission (failed trials are left out of the figures)";
     } else if (v.invalid) {
         progress << "failed: " << v.invalid << " of " << v.files
                  << " rank file(s) are not valid trials (first: " << v.first_invalid

@@ -27,6 +27,9 @@ struct ClosedRunOptions {
     /// test runs: Option 2's CPU tier (GiB) instead of 4 (a 4 GiB tier is filled by memcpy on every trial: 35-100 s
     /// per trial on the 2-CPU VM under load, docs/mlperf-benchmark.md); Options 1 and 3 keep 0.
     std::optional<double> test_cpu_mem_gb;
+    /// test runs (--test-memory-cache): a cache backed by memory (memory_backing) is run instead of refused; every
+    /// output file then says it is not a CLOSED submission.
+    bool test_memory_cache = false;
     std::vector<std::string> given_flags;  ///< every `kvio simulate` flag typed ("--config"), for closed_refusals
     std::string kvio_version;              ///< `kvio --version`'s text, recorded in the provenance
     /// Set by run_mlperf_closed, not by the caller: the run's id, in every file it writes (kvio.mlperf_closed.run_id,
@@ -60,7 +63,7 @@ Placement place_marked_file(const std::string& from, const std::string& to, cons
                             std::string* why = nullptr);
 
 /// Why a run with these options is not a CLOSED submission ("" when it is one): a trial length other than 300 s, a
-/// pause other than 90 s, another CPU tier for Option 2, or not all three Options.
+/// pause other than 90 s, another CPU tier for Option 2, not all three Options, or --test-memory-cache.
 std::string not_a_submission_reason(const ClosedRunOptions& o);
 
 /// Checks everything before the first client starts (kvio::Error, every refusal one per line, each naming its
@@ -68,7 +71,9 @@ std::string not_a_submission_reason(const ClosedRunOptions& o);
 /// 1|2|3|all, positive --trial-seconds, --pause-seconds >= 0, each directory existing or its parent existing
 /// ("--cache-dir DIR: No such file or directory", "Not a directory"), each writable (a probe file created and
 /// removed: "--results-dir DIR: not writable: Read-only file system"), no earlier CLOSED run in --results-dir, and the
-/// two on different filesystems (rule kvcachePosixCacheDir: their st_dev differ). Only then is the cache directory
+/// two on different filesystems (rule kvcachePosixCacheDir: their st_dev differ), and the cache not backed by memory
+/// (rule kvioCacheOnMemory: "--cache-dir DIR is backed by memory (WHAT): ...", memory_backing of its
+/// filesystem_provenance; allowed with test_memory_cache). Only then is the cache directory
 /// created (one level) and each client's <cache-dir>/rank_<N>.lock locked (flock; another run holding one is refused
 /// with its pid, rule kvcachePerClientIsolation; here the locks are released at return, run_mlperf_closed holds them
 /// for its whole run), then the results directory created; a refused run creates nothing. Returns the Options to

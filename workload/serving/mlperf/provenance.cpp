@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,15 @@ Json block_device_provenance(const std::string& majmin) {
     return j;
 }
 
-Json filesystem_provenance(const std::string& path) {
+namespace {
+Json filesystem_provenance_at(const std::string& path, int depth);
+}  // namespace
+
+Json filesystem_provenance(const std::string& path) { return filesystem_provenance_at(path, 0); }
+
+namespace {
+/// filesystem_provenance, `depth` loop devices down.
+Json filesystem_provenance_at(const std::string& path, int depth) {
     Json j;
     j["path"] = path;
     const std::string dev = path_st_dev(path);
@@ -119,8 +128,37 @@ Json filesystem_provenance(const std::string& path) {
     }
     for (auto& [k, v] : best.items()) j[k] = v;
     Json device = block_device_provenance(dev);
+    if (device.contains("backing_file") && depth < 4)
+        device["backing_filesystem"] = filesystem_provenance_at(device["backing_file"].get<std::string>(), depth + 1);
     if (!device.empty()) j["device"] = device;
     return j;
+}
+
+/// "zram" or "brd" when `disk` (a /sys/block name) is a RAM block device, "" otherwise: the kernel names them
+/// zram<N> and ram<N>.
+std::string ram_disk_kind(const std::string& disk) {
+    auto numbered = [&](const std::string& prefix) {
+        return disk.size() > prefix.size() && disk.rfind(prefix, 0) == 0 &&
+               std::all_of(disk.begin() + long(prefix.size()), disk.end(),
+                           [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    };
+    return numbered("zram") ? "a compressed RAM disk" : numbered("ram") ? "a brd RAM disk" : "";
+}
+}  // namespace
+
+std::string memory_backing(const Json& fs) {
+    if (!fs.is_object()) return "";
+    const std::string type = fs.value("fstype", std::string());
+    if (type == "tmpfs" || type == "ramfs") return type;
+    const Json device = fs.value("device", Json::object());
+    if (!device.is_object()) return "";
+    const std::string disk = device.value("whole_disk", device.value("name", std::string()));
+    const std::string on = (type.empty() ? "a filesystem" : type) + " on " + device.value("name", disk);
+    if (const std::string kind = ram_disk_kind(disk); !kind.empty()) return on + " (" + kind + ")";
+    if (!device.contains("backing_file")) return "";
+    const std::string below = memory_backing(device.value("backing_filesystem", Json::object()));
+    if (below.empty()) return "";
+    return on + " over " + device["backing_file"].get<std::string>() + ", on " + below;
 }
 
 Json host_provenance(const std::string& version) {
