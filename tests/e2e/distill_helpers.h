@@ -38,11 +38,13 @@ inline nlohmann::json distill_traced(const DistillLoops& l, const std::string& e
     auto p = run("fio --parse-only " + l.d.file("job.ini"));
     EXPECT_EQ(p.status, 0) << "fio --parse-only rejected the job: " << p.err << "\n" << slurp(l.d.file("job.ini"));
     auto j = nlohmann::json::parse(slurp(l.d.file("d.json")));
-    if (replay == Replay::realtime && j["job"].contains("sections"))
-        for (const auto& s : j["job"]["sections"])
+    if (replay == Replay::realtime && j["job"].contains("sections")) {
+        for (const auto& s : j["job"]["sections"]) {
             EXPECT_FALSE(s["options"].contains("flow"))
                 << "a job with flow pairs replayed real-time: pass Replay::niced\n"
                 << slurp(l.d.file("job.ini"));
+        }
+    }
     return j;
 }
 
