@@ -114,6 +114,24 @@ bool with_elf(const std::string& path, Fn fn) {
     return ok;
 }
 
+/// The I/O functions (io_functions()) an open ELF object defines in its dynamic symbol table, sorted.
+std::vector<std::string> io_functions_in(Elf* elf) {
+    std::set<std::string> found;
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0) continue;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
+            GElf_Sym sym;
+            if (!gelf_getsym(data, int(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
+            if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) continue;
+            const char* n = elf_strptr(elf, sh.sh_link, sym.st_name);
+            if (n && io_functions().count(n)) found.insert(n);
+        }
+    }
+    return {found.begin(), found.end()};
+}
+
 /// Shared objects mapped into `pid` (paths from /proc/PID/maps whose file name has ".so"), the executable excluded.
 std::set<std::string> mapped_objects(pid_t pid, const std::string& exe) {
     std::set<std::string> out;
@@ -165,14 +183,8 @@ const PreloadWatch::Dynamic& PreloadWatch::dynamic_of(const std::string& path) {
                     d.soname = n;
             }
         }
+        d.interposes = io_functions_in(elf);  // in the same open: each object is read once
     });
-    d.interposes = [&] {
-        try {
-            return interposed_io_functions(path);
-        } catch (const Error&) {
-            return std::vector<std::string>{};
-        }
-    }();
     return dyn_.emplace(path, std::move(d)).first->second;
 }
 
@@ -215,31 +227,11 @@ bool PreloadWatch::sample_maps(pid_t pid) {
 }
 
 std::vector<std::string> interposed_io_functions(const std::string& so_path) {
-    int fd = ::open(so_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(so_path + ": cannot open: " + std::strerror(errno));
-    elf_version(EV_CURRENT);
-    Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-    if (!elf || elf_kind(elf) != ELF_K_ELF) {
-        if (elf) elf_end(elf);
-        ::close(fd);
+    if (::access(so_path.c_str(), R_OK) != 0) throw Error(so_path + ": cannot open: " + std::strerror(errno));
+    std::vector<std::string> found;
+    if (!with_elf(so_path, [&](Elf* elf) { found = io_functions_in(elf); }))
         throw Error(so_path + ": not an ELF shared object");
-    }
-    std::set<std::string> found;
-    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || sh.sh_entsize == 0) continue;
-        Elf_Data* data = elf_getdata(scn, nullptr);
-        for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
-            GElf_Sym sym;
-            if (!gelf_getsym(data, int(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
-            if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) continue;
-            const char* n = elf_strptr(elf, sh.sh_link, sym.st_name);
-            if (n && io_functions().count(n)) found.insert(n);
-        }
-    }
-    elf_end(elf);
-    ::close(fd);
-    return {found.begin(), found.end()};
+    return found;
 }
 
 void PreloadWatch::sample(pid_t root) {
