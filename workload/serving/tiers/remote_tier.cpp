@@ -36,6 +36,12 @@ uint64_t alloc_class(uint64_t n) {
     return (n + step - 1) / step * step;
 }
 
+/// Bytes Redis adds to a big argument's query buffer: the sds header (9 bytes for a 32-bit length), the CRLF it reads
+/// with the bytes and a NUL. After a SET of a chunk, the server allocates a fresh query buffer of the argument's size
+/// for the next one and keeps it until the connection's next smaller command (measured on Redis 7.0: `qbuf-free`
+/// 4194294 after a 4 MiB − 4 KiB SET, back to 20474 after a DEL; docs/simulate.md, "Remote tier").
+constexpr uint64_t kQueryBufferOverhead = 12;
+
 long long info_field(redis::Connection& c, const std::string& field) {
     const std::string text = c.command({"INFO", "memory"}).str;
     size_t at = text.find(field + ":");
@@ -104,6 +110,7 @@ public:
             used_start_ = info_field(*control_, "used_memory");
             maxmemory_ = info_field(*control_, "maxmemory");
             conn_bytes_ = measure_connection_bytes();
+            qbuf_bytes_ = alloc_class(chunk_ + kQueryBufferOverhead);
         } catch (const Error& e) {
             throw Error("--remote-tier " + url_.safe_text() + ": " + e.what());  // never the password
         }
@@ -121,7 +128,14 @@ public:
     }
     uint64_t footprint(uint64_t bytes) const override { return remote_footprint(bytes, chunk_); }
     uint64_t connection_bytes() const override { return conn_bytes_; }
-    uint64_t connection_reserve() const override { return conn_bytes_ * o_.planned_connections; }
+    uint64_t connection_reserve() const override {
+        return conn_bytes_ * o_.planned_connections + qbuf_bytes_ * planned_setters();
+    }
+    /// Planned connections that send SETs: all of them with one connection per thread; the write halves when reads
+    /// and writes have their own (--remote-connections split, write-back).
+    size_t planned_setters() const {
+        return o_.split_connections || o_.write_back ? o_.planned_connections / 2 : o_.planned_connections;
+    }
     uint64_t auto_capacity() const override {
         if (maxmemory_ <= 0) return kUnlimited;
         return maxmemory_ > used_start_ ? uint64_t(maxmemory_ - used_start_) : 0;
@@ -253,6 +267,8 @@ public:
             // Server memory set aside out of the limit for the connections the run may open (docs/simulate.md).
             j["connections_planned"] = o_.planned_connections;
             j["connection_bytes"] = conn_bytes_;
+            j["connection_query_buffer_bytes"] = qbuf_bytes_;  // set aside for each planned connection that SETs
+            j["connections_planned_set"] = planned_setters();
             // Over a Redis Cluster (docs/redis-cluster.md): redirections followed and slot-map reloads, summed over
             // the connections (read when the run ends, so no worker is using them).
             redis::ClusterStats cs;
@@ -578,6 +594,7 @@ private:
     uint64_t chunk_ = kRemoteChunkBytes;
     long long used_start_ = -1, maxmemory_ = -1;
     uint64_t conn_bytes_ = 0;  ///< measure_connection_bytes()
+    uint64_t qbuf_bytes_ = 0;  ///< the query buffer a connection keeps after a chunk's SET (kQueryBufferOverhead)
     std::mutex control_mu_;
     bool handoff_used_ = false;  ///< handoff_send or handoff_take ran (under control_mu_)
     std::unique_ptr<redis::Connection> control_;

@@ -59,7 +59,9 @@ public:
     /// Server memory one idle connection of this tier takes (the client structure with its query and reply buffers:
     /// `CLIENT INFO` tot-mem, else the growth of used_memory when a probe connection opened), bytes.
     virtual uint64_t connection_bytes() const = 0;
-    /// Bytes of the limit set aside for the planned connections: connection_bytes × planned_connections.
+    /// Bytes of the limit set aside for the planned connections: connection_bytes × planned_connections, plus, for
+    /// each planned connection that sends SETs, the query buffer it keeps after a chunk's SET (one chunk in
+    /// jemalloc's size class).
     virtual uint64_t connection_reserve() const = 0;
     /// {url, run_id, chunk_bytes, connections (= connections_write + connections_read), commands: {set, get, del},
     /// chunk_get_hits, bytes_sent, bytes_received, errors, server: {used_memory_start, used_memory_now, maxmemory}}
