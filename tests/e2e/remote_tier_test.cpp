@@ -425,8 +425,10 @@ TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
     RedisServer srv(256);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
-    SimRun r = simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.05 --cache-dir " + dir.file("c"),
-                        once_writing(srv.port(), "kill -9 " + std::to_string(srv.pid())));
+    // 0.058 GiB: some 51 MiB for the entries once two connections' reserve (idle + a chunk's query buffer) is out.
+    SimRun r =
+        simulate(dir, remote_only_args(srv.url(), 6) + " --remote-capacity-gb 0.058 --cache-dir " + dir.file("c"),
+                 once_writing(srv.port(), "kill -9 " + std::to_string(srv.pid())));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const nlohmann::json rs = remote_of(r.results);
     ASSERT_FALSE(rs.is_null());
@@ -560,7 +562,7 @@ TEST(RemoteTierFaults, WriteBackServerKilledCountsLostWritesAndTheRunGoesOn) {
     TempDir dir;
     SimRun r = simulate(dir,
                         remote_only_args(srv.url(), 6) +
-                            " --remote-capacity-gb 0.05 --remote-write-mode back --remote-writeback-queue 4 "
+                            " --remote-capacity-gb 0.058 --remote-write-mode back --remote-writeback-queue 4 "
                             "--cache-dir " +
                             dir.file("c"),
                         once_writing(srv.port(), "kill -9 " + std::to_string(srv.pid())));
