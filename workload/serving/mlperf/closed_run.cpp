@@ -766,6 +766,8 @@ std::vector<int> check_closed_run_mpi(const SimConfig& base, const ClosedRunOpti
 /// The per-Option line of the console. An Option without any rank file says so instead of figures (its aggregate is
 /// all zeros); one with some rank files missing says how many, as the summary's partial_failure does.
 void print_option_line(std::ostream& progress, int option, const Json& a) {
+    for (const auto& n : a.value("notes", Json::array()))
+        progress << "mlperf-closed: option " << option << ": note: " << n.get<std::string>() << "\n";
     const size_t missing = a.value("missing_files", Json::array()).size();
     const size_t expected = size_t(std::max(0, a.value("rank_count", 0) * a.value("trial_count", 0)));
     if (missing && missing >= expected) {
@@ -1158,6 +1160,9 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     if (failure.empty() && res.summary_path.empty()) failure = "the summary was not written";
     if (failure.empty() && partial) failure = "rank files are missing (partial_failure)";
     if (failure.empty() && failed) failure = "a trial failed (above)";
+    for (const auto& [key, v] : opts.items())  // a trial left out that no client's exit said failed (0 requests)
+        if (failure.empty() && v.value("valid", true) == false)
+            failure = "option " + key + ": " + v.value("invalid_reason", std::string());
     const bool valid = print_end_line(progress, verdict, signo, failure);
     res.summary = std::move(s);
     res.exit_code = signo ? 128 + signo : valid ? 0 : 1;
