@@ -66,6 +66,7 @@ std::vector<ArgparseOption> simulate_argparse_options() {
     v.push_back({"--pause-seconds", "float", {}, true});
     v.push_back({"--test-cpu-mem-gb", "float", {}, true});
     v.push_back({"--test-memory-cache", "flag", {}, true});
+    v.push_back({"--system-name", "str", {}, true});
     v.push_back({"--audit", "flag", {}, true});  // kvio simulate --audit (cli/cmd_simulate.cpp)
     return v;
 }

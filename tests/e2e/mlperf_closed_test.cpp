@@ -853,6 +853,50 @@ TEST(MlperfClosed, StoppedTrialIsLeftOutOfTheHeadline) {
 
 // A cache a killed run left in <cache-dir>/rank_<N>/ is removed once this run holds rank N's lock, and said: the
 // storage tier is sized from the free space, so left in place it would shrink the first trial's tier unseen.
+// --system-name (one of what the rules let a submitter vary): recorded in the summary's metadata and in every rank
+// file; a name that is empty, over 128 characters, or holds '/' or a control character is a one-line usage error
+// naming the flag, before anything is created; without --mlperf-closed it is an orphan like the protocol's others.
+TEST(MlperfClosed, SystemNameIsRecordedInTheSummaryAndEveryRankFile) {
+    const std::string none = kvio_bin() + " simulate --mlperf-closed --cache-dir /dev/shm/kvio-none-sn --results-dir " +
+                             "/var/tmp/kvio-none-sn --system-name ";
+    for (const std::string& bad :
+         std::vector<std::string>{"''", std::string(129, 'x'), "a/b", "\"$(printf 'a\\tb')\""}) {
+        const CmdResult r = run(none + bad);
+        EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+        EXPECT_NE(r.err.find("--system-name: "), std::string::npos) << bad << ": " << r.err;
+    }
+    // An empty value is refused by the command line's parser ("--system-name: 1 required TEXT missing") before
+    // system_name_error sees it (ClosedRun.SystemNameIsCheckedNamingTheFlag words the library's refusal).
+    EXPECT_NE(run(none + std::string(129, 'x')).err.find("--system-name: 129 characters, at most 128"),
+              std::string::npos);
+    EXPECT_FALSE(fs::exists("/dev/shm/kvio-none-sn"));
+    EXPECT_FALSE(fs::exists("/var/tmp/kvio-none-sn"));
+    const CmdResult orphan = run(kvio_bin() + " simulate --duration 1 --system-name box");
+    EXPECT_EQ(orphan.status, 2) << orphan.err;
+    EXPECT_NE(orphan.err.find("--system-name needs --mlperf-closed"), std::string::npos) << orphan.err;
+
+    Ext4Mount cache_fs(4ull << 30, "/dev/shm");  // one client's share holds Option 1's largest entry (below)
+    TempDir results;
+    const std::string dir = results.path + "/run";
+    const CmdResult r =
+        run(kvio_bin() + " simulate --mlperf-closed --test-memory-cache --mlperf-option 1 --cache-dir " + cache_fs.mnt +
+            "/kv --results-dir " + dir +
+            " --num-clients 1 --trial-seconds 1 --pause-seconds 0 --progress-interval 0 --system-name "
+            "'acme kv-box 2x NVMe'");
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << r.err;
+    EXPECT_EQ(load(sp)["kvio"]["metadata"]["system_name"], "acme kv-box 2x NVMe");
+    int files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("kvcache_results_", 0) != 0 && name != "kvio_merged_results.json") continue;
+        ++files;
+        EXPECT_EQ(load(e.path().string())["kvio"]["mlperf_closed"]["system_name"], "acme kv-box 2x NVMe") << e.path();
+    }
+    EXPECT_EQ(files, 6);  // 3 trials x (1 rank file + the trial's merged file)
+}
+
 TEST(MlperfClosed, ACacheLeftByAKilledRunIsRemovedBeforeTheFirstTrial) {
     // 4 GiB: one client's share holds Option 1's largest entry (~3.3 GB; docs/mlperf-benchmark.md, "Sizing the cache
     // filesystem per rank"), so the run is a complete one (on 1 GiB 70 % of a trial's write bytes were refused).

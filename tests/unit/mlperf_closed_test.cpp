@@ -169,6 +169,23 @@ TEST(ClosedRules, ATrialWhereARankCompletedNoRequestIsNotScoredOrIsNoted) {
     fs::remove_all(dir);
 }
 
+// --system-name: any printable name up to 128 characters (UTF-8 counted by character); empty, longer, '/' or a
+// control character is refused with one line naming the flag; not given is no error.
+TEST(ClosedRun, SystemNameIsCheckedNamingTheFlag) {
+    EXPECT_EQ(system_name_error("", false), "");
+    EXPECT_EQ(system_name_error("acme-kv 2x NVMe (gen5)", true), "");
+    EXPECT_EQ(system_name_error(std::string(128, 'x'), true), "");
+    std::string utf8;
+    for (int i = 0; i < 128; ++i) utf8 += "\u00e9";  // 128 characters, 256 bytes
+    EXPECT_EQ(system_name_error(utf8, true), "");
+    EXPECT_EQ(system_name_error("", true), "--system-name: must not be empty");
+    EXPECT_EQ(system_name_error(std::string(129, 'x'), true), "--system-name: 129 characters, at most 128");
+    EXPECT_EQ(system_name_error("a/b", true), "--system-name: must not contain '/' (it may name a file or directory)");
+    EXPECT_EQ(system_name_error("a\tb", true), "--system-name: must not contain control character 0x09");
+    EXPECT_EQ(system_name_error("ab\n", true), "--system-name: must not contain control character 0x0a");
+    EXPECT_EQ(system_name_error("a\x7f", true), "--system-name: must not contain control character 0x7f");
+}
+
 TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     const std::string dir = testing::TempDir() + "/kvio-closed-agg-" + std::to_string(::getpid());
     fs::remove_all(dir);

@@ -69,10 +69,12 @@ ClosedOption effective_option(int n, const ClosedRunOptions& o) {
     return r;
 }
 
-/// kvio.mlperf_closed, the marker every file of the run carries; `run_id` tells its files from another run's.
-Json marker(int option, int trial, int rank, const std::string& reason, const std::string& run_id) {
+/// kvio.mlperf_closed, the marker every file of the run carries: `o.run_id` tells its files from another run's, and
+/// `o.system_name` (--system-name, when given) names the system under test.
+Json marker(int option, int trial, int rank, const std::string& reason, const ClosedRunOptions& o) {
     Json m;
-    if (!run_id.empty()) m["run_id"] = run_id;
+    if (!o.run_id.empty()) m["run_id"] = o.run_id;
+    if (!o.system_name.empty()) m["system_name"] = o.system_name;
     m["option"] = option;
     m["trial"] = trial;
     if (rank >= 0) m["rank"] = rank;
@@ -269,7 +271,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
-            marker(opt.option, trial, n, reason, o.run_id), progress,
+            marker(opt.option, trial, n, reason, o), progress,
             [&](const Json& doc) {
                 say_failed_ops(doc, opt, trial, n, progress);
                 if (storage_io_failed(doc))
@@ -296,8 +298,8 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         return out;
     }
     std::string why;
-    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress, nullptr,
-                          &why) == Placement::Failed) {
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o), progress, nullptr, &why) ==
+        Placement::Failed) {
         out.code = std::max(out.code, 1);
         out.failed_entirely = true;
         out.why = "its merged result could not be written";
@@ -313,7 +315,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
 /// results replace it (one rename) when the rank lives long enough. Written whole (temporary name, renamed); a failure
 /// is named on `progress` and changes nothing else.
 void write_stop_placeholder(const std::string& path, const ClosedOption& opt, int trial, int rank,
-                            const std::string& reason, const std::string& run_id, const SimConfig& c, int base_clients,
+                            const std::string& reason, const ClosedRunOptions& o, const SimConfig& c, int base_clients,
                             int signo, bool own, std::ostream& progress) {
     Json doc;
     doc["seed"] = kClosedSeed + rank;
@@ -328,7 +330,7 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
     flags["mpi"] = true;
     doc["kvio"]["config"]["flags"] = flags;
     doc["kvio"]["config"]["client"] = {{"rank", rank}, {"clients", base_clients}, {"launcher", "mpi"}};
-    Json m = mark_stop(marker(opt.option, trial, rank, reason, run_id), doc);
+    Json m = mark_stop(marker(opt.option, trial, rank, reason, o), doc);
     m["results_pending"] = true;
     m["written_at"] =
         "the stop signal, before the trial's requests drained: replaced by the rank's results when it "
@@ -355,7 +357,7 @@ bool write_gathered_copies(const std::vector<ClientResult>& gathered, const Clos
         try {
             fs::create_directories(dir);
             Json doc = g.doc;
-            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason, o.run_id), doc);
+            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason, o), doc);
             doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
                                                          " sent over MPI (its own copy is on " + g.host + ")";
             const std::string copy = dir + "/kvcache_results_" + stamp + ".json";
@@ -391,7 +393,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const std::string stamp = local_stamp();
     const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
     auto on_stop = [&](int signo, bool own) {
-        write_stop_placeholder(own_file, opt, trial, top.rank, reason, o.run_id, c, top.clients, signo, own, progress);
+        write_stop_placeholder(own_file, opt, trial, top.rank, reason, o, c, top.clients, signo, own, progress);
     };
     try {
         fs::create_directories(own_dir);
@@ -410,8 +412,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     std::string not_written;
     bool own_io_failed = false;
     const Placement placement = place_marked_file(
-        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o.run_id),
-        progress,
+        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o), progress,
         [&](const Json& doc) {
             say_failed_ops(doc, opt, trial, top.rank, progress);
             own_io_failed = storage_io_failed(doc);
@@ -446,8 +447,8 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
         std::string why;
         if (!failed)
             wrote = write_gathered_copies(gathered, opt, trial, o, reason, stamp, progress, why) &&
-                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress,
-                                      nullptr, &why) != Placement::Failed;
+                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o), progress, nullptr,
+                                      &why) != Placement::Failed;
         if (!wrote) out.failures.push_back({{"rank", 0}, {"why", why}});
     }
     if (mpi_max_over_ranks(wrote ? 0 : 1)) out.code = std::max(out.code, 1);  // every rank stops together
@@ -482,6 +483,7 @@ Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::
     Json m;
     m["mode"] = "closed";
     m["run_id"] = o.run_id;
+    if (!o.system_name.empty()) m["system_name"] = o.system_name;
     m["closed_submission"] = reason.empty();
     if (!reason.empty()) m["not_a_closed_submission"] = reason;
     m["options_run"] = options;
@@ -629,6 +631,26 @@ private:
 
 }  // namespace
 
+std::string system_name_error(const std::string& name, bool given) {
+    if (!given) return "";
+    if (name.empty()) return "--system-name: must not be empty";
+    const size_t chars = size_t(std::count_if(name.begin(), name.end(), [](char ch) {
+        return (static_cast<unsigned char>(ch) & 0xc0) != 0x80;  // a UTF-8 continuation byte is no character
+    }));
+    if (chars > kMaxSystemNameChars)
+        return "--system-name: " + std::to_string(chars) + " characters, at most " +
+               std::to_string(kMaxSystemNameChars);
+    for (const unsigned char ch : name) {
+        if (ch == '/') return "--system-name: must not contain '/' (it may name a file or directory)";
+        if (ch < 0x20 || ch == 0x7f) {
+            char b[96];
+            std::snprintf(b, sizeof b, "--system-name: must not contain control character 0x%02x", ch);
+            return b;
+        }
+    }
+    return "";
+}
+
 std::string not_a_submission_reason(const ClosedRunOptions& o) {
     std::string r;
     auto add = [&](const std::string& s) { r += (r.empty() ? "" : "; ") + s; };
@@ -670,6 +692,7 @@ std::vector<std::string> closed_run_errors(const SimConfig& base, const ClosedRu
     if (o.trial_seconds && *o.trial_seconds < 1) errors.push_back("--trial-seconds must be >= 1");
     if (o.pause_seconds && !(*o.pause_seconds >= 0)) errors.push_back("--pause-seconds must be >= 0");
     if (o.test_cpu_mem_gb && !(*o.test_cpu_mem_gb > 0)) errors.push_back("--test-cpu-mem-gb must be > 0");
+    if (std::string e = system_name_error(o.system_name, o.system_name_given); !e.empty()) errors.push_back(e);
     if (base.num_clients < 1) errors.push_back("--num-clients must be >= 1");
     if (base.mpi && std::find(o.given_flags.begin(), o.given_flags.end(), "--num-clients") != o.given_flags.end())
         errors.push_back(
