@@ -104,7 +104,7 @@ int run_closed(CLI::App* sub, const serving::SimConfig& c, ClosedFlags& f) {
     if (sub->get_option("--test-cpu-mem-gb")->count() > 0) f.run.test_cpu_mem_gb = f.test_cpu_mem_gb;
     f.run.system_name_given = sub->get_option("--system-name")->count() > 0;
     f.run.kvio_version = KVIO_VERSION;
-    const serving::ClosedRunResult r = serving::run_mlperf_closed(c, f.run, std::cerr);
+    const serving::ClosedRunResult r = serving::run_mlperf_closed(c, f.run, std::cerr, c.quiet ? nullptr : &std::cout);
     return r.exit_code;
 }
 

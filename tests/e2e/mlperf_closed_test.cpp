@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -908,6 +909,54 @@ TEST(MlperfClosed, SystemNameIsRecordedInTheSummaryAndEveryRankFile) {
         EXPECT_EQ(load(e.path().string())["kvio"]["mlperf_closed"]["system_name"], "acme kv-box 2x NVMe") << e.path();
     }
     EXPECT_EQ(files, 6);  // 3 trials x (1 rank file + the trial's merged file)
+}
+
+// stdout is the run's console for a person (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"): each
+// trial as it starts, the pause and its countdown (one line per 10 s), each Option's headline and the summary's path;
+// warnings and the log stay on stderr. --quiet keeps stdout empty.
+TEST(MlperfClosed, ConsoleOnStdoutAndQuietKeepsItEmpty) {
+    Ext4Mount cache_fs(4ull << 30, "/dev/shm");
+    TempDir results;
+    const std::string
+        dir = results.path + "/run",
+        closed = kvio_bin() + " simulate --mlperf-closed --test-memory-cache --cache-dir " + cache_fs.mnt +
+                 "/kv --num-clients 1 --trial-seconds 1 --test-cpu-mem-gb 0.25 --progress-interval 0 --results-dir ";
+    const CmdResult r = run(closed + dir + " --pause-seconds 11");
+    EXPECT_LE(r.status, 1) << r.err;  // Option 3 may refuse entries past a 4 GiB share (the end line says)
+    // Per Option: its 3 trial lines in order, then its headline (figures, or why there are none).
+    std::map<int, std::vector<std::string>> lines;  // option -> what follows "mlperf-closed: option O (NAME)"
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("mlperf-closed: option ", 0) != 0) continue;
+        size_t close = line.find('('), depth = 0;  // the name's closing parenthesis (a name may hold its own)
+        for (; close < line.size(); ++close)
+            if (line[close] == '(')
+                ++depth;
+            else if (line[close] == ')' && --depth == 0)
+                break;
+        ASSERT_LT(close, line.size()) << line;
+        lines[std::stoi(line.substr(22))].push_back(line.substr(close + 1));
+    }
+    for (int o = 1; o <= 3; ++o) {
+        const auto& l = lines[o];
+        ASSERT_EQ(l.size(), 4u) << "option " << o << ":\n" << r.out;
+        for (int t = 1; t <= 3; ++t)
+            EXPECT_EQ(l[t - 1], " trial " + std::to_string(t) + "/3: 1 client(s), 1 s") << r.out;
+        EXPECT_TRUE(l[3].rfind(": read ", 0) == 0 || l[3].rfind(": no scored trial", 0) == 0) << l[3];
+    }
+    EXPECT_EQ(occurrences(r.out, "mlperf-closed: pausing 11 s before option "), 2u) << r.out;
+    EXPECT_EQ(occurrences(r.out, "mlperf-closed: pause: 1 s left\n"), 2u) << r.out;  // at 10 s of each 11 s pause
+    EXPECT_EQ(occurrences(r.out, "s left\n"), 2u) << r.out;                          // no more than one per 10 s
+    const std::string sp = summary_of(dir);
+    ASSERT_FALSE(sp.empty()) << r.err;
+    EXPECT_NE(r.out.find("mlperf-closed: summary: " + sp), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;  // warnings stay on stderr
+    EXPECT_NE(r.err.find("mlperf-closed: end: "), std::string::npos) << r.err;
+
+    const CmdResult q = run(closed + results.path + "/quiet --pause-seconds 0 --mlperf-option 1 --quiet");
+    EXPECT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out, "");
+    EXPECT_FALSE(summary_of(results.path + "/quiet").empty()) << q.err;
 }
 
 TEST(MlperfClosed, ACacheLeftByAKilledRunIsRemovedBeforeTheFirstTrial) {

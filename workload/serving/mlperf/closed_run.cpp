@@ -465,17 +465,48 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     return out;
 }
 
-/// Sleeps `seconds` in 100 ms steps; false when the run's stop signal came (its number in `signo`).
-bool pause_between_options(double seconds, const StopSignal& stop, int& signo) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+/// Sleeps `seconds` in 100 ms steps; false when the run's stop signal came (its number in `signo`). Every
+/// kConsoleCountdownS seconds of it "mlperf-closed: pause: N s left" goes to `console` (when set): at most one line
+/// per 10 s.
+bool pause_between_options(double seconds, const StopSignal& stop, int& signo, std::ostream* console) {
+    constexpr double kConsoleCountdownS = 10;
+    const auto start = std::chrono::steady_clock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    double next = kConsoleCountdownS;
     while (std::chrono::steady_clock::now() < end) {
         if (stop.stopped()) {
             signo = stop.signo();
             return false;
         }
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (console && waited >= next) {
+            *console << "mlperf-closed: pause: " << std::llround(seconds - next) << " s left\n" << std::flush;
+            next += kConsoleCountdownS;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return true;
+}
+
+/// The console's (stdout's) line for an Option at the run's end: its headline figures and how many trials they
+/// cover, or why it has none.
+void print_option_headline(std::ostream& console, const ClosedOption& opt, const Json& a) {
+    console << "mlperf-closed: option " << opt.option << " (" << opt.name << "): ";
+    const int scored = a.value("scored_trial_count", 0);
+    if (scored == 0) {
+        console << "no scored trial (the summary's options." << opt.option << " says why)\n";
+        return;
+    }
+    auto num = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 %.2f ms, %.1f storage "
+                  "tokens/s (%d of %d trial(s) scored%s)\n",
+                  num("aggregated_read_bandwidth_gbps"), num("aggregated_write_bandwidth_gbps"),
+                  num("aggregated_device_read_p95_ms"), num("aggregated_device_write_p95_ms"),
+                  num("aggregated_storage_throughput_tokens_per_sec"), scored, a.value("trial_count", 0),
+                  a.value("valid", true) ? "" : "; INVALID");
+    console << line;
 }
 
 Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
@@ -1071,7 +1102,8 @@ std::string write_summary(const std::string& results_dir, const std::string& sta
 
 }  // namespace
 
-ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o_in, std::ostream& progress) {
+ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o_in, std::ostream& progress,
+                                  std::ostream* console_in) {
     // Before anything that takes a while (MPI's start-up, the binary's SHA-256) and before any client is forked: a
     // stop signal from the first moment stops the run cleanly. Its handler replaces SIG_IGN too (a shell starts a
     // background job `cmd &` with SIGINT ignored): a CLOSED run started from a script still stops on SIGINT.
@@ -1096,6 +1128,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         top.clients = int(base.num_clients);
     }
     base.num_clients = top.clients;
+    std::ostream* console = top.leader() ? console_in : nullptr;  // rank 0 alone reports
     remove_stale_rank_caches(base.cache_dir, top.mpi ? std::vector<int>{top.rank} : all_ranks(top.clients), progress);
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
@@ -1120,6 +1153,10 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         const ClosedOption opt = effective_option(options[i], o);
         int trials_run = 0;
         for (int t = 0; t < kClosedTrials && !signo && !ended; ++t) {
+            if (console)
+                *console << "mlperf-closed: option " << opt.option << " (" << opt.name << ") trial " << t + 1 << "/"
+                         << kClosedTrials << ": " << top.clients << " client(s), " << trial_seconds_of(o) << " s\n"
+                         << std::flush;
             const TrialOutcome out = top.mpi ? run_trial_mpi(base, opt, t, o, reason, top, stop, progress)
                                              : run_trial(base, opt, t, o, reason, progress);
             ++trials_run;
@@ -1158,7 +1195,11 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
                 progress << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
                          << "\n"
                          << std::flush;
-            pause_between_options(pause_seconds_of(o), stop, signo);
+            if (console)
+                *console << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
+                         << "\n"
+                         << std::flush;
+            pause_between_options(pause_seconds_of(o), stop, signo, console);
             if (top.mpi) signo = mpi_max_over_ranks(signo);  // the pause ends together; a signal on one stops all
             if (signo && stopped_in.empty()) stopped_in = "the pause before option " + std::to_string(options[i + 1]);
         }
@@ -1187,6 +1228,15 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         if (failure.empty() && v.value("valid", true) == false)
             failure = "option " + key + ": " + v.value("invalid_reason", std::string());
     const bool valid = print_end_line(progress, verdict, signo, failure);
+    if (console) {
+        for (int n : options)
+            if (opts.contains(std::to_string(n)))
+                print_option_headline(*console, effective_option(n, o), opts[std::to_string(n)]);
+        *console << "mlperf-closed: "
+                 << (res.summary_path.empty() ? "no summary written (stderr says why)" : "summary: " + res.summary_path)
+                 << (valid ? "" : " (the run did not complete: stderr's end line says why)") << "\n"
+                 << std::flush;
+    }
     res.summary = std::move(s);
     res.exit_code = signo ? 128 + signo : valid ? 0 : 1;
     return res;

@@ -109,6 +109,13 @@ std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions&
 /// kvio.invalid_rank_files each rank file that is no valid trial (rank_storage_failures) and why. Before the first
 /// trial each group of clients that share a cache filesystem (all of --num-clients; under MPI the ranks of one host,
 /// ranks_sharing) is warned once when their share is too small for an Option (sizing_warning).
-ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress);
+///
+/// `console` (stdout; nullptr with --quiet, and on every rank but 0) gets the run's progress for a person: each trial
+/// as it starts ("mlperf-closed: option 1 (Max Storage Stress) trial 1/3: 2 client(s), 300 s"), the pause between
+/// Options and its countdown (at most one line per 10 s), and at the end each Option's headline figures and where the
+/// summary is (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"). Warnings, errors and the detailed
+/// log stay on `progress`.
+ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress,
+                                  std::ostream* console = nullptr);
 
 }  // namespace kvio::serving
