@@ -62,7 +62,7 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args,
                 o = &c;
                 break;
             }
-            if (c.name.rfind(name, 0) == 0) prefixed.push_back(&c);
+            if (!c.exact && c.name.rfind(name, 0) == 0) prefixed.push_back(&c);
         }
         if (!o && prefixed.size() > 1) {
             std::string m = "ambiguous option: " + name + " could match ";
@@ -102,7 +102,15 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args,
     }
     if (!unknown.empty()) {
         std::string m = "unrecognized arguments:";
-        for (const auto& u : unknown) m += " " + u;
+        std::string full;  // the kvio flags an unknown option abbreviates
+        for (const auto& u : unknown) {
+            m += " " + u;
+            const std::string name = u.substr(0, u.find('='));
+            for (const auto& c : all)
+                if (c.exact && name.size() > 2 && name.rfind("--", 0) == 0 && c.name.rfind(name, 0) == 0)
+                    full += (full.empty() ? "" : ", ") + c.name;
+        }
+        if (!full.empty()) m += " (kvio's own flags take their full name: " + full + ")";
         throw ArgparseError(m);
     }
     return out;

@@ -14,6 +14,10 @@ struct ArgparseOption {
     std::string name;  ///< "--num-users"
     std::string type;
     std::vector<std::string> choices;  ///< "choice" options
+    /// kvio's own option (not kv-cache.py's): only its full name is accepted, never an abbreviation, so that a kvio
+    /// flag typed short is an error rather than a guess (docs/mlperf-benchmark.md, "Running a CLOSED submission with
+    /// kvio").
+    bool exact = false;
 };
 
 /// An argparse-style usage error: what() is the text after "error: ".
@@ -23,11 +27,13 @@ struct ArgparseError : std::runtime_error {
 
 /// Checks `args` (the arguments after the subcommand) as argparse would against `options` and returns them
 /// with every abbreviated option name expanded (`--num-u=5` -> `--num-users=5`; values stay where they were).
-/// An exact name wins over prefixes; "-h"/"--help" and their prefixes pass through. Throws ArgparseError with
-/// argparse's message for the first of: "ambiguous option: --num could match --num-users, --num-gpus",
-/// "argument --x: expected one argument", "argument --x: invalid int value: 'v'" (float likewise),
+/// An exact name wins over prefixes; an `exact` option is matched by its full name only (never a prefix of it,
+/// nor listed among an ambiguous prefix's candidates); "-h"/"--help" and their prefixes pass through. Throws
+/// ArgparseError with argparse's message for the first of: "ambiguous option: --num could match --num-users,
+/// --num-gpus", "argument --x: expected one argument", "argument --x: invalid int value: 'v'" (float likewise),
 /// "argument --x: invalid choice: 'v' (choose from 'a', 'b')", "argument --x: ignored explicit argument 'v'";
-/// then "unrecognized arguments: ..." for every unknown option or stray value, in order.
+/// then "unrecognized arguments: ..." for every unknown option or stray value, in order, followed by
+/// " (kvio's own flags take their full name: --trial-seconds)" when an unknown option abbreviates `exact` ones.
 std::vector<std::string> argparse_check(const std::vector<std::string>& args,
                                         const std::vector<ArgparseOption>& options);
 

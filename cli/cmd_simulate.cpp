@@ -63,6 +63,11 @@ void add_closed_options(CLI::App* sub, ClosedFlags& f) {
                     "With --mlperf-closed, for tests: Option 2's CPU tier in GiB instead of 4 (the result says it is "
                     "not a CLOSED submission)")
         ->group(group);
+    sub->add_option("--system-name", f.run.system_name,
+                    "With --mlperf-closed: the system under test's name (at most " +
+                        std::to_string(serving::kMaxSystemNameChars) +
+                        " characters, no '/' or control character), recorded in the summary and every rank file")
+        ->group(group);
     sub->add_flag("--test-memory-cache", f.run.test_memory_cache,
                   "With --mlperf-closed, for tests: run a --cache-dir backed by memory (tmpfs, ramfs, zram, brd, or a "
                   "loop device over a file on one) instead of refusing it (the result says it is not a CLOSED "
@@ -76,7 +81,7 @@ void check_closed_usage(CLI::App* sub, const ClosedFlags& f, const serving::SimC
     auto given = [&](const char* n) { return sub->get_option(n)->count() > 0; };
     if (!f.on) {
         for (const char* n : {"--mlperf-option", "--results-dir", "--trial-seconds", "--pause-seconds",
-                              "--test-cpu-mem-gb", "--test-memory-cache"})
+                              "--test-cpu-mem-gb", "--test-memory-cache", "--system-name"})
             if (given(n)) throw UsageError(std::string(n) + " needs --mlperf-closed");
         return;
     }
@@ -84,6 +89,8 @@ void check_closed_usage(CLI::App* sub, const ClosedFlags& f, const serving::SimC
         throw UsageError("--trial-seconds " + std::to_string(f.trial_seconds) + ": must be >= 1");
     if (given("--pause-seconds") && !(f.pause_seconds >= 0)) throw UsageError("--pause-seconds: must be >= 0");
     if (given("--test-cpu-mem-gb") && !(f.test_cpu_mem_gb > 0)) throw UsageError("--test-cpu-mem-gb: must be > 0");
+    if (const std::string e = serving::system_name_error(f.run.system_name, given("--system-name")); !e.empty())
+        throw UsageError(e);
     if (c.num_clients < 1 || c.num_clients > 1024)
         throw UsageError("--num-clients " + std::to_string(c.num_clients) +
                          ": must be between 1 and 1024 (one client = one process, rule kvcacheClientDefinition)");
@@ -95,22 +102,22 @@ int run_closed(CLI::App* sub, const serving::SimConfig& c, ClosedFlags& f) {
     if (sub->get_option("--trial-seconds")->count() > 0) f.run.trial_seconds = f.trial_seconds;
     if (sub->get_option("--pause-seconds")->count() > 0) f.run.pause_seconds = f.pause_seconds;
     if (sub->get_option("--test-cpu-mem-gb")->count() > 0) f.run.test_cpu_mem_gb = f.test_cpu_mem_gb;
+    f.run.system_name_given = sub->get_option("--system-name")->count() > 0;
     f.run.kvio_version = KVIO_VERSION;
-    const serving::ClosedRunResult r = serving::run_mlperf_closed(c, f.run, std::cerr);
+    const serving::ClosedRunResult r = serving::run_mlperf_closed(c, f.run, std::cerr, c.quiet ? nullptr : &std::cout);
     return r.exit_code;
 }
 
-/// This process's command line from /proc/self/cmdline with `kvio` resolved (/proc/self/exe) and --audit (or an
-/// abbreviation argparse accepted) left out: the command `kvio simulate --audit` runs under the audit.
+/// This process's command line from /proc/self/cmdline with `kvio` resolved (/proc/self/exe) and --audit left out
+/// (kvio's own flags take no abbreviation, cli/argparse_compat.h): the command `kvio simulate --audit` runs under the
+/// audit.
 std::vector<std::string> command_without_audit() {
     std::ifstream f("/proc/self/cmdline", std::ios::binary);
     std::vector<std::string> argv;
     for (std::string a; std::getline(f, a, '\0');) argv.push_back(a);
     if (argv.size() < 2) throw Error("simulate --audit: /proc/self/cmdline is unreadable");
     argv[0] = std::filesystem::read_symlink("/proc/self/exe").string();
-    std::erase_if(argv, [](const std::string& a) {
-        return a.size() >= 4 && a.rfind("--au", 0) == 0 && std::string("--audit").rfind(a, 0) == 0;
-    });
+    std::erase(argv, std::string("--audit"));
     return argv;
 }
 

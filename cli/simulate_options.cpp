@@ -55,17 +55,19 @@ std::vector<ArgparseOption> simulate_argparse_options() {
     std::vector<ArgparseOption> v;
     for (const auto& f : serving::flag_table()) {
         const auto ch = serving::flag_choices(f);
-        v.push_back({f.name, f.type, std::vector<std::string>(ch.begin(), ch.end())});
+        // kv-cache.py's flags take argparse's abbreviations, as its scripts may use them; kvio's own only their name.
+        v.push_back({f.name, f.type, std::vector<std::string>(ch.begin(), ch.end()), f.kvio_only});
     }
     // --mlperf-closed and its options (cli/cmd_simulate.cpp): kvio's, around the benchmark's flags.
-    v.push_back({"--mlperf-closed", "flag", {}});
-    v.push_back({"--mlperf-option", "choice", {"1", "2", "3", "all"}});
-    v.push_back({"--results-dir", "str", {}});
-    v.push_back({"--trial-seconds", "int", {}});
-    v.push_back({"--pause-seconds", "float", {}});
-    v.push_back({"--test-cpu-mem-gb", "float", {}});
-    v.push_back({"--test-memory-cache", "flag", {}});
-    v.push_back({"--audit", "flag", {}});  // kvio simulate --audit (cli/cmd_simulate.cpp)
+    v.push_back({"--mlperf-closed", "flag", {}, true});
+    v.push_back({"--mlperf-option", "choice", {"1", "2", "3", "all"}, true});
+    v.push_back({"--results-dir", "str", {}, true});
+    v.push_back({"--trial-seconds", "int", {}, true});
+    v.push_back({"--pause-seconds", "float", {}, true});
+    v.push_back({"--test-cpu-mem-gb", "float", {}, true});
+    v.push_back({"--test-memory-cache", "flag", {}, true});
+    v.push_back({"--system-name", "str", {}, true});
+    v.push_back({"--audit", "flag", {}, true});  // kvio simulate --audit (cli/cmd_simulate.cpp)
     return v;
 }
 

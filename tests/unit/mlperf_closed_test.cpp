@@ -131,6 +131,61 @@ TEST(ClosedRules, ATrialWithStorageIOErrorsIsNotScored) {
     fs::remove_all(dir);
 }
 
+// A rank that completed no request measured nothing: in a trial of the rules' 300 s the trial fails (left out,
+// the Option not valid); in a shortened test trial (--trial-seconds) it is scored and the Option's notes say so.
+TEST(ClosedRules, ATrialWhereARankCompletedNoRequestIsNotScoredOrIsNoted) {
+    const std::string dir = testing::TempDir() + "/kvio-closed-zero-" + std::to_string(::getpid());
+    fs::remove_all(dir);
+    for (int t = 0; t < 2; ++t)
+        for (int n = 0; n < 2; ++n) write_rank(dir, 1, t, n, 1 + t, 0.5, 100, 2.0, 1.0, 3);
+    const std::string f = rank_result_files(dir + "/" + rank_dir_name(1, 1, 1)).at(0);
+    nlohmann::json d = nlohmann::json::parse(std::ifstream(f));
+    auto with = [&](int64_t completed, int64_t duration) {
+        d["requests_completed"] = completed;
+        d["kvio"]["config"]["flags"]["duration"] = duration;
+        std::ofstream(f) << d.dump();
+        return aggregate_option(dir, 1, 2, 2);
+    };
+    nlohmann::ordered_json a = with(5, 300);  // requests completed: scored, no note
+    EXPECT_EQ(a["valid"], true);
+    EXPECT_EQ(a["scored_trial_count"], 2);
+    EXPECT_EQ(a["notes"], nlohmann::json::array());
+    a = with(0, 300);
+    EXPECT_EQ(a["valid"], false);
+    EXPECT_EQ(a["scored_trial_count"], 1);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), 2.0);  // trial 0 alone: 1 + 1
+    EXPECT_EQ(a["failed_trials_excluded"],
+              nlohmann::json::array({{{"trial", 1}, {"why", "rank_1: 0 requests completed"}}}));
+    EXPECT_NE(a["invalid_reason"].get<std::string>().find("trial_1 failed (rank_1: 0 requests completed)"),
+              std::string::npos)
+        << a["invalid_reason"];
+    a = with(0, 1);  // a shortened test trial: scored, with a note
+    EXPECT_EQ(a["valid"], true);
+    EXPECT_EQ(a["scored_trial_count"], 2);
+    EXPECT_DOUBLE_EQ(a["aggregated_read_bandwidth_gbps"].get<double>(), (2.0 + 4.0) / 2);
+    EXPECT_EQ(a["notes"], nlohmann::json::array({"trial_1: rank_1 completed 0 requests in its 1 s trial "
+                                                 "(--trial-seconds): its figures measure no request; in a trial of "
+                                                 "300 s that is a failed trial"}));
+    fs::remove_all(dir);
+}
+
+// --system-name: any printable name up to 128 characters (UTF-8 counted by character); empty, longer, '/' or a
+// control character is refused with one line naming the flag; not given is no error.
+TEST(ClosedRun, SystemNameIsCheckedNamingTheFlag) {
+    EXPECT_EQ(system_name_error("", false), "");
+    EXPECT_EQ(system_name_error("acme-kv 2x NVMe (gen5)", true), "");
+    EXPECT_EQ(system_name_error(std::string(128, 'x'), true), "");
+    std::string utf8;
+    for (int i = 0; i < 128; ++i) utf8 += "\u00e9";  // 128 characters, 256 bytes
+    EXPECT_EQ(system_name_error(utf8, true), "");
+    EXPECT_EQ(system_name_error("", true), "--system-name: must not be empty");
+    EXPECT_EQ(system_name_error(std::string(129, 'x'), true), "--system-name: 129 characters, at most 128");
+    EXPECT_EQ(system_name_error("a/b", true), "--system-name: must not contain '/' (it may name a file or directory)");
+    EXPECT_EQ(system_name_error("a\tb", true), "--system-name: must not contain control character 0x09");
+    EXPECT_EQ(system_name_error("ab\n", true), "--system-name: must not contain control character 0x0a");
+    EXPECT_EQ(system_name_error("a\x7f", true), "--system-name: must not contain control character 0x7f");
+}
+
 TEST(ClosedRules, AggregateSumsRanksAveragesTrialsAndTakesTheMaxP95) {
     const std::string dir = testing::TempDir() + "/kvio-closed-agg-" + std::to_string(::getpid());
     fs::remove_all(dir);

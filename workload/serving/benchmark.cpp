@@ -36,6 +36,7 @@
 #include "workload/serving/autoscaler.h"
 #include "workload/serving/cache.h"
 #include "workload/serving/conversation.h"
+#include "workload/serving/results/drain_report.h"
 #include "workload/serving/results/merge_results.h"
 #include "workload/serving/results/metrics.h"
 #include "workload/serving/results/output_path.h"
@@ -768,10 +769,13 @@ int Simulation::run(nlohmann::ordered_json& out, std::ostream* progress, const s
 }
 
 // After the stop: waits for the requests in flight to give up or complete (about one transfer each; as long as a
-// stalled device holds that transfer), saying every 5 s how many are left, and once, at a second stop signal, why
-// it cannot end sooner: block I/O in flight cannot be cancelled, and the results need the requests' outcomes.
+// stalled device holds that transfer), saying every 5 s how many are left and what each tier moved since the stop
+// (drain_line: a drain that is memcpy into the CPU tier says so, not a stalled device), and once, at a second stop
+// signal, why it cannot end sooner: block I/O in flight cannot be cancelled, and the results need the requests'
+// outcomes.
 void Simulation::wait_for_drain(std::ostream* progress) {
     const uint64_t t0 = now_ns();
+    const CacheStats at_stop = progress && in_flight_.load() ? cache_.stats() : CacheStats{};
     double next = 5;
     bool told = false;
     while (in_flight_.load()) {
@@ -783,8 +787,7 @@ void Simulation::wait_for_drain(std::ostream* progress) {
         // read once: the count said is the one tested, never "0 requests in flight" (drained meanwhile)
         const uint64_t left = in_flight_.load();
         if (!left) break;
-        *progress << "simulate: draining: " << left << " requests in flight after " << int(waited)
-                  << " s (each ends at its transfer in flight; a stalled device holds it)";
+        *progress << drain_line(left, waited, at_stop, cache_.stats());
         if (insisted && !told)
             *progress << "; the transfers in flight cannot be cancelled: the results are written when they end, "
                          "SIGKILL leaves none";

@@ -241,7 +241,23 @@ struct TrialFigures {
     bool stopped = false;
     int read_files = 0;
     std::vector<std::string> failed;  ///< why the trial is no complete trial: "rank_1: no rank file", ...
+    std::vector<int> no_requests;     ///< the ranks that completed 0 requests in a shortened trial (a note)
+    int64_t seconds = 0;              ///< the trial's length (kvio.config.flags.duration), for the note
 };
+
+/// Whether rank file `doc` completed no request (`requests_completed` 0): its figures measure nothing. Files without
+/// the key (not kvio's simulate) are not judged here.
+bool completed_no_request(const Json& doc) {
+    const Json& done = field_or_null(doc, "requests_completed");
+    return done.is_number() && done.get<double>() == 0;
+}
+
+/// The trial length rank file `doc` ran (kvio.config.flags.duration, s), 0 when it does not say.
+int64_t trial_seconds_of(const Json& doc) {
+    const Json& d =
+        field_or_null(field_or_null(field_or_null(field_or_null(doc, "kvio"), "config"), "flags"), "duration");
+    return d.is_number_integer() ? d.get<int64_t>() : 0;
+}
 
 /// Reads trial `t`'s rank files into `f`, adding to the Option's lists (`missing`, `cpu_tier`, `unread`).
 void read_trial(const std::string& results_dir, int option, int t, int ranks, TrialFigures& f, Json& missing,
@@ -268,6 +284,15 @@ void read_trial(const std::string& results_dir, int option, int t, int ranks, Tr
         ++f.read_files;
         if (const RankStorageFailures sf = rank_storage_failures(doc); sf.io_writes + sf.io_reads > 0)
             f.failed.push_back(rank + ": " + std::to_string(sf.io_writes + sf.io_reads) + " storage I/O error(s)");
+        // A rank that completed no request measured nothing (docs/mlperf-benchmark.md, "A trial that measured
+        // nothing"): in a trial of the rules' length a failed trial; in a shortened test trial a note.
+        if (completed_no_request(doc)) {
+            f.seconds = trial_seconds_of(doc);
+            if (f.seconds > 0 && f.seconds < closed_options()[0].duration_s)
+                f.no_requests.push_back(n);
+            else
+                f.failed.push_back(rank + ": 0 requests completed");
+        }
         const Json& summary = field_or_null(doc, "summary");
         const Json& cs = field_or_null(summary, "cache_stats");
         auto zero = [&cs](const char* k) {
@@ -286,15 +311,24 @@ void read_trial(const std::string& results_dir, int option, int t, int ranks, Tr
         f.wp = std::max(f.wp, num(cs, "storage_write_device_p95_ms"));
     }
 }
+/// The summary's note for trial `t` whose ranks `f.no_requests` completed no request in a shortened trial.
+std::string no_request_note(int t, const TrialFigures& f) {
+    std::string ranks;
+    for (int n : f.no_requests) ranks += (ranks.empty() ? "rank_" : ", rank_") + std::to_string(n);
+    return "trial_" + std::to_string(t) + ": " + ranks + " completed 0 requests in its " + std::to_string(f.seconds) +
+           " s trial (--trial-seconds): its figures measure no request; in a trial of " +
+           std::to_string(closed_options()[0].duration_s) + " s that is a failed trial";
+}
 }  // namespace
 
 Json aggregate_option(const std::string& results_dir, int option, int trials, int ranks) {
     std::vector<double> read_bw, write_bw, avg_tp, storage_tp, read_p95, write_p95;
     Json missing = Json::array(), cpu_tier = Json::array(), per_trial = Json::array(), stopped_trials = Json::array(),
-         unread = Json::array(), failed_trials = Json::array();
+         unread = Json::array(), failed_trials = Json::array(), notes = Json::array();
     for (int t = 0; t < trials; ++t) {
         TrialFigures f;
         read_trial(results_dir, option, t, ranks, f, missing, cpu_tier, unread);
+        if (!f.no_requests.empty()) notes.push_back(no_request_note(t, f));
         per_trial.push_back({{"trial", t},
                              {"stopped", f.stopped},
                              {"rank_files", f.read_files},
@@ -348,6 +382,7 @@ Json aggregate_option(const std::string& results_dir, int option, int trials, in
     j["cpu_tier_ranks"] = cpu_tier;
     j["storage_unread_ranks"] = unread;
     j["per_trial"] = per_trial;
+    j["notes"] = notes;
     return j;
 }
 

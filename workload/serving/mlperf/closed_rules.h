@@ -74,12 +74,16 @@ std::vector<std::string> rank_result_files(const std::string& rank_dir);
 /// aggregated_* figure and listed in stopped_trials_excluded. A failed trial (a rank file missing or unreadable, or one
 /// recording storage I/O errors, rank_storage_failures) is no complete trial: summing its ranks would count the failed
 /// one as zero, so it is left out too and listed in failed_trials_excluded ({trial, why}); the Option is then `valid`
-/// false with `invalid_reason` (docs/mlperf-benchmark.md, "A failed trial"). Keys: option,
+/// false with `invalid_reason` (docs/mlperf-benchmark.md, "A failed trial"). A rank file that completed no request
+/// (`requests_completed` 0) measured nothing: in a trial of the rules' 300 s (its kvio.config.flags.duration) it fails
+/// the trial ("rank_0: 0 requests completed"); in a shortened test trial the trial is scored and `notes` says so
+/// (docs/mlperf-benchmark.md, "A trial that measured nothing"). Keys: option,
 /// aggregated_read_bandwidth_gbps, aggregated_write_bandwidth_gbps, aggregated_avg_throughput_tokens_per_sec,
 /// aggregated_storage_throughput_tokens_per_sec, aggregated_device_read_p95_ms, aggregated_device_write_p95_ms (each
 /// null without a scored trial), rank_count, trial_count (trials run), scored_trial_count, stopped_trials_excluded,
 /// failed_trials_excluded, valid, invalid_reason (only when not valid), partial_failure, missing_files,
-/// cpu_tier_ranks, and per_trial (kvio's: each trial's sums and maxima, `stopped`, `rank_files` read).
+/// cpu_tier_ranks, per_trial (kvio's: each trial's sums and maxima, `stopped`, `rank_files` read) and notes
+/// (strings, `[]` when none).
 nlohmann::ordered_json aggregate_option(const std::string& results_dir, int option, int trials, int ranks);
 
 /// The share of a trial's write bytes that capacity refusals may reach before a rank file is no valid trial

@@ -69,10 +69,12 @@ ClosedOption effective_option(int n, const ClosedRunOptions& o) {
     return r;
 }
 
-/// kvio.mlperf_closed, the marker every file of the run carries; `run_id` tells its files from another run's.
-Json marker(int option, int trial, int rank, const std::string& reason, const std::string& run_id) {
+/// kvio.mlperf_closed, the marker every file of the run carries: `o.run_id` tells its files from another run's, and
+/// `o.system_name` (--system-name, when given) names the system under test.
+Json marker(int option, int trial, int rank, const std::string& reason, const ClosedRunOptions& o) {
     Json m;
-    if (!run_id.empty()) m["run_id"] = run_id;
+    if (!o.run_id.empty()) m["run_id"] = o.run_id;
+    if (!o.system_name.empty()) m["system_name"] = o.system_name;
     m["option"] = option;
     m["trial"] = trial;
     if (rank >= 0) m["rank"] = rank;
@@ -269,7 +271,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         const Placement p = place_marked_file(
             client_output_path(c.output, n),
             o.results_dir + "/" + rank_dir_name(opt.option, trial, n) + "/kvcache_results_" + stamp + ".json",
-            marker(opt.option, trial, n, reason, o.run_id), progress,
+            marker(opt.option, trial, n, reason, o), progress,
             [&](const Json& doc) {
                 say_failed_ops(doc, opt, trial, n, progress);
                 if (storage_io_failed(doc))
@@ -296,8 +298,8 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
         return out;
     }
     std::string why;
-    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress, nullptr,
-                          &why) == Placement::Failed) {
+    if (place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o), progress, nullptr, &why) ==
+        Placement::Failed) {
         out.code = std::max(out.code, 1);
         out.failed_entirely = true;
         out.why = "its merged result could not be written";
@@ -313,7 +315,7 @@ TrialOutcome run_trial(const SimConfig& base, const ClosedOption& opt, int trial
 /// results replace it (one rename) when the rank lives long enough. Written whole (temporary name, renamed); a failure
 /// is named on `progress` and changes nothing else.
 void write_stop_placeholder(const std::string& path, const ClosedOption& opt, int trial, int rank,
-                            const std::string& reason, const std::string& run_id, const SimConfig& c, int base_clients,
+                            const std::string& reason, const ClosedRunOptions& o, const SimConfig& c, int base_clients,
                             int signo, bool own, std::ostream& progress) {
     Json doc;
     doc["seed"] = kClosedSeed + rank;
@@ -328,7 +330,7 @@ void write_stop_placeholder(const std::string& path, const ClosedOption& opt, in
     flags["mpi"] = true;
     doc["kvio"]["config"]["flags"] = flags;
     doc["kvio"]["config"]["client"] = {{"rank", rank}, {"clients", base_clients}, {"launcher", "mpi"}};
-    Json m = mark_stop(marker(opt.option, trial, rank, reason, run_id), doc);
+    Json m = mark_stop(marker(opt.option, trial, rank, reason, o), doc);
     m["results_pending"] = true;
     m["written_at"] =
         "the stop signal, before the trial's requests drained: replaced by the rank's results when it "
@@ -355,7 +357,7 @@ bool write_gathered_copies(const std::vector<ClientResult>& gathered, const Clos
         try {
             fs::create_directories(dir);
             Json doc = g.doc;
-            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason, o.run_id), doc);
+            doc["kvio"]["mlperf_closed"] = mark_stop(marker(opt.option, trial, g.rank, reason, o), doc);
             doc["kvio"]["mlperf_closed"]["written_by"] = "rank 0, from the result rank " + std::to_string(g.rank) +
                                                          " sent over MPI (its own copy is on " + g.host + ")";
             const std::string copy = dir + "/kvcache_results_" + stamp + ".json";
@@ -391,7 +393,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     const std::string stamp = local_stamp();
     const std::string own_file = own_dir + "/kvcache_results_" + stamp + ".json";
     auto on_stop = [&](int signo, bool own) {
-        write_stop_placeholder(own_file, opt, trial, top.rank, reason, o.run_id, c, top.clients, signo, own, progress);
+        write_stop_placeholder(own_file, opt, trial, top.rank, reason, o, c, top.clients, signo, own, progress);
     };
     try {
         fs::create_directories(own_dir);
@@ -410,8 +412,7 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     std::string not_written;
     bool own_io_failed = false;
     const Placement placement = place_marked_file(
-        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o.run_id),
-        progress,
+        client_output_path(c.output, top.rank), own_file, marker(opt.option, trial, top.rank, reason, o), progress,
         [&](const Json& doc) {
             say_failed_ops(doc, opt, trial, top.rank, progress);
             own_io_failed = storage_io_failed(doc);
@@ -446,8 +447,8 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
         std::string why;
         if (!failed)
             wrote = write_gathered_copies(gathered, opt, trial, o, reason, stamp, progress, why) &&
-                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o.run_id), progress,
-                                      nullptr, &why) != Placement::Failed;
+                    place_marked_file(c.output, c.output, marker(opt.option, trial, -1, reason, o), progress, nullptr,
+                                      &why) != Placement::Failed;
         if (!wrote) out.failures.push_back({{"rank", 0}, {"why", why}});
     }
     if (mpi_max_over_ranks(wrote ? 0 : 1)) out.code = std::max(out.code, 1);  // every rank stops together
@@ -464,17 +465,48 @@ TrialOutcome run_trial_mpi(const SimConfig& base, const ClosedOption& opt, int t
     return out;
 }
 
-/// Sleeps `seconds` in 100 ms steps; false when the run's stop signal came (its number in `signo`).
-bool pause_between_options(double seconds, const StopSignal& stop, int& signo) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+/// Sleeps `seconds` in 100 ms steps; false when the run's stop signal came (its number in `signo`). Every
+/// kConsoleCountdownS seconds of it "mlperf-closed: pause: N s left" goes to `console` (when set): at most one line
+/// per 10 s.
+bool pause_between_options(double seconds, const StopSignal& stop, int& signo, std::ostream* console) {
+    constexpr double kConsoleCountdownS = 10;
+    const auto start = std::chrono::steady_clock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    double next = kConsoleCountdownS;
     while (std::chrono::steady_clock::now() < end) {
         if (stop.stopped()) {
             signo = stop.signo();
             return false;
         }
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (console && waited >= next) {
+            *console << "mlperf-closed: pause: " << std::llround(seconds - next) << " s left\n" << std::flush;
+            next += kConsoleCountdownS;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return true;
+}
+
+/// The console's (stdout's) line for an Option at the run's end: its headline figures and how many trials they
+/// cover, or why it has none.
+void print_option_headline(std::ostream& console, const ClosedOption& opt, const Json& a) {
+    console << "mlperf-closed: option " << opt.option << " (" << opt.name << "): ";
+    const int scored = a.value("scored_trial_count", 0);
+    if (scored == 0) {
+        console << "no scored trial (the summary's options." << opt.option << " says why)\n";
+        return;
+    }
+    auto num = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 %.2f ms, %.1f storage "
+                  "tokens/s (%d of %d trial(s) scored%s)\n",
+                  num("aggregated_read_bandwidth_gbps"), num("aggregated_write_bandwidth_gbps"),
+                  num("aggregated_device_read_p95_ms"), num("aggregated_device_write_p95_ms"),
+                  num("aggregated_storage_throughput_tokens_per_sec"), scored, a.value("trial_count", 0),
+                  a.value("valid", true) ? "" : "; INVALID");
+    console << line;
 }
 
 Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
@@ -482,6 +514,7 @@ Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::
     Json m;
     m["mode"] = "closed";
     m["run_id"] = o.run_id;
+    if (!o.system_name.empty()) m["system_name"] = o.system_name;
     m["closed_submission"] = reason.empty();
     if (!reason.empty()) m["not_a_closed_submission"] = reason;
     m["options_run"] = options;
@@ -629,6 +662,26 @@ private:
 
 }  // namespace
 
+std::string system_name_error(const std::string& name, bool given) {
+    if (!given) return "";
+    if (name.empty()) return "--system-name: must not be empty";
+    const size_t chars = size_t(std::count_if(name.begin(), name.end(), [](char ch) {
+        return (static_cast<unsigned char>(ch) & 0xc0) != 0x80;  // a UTF-8 continuation byte is no character
+    }));
+    if (chars > kMaxSystemNameChars)
+        return "--system-name: " + std::to_string(chars) + " characters, at most " +
+               std::to_string(kMaxSystemNameChars);
+    for (const unsigned char ch : name) {
+        if (ch == '/') return "--system-name: must not contain '/' (it may name a file or directory)";
+        if (ch < 0x20 || ch == 0x7f) {
+            char b[96];
+            std::snprintf(b, sizeof b, "--system-name: must not contain control character 0x%02x", ch);
+            return b;
+        }
+    }
+    return "";
+}
+
 std::string not_a_submission_reason(const ClosedRunOptions& o) {
     std::string r;
     auto add = [&](const std::string& s) { r += (r.empty() ? "" : "; ") + s; };
@@ -670,6 +723,7 @@ std::vector<std::string> closed_run_errors(const SimConfig& base, const ClosedRu
     if (o.trial_seconds && *o.trial_seconds < 1) errors.push_back("--trial-seconds must be >= 1");
     if (o.pause_seconds && !(*o.pause_seconds >= 0)) errors.push_back("--pause-seconds must be >= 0");
     if (o.test_cpu_mem_gb && !(*o.test_cpu_mem_gb > 0)) errors.push_back("--test-cpu-mem-gb must be > 0");
+    if (std::string e = system_name_error(o.system_name, o.system_name_given); !e.empty()) errors.push_back(e);
     if (base.num_clients < 1) errors.push_back("--num-clients must be >= 1");
     if (base.mpi && std::find(o.given_flags.begin(), o.given_flags.end(), "--num-clients") != o.given_flags.end())
         errors.push_back(
@@ -766,6 +820,8 @@ std::vector<int> check_closed_run_mpi(const SimConfig& base, const ClosedRunOpti
 /// The per-Option line of the console. An Option without any rank file says so instead of figures (its aggregate is
 /// all zeros); one with some rank files missing says how many, as the summary's partial_failure does.
 void print_option_line(std::ostream& progress, int option, const Json& a) {
+    for (const auto& n : a.value("notes", Json::array()))
+        progress << "mlperf-closed: option " << option << ": note: " << n.get<std::string>() << "\n";
     const size_t missing = a.value("missing_files", Json::array()).size();
     const size_t expected = size_t(std::max(0, a.value("rank_count", 0) * a.value("trial_count", 0)));
     if (missing && missing >= expected) {
@@ -1046,7 +1102,8 @@ std::string write_summary(const std::string& results_dir, const std::string& sta
 
 }  // namespace
 
-ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o_in, std::ostream& progress) {
+ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptions& o_in, std::ostream& progress,
+                                  std::ostream* console_in) {
     // Before anything that takes a while (MPI's start-up, the binary's SHA-256) and before any client is forked: a
     // stop signal from the first moment stops the run cleanly. Its handler replaces SIG_IGN too (a shell starts a
     // background job `cmd &` with SIGINT ignored): a CLOSED run started from a script still stops on SIGINT.
@@ -1071,6 +1128,7 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         top.clients = int(base.num_clients);
     }
     base.num_clients = top.clients;
+    std::ostream* console = top.leader() ? console_in : nullptr;  // rank 0 alone reports
     remove_stale_rank_caches(base.cache_dir, top.mpi ? std::vector<int>{top.rank} : all_ranks(top.clients), progress);
     const std::string reason = not_a_submission_reason(o);
     if (!reason.empty() && top.leader()) progress << "mlperf-closed: " << reason << "\n";
@@ -1095,6 +1153,10 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
         const ClosedOption opt = effective_option(options[i], o);
         int trials_run = 0;
         for (int t = 0; t < kClosedTrials && !signo && !ended; ++t) {
+            if (console)
+                *console << "mlperf-closed: option " << opt.option << " (" << opt.name << ") trial " << t + 1 << "/"
+                         << kClosedTrials << ": " << top.clients << " client(s), " << trial_seconds_of(o) << " s\n"
+                         << std::flush;
             const TrialOutcome out = top.mpi ? run_trial_mpi(base, opt, t, o, reason, top, stop, progress)
                                              : run_trial(base, opt, t, o, reason, progress);
             ++trials_run;
@@ -1133,7 +1195,11 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
                 progress << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
                          << "\n"
                          << std::flush;
-            pause_between_options(pause_seconds_of(o), stop, signo);
+            if (console)
+                *console << "mlperf-closed: pausing " << pause_seconds_of(o) << " s before option " << options[i + 1]
+                         << "\n"
+                         << std::flush;
+            pause_between_options(pause_seconds_of(o), stop, signo, console);
             if (top.mpi) signo = mpi_max_over_ranks(signo);  // the pause ends together; a signal on one stops all
             if (signo && stopped_in.empty()) stopped_in = "the pause before option " + std::to_string(options[i + 1]);
         }
@@ -1158,7 +1224,19 @@ ClosedRunResult run_mlperf_closed(const SimConfig& base_in, const ClosedRunOptio
     if (failure.empty() && res.summary_path.empty()) failure = "the summary was not written";
     if (failure.empty() && partial) failure = "rank files are missing (partial_failure)";
     if (failure.empty() && failed) failure = "a trial failed (above)";
+    for (const auto& [key, v] : opts.items())  // a trial left out that no client's exit said failed (0 requests)
+        if (failure.empty() && v.value("valid", true) == false)
+            failure = "option " + key + ": " + v.value("invalid_reason", std::string());
     const bool valid = print_end_line(progress, verdict, signo, failure);
+    if (console) {
+        for (int n : options)
+            if (opts.contains(std::to_string(n)))
+                print_option_headline(*console, effective_option(n, o), opts[std::to_string(n)]);
+        *console << "mlperf-closed: "
+                 << (res.summary_path.empty() ? "no summary written (stderr says why)" : "summary: " + res.summary_path)
+                 << (valid ? "" : " (the run did not complete: stderr's end line says why)") << "\n"
+                 << std::flush;
+    }
     res.summary = std::move(s);
     res.exit_code = signo ? 128 + signo : valid ? 0 : 1;
     return res;

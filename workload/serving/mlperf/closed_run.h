@@ -30,6 +30,11 @@ struct ClosedRunOptions {
     /// test runs (--test-memory-cache): a cache backed by memory (memory_backing) is run instead of refused; every
     /// output file then says it is not a CLOSED submission.
     bool test_memory_cache = false;
+    /// --system-name: the system under test, recorded in the summary's kvio.metadata and every rank file's
+    /// kvio.mlperf_closed (one of what the rules let a submitter vary, docs/mlperf-benchmark.md); checked by
+    /// system_name_error when `system_name_given`.
+    std::string system_name;
+    bool system_name_given = false;
     std::vector<std::string> given_flags;  ///< every `kvio simulate` flag typed ("--config"), for closed_refusals
     std::string kvio_version;              ///< `kvio --version`'s text, recorded in the provenance
     /// Set by run_mlperf_closed, not by the caller: the run's id, in every file it writes (kvio.mlperf_closed.run_id,
@@ -61,6 +66,14 @@ Placement place_marked_file(const std::string& from, const std::string& to, cons
                             std::ostream& progress,
                             const std::function<void(const nlohmann::ordered_json&)>& on_read = nullptr,
                             std::string* why = nullptr);
+
+/// The longest --system-name, in characters (UTF-8 code points).
+inline constexpr size_t kMaxSystemNameChars = 128;
+
+/// Why `name` cannot be a --system-name, as a one-line error naming the flag ("--system-name: must not be empty"), or
+/// "" when it can (or when `given` is false): not empty, at most kMaxSystemNameChars bytes, no '/' and no control
+/// character (below 0x20, or 0x7f).
+std::string system_name_error(const std::string& name, bool given);
 
 /// Why a run with these options is not a CLOSED submission ("" when it is one): a trial length other than 300 s, a
 /// pause other than 90 s, another CPU tier for Option 2, not all three Options, or --test-memory-cache.
@@ -96,6 +109,13 @@ std::vector<int> check_closed_run(const SimConfig& base, const ClosedRunOptions&
 /// kvio.invalid_rank_files each rank file that is no valid trial (rank_storage_failures) and why. Before the first
 /// trial each group of clients that share a cache filesystem (all of --num-clients; under MPI the ranks of one host,
 /// ranks_sharing) is warned once when their share is too small for an Option (sizing_warning).
-ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress);
+///
+/// `console` (stdout; nullptr with --quiet, and on every rank but 0) gets the run's progress for a person: each trial
+/// as it starts ("mlperf-closed: option 1 (Max Storage Stress) trial 1/3: 2 client(s), 300 s"), the pause between
+/// Options and its countdown (at most one line per 10 s), and at the end each Option's headline figures and where the
+/// summary is (docs/mlperf-benchmark.md, "Running a CLOSED submission with kvio"). Warnings, errors and the detailed
+/// log stay on `progress`.
+ClosedRunResult run_mlperf_closed(const SimConfig& base, const ClosedRunOptions& o, std::ostream& progress,
+                                  std::ostream* console = nullptr);
 
 }  // namespace kvio::serving
