@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -1059,4 +1060,89 @@ TEST(ClosedRules, TheHelpSaysTheProtocolFromTheTable) {
         longest = std::max(longest, nl - at);
     }
     EXPECT_LE(longest, 120u) << h;
+}
+
+// Every flag a CLOSED run fixes is checked in a kvio rank file, not only the seven Option parameters: each flag
+// `kvio simulate --mlperf-closed` refuses at launch, edited into a rank file's kvio.config.flags, is one problem whose
+// line is that refusal (naming its rule). A rank file holding every flag at its default, and the values a run sets
+// itself (its output, its cache directory, its client count, the computed storage capacity), is clean.
+TEST(MlperfCheckDir, EveryFlagTheClosedRulesFixIsChecked) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            mark_as_kvio(d.path, t, n, 2);
+            auto rk = load_json(rank_file(d.path, t, n));
+            nlohmann::ordered_json all =
+                config_to_json(closed_option_config(SimConfig{}, closed_option(1), 2))["flags"];
+            all["output"] = rank_file(d.path, t, n);
+            all["cache_dir"] = "/mnt/kv/rank_" + std::to_string(n);
+            all["num_clients"] = 2;
+            all["storage_capacity_gb"] = 12.5;
+            all["seed"] = 42 + n;
+            rk["kvio"]["config"]["flags"] = all;
+            save_json(rank_file(d.path, t, n), rk);
+        }
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    const std::vector<std::tuple<const char*, nlohmann::ordered_json, const char*>> planted = {
+        {"storage_io", "direct", "kvcacheClosedImmutable"},
+        {"disable_prefix_caching", true, "kvcacheClosedImmutable"},
+        {"enable_rag", true, "kvcacheClosedImmutable"},
+        {"max_requests", 10, "kvcacheClosedImmutable"},
+        {"storage_throttle_mibps", 5, "kvcacheClosedImmutable"},
+        {"performance_profile", "throughput", "kvcacheClosedImmutable"},
+        {"enable_autoscaling", true, "kvcacheAutoscalingProhibited"},
+        {"config", "my.yaml", "kvcacheClosedSequenceLocks"},
+    };
+    const std::string f = rank_file(d.path, 1, 0);
+    const auto clean = load_json(f);
+    for (const auto& [key, value, rule] : planted) {
+        auto rk = clean;
+        rk["kvio"]["config"]["flags"][key] = value;
+        save_json(f, rk);
+        const CheckReport r = check_results_dir(d.path, kShortened);
+        ASSERT_EQ(r.problems.size(), 1u) << key << "\n" << joined(r);
+        EXPECT_EQ(r.problems[0].rfind(f + ": " + key + " " + value.dump() + ", kvio simulate's default ", 0), 0u)
+            << r.problems[0];
+        EXPECT_NE(r.problems[0].find("(rule " + std::string(rule)), std::string::npos) << r.problems[0];
+    }
+    save_json(f, clean);
+    // The same edit in every rank file of the Option is one line naming the files.
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            auto rk = load_json(rank_file(d.path, t, n));
+            rk["kvio"]["config"]["flags"]["enable_rag"] = true;
+            save_json(rank_file(d.path, t, n), rk);
+        }
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(d.path + "/option_1: enable_rag true in 6 rank files (trial_0/rank_0, ", 0), 0u)
+        << r.problems[0];
+}
+
+// A rank file of the Python benchmark records no flags; what it records of them is checked: a throughput timeline
+// (only the autoscaler writes one) and entries in a tier the Option runs at 0 GiB.
+TEST(MlperfCheckDir, APythonRankFileIsCheckedForWhatItRecords) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    const std::string f = rank_file(d.path, 2, 1);
+    auto rk = load_json(f);
+    rk["throughput_timeline"] = nlohmann::ordered_json::array();
+    rk["summary"]["cache_stats"]["gpu_entries"] = 0;
+    rk["summary"]["cache_stats"]["cpu_entries"] = 0;
+    save_json(f, rk);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    rk["throughput_timeline"] = {{{"t", 1.0}, {"tokens_per_sec", 10.0}}};
+    rk["summary"]["cache_stats"]["gpu_entries"] = 12;
+    rk["summary"]["cache_stats"]["cpu_entries"] = 3;
+    save_json(f, rk);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0], f + ": throughput_timeline has 1 entries: the autoscaler ran (--enable-autoscaling) "
+                                 "(rule kvcacheAutoscalingProhibited)");
+    EXPECT_EQ(r.problems[1], f + ": summary.cache_stats.gpu_entries 12, Option 1 runs --gpu-mem-gb 0: the tier held "
+                                 "entries (rule kvcacheFixedWorkloadPerOption)");
+    EXPECT_NE(r.problems[2].find("cpu_entries 3, Option 1 runs --cpu-mem-gb 0"), std::string::npos) << r.problems[2];
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "workload/serving/config.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/provenance.h"
 #include "workload/serving/results/json_need.h"
@@ -393,20 +394,18 @@ void check_rank_failures(const std::string& path, const Json& doc, CheckReport& 
 /// One kind of parameter problem of an Option (a key, the value found, the value required) and the rank files that
 /// have it: reported once, not once per file.
 struct ParamMismatch {
-    std::string key, got, want;
+    std::string key, got;
+    std::string tail;  ///< what is required and the rule: ", Option 1 requires 300 (rule ...)"
     std::vector<std::string> files;
 };
 using ParamMismatches = std::map<std::string, ParamMismatch>;  ///< by key, value found and value required
 
 /// One line per kind: the file itself when one file has it, else the Option's directory with the count and the files
 /// (as option-relative trial_<T>/rank_<N>).
-void report_param_mismatches(const std::string& odir, const ClosedOption& opt, const ParamMismatches& m,
-                             CheckReport& rep) {
-    const std::string rule = ", Option " + std::to_string(opt.option) + " requires ";
+void report_param_mismatches(const std::string& odir, const ParamMismatches& m, CheckReport& rep) {
     for (const auto& [id, p] : m) {
         if (p.files.size() == 1) {
-            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + rule + p.want +
-                                   " (rule kvcacheFixedWorkloadPerOption)");
+            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + p.tail);
             continue;
         }
         std::string where;
@@ -415,7 +414,7 @@ void report_param_mismatches(const std::string& odir, const ClosedOption& opt, c
             where += (where.empty() ? "" : ", ") + rel.string();
         }
         rep.problems.push_back(odir + ": " + p.key + " " + p.got + " in " + std::to_string(p.files.size()) +
-                               " rank files (" + where + ")" + rule + p.want + " (rule kvcacheFixedWorkloadPerOption)");
+                               " rank files (" + where + ")" + p.tail);
     }
 }
 
@@ -526,6 +525,57 @@ void check_trial_length(const std::string& path, const Json& doc, const RunShape
                            std::to_string(s.trial_seconds) + " s (rule kvcacheFixedWorkloadPerOption)");
 }
 
+/// Whether two recorded flag values are the same setting: equal numbers (same_number), or both unset (null, as an older
+/// kvio recorded an unset string, or "").
+bool same_setting(const Json& a, const Json& b) {
+    auto unset = [](const Json& v) { return v.is_null() || (v.is_string() && v.get<std::string>().empty()); };
+    return (unset(a) && unset(b)) || same_number(a, b);
+}
+
+/// Every other flag a kvio rank file records (kvio.config.flags) against `kvio simulate`'s default
+/// (config_to_json of a default SimConfig): a CLOSED run refuses each flag closed_refusals refuses, so a recorded
+/// value off its default was set outside the protocol or edited in. Each becomes a mismatch whose line is that
+/// refusal (its rule). Not compared: the Option parameters (`params`, checked against the Option), the flags
+/// closed_refusals allows (the run sets them: cache_dir, num_clients, mpi, quiet, progress_interval, log_level, seed,
+/// checked against 42 + rank on its own) and two values the run itself sets, docs/mlperf-benchmark.md, "Checking a
+/// results directory: kvio mlperf-check": output (each rank's own file, kvioRankFileMarks) and storage_capacity_gb
+/// (computed from the cache's free space).
+void check_fixed_flags(const std::string& path, const Json& flags, const Json& params, ParamMismatches& mismatches) {
+    static const Json defaults = config_to_json(SimConfig{})["flags"];
+    for (const FlagSpec& f : flag_table()) {
+        const std::string dest = flag_dest(f);
+        if (params.contains(dest) || dest == "output" || dest == "storage_capacity_gb" || !flags.contains(dest))
+            continue;
+        const std::vector<std::string> refused = closed_refusals({f.name}, std::nullopt);
+        if (refused.empty() || same_setting(flags[dest], field_or_null(defaults, dest.c_str()))) continue;
+        ParamMismatch& m = mismatches[dest + '\n' + fmt(flags[dest])];
+        m.key = dest;
+        m.got = fmt(flags[dest]);
+        m.tail = ", kvio simulate's default " + fmt(field_or_null(defaults, dest.c_str())) + ": " + refused.front();
+        m.files.push_back(path);
+    }
+}
+
+/// What a rank file of the Python benchmark (no kvio.config) records of flags a CLOSED run fixes: a throughput
+/// timeline (written only with --enable-autoscaling, docs/mlperf-benchmark.md, "Metrics and the results JSON"; rule
+/// kvcacheAutoscalingProhibited), entries in the GPU tier (every Option runs --gpu-mem-gb 0) or in the CPU tier where
+/// the Option runs --cpu-mem-gb 0 (rule kvcacheFixedWorkloadPerOption).
+void check_recorded_workload(const std::string& path, const Json& doc, const ClosedOption& opt, CheckReport& rep) {
+    if (const Json& tl = field_or_null(doc, "throughput_timeline"); tl.is_array() && !tl.empty())
+        rep.problems.push_back(path + ": throughput_timeline has " + std::to_string(tl.size()) +
+                               " entries: the autoscaler ran (--enable-autoscaling) (rule "
+                               "kvcacheAutoscalingProhibited)");
+    const Json& cs = at_path(doc, {"summary", "cache_stats"});
+    const std::pair<const char*, double> tiers[] = {{"gpu", opt.gpu_mem_gb}, {"cpu", opt.cpu_mem_gb}};
+    for (const auto& [tier, gib] : tiers) {
+        const Json& n = field_or_null(cs, (std::string(tier) + "_entries").c_str());
+        if (gib == 0 && n.is_number() && n.get<double>() > 0)
+            rep.problems.push_back(path + ": summary.cache_stats." + tier + "_entries " + fmt(n) + ", Option " +
+                                   std::to_string(opt.option) + " runs --" + tier +
+                                   "-mem-gb 0: the tier held entries (rule kvcacheFixedWorkloadPerOption)");
+    }
+}
+
 /// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
 /// cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
@@ -551,8 +601,9 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
         rep.notes.push_back(path +
-                            ": the file records no parameters (not written by kvio): checked seed and "
-                            "aggregates only");
+                            ": the file records no parameters (not written by kvio): checked its seed, what it "
+                            "records of the tiers and the autoscaler, and the aggregates");
+        check_recorded_workload(path, doc, opt, rep);
         return;
     }
     const std::string key = std::to_string(opt.option);
@@ -562,20 +613,15 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     for (const auto& [k, v] : want.items()) {
         const Json& got = field_or_null(flags, k.c_str());
         if (!same_number(got, v)) {
-            ParamMismatch& m = mismatches[k + '\n' + fmt(got) + '\n' + fmt(v)];
+            ParamMismatch& m = mismatches[k + '\n' + fmt(got)];
             m.key = k;
             m.got = fmt(got);
-            m.want = fmt(v);
+            m.tail = ", Option " + std::to_string(opt.option) + " requires " + fmt(v) +
+                     " (rule kvcacheFixedWorkloadPerOption)";
             m.files.push_back(path);
         }
     }
-    const Json& cfg = field_or_null(flags, "config");
-    if (!cfg.is_null() && !(cfg.is_string() && cfg.get<std::string>().empty()))
-        rep.problems.push_back(path + ": config " + fmt(cfg) +
-                               ": --config is not permitted (rule "
-                               "kvcacheClosedSequenceLocks)");
-    if (field_or_null(flags, "enable_autoscaling") == true)
-        rep.problems.push_back(path + ": enable_autoscaling true (rule kvcacheAutoscalingProhibited)");
+    check_fixed_flags(path, flags, want, mismatches);
     const Json& cd = field_or_null(flags, "cache_dir");
     if (cd.is_string() && !cd.get<std::string>().empty()) {
         auto [it, fresh] = cache_dirs.emplace(cd.get<std::string>(), path);
@@ -673,7 +719,7 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
-    report_param_mismatches(odir, opt, mismatches, rep);
+    report_param_mismatches(odir, mismatches, rep);
 }
 
 /// The rule that defines an aggregated figure (docs/mlperf-benchmark.md, "The CLOSED rules").
