@@ -1146,3 +1146,64 @@ TEST(MlperfCheckDir, APythonRankFileIsCheckedForWhatItRecords) {
                                  "entries (rule kvcacheFixedWorkloadPerOption)");
     EXPECT_NE(r.problems[2].find("cpu_entries 3, Option 1 runs --cpu-mem-gb 0"), std::string::npos) << r.problems[2];
 }
+
+// A run that measured nothing is not clean: a rank file with requests_completed 0 (and 0 storage tokens/s), or one
+// that read nothing back from storage, is a problem naming the file and the rule; in a test-only shortened trial
+// (--trial-seconds, recorded) it is a note instead.
+TEST(MlperfCheckDir, ARankThatMeasuredNothingIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto plant = [&](int64_t trial_seconds, const std::function<void(nlohmann::ordered_json&)>& edit) {
+        write_synthetic_run(d.path, 3);
+        for (int t = 0; t < 3; ++t)
+            for (int n = 0; n < 2; ++n) {
+                auto rk = load_json(rank_file(d.path, t, n));
+                rk["requests_completed"] = 40;
+                edit(rk);
+                save_json(rank_file(d.path, t, n), rk);
+            }
+        auto s = load_json(sp);
+        s["kvio"]["metadata"]["trial_seconds"] = trial_seconds;
+        s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);  // the summary agrees with the planted files
+        save_json(sp, s);
+        return check_results_dir(d.path, kShortened);
+    };
+    auto nothing_notes = [](const CheckReport& rep) {
+        std::vector<std::string> out;
+        for (const auto& n : rep.notes)
+            if (n.find("measured nothing") != std::string::npos) out.push_back(n);
+        return out;
+    };
+    CheckReport r = plant(300, [](nlohmann::ordered_json&) {});
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    EXPECT_TRUE(nothing_notes(r).empty());
+    auto nothing = [](nlohmann::ordered_json& rk) {
+        rk["requests_completed"] = 0;
+        rk["summary"]["storage_throughput_tokens_per_sec"] = 0;
+        rk["summary"]["cache_stats"]["tier_storage_kv_bytes_read_gb"] = 0;
+    };
+    r = plant(300, nothing);
+    ASSERT_EQ(r.problems.size(), 6u) << joined(r);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n)
+            EXPECT_NE(joined(r).find(rank_file(d.path, t, n) +
+                                     ": requests_completed 0: the rank completed no request, it measured nothing "
+                                     "(rule kvcacheHeadlineResult)\n"),
+                      std::string::npos)
+                << joined(r);
+    r = plant(2, nothing);  // the test-only 2 s trials the synthetic run records
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    ASSERT_EQ(nothing_notes(r).size(), 6u);
+    EXPECT_EQ(nothing_notes(r)[0], rank_file(d.path, 0, 0) +
+                                       ": requests_completed 0: the rank completed no request, it measured nothing, "
+                                       "in a test-only shortened trial (--trial-seconds)");
+    // Requests completed, but nothing read back from storage: one rank file.
+    r = plant(300, [&](nlohmann::ordered_json& rk) {
+        if (rk["seed"] == 43) rk["summary"]["cache_stats"]["tier_storage_kv_bytes_read_gb"] = 0;
+    });
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0], rank_file(d.path, 0, 1) +
+                                 ": summary.cache_stats.tier_storage_kv_bytes_read_gb 0 "
+                                 "(storage_throughput_tokens_per_sec 200): the rank read nothing back from storage, "
+                                 "which every Option reads (rule kvcacheLatencyValidity)");
+}

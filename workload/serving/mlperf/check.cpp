@@ -525,6 +525,42 @@ void check_trial_length(const std::string& path, const Json& doc, const RunShape
                            std::to_string(s.trial_seconds) + " s (rule kvcacheFixedWorkloadPerOption)");
 }
 
+/// Whether rank file `doc` ran a test-only shortened trial (`kvio simulate --mlperf-closed --trial-seconds`): its
+/// kvio.mlperf_closed.not_a_closed_submission names --trial-seconds, or the run's recorded trial length (with
+/// --allow-shortened: the summary's kvio.metadata.trial_seconds, or the rank files') is under the Options' 300 s.
+bool shortened_trial(const Json& doc, const RunShape& s) {
+    const Json& why = at_path(doc, {"kvio", "mlperf_closed", "not_a_closed_submission"});
+    if (why.is_string() && why.get<std::string>().find("--trial-seconds") != std::string::npos) return true;
+    return s.shortened && s.trial_seconds < closed_options()[0].duration_s;
+}
+
+/// A rank file that measured nothing (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check"):
+/// `requests_completed` 0 (rule kvcacheHeadlineResult: its figures are no measurement), else, where it records them,
+/// 0 bytes read from storage (summary.cache_stats.tier_storage_kv_bytes_read_gb; every Option runs --gpu-mem-gb 0 and
+/// reads its working set back from storage, rule kvcacheLatencyValidity). A problem, or a note when the trial was a
+/// test-only shortened one (a 2 s trial may end before its first request does). A file recording neither is not
+/// judged.
+void check_measured_something(const std::string& path, const Json& doc, const RunShape& s, CheckReport& rep) {
+    std::string what, rule;
+    const Json& done = field_or_null(doc, "requests_completed");
+    const Json& read = at_path(doc, {"summary", "cache_stats", "tier_storage_kv_bytes_read_gb"});
+    if (done.is_number() && done.get<double>() == 0) {
+        what = "requests_completed 0: the rank completed no request, it measured nothing";
+        rule = "kvcacheHeadlineResult";
+    } else if (read.is_number() && read.get<double>() == 0) {
+        what = "summary.cache_stats.tier_storage_kv_bytes_read_gb 0 (storage_throughput_tokens_per_sec " +
+               fmt(at_path(doc, {"summary", "storage_throughput_tokens_per_sec"})) +
+               "): the rank read nothing back from storage, which every Option reads";
+        rule = "kvcacheLatencyValidity";
+    } else {
+        return;
+    }
+    if (shortened_trial(doc, s))
+        rep.notes.push_back(path + ": " + what + ", in a test-only shortened trial (--trial-seconds)");
+    else
+        rep.problems.push_back(path + ": " + what + " (rule " + rule + ")");
+}
+
 /// Whether two recorded flag values are the same setting: equal numbers (same_number), or both unset (null, as an older
 /// kvio recorded an unset string, or "").
 bool same_setting(const Json& a, const Json& b) {
@@ -596,6 +632,7 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     }
     check_rank_figures(path, doc, rep);
     if (!stopped) check_trial_length(path, doc, s, rep);  // a stopped one is said above
+    if (!stopped) check_measured_something(path, doc, s, rep);
     check_rank_failures(path, doc, rep);
     check_rank_marks(path, doc, opt, trial, rank, s, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
