@@ -1207,3 +1207,153 @@ TEST(MlperfCheckDir, ARankThatMeasuredNothingIsAProblem) {
                                  "(storage_throughput_tokens_per_sec 200): the rank read nothing back from storage, "
                                  "which every Option reads (rule kvcacheLatencyValidity)");
 }
+
+// Every problem kind the checker emits names its rule (docs/mlperf-benchmark.md, "Checking a results directory: kvio
+// mlperf-check"): each kind planted alone in a fresh kvio-marked run must add at least one problem, and every line,
+// with and without --allow-shortened, names a rule. A plant that adds nothing is a kind this walk no longer reaches.
+TEST(MlperfCheckDir, EveryProblemKindNamesItsRule) {
+    using J = nlohmann::ordered_json;
+    ScratchDir d("/var/tmp");
+    auto fresh = [&] {
+        const std::string sp = write_synthetic_run(d.path, 3);
+        for (int t = 0; t < 3; ++t)
+            for (int n = 0; n < 2; ++n) {
+                mark_as_kvio(d.path, t, n, 2);
+                auto rk = load_json(rank_file(d.path, t, n));
+                rk["kvio"]["mlperf_closed"]["run_id"] = "run-a";
+                rk["requests_completed"] = 40;
+                save_json(rank_file(d.path, t, n), rk);
+            }
+        auto s = load_json(sp);
+        s["kvio"]["metadata"]["run_id"] = "run-a";
+        save_json(sp, s);
+        return sp;
+    };
+    auto rank = [&](int t, int n, const std::function<void(J&)>& f) {
+        auto rk = load_json(rank_file(d.path, t, n));
+        f(rk);
+        save_json(rank_file(d.path, t, n), rk);
+    };
+    auto summary = [&](const std::string& sp, const std::function<void(J&)>& f) {
+        auto s = load_json(sp);
+        f(s);
+        save_json(sp, s);
+    };
+    const std::vector<std::pair<const char*, std::function<void(const std::string&)>>> kinds = {
+        {"seed", [&](auto&) { rank(0, 1, [](J& rk) { rk["seed"] = 7; }); }},
+        {"option parameter", [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["num_users"] = 5; }); }},
+        {"fixed flag",
+         [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["storage_io"] = "direct"; }); }},
+        {"config", [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["config"] = "x.yaml"; }); }},
+        {"shared cache",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["cache_dir"] = "/nonexistent-kvio/kv"; });
+             rank(1, 1, [](J& rk) { rk["kvio"]["config"]["flags"]["cache_dir"] = "/nonexistent-kvio/kv"; });
+         }},
+        {"mark of another trial", [&](auto&) { rank(2, 0, [](J& rk) { rk["kvio"]["mlperf_closed"]["trial"] = 1; }); }},
+        {"no mark", [&](auto&) { rank(2, 0, [](J& rk) { rk["kvio"].erase("mlperf_closed"); }); }},
+        {"output elsewhere",
+         [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"]["output"] = "/x/y.json"; }); }},
+        {"output missing", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"].erase("output"); }); }},
+        {"kvio not an object", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"] = 1; }); }},
+        {"flags not an object", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"] = 1; }); }},
+        {"foreign run id", [&](auto&) { rank(1, 1, [](J& rk) { rk["kvio"]["mlperf_closed"]["run_id"] = "run-b"; }); }},
+        {"closed_submission true",
+         [&](auto&) { rank(1, 1, [](J& rk) { rk["kvio"]["mlperf_closed"]["closed_submission"] = true; }); }},
+        {"stopped rank", [&](auto&) { rank(1, 0, [](J& rk) {
+                                          rk["kvio"]["stop"] = {{"signal", 15}};
+                                      }); }},
+        {"results pending",
+         [&](auto&) { rank(1, 0, [](J& rk) { rk["kvio"]["mlperf_closed"]["results_pending"] = true; }); }},
+        {"storage I/O errors",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) {
+                 rk["kvio"]["cache"] = {{"capacity_refusals", 0}, {"write_io_errors", 2}, {"failed_reads", 0}};
+             });
+         }},
+        {"capacity refusals",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) {
+                 rk["kvio"]["cache"] = {
+                     {"capacity_refusals", 5}, {"capacity_refused_bytes", 1000}, {"write_io_errors", 0}};
+                 rk["summary"]["cache_stats"]["total_write_bytes"] = 1000;
+             });
+         }},
+        {"short trial", [&](auto&) { rank(0, 1, [](J& rk) { rk["summary"]["elapsed_time"] = 0.5; }); }},
+        {"nothing measured",
+         [&](const std::string& sp) {
+             rank(0, 1, [](J& rk) { rk["requests_completed"] = 0; });
+             summary(sp, [](J& s) { s["kvio"]["metadata"]["trial_seconds"] = 300; });
+         }},
+        {"figure not a number",
+         [&](auto&) { rank(0, 1, [](J& rk) { rk["summary"]["storage_throughput_tokens_per_sec"] = "x"; }); }},
+        {"no summary object", [&](auto&) { rank(0, 1, [](J& rk) { rk.erase("summary"); }); }},
+        {"unparseable rank file", [&](auto&) { std::ofstream(rank_file(d.path, 0, 1), std::ios::trunc) << "{"; }},
+        {"missing rank file", [&](auto&) { fs::remove(rank_file(d.path, 0, 1)); }},
+        {"two results files",
+         [&](auto&) {
+             fs::copy_file(rank_file(d.path, 0, 1), d.path + "/" + rank_dir_name(1, 0, 1) + "/kvcache_results_2.json");
+         }},
+        {"unexpected rank", [&](auto&) { fs::create_directories(d.path + "/" + rank_dir_name(1, 0, 7)); }},
+        {"leftover of a killed run", [&](auto&) { std::ofstream(d.path + "/option_1/trial_0/x.json.tmp-12"); }},
+        {"missing trial", [&](auto&) { fs::remove_all(d.path + "/option_1/trial_2"); }},
+        {"missing Option",
+         [&](const std::string& sp) { summary(sp, [](J& s) {
+                                          s["kvio"]["metadata"]["options_run"] = {1, 2};
+                                      }); }},
+        {"aggregate",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) { s["options"]["1"]["aggregated_read_bandwidth_gbps"] = 1e6; });
+         }},
+        {"aggregate missing",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) { s["options"]["1"].erase("aggregated_device_write_p95_ms"); });
+         }},
+        {"rank list",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["cpu_tier_ranks"] = {"x"}; }); }},
+        {"per_trial",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["per_trial"] = J::array(); }); }},
+        {"rank_count", [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["rank_count"] = 5; }); }},
+        {"option missing in summary",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"].erase("1"); }); }},
+        {"trials_per_option", [&](const std::string& sp) { summary(sp, [](J& s) { s["trials_per_option"] = 2; }); }},
+        {"total_ranks type", [&](const std::string& sp) { summary(sp, [](J& s) { s["total_ranks"] = "two"; }); }},
+        {"stopped by signal",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["kvio"]["metadata"]["stopped_by_signal"] = 2; }); }},
+        {"one filesystem",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) {
+                 s["kvio"]["provenance"] = {{"cache_dir", {{"st_dev", "8:1"}}}, {"results_dir", {{"st_dev", "8:1"}}}};
+             });
+         }},
+        {"cache in memory",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) {
+                 s["kvio"]["provenance"]["cache_dir"] = {{"fstype", "tmpfs"}, {"st_dev", "0:40"}};
+             });
+         }},
+        {"unreadable summary", [&](const std::string& sp) { std::ofstream(sp, std::ios::trunc) << "[1,"; }},
+        {"no summary", [&](const std::string& sp) { fs::remove(sp); }},
+        {"metadata default",
+         [&](auto&) {
+             save_json(d.path + "/kv_cache_1_metadata.json", {{"gpu_mem_gb", 16.0}});
+         }},
+        {"metadata unparseable", [&](auto&) { std::ofstream(d.path + "/kv_cache_1_metadata.json") << "{"; }},
+    };
+    int lines = 0;
+    for (const auto& [kind, plant] : kinds) {
+        const std::string sp = fresh();
+        ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+            << joined(check_results_dir(d.path, kShortened));
+        plant(sp);
+        for (const CheckOptions& o : {kShortened, CheckOptions{}}) {
+            const CheckReport r = check_results_dir(d.path, o);
+            if (o.allow_shortened) EXPECT_FALSE(r.problems.empty()) << kind << ": no problem found";
+            for (const auto& p : r.problems) {
+                ++lines;
+                EXPECT_TRUE(names_rule(p)) << kind << ": " << p;
+            }
+        }
+    }
+    EXPECT_GE(lines, int(kinds.size()) * 2);
+}
