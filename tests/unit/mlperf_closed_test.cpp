@@ -1357,3 +1357,33 @@ TEST(MlperfCheckDir, EveryProblemKindNamesItsRule) {
     }
     EXPECT_GE(lines, int(kinds.size()) * 2);
 }
+
+// A damaged summary is blamed on the summary: an edited kvio.metadata.option_parameters is one problem naming the
+// summary and the field, not the untouched rank files checked against it; an edited seed_base is reported.
+TEST(MlperfCheckDir, ADamagedSummaryIsNamedNotTheRankFiles) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    auto s = load_json(sp);
+    s["kvio"]["metadata"]["option_parameters"]["1"] = closed_option_parameters(closed_option(1), 2);
+    s["kvio"]["metadata"]["seed_base"] = 42;
+    save_json(sp, s);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    s["kvio"]["metadata"]["option_parameters"]["1"]["num_users"] = 5;
+    save_json(sp, s);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], sp + ": kvio.metadata.option_parameters.1.num_users 5, Option 1 runs 200 (rule "
+                                  "kvcacheFixedWorkloadPerOption)");
+    s["kvio"]["metadata"]["option_parameters"]["1"]["num_users"] = 200;
+    s["kvio"]["metadata"]["seed_base"] = 7;
+    save_json(sp, s);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0],
+              sp + ": kvio.metadata.seed_base 7, CLOSED seeds rank N with 42 + N (rule kvcacheClosedSequenceLocks)");
+    EXPECT_NE(joined(check_results_dir(d.path, {})).find(": kvio.metadata.seed_base 7, "), std::string::npos)
+        << "without --allow-shortened too";
+}

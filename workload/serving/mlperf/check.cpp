@@ -244,6 +244,44 @@ void shape_from_rank_files(const std::string& dir, RunShape& s, CheckReport& rep
                         std::to_string(s.trial_seconds) + " s) and Options they record");
 }
 
+/// The summary's kvio.metadata.option_parameters (`params`) of a shortened run, the parameters its rank files are
+/// checked against: each Option's must be Table KVCache-1's row with the recorded trial length, except the CPU tier of
+/// an Option that has one when the summary says --test-cpu-mem-gb changed it. A value off that is a problem naming
+/// the summary and the field (rule kvcacheFixedWorkloadPerOption), and the table's value is what the rank files are
+/// then checked against: a damaged summary is not blamed on untouched rank files.
+void check_recorded_parameters(RunShape& s, const Json& params, CheckReport& rep) {
+    if (params.is_null()) return;
+    const std::string where = s.summary_path + ": kvio.metadata.option_parameters";
+    if (!params.is_object()) {
+        rep.problems.push_back(where + " " + fmt(params) + ": not an object (rule kvcacheFixedWorkloadPerOption)");
+        return;
+    }
+    const Json& why = field_or_null(s.summary, "not_a_closed_submission");
+    const bool test_cpu = why.is_string() && why.get<std::string>().find("--test-cpu-mem-gb") != std::string::npos;
+    for (const auto& [key, got] : params.items()) {
+        int o = 0;
+        try {
+            o = std::stoi(key);
+        } catch (const std::exception&) {}
+        if (o < 1 || o > 3 || std::to_string(o) != key) {
+            rep.problems.push_back(where + "." + key +
+                                   ": no such Option (Options are 1, 2 and 3) (rule "
+                                   "kvcacheFixedWorkloadPerOption)");
+            continue;
+        }
+        const ClosedOption& row = closed_option(o);
+        Json want = closed_option_parameters(row, s.trial_seconds);
+        if (const Json& cpu = field_or_null(got, "cpu_mem_gb");
+            test_cpu && row.cpu_mem_gb > 0 && cpu.is_number() && cpu.get<double>() > 0)
+            want["cpu_mem_gb"] = cpu;  // --test-cpu-mem-gb: the one parameter a shortened run changes
+        for (const auto& [k, v] : want.items())
+            if (const Json& g = field_or_null(got, k.c_str()); !same_number(g, v))
+                rep.problems.push_back(where + "." + key + "." + k + " " + fmt(g) + ", Option " + key + " runs " +
+                                       fmt(v) + " (rule kvcacheFixedWorkloadPerOption)");
+        s.recorded_parameters[key] = want;
+    }
+}
+
 RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& rep) {
     RunShape s;
     const auto summaries = glob_summaries(dir);
@@ -296,9 +334,11 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
                                    ": not a list of Options 1-3 (rule kvcacheHeadlineResult)");
         s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata",
                                     "kvcacheFixedWorkloadPerOption", rep);
-        const Json& params = field_or_null(meta, "option_parameters");
-        if (params.is_object()) s.recorded_parameters = params;
+        check_recorded_parameters(s, field_or_null(meta, "option_parameters"), rep);
     }
+    if (const Json& sb = field_or_null(meta, "seed_base"); !sb.is_null() && sb != kClosedSeed)
+        rep.problems.push_back(s.summary_path + ": kvio.metadata.seed_base " + fmt(sb) + ", CLOSED seeds rank N with " +
+                               std::to_string(kClosedSeed) + " + N (rule kvcacheClosedSequenceLocks)");
     if (o.allow_shortened && (summaries.empty() || s.summary_unreadable)) shape_from_rank_files(dir, s, rep);
     s.kvio_marked = at_path(s.summary, {"kvio", "metadata"}).is_object() || any_rank_file_marked(dir);
     if (const Json& id = field_or_null(meta, "run_id"); id.is_string()) s.run_id = id.get<std::string>();
