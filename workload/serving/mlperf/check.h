@@ -7,6 +7,13 @@
 
 namespace kvio::serving {
 
+/// `kvio mlperf-check`'s exit status when the directory holds a CLOSED run and no problem was found
+/// (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check").
+inline constexpr int kCheckClean = 0;
+/// Its exit status when a problem was found (one line each on stdout), a directory holding no CLOSED run included.
+/// A usage error (no DIR, DIR missing or not a directory) exits kvio::cli::kUsageError (2).
+inline constexpr int kCheckProblems = 1;
+
 /// How strict the check is.
 struct CheckOptions {
     /// Accept a run kvio marked as not a CLOSED submission (--trial-seconds, --pause-seconds, one Option): its
