@@ -731,8 +731,54 @@ TEST(MlperfCheckDir, ACacheInMemoryIsAProblem) {
     CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 1u) << joined(r);
     EXPECT_EQ(r.problems[0], path +
-                                 ": kvio.provenance.cache_dir.fstype tmpfs: the cache was in memory, no storage was "
+                                 ": kvio.provenance.cache_dir: the cache was backed by memory (tmpfs), no storage was "
                                  "measured (rule kvioCacheOnMemory)");
+}
+
+// The cache's backing as provenance recorded it, followed as memory_backing follows it: an ext4 on a loop device over
+// a file on tmpfs (which the filesystem type alone called storage), or on a zram disk, is a problem; a run that
+// recorded the test-only --test-memory-cache gets a note instead; a record of the wrong shape is a problem, not a
+// crash.
+TEST(MlperfCheckDir, ACacheOnALoopDeviceOverMemoryIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string path = write_synthetic_run(d.path, 3);
+    auto sj = load_json(path);
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", "ext4"},
+                                             {"st_dev", "7:3"},
+                                             {"device",
+                                              {{"name", "loop3"},
+                                               {"whole_disk", "loop3"},
+                                               {"backing_file", "/dev/shm/kv.img"},
+                                               {"backing_filesystem", {{"fstype", "tmpfs"}, {"st_dev", "0:26"}}}}}};
+    save_json(path, sj);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], path +
+                                 ": kvio.provenance.cache_dir: the cache was backed by memory (ext4 on loop3 over "
+                                 "/dev/shm/kv.img, on tmpfs), no storage was measured (rule kvioCacheOnMemory)");
+    sj["not_a_closed_submission"] = "not a CLOSED submission: a cache backed by memory allowed (--test-memory-cache)";
+    save_json(path, sj);
+    r = check_results_dir(d.path, kShortened);
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted = noted || n == path +
+                                  ": kvio.provenance.cache_dir: the cache was backed by memory (ext4 on loop3 over "
+                                  "/dev/shm/kv.img, on tmpfs), no storage was measured; allowed by the test-only "
+                                  "--test-memory-cache the run recorded";
+    EXPECT_TRUE(noted);
+    sj["not_a_closed_submission"] = "shortened";
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", "ext4"}, {"device", {{"name", "zram0"}}}};
+    save_json(path, sj);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_NE(r.problems[0].find("(ext4 on zram0 (a compressed RAM disk))"), std::string::npos) << r.problems[0];
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", 5}};
+    save_json(path, sj);
+    ASSERT_NO_THROW(r = check_results_dir(d.path, kShortened));
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_NE(r.problems[0].find(": kvio.provenance.cache_dir: not a filesystem record ("), std::string::npos)
+        << r.problems[0];
 }
 
 // A rank file whose run was shorter than the trial is a problem, whatever its flags say: the measured

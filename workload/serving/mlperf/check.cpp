@@ -889,9 +889,39 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
                                "(storage_entries 0): no storage was measured (rule kvcacheLatencyValidity)");
 }
 
+/// Whether the run recorded the test-only --test-memory-cache escape: the summary's not_a_closed_submission (top level
+/// or kvio.metadata's) names it.
+bool recorded_memory_cache_escape(const RunShape& s) {
+    for (const Json* why : {&field_or_null(s.summary, "not_a_closed_submission"),
+                            &at_path(s.summary, {"kvio", "metadata", "not_a_closed_submission"})})
+        if (why->is_string() && why->get<std::string>().find("--test-memory-cache") != std::string::npos) return true;
+    return false;
+}
+
+/// A cache the summary's provenance (kvio.provenance.cache_dir, filesystem_provenance's record) says memory backed
+/// (memory_backing: tmpfs, ramfs, a zram or brd RAM disk, or a loop device over a file on one) measured memory, not
+/// storage (rule kvioCacheOnMemory, kvio's name): a problem, or a note when the run recorded --test-memory-cache, the
+/// test-only escape that allowed it. A record memory_backing cannot read (a field of another type) is a problem.
+void check_cache_backing(const RunShape& s, const Json& cache_fs, CheckReport& rep) {
+    std::string mem;
+    try {
+        mem = memory_backing(cache_fs);
+    } catch (const std::exception& e) {
+        rep.problems.push_back(s.summary_path + ": kvio.provenance.cache_dir: not a filesystem record (" + e.what() +
+                               "): what backs the cache cannot be told (rule kvioCacheOnMemory)");
+        return;
+    }
+    if (mem.empty()) return;
+    const std::string line = s.summary_path + ": kvio.provenance.cache_dir: the cache was backed by memory (" + mem +
+                             "), no storage was measured";
+    if (recorded_memory_cache_escape(s))
+        rep.notes.push_back(line + "; allowed by the test-only --test-memory-cache the run recorded");
+    else
+        rep.problems.push_back(line + " (rule kvioCacheOnMemory)");
+}
+
 /// Cache and results on one filesystem (rule kvcachePosixCacheDir): the summary's recorded st_dev, and each cache
-/// directory the rank files name that still exists. A cache the summary records on a memory filesystem (tmpfs,
-/// ramfs: its provenance's fstype) measured memory, not storage (rule kvioCacheOnMemory, kvio's name).
+/// directory the rank files name that still exists; and what backs the recorded cache (check_cache_backing).
 void check_filesystems(const std::string& dir, const RunShape& s, const std::set<std::string>& caches,
                        CheckReport& rep) {
     const Json& prov = at_path(s.summary, {"kvio", "provenance"});
@@ -902,10 +932,7 @@ void check_filesystems(const std::string& dir, const RunShape& s, const std::set
     if (!cd.empty() && cd == rd)
         rep.problems.push_back(s.summary_path + ": cache and results directories were on one filesystem (device " + cd +
                                ") (rule kvcachePosixCacheDir)");
-    const Json& fst = at_path(prov, {"cache_dir", "fstype"});
-    if (fst == "tmpfs" || fst == "ramfs")
-        rep.problems.push_back(s.summary_path + ": kvio.provenance.cache_dir.fstype " + fst.get<std::string>() +
-                               ": the cache was in memory, no storage was measured (rule kvioCacheOnMemory)");
+    check_cache_backing(s, field_or_null(prov, "cache_dir"), rep);
     const std::string here = path_st_dev(dir);
     std::set<std::string> parents;
     for (const auto& c : caches) parents.insert(fs::path(c).parent_path().string());
