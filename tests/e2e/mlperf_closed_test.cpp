@@ -1121,6 +1121,22 @@ TEST(MlperfCheck, UsageErrorsExitTwo) {
     EXPECT_EQ(r.err.find("mlperf-check: mlperf-check"), std::string::npos) << r.err;
 }
 
+// `kvio mlperf-check --help` lists its exit statuses and what each means; each listed status is the one the command
+// returns for it (a clean run's 0: MlperfClosed.ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay).
+TEST(MlperfCheck, HelpListsTheExitStatuses) {
+    const CmdResult h = run(kvio_bin() + " mlperf-check --help");
+    ASSERT_EQ(h.status, 0) << h.err;
+    for (const char* line : {"Exit status:\n", "\n  0  clean: a CLOSED run, no problem found\n",
+                             "\n  1  problems: one line each on stdout, PATH: what (rule NAME); also a directory "
+                             "holding no CLOSED run\n",
+                             "\n  2  usage: no DIR, DIR missing or not a directory, an unknown option\n"})
+        EXPECT_NE(h.out.find(line), std::string::npos) << line << "\n" << h.out;
+    TempDir empty;
+    EXPECT_EQ(run(kvio_bin() + " mlperf-check " + empty.path).status, 1);
+    EXPECT_EQ(run(kvio_bin() + " mlperf-check " + empty.path + "/missing").status, 2);
+    EXPECT_EQ(run(kvio_bin() + " mlperf-check --no-such-option " + empty.path).status, 2);
+}
+
 TEST(MlperfCheck, AnEmptyDirectoryHoldsNoRun) {
     TempDir empty;
     const CmdResult r = run(kvio_bin() + " mlperf-check " + empty.path);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -785,8 +786,54 @@ TEST(MlperfCheckDir, ACacheInMemoryIsAProblem) {
     CheckReport r = check_results_dir(d.path, kShortened);
     ASSERT_EQ(r.problems.size(), 1u) << joined(r);
     EXPECT_EQ(r.problems[0], path +
-                                 ": kvio.provenance.cache_dir.fstype tmpfs: the cache was in memory, no storage was "
+                                 ": kvio.provenance.cache_dir: the cache was backed by memory (tmpfs), no storage was "
                                  "measured (rule kvioCacheOnMemory)");
+}
+
+// The cache's backing as provenance recorded it, followed as memory_backing follows it: an ext4 on a loop device over
+// a file on tmpfs (which the filesystem type alone called storage), or on a zram disk, is a problem; a run that
+// recorded the test-only --test-memory-cache gets a note instead; a record of the wrong shape is a problem, not a
+// crash.
+TEST(MlperfCheckDir, ACacheOnALoopDeviceOverMemoryIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string path = write_synthetic_run(d.path, 3);
+    auto sj = load_json(path);
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", "ext4"},
+                                             {"st_dev", "7:3"},
+                                             {"device",
+                                              {{"name", "loop3"},
+                                               {"whole_disk", "loop3"},
+                                               {"backing_file", "/dev/shm/kv.img"},
+                                               {"backing_filesystem", {{"fstype", "tmpfs"}, {"st_dev", "0:26"}}}}}};
+    save_json(path, sj);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], path +
+                                 ": kvio.provenance.cache_dir: the cache was backed by memory (ext4 on loop3 over "
+                                 "/dev/shm/kv.img, on tmpfs), no storage was measured (rule kvioCacheOnMemory)");
+    sj["not_a_closed_submission"] = "not a CLOSED submission: a cache backed by memory allowed (--test-memory-cache)";
+    save_json(path, sj);
+    r = check_results_dir(d.path, kShortened);
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted = noted || n == path +
+                                  ": kvio.provenance.cache_dir: the cache was backed by memory (ext4 on loop3 over "
+                                  "/dev/shm/kv.img, on tmpfs), no storage was measured; allowed by the test-only "
+                                  "--test-memory-cache the run recorded";
+    EXPECT_TRUE(noted);
+    sj["not_a_closed_submission"] = "shortened";
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", "ext4"}, {"device", {{"name", "zram0"}}}};
+    save_json(path, sj);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_NE(r.problems[0].find("(ext4 on zram0 (a compressed RAM disk))"), std::string::npos) << r.problems[0];
+    sj["kvio"]["provenance"]["cache_dir"] = {{"fstype", 5}};
+    save_json(path, sj);
+    ASSERT_NO_THROW(r = check_results_dir(d.path, kShortened));
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_NE(r.problems[0].find(": kvio.provenance.cache_dir: not a filesystem record ("), std::string::npos)
+        << r.problems[0];
 }
 
 // A rank file whose run was shorter than the trial is a problem, whatever its flags say: the measured
@@ -1114,4 +1161,330 @@ TEST(ClosedRules, TheHelpSaysTheProtocolFromTheTable) {
         longest = std::max(longest, nl - at);
     }
     EXPECT_LE(longest, 120u) << h;
+}
+
+// Every flag a CLOSED run fixes is checked in a kvio rank file, not only the seven Option parameters: each flag
+// `kvio simulate --mlperf-closed` refuses at launch, edited into a rank file's kvio.config.flags, is one problem whose
+// line is that refusal (naming its rule). A rank file holding every flag at its default, and the values a run sets
+// itself (its output, its cache directory, its client count, the computed storage capacity), is clean.
+TEST(MlperfCheckDir, EveryFlagTheClosedRulesFixIsChecked) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            mark_as_kvio(d.path, t, n, 2);
+            auto rk = load_json(rank_file(d.path, t, n));
+            nlohmann::ordered_json all =
+                config_to_json(closed_option_config(SimConfig{}, closed_option(1), 2))["flags"];
+            all["output"] = rank_file(d.path, t, n);
+            all["cache_dir"] = "/mnt/kv/rank_" + std::to_string(n);
+            all["num_clients"] = 2;
+            all["storage_capacity_gb"] = 12.5;
+            all["seed"] = 42 + n;
+            rk["kvio"]["config"]["flags"] = all;
+            save_json(rank_file(d.path, t, n), rk);
+        }
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    const std::vector<std::tuple<const char*, nlohmann::ordered_json, const char*>> planted = {
+        {"storage_io", "direct", "kvcacheClosedImmutable"},
+        {"disable_prefix_caching", true, "kvcacheClosedImmutable"},
+        {"enable_rag", true, "kvcacheClosedImmutable"},
+        {"max_requests", 10, "kvcacheClosedImmutable"},
+        {"storage_throttle_mibps", 5, "kvcacheClosedImmutable"},
+        {"performance_profile", "throughput", "kvcacheClosedImmutable"},
+        {"enable_autoscaling", true, "kvcacheAutoscalingProhibited"},
+        {"config", "my.yaml", "kvcacheClosedSequenceLocks"},
+    };
+    const std::string f = rank_file(d.path, 1, 0);
+    const auto clean = load_json(f);
+    for (const auto& [key, value, rule] : planted) {
+        auto rk = clean;
+        rk["kvio"]["config"]["flags"][key] = value;
+        save_json(f, rk);
+        const CheckReport r = check_results_dir(d.path, kShortened);
+        ASSERT_EQ(r.problems.size(), 1u) << key << "\n" << joined(r);
+        EXPECT_EQ(r.problems[0].rfind(f + ": " + key + " " + value.dump() + ", kvio simulate's default ", 0), 0u)
+            << r.problems[0];
+        EXPECT_NE(r.problems[0].find("(rule " + std::string(rule)), std::string::npos) << r.problems[0];
+    }
+    save_json(f, clean);
+    // The same edit in every rank file of the Option is one line naming the files.
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) {
+            auto rk = load_json(rank_file(d.path, t, n));
+            rk["kvio"]["config"]["flags"]["enable_rag"] = true;
+            save_json(rank_file(d.path, t, n), rk);
+        }
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0].rfind(d.path + "/option_1: enable_rag true in 6 rank files (trial_0/rank_0, ", 0), 0u)
+        << r.problems[0];
+}
+
+// A rank file of the Python benchmark records no flags; what it records of them is checked: a throughput timeline
+// (only the autoscaler writes one) and entries in a tier the Option runs at 0 GiB.
+TEST(MlperfCheckDir, APythonRankFileIsCheckedForWhatItRecords) {
+    ScratchDir d("/var/tmp");
+    write_synthetic_run(d.path, 3);
+    const std::string f = rank_file(d.path, 2, 1);
+    auto rk = load_json(f);
+    rk["throughput_timeline"] = nlohmann::ordered_json::array();
+    rk["summary"]["cache_stats"]["gpu_entries"] = 0;
+    rk["summary"]["cache_stats"]["cpu_entries"] = 0;
+    save_json(f, rk);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    rk["throughput_timeline"] = {{{"t", 1.0}, {"tokens_per_sec", 10.0}}};
+    rk["summary"]["cache_stats"]["gpu_entries"] = 12;
+    rk["summary"]["cache_stats"]["cpu_entries"] = 3;
+    save_json(f, rk);
+    const CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0], f + ": throughput_timeline has 1 entries: the autoscaler ran (--enable-autoscaling) "
+                                 "(rule kvcacheAutoscalingProhibited)");
+    EXPECT_EQ(r.problems[1], f + ": summary.cache_stats.gpu_entries 12, Option 1 runs --gpu-mem-gb 0: the tier held "
+                                 "entries (rule kvcacheFixedWorkloadPerOption)");
+    EXPECT_NE(r.problems[2].find("cpu_entries 3, Option 1 runs --cpu-mem-gb 0"), std::string::npos) << r.problems[2];
+}
+
+// A run that measured nothing is not clean: a rank file with requests_completed 0 (and 0 storage tokens/s), or one
+// that read nothing back from storage, is a problem naming the file and the rule; in a test-only shortened trial
+// (--trial-seconds, recorded) it is a note instead.
+TEST(MlperfCheckDir, ARankThatMeasuredNothingIsAProblem) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    auto plant = [&](int64_t trial_seconds, const std::function<void(nlohmann::ordered_json&)>& edit) {
+        write_synthetic_run(d.path, 3);
+        for (int t = 0; t < 3; ++t)
+            for (int n = 0; n < 2; ++n) {
+                auto rk = load_json(rank_file(d.path, t, n));
+                rk["requests_completed"] = 40;
+                edit(rk);
+                save_json(rank_file(d.path, t, n), rk);
+            }
+        auto s = load_json(sp);
+        s["kvio"]["metadata"]["trial_seconds"] = trial_seconds;
+        s["options"]["1"] = aggregate_option(d.path, 1, 3, 2);  // the summary agrees with the planted files
+        save_json(sp, s);
+        return check_results_dir(d.path, kShortened);
+    };
+    auto nothing_notes = [](const CheckReport& rep) {
+        std::vector<std::string> out;
+        for (const auto& n : rep.notes)
+            if (n.find("measured nothing") != std::string::npos) out.push_back(n);
+        return out;
+    };
+    CheckReport r = plant(300, [](nlohmann::ordered_json&) {});
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    EXPECT_TRUE(nothing_notes(r).empty());
+    auto nothing = [](nlohmann::ordered_json& rk) {
+        rk["requests_completed"] = 0;
+        rk["summary"]["storage_throughput_tokens_per_sec"] = 0;
+        rk["summary"]["cache_stats"]["tier_storage_kv_bytes_read_gb"] = 0;
+    };
+    r = plant(300, nothing);
+    ASSERT_EQ(r.problems.size(), 6u) << joined(r);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n)
+            EXPECT_NE(joined(r).find(rank_file(d.path, t, n) +
+                                     ": requests_completed 0: the rank completed no request, it measured nothing "
+                                     "(rule kvcacheHeadlineResult)\n"),
+                      std::string::npos)
+                << joined(r);
+    r = plant(2, nothing);  // the test-only 2 s trials the synthetic run records
+    EXPECT_TRUE(r.problems.empty()) << joined(r);
+    ASSERT_EQ(nothing_notes(r).size(), 6u);
+    EXPECT_EQ(nothing_notes(r)[0], rank_file(d.path, 0, 0) +
+                                       ": requests_completed 0: the rank completed no request, it measured nothing, "
+                                       "in a test-only shortened trial (--trial-seconds)");
+    // Requests completed, but nothing read back from storage: one rank file.
+    r = plant(300, [&](nlohmann::ordered_json& rk) {
+        if (rk["seed"] == 43) rk["summary"]["cache_stats"]["tier_storage_kv_bytes_read_gb"] = 0;
+    });
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0], rank_file(d.path, 0, 1) +
+                                 ": summary.cache_stats.tier_storage_kv_bytes_read_gb 0 "
+                                 "(storage_throughput_tokens_per_sec 200): the rank read nothing back from storage, "
+                                 "which every Option reads (rule kvcacheLatencyValidity)");
+}
+
+// Every problem kind the checker emits names its rule (docs/mlperf-benchmark.md, "Checking a results directory: kvio
+// mlperf-check"): each kind planted alone in a fresh kvio-marked run must add at least one problem, and every line,
+// with and without --allow-shortened, names a rule. A plant that adds nothing is a kind this walk no longer reaches.
+TEST(MlperfCheckDir, EveryProblemKindNamesItsRule) {
+    using J = nlohmann::ordered_json;
+    ScratchDir d("/var/tmp");
+    auto fresh = [&] {
+        const std::string sp = write_synthetic_run(d.path, 3);
+        for (int t = 0; t < 3; ++t)
+            for (int n = 0; n < 2; ++n) {
+                mark_as_kvio(d.path, t, n, 2);
+                auto rk = load_json(rank_file(d.path, t, n));
+                rk["kvio"]["mlperf_closed"]["run_id"] = "run-a";
+                rk["requests_completed"] = 40;
+                save_json(rank_file(d.path, t, n), rk);
+            }
+        auto s = load_json(sp);
+        s["kvio"]["metadata"]["run_id"] = "run-a";
+        save_json(sp, s);
+        return sp;
+    };
+    auto rank = [&](int t, int n, const std::function<void(J&)>& f) {
+        auto rk = load_json(rank_file(d.path, t, n));
+        f(rk);
+        save_json(rank_file(d.path, t, n), rk);
+    };
+    auto summary = [&](const std::string& sp, const std::function<void(J&)>& f) {
+        auto s = load_json(sp);
+        f(s);
+        save_json(sp, s);
+    };
+    const std::vector<std::pair<const char*, std::function<void(const std::string&)>>> kinds = {
+        {"seed", [&](auto&) { rank(0, 1, [](J& rk) { rk["seed"] = 7; }); }},
+        {"option parameter", [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["num_users"] = 5; }); }},
+        {"fixed flag",
+         [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["storage_io"] = "direct"; }); }},
+        {"config", [&](auto&) { rank(0, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["config"] = "x.yaml"; }); }},
+        {"shared cache",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) { rk["kvio"]["config"]["flags"]["cache_dir"] = "/nonexistent-kvio/kv"; });
+             rank(1, 1, [](J& rk) { rk["kvio"]["config"]["flags"]["cache_dir"] = "/nonexistent-kvio/kv"; });
+         }},
+        {"mark of another trial", [&](auto&) { rank(2, 0, [](J& rk) { rk["kvio"]["mlperf_closed"]["trial"] = 1; }); }},
+        {"no mark", [&](auto&) { rank(2, 0, [](J& rk) { rk["kvio"].erase("mlperf_closed"); }); }},
+        {"output elsewhere",
+         [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"]["output"] = "/x/y.json"; }); }},
+        {"output missing", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"].erase("output"); }); }},
+        {"kvio not an object", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"] = 1; }); }},
+        {"flags not an object", [&](auto&) { rank(2, 1, [](J& rk) { rk["kvio"]["config"]["flags"] = 1; }); }},
+        {"foreign run id", [&](auto&) { rank(1, 1, [](J& rk) { rk["kvio"]["mlperf_closed"]["run_id"] = "run-b"; }); }},
+        {"closed_submission true",
+         [&](auto&) { rank(1, 1, [](J& rk) { rk["kvio"]["mlperf_closed"]["closed_submission"] = true; }); }},
+        {"stopped rank", [&](auto&) { rank(1, 0, [](J& rk) {
+                                          rk["kvio"]["stop"] = {{"signal", 15}};
+                                      }); }},
+        {"results pending",
+         [&](auto&) { rank(1, 0, [](J& rk) { rk["kvio"]["mlperf_closed"]["results_pending"] = true; }); }},
+        {"storage I/O errors",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) {
+                 rk["kvio"]["cache"] = {{"capacity_refusals", 0}, {"write_io_errors", 2}, {"failed_reads", 0}};
+             });
+         }},
+        {"capacity refusals",
+         [&](auto&) {
+             rank(1, 0, [](J& rk) {
+                 rk["kvio"]["cache"] = {
+                     {"capacity_refusals", 5}, {"capacity_refused_bytes", 1000}, {"write_io_errors", 0}};
+                 rk["summary"]["cache_stats"]["total_write_bytes"] = 1000;
+             });
+         }},
+        {"short trial", [&](auto&) { rank(0, 1, [](J& rk) { rk["summary"]["elapsed_time"] = 0.5; }); }},
+        {"nothing measured",
+         [&](const std::string& sp) {
+             rank(0, 1, [](J& rk) { rk["requests_completed"] = 0; });
+             summary(sp, [](J& s) { s["kvio"]["metadata"]["trial_seconds"] = 300; });
+         }},
+        {"figure not a number",
+         [&](auto&) { rank(0, 1, [](J& rk) { rk["summary"]["storage_throughput_tokens_per_sec"] = "x"; }); }},
+        {"no summary object", [&](auto&) { rank(0, 1, [](J& rk) { rk.erase("summary"); }); }},
+        {"unparseable rank file", [&](auto&) { std::ofstream(rank_file(d.path, 0, 1), std::ios::trunc) << "{"; }},
+        {"missing rank file", [&](auto&) { fs::remove(rank_file(d.path, 0, 1)); }},
+        {"two results files",
+         [&](auto&) {
+             fs::copy_file(rank_file(d.path, 0, 1), d.path + "/" + rank_dir_name(1, 0, 1) + "/kvcache_results_2.json");
+         }},
+        {"unexpected rank", [&](auto&) { fs::create_directories(d.path + "/" + rank_dir_name(1, 0, 7)); }},
+        {"leftover of a killed run", [&](auto&) { std::ofstream(d.path + "/option_1/trial_0/x.json.tmp-12"); }},
+        {"missing trial", [&](auto&) { fs::remove_all(d.path + "/option_1/trial_2"); }},
+        {"missing Option",
+         [&](const std::string& sp) { summary(sp, [](J& s) {
+                                          s["kvio"]["metadata"]["options_run"] = {1, 2};
+                                      }); }},
+        {"aggregate",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) { s["options"]["1"]["aggregated_read_bandwidth_gbps"] = 1e6; });
+         }},
+        {"aggregate missing",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) { s["options"]["1"].erase("aggregated_device_write_p95_ms"); });
+         }},
+        {"rank list",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["cpu_tier_ranks"] = {"x"}; }); }},
+        {"per_trial",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["per_trial"] = J::array(); }); }},
+        {"rank_count", [&](const std::string& sp) { summary(sp, [](J& s) { s["options"]["1"]["rank_count"] = 5; }); }},
+        {"option missing in summary",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["options"].erase("1"); }); }},
+        {"trials_per_option", [&](const std::string& sp) { summary(sp, [](J& s) { s["trials_per_option"] = 2; }); }},
+        {"total_ranks type", [&](const std::string& sp) { summary(sp, [](J& s) { s["total_ranks"] = "two"; }); }},
+        {"stopped by signal",
+         [&](const std::string& sp) { summary(sp, [](J& s) { s["kvio"]["metadata"]["stopped_by_signal"] = 2; }); }},
+        {"one filesystem",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) {
+                 s["kvio"]["provenance"] = {{"cache_dir", {{"st_dev", "8:1"}}}, {"results_dir", {{"st_dev", "8:1"}}}};
+             });
+         }},
+        {"cache in memory",
+         [&](const std::string& sp) {
+             summary(sp, [](J& s) {
+                 s["kvio"]["provenance"]["cache_dir"] = {{"fstype", "tmpfs"}, {"st_dev", "0:40"}};
+             });
+         }},
+        {"unreadable summary", [&](const std::string& sp) { std::ofstream(sp, std::ios::trunc) << "[1,"; }},
+        {"no summary", [&](const std::string& sp) { fs::remove(sp); }},
+        {"metadata default",
+         [&](auto&) {
+             save_json(d.path + "/kv_cache_1_metadata.json", {{"gpu_mem_gb", 16.0}});
+         }},
+        {"metadata unparseable", [&](auto&) { std::ofstream(d.path + "/kv_cache_1_metadata.json") << "{"; }},
+    };
+    int lines = 0;
+    for (const auto& [kind, plant] : kinds) {
+        const std::string sp = fresh();
+        ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+            << joined(check_results_dir(d.path, kShortened));
+        plant(sp);
+        for (const CheckOptions& o : {kShortened, CheckOptions{}}) {
+            const CheckReport r = check_results_dir(d.path, o);
+            if (o.allow_shortened) EXPECT_FALSE(r.problems.empty()) << kind << ": no problem found";
+            for (const auto& p : r.problems) {
+                ++lines;
+                EXPECT_TRUE(names_rule(p)) << kind << ": " << p;
+            }
+        }
+    }
+    EXPECT_GE(lines, int(kinds.size()) * 2);
+}
+
+// A damaged summary is blamed on the summary: an edited kvio.metadata.option_parameters is one problem naming the
+// summary and the field, not the untouched rank files checked against it; an edited seed_base is reported.
+TEST(MlperfCheckDir, ADamagedSummaryIsNamedNotTheRankFiles) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    for (int t = 0; t < 3; ++t)
+        for (int n = 0; n < 2; ++n) mark_as_kvio(d.path, t, n, 2);
+    auto s = load_json(sp);
+    s["kvio"]["metadata"]["option_parameters"]["1"] = closed_option_parameters(closed_option(1), 2);
+    s["kvio"]["metadata"]["seed_base"] = 42;
+    save_json(sp, s);
+    ASSERT_TRUE(check_results_dir(d.path, kShortened).problems.empty())
+        << joined(check_results_dir(d.path, kShortened));
+    s["kvio"]["metadata"]["option_parameters"]["1"]["num_users"] = 5;
+    save_json(sp, s);
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0], sp + ": kvio.metadata.option_parameters.1.num_users 5, Option 1 runs 200 (rule "
+                                  "kvcacheFixedWorkloadPerOption)");
+    s["kvio"]["metadata"]["option_parameters"]["1"]["num_users"] = 200;
+    s["kvio"]["metadata"]["seed_base"] = 7;
+    save_json(sp, s);
+    r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 1u) << joined(r);
+    EXPECT_EQ(r.problems[0],
+              sp + ": kvio.metadata.seed_base 7, CLOSED seeds rank N with 42 + N (rule kvcacheClosedSequenceLocks)");
+    EXPECT_NE(joined(check_results_dir(d.path, {})).find(": kvio.metadata.seed_base 7, "), std::string::npos)
+        << "without --allow-shortened too";
 }

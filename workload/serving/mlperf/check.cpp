@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "workload/serving/config.h"
 #include "workload/serving/mlperf/closed_rules.h"
 #include "workload/serving/mlperf/provenance.h"
 #include "workload/serving/results/json_need.h"
@@ -243,6 +244,44 @@ void shape_from_rank_files(const std::string& dir, RunShape& s, CheckReport& rep
                         std::to_string(s.trial_seconds) + " s) and Options they record");
 }
 
+/// The summary's kvio.metadata.option_parameters (`params`) of a shortened run, the parameters its rank files are
+/// checked against: each Option's must be Table KVCache-1's row with the recorded trial length, except the CPU tier of
+/// an Option that has one when the summary says --test-cpu-mem-gb changed it. A value off that is a problem naming
+/// the summary and the field (rule kvcacheFixedWorkloadPerOption), and the table's value is what the rank files are
+/// then checked against: a damaged summary is not blamed on untouched rank files.
+void check_recorded_parameters(RunShape& s, const Json& params, CheckReport& rep) {
+    if (params.is_null()) return;
+    const std::string where = s.summary_path + ": kvio.metadata.option_parameters";
+    if (!params.is_object()) {
+        rep.problems.push_back(where + " " + fmt(params) + ": not an object (rule kvcacheFixedWorkloadPerOption)");
+        return;
+    }
+    const Json& why = field_or_null(s.summary, "not_a_closed_submission");
+    const bool test_cpu = why.is_string() && why.get<std::string>().find("--test-cpu-mem-gb") != std::string::npos;
+    for (const auto& [key, got] : params.items()) {
+        int o = 0;
+        try {
+            o = std::stoi(key);
+        } catch (const std::exception&) {}
+        if (o < 1 || o > 3 || std::to_string(o) != key) {
+            rep.problems.push_back(where + "." + key +
+                                   ": no such Option (Options are 1, 2 and 3) (rule "
+                                   "kvcacheFixedWorkloadPerOption)");
+            continue;
+        }
+        const ClosedOption& row = closed_option(o);
+        Json want = closed_option_parameters(row, s.trial_seconds);
+        if (const Json& cpu = field_or_null(got, "cpu_mem_gb");
+            test_cpu && row.cpu_mem_gb > 0 && cpu.is_number() && cpu.get<double>() > 0)
+            want["cpu_mem_gb"] = cpu;  // --test-cpu-mem-gb: the one parameter a shortened run changes
+        for (const auto& [k, v] : want.items())
+            if (const Json& g = field_or_null(got, k.c_str()); !same_number(g, v))
+                rep.problems.push_back(where + "." + key + "." + k + " " + fmt(g) + ", Option " + key + " runs " +
+                                       fmt(v) + " (rule kvcacheFixedWorkloadPerOption)");
+        s.recorded_parameters[key] = want;
+    }
+}
+
 RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& rep) {
     RunShape s;
     const auto summaries = glob_summaries(dir);
@@ -295,9 +334,11 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
                                    ": not a list of Options 1-3 (rule kvcacheHeadlineResult)");
         s.trial_seconds = int_field(meta, "trial_seconds", 300, s.summary_path + ": kvio.metadata",
                                     "kvcacheFixedWorkloadPerOption", rep);
-        const Json& params = field_or_null(meta, "option_parameters");
-        if (params.is_object()) s.recorded_parameters = params;
+        check_recorded_parameters(s, field_or_null(meta, "option_parameters"), rep);
     }
+    if (const Json& sb = field_or_null(meta, "seed_base"); !sb.is_null() && sb != kClosedSeed)
+        rep.problems.push_back(s.summary_path + ": kvio.metadata.seed_base " + fmt(sb) + ", CLOSED seeds rank N with " +
+                               std::to_string(kClosedSeed) + " + N (rule kvcacheClosedSequenceLocks)");
     if (o.allow_shortened && (summaries.empty() || s.summary_unreadable)) shape_from_rank_files(dir, s, rep);
     s.kvio_marked = at_path(s.summary, {"kvio", "metadata"}).is_object() || any_rank_file_marked(dir);
     if (const Json& id = field_or_null(meta, "run_id"); id.is_string()) s.run_id = id.get<std::string>();
@@ -393,20 +434,18 @@ void check_rank_failures(const std::string& path, const Json& doc, CheckReport& 
 /// One kind of parameter problem of an Option (a key, the value found, the value required) and the rank files that
 /// have it: reported once, not once per file.
 struct ParamMismatch {
-    std::string key, got, want;
+    std::string key, got;
+    std::string tail;  ///< what is required and the rule: ", Option 1 requires 300 (rule ...)"
     std::vector<std::string> files;
 };
 using ParamMismatches = std::map<std::string, ParamMismatch>;  ///< by key, value found and value required
 
 /// One line per kind: the file itself when one file has it, else the Option's directory with the count and the files
 /// (as option-relative trial_<T>/rank_<N>).
-void report_param_mismatches(const std::string& odir, const ClosedOption& opt, const ParamMismatches& m,
-                             CheckReport& rep) {
-    const std::string rule = ", Option " + std::to_string(opt.option) + " requires ";
+void report_param_mismatches(const std::string& odir, const ParamMismatches& m, CheckReport& rep) {
     for (const auto& [id, p] : m) {
         if (p.files.size() == 1) {
-            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + rule + p.want +
-                                   " (rule kvcacheFixedWorkloadPerOption)");
+            rep.problems.push_back(p.files[0] + ": " + p.key + " " + p.got + p.tail);
             continue;
         }
         std::string where;
@@ -415,7 +454,7 @@ void report_param_mismatches(const std::string& odir, const ClosedOption& opt, c
             where += (where.empty() ? "" : ", ") + rel.string();
         }
         rep.problems.push_back(odir + ": " + p.key + " " + p.got + " in " + std::to_string(p.files.size()) +
-                               " rank files (" + where + ")" + rule + p.want + " (rule kvcacheFixedWorkloadPerOption)");
+                               " rank files (" + where + ")" + p.tail);
     }
 }
 
@@ -526,6 +565,93 @@ void check_trial_length(const std::string& path, const Json& doc, const RunShape
                            std::to_string(s.trial_seconds) + " s (rule kvcacheFixedWorkloadPerOption)");
 }
 
+/// Whether rank file `doc` ran a test-only shortened trial (`kvio simulate --mlperf-closed --trial-seconds`): its
+/// kvio.mlperf_closed.not_a_closed_submission names --trial-seconds, or the run's recorded trial length (with
+/// --allow-shortened: the summary's kvio.metadata.trial_seconds, or the rank files') is under the Options' 300 s.
+bool shortened_trial(const Json& doc, const RunShape& s) {
+    const Json& why = at_path(doc, {"kvio", "mlperf_closed", "not_a_closed_submission"});
+    if (why.is_string() && why.get<std::string>().find("--trial-seconds") != std::string::npos) return true;
+    return s.shortened && s.trial_seconds < closed_options()[0].duration_s;
+}
+
+/// A rank file that measured nothing (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check"):
+/// `requests_completed` 0 (rule kvcacheHeadlineResult: its figures are no measurement), else, where it records them,
+/// 0 bytes read from storage (summary.cache_stats.tier_storage_kv_bytes_read_gb; every Option runs --gpu-mem-gb 0 and
+/// reads its working set back from storage, rule kvcacheLatencyValidity). A problem, or a note when the trial was a
+/// test-only shortened one (a 2 s trial may end before its first request does). A file recording neither is not
+/// judged.
+void check_measured_something(const std::string& path, const Json& doc, const RunShape& s, CheckReport& rep) {
+    std::string what, rule;
+    const Json& done = field_or_null(doc, "requests_completed");
+    const Json& read = at_path(doc, {"summary", "cache_stats", "tier_storage_kv_bytes_read_gb"});
+    if (done.is_number() && done.get<double>() == 0) {
+        what = "requests_completed 0: the rank completed no request, it measured nothing";
+        rule = "kvcacheHeadlineResult";
+    } else if (read.is_number() && read.get<double>() == 0) {
+        what = "summary.cache_stats.tier_storage_kv_bytes_read_gb 0 (storage_throughput_tokens_per_sec " +
+               fmt(at_path(doc, {"summary", "storage_throughput_tokens_per_sec"})) +
+               "): the rank read nothing back from storage, which every Option reads";
+        rule = "kvcacheLatencyValidity";
+    } else {
+        return;
+    }
+    if (shortened_trial(doc, s))
+        rep.notes.push_back(path + ": " + what + ", in a test-only shortened trial (--trial-seconds)");
+    else
+        rep.problems.push_back(path + ": " + what + " (rule " + rule + ")");
+}
+
+/// Whether two recorded flag values are the same setting: equal numbers (same_number), or both unset (null, as an older
+/// kvio recorded an unset string, or "").
+bool same_setting(const Json& a, const Json& b) {
+    auto unset = [](const Json& v) { return v.is_null() || (v.is_string() && v.get<std::string>().empty()); };
+    return (unset(a) && unset(b)) || same_number(a, b);
+}
+
+/// Every other flag a kvio rank file records (kvio.config.flags) against `kvio simulate`'s default
+/// (config_to_json of a default SimConfig): a CLOSED run refuses each flag closed_refusals refuses, so a recorded
+/// value off its default was set outside the protocol or edited in. Each becomes a mismatch whose line is that
+/// refusal (its rule). Not compared: the Option parameters (`params`, checked against the Option), the flags
+/// closed_refusals allows (the run sets them: cache_dir, num_clients, mpi, quiet, progress_interval, log_level, seed,
+/// checked against 42 + rank on its own) and two values the run itself sets, docs/mlperf-benchmark.md, "Checking a
+/// results directory: kvio mlperf-check": output (each rank's own file, kvioRankFileMarks) and storage_capacity_gb
+/// (computed from the cache's free space).
+void check_fixed_flags(const std::string& path, const Json& flags, const Json& params, ParamMismatches& mismatches) {
+    static const Json defaults = config_to_json(SimConfig{})["flags"];
+    for (const FlagSpec& f : flag_table()) {
+        const std::string dest = flag_dest(f);
+        if (params.contains(dest) || dest == "output" || dest == "storage_capacity_gb" || !flags.contains(dest))
+            continue;
+        const std::vector<std::string> refused = closed_refusals({f.name}, std::nullopt);
+        if (refused.empty() || same_setting(flags[dest], field_or_null(defaults, dest.c_str()))) continue;
+        ParamMismatch& m = mismatches[dest + '\n' + fmt(flags[dest])];
+        m.key = dest;
+        m.got = fmt(flags[dest]);
+        m.tail = ", kvio simulate's default " + fmt(field_or_null(defaults, dest.c_str())) + ": " + refused.front();
+        m.files.push_back(path);
+    }
+}
+
+/// What a rank file of the Python benchmark (no kvio.config) records of flags a CLOSED run fixes: a throughput
+/// timeline (written only with --enable-autoscaling, docs/mlperf-benchmark.md, "Metrics and the results JSON"; rule
+/// kvcacheAutoscalingProhibited), entries in the GPU tier (every Option runs --gpu-mem-gb 0) or in the CPU tier where
+/// the Option runs --cpu-mem-gb 0 (rule kvcacheFixedWorkloadPerOption).
+void check_recorded_workload(const std::string& path, const Json& doc, const ClosedOption& opt, CheckReport& rep) {
+    if (const Json& tl = field_or_null(doc, "throughput_timeline"); tl.is_array() && !tl.empty())
+        rep.problems.push_back(path + ": throughput_timeline has " + std::to_string(tl.size()) +
+                               " entries: the autoscaler ran (--enable-autoscaling) (rule "
+                               "kvcacheAutoscalingProhibited)");
+    const Json& cs = at_path(doc, {"summary", "cache_stats"});
+    const std::pair<const char*, double> tiers[] = {{"gpu", opt.gpu_mem_gb}, {"cpu", opt.cpu_mem_gb}};
+    for (const auto& [tier, gib] : tiers) {
+        const Json& n = field_or_null(cs, (std::string(tier) + "_entries").c_str());
+        if (gib == 0 && n.is_number() && n.get<double>() > 0)
+            rep.problems.push_back(path + ": summary.cache_stats." + tier + "_entries " + fmt(n) + ", Option " +
+                                   std::to_string(opt.option) + " runs --" + tier +
+                                   "-mem-gb 0: the tier held entries (rule kvcacheFixedWorkloadPerOption)");
+    }
+}
+
 /// The checks of one rank file: its seed, its recorded parameters (each differing one added to `mismatches`) and
 /// cache directory.
 void check_rank_file(const std::string& path, const Json& doc, const ClosedOption& opt, int trial, int rank,
@@ -546,13 +672,15 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     }
     check_rank_figures(path, doc, rep);
     if (!stopped) check_trial_length(path, doc, s, rep);  // a stopped one is said above
+    if (!stopped) check_measured_something(path, doc, s, rep);
     check_rank_failures(path, doc, rep);
     check_rank_marks(path, doc, opt, trial, rank, s, rep);
     const Json& flags = at_path(doc, {"kvio", "config", "flags"});
     if (!flags.is_object()) {
         rep.notes.push_back(path +
-                            ": the file records no parameters (not written by kvio): checked seed and "
-                            "aggregates only");
+                            ": the file records no parameters (not written by kvio): checked its seed, what it "
+                            "records of the tiers and the autoscaler, and the aggregates");
+        check_recorded_workload(path, doc, opt, rep);
         return;
     }
     const std::string key = std::to_string(opt.option);
@@ -562,20 +690,15 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     for (const auto& [k, v] : want.items()) {
         const Json& got = field_or_null(flags, k.c_str());
         if (!same_number(got, v)) {
-            ParamMismatch& m = mismatches[k + '\n' + fmt(got) + '\n' + fmt(v)];
+            ParamMismatch& m = mismatches[k + '\n' + fmt(got)];
             m.key = k;
             m.got = fmt(got);
-            m.want = fmt(v);
+            m.tail = ", Option " + std::to_string(opt.option) + " requires " + fmt(v) +
+                     " (rule kvcacheFixedWorkloadPerOption)";
             m.files.push_back(path);
         }
     }
-    const Json& cfg = field_or_null(flags, "config");
-    if (!cfg.is_null() && !(cfg.is_string() && cfg.get<std::string>().empty()))
-        rep.problems.push_back(path + ": config " + fmt(cfg) +
-                               ": --config is not permitted (rule "
-                               "kvcacheClosedSequenceLocks)");
-    if (field_or_null(flags, "enable_autoscaling") == true)
-        rep.problems.push_back(path + ": enable_autoscaling true (rule kvcacheAutoscalingProhibited)");
+    check_fixed_flags(path, flags, want, mismatches);
     const Json& cd = field_or_null(flags, "cache_dir");
     if (cd.is_string() && !cd.get<std::string>().empty()) {
         auto [it, fresh] = cache_dirs.emplace(cd.get<std::string>(), path);
@@ -673,7 +796,7 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
         }
         for (const auto& [cd, file] : cache_dirs) cache_seen.insert(cd);
     }
-    report_param_mismatches(odir, opt, mismatches, rep);
+    report_param_mismatches(odir, mismatches, rep);
 }
 
 /// The rule that defines an aggregated figure (docs/mlperf-benchmark.md, "The CLOSED rules").
@@ -766,9 +889,39 @@ void check_aggregates(const std::string& dir, const ClosedOption& opt, const Run
                                "(storage_entries 0): no storage was measured (rule kvcacheLatencyValidity)");
 }
 
+/// Whether the run recorded the test-only --test-memory-cache escape: the summary's not_a_closed_submission (top level
+/// or kvio.metadata's) names it.
+bool recorded_memory_cache_escape(const RunShape& s) {
+    for (const Json* why : {&field_or_null(s.summary, "not_a_closed_submission"),
+                            &at_path(s.summary, {"kvio", "metadata", "not_a_closed_submission"})})
+        if (why->is_string() && why->get<std::string>().find("--test-memory-cache") != std::string::npos) return true;
+    return false;
+}
+
+/// A cache the summary's provenance (kvio.provenance.cache_dir, filesystem_provenance's record) says memory backed
+/// (memory_backing: tmpfs, ramfs, a zram or brd RAM disk, or a loop device over a file on one) measured memory, not
+/// storage (rule kvioCacheOnMemory, kvio's name): a problem, or a note when the run recorded --test-memory-cache, the
+/// test-only escape that allowed it. A record memory_backing cannot read (a field of another type) is a problem.
+void check_cache_backing(const RunShape& s, const Json& cache_fs, CheckReport& rep) {
+    std::string mem;
+    try {
+        mem = memory_backing(cache_fs);
+    } catch (const std::exception& e) {
+        rep.problems.push_back(s.summary_path + ": kvio.provenance.cache_dir: not a filesystem record (" + e.what() +
+                               "): what backs the cache cannot be told (rule kvioCacheOnMemory)");
+        return;
+    }
+    if (mem.empty()) return;
+    const std::string line = s.summary_path + ": kvio.provenance.cache_dir: the cache was backed by memory (" + mem +
+                             "), no storage was measured";
+    if (recorded_memory_cache_escape(s))
+        rep.notes.push_back(line + "; allowed by the test-only --test-memory-cache the run recorded");
+    else
+        rep.problems.push_back(line + " (rule kvioCacheOnMemory)");
+}
+
 /// Cache and results on one filesystem (rule kvcachePosixCacheDir): the summary's recorded st_dev, and each cache
-/// directory the rank files name that still exists. A cache the summary records on a memory filesystem (tmpfs,
-/// ramfs: its provenance's fstype) measured memory, not storage (rule kvioCacheOnMemory, kvio's name).
+/// directory the rank files name that still exists; and what backs the recorded cache (check_cache_backing).
 void check_filesystems(const std::string& dir, const RunShape& s, const std::set<std::string>& caches,
                        CheckReport& rep) {
     const Json& prov = at_path(s.summary, {"kvio", "provenance"});
@@ -779,10 +932,7 @@ void check_filesystems(const std::string& dir, const RunShape& s, const std::set
     if (!cd.empty() && cd == rd)
         rep.problems.push_back(s.summary_path + ": cache and results directories were on one filesystem (device " + cd +
                                ") (rule kvcachePosixCacheDir)");
-    const Json& fst = at_path(prov, {"cache_dir", "fstype"});
-    if (fst == "tmpfs" || fst == "ramfs")
-        rep.problems.push_back(s.summary_path + ": kvio.provenance.cache_dir.fstype " + fst.get<std::string>() +
-                               ": the cache was in memory, no storage was measured (rule kvioCacheOnMemory)");
+    check_cache_backing(s, field_or_null(prov, "cache_dir"), rep);
     const std::string here = path_st_dev(dir);
     std::set<std::string> parents;
     for (const auto& c : caches) parents.insert(fs::path(c).parent_path().string());

@@ -7,6 +7,13 @@
 
 namespace kvio::serving {
 
+/// `kvio mlperf-check`'s exit status when the directory holds a CLOSED run and no problem was found
+/// (docs/mlperf-benchmark.md, "Checking a results directory: kvio mlperf-check").
+inline constexpr int kCheckClean = 0;
+/// Its exit status when a problem was found (one line each on stdout), a directory holding no CLOSED run included.
+/// A usage error (no DIR, DIR missing or not a directory) exits kvio::cli::kUsageError (2).
+inline constexpr int kCheckProblems = 1;
+
 /// How strict the check is.
 struct CheckOptions {
     /// Accept a run kvio marked as not a CLOSED submission (--trial-seconds, --pause-seconds, one Option): its
@@ -30,13 +37,14 @@ struct CheckReport {
 
 /// Checks `dir`: the summary (kvcache_run_summary*.json; the newest by name), every Option's trial and rank
 /// directory (a missing rank or trial file, two results files in one rank), each rank file's seed (42 + rank) and,
-/// where the file records them (kvio's kvio.config.flags), its parameters against the Option's (Table KVCache-1) and
-/// its cache directory (one per rank; on another filesystem than `dir`), the recorded filesystems of the summary's
-/// provenance, the sequence locks (3 trials), and the summary's aggregates against aggregate_option over the rank
-/// files (relative difference 1e-9), and each mlpstorage metadata file (*_metadata.json in `dir`): every Option
-/// parameter it records must be what the Options ran; one that records mlpstorage's CLI default instead (gpu_mem_gb
-/// 16, generation_mode "realistic", ...) is named as such. Throws kvio::UsageError ("DIR: No such file or
-/// directory", "DIR: Not a directory") when `dir` is not a directory.
+/// where the file records them (kvio's kvio.config.flags), its parameters against the Option's (Table KVCache-1), every
+/// other flag closed_refusals refuses against kvio simulate's default, and its cache directory (one per rank; on
+/// another filesystem than `dir`), the recorded filesystems of the summary's provenance, the sequence locks (3 trials),
+/// and the summary's aggregates against aggregate_option over the rank files (relative difference 1e-9), and each
+/// mlpstorage metadata file (*_metadata.json in `dir`): every Option parameter it records must be what the Options ran;
+/// one that records mlpstorage's CLI default instead (gpu_mem_gb 16, generation_mode "realistic", ...) is named as
+/// such. Throws kvio::UsageError ("DIR: No such file or directory", "DIR: Not a directory") when `dir` is not a
+/// directory.
 CheckReport check_results_dir(const std::string& dir, const CheckOptions& o);
 
 }  // namespace kvio::serving
