@@ -121,10 +121,31 @@ std::string FilePaths::path(const kvio_file_key& k) {
     return p;
 }
 
+bool FilePaths::still_names(const kvio_file_key& k, const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && st.st_ino == k.ino &&
+           kernel_dev(DevId{major(st.st_dev), minor(st.st_dev)}) == k.fs_dev;
+}
+
 void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
-    std::map<uint32_t, std::set<uint64_t>> wanted;  // fs dev_t -> inode numbers still without a path
-    for (const auto& k : keys)
-        if (path(k).empty()) wanted[k.fs_dev].insert(k.ino);
+    std::map<uint32_t, std::set<uint64_t>> wanted;  // fs dev_t -> inode numbers whose path is wanted by a walk
+    std::map<kvio_file_key, std::string, FileKeyLess> seen_paths;  // the path of first sight of those, if any
+    for (const auto& k : keys) {
+        // the path now, where the inode can be opened: a file renamed during the trace (x.tmp -> x) is shown by its
+        // name at the end
+        std::string now = resolve(k);
+        if (!now.empty()) {
+            paths_[k] = now;
+            continue;
+        }
+        auto it = paths_.find(k);
+        if (it != paths_.end() && still_names(k, it->second)) continue;
+        if (it != paths_.end()) {  // moved or deleted: a walk finds it if it survives, else it keeps what was seen
+            seen_paths[k] = it->second;
+            paths_.erase(it);
+        }
+        wanted[k.fs_dev].insert(k.ino);
+    }
     namespace fs = std::filesystem;
     for (auto& [dev, inos] : wanted) {
         std::string mp;
@@ -150,6 +171,7 @@ void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
             inos.erase(st.st_ino);
         }
     }
+    for (auto& [k, p] : seen_paths) paths_.emplace(k, p);  // not found: deleted, it keeps the path seen
 }
 
 namespace {

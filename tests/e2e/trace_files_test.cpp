@@ -214,6 +214,7 @@ TEST(TraceFiles, RenamedTmpFileWithoutFsyncUnderACommandFilter) {
     EXPECT_GT(wr["bytes"].get<uint64_t>(), 0u) << s["files_attribution"].dump();
     EXPECT_EQ(wr["bytes"], size_in_blocks(x)) << s["files_attribution"].dump();
     EXPECT_EQ(wr["app_bytes"], 3 * MiB + 100);
+    EXPECT_EQ(rows[inode_of(x)]["path"], x);
 }
 
 // --under keeps the files below a directory; --group-by makes a row of each distinct match (its first group) over
@@ -240,6 +241,25 @@ TEST(TraceFiles, UnderAndGroupBy) {
         EXPECT_EQ(rows[m.mnt + d]["write"]["bytes"], 512 * KiB);
         EXPECT_EQ(rows[m.mnt + d]["write"]["app_bytes"], 512 * KiB);
     }
+}
+
+// A file renamed during the trace (an engine's `x.tmp` made `x` once complete) is shown by its path at the end; a
+// file deleted during the trace keeps the path it had.
+TEST(TraceFiles, RenamedFileShowsItsPathAtTheEnd) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string x = m.mnt + "/x", gone = m.mnt + "/gone";
+    const json s = trace_files(m, dir,
+                               "dd if=/dev/zero of=" + x + ".tmp bs=64k count=4 conv=fsync status=none && dd " +
+                                   "if=/dev/zero of=" + gone + " bs=64k count=2 conv=fsync status=none && sleep 1 && " +
+                                   "mv " + x + ".tmp " + x + " && rm " + gone);
+    auto rows = rows_by_path(s);
+    EXPECT_FALSE(rows.count(x + ".tmp")) << s["files"].dump();
+    ASSERT_TRUE(rows.count(x)) << s["files"].dump();
+    EXPECT_EQ(rows[x]["ino"], inode_of(x));
+    EXPECT_EQ(rows[x]["write"]["bytes"], 256 * KiB);
+    ASSERT_TRUE(rows.count(gone)) << "the deleted file lost its path: " << s["files"].dump();
+    EXPECT_EQ(rows[gone]["write"]["bytes"], 128 * KiB);
 }
 
 // Direct I/O: dd writes and reads a file with O_DIRECT; the commands' pages are dd's buffer (anonymous memory), so
