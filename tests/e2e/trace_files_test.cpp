@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -260,6 +261,28 @@ TEST(TraceFiles, RenamedFileShowsItsPathAtTheEnd) {
     EXPECT_EQ(rows[x]["write"]["bytes"], 256 * KiB);
     ASSERT_TRUE(rows.count(gone)) << "the deleted file lost its path: " << s["files"].dump();
     EXPECT_EQ(rows[gone]["write"]["bytes"], 128 * KiB);
+}
+
+// What a command prints to standard output must reach it: a table written to /dev/full (ENOSPC) fails the run with
+// one line on stderr, for kvio trace as for any other command (cli/stdout_check.h: one check in main).
+TEST(TraceFiles, WriteErrorsOnStdoutFailTheRun) {
+    Ext4Mount m(64 * MiB);
+    const std::string cmds[] = {
+        kvio_bin() + " trace -d " + m.loop.name + " --files -- dd if=/dev/zero of=" + m.mnt +
+            "/a bs=64k count=4 conv=fsync status=none",
+        kvio_bin() + " geometry --model llama3.1-8b --tp 2",
+        kvio_bin() + " --help",
+    };
+    for (const std::string& c : cmds) {
+        SCOPED_TRACE(c);
+        const CmdResult ok = run(c + " > /dev/null");
+        EXPECT_EQ(ok.status, 0) << ok.err;
+        const CmdResult r = run(c + " > /dev/full");
+        EXPECT_EQ(r.status, 1) << r.err;
+        // one line; the reason (ENOSPC) when the failed write was the last flush, else none is left to tell
+        EXPECT_EQ(r.err.rfind("kvio: cannot write to standard output", 0), 0u) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
 }
 
 // Direct I/O: dd writes and reads a file with O_DIRECT; the commands' pages are dd's buffer (anonymous memory), so
