@@ -285,6 +285,18 @@ TEST(TraceFiles, WriteErrorsOnStdoutFailTheRun) {
     }
 }
 
+// --files needs the syscall programs (app bytes, the files whose writeback a command filter follows): with
+// --block-only it is refused as a command line whose options do not go together, before anything is traced.
+TEST(TraceFiles, BlockOnlyIsRefused) {
+    for (const char* order : {"--files --block-only", "--block-only --files"}) {
+        SCOPED_TRACE(order);
+        const CmdResult r = run(kvio_bin() + " trace " + order + " --duration 1");
+        EXPECT_EQ(r.status, 2) << r.err;
+        EXPECT_NE(r.err.find("kvio trace: --files excludes --block-only"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, "");
+    }
+}
+
 // Direct I/O: dd writes and reads a file with O_DIRECT; the commands' pages are dd's buffer (anonymous memory), so
 // the file comes from the bio's iomap dio (or, forced, from the syscall that submitted them): both sources give the
 // same table. The events stream carries the inode of each data command.
