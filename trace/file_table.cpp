@@ -215,14 +215,17 @@ nlohmann::json dir_json(const Row::Dir& d) {
     return j;
 }
 
-/// The row name of a file: its path, or the regex's match (first group if any) when `re` matches it.
+/// The row name of a file: its path, or the regex's match (first group if any) when `re` matches it with a
+/// non-empty text; a file whose match is empty (`x*`, an optional group that took nothing) keeps its own row, as a
+/// file the regex does not match does, rather than all such files sharing a row with an empty name.
 std::string row_name(const FileEntry& f, const std::regex* re) {
     std::string p = f.path.empty() ? "<ino " + std::to_string(f.key.ino) + " on " +
                                          dev_string(decode_kernel_dev(f.key.fs_dev)) + ">"
                                    : f.path;
     std::smatch m;
-    if (re && !f.path.empty() && std::regex_search(p, m, *re)) return m.size() > 1 ? m[1].str() : m[0].str();
-    return p;
+    if (!re || f.path.empty() || !std::regex_search(p, m, *re)) return p;
+    std::string group = m.size() > 1 ? m[1].str() : m[0].str();
+    return group.empty() ? p : group;
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ struct FileEntry {
 
 /// How rows are formed: `under` keeps files whose path is below it (a directory, compared by path component);
 /// `group_by` (ECMAScript regex) makes a row of each distinct match over the path (its first capture group when it
-/// has one); files it does not match stay rows of their own.
+/// has one); files it does not match, or matches with an empty text, stay rows of their own.
 struct FileTableOptions {
     std::string under;
     std::string group_by;
