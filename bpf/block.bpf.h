@@ -207,6 +207,8 @@ static __always_inline void rq_state_init(struct rq_ref *r, struct request *rq, 
     s->slot = slot;
     s->has_owner = resolve_owner(rq, r->o, &passes, at_insert, typed, at_insert ? NUM_INSERT : NUM_ISSUE);
     s->ignored = task_filter_active() && !(s->has_owner && passes);
+    if (s->ignored && files_follow_writeback(rq, dev, typed)) /* --files: the traced processes' writeback */
+        s->ignored = false;
     if (!s->has_owner && (task_filter_active() || group_by))
         count(KVIO_CNT_NO_OWNER);
 }

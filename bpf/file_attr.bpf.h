@@ -61,9 +61,33 @@ struct {
     __type(value, struct kvio_file_stats);
 } file_stats SEC(".maps");
 /* [0] commands with no file (metadata, journal, flushes' data-less bios, unknown), [1] files file_stats had no room
- * for, [2..5] commands attributed by the page, syscall, uring and dio sources. */
-enum { FILES_NONE, FILES_FULL, FILES_BY_PAGE, FILES_BY_SYSCALL, FILES_BY_URING, FILES_BY_DIO, FILES_COUNTERS };
+ * for, [2..5] commands attributed by the page, syscall, uring and dio sources, [6] write commands of a process the
+ * task filter leaves out admitted as writeback of a file the traced processes wrote (files_follow_writeback), [7]
+ * files the traced processes wrote that written_files had no room for (their writeback is left out). */
+enum {
+    FILES_NONE,
+    FILES_FULL,
+    FILES_BY_PAGE,
+    FILES_BY_SYSCALL,
+    FILES_BY_URING,
+    FILES_BY_DIO,
+    FILES_WB_FOLLOWED,
+    FILES_WRITTEN_FULL,
+    FILES_COUNTERS
+};
 KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
+
+/* --files under a task filter (-p, -c, --cgroup, -- COMMAND): the files the traced processes wrote (a write-family
+ * syscall returned bytes on them), so that their writeback, which flusher threads, kswapd or another process's sync
+ * submit, counts for the trace (docs/trace.md, "Writeback under a command filter"). Allocated as files are written
+ * (userspace sizes it, 1 entry without a task filter); a file it has no room for is counted (FILES_WRITTEN_FULL). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct kvio_file_key);
+    __type(value, __u8);
+} written_files SEC(".maps");
 
 static const struct kvio_file_stats zero_file_stats;
 
@@ -296,12 +320,41 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
     __sync_fetch_and_add(&d->d2c[s], 1);
 }
 
+/* A traced process wrote file `fk`: its writeback is the trace's from now on (written_files). A lookup first: most
+ * writes are to a file already there, and an update would allocate. */
+static __always_inline void files_note_written(const struct kvio_file_key *fk)
+{
+    if (bpf_map_lookup_elem(&written_files, fk))
+        return;
+    __u8 one = 1;
+    long err = bpf_map_update_elem(&written_files, fk, &one, BPF_NOEXIST);
+    if (err && err != -17 /* EEXIST: another CPU added it */)
+        files_count(FILES_WRITTEN_FULL);
+}
+
+/* Does write request `rq` of disk `dev`, which the task filter leaves out (its submitter is not traced), carry the
+ * page cache of a file the traced processes wrote (written_files)? Then it is their writeback and counts for the
+ * trace. Only writes: a non-traced process's readahead of such a file stays out. 4 to 8 probe reads and a hash
+ * lookup, for left-out write commands only, under --files with a task filter. */
+static __always_inline bool files_follow_writeback(struct request *rq, __u32 dev, bool typed)
+{
+    if (!track_files || !task_filter_active() || (rq_opf(rq, typed) & KVIO_OP_MASK) != KVIO_OP_WRITE)
+        return false;
+    struct kvio_file_key fk = {};
+    if (!file_of_bio_page(KREAD(typed, rq, bio), dev, &fk) || !bpf_map_lookup_elem(&written_files, &fk))
+        return false;
+    files_count(FILES_WB_FOLLOWED);
+    return true;
+}
+
 /* A read/write-family syscall returned `ret` bytes on the file its state names: the application's own bytes. */
 static __always_inline void files_on_sys_exit(const struct sys_state *st, long ret, bool is_read, bool is_write)
 {
     if (ret <= 0 || !(is_read || is_write) || !(st->flags & KVIO_SYSF_FILE) || !st->ino)
         return;
     struct kvio_file_key fk = {.ino = st->ino, .fs_dev = st->fs_dev, .gen = st->gen};
+    if (is_write && task_filter_active())
+        files_note_written(&fk);
     struct kvio_file_stats *fs = file_stats_of(&fk);
     if (!fs)
         return;

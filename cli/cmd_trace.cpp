@@ -110,6 +110,10 @@ bool complete_trace_options(trace::TraceOptions& opts, const std::vector<std::st
         opts.events_path = perfetto + ".events.kvb";
         opts.events_bin = true;
     }
+    if (opts.files && opts.block_only)
+        throw UsageError(
+            "--files excludes --block-only (the application's bytes per file come from the syscall "
+            "programs --block-only leaves out, and so does the writeback a command filter follows)");
     if (opts.syscall_events && opts.events_path.empty())
         throw UsageError("--syscalls writes syscall records into --events FILE: give --events");
     if (!opts.events_path.empty() && opts.events_path == opts.json_path)

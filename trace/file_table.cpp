@@ -121,10 +121,31 @@ std::string FilePaths::path(const kvio_file_key& k) {
     return p;
 }
 
+bool FilePaths::still_names(const kvio_file_key& k, const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && st.st_ino == k.ino &&
+           kernel_dev(DevId{major(st.st_dev), minor(st.st_dev)}) == k.fs_dev;
+}
+
 void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
-    std::map<uint32_t, std::set<uint64_t>> wanted;  // fs dev_t -> inode numbers still without a path
-    for (const auto& k : keys)
-        if (path(k).empty()) wanted[k.fs_dev].insert(k.ino);
+    std::map<uint32_t, std::set<uint64_t>> wanted;  // fs dev_t -> inode numbers whose path is wanted by a walk
+    std::map<kvio_file_key, std::string, FileKeyLess> seen_paths;  // the path of first sight of those, if any
+    for (const auto& k : keys) {
+        // the path now, where the inode can be opened: a file renamed during the trace (x.tmp -> x) is shown by its
+        // name at the end
+        std::string now = resolve(k);
+        if (!now.empty()) {
+            paths_[k] = now;
+            continue;
+        }
+        auto it = paths_.find(k);
+        if (it != paths_.end() && still_names(k, it->second)) continue;
+        if (it != paths_.end()) {  // moved or deleted: a walk finds it if it survives, else it keeps what was seen
+            seen_paths[k] = it->second;
+            paths_.erase(it);
+        }
+        wanted[k.fs_dev].insert(k.ino);
+    }
     namespace fs = std::filesystem;
     for (auto& [dev, inos] : wanted) {
         std::string mp;
@@ -150,6 +171,7 @@ void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
             inos.erase(st.st_ino);
         }
     }
+    for (auto& [k, p] : seen_paths) paths_.emplace(k, p);  // not found: deleted, it keeps the path seen
 }
 
 namespace {
@@ -193,14 +215,17 @@ nlohmann::json dir_json(const Row::Dir& d) {
     return j;
 }
 
-/// The row name of a file: its path, or the regex's match (first group if any) when `re` matches it.
+/// The row name of a file: its path, or the regex's match (first group if any) when `re` matches it with a
+/// non-empty text; a file whose match is empty (`x*`, an optional group that took nothing) keeps its own row, as a
+/// file the regex does not match does, rather than all such files sharing a row with an empty name.
 std::string row_name(const FileEntry& f, const std::regex* re) {
     std::string p = f.path.empty() ? "<ino " + std::to_string(f.key.ino) + " on " +
                                          dev_string(decode_kernel_dev(f.key.fs_dev)) + ">"
                                    : f.path;
     std::smatch m;
-    if (re && !f.path.empty() && std::regex_search(p, m, *re)) return m.size() > 1 ? m[1].str() : m[0].str();
-    return p;
+    if (!re || f.path.empty() || !std::regex_search(p, m, *re)) return p;
+    std::string group = m.size() > 1 ? m[1].str() : m[0].str();
+    return group.empty() ? p : group;
 }
 
 }  // namespace
@@ -290,7 +315,8 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
         os << "commands by source: page cache " << counts.value("by_page", 0) << ", direct I/O (iomap) "
            << counts.value("by_dio", 0) << ", syscall " << counts.value("by_syscall", 0) << ", io_uring "
            << counts.value("by_uring", 0) << "; no file " << counts.value("no_file", 0) << "; files without room "
-           << counts.value("map_full", 0) << "\n";
+           << counts.value("map_full", 0) << "; writeback followed " << counts.value("writeback_followed", 0)
+           << " (written files without room " << counts.value("written_files_full", 0) << ")\n";
 }
 
 }  // namespace kvio::trace

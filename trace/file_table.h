@@ -28,8 +28,9 @@ struct FileKeyLess {
 /// Paths of inodes. resolve() opens the inode by its file handle (open_by_handle_at on its filesystem's mount, the
 /// handle type FILEID_INO32_GEN: 32-bit inode number and generation, as ext4 and XFS encode theirs) and reads the
 /// link /proc/self/fd gives; a file it cannot open (another handle type, unlinked) is looked for by inode number
-/// under the mount (or `under`, when on that filesystem) at finish(). A path found once is kept, so a file deleted
-/// after its first sight keeps it.
+/// under the mount (or `under`, when on that filesystem) at finish(). finish() resolves every surviving inode again,
+/// so a file renamed during the trace has its path at the end; a file deleted after its first sight keeps the path
+/// seen then.
 class FilePaths {
 public:
     explicit FilePaths(std::string under = "") : under_(std::move(under)) {}
@@ -40,10 +41,13 @@ public:
     void seen(const kvio_file_key& k);
     /// The path of `k`: the one kept, else resolved now, else found by a walk (finish), else "".
     std::string path(const kvio_file_key& k);
-    /// Walks the mounts of the files still without a path, once, matching inode numbers.
+    /// At the end of the trace: the path of each of `keys` becomes its path now (by handle, else by a walk of the
+    /// mounts, once, matching inode numbers); a file found neither way (deleted) keeps the path seen before.
     void finish(const std::vector<kvio_file_key>& keys);
 
 private:
+    /// Does path `p` still name the inode of `k`?
+    static bool still_names(const kvio_file_key& k, const std::string& p);
     std::string resolve(const kvio_file_key& k);
     int mount_fd(uint32_t fs_dev, std::string* mount_point);
     std::string under_;
@@ -61,7 +65,7 @@ struct FileEntry {
 
 /// How rows are formed: `under` keeps files whose path is below it (a directory, compared by path component);
 /// `group_by` (ECMAScript regex) makes a row of each distinct match over the path (its first capture group when it
-/// has one); files it does not match stay rows of their own.
+/// has one); files it does not match, or matches with an empty text, stay rows of their own.
 struct FileTableOptions {
     std::string under;
     std::string group_by;

@@ -586,7 +586,9 @@ void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, n
     summary["files"] = file_table_json(files, FileTableOptions{opts.files_under, opts.files_group_by});
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
-    const char* names[] = {"no_file", "map_full", "by_page", "by_syscall", "by_uring", "by_dio"};
+    // in the order of bpf/file_attr.bpf.h's FILES_* counters
+    const char* names[] = {"no_file", "map_full",           "by_page",           "by_syscall", "by_uring",
+                           "by_dio",  "writeback_followed", "written_files_full"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
@@ -746,6 +748,9 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     bpf_map__set_max_entries(s->maps.bio_files, opts.files ? ro->bio_slot_mask + 1 : 1);
     if (!opts.files)  // unused: one entry each
         for (bpf_map* m : {s->maps.file_stats, s->maps.uring_files_by_tid}) bpf_map__set_max_entries(m, 1);
+    // the files the traced processes wrote, whose writeback follows them: only under a task filter
+    if (!opts.files || !(ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty()))
+        bpf_map__set_max_entries(s->maps.written_files, 1);
     // The open flags syscall records report (bpf/files.bpf.h), from this architecture's <fcntl.h>.
     ro->o_direct_flag = O_DIRECT;
     ro->o_append_flag = O_APPEND;

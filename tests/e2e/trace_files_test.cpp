@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -135,6 +136,88 @@ TEST(TraceFiles, BufferedWritebackAndReadaheadPerFile) {
     EXPECT_EQ(at["map_full"], 0);
 }
 
+namespace {
+
+// The rows of "files" in a --json summary, by inode.
+std::map<uint64_t, json> rows_by_ino(const json& summary) {
+    std::map<uint64_t, json> rows;
+    for (const json& r : summary.at("files")) rows[r.at("ino").get<uint64_t>()] = r;
+    return rows;
+}
+
+// `kvio trace -q -d LOOP --files --json JS -- sh TRACED`, where TRACED ends by waiting for the test's go; meanwhile,
+// outside the traced command, OUTSIDE runs and then `sync`, whose writeback of the traced files flusher threads
+// submit (docs/trace.md, "Writeback under a command filter"). Returns the summary.
+json trace_with_outside_sync(const Ext4Mount& m, const TempDir& dir, const std::string& traced,
+                             const std::string& outside) {
+    const std::string js = dir.file("t.json"), ready = dir.file("ready"), go = dir.file("go");
+    const std::string wait_for = "i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n";
+    auto waiting = [&](const std::string& f) {
+        std::string w = wait_for;
+        return w.replace(w.find("%s"), 2, f);
+    };
+    std::ofstream(dir.file("traced.sh")) << traced << "\ntouch " << ready << "\n" << waiting(go);
+    std::ofstream(dir.file("outer.sh")) << kvio_bin() << " trace -q -d " << m.loop.name << " --files --json " << js
+                                        << " -- sh " << dir.file("traced.sh") << " &\nk=$!\n"
+                                        << waiting(ready) << outside << "\nsync\ntouch " << go << "\nwait $k\n";
+    CmdResult r = run("sh " + dir.file("outer.sh"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json::parse(slurp(js));
+}
+
+// The size of `path` rounded up to its filesystem's blocks: what its writeback moves.
+uint64_t size_in_blocks(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+    const uint64_t b = st.st_blksize;
+    return (uint64_t(st.st_size) + b - 1) / b * b;
+}
+
+}  // namespace
+
+// Under a command filter, a file the traced command wrote buffered (no fsync) reaches the device from flusher
+// threads when a process outside the trace runs `sync`: those commands are the traced workload's writeback and count
+// for it, exactly the file's bytes. A file a process outside the trace writes meanwhile is not counted.
+TEST(TraceFiles, WritebackOfTheTracedCommandsFilesUnderACommandFilter) {
+    Ext4Mount m(128 * MiB);
+    TempDir dir;
+    const std::string f = m.mnt + "/wb.bin", other = m.mnt + "/other.bin";
+    const json s = trace_with_outside_sync(m, dir, "dd if=/dev/zero of=" + f + " bs=1M count=32 status=none",
+                                           "dd if=/dev/zero of=" + other + " bs=1M count=8 status=none");
+    auto rows = rows_by_ino(s);
+    const std::string why = s["files_attribution"].dump();
+    ASSERT_TRUE(rows.count(inode_of(f))) << s["files"].dump();
+    const json& wr = rows[inode_of(f)]["write"];
+    EXPECT_EQ(wr["bytes"], 32 * MiB) << why;
+    EXPECT_EQ(wr["app_bytes"], 32 * MiB);
+    EXPECT_EQ(wr["size"]["sum"], wr["bytes"]);
+    EXPECT_GT(s["files_attribution"]["writeback_followed"].get<uint64_t>(), 0u) << why;
+    EXPECT_EQ(s["files_attribution"]["written_files_full"], 0) << why;
+    EXPECT_FALSE(rows.count(inode_of(other))) << "a file written outside the trace was counted: " << s["files"].dump();
+    uint64_t written = 0;
+    for (const auto& [ino, r] : rows) written += r["write"]["bytes"].get<uint64_t>();
+    EXPECT_EQ(written, 32 * MiB) << s["files"].dump();
+}
+
+// vLLM's pattern under a command filter: the KV file is written buffered as `x.tmp`, renamed to `x`, never fsynced;
+// a `sync` outside the trace writes it back. Its device bytes are its size rounded up to the filesystem's blocks.
+TEST(TraceFiles, RenamedTmpFileWithoutFsyncUnderACommandFilter) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string x = m.mnt + "/x";
+    const json s = trace_with_outside_sync(m, dir,
+                                           "dd if=/dev/zero of=" + x + ".tmp bs=4k count=768 status=none && " +
+                                               "head -c 100 /dev/zero >> " + x + ".tmp && mv " + x + ".tmp " + x,
+                                           "true");
+    auto rows = rows_by_ino(s);
+    ASSERT_TRUE(rows.count(inode_of(x))) << s["files"].dump();
+    const json& wr = rows[inode_of(x)]["write"];
+    EXPECT_GT(wr["bytes"].get<uint64_t>(), 0u) << s["files_attribution"].dump();
+    EXPECT_EQ(wr["bytes"], size_in_blocks(x)) << s["files_attribution"].dump();
+    EXPECT_EQ(wr["app_bytes"], 3 * MiB + 100);
+    EXPECT_EQ(rows[inode_of(x)]["path"], x);
+}
+
 // --under keeps the files below a directory; --group-by makes a row of each distinct match (its first group) over
 // the path. The same writes as above, two files in each of two directories.
 TEST(TraceFiles, UnderAndGroupBy) {
@@ -158,6 +241,59 @@ TEST(TraceFiles, UnderAndGroupBy) {
         EXPECT_EQ(rows[m.mnt + d]["files"], 2);
         EXPECT_EQ(rows[m.mnt + d]["write"]["bytes"], 512 * KiB);
         EXPECT_EQ(rows[m.mnt + d]["write"]["app_bytes"], 512 * KiB);
+    }
+}
+
+// A file renamed during the trace (an engine's `x.tmp` made `x` once complete) is shown by its path at the end; a
+// file deleted during the trace keeps the path it had.
+TEST(TraceFiles, RenamedFileShowsItsPathAtTheEnd) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string x = m.mnt + "/x", gone = m.mnt + "/gone";
+    const json s = trace_files(m, dir,
+                               "dd if=/dev/zero of=" + x + ".tmp bs=64k count=4 conv=fsync status=none && dd " +
+                                   "if=/dev/zero of=" + gone + " bs=64k count=2 conv=fsync status=none && sleep 1 && " +
+                                   "mv " + x + ".tmp " + x + " && rm " + gone);
+    auto rows = rows_by_path(s);
+    EXPECT_FALSE(rows.count(x + ".tmp")) << s["files"].dump();
+    ASSERT_TRUE(rows.count(x)) << s["files"].dump();
+    EXPECT_EQ(rows[x]["ino"], inode_of(x));
+    EXPECT_EQ(rows[x]["write"]["bytes"], 256 * KiB);
+    ASSERT_TRUE(rows.count(gone)) << "the deleted file lost its path: " << s["files"].dump();
+    EXPECT_EQ(rows[gone]["write"]["bytes"], 128 * KiB);
+}
+
+// What a command prints to standard output must reach it: a table written to /dev/full (ENOSPC) fails the run with
+// one line on stderr, for kvio trace as for any other command (cli/stdout_check.h: one check in main).
+TEST(TraceFiles, WriteErrorsOnStdoutFailTheRun) {
+    Ext4Mount m(64 * MiB);
+    const std::string cmds[] = {
+        kvio_bin() + " trace -d " + m.loop.name + " --files -- dd if=/dev/zero of=" + m.mnt +
+            "/a bs=64k count=4 conv=fsync status=none",
+        kvio_bin() + " geometry --model llama3.1-8b --tp 2",
+        kvio_bin() + " --help",
+    };
+    for (const std::string& c : cmds) {
+        SCOPED_TRACE(c);
+        const CmdResult ok = run(c + " > /dev/null");
+        EXPECT_EQ(ok.status, 0) << ok.err;
+        const CmdResult r = run(c + " > /dev/full");
+        EXPECT_EQ(r.status, 1) << r.err;
+        // one line; the reason (ENOSPC) when the failed write was the last flush, else none is left to tell
+        EXPECT_EQ(r.err.rfind("kvio: cannot write to standard output", 0), 0u) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+}
+
+// --files needs the syscall programs (app bytes, the files whose writeback a command filter follows): with
+// --block-only it is refused as a command line whose options do not go together, before anything is traced.
+TEST(TraceFiles, BlockOnlyIsRefused) {
+    for (const char* order : {"--files --block-only", "--block-only --files"}) {
+        SCOPED_TRACE(order);
+        const CmdResult r = run(kvio_bin() + " trace " + order + " --duration 1");
+        EXPECT_EQ(r.status, 2) << r.err;
+        EXPECT_NE(r.err.find("kvio trace: --files excludes --block-only"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, "");
     }
 }
 
