@@ -1,11 +1,14 @@
 #include "trace/file_table.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <optional>
 #include <cstdio>
@@ -228,6 +231,59 @@ std::string row_name(const FileEntry& f, const std::regex* re) {
     return group.empty() ? p : group;
 }
 
+/// --group-by's work in a child process: std::regex has no step limit, and a catastrophic pattern ('(.*)*#' over a
+/// path without '#') backtracks for longer than anyone waits, or overflows its stack. The child writes each file's
+/// row name, NUL-terminated, to a pipe; this process polls `stop` every 10 ms meanwhile. nullopt: a stop came first
+/// (the child is killed) or the child did not finish its names (it died: the table is per file then too).
+std::optional<std::vector<std::string>> group_names(const std::vector<FileEntry>& files, const std::regex& re,
+                                                    const volatile sig_atomic_t* stop) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) throw Error(std::string("--group-by: pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(p[0]);
+        ::close(p[1]);
+        throw Error(std::string("--group-by: fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+        ::close(p[0]);
+        std::string out;
+        for (const auto& f : files) out += row_name(f, &re) + '\0';
+        for (size_t done = 0; done < out.size();) {
+            const ssize_t n = ::write(p[1], out.data() + done, out.size() - done);
+            if (n <= 0) ::_exit(1);
+            done += size_t(n);
+        }
+        ::_exit(0);
+    }
+    ::close(p[1]);
+    std::string buf;
+    char chunk[4096];
+    bool stopped = false;
+    for (;;) {
+        if (stop && *stop) {
+            stopped = true;
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        pollfd pfd{p[0], POLLIN, 0};
+        if (::poll(&pfd, 1, 10) <= 0) continue;
+        const ssize_t n = ::read(p[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        buf.append(chunk, size_t(n));
+    }
+    ::close(p[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (stopped || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+    std::vector<std::string> names;
+    for (size_t at = 0, nul; (nul = buf.find('\0', at)) != std::string::npos; at = nul + 1)
+        names.push_back(buf.substr(at, nul - at));
+    if (names.size() != files.size()) return std::nullopt;
+    return names;
+}
+
 }  // namespace
 
 std::regex group_by_regex(const std::string& pattern) {
@@ -242,7 +298,8 @@ std::regex group_by_regex(const std::string& pattern) {
     }
 }
 
-nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts) {
+nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts,
+                               bool* grouping_stopped) {
     std::optional<std::regex> re;
     if (!opts.group_by.empty()) {
         try {
@@ -251,10 +308,16 @@ nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTa
             throw Error(std::string("--group-by: ") + e.what());
         }
     }
+    std::vector<FileEntry> kept;
+    for (const auto& f : files)
+        if (opts.under.empty() || (!f.path.empty() && path_under(f.path, opts.under))) kept.push_back(f);
+    std::optional<std::vector<std::string>> names;
+    if (re) names = group_names(kept, *re, opts.stop);
+    if (grouping_stopped) *grouping_stopped = re && !names;
     std::map<std::string, Row> rows;
-    for (const auto& f : files) {
-        if (!opts.under.empty() && (f.path.empty() || !path_under(f.path, opts.under))) continue;
-        std::string name = row_name(f, re ? &*re : nullptr);
+    for (size_t i = 0; i < kept.size(); ++i) {
+        const FileEntry& f = kept[i];
+        std::string name = names ? (*names)[i] : row_name(f, nullptr);
         Row& r = rows[name];
         r.name = name;
         add_file(r, f);

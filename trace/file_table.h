@@ -3,6 +3,8 @@
 #pragma once
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -69,6 +71,8 @@ struct FileEntry {
 struct FileTableOptions {
     std::string under;
     std::string group_by;
+    /// Polled while --group-by matches (a StopSignal's flag()): non-zero stops the grouping, the table is per file.
+    const volatile sig_atomic_t* stop = nullptr;
 };
 
 /// The longest --group-by pattern accepted, in characters: std::regex compiles a pattern by recursion, and a pattern
@@ -83,8 +87,12 @@ std::regex group_by_regex(const std::string& pattern);
 /// The "files" array of kvio.trace/1: per row path (or group), files, and per direction ("read", "write") cmds,
 /// bytes, app_calls, app_bytes, page_cache_share (1 - bytes / app_bytes; null without app bytes), the size and D2C
 /// histograms (kvio.trace/1 histogram objects) and D2C percentiles; single-file rows also ino, fs_dev, gen. Rows
-/// by device bytes, largest first. Throws kvio::Error for a bad regex.
-nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts);
+/// by device bytes, largest first. Throws kvio::Error for a bad regex. The regex runs in a child process (std::regex
+/// has no step limit; a catastrophic pattern can backtrack for hours or overflow its stack): when opts.stop becomes
+/// non-zero first (the child is killed) or the child dies, the rows are the files ungrouped and *grouping_stopped
+/// (when given) is set true.
+nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts,
+                               bool* grouping_stopped = nullptr);
 
 /// The table on stdout: a line per row and direction with traffic (PATH OP CMDS BYTES MEAN_SIZE APP_BYTES CACHE
 /// D2C_p50 D2C_p99), at most `max_rows` rows.

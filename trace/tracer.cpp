@@ -583,7 +583,17 @@ void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, n
     for (const auto& f : files) keys.push_back(f.key);
     paths.finish(keys);
     for (auto& f : files) f.path = paths.path(f.key);
-    summary["files"] = file_table_json(files, FileTableOptions{opts.files_under, opts.files_group_by});
+    // a stop while --group-by matches (the trace's own handlers are gone by now) writes the table ungrouped
+    StopSignal stop;
+    bool grouping_stopped = false;
+    summary["files"] =
+        file_table_json(files, FileTableOptions{opts.files_under, opts.files_group_by, stop.flag()}, &grouping_stopped);
+    if (grouping_stopped) {
+        summary["files_group_by_stopped"] = true;
+        std::cerr << "kvio trace: warning: --group-by '" << opts.files_group_by
+                  << "' did not finish (a stop signal came while it matched, or its matching crashed): the files "
+                     "table is per file, ungrouped\n";
+    }
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
     // in the order of bpf/file_attr.bpf.h's FILES_* counters

@@ -1,8 +1,11 @@
 // The per-file table of `kvio trace --files` (trace/file_table.h): how --group-by forms rows from paths.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "trace/file_table.h"
@@ -51,4 +54,31 @@ TEST(FileTable, EmptyGroupMatchKeepsTheFilesOwnRow) {
     EXPECT_EQ(r.size(), 4u);
     EXPECT_EQ(r["/kv/a/1"], std::make_pair(uint64_t(1), uint64_t(100)));
     EXPECT_FALSE(r.count(""));
+}
+
+// A catastrophic --group-by ('(.*)*#' backtracks exponentially over a path without '#') cannot hold the table
+// hostage: a stop flag that is set while it matches ends the wait (the matching child is killed), and the rows are
+// the files ungrouped.
+TEST(FileTable, StopWhileGroupingGivesTheTableUngrouped) {
+    const std::string deep = "/kv/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const std::vector<FileEntry> files = {file(deep + "/1", 1, 100), file(deep + "/2", 2, 200)};
+    volatile sig_atomic_t stop = 0;
+    std::thread stopper([&stop] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        stop = SIGTERM;
+    });
+    FileTableOptions opts{"", "(.*)*#"};
+    opts.stop = &stop;
+    bool stopped = false;
+    auto r = rows(file_table_json(files, opts, &stopped));
+    stopper.join();
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[deep + "/1"], std::make_pair(uint64_t(1), uint64_t(100)));
+    EXPECT_EQ(r[deep + "/2"], std::make_pair(uint64_t(1), uint64_t(200)));
+    // without a stop, a pattern that finishes groups as before, and says it was not stopped
+    opts = FileTableOptions{"", "^/kv/(a*)/"};
+    r = rows(file_table_json(files, opts, &stopped));
+    EXPECT_FALSE(stopped);
+    EXPECT_EQ(r[std::string(deep.size() - 4, 'a')], std::make_pair(uint64_t(2), uint64_t(300)));
 }
