@@ -329,6 +329,29 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
     EXPECT_EQ(c.status, 1);
     EXPECT_NE(c.out.find("num_users 71, Option 3 requires 70 (rule kvcacheFixedWorkloadPerOption)"), std::string::npos)
         << c.out;
+    // A flag CLOSED refuses at launch, edited into a real rank file; an edited parameter of the summary's record.
+    c = check_planted(dir, [](const std::string& d) {
+        const std::string f = only_file(d + "/option_2/trial_0/rank_1");
+        json j = load(f);
+        j["kvio"]["config"]["flags"]["storage_io"] = "direct";
+        save(f, j);
+        const std::string sf = summary_of(d);
+        json sj = load(sf);
+        sj["kvio"]["metadata"]["option_parameters"]["3"]["max_concurrent_allocs"] = 8;
+        save(sf, sj);
+    });
+    EXPECT_EQ(c.status, 1);
+    EXPECT_NE(c.out.find("/option_2/trial_0/rank_1/"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find(": storage_io \"direct\", kvio simulate's default \"buffered\": --storage-io is not "
+                         "permitted in a CLOSED run (rule kvcacheClosedImmutable"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find(": kvio.metadata.option_parameters.3.max_concurrent_allocs 8, Option 3 runs 4 (rule "
+                         "kvcacheFixedWorkloadPerOption)"),
+              std::string::npos)
+        << c.out;
+    EXPECT_EQ(c.out.find("max_concurrent_allocs 4 in"), std::string::npos) << "the rank files are not blamed\n"
+                                                                           << c.out;
     c = check_planted(dir, [](const std::string& d) {
         const std::string f = only_file(d + "/option_1/trial_2/rank_1");
         json j = load(f);
