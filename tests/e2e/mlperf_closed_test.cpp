@@ -269,13 +269,14 @@ TEST(MlperfClosed, ThreeOptionsThreeTrialsTwoRanksAggregatedAsTheRulesSay) {
                 const json kc = load(f)["kvio"].value("cache", json::object());
                 const uint64_t failed = kc.value("failed_writes", uint64_t(0));
                 const std::string line = client_failed_writes_line(o, t, n, kc);
-                if (failed)
+                if (failed) {
                     EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
-                else if (kc.value("failed_reads", uint64_t(0)) == 0)
+                } else if (kc.value("failed_reads", uint64_t(0)) == 0) {
                     EXPECT_EQ(
                         r.err.find(line.substr(0, line.find(": client ")) + ": client " + std::to_string(n) + ": "),
                         std::string::npos)
                         << r.err;
+                }
             }
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << "no kvcache_run_summary_*.json in " << dir;
@@ -742,10 +743,11 @@ TEST(MlperfClosed, FullResultsDiskCleansUpAndAttemptsTheSummary) {
         EXPECT_TRUE(d["kvio"]["mlperf_closed"].is_object()) << f;
         EXPECT_EQ(d["kvio"]["config"]["flags"]["output"], f) << f;
     }
-    if (r.err.find(": not written: ") != std::string::npos)
+    if (r.err.find(": not written: ") != std::string::npos) {
         EXPECT_NE(r.err.find("removed: results that cannot carry the run's marks are no result of it)"),
                   std::string::npos)
             << r.err;
+    }
     const CmdResult chk = run(kvio_bin() + " mlperf-check --allow-shortened " + dir);
     EXPECT_EQ(chk.status, 1) << chk.out;
     EXPECT_EQ(chk.out.find("kvioRankFileMarks"), std::string::npos) << chk.out;
@@ -1212,10 +1214,11 @@ TEST(MlperfCheck, ACacheTooSmallForTheOptionIsAProblem) {
         // The trial's console line for this client says both kinds, as its rank file counts them.
         const std::string rel = fs::path(f).lexically_relative(dir).string();  // option_3/trial_T/rank_N/...
         const int t = rel[15] - '0', n = rel[22] - '0';
-        if (k.value("failed_writes", uint64_t(0)) > 0)
+        if (k.value("failed_writes", uint64_t(0)) > 0) {
             EXPECT_NE(r.err.find(client_failed_writes_line(3, t, n, k)), std::string::npos)
                 << client_failed_writes_line(3, t, n, k) << "\n"
                 << r.err;
+        }
         const std::string line = f + ": " + std::to_string(refused) + (refused == 1 ? " entry (" : " entries (");
         if (refused > 0 && share > 0.01) {
             ++named;
