@@ -347,14 +347,23 @@ static __always_inline bool files_follow_writeback(struct request *rq, __u32 dev
     return true;
 }
 
+/* A write-family syscall of a traced thread entered on the file its state names: the file's writeback is the trace's
+ * from now on. At entry, not exit: a writer throttled inside the call (balance_dirty_pages) may see a flusher write
+ * back the pages it already dirtied before the call returns. */
+static __always_inline void files_on_write_enter(const struct sys_state *st)
+{
+    if (!task_filter_active() || !(st->flags & KVIO_SYSF_FILE) || !st->ino)
+        return;
+    struct kvio_file_key fk = {.ino = st->ino, .fs_dev = st->fs_dev, .gen = st->gen};
+    files_note_written(&fk);
+}
+
 /* A read/write-family syscall returned `ret` bytes on the file its state names: the application's own bytes. */
 static __always_inline void files_on_sys_exit(const struct sys_state *st, long ret, bool is_read, bool is_write)
 {
     if (ret <= 0 || !(is_read || is_write) || !(st->flags & KVIO_SYSF_FILE) || !st->ino)
         return;
     struct kvio_file_key fk = {.ino = st->ino, .fs_dev = st->fs_dev, .gen = st->gen};
-    if (is_write && task_filter_active())
-        files_note_written(&fk);
     struct kvio_file_stats *fs = file_stats_of(&fk);
     if (!fs)
         return;

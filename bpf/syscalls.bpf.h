@@ -180,6 +180,8 @@ static __always_inline int on_sys_enter(__u32 nr, __u64 a0, __u64 a1, __u64 a2, 
     }
     if (emit_syscalls || track_files) /* --files: the file direct I/O and the app's bytes are attributed to */
         record_file(&st, f, inode, fmt);
+    if (track_files && is_write_call(nr)) /* --files under a task filter: its writeback is followed */
+        files_on_write_enter(&st);
     struct thread_io dummy, *t = &dummy; /* the hash path never touches it */
     if (task_storage) {
         t = current_thread_io(true);
