@@ -108,6 +108,9 @@ std::string FilePaths::resolve(const kvio_file_key& k) {
     if (n <= 0 || !same) return "";
     std::string p(target, size_t(n));
     if (p.size() > 10 && p.compare(p.size() - 10, 10, " (deleted)") == 0) return "";
+    // A file whose dentry the kernel dropped opens by handle as a disconnected dentry: its link reads "/" (the
+    // filesystem's root), which names another inode. Only a path that names this inode is its path.
+    if (!still_names(k, p)) return "";
     return p;
 }
 

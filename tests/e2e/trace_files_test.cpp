@@ -263,6 +263,25 @@ TEST(TraceFiles, RenamedFileShowsItsPathAtTheEnd) {
     EXPECT_EQ(rows[gone]["write"]["bytes"], 128 * KiB);
 }
 
+// Files whose dentries the kernel dropped (memory pressure; here `drop_caches` 2) open by handle as disconnected
+// dentries, whose /proc/self/fd link reads "/": each file keeps its own row under its path, never one "/" row.
+TEST(TraceFiles, DroppedDentriesKeepEachFilesPath) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    ASSERT_EQ(mkdir((m.mnt + "/d").c_str(), 0755), 0);
+    std::string script = "true";
+    for (const char* f : {"/d/a", "/d/b", "/d/c"})
+        script += " && dd if=/dev/zero of=" + m.mnt + f + " bs=64k count=2 conv=fsync status=none";
+    const json s = trace_files(m, dir, script + " && sync && echo 2 > /proc/sys/vm/drop_caches");
+    auto rows = rows_by_path(s);
+    EXPECT_FALSE(rows.count("/")) << s["files"].dump();
+    for (const char* f : {"/d/a", "/d/b", "/d/c"}) {
+        ASSERT_TRUE(rows.count(m.mnt + f)) << s["files"].dump();
+        EXPECT_EQ(rows[m.mnt + f]["files"], 1);
+        EXPECT_EQ(rows[m.mnt + f]["write"]["bytes"], 128 * KiB);
+    }
+}
+
 // What a command prints to standard output must reach it: a table written to /dev/full (ENOSPC) fails the run with
 // one line on stderr, for kvio trace as for any other command (cli/stdout_check.h: one check in main).
 TEST(TraceFiles, WriteErrorsOnStdoutFailTheRun) {
