@@ -21,6 +21,15 @@ bool python_float(const std::string& v) {
     return std::regex_match(v, re);
 }
 
+// A Python int literal (sign and digits, as python_int left it) without its leading zeros: int('042') is 42 in
+// Python, while CLI11 reads a leading 0 as octal (042 would be 34, 09 an error).
+std::string decimal_digits(const std::string& v) {
+    const size_t digits = (!v.empty() && (v[0] == '+' || v[0] == '-')) ? 1 : 0;
+    size_t first = digits;
+    while (first + 1 < v.size() && v[first] == '0') ++first;
+    return v.substr(0, digits) + v.substr(first);
+}
+
 // argparse's test for "looks like a negative number" (then it is a value, not an option).
 bool negative_number(const std::string& a) {
     static const std::regex re(R"(-\d+$|-\d*\.\d+$)");
@@ -98,6 +107,7 @@ std::vector<std::string> argparse_check(const std::vector<std::string>& args,
             v.erase(std::remove_if(v.begin(), v.end(),
                                    [](char c) { return c == '_' || std::isspace(static_cast<unsigned char>(c)); }),
                     v.end());
+        if (o->type == "int") v = decimal_digits(v);
         out.push_back(o->name + "=" + v);  // one token: a value starting with '-' stays a value for CLI11 too
     }
     if (!unknown.empty()) {

@@ -32,6 +32,16 @@ TEST(ArgparseCompat, UniquePrefixesExpandToTheFullName) {
     EXPECT_EQ(out, (std::vector<std::string>{"--model=tiny-1b", "--num-users=1000"}));
 }
 
+// Python's int() reads leading zeros as decimal ('042' is 42); CLI11 would read them as octal (34; '09' an error).
+TEST(ArgparseCompat, LeadingZerosAreDecimal) {
+    const auto out = argparse_check({"--seed", "042", "--num-users", "010", "--duration=09", "--max-requests", "-007",
+                                     "--num-clients", "0", "--trial-seconds", "00"},
+                                    simulate_argparse_options());
+    EXPECT_EQ(out, (std::vector<std::string>{"--seed=42", "--num-users=10", "--duration=9", "--max-requests=-7",
+                                             "--num-clients=0", "--trial-seconds=0"}));
+    EXPECT_EQ(error_of({"--seed", "0x10"}), "argument --seed: invalid int value: '0x10'");
+}
+
 // kvio's own flags (the CLOSED protocol's, --num-clients, --mpi, --audit, ...) take their full name only: an
 // abbreviation is an unrecognized argument naming the flag it would have been, never a guess; kv-cache.py's flags keep
 // argparse's abbreviations (scripts written against the benchmark use them), expanded to their canonical name.
