@@ -493,6 +493,42 @@ TEST(MlperfCheckDir, RankDirectoriesBeyondTheClientsAreFound) {
                                  "(total_ranks) (rule kvcacheClientDefinition)");
 }
 
+// Option and trial directories a CLOSED run never writes are named, not read; a summary that claims fewer trials
+// does not hide the third trial's files from the checks.
+TEST(MlperfCheckDir, UnexpectedOptionAndTrialDirectoriesAreFound) {
+    ScratchDir d("/var/tmp");
+    const std::string sp = write_synthetic_run(d.path, 3);
+    fs::create_directories(d.path + "/option_1/trial_3/rank_0");
+    fs::copy_file(rank_file(d.path, 2, 0), d.path + "/option_1/trial_3/rank_0/kvcache_results_20260101_000000.json");
+    fs::create_directories(d.path + "/option_1/trial_x");
+    fs::create_directories(d.path + "/option_4/trial_0");
+    CheckReport r = check_results_dir(d.path, kShortened);
+    ASSERT_EQ(r.problems.size(), 3u) << joined(r);
+    EXPECT_EQ(r.problems[0], d.path +
+                                 "/option_4: unexpected Option directory: CLOSED runs Options 1, 2 and 3 (rule "
+                                 "kvcacheFixedWorkloadPerOption)");
+    EXPECT_EQ(r.problems[1], d.path +
+                                 "/option_1/trial_3: unexpected trial directory: CLOSED runs trials 0, 1 and 2 (rule "
+                                 "kvcacheClosedSequenceLocks)");
+    EXPECT_EQ(r.problems[2], d.path +
+                                 "/option_1/trial_x: unexpected trial directory: CLOSED runs trials 0, 1 and 2 (rule "
+                                 "kvcacheClosedSequenceLocks)");
+    EXPECT_EQ(r.rank_files, 6);
+    fs::remove_all(d.path + "/option_1/trial_3");
+    fs::remove_all(d.path + "/option_1/trial_x");
+    fs::remove_all(d.path + "/option_4");
+    auto sj = load_json(sp);
+    sj["trials_per_option"] = 2;
+    save_json(sp, sj);
+    auto rk = load_json(rank_file(d.path, 2, 0));
+    rk["seed"] = 99;
+    save_json(rank_file(d.path, 2, 0), rk);
+    r = check_results_dir(d.path, kShortened);
+    const std::string all = joined(r);
+    EXPECT_NE(all.find(sp + ": trials_per_option 2, CLOSED runs 3"), std::string::npos) << all;
+    EXPECT_NE(all.find(rank_file(d.path, 2, 0) + ": seed 99"), std::string::npos) << all;
+}
+
 // A trial a signal stopped is not a scored trial, and a stopped run is not what --allow-shortened accepts: each is a
 // problem naming its file and field, even in a shortened run, where every other figure here is clean.
 TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
@@ -1449,7 +1485,9 @@ TEST(MlperfCheckDir, EveryProblemKindNamesItsRule) {
         plant(sp);
         for (const CheckOptions& o : {kShortened, CheckOptions{}}) {
             const CheckReport r = check_results_dir(d.path, o);
-            if (o.allow_shortened) EXPECT_FALSE(r.problems.empty()) << kind << ": no problem found";
+            if (o.allow_shortened) {
+                EXPECT_FALSE(r.problems.empty()) << kind << ": no problem found";
+            }
             for (const auto& p : r.problems) {
                 ++lines;
                 EXPECT_TRUE(names_rule(p)) << kind << ": " << p;

@@ -708,22 +708,39 @@ void check_rank_file(const std::string& path, const Json& doc, const ClosedOptio
     }
 }
 
-/// A rank_<N>/ in `tdir` with N >= `ranks` (or not a number): the run had `ranks` clients, so it is not one of theirs.
-void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep) {
+/// The `<prefix><N>` directories in `parent` whose N is not in [lo, hi) (or not a number), sorted.
+std::vector<std::string> unexpected_dirs(const std::string& parent, const std::string& prefix, int lo, int hi) {
     std::error_code ec;
     std::vector<std::string> extra;
-    for (fs::directory_iterator it(tdir, ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string n = it->path().filename().string();
-        if (n.rfind("rank_", 0) != 0) continue;
-        const std::string digits = n.substr(5);
+        if (n.rfind(prefix, 0) != 0 || !it->is_directory(ec)) continue;
+        const std::string digits = n.substr(prefix.size());
         const bool number = !digits.empty() && digits.size() < 9 &&
                             std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-        if (!number || std::stoi(digits) >= ranks) extra.push_back(it->path().string());
+        if (!number || std::stoi(digits) < lo || std::stoi(digits) >= hi) extra.push_back(it->path().string());
     }
     std::sort(extra.begin(), extra.end());
-    for (const auto& p : extra)
+    return extra;
+}
+
+/// A rank_<N>/ in `tdir` with N >= `ranks` (or not a number): the run had `ranks` clients, so it is not one of theirs.
+void check_unexpected_ranks(const std::string& tdir, int ranks, CheckReport& rep) {
+    for (const auto& p : unexpected_dirs(tdir, "rank_", 0, ranks))
         rep.problems.push_back(p + ": unexpected rank directory: the run had " + std::to_string(ranks) +
                                " clients (total_ranks) (rule kvcacheClientDefinition)");
+}
+
+/// Option and trial directories a CLOSED run never writes: option_<O>/ other than 1-3 in `dir`, trial_<T>/ other than
+/// 0-2 in each Option's directory. Their files are no part of the run's figures, so they are named, not read.
+void check_unexpected_options_and_trials(const std::string& dir, CheckReport& rep) {
+    for (const auto& p : unexpected_dirs(dir, "option_", 1, 4))
+        rep.problems.push_back(p + ": unexpected Option directory: CLOSED runs Options 1, 2 and 3 (rule " +
+                               "kvcacheFixedWorkloadPerOption)");
+    for (int o = 1; o <= 3; ++o)
+        for (const auto& p : unexpected_dirs(dir + "/option_" + std::to_string(o), "trial_", 0, kClosedTrials))
+            rep.problems.push_back(p + ": unexpected trial directory: CLOSED runs trials 0, 1 and 2 (rule " +
+                                   "kvcacheClosedSequenceLocks)");
 }
 
 /// What a CLOSED run killed in a trial leaves in its trial directory `tdir` (docs/mlperf-benchmark.md, "Stopping an
@@ -759,7 +776,8 @@ void check_option(const std::string& dir, const ClosedOption& opt, const RunShap
         return;
     }
     ParamMismatches mismatches;
-    for (int t = 0; t < s.trials; ++t) {
+    // Every trial CLOSED runs, whatever the summary's trials_per_option says (its own line names a wrong count).
+    for (int t = 0; t < kClosedTrials; ++t) {
         const std::string tdir = odir + "/trial_" + std::to_string(t);
         if (!fs::is_directory(tdir)) {
             rep.problems.push_back(tdir + ": missing trial (rule kvcacheClosedSequenceLocks: 3 trials)");
@@ -1032,6 +1050,7 @@ CheckReport check_results_dir(const std::string& dir, const CheckOptions& o) {
                                "kvcacheClientDefinition)");
         return rep;
     }
+    check_unexpected_options_and_trials(dir, rep);
     std::set<std::string> caches;
     for (int o_num : s.options) {
         const ClosedOption& opt = closed_option(o_num);
