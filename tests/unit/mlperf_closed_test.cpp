@@ -176,6 +176,9 @@ TEST(ClosedRun, SystemNameIsCheckedNamingTheFlag) {
     EXPECT_EQ(system_name_error("", false), "");
     EXPECT_EQ(system_name_error("acme-kv 2x NVMe (gen5)", true), "");
     EXPECT_EQ(system_name_error(std::string(128, 'x'), true), "");
+    EXPECT_EQ(system_name_error("..", true), "--system-name: '..' names no system: give at least one letter or digit");
+    EXPECT_NE(system_name_error(" ", true), "");
+    EXPECT_EQ(system_name_error("\xc3\xa9", true), "");  // one non-ASCII letter
     std::string utf8;
     for (int i = 0; i < 128; ++i) utf8 += "\u00e9";  // 128 characters, 256 bytes
     EXPECT_EQ(system_name_error(utf8, true), "");

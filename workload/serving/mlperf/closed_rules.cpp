@@ -141,7 +141,7 @@ std::string closed_protocol_help() {
         "  Allowed besides:";
     for (const auto& f : closed_allowed_flags())
         if (f != "--cache-dir") h += " " + f;
-    h += " --seed " + std::to_string(kClosedSeed) +
+    h += " --system-name NAME --seed " + std::to_string(kClosedSeed) +
          ".\n  Refused before anything runs, naming its rule (exit 1): any other flag (--config, another seed, an "
          "Option\n  parameter, --output, ...).\n"
          "  For tests, making the results say they are no CLOSED submission: --mlperf-option, --trial-seconds,\n"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -679,6 +680,10 @@ std::string system_name_error(const std::string& name, bool given) {
             return b;
         }
     }
+    // "..", " ", "-": a name a reader cannot tell from none (ASCII letters and digits, or any non-ASCII character).
+    if (std::none_of(name.begin(), name.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || (ch & 0x80) != 0; }))
+        return "--system-name: '" + name + "' names no system: give at least one letter or digit";
     return "";
 }
 
