@@ -554,6 +554,12 @@ TEST(MlperfCheckDir, AStoppedTrialAndAStoppedRunAreProblemsEvenWhenShortened) {
     EXPECT_EQ(r.problems[1], rank_file(d.path, 2, 1) +
                                  ": kvio.stop.signal 15 (signal Terminated) 2.2 s into the trial: a stopped trial is "
                                  "not a scored trial (rule kvcacheClosedSequenceLocks)");
+    // Without --allow-shortened the stop is the same line under the same rule, beside the marks' own line.
+    const std::string full = joined(check_results_dir(d.path, CheckOptions{}));
+    EXPECT_NE(full.find(sp + ": kvio.metadata.stopped_by_signal 15: the run was stopped before its end (rule "
+                             "kvcacheClosedSequenceLocks)"),
+              std::string::npos)
+        << full;
     // A rank another rank's signal stopped records signal 0 and says so in its reason: a stop as well.
     rk["kvio"]["stop"] = {
         {"reason", "signal Interrupt to another client"}, {"signal", 0}, {"stop_requested_at_s", 3.6}};

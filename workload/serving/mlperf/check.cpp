@@ -314,8 +314,9 @@ RunShape read_shape(const std::string& dir, const CheckOptions& o, CheckReport& 
                                (why.is_string() ? why.get<std::string>() : std::string("not a CLOSED submission")) +
                                " (rule kvcacheClosedImmutable)");
     }
-    // A stop is never what --allow-shortened accepts: the run did not end (without it, the reason line above says so).
-    if (const Json& sig = field_or_null(meta, "stopped_by_signal"); o.allow_shortened && !sig.is_null())
+    // A stop is never what --allow-shortened accepts: the run did not end. Its own line, under its own rule, with or
+    // without --allow-shortened (the reason line above, without it, is about the run's marks).
+    if (const Json& sig = field_or_null(meta, "stopped_by_signal"); !sig.is_null())
         rep.problems.push_back(s.summary_path + ": kvio.metadata.stopped_by_signal " + fmt(sig) +
                                ": the run was stopped before its end (rule kvcacheClosedSequenceLocks)");
     s.options = {1, 2, 3};
