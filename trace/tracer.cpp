@@ -566,8 +566,9 @@ void read_groups(kvio_trace_bpf* s, kvio_group_by by, TraceReport& report) {
 }
 
 /// --files: the per-file table of map file_stats ("files" in the summary) and how commands were attributed
-/// ("files_attribution": commands by source, without a file, and those of files the map had no room for).
-void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nlohmann::json& summary) {
+/// ("files_attribution": commands by source, without a file, and those of files the map had no room for). Returns
+/// the stop signal that cut --group-by's matching short (the table is then per file), 0 when none did.
+int read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nlohmann::json& summary) {
     std::vector<FileEntry> files;
     int fd = bpf_map__fd(s->maps.file_stats);
     kvio_file_key key{}, next{};
@@ -608,6 +609,7 @@ void read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, n
     }
     counts["files_seen"] = files.size();
     summary["files_attribution"] = counts;
+    return grouping_stopped ? stop.signo() : 0;
 }
 
 /// What the snapshot reads and how it labels it.
@@ -1231,7 +1233,11 @@ TraceResult run_trace(const TraceOptions& opts) {
         }
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
-    if (file_paths) read_files(skel.get(), *file_paths, opts, res.summary);
+    if (file_paths) {
+        // a stop while --group-by matched: the table is written ungrouped, and the exit says the stop
+        const int sig = read_files(skel.get(), *file_paths, opts, res.summary);
+        if (sig && !res.stopped_by) res.stopped_by = sig;
+    }
     std::exception_ptr events_error =
         close_events(sink, fin.counters, res.summary["devices"]);  // the JSON summary is still written
     if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -261,6 +262,28 @@ TEST(TraceFiles, RenamedFileShowsItsPathAtTheEnd) {
     EXPECT_EQ(rows[x]["write"]["bytes"], 256 * KiB);
     ASSERT_TRUE(rows.count(gone)) << "the deleted file lost its path: " << s["files"].dump();
     EXPECT_EQ(rows[gone]["write"]["bytes"], 128 * KiB);
+}
+
+// A stop while --group-by matches (a pattern that backtracks without end) ends the grouping: the summary is written
+// with the table per file and says so, and the exit is the stop's (128 + SIGTERM), not 0. SIGTERM is sent every 2 s
+// from 4 s on: on a machine slow enough that the first one ends the trace itself, the next one ends the matching.
+TEST(TraceFiles, AStopWhileGroupingWritesTheTableUngroupedAndExitsAsStopped) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string js = dir.file("t.json"), f = m.mnt + "/" + std::string(40, 'a');
+    const auto t0 = std::chrono::steady_clock::now();
+    CmdResult r = run(kvio_bin() + " trace -q -d " + m.loop.name + " --files --group-by '(.*)*#' --json " + js +
+                      " -- dd if=/dev/zero of=" + f + " bs=64k count=2 conv=fsync status=none & p=$!; sleep 4; " +
+                      "while kill -TERM $p 2>/dev/null; do sleep 2; done; wait $p");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 143) << r.err;
+    EXPECT_LT(took, 60.0);
+    EXPECT_NE(r.err.find("did not finish"), std::string::npos) << r.err;
+    const json s = json::parse(slurp(js));
+    EXPECT_EQ(s["files_group_by_stopped"], true);
+    auto rows = rows_by_path(s);
+    ASSERT_TRUE(rows.count(f)) << s["files"].dump();
+    EXPECT_EQ(rows[f]["write"]["bytes"], 128 * KiB);
 }
 
 // Files whose dentries the kernel dropped (memory pressure; here `drop_caches` 2) open by handle as disconnected
