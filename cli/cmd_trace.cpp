@@ -171,6 +171,7 @@ void add_grouping_options(CLI::App& sub, const std::shared_ptr<trace::TraceOptio
         ->needs(files)
         ->check(CLI::Validator(
             [](std::string& dir) {
+                if (dir.empty()) return std::string("an empty path: give a directory");
                 std::error_code ec;
                 const auto real = std::filesystem::canonical(dir, ec);
                 if (ec) return dir + ": " + ec.message();

@@ -166,6 +166,7 @@ TEST(Cli, FileTableOptionsAreCheckedBeforeTheCommandRuns) {
         {"--group-by '" + deep + close + "'", "kvio trace: --group-by: a pattern of 1200 characters (at most 1024)"},
         {"--under " + d.file("none"), "kvio trace: --under: " + d.file("none") + ": No such file or directory"},
         {"--under " + marker + "x", "kvio trace: --under: " + marker + "x: No such file or directory"},
+        {"--under ''", "kvio trace: --under: an empty path: give a directory"},
     };
     for (const auto& [opt, line] : cases) {
         expect_usage_error("trace -d loop0 --files " + opt + " -- touch " + marker, line);
