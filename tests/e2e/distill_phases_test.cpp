@@ -125,7 +125,9 @@ void expect_faithful(const json& j, size_t phases, const std::string& job, bool 
                 << ph.dump(1);
         }
     }
-    if (concurrent) EXPECT_GE(steady, 1u) << "no phase of the steady mix\n" << ph.dump(1);
+    if (concurrent) {
+        EXPECT_GE(steady, 1u) << "no phase of the steady mix\n" << ph.dump(1);
+    }
     EXPECT_LE(t["worst"]["size_tv"].get<double>(), 0.05) << t["worst"].dump();
     EXPECT_LE(t["worst"]["read_err_points"].get<double>(), 2.0) << t["worst"].dump();
 }

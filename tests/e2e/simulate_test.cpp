@@ -508,7 +508,7 @@ TEST(Simulate, SaturatedRunEndsSoonAfterTheDuration) {
 }
 
 // kv-cache.py's command-line behaviour: a parse error is argparse's usage line and "error:" line with exit status 2
-// (CLI11's own codes were 104-109), and unique prefixes of long flags work.
+// (CLI11's own codes were 104-109), and unique prefixes of the benchmark's long flags work.
 TEST(Simulate, ParseErrorsExitTwoAsArgparseDoes) {
     TempDir d;
     for (const char* bad : {"--num-users x", "--no-such-flag", "--num 3", "--generation-mode slow"}) {
@@ -518,7 +518,8 @@ TEST(Simulate, ParseErrorsExitTwoAsArgparseDoes) {
         EXPECT_NE(r.err.find("\nkvio simulate: error: "), std::string::npos) << r.err;
         EXPECT_FALSE(std::filesystem::exists(d.file("t.csv"))) << "the run started";
     }
-    auto r = simulate(d, "--num-u 2 --dur 1 --model tiny-1b --progress-int 0 --io-trace-log " + d.file("t.csv"));
+    // kv-cache.py's flags by unique prefix; kvio's own (--progress-interval) only by its full name.
+    auto r = simulate(d, "--num-u 2 --dur 1 --model tiny-1b --progress-interval 0 --io-trace-log " + d.file("t.csv"));
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     const json& flags = r.results["kvio"]["config"]["flags"];
     EXPECT_EQ(flags["num_users"], 2) << flags.dump();
