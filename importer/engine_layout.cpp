@@ -345,6 +345,11 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         if (fe->wr.any()) ops.emplace_back(fe->wr.first, op_record(f, i, true, fe->wr, m)), s.stores++;
         if (fe->rd.any()) ops.emplace_back(fe->rd.first, op_record(f, i, false, fe->rd, m)), s.loads++;
     }
+    // Another run's events name other inodes: an empty semantic stream would only fail later, in validate.
+    if (ops.empty())
+        throw Error(o.events_path + ": field 'ino': none of the " + std::to_string(s.scan.files.size()) +
+                    " KV files under " + dir +
+                    " is in its commands or syscalls: the trace of another run, or of other files");
     std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     json meta = {{"type", "meta"},
                  {"schema", "kvio.semantic/1"},

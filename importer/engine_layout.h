@@ -93,7 +93,8 @@ struct ImportSummary {
 /// `source` the engine layout) then per file one `store` when device writes or write syscalls touched it and one
 /// `load` when reads did, in ts_start order: `key` the hash, `payload_bytes` the projection, `bytes` it padded to the
 /// filesystem block, `tokens`, `path`, `ino`/`fs_dev`/`gen`, `extents`, ts_start/ts the first issue (or syscall
-/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader.
+/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader,
+/// and when no file of `dir` is in the events (another run's trace): nothing is written then.
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

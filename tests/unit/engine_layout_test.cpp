@@ -283,6 +283,27 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
     EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
 }
 
+// Events of another run name files, but none of this directory's: the import refuses them, naming the events file,
+// the field and the directory, and writes nothing (an empty stream would only fail later, in validate).
+TEST(EngineLayout, ImportRefusesEventsOfAnotherRun) {
+    Dir d;
+    write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 0xa), 16 * 24576, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 1u);
+    importer::KvFile other = s.files[0];
+    other.ino += 1000003;  // another run's file
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << file_cmd("write", 4096, 1000, other, 1);
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    std::ostringstream out;
+    const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
+    EXPECT_NE(e.find(ev + ": field 'ino': none of the 1 KV files under " + d.path), std::string::npos) << e;
+    EXPECT_TRUE(out.str().empty()) << out.str();
+}
+
 // A semantic file whose ops name no file cannot be joined by file: the error names the line and the importer.
 TEST(EngineLayout, ObjectsNeedOpsThatNameTheirFile) {
     Dir d;
