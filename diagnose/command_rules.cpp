@@ -130,6 +130,28 @@ void chain_facts(const EventTrace& t, uint64_t limit, std::map<std::string, Comm
     close(0), close(1);
 }
 
+/// Refuses an events file that is not the trace summary's: a device the summary does not trace, or more or fewer
+/// command records on a device than the summary counted there (read, write and other commands), beyond the
+/// events the trace dropped. Throws kvio::Error naming both files.
+void check_same_trace(const Inputs& in, const EventTrace& t) {
+    const json devices = in.trace.value("devices", json::array());
+    const json* dev = nullptr;
+    for (const auto& d : devices)
+        if (d.is_object() && d.value("dev", "") == t.dev) dev = &d;
+    const std::string both = in.events + " and " + in.trace_path;
+    if (!dev)
+        throw Error(both + " are not the same trace: the events' device " + t.dev + " (" + t.disk +
+                    ") is not in the summary's devices");
+    uint64_t cmds = 0;
+    for (const char* op : {"read", "write", "other"})
+        if (const auto it = dev->find(op); it != dev->end() && it->is_object()) cmds += it->value("cmds", uint64_t(0));
+    const uint64_t gap = t.records > cmds ? t.records - cmds : cmds - t.records;
+    if (gap > t.dropped)
+        throw Error(both + " are not the same trace: the events hold " + std::to_string(t.records) + " commands of " +
+                    t.disk + ", the summary counted " + std::to_string(cmds) + " (" + std::to_string(t.dropped) +
+                    " events dropped)");
+}
+
 }  // namespace
 
 void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding>& out) {
@@ -138,6 +160,7 @@ void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding
         for (const char* op : {"read", "write"}) cmds += d.value(op, json::object()).value("cmds", uint64_t(0));
     if (in.events.empty() || !cmds) return;
     for (const auto& t : load_all_events(in.events, {})) {
+        check_same_trace(in, t);
         uint64_t limit = 0;
         for (const auto& d : in.trace.value("devices", json::array()))
             if (d.value("dev", "") == t.dev) limit = d.value("max_sectors_kb", uint64_t(0)) * 1024;

@@ -10,6 +10,7 @@
 #include "diagnose/diagnose.h"
 #include "report/report_breakdown.h"
 #include "report/svg_chart.h"
+#include "tests/error_of.h"
 #include "tests/event_lines.h"
 
 using nlohmann::json;
@@ -191,8 +192,38 @@ TEST(Diagnose, LowQueueDepthAgainstTheDevicesBestInTheSameTrace) {
     EXPECT_NEAR(f[0].figures["device_best_bps"].get<double>(), 8 * 131072e3, 8 * 131072e3 * 0.05);
     EXPECT_NEAR(f[0].figures["device_best_depth"].get<double>(), 8.0, 0.1);
     EXPECT_NE(f[0].summary.find("depth 1.0"), std::string::npos) << f[0].summary;
-    EXPECT_TRUE(with_id(diagnose::diagnose({t, only_deep.path}), "low_queue_depth").empty());
-    EXPECT_TRUE(with_id(diagnose::diagnose({t, only_shallow.path}), "low_queue_depth").empty());
+    // a summary counting each part's own commands (the events must be the summary's trace)
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({trace_doc(json::object(), 8000, 1 << 30), only_deep.path}), "low_queue_depth")
+            .empty());
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({trace_doc(json::object(), 2000, 1 << 30), only_shallow.path}), "low_queue_depth")
+            .empty());
+}
+
+// Events that are not the summary's trace are refused, naming both files: a device the summary does not trace,
+// more commands than it counted beyond its drops; as many as it counted (or fewer by at most the dropped events) pass.
+TEST(Diagnose, EventsOfAnotherTraceAreRefused) {
+    uint64_t sector = 0;
+    TmpText ev(reads(0, 10, 1, 4096, 100'000, sector));  // 10 commands of loop7 (7:7)
+    diagnose::Inputs in{trace_doc(json::object(), 12, 12 * 4096), ev.path, "t.json"};
+    std::string e = test::error_of([&] { diagnose::diagnose(in); });
+    EXPECT_NE(e.find(ev.path + " and t.json are not the same trace: the events hold 10 commands of loop7, the summary "
+                               "counted 12 (0 events dropped)"),
+              std::string::npos)
+        << e;
+    in.trace["devices"][0]["dev"] = "7:8";
+    e = test::error_of([&] { diagnose::diagnose(in); });
+    EXPECT_NE(e.find("the events' device 7:7 (loop7) is not in the summary's devices"), std::string::npos) << e;
+    in.trace = trace_doc(json::object(), 10, 10 * 4096);
+    EXPECT_NO_THROW(diagnose::diagnose(in));
+    TmpText dropped(reads(0, 10, 1, 4096, 100'000, sector) +
+                    std::string(R"({"type":"summary","events":10,"dropped":2,"lost_completes":0,)"
+                                R"("unmatched_completes":0,"negative_deltas":0})") +
+                    "\n");
+    in.trace = trace_doc(json::object(), 12, 12 * 4096);
+    in.events = dropped.path;
+    EXPECT_NO_THROW(diagnose::diagnose(in));
 }
 
 // Syscall records: 8 MiB read through the page cache, 1 MiB of it from the device -> 87.5 %; with 8 MiB from the
@@ -222,8 +253,10 @@ TEST(Diagnose, PageCacheShareFromSyscallRecords) {
     ASSERT_EQ(f.size(), 1u);
     EXPECT_DOUBLE_EQ(f[0].figures["page_cache_share"].get<double>(), 0.875);
     EXPECT_EQ(f[0].figures["app_buffered_read_bytes"], 8 << 20);
+    sector = 0;
+    TmpText all(sys + reads(0, 64, 1, 131072, 500'000, sector));  // all 8 MiB from the device
     EXPECT_TRUE(
-        with_id(diagnose::diagnose({trace_doc(json::object(), 64, 8 << 20), ev.path}), "page_cache_reads").empty());
+        with_id(diagnose::diagnose({trace_doc(json::object(), 64, 8 << 20), all.path}), "page_cache_reads").empty());
     EXPECT_TRUE(with_id(diagnose::diagnose({trace_doc(json::object(), 8, 1 << 20), ""}), "page_cache_reads").empty());
 }
 
