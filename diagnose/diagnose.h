@@ -8,9 +8,9 @@
 
 namespace kvio::diagnose {
 
-/// One finding. `id` is one of: low_queue_depth, split_by_max_sectors, page_cache_reads, fsync_dominated_writes,
-/// small_write_amplification, unaligned_io, queue_wait, requeues, merged_small_io (docs/diagnose.md, one section
-/// each).
+/// One finding. `id` is one of: low_queue_depth, split_by_max_sectors, split_by_max_segments, page_cache_reads,
+/// fsync_dominated_writes, small_write_amplification, unaligned_io, queue_wait, requeues, merged_small_io
+/// (docs/diagnose.md, one section each; the two split ids share one).
 struct Finding {
     std::string id;
     std::string device;      ///< disk name ("loop3", "nvme0n1"), "" for a finding about the processes' syscalls

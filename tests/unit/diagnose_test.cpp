@@ -176,6 +176,37 @@ TEST(Diagnose, SplitRunsFromEvents) {
     EXPECT_TRUE(with_id(diagnose::diagnose({t, b.path}), "split_by_max_sectors").empty());
 }
 
+// A loop-like device: max_sectors_kb 1280 but max_segments 128, so buffered transfers of 2 MiB reach it as runs of
+// four 512 KiB commands in flight together. The finding is split_by_max_segments with the 512 KiB cap, and its action
+// does not tell to raise max_sectors_kb; without max_segments in the summary, 512 KiB is no limit and nothing is found.
+TEST(Diagnose, SplitAtMaxSegmentsPagesBelowMaxSectors) {
+    std::string ev;
+    for (uint64_t x = 0; x < 16; ++x)
+        for (uint64_t k = 0; k < 4; ++k) {
+            const uint64_t sector = x * 8192 + k * 1024, t = x * 10'000'000 + k * 1000;
+            ev += test::cmd_line("write", sector, 524288, t, t + 2'000'000, 9, "7:7", "loop7", "app") + "\n";
+        }
+    json t = trace_doc(json::object(), 0, 0, 1280, 1280);
+    t["devices"][0]["write"] = {{"cmds", 64}, {"bytes", 64 * 524288}};
+    t["devices"][0]["max_segments"] = 128;
+    TmpText a(ev);
+    auto f = with_id(diagnose::diagnose({t, a.path}), "split_by_max_segments");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].op, "write");
+    EXPECT_EQ(f[0].figures["limit_bytes"], 524288);
+    EXPECT_EQ(f[0].figures["max_segments"], 128);
+    EXPECT_EQ(f[0].figures["cmds_at_limit"], 64);
+    EXPECT_DOUBLE_EQ(f[0].figures["transfer_bytes_mean"].get<double>(), 2097152.0);
+    EXPECT_NE(f[0].summary.find("max_segments (128) pages of 4 KiB, below max_sectors_kb (1280)"), std::string::npos)
+        << f[0].summary;
+    EXPECT_NE(f[0].action.find("raising max_sectors_kb does not help"), std::string::npos) << f[0].action;
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_sectors").empty());
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, ""}), "split_by_max_segments").empty()) << "needs the events";
+    t["devices"][0].erase("max_segments");
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_segments").empty());
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_sectors").empty());
+}
+
 // 1 s at depth 8 (128 KiB commands of 1 ms: ~1 GB/s), then 2 s at depth 1 (4 KiB of 1 ms: ~4 MB/s): the low-depth
 // reads are found with both figures; the depth-8 second alone, or the depth-1 seconds alone (no better window in
 // the trace to compare with), are not.
