@@ -143,13 +143,14 @@ b, a = progs(d + "/before.json"), progs(d + "/after.json")
 ran = {k: a[k][0] - b.get(k, (0, 0))[0] for k in a}
 misses = {k: a[k][1] for k in a}
 c = {k: t.get(k, 0) for k in ("lost_completes", "complete_runs", "unmatched_completes", "partial_completes",
-                              "stale_entries", "map_full", "rq_table_spills", "dropped", "rescued_by_backup")}
+                              "stale_entries", "map_full", "rq_table_spills", "dropped", "rescued_by_backup",
+                              "in_flight_at_stop")}
 print("run %s load %s: %d commands, lost %d; tracefs completes of %s %d, complete_runs %d (missing %d); "
-      "unmatched %d partial %d stale %d map_full %d spills %d dropped %d rescued %d; "
+      "unmatched %d partial %d stale %d map_full %d spills %d dropped %d rescued %d in flight at stop %d; "
       "all-device completes A2..B1 %d A1..B2 %d (on top of pid 1's threads %d, %d), program runs %s, recursion_misses %s; backups %s" %
       (run, load, len(cmds), len(lost), mydev, dev_complete, c["complete_runs"], dev_complete - c["complete_runs"],
        c["unmatched_completes"], c["partial_completes"], c["stale_entries"], c["map_full"], c["rq_table_spills"],
-       c["dropped"], c["rescued_by_backup"], inner, outer, on_init[0], on_init[1], {k[0]: v for k, v in ran.items()},
+       c["dropped"], c["rescued_by_backup"], c["in_flight_at_stop"], inner, outer, on_init[0], on_init[1], {k[0]: v for k, v in ran.items()},
        {k[0]: v for k, v in misses.items()}, t.get("backups_attached", "?")))
 skipped = dev_complete - c["complete_runs"]
 on_top = {}
