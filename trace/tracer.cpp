@@ -744,7 +744,10 @@ uint64_t sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& repor
         auto it = in_flight.find(st.dev);
         if (it == in_flight.end()) it = in_flight.emplace(st.dev, kernel_inflight(st.dev)).first;
         const bool late = it->second > 0;
-        if (late) --it->second, ++late_total;
+        if (late) {
+            --it->second;
+            ++late_total;
+        }
         report_unfinished(st, owner, late, sink, report, counters);
     }
     return late_total;
