@@ -266,11 +266,14 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (!rq_take(key, &r, &fresh))
         return 0;
     struct rq_state *s = r.s;
-    if (fresh || s->gen != gen) {
+    bool inited = fresh || s->gen != gen;
+    if (inited) {
         if (!fresh)
             rq_state_stale(s, r.o);
         rq_state_init(&r, rq, dev, slot, gen, at_insert, typed);
     }
+    if (s->ignored && !at_insert && !inited && files_follow_writeback(rq, dev, typed))
+        s->ignored = false; /* --files: bios merged into it since its insert are the traced processes' writeback */
     if (s->ignored)
         return 0;
     if (at_insert)

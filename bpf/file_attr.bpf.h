@@ -326,7 +326,7 @@ struct files_rq_walk {
     __u64 d2c;
     __u32 dev, op;
     __u32 nparts;
-    bool timed;
+    bool timed, written_only;
     struct kvio_file_key first; /* the first file seen: the command's file in the events stream */
     struct files_rq_part part[KVIO_FILES_RQ_FILES];
 };
@@ -336,7 +336,9 @@ struct files_rq_walk {
 KVIO_ARRAY(files_walks, BPF_MAP_TYPE_PERCPU_ARRAY, 2, struct files_rq_walk);
 
 /* The file of one bio of a completing request (`bio` a number): its iomap direct I/O, else its first page (the
- * previous bio's answer when the mapping is the same), else what block_getrq kept for it (the slot is released). */
+ * previous bio's answer when the mapping is the same), else what block_getrq kept for it (the slot is released).
+ * With `written_only` (a write request under a task filter) a page's file counts only when the traced processes
+ * wrote it (written_files): an outsider's writeback merged into the request is no file's for the trace. */
 static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bio, struct kvio_file_key *fk, __u64 *src)
 {
     if (file_of_dio_bio(bio, false, fk)) {
@@ -351,7 +353,8 @@ static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bi
     }
     if (m) {
         struct kvio_file_key pk = {};
-        bool ok = file_of_host(BPF_CORE_READ((struct address_space *)m, host), w->dev, &pk);
+        bool ok = file_of_host(BPF_CORE_READ((struct address_space *)m, host), w->dev, &pk) &&
+                  (!w->written_only || bpf_map_lookup_elem(&written_files, &pk));
         w->mapping = m;
         w->map_fk = pk;
         w->map_ok = ok;
@@ -464,6 +467,7 @@ static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u
     w->op = op;
     w->d2c = d2c;
     w->timed = timed;
+    w->written_only = op == KVIO_OP_WRITE && task_filter_active();
     bpf_loop(KVIO_FILES_RQ_BIOS, files_bio_step, &w, 0); /* bpf_loop passes a stack address: w's */
     if (w->bio)
         files_count(FILES_CHAIN_CUT);
@@ -487,16 +491,49 @@ static __always_inline void files_note_written(const struct kvio_file_key *fk)
         files_count(FILES_WRITTEN_FULL);
 }
 
+/* The walk of files_follow_writeback (bpf_loop callback context, files_follow_step). */
+struct files_follow_walk {
+    __u64 bio;     /* the next bio, a number */
+    __u64 mapping; /* the last page mapping looked up */
+    __u32 dev;
+    __u32 found;
+};
+
+/* bpf_loop step: is this bio's first page a written file's (on the walk's disk)? 1 (stop) when found or at the end. */
+static long files_follow_step(__u32 i, void *ctx)
+{
+    struct files_follow_walk *w = ctx;
+    struct bio *bio = (struct bio *)w->bio;
+    if (!bio)
+        return 1;
+    w->bio = (__u64)BPF_CORE_READ(bio, bi_next);
+    __u64 m = bio_page_mapping(bio);
+    if (!m || m == w->mapping)
+        return 0;
+    w->mapping = m;
+    struct kvio_file_key fk = {};
+    if (file_of_host(BPF_CORE_READ((struct address_space *)m, host), w->dev, &fk) &&
+        bpf_map_lookup_elem(&written_files, &fk)) {
+        w->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
 /* Does write request `rq` of disk `dev`, which the task filter leaves out (its submitter is not traced), carry the
- * page cache of a file the traced processes wrote (written_files)? Then it is their writeback and counts for the
- * trace. Only writes: a non-traced process's readahead of such a file stays out. 4 to 8 probe reads and a hash
- * lookup, for left-out write commands only, under --files with a task filter. */
+ * page cache of a file the traced processes wrote (written_files), in any of its bios (up to KVIO_FILES_RQ_BIOS)?
+ * Then it is their writeback and counts for the trace: whole in the device's histograms, and in the file table for
+ * the bios of written files only (files_on_complete). Only writes: a non-traced process's readahead of such a file
+ * stays out. Asked when the request is first seen and, for one still left out, again at its issue (bios merged into
+ * it after its insert). Per distinct page mapping 5 to 8 probe reads and a hash lookup, for left-out write commands
+ * only, under --files with a task filter. */
 static __always_inline bool files_follow_writeback(struct request *rq, __u32 dev, bool typed)
 {
     if (!track_files || !task_filter_active() || (rq_opf(rq, typed) & KVIO_OP_MASK) != KVIO_OP_WRITE)
         return false;
-    struct kvio_file_key fk = {};
-    if (!file_of_bio_page(KREAD(typed, rq, bio), dev, &fk) || !bpf_map_lookup_elem(&written_files, &fk))
+    struct files_follow_walk w = {.bio = (__u64)BPF_CORE_READ(rq, bio), .dev = dev};
+    bpf_loop(KVIO_FILES_RQ_BIOS, files_follow_step, &w, 0);
+    if (!w.found)
         return false;
     files_count(FILES_WB_FOLLOWED);
     return true;
