@@ -444,16 +444,58 @@ static long files_bio_step(__u32 i, void *ctx)
     return 0;
 }
 
+/* The file of a request's only bio (`typed`: read through the tp_btf pointer, no probe reads for its own fields):
+ * files_of_bio's sources in the same order, without the walk. `written_only` as in files_rq_walk. */
+static __always_inline bool files_of_sole_bio(struct bio *bio, __u32 dev, bool typed, bool written_only,
+                                              struct kvio_file_key *fk, __u8 *src)
+{
+    if (file_of_dio_bio(bio, typed, fk)) {
+        *src = KVIO_FILE_SRC_DIO;
+        return true;
+    }
+    if (file_of_bio_page(bio, dev, fk)) {
+        *src = KVIO_FILE_SRC_PAGE;
+        return !written_only || bpf_map_lookup_elem(&written_files, fk);
+    }
+    if (!files_from_submitter())
+        return false;
+    __u64 key = typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio;
+    __u32 idx = 0;
+    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
+    if (!slot_live(k))
+        return false;
+    struct bio_file *b = (struct bio_file *)k;
+    *fk = b->file;
+    *src = (__u8)b->pad;
+    slot_release(k, key);
+    return fk->ino != 0;
+}
+
 /* --files at the full completion of request `rq` (`bytes` long, op `op`, `d2c` ns when `timed`) of disk `dev`: each
  * of its bios' bytes to that bio's file (block_rq_complete runs at the start of blk_update_request, before any bio is
  * ended: every bio is on rq->bio ... bi_next). A file's stats count the command once, with the command's D2C,
  * however many of its bios it held. Bytes of the request no walked bio holds (a chain longer than
  * KVIO_FILES_RQ_BIOS, or bios a partial completion already ended) go to the last file seen. *first: the first file
  * seen (0: none), which the events stream carries. A request with no file's bio counts as FILES_NONE. `typed`: the
- * tp_btf program (its own walk state). */
+ * tp_btf program (its own walk state). A request of one bio is not walked: its file is read as files_of_sole_bio
+ * does, through the typed pointer (the walk's probe reads cost a direct-I/O command ~110 ns, docs/performance.md). */
 static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u32 op, __u64 bytes, __u64 d2c,
                                               bool timed, bool typed, struct kvio_file_key *first)
 {
+    struct bio *bio = KREAD(typed, rq, bio);
+    bool written_only = op == KVIO_OP_WRITE && task_filter_active();
+    if (bio && !KREAD(typed, bio, bi_next)) { /* one bio (direct I/O, mostly): no walk */
+        struct kvio_file_key fk = {};
+        __u8 src = 0;
+        if (files_of_sole_bio(bio, dev, typed, written_only, &fk, &src)) {
+            files_account(&fk, src, op, bytes, d2c, timed);
+        } else {
+            fk.ino = 0; /* an outsider's page under a task filter: no file for the events stream either */
+            files_count(FILES_NONE);
+        }
+        *first = fk;
+        return;
+    }
     __u32 at = typed;
     struct files_rq_walk *w = bpf_map_lookup_elem(&files_walks, &at);
     if (!w)
@@ -467,7 +509,7 @@ static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u
     w->op = op;
     w->d2c = d2c;
     w->timed = timed;
-    w->written_only = op == KVIO_OP_WRITE && task_filter_active();
+    w->written_only = written_only;
     bpf_loop(KVIO_FILES_RQ_BIOS, files_bio_step, &w, 0); /* bpf_loop passes a stack address: w's */
     if (w->bio)
         files_count(FILES_CHAIN_CUT);
