@@ -382,7 +382,8 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
            << counts.value("by_dio", 0) << ", syscall " << counts.value("by_syscall", 0) << ", io_uring "
            << counts.value("by_uring", 0) << "; no file " << counts.value("no_file", 0) << "; files without room "
            << counts.value("map_full", 0) << "; writeback followed " << counts.value("writeback_followed", 0)
-           << " (written files without room " << counts.value("written_files_full", 0) << ")\n";
+           << " (written files without room " << counts.value("written_files_full", 0) << "); bio chains cut "
+           << counts.value("bio_chains_cut", 0) << "\n";
 }
 
 }  // namespace kvio::trace

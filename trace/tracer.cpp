@@ -598,8 +598,15 @@ int read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nl
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
     // in the order of bpf/file_attr.bpf.h's FILES_* counters
-    const char* names[] = {"no_file", "map_full",           "by_page",           "by_syscall", "by_uring",
-                           "by_dio",  "writeback_followed", "written_files_full"};
+    const char* names[] = {"no_file",
+                           "map_full",
+                           "by_page",
+                           "by_syscall",
+                           "by_uring",
+                           "by_dio",
+                           "writeback_followed",
+                           "written_files_full",
+                           "bio_chains_cut"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
