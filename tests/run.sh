@@ -119,6 +119,10 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
     for ((i = 0; i < jobs; i++)); do shards+=("$filter"); done
   else
     mapfile -t shards < <(shard_filters "$t" "$filter" "$jobs")
+    if [ -z "$(printf '%s' "${shards[@]}")" ]; then  # a binary that lists nothing must not pass as an empty stage
+      echo "$t: no e2e test listed for the filter $filter" >&2
+      rc=1 failed=$((failed + 1)) failed_names+=("$t: no e2e test listed for the filter $filter")
+    fi
   fi
   pids=()
   for ((i = 0; i < jobs; i++)); do
