@@ -140,14 +140,17 @@ private:
     bool ok_ = false;
 };
 
-/// Kills a server (SIGKILL, RedisServer::stop) from a thread of its own as soon as its INFO commandstats counts at
-/// least `calls` calls of `cmd`, asked every 10 ms on one connection: a trigger on what the server did rather than on
-/// a clock, so a busy machine meets it at the same point of a run. Gives up after `timeout_s`. join() (or the
-/// destructor) ends the thread: declare it after the server, so that it is gone before the server's destructor.
+/// Kills a server (SIGKILL, RedisServer::stop; or runs `act` instead, e.g. a CLIENT KILL) from a thread of its own as
+/// soon as its INFO commandstats counts at least `calls` calls of `cmd`, asked every 10 ms on one connection: a
+/// trigger on what the server did rather than on a clock, so a busy machine meets it at the same point of a run.
+/// Gives up after `timeout_s`. join() (or the destructor) ends the thread: declare it after the server, so that it is
+/// gone before the server's destructor.
 class KillOnCalls {
 public:
-    KillOnCalls(RedisServer& srv, std::string cmd, long long calls, double timeout_s = 60)
-        : th_([this, &srv, cmd = std::move(cmd), calls, timeout_s] { poll(srv, cmd, calls, timeout_s); }) {}
+    KillOnCalls(RedisServer& srv, std::string cmd, long long calls, double timeout_s = 60,
+                std::function<void()> act = nullptr)
+        : act_(std::move(act)),
+          th_([this, &srv, cmd = std::move(cmd), calls, timeout_s] { poll(srv, cmd, calls, timeout_s); }) {}
     ~KillOnCalls() { join(); }
     KillOnCalls(const KillOnCalls&) = delete;
     KillOnCalls& operator=(const KillOnCalls&) = delete;
@@ -171,7 +174,11 @@ private:
                 if (!c) c = std::make_unique<redis::Connection>(srv.url_struct(), 5.0, redis::Routing::Single);
                 const long long n = RedisServer::calls_in(c->command({"INFO", "commandstats"}).str, cmd);
                 if (n >= calls) {
-                    srv.stop();
+                    c.reset();  // not left to a CLIENT KILL `act` may send
+                    if (act_)
+                        act_();
+                    else
+                        srv.stop();
                     at_ = std::chrono::steady_clock::now();
                     seen_ = n;
                     killed_ = true;
@@ -184,6 +191,7 @@ private:
         }
     }
 
+    std::function<void()> act_;
     std::atomic<bool> done_{false}, killed_{false};
     std::chrono::steady_clock::time_point at_{};
     long long seen_ = 0;

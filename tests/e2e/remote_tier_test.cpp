@@ -317,20 +317,6 @@ TEST(RemoteTierFaults, UnreachableOrWrongPasswordFailsAtStartInOneLine) {
     EXPECT_EQ(std::count(w.cmd.err.begin(), w.cmd.err.end(), '\n'), 1) << w.cmd.err;
 }
 
-namespace {
-
-/// Shell text after a background simulate: once the server at `port` holds a key (the run has started writing;
-/// within 10 s) and 2 s more (the stats count from the end of the warm-up: writes after it must have completed),
-/// runs `action`, then waits for simulate. A fixed sleep from the start let a slow start (a busy machine) meet the
-/// action first.
-std::string once_writing(int port, const std::string& action) {
-    const std::string cli = "redis-cli -p " + std::to_string(port);
-    return "& p=$!; for i in $(seq 100); do [ \"$(" + cli +
-           " DBSIZE 2>/dev/null)\" -gt 0 ] 2>/dev/null && break; sleep 0.1; done; sleep 2; " + action + "; wait $p";
-}
-
-}  // namespace
-
 // --remote-connections split: each worker thread writes on one connection and reads on another (docs/simulate.md,
 // "Remote tier"); by default one connection carries both. The server's CLIENT LIST, sampled
 // all through a run, names each connection's role (CLIENT SETNAME) and its last command: a write connection only ever
@@ -476,16 +462,21 @@ TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
     EXPECT_GT((*st)["bytes_written"].get<uint64_t>(), 0u);
 }
 
-// CLIENT KILL of kvio's connections once the run writes: the op on a killed connection fails and is counted, the
-// thread connects again, and the run goes on reading and writing.
+// CLIENT KILL of kvio's connections once the server answered a GET: the op on a killed connection fails and is
+// counted, the thread connects again, and the run goes on reading and writing.
 TEST(RemoteTierFaults, ClientKillIsCountedAndTheTierReconnects) {
     RedisServer srv(256);
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
-    SimRun r = simulate(
-        dir, remote_only_args(srv.url(), 5),
-        once_writing(srv.port(), "redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null"));
+    // CLIENT KILL once the server answered a GET, the run ending on a count (as the kill tests below): requests are
+    // left to meet the dropped connections however late a busy machine reaches that point.
+    const std::string kill = "redis-cli -p " + std::to_string(srv.port()) + " CLIENT KILL TYPE normal >/dev/null";
+    KillOnCalls killer(srv, "get", 1, 60, [&] { run(kill); });
+    SimRun r = simulate(dir, until_requests(srv.url(), 6, 60));
+    killer.join();
+    ASSERT_TRUE(killer.killed()) << "the server answered no GET: " << r.cmd.err;
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    EXPECT_EQ(r.results["kvio"]["stop"]["reason"], "max_requests");
     const nlohmann::json rs = remote_of(r.results);
     ASSERT_FALSE(rs.is_null());
     EXPECT_GT(rs["errors"].get<long long>(), 0);
