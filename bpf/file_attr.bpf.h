@@ -335,6 +335,20 @@ struct files_rq_walk {
  * complete program, [0] for its raw_tp backup, which can run nested in it on the same CPU. */
 KVIO_ARRAY(files_walks, BPF_MAP_TYPE_PERCPU_ARRAY, 2, struct files_rq_walk);
 
+/* The file block_getrq kept for the bio keyed `key` (the submitter sources), its slot released; *src the source. */
+static __always_inline bool file_of_bio_slot(__u64 key, struct kvio_file_key *fk, __u8 *src)
+{
+    __u32 idx = 0;
+    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
+    if (!slot_live(k))
+        return false;
+    struct bio_file *b = (struct bio_file *)k;
+    *fk = b->file;
+    *src = (__u8)b->pad;
+    slot_release(k, key);
+    return fk->ino != 0;
+}
+
 /* The file of one bio of a completing request (`bio` a number): its iomap direct I/O, else its first page (the
  * previous bio's answer when the mapping is the same), else what block_getrq kept for it (the slot is released).
  * With `written_only` (a write request under a task filter) a page's file counts only when the traced processes
@@ -364,18 +378,10 @@ static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bi
             return true;
         }
     }
-    if (!files_from_submitter())
-        return false;
-    __u64 key = (__u64)bio;
-    __u32 idx = 0;
-    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
-    if (!slot_live(k))
-        return false;
-    struct bio_file *b = (struct bio_file *)k;
-    *fk = b->file;
-    *src = b->pad;
-    slot_release(k, key);
-    return fk->ino != 0;
+    __u8 s = 0;
+    bool ok = files_from_submitter() && file_of_bio_slot((__u64)bio, fk, &s);
+    *src = s;
+    return ok;
 }
 
 static __always_inline bool file_key_eq(const struct kvio_file_key *a, const struct kvio_file_key *b)
@@ -457,18 +463,7 @@ static __always_inline bool files_of_sole_bio(struct bio *bio, __u32 dev, bool t
         *src = KVIO_FILE_SRC_PAGE;
         return !written_only || bpf_map_lookup_elem(&written_files, fk);
     }
-    if (!files_from_submitter())
-        return false;
-    __u64 key = typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio;
-    __u32 idx = 0;
-    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
-    if (!slot_live(k))
-        return false;
-    struct bio_file *b = (struct bio_file *)k;
-    *fk = b->file;
-    *src = (__u8)b->pad;
-    slot_release(k, key);
-    return fk->ino != 0;
+    return files_from_submitter() && file_of_bio_slot(typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio, fk, src);
 }
 
 /* --files at the full completion of request `rq` (`bytes` long, op `op`, `d2c` ns when `timed`) of disk `dev`: each
