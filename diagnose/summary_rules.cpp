@@ -36,6 +36,14 @@ uint64_t at_limit_from_bssplit(const json& h, uint64_t limit) {
     return 0;
 }
 
+/// A command-size limit exactly: "1 MiB", "1280 KiB" (iec_bytes would round 1280 KiB to "1.2 MiB", and the advice is
+/// to size I/O as a multiple of it).
+std::string limit_text(uint64_t limit) {
+    if (limit && limit % (1 << 20) == 0) return std::to_string(limit >> 20) + " MiB";
+    if (limit && limit % 1024 == 0) return std::to_string(limit >> 10) + " KiB";
+    return std::to_string(limit) + " B";
+}
+
 /// What to change for a split finding at `limit` bytes (`by_segments`: the max_segments cap) of device `d`.
 std::string split_action(const json& d, uint64_t limit, bool by_segments) {
     const uint64_t limit_kb = u64(d, "max_sectors_kb"), hw_kb = u64(d, "max_hw_sectors_kb");
@@ -44,7 +52,7 @@ std::string split_action(const json& d, uint64_t limit, bool by_segments) {
                ") segments per command and these pages were not physically contiguous, so raising max_sectors_kb "
                "does not help: physically contiguous buffers (huge pages, large folios) let a command carry more; "
                "else size the I/O as a multiple of " +
-               iec_bytes(double(limit)) + " and keep enough of them in flight.";
+               limit_text(limit) + " and keep enough of them in flight.";
     if (hw_kb > limit_kb)
         return "Raise the limit to the device's own (max_hw_sectors_kb " + std::to_string(hw_kb) + "): echo " +
                std::to_string(hw_kb) + " > /sys/block/" + d.value("disk", "") +
@@ -52,7 +60,7 @@ std::string split_action(const json& d, uint64_t limit, bool by_segments) {
                "completions per byte.";
     return "This is the device's own limit (max_hw_sectors_kb = max_sectors_kb; on NVMe the controller's "
            "MDTS): transfers above it are always split. Size the application's I/O as a multiple of " +
-           iec_bytes(double(limit)) + " and keep enough of them in flight.";
+           limit_text(limit) + " and keep enough of them in flight.";
 }
 
 /// split_by_max_sectors (or, `by_segments`, split_by_max_segments: then only from the events' facts) of device `d`
@@ -86,7 +94,7 @@ bool split_one(const json& d, const json& ev, const CommandFacts* cf, const std:
     if (by_segments) f.figures["max_segments"] = u64(d, "max_segments");
     std::string s =
         fixed(100.0 * double(at_limit) / double(cmds), 1) + " % of the " + op + "s (" + std::to_string(at_limit) +
-        " of " + std::to_string(cmds) + ") are " + iec_bytes(double(limit)) +
+        " of " + std::to_string(cmds) + ") are " + limit_text(limit) +
         (by_segments ? " commands, max_segments (" + std::to_string(u64(d, "max_segments")) +
                            ") pages of 4 KiB, below max_sectors_kb (" + std::to_string(u64(d, "max_sectors_kb")) + ")"
                      : " commands, the max_sectors_kb limit");

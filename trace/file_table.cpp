@@ -350,10 +350,10 @@ nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTa
 std::string mean_size(uint64_t bytes, uint64_t cmds) {
     if (!cmds) return "-";
     double v = double(bytes) / double(cmds);
-    if (v < 1024) return std::to_string(uint64_t(std::llround(v)));
+    if (v < 1023.5) return std::to_string(uint64_t(std::llround(v)));
     static const char* units[] = {"k", "m", "g", "t"};
     int u = 0;
-    for (v /= 1024; v >= 1024 && u < 3; v /= 1024) ++u;
+    for (v /= 1024; v >= 1023.95 && u < 3; v /= 1024) ++u;  // what would print as 1024.0 takes the next unit
     char b[32];
     std::snprintf(b, sizeof b, "%.1f%s", v, units[u]);
     return b;

@@ -93,4 +93,7 @@ TEST(FileTable, MeanSizeHasOneFormat) {
     EXPECT_EQ(mean_size(3 * 1048576, 3), "1.0m");
     EXPECT_EQ(mean_size(3 * 1048576 + 3, 3), "1.0m");
     EXPECT_EQ(mean_size(uint64_t(5) << 30, 2), "2.5g");
+    EXPECT_EQ(mean_size(1048550, 1), "1.0m");  // not "1024.0k"
+    EXPECT_EQ(mean_size(4095, 4), "1.0k");     // 1023.75: not "1024"
+    EXPECT_EQ(mean_size(1023, 1), "1023");
 }
