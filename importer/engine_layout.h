@@ -85,7 +85,11 @@ struct ImportSummary {
     LayoutScan scan;
     uint64_t stores = 0, loads = 0;  ///< ops written
     uint64_t untouched = 0;          ///< files no command or syscall of the events touched
-    uint64_t projected_bytes = 0;    ///< sum over files
+    /// files whose commands in one direction moved more bytes than the file holds (rounded to the filesystem block):
+    /// the kernel merged several files into those commands and an events record names only the first file, so
+    /// their per-file bytes are not exact (the trace summary's files table is).
+    uint64_t merged = 0;
+    uint64_t projected_bytes = 0;  ///< sum over files
 };
 
 /// Scans `dir`, joins the events per file (fs_dev, ino, gen; gen left out when the filesystem keeps none we could

@@ -283,6 +283,36 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
     EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
 }
 
+// A command of two files' blocks names only the first (the kernel merged them): the import counts that file as merged,
+// as its commands moved more bytes than it holds; a file whose commands moved exactly its size is not.
+TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
+    Dir d;
+    const uint64_t size = 16 * 24576;  // 393216
+    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 2u);
+    const auto &a = s.files[0], &b = s.files[1];
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << file_cmd("write", 2 * size, 1000, a, gen_of(a.path))  // a's and b's blocks in one command
+                      << file_cmd("read", size, 5000, b, gen_of(b.path));
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    io.mapper = [](const importer::KvFile& f) {
+        importer::MappedFile m;
+        m.dev = "7:3";
+        m.extents = {{1048576, f.size}};
+        m.lba_bytes = 4096;
+        return m;
+    };
+    std::ostringstream out;
+    const importer::ImportSummary sum = importer::import_engine_layout(d.path, io, out);
+    EXPECT_EQ(sum.stores, 1u);
+    EXPECT_EQ(sum.loads, 1u);
+    EXPECT_EQ(sum.merged, 1u);
+}
+
 // Events of another run name files, but none of this directory's: the import refuses them, naming the events file,
 // the field and the directory, and writes nothing (an empty stream would only fail later, in validate).
 TEST(EngineLayout, ImportRefusesEventsOfAnotherRun) {
