@@ -184,6 +184,23 @@ std::string file_cmd(const char* op, uint64_t bytes, uint64_t ts, const importer
            "\n";
 }
 
+/// Import options over events file `ev` whose files all map to one extent at 1 MiB of disk 7:3 (limit 128 KiB,
+/// 4 KiB filesystem blocks), so tests need no real disk.
+importer::ImportOptions synthetic_import(const std::string& ev) {
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    io.mapper = [](const importer::KvFile& f) {
+        importer::MappedFile m;
+        m.dev = "7:3";
+        m.extents = {{1048576, f.size}};
+        m.max_sectors_kb = 128;
+        m.lba_bytes = 4096;
+        return m;
+    };
+    return io;
+}
+
 /// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
 uint64_t gen_of(const std::string& path) {
     const int fd = open(path.c_str(), O_RDONLY);
@@ -211,16 +228,7 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 196608, 1000, a, ga) << file_cmd("write", 196608, 1100, a, ga)
                       << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga);
-    importer::ImportOptions io;
-    io.layout = vllm_opts();
-    io.events_path = ev;
-    io.mapper = [](const importer::KvFile& f) {
-        importer::MappedFile m;
-        m.dev = "7:3";
-        m.extents = {{1048576, f.size}};
-        m.max_sectors_kb = 128;
-        return m;
-    };
+    importer::ImportOptions io = synthetic_import(ev);
     const std::string sem = outs.path + "/sem.jsonl";
     importer::ImportSummary sum;
     {
@@ -296,16 +304,7 @@ TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 2 * size, 1000, a, gen_of(a.path))  // a's and b's blocks in one command
                       << file_cmd("read", size, 5000, b, gen_of(b.path));
-    importer::ImportOptions io;
-    io.layout = vllm_opts();
-    io.events_path = ev;
-    io.mapper = [](const importer::KvFile& f) {
-        importer::MappedFile m;
-        m.dev = "7:3";
-        m.extents = {{1048576, f.size}};
-        m.lba_bytes = 4096;
-        return m;
-    };
+    importer::ImportOptions io = synthetic_import(ev);
     std::ostringstream out;
     const importer::ImportSummary sum = importer::import_engine_layout(d.path, io, out);
     EXPECT_EQ(sum.stores, 1u);
