@@ -396,7 +396,10 @@ __noinline int files_part_account(struct files_rq_walk *w, __u32 i)
     if (!w)
         return 0;
     struct files_rq_part *p = &w->part[i & (KVIO_FILES_RQ_FILES - 1)];
-    files_account(&p->fk, p->src, w->op, p->bytes, w->d2c, w->timed);
+    /* the key on the stack: a global function's pointer argument is plain memory to the verifier, which 6.1's does
+     * not take as a map key (bpf_map_lookup_elem: "R2 type=mem expected=fp, ..."; newer kernels do) */
+    struct kvio_file_key fk = p->fk;
+    files_account(&fk, p->src, w->op, p->bytes, w->d2c, w->timed);
     return 0;
 }
 
