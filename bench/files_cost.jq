@@ -1,6 +1,6 @@
 # bench/files_cost.jq — the summary of bench/files_cost.sh's runs (jq -s): per engine and rw, per mode, each program's
 # median ns per device command over the rounds, the median total, and the median of the per-round difference
-# against `plain` of the same round (what --files adds). Loads: min and max of the runs' 1-minute load average.
+# against `plain` of the same round (what --files adds; for a `base_` mode, against `base_plain`: the other build's). Loads: min and max of the runs' 1-minute load average.
 def median: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
                                           else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 def total: [.programs[].ns_per_cmd] | add // 0;
@@ -15,7 +15,8 @@ def total: [.programs[].ns_per_cmd] | add // 0;
          [$rs[] | select(.mode == $m)] as $ms
          | {mode: $m, rounds: ($ms | length),
             ns_per_cmd: ([$ms[] | total] | median),
-            added_vs_plain: ([$ms[] | . as $x | ($rs[] | select(.mode == "plain" and .round == $x.round) | total) as $p
+            added_vs_plain: ([$ms[] | . as $x | (if ($m | startswith("base_")) then "base_plain" else "plain" end) as $pm
+                             | ($rs[] | select(.mode == $pm and .round == $x.round) | total) as $p
                              | ($x | total) - $p] | median),
             programs: ([$ms[].programs[].name] | unique | map(. as $n |
                 {name: $n, ns_per_cmd: ([$ms[] | ([.programs[] | select(.name == $n) | .ns_per_cmd] | add // 0)] | median),

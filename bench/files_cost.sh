@@ -6,6 +6,10 @@
 # once with --files (the dio source where the kernel has it, bpf/file_attr.bpf.h) and once with --files from the
 # submitting context (KVIO_TRACE_FILES_FROM_SUBMITTER=1: the syscall and uring sources), the order rotating per round. Per run: the kernel's run_cnt and run_time_ns of each
 # program (bpf_stats) over the loop device's commands in that run, and the 1-minute load average at its start.
+# RW `smallfiles` is the buffered case where the block layer merges several files' pages into one request: fio
+# writes 4000 files of 6000 bytes buffered (the ENGINE is ignored: psync) and `sync` writes them back, all inside
+# the trace; the files are removed (and synced) before each run. A MODE prefixed `base_` (base_plain, base_files)
+# runs the binary in $KVIO_BASE instead (another build, e.g. main's), so two builds are paired per round.
 #
 # usage: bench/files_cost.sh KVIO OUT.jsonl [ROUNDS (5)] [SECS (4)] [ENGINES ("io_uring libaio")] [RWS ("randread
 # randwrite")] [MODES ("plain files files_submitter")]. One JSON line per run: {stage:"files", mode, round, engine, rw, load1, iops, cmds,
@@ -50,18 +54,33 @@ dd if=/dev/zero of="$F" bs=1M count=512 oflag=direct status=none   # every block
 
 run_one() {  # run_one MODE ROUND ENGINE RW
     local mode=$1 r=$2 eng=$3 rw=$4 t=$W/trace.json fj=$W/fio.json ready=$W/ready load
-    local extra=() env=()
-    [ "$mode" != plain ] && extra=(--files)
-    [ "$mode" = files_submitter ] && env=(KVIO_TRACE_FILES_FROM_SUBMITTER=1)
+    local extra=() env=() bin=$KVIO m=${mode#base_}
+    if [ "$m" != "$mode" ]; then
+        [ -n "${KVIO_BASE:-}" ] || die "mode $mode needs KVIO_BASE"
+        bin=$(realpath "$KVIO_BASE")
+    fi
+    [ "$m" != plain ] && extra=(--files)
+    [ "$m" = files_submitter ] && env=(KVIO_TRACE_FILES_FROM_SUBMITTER=1)
+    if [ "$rw" = smallfiles ]; then
+        rm -rf "$W/mnt/sf"
+        mkdir "$W/mnt/sf"
+        sync
+    fi
     rm -f "$t" "$fj" "$ready"
     load=$(cut -d' ' -f1 /proc/loadavg)
-    env "${env[@]}" "$KVIO" trace -q --stats -d "$LNAME" "${extra[@]}" --json "$t" --ready-file "$ready" >/dev/null 2>"$W/trace.log" &
+    env "${env[@]}" "$bin" trace -q --stats -d "$LNAME" "${extra[@]}" --json "$t" --ready-file "$ready" >/dev/null 2>"$W/trace.log" &
     KPID=$!
     local i
     for ((i = 0; i < 600; i++)); do [ -e "$ready" ] && break; sleep 0.1; done
     [ -e "$ready" ] || die "kvio trace did not attach: $(cat "$W/trace.log")"
-    fio --name=j --filename="$F" --direct=1 --rw="$rw" --bs=4k --iodepth=32 --ioengine="$eng" --size=512M \
-        --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$fj" >/dev/null
+    if [ "$rw" = smallfiles ]; then
+        fio --name=j --directory="$W/mnt/sf" --nrfiles=4000 --filesize=6000 --bs=6000 --rw=write --direct=0 \
+            --ioengine=psync --openfiles=64 --output-format=json --output="$fj" >/dev/null
+        sync
+    else
+        fio --name=j --filename="$F" --direct=1 --rw="$rw" --bs=4k --iodepth=32 --ioengine="$eng" --size=512M \
+            --time_based --runtime="$SECS" --norandommap --randrepeat=0 --output-format=json --output="$fj" >/dev/null
+    fi
     kill -INT "$KPID"
     wait "$KPID" || true
     KPID=""

@@ -266,11 +266,14 @@ static __always_inline int on_rq_seen(struct request *rq, bool typed, bool at_in
     if (!rq_take(key, &r, &fresh))
         return 0;
     struct rq_state *s = r.s;
-    if (fresh || s->gen != gen) {
+    bool inited = fresh || s->gen != gen;
+    if (inited) {
         if (!fresh)
             rq_state_stale(s, r.o);
         rq_state_init(&r, rq, dev, slot, gen, at_insert, typed);
     }
+    if (s->ignored && !at_insert && !inited && files_follow_writeback(rq, dev, typed))
+        s->ignored = false; /* --files: bios merged into it since its insert are the traced processes' writeback */
     if (s->ignored)
         return 0;
     if (at_insert)
@@ -354,12 +357,10 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     __u64 now = bpf_ktime_get_ns();
     inflight_dec(s->slot, s->dev, false);
     struct kvio_file_key fk = {};
-    __u8 fsrc = 0;
-    if (track_files) /* --files: the file this command moved (file_attr.bpf.h) */
-        files_of_rq(rq, s->dev, typed, &fk, &fsrc);
+    if (track_files) /* --files: each bio's bytes to its file; fk the first (file_attr.bpf.h) */
+        files_on_complete(rq, s->dev, s->opf & KVIO_OP_MASK, s->bytes, now - s->ts_issue, now >= s->ts_issue, typed,
+                          &fk);
     account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fk : 0, tw);
-    if (track_files)
-        files_account(&fk, fsrc, s->opf & KVIO_OP_MASK, s->bytes, now - s->ts_issue, now >= s->ts_issue);
     rq_release(&r, key);
     return 0;
 }

@@ -63,7 +63,8 @@ struct {
 /* [0] commands with no file (metadata, journal, flushes' data-less bios, unknown), [1] files file_stats had no room
  * for, [2..5] commands attributed by the page, syscall, uring and dio sources, [6] write commands of a process the
  * task filter leaves out admitted as writeback of a file the traced processes wrote (files_follow_writeback), [7]
- * files the traced processes wrote that written_files had no room for (their writeback is left out). */
+ * files the traced processes wrote that written_files had no room for (their writeback is left out), [8] completing
+ * requests of more bios than files_on_complete walks (KVIO_FILES_RQ_BIOS). */
 enum {
     FILES_NONE,
     FILES_FULL,
@@ -73,6 +74,7 @@ enum {
     FILES_BY_DIO,
     FILES_WB_FOLLOWED,
     FILES_WRITTEN_FULL,
+    FILES_CHAIN_CUT,
     FILES_COUNTERS
 };
 KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
@@ -98,32 +100,30 @@ static __always_inline void files_count(__u32 which)
         *c += 1;
 }
 
-/* The inode whose page cache holds the first page of `bio` (through the head page of a large folio); NULL for
- * anonymous memory (a direct-I/O buffer), a swap or KSM page, or no page. 4 probe reads. */
-static __always_inline struct inode *bio_page_host(struct bio *bio)
+/* The address_space of the first page of `bio` (through the head page of a large folio), as a number; 0 for
+ * anonymous memory (a direct-I/O buffer), a swap or KSM page, or no page. 3 or 4 probe reads. */
+static __always_inline __u64 bio_page_mapping(struct bio *bio)
 {
     struct page *page = BPF_CORE_READ(bio, bi_io_vec, bv_page);
     if (!page)
-        return NULL;
+        return 0;
     unsigned long head = BPF_CORE_READ(page, compound_head);
     if (head & 1)
         page = (struct page *)(head - 1);
     __u64 m = (__u64)BPF_CORE_READ(page, mapping);
-    if (!m || (m & KVIO_PAGE_MAPPING_FLAGS))
-        return NULL;
-    return BPF_CORE_READ((struct address_space *)m, host);
+    return (m & KVIO_PAGE_MAPPING_FLAGS) ? 0 : m;
 }
 
-/* The regular file whose page cache holds the first page of `bio`, when that file lives on disk `dev` (so an
- * O_DIRECT buffer mapped from tmpfs or another disk's file, and the block device's own cache of metadata, are not
- * taken for the file the I/O is about). False: no such page. A tail page of a large folio (compound_head bit 0 set)
- * stands for its head, whose mapping is the folio's. Probe reads throughout (the page pointer is a number here):
- * 8 of them for a file's page. */
-static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct kvio_file_key *fk)
+/* The inode whose page cache holds the first page of `bio`; NULL when bio_page_mapping has none. 4 probe reads. */
+static __always_inline struct inode *bio_page_host(struct bio *bio)
 {
-    if (!bio)
-        return false;
-    struct inode *host = bio_page_host(bio);
+    __u64 m = bio_page_mapping(bio);
+    return m ? BPF_CORE_READ((struct address_space *)m, host) : NULL;
+}
+
+/* The regular file `host` (an inode, or NULL), when it lives on disk `dev`: its key in *fk. 5 probe reads. */
+static __always_inline bool file_of_host(struct inode *host, __u32 dev, struct kvio_file_key *fk)
+{
     if (!host || (BPF_CORE_READ(host, i_mode) & S_IFMT) != S_IFREG)
         return false;
     struct super_block *sb = BPF_CORE_READ(host, i_sb);
@@ -133,6 +133,16 @@ static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct 
     fk->fs_dev = BPF_CORE_READ(sb, s_dev);
     fk->gen = BPF_CORE_READ(host, i_generation);
     return fk->ino != 0;
+}
+
+/* The regular file whose page cache holds the first page of `bio`, when that file lives on disk `dev` (so an
+ * O_DIRECT buffer mapped from tmpfs or another disk's file, and the block device's own cache of metadata, are not
+ * taken for the file the I/O is about). False: no such page. A tail page of a large folio (compound_head bit 0 set)
+ * stands for its head, whose mapping is the folio's. Probe reads throughout (the page pointer is a number here):
+ * 8 of them for a file's page. */
+static __always_inline bool file_of_bio_page(struct bio *bio, __u32 dev, struct kvio_file_key *fk)
+{
+    return bio && file_of_host(bio_page_host(bio), dev, fk);
 }
 
 /* Is the first page of `bio` in the page cache of disk `dev`: a regular file's on it (file_of_bio_page finds the file
@@ -239,35 +249,6 @@ static __always_inline bool file_of_dio_bio(struct bio *bio, bool typed, struct 
     return fk->ino != 0;
 }
 
-/* The file a completing request moved (*src: enum kvio_file_source), from its first bio: its iomap direct I/O,
- * else its page, else what block_getrq kept for it (the slot is released). False: none known. */
-static __always_inline bool files_of_rq(struct request *rq, __u32 dev, bool typed, struct kvio_file_key *fk, __u8 *src)
-{
-    struct bio *bio = KREAD(typed, rq, bio);
-    if (!bio)
-        return false;
-    if (file_of_dio_bio(bio, typed, fk)) {
-        *src = KVIO_FILE_SRC_DIO;
-        return true;
-    }
-    if (file_of_bio_page(bio, dev, fk)) {
-        *src = KVIO_FILE_SRC_PAGE;
-        return true;
-    }
-    if (!files_from_submitter())
-        return false;
-    __u64 key = typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio;
-    __u32 idx = 0;
-    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
-    if (!slot_live(k))
-        return false;
-    struct bio_file *b = (struct bio_file *)k;
-    *fk = b->file;
-    *src = (__u8)b->pad;
-    slot_release(k, key);
-    return fk->ino != 0;
-}
-
 /* The stats entry of file `fk`, created (and announced to userspace) on first sight. NULL: the map is full. */
 static __always_inline struct kvio_file_stats *file_stats_of(const struct kvio_file_key *fk)
 {
@@ -320,6 +301,224 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
     __sync_fetch_and_add(&d->d2c[s], 1);
 }
 
+/* Bios walked per completing request (files_on_complete): a longer chain is counted (FILES_CHAIN_CUT) and the bytes
+ * of the bios not walked go to the last file seen. The block layer caps a request at max_segments bios' worth of
+ * segments (128 on virtio-blk and NVMe here), so 256 leaves room. */
+#define KVIO_FILES_RQ_BIOS 256
+/* Distinct files a request's bios are summed for before they are accounted; a request of more files is accounted
+ * in rounds of 4 (a file seen again in a later round counts the command again). */
+#define KVIO_FILES_RQ_FILES 4
+
+/* One file's share of a completing request: its bytes, and the source that named it. */
+struct files_rq_part {
+    struct kvio_file_key fk;
+    __u64 bytes;
+    __u64 src;
+};
+
+/* The walk over a completing request's bios (bpf_loop callback context, files_bio_step). */
+struct files_rq_walk {
+    __u64 bio;     /* the next bio, a number (probe reads) */
+    __u64 mapping; /* the previous bio's page mapping and what it resolved to: skips re-reading the inode */
+    struct kvio_file_key map_fk;
+    __u64 map_ok;
+    __u64 walked; /* bytes of the bios walked */
+    __u64 d2c;
+    __u32 dev, op;
+    __u32 nparts;
+    bool timed, written_only;
+    struct kvio_file_key first; /* the first file seen: the command's file in the events stream */
+    struct files_rq_part part[KVIO_FILES_RQ_FILES];
+};
+/* The walk's state, in a map rather than on the stack: the verifier then treats its counts as unknown numbers and
+ * verifies the bpf_loop step once or twice, where exact stack values made it walk every count. [1] for the tp_btf
+ * complete program, [0] for its raw_tp backup, which can run nested in it on the same CPU. */
+KVIO_ARRAY(files_walks, BPF_MAP_TYPE_PERCPU_ARRAY, 2, struct files_rq_walk);
+
+/* The file block_getrq kept for the bio keyed `key` (the submitter sources), its slot released; *src the source. */
+static __always_inline bool file_of_bio_slot(__u64 key, struct kvio_file_key *fk, __u8 *src)
+{
+    __u32 idx = 0;
+    __u64 *k = slot_find(&bio_files, bio_slot_mask, key, &idx);
+    if (!slot_live(k))
+        return false;
+    struct bio_file *b = (struct bio_file *)k;
+    *fk = b->file;
+    *src = (__u8)b->pad;
+    slot_release(k, key);
+    return fk->ino != 0;
+}
+
+/* The file of one bio of a completing request (`bio` a number): its iomap direct I/O, else its first page (the
+ * previous bio's answer when the mapping is the same), else what block_getrq kept for it (the slot is released).
+ * With `written_only` (a write request under a task filter) a page's file counts only when the traced processes
+ * wrote it (written_files): an outsider's writeback merged into the request is no file's for the trace. */
+static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bio, struct kvio_file_key *fk, __u64 *src)
+{
+    if (file_of_dio_bio(bio, false, fk)) {
+        *src = KVIO_FILE_SRC_DIO;
+        return true;
+    }
+    __u64 m = bio_page_mapping(bio);
+    if (m && m == w->mapping) {
+        *fk = w->map_fk;
+        *src = KVIO_FILE_SRC_PAGE;
+        return w->map_ok;
+    }
+    if (m) {
+        struct kvio_file_key pk = {};
+        bool ok = file_of_host(BPF_CORE_READ((struct address_space *)m, host), w->dev, &pk) &&
+                  (!w->written_only || bpf_map_lookup_elem(&written_files, &pk));
+        w->mapping = m;
+        w->map_fk = pk;
+        w->map_ok = ok;
+        if (ok) {
+            *fk = pk;
+            *src = KVIO_FILE_SRC_PAGE;
+            return true;
+        }
+    }
+    __u8 s = 0;
+    bool ok = files_from_submitter() && file_of_bio_slot((__u64)bio, fk, &s);
+    *src = s;
+    return ok;
+}
+
+static __always_inline bool file_key_eq(const struct kvio_file_key *a, const struct kvio_file_key *b)
+{
+    return a->ino == b->ino && a->fs_dev == b->fs_dev && a->gen == b->gen;
+}
+
+/* Part `i` of walk `w` into its file's stats, with the command's D2C. A global function: the verifier checks it once,
+ * not at each of files_rq_flush's call sites in the bpf_loop step (which made the complete program too large). */
+__noinline int files_part_account(struct files_rq_walk *w, __u32 i)
+{
+    if (!w)
+        return 0;
+    struct files_rq_part *p = &w->part[i & (KVIO_FILES_RQ_FILES - 1)];
+    /* the key on the stack: a global function's pointer argument is plain memory to the verifier, which 6.1's does
+     * not take as a map key (bpf_map_lookup_elem: "R2 type=mem expected=fp, ..."; newer kernels do) */
+    struct kvio_file_key fk = p->fk;
+    files_account(&fk, p->src, w->op, p->bytes, w->d2c, w->timed);
+    return 0;
+}
+
+/* The files summed so far into their stats, each once for this command, with the command's D2C. */
+static __always_inline void files_rq_flush(struct files_rq_walk *w)
+{
+#pragma unroll
+    for (int i = 0; i < KVIO_FILES_RQ_FILES; i++)
+        if (i < w->nparts)
+            files_part_account(w, i);
+    w->nparts = 0;
+}
+
+/* `bytes` of file `fk` into the request's sums: the file's part, else a new one (after a flush when all are taken). */
+static __always_inline void files_rq_add(struct files_rq_walk *w, const struct kvio_file_key *fk, __u64 src,
+                                         __u64 bytes)
+{
+#pragma unroll
+    for (int i = 0; i < KVIO_FILES_RQ_FILES; i++) {
+        if (i < w->nparts && file_key_eq(&w->part[i].fk, fk)) {
+            w->part[i].bytes += bytes;
+            return;
+        }
+    }
+    if (w->nparts >= KVIO_FILES_RQ_FILES)
+        files_rq_flush(w);
+    __u32 n = w->nparts & (KVIO_FILES_RQ_FILES - 1);
+    w->part[n].fk = *fk;
+    w->part[n].bytes = bytes;
+    w->part[n].src = src;
+    w->nparts = n + 1;
+    if (!w->first.ino)
+        w->first = *fk;
+}
+
+/* bpf_loop step (ctx: the address of a struct files_rq_walk *): one bio of the request, its bytes to its file; 1 (stop)
+ * at the end of the chain. */
+static long files_bio_step(__u32 i, void *ctx)
+{
+    struct files_rq_walk *w = *(struct files_rq_walk **)ctx;
+    struct bio *bio = (struct bio *)w->bio;
+    if (!bio)
+        return 1;
+    __u64 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+    struct kvio_file_key fk = {};
+    __u64 src = 0;
+    if (bytes && files_of_bio(w, bio, &fk, &src))
+        files_rq_add(w, &fk, src, bytes);
+    w->walked += bytes;
+    w->bio = (__u64)BPF_CORE_READ(bio, bi_next);
+    return 0;
+}
+
+/* The file of a request's only bio (`typed`: read through the tp_btf pointer, no probe reads for its own fields):
+ * files_of_bio's sources in the same order, without the walk. `written_only` as in files_rq_walk. */
+static __always_inline bool files_of_sole_bio(struct bio *bio, __u32 dev, bool typed, bool written_only,
+                                              struct kvio_file_key *fk, __u8 *src)
+{
+    if (file_of_dio_bio(bio, typed, fk)) {
+        *src = KVIO_FILE_SRC_DIO;
+        return true;
+    }
+    if (file_of_bio_page(bio, dev, fk)) {
+        *src = KVIO_FILE_SRC_PAGE;
+        return !written_only || bpf_map_lookup_elem(&written_files, fk);
+    }
+    return files_from_submitter() && file_of_bio_slot(typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio, fk, src);
+}
+
+/* --files at the full completion of request `rq` (`bytes` long, op `op`, `d2c` ns when `timed`) of disk `dev`: each
+ * of its bios' bytes to that bio's file (block_rq_complete runs at the start of blk_update_request, before any bio is
+ * ended: every bio is on rq->bio ... bi_next). A file's stats count the command once, with the command's D2C,
+ * however many of its bios it held. Bytes of the request no walked bio holds (a chain longer than
+ * KVIO_FILES_RQ_BIOS, or bios a partial completion already ended) go to the last file seen. *first: the first file
+ * seen (0: none), which the events stream carries. A request with no file's bio counts as FILES_NONE. `typed`: the
+ * tp_btf program (its own walk state). A request of one bio is not walked: its file is read as files_of_sole_bio
+ * does, through the typed pointer (the walk's probe reads cost a direct-I/O command ~110 ns, docs/performance.md). */
+static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u32 op, __u64 bytes, __u64 d2c,
+                                              bool timed, bool typed, struct kvio_file_key *first)
+{
+    struct bio *bio = KREAD(typed, rq, bio);
+    bool written_only = op == KVIO_OP_WRITE && task_filter_active();
+    if (bio && !KREAD(typed, bio, bi_next)) { /* one bio (direct I/O, mostly): no walk */
+        struct kvio_file_key fk = {};
+        __u8 src = 0;
+        if (files_of_sole_bio(bio, dev, typed, written_only, &fk, &src)) {
+            files_account(&fk, src, op, bytes, d2c, timed);
+        } else {
+            fk.ino = 0; /* an outsider's page under a task filter: no file for the events stream either */
+            files_count(FILES_NONE);
+        }
+        *first = fk;
+        return;
+    }
+    __u32 at = typed;
+    struct files_rq_walk *w = bpf_map_lookup_elem(&files_walks, &at);
+    if (!w)
+        return;
+    w->bio = (__u64)BPF_CORE_READ(rq, bio);
+    w->mapping = 0;
+    w->walked = 0;
+    w->nparts = 0;
+    w->first.ino = 0;
+    w->dev = dev;
+    w->op = op;
+    w->d2c = d2c;
+    w->timed = timed;
+    w->written_only = written_only;
+    bpf_loop(KVIO_FILES_RQ_BIOS, files_bio_step, &w, 0); /* bpf_loop passes a stack address: w's */
+    if (w->bio)
+        files_count(FILES_CHAIN_CUT);
+    if (w->nparts && bytes > w->walked)
+        w->part[(w->nparts - 1) & (KVIO_FILES_RQ_FILES - 1)].bytes += bytes - w->walked;
+    if (!w->first.ino)
+        files_count(FILES_NONE);
+    files_rq_flush(w);
+    *first = w->first;
+}
+
 /* A traced process wrote file `fk`: its writeback is the trace's from now on (written_files). A lookup first: most
  * writes are to a file already there, and an update would allocate. */
 static __always_inline void files_note_written(const struct kvio_file_key *fk)
@@ -332,16 +531,49 @@ static __always_inline void files_note_written(const struct kvio_file_key *fk)
         files_count(FILES_WRITTEN_FULL);
 }
 
+/* The walk of files_follow_writeback (bpf_loop callback context, files_follow_step). */
+struct files_follow_walk {
+    __u64 bio;     /* the next bio, a number */
+    __u64 mapping; /* the last page mapping looked up */
+    __u32 dev;
+    __u32 found;
+};
+
+/* bpf_loop step: is this bio's first page a written file's (on the walk's disk)? 1 (stop) when found or at the end. */
+static long files_follow_step(__u32 i, void *ctx)
+{
+    struct files_follow_walk *w = ctx;
+    struct bio *bio = (struct bio *)w->bio;
+    if (!bio)
+        return 1;
+    w->bio = (__u64)BPF_CORE_READ(bio, bi_next);
+    __u64 m = bio_page_mapping(bio);
+    if (!m || m == w->mapping)
+        return 0;
+    w->mapping = m;
+    struct kvio_file_key fk = {};
+    if (file_of_host(BPF_CORE_READ((struct address_space *)m, host), w->dev, &fk) &&
+        bpf_map_lookup_elem(&written_files, &fk)) {
+        w->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
 /* Does write request `rq` of disk `dev`, which the task filter leaves out (its submitter is not traced), carry the
- * page cache of a file the traced processes wrote (written_files)? Then it is their writeback and counts for the
- * trace. Only writes: a non-traced process's readahead of such a file stays out. 4 to 8 probe reads and a hash
- * lookup, for left-out write commands only, under --files with a task filter. */
+ * page cache of a file the traced processes wrote (written_files), in any of its bios (up to KVIO_FILES_RQ_BIOS)?
+ * Then it is their writeback and counts for the trace: whole in the device's histograms, and in the file table for
+ * the bios of written files only (files_on_complete). Only writes: a non-traced process's readahead of such a file
+ * stays out. Asked when the request is first seen and, for one still left out, again at its issue (bios merged into
+ * it after its insert). Per distinct page mapping 5 to 8 probe reads and a hash lookup, for left-out write commands
+ * only, under --files with a task filter. */
 static __always_inline bool files_follow_writeback(struct request *rq, __u32 dev, bool typed)
 {
     if (!track_files || !task_filter_active() || (rq_opf(rq, typed) & KVIO_OP_MASK) != KVIO_OP_WRITE)
         return false;
-    struct kvio_file_key fk = {};
-    if (!file_of_bio_page(KREAD(typed, rq, bio), dev, &fk) || !bpf_map_lookup_elem(&written_files, &fk))
+    struct files_follow_walk w = {.bio = (__u64)BPF_CORE_READ(rq, bio), .dev = dev};
+    bpf_loop(KVIO_FILES_RQ_BIOS, files_follow_step, &w, 0);
+    if (!w.found)
         return false;
     files_count(FILES_WB_FOLLOWED);
     return true;

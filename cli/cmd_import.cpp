@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/output_file.h"
+#include "common/warn.h"
 #include "importer/blktrace.h"
 #include "importer/engine_layout.h"
 #include "importer/fio_iolog.h"
@@ -87,6 +88,11 @@ void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
                   << s.untouched << " files untouched by the events";
         if (s.scan.skipped_tmp) std::cerr << ", " << s.scan.skipped_tmp << " temporary files left out";
         std::cerr << "\n";
+        if (s.merged)
+            warn("kvio import: " + std::to_string(s.merged) +
+                 " files' commands moved more bytes than the file holds: the kernel merged several files into one "
+                 "command and an events record names only its first file, so validate --objects' per-file bytes are "
+                 "not exact for them; the trace's --json files table is (docs/engine_layouts.md)");
     });
 }
 

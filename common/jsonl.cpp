@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/events_bin.h"
 #include "common/input_file.h"
 #include "common/output_file.h"
 #include "common/warn.h"
@@ -92,7 +93,10 @@ json read_json_file(const std::string& path) {
     try {
         return json::parse(text);
     } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
-        // JSON lines of a known kind (an events or semantic stream): named, not "not valid JSON".
+        // A binary capture, or JSON lines of a known kind (an events or semantic stream): named, not "not valid JSON".
+        if (evbin::has_magic(text.data(), text.size()))
+            throw Error(path +
+                        ": is a kvio.events.bin/1 capture (kvio trace --events-format bin), not one JSON document");
         const json first = json::parse(text.substr(0, text.find('\n')), nullptr, false);
         if (const std::string kind = json_kind(first); !kind.empty())
             throw Error(path + ":1: holds " + kind + " as JSON lines, not one JSON document");

@@ -104,12 +104,14 @@ void low_depth_rule(const EventTrace& t, std::vector<Finding>& out) {
 }
 
 /// Commands at `limit` bytes and runs of contiguous same-direction commands, each issued before the previous one
-/// completed (the pieces of one split transfer), of one device.
-void chain_facts(const EventTrace& t, uint64_t limit, std::map<std::string, CommandFacts>& facts) {
+/// completed (the pieces of one split transfer), of one device, into each direction's `which`; with `basics` also
+/// the commands, bytes and unaligned commands.
+void chain_facts(const EventTrace& t, uint64_t limit, CapChains CommandFacts::*which, bool basics,
+                 std::map<std::string, CommandFacts>& facts) {
     const Cmd* prev[2] = {nullptr, nullptr};
     uint64_t run_bytes[2] = {0, 0}, run_cmds[2] = {0, 0};
     auto close = [&](int d) {
-        CommandFacts& f = facts[d ? "write" : "read"];
+        CapChains& f = facts[d ? "write" : "read"].*which;
         if (run_cmds[d] >= 2) f.chained_bytes += run_bytes[d], f.chained_cmds += run_cmds[d], ++f.chains;
         run_bytes[d] = run_cmds[d] = 0;
     };
@@ -117,9 +119,11 @@ void chain_facts(const EventTrace& t, uint64_t limit, std::map<std::string, Comm
         if (c.op != Op::Read && c.op != Op::Write) continue;
         const int d = c.op == Op::Write;
         CommandFacts& f = facts[d ? "write" : "read"];
-        ++f.cmds, f.bytes += c.bytes;
-        if (c.bytes == limit) ++f.at_limit;
-        if (c.sector % 8 || c.bytes % 4096) ++f.unaligned;  // 8 sectors of 512 bytes: 4 KiB
+        if (basics) {
+            ++f.cmds, f.bytes += c.bytes;
+            if (c.sector % 8 || c.bytes % 4096) ++f.unaligned;  // 8 sectors of 512 bytes: 4 KiB
+        }
+        if (c.bytes == limit) ++(f.*which).at_limit;
         const Cmd* p = prev[d];
         const bool joins = p && p->bytes == limit && p->end_sector() == c.sector &&
                            (!p->completion_seen() || c.ts_issue < p->ts_complete);
@@ -130,6 +134,28 @@ void chain_facts(const EventTrace& t, uint64_t limit, std::map<std::string, Comm
     close(0), close(1);
 }
 
+/// Refuses an events file that is not the trace summary's: a device the summary does not trace, or more or fewer
+/// command records on a device than the summary counted there (read, write and other commands), beyond the
+/// events the trace dropped. Throws kvio::Error naming both files.
+void check_same_trace(const Inputs& in, const EventTrace& t) {
+    const json devices = in.trace.value("devices", json::array());
+    const json* dev = nullptr;
+    for (const auto& d : devices)
+        if (d.is_object() && d.value("dev", "") == t.dev) dev = &d;
+    const std::string both = in.events + " and " + in.trace_path;
+    if (!dev)
+        throw Error(both + " are not the same trace: the events' device " + t.dev + " (" + t.disk +
+                    ") is not in the summary's devices");
+    uint64_t cmds = 0;
+    for (const char* op : {"read", "write", "other"})
+        if (const auto it = dev->find(op); it != dev->end() && it->is_object()) cmds += it->value("cmds", uint64_t(0));
+    const uint64_t gap = t.records > cmds ? t.records - cmds : cmds - t.records;
+    if (gap > t.dropped)
+        throw Error(both + " are not the same trace: the events hold " + std::to_string(t.records) + " commands of " +
+                    t.disk + ", the summary counted " + std::to_string(cmds) + " (" + std::to_string(t.dropped) +
+                    " events dropped)");
+}
+
 }  // namespace
 
 void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding>& out) {
@@ -138,10 +164,12 @@ void command_rules(const Inputs& in, CommandFactsMap& facts, std::vector<Finding
         for (const char* op : {"read", "write"}) cmds += d.value(op, json::object()).value("cmds", uint64_t(0));
     if (in.events.empty() || !cmds) return;
     for (const auto& t : load_all_events(in.events, {})) {
-        uint64_t limit = 0;
+        check_same_trace(in, t);
+        CommandCaps caps;
         for (const auto& d : in.trace.value("devices", json::array()))
-            if (d.value("dev", "") == t.dev) limit = d.value("max_sectors_kb", uint64_t(0)) * 1024;
-        chain_facts(t, limit, facts[t.dev]);
+            if (d.value("dev", "") == t.dev) caps = command_caps(d);
+        chain_facts(t, caps.sectors, &CommandFacts::sectors, true, facts[t.dev]);
+        if (caps.segments) chain_facts(t, caps.segments, &CommandFacts::segments, false, facts[t.dev]);
         low_depth_rule(t, out);
     }
 }

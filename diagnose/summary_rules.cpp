@@ -36,30 +36,71 @@ uint64_t at_limit_from_bssplit(const json& h, uint64_t limit) {
     return 0;
 }
 
-void split_one(const json& d, const json& ev, const CommandFacts* cf, const std::string& op,
-               std::vector<Finding>& out) {
+/// A command-size limit exactly: "1 MiB", "1280 KiB" (iec_bytes would round 1280 KiB to "1.2 MiB", and the advice is
+/// to size I/O as a multiple of it).
+std::string limit_text(uint64_t limit) {
+    if (limit && limit % (1 << 20) == 0) return std::to_string(limit >> 20) + " MiB";
+    if (limit && limit % 1024 == 0) return std::to_string(limit >> 10) + " KiB";
+    return std::to_string(limit) + " B";
+}
+
+/// What to change for a split finding at `limit` bytes (`by_segments`: the max_segments cap) of device `d`.
+std::string split_action(const json& d, uint64_t limit, bool by_segments) {
     const uint64_t limit_kb = u64(d, "max_sectors_kb"), hw_kb = u64(d, "max_hw_sectors_kb");
-    const uint64_t limit = limit_kb * 1024;
+    if (by_segments)
+        return "The driver takes at most max_segments (" + std::to_string(u64(d, "max_segments")) +
+               ") segments per command and these pages were not physically contiguous, so raising max_sectors_kb "
+               "does not help: physically contiguous buffers (huge pages, large folios) let a command carry more; "
+               "else size the I/O as a multiple of " +
+               limit_text(limit) + " and keep enough of them in flight.";
+    if (hw_kb > limit_kb)
+        return "Raise the limit to the device's own (max_hw_sectors_kb " + std::to_string(hw_kb) + "): echo " +
+               std::to_string(hw_kb) + " > /sys/block/" + d.value("disk", "") +
+               "/queue/max_sectors_kb (a udev rule keeps it across reboots); larger commands cost fewer "
+               "completions per byte.";
+    return "This is the device's own limit (max_hw_sectors_kb = max_sectors_kb; on NVMe the controller's "
+           "MDTS): transfers above it are always split. Size the application's I/O as a multiple of " +
+           limit_text(limit) + " and keep enough of them in flight.";
+}
+
+/// split_by_max_sectors (or, `by_segments`, split_by_max_segments: then only from the events' facts) of device `d`
+/// and direction `op`; true when found.
+bool split_one(const json& d, const json& ev, const CommandFacts* cf, const std::string& op, bool by_segments,
+               std::vector<Finding>& out) {
+    const CommandCaps caps = command_caps(d);
+    const uint64_t limit = by_segments ? caps.segments : caps.sectors;
+    const CapChains* ch = cf ? (by_segments ? &cf->segments : &cf->sectors) : nullptr;
+    if (!limit || (by_segments && !ch)) return false;
     const json hs = d.value("histograms", json::object());
     const uint64_t cmds = u64(d.value(op, json::object()), "cmds");
-    const uint64_t at_limit = cf ? cf->at_limit : at_limit_from_bssplit(hs.value("bssplit_" + op, json()), limit);
+    const uint64_t at_limit = ch ? ch->at_limit : at_limit_from_bssplit(hs.value("bssplit_" + op, json()), limit);
     const uint64_t splits = ev.is_object() ? u64(ev.value(op, json::object()), "splits") : 0;
-    const double chained_share = cf && cf->bytes ? double(cf->chained_bytes) / double(cf->bytes) : 0;
-    // docs/diagnose.md, split_by_max_sectors: most commands at the limit, and evidence the transfers were larger.
-    if (!limit || cmds < 16 || double(at_limit) < 0.5 * double(cmds)) return;
-    if (splits * 4 < at_limit && chained_share < 0.5) return;
-    Finding f{"split_by_max_sectors", d.value("disk", ""), op, "", "", json::object()};
+    const double chained_share = ch && cf->bytes ? double(ch->chained_bytes) / double(cf->bytes) : 0;
+    // docs/diagnose.md, split_by_max_sectors: most commands at the cap, and evidence the transfers were larger.
+    if (cmds < 16 || double(at_limit) < 0.5 * double(cmds)) return false;
+    if (splits * 4 < at_limit && chained_share < 0.5) return false;
+    Finding f{by_segments ? "split_by_max_segments" : "split_by_max_sectors",
+              d.value("disk", ""),
+              op,
+              "",
+              "",
+              json::object()};
     f.figures = {{"cmds", cmds},
                  {"cmds_at_limit", at_limit},
-                 {"max_sectors_kb", limit_kb},
-                 {"max_hw_sectors_kb", hw_kb},
+                 {"limit_bytes", limit},
+                 {"max_sectors_kb", u64(d, "max_sectors_kb")},
+                 {"max_hw_sectors_kb", u64(d, "max_hw_sectors_kb")},
                  {"splits", ev.is_object() ? json(splits) : json()}};
-    std::string s = fixed(100.0 * double(at_limit) / double(cmds), 1) + " % of the " + op + "s (" +
-                    std::to_string(at_limit) + " of " + std::to_string(cmds) + ") are " + iec_bytes(double(limit)) +
-                    " commands, the max_sectors_kb limit";
+    if (by_segments) f.figures["max_segments"] = u64(d, "max_segments");
+    std::string s =
+        fixed(100.0 * double(at_limit) / double(cmds), 1) + " % of the " + op + "s (" + std::to_string(at_limit) +
+        " of " + std::to_string(cmds) + ") are " + limit_text(limit) +
+        (by_segments ? " commands, max_segments (" + std::to_string(u64(d, "max_segments")) +
+                           ") pages of 4 KiB, below max_sectors_kb (" + std::to_string(u64(d, "max_sectors_kb")) + ")"
+                     : " commands, the max_sectors_kb limit");
     if (ev.is_object()) s += "; " + std::to_string(splits) + " bios were split (block_split)";
-    if (cf && cf->chains) {
-        const double transfer = double(cf->chained_bytes) / double(cf->chains);
+    if (ch && ch->chains) {
+        const double transfer = double(ch->chained_bytes) / double(ch->chains);
         f.figures["transfer_bytes_mean"] = transfer;
         f.figures["chained_share_pct"] = 100.0 * chained_share;
         s += "; " + fixed(100.0 * chained_share, 1) + " % of the bytes came in runs of contiguous commands issued " +
@@ -67,20 +108,17 @@ void split_one(const json& d, const json& ev, const CommandFacts* cf, const std:
              "transfers, cut at the limit";
     }
     f.summary = s + ".";
-    if (hw_kb > limit_kb)
-        f.action = "Raise the limit to the device's own (max_hw_sectors_kb " + std::to_string(hw_kb) + "): echo " +
-                   std::to_string(hw_kb) + " > /sys/block/" + f.device +
-                   "/queue/max_sectors_kb (a udev rule keeps it across reboots); larger commands cost fewer "
-                   "completions per byte.";
-    else
-        f.action =
-            "This is the device's own limit (max_hw_sectors_kb = max_sectors_kb; on NVMe the controller's "
-            "MDTS): transfers above it are always split. Size the application's I/O as a multiple of " +
-            iec_bytes(double(limit)) + " and keep enough of them in flight.";
+    f.action = split_action(d, limit, by_segments);
     out.push_back(std::move(f));
+    return true;
 }
 
 }  // namespace
+
+CommandCaps command_caps(const json& d) {
+    const uint64_t sectors = u64(d, "max_sectors_kb") * 1024, segments = u64(d, "max_segments") * 4096;
+    return {sectors, sectors && segments < sectors ? segments : 0};
+}
 
 void split_rule(const json& trace, const CommandFactsMap& facts, std::vector<Finding>& out) {
     for (const auto& d : trace.value("devices", json::array())) {
@@ -90,7 +128,7 @@ void split_rule(const json& trace, const CommandFactsMap& facts, std::vector<Fin
             const CommandFacts* cf = nullptr;
             if (auto it = facts.find(dev); it != facts.end())
                 if (auto jt = it->second.find(op); jt != it->second.end()) cf = &jt->second;
-            split_one(d, ev, cf, op, out);
+            if (!split_one(d, ev, cf, op, false, out)) split_one(d, ev, cf, op, true, out);
         }
     }
 }

@@ -218,6 +218,7 @@ namespace {
 /// One direction's traffic for a file: device commands and syscalls, and the time they span (ns).
 struct DirIo {
     uint64_t first = UINT64_MAX, last = 0, cmds = 0, syscalls = 0;
+    uint64_t cmd_bytes = 0;  ///< the commands' bytes (a command merging several files names only the first)
     bool any() const { return cmds + syscalls > 0; }
     void span(uint64_t a, uint64_t b) {
         first = std::min(first, a);
@@ -243,6 +244,7 @@ EventsByFile read_file_events(const std::string& path) {
             if (r.io != IoOp::Read && r.io != IoOp::Write) continue;
             DirIo& d = r.io == IoOp::Read ? fe.rd : fe.wr;
             d.cmds++;
+            d.cmd_bytes += r.bytes;
             d.span(r.ts_issue, r.has_field(EventField::TsComplete) ? r.ts_complete : r.ts_issue);
         } else if (r.kind == EventType::Syscall) {
             const bool wr = r.name.find("write") != std::string_view::npos;
@@ -342,9 +344,16 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         }
         const MappedFile m = mapper(f);
         if (first.dev.empty()) first = m;
+        const uint64_t whole = checked_round_up(f.size, m.lba_bytes).value_or(f.size);
+        if (fe->wr.cmd_bytes > whole || fe->rd.cmd_bytes > whole) s.merged++;
         if (fe->wr.any()) ops.emplace_back(fe->wr.first, op_record(f, i, true, fe->wr, m)), s.stores++;
         if (fe->rd.any()) ops.emplace_back(fe->rd.first, op_record(f, i, false, fe->rd, m)), s.loads++;
     }
+    // Another run's events name other inodes: an empty semantic stream would only fail later, in validate.
+    if (ops.empty())
+        throw Error(o.events_path + ": field 'ino': none of the " + std::to_string(s.scan.files.size()) +
+                    " KV files under " + dir +
+                    " is in its commands or syscalls: the trace of another run, or of other files");
     std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     json meta = {{"type", "meta"},
                  {"schema", "kvio.semantic/1"},

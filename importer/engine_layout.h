@@ -85,7 +85,11 @@ struct ImportSummary {
     LayoutScan scan;
     uint64_t stores = 0, loads = 0;  ///< ops written
     uint64_t untouched = 0;          ///< files no command or syscall of the events touched
-    uint64_t projected_bytes = 0;    ///< sum over files
+    /// files whose commands in one direction moved more bytes than the file holds (rounded to the filesystem block):
+    /// the kernel merged several files into those commands and an events record names only the first file, so
+    /// their per-file bytes are not exact (the trace summary's files table is).
+    uint64_t merged = 0;
+    uint64_t projected_bytes = 0;  ///< sum over files
 };
 
 /// Scans `dir`, joins the events per file (fs_dev, ino, gen; gen left out when the filesystem keeps none we could
@@ -93,7 +97,8 @@ struct ImportSummary {
 /// `source` the engine layout) then per file one `store` when device writes or write syscalls touched it and one
 /// `load` when reads did, in ts_start order: `key` the hash, `payload_bytes` the projection, `bytes` it padded to the
 /// filesystem block, `tokens`, `path`, `ino`/`fs_dev`/`gen`, `extents`, ts_start/ts the first issue (or syscall
-/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader.
+/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader,
+/// and when no file of `dir` is in the events (another run's trace): nothing is written then.
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

@@ -509,7 +509,7 @@ std::vector<diagnose::Finding> write_trace_report(const TraceReportInputs& in) {
     std::ostringstream h;
     write_head(h, "kvio trace report");
     trace_summary_section(h, tr, in.trace_json);
-    const auto findings = diagnose::diagnose({tr, in.events});
+    const auto findings = diagnose::diagnose({tr, in.events, in.trace_json});
     h << diagnosis_section(findings, !in.events.empty());
     const json ph = tr.value("process", json::object());
     bool first = true;

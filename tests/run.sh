@@ -50,6 +50,39 @@ gtest() {
   tally "$t" "$log"
 }
 
+# durations XML...: "MS Suite.Name" per test that ran in GoogleTest's XML reports, the longest first: the figures
+# tests/e2e/durations.txt holds (copy a CI run's $res/kvio_e2e_tests.durations.txt there when tests come and go).
+durations() {
+  sed -n 's/.*<testcase name="\([^"]*\)".* time="\([0-9.]*\)".* classname="\([^"]*\)".*/\2 \3.\1/p' "$@" |
+    awk '{ printf "%d %s\n", $1 * 1000, $2 }' | sort -k1,1nr -k2,2
+}
+
+# shard_filters BINARY FILTER JOBS: JOBS lines, each a GoogleTest filter naming one shard's tests. The tests FILTER
+# selects are dealt out the longest first, each to the shard with the least time so far (by tests/e2e/durations.txt;
+# a test it does not list counts the median of those it does), so the slowest tests land on different shards and
+# the shards end together. GoogleTest's own sharding deals them out by their order in the binary, whatever they
+# take: the MlperfClosed tests, 2-3 minutes each, are neighbours there.
+shard_filters() {
+  local bin=$1 filter=$2 jobs=$3 figures=tests/e2e/durations.txt
+  [ -f "$figures" ] || figures=/dev/null
+  "$BUILD/$bin" --gtest_list_tests --gtest_filter="$filter" |
+    awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' |
+    awk -v figures="$figures" '
+      BEGIN { while ((getline line < figures) > 0) if (split(line, w, " ") == 2 && w[1] ~ /^[0-9]+$/) { ms[w[2]] = w[1]; all[++n] = w[1] } }
+      { name[++m] = $1 }
+      END {
+        # the median of the listed figures, for a test not listed
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (all[j] < all[i]) { x = all[i]; all[i] = all[j]; all[j] = x }
+        median = n ? all[int((n + 1) / 2)] : 1000
+        for (i = 1; i <= m; i++) print ((name[i] in ms) ? ms[name[i]] : median), name[i]
+      }' |
+    sort -k1,1nr -k2,2 |
+    awk -v jobs="$jobs" '
+      { best = 0; for (s = 1; s < jobs; s++) if (load[s] < load[best]) best = s
+        load[best] += $1; f[best] = f[best] (f[best] == "" ? "" : ":") $2 }
+      END { for (s = 0; s < jobs; s++) print f[s] }'
+}
+
 for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
   [ -x "$BUILD/$t" ] || { echo "missing $BUILD/$t" >&2; rc=1; failed=$((failed + 1)); failed_names+=("missing $BUILD/$t"); continue; }
   t0=$SECONDS
@@ -75,23 +108,46 @@ for t in ${KVIO_TEST_BINARIES:-kvio_unit_tests kvio_e2e_tests}; do
     continue
   fi
   # The e2e tests but the guest's, sharded: each test makes its own loop devices, files and mounts, and a test that
-  # looks at global state (losetup -a, /proc/mounts) looks for its own paths, so shards do not meet.
+  # looks at global state (losetup -a, /proc/mounts) looks for its own paths, so shards do not meet. The shards are
+  # balanced by each test's measured time (shard_filters); KVIO_E2E_SHARDING=gtest splits them as GoogleTest does.
   jobs=${KVIO_E2E_JOBS:-$(nproc)}
   [[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
   filter=${KVIO_E2E_FILTER:-*}-$GUEST_FILTER
   echo "=== $t in $jobs shards (log per shard: $res/$t.shardN.log; each shard's output follows when it ends)"
+  shards=()
+  if [ "${KVIO_E2E_SHARDING:-time}" = gtest ]; then
+    for ((i = 0; i < jobs; i++)); do shards+=("$filter"); done
+  else
+    mapfile -t shards < <(shard_filters "$t" "$filter" "$jobs")
+    if [ -z "$(printf '%s' "${shards[@]}")" ]; then  # a binary that lists nothing must not pass as an empty stage
+      echo "$t: no e2e test listed for the filter $filter" >&2
+      rc=1 failed=$((failed + 1)) failed_names+=("$t: no e2e test listed for the filter $filter")
+    fi
+  fi
   pids=()
   for ((i = 0; i < jobs; i++)); do
-    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$i "$BUILD/$t" --gtest_filter="$filter" \
-      --gtest_output="xml:$res/$t.shard$i.xml" ${GTEST_ARGS:-} >"$res/$t.shard$i.log" 2>&1 &
-    pids+=($!)
+    pids+=("")
+    [ -n "${shards[$i]:-}" ] || continue  # fewer tests than shards
+    ts=$SECONDS
+    if [ "${KVIO_E2E_SHARDING:-time}" = gtest ]; then
+      (GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$i "$BUILD/$t" --gtest_filter="${shards[$i]}" \
+        --gtest_output="xml:$res/$t.shard$i.xml" ${GTEST_ARGS:-} >"$res/$t.shard$i.log" 2>&1
+        echo "stage: e2e shard $((i + 1)) $((SECONDS - ts)) s" >>"$res/$t.shard$i.log") &
+    else
+      ("$BUILD/$t" --gtest_filter="${shards[$i]}" --gtest_output="xml:$res/$t.shard$i.xml" ${GTEST_ARGS:-} \
+        >"$res/$t.shard$i.log" 2>&1
+        echo "stage: e2e shard $((i + 1)) $((SECONDS - ts)) s" >>"$res/$t.shard$i.log") &
+    fi
+    pids[$i]=$!
   done
   for ((i = 0; i < jobs; i++)); do
+    [ -n "${pids[$i]}" ] || continue
     wait "${pids[$i]}"
     echo "--- shard $((i + 1)) of $jobs"
     cat "$res/$t.shard$i.log"
     tally "$t" "$res/$t.shard$i.log"
   done
+  durations "$res"/$t.shard*.xml >"$res/$t.durations.txt"
   stage e2e "$t0"
   t0=$SECONDS
   echo "=== $t: the NVMe guest"

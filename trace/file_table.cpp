@@ -345,6 +345,20 @@ nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTa
     return out;
 }
 
+/// A mean command size for the MEANSZ column: bytes below 1 KiB, else one decimal in k, m or g (1024-based), so
+/// every row reads alike ("5.9k", "1.0m") where human_bytes gives "6000" for one and "1m" for another.
+std::string mean_size(uint64_t bytes, uint64_t cmds) {
+    if (!cmds) return "-";
+    double v = double(bytes) / double(cmds);
+    if (v < 1023.5) return std::to_string(uint64_t(std::llround(v)));
+    static const char* units[] = {"k", "m", "g", "t"};
+    int u = 0;
+    for (v /= 1024; v >= 1023.95 && u < 3; v /= 1024) ++u;  // what would print as 1024.0 takes the next unit
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f%s", v, units[u]);
+    return b;
+}
+
 void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohmann::json& counts, size_t max_rows) {
     os << "\n== device commands by file (--files; CACHE = page-cache share, 1 - device bytes / app bytes)\n";
     char line[512];
@@ -371,9 +385,8 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
                 return pct.contains(q) ? human_ns(pct[q]["value"].get<double>()) : std::string("-");
             };
             std::snprintf(line, sizeof line, "%-48s %-5s %8llu %12llu %8s %12llu %7s %10s %10s\n", path.c_str(), op,
-                          (unsigned long long)cmds, (unsigned long long)bytes,
-                          cmds ? human_bytes(bytes / cmds).c_str() : "-", (unsigned long long)app, cache.c_str(),
-                          p("p50").c_str(), p("p99").c_str());
+                          (unsigned long long)cmds, (unsigned long long)bytes, mean_size(bytes, cmds).c_str(),
+                          (unsigned long long)app, cache.c_str(), p("p50").c_str(), p("p99").c_str());
             os << line;
         }
     }
@@ -382,7 +395,8 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
            << counts.value("by_dio", 0) << ", syscall " << counts.value("by_syscall", 0) << ", io_uring "
            << counts.value("by_uring", 0) << "; no file " << counts.value("no_file", 0) << "; files without room "
            << counts.value("map_full", 0) << "; writeback followed " << counts.value("writeback_followed", 0)
-           << " (written files without room " << counts.value("written_files_full", 0) << ")\n";
+           << " (written files without room " << counts.value("written_files_full", 0) << "); bio chains cut "
+           << counts.value("bio_chains_cut", 0) << "\n";
 }
 
 }  // namespace kvio::trace

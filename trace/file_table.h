@@ -94,6 +94,10 @@ std::regex group_by_regex(const std::string& pattern);
 nlohmann::json file_table_json(const std::vector<FileEntry>& files, const FileTableOptions& opts,
                                bool* grouping_stopped = nullptr);
 
+/// The MEANSZ column: `bytes` / `cmds` as whole bytes below 1 KiB, else with one decimal in k, m, g or t (1024-based):
+/// "512", "5.9k", "1.0m"; "-" for no command.
+std::string mean_size(uint64_t bytes, uint64_t cmds);
+
 /// The table on stdout: a line per row and direction with traffic (PATH OP CMDS BYTES MEAN_SIZE APP_BYTES CACHE
 /// D2C_p50 D2C_p99), at most `max_rows` rows.
 void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohmann::json& counts,

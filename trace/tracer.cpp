@@ -599,8 +599,15 @@ int read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nl
     int ncpu = libbpf_num_possible_cpus();
     std::vector<uint64_t> percpu(ncpu > 0 ? ncpu : 1);
     // in the order of bpf/file_attr.bpf.h's FILES_* counters
-    const char* names[] = {"no_file", "map_full",           "by_page",           "by_syscall", "by_uring",
-                           "by_dio",  "writeback_followed", "written_files_full"};
+    const char* names[] = {"no_file",
+                           "map_full",
+                           "by_page",
+                           "by_syscall",
+                           "by_uring",
+                           "by_dio",
+                           "writeback_followed",
+                           "written_files_full",
+                           "bio_chains_cut"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
@@ -651,12 +658,13 @@ TraceSnapshot take_snapshot(const SnapshotSource& src) {
     return snap;
 }
 
-/// One command still in flight at stop, issued and traced: its completion was never seen (in flight at stop, or
-/// completed where no BPF program ran). Reported like the kernel reports a lost completion: size, QD and LBA
-/// histograms, an event with "complete_lost", and the lost_completes counter.
-void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSink& sink, TraceReport& report,
-                       uint64_t (&counters)[KVIO_COUNTERS]) {
-    ++counters[KVIO_CNT_LOST_COMPLETE];
+/// One command whose state is still live at stop, issued and traced: its completion was not seen. `late`: it is
+/// still in flight (the caller counts it in in_flight_at_stop), else its completion came where no program ran and its
+/// request was not reused since (lost_completes). Reported as the programs report a lost completion: size, QD and LBA
+/// histograms and an event with "complete_lost" (no "ts_lost": found at stop).
+void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, bool late, EventSink& sink,
+                       TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+    if (!late) ++counters[KVIO_CNT_LOST_COMPLETE];
     uint32_t op = st.opf & KVIO_OP_MASK;
     if (op == KVIO_OP_READ || op == KVIO_OP_WRITE) {
         bool rd = op == KVIO_OP_READ;
@@ -687,9 +695,23 @@ void report_unfinished(const kvio_rq_state& st, const kvio_owner& owner, EventSi
     on_event(&sink, &e, sizeof e);
 }
 
-/// The commands still in flight at stop: live slots of rq_table (their owners in rq_owners, same index) and the
-/// entries of rq_spill, issued and traced (report_unfinished).
-void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, uint64_t (&counters)[KVIO_COUNTERS]) {
+uint64_t sysfs_block_field(const DevId& id, const char* file, size_t index);  // below
+
+/// Requests the kernel has in flight on disk `dev` (kernel encoding) now: its `inflight` reads + writes, 0 when the
+/// disk is gone.
+uint64_t kernel_inflight(uint32_t dev) {
+    try {
+        const DevId id = decode_kernel_dev(dev);
+        return sysfs_block_field(id, "inflight", 0) + sysfs_block_field(id, "inflight", 1);
+    } catch (const Error&) {
+        return 0;
+    }
+}
+
+/// The live states at stop, issued and traced: slots of rq_table (their owners in rq_owners, same index) and the
+/// entries of rq_spill.
+std::vector<std::pair<kvio_rq_state, kvio_owner>> live_states(kvio_trace_bpf* s) {
+    std::vector<std::pair<kvio_rq_state, kvio_owner>> out;
     const int table = bpf_map__fd(s->maps.rq_table), owners = bpf_map__fd(s->maps.rq_owners);
     const bool detail = s->rodata->need_owner_detail;
     for (uint32_t i = 0; i < bpf_map__max_entries(s->maps.rq_table); ++i) {
@@ -698,7 +720,7 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
         if (bpf_map_lookup_elem(table, &i, &st) != 0 || !(st.key & KVIO_SLOT_LIVE) || !st.issued || st.ignored)
             continue;
         if (detail) bpf_map_lookup_elem(owners, &i, &o);
-        report_unfinished(st, o.owner, sink, report, counters);
+        out.emplace_back(st, o.owner);
     }
     int fd = bpf_map__fd(s->maps.rq_spill);
     uint64_t key = 0, next = 0;
@@ -708,8 +730,35 @@ void sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report, u
         key = next;
         kvio_rq_spilled v{};
         if (bpf_map_lookup_elem(fd, &next, &v) != 0 || !v.s.issued || v.s.ignored) continue;
-        report_unfinished(v.s, v.o.owner, sink, report, counters);
+        out.emplace_back(v.s, v.o.owner);
     }
+    return out;
+}
+
+/// The commands whose completion was not seen by the stop (report_unfinished). A live state is a command still in
+/// flight or one whose completion no program ran for (docs/formats.md, "Lost completions"); per device, as many as
+/// the kernel has in flight now, the latest issued, are the former, the rest the latter. Exact on a device whose
+/// requests in flight all have state (every one traced, issued after the start: no --d2c-sample, no task filter).
+/// Returns the commands still in flight (in_flight_at_stop).
+uint64_t sweep_unfinished(kvio_trace_bpf* s, EventSink& sink, TraceReport& report,
+                          uint64_t (&counters)[KVIO_COUNTERS]) {
+    auto left = live_states(s);
+    std::sort(left.begin(), left.end(), [](const auto& a, const auto& b) {
+        return a.first.dev != b.first.dev ? a.first.dev < b.first.dev : a.first.ts_issue > b.first.ts_issue;
+    });
+    std::map<uint32_t, uint64_t> in_flight;  // per device: the kernel's in-flight requests not yet matched
+    uint64_t late_total = 0;
+    for (const auto& [st, owner] : left) {
+        auto it = in_flight.find(st.dev);
+        if (it == in_flight.end()) it = in_flight.emplace(st.dev, kernel_inflight(st.dev)).first;
+        const bool late = it->second > 0;
+        if (late) {
+            --it->second;
+            ++late_total;
+        }
+        report_unfinished(st, owner, late, sink, report, counters);
+    }
+    return late_total;
 }
 
 /// Refuses -c filters the BPF programs cannot hold: more than KVIO_MAX_COMMS, or a comm of 16 characters or more.
@@ -1049,7 +1098,7 @@ uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, con
 /// Ends the --events file with its summary record and closes it; returns the error instead of throwing it, so the
 /// JSON summary is still written. The record carries the traced devices' queue settings (`queues`, "MAJ:MIN" ->
 /// the `queue` object of the kvio.trace/1 device) for the file level's --verify (docs/distill.md).
-std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS],
+std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS], uint64_t in_flight_at_stop,
                                 const nlohmann::json& devices) {
     if (!sink.out) return nullptr;
     nlohmann::json queues = nlohmann::json::object();
@@ -1062,7 +1111,8 @@ std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO
                                {"dropped", counters[KVIO_CNT_RB_DROPS]},
                                {"unmatched_completes", counters[KVIO_CNT_UNMATCHED_COMPLETE]},
                                {"negative_deltas", counters[KVIO_CNT_NEGATIVE_DELTA]},
-                               {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]}};
+                               {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
+                               {"in_flight_at_stop", in_flight_at_stop}};
         if (sink.out->stages_written()) summary["stages"] = sink.out->stages_written();  // --breakdown
         sink.out->line(summary);
         sink.out->close();
@@ -1095,7 +1145,7 @@ void print_bpf_stats(std::ostream& os, const std::vector<ProgStats>& stats, uint
 /// The warnings after a trace: -d devices without a command, completions never seen, dropped events, and -p
 /// processes that issued nothing (`cmds` traced in all).
 void warn_after_trace(const TraceOptions& opts, const std::vector<uint32_t>& devs, const TraceReport& report,
-                      const uint64_t (&counters)[KVIO_COUNTERS], uint64_t dropped,
+                      const uint64_t (&counters)[KVIO_COUNTERS], uint64_t in_flight_at_stop, uint64_t dropped,
                       const std::optional<PidWatch>& pid_watch, uint64_t cmds) {
     for (uint32_t d : devs)
         if (report.device_empty(d))
@@ -1103,8 +1153,11 @@ void warn_after_trace(const TraceOptions& opts, const std::vector<uint32_t>& dev
                       << " (filtered device)\n";
     if (uint64_t lost = counters[KVIO_CNT_LOST_COMPLETE])
         std::cerr << "kvio trace: warning: " << lost
-                  << " commands' completions were not seen (still in flight at stop, or "
-                     "completed where the kernel ran no BPF program); they are reported without D2C\n";
+                  << " commands' completions were not seen (completed where the kernel ran no BPF program, "
+                     "docs/formats.md \"Lost completions\"); they are reported without D2C\n";
+    if (in_flight_at_stop)
+        std::cerr << "kvio trace: " << in_flight_at_stop
+                  << " commands were still in flight when the trace stopped; they are reported without D2C\n";
     if (dropped)
         std::cerr << "kvio trace: warning: " << dropped
                   << " events dropped (ring buffer full); histograms are complete\n";
@@ -1255,7 +1308,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     stats_on.reset();  // statistics back as the administrator had them
     stop.reset();      // the dispositions the trace started with: a further signal takes its usual action
 
-    sweep_unfinished(skel.get(), sink, fin.report, fin.counters);
+    const uint64_t in_flight_at_stop = sweep_unfinished(skel.get(), sink, fin.report, fin.counters);
     if (live) {
         try {
             live->finish(fin);
@@ -1264,6 +1317,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         }
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
+    res.summary["in_flight_at_stop"] = in_flight_at_stop;  // late completions, not lost ones (sweep_unfinished)
     if (duty)
         res.summary["duty"] = duty->summary(snap_src.t0_ns + uint64_t(duration * 1e9), res.summary["devices"],
                                             fin.counters[KVIO_CNT_DUTY_BEFORE],
@@ -1273,14 +1327,14 @@ TraceResult run_trace(const TraceOptions& opts) {
         const int sig = read_files(skel.get(), *file_paths, opts, res.summary);
         if (sig && !res.stopped_by) res.stopped_by = sig;
     }
-    std::exception_ptr events_error =
-        close_events(sink, fin.counters, res.summary["devices"]);  // the JSON summary is still written
+    std::exception_ptr events_error = close_events(sink, fin.counters, in_flight_at_stop,
+                                                   res.summary["devices"]);  // the JSON summary is still written
     if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);
     if (!opts.quiet && file_paths) print_file_table(human, res.summary["files"], res.summary["files_attribution"]);
     if (opts.stats) print_bpf_stats(opts.quiet ? std::cerr : human, fin.progs, cmds, syscalls.hooks());
-    warn_after_trace(opts, devs, fin.report, fin.counters, res.dropped, pid_watch, cmds);
+    warn_after_trace(opts, devs, fin.report, fin.counters, in_flight_at_stop, res.dropped, pid_watch, cmds);
     // trace_loop said at once why the trace ended; this says what was and was not written.
     if (events_error) throw Error(events_failure_message(events_error, opts));
     if (live_error) std::rethrow_exception(live_error);

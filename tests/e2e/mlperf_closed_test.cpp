@@ -975,6 +975,28 @@ TEST(MlperfClosed, ConsoleOnStdoutAndQuietKeepsItEmpty) {
     const std::string sp = summary_of(dir);
     ASSERT_FALSE(sp.empty()) << r.err;
     EXPECT_NE(r.out.find("mlperf-closed: summary: " + sp), std::string::npos) << r.out;
+    // A headline's figures are the summary's aggregate of the Option (4, 2 and 1 decimals; a P95 the run did not
+    // measure, null, as 0), and the same text as the Option's progress line on stderr: one function prints both.
+    const json s = load(sp);
+    int with_figures = 0;
+    for (int o = 1; o <= 3; ++o) {
+        if (lines[o][3].rfind(": read ", 0) != 0) continue;
+        const json& a = s["options"][std::to_string(o)];
+        auto num = [&](const char* k) { return a.contains(k) && a[k].is_number() ? a[k].get<double>() : 0.0; };
+        char figures[256];
+        std::snprintf(figures, sizeof figures,
+                      "read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 %.2f ms, %.1f storage "
+                      "tokens/s",
+                      num("aggregated_read_bandwidth_gbps"), num("aggregated_write_bandwidth_gbps"),
+                      num("aggregated_device_read_p95_ms"), num("aggregated_device_write_p95_ms"),
+                      num("aggregated_storage_throughput_tokens_per_sec"));
+        EXPECT_EQ(lines[o][3], ": " + std::string(figures) + " (" + a["scored_trial_count"].dump() +
+                                   " of 3 trial(s) scored" + (a.value("valid", true) ? "" : "; INVALID") + ")");
+        EXPECT_NE(r.err.find("mlperf-closed: option " + std::to_string(o) + ": " + figures + "\n"), std::string::npos)
+            << r.err;
+        ++with_figures;
+    }
+    EXPECT_GE(with_figures, 1) << r.out;  // Option 1's entries fit the 4 GiB share: it is scored
     EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;  // warnings stay on stderr
     EXPECT_NE(r.err.find("mlperf-closed: end: "), std::string::npos) << r.err;
 

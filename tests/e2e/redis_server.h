@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +120,10 @@ public:
     /// `calls` of one command in INFO commandstats (e.g. "set"); 0 when never called.
     long long calls(const std::string& cmd) const {
         redis::Connection c(url_struct(), 5.0, redis::Routing::Single);
-        std::string text = c.command({"INFO", "commandstats"}).str;
+        return calls_in(c.command({"INFO", "commandstats"}).str, cmd);
+    }
+    /// `calls` of `cmd` in the text of an INFO commandstats reply; 0 when never called.
+    static long long calls_in(const std::string& text, const std::string& cmd) {
         size_t at = text.find("cmdstat_" + cmd + ":calls=");
         if (at == std::string::npos) return 0;
         return std::stoll(text.substr(at + cmd.size() + 15));
@@ -133,6 +138,64 @@ private:
     pid_t pid_ = -1;
     int port_ = -1;
     bool ok_ = false;
+};
+
+/// Kills a server (SIGKILL, RedisServer::stop; or runs `act` instead, e.g. a CLIENT KILL) from a thread of its own as
+/// soon as its INFO commandstats counts at least `calls` calls of `cmd`, asked every 10 ms on one connection: a
+/// trigger on what the server did rather than on a clock, so a busy machine meets it at the same point of a run.
+/// Gives up after `timeout_s`. join() (or the destructor) ends the thread: declare it after the server, so that it is
+/// gone before the server's destructor.
+class KillOnCalls {
+public:
+    KillOnCalls(RedisServer& srv, std::string cmd, long long calls, double timeout_s = 60,
+                std::function<void()> act = nullptr)
+        : act_(std::move(act)),
+          th_([this, &srv, cmd = std::move(cmd), calls, timeout_s] { poll(srv, cmd, calls, timeout_s); }) {}
+    ~KillOnCalls() { join(); }
+    KillOnCalls(const KillOnCalls&) = delete;
+    KillOnCalls& operator=(const KillOnCalls&) = delete;
+
+    /// Stops polling (a server not killed yet stays up) and waits for the thread.
+    void join() {
+        done_ = true;
+        if (th_.joinable()) th_.join();
+    }
+    /// Whether the server was killed; the steady-clock time of the kill, and the count that triggered it.
+    bool killed() const { return killed_; }
+    std::chrono::steady_clock::time_point at() const { return at_; }
+    long long seen() const { return seen_; }
+
+private:
+    void poll(RedisServer& srv, const std::string& cmd, long long calls, double timeout_s) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+        std::unique_ptr<redis::Connection> c;
+        while (!done_ && std::chrono::steady_clock::now() < end) {
+            try {
+                if (!c) c = std::make_unique<redis::Connection>(srv.url_struct(), 5.0, redis::Routing::Single);
+                const long long n = RedisServer::calls_in(c->command({"INFO", "commandstats"}).str, cmd);
+                if (n >= calls) {
+                    c.reset();  // not left to a CLIENT KILL `act` may send
+                    if (act_)
+                        act_();
+                    else
+                        srv.stop();
+                    at_ = std::chrono::steady_clock::now();
+                    seen_ = n;
+                    killed_ = true;
+                    return;
+                }
+            } catch (const std::exception&) {
+                c.reset();  // asked again on a new connection
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+
+    std::function<void()> act_;
+    std::atomic<bool> done_{false}, killed_{false};
+    std::chrono::steady_clock::time_point at_{};
+    long long seen_ = 0;
+    std::thread th_;  // last: started once the members above exist
 };
 
 /// results' kvio.cache.tiers[] entry of tier `name` ("remote", "storage", ...), or nullptr.

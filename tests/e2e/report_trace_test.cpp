@@ -2,6 +2,7 @@
 // trace JSON's, and a trace without --breakdown gets no breakdown section.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <regex>
 
@@ -110,4 +111,43 @@ TEST(ReportTrace, NoBreakdownNoSection) {
     r = run(kvio_bin() + " report " + dir.file("t.html"));
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find(dir.file("t.html")), std::string::npos) << r.err;
+}
+
+// Inputs that are not what report reads are named, not parsed into a raw JSON error: a binary events capture given as
+// the summary, and the events of another trace given with --events (a device the summary does not trace, or another
+// number of commands on it). Nothing is written for either.
+TEST(ReportTrace, WrongInputsAreNamedAndNothingIsWritten) {
+    LoopDevice a(64 * MiB), b(64 * MiB);
+    TempDir dir;
+    auto trace = [&](const LoopDevice& l, const std::string& name, const std::string& fmt, const std::string& count) {
+        auto r = run(kvio_bin() + " trace -q -d " + l.name + " --json " + dir.file(name + ".json") + " --events " +
+                     dir.file(name + ".ev") + " --events-format " + fmt + " -- dd if=/dev/zero of=" + l.path +
+                     " bs=64k count=" + count + " oflag=direct status=none");
+        ASSERT_EQ(r.status, 0) << r.err;
+    };
+    trace(a, "a", "bin", "16");
+    trace(a, "a2", "jsonl", "20");
+    trace(b, "b", "jsonl", "16");
+    auto r = run(kvio_bin() + " report " + dir.file("a.ev") + " -o " + dir.file("x.html"));
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find(dir.file("a.ev") + ": is a kvio.events.bin/1 capture"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("parse_error"), std::string::npos) << r.err;
+    // another device's events
+    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("b.ev") + " -o " +
+            dir.file("y.html"));
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("are not the same trace"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(b.name), std::string::npos) << r.err;
+    // the same device, another run: 20 commands where the summary counted 16
+    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("a2.ev") + " -o " +
+            dir.file("z.html"));
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("the events hold 20 commands of " + a.name + ", the summary counted 16"), std::string::npos)
+        << r.err;
+    for (const char* f : {"x.html", "y.html", "z.html"}) EXPECT_FALSE(std::filesystem::exists(dir.file(f))) << f;
+    // its own events are accepted
+    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("a.ev") + " -o " +
+            dir.file("ok.html"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(dir.file("ok.html")));
 }

@@ -4,6 +4,10 @@
 // ext4 over a loop device (docs/trace.md, "Per-file attribution").
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/helpers.h"
+#include "tests/e2e/tracefs.h"
 
 using namespace kvio::test;
 using json = nlohmann::json;
@@ -172,6 +177,124 @@ uint64_t size_in_blocks(const std::string& path) {
     EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
     const uint64_t b = st.st_blksize;
     return (uint64_t(st.st_size) + b - 1) / b * b;
+}
+
+// The extents of `path` on its device per FIEMAP: [byte offset, byte length] each (flushed first).
+std::vector<std::pair<uint64_t, uint64_t>> extents_of(const std::string& path) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    const int fd = open(path.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0) << path;
+    if (fd < 0) return out;
+    constexpr unsigned kMax = 64;
+    std::vector<char> buf(sizeof(struct fiemap) + kMax * sizeof(struct fiemap_extent));
+    auto* fm = reinterpret_cast<struct fiemap*>(buf.data());
+    fm->fm_length = FIEMAP_MAX_OFFSET;
+    fm->fm_flags = FIEMAP_FLAG_SYNC;
+    fm->fm_extent_count = kMax;
+    EXPECT_EQ(ioctl(fd, FS_IOC_FIEMAP, fm), 0) << path;
+    for (unsigned i = 0; i < fm->fm_mapped_extents; ++i)
+        out.emplace_back(fm->fm_extents[i].fe_physical, fm->fm_extents[i].fe_length);
+    close(fd);
+    return out;
+}
+
+// What tracefs saw written (block_rq_complete lines: "MAJ,MIN WS () SECTOR + N [0]") in each file's extents
+// (`files`: the FIEMAP extents of each), and how many write requests held bytes of two files or more.
+std::pair<std::vector<uint64_t>, uint64_t> tracefs_writes_per_file(
+    const TracefsInstance& t, const std::vector<std::vector<std::pair<uint64_t, uint64_t>>>& files) {
+    std::vector<uint64_t> bytes(files.size());
+    uint64_t merged = 0;
+    for (const std::string& line : t.lines()) {
+        const size_t at = line.find("block_rq_complete:");
+        if (at == std::string::npos) continue;
+        std::istringstream ls(line.substr(at + 18));
+        std::string dev, rwbs, paren, plus;
+        uint64_t sector = 0, n = 0;
+        if (!(ls >> dev >> rwbs >> paren >> sector >> plus >> n) || rwbs.find('W') == std::string::npos) continue;
+        const uint64_t lo = sector * 512, hi = lo + n * 512;
+        int touched = 0;
+        for (size_t f = 0; f < files.size(); ++f) {
+            uint64_t in = 0;
+            for (const auto& [off, len] : files[f])
+                if (std::min(hi, off + len) > std::max(lo, off)) in += std::min(hi, off + len) - std::max(lo, off);
+            bytes[f] += in;
+            touched += in > 0;
+        }
+        merged += touched > 1;
+    }
+    return {bytes, merged};
+}
+
+// 100 files of 6000 bytes by the traced side and 100 by an outside process, created alternately (each side waits
+// for the other's file through two FIFOs) so that ext4's delayed allocation puts their blocks side by side, then an
+// outside `sync`: its writeback merges both sides' pages into the same requests. `filtered`: the trace is of the
+// traced side's command (-- sh); else of the whole device, stopped after the sync. Returns the summary; `tfs` saw the
+// device's completions meanwhile.
+json trace_interleaved_small_files(const Ext4Mount& m, const TempDir& dir, bool filtered) {
+    const std::string js = dir.file("t.json"), go = dir.file("go"), a = dir.file("a"), b = dir.file("b");
+    EXPECT_EQ(mkfifo(a.c_str(), 0600), 0);
+    EXPECT_EQ(mkfifo(b.c_str(), 0600), 0);
+    EXPECT_EQ(mkdir((m.mnt + "/d").c_str(), 0755), 0);
+    const std::string d = m.mnt + "/d/";
+    std::ofstream(dir.file("traced.sh")) << "exec 3<" << a << " 4>" << b << "\nfor i in $(seq 100); do head -c 6000 "
+                                         << "/dev/urandom > " << d << "t$i; echo >&4; read x <&3; done\n"
+                                         << "i=0; while [ ! -e " << go << " ] && [ $i -lt 1200 ]; do sleep 0.05; "
+                                         << "i=$((i+1)); done\n";
+    std::ofstream(dir.file("outside.sh")) << "exec 3>" << a << " 4<" << b << "\nfor i in $(seq 100); do read x <&4; "
+                                          << "head -c 6000 /dev/urandom > " << d << "o$i; echo >&3; done\n";
+    const std::string trace = kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + js;
+    std::ofstream outer(dir.file("outer.sh"));
+    if (filtered)
+        outer << trace << " -- sh " << dir.file("traced.sh") << " &\nk=$!\nsh " << dir.file("outside.sh") << "\n";
+    else
+        outer << trace << " --ready-file " << dir.file("ready") << " &\nk=$!\ni=0; while [ ! -e " << dir.file("ready")
+              << " ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done\nsh " << dir.file("traced.sh") << " &\nt=$!\n"
+              << "sh " << dir.file("outside.sh") << "\n";
+    outer << "sync\ntouch " << go << "\n" << (filtered ? "" : "wait $t\nkill -INT $k\n") << "wait $k\n";
+    outer.close();
+    CmdResult r = run("sh " + dir.file("outer.sh"));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json::parse(slurp(js));
+}
+
+// Checks the interleaved small files' rows: each file of `sides` ("t", "o") has exactly its FIEMAP bytes written,
+// which is what tracefs saw the device write in its extents; every file of the sides `absent` has no row.
+void expect_exact_small_files(const Ext4Mount& m, const json& s, const TracefsInstance& tfs,
+                              const std::vector<std::string>& sides, const std::vector<std::string>& absent) {
+    auto rows = rows_by_ino(s);
+    const std::string why = s["files_attribution"].dump();
+    std::vector<std::string> paths;
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> extents;
+    for (const char* side : {"t", "o"})
+        for (int i = 1; i <= 100; ++i) {
+            paths.push_back(m.mnt + "/d/" + side + std::to_string(i));
+            extents.push_back(extents_of(paths.back()));
+        }
+    ASSERT_EQ(tfs.overruns(), 0u);
+    const auto [seen, merged] = tracefs_writes_per_file(tfs, extents);
+    EXPECT_GT(merged, 0u) << "no write request held two files' blocks: the test did not test the merge";
+    uint64_t sum = 0, expected = 0;
+    for (size_t f = 0; f < paths.size(); ++f) {
+        const std::string side = paths[f].substr(paths[f].rfind('/') + 1, 1);
+        const uint64_t ino = inode_of(paths[f]);
+        if (std::find(absent.begin(), absent.end(), side) != absent.end()) {
+            EXPECT_FALSE(rows.count(ino)) << "a file written outside the trace has a row: " << paths[f];
+            continue;
+        }
+        if (std::find(sides.begin(), sides.end(), side) == sides.end()) continue;
+        uint64_t len = 0;
+        for (const auto& e : extents[f]) len += e.second;
+        EXPECT_EQ(len, size_in_blocks(paths[f])) << paths[f];
+        EXPECT_EQ(seen[f], len) << paths[f] << ": tracefs saw other bytes written in its extents";
+        const uint64_t got = rows.count(ino) ? rows[ino]["write"]["bytes"].get<uint64_t>() : 0;
+        EXPECT_EQ(got, len) << paths[f] << " " << why;
+        if (rows.count(ino)) {
+            EXPECT_EQ(rows[ino]["write"]["size"]["sum"], got) << paths[f];
+        }
+        sum += got;
+        expected += seen[f];
+    }
+    EXPECT_EQ(sum, expected) << why;
 }
 
 }  // namespace
@@ -444,4 +567,28 @@ TEST(TraceFiles, DioSourceAndSubmitterSourceGiveTheSameTable) {
         }
     }
     EXPECT_EQ(tables[0], tables[1]);
+}
+
+// A request merged of several files' bios counts each bio's bytes for its own file (docs/trace.md, "What the counts
+// mean"). Under a command filter only the traced side's files count: an outsider's pages merged into the same
+// requests make no row and add no bytes, and requests that begin with an outsider's page are admitted for the traced
+// pages they hold.
+TEST(TraceFiles, InterleavedSmallFilesUnderACommandFilterAreExactPerFile) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    TracefsInstance tfs({"block_rq_complete"}, "dev == " + std::to_string(kernel_dev_of(m.loop.majmin)));
+    const json s = trace_interleaved_small_files(m, dir, true);
+    tfs.stop();
+    expect_exact_small_files(m, s, tfs, {"t"}, {"o"});
+}
+
+// The same files traced by device, without a command filter: every file's bytes are exact, however the writeback
+// merged them.
+TEST(TraceFiles, InterleavedSmallFilesByDeviceAreExactPerFile) {
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    TracefsInstance tfs({"block_rq_complete"}, "dev == " + std::to_string(kernel_dev_of(m.loop.majmin)));
+    const json s = trace_interleaved_small_files(m, dir, false);
+    tfs.stop();
+    expect_exact_small_files(m, s, tfs, {"t", "o"}, {});
 }

@@ -10,6 +10,7 @@
 #include "diagnose/diagnose.h"
 #include "report/report_breakdown.h"
 #include "report/svg_chart.h"
+#include "tests/error_of.h"
 #include "tests/event_lines.h"
 
 using nlohmann::json;
@@ -175,6 +176,37 @@ TEST(Diagnose, SplitRunsFromEvents) {
     EXPECT_TRUE(with_id(diagnose::diagnose({t, b.path}), "split_by_max_sectors").empty());
 }
 
+// A loop-like device: max_sectors_kb 1280 but max_segments 128, so buffered transfers of 2 MiB reach it as runs of
+// four 512 KiB commands in flight together. The finding is split_by_max_segments with the 512 KiB cap, and its action
+// does not tell to raise max_sectors_kb; without max_segments in the summary, 512 KiB is no limit and nothing is found.
+TEST(Diagnose, SplitAtMaxSegmentsPagesBelowMaxSectors) {
+    std::string ev;
+    for (uint64_t x = 0; x < 16; ++x)
+        for (uint64_t k = 0; k < 4; ++k) {
+            const uint64_t sector = x * 8192 + k * 1024, t = x * 10'000'000 + k * 1000;
+            ev += test::cmd_line("write", sector, 524288, t, t + 2'000'000, 9, "7:7", "loop7", "app") + "\n";
+        }
+    json t = trace_doc(json::object(), 0, 0, 1280, 1280);
+    t["devices"][0]["write"] = {{"cmds", 64}, {"bytes", 64 * 524288}};
+    t["devices"][0]["max_segments"] = 128;
+    TmpText a(ev);
+    auto f = with_id(diagnose::diagnose({t, a.path}), "split_by_max_segments");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].op, "write");
+    EXPECT_EQ(f[0].figures["limit_bytes"], 524288);
+    EXPECT_EQ(f[0].figures["max_segments"], 128);
+    EXPECT_EQ(f[0].figures["cmds_at_limit"], 64);
+    EXPECT_DOUBLE_EQ(f[0].figures["transfer_bytes_mean"].get<double>(), 2097152.0);
+    EXPECT_NE(f[0].summary.find("max_segments (128) pages of 4 KiB, below max_sectors_kb (1280)"), std::string::npos)
+        << f[0].summary;
+    EXPECT_NE(f[0].action.find("raising max_sectors_kb does not help"), std::string::npos) << f[0].action;
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_sectors").empty());
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, ""}), "split_by_max_segments").empty()) << "needs the events";
+    t["devices"][0].erase("max_segments");
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_segments").empty());
+    EXPECT_TRUE(with_id(diagnose::diagnose({t, a.path}), "split_by_max_sectors").empty());
+}
+
 // 1 s at depth 8 (128 KiB commands of 1 ms: ~1 GB/s), then 2 s at depth 1 (4 KiB of 1 ms: ~4 MB/s): the low-depth
 // reads are found with both figures; the depth-8 second alone, or the depth-1 seconds alone (no better window in
 // the trace to compare with), are not.
@@ -191,8 +223,38 @@ TEST(Diagnose, LowQueueDepthAgainstTheDevicesBestInTheSameTrace) {
     EXPECT_NEAR(f[0].figures["device_best_bps"].get<double>(), 8 * 131072e3, 8 * 131072e3 * 0.05);
     EXPECT_NEAR(f[0].figures["device_best_depth"].get<double>(), 8.0, 0.1);
     EXPECT_NE(f[0].summary.find("depth 1.0"), std::string::npos) << f[0].summary;
-    EXPECT_TRUE(with_id(diagnose::diagnose({t, only_deep.path}), "low_queue_depth").empty());
-    EXPECT_TRUE(with_id(diagnose::diagnose({t, only_shallow.path}), "low_queue_depth").empty());
+    // a summary counting each part's own commands (the events must be the summary's trace)
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({trace_doc(json::object(), 8000, 1 << 30), only_deep.path}), "low_queue_depth")
+            .empty());
+    EXPECT_TRUE(
+        with_id(diagnose::diagnose({trace_doc(json::object(), 2000, 1 << 30), only_shallow.path}), "low_queue_depth")
+            .empty());
+}
+
+// Events that are not the summary's trace are refused, naming both files: a device the summary does not trace,
+// more commands than it counted beyond its drops; as many as it counted (or fewer by at most the dropped events) pass.
+TEST(Diagnose, EventsOfAnotherTraceAreRefused) {
+    uint64_t sector = 0;
+    TmpText ev(reads(0, 10, 1, 4096, 100'000, sector));  // 10 commands of loop7 (7:7)
+    diagnose::Inputs in{trace_doc(json::object(), 12, 12 * 4096), ev.path, "t.json"};
+    std::string e = test::error_of([&] { diagnose::diagnose(in); });
+    EXPECT_NE(e.find(ev.path + " and t.json are not the same trace: the events hold 10 commands of loop7, the summary "
+                               "counted 12 (0 events dropped)"),
+              std::string::npos)
+        << e;
+    in.trace["devices"][0]["dev"] = "7:8";
+    e = test::error_of([&] { diagnose::diagnose(in); });
+    EXPECT_NE(e.find("the events' device 7:7 (loop7) is not in the summary's devices"), std::string::npos) << e;
+    in.trace = trace_doc(json::object(), 10, 10 * 4096);
+    EXPECT_NO_THROW(diagnose::diagnose(in));
+    TmpText dropped(reads(0, 10, 1, 4096, 100'000, sector) +
+                    std::string(R"({"type":"summary","events":10,"dropped":2,"lost_completes":0,)"
+                                R"("unmatched_completes":0,"negative_deltas":0})") +
+                    "\n");
+    in.trace = trace_doc(json::object(), 12, 12 * 4096);
+    in.events = dropped.path;
+    EXPECT_NO_THROW(diagnose::diagnose(in));
 }
 
 // Syscall records: 8 MiB read through the page cache, 1 MiB of it from the device -> 87.5 %; with 8 MiB from the
@@ -222,8 +284,10 @@ TEST(Diagnose, PageCacheShareFromSyscallRecords) {
     ASSERT_EQ(f.size(), 1u);
     EXPECT_DOUBLE_EQ(f[0].figures["page_cache_share"].get<double>(), 0.875);
     EXPECT_EQ(f[0].figures["app_buffered_read_bytes"], 8 << 20);
+    sector = 0;
+    TmpText all(sys + reads(0, 64, 1, 131072, 500'000, sector));  // all 8 MiB from the device
     EXPECT_TRUE(
-        with_id(diagnose::diagnose({trace_doc(json::object(), 64, 8 << 20), ev.path}), "page_cache_reads").empty());
+        with_id(diagnose::diagnose({trace_doc(json::object(), 64, 8 << 20), all.path}), "page_cache_reads").empty());
     EXPECT_TRUE(with_id(diagnose::diagnose({trace_doc(json::object(), 8, 1 << 20), ""}), "page_cache_reads").empty());
 }
 

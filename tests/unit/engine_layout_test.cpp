@@ -184,6 +184,23 @@ std::string file_cmd(const char* op, uint64_t bytes, uint64_t ts, const importer
            "\n";
 }
 
+/// Import options over events file `ev` whose files all map to one extent at 1 MiB of disk 7:3 (limit 128 KiB,
+/// 4 KiB filesystem blocks), so tests need no real disk.
+importer::ImportOptions synthetic_import(const std::string& ev) {
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    io.mapper = [](const importer::KvFile& f) {
+        importer::MappedFile m;
+        m.dev = "7:3";
+        m.extents = {{1048576, f.size}};
+        m.max_sectors_kb = 128;
+        m.lba_bytes = 4096;
+        return m;
+    };
+    return io;
+}
+
 /// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
 uint64_t gen_of(const std::string& path) {
     const int fd = open(path.c_str(), O_RDONLY);
@@ -211,16 +228,7 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 196608, 1000, a, ga) << file_cmd("write", 196608, 1100, a, ga)
                       << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga);
-    importer::ImportOptions io;
-    io.layout = vllm_opts();
-    io.events_path = ev;
-    io.mapper = [](const importer::KvFile& f) {
-        importer::MappedFile m;
-        m.dev = "7:3";
-        m.extents = {{1048576, f.size}};
-        m.max_sectors_kb = 128;
-        return m;
-    };
+    importer::ImportOptions io = synthetic_import(ev);
     const std::string sem = outs.path + "/sem.jsonl";
     importer::ImportSummary sum;
     {
@@ -281,6 +289,48 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
     const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
     EXPECT_NE(e.find(ev + ": field 'ino': none of its 1 records names a file"), std::string::npos) << e;
     EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
+}
+
+// A command of two files' blocks names only the first (the kernel merged them): the import counts that file as merged,
+// as its commands moved more bytes than it holds; a file whose commands moved exactly its size is not.
+TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
+    Dir d;
+    const uint64_t size = 16 * 24576;  // 393216
+    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 2u);
+    const auto &a = s.files[0], &b = s.files[1];
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << file_cmd("write", 2 * size, 1000, a, gen_of(a.path))  // a's and b's blocks in one command
+                      << file_cmd("read", size, 5000, b, gen_of(b.path));
+    importer::ImportOptions io = synthetic_import(ev);
+    std::ostringstream out;
+    const importer::ImportSummary sum = importer::import_engine_layout(d.path, io, out);
+    EXPECT_EQ(sum.stores, 1u);
+    EXPECT_EQ(sum.loads, 1u);
+    EXPECT_EQ(sum.merged, 1u);
+}
+
+// Events of another run name files, but none of this directory's: the import refuses them, naming the events file,
+// the field and the directory, and writes nothing (an empty stream would only fail later, in validate).
+TEST(EngineLayout, ImportRefusesEventsOfAnotherRun) {
+    Dir d;
+    write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 0xa), 16 * 24576, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 1u);
+    importer::KvFile other = s.files[0];
+    other.ino += 1000003;  // another run's file
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl";
+    std::ofstream(ev) << file_cmd("write", 4096, 1000, other, 1);
+    importer::ImportOptions io;
+    io.layout = vllm_opts();
+    io.events_path = ev;
+    std::ostringstream out;
+    const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
+    EXPECT_NE(e.find(ev + ": field 'ino': none of the 1 KV files under " + d.path), std::string::npos) << e;
+    EXPECT_TRUE(out.str().empty()) << out.str();
 }
 
 // A semantic file whose ops name no file cannot be joined by file: the error names the line and the importer.

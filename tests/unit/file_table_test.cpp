@@ -13,6 +13,7 @@
 using kvio::trace::file_table_json;
 using kvio::trace::FileEntry;
 using kvio::trace::FileTableOptions;
+using kvio::trace::mean_size;
 
 namespace {
 
@@ -81,4 +82,18 @@ TEST(FileTable, StopWhileGroupingGivesTheTableUngrouped) {
     r = rows(file_table_json(files, opts, &stopped));
     EXPECT_FALSE(stopped);
     EXPECT_EQ(r[std::string(deep.size() - 4, 'a')], std::make_pair(uint64_t(2), uint64_t(300)));
+}
+
+// MEANSZ reads alike on every row: whole bytes below 1 KiB, one decimal above, whatever the mean divides into.
+TEST(FileTable, MeanSizeHasOneFormat) {
+    EXPECT_EQ(mean_size(0, 0), "-");
+    EXPECT_EQ(mean_size(1000, 2), "500");
+    EXPECT_EQ(mean_size(6000, 1), "5.9k");
+    EXPECT_EQ(mean_size(6144, 1), "6.0k");
+    EXPECT_EQ(mean_size(3 * 1048576, 3), "1.0m");
+    EXPECT_EQ(mean_size(3 * 1048576 + 3, 3), "1.0m");
+    EXPECT_EQ(mean_size(uint64_t(5) << 30, 2), "2.5g");
+    EXPECT_EQ(mean_size(1048550, 1), "1.0m");  // not "1024.0k"
+    EXPECT_EQ(mean_size(4095, 4), "1.0k");     // 1023.75: not "1024"
+    EXPECT_EQ(mean_size(1023, 1), "1023");
 }

@@ -489,6 +489,20 @@ bool pause_between_options(double seconds, const StopSignal& stop, int& signo, s
     return true;
 }
 
+/// An Option's aggregated figures as both the console's headline and the progress line print them, from its entry
+/// in the summary's `options` (`a`): read and write bandwidth (GB/s, 4 decimals), device read and write P95 (ms,
+/// 2 decimals) and storage tokens/s (1 decimal); a figure absent or not a number prints as 0.
+std::string option_figures(const Json& a) {
+    auto num = [&](const char* k) { return a.contains(k) && a[k].is_number() ? a[k].get<double>() : 0.0; };
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 %.2f ms, %.1f storage tokens/s",
+                  num("aggregated_read_bandwidth_gbps"), num("aggregated_write_bandwidth_gbps"),
+                  num("aggregated_device_read_p95_ms"), num("aggregated_device_write_p95_ms"),
+                  num("aggregated_storage_throughput_tokens_per_sec"));
+    return line;
+}
+
 /// The console's (stdout's) line for an Option at the run's end: its headline figures and how many trials they
 /// cover, or why it has none.
 void print_option_headline(std::ostream& console, const ClosedOption& opt, const Json& a) {
@@ -498,16 +512,8 @@ void print_option_headline(std::ostream& console, const ClosedOption& opt, const
         console << "no scored trial (the summary's options." << opt.option << " says why)\n";
         return;
     }
-    auto num = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 %.2f ms, %.1f storage "
-                  "tokens/s (%d of %d trial(s) scored%s)\n",
-                  num("aggregated_read_bandwidth_gbps"), num("aggregated_write_bandwidth_gbps"),
-                  num("aggregated_device_read_p95_ms"), num("aggregated_device_write_p95_ms"),
-                  num("aggregated_storage_throughput_tokens_per_sec"), scored, a.value("trial_count", 0),
-                  a.value("valid", true) ? "" : "; INVALID");
-    console << line;
+    console << option_figures(a) << " (" << scored << " of " << a.value("trial_count", 0) << " trial(s) scored"
+            << (a.value("valid", true) ? "" : "; INVALID") << ")\n";
 }
 
 Json metadata_json(const SimConfig& base, const ClosedRunOptions& o, const std::vector<int>& options,
@@ -848,16 +854,7 @@ void print_option_line(std::ostream& progress, int option, const Json& a) {
         progress << std::flush;
         return;
     }
-    auto p95 = [&](const char* k) { return a[k].is_number() ? a[k].get<double>() : 0.0; };
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "mlperf-closed: option %d: read %.4f GB/s, write %.4f GB/s, device read P95 %.2f ms, write P95 "
-                  "%.2f ms, %.1f storage tokens/s\n",
-                  option, a["aggregated_read_bandwidth_gbps"].get<double>(),
-                  a["aggregated_write_bandwidth_gbps"].get<double>(), p95("aggregated_device_read_p95_ms"),
-                  p95("aggregated_device_write_p95_ms"),
-                  a["aggregated_storage_throughput_tokens_per_sec"].get<double>());
-    progress << line;
+    progress << "mlperf-closed: option " << option << ": " << option_figures(a) << "\n";
     if (!excluded.empty())
         progress << "mlperf-closed: option " << option << ": excluded from these figures: " << trials
                  << ", stopped by a signal (part of a trial; in per_trial)\n";
