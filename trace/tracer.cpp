@@ -1308,6 +1308,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     stats_on.reset();  // statistics back as the administrator had them
     stop.reset();      // the dispositions the trace started with: a further signal takes its usual action
 
+    if (duty) duty->finish(now_ns());  // logs a window open now before its requests in flight are swept below
     const uint64_t in_flight_at_stop = sweep_unfinished(skel.get(), sink, fin.report, fin.counters);
     if (live) {
         try {
