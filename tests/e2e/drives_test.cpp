@@ -75,11 +75,11 @@ TEST(Drives, ThreeDrivesRankedThrottledLastAtItsThrottle) {
     LoopDevice shm(96 * kMiB, true, "/dev/shm"), disk(96 * kMiB, true, "/var/tmp"), slow(96 * kMiB, true, "/dev/shm");
     BlkioThrottle th(slow.majmin, kThrottleBps, d.path);
     std::ofstream(d.file("job.fio")) << kJob;
-    // --trace-every-command: the job's write phase, then its read phase; under the default duty cycle (0.5 s in every
-    // 5 s) the throttled drive's read phase fell between two windows in one run and had no D2C at all
+    // The default duty cycle: the job's 128 commands fall in the first window (it stays open until 1024 issues), and
+    // a read phase after a write-only window would open one of its own (trace/duty.h)
     auto r = run(kvio_bin() + " drives --job " + d.file("job.fio") + " --drive shm=" + shm.path + " --drive disk=" +
                  disk.path + " --drive slow=" + slow.path + " --rounds 3 --probe-seconds 0.5 --fio " + th.wrapper +
-                 " -o " + d.file("out") + " --model llama3.1-8b --tp 2 --kv-user-rate 2 --trace-every-command");
+                 " -o " + d.file("out") + " --model llama3.1-8b --tp 2 --kv-user-rate 2");
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     json j = json::parse(slurp(d.file("out/drives.json")));
     // The KV line: one rank's object of the model (as `kvio geometry` sizes it) over each drive's median read and
