@@ -305,7 +305,8 @@ void add_trace_command(CLI::App& app) {
                         "BPF time per command on a 2-core VM (docs/performance.md)")
         ->check(qd_sample_validator());
     sub->add_option("--duty", opts->duty,
-                    "ON/PERIOD seconds (e.g. 1/10): attach the block programs only ON s in every PERIOD s, so a "
+                    "ON/PERIOD seconds (e.g. 1/10): attach the block programs only ON s in every PERIOD s (longer "
+                    "until 1024 issues; a direction the last window did not see opens one at once), so a "
                     "CPU-bound device pays their time per command ON/PERIOD of the time; the latency and depth "
                     "histograms come from the windows, the commands, bytes and mean depth of the whole run from "
                     "the disks' /sys stat files (\"duty\" in --json; docs/trace.md, \"Duty-cycled tracing\"). "

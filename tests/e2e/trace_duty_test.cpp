@@ -85,7 +85,8 @@ TEST(TraceDuty, WindowsAgreeWithTheExactTraceAndLoseNothing) {
         EXPECT_EQ(w["issued"].get<uint64_t>(), w["completed"].get<uint64_t>() + w["cut"].get<uint64_t>() +
                                                    w["lost"].get<uint64_t>() + w["at_stop"].get<uint64_t>());
         EXPECT_EQ(w["unmatched"], 0);
-        EXPECT_LE(w["tail_s"].get<double>(), 0.2 + 0.1);  // the tail's bound, and a grace period
+        // the tail's bound (0.2 s) and the detaches' RCU grace periods, which take longer on a loaded machine
+        EXPECT_LE(w["tail_s"].get<double>(), 1.0);
         completed += w["completed"].get<uint64_t>(), lost += w["lost"].get<uint64_t>();
         outside += w["outside"].get<uint64_t>(), cut += w["cut"].get<uint64_t>();
     }
