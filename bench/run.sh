@@ -35,10 +35,12 @@
 #             KVIO_BENCH_REMOTE_ARGS: more flags for kvio's runs (e.g. "--remote-connections split")
 #   drives    `kvio drives`' cost around a fio run and its parts: the overhead stage's fio job (4 KiB randread QD
 #             32, libaio, time_based KVIO_BENCH_SECS) plainly, with kvio drives' job text (bandwidth log), under its
-#             tracer alone (--stats; --qd-sample 16 and 1) and as the job of `kvio drives --rounds 1 --probe-seconds
-#             0`, IOPS paired per round, the order rotating; on a RAM-backed, a disk-backed and a throttled loop
-#             device (KVIO_BENCH_DRIVES_DEVICES "ram disk throttled"; KVIO_BENCH_DRIVES_ROUNDS, default
-#             KVIO_BENCH_ROUNDS; KVIO_BENCH_DRIVES_THROTTLE_IOPS 20000)
+#             tracer alone (--stats; duty-cycled as kvio drives starts it, KVIO_BENCH_DRIVES_DUTY 0.5/5, and every
+#             command) and as the job of `kvio drives --rounds 1 --probe-seconds 0` (and of KVIO_BENCH_DRIVES_BEFORE's
+#             kvio drives when set: another build's, paired in the same rounds), IOPS paired per round, the order
+#             rotating; on a RAM-backed, a disk-backed and a throttled loop device (KVIO_BENCH_DRIVES_DEVICES "ram
+#             disk throttled"; KVIO_BENCH_DRIVES_ROUNDS, default KVIO_BENCH_ROUNDS; KVIO_BENCH_DRIVES_THROTTLE_IOPS
+#             20000)
 #   audit     the Python benchmark (MLPERF_KV_DIR; skipped with the reason when unset) under `kvio audit` on ext4 over
 #             a loop device: clean, under eatmydata, under a no-op posix_fadvise LD_PRELOAD shim; the verdicts
 #             printed beside the expected ones (KVIO_BENCH_AUDIT_MODEL tiny-1b, KVIO_BENCH_AUDIT_USERS 4,
@@ -378,6 +380,9 @@ fi
 DV_ROUNDS=${KVIO_BENCH_DRIVES_ROUNDS:-$ROUNDS}
 read -r -a DV_DEVICES <<< "${KVIO_BENCH_DRIVES_DEVICES:-ram disk throttled}"
 DV_MODES=(plain bwlog trace trace_before bpftrace drives)
+DV_DUTY=${KVIO_BENCH_DRIVES_DUTY-0.5/5}   # kvio drives' tracer duty cycle (drives/target_run.h kTraceDuty)
+DV_BEFORE=${KVIO_BENCH_DRIVES_BEFORE:-}   # another build's kvio, its kvio drives paired as drives_before
+[ -n "$DV_BEFORE" ] && DV_MODES+=(drives_before)
 DISK_LOOP=""
 THR_LOOP="" THR_CG=""
 THR_IOPS=${KVIO_BENCH_DRIVES_THROTTLE_IOPS:-20000}
@@ -400,8 +405,9 @@ drives_run() {
         iops=$(jq '.jobs[0].read.iops' "$out.json")
         rm -f "$WORK"/dvbw_bw.*.log ;;
     trace|trace_before)
-        local kpid samp=(--d2c-sample 16)   # kvio drives' (drives/target_run.h kD2cSample); before: --qd-sample 16
-        [ "$m" = trace_before ] && samp=(--qd-sample 16)
+        # kvio drives' (drives/target_run.h kD2cSample, kTraceDuty); before: every command (no --duty)
+        local kpid samp=(--d2c-sample 16)
+        [ "$m" = trace ] && [ -n "$DV_DUTY" ] && samp+=(--duty "$DV_DUTY")
         "$KVIO" trace -q -d "${dev#/dev/}" --block-only "${samp[@]}" --json "$out.trace.json" --stats \
             --ready-file "$out.ready" >/dev/null 2>"$out.log" &
         kpid=$!
@@ -414,6 +420,8 @@ drives_run() {
         iops=$(jq '.jobs[0].read.iops' "$out.json")
         extra=$(jq -c '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n |
             {cmds: $n, ns_per_cmd: .bpf_stats.ns_per_cmd, qd_source,
+             disk_ns_per_cmd: (.duty.bpf_ns_per_disk_cmd // .bpf_stats.ns_per_cmd),
+             traced_share: (if .duty then ([.duty.disks[].traced_share] | max) else 1 end),
              programs: [.bpf_stats.programs[] | select(.run_cnt > 0) | {name, run_cnt, ns_per_run, ns_per_cmd: (.run_time_ns / ($n + (if $n == 0 then 1 else 0 end)))}]}' "$out.trace.json") ;;
     bpftrace)
         local bo=$out.bt before a b n dmm
@@ -439,17 +447,18 @@ drives_run() {
               {name, run_cnt: (.run_cnt - $q.run_cnt), run_time_ns: (.run_time_ns - $q.run_time_ns)} | select(.run_cnt > 0)] as $d |
              {cmds: $n, ns_per_cmd: (if $n > 0 then ([$d[].run_time_ns] | add) / $n else null end),
               programs: [$d[] | {name, run_cnt, ns_per_run: (.run_time_ns / .run_cnt), ns_per_cmd: (if $n > 0 then .run_time_ns / $n else null end)}]}') ;;
-    drives)
-        "$KVIO" drives --job "$WORK/drives-${dev##*/}.fio" --drive bench="$dev" --rounds 1 --probe-seconds 0 -o "$out" \
+    drives|drives_before)
+        local kv=$KVIO; [ "$m" = drives_before ] && kv=$DV_BEFORE
+        "$kv" drives --job "$WORK/drives-${dev##*/}.fio" --drive bench="$dev" --rounds 1 --probe-seconds 0 -o "$out" \
             > "$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
         iops=$(jq '.targets[0].modes.closed.rounds[0].iops' "$out/drives.json") ;;
     esac
     # kvio drives' busy time would hold its tracer's start (loading BPF) too: the CPU per command is fio's alone
     [ -n "$t1" ] || t1=$(cpu_busy_ticks)
-    [ "$m" = drives ] || busy=$(( t1 - t0 ))
+    [ "${m%_before}" = drives ] || busy=$(( t1 - t0 ))
     # fio's own CPU (its threads' user + system time, which fio reports) per command: other jobs' load is not in it
     local fj=$out.json fcpu
-    [ "$m" = drives ] && fj=$out/runs/bench-closed-r1.fio.json
+    [ "${m%_before}" = drives ] && fj=$out/runs/bench-closed-r1.fio.json
     fcpu=$(jq '.jobs[0] | (.usr_cpu + .sys_cpu) / 100 * .job_runtime / 1000 / (.read.total_ios + .write.total_ios) * 1e6' "$fj")
     jq -c -n --argjson i "$iops" --argjson x "$extra" --argjson b "$busy" --argjson hz "$(getconf CLK_TCK)" --argjson f "$fcpu" \
         '{iops: $i, busy_s: (if $b == null then null else $b / $hz end), fio_cpu_us_per_cmd: $f} + $x'
@@ -511,15 +520,19 @@ if has_stage drives; then
                   bwlog_cost_pct: ((1 - $a.bwlog.iops / $a.plain.iops) * 100), trace_cost_pct: ((1 - $a.trace.iops / $a.plain.iops) * 100),
                   trace_before_cost_pct: ((1 - $a.trace_before.iops / $a.plain.iops) * 100),
                   bpftrace_cost_pct: ((1 - $a.bpftrace.iops / $a.plain.iops) * 100),
-                  trace_before_ns_per_cmd: $a.trace_before.ns_per_cmd, saving_ns: ($a.trace_before.ns_per_cmd - $a.trace.ns_per_cmd),
+                  trace_before_ns_per_cmd: $a.trace_before.ns_per_cmd, saving_ns: (if $a.trace.ns_per_cmd and $a.trace_before.ns_per_cmd then $a.trace_before.ns_per_cmd - $a.trace.ns_per_cmd else null end),
                   bpftrace_ns_per_cmd: $a.bpftrace.ns_per_cmd, bpftrace_cmds: $a.bpftrace.cmds,
-                  ns_vs_bpftrace: (if $a.bpftrace.ns_per_cmd then $a.trace.ns_per_cmd / $a.bpftrace.ns_per_cmd else null end),
+                  ns_vs_bpftrace: (if $a.bpftrace.ns_per_cmd and $a.trace.ns_per_cmd then $a.trace.ns_per_cmd / $a.bpftrace.ns_per_cmd else null end),
                   cost_pct: ((1 - $a.drives.iops / $a.plain.iops) * 100),
+                  drives_before_cost_pct: (if $a.drives_before then (1 - $a.drives_before.iops / $a.plain.iops) * 100 else null end),
+                  trace_disk_ns_per_cmd: $a.trace.disk_ns_per_cmd, trace_traced_share: $a.trace.traced_share,
+                  bpf_cpu_share_pct: (($a.trace.disk_ns_per_cmd // 0) * $a.plain.iops / ('"$(nproc)"' * 1e9) * 100),
+                  bpf_cpu_share_before_pct: (($a.trace_before.ns_per_cmd // 0) * $a.plain.iops / ('"$(nproc)"' * 1e9) * 100),
                   trace_ns_per_cmd: $a.trace.ns_per_cmd, trace_qd_source: $a.trace.qd_source, trace_programs: $a.trace.programs,
                   trace_before_programs: $a.trace_before.programs, bpftrace_programs: $a.bpftrace.programs,
                   fio_cpu_us_per_cmd: ($a | map_values(.fio_cpu_us_per_cmd)),
                   busy_us_per_cmd: ([$a | to_entries[] | select(.value.busy_s != null) | {key, value: (.value.busy_s / (.value.iops * '"$SECS"') * 1e6)}] | from_entries)}')"
-            printf '  %-4s round %d %s\n' "$d" "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS; bw log \(.bwlog_cost_pct*10|round/10) %, tracer \(.trace_cost_pct*10|round/10) % (\(.trace_ns_per_cmd|floor) BPF ns/cmd, depth from \(.trace_qd_source); before \(.trace_before_cost_pct*10|round/10) %, \(.trace_before_ns_per_cmd|floor) ns; bpftrace \(.bpftrace_cost_pct*10|round/10) %, \(.bpftrace_ns_per_cmd // 0|floor) ns, kvio/bpftrace \(.ns_vs_bpftrace // 0|.*1000|round/1000)), kvio drives \(.cost_pct*10|round/10) %; fio CPU us/cmd plain \(.fio_cpu_us_per_cmd.plain*100|round/100), traced \(.fio_cpu_us_per_cmd.trace*100|round/100), drives \(.fio_cpu_us_per_cmd.drives*100|round/100)"')"
+            printf '  %-4s round %d %s\n' "$d" "$r" "$(tail -n 1 "$RAW" | jq -r '"load \(.load1*10|round/10): fio \(.plain_iops|floor) IOPS; bw log \(.bwlog_cost_pct*10|round/10) %, tracer \(.trace_cost_pct*10|round/10) % (\(.trace_ns_per_cmd // 0|floor) BPF ns/cmd, depth from \(.trace_qd_source); before \(.trace_before_cost_pct*10|round/10) %, \(.trace_before_ns_per_cmd|floor) ns; bpftrace \(.bpftrace_cost_pct*10|round/10) %, \(.bpftrace_ns_per_cmd // 0|floor) ns, kvio/bpftrace \(.ns_vs_bpftrace // 0|.*1000|round/1000)), kvio drives \(.cost_pct*10|round/10) % (before \(.drives_before_cost_pct // 0|.*10|round/10) %), duty \(.trace_disk_ns_per_cmd // 0|floor) ns per disk cmd, traced \(.trace_traced_share*1000|round/10) %; fio CPU us/cmd plain \(.fio_cpu_us_per_cmd.plain*100|round/100), traced \(.fio_cpu_us_per_cmd.trace*100|round/100), drives \(.fio_cpu_us_per_cmd.drives*100|round/100)"')"
         done
     done
     sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; STATS_WAS=""

@@ -332,7 +332,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     }
     struct rq_ref r = {};
     if (!key || !rq_lookup(key, &r)) {
-        count(KVIO_CNT_UNMATCHED_COMPLETE);
+        count(duty_open_ns && rq_generation(rq, typed) < duty_open_ns ? KVIO_CNT_DUTY_BEFORE
+                                                                      : KVIO_CNT_UNMATCHED_COMPLETE);
         return 0;
     }
     struct rq_state *s = r.s;
@@ -343,8 +344,8 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
         return 0;
     }
     if (s->ignored || !s->issued) {
-        if (!s->issued && !s->ignored)
-            count(KVIO_CNT_UNMATCHED_COMPLETE);
+        if (!s->issued && !s->ignored) /* --duty: inserted in a window, issued after its issue program left */
+            count(duty_open_ns ? KVIO_CNT_DUTY_BEFORE : KVIO_CNT_UNMATCHED_COMPLETE);
         rq_release(&r, key);
         return 0;
     }

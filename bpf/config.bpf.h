@@ -59,6 +59,13 @@ const volatile __u32 bio_slot_mask = KVIO_BIO_SLOTS - 1;
 /* The raw_tp twins of the issue and completion programs are attached as backups (block.bpf.h, primary_missed) */
 const volatile bool backup_programs = false;
 
+/* ---------------------------------------------------------------- written by userspace while tracing (.bss) */
+
+/* --duty: when the current window's issue programs were attached (CLOCK_MONOTONIC ns, trace/duty.h), all ones in
+ * the window's tail (issue programs detached), 0 without --duty. A completion without state of a request allocated
+ * before it was issued outside the window: counted apart (KVIO_CNT_DUTY_BEFORE), not as unmatched. */
+volatile __u64 duty_open_ns = 0;
+
 #ifdef KVIO_BPF_TEST_HOOKS
 /* Test builds only (test_hooks.bpf.h): each primary skips every Nth run, as if the kernel had. */
 const volatile __u32 test_skip_every = 0;

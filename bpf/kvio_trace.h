@@ -154,6 +154,7 @@ enum kvio_counter {
     KVIO_CNT_OWNER_SPILLS,       /* bio owners whose bio_table probes were all taken: kept in the bio_spill hash */
     KVIO_CNT_COMPLETE_RUNS,      /* completion program runs for a whole request of a traced device (not partial):
                                   * the kernel's completions minus these are completions no program ran for */
+    KVIO_CNT_DUTY_BEFORE,        /* --duty: a completion seen of a request issued outside a window (excluded) */
     KVIO_COUNTERS
 };
 

@@ -62,6 +62,11 @@ void add_drives_command(CLI::App& app) {
     sub->add_flag("--keep-thinktime", o->keep_thinktime,
                   "The closed loop keeps the job's thinktime lines: the workload at its own pace between bursts "
                   "(how each drive serves it as traced), not the drive's capacity at the job's depth");
+    sub->add_flag("--trace-every-command", o->trace_every_command,
+                  "Trace every command of each run; by default the tracer's block programs are attached 0.5 s in "
+                  "every 5 s (kvio trace --duty 0.5/5: a CPU-bound device pays their time a tenth of the time), the "
+                  "latency and depth histograms from those windows, commands, bytes and mean depth from the disk's "
+                  "/sys stat over the whole run (\"trace_duty\" in drives.json; docs/drives.md)");
     sub->add_flag("--parallel", o->parallel,
                   "Run the local drives of a round all at once instead of one after another (each still traced at "
                   "its own disk): a round takes the slowest drive's time; the drives then share this host's CPUs, "

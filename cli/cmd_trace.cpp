@@ -304,6 +304,13 @@ void add_trace_command(CLI::App& app) {
                         "--events, --perfetto, a task filter, --per-process/--per-cgroup or --files): about half the "
                         "BPF time per command on a 2-core VM (docs/performance.md)")
         ->check(qd_sample_validator());
+    sub->add_option("--duty", opts->duty,
+                    "ON/PERIOD seconds (e.g. 1/10): attach the block programs only ON s in every PERIOD s (longer "
+                    "until 1024 issues; a direction the last window did not see opens one at once), so a "
+                    "CPU-bound device pays their time per command ON/PERIOD of the time; the latency and depth "
+                    "histograms come from the windows, the commands, bytes and mean depth of the whole run from "
+                    "the disks' /sys stat files (\"duty\" in --json; docs/trace.md, \"Duty-cycled tracing\"). "
+                    "Histogram mode with --block-only only");
     sub->add_option("--lba-bucket", opts->lba_bucket_bytes, "Bucket width of the LBA heatmap, bytes (default 10 GiB)")
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Validator(

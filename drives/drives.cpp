@@ -312,6 +312,7 @@ RunContext context_of(const DrivesOptions& opt, const std::vector<std::string>& 
     RunContext c;
     c.job_path = opt.job_path, c.kvio_version = opt.kvio_version, c.rounds = opt.rounds, c.modes = modes;
     c.keep_thinktime = opt.keep_thinktime;
+    c.trace_duty = opt.trace_every_command ? "" : kTraceDuty;
     c.fio_version = first_line_of({opt.fio, "--version"});
     struct utsname u {};
     if (::uname(&u) == 0) c.kernel = u.release;
@@ -418,6 +419,7 @@ int run_drives(const DrivesOptions& opt, std::ostream& out) {
     if (!opt.simulate.empty()) check_simulate_targets(ts, storage_io);
     RunEnv env;
     env.sim_words = sim_words, env.force = opt.force, env.keep_thinktime = opt.keep_thinktime;
+    env.trace_every_command = opt.trace_every_command;
     env.fio = opt.fio, env.probe_seconds = opt.probe_seconds, env.probe_bytes = opt.probe_bytes;
     env.remote_timeout_s = opt.remote_timeout_s;
     env.kvio_exe = fs::read_symlink(opt.kvio_exe == "/proc/self/exe" ? "/proc/self/exe" : opt.kvio_exe).string();

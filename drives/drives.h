@@ -21,6 +21,7 @@ struct DrivesOptions {
     int rounds = 3;                           ///< runs per target and load mode, interleaved across targets
     std::string load = "closed";              ///< "closed" | "trace" | "both"
     bool keep_thinktime = false;              ///< the closed loop keeps the job's thinktime lines (Pacing)
+    bool trace_every_command = false;         ///< --trace-every-command: no duty cycle (target_run.h kTraceDuty)
     std::string out_dir;                      ///< results; default kvio-drives-YYYYMMDD-HHMMSS
     double probe_seconds = 1;                 ///< length of each of the three ceiling probes; 0 skips the probe
     uint64_t probe_bytes = 64ull << 20;       ///< region each probe covers (capped at the target's size)

@@ -139,6 +139,17 @@ DeviceFigures parse_trace_json(const json& j, const std::string& disk) {
         const json rd = d.value("read", json::object()), wr = d.value("write", json::object());
         f.read_cmds = static_cast<uint64_t>(num(rd, "cmds")), f.read_bytes = static_cast<uint64_t>(num(rd, "bytes"));
         f.write_cmds = static_cast<uint64_t>(num(wr, "cmds")), f.write_bytes = static_cast<uint64_t>(num(wr, "bytes"));
+        if (j.contains("duty") && j["duty"].contains("disks"))
+            for (const auto& k : j["duty"]["disks"]) {
+                if (k.value("dev", "") != d.value("dev", "")) continue;
+                const json kr = k.value("read", json::object()), kw = k.value("write", json::object());
+                f.read_cmds = static_cast<uint64_t>(num(kr, "cmds")),
+                f.read_bytes = static_cast<uint64_t>(num(kr, "bytes"));
+                f.write_cmds = static_cast<uint64_t>(num(kw, "cmds"));
+                f.write_bytes = static_cast<uint64_t>(num(kw, "bytes"));
+                f.qd_read_mean = num(kr, "mean_depth_busy"), f.qd_write_mean = num(kw, "mean_depth_busy");
+                f.traced_share = num(k, "traced_share");
+            }
     }
     return f;
 }

@@ -72,7 +72,9 @@ std::array<double, 2> cap_bw_timeline(std::vector<std::vector<double>>& timeline
 FioRun parse_fio_json(const nlohmann::json& j, const std::string& source);
 
 /// Device-side figures of one run from kvio.trace/1 (docs/formats.md): D2C and Q2D percentiles per direction (ns,
-/// interpolated in their log2 bucket) and the mean queue depth at dispatch (`qd_read`/`qd_write`).
+/// interpolated in their log2 bucket) and the mean queue depth at dispatch (`qd_read`/`qd_write`). A duty-cycled
+/// trace (its "duty" object, trace/duty.h): the percentiles from its windows; commands, bytes and the mean depth (the
+/// requests of a direction in flight while the disk was busy, Little's law) from the disk's stat file, whole trace.
 struct DeviceFigures {
     bool present = false;
     std::string disk;
@@ -81,6 +83,7 @@ struct DeviceFigures {
     double q2d_read_p50 = 0, q2d_read_p99 = 0, q2d_write_p50 = 0, q2d_write_p99 = 0;
     double qd_read_mean = 0, qd_write_mean = 0;
     uint64_t read_cmds = 0, write_cmds = 0, read_bytes = 0, write_bytes = 0;
+    double traced_share = 1;  ///< commands the histograms hold / the disk's commands (duty-cycled: below 1)
 };
 
 /// The device named `disk` in a kvio.trace/1 document; `present` false when the trace has no such device.

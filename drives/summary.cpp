@@ -54,6 +54,7 @@ json device_json(const std::vector<const RunResult*>& runs) {
         {"q2d_read_p50_ns", &DeviceFigures::q2d_read_p50},   {"q2d_read_p99_ns", &DeviceFigures::q2d_read_p99},
         {"q2d_write_p50_ns", &DeviceFigures::q2d_write_p50}, {"q2d_write_p99_ns", &DeviceFigures::q2d_write_p99},
         {"qd_read_mean", &DeviceFigures::qd_read_mean},      {"qd_write_mean", &DeviceFigures::qd_write_mean},
+        {"traced_share", &DeviceFigures::traced_share},
     };
     for (auto [k, f] : kFields) j[k] = spread_json(over(runs, [f](const RunResult& r) { return r.dev.*f; }));
     j["read_bytes"] = spread_json(over(runs, [](const RunResult& r) { return double(r.dev.read_bytes); }));
@@ -269,6 +270,7 @@ json drives_json(const std::vector<Target>& targets, const RunContext& ctx) {
               {"rounds", ctx.rounds},
               {"modes", ctx.modes},
               {"keep_thinktime", ctx.keep_thinktime},
+              {"trace_duty", ctx.trace_duty.empty() ? json(nullptr) : json(ctx.trace_duty)},
               {"started", ctx.started}};
     j["job_declared_bytes"] = ctx.job_bytes ? json(ctx.job_bytes) : json(nullptr);
     j["job_declared_ios"] = ctx.job_ios ? json(ctx.job_ios) : json(nullptr);

@@ -17,6 +17,7 @@ struct RunContext {
     std::string job_path, kvio_version, fio_version, kernel, started;
     int rounds = 0;
     bool keep_thinktime = false;  ///< the closed loop kept the job's thinktime (--keep-thinktime)
+    std::string trace_duty;       ///< the tracer's --duty ON/PERIOD; "": every command traced
     uint64_t job_bytes = 0;       ///< job_declared(job).bytes (0: the job does not say)
     uint64_t job_ios = 0;         ///< job_declared(job).ios (0: the job does not say)
     int stopped_by_signal = 0;    ///< the SIGINT/SIGTERM/SIGHUP that ended the run early; 0: it ran to its end

@@ -287,6 +287,7 @@ int run_traced(const Target& t, const std::vector<std::string>& a, RunResult& r,
     fs::remove(ready, ec);
     std::vector<std::string> targv = {env.kvio_exe, "trace", "-q", "-d", t.disk, "--block-only"};
     for (auto& w : tracer_sampling(t.disk)) targv.push_back(std::move(w));
+    if (!env.trace_every_command) targv.insert(targv.end(), {"--duty", kTraceDuty});
     targv.insert(targv.end(), {"--json", r.files + ".trace.json", "--ready-file", ready});
     pid_t tp = spawn_logged(targv, r.files + ".trace.log");
     int tst = 0;

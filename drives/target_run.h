@@ -59,6 +59,7 @@ struct RunEnv {
     std::vector<std::string> sim_words;  ///< `--simulate`'s flags as words (sim_workload.h)
     bool force = false;                  ///< passed on to kvio simulate for a block device
     bool keep_thinktime = false;         ///< the closed loop keeps the job's thinktime (Pacing::ClosedKeepThinktime)
+    bool trace_every_command = false;    ///< the tracer runs without kTraceDuty
 };
 
 /// Bytes at the start of a block device the ceiling probe leaves alone: the first MiB, where the safety check looks
@@ -88,6 +89,12 @@ inline constexpr int kQdSample = 16;
 /// --d2c-sample`: D2C, Q2D and depth of those, each counted this many times; commands, bytes and sizes exact), about
 /// half the BPF time per command (docs/performance.md "kvio drives: where the cost goes").
 inline constexpr int kD2cSample = 16;
+/// The tracer's block programs are attached 0.5 s in every 5 s (`kvio trace --duty`, trace/duty.h): on a CPU-bound
+/// device their time per command is throughput lost, so paid a tenth of the time it costs a tenth (docs/drives.md
+/// "What the tracer costs"). The D2C, Q2D and depth histograms come from the windows; commands, bytes and the mean
+/// depth from the disk's stat file over the whole run. 0.5/5, not 1/10: a run of a few seconds still has ~10 %
+/// traced. --trace-every-command turns it off.
+inline constexpr const char* kTraceDuty = "0.5/5";
 /// The sampling flags of drives' tracer on `disk` (a name under /sys/block): `--d2c-sample kD2cSample` where its
 /// depth is exact without per-request state, else `--qd-sample kQdSample`.
 std::vector<std::string> tracer_sampling(const std::string& disk);

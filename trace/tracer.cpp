@@ -35,6 +35,7 @@
 #include "trace/file_table.h"
 #include "trace/bpf_stats.h"
 #include "trace/command_guard.h"
+#include "trace/duty.h"
 #include "trace/pid_watch.h"
 #include "trace/probe.h"
 #include "trace/syscall_hooks.h"
@@ -780,6 +781,30 @@ bool iostats_on(const std::vector<uint32_t>& disks) {
     return !disks.empty();
 }
 
+/// --duty: refused (a kvio::Error saying why) where a window would cut what a mode reports: anything beside
+/// histograms of block commands (syscalls, events, owners, files, --breakdown's counters), the live outputs (their
+/// rates would fall to 0 between windows), and --d2c-sample where the in-flight count is the programs' own (a
+/// completion in a window of a request issued before it would take one off the count: only the kernel's finished
+/// counts start each window right, trace/duty.h).
+void check_duty(const TraceOptions& opts, const kvio_trace_bpf* s) {
+    if (opts.duty.empty()) return;
+    const auto& ro = *s->rodata;
+    parse_duty(opts.duty);  // its own errors first
+    const std::string no = "--duty " + opts.duty + ": ";
+    if (!opts.block_only) throw Error(no + "needs --block-only (syscall histograms are not cycled)");
+    if (ro.need_owner || ro.track_files || opts.breakdown)
+        throw Error(no +
+                    "needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, "
+                    "--per-process, --per-cgroup, --files or --breakdown");
+    if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty())
+        throw Error(no +
+                    "not with INTERVAL, --listen or --prom-textfile (their rates would drop to 0 between windows)");
+    if (ro.rq_sample_every > 1 && !ro.qd_kernel_done)
+        throw Error(no +
+                    "with --d2c-sample needs the kernel's finished counts (BTF and the disk's queue/iostats "
+                    "on, docs/performance.md): use --qd-sample instead");
+}
+
 /// Sets the BPF object's configuration for `opts` before it loads: the -d (`devs`, kernel dev_t), -c, -p and --cgroup
 /// filters, what is recorded (events, owners, syscalls, groups), the storage devices whose fds the syscall histograms
 /// count, the histogram slots (returned: the -d disks, else every disk present now), the queue-depth sampling and the
@@ -841,6 +866,7 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     bpf_map__set_max_entries(s->maps.issue_hists,
                              ro->rq_sample_every > 1 ? uint32_t(std::max<size_t>(slot_devs.size(), 1)) : 1);
     ro->lba_bucket_bytes = opts.lba_bucket_bytes ? opts.lba_bucket_bytes : (10ULL << 30);
+    check_duty(opts, s);
     if (!opts.cgroup.empty()) {
         struct stat st {};
         if (stat(opts.cgroup.c_str(), &st) != 0) throw Error("--cgroup " + opts.cgroup + ": does not exist");
@@ -978,7 +1004,8 @@ struct TraceLoop {
     BackupPrograms& backups;
     EventSink& sink;
     std::optional<PidWatch>& pid_watch;
-    uint64_t t0_ns;  ///< CLOCK_MONOTONIC at the trace's start
+    uint64_t t0_ns;                  ///< CLOCK_MONOTONIC at the trace's start
+    std::optional<DutyCycle>& duty;  ///< --duty: opens and closes the windows
 };
 
 /// Drains the ring buffer and services the live outputs and the backup programs until a stop signal, --duration,
@@ -986,11 +1013,12 @@ struct TraceLoop {
 /// res.command_status and `child` becomes 0). Returns the live outputs' error that stopped it, if one did.
 std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res) {
     while (!t.stop.stopped()) {
+        const int poll_ms = t.duty ? t.duty->timeout_ms(now_ns(), 100) : 100;
         // Programs wake us only about every 256 KiB of records (wakeup_mask): drain what is there on every timeout too.
         if (t.live) {
             std::vector<pollfd> fds{{ring_buffer__epoll_fd(t.rb), POLLIN, 0}};
             t.live->add_poll_fds(fds);
-            poll(fds.data(), fds.size(), t.live->timeout_ms(now_ns(), 100));
+            poll(fds.data(), fds.size(), t.live->timeout_ms(now_ns(), poll_ms));
             ring_buffer__consume(t.rb);
             try {
                 t.live->service(now_ns());
@@ -999,10 +1027,11 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
             }
             if (t.live->done()) break;
         } else {
-            ring_buffer__poll(t.rb, 100);
+            ring_buffer__poll(t.rb, poll_ms);
         }
         ring_buffer__consume(t.rb);
-        t.backups.service();
+        if (t.duty) t.duty->service(now_ns());
+        if (!t.duty || t.duty->open()) t.backups.service();  // a backup joins its primary's windows
         if (t.sink.out) t.sink.out->flush_idle(now_ns());
         if (t.sink.out && t.sink.out->failed()) {  // close() reports it again at the end
             std::cerr << "kvio trace: " << t.sink.out->path()
@@ -1247,6 +1276,8 @@ TraceResult run_trace(const TraceOptions& opts) {
     std::ostream& human = events_on_stdout(opts.events_path) ? std::cerr : std::cout;
     std::optional<LiveOutputs> live;  // INTERVAL lines, --listen, --prom-textfile
     snap_src.t0_ns = now_ns();
+    std::optional<DutyCycle> duty;  // --duty: the first window is now
+    if (!opts.duty.empty()) duty.emplace(skel.get(), parse_duty(opts.duty), slot_devs, snap_src.t0_ns);
     start_live(opts, snap_src, human, child, live);
     write_ready_file(opts);
 
@@ -1259,7 +1290,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!opts.quiet && child == 0) say_tracing(opts);
     // A textfile that cannot be written stops the trace; the summary is still written.
     std::exception_ptr live_error =
-        trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns}, child, res);
+        trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns, duty}, child, res);
     if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
         res.command_status = command_status(end_command(child, rb.get()), true);
         g_child = 0;
@@ -1277,6 +1308,7 @@ TraceResult run_trace(const TraceOptions& opts) {
     stats_on.reset();  // statistics back as the administrator had them
     stop.reset();      // the dispositions the trace started with: a further signal takes its usual action
 
+    if (duty) duty->finish(now_ns());  // logs a window open now before its requests in flight are swept below
     const uint64_t in_flight_at_stop = sweep_unfinished(skel.get(), sink, fin.report, fin.counters);
     if (live) {
         try {
@@ -1287,6 +1319,10 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
     res.summary["in_flight_at_stop"] = in_flight_at_stop;  // late completions, not lost ones (sweep_unfinished)
+    if (duty)
+        res.summary["duty"] = duty->summary(snap_src.t0_ns + uint64_t(duration * 1e9), res.summary["devices"],
+                                            fin.counters[KVIO_CNT_DUTY_BEFORE],
+                                            opts.stats ? res.summary["bpf_stats"]["run_time_ns"].get<uint64_t>() : 0);
     if (file_paths) {
         // a stop while --group-by matched: the table is written ungrouped, and the exit says the stop
         const int sig = read_files(skel.get(), *file_paths, opts, res.summary);

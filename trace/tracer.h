@@ -43,6 +43,9 @@ struct TraceOptions {
     bool files = false;          ///< --files: each command's file, a table per file ("files" in the summary)
     std::string files_under;     ///< --under DIR: only files below DIR in the table
     std::string files_group_by;  ///< --group-by REGEX: a row per match over the path (first group if any)
+    /// --duty ON/PERIOD (trace/duty.h): the block programs attached ON s in every PERIOD s; "" = always. Histogram
+    /// mode with --block-only only; commands, bytes and the mean depth of the whole run from the disks' stat files.
+    std::string duty;
 };
 
 /// Largest --qd-sample: a sample then stands for this many commands.
