@@ -912,8 +912,8 @@ TEST(EventsBin, FilesRecordErrorsNameTheRecord) {
         else
             enc.syscall(random_syscalls(1, 3)[0]);
         std::ofstream(bin, std::ios::binary | std::ios::trunc) << std::string(enc.data(), enc.size());
-        // header 64, device 8 + 56, cmd 8 + 120, files 8 + 48: the record after the files record is record 5
-        const std::string want = bin + ": record 5 at byte " + std::to_string(64 + 64 + 128 + 56) + ": " + c.why;
+        // header 64, device 8 + 56, cmd 8 + 120, files 8 + 48: the record after the files record is record 4
+        const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 56) + ": " + c.why;
         size_t cmds = 0, summaries = 0;
         EXPECT_EQ(read_checked(bin, cmds, summaries), want);
         EXPECT_EQ(cmds, 1u);
