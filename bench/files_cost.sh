@@ -9,7 +9,9 @@
 # RW `smallfiles` is the buffered case where the block layer merges several files' pages into one request: fio
 # writes 4000 files of 6000 bytes buffered (the ENGINE is ignored: psync) and `sync` writes them back, all inside
 # the trace; the files are removed (and synced) before each run. A MODE prefixed `base_` (base_plain, base_files)
-# runs the binary in $KVIO_BASE instead (another build, e.g. main's), so two builds are paired per round.
+# runs the binary in $KVIO_BASE instead (another build, e.g. main's), so two builds are paired per round. A MODE
+# ending in `_events` (files_events, base_files_events) adds `--events` (JSONL, into the mktemp directory, removed
+# after the run): the cost of the event records, and with smallfiles of the per-file parts of merged commands.
 #
 # usage: bench/files_cost.sh KVIO OUT.jsonl [ROUNDS (5)] [SECS (4)] [ENGINES ("io_uring libaio")] [RWS ("randread
 # randwrite")] [MODES ("plain files files_submitter")]. One JSON line per run: {stage:"files", mode, round, engine, rw, load1, iops, cmds,
@@ -59,8 +61,9 @@ run_one() {  # run_one MODE ROUND ENGINE RW
         [ -n "${KVIO_BASE:-}" ] || die "mode $mode needs KVIO_BASE"
         bin=$(realpath "$KVIO_BASE")
     fi
-    [ "$m" != plain ] && extra=(--files)
-    [ "$m" = files_submitter ] && env=(KVIO_TRACE_FILES_FROM_SUBMITTER=1)
+    [ "${m%_events}" != plain ] && extra=(--files)
+    [ "${m%_events}" != "$m" ] && extra+=(--events "$W/ev.jsonl")
+    [ "${m%_events}" = files_submitter ] && env=(KVIO_TRACE_FILES_FROM_SUBMITTER=1)
     if [ "$rw" = smallfiles ]; then
         rm -rf "$W/mnt/sf"
         mkdir "$W/mnt/sf"
@@ -84,6 +87,7 @@ run_one() {  # run_one MODE ROUND ENGINE RW
     kill -INT "$KPID"
     wait "$KPID" || true
     KPID=""
+    rm -f "$W/ev.jsonl"
     jq -c --arg m "$mode" --argjson r "$r" --arg e "$eng" --arg rw "$rw" --argjson l "$load" \
         --argjson iops "$(jq '.jobs[0].read.iops + .jobs[0].write.iops' "$fj")" \
         '([.devices[] | .read.cmds + .write.cmds] | add // 0) as $n | ($n + (if $n == 0 then 1 else 0 end)) as $d |

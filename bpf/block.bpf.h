@@ -76,7 +76,7 @@ static __always_inline void group_add(const struct rq_state *st, const struct kv
  * sole_writer: the caller is the completion program, the only writer of slot_hists (no atomics). tw: the commands
  * its D2C and Q2D stand for (rq_time_weight), 0: not timed (a request --d2c-sample did not sample). */
 static __always_inline void account_cmd(const struct rq_state *st, const struct kvio_rq_owner *o, __u64 now, int error,
-                                        bool lost, bool sole_writer, const struct kvio_file_key *fk, __u32 tw)
+                                        bool lost, bool sole_writer, const struct files_cmd *fc, __u32 tw)
 {
     __u32 op = st->opf & KVIO_OP_MASK;
     bool is_read = op == KVIO_OP_READ, is_write = op == KVIO_OP_WRITE;
@@ -148,10 +148,11 @@ static __always_inline void account_cmd(const struct rq_state *st, const struct 
         e->owner = o->owner;
         e->has_user_data = o->owner.user_data != 0;
     }
-    if (fk && fk->ino) {   /* --files (file_attr.bpf.h) */
-        e->slba = fk->ino; /* a block record's NVMe words hold its file (file_attr.h) */
-        e->nlb = fk->fs_dev;
-        e->nsid = fk->gen;
+    if (fc && fc->first.ino) {   /* --files (file_attr.bpf.h) */
+        e->slba = fc->first.ino; /* a block record's NVMe words hold its file (file_attr.h) */
+        e->nlb = fc->first.fs_dev;
+        e->nsid = fc->first.gen;
+        e->nparts = fc->nparts; /* its parts, written before it */
     }
     event_submit(e);
 }
@@ -356,11 +357,11 @@ static __always_inline int on_complete(struct request *rq, int error, unsigned i
     }
     __u64 now = bpf_ktime_get_ns();
     inflight_dec(s->slot, s->dev, false);
-    struct kvio_file_key fk = {};
-    if (track_files) /* --files: each bio's bytes to its file; fk the first (file_attr.bpf.h) */
-        files_on_complete(rq, s->dev, s->opf & KVIO_OP_MASK, s->bytes, now - s->ts_issue, now >= s->ts_issue, typed,
-                          &fk);
-    account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fk : 0, tw);
+    struct files_cmd fc = {};
+    if (track_files) /* --files: each bio's bytes to its file; fc the first and the parts (file_attr.bpf.h) */
+        files_on_complete(rq, s->dev, s->opf & KVIO_OP_MASK, s->bytes, s->sector, now, now - s->ts_issue,
+                          now >= s->ts_issue, typed, &fc);
+    account_cmd(s, r.o, now, error, false, sole_writer, track_files ? &fc : 0, tw);
     rq_release(&r, key);
     return 0;
 }

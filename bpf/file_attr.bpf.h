@@ -64,7 +64,8 @@ struct {
  * for, [2..5] commands attributed by the page, syscall, uring and dio sources, [6] write commands of a process the
  * task filter leaves out admitted as writeback of a file the traced processes wrote (files_follow_writeback), [7]
  * files the traced processes wrote that written_files had no room for (their writeback is left out), [8] completing
- * requests of more bios than files_on_complete walks (KVIO_FILES_RQ_BIOS). */
+ * requests of more bios than files_on_complete walks (KVIO_FILES_RQ_BIOS), [9] file parts of commands (--events,
+ * kvio_parts_event) the ring buffer had no room for. */
 enum {
     FILES_NONE,
     FILES_FULL,
@@ -75,6 +76,7 @@ enum {
     FILES_WB_FOLLOWED,
     FILES_WRITTEN_FULL,
     FILES_CHAIN_CUT,
+    FILES_PARTS_LOST,
     FILES_COUNTERS
 };
 KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
@@ -93,12 +95,14 @@ struct {
 
 static const struct kvio_file_stats zero_file_stats;
 
-static __always_inline void files_count(__u32 which)
+static __always_inline void files_count_n(__u32 which, __u64 n)
 {
     __u64 *c = bpf_map_lookup_elem(&file_counters, &which);
     if (c)
-        *c += 1;
+        *c += n;
 }
+
+static __always_inline void files_count(__u32 which) { files_count_n(which, 1); }
 
 /* The address_space of the first page of `bio` (through the head page of a large folio), as a number; 0 for
  * anonymous memory (a direct-I/O buffer), a swap or KSM page, or no page. 3 or 4 probe reads. */
@@ -306,8 +310,10 @@ static __always_inline void files_account(const struct kvio_file_key *fk, __u8 s
  * segments (128 on virtio-blk and NVMe here), so 256 leaves room. */
 #define KVIO_FILES_RQ_BIOS 256
 /* Distinct files a request's bios are summed for before they are accounted; a request of more files is accounted
- * in rounds of 4 (a file seen again in a later round counts the command again). */
+ * in rounds of 4 (a file seen again in a later round counts the command again). With --events each round of a
+ * command whose bytes are not all one file's is also one kvio_parts_event (bpf/file_attr.h). */
 #define KVIO_FILES_RQ_FILES 4
+_Static_assert(KVIO_FILES_RQ_FILES == KVIO_PARTS_PER_EVENT, "a parts record holds one round");
 
 /* One file's share of a completing request: its bytes, and the source that named it. */
 struct files_rq_part {
@@ -327,6 +333,10 @@ struct files_rq_walk {
     __u32 dev, op;
     __u32 nparts;
     bool timed, written_only;
+    /* --events: the command's sector and completion time (they join its parts records to its "cmd" record), and the
+     * parts written for it so far */
+    __u64 sector, ts;
+    __u32 emitted;
     struct kvio_file_key first; /* the first file seen: the command's file in the events stream */
     struct files_rq_part part[KVIO_FILES_RQ_FILES];
 };
@@ -403,9 +413,48 @@ __noinline int files_part_account(struct files_rq_walk *w, __u32 i)
     return 0;
 }
 
-/* The files summed so far into their stats, each once for this command, with the command's D2C. */
-static __always_inline void files_rq_flush(struct files_rq_walk *w)
+/* --events: the parts summed so far, as one kvio_parts_event of the command (sector and ts of the walk); a record
+ * the ring buffer has no room for counts its parts lost (FILES_PARTS_LOST). A global function, checked once (as
+ * files_part_account). */
+__noinline int files_parts_emit(struct files_rq_walk *w)
 {
+    if (!w)
+        return 0;
+    __u32 n = w->nparts;
+    if (n > KVIO_FILES_RQ_FILES)
+        n = KVIO_FILES_RQ_FILES;
+    if (!n)
+        return 0;
+    w->emitted += n;
+    struct kvio_parts_event *e = EVENT_RESERVE(struct kvio_parts_event);
+    if (!e) {
+        files_count_n(FILES_PARTS_LOST, n);
+        return 0;
+    }
+    e->type = KVIO_EV_PARTS;
+    e->n = n;
+    e->dev = w->dev;
+    e->sector = w->sector;
+    e->ts_complete = w->ts;
+#pragma unroll
+    for (int i = 0; i < KVIO_FILES_RQ_FILES; i++) {
+        if (i < n) {
+            e->part[i].ino = w->part[i].fk.ino;
+            e->part[i].fs_dev = w->part[i].fk.fs_dev;
+            e->part[i].gen = w->part[i].fk.gen;
+            e->part[i].bytes = w->part[i].bytes;
+        }
+    }
+    event_submit(e);
+    return 0;
+}
+
+/* The files summed so far into their stats, each once for this command, with the command's D2C; with `parts`
+ * (--events, a command not all one file's) also onto the events stream. */
+static __always_inline void files_rq_flush(struct files_rq_walk *w, bool parts)
+{
+    if (emit_events && parts)
+        files_parts_emit(w);
 #pragma unroll
     for (int i = 0; i < KVIO_FILES_RQ_FILES; i++)
         if (i < w->nparts)
@@ -425,7 +474,7 @@ static __always_inline void files_rq_add(struct files_rq_walk *w, const struct k
         }
     }
     if (w->nparts >= KVIO_FILES_RQ_FILES)
-        files_rq_flush(w);
+        files_rq_flush(w, true); /* a fifth file: the command is not all one file's */
     __u32 n = w->nparts & (KVIO_FILES_RQ_FILES - 1);
     w->part[n].fk = *fk;
     w->part[n].bytes = bytes;
@@ -469,16 +518,24 @@ static __always_inline bool files_of_sole_bio(struct bio *bio, __u32 dev, bool t
     return files_from_submitter() && file_of_bio_slot(typed ? ptr_number(NUM_COMPLETE, bio) : (__u64)bio, fk, src);
 }
 
-/* --files at the full completion of request `rq` (`bytes` long, op `op`, `d2c` ns when `timed`) of disk `dev`: each
- * of its bios' bytes to that bio's file (block_rq_complete runs at the start of blk_update_request, before any bio is
- * ended: every bio is on rq->bio ... bi_next). A file's stats count the command once, with the command's D2C,
- * however many of its bios it held. Bytes of the request no walked bio holds (a chain longer than
- * KVIO_FILES_RQ_BIOS, or bios a partial completion already ended) go to the last file seen. *first: the first file
- * seen (0: none), which the events stream carries. A request with no file's bio counts as FILES_NONE. `typed`: the
- * tp_btf program (its own walk state). A request of one bio is not walked: its file is read as files_of_sole_bio
- * does, through the typed pointer (the walk's probe reads cost a direct-I/O command ~110 ns, docs/performance.md). */
-static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u32 op, __u64 bytes, __u64 d2c,
-                                              bool timed, bool typed, struct kvio_file_key *first)
+/* What files_on_complete tells the command's event record: its first file and its parts on the stream. */
+struct files_cmd {
+    struct kvio_file_key first; /* the first file seen (ino 0: none) */
+    __u32 nparts;               /* --events: parts written in kvio_parts_event records (0: all one file's or none) */
+};
+
+/* --files at the full completion of request `rq` (`bytes` long from `sector`, op `op`, `d2c` ns when `timed`,
+ * completed at `ts`) of disk `dev`: each of its bios' bytes to that bio's file (block_rq_complete runs at the start of
+ * blk_update_request, before any bio is ended: every bio is on rq->bio ... bi_next). A file's stats count the command
+ * once, with the command's D2C, however many of its bios it held. Bytes of the request no walked bio holds (a chain
+ * longer than KVIO_FILES_RQ_BIOS, or bios a partial completion already ended) go to the last file seen. out->first:
+ * the first file seen (0: none), which the events stream carries; with --events, a command whose bytes are not all
+ * one file's (several files, or a file and bios of none) also has its parts written (out->nparts). A request with no
+ * file's bio counts as FILES_NONE. `typed`: the tp_btf program (its own walk state). A request of one bio is not
+ * walked: its file is read as files_of_sole_bio does, through the typed pointer (the walk's probe reads cost a
+ * direct-I/O command ~110 ns, docs/performance.md). */
+static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u32 op, __u64 bytes, __u64 sector,
+                                              __u64 ts, __u64 d2c, bool timed, bool typed, struct files_cmd *out)
 {
     struct bio *bio = KREAD(typed, rq, bio);
     bool written_only = op == KVIO_OP_WRITE && task_filter_active();
@@ -491,7 +548,7 @@ static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u
             fk.ino = 0; /* an outsider's page under a task filter: no file for the events stream either */
             files_count(FILES_NONE);
         }
-        *first = fk;
+        out->first = fk;
         return;
     }
     __u32 at = typed;
@@ -508,6 +565,11 @@ static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u
     w->d2c = d2c;
     w->timed = timed;
     w->written_only = written_only;
+    if (emit_events) {
+        w->sector = sector;
+        w->ts = ts;
+        w->emitted = 0;
+    }
     bpf_loop(KVIO_FILES_RQ_BIOS, files_bio_step, &w, 0); /* bpf_loop passes a stack address: w's */
     if (w->bio)
         files_count(FILES_CHAIN_CUT);
@@ -515,8 +577,12 @@ static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u
         w->part[(w->nparts - 1) & (KVIO_FILES_RQ_FILES - 1)].bytes += bytes - w->walked;
     if (!w->first.ino)
         files_count(FILES_NONE);
-    files_rq_flush(w);
-    *first = w->first;
+    /* parts on the stream unless the command is all one file's: one part of all its bytes, no round before */
+    bool parts = emit_events && (w->emitted || w->nparts > 1 || (w->nparts == 1 && w->part[0].bytes != bytes));
+    files_rq_flush(w, parts);
+    out->first = w->first;
+    if (emit_events)
+        out->nparts = w->emitted;
 }
 
 /* A traced process wrote file `fk`: its writeback is the trace's from now on (written_files). A lookup first: most

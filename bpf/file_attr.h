@@ -41,4 +41,27 @@ struct kvio_file_event {
 };
 #define KVIO_EV_FILE 3
 
+/* --files with --events: one file's bytes of a block command whose bytes are not all one file's (bios of several
+ * files merged into one request, or a file's data with metadata). The kernel writes a command's parts in
+ * kvio_parts_event records before its kvio_cmd_event (reserved earlier in the same program run, so read earlier from
+ * the ring buffer), up to KVIO_PARTS_PER_EVENT a record; the command's nparts says how many it wrote. A file may
+ * come in two records of one command (a request of more files than the walk sums at once): readers add them up. */
+#define KVIO_EV_PARTS        5
+#define KVIO_PARTS_PER_EVENT 4 /* = KVIO_FILES_RQ_FILES (bpf/file_attr.bpf.h): one record per summed round */
+struct kvio_file_part {
+    __u64 ino;
+    __u32 fs_dev; /* i_sb->s_dev, kernel dev_t */
+    __u32 gen;
+    __u64 bytes; /* of the command's bios that hold this file's pages (its last part also what no walked bio held) */
+};
+struct kvio_parts_event {
+    __u8 type; /* KVIO_EV_PARTS */
+    __u8 n;    /* parts used, 1..KVIO_PARTS_PER_EVENT */
+    __u16 pad;
+    __u32 dev;         /* the command's kernel dev_t (whole disk), sector and ts_complete: they join the parts to */
+    __u64 sector;      /* its kvio_cmd_event */
+    __u64 ts_complete; /* CLOCK_MONOTONIC ns */
+    struct kvio_file_part part[KVIO_PARTS_PER_EVENT];
+};
+
 #endif /* KVIO_FILE_ATTR_H */

@@ -223,7 +223,7 @@ struct kvio_bt_key {
     __u16 dir;  /* enum kvio_bt_dir, from the record's rwbs */
 };
 
-enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2, KVIO_EV_STAGES = 4 }; /* 3: KVIO_EV_FILE (file_attr.h) */
+enum kvio_event_type { KVIO_EV_CMD = 1, KVIO_EV_SYSCALL = 2, KVIO_EV_STAGES = 4 }; /* 3, 5: file_attr.h */
 enum kvio_src { KVIO_SRC_BLOCK = 0, KVIO_SRC_NVME = 1 };
 
 /* Who submitted an I/O: the task at block_getrq (or insert/issue outside a kernel thread). */
@@ -303,8 +303,9 @@ struct kvio_cmd_event {
     __u8 opcode;
     __u8 complete_lost; /* the completion was never seen: no D2C; ts_complete is when the tracer found it lost (the
                          * request's next life, or a merge), 0 when found at stop */
-    __u8 pad[2];
-    __u32 nlb; /* number of LBAs (cdw12[15:0] + 1) */
+    __u16 nparts;       /* --files with --events: file parts the kernel wrote for this command in kvio_parts_event
+                         * records before it (bpf/file_attr.h), 0: its bytes are one file's or no file's */
+    __u32 nlb;          /* number of LBAs (cdw12[15:0] + 1) */
     __u64 slba;
 };
 

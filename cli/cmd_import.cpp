@@ -91,8 +91,9 @@ void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
         if (s.merged)
             warn("kvio import: " + std::to_string(s.merged) +
                  " files' commands moved more bytes than the file holds: the kernel merged several files into one "
-                 "command and an events record names only its first file, so validate --objects' per-file bytes are "
-                 "not exact for them; the trace's --json files table is (docs/engine_layouts.md)");
+                 "command and these events' records name only its first file (a kvio before the records' \"files\"), "
+                 "so validate --objects' per-file bytes are not exact for them; the trace's --json files table is "
+                 "(docs/engine_layouts.md)");
     });
 }
 

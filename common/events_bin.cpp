@@ -152,7 +152,13 @@ bool Reader::fill(size_t need) {
 
 bool Reader::next(Kind& kind, std::string_view& payload) {
     rec_off_ = consumed_ + pos_;
-    if (!fill(1)) return false;
+    if (!fill(1)) {
+        if (files_pending_)
+            warn(path_ + ": record " + std::to_string(record_) +
+                 ": a files record without its cmd record at the end (the trace was cut off?): dropped");
+        files_pending_ = false;
+        return false;
+    }
     if (fill(sizeof kMagic) && has_magic(buf_ + pos_, len_ - pos_)) {  // the next capture of a concatenation
         check_header();
         return next(kind, payload);
@@ -172,7 +178,7 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
     RecordHeader rh{};
     if (!fill(sizeof rh)) return torn("truncated record header");
     std::memcpy(&rh, buf_ + pos_, sizeof rh);
-    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Stages))
+    if (rh.kind < uint32_t(Kind::Device) || rh.kind > uint32_t(Kind::Files))
         bad("unknown record kind " + std::to_string(rh.kind));
     if (rh.bytes > kMaxPayload) bad("record length " + std::to_string(rh.bytes) + " is not plausible");
     const size_t want = rh.kind == uint32_t(Kind::Cmd)       ? sizeof(kvio_cmd_event)
@@ -180,11 +186,27 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
                         : rh.kind == uint32_t(Kind::Device)  ? sizeof(DeviceRecord)
                         : rh.kind == uint32_t(Kind::Stages)  ? sizeof(kvio_stages_event)
                                                              : rh.bytes;
-    if (rh.bytes != want) bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
+    if (rh.kind == uint32_t(Kind::Files)) {
+        if (!rh.bytes || rh.bytes % sizeof(kvio_file_part))
+            bad("a files record of " + std::to_string(rh.bytes) + " bytes, not a whole number of " +
+                std::to_string(sizeof(kvio_file_part)) + "-byte parts");
+    } else if (rh.bytes != want) {
+        bad("payload of " + std::to_string(rh.bytes) + " bytes, expected " + std::to_string(want));
+    }
     const size_t total = sizeof rh + pad8(rh.bytes);
     if (!fill(total)) return torn("truncated record");
     kind = Kind(rh.kind);
     payload = std::string_view(buf_ + pos_ + sizeof rh, rh.bytes);
+    if (files_pending_ && kind != Kind::Cmd)
+        bad(kind == Kind::Files ? "two files records in a row" : "a files record not followed by its cmd record");
+    if (kind == Kind::Files) {  // held for the Cmd record after it
+        files_.resize(payload.size() / sizeof(kvio_file_part));
+        std::memcpy(files_.data(), payload.data(), payload.size());
+        files_pending_ = true;
+        pos_ += total;
+        return next(kind, payload);
+    }
+    if (!files_pending_) files_.clear();
     if (kind == Kind::Syscall && syscall_bytes_ != sizeof(kvio_syscall_event)) {
         // An older capture's record: its bytes, then zeros (no file fields); its pad byte (now flags) was never
         // written by the kernel side, so it is cleared too.
@@ -205,6 +227,16 @@ bool Reader::next(Kind& kind, std::string_view& payload) {
         if (e.src != KVIO_SRC_BLOCK && e.src != KVIO_SRC_NVME)
             bad("field 'src': " + std::to_string(unsigned(e.src)) + " is neither block (" +
                 std::to_string(KVIO_SRC_BLOCK) + ") nor nvme (" + std::to_string(KVIO_SRC_NVME) + ")");
+        if (files_pending_) {
+            files_pending_ = false;
+            if (e.src != KVIO_SRC_BLOCK) bad("field 'files': on an nvme cmd record (only block commands have parts)");
+            uint64_t in_files = 0;
+            for (const kvio_file_part& p : files_) {
+                if (p.bytes > e.bytes - in_files)
+                    bad("field 'files': its parts hold more bytes than the command's " + std::to_string(e.bytes));
+                in_files += p.bytes;
+            }
+        }
     } else if (kind == Kind::Stages) {
         kvio_stages_event e;
         std::memcpy(&e, payload.data(), sizeof e);

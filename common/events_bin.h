@@ -5,16 +5,20 @@
 //
 // Layout, host byte order (the header's byte_order word tells): a 64-byte FileHeader, then records, each a
 // RecordHeader (kind, payload bytes) followed by the payload and zero padding to a multiple of 8 bytes.
-// A Device record precedes the first Cmd or Stages record of its device.
+// A Device record precedes the first Cmd or Stages record of its device. A Files record (--files: the file parts of
+// a block command not all one file's) comes right before its Cmd record.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
+#include "bpf/file_attr.h"
 #include "bpf/kvio_trace.h"
 
 namespace kvio::evbin {
@@ -41,6 +45,8 @@ enum class Kind : uint32_t {
     Syscall = 3,  ///< kvio_syscall_event (or its first KVIO_SYSCALL_EVENT_V1_BYTES, in older captures)
     Json = 4,     ///< one kvio.events/1 record as JSON text without the newline (the summary)
     Stages = 5,   ///< kvio_stages_event (--breakdown with --events), as the kernel filled it; after its Device record
+    Files = 6,    ///< kvio_file_part[1..65535] (bpf/file_attr.h): each file's bytes of the Cmd record right after it,
+                  ///< each file once (the tracer's join, trace/cmd_parts.h); a kvio before them refuses the capture
 };
 
 struct RecordHeader {
@@ -80,6 +86,10 @@ public:
     /// Appends a Cmd record. The caller appends its device() first.
     void cmd(const kvio_cmd_event& e) { record(Kind::Cmd, &e, sizeof e); }
     void syscall(const kvio_syscall_event& e) { record(Kind::Syscall, &e, sizeof e); }
+    /// Appends a Files record: the file parts of the Cmd record the caller appends next (none: nothing appended).
+    void files(std::span<const kvio_file_part> p) {
+        if (!p.empty()) record(Kind::Files, p.data(), p.size_bytes());
+    }
     /// Appends a Stages record. The caller appends its device() first.
     void stages(const kvio_stages_event& e) { record(Kind::Stages, &e, sizeof e); }
     /// Appends a Json record holding `text` (one JSON object, no newline).
@@ -127,8 +137,12 @@ public:
     /// record cut off by the end of the file is dropped with a warning (common/warn.h) "PATH: record N at byte
     /// B: truncated record (the trace was cut off?): dropped". Throws kvio::Error "PATH: record N at byte B: REASON"
     /// for an unknown record, a cmd record before its device's record, or a cmd whose `src` is neither
-    /// KVIO_SRC_BLOCK nor KVIO_SRC_NVME.
+    /// KVIO_SRC_BLOCK nor KVIO_SRC_NVME. A Files record is not returned: it is checked (a whole number of parts,
+    /// followed by the Cmd record of a block command, whose bytes its parts do not exceed) and its parts are that
+    /// Cmd's files().
     bool next(Kind& kind, std::string_view& payload);
+    /// The file parts of the Cmd record last returned (empty: it had no Files record), valid until the next call.
+    std::span<const kvio_file_part> files() const { return files_; }
     /// The facts of device `dev` from its device record; nullptr before it (never for a returned Cmd record).
     const DeviceFacts* device(uint32_t dev) const {
         auto it = devs_.find(dev);
@@ -152,6 +166,8 @@ private:
     std::unordered_map<uint32_t, DeviceFacts> devs_;
     uint32_t syscall_bytes_ = sizeof(kvio_syscall_event);  ///< syscall record size of the capture being read
     kvio_syscall_event upgraded_{};                        ///< an older capture's record, returned at full size
+    std::vector<kvio_file_part> files_;                    ///< the last Files record's parts, for the Cmd after it
+    bool files_pending_ = false;                           ///< files_ read, its Cmd record not yet
 };
 
 }  // namespace kvio::evbin

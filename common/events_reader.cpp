@@ -59,14 +59,17 @@ constexpr const char* kNames[] = {"type",
                                   "negative_deltas",
                                   "fd",
                                   "ret",
-                                  "direct"};
+                                  "direct",
+                                  "files"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(EventField::Count_));
 
 constexpr int kNone = -1;
 constexpr int kFirstUint = int(EventField::Sector);
 constexpr int kFirstInt = int(EventField::Fd);
 constexpr int kFirstBool = int(EventField::Direct);
-static_assert(kFirstBool == int(EventField::Count_) - 1, "one boolean field: the parsers set r.direct");
+constexpr int kFiles = int(EventField::Files);
+static_assert(kFirstBool == kFiles - 1, "one boolean field: the parsers set r.direct");
+static_assert(kFiles == int(EventField::Count_) - 1, "one array field: the parsers fill r.files");
 
 // Top-level key -> EventField index, kNone for keys no reader interprets.
 int lookup(std::string_view k) {
@@ -94,7 +97,7 @@ int lookup(std::string_view k) {
                    : k == "name" ? int(F::Name)
                                  : kNone;
         case 5:
-            return k == "bytes" ? int(F::Bytes) : k == "count" ? int(F::Count) : kNone;
+            return k == "bytes" ? int(F::Bytes) : k == "count" ? int(F::Count) : k == "files" ? int(F::Files) : kNone;
         case 6:
             return k == "sector"   ? int(F::Sector)
                    : k == "events" ? int(F::Events)
@@ -198,6 +201,22 @@ struct JsonSyntaxError : Error {
     using Error::Error;
 };
 
+/// The error for element `i` of a cmd's `files` whose `field` is wrong: "FILE:LINE: field 'files': element I:
+/// field 'F': MSG".
+[[noreturn]] void bad_part(const JsonSource& src, size_t i, const char* field, const std::string& msg) {
+    src.fail("files", "element " + std::to_string(i) + ": field '" + field + "': " + msg);
+}
+
+/// The keys of a `files` element, as bits: each is required.
+enum PartKey : unsigned { kPartIno = 1, kPartFsDev = 2, kPartGen = 4, kPartBytes = 8, kPartAll = 15 };
+const char* const kPartNames[] = {"ino", "fs_dev", "gen", "bytes"};
+
+/// Throws for element `i` of `files` that lacks one of its keys (`seen`: the PartKey bits it had).
+void require_part_keys(const JsonSource& src, size_t i, unsigned seen) {
+    for (unsigned b = 0; b < 4; ++b)
+        if (!(seen >> b & 1)) bad_part(src, i, kPartNames[b], "missing");
+}
+
 [[noreturn]] void wrong_type(const JsonSource& src, int f, const char* got) {
     if (f < kFirstUint) src.fail(kNames[f], "expected a string");
     if (f >= kFirstBool) src.fail(kNames[f], std::string("expected true or false, got ") + got);
@@ -230,6 +249,7 @@ const char* io_op_name(IoOp op) {
 // simdjson On-Demand: the line is parsed in place in the read buffer (the bytes after it are the padding).
 struct EventsReader::Parser {
     simdjson::ondemand::parser parser;
+    std::vector<EventFilePart> files;  // the line's `files` (views into the parser's string buffer)
 
     [[noreturn]] static void invalid(const JsonSource& src, simdjson::error_code e) {
         throw JsonSyntaxError(src.where() + ": not valid JSON (" + simdjson::error_message(e) + ")");
@@ -262,6 +282,63 @@ struct EventsReader::Parser {
         return "an invalid value";
     }
 
+    /// A cmd's `files` array into `files` and r.files.
+    void parse_files(simdjson::ondemand::value& v, EventRecord& r, const JsonSource& src) {
+        using namespace simdjson;
+        ondemand::array arr;
+        if (auto e = v.get_array().get(arr)) {
+            if (e != INCORRECT_TYPE) invalid(src, e);
+            src.fail("files", std::string("expected an array, got ") + kind(v));
+        }
+        files.clear();
+        for (auto er : arr) {
+            const size_t i = files.size();
+            ondemand::value ev;
+            if (auto e = std::move(er).get(ev)) invalid(src, e);
+            ondemand::object o;
+            if (auto e = ev.get_object().get(o)) {
+                if (e != INCORRECT_TYPE) invalid(src, e);
+                src.fail("files", "element " + std::to_string(i) + ": expected an object, got " + kind(ev));
+            }
+            EventFilePart p;
+            unsigned seen = 0;
+            for (auto fr : o) {
+                ondemand::field fld;
+                if (auto e = std::move(fr).get(fld)) invalid(src, e);
+                std::string_view k;
+                if (auto e = fld.unescaped_key().get(k)) invalid(src, e);
+                ondemand::value fv = fld.value();
+                if (k == "fs_dev") {
+                    if (auto e = fv.get_string().get(p.fs_dev)) {
+                        if (e != INCORRECT_TYPE) invalid(src, e);
+                        bad_part(src, i, "fs_dev", std::string("expected a string, got ") + kind(fv));
+                    }
+                    seen |= kPartFsDev;
+                    continue;
+                }
+                const unsigned bit = k == "ino"     ? unsigned(kPartIno)
+                                     : k == "gen"   ? unsigned(kPartGen)
+                                     : k == "bytes" ? unsigned(kPartBytes)
+                                                    : 0u;
+                if (!bit) continue;  // other keys are skipped, as at the top level
+                uint64_t u;
+                if (auto e = fv.get_uint64().get(u)) {
+                    if (e != INCORRECT_TYPE && e != NUMBER_OUT_OF_RANGE) invalid(src, e);
+                    bad_part(src, i,
+                             bit == kPartIno   ? "ino"
+                             : bit == kPartGen ? "gen"
+                                               : "bytes",
+                             std::string("expected a non-negative integer, got ") + kind(fv));
+                }
+                (bit == kPartIno ? p.ino : bit == kPartGen ? p.gen : p.bytes) = u;
+                seen |= bit;
+            }
+            require_part_keys(src, i, seen);
+            files.push_back(p);
+        }
+        r.files = files;
+    }
+
     void parse(const char* b, size_t len, size_t capacity, EventRecord& r, const JsonSource& src) {
         using namespace simdjson;
         ondemand::document doc;
@@ -282,7 +359,9 @@ struct EventsReader::Parser {
             if (f == kNone) continue;  // skipped by the iteration, unchecked
             ondemand::value v = fld.value();
             r.has |= uint64_t{1} << f;
-            if (f < kFirstUint) {
+            if (f == kFiles) {
+                parse_files(v, r, src);
+            } else if (f < kFirstUint) {
                 std::string_view s;
                 if (auto e = v.get_string().get(s)) {
                     if (e != INCORRECT_TYPE) invalid(src, e);
@@ -324,6 +403,39 @@ struct EventsReader::Parser {
 struct EventsReader::Parser {
     json j;
     std::string strings[size_t(EventField::Sector)];
+    std::vector<EventFilePart> files;
+    std::vector<std::string> file_devs;  // the parts' fs_dev strings (files' views point into them)
+
+    /// A cmd's `files` array into `files` and r.files.
+    void parse_files(const json& v, EventRecord& r, const JsonSource& src) {
+        if (!v.is_array()) src.fail("files", "expected an array");
+        files.assign(v.size(), EventFilePart{});
+        file_devs.resize(v.size());  // before any view is taken: a reallocation moves short strings
+        for (size_t i = 0; i < v.size(); ++i) {
+            const json& o = v[i];
+            if (!o.is_object()) src.fail("files", "element " + std::to_string(i) + ": expected an object");
+            unsigned seen = 0;
+            for (auto& [k, fv] : o.items()) {
+                if (k == "fs_dev") {
+                    if (!fv.is_string()) bad_part(src, i, "fs_dev", "expected a string");
+                    file_devs[i] = fv.get<std::string>();
+                    seen |= kPartFsDev;
+                    continue;
+                }
+                const unsigned bit = k == "ino"     ? unsigned(kPartIno)
+                                     : k == "gen"   ? unsigned(kPartGen)
+                                     : k == "bytes" ? unsigned(kPartBytes)
+                                                    : 0u;
+                if (!bit) continue;
+                if (!fv.is_number_unsigned()) bad_part(src, i, k.c_str(), "expected a non-negative integer");
+                (bit == kPartIno ? files[i].ino : bit == kPartGen ? files[i].gen : files[i].bytes) = fv.get<uint64_t>();
+                seen |= bit;
+            }
+            require_part_keys(src, i, seen);
+            files[i].fs_dev = file_devs[i];
+        }
+        r.files = files;
+    }
 
     void parse(const char* b, size_t len, size_t, EventRecord& r, const JsonSource& src) {
         try {
@@ -336,7 +448,9 @@ struct EventsReader::Parser {
             int f = lookup(k);
             if (f == kNone) continue;
             r.has |= uint64_t{1} << f;
-            if (f < kFirstUint) {
+            if (f == kFiles) {
+                parse_files(v, r, src);
+            } else if (f < kFirstUint) {
                 if (!v.is_string()) wrong_type(src, f, "");
                 strings[f] = v.get<std::string>();
                 *string_slot(r, f) = strings[f];
@@ -430,6 +544,20 @@ bool EventsReader::read_line(const char*& b, const char*& e) {
 }
 
 // A kvio.events.bin record as the kvio.events/1 record `kvio dump` would print for it (the fields readers use).
+// The file parts of the capture's cmd record last read, as a JSONL record's `files` reads.
+void EventsReader::bin_parts(EventRecord& r) {
+    const auto parts = bin_->files();
+    bin_files_.resize(parts.size());
+    bin_devs_.resize(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const DevId d = decode_kernel_dev(parts[i].fs_dev);
+        const int n = std::snprintf(bin_devs_[i].data(), bin_devs_[i].size(), "%u:%u", d.major, d.minor);
+        bin_files_[i] = {std::string_view(bin_devs_[i].data(), size_t(n)), parts[i].ino, parts[i].gen, parts[i].bytes};
+    }
+    r.files = bin_files_;
+    r.has |= uint64_t{1} << unsigned(EventField::Files);
+}
+
 bool EventsReader::next_bin(EventRecord& r) {
     evbin::Kind kind;
     std::string_view p;
@@ -467,6 +595,7 @@ bool EventsReader::next_bin(EventRecord& r) {
                     r.ino = e.slba, r.gen = e.nsid;
                     set(F::FsDev), set(F::Ino), set(F::Gen);
                 }
+                if (!bin_->files().empty()) bin_parts(r);
                 return true;
             }
             case evbin::Kind::Stages:  // as a JSONL "stages" record reads: its type only (no reader needs more)
@@ -493,6 +622,8 @@ bool EventsReader::next_bin(EventRecord& r) {
                 }
                 return true;
             }
+            case evbin::Kind::Files:  // not returned: its parts are the next Cmd's files()
+                continue;
             case evbin::Kind::Json:
                 json_.assign(p.data(), p.size());
                 json_.append(kPadding, '\0');
@@ -626,6 +757,7 @@ void EventsReader::check(EventRecord& r) {
     if (data && r.bytes > UINT32_MAX)
         src_.fail("bytes", std::to_string(r.bytes) + " is not a command size (at most 4 GiB)");
     if (r.nvme) {
+        if (r.has_field(F::Files)) src_.fail("files", "on an nvme command (only block commands have parts)");
         require(r, F::Slba);
         require(r, F::Nlb);
         if (data && r.nlb == 0) src_.fail("nlb", "0 blocks in a " + std::string(op) + " (nlb counts from 1)");
@@ -638,6 +770,12 @@ void EventsReader::check(EventRecord& r) {
         if (!r.has_field(F::Sector)) r.sector = r.offset / 512;
     } else {
         require(r, F::Sector);
+        uint64_t in_files = 0;
+        for (const EventFilePart& p : r.files) {
+            if (p.bytes > r.bytes - in_files)
+                src_.fail("files", "its parts hold more bytes than the command's " + std::to_string(r.bytes));
+            in_files += p.bytes;
+        }
         // A flush carries no sector: the kernel reports sector -1 for it.
         if (data && r.sector > (UINT64_MAX >> 9))
             src_.fail("sector", std::to_string(r.sector) + " × 512 bytes is beyond any device");

@@ -4,12 +4,15 @@
 // large read buffer (lines are parsed in place, no DOM, no per-line allocation); builds without simdjson (the static
 // binary, KVIO_NO_SIMDJSON) parse each line with nlohmann_json instead, with the same results.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/events_bin.h"
 #include "common/jsonl.h"
@@ -54,6 +57,7 @@ enum class EventField : uint8_t {
     Fd,
     Ret,     // integers
     Direct,  // booleans
+    Files,   // the one array: a cmd's file parts
     Count_
 };
 
@@ -66,6 +70,13 @@ enum class EventType : uint8_t { Cmd, Syscall, Summary, Stages };
 enum class IoOp : uint8_t { Read, Write, Flush, Discard, Other };
 /// "read", "write", "flush", "discard", "other".
 const char* io_op_name(IoOp op);
+
+/// One file's bytes of a block command whose bytes are not all one file's (a cmd record's `files`, docs/formats.md):
+/// `fs_dev` "MAJ:MIN" points into the reader like the record's strings.
+struct EventFilePart {
+    std::string_view fs_dev;
+    uint64_t ino = 0, gen = 0, bytes = 0;
+};
 
 /// One record, flattened. String views point into the reader and are valid until its next next().
 /// A field whose bit is not set in `has` was absent (its value is "" / 0).
@@ -88,6 +99,10 @@ struct EventRecord {
     uint64_t ts_enter = 0, ts_exit = 0, file_offset = 0, count = 0, ino = 0, gen = 0, file_size = 0;
     int64_t fd = 0, ret = 0;
     bool direct = false;
+    /// cmd `files` (--files --events: each file's bytes of a command not all one file's, each file once); empty when
+    /// absent. Points into the reader, valid until its next next(). Readers that sum bytes per file take these in
+    /// place of the record's own ino (its first file) when present.
+    std::span<const EventFilePart> files;
 
     bool has_field(EventField f) const { return has >> unsigned(f) & 1; }
 };
@@ -125,7 +140,7 @@ public:
     ///   and `ts_issue`; a block cmd has `sector`, an nvme cmd `slba` and `nlb`; `ts_complete`, when present, is
     ///   not before `ts_issue`; a read or write lies on the disk (sector × 512, slba × LBA bytes fit in 64 bits)
     ///   and is at most 4 GiB (the kernel's 32-bit request length); an nvme read or write has nlb ≥ 1 and bytes
-    ///   a multiple of nlb.
+    ///   a multiple of nlb; `files` only on a block cmd, its parts' bytes not above the command's.
     /// Fills kind, io, nvme, kdev and offset. Throws "FILE:LINE: field 'F': missing" / "...: expected ..., got ...".
     bool next_checked(EventRecord& r);
 
@@ -143,6 +158,7 @@ public:
 private:
     bool read_line(const char*& b, const char*& e);
     bool next_bin(EventRecord& r);
+    void bin_parts(EventRecord& r);
     void check(EventRecord& r);
     bool unterminated_ = false;  // the line read_line returned last had no newline (the file's last)
     std::string last_dev_;       // the last "MAJ:MIN" checked and its dev_t: a trace is about one or two devices
@@ -158,6 +174,8 @@ private:
     std::unique_ptr<evbin::Reader> bin_;
     char rwbs_[8] = {}, comm_[16] = {}, fs_dev_[24] = {};
     std::string json_;
+    std::vector<EventFilePart> bin_files_;        // a capture's Files record as parts
+    std::vector<std::array<char, 24>> bin_devs_;  // their fs_dev strings
 };
 
 }  // namespace kvio

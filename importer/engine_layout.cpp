@@ -218,7 +218,7 @@ namespace {
 /// One direction's traffic for a file: device commands and syscalls, and the time they span (ns).
 struct DirIo {
     uint64_t first = UINT64_MAX, last = 0, cmds = 0, syscalls = 0;
-    uint64_t cmd_bytes = 0;  ///< the commands' bytes (a command merging several files names only the first)
+    uint64_t cmd_bytes = 0;  ///< the commands' bytes for this file (its part of a command of several files)
     bool any() const { return cmds + syscalls > 0; }
     void span(uint64_t a, uint64_t b) {
         first = std::min(first, a);
@@ -231,21 +231,33 @@ struct FileEvents {
 /// (fs_dev, ino) -> gen -> traffic.
 using EventsByFile = std::map<std::pair<std::string, uint64_t>, std::map<uint64_t, FileEvents>>;
 
-EventsByFile read_file_events(const std::string& path) {
+/// One read or write command of `r` that moved `bytes` of the file whose traffic is `fe`.
+void add_cmd(FileEvents& fe, const EventRecord& r, uint64_t bytes) {
+    DirIo& d = r.io == IoOp::Read ? fe.rd : fe.wr;
+    d.cmds++;
+    d.cmd_bytes += bytes;
+    d.span(r.ts_issue, r.has_field(EventField::TsComplete) ? r.ts_complete : r.ts_issue);
+}
+
+/// The events per file; *parts: some command record carried `files` (each file's bytes of a merged command).
+EventsByFile read_file_events(const std::string& path, bool* parts) {
     EventsReader rd(path);
     EventRecord r;
     EventsByFile by;
     uint64_t records = 0;
+    *parts = false;
     while (rd.next_checked(r)) {
         records++;
         if (!r.has_field(EventField::Ino) || !r.has_field(EventField::FsDev)) continue;
+        if (r.kind == EventType::Cmd && r.io != IoOp::Read && r.io != IoOp::Write) continue;
+        if (r.kind == EventType::Cmd && !r.files.empty()) {  // a command of several files: each its own bytes
+            *parts = true;
+            for (const EventFilePart& p : r.files) add_cmd(by[{std::string(p.fs_dev), p.ino}][p.gen], r, p.bytes);
+            continue;
+        }
         FileEvents& fe = by[{std::string(r.fs_dev), r.ino}][r.gen];
         if (r.kind == EventType::Cmd) {
-            if (r.io != IoOp::Read && r.io != IoOp::Write) continue;
-            DirIo& d = r.io == IoOp::Read ? fe.rd : fe.wr;
-            d.cmds++;
-            d.cmd_bytes += r.bytes;
-            d.span(r.ts_issue, r.has_field(EventField::TsComplete) ? r.ts_complete : r.ts_issue);
+            add_cmd(fe, r, r.bytes);
         } else if (r.kind == EventType::Syscall) {
             const bool wr = r.name.find("write") != std::string_view::npos;
             if (!wr && r.name.find("read") == std::string_view::npos) continue;
@@ -330,7 +342,8 @@ json op_record(const KvFile& f, size_t id, bool store, const DirIo& d, const Map
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out) {
     ImportSummary s;
     s.scan = scan_layout(dir, o.layout);
-    const EventsByFile by = read_file_events(o.events_path);
+    bool parts = false;
+    const EventsByFile by = read_file_events(o.events_path, &parts);
     const FileMapper mapper = o.mapper ? o.mapper : FileMapper(fiemap_file);
     std::vector<std::pair<uint64_t, json>> ops;  // by ts_start
     MappedFile first;
@@ -345,7 +358,7 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         const MappedFile m = mapper(f);
         if (first.dev.empty()) first = m;
         const uint64_t whole = checked_round_up(f.size, m.lba_bytes).value_or(f.size);
-        if (fe->wr.cmd_bytes > whole || fe->rd.cmd_bytes > whole) s.merged++;
+        if (!parts && (fe->wr.cmd_bytes > whole || fe->rd.cmd_bytes > whole)) s.merged++;
         if (fe->wr.any()) ops.emplace_back(fe->wr.first, op_record(f, i, true, fe->wr, m)), s.stores++;
         if (fe->rd.any()) ops.emplace_back(fe->rd.first, op_record(f, i, false, fe->rd, m)), s.loads++;
     }

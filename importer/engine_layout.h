@@ -85,9 +85,10 @@ struct ImportSummary {
     LayoutScan scan;
     uint64_t stores = 0, loads = 0;  ///< ops written
     uint64_t untouched = 0;          ///< files no command or syscall of the events touched
-    /// files whose commands in one direction moved more bytes than the file holds (rounded to the filesystem block):
-    /// the kernel merged several files into those commands and an events record names only the first file, so
-    /// their per-file bytes are not exact (the trace summary's files table is).
+    /// files whose commands in one direction moved more bytes than the file holds (rounded to the filesystem block),
+    /// in a stream whose cmd records carry no `files` (a kvio before them): the kernel merged several files into
+    /// those commands and such a record names only the first file, so their per-file bytes are not exact (the trace
+    /// summary's files table is). With `files` each file takes its own bytes of a merged command: 0.
     uint64_t merged = 0;
     uint64_t projected_bytes = 0;  ///< sum over files
 };

@@ -46,7 +46,9 @@ void for_each_record(const std::string& path, const std::function<void(const jso
     evbin::Reader r(path);
     auto where = [&] { return path + ": record " + std::to_string(r.record()); };
     trace::CaptureVisitor v;
-    v.cmd = [&](const kvio_cmd_event& e, trace::DevCache& devs) { f(trace::cmd_event_json(e, devs), where()); };
+    v.cmd = [&](const kvio_cmd_event& e, trace::DevCache& devs, std::span<const kvio_file_part> files) {
+        f(trace::cmd_event_json(e, devs, files), where());
+    };
     v.syscall = [&](const kvio_syscall_event& e) { f(trace::syscall_event_json(e), where()); };
     v.json = [&](std::string_view, const json& j) { f(j, where()); };
     trace::visit_capture(r, path, v);

@@ -21,7 +21,7 @@ void visit_capture(evbin::Reader& r, const std::string& path, const CaptureVisit
             case evbin::Kind::Cmd: {
                 kvio_cmd_event e;
                 std::memcpy(&e, p.data(), sizeof e);
-                if (v.cmd) v.cmd(e, devs);
+                if (v.cmd) v.cmd(e, devs, r.files());
                 break;
             }
             case evbin::Kind::Syscall: {
@@ -36,6 +36,8 @@ void visit_capture(evbin::Reader& r, const std::string& path, const CaptureVisit
                 if (v.stages) v.stages(e, devs);
                 break;
             }
+            case evbin::Kind::Files:  // not returned by the reader: its parts are the next Cmd's files()
+                break;
             case evbin::Kind::Json: {
                 auto j = nlohmann::json::parse(p.begin(), p.end(), nullptr, false);
                 if (j.is_discarded() || !j.is_object() || p.find('\n') != std::string_view::npos)

@@ -2,6 +2,7 @@
 // captures: `kvio dump` (JSONL) and the Perfetto timeline.
 #pragma once
 #include <functional>
+#include <span>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,8 @@ namespace kvio::trace {
 /// What each kind of record is handed to (an empty function skips that kind). Device records are not handed on:
 /// they fill the DevCache a command is decoded with (the capture's facts, never this machine's sysfs).
 struct CaptureVisitor {
-    std::function<void(const kvio_cmd_event&, DevCache&)> cmd;
+    /// A command and its file parts (the capture's Files record before it; empty: none).
+    std::function<void(const kvio_cmd_event&, DevCache&, std::span<const kvio_file_part>)> cmd;
     std::function<void(const kvio_syscall_event&)> syscall;
     std::function<void(const kvio_stages_event&, DevCache&)> stages;
     /// A json record (the summary, stop notes): its text, one JSON object on one line, and the parsed object.

@@ -28,7 +28,14 @@ const DevCache::Entry& DevCache::get(uint32_t kdev) {
 
 static std::string comm_string(const char* c) { return std::string(c, strnlen(c, KVIO_COMM_LEN)); }
 
-nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
+/// The bytes of command `bytes` long that no part of `files` holds (0 if the parts hold more).
+static uint64_t nofile_bytes(uint64_t bytes, std::span<const kvio_file_part> files) {
+    uint64_t in_files = 0;
+    for (const kvio_file_part& p : files) in_files += p.bytes;
+    return bytes > in_files ? bytes - in_files : 0;
+}
+
+nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs, std::span<const kvio_file_part> files) {
     const auto& d = devs.get(e.dev);
     bool nvme = e.src == KVIO_SRC_NVME;
     uint64_t bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
@@ -65,6 +72,16 @@ nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs) {
         j["ino"] = e.slba;
         j["fs_dev"] = dev_string(decode_kernel_dev(e.nlb));
         j["gen"] = e.nsid;
+    }
+    if (!nvme && !files.empty()) {  // --files --events: each file's bytes of a command not all one file's
+        nlohmann::json a = nlohmann::json::array();
+        for (const kvio_file_part& p : files)
+            a.push_back({{"ino", p.ino},
+                         {"fs_dev", dev_string(decode_kernel_dev(p.fs_dev))},
+                         {"gen", p.gen},
+                         {"bytes", p.bytes}});
+        j["files"] = std::move(a);
+        j["nofile_bytes"] = nofile_bytes(bytes, files);
     }
     if (nvme) {
         j["qid"] = e.qid;
@@ -188,7 +205,7 @@ EventEncoder::EventEncoder() : impl_(std::make_unique<Impl>()) {}
 EventEncoder::~EventEncoder() = default;
 
 // Keys are written in std::map (byte-wise) order, the order nlohmann's object_t emits them in.
-void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
+void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs, std::span<const kvio_file_part> files) {
     const auto& d = devs.get(e.dev);
     bool nvme = e.src == KVIO_SRC_NVME;
     uint64_t bytes = nvme ? uint64_t(e.nlb) * d.lba_bytes : e.bytes;
@@ -207,18 +224,32 @@ void EventEncoder::cmd(const kvio_cmd_event& e, DevCache& devs) {
     m.s("dev", d.majmin);
     m.s("disk", d.disk);
     if (e.error) m.i("error", e.error);
+    const bool parts = !nvme && !files.empty();
+    char dev[24];
+    if (parts) {
+        m.key("files");
+        m.w.StartArray();
+        for (const kvio_file_part& p : files) {
+            m.w.StartObject();
+            m.u("bytes", p.bytes);
+            const DevId fd = decode_kernel_dev(p.fs_dev);
+            m.s("fs_dev", dev, size_t(std::snprintf(dev, sizeof dev, "%u:%u", fd.major, fd.minor)));
+            m.u("gen", p.gen);
+            m.u("ino", p.ino);
+            m.w.EndObject();
+        }
+        m.w.EndArray();
+    }
     const bool file = !nvme && e.slba;  // --files: a block record's NVMe words hold its file (bpf/file_attr.h)
     if (file) {
-        char dev[24];
         const DevId fd = decode_kernel_dev(e.nlb);
         m.s("fs_dev", dev, size_t(std::snprintf(dev, sizeof dev, "%u:%u", fd.major, fd.minor)));
         m.u("gen", e.nsid);
         m.u("ino", e.slba);
     }
-    if (nvme) {
-        m.u("nlb", e.nlb);
-        m.u("nsid", e.nsid);
-    }
+    if (nvme) m.u("nlb", e.nlb);
+    if (parts) m.u("nofile_bytes", nofile_bytes(bytes, files));
+    if (nvme) m.u("nsid", e.nsid);
     m.s("op", nvme ? op_name_from_nvme_opcode(e.opcode) : op_name_from_opf(e.opf));
     if (nvme) m.u("opcode", e.opcode);
     m.u("pid", e.owner.pid);

@@ -3,11 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "bpf/file_attr.h"
 #include "bpf/kvio_trace.h"
 #include "common/event_names.h"
 
@@ -37,7 +39,9 @@ private:
 
 /// One "cmd" record as a JSON object: the reference definition of the record's keys and values, used by
 /// the tests to check EventEncoder. NVMe records get bytes = nlb × LBA size and sector = slba × LBA size / 512.
-nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs);
+/// `files`: the block command's file parts (trace/cmd_parts.h), given when its bytes are not all one file's: then
+/// "files" [{"bytes","fs_dev","gen","ino"}, ...] and "nofile_bytes" (its bytes no part holds: metadata, journal).
+nlohmann::json cmd_event_json(const kvio_cmd_event& e, DevCache& devs, std::span<const kvio_file_part> files = {});
 /// One "syscall" record as a JSON object (reference definition, see cmd_event_json).
 nlohmann::json syscall_event_json(const kvio_syscall_event& e);
 /// One "stages" record (--breakdown with --events, docs/formats.md "Block stages record") as a JSON object: the
@@ -58,8 +62,8 @@ public:
     EventEncoder(const EventEncoder&) = delete;
     EventEncoder& operator=(const EventEncoder&) = delete;
 
-    /// Appends one "cmd" record (same values as cmd_event_json).
-    void cmd(const kvio_cmd_event& e, DevCache& devs);
+    /// Appends one "cmd" record (same values as cmd_event_json, `files` likewise).
+    void cmd(const kvio_cmd_event& e, DevCache& devs, std::span<const kvio_file_part> files = {});
     /// Appends one "syscall" record (same values as syscall_event_json).
     void syscall(const kvio_syscall_event& e);
     /// Appends one "stages" record (same values as stages_event_json).

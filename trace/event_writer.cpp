@@ -61,11 +61,13 @@ void EventWriter::bin_device(uint32_t dev) {
 }
 
 void EventWriter::cmd(const kvio_cmd_event& e) {
+    if (e.nparts) join_.take(e, files_);
     if (bin_) {
         bin_device(e.dev);
+        if (e.nparts) benc_.files(files_);
         benc_.cmd(e);
     } else {
-        enc_.cmd(e, devs_);
+        enc_.cmd(e, devs_, e.nparts ? std::span<const kvio_file_part>(files_) : std::span<const kvio_file_part>());
     }
     ++written_;
     maybe_flush();

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "common/events_bin.h"
 #include "common/output_file.h"
 #include "common/zstd_stream.h"
+#include "trace/cmd_parts.h"
 #include "trace/event_format.h"
 
 namespace kvio::trace {
@@ -41,10 +43,19 @@ public:
     EventWriter(const EventWriter&) = delete;
     EventWriter& operator=(const EventWriter&) = delete;
 
-    /// Appends one "cmd" record (device facts from an internal DevCache) and counts it.
+    /// Appends one "cmd" record (device facts from an internal DevCache) and counts it; a block command the kernel
+    /// wrote file parts for carries them ("files", or a Files record before it in the binary capture) when all of
+    /// them came (parts()).
     /// Never throws for I/O: the first write error is kept, later output dropped, and close() reports it —
     /// safe to call from a libbpf ring_buffer callback.
     void cmd(const kvio_cmd_event& e);
+    /// Holds the file parts of a command whose record comes later (--files, trace/cmd_parts.h); writes nothing.
+    void parts(const kvio_parts_event& p) { join_.add(p); }
+    /// The parts joined so far: commands that carry "files", commands whose parts did not all come, parts without
+    /// their command (after close()).
+    const PartsJoin& parts_join() const { return join_; }
+    /// Lets the parts still held go (PartsJoin::finish): at the end of the trace, before the summary.
+    void end_parts() { join_.finish(); }
     /// Appends one "syscall" record and counts it; I/O errors as for cmd().
     void syscall(const kvio_syscall_event& e);
     /// Appends one "stages" record (--breakdown), counted in stages_written(), not in written(); I/O errors as for
@@ -109,6 +120,8 @@ private:
     uint64_t written_ = 0;
     uint64_t stages_written_ = 0;
     DevCache devs_;
+    PartsJoin join_;
+    std::vector<kvio_file_part> files_;  ///< the parts of the command being written
     bool bin_ = false;
     EventEncoder enc_;
     std::unique_ptr<ZstdCompressor> zstd_;  ///< null: written as encoded

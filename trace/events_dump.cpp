@@ -82,8 +82,8 @@ void dump_capture(const std::string& in, const std::string& out_arg) {
         }
     };
     CaptureVisitor v;
-    v.cmd = [&](const kvio_cmd_event& e, DevCache& devs) {
-        enc.cmd(e, devs);
+    v.cmd = [&](const kvio_cmd_event& e, DevCache& devs, std::span<const kvio_file_part> files) {
+        enc.cmd(e, devs, files);
         ++written;
         spill();
     };

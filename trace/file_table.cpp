@@ -397,6 +397,10 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
            << counts.value("map_full", 0) << "; writeback followed " << counts.value("writeback_followed", 0)
            << " (written files without room " << counts.value("written_files_full", 0) << "); bio chains cut "
            << counts.value("bio_chains_cut", 0) << "\n";
+    if (!counts.is_null() && counts.contains("parts_joined"))  // --events: merged commands split per file
+        os << "events: " << counts.value("parts_joined", 0) << " commands carry each file's bytes; "
+           << counts.value("parts_incomplete", 0) << " lost some of their parts (" << counts.value("parts_lost", 0)
+           << " parts dropped, " << counts.value("parts_orphaned", 0) << " without their command)\n";
 }
 
 }  // namespace kvio::trace

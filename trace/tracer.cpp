@@ -98,6 +98,8 @@ int on_event(void* ctx, void* data, size_t size) {
         sink->out->syscall(*static_cast<const kvio_syscall_event*>(data));
     else if (type == KVIO_EV_STAGES && size >= sizeof(kvio_stages_event))
         sink->out->stages(*static_cast<const kvio_stages_event*>(data));
+    else if (type == KVIO_EV_PARTS && size >= sizeof(kvio_parts_event))
+        sink->out->parts(*static_cast<const kvio_parts_event*>(data));
     return 0;
 }
 
@@ -607,7 +609,8 @@ int read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nl
                            "by_dio",
                            "writeback_followed",
                            "written_files_full",
-                           "bio_chains_cut"};
+                           "bio_chains_cut",
+                           "parts_lost"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
@@ -1097,10 +1100,24 @@ uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, con
 
 /// Ends the --events file with its summary record and closes it; returns the error instead of throwing it, so the
 /// JSON summary is still written. The record carries the traced devices' queue settings (`queues`, "MAJ:MIN" ->
-/// the `queue` object of the kvio.trace/1 device) for the file level's --verify (docs/distill.md).
+/// the `queue` object of the kvio.trace/1 device) for the file level's --verify (docs/distill.md). With --files
+/// (`files_attribution`, the summary's object, else null) the record says how the commands' file parts were joined
+/// (`files_parts`, docs/formats.md), and so does files_attribution.
 std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS], uint64_t in_flight_at_stop,
-                                const nlohmann::json& devices) {
+                                const nlohmann::json& devices, nlohmann::json* files_attribution) {
     if (!sink.out) return nullptr;
+    nlohmann::json parts;
+    if (files_attribution) {
+        sink.out->end_parts();
+        const PartsJoin& pj = sink.out->parts_join();
+        parts = {{"cmds", pj.joined()},
+                 {"incomplete", pj.incomplete()},
+                 {"orphaned", pj.orphaned()},
+                 {"lost", files_attribution->value("parts_lost", uint64_t(0))}};
+        (*files_attribution)["parts_joined"] = pj.joined();
+        (*files_attribution)["parts_incomplete"] = pj.incomplete();
+        (*files_attribution)["parts_orphaned"] = pj.orphaned();
+    }
     nlohmann::json queues = nlohmann::json::object();
     for (const auto& d : devices)
         if (d.contains("queue")) queues[d["dev"].get<std::string>()] = d["queue"];
@@ -1114,6 +1131,7 @@ std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO
                                {"lost_completes", counters[KVIO_CNT_LOST_COMPLETE]},
                                {"in_flight_at_stop", in_flight_at_stop}};
         if (sink.out->stages_written()) summary["stages"] = sink.out->stages_written();  // --breakdown
+        if (!parts.is_null()) summary["files_parts"] = parts;
         sink.out->line(summary);
         sink.out->close();
     } catch (const Error&) {
@@ -1328,8 +1346,10 @@ TraceResult run_trace(const TraceOptions& opts) {
         const int sig = read_files(skel.get(), *file_paths, opts, res.summary);
         if (sig && !res.stopped_by) res.stopped_by = sig;
     }
-    std::exception_ptr events_error = close_events(sink, fin.counters, in_flight_at_stop,
-                                                   res.summary["devices"]);  // the JSON summary is still written
+    nlohmann::json* files_attribution =
+        res.summary.contains("files_attribution") ? &res.summary["files_attribution"] : nullptr;
+    std::exception_ptr events_error = close_events(sink, fin.counters, in_flight_at_stop, res.summary["devices"],
+                                                   files_attribution);  // the JSON summary is still written
     if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);

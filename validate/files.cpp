@@ -17,14 +17,21 @@ double FileIo::page_cache_read_share() const {
 
 namespace {
 
-/// Adds one read/write command of `r` to `f`.
-void add_cmd(FileIo& f, const EventRecord& r) {
-    const bool rd = r.io == IoOp::Read;
+/// Adds one read/write command (`rd`: a read) that moved `bytes` of file `f` to it: the command's bytes, or its part
+/// of them when the command holds several files (the record's `files`), as the files table counts it.
+void add_cmd(FileIo& f, bool rd, uint64_t bytes) {
     (rd ? f.read_cmds : f.write_cmds)++;
-    (rd ? f.read_bytes : f.write_bytes) += r.bytes;
+    (rd ? f.read_bytes : f.write_bytes) += bytes;
     const bool first = f.read_cmds + f.write_cmds == 1;
-    f.min_cmd_bytes = first ? r.bytes : std::min(f.min_cmd_bytes, r.bytes);
-    f.max_cmd_bytes = std::max(f.max_cmd_bytes, r.bytes);
+    f.min_cmd_bytes = first ? bytes : std::min(f.min_cmd_bytes, bytes);
+    f.max_cmd_bytes = std::max(f.max_cmd_bytes, bytes);
+}
+
+/// The FileIo of `id` in `by`, created with its id.
+FileIo& file_of(std::map<FileId, FileIo>& by, FileId id) {
+    FileIo& f = by[id];
+    f.id = std::move(id);
+    return f;
 }
 
 /// Adds one syscall record of `r` (read/write family, by name) to `f`.
@@ -57,13 +64,14 @@ FilesJoin join_files(const std::string& events_path) {
         } else if (r.kind != EventType::Syscall || !file) {
             continue;
         }
-        FileId id{std::string(r.fs_dev), r.ino, r.gen};
-        FileIo& f = by[id];
-        f.id = id;
-        if (r.kind == EventType::Cmd)
-            add_cmd(f, r);
-        else
-            add_syscall(f, r);
+        if (r.kind == EventType::Syscall) {
+            add_syscall(file_of(by, FileId{std::string(r.fs_dev), r.ino, r.gen}), r);
+        } else if (!r.files.empty()) {  // a command of several files: each its own bytes
+            for (const EventFilePart& p : r.files)
+                add_cmd(file_of(by, FileId{std::string(p.fs_dev), p.ino, p.gen}), r.io == IoOp::Read, p.bytes);
+        } else {
+            add_cmd(file_of(by, FileId{std::string(r.fs_dev), r.ino, r.gen}), r.io == IoOp::Read, r.bytes);
+        }
     }
     if (out.cmds > 0 && out.unattributed_cmds == out.cmds)
         throw Error(events_path + ": no device command carries a file (ino): trace with --files");

@@ -5,6 +5,7 @@
 // so nothing here depends on timing or load.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -125,4 +126,60 @@ TEST(EngineLayout, ImportedBlocksMoveExactlyTheirProjectedBytes) {
     const std::string sem = slurp(t.file("lmcache-disk.semantic.jsonl"));
     EXPECT_NE(sem.find("\"partial\":true"), std::string::npos);
     EXPECT_NE(sem.find("\"tokens\":16"), std::string::npos);
+}
+
+// vLLM's fs tier with small blocks (1 token, 24576 B a file), the way its offloading writes them: 40 files in one
+// directory, written buffered with no fsync, then one `sync` writes them back, so the block layer merges several
+// files' pages into one write command (asserted: the test is about those). The events give each file its own bytes
+// of a merged command (`files`), so the import warns of no merge and every object's store and load are exact.
+TEST(EngineLayout, MergedSmallFilesAreExactPerObject) {
+    Ext4Mount m(64 * MiB);
+    TempDir t;
+    const std::string vdir = m.mnt + "/vllm", ev = t.file("ev.jsonl");
+    std::vector<Block> blocks;
+    for (uint64_t i = 0; i < 40; ++i)  // one hash prefix: one directory (the layout's hhh/hh)
+        blocks.push_back(
+            {vllm_fs_rel("tiny", 1, 1, 1, 0, "bfloat16", 0x1234500000000000ull + i), kTinyBytesPerToken, false, false});
+    std::filesystem::create_directories(std::filesystem::path(vdir + "/" + blocks[0].rel).parent_path());
+    std::string script;
+    for (const Block& b : blocks)
+        script += "head -c " + std::to_string(b.size) + " /dev/zero > " + vdir + "/" + b.rel + " && ";
+    script += "sync && ";
+    for (const Block& b : blocks) {
+        const std::string p = vdir + "/" + b.rel;
+        script += "dd if=" + p + " iflag=nocache count=0 status=none && dd if=" + p +
+                  " of=/dev/null bs=" + std::to_string(b.size) + " count=1 status=none && ";
+    }
+    script += "true";
+    CmdResult tr = run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev +
+                                                                " 2> " + t.file("trace.err")) +
+                       "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
+    ASSERT_NE(tr.out.find("trace=0 script=0"), std::string::npos) << tr.out << tr.err << slurp(t.file("trace.err"));
+    size_t merged = 0, most = 0;  // write commands of several files, and the most files one held
+    std::map<uint64_t, uint64_t> by_ino;
+    json summary;
+    for (const json& e : read_jsonl(ev)) {
+        if (e.value("type", "") == "summary") summary = e;
+        if (e.value("type", "") != "cmd" || e.value("op", "") != "write" || !e.contains("files")) continue;
+        merged += e["files"].size() > 1;
+        most = std::max(most, e["files"].size());
+        uint64_t sum = e["nofile_bytes"].get<uint64_t>();
+        for (const json& f : e["files"]) sum += f["bytes"].get<uint64_t>();
+        EXPECT_EQ(sum, e["bytes"].get<uint64_t>()) << e.dump();  // the parts and the bytes of no file add up
+    }
+    EXPECT_GT(merged, 0u) << "no write command held two files' blocks: the test did not test the merge";
+    std::cerr << merged << " write commands held several files, up to " << most << "\n";
+    ASSERT_TRUE(summary.contains("files_parts")) << summary.dump();
+    EXPECT_EQ(summary["files_parts"]["incomplete"], 0) << summary.dump();
+    EXPECT_EQ(summary["files_parts"]["lost"], 0) << summary.dump();
+    EXPECT_GE(summary["files_parts"]["cmds"].get<uint64_t>(), merged) << summary.dump();
+
+    const std::string sem = t.file("vllm.semantic.jsonl"), vj = t.file("vllm.validate.json");
+    CmdResult i = run(kvio_bin() + " import vllm-fs " + vdir + " --model tiny-1b --events " + ev + " -o " + sem);
+    EXPECT_EQ(i.status, 0) << i.err;
+    EXPECT_EQ(i.err.find("merged"), std::string::npos) << i.err;  // each file's part: nothing to warn of
+    CmdResult v = run(kvio_bin() + " validate --objects --commands " + ev + " --semantic " + sem + " --json " + vj);
+    EXPECT_EQ(v.status, 0) << v.err;
+    std::cerr << i.err << v.out;
+    expect_exact(json::parse(slurp(vj)), blocks);
 }

@@ -230,7 +230,7 @@ std::pair<std::vector<uint64_t>, uint64_t> tracefs_writes_per_file(
 // outside `sync`: its writeback merges both sides' pages into the same requests. `filtered`: the trace is of the
 // traced side's command (-- sh); else of the whole device, stopped after the sync. Returns the summary; `tfs` saw the
 // device's completions meanwhile.
-json trace_interleaved_small_files(const Ext4Mount& m, const TempDir& dir, bool filtered) {
+json trace_interleaved_small_files(const Ext4Mount& m, const TempDir& dir, bool filtered, const std::string& events) {
     const std::string js = dir.file("t.json"), go = dir.file("go"), a = dir.file("a"), b = dir.file("b");
     EXPECT_EQ(mkfifo(a.c_str(), 0600), 0);
     EXPECT_EQ(mkfifo(b.c_str(), 0600), 0);
@@ -242,7 +242,7 @@ json trace_interleaved_small_files(const Ext4Mount& m, const TempDir& dir, bool 
                                          << "i=$((i+1)); done\n";
     std::ofstream(dir.file("outside.sh")) << "exec 3>" << a << " 4<" << b << "\nfor i in $(seq 100); do read x <&4; "
                                           << "head -c 6000 /dev/urandom > " << d << "o$i; echo >&3; done\n";
-    const std::string trace = kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + js;
+    const std::string trace = kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + js + " " + events;
     std::ofstream outer(dir.file("outer.sh"));
     if (filtered)
         outer << trace << " -- sh " << dir.file("traced.sh") << " &\nk=$!\nsh " << dir.file("outside.sh") << "\n";
@@ -257,11 +257,44 @@ json trace_interleaved_small_files(const Ext4Mount& m, const TempDir& dir, bool 
     return json::parse(slurp(js));
 }
 
+// Bytes written per inode as summed from a kvio.events/1 stream: a command's `files` when it has them (each file its
+// own part), else its `ino`, whole. *split: write commands that carry `files` (not all one file's bytes).
+std::map<uint64_t, uint64_t> event_write_bytes(const std::vector<json>& events, size_t* split) {
+    std::map<uint64_t, uint64_t> by;
+    *split = 0;
+    for (const json& e : events) {
+        if (e.value("type", "") != "cmd" || e.value("op", "") != "write") continue;
+        if (e.contains("files")) {
+            ++*split;
+            uint64_t sum = e["nofile_bytes"].get<uint64_t>();
+            for (const json& f : e["files"]) {
+                by[f["ino"].get<uint64_t>()] += f["bytes"].get<uint64_t>();
+                sum += f["bytes"].get<uint64_t>();
+            }
+            EXPECT_EQ(sum, e["bytes"].get<uint64_t>()) << e.dump();  // parts and bytes of no file add up
+        } else if (e.contains("ino")) {
+            by[e["ino"].get<uint64_t>()] += e["bytes"].get<uint64_t>();
+        }
+    }
+    return by;
+}
+
 // Checks the interleaved small files' rows: each file of `sides` ("t", "o") has exactly its FIEMAP bytes written,
-// which is what tracefs saw the device write in its extents; every file of the sides `absent` has no row.
+// which is what tracefs saw the device write in its extents; every file of the sides `absent` has no row. The events
+// (`events`, kvio.events/1 records) give each file the same bytes: a merged command's `files`, each its own part;
+// `joined` (validate --join files --json), when not null, likewise.
 void expect_exact_small_files(const Ext4Mount& m, const json& s, const TracefsInstance& tfs,
-                              const std::vector<std::string>& sides, const std::vector<std::string>& absent) {
+                              const std::vector<std::string>& sides, const std::vector<std::string>& absent,
+                              const std::vector<json>& events, const json& joined) {
     auto rows = rows_by_ino(s);
+    size_t split = 0;
+    std::map<uint64_t, uint64_t> from_events = event_write_bytes(events, &split);
+    EXPECT_GT(split, 0u) << "no write record carries files: the events did not split a merged command";
+    std::map<uint64_t, uint64_t> from_join;
+    if (!joined.is_null())
+        for (const json& f : joined.at("files")) from_join[f.at("ino").get<uint64_t>()] = f.at("write_bytes");
+    ASSERT_EQ(s["files_attribution"]["parts_incomplete"], 0) << s["files_attribution"].dump();
+    ASSERT_EQ(s["files_attribution"]["parts_lost"], 0) << s["files_attribution"].dump();
     const std::string why = s["files_attribution"].dump();
     std::vector<std::string> paths;
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> extents;
@@ -279,6 +312,7 @@ void expect_exact_small_files(const Ext4Mount& m, const json& s, const TracefsIn
         const uint64_t ino = inode_of(paths[f]);
         if (std::find(absent.begin(), absent.end(), side) != absent.end()) {
             EXPECT_FALSE(rows.count(ino)) << "a file written outside the trace has a row: " << paths[f];
+            EXPECT_FALSE(from_events.count(ino)) << "a file written outside the trace is in the events: " << paths[f];
             continue;
         }
         if (std::find(sides.begin(), sides.end(), side) == sides.end()) continue;
@@ -291,6 +325,8 @@ void expect_exact_small_files(const Ext4Mount& m, const json& s, const TracefsIn
         if (rows.count(ino)) {
             EXPECT_EQ(rows[ino]["write"]["size"]["sum"], got) << paths[f];
         }
+        EXPECT_EQ(from_events[ino], len) << paths[f] << ": bytes summed from the events";
+        if (!joined.is_null()) EXPECT_EQ(from_join[ino], len) << paths[f] << ": validate --join files";
         sum += got;
         expected += seen[f];
     }
@@ -577,18 +613,25 @@ TEST(TraceFiles, InterleavedSmallFilesUnderACommandFilterAreExactPerFile) {
     Ext4Mount m(64 * MiB);
     TempDir dir;
     TracefsInstance tfs({"block_rq_complete"}, "dev == " + std::to_string(kernel_dev_of(m.loop.majmin)));
-    const json s = trace_interleaved_small_files(m, dir, true);
+    const std::string ev = dir.file("ev.jsonl");
+    const json s = trace_interleaved_small_files(m, dir, true, "--events " + ev);
     tfs.stop();
-    expect_exact_small_files(m, s, tfs, {"t"}, {"o"});
+    expect_exact_small_files(m, s, tfs, {"t"}, {"o"}, read_jsonl(ev), json());
 }
 
 // The same files traced by device, without a command filter: every file's bytes are exact, however the writeback
-// merged them.
+// merged them. The events go to a binary capture: `kvio dump` and `kvio validate --join files` read each file's part
+// back from it.
 TEST(TraceFiles, InterleavedSmallFilesByDeviceAreExactPerFile) {
     Ext4Mount m(64 * MiB);
     TempDir dir;
     TracefsInstance tfs({"block_rq_complete"}, "dev == " + std::to_string(kernel_dev_of(m.loop.majmin)));
-    const json s = trace_interleaved_small_files(m, dir, false);
+    const std::string ev = dir.file("ev.kvb"), dumped = dir.file("ev.jsonl"), vj = dir.file("join.json");
+    const json s = trace_interleaved_small_files(m, dir, false, "--events " + ev + " --events-format bin");
     tfs.stop();
-    expect_exact_small_files(m, s, tfs, {"t", "o"}, {});
+    CmdResult d = run(kvio_bin() + " dump " + ev + " -o " + dumped);
+    ASSERT_EQ(d.status, 0) << d.err;
+    CmdResult v = run(kvio_bin() + " validate --join files --commands " + ev + " --json " + vj);
+    ASSERT_EQ(v.status, 0) << v.err;
+    expect_exact_small_files(m, s, tfs, {"t", "o"}, {}, read_jsonl(dumped), json::parse(slurp(vj)));
 }

@@ -312,6 +312,41 @@ TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
     EXPECT_EQ(sum.merged, 1u);
 }
 
+// The same merged command with its "files" (a kvio that writes each file's part): each file takes its own bytes, so
+// nothing counts as merged and --objects finds both stores exact.
+TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
+    Dir d;
+    const uint64_t size = 16 * 24576;  // 393216
+    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 2u);
+    const auto &a = s.files[0], &b = s.files[1];
+    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    nlohmann::json merged = nlohmann::json::parse(file_cmd("write", 2 * size, 1000, a, ga));
+    merged["files"] = nlohmann::json::array({{{"ino", a.ino}, {"fs_dev", a.fs_dev}, {"gen", ga}, {"bytes", size}},
+                                             {{"ino", b.ino}, {"fs_dev", b.fs_dev}, {"gen", gb}, {"bytes", size}}});
+    merged["nofile_bytes"] = 0;
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    std::ofstream(ev) << merged.dump() << "\n" << file_cmd("read", size, 5000, b, gb);
+    importer::ImportOptions io = synthetic_import(ev);
+    importer::ImportSummary sum;
+    {
+        std::ofstream out(sem);
+        sum = importer::import_engine_layout(d.path, io, out);
+    }
+    EXPECT_EQ(sum.stores, 2u);
+    EXPECT_EQ(sum.loads, 1u);
+    EXPECT_EQ(sum.merged, 0u);
+    const validate::ObjectsReport r = validate::join_objects(sem, ev, {});
+    ASSERT_EQ(r.rows.size(), 3u);
+    for (const auto& row : r.rows) {
+        EXPECT_EQ(row.measured_bytes, size) << row.path;
+        EXPECT_EQ(row.measured_cmds, 1u) << row.path;
+    }
+    EXPECT_EQ(r.bytes_exact, 3u);
+}
+
 // Events of another run name files, but none of this directory's: the import refuses them, naming the events file,
 // the field and the directory, and writes nothing (an empty stream would only fail later, in validate).
 TEST(EngineLayout, ImportRefusesEventsOfAnotherRun) {

@@ -415,6 +415,60 @@ TEST(EventsReader, RulesNameFileLineField) {
     EXPECT_EQ(n, 4u);
 }
 
+// --files --events: a command of several files carries "files", each file's bytes; the reader gives them in order,
+// with their fs_dev strings, and refuses a damaged array naming file, line, element and field.
+TEST(EventsReader, FilesOfAMergedCommandAndTheirErrors) {
+    json base = json::parse(kBlock);
+    base.update({{"ino", 12}, {"fs_dev", "7:3"}, {"gen", 5}, {"nofile_bytes", 512}});
+    base["files"] = json::array({{{"ino", 12}, {"fs_dev", "7:3"}, {"gen", 5}, {"bytes", 1024}, {"later", true}},
+                                 {{"bytes", 2560}, {"fs_dev", "8:1"}, {"gen", 0}, {"ino", 99}}});
+    TmpFile ok(kBlock + "\n" + base.dump() + "\n");
+    {
+        EventsReader rd(ok.path);
+        EventRecord r;
+        ASSERT_TRUE(rd.next_checked(r));
+        EXPECT_TRUE(r.files.empty());
+        EXPECT_FALSE(r.has_field(EventField::Files));
+        ASSERT_TRUE(rd.next_checked(r));
+        EXPECT_TRUE(r.has_field(EventField::Files));
+        ASSERT_EQ(r.files.size(), 2u);
+        EXPECT_EQ(r.files[0].ino, 12u);
+        EXPECT_EQ(r.files[0].fs_dev, "7:3");
+        EXPECT_EQ(r.files[0].gen, 5u);
+        EXPECT_EQ(r.files[0].bytes, 1024u);
+        EXPECT_EQ(r.files[1].ino, 99u);
+        EXPECT_EQ(r.files[1].fs_dev, "8:1");
+        EXPECT_EQ(r.files[1].bytes, 2560u);
+        EXPECT_EQ(r.ino, 12u);  // the record's own first file stays
+        EXPECT_FALSE(rd.next_checked(r));
+    }
+    auto with_files = [&](json files) {
+        json j = base;
+        j["files"] = std::move(files);
+        return j;
+    };
+    json nvme = base;
+    nvme.update({{"src", "nvme"}, {"slba", 10}, {"nlb", 8}});
+    const std::vector<std::pair<json, std::string>> cases = {
+        {with_files(json::object()), "field 'files': expected an array"},
+        {with_files(json::array({1})), "field 'files': element 0: expected an object"},
+        {with_files(json::array({{{"ino", 1}, {"fs_dev", "7:3"}, {"gen", 0}}})),
+         "field 'files': element 0: field 'bytes': missing"},
+        {with_files(json::array({base["files"][0], {{"ino", "1"}, {"fs_dev", "7:3"}, {"gen", 0}, {"bytes", 1}}})),
+         "field 'files': element 1: field 'ino': expected a non-negative integer"},
+        {with_files(json::array({{{"ino", 1}, {"fs_dev", 7}, {"gen", 0}, {"bytes", 1}}})),
+         "field 'files': element 0: field 'fs_dev': expected a string"},
+        {with_files(json::array({{{"ino", 1}, {"fs_dev", "7:3"}, {"gen", 0}, {"bytes", 4097}}})),
+         "field 'files': its parts hold more bytes than the command's 4096"},
+        {nvme, "field 'files': on an nvme command (only block commands have parts)"},
+    };
+    for (const auto& [rec, want] : cases) {
+        TmpFile f(kBlock + "\n" + rec.dump() + "\n");
+        const std::string e = read_checked_error(f.path);
+        EXPECT_EQ(e.rfind(f.path + ":2: " + want, 0), 0u) << e;
+    }
+}
+
 TEST(EventsReader, ADirectorySaysSo) {
     char d[] = "/tmp/kvio-evrd-dir-XXXXXX";
     ASSERT_NE(mkdtemp(d), nullptr);

@@ -750,6 +750,179 @@ TEST(EventsBin, UnknownSrcIsTheSameErrorForEveryReader) {
     std::remove(out.c_str());
 }
 
+// ---- --files --events: the file parts of a command not all one file's ----
+
+namespace {
+
+kvio_parts_event parts_of(const kvio_cmd_event& e, std::vector<kvio_file_part> parts) {
+    kvio_parts_event p{};
+    p.type = KVIO_EV_PARTS;
+    p.dev = e.dev;
+    p.sector = e.sector;
+    p.ts_complete = e.ts_complete;
+    p.n = uint8_t(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) p.part[i] = parts[i];
+    return p;
+}
+
+/// A block write of 4 files (the first in two rounds of the kernel's walk) and 1024 bytes of no file, as the kernel
+/// writes it: two parts records, then the command naming its first file and 6 parts.
+struct MergedWrite {
+    kvio_cmd_event cmd = block_cmd();
+    std::vector<kvio_parts_event> parts;
+    MergedWrite() {
+        cmd.opf = KVIO_OP_WRITE;
+        cmd.bytes = 12288;
+        cmd.slba = 12, cmd.nlb = KVIO_MKDEV(7, 3), cmd.nsid = 5;  // first file: ino 12, fs_dev 7:3, gen 5
+        cmd.nparts = 6;
+        const uint32_t fs = KVIO_MKDEV(7, 3);
+        parts.push_back(parts_of(cmd, {{12, fs, 5, 1024}, {13, fs, 6, 2048}, {14, fs, 7, 1024}, {15, fs, 8, 4096}}));
+        parts.push_back(parts_of(cmd, {{12, fs, 5, 2048}, {16, fs, 1, 1024}}));
+    }
+};
+
+}  // namespace
+
+// The join: parts records before their command, another command's in between, a file in two records summed; a
+// command whose parts did not all come carries none (counted); parts whose command never came are counted at the end.
+TEST(PartsJoin, JoinsEachCommandsPartsAndCountsWhatIsMissing) {
+    PartsJoin j;
+    MergedWrite m;
+    kvio_cmd_event other = block_cmd();
+    other.sector = 4096, other.nparts = 2;
+    j.add(m.parts[0]);
+    j.add(parts_of(other, {{40, 1, 0, 512}, {41, 1, 0, 512}}));
+    j.add(m.parts[1]);
+    std::vector<kvio_file_part> out;
+    ASSERT_TRUE(j.take(m.cmd, out));
+    ASSERT_EQ(out.size(), 5u);
+    const uint64_t want[][2] = {{12, 3072}, {13, 2048}, {14, 1024}, {15, 4096}, {16, 1024}};
+    for (size_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(out[i].ino, want[i][0]);
+        EXPECT_EQ(out[i].bytes, want[i][1]);
+    }
+    ASSERT_TRUE(j.take(other, out));
+    EXPECT_EQ(out.size(), 2u);
+    EXPECT_FALSE(j.take(block_cmd(), out));  // nparts 0: one file's command, nothing to join, nothing counted
+    EXPECT_TRUE(out.empty());
+    j.add(m.parts[0]);  // the second record of the command was dropped by the ring buffer
+    EXPECT_FALSE(j.take(m.cmd, out));
+    EXPECT_TRUE(out.empty());
+    j.add(m.parts[1]);  // a command whose own record was dropped
+    j.finish();
+    EXPECT_EQ(j.joined(), 2u);
+    EXPECT_EQ(j.incomplete(), 1u);
+    EXPECT_EQ(j.orphaned(), 2u);
+}
+
+// More parts than the join holds: the oldest command's are let go, counted.
+TEST(PartsJoin, HoldsABoundedNumberOfCommands) {
+    PartsJoin j;
+    kvio_cmd_event e = block_cmd();
+    for (size_t i = 0; i <= PartsJoin::kMaxPending; ++i) {
+        e.sector = i;
+        j.add(parts_of(e, {{1, 1, 0, 512}, {2, 1, 0, 512}}));
+    }
+    EXPECT_EQ(j.orphaned(), 2u);
+    e.nparts = 2;
+    e.sector = 0;  // the oldest: let go
+    std::vector<kvio_file_part> out;
+    EXPECT_FALSE(j.take(e, out));
+    e.sector = PartsJoin::kMaxPending;
+    EXPECT_TRUE(j.take(e, out));
+}
+
+// "files" and "nofile_bytes" in the writer's bytes, the reference's keys and values.
+TEST(EventEncoder, FilesOfAMergedCommandByteIdenticalToReference) {
+    DevCache devs;
+    EventEncoder enc;
+    MergedWrite m;
+    PartsJoin j;
+    for (const auto& p : m.parts) j.add(p);
+    std::vector<kvio_file_part> files;
+    ASSERT_TRUE(j.take(m.cmd, files));
+    enc.cmd(m.cmd, devs, files);
+    const nlohmann::json ref = cmd_event_json(m.cmd, devs, files);
+    EXPECT_EQ(std::string(enc.data(), enc.size()), ref_line(ref));
+    EXPECT_EQ(ref["ino"], 12);  // the first file, for readers that know no "files"
+    ASSERT_EQ(ref["files"].size(), 5u);
+    EXPECT_EQ(ref["files"][0], (nlohmann::json{{"ino", 12}, {"fs_dev", "7:3"}, {"gen", 5}, {"bytes", 3072}}));
+    EXPECT_EQ(ref["files"][4], (nlohmann::json{{"ino", 16}, {"fs_dev", "7:3"}, {"gen", 1}, {"bytes", 1024}}));
+    EXPECT_EQ(ref["nofile_bytes"], 12288 - 11264);
+    EXPECT_FALSE(cmd_event_json(m.cmd, devs).contains("files"));  // no parts: the record as before
+}
+
+// The writer joins the parts in both formats; the capture's Files record reads back as the JSONL "files", through
+// the common reader and through `kvio dump` (byte for byte).
+TEST(EventsBin, FilesOfACommandReadBackAsFromJsonl) {
+    const auto jsonl = temp_path("files.jsonl"), bin = temp_path("files.kvb"), dumped = temp_path("files_d.jsonl");
+    MergedWrite m;
+    for (auto [path, format] : {std::pair{jsonl, EventsFormat::Jsonl}, std::pair{bin, EventsFormat::Bin}}) {
+        EventWriter w(path, 4096, format);
+        w.cmd(block_cmd());
+        for (const auto& p : m.parts) w.parts(p);
+        w.cmd(m.cmd);
+        w.cmd(block_cmd());
+        EXPECT_EQ(w.parts_join().joined(), 1u);
+        w.close();
+    }
+    dump_capture(bin, dumped);
+    EXPECT_EQ(slurp_file(dumped), slurp_file(jsonl));
+    kvio::EventsReader rj(jsonl), rb(bin);
+    kvio::EventRecord a, b;
+    size_t n = 0;
+    while (rj.next_checked(a)) {
+        ASSERT_TRUE(rb.next_checked(b));
+        SCOPED_TRACE("record " + std::to_string(++n));
+        EXPECT_EQ(a.has, b.has);
+        ASSERT_EQ(a.files.size(), b.files.size());
+        EXPECT_EQ(a.files.size(), n == 2 ? 5u : 0u);
+        EXPECT_EQ(a.has_field(kvio::EventField::Files), n == 2);
+        for (size_t i = 0; i < a.files.size(); ++i) {
+            EXPECT_EQ(a.files[i].fs_dev, "7:3");
+            EXPECT_EQ(b.files[i].fs_dev, "7:3");
+            EXPECT_EQ(a.files[i].ino, b.files[i].ino);
+            EXPECT_EQ(a.files[i].gen, b.files[i].gen);
+            EXPECT_EQ(a.files[i].bytes, b.files[i].bytes);
+        }
+    }
+    EXPECT_FALSE(rb.next(b));
+    EXPECT_EQ(n, 3u);
+    for (const auto& p : {jsonl, bin, dumped}) std::remove(p.c_str());
+}
+
+// A damaged capture's Files record: not followed by its cmd, or holding more bytes than the cmd: errors naming the
+// record, the same from every reader.
+TEST(EventsBin, FilesRecordErrorsNameTheRecord) {
+    const auto bin = temp_path("files_bad.kvb"), out = temp_path("files_bad.jsonl");
+    MergedWrite m;
+    std::vector<kvio_file_part> files = {{12, 1, 0, 8192}, {13, 1, 0, 8192}};  // 16384 > 12288
+    struct Case {
+        bool then_cmd;
+        const char* why;
+    };
+    for (const Case& c : {Case{false, "a files record not followed by its cmd record"},
+                          Case{true, "field 'files': its parts hold more bytes than the command's 12288"}}) {
+        kvio::evbin::Encoder enc;
+        enc.device(kvio::evbin::make_device_record(m.cmd.dev, 512, "4095:77", "x"));
+        enc.cmd(block_cmd());
+        enc.files(files);
+        if (c.then_cmd)
+            enc.cmd(m.cmd);
+        else
+            enc.syscall(random_syscalls(1, 3)[0]);
+        std::ofstream(bin, std::ios::binary | std::ios::trunc) << std::string(enc.data(), enc.size());
+        // header 64, device 8 + 56, cmd 8 + 120, files 8 + 48: the record after the files record is record 4
+        const std::string want = bin + ": record 4 at byte " + std::to_string(64 + 64 + 128 + 56) + ": " + c.why;
+        size_t cmds = 0, summaries = 0;
+        EXPECT_EQ(read_checked(bin, cmds, summaries), want);
+        EXPECT_EQ(cmds, 1u);
+        EXPECT_EQ(dump_error(bin, out), want);
+    }
+    std::remove(bin.c_str());
+    std::remove(out.c_str());
+}
+
 // `--events X.zst`: one zstd frame; flush_idle makes what was written decodable while the trace runs (a killed
 // trace loses at most the last second), close() ends the frame; the readers take it as the plain file.
 TEST(EventWriter, ZstdPathIsOneFrameDecodableAtEachIdleFlushAndFinishedAtClose) {

@@ -56,6 +56,30 @@ TEST(ValidateFiles, GroupsCommandsPerFileAndScoresSyscalls) {
     EXPECT_DOUBLE_EQ(fb.page_cache_read_share(), 0.75);  // 12 KiB of 16 KiB never reached the device
 }
 
+// A write command of two files' blocks and 1 KiB of metadata (its "files"): each file takes its own bytes and counts
+// the command once, with its part as the command's size; the record's own ino (the first file) is not counted whole.
+TEST(ValidateFiles, EachFileTakesItsPartOfAMergedCommand) {
+    const std::string a = ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5";
+    const std::string files = a +
+                              ",\"nofile_bytes\":1024,\"files\":[{\"bytes\":6144,\"fs_dev\":\"7:3\",\"gen\":5,"
+                              "\"ino\":12},{\"bytes\":5120,\"fs_dev\":\"7:3\",\"gen\":9,\"ino\":13}]";
+    std::string p = write_tmp("kvio_files_parts", cmd("write", 2048, 12288, files) + cmd("write", 4096, 4096, a));
+    kvio::validate::FilesJoin j = kvio::validate::join_files(p);
+    std::filesystem::remove(p);
+    EXPECT_EQ(j.cmds, 2u);
+    EXPECT_EQ(j.unattributed_cmds, 0u);
+    ASSERT_EQ(j.files.size(), 2u);
+    EXPECT_EQ(j.files[0].id.ino, 12u);
+    EXPECT_EQ(j.files[0].write_cmds, 2u);
+    EXPECT_EQ(j.files[0].write_bytes, 6144u + 4096u);
+    EXPECT_EQ(j.files[0].min_cmd_bytes, 4096u);
+    EXPECT_EQ(j.files[0].max_cmd_bytes, 6144u);
+    EXPECT_EQ(j.files[1].id.ino, 13u);
+    EXPECT_EQ(j.files[1].id.gen, 9u);
+    EXPECT_EQ(j.files[1].write_cmds, 1u);
+    EXPECT_EQ(j.files[1].write_bytes, 5120u);
+}
+
 TEST(ValidateFiles, NoFileAttributionSaysTraceWithFiles) {
     std::string p = write_tmp("kvio_files_none", cmd("write", 2048, 4096, "") + cmd("read", 8, 4096, ""));
     try {
