@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "redis/url.h"
 
 namespace kvio::serving {
 
@@ -330,6 +331,13 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (c.mpi && c.num_clients > 1)
         e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     non_negative("--remote-capacity-gb", c.remote_capacity_gb);
+    // The URL is parsed here, so a run that never connects (--io-trace-log) refuses a bad one too; the error masks
+    // the password (redis::parse_url).
+    if (!c.remote_tier.empty()) try {
+            (void)redis::parse_url(c.remote_tier);
+        } catch (const Error& ex) {
+            e.push_back("--remote-tier " + std::string(ex.what()));
+        }
     // The logical mode asks no server: the remote tier's limit must be given (docs/simulate.md, "Remote tier").
     if (!c.remote_tier.empty() && !c.io_trace_log.empty() && c.remote_capacity_gb <= 0)
         e.push_back("--remote-tier with --io-trace-log (no I/O, no server asked) needs --remote-capacity-gb");
