@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -460,6 +462,44 @@ TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
     const nlohmann::json* st = tier_section(r.results, "storage");
     ASSERT_NE(st, nullptr);
     EXPECT_GT((*st)["bytes_written"].get<uint64_t>(), 0u);
+}
+
+// A stopped server (SIGSTOP once it answered a GET, as a hung or swapped-out server): its socket still accepts
+// connections, but no reply comes. The first reply not sent within the 5 s timeout marks the tier down for good
+// (docs/simulate.md, "Remote tier"), so the run ends within its duration plus two timeouts; before, every failing
+// writer waited out the silence again on the shared control connection, in turn, and a 45 s pause held a 5 s run
+// for 47 s. The server stays stopped until the run has ended: a run that waited for it would not end at all.
+TEST(RemoteTierFaults, StoppedServerEndsTheRunInBoundedTimeWithFailuresCounted) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    std::atomic<bool> stopped{false};
+    KillOnCalls pauser(srv, "get", 1, 60, [&] { stopped = kill(srv.pid(), SIGSTOP) == 0; });
+    const int duration = 5;
+    const std::string args = "--model tiny-1b --num-users 4 --duration " + std::to_string(duration) +
+                             " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --disable-multi-turn --seed 3 "
+                             "--progress-interval 0 --remote-tier " +
+                             srv.url();
+    SimRun r = simulate(dir, args);
+    pauser.join();
+    const double after_stop = pauser.killed() ? seconds_since(pauser.at()) : -1;
+    if (stopped) kill(srv.pid(), SIGCONT);  // the destructor then stops it
+    ASSERT_TRUE(pauser.killed()) << "the server answered no GET: " << r.cmd.err;
+    ASSERT_TRUE(stopped.load());
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    // The run's clock started before the stop: at most its duration, then an op in flight meets one timeout and
+    // the end of the run none (the tier is down) -- two timeouts as the bound, plus the results' writing.
+    EXPECT_LE(after_stop, duration + 2 * 5.0 + 3) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    ASSERT_TRUE(rs.contains("down")) << rs.dump();
+    EXPECT_TRUE(rs["down"]["entries_lost"].get<bool>());
+    EXPECT_NE(rs["down"]["reason"].get<std::string>().find("did not answer within 5 s"), std::string::npos)
+        << rs["down"].dump();
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>() + cache["failed_reads"].get<long long>(), 0)
+        << cache.dump().substr(0, 600);
 }
 
 // CLIENT KILL of kvio's connections once the server answered a GET: the op on a killed connection fails and is
