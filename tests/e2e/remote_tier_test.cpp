@@ -464,7 +464,7 @@ TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
     EXPECT_GT((*st)["bytes_written"].get<uint64_t>(), 0u);
 }
 
-// A stopped server (SIGSTOP once it answered a GET, as a hung or swapped-out server): its socket still accepts
+// A stopped server (SIGSTOP once it answered a SET, as a hung or swapped-out server): its socket still accepts
 // connections, but no reply comes. The first reply not sent within the 5 s timeout marks the tier down for good
 // (docs/simulate.md, "Remote tier"), so the run ends within its duration plus two timeouts; before, every failing
 // writer waited out the silence again on the shared control connection, in turn, and a 45 s pause held a 5 s run
@@ -474,7 +474,9 @@ TEST(RemoteTierFaults, StoppedServerEndsTheRunInBoundedTimeWithFailuresCounted) 
     ASSERT_TRUE(srv.ok()) << "redis-server did not start";
     TempDir dir;
     std::atomic<bool> stopped{false};
-    KillOnCalls pauser(srv, "get", 1, 60, [&] { stopped = kill(srv.pid(), SIGSTOP) == 0; });
+    // At the server's first SET: the run's first entries are written at once, while a first GET may not come within
+    // the 5 s on a loaded machine (each user's first request writes before it reads).
+    KillOnCalls pauser(srv, "set", 1, 60, [&] { stopped = kill(srv.pid(), SIGSTOP) == 0; });
     const int duration = 5;
     const std::string args = "--model tiny-1b --num-users 4 --duration " + std::to_string(duration) +
                              " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --disable-multi-turn --seed 3 "
@@ -484,7 +486,7 @@ TEST(RemoteTierFaults, StoppedServerEndsTheRunInBoundedTimeWithFailuresCounted) 
     pauser.join();
     const double after_stop = pauser.killed() ? seconds_since(pauser.at()) : -1;
     if (stopped) kill(srv.pid(), SIGCONT);  // the destructor then stops it
-    ASSERT_TRUE(pauser.killed()) << "the server answered no GET: " << r.cmd.err;
+    ASSERT_TRUE(pauser.killed()) << "the server answered no SET: " << r.cmd.err;
     ASSERT_TRUE(stopped.load());
     ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
     // The run's clock started before the stop: at most its duration, then an op in flight meets one timeout and
