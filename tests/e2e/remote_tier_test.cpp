@@ -262,6 +262,42 @@ nlohmann::json remote_of(const nlohmann::json& results) {
 
 }  // namespace
 
+// The default limit (--remote-capacity-gb 0) is each client's share of the server's free memory: before, every
+// client of a run took the whole maxmemory and two of them over-committed one server into OOM. An explicit limit
+// the server cannot hold gets one warning line naming both figures (docs/simulate.md, "Remote tier").
+TEST(RemoteTier, AutoCapacityIsEachClientsShareAndAnOverlargeLimitWarns) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    const std::string common =
+        "--model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
+        "--max-concurrent-allocs 1 --disable-multi-turn --seed 3 --progress-interval 0 --remote-tier " +
+        srv.url();
+    SimRun r = simulate(dir, common + " --num-clients 2");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const std::vector<nlohmann::json> clients = rank_files(dir, 2);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_FALSE(clients[i].is_null()) << "client " << i;
+        const nlohmann::json* t = tier_section(clients[i], "remote");
+        ASSERT_NE(t, nullptr) << "client " << i;
+        const nlohmann::json& rs = (*t)["remote"];
+        EXPECT_EQ(rs["auto_capacity_clients"], 2);
+        const long long maxmem = rs["server"]["maxmemory"].get<long long>();
+        const long long used = rs["server"]["used_memory_start"].get<long long>();
+        EXPECT_EQ(maxmem, 256LL << 20);
+        EXPECT_EQ(rs["auto_capacity_bytes"].get<long long>(), (maxmem - used) / 2) << rs.dump();
+        EXPECT_LE((*t)["limit_bytes"].get<long long>(), (maxmem - used) / 2);
+    }
+    EXPECT_EQ(r.cmd.err.find("exceeds the server's free memory"), std::string::npos) << r.cmd.err;
+    TempDir dir2;
+    SimRun big = simulate(dir2, common + " --remote-capacity-gb 1");
+    ASSERT_EQ(big.cmd.status, 0) << big.cmd.err;
+    EXPECT_NE(big.cmd.err.find("kvio: warning: --remote-capacity-gb 1 x 1 client(s) = 1 GiB exceeds the server's "
+                               "free memory at start (maxmemory less used_memory): 0.2"),
+              std::string::npos)
+        << big.cmd.err;
+}
+
 // The logical mode (--io-trace-log: no I/O) with a remote tier asks no server (the URL here is a port nobody
 // listens on) and logs the remote tier's ops as Tier-3 rows beside the others; without --remote-capacity-gb it is
 // refused (exit 2), as nothing could tell the tier's size.

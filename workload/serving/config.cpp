@@ -176,8 +176,8 @@ const std::vector<FlagSpec>& flag_table() {
          "redis://[user:pass@]HOST:PORT[/DB]; every client of the run shares its entries.",
          true, &C::remote_tier},
         {"--remote-capacity-gb", "float", "0",
-         "Remote tier limit in GiB of server memory (0 = the server's maxmemory less what it used at start; "
-         "unlimited without maxmemory).",
+         "Remote tier limit in GiB of server memory per client (0 = the server's maxmemory less what it used at "
+         "start, divided by the run's clients; unlimited without maxmemory).",
          true, &C::remote_capacity_gb},
         {"--remote-run-id", "str", "None",
          "Key prefix of the remote tier's entries (default: made at start and shared by every client of the run).",

@@ -136,9 +136,13 @@ public:
     size_t planned_setters() const {
         return o_.split_connections || o_.write_back ? o_.planned_connections / 2 : o_.planned_connections;
     }
-    uint64_t auto_capacity() const override {
+    uint64_t server_free() const override {
         if (maxmemory_ <= 0) return kUnlimited;
         return maxmemory_ > used_start_ ? uint64_t(maxmemory_ - used_start_) : 0;
+    }
+    uint64_t auto_capacity() const override {
+        const uint64_t free = server_free();
+        return free == kUnlimited ? free : free / uint64_t(std::max(o_.clients, 1));
     }
 
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
@@ -292,6 +296,10 @@ public:
             if (cluster) j["cluster"] = {{"moved", cs.moved}, {"ask", cs.ask}, {"map_reloads", cs.map_reloads}};
         }
         j["client"] = o_.client;
+        // --remote-capacity-gb 0: the server's free memory at start over the run's clients (docs/simulate.md).
+        j["auto_capacity_clients"] = o_.clients;
+        j["auto_capacity_bytes"] =
+            auto_capacity() == kUnlimited ? nlohmann::ordered_json() : nlohmann::ordered_json(auto_capacity());
         j["commands"] = {
             {"set", sets_.load()}, {"get", gets_.load()}, {"getex", getexs_.load()}, {"del", dels_.load()}};
         j["chunk_get_hits"] = get_hits_.load();
