@@ -278,6 +278,19 @@ TEST(ServingConfig, RemoteTierUrlCheckedAndRecordedWithoutPassword) {
     EXPECT_EQ(e[0], "--remote-tier 'redis://:***@h:99999': port '99999' is not a number in 1..65535");
 }
 
+TEST(ServingReport, FailedWritesNameTheRemoteTierWhenItIsLast) {
+    nlohmann::ordered_json kc = {{"failed_writes", 3},
+                                 {"capacity_refusals", 0},
+                                 {"write_io_errors", 3},
+                                 {"first_write_error", "remote write of entry 'e': redis 127.0.0.1:1: no reply"},
+                                 {"storage", "absent (--remote-tier without --cache-dir: the remote tier is last)"}};
+    EXPECT_EQ(failed_writes_phrase(kc),
+              "3 remote-tier writes failed: 0 capacity refusals, 3 I/O errors (first: remote write of entry 'e': "
+              "redis 127.0.0.1:1: no reply)");
+    kc["storage"] = "buffered /tmp/x";
+    EXPECT_EQ(failed_writes_phrase(kc).rfind("3 storage writes failed: ", 0), 0u) << failed_writes_phrase(kc);
+}
+
 TEST(ServingConfig, YamlUnknownKeyTopLevel) {
     const std::string e = load_error("eviction:\n  max_recursion_depth: 3\nevictions:\n  x: 1\n");
     EXPECT_NE(e.find(":3: unknown configuration key 'evictions'"), std::string::npos) << e;
