@@ -181,12 +181,18 @@ public:
                 set_down("the server refuses writes: " + std::string(e.what()), false);
             note_timeout(c, e);
             // The chunks SET before the fault would stay on the server, held by no one: deleted (DEL of a chunk
-            // never written is a no-op) on this connection while it still answers (an error reply such as OOM).
-            // After an I/O error they are left to the end-of-run cleanup's SCAN (clear): a DEL on the shared
-            // control connection would make every failing writer wait out the server's silence in turn.
-            if (!c.broken()) try {
+            // never written is a no-op) on this connection while it still answers (an error reply such as OOM), else
+            // on the control connection, made again if the fault broke it (CLIENT KILL). Not once the tier is down
+            // for good (a silent server, note_timeout): a DEL there would make every failing writer wait out the
+            // silence in turn; the results then say keys_left_unknown.
+            try {
+                if (!c.broken()) {
                     c.del_chunks(full_key(key), bytes, chunk_);
-                } catch (const std::exception&) {}
+                } else if (!down().gone) {
+                    std::lock_guard<std::mutex> g(control_mu_);
+                    on_control([&](redis::Connection& cc) { return cc.del_chunks(full_key(key), bytes, chunk_); });
+                }
+            } catch (const std::exception&) {}
             throw;
         }
         const double total = now_s() - t0 - gen;
