@@ -67,6 +67,12 @@ size_t get_window(uint64_t chunk) {
 
 size_t set_window(uint64_t chunk) { return chunk >= kServerBigArgBytes ? 1 : kPipelineWindow; }
 
+bool is_timeout(const std::string& error) {
+    for (const char* t : {"Resource temporarily unavailable", "timed out", "Timeout"})
+        if (error.find(t) != std::string::npos) return true;
+    return false;
+}
+
 uint64_t chunk_count(uint64_t bytes, uint64_t chunk) { return bytes == 0 ? 1 : (bytes + chunk - 1) / chunk; }
 
 Connection::Connection(const Url& url, double timeout_s, Routing routing) {

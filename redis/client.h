@@ -71,6 +71,9 @@ size_t get_window(uint64_t chunk);
 std::string chunk_key(const std::string& key, uint64_t i);
 /// Chunks of a value of `bytes` bytes in `chunk`-byte pieces (an empty value is one empty chunk).
 uint64_t chunk_count(uint64_t bytes, uint64_t chunk);
+/// Whether an error text of this library is a timeout: no reply (or no connect) within the connection's timeout
+/// (EAGAIN from a socket with SO_RCVTIMEO/SO_SNDTIMEO: "Resource temporarily unavailable"; hiredis's connect timeout).
+bool is_timeout(const std::string& error);
 
 /// One connection: connect, AUTH, SELECT. Throws kvio::Error "redis HOST:PORT: WHAT" when the server cannot be
 /// reached within `timeout_s` or refuses the credentials or database. Every later I/O waits at most `timeout_s`.

@@ -25,8 +25,26 @@ std::string Url::safe_text() const {
     return "redis://" + (user.empty() ? "" : user + "@") + h + ":" + std::to_string(port) + "/" + std::to_string(db);
 }
 
+std::string mask_password(const std::string& text) {
+    const size_t scheme = text.find("://");
+    const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t at = text.rfind('@');
+    if (at == std::string::npos || at < start) return text;
+    const size_t colon = text.find(':', start);
+    if (colon == std::string::npos || colon > at) return text;  // user@ alone: no password to hide
+    return text.substr(0, colon + 1) + "***" + text.substr(at);
+}
+
+std::string recorded_url(const std::string& text) {
+    try {
+        return parse_url(text).safe_text();
+    } catch (const Error&) {
+        return mask_password(text);
+    }
+}
+
 Url parse_url(const std::string& text) {
-    auto fail = [&](const std::string& what) { throw Error("'" + text + "': " + what); };
+    auto fail = [&](const std::string& what) { throw Error("'" + mask_password(text) + "': " + what); };
     const std::string scheme = "redis://";
     if (text.compare(0, scheme.size(), scheme) != 0) fail("expected redis://[user:pass@]HOST:PORT[/DB]");
     std::string rest = text.substr(scheme.size());

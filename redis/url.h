@@ -19,8 +19,17 @@ struct Url {
     std::string safe_text() const;
 };
 
-/// Parses `text`. Throws kvio::Error "'TEXT': WHAT" naming what is wrong (scheme, empty host, port not a number or
-/// out of 1..65535, db not a non-negative number, a '@' without credentials, trailing text).
+/// `text` with the password of its credentials (after the first ':' past "scheme://", up to the last '@') replaced
+/// by "***": redis://:***@h:99999. Text without a password comes back unchanged. For a URL that may not parse.
+std::string mask_password(const std::string& text);
+
+/// What results, logs and errors record of a --remote-tier value: the parsed URL without the password (safe_text)
+/// when `text` parses, else mask_password(text). Never the password (docs/simulate.md, "Remote tier").
+std::string recorded_url(const std::string& text);
+
+/// Parses `text`. Throws kvio::Error "'TEXT': WHAT" (TEXT with the password masked: mask_password) naming what is wrong
+/// (scheme, empty host, port not a number or out of 1..65535, db not a non-negative number, a '@' without credentials,
+/// trailing text).
 Url parse_url(const std::string& text);
 
 }  // namespace kvio::redis

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -260,6 +262,42 @@ nlohmann::json remote_of(const nlohmann::json& results) {
 
 }  // namespace
 
+// The default limit (--remote-capacity-gb 0) is each client's share of the server's free memory: before, every
+// client of a run took the whole maxmemory and two of them over-committed one server into OOM. An explicit limit
+// the server cannot hold gets one warning line naming both figures (docs/simulate.md, "Remote tier").
+TEST(RemoteTier, AutoCapacityIsEachClientsShareAndAnOverlargeLimitWarns) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    const std::string common =
+        "--model tiny-1b --num-users 2 --duration 2 --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none "
+        "--max-concurrent-allocs 1 --disable-multi-turn --seed 3 --progress-interval 0 --remote-tier " +
+        srv.url();
+    SimRun r = simulate(dir, common + " --num-clients 2");
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    const std::vector<nlohmann::json> clients = rank_files(dir, 2);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_FALSE(clients[i].is_null()) << "client " << i;
+        const nlohmann::json* t = tier_section(clients[i], "remote");
+        ASSERT_NE(t, nullptr) << "client " << i;
+        const nlohmann::json& rs = (*t)["remote"];
+        EXPECT_EQ(rs["auto_capacity_clients"], 2);
+        const long long maxmem = rs["server"]["maxmemory"].get<long long>();
+        const long long used = rs["server"]["used_memory_start"].get<long long>();
+        EXPECT_EQ(maxmem, 256LL << 20);
+        EXPECT_EQ(rs["auto_capacity_bytes"].get<long long>(), (maxmem - used) / 2) << rs.dump();
+        EXPECT_LE((*t)["limit_bytes"].get<long long>(), (maxmem - used) / 2);
+    }
+    EXPECT_EQ(r.cmd.err.find("exceeds the server's free memory"), std::string::npos) << r.cmd.err;
+    TempDir dir2;
+    SimRun big = simulate(dir2, common + " --remote-capacity-gb 1");
+    ASSERT_EQ(big.cmd.status, 0) << big.cmd.err;
+    EXPECT_NE(big.cmd.err.find("kvio: warning: --remote-capacity-gb 1 x 1 client(s) = 1 GiB exceeds the server's "
+                               "free memory at start (maxmemory less used_memory): 0.2"),
+              std::string::npos)
+        << big.cmd.err;
+}
+
 // The logical mode (--io-trace-log: no I/O) with a remote tier asks no server (the URL here is a port nobody
 // listens on) and logs the remote tier's ops as Tier-3 rows beside the others; without --remote-capacity-gb it is
 // refused (exit 2), as nothing could tell the tier's size.
@@ -460,6 +498,46 @@ TEST(RemoteTierFaults, ServerKilledMidRunMarksTheTierDownAndStorageCarriesOn) {
     const nlohmann::json* st = tier_section(r.results, "storage");
     ASSERT_NE(st, nullptr);
     EXPECT_GT((*st)["bytes_written"].get<uint64_t>(), 0u);
+}
+
+// A stopped server (SIGSTOP once it answered a SET, as a hung or swapped-out server): its socket still accepts
+// connections, but no reply comes. The first reply not sent within the 5 s timeout marks the tier down for good
+// (docs/simulate.md, "Remote tier"), so the run ends within its duration plus two timeouts; before, every failing
+// writer waited out the silence again on the shared control connection, in turn, and a 45 s pause held a 5 s run
+// for 47 s. The server stays stopped until the run has ended: a run that waited for it would not end at all.
+TEST(RemoteTierFaults, StoppedServerEndsTheRunInBoundedTimeWithFailuresCounted) {
+    RedisServer srv(256);
+    ASSERT_TRUE(srv.ok()) << "redis-server did not start";
+    TempDir dir;
+    std::atomic<bool> stopped{false};
+    // At the server's first SET: the run's first entries are written at once, while a first GET may not come within
+    // the 5 s on a loaded machine (each user's first request writes before it reads).
+    KillOnCalls pauser(srv, "set", 1, 60, [&] { stopped = kill(srv.pid(), SIGSTOP) == 0; });
+    const int duration = 5;
+    const std::string args = "--model tiny-1b --num-users 4 --duration " + std::to_string(duration) +
+                             " --gpu-mem-gb 0 --cpu-mem-gb 0 --generation-mode none --disable-multi-turn --seed 3 "
+                             "--progress-interval 0 --remote-tier " +
+                             srv.url();
+    SimRun r = simulate(dir, args);
+    pauser.join();
+    const double after_stop = pauser.killed() ? seconds_since(pauser.at()) : -1;
+    if (stopped) kill(srv.pid(), SIGCONT);  // the destructor then stops it
+    ASSERT_TRUE(pauser.killed()) << "the server answered no SET: " << r.cmd.err;
+    ASSERT_TRUE(stopped.load());
+    ASSERT_EQ(r.cmd.status, 0) << r.cmd.err;
+    // The run's clock started before the stop: at most its duration, then an op in flight meets one timeout and
+    // the end of the run none (the tier is down) -- two timeouts as the bound, plus the results' writing.
+    EXPECT_LE(after_stop, duration + 2 * 5.0 + 3) << r.cmd.err;
+    const nlohmann::json rs = remote_of(r.results);
+    ASSERT_FALSE(rs.is_null());
+    EXPECT_GT(rs["errors"].get<long long>(), 0);
+    ASSERT_TRUE(rs.contains("down")) << rs.dump();
+    EXPECT_TRUE(rs["down"]["entries_lost"].get<bool>());
+    EXPECT_NE(rs["down"]["reason"].get<std::string>().find("did not answer within 5 s"), std::string::npos)
+        << rs["down"].dump();
+    const nlohmann::json& cache = r.results["kvio"]["cache"];
+    EXPECT_GT(cache["failed_writes"].get<long long>() + cache["failed_reads"].get<long long>(), 0)
+        << cache.dump().substr(0, 600);
 }
 
 // CLIENT KILL of kvio's connections once the server answered a GET: the op on a killed connection fails and is

@@ -80,6 +80,20 @@ TEST(RedisUrl, BadUrlsSayWhatIsWrong) {
     EXPECT_EQ(error_of("redis://h:abc").rfind("'redis://h:abc': ", 0), 0u);
 }
 
+TEST(RedisUrl, ErrorsAndRecordsMaskThePassword) {
+    using kvio::redis::mask_password;
+    using kvio::redis::recorded_url;
+    const std::string e = error_of("redis://:s3cret@h:99999");
+    EXPECT_EQ(e, "'redis://:***@h:99999': port '99999' is not a number in 1..65535");
+    EXPECT_EQ(error_of("redis://al:p@ss@h:1/x").find("p@ss"), std::string::npos);
+    EXPECT_EQ(mask_password("redis://alice:s3cr@t@h:6380/2"), "redis://alice:***@h:6380/2");
+    EXPECT_EQ(mask_password("redis://h:1"), "redis://h:1");
+    EXPECT_EQ(mask_password("http://x"), "http://x");
+    EXPECT_EQ(mask_password("redis://user@h:1"), "redis://user@h:1");
+    EXPECT_EQ(recorded_url("redis://:goodpw@127.0.0.1:31003"), "redis://127.0.0.1:31003/0");
+    EXPECT_EQ(recorded_url("redis://:goodpw@h:0"), "redis://:***@h:0");  // unparsable: masked
+}
+
 TEST(RedisChunks, NamesAndCounts) {
     EXPECT_EQ(kvio::redis::chunk_key("run7:e1", 0), "run7:e1:0");
     EXPECT_EQ(kvio::redis::chunk_key("run7:e1", 12), "run7:e1:12");

@@ -258,6 +258,39 @@ TEST(ServingConfig, LoadsTheBenchmarksConfigYaml) {
     EXPECT_EQ(cj["flags"].size(), flag_table().size());
 }
 
+TEST(ServingConfig, RemoteTierUrlCheckedAndRecordedWithoutPassword) {
+    SimConfig c;
+    c.remote_tier = "redis://:goodpw@127.0.0.1:31003";
+    EXPECT_FALSE(has(errors_of(c), "--remote-tier"));
+    const std::string text = config_to_json(c).dump();
+    EXPECT_EQ(text.find("goodpw"), std::string::npos) << text;
+    EXPECT_EQ(config_to_json(c)["flags"]["remote_tier"], "redis://127.0.0.1:31003/0");
+    // Refused where the flags are checked (also for --io-trace-log runs, which never connect), password masked;
+    // the message starts with --remote-tier, which makes it a usage error (exit 2, cli/simulate_options.cpp).
+    c.io_trace_log = "/tmp/never-written.csv";
+    c.remote_capacity_gb = 1;
+    c.remote_tier = "http://x";
+    auto e = errors_of(c);
+    EXPECT_TRUE(has(e, "--remote-tier 'http://x': expected redis://")) << (e.empty() ? "" : e[0]);
+    c.remote_tier = "redis://:s3cret@h:99999";
+    e = errors_of(c);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0], "--remote-tier 'redis://:***@h:99999': port '99999' is not a number in 1..65535");
+}
+
+TEST(ServingReport, FailedWritesNameTheRemoteTierWhenItIsLast) {
+    nlohmann::ordered_json kc = {{"failed_writes", 3},
+                                 {"capacity_refusals", 0},
+                                 {"write_io_errors", 3},
+                                 {"first_write_error", "remote write of entry 'e': redis 127.0.0.1:1: no reply"},
+                                 {"storage", "absent (--remote-tier without --cache-dir: the remote tier is last)"}};
+    EXPECT_EQ(failed_writes_phrase(kc),
+              "3 remote-tier writes failed: 0 capacity refusals, 3 I/O errors (first: remote write of entry 'e': "
+              "redis 127.0.0.1:1: no reply)");
+    kc["storage"] = "buffered /tmp/x";
+    EXPECT_EQ(failed_writes_phrase(kc).rfind("3 storage writes failed: ", 0), 0u) << failed_writes_phrase(kc);
+}
+
 TEST(ServingConfig, YamlUnknownKeyTopLevel) {
     const std::string e = load_error("eviction:\n  max_recursion_depth: 3\nevictions:\n  x: 1\n");
     EXPECT_NE(e.find(":3: unknown configuration key 'evictions'"), std::string::npos) << e;

@@ -254,6 +254,7 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     ro.url = c.remote_tier;
     ro.run_id = c.remote_run_id.empty() ? make_remote_run_id() : c.remote_run_id;
     ro.client = int(c.client_index);
+    ro.clients = int(std::max<int64_t>(c.client_count, 1));
     ro.write_back = c.remote_write_mode == "back";
     ro.writeback_queue = size_t(std::max<int64_t>(c.remote_writeback_queue, 1));
     ro.split_connections = c.remote_connections == "split";
@@ -264,6 +265,15 @@ void MultiTierCache::Impl::add_remote_tier(std::vector<uint64_t>& limits) {
     order.push_back(Tier::Remote);
     // The limit is server memory: the connections' own (client structures, query and reply buffers) comes out of it.
     const uint64_t cap = c.remote_capacity_gb > 0 ? uint64_t(c.remote_capacity_gb * kGiB) : rt->auto_capacity();
+    // An explicit limit the server cannot hold for every client of the run: a warning, not a refusal (the server's
+    // used_memory moves; docs/simulate.md, "Remote tier"). A server without maxmemory is not checked.
+    if (const uint64_t free = rt->server_free(); c.remote_capacity_gb > 0 && free != kUnlimited && log &&
+                                                 cap > free / uint64_t(std::max<int64_t>(c.client_count, 1)))
+        *log << "kvio: warning: --remote-capacity-gb " << c.remote_capacity_gb << " x "
+             << std::max<int64_t>(c.client_count, 1)
+             << " client(s) = " << double(cap) * double(std::max<int64_t>(c.client_count, 1)) / kGiB
+             << " GiB exceeds the server's free memory at start (maxmemory less used_memory): " << double(free) / kGiB
+             << " GiB; writes past it are refused with OOM\n";
     limits.push_back(cap == kUnlimited ? cap : cap - std::min(cap, rt->connection_reserve()));
     remote = rt.get();
     backend[int(Tier::Remote)] = std::move(rt);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
+#include "redis/url.h"
 
 namespace kvio::serving {
 
@@ -175,8 +176,8 @@ const std::vector<FlagSpec>& flag_table() {
          "redis://[user:pass@]HOST:PORT[/DB]; every client of the run shares its entries.",
          true, &C::remote_tier},
         {"--remote-capacity-gb", "float", "0",
-         "Remote tier limit in GiB of server memory (0 = the server's maxmemory less what it used at start; "
-         "unlimited without maxmemory).",
+         "Remote tier limit in GiB of server memory per client (0 = the server's maxmemory less what it used at "
+         "start, divided by the run's clients; unlimited without maxmemory).",
          true, &C::remote_capacity_gb},
         {"--remote-run-id", "str", "None",
          "Key prefix of the remote tier's entries (default: made at start and shared by every client of the run).",
@@ -330,6 +331,13 @@ std::vector<std::string> validate_config(const SimConfig& c, std::vector<std::st
     if (c.mpi && c.num_clients > 1)
         e.push_back("--mpi runs one client per rank: use mpirun -np (or --npernode) instead of --num-clients");
     non_negative("--remote-capacity-gb", c.remote_capacity_gb);
+    // The URL is parsed here, so a run that never connects (--io-trace-log) refuses a bad one too; the error masks
+    // the password (redis::parse_url).
+    if (!c.remote_tier.empty()) try {
+            (void)redis::parse_url(c.remote_tier);
+        } catch (const Error& ex) {
+            e.push_back("--remote-tier " + std::string(ex.what()));
+        }
     // The logical mode asks no server: the remote tier's limit must be given (docs/simulate.md, "Remote tier").
     if (!c.remote_tier.empty() && !c.io_trace_log.empty() && c.remote_capacity_gb <= 0)
         e.push_back("--remote-tier with --io-trace-log (no I/O, no server asked) needs --remote-capacity-gb");

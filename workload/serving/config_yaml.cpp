@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.h"
+#include "redis/url.h"
 #include "workload/serving/config.h"
 
 namespace kvio::serving {
@@ -473,6 +474,8 @@ nlohmann::ordered_json config_to_json(const SimConfig& c) {
             },
             f.target);
     }
+    // The server's URL without its password (docs/simulate.md, "Remote tier"): results and rank files are shared.
+    if (!c.remote_tier.empty()) flags["remote_tier"] = redis::recorded_url(c.remote_tier);
     // One client of several (client_config): the run's launcher and client count, not the client's own one-client
     // view of them (docs/mlperf-benchmark.md, "Multi-client runs").
     const bool one_of_many = c.client_count > 1 || c.client_of_mpi;

@@ -430,7 +430,11 @@ std::string failed_writes_phrase(const J& kc) {
     const bool split = kc.contains("capacity_refusals");
     const uint64_t refused = split ? kc.value("capacity_refusals", uint64_t(0)) : 0;
     const uint64_t io = split ? kc.value("write_io_errors", uint64_t(0)) : failed;
-    std::string t = counted(failed, "storage write") + " failed: " + counted(refused, "capacity refusal");
+    // Without a storage tier (--remote-tier without --cache-dir: kvio.cache.storage "absent ...") the remote tier is
+    // the last one, and the failed writes are its own: named so, not "storage".
+    const bool remote_last = kc.value("storage", std::string()).rfind("absent", 0) == 0;
+    std::string t = counted(failed, remote_last ? "remote-tier write" : "storage write") +
+                    " failed: " + counted(refused, "capacity refusal");
     if (refused) {
         t += " (" + std::to_string(kc.value("capacity_refused_bytes", uint64_t(0))) +
              " bytes in all, no tier could hold them, refused unwritten";

@@ -29,7 +29,8 @@ std::string stop_note(const nlohmann::ordered_json& results);
 /// submission with kvio"): "F storage writes failed: R capacity refusal(s) (B bytes in all, no tier could hold them,
 /// refused unwritten; first: ...), E I/O error(s) (first: ...)", each kind's first error (first_capacity_refusal,
 /// first_write_error) given only when that kind happened. A file without capacity_refusals (an older kvio) counts
-/// every failed write as an I/O error. "" when no write failed.
+/// every failed write as an I/O error. "" when no write failed. Without a storage tier (kvio.cache.storage "absent
+/// ...": the remote tier is last) the phrase says "remote-tier write(s)" instead of "storage write(s)".
 std::string failed_writes_phrase(const nlohmann::ordered_json& kc);
 /// One STORAGE PERFORMANCE ASSESSMENT criterion as the benchmark prints it (benchmark.py): unit "ratio" as
 /// percentages with one decimal ("name: 97.3% (target: 95.0%)"), numbers with two decimals and the unit appended

@@ -136,9 +136,13 @@ public:
     size_t planned_setters() const {
         return o_.split_connections || o_.write_back ? o_.planned_connections / 2 : o_.planned_connections;
     }
-    uint64_t auto_capacity() const override {
+    uint64_t server_free() const override {
         if (maxmemory_ <= 0) return kUnlimited;
         return maxmemory_ > used_start_ ? uint64_t(maxmemory_ - used_start_) : 0;
+    }
+    uint64_t auto_capacity() const override {
+        const uint64_t free = server_free();
+        return free == kUnlimited ? free : free / uint64_t(std::max(o_.clients, 1));
     }
 
     OpTiming write(const std::string& key, uint64_t bytes, const EntryData& data) override {
@@ -175,11 +179,19 @@ public:
             errors_ += 1;
             if (std::string(e.what()).find("OOM") != std::string::npos)
                 set_down("the server refuses writes: " + std::string(e.what()), false);
+            note_timeout(c, e);
             // The chunks SET before the fault would stay on the server, held by no one: deleted (DEL of a chunk
-            // never written is a no-op), on the control connection, made again if the fault broke it.
+            // never written is a no-op) on this connection while it still answers (an error reply such as OOM), else
+            // on the control connection, made again if the fault broke it (CLIENT KILL). Not once the tier is down
+            // for good (a silent server, note_timeout): a DEL there would make every failing writer wait out the
+            // silence in turn; the results then say keys_left_unknown.
             try {
-                std::lock_guard<std::mutex> g(control_mu_);
-                on_control([&](redis::Connection& cc) { return cc.del_chunks(full_key(key), bytes, chunk_); });
+                if (!c.broken()) {
+                    c.del_chunks(full_key(key), bytes, chunk_);
+                } else if (!down().gone) {
+                    std::lock_guard<std::mutex> g(control_mu_);
+                    on_control([&](redis::Connection& cc) { return cc.del_chunks(full_key(key), bytes, chunk_); });
+                }
             } catch (const std::exception&) {}
             throw;
         }
@@ -242,10 +254,16 @@ public:
             sizes_.erase(it);
         }
         try {
-            conn(Role::Read).del_chunks(full_key(key), bytes, chunk_);
+            redis::Connection& c = conn(Role::Read);
+            try {
+                c.del_chunks(full_key(key), bytes, chunk_);
+            } catch (const Error& e) {
+                note_timeout(c, e);
+                throw;
+            }
             dels_ += redis::chunk_count(bytes, chunk_);
         } catch (const Error&) {
-            errors_ += 1;  // the bytes may stay on the server: counted, the run goes on
+            errors_ += 1;  // the bytes may stay on the server (the end-of-run SCAN deletes them): counted
         }
     }
 
@@ -284,6 +302,10 @@ public:
             if (cluster) j["cluster"] = {{"moved", cs.moved}, {"ask", cs.ask}, {"map_reloads", cs.map_reloads}};
         }
         j["client"] = o_.client;
+        // --remote-capacity-gb 0: the server's free memory at start over the run's clients (docs/simulate.md).
+        j["auto_capacity_clients"] = o_.clients;
+        j["auto_capacity_bytes"] =
+            auto_capacity() == kUnlimited ? nlohmann::ordered_json() : nlohmann::ordered_json(auto_capacity());
         j["commands"] = {
             {"set", sets_.load()}, {"get", gets_.load()}, {"getex", getexs_.load()}, {"del", dels_.load()}};
         j["chunk_get_hits"] = get_hits_.load();
@@ -308,6 +330,9 @@ public:
         j["errors"] = errors_.load();
         writeback_json(j);
         if (const Down d = down(); !d.reason.empty()) j["down"] = {{"reason", d.reason}, {"entries_lost", d.gone}};
+        // Down for good: the end-of-run cleanup (clear) will not ask the server, so the run's keys stay there, their
+        // number unknown (docs/simulate.md, "Remote tier"); never claimed 0.
+        if (down().gone) j["keys_left_unknown"] = true;
         long long now = -1;
         try {
             std::lock_guard<std::mutex> g(control_mu_);
@@ -500,8 +525,9 @@ private:
                     }
                 },
                 verb);
-        } catch (const Error&) {
+        } catch (const Error& e) {
             errors_ += 1;
+            note_timeout(c, e);
             // An error reply or a chunk of another size comes after every chunk's command was answered: the server
             // counted them, so they are counted here too (an I/O error leaves the number unknown).
             if (!c.broken()) (verb == "GET" ? gets_ : getexs_) += redis::chunk_count(bytes, chunk_);
@@ -526,14 +552,27 @@ private:
     /// Runs `f` on the control connection (INFO, the end-of-run DELs); when a fault broke it (a killed connection
     /// is found broken at its first use), once more on a new one. control_mu_ held.
     long long on_control(const std::function<long long(redis::Connection&)>& f) {
+        if (const Down d = down(); d.gone) throw Error("redis: the remote tier is down: " + d.reason);
         try {
             if (control_->broken()) control_ = std::make_unique<redis::Connection>(control_url_, o_.timeout_s);
             return f(*control_);
-        } catch (const Error&) {
+        } catch (const Error& e) {
             if (!control_->broken()) throw;
+            note_timeout(*control_, e);  // a silent server: not asked again
+            if (down().gone) throw;
             control_ = std::make_unique<redis::Connection>(control_url_, o_.timeout_s);
             return f(*control_);
         }
+    }
+
+    /// After an I/O error on `c`: a reply the server did not send within the timeout (docs/simulate.md, "Remote
+    /// tier": a stopped or hung server) marks the tier down for good, with that first error, so no later op (nor
+    /// the end of the run) waits out the timeout again; a closed connection (CLIENT KILL) is made again instead.
+    void note_timeout(const redis::Connection& c, const Error& e) {
+        if (c.broken() && redis::is_timeout(e.what())) set_down(timeout_reason(e.what()), true);
+    }
+    std::string timeout_reason(const std::string& error) const {
+        return "the server did not answer within " + std::to_string(int(o_.timeout_s)) + " s: " + error;
     }
 
     /// The first reason the tier went down wins; a later "gone" makes a full server's entries lost too.
@@ -563,6 +602,8 @@ private:
     /// are made again at its next op (a fault meets the thread once, as with one connection: a killed server's
     /// refusal then marks the tier down at that op instead of failing one more on the other dead socket).
     redis::Connection& conn(Role role) {
+        // Down for good (gone, or silent past the reply timeout): no op waits for the server again.
+        if (const Down d = down(); d.gone) throw Error("redis: the remote tier is down: " + d.reason);
         const auto id = std::this_thread::get_id();
         std::unique_lock<std::mutex> l(mu_);
         ThreadConns& tc = conns_[id];
@@ -579,7 +620,10 @@ private:
                                                     o_.timeout_s);
         } catch (const Error& e) {
             errors_ += 1;
-            set_down("the server cannot be reached again after a fault: " + std::string(e.what()), true);
+            set_down(redis::is_timeout(e.what())
+                         ? timeout_reason(e.what())
+                         : "the server cannot be reached again after a fault: " + std::string(e.what()),
+                     true);
             throw;
         }
         l.lock();

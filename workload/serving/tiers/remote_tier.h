@@ -19,6 +19,7 @@ struct RemoteOptions {
     std::string url;       ///< redis://[user:pass@]HOST:PORT[/DB]
     std::string run_id;    ///< key prefix: the clients of one run share it, and so the entries
     int client = 0;        ///< this client's index (--num-clients index or MPI rank): its private keys' namespace
+    int clients = 1;       ///< the run's clients (--num-clients or MPI ranks): they share the server's memory
     double timeout_s = 5;  ///< connect and per-reply wait, s
     /// --remote-write-mode back: a write completes once queued (WriteBackQueue, one per worker thread, drained by
     /// its own thread and write connection); false = write-through: once the server acknowledged every chunk.
@@ -53,9 +54,12 @@ class RemoteTier : public TierBackend {
 public:
     /// Bytes an entry of `bytes` takes on the server (remote_footprint with this server's chunk size).
     virtual uint64_t footprint(uint64_t bytes) const = 0;
-    /// The limit when --remote-capacity-gb is 0: the server's maxmemory less what it used at start, or
-    /// kUnlimited for a server without maxmemory.
+    /// The limit when --remote-capacity-gb is 0: this client's share of the server's maxmemory less what it used at
+    /// start (divided by RemoteOptions::clients: every client of the run writes to the same server), or kUnlimited
+    /// for a server without maxmemory.
     virtual uint64_t auto_capacity() const = 0;
+    /// Bytes the server could still take at start (maxmemory less used_memory), or kUnlimited without maxmemory.
+    virtual uint64_t server_free() const = 0;
     /// Server memory one idle connection of this tier takes (the client structure with its query and reply buffers:
     /// `CLIENT INFO` tot-mem, else the growth of used_memory when a probe connection opened), bytes.
     virtual uint64_t connection_bytes() const = 0;
