@@ -211,6 +211,16 @@ struct JsonSyntaxError : Error {
 enum PartKey : unsigned { kPartIno = 1, kPartFsDev = 2, kPartGen = 4, kPartBytes = 8, kPartAll = 15 };
 const char* const kPartNames[] = {"ino", "fs_dev", "gen", "bytes"};
 
+/// The PartKey bit of a numeric `files` key ("ino", "gen", "bytes"); 0 for any other key (fs_dev is a string).
+unsigned numeric_part_bit(std::string_view k) {
+    return k == "ino" ? unsigned(kPartIno) : k == "gen" ? unsigned(kPartGen) : k == "bytes" ? unsigned(kPartBytes) : 0u;
+}
+
+/// The field of `p` that numeric key bit `bit` (from numeric_part_bit) names.
+uint64_t& part_field(EventFilePart& p, unsigned bit) {
+    return bit == kPartIno ? p.ino : bit == kPartGen ? p.gen : p.bytes;
+}
+
 /// Throws for element `i` of `files` that lacks one of its keys (`seen`: the PartKey bits it had).
 void require_part_keys(const JsonSource& src, size_t i, unsigned seen) {
     for (unsigned b = 0; b < 4; ++b)
@@ -316,21 +326,15 @@ struct EventsReader::Parser {
                     seen |= kPartFsDev;
                     continue;
                 }
-                const unsigned bit = k == "ino"     ? unsigned(kPartIno)
-                                     : k == "gen"   ? unsigned(kPartGen)
-                                     : k == "bytes" ? unsigned(kPartBytes)
-                                                    : 0u;
+                const unsigned bit = numeric_part_bit(k);
                 if (!bit) continue;  // other keys are skipped, as at the top level
                 uint64_t u;
                 if (auto e = fv.get_uint64().get(u)) {
                     if (e != INCORRECT_TYPE && e != NUMBER_OUT_OF_RANGE) invalid(src, e);
-                    bad_part(src, i,
-                             bit == kPartIno   ? "ino"
-                             : bit == kPartGen ? "gen"
-                                               : "bytes",
+                    bad_part(src, i, std::string(k).c_str(),
                              std::string("expected a non-negative integer, got ") + kind(fv));
                 }
-                (bit == kPartIno ? p.ino : bit == kPartGen ? p.gen : p.bytes) = u;
+                part_field(p, bit) = u;
                 seen |= bit;
             }
             require_part_keys(src, i, seen);
@@ -422,13 +426,10 @@ struct EventsReader::Parser {
                     seen |= kPartFsDev;
                     continue;
                 }
-                const unsigned bit = k == "ino"     ? unsigned(kPartIno)
-                                     : k == "gen"   ? unsigned(kPartGen)
-                                     : k == "bytes" ? unsigned(kPartBytes)
-                                                    : 0u;
+                const unsigned bit = numeric_part_bit(k);
                 if (!bit) continue;
                 if (!fv.is_number_unsigned()) bad_part(src, i, k.c_str(), "expected a non-negative integer");
-                (bit == kPartIno ? files[i].ino : bit == kPartGen ? files[i].gen : files[i].bytes) = fv.get<uint64_t>();
+                part_field(files[i], bit) = fv.get<uint64_t>();
                 seen |= bit;
             }
             require_part_keys(src, i, seen);

@@ -201,6 +201,12 @@ importer::ImportOptions synthetic_import(const std::string& ev) {
     return io;
 }
 
+/// Imports layout directory `dir` with `synthetic_import(ev)` into the semantic log `sem` (closed before return).
+importer::ImportSummary import_to_file(const std::string& dir, const std::string& ev, const std::string& sem) {
+    std::ofstream out(sem);
+    return importer::import_engine_layout(dir, synthetic_import(ev), out);
+}
+
 /// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
 uint64_t gen_of(const std::string& path) {
     const int fd = open(path.c_str(), O_RDONLY);
@@ -228,13 +234,8 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 196608, 1000, a, ga) << file_cmd("write", 196608, 1100, a, ga)
                       << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga);
-    importer::ImportOptions io = synthetic_import(ev);
     const std::string sem = outs.path + "/sem.jsonl";
-    importer::ImportSummary sum;
-    {
-        std::ofstream out(sem);
-        sum = importer::import_engine_layout(d.path, io, out);
-    }
+    const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
     EXPECT_EQ(sum.stores, 2u);
     EXPECT_EQ(sum.loads, 1u);
     EXPECT_EQ(sum.untouched, 1u);
@@ -329,12 +330,7 @@ TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
     std::ofstream(ev) << merged.dump() << "\n" << file_cmd("read", size, 5000, b, gb);
-    importer::ImportOptions io = synthetic_import(ev);
-    importer::ImportSummary sum;
-    {
-        std::ofstream out(sem);
-        sum = importer::import_engine_layout(d.path, io, out);
-    }
+    const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
     EXPECT_EQ(sum.stores, 2u);
     EXPECT_EQ(sum.loads, 1u);
     EXPECT_EQ(sum.merged, 0u);
