@@ -415,7 +415,8 @@ nlohmann::json DutyCycle::summary(uint64_t end_ns, const nlohmann::json& devices
         disk_cmds += j["cmds"].get<uint64_t>();
         disks.push_back(std::move(j));
     }
-    nlohmann::json out = {{"on_s", spec_.on_s},
+    nlohmann::json out = {{"t0_ns", t0_ns_},
+                          {"on_s", spec_.on_s},
                           {"period_s", spec_.period_s},
                           {"tail_s", kDutyTailS},
                           {"windows", windows_},
