@@ -263,7 +263,8 @@ public:
             }
             dels_ += redis::chunk_count(bytes, chunk_);
         } catch (const Error&) {
-            errors_ += 1;  // the bytes may stay on the server (the end-of-run SCAN deletes them): counted
+            errors_ +=
+                1;  // its chunks may stay on the server (the end-of-run cleanup knows only live entries): counted
         }
     }
 
