@@ -430,16 +430,15 @@ pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool 
 }
 
 /// Ends the traced command and every process it started (docs/trace.md, "Stopping"): the tree is stopped and
-/// collected first (a shell's children are reparented away once it exits), then each gets SIGTERM and SIGCONT; when
-/// the command has not exited within kStopGraceNs (a command can hang in its own shutdown: fio 3.33 with `loops` did
-/// so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it; once it is reaped, SIGKILL to whatever of
-/// the tree is still alive (a child that ignores SIGTERM), so nothing the command started writes after the trace
-/// ends. Keeps draining `rb` meanwhile. Returns the wait status.
+/// collected first (a shell's children are reparented away once it exits) and let go on (SIGCONT), the command gets
+/// SIGTERM; when it has not exited within kStopGraceNs (a command can hang in its own shutdown: fio 3.33 with `loops`
+/// did so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it; once it is reaped, SIGKILL to whatever
+/// of the tree is still alive (a shell's background child, a subprocess the command did not end), so nothing the
+/// command started writes after the trace ends. Keeps draining `rb` meanwhile. Returns the wait status.
 int end_command(pid_t child, ring_buffer* rb) {
     constexpr uint64_t kStopGraceNs = 5'000'000'000;
     const StoppedTree tree(child);
-    kill(child, SIGTERM);
-    tree.signal(SIGTERM);
+    kill(child, SIGTERM);  // the command ends its own children if it can (fio does)
     tree.signal(SIGCONT);
     kill(child, SIGCONT);
     const uint64_t t0 = now_ns();
