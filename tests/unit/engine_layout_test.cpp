@@ -323,6 +323,10 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
     const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
     EXPECT_NE(e.find(ev + ": field 'ino': none of its 2 records names a file"), std::string::npos) << e;
     EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
+    // An empty events file is called empty, not a trace without --files.
+    std::ofstream(ev, std::ios::trunc).close();
+    const std::string empty = error_of([&] { importer::import_engine_layout(d.path, io, out); });
+    EXPECT_NE(empty.find(ev + ": empty: no record"), std::string::npos) << empty;
 }
 
 // A command of two files' blocks names only the first (the kernel merged them): the import counts that file as merged,
