@@ -36,7 +36,8 @@ void write_output(const std::string& path, F write) {
 /// `kvio import vllm-fs|lmcache-disk DIR --model M --events EV -o SEM`: an engine's KV files as kvio.semantic/1.
 void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
     struct Opts {
-        std::string dir, out, events;
+        std::string dir, out, events, trace_json;
+        bool partial = false;
         ModelOptions model;
         std::optional<uint32_t> block_tokens, blocks_per_file;
     };
@@ -56,6 +57,13 @@ void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
     c->add_option("DIR", o->dir, "The engine's KV directory (read recursively)")->required();
     c->add_option("--events", o->events, "kvio.events/1 of `kvio trace --files --events` over the same run")
         ->required();
+    c->add_option("--trace-json", o->trace_json,
+                  "The `kvio trace --files --json` summary of the same trace: its files table's app bytes make a file "
+                  "the application read from the page cache a load measured 0 (needed unless the events carry "
+                  "syscall records, --syscalls)");
+    c->add_flag("--partial", o->partial,
+                "Accept an events stream without its closing summary (cut: the trace was killed or the file "
+                "truncated), with a warning");
     c->add_option("-o,--output", o->out, "kvio.semantic/1 JSONL to write (default: stdout)");
     auto* m = c->add_option("--model", o->model.model, "Built-in model (kvio geometry lists them)");
     m->excludes(c->add_option("--hf-config", o->model.hf_config, "A Hugging Face config.json instead of --model"));
@@ -81,11 +89,18 @@ void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
         io.layout.block_tokens = o->block_tokens;
         io.layout.blocks_per_file = o->blocks_per_file;
         io.events_path = o->events;
+        io.trace_json_path = o->trace_json;
+        io.accept_partial = o->partial;
         importer::ImportSummary s;
         write_output(o->out, [&](std::ostream& os) { s = importer::import_engine_layout(o->dir, io, os); });
         std::cerr << "kvio import " << importer::engine_layout_name(engine) << ": " << s.scan.files.size() << " files, "
                   << s.projected_bytes << " B projected -> " << s.stores << " stores, " << s.loads << " loads; "
                   << s.untouched << " files untouched by the events";
+        if (s.cached_loads) std::cerr << ", " << s.cached_loads << " loads from the page cache (no device read)";
+        if (s.events.dropped) std::cerr << ", " << s.events.dropped << " records dropped by the tracer";
+        if (s.events.lost_completions)
+            std::cerr << ", " << s.events.lost_completions << " commands without their completion";
+        if (!s.events.summary) std::cerr << ", stream cut (no closing summary)";
         if (s.scan.skipped_tmp) std::cerr << ", " << s.scan.skipped_tmp << " temporary files left out";
         std::cerr << "\n";
         if (s.merged)

@@ -25,7 +25,7 @@ namespace {
 struct Opts {
     validate::Options o;
     std::string join = "auto", json_out, semantic_format = "auto", commands_format = "auto";
-    bool timing = false, objects = false;
+    bool timing = false, objects = false, partial = false;
     std::string synth_dir;
     validate::SynthSpec synth;
     bool synth_bin = false;
@@ -83,9 +83,13 @@ void run_validate(Opts& a) {
         if (a.o.commands.empty() || a.o.semantic.empty())
             throw UsageError("--objects: give --commands EVENTS (traced with --files) and --semantic SEMANTIC");
         if (a.join != "auto" && a.join != "files") throw UsageError("--objects joins by file: leave --join out");
-        const validate::ObjectsReport r = validate::join_objects(a.o.semantic, a.o.commands, a.o.geometry);
+        const validate::ObjectsReport r = validate::join_objects(a.o.semantic, a.o.commands, a.o.geometry, a.partial);
         validate::print_objects_report(std::cout, r);
         if (!a.json_out.empty()) write_json_file(a.json_out, validate::objects_report_json(r));
+        const double pct = validate::objects_bytes_exact_pct(r);
+        if (a.gate.fail_below_pct && pct < *a.gate.fail_below_pct)
+            throw kvio::Error("validate: bytes exact " + std::to_string(pct) + " % of ops is below --fail-below " +
+                              std::to_string(*a.gate.fail_below_pct));
         return;
     }
     if (a.join == "files") {  // no semantic log: each traced file is the object (docs/validate_files.md)
@@ -194,6 +198,9 @@ void add_validate_command(CLI::App& app) {
     sub->add_flag("--objects", opts->objects,
                   "Per object (per file): projected vs measured device bytes and commands, the commands joined by "
                   "file; --semantic from `kvio import vllm-fs|lmcache-disk` (docs/engine_layouts.md)");
+    sub->add_flag("--partial", opts->partial,
+                  "--objects: score an events stream without its closing summary (cut: the trace was killed or the "
+                  "file truncated), with a warning");
     sub->add_option("--json", opts->json_out, "Also write the report as JSON to this file");
     auto pct = CLI::Range(0.0, 100.0);
     sub->add_option_function<double>(

@@ -709,6 +709,32 @@ bool EventsReader::next(EventRecord& r) {
 bool EventsReader::next_checked(EventRecord& r) {
     if (!next(r)) return false;
     check(r);
+    tally_.records++;
+    tally_.last_line = src_.line;
+    tally_.capture = bin_ != nullptr;
+    if (r.kind == EventType::Summary) {
+        tally_.summary = true;
+        tally_.dropped = r.dropped;
+    } else if (r.kind == EventType::Cmd && (r.io == IoOp::Read || r.io == IoOp::Write) &&
+               !r.has_field(EventField::TsComplete)) {
+        tally_.lost_completions++;
+    }
+    return true;
+}
+
+bool warn_stream_end(const std::string& path, const EventsTally& t, const std::string& what) {
+    if (t.dropped)
+        warn(path + ": " + std::to_string(t.dropped) +
+             " records dropped by the tracer (the summary's 'dropped'): " + what);
+    if (t.lost_completions)
+        warn(path + ": " + std::to_string(t.lost_completions) +
+             " read/write commands lost their completion ('complete_lost': no file is known for them): " + what);
+    if (t.summary) return false;
+    warn(path + ": no closing summary record " +
+         (t.records ? "after its last complete record (" + std::string(t.capture ? "record " : "line ") +
+                          std::to_string(t.last_line) + ")"
+                    : std::string("(no record at all)")) +
+         ": the stream is cut (the trace was killed, or the file truncated): " + what);
     return true;
 }
 

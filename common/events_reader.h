@@ -112,6 +112,22 @@ struct EventRecord {
 /// "a JSON document"; "" when it is not one (a JSONL stream, or larger than 256 MiB: not worth reading twice).
 std::string whole_document_kind(const std::string& path);
 
+/// What EventsReader::next_checked has returned so far: what a reader needs to tell a whole stream from a cut one.
+struct EventsTally {
+    uint64_t records = 0;           ///< records returned
+    uint64_t last_line = 0;         ///< line (JSONL) or record number (binary capture) of the last one
+    bool capture = false;           ///< the stream is a binary capture: last_line counts records
+    bool summary = false;           ///< the closing summary record was read (the trace ended and flushed)
+    uint64_t dropped = 0;           ///< its `dropped`: records the ring buffer had no room for
+    uint64_t lost_completions = 0;  ///< read/write cmds without `ts_complete` (`complete_lost`): no file is known
+};
+
+/// The warnings a reader of a whole stream owes its user, from `t` (common/warn.h), and whether the stream is cut:
+/// no closing summary (the trace was killed, or the file was cut: "PATH: no closing summary record after its last
+/// complete record (line N): the stream is cut ..."), dropped records and lost completions (counted). `what` says
+/// what they cost the reader ("loads and stores may be missing"). Returns true when the summary is missing.
+bool warn_stream_end(const std::string& path, const EventsTally& t, const std::string& what);
+
 /// Streams a kvio.events/1 file record by record with memory independent of its length (one read buffer
 /// of 4 MiB, grown only for a longer line). Blank lines (spaces, tabs, CR) are skipped; CRLF line ends and
 /// a last line without a newline are accepted.
@@ -148,6 +164,8 @@ public:
     void require(const EventRecord& r, EventField f) const {
         if (!r.has_field(f)) src_.fail(event_field_name(f), "missing");
     }
+    /// What next_checked() has returned so far (counts, the summary, lost completions).
+    const EventsTally& tally() const { return tally_; }
     /// The file is a binary capture (kvio.events.bin/1), not JSONL.
     bool is_capture() const { return bin_ != nullptr; }
     /// FILE and the line of the record last returned, for the caller's own field errors.
@@ -160,6 +178,7 @@ private:
     bool next_bin(EventRecord& r);
     void bin_parts(EventRecord& r);
     void check(EventRecord& r);
+    EventsTally tally_;
     bool unterminated_ = false;  // the line read_line returned last had no newline (the file's last)
     std::string last_dev_;       // the last "MAJ:MIN" checked and its dev_t: a trace is about one or two devices
     uint32_t last_kdev_ = 0;

@@ -68,6 +68,10 @@ bool JsonlReader::next(json& out) {
         try {
             out = json::parse(l);
         } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e400)
+            if (src_.line == 1 && evbin::has_magic(line_, size_t(n)))  // a binary capture given for JSON lines
+                throw Error(src_.file +
+                            ": is a kvio.events.bin/1 capture (kvio trace --events-format bin), not JSON "
+                            "lines");
             struct stat st {};
             if (src_.line == 1 && ::stat(src_.file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
                 st.st_size < (off_t(256) << 20)) {  // one pretty-printed document of a known kind: named

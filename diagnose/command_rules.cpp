@@ -150,6 +150,10 @@ void check_same_trace(const Inputs& in, const EventTrace& t) {
     for (const char* op : {"read", "write", "other"})
         if (const auto it = dev->find(op); it != dev->end() && it->is_object()) cmds += it->value("cmds", uint64_t(0));
     const uint64_t gap = t.records > cmds ? t.records - cmds : cmds - t.records;
+    if (gap > t.dropped && !t.has_summary && t.records < cmds)  // cut, not another trace: say so
+        throw Error(in.events + " is cut (no closing summary record): it holds " + std::to_string(t.records) +
+                    " commands of " + t.disk + " where " + in.trace_path + " counted " + std::to_string(cmds) +
+                    "; give the whole events file");
     if (gap > t.dropped)
         throw Error(both + " are not the same trace: the events hold " + std::to_string(t.records) + " commands of " +
                     t.disk + ", the summary counted " + std::to_string(cmds) + " (" + std::to_string(t.dropped) +

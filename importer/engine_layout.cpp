@@ -22,6 +22,8 @@
 #include "common/devinfo.h"
 #include "common/error.h"
 #include "common/events_reader.h"
+#include "common/jsonl.h"
+#include "common/warn.h"
 #include "workload/fiemap.h"
 
 namespace kvio::importer {
@@ -219,7 +221,8 @@ namespace {
 struct DirIo {
     uint64_t first = UINT64_MAX, last = 0, cmds = 0, syscalls = 0;
     uint64_t cmd_bytes = 0;  ///< the commands' bytes for this file (its part of a command of several files)
-    bool any() const { return cmds + syscalls > 0; }
+    uint64_t app_bytes = 0;  ///< what the application's syscalls moved (positive returns, or the files table's)
+    bool any() const { return cmds + syscalls + app_bytes > 0; }
     void span(uint64_t a, uint64_t b) {
         first = std::min(first, a);
         last = std::max(last, std::max(a, b));
@@ -231,6 +234,13 @@ struct FileEvents {
 /// (fs_dev, ino) -> gen -> traffic.
 using EventsByFile = std::map<std::pair<std::string, uint64_t>, std::map<uint64_t, FileEvents>>;
 
+/// What the stream held besides the files' traffic.
+struct StreamFacts {
+    bool parts = false;     ///< some command record carried `files` (each file's bytes of a merged command)
+    bool syscalls = false;  ///< some syscall record names a file (traced with --syscalls)
+    EventsTally tally;
+};
+
 /// One read or write command of `r` that moved `bytes` of the file whose traffic is `fe`.
 void add_cmd(FileEvents& fe, const EventRecord& r, uint64_t bytes) {
     DirIo& d = r.io == IoOp::Read ? fe.rd : fe.wr;
@@ -239,19 +249,16 @@ void add_cmd(FileEvents& fe, const EventRecord& r, uint64_t bytes) {
     d.span(r.ts_issue, r.has_field(EventField::TsComplete) ? r.ts_complete : r.ts_issue);
 }
 
-/// The events per file; *parts: some command record carried `files` (each file's bytes of a merged command).
-EventsByFile read_file_events(const std::string& path, bool* parts) {
+/// The events per file.
+EventsByFile read_file_events(const std::string& path, StreamFacts* facts) {
     EventsReader rd(path);
     EventRecord r;
     EventsByFile by;
-    uint64_t records = 0;
-    *parts = false;
     while (rd.next_checked(r)) {
-        records++;
         if (!r.has_field(EventField::Ino) || !r.has_field(EventField::FsDev)) continue;
         if (r.kind == EventType::Cmd && r.io != IoOp::Read && r.io != IoOp::Write) continue;
         if (r.kind == EventType::Cmd && !r.files.empty()) {  // a command of several files: each its own bytes
-            *parts = true;
+            facts->parts = true;
             for (const EventFilePart& p : r.files) add_cmd(by[{std::string(p.fs_dev), p.ino}][p.gen], r, p.bytes);
             continue;
         }
@@ -259,18 +266,41 @@ EventsByFile read_file_events(const std::string& path, bool* parts) {
         if (r.kind == EventType::Cmd) {
             add_cmd(fe, r, r.bytes);
         } else if (r.kind == EventType::Syscall) {
+            facts->syscalls = true;
             const bool wr = r.name.find("write") != std::string_view::npos;
             if (!wr && r.name.find("read") == std::string_view::npos) continue;
             DirIo& d = wr ? fe.wr : fe.rd;
             d.syscalls++;
+            if (r.ret > 0) d.app_bytes += uint64_t(r.ret);
             d.span(r.ts_enter, r.ts_exit);
         }
     }
-    // Without per-file fields every KV file would look untouched: say why instead (docs/engine_layouts.md).
-    if (by.empty())
-        throw Error(path + ": field 'ino': none of its " + std::to_string(records) +
-                    " records names a file (ino, fs_dev): trace with `kvio trace --files --events`");
+    facts->tally = rd.tally();
     return by;
+}
+
+/// Adds the application's bytes per file from the `files` table of the kvio.trace/1 summary at `path` (`kvio trace
+/// --files --json`) to `by`, for files whose stream had no syscall records. Returns the rows that name a file.
+size_t add_app_bytes(EventsByFile& by, const std::string& path) {
+    const json t = read_json_file(path);
+    const JsonSource src{path, 0};
+    if (!t.is_object() || get_string_or(t, "schema", "", src) != "kvio.trace/1")
+        throw Error(path + ": field 'schema': expected a kvio.trace/1 summary (`kvio trace --files --json`)");
+    auto rows = t.find("files");
+    if (rows == t.end() || !rows->is_array())
+        src.fail("files", "missing or not an array: trace with `kvio trace --files --json`");
+    size_t named = 0;
+    for (const json& row : *rows) {
+        if (!row.is_object()) src.fail("files", "expected objects");
+        if (!row.contains("ino")) continue;  // a --group-by row of several files names none
+        FileEvents& fe = by[{get_string(row, "fs_dev", src), get_u64(row, "ino", src)}][get_u64(row, "gen", src)];
+        for (auto [dir, d] : {std::pair<const char*, DirIo*>{"read", &fe.rd}, {"write", &fe.wr}})
+            if (row.contains(dir)) d->app_bytes = get_u64_or(row[dir], "app_bytes", 0, src);
+        named++;
+    }
+    if (named == 0 && !rows->empty())
+        src.fail("files", "its rows are --group-by groups, which name no file: trace without --group-by");
+    return named;
 }
 
 /// The traffic of `f` in `by`, or nullptr. Without a generation of its own (the filesystem did not answer
@@ -333,8 +363,35 @@ json op_record(const KvFile& f, size_t id, bool store, const DirIo& d, const Map
             {"extents", ext},
             {"device_cmds", d.cmds},
             {"syscalls", d.syscalls},
+            {"app_bytes", d.app_bytes},
             {"ts_start", d.first},
             {"ts", d.last}};
+}
+
+/// The stream's and the summary's traffic per file; throws when it cannot tell the KV files' loads (docs/
+/// engine_layouts.md, "The import").
+EventsByFile read_traffic(const ImportOptions& o, StreamFacts* facts) {
+    EventsByFile by = read_file_events(o.events_path, facts);
+    const EventsTally& t = facts->tally;
+    if (t.records == 0)
+        throw Error(o.events_path +
+                    ": empty: no record (the trace wrote nothing, or the file was cut before its first)");
+    const std::string cost = "loads and stores of the KV files may be missing (docs/engine_layouts.md)";
+    if (warn_stream_end(o.events_path, t, cost) && !o.accept_partial)
+        throw Error(o.events_path + ": no closing summary: the stream is cut; import it anyway with --partial");
+    if (!o.trace_json_path.empty()) {
+        add_app_bytes(by, o.trace_json_path);
+    } else if (!facts->syscalls) {
+        // A load served by the page cache moves no device byte: without the application's reads it would vanish.
+        throw Error(o.events_path +
+                    ": field 'name': no syscall record, so a load the page cache served (no device read) cannot be "
+                    "seen: give --trace-json T, the `kvio trace --files --json T` of the same trace, or trace with "
+                    "--syscalls");
+    }
+    if (by.empty())
+        throw Error(o.events_path + ": field 'ino': none of its " + std::to_string(t.records) +
+                    " records names a file (ino, fs_dev): trace with `kvio trace --files --events`");
+    return by;
 }
 
 }  // namespace
@@ -342,8 +399,9 @@ json op_record(const KvFile& f, size_t id, bool store, const DirIo& d, const Map
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out) {
     ImportSummary s;
     s.scan = scan_layout(dir, o.layout);
-    bool parts = false;
-    const EventsByFile by = read_file_events(o.events_path, &parts);
+    StreamFacts facts;
+    const EventsByFile by = read_traffic(o, &facts);
+    s.events = facts.tally;
     const FileMapper mapper = o.mapper ? o.mapper : FileMapper(fiemap_file);
     std::vector<std::pair<uint64_t, json>> ops;  // by ts_start
     MappedFile first;
@@ -358,9 +416,14 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         const MappedFile m = mapper(f);
         if (first.dev.empty()) first = m;
         const uint64_t whole = checked_round_up(f.size, m.lba_bytes).value_or(f.size);
-        if (!parts && (fe->wr.cmd_bytes > whole || fe->rd.cmd_bytes > whole)) s.merged++;
-        if (fe->wr.any()) ops.emplace_back(fe->wr.first, op_record(f, i, true, fe->wr, m)), s.stores++;
-        if (fe->rd.any()) ops.emplace_back(fe->rd.first, op_record(f, i, false, fe->rd, m)), s.loads++;
+        if (!facts.parts && (fe->wr.cmd_bytes > whole || fe->rd.cmd_bytes > whole)) s.merged++;
+        // A direction with no command or syscall record (its bytes from the summary only) has no time: 0.
+        auto at = [](const DirIo& d) { return d.first == UINT64_MAX ? uint64_t(0) : d.first; };
+        DirIo wr = fe->wr, rd = fe->rd;
+        wr.first = at(wr), rd.first = at(rd);
+        if (wr.any()) ops.emplace_back(wr.first, op_record(f, i, true, wr, m)), s.stores++;
+        if (rd.any()) ops.emplace_back(rd.first, op_record(f, i, false, rd, m)), s.loads++;
+        if (rd.any() && rd.cmds == 0) s.cached_loads++;
     }
     // Another run's events name other inodes: an empty semantic stream would only fail later, in validate.
     if (ops.empty())

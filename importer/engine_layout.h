@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/events_reader.h"
 #include "workload/geometry.h"
 
 namespace kvio::importer {
@@ -77,6 +78,13 @@ using FileMapper = std::function<MappedFile(const KvFile&)>;
 struct ImportOptions {
     LayoutOptions layout;
     std::string events_path;  ///< kvio.events/1 from `kvio trace --files` (JSONL or binary)
+    /// kvio.trace/1 summary of the same trace (`kvio trace --files --json`): its files table's `app_bytes` per file
+    /// say which files the application read or wrote, so a load the page cache served (no device read) is a load
+    /// measured 0. "" when not given: then the stream must carry syscall records (`--syscalls`).
+    std::string trace_json_path;
+    /// Accept a stream without its closing summary (cut: the trace was killed, or the file truncated) with a warning
+    /// instead of an error.
+    bool accept_partial = false;
     FileMapper mapper;
 };
 
@@ -91,6 +99,8 @@ struct ImportSummary {
     /// summary's files table is). With `files` each file takes its own bytes of a merged command: 0.
     uint64_t merged = 0;
     uint64_t projected_bytes = 0;  ///< sum over files
+    uint64_t cached_loads = 0;     ///< loads the application made with no device read (page cache: measured 0)
+    EventsTally events;            ///< the stream's records, closing summary, dropped records, lost completions
 };
 
 /// Scans `dir`, joins the events per file (fs_dev, ino, gen; gen left out when the filesystem keeps none we could
@@ -98,8 +108,12 @@ struct ImportSummary {
 /// `source` the engine layout) then per file one `store` when device writes or write syscalls touched it and one
 /// `load` when reads did, in ts_start order: `key` the hash, `payload_bytes` the projection, `bytes` it padded to the
 /// filesystem block, `tokens`, `path`, `ino`/`fs_dev`/`gen`, `extents`, ts_start/ts the first issue (or syscall
-/// entry) and last completion (or exit) of that direction. Throws kvio::Error as scan_layout and the events reader,
-/// and when no file of `dir` is in the events (another run's trace): nothing is written then.
+/// entry) and last completion (or exit) of that direction; `app_bytes` what the application read or wrote of it by
+/// syscalls (from `trace_json_path`'s files table, else the stream's syscall records), so a file read only from the
+/// page cache gets a load with 0 device commands. Throws kvio::Error as scan_layout and the events reader, when no
+/// file of `dir` is in the events (another run's trace), when neither `trace_json_path` nor syscall records say what
+/// the application read (a cached load would vanish), and when the stream has no closing summary (cut) unless
+/// `accept_partial`: nothing is written then. Dropped records and lost completions are warned of and counted.
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

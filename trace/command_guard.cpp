@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +41,49 @@ std::vector<pid_t> descendants(pid_t root) {
             if (ppid == out[i]) out.push_back(pid);
     out.erase(out.begin());
     return out;
+}
+
+namespace {
+
+int pidfd_of(pid_t pid) { return int(syscall(SYS_pidfd_open, pid, 0)); }
+bool pidfd_signal(int fd, int sig) { return syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0; }
+
+}  // namespace
+
+StoppedTree::StoppedTree(pid_t root) {
+    for (int round = 0; round < 2; ++round) {
+        kill(root, SIGSTOP);
+        for (pid_t d : descendants(root)) {
+            if (std::find(pids_.begin(), pids_.end(), d) != pids_.end()) continue;
+            const int fd = pidfd_of(d);
+            if (fd < 0) continue;  // gone already
+            pidfd_signal(fd, SIGSTOP);
+            fds_.push_back(fd);
+            pids_.push_back(d);
+        }
+    }
+}
+
+StoppedTree::~StoppedTree() {
+    for (int fd : fds_) close(fd);
+}
+
+size_t StoppedTree::signal(int sig) const {
+    size_t n = 0;
+    for (int fd : fds_) n += pidfd_signal(fd, sig);
+    return n;
+}
+
+size_t StoppedTree::kill_all() const {
+    size_t n = 0;
+    for (size_t i = 0; i < fds_.size(); ++i) {
+        if (!pidfd_signal(fds_[i], 0)) continue;  // exited (a zombie still answers: SIGKILL does it no harm)
+        pidfd_signal(fds_[i], SIGSTOP);
+        for (pid_t d : descendants(pids_[i]))
+            if (const int fd = pidfd_of(d); fd >= 0) pidfd_signal(fd, SIGKILL), close(fd);
+        n += pidfd_signal(fds_[i], SIGKILL);
+    }
+    return n;
 }
 
 CommandGuard::CommandGuard(pid_t child) {

@@ -9,6 +9,27 @@ namespace kvio::trace {
 /// Processes below `root` (children, grandchildren, ...), from the PPid field of /proc/PID/stat.
 std::vector<pid_t> descendants(pid_t root);
 
+/// The processes below a traced command, held while the trace stops it (docs/trace.md, "Stopping"): each is stopped
+/// (SIGSTOP, so none forks while they are collected; two rounds, for a fork between a look and a stop) and held by a
+/// pidfd, so a signal never reaches a process that later took a pid of the tree.
+class StoppedTree {
+public:
+    /// Stops `root` and every process below it and collects the ones below (not `root`).
+    explicit StoppedTree(pid_t root);
+    ~StoppedTree();
+    StoppedTree(const StoppedTree&) = delete;
+    StoppedTree& operator=(const StoppedTree&) = delete;
+    /// Sends `sig` to every process of the tree that still exists; returns how many it reached.
+    size_t signal(int sig) const;
+    /// Sends SIGKILL to every process of the tree still alive and to the processes below them now (forked after
+    /// the stop, before the SIGKILL); returns how many were still alive.
+    size_t kill_all() const;
+
+private:
+    std::vector<int> fds_;
+    std::vector<pid_t> pids_;
+};
+
 /// A guard process forked from the tracer for the traced command `child`: it waits on a pipe to the tracer, and
 /// when the tracer dies without releasing it (SIGKILL, OOM kill, crash), SIGKILLs every process below `child`
 /// and `child` itself. (PR_SET_PDEATHSIG on the command alone would leave its children running: fio's jobs are

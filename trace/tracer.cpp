@@ -12,7 +12,6 @@
 #include <bpf/libbpf.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -47,14 +46,6 @@
 namespace kvio::trace {
 
 namespace {
-
-std::atomic<pid_t> g_child{0};  // the traced command once it runs, else 0
-
-/// StopSignal's callback (in the handler, with every stop signal): SIGTERM/SIGHUP end the traced command too.
-void stop_command(int sig) {
-    pid_t c = g_child.load();
-    if (c > 0 && sig != SIGINT) ::kill(c, SIGTERM);  // SIGINT already reaches the child's process group
-}
 
 /// The traced command's exit status as a shell reports it (128 + signal when killed), except 0 when the trace was
 /// stopping (--duration, Ctrl-C, SIGTERM, SIGHUP) and the command died of the SIGTERM/SIGINT that stop sent it.
@@ -438,25 +429,35 @@ pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool 
     return pid;
 }
 
-/// Ends the traced command: SIGTERM, then, if it has not exited within kStopGraceNs (a command can hang in its
-/// own shutdown: fio 3.33 with `loops` did so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it.
-/// Keeps draining `rb` meanwhile. Returns the wait status.
+/// Ends the traced command and every process it started (docs/trace.md, "Stopping"): the tree is stopped and
+/// collected first (a shell's children are reparented away once it exits) and let go on (SIGCONT), the command gets
+/// SIGTERM; when it has not exited within kStopGraceNs (a command can hang in its own shutdown: fio 3.33 with `loops`
+/// did so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it; once it is reaped, SIGKILL to whatever
+/// of the tree is still alive (a shell's background child, a subprocess the command did not end), so nothing the
+/// command started writes after the trace ends. Keeps draining `rb` meanwhile. Returns the wait status.
 int end_command(pid_t child, ring_buffer* rb) {
     constexpr uint64_t kStopGraceNs = 5'000'000'000;
-    kill(child, SIGTERM);
+    const StoppedTree tree(child);
+    kill(child, SIGTERM);  // the command ends its own children if it can (fio does)
+    tree.signal(SIGCONT);
+    kill(child, SIGCONT);
     const uint64_t t0 = now_ns();
     int st = 0;
     while (waitpid(child, &st, WNOHANG) == 0) {
         if (now_ns() - t0 >= kStopGraceNs) {
             std::cerr
                 << "kvio trace: the traced command did not exit within 5 s of SIGTERM: killing it and its children\n";
-            for (pid_t p : descendants(child)) kill(p, SIGKILL);
+            kill(child, SIGSTOP);  // it cannot exit 0 between its children's SIGKILL and its own
+            const std::vector<pid_t> below = descendants(child);
             kill(child, SIGKILL);
+            for (pid_t p : below) kill(p, SIGKILL);
             waitpid(child, &st, 0);
             break;
         }
         ring_buffer__poll(rb, 50);
     }
+    if (const size_t left = tree.kill_all())
+        std::cerr << "kvio trace: " << left << " processes the traced command started outlived it: killed\n";
     return st;
 }
 
@@ -952,9 +953,9 @@ void kill_unreleased(pid_t child) {
     }
 }
 
-/// Lets the traced command run (it waits for the tracer to start it); from now a SIGTERM/SIGHUP to the trace ends it.
-void release_command(pid_t child, int release_fd) {
-    g_child = child;
+/// Lets the traced command run (it waits for the tracer to start it); from now a stop of the trace ends it
+/// (end_command).
+void release_command(int release_fd) {
     if (write(release_fd, "x", 1) != 1) throw Error("cannot start the traced command");
     close(release_fd);
 }
@@ -1055,7 +1056,6 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
             if (r == child) {
                 res.command_status = command_status(st, t.stop.stopped());
                 child = 0;
-                g_child = 0;
                 break;
             }
         }
@@ -1227,7 +1227,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     // Handlers first: a stop that comes while the BPF objects load (seconds on a loaded machine) must not be lost. A
     // shell starts a background job with SIGINT ignored, so a SIGINT before sigaction() would vanish and the trace
     // then run until a second one (seen in ValidateE2E under load). A stop during setup skips the loop below.
-    std::optional<StopSignal> stop(std::in_place, StopSignal::Options{.on_signal = stop_command});
+    // A stop signal only stops the loop: end_command then ends the command's whole tree (docs/trace.md, "Stopping a
+    // traced command"). A SIGTERM sent to the command from the handler would let its children be reparented first.
+    std::optional<StopSignal> stop(std::in_place, StopSignal::Options{});
     signal(SIGPIPE, SIG_IGN);  // a reader that went away: the write fails with EPIPE and is reported
     ensure_tracing_ready();
     libbpf_set_print(libbpf_quiet);
@@ -1304,14 +1306,13 @@ TraceResult run_trace(const TraceOptions& opts) {
         guard.reset();
         throw_stopped_in_setup(stop->signo());
     }
-    if (child > 0) release_command(child, release_fd);
+    if (child > 0) release_command(release_fd);
     if (!opts.quiet && child == 0) say_tracing(opts);
     // A textfile that cannot be written stops the trace; the summary is still written.
     std::exception_ptr live_error =
         trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns, duty}, child, res);
     if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
         res.command_status = command_status(end_command(child, rb.get()), true);
-        g_child = 0;
     }
     guard.reset();
     // A stop that came before the end the trace was given is not that end (the first signal names it).

@@ -47,7 +47,7 @@ void add_syscall(FileIo& f, const EventRecord& r) {
 
 }  // namespace
 
-FilesJoin join_files(const std::string& events_path) {
+FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named) {
     kvio::EventsReader rd(events_path);
     EventRecord r;
     std::map<FileId, FileIo> by;
@@ -67,12 +67,20 @@ FilesJoin join_files(const std::string& events_path) {
         if (r.kind == EventType::Syscall) {
             add_syscall(file_of(by, FileId{std::string(r.fs_dev), r.ino, r.gen}), r);
         } else if (!r.files.empty()) {  // a command of several files: each its own bytes
-            for (const EventFilePart& p : r.files)
-                add_cmd(file_of(by, FileId{std::string(p.fs_dev), p.ino, p.gen}), r.io == IoOp::Read, p.bytes);
+            bool unnamed = false;
+            for (const EventFilePart& p : r.files) {
+                FileId id{std::string(p.fs_dev), p.ino, p.gen};
+                unnamed = unnamed || (named && !named->count(id));
+                add_cmd(file_of(by, std::move(id)), r.io == IoOp::Read, p.bytes);
+            }
+            out.cmds_of_unnamed += unnamed;
         } else {
-            add_cmd(file_of(by, FileId{std::string(r.fs_dev), r.ino, r.gen}), r.io == IoOp::Read, r.bytes);
+            FileId id{std::string(r.fs_dev), r.ino, r.gen};
+            out.cmds_of_unnamed += named && !named->count(id);
+            add_cmd(file_of(by, std::move(id)), r.io == IoOp::Read, r.bytes);
         }
     }
+    out.tally = rd.tally();
     if (out.cmds > 0 && out.unattributed_cmds == out.cmds)
         throw Error(events_path + ": no device command carries a file (ino): trace with --files");
     for (auto& [id, f] : by)

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/events_reader.h"
 
 namespace kvio::validate {
 
@@ -40,12 +43,17 @@ struct FilesJoin {
     std::vector<FileIo> files;
     uint64_t cmds = 0;               ///< read/write device commands in the stream
     uint64_t unattributed_cmds = 0;  ///< read/write commands without `ino` (metadata, journal, or no --files)
+    EventsTally tally;               ///< the stream's records, closing summary, dropped records, lost completions
+    /// with join_files' `named`: read/write commands carrying bytes of a file not in it (each command once, however
+    /// many such files it held)
+    uint64_t cmds_of_unnamed = 0;
 };
 
 /// Reads kvio.events/1 (JSONL or binary) at `events_path` through common/events_reader.h and groups read/write
 /// commands by file. Throws kvio::Error "EVENTS: no device command carries a file (ino): trace with --files" when
 /// read/write commands exist but none is attributed, and the reader's FILE:LINE: field errors on bad records.
-FilesJoin join_files(const std::string& events_path);
+/// With `named`, also counts the commands that carry bytes of files not in it (cmds_of_unnamed).
+FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named = nullptr);
 
 /// Sets each file's `path` from the `files` rows of the kvio.trace/1 summary (`kvio trace --files --json`) of the
 /// same trace: a row of one file carries its `ino`, `fs_dev` and `gen` (docs/formats.md); a `--group-by` row of

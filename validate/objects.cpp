@@ -5,22 +5,30 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/events_reader.h"
 #include "validate/files.h"
 #include "validate/semantic.h"
 
 namespace kvio::validate {
 
 ObjectsReport join_objects(const std::string& semantic_path, const std::string& events_path,
-                           const GeometryOverrides& ov) {
+                           const GeometryOverrides& ov, bool accept_partial) {
     const SemanticTrace t = read_semantic(semantic_path);
     ObjectsReport r;
     r.rules = resolve_rules(t.meta, ov);
-    const FilesJoin fj = join_files(events_path);
+    std::set<FileId> named;
+    for (const ObjectOp& op : t.ops)
+        if (op.has_file) named.insert(FileId{op.fs_dev, op.ino, op.gen});
+    const FilesJoin fj = join_files(events_path, &named);
+    r.events = fj.tally;
+    if (warn_stream_end(events_path, fj.tally, "its files' measured bytes and commands may be short") &&
+        !accept_partial)
+        throw Error(events_path + ": no closing summary: the stream is cut; score it anyway with --partial");
+    std::map<FileId, std::pair<bool, bool>> kinds;  // per file: stored, loaded
     r.cmds = fj.cmds;
     r.unattributed_cmds = fj.unattributed_cmds;
     std::map<FileId, const FileIo*> by;
     for (const FileIo& f : fj.files) by[f.id] = &f;
-    std::set<FileId> named;
     std::vector<uint64_t> sizes;
     for (const ObjectOp& op : t.ops) {
         if (!op.has_file)
@@ -32,7 +40,7 @@ ObjectsReport join_objects(const std::string& semantic_path, const std::string& 
         row.projected_cmds = sizes.size();
         row.projected_bytes = std::accumulate(sizes.begin(), sizes.end(), uint64_t(0));
         const FileId id{op.fs_dev, op.ino, op.gen};
-        named.insert(id);
+        (op.kind == OpKind::Load ? kinds[id].second : kinds[id].first) = true;
         if (auto it = by.find(id); it != by.end()) {
             const bool load = op.kind == OpKind::Load;
             row.measured_bytes = load ? it->second->read_bytes : it->second->write_bytes;
@@ -44,9 +52,16 @@ ObjectsReport join_objects(const std::string& semantic_path, const std::string& 
         r.measured_bytes += row.measured_bytes;
         r.rows.push_back(std::move(row));
     }
-    for (const FileIo& f : fj.files)
-        if (!named.count(f.id)) r.other_file_cmds += f.read_cmds + f.write_cmds;
+    r.other_file_cmds = fj.cmds_of_unnamed;  // each command once, however many other files it held
+    for (const auto& [id, k] : kinds) {
+        r.stored_not_loaded += k.first && !k.second;
+        r.loaded_not_stored += k.second && !k.first;
+    }
     return r;
+}
+
+double objects_bytes_exact_pct(const ObjectsReport& r) {
+    return r.rows.empty() ? 0.0 : 100.0 * double(r.bytes_exact) / double(r.rows.size());
 }
 
 void print_objects_report(std::ostream& os, const ObjectsReport& r) {
@@ -72,6 +87,10 @@ void print_objects_report(std::ostream& os, const ObjectsReport& r) {
                   (unsigned long long)r.unattributed_cmds, (unsigned long long)r.cmds,
                   (unsigned long long)r.other_file_cmds);
     os << buf;
+    os << "files: " << r.stored_not_loaded << " stored and never loaded, " << r.loaded_not_stored
+       << " loaded and never stored; events: "
+       << (r.events.summary ? "closing summary read" : "CUT (no closing summary)") << ", " << r.events.dropped
+       << " records dropped, " << r.events.lost_completions << " commands without their completion\n";
 }
 
 nlohmann::json objects_report_json(const ObjectsReport& r) {
@@ -100,6 +119,11 @@ nlohmann::json objects_report_json(const ObjectsReport& r) {
             {"unattributed_cmds", r.unattributed_cmds},
             {"other_file_cmds", r.other_file_cmds},
             {"kernel_limit_bytes", r.rules.kernel_limit},
+            {"stored_not_loaded", r.stored_not_loaded},
+            {"loaded_not_stored", r.loaded_not_stored},
+            {"events_summary", r.events.summary},
+            {"dropped", r.events.dropped},
+            {"lost_completions", r.events.lost_completions},
             {"objects", rows}};
 }
 

@@ -50,7 +50,7 @@ json import_and_validate(const TempDir& t, const std::string& engine, const std:
                          const std::string& flags) {
     const std::string sem = t.file(engine + ".semantic.jsonl"), vj = t.file(engine + ".validate.json");
     CmdResult i = run(kvio_bin() + " import " + engine + " " + dir + " --model tiny-1b " + flags + " --events " + ev +
-                      " -o " + sem);
+                      " --trace-json " + t.file("trace.json") + " -o " + sem);
     EXPECT_EQ(i.status, 0) << i.err;
     CmdResult v = run(kvio_bin() + " validate --objects --commands " + ev + " --semantic " + sem + " --json " + vj);
     EXPECT_EQ(v.status, 0) << v.err;
@@ -114,9 +114,10 @@ TEST(EngineLayout, ImportedBlocksMoveExactlyTheirProjectedBytes) {
     script += "true";
     // The whole device is traced (docs/validate_files.md, "Tests": a flusher kworker may write a buffered file's
     // pages).
-    CmdResult tr = run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev +
-                                                                " 2> " + t.file("trace.err")) +
-                       "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
+    CmdResult tr =
+        run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev + " --json " +
+                                                     t.file("trace.json") + " 2> " + t.file("trace.err")) +
+            "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
     ASSERT_NE(tr.out.find("trace=0 script=0"), std::string::npos) << tr.out << tr.err << slurp(t.file("trace.err"));
 
     expect_exact(import_and_validate(t, "vllm-fs", vdir, ev, ""), vblocks);
@@ -151,9 +152,10 @@ TEST(EngineLayout, MergedSmallFilesAreExactPerObject) {
                   " of=/dev/null bs=" + std::to_string(b.size) + " count=1 status=none && ";
     }
     script += "true";
-    CmdResult tr = run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev +
-                                                                " 2> " + t.file("trace.err")) +
-                       "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
+    CmdResult tr =
+        run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev + " --json " +
+                                                     t.file("trace.json") + " 2> " + t.file("trace.err")) +
+            "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
     ASSERT_NE(tr.out.find("trace=0 script=0"), std::string::npos) << tr.out << tr.err << slurp(t.file("trace.err"));
     size_t merged = 0, most = 0;  // write commands of several files, and the most files one held
     std::map<uint64_t, uint64_t> by_ino;
@@ -175,11 +177,62 @@ TEST(EngineLayout, MergedSmallFilesAreExactPerObject) {
     EXPECT_GE(summary["files_parts"]["cmds"].get<uint64_t>(), merged) << summary.dump();
 
     const std::string sem = t.file("vllm.semantic.jsonl"), vj = t.file("vllm.validate.json");
-    CmdResult i = run(kvio_bin() + " import vllm-fs " + vdir + " --model tiny-1b --events " + ev + " -o " + sem);
+    CmdResult i = run(kvio_bin() + " import vllm-fs " + vdir + " --model tiny-1b --events " + ev + " --trace-json " +
+                      t.file("trace.json") + " -o " + sem);
     EXPECT_EQ(i.status, 0) << i.err;
     EXPECT_EQ(i.err.find("merged"), std::string::npos) << i.err;  // each file's part: nothing to warn of
     CmdResult v = run(kvio_bin() + " validate --objects --commands " + ev + " --semantic " + sem + " --json " + vj);
     EXPECT_EQ(v.status, 0) << v.err;
     std::cerr << i.err << v.out;
     expect_exact(json::parse(slurp(vj)), blocks);
+}
+
+// The new user's case: 40 small vLLM files written buffered and written back by `sync`, then read with `cat` while
+// their pages are still cached, so no read reaches the device. The trace's files table (--json) saw the application
+// read every file; the import takes it (--trace-json), so each file has a load measured 0 and `validate --objects
+// --fail-below 100` fails. Without --trace-json (and without --syscalls) the import refuses, saying what to add.
+TEST(EngineLayout, LoadsFromThePageCacheAreMeasuredZero) {
+    Ext4Mount m(64 * MiB);
+    TempDir t;
+    const std::string vdir = m.mnt + "/vllm", ev = t.file("ev.jsonl"), tj = t.file("trace.json");
+    std::vector<Block> blocks;
+    for (uint64_t i = 0; i < 40; ++i)
+        blocks.push_back(
+            {vllm_fs_rel("tiny", 1, 1, 1, 0, "bfloat16", 0x6789a00000000000ull + i), kTinyBytesPerToken, false, false});
+    std::filesystem::create_directories(std::filesystem::path(vdir + "/" + blocks[0].rel).parent_path());
+    std::string script;
+    for (const Block& b : blocks)
+        script += "head -c " + std::to_string(b.size) + " /dev/zero > " + vdir + "/" + b.rel + " && ";
+    script += "sync && find " + vdir + " -name '*.bin' | xargs cat > /dev/null";
+    CmdResult tr = run(trace_in_background(t.file("ready"), "-q -d " + m.loop.name + " --files --events " + ev +
+                                                                " --json " + tj + " 2> " + t.file("trace.err")) +
+                       "(" + script + "); s=$?; kill -INT $t; wait $t; echo trace=$? script=$s");
+    ASSERT_NE(tr.out.find("trace=0 script=0"), std::string::npos) << tr.out << tr.err << slurp(t.file("trace.err"));
+    const std::string sem = t.file("sem.jsonl"), vj = t.file("validate.json");
+    CmdResult bare = run(kvio_bin() + " import vllm-fs " + vdir + " --model tiny-1b --events " + ev + " -o " + sem);
+    EXPECT_NE(bare.status, 0);
+    EXPECT_NE(bare.err.find("give --trace-json T"), std::string::npos) << bare.err;
+    EXPECT_FALSE(std::filesystem::exists(sem));
+    CmdResult i = run(kvio_bin() + " import vllm-fs " + vdir + " --model tiny-1b --events " + ev + " --trace-json " +
+                      tj + " -o " + sem);
+    ASSERT_EQ(i.status, 0) << i.err;
+    EXPECT_NE(i.err.find("40 stores, 40 loads"), std::string::npos) << i.err;
+    EXPECT_NE(i.err.find("40 loads from the page cache"), std::string::npos) << i.err;
+    CmdResult v = run(kvio_bin() + " validate --objects --commands " + ev + " --semantic " + sem + " --json " + vj +
+                      " --fail-below 100");
+    EXPECT_EQ(v.status, 1) << v.out << v.err;
+    EXPECT_NE(v.err.find("below --fail-below"), std::string::npos) << v.err;
+    std::cerr << i.err << v.out;
+    const json j = json::parse(slurp(vj));
+    EXPECT_EQ(j.at("ops"), 80);
+    EXPECT_EQ(j.at("bytes_exact"), 40);  // the stores
+    EXPECT_EQ(j.at("stored_not_loaded"), 0);
+    size_t loads = 0;
+    for (const json& r : j.at("objects")) {
+        if (r.at("op") != "load") continue;
+        loads++;
+        EXPECT_EQ(r.at("measured_bytes"), 0) << r.dump();
+        EXPECT_EQ(r.at("projected_bytes"), kTinyBytesPerToken) << r.dump();
+    }
+    EXPECT_EQ(loads, 40u);
 }

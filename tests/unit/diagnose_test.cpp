@@ -236,9 +236,18 @@ TEST(Diagnose, LowQueueDepthAgainstTheDevicesBestInTheSameTrace) {
 // more commands than it counted beyond its drops; as many as it counted (or fewer by at most the dropped events) pass.
 TEST(Diagnose, EventsOfAnotherTraceAreRefused) {
     uint64_t sector = 0;
-    TmpText ev(reads(0, 10, 1, 4096, 100'000, sector));  // 10 commands of loop7 (7:7)
-    diagnose::Inputs in{trace_doc(json::object(), 12, 12 * 4096), ev.path, "t.json"};
+    const std::string cmds = reads(0, 10, 1, 4096, 100'000, sector);  // 10 commands of loop7 (7:7)
+    // Without its closing summary the stream is cut, not another trace's: said so.
+    TmpText cut(cmds);
+    diagnose::Inputs in{trace_doc(json::object(), 12, 12 * 4096), cut.path, "t.json"};
     std::string e = test::error_of([&] { diagnose::diagnose(in); });
+    EXPECT_NE(e.find(cut.path + " is cut (no closing summary record): it holds 10 commands of loop7 where t.json "
+                                "counted 12"),
+              std::string::npos)
+        << e;
+    TmpText ev(cmds + "{\"type\":\"summary\",\"events\":10,\"dropped\":0}\n");
+    in.events = ev.path;
+    e = test::error_of([&] { diagnose::diagnose(in); });
     EXPECT_NE(e.find(ev.path + " and t.json are not the same trace: the events hold 10 commands of loop7, the summary "
                                "counted 12 (0 events dropped)"),
               std::string::npos)

@@ -21,6 +21,7 @@
 #include "tests/engine_layout_writer.h"
 #include "validate/objects.h"
 #include "validate/semantic.h"
+#include "validate/synth.h"
 #include "workload/geometry.h"
 
 using namespace kvio;
@@ -184,12 +185,37 @@ std::string file_cmd(const char* op, uint64_t bytes, uint64_t ts, const importer
            "\n";
 }
 
+/// The closing summary record of a whole stream (a stream without one is cut).
+const char* const kSummary = "{\"type\":\"summary\",\"events\":0,\"dropped\":0}\n";
+
+/// Writes the kvio.trace/1 summary `path` whose files table has `rows` (`kvio trace --files --json`), and returns
+/// `path`.
+std::string write_trace_json(const std::string& path, const nlohmann::json& rows = nlohmann::json::array()) {
+    std::ofstream(path) << nlohmann::json{{"schema", "kvio.trace/1"}, {"files", rows}}.dump();
+    return path;
+}
+
+/// A files-table row of `f`: the application read `rd` and wrote `wr` bytes of it, the device moved `dev_rd` and
+/// `dev_wr`.
+nlohmann::json file_row(const importer::KvFile& f, uint64_t gen, uint64_t rd, uint64_t wr, uint64_t dev_rd = 0,
+                        uint64_t dev_wr = 0) {
+    return {{"path", f.path},
+            {"files", 1},
+            {"ino", f.ino},
+            {"fs_dev", f.fs_dev},
+            {"gen", gen},
+            {"read", {{"cmds", dev_rd ? 1 : 0}, {"bytes", dev_rd}, {"app_calls", 1}, {"app_bytes", rd}}},
+            {"write", {{"cmds", dev_wr ? 1 : 0}, {"bytes", dev_wr}, {"app_calls", 1}, {"app_bytes", wr}}}};
+}
+
 /// Import options over events file `ev` whose files all map to one extent at 1 MiB of disk 7:3 (limit 128 KiB,
 /// 4 KiB filesystem blocks), so tests need no real disk.
 importer::ImportOptions synthetic_import(const std::string& ev) {
     importer::ImportOptions io;
     io.layout = vllm_opts();
     io.events_path = ev;
+    if (!std::filesystem::exists(ev + ".trace.json")) write_trace_json(ev + ".trace.json");
+    io.trace_json_path = ev + ".trace.json";
     io.mapper = [](const importer::KvFile& f) {
         importer::MappedFile m;
         m.dev = "7:3";
@@ -233,7 +259,7 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     Dir outs;  // outside the scanned directory
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 196608, 1000, a, ga) << file_cmd("write", 196608, 1100, a, ga)
-                      << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga);
+                      << file_cmd("write", 196608, 1200, b, gb) << file_cmd("read", 393216, 5000, a, ga) << kSummary;
     const std::string sem = outs.path + "/sem.jsonl";
     const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
     EXPECT_EQ(sum.stores, 2u);
@@ -272,6 +298,11 @@ TEST(EngineLayout, ImportAndObjectsReportOnSyntheticEvents) {
     std::ostringstream text;
     validate::print_objects_report(text, r);
     EXPECT_NE(text.str().find("objects: bytes exact 2/3"), std::string::npos) << text.str();
+    EXPECT_EQ(r.stored_not_loaded, 1u);  // B
+    EXPECT_EQ(r.loaded_not_stored, 0u);
+    EXPECT_TRUE(r.events.summary);
+    EXPECT_NE(text.str().find("files: 1 stored and never loaded, 0 loaded and never stored"), std::string::npos)
+        << text.str();
 }
 
 // Events traced without --files name no file: the import says so, naming the events file and the field, instead of
@@ -282,14 +313,20 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << "{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:3\",\"op\":\"write\",\"sector\":0,"
-                         "\"bytes\":4096,\"ts_issue\":1}\n";
+                         "\"bytes\":4096,\"ts_issue\":1}\n"
+                      << kSummary;
     importer::ImportOptions io;
     io.layout = vllm_opts();
     io.events_path = ev;
+    io.trace_json_path = write_trace_json(outs.path + "/t.json");
     std::ostringstream out;
     const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
-    EXPECT_NE(e.find(ev + ": field 'ino': none of its 1 records names a file"), std::string::npos) << e;
+    EXPECT_NE(e.find(ev + ": field 'ino': none of its 2 records names a file"), std::string::npos) << e;
     EXPECT_NE(e.find("kvio trace --files"), std::string::npos) << e;
+    // An empty events file is called empty, not a trace without --files.
+    std::ofstream(ev, std::ios::trunc).close();
+    const std::string empty = error_of([&] { importer::import_engine_layout(d.path, io, out); });
+    EXPECT_NE(empty.find(ev + ": empty: no record"), std::string::npos) << empty;
 }
 
 // A command of two files' blocks names only the first (the kernel merged them): the import counts that file as merged,
@@ -304,7 +341,7 @@ TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 2 * size, 1000, a, gen_of(a.path))  // a's and b's blocks in one command
-                      << file_cmd("read", size, 5000, b, gen_of(b.path));
+                      << file_cmd("read", size, 5000, b, gen_of(b.path)) << kSummary;
     importer::ImportOptions io = synthetic_import(ev);
     std::ostringstream out;
     const importer::ImportSummary sum = importer::import_engine_layout(d.path, io, out);
@@ -329,7 +366,7 @@ TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
     merged["nofile_bytes"] = 0;
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
-    std::ofstream(ev) << merged.dump() << "\n" << file_cmd("read", size, 5000, b, gb);
+    std::ofstream(ev) << merged.dump() << "\n" << file_cmd("read", size, 5000, b, gb) << kSummary;
     const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
     EXPECT_EQ(sum.stores, 2u);
     EXPECT_EQ(sum.loads, 1u);
@@ -341,6 +378,16 @@ TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
         EXPECT_EQ(row.measured_cmds, 1u) << row.path;
     }
     EXPECT_EQ(r.bytes_exact, 3u);
+    EXPECT_EQ(r.other_file_cmds, 0u);
+    // One command of two files no op names is one command of other files, not two.
+    nlohmann::json others = merged;
+    others["files"][0]["ino"] = a.ino + 1000003;
+    others["files"][1]["ino"] = a.ino + 1000004;
+    others["ino"] = a.ino + 1000003;
+    std::ofstream(ev) << merged.dump() << "\n"
+                      << others.dump() << "\n"
+                      << file_cmd("read", size, 5000, b, gb) << kSummary;
+    EXPECT_EQ(validate::join_objects(sem, ev, {}).other_file_cmds, 1u);
 }
 
 // Events of another run name files, but none of this directory's: the import refuses them, naming the events file,
@@ -354,10 +401,11 @@ TEST(EngineLayout, ImportRefusesEventsOfAnotherRun) {
     other.ino += 1000003;  // another run's file
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl";
-    std::ofstream(ev) << file_cmd("write", 4096, 1000, other, 1);
+    std::ofstream(ev) << file_cmd("write", 4096, 1000, other, 1) << kSummary;
     importer::ImportOptions io;
     io.layout = vllm_opts();
     io.events_path = ev;
+    io.trace_json_path = write_trace_json(outs.path + "/t.json");
     std::ostringstream out;
     const std::string e = error_of([&] { importer::import_engine_layout(d.path, io, out); });
     EXPECT_NE(e.find(ev + ": field 'ino': none of the 1 KV files under " + d.path), std::string::npos) << e;
@@ -373,8 +421,151 @@ TEST(EngineLayout, ObjectsNeedOpsThatNameTheirFile) {
                           "{\"op\":\"store\",\"object_id\":0,\"bytes\":4096,\"dev\":\"7:3\",\"dev_off\":0,"
                           "\"ts_start\":1,\"ts\":2}\n";
     std::ofstream(ev) << "{\"type\":\"cmd\",\"src\":\"block\",\"dev\":\"7:3\",\"op\":\"write\",\"sector\":0,"
-                         "\"bytes\":4096,\"ts_issue\":1,\"ino\":5,\"fs_dev\":\"7:3\",\"gen\":0}\n";
+                         "\"bytes\":4096,\"ts_issue\":1,\"ino\":5,\"fs_dev\":\"7:3\",\"gen\":0}\n"
+                      << kSummary;
     const std::string e = error_of([&] { validate::join_objects(sem, ev, {}); });
     EXPECT_NE(e.find(sem + ":2: field 'ino': missing: --objects needs ops that name their file"), std::string::npos)
         << e;
+}
+
+// A file the application read whole from the page cache (the trace's files table: app bytes read, no device read)
+// is a load measured 0, not no load; --objects then finds its bytes short. Without the table and without syscall
+// records the import cannot see such a load: it refuses, saying what to add.
+TEST(EngineLayout, ACachedReadIsALoadMeasuredZero) {
+    Dir d;
+    const uint64_t size = 16 * 24576;  // 393216
+    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    ASSERT_EQ(s.files.size(), 2u);
+    const auto &a = s.files[0], &b = s.files[1];
+    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    // A written and read from the device; B written, then read only from the page cache.
+    std::ofstream(ev) << file_cmd("write", size, 1000, a, ga) << file_cmd("write", size, 2000, b, gb)
+                      << file_cmd("read", size, 5000, a, ga) << kSummary;
+    write_trace_json(ev + ".trace.json", nlohmann::json::array({file_row(a, ga, size, size, size, size),
+                                                                file_row(b, gb, size, size, 0, size)}));
+    const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
+    EXPECT_EQ(sum.stores, 2u);
+    EXPECT_EQ(sum.loads, 2u);
+    EXPECT_EQ(sum.cached_loads, 1u);
+    const validate::ObjectsReport r = validate::join_objects(sem, ev, {});
+    ASSERT_EQ(r.rows.size(), 4u);
+    const validate::ObjectRow* cached = nullptr;
+    for (const auto& row : r.rows)
+        if (row.kind == validate::OpKind::Load && row.ino == b.ino) cached = &row;
+    ASSERT_NE(cached, nullptr);
+    EXPECT_EQ(cached->projected_bytes, size);
+    EXPECT_EQ(cached->measured_bytes, 0u);
+    EXPECT_EQ(cached->measured_cmds, 0u);
+    EXPECT_EQ(r.bytes_exact, 3u);
+    EXPECT_DOUBLE_EQ(validate::objects_bytes_exact_pct(r), 75.0);
+
+    importer::ImportOptions bare = synthetic_import(ev);
+    bare.trace_json_path.clear();
+    std::ostringstream out;
+    const std::string e = error_of([&] { importer::import_engine_layout(d.path, bare, out); });
+    EXPECT_NE(e.find(ev + ": field 'name': no syscall record"), std::string::npos) << e;
+    EXPECT_NE(e.find("give --trace-json T"), std::string::npos) << e;
+    EXPECT_NE(e.find("--syscalls"), std::string::npos) << e;
+    EXPECT_TRUE(out.str().empty());
+
+    // The same read seen by a syscall record (--syscalls) instead of the table: a load measured 0 too.
+    const std::string ev2 = outs.path + "/ev2.jsonl";
+    nlohmann::json sc = {{"type", "syscall"}, {"name", "read"},     {"pid", 1},        {"tid", 1},
+                         {"fd", 3},           {"ts_enter", 6000},   {"ts_exit", 6100}, {"ret", size},
+                         {"ino", b.ino},      {"fs_dev", b.fs_dev}, {"gen", gb}};
+    std::ofstream(ev2) << file_cmd("write", size, 2000, b, gb) << sc.dump() << "\n" << kSummary;
+    importer::ImportOptions with_sys = synthetic_import(ev2);
+    with_sys.trace_json_path.clear();
+    std::ostringstream out2;
+    const importer::ImportSummary sum2 = importer::import_engine_layout(d.path, with_sys, out2);
+    EXPECT_EQ(sum2.loads, 1u);
+    EXPECT_EQ(sum2.cached_loads, 1u);
+}
+
+// An events stream cut in the middle (JSONL: whole lines then half of one; no closing summary): the import and
+// --objects refuse it, naming the file and its last complete record, unless told to accept a partial stream, and
+// then count it as cut. A read whose completion was lost is counted.
+TEST(EngineLayout, CutJsonlStreamAndLostCompletionsAreSaid) {
+    Dir d;
+    const uint64_t size = 16 * 24576;
+    write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", 0xa), size, true);
+    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
+    const auto& a = s.files[0];
+    const uint64_t ga = gen_of(a.path);
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    nlohmann::json lost = nlohmann::json::parse(file_cmd("read", 4096, 9000, a, ga));
+    lost.erase("ts_complete");
+    lost.erase("ino");
+    lost["complete_lost"] = true;
+    const std::string whole =
+        file_cmd("write", size, 1000, a, ga) + file_cmd("read", size, 5000, a, ga) + lost.dump() + "\n" + kSummary;
+    const std::string cut = whole.substr(0, whole.size() - std::string(kSummary).size() / 2);
+    std::ofstream(ev) << cut;
+    std::ostringstream out;
+    std::string e = error_of([&] { import_to_file(d.path, ev, sem); });
+    EXPECT_NE(e.find(ev + ": no closing summary: the stream is cut; import it anyway with --partial"),
+              std::string::npos)
+        << e;
+    importer::ImportOptions partial = synthetic_import(ev);
+    partial.accept_partial = true;
+    std::ofstream so(sem);
+    const importer::ImportSummary sum = importer::import_engine_layout(d.path, partial, so);
+    so.close();
+    EXPECT_FALSE(sum.events.summary);
+    EXPECT_EQ(sum.events.records, 3u);
+    EXPECT_EQ(sum.events.last_line, 3u);
+    EXPECT_EQ(sum.events.lost_completions, 1u);
+    EXPECT_EQ(sum.loads, 1u);
+    e = error_of([&] { validate::join_objects(sem, ev, {}); });
+    EXPECT_NE(e.find(ev + ": no closing summary: the stream is cut; score it anyway with --partial"), std::string::npos)
+        << e;
+    const validate::ObjectsReport r = validate::join_objects(sem, ev, {}, true);
+    EXPECT_FALSE(r.events.summary);
+    EXPECT_EQ(r.events.lost_completions, 1u);
+    std::ostringstream text;
+    validate::print_objects_report(text, r);
+    EXPECT_NE(text.str().find("CUT (no closing summary), 0 records dropped, 1 commands without their completion"),
+              std::string::npos)
+        << text.str();
+    // Whole, it passes; the summary's dropped count is carried.
+    std::ofstream(ev) << file_cmd("write", size, 1000, a, ga) << file_cmd("read", size, 5000, a, ga)
+                      << "{\"type\":\"summary\",\"events\":2,\"dropped\":3}\n";
+    const validate::ObjectsReport w = validate::join_objects(sem, ev, {});
+    EXPECT_TRUE(w.events.summary);
+    EXPECT_EQ(w.events.dropped, 3u);
+}
+
+// A binary capture cut in half has no closing summary: the reader's tally says so and where it stopped; whole, it
+// has one. warn_stream_end tells the two apart.
+TEST(EngineLayout, CutBinaryCaptureHasNoSummary) {
+    Dir outs;
+    validate::SynthSpec spec;
+    spec.objects = 40;
+    spec.object_bytes = 1 << 20;
+    const std::string kvb = outs.path + "/ev.kvb", sem = outs.path + "/sem.jsonl";
+    validate::synth_write(spec, sem, kvb);
+    auto read_all = [](const std::string& path) {
+        EventsReader rd(path);
+        EventRecord r;
+        while (rd.next_checked(r)) {}
+        return rd.tally();
+    };
+    const EventsTally whole = read_all(kvb);
+    EXPECT_TRUE(whole.summary);
+    EXPECT_TRUE(whole.capture);
+    EXPECT_FALSE(warn_stream_end(kvb, whole, "test"));
+    // Given where a semantic log belongs, the capture is named as one, not "not valid JSON".
+    const std::string e = error_of([&] { validate::read_semantic(kvb); });
+    EXPECT_NE(e.find(kvb + ": is a kvio.events.bin/1 capture"), std::string::npos) << e;
+    std::filesystem::resize_file(kvb, std::filesystem::file_size(kvb) / 2);
+    const EventsTally cut = read_all(kvb);
+    EXPECT_FALSE(cut.summary);
+    EXPECT_GT(cut.records, 0u);
+    EXPECT_LT(cut.records, whole.records);
+    EXPECT_GE(cut.last_line, cut.records);
+    EXPECT_TRUE(warn_stream_end(kvb, cut, "test"));
 }
