@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -94,6 +96,13 @@ static int run_command_line(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     // Under mpirun every rank parses the same command line: its usage error is said once, by rank 0.
     const bool mute = simulate && kvio::serving::mpi_rank_from_env(::getenv) > 0;
+    // A muted rank leaves only after rank 0 could say the error: mpirun ends every rank once one exits non-zero, and
+    // under load a muted rank's exit came first and rank 0 was killed before it wrote (seen in CI). Rank 0 fails on
+    // the same line at once, so mpirun ends this wait; the bound only covers a rank 0 that never started.
+    auto muted_exit = [] {
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        return kvio::cli::kUsageError;
+    };
     try {
         if (simulate) {
             std::vector<std::string> rest =
@@ -104,19 +113,20 @@ static int run_command_line(int argc, char** argv) {
         std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
         app.parse(args);
     } catch (const kvio::cli::ArgparseError& e) {
-        if (!mute) std::fputs(kvio::cli::argparse_error_text("kvio simulate", e.what()).c_str(), stderr);
+        if (mute) return muted_exit();
+        std::fputs(kvio::cli::argparse_error_text("kvio simulate", e.what()).c_str(), stderr);
         return kvio::cli::kUsageError;
     } catch (const CLI::ParseError& e) {
         // --help, --version, and the exit status a command chose (CLI::RuntimeError) are not usage errors.
         if (e.get_exit_code() == 0 || dynamic_cast<const CLI::RuntimeError*>(&e)) return app.exit(e);
-        if (mute) return kvio::cli::kUsageError;
+        if (mute) return muted_exit();
         if (simulate) {
             std::fputs(kvio::cli::argparse_error_text("kvio simulate", e.what()).c_str(), stderr);
             return kvio::cli::kUsageError;
         }
         return usage_error(app, e.what(), argc >= 2 ? argv[1] : "");
     } catch (const kvio::UsageError& e) {
-        if (mute) return kvio::cli::kUsageError;
+        if (mute) return muted_exit();
         return usage_error(app, e.what(), argc >= 2 ? argv[1] : "");
     } catch (const kvio::Stopped& e) {
         std::fprintf(stderr, "kvio: %s\n", e.what());
