@@ -208,6 +208,18 @@ nlohmann::json file_row(const importer::KvFile& f, uint64_t gen, uint64_t rd, ui
             {"write", {{"cmds", dev_wr ? 1 : 0}, {"bytes", dev_wr}, {"app_calls", 1}, {"app_bytes", wr}}}};
 }
 
+/// Two 16-token vLLM files of model "m" (hashes 0xa and 0xb, tiny-1b's 24576 bytes per token) in a fresh directory,
+/// scanned as vllm_opts() scans them.
+struct TwoKvFiles {
+    static constexpr uint64_t size = 16 * 24576;  // 393216
+    Dir d;
+    importer::LayoutScan s;
+    TwoKvFiles() {
+        for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
+        s = importer::scan_layout(d.path, vllm_opts());
+    }
+};
+
 /// Import options over events file `ev` whose files all map to one extent at 1 MiB of disk 7:3 (limit 128 KiB,
 /// 4 KiB filesystem blocks), so tests need no real disk.
 importer::ImportOptions synthetic_import(const std::string& ev) {
@@ -332,12 +344,11 @@ TEST(EngineLayout, ImportRefusesEventsThatNameNoFile) {
 // A command of two files' blocks names only the first (the kernel merged them): the import counts that file as merged,
 // as its commands moved more bytes than it holds; a file whose commands moved exactly its size is not.
 TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
-    Dir d;
-    const uint64_t size = 16 * 24576;  // 393216
-    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
-    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
-    ASSERT_EQ(s.files.size(), 2u);
-    const auto &a = s.files[0], &b = s.files[1];
+    const TwoKvFiles f;
+    ASSERT_EQ(f.s.files.size(), 2u);
+    const Dir& d = f.d;
+    const uint64_t size = TwoKvFiles::size;
+    const auto &a = f.s.files[0], &b = f.s.files[1];
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl";
     std::ofstream(ev) << file_cmd("write", 2 * size, 1000, a, gen_of(a.path))  // a's and b's blocks in one command
@@ -353,12 +364,11 @@ TEST(EngineLayout, ImportCountsFilesWhoseCommandsMergedOthers) {
 // The same merged command with its "files" (a kvio that writes each file's part): each file takes its own bytes, so
 // nothing counts as merged and --objects finds both stores exact.
 TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
-    Dir d;
-    const uint64_t size = 16 * 24576;  // 393216
-    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
-    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
-    ASSERT_EQ(s.files.size(), 2u);
-    const auto &a = s.files[0], &b = s.files[1];
+    const TwoKvFiles f;
+    ASSERT_EQ(f.s.files.size(), 2u);
+    const Dir& d = f.d;
+    const uint64_t size = TwoKvFiles::size;
+    const auto &a = f.s.files[0], &b = f.s.files[1];
     const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
     nlohmann::json merged = nlohmann::json::parse(file_cmd("write", 2 * size, 1000, a, ga));
     merged["files"] = nlohmann::json::array({{{"ino", a.ino}, {"fs_dev", a.fs_dev}, {"gen", ga}, {"bytes", size}},
@@ -432,12 +442,11 @@ TEST(EngineLayout, ObjectsNeedOpsThatNameTheirFile) {
 // is a load measured 0, not no load; --objects then finds its bytes short. Without the table and without syscall
 // records the import cannot see such a load: it refuses, saying what to add.
 TEST(EngineLayout, ACachedReadIsALoadMeasuredZero) {
-    Dir d;
-    const uint64_t size = 16 * 24576;  // 393216
-    for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
-    const importer::LayoutScan s = importer::scan_layout(d.path, vllm_opts());
-    ASSERT_EQ(s.files.size(), 2u);
-    const auto &a = s.files[0], &b = s.files[1];
+    const TwoKvFiles f;
+    ASSERT_EQ(f.s.files.size(), 2u);
+    const Dir& d = f.d;
+    const uint64_t size = TwoKvFiles::size;
+    const auto &a = f.s.files[0], &b = f.s.files[1];
     const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
     Dir outs;
     const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
