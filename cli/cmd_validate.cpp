@@ -95,7 +95,8 @@ void run_validate(Opts& a) {
     if (a.join == "files") {  // no semantic log: each traced file is the object (docs/validate_files.md)
         if (a.o.commands.empty()) throw UsageError("--join files: give --commands EVENTS (traced with --files)");
         validate::FilesJoin j = validate::join_files(a.o.commands);
-        if (!a.o.geometry.trace_json.empty()) validate::name_files_from_trace_json(j, a.o.geometry.trace_json);
+        if (!a.o.geometry.trace_json.empty())
+            validate::name_files_from_trace_json(j, a.o.geometry.trace_json, a.o.commands);
         validate::print_files_report(std::cout, j);
         if (!a.json_out.empty()) write_json_file(a.json_out, validate::files_report_json(j));
         return;

@@ -72,6 +72,7 @@ std::map<std::string, DevCmds, std::less<>> read_devices(const std::string& path
             out.dropped = r.dropped;
             out.unmatched_completes = r.unmatched_completes;
             out.negative_deltas = r.negative_deltas;
+            out.trace_id = r.trace_id;
             continue;
         }
         auto it = devs.find(r.dev);
@@ -129,6 +130,7 @@ EventTrace empty_like(const EventTrace& t) {
     s.dev = t.dev;
     s.disk = t.disk;
     s.format = t.format;
+    s.trace_id = t.trace_id;
     s.has_summary = true;
     return s;
 }

@@ -68,6 +68,7 @@ struct EventTrace {
     uint64_t lost_completes =
         0;  ///< this device's cmd records without ts_complete ("complete_lost"): kept with ts_complete 0
     std::string format = "kvio.events/1";  ///< or "kvio.events.bin/1" for a binary capture
+    std::string trace_id;  ///< the summary record's `trace_id` ("" without one: check_same_trace_id skips it)
 };
 
 /// An EventTrace of no commands with `t`'s path, device, disk and format, and a summary (a part of `t`, whose health

@@ -36,6 +36,7 @@ constexpr const char* kNames[] = {"type",
                                   "key",
                                   "name",
                                   "fs_dev",
+                                  "trace_id",
                                   "sector",
                                   "bytes",
                                   "ts_issue",
@@ -108,7 +109,10 @@ int lookup(std::string_view k) {
         case 7:
             return k == "dropped" ? int(F::Dropped) : k == "ts_exit" ? int(F::TsExit) : kNone;
         case 8:
-            return k == "ts_issue" ? int(F::TsIssue) : k == "ts_enter" ? int(F::TsEnter) : kNone;
+            return k == "ts_issue"   ? int(F::TsIssue)
+                   : k == "ts_enter" ? int(F::TsEnter)
+                   : k == "trace_id" ? int(F::TraceId)
+                                     : kNone;
         case 9:
             return k == "user_data" ? int(F::UserData) : k == "file_size" ? int(F::FileSize) : kNone;
         case 11:
@@ -142,6 +146,8 @@ std::string_view* string_slot(EventRecord& r, int f) {
             return &r.name;
         case EventField::FsDev:
             return &r.fs_dev;
+        case EventField::TraceId:
+            return &r.trace_id;
         default:
             return &r.key;
     }
@@ -715,11 +721,20 @@ bool EventsReader::next_checked(EventRecord& r) {
     if (r.kind == EventType::Summary) {
         tally_.summary = true;
         tally_.dropped = r.dropped;
+        tally_.trace_id = r.trace_id;
     } else if (r.kind == EventType::Cmd && (r.io == IoOp::Read || r.io == IoOp::Write) &&
                !r.has_field(EventField::TsComplete)) {
         tally_.lost_completions++;
     }
     return true;
+}
+
+void check_same_trace_id(const std::string& events_path, std::string_view events_id, const std::string& summary_path,
+                         std::string_view summary_id) {
+    if (events_id.empty() || summary_id.empty() || events_id == summary_id) return;
+    throw Error(events_path + " and " + summary_path + " are not the same trace: trace_id " + std::string(events_id) +
+                " in " + events_path + ", " + std::string(summary_id) + " in " + summary_path +
+                " (give the --events and --json files of one `kvio trace`)");
 }
 
 bool warn_stream_end(const std::string& path, const EventsTally& t, const std::string& what) {

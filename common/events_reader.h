@@ -32,7 +32,8 @@ enum class EventField : uint8_t {
     Comm,
     Key,
     Name,
-    FsDev,  // strings
+    FsDev,
+    TraceId,  // strings
     Sector,
     Bytes,
     TsIssue,
@@ -96,6 +97,8 @@ struct EventRecord {
     // syscall records (docs/formats.md): `name`, `fs_dev` ("MAJ:MIN"), `offset` (file_offset: the key's own value,
     // unlike the cmd's computed `offset` above), `count`, file identity and size, `fd`, `ret`, `direct`.
     std::string_view name, fs_dev;
+    /// summary: the trace's identity (16 hex digits, also the kvio.trace/1 summary's `trace_id`); absent before it
+    std::string_view trace_id;
     uint64_t ts_enter = 0, ts_exit = 0, file_offset = 0, count = 0, ino = 0, gen = 0, file_size = 0;
     int64_t fd = 0, ret = 0;
     bool direct = false;
@@ -120,7 +123,14 @@ struct EventsTally {
     bool summary = false;           ///< the closing summary record was read (the trace ended and flushed)
     uint64_t dropped = 0;           ///< its `dropped`: records the ring buffer had no room for
     uint64_t lost_completions = 0;  ///< read/write cmds without `ts_complete` (`complete_lost`): no file is known
+    std::string trace_id;           ///< the summary's `trace_id`; "" without one (cut, or an older kvio's stream)
 };
+
+/// Refuses an events stream and a kvio.trace/1 summary given as one trace when both carry a `trace_id` and the two
+/// differ: throws kvio::Error "EVENTS and SUMMARY are not the same trace: trace_id A in EVENTS, B in SUMMARY". A
+/// missing id on either side (a cut stream, an older kvio's file) is not checked here.
+void check_same_trace_id(const std::string& events_path, std::string_view events_id, const std::string& summary_path,
+                         std::string_view summary_id);
 
 /// The warnings a reader of a whole stream owes its user, from `t` (common/warn.h), and whether the stream is cut:
 /// no closing summary (the trace was killed, or the file was cut: "PATH: no closing summary record after its last

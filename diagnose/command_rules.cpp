@@ -134,7 +134,8 @@ void chain_facts(const EventTrace& t, uint64_t limit, CapChains CommandFacts::*w
     close(0), close(1);
 }
 
-/// Refuses an events file that is not the trace summary's: a device the summary does not trace, or more or fewer
+/// Refuses an events file that is not the trace summary's: another `trace_id` (when both carry one), a device the
+/// summary does not trace, or more or fewer
 /// command records on a device than the summary counted there (read, write and other commands), beyond the
 /// events the trace dropped. Throws kvio::Error naming both files.
 void check_same_trace(const Inputs& in, const EventTrace& t) {
@@ -143,6 +144,7 @@ void check_same_trace(const Inputs& in, const EventTrace& t) {
     for (const auto& d : devices)
         if (d.is_object() && d.value("dev", "") == t.dev) dev = &d;
     const std::string both = in.events + " and " + in.trace_path;
+    check_same_trace_id(in.events, t.trace_id, in.trace_path, in.trace.value("trace_id", ""));
     if (!dev)
         throw Error(both + " are not the same trace: the events' device " + t.dev + " (" + t.disk +
                     ") is not in the summary's devices");

@@ -281,11 +281,13 @@ EventsByFile read_file_events(const std::string& path, StreamFacts* facts) {
 
 /// Adds the application's bytes per file from the `files` table of the kvio.trace/1 summary at `path` (`kvio trace
 /// --files --json`) to `by`, for files whose stream had no syscall records. Returns the rows that name a file.
-size_t add_app_bytes(EventsByFile& by, const std::string& path) {
+size_t add_app_bytes(EventsByFile& by, const std::string& path, const std::string& events_path,
+                     const EventsTally& events) {
     const json t = read_json_file(path);
     const JsonSource src{path, 0};
     if (!t.is_object() || get_string_or(t, "schema", "", src) != "kvio.trace/1")
         throw Error(path + ": field 'schema': expected a kvio.trace/1 summary (`kvio trace --files --json`)");
+    check_same_trace_id(events_path, events.trace_id, path, get_string_or(t, "trace_id", "", src));
     auto rows = t.find("files");
     if (rows == t.end() || !rows->is_array())
         src.fail("files", "missing or not an array: trace with `kvio trace --files --json`");
@@ -380,7 +382,7 @@ EventsByFile read_traffic(const ImportOptions& o, StreamFacts* facts) {
     if (warn_stream_end(o.events_path, t, cost) && !o.accept_partial)
         throw Error(o.events_path + ": no closing summary: the stream is cut; import it anyway with --partial");
     if (!o.trace_json_path.empty()) {
-        add_app_bytes(by, o.trace_json_path);
+        add_app_bytes(by, o.trace_json_path, o.events_path, t);
     } else if (!facts->syscalls) {
         // A load served by the page cache moves no device byte: without the application's reads it would vanish.
         throw Error(o.events_path +

@@ -20,6 +20,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -1098,13 +1099,24 @@ uint64_t fill_summary(TraceResult& res, TraceSnapshot& fin, double duration, con
     return cmds;
 }
 
+/// A new trace's identity: 64 random bits as 16 lowercase hex digits, written in the kvio.trace/1 summary and the
+/// events stream's summary record so readers given both can tell they belong together (docs/formats.md).
+std::string new_trace_id() {
+    std::random_device rd;
+    const uint64_t v = uint64_t(rd()) << 32 | rd();
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
 /// Ends the --events file with its summary record and closes it; returns the error instead of throwing it, so the
-/// JSON summary is still written. The record carries the traced devices' queue settings (`queues`, "MAJ:MIN" ->
-/// the `queue` object of the kvio.trace/1 device) for the file level's --verify (docs/distill.md). With --files
-/// (`files_attribution`, the summary's object, else null) the record says how the commands' file parts were joined
-/// (`files_parts`, docs/formats.md), and so does files_attribution.
+/// JSON summary is still written. The record carries `trace_id` (the kvio.trace/1 summary's) and the traced devices'
+/// queue settings (`queues`, "MAJ:MIN" -> the `queue` object of the kvio.trace/1 device) for the file level's --verify
+/// (docs/distill.md). With --files (`files_attribution`, the summary's object, else null) the record says how the
+/// commands' file parts were joined (`files_parts`, docs/formats.md), and so does files_attribution.
 std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO_COUNTERS], uint64_t in_flight_at_stop,
-                                const nlohmann::json& devices, nlohmann::json* files_attribution) {
+                                const nlohmann::json& devices, nlohmann::json* files_attribution,
+                                const std::string& trace_id) {
     if (!sink.out) return nullptr;
     nlohmann::json parts;
     if (files_attribution) {
@@ -1123,6 +1135,7 @@ std::exception_ptr close_events(EventSink& sink, const uint64_t (&counters)[KVIO
         if (d.contains("queue")) queues[d["dev"].get<std::string>()] = d["queue"];
     try {
         nlohmann::json summary{{"type", "summary"},
+                               {"trace_id", trace_id},
                                {"queues", queues},
                                {"events", sink.out->written()},
                                {"dropped", counters[KVIO_CNT_RB_DROPS]},
@@ -1337,6 +1350,7 @@ TraceResult run_trace(const TraceOptions& opts) {
         }
     }
     const uint64_t cmds = fill_summary(res, fin, duration, opts, skel.get(), backups, syscalls, sink);
+    res.summary["trace_id"] = new_trace_id();              // also on the events' summary record (close_events)
     res.summary["in_flight_at_stop"] = in_flight_at_stop;  // late completions, not lost ones (sweep_unfinished)
     if (duty)
         res.summary["duty"] = duty->summary(snap_src.t0_ns + uint64_t(duration * 1e9), res.summary["devices"],
@@ -1349,8 +1363,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     }
     nlohmann::json* files_attribution =
         res.summary.contains("files_attribution") ? &res.summary["files_attribution"] : nullptr;
-    std::exception_ptr events_error = close_events(sink, fin.counters, in_flight_at_stop, res.summary["devices"],
-                                                   files_attribution);  // the JSON summary is still written
+    std::exception_ptr events_error =
+        close_events(sink, fin.counters, in_flight_at_stop, res.summary["devices"], files_attribution,
+                     res.summary["trace_id"].get<std::string>());  // the JSON summary is still written
     if (events_error) res.summary["events_error"] = message_of(events_error) + ": the trace ended there";
     write_summary_json(opts, res.summary, events_error);
     if (!opts.quiet) fin.report.print(human, duration, fin.counters, nvme_present);

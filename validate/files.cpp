@@ -88,12 +88,13 @@ FilesJoin join_files(const std::string& events_path, const std::set<FileId>* nam
     return out;
 }
 
-size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path) {
+size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path, const std::string& events_path) {
     const nlohmann::json t = read_json_file(trace_json_path);
     const JsonSource src{trace_json_path, 0};
     if (!t.is_object()) throw Error(trace_json_path + ": expected a JSON object");
     const std::string schema = get_string(t, "schema", src);
     if (schema != "kvio.trace/1") src.fail("schema", "expected \"kvio.trace/1\", got \"" + schema + "\"");
+    check_same_trace_id(events_path, j.tally.trace_id, trace_json_path, get_string_or(t, "trace_id", "", src));
     auto rows = t.find("files");
     if (rows == t.end() || !rows->is_array())
         src.fail("files", "missing or not an array (trace with --files and --json)");

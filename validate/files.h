@@ -59,8 +59,9 @@ FilesJoin join_files(const std::string& events_path, const std::set<FileId>* nam
 /// same trace: a row of one file carries its `ino`, `fs_dev` and `gen` (docs/formats.md); a `--group-by` row of
 /// several files names none of them, and a file `--under` left out keeps "". The events stream carries no paths
 /// (docs/validate_files.md). Returns the number of files named. Throws kvio::Error "FILE: field 'F': ..." when the
-/// file is not a kvio.trace/1 summary or has no `files` array (traced without --files).
-size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path);
+/// file is not a kvio.trace/1 summary or has no `files` array (traced without --files), and "EVENTS and FILE are not
+/// the same trace: ..." when the stream (`events_path`, read into `j`) and the summary carry different `trace_id`s.
+size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_path, const std::string& events_path);
 
 /// One text row per file: identity, device read/write commands and bytes, command size range, syscall bytes,
 /// file size, page-cache read share and path ("-" when unknown), then the unattributed count.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 
@@ -114,8 +115,9 @@ TEST(ReportTrace, NoBreakdownNoSection) {
 }
 
 // Inputs that are not what report reads are named, not parsed into a raw JSON error: a binary events capture given as
-// the summary, and the events of another trace given with --events (a device the summary does not trace, or another
-// number of commands on it). Nothing is written for either.
+// the summary, and the events of another trace given with --events. Each trace's summary and events carry its own
+// `trace_id`, so another trace is refused by it even on the same device with as many commands; events without an id
+// (an older kvio's) are still checked by device and command count. Nothing is written for any of them.
 TEST(ReportTrace, WrongInputsAreNamedAndNothingIsWritten) {
     LoopDevice a(64 * MiB), b(64 * MiB);
     TempDir dir;
@@ -127,19 +129,42 @@ TEST(ReportTrace, WrongInputsAreNamedAndNothingIsWritten) {
     };
     trace(a, "a", "bin", "16");
     trace(a, "a2", "jsonl", "20");
+    trace(a, "a3", "jsonl", "16");
     trace(b, "b", "jsonl", "16");
+    auto id_of = [&](const std::string& name) {
+        return json::parse(slurp(dir.file(name + ".json"))).value("trace_id", std::string());
+    };
+    ASSERT_EQ(id_of("a").size(), 16u);
+    EXPECT_NE(id_of("a"), id_of("a3"));
+    // the events' summary record carries the same id as the trace's --json
+    const std::string a3ev = slurp(dir.file("a3.ev"));
+    EXPECT_NE(a3ev.find("\"trace_id\":\"" + id_of("a3") + "\""), std::string::npos);
     auto r = run(kvio_bin() + " report " + dir.file("a.ev") + " -o " + dir.file("x.html"));
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find(dir.file("a.ev") + ": is a kvio.events.bin/1 capture"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("parse_error"), std::string::npos) << r.err;
-    // another device's events
-    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("b.ev") + " -o " +
+    // another trace: another device, or the same device with as many commands (which counts cannot tell)
+    for (const char* other : {"b", "a3"}) {
+        r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file(std::string(other) + ".ev") +
+                " -o " + dir.file("y.html"));
+        EXPECT_EQ(r.status, 1) << other;
+        EXPECT_NE(r.err.find("are not the same trace: trace_id " + id_of(other)), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(id_of("a") + " in " + dir.file("a.json")), std::string::npos) << r.err;
+    }
+    // events without an id (an older kvio's): another device, or another number of commands, is still refused
+    for (const char* name : {"b", "a2"}) {
+        const std::string ev = slurp(dir.file(std::string(name) + ".ev"));
+        const std::string tag = ",\"trace_id\":\"" + id_of(name) + "\"";
+        ASSERT_NE(ev.find(tag), std::string::npos) << name;
+        std::ofstream(dir.file(std::string(name) + ".old.ev"))
+            << ev.substr(0, ev.find(tag)) << ev.substr(ev.find(tag) + tag.size());
+    }
+    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("b.old.ev") + " -o " +
             dir.file("y.html"));
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("are not the same trace"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(b.name), std::string::npos) << r.err;
-    // the same device, another run: 20 commands where the summary counted 16
-    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("a2.ev") + " -o " +
+    r = run(kvio_bin() + " report " + dir.file("a.json") + " --events " + dir.file("a2.old.ev") + " -o " +
             dir.file("z.html"));
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("the events hold 20 commands of " + a.name + ", the summary counted 16"), std::string::npos)

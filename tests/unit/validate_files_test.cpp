@@ -117,7 +117,7 @@ TEST(ValidateFiles, TraceJsonNamesEachFileByItsIdentity) {
                                "{\"path\":\"/m/dir\",\"files\":2}]}");
     std::string none = write_tmp("kvio_files_nofiles", "{\"schema\":\"kvio.trace/1\",\"devices\":[]}");
     kvio::validate::FilesJoin j = kvio::validate::join_files(ev);
-    EXPECT_EQ(kvio::validate::name_files_from_trace_json(j, tj), 1u);
+    EXPECT_EQ(kvio::validate::name_files_from_trace_json(j, tj, ev), 1u);
     ASSERT_EQ(j.files.size(), 3u);
     EXPECT_EQ(j.files[0].path, "/m/a");
     EXPECT_EQ(j.files[1].path, "");  // same inode, another generation and filesystem: not the row's file
@@ -127,11 +127,38 @@ TEST(ValidateFiles, TraceJsonNamesEachFileByItsIdentity) {
     EXPECT_TRUE(js["files"][1]["path"].is_null());
     std::string err;
     try {
-        kvio::validate::name_files_from_trace_json(j, none);
+        kvio::validate::name_files_from_trace_json(j, none, ev);
     } catch (const kvio::Error& e) {
         err = e.what();
     }
     for (const auto& p : {ev, tj, none}) std::filesystem::remove(p);
     EXPECT_NE(err.find("'files'"), std::string::npos) << err;
     EXPECT_NE(err.find("--files"), std::string::npos) << err;
+}
+
+// The stream's summary record and the kvio.trace/1 summary carry one trace's `trace_id`: another trace's summary is
+// refused naming both files and both ids; the same id, or an id on one side only (an older kvio's file), is taken.
+TEST(ValidateFiles, TraceJsonOfAnotherTraceIsRefusedByItsTraceId) {
+    const std::string rows = "\"files\":[{\"path\":\"/m/a\",\"files\":1,\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5}]";
+    std::string ev = write_tmp("kvio_files_id", cmd("write", 2048, 4096, ",\"ino\":12,\"fs_dev\":\"7:3\",\"gen\":5") +
+                                                    "{\"type\":\"summary\",\"trace_id\":\"00000000000000aa\"}\n");
+    std::string same =
+        write_tmp("kvio_files_id_same", "{\"schema\":\"kvio.trace/1\",\"trace_id\":\"00000000000000aa\"," + rows + "}");
+    std::string other = write_tmp("kvio_files_id_other",
+                                  "{\"schema\":\"kvio.trace/1\",\"trace_id\":\"00000000000000bb\"," + rows + "}");
+    std::string old = write_tmp("kvio_files_id_old", "{\"schema\":\"kvio.trace/1\"," + rows + "}");
+    kvio::validate::FilesJoin j = kvio::validate::join_files(ev);
+    EXPECT_EQ(j.tally.trace_id, "00000000000000aa");
+    EXPECT_EQ(kvio::validate::name_files_from_trace_json(j, same, ev), 1u);
+    EXPECT_EQ(kvio::validate::name_files_from_trace_json(j, old, ev), 1u);
+    std::string err;
+    try {
+        kvio::validate::name_files_from_trace_json(j, other, ev);
+    } catch (const kvio::Error& e) {
+        err = e.what();
+    }
+    for (const auto& p : {ev, same, other, old}) std::filesystem::remove(p);
+    EXPECT_NE(err.find("are not the same trace"), std::string::npos) << err;
+    for (const auto& part : {ev, other, std::string("00000000000000aa"), std::string("00000000000000bb")})
+        EXPECT_NE(err.find(part), std::string::npos) << part << " not in: " << err;
 }
