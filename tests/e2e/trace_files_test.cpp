@@ -588,8 +588,14 @@ TEST(TraceFiles, DioSourceAndSubmitterSourceGiveTheSameTable) {
         else
             EXPECT_EQ(rows[b]["read"]["bytes"], 2 * MiB);
         EXPECT_EQ(rows[b]["write"]["bytes"], 0);
-        EXPECT_EQ(rows[big]["write"]["bytes"], 16 * MiB);
-        EXPECT_EQ(rows[big]["read"]["bytes"], 16 * MiB);
+        // what the trace counted besides the files, should big.bin's bytes be short (once under load, 8 KiB of its
+        // reads from the submitter source: the cause is still unknown)
+        json health = s["files_attribution"];
+        for (const char* k : {"unattributed", "lost_completes", "partial_completes", "map_full", "stale_entries",
+                              "unmatched_completes", "in_flight_at_stop", "dropped"})
+            health[k] = s.value(k, json());
+        EXPECT_EQ(rows[big]["write"]["bytes"], 16 * MiB) << rows[big].dump() << "\n" << health.dump();
+        EXPECT_EQ(rows[big]["read"]["bytes"], 16 * MiB) << rows[big].dump() << "\n" << health.dump();
         // split at 64 KiB: 256 commands of at most 64 KiB per direction, each attributed
         EXPECT_GE(rows[big]["read"]["cmds"].get<uint64_t>(), 256u) << rows[big].dump();
         EXPECT_GE(rows[big]["write"]["cmds"].get<uint64_t>(), 256u) << rows[big].dump();
