@@ -97,6 +97,8 @@ void add_engine_layout_command(CLI::App* sub, importer::EngineLayout engine) {
                   << s.projected_bytes << " B projected -> " << s.stores << " stores, " << s.loads << " loads; "
                   << s.untouched << " files untouched by the events";
         if (s.cached_loads) std::cerr << ", " << s.cached_loads << " loads from the page cache (no device read)";
+        if (s.short_ops)
+            std::cerr << ", " << s.short_ops << " stores or loads short of the trace summary's device bytes";
         if (s.events.dropped) std::cerr << ", " << s.events.dropped << " records dropped by the tracer";
         if (s.events.lost_completions)
             std::cerr << ", " << s.events.lost_completions << " commands without their completion";

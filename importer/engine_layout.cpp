@@ -222,6 +222,8 @@ struct DirIo {
     uint64_t first = UINT64_MAX, last = 0, cmds = 0, syscalls = 0;
     uint64_t cmd_bytes = 0;  ///< the commands' bytes for this file (its part of a command of several files)
     uint64_t app_bytes = 0;  ///< what the application's syscalls moved (positive returns, or the files table's)
+    /// the device bytes the trace summary's files table counted for the file (`--trace-json`), beside the stream's
+    uint64_t summary_bytes = 0;
     bool any() const { return cmds + syscalls + app_bytes > 0; }
     void span(uint64_t a, uint64_t b) {
         first = std::min(first, a);
@@ -297,7 +299,10 @@ size_t add_app_bytes(EventsByFile& by, const std::string& path, const std::strin
         if (!row.contains("ino")) continue;  // a --group-by row of several files names none
         FileEvents& fe = by[{get_string(row, "fs_dev", src), get_u64(row, "ino", src)}][get_u64(row, "gen", src)];
         for (auto [dir, d] : {std::pair<const char*, DirIo*>{"read", &fe.rd}, {"write", &fe.wr}})
-            if (row.contains(dir)) d->app_bytes = get_u64_or(row[dir], "app_bytes", 0, src);
+            if (row.contains(dir)) {
+                d->app_bytes = get_u64_or(row[dir], "app_bytes", 0, src);
+                d->summary_bytes = get_u64_or(row[dir], "bytes", 0, src);
+            }
         named++;
     }
     if (named == 0 && !rows->empty())
@@ -425,8 +430,16 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         wr.first = at(wr), rd.first = at(rd);
         if (wr.any()) ops.emplace_back(wr.first, op_record(f, i, true, wr, m)), s.stores++;
         if (rd.any()) ops.emplace_back(rd.first, op_record(f, i, false, rd, m)), s.loads++;
-        if (rd.any() && rd.cmds == 0) s.cached_loads++;
+        // The summary's table counts at completion as the stream does: a file it holds more device bytes for than
+        // the stream is one the stream lost records of (cut, dropped), not a load from the page cache.
+        const bool short_wr = wr.summary_bytes > wr.cmd_bytes, short_rd = rd.summary_bytes > rd.cmd_bytes;
+        s.short_ops += (wr.any() && short_wr) + (rd.any() && short_rd);
+        if (rd.any() && rd.cmds == 0 && !short_rd) s.cached_loads++;
     }
+    if (s.short_ops && !o.accept_partial)
+        throw Error(o.events_path + ": " + std::to_string(s.short_ops) +
+                    " stores or loads of the KV files have fewer device bytes in the stream than " + o.trace_json_path +
+                    "'s files table counted (the stream is cut or lost records): import it anyway with --partial");
     // Another run's events name other inodes: an empty semantic stream would only fail later, in validate.
     if (ops.empty())
         throw Error(o.events_path + ": field 'ino': none of the " + std::to_string(s.scan.files.size()) +

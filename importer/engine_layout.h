@@ -100,7 +100,10 @@ struct ImportSummary {
     uint64_t merged = 0;
     uint64_t projected_bytes = 0;  ///< sum over files
     uint64_t cached_loads = 0;     ///< loads the application made with no device read (page cache: measured 0)
-    EventsTally events;            ///< the stream's records, closing summary, dropped records, lost completions
+    /// stores and loads whose device bytes in the stream fall short of the `--trace-json` files table's (the stream
+    /// cut or records dropped): an error unless accept_partial, and then not counted as cached loads
+    uint64_t short_ops = 0;
+    EventsTally events;  ///< the stream's records, closing summary, dropped records, lost completions
 };
 
 /// Scans `dir`, joins the events per file (fs_dev, ino, gen; gen left out when the filesystem keeps none we could
@@ -113,7 +116,9 @@ struct ImportSummary {
 /// page cache gets a load with 0 device commands. Throws kvio::Error as scan_layout and the events reader, when no
 /// file of `dir` is in the events (another run's trace), when neither `trace_json_path` nor syscall records say what
 /// the application read (a cached load would vanish), and when the stream has no closing summary (cut) unless
-/// `accept_partial`: nothing is written then. Dropped records and lost completions are warned of and counted.
+/// `accept_partial`: nothing is written then; so too when a file's device bytes in the stream fall short of the
+/// `trace_json_path` table's (short_ops: records cut or dropped). Dropped records and lost completions are warned of
+/// and counted.
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

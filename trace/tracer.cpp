@@ -458,7 +458,8 @@ int end_command(pid_t child, ring_buffer* rb) {
         ring_buffer__poll(rb, 50);
     }
     if (const size_t left = tree.kill_all())
-        std::cerr << "kvio trace: " << left << " processes the traced command started outlived it: killed\n";
+        std::cerr << "kvio trace: " << left << (left == 1 ? " process" : " processes")
+                  << " the traced command started outlived it: killed\n";
     return st;
 }
 

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/events_reader.h"
 #include "common/jsonl.h"
+#include "common/warn.h"
 
 namespace kvio::validate {
 
@@ -47,7 +48,7 @@ void add_syscall(FileIo& f, const EventRecord& r) {
 
 }  // namespace
 
-FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named) {
+FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named, bool require_files) {
     kvio::EventsReader rd(events_path);
     EventRecord r;
     std::map<FileId, FileIo> by;
@@ -81,8 +82,12 @@ FilesJoin join_files(const std::string& events_path, const std::set<FileId>* nam
         }
     }
     out.tally = rd.tally();
-    if (out.cmds > 0 && out.unattributed_cmds == out.cmds)
-        throw Error(events_path + ": no device command carries a file (ino): trace with --files");
+    if (out.cmds > 0 && out.unattributed_cmds == out.cmds) {
+        const std::string what = events_path + ": none of its " + std::to_string(out.cmds) +
+                                 " read/write device commands carries a file (ino)";
+        if (require_files) throw Error(what + ": trace with --files");
+        warn(what + ": only metadata or journal I/O reached the device (or the trace ran without --files)");
+    }
     for (auto& [id, f] : by)
         if (f.read_cmds + f.write_cmds > 0) out.files.push_back(std::move(f));
     return out;

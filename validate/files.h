@@ -50,10 +50,13 @@ struct FilesJoin {
 };
 
 /// Reads kvio.events/1 (JSONL or binary) at `events_path` through common/events_reader.h and groups read/write
-/// commands by file. Throws kvio::Error "EVENTS: no device command carries a file (ino): trace with --files" when
-/// read/write commands exist but none is attributed, and the reader's FILE:LINE: field errors on bad records.
-/// With `named`, also counts the commands that carry bytes of files not in it (cmds_of_unnamed).
-FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named = nullptr);
+/// commands by file. Throws kvio::Error "EVENTS: none of its N read/write device commands carries a file (ino): trace
+/// with --files" when read/write commands exist but none is attributed, and the reader's FILE:LINE: field errors on bad
+/// records. With `named`, also counts the commands that carry bytes of files not in it (cmds_of_unnamed). With
+/// `require_files` false (validate --objects, whose objects are files the import named: a run whose loads all came from
+/// the page cache may hold only metadata commands) none attributed is a warning, not the error.
+FilesJoin join_files(const std::string& events_path, const std::set<FileId>* named = nullptr,
+                     bool require_files = true);
 
 /// Sets each file's `path` from the `files` rows of the kvio.trace/1 summary (`kvio trace --files --json`) of the
 /// same trace: a row of one file carries its `ino`, `fs_dev` and `gen` (docs/formats.md); a `--group-by` row of

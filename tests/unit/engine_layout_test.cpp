@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "importer/engine_layout.h"
 #include "tests/engine_layout_writer.h"
+#include "validate/files.h"
 #include "validate/objects.h"
 #include "validate/semantic.h"
 #include "validate/synth.h"
@@ -492,6 +493,62 @@ TEST(EngineLayout, ACachedReadIsALoadMeasuredZero) {
     const importer::ImportSummary sum2 = importer::import_engine_layout(d.path, with_sys, out2);
     EXPECT_EQ(sum2.loads, 1u);
     EXPECT_EQ(sum2.cached_loads, 1u);
+}
+
+// A file the trace summary's table counts device reads for, with none in the stream (records cut or dropped), is not
+// a load from the page cache: the import refuses it unless told to accept a partial stream, and then counts it apart.
+// A file the table counts none for is the cached load it was.
+TEST(EngineLayout, AStreamShortOfTheSummarysDeviceBytesIsNotACachedLoad) {
+    const TwoKvFiles f;
+    const uint64_t size = TwoKvFiles::size;
+    const auto &a = f.s.files[0], &b = f.s.files[1];
+    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    std::ofstream(ev) << file_cmd("write", size, 1000, a, ga) << file_cmd("write", size, 2000, b, gb) << kSummary;
+    write_trace_json(ev + ".trace.json", nlohmann::json::array({file_row(a, ga, size, size, size, size),
+                                                                file_row(b, gb, size, size, 0, size)}));
+    std::ostringstream out;
+    const std::string e = error_of([&] { importer::import_engine_layout(f.d.path, synthetic_import(ev), out); });
+    EXPECT_NE(e.find(ev + ": 1 stores or loads of the KV files have fewer device bytes"), std::string::npos) << e;
+    EXPECT_NE(e.find("--partial"), std::string::npos) << e;
+    EXPECT_TRUE(out.str().empty());
+    importer::ImportOptions partial = synthetic_import(ev);
+    partial.accept_partial = true;
+    std::ostringstream out2;
+    const importer::ImportSummary sum = importer::import_engine_layout(f.d.path, partial, out2);
+    EXPECT_EQ(sum.loads, 2u);
+    EXPECT_EQ(sum.short_ops, 1u);
+    EXPECT_EQ(sum.cached_loads, 1u);  // B's only
+}
+
+// A run whose loads all came from the page cache, where the device saw only metadata (commands naming no file):
+// --objects scores it (each load measured 0, with a warning), where the files join refuses a stream of no file.
+TEST(EngineLayout, ObjectsScoreARunWhoseDeviceSawOnlyMetadata) {
+    const TwoKvFiles f;
+    const uint64_t size = TwoKvFiles::size;
+    const auto &a = f.s.files[0], &b = f.s.files[1];
+    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    Dir outs;
+    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    const std::string journal =
+        nlohmann::json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:3"},    {"op", "write"},
+                       {"sector", 8},   {"bytes", 4096},  {"ts_issue", 100}, {"ts_complete", 150}}
+            .dump() +
+        "\n";
+    std::ofstream(ev) << journal << kSummary;
+    write_trace_json(ev + ".trace.json", nlohmann::json::array({file_row(a, ga, size, 0), file_row(b, gb, size, 0)}));
+    const importer::ImportSummary sum = import_to_file(f.d.path, ev, sem);
+    EXPECT_EQ(sum.loads, 2u);
+    EXPECT_EQ(sum.cached_loads, 2u);
+    const validate::ObjectsReport r = validate::join_objects(sem, ev, {});
+    ASSERT_EQ(r.rows.size(), 2u);
+    for (const auto& row : r.rows) EXPECT_EQ(row.measured_bytes, 0u);
+    EXPECT_EQ(r.unattributed_cmds, 1u);
+    const std::string e = error_of([&] { validate::join_files(ev); });
+    EXPECT_NE(e.find(ev + ": none of its 1 read/write device commands carries a file (ino): trace with --files"),
+              std::string::npos)
+        << e;
 }
 
 // An events stream cut in the middle (JSONL: whole lines then half of one; no closing summary): the import and
