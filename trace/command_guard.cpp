@@ -19,8 +19,11 @@
 
 namespace kvio::trace {
 
-std::vector<pid_t> descendants(pid_t root) {
-    std::vector<std::pair<pid_t, pid_t>> procs;  // (pid, ppid)
+namespace {
+
+/// Every process's (pid, ppid), from /proc/PID/stat.
+std::vector<std::pair<pid_t, pid_t>> proc_parents() {
+    std::vector<std::pair<pid_t, pid_t>> procs;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
         const std::string name = e.path().filename().string();
@@ -35,6 +38,29 @@ std::vector<pid_t> descendants(pid_t root) {
         pid_t ppid = 0;
         if (rest >> state >> ppid) procs.emplace_back(pid_t(std::stol(name)), ppid);
     }
+    return procs;
+}
+
+}  // namespace
+
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    for (const auto& [pid, ppid] : proc_parents())
+        if (ppid == parent) out.push_back(pid);
+    return out;
+}
+
+void reap_adopted(pid_t command, pid_t guard) {
+    for (;;) {
+        siginfo_t si{};
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
+        if (si.si_pid == command || si.si_pid == guard) return;
+        waitpid(si.si_pid, nullptr, WNOHANG);
+    }
+}
+
+std::vector<pid_t> descendants(pid_t root) {
+    const std::vector<std::pair<pid_t, pid_t>> procs = proc_parents();
     std::vector<pid_t> out{root};
     for (size_t i = 0; i < out.size(); ++i)
         for (const auto& [pid, ppid] : procs)
@@ -50,17 +76,21 @@ bool pidfd_signal(int fd, int sig) { return syscall(SYS_pidfd_send_signal, fd, s
 
 }  // namespace
 
-StoppedTree::StoppedTree(pid_t root) {
+StoppedTree::StoppedTree(pid_t root, const std::vector<pid_t>& adopted) {
+    auto hold = [this](pid_t d) {
+        if (std::find(pids_.begin(), pids_.end(), d) != pids_.end()) return;
+        const int fd = pidfd_of(d);
+        if (fd < 0) return;  // gone already
+        pidfd_signal(fd, SIGSTOP);
+        fds_.push_back(fd);
+        pids_.push_back(d);
+    };
     for (int round = 0; round < 2; ++round) {
         kill(root, SIGSTOP);
-        for (pid_t d : descendants(root)) {
-            if (std::find(pids_.begin(), pids_.end(), d) != pids_.end()) continue;
-            const int fd = pidfd_of(d);
-            if (fd < 0) continue;  // gone already
-            pidfd_signal(fd, SIGSTOP);
-            fds_.push_back(fd);
-            pids_.push_back(d);
-        }
+        for (pid_t a : adopted) hold(a);
+        for (pid_t d : descendants(root)) hold(d);
+        for (pid_t a : adopted)
+            for (pid_t d : descendants(a)) hold(d);
     }
 }
 

@@ -9,13 +9,23 @@ namespace kvio::trace {
 /// Processes below `root` (children, grandchildren, ...), from the PPid field of /proc/PID/stat.
 std::vector<pid_t> descendants(pid_t root);
 
+/// The processes whose parent is `parent` now (the PPid field of /proc/PID/stat).
+std::vector<pid_t> children_of(pid_t parent);
+
+/// Reaps the exited children of the calling process (a child subreaper: processes of a traced command it adopted)
+/// other than `command` and `guard`, so that adopted processes that end do not stay zombies while the trace runs.
+/// Stops at the first of those two found exited (their status is the trace's to collect).
+void reap_adopted(pid_t command, pid_t guard);
+
 /// The processes below a traced command, held while the trace stops it (docs/trace.md, "Stopping"): each is stopped
 /// (SIGSTOP, so none forks while they are collected; two rounds, for a fork between a look and a stop) and held by a
 /// pidfd, so a signal never reaches a process that later took a pid of the tree.
 class StoppedTree {
 public:
-    /// Stops `root` and every process below it and collects the ones below (not `root`).
-    explicit StoppedTree(pid_t root);
+    /// Stops `root` and every process below it and collects the ones below (not `root`); also each of `adopted`
+    /// (processes of the command that the tracer, a child subreaper, adopted when their parent exited) and every
+    /// process below them.
+    explicit StoppedTree(pid_t root, const std::vector<pid_t>& adopted = {});
     ~StoppedTree();
     StoppedTree(const StoppedTree&) = delete;
     StoppedTree& operator=(const StoppedTree&) = delete;
@@ -41,6 +51,8 @@ public:
     explicit CommandGuard(pid_t child);
     /// Releases the guard (the command was ended and reaped by the tracer) and reaps it.
     ~CommandGuard();
+    /// The guard process (a child of the tracer that is not the command's).
+    pid_t pid() const { return guard_; }
     CommandGuard(const CommandGuard&) = delete;
     CommandGuard& operator=(const CommandGuard&) = delete;
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -406,6 +407,16 @@ uint32_t wakeup_mask(int ncpus) {
     return p - 1;
 }
 
+/// While it lives the tracer is a child subreaper (PR_SET_CHILD_SUBREAPER): a process of the traced command whose
+/// parent exits (a double fork, a daemon) is adopted by the tracer, not by init, so a stop still finds it
+/// (end_command) — docs/trace.md, "Stopping a traced command".
+struct SubreaperScope {
+    SubreaperScope() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+    ~SubreaperScope() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+    SubreaperScope(const SubreaperScope&) = delete;
+    SubreaperScope& operator=(const SubreaperScope&) = delete;
+};
+
 /// Forks the command stopped on a pipe, so it is in the filter before it runs.
 /// `stdout_to_stderr`: the command's standard output goes to our standard error (the events stream owns stdout).
 pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool stdout_to_stderr) {
@@ -430,15 +441,18 @@ pid_t spawn_stopped(const std::vector<std::string>& argv, int& release_fd, bool 
     return pid;
 }
 
-/// Ends the traced command and every process it started (docs/trace.md, "Stopping"): the tree is stopped and
+/// Ends the traced command and every process it started, also those the trace adopted as their subreaper (children
+/// of ours other than `child` and `guard`; docs/trace.md, "Stopping"): the tree is stopped and
 /// collected first (a shell's children are reparented away once it exits) and let go on (SIGCONT), the command gets
 /// SIGTERM; when it has not exited within kStopGraceNs (a command can hang in its own shutdown: fio 3.33 with `loops`
 /// did so in 2 of 12 SIGINTs here), SIGKILL to it and every process below it; once it is reaped, SIGKILL to whatever
 /// of the tree is still alive (a shell's background child, a subprocess the command did not end), so nothing the
 /// command started writes after the trace ends. Keeps draining `rb` meanwhile. Returns the wait status.
-int end_command(pid_t child, ring_buffer* rb) {
+int end_command(pid_t child, pid_t guard, ring_buffer* rb) {
     constexpr uint64_t kStopGraceNs = 5'000'000'000;
-    const StoppedTree tree(child);
+    std::vector<pid_t> adopted = children_of(getpid());  // orphans of the command (the trace is their subreaper)
+    std::erase_if(adopted, [&](pid_t p) { return p == child || p == guard; });
+    const StoppedTree tree(child, adopted);
     kill(child, SIGTERM);  // the command ends its own children if it can (fio does)
     tree.signal(SIGCONT);
     kill(child, SIGCONT);
@@ -1012,6 +1026,7 @@ struct TraceLoop {
     std::optional<PidWatch>& pid_watch;
     uint64_t t0_ns;                  ///< CLOCK_MONOTONIC at the trace's start
     std::optional<DutyCycle>& duty;  ///< --duty: opens and closes the windows
+    pid_t guard = 0;                 ///< the command's guard process (CommandGuard), 0 without a command
 };
 
 /// Drains the ring buffer and services the live outputs and the backup programs until a stop signal, --duration,
@@ -1060,6 +1075,7 @@ std::exception_ptr trace_loop(const TraceLoop& t, pid_t& child, TraceResult& res
                 child = 0;
                 break;
             }
+            reap_adopted(child, t.guard);
         }
     }
     return nullptr;
@@ -1285,7 +1301,9 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (!opts.json_path.empty()) check_writable(opts.json_path);  // a bad --json path fails before the trace
     int release_fd = -1;
     pid_t child = 0;
+    std::optional<SubreaperScope> subreaper;
     if (!opts.command.empty()) {
+        subreaper.emplace();
         child =
             spawn_stopped(opts.command, release_fd, !opts.events_path.empty() && events_on_stdout(opts.events_path));
         filter_pid(skel.get(), uint32_t(child));
@@ -1323,10 +1341,11 @@ TraceResult run_trace(const TraceOptions& opts) {
     if (child > 0) release_command(release_fd);
     if (!opts.quiet && child == 0) say_tracing(opts);
     // A textfile that cannot be written stops the trace; the summary is still written.
-    std::exception_ptr live_error =
-        trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch, snap_src.t0_ns, duty}, child, res);
+    std::exception_ptr live_error = trace_loop(TraceLoop{opts, *stop, rb.get(), live, backups, sink, pid_watch,
+                                                         snap_src.t0_ns, duty, guard ? guard->pid() : 0},
+                                               child, res);
     if (child > 0) {  // stopped by a signal or --duration while the command runs: end it, wait for it
-        res.command_status = command_status(end_command(child, rb.get()), true);
+        res.command_status = command_status(end_command(child, guard ? guard->pid() : 0, rb.get()), true);
     }
     guard.reset();
     // A stop that came before the end the trace was given is not that end (the first signal names it).

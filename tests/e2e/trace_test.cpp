@@ -527,7 +527,8 @@ TEST(Trace, SigkillOfTheTraceEndsTheCommandAndItsChildren) {
 // SIGINT or SIGTERM of the trace alone (not of the terminal's process group) ends the traced command's whole tree
 // before the trace's outputs are written: a child that sleeps and then writes a file never writes it, and no process
 // the command started is left (docs/trace.md, "Stopping a traced command"). Before, only the command got SIGTERM and
-// its children ran on.
+// its children ran on. Processes that left the tree by a double fork (a subshell's background job, and one in a
+// session of its own) are adopted by the trace, a child subreaper, and ended too: a new user saw them run on.
 TEST(Trace, StopSignalEndsEveryProcessTheCommandStarted) {
     const std::string alive = "ps -eo stat=,comm=,args= | awk '$1 !~ /^Z/' | ";
     for (const char* sig : {"INT", "TERM"}) {
@@ -536,16 +537,21 @@ TEST(Trace, StopSignalEndsEveryProcessTheCommandStarted) {
         const std::string late = dir.file("late");
         auto r = run(trace_in_background(dir.file("ready"),
                                          "-q --json " + dir.file("t.json") + " -- sh -c '(sleep 3.125; touch " + late +
-                                             ") & sleep 64.125; wait'",
+                                             ") & ( (sleep 3.25; touch " + late +
+                                             "2) & ); (setsid sh -c \"sleep "
+                                             "3.375; touch " +
+                                             late + "3\" &); sleep 64.125; wait'",
                                          "p") +
                      "sleep 0.3; kill -" + sig + " $p; wait $p; echo status=$?; sleep 3.5; " + alive +
-                     "awk '$2 == \"sleep\" && ($4 == \"3.125\" || $4 == \"64.125\")'");
+                     "awk '$2 == \"sleep\" && ($4 == \"3.125\" || $4 == \"3.25\" || $4 == \"3.375\" || $4 == "
+                     "\"64.125\")'");
         EXPECT_NE(r.out.find(std::string("status=") + (sig[0] == 'I' ? "130" : "143")), std::string::npos)
             << r.out << r.err;
         EXPECT_EQ(r.out.find("sleep"), std::string::npos) << "left running after the trace stopped:\n" << r.out;
-        EXPECT_FALSE(fs::exists(late)) << "a child of the traced command wrote after the trace's end";
+        for (const std::string& f : {late, late + "2", late + "3"})
+            EXPECT_FALSE(fs::exists(f)) << f << ": a process of the traced command wrote after the trace's end";
         EXPECT_EQ(json::parse(slurp(dir.file("t.json")))["schema"], "kvio.trace/1");
-        run("pkill -KILL -f 'slee[p] (3.125|64.125)'");
+        run("pkill -KILL -f 'slee[p] (3.125|3.25|3.375|64.125)'");
     }
 }
 
