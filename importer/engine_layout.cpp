@@ -436,6 +436,15 @@ ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& 
         s.short_ops += (wr.any() && short_wr) + (rd.any() && short_rd);
         if (rd.any() && rd.cmds == 0 && !short_rd) s.cached_loads++;
     }
+    // Without the summary's table a load with no device read is a cached one only if the stream lost nothing.
+    const EventsTally& t = s.events;
+    if (s.cached_loads && o.trace_json_path.empty() && (t.dropped || t.lost_completions) && !o.accept_partial)
+        throw Error(o.events_path + ": " + std::to_string(s.cached_loads) +
+                    " loads have no device read in a stream that lost records (" + std::to_string(t.dropped) +
+                    " dropped, " + std::to_string(t.lost_completions) +
+                    " completions lost): they may be reads whose records were lost, not loads from the page cache; "
+                    "give --trace-json T (the trace's --files --json) to tell them apart, or import anyway with "
+                    "--partial");
     if (s.short_ops && !o.accept_partial)
         throw Error(o.events_path + ": " + std::to_string(s.short_ops) +
                     " stores or loads of the KV files have fewer device bytes in the stream than " + o.trace_json_path +

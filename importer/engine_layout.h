@@ -117,8 +117,9 @@ struct ImportSummary {
 /// file of `dir` is in the events (another run's trace), when neither `trace_json_path` nor syscall records say what
 /// the application read (a cached load would vanish), and when the stream has no closing summary (cut) unless
 /// `accept_partial`: nothing is written then; so too when a file's device bytes in the stream fall short of the
-/// `trace_json_path` table's (short_ops: records cut or dropped). Dropped records and lost completions are warned of
-/// and counted.
+/// `trace_json_path` table's (short_ops: records cut or dropped), and, without that table, when loads with no device
+/// read come from a stream that lost records (dropped, lost completions). Dropped records and lost completions are
+/// warned of and counted.
 ImportSummary import_engine_layout(const std::string& dir, const ImportOptions& o, std::ostream& out);
 
 }  // namespace kvio::importer

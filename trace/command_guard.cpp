@@ -59,6 +59,23 @@ void reap_adopted(pid_t command, pid_t guard) {
     }
 }
 
+size_t kill_adopted(pid_t guard) {
+    size_t n = 0;
+    for (int round = 0; round < 64; ++round) {
+        std::vector<pid_t> kids = children_of(getpid());
+        std::erase(kids, guard);
+        if (kids.empty()) break;
+        for (pid_t k : kids) kill(k, SIGSTOP);  // our children: their pids stay theirs until we reap them
+        for (pid_t k : kids) {
+            siginfo_t si{};
+            const bool exited = waitid(P_PID, id_t(k), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == k;
+            if (!exited && kill(k, SIGKILL) == 0) n++;
+            waitpid(k, nullptr, 0);
+        }
+    }
+    return n;
+}
+
 std::vector<pid_t> descendants(pid_t root) {
     const std::vector<std::pair<pid_t, pid_t>> procs = proc_parents();
     std::vector<pid_t> out{root};

@@ -17,6 +17,12 @@ std::vector<pid_t> children_of(pid_t parent);
 /// Stops at the first of those two found exited (their status is the trace's to collect).
 void reap_adopted(pid_t command, pid_t guard);
 
+/// SIGKILLs and reaps every child of the calling process but `guard` (the processes of a stopped command the trace
+/// adopted as their subreaper: also those adopted while the stop let the tree run on, such as a process that forks
+/// its successor and exits), each SIGSTOPped first so it forks no more; their orphans, adopted in turn, go in the
+/// next round (at most 64). Returns how many were still alive.
+size_t kill_adopted(pid_t guard);
+
 /// The processes below a traced command, held while the trace stops it (docs/trace.md, "Stopping"): each is stopped
 /// (SIGSTOP, so none forks while they are collected; two rounds, for a fork between a look and a stop) and held by a
 /// pidfd, so a signal never reaches a process that later took a pid of the tree.

@@ -471,7 +471,10 @@ int end_command(pid_t child, pid_t guard, ring_buffer* rb) {
         }
         ring_buffer__poll(rb, 50);
     }
-    if (const size_t left = tree.kill_all())
+    // Once the command is reaped, what is left of its tree is the trace's (its subreaper), also processes adopted
+    // while the tree ran on (one that forked its successor and exited): those first, then any held one not adopted.
+    const size_t adopted_left = kill_adopted(guard);
+    if (const size_t left = adopted_left + tree.kill_all())
         std::cerr << "kvio trace: " << left << (left == 1 ? " process" : " processes")
                   << " the traced command started outlived it: killed\n";
     return st;

@@ -86,7 +86,11 @@ FilesJoin join_files(const std::string& events_path, const std::set<FileId>* nam
         const std::string what = events_path + ": none of its " + std::to_string(out.cmds) +
                                  " read/write device commands carries a file (ino)";
         if (require_files) throw Error(what + ": trace with --files");
-        warn(what + ": only metadata or journal I/O reached the device (or the trace ran without --files)");
+        warn(what + ": only metadata or journal I/O reached the device" +
+             (out.tally.lost_completions
+                  ? ", or the commands' completions were lost (" + std::to_string(out.tally.lost_completions) + ")"
+                  : std::string()) +
+             ", or the trace ran without --files");
     }
     for (auto& [id, f] : by)
         if (f.read_cmds + f.write_cmds > 0) out.files.push_back(std::move(f));

@@ -555,6 +555,31 @@ TEST(Trace, StopSignalEndsEveryProcessTheCommandStarted) {
     }
 }
 
+// A process that forks its successor and exits, every 20 ms, changes pid faster than a stop can collect a tree,
+// and goes on while a command that ignores SIGTERM gets its 5 s: its generations are adopted by the trace (a child
+// subreaper) and killed until none is left, so nothing writes after the trace ends (a new user's Python and shell
+// "hoppers" wrote 150-250 lines after it).
+TEST(Trace, StopEndsAProcessThatForksItsSuccessor) {
+    TempDir dir;
+    const std::string hop = dir.file("hop.sh"), log = dir.file("hop.log");
+    std::ofstream(hop) << "echo x >> \"$1\"; sleep 0.02; sh \"$0\" \"$1\" & exit 0\n";
+    auto r = run(trace_in_background(dir.file("ready"),
+                                     "-q --json " + dir.file("t.json") + " -- sh -c 'trap \"\" TERM; sh " + hop + " " +
+                                         log + " & while :; do sleep 64.25; done'",
+                                     "p") +
+                 "sleep 0.5; kill -TERM $p; wait $p; echo status=$?; wc -l < " + log + "; sleep 1; wc -l < " + log +
+                 "; ps -eo args= | grep -c '^sh " + hop + "'");
+    std::istringstream out(r.out);
+    std::string status;
+    size_t at_exit = 0, after = 0, left = 99;
+    out >> status >> at_exit >> after >> left;
+    EXPECT_EQ(status, "status=143") << r.out << r.err;
+    EXPECT_GT(at_exit, 3u) << "the hopper did not run: " << r.out << r.err;
+    EXPECT_EQ(after, at_exit) << "the hopper wrote after the trace's end";
+    EXPECT_EQ(left, 0u) << r.out;
+    run("pkill -KILL -f '^sh " + hop + "'; pkill -KILL -f 'slee[p] 64.25'");
+}
+
 TEST(Trace, SigintWhileACommandRunsExits130) {
     // fio exits 128 on SIGINT and a command ended by the stop's SIGTERM exits 0: either way a Ctrl-C'd trace of a
     // command exits 130, as a shell reports an interrupted job, with its outputs written.

@@ -493,6 +493,23 @@ TEST(EngineLayout, ACachedReadIsALoadMeasuredZero) {
     const importer::ImportSummary sum2 = importer::import_engine_layout(d.path, with_sys, out2);
     EXPECT_EQ(sum2.loads, 1u);
     EXPECT_EQ(sum2.cached_loads, 1u);
+
+    // The same stream having dropped records: the read may have gone to the device, its record lost. Without the
+    // summary's table to tell, the import refuses unless told to accept a partial stream.
+    const std::string ev3 = outs.path + "/ev3.jsonl";
+    std::ofstream(ev3) << file_cmd("write", size, 2000, b, gb) << sc.dump() << "\n"
+                       << "{\"type\":\"summary\",\"events\":0,\"dropped\":3}\n";
+    importer::ImportOptions lossy = synthetic_import(ev3);
+    lossy.trace_json_path.clear();
+    std::ostringstream out3;
+    const std::string e3 = error_of([&] { importer::import_engine_layout(d.path, lossy, out3); });
+    EXPECT_NE(e3.find(ev3 + ": 1 loads have no device read in a stream that lost records (3 dropped"),
+              std::string::npos)
+        << e3;
+    EXPECT_TRUE(out3.str().empty());
+    lossy.accept_partial = true;
+    std::ostringstream out4;
+    EXPECT_EQ(importer::import_engine_layout(d.path, lossy, out4).cached_loads, 1u);
 }
 
 // A file the trace summary's table counts device reads for, with none in the stream (records cut or dropped), is not
