@@ -74,14 +74,19 @@ void expect_close(const json& got, double want, const std::string& what) {
 /// request of a rank taking 2.2-4.7 s (2 clients, load 21-24); 15 s is 3x the slowest of those.
 constexpr int kScoredTrialSeconds = 15;
 
-/// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>]. Every rank
-/// file completed requests (a trial that completed none measured nothing: the summary's notes would say so).
+/// The rank files of one Option, checked and aggregated here, compared with the summary's options[<O>]. A rank that
+/// completed no request in its trial (it happens when the machine is busy: once in a fresh-clone run, rank 0 of
+/// option 1's first trial, beside the other e2e shard) measured nothing; the summary's notes must then name exactly
+/// those ranks per trial (closed_rules.cpp no_request_note), and none otherwise.
 void expect_option(const std::string& dir, const std::string& cache, const json& summary, const OptionRow& row,
                    int duration = kScoredTrialSeconds, bool mpi = false) {
     SCOPED_TRACE("option " + std::to_string(row.option));
     double read_sum = 0, write_sum = 0, tokens_sum = 0, read_p95 = 0, write_p95 = 0;
+    json want_notes = json::array();
+    int idle_ranks = 0;
     for (int t = 0; t < 3; ++t) {
         double r = 0, w = 0, k = 0;
+        std::string idle;  // "rank_0, rank_1": the ranks of this trial that completed no request
         for (int n = 0; n < 2; ++n) {
             const std::string rank_dir = dir + "/option_" + std::to_string(row.option) + "/trial_" + std::to_string(t) +
                                          "/rank_" + std::to_string(n);
@@ -89,7 +94,10 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
             ASSERT_FALSE(f.empty()) << rank_dir << ": not exactly one kvcache_results_*.json";
             const json d = load(f);
             EXPECT_EQ(d["seed"], 42 + n) << f;
-            EXPECT_GT(d.value("requests_completed", 0), 0) << f << ": no request completed in the trial";
+            if (d.value("requests_completed", 0) == 0) {
+                idle += (idle.empty() ? "rank_" : ", rank_") + std::to_string(n);
+                ++idle_ranks;
+            }
             const json& flags = d["kvio"]["config"]["flags"];
             EXPECT_EQ(flags["model"], row.model) << f;
             EXPECT_EQ(flags["num_users"], row.users) << f;
@@ -117,7 +125,13 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
         read_sum += r;
         write_sum += w;
         tokens_sum += k;
+        if (!idle.empty())
+            want_notes.push_back("trial_" + std::to_string(t) + ": " + idle + " completed 0 requests in its " +
+                                 std::to_string(duration) + " s trial");
     }
+    if (idle_ranks)
+        std::cout << "[ measured ] option " << row.option << ": " << idle_ranks
+                  << " of 6 rank files completed no request\n";
     const json& o = summary["options"][std::to_string(row.option)];
     expect_close(o["aggregated_read_bandwidth_gbps"], read_sum / 3, "read bandwidth: sum over ranks, mean of trials");
     expect_close(o["aggregated_write_bandwidth_gbps"], write_sum / 3, "write bandwidth");
@@ -127,9 +141,14 @@ void expect_option(const std::string& dir, const std::string& cache, const json&
     EXPECT_EQ(o["rank_count"], 2);
     EXPECT_EQ(o["trial_count"], 3);
     EXPECT_EQ(o["partial_failure"], false);
-    EXPECT_EQ(o["notes"], json::array()) << o["notes"];
+    // each note is the trial's, naming its idle ranks (the text goes on to say what that means)
+    ASSERT_TRUE(o["notes"].is_array()) << o["notes"];
+    ASSERT_EQ(o["notes"].size(), want_notes.size()) << o["notes"] << " against " << want_notes;
+    for (size_t i = 0; i < want_notes.size(); ++i)
+        EXPECT_EQ(o["notes"][i].get<std::string>().rfind(want_notes[i].get<std::string>(), 0), 0u)
+            << o["notes"][i] << " does not begin with " << want_notes[i];
     // Options 1 and 3 have no CPU tier: every rank writes to the cache directory, so a run that measured nothing fails.
-    if (row.cpu_mem_gb == 0) {
+    if (row.cpu_mem_gb == 0 && idle_ranks < 6) {
         EXPECT_GT(write_sum, 0.0) << "no storage writes measured";
     }
 }
