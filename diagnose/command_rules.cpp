@@ -5,6 +5,7 @@
 
 #include "common/event_trace.h"
 #include "common/syscall_trace.h"
+#include "common/trace_id.h"
 #include "diagnose/diagnose_format.h"
 #include "diagnose/rules.h"
 
@@ -144,7 +145,7 @@ void check_same_trace(const Inputs& in, const EventTrace& t) {
     for (const auto& d : devices)
         if (d.is_object() && d.value("dev", "") == t.dev) dev = &d;
     const std::string both = in.events + " and " + in.trace_path;
-    check_same_trace_id(in.events, t.trace_id, in.trace_path, in.trace.value("trace_id", ""));
+    kvio::check_same_trace(in.events, t.trace_id, in.trace_path, in.trace);
     if (!dev)
         throw Error(both + " are not the same trace: the events' device " + t.dev + " (" + t.disk +
                     ") is not in the summary's devices");

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/events_reader.h"
 #include "common/jsonl.h"
+#include "common/trace_id.h"
 #include "common/warn.h"
 #include "workload/fiemap.h"
 
@@ -289,7 +290,7 @@ size_t add_app_bytes(EventsByFile& by, const std::string& path, const std::strin
     const JsonSource src{path, 0};
     if (!t.is_object() || get_string_or(t, "schema", "", src) != "kvio.trace/1")
         throw Error(path + ": field 'schema': expected a kvio.trace/1 summary (`kvio trace --files --json`)");
-    check_same_trace_id(events_path, events.trace_id, path, get_string_or(t, "trace_id", "", src));
+    check_same_trace(events_path, events.trace_id, path, t);
     auto rows = t.find("files");
     if (rows == t.end() || !rows->is_array())
         src.fail("files", "missing or not an array: trace with `kvio trace --files --json`");

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/events_reader.h"
 #include "common/jsonl.h"
+#include "common/trace_id.h"
 #include "common/warn.h"
 
 namespace kvio::validate {
@@ -103,7 +104,7 @@ size_t name_files_from_trace_json(FilesJoin& j, const std::string& trace_json_pa
     if (!t.is_object()) throw Error(trace_json_path + ": expected a JSON object");
     const std::string schema = get_string(t, "schema", src);
     if (schema != "kvio.trace/1") src.fail("schema", "expected \"kvio.trace/1\", got \"" + schema + "\"");
-    check_same_trace_id(events_path, j.tally.trace_id, trace_json_path, get_string_or(t, "trace_id", "", src));
+    check_same_trace(events_path, j.tally.trace_id, trace_json_path, t);
     auto rows = t.find("files");
     if (rows == t.end() || !rows->is_array())
         src.fail("files", "missing or not an array (trace with --files and --json)");

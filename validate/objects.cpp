@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/events_reader.h"
 #include "common/jsonl.h"
+#include "common/trace_id.h"
 #include "validate/files.h"
 #include "validate/semantic.h"
 
@@ -22,11 +23,8 @@ ObjectsReport join_objects(const std::string& semantic_path, const std::string& 
         if (op.has_file) named.insert(FileId{op.fs_dev, op.ino, op.gen});
     const FilesJoin fj = join_files(events_path, &named, false);
     r.events = fj.tally;
-    if (!ov.trace_json.empty()) {  // the summary given for the device's limits: it must be this trace's
-        const nlohmann::json tj = read_json_file(ov.trace_json);
-        if (tj.is_object())
-            check_same_trace_id(events_path, fj.tally.trace_id, ov.trace_json, tj.value("trace_id", std::string()));
-    }
+    if (!ov.trace_json.empty())  // the summary given for the device's limits: it must be this trace's
+        check_same_trace(events_path, fj.tally.trace_id, ov.trace_json, read_json_file(ov.trace_json));
     if (warn_stream_end(events_path, fj.tally, "its files' measured bytes and commands may be short") &&
         !accept_partial)
         throw Error(events_path + ": no closing summary: the stream is cut; score it anyway with --partial");
