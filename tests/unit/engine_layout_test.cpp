@@ -209,15 +209,28 @@ nlohmann::json file_row(const importer::KvFile& f, uint64_t gen, uint64_t rd, ui
             {"write", {{"cmds", dev_wr ? 1 : 0}, {"bytes", dev_wr}, {"app_calls", 1}, {"app_bytes", wr}}}};
 }
 
+/// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
+uint64_t gen_of(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    long g = 0;
+    const bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETVERSION, &g) == 0;
+    if (fd >= 0) close(fd);
+    return ok ? uint32_t(g) : 77;
+}
+
 /// Two 16-token vLLM files of model "m" (hashes 0xa and 0xb, tiny-1b's 24576 bytes per token) in a fresh directory,
-/// scanned as vllm_opts() scans them.
+/// scanned as vllm_opts() scans them; their generations (gen_of), and the paths of an events stream and a semantic
+/// log in a second directory `outs`.
 struct TwoKvFiles {
     static constexpr uint64_t size = 16 * 24576;  // 393216
-    Dir d;
+    Dir d, outs;
     importer::LayoutScan s;
+    uint64_t ga = 0, gb = 0;
+    std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
     TwoKvFiles() {
         for (uint64_t h : {0xa, 0xb}) write_kv_file(d.path, vllm_fs_rel("m", 16, 1, 1, 0, "bfloat16", h), size, true);
         s = importer::scan_layout(d.path, vllm_opts());
+        if (s.files.size() == 2) ga = gen_of(s.files[0].path), gb = gen_of(s.files[1].path);
     }
 };
 
@@ -244,15 +257,6 @@ importer::ImportOptions synthetic_import(const std::string& ev) {
 importer::ImportSummary import_to_file(const std::string& dir, const std::string& ev, const std::string& sem) {
     std::ofstream out(sem);
     return importer::import_engine_layout(dir, synthetic_import(ev), out);
-}
-
-/// i_generation where the filesystem answers FS_IOC_GETVERSION, else any value (the import adopts the stream's).
-uint64_t gen_of(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY);
-    long g = 0;
-    const bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETVERSION, &g) == 0;
-    if (fd >= 0) close(fd);
-    return ok ? uint32_t(g) : 77;
 }
 
 }  // namespace
@@ -370,13 +374,12 @@ TEST(EngineLayout, ImportTakesEachFilesPartOfAMergedCommand) {
     const Dir& d = f.d;
     const uint64_t size = TwoKvFiles::size;
     const auto &a = f.s.files[0], &b = f.s.files[1];
-    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
+    const uint64_t ga = f.ga, gb = f.gb;
     nlohmann::json merged = nlohmann::json::parse(file_cmd("write", 2 * size, 1000, a, ga));
     merged["files"] = nlohmann::json::array({{{"ino", a.ino}, {"fs_dev", a.fs_dev}, {"gen", ga}, {"bytes", size}},
                                              {{"ino", b.ino}, {"fs_dev", b.fs_dev}, {"gen", gb}, {"bytes", size}}});
     merged["nofile_bytes"] = 0;
-    Dir outs;
-    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    const std::string &ev = f.ev, &sem = f.sem;
     std::ofstream(ev) << merged.dump() << "\n" << file_cmd("read", size, 5000, b, gb) << kSummary;
     const importer::ImportSummary sum = import_to_file(d.path, ev, sem);
     EXPECT_EQ(sum.stores, 2u);
@@ -448,9 +451,9 @@ TEST(EngineLayout, ACachedReadIsALoadMeasuredZero) {
     const Dir& d = f.d;
     const uint64_t size = TwoKvFiles::size;
     const auto &a = f.s.files[0], &b = f.s.files[1];
-    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
-    Dir outs;
-    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    const uint64_t ga = f.ga, gb = f.gb;
+    const Dir& outs = f.outs;
+    const std::string &ev = f.ev, &sem = f.sem;
     // A written and read from the device; B written, then read only from the page cache.
     std::ofstream(ev) << file_cmd("write", size, 1000, a, ga) << file_cmd("write", size, 2000, b, gb)
                       << file_cmd("read", size, 5000, a, ga) << kSummary;
@@ -519,9 +522,8 @@ TEST(EngineLayout, AStreamShortOfTheSummarysDeviceBytesIsNotACachedLoad) {
     const TwoKvFiles f;
     const uint64_t size = TwoKvFiles::size;
     const auto &a = f.s.files[0], &b = f.s.files[1];
-    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
-    Dir outs;
-    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    const uint64_t ga = f.ga, gb = f.gb;
+    const std::string& ev = f.ev;
     std::ofstream(ev) << file_cmd("write", size, 1000, a, ga) << file_cmd("write", size, 2000, b, gb) << kSummary;
     write_trace_json(ev + ".trace.json", nlohmann::json::array({file_row(a, ga, size, size, size, size),
                                                                 file_row(b, gb, size, size, 0, size)}));
@@ -545,9 +547,8 @@ TEST(EngineLayout, ObjectsScoreARunWhoseDeviceSawOnlyMetadata) {
     const TwoKvFiles f;
     const uint64_t size = TwoKvFiles::size;
     const auto &a = f.s.files[0], &b = f.s.files[1];
-    const uint64_t ga = gen_of(a.path), gb = gen_of(b.path);
-    Dir outs;
-    const std::string ev = outs.path + "/ev.jsonl", sem = outs.path + "/sem.jsonl";
+    const uint64_t ga = f.ga, gb = f.gb;
+    const std::string &ev = f.ev, &sem = f.sem;
     const std::string journal =
         nlohmann::json{{"type", "cmd"}, {"src", "block"}, {"dev", "7:3"},    {"op", "write"},
                        {"sector", 8},   {"bytes", 4096},  {"ts_issue", 100}, {"ts_complete", 150}}
