@@ -2,8 +2,9 @@
  * (docs/trace.md "Per-file attribution"). Four sources, tried in this order:
  *   dio      direct I/O through iomap (ext4, xfs, btrfs: docs/trace.md "Per-file attribution"): the request's
  *            first bio (or the bio it was split from) ends in iomap_dio_bio_end_io, and its bi_private is the
- *            struct iomap_dio whose iocb names the file; read at completion, while the dio still holds the bio.
- *            Nothing runs at submission: userspace sets files_dio_end_io from /proc/kallsyms, and with it the
+ *            struct iomap_dio whose iocb names the file; read at issue for a request of one bio (files_at_issue:
+ *            the file's number rides in the request's state), else at completion, while the dio holds the bio.
+ *            Nothing runs at bio submission: userspace sets files_dio_end_io from /proc/kallsyms, and with it the
  *            syscall and uring sources below are not attached (KVIO_TRACE_FILES_FROM_SUBMITTER=1 forces them);
  *   page     the request's first page is in a regular file's page cache on the same disk (buffered writeback,
  *            readahead, fsync): rq->bio->bi_io_vec[0].bv_page->mapping->host, read at completion, when the bios are
@@ -65,7 +66,8 @@ struct {
  * task filter leaves out admitted as writeback of a file the traced processes wrote (files_follow_writeback), [7]
  * files the traced processes wrote that written_files had no room for (their writeback is left out), [8] completing
  * requests of more bios than files_on_complete walks (KVIO_FILES_RQ_BIOS), [9] file parts of commands (--events,
- * kvio_parts_event) the ring buffer had no room for. */
+ * kvio_parts_event) the ring buffer had no room for, [10] of [5], the commands whose file was found at issue
+ * (files_at_issue). */
 enum {
     FILES_NONE,
     FILES_FULL,
@@ -77,6 +79,7 @@ enum {
     FILES_WRITTEN_FULL,
     FILES_CHAIN_CUT,
     FILES_PARTS_LOST,
+    FILES_DIO_AT_ISSUE,
     FILES_COUNTERS
 };
 KVIO_ARRAY(file_counters, BPF_MAP_TYPE_PERCPU_ARRAY, FILES_COUNTERS, __u64);
@@ -226,12 +229,40 @@ static __always_inline int files_on_getrq(struct bio *bio, bool typed)
     return 0;
 }
 
+/* bpf_rdonly_cast (a kfunc of 6.2+): a kernel address as a typed pointer whose fields are read by plain loads, which
+ * the JIT guards as it guards probe reads, at a fraction of a helper call's cost. Weak: a kernel without it loads
+ * the object, never the one program that calls it (block_rq_issue_cast_btf, chosen by userspace). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* The file of direct-I/O `dio` (a struct iomap_dio, as a number) into *fk: through bpf_rdonly_cast when `cast` (6
+ * plain loads), else 6 probe reads. */
+static __always_inline bool file_of_dio(__u64 dio, bool cast, struct kvio_file_key *fk)
+{
+    if (cast) {
+        struct iomap_dio *d = bpf_rdonly_cast((void *)dio, bpf_core_type_id_kernel(struct iomap_dio));
+        struct inode *ci = d->iocb->ki_filp->f_inode;
+        if (!ci)
+            return false;
+        fk->ino = ci->i_ino;
+        fk->fs_dev = ci->i_sb->s_dev;
+        fk->gen = ci->i_generation;
+        return fk->ino != 0;
+    }
+    struct inode *inode = BPF_CORE_READ((struct iomap_dio *)dio, iocb, ki_filp, f_inode);
+    if (!inode)
+        return false;
+    fk->ino = BPF_CORE_READ(inode, i_ino);
+    fk->fs_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+    fk->gen = BPF_CORE_READ(inode, i_generation);
+    return fk->ino != 0;
+}
+
 /* The file of an iomap direct-I/O bio: bio->bi_end_io is iomap_dio_bio_end_io and bi_private its struct iomap_dio,
  * whose iocb (struct kiocb) names the file; a bio split off one (bio_chain_endio) is looked at through the bio it
  * was split from, its bi_private (a split of a split chains to the same remainder: one level). False: not such a
- * bio. The function pointer and bi_private are numbers to the verifier even in tp_btf: probe reads from there on,
- * 6 for a file (2 more for a split). */
-static __always_inline bool file_of_dio_bio(struct bio *bio, bool typed, struct kvio_file_key *fk)
+ * bio. The function pointer and bi_private are numbers to the verifier even in tp_btf: file_of_dio from there on
+ * (probe reads unless `cast`; 2 more for a split). */
+static __always_inline bool file_of_dio_bio(struct bio *bio, bool typed, bool cast, struct kvio_file_key *fk)
 {
     if (!files_dio_end_io)
         return false;
@@ -242,15 +273,83 @@ static __always_inline bool file_of_dio_bio(struct bio *bio, bool typed, struct 
         end_io = (__u64)BPF_CORE_READ(parent, bi_end_io);
         priv = (__u64)BPF_CORE_READ(parent, bi_private);
     }
-    if (end_io != files_dio_end_io || !priv)
-        return false;
-    struct inode *inode = BPF_CORE_READ((struct iomap_dio *)priv, iocb, ki_filp, f_inode);
-    if (!inode)
-        return false;
-    fk->ino = BPF_CORE_READ(inode, i_ino);
-    fk->fs_dev = BPF_CORE_READ(inode, i_sb, s_dev);
-    fk->gen = BPF_CORE_READ(inode, i_generation);
-    return fk->ino != 0;
+    return end_io == files_dio_end_io && priv && file_of_dio(priv, cast, fk);
+}
+
+static __always_inline bool file_key_eq(const struct kvio_file_key *a, const struct kvio_file_key *b)
+{
+    return a->ino == b->ino && a->fs_dev == b->fs_dev && a->gen == b->gen;
+}
+
+/* --files: a number for each file a request's issue found (files_at_issue), so that the request's state carries
+ * 4 bytes instead of the 16 of its key. file_ids: key -> number, taken from next_file_id on first sight (numbers
+ * start at 1; 0: none); file_keys: number -> key (userspace gives it file_stats' size, or KVIO_TRACE_FILE_IDS: a
+ * test hook). A number is never reused. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, struct kvio_file_key);
+    __type(value, __u32);
+} file_ids SEC(".maps");
+KVIO_ARRAY(file_keys, BPF_MAP_TYPE_ARRAY, 65536, struct kvio_file_key);
+__u32 next_file_id = 1;
+/* The last file this CPU numbered, and its number: consecutive commands are mostly one file's (a block's file read
+ * or written in several commands; one file in a benchmark), and a hash lookup costs an issue ~100 ns here. */
+struct file_id_cached {
+    struct kvio_file_key key;
+    __u32 id;
+    __u32 pad;
+};
+KVIO_ARRAY(file_id_cache, BPF_MAP_TYPE_PERCPU_ARRAY, 1, struct file_id_cached);
+
+/* The number of file `fk`, given on first sight; 0 when file_keys or file_ids has no room (the completion then
+ * reads the file itself). Two CPUs meeting a new file at once each take a number; the one whose file_ids insert
+ * loses uses the winner's (its own stays unused). */
+static __always_inline __u32 file_id_lookup(const struct kvio_file_key *fk)
+{
+    __u32 *have = bpf_map_lookup_elem(&file_ids, fk);
+    if (have)
+        return *have;
+    __u32 id = __sync_fetch_and_add(&next_file_id, 1);
+    struct kvio_file_key *k = bpf_map_lookup_elem(&file_keys, &id);
+    if (!k)
+        return 0;
+    *k = *fk; /* before the number is published: a completion that finds the number finds its key */
+    if (!bpf_map_update_elem(&file_ids, fk, &id, BPF_NOEXIST))
+        return id;
+    have = bpf_map_lookup_elem(&file_ids, fk);
+    return have ? *have : 0;
+}
+
+/* file_id_lookup through this CPU's file_id_cache. */
+static __always_inline __u32 file_id_of(const struct kvio_file_key *fk)
+{
+    __u32 zero = 0;
+    struct file_id_cached *c = bpf_map_lookup_elem(&file_id_cache, &zero);
+    if (c && c->id && file_key_eq(&c->key, fk))
+        return c->id;
+    __u32 id = file_id_lookup(fk);
+    if (c && id) {
+        c->key = *fk;
+        c->id = id;
+    }
+    return id;
+}
+
+/* --files at the issue of request `rq`: the number of the file of a direct-I/O request of one bio (file_of_dio_bio),
+ * kept in the request's state; 0 (none) leaves the search to the completion. Issue runs in the submitting thread
+ * (mostly), whose CPU has just written the iomap_dio, kiocb, file and inode the file is read from; at completion
+ * they are often in another CPU's cache, where the same reads cost a command ~250 ns more on this VM, and 16 bytes
+ * of key in a line of its own ~70 ns more (docs/performance.md, "Where --files' cost was"). After issue no bio joins
+ * the request, so its file stands. */
+static __always_inline __u32 files_at_issue(struct request *rq, bool typed, bool cast)
+{
+    struct kvio_file_key fk = {};
+    struct bio *bio = KREAD(typed, rq, bio);
+    if (!bio || KREAD(typed, bio, bi_next) || !file_of_dio_bio(bio, typed, cast, &fk))
+        return 0;
+    return file_id_of(&fk);
 }
 
 /* The stats entry of file `fk`, created (and announced to userspace) on first sight. NULL: the map is full. */
@@ -365,7 +464,7 @@ static __always_inline bool file_of_bio_slot(__u64 key, struct kvio_file_key *fk
  * wrote it (written_files): an outsider's writeback merged into the request is no file's for the trace. */
 static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bio, struct kvio_file_key *fk, __u64 *src)
 {
-    if (file_of_dio_bio(bio, false, fk)) {
+    if (file_of_dio_bio(bio, false, false, fk)) {
         *src = KVIO_FILE_SRC_DIO;
         return true;
     }
@@ -392,11 +491,6 @@ static __always_inline bool files_of_bio(struct files_rq_walk *w, struct bio *bi
     bool ok = files_from_submitter() && file_of_bio_slot((__u64)bio, fk, &s);
     *src = s;
     return ok;
-}
-
-static __always_inline bool file_key_eq(const struct kvio_file_key *a, const struct kvio_file_key *b)
-{
-    return a->ino == b->ino && a->fs_dev == b->fs_dev && a->gen == b->gen;
 }
 
 /* Part `i` of walk `w` into its file's stats, with the command's D2C. A global function: the verifier checks it once,
@@ -507,7 +601,7 @@ static long files_bio_step(__u32 i, void *ctx)
 static __always_inline bool files_of_sole_bio(struct bio *bio, __u32 dev, bool typed, bool written_only,
                                               struct kvio_file_key *fk, __u8 *src)
 {
-    if (file_of_dio_bio(bio, typed, fk)) {
+    if (file_of_dio_bio(bio, typed, false, fk)) {
         *src = KVIO_FILE_SRC_DIO;
         return true;
     }
@@ -532,11 +626,20 @@ struct files_cmd {
  * the first file seen (0: none), which the events stream carries; with --events, a command whose bytes are not all
  * one file's (several files, or a file and bios of none) also has its parts written (out->nparts). A request with no
  * file's bio counts as FILES_NONE. `typed`: the tp_btf program (its own walk state). A request of one bio is not
- * walked: its file is read as files_of_sole_bio does, through the typed pointer (the walk's probe reads cost a
- * direct-I/O command ~110 ns, docs/performance.md). */
+ * walked: its file is the one found at issue (`file_id` != 0: direct I/O), else read as files_of_sole_bio
+ * does, through the typed pointer (the walk's probe reads cost a direct-I/O command ~110 ns, docs/performance.md). */
 static __always_inline void files_on_complete(struct request *rq, __u32 dev, __u32 op, __u64 bytes, __u64 sector,
-                                              __u64 ts, __u64 d2c, bool timed, bool typed, struct files_cmd *out)
+                                              __u64 ts, __u64 d2c, bool timed, bool typed, __u32 file_id,
+                                              struct files_cmd *out)
 {
+    struct kvio_file_key *at_issue = file_id ? bpf_map_lookup_elem(&file_keys, &file_id) : 0;
+    if (at_issue && at_issue->ino) { /* a direct-I/O request of one bio, its file found at issue (files_at_issue) */
+        struct kvio_file_key fk = *at_issue;
+        files_count(FILES_DIO_AT_ISSUE);
+        files_account(&fk, KVIO_FILE_SRC_DIO, op, bytes, d2c, timed);
+        out->first = fk;
+        return;
+    }
     struct bio *bio = KREAD(typed, rq, bio);
     bool written_only = op == KVIO_OP_WRITE && task_filter_active();
     if (bio && !KREAD(typed, bio, bi_next)) { /* one bio (direct I/O, mostly): no walk */

@@ -246,8 +246,10 @@ struct kvio_owner {
 #define KVIO_SLOT_PROBES 4    /* slots a key may use: its hash and the next three */
 #define KVIO_SLOT_LIVE   1ULL /* low bit of kvio_rq_state.key: in flight (pointers are 8-byte aligned) */
 struct kvio_rq_state {
-    __u64 key; /* struct request * | KVIO_SLOT_LIVE while in flight; only the owning request changes a live slot */
-    __u64 gen; /* request->start_time_ns at allocation: tells a reused request from the one we saw */
+    __u64 key;     /* struct request * | KVIO_SLOT_LIVE while in flight; only the owning request changes a live slot */
+    __u32 gen;     /* low 32 bits of request->start_time_ns at allocation: tells a reused request from the one we saw */
+    __u32 file_id; /* --files: the file of a direct-I/O request of one bio, found at its issue (file_attr.bpf.h
+                    * files_at_issue: in this line, which the completion reads anyway); 0: none found then */
     __u64 ts_insert, ts_issue; /* CLOCK_MONOTONIC ns; 0 = not seen */
     __u64 sector;              /* 512-byte units, whole disk */
     __u32 dev, opf, bytes, qd;

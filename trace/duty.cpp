@@ -127,11 +127,9 @@ DutyCycle::DutyCycle(kvio_trace_bpf* s, DutySpec spec, std::vector<uint32_t> slo
     auto& l = s->links;
     // attached in this order, detached in the reverse: insert only while issue is attached, so a request inserted in
     // a window is issued in it too (or its state is released as cut), never a state whose issue was not seen
-    issues_ = {{p.block_rq_issue_btf, &l.block_rq_issue_btf},
-               {p.block_rq_issue_raw, &l.block_rq_issue_raw},
-               {p.nvme_setup_cmd, &l.nvme_setup_cmd},
-               {p.block_rq_insert_btf, &l.block_rq_insert_btf},
-               {p.block_rq_insert_raw, &l.block_rq_insert_raw}};
+    issues_ = {{p.block_rq_issue_btf, &l.block_rq_issue_btf},   {p.block_rq_issue_cast_btf, &l.block_rq_issue_cast_btf},
+               {p.block_rq_issue_raw, &l.block_rq_issue_raw},   {p.nvme_setup_cmd, &l.nvme_setup_cmd},
+               {p.block_rq_insert_btf, &l.block_rq_insert_btf}, {p.block_rq_insert_raw, &l.block_rq_insert_raw}};
     completions_ = {{p.block_rq_complete_btf, &l.block_rq_complete_btf},
                     {p.block_rq_complete_raw, &l.block_rq_complete_raw},
                     {p.nvme_complete_rq, &l.nvme_complete_rq}};

@@ -127,6 +127,11 @@ bool btf_struct_has_field(const std::string& type, const std::string& field) {
     return btf_has_member(type.c_str(), BTF_KIND_STRUCT, field.c_str());
 }
 
+bool kernel_has_btf_function(const std::string& name) {
+    const struct btf* btf = vmlinux_btf();
+    return btf && btf__find_by_name_kind(btf, name.c_str(), BTF_KIND_FUNC) > 0;
+}
+
 bool task_storage_everywhere() {
     if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) != 1) return false;
     for (auto type : {BPF_PROG_TYPE_TRACEPOINT, BPF_PROG_TYPE_RAW_TRACEPOINT})

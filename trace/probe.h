@@ -41,4 +41,8 @@ unsigned long long kernel_function_address(const std::string& name);
 /// True when vmlinux BTF has struct `type` with a member `field` (also inside its anonymous structs and unions).
 bool btf_struct_has_field(const std::string& type, const std::string& field);
 
+/// Whether the running kernel's BTF has function `name` of BPF's own (a kfunc such as bpf_rdonly_cast, 6.2+): what
+/// decides which of two programs to load, not the version number.
+bool kernel_has_btf_function(const std::string& name);
+
 }  // namespace kvio::trace

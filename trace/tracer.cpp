@@ -133,7 +133,11 @@ void choose_block_programs(kvio_trace_bpf* s) {
     bpf_program__set_autoload(s->progs.block_getrq_files_btf, btf && files_from_submitter(s));
     bpf_program__set_autoload(s->progs.block_getrq_files_raw, !btf && files_from_submitter(s));
     bpf_program__set_autoload(s->progs.block_rq_insert_btf, btf);
-    bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf);
+    // --files' dio source reads the file at issue through bpf_rdonly_cast where the kernel has it (6.2+), else by
+    // probe reads: two builds of the issue program, one loaded (bpf/block.bpf.h)
+    bool cast = btf && s->rodata->files_dio_end_io && kernel_has_btf_function("bpf_rdonly_cast");
+    bpf_program__set_autoload(s->progs.block_rq_issue_btf, btf && !cast);
+    bpf_program__set_autoload(s->progs.block_rq_issue_cast_btf, cast);
     bpf_program__set_autoload(s->progs.block_rq_complete_btf, btf);
     bpf_program__set_autoload(s->progs.block_getrq_raw, !btf && owners);
     bpf_program__set_autoload(s->progs.block_rq_insert_raw, !btf);
@@ -233,6 +237,7 @@ int attach_in_order(kvio_trace_bpf* s, SyscallPrograms& syscalls) {
     };
     const Step issues[] = {
         {s->progs.block_rq_issue_btf, &s->links.block_rq_issue_btf},
+        {s->progs.block_rq_issue_cast_btf, &s->links.block_rq_issue_cast_btf},
         {s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw},
         {s->progs.nvme_setup_cmd, &s->links.nvme_setup_cmd},
     };
@@ -267,10 +272,12 @@ class BackupPrograms {
 public:
     BackupPrograms(kvio_trace_bpf* s, bool always) : always_(always) {
         if (!s->rodata->backup_programs) return;
-        hooks_ = {
-            {"issue", s->progs.block_rq_issue_btf, s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
-            {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw,
-             &s->links.block_rq_complete_raw, false}};
+        hooks_ = {{"issue",
+                   bpf_program__autoload(s->progs.block_rq_issue_btf) ? s->progs.block_rq_issue_btf
+                                                                      : s->progs.block_rq_issue_cast_btf,
+                   s->progs.block_rq_issue_raw, &s->links.block_rq_issue_raw, false},
+                  {"complete", s->progs.block_rq_complete_btf, s->progs.block_rq_complete_raw,
+                   &s->links.block_rq_complete_raw, false}};
     }
     /// Attaches the backup of each primary that missed a run; one warning when the kernel refuses (the misses
     /// stay counted as lost or unmatched completions).
@@ -630,7 +637,8 @@ int read_files(kvio_trace_bpf* s, FilePaths& paths, const TraceOptions& opts, nl
                            "writeback_followed",
                            "written_files_full",
                            "bio_chains_cut",
-                           "parts_lost"};
+                           "parts_lost",
+                           "dio_at_issue"};
     nlohmann::json counts = nlohmann::json::object();
     for (uint32_t i = 0; i < std::size(names); ++i) {
         uint64_t n = 0;
@@ -855,8 +863,12 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     ro->track_files = opts.files;
     if (opts.files) choose_files_source(s);
     bpf_map__set_max_entries(s->maps.bio_files, opts.files ? ro->bio_slot_mask + 1 : 1);
+    // numbers of the files direct I/O's issue finds (bpf/file_attr.bpf.h), one per file; fewer with the test hook
+    uint32_t ids = env_hook("KVIO_TRACE_FILE_IDS");
+    bpf_map__set_max_entries(s->maps.file_keys, !opts.files ? 1 : ids ? ids : bpf_map__max_entries(s->maps.file_stats));
     if (!opts.files)  // unused: one entry each
-        for (bpf_map* m : {s->maps.file_stats, s->maps.uring_files_by_tid}) bpf_map__set_max_entries(m, 1);
+        for (bpf_map* m : {s->maps.file_stats, s->maps.file_ids, s->maps.uring_files_by_tid})
+            bpf_map__set_max_entries(m, 1);
     // the files the traced processes wrote, whose writeback follows them: only under a task filter
     if (!opts.files || !(ro->filter_pid || !opts.comms.empty() || !opts.cgroup.empty()))
         bpf_map__set_max_entries(s->maps.written_files, 1);

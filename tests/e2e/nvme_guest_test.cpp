@@ -231,6 +231,23 @@ TEST_F(NvmeGuest, SyscallHistogramsOnEitherSyscallHook) {
     }
 }
 
+// --files on Debian's 6.1 (no bpf_rdonly_cast): the probe-read build of the issue program is the one loaded and runs;
+// the raw device's direct writes are no file's (bpf/file_attr.bpf.h: only iomap's dio names a file).
+TEST_F(NvmeGuest, FilesLoadsTheProbeReadIssueProgramOn61) {
+    SKIP_WITHOUT_TRACER();
+    expect_step_ok("files_dd");
+    const std::string js = result("files_dd.trace.json");
+    ASSERT_FALSE(js.empty()) << tail_of("files_dd");
+    auto s = nlohmann::json::parse(js);
+    std::map<std::string, uint64_t> runs;
+    for (const auto& p : s.at("bpf_stats").at("programs")) runs[p.at("name")] = p.at("run_cnt").get<uint64_t>();
+    EXPECT_GE(runs["block_rq_issue_btf"], 4u) << s["bpf_stats"].dump();
+    EXPECT_FALSE(runs.count("block_rq_issue_cast_btf")) << s["bpf_stats"].dump();
+    const auto& at = s.at("files_attribution");
+    EXPECT_GE(at.at("no_file").get<uint64_t>(), 4u) << at.dump();
+    EXPECT_EQ(at.at("dio_at_issue"), 0) << at.dump();
+}
+
 // Acceptance (issue 5): kvio gen (llama3.1-8b, 256-token chunks: 32 MiB objects, 2 stores + 2 loads)
 // under kvio trace, then kvio validate: every object's commands are exactly the projected ones.
 // A load is 256 commands of 128 KiB (MDTS / max_sectors_kb 128 KiB); a store adds its 4 KiB header.

@@ -82,6 +82,9 @@ void expect_direct_sources(const json& s, Source src, const char* submitter_coun
     EXPECT_GT(at["by_dio"].get<uint64_t>(), 0u) << at.dump();
     EXPECT_EQ(at["by_syscall"], 0) << at.dump();
     EXPECT_EQ(at["by_uring"], 0) << at.dump();
+    // requests of one bio have their file found at issue (bpf/file_attr.bpf.h files_at_issue)
+    EXPECT_GT(at["dio_at_issue"].get<uint64_t>(), 0u) << at.dump();
+    EXPECT_LE(at["dio_at_issue"].get<uint64_t>(), at["by_dio"].get<uint64_t>()) << at.dump();
 }
 
 }  // namespace
@@ -609,6 +612,35 @@ TEST(TraceFiles, DioSourceAndSubmitterSourceGiveTheSameTable) {
         }
     }
     EXPECT_EQ(tables[0], tables[1]);
+}
+
+// The direct-I/O file found at issue is kept as a number per file (bpf/file_attr.bpf.h file_id_of). With one number
+// to give (test hook KVIO_TRACE_FILE_IDS=2: numbers start at 1), the first file of two interleaved fio jobs takes it
+// and the other's commands are found at completion, as before numbers: both files' bytes stay exact, and only some
+// commands were found at issue.
+TEST(TraceFiles, FileNumbersRunningOutLeaveTheFileToTheCompletion) {
+    if (!kernel_has_iomap_dio()) GTEST_SKIP() << "no iomap direct I/O on this kernel: no dio source";
+    Ext4Mount m(64 * MiB);
+    TempDir dir;
+    const std::string a = m.mnt + "/a.bin", b = m.mnt + "/b.bin", js = dir.file("t.json");
+    for (const std::string& f : {a, b})
+        ASSERT_EQ(run("dd if=/dev/zero of=" + f + " bs=1M count=2 conv=fsync status=none").status, 0);
+    const std::string job = " --direct=1 --bs=16k --size=2M --iodepth=8 --output=/dev/null";
+    CmdResult r = run("KVIO_TRACE_FILE_IDS=2 " + kvio_bin() + " trace -q -d " + m.loop.name + " --files --json " + js +
+                      " -- fio --name=a --filename=" + a + " --ioengine=libaio --rw=randread" + job +
+                      " --name=b --filename=" + b + " --ioengine=io_uring --rw=randwrite" + job);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json s = json::parse(slurp(js));
+    auto rows = rows_by_path(s);
+    for (const std::string& f : {a, b}) ASSERT_TRUE(rows.count(f)) << f << " " << s["files"].dump();
+    const json& at = s.at("files_attribution");
+    EXPECT_EQ(rows[a]["read"]["bytes"], 2 * MiB) << at.dump();
+    EXPECT_EQ(rows[b]["write"]["bytes"], 2 * MiB) << at.dump();
+    EXPECT_EQ(rows[a]["write"]["bytes"], 0);
+    EXPECT_EQ(rows[b]["read"]["bytes"], 0);
+    // one file's 128 commands at issue, the other's at completion
+    EXPECT_GE(at["dio_at_issue"].get<uint64_t>(), 128u) << at.dump();
+    EXPECT_GE(at["by_dio"].get<uint64_t>() - at["dio_at_issue"].get<uint64_t>(), 128u) << at.dump();
 }
 
 // A request merged of several files' bios counts each bio's bytes for its own file (docs/trace.md, "What the counts

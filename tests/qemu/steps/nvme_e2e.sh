@@ -40,6 +40,11 @@ step syscalls_default kvio trace -d nvme0n1 -q --json syscalls_default.trace.jso
 step syscalls_raw env KVIO_TRACE_RAW_SYSCALLS=1 kvio trace -d nvme0n1 -q --json syscalls_raw.trace.json -- \
   dd if=/dev/nvme0n1 of=/dev/null bs=4k count=8 iflag=direct
 
+# --- --files on this kernel, which has no bpf_rdonly_cast (6.2+): the issue program that reads a direct-I/O file by
+# probe reads must load. A raw block device's direct I/O is no file's (not iomap's): 4 commands, no file.
+step files_dd kvio trace -d nvme0n1 -q --files --stats --json files_dd.trace.json -- \
+  dd if=/dev/zero of=/dev/nvme0n1 bs=64k count=4 seek=200 oflag=direct
+
 # --- kvio gen under kvio trace, then kvio validate, per engine: llama3.1-8b, 256-token chunks
 # (32 MiB objects), 2 chunks stored then loaded.
 GEN="--model llama3.1-8b --chunk-tokens 256 --num-chunks 2 --force -q"
