@@ -1,6 +1,8 @@
 #include "trace/file_table.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -57,6 +59,27 @@ std::string mount_point_of(uint32_t fs_dev) {
         if (majmin == want && root == "/") return unescape_mount(mnt);
     }
     return "";
+}
+
+/// The inode generation of regular file `path` (FS_IOC_GETVERSION: ext4, XFS and btrfs give i_generation, the `gen`
+/// of a file key); nullopt where it cannot be read (another kind of file, a filesystem without the ioctl).
+std::optional<uint32_t> file_generation(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    int gen = 0;
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::ioctl(fd, FS_IOC_GETVERSION, &gen) == 0;
+    ::close(fd);
+    return ok ? std::optional<uint32_t>(uint32_t(gen)) : std::nullopt;
+}
+
+/// Is the regular file at `path` (inode `st`) the file of key `k`: same filesystem, inode number and, where the
+/// filesystem tells it, generation? ext4 gives a deleted file's inode number to the next file created at once: only
+/// the generation tells the two apart.
+bool is_file_of(const kvio_file_key& k, const std::string& path, const struct stat& st) {
+    if (st.st_ino != k.ino || kernel_dev(DevId{major(st.st_dev), minor(st.st_dev)}) != k.fs_dev) return false;
+    auto gen = file_generation(path);
+    return !gen || *gen == k.gen;
 }
 
 /// Is `path` `dir` or below it (by whole components)?
@@ -129,8 +152,7 @@ std::string FilePaths::path(const kvio_file_key& k) {
 
 bool FilePaths::still_names(const kvio_file_key& k, const std::string& p) {
     struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && st.st_ino == k.ino &&
-           kernel_dev(DevId{major(st.st_dev), minor(st.st_dev)}) == k.fs_dev;
+    return ::stat(p.c_str(), &st) == 0 && is_file_of(k, p, st);
 }
 
 void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
@@ -172,9 +194,13 @@ void FilePaths::finish(const std::vector<kvio_file_key>& keys) {
                 continue;
             }
             if (!inos.count(st.st_ino)) continue;
+            bool found = false;  // a file of this number but another generation is not the one looked for
             for (const auto& k : keys)
-                if (k.fs_dev == dev && k.ino == st.st_ino && !paths_.count(k)) paths_[k] = it->path().string();
-            inos.erase(st.st_ino);
+                if (k.fs_dev == dev && k.ino == st.st_ino && !paths_.count(k) && is_file_of(k, it->path(), st)) {
+                    paths_[k] = it->path().string();
+                    found = true;
+                }
+            if (found) inos.erase(st.st_ino);
         }
     }
     for (auto& [k, p] : seen_paths) paths_.emplace(k, p);  // not found: deleted, it keeps the path seen
@@ -392,11 +418,12 @@ void print_file_table(std::ostream& os, const nlohmann::json& files, const nlohm
     }
     if (!counts.is_null())
         os << "commands by source: page cache " << counts.value("by_page", 0) << ", direct I/O (iomap) "
-           << counts.value("by_dio", 0) << ", syscall " << counts.value("by_syscall", 0) << ", io_uring "
-           << counts.value("by_uring", 0) << "; no file " << counts.value("no_file", 0) << "; files without room "
-           << counts.value("map_full", 0) << "; writeback followed " << counts.value("writeback_followed", 0)
-           << " (written files without room " << counts.value("written_files_full", 0) << "); bio chains cut "
-           << counts.value("bio_chains_cut", 0) << "\n";
+           << counts.value("by_dio", 0) << " (found at issue " << counts.value("dio_at_issue", 0) << "), syscall "
+           << counts.value("by_syscall", 0) << ", io_uring " << counts.value("by_uring", 0) << "; no file "
+           << counts.value("no_file", 0) << "; files without room " << counts.value("map_full", 0)
+           << "; writeback followed " << counts.value("writeback_followed", 0) << " (written files without room "
+           << counts.value("written_files_full", 0) << "); bio chains cut " << counts.value("bio_chains_cut", 0)
+           << "\n";
     if (!counts.is_null() && counts.contains("parts_joined"))  // --events: merged commands split per file
         os << "events: " << counts.value("parts_joined", 0) << " commands carry each file's bytes; "
            << counts.value("parts_incomplete", 0) << " lost some of their parts (" << counts.value("parts_lost", 0)
