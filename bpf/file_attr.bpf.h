@@ -293,6 +293,7 @@ struct {
     __type(value, __u32);
 } file_ids SEC(".maps");
 KVIO_ARRAY(file_keys, BPF_MAP_TYPE_ARRAY, 65536, struct kvio_file_key);
+const volatile __u32 file_ids_max = 65536; /* file_keys' size (userspace sets both) */
 __u32 next_file_id = 1;
 /* The last file this CPU numbered, and its number: consecutive commands are mostly one file's (a block's file read
  * or written in several commands; one file in a benchmark), and a hash lookup costs an issue ~100 ns here. */
@@ -311,6 +312,8 @@ static __always_inline __u32 file_id_lookup(const struct kvio_file_key *fk)
     __u32 *have = bpf_map_lookup_elem(&file_ids, fk);
     if (have)
         return *have;
+    if (next_file_id >= file_ids_max) /* all given: never add on (the counter would wrap and give numbers again) */
+        return 0;
     __u32 id = __sync_fetch_and_add(&next_file_id, 1);
     struct kvio_file_key *k = bpf_map_lookup_elem(&file_keys, &id);
     if (!k)

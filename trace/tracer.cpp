@@ -822,11 +822,11 @@ void check_duty(const TraceOptions& opts, const kvio_trace_bpf* s) {
     const auto& ro = *s->rodata;
     parse_duty(opts.duty);  // its own errors first
     const std::string no = "--duty " + opts.duty + ": ";
-    if (!opts.block_only) throw Error(no + "needs --block-only (syscall histograms are not cycled)");
     if (ro.need_owner || ro.track_files || opts.breakdown)
         throw Error(no +
                     "needs histogram mode: no --events, --perfetto, -p, -c, --cgroup, -- COMMAND, "
                     "--per-process, --per-cgroup, --files or --breakdown");
+    if (!opts.block_only) throw Error(no + "needs --block-only (syscall histograms are not cycled)");
     if (opts.interval_s > 0 || !opts.listen.empty() || !opts.prom_textfile.empty())
         throw Error(no +
                     "not with INTERVAL, --listen or --prom-textfile (their rates would drop to 0 between windows)");
@@ -865,7 +865,8 @@ std::vector<uint32_t> configure(kvio_trace_bpf* s, const TraceOptions& opts, con
     bpf_map__set_max_entries(s->maps.bio_files, opts.files ? ro->bio_slot_mask + 1 : 1);
     // numbers of the files direct I/O's issue finds (bpf/file_attr.bpf.h), one per file; fewer with the test hook
     uint32_t ids = env_hook("KVIO_TRACE_FILE_IDS");
-    bpf_map__set_max_entries(s->maps.file_keys, !opts.files ? 1 : ids ? ids : bpf_map__max_entries(s->maps.file_stats));
+    ro->file_ids_max = !opts.files ? 1 : ids ? ids : bpf_map__max_entries(s->maps.file_stats);
+    bpf_map__set_max_entries(s->maps.file_keys, ro->file_ids_max);
     if (!opts.files)  // unused: one entry each
         for (bpf_map* m : {s->maps.file_stats, s->maps.file_ids, s->maps.uring_files_by_tid})
             bpf_map__set_max_entries(m, 1);

@@ -188,6 +188,11 @@ TEST(TraceDuty, RefusedOutsideBlockHistograms) {
         EXPECT_NE(r.status, 0) << args;
         EXPECT_NE(r.err.find("--duty"), std::string::npos) << args << ": " << r.err;
     }
+    // --files is what a window would cut: the error names it, not --block-only, which --files excludes
+    auto r = run(kvio_bin() + " trace -q --duty 1/10 --files -d loop0 --duration 1");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("needs histogram mode"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("needs --block-only"), std::string::npos) << r.err;
 }
 
 }  // namespace
